@@ -1,0 +1,58 @@
+// Owns the description of a sharded dataset split: sample shape, classes, normalisation and provenance,
+// and the HDF5 names under which each shard stores them (the on-disk contract of `prepare`).
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace ringtrain::io {
+
+// Names inside every shard file. Changing one breaks every dataset already written.
+namespace shard_names {
+inline constexpr const char* images = "images";          // N x C x H x W, uint8, chunked
+inline constexpr const char* labels = "labels";          // N, int32
+inline constexpr const char* num_classes = "num_classes";  // int attribute on the file root
+inline constexpr const char* sample_shape = "sample_shape";  // int[3] attribute: C, H, W
+inline constexpr const char* mean = "mean";              // float[C]: per-channel mean of the train split, in 0..255 units
+inline constexpr const char* stddev = "std";             // float[C]: per-channel std of the train split, in 0..255 units
+inline constexpr const char* provenance = "provenance";  // string: where the samples came from
+inline constexpr const char* shard_index = "shard_index";  // int: this file's position in the split
+inline constexpr const char* shard_count = "shard_count";  // int: files in the split
+inline constexpr const char* file_prefix = "shard-";     // shard-00000-of-00008.h5
+}  // namespace shard_names
+
+struct SampleShape {
+  int channels = 0, height = 0, width = 0;
+  int64_t elements() const { return int64_t{channels} * height * width; }
+  bool operator==(const SampleShape&) const = default;
+};
+
+struct DatasetMeta {
+  SampleShape shape;
+  int num_classes = 0;
+  std::vector<float> mean;    // per channel, 0..255 units
+  std::vector<float> stddev;  // per channel, 0..255 units
+  std::string provenance;
+};
+
+struct ShardInfo {
+  std::filesystem::path path;
+  int64_t samples = 0;
+};
+
+// A split folder (e.g. data/fmnist/train) after its shard headers were read and checked for consistency.
+struct SplitIndex {
+  std::filesystem::path dir;
+  DatasetMeta meta;
+  std::vector<ShardInfo> shards;  // in shard_index order
+  int64_t total_samples() const;
+  std::vector<int64_t> shard_sizes() const;
+};
+
+// Reads only headers (attributes and dataset extents), opening each shard once. Throws DataError naming the
+// folder or the file and saying how to fix it: missing folder, no shards, unreadable or truncated file,
+// missing dataset/attribute, shape or dtype differing between shards, shard_count disagreeing with the files.
+SplitIndex open_split(const std::filesystem::path& dir);
+
+}  // namespace ringtrain::io

@@ -1,0 +1,171 @@
+// Owns `ringtrain inspect`: examining every shard of a split, listing all problems instead of stopping at
+// the first, and printing counts and class histograms.
+#include "io/inspect.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <hdf5.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "common/error.h"
+#include "io/h5_check.h"
+#include "io/h5_handle.h"
+#include "io/hdf5_lock.h"
+#include "io/shard_header.h"
+
+namespace ringtrain::io {
+namespace fs = std::filesystem;
+
+bool SplitReport::valid() const {
+  return problems.empty() &&
+         std::all_of(shards.begin(), shards.end(), [](const ShardReport& s) { return s.problems.empty(); });
+}
+
+namespace {
+
+// Counts labels per class in blocks, so a shard of any size is checked in bounded memory.
+void scan_labels(hid_t file, int num_classes, ShardReport& report) {
+  const H5Dataset labels(H5_CHECK(H5Dopen2(file, shard_names::labels, H5P_DEFAULT)));
+  const H5Dataspace space(H5_CHECK(H5Dget_space(labels.id())));
+  hsize_t total = 0;
+  H5_CHECK(H5Sget_simple_extent_dims(space.id(), &total, nullptr));
+  report.class_histogram.assign(static_cast<std::size_t>(std::max(num_classes, 0)), 0);
+  int64_t out_of_range = 0;
+  std::string first_bad;
+  constexpr hsize_t block = hsize_t{1} << 20;
+  std::vector<int32_t> values(static_cast<std::size_t>(std::min(total, block)));
+  for (hsize_t start = 0; start < total; start += block) {
+    const hsize_t count = std::min(block, total - start);
+    H5_CHECK(H5Sselect_hyperslab(space.id(), H5S_SELECT_SET, &start, nullptr, &count, nullptr));
+    const H5Dataspace memory(H5_CHECK(H5Screate_simple(1, &count, nullptr)));
+    H5_CHECK(H5Dread(labels.id(), H5T_NATIVE_INT32, memory.id(), space.id(), H5P_DEFAULT, values.data()));
+    for (hsize_t i = 0; i < count; ++i) {
+      const int32_t label = values[static_cast<std::size_t>(i)];
+      if (label >= 0 && label < num_classes) {
+        ++report.class_histogram[static_cast<std::size_t>(label)];
+      } else if (out_of_range++ == 0) {
+        first_bad = fmt::format("label {} at sample {}", label, start + i);
+      }
+    }
+  }
+  if (out_of_range > 0)
+    report.problems.push_back(fmt::format("has {} labels outside [0, {}) (first: {})", out_of_range, num_classes,
+                                          first_bad));
+}
+
+// The first and last sample: proves the image data (not just the header) is where the header says. Reading
+// every image would take hours on an ImageNet-sized split; truncation anywhere is caught at open already.
+void probe_images(hid_t file, int64_t count, const SampleShape& shape) {
+  if (count <= 0) return;
+  const H5Dataset images(H5_CHECK(H5Dopen2(file, shard_names::images, H5P_DEFAULT)));
+  const H5Dataspace space(H5_CHECK(H5Dget_space(images.id())));
+  std::vector<uint8_t> sample(static_cast<std::size_t>(shape.elements()));
+  const hsize_t sample_count[4] = {1, static_cast<hsize_t>(shape.channels), static_cast<hsize_t>(shape.height),
+                                   static_cast<hsize_t>(shape.width)};
+  const H5Dataspace memory(H5_CHECK(H5Screate_simple(4, sample_count, nullptr)));
+  for (const int64_t row : {int64_t{0}, count - 1}) {
+    const hsize_t start[4] = {static_cast<hsize_t>(row), 0, 0, 0};
+    H5_CHECK(H5Sselect_hyperslab(space.id(), H5S_SELECT_SET, start, nullptr, sample_count, nullptr));
+    H5_CHECK(H5Dread(images.id(), H5T_NATIVE_UINT8, memory.id(), space.id(), H5P_DEFAULT, sample.data()));
+  }
+}
+
+ShardReport examine_contents(const detail::ShardHeader& header, int split_classes) {
+  ShardReport report;
+  report.path = header.path;
+  report.samples = std::max<int64_t>(header.image_count, 0);
+  report.problems = header.problems;
+  if (!header.datasets_readable) return report;
+  const int num_classes = header.num_classes.value_or(split_classes);
+  try {
+    const H5File file(H5_CHECK(H5Fopen(header.path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)));
+    scan_labels(file.id(), num_classes, report);
+    probe_images(file.id(), header.image_count, header.image_shape);
+  } catch (const Error& e) {
+    report.problems.push_back(fmt::format("has unreadable data, the file is truncated or corrupt ({})",
+                                          detail::hdf5_detail(e)));
+  }
+  return report;
+}
+
+}  // namespace
+
+SplitReport inspect_split(const fs::path& dir) {
+  std::error_code error;
+  if (!fs::is_directory(dir, error))
+    throw DataError(fmt::format("split folder '{}' does not exist (or is not a folder); check the path, or create it "
+                                "with `ringtrain prepare`",
+                                dir.string()));
+  SplitReport report;
+  report.dir = dir;
+  const std::vector<fs::path> files = detail::list_shard_files(dir);
+  if (files.empty()) {
+    report.problems.push_back(fmt::format("the folder holds no {}*.h5 files", shard_names::file_prefix));
+    return report;
+  }
+
+  const Hdf5Lock lock;
+  std::vector<detail::ShardHeader> headers;
+  for (const fs::path& file : files) headers.push_back(detail::read_shard_header(file));
+  report.problems = detail::check_split_consistency(headers);
+
+  const auto described = std::find_if(headers.begin(), headers.end(), [](const detail::ShardHeader& h) {
+    return h.num_classes.has_value() && h.attribute_shape.has_value();
+  });
+  if (described != headers.end()) report.meta = detail::meta_of(*described);
+  for (const detail::ShardHeader& header : headers) report.shards.push_back(examine_contents(header, report.meta.num_classes));
+  return report;
+}
+
+std::string format_report(const SplitReport& report) {
+  std::string text;
+  const DatasetMeta& meta = report.meta;
+  const int64_t total = std::accumulate(report.shards.begin(), report.shards.end(), int64_t{0},
+                                        [](int64_t sum, const ShardReport& s) { return sum + s.samples; });
+  text += fmt::format("split {}\n", report.dir.string());
+  text += fmt::format("  samples     {} in {} shards\n", total, report.shards.size());
+  text += fmt::format("  shape       {} (C x H x W, uint8)\n", detail::describe(meta.shape));
+  text += fmt::format("  classes     {}\n", meta.num_classes);
+  text += fmt::format("  mean        {:.2f}\n", fmt::join(meta.mean, " "));
+  text += fmt::format("  std         {:.2f}\n", fmt::join(meta.stddev, " "));
+  if (!meta.provenance.empty()) text += fmt::format("  provenance  {}\n", meta.provenance);
+
+  // A 1000-class histogram does not fit a line; its extremes say what matters (empty or starved classes).
+  const bool full_histogram = meta.num_classes > 0 && meta.num_classes <= 20;
+  const std::string histogram_title =
+      full_histogram         ? "samples per class 0.." + std::to_string(meta.num_classes - 1)
+      : meta.num_classes > 0 ? std::string("samples per class (min / max / empty classes)")
+                             : std::string("samples per class");
+  text += fmt::format("  {:<28} {:>9}  {}\n", "shard", "samples", histogram_title);
+  for (const ShardReport& shard : report.shards) {
+    std::string histogram;
+    if (shard.class_histogram.empty()) {
+      histogram = "-";
+    } else if (full_histogram) {
+      histogram = fmt::format("{}", fmt::join(shard.class_histogram, " "));
+    } else {
+      const auto [low, high] = std::minmax_element(shard.class_histogram.begin(), shard.class_histogram.end());
+      histogram = fmt::format("{} / {} / {}", *low, *high,
+                              std::count(shard.class_histogram.begin(), shard.class_histogram.end(), 0));
+    }
+    text += fmt::format("  {:<28} {:>9}  {}\n", shard.path.filename().string(), shard.samples, histogram);
+  }
+
+  std::vector<std::string> problems;
+  for (const std::string& problem : report.problems) problems.push_back(problem);
+  for (const ShardReport& shard : report.shards)
+    for (const std::string& problem : shard.problems)
+      problems.push_back(fmt::format("shard '{}' {}", shard.path.string(), problem));
+  if (problems.empty()) {
+    text += "  OK: every shard is valid\n";
+  } else {
+    text += fmt::format("  INVALID: {} problem{}\n", problems.size(), problems.size() == 1 ? "" : "s");
+    for (const std::string& problem : problems) text += fmt::format("    - {}\n", problem);
+    text += fmt::format("  {}\n", detail::rewrite_advice);
+  }
+  return text;
+}
+
+}  // namespace ringtrain::io

@@ -1,0 +1,311 @@
+// Owns the per-shard header checks and the cross-shard consistency checks of a split.
+#include "io/shard_header.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <hdf5.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "common/error.h"
+#include "io/h5_attributes.h"
+#include "io/h5_check.h"
+#include "io/h5_handle.h"
+
+namespace ringtrain::io::detail {
+namespace fs = std::filesystem;
+
+std::string describe(const SampleShape& shape) {
+  return fmt::format("{}x{}x{}", shape.channels, shape.height, shape.width);
+}
+
+std::string hdf5_detail(const std::exception& error) {
+  const std::string text = error.what();
+  const std::string marker = "HDF5 says: ";
+  const auto at = text.find(marker);
+  return at == std::string::npos ? text : text.substr(at + marker.size());
+}
+
+std::vector<fs::path> list_shard_files(const fs::path& dir) {
+  std::vector<fs::path> files;
+  const std::string prefix = shard_names::file_prefix;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && name.starts_with(prefix) && name.ends_with(".h5")) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+namespace {
+
+std::string describe_type(hid_t type) {
+  const H5T_class_t type_class = H5_CHECK(H5Tget_class(type));
+  const std::size_t bits = h5::type_size(type) * 8;
+  if (type_class == H5T_INTEGER)
+    return fmt::format("{}int{}", H5_CHECK(H5Tget_sign(type)) == H5T_SGN_NONE ? "u" : "", bits);
+  if (type_class == H5T_FLOAT) return fmt::format("float{}", bits);
+  if (type_class == H5T_STRING) return "string";
+  return "non-numeric";
+}
+
+std::vector<hsize_t> dataset_extent(hid_t dataset) {
+  const H5Dataspace space(H5_CHECK(H5Dget_space(dataset)));
+  const int rank = H5_CHECK(H5Sget_simple_extent_ndims(space.id()));
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  if (rank > 0) H5_CHECK(H5Sget_simple_extent_dims(space.id(), dims.data(), nullptr));
+  return dims;
+}
+
+// Opens `name` if it exists and is a dataset; otherwise records why not.
+H5Dataset open_dataset(hid_t file, const char* name, std::vector<std::string>& problems) {
+  if (H5_CHECK(H5Lexists(file, name, H5P_DEFAULT)) <= 0) {
+    problems.push_back(fmt::format("has no dataset '{}'", name));
+    return {};
+  }
+  H5O_info_t info{};
+  H5_CHECK(H5Oget_info_by_name(file, name, &info, H5P_DEFAULT));
+  if (info.type != H5O_TYPE_DATASET) {
+    problems.push_back(fmt::format("has '{}' but it is not a dataset", name));
+    return {};
+  }
+  return H5Dataset(H5_CHECK(H5Dopen2(file, name, H5P_DEFAULT)));
+}
+
+void examine_images(hid_t file, ShardHeader& header) {
+  const H5Dataset images = open_dataset(file, shard_names::images, header.problems);
+  if (!images.valid()) return;
+  const H5Type type(H5_CHECK(H5Dget_type(images.id())));
+  const bool is_uint8 = H5_CHECK(H5Tget_class(type.id())) == H5T_INTEGER && h5::type_size(type.id()) == 1 &&
+                        H5_CHECK(H5Tget_sign(type.id())) == H5T_SGN_NONE;
+  if (!is_uint8)
+    header.problems.push_back(fmt::format("has dataset '{}' of {} elements, expected uint8", shard_names::images,
+                                          describe_type(type.id())));
+  const std::vector<hsize_t> dims = dataset_extent(images.id());
+  if (dims.size() != 4) {
+    header.problems.push_back(fmt::format("has dataset '{}' of rank {}, expected rank 4 (N x C x H x W)",
+                                          shard_names::images, dims.size()));
+    return;
+  }
+  header.image_count = static_cast<int64_t>(dims[0]);
+  header.image_shape = {static_cast<int>(dims[1]), static_cast<int>(dims[2]), static_cast<int>(dims[3])};
+  if (header.image_shape.elements() == 0)
+    header.problems.push_back(fmt::format("has dataset '{}' with empty samples ({})", shard_names::images,
+                                          describe(header.image_shape)));
+  if (is_uint8) header.datasets_readable = true;
+}
+
+void examine_labels(hid_t file, ShardHeader& header) {
+  const H5Dataset labels = open_dataset(file, shard_names::labels, header.problems);
+  if (!labels.valid()) {
+    header.datasets_readable = false;
+    return;
+  }
+  const H5Type type(H5_CHECK(H5Dget_type(labels.id())));
+  const std::vector<hsize_t> dims = dataset_extent(labels.id());
+  bool usable = true;
+  if (H5_CHECK(H5Tget_class(type.id())) != H5T_INTEGER || h5::type_size(type.id()) > 8) {
+    header.problems.push_back(fmt::format("has dataset '{}' of {} elements, expected int32", shard_names::labels,
+                                          describe_type(type.id())));
+    usable = false;
+  }
+  if (dims.size() != 1) {
+    header.problems.push_back(
+        fmt::format("has dataset '{}' of rank {}, expected rank 1", shard_names::labels, dims.size()));
+    usable = false;
+  } else {
+    header.label_count = static_cast<int64_t>(dims[0]);
+  }
+  header.datasets_readable = header.datasets_readable && usable;
+}
+
+// Reads one attribute with `read`, turning absence or a wrong type into a problem of the header.
+template <typename Read>
+void read_attribute(hid_t file, const char* name, ShardHeader& header, Read read) {
+  try {
+    if (!h5::has_attribute(file, name)) {
+      header.problems.push_back(fmt::format("has no root attribute '{}'", name));
+      return;
+    }
+    read();
+  } catch (const h5::AttributeTypeError& e) {
+    header.problems.push_back(fmt::format("has a root {}", e.what()));
+  } catch (const Error& e) {
+    header.problems.push_back(fmt::format("has an unreadable root attribute '{}' ({})", name, hdf5_detail(e)));
+  }
+}
+
+std::optional<int> single_int(const std::vector<int>& values, const char* name, int minimum, ShardHeader& header) {
+  if (values.size() != 1 || values[0] < minimum) {
+    header.problems.push_back(fmt::format("has root attribute '{}' = [{}], expected one integer >= {}", name,
+                                          fmt::join(values, ", "), minimum));
+    return std::nullopt;
+  }
+  return values[0];
+}
+
+void examine_attributes(hid_t file, ShardHeader& header) {
+  read_attribute(file, shard_names::num_classes, header, [&] {
+    header.num_classes = single_int(h5::read_int_attribute(file, shard_names::num_classes), shard_names::num_classes,
+                                    1, header);
+  });
+  read_attribute(file, shard_names::shard_index, header, [&] {
+    header.shard_index = single_int(h5::read_int_attribute(file, shard_names::shard_index), shard_names::shard_index,
+                                    0, header);
+  });
+  read_attribute(file, shard_names::shard_count, header, [&] {
+    header.shard_count = single_int(h5::read_int_attribute(file, shard_names::shard_count), shard_names::shard_count,
+                                    1, header);
+  });
+  read_attribute(file, shard_names::sample_shape, header, [&] {
+    const std::vector<int> v = h5::read_int_attribute(file, shard_names::sample_shape);
+    if (v.size() != 3 || std::any_of(v.begin(), v.end(), [](int d) { return d < 1; }))
+      header.problems.push_back(fmt::format("has root attribute '{}' = [{}], expected three positive integers C, H, W",
+                                            shard_names::sample_shape, fmt::join(v, ", ")));
+    else
+      header.attribute_shape = SampleShape{v[0], v[1], v[2]};
+  });
+  read_attribute(file, shard_names::mean, header, [&] { header.mean = h5::read_float_attribute(file, shard_names::mean); });
+  read_attribute(file, shard_names::stddev, header,
+                 [&] { header.stddev = h5::read_float_attribute(file, shard_names::stddev); });
+  // Provenance is informational: a shard without it is still usable, so its absence is no problem.
+  try {
+    if (h5::has_attribute(file, shard_names::provenance))
+      header.provenance = h5::read_string_attribute(file, shard_names::provenance);
+  } catch (const std::exception& e) {
+    header.problems.push_back(fmt::format("has an unreadable root attribute '{}' ({})", shard_names::provenance,
+                                          hdf5_detail(e)));
+  }
+}
+
+// The checks that need several fields of one shard.
+void cross_check(ShardHeader& header) {
+  if (header.image_count >= 0 && header.label_count >= 0 && header.image_count != header.label_count)
+    header.problems.push_back(fmt::format("has {} images but {} labels", header.image_count, header.label_count));
+  if (header.image_count >= 0 && header.attribute_shape && !(*header.attribute_shape == header.image_shape))
+    header.problems.push_back(fmt::format("stores {} images but its '{}' attribute says {}", describe(header.image_shape),
+                                          shard_names::sample_shape, describe(*header.attribute_shape)));
+  const std::size_t channels = header.attribute_shape ? static_cast<std::size_t>(header.attribute_shape->channels)
+                                                      : static_cast<std::size_t>(header.image_shape.channels);
+  if (channels > 0 && !header.mean.empty() && header.mean.size() != channels)
+    header.problems.push_back(fmt::format("has {} '{}' values for {} channels", header.mean.size(), shard_names::mean,
+                                          channels));
+  if (channels > 0 && !header.stddev.empty() && header.stddev.size() != channels)
+    header.problems.push_back(fmt::format("has {} '{}' values for {} channels", header.stddev.size(),
+                                          shard_names::stddev, channels));
+  if (header.shard_index && header.shard_count && *header.shard_index >= *header.shard_count)
+    header.problems.push_back(fmt::format("says it is shard {} of {} (index out of range)", *header.shard_index,
+                                          *header.shard_count));
+  // The name and the attributes come from the same prepare run; a disagreement means files were mixed.
+  int named_index = -1, named_count = -1;
+  const std::string name = header.path.filename().string();
+  if (std::sscanf(name.c_str(), "shard-%d-of-%d.h5", &named_index, &named_count) == 2 && header.shard_index &&
+      header.shard_count && (named_index != *header.shard_index || named_count != *header.shard_count))
+    header.problems.push_back(fmt::format("is named as shard {} of {} but its attributes say shard {} of {}",
+                                          named_index, named_count, *header.shard_index, *header.shard_count));
+}
+
+}  // namespace
+
+ShardHeader read_shard_header(const fs::path& file) {
+  ShardHeader header;
+  header.path = file;
+  H5File handle;
+  try {
+    if (H5_CHECK(H5Fis_hdf5(file.c_str())) == 0) {
+      header.problems.push_back("is not an HDF5 file");
+      return header;
+    }
+    handle = H5File(H5_CHECK(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)));
+  } catch (const Error& e) {
+    header.problems.push_back(fmt::format("cannot be opened by HDF5, the file is truncated or corrupt ({})", hdf5_detail(e)));
+    return header;
+  }
+  try {
+    examine_images(handle.id(), header);
+    examine_labels(handle.id(), header);
+  } catch (const Error& e) {
+    header.datasets_readable = false;
+    header.problems.push_back(fmt::format("has unreadable datasets, the file is corrupt ({})", hdf5_detail(e)));
+  }
+  examine_attributes(handle.id(), header);
+  cross_check(header);
+  return header;
+}
+
+std::vector<std::string> check_split_consistency(std::vector<ShardHeader>& headers) {
+  std::vector<std::string> problems;
+  std::stable_sort(headers.begin(), headers.end(), [](const ShardHeader& a, const ShardHeader& b) {
+    return a.shard_index.value_or(INT32_MAX) < b.shard_index.value_or(INT32_MAX);
+  });
+  const int files = static_cast<int>(headers.size());
+
+  std::map<int, int> files_claiming_count;  // shard_count value -> how many shards say it
+  for (const ShardHeader& h : headers)
+    if (h.shard_count) ++files_claiming_count[*h.shard_count];
+  for (const auto& [count, claimants] : files_claiming_count)
+    if (count != files)
+      problems.push_back(fmt::format("{} of the shards say the split has {} files (attribute '{}') but the folder "
+                                     "holds {} shard-*.h5 files",
+                                     claimants, count, shard_names::shard_count, files));
+
+  std::map<int, const ShardHeader*> by_index;
+  for (const ShardHeader& h : headers) {
+    if (!h.shard_index) continue;
+    const auto [it, inserted] = by_index.emplace(*h.shard_index, &h);
+    if (!inserted)
+      problems.push_back(fmt::format("'{}' and '{}' both say they are shard {}", it->second->path.string(),
+                                     h.path.string(), *h.shard_index));
+  }
+  if (files_claiming_count.size() == 1 && files_claiming_count.begin()->first > files) {
+    std::vector<std::string> missing;
+    const int count = files_claiming_count.begin()->first;
+    for (int i = 0; i < count; ++i)
+      if (!by_index.contains(i)) missing.push_back(fmt::format("shard-{:05d}-of-{:05d}.h5", i, count));
+    if (!missing.empty()) problems.push_back(fmt::format("missing shard files: {}", fmt::join(missing, ", ")));
+  }
+
+  // Compare every shard with the first one that has the value, so the message names both files.
+  const ShardHeader* shape_reference = nullptr;
+  const ShardHeader* classes_reference = nullptr;
+  const ShardHeader* statistics_reference = nullptr;
+  for (const ShardHeader& h : headers) {
+    if (h.image_count >= 0) {
+      if (shape_reference == nullptr)
+        shape_reference = &h;
+      else if (!(h.image_shape == shape_reference->image_shape))
+        problems.push_back(fmt::format("'{}' holds {} samples but '{}' holds {} samples", h.path.string(),
+                                       describe(h.image_shape), shape_reference->path.string(),
+                                       describe(shape_reference->image_shape)));
+    }
+    if (h.num_classes) {
+      if (classes_reference == nullptr)
+        classes_reference = &h;
+      else if (*h.num_classes != *classes_reference->num_classes)
+        problems.push_back(fmt::format("'{}' says {} classes but '{}' says {}", h.path.string(), *h.num_classes,
+                                       classes_reference->path.string(), *classes_reference->num_classes));
+    }
+    if (!h.mean.empty() && !h.stddev.empty()) {
+      if (statistics_reference == nullptr)
+        statistics_reference = &h;
+      else if (h.mean != statistics_reference->mean || h.stddev != statistics_reference->stddev)
+        problems.push_back(fmt::format("'{}' and '{}' store different mean/std (shards of different prepare runs?)",
+                                       h.path.string(), statistics_reference->path.string()));
+    }
+  }
+  return problems;
+}
+
+DatasetMeta meta_of(const ShardHeader& header) {
+  DatasetMeta meta;
+  meta.shape = header.attribute_shape.value_or(header.image_shape);
+  meta.num_classes = header.num_classes.value_or(0);
+  meta.mean = header.mean;
+  meta.stddev = header.stddev;
+  meta.provenance = header.provenance;
+  return meta;
+}
+
+}  // namespace ringtrain::io::detail

@@ -1,0 +1,50 @@
+// Owns examining one shard file's header (datasets' types and extents, root attributes) and checking a
+// split's shards against each other. Shared by open_split, which stops at the first problem, and
+// inspect_split, which lists them all. Internal to io/: callers hold the HDF5 lock.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/dataset_meta.h"
+
+namespace ringtrain::io::detail {
+
+// What one shard says about itself. Every field a problem prevented reading stays empty/-1.
+struct ShardHeader {
+  std::filesystem::path path;
+  bool datasets_readable = false;  // both datasets opened with the expected rank and type
+  int64_t image_count = -1;
+  SampleShape image_shape;  // from the images extent
+  int64_t label_count = -1;
+  std::optional<int> num_classes, shard_index, shard_count;
+  std::optional<SampleShape> attribute_shape;
+  std::vector<float> mean, stddev;
+  std::string provenance;
+  std::vector<std::string> problems;  // phrases completing "shard 'PATH' ...", e.g. "has no dataset 'labels'"
+};
+
+// The folder's shard-*.h5 regular files, sorted by name. The folder must exist.
+std::vector<std::filesystem::path> list_shard_files(const std::filesystem::path& dir);
+
+// Never throws for bad content: a file that is not HDF5, truncated, or missing pieces yields problems.
+ShardHeader read_shard_header(const std::filesystem::path& file);
+
+// Orders `headers` by shard_index (headers without one last) and returns split-level problems: index
+// gaps or repeats, shard_count disagreeing with the files, shape/classes/statistics differing between shards.
+std::vector<std::string> check_split_consistency(std::vector<ShardHeader>& headers);
+
+DatasetMeta meta_of(const ShardHeader& header);
+
+std::string describe(const SampleShape& shape);  // "3x224x224"
+
+// The advice every data problem ends with: how to get a valid split back.
+inline constexpr const char* rewrite_advice =
+    "re-run `ringtrain prepare` (fashion-mnist or synthetic) with --overwrite to rewrite the split";
+
+// The detail line HDF5 gave for a failed call, without ringtrain's call-site preamble.
+std::string hdf5_detail(const std::exception& error);
+
+}  // namespace ringtrain::io::detail

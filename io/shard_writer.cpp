@@ -1,0 +1,172 @@
+// Owns write_split: streaming a SampleSource into K shard files, each written under a temporary name and
+// renamed into place only once complete and closed.
+#include "io/shard_writer.h"
+
+#include <fmt/format.h>
+#include <hdf5.h>
+
+#include <algorithm>
+#include <limits>
+#include <system_error>
+#include <vector>
+
+#include "common/error.h"
+#include "io/h5_attributes.h"
+#include "io/h5_check.h"
+#include "io/h5_handle.h"
+#include "io/hdf5_lock.h"
+#include "io/shard_header.h"
+
+namespace ringtrain::io {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string shard_file_name(int index, int count) {
+  return fmt::format("{}{:05d}-of-{:05d}.h5", shard_names::file_prefix, index, count);
+}
+
+void validate(const fs::path& dir, const DatasetMeta& meta, const SplitWriteOptions& options) {
+  const auto fail = [&](const std::string& why) {
+    throw DataError(fmt::format("cannot write split '{}': {}", dir.string(), why));
+  };
+  if (options.shards < 1) fail(fmt::format("{} shards requested, need at least 1", options.shards));
+  if (options.samples < options.shards)
+    fail(fmt::format("{} samples cannot fill {} shards; use at most {} shards", options.samples, options.shards,
+                     std::max<int64_t>(options.samples, 1)));
+  if (options.chunk_samples < 1) fail(fmt::format("chunk_samples is {}, need at least 1", options.chunk_samples));
+  if (meta.shape.channels < 1 || meta.shape.height < 1 || meta.shape.width < 1)
+    fail(fmt::format("sample shape {} has an empty dimension", detail::describe(meta.shape)));
+  if (meta.num_classes < 1) fail(fmt::format("{} classes, need at least 1", meta.num_classes));
+  const auto channels = static_cast<std::size_t>(meta.shape.channels);
+  if (meta.mean.size() != channels || meta.stddev.size() != channels)
+    fail(fmt::format("mean/std have {}/{} values for {} channels", meta.mean.size(), meta.stddev.size(), channels));
+}
+
+// Existing shards of an earlier prepare (possibly with another shard count) would mix with the new ones and
+// fail open_split's shard_count check, so they are all removed, not just overwritten by name.
+void clear_old_shards(const fs::path& dir, bool overwrite) {
+  std::vector<fs::path> old;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(shard_names::file_prefix) && (name.ends_with(".h5") || name.ends_with(".h5.tmp")))
+      old.push_back(entry.path());
+  }
+  if (old.empty()) return;
+  if (!overwrite)
+    throw DataError(fmt::format("'{}' already holds {} shard files (e.g. '{}'); pass --overwrite to replace them or "
+                                "choose another --out folder",
+                                dir.string(), old.size(), old.front().filename().string()));
+  for (const fs::path& file : old) {
+    std::error_code error;
+    if (!fs::remove(file, error) && error)
+      throw DataError(fmt::format("cannot remove old shard '{}': {}", file.string(), error.message()));
+  }
+}
+
+// Largest number of samples per chunk that HDF5 accepts (a chunk must stay below 4 GiB) and that fits the
+// shard (a chunk may not exceed a fixed dimension).
+hsize_t chunk_rows(const SplitWriteOptions& options, int64_t shard_samples, int64_t sample_bytes) {
+  const int64_t max_by_size = std::max<int64_t>(1, (int64_t{std::numeric_limits<uint32_t>::max()} - 1) / sample_bytes);
+  return static_cast<hsize_t>(std::min({options.chunk_samples, shard_samples, max_by_size}));
+}
+
+void write_root_attributes(hid_t file, const DatasetMeta& meta, int index, int count) {
+  const int num_classes[] = {meta.num_classes};
+  const int shape[] = {meta.shape.channels, meta.shape.height, meta.shape.width};
+  const int shard_index[] = {index};
+  const int shard_count[] = {count};
+  h5::write_int_attribute(file, shard_names::num_classes, num_classes);
+  h5::write_int_attribute(file, shard_names::sample_shape, shape);
+  h5::write_float_attribute(file, shard_names::mean, meta.mean);
+  h5::write_float_attribute(file, shard_names::stddev, meta.stddev);
+  h5::write_string_attribute(file, shard_names::provenance, meta.provenance);
+  h5::write_int_attribute(file, shard_names::shard_index, shard_index);
+  h5::write_int_attribute(file, shard_names::shard_count, shard_count);
+}
+
+void write_shard(const fs::path& file_path, const DatasetMeta& meta, const SplitWriteOptions& options, int index,
+                 int64_t first_sample, int64_t shard_samples, const SampleSource& source) {
+  const int64_t sample_bytes = meta.shape.elements();
+  const hsize_t rows_per_chunk = chunk_rows(options, shard_samples, sample_bytes);
+  const hsize_t image_dims[4] = {static_cast<hsize_t>(shard_samples), static_cast<hsize_t>(meta.shape.channels),
+                                 static_cast<hsize_t>(meta.shape.height), static_cast<hsize_t>(meta.shape.width)};
+  const hsize_t chunk_dims[4] = {rows_per_chunk, image_dims[1], image_dims[2], image_dims[3]};
+  const hsize_t label_dims[1] = {static_cast<hsize_t>(shard_samples)};
+
+  H5File file(H5_CHECK(H5Fcreate(file_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)));
+  write_root_attributes(file.id(), meta, index, options.shards);
+
+  const H5Dataspace image_space(H5_CHECK(H5Screate_simple(4, image_dims, nullptr)));
+  const H5PropList image_layout(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
+  // Chunked along N without filters: a reader's random sample is one contiguous byte range on disk.
+  H5_CHECK(H5Pset_chunk(image_layout.id(), 4, chunk_dims));
+  const H5Dataset images(H5_CHECK(H5Dcreate2(file.id(), shard_names::images, H5T_STD_U8LE, image_space.id(),
+                                             H5P_DEFAULT, image_layout.id(), H5P_DEFAULT)));
+  const H5Dataspace label_space(H5_CHECK(H5Screate_simple(1, label_dims, nullptr)));
+  const H5Dataset labels(H5_CHECK(H5Dcreate2(file.id(), shard_names::labels, H5T_STD_I32LE, label_space.id(),
+                                             H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
+
+  std::vector<uint8_t> chunk_images(static_cast<std::size_t>(rows_per_chunk * static_cast<hsize_t>(sample_bytes)));
+  std::vector<int32_t> shard_labels(static_cast<std::size_t>(shard_samples));  // 4 bytes a sample: small
+  for (int64_t row = 0; row < shard_samples; row += static_cast<int64_t>(rows_per_chunk)) {
+    const int64_t rows = std::min<int64_t>(static_cast<int64_t>(rows_per_chunk), shard_samples - row);
+    const std::span<uint8_t> block_images(chunk_images.data(), static_cast<std::size_t>(rows * sample_bytes));
+    const std::span<int32_t> block_labels(shard_labels.data() + row, static_cast<std::size_t>(rows));
+    source(first_sample + row, rows, block_images, block_labels);
+    for (int64_t i = 0; i < rows; ++i)
+      if (block_labels[static_cast<std::size_t>(i)] < 0 || block_labels[static_cast<std::size_t>(i)] >= meta.num_classes)
+        throw DataError(fmt::format("sample {} has label {}, outside [0, {}); the source data is inconsistent",
+                                    first_sample + row + i, block_labels[static_cast<std::size_t>(i)],
+                                    meta.num_classes));
+    const hsize_t start[4] = {static_cast<hsize_t>(row), 0, 0, 0};
+    const hsize_t count[4] = {static_cast<hsize_t>(rows), image_dims[1], image_dims[2], image_dims[3]};
+    H5_CHECK(H5Sselect_hyperslab(image_space.id(), H5S_SELECT_SET, start, nullptr, count, nullptr));
+    const H5Dataspace memory_space(H5_CHECK(H5Screate_simple(4, count, nullptr)));
+    H5_CHECK(H5Dwrite(images.id(), H5T_NATIVE_UINT8, memory_space.id(), image_space.id(), H5P_DEFAULT,
+                      chunk_images.data()));
+  }
+  H5_CHECK(H5Dwrite(labels.id(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, shard_labels.data()));
+  file.close();  // checked: closing flushes, and a failed flush must not be renamed into a valid-looking shard
+}
+
+}  // namespace
+
+void write_split(const fs::path& dir, const DatasetMeta& meta, const SplitWriteOptions& options,
+                 const SampleSource& source, bool overwrite) {
+  validate(dir, meta, options);
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error) throw DataError(fmt::format("cannot create split folder '{}': {}", dir.string(), error.message()));
+  clear_old_shards(dir, overwrite);
+
+  // Held across the source callbacks too: the open handles of the shard being written are HDF5 state.
+  const Hdf5Lock lock;
+  const int64_t base = options.samples / options.shards;
+  const int64_t extra = options.samples % options.shards;
+  int64_t first_sample = 0;
+  for (int index = 0; index < options.shards; ++index) {
+    const int64_t shard_samples = base + (index < extra ? 1 : 0);
+    const fs::path final_path = dir / shard_file_name(index, options.shards);
+    fs::path temporary_path = final_path;
+    temporary_path += ".tmp";
+    try {
+      write_shard(temporary_path, meta, options, index, first_sample, shard_samples, source);
+    } catch (const Error& e) {
+      fs::remove(temporary_path, error);  // best effort: the original failure is what the user needs
+      if (e.code() != ExitCode::library) throw;
+      throw DataError(fmt::format("cannot write shard '{}' ({}); check the free space and permissions of '{}'",
+                                  temporary_path.string(), detail::hdf5_detail(e), dir.string()));
+    } catch (...) {
+      fs::remove(temporary_path, error);
+      throw;
+    }
+    fs::rename(temporary_path, final_path, error);
+    if (error)
+      throw DataError(fmt::format("cannot rename '{}' to '{}': {}", temporary_path.string(), final_path.string(),
+                                  error.message()));
+    first_sample += shard_samples;
+  }
+}
+
+}  // namespace ringtrain::io

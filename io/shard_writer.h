@@ -1,0 +1,29 @@
+// Owns writing a split as K shard files of nearly equal size (what `prepare` produces), streaming samples
+// so that a split larger than memory (ImageNet-like synthetic data) never has to be held at once.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <span>
+
+#include "io/dataset_meta.h"
+
+namespace ringtrain::io {
+
+struct SplitWriteOptions {
+  int shards = 1;
+  int64_t samples = 0;
+  int64_t chunk_samples = 64;  // HDF5 chunk along N; one chunk is the unit of disk I/O
+};
+
+// Fills `images` (count x C x H x W) and `labels` (count) for global samples [first, first+count).
+using SampleSource =
+    std::function<void(int64_t first, int64_t count, std::span<uint8_t> images, std::span<int32_t> labels)>;
+
+// Writes shard-XXXXX-of-YYYYY.h5 files into `dir` (created if missing). Each file is written under a
+// temporary name and renamed when complete, so an interrupted prepare never leaves a valid-looking shard.
+// Refuses (DataError) to overwrite a folder that already holds shards unless `overwrite` is set.
+void write_split(const std::filesystem::path& dir, const DatasetMeta& meta, const SplitWriteOptions& options,
+                 const SampleSource& source, bool overwrite);
+
+}  // namespace ringtrain::io
