@@ -1,0 +1,21 @@
+// Owns spatial batch normalisation on the CPU (per channel over N x H x W), training and inference forms.
+#pragma once
+
+namespace ringtrain::kernels::cpu {
+
+struct BatchNormShape {
+  int batch = 0, channels = 0, spatial = 0;  // spatial = H x W (1 after a dense layer)
+};
+
+// Training: normalises with batch statistics, saves mean and 1/sqrt(var+eps) for backward, and updates the
+// running statistics as running = (1-momentum)*running + momentum*batch (unbiased variance for running_var).
+void batchnorm_forward_train(const BatchNormShape& s, const float* x, const float* gamma, const float* beta,
+                             float momentum, float eps, float* running_mean, float* running_var, float* y,
+                             float* saved_mean, float* saved_inv_std);
+void batchnorm_forward_infer(const BatchNormShape& s, const float* x, const float* gamma, const float* beta,
+                             const float* running_mean, const float* running_var, float eps, float* y);
+// dx overwritten; dgamma and dbeta accumulate.
+void batchnorm_backward(const BatchNormShape& s, const float* x, const float* dy, const float* gamma,
+                        const float* saved_mean, const float* saved_inv_std, float* dx, float* dgamma, float* dbeta);
+
+}  // namespace ringtrain::kernels::cpu

@@ -1,0 +1,221 @@
+// Owns CPU convolution: im2col / col2im lowering onto the tuned sgemm, one image at a time.
+//
+// Per-image GEMMs rather than one whole-batch GEMM: for the Fashion-MNIST shapes OpenBLAS (1 thread, this
+// EPYC) already ran the per-image products at 79-83 GFLOP/s (64x196x800 forward, 64x800x196 filter gradient)
+// and 66-71 (800x196x64 data gradient) against 90 for 1024^3, and the whole-batch forms were no faster
+// (64x12544x800: 65-76; 64x800x12544: 71-78; 800x12544x64: 64-72) while needing a 40 MB column buffer and a
+// scatter back to NCHW. The per-image column buffer (627 KB for the second conv) stays in L2/L3 between
+// im2col and the GEMM that reads it. perf/bench_kernels_cpu.cpp (BM_SgemmModel) re-measures both forms.
+#include "kernels/cpu/conv2d.h"
+
+#include <algorithm>
+#include <cstddef>
+
+#include "kernels/cpu/gemm.h"
+
+namespace ringtrain::kernels::cpu {
+namespace {
+
+// Derived sizes of one convolution, computed once per call.
+struct Geometry {
+  int c, h, w, k, r, s, stride, pad, oh, ow;
+  std::ptrdiff_t in_plane, out_plane, in_image, out_image, crs;
+  bool pointwise;  // 1x1, stride 1, no padding: the input image already is the column matrix
+  bool same_width; // stride 1 and ow == w: an im2col row is the input plane shifted by a constant offset
+
+  explicit Geometry(const Conv2dShape& sh)
+      : c(sh.in_channels), h(sh.in_h), w(sh.in_w), k(sh.filters), r(sh.kernel_h), s(sh.kernel_w),
+        stride(sh.stride), pad(sh.padding), oh(sh.out_h()), ow(sh.out_w()) {
+    in_plane = std::ptrdiff_t{h} * w;
+    out_plane = std::ptrdiff_t{oh} * ow;
+    in_image = in_plane * c;
+    out_image = out_plane * k;
+    crs = std::ptrdiff_t{c} * r * s;
+    pointwise = r == 1 && s == 1 && stride == 1 && pad == 0;
+    same_width = stride == 1 && ow == w;
+  }
+};
+
+// Smallest o >= 0 with o * stride + offset >= 0 (offset = kernel tap - padding).
+int first_valid(int offset, int stride) { return offset >= 0 ? 0 : (-offset + stride - 1) / stride; }
+// Smallest o with o * stride + offset >= extent, i.e. one past the last output that reads inside the input.
+int end_valid(int offset, int extent, int stride, int outputs) {
+  const int e = extent - offset <= 0 ? 0 : (extent - offset + stride - 1) / stride;
+  return std::clamp(e, 0, outputs);
+}
+
+// Zeroes columns [0, ow_lo) and [ow_hi, ow) of rows [oh_lo, oh_hi) of one im2col row. Column-major on
+// purpose: there are at most a few such columns, and per-row fills of 1-2 floats became memset calls that
+// cost more than the whole contiguous copy.
+void clear_wrapped_columns(const Geometry& g, int oh_lo, int oh_hi, int ow_lo, int ow_hi, float* col) {
+  for (int q = 0; q < ow_lo; ++q)
+    for (int o = oh_lo; o < oh_hi; ++o) col[std::ptrdiff_t{o} * g.ow + q] = 0.0f;
+  for (int q = ow_hi; q < g.ow; ++q)
+    for (int o = oh_lo; o < oh_hi; ++o) col[std::ptrdiff_t{o} * g.ow + q] = 0.0f;
+}
+
+// col[(c*R + r)*S + s][oh*OW + ow] = x[c][oh*stride + r - pad][ow*stride + s - pad], zero outside the image.
+void im2col(const Geometry& g, const float* x, float* col) {
+  for (int c = 0; c < g.c; ++c) {
+    const float* plane = x + c * g.in_plane;
+    for (int r = 0; r < g.r; ++r) {
+      const int dh = r - g.pad;
+      const int oh_lo = std::min(first_valid(dh, g.stride), g.oh), oh_hi = std::max(end_valid(dh, g.h, g.stride, g.oh), oh_lo);
+      for (int s = 0; s < g.s; ++s, col += g.out_plane) {
+        const int dw = s - g.pad;
+        const int ow_lo = std::min(first_valid(dw, g.stride), g.ow), ow_hi = std::max(end_valid(dw, g.w, g.stride, g.ow), ow_lo);
+        if (oh_lo >= oh_hi || ow_lo >= ow_hi) {  // this tap reads only padding
+          std::fill(col, col + g.out_plane, 0.0f);
+          continue;
+        }
+        if (oh_lo > 0) std::fill(col, col + std::ptrdiff_t{oh_lo} * g.ow, 0.0f);
+        if (oh_hi < g.oh) std::fill(col + std::ptrdiff_t{oh_hi} * g.ow, col + g.out_plane, 0.0f);
+        if (g.same_width) {
+          // One long contiguous copy of the shifted plane instead of oh short rows (rows are only 14 or 28
+          // floats in the model, too short to amortise a loop each), then clear the columns that wrapped
+          // around from the neighbouring row. The copy runs from the first in-image tap to the last, so the
+          // wrapped reads in between stay inside this plane.
+          const std::ptrdiff_t begin = std::ptrdiff_t{oh_lo} * g.ow + ow_lo;
+          const std::ptrdiff_t end = std::ptrdiff_t{oh_hi - 1} * g.ow + ow_hi;
+          const std::ptrdiff_t shift = std::ptrdiff_t{dh} * g.w + dw;
+          float* __restrict dst = col;
+          const float* __restrict src = plane;
+          for (std::ptrdiff_t i = begin; i < end; ++i) dst[i] = src[i + shift];
+          clear_wrapped_columns(g, oh_lo, oh_hi, ow_lo, ow_hi, col);
+          continue;
+        }
+        for (int o = oh_lo; o < oh_hi; ++o) {
+          float* __restrict dst = col + std::ptrdiff_t{o} * g.ow;
+          const float* __restrict src = plane + std::ptrdiff_t{o * g.stride + dh} * g.w;
+          std::fill(dst, dst + ow_lo, 0.0f);
+          if (g.stride == 1)
+            for (int q = ow_lo; q < ow_hi; ++q) dst[q] = src[q + dw];
+          else
+            for (int q = ow_lo; q < ow_hi; ++q) dst[q] = src[q * g.stride + dw];
+          std::fill(dst + ow_hi, dst + g.ow, 0.0f);
+        }
+      }
+    }
+  }
+}
+
+// x[c][ih][iw] = sum of the col entries that im2col copied from it. Overwrites x; may clobber col (the
+// same-width path clears wrapped columns in place so the accumulation can run as one contiguous loop).
+void col2im(const Geometry& g, float* col, float* x) {
+  std::fill(x, x + g.in_image, 0.0f);
+  for (int c = 0; c < g.c; ++c) {
+    float* plane = x + c * g.in_plane;
+    for (int r = 0; r < g.r; ++r) {
+      const int dh = r - g.pad;
+      const int oh_lo = std::min(first_valid(dh, g.stride), g.oh), oh_hi = std::max(end_valid(dh, g.h, g.stride, g.oh), oh_lo);
+      for (int s = 0; s < g.s; ++s, col += g.out_plane) {
+        const int dw = s - g.pad;
+        const int ow_lo = std::min(first_valid(dw, g.stride), g.ow), ow_hi = std::max(end_valid(dw, g.w, g.stride, g.ow), ow_lo);
+        if (oh_lo >= oh_hi || ow_lo >= ow_hi) continue;
+        if (g.same_width) {
+          clear_wrapped_columns(g, oh_lo, oh_hi, ow_lo, ow_hi, col);
+          const std::ptrdiff_t begin = std::ptrdiff_t{oh_lo} * g.ow + ow_lo;
+          const std::ptrdiff_t end = std::ptrdiff_t{oh_hi - 1} * g.ow + ow_hi;
+          const std::ptrdiff_t shift = std::ptrdiff_t{dh} * g.w + dw;
+          float* __restrict dst = plane;
+          const float* __restrict src = col;
+          // Columns cleared above land on in-plane neighbours (the range starts at the first in-image tap and
+          // ends at the last); adding zero there is harmless and keeps this one vectorised loop.
+          for (std::ptrdiff_t i = begin; i < end; ++i) dst[i + shift] += src[i];
+          continue;
+        }
+        for (int o = oh_lo; o < oh_hi; ++o) {
+          const float* __restrict src = col + std::ptrdiff_t{o} * g.ow;
+          float* __restrict dst = plane + std::ptrdiff_t{o * g.stride + dh} * g.w;
+          if (g.stride == 1)
+            for (int q = ow_lo; q < ow_hi; ++q) dst[q + dw] += src[q];
+          else
+            for (int q = ow_lo; q < ow_hi; ++q) dst[q * g.stride + dw] += src[q];
+        }
+      }
+    }
+  }
+}
+
+// Sum of one output plane for the bias gradient (not on the model's path: its convolutions have no bias).
+// Four double chains hide the add latency and keep the sum exact to float precision.
+double sum_plane(const float* p, std::ptrdiff_t n) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  std::ptrdiff_t i = 0;
+  for (; i + 4 <= n; i += 4) s0 += p[i], s1 += p[i + 1], s2 += p[i + 2], s3 += p[i + 3];
+  for (; i < n; ++i) s0 += p[i];
+  return (s0 + s1) + (s2 + s3);
+}
+
+}  // namespace
+
+double Conv2dShape::forward_flops() const {
+  return 2.0 * batch * filters * static_cast<double>(out_h()) * out_w() * in_channels * kernel_h * kernel_w;
+}
+
+float* ConvWorkspace::get(std::size_t floats) {
+  if (buffer_.size() < floats) buffer_.resize(floats);
+  return buffer_.data();
+}
+
+void conv2d_forward(const Conv2dShape& sh, const float* x, const float* w, const float* bias, float* y,
+                    ConvWorkspace& ws) {
+  const Geometry g(sh);
+  if (sh.batch <= 0 || g.out_plane <= 0) return;
+  float* col = g.pointwise ? nullptr : ws.get(static_cast<std::size_t>(g.crs * g.out_plane));
+  for (int n = 0; n < sh.batch; ++n) {
+    const float* xn = x + n * g.in_image;
+    float* yn = y + n * g.out_image;
+    // Writing the bias first and letting the GEMM accumulate (beta = 1) costs no extra pass over y.
+    if (bias)
+      for (int k = 0; k < g.k; ++k) std::fill(yn + k * g.out_plane, yn + (k + 1) * g.out_plane, bias[k]);
+    const float* b = xn;
+    if (!g.pointwise) {
+      im2col(g, xn, col);
+      b = col;
+    }
+    sgemm(Transpose::no, Transpose::no, g.k, static_cast<int>(g.out_plane), static_cast<int>(g.crs), 1.0f, w,
+          static_cast<int>(g.crs), b, static_cast<int>(g.out_plane), bias ? 1.0f : 0.0f, yn,
+          static_cast<int>(g.out_plane));
+  }
+}
+
+void conv2d_backward_data(const Conv2dShape& sh, const float* dy, const float* w, float* dx, ConvWorkspace& ws) {
+  const Geometry g(sh);
+  if (sh.batch <= 0) return;
+  if (g.out_plane <= 0) {
+    std::fill(dx, dx + sh.batch * g.in_image, 0.0f);
+    return;
+  }
+  float* col = g.pointwise ? nullptr : ws.get(static_cast<std::size_t>(g.crs * g.out_plane));
+  for (int n = 0; n < sh.batch; ++n) {
+    const float* dyn = dy + n * g.out_image;
+    float* dxn = dx + n * g.in_image;
+    float* target = g.pointwise ? dxn : col;
+    sgemm(Transpose::yes, Transpose::no, static_cast<int>(g.crs), static_cast<int>(g.out_plane), g.k, 1.0f, w,
+          static_cast<int>(g.crs), dyn, static_cast<int>(g.out_plane), 0.0f, target, static_cast<int>(g.out_plane));
+    if (!g.pointwise) col2im(g, col, dxn);
+  }
+}
+
+void conv2d_backward_filter(const Conv2dShape& sh, const float* x, const float* dy, float* dw, float* dbias,
+                            ConvWorkspace& ws) {
+  const Geometry g(sh);
+  if (sh.batch <= 0 || g.out_plane <= 0) return;
+  float* col = g.pointwise ? nullptr : ws.get(static_cast<std::size_t>(g.crs * g.out_plane));
+  for (int n = 0; n < sh.batch; ++n) {
+    const float* xn = x + n * g.in_image;
+    const float* dyn = dy + n * g.out_image;
+    const float* b = xn;
+    if (!g.pointwise) {
+      im2col(g, xn, col);
+      b = col;
+    }
+    sgemm(Transpose::no, Transpose::yes, g.k, static_cast<int>(g.crs), static_cast<int>(g.out_plane), 1.0f, dyn,
+          static_cast<int>(g.out_plane), b, static_cast<int>(g.out_plane), 1.0f, dw, static_cast<int>(g.crs));
+    if (dbias)
+      for (int k = 0; k < g.k; ++k) dbias[k] += static_cast<float>(sum_plane(dyn + k * g.out_plane, g.out_plane));
+  }
+}
+
+}  // namespace ringtrain::kernels::cpu

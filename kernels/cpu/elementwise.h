@@ -1,0 +1,20 @@
+// Owns the small element-wise operations: activation, dropout, residual add, and gradient accumulation.
+#pragma once
+#include <cstdint>
+
+namespace ringtrain::kernels::cpu {
+
+void relu_forward(int64_t n, const float* x, float* y);
+void relu_backward(int64_t n, const float* y, const float* dy, float* dx);  // uses the output y: y > 0
+void add(int64_t n, const float* a, const float* b, float* y);               // y = a + b (y may alias a or b)
+void accumulate(int64_t n, const float* x, float* y);                        // y += x
+void fill(int64_t n, float value, float* y);
+void scale(int64_t n, float factor, float* y);
+
+// Inverted dropout: keeps each element with probability 1-p and scales kept ones by 1/(1-p), so inference is
+// the identity. The mask is drawn from a counter-based generator keyed by (seed, offset) so a step is
+// reproducible on any rank and thread count.
+void dropout_forward(int64_t n, float p, uint64_t seed, const float* x, float* y, uint8_t* mask);
+void dropout_backward(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx);
+
+}  // namespace ringtrain::kernels::cpu

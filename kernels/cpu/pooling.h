@@ -1,0 +1,22 @@
+// Owns max and average pooling on the CPU (NCHW). Global average pooling is average pooling with the window
+// equal to the input. Average pooling divides by the full window (padding counts as zeros), as cuDNN's
+// CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING does.
+#pragma once
+#include <cstdint>
+
+namespace ringtrain::kernels::cpu {
+
+struct PoolShape {
+  int batch = 0, channels = 0, in_h = 0, in_w = 0;
+  int window = 2, stride = 2, padding = 0;
+  int out_h() const { return (in_h + 2 * padding - window) / stride + 1; }
+  int out_w() const { return (in_w + 2 * padding - window) / stride + 1; }
+};
+
+// argmax receives, per output element, the input offset within its (n, c) plane that won (for backward).
+void maxpool_forward(const PoolShape& s, const float* x, float* y, int32_t* argmax);
+void maxpool_backward(const PoolShape& s, const float* dy, const int32_t* argmax, float* dx);  // dx overwritten
+void avgpool_forward(const PoolShape& s, const float* x, float* y);
+void avgpool_backward(const PoolShape& s, const float* dy, float* dx);  // dx overwritten
+
+}  // namespace ringtrain::kernels::cpu

@@ -1,0 +1,162 @@
+// Tests for kernels/cpu/batchnorm: training-mode gradients against central differences (spatial and
+// after-dense shapes), the normalised output's moments, running-statistics update, inference formula, and
+// accumulation of dgamma/dbeta.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/batchnorm.h"
+#include "tests/kernels/grad_check.h"
+
+namespace ringtrain::kernels::cpu {
+namespace {
+
+using testing::expect_gradient_near;
+using testing::numeric_gradient;
+using testing::random_vector;
+using testing::weighted_sum;
+
+constexpr float kEps = 1e-5f;
+
+struct Bn {
+  BatchNormShape s;
+  std::vector<float> x, gamma, beta, running_mean, running_var, y, mean, inv_std;
+  explicit Bn(BatchNormShape shape, uint32_t seed)
+      : s(shape),
+        // An offset mean (2.5) checks that the kernels centre before squaring.
+        x(random_vector(std::size_t(shape.batch) * shape.channels * shape.spatial, seed, 1.5f, 3.5f)),
+        gamma(random_vector(std::size_t(shape.channels), seed + 1, 0.5f, 1.5f)),
+        beta(random_vector(std::size_t(shape.channels), seed + 2)),
+        running_mean(std::size_t(shape.channels), 0.0f), running_var(std::size_t(shape.channels), 1.0f),
+        y(x.size()), mean(std::size_t(shape.channels)), inv_std(std::size_t(shape.channels)) {}
+  void forward(float momentum = 0.1f) {
+    batchnorm_forward_train(s, x.data(), gamma.data(), beta.data(), momentum, kEps, running_mean.data(),
+                            running_var.data(), y.data(), mean.data(), inv_std.data());
+  }
+  std::size_t at(int n, int c, int i) const { return (std::size_t(n) * s.channels + c) * s.spatial + i; }
+};
+
+}  // namespace
+
+// Readable parameters in failure messages (found by argument-dependent lookup, so in the shape's namespace).
+void PrintTo(const BatchNormShape& s, std::ostream* os) {
+  *os << "batch " << s.batch << ", " << s.channels << " channels, spatial " << s.spatial;
+}
+
+namespace {
+
+class BatchNormGrad : public ::testing::TestWithParam<BatchNormShape> {};
+
+// BN is smooth but not linear, so the step trades truncation (O((h/std)^2) ~ 3e-4 relative at h = 1e-2,
+// std ~ 0.58) against float rounding of L (~1e-6 over ~500 outputs, /2h ~ 1e-4). Worst seen: 3.8e-4 on dx
+// of size ~2.6. Tolerance 2e-3 absolute + 1e-2 relative, ~5-10x that. Forward runs on copies of the running statistics only
+// because FD re-evaluates it hundreds of times.
+TEST_P(BatchNormGrad, GradientsMatchFiniteDifferences) {
+  Bn bn(GetParam(), 7);
+  const auto r = random_vector(bn.x.size(), 8);
+  auto loss = [&] {
+    auto rm = bn.running_mean, rv = bn.running_var;
+    batchnorm_forward_train(bn.s, bn.x.data(), bn.gamma.data(), bn.beta.data(), 0.1f, kEps, rm.data(), rv.data(),
+                            bn.y.data(), bn.mean.data(), bn.inv_std.data());
+    return weighted_sum(bn.y, r);
+  };
+  loss();  // leaves saved mean / inv_std of the unperturbed input for backward
+  std::vector<float> dx(bn.x.size(), 5.0f), dgamma(bn.gamma.size(), 0.0f), dbeta(bn.beta.size(), 0.0f);
+  batchnorm_backward(bn.s, bn.x.data(), r.data(), bn.gamma.data(), bn.mean.data(), bn.inv_std.data(), dx.data(),
+                     dgamma.data(), dbeta.data());
+  const float h = 1e-2f;
+  expect_gradient_near(dx, numeric_gradient(bn.x, h, loss), 1e-2, 2e-3, "dx");
+  expect_gradient_near(dgamma, numeric_gradient(bn.gamma, h, loss), 1e-2, 2e-3, "dgamma");
+  expect_gradient_near(dbeta, numeric_gradient(bn.beta, h, loss), 1e-2, 2e-3, "dbeta");
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, BatchNormGrad,
+                         ::testing::Values(BatchNormShape{3, 4, 42},   // after a conv: 7x6 planes
+                                           BatchNormShape{5, 3, 1},    // after a dense layer
+                                           BatchNormShape{2, 2, 13}));  // odd plane, not a multiple of 8
+
+TEST(BatchNorm, TrainOutputIsNormalisedPerChannel) {
+  Bn bn({3, 4, 42}, 17);
+  bn.forward();
+  for (int c = 0; c < bn.s.channels; ++c) {
+    double sum = 0, sq = 0;
+    for (int n = 0; n < bn.s.batch; ++n)
+      for (int i = 0; i < bn.s.spatial; ++i) {
+        const double z = (bn.y[bn.at(n, c, i)] - bn.beta[c]) / bn.gamma[c];
+        sum += z, sq += z * z;
+      }
+    const double m = bn.s.batch * bn.s.spatial;
+    EXPECT_NEAR(sum / m, 0.0, 1e-5) << "channel " << c;
+    EXPECT_NEAR(sq / m, 1.0, 1e-3) << "channel " << c;  // eps = 1e-5 against var ~ 1/3
+  }
+}
+
+TEST(BatchNorm, RunningStatisticsUseMomentumAndUnbiasedVariance) {
+  Bn bn({3, 4, 42}, 27);
+  bn.running_mean = {0.5f, -1.0f, 0.0f, 2.0f};
+  bn.running_var = {1.0f, 2.0f, 0.5f, 3.0f};
+  const auto rm0 = bn.running_mean, rv0 = bn.running_var;
+  const float momentum = 0.25f;
+  bn.forward(momentum);
+  for (int c = 0; c < bn.s.channels; ++c) {
+    double sum = 0, sq = 0;
+    const double m = bn.s.batch * bn.s.spatial;
+    for (int n = 0; n < bn.s.batch; ++n)
+      for (int i = 0; i < bn.s.spatial; ++i) sum += bn.x[bn.at(n, c, i)];
+    const double mean = sum / m;
+    for (int n = 0; n < bn.s.batch; ++n)
+      for (int i = 0; i < bn.s.spatial; ++i) sq += (bn.x[bn.at(n, c, i)] - mean) * (bn.x[bn.at(n, c, i)] - mean);
+    EXPECT_NEAR(bn.mean[c], mean, 1e-5);
+    EXPECT_NEAR(bn.inv_std[c], 1.0 / std::sqrt(sq / m + kEps), 1e-4);
+    EXPECT_NEAR(bn.running_mean[c], 0.75 * rm0[c] + 0.25 * mean, 1e-5);
+    EXPECT_NEAR(bn.running_var[c], 0.75 * rv0[c] + 0.25 * sq / (m - 1), 1e-5);
+  }
+}
+
+TEST(BatchNorm, InferenceUsesRunningStatistics) {
+  Bn bn({3, 4, 42}, 37);
+  bn.running_mean = {2.0f, 2.5f, 3.0f, 0.0f};
+  bn.running_var = {0.1f, 0.5f, 1.0f, 4.0f};
+  batchnorm_forward_infer(bn.s, bn.x.data(), bn.gamma.data(), bn.beta.data(), bn.running_mean.data(),
+                          bn.running_var.data(), kEps, bn.y.data());
+  for (int n = 0; n < bn.s.batch; ++n)
+    for (int c = 0; c < bn.s.channels; ++c)
+      for (int i = 0; i < bn.s.spatial; ++i) {
+        const double want = bn.gamma[c] * (bn.x[bn.at(n, c, i)] - bn.running_mean[c]) /
+                                std::sqrt(double{bn.running_var[c]} + kEps) + bn.beta[c];
+        ASSERT_NEAR(bn.y[bn.at(n, c, i)], want, 1e-5);
+      }
+  // With the running statistics equal to the batch's (momentum 1, variance rescaled to biased), inference
+  // reproduces the training output.
+  Bn train({3, 4, 42}, 37);
+  train.forward(1.0f);
+  const double m = train.s.batch * train.s.spatial;
+  auto biased = train.running_var;
+  for (auto& v : biased) v = static_cast<float>(v * (m - 1) / m);
+  std::vector<float> y_infer(train.y.size());
+  batchnorm_forward_infer(train.s, train.x.data(), train.gamma.data(), train.beta.data(), train.running_mean.data(),
+                          biased.data(), kEps, y_infer.data());
+  for (std::size_t i = 0; i < y_infer.size(); ++i) ASSERT_NEAR(y_infer[i], train.y[i], 1e-4);
+}
+
+TEST(BatchNorm, BackwardTwiceDoublesGammaAndBetaGradients) {
+  Bn bn({3, 4, 42}, 47);
+  bn.forward();
+  const auto dy = random_vector(bn.x.size(), 48);
+  std::vector<float> dx(bn.x.size()), dg1(4, 0.0f), db1(4, 0.0f), dg2(4, 0.0f), db2(4, 0.0f);
+  batchnorm_backward(bn.s, bn.x.data(), dy.data(), bn.gamma.data(), bn.mean.data(), bn.inv_std.data(), dx.data(),
+                     dg1.data(), db1.data());
+  const auto dx_first = dx;
+  for (int rep = 0; rep < 2; ++rep)
+    batchnorm_backward(bn.s, bn.x.data(), dy.data(), bn.gamma.data(), bn.mean.data(), bn.inv_std.data(),
+                       dx.data(), dg2.data(), db2.data());
+  for (int c = 0; c < 4; ++c) {
+    EXPECT_NEAR(dg2[c], 2.0f * dg1[c], 1e-5f * (1.0f + std::abs(dg1[c])));
+    EXPECT_NEAR(db2[c], 2.0f * db1[c], 1e-5f * (1.0f + std::abs(db1[c])));
+  }
+  EXPECT_EQ(dx, dx_first);  // dx is overwritten, not accumulated
+}
+
+}  // namespace
+}  // namespace ringtrain::kernels::cpu
