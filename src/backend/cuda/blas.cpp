@@ -1,0 +1,41 @@
+// Owns the cuBLAS handle and the row-major to column-major translation of GEMM.
+#include "backend/cuda/blas.h"
+
+#include <cublas_v2.h>
+
+#include "backend/cuda/unique_handle.h"
+#include "kernels/cuda/cuda_check.h"
+
+namespace ringtrain::backend {
+namespace {
+
+void destroy_handle(cublasHandle_t h) { (void)cublasDestroy(h); }
+using CublasHandle = UniqueHandle<cublasHandle_t, destroy_handle>;
+
+cublasOperation_t op(Transpose t) { return t == Transpose::yes ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
+}  // namespace
+
+struct Blas::Impl {
+  CublasHandle handle;
+};
+
+Blas::Blas(kernels::cuda::Stream stream, MathMode math) : impl_(std::make_unique<Impl>()) {
+  cublasHandle_t h = nullptr;
+  CUBLAS_CHECK(cublasCreate(&h));
+  impl_->handle = CublasHandle(h);
+  CUBLAS_CHECK(cublasSetStream(h, stream));
+  // cuBLAS's default math never uses TF32 for sgemm unless asked; say which explicitly.
+  CUBLAS_CHECK(cublasSetMathMode(h, math == MathMode::tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+}
+
+Blas::~Blas() = default;
+
+void Blas::sgemm(Transpose ta, Transpose tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+                 int ldb, float beta, float* c, int ldc) {
+  // A row-major M x N matrix is the column-major N x M matrix with the same memory, so row-major
+  // C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands and the sizes M and N.
+  CUBLAS_CHECK(cublasSgemm(impl_->handle, op(tb), op(ta), n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
+}
+
+}  // namespace ringtrain::backend

@@ -1,0 +1,70 @@
+// Owns the CUDA runtime resources the backend holds, as move-only RAII types: streams, events, device memory
+// for workspaces and pinned host memory for staging copies. Model tensors use model::DeviceBuffer instead
+// (CudaBackend::allocate). Only the backend's own .cpp files include this header.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "backend/cuda/unique_handle.h"
+
+namespace ringtrain::backend {
+
+namespace detail {
+inline void destroy_stream(cudaStream_t s) { (void)cudaStreamDestroy(s); }
+inline void destroy_event(cudaEvent_t e) { (void)cudaEventDestroy(e); }
+}  // namespace detail
+
+using CudaStream = UniqueHandle<cudaStream_t, detail::destroy_stream>;
+using CudaEvent = UniqueHandle<cudaEvent_t, detail::destroy_event>;
+
+// A stream that does not synchronise with the legacy default stream, so library calls elsewhere in the process
+// cannot serialise against our work.
+CudaStream make_stream();
+// timing=false is cheaper to record and is all that ordering needs; timing=true allows cudaEventElapsedTime.
+CudaEvent make_event(bool timing);
+
+// cudaMalloc'd bytes with no initial contents. ensure() grows it (contents lost) after synchronising `stream`,
+// so a kernel still reading the old block never sees it freed.
+class DeviceMemory {
+ public:
+  DeviceMemory() = default;
+  DeviceMemory(DeviceMemory&& other) noexcept;
+  DeviceMemory& operator=(DeviceMemory&& other) noexcept;
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+  ~DeviceMemory();
+
+  void ensure(std::size_t bytes, cudaStream_t stream);
+  void* get() const { return ptr_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// Page-locked host memory: the only kind the GPU copies from and to asynchronously.
+class PinnedMemory {
+ public:
+  PinnedMemory() = default;
+  PinnedMemory(PinnedMemory&& other) noexcept;
+  PinnedMemory& operator=(PinnedMemory&& other) noexcept;
+  PinnedMemory(const PinnedMemory&) = delete;
+  PinnedMemory& operator=(const PinnedMemory&) = delete;
+  ~PinnedMemory();
+
+  void ensure(std::size_t bytes);  // grows (contents lost); the caller makes sure no copy still uses it
+  void* get() const { return ptr_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// cudaMalloc with a message that says how much was asked for and how much the GPU had free, instead of CUDA's
+// bare "out of memory".
+void* device_malloc(std::size_t bytes, const char* what);
+
+}  // namespace ringtrain::backend

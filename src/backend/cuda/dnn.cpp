@@ -1,0 +1,322 @@
+// Owns the cuDNN handle, the descriptors and chosen algorithms cached per shape, the shared convolution
+// workspace, and every cuDNN call (the legacy v8-style API, which cuDNN 9 still ships).
+#include "backend/cuda/dnn.h"
+
+#include <cudnn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "backend/cuda/cuda_handles.h"
+#include "common/error.h"
+#include "kernels/cuda/cuda_check.h"
+
+namespace ringtrain::backend {
+namespace {
+
+void destroy_handle(cudnnHandle_t h) { (void)cudnnDestroy(h); }
+void destroy_tensor(cudnnTensorDescriptor_t d) { (void)cudnnDestroyTensorDescriptor(d); }
+void destroy_filter(cudnnFilterDescriptor_t d) { (void)cudnnDestroyFilterDescriptor(d); }
+void destroy_conv(cudnnConvolutionDescriptor_t d) { (void)cudnnDestroyConvolutionDescriptor(d); }
+void destroy_pool(cudnnPoolingDescriptor_t d) { (void)cudnnDestroyPoolingDescriptor(d); }
+
+using CudnnHandle = UniqueHandle<cudnnHandle_t, destroy_handle>;
+using TensorDesc = UniqueHandle<cudnnTensorDescriptor_t, destroy_tensor>;
+using FilterDesc = UniqueHandle<cudnnFilterDescriptor_t, destroy_filter>;
+using ConvDesc = UniqueHandle<cudnnConvolutionDescriptor_t, destroy_conv>;
+using PoolDesc = UniqueHandle<cudnnPoolingDescriptor_t, destroy_pool>;
+
+TensorDesc nchw(int n, int c, int h, int w) {
+  cudnnTensorDescriptor_t d = nullptr;
+  CUDNN_CHECK(cudnnCreateTensorDescriptor(&d));
+  TensorDesc owned(d);
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+  return owned;
+}
+
+constexpr float kOne = 1.0f, kZero = 0.0f;
+
+struct ConvPlan {
+  TensorDesc x, y, bias;
+  FilterDesc w;
+  ConvDesc conv;
+  cudnnConvolutionFwdAlgo_t forward{};
+  cudnnConvolutionBwdDataAlgo_t backward_data{};
+  cudnnConvolutionBwdFilterAlgo_t backward_filter{};
+  std::size_t forward_bytes = 0, data_bytes = 0, filter_bytes = 0;
+  std::string nondeterministic;  // the passes that had to take a non-deterministic algorithm, if any
+};
+
+struct PoolPlan {
+  PoolDesc pool;
+  TensorDesc x, y;
+};
+
+struct BatchNormPlan {
+  TensorDesc x, per_channel;
+};
+
+// Takes the first usable candidate of a list cuDNN returns best first: it ran (or is supported), is deterministic
+// when asked (so a step is reproducible and every rank does the same arithmetic), and its workspace, asked of
+// cuDNN for this very algorithm rather than read from the list, fits the limit.
+template <class Perf, class WorkspaceSize>
+bool pick(const Perf* perf, int count, std::size_t limit, bool deterministic_only, WorkspaceSize workspace_size,
+          decltype(Perf::algo)& algo, std::size_t& bytes) {
+  for (int i = 0; i < count; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+    if (deterministic_only && perf[i].determinism != CUDNN_DETERMINISTIC) continue;
+    std::size_t need = 0;
+    if (workspace_size(perf[i].algo, &need) != CUDNN_STATUS_SUCCESS || need > limit) continue;
+    algo = perf[i].algo;
+    bytes = need;
+    return true;
+  }
+  return false;
+}
+
+std::string describe(const ConvGeometry& g) {
+  return fmt::format("{}x{}x{}x{} input, {} filters {}x{} stride {} padding {}", g.batch, g.channels, g.height, g.width,
+                     g.filters, g.kernel, g.kernel, g.stride, g.padding);
+}
+
+}  // namespace
+
+struct Dnn::Impl {
+  cudaStream_t stream;
+  std::size_t workspace_limit;
+  ConvSearch search;
+  MathMode math;
+  CudnnHandle handle;
+  DeviceMemory workspace;
+  std::map<ConvGeometry, std::unique_ptr<ConvPlan>> conv_plans;
+  std::map<PoolGeometry, std::unique_ptr<PoolPlan>> pool_plans;
+  std::map<BatchNormGeometry, std::unique_ptr<BatchNormPlan>> bn_plans;
+
+  ConvPlan& conv(const ConvGeometry& g);
+  PoolPlan& pool(const PoolGeometry& g);
+  BatchNormPlan& batchnorm(const BatchNormGeometry& g);
+  void choose_algorithms(const ConvGeometry& g, ConvPlan& p);
+  void* workspace_for(std::size_t bytes) {
+    if (bytes == 0) return nullptr;
+    workspace.ensure(bytes, stream);
+    return workspace.get();
+  }
+};
+
+Dnn::Dnn(kernels::cuda::Stream stream, std::size_t workspace_limit_bytes, ConvSearch search, MathMode math)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->stream = stream;
+  impl_->workspace_limit = workspace_limit_bytes;
+  impl_->search = search;
+  impl_->math = math;
+  cudnnHandle_t h = nullptr;
+  CUDNN_CHECK(cudnnCreate(&h));
+  impl_->handle = CudnnHandle(h);
+  CUDNN_CHECK(cudnnSetStream(h, stream));
+}
+
+Dnn::~Dnn() = default;
+
+ConvPlan& Dnn::Impl::conv(const ConvGeometry& g) {
+  if (auto it = conv_plans.find(g); it != conv_plans.end()) return *it->second;
+  auto p = std::make_unique<ConvPlan>();
+  p->x = nchw(g.batch, g.channels, g.height, g.width);
+  p->y = nchw(g.batch, g.filters, g.out_h(), g.out_w());
+  p->bias = nchw(1, g.filters, 1, 1);
+  cudnnFilterDescriptor_t w = nullptr;
+  CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
+  p->w = FilterDesc(w);
+  CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, g.filters, g.channels, g.kernel,
+                                         g.kernel));
+  cudnnConvolutionDescriptor_t c = nullptr;
+  CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&c));
+  p->conv = ConvDesc(c);
+  // Cross-correlation is what every framework calls convolution; fp32 accumulation.
+  CUDNN_CHECK(cudnnSetConvolution2dDescriptor(c, g.padding, g.padding, g.stride, g.stride, 1, 1,
+                                              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  // Strict fp32 needs FMA_MATH: cuDNN's default lets fp32 convolutions run on TF32 tensor cores (10-bit mantissa
+  // inputs), which is not the CPU twin's arithmetic. TF32 mode asks for exactly that default.
+  CUDNN_CHECK(cudnnSetConvolutionMathType(c, math == MathMode::tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  int n = 0, k = 0, oh = 0, ow = 0;
+  CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(c, p->x, w, &n, &k, &oh, &ow));
+  if (n != g.batch || k != g.filters || oh != g.out_h() || ow != g.out_w())
+    throw Error(ExitCode::internal, fmt::format("cuDNN gives a {}x{}x{}x{} output for {}, ringtrain expects {}x{}x{}x{}",
+                                                n, k, oh, ow, describe(g), g.batch, g.filters, g.out_h(), g.out_w()));
+  choose_algorithms(g, *p);
+  return *conv_plans.emplace(g, std::move(p)).first->second;
+}
+
+void Dnn::Impl::choose_algorithms(const ConvGeometry& g, ConvPlan& p) {
+  // Candidates: measured (ConvSearch::measure) and cuDNN's heuristic ranking; deterministic ones first, any
+  // as a last resort (noted in the plan).
+  const bool measure = search == ConvSearch::measure;
+  const auto choose = [&](const char* which, auto* perf, int capacity, auto find, auto rank, auto workspace_size,
+                          auto& algo, std::size_t& bytes) {
+    int measured = 0, ranked = 0;
+    if (measure) CUDNN_CHECK(find(capacity, &measured, perf));
+    auto* ranking = perf + capacity;
+    CUDNN_CHECK(rank(capacity, &ranked, ranking));
+    for (const bool deterministic : {true, false})
+      if (pick(perf, measured, workspace_limit, deterministic, workspace_size, algo, bytes) ||
+          pick(ranking, ranked, workspace_limit, deterministic, workspace_size, algo, bytes)) {
+        if (!deterministic) p.nondeterministic += std::string(p.nondeterministic.empty() ? "" : ", ") + which;
+        return;
+      }
+    throw Error(ExitCode::library,
+                fmt::format("cuDNN offers no {} convolution algorithm within the {:.0f} MiB workspace limit for {}",
+                            which, static_cast<double>(workspace_limit) / (1 << 20), describe(g)));
+  };
+  {
+    cudnnConvolutionFwdAlgoPerf_t perf[2 * CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    choose(
+        "forward", perf, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+        [&](int n, int* got, cudnnConvolutionFwdAlgoPerf_t* out) {
+          return cudnnFindConvolutionForwardAlgorithm(handle, p.x, p.w, p.conv, p.y, n, got, out);
+        },
+        [&](int n, int* got, cudnnConvolutionFwdAlgoPerf_t* out) {
+          return cudnnGetConvolutionForwardAlgorithm_v7(handle, p.x, p.w, p.conv, p.y, n, got, out);
+        },
+        [&](cudnnConvolutionFwdAlgo_t a, std::size_t* bytes) {
+          return cudnnGetConvolutionForwardWorkspaceSize(handle, p.x, p.w, p.conv, p.y, a, bytes);
+        },
+        p.forward, p.forward_bytes);
+  }
+  {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[2 * CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    choose(
+        "backward-data", perf, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+        [&](int n, int* got, cudnnConvolutionBwdDataAlgoPerf_t* out) {
+          return cudnnFindConvolutionBackwardDataAlgorithm(handle, p.w, p.y, p.conv, p.x, n, got, out);
+        },
+        [&](int n, int* got, cudnnConvolutionBwdDataAlgoPerf_t* out) {
+          return cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, p.w, p.y, p.conv, p.x, n, got, out);
+        },
+        [&](cudnnConvolutionBwdDataAlgo_t a, std::size_t* bytes) {
+          return cudnnGetConvolutionBackwardDataWorkspaceSize(handle, p.w, p.y, p.conv, p.x, a, bytes);
+        },
+        p.backward_data, p.data_bytes);
+  }
+  {
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[2 * CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    choose(
+        "backward-filter", perf, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+        [&](int n, int* got, cudnnConvolutionBwdFilterAlgoPerf_t* out) {
+          return cudnnFindConvolutionBackwardFilterAlgorithm(handle, p.x, p.y, p.conv, p.w, n, got, out);
+        },
+        [&](int n, int* got, cudnnConvolutionBwdFilterAlgoPerf_t* out) {
+          return cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, p.x, p.y, p.conv, p.w, n, got, out);
+        },
+        [&](cudnnConvolutionBwdFilterAlgo_t a, std::size_t* bytes) {
+          return cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, p.x, p.y, p.conv, p.w, a, bytes);
+        },
+        p.backward_filter, p.filter_bytes);
+  }
+  // Grow the shared workspace now, at setup, rather than inside the first training step.
+  workspace_for(std::max({p.forward_bytes, p.data_bytes, p.filter_bytes}));
+}
+
+PoolPlan& Dnn::Impl::pool(const PoolGeometry& g) {
+  if (auto it = pool_plans.find(g); it != pool_plans.end()) return *it->second;
+  auto p = std::make_unique<PoolPlan>();
+  cudnnPoolingDescriptor_t d = nullptr;
+  CUDNN_CHECK(cudnnCreatePoolingDescriptor(&d));
+  p->pool = PoolDesc(d);
+  // MAX_DETERMINISTIC: overlapping windows (3x3 stride 2) get a reproducible backward.
+  const cudnnPoolingMode_t mode =
+      g.mode == PoolMode::max ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
+  CUDNN_CHECK(cudnnSetPooling2dDescriptor(d, mode, CUDNN_PROPAGATE_NAN, g.window, g.window, g.padding, g.padding,
+                                          g.stride, g.stride));
+  p->x = nchw(g.batch, g.channels, g.height, g.width);
+  int n = 0, c = 0, oh = 0, ow = 0;
+  CUDNN_CHECK(cudnnGetPooling2dForwardOutputDim(d, p->x, &n, &c, &oh, &ow));
+  if (oh != g.out_h() || ow != g.out_w())
+    throw Error(ExitCode::internal, fmt::format("cuDNN pools {}x{} to {}x{}, ringtrain expects {}x{}", g.height,
+                                                g.width, oh, ow, g.out_h(), g.out_w()));
+  p->y = nchw(g.batch, g.channels, g.out_h(), g.out_w());
+  return *pool_plans.emplace(g, std::move(p)).first->second;
+}
+
+BatchNormPlan& Dnn::Impl::batchnorm(const BatchNormGeometry& g) {
+  if (auto it = bn_plans.find(g); it != bn_plans.end()) return *it->second;
+  auto p = std::make_unique<BatchNormPlan>();
+  p->x = nchw(g.batch, g.channels, g.spatial, 1);  // spatial mode only needs H x W as a count
+  p->per_channel = nchw(1, g.channels, 1, 1);
+  return *bn_plans.emplace(g, std::move(p)).first->second;
+}
+
+void Dnn::prepare_conv(const ConvGeometry& g) { impl_->conv(g); }
+
+std::string Dnn::conv_algorithms(const ConvGeometry& g) {
+  const ConvPlan& p = impl_->conv(g);
+  return fmt::format("fwd algo {}, data algo {}, filter algo {}, workspace {:.1f} MiB{}{}", static_cast<int>(p.forward),
+                     static_cast<int>(p.backward_data), static_cast<int>(p.backward_filter),
+                     static_cast<double>(std::max({p.forward_bytes, p.data_bytes, p.filter_bytes})) / (1 << 20),
+                     p.nondeterministic.empty() ? "" : ", non-deterministic: ", p.nondeterministic);
+}
+
+void Dnn::conv_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias, float* y) {
+  ConvPlan& p = impl_->conv(g);
+  void* ws = impl_->workspace_for(p.forward_bytes);
+  CUDNN_CHECK(cudnnConvolutionForward(impl_->handle, &kOne, p.x, x, p.w, w, p.conv, p.forward, ws, p.forward_bytes,
+                                      &kZero, p.y, y));
+  if (bias) CUDNN_CHECK(cudnnAddTensor(impl_->handle, &kOne, p.bias, bias, &kOne, p.y, y));
+}
+
+void Dnn::conv_backward_data(const ConvGeometry& g, const float* dy, const float* w, float* dx) {
+  ConvPlan& p = impl_->conv(g);
+  void* ws = impl_->workspace_for(p.data_bytes);
+  CUDNN_CHECK(cudnnConvolutionBackwardData(impl_->handle, &kOne, p.w, w, p.y, dy, p.conv, p.backward_data, ws,
+                                           p.data_bytes, &kZero, p.x, dx));
+}
+
+void Dnn::conv_backward_filter(const ConvGeometry& g, const float* x, const float* dy, float* dw, float* dbias) {
+  ConvPlan& p = impl_->conv(g);
+  void* ws = impl_->workspace_for(p.filter_bytes);
+  // beta = 1: parameter gradients accumulate (micro-batches of one optimizer step add up).
+  CUDNN_CHECK(cudnnConvolutionBackwardFilter(impl_->handle, &kOne, p.x, x, p.y, dy, p.conv, p.backward_filter, ws,
+                                             p.filter_bytes, &kOne, p.w, dw));
+  if (dbias) CUDNN_CHECK(cudnnConvolutionBackwardBias(impl_->handle, &kOne, p.y, dy, &kOne, p.bias, dbias));
+}
+
+void Dnn::batchnorm_forward_train(const BatchNormGeometry& g, const float* x, const float* gamma, const float* beta,
+                                  double momentum, double epsilon, float* running_mean, float* running_var, float* y,
+                                  float* saved_mean, float* saved_inv_std) {
+  BatchNormPlan& p = impl_->batchnorm(g);
+  // cuDNN's exponentialAverageFactor is our momentum: running = (1-f)*running + f*batch, and its running
+  // variance is the unbiased one, as on the CPU.
+  CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(impl_->handle, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, p.x, x, p.x,
+                                                     y, p.per_channel, gamma, beta, momentum, running_mean,
+                                                     running_var, epsilon, saved_mean, saved_inv_std));
+}
+
+void Dnn::batchnorm_forward_infer(const BatchNormGeometry& g, const float* x, const float* gamma, const float* beta,
+                                  const float* running_mean, const float* running_var, double epsilon, float* y) {
+  BatchNormPlan& p = impl_->batchnorm(g);
+  CUDNN_CHECK(cudnnBatchNormalizationForwardInference(impl_->handle, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, p.x, x,
+                                                      p.x, y, p.per_channel, gamma, beta, running_mean, running_var,
+                                                      epsilon));
+}
+
+void Dnn::batchnorm_backward(const BatchNormGeometry& g, const float* x, const float* dy, const float* gamma,
+                             const float* saved_mean, const float* saved_inv_std, double epsilon, float* dx,
+                             float* dgamma, float* dbeta) {
+  BatchNormPlan& p = impl_->batchnorm(g);
+  // Data gradient overwritten (beta 0), parameter gradients accumulated (beta 1).
+  CUDNN_CHECK(cudnnBatchNormalizationBackward(impl_->handle, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, &kOne, &kOne, p.x,
+                                              x, p.x, dy, p.x, dx, p.per_channel, gamma, dgamma, dbeta, epsilon,
+                                              saved_mean, saved_inv_std));
+}
+
+void Dnn::pool_forward(const PoolGeometry& g, const float* x, float* y) {
+  PoolPlan& p = impl_->pool(g);
+  CUDNN_CHECK(cudnnPoolingForward(impl_->handle, p.pool, &kOne, p.x, x, &kZero, p.y, y));
+}
+
+void Dnn::pool_backward(const PoolGeometry& g, const float* x, const float* y, const float* dy, float* dx) {
+  PoolPlan& p = impl_->pool(g);
+  CUDNN_CHECK(cudnnPoolingBackward(impl_->handle, p.pool, &kOne, p.y, y, p.y, dy, p.x, x, &kZero, p.x, dx));
+}
+
+}  // namespace ringtrain::backend

@@ -1,0 +1,91 @@
+// Owns every cuDNN call of the CUDA backend behind a small interface: 2-D convolution (algorithms chosen once
+// per shape and cached), spatial batch normalisation and pooling, all NCHW fp32 tensors on the backend's stream.
+// cudnn.h stays inside dnn.cpp, so the layers compile without it and a reader sees these functions, not cuDNN.
+//
+// Conventions match the CPU twins in kernels/cpu: weights K x C x R x S; outputs and input gradients are
+// overwritten; parameter gradients (filter, bias, gamma, beta) accumulate.
+#pragma once
+#include <compare>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "backend/cuda/math_mode.h"
+#include "kernels/cuda/stream.h"
+
+namespace ringtrain::backend {
+
+struct ConvGeometry {
+  int batch = 0, channels = 0, height = 0, width = 0;
+  int filters = 0, kernel = 0, stride = 1, padding = 0;
+  int out_h() const { return (height + 2 * padding - kernel) / stride + 1; }
+  int out_w() const { return (width + 2 * padding - kernel) / stride + 1; }
+  auto operator<=>(const ConvGeometry&) const = default;
+};
+
+// average: padding counts as zeros in the divisor (CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING), as on the CPU.
+enum class PoolMode { max, average };
+
+struct PoolGeometry {
+  PoolMode mode = PoolMode::max;
+  int batch = 0, channels = 0, height = 0, width = 0;
+  int window = 2, stride = 2, padding = 0;
+  int out_h() const { return (height + 2 * padding - window) / stride + 1; }
+  int out_w() const { return (width + 2 * padding - window) / stride + 1; }
+  auto operator<=>(const PoolGeometry&) const = default;
+};
+
+struct BatchNormGeometry {
+  int batch = 0, channels = 0, spatial = 0;  // spatial = H x W (1 after a dense layer)
+  auto operator<=>(const BatchNormGeometry&) const = default;
+};
+
+// How convolution algorithms are chosen, once per shape:
+//   heuristic: cuDNN's ranking (cudnnGetConvolution*Algorithm_v7); the same choice every run on the same GPU
+//              and cuDNN, so runs are bit-reproducible.
+//   measure:   time the candidates (cudnnFindConvolution*Algorithm) and take the fastest; usually faster, but
+//              timing noise can change the choice, and so the last bits, from run to run.
+// Either way only deterministic algorithms within the workspace limit are taken.
+enum class ConvSearch { heuristic, measure };
+
+class Dnn {
+ public:
+  // workspace_limit_bytes bounds the scratch any one convolution algorithm may use; one workspace, grown to the
+  // largest chosen need, is shared by every layer (they all run on `stream`, one at a time). `math` says whether
+  // convolutions may use TF32 tensor cores (math_mode.h).
+  Dnn(kernels::cuda::Stream stream, std::size_t workspace_limit_bytes, ConvSearch search, MathMode math);
+  ~Dnn();
+  Dnn(const Dnn&) = delete;
+  Dnn& operator=(const Dnn&) = delete;
+
+  // Chooses the three algorithms for this shape now instead of at first use. Layers call it at setup for the
+  // largest batch; a smaller batch (the last evaluation batch) gets its own choice when first seen.
+  void prepare_conv(const ConvGeometry& g);
+  // "fwd IMPLICIT_PRECOMP_GEMM, data ALGO_1, filter ALGO_1, workspace 12.0 MiB", choosing first if needed.
+  std::string conv_algorithms(const ConvGeometry& g);
+
+  void conv_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias, float* y);
+  void conv_backward_data(const ConvGeometry& g, const float* dy, const float* w, float* dx);
+  void conv_backward_filter(const ConvGeometry& g, const float* x, const float* dy, float* dw, float* dbias);
+
+  // Training: batch statistics; running = (1-momentum)*running + momentum*batch with the unbiased variance;
+  // saves mean and 1/sqrt(var+eps) for backward.
+  void batchnorm_forward_train(const BatchNormGeometry& g, const float* x, const float* gamma, const float* beta,
+                               double momentum, double epsilon, float* running_mean, float* running_var, float* y,
+                               float* saved_mean, float* saved_inv_std);
+  void batchnorm_forward_infer(const BatchNormGeometry& g, const float* x, const float* gamma, const float* beta,
+                               const float* running_mean, const float* running_var, double epsilon, float* y);
+  void batchnorm_backward(const BatchNormGeometry& g, const float* x, const float* dy, const float* gamma,
+                          const float* saved_mean, const float* saved_inv_std, double epsilon, float* dx,
+                          float* dgamma, float* dbeta);
+
+  void pool_forward(const PoolGeometry& g, const float* x, float* y);
+  // cuDNN finds the max positions again from x and y, so no argmax buffer is kept.
+  void pool_backward(const PoolGeometry& g, const float* x, const float* y, const float* dy, float* dx);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ringtrain::backend

@@ -1,0 +1,292 @@
+// Owns the NCCL communicator's life (bootstrap over MPI, bounded waits, abort on failure) and the bucketed
+// gradient all-reduce on the communication stream.
+#include "backend/cuda/nccl_reducer.h"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_handles.h"
+#include "common/error.h"
+#include "common/process_label.h"
+#include "kernels/cuda/cuda_check.h"
+
+namespace ringtrain::backend {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// dist/mpi_check.h's MPI_CHECK needs rt_core, which links this library; this is the same check, local.
+[[noreturn]] void mpi_failed(int rc, const char* call, const char* file, int line) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  MPI_Error_string(rc, text, &length);
+  throw_library_error("MPI", call, file, line, std::string(text, static_cast<size_t>(length)));
+}
+#define RT_MPI_CALL(call)                                            \
+  do {                                                               \
+    const int rt_mpi_rc_ = (call);                                   \
+    if (rt_mpi_rc_ != MPI_SUCCESS) mpi_failed(rt_mpi_rc_, #call, __FILE__, __LINE__); \
+  } while (0)
+
+std::string nccl_words(ncclResult_t result) {
+  std::string words = ncclGetErrorString(result);
+  if (const char* last = ncclGetLastError(nullptr); last && last[0]) words += std::string(": ") + last;
+  return words;
+}
+
+// "4.00 KiB", "25.00 MiB": the size of `floats` fp32 values, for messages.
+std::string size_text(int64_t floats) {
+  const double bytes = static_cast<double>(floats) * sizeof(float);
+  return bytes < (1 << 20) ? fmt::format("{:.2f} KiB", bytes / (1 << 10)) : fmt::format("{:.2f} MiB", bytes / (1 << 20));
+}
+
+// Polling cadence of the bounded waits: spin (yielding) for the first ~millisecond so short waits are timed
+// accurately, then sleep briefly so a long wait does not take a core from the data loader.
+void pause(int polls) {
+  if (polls < 2000)
+    std::this_thread::yield();
+  else
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+}
+
+struct Launch {
+  int64_t begin = 0, count = 0;
+  CudaEvent ready, done;  // on the compute stream when the bucket is final; on the comm stream when reduced
+};
+
+constexpr int kIdBytes = 256;          // "host|pci bus id" per rank, for the shared-GPU check
+constexpr double kInitTimeoutS = 120;  // the least time NCCL initialisation gets
+
+}  // namespace
+
+struct NcclGradientReducer::Impl {
+  CudaBackend& backend;
+  cudaStream_t compute = nullptr;
+  double timeout_s = 300;
+  int rank = 0, size = 1;
+  CudaStream stream;
+  ncclComm_t nccl = nullptr;
+  std::vector<Launch> launches;  // reused step after step; the first `launched` belong to this step
+  size_t launched = 0;
+  CudaEvent order;                    // compute -> comm ordering for broadcast
+  CudaEvent compute_end, comm_end;    // timing events: how long communication outlasted compute
+  double exposed_s = 0;
+
+  explicit Impl(CudaBackend& b) : backend(b) {}
+
+  void abort() noexcept {
+    if (nccl) (void)ncclCommAbort(nccl);
+    nccl = nullptr;
+  }
+  [[noreturn]] void fault(const std::string& message) {
+    abort();
+    throw FaultError(message);
+  }
+  [[noreturn]] void call_failed(ncclResult_t result, const char* call, const char* file, int line) {
+    const std::string words = nccl_words(result);  // before the abort, which may overwrite NCCL's last error
+    abort();
+    throw_library_error("NCCL", call, file, line, words);
+  }
+
+  // A non-blocking communicator may answer ncclInProgress: the call is then complete (the work queued) only
+  // once ncclCommGetAsyncError stops saying so. Bounded by the timeout like every other wait.
+  void settle(ncclResult_t result, const char* call, const char* file, int line, const std::string& what) {
+    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+    for (int polls = 0; result == ncclInProgress; ++polls) {
+      ncclResult_t state = ncclSuccess;
+      const ncclResult_t asked = ncclCommGetAsyncError(nccl, &state);
+      result = asked != ncclSuccess ? asked : state;
+      if (result != ncclInProgress) break;
+      if (Clock::now() > deadline)
+        fault(fmt::format("{} did not complete within the {} s collective timeout on {}; a peer rank is probably "
+                          "dead or stalled, so the NCCL communicator was aborted",
+                          what, timeout_s, process_label()));
+      pause(polls);
+    }
+    if (result != ncclSuccess) call_failed(result, call, file, line);
+  }
+
+  // Throws FaultError (after aborting) when NCCL reports an asynchronous error; `describe` names the work.
+  template <class Describe>
+  void check_async(Describe describe) {
+    if (!nccl) return;
+    ncclResult_t state = ncclSuccess;
+    const ncclResult_t asked = ncclCommGetAsyncError(nccl, &state);
+    const ncclResult_t result = asked != ncclSuccess ? asked : state;
+    if (result != ncclSuccess && result != ncclInProgress)
+      fault(fmt::format("NCCL failed during {} on {}: {}; the communicator was aborted", describe(), process_label(),
+                        nccl_words(result)));
+  }
+
+  std::string unfinished() const {
+    for (size_t i = 0; i < launched; ++i)
+      if (cudaEventQuery(launches[i].done) != cudaSuccess)
+        return fmt::format("the all-reduce of gradient bucket {} of {} this step (floats [{}, {}), {})", i, launched,
+                           launches[i].begin, launches[i].begin + launches[i].count, size_text(launches[i].count));
+    return fmt::format("the {} gradient all-reduces of this step", launched);
+  }
+
+  // The host waits for `event` (and `also`, if given), checking NCCL's error state and the deadline as it goes.
+  template <class Describe>
+  void wait_for(cudaEvent_t event, cudaEvent_t also, Describe describe) {
+    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+    for (int polls = 0;; ++polls) {
+      const cudaError_t first = cudaEventQuery(event);
+      const cudaError_t second = also ? cudaEventQuery(also) : cudaSuccess;
+      if (first == cudaSuccess && second == cudaSuccess) return;
+      for (const cudaError_t q : {first, second})
+        if (q != cudaSuccess && q != cudaErrorNotReady) {
+          abort();
+          CUDA_CHECK(q);  // a fault on the device (illegal address, ...): a library error, not a stall
+        }
+      check_async(describe);
+      if (Clock::now() > deadline)
+        fault(fmt::format("{} did not complete within the {} s collective timeout on {}; a peer rank is probably "
+                          "dead or stalled, so the NCCL communicator was aborted",
+                          describe(), timeout_s, process_label()));
+      pause(polls);
+    }
+  }
+};
+
+#define RT_NCCL_SETTLE(call, what) impl_->settle((call), #call, __FILE__, __LINE__, (what))
+
+NcclGradientReducer::NcclGradientReducer(MPI_Comm comm, CudaBackend& backend, double collective_timeout_s)
+    : impl_(std::make_unique<Impl>(backend)) {
+  Impl& s = *impl_;
+  s.compute = backend.stream();
+  s.timeout_s = collective_timeout_s;
+  RT_MPI_CALL(MPI_Comm_rank(comm, &s.rank));
+  RT_MPI_CALL(MPI_Comm_size(comm, &s.size));
+
+  // NCCL cannot put two ranks on one GPU; find out here, on every rank alike, and say which ranks and GPU.
+  char mine[kIdBytes] = {};
+  const std::string id = backend.host() + "|" + backend.pci_bus_id();
+  std::strncpy(mine, id.c_str(), kIdBytes - 1);
+  std::vector<char> all(static_cast<size_t>(kIdBytes) * static_cast<size_t>(s.size));
+  RT_MPI_CALL(MPI_Allgather(mine, kIdBytes, MPI_CHAR, all.data(), kIdBytes, MPI_CHAR, comm));
+  for (int i = 0; i < s.size; ++i)
+    for (int j = i + 1; j < s.size; ++j) {
+      const char* a = all.data() + static_cast<size_t>(i) * kIdBytes;
+      if (std::strncmp(a, all.data() + static_cast<size_t>(j) * kIdBytes, kIdBytes) == 0)
+        throw JobFileError(fmt::format("ranks {} and {} would share GPU {} (host|PCI bus); NCCL needs one GPU per "
+                                       "rank: start at most one rank per GPU on each node, or set run.device = \"cpu\"",
+                                       i, j, a));
+    }
+
+  // Rank 0 makes the id and every rank learns whether that worked, so a failure there strands nobody in a
+  // collective.
+  struct {
+    int status;
+    ncclUniqueId id;
+  } boot{};
+  if (s.rank == 0) boot.status = static_cast<int>(ncclGetUniqueId(&boot.id));
+  RT_MPI_CALL(MPI_Bcast(&boot, sizeof boot, MPI_BYTE, 0, comm));
+  if (boot.status != ncclSuccess)
+    throw_library_error("NCCL", "ncclGetUniqueId (on rank 0)", __FILE__, __LINE__,
+                        ncclGetErrorString(static_cast<ncclResult_t>(boot.status)));
+
+  s.stream = make_stream();
+  s.order = make_event(false);
+  s.compute_end = make_event(true);
+  s.comm_end = make_event(true);
+  // The backend already made its device current (cudaSetDevice comes before every other CUDA call).
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;  // so initialisation and every call can be waited on with a deadline
+  ncclComm_t c = nullptr;
+  const ncclResult_t started = ncclCommInitRankConfig(&c, s.size, boot.id, s.rank, &config);
+  s.nccl = c;
+  // Initialisation gets at least kInitTimeoutS even under a short collective timeout: connecting takes a while.
+  const double collective_timeout = s.timeout_s;
+  s.timeout_s = std::max(s.timeout_s, kInitTimeoutS);
+  RT_NCCL_SETTLE(started, fmt::format("NCCL initialisation of {} ranks", s.size));
+  s.timeout_s = collective_timeout;
+}
+
+NcclGradientReducer::~NcclGradientReducer() {
+  Impl& s = *impl_;
+  if (!s.nccl) return;
+  // While unwinding from an error, or with reductions never waited for, peers may be gone: never wait on them.
+  if (std::uncaught_exceptions() > 0 || s.launched > 0) {
+    s.abort();
+    return;
+  }
+  // Orderly end: flush, wait (bounded) until NCCL says the communicator is quiet, then free it.
+  ncclResult_t state = ncclCommFinalize(s.nccl);
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  for (int polls = 0; state == ncclInProgress && Clock::now() < deadline; ++polls) {
+    if (ncclCommGetAsyncError(s.nccl, &state) != ncclSuccess) break;
+    pause(polls);
+  }
+  if (state == ncclSuccess)
+    (void)ncclCommDestroy(s.nccl);
+  else
+    (void)ncclCommAbort(s.nccl);
+  s.nccl = nullptr;
+}
+
+void NcclGradientReducer::launch(float* grads, const dist::Bucket& bucket) {
+  Impl& s = *impl_;
+  if (!s.nccl) throw Error(ExitCode::internal, "gradient all-reduce after the NCCL communicator was aborted");
+  if (s.launched == s.launches.size()) s.launches.push_back({0, 0, make_event(false), make_event(false)});
+  Launch& l = s.launches[s.launched];
+  l.begin = bucket.begin;
+  l.count = bucket.count;
+  // The bucket's gradients are final once the compute stream reaches this point; the all-reduce starts there,
+  // while backward goes on with earlier layers.
+  CUDA_CHECK(cudaEventRecord(l.ready, s.compute));
+  CUDA_CHECK(cudaStreamWaitEvent(s.stream, l.ready, 0));
+  float* p = grads + bucket.begin;
+  RT_NCCL_SETTLE(ncclAllReduce(p, p, static_cast<size_t>(bucket.count), ncclFloat, ncclSum, s.nccl, s.stream),
+                 fmt::format("queueing the all-reduce of gradient bucket {} ({})", s.launched, size_text(bucket.count)));
+  CUDA_CHECK(cudaEventRecord(l.done, s.stream));
+  ++s.launched;
+}
+
+void NcclGradientReducer::progress() {
+  impl_->check_async([&] { return impl_->unfinished(); });
+}
+
+void NcclGradientReducer::wait_all() {
+  Impl& s = *impl_;
+  if (s.launched == 0) return;
+  CUDA_CHECK(cudaEventRecord(s.compute_end, s.compute));
+  CUDA_CHECK(cudaEventRecord(s.comm_end, s.stream));
+  s.wait_for(s.comm_end, s.compute_end, [&] { return s.unfinished(); });
+  // Device-side order for everything queued from now on (the optimizer reads the summed gradients). The host
+  // wait above already covers it; the event keeps the order explicit should that wait ever be dropped.
+  CUDA_CHECK(cudaStreamWaitEvent(s.compute, s.comm_end, 0));
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, s.compute_end, s.comm_end));
+  s.exposed_s = std::max(0.0, static_cast<double>(ms) / 1e3);
+  s.launched = 0;
+}
+
+void NcclGradientReducer::broadcast_params(float* params, int64_t count) {
+  Impl& s = *impl_;
+  if (!s.nccl) throw Error(ExitCode::internal, "broadcast after the NCCL communicator was aborted");
+  if (count <= 0) return;
+  const std::string what = fmt::format("the broadcast of {} floats ({}) from rank 0", count, size_text(count));
+  CUDA_CHECK(cudaEventRecord(s.order, s.compute));
+  CUDA_CHECK(cudaStreamWaitEvent(s.stream, s.order, 0));
+  RT_NCCL_SETTLE(ncclBroadcast(params, params, static_cast<size_t>(count), ncclFloat, 0, s.nccl, s.stream), what);
+  CUDA_CHECK(cudaEventRecord(s.comm_end, s.stream));
+  s.wait_for(s.comm_end, nullptr, [&] { return what; });
+  CUDA_CHECK(cudaStreamWaitEvent(s.compute, s.comm_end, 0));
+}
+
+double NcclGradientReducer::last_exposed_s() const { return impl_->exposed_s; }
+kernels::cuda::Stream NcclGradientReducer::comm_stream() const { return impl_->stream.get(); }
+int NcclGradientReducer::ranks() const { return impl_->size; }
+
+}  // namespace ringtrain::backend

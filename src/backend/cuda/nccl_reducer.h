@@ -1,0 +1,57 @@
+// Owns the GPU path's gradient reduction: one in-place ncclAllReduce (sum) per bucket on a communication stream
+// of its own, ordered after the compute stream by events, and a host wait that can never hang: it polls the
+// work and NCCL's error state against a deadline and aborts the communicator on error or timeout.
+//
+// Gradients are pre-scaled by 1/global batch in the loss, so the sum is the average (dist/gradient_reducer.h).
+#pragma once
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "dist/gradient_reducer.h"
+#include "kernels/cuda/stream.h"
+
+namespace ringtrain::backend {
+
+class CudaBackend;
+
+class NcclGradientReducer final : public dist::GradientReducer {
+ public:
+  // Collective over `comm` (every rank of it must construct one): checks that no two ranks share a GPU, then
+  // rank 0's ncclGetUniqueId -> MPI_Bcast -> ncclCommInitRank on the backend's current device. Every call is
+  // checked; the communicator is non-blocking so initialisation, too, is bounded by the timeout.
+  // collective_timeout_s bounds every later wait on NCCL work (a dead or stalled peer ends in FaultError);
+  // initialisation is bounded by the larger of it and 120 s.
+  NcclGradientReducer(MPI_Comm comm, CudaBackend& backend, double collective_timeout_s = 300);
+  ~NcclGradientReducer() override;
+  NcclGradientReducer(const NcclGradientReducer&) = delete;
+  NcclGradientReducer& operator=(const NcclGradientReducer&) = delete;
+
+  // Records an event on the compute stream, makes the communication stream wait for it, and queues the
+  // all-reduce there; returns at once.
+  void launch(float* grads, const dist::Bucket& bucket) override;
+  // Surfaces an asynchronous NCCL error early (throws FaultError after aborting); never waits.
+  void progress() override;
+  // The compute stream waits (on the device) for every launched reduction, and the host waits too, polling
+  // against the deadline: on an NCCL error or timeout the communicator is aborted and FaultError names the
+  // first unfinished bucket, its size and the timeout.
+  void wait_all() override;
+  const char* name() const override { return "ncclAllReduce"; }
+
+  // In place from rank 0 to every rank, ordered after the compute stream; waits like wait_all().
+  void broadcast_params(float* params, int64_t count);
+
+  // Device time by which the last wait_all's reductions outlasted the compute work queued before it: the
+  // communication backward did not hide. 0 when fully overlapped or before the first wait_all. The host time
+  // spent in wait_all also includes the tail of backward still running on the GPU.
+  double last_exposed_s() const;
+  kernels::cuda::Stream comm_stream() const;
+  int ranks() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ringtrain::backend

@@ -1,0 +1,180 @@
+// Tests of the CUDA backend's own pieces against the CPU backend: device choice, version report, memory and
+// copies, element-wise work, the loss and the optimizer update. Device choice, the version report and the
+// no-device error run without a GPU; the rest skip when none is visible.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "common/error.h"
+#include "gpu_test_support.h"
+
+namespace ringtrain::gpu_test {
+namespace {
+
+using backend::choose_device;
+
+TEST(ChooseDevice, OneVisibleDeviceIsAlwaysDeviceZero) {
+  EXPECT_EQ(choose_device(1, 0, 1, "n1"), 0);
+  EXPECT_EQ(choose_device(1, 3, 4, "n1"), 0);  // Slurm binding: each task sees only its GPU
+}
+
+TEST(ChooseDevice, EveryGpuVisibleMeansLocalRank) {
+  EXPECT_EQ(choose_device(4, 0, 4, "n1"), 0);
+  EXPECT_EQ(choose_device(4, 3, 4, "n1"), 3);
+  EXPECT_EQ(choose_device(8, 1, 2, "n1"), 1);
+}
+
+TEST(ChooseDevice, MoreRanksThanGpusIsAJobFileErrorNamingHostAndCounts) {
+  try {
+    choose_device(2, 1, 4, "node07");
+    FAIL() << "expected JobFileError";
+  } catch (const JobFileError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("node07"), std::string::npos) << m;
+    EXPECT_NE(m.find("4 ranks"), std::string::npos) << m;
+    EXPECT_NE(m.find("only 2 GPUs"), std::string::npos) << m;
+  }
+  EXPECT_THROW(choose_device(0, 0, 1, "node07"), JobFileError);
+}
+
+TEST(CudaVersions, ReportEveryLibraryWithoutThrowing) {
+  std::map<std::string, std::string> v;
+  for (auto& [name, version] : backend::cuda_versions()) v[name] = version;
+  for (const char* name : {"CUDA runtime", "CUDA driver", "cuDNN", "cuBLAS", "NCCL", "GPUs"}) {
+    ASSERT_TRUE(v.count(name)) << name;
+    EXPECT_FALSE(v[name].empty()) << name;
+  }
+  EXPECT_EQ(v["cuDNN"].substr(0, 2), "9.");
+  EXPECT_EQ(v["NCCL"].substr(0, 2), "2.");
+  int driver = 0;
+  if (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0) {
+    EXPECT_EQ(v["CUDA driver"], "no driver");
+  }
+  EXPECT_EQ(backend::cuda_device_visible(), v["GPUs"].rfind("none visible", 0) != 0) << v["GPUs"];
+}
+
+TEST(CudaBackendStart, WithoutADeviceIsAJobFileError) {
+  if (backend::cuda_device_visible()) GTEST_SKIP() << "a CUDA device is visible; this checks the message without one";
+  try {
+    backend::CudaBackend b(0, 1, "node07");
+    FAIL() << "expected JobFileError";
+  } catch (const JobFileError& e) {
+    EXPECT_NE(std::string(e.what()).find("node07"), std::string::npos) << e.what();
+  }
+}
+
+class CudaBackendTest : public GpuSuite {};
+
+TEST_F(CudaBackendTest, AllocateIsZeroFilledAndCopiesRoundTrip) {
+  model::DeviceBuffer b = cuda().allocate(1000 * sizeof(float));
+  EXPECT_EQ(download(b.as<float>(), 1000), std::vector<float>(1000, 0.0f));
+  const auto data = random_vector(1000, 1);
+  cuda().to_device(b.as<void>(), data.data(), data.size() * sizeof(float));
+  EXPECT_EQ(download(b.as<float>(), 1000), data);
+  EXPECT_EQ(cuda().name(), "cuda");
+  EXPECT_NE(cuda().description().find("GPU"), std::string::npos);
+}
+
+TEST_F(CudaBackendTest, StagedUploadsMayReuseTheHostBufferAtOnce) {
+  // to_device returns once the source may be overwritten: refill one host vector between three uploads.
+  std::vector<model::DeviceBuffer> bufs;
+  std::vector<float> host(5000);
+  for (int k = 0; k < 3; ++k) {
+    std::fill(host.begin(), host.end(), static_cast<float>(k + 1));
+    bufs.push_back(cuda().allocate(host.size() * sizeof(float)));
+    cuda().to_device(bufs.back().as<void>(), host.data(), host.size() * sizeof(float));
+  }
+  for (int k = 0; k < 3; ++k)
+    EXPECT_EQ(download(bufs[static_cast<size_t>(k)].as<float>(), 5000), std::vector<float>(5000, static_cast<float>(k + 1)));
+}
+
+TEST_F(CudaBackendTest, ElementwiseWorkMatchesCpu) {
+  const int64_t n = 100003;  // not a multiple of any block size
+  const auto a = random_vector(n, 2), b = random_vector(n, 3);
+  auto da = upload(a), db = upload(b);
+  model::DeviceBuffer dy = cuda().allocate(n * sizeof(float));
+  std::vector<float> want(static_cast<size_t>(n));
+
+  cuda().add(n, da.as<float>(), db.as<float>(), dy.as<float>());
+  cpu().add(n, a.data(), b.data(), want.data());
+  EXPECT_EQ(download(dy.as<float>(), n), want);
+
+  cuda().accumulate(n, da.as<float>(), dy.as<float>());
+  cpu().accumulate(n, a.data(), want.data());
+  EXPECT_EQ(download(dy.as<float>(), n), want);
+
+  cuda().relu_forward(n, da.as<float>(), dy.as<float>());
+  cpu().relu_forward(n, a.data(), want.data());
+  const auto relu_y = want;
+  EXPECT_EQ(download(dy.as<float>(), n), want);
+
+  model::DeviceBuffer dx = cuda().allocate(n * sizeof(float));
+  cuda().relu_backward(n, dy.as<float>(), db.as<float>(), dx.as<float>());
+  cpu().relu_backward(n, relu_y.data(), b.data(), want.data());
+  EXPECT_EQ(download(dx.as<float>(), n), want);
+
+  cuda().fill(n, 0.25f, dx.as<float>());
+  EXPECT_EQ(download(dx.as<float>(), n), std::vector<float>(static_cast<size_t>(n), 0.25f));
+}
+
+void check_loss(backend::CudaBackend& cuda, backend::CpuBackend& cpu, int batch, int classes, bool with_grad) {
+  const auto logits = random_vector(static_cast<size_t>(batch) * classes, 10u + static_cast<uint32_t>(classes), -4, 4);
+  std::vector<int32_t> labels(static_cast<size_t>(batch));
+  for (int i = 0; i < batch; ++i) labels[static_cast<size_t>(i)] = (i * 7 + 3) % classes;
+  const float scale = 1.0f / 256;
+  std::vector<float> want_grad(logits.size());
+  const auto want = cpu.softmax_cross_entropy(batch, classes, logits.data(), labels.data(), scale,
+                                              with_grad ? want_grad.data() : nullptr);
+
+  model::DeviceBuffer dl = cuda.allocate(logits.size() * sizeof(float));
+  cuda.to_device(dl.as<void>(), logits.data(), logits.size() * sizeof(float));
+  model::DeviceBuffer dlab = cuda.allocate(labels.size() * sizeof(int32_t));
+  cuda.to_device(dlab.as<void>(), labels.data(), labels.size() * sizeof(int32_t));
+  model::DeviceBuffer dgrad = cuda.allocate(logits.size() * sizeof(float));
+  const auto got = cuda.softmax_cross_entropy(batch, classes, dl.as<float>(), dlab.as<int32_t>(), scale,
+                                              with_grad ? dgrad.as<float>() : nullptr);
+  // Per-sample terms in fp32 on the GPU, fp64 on the CPU; both summed in fp64.
+  EXPECT_NEAR(got.loss_sum, want.loss_sum, 2e-5 * std::abs(want.loss_sum) + 1e-5) << batch << "x" << classes;
+  EXPECT_EQ(got.correct, want.correct) << batch << "x" << classes;
+  if (with_grad) {
+    std::vector<float> grad(logits.size());
+    cuda.to_host(grad.data(), dgrad.as<float>(), grad.size() * sizeof(float));
+    EXPECT_TRUE(all_close(grad, want_grad, 1e-5, 1e-6)) << batch << "x" << classes;
+  }
+}
+
+TEST_F(CudaBackendTest, SoftmaxCrossEntropyMatchesCpu) {
+  check_loss(cuda(), cpu(), 64, 10, true);
+  check_loss(cuda(), cpu(), 37, 10, false);    // evaluation: no gradient; a batch that leaves a block part-full
+  check_loss(cuda(), cpu(), 300, 1000, true);  // many classes per lane; more rows than the reduction's threads
+  check_loss(cuda(), cpu(), 5, 3, true);       // fewer classes than lanes
+}
+
+TEST_F(CudaBackendTest, OutOfRangeLabelIsADataError) {
+  const std::vector<float> logits(4 * 10, 0.5f);
+  const std::vector<int32_t> labels{0, 3, 10, 9};
+  model::DeviceBuffer dl = cuda().allocate(logits.size() * sizeof(float));
+  cuda().to_device(dl.as<void>(), logits.data(), logits.size() * sizeof(float));
+  model::DeviceBuffer dlab = cuda().allocate(labels.size() * sizeof(int32_t));
+  cuda().to_device(dlab.as<void>(), labels.data(), labels.size() * sizeof(int32_t));
+  EXPECT_THROW(cuda().softmax_cross_entropy(4, 10, dl.as<float>(), dlab.as<int32_t>(), 1.0f, nullptr), DataError);
+}
+
+TEST_F(CudaBackendTest, SgdUpdateMatchesCpu) {
+  const int64_t n = 4099;
+  const auto grad = random_vector(n, 20), velocity = random_vector(n, 21), param = random_vector(n, 22);
+  auto dg = upload(grad), dv = upload(velocity), dp = upload(param);
+  auto want_v = velocity, want_p = param;
+  for (int step = 0; step < 3; ++step) {
+    cuda().sgd_update(n, 0.05f, 0.9f, 5e-4f, dg.as<float>(), dv.as<float>(), dp.as<float>());
+    cpu().sgd_update(n, 0.05f, 0.9f, 5e-4f, grad.data(), want_v.data(), want_p.data());
+  }
+  // Same formula; only the compilers' fused multiply-adds may differ in the last bit.
+  EXPECT_TRUE(all_close(download(dv.as<float>(), n), want_v, 1e-6, 1e-7));
+  EXPECT_TRUE(all_close(download(dp.as<float>(), n), want_p, 1e-6, 1e-7));
+}
+
+}  // namespace
+}  // namespace ringtrain::gpu_test

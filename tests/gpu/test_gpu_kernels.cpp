@@ -1,0 +1,97 @@
+// Tests of the kernels in kernels/cuda that no CPU twin covers, each against a host reference: fp32<->bf16
+// casts (round to nearest even, exact widening) and the dropout mask (its host-side definition, inverted
+// scaling, reproducibility by seed).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "gpu_test_support.h"
+#include "kernels/cuda/cast.h"
+#include "kernels/cuda/dropout.h"
+
+namespace ringtrain::gpu_test {
+namespace {
+
+class CudaKernels : public GpuSuite {};
+
+// Round to nearest even on the bit pattern, as the reference for __float2bfloat16_rn (finite values and
+// infinities; NaN is left out, the GPU returns its canonical NaN).
+uint16_t bf16_reference(float f) {
+  uint32_t u = 0;
+  std::memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+float bf16_value(uint16_t b) {
+  const uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f = 0;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+TEST_F(CudaKernels, Bf16CastsRoundToNearestEvenAndWidenExactly) {
+  auto values = random_vector(10000, 30, -1000, 1000);
+  const float specials[] = {0.0f, -0.0f, 1.0f, 1.00390625f /* tie: 1 + 2^-8 rounds to even 1.0 */,
+                            1.01171875f /* tie rounding up to 1.015625 */, 3.40e38f /* past bf16's largest: infinity */,
+                            std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::denorm_min(), 1e-40f};
+  values.insert(values.end(), std::begin(specials), std::end(specials));
+  const int64_t n = static_cast<int64_t>(values.size());
+  auto dx = upload(values);
+  model::DeviceBuffer dh = cuda().allocate(static_cast<size_t>(n) * 2);
+  model::DeviceBuffer dback = cuda().allocate(static_cast<size_t>(n) * sizeof(float));
+  kernels::cuda::float_to_bf16(n, dx.as<float>(), dh.as<uint16_t>(), cuda().stream());
+  kernels::cuda::bf16_to_float(n, dh.as<uint16_t>(), dback.as<float>(), cuda().stream());
+  std::vector<uint16_t> half(static_cast<size_t>(n));
+  cuda().to_host(half.data(), dh.as<void>(), half.size() * 2);
+  const auto back = download(dback.as<float>(), n);
+  for (size_t i = 0; i < values.size(); ++i) {
+    ASSERT_EQ(half[i], bf16_reference(values[i])) << "value " << values[i] << " at " << i;
+    const float widened = bf16_value(half[i]);
+    ASSERT_EQ(std::memcmp(&back[i], &widened, 4), 0) << i;
+  }
+  EXPECT_EQ(bf16_value(bf16_reference(1.00390625f)), 1.0f);
+  EXPECT_TRUE(std::isinf(bf16_value(bf16_reference(3.40e38f))));
+}
+
+TEST_F(CudaKernels, DropoutMaskFollowsItsHostDefinition) {
+  const int64_t n = 50000;
+  const float p = 0.3f;
+  const uint64_t seed = 12345;
+  const auto x = random_vector(n, 40, 0.5f, 1.5f);  // positive, so kept outputs are nonzero
+  auto dx_in = upload(x);
+  model::DeviceBuffer y = cuda().allocate(n * sizeof(float)), mask = cuda().allocate(n), dx = cuda().allocate(n * sizeof(float));
+  kernels::cuda::dropout_forward(n, p, seed, dx_in.as<float>(), y.as<float>(), mask.as<uint8_t>(), cuda().stream());
+  const auto got = download(y.as<float>(), n);
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const bool keep = kernels::cuda::dropout_keeps(seed, static_cast<uint64_t>(i), p);
+    kept += keep;
+    const float want = keep ? x[static_cast<size_t>(i)] * (1.0f / (1.0f - p)) : 0.0f;
+    ASSERT_FLOAT_EQ(got[static_cast<size_t>(i)], want) << i;
+  }
+  // Binomial(50000, 0.7): sd ~ 102; 6 sd either side.
+  EXPECT_NEAR(static_cast<double>(kept), 0.7 * n, 620);
+
+  const auto dy = random_vector(n, 41);
+  auto ddy = upload(dy);
+  kernels::cuda::dropout_backward(n, p, mask.as<uint8_t>(), ddy.as<float>(), dx.as<float>(), cuda().stream());
+  const auto grad = download(dx.as<float>(), n);
+  for (int64_t i = 0; i < n; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    ASSERT_FLOAT_EQ(grad[k], got[k] != 0.0f ? dy[k] * (1.0f / (1.0f - p)) : 0.0f) << i;
+  }
+
+  // Another seed gives another mask.
+  kernels::cuda::dropout_forward(n, p, seed + 1, dx_in.as<float>(), y.as<float>(), mask.as<uint8_t>(), cuda().stream());
+  const auto other = download(y.as<float>(), n);
+  int64_t differ = 0;
+  for (int64_t i = 0; i < n; ++i) differ += (other[static_cast<size_t>(i)] == 0.0f) != (got[static_cast<size_t>(i)] == 0.0f);
+  EXPECT_GT(differ, n / 5);
+}
+
+}  // namespace
+}  // namespace ringtrain::gpu_test

@@ -1,0 +1,217 @@
+// Tests of the NCCL gradient reducer on a one-rank communicator (MPI_COMM_SELF; one GPU cannot host two NCCL
+// ranks): the communication stream runs after the compute work it depends on and the compute stream after
+// it, a stalled collective ends in FaultError naming the bucket instead of hanging, broadcast works, and a
+// whole optimizer step of a small residual CNN (many buckets, reduced while backward runs) matches the CPU
+// backend's step.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <chrono>
+
+#include "backend/cuda/nccl_reducer.h"
+#include "common/error.h"
+#include "config/job_config.h"
+#include "dist/gradient_sync.h"
+#include "gpu_test_support.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/diagnostics.h"
+#include "kernels/cuda/elementwise.h"
+#include "model/network.h"
+#include "train/step_runner.h"
+
+namespace ringtrain::gpu_test {
+namespace {
+
+using config::LayerKind;
+using config::LayerSpec;
+
+class NcclReducer : public GpuSuite {
+ protected:
+  void SetUp() override {
+    GpuSuite::SetUp();
+    if (IsSkipped()) return;
+    ensure_mpi();
+  }
+};
+
+TEST_F(NcclReducer, CommunicationRunsAfterComputeAndComputeAfterCommunication) {
+  backend::NcclGradientReducer reducer(MPI_COMM_SELF, cuda(), 60);
+  EXPECT_EQ(reducer.ranks(), 1);
+  const int64_t n = 1 << 16;
+  model::DeviceBuffer grads = cuda().allocate(n * sizeof(float));
+  model::DeviceBuffer seen = cuda().allocate(n * sizeof(float));
+  cuda().synchronize();
+
+  // The compute stream is busy for 50 ms before it writes the gradients...
+  kernels::cuda::busy_wait(50'000'000, cuda().stream());
+  kernels::cuda::fill(n, 2.0f, grads.as<float>(), cuda().stream());
+  reducer.launch(grads.as<float>(), {0, n});
+  // ...and the communication stream copies them right after its all-reduce: it must see the written values.
+  CUDA_CHECK(cudaMemcpyAsync(seen.as<void>(), grads.as<void>(), n * sizeof(float), cudaMemcpyDeviceToDevice,
+                             reducer.comm_stream()));
+  const auto start = std::chrono::steady_clock::now();
+  reducer.wait_all();
+  EXPECT_GT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(20)) << "wait_all waited for the work";
+  // to_host orders after the compute stream only; wait_all made it wait for the communication stream.
+  EXPECT_EQ(download(seen.as<float>(), n), std::vector<float>(static_cast<size_t>(n), 2.0f));
+  EXPECT_EQ(download(grads.as<float>(), n), std::vector<float>(static_cast<size_t>(n), 2.0f)) << "a sum over one rank";
+  EXPECT_GE(reducer.last_exposed_s(), 0.0);
+  EXPECT_LT(reducer.last_exposed_s(), 1.0);
+}
+
+TEST_F(NcclReducer, SeveralBucketsInOneStepAndAgainNextStep) {
+  backend::NcclGradientReducer reducer(MPI_COMM_SELF, cuda(), 60);
+  const auto host = random_vector(10000, 7);
+  auto grads = upload(host);
+  for (int step = 0; step < 2; ++step) {
+    reducer.launch(grads.as<float>(), {6000, 4000});
+    reducer.progress();
+    reducer.launch(grads.as<float>(), {1000, 5000});
+    reducer.launch(grads.as<float>(), {0, 1000});
+    reducer.wait_all();
+  }
+  EXPECT_EQ(download(grads.as<float>(), 10000), host);
+}
+
+TEST_F(NcclReducer, BroadcastFromRankZeroKeepsItsValues) {
+  backend::NcclGradientReducer reducer(MPI_COMM_SELF, cuda(), 60);
+  const auto host = random_vector(3001, 8);
+  auto params = upload(host);
+  reducer.broadcast_params(params.as<float>(), 3001);
+  EXPECT_EQ(download(params.as<float>(), 3001), host);
+}
+
+TEST_F(NcclReducer, AStalledReductionIsAFaultErrorNamingBucketAndTimeout) {
+  backend::NcclGradientReducer reducer(MPI_COMM_SELF, cuda(), 0.25);
+  const int64_t n = 1024;
+  model::DeviceBuffer grads = cuda().allocate(n * sizeof(float));
+  // Compute holds the bucket back for 2 s, far past the 0.25 s timeout: the stand-in for a peer that never comes.
+  kernels::cuda::busy_wait(2'000'000'000ull, cuda().stream());
+  reducer.launch(grads.as<float>(), {0, n});
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    reducer.wait_all();
+    FAIL() << "expected FaultError";
+  } catch (const FaultError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("bucket 0"), std::string::npos) << m;
+    EXPECT_NE(m.find("4.00 KiB"), std::string::npos) << m;
+    EXPECT_NE(m.find("0.25 s"), std::string::npos) << m;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1500)) << "gave up at the deadline";
+  cuda().synchronize();  // let the busy kernel finish before the next test
+  EXPECT_THROW(reducer.launch(grads.as<float>(), {0, n}), Error) << "the communicator was aborted";
+}
+
+// ---- one optimizer step, CUDA against CPU
+
+LayerSpec layer(LayerKind kind) {
+  LayerSpec s;
+  s.kind = kind;
+  s.where = "model.layers[?]";
+  return s;
+}
+LayerSpec conv(int filters, int kernel, int stride, int padding) {
+  LayerSpec s = layer(LayerKind::conv2d);
+  s.filters = filters, s.kernel = kernel, s.stride = stride, s.padding = padding, s.bias = false;
+  return s;
+}
+LayerSpec maxpool(int size) {
+  LayerSpec s = layer(LayerKind::maxpool);
+  s.size = size, s.stride = size;
+  return s;
+}
+LayerSpec dense(int units) {
+  LayerSpec s = layer(LayerKind::dense);
+  s.units = units;
+  return s;
+}
+LayerSpec residual(std::vector<LayerSpec> body, std::vector<LayerSpec> shortcut) {
+  LayerSpec s = layer(LayerKind::residual);
+  s.body = std::move(body), s.shortcut = std::move(shortcut);
+  return s;
+}
+
+std::vector<LayerSpec> small_resnet() {
+  const auto bn = layer(LayerKind::batchnorm), relu = layer(LayerKind::relu);
+  return {conv(8, 3, 1, 1), bn, relu,
+          residual({conv(8, 3, 1, 1), bn, relu, conv(8, 3, 1, 1), bn}, {}),
+          maxpool(2),
+          residual({conv(16, 3, 2, 1), bn, relu, conv(16, 3, 1, 1), bn}, {conv(16, 1, 2, 0), bn}),
+          layer(LayerKind::global_avgpool), layer(LayerKind::flatten), dense(12), relu, dense(5)};
+}
+
+// The CPU side's reducer: over one rank the sum is the gradients themselves.
+class OneRankSum final : public dist::GradientReducer {
+ public:
+  void launch(float*, const dist::Bucket&) override { ++launched; }
+  void progress() override {}
+  void wait_all() override {}
+  const char* name() const override { return "one rank"; }
+  int launched = 0;
+};
+
+TEST_F(NcclReducer, TwoOptimizerStepsMatchTheCpuBackend) {
+  const model::Shape input{6, 3, 8, 8};
+  const int classes = 5;
+  model::Network cpu_net(small_resnet(), cpu(), input, classes);
+  model::Network gpu_net(small_resnet(), cuda(), input, classes);
+  ASSERT_EQ(gpu_net.param_count(), cpu_net.param_count());
+  ASSERT_EQ(gpu_net.state_count(), cpu_net.state_count());
+  ASSERT_EQ(gpu_net.summary(), cpu_net.summary());
+
+  const auto params = cpu_net.initial_params(42);
+  const auto states = cpu_net.initial_states();
+  for (auto* net : {&cpu_net, &gpu_net}) {
+    net->backend().to_device(net->params(), params.data(), params.size() * sizeof(float));
+    net->backend().to_device(net->states(), states.data(), states.size() * sizeof(float));
+  }
+
+  OneRankSum cpu_reducer;
+  backend::NcclGradientReducer gpu_reducer(MPI_COMM_SELF, cuda(), 60);
+  // 0.002 MiB = 524 floats per bucket: many buckets, launched while backward goes on.
+  dist::GradientSync cpu_sync(cpu_net, cpu_reducer, 0.002), gpu_sync(gpu_net, gpu_reducer, 0.002);
+  ASSERT_GT(gpu_sync.buckets().buckets().size(), 4u);
+  config::JobConfig::Optimizer optimizer;
+  optimizer.momentum = 0.9;
+  optimizer.weight_decay = 5e-4;
+  train::StepRunner cpu_runner(cpu_net, cpu_sync, optimizer, input.n), gpu_runner(gpu_net, gpu_sync, optimizer, input.n);
+
+  model::DeviceBuffer d_images = cuda().allocate(static_cast<size_t>(input.elements()) * sizeof(float));
+  model::DeviceBuffer d_labels = cuda().allocate(static_cast<size_t>(input.n) * sizeof(int32_t));
+  for (int step = 0; step < 2; ++step) {
+    SCOPED_TRACE(::testing::Message() << "step " << step);
+    const auto images = random_vector(static_cast<size_t>(input.elements()), 500u + static_cast<uint32_t>(step));
+    std::vector<int32_t> labels(static_cast<size_t>(input.n));
+    for (int i = 0; i < input.n; ++i) labels[static_cast<size_t>(i)] = (i + step) % classes;
+    cuda().to_device(d_images.as<void>(), images.data(), images.size() * sizeof(float));
+    cuda().to_device(d_labels.as<void>(), labels.data(), labels.size() * sizeof(int32_t));
+
+    train::StepTimes cpu_times, gpu_times;
+    cpu_runner.begin();
+    gpu_runner.begin();
+    const auto want = cpu_runner.micro_batch(images.data(), labels.data(), input.n, 9, true, cpu_times);
+    const auto got = gpu_runner.micro_batch(d_images.as<float>(), d_labels.as<int32_t>(), input.n, 9, true, gpu_times);
+    EXPECT_NEAR(got.loss_sum, want.loss_sum, 1e-4 * std::abs(want.loss_sum));
+    // Logits agree to ~1e-6, so only a near-tie between two classes could flip one sample's argmax.
+    EXPECT_LE(std::abs(got.correct - want.correct), 1);
+    EXPECT_EQ(cpu_reducer.launched, static_cast<int>(cpu_sync.buckets().buckets().size()) * (step + 1));
+    cpu_runner.apply(0.05f, cpu_times);
+    gpu_runner.apply(0.05f, gpu_times);
+
+    std::vector<float> want_params(params.size()), want_states(states.size());
+    cpu().to_host(want_params.data(), cpu_net.params(), want_params.size() * sizeof(float));
+    cpu().to_host(want_states.data(), cpu_net.states(), want_states.size() * sizeof(float));
+    EXPECT_TRUE(all_close(download(gpu_net.params(), gpu_net.param_count()), want_params, 1e-4, 1e-5)) << "parameters";
+    EXPECT_TRUE(all_close(download(gpu_net.states(), gpu_net.state_count()), want_states, 1e-4, 1e-5))
+        << "batch-norm running statistics";
+    std::vector<float> want_grads(params.size());
+    cpu().to_host(want_grads.data(), cpu_net.grads(), want_grads.size() * sizeof(float));
+    EXPECT_TRUE(all_close(download(gpu_net.grads(), gpu_net.param_count()), want_grads, 1e-3, 1e-4))
+        << "summed gradients";
+  }
+}
+
+}  // namespace
+}  // namespace ringtrain::gpu_test
