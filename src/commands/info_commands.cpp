@@ -1,0 +1,20 @@
+// Owns `ringtrain --version` and `ringtrain keys`.
+#include <fmt/format.h>
+
+#include "commands/commands.h"
+#include "config/job_config.h"
+#include "util/versions.h"
+
+namespace ringtrain::commands {
+
+int print_versions() {
+  fmt::print("{}", util::format_versions(util::library_versions()));
+  return 0;
+}
+
+int print_keys() {
+  fmt::print("{}", config::describe_keys());
+  return 0;
+}
+
+}  // namespace ringtrain::commands

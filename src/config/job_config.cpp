@@ -1,0 +1,455 @@
+// Owns the job-file schema and its enforcement. Every key the product accepts is in `kKeys`, once: the
+// reader, the defaults, the error messages and `describe_keys()` all come from that one table.
+#include "config/job_config.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+#include <variant>
+
+#define TOML_EXCEPTIONS 1
+#include <toml++/toml.h>
+
+#include "common/error.h"
+
+namespace ringtrain::config {
+namespace {
+
+enum class Kind { integer, number, boolean, string };
+using Default = std::variant<std::monostate, int64_t, double, bool, std::string>;  // monostate: required
+
+struct KeyRule {
+  const char* table;
+  const char* key;
+  Kind kind;
+  Default fallback;
+  const char* help;
+};
+
+// The schema. `model.layers` is checked separately (per layer type) in read_layers().
+const std::vector<KeyRule> kKeys = {
+    {"data", "train", Kind::string, {}, "folder of the training split's shards (from `ringtrain prepare`)"},
+    {"data", "test", Kind::string, {}, "folder of the test split's shards, evaluated after each epoch"},
+    {"data", "prefetch_batches", Kind::integer, int64_t{4}, "depth of the loader thread's queue, in batches"},
+    {"train", "epochs", Kind::integer, {}, "passes over the training split"},
+    {"train", "batch_per_rank", Kind::integer, {}, "samples per rank per micro-batch"},
+    {"train", "max_steps_per_epoch", Kind::integer, int64_t{0}, "cap on optimizer steps per epoch (0 = all)"},
+    {"train", "seed", Kind::integer, int64_t{42}, "seeds initialisation, shuffles and dropout"},
+    {"train", "accumulate_steps", Kind::integer, int64_t{1},
+     "micro-batches per optimizer step (global batch = batch_per_rank x ranks x this)"},
+    {"train", "shuffle", Kind::boolean, true, "shuffle each rank's partition every epoch"},
+    {"train", "precision", Kind::string, std::string("fp32"), "fp32 | tf32 | bf16 (tf32: fp32 storage, tensor-core math; tf32 and bf16: GPU only)"},
+    {"optimizer", "name", Kind::string, std::string("sgd"), "sgd (momentum, L2 weight decay)"},
+    {"optimizer", "base_lr", Kind::number, {}, "learning rate at base_batch; scaled linearly to the global batch"},
+    {"optimizer", "base_batch", Kind::integer, {}, "the batch size base_lr was tuned for"},
+    {"optimizer", "momentum", Kind::number, 0.9, "SGD momentum"},
+    {"optimizer", "weight_decay", Kind::number, 0.0, "L2 penalty on weights (not on biases or batch-norm)"},
+    {"optimizer", "warmup_epochs", Kind::number, 0.0, "linear warm-up from base_lr to the scaled rate"},
+    {"optimizer", "schedule", Kind::string, std::string("cosine"), "after warm-up: cosine | constant"},
+    {"optimizer", "min_lr", Kind::number, 0.0, "learning rate at the end of the cosine decay"},
+    {"model", "name", Kind::string, std::string("model"), "label for logs"},
+    {"run", "dir", Kind::string, {}, "output folder: metrics.jsonl, job.resolved.toml, versions.json"},
+    {"run", "device", Kind::string, std::string("auto"), "auto | cpu | cuda (auto: cuda when a GPU is visible)"},
+    {"run", "threads", Kind::integer, int64_t{0}, "compute threads per rank (0 = cores / ranks on the node)"},
+    {"run", "progress_every_s", Kind::number, 5.0, "seconds between progress lines on rank 0"},
+    {"run", "overwrite", Kind::boolean, false, "allow a fresh run in a run.dir that already holds one"},
+    {"run", "collective_timeout_s", Kind::number, 300.0,
+     "a collective (all-reduce, agreement) that takes longer than this ends the job, naming missing ranks"},
+    {"dist", "bucket_mb", Kind::number, 1.0, "gradient bucket size for overlapped all-reduce, MiB"},
+};
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::integer: return "an integer";
+    case Kind::number: return "a number";
+    case Kind::boolean: return "true or false";
+    case Kind::string: return "a string";
+  }
+  return "?";
+}
+
+std::string node_type_name(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::table: return "a table";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a number";
+    case toml::node_type::boolean: return "a boolean";
+    default: return "a date/time";
+  }
+}
+
+std::string valid_keys_of(const std::string& table) {
+  std::vector<std::string> keys;
+  for (const auto& r : kKeys)
+    if (table == r.table) keys.push_back(r.key);
+  if (table == "model") keys.push_back("layers");
+  std::string out;
+  for (const auto& k : keys) out += (out.empty() ? "" : ", ") + k;
+  return out;
+}
+
+std::string valid_tables() {
+  std::set<std::string> tables;
+  for (const auto& r : kKeys) tables.insert(r.table);
+  std::string out;
+  for (const auto& t : tables) out += (out.empty() ? "[" : ", [") + t + "]";
+  return out;
+}
+
+// Parses the right-hand side of --set: TOML syntax first ("3", "0.1", "true", "\"x\""), else a bare string.
+toml::table parse_override_value(const std::string& key, const std::string& text) {
+  try {
+    return toml::parse("v = " + text);
+  } catch (const toml::parse_error&) {
+    toml::table t;
+    t.insert_or_assign("v", text);
+    (void)key;
+    return t;
+  }
+}
+
+void apply_override(toml::table& root, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw JobFileError(fmt::format("--set '{}': expected key=value, e.g. --set train.epochs=3", assignment));
+  const std::string path = assignment.substr(0, eq);
+  toml::table parsed = parse_override_value(path, assignment.substr(eq + 1));
+  toml::table* table = &root;
+  std::string_view rest = path;
+  for (auto dot = rest.find('.'); dot != std::string_view::npos; dot = rest.find('.')) {
+    const std::string part(rest.substr(0, dot));
+    auto [it, inserted] = table->insert(part, toml::table{});
+    (void)inserted;
+    table = it->second.as_table();
+    if (!table) throw JobFileError(fmt::format("--set {}: '{}' is not a table in the job file", path, part));
+    rest.remove_prefix(dot + 1);
+  }
+  table->insert_or_assign(std::string(rest), std::move(*parsed.get("v")));
+}
+
+class Reader {
+ public:
+  explicit Reader(toml::table& root) : root_(root) {}
+
+  void check_unknown() {
+    for (auto& [table_key, node] : root_) {
+      const std::string t(table_key.str());
+      const bool known = std::any_of(kKeys.begin(), kKeys.end(), [&](const KeyRule& r) { return t == r.table; });
+      if (!known) {
+        problem(fmt::format("unknown table [{}]; valid tables: {}", t, valid_tables()));
+        continue;
+      }
+      auto* table = node.as_table();
+      if (!table) {
+        problem(fmt::format("'{}' must be a table ([{}]), got {}", t, t, node_type_name(node)));
+        continue;
+      }
+      for (auto& [key, value] : *table) {
+        const std::string k(key.str());
+        const bool ok = (t == "model" && k == "layers") ||
+                        std::any_of(kKeys.begin(), kKeys.end(),
+                                    [&](const KeyRule& r) { return t == r.table && k == r.key; });
+        if (!ok) problem(fmt::format("unknown key '{}.{}'; valid keys in [{}]: {}", t, k, t, valid_keys_of(t)));
+        (void)value;
+      }
+    }
+  }
+
+  // Reads a key, inserting its default when absent so the resolved file is complete.
+  const toml::node* get(const char* table, const char* key) {
+    const KeyRule* rule = nullptr;
+    for (const auto& r : kKeys)
+      if (std::string_view(r.table) == table && std::string_view(r.key) == key) rule = &r;
+    auto [tit, ignored] = root_.insert(table, toml::table{});
+    (void)ignored;
+    auto* t = tit->second.as_table();
+    if (!t) return nullptr;  // reported by check_unknown
+    if (!t->contains(key)) {
+      if (std::holds_alternative<std::monostate>(rule->fallback)) {
+        problem(fmt::format("missing required key '{}.{}' ({}): add it under [{}]", table, key, rule->help, table));
+        return nullptr;
+      }
+      std::visit(
+          [&](const auto& v) {
+            if constexpr (!std::is_same_v<std::decay_t<decltype(v)>, std::monostate>) t->insert(key, v);
+          },
+          rule->fallback);
+    }
+    const toml::node* n = t->get(key);
+    const bool type_ok = (rule->kind == Kind::integer && n->is_integer()) ||
+                         (rule->kind == Kind::number && (n->is_floating_point() || n->is_integer())) ||
+                         (rule->kind == Kind::boolean && n->is_boolean()) ||
+                         (rule->kind == Kind::string && n->is_string());
+    if (!type_ok) {
+      problem(fmt::format("'{}.{}' must be {}, got {}", table, key, kind_name(rule->kind), node_type_name(*n)));
+      return nullptr;
+    }
+    return n;
+  }
+
+  int64_t integer(const char* table, const char* key, int64_t min, int64_t max = INT32_MAX) {
+    const auto* n = get(table, key);
+    if (!n) return min;
+    const int64_t v = *n->value<int64_t>();
+    if (v < min || v > max) {
+      problem(max == INT32_MAX ? fmt::format("'{}.{}' must be >= {}, got {}", table, key, min, v)
+                               : fmt::format("'{}.{}' must be in [{}, {}], got {}", table, key, min, max, v));
+      return min;
+    }
+    return v;
+  }
+
+  double number(const char* table, const char* key, double min, double max) {
+    const auto* n = get(table, key);
+    if (!n) return min;
+    const double v = *n->value<double>();
+    if (!(v >= min && v <= max)) {
+      problem(fmt::format("'{}.{}' must be in [{}, {}], got {}", table, key, min, max, v));
+      return min;
+    }
+    return v;
+  }
+
+  bool boolean(const char* table, const char* key) {
+    const auto* n = get(table, key);
+    return n ? *n->value<bool>() : false;
+  }
+
+  std::string string(const char* table, const char* key) {
+    const auto* n = get(table, key);
+    return n ? *n->value<std::string>() : std::string();
+  }
+
+  template <class Enum>
+  Enum choice(const char* table, const char* key, const std::vector<std::pair<std::string, Enum>>& options) {
+    const std::string v = string(table, key);
+    for (const auto& [name, value] : options)
+      if (v == name) return value;
+    std::string names;
+    for (const auto& o : options) names += (names.empty() ? "" : " | ") + o.first;
+    if (!v.empty() || get(table, key)) problem(fmt::format("'{}.{}' must be one of {}, got \"{}\"", table, key, names, v));
+    return options.front().second;
+  }
+
+  std::vector<LayerSpec> layers(const toml::node* node, const std::string& where, int depth);
+
+  void problem(std::string text) { problems_.push_back(std::move(text)); }
+  const std::vector<std::string>& problems() const { return problems_; }
+
+ private:
+  toml::table& root_;
+  std::vector<std::string> problems_;
+};
+
+struct LayerKeys {
+  LayerKind kind;
+  const char* type;
+  std::vector<std::string> allowed;  // besides "type" and "name"
+  std::vector<std::string> required;
+};
+
+const std::vector<LayerKeys> kLayerKeys = {
+    {LayerKind::conv2d, "conv2d", {"filters", "kernel", "stride", "padding", "bias"}, {"filters", "kernel"}},
+    {LayerKind::batchnorm, "batchnorm", {"momentum", "epsilon"}, {}},
+    {LayerKind::relu, "relu", {}, {}},
+    {LayerKind::maxpool, "maxpool", {"size", "stride", "padding"}, {"size"}},
+    {LayerKind::avgpool, "avgpool", {"size", "stride", "padding"}, {"size"}},
+    {LayerKind::global_avgpool, "global_avgpool", {}, {}},
+    {LayerKind::flatten, "flatten", {}, {}},
+    {LayerKind::dense, "dense", {"units", "bias"}, {"units"}},
+    {LayerKind::dropout, "dropout", {"rate"}, {"rate"}},
+    {LayerKind::residual, "residual", {"body", "shortcut", "activation"}, {"body"}},
+};
+
+std::vector<LayerSpec> Reader::layers(const toml::node* node, const std::string& where, int depth) {
+  std::vector<LayerSpec> out;
+  const auto* array = node ? node->as_array() : nullptr;
+  if (!array) {
+    problem(fmt::format("'{}' must be an array of layer tables, e.g. [[model.layers]] type = \"dense\" ...", where));
+    return out;
+  }
+  std::string types;
+  for (const auto& lk : kLayerKeys) types += (types.empty() ? "" : ", ") + std::string(lk.type);
+  for (size_t i = 0; i < array->size(); ++i) {
+    const std::string at = fmt::format("{}[{}]", where, i);
+    const auto* t = (*array)[i].as_table();
+    if (!t) {
+      problem(fmt::format("'{}' must be a table with a 'type' key", at));
+      continue;
+    }
+    const auto type = (*t)["type"].value<std::string>();
+    const auto lk = std::find_if(kLayerKeys.begin(), kLayerKeys.end(),
+                                 [&](const LayerKeys& k) { return type && *type == k.type; });
+    if (lk == kLayerKeys.end()) {
+      problem(fmt::format("'{}.type' must be one of {}, got {}", at, types, type ? "\"" + *type + "\"" : "nothing"));
+      continue;
+    }
+    LayerSpec spec;
+    spec.kind = lk->kind;
+    spec.where = at;
+    spec.name = (*t)["name"].value_or(std::string());
+    for (const auto& [key, value] : *t) {
+      const std::string k(key.str());
+      if (k != "type" && k != "name" && std::find(lk->allowed.begin(), lk->allowed.end(), k) == lk->allowed.end()) {
+        std::string valid = "type, name";
+        for (const auto& a : lk->allowed) valid += ", " + a;
+        problem(fmt::format("unknown key '{}.{}' for a {} layer; valid keys: {}", at, k, lk->type, valid));
+      }
+      (void)value;
+    }
+    for (const auto& r : lk->required)
+      if (!t->contains(r)) problem(fmt::format("'{}' ({}) needs '{}'", at, lk->type, r));
+    auto int_key = [&](const char* k, int fallback, int min) {
+      if (!t->contains(k)) return fallback;
+      const auto v = (*t)[k].value<int64_t>();
+      if (!(*t)[k].is_integer() || !v) {
+        problem(fmt::format("'{}.{}' must be an integer, got {}", at, k, node_type_name(*t->get(k))));
+        return fallback;
+      }
+      if (*v < min || *v > 1 << 20) {
+        problem(fmt::format("'{}.{}' must be >= {}, got {}", at, k, min, *v));
+        return fallback;
+      }
+      return static_cast<int>(*v);
+    };
+    auto num_key = [&](const char* k, double fallback, double lo, double hi) {
+      if (!t->contains(k)) return fallback;
+      const auto v = (*t)[k].value<double>();
+      if (!v || !(*v >= lo && *v <= hi)) {
+        problem(fmt::format("'{}.{}' must be a number in [{}, {}]", at, k, lo, hi));
+        return fallback;
+      }
+      return *v;
+    };
+    auto bool_key = [&](const char* k, bool fallback) {
+      if (!t->contains(k)) return fallback;
+      const auto v = (*t)[k].value<bool>();
+      if (!(*t)[k].is_boolean() || !v) {
+        problem(fmt::format("'{}.{}' must be true or false", at, k));
+        return fallback;
+      }
+      return *v;
+    };
+    spec.filters = int_key("filters", 0, 1);
+    spec.kernel = int_key("kernel", 0, 1);
+    spec.size = int_key("size", 0, 1);
+    spec.stride = int_key("stride", spec.kind == LayerKind::conv2d ? 1 : spec.size, 1);
+    spec.padding = int_key("padding", 0, 0);
+    spec.units = int_key("units", 0, 1);
+    spec.bias = bool_key("bias", true);
+    spec.rate = num_key("rate", 0.0, 0.0, 0.99);
+    spec.momentum = num_key("momentum", 0.1, 0.0, 1.0);
+    spec.epsilon = num_key("epsilon", 1e-5, 1e-12, 1.0);
+    if (spec.kind == LayerKind::residual) {
+      if (depth > 4) {
+        problem(fmt::format("'{}': residual blocks nest at most 4 deep", at));
+        continue;
+      }
+      spec.body = layers(t->get("body"), at + ".body", depth + 1);
+      if (t->contains("shortcut")) spec.shortcut = layers(t->get("shortcut"), at + ".shortcut", depth + 1);
+      const std::string act = (*t)["activation"].value_or(std::string("relu"));
+      if (act != "relu" && act != "none") problem(fmt::format("'{}.activation' must be relu or none", at));
+      spec.activation_relu = act == "relu";
+    }
+    out.push_back(std::move(spec));
+  }
+  if (out.empty() && problems_.empty()) problem(fmt::format("'{}' is empty: a model needs at least one layer", where));
+  return out;
+}
+
+}  // namespace
+
+const char* layer_kind_name(LayerKind kind) {
+  for (const auto& lk : kLayerKeys)
+    if (lk.kind == kind) return lk.type;
+  return "?";
+}
+
+JobConfig load_job(const std::filesystem::path& file, const std::vector<std::string>& overrides) {
+  if (!std::filesystem::exists(file))
+    throw JobFileError(fmt::format("job file '{}' does not exist (see jobs/ for examples)", file.string()));
+  toml::table root;
+  try {
+    root = toml::parse_file(file.string());
+  } catch (const toml::parse_error& e) {
+    const auto& where = e.source().begin;
+    throw JobFileError(fmt::format("job file '{}' is not valid TOML at line {}, column {}: {}", file.string(),
+                                   where.line, where.column, e.description()));
+  }
+  for (const auto& o : overrides) apply_override(root, o);
+
+  Reader r(root);
+  r.check_unknown();
+  JobConfig c;
+  c.source = file;
+  c.data.train = r.string("data", "train");
+  c.data.test = r.string("data", "test");
+  c.data.prefetch_batches = static_cast<int>(r.integer("data", "prefetch_batches", 1, 1024));
+  c.train.epochs = static_cast<int>(r.integer("train", "epochs", 1, 100000));
+  c.train.batch_per_rank = static_cast<int>(r.integer("train", "batch_per_rank", 1, 1 << 20));
+  c.train.max_steps_per_epoch = r.integer("train", "max_steps_per_epoch", 0, INT64_MAX);
+  c.train.seed = static_cast<uint64_t>(r.integer("train", "seed", 0, INT64_MAX));
+  c.train.accumulate_steps = static_cast<int>(r.integer("train", "accumulate_steps", 1, 4096));
+  c.train.shuffle = r.boolean("train", "shuffle");
+  c.train.precision = r.choice<Precision>("train", "precision", {{"fp32", Precision::fp32}, {"tf32", Precision::tf32}, {"bf16", Precision::bf16}});
+  (void)r.choice<int>("optimizer", "name", {{"sgd", 0}});
+  c.optimizer.base_lr = r.number("optimizer", "base_lr", 0.0, 1e3);
+  c.optimizer.base_batch = static_cast<int>(r.integer("optimizer", "base_batch", 1, 1 << 24));
+  c.optimizer.momentum = r.number("optimizer", "momentum", 0.0, 0.9999);
+  c.optimizer.weight_decay = r.number("optimizer", "weight_decay", 0.0, 1.0);
+  c.optimizer.warmup_epochs = r.number("optimizer", "warmup_epochs", 0.0, 1e5);
+  c.optimizer.schedule =
+      r.choice<LrSchedule>("optimizer", "schedule", {{"cosine", LrSchedule::cosine}, {"constant", LrSchedule::constant}});
+  c.optimizer.min_lr = r.number("optimizer", "min_lr", 0.0, 1e3);
+  c.model.name = r.string("model", "name");
+  if (auto* model = root["model"].as_table(); model && model->contains("layers")) {
+    c.model.layers = r.layers(model->get("layers"), "model.layers", 0);
+  } else {
+    r.problem("missing required key 'model.layers': declare the model as [[model.layers]] tables ending in a "
+              "dense layer with one unit per class");
+  }
+  c.run.dir = r.string("run", "dir");
+  c.run.device = r.choice<DeviceChoice>(
+      "run", "device", {{"auto", DeviceChoice::auto_detect}, {"cpu", DeviceChoice::cpu}, {"cuda", DeviceChoice::cuda}});
+  c.run.threads = static_cast<int>(r.integer("run", "threads", 0, 4096));
+  c.run.progress_every_s = r.number("run", "progress_every_s", 0.0, 1e6);
+  c.run.overwrite = r.boolean("run", "overwrite");
+  c.run.collective_timeout_s = r.number("run", "collective_timeout_s", 0.1, 1e6);
+  c.dist.bucket_mb = r.number("dist", "bucket_mb", 0.001, 4096);
+
+  if (!r.problems().empty()) {
+    std::string message = fmt::format("job file '{}' has {} problem{}:", file.string(), r.problems().size(),
+                                      r.problems().size() == 1 ? "" : "s");
+    for (const auto& p : r.problems()) message += "\n  - " + p;
+    throw JobFileError(message);
+  }
+  std::ostringstream resolved;
+  resolved << "# resolved by ringtrain from " << file.string() << " (defaults filled, --set applied)\n" << root << "\n";
+  c.resolved_toml = resolved.str();
+  return c;
+}
+
+std::string describe_keys() {
+  std::string out = "| key | type | default | meaning |\n|---|---|---|---|\n";
+  for (const auto& r : kKeys) {
+    std::string fallback = std::visit(
+        [](const auto& v) -> std::string {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, std::monostate>) return "required";
+          else if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
+          else if constexpr (std::is_same_v<T, std::string>) return "\"" + v + "\"";
+          else return fmt::format("{}", v);
+        },
+        r.fallback);
+    out += fmt::format("| `{}.{}` | {} | {} | {} |\n", r.table, r.key, kind_name(r.kind), fallback, r.help);
+  }
+  out += "| `model.layers` | array of tables | required | the model, see below |\n";
+  return out;
+}
+
+}  // namespace ringtrain::config

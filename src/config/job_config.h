@@ -1,0 +1,74 @@
+// Owns the job file: the TOML schema (every key, its type, default and meaning), reading with --set
+// overrides, validation with messages that name the key and list the valid ones, and the resolved copy.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "config/layer_spec.h"
+
+namespace ringtrain::config {
+
+enum class DeviceChoice { auto_detect, cpu, cuda };
+enum class Precision { fp32, tf32, bf16 };
+enum class LrSchedule { cosine, constant };
+
+struct JobConfig {
+  std::filesystem::path source;  // the job file as given
+
+  struct Data {
+    std::filesystem::path train, test;
+    int prefetch_batches = 4;
+  } data;
+
+  struct Train {
+    int epochs = 0;
+    int batch_per_rank = 0;
+    int64_t max_steps_per_epoch = 0;
+    uint64_t seed = 0;
+    int accumulate_steps = 1;
+    bool shuffle = true;
+    Precision precision = Precision::fp32;
+  } train;
+
+  struct Optimizer {
+    double base_lr = 0;
+    int base_batch = 0;
+    double momentum = 0.9;
+    double weight_decay = 0;
+    double warmup_epochs = 0;
+    LrSchedule schedule = LrSchedule::cosine;
+    double min_lr = 0;
+  } optimizer;
+
+  struct Model {
+    std::string name;
+    std::vector<LayerSpec> layers;
+  } model;
+
+  struct Run {
+    std::filesystem::path dir;
+    DeviceChoice device = DeviceChoice::auto_detect;
+    int threads = 0;  // 0: cores / local ranks
+    double progress_every_s = 5;
+    bool overwrite = false;
+    double collective_timeout_s = 300;
+  } run;
+
+  struct Dist {
+    double bucket_mb = 1;
+  } dist;
+
+  std::string resolved_toml;  // every key with its final value, written to run.dir
+};
+
+// Reads `file`, applies `overrides` ("a.b=value", value in TOML syntax, bare words taken as strings), fills
+// defaults, validates. Throws JobFileError listing every problem found (unknown key with the valid ones,
+// wrong type, missing required key, out-of-range value).
+JobConfig load_job(const std::filesystem::path& file, const std::vector<std::string>& overrides);
+
+// Markdown table of every key (for the README and `ringtrain keys`).
+std::string describe_keys();
+
+}  // namespace ringtrain::config

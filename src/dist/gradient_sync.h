@@ -1,0 +1,25 @@
+// Owns overlapping gradient reduction with backward: as each leaf layer's gradients become final, the
+// buckets they complete are handed to the reducer at once, while backward continues with earlier layers.
+#pragma once
+#include "dist/gradient_buckets.h"
+#include "dist/gradient_reducer.h"
+#include "model/network.h"
+
+namespace ringtrain::dist {
+
+class GradientSync final : public model::GradientObserver {
+ public:
+  GradientSync(model::Network& network, GradientReducer& reducer, double bucket_mb);
+  void begin();  // before the backward pass that completes an optimizer step
+  void gradients_ready(const model::Layer& leaf) override;
+  void finish();  // after backward: waits until every bucket is summed across ranks
+  const GradientBuckets& buckets() const { return buckets_; }
+
+ private:
+  model::Network& network_;
+  GradientReducer& reducer_;
+  GradientBuckets buckets_;
+  int launched_ = 0;
+};
+
+}  // namespace ringtrain::dist

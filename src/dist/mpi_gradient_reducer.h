@@ -1,0 +1,26 @@
+// Owns the CPU path's gradient reduction: one non-blocking MPI_Iallreduce per bucket.
+#pragma once
+#include <mpi.h>
+
+#include <vector>
+
+#include "dist/gradient_reducer.h"
+
+namespace ringtrain::dist {
+
+class MpiGradientReducer final : public GradientReducer {
+ public:
+  explicit MpiGradientReducer(MPI_Comm comm);
+  ~MpiGradientReducer() override;
+  void launch(float* grads, const Bucket& bucket) override;
+  void progress() override;
+  void wait_all() override;
+  const char* name() const override { return "MPI_Iallreduce"; }
+
+ private:
+  MPI_Comm comm_;
+  int ranks_ = 1;
+  std::vector<MPI_Request> requests_;
+};
+
+}  // namespace ringtrain::dist

@@ -1,0 +1,124 @@
+// Owns MPI start-up and shutdown, node-local rank discovery, and cross-rank agreement on setup errors.
+#include "dist/world.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <vector>
+
+#include "common/process_label.h"
+#include "dist/mpi_check.h"
+
+namespace ringtrain::dist {
+
+std::string mpi_error_string(int code) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return fmt::format("MPI error code {}", code);
+  return std::string(text, static_cast<size_t>(length));
+}
+
+World::World(int* argc, char*** argv) {
+  int provided = 0;
+  MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+  MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
+  MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
+  MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local_comm_));
+  MPI_CHECK(MPI_Comm_rank(local_comm_, &local_rank_));
+  MPI_CHECK(MPI_Comm_size(local_comm_, &local_size_));
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  MPI_CHECK(MPI_Get_processor_name(name, &length));
+  host_.assign(name, static_cast<size_t>(length));
+  set_process_label(rank_, size_, host_);
+}
+
+World::~World() {
+  // Destructors must not throw; a failing finalize at exit is reported and ignored.
+  if (local_comm_ != MPI_COMM_NULL) MPI_Comm_free(&local_comm_);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && MPI_Finalize() != MPI_SUCCESS) std::fprintf(stderr, "warning: MPI_Finalize failed\n");
+}
+
+void agree_on_errors(MPI_Comm comm, const std::function<void()>& step) {
+  int code = 0;
+  std::string message;
+  try {
+    step();
+  } catch (const Error& e) {
+    code = static_cast<int>(e.code());
+    message = e.what();
+  } catch (const std::exception& e) {
+    code = static_cast<int>(ExitCode::internal);
+    message = e.what();
+  }
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  // Lowest failing rank speaks for all: its message and code are what every rank reports.
+  const int my_candidate = code != 0 ? rank : INT_MAX;
+  int speaker = INT_MAX;
+  MPI_CHECK(MPI_Allreduce(&my_candidate, &speaker, 1, MPI_INT, MPI_MIN, comm));
+  if (speaker == INT_MAX) return;
+  MPI_CHECK(MPI_Bcast(&code, 1, MPI_INT, speaker, comm));
+  long long length = static_cast<long long>(message.size());
+  MPI_CHECK(MPI_Bcast(&length, 1, MPI_LONG_LONG, speaker, comm));
+  message.resize(static_cast<size_t>(length));
+  if (length > 0) MPI_CHECK(MPI_Bcast(message.data(), static_cast<int>(length), MPI_CHAR, speaker, comm));
+  throw AgreedError(static_cast<ExitCode>(code), message);
+}
+
+void World::abort(ExitCode code) const {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, static_cast<int>(code));
+  std::_Exit(static_cast<int>(code));  // MPI_Abort does not return; this satisfies [[noreturn]]
+}
+
+void World::barrier() const { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+
+void World::broadcast(void* data, int bytes, int root) const {
+  MPI_CHECK(MPI_Bcast(data, bytes, MPI_BYTE, root, MPI_COMM_WORLD));
+}
+
+void World::broadcast_floats(float* data, long long count, int root) const {
+  for (long long offset = 0; offset < count; offset += INT_MAX / 2) {
+    const int chunk = static_cast<int>(std::min<long long>(count - offset, INT_MAX / 2));
+    MPI_CHECK(MPI_Bcast(data + offset, chunk, MPI_FLOAT, root, MPI_COMM_WORLD));
+  }
+}
+
+long long World::min_across(long long value) const {
+  long long result = 0;
+  MPI_CHECK(MPI_Allreduce(&value, &result, 1, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD));
+  return result;
+}
+
+long long World::max_across(long long value) const {
+  long long result = 0;
+  MPI_CHECK(MPI_Allreduce(&value, &result, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD));
+  return result;
+}
+
+double World::sum_across(double value) const {
+  double result = 0;
+  MPI_CHECK(MPI_Allreduce(&value, &result, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+  return result;
+}
+
+void World::sum_across(double* values, int count) const {
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+}
+
+std::string World::broadcast_string(const std::string& value, int root) const {
+  long long length = static_cast<long long>(value.size());
+  MPI_CHECK(MPI_Bcast(&length, 1, MPI_LONG_LONG, root, MPI_COMM_WORLD));
+  std::string result = rank_ == root ? value : std::string(static_cast<size_t>(length), '\0');
+  if (length > 0) MPI_CHECK(MPI_Bcast(result.data(), static_cast<int>(length), MPI_CHAR, root, MPI_COMM_WORLD));
+  return result;
+}
+
+}  // namespace ringtrain::dist

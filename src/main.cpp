@@ -1,0 +1,100 @@
+// Owns the command line: parses it with CLI11 and dispatches to commands/. Every error ends here as a
+// message naming what went wrong and how to fix it, with a distinct exit code (common/error.h).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <sstream>
+
+#include "commands/commands.h"
+#include "common/error.h"
+
+namespace {
+
+std::vector<int> parse_shape(const std::string& text) {
+  std::vector<int> dims;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, ',')) {
+    try {
+      size_t used = 0;
+      const int v = std::stoi(part, &used);
+      if (used != part.size() || v < 1) throw std::invalid_argument(part);
+      dims.push_back(v);
+    } catch (const std::exception&) {
+      throw ringtrain::UsageError(fmt::format("--shape '{}': expected C,H,W with positive integers, e.g. 3,224,224", text));
+    }
+  }
+  if (dims.size() != 3) throw ringtrain::UsageError(fmt::format("--shape '{}': expected three numbers C,H,W", text));
+  return dims;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace ringtrain;
+  CLI::App app{"ringtrain: data-parallel training of neural networks over MPI ranks (one rank per GPU, or CPU)"};
+  app.require_subcommand(0, 1);
+  bool version = false;
+  app.add_flag("--version", version, "print the versions of ringtrain and every library it uses");
+
+  commands::TrainArgs train_args;
+  auto* train = app.add_subcommand("train", "train the model of a job file (run under mpirun/srun for several ranks)");
+  train->add_option("job", train_args.job, "job file (TOML), e.g. jobs/fashion_mnist.toml")->required();
+  train->add_option("--set", train_args.overrides, "override a job-file key, e.g. --set train.epochs=3 (repeatable)");
+
+  auto* prepare = app.add_subcommand("prepare", "write a dataset as sharded HDF5 splits (train/ and test/)");
+  prepare->require_subcommand(1);
+  std::string source = "/usr/share/datasets/fashion-mnist", out;
+  int shards = 8;
+  bool overwrite = false;
+  auto* fmnist = prepare->add_subcommand("fashion-mnist", "Fashion-MNIST from its IDX files (Debian: dataset-fashion-mnist)");
+  fmnist->add_option("--source", source, "folder of the *-ubyte.gz files")->capture_default_str();
+  fmnist->add_option("--out", out, "output folder")->required();
+  fmnist->add_option("--shards", shards, "shards per split")->capture_default_str()->check(CLI::Range(1, 100000));
+  fmnist->add_flag("--overwrite", overwrite, "replace existing shards");
+  io::SyntheticOptions synthetic;
+  std::string shape_text = "3,224,224";
+  auto* synth = prepare->add_subcommand("synthetic", "learnable random images of any shape, for benchmarks");
+  synth->add_option("--shape", shape_text, "C,H,W")->capture_default_str();
+  synth->add_option("--classes", synthetic.num_classes, "classes")->capture_default_str()->check(CLI::Range(2, 1 << 20));
+  synth->add_option("--samples", synthetic.samples, "training samples")->capture_default_str()->check(CLI::PositiveNumber);
+  synth->add_option("--test-samples", synthetic.test_samples, "test samples (default: samples/10)");
+  synth->add_option("--shards", synthetic.shards, "shards per split")->capture_default_str()->check(CLI::Range(1, 100000));
+  synth->add_option("--seed", synthetic.seed, "seed")->capture_default_str();
+  synth->add_option("--out", out, "output folder")->required();
+  synth->add_flag("--overwrite", overwrite, "replace existing shards");
+
+  std::string inspect_dir;
+  auto* inspect = app.add_subcommand("inspect", "print and validate every shard of a split");
+  inspect->add_option("split", inspect_dir, "split folder, e.g. data/fmnist/train")->required();
+  app.add_subcommand("keys", "list every job-file key with its type, default and meaning");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : static_cast<int>(ExitCode::usage);
+  }
+
+  try {
+    if (version) return commands::print_versions();
+    if (*train) return commands::train(&argc, &argv, train_args);
+    if (*fmnist) return commands::prepare_fashion_mnist(source, out, shards, overwrite);
+    if (*synth) {
+      const auto dims = parse_shape(shape_text);
+      synthetic.shape = {dims[0], dims[1], dims[2]};
+      synthetic.shards = std::max(1, synthetic.shards);
+      return commands::prepare_synthetic(out, synthetic, overwrite);
+    }
+    if (*inspect) return commands::inspect(inspect_dir);
+    if (app.got_subcommand("keys")) return commands::print_keys();
+    fmt::print("{}", app.help());
+    return static_cast<int>(ExitCode::usage);
+  } catch (const Error& e) {
+    fmt::print(stderr, "ringtrain: {} (exit {}):\n  {}\n", exit_code_name(e.code()), static_cast<int>(e.code()), e.what());
+    return static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "ringtrain: internal error (exit 1): {}\n", e.what());
+    return static_cast<int>(ExitCode::internal);
+  }
+}

@@ -1,0 +1,58 @@
+// Owns the loader thread: reads a rank's samples from its shards, normalises them to float, and keeps up to
+// `depth` batches ready in a bounded queue so the step does not wait for the disk. The wait that remains is
+// measured. A read error on the loader thread is rethrown to the caller of next().
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "io/dataset_meta.h"
+#include "io/shard_reader.h"
+
+namespace ringtrain::train {
+
+struct HostBatch {
+  int64_t index = 0;  // position in the loader's plan
+  int count = 0;      // samples (the last evaluation batch may be short)
+  std::vector<float> images;
+  std::vector<int32_t> labels;
+};
+
+// Which samples make batch i (partition-local indices); `indices` is cleared and filled by the plan.
+using BatchPlan = std::function<void(int64_t batch_index, std::vector<int64_t>& indices)>;
+
+class BatchLoader {
+ public:
+  BatchLoader(io::ShardReader& reader, int max_batch, int64_t batches, BatchPlan plan, int depth);
+  ~BatchLoader();
+  BatchLoader(const BatchLoader&) = delete;
+  BatchLoader& operator=(const BatchLoader&) = delete;
+
+  // Blocks until the next batch is ready; adds the time blocked to *waited_s.
+  std::unique_ptr<HostBatch> next(double* waited_s);
+  void recycle(std::unique_ptr<HostBatch> batch);
+
+ private:
+  void run();
+
+  io::ShardReader& reader_;
+  int max_batch_;
+  int64_t batches_;
+  BatchPlan plan_;
+  size_t depth_;
+  std::vector<float> lut_;  // per channel: 256 normalised values, so normalising is one lookup per byte
+  std::mutex mutex_;
+  std::condition_variable ready_cv_, space_cv_;
+  std::deque<std::unique_ptr<HostBatch>> ready_, free_;
+  std::exception_ptr error_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace ringtrain::train

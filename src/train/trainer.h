@@ -1,0 +1,26 @@
+// Owns one training job on one rank: data partitions, the agreed step count, initialisation and broadcast
+// of parameters, the step loop (data wait / forward / backward / all-reduce / optimizer), evaluation after
+// each epoch, and the records a person reads and plots.
+#pragma once
+#include "config/job_config.h"
+#include "dist/gradient_reducer.h"
+#include "dist/world.h"
+#include "model/backend.h"
+
+namespace ringtrain::train {
+
+class Trainer {
+ public:
+  Trainer(const config::JobConfig& job, dist::World& world, model::Backend& backend, dist::GradientReducer& reducer);
+  // Setup errors are agreed across ranks (every rank throws the same Error); errors inside the step loop
+  // are thrown on the rank that saw them, and main() ends the whole job.
+  void run();
+
+ private:
+  const config::JobConfig& job_;
+  dist::World& world_;
+  model::Backend& backend_;
+  dist::GradientReducer& reducer_;
+};
+
+}  // namespace ringtrain::train

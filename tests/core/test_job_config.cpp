@@ -1,0 +1,190 @@
+// Proves the job-file contract: required keys, types, ranges, unknown keys (with the valid ones listed),
+// --set overrides, layer validation, and the resolved copy.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/error.h"
+#include "config/job_config.h"
+
+namespace fs = std::filesystem;
+using ringtrain::JobFileError;
+using ringtrain::config::LayerKind;
+using ringtrain::config::load_job;
+
+namespace {
+
+const char* kMinimal = R"(
+[data]
+train = "d/train"
+test = "d/test"
+[train]
+epochs = 2
+batch_per_rank = 8
+[optimizer]
+base_lr = 0.1
+base_batch = 16
+[[model.layers]]
+type = "dense"
+units = 10
+[run]
+dir = "runs/x"
+)";
+
+class JobConfigTest : public ::testing::Test {
+ protected:
+  fs::path write(const std::string& text) {
+    const fs::path p = fs::temp_directory_path() / ("rt_job_" + std::to_string(::getpid()) + "_" +
+                                                    ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".toml");
+    std::ofstream(p) << text;
+    files_.push_back(p);
+    return p;
+  }
+  std::string error_of(const std::string& text, const std::vector<std::string>& sets = {}) {
+    try {
+      load_job(write(text), sets);
+    } catch (const JobFileError& e) {
+      return e.what();
+    }
+    return "";
+  }
+  void TearDown() override {
+    for (const auto& f : files_) fs::remove(f);
+  }
+  std::vector<fs::path> files_;
+};
+
+TEST_F(JobConfigTest, MinimalJobGetsDefaults) {
+  const auto job = load_job(write(kMinimal), {});
+  EXPECT_EQ(job.train.epochs, 2);
+  EXPECT_EQ(job.train.batch_per_rank, 8);
+  EXPECT_EQ(job.train.accumulate_steps, 1);
+  EXPECT_EQ(job.train.seed, 42u);
+  EXPECT_DOUBLE_EQ(job.optimizer.momentum, 0.9);
+  EXPECT_EQ(job.data.prefetch_batches, 4);
+  ASSERT_EQ(job.model.layers.size(), 1u);
+  EXPECT_EQ(job.model.layers[0].kind, LayerKind::dense);
+  EXPECT_EQ(job.model.layers[0].units, 10);
+  // The resolved file carries defaults so a run records exactly what it used.
+  EXPECT_NE(job.resolved_toml.find("accumulate_steps = 1"), std::string::npos);
+  EXPECT_NE(job.resolved_toml.find("momentum = 0.9"), std::string::npos);
+}
+
+TEST_F(JobConfigTest, UnknownKeyIsNamedWithTheValidOnes) {
+  const std::string text = std::string(kMinimal) + "\n[dist]\nbuket_mb = 4\n";
+  const std::string e = error_of(text);
+  EXPECT_NE(e.find("unknown key 'dist.buket_mb'"), std::string::npos) << e;
+  EXPECT_NE(e.find("bucket_mb"), std::string::npos) << e;
+}
+
+TEST_F(JobConfigTest, TypoInTrainTableListsValidKeys) {
+  std::string text = kMinimal;
+  text.replace(text.find("epochs"), 6, "epocs");
+  const std::string e = error_of(text);
+  EXPECT_NE(e.find("unknown key 'train.epocs'"), std::string::npos) << e;
+  EXPECT_NE(e.find("batch_per_rank"), std::string::npos) << e;
+  EXPECT_NE(e.find("missing required key 'train.epochs'"), std::string::npos) << e;
+}
+
+TEST_F(JobConfigTest, WrongTypeIsNamed) {
+  std::string text = kMinimal;
+  text.replace(text.find("epochs = 2"), 10, "epochs = \"2\"");
+  const std::string e = error_of(text);
+  EXPECT_NE(e.find("'train.epochs' must be an integer, got a string"), std::string::npos) << e;
+}
+
+TEST_F(JobConfigTest, NegativeBatchIsRefused) {
+  const std::string e = error_of(kMinimal, {"train.batch_per_rank=-4"});
+  EXPECT_NE(e.find("'train.batch_per_rank' must be"), std::string::npos) << e;
+  EXPECT_NE(e.find("-4"), std::string::npos) << e;
+}
+
+TEST_F(JobConfigTest, MissingRequiredKey) {
+  std::string text = kMinimal;
+  text.erase(text.find("base_batch = 16"), 15);
+  const std::string e = error_of(text);
+  EXPECT_NE(e.find("missing required key 'optimizer.base_batch'"), std::string::npos) << e;
+}
+
+TEST_F(JobConfigTest, UnknownTableIsNamed) {
+  const std::string e = error_of(std::string(kMinimal) + "\n[trian]\nepochs = 1\n");
+  EXPECT_NE(e.find("unknown table [trian]"), std::string::npos) << e;
+  EXPECT_NE(e.find("[train]"), std::string::npos) << e;
+}
+
+TEST_F(JobConfigTest, SetOverridesAnyKey) {
+  const auto job = load_job(write(kMinimal), {"train.epochs=7", "run.dir=elsewhere", "optimizer.base_lr=0.5",
+                                              "train.shuffle=false"});
+  EXPECT_EQ(job.train.epochs, 7);
+  EXPECT_EQ(job.run.dir, "elsewhere");
+  EXPECT_DOUBLE_EQ(job.optimizer.base_lr, 0.5);
+  EXPECT_FALSE(job.train.shuffle);
+}
+
+TEST_F(JobConfigTest, SetWithUnknownKeyFails) {
+  const std::string e = error_of(kMinimal, {"train.epoch=3"});
+  EXPECT_NE(e.find("unknown key 'train.epoch'"), std::string::npos) << e;
+  EXPECT_NE(error_of(kMinimal, {"no_equals_sign"}).find("expected key=value"), std::string::npos);
+}
+
+TEST_F(JobConfigTest, LayerTypoAndMissingLayerKeys) {
+  std::string text = kMinimal;
+  text += "\n[[model.layers]]\ntype = \"conv\"\n[[model.layers]]\ntype = \"conv2d\"\nfilter = 3\n";
+  const std::string e = error_of(text);
+  EXPECT_NE(e.find("model.layers[1].type' must be one of conv2d"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown key 'model.layers[2].filter' for a conv2d layer"), std::string::npos) << e;
+  EXPECT_NE(e.find("'model.layers[2]' (conv2d) needs 'filters'"), std::string::npos) << e;
+}
+
+TEST_F(JobConfigTest, ResidualBlockParses) {
+  std::string text = kMinimal;
+  text.replace(text.find("[[model.layers]]"), std::string::npos,
+               "[[model.layers]]\ntype = \"residual\"\nbody = [{type = \"conv2d\", filters = 4, kernel = 3, padding = 1}, "
+               "{type = \"batchnorm\"}]\nshortcut = [{type = \"conv2d\", filters = 4, kernel = 1}]\n"
+               "[[model.layers]]\ntype = \"dense\"\nunits = 10\n[run]\ndir = \"r\"\n");
+  const auto job = load_job(write(text), {});
+  ASSERT_EQ(job.model.layers.size(), 2u);
+  const auto& block = job.model.layers[0];
+  EXPECT_EQ(block.kind, LayerKind::residual);
+  ASSERT_EQ(block.body.size(), 2u);
+  EXPECT_EQ(block.body[0].filters, 4);
+  EXPECT_EQ(block.body[0].padding, 1);
+  ASSERT_EQ(block.shortcut.size(), 1u);
+  EXPECT_EQ(block.shortcut[0].kernel, 1);
+  EXPECT_TRUE(block.activation_relu);
+}
+
+TEST_F(JobConfigTest, InvalidTomlNamesLine) {
+  const std::string e = error_of("[data]\ntrain = \n");
+  EXPECT_NE(e.find("not valid TOML at line 2"), std::string::npos) << e;
+}
+
+TEST_F(JobConfigTest, MissingFileIsNamed) {
+  try {
+    load_job("/nonexistent/job.toml", {});
+    FAIL() << "expected JobFileError";
+  } catch (const JobFileError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/job.toml"), std::string::npos);
+  }
+}
+
+TEST_F(JobConfigTest, ShippedJobFilesLoad) {
+  for (const auto& entry : fs::directory_iterator(fs::path(RINGTRAIN_SOURCE_DIR) / "jobs")) {
+    if (entry.path().extension() != ".toml") continue;
+    SCOPED_TRACE(entry.path().string());
+    EXPECT_NO_THROW(load_job(entry.path(), {}));
+  }
+  const auto job = load_job(fs::path(RINGTRAIN_SOURCE_DIR) / "jobs/fashion_mnist.toml", {});
+  EXPECT_EQ(job.train.batch_per_rank, 64);
+  EXPECT_DOUBLE_EQ(job.optimizer.momentum, 0.9);
+  EXPECT_DOUBLE_EQ(job.optimizer.weight_decay, 5e-4);
+  ASSERT_EQ(job.model.layers.size(), 12u);
+  EXPECT_EQ(job.model.layers[0].kernel, 5);
+  EXPECT_EQ(job.model.layers[0].filters, 32);
+  EXPECT_EQ(job.model.layers[4].filters, 64);
+  EXPECT_EQ(job.model.layers[9].units, 1024);
+  EXPECT_EQ(job.model.layers[11].units, 10);
+}
+
+}  // namespace

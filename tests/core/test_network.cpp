@@ -1,0 +1,180 @@
+// Proves the model as assembled from a job file: parameter layout and counts, FLOP accounting, shape errors
+// that name the layer, and gradients of a whole network (composites and residual blocks included) against
+// finite differences.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "backend/cpu/cpu_backend.h"
+#include "common/error.h"
+#include "config/job_config.h"
+#include "model/network.h"
+
+namespace fs = std::filesystem;
+using namespace ringtrain;
+using config::LayerKind;
+using config::LayerSpec;
+
+namespace {
+
+LayerSpec layer(LayerKind kind, int a = 0, int kernel = 0, int stride = 1, int padding = 0) {
+  LayerSpec s;
+  s.kind = kind;
+  s.where = "test";
+  if (kind == LayerKind::conv2d) s.filters = a, s.kernel = kernel, s.stride = stride, s.padding = padding;
+  if (kind == LayerKind::dense) s.units = a;
+  if (kind == LayerKind::maxpool || kind == LayerKind::avgpool) s.size = a, s.stride = stride > 1 ? stride : a;
+  return s;
+}
+
+TEST(Network, FashionMnistModelHasTheExpectedParametersAndFlops) {
+  const auto job = config::load_job(fs::path(RINGTRAIN_SOURCE_DIR) / "jobs/fashion_mnist.toml", {});
+  backend::CpuBackend cpu(1);
+  model::Network net(job.model.layers, cpu, {64, 1, 28, 28}, 10);
+  // conv1 32x1x5x5 (no bias) + bn 2x32 + conv2 64x32x5x5 + bn 2x64 + dense 3136x1024+1024 + dense 1024x10+10
+  EXPECT_EQ(net.param_count(), 800 + 64 + 51200 + 128 + 3136 * 1024 + 1024 + 10240 + 10);
+  EXPECT_EQ(net.state_count(), 2 * 32 + 2 * 64);
+  const double forward = 2.0 * (32 * 25 * 28 * 28 + 64 * 800 * 14 * 14 + 3136 * 1024 + 1024 * 10);
+  EXPECT_DOUBLE_EQ(net.forward_flops_per_sample(), forward);
+  // Backward is twice forward except that the first layer needs no input gradient.
+  EXPECT_DOUBLE_EQ(net.train_flops_per_sample(), 3 * forward - 2.0 * 32 * 25 * 28 * 28);
+  // Tensors tile the flat buffer in order.
+  int64_t next = 0;
+  for (const auto& t : net.param_tensors()) {
+    EXPECT_EQ(t.offset, next) << t.name;
+    next += t.count;
+  }
+  EXPECT_EQ(next, net.param_count());
+}
+
+TEST(Network, InitialParametersDependOnlyOnTheSeed) {
+  backend::CpuBackend cpu(1);
+  const std::vector<LayerSpec> layers{layer(LayerKind::flatten), layer(LayerKind::dense, 5)};
+  model::Network a(layers, cpu, {4, 1, 6, 6}, 5), b(layers, cpu, {16, 1, 6, 6}, 5);
+  EXPECT_EQ(a.initial_params(3), b.initial_params(3));
+  EXPECT_NE(a.initial_params(3), a.initial_params(4));
+  // He-normal weights: mean ~0, std ~sqrt(2/36).
+  const auto p = a.initial_params(3);
+  double sum = 0, sq = 0;
+  for (int i = 0; i < 180; ++i) sum += p[static_cast<size_t>(i)], sq += p[static_cast<size_t>(i)] * p[static_cast<size_t>(i)];
+  EXPECT_NEAR(std::sqrt(sq / 180), std::sqrt(2.0 / 36), 0.06);
+  for (int i = 180; i < 185; ++i) EXPECT_EQ(p[static_cast<size_t>(i)], 0.0f);  // bias
+}
+
+TEST(Network, ShapeErrorsNameTheLayer) {
+  backend::CpuBackend cpu(1);
+  auto pool = layer(LayerKind::maxpool, 3);
+  pool.where = "model.layers[1]";
+  try {
+    model::Network net({layer(LayerKind::conv2d, 2, 3), pool, layer(LayerKind::dense, 3)}, cpu, {2, 1, 4, 4}, 3);
+    FAIL() << "expected JobFileError";
+  } catch (const JobFileError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.layers[1]"), std::string::npos) << e.what();
+  }
+  try {
+    model::Network net({layer(LayerKind::dense, 7)}, cpu, {2, 1, 4, 4}, 10);
+    FAIL() << "expected JobFileError";
+  } catch (const JobFileError& e) {
+    EXPECT_NE(std::string(e.what()).find("units = 10"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Network, ResidualShortcutMismatchIsExplained) {
+  backend::CpuBackend cpu(1);
+  LayerSpec block;
+  block.kind = LayerKind::residual;
+  block.where = "model.layers[0]";
+  block.body = {layer(LayerKind::conv2d, 4, 3, 1, 1)};  // 1 -> 4 channels, identity shortcut has 1
+  try {
+    model::Network net({block, layer(LayerKind::dense, 3)}, cpu, {2, 1, 5, 5}, 3);
+    FAIL() << "expected JobFileError";
+  } catch (const JobFileError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.layers[0] (residual)"), std::string::npos) << e.what();
+  }
+}
+
+// Loss of the whole network on one batch, in train mode, in double.
+double batch_loss(model::Network& net, std::vector<float>& x, const std::vector<int32_t>& labels, int batch) {
+  const auto logits = net.forward({x.data(), net.input_shape().with_batch(batch)}, model::Mode::train, {1});
+  return net.backend().softmax_cross_entropy(batch, net.classes(), logits.data, labels.data(), 1.0f, nullptr).loss_sum;
+}
+
+TEST(Network, WholeNetworkGradientsMatchFiniteDifferences) {
+  backend::CpuBackend cpu(1);
+  LayerSpec projected;  // residual with a strided conv shortcut
+  projected.kind = LayerKind::residual;
+  projected.where = "r1";
+  auto bn = layer(LayerKind::batchnorm);
+  projected.body = {layer(LayerKind::conv2d, 4, 3, 2, 1), bn, layer(LayerKind::relu), layer(LayerKind::conv2d, 4, 3, 1, 1)};
+  projected.shortcut = {layer(LayerKind::conv2d, 4, 1, 2, 0)};
+  LayerSpec identity;  // residual with the identity shortcut
+  identity.kind = LayerKind::residual;
+  identity.where = "r2";
+  identity.body = {layer(LayerKind::conv2d, 4, 3, 1, 1)};
+  LayerSpec gap;
+  gap.kind = LayerKind::global_avgpool;
+  const std::vector<LayerSpec> layers{layer(LayerKind::conv2d, 3, 3, 1, 1), layer(LayerKind::maxpool, 2),
+                                      projected, identity, layer(LayerKind::avgpool, 1), gap,
+                                      layer(LayerKind::flatten), layer(LayerKind::dense, 6), layer(LayerKind::relu),
+                                      layer(LayerKind::dense, 5)};
+  const int batch = 3;
+  model::Network net(layers, cpu, {batch, 2, 8, 8}, 5);
+  auto params = net.initial_params(11);
+  std::copy(params.begin(), params.end(), net.params());
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(static_cast<size_t>(batch * 2 * 8 * 8));
+  for (auto& v : x) v = normal(rng);
+  const std::vector<int32_t> labels{1, 4, 2};
+
+  std::fill(net.grads(), net.grads() + net.param_count(), 0.0f);
+  std::vector<float> dlogits(static_cast<size_t>(batch * 5));
+  const auto logits = net.forward({x.data(), net.input_shape()}, model::Mode::train, {1});
+  cpu.softmax_cross_entropy(batch, 5, logits.data, labels.data(), 1.0f, dlogits.data());
+  net.backward({dlogits.data(), logits.shape}, nullptr);
+  const std::vector<float> analytic(net.grads(), net.grads() + net.param_count());
+
+  // Central differences with h = 1e-3 on every parameter tensor (up to 12 entries each). The loss is a float32
+  // sum of ~1.6 (error ~1e-6), so a difference is resolved to ~1e-3 absolute. A larger h (1e-2 was tried) lets
+  // batch-norm curvature and ReLU/max-pool kinks move the difference by 20% on this network, so h stays small
+  // and the tolerance is 5% relative plus 2e-3 absolute.
+  const float h = 1e-3f;
+  int checked = 0;
+  for (const auto& t : net.param_tensors()) {
+    for (int64_t k = 0; k < std::min<int64_t>(t.count, 12); ++k) {
+      const int64_t i = t.offset + (k * 7919) % t.count;
+      float* p = net.params() + i;
+      const float saved = *p;
+      *p = saved + h;
+      const double up = batch_loss(net, x, labels, batch);
+      *p = saved - h;
+      const double down = batch_loss(net, x, labels, batch);
+      *p = saved;
+      const double numeric = (up - down) / (2 * h);
+      const double a = analytic[static_cast<size_t>(i)];
+      EXPECT_NEAR(a, numeric, 0.05 * std::max(std::abs(a), std::abs(numeric)) + 2e-3) << t.name << " index " << i;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 100);
+}
+
+TEST(Network, DropoutIsIdentityInEvaluation) {
+  backend::CpuBackend cpu(1);
+  auto drop = layer(LayerKind::dropout);
+  drop.rate = 0.5;
+  model::Network net({layer(LayerKind::flatten), drop, layer(LayerKind::dense, 3)}, cpu, {2, 1, 2, 2}, 3);
+  std::vector<float> params = net.initial_params(1);
+  std::copy(params.begin(), params.end(), net.params());
+  std::vector<float> x{1, 2, 3, 4, 5, 6, 7, 8};
+  const auto a = net.forward({x.data(), net.input_shape()}, model::Mode::eval, {1});
+  const std::vector<float> first(a.data, a.data + 6);
+  const auto b = net.forward({x.data(), net.input_shape()}, model::Mode::eval, {2});
+  EXPECT_EQ(first, std::vector<float>(b.data, b.data + 6));
+  const auto c = net.forward({x.data(), net.input_shape()}, model::Mode::train, {3});
+  EXPECT_NE(first, std::vector<float>(c.data, c.data + 6));
+}
+
+}  // namespace
