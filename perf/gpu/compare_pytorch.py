@@ -9,7 +9,7 @@ and prints one JSON line per measurement (also appended to --out):
 
 Precisions: fp32 (strict: TF32 off, as ringtrain's fp32 path), tf32 (PyTorch's default for convolutions),
 bf16 (torch.autocast bf16 with fp32 master weights). Models are defined here, torchvision-free, to match
-jobs/fashion_mnist.toml and perf/gpu/resnet50.toml layer for layer.
+jobs/fashion_mnist.toml and jobs/resnet50_synthetic.toml layer for layer.
 
 Usage: compare_pytorch.py [--models fmnist,resnet50] [--precisions fp32,bf16] [--steps 50] [--warmup 10]
                           [--channels-last] [--out results.jsonl]

@@ -12,6 +12,7 @@
 #   RUN_TESTS=1       run test_gpu first (0 to skip)
 #   PRECISIONS=...    PyTorch precisions (default fp32,tf32,bf16)
 #   BIN=.gpurt/bin    where ringtrain and test_gpu are
+#   SKIP_PYTORCH=1    leave out the PyTorch reference (a debugging run)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 bin=${BIN:-.gpurt/bin}
@@ -26,6 +27,7 @@ note() { echo "[run_gpu_bench] $*" | tee -a "$out/summary.txt"; }
 rt() {
   (
     [ -f .gpurt/env.sh ] && source .gpurt/env.sh
+    [ -d .gpurt/lib ] && export LD_LIBRARY_PATH=$PWD/.gpurt/lib:$LD_LIBRARY_PATH
     [ -f .gpurt/cuda-libs.sh ] && source .gpurt/cuda-libs.sh "$bin/ringtrain" 2>>"$out/cuda-libs.log"
     "$@"
   )
@@ -76,9 +78,9 @@ run_job() {  # run_job NAME JOB DATA EXTRA...
   [ $rc = 0 ] || status=1
 }
 run_job fmnist jobs/fashion_mnist.toml "$data/fmnist"
-run_job resnet50 perf/gpu/resnet50.toml "$data/s224"
+run_job resnet50 jobs/resnet50_synthetic.toml "$data/s224"
 
-python3 perf/gpu/compare_pytorch.py --precisions "$precisions" --steps "$steps" --warmup 10 \
+[ "${SKIP_PYTORCH:-0}" = 1 ] || python3 perf/gpu/compare_pytorch.py --precisions "$precisions" --steps "$steps" --warmup 10 \
   --out "$out/pytorch.jsonl" >"$out/pytorch.log" 2>&1 || { note "compare_pytorch.py failed (see pytorch.log)"; status=1; }
 
 python3 - "$out" <<'PY' | tee -a "$out/summary.txt"

@@ -59,6 +59,9 @@ int train(int* argc, char*** argv, const TrainArgs& args) {
       std::unique_ptr<backend::NcclGradientReducer> nccl;
       world.all_succeed([&] {
         backend::CudaOptions options;
+        options.conv_search = job.gpu.measure_algorithms ? backend::ConvSearch::measure : backend::ConvSearch::heuristic;
+        options.deterministic = job.gpu.deterministic;
+        options.workspace_limit_bytes = static_cast<std::size_t>(job.gpu.workspace_mb * (1 << 20));
         options.math = job.train.precision == config::Precision::tf32 ? backend::MathMode::tf32 : backend::MathMode::fp32;
         gpu = std::make_unique<backend::CudaBackend>(world.local_rank(), world.local_size(), world.host(), options);
       });

@@ -59,6 +59,11 @@ const std::vector<KeyRule> kKeys = {
     {"run", "collective_timeout_s", Kind::number, 300.0,
      "a collective (all-reduce, agreement) that takes longer than this ends the job, naming missing ranks"},
     {"dist", "bucket_mb", Kind::number, 1.0, "gradient bucket size for overlapped all-reduce, MiB"},
+    {"gpu", "conv_algorithms", Kind::string, std::string("heuristic"),
+     "heuristic | measure: cuDNN's ranking, or time the candidates once per shape (faster, less reproducible)"},
+    {"gpu", "deterministic", Kind::boolean, true,
+     "only deterministic convolution algorithms where one fits (bit-reproducible runs; may be slower)"},
+    {"gpu", "workspace_mb", Kind::number, 256.0, "scratch memory one convolution algorithm may use, MiB"},
 };
 
 const char* kind_name(Kind k) {
@@ -421,6 +426,9 @@ JobConfig load_job(const std::filesystem::path& file, const std::vector<std::str
   c.run.overwrite = r.boolean("run", "overwrite");
   c.run.collective_timeout_s = r.number("run", "collective_timeout_s", 0.1, 1e6);
   c.dist.bucket_mb = r.number("dist", "bucket_mb", 0.001, 4096);
+  c.gpu.measure_algorithms = r.choice<bool>("gpu", "conv_algorithms", {{"heuristic", false}, {"measure", true}});
+  c.gpu.deterministic = r.boolean("gpu", "deterministic");
+  c.gpu.workspace_mb = r.number("gpu", "workspace_mb", 0.0, 1e6);
 
   if (!r.problems().empty()) {
     std::string message = fmt::format("job file '{}' has {} problem{}:", file.string(), r.problems().size(),

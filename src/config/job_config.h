@@ -60,6 +60,12 @@ struct JobConfig {
     double bucket_mb = 1;
   } dist;
 
+  struct Gpu {
+    bool measure_algorithms = false;  // cudnnFind (timed) instead of cuDNN's heuristics
+    bool deterministic = true;        // only deterministic convolution algorithms where one fits
+    double workspace_mb = 256;        // per convolution algorithm
+  } gpu;
+
   std::string resolved_toml;  // every key with its final value, written to run.dir
 };
 

@@ -24,6 +24,9 @@ model::LossSums StepRunner::micro_batch(const float* images, const int32_t* labe
   times.forward += t2 - t;
   if (last) sync_.begin();
   net_.backward({dlogits_.as<float>(), logits.shape}, last ? &sync_ : nullptr);
+  // A GPU backend only queues the work: wait for it so backward time is compute time, and the all-reduce
+  // wait that follows is only the reduction's exposed tail (the reduction streams are not waited for here).
+  net_.backend().synchronize();
   times.backward += util::now_s() - t2;
   return loss;
 }

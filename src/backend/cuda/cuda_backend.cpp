@@ -92,7 +92,7 @@ CudaBackend::CudaBackend(int local_rank, int local_size, std::string host, CudaO
   CUDA_CHECK(cudaGetDeviceProperties(&state_->properties, device_));
   state_->stream = make_stream();
   state_->dnn = std::make_unique<Dnn>(state_->stream.get(), options.workspace_limit_bytes, options.conv_search,
-                                      options.math);
+                                      options.math, options.deterministic);
   state_->blas = std::make_unique<Blas>(state_->stream.get(), options.math);
   for (auto& s : state_->staging) s.copied = make_event(false);
   state_->loss_totals.ensure(sizeof(kc::LossTotals), state_->stream);
@@ -107,10 +107,11 @@ CudaBackend::~CudaBackend() {
 std::string CudaBackend::description() const {
   const auto& p = state_->properties;
   return fmt::format("cuda, {} (GPU {} of {} visible on {}, PCI {}, compute {}.{}, {:.1f} GiB), {}, convolution "
-                     "algorithms by {}",
+                     "algorithms by {}{}",
                      p.name, device_, visible_, host_, pci_bus_id(), p.major, p.minor,
                      static_cast<double>(p.totalGlobalMem) / (1 << 30), math_mode_name(state_->options.math),
-                     state_->options.conv_search == ConvSearch::measure ? "measurement" : "cuDNN heuristics");
+                     state_->options.conv_search == ConvSearch::measure ? "measurement" : "cuDNN heuristics",
+                     state_->options.deterministic ? ", deterministic only" : "");
 }
 
 kc::Stream CudaBackend::stream() const { return state_->stream.get(); }

@@ -29,6 +29,7 @@ struct CudaOptions {
   std::size_t workspace_limit_bytes = std::size_t{256} << 20;  // per convolution algorithm; one shared workspace
   ConvSearch conv_search = ConvSearch::heuristic;               // see dnn.h
   MathMode math = MathMode::fp32;                               // see math_mode.h
+  bool deterministic = true;                                    // see dnn.h
 };
 
 class CudaBackend final : public model::Backend {

@@ -62,11 +62,15 @@ struct BatchNormPlan {
 // when asked (so a step is reproducible and every rank does the same arithmetic), and its workspace, asked of
 // cuDNN for this very algorithm rather than read from the list, fits the limit.
 template <class Perf, class WorkspaceSize>
-bool pick(const Perf* perf, int count, std::size_t limit, bool deterministic_only, WorkspaceSize workspace_size,
-          decltype(Perf::algo)& algo, std::size_t& bytes) {
+bool pick(const Perf* perf, int count, std::size_t limit, bool deterministic_only, bool strict_fp32,
+          WorkspaceSize workspace_size, decltype(Perf::algo)& algo, std::size_t& bytes) {
   for (int i = 0; i < count; ++i) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
     if (deterministic_only && perf[i].determinism != CUDNN_DETERMINISTIC) continue;
+    // cudnnFind also times tensor-op variants whatever the descriptor says; in strict fp32 they would round
+    // inputs to TF32 (seen on an H100: 0.4 % off the CPU's weight gradient), so measured candidates must be
+    // FMA ones. (The heuristic ranking follows the descriptor's math type and passes strict_fp32 = false.)
+    if (strict_fp32 && perf[i].mathType != CUDNN_FMA_MATH) continue;
     std::size_t need = 0;
     if (workspace_size(perf[i].algo, &need) != CUDNN_STATUS_SUCCESS || need > limit) continue;
     algo = perf[i].algo;
@@ -88,6 +92,7 @@ struct Dnn::Impl {
   std::size_t workspace_limit;
   ConvSearch search;
   MathMode math;
+  bool deterministic;
   CudnnHandle handle;
   DeviceMemory workspace;
   std::map<ConvGeometry, std::unique_ptr<ConvPlan>> conv_plans;
@@ -105,8 +110,10 @@ struct Dnn::Impl {
   }
 };
 
-Dnn::Dnn(kernels::cuda::Stream stream, std::size_t workspace_limit_bytes, ConvSearch search, MathMode math)
+Dnn::Dnn(kernels::cuda::Stream stream, std::size_t workspace_limit_bytes, ConvSearch search, MathMode math,
+         bool deterministic)
     : impl_(std::make_unique<Impl>()) {
+  impl_->deterministic = deterministic;
   impl_->stream = stream;
   impl_->workspace_limit = workspace_limit_bytes;
   impl_->search = search;
@@ -152,16 +159,18 @@ void Dnn::Impl::choose_algorithms(const ConvGeometry& g, ConvPlan& p) {
   // Candidates: measured (ConvSearch::measure) and cuDNN's heuristic ranking; deterministic ones first, any
   // as a last resort (noted in the plan).
   const bool measure = search == ConvSearch::measure;
+  const bool strict = math == MathMode::fp32;
   const auto choose = [&](const char* which, auto* perf, int capacity, auto find, auto rank, auto workspace_size,
                           auto& algo, std::size_t& bytes) {
     int measured = 0, ranked = 0;
     if (measure) CUDNN_CHECK(find(capacity, &measured, perf));
     auto* ranking = perf + capacity;
     CUDNN_CHECK(rank(capacity, &ranked, ranking));
-    for (const bool deterministic : {true, false})
-      if (pick(perf, measured, workspace_limit, deterministic, workspace_size, algo, bytes) ||
-          pick(ranking, ranked, workspace_limit, deterministic, workspace_size, algo, bytes)) {
-        if (!deterministic) p.nondeterministic += std::string(p.nondeterministic.empty() ? "" : ", ") + which;
+    for (const bool only_deterministic : {true, false})
+      if (only_deterministic && !deterministic) continue;
+      else if (pick(perf, measured, workspace_limit, only_deterministic, strict, workspace_size, algo, bytes) ||
+               pick(ranking, ranked, workspace_limit, only_deterministic, false, workspace_size, algo, bytes)) {
+        if (!only_deterministic && deterministic) p.nondeterministic += std::string(p.nondeterministic.empty() ? "" : ", ") + which;
         return;
       }
     throw Error(ExitCode::library,

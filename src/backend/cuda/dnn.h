@@ -45,7 +45,8 @@ struct BatchNormGeometry {
 //              and cuDNN, so runs are bit-reproducible.
 //   measure:   time the candidates (cudnnFindConvolution*Algorithm) and take the fastest; usually faster, but
 //              timing noise can change the choice, and so the last bits, from run to run.
-// Either way only deterministic algorithms within the workspace limit are taken.
+// With `deterministic`, only deterministic algorithms within the workspace limit are taken where one exists
+// (cuDNN's fastest backward-filter algorithms often accumulate with atomics); without, the fastest is taken.
 enum class ConvSearch { heuristic, measure };
 
 class Dnn {
@@ -53,7 +54,8 @@ class Dnn {
   // workspace_limit_bytes bounds the scratch any one convolution algorithm may use; one workspace, grown to the
   // largest chosen need, is shared by every layer (they all run on `stream`, one at a time). `math` says whether
   // convolutions may use TF32 tensor cores (math_mode.h).
-  Dnn(kernels::cuda::Stream stream, std::size_t workspace_limit_bytes, ConvSearch search, MathMode math);
+  Dnn(kernels::cuda::Stream stream, std::size_t workspace_limit_bytes, ConvSearch search, MathMode math,
+      bool deterministic);
   ~Dnn();
   Dnn(const Dnn&) = delete;
   Dnn& operator=(const Dnn&) = delete;

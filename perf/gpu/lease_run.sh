@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# One call on a lent GPU machine (../shared/gpu/README.md): unpack the carried Open MPI + HDF5 runtime, then the
+# GPU tests, the real Fashion-MNIST job on the GPU, and the throughput benchmark against PyTorch
+# (perf/gpu/run_gpu_bench.sh). Everything lands in $OUT as at most 8 files (the device tool's limit): the
+# short logs as they are, the rest in one tarball.
+#
+# Expects .gpurt/ (carried): root.tar.xz (the bundle's root/, xz'd to fit the 64 MiB transfer), env.sh,
+# cuda-libs.sh, bin/{ringtrain,test_gpu,ringtrain-bench}, fmnist/*.gz (Debian's dataset-fashion-mnist files).
+#   STAGES="tests fmnist bench"   which parts to run;  FMNIST_EPOCHS=12;  STEPS=40 (benchmark steps)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:?run this through the device tool, which sets OUT}
+stages=${STAGES:-tests fmnist bench}
+work=$(mktemp -d)
+bin=.gpurt/bin
+[ -d .gpurt/root ] || tar xJf .gpurt/root.tar.xz -C .gpurt
+[ -d .gpurt/lib ] || tar xJf .gpurt/lib.tar.xz -C .gpurt   # libraries the bundle lacks: toml++, fmt, OpenBLAS
+log() { echo "[lease_run $(date +%T)] $*" | tee -a "$out/summary.txt"; }
+rt() { (source .gpurt/env.sh && export LD_LIBRARY_PATH=$PWD/.gpurt/lib:$LD_LIBRARY_PATH && source .gpurt/cuda-libs.sh "$bin/ringtrain" 2>>"$work/cuda-libs.log" && "$@"); }
+
+nvidia-smi -L | tee -a "$out/summary.txt"
+rt ldd "$bin/ringtrain" | grep -E "not found|cudnn|nccl|cublas|mpi|hdf5" >>"$out/summary.txt"
+rt "$bin/ringtrain" --version 2>&1 | tee -a "$out/summary.txt"
+
+if [[ " $stages " == *" tests "* ]]; then
+  rt timeout 150 mpirun -np 1 "$bin/test_gpu" >"$out/test_gpu.log" 2>&1
+  log "test_gpu exit $?: $(grep -cE '^\[       OK' "$out/test_gpu.log") ok, $(grep -cE '^\[  FAILED  \] [A-Z]' "$out/test_gpu.log") failed lines"
+fi
+
+if [[ " $stages " == *" fmnist "* ]]; then
+  rt "$bin/ringtrain" prepare fashion-mnist --source .gpurt/fmnist --out "$work/fmnist" --shards 8 >"$work/prepare.log" 2>&1 ||
+    log "prepare fashion-mnist failed: $(tail -3 "$work/prepare.log")"
+  rt timeout 180 mpirun -np 1 "$bin/ringtrain" train jobs/fashion_mnist.toml --set run.device=cuda \
+    --set data.train="$work/fmnist/train" --set data.test="$work/fmnist/test" --set run.dir="$work/fmnist-run" \
+    --set train.epochs="${FMNIST_EPOCHS:-12}" --set run.progress_every_s=10 >"$out/fmnist.log" 2>&1
+  log "fashion_mnist on cuda exit $?: $(grep -E '^epoch [0-9]+/' "$out/fmnist.log" | tail -1)"
+  cp "$work/fmnist-run/metrics.jsonl" "$out/fmnist-metrics.jsonl" 2>/dev/null
+fi
+
+# ResNet-50 under several settings, one line each: VARIANTS="name=--set a=b --set c=d;name2=..."
+if [[ " $stages " == *" variants "* ]]; then
+  steps=${STEPS:-30}
+  rt "$bin/ringtrain" prepare synthetic --shape 3,224,224 --classes 1000 --samples $((256 * (steps + 1))) \
+    --test-samples 256 --shards 8 --out "$work/s224" >"$work/prepare-s224.log" 2>&1 || log "prepare s224 failed"
+  IFS=';' read -ra variants <<<"${VARIANTS:-fp32=--set train.precision=fp32}"
+  for v in "${variants[@]}"; do
+    name=${v%%=*} sets=${v#*=}
+    # shellcheck disable=SC2086 # $sets is a list of --set options
+    rt timeout 120 mpirun -np 1 "$bin/ringtrain" train jobs/resnet50_synthetic.toml --set run.device=cuda \
+      --set data.train="$work/s224/train" --set data.test="$work/s224/test" --set run.dir="$work/v-$name" \
+      --set train.max_steps_per_epoch="$steps" $sets >"$work/v-$name.log" 2>&1
+    log "resnet50 $name exit $?: $(grep -E '^epoch 1/1:' "$work/v-$name.log" | sed 's/.*acc [0-9.]* | //')"
+  done
+  rm -rf "$work/s224"
+fi
+
+if [[ " $stages " == *" bench "* ]]; then
+  OUT="$work/bench" STEPS=${STEPS:-40} RUN_TESTS=0 BIN="$bin" timeout 230 perf/gpu/run_gpu_bench.sh >"$work/bench.log" 2>&1
+  log "run_gpu_bench exit $?"
+  cat "$work/bench/summary.txt" >>"$out/summary.txt" 2>/dev/null
+  cp "$work/bench.log" "$work/bench/" 2>/dev/null
+fi
+cp "$work/cuda-libs.log" "$work/bench/" 2>/dev/null
+tar czf "$out/details.tgz" -C "$work" --exclude='*.h5' --exclude=fmnist --exclude=s224 . 2>/dev/null
+log "done"
