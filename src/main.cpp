@@ -41,6 +41,8 @@ int main(int argc, char** argv) {
   auto* train = app.add_subcommand("train", "train the model of a job file (run under mpirun/srun for several ranks)");
   train->add_option("job", train_args.job, "job file (TOML), e.g. jobs/fashion_mnist.toml")->required();
   train->add_option("--set", train_args.overrides, "override a job-file key, e.g. --set train.epochs=3 (repeatable)");
+  train->add_flag("--resume", train_args.resume,
+                  "continue from the latest checkpoint in <run.dir>/checkpoints (any number of ranks)");
 
   auto* prepare = app.add_subcommand("prepare", "write a dataset as sharded HDF5 splits (train/ and test/)");
   prepare->require_subcommand(1);

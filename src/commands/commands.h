@@ -11,6 +11,7 @@ namespace ringtrain::commands {
 struct TrainArgs {
   std::filesystem::path job;
   std::vector<std::string> overrides;
+  bool resume = false;
 };
 
 int train(int* argc, char*** argv, const TrainArgs& args);  // initialises MPI; returns the exit code

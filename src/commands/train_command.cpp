@@ -12,6 +12,7 @@
 #include "config/job_config.h"
 #include "dist/mpi_gradient_reducer.h"
 #include "dist/world.h"
+#include "train/stop_request.h"
 #include "train/trainer.h"
 #ifdef RINGTRAIN_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
@@ -38,6 +39,7 @@ int default_threads(const dist::World& world) {
 
 int train(int* argc, char*** argv, const TrainArgs& args) {
   dist::World world(argc, argv);
+  train::install_stop_handlers();
   try {
     config::JobConfig job;
     world.all_succeed([&] { job = config::load_job(args.job, args.overrides); });
@@ -68,8 +70,7 @@ int train(int* argc, char*** argv, const TrainArgs& args) {
       world.all_succeed([&] {
         nccl = std::make_unique<backend::NcclGradientReducer>(world.comm(), *gpu, job.run.collective_timeout_s);
       });
-      train::Trainer(job, world, *gpu, *nccl).run();
-      return 0;
+      return train::Trainer(job, world, *gpu, *nccl, args.resume).run();
     }
 #else
     world.all_succeed([&] {
@@ -84,8 +85,7 @@ int train(int* argc, char*** argv, const TrainArgs& args) {
     const int threads = job.run.threads > 0 ? job.run.threads : default_threads(world);
     backend::CpuBackend backend(threads);
     dist::MpiGradientReducer reducer(world.comm());
-    train::Trainer(job, world, backend, reducer).run();
-    return 0;
+    return train::Trainer(job, world, backend, reducer, args.resume).run();
   } catch (const AgreedError& e) {
     report(e);
     return static_cast<int>(e.code());

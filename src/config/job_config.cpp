@@ -57,7 +57,13 @@ const std::vector<KeyRule> kKeys = {
     {"run", "progress_every_s", Kind::number, 5.0, "seconds between progress lines on rank 0"},
     {"run", "overwrite", Kind::boolean, false, "allow a fresh run in a run.dir that already holds one"},
     {"run", "collective_timeout_s", Kind::number, 300.0,
-     "a collective (all-reduce, agreement) that takes longer than this ends the job, naming missing ranks"},
+     "a collective (all-reduce, agreement) that takes longer than this ends the job, naming missing ranks (0: off)"},
+    {"run", "checkpoint_every", Kind::integer, int64_t{1},
+     "epochs between checkpoints in <run.dir>/checkpoints (0: only when stopped by SIGTERM/SIGUSR1)"},
+    {"run", "checkpoint_every_steps", Kind::integer, int64_t{0}, "also checkpoint every this many steps (0: off)"},
+    {"run", "keep_checkpoints", Kind::integer, int64_t{2}, "checkpoints kept; older ones are deleted"},
+    {"run", "consistency_every", Kind::integer, int64_t{0},
+     "steps between cross-rank parameter checksum comparisons (0: after each epoch only)"},
     {"dist", "bucket_mb", Kind::number, 1.0, "gradient bucket size for overlapped all-reduce, MiB"},
     {"gpu", "conv_algorithms", Kind::string, std::string("heuristic"),
      "heuristic | measure: cuDNN's ranking, or time the candidates once per shape (faster, less reproducible)"},
@@ -424,7 +430,11 @@ JobConfig load_job(const std::filesystem::path& file, const std::vector<std::str
   c.run.threads = static_cast<int>(r.integer("run", "threads", 0, 4096));
   c.run.progress_every_s = r.number("run", "progress_every_s", 0.0, 1e6);
   c.run.overwrite = r.boolean("run", "overwrite");
-  c.run.collective_timeout_s = r.number("run", "collective_timeout_s", 0.1, 1e6);
+  c.run.collective_timeout_s = r.number("run", "collective_timeout_s", 0.0, 1e6);
+  c.run.checkpoint_every = static_cast<int>(r.integer("run", "checkpoint_every", 0, 1000000));
+  c.run.checkpoint_every_steps = r.integer("run", "checkpoint_every_steps", 0, INT64_MAX);
+  c.run.keep_checkpoints = static_cast<int>(r.integer("run", "keep_checkpoints", 1, 1000000));
+  c.run.consistency_every = r.integer("run", "consistency_every", 0, INT64_MAX);
   c.dist.bucket_mb = r.number("dist", "bucket_mb", 0.001, 4096);
   c.gpu.measure_algorithms = r.choice<bool>("gpu", "conv_algorithms", {{"heuristic", false}, {"measure", true}});
   c.gpu.deterministic = r.boolean("gpu", "deterministic");

@@ -54,6 +54,10 @@ struct JobConfig {
     double progress_every_s = 5;
     bool overwrite = false;
     double collective_timeout_s = 300;
+    int checkpoint_every = 1;          // epochs; 0 = only on a stop signal
+    int64_t checkpoint_every_steps = 0;  // 0 = off
+    int keep_checkpoints = 2;
+    int64_t consistency_every = 0;     // steps between parameter checksum comparisons (0: once per epoch)
   } run;
 
   struct Dist {

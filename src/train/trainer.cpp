@@ -11,6 +11,8 @@
 
 #include "dist/gradient_sync.h"
 #include "dist/mpi_check.h"
+#include "dist/watchdog.h"
+#include "io/checkpoint_file.h"
 #include "io/partition.h"
 #include "io/shard_reader.h"
 #include "model/network.h"
@@ -19,6 +21,7 @@
 #include "train/progress.h"
 #include "train/sample_order.h"
 #include "train/step_runner.h"
+#include "train/stop_request.h"
 #include "util/checksum.h"
 #include "util/clock.h"
 #include "util/versions.h"
@@ -43,9 +46,9 @@ void write_file(const fs::path& path, const std::string& text) {
 }
 
 // Rank 0 prepares run.dir; a run already there is never overwritten by accident.
-void prepare_run_dir(const config::JobConfig& job) {
+void prepare_run_dir(const config::JobConfig& job, bool resume) {
   const fs::path dir = job.run.dir;
-  if (fs::exists(dir / "metrics.jsonl") && !job.run.overwrite)
+  if (!resume && fs::exists(dir / "metrics.jsonl") && !job.run.overwrite)
     throw JobFileError(fmt::format("run.dir '{}' already holds a run (metrics.jsonl); choose another with "
                                    "--set run.dir=..., or --set run.overwrite=true to replace it",
                                    dir.string()));
@@ -61,7 +64,27 @@ void prepare_run_dir(const config::JobConfig& job) {
                                    dir.string()));
   out.close();
   fs::remove(probe, ec);
-  fs::remove(dir / "metrics.jsonl", ec);
+  if (!resume) fs::remove(dir / "metrics.jsonl", ec);
+  fs::create_directories(dir / "checkpoints", ec);
+  if (ec)
+    throw JobFileError(fmt::format("'{}' cannot be created: {}", (dir / "checkpoints").string(), ec.message()));
+}
+
+// The first difference between a checkpoint's parameter layout and this model's, or "" when they match.
+std::string layout_mismatch(const io::CheckpointData& c, const model::Network& net) {
+  const auto& tensors = net.param_tensors();
+  const size_t n = std::min(tensors.size(), c.tensor_names.size());
+  for (size_t i = 0; i < n; ++i)
+    if (tensors[i].name != c.tensor_names[i] || tensors[i].count != c.tensor_sizes[i])
+      return fmt::format("parameter tensor {} is '{}' with {} values in the checkpoint but '{}' with {} values in "
+                         "this model",
+                         i, c.tensor_names[i], c.tensor_sizes[i], tensors[i].name, tensors[i].count);
+  if (tensors.size() != c.tensor_names.size())
+    return fmt::format("the checkpoint has {} parameter tensors, this model {}", c.tensor_names.size(), tensors.size());
+  if (static_cast<int64_t>(c.params.size()) != net.param_count() || c.state_count != net.state_count())
+    return fmt::format("the checkpoint holds {} parameters and {} batch-norm statistics, this model {} and {}",
+                       c.params.size(), c.state_count, net.param_count(), net.state_count());
+  return "";
 }
 
 io::SplitIndex open_checked(const fs::path& dir, const char* key) {
@@ -75,10 +98,10 @@ io::SplitIndex open_checked(const fs::path& dir, const char* key) {
 }  // namespace
 
 Trainer::Trainer(const config::JobConfig& job, dist::World& world, model::Backend& backend,
-                 dist::GradientReducer& reducer)
-    : job_(job), world_(world), backend_(backend), reducer_(reducer) {}
+                 dist::GradientReducer& reducer, bool resume)
+    : job_(job), world_(world), backend_(backend), reducer_(reducer), resume_(resume) {}
 
-void Trainer::run() {
+int Trainer::run() {
   const bool root = world_.is_root();
   const int ranks = world_.size();
   auto say = [&](const std::string& text) {
@@ -90,7 +113,7 @@ void Trainer::run() {
 
   // ---- setup: every failure here is agreed, so all ranks stop with the same message
   world_.all_succeed([&] {
-    if (root) prepare_run_dir(job_);
+    if (root) prepare_run_dir(job_, resume_);
   });
   std::optional<io::SplitIndex> train_split, test_split;
   world_.all_succeed([&] {
@@ -138,11 +161,78 @@ void Trainer::run() {
     backend_.to_device(net->states(), states.data(), states.size() * sizeof(float));
   }
 
+  // ---- resume: rank 0 reads the latest checkpoint (run.dir may be visible to it alone) and sends it out
+  const fs::path checkpoint_dir = job_.run.dir / "checkpoints";
+  io::CheckpointData resumed;
+  std::string resumed_from;
+  if (resume_) {
+    world_.all_succeed([&] {
+      if (!root) return;
+      const auto found = io::list_checkpoints(checkpoint_dir);
+      if (found.empty())
+        throw CheckpointError(fmt::format("--resume: no checkpoint in '{}'; start without --resume (or point "
+                                          "run.dir at the run to continue)",
+                                          checkpoint_dir.string()));
+      resumed = io::read_checkpoint(found.back());
+      resumed_from = found.back().string();
+      if (const std::string why = layout_mismatch(resumed, *net); !why.empty())
+        throw CheckpointError(fmt::format("checkpoint '{}' belongs to another model: {}; resume with the job file "
+                                          "it was written by, or use another run.dir",
+                                          resumed_from, why));
+    });
+    int64_t head[8] = {resumed.epoch, resumed.step_in_epoch, resumed.global_step, resumed.steps_per_epoch,
+                       resumed.ranks, resumed.global_batch, resumed.state_count, 0};
+    world_.broadcast(head, sizeof head);
+    resumed.epoch = head[0], resumed.step_in_epoch = head[1], resumed.global_step = head[2];
+    resumed.steps_per_epoch = head[3], resumed.ranks = head[4], resumed.global_batch = head[5];
+    resumed.state_count = head[6];
+    double timing[2] = {resumed.train_time_s, resumed.train_samples};
+    world_.broadcast(timing, sizeof timing);
+    resumed.train_time_s = timing[0], resumed.train_samples = timing[1];
+    resumed_from = world_.broadcast_string(resumed_from);
+    resumed.params.resize(static_cast<size_t>(net->param_count()));
+    resumed.velocity.resize(static_cast<size_t>(net->param_count()));
+    world_.broadcast_floats(resumed.params.data(), net->param_count());
+    world_.broadcast_floats(resumed.velocity.data(), net->param_count());
+    resumed.states.resize(static_cast<size_t>(resumed.ranks * resumed.state_count));
+    world_.broadcast_floats(resumed.states.data(), static_cast<long long>(resumed.states.size()));
+    backend_.to_device(net->params(), resumed.params.data(), resumed.params.size() * sizeof(float));
+    backend_.to_device(net->velocity(), resumed.velocity.data(), resumed.velocity.size() * sizeof(float));
+    // Batch-norm statistics: each rank its own row on the same world size; otherwise their mean.
+    std::vector<float> states(static_cast<size_t>(net->state_count()), 0.0f);
+    for (int64_t r = 0; r < resumed.ranks; ++r) {
+      if (resumed.ranks == ranks && r != world_.rank()) continue;
+      for (size_t i = 0; i < states.size(); ++i)
+        states[i] += resumed.states[static_cast<size_t>(r * resumed.state_count) + i] /
+                     static_cast<float>(resumed.ranks == ranks ? 1 : resumed.ranks);
+    }
+    backend_.to_device(net->states(), states.data(), states.size() * sizeof(float));
+  }
+
   const int64_t global_batch = per_step * ranks;
   const LearningRateSchedule lr(job_.optimizer, global_batch, steps, job_.train.epochs);
   const auto versions = util::library_versions();
   const double train_flops = net->train_flops_per_sample();
   const int64_t used_per_rank = steps * per_step;
+
+  // Where this run starts. On the world size and step count the checkpoint was written with, exactly where it
+  // stopped (bit-identical to an uninterrupted run on the CPU path); otherwise at the start of its epoch,
+  // since a partial epoch cannot be carried over to another partition of the data.
+  int start_epoch = 0;
+  int64_t start_step = 0;
+  if (resume_) {
+    const bool same_world = resumed.ranks == ranks && resumed.steps_per_epoch == steps;
+    start_epoch = static_cast<int>(resumed.epoch);
+    start_step = same_world ? resumed.step_in_epoch : 0;
+    say(fmt::format("resumed from {}: epoch {} step {} (after {} optimizer steps)", resumed_from, start_epoch + 1,
+                    start_step + 1, resumed.global_step));
+    if (!same_world)
+      say(fmt::format("resume on {} rank{} (checkpoint written by {}): data re-partitioned, global batch {} (was {}), "
+                      "learning rate re-scaled to {:.5g}{}",
+                      ranks, ranks == 1 ? "" : "s", resumed.ranks, global_batch, resumed.global_batch, lr.peak(),
+                      resumed.step_in_epoch > 0 ? "; the interrupted epoch starts over" : ""));
+  }
+  const int64_t start_micro = (int64_t{start_epoch} * steps + start_step) * accumulate;
 
   say(fmt::format("ringtrain: job {} on {} rank{}, backend {}", job_.source.string(), ranks, ranks == 1 ? "" : "s",
                   backend_.description()));
@@ -167,7 +257,7 @@ void Trainer::run() {
   if (root) {
     write_file(job_.run.dir / "job.resolved.toml", job_.resolved_toml);
     write_file(job_.run.dir / "versions.json", util::versions_json(versions) + "\n");
-    metrics.open(job_.run.dir / "metrics.jsonl");
+    metrics.open(job_.run.dir / "metrics.jsonl", resume_ ? std::ios::app : std::ios::trunc);
     nlohmann::ordered_json start{{"kind", "job"},
                                  {"job", job_.source.string()},
                                  {"ranks", ranks},
@@ -180,7 +270,8 @@ void Trainer::run() {
                                  {"params", net->param_count()},
                                  {"forward_flops_per_sample", net->forward_flops_per_sample()},
                                  {"train_flops_per_sample", train_flops},
-                                 {"backend", backend_.description()}};
+                                 {"backend", backend_.description()},
+                                 {"resumed_from", resumed_from}};
     metrics << start.dump() << "\n" << std::flush;
   }
 
@@ -200,8 +291,9 @@ void Trainer::run() {
   const int rank = world_.rank();
   const bool shuffle = job_.train.shuffle;
   BatchLoader train_loader(
-      *train_reader, batch, micro_per_epoch * epochs,
+      *train_reader, batch, std::max<int64_t>(0, micro_per_epoch * epochs - start_micro),
       [&, cached_epoch = int64_t{-1}, order = std::vector<int64_t>()](int64_t i, std::vector<int64_t>& out) mutable {
+        i += start_micro;
         const int64_t epoch = i / micro_per_epoch, within = i % micro_per_epoch;
         if (epoch != cached_epoch) {
           order = epoch_order(train_range.size(), seed, epoch, rank, shuffle);
@@ -212,15 +304,73 @@ void Trainer::run() {
       job_.data.prefetch_batches);
 
   Progress progress(job_.run.progress_every_s, steps * epochs, epochs, root);
-  double train_time_total = 0, global_samples_total = 0, last_eval_s = 0;
-  int64_t global_step = 0;
+  double train_time_total = resumed.train_time_s, global_samples_total = resumed.train_samples, last_eval_s = 0;
+  int64_t global_step = int64_t{start_epoch} * steps + start_step;
+  dist::Watchdog watchdog(world_.comm(), job_.run.collective_timeout_s, static_cast<int>(ExitCode::fault));
+  std::string last_checkpoint = resumed_from.empty() ? "none" : resumed_from;
 
-  for (int epoch = 0; epoch < epochs; ++epoch) {
+  // Every rank must hold bit-identical parameters; a difference is silent corruption or a non-deterministic
+  // reduction, and training on would average diverged models.
+  const auto agreed_checksum = [&](const std::string& when) {
+    dist::Watchdog::Scope guard(&watchdog, "parameter checksum comparison", global_step);
+    std::vector<float> host_params(static_cast<size_t>(net->param_count()));
+    backend_.to_host(host_params.data(), net->params(), host_params.size() * sizeof(float));
+    const uint64_t checksum = util::fnv1a64(host_params.data(), host_params.size() * sizeof(float));
+    std::vector<uint64_t> all(static_cast<size_t>(ranks));
+    MPI_CHECK(MPI_Allgather(&checksum, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, world_.comm()));
+    std::string differ;
+    for (int r = 0; r < ranks; ++r)
+      if (all[static_cast<size_t>(r)] != all[0]) differ += fmt::format(" {}", r);
+    if (!differ.empty())  // every rank sees the same table, so every rank throws the same message
+      throw AgreedError(ExitCode::fault,
+                        fmt::format("parameters differ between ranks {}: ranks{} differ from rank 0 (rank 0's checksum "
+                                    "{}); a non-deterministic reduction or memory corruption; last good checkpoint: {}",
+                                    when, differ, util::hex64(all[0]), last_checkpoint));
+    return checksum;
+  };
+
+  // Collective: rank 0 writes <run.dir>/checkpoints/ckpt-s<steps done>.h5 holding everything to continue at
+  // (next_epoch, next_step); every rank gets the same error if it fails.
+  const auto save_checkpoint = [&](int64_t next_epoch, int64_t next_step, double time_s, double samples) {
+    dist::Watchdog::Scope guard(&watchdog, "checkpoint", global_step);
+    const double t0 = util::now_s();
+    const auto count = static_cast<int>(net->state_count());
+    std::vector<float> mine(static_cast<size_t>(count)), all(root ? static_cast<size_t>(count) * ranks : 0);
+    backend_.to_host(mine.data(), net->states(), mine.size() * sizeof(float));
+    MPI_CHECK(MPI_Gather(mine.data(), count, MPI_FLOAT, all.data(), count, MPI_FLOAT, 0, world_.comm()));
+    const int64_t done = next_epoch * steps + next_step;
+    const fs::path path = checkpoint_dir / io::checkpoint_name(done);
+    world_.all_succeed([&] {
+      if (!root) return;
+      io::CheckpointData d;
+      d.epoch = next_epoch, d.step_in_epoch = next_step, d.global_step = done, d.steps_per_epoch = steps;
+      d.ranks = ranks, d.global_batch = global_batch, d.seed = seed;
+      d.train_time_s = time_s, d.train_samples = samples;
+      for (const auto& t : net->param_tensors()) d.tensor_names.push_back(t.name), d.tensor_sizes.push_back(t.count);
+      d.params.resize(static_cast<size_t>(net->param_count()));
+      d.velocity.resize(d.params.size());
+      backend_.to_host(d.params.data(), net->params(), d.params.size() * sizeof(float));
+      backend_.to_host(d.velocity.data(), net->velocity(), d.velocity.size() * sizeof(float));
+      d.states = std::move(all);
+      d.state_count = count;
+      d.job_toml = job_.resolved_toml;
+      d.versions_json = util::versions_json(versions);
+      io::write_checkpoint(path, d);
+      auto kept = io::list_checkpoints(checkpoint_dir);
+      for (size_t i = 0; i + static_cast<size_t>(job_.run.keep_checkpoints) < kept.size(); ++i) fs::remove(kept[i]);
+    });
+    last_checkpoint = path.string();
+    say(fmt::format("checkpoint: {} ({:.2f} s)", path.string(), util::now_s() - t0));
+  };
+
+  for (int epoch = start_epoch; epoch < epochs; ++epoch) {
     StepTimes times;
     Totals train_totals;
     double interval_loss = 0, interval_samples = 0;
     const double epoch_start = util::now_s();
-    for (int64_t step = 0; step < steps; ++step, ++global_step) {
+    int64_t steps_run = 0;
+    for (int64_t step = epoch == start_epoch ? start_step : 0; step < steps; ++step, ++global_step, ++steps_run) {
+      bool nonfinite = false;
       runner.begin();
       for (int micro = 0; micro < accumulate; ++micro) {
         auto host = train_loader.next(&times.data_wait);
@@ -233,10 +383,7 @@ void Trainer::run() {
             static_cast<uint64_t>(rank);
         const model::LossSums loss = runner.micro_batch(images.as<float>(), labels.as<int32_t>(), batch, step_seed,
                                                         micro + 1 == accumulate, times);
-        if (!std::isfinite(loss.loss_sum))
-          throw FaultError(fmt::format("non-finite training loss ({}) at epoch {} step {} on {}; lower "
-                                       "optimizer.base_lr or add warm-up (optimizer.warmup_epochs)",
-                                       loss.loss_sum, epoch + 1, step + 1, world_.host()));
+        if (!std::isfinite(loss.loss_sum)) nonfinite = true;
         train_totals.loss_sum += loss.loss_sum;
         train_totals.correct += static_cast<double>(loss.correct);
         train_totals.samples += batch;
@@ -244,7 +391,40 @@ void Trainer::run() {
         interval_samples += batch;
       }
       const float rate = static_cast<float>(lr.at(global_step));
-      runner.apply(rate, times);
+      {
+        dist::Watchdog::Scope guard(&watchdog, "gradient all-reduce", global_step);
+        runner.apply(rate, times);
+      }
+      // One tiny reduction per step lets every rank act on the same step: a stop signal that reached only
+      // some ranks, or a non-finite loss on one of them.
+      long long agreed = 0;
+      {
+        dist::Watchdog::Scope guard(&watchdog, "step agreement", global_step);
+        agreed = world_.max_across((stop_requested() ? 1 : 0) | (nonfinite ? 2 : 0));
+      }
+      if (agreed & 2)
+        throw AgreedError(ExitCode::fault,
+                          fmt::format("non-finite training loss at epoch {} step {} (optimizer step {}); last good "
+                                      "checkpoint: {}; lower optimizer.base_lr or lengthen optimizer.warmup_epochs, "
+                                      "then --resume or start again",
+                                      epoch + 1, step + 1, global_step + 1, last_checkpoint));
+      if (agreed & 1) {
+        const double so_far = train_time_total + (util::now_s() - epoch_start);
+        const double samples = global_samples_total + static_cast<double>((steps_run + 1) * per_step * ranks);
+        progress.finish_line();
+        say(fmt::format("stop requested ({} on at least one rank): checkpointing after epoch {} step {}", 
+                        stop_signal() ? stop_signal_name() : "signal", epoch + 1, step + 1));
+        save_checkpoint(epoch, step + 1, so_far, samples);
+        say(fmt::format("stopped for preemption; continue with --resume (exit {})", static_cast<int>(ExitCode::preempted)));
+        watchdog.finish();
+        return static_cast<int>(ExitCode::preempted);
+      }
+      if (job_.run.consistency_every > 0 && (global_step + 1) % job_.run.consistency_every == 0)
+        (void)agreed_checksum(fmt::format("at optimizer step {}", global_step + 1));
+      if (job_.run.checkpoint_every_steps > 0 && (global_step + 1) % job_.run.checkpoint_every_steps == 0 &&
+          step + 1 < steps)
+        save_checkpoint(epoch, step + 1, train_time_total + (util::now_s() - epoch_start),
+                        global_samples_total + static_cast<double>((steps_run + 1) * per_step * ranks));
 
       const double elapsed = train_time_total + (util::now_s() - epoch_start);
       const double done_samples = global_samples_total + static_cast<double>((step + 1) * per_step * ranks);
@@ -257,11 +437,12 @@ void Trainer::run() {
     }
     const double epoch_train_s = util::now_s() - epoch_start;
     train_time_total += epoch_train_s;
-    global_samples_total += static_cast<double>(steps * per_step * ranks);
+    global_samples_total += static_cast<double>(steps_run * per_step * ranks);
     progress.finish_line();
 
     // ---- evaluation on the test split, distributed: each rank its own partition, one reduction of the sums
     const double eval_start = util::now_s();
+    std::optional<dist::Watchdog::Scope> eval_guard(std::in_place, &watchdog, "evaluation", global_step);
     if (net->state_count() > 0 && ranks > 1) {
       // Batch-norm statistics differ per rank (each saw its own samples); average them so every rank evaluates
       // (and later checkpoints) the same model.
@@ -303,19 +484,8 @@ void Trainer::run() {
     world_.sum_across(sums, static_cast<int>(std::size(sums)));
     last_eval_s = util::now_s() - eval_start;
 
-    // Every rank must hold bit-identical parameters; a difference is silent corruption or a
-    // non-deterministic reduction, and training on would average diverged models.
-    std::vector<float> host_params(static_cast<size_t>(net->param_count()));
-    backend_.to_host(host_params.data(), net->params(), host_params.size() * sizeof(float));
-    const uint64_t checksum = util::fnv1a64(host_params.data(), host_params.size() * sizeof(float));
-    std::vector<uint64_t> all(static_cast<size_t>(ranks));
-    MPI_CHECK(MPI_Allgather(&checksum, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, world_.comm()));
-    std::string differ;
-    for (int r = 0; r < ranks; ++r)
-      if (all[static_cast<size_t>(r)] != all[0]) differ += fmt::format(" {}", r);
-    if (!differ.empty())
-      throw FaultError(fmt::format("parameters differ between ranks after epoch {}: ranks{} differ from rank 0 "
-                                   "(checksums {} vs {})", epoch + 1, differ, util::hex64(all[0]), util::hex64(checksum)));
+    eval_guard.reset();
+    const uint64_t checksum = agreed_checksum(fmt::format("after epoch {}", epoch + 1));
 
     const double mean = 1.0 / ranks;
     const double samples_per_s = global_samples_total / train_time_total;
@@ -327,7 +497,7 @@ void Trainer::run() {
                     "{:.2f}s | eval {:.1f}s | {:.1f} GFLOP/s per rank",
                     epoch + 1, epochs, train_loss, sums[1] / std::max(sums[2], 1.0), test_loss, test_acc,
                     samples_per_s, sums[6] * mean, sums[7] * mean, sums[8] * mean, sums[9] * mean, sums[10] * mean,
-                    last_eval_s, train_flops * static_cast<double>(steps * per_step) / epoch_train_s / 1e9));
+                    last_eval_s, train_flops * static_cast<double>(steps_run * per_step) / epoch_train_s / 1e9));
     if (root) {
       nlohmann::ordered_json rec{{"kind", "epoch"},
                                  {"epoch", epoch + 1},
@@ -340,7 +510,7 @@ void Trainer::run() {
                                  {"test_loss", test_loss},
                                  {"test_acc", test_acc},
                                  {"samples_per_s", samples_per_s},
-                                 {"epoch_samples_per_s", static_cast<double>(steps * per_step * ranks) / epoch_train_s},
+                                 {"epoch_samples_per_s", static_cast<double>(steps_run * per_step * ranks) / epoch_train_s},
                                  {"epoch_train_s", epoch_train_s},
                                  {"eval_s", last_eval_s},
                                  {"data_wait_s", sums[6] * mean},
@@ -348,13 +518,17 @@ void Trainer::run() {
                                  {"backward_s", sums[8] * mean},
                                  {"allreduce_s", sums[9] * mean},
                                  {"optimizer_s", sums[10] * mean},
-                                 {"flops_per_s_per_rank", train_flops * static_cast<double>(steps * per_step) / epoch_train_s},
+                                 {"flops_per_s_per_rank", train_flops * static_cast<double>(steps_run * per_step) / epoch_train_s},
                                  {"param_checksum", util::hex64(checksum)}};
       metrics << rec.dump() << "\n" << std::flush;
     }
+    if ((job_.run.checkpoint_every > 0 && (epoch + 1) % job_.run.checkpoint_every == 0) || epoch + 1 == epochs)
+      save_checkpoint(epoch + 1, 0, train_time_total, global_samples_total);
   }
+  watchdog.finish();
   say(fmt::format("done: {} epochs, {:.0f} training samples/s over the job, results in {}", epochs,
-                  global_samples_total / train_time_total, (job_.run.dir / "metrics.jsonl").string()));
+                  global_samples_total / std::max(train_time_total, 1e-9), (job_.run.dir / "metrics.jsonl").string()));
+  return 0;
 }
 
 }  // namespace ringtrain::train

@@ -11,16 +11,19 @@ namespace ringtrain::train {
 
 class Trainer {
  public:
-  Trainer(const config::JobConfig& job, dist::World& world, model::Backend& backend, dist::GradientReducer& reducer);
+  Trainer(const config::JobConfig& job, dist::World& world, model::Backend& backend, dist::GradientReducer& reducer,
+          bool resume = false);
   // Setup errors are agreed across ranks (every rank throws the same Error); errors inside the step loop
-  // are thrown on the rank that saw them, and main() ends the whole job.
-  void run();
+  // are thrown on the rank that saw them, and main() ends the whole job. Returns the exit code: 0, or
+  // ExitCode::preempted after a stop signal (a checkpoint was written).
+  int run();
 
  private:
   const config::JobConfig& job_;
   dist::World& world_;
   model::Backend& backend_;
   dist::GradientReducer& reducer_;
+  bool resume_;
 };
 
 }  // namespace ringtrain::train

@@ -1,0 +1,162 @@
+// Owns the checkpoint file's layout on disk; see checkpoint_file.h.
+#include "io/checkpoint_file.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/error.h"
+#include "io/h5_attributes.h"
+#include "io/h5_check.h"
+#include "io/h5_handle.h"
+#include "io/hdf5_lock.h"
+
+namespace ringtrain::io {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kFormat = "ringtrain-checkpoint-1";
+
+template <typename T>
+hid_t native_type();
+template <>
+hid_t native_type<float>() { return H5T_NATIVE_FLOAT; }
+template <>
+hid_t native_type<int64_t>() { return H5T_NATIVE_INT64; }
+template <>
+hid_t native_type<double>() { return H5T_NATIVE_DOUBLE; }
+
+template <typename T>
+void write_array(hid_t file, const char* name, const std::vector<T>& values) {
+  const hsize_t dims[1] = {static_cast<hsize_t>(values.size())};
+  H5Dataspace space(H5_CHECK(H5Screate_simple(1, dims, nullptr)));
+  H5Dataset set(H5_CHECK(H5Dcreate2(file, name, native_type<T>(), space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
+  if (!values.empty()) H5_CHECK(H5Dwrite(set.id(), native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
+  set.close();
+}
+
+template <typename T>
+std::vector<T> read_array(hid_t file, const char* name) {
+  if (H5_CHECK(H5Lexists(file, name, H5P_DEFAULT)) <= 0)
+    throw CheckpointError(fmt::format("dataset '{}' is missing", name));
+  H5Dataset set(H5_CHECK(H5Dopen2(file, name, H5P_DEFAULT)));
+  H5Dataspace space(H5_CHECK(H5Dget_space(set.id())));
+  if (H5_CHECK(H5Sget_simple_extent_ndims(space.id())) != 1)
+    throw CheckpointError(fmt::format("dataset '{}' is not one-dimensional", name));
+  hsize_t n = 0;
+  H5_CHECK(H5Sget_simple_extent_dims(space.id(), &n, nullptr));
+  std::vector<T> values(static_cast<size_t>(n));
+  if (n > 0) H5_CHECK(H5Dread(set.id(), native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
+  return values;
+}
+
+std::string join_lines(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1)
+    out.push_back(text.substr(start, nl - start));
+  return out;
+}
+
+// Data reaches the disk before the rename makes it the checkpoint: fsync the file, then its folder.
+void sync_path(const fs::path& path, bool directory) {
+  const int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+  if (fd < 0) throw CheckpointError(fmt::format("cannot open '{}' to sync it: {}", path.string(), std::strerror(errno)));
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0 && !directory)
+    throw CheckpointError(fmt::format("fsync of '{}' failed: {}", path.string(), std::strerror(errno)));
+}
+
+}  // namespace
+
+std::string checkpoint_name(int64_t global_step) { return fmt::format("ckpt-s{:09}.h5", global_step); }
+
+void write_checkpoint(const fs::path& path, const CheckpointData& d) {
+  const fs::path tmp = path.string() + ".tmp";
+  try {
+    {
+      Hdf5Lock lock;
+      H5File file(H5_CHECK(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)));
+      write_array(file.id(), "params", d.params);
+      write_array(file.id(), "velocity", d.velocity);
+      write_array(file.id(), "states", d.states);
+      write_array(file.id(), "tensor_sizes", d.tensor_sizes);
+      int64_t seed_bits = 0;
+      std::memcpy(&seed_bits, &d.seed, sizeof seed_bits);
+      write_array(file.id(), "position", std::vector<int64_t>{d.epoch, d.step_in_epoch, d.global_step, d.steps_per_epoch,
+                                                              d.ranks, d.global_batch, seed_bits, d.state_count});
+      write_array(file.id(), "timing", std::vector<double>{d.train_time_s, d.train_samples});
+      h5::write_string_attribute(file.id(), "format", kFormat);
+      h5::write_string_attribute(file.id(), "tensor_names", join_lines(d.tensor_names));
+      h5::write_string_attribute(file.id(), "job_toml", d.job_toml);
+      h5::write_string_attribute(file.id(), "versions_json", d.versions_json);
+      H5_CHECK(H5Fflush(file.id(), H5F_SCOPE_GLOBAL));
+      file.close();
+    }
+    sync_path(tmp, false);
+    fs::rename(tmp, path);
+    sync_path(path.parent_path().empty() ? fs::path(".") : path.parent_path(), true);
+  } catch (const std::exception& e) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw CheckpointError(fmt::format("writing checkpoint '{}' failed: {}; the previous checkpoints are untouched",
+                                      path.string(), e.what()));
+  }
+}
+
+CheckpointData read_checkpoint(const fs::path& path) {
+  try {
+    if (!fs::is_regular_file(path)) throw CheckpointError("no such file");
+    Hdf5Lock lock;
+    if (H5_CHECK(H5Fis_hdf5(path.c_str())) <= 0) throw CheckpointError("not an HDF5 file (truncated or corrupt?)");
+    H5File file(H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)));
+    if (!h5::has_attribute(file.id(), "format") || h5::read_string_attribute(file.id(), "format") != kFormat)
+      throw CheckpointError(fmt::format("not a {} file", kFormat));
+    CheckpointData d;
+    d.params = read_array<float>(file.id(), "params");
+    d.velocity = read_array<float>(file.id(), "velocity");
+    d.states = read_array<float>(file.id(), "states");
+    d.tensor_sizes = read_array<int64_t>(file.id(), "tensor_sizes");
+    const auto pos = read_array<int64_t>(file.id(), "position");
+    const auto timing = read_array<double>(file.id(), "timing");
+    if (pos.size() != 8 || timing.size() != 2) throw CheckpointError("position or timing has the wrong length");
+    d.epoch = pos[0], d.step_in_epoch = pos[1], d.global_step = pos[2], d.steps_per_epoch = pos[3];
+    d.ranks = pos[4], d.global_batch = pos[5], d.state_count = pos[7];
+    std::memcpy(&d.seed, &pos[6], sizeof d.seed);
+    d.train_time_s = timing[0], d.train_samples = timing[1];
+    d.tensor_names = split_lines(h5::read_string_attribute(file.id(), "tensor_names"));
+    d.job_toml = h5::read_string_attribute(file.id(), "job_toml");
+    d.versions_json = h5::read_string_attribute(file.id(), "versions_json");
+    if (d.params.size() != d.velocity.size() || d.tensor_names.size() != d.tensor_sizes.size() || d.ranks < 1 ||
+        d.states.size() != static_cast<size_t>(d.ranks * d.state_count))
+      throw CheckpointError("its arrays disagree in length");
+    return d;
+  } catch (const std::exception& e) {
+    throw CheckpointError(fmt::format("checkpoint '{}' cannot be used: {}", path.string(), e.what()));
+  }
+}
+
+std::vector<fs::path> list_checkpoints(const fs::path& dir) {
+  std::vector<fs::path> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with("ckpt-s") && name.ends_with(".h5")) found.push_back(entry.path());
+  }
+  std::sort(found.begin(), found.end());  // zero-padded step numbers sort as text
+  return found;
+}
+
+}  // namespace ringtrain::io

@@ -1,0 +1,41 @@
+// Owns the checkpoint file format: one HDF5 file of named float arrays (parameters, optimizer state, each
+// rank's batch-norm statistics), the parameter layout (tensor names and sizes, to refuse another model's
+// checkpoint), the position in training and the provenance (resolved job file, library versions). Written
+// to a temporary name, flushed, then renamed, so a crash mid-write never leaves a half checkpoint under a
+// final name. Knows nothing of training: src/train/ decides what goes in and what it means.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace ringtrain::io {
+
+struct CheckpointData {
+  // Position: the next step to run is `step_in_epoch` of epoch `epoch` (0-based); global_step counts
+  // optimizer steps done.
+  int64_t epoch = 0, step_in_epoch = 0, global_step = 0, steps_per_epoch = 0;
+  int64_t ranks = 0, global_batch = 0;
+  uint64_t seed = 0;
+  double train_time_s = 0, train_samples = 0;  // for samples/s over the whole job across a resume
+  std::vector<std::string> tensor_names;       // parameter layout, in the flat buffer's order
+  std::vector<int64_t> tensor_sizes;
+  std::vector<float> params, velocity;
+  std::vector<float> states;   // ranks x state_count: running statistics differ per rank within an epoch
+  int64_t state_count = 0;
+  std::string job_toml, versions_json;
+};
+
+// Writes `path` atomically (path + ".tmp", fsync'd, renamed). Throws CheckpointError naming the file.
+void write_checkpoint(const std::filesystem::path& path, const CheckpointData& data);
+
+// Throws CheckpointError naming the file when it is missing, not HDF5, or lacks a field.
+CheckpointData read_checkpoint(const std::filesystem::path& path);
+
+// Checkpoint files in `dir` (ckpt-*.h5), oldest first by global step. Temporary files are ignored.
+std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path& dir);
+
+// "ckpt-s000001234.h5": names sort by global step.
+std::string checkpoint_name(int64_t global_step);
+
+}  // namespace ringtrain::io

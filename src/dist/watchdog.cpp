@@ -1,0 +1,148 @@
+// Owns the stall check's thread; see watchdog.h.
+#include "dist/watchdog.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include "common/process_label.h"
+#include "dist/mpi_check.h"
+#include "util/clock.h"
+
+namespace ringtrain::dist {
+namespace {
+
+constexpr int kHeartbeatTag = 7001;
+constexpr double kHeartbeatEveryS = 0.5;
+constexpr auto kTick = std::chrono::milliseconds(100);
+
+}  // namespace
+
+Watchdog::Watchdog(MPI_Comm world, double timeout_s, int exit_code) : exit_code_(exit_code), timeout_s_(timeout_s) {
+  if (timeout_s_ <= 0) return;
+  int provided = 0;
+  MPI_CHECK(MPI_Query_thread(&provided));
+  MPI_CHECK(MPI_Comm_rank(world, &rank_));
+  MPI_CHECK(MPI_Comm_size(world, &size_));
+  // Heartbeats call MPI from this thread, which only MPI_THREAD_MULTIPLE allows; without it the watchdog
+  // still ends a stalled job, it just cannot say which rank held it up.
+  heartbeats_ = provided == MPI_THREAD_MULTIPLE && size_ > 1;
+  if (heartbeats_) MPI_CHECK(MPI_Comm_dup(world, &comm_));
+  if (rank_ == 0) peers_.resize(static_cast<size_t>(size_));
+  thread_ = std::thread([this] { loop(); });
+}
+
+Watchdog::~Watchdog() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+void Watchdog::enter(const char* what, int64_t step) {
+  what_ = what;
+  step_ = step;
+  entered_at_ = util::now_s();
+  waiting_ = true;
+}
+
+void Watchdog::leave() { waiting_ = false; }
+
+void Watchdog::finish() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  if (!heartbeats_) return;
+  // Every rank's last heartbeat must be received before MPI_Finalize: complete our send, meet, then rank 0
+  // takes whatever is still queued for it.
+  if (send_ != MPI_REQUEST_NULL) MPI_CHECK(MPI_Wait(&send_, MPI_STATUS_IGNORE));
+  MPI_CHECK(MPI_Barrier(comm_));
+  if (rank_ == 0) drain(util::now_s());
+  MPI_CHECK(MPI_Comm_free(&comm_));
+  heartbeats_ = false;
+}
+
+void Watchdog::loop() {
+  while (!stop_) {
+    std::this_thread::sleep_for(kTick);
+    const double now = util::now_s();
+    if (heartbeats_) {
+      if (rank_ == 0)
+        drain(now);
+      else
+        heartbeat(now);
+    }
+    if (!waiting_) continue;
+    const double waited = now - entered_at_.load();
+    // Rank 0 knows who is missing, so it speaks first; the others end the job themselves only if rank 0
+    // could not (it may be the stalled one).
+    const double limit = rank_ == 0 ? timeout_s_ : timeout_s_ + std::max(5.0, 0.1 * timeout_s_);
+    if (waited > limit) fire(now, waited);
+  }
+}
+
+void Watchdog::heartbeat(double now) {
+  const int64_t step = step_;
+  const bool waiting = waiting_;
+  if (step == sent_step_ && waiting == sent_waiting_ && now - sent_at_ < kHeartbeatEveryS) return;
+  if (send_ != MPI_REQUEST_NULL) {
+    int done = 0;
+    MPI_CHECK(MPI_Test(&send_, &done, MPI_STATUS_IGNORE));
+    if (!done) return;  // rank 0 is behind; the next tick tries again
+  }
+  send_buffer_[0] = step;
+  send_buffer_[1] = waiting ? 1 : 0;
+  MPI_CHECK(MPI_Isend(send_buffer_, 2, MPI_INT64_T, 0, kHeartbeatTag, comm_, &send_));
+  sent_step_ = step, sent_waiting_ = waiting, sent_at_ = now;
+}
+
+void Watchdog::drain(double now) {
+  for (;;) {
+    int flag = 0;
+    MPI_Status status;
+    MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, kHeartbeatTag, comm_, &flag, &status));
+    if (!flag) return;
+    int64_t beat[2];
+    MPI_CHECK(MPI_Recv(beat, 2, MPI_INT64_T, status.MPI_SOURCE, kHeartbeatTag, comm_, MPI_STATUS_IGNORE));
+    auto& peer = peers_[static_cast<size_t>(status.MPI_SOURCE)];
+    peer.step = beat[0], peer.waiting = beat[1] != 0, peer.heard_at = now;
+  }
+}
+
+std::string Watchdog::missing_ranks(double now) const {
+  const int64_t step = step_;
+  std::string missing, detail;
+  for (int r = 1; r < size_; ++r) {
+    const Peer& p = peers_[static_cast<size_t>(r)];
+    const bool arrived = p.step == step && p.waiting && now - p.heard_at < timeout_s_;
+    if (arrived) continue;
+    missing += fmt::format("{}{}", missing.empty() ? "" : ", ", r);
+    if (p.heard_at == 0)
+      detail += fmt::format("\n    rank {}: never heard from", r);
+    else
+      detail += fmt::format("\n    rank {}: last heard {:.1f} s ago, at step {}{}", r, now - p.heard_at, p.step + 1,
+                            p.waiting ? " (waiting in a collective)" : " (computing or reading)");
+  }
+  if (missing.empty()) return "every rank reports waiting in it: MPI or the network is stalled";
+  return fmt::format("rank{} {} ha{} not arrived{}", missing.find(',') == std::string::npos ? "" : "s", missing,
+                     missing.find(',') == std::string::npos ? "s" : "ve", detail);
+}
+
+void Watchdog::fire(double now, double waited) {
+  std::string who;
+  if (rank_ == 0)
+    who = heartbeats_ ? missing_ranks(now) : "(which ranks are missing is unknown: MPI lacks MPI_THREAD_MULTIPLE)";
+  else
+    who = "rank 0, which names the missing ranks, did not end the job, so this rank does";
+  std::fprintf(stderr,
+               "ringtrain: stall (exit %d) [%s]:\n  '%s' at step %lld has not completed after %.1f s "
+               "(run.collective_timeout_s = %g); %s\n  ending the job; raise run.collective_timeout_s if steps "
+               "legitimately take this long\n",
+               exit_code_, process_label().c_str(), what_.load(), static_cast<long long>(step_.load() + 1), waited,
+               timeout_s_, who.c_str());
+  std::fflush(stderr);
+  std::fflush(stdout);
+  if (heartbeats_) MPI_Abort(MPI_COMM_WORLD, exit_code_);
+  std::_Exit(exit_code_);  // without MPI_THREAD_MULTIPLE: a rank that exits makes mpirun/srun end the job
+}
+
+}  // namespace ringtrain::dist

@@ -1,0 +1,71 @@
+// Owns the stall check: a thread per rank that ends the whole job when a collective of the training loop has
+// not completed within run.collective_timeout_s, instead of letting it hang until the reservation runs out.
+// With MPI_THREAD_MULTIPLE every rank also sends rank 0 a heartbeat (its step, and whether it waits in a
+// collective) on a communicator of its own, so rank 0 can name the ranks that have not arrived: a stopped
+// (SIGSTOP) or hung rank sends nothing, a rank stuck in I/O says it is alive but not yet at the step.
+#pragma once
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ringtrain::dist {
+
+class Watchdog {
+ public:
+  // `exit_code` is what the job ends with on a stall. A timeout <= 0 disables the check.
+  Watchdog(MPI_Comm world, double timeout_s, int exit_code);
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  // Main thread, around each blocking collective. `what` must outlive the call (a string literal).
+  void enter(const char* what, int64_t step);
+  void leave();
+  // Normal end of the job on every rank: stops heartbeats and drains those in flight (collective).
+  void finish();
+
+  class Scope {
+   public:
+    Scope(Watchdog* dog, const char* what, int64_t step) : dog_(dog) { if (dog_) dog_->enter(what, step); }
+    ~Scope() { if (dog_) dog_->leave(); }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+   private:
+    Watchdog* dog_;
+  };
+
+ private:
+  struct Peer {
+    int64_t step = -1;
+    bool waiting = false;
+    double heard_at = 0;
+  };
+  void loop();
+  void heartbeat(double now);
+  void drain(double now);
+  [[noreturn]] void fire(double now, double waited);
+  std::string missing_ranks(double now) const;
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1, exit_code_;
+  double timeout_s_;
+  bool heartbeats_ = false;
+  std::atomic<int64_t> step_{-1};
+  std::atomic<double> entered_at_{0};
+  std::atomic<bool> waiting_{false}, stop_{false};
+  std::atomic<const char*> what_{""};
+  std::vector<Peer> peers_;  // rank 0 only; touched only by the watchdog thread
+  int64_t sent_step_ = -2;
+  bool sent_waiting_ = false;
+  double sent_at_ = 0;
+  int64_t send_buffer_[2] = {0, 0};
+  MPI_Request send_ = MPI_REQUEST_NULL;
+  std::thread thread_;
+};
+
+}  // namespace ringtrain::dist

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Checkpoints, resume and runtime faults, as a user meets them under mpirun (2 ranks):
+#   preempt   SIGUSR1 mid-epoch -> checkpoint, exit 75; --resume ends bit-identical to an uninterrupted run
+#   reshard   resume a 2-rank checkpoint on 1 rank: re-partitioned, learning rate re-scaled, says so
+#   model     resume with another model: exit 5 naming the first mismatch, checkpoint untouched
+#   nockpt    --resume with no checkpoint: exit 5 on every rank, naming run.dir
+#   nonfinite a diverging learning rate: exit 6 on every rank naming the step and the last good checkpoint
+#   kill      SIGKILL of one rank: the job ends non-zero within 15 s
+#   stall     SIGSTOP of one rank: the watchdog ends the job, naming the rank, within the timeout + 10 s
+# Usage: recovery.sh RINGTRAIN SOURCE_DIR SCRATCH_DIR [CASE...]
+set -uo pipefail
+bin=$1 src=$2 scratch=$3
+shift 3
+cases=${*:-preempt reshard model nockpt nonfinite kill stall}
+mkdir -p "$scratch"
+work=$(mktemp -d "$scratch/recovery.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+ok() { echo "ok   $*"; }
+
+# Small synthetic data so each run takes seconds: 1x28x28, 10 classes.
+"$bin" prepare synthetic --shape 1,28,28 --classes 10 --samples 6000 --test-samples 256 --shards 4 \
+  --out "$work/data" >/dev/null || { echo "prepare failed"; exit 1; }
+job=$src/jobs/fashion_mnist.toml
+common=(--set data.train="$work/data/train" --set data.test="$work/data/test" --set train.epochs=2
+        --set train.max_steps_per_epoch=25 --set run.progress_every_s=1000)
+train() { mpirun -np "${NP:-2}" --oversubscribe "$bin" train "$@"; }
+checksum() { tail -1 "$1/metrics.jsonl" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["param_checksum"])'; }
+# times MSG seen in LOG: the message printed by every rank
+seen() { grep -cF -- "$2" "$1"; }
+
+if [[ " $cases " == *" preempt "* || " $cases " == *" reshard "* || " $cases " == *" model "* ]]; then
+  train "$job" "${common[@]}" --set run.dir="$work/whole" >"$work/whole.log" 2>&1 || fail "uninterrupted run: $(tail -3 "$work/whole.log")"
+  want=$(checksum "$work/whole")
+
+  # Signal once the first epoch's checkpoint exists, so the stop lands mid-way through epoch 2.
+  train "$job" "${common[@]}" --set run.dir="$work/cut" >"$work/cut.log" 2>&1 &
+  launcher=$!
+  for _ in $(seq 600); do [ -n "$(ls "$work/cut/checkpoints" 2>/dev/null)" ] && break; sleep 0.1; done
+  sleep 0.5
+  pkill -USR1 -P "$launcher" -x mpirun 2>/dev/null || kill -USR1 "$launcher"
+  wait "$launcher"
+  rc=$?
+  if [ "$rc" != 75 ]; then
+    fail "preempt: exit $rc, want 75: $(grep -E 'stop|error|exit' "$work/cut.log" | head -3)"
+  else
+    cp -a "$work/cut" "$work/cut-copy"
+    train "$job" "${common[@]}" --set run.dir="$work/cut" --resume >"$work/resume.log" 2>&1
+    rc=$?
+    got=$(checksum "$work/cut" 2>/dev/null)
+    if [ "$rc" = 0 ] && [ "$got" = "$want" ] && grep -q "resumed from" "$work/resume.log"; then
+      ok "preempt: exit 75 at '$(grep -o 'checkpointing after epoch [0-9]* step [0-9]*' "$work/cut.log")', resumed, checksum $got = uninterrupted"
+    else
+      fail "preempt: resume exit $rc, checksum $got vs uninterrupted $want"
+    fi
+  fi
+fi
+
+if [[ " $cases " == *" reshard "* ]] && [ -d "$work/cut-copy" ]; then
+  NP=1 train "$job" "${common[@]}" --set run.dir="$work/cut-copy" --resume >"$work/reshard.log" 2>&1
+  rc=$?
+  if [ "$rc" = 0 ] && grep -q "data re-partitioned, global batch 64 (was 128)" "$work/reshard.log"; then
+    ok "reshard: 2-rank checkpoint resumed on 1 rank: $(grep -o 'learning rate re-scaled to [0-9.e-]*' "$work/reshard.log")"
+  else
+    fail "reshard: exit $rc: $(grep -E 'resume|error' "$work/reshard.log" | head -3)"
+  fi
+fi
+
+if [[ " $cases " == *" model "* ]]; then
+  sed 's/units = 1024/units = 512/' "$job" >"$work/other_model.toml"
+  before=$(ls -l "$work/whole/checkpoints" | md5sum)
+  train "$work/other_model.toml" "${common[@]}" --set run.dir="$work/whole" --resume >"$work/model.log" 2>&1
+  rc=$?
+  n=$(seen "$work/model.log" "belongs to another model: parameter tensor")
+  if [ "$rc" = 5 ] && [ "$n" = 2 ] && [ "$(ls -l "$work/whole/checkpoints" | md5sum)" = "$before" ]; then
+    ok "model: exit 5 on both ranks: $(grep -o 'parameter tensor [0-9]* is .*model' "$work/model.log" | head -1)"
+  else
+    fail "model: exit $rc, message seen $n times: $(grep -A1 'error' "$work/model.log" | head -3)"
+  fi
+fi
+
+if [[ " $cases " == *" nockpt "* ]]; then
+  train "$job" "${common[@]}" --set run.dir="$work/fresh" --resume >"$work/nockpt.log" 2>&1
+  rc=$?
+  n=$(seen "$work/nockpt.log" "--resume: no checkpoint in '$work/fresh/checkpoints'")
+  if [ "$rc" = 5 ] && [ "$n" = 2 ]; then ok "nockpt: exit 5 on both ranks"; else fail "nockpt: exit $rc, seen $n: $(head -c 600 "$work/nockpt.log")"; fi
+fi
+
+if [[ " $cases " == *" nonfinite "* ]]; then
+  train "$job" "${common[@]}" --set run.dir="$work/nan" --set optimizer.base_lr=1000 --set optimizer.warmup_epochs=0 \
+    --set run.checkpoint_every_steps=1 >"$work/nan.log" 2>&1
+  rc=$?
+  n=$(seen "$work/nan.log" "non-finite training loss at epoch")
+  if [ "$rc" = 6 ] && [ "$n" = 2 ] && grep -q "last good checkpoint: $work/nan/checkpoints/ckpt-s" "$work/nan.log"; then
+    ok "nonfinite: exit 6 on both ranks: $(grep -o 'non-finite training loss at epoch [0-9]* step [0-9]*' "$work/nan.log" | head -1)"
+  else
+    fail "nonfinite: exit $rc, seen $n: $(grep -A1 'error' "$work/nan.log" | head -4)"
+  fi
+fi
+
+# Starts a long run, waits until it trains, signals one rank with $1, and reports exit code and seconds.
+fault_run() {
+  local sig=$1 name=$2
+  local start pid rc
+  train "$job" "${common[@]}" --set train.max_steps_per_epoch=100000 --set train.epochs=50 \
+    --set run.dir="$work/$name" --set run.collective_timeout_s=3 --set run.checkpoint_every=0 >"$work/$name.log" 2>&1 &
+  local launcher=$!
+  for _ in $(seq 300); do grep -q "^gradients:" "$work/$name.log" 2>/dev/null && break; sleep 0.1; done
+  sleep 1
+  pid=$(pgrep -f "ringtrain train .*$work/$name" | tail -1)
+  start=$(date +%s.%N)
+  kill "-$sig" "$pid"
+  ( sleep 40; kill -9 "$launcher" 2>/dev/null; pkill -9 -f "ringtrain train .*$work/$name" ) &
+  local guard=$!
+  wait "$launcher"
+  rc=$?
+  kill "$guard" 2>/dev/null
+  pkill -9 -f "ringtrain train .*$work/$name" 2>/dev/null
+  echo "$rc $(python3 -c "print(round($(date +%s.%N) - $start, 1))")"
+}
+
+if [[ " $cases " == *" kill "* ]]; then
+  read -r rc took < <(fault_run KILL kill)
+  if [ "$rc" != 0 ] && python3 -c "import sys; sys.exit(0 if $took < 15 else 1)"; then
+    ok "kill: SIGKILL of one rank ended the job (exit $rc) after $took s"
+  else
+    fail "kill: exit $rc after $took s (want non-zero within 15 s)"
+  fi
+fi
+
+if [[ " $cases " == *" stall "* ]]; then
+  read -r rc took < <(fault_run STOP stall)
+  if [ "$rc" != 0 ] && python3 -c "import sys; sys.exit(0 if $took < 13 else 1)" &&
+     grep -q "has not completed after .* s (run.collective_timeout_s = 3); rank 1 has not arrived" "$work/stall.log"; then
+    ok "stall: SIGSTOP of rank 1 ended the job (exit $rc) after $took s: $(grep -o "'[a-z -]*' at step [0-9]*" "$work/stall.log" | head -1)"
+  else
+    fail "stall: exit $rc after $took s: $(grep -A2 'stall' "$work/stall.log" | head -4)"
+  fi
+fi
+
+echo "$failures failure(s)"
+[ "$failures" = 0 ]
