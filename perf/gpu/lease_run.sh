@@ -6,7 +6,8 @@
 #
 # Expects .gpurt/ (carried): root.tar.xz (the bundle's root/, xz'd to fit the 64 MiB transfer), env.sh,
 # cuda-libs.sh, bin/{ringtrain,test_gpu,ringtrain-bench}, fmnist/*.gz (Debian's dataset-fashion-mnist files).
-#   STAGES="tests fmnist bench"   which parts to run;  FMNIST_EPOCHS=12;  STEPS=40 (benchmark steps)
+#   STAGES="tests fmnist bench"   which parts to run (also: variants, resnet20);  FMNIST_EPOCHS=12;
+#   STEPS=40 (benchmark steps);  VARIANTS="name=--set k=v ...;name2=..." (ResNet-50 settings to compare)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:?run this through the device tool, which sets OUT}
@@ -54,8 +55,18 @@ if [[ " $stages " == *" variants "* ]]; then
   rm -rf "$work/s224"
 fi
 
+if [[ " $stages " == *" resnet20 "* ]]; then
+  rt "$bin/ringtrain" prepare synthetic --shape 3,32,32 --classes 10 --samples 50000 --test-samples 10000 --shards 8 \
+    --out "$work/s32" >"$work/prepare-s32.log" 2>&1 || log "prepare s32 failed"
+  rt timeout 150 mpirun -np 1 "$bin/ringtrain" train jobs/resnet20_cifar_like.toml --set run.device=cuda \
+    --set data.train="$work/s32/train" --set data.test="$work/s32/test" --set run.dir="$work/resnet20" \
+    --set train.precision=tf32 >"$work/resnet20.log" 2>&1
+  log "resnet20 tf32 exit $?: $(grep -E '^epoch [0-9]+/[0-9]+:' "$work/resnet20.log" | tail -1)"
+  rm -rf "$work/s32"
+fi
+
 if [[ " $stages " == *" bench "* ]]; then
-  OUT="$work/bench" STEPS=${STEPS:-40} RUN_TESTS=0 BIN="$bin" timeout 230 perf/gpu/run_gpu_bench.sh >"$work/bench.log" 2>&1
+  OUT="$work/bench" STEPS=${STEPS:-40} RUN_TESTS=0 BIN="$bin" timeout 330 perf/gpu/run_gpu_bench.sh >"$work/bench.log" 2>&1
   log "run_gpu_bench exit $?"
   cat "$work/bench/summary.txt" >>"$out/summary.txt" 2>/dev/null
   cp "$work/bench.log" "$work/bench/" 2>/dev/null

@@ -79,9 +79,16 @@ run_job() {  # run_job NAME JOB DATA EXTRA...
 }
 run_job fmnist jobs/fashion_mnist.toml "$data/fmnist"
 run_job resnet50 jobs/resnet50_synthetic.toml "$data/s224"
+# Our fastest settings: TF32 tensor cores, measured and possibly non-deterministic cuDNN algorithms.
+run_job resnet50-tf32 jobs/resnet50_synthetic.toml "$data/s224" --set train.precision=tf32 \
+  --set gpu.conv_algorithms=measure --set gpu.deterministic=false
 
 [ "${SKIP_PYTORCH:-0}" = 1 ] || python3 perf/gpu/compare_pytorch.py --precisions "$precisions" --steps "$steps" --warmup 10 \
   --out "$out/pytorch.jsonl" >"$out/pytorch.log" 2>&1 || { note "compare_pytorch.py failed (see pytorch.log)"; status=1; }
+# The layout question (NCHW vs NHWC) answered through cuDNN under PyTorch: channels_last is NHWC.
+[ "${SKIP_PYTORCH:-0}" = 1 ] || python3 perf/gpu/compare_pytorch.py --models resnet50 --precisions tf32,bf16 \
+  --channels-last --steps "$steps" --warmup 10 --out "$out/pytorch.jsonl" >>"$out/pytorch.log" 2>&1 ||
+  { note "compare_pytorch.py --channels-last failed (see pytorch.log)"; status=1; }
 
 python3 - "$out" <<'PY' | tee -a "$out/summary.txt"
 import json, pathlib, sys
@@ -96,7 +103,7 @@ def peak(name):
     p = out / f"{name}-memory.csv"
     vals = [int(v) for v in p.read_text().split()] if p.exists() else []
     return max(vals) if vals else None
-for name in ["fmnist", "resnet50"]:
+for name in ["fmnist", "resnet50", "resnet50-tf32"]:
     recs = lines(out / f"ringtrain-{name}" / "metrics.jsonl")
     job = next((r for r in recs if r.get("kind") == "job"), {})
     epoch = next((r for r in reversed(recs) if r.get("kind") == "epoch"), None)
@@ -109,7 +116,8 @@ for name in ["fmnist", "resnet50"]:
         print(f"ringtrain {name}: no epoch record (see ringtrain-{name}.log)")
     for r in torch:
         if r["kind"] == "train" and r["model"] == name:
-            print(f"  pytorch {name} {r['precision']}: {r['samples_per_s']:.0f} samples/s, "
+            layout = " channels_last" if r.get("channels_last") else ""
+            print(f"  pytorch {name} {r['precision']}{layout}: {r['samples_per_s']:.0f} samples/s, "
                   f"{r['achieved_flops_per_s'] / 1e12:.2f} TFLOP/s"
                   + (f" = {100 * r['achieved_flops_per_s'] / bf16:.1f} % of bf16 matmul" if bf16 else "")
                   + f", max_memory_allocated {r['peak_memory_mib']:.0f} MiB")

@@ -64,6 +64,8 @@ const std::vector<KeyRule> kKeys = {
     {"run", "keep_checkpoints", Kind::integer, int64_t{2}, "checkpoints kept; older ones are deleted"},
     {"run", "consistency_every", Kind::integer, int64_t{0},
      "steps between cross-rank parameter checksum comparisons (0: after each epoch only)"},
+    {"run", "profile_layers", Kind::boolean, false,
+     "time every layer in the first epoch (device synchronised around each: slower) and print the table"},
     {"dist", "bucket_mb", Kind::number, 1.0, "gradient bucket size for overlapped all-reduce, MiB"},
     {"gpu", "conv_algorithms", Kind::string, std::string("heuristic"),
      "heuristic | measure: cuDNN's ranking, or time the candidates once per shape (faster, less reproducible)"},
@@ -435,6 +437,7 @@ JobConfig load_job(const std::filesystem::path& file, const std::vector<std::str
   c.run.checkpoint_every_steps = r.integer("run", "checkpoint_every_steps", 0, INT64_MAX);
   c.run.keep_checkpoints = static_cast<int>(r.integer("run", "keep_checkpoints", 1, 1000000));
   c.run.consistency_every = r.integer("run", "consistency_every", 0, INT64_MAX);
+  c.run.profile_layers = r.boolean("run", "profile_layers");
   c.dist.bucket_mb = r.number("dist", "bucket_mb", 0.001, 4096);
   c.gpu.measure_algorithms = r.choice<bool>("gpu", "conv_algorithms", {{"heuristic", false}, {"measure", true}});
   c.gpu.deterministic = r.boolean("gpu", "deterministic");

@@ -58,6 +58,7 @@ struct JobConfig {
     int64_t checkpoint_every_steps = 0;  // 0 = off
     int keep_checkpoints = 2;
     int64_t consistency_every = 0;     // steps between parameter checksum comparisons (0: once per epoch)
+    bool profile_layers = false;
   } run;
 
   struct Dist {

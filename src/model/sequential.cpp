@@ -2,6 +2,9 @@
 // when parameter gradients are final.
 #include "model/sequential.h"
 
+#include "model/layer_profile.h"
+#include "util/clock.h"
+
 namespace ringtrain::model {
 
 std::string Sequential::describe() const {
@@ -45,7 +48,16 @@ Tensor Sequential::forward(const Tensor& x, Mode mode, const StepContext& ctx) {
   StepContext layer_ctx = ctx;
   for (auto& l : layers_) {
     layer_ctx.seed = ctx.seed * 1000003u + static_cast<uint64_t>(&l - layers_.data());  // distinct per layer
+    LayerProfile* profile = l->is_composite() ? nullptr : active_layer_profile();
+    if (!profile) {
+      t = l->forward(t, mode, layer_ctx);
+      continue;
+    }
+    profile->synchronize();
+    const double start = util::now_s();
     t = l->forward(t, mode, layer_ctx);
+    profile->synchronize();
+    profile->add(l->describe(), false, util::now_s() - start);
   }
   return t;
 }
@@ -54,7 +66,14 @@ Tensor Sequential::backward(const Tensor& dy, bool need_dx, GradientObserver* ob
   Tensor g = dy;
   for (size_t i = layers_.size(); i-- > 0;) {
     Layer& l = *layers_[i];
+    LayerProfile* profile = l.is_composite() ? nullptr : active_layer_profile();
+    if (profile) profile->synchronize();
+    const double start = profile ? util::now_s() : 0;
     g = l.backward(g, need_dx || i > 0, observer);
+    if (profile) {
+      profile->synchronize();
+      profile->add(l.describe(), true, util::now_s() - start);
+    }
     if (observer && !l.is_composite() && !l.param_decls().empty()) observer->gradients_ready(l);
   }
   return g;

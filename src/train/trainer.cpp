@@ -15,6 +15,7 @@
 #include "io/checkpoint_file.h"
 #include "io/partition.h"
 #include "io/shard_reader.h"
+#include "model/layer_profile.h"
 #include "model/network.h"
 #include "train/batch_loader.h"
 #include "train/lr_schedule.h"
@@ -369,6 +370,11 @@ int Trainer::run() {
     double interval_loss = 0, interval_samples = 0;
     const double epoch_start = util::now_s();
     int64_t steps_run = 0;
+    std::optional<model::LayerProfile> profile;
+    if (job_.run.profile_layers && epoch == start_epoch) {
+      profile.emplace([&] { backend_.synchronize(); });
+      model::active_layer_profile() = &*profile;
+    }
     for (int64_t step = epoch == start_epoch ? start_step : 0; step < steps; ++step, ++global_step, ++steps_run) {
       bool nonfinite = false;
       runner.begin();
@@ -436,6 +442,11 @@ int Trainer::run() {
         interval_loss = interval_samples = 0;  // the printed loss is the mean since the previous line
     }
     const double epoch_train_s = util::now_s() - epoch_start;
+    if (profile) {
+      model::active_layer_profile() = nullptr;
+      say(fmt::format("layer profile, rank 0, epoch {} ({} steps; {:.2f} s in layers of {:.2f} s training):\n{}",
+                      epoch + 1, steps_run, profile->total_s(), epoch_train_s, profile->table(25)));
+    }
     train_time_total += epoch_train_s;
     global_samples_total += static_cast<double>(steps_run * per_step * ranks);
     progress.finish_line();
