@@ -78,10 +78,11 @@ run_job() {  # run_job NAME JOB DATA EXTRA...
   [ $rc = 0 ] || status=1
 }
 run_job fmnist jobs/fashion_mnist.toml "$data/fmnist"
-run_job resnet50 jobs/resnet50_synthetic.toml "$data/s224"
-# Our fastest settings: TF32 tensor cores, measured and possibly non-deterministic cuDNN algorithms.
-run_job resnet50-tf32 jobs/resnet50_synthetic.toml "$data/s224" --set train.precision=tf32 \
-  --set gpu.conv_algorithms=measure --set gpu.deterministic=false
+# The job file as written (TF32, measured non-deterministic algorithms, 4 GiB workspace), then strict fp32
+# with deterministic algorithms, the CPU twin's arithmetic.
+run_job resnet50-tf32 jobs/resnet50_synthetic.toml "$data/s224"
+run_job resnet50 jobs/resnet50_synthetic.toml "$data/s224" --set train.precision=fp32 \
+  --set gpu.conv_algorithms=heuristic --set gpu.deterministic=true --set gpu.workspace_mb=1024
 
 [ "${SKIP_PYTORCH:-0}" = 1 ] || python3 perf/gpu/compare_pytorch.py --precisions "$precisions" --steps "$steps" --warmup 10 \
   --out "$out/pytorch.jsonl" >"$out/pytorch.log" 2>&1 || { note "compare_pytorch.py failed (see pytorch.log)"; status=1; }

@@ -71,7 +71,8 @@ const std::vector<KeyRule> kKeys = {
      "heuristic | measure: cuDNN's ranking, or time the candidates once per shape (faster, less reproducible)"},
     {"gpu", "deterministic", Kind::boolean, true,
      "only deterministic convolution algorithms where one fits (bit-reproducible runs; may be slower)"},
-    {"gpu", "workspace_mb", Kind::number, 256.0, "scratch memory one convolution algorithm may use, MiB"},
+    {"gpu", "workspace_mb", Kind::number, 1024.0,
+     "scratch memory one convolution algorithm may use, MiB (large NCHW layers need GiBs for tensor-core paths)"},
 };
 
 const char* kind_name(Kind k) {

@@ -68,7 +68,7 @@ struct JobConfig {
   struct Gpu {
     bool measure_algorithms = false;  // cudnnFind (timed) instead of cuDNN's heuristics
     bool deterministic = true;        // only deterministic convolution algorithms where one fits
-    double workspace_mb = 256;        // per convolution algorithm
+    double workspace_mb = 1024;       // per convolution algorithm
   } gpu;
 
   std::string resolved_toml;  // every key with its final value, written to run.dir

@@ -103,6 +103,11 @@ struct Dnn::Impl {
   PoolPlan& pool(const PoolGeometry& g);
   BatchNormPlan& batchnorm(const BatchNormGeometry& g);
   void choose_algorithms(const ConvGeometry& g, ConvPlan& p);
+  // PERSISTENT is cuDNN's faster batch-norm path (one persistent kernel per pass), but it may reduce in an
+  // order that varies from run to run, so it is taken only when determinism is not asked for.
+  cudnnBatchNormMode_t training_bn_mode() const {
+    return deterministic ? CUDNN_BATCHNORM_SPATIAL : CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
+  }
   void* workspace_for(std::size_t bytes) {
     if (bytes == 0) return nullptr;
     workspace.ensure(bytes, stream);
@@ -295,7 +300,7 @@ void Dnn::batchnorm_forward_train(const BatchNormGeometry& g, const float* x, co
   BatchNormPlan& p = impl_->batchnorm(g);
   // cuDNN's exponentialAverageFactor is our momentum: running = (1-f)*running + f*batch, and its running
   // variance is the unbiased one, as on the CPU.
-  CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(impl_->handle, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, p.x, x, p.x,
+  CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(impl_->handle, impl_->training_bn_mode(), &kOne, &kZero, p.x, x, p.x,
                                                      y, p.per_channel, gamma, beta, momentum, running_mean,
                                                      running_var, epsilon, saved_mean, saved_inv_std));
 }
@@ -313,7 +318,7 @@ void Dnn::batchnorm_backward(const BatchNormGeometry& g, const float* x, const f
                              float* dgamma, float* dbeta) {
   BatchNormPlan& p = impl_->batchnorm(g);
   // Data gradient overwritten (beta 0), parameter gradients accumulated (beta 1).
-  CUDNN_CHECK(cudnnBatchNormalizationBackward(impl_->handle, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, &kOne, &kOne, p.x,
+  CUDNN_CHECK(cudnnBatchNormalizationBackward(impl_->handle, impl_->training_bn_mode(), &kOne, &kZero, &kOne, &kOne, p.x,
                                               x, p.x, dy, p.x, dx, p.per_channel, gamma, dgamma, dbeta, epsilon,
                                               saved_mean, saved_inv_std));
 }
