@@ -41,7 +41,7 @@ const std::vector<KeyRule> kKeys = {
     {"train", "accumulate_steps", Kind::integer, int64_t{1},
      "micro-batches per optimizer step (global batch = batch_per_rank x ranks x this)"},
     {"train", "shuffle", Kind::boolean, true, "shuffle each rank's partition every epoch"},
-    {"train", "precision", Kind::string, std::string("fp32"), "fp32 | tf32 | bf16 (tf32: fp32 storage, tensor-core math; tf32 and bf16: GPU only)"},
+    {"train", "precision", Kind::string, std::string("fp32"), "fp32 | tf32 (GPU only: fp32 storage, tensor-core math) | bf16 (accepted by the parser, refused at start: not implemented yet)"},
     {"optimizer", "name", Kind::string, std::string("sgd"), "sgd (momentum, L2 weight decay)"},
     {"optimizer", "base_lr", Kind::number, {}, "learning rate at base_batch; scaled linearly to the global batch"},
     {"optimizer", "base_batch", Kind::integer, {}, "the batch size base_lr was tuned for"},
@@ -468,7 +468,12 @@ std::string describe_keys() {
           else return fmt::format("{}", v);
         },
         r.fallback);
-    out += fmt::format("| `{}.{}` | {} | {} | {} |\n", r.table, r.key, kind_name(r.kind), fallback, r.help);
+    std::string help;  // a bare '|' would end the Markdown table cell
+    for (const char* c = r.help; *c != '\0'; ++c) {
+      if (*c == '|') help += '\\';
+      help += *c;
+    }
+    out += fmt::format("| `{}.{}` | {} | {} | {} |\n", r.table, r.key, kind_name(r.kind), fallback, help);
   }
   out += "| `model.layers` | array of tables | required | the model, see below |\n";
   return out;
