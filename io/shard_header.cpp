@@ -6,6 +6,7 @@
 #include <hdf5.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -146,6 +147,22 @@ std::optional<int> single_int(const std::vector<int>& values, const char* name, 
   return values[0];
 }
 
+// Every input is normalised as (pixel - mean) / std, so one NaN/Inf (or a zero std) here poisons every sample
+// of that channel; refuse it now rather than as a non-finite loss mid-training.
+std::vector<float> checked_statistics(std::vector<float> values, const char* name, bool positive, ShardHeader& header) {
+  for (std::size_t c = 0; c < values.size(); ++c) {
+    const float v = values[c];
+    if (!std::isfinite(v) || (positive && !(v > 0))) {
+      header.problems.push_back(fmt::format("has root attribute '{}' = [{}]: channel {} is {}, expected {}", name,
+                                            fmt::join(values, ", "), c, v,
+                                            positive ? "a finite number > 0" : "a finite number (NaN/Inf would make "
+                                                                               "every input non-finite)"));
+      return {};
+    }
+  }
+  return values;
+}
+
 void examine_attributes(hid_t file, ShardHeader& header) {
   read_attribute(file, shard_names::num_classes, header, [&] {
     header.num_classes = single_int(h5::read_int_attribute(file, shard_names::num_classes), shard_names::num_classes,
@@ -167,9 +184,13 @@ void examine_attributes(hid_t file, ShardHeader& header) {
     else
       header.attribute_shape = SampleShape{v[0], v[1], v[2]};
   });
-  read_attribute(file, shard_names::mean, header, [&] { header.mean = h5::read_float_attribute(file, shard_names::mean); });
-  read_attribute(file, shard_names::stddev, header,
-                 [&] { header.stddev = h5::read_float_attribute(file, shard_names::stddev); });
+  read_attribute(file, shard_names::mean, header, [&] {
+    header.mean = checked_statistics(h5::read_float_attribute(file, shard_names::mean), shard_names::mean, false, header);
+  });
+  read_attribute(file, shard_names::stddev, header, [&] {
+    header.stddev =
+        checked_statistics(h5::read_float_attribute(file, shard_names::stddev), shard_names::stddev, true, header);
+  });
   // Provenance is informational: a shard without it is still usable, so its absence is no problem.
   try {
     if (h5::has_attribute(file, shard_names::provenance))
