@@ -345,6 +345,9 @@ int Trainer::run() {
   // Collective: rank 0 writes <run.dir>/checkpoints/ckpt-s<steps done>.h5 holding everything to continue at
   // (next_epoch, next_step); every rank gets the same error if it fails.
   const auto save_checkpoint = [&](int64_t next_epoch, int64_t next_step, double time_s, double samples) {
+    // Rank 0's parameters go into the file, so they are compared first: a checkpoint is then always "good".
+    // At an epoch boundary (next_step 0) the after-epoch comparison has just done it.
+    if (next_step > 0) (void)agreed_checksum(fmt::format("before the checkpoint after optimizer step {}", global_step + 1));
     dist::Watchdog::Scope guard(&watchdog, "checkpoint", global_step);
     const double t0 = util::now_s();
     const auto count = static_cast<int>(net->state_count());

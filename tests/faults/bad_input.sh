@@ -68,7 +68,8 @@ truncate -s $(($(stat -c %s "$victim") / 2)) "$victim"
 cp -a "$work/tiny/train" "$work/clobbered"
 clobbered=$(ls "$work/clobbered"/shard-*.h5 | sed -n 2p)
 printf '\0\0\0\0\0\0\0\0' | dd of="$clobbered" bs=1 seek=0 conv=notrunc status=none
-for fault in shape_between_shards dtype_between_shards nan_float_images label_out_of_range nan_mean inf_std zero_std; do
+for fault in shape_between_shards dtype_between_shards nan_float_images label_out_of_range nan_mean inf_std zero_std \
+             unwritten_labels; do
   "$make_bad" "$fault" "$work/$fault" || { echo "make_bad_split $fault failed"; exit 1; }
 done
 shard0=shard-00000-of-00002.h5 shard1=shard-00001-of-00002.h5
@@ -119,6 +120,7 @@ crafted nan_float_images "shard '$work/nan_float_images/train/$shard1' has datas
 crafted label_out_of_range "shard '$work/label_out_of_range/train/$shard1' has label 7 at sample 5, outside [0, 3)"
 crafted nan_mean "shard '$work/nan_mean/train/$shard0' has root attribute 'mean' = [nan]: channel 0 is nan"
 crafted inf_std "shard '$work/inf_std/train/$shard0' has root attribute 'std' = [inf]: channel 0 is inf, expected a finite number > 0"
+crafted unwritten_labels "shard '$work/unwritten_labels/train/$shard1' has dataset 'labels' of extent [20] (80 bytes) but only 0 bytes of it are stored: the file was not written completely"
 crafted zero_std "shard '$work/zero_std/train/$shard0' has root attribute 'std' = [0]: channel 0 is 0"
 d=$(run too_few_samples)
 expect too_few_samples 4 "$d" "data.train '$work/tiny/train' has 40 samples: too few for 2 ranks x batch_per_rank 64" \
@@ -131,6 +133,11 @@ echo '{"kind":"job","earlier":true}' >"$work/runs/no_checkpoint/metrics.jsonl"
 expect resume_without_checkpoint 5 "$work/runs/no_checkpoint" \
   "--resume: no checkpoint in '$work/runs/no_checkpoint/checkpoints'" "start without --resume" \
   "$job" $(data "$work/tiny/train") --set run.dir="$work/runs/no_checkpoint" --set train.batch_per_rank=4 "${small_model[@]}" --resume
+
+# -- run.dir holding an earlier run, without run.overwrite (exit 3)
+d=$(run existing_run)
+expect existing_run 3 "$d" "run.dir '$d' already holds a run (metrics.jsonl)" "--set run.overwrite=true to replace it" \
+  "$job" $(data "$work/tiny/train") --set run.dir="$d" --set train.batch_per_rank=4 "${small_model[@]}"
 
 # -- run.dir that cannot be made (exit 3): its parent is a regular file, which stops root too
 mkdir -p "$work/blocked" && echo "a file, not a folder" >"$work/blocked/file"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run.consistency_every under mpirun: a bit flipped in one rank's parameters (the RINGTRAIN_TEST_CORRUPT_PARAM
 # test hook, src/train/fault_injection.h) ends the job at the next comparison with exit 6 on every rank and
-# the same message naming the odd rank out; without the flip the same run passes every comparison.
+# the same message naming the odd rank out, and no checkpoint of the diverged state is written (parameters
+# are also compared before every mid-epoch checkpoint); without the flip the same run passes every comparison.
 # Usage: consistency.sh RINGTRAIN SOURCE_DIR
 set -uo pipefail
 bin=$1 src=$2
@@ -17,23 +18,27 @@ args=("$src/jobs/fashion_mnist.toml" --set data.train="$work/data/train" --set d
       --set train.batch_per_rank=4 --set train.epochs=1 --set train.max_steps_per_epoch=20
       --set run.consistency_every=5 --set run.checkpoint_every_steps=5 --set run.progress_every_s=1000)
 
-# corrupt NAME RANKS SPEC "groups" "odd": SPEC=RANK:STEP flips on RANK after STEP; the job must stop at the
-# next multiple of 5 with "groups" (the larger group) and "odd" (the flipped rank) in every rank's message.
+# corrupt NAME RANKS SPEC WHEN "groups" "odd" LAST_GOOD: SPEC=RANK:STEP flips on RANK after STEP; the job must
+# stop "WHEN" with "groups" (the larger group) and "odd" (the flipped rank) in every rank's message, name
+# LAST_GOOD (a checkpoint file, or none) as the last good checkpoint, and have written no checkpoint after it.
 corrupt() {
-  local name=$1 np=$2 spec=$3 groups=$4 odd=$5
-  local log=$work/$name.log check=$(((${spec#*:} + 4) / 5 * 5))
+  local name=$1 np=$2 spec=$3 when=$4 groups=$5 odd=$6 last_good=$7
+  local log=$work/$name.log
   RINGTRAIN_TEST_CORRUPT_PARAM=$spec timeout 120 mpirun -np "$np" --oversubscribe -x RINGTRAIN_TEST_CORRUPT_PARAM \
     "$bin" train "${args[@]}" --set run.dir="$work/$name" >"$log" 2>&1
   local rc=$?
-  local text="parameters differ between ranks at optimizer step $check: $groups"
+  local text="parameters differ between ranks $when: $groups"
   local seen; seen=$(grep -cF -- "$text" "$log")
-  local distinct; distinct=$(awk '/^ringtrain: .*\(exit [0-9]+\) \[rank/ {getline; print}' "$log" | sort -u | wc -l)
   local odd_seen; odd_seen=$(grep -cF -- "$odd" "$log")
+  local distinct; distinct=$(awk '/^ringtrain: .*\(exit [0-9]+\) \[rank/ {getline; print}' "$log" | sort -u | wc -l)
+  local want_files; want_files=$([ "$last_good" = none ] || echo "$last_good")
+  local files; files=$(ls "$work/$name/checkpoints" 2>/dev/null)
   if [ "$rc" = 6 ] && [ "$seen" = "$np" ] && [ "$odd_seen" = "$np" ] && [ "$distinct" = 1 ] &&
-     grep -qF "last good checkpoint: $work/$name/checkpoints/ckpt-s" "$log"; then
-    echo "ok   $name: exit 6 on all $np ranks: $(grep -oF -- "$text" "$log" | head -1)"
+     grep -qE "last good checkpoint: (.*/)?$last_good\$" "$log" && [ "$files" = "$want_files" ]; then
+    echo "ok   $name: exit 6 on all $np ranks, last good checkpoint $last_good: $(grep -oF -- "$text" "$log" | head -1)"
   else
-    fail "$name: exit $rc (want 6), '$text' seen $seen times (want $np), '$odd' $odd_seen times, $distinct distinct messages"
+    fail "$name: exit $rc (want 6), '$text' seen $seen times (want $np), '$odd' $odd_seen times, $distinct distinct" \
+      "messages, checkpoints [$files] (want [$want_files])"
     sed 's/^/  | /' "$log" | grep -v '^  | *[|#]' | tail -25
   fi
 }
@@ -45,9 +50,12 @@ if [ "$rc" = 0 ] && ! grep -q "parameters differ" "$work/clean.log"; then
 else
   fail "clean: exit $rc: $(grep -A1 '^ringtrain:' "$work/clean.log" | head -4)"
 fi
-# With 2 ranks neither is a majority: the message lists both checksums, the flipped rank last (ties by rank).
-corrupt two_ranks 2 1:8 "rank 0 holds " "; rank 1 holds "
-corrupt odd_rank_out 3 0:7 "ranks 1, 2 hold " "; rank 0 holds "
+# With 2 ranks neither is a majority: the message lists both checksums (ties: lowest rank first).
+corrupt two_ranks 2 1:8 "at optimizer step 10" "rank 0 holds " "; rank 1 holds " ckpt-s000000005.h5
+corrupt odd_rank_out 3 0:7 "at optimizer step 10" "ranks 1, 2 hold " "; rank 0 holds " ckpt-s000000005.h5
+# Comparisons off between epochs: the checkpoint after step 5 still refuses to save rank 0's diverged state.
+args+=(--set run.consistency_every=0)
+corrupt before_checkpoint 3 0:3 "before the checkpoint after optimizer step 5" "ranks 1, 2 hold " "; rank 0 holds " none
 
 echo "$failures failure(s)"
 [ "$failures" = 0 ]

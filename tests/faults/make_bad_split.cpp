@@ -3,7 +3,7 @@
 // case exercises exactly one check. Faults made by cutting bytes (truncation, a clobbered signature) are
 // done by the script on a valid split; this tool makes those that need HDF5 itself.
 // Usage: make_bad_split CASE OUT   with CASE one of: valid shape_between_shards dtype_between_shards
-//        label_out_of_range nan_mean inf_std zero_std nan_float_images
+//        label_out_of_range nan_mean inf_std zero_std nan_float_images unwritten_labels
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -48,6 +48,23 @@ void poison_first_float_pixel(const fs::path& path) {
   ok(H5Fclose(file), "H5Fclose");
 }
 
+// Replaces the labels with a chunked dataset of the same extent whose chunks were never written: what a
+// writer killed between creating and filling a dataset leaves behind.
+void unwrite_labels(const fs::path& path) {
+  const hid_t file = ok(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), "H5Fopen");
+  ok(H5Ldelete(file, shard_names::labels, H5P_DEFAULT), "H5Ldelete labels");
+  const hsize_t count = kSamplesPerShard, chunk = 4;
+  const hid_t space = ok(H5Screate_simple(1, &count, nullptr), "H5Screate_simple");
+  const hid_t creation = ok(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate");
+  ok(H5Pset_chunk(creation, 1, &chunk), "H5Pset_chunk");
+  ok(H5Dclose(ok(H5Dcreate2(file, shard_names::labels, H5T_STD_I32LE, space, H5P_DEFAULT, creation, H5P_DEFAULT),
+                 "H5Dcreate2 labels")),
+     "H5Dclose");
+  ok(H5Pclose(creation), "H5Pclose");
+  ok(H5Sclose(space), "H5Sclose");
+  ok(H5Fclose(file), "H5Fclose");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -81,13 +98,14 @@ int main(int argc, char** argv) {
       first.stddev = second.stddev = {inf};
     } else if (fault == "zero_std") {
       first.stddev = second.stddev = {0.0f};
-    } else if (fault != "valid") {
+    } else if (fault != "valid" && fault != "unwritten_labels") {
       std::fprintf(stderr, "make_bad_split: unknown case '%s'\n", fault.c_str());
       return 2;
     }
     write_raw_shard(out / "train" / shard_name(0, 2), first);
     write_raw_shard(out / "train" / shard_name(1, 2), second);
     if (fault == "nan_float_images") poison_first_float_pixel(out / "train" / shard_name(1, 2));
+    if (fault == "unwritten_labels") unwrite_labels(out / "train" / shard_name(1, 2));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "make_bad_split %s: %s\n", fault.c_str(), e.what());
     return 1;
