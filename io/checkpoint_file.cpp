@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "common/error.h"
 #include "io/h5_attributes.h"
@@ -142,6 +144,14 @@ CheckpointData read_checkpoint(const fs::path& path) {
     if (d.params.size() != d.velocity.size() || d.tensor_names.size() != d.tensor_sizes.size() || d.ranks < 1 ||
         d.states.size() != static_cast<size_t>(d.ranks * d.state_count))
       throw CheckpointError("its arrays disagree in length");
+    // Resuming from NaN/Inf would only fail a step later as a "non-finite loss" that blames the optimizer.
+    for (const auto& [name, values] : {std::pair{"params", &d.params}, {"velocity", &d.velocity}, {"states", &d.states}}) {
+      const auto bad = std::count_if(values->begin(), values->end(), [](float v) { return !std::isfinite(v); });
+      if (bad > 0)
+        throw CheckpointError(fmt::format("'{}' holds {} non-finite (NaN/Inf) values of {}; resume from an earlier "
+                                          "checkpoint (delete this one) or start again",
+                                          name, bad, values->size()));
+    }
     return d;
   } catch (const std::exception& e) {
     throw CheckpointError(fmt::format("checkpoint '{}' cannot be used: {}", path.string(), e.what()));

@@ -6,6 +6,7 @@
 #include <hdf5.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -41,6 +42,11 @@ std::vector<fs::path> list_shard_files(const fs::path& dir) {
 
 namespace {
 
+// Limits far beyond any real dataset that keep every size computed from a header within range.
+constexpr int kMaxClasses = 1 << 24;
+constexpr int kMaxShards = 1 << 24;
+constexpr hsize_t kMaxSampleValues = hsize_t{1} << 31;
+
 std::string describe_type(hid_t type) {
   const H5T_class_t type_class = H5_CHECK(H5Tget_class(type));
   const std::size_t bits = h5::type_size(type) * 8;
@@ -74,6 +80,23 @@ H5Dataset open_dataset(hid_t file, const char* name, std::vector<std::string>& p
   return H5Dataset(H5_CHECK(H5Dopen2(file, name, H5P_DEFAULT)));
 }
 
+// An uncompressed dataset whose stored bytes fall short of its extent was never (fully) written: HDF5 would
+// read fill values for the rest, and an extent a corrupt or hand-made header inflated (2^40 labels) would
+// make every reader and `inspect` grind through it. Compressed datasets store fewer bytes by design.
+bool stored_completely(hid_t dataset, const std::vector<hsize_t>& dims, hid_t type, const char* name,
+                       ShardHeader& header) {
+  const H5PropList creation(H5_CHECK(H5Dget_create_plist(dataset)));
+  if (H5_CHECK(H5Pget_nfilters(creation.id())) > 0) return true;
+  long double needed = static_cast<long double>(h5::type_size(type));
+  for (const hsize_t d : dims) needed *= static_cast<long double>(d);
+  const hsize_t stored = H5Dget_storage_size(dataset);  // 0 both for "nothing stored" and for failure
+  if (static_cast<long double>(stored) >= needed) return true;
+  header.problems.push_back(fmt::format("has dataset '{}' of extent [{}] ({:.0Lf} bytes) but only {} bytes of it "
+                                        "are stored: the file was not written completely",
+                                        name, fmt::join(dims, ", "), needed, stored));
+  return false;
+}
+
 void examine_images(hid_t file, ShardHeader& header) {
   const H5Dataset images = open_dataset(file, shard_names::images, header.problems);
   if (!images.valid()) return;
@@ -89,12 +112,21 @@ void examine_images(hid_t file, ShardHeader& header) {
                                           shard_names::images, dims.size()));
     return;
   }
+  // Bounded before narrowing to int, so no product of them (sample bytes, batch bytes) can overflow.
+  const long double sample_values = static_cast<long double>(dims[1]) * dims[2] * dims[3];
+  if (std::max({dims[1], dims[2], dims[3]}) > kMaxSampleValues || sample_values > kMaxSampleValues) {
+    header.problems.push_back(fmt::format("has dataset '{}' of extent [{}]: samples of {:.0Lf} values, more than the "
+                                          "{} ringtrain handles",
+                                          shard_names::images, fmt::join(dims, ", "), sample_values, kMaxSampleValues));
+    return;
+  }
   header.image_count = static_cast<int64_t>(dims[0]);
   header.image_shape = {static_cast<int>(dims[1]), static_cast<int>(dims[2]), static_cast<int>(dims[3])};
   if (header.image_shape.elements() == 0)
     header.problems.push_back(fmt::format("has dataset '{}' with empty samples ({})", shard_names::images,
                                           describe(header.image_shape)));
-  if (is_uint8) header.datasets_readable = true;
+  if (is_uint8 && stored_completely(images.id(), dims, type.id(), shard_names::images, header))
+    header.datasets_readable = true;
 }
 
 void examine_labels(hid_t file, ShardHeader& header) {
@@ -118,6 +150,7 @@ void examine_labels(hid_t file, ShardHeader& header) {
   } else {
     header.label_count = static_cast<int64_t>(dims[0]);
   }
+  if (usable) usable = stored_completely(labels.id(), dims, type.id(), shard_names::labels, header);
   header.datasets_readable = header.datasets_readable && usable;
 }
 
@@ -137,27 +170,45 @@ void read_attribute(hid_t file, const char* name, ShardHeader& header, Read read
   }
 }
 
-std::optional<int> single_int(const std::vector<int>& values, const char* name, int minimum, ShardHeader& header) {
-  if (values.size() != 1 || values[0] < minimum) {
-    header.problems.push_back(fmt::format("has root attribute '{}' = [{}], expected one integer >= {}", name,
-                                          fmt::join(values, ", "), minimum));
+// HDF5 clips a stored value beyond int's range to INT_MAX, so "<= maximum" also refuses those.
+std::optional<int> single_int(const std::vector<int>& values, const char* name, int minimum, int maximum,
+                              ShardHeader& header) {
+  if (values.size() != 1 || values[0] < minimum || values[0] > maximum) {
+    header.problems.push_back(fmt::format("has root attribute '{}' = [{}], expected one integer in [{}, {}]", name,
+                                          fmt::join(values, ", "), minimum, maximum));
     return std::nullopt;
   }
   return values[0];
 }
 
+// Every input is normalised as (pixel - mean) / std, so one NaN/Inf (or a zero std) here poisons every sample
+// of that channel; refuse it now rather than as a non-finite loss mid-training.
+std::vector<float> checked_statistics(std::vector<float> values, const char* name, bool positive, ShardHeader& header) {
+  for (std::size_t c = 0; c < values.size(); ++c) {
+    const float v = values[c];
+    if (!std::isfinite(v) || (positive && !(v > 0))) {
+      header.problems.push_back(fmt::format("has root attribute '{}' = [{}]: channel {} is {}, expected {}", name,
+                                            fmt::join(values, ", "), c, v,
+                                            positive ? "a finite number > 0" : "a finite number (NaN/Inf would make "
+                                                                               "every input non-finite)"));
+      return {};
+    }
+  }
+  return values;
+}
+
 void examine_attributes(hid_t file, ShardHeader& header) {
   read_attribute(file, shard_names::num_classes, header, [&] {
     header.num_classes = single_int(h5::read_int_attribute(file, shard_names::num_classes), shard_names::num_classes,
-                                    1, header);
+                                    1, kMaxClasses, header);
   });
   read_attribute(file, shard_names::shard_index, header, [&] {
     header.shard_index = single_int(h5::read_int_attribute(file, shard_names::shard_index), shard_names::shard_index,
-                                    0, header);
+                                    0, kMaxShards - 1, header);
   });
   read_attribute(file, shard_names::shard_count, header, [&] {
     header.shard_count = single_int(h5::read_int_attribute(file, shard_names::shard_count), shard_names::shard_count,
-                                    1, header);
+                                    1, kMaxShards, header);
   });
   read_attribute(file, shard_names::sample_shape, header, [&] {
     const std::vector<int> v = h5::read_int_attribute(file, shard_names::sample_shape);
@@ -167,9 +218,13 @@ void examine_attributes(hid_t file, ShardHeader& header) {
     else
       header.attribute_shape = SampleShape{v[0], v[1], v[2]};
   });
-  read_attribute(file, shard_names::mean, header, [&] { header.mean = h5::read_float_attribute(file, shard_names::mean); });
-  read_attribute(file, shard_names::stddev, header,
-                 [&] { header.stddev = h5::read_float_attribute(file, shard_names::stddev); });
+  read_attribute(file, shard_names::mean, header, [&] {
+    header.mean = checked_statistics(h5::read_float_attribute(file, shard_names::mean), shard_names::mean, false, header);
+  });
+  read_attribute(file, shard_names::stddev, header, [&] {
+    header.stddev =
+        checked_statistics(h5::read_float_attribute(file, shard_names::stddev), shard_names::stddev, true, header);
+  });
   // Provenance is informational: a shard without it is still usable, so its absence is no problem.
   try {
     if (h5::has_attribute(file, shard_names::provenance))

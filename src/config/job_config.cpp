@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -387,9 +388,19 @@ const char* layer_kind_name(LayerKind kind) {
 JobConfig load_job(const std::filesystem::path& file, const std::vector<std::string>& overrides) {
   if (!std::filesystem::exists(file))
     throw JobFileError(fmt::format("job file '{}' does not exist (see jobs/ for examples)", file.string()));
+  std::ifstream in(file, std::ios::binary);
+  if (!in || std::filesystem::is_directory(file))
+    throw JobFileError(fmt::format("job file '{}' cannot be read (a folder, or no read permission?)", file.string()));
+  std::ostringstream text;
+  text << in.rdbuf();  // sets failbit on `text` for an empty file, which then reports its missing keys
+  return parse_job(text.str(), file, overrides);
+}
+
+JobConfig parse_job(std::string_view toml_text, const std::filesystem::path& file,
+                    const std::vector<std::string>& overrides) {
   toml::table root;
   try {
-    root = toml::parse_file(file.string());
+    root = toml::parse(toml_text, file.string());
   } catch (const toml::parse_error& e) {
     const auto& where = e.source().begin;
     throw JobFileError(fmt::format("job file '{}' is not valid TOML at line {}, column {}: {}", file.string(),

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/layer_spec.h"
@@ -78,6 +79,11 @@ struct JobConfig {
 // defaults, validates. Throws JobFileError listing every problem found (unknown key with the valid ones,
 // wrong type, missing required key, out-of-range value).
 JobConfig load_job(const std::filesystem::path& file, const std::vector<std::string>& overrides);
+
+// The same for a job file's text; `source` only names it in messages. Throws nothing but JobFileError for
+// any text (tests/faults/fuzz_job_config.cpp holds it to that).
+JobConfig parse_job(std::string_view toml_text, const std::filesystem::path& source,
+                    const std::vector<std::string>& overrides);
 
 // Markdown table of every key (for the README and `ringtrain keys`).
 std::string describe_keys();

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "model/layer_profile.h"
 #include "model/network.h"
 #include "train/batch_loader.h"
+#include "train/fault_injection.h"
 #include "train/lr_schedule.h"
 #include "train/progress.h"
 #include "train/sample_order.h"
@@ -46,13 +48,20 @@ void write_file(const fs::path& path, const std::string& text) {
   fs::rename(tmp, path);
 }
 
-// Rank 0 prepares run.dir; a run already there is never overwritten by accident.
-void prepare_run_dir(const config::JobConfig& job, bool resume) {
+// A run already in run.dir is never overwritten by accident. Checked first, before any other setup.
+void refuse_existing_run(const config::JobConfig& job, bool resume) {
   const fs::path dir = job.run.dir;
   if (!resume && fs::exists(dir / "metrics.jsonl") && !job.run.overwrite)
     throw JobFileError(fmt::format("run.dir '{}' already holds a run (metrics.jsonl); choose another with "
                                    "--set run.dir=..., or --set run.overwrite=true to replace it",
                                    dir.string()));
+}
+
+// Rank 0 creates run.dir and proves it writable. Called only once data, model and checkpoint have been
+// accepted, so a job refused for bad input leaves run.dir exactly as it was (metrics.jsonl is replaced
+// later, when the first record is written).
+void prepare_run_dir(const config::JobConfig& job) {
+  const fs::path dir = job.run.dir;
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec)
@@ -65,7 +74,6 @@ void prepare_run_dir(const config::JobConfig& job, bool resume) {
                                    dir.string()));
   out.close();
   fs::remove(probe, ec);
-  if (!resume) fs::remove(dir / "metrics.jsonl", ec);
   fs::create_directories(dir / "checkpoints", ec);
   if (ec)
     throw JobFileError(fmt::format("'{}' cannot be created: {}", (dir / "checkpoints").string(), ec.message()));
@@ -114,7 +122,7 @@ int Trainer::run() {
 
   // ---- setup: every failure here is agreed, so all ranks stop with the same message
   world_.all_succeed([&] {
-    if (root) prepare_run_dir(job_, resume_);
+    if (root) refuse_existing_run(job_, resume_);
   });
   std::optional<io::SplitIndex> train_split, test_split;
   world_.all_succeed([&] {
@@ -209,6 +217,9 @@ int Trainer::run() {
     }
     backend_.to_device(net->states(), states.data(), states.size() * sizeof(float));
   }
+  world_.all_succeed([&] {
+    if (root) prepare_run_dir(job_);
+  });
 
   const int64_t global_batch = per_step * ranks;
   const LearningRateSchedule lr(job_.optimizer, global_batch, steps, job_.train.epochs);
@@ -309,6 +320,8 @@ int Trainer::run() {
   int64_t global_step = int64_t{start_epoch} * steps + start_step;
   dist::Watchdog watchdog(world_.comm(), job_.run.collective_timeout_s, static_cast<int>(ExitCode::fault));
   std::string last_checkpoint = resumed_from.empty() ? "none" : resumed_from;
+  std::optional<ParamCorruption> corruption;  // test hook only: see train/fault_injection.h
+  world_.all_succeed([&] { corruption = param_corruption_from_env(); });
 
   // Every rank must hold bit-identical parameters; a difference is silent corruption or a non-deterministic
   // reduction, and training on would average diverged models.
@@ -319,20 +332,22 @@ int Trainer::run() {
     const uint64_t checksum = util::fnv1a64(host_params.data(), host_params.size() * sizeof(float));
     std::vector<uint64_t> all(static_cast<size_t>(ranks));
     MPI_CHECK(MPI_Allgather(&checksum, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, world_.comm()));
-    std::string differ;
-    for (int r = 0; r < ranks; ++r)
-      if (all[static_cast<size_t>(r)] != all[0]) differ += fmt::format(" {}", r);
-    if (!differ.empty())  // every rank sees the same table, so every rank throws the same message
+    // Every rank sees the same table, so every rank throws the same message.
+    if (std::any_of(all.begin(), all.end(), [&](uint64_t c) { return c != all[0]; }))
       throw AgreedError(ExitCode::fault,
-                        fmt::format("parameters differ between ranks {}: ranks{} differ from rank 0 (rank 0's checksum "
-                                    "{}); a non-deterministic reduction or memory corruption; last good checkpoint: {}",
-                                    when, differ, util::hex64(all[0]), last_checkpoint));
+                        fmt::format("parameters differ between ranks {}: {}; a non-deterministic reduction or memory "
+                                    "corruption on the odd rank out (check that node); --resume continues from the "
+                                    "last good checkpoint: {}",
+                                    when, util::describe_checksum_groups(all), last_checkpoint));
     return checksum;
   };
 
   // Collective: rank 0 writes <run.dir>/checkpoints/ckpt-s<steps done>.h5 holding everything to continue at
   // (next_epoch, next_step); every rank gets the same error if it fails.
   const auto save_checkpoint = [&](int64_t next_epoch, int64_t next_step, double time_s, double samples) {
+    // Rank 0's parameters go into the file, so they are compared first: a checkpoint is then always "good".
+    // At an epoch boundary (next_step 0) the after-epoch comparison has just done it.
+    if (next_step > 0) (void)agreed_checksum(fmt::format("before the checkpoint after optimizer step {}", global_step + 1));
     dist::Watchdog::Scope guard(&watchdog, "checkpoint", global_step);
     const double t0 = util::now_s();
     const auto count = static_cast<int>(net->state_count());
@@ -424,6 +439,11 @@ int Trainer::run() {
         say(fmt::format("stopped for preemption; continue with --resume (exit {})", static_cast<int>(ExitCode::preempted)));
         watchdog.finish();
         return static_cast<int>(ExitCode::preempted);
+      }
+      if (corruption && corruption->rank == rank && corruption->after_step == global_step + 1) {
+        fmt::print(stderr, "{}: flipping one bit of parameter 0 on rank {} after step {} (test hook)\n",
+                   kCorruptParamEnv, rank, global_step + 1);
+        flip_lowest_bit(backend_, net->params());
       }
       if (job_.run.consistency_every > 0 && (global_step + 1) % job_.run.consistency_every == 0)
         (void)agreed_checksum(fmt::format("at optimizer step {}", global_step + 1));

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <string>
 
@@ -98,6 +99,26 @@ TEST(CheckpointFile, TruncatedOrForeignFilesAreNamedCheckpointErrors) {
     } catch (const CheckpointError& e) {
       EXPECT_NE(std::string(e.what()).find(bad.string()), std::string::npos) << e.what();
     }
+  }
+  fs::remove_all(dir);
+}
+
+TEST(CheckpointFile, NonFiniteValuesAreRefusedNamingTheArray) {
+  const fs::path dir = fs::temp_directory_path() / ("rt-ckpt-nan-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  io::CheckpointData d = sample();
+  d.velocity[4] = std::numeric_limits<float>::infinity();
+  d.velocity[7] = std::numeric_limits<float>::quiet_NaN();
+  const fs::path path = dir / "ckpt.h5";
+  io::write_checkpoint(path, d);
+  try {
+    (void)io::read_checkpoint(path);
+    ADD_FAILURE() << "a checkpoint holding NaN/Inf was accepted";
+  } catch (const CheckpointError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find(path.string()), std::string::npos) << message;
+    EXPECT_NE(message.find("'velocity' holds 2 non-finite (NaN/Inf) values of 10"), std::string::npos) << message;
   }
   fs::remove_all(dir);
 }

@@ -100,6 +100,7 @@ struct RawShard {
   std::optional<SampleShape> shape_attribute;  // default: shape
   int shard_index = 0, shard_count = 1;
   std::set<std::string> omit_attributes;
+  std::vector<float> mean, stddev;  // default: 100.5 and 50.25 per channel
 };
 
 inline void write_int_attr(hid_t file, const char* name, std::vector<int> values) {
@@ -168,8 +169,10 @@ inline void write_raw_shard(const fs::path& path, const RawShard& spec) {
   if (want(shard_names::num_classes)) write_int_attr(file, shard_names::num_classes, {spec.num_classes});
   if (want(shard_names::sample_shape))
     write_int_attr(file, shard_names::sample_shape, {attr_shape.channels, attr_shape.height, attr_shape.width});
-  if (want(shard_names::mean)) write_float_attr(file, shard_names::mean, std::vector<float>(channels, 100.5f));
-  if (want(shard_names::stddev)) write_float_attr(file, shard_names::stddev, std::vector<float>(channels, 50.25f));
+  if (want(shard_names::mean))
+    write_float_attr(file, shard_names::mean, spec.mean.empty() ? std::vector<float>(channels, 100.5f) : spec.mean);
+  if (want(shard_names::stddev))
+    write_float_attr(file, shard_names::stddev, spec.stddev.empty() ? std::vector<float>(channels, 50.25f) : spec.stddev);
   if (want(shard_names::shard_index)) write_int_attr(file, shard_names::shard_index, {spec.shard_index});
   if (want(shard_names::shard_count)) write_int_attr(file, shard_names::shard_count, {spec.shard_count});
   ok(H5Fclose(file), "H5Fclose");

@@ -1,0 +1,27 @@
+// Owns ringtrain's one test hook for runtime faults: RINGTRAIN_TEST_CORRUPT_PARAM=RANK:STEP makes rank RANK
+// flip one bit of its first parameter right after optimizer step STEP, the silent corruption that
+// run.consistency_every exists to catch (tests/faults/consistency.sh). Unset, as in every real run, it does
+// nothing; it is read once, at the start of training, and a malformed value is refused, never ignored.
+#pragma once
+#include <cstdint>
+#include <optional>
+
+#include "model/backend.h"
+
+namespace ringtrain::train {
+
+struct ParamCorruption {
+  int rank = 0;
+  int64_t after_step = 0;  // optimizer steps done, 1-based
+};
+
+inline constexpr const char* kCorruptParamEnv = "RINGTRAIN_TEST_CORRUPT_PARAM";
+
+// The requested corruption, or nothing when the variable is unset. Throws UsageError when it is malformed.
+std::optional<ParamCorruption> param_corruption_from_env();
+
+// Flips the lowest mantissa bit of the parameter at `device_params` (a device pointer): a change too small to
+// upset the loss, as a real bit error usually is, but one the parameter checksum sees.
+void flip_lowest_bit(model::Backend& backend, float* device_params);
+
+}  // namespace ringtrain::train

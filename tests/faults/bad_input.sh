@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Bad input on 2 ranks, as a user meets it under mpirun. For every case: the documented exit code on both
+# ranks, the same message on both ranks naming the file or key and saying what to do, an end within
+# BOUND_S seconds, and run.dir (an earlier run's files: metrics.jsonl, job.resolved.toml, a checkpoint) left
+# with every name, size, byte and timestamp as it was, although run.overwrite = true.
+# Usage: bad_input.sh RINGTRAIN MAKE_BAD_SPLIT SOURCE_DIR [CASE...]
+set -uo pipefail
+bin=$1 make_bad=$2 src=$3
+shift 3
+only=" ${*:-} "
+bound=${BOUND_S:-30}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+passed=0
+advice='re-run `ringtrain prepare`'
+
+# A folder holding an earlier run. Any file written, replaced, removed or created under it changes manifest.
+old_run() {
+  mkdir -p "$1/checkpoints"
+  echo '{"kind":"job","earlier":true}' >"$1/metrics.jsonl"
+  echo '# earlier run' >"$1/job.resolved.toml"
+  head -c 4096 /dev/urandom >"$1/checkpoints/ckpt-s000000005.h5"
+}
+manifest() { (cd "$1" && find . -printf '%p %y %s %T@\n' | sort && find . -type f -exec md5sum {} + | sort); }
+
+# expect NAME EXIT_CODE WATCHED_DIR "what" "fix" -- args to `ringtrain train`
+# "what" (naming the file or key) and "fix" must both be in the message, and both ranks must print it.
+expect() {
+  local name=$1 code=$2 watched=$3 what=$4 fix=$5
+  shift 5
+  [ "$only" = "  " ] || [[ "$only" == *" $name "* ]] || return 0
+  local before log=$work/$name.log
+  before=$(manifest "$watched")
+  local start; start=$(date +%s.%N)
+  timeout $((bound + 60)) mpirun -np 2 --oversubscribe "$bin" train "$@" >"$log" 2>&1
+  local rc=$?
+  local took; took=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")
+  local why=()
+  [ "$rc" -eq "$code" ] || why+=("exit $rc, want $code")
+  local headers; headers=$(grep -cE "^ringtrain: .* \(exit $code\) \[rank [01]/2 " "$log")
+  [ "$headers" -eq 2 ] || why+=("$headers ranks reported exit $code, want 2")
+  # The line after each rank's header is the message's first line: one distinct line means the same message.
+  local distinct; distinct=$(awk '/^ringtrain: .*\(exit [0-9]+\) \[rank/ {getline; print}' "$log" | sort -u | wc -l)
+  [ "$distinct" -eq 1 ] || why+=("$distinct different messages across ranks")
+  local n
+  n=$(grep -cF -- "$what" "$log"); [ "$n" -ge 2 ] || why+=("'$what' seen $n times, want once per rank")
+  n=$(grep -cF -- "$fix" "$log"); [ "$n" -ge 2 ] || why+=("fix '$fix' seen $n times, want once per rank")
+  python3 -c "import sys; sys.exit(0 if $took < $bound else 1)" || why+=("took $took s, bound $bound s")
+  [ "$before" = "$(manifest "$watched")" ] || why+=("$watched changed: $(diff <(echo "$before") <(manifest "$watched") | head -5 | tr '\n' ' ')")
+  if [ ${#why[@]} -eq 0 ]; then
+    echo "ok   $name: exit $rc on both ranks in $took s: $what"
+    passed=$((passed + 1))
+  else
+    echo "FAIL $name: ${why[*]}"
+    sed 's/^/  | /' "$log" | head -40
+    failures=$((failures + 1))
+  fi
+}
+
+# ---- the data: a valid tiny split, copies with bytes cut or clobbered, and crafted splits with one fault each
+"$bin" prepare synthetic --shape 1,8,8 --classes 3 --samples 40 --test-samples 8 --shards 3 --out "$work/tiny" \
+  >/dev/null || { echo "prepare failed"; exit 1; }
+mkdir -p "$work/empty"
+cp -a "$work/tiny/train" "$work/truncated"
+victim=$(ls "$work/truncated"/shard-*.h5 | sed -n 2p)
+truncate -s $(($(stat -c %s "$victim") / 2)) "$victim"
+cp -a "$work/tiny/train" "$work/clobbered"
+clobbered=$(ls "$work/clobbered"/shard-*.h5 | sed -n 2p)
+printf '\0\0\0\0\0\0\0\0' | dd of="$clobbered" bs=1 seek=0 conv=notrunc status=none
+for fault in shape_between_shards dtype_between_shards nan_float_images label_out_of_range nan_mean inf_std zero_std \
+             unwritten_labels; do
+  "$make_bad" "$fault" "$work/$fault" || { echo "make_bad_split $fault failed"; exit 1; }
+done
+shard0=shard-00000-of-00002.h5 shard1=shard-00001-of-00002.h5
+
+job=$src/jobs/fashion_mnist.toml
+# A model that fits the 3-class 1x8x8 data, for the cases whose check comes after the model is built.
+small_model=(--set 'model.layers=[{type="flatten"},{type="dense",units=3}]')
+# Every case but the run.dir ones starts "fresh" (run.overwrite = true) in a folder holding an earlier run.
+run() { old_run "$work/runs/$1"; echo "$work/runs/$1"; }
+fresh() { echo --set run.dir="$1" --set run.overwrite=true --set train.batch_per_rank=4; }
+data() { echo --set data.train="$1" --set data.test="${2:-$work/tiny/test}"; }
+
+# -- job file (exit 3)
+d=$(run typo)
+expect typo 3 "$d" "unknown key 'train.epocs'" "valid keys in [train]: epochs" \
+  "$job" $(data "$work/tiny/train") $(fresh "$d") --set train.epocs=2
+d=$(run wrong_type)
+expect wrong_type 3 "$d" "'train.epochs' must be an integer, got a string" "job file '$job' has 1 problem" \
+  "$job" $(data "$work/tiny/train") $(fresh "$d") --set 'train.epochs="2"'
+d=$(run negative_batch)
+expect negative_batch 3 "$d" "'train.batch_per_rank' must be in [1, 1048576], got -4" "job file '$job' has 1 problem" \
+  "$job" $(data "$work/tiny/train") $(fresh "$d") --set train.batch_per_rank=-4
+d=$(run model_mismatch)
+expect model_mismatch 3 "$d" "the model ends in 10 values per sample (shape 1x10x1x1), but the dataset has 3 classes" "make the last layer \`dense\` with units = 3" \
+  "$job" $(data "$work/tiny/train") $(fresh "$d")
+
+# -- data (exit 4)
+d=$(run missing_folder)
+expect missing_folder 4 "$d" "split folder '$work/nope' does not exist" "create it with \`ringtrain prepare" \
+  "$job" $(data "$work/nope") $(fresh "$d")
+d=$(run zero_shards)
+expect zero_shards 4 "$d" "split folder '$work/empty' holds no shard-*.h5 files" "$advice" \
+  "$job" $(data "$work/empty") $(fresh "$d")
+d=$(run truncated_shard)
+expect truncated_shard 4 "$d" "shard '$victim' cannot be opened by HDF5, the file is truncated or corrupt" "$advice" \
+  "$job" $(data "$work/truncated") $(fresh "$d")
+d=$(run corrupt_shard)
+expect corrupt_shard 4 "$d" "shard '$clobbered' is not an HDF5 file" "$advice" \
+  "$job" $(data "$work/clobbered") $(fresh "$d")
+# crafted NAME "what": a case on the split make_bad_split wrote for NAME (shard 0 or 1 of 2 at fault)
+crafted() {
+  local d; d=$(run "$1")
+  expect "$1" 4 "$d" "$2" "$advice" "$job" $(data "$work/$1/train" "$work/$1/test") $(fresh "$d")
+}
+crafted shape_between_shards "'$work/shape_between_shards/train/$shard1' holds 1x8x9 samples but '$work/shape_between_shards/train/$shard0' holds 1x8x8"
+crafted dtype_between_shards "shard '$work/dtype_between_shards/train/$shard1' has dataset 'images' of float32 elements, expected uint8"
+crafted nan_float_images "shard '$work/nan_float_images/train/$shard1' has dataset 'images' of float32 elements, expected uint8"
+crafted label_out_of_range "shard '$work/label_out_of_range/train/$shard1' has label 7 at sample 5, outside [0, 3)"
+crafted nan_mean "shard '$work/nan_mean/train/$shard0' has root attribute 'mean' = [nan]: channel 0 is nan"
+crafted inf_std "shard '$work/inf_std/train/$shard0' has root attribute 'std' = [inf]: channel 0 is inf, expected a finite number > 0"
+crafted unwritten_labels "shard '$work/unwritten_labels/train/$shard1' has dataset 'labels' of extent [20] (80 bytes) but only 0 bytes of it are stored: the file was not written completely"
+crafted zero_std "shard '$work/zero_std/train/$shard0' has root attribute 'std' = [0]: channel 0 is 0"
+d=$(run too_few_samples)
+expect too_few_samples 4 "$d" "data.train '$work/tiny/train' has 40 samples: too few for 2 ranks x batch_per_rank 64" \
+  "lower train.batch_per_rank, use fewer ranks, or prepare more data" \
+  "$job" $(data "$work/tiny/train") $(fresh "$d") --set train.batch_per_rank=64
+
+# -- checkpoint (exit 5): an earlier run whose checkpoints are gone; its metrics.jsonl must survive
+mkdir -p "$work/runs/no_checkpoint"
+echo '{"kind":"job","earlier":true}' >"$work/runs/no_checkpoint/metrics.jsonl"
+expect resume_without_checkpoint 5 "$work/runs/no_checkpoint" \
+  "--resume: no checkpoint in '$work/runs/no_checkpoint/checkpoints'" "start without --resume" \
+  "$job" $(data "$work/tiny/train") --set run.dir="$work/runs/no_checkpoint" --set train.batch_per_rank=4 "${small_model[@]}" --resume
+
+# -- run.dir holding an earlier run, without run.overwrite (exit 3)
+d=$(run existing_run)
+expect existing_run 3 "$d" "run.dir '$d' already holds a run (metrics.jsonl)" "--set run.overwrite=true to replace it" \
+  "$job" $(data "$work/tiny/train") --set run.dir="$d" --set train.batch_per_rank=4 "${small_model[@]}"
+
+# -- run.dir that cannot be made (exit 3): its parent is a regular file, which stops root too
+mkdir -p "$work/blocked" && echo "a file, not a folder" >"$work/blocked/file"
+expect unusable_run_dir 3 "$work/blocked" "run.dir '$work/blocked/file/run' cannot be created" \
+  "pick a writable folder with --set run.dir=" \
+  "$job" $(data "$work/tiny/train") --set run.dir="$work/blocked/file/run" --set train.batch_per_rank=4 "${small_model[@]}"
+
+echo "$passed passed, $failures failed"
+[ "$failures" -eq 0 ] && [ "$passed" -gt 0 ]
