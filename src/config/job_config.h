@@ -59,6 +59,10 @@ struct JobConfig {
     int keep_checkpoints = 2;
     int64_t consistency_every = 0;     // steps between parameter checksum comparisons (0: once per epoch)
     bool profile_layers = false;
+    bool trace = false;
+    int trace_steps = 50;
+    bool tensorboard = true;
+    double monitor_every_s = 5;  // 0: off
   } run;
 
   struct Dist {

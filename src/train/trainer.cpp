@@ -17,6 +17,8 @@
 #include "io/shard_reader.h"
 #include "model/layer_profile.h"
 #include "model/network.h"
+#include "obs/phase.h"
+#include "obs/trace.h"
 #include "train/batch_loader.h"
 #include "train/lr_schedule.h"
 #include "train/progress.h"
@@ -282,6 +284,13 @@ int Trainer::run() {
   model::DeviceBuffer labels = backend_.allocate(static_cast<size_t>(batch) * sizeof(int32_t));
   dist::GradientSync sync(*net, reducer_, job_.dist.bucket_mb);
   StepRunner runner(*net, sync, job_.optimizer, global_batch);
+  std::optional<obs::Trace> trace;
+  if (job_.run.trace) trace.emplace(world_.rank(), job_.run.trace_steps);
+  obs::Trace* const tracer = trace ? &*trace : nullptr;
+  runner.set_trace(tracer);
+  const auto write_trace = [&] {
+    if (trace) trace->write(job_.run.dir / fmt::format("trace-rank{}.json", world_.rank()));
+  };
   say(fmt::format("gradients: {} floats in {} bucket{} of <= {} MiB, reduced with {}", net->param_count(),
                   sync.buckets().buckets().size(), sync.buckets().buckets().size() == 1 ? "" : "s",
                   job_.dist.bucket_mb, reducer_.name()));
@@ -334,6 +343,7 @@ int Trainer::run() {
   // (next_epoch, next_step); every rank gets the same error if it fails.
   const auto save_checkpoint = [&](int64_t next_epoch, int64_t next_step, double time_s, double samples) {
     dist::Watchdog::Scope guard(&watchdog, "checkpoint", global_step);
+    obs::Phase phase(tracer, "checkpoint");
     const double t0 = util::now_s();
     const auto count = static_cast<int>(net->state_count());
     std::vector<float> mine(static_cast<size_t>(count)), all(root ? static_cast<size_t>(count) * ranks : 0);
@@ -377,9 +387,10 @@ int Trainer::run() {
     }
     for (int64_t step = epoch == start_epoch ? start_step : 0; step < steps; ++step, ++global_step, ++steps_run) {
       bool nonfinite = false;
+      if (trace) trace->begin_step(global_step);
       runner.begin();
       for (int micro = 0; micro < accumulate; ++micro) {
-        auto host = train_loader.next(&times.data_wait);
+        auto host = obs::timed(tracer, "data_wait", [&] { return train_loader.next(&times.data_wait); });
         backend_.to_device(images.as<float>(), host->images.data(), image_floats * sizeof(float));
         backend_.to_device(labels.as<int32_t>(), host->labels.data(), static_cast<size_t>(batch) * sizeof(int32_t));
         train_loader.recycle(std::move(host));
@@ -421,6 +432,7 @@ int Trainer::run() {
         say(fmt::format("stop requested ({} on at least one rank): checkpointing after epoch {} step {}", 
                         stop_signal() ? stop_signal_name() : "signal", epoch + 1, step + 1));
         save_checkpoint(epoch, step + 1, so_far, samples);
+        write_trace();
         say(fmt::format("stopped for preemption; continue with --resume (exit {})", static_cast<int>(ExitCode::preempted)));
         watchdog.finish();
         return static_cast<int>(ExitCode::preempted);
@@ -453,6 +465,7 @@ int Trainer::run() {
 
     // ---- evaluation on the test split, distributed: each rank its own partition, one reduction of the sums
     const double eval_start = util::now_s();
+    obs::Phase eval_phase(tracer, "eval");
     std::optional<dist::Watchdog::Scope> eval_guard(std::in_place, &watchdog, "evaluation", global_step);
     if (net->state_count() > 0 && ranks > 1) {
       // Batch-norm statistics differ per rank (each saw its own samples); average them so every rank evaluates
@@ -494,6 +507,7 @@ int Trainer::run() {
                      times.backward,        times.allreduce,      times.optimizer};
     world_.sum_across(sums, static_cast<int>(std::size(sums)));
     last_eval_s = util::now_s() - eval_start;
+    eval_phase.end();
 
     eval_guard.reset();
     const uint64_t checksum = agreed_checksum(fmt::format("after epoch {}", epoch + 1));
@@ -537,6 +551,7 @@ int Trainer::run() {
       save_checkpoint(epoch + 1, 0, train_time_total, global_samples_total);
   }
   watchdog.finish();
+  write_trace();
   say(fmt::format("done: {} epochs, {:.0f} training samples/s over the job, results in {}", epochs,
                   global_samples_total / std::max(train_time_total, 1e-9), (job_.run.dir / "metrics.jsonl").string()));
   return 0;
