@@ -18,6 +18,7 @@
 #include "model/layer_profile.h"
 #include "model/network.h"
 #include "obs/phase.h"
+#include "obs/run_stats.h"
 #include "obs/trace.h"
 #include "train/batch_loader.h"
 #include "train/lr_schedule.h"
@@ -107,6 +108,7 @@ Trainer::Trainer(const config::JobConfig& job, dist::World& world, model::Backen
 int Trainer::run() {
   const bool root = world_.is_root();
   const int ranks = world_.size();
+  const double baseline_rss_mb = obs::current_rss_mb();  // libraries, MPI, the backend: before the run allocates
   auto say = [&](const std::string& text) {
     if (root) {
       fmt::print("{}\n", text);
@@ -284,6 +286,11 @@ int Trainer::run() {
   model::DeviceBuffer labels = backend_.allocate(static_cast<size_t>(batch) * sizeof(int32_t));
   dist::GradientSync sync(*net, reducer_, job_.dist.bucket_mb);
   StepRunner runner(*net, sync, job_.optimizer, global_batch);
+  // What the run needs resident: the backend's host buffers (parameters, gradients, momentum, activations,
+  // workspaces) and two loaders' queues (training, and evaluation while training's stays full).
+  const double needed_mb =
+      (static_cast<double>(backend_.host_bytes_allocated()) +
+       2.0 * (job_.data.prefetch_batches + 1) * batch * (static_cast<double>(input.per_sample()) * 4 + 4)) / (1 << 20);
   std::optional<obs::Trace> trace;
   if (job_.run.trace) trace.emplace(world_.rank(), job_.run.trace_steps);
   obs::Trace* const tracer = trace ? &*trace : nullptr;
@@ -504,8 +511,23 @@ int Trainer::run() {
     }
     double sums[] = {train_totals.loss_sum, train_totals.correct, train_totals.samples, test_totals.loss_sum,
                      test_totals.correct,   test_totals.samples,  times.data_wait,      times.forward,
-                     times.backward,        times.allreduce,      times.optimizer};
+                     times.backward,        times.allreduce,      times.optimizer,       times.allreduce_total};
     world_.sum_across(sums, static_cast<int>(std::size(sums)));
+    // Each rank's own work per step (all but the all-reduce wait, which evens out wall-clock steps) and peak RSS.
+    const double own[2] = {(times.data_wait + times.forward + times.backward + times.optimizer) /
+                               static_cast<double>(std::max<int64_t>(steps_run, 1)),
+                           obs::peak_rss_mb()};
+    std::vector<double> per_rank(2 * static_cast<size_t>(ranks)), step_s, rss_mb;
+    MPI_CHECK(MPI_Allgather(own, 2, MPI_DOUBLE, per_rank.data(), 2, MPI_DOUBLE, world_.comm()));
+    for (int r = 0; r < ranks; ++r) step_s.push_back(per_rank[2 * r]), rss_mb.push_back(per_rank[2 * r + 1]);
+    const obs::StepTimeSpread spread = obs::step_time_spread(step_s);
+    const double peak_rss = *std::max_element(rss_mb.begin(), rss_mb.end());
+    const double wall_step_s = epoch_train_s / static_cast<double>(std::max<int64_t>(steps_run, 1));
+    std::vector<std::string> warnings;
+    for (const auto& w : {obs::straggler_warning(spread),
+                          obs::starvation_warning(sums[6] / ranks / static_cast<double>(std::max<int64_t>(steps_run, 1)),
+                                                  wall_step_s, job_.data.prefetch_batches)})
+      if (!w.empty()) warnings.push_back(w), say("warning: " + w);
     last_eval_s = util::now_s() - eval_start;
     eval_phase.end();
 
@@ -518,10 +540,10 @@ int Trainer::run() {
     const double test_loss = sums[3] / std::max(sums[5], 1.0);
     const double train_loss = sums[0] / std::max(sums[2], 1.0);
     say(fmt::format("epoch {}/{}: train loss {:.4f} acc {:.4f} | test loss {:.4f} acc {:.4f} | {:.0f} samples/s | "
-                    "per rank: data wait {:.2f}s forward {:.2f}s backward {:.2f}s all-reduce {:.2f}s optimizer "
-                    "{:.2f}s | eval {:.1f}s | {:.1f} GFLOP/s per rank",
+                    "per rank: data wait {:.2f}s forward {:.2f}s backward {:.2f}s all-reduce {:.2f}s exposed of "
+                    "{:.2f}s optimizer {:.2f}s | eval {:.1f}s | {:.1f} GFLOP/s per rank",
                     epoch + 1, epochs, train_loss, sums[1] / std::max(sums[2], 1.0), test_loss, test_acc,
-                    samples_per_s, sums[6] * mean, sums[7] * mean, sums[8] * mean, sums[9] * mean, sums[10] * mean,
+                    samples_per_s, sums[6] * mean, sums[7] * mean, sums[8] * mean, sums[9] * mean, sums[11] * mean, sums[10] * mean,
                     last_eval_s, train_flops * static_cast<double>(steps_run * per_step) / epoch_train_s / 1e9));
     if (root) {
       nlohmann::ordered_json rec{{"kind", "epoch"},
@@ -543,6 +565,20 @@ int Trainer::run() {
                                  {"backward_s", sums[8] * mean},
                                  {"allreduce_s", sums[9] * mean},
                                  {"optimizer_s", sums[10] * mean},
+                                 {"allreduce_total_s", sums[11] * mean},
+                                 {"data_wait_fraction", sums[6] * mean / epoch_train_s},
+                                 {"allreduce_exposed_fraction", sums[9] * mean / epoch_train_s},
+                                 {"step_time_min_s", spread.min_s},
+                                 {"step_time_median_s", spread.median_s},
+                                 {"step_time_max_s", spread.max_s},
+                                 {"step_time_max_rank", spread.slowest_rank},
+                                 {"straggler_rank", spread.straggler_rank < 0 ? nlohmann::ordered_json() : nlohmann::ordered_json(spread.straggler_rank)},
+                                 {"peak_rss_mb", peak_rss},
+                                 {"peak_rss_mb_per_rank", rss_mb},
+                                 {"baseline_rss_mb", baseline_rss_mb},
+                                 {"memory_needed_mb", needed_mb},
+                                 {"rss_growth_over_needed", needed_mb > 0 ? (peak_rss - baseline_rss_mb) / needed_mb : 0.0},
+                                 {"warnings", warnings},
                                  {"flops_per_s_per_rank", train_flops * static_cast<double>(steps_run * per_step) / epoch_train_s},
                                  {"param_checksum", util::hex64(checksum)}};
       metrics << rec.dump() << "\n" << std::flush;

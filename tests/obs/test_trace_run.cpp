@@ -109,3 +109,31 @@ TEST_F(TraceRun, ReductionsRunWhileBackwardComputes) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(TraceRun, EpochRecordCarriesReductionStepSpreadAndMemory) {
+  std::ifstream in(work_ / "run" / "metrics.jsonl");
+  std::string line, last;
+  while (std::getline(in, line))
+    if (line.find("\"kind\":\"epoch\"") != std::string::npos) last = line;
+  ASSERT_FALSE(last.empty()) << "no epoch record";
+  const auto rec = nlohmann::json::parse(last);
+  // The reductions' own time covers the exposed wait: the last bucket is launched before the wait begins.
+  EXPECT_GT(rec.at("allreduce_total_s").get<double>(), 0.0);
+  EXPECT_GE(rec.at("allreduce_total_s").get<double>(), 0.9 * rec.at("allreduce_s").get<double>());
+  const double lo = rec.at("step_time_min_s"), mid = rec.at("step_time_median_s"), hi = rec.at("step_time_max_s");
+  EXPECT_GT(lo, 0.0);
+  EXPECT_LE(lo, mid);
+  EXPECT_LE(mid, hi);
+  const int slowest = rec.at("step_time_max_rank");
+  EXPECT_TRUE(slowest == 0 || slowest == 1);
+  EXPECT_TRUE(rec.at("straggler_rank").is_null() || rec.at("straggler_rank") == slowest);
+  ASSERT_EQ(rec.at("peak_rss_mb_per_rank").size(), 2u);
+  for (const auto& mb : rec.at("peak_rss_mb_per_rank")) EXPECT_GE(mb.get<double>(), rec.at("baseline_rss_mb").get<double>() * 0.5);
+  EXPECT_GT(rec.at("memory_needed_mb").get<double>(), 0.0);
+  EXPECT_TRUE(rec.at("warnings").is_array());
+  EXPECT_GE(rec.at("data_wait_fraction").get<double>(), 0.0);
+}
+
+}  // namespace
