@@ -19,6 +19,7 @@
 #include "model/network.h"
 #include "obs/phase.h"
 #include "obs/run_stats.h"
+#include "obs/tensorboard_writer.h"
 #include "obs/trace.h"
 #include "train/batch_loader.h"
 #include "train/lr_schedule.h"
@@ -295,6 +296,10 @@ int Trainer::run() {
   if (job_.run.trace) trace.emplace(world_.rank(), job_.run.trace_steps);
   obs::Trace* const tracer = trace ? &*trace : nullptr;
   runner.set_trace(tracer);
+  std::optional<obs::TensorBoardWriter> tensorboard;  // rank 0's curves for `tensorboard --logdir`
+  world_.all_succeed([&] {
+    if (root && job_.run.tensorboard) tensorboard.emplace(job_.run.dir);
+  });
   const auto write_trace = [&] {
     if (trace) trace->write(job_.run.dir / fmt::format("trace-rank{}.json", world_.rank()));
   };
@@ -457,8 +462,13 @@ int Trainer::run() {
       const double eta = per_step_s * static_cast<double>(steps * epochs - global_step - 1) +
                          last_eval_s * (epochs - epoch - (step + 1 == steps ? 1 : 0));
       if (progress.step(epoch, step, steps, global_step, interval_loss / std::max(interval_samples, 1.0), rate,
-                        done_samples / elapsed, eta))
+                        done_samples / elapsed, eta)) {
+        if (tensorboard)
+          tensorboard->scalars(global_step + 1, {{"train/loss", interval_loss / std::max(interval_samples, 1.0)},
+                                                 {"train/lr", rate},
+                                                 {"train/samples_per_s", done_samples / elapsed}});
         interval_loss = interval_samples = 0;  // the printed loss is the mean since the previous line
+      }
     }
     const double epoch_train_s = util::now_s() - epoch_start;
     if (profile) {
@@ -582,6 +592,13 @@ int Trainer::run() {
                                  {"flops_per_s_per_rank", train_flops * static_cast<double>(steps_run * per_step) / epoch_train_s},
                                  {"param_checksum", util::hex64(checksum)}};
       metrics << rec.dump() << "\n" << std::flush;
+      if (tensorboard)
+        tensorboard->scalars(global_step, {{"epoch/train_loss", train_loss},
+                                           {"epoch/train_acc", sums[1] / std::max(sums[2], 1.0)},
+                                           {"epoch/test_loss", test_loss},
+                                           {"epoch/test_acc", test_acc},
+                                           {"epoch/samples_per_s", samples_per_s},
+                                           {"epoch/lr", lr.at(global_step - 1)}});
     }
     if ((job_.run.checkpoint_every > 0 && (epoch + 1) % job_.run.checkpoint_every == 0) || epoch + 1 == epochs)
       save_checkpoint(epoch + 1, 0, train_time_total, global_samples_total);

@@ -134,6 +134,10 @@ TEST_F(TraceRun, EpochRecordCarriesReductionStepSpreadAndMemory) {
   EXPECT_GT(rec.at("memory_needed_mb").get<double>(), 0.0);
   EXPECT_TRUE(rec.at("warnings").is_array());
   EXPECT_GE(rec.at("data_wait_fraction").get<double>(), 0.0);
+  int event_files = 0;  // run.tensorboard defaults to true: rank 0 writes one
+  for (const auto& entry : fs::directory_iterator(work_ / "run"))
+    event_files += entry.path().filename().string().rfind("events.out.tfevents.", 0) == 0 ? 1 : 0;
+  EXPECT_EQ(event_files, 1);
 }
 
 }  // namespace
