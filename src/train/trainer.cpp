@@ -17,6 +17,7 @@
 #include "io/shard_reader.h"
 #include "model/layer_profile.h"
 #include "model/network.h"
+#include "obs/gpu_monitor.h"
 #include "obs/phase.h"
 #include "obs/run_stats.h"
 #include "obs/tensorboard_writer.h"
@@ -306,6 +307,13 @@ int Trainer::run() {
   say(fmt::format("gradients: {} floats in {} bucket{} of <= {} MiB, reduced with {}", net->param_count(),
                   sync.buckets().buckets().size(), sync.buckets().buckets().size() == 1 ? "" : "s",
                   job_.dist.bucket_mb, reducer_.name()));
+  // One sampler per node (its first rank) watches every GPU there; rank 0's file is gpu.jsonl.
+  std::optional<obs::GpuMonitor> gpu_monitor;
+  if (world_.local_rank() == 0 && job_.run.monitor_every_s > 0) {
+    gpu_monitor.emplace(job_.run.dir / (root ? std::string("gpu.jsonl") : fmt::format("gpu-rank{}.jsonl", world_.rank())),
+                        job_.run.monitor_every_s);
+    say(gpu_monitor->status());
+  }
 
   const int epochs = job_.train.epochs;
   const int64_t micro_per_epoch = steps * accumulate;
