@@ -75,6 +75,9 @@ const std::vector<KeyRule> kKeys = {
      "seconds between GPU samples (NVML: utilisation, memory, temperature, power, clocks) into <run.dir>/gpu.jsonl; "
      "0: off; off by itself without libnvidia-ml"},
     {"dist", "bucket_mb", Kind::number, 1.0, "gradient bucket size for overlapped all-reduce, MiB"},
+    {"dist", "reducer", Kind::string, std::string("nonblocking"),
+     "CPU path: nonblocking (MPI_Iallreduce, progressed between layers of backward) | thread (blocking "
+     "MPI_Allreduce on a communication thread); the GPU path always uses NCCL on its own stream"},
     {"gpu", "conv_algorithms", Kind::string, std::string("heuristic"),
      "heuristic | measure: cuDNN's ranking, or time the candidates once per shape (faster, less reproducible)"},
     {"gpu", "deterministic", Kind::boolean, true,
@@ -452,6 +455,8 @@ JobConfig load_job(const std::filesystem::path& file, const std::vector<std::str
   c.run.tensorboard = r.boolean("run", "tensorboard");
   c.run.monitor_every_s = r.number("run", "monitor_every_s", 0.0, 86400.0);
   c.dist.bucket_mb = r.number("dist", "bucket_mb", 0.001, 4096);
+  c.dist.reducer = r.choice<CpuReducer>("dist", "reducer",
+                                        {{"nonblocking", CpuReducer::nonblocking}, {"thread", CpuReducer::thread}});
   c.gpu.measure_algorithms = r.choice<bool>("gpu", "conv_algorithms", {{"heuristic", false}, {"measure", true}});
   c.gpu.deterministic = r.boolean("gpu", "deterministic");
   c.gpu.workspace_mb = r.number("gpu", "workspace_mb", 0.0, 1e6);

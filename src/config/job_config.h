@@ -13,6 +13,7 @@ namespace ringtrain::config {
 enum class DeviceChoice { auto_detect, cpu, cuda };
 enum class Precision { fp32, tf32, bf16 };
 enum class LrSchedule { cosine, constant };
+enum class CpuReducer { nonblocking, thread };  // MPI_Iallreduce polled from backward | a communication thread
 
 struct JobConfig {
   std::filesystem::path source;  // the job file as given
@@ -67,6 +68,7 @@ struct JobConfig {
 
   struct Dist {
     double bucket_mb = 1;
+    CpuReducer reducer = CpuReducer::nonblocking;
   } dist;
 
   struct Gpu {
