@@ -16,6 +16,7 @@
 #include "io/partition.h"
 #include "io/prepare.h"
 #include "io/shard_reader.h"
+#include "train/batch_loader.h"
 
 namespace {
 
@@ -137,7 +138,37 @@ void BM_RawReadWholeShard(benchmark::State& state) {
   state.SetLabel(shape_label(shape_id));
 }
 
+// The loader as training uses it: its thread reads shuffled batches of 64 and decodes them (uint8 -> normalised
+// float), `depth` batches ahead; the benchmark consumes batches as fast as they come, so the rate is the
+// loader's ceiling (the step's data wait is 0 whenever the step is slower than this).
+void BM_LoaderDecode(benchmark::State& state) {
+  const int shape_id = static_cast<int>(state.range(0));
+  const BenchSplit& data = bench_data().get(shape_id);
+  const int64_t total = data.split.total_samples();
+  ShardReader reader(data.split, rank_range(total, 0, 1));
+  constexpr int64_t kBatches = 1 << 30;  // more than any run consumes; the loader stops with the benchmark
+  std::mt19937_64 rng(1);
+  std::uniform_int_distribution<int64_t> pick(0, total - 1);
+  ringtrain::train::BatchLoader loader(
+      reader, batch, kBatches,
+      [&](int64_t, std::vector<int64_t>& out) {
+        out.resize(batch);
+        for (auto& i : out) i = pick(rng);
+      },
+      4);
+  for (auto _ : state) {
+    auto b = loader.next(nullptr);
+    benchmark::DoNotOptimize(b->images.data());
+    loader.recycle(std::move(b));
+  }
+  state.SetItemsProcessed(state.iterations() * batch);
+  state.SetBytesProcessed(state.iterations() * batch * data.sample_bytes);
+  state.SetLabel(shape_label(shape_id));
+}
+
 BENCHMARK(BM_ShardReaderShuffledBatch)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+// Real time: the work is on the loader thread, the benchmark thread only waits.
+BENCHMARK(BM_LoaderDecode)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RawPreadShuffledBatch)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RawReadWholeShard)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 

@@ -11,6 +11,8 @@ packages=(
   libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libfmt-dev   # job files, command line, JSON records, formatting
   libgtest-dev libgmock-dev libbenchmark-dev       # tests and benchmarks
   dataset-fashion-mnist                            # the Fashion-MNIST IDX files under /usr/share/datasets
+  python3-venv                                     # a private venv for the TensorBoard read-back test (below)
+  python3-matplotlib                               # plots of perf/results
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -18,10 +20,33 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install_deps: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "install_deps: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "install_deps: apt packages done"
 fi
-echo "install_deps: installing ${missing[*]}"
-SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "install_deps: done"
+
+# TensorBoard (PyPI only; Debian 12 does not package it) in a venv inside the checkout (.venv, gitignored), so the
+# test that reads our event files back uses TensorBoard's own reader. Kept when it already imports.
+venv=${RINGTRAIN_VENV:-$(cd "$(dirname "$0")/.." && pwd)/.venv}
+tensorboard_version=2.21.0
+if "$venv/bin/python3" -c "import tensorboard, sys; sys.exit(tensorboard.__version__ != '$tensorboard_version')" 2>/dev/null; then
+  echo "install_deps: tensorboard $tensorboard_version present in $venv"
+else
+  echo "install_deps: installing tensorboard $tensorboard_version into $venv"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  for attempt in 1 2 3; do
+    if "$venv/bin/pip" install --quiet --disable-pip-version-check --no-input --retries 5 --timeout 60 \
+         "tensorboard==$tensorboard_version" >"$venv/pip.log" 2>&1; then
+      break
+    fi
+    if [ "$attempt" -eq 3 ]; then
+      echo "install_deps: pip install tensorboard failed 3 times; last log:" >&2; tail -20 "$venv/pip.log" >&2; exit 1
+    fi
+    echo "install_deps: pip install tensorboard failed (attempt $attempt), retrying in 10 s"; sleep 10
+  done
+  echo "install_deps: tensorboard done"
+fi

@@ -11,6 +11,7 @@
 #include "common/process_label.h"
 #include "config/job_config.h"
 #include "dist/mpi_gradient_reducer.h"
+#include "dist/thread_gradient_reducer.h"
 #include "dist/world.h"
 #include "train/stop_request.h"
 #include "train/trainer.h"
@@ -84,8 +85,12 @@ int train(int* argc, char*** argv, const TrainArgs& args) {
 #endif
     const int threads = job.run.threads > 0 ? job.run.threads : default_threads(world);
     backend::CpuBackend backend(threads);
-    dist::MpiGradientReducer reducer(world.comm());
-    return train::Trainer(job, world, backend, reducer, args.resume).run();
+    std::unique_ptr<dist::GradientReducer> reducer;
+    if (job.dist.reducer == config::CpuReducer::thread)
+      reducer = std::make_unique<dist::ThreadGradientReducer>(world.comm());
+    else
+      reducer = std::make_unique<dist::MpiGradientReducer>(world.comm());
+    return train::Trainer(job, world, backend, *reducer, args.resume).run();
   } catch (const AgreedError& e) {
     report(e);
     return static_cast<int>(e.code());

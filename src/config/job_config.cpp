@@ -67,7 +67,18 @@ const std::vector<KeyRule> kKeys = {
      "steps between cross-rank parameter checksum comparisons (0: after each epoch only)"},
     {"run", "profile_layers", Kind::boolean, false,
      "time every layer in the first epoch (device synchronised around each: slower) and print the table"},
+    {"run", "trace", Kind::boolean, false,
+     "write <run.dir>/trace-rank<R>.json (Chrome trace events, opens in Perfetto): step phases, one track per bucket"},
+    {"run", "trace_steps", Kind::integer, int64_t{50}, "the trace keeps the last this many steps (bounded size)"},
+    {"run", "tensorboard", Kind::boolean, true,
+     "rank 0 writes TensorBoard scalars (loss, accuracy, lr, samples/s) to <run.dir>/events.out.tfevents.*"},
+    {"run", "monitor_every_s", Kind::number, 5.0,
+     "seconds between GPU samples (NVML: utilisation, memory, temperature, power, clocks) into <run.dir>/gpu.jsonl; "
+     "0: off; off by itself without libnvidia-ml"},
     {"dist", "bucket_mb", Kind::number, 1.0, "gradient bucket size for overlapped all-reduce, MiB"},
+    {"dist", "reducer", Kind::string, std::string("nonblocking"),
+     "CPU path: nonblocking (MPI_Iallreduce, progressed between layers of backward) | thread (blocking "
+     "MPI_Allreduce on a communication thread); the GPU path always uses NCCL on its own stream"},
     {"gpu", "conv_algorithms", Kind::string, std::string("heuristic"),
      "heuristic | measure: cuDNN's ranking, or time the candidates once per shape (faster, less reproducible)"},
     {"gpu", "deterministic", Kind::boolean, true,
@@ -450,7 +461,13 @@ JobConfig parse_job(std::string_view toml_text, const std::filesystem::path& fil
   c.run.keep_checkpoints = static_cast<int>(r.integer("run", "keep_checkpoints", 1, 1000000));
   c.run.consistency_every = r.integer("run", "consistency_every", 0, INT64_MAX);
   c.run.profile_layers = r.boolean("run", "profile_layers");
+  c.run.trace = r.boolean("run", "trace");
+  c.run.trace_steps = static_cast<int>(r.integer("run", "trace_steps", 1, 1000000));
+  c.run.tensorboard = r.boolean("run", "tensorboard");
+  c.run.monitor_every_s = r.number("run", "monitor_every_s", 0.0, 86400.0);
   c.dist.bucket_mb = r.number("dist", "bucket_mb", 0.001, 4096);
+  c.dist.reducer = r.choice<CpuReducer>("dist", "reducer",
+                                        {{"nonblocking", CpuReducer::nonblocking}, {"thread", CpuReducer::thread}});
   c.gpu.measure_algorithms = r.choice<bool>("gpu", "conv_algorithms", {{"heuristic", false}, {"measure", true}});
   c.gpu.deterministic = r.boolean("gpu", "deterministic");
   c.gpu.workspace_mb = r.number("gpu", "workspace_mb", 0.0, 1e6);

@@ -14,6 +14,7 @@ namespace ringtrain::config {
 enum class DeviceChoice { auto_detect, cpu, cuda };
 enum class Precision { fp32, tf32, bf16 };
 enum class LrSchedule { cosine, constant };
+enum class CpuReducer { nonblocking, thread };  // MPI_Iallreduce polled from backward | a communication thread
 
 struct JobConfig {
   std::filesystem::path source;  // the job file as given
@@ -60,10 +61,15 @@ struct JobConfig {
     int keep_checkpoints = 2;
     int64_t consistency_every = 0;     // steps between parameter checksum comparisons (0: once per epoch)
     bool profile_layers = false;
+    bool trace = false;
+    int trace_steps = 50;
+    bool tensorboard = true;
+    double monitor_every_s = 5;  // 0: off
   } run;
 
   struct Dist {
     double bucket_mb = 1;
+    CpuReducer reducer = CpuReducer::nonblocking;
   } dist;
 
   struct Gpu {

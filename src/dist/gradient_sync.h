@@ -14,6 +14,7 @@ class GradientSync final : public model::GradientObserver {
   void gradients_ready(const model::Layer& leaf) override;
   void finish();  // after backward: waits until every bucket is summed across ranks
   const GradientBuckets& buckets() const { return buckets_; }
+  const GradientReducer& reducer() const { return reducer_; }
 
  private:
   model::Network& network_;

@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "dist/mpi_check.h"
+#include "util/clock.h"
 
 namespace ringtrain::dist {
 
@@ -22,19 +23,40 @@ void MpiGradientReducer::launch(float* grads, const Bucket& bucket) {
   MPI_Request request = MPI_REQUEST_NULL;
   MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, grads + bucket.begin, static_cast<int>(bucket.count), MPI_FLOAT, MPI_SUM,
                            comm_, &request));
+  const double now = util::now_s();
+  spans_.push_back({static_cast<int>(spans_.size()), bucket.count, now, 0});
   requests_.push_back(request);
+}
+
+// A reduction's end is when MPI reports it done to us: progress() polls between layers of backward, so an
+// overlapped bucket's end is accurate to one layer's compute.
+void MpiGradientReducer::stamp(int done, double now) {
+  for (int i = 0; i < done; ++i) spans_[static_cast<size_t>(done_indices_[static_cast<size_t>(i)])].end_s = now;
 }
 
 void MpiGradientReducer::progress() {
   if (requests_.empty()) return;
+  done_indices_.resize(requests_.size());
   int done = 0;
-  MPI_CHECK(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, MPI_STATUSES_IGNORE));
+  MPI_CHECK(MPI_Testsome(static_cast<int>(requests_.size()), requests_.data(), &done, done_indices_.data(),
+                         MPI_STATUSES_IGNORE));
+  if (done != MPI_UNDEFINED) stamp(done, util::now_s());
 }
 
 void MpiGradientReducer::wait_all() {
+  finished_.clear();
   if (requests_.empty()) return;
-  MPI_CHECK(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE));
+  done_indices_.resize(requests_.size());
+  for (;;) {  // Waitsome rather than Waitall, so each bucket's own end is seen
+    int done = 0;
+    MPI_CHECK(MPI_Waitsome(static_cast<int>(requests_.size()), requests_.data(), &done, done_indices_.data(),
+                           MPI_STATUSES_IGNORE));
+    if (done == MPI_UNDEFINED) break;  // every request already complete
+    stamp(done, util::now_s());
+  }
   requests_.clear();
+  finished_.swap(spans_);
+  spans_.clear();
 }
 
 }  // namespace ringtrain::dist

@@ -16,11 +16,16 @@ class MpiGradientReducer final : public GradientReducer {
   void progress() override;
   void wait_all() override;
   const char* name() const override { return "MPI_Iallreduce"; }
+  std::vector<BucketSpan> last_spans() const override { return finished_; }
 
  private:
   MPI_Comm comm_;
   int ranks_ = 1;
   std::vector<MPI_Request> requests_;
+  std::vector<BucketSpan> spans_;     // parallel to requests_; end_s stamped when a test or wait sees it done
+  std::vector<BucketSpan> finished_;  // the last wait_all's
+  std::vector<int> done_indices_;
+  void stamp(int done, double now);
 };
 
 }  // namespace ringtrain::dist

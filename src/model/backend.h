@@ -23,6 +23,9 @@ class Backend {
   virtual std::string description() const = 0;
 
   virtual DeviceBuffer allocate(std::size_t bytes) = 0;  // zero-filled
+  // Bytes allocate() has handed out so far where it is host memory (the CPU twin), for the memory line of the
+  // epoch record; 0 where device memory is not part of the process's resident set.
+  virtual std::size_t host_bytes_allocated() const { return 0; }
   virtual void to_device(void* device_dst, const void* host_src, std::size_t bytes) = 0;
   virtual void to_host(void* host_dst, const void* device_src, std::size_t bytes) = 0;
   virtual void synchronize() = 0;

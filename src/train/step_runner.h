@@ -8,11 +8,14 @@
 #include "config/job_config.h"
 #include "dist/gradient_sync.h"
 #include "model/network.h"
+#include "obs/trace.h"
 
 namespace ringtrain::train {
 
+// Seconds per phase, summed over steps. allreduce is the exposed wait after backward; allreduce_total the
+// reductions' own time (launch to completion), hidden behind backward or not.
 struct StepTimes {
-  double data_wait = 0, forward = 0, backward = 0, allreduce = 0, optimizer = 0;
+  double data_wait = 0, forward = 0, backward = 0, allreduce = 0, optimizer = 0, allreduce_total = 0;
 };
 
 class StepRunner {
@@ -25,6 +28,7 @@ class StepRunner {
   model::LossSums micro_batch(const float* images, const int32_t* labels, int count, uint64_t seed, bool last,
                               StepTimes& times);
   void apply(float lr, StepTimes& times);  // wait for the reduction, then update parameters
+  void set_trace(obs::Trace* trace) { trace_ = trace; }  // phases and bucket reductions go there (null: none)
 
  private:
   model::Network& net_;
@@ -32,6 +36,7 @@ class StepRunner {
   config::JobConfig::Optimizer optimizer_;
   float grad_scale_;
   model::DeviceBuffer dlogits_;
+  obs::Trace* trace_ = nullptr;
 };
 
 }  // namespace ringtrain::train

@@ -18,6 +18,11 @@
 #include "io/shard_reader.h"
 #include "model/layer_profile.h"
 #include "model/network.h"
+#include "obs/gpu_monitor.h"
+#include "obs/phase.h"
+#include "obs/run_stats.h"
+#include "obs/tensorboard_writer.h"
+#include "obs/trace.h"
 #include "train/batch_loader.h"
 #include "train/fault_injection.h"
 #include "train/lr_schedule.h"
@@ -113,6 +118,7 @@ Trainer::Trainer(const config::JobConfig& job, dist::World& world, model::Backen
 int Trainer::run() {
   const bool root = world_.is_root();
   const int ranks = world_.size();
+  const double baseline_rss_mb = obs::current_rss_mb();  // libraries, MPI, the backend: before the run allocates
   auto say = [&](const std::string& text) {
     if (root) {
       fmt::print("{}\n", text);
@@ -293,9 +299,32 @@ int Trainer::run() {
   model::DeviceBuffer labels = backend_.allocate(static_cast<size_t>(batch) * sizeof(int32_t));
   dist::GradientSync sync(*net, reducer_, job_.dist.bucket_mb);
   StepRunner runner(*net, sync, job_.optimizer, global_batch);
+  // What the run needs resident: the backend's host buffers (parameters, gradients, momentum, activations,
+  // workspaces) and two loaders' queues (training, and evaluation while training's stays full).
+  const double needed_mb =
+      (static_cast<double>(backend_.host_bytes_allocated()) +
+       2.0 * (job_.data.prefetch_batches + 1) * batch * (static_cast<double>(input.per_sample()) * 4 + 4)) / (1 << 20);
+  std::optional<obs::Trace> trace;
+  if (job_.run.trace) trace.emplace(world_.rank(), job_.run.trace_steps);
+  obs::Trace* const tracer = trace ? &*trace : nullptr;
+  runner.set_trace(tracer);
+  std::optional<obs::TensorBoardWriter> tensorboard;  // rank 0's curves for `tensorboard --logdir`
+  world_.all_succeed([&] {
+    if (root && job_.run.tensorboard) tensorboard.emplace(job_.run.dir);
+  });
+  const auto write_trace = [&] {
+    if (trace) trace->write(job_.run.dir / fmt::format("trace-rank{}.json", world_.rank()));
+  };
   say(fmt::format("gradients: {} floats in {} bucket{} of <= {} MiB, reduced with {}", net->param_count(),
                   sync.buckets().buckets().size(), sync.buckets().buckets().size() == 1 ? "" : "s",
                   job_.dist.bucket_mb, reducer_.name()));
+  // One sampler per node (its first rank) watches every GPU there; rank 0's file is gpu.jsonl.
+  std::optional<obs::GpuMonitor> gpu_monitor;
+  if (world_.local_rank() == 0 && job_.run.monitor_every_s > 0) {
+    gpu_monitor.emplace(job_.run.dir / (root ? std::string("gpu.jsonl") : fmt::format("gpu-rank{}.jsonl", world_.rank())),
+                        job_.run.monitor_every_s);
+    say(gpu_monitor->status());
+  }
 
   const int epochs = job_.train.epochs;
   const int64_t micro_per_epoch = steps * accumulate;
@@ -349,6 +378,7 @@ int Trainer::run() {
     // At an epoch boundary (next_step 0) the after-epoch comparison has just done it.
     if (next_step > 0) (void)agreed_checksum(fmt::format("before the checkpoint after optimizer step {}", global_step + 1));
     dist::Watchdog::Scope guard(&watchdog, "checkpoint", global_step);
+    obs::Phase phase(tracer, "checkpoint");
     const double t0 = util::now_s();
     const auto count = static_cast<int>(net->state_count());
     std::vector<float> mine(static_cast<size_t>(count)), all(root ? static_cast<size_t>(count) * ranks : 0);
@@ -392,9 +422,10 @@ int Trainer::run() {
     }
     for (int64_t step = epoch == start_epoch ? start_step : 0; step < steps; ++step, ++global_step, ++steps_run) {
       bool nonfinite = false;
+      if (trace) trace->begin_step(global_step);
       runner.begin();
       for (int micro = 0; micro < accumulate; ++micro) {
-        auto host = train_loader.next(&times.data_wait);
+        auto host = obs::timed(tracer, "data_wait", [&] { return train_loader.next(&times.data_wait); });
         backend_.to_device(images.as<float>(), host->images.data(), image_floats * sizeof(float));
         backend_.to_device(labels.as<int32_t>(), host->labels.data(), static_cast<size_t>(batch) * sizeof(int32_t));
         train_loader.recycle(std::move(host));
@@ -436,6 +467,7 @@ int Trainer::run() {
         say(fmt::format("stop requested ({} on at least one rank): checkpointing after epoch {} step {}", 
                         stop_signal() ? stop_signal_name() : "signal", epoch + 1, step + 1));
         save_checkpoint(epoch, step + 1, so_far, samples);
+        write_trace();
         say(fmt::format("stopped for preemption; continue with --resume (exit {})", static_cast<int>(ExitCode::preempted)));
         watchdog.finish();
         return static_cast<int>(ExitCode::preempted);
@@ -458,8 +490,13 @@ int Trainer::run() {
       const double eta = per_step_s * static_cast<double>(steps * epochs - global_step - 1) +
                          last_eval_s * (epochs - epoch - (step + 1 == steps ? 1 : 0));
       if (progress.step(epoch, step, steps, global_step, interval_loss / std::max(interval_samples, 1.0), rate,
-                        done_samples / elapsed, eta))
+                        done_samples / elapsed, eta)) {
+        if (tensorboard)
+          tensorboard->scalars(global_step + 1, {{"train/loss", interval_loss / std::max(interval_samples, 1.0)},
+                                                 {"train/lr", rate},
+                                                 {"train/samples_per_s", done_samples / elapsed}});
         interval_loss = interval_samples = 0;  // the printed loss is the mean since the previous line
+      }
     }
     const double epoch_train_s = util::now_s() - epoch_start;
     if (profile) {
@@ -473,6 +510,7 @@ int Trainer::run() {
 
     // ---- evaluation on the test split, distributed: each rank its own partition, one reduction of the sums
     const double eval_start = util::now_s();
+    obs::Phase eval_phase(tracer, "eval");
     std::optional<dist::Watchdog::Scope> eval_guard(std::in_place, &watchdog, "evaluation", global_step);
     if (net->state_count() > 0 && ranks > 1) {
       // Batch-norm statistics differ per rank (each saw its own samples); average them so every rank evaluates
@@ -511,9 +549,25 @@ int Trainer::run() {
     }
     double sums[] = {train_totals.loss_sum, train_totals.correct, train_totals.samples, test_totals.loss_sum,
                      test_totals.correct,   test_totals.samples,  times.data_wait,      times.forward,
-                     times.backward,        times.allreduce,      times.optimizer};
+                     times.backward,        times.allreduce,      times.optimizer,       times.allreduce_total};
     world_.sum_across(sums, static_cast<int>(std::size(sums)));
+    // Each rank's own work per step (all but the all-reduce wait, which evens out wall-clock steps) and peak RSS.
+    const double own[2] = {(times.data_wait + times.forward + times.backward + times.optimizer) /
+                               static_cast<double>(std::max<int64_t>(steps_run, 1)),
+                           obs::peak_rss_mb()};
+    std::vector<double> per_rank(2 * static_cast<size_t>(ranks)), step_s, rss_mb;
+    MPI_CHECK(MPI_Allgather(own, 2, MPI_DOUBLE, per_rank.data(), 2, MPI_DOUBLE, world_.comm()));
+    for (int r = 0; r < ranks; ++r) step_s.push_back(per_rank[2 * r]), rss_mb.push_back(per_rank[2 * r + 1]);
+    const obs::StepTimeSpread spread = obs::step_time_spread(step_s);
+    const double peak_rss = *std::max_element(rss_mb.begin(), rss_mb.end());
+    const double wall_step_s = epoch_train_s / static_cast<double>(std::max<int64_t>(steps_run, 1));
+    std::vector<std::string> warnings;
+    for (const auto& w : {obs::straggler_warning(spread),
+                          obs::starvation_warning(sums[6] / ranks / static_cast<double>(std::max<int64_t>(steps_run, 1)),
+                                                  wall_step_s, job_.data.prefetch_batches)})
+      if (!w.empty()) warnings.push_back(w), say("warning: " + w);
     last_eval_s = util::now_s() - eval_start;
+    eval_phase.end();
 
     eval_guard.reset();
     const uint64_t checksum = agreed_checksum(fmt::format("after epoch {}", epoch + 1));
@@ -524,10 +578,10 @@ int Trainer::run() {
     const double test_loss = sums[3] / std::max(sums[5], 1.0);
     const double train_loss = sums[0] / std::max(sums[2], 1.0);
     say(fmt::format("epoch {}/{}: train loss {:.4f} acc {:.4f} | test loss {:.4f} acc {:.4f} | {:.0f} samples/s | "
-                    "per rank: data wait {:.2f}s forward {:.2f}s backward {:.2f}s all-reduce {:.2f}s optimizer "
-                    "{:.2f}s | eval {:.1f}s | {:.1f} GFLOP/s per rank",
+                    "per rank: data wait {:.2f}s forward {:.2f}s backward {:.2f}s all-reduce {:.2f}s exposed of "
+                    "{:.2f}s optimizer {:.2f}s | eval {:.1f}s | {:.1f} GFLOP/s per rank",
                     epoch + 1, epochs, train_loss, sums[1] / std::max(sums[2], 1.0), test_loss, test_acc,
-                    samples_per_s, sums[6] * mean, sums[7] * mean, sums[8] * mean, sums[9] * mean, sums[10] * mean,
+                    samples_per_s, sums[6] * mean, sums[7] * mean, sums[8] * mean, sums[9] * mean, sums[11] * mean, sums[10] * mean,
                     last_eval_s, train_flops * static_cast<double>(steps_run * per_step) / epoch_train_s / 1e9));
     if (root) {
       nlohmann::ordered_json rec{{"kind", "epoch"},
@@ -549,14 +603,36 @@ int Trainer::run() {
                                  {"backward_s", sums[8] * mean},
                                  {"allreduce_s", sums[9] * mean},
                                  {"optimizer_s", sums[10] * mean},
+                                 {"allreduce_total_s", sums[11] * mean},
+                                 {"data_wait_fraction", sums[6] * mean / epoch_train_s},
+                                 {"allreduce_exposed_fraction", sums[9] * mean / epoch_train_s},
+                                 {"step_time_min_s", spread.min_s},
+                                 {"step_time_median_s", spread.median_s},
+                                 {"step_time_max_s", spread.max_s},
+                                 {"step_time_max_rank", spread.slowest_rank},
+                                 {"straggler_rank", spread.straggler_rank < 0 ? nlohmann::ordered_json() : nlohmann::ordered_json(spread.straggler_rank)},
+                                 {"peak_rss_mb", peak_rss},
+                                 {"peak_rss_mb_per_rank", rss_mb},
+                                 {"baseline_rss_mb", baseline_rss_mb},
+                                 {"memory_needed_mb", needed_mb},
+                                 {"rss_growth_over_needed", needed_mb > 0 ? (peak_rss - baseline_rss_mb) / needed_mb : 0.0},
+                                 {"warnings", warnings},
                                  {"flops_per_s_per_rank", train_flops * static_cast<double>(steps_run * per_step) / epoch_train_s},
                                  {"param_checksum", util::hex64(checksum)}};
       metrics << rec.dump() << "\n" << std::flush;
+      if (tensorboard)
+        tensorboard->scalars(global_step, {{"epoch/train_loss", train_loss},
+                                           {"epoch/train_acc", sums[1] / std::max(sums[2], 1.0)},
+                                           {"epoch/test_loss", test_loss},
+                                           {"epoch/test_acc", test_acc},
+                                           {"epoch/samples_per_s", samples_per_s},
+                                           {"epoch/lr", lr.at(global_step - 1)}});
     }
     if ((job_.run.checkpoint_every > 0 && (epoch + 1) % job_.run.checkpoint_every == 0) || epoch + 1 == epochs)
       save_checkpoint(epoch + 1, 0, train_time_total, global_samples_total);
   }
   watchdog.finish();
+  write_trace();
   say(fmt::format("done: {} epochs, {:.0f} training samples/s over the job, results in {}", epochs,
                   global_samples_total / std::max(train_time_total, 1e-9), (job_.run.dir / "metrics.jsonl").string()));
   return 0;

@@ -29,6 +29,7 @@ model::DeviceBuffer CpuBackend::allocate(std::size_t bytes) {
   void* p = std::aligned_alloc(64, rounded);
   if (!p) throw std::bad_alloc();
   std::memset(p, 0, rounded);
+  allocated_ += rounded;
   return model::DeviceBuffer(p, bytes, [](void* q) { std::free(q); });
 }
 

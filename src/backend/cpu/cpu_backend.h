@@ -11,6 +11,7 @@ class CpuBackend final : public model::Backend {
   std::string description() const override;
 
   model::DeviceBuffer allocate(std::size_t bytes) override;
+  std::size_t host_bytes_allocated() const override { return allocated_; }
   void to_device(void* device_dst, const void* host_src, std::size_t bytes) override;
   void to_host(void* host_dst, const void* device_src, std::size_t bytes) override;
   void synchronize() override {}
@@ -29,6 +30,7 @@ class CpuBackend final : public model::Backend {
 
  private:
   int threads_;
+  std::size_t allocated_ = 0;  // cumulative: buffers are made at setup and live for the run
 };
 
 }  // namespace ringtrain::backend

@@ -19,6 +19,7 @@
 #include "common/error.h"
 #include "common/process_label.h"
 #include "kernels/cuda/cuda_check.h"
+#include "util/clock.h"
 
 namespace ringtrain::backend {
 namespace {
@@ -81,6 +82,7 @@ struct NcclGradientReducer::Impl {
   CudaEvent order;                    // compute -> comm ordering for broadcast
   CudaEvent compute_end, comm_end;    // timing events: how long communication outlasted compute
   double exposed_s = 0;
+  std::vector<dist::BucketSpan> spans;  // the last wait_all's buckets
 
   explicit Impl(CudaBackend& b) : backend(b) {}
 
@@ -238,7 +240,8 @@ NcclGradientReducer::~NcclGradientReducer() {
 void NcclGradientReducer::launch(float* grads, const dist::Bucket& bucket) {
   Impl& s = *impl_;
   if (!s.nccl) throw Error(ExitCode::internal, "gradient all-reduce after the NCCL communicator was aborted");
-  if (s.launched == s.launches.size()) s.launches.push_back({0, 0, make_event(false), make_event(false)});
+  // Timing events: they also date each bucket's reduction for the trace (last_spans).
+  if (s.launched == s.launches.size()) s.launches.push_back({0, 0, make_event(true), make_event(true)});
   Launch& l = s.launches[s.launched];
   l.begin = bucket.begin;
   l.count = bucket.count;
@@ -259,10 +262,21 @@ void NcclGradientReducer::progress() {
 
 void NcclGradientReducer::wait_all() {
   Impl& s = *impl_;
+  s.spans.clear();
   if (s.launched == 0) return;
   CUDA_CHECK(cudaEventRecord(s.compute_end, s.compute));
   CUDA_CHECK(cudaEventRecord(s.comm_end, s.stream));
   s.wait_for(s.comm_end, s.compute_end, [&] { return s.unfinished(); });
+  // comm_end has just completed: device times measured back from it land on the host clock (to within the
+  // polling interval of the wait).
+  const double host_end = util::now_s();
+  for (size_t i = 0; i < s.launched; ++i) {
+    float ready_ms = 0, done_ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ready_ms, s.launches[i].ready, s.comm_end));
+    CUDA_CHECK(cudaEventElapsedTime(&done_ms, s.launches[i].done, s.comm_end));
+    s.spans.push_back({static_cast<int>(i), s.launches[i].count, host_end - static_cast<double>(ready_ms) / 1e3,
+                       host_end - static_cast<double>(done_ms) / 1e3});
+  }
   // Device-side order for everything queued from now on (the optimizer reads the summed gradients). The host
   // wait above already covers it; the event keeps the order explicit should that wait ever be dropped.
   CUDA_CHECK(cudaStreamWaitEvent(s.compute, s.comm_end, 0));
@@ -286,6 +300,7 @@ void NcclGradientReducer::broadcast_params(float* params, int64_t count) {
 }
 
 double NcclGradientReducer::last_exposed_s() const { return impl_->exposed_s; }
+std::vector<dist::BucketSpan> NcclGradientReducer::last_spans() const { return impl_->spans; }
 kernels::cuda::Stream NcclGradientReducer::comm_stream() const { return impl_->stream.get(); }
 int NcclGradientReducer::ranks() const { return impl_->size; }
 

@@ -38,6 +38,9 @@ class NcclGradientReducer final : public dist::GradientReducer {
   // first unfinished bucket, its size and the timeout.
   void wait_all() override;
   const char* name() const override { return "ncclAllReduce"; }
+  // Each bucket from the moment its gradients were final on the compute stream until its all-reduce ended on
+  // the communication stream, measured by device events and placed on the host clock by the end of wait_all.
+  std::vector<dist::BucketSpan> last_spans() const override;
 
   // In place from rank 0 to every rank, ordered after the compute stream; waits like wait_all().
   void broadcast_params(float* params, int64_t count);

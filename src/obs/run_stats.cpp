@@ -1,0 +1,58 @@
+// Owns the straggler, starvation and memory rules of the epoch record.
+#include "obs/run_stats.h"
+
+#include <fmt/format.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+
+namespace ringtrain::obs {
+
+StepTimeSpread step_time_spread(const std::vector<double>& per_rank_s, double straggler_margin) {
+  StepTimeSpread s;
+  if (per_rank_s.empty()) return s;
+  std::vector<double> sorted = per_rank_s;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  s.min_s = sorted.front();
+  s.max_s = sorted.back();
+  s.median_s = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  s.slowest_rank = static_cast<int>(std::max_element(per_rank_s.begin(), per_rank_s.end()) - per_rank_s.begin());
+  if (s.median_s > 0 && s.max_s > (1 + straggler_margin) * s.median_s) s.straggler_rank = s.slowest_rank;
+  return s;
+}
+
+std::string straggler_warning(const StepTimeSpread& spread) {
+  if (spread.straggler_rank < 0) return "";
+  return fmt::format("straggler: rank {} takes {:.1f} ms per step of its own work, {:.0f} % more than the median "
+                     "rank ({:.1f} ms); every other rank waits for it in the all-reduce. Look for a slower node, "
+                     "another job sharing its cores or GPU, or a slower path to its data",
+                     spread.straggler_rank, spread.max_s * 1e3, (spread.max_s / spread.median_s - 1) * 100,
+                     spread.median_s * 1e3);
+}
+
+std::string starvation_warning(double data_wait_s, double step_s, int prefetch_batches, double threshold) {
+  if (step_s <= 0 || data_wait_s <= threshold * step_s) return "";
+  return fmt::format("data starvation: the step waited {:.1f} ms of {:.1f} ms ({:.1f} %) for the next batch. Raise "
+                     "data.prefetch_batches (now {}) to ride out slow reads; if the wait stays, the loader thread is "
+                     "slower than the step: put the shards on faster storage (ringtrain-bench BM_ShardReader* shows "
+                     "the read rate)",
+                     data_wait_s * 1e3, step_s * 1e3, data_wait_s / step_s * 100, prefetch_batches);
+}
+
+double peak_rss_mb() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
+}
+
+double current_rss_mb() {
+  std::ifstream statm("/proc/self/statm");
+  long long pages = 0, resident = 0;
+  if (!(statm >> pages >> resident)) return 0;
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
+}  // namespace ringtrain::obs

@@ -1,0 +1,30 @@
+// Owns the judgements an epoch record makes about where time and memory went: the spread of per-rank step
+// times and the straggler among them, data starvation, and resident memory against what the run needs.
+// Pure functions of numbers the trainer gathers, so each rule is tested on its own.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace ringtrain::obs {
+
+struct StepTimeSpread {
+  double min_s = 0, median_s = 0, max_s = 0;
+  int slowest_rank = 0;
+  int straggler_rank = -1;  // the slowest rank when it is more than `straggler_margin` slower than the median
+};
+
+// per_rank_s[r]: rank r's own work per step (everything but the all-reduce wait, which makes every rank's
+// wall-clock step equal and so hides who is slow).
+StepTimeSpread step_time_spread(const std::vector<double>& per_rank_s, double straggler_margin = 0.10);
+
+// "" or a line naming the straggler, how much slower it is, and where to look.
+std::string straggler_warning(const StepTimeSpread& spread);
+
+// "" or a line saying the step waited for data more than `threshold` of its time, with the knob to turn.
+std::string starvation_warning(double data_wait_s, double step_s, int prefetch_batches, double threshold = 0.05);
+
+// Peak resident set of this process so far (getrusage), and its resident set now (/proc/self/statm), MiB.
+double peak_rss_mb();
+double current_rss_mb();
+
+}  // namespace ringtrain::obs

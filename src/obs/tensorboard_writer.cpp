@@ -1,0 +1,99 @@
+// Owns the TFRecord framing and the hand-encoded Event protobuf.
+#include "obs/tensorboard_writer.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <bit>
+#include <chrono>
+#include <cstring>
+
+#include "common/error.h"
+#include "util/crc32c.h"
+
+namespace ringtrain::obs {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "protobuf and TFRecord fixed-width fields are little-endian");
+
+void varint(std::string& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>((v & 0x7F) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+}
+
+template <class T>
+void fixed(std::string& out, T v) {
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &v, sizeof(T));
+  out.append(bytes, sizeof(T));
+}
+
+// A length-delimited field (wire type 2).
+void bytes_field(std::string& out, int field, const std::string& payload) {
+  varint(out, static_cast<uint64_t>(field) << 3 | 2);
+  varint(out, payload.size());
+  out += payload;
+}
+
+double wall_time_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Event fields: 1 wall_time (double), 2 step (int64), 3 file_version (string), 5 summary (Summary).
+std::string event_head(int64_t step) {
+  std::string e;
+  varint(e, 1 << 3 | 1);
+  fixed(e, wall_time_s());
+  varint(e, 2 << 3 | 0);
+  varint(e, static_cast<uint64_t>(step));
+  return e;
+}
+
+}  // namespace
+
+TensorBoardWriter::TensorBoardWriter(const std::filesystem::path& dir) {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  file_ = dir / fmt::format("events.out.tfevents.{}.{}.{}", static_cast<int64_t>(wall_time_s()), host, ::getpid());
+  out_.open(file_, std::ios::binary | std::ios::trunc);
+  if (!out_)
+    throw Error(ExitCode::internal, fmt::format("cannot create the TensorBoard file {}; check that run.dir is "
+                                                "writable, or set run.tensorboard = false",
+                                                file_.string()));
+  std::string e = event_head(0);
+  bytes_field(e, 3, "brain.Event:2");
+  record(e);
+}
+
+void TensorBoardWriter::scalars(int64_t step, const std::vector<std::pair<std::string, double>>& values) {
+  std::string summary;
+  for (const auto& [tag, value] : values) {
+    std::string v;  // Summary.Value: 1 tag (string), 2 simple_value (float)
+    bytes_field(v, 1, tag);
+    varint(v, 2 << 3 | 5);
+    fixed(v, static_cast<float>(value));
+    bytes_field(summary, 1, v);
+  }
+  std::string e = event_head(step);
+  bytes_field(e, 5, summary);
+  record(e);
+}
+
+// TFRecord: uint64 length, masked CRC of the length, the data, masked CRC of the data.
+void TensorBoardWriter::record(const std::string& event) {
+  std::string framed;
+  fixed(framed, static_cast<uint64_t>(event.size()));
+  fixed(framed, util::masked_crc32c(framed.data(), 8));
+  framed += event;
+  fixed(framed, util::masked_crc32c(event.data(), event.size()));
+  out_.write(framed.data(), static_cast<std::streamsize>(framed.size()));
+  if (!out_.flush())
+    throw Error(ExitCode::internal, fmt::format("cannot write the TensorBoard file {}; check run.dir's free space, "
+                                                "or set run.tensorboard = false",
+                                                file_.string()));
+}
+
+}  // namespace ringtrain::obs

@@ -1,0 +1,51 @@
+// The epoch record's rules: median and straggler over per-rank step times, starvation threshold, memory.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "obs/run_stats.h"
+
+using namespace ringtrain;
+
+TEST(StepTimeSpread, NamesTheSlowestRankOnlyWhenMoreThanTenPercentOverTheMedian) {
+  const auto even = obs::step_time_spread({0.100, 0.104, 0.098, 0.108});
+  EXPECT_DOUBLE_EQ(even.min_s, 0.098);
+  EXPECT_DOUBLE_EQ(even.max_s, 0.108);
+  EXPECT_DOUBLE_EQ(even.median_s, 0.102);
+  EXPECT_EQ(even.slowest_rank, 3);
+  EXPECT_EQ(even.straggler_rank, -1) << "5.9 % over the median is no straggler";
+  EXPECT_EQ(obs::straggler_warning(even), "");
+
+  const auto slow = obs::step_time_spread({0.100, 0.100, 0.150, 0.101, 0.099});
+  EXPECT_DOUBLE_EQ(slow.median_s, 0.100);
+  EXPECT_EQ(slow.straggler_rank, 2);
+  const std::string warning = obs::straggler_warning(slow);
+  EXPECT_NE(warning.find("rank 2"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("50 %"), std::string::npos) << warning;
+}
+
+TEST(StepTimeSpread, BoundaryAndDegenerateInputs) {
+  EXPECT_EQ(obs::step_time_spread({1.0, 1.1, 1.0}).straggler_rank, -1) << "exactly 10 % is not more than 10 %";
+  EXPECT_EQ(obs::step_time_spread({1.0, 1.1001, 1.0}).straggler_rank, 1);
+  EXPECT_EQ(obs::step_time_spread({0.5}).straggler_rank, -1) << "one rank is never its own straggler";
+  EXPECT_EQ(obs::step_time_spread({}).straggler_rank, -1);
+}
+
+TEST(Starvation, WarnsAboveFivePercentAndNamesTheKnob) {
+  EXPECT_EQ(obs::starvation_warning(0.004, 0.100, 4), "") << "4 % is fine";
+  EXPECT_EQ(obs::starvation_warning(0.005, 0.100, 4), "") << "exactly 5 % is fine";
+  const std::string warning = obs::starvation_warning(0.020, 0.100, 4);
+  EXPECT_NE(warning.find("20.0 %"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("data.prefetch_batches (now 4)"), std::string::npos) << warning;
+  EXPECT_EQ(obs::starvation_warning(1.0, 0.0, 4), "") << "no steps, no verdict";
+}
+
+TEST(Memory, ResidentSetGrowsWithTouchedMemory) {
+  const double before = obs::peak_rss_mb();
+  EXPECT_GT(before, 1.0);
+  std::vector<char> block(64u << 20, 1);  // 64 MiB, written so every page is resident
+  const double now = obs::current_rss_mb();
+  EXPECT_GT(obs::peak_rss_mb(), before + 32) << "peak after touching 64 MiB";
+  EXPECT_GT(now, 32.0);
+  EXPECT_EQ(block[12345], 1);
+}

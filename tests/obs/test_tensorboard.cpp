@@ -1,0 +1,53 @@
+// Our TensorBoard event files, read back by TensorBoard's own EventAccumulator (in the venv that
+// scripts/install_deps.sh makes): every tag, step and value arrives, and the CRC-32C is the standard one.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "obs/tensorboard_writer.h"
+#include "util/crc32c.h"
+
+using namespace ringtrain;
+
+TEST(Crc32c, MatchesTheStandardCheckValues) {
+  EXPECT_EQ(util::crc32c("123456789", 9), 0xE3069283u);  // the CRC-32C check value (RFC 3720)
+  EXPECT_EQ(util::crc32c("", 0), 0u);
+}
+
+TEST(TensorBoard, TensorBoardReadsBackEveryScalar) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ringtrain-tb-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  {
+    obs::TensorBoardWriter writer(dir);
+    EXPECT_EQ(writer.file().filename().string().rfind("events.out.tfevents.", 0), 0u);
+    for (int step = 1; step <= 5; ++step)
+      writer.scalars(step * 10, {{"train/loss", 2.0 / step}, {"train/lr", 0.05}, {"train/samples_per_s", 100.0 * step}});
+    writer.scalars(50, {{"epoch/test_acc", 0.875}});
+  }
+  const std::string python = RINGTRAIN_TOOLS_PYTHON;
+  ASSERT_TRUE(std::filesystem::exists(python))
+      << python << " is missing: run scripts/install_deps.sh (it makes the venv with tensorboard)";
+  const std::string command = python + " " + RINGTRAIN_SOURCE_DIR + "/tests/obs/read_tfevents.py " + dir.string();
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[4096];
+  while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  ASSERT_EQ(::pclose(pipe), 0) << command << " printed: " << output;
+  const auto scalars = nlohmann::json::parse(output);
+  ASSERT_EQ(scalars.size(), 4u) << output;
+  ASSERT_EQ(scalars.at("train/loss").size(), 5u);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(scalars["train/loss"][i][0].get<int>(), (i + 1) * 10);
+    EXPECT_FLOAT_EQ(scalars["train/loss"][i][1].get<float>(), static_cast<float>(2.0 / (i + 1)));
+    EXPECT_FLOAT_EQ(scalars["train/samples_per_s"][i][1].get<float>(), static_cast<float>(100.0 * (i + 1)));
+    EXPECT_FLOAT_EQ(scalars["train/lr"][i][1].get<float>(), 0.05f);
+  }
+  EXPECT_EQ(scalars["epoch/test_acc"][0][0].get<int>(), 50);
+  EXPECT_FLOAT_EQ(scalars["epoch/test_acc"][0][1].get<float>(), 0.875f);
+  std::filesystem::remove_all(dir);
+}
