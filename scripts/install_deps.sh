@@ -11,6 +11,9 @@ packages=(
   libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libfmt-dev   # job files, command line, JSON records, formatting
   libgtest-dev libgmock-dev libbenchmark-dev       # tests and benchmarks
   dataset-fashion-mnist                            # the Fashion-MNIST IDX files under /usr/share/datasets
+  slurm-wlm munge                                  # tests/slurm: a real two-node Slurm cluster runs slurm/train.sbatch
+  iproute2                                         # tests/multihost: ip netns/veth "nodes", tc rate limits; ss
+  python3-matplotlib                               # perf/scaling_report.py: the scaling plot
 )
 missing=()
 for p in "${packages[@]}"; do
