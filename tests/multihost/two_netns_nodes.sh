@@ -102,6 +102,12 @@ run_case() {  # run_case NAME: benchmark + training over the namespaces as they 
   grep "^epoch 1/1:" "$scratch/$1.log" | sed "s/^/$1: /"
 }
 t0=$SECONDS
+if [ -n "${RT_MULTIHOST_KEEP:-}" ]; then   # for reports: the same training on one emulated node, 1 rank
+  timeout 300 ip netns exec "$ns_a" mpirun --allow-run-as-root -np 1 --mca btl self,tcp \
+    --mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet" \
+    "$bin" "${train_args[@]}" --set run.dir="$scratch/one_node" >"$scratch/one_node.log" 2>&1 \
+    || fail "one-node training: $(tail -5 "$scratch/one_node.log")"
+fi
 run_case bare
 for end in "$ns_a $veth_a" "$ns_b $veth_b"; do
   set -- $end
@@ -148,7 +154,7 @@ sys.exit(1 if bad else 0)
 PY
 [ $? = 0 ] || failures=$((failures + 1))
 if [ -n "${RT_MULTIHOST_KEEP:-}" ]; then
-  mkdir -p "$RT_MULTIHOST_KEEP" && cp -a "$scratch"/bare "$scratch"/limited "$scratch"/*.json "$scratch"/*.log "$RT_MULTIHOST_KEEP/"
+  mkdir -p "$RT_MULTIHOST_KEEP" && cp -a "$scratch"/one_node "$scratch"/bare "$scratch"/limited "$scratch"/*.json "$scratch"/*.log "$RT_MULTIHOST_KEEP/"
 fi
 echo "multihost test: $((SECONDS - t0)) s of runs"
 [ "$failures" = 0 ]

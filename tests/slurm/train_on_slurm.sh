@@ -4,7 +4,8 @@
 # --signal=USR1@120 would send it before the time limit); the ranks checkpoint and exit 75, the script
 # requeues the job, the requeued job resumes from the checkpoint and completes. Checked: the job ends
 # COMPLETED with exit 0 after exactly one restart, the log shows the stop and the resume, metrics.jsonl has
-# both epochs on 2 ranks. A second job stages the shards to node-local disk (RT_STAGE_DATA).
+# both epochs on 2 ranks. A second job stages the shards to node-local disk (RT_STAGE_DATA); then
+# slurm/scaling_study.sh runs a 1- and 2-node strong-scaling study and writes its report.
 # Usage: train_on_slurm.sh RINGTRAIN SOURCE_DIR DATA_DIR
 set -uo pipefail
 bin=$1 src=$2 data=$3
@@ -40,6 +41,9 @@ ok() { echo "ok   $*"; }
 # segment names would collide).
 export OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
 export RT_BIN=$bin RT_RUN_ROOT=$scratch/runs
+# The report's plot needs matplotlib, which apt installs for Debian's interpreter (a pyenv python3 first on
+# PATH would not see it).
+[ -x /usr/bin/python3 ] && export RT_PYTHON=/usr/bin/python3
 common=(--set data.train="$data/fmnist/train" --set data.test="$data/fmnist/test" --set run.progress_every_s=1000
         --set run.threads=1)
 
@@ -112,6 +116,17 @@ if [ "$state" = COMPLETED ] && [ "$exit_code" = 0:0 ] && grep -q "staged .* to $
   ok "staged job read node-local shards and removed them: $(grep -o 'staged .* ms$' "$out")"
 else
   fail "staged job $job: $state $exit_code; $(grep train.sbatch "$out" | tail -3)"
+fi
+
+# ---- 3. a strong-scaling study at 1 and 2 nodes (fixed global batch 64): two jobs, one report
+if "$src/slurm/scaling_study.sh" --mode strong --global-batch 64 --nodes "1 2" --out "$scratch/study" \
+     "$src/jobs/fashion_mnist.toml" "${common[@]}" --set train.epochs=1 --set train.max_steps_per_epoch=5 \
+     >"$scratch/study.log" 2>&1 \
+   && grep -q "^| n2-r2 | 2 | 64 |" "$scratch/study/report.md" && grep -q "^| n1-r1 | 1 | 64 |" "$scratch/study/report.md" \
+   && [ -s "$scratch/study/report.png" ]; then
+  ok "strong-scaling study: 1 and 2 node jobs, report with $(grep -c '^| n' "$scratch/study/report.md") rows and a plot"
+else
+  fail "scaling study: $(tail -5 "$scratch/study.log")"
 fi
 
 echo "slurm test: $(($(date +%s) - t0)) s"
