@@ -95,6 +95,29 @@ def table(points):
     return "\n".join(lines)
 
 
+def plot(curves, references, png):
+    """curves: [(label, points)]; references: [(ranks, efficiency, label)] published measurements."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise SystemExit(f"scaling_model: {sys.executable} has no matplotlib; install python3-matplotlib and use "
+                         "Debian's /usr/bin/python3")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    for label, points in curves:
+        ax.plot([p["ranks"] for p in points], [p["efficiency"] * 100 for p in points], marker="o", label=label)
+    for ranks, eff, label in references:
+        ax.scatter([ranks], [eff * 100], marker="*", s=160, zorder=5, label=label)
+    ax.axhline(90, color="grey", linestyle=":", linewidth=1)
+    ax.set_xscale("log", base=2)
+    ax.set(xlabel="GPUs", ylabel="weak-scaling efficiency, %", title="ring all-reduce model")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     src = ap.add_argument_group("workload (from a run, or given)")
@@ -111,6 +134,9 @@ def main(argv=None):
     ap.add_argument("--buckets", type=int, default=1, help="all-reduce calls per step (latency paid per call)")
     ap.add_argument("--ranks", default=",".join(map(str, DEFAULT_RANKS)), help="comma-separated rank counts")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    ap.add_argument("--plot", help="also write this PNG: efficiency against GPUs, overlap 0 and the given one")
+    ap.add_argument("--reference", action="append", default=[],
+                    help="RANKS:EFFICIENCY:LABEL, a published point to draw next to the curves (with --plot)")
     args = ap.parse_args(argv)
 
     if args.metrics:
@@ -125,6 +151,15 @@ def main(argv=None):
     link = parse_link(args)
     points = [predict(int(n), work, link, args.overlap, args.buckets) for n in args.ranks.split(",")]
     below = first_below(points)
+    if args.plot:
+        curves = [(f"overlap {args.overlap:g}, {args.buckets} bucket(s)", points)]
+        if args.overlap != 0:
+            curves.append(("overlap 0", [predict(p["ranks"], work, link, 0.0, args.buckets) for p in points]))
+        refs = []
+        for item in args.reference:
+            ranks, eff, label = item.split(":", 2)
+            refs.append((int(ranks), float(eff), label))
+        plot(curves, refs, args.plot)
     if args.json:
         json.dump({"link": vars(link), "workload": vars(work), "overlap": args.overlap, "points": points,
                    "below_90_at": below}, sys.stdout, indent=1)

@@ -87,7 +87,7 @@ hosts=$(mpi sh -c 'ip -4 -br addr show | grep -o "^[^ ]*" | grep -v lo | tr "\n"
 echo "ranks see interfaces: $hosts"
 [[ "$hosts" == *"$veth_a"* && "$hosts" == *"$veth_b"* ]] && ok "one rank in each namespace" || fail "placement: $hosts"
 
-bench_mib="2 4 8" steps=20
+bench_mib="2 4 8" steps=${RT_MULTIHOST_STEPS:-20}
 train_args=(train "$src/jobs/fashion_mnist.toml" --set data.train="$data/fmnist/train" --set data.test="$data/fmnist/test"
             --set train.epochs=1 --set train.max_steps_per_epoch=$steps --set run.threads=1 --set run.progress_every_s=1000)
 run_case() {  # run_case NAME: benchmark + training over the namespaces as they are now
