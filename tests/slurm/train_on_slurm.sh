@@ -5,7 +5,8 @@
 # requeues the job, the requeued job resumes from the checkpoint and completes. Checked: the job ends
 # COMPLETED with exit 0 after exactly one restart, the log shows the stop and the resume, metrics.jsonl has
 # both epochs on 2 ranks. A second job stages the shards to node-local disk (RT_STAGE_DATA); then
-# slurm/scaling_study.sh runs a 1- and 2-node strong-scaling study and writes its report.
+# a job with a bad key must fail with ringtrain's exit code; slurm/scaling_study.sh runs a 1- and 2-node
+# strong-scaling study and writes its report.
 # Usage: train_on_slurm.sh RINGTRAIN SOURCE_DIR DATA_DIR
 set -uo pipefail
 bin=$1 src=$2 data=$3
@@ -118,7 +119,19 @@ else
   fail "staged job $job: $state $exit_code; $(grep train.sbatch "$out" | tail -3)"
 fi
 
-# ---- 3. a strong-scaling study at 1 and 2 nodes (fixed global batch 64): two jobs, one report
+# ---- 3. a job file error is the job's exit code (no requeue): ringtrain's exit 3 on both ranks
+job=$(sbatch --parsable --job-name=badkey --nodes=2 --ntasks-per-node=1 --output="$scratch/%x-%j.out" \
+      "$src/slurm/train.sbatch" "$src/jobs/fashion_mnist.toml" "${common[@]}" --set train.epochs=-1) \
+  || { echo "FAIL: sbatch refused the job"; exit 1; }
+wait_job "$job" 120
+state=$(job_state "$job") exit_code=$(job_field "$job" ExitCode) restarts=$(job_field "$job" Restarts)
+if [ "$state" = FAILED ] && [ "$exit_code" = 3:0 ] && [ "$restarts" = 0 ]; then
+  ok "a bad job key fails the job with ringtrain's exit 3, not requeued"
+else
+  fail "bad-key job $job: $state exit $exit_code restarts $restarts (want FAILED 3:0 0)"
+fi
+
+# ---- 4. a strong-scaling study at 1 and 2 nodes (fixed global batch 64): two jobs, one report
 if "$src/slurm/scaling_study.sh" --mode strong --global-batch 64 --nodes "1 2" --out "$scratch/study" \
      "$src/jobs/fashion_mnist.toml" "${common[@]}" --set train.epochs=1 --set train.max_steps_per_epoch=5 \
      >"$scratch/study.log" 2>&1 \
