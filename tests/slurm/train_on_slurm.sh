@@ -9,7 +9,7 @@
 # strong-scaling study and writes its report.
 # Usage: train_on_slurm.sh RINGTRAIN SOURCE_DIR DATA_DIR
 set -uo pipefail
-bin=$1 src=$2 data=$3
+bin=$(realpath "$1") src=$(realpath "$2") data=$(realpath -m "$3")
 here=$(cd "$(dirname "$0")" && pwd)
 if [ "$(id -u)" != 0 ]; then echo "SKIP: needs root to run munged and slurmd"; exit 77; fi
 if [ ! -d /usr/share/datasets/fashion-mnist ]; then
