@@ -12,7 +12,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev       # tests and benchmarks
   dataset-fashion-mnist                            # the Fashion-MNIST IDX files under /usr/share/datasets
   python3-venv                                     # a private venv for the TensorBoard read-back test (below)
-  python3-matplotlib                               # plots of perf/results
+  python3-matplotlib                               # plots of perf/results and perf/scaling_report.py
+  slurm-wlm munge                                  # tests/slurm: a real two-node Slurm cluster runs slurm/train.sbatch
+  iproute2                                         # tests/multihost: ip netns/veth "nodes", tc rate limits; ss
 )
 missing=()
 for p in "${packages[@]}"; do

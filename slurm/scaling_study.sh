@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# scaling_study.sh — the same training job at 1, 2, 4, ... nodes, each a separate Slurm job through
+# slurm/train.sbatch; waits for them, then writes a scaling report (perf/scaling_report.py) over their
+# metrics.jsonl.
+#
+#   slurm/scaling_study.sh [options] JOB_FILE [--set key=value ...]
+#     --mode weak|strong   weak: the job's per-rank batch at every size (global batch grows with the ranks);
+#                          strong: --global-batch fixed, per-rank batch = global / ranks (must divide)
+#     --nodes "1 2 4 8"    node counts (default "1 2 4")
+#     --tasks-per-node G   ranks per node, one per GPU (default 1)
+#     --gpus-per-task N    add --gpus-per-task=N to every job (GPU clusters; default: none, CPU)
+#     --global-batch B     strong scaling's global batch
+#     --out DIR            study folder: one run directory per size, the jobs' logs, report.md/.png
+#                          (default runs/scaling-<mode>-<date>)
+#     --sbatch "ARGS"      more sbatch options for every job (partition, account, time, ...)
+#     --no-wait            submit and print the job ids only
+# RT_PYTHON: the interpreter for the report (it needs matplotlib: Debian's python3-matplotlib).
+# The job file's learning rate is scaled to each global batch by ringtrain itself (optimizer.base_batch).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/.." && pwd)
+mode=weak nodes="1 2 4" tasks=1 gpus="" global_batch="" out="" extra="" wait=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --mode) mode=$2; shift 2 ;;
+    --nodes) nodes=$2; shift 2 ;;
+    --tasks-per-node) tasks=$2; shift 2 ;;
+    --gpus-per-task) gpus=$2; shift 2 ;;
+    --global-batch) global_batch=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --sbatch) extra=$2; shift 2 ;;
+    --no-wait) wait=0; shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -*) echo "scaling_study.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
+[ $# -ge 1 ] || { echo "usage: slurm/scaling_study.sh [options] JOB_FILE [--set key=value ...]" >&2; exit 2; }
+job_file=$1
+shift
+case "$mode" in
+  weak) ;;
+  strong) [ -n "$global_batch" ] || { echo "scaling_study.sh: --mode strong needs --global-batch" >&2; exit 2; } ;;
+  *) echo "scaling_study.sh: --mode is weak or strong, not '$mode'" >&2; exit 2 ;;
+esac
+out=$(realpath -m "${out:-runs/scaling-$mode-$(date +%Y%m%d-%H%M%S)}")
+mkdir -p "$out"
+
+declare -A job_of
+runs=()
+for n in $nodes; do
+  ranks=$((n * tasks))
+  batch_args=()
+  if [ "$mode" = strong ]; then
+    if [ $((global_batch % ranks)) != 0 ]; then
+      echo "scaling_study.sh: global batch $global_batch does not divide over $ranks ranks; skipping $n nodes" >&2
+      continue
+    fi
+    batch_args=(--set train.batch_per_rank=$((global_batch / ranks)) --set train.accumulate_steps=1)
+  fi
+  run=$out/n$n-r$ranks
+  # shellcheck disable=SC2086  # $extra is a list of sbatch options
+  id=$(RT_RUN_DIR=$run sbatch --parsable --job-name="scale-$mode-n$n" --nodes="$n" --ntasks-per-node="$tasks" \
+         ${gpus:+--gpus-per-task=$gpus} --output="$out/%x-%j.out" $extra \
+         "$src/slurm/train.sbatch" "$job_file" "$@" "${batch_args[@]}")
+  job_of[$run]=$id
+  runs+=("$run")
+  echo "submitted $n node(s) x $tasks = $ranks ranks: job $id -> $run"
+done
+[ ${#runs[@]} -gt 0 ] || { echo "scaling_study.sh: nothing submitted" >&2; exit 1; }
+[ "$wait" = 1 ] || exit 0
+
+# Poll (no accounting needed): a requeued job passes through PENDING again; a job scontrol has forgotten
+# (MinJobAge) is judged by its run directory.
+failed=0
+for run in "${runs[@]}"; do
+  id=${job_of[$run]}
+  while :; do
+    state=$(scontrol show job -o "$id" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2 || true)
+    case "$state" in PENDING|CONFIGURING|RUNNING|COMPLETING|REQUEUED|SUSPENDED) sleep 2 ;; *) break ;; esac
+  done
+  if [ -s "$run/metrics.jsonl" ] && grep -q '"kind":"epoch"' "$run/metrics.jsonl" && [ "${state:-COMPLETED}" = COMPLETED ]; then
+    echo "job $id: ${state:-finished} ($run)"
+  else
+    echo "job $id: ${state:-gone} without an epoch record in $run; see $out/*-$id.out" >&2
+    failed=$((failed + 1))
+  fi
+done
+good=()
+for run in "${runs[@]}"; do [ -s "$run/metrics.jsonl" ] && grep -q '"kind":"epoch"' "$run/metrics.jsonl" && good+=("$run"); done
+[ ${#good[@]} -gt 0 ] && "${RT_PYTHON:-python3}" "$src/perf/scaling_report.py" --out "$out/report" "${good[@]}"
+[ "$failed" = 0 ]
