@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +18,9 @@ namespace {
 constexpr int kHeartbeatTag = 7001;
 constexpr double kHeartbeatEveryS = 0.5;
 constexpr auto kTick = std::chrono::milliseconds(100);
+// Long enough for a healthy step to finish its collective and checkpoint after SIGTERM, short enough that a
+// job with a dead rank ends well inside the 15 s our users expect (and before Slurm's default KillWait).
+constexpr double kTermGraceS = 5.0;
 
 }  // namespace
 
@@ -71,8 +75,12 @@ void Watchdog::loop() {
       else
         heartbeat(now);
     }
+    if (auto* terminating = terminating_.load(); terminating && terminating_since_ < 0 && terminating())
+      terminating_since_ = now;
     if (!waiting_) continue;
     const double waited = now - entered_at_.load();
+    if (terminating_since_ >= 0 && now - std::max(terminating_since_, entered_at_.load()) > kTermGraceS)
+      fire_terminated(waited);
     // Rank 0 knows who is missing, so it speaks first; the others end the job themselves only if rank 0
     // could not (it may be the stalled one).
     const double limit = rank_ == 0 ? timeout_s_ : timeout_s_ + std::max(5.0, 0.1 * timeout_s_);
@@ -143,6 +151,20 @@ void Watchdog::fire(double now, double waited) {
   std::fflush(stdout);
   if (heartbeats_) MPI_Abort(MPI_COMM_WORLD, exit_code_);
   std::_Exit(exit_code_);  // without MPI_THREAD_MULTIPLE: a rank that exits makes mpirun/srun end the job
+}
+
+void Watchdog::fire_terminated(double waited) {
+  std::fprintf(stderr,
+               "ringtrain: terminated (exit %d) [%s]:\n  SIGTERM arrived while '%s' at step %lld was waiting, and it "
+               "has not completed %.1f s later (%.1f s in all): another rank has most likely died, so it never "
+               "will\n  ending the job now instead of waiting for the scheduler's SIGKILL; the last checkpoint in "
+               "run.dir is intact, continue with --resume\n",
+               exit_code_, process_label().c_str(), what_.load(), static_cast<long long>(step_.load() + 1),
+               kTermGraceS, waited);
+  std::fflush(stderr);
+  std::fflush(stdout);
+  if (heartbeats_) MPI_Abort(MPI_COMM_WORLD, exit_code_);
+  std::_Exit(exit_code_);
 }
 
 }  // namespace ringtrain::dist

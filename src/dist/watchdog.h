@@ -28,6 +28,11 @@ class Watchdog {
   void leave();
   // Normal end of the job on every rank: stops heartbeats and drains those in flight (collective).
   void finish();
+  // `terminating` says whether the process has been told to terminate (SIGTERM). A scheduler sends that to
+  // the surviving ranks when one rank died (srun --kill-on-bad-exit) and only SIGKILLs them after its KillWait
+  // (Slurm's default: 30 s); a collective still waiting kTermGraceS after it will never complete, so the job
+  // ends then instead of at the SIGKILL. Must be async-signal-safe to read (a flag).
+  void end_stuck_collective_on_termination(bool (*terminating)() noexcept) { terminating_ = terminating; }
 
   class Scope {
    public:
@@ -49,6 +54,7 @@ class Watchdog {
   void heartbeat(double now);
   void drain(double now);
   [[noreturn]] void fire(double now, double waited);
+  [[noreturn]] void fire_terminated(double waited);
   std::string missing_ranks(double now) const;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -59,6 +65,8 @@ class Watchdog {
   std::atomic<double> entered_at_{0};
   std::atomic<bool> waiting_{false}, stop_{false};
   std::atomic<const char*> what_{""};
+  std::atomic<bool (*)() noexcept> terminating_{nullptr};
+  double terminating_since_ = -1;  // watchdog thread only
   std::vector<Peer> peers_;  // rank 0 only; touched only by the watchdog thread
   int64_t sent_step_ = -2;
   bool sent_waiting_ = false;

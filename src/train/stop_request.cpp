@@ -24,6 +24,7 @@ void install_stop_handlers() {
 }
 
 bool stop_requested() noexcept { return g_signal != 0; }
+bool termination_requested() noexcept { return g_signal == SIGTERM; }
 int stop_signal() noexcept { return g_signal; }
 const char* stop_signal_name() noexcept {
   switch (g_signal) {

@@ -8,6 +8,7 @@ namespace ringtrain::train {
 
 void install_stop_handlers();
 bool stop_requested() noexcept;
+bool termination_requested() noexcept;  // SIGTERM in particular: the scheduler will SIGKILL soon
 int stop_signal() noexcept;  // the signal that asked, 0 if none
 const char* stop_signal_name() noexcept;
 

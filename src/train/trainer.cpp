@@ -348,6 +348,7 @@ int Trainer::run() {
   double train_time_total = resumed.train_time_s, global_samples_total = resumed.train_samples, last_eval_s = 0;
   int64_t global_step = int64_t{start_epoch} * steps + start_step;
   dist::Watchdog watchdog(world_.comm(), job_.run.collective_timeout_s, static_cast<int>(ExitCode::fault));
+  watchdog.end_stuck_collective_on_termination(&termination_requested);
   std::string last_checkpoint = resumed_from.empty() ? "none" : resumed_from;
   std::optional<ParamCorruption> corruption;  // test hook only: see train/fault_injection.h
   world_.all_succeed([&] { corruption = param_corruption_from_env(); });

@@ -78,7 +78,7 @@ cluster_up() {
     echo "ReturnToService=2"
     echo "JobRequeue=1"
     echo "MinJobAge=600"                       # finished jobs stay visible to scontrol (no accounting here)
-    echo "KillWait=10"
+    echo "KillWait=30"   # Slurm's default: the SIGKILL test must not rely on a short one
     echo "AccountingStorageType=accounting_storage/none"
     echo "JobAcctGatherType=jobacct_gather/none"
     echo "JobCompType=jobcomp/none"

@@ -5,7 +5,8 @@
 # requeues the job, the requeued job resumes from the checkpoint and completes. Checked: the job ends
 # COMPLETED with exit 0 after exactly one restart, the log shows the stop and the resume, metrics.jsonl has
 # both epochs on 2 ranks. A second job stages the shards to node-local disk (RT_STAGE_DATA); then
-# a job with a bad key must fail with ringtrain's exit code; slurm/scaling_study.sh runs a 1- and 2-node
+# a job with a bad key must fail with ringtrain's exit code; a rank killed with SIGKILL ends the job within 15 s;
+# slurm/scaling_study.sh runs a 1- and 2-node
 # strong-scaling study and writes its report.
 # Usage: train_on_slurm.sh RINGTRAIN SOURCE_DIR DATA_DIR
 set -uo pipefail
@@ -131,7 +132,32 @@ else
   fail "bad-key job $job: $state exit $exit_code restarts $restarts (want FAILED 3:0 0)"
 fi
 
-# ---- 4. a strong-scaling study at 1 and 2 nodes (fixed global batch 64): two jobs, one report
+# ---- 4. a rank killed with SIGKILL under srun: the job must end non-zero within 15 s, not hang
+job=$(sbatch --parsable --job-name=killed --nodes=2 --ntasks-per-node=1 --output="$scratch/%x-%j.out" \
+      "$src/slurm/train.sbatch" "$src/jobs/fashion_mnist.toml" "${common[@]}" --set train.epochs=5) \
+  || { echo "FAIL: sbatch refused the job"; exit 1; }
+victim=""
+for _ in $(seq 1200); do   # wait until both ranks are in the step loop (the first progress/epoch line is not needed)
+  grep -q "^gradients:" "$scratch/killed-$job.out" 2>/dev/null && \
+    victim=$(pgrep -f -- "run.dir=$scratch/runs/killed-$job" | while read -r p; do
+               [ "$(readlink "/proc/$p/exe")" = "$(readlink -f "$bin")" ] && echo "$p"; done | tail -1)
+  [ -n "$victim" ] && break
+  sleep 0.1
+done
+if [ -z "$victim" ]; then
+  fail "killed job $job: no training rank found to kill (state $(job_state "$job"))"
+else
+  sleep 1; kill -KILL "$victim"; killed_at=$SECONDS
+  wait_job "$job" 60
+  took=$((SECONDS - killed_at)) state=$(job_state "$job") exit_code=$(job_field "$job" ExitCode)
+  if [ "$state" != COMPLETED ] && [ "${exit_code%%:*}" != 0 ] && [ "$took" -le 15 ]; then
+    ok "rank PID $victim killed with SIGKILL: job $state (exit $exit_code) $took s later"
+  else
+    fail "killed job $job: $state exit $exit_code $took s after SIGKILL (want non-zero within 15 s)"
+  fi
+fi
+
+# ---- 5. a strong-scaling study at 1 and 2 nodes (fixed global batch 64): two jobs, one report
 if "$src/slurm/scaling_study.sh" --mode strong --global-batch 64 --nodes "1 2" --out "$scratch/study" \
      "$src/jobs/fashion_mnist.toml" "${common[@]}" --set train.epochs=1 --set train.max_steps_per_epoch=5 \
      >"$scratch/study.log" 2>&1 \
