@@ -4,6 +4,9 @@
 # reductions' total, data wait and throughput from each run's epoch record. REPEATS runs per cell (the median
 # is kept: the machine may be shared).
 # Usage: perf/bucket_sweep.sh [BUILD_DIR] [STEPS] [REPEATS] [BUCKETS...]   (data: data/fmnist, made if missing)
+# REDUCERS="nonblocking thread nonblocking_tree" picks the arms; nonblocking_tree is the nonblocking reducer
+# with Open MPI's own choice of MPI_Iallreduce algorithm for in-place buffers (its binomial tree) in place of
+# the ring ringtrain sets (dist/open_mpi_defaults.cpp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build} steps=${2:-100} repeats=${3:-1}
@@ -14,13 +17,15 @@ data=${RINGTRAIN_FMNIST:-data/fmnist}
 [ -f "$data/train/shard-00000-of-00008.h5" ] || "$build/bin/ringtrain" prepare fashion-mnist --out "$data" --shards 8 --overwrite
 out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
 for r in $(seq "$repeats"); do  # repeats outermost: a busy spell of a shared machine hits every cell alike
-  for reducer in nonblocking thread; do
+  for reducer in ${REDUCERS:-nonblocking thread}; do
+    algorithm=()
+    [ "$reducer" = nonblocking_tree ] && algorithm=(-x OMPI_MCA_coll_libnbc_iallreduce_algorithm=2)
     for mb in "${buckets[@]}"; do
       dir="$out/$reducer-$mb-$r"
-      mpirun -np 2 --oversubscribe "$build/bin/ringtrain" train jobs/fashion_mnist.toml --set train.epochs=1 \
+      mpirun -np 2 --oversubscribe "${algorithm[@]}" "$build/bin/ringtrain" train jobs/fashion_mnist.toml --set train.epochs=1 \
         --set train.max_steps_per_epoch="$steps" --set data.train="$data/train" --set data.test="$data/test" \
         --set run.dir="$dir" --set run.progress_every_s=1000 --set dist.bucket_mb="$mb" \
-        --set dist.reducer="$reducer" >"$dir.log" 2>&1 || { echo "run failed: $dir.log"; cat "$dir.log"; exit 1; }
+        --set dist.reducer="${reducer%_tree}" >"$dir.log" 2>&1 || { echo "run failed: $dir.log"; cat "$dir.log"; exit 1; }
     done
   done
 done

@@ -10,6 +10,7 @@
 
 #include "common/process_label.h"
 #include "dist/mpi_check.h"
+#include "dist/open_mpi_defaults.h"
 
 namespace ringtrain::dist {
 
@@ -21,6 +22,7 @@ std::string mpi_error_string(int code) {
 }
 
 World::World(int* argc, char*** argv) {
+  apply_open_mpi_defaults();
   int provided = 0;
   // MULTIPLE: the watchdog thread sends heartbeats while the main thread is inside collectives.
   MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));

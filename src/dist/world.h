@@ -17,7 +17,8 @@ void agree_on_errors(MPI_Comm comm, const std::function<void()>& step);
 
 class World {
  public:
-  // Initialises MPI (threads: MPI_THREAD_FUNNELED; only the main thread calls MPI) and computes the
+  // Initialises MPI (threads: MPI_THREAD_MULTIPLE, for the watchdog and the thread reducer) after setting
+  // ringtrain's Open MPI defaults (dist/open_mpi_defaults.h), and computes the
   // node-local rank from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), never from rank arithmetic.
   World(int* argc, char*** argv);
   ~World();

@@ -48,6 +48,22 @@ TEST_P(Reducers, SumEveryBucketAndTimeEach) {
   }
 }
 
+// Ring all-reduce splits a bucket into one piece per rank: counts below the rank count, and counts that do not
+// divide, must still be summed element for element.
+TEST_P(Reducers, SumBucketsThatDoNotDivideByTheRankCount) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  auto reducer = make(GetParam());
+  const std::vector<dist::Bucket> buckets = {{0, 1}, {1, 3}, {4, 5}, {9, 262147}};
+  std::vector<float> grads(262156);
+  for (size_t i = 0; i < grads.size(); ++i) grads[i] = static_cast<float>((rank + 1) * (i % 11));
+  for (const auto& b : buckets) reducer->launch(grads.data(), b);
+  reducer->wait_all();
+  const float ranks_sum = static_cast<float>(size * (size + 1) / 2);
+  for (size_t i = 0; i < grads.size(); ++i) ASSERT_EQ(grads[i], ranks_sum * static_cast<float>(i % 11)) << i;
+}
+
 INSTANTIATE_TEST_SUITE_P(Cpu, Reducers, ::testing::Values("nonblocking", "thread"));
 
 }  // namespace

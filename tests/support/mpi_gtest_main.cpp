@@ -1,9 +1,13 @@
 // Owns main() for GoogleTest binaries run under mpirun: initialises MPI, silences GoogleTest's printer on
-// ranks other than 0, and fails the process if any rank failed (so CTest sees one verdict).
+// ranks other than 0, and fails the process if any rank failed (so CTest sees one verdict). MPI starts with
+// ringtrain's own Open MPI defaults, so collectives are tested as ringtrain runs them.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include "dist/open_mpi_defaults.h"
+
 int main(int argc, char** argv) {
+  ringtrain::dist::apply_open_mpi_defaults();
   int provided = 0;  // as ringtrain itself (dist/world.cpp): communication threads may call MPI
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   ::testing::InitGoogleTest(&argc, argv);
