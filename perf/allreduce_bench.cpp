@@ -1,7 +1,9 @@
-// Owns the all-reduce micro-benchmark used to validate perf/scaling_model.py: MPI_Allreduce (sum) of one
-// float buffer of the given size, the same call ringtrain's CPU gradient reducer makes, timed as the slowest
-// rank's time per call. Prints one JSON line on rank 0.
-//   mpirun -np 2 ringtrain-allreduce-bench --mib 16 --iters 5
+// Owns the all-reduce micro-benchmark used to validate perf/scaling_model.py: one float buffer of the given
+// size reduced the way ringtrain's CPU path reduces gradients (by default its `nonblocking` reducer over
+// dist.bucket_mb buckets, under ringtrain's Open MPI defaults), or with one plain blocking MPI_Allreduce for
+// comparison; timed as the slowest rank's time per reduction. Prints one JSON line on rank 0.
+//   mpirun -np 2 ringtrain-allreduce-bench --mib 16 --iters 5 [--reducer nonblocking|thread|blocking]
+//                                          [--bucket-mb 1]
 #include <mpi.h>
 
 #include <algorithm>
@@ -9,10 +11,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "dist/gradient_buckets.h"
 #include "dist/mpi_check.h"
+#include "dist/mpi_gradient_reducer.h"
+#include "dist/thread_gradient_reducer.h"
 #include "dist/world.h"
 
 namespace {
@@ -20,6 +26,8 @@ namespace {
 struct Options {
   double mib = 16;
   int iters = 5;
+  std::string reducer = "nonblocking";
+  double bucket_mb = 1;  // ringtrain's default dist.bucket_mb
 };
 
 Options parse(int argc, char** argv) {
@@ -29,11 +37,49 @@ Options parse(int argc, char** argv) {
       opt.mib = std::atof(argv[i + 1]);
     else if (std::strcmp(argv[i], "--iters") == 0)
       opt.iters = std::atoi(argv[i + 1]);
+    else if (std::strcmp(argv[i], "--reducer") == 0)
+      opt.reducer = argv[i + 1];
+    else if (std::strcmp(argv[i], "--bucket-mb") == 0)
+      opt.bucket_mb = std::atof(argv[i + 1]);
   }
-  if (opt.mib <= 0 || opt.iters <= 0)
-    throw ringtrain::UsageError("usage: ringtrain-allreduce-bench [--mib MiB>0] [--iters N>0]");
+  if (opt.mib <= 0 || opt.iters <= 0 || opt.bucket_mb <= 0 ||
+      (opt.reducer != "nonblocking" && opt.reducer != "thread" && opt.reducer != "blocking"))
+    throw ringtrain::UsageError(
+        "usage: ringtrain-allreduce-bench [--mib MiB>0] [--iters N>0] [--reducer nonblocking|thread|blocking] "
+        "[--bucket-mb MiB>0]");
   return opt;
 }
+
+// One reduction of `grad` in place, as ringtrain would make it.
+class Reduction {
+ public:
+  Reduction(const Options& opt, MPI_Comm comm, int64_t floats) : comm_(comm) {
+    if (opt.reducer == "blocking") return;
+    // One tensor per bucket-size piece, so the bucket layout is what GradientBuckets gives a real model.
+    const auto bucket_floats = static_cast<int64_t>(opt.bucket_mb * 1024 * 1024 / sizeof(float));
+    std::vector<std::pair<int64_t, int64_t>> tensors;
+    for (int64_t at = 0; at < floats; at += bucket_floats) tensors.emplace_back(at, std::min(bucket_floats, floats - at));
+    buckets_ = std::make_unique<ringtrain::dist::GradientBuckets>(tensors, bucket_floats);
+    if (opt.reducer == "thread")
+      reducer_ = std::make_unique<ringtrain::dist::ThreadGradientReducer>(comm);
+    else
+      reducer_ = std::make_unique<ringtrain::dist::MpiGradientReducer>(comm);
+  }
+  void run(std::vector<float>& grad) {
+    if (!reducer_) {
+      MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, grad.data(), static_cast<int>(grad.size()), MPI_FLOAT, MPI_SUM, comm_));
+      return;
+    }
+    for (const auto& b : buckets_->buckets()) reducer_->launch(grad.data(), b);
+    reducer_->wait_all();
+  }
+  int bucket_count() const { return buckets_ ? static_cast<int>(buckets_->buckets().size()) : 1; }
+
+ private:
+  MPI_Comm comm_;
+  std::unique_ptr<ringtrain::dist::GradientBuckets> buckets_;
+  std::unique_ptr<ringtrain::dist::GradientReducer> reducer_;
+};
 
 }  // namespace
 
@@ -41,30 +87,35 @@ int main(int argc, char** argv) {
   ringtrain::dist::World world(&argc, &argv);
   try {
     const Options opt = parse(argc, argv);
-    const auto count = static_cast<int>(opt.mib * 1024 * 1024 / sizeof(float));
-    std::vector<float> grad(static_cast<size_t>(count), 1.0f);
-    std::vector<float> sum(grad.size());
-    // Warm-up: connections are opened lazily by the first large transfer.
-    MPI_CHECK(MPI_Allreduce(grad.data(), sum.data(), count, MPI_FLOAT, MPI_SUM, world.comm()));
+    const auto count = static_cast<int64_t>(opt.mib * 1024 * 1024 / sizeof(float));
+    std::vector<float> grad(static_cast<size_t>(count));
+    Reduction reduction(opt, world.comm(), count);
+    const auto reduce_ones = [&] {
+      std::fill(grad.begin(), grad.end(), 1.0f);
+      reduction.run(grad);
+    };
+    reduce_ones();  // warm-up: connections are opened lazily by the first large transfer
     std::vector<double> times;
     for (int i = 0; i < opt.iters; ++i) {
+      std::fill(grad.begin(), grad.end(), 1.0f);
       world.barrier();
       const double start = MPI_Wtime();
-      MPI_CHECK(MPI_Allreduce(grad.data(), sum.data(), count, MPI_FLOAT, MPI_SUM, world.comm()));
+      reduction.run(grad);
       double slowest = MPI_Wtime() - start;
       MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &slowest, 1, MPI_DOUBLE, MPI_MAX, world.comm()));
       times.push_back(slowest);
     }
-    const bool correct = sum.front() == static_cast<float>(world.size()) && sum.back() == sum.front();
+    const auto expected = static_cast<float>(world.size());
+    const bool correct = std::all_of(grad.begin(), grad.end(), [&](float v) { return v == expected; });
     if (!correct) throw ringtrain::Error(ringtrain::ExitCode::fault, "all-reduce returned a wrong sum");
     std::sort(times.begin(), times.end());
     double mean = 0;
     for (double t : times) mean += t / static_cast<double>(times.size());
     if (world.is_root())
-      std::printf("{\"ranks\": %d, \"bytes\": %lld, \"iters\": %d, \"best_s\": %.6f, \"median_s\": %.6f, "
-                  "\"mean_s\": %.6f}\n",
-                  world.size(), static_cast<long long>(count) * 4, opt.iters, times.front(),
-                  times[times.size() / 2], mean);
+      std::printf("{\"ranks\": %d, \"bytes\": %lld, \"reducer\": \"%s\", \"buckets\": %d, \"iters\": %d, "
+                  "\"best_s\": %.6f, \"median_s\": %.6f, \"mean_s\": %.6f}\n",
+                  world.size(), static_cast<long long>(count) * 4, opt.reducer.c_str(), reduction.bucket_count(),
+                  opt.iters, times.front(), times[times.size() / 2], mean);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ringtrain-allreduce-bench: rank %d: %s\n", world.rank(), e.what());
