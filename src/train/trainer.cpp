@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 
 #include "dist/gradient_sync.h"
 #include "dist/mpi_check.h"
+#include "dist/open_mpi_defaults.h"
 #include "dist/watchdog.h"
 #include "io/checkpoint_file.h"
 #include "io/partition.h"
@@ -315,9 +317,25 @@ int Trainer::run() {
   const auto write_trace = [&] {
     if (trace) trace->write(job_.run.dir / fmt::format("trace-rank{}.json", world_.rank()));
   };
+  // The run that fails (non-finite loss, ranks disagreeing, a reduction that timed out) is the one whose last
+  // steps a user wants to see, so the trace is also written on the way out of an error. Best effort: the
+  // error's own message must still reach the user, and the write must not throw during unwinding.
+  struct TraceOnError {
+    std::function<void()> write;
+    int exceptions_at_start = std::uncaught_exceptions();
+    ~TraceOnError() {
+      if (std::uncaught_exceptions() <= exceptions_at_start) return;
+      try {
+        write();
+      } catch (...) {  // NOLINT(bugprone-empty-catch): the error being unwound is the one to report
+      }
+    }
+  } const trace_on_error{write_trace};
   say(fmt::format("gradients: {} floats in {} bucket{} of <= {} MiB, reduced with {}", net->param_count(),
                   sync.buckets().buckets().size(), sync.buckets().buckets().size() == 1 ? "" : "s",
                   job_.dist.bucket_mb, reducer_.name()));
+  if (ranks > 1 && std::string_view(reducer_.name()) == "MPI_Iallreduce")
+    say(fmt::format("MPI_Iallreduce: {}", dist::open_mpi_defaults_summary()));
   // One sampler per node (its first rank) watches every GPU there; rank 0's file is gpu.jsonl.
   std::optional<obs::GpuMonitor> gpu_monitor;
   if (world_.local_rank() == 0 && job_.run.monitor_every_s > 0) {

@@ -3,6 +3,7 @@
 # test hook, src/train/fault_injection.h) ends the job at the next comparison with exit 6 on every rank and
 # the same message naming the odd rank out, and no checkpoint of the diverged state is written (parameters
 # are also compared before every mid-epoch checkpoint); without the flip the same run passes every comparison.
+# The failed run still leaves every rank's trace (run.trace) of its last steps.
 # Usage: consistency.sh RINGTRAIN SOURCE_DIR
 set -uo pipefail
 bin=$1 src=$2
@@ -16,7 +17,8 @@ fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 args=("$src/jobs/fashion_mnist.toml" --set data.train="$work/data/train" --set data.test="$work/data/test"
       --set 'model.layers=[{type="flatten"},{type="dense",units=16},{type="relu"},{type="dense",units=3}]'
       --set train.batch_per_rank=4 --set train.epochs=1 --set train.max_steps_per_epoch=20
-      --set run.consistency_every=5 --set run.checkpoint_every_steps=5 --set run.progress_every_s=1000)
+      --set run.consistency_every=5 --set run.checkpoint_every_steps=5 --set run.progress_every_s=1000
+      --set run.trace=true)
 
 # corrupt NAME RANKS SPEC WHEN "groups" "odd" LAST_GOOD: SPEC=RANK:STEP flips on RANK after STEP; the job must
 # stop "WHEN" with "groups" (the larger group) and "odd" (the flipped rank) in every rank's message, name
@@ -33,12 +35,15 @@ corrupt() {
   local distinct; distinct=$(awk '/^ringtrain: .*\(exit [0-9]+\) \[rank/ {getline; print}' "$log" | sort -u | wc -l)
   local want_files; want_files=$([ "$last_good" = none ] || echo "$last_good")
   local files; files=$(ls "$work/$name/checkpoints" 2>/dev/null)
+  local traces=0 r
+  for r in $(seq 0 $((np - 1))); do grep -q '"name":"backward"' "$work/$name/trace-rank$r.json" 2>/dev/null && traces=$((traces + 1)); done
   if [ "$rc" = 6 ] && [ "$seen" = "$np" ] && [ "$odd_seen" = "$np" ] && [ "$distinct" = 1 ] &&
-     grep -qE "last good checkpoint: (.*/)?$last_good\$" "$log" && [ "$files" = "$want_files" ]; then
-    echo "ok   $name: exit 6 on all $np ranks, last good checkpoint $last_good: $(grep -oF -- "$text" "$log" | head -1)"
+     grep -qE "last good checkpoint: (.*/)?$last_good\$" "$log" && [ "$files" = "$want_files" ] &&
+     [ "$traces" = "$np" ]; then
+    echo "ok   $name: exit 6 on all $np ranks, a trace from each, last good checkpoint $last_good: $(grep -oF -- "$text" "$log" | head -1)"
   else
     fail "$name: exit $rc (want 6), '$text' seen $seen times (want $np), '$odd' $odd_seen times, $distinct distinct" \
-      "messages, checkpoints [$files] (want [$want_files])"
+      "messages, checkpoints [$files] (want [$want_files]), traces with steps from $traces of $np ranks"
     sed 's/^/  | /' "$log" | grep -v '^  | *[|#]' | tail -25
   fi
 }
