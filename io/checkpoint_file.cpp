@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "io/h5_attributes.h"
 #include "io/h5_check.h"
+#include "io/h5_file_format.h"
 #include "io/h5_handle.h"
 #include "io/hdf5_lock.h"
 
@@ -90,7 +91,7 @@ void write_checkpoint(const fs::path& path, const CheckpointData& d) {
   try {
     {
       Hdf5Lock lock;
-      H5File file(H5_CHECK(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)));
+      H5File file(H5_CHECK(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, checksummed_file_access().id())));
       write_array(file.id(), "params", d.params);
       write_array(file.id(), "velocity", d.velocity);
       write_array(file.id(), "states", d.states);

@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "io/h5_attributes.h"
 #include "io/h5_check.h"
+#include "io/h5_file_format.h"
 #include "io/h5_handle.h"
 #include "io/hdf5_lock.h"
 #include "io/shard_header.h"
@@ -94,7 +95,7 @@ void write_shard(const fs::path& file_path, const DatasetMeta& meta, const Split
   const hsize_t chunk_dims[4] = {rows_per_chunk, image_dims[1], image_dims[2], image_dims[3]};
   const hsize_t label_dims[1] = {static_cast<hsize_t>(shard_samples)};
 
-  H5File file(H5_CHECK(H5Fcreate(file_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)));
+  H5File file(H5_CHECK(H5Fcreate(file_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, checksummed_file_access().id())));
   write_root_attributes(file.id(), meta, index, options.shards);
 
   const H5Dataspace image_space(H5_CHECK(H5Screate_simple(4, image_dims, nullptr)));

@@ -18,6 +18,7 @@
 
 #include "common/error.h"
 #include "io/dataset_meta.h"
+#include "io/h5_file_format.h"
 #include "io/shard_writer.h"
 
 namespace ringtrain::io::testing {
@@ -122,7 +123,9 @@ inline void write_float_attr(hid_t file, const char* name, std::vector<float> va
 }
 
 inline void write_raw_shard(const fs::path& path, const RawShard& spec) {
-  const hid_t file = ok(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), "H5Fcreate");
+  // The format ringtrain's own writer uses, so the fuzzer breaks the files users actually have.
+  const hid_t file = ok(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, checksummed_file_access().id()),
+                        "H5Fcreate");
   const auto bytes = static_cast<std::size_t>(spec.shape.elements());
   if (spec.with_images) {
     std::vector<hsize_t> dims = spec.image_dims;
