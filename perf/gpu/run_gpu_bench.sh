@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# GPU benchmark in one call on the lent GPU machine: (optionally) the GPU tests, ringtrain's Fashion-MNIST CNN
+# GPU benchmark in one call on the lent GPU machine: (optionally) the GPU tests, single-layer benchmarks
+# (ringtrain-bench BM_BackendLayer/cuda, when .gpurt/bin has it), ringtrain's Fashion-MNIST CNN
 # (batch 64) and ResNet-50 (batch 256) on synthetic data, and the same models in PyTorch
 # (perf/gpu/compare_pytorch.py); every log, metrics file and a summary land in $OUT.
 #
@@ -41,6 +42,16 @@ if [ "${RUN_TESTS:-1}" = 1 ] && [ -x "$bin/test_gpu" ]; then
   rt mpirun -np 1 "$bin/test_gpu" --gtest_output=json:"$out/test_gpu.json" >"$out/test_gpu.log" 2>&1
   rc=$?
   note "test_gpu: exit $rc; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/test_gpu.log" | tr '\n' ' ')"
+  [ $rc = 0 ] || status=1
+fi
+
+# Single ResNet-50 layers through the CUDA backend (perf/bench_layers_backend.cpp), fp32 and tf32, batch 256.
+if [ -x "$bin/ringtrain-bench" ]; then
+  rt mpirun -np 1 "$bin/ringtrain-bench" --benchmark_filter='BM_BackendLayer/cuda' --benchmark_repetitions=3 \
+    --benchmark_report_aggregates_only=true --benchmark_out="$out/layers.json" --benchmark_out_format=json \
+    >"$out/layers.log" 2>&1
+  rc=$?
+  note "ringtrain-bench BM_BackendLayer/cuda: exit $rc ($(grep -c '_median' "$out/layers.log") medians)"
   [ $rc = 0 ] || status=1
 fi
 

@@ -1,0 +1,186 @@
+// Owns the backend-generic layer benchmarks: single ResNet-50 layers (convolutions, batch norm, ReLU, max pool,
+// the classifier's dense layer) forward and backward through the model::Backend interface the trainer uses.
+// They run on the CPU backend here and, in a CUDA build on a machine with a GPU, on the CUDA backend
+// (cuDNN, cuBLAS) in fp32 and tf32. Names: BM_BackendLayer/<backend>/<layer>. Each pass is followed by the
+// backend's synchronize() and timed on the wall clock (manual time), so a GPU's work is counted, not only its
+// launch. `GFLOP_per_s` is the layer's own forward + backward FLOP count over that time; `min_traffic_GB_per_s`
+// the bytes of x, y, dy and dx over it (a lower bound on what the pass moves).
+#include <benchmark/benchmark.h>
+
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "config/layer_spec.h"
+#include "model/backend.h"
+#include "util/clock.h"
+
+#ifdef RINGTRAIN_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_versions.h"
+#endif
+
+namespace ringtrain {
+namespace {
+
+using config::LayerKind;
+using config::LayerSpec;
+
+struct LayerCase {
+  const char* name;
+  LayerSpec spec;
+  model::Shape per_sample;  // n ignored
+};
+
+LayerSpec conv(int filters, int kernel, int stride, int padding) {
+  LayerSpec s;
+  s.kind = LayerKind::conv2d, s.filters = filters, s.kernel = kernel, s.stride = stride, s.padding = padding;
+  s.bias = false;  // as in ResNet-50: batch norm follows every convolution
+  return s;
+}
+
+LayerSpec of_kind(LayerKind kind) {
+  LayerSpec s;
+  s.kind = kind;
+  return s;
+}
+
+// The shapes that dominate ResNet-50 v1.5 (jobs/resnet50_synthetic.toml) at 224x224.
+std::vector<LayerCase> resnet50_layers() {
+  LayerSpec pool = of_kind(LayerKind::maxpool);
+  pool.size = 3, pool.stride = 2, pool.padding = 1;
+  LayerSpec dense = of_kind(LayerKind::dense);
+  dense.units = 1000;
+  return {
+      {"conv7x7s2_3to64_224", conv(64, 7, 2, 3), {0, 3, 224, 224}},
+      {"conv1x1_256to64_56", conv(64, 1, 1, 0), {0, 256, 56, 56}},
+      {"conv3x3_64_56", conv(64, 3, 1, 1), {0, 64, 56, 56}},
+      {"conv3x3s2_128_56", conv(128, 3, 2, 1), {0, 128, 56, 56}},
+      {"conv3x3_512_7", conv(512, 3, 1, 1), {0, 512, 7, 7}},
+      {"batchnorm_256_56", of_kind(LayerKind::batchnorm), {0, 256, 56, 56}},
+      {"relu_256_56", of_kind(LayerKind::relu), {0, 256, 56, 56}},
+      {"maxpool3s2_64_112", pool, {0, 64, 112, 112}},
+      {"dense_2048to1000", dense, {0, 2048, 1, 1}},
+  };
+}
+
+struct BackendCase {
+  std::string name;
+  int batch;  // the CPU runs a small batch so one iteration stays under a second on one core
+  std::function<model::Backend*(std::string* why_not)> get;
+};
+
+model::Backend* cpu_backend(std::string*) {
+  static backend::CpuBackend cpu(1);  // one compute thread: per-core rates, as the other CPU benchmarks
+  return &cpu;
+}
+
+#ifdef RINGTRAIN_HAVE_CUDA
+// One CUDA backend per math mode for the whole run (cuDNN and cuBLAS handles are expensive to create).
+model::Backend* cuda_backend(backend::MathMode math, std::string* why_not) {
+  static std::unique_ptr<backend::CudaBackend> fp32, tf32;
+  if (!backend::cuda_device_visible()) {
+    *why_not = "no CUDA device visible; the GPU layer benchmarks run on a machine with one";
+    return nullptr;
+  }
+  auto& slot = math == backend::MathMode::tf32 ? tf32 : fp32;
+  if (!slot) {
+    backend::CudaOptions options;
+    options.math = math;
+    slot = std::make_unique<backend::CudaBackend>(0, 1, "bench", options);
+  }
+  return slot.get();
+}
+#endif
+
+std::vector<float> random_values(int64_t n, uint32_t seed, float scale) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = dist(gen);
+  return v;
+}
+
+void BM_BackendLayer(benchmark::State& state, const BackendCase& on, const LayerCase& layer_case) {
+  std::string why_not;
+  model::Backend* backend = on.get(&why_not);
+  if (!backend) {
+    state.SkipWithError(why_not.c_str());
+    return;
+  }
+  auto upload = [&](const std::vector<float>& host) {
+    model::DeviceBuffer buffer = backend->allocate(host.size() * sizeof(float));
+    backend->to_device(buffer.as<void>(), host.data(), host.size() * sizeof(float));
+    return buffer;
+  };
+  const model::Shape in = layer_case.per_sample.with_batch(on.batch);
+  std::unique_ptr<model::Layer> layer = backend->make_leaf(layer_case.spec);
+  const model::Shape out = layer->setup(in);
+
+  // Parameters, their gradients and batch-norm state, each declaration its own buffer.
+  std::vector<model::DeviceBuffer> owned;
+  std::vector<float*> params, grads, states;
+  uint32_t seed = 1;
+  for (const auto& d : layer->param_decls()) {
+    const float scale = d.init == model::ParamInit::ones ? 1.0f : 0.05f;
+    owned.push_back(upload(random_values(d.count, seed++, scale)));
+    params.push_back(owned.back().as<float>());
+    owned.push_back(backend->allocate(static_cast<size_t>(d.count) * sizeof(float)));
+    grads.push_back(owned.back().as<float>());
+  }
+  for (const auto& d : layer->state_decls()) {
+    owned.push_back(upload(std::vector<float>(static_cast<size_t>(d.count), d.init == model::ParamInit::ones ? 1.0f : 0.0f)));
+    states.push_back(owned.back().as<float>());
+  }
+  layer->bind(params, grads, states);
+  const model::DeviceBuffer x = upload(random_values(in.elements(), 11, 1.0f));
+  const model::DeviceBuffer dy = upload(random_values(out.elements(), 12, 1.0f));
+
+  const model::StepContext ctx{};
+  const auto pass = [&] {
+    (void)layer->forward({x.as<float>(), in}, model::Mode::train, ctx);
+    (void)layer->backward({dy.as<float>(), out}, true, nullptr);
+  };
+  pass();  // warm-up: a GPU backend picks its convolution algorithms on first use of a shape
+  backend->synchronize();
+  for (auto _ : state) {
+    const double t0 = util::now_s();
+    pass();
+    backend->synchronize();
+    state.SetIterationTime(util::now_s() - t0);
+  }
+  const double flops = (layer->forward_flops_per_sample() + layer->backward_flops_per_sample(true)) * on.batch;
+  state.counters["GFLOP_per_s"] =
+      benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  // Layers without multiply-adds (batch norm, ReLU, pooling) are bound by memory: the least a pass can move
+  // is x and y forward, dy and dx backward.
+  const double min_bytes = 2.0 * static_cast<double>(in.elements() + out.elements()) * sizeof(float);
+  state.counters["min_traffic_GB_per_s"] =
+      benchmark::Counter(min_bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["batch"] = on.batch;
+  state.SetLabel(layer->describe() + " in " + in.str());
+}
+
+const bool registered = [] {
+  std::vector<BackendCase> backends = {{"cpu", 4, cpu_backend}};
+#ifdef RINGTRAIN_HAVE_CUDA
+  // Batch 256 per GPU, as the ResNet-50 job and the PyTorch comparison use.
+  backends.push_back({"cuda_fp32", 256, [](std::string* w) { return cuda_backend(backend::MathMode::fp32, w); }});
+  backends.push_back({"cuda_tf32", 256, [](std::string* w) { return cuda_backend(backend::MathMode::tf32, w); }});
+#endif
+  static const std::vector<BackendCase> kept = backends;
+  static const std::vector<LayerCase> layers = resnet50_layers();
+  for (const auto& b : kept)
+    for (const auto& l : layers)
+      benchmark::RegisterBenchmark(("BM_BackendLayer/" + b.name + "/" + l.name).c_str(),
+                                   [&b, &l](benchmark::State& s) { BM_BackendLayer(s, b, l); })
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond);
+  return true;
+}();
+
+}  // namespace
+}  // namespace ringtrain
