@@ -88,7 +88,9 @@ run_job() {  # run_job NAME JOB DATA EXTRA...
   note "ringtrain $name: exit $rc"
   [ $rc = 0 ] || status=1
 }
-run_job fmnist jobs/fashion_mnist.toml "$data/fmnist"
+# With the trace (NCCL bucket spans from CUDA events, on their own tracks) and NVML sampling every second, so
+# one run also checks the observability of the GPU path (summary below).
+run_job fmnist jobs/fashion_mnist.toml "$data/fmnist" --set run.trace=true --set run.monitor_every_s=1
 # The job file as written (TF32, measured non-deterministic algorithms, 4 GiB workspace), then strict fp32
 # with deterministic algorithms, the CPU twin's arithmetic.
 run_job resnet50-tf32 jobs/resnet50_synthetic.toml "$data/s224"
@@ -115,6 +117,18 @@ def peak(name):
     p = out / f"{name}-memory.csv"
     vals = [int(v) for v in p.read_text().split()] if p.exists() else []
     return max(vals) if vals else None
+fm = out / "ringtrain-fmnist"
+gpu = lines(fm / "gpu.jsonl")
+print(f"NVML monitor (fmnist, every 1 s): {len(gpu)} samples in gpu.jsonl"
+      + (f"; last: {json.dumps(gpu[-1])}" if gpu else " (none: see ringtrain-fmnist.log for why)"))
+trace = fm / "trace-rank0.json"
+if trace.exists():
+    events = json.loads(trace.read_text())["traceEvents"]
+    spans = [e for e in events if e.get("name") == "allreduce"]
+    print(f"trace (fmnist): {len(events)} events, {len(spans)} allreduce bucket spans"
+          + (f", first {spans[0]['dur']:.0f} us" if spans else ""))
+else:
+    print("trace (fmnist): no trace-rank0.json")
 for name in ["fmnist", "resnet50", "resnet50-tf32"]:
     recs = lines(out / f"ringtrain-{name}" / "metrics.jsonl")
     job = next((r for r in recs if r.get("kind") == "job"), {})
