@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 
 #include "common/process_label.h"
 #include "dist/mpi_check.h"
@@ -79,8 +80,13 @@ void Watchdog::loop() {
       terminating_since_ = now;
     if (!waiting_) continue;
     const double waited = now - entered_at_.load();
-    if (terminating_since_ >= 0 && now - std::max(terminating_since_, entered_at_.load()) > kTermGraceS)
+    if (terminating_since_ >= 0 && now - std::max(terminating_since_, entered_at_.load()) > kTermGraceS) {
+      say_last_words();
       fire_terminated(waited);
+    }
+    // Every rank says its last words at the timeout itself; the other ranks only fire later (below), so
+    // theirs are written while rank 0 is still deciding to end the job.
+    if (waited > timeout_s_) say_last_words();
     // Rank 0 knows who is missing, so it speaks first; the others end the job themselves only if rank 0
     // could not (it may be the stalled one).
     const double limit = rank_ == 0 ? timeout_s_ : timeout_s_ + std::max(5.0, 0.1 * timeout_s_);
@@ -133,6 +139,17 @@ std::string Watchdog::missing_ranks(double now) const {
   if (missing.empty()) return "every rank reports waiting in it: MPI or the network is stalled";
   return fmt::format("rank{} {} ha{} not arrived{}", missing.find(',') == std::string::npos ? "" : "s", missing,
                      missing.find(',') == std::string::npos ? "s" : "ve", detail);
+}
+
+void Watchdog::say_last_words() noexcept {
+  if (said_last_words_ || !last_words_) return;
+  said_last_words_ = true;
+  try {
+    last_words_();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ringtrain: [%s] before ending the stalled job: %s\n", process_label().c_str(), e.what());
+  } catch (...) {
+  }
 }
 
 void Watchdog::fire(double now, double waited) {

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -33,6 +34,11 @@ class Watchdog {
   // (Slurm's default: 30 s); a collective still waiting kTermGraceS after it will never complete, so the job
   // ends then instead of at the SIGKILL. Must be async-signal-safe to read (a flag).
   void end_stuck_collective_on_termination(bool (*terminating)() noexcept) { terminating_ = terminating; }
+  // Runs once, on the watchdog's thread, when this rank's collective has waited run.collective_timeout_s (or
+  // the grace after SIGTERM), before any rank ends the job: what a user needs to see the hang (the trace of
+  // the last steps). Set before the training loop; must be safe to call while the main thread is blocked in
+  // MPI. Best effort: a rank killed by another's MPI_Abort first may not get to it.
+  void on_timeout(std::function<void()> last_words) { last_words_ = std::move(last_words); }
 
   class Scope {
    public:
@@ -55,6 +61,7 @@ class Watchdog {
   void drain(double now);
   [[noreturn]] void fire(double now, double waited);
   [[noreturn]] void fire_terminated(double waited);
+  void say_last_words() noexcept;
   std::string missing_ranks(double now) const;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -66,6 +73,8 @@ class Watchdog {
   std::atomic<bool> waiting_{false}, stop_{false};
   std::atomic<const char*> what_{""};
   std::atomic<bool (*)() noexcept> terminating_{nullptr};
+  std::function<void()> last_words_;  // set before the thread can fire; run at most once by it
+  bool said_last_words_ = false;      // watchdog thread only
   double terminating_since_ = -1;  // watchdog thread only
   std::vector<Peer> peers_;  // rank 0 only; touched only by the watchdog thread
   int64_t sent_step_ = -2;

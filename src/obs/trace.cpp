@@ -68,6 +68,7 @@ void Trace::write(const std::filesystem::path& file) const {
                       {"tid", t},
                       {"args", {{"name", t == 0 ? std::string("step") : fmt::format("allreduce bucket {}", t - kBucketTrack)}}}});
   const std::filesystem::path tmp = file.string() + ".tmp";
+  std::lock_guard writing(write_mutex_);
   {
     std::ofstream out(tmp);
     out << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() << "\n";

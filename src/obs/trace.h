@@ -41,6 +41,7 @@ class Trace {
   size_t keep_steps_;
   double origin_s_;
   mutable std::mutex mutex_;  // a communication thread may report bucket spans
+  mutable std::mutex write_mutex_;  // the watchdog's thread may write the file while the main thread does
   std::deque<Step> steps_;
 };
 

@@ -367,6 +367,7 @@ int Trainer::run() {
   int64_t global_step = int64_t{start_epoch} * steps + start_step;
   dist::Watchdog watchdog(world_.comm(), job_.run.collective_timeout_s, static_cast<int>(ExitCode::fault));
   watchdog.end_stuck_collective_on_termination(&termination_requested);
+  if (trace) watchdog.on_timeout(write_trace);  // a hung step is the one whose trace is wanted most
   std::string last_checkpoint = resumed_from.empty() ? "none" : resumed_from;
   std::optional<ParamCorruption> corruption;  // test hook only: see train/fault_injection.h
   world_.all_succeed([&] { corruption = param_corruption_from_env(); });

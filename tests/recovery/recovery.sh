@@ -6,7 +6,8 @@
 #   nockpt    --resume with no checkpoint: exit 5 on every rank, naming run.dir
 #   nonfinite a diverging learning rate: exit 6 on every rank naming the step and the last good checkpoint
 #   kill      SIGKILL of one rank: the job ends non-zero within 15 s
-#   stall     SIGSTOP of one rank: the watchdog ends the job, naming the rank, within the timeout + 10 s
+#   stall     SIGSTOP of one rank: the watchdog ends the job, naming the rank, within the timeout + 10 s, and
+#             rank 0 has written its trace (run.trace) of the steps before the hang
 # Usage: recovery.sh RINGTRAIN SOURCE_DIR SCRATCH_DIR [CASE...]
 set -uo pipefail
 bin=$1 src=$2 scratch=$3
@@ -104,7 +105,8 @@ fault_run() {
   local sig=$1 name=$2
   local start pid rc
   train "$job" "${common[@]}" --set train.max_steps_per_epoch=100000 --set train.epochs=50 \
-    --set run.dir="$work/$name" --set run.collective_timeout_s=3 --set run.checkpoint_every=0 >"$work/$name.log" 2>&1 &
+    --set run.dir="$work/$name" --set run.collective_timeout_s=3 --set run.checkpoint_every=0 --set run.trace=true \
+    >"$work/$name.log" 2>&1 &
   local launcher=$!
   for _ in $(seq 300); do grep -q "^gradients:" "$work/$name.log" 2>/dev/null && break; sleep 0.1; done
   sleep 1
@@ -132,8 +134,9 @@ fi
 if [[ " $cases " == *" stall "* ]]; then
   read -r rc took < <(fault_run STOP stall)
   if [ "$rc" != 0 ] && python3 -c "import sys; sys.exit(0 if $took < 13 else 1)" &&
-     grep -q "has not completed after .* s (run.collective_timeout_s = 3); rank 1 has not arrived" "$work/stall.log"; then
-    ok "stall: SIGSTOP of rank 1 ended the job (exit $rc) after $took s: $(grep -o "'[a-z -]*' at step [0-9]*" "$work/stall.log" | head -1)"
+     grep -q "has not completed after .* s (run.collective_timeout_s = 3); rank 1 has not arrived" "$work/stall.log" &&
+     grep -q '"name":"backward"' "$work/stall/trace-rank0.json"; then
+    ok "stall: SIGSTOP of rank 1 ended the job (exit $rc) after $took s, rank 0's trace written: $(grep -o "'[a-z -]*' at step [0-9]*" "$work/stall.log" | head -1)"
   else
     fail "stall: exit $rc after $took s: $(grep -A2 'stall' "$work/stall.log" | head -4)"
   fi
