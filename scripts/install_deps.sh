@@ -13,6 +13,7 @@ packages=(
   dataset-fashion-mnist                            # the Fashion-MNIST IDX files under /usr/share/datasets
   python3-venv                                     # a private venv for the TensorBoard read-back test (below)
   python3-matplotlib                               # plots of perf/results and perf/scaling_report.py
+  python3-h5py                                     # tests/io: shards and checkpoints read back by h5py, as users do
   slurm-wlm munge                                  # tests/slurm: a real two-node Slurm cluster runs slurm/train.sbatch
   iproute2                                         # tests/multihost: ip netns/veth "nodes", tc rate limits; ss
 )
