@@ -291,6 +291,7 @@ int Trainer::run() {
                                  {"forward_flops_per_sample", net->forward_flops_per_sample()},
                                  {"train_flops_per_sample", train_flops},
                                  {"backend", backend_.description()},
+                                 {"open_mpi_settings", dist::open_mpi_defaults_summary()},
                                  {"resumed_from", resumed_from}};
     metrics << start.dump() << "\n" << std::flush;
   }
