@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# N network namespaces (default 4) as N hosts on one switch: a bridge in a namespace of its own, one veth per
+# host, each host's sending side rate-limited by `tc tbf`. Open MPI runs one rank per host (an `ip netns exec`
+# launcher in place of ssh, TCP only), and ringtrain-allreduce-bench times ringtrain's own reducer. Checks:
+#   ring:  with ringtrain's Open MPI defaults (libnbc's ring), the all-reduce of 8 MiB takes what
+#          perf/scaling_model.py's ring formula predicts from the *nominal* tbf rate, 2(N-1)/N * S/B, within
+#          TOL (the two-host test can only fit the rate; here N > 2 tests the formula's rank dependence)
+#   tree:  Open MPI's own choice (OMPI_MCA_coll_libnbc_iallreduce_algorithm=0: its binomial tree, which it
+#          picks for any in-place buffer) is printed beside it, not checked
+# Usage: ring_netns_nodes.sh ALLREDUCE_BENCH SOURCE_DIR [NODES]
+set -uo pipefail
+bench=$1 src=$2 nodes=${3:-4}
+rate_mbit=${RT_MULTIHOST_RATE_MBIT:-400}
+TOL=0.30
+if [ "$(id -u)" != 0 ]; then echo "SKIP: needs root for network namespaces"; exit 77; fi
+command -v ip >/dev/null && command -v tc >/dev/null || { echo "FAIL: ip/tc missing (apt-get install iproute2)"; exit 1; }
+
+tag=$$
+switch=rt$tag-sw bridge=rtbr$tag
+net=10.$((200 + RANDOM % 50)).$((RANDOM % 250)).0
+subnet=$net/24
+scratch=$(mktemp -d /tmp/rt-ring.XXXXXX)
+hosts=() addrs=()
+for i in $(seq 1 "$nodes"); do hosts+=("rt$tag-n$i"); addrs+=("${net%.0}.$i"); done
+cleanup() {
+  for h in "${hosts[@]}"; do ip netns del "$h" 2>/dev/null; done  # takes each host's veth pair with it
+  ip netns del "$switch" 2>/dev/null
+  rm -rf "$scratch"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+if ! ip netns add "$switch" 2>"$scratch/err"; then
+  echo "SKIP: cannot create network namespaces here: $(cat "$scratch/err")"; exit 77
+fi
+set -e
+ip -n "$switch" link add "$bridge" type bridge
+ip -n "$switch" link set "$bridge" up
+for i in "${!hosts[@]}"; do
+  h=${hosts[$i]} host_end=rth$tag-$i switch_end=rts$tag-$i
+  ip netns add "$h"
+  ip link add "$host_end" type veth peer name "$switch_end"
+  ip link set "$host_end" netns "$h"
+  ip link set "$switch_end" netns "$switch"
+  ip -n "$switch" link set "$switch_end" master "$bridge"
+  ip -n "$switch" link set "$switch_end" up
+  ip -n "$h" addr add "${addrs[$i]}/24" dev "$host_end"
+  ip -n "$h" link set lo up
+  ip -n "$h" link set "$host_end" up
+done
+set +e
+echo "hosts: ${hosts[*]} (${addrs[*]}) on bridge $bridge in $switch"
+
+# The ssh stand-in: "launcher HOST CMD..." runs CMD in HOST's namespace.
+{
+  echo '#!/bin/sh'
+  echo 'host=$1; shift'
+  echo 'case "$host" in'
+  for i in "${!hosts[@]}"; do echo "  ${addrs[$i]}) ns=${hosts[$i]} ;;"; done
+  echo '  *) echo "launcher: unknown host $host" >&2; exit 255 ;;'
+  echo 'esac'
+  # Every "host" shares this machine's hostname and /tmp: daemons starting at once raced to create the same
+  # Open MPI session directory ("mkdir ... File exists"), so each host gets its own.
+  echo "mkdir -p $scratch/session-\$ns"
+  echo "export OMPI_MCA_orte_tmpdir_base=$scratch/session-\$ns"
+  echo 'exec ip netns exec "$ns" /bin/sh -c "$*"'
+} >"$scratch/launcher"
+chmod +x "$scratch/launcher"
+for a in "${addrs[@]}"; do echo "$a slots=1"; done >"$scratch/hostfile"
+
+# routed=direct: every remote daemon reports to mpirun itself; ORTE's default tree of daemons sometimes failed
+# to wire up across the rate-limited links ("unable to reliably start one or more daemons").
+# mpi_yield_when_idle: the "hosts" share this machine's cores, which Open MPI cannot know; ranks that spin
+# while polling took the core from the rank whose turn it was in the ring (8 hosts on 2 cores: +95 % against
+# the model spinning, +14 % yielding).
+unset OMPI_MCA_btl OMPI_MCA_btl_tcp_if_include OMPI_MCA_oob_tcp_if_include OMPI_MCA_coll_libnbc_iallreduce_algorithm
+mpi() {
+  timeout 300 ip netns exec "${hosts[0]}" mpirun --allow-run-as-root -np "$nodes" --hostfile "$scratch/hostfile" \
+    --map-by node --mca plm_rsh_agent "$scratch/launcher" --mca routed direct --mca mpi_yield_when_idle 1 \
+    --mca btl tcp,self \
+    --mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet" "$@"
+}
+failures=0
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+ok() { echo "ok   $*"; }
+
+seen=$(mpi sh -c 'ip -4 -br addr show | grep -o "^rth[^ @]*"' 2>"$scratch/placement.err" | sort -u | tee "$scratch/placement" | wc -l)
+[ "$seen" = "$nodes" ] && ok "one rank in each of $nodes namespaces" || fail "placement: $seen distinct host interfaces: $(tr "\n" " " <"$scratch/placement") $(tail -3 "$scratch/placement.err")"
+
+for i in "${!hosts[@]}"; do
+  ip netns exec "${hosts[$i]}" tc qdisc add dev "rth$tag-$i" root tbf rate "${rate_mbit}mbit" burst 256kb \
+    latency 100ms || fail "tc tbf on ${hosts[$i]}"
+done
+echo "rate limit on every host's sending side: $(ip netns exec "${hosts[0]}" tc qdisc show dev "rth$tag-0")"
+
+mpi "$bench" --mib 8 --iters 3 >"$scratch/ring.json" 2>"$scratch/ring.err" || fail "ring benchmark: $(tail -3 "$scratch/ring.err")"
+mpi -x OMPI_MCA_coll_libnbc_iallreduce_algorithm=0 "$bench" --mib 8 --iters 3 >"$scratch/tree.json" \
+  2>"$scratch/tree.err" || fail "Open MPI's choice benchmark: $(tail -3 "$scratch/tree.err")"
+echo "ring (ringtrain's default): $(cat "$scratch/ring.json")"
+echo "Open MPI's own choice:      $(cat "$scratch/tree.json")"
+
+python3 - "$src/perf" "$scratch" "$rate_mbit" "$nodes" "$TOL" <<'PY' || failures=$((failures + 1))
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import scaling_model as sm
+scratch, rate, nodes, tol = sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+ring = json.load(open(f"{scratch}/ring.json"))
+tree = json.load(open(f"{scratch}/tree.json"))
+nominal = sm.Link(rate * 1e6 / 8, 0.0, "nominal")
+model = sm.ring_allreduce_s(nodes, ring["bytes"], nominal)
+err = ring["median_s"] / model - 1
+print(f"{'ok  ' if abs(err) <= tol else 'FAIL'} ring all-reduce of {ring['bytes'] / 2**20:.0f} MiB on {nodes} hosts at "
+      f"{rate:g} Mb/s: measured {ring['median_s'] * 1e3:.1f} ms, model 2(N-1)/N*S/B {model * 1e3:.1f} ms, error "
+      f"{err * 100:+.1f} % (tolerance {tol * 100:.0f} %)")
+print(f"     Open MPI's own choice: {tree['median_s'] * 1e3:.1f} ms ({tree['median_s'] / ring['median_s']:.2f}x the ring)")
+sys.exit(0 if abs(err) <= tol else 1)
+PY
+echo "$failures failure(s)"
+[ "$failures" = 0 ]
