@@ -22,16 +22,8 @@ subnet=$net/24
 scratch=$(mktemp -d /tmp/rt-ring.XXXXXX)
 hosts=() addrs=()
 for i in $(seq 1 "$nodes"); do hosts+=("rt$tag-n$i"); addrs+=("${net%.0}.$i"); done
-cleanup() {
-  for h in "${hosts[@]}"; do ip netns del "$h" 2>/dev/null; done  # takes each host's veth pair with it
-  ip netns del "$switch" 2>/dev/null
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-if ! ip netns add "$switch" 2>"$scratch/err"; then
-  echo "SKIP: cannot create network namespaces here: $(cat "$scratch/err")"; exit 77
-fi
+source "$(dirname "$0")/netns_hosts.sh"
+netns_hosts_begin "$scratch" "$switch" "${hosts[@]}"
 set -e
 ip -n "$switch" link add "$bridge" type bridge
 ip -n "$switch" link set "$bridge" up
@@ -50,21 +42,9 @@ done
 set +e
 echo "hosts: ${hosts[*]} (${addrs[*]}) on bridge $bridge in $switch"
 
-# The ssh stand-in: "launcher HOST CMD..." runs CMD in HOST's namespace.
-{
-  echo '#!/bin/sh'
-  echo 'host=$1; shift'
-  echo 'case "$host" in'
-  for i in "${!hosts[@]}"; do echo "  ${addrs[$i]}) ns=${hosts[$i]} ;;"; done
-  echo '  *) echo "launcher: unknown host $host" >&2; exit 255 ;;'
-  echo 'esac'
-  # Every "host" shares this machine's hostname and /tmp: daemons starting at once raced to create the same
-  # Open MPI session directory ("mkdir ... File exists"), so each host gets its own.
-  echo "mkdir -p $scratch/session-\$ns"
-  echo "export OMPI_MCA_orte_tmpdir_base=$scratch/session-\$ns"
-  echo 'exec ip netns exec "$ns" /bin/sh -c "$*"'
-} >"$scratch/launcher"
-chmod +x "$scratch/launcher"
+pairs=()
+for i in "${!hosts[@]}"; do pairs+=("${addrs[$i]}=${hosts[$i]}"); done
+netns_write_launcher "$scratch/launcher" "${pairs[@]}"
 for a in "${addrs[@]}"; do echo "$a slots=1"; done >"$scratch/hostfile"
 
 # routed=direct: every remote daemon reports to mpirun itself; ORTE's default tree of daemons sometimes failed

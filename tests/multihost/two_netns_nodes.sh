@@ -32,16 +32,8 @@ ns_a=rt$tag-a ns_b=rt$tag-b veth_a=rta$tag veth_b=rtb$tag
 net=10.$((200 + RANDOM % 50)).$((RANDOM % 250)).0
 addr_a=${net%.0}.1 addr_b=${net%.0}.2 subnet=$net/24
 scratch=$(mktemp -d /tmp/rt-multihost.XXXXXX)
-cleanup() {
-  ip netns del "$ns_a" 2>/dev/null   # deleting a namespace destroys its end of the veth pair, and so both
-  ip netns del "$ns_b" 2>/dev/null
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-if ! ip netns add "$ns_a" 2>"$scratch/err"; then
-  echo "SKIP: cannot create network namespaces here: $(cat "$scratch/err")"; exit 77
-fi
+source "$(dirname "$0")/netns_hosts.sh"
+netns_hosts_begin "$scratch" "$ns_a" "$ns_b"
 set -e
 ip netns add "$ns_b"
 ip link add "$veth_a" type veth peer name "$veth_b"
@@ -55,18 +47,7 @@ ip -n "$ns_b" link set "$veth_b" up
 set +e
 echo "nodes: $ns_a $addr_a <-> $ns_b $addr_b (veth $veth_a/$veth_b)"
 
-# The ssh stand-in: "launcher HOST CMD..." runs CMD in HOST's namespace; like ssh, the rest is one shell line.
-cat >"$scratch/launcher" <<EOF
-#!/bin/sh
-host=\$1; shift
-case "\$host" in
-  $addr_a) ns=$ns_a ;;
-  $addr_b) ns=$ns_b ;;
-  *) echo "launcher: unknown host \$host" >&2; exit 255 ;;
-esac
-exec ip netns exec "\$ns" /bin/sh -c "\$*"
-EOF
-chmod +x "$scratch/launcher"
+netns_write_launcher "$scratch/launcher" "$addr_a=$ns_a" "$addr_b=$ns_b"
 printf '%s slots=1\n%s slots=1\n' "$addr_a" "$addr_b" >"$scratch/hostfile"
 
 mkdir -p "$data"
