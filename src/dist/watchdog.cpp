@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <future>
+#include <memory>
 
 #include "common/process_label.h"
 #include "dist/mpi_check.h"
@@ -22,6 +24,8 @@ constexpr auto kTick = std::chrono::milliseconds(100);
 // Long enough for a healthy step to finish its collective and checkpoint after SIGTERM, short enough that a
 // job with a dead rank ends well inside the 15 s our users expect (and before Slurm's default KillWait).
 constexpr double kTermGraceS = 5.0;
+// What a rank may spend writing its last words (the trace) before the job is ended anyway.
+constexpr double kLastWordsS = 2.0;
 
 }  // namespace
 
@@ -141,14 +145,28 @@ std::string Watchdog::missing_ranks(double now) const {
                      missing.find(',') == std::string::npos ? "s" : "ve", detail);
 }
 
+// On a helper thread, waited for at most kLastWordsS: the hang being reported may be the file system the last
+// words write to (a stalled parallel file system under run.dir), and the watchdog itself must never hang.
 void Watchdog::say_last_words() noexcept {
   if (said_last_words_ || !last_words_) return;
   said_last_words_ = true;
   try {
-    last_words_();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ringtrain: [%s] before ending the stalled job: %s\n", process_label().c_str(), e.what());
-  } catch (...) {
+    auto done = std::make_shared<std::promise<void>>();
+    std::future<void> finished = done->get_future();
+    std::thread([words = last_words_, done] {
+      try {
+        words();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "ringtrain: [%s] before ending the stalled job: %s\n", process_label().c_str(),
+                     e.what());
+      } catch (...) {
+      }
+      done->set_value();
+    }).detach();
+    if (finished.wait_for(std::chrono::duration<double>(kLastWordsS)) != std::future_status::ready)
+      std::fprintf(stderr, "ringtrain: [%s] the trace was not written within %.0f s (is run.dir's file system "
+                   "stalled too?); ending the job without it\n", process_label().c_str(), kLastWordsS);
+  } catch (...) {  // no thread to be had: end the job without the last words
   }
 }
 
