@@ -7,9 +7,13 @@
 #          TOL (the two-host test can only fit the rate; here N > 2 tests the formula's rank dependence)
 #   tree:  Open MPI's own choice (OMPI_MCA_coll_libnbc_iallreduce_algorithm=0: its binomial tree, which it
 #          picks for any in-place buffer) is printed beside it, not checked
+# With RT_RING_TRAIN_STEPS=S (and RINGTRAIN=binary) it also trains jobs/fashion_mnist.toml for S steps on the
+# N hosts, before and after the rate limit, and prints the scaling model's step-time prediction for the
+# limited run from the unlimited one (nominal rate, overlap 0) next to the measurement. Printed, not checked.
 # Usage: ring_netns_nodes.sh ALLREDUCE_BENCH SOURCE_DIR [NODES]
 set -uo pipefail
 bench=$1 src=$2 nodes=${3:-4}
+train_steps=${RT_RING_TRAIN_STEPS:-0}
 rate_mbit=${RT_MULTIHOST_RATE_MBIT:-400}
 TOL=0.30
 if [ "$(id -u)" != 0 ]; then echo "SKIP: needs root for network namespaces"; exit 77; fi
@@ -66,6 +70,20 @@ ok() { echo "ok   $*"; }
 seen=$(mpi sh -c 'ip -4 -br addr show | grep -o "^rth[^ @]*"' 2>"$scratch/placement.err" | sort -u | tee "$scratch/placement" | wc -l)
 [ "$seen" = "$nodes" ] && ok "one rank in each of $nodes namespaces" || fail "placement: $seen distinct host interfaces: $(tr "\n" " " <"$scratch/placement") $(tail -3 "$scratch/placement.err")"
 
+train() {  # train NAME: the Fashion-MNIST job on the N hosts, one epoch of $train_steps steps
+  mpi "$RINGTRAIN" train "$src/jobs/fashion_mnist.toml" --set data.train="$scratch/data/train" \
+    --set data.test="$scratch/data/test" --set train.epochs=1 --set train.max_steps_per_epoch="$train_steps" \
+    --set run.threads=1 --set run.progress_every_s=1000 --set run.dir="$scratch/$1" >"$scratch/$1.log" 2>&1 \
+    || fail "$1 training: $(tail -5 "$scratch/$1.log")"
+  grep "^epoch 1/1:" "$scratch/$1.log" | sed "s/^/$1: /"
+}
+if [ "$train_steps" -gt 0 ]; then
+  "${RINGTRAIN:?set RINGTRAIN to the ringtrain binary}" prepare synthetic --shape 1,28,28 --classes 10 \
+    --samples $((64 * nodes * (train_steps + 1))) --test-samples $((64 * nodes)) --shards "$nodes" \
+    --out "$scratch/data" >/dev/null || fail "prepare"
+  train bare
+fi
+
 for i in "${!hosts[@]}"; do
   ip netns exec "${hosts[$i]}" tc qdisc add dev "rth$tag-$i" root tbf rate "${rate_mbit}mbit" burst 256kb \
     latency 100ms || fail "tc tbf on ${hosts[$i]}"
@@ -75,6 +93,7 @@ echo "rate limit on every host's sending side: $(ip netns exec "${hosts[0]}" tc 
 mpi "$bench" --mib 8 --iters 3 >"$scratch/ring.json" 2>"$scratch/ring.err" || fail "ring benchmark: $(tail -3 "$scratch/ring.err")"
 mpi -x OMPI_MCA_coll_libnbc_iallreduce_algorithm=0 "$bench" --mib 8 --iters 3 >"$scratch/tree.json" \
   2>"$scratch/tree.err" || fail "Open MPI's choice benchmark: $(tail -3 "$scratch/tree.err")"
+[ "$train_steps" -gt 0 ] && train limited
 echo "ring (ringtrain's default): $(cat "$scratch/ring.json")"
 echo "Open MPI's own choice:      $(cat "$scratch/tree.json")"
 
@@ -92,6 +111,17 @@ print(f"{'ok  ' if abs(err) <= tol else 'FAIL'} ring all-reduce of {ring['bytes'
       f"{rate:g} Mb/s: measured {ring['median_s'] * 1e3:.1f} ms, model 2(N-1)/N*S/B {model * 1e3:.1f} ms, error "
       f"{err * 100:+.1f} % (tolerance {tol * 100:.0f} %)")
 print(f"     Open MPI's own choice: {tree['median_s'] * 1e3:.1f} ms ({tree['median_s'] / ring['median_s']:.2f}x the ring)")
+import os
+if os.path.exists(f"{scratch}/limited/metrics.jsonl"):
+    bare = sm.workload_from_metrics(f"{scratch}/bare/metrics.jsonl")
+    epoch = [json.loads(l) for l in open(f"{scratch}/limited/metrics.jsonl") if '"epoch"' in l][-1]
+    p = sm.predict(nodes, bare, nominal, overlap=0.0)
+    measured = epoch["epoch_train_s"] / epoch["steps"]
+    print(f"     training step under the limit: measured {measured * 1e3:.1f} ms, model {p['step_s'] * 1e3:.1f} ms "
+          f"(compute {bare.compute_s * 1e3:.1f} ms from the unlimited run + all-reduce of "
+          f"{bare.gradient_bytes / 1e6:.1f} MB at the nominal rate, overlap 0), error "
+          f"{(measured / p['step_s'] - 1) * 100:+.1f} %; exposed all-reduce measured "
+          f"{epoch['allreduce_s'] / epoch['steps'] * 1e3:.1f} ms, model {p['exposed_s'] * 1e3:.1f} ms")
 sys.exit(0 if abs(err) <= tol else 1)
 PY
 echo "$failures failure(s)"
