@@ -278,6 +278,18 @@ ShardHeader read_shard_header(const fs::path& file) {
     header.problems.push_back(fmt::format("cannot be opened by HDF5, the file is truncated or corrupt ({})", hdf5_detail(e)));
     return header;
   }
+  // Everything below lives in the root group's object header. If that cannot be loaded (in the checksummed
+  // format a damaged header fails its checksum), each dataset and attribute check would repeat the same
+  // HDF5 error; say it once.
+  try {
+    H5G_info_t root{};
+    H5_CHECK(H5Gget_info(handle.id(), &root));
+  } catch (const Error& e) {
+    header.datasets_readable = false;
+    header.problems.push_back(
+        fmt::format("has unreadable metadata (its root group), the file is corrupt ({})", hdf5_detail(e)));
+    return header;
+  }
   try {
     examine_images(handle.id(), header);
     examine_labels(handle.id(), header);

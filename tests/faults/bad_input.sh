@@ -68,6 +68,18 @@ truncate -s $(($(stat -c %s "$victim") / 2)) "$victim"
 cp -a "$work/tiny/train" "$work/clobbered"
 clobbered=$(ls "$work/clobbered"/shard-*.h5 | sed -n 2p)
 printf '\0\0\0\0\0\0\0\0' | dd of="$clobbered" bs=1 seek=0 conv=notrunc status=none
+# One byte flipped inside the root group's object header, whose address superblock v2 holds at offset 36:
+# the checksummed file format must turn it into one clear error, not a misread (or a crash inside HDF5).
+cp -a "$work/tiny/train" "$work/flipped"
+flipped=$(ls "$work/flipped"/shard-*.h5 | sed -n 2p)
+python3 - "$flipped" <<'PY' || { echo "byte flip failed"; exit 1; }
+import struct, sys
+data = bytearray(open(sys.argv[1], "rb").read())
+assert data[8] == 2, f"superblock version {data[8]}, the flip assumes 2"
+root = struct.unpack_from("<Q", data, 36)[0]
+data[root + 12] ^= 0xFF
+open(sys.argv[1], "wb").write(data)
+PY
 for fault in shape_between_shards dtype_between_shards nan_float_images label_out_of_range nan_mean inf_std zero_std \
              unwritten_labels; do
   "$make_bad" "$fault" "$work/$fault" || { echo "make_bad_split $fault failed"; exit 1; }
@@ -106,6 +118,9 @@ expect zero_shards 4 "$d" "split folder '$work/empty' holds no shard-*.h5 files"
 d=$(run truncated_shard)
 expect truncated_shard 4 "$d" "shard '$victim' cannot be opened by HDF5, the file is truncated or corrupt" "$advice" \
   "$job" $(data "$work/truncated") $(fresh "$d")
+d=$(run flipped_metadata_byte)
+expect flipped_metadata_byte 4 "$d" "shard '$flipped' has unreadable metadata (its root group), the file is corrupt" \
+  "$advice" "$job" $(data "$work/flipped") $(fresh "$d")
 d=$(run corrupt_shard)
 expect corrupt_shard 4 "$d" "shard '$clobbered' is not an HDF5 file" "$advice" \
   "$job" $(data "$work/clobbered") $(fresh "$d")
