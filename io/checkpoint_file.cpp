@@ -154,8 +154,13 @@ CheckpointData read_checkpoint(const fs::path& path) {
                                           name, bad, values->size()));
     }
     return d;
-  } catch (const std::exception& e) {
+  } catch (const CheckpointError& e) {
     throw CheckpointError(fmt::format("checkpoint '{}' cannot be used: {}", path.string(), e.what()));
+  } catch (const std::exception& e) {  // HDF5 itself failed: the file is damaged (its metadata fails a checksum, ...)
+    throw CheckpointError(fmt::format("checkpoint '{}' cannot be used, the file is damaged: {}\n  move it out of '{}' "
+                                      "and --resume takes the newest one left (run.keep_checkpoints keeps several), "
+                                      "or start again without --resume",
+                                      path.string(), e.what(), path.parent_path().string()));
   }
 }
 

@@ -103,6 +103,36 @@ TEST(CheckpointFile, TruncatedOrForeignFilesAreNamedCheckpointErrors) {
   fs::remove_all(dir);
 }
 
+// One byte flipped inside the root group's object header: the checksummed format (io/h5_file_format.h) makes
+// HDF5 refuse it, and the message says the file is damaged and how to resume from the one before it.
+TEST(CheckpointFile, AFlippedMetadataByteIsADamagedFileWithAWayOut) {
+  const fs::path dir = fs::temp_directory_path() / ("rt-ckpt-flip-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path path = dir / io::checkpoint_name(7);
+  io::write_checkpoint(path, sample());
+  std::string bytes(static_cast<size_t>(fs::file_size(path)), '\0');
+  std::ifstream(path, std::ios::binary).read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_GT(bytes.size(), 48u);
+  ASSERT_EQ(bytes[8], 2) << "superblock version 2 expected (the 1.8 file format)";
+  uint64_t root = 0;  // superblock v2: the root group's object header address, little-endian, at offset 36
+  for (int i = 7; i >= 0; --i) root = root << 8 | static_cast<uint8_t>(bytes[36 + static_cast<size_t>(i)]);
+  ASSERT_LT(root + 12, bytes.size());
+  bytes[root + 12] = static_cast<char>(bytes[root + 12] ^ 0xFF);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  try {
+    (void)io::read_checkpoint(path);
+    ADD_FAILURE() << "expected CheckpointError";
+  } catch (const CheckpointError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(path.string()), std::string::npos) << what;
+    EXPECT_NE(what.find("the file is damaged"), std::string::npos) << what;
+    EXPECT_NE(what.find("checksum"), std::string::npos) << what;
+    EXPECT_NE(what.find("move it out of '" + dir.string() + "'"), std::string::npos) << what;
+  }
+  fs::remove_all(dir);
+}
+
 TEST(CheckpointFile, NonFiniteValuesAreRefusedNamingTheArray) {
   const fs::path dir = fs::temp_directory_path() / ("rt-ckpt-nan-" + std::to_string(::getpid()));
   fs::remove_all(dir);
