@@ -72,6 +72,14 @@ class Layer {
   virtual double forward_flops_per_sample() const { return 0; }   // after setup
   virtual double backward_flops_per_sample(bool need_dx) const { return 2 * forward_flops_per_sample() * (need_dx ? 1 : 0.5); }
 
+  // Backward's memory plan (model/gradient_buffer_plan.h). A layer that accepts writes its input gradient into
+  // a buffer the plan hands it after setup, shared with other layers of its chain, instead of one of its own;
+  // the buffer holds the setup batch's input. A layer whose backward may return dy itself as the input
+  // gradient (flatten; dropout at rate 0) says so, so the plan never gives the layer before it the same buffer.
+  virtual bool accepts_shared_dx() const { return false; }
+  virtual void use_shared_dx(float* buffer) { (void)buffer; }
+  virtual bool may_return_dy() const { return false; }
+
   // Composites list their leaves (depth first, in parameter order); a leaf lists itself.
   virtual void collect_leaves(std::vector<const Layer*>& out) const { out.push_back(this); }
   virtual bool is_composite() const { return false; }

@@ -8,6 +8,7 @@
 #include <numbers>
 
 #include "common/error.h"
+#include "model/gradient_buffer_plan.h"
 #include "model/residual.h"
 
 namespace ringtrain::model {
@@ -40,10 +41,12 @@ double uniform01(uint64_t& state) { return (static_cast<double>(splitmix64(state
 
 std::string Shape::str() const { return fmt::format("{}x{}x{}x{}", n, c, h, w); }
 
-Network::Network(const std::vector<config::LayerSpec>& layers, Backend& backend, Shape input, int classes)
+Network::Network(const std::vector<config::LayerSpec>& layers, Backend& backend, Shape input, int classes,
+                 bool share_gradient_buffers)
     : backend_(backend), input_(input), classes_(classes) {
   build(layers, backend, root_);
   output_ = root_.setup(input);
+  if (share_gradient_buffers) gradient_buffers_ = model::share_gradient_buffers(root_, backend);
   if (output_.per_sample() != classes)
     throw JobFileError(fmt::format("the model ends in {} values per sample (shape {}), but the dataset has {} "
                                    "classes: make the last layer `dense` with units = {}",

@@ -24,8 +24,10 @@ struct ParamTensor {
 class Network {
  public:
   // `input` is one batch at its largest (N = max batch). Throws JobFileError if the layers do not fit the
-  // input or the output is not `classes` logits.
-  Network(const std::vector<config::LayerSpec>& layers, Backend& backend, Shape input, int classes);
+  // input or the output is not `classes` logits. `share_gradient_buffers` applies backward's memory plan
+  // (model/gradient_buffer_plan.h); off only to test that the plan changes no number.
+  Network(const std::vector<config::LayerSpec>& layers, Backend& backend, Shape input, int classes,
+          bool share_gradient_buffers = true);
 
   Tensor forward(const Tensor& x, Mode mode, const StepContext& ctx);
   void backward(const Tensor& dlogits, GradientObserver* observer);
@@ -66,6 +68,7 @@ class Network {
   std::map<const Layer*, std::pair<int64_t, int64_t>> leaf_ranges_;
   int64_t param_count_ = 0, state_count_ = 0;
   DeviceBuffer params_, grads_, velocity_, states_;
+  std::vector<DeviceBuffer> gradient_buffers_;  // backward's shared input-gradient buffers
 };
 
 }  // namespace ringtrain::model

@@ -15,7 +15,11 @@ std::string Sequential::describe() const {
 
 Shape Sequential::setup(const Shape& in) {
   Shape shape = in;
-  for (auto& l : layers_) shape = l->setup(shape);
+  inputs_.clear();
+  for (auto& l : layers_) {
+    inputs_.push_back(shape);
+    shape = l->setup(shape);
+  }
   return shape;
 }
 

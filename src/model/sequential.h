@@ -12,6 +12,8 @@ class Sequential final : public Layer {
   void append(std::unique_ptr<Layer> layer) { layers_.push_back(std::move(layer)); }
   bool empty() const { return layers_.empty(); }
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
+  // Each layer's input at the setup batch, in order (after setup).
+  const std::vector<Shape>& inputs() const { return inputs_; }
 
   std::string describe() const override;
   Shape setup(const Shape& in) override;
@@ -27,6 +29,7 @@ class Sequential final : public Layer {
 
  private:
   std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<Shape> inputs_;
 };
 
 }  // namespace ringtrain::model

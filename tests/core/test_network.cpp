@@ -3,6 +3,7 @@
 // finite differences.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -159,6 +160,66 @@ TEST(Network, WholeNetworkGradientsMatchFiniteDifferences) {
     }
   }
   EXPECT_GT(checked, 100);
+}
+
+// Backward's memory plan (model/gradient_buffer_plan.h) only moves where input gradients are written: every
+// parameter gradient must be bit-for-bit what per-layer buffers give, on a model where a wrong hand-out
+// would alias a layer's dy and dx (flatten and dropout passing dy through, a residual block between leaves,
+// layers of equal and of different sizes), and the plan must need less memory.
+TEST(Network, SharedGradientBuffersChangeNoNumberAndSaveMemory) {
+  auto residual = layer(LayerKind::residual);
+  residual.body = {layer(LayerKind::conv2d, 3, 3, 1, 1), layer(LayerKind::batchnorm), layer(LayerKind::relu),
+                   layer(LayerKind::conv2d, 3, 3, 1, 1), layer(LayerKind::batchnorm)};
+  auto drop_off = layer(LayerKind::dropout);  // rate 0: backward returns dy itself
+  auto drop_on = layer(LayerKind::dropout);
+  drop_on.rate = 0.25;
+  const std::vector<LayerSpec> layers{layer(LayerKind::conv2d, 3, 3, 1, 1), layer(LayerKind::relu),
+                                      layer(LayerKind::maxpool, 2), residual, layer(LayerKind::relu),
+                                      layer(LayerKind::flatten), layer(LayerKind::dense, 8), drop_off,
+                                      layer(LayerKind::dense, 8), drop_on, layer(LayerKind::dense, 8),
+                                      layer(LayerKind::relu), layer(LayerKind::dense, 4)};
+  const int batch = 3;
+  const model::Shape input{batch, 2, 8, 8};
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(static_cast<size_t>(input.elements()));
+  for (auto& v : x) v = normal(rng);
+  const std::vector<int32_t> labels{0, 3, 1};
+
+  struct Result {
+    std::vector<float> grads;
+    size_t bytes = 0;
+  };
+  auto run = [&](bool share) {
+    backend::CpuBackend cpu(1);
+    model::Network net(layers, cpu, input, 4, share);
+    const size_t bytes = cpu.host_bytes_allocated();
+    auto params = net.initial_params(3);
+    std::copy(params.begin(), params.end(), net.params());
+    std::fill(net.grads(), net.grads() + net.param_count(), 0.0f);
+    for (uint64_t step = 1; step <= 2; ++step) {  // twice: the second backward finds the buffers in use
+      std::vector<float> dlogits(static_cast<size_t>(batch * 4));
+      const auto logits = net.forward({x.data(), input}, model::Mode::train, {step});
+      cpu.softmax_cross_entropy(batch, 4, logits.data, labels.data(), 1.0f, dlogits.data());
+      net.backward({dlogits.data(), logits.shape}, nullptr);
+    }
+    return Result{std::vector<float>(net.grads(), net.grads() + net.param_count()), bytes};
+  };
+  const Result own = run(false), shared = run(true);
+  ASSERT_EQ(own.grads.size(), shared.grads.size());
+  for (size_t i = 0; i < own.grads.size(); ++i) ASSERT_EQ(own.grads[i], shared.grads[i]) << "gradient " << i;
+  EXPECT_GT(std::count_if(own.grads.begin(), own.grads.end(), [](float g) { return g != 0.0f; }), 100);
+  // Without the plan the accepting leaves made their own buffers lazily, in backward, so count those too.
+  backend::CpuBackend cpu(1);
+  model::Network probe(layers, cpu, input, 4, false);
+  const size_t before = cpu.host_bytes_allocated();
+  std::vector<float> dlogits(static_cast<size_t>(batch * 4));
+  const auto logits = probe.forward({x.data(), input}, model::Mode::train, {1});
+  cpu.softmax_cross_entropy(batch, 4, logits.data, labels.data(), 1.0f, dlogits.data());
+  probe.backward({dlogits.data(), logits.shape}, nullptr);
+  const size_t own_total = cpu.host_bytes_allocated();
+  EXPECT_EQ(before, own.bytes);
+  EXPECT_LT(shared.bytes, own_total) << "the plan should need less memory than a buffer per layer";
 }
 
 TEST(Network, DropoutIsIdentityInEvaluation) {

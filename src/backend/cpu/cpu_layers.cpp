@@ -1,5 +1,6 @@
-// Owns the CPU leaf layers: each keeps its output and input-gradient buffers (sized at setup for the largest
-// batch), caches what backward needs, and calls kernels/cpu for the arithmetic.
+// Owns the CPU leaf layers: each keeps its output buffer (sized at setup for the largest batch) and writes its
+// input gradient where backward's memory plan says (model/gradient_buffer_plan.h), caches what backward needs,
+// and calls kernels/cpu for the arithmetic.
 #include "backend/cpu/cpu_layers.h"
 
 #include <fmt/format.h>
@@ -38,16 +39,32 @@ class CpuLeaf : public model::Layer {
     throw JobFileError(fmt::format("{} ({}) cannot take input {} per sample: {}", spec_.where, describe(),
                                    in.with_batch(1).str(), why));
   }
+  // Where backward writes the input gradient: the buffer backward's memory plan shares along the chain
+  // (model/gradient_buffer_plan.h), or, for a layer used on its own, one of its own made on first use.
+  float* dx() {
+    if (shared_dx_) return shared_dx_;
+    if (!dx_) buffer(dx_, in_);
+    return dx_.as<float>();
+  }
   LayerSpec spec_;
   model::Backend& backend_;
   Shape in_, out_;
   Tensor x_;  // cached input of the last forward
   model::DeviceBuffer y_, dx_;
+  float* shared_dx_ = nullptr;
 };
 
-class Conv2d final : public CpuLeaf {
+// The leaves whose backward always writes a fresh input gradient: they take the plan's shared buffer.
+class CpuComputeLeaf : public CpuLeaf {
  public:
   using CpuLeaf::CpuLeaf;
+  bool accepts_shared_dx() const override { return true; }
+  void use_shared_dx(float* buffer) override { shared_dx_ = buffer; }
+};
+
+class Conv2d final : public CpuComputeLeaf {
+ public:
+  using CpuComputeLeaf::CpuComputeLeaf;
   std::string describe() const override {
     return fmt::format("conv2d {}x{}x{} s{} p{}", spec_.kernel, spec_.kernel, spec_.filters, spec_.stride, spec_.padding);
   }
@@ -59,7 +76,6 @@ class Conv2d final : public CpuLeaf {
       shape_error(in, fmt::format("a {}x{} kernel with padding {} does not fit", spec_.kernel, spec_.kernel, spec_.padding));
     out_ = {in.n, spec_.filters, geometry_.out_h(), geometry_.out_w()};
     buffer(y_, out_);
-    buffer(dx_, in_);
     return out_;
   }
   std::vector<ParamDecl> param_decls() const override {
@@ -84,8 +100,8 @@ class Conv2d final : public CpuLeaf {
     s.batch = dy.shape.n;
     kc::conv2d_backward_filter(s, x_.data, dy.data, dw_, db_, workspace_);
     if (!need_dx) return {};
-    kc::conv2d_backward_data(s, dy.data, w_, dx_.as<float>(), workspace_);
-    return {dx_.as<float>(), x_.shape};
+    kc::conv2d_backward_data(s, dy.data, w_, dx(), workspace_);
+    return {dx(), x_.shape};
   }
   double forward_flops_per_sample() const override {
     auto s = geometry_;
@@ -99,15 +115,14 @@ class Conv2d final : public CpuLeaf {
   float *w_ = nullptr, *dw_ = nullptr, *b_ = nullptr, *db_ = nullptr;
 };
 
-class Dense final : public CpuLeaf {
+class Dense final : public CpuComputeLeaf {
  public:
-  using CpuLeaf::CpuLeaf;
+  using CpuComputeLeaf::CpuComputeLeaf;
   std::string describe() const override { return fmt::format("dense {}", spec_.units); }
   Shape setup(const Shape& in) override {
     in_ = in;
     out_ = {in.n, spec_.units, 1, 1};
     buffer(y_, out_);
-    buffer(dx_, in_);
     return out_;
   }
   std::vector<ParamDecl> param_decls() const override {
@@ -127,8 +142,8 @@ class Dense final : public CpuLeaf {
   }
   Tensor backward(const Tensor& dy, bool need_dx, model::GradientObserver*) override {
     kc::dense_backward(dy.shape.n, static_cast<int>(in_.per_sample()), spec_.units, x_.data, w_, dy.data,
-                       need_dx ? dx_.as<float>() : nullptr, dw_, db_);
-    return need_dx ? Tensor{dx_.as<float>(), x_.shape} : Tensor{};
+                       need_dx ? dx() : nullptr, dw_, db_);
+    return need_dx ? Tensor{dx(), x_.shape} : Tensor{};
   }
   double forward_flops_per_sample() const override { return 2.0 * static_cast<double>(in_.per_sample()) * spec_.units; }
 
@@ -136,14 +151,13 @@ class Dense final : public CpuLeaf {
   float *w_ = nullptr, *dw_ = nullptr, *b_ = nullptr, *db_ = nullptr;
 };
 
-class BatchNorm final : public CpuLeaf {
+class BatchNorm final : public CpuComputeLeaf {
  public:
-  using CpuLeaf::CpuLeaf;
+  using CpuComputeLeaf::CpuComputeLeaf;
   std::string describe() const override { return "batchnorm"; }
   Shape setup(const Shape& in) override {
     in_ = out_ = in;
     buffer(y_, out_);
-    buffer(dx_, in_);
     saved_mean_ = backend_.allocate(sizeof(float) * static_cast<size_t>(in.c));
     saved_inv_std_ = backend_.allocate(sizeof(float) * static_cast<size_t>(in.c));
     return out_;
@@ -172,8 +186,8 @@ class BatchNorm final : public CpuLeaf {
   Tensor backward(const Tensor& dy, bool, model::GradientObserver*) override {
     const kc::BatchNormShape s{dy.shape.n, in_.c, in_.h * in_.w};
     kc::batchnorm_backward(s, x_.data, dy.data, gamma_, saved_mean_.as<float>(), saved_inv_std_.as<float>(),
-                           dx_.as<float>(), dgamma_, dbeta_);
-    return {dx_.as<float>(), x_.shape};
+                           dx(), dgamma_, dbeta_);
+    return {dx(), x_.shape};
   }
 
  private:
@@ -182,14 +196,13 @@ class BatchNorm final : public CpuLeaf {
   float *running_mean_ = nullptr, *running_var_ = nullptr;
 };
 
-class Relu final : public CpuLeaf {
+class Relu final : public CpuComputeLeaf {
  public:
-  using CpuLeaf::CpuLeaf;
+  using CpuComputeLeaf::CpuComputeLeaf;
   std::string describe() const override { return "relu"; }
   Shape setup(const Shape& in) override {
     in_ = out_ = in;
     buffer(y_, out_);
-    buffer(dx_, in_);
     return out_;
   }
   Tensor forward(const Tensor& x, Mode, const StepContext&) override {
@@ -198,14 +211,14 @@ class Relu final : public CpuLeaf {
     return {y_.as<float>(), x.shape};
   }
   Tensor backward(const Tensor& dy, bool, model::GradientObserver*) override {
-    kc::relu_backward(dy.shape.elements(), y_.as<float>(), dy.data, dx_.as<float>());
-    return {dx_.as<float>(), dy.shape};
+    kc::relu_backward(dy.shape.elements(), y_.as<float>(), dy.data, dx());
+    return {dx(), dy.shape};
   }
 };
 
-class Pool final : public CpuLeaf {
+class Pool final : public CpuComputeLeaf {
  public:
-  Pool(const LayerSpec& spec, model::Backend& backend) : CpuLeaf(spec, backend) {}
+  Pool(const LayerSpec& spec, model::Backend& backend) : CpuComputeLeaf(spec, backend) {}
   std::string describe() const override {
     if (spec_.kind == LayerKind::global_avgpool) return "global_avgpool";
     return fmt::format("{} {} s{}", spec_.kind == LayerKind::maxpool ? "maxpool" : "avgpool", spec_.size, spec_.stride);
@@ -223,7 +236,6 @@ class Pool final : public CpuLeaf {
     }
     out_ = {in.n, in.c, geometry_.out_h(), geometry_.out_w()};
     buffer(y_, out_);
-    buffer(dx_, in_);
     if (spec_.kind == LayerKind::maxpool)
       argmax_ = backend_.allocate(sizeof(int32_t) * static_cast<size_t>(out_.elements()));
     return out_;
@@ -242,10 +254,10 @@ class Pool final : public CpuLeaf {
     auto s = geometry_;
     s.batch = dy.shape.n;
     if (spec_.kind == LayerKind::maxpool)
-      kc::maxpool_backward(s, dy.data, argmax_.as<int32_t>(), dx_.as<float>());
+      kc::maxpool_backward(s, dy.data, argmax_.as<int32_t>(), dx());
     else
-      kc::avgpool_backward(s, dy.data, dx_.as<float>());
-    return {dx_.as<float>(), x_.shape};
+      kc::avgpool_backward(s, dy.data, dx());
+    return {dx(), x_.shape};
   }
 
  private:
@@ -257,6 +269,7 @@ class Pool final : public CpuLeaf {
 class Flatten final : public CpuLeaf {
  public:
   using CpuLeaf::CpuLeaf;
+  bool may_return_dy() const override { return true; }
   std::string describe() const override { return "flatten"; }
   Shape setup(const Shape& in) override {
     in_ = in;
@@ -273,6 +286,7 @@ class Flatten final : public CpuLeaf {
 class Dropout final : public CpuLeaf {
  public:
   using CpuLeaf::CpuLeaf;
+  bool may_return_dy() const override { return true; }  // at rate 0, and in evaluation
   std::string describe() const override { return fmt::format("dropout {}", spec_.rate); }
   Shape setup(const Shape& in) override {
     in_ = out_ = in;

@@ -1,0 +1,18 @@
+// Owns backward's memory plan: which layers write their input gradient into buffers shared along a chain.
+#pragma once
+#include <vector>
+
+#include "model/backend.h"
+#include "model/sequential.h"
+
+namespace ringtrain::model {
+
+// A chain's backward needs only two input-gradient buffers, used in turn: layer i reads its dy from the one
+// layer i+1 wrote and writes its dx into the other, which nothing reads any more. For every Sequential in the
+// tree (the model, each residual body and shortcut) this allocates two buffers of the largest input among the
+// layers that accept them (Layer::accepts_shared_dx) and hands them out alternately, keeping a layer's buffer
+// different from the one its dy can be in (a layer that may return dy itself leaves that where it is). Layers
+// that do not accept keep their own buffers. Returns the buffers, which must outlive the layers' backward.
+std::vector<DeviceBuffer> share_gradient_buffers(Sequential& chain, Backend& backend);
+
+}  // namespace ringtrain::model
