@@ -44,4 +44,15 @@ std::vector<DeviceBuffer> share_gradient_buffers(Sequential& chain, Backend& bac
   return owned;
 }
 
+void run_activations_in_place(Sequential& chain) {
+  const auto& layers = chain.layers();
+  for (size_t i = 0; i < layers.size(); ++i) {
+    if (auto* block = dynamic_cast<Residual*>(layers[i].get())) {
+      run_activations_in_place(block->body());
+      run_activations_in_place(block->shortcut());
+    }
+    if (i > 0 && layers[i]->can_run_in_place() && layers[i - 1]->output_may_be_overwritten()) layers[i]->run_in_place();
+  }
+}
+
 }  // namespace ringtrain::model

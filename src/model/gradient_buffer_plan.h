@@ -15,4 +15,10 @@ namespace ringtrain::model {
 // that do not accept keep their own buffers. Returns the buffers, which must outlive the layers' backward.
 std::vector<DeviceBuffer> share_gradient_buffers(Sequential& chain, Backend& backend);
 
+// For every Sequential in the tree: a layer that can run in place (ReLU) does so when the layer before it in
+// the same chain allows its output to be overwritten (Layer::output_may_be_overwritten). A chain's first layer
+// never does: its input comes from outside the chain and may have other readers (a residual block's input
+// also feeds the shortcut).
+void run_activations_in_place(Sequential& chain);
+
 }  // namespace ringtrain::model

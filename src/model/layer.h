@@ -79,6 +79,11 @@ class Layer {
   virtual bool accepts_shared_dx() const { return false; }
   virtual void use_shared_dx(float* buffer) { (void)buffer; }
   virtual bool may_return_dy() const { return false; }
+  // In-place activation: a layer that can write its output over its input (ReLU) may be told to by the plan,
+  // when the layer before it in the chain owns that buffer and its backward never reads its own output.
+  virtual bool can_run_in_place() const { return false; }
+  virtual void run_in_place() {}
+  virtual bool output_may_be_overwritten() const { return false; }
 
   // Composites list their leaves (depth first, in parameter order); a leaf lists itself.
   virtual void collect_leaves(std::vector<const Layer*>& out) const { out.push_back(this); }

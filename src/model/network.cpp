@@ -46,7 +46,10 @@ Network::Network(const std::vector<config::LayerSpec>& layers, Backend& backend,
     : backend_(backend), input_(input), classes_(classes) {
   build(layers, backend, root_);
   output_ = root_.setup(input);
-  if (share_gradient_buffers) gradient_buffers_ = model::share_gradient_buffers(root_, backend);
+  if (share_gradient_buffers) {
+    gradient_buffers_ = model::share_gradient_buffers(root_, backend);
+    run_activations_in_place(root_);
+  }
   if (output_.per_sample() != classes)
     throw JobFileError(fmt::format("the model ends in {} values per sample (shape {}), but the dataset has {} "
                                    "classes: make the last layer `dense` with units = {}",

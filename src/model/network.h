@@ -24,8 +24,9 @@ struct ParamTensor {
 class Network {
  public:
   // `input` is one batch at its largest (N = max batch). Throws JobFileError if the layers do not fit the
-  // input or the output is not `classes` logits. `share_gradient_buffers` applies backward's memory plan
-  // (model/gradient_buffer_plan.h); off only to test that the plan changes no number.
+  // input or the output is not `classes` logits. `share_gradient_buffers` applies the memory plan
+  // (model/gradient_buffer_plan.h: shared input-gradient buffers, in-place activations); off only to test
+  // that the plan changes no number.
   Network(const std::vector<config::LayerSpec>& layers, Backend& backend, Shape input, int classes,
           bool share_gradient_buffers = true);
 

@@ -303,10 +303,13 @@ int Trainer::run() {
   dist::GradientSync sync(*net, reducer_, job_.dist.bucket_mb);
   StepRunner runner(*net, sync, job_.optimizer, global_batch);
   // What the run needs resident: the backend's host buffers (parameters, gradients, momentum, activations,
-  // workspaces) and two loaders' queues (training, and evaluation while training's stays full).
-  const double needed_mb =
-      (static_cast<double>(backend_.host_bytes_allocated()) +
-       2.0 * (job_.data.prefetch_batches + 1) * batch * (static_cast<double>(input.per_sample()) * 4 + 4)) / (1 << 20);
+  // workspaces; some are made on first use, so this is asked when the epoch is recorded) and two loaders'
+  // queues (training, and evaluation while training's stays full).
+  const auto needed_mb = [&] {
+    return (static_cast<double>(backend_.host_bytes_allocated()) +
+            2.0 * (job_.data.prefetch_batches + 1) * batch * (static_cast<double>(input.per_sample()) * 4 + 4)) /
+           (1 << 20);
+  };
   std::optional<obs::Trace> trace;
   if (job_.run.trace) trace.emplace(world_.rank(), job_.run.trace_steps);
   obs::Trace* const tracer = trace ? &*trace : nullptr;
@@ -635,8 +638,8 @@ int Trainer::run() {
                                  {"peak_rss_mb", peak_rss},
                                  {"peak_rss_mb_per_rank", rss_mb},
                                  {"baseline_rss_mb", baseline_rss_mb},
-                                 {"memory_needed_mb", needed_mb},
-                                 {"rss_growth_over_needed", needed_mb > 0 ? (peak_rss - baseline_rss_mb) / needed_mb : 0.0},
+                                 {"memory_needed_mb", needed_mb()},
+                                 {"rss_growth_over_needed", needed_mb() > 0 ? (peak_rss - baseline_rss_mb) / needed_mb() : 0.0},
                                  {"warnings", warnings},
                                  {"flops_per_s_per_rank", train_flops * static_cast<double>(steps_run * per_step) / epoch_train_s},
                                  {"param_checksum", util::hex64(checksum)}};

@@ -162,10 +162,11 @@ TEST(Network, WholeNetworkGradientsMatchFiniteDifferences) {
   EXPECT_GT(checked, 100);
 }
 
-// Backward's memory plan (model/gradient_buffer_plan.h) only moves where input gradients are written: every
-// parameter gradient must be bit-for-bit what per-layer buffers give, on a model where a wrong hand-out
-// would alias a layer's dy and dx (flatten and dropout passing dy through, a residual block between leaves,
-// layers of equal and of different sizes), and the plan must need less memory.
+// The memory plan (model/gradient_buffer_plan.h) only moves where input gradients and ReLU outputs are
+// written: the logits and every parameter gradient must be bit-for-bit what per-layer buffers give, on a
+// model where a wrong hand-out would alias a layer's dy and dx (flatten and dropout passing dy through, a
+// residual block between leaves, layers of equal and of different sizes) or let a ReLU overwrite an output
+// that backward still reads (the ReLU after the residual block), and the plan must need less memory.
 TEST(Network, SharedGradientBuffersChangeNoNumberAndSaveMemory) {
   auto residual = layer(LayerKind::residual);
   residual.body = {layer(LayerKind::conv2d, 3, 3, 1, 1), layer(LayerKind::batchnorm), layer(LayerKind::relu),
@@ -187,7 +188,7 @@ TEST(Network, SharedGradientBuffersChangeNoNumberAndSaveMemory) {
   const std::vector<int32_t> labels{0, 3, 1};
 
   struct Result {
-    std::vector<float> grads;
+    std::vector<float> grads, logits;
     size_t bytes = 0;
   };
   auto run = [&](bool share) {
@@ -197,15 +198,18 @@ TEST(Network, SharedGradientBuffersChangeNoNumberAndSaveMemory) {
     auto params = net.initial_params(3);
     std::copy(params.begin(), params.end(), net.params());
     std::fill(net.grads(), net.grads() + net.param_count(), 0.0f);
+    std::vector<float> last_logits;
     for (uint64_t step = 1; step <= 2; ++step) {  // twice: the second backward finds the buffers in use
       std::vector<float> dlogits(static_cast<size_t>(batch * 4));
       const auto logits = net.forward({x.data(), input}, model::Mode::train, {step});
+      last_logits.assign(logits.data, logits.data + batch * 4);
       cpu.softmax_cross_entropy(batch, 4, logits.data, labels.data(), 1.0f, dlogits.data());
       net.backward({dlogits.data(), logits.shape}, nullptr);
     }
-    return Result{std::vector<float>(net.grads(), net.grads() + net.param_count()), bytes};
+    return Result{std::vector<float>(net.grads(), net.grads() + net.param_count()), last_logits, bytes};
   };
   const Result own = run(false), shared = run(true);
+  EXPECT_EQ(own.logits, shared.logits);
   ASSERT_EQ(own.grads.size(), shared.grads.size());
   for (size_t i = 0; i < own.grads.size(); ++i) ASSERT_EQ(own.grads[i], shared.grads[i]) << "gradient " << i;
   EXPECT_GT(std::count_if(own.grads.begin(), own.grads.end(), [](float g) { return g != 0.0f; }), 100);

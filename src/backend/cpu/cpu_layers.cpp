@@ -54,12 +54,15 @@ class CpuLeaf : public model::Layer {
   float* shared_dx_ = nullptr;
 };
 
-// The leaves whose backward always writes a fresh input gradient: they take the plan's shared buffer.
+// The leaves whose backward always writes a fresh input gradient: they take the plan's shared buffer. Their
+// output is their own buffer, which their backward never reads (it reads the input), so a following ReLU
+// may overwrite it; ReLU itself says otherwise.
 class CpuComputeLeaf : public CpuLeaf {
  public:
   using CpuLeaf::CpuLeaf;
   bool accepts_shared_dx() const override { return true; }
   void use_shared_dx(float* buffer) override { shared_dx_ = buffer; }
+  bool output_may_be_overwritten() const override { return true; }
 };
 
 class Conv2d final : public CpuComputeLeaf {
@@ -202,18 +205,26 @@ class Relu final : public CpuComputeLeaf {
   std::string describe() const override { return "relu"; }
   Shape setup(const Shape& in) override {
     in_ = out_ = in;
-    buffer(y_, out_);
-    return out_;
+    return out_;  // the output buffer is made on first use, unless the plan runs this layer in place
   }
+  bool can_run_in_place() const override { return true; }
+  void run_in_place() override { in_place_ = true; }
+  bool output_may_be_overwritten() const override { return false; }  // backward reads it
   Tensor forward(const Tensor& x, Mode, const StepContext&) override {
     x_ = x;
-    kc::relu_forward(x.shape.elements(), x.data, y_.as<float>());
-    return {y_.as<float>(), x.shape};
+    if (!in_place_ && !y_) buffer(y_, out_);
+    y_data_ = in_place_ ? x.data : y_.as<float>();
+    kc::relu_forward(x.shape.elements(), x.data, y_data_);
+    return {y_data_, x.shape};
   }
   Tensor backward(const Tensor& dy, bool, model::GradientObserver*) override {
-    kc::relu_backward(dy.shape.elements(), y_.as<float>(), dy.data, dx());
+    kc::relu_backward(dy.shape.elements(), y_data_, dy.data, dx());
     return {dx(), dy.shape};
   }
+
+ private:
+  bool in_place_ = false;
+  float* y_data_ = nullptr;  // where the last forward's output is: y_, or its input when in place
 };
 
 class Pool final : public CpuComputeLeaf {
