@@ -26,6 +26,9 @@ class Backend {
   // Bytes allocate() has handed out so far where it is host memory (the CPU twin), for the memory line of the
   // epoch record; 0 where device memory is not part of the process's resident set.
   virtual std::size_t host_bytes_allocated() const { return 0; }
+  // Whether the composites (residual blocks) take part in the memory plan (model/gradient_buffer_plan.h) on
+  // this backend; off where the plan has not been run yet (the CUDA backend), so its buffers stay as they were.
+  virtual bool plans_memory() const { return false; }
   virtual void to_device(void* device_dst, const void* host_src, std::size_t bytes) = 0;
   virtual void to_host(void* host_dst, const void* device_src, std::size_t bytes) = 0;
   virtual void synchronize() = 0;

@@ -8,11 +8,12 @@
 namespace ringtrain::model {
 
 // A chain's backward needs only two input-gradient buffers, used in turn: layer i reads its dy from the one
-// layer i+1 wrote and writes its dx into the other, which nothing reads any more. For every Sequential in the
-// tree (the model, each residual body and shortcut) this allocates two buffers of the largest input among the
-// layers that accept them (Layer::accepts_shared_dx) and hands them out alternately, keeping a layer's buffer
-// different from the one its dy can be in (a layer that may return dy itself leaves that where it is). Layers
-// that do not accept keep their own buffers. Returns the buffers, which must outlive the layers' backward.
+// layer i+1 wrote and writes its dx into the other, which nothing reads any more. Layers that accept
+// (Layer::accepts_shared_dx) get them alternately, never the one their dy can be in (a layer that may return
+// dy itself leaves that where it is); others keep their own. Chains of the same role at the same nesting depth
+// (all residual bodies at depth d; all shortcuts at depth d) share one pair, sized for the largest input among
+// them, and residual blocks at one depth share one scratch buffer (see the .cpp for why that is safe).
+// Returns the buffers, which must outlive the layers' backward.
 std::vector<DeviceBuffer> share_gradient_buffers(Sequential& chain, Backend& backend);
 
 // For every Sequential in the tree: a layer that can run in place (ReLU) does so when the layer before it in

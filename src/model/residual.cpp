@@ -22,9 +22,23 @@ Shape Residual::setup(const Shape& in) {
                                    "shortcut (e.g. conv2d kernel=1 with the body's filters and stride) so they match",
                                    where_, out_.str(), short_out.str()));
   y_ = backend_.allocate(sizeof(float) * static_cast<size_t>(out_.elements()));
-  dsum_ = backend_.allocate(sizeof(float) * static_cast<size_t>(out_.elements()));
-  dx_ = backend_.allocate(sizeof(float) * static_cast<size_t>(in_.elements()));
+  if (!backend_.plans_memory()) {  // otherwise the plan shares them, or they are made on first use
+    dsum_ = backend_.allocate(sizeof(float) * static_cast<size_t>(out_.elements()));
+    dx_ = backend_.allocate(sizeof(float) * static_cast<size_t>(in_.elements()));
+  }
   return out_;
+}
+
+float* Residual::dsum() {
+  if (shared_dsum_) return shared_dsum_;
+  if (!dsum_) dsum_ = backend_.allocate(sizeof(float) * static_cast<size_t>(out_.elements()));
+  return dsum_.as<float>();
+}
+
+float* Residual::dx() {
+  if (shared_dx_) return shared_dx_;
+  if (!dx_) dx_ = backend_.allocate(sizeof(float) * static_cast<size_t>(in_.elements()));
+  return dx_.as<float>();
 }
 
 std::vector<ParamDecl> Residual::param_decls() const {
@@ -60,11 +74,11 @@ Tensor Residual::backward(const Tensor& dy, bool need_dx, GradientObserver* obse
   const int64_t n = dy.shape.elements();
   Tensor d = dy;
   if (relu_) {
-    backend_.relu_backward(n, y_.as<float>(), dy.data, dsum_.as<float>());
-    d = Tensor{dsum_.as<float>(), dy.shape};
+    backend_.relu_backward(n, y_.as<float>(), dy.data, dsum());
+    d = Tensor{dsum(), dy.shape};
   }
   const Tensor db = body_.backward(d, true, observer);
-  Tensor dx{dx_.as<float>(), x_.shape};
+  Tensor dx{this->dx(), x_.shape};
   if (shortcut_.empty()) {
     backend_.add(dx.shape.elements(), db.data, d.data, dx.data);
   } else {

@@ -25,6 +25,12 @@ class Residual final : public Layer {
   double backward_flops_per_sample(bool need_dx) const override;
   void collect_leaves(std::vector<const Layer*>& out) const override;
   bool is_composite() const override { return true; }
+  // The memory plan: its input gradient into the chain's shared buffer, and the gradient through its
+  // activation into a scratch buffer shared by the blocks at its depth (on backends that plan memory).
+  bool accepts_shared_dx() const override { return backend_.plans_memory(); }
+  void use_shared_dx(float* buffer) override { shared_dx_ = buffer; }
+  int64_t scratch_floats() const { return relu_ ? out_.elements() : 0; }
+  void use_shared_scratch(float* buffer) { shared_dsum_ = buffer; }
 
  private:
   Backend& backend_;
@@ -33,7 +39,10 @@ class Residual final : public Layer {
   Sequential body_, shortcut_;
   Shape in_, out_;
   DeviceBuffer y_, dsum_, dx_;
+  float *shared_dx_ = nullptr, *shared_dsum_ = nullptr;
   Tensor x_;
+  float* dsum();
+  float* dx();
 };
 
 }  // namespace ringtrain::model

@@ -171,11 +171,21 @@ TEST(Network, SharedGradientBuffersChangeNoNumberAndSaveMemory) {
   auto residual = layer(LayerKind::residual);
   residual.body = {layer(LayerKind::conv2d, 3, 3, 1, 1), layer(LayerKind::batchnorm), layer(LayerKind::relu),
                    layer(LayerKind::conv2d, 3, 3, 1, 1), layer(LayerKind::batchnorm)};
+  auto inner = layer(LayerKind::residual);  // nested: its scratch and body buffers are one depth further down
+  inner.body = {layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::relu), layer(LayerKind::conv2d, 4, 1)};
+  auto projected = layer(LayerKind::residual);  // a shortcut with layers, whose backward runs after the body's
+  projected.body = {layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm), layer(LayerKind::relu), inner,
+                    layer(LayerKind::conv2d, 4, 3, 1, 1)};
+  projected.shortcut = {layer(LayerKind::conv2d, 4, 1), layer(LayerKind::batchnorm)};
+  auto plain = layer(LayerKind::residual);  // no activation: its dy is read again at the end
+  plain.activation_relu = false;
+  plain.body = {layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::relu), layer(LayerKind::conv2d, 4, 3, 1, 1)};
   auto drop_off = layer(LayerKind::dropout);  // rate 0: backward returns dy itself
   auto drop_on = layer(LayerKind::dropout);
   drop_on.rate = 0.25;
   const std::vector<LayerSpec> layers{layer(LayerKind::conv2d, 3, 3, 1, 1), layer(LayerKind::relu),
-                                      layer(LayerKind::maxpool, 2), residual, layer(LayerKind::relu),
+                                      layer(LayerKind::maxpool, 2), residual, projected, plain,
+                                      layer(LayerKind::relu),
                                       layer(LayerKind::flatten), layer(LayerKind::dense, 8), drop_off,
                                       layer(LayerKind::dense, 8), drop_on, layer(LayerKind::dense, 8),
                                       layer(LayerKind::relu), layer(LayerKind::dense, 4)};
