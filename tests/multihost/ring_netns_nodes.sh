@@ -28,8 +28,10 @@ hosts=() addrs=()
 for i in $(seq 1 "$nodes"); do hosts+=("rt$tag-n$i"); addrs+=("${net%.0}.$i"); done
 source "$(dirname "$0")/netns_hosts.sh"
 netns_hosts_begin "$scratch" "$switch" "${hosts[@]}"
+if ! ip -n "$switch" link add "$bridge" type bridge 2>"$scratch/err"; then
+  echo "SKIP: cannot create a bridge here (kernel without bridge support?): $(cat "$scratch/err")"; exit 77
+fi
 set -e
-ip -n "$switch" link add "$bridge" type bridge
 ip -n "$switch" link set "$bridge" up
 for i in "${!hosts[@]}"; do
   h=${hosts[$i]} host_end=rth$tag-$i switch_end=rts$tag-$i
