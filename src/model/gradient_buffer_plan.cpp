@@ -26,8 +26,8 @@ struct Pools {
 };
 
 bool has_accepting(const Sequential& chain) {
-  return std::count_if(chain.layers().begin(), chain.layers().end(),
-                       [](const auto& l) { return l->accepts_shared_dx(); }) >= 1;
+  return std::any_of(chain.layers().begin(), chain.layers().end(),
+                     [](const auto& l) { return l->accepts_shared_dx(); });
 }
 
 // First pass: how large each shared buffer must be.

@@ -78,14 +78,14 @@ Tensor Residual::backward(const Tensor& dy, bool need_dx, GradientObserver* obse
     d = Tensor{dsum(), dy.shape};
   }
   const Tensor db = body_.backward(d, true, observer);
-  Tensor dx{this->dx(), x_.shape};
+  const Tensor grad_in{dx(), x_.shape};
   if (shortcut_.empty()) {
-    backend_.add(dx.shape.elements(), db.data, d.data, dx.data);
+    backend_.add(grad_in.shape.elements(), db.data, d.data, grad_in.data);
   } else {
     const Tensor ds = shortcut_.backward(d, true, observer);
-    backend_.add(dx.shape.elements(), db.data, ds.data, dx.data);
+    backend_.add(grad_in.shape.elements(), db.data, ds.data, grad_in.data);
   }
-  return dx;
+  return grad_in;
 }
 
 double Residual::forward_flops_per_sample() const {

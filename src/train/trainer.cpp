@@ -584,6 +584,7 @@ int Trainer::run() {
     for (int r = 0; r < ranks; ++r) step_s.push_back(per_rank[2 * r]), rss_mb.push_back(per_rank[2 * r + 1]);
     const obs::StepTimeSpread spread = obs::step_time_spread(step_s);
     const double peak_rss = *std::max_element(rss_mb.begin(), rss_mb.end());
+    const double needed = needed_mb();
     const double wall_step_s = epoch_train_s / static_cast<double>(std::max<int64_t>(steps_run, 1));
     std::vector<std::string> warnings;
     for (const auto& w : {obs::straggler_warning(spread),
@@ -638,8 +639,8 @@ int Trainer::run() {
                                  {"peak_rss_mb", peak_rss},
                                  {"peak_rss_mb_per_rank", rss_mb},
                                  {"baseline_rss_mb", baseline_rss_mb},
-                                 {"memory_needed_mb", needed_mb()},
-                                 {"rss_growth_over_needed", needed_mb() > 0 ? (peak_rss - baseline_rss_mb) / needed_mb() : 0.0},
+                                 {"memory_needed_mb", needed},
+                                 {"rss_growth_over_needed", needed > 0 ? (peak_rss - baseline_rss_mb) / needed : 0.0},
                                  {"warnings", warnings},
                                  {"flops_per_s_per_rank", train_flops * static_cast<double>(steps_run * per_step) / epoch_train_s},
                                  {"param_checksum", util::hex64(checksum)}};

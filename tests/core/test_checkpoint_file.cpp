@@ -37,6 +37,23 @@ io::CheckpointData sample() {
   return d;
 }
 
+// A fresh folder under the system temp dir for one test, removed when the test ends (also after a failed ASSERT).
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& name)
+      : path_(fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()))) {
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~ScratchDir() { fs::remove_all(path_); }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
 // read_checkpoint(path) must throw a CheckpointError whose message holds every one of `parts`.
 void expect_checkpoint_error(const fs::path& path, const std::vector<std::string>& parts) {
   try {
@@ -51,9 +68,8 @@ void expect_checkpoint_error(const fs::path& path, const std::vector<std::string
 }  // namespace
 
 TEST(CheckpointFile, EveryFieldRoundTripsExactly) {
-  const fs::path dir = fs::temp_directory_path() / ("rt-ckpt-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const ScratchDir scratch("rt-ckpt");
+  const fs::path& dir = scratch.path();
   const auto d = sample();
   const fs::path path = dir / io::checkpoint_name(d.global_step);
   io::write_checkpoint(path, d);
@@ -76,13 +92,11 @@ TEST(CheckpointFile, EveryFieldRoundTripsExactly) {
   EXPECT_EQ(r.state_count, d.state_count);
   EXPECT_EQ(r.job_toml, d.job_toml);
   EXPECT_EQ(r.versions_json, d.versions_json);
-  fs::remove_all(dir);
 }
 
 TEST(CheckpointFile, ListsNewestLastAndIgnoresTemporaries) {
-  const fs::path dir = fs::temp_directory_path() / ("rt-ckpt-list-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const ScratchDir scratch("rt-ckpt-list");
+  const fs::path& dir = scratch.path();
   auto d = sample();
   for (int64_t step : {900, 20, 1000}) io::write_checkpoint(dir / io::checkpoint_name(step), d);
   std::ofstream(dir / (io::checkpoint_name(5000) + ".tmp")) << "half";
@@ -90,13 +104,11 @@ TEST(CheckpointFile, ListsNewestLastAndIgnoresTemporaries) {
   ASSERT_EQ(found.size(), 3u);
   EXPECT_EQ(found.front().filename(), io::checkpoint_name(20));
   EXPECT_EQ(found.back().filename(), io::checkpoint_name(1000));
-  fs::remove_all(dir);
 }
 
 TEST(CheckpointFile, TruncatedOrForeignFilesAreNamedCheckpointErrors) {
-  const fs::path dir = fs::temp_directory_path() / ("rt-ckpt-bad-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const ScratchDir scratch("rt-ckpt-bad");
+  const fs::path& dir = scratch.path();
   const fs::path good = dir / "good.h5";
   io::write_checkpoint(good, sample());
   const fs::path truncated = dir / "truncated.h5";
@@ -105,15 +117,13 @@ TEST(CheckpointFile, TruncatedOrForeignFilesAreNamedCheckpointErrors) {
   const fs::path text = dir / "text.h5";
   std::ofstream(text) << "not a checkpoint";
   for (const fs::path& bad : {truncated, text, dir / "missing.h5"}) expect_checkpoint_error(bad, {bad.string()});
-  fs::remove_all(dir);
 }
 
 // One byte flipped inside the root group's object header: the checksummed format (io/h5_file_format.h) makes
 // HDF5 refuse it, and the message says the file is damaged and how to resume from the one before it.
 TEST(CheckpointFile, AFlippedMetadataByteIsADamagedFileWithAWayOut) {
-  const fs::path dir = fs::temp_directory_path() / ("rt-ckpt-flip-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const ScratchDir scratch("rt-ckpt-flip");
+  const fs::path& dir = scratch.path();
   const fs::path path = dir / io::checkpoint_name(7);
   io::write_checkpoint(path, sample());
   std::string bytes(static_cast<size_t>(fs::file_size(path)), '\0');
@@ -126,26 +136,22 @@ TEST(CheckpointFile, AFlippedMetadataByteIsADamagedFileWithAWayOut) {
   bytes[root + 12] = static_cast<char>(bytes[root + 12] ^ 0xFF);
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
   expect_checkpoint_error(path, {path.string(), "the file is damaged", "checksum", "move it out of '" + dir.string() + "'"});
-  fs::remove_all(dir);
 }
 
 TEST(CheckpointFile, NonFiniteValuesAreRefusedNamingTheArray) {
-  const fs::path dir = fs::temp_directory_path() / ("rt-ckpt-nan-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const ScratchDir scratch("rt-ckpt-nan");
+  const fs::path& dir = scratch.path();
   io::CheckpointData d = sample();
   d.velocity[4] = std::numeric_limits<float>::infinity();
   d.velocity[7] = std::numeric_limits<float>::quiet_NaN();
   const fs::path path = dir / "ckpt.h5";
   io::write_checkpoint(path, d);
   expect_checkpoint_error(path, {path.string(), "'velocity' holds 2 non-finite (NaN/Inf) values of 10"});
-  fs::remove_all(dir);
 }
 
 TEST(CheckpointFile, AFailedWriteLeavesTheExistingCheckpointAlone) {
-  const fs::path dir = fs::temp_directory_path() / ("rt-ckpt-fail-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const ScratchDir scratch("rt-ckpt-fail");
+  const fs::path& dir = scratch.path();
   const fs::path path = dir / io::checkpoint_name(7);
   io::write_checkpoint(path, sample());
   const auto before = fs::file_size(path);
@@ -154,5 +160,4 @@ TEST(CheckpointFile, AFailedWriteLeavesTheExistingCheckpointAlone) {
   EXPECT_THROW(io::write_checkpoint(dir / "no-such-folder" / "x.h5", bad), CheckpointError);
   EXPECT_EQ(fs::file_size(path), before);
   EXPECT_EQ(io::read_checkpoint(path).global_step, sample().global_step);
-  fs::remove_all(dir);
 }
