@@ -14,14 +14,12 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/gpu_device.h"
+#include "config/job_config.h"
 #include "config/layer_spec.h"
 #include "model/backend.h"
+#include "model/layers/layers.h"
 #include "util/clock.h"
-
-#ifdef RINGTRAIN_HAVE_CUDA
-#include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/cuda_versions.h"
-#endif
 
 namespace ringtrain {
 namespace {
@@ -78,23 +76,21 @@ model::Backend* cpu_backend(std::string*) {
   return &cpu;
 }
 
-#ifdef RINGTRAIN_HAVE_CUDA
-// One CUDA backend per math mode for the whole run (cuDNN and cuBLAS handles are expensive to create).
-model::Backend* cuda_backend(backend::MathMode math, std::string* why_not) {
-  static std::unique_ptr<backend::CudaBackend> fp32, tf32;
-  if (!backend::cuda_device_visible()) {
-    *why_not = "no CUDA device visible; the GPU layer benchmarks run on a machine with one";
+// One GPU backend per precision for the whole run (cuDNN and cuBLAS handles are expensive to create).
+model::Backend* gpu_backend(config::Precision precision, std::string* why_not) {
+  static std::unique_ptr<model::Backend> fp32, tf32;
+  if (!backend::gpu::device_visible()) {
+    *why_not = "no GPU visible; the GPU layer benchmarks run on a machine with one";
     return nullptr;
   }
-  auto& slot = math == backend::MathMode::tf32 ? tf32 : fp32;
+  auto& slot = precision == config::Precision::tf32 ? tf32 : fp32;
   if (!slot) {
-    backend::CudaOptions options;
-    options.math = math;
-    slot = std::make_unique<backend::CudaBackend>(0, 1, "bench", options);
+    config::JobConfig job;
+    job.train.precision = precision;
+    slot = backend::gpu::open_backend(job, 0, 1, "bench");
   }
   return slot.get();
 }
-#endif
 
 std::vector<float> random_values(int64_t n, uint32_t seed, float scale) {
   std::mt19937 gen(seed);
@@ -117,7 +113,7 @@ void BM_BackendLayer(benchmark::State& state, const BackendCase& on, const Layer
     return buffer;
   };
   const model::Shape in = layer_case.per_sample.with_batch(on.batch);
-  std::unique_ptr<model::Layer> layer = backend->make_leaf(layer_case.spec);
+  std::unique_ptr<model::Layer> layer = model::make_layer(layer_case.spec, *backend);
   const model::Shape out = layer->setup(in);
 
   // Parameters, their gradients and batch-norm state, each declaration its own buffer.
@@ -138,11 +134,12 @@ void BM_BackendLayer(benchmark::State& state, const BackendCase& on, const Layer
   layer->bind(params, grads, states);
   const model::DeviceBuffer x = upload(random_values(in.elements(), 11, 1.0f));
   const model::DeviceBuffer dy = upload(random_values(out.elements(), 12, 1.0f));
+  const model::DeviceBuffer y = backend->allocate(static_cast<size_t>(out.elements()) * sizeof(float));
+  const model::DeviceBuffer dx = backend->allocate(static_cast<size_t>(in.elements()) * sizeof(float));
 
-  const model::StepContext ctx{};
   const auto pass = [&] {
-    (void)layer->forward({x.as<float>(), in}, model::Mode::train, ctx);
-    (void)layer->backward({dy.as<float>(), out}, true, nullptr);
+    layer->forward({{x.as<float>(), in}, y.as<float>(), model::Mode::train, 0});
+    layer->backward({{x.as<float>(), in}, y.as<float>(), {dy.as<float>(), out}, dx.as<float>()});
   };
   pass();  // warm-up: a GPU backend picks its convolution algorithms on first use of a shape
   backend->synchronize();
@@ -166,11 +163,11 @@ void BM_BackendLayer(benchmark::State& state, const BackendCase& on, const Layer
 
 const bool registered = [] {
   std::vector<BackendCase> backends = {{"cpu", 4, cpu_backend}};
-#ifdef RINGTRAIN_HAVE_CUDA
-  // Batch 256 per GPU, as the ResNet-50 job and the PyTorch comparison use.
-  backends.push_back({"cuda_fp32", 256, [](std::string* w) { return cuda_backend(backend::MathMode::fp32, w); }});
-  backends.push_back({"cuda_tf32", 256, [](std::string* w) { return cuda_backend(backend::MathMode::tf32, w); }});
-#endif
+  if (backend::gpu::built()) {
+    // Batch 256 per GPU, as the ResNet-50 job and the PyTorch comparison use.
+    backends.push_back({"cuda_fp32", 256, [](std::string* w) { return gpu_backend(config::Precision::fp32, w); }});
+    backends.push_back({"cuda_tf32", 256, [](std::string* w) { return gpu_backend(config::Precision::tf32, w); }});
+  }
   static const std::vector<BackendCase> kept = backends;
   static const std::vector<LayerCase> layers = resnet50_layers();
   for (const auto& b : kept)

@@ -1,11 +1,8 @@
 // Owns spatial batch normalisation on the CPU (per channel over N x H x W), training and inference forms.
 #pragma once
+#include "kernels/op_shapes.h"
 
 namespace ringtrain::kernels::cpu {
-
-struct BatchNormShape {
-  int batch = 0, channels = 0, spatial = 0;  // spatial = H x W (1 after a dense layer)
-};
 
 // Training: normalises with batch statistics, saves mean and 1/sqrt(var+eps) for backward, and updates the
 // running statistics as running = (1-momentum)*running + momentum*batch (unbiased variance for running_var).

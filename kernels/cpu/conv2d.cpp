@@ -149,10 +149,6 @@ double sum_plane(const float* p, std::ptrdiff_t n) {
 
 }  // namespace
 
-double Conv2dShape::forward_flops() const {
-  return 2.0 * batch * filters * static_cast<double>(out_h()) * out_w() * in_channels * kernel_h * kernel_w;
-}
-
 float* ConvWorkspace::get(std::size_t floats) {
   if (buffer_.size() < floats) buffer_.resize(floats);
   return buffer_.data();

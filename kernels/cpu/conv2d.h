@@ -1,18 +1,12 @@
 // Owns 2-D convolution on the CPU (NCHW, float32): forward, data gradient and filter gradient.
 // Weights are K x C x R x S (filters, input channels, kernel rows, kernel cols), as cuDNN and PyTorch store them.
 #pragma once
-#include <cstdint>
+#include <cstddef>
 #include <vector>
 
-namespace ringtrain::kernels::cpu {
+#include "kernels/op_shapes.h"
 
-struct Conv2dShape {
-  int batch = 0, in_channels = 0, in_h = 0, in_w = 0;
-  int filters = 0, kernel_h = 0, kernel_w = 0, stride = 1, padding = 0;
-  int out_h() const { return (in_h + 2 * padding - kernel_h) / stride + 1; }
-  int out_w() const { return (in_w + 2 * padding - kernel_w) / stride + 1; }
-  double forward_flops() const;  // 2 x multiply-adds of the forward pass
-};
+namespace ringtrain::kernels::cpu {
 
 // Scratch memory reused across calls (im2col buffers); grows on demand, never shrinks.
 class ConvWorkspace {

@@ -4,14 +4,9 @@
 #pragma once
 #include <cstdint>
 
-namespace ringtrain::kernels::cpu {
+#include "kernels/op_shapes.h"
 
-struct PoolShape {
-  int batch = 0, channels = 0, in_h = 0, in_w = 0;
-  int window = 2, stride = 2, padding = 0;
-  int out_h() const { return (in_h + 2 * padding - window) / stride + 1; }
-  int out_w() const { return (in_w + 2 * padding - window) / stride + 1; }
-};
+namespace ringtrain::kernels::cpu {
 
 // argmax receives, per output element, the input offset within its (n, c) plane that won (for backward).
 void maxpool_forward(const PoolShape& s, const float* x, float* y, int32_t* argmax);

@@ -1,12 +1,15 @@
-// Owns the optimizer update on the CPU: SGD with momentum and decoupled-from-nothing (L2) weight decay, fused
-// into one pass over a span of the flat parameter buffer (the CUDA twin does the same in one kernel).
+// Owns the optimizer update on the CPU: SGD with momentum and L2 weight decay, fused into one pass over the
+// flat parameter buffer (the CUDA twin does the same in one kernel).
 #pragma once
 #include <cstdint>
 
+#include "kernels/sgd_step.h"
+
 namespace ringtrain::kernels::cpu {
 
-// g' = g + weight_decay * p;  v = momentum * v + g';  p -= lr * v   (PyTorch's SGD, dampening 0, no Nesterov)
-void sgd_momentum_update(int64_t n, float lr, float momentum, float weight_decay, const float* grad,
+// g' = g + wd * p;  v = momentum * v + g';  p -= lr * v   (PyTorch's SGD, dampening 0, no Nesterov), where wd is
+// step.weight_decay for parameters whose bit is set in decay_mask (kernels/sgd_step.h) and 0 for the others.
+void sgd_momentum_update(int64_t n, const SgdStep& step, const uint32_t* decay_mask, const float* grad,
                          float* velocity, float* param);
 
 }  // namespace ringtrain::kernels::cpu

@@ -4,21 +4,19 @@
 
 #include <cmath>
 #include <cstddef>
-#include <string>
-
-#include "common/error.h"
 
 namespace ringtrain::kernels::cpu {
 
-LossResult softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,
-                                 float grad_scale, float* dlogits) {
-  LossResult result;
+void softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels, float grad_scale,
+                           float* dlogits, LossTotals& totals) {
+  // The batch's loss is summed on its own and then added, so a step's total is the same sum of batch sums on
+  // every backend.
+  double loss_sum = 0;
   for (int b = 0; b < batch; ++b) {
     const float* row = logits + std::ptrdiff_t{b} * classes;
     const int32_t label = labels[b];
-    if (label < 0 || label >= classes)
-      throw DataError("label " + std::to_string(label) + " of sample " + std::to_string(b) + " is outside [0, " +
-                      std::to_string(classes) + ")");
+    const bool valid = label >= 0 && label < classes;
+    if (!valid) ++totals.bad_labels;
     int argmax = 0;
     for (int j = 1; j < classes; ++j)
       if (row[j] > row[argmax]) argmax = j;
@@ -26,8 +24,8 @@ LossResult softmax_cross_entropy(int batch, int classes, const float* logits, co
     double sum = 0;
     for (int j = 0; j < classes; ++j) sum += std::exp(static_cast<double>(row[j]) - max);
     // -log softmax(label) = log(sum exp(x - max)) - (x_label - max): both terms are bounded, no overflow.
-    result.loss_sum += std::log(sum) - (static_cast<double>(row[label]) - max);
-    if (argmax == label) ++result.correct;
+    if (valid) loss_sum += std::log(sum) - (static_cast<double>(row[label]) - max);
+    if (valid && argmax == label) ++totals.correct;
     if (dlogits) {
       float* d = dlogits + std::ptrdiff_t{b} * classes;
       const double inv_sum = 1.0 / sum;
@@ -37,7 +35,7 @@ LossResult softmax_cross_entropy(int batch, int classes, const float* logits, co
       }
     }
   }
-  return result;
+  totals.loss_sum += loss_sum;
 }
 
 }  // namespace ringtrain::kernels::cpu

@@ -1,15 +1,17 @@
-// Owns the fused SGD kernel declared in sgd.h: one read of grad, velocity and param, one write of the latter two.
+// Owns the fused SGD kernel declared in sgd.h: one read of grad, velocity, param and the decay bit, one write of
+// velocity and param, over the whole flat buffer in one launch.
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/sgd.h"
 
 namespace ringtrain::kernels::cuda {
 namespace {
 
-__global__ void sgd_momentum_kernel(int64_t n, float lr, float momentum, float weight_decay, const float* grad,
-                                    float* velocity, float* param) {
+__global__ void sgd_momentum_kernel(int64_t n, float lr, float momentum, float weight_decay,
+                                    const uint32_t* decay_mask, const float* grad, float* velocity, float* param) {
   for (int64_t i = detail::global_index(); i < n; i += detail::grid_stride()) {
     const float p = param[i];
-    const float g = grad[i] + weight_decay * p;
+    const float wd = (decay_mask[i >> 5] >> (i & 31)) & 1u ? weight_decay : 0.0f;
+    const float g = grad[i] + wd * p;
     const float v = momentum * velocity[i] + g;
     velocity[i] = v;
     param[i] = p - lr * v;
@@ -18,11 +20,11 @@ __global__ void sgd_momentum_kernel(int64_t n, float lr, float momentum, float w
 
 }  // namespace
 
-void sgd_momentum_update(int64_t n, float lr, float momentum, float weight_decay, const float* grad, float* velocity,
-                         float* param, Stream stream) {
+void sgd_momentum_update(int64_t n, const SgdStep& step, const uint32_t* decay_mask, const float* grad,
+                         float* velocity, float* param, Stream stream) {
   if (n <= 0) return;
-  sgd_momentum_kernel<<<detail::blocks_for(n), detail::kThreads, 0, stream>>>(n, lr, momentum, weight_decay, grad,
-                                                                               velocity, param);
+  sgd_momentum_kernel<<<detail::blocks_for(n), detail::kThreads, 0, stream>>>(
+      n, step.lr, step.momentum, step.weight_decay, decay_mask, grad, velocity, param);
   RT_CHECK_LAUNCH();
 }
 

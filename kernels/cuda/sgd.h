@@ -1,14 +1,16 @@
-// Owns the optimizer update on the GPU: SGD with momentum and L2 weight decay fused into one pass over a span
-// of the flat parameter buffer, the same formula as kernels/cpu/sgd.h.
+// Owns the optimizer update on the GPU: SGD with momentum and L2 weight decay fused into one launch over the
+// flat parameter buffer, the same formula as kernels/cpu/sgd.h.
 #pragma once
 #include <cstdint>
 
 #include "kernels/cuda/stream.h"
+#include "kernels/sgd_step.h"
 
 namespace ringtrain::kernels::cuda {
 
-// g' = g + weight_decay * p;  v = momentum * v + g';  p -= lr * v   (PyTorch's SGD, dampening 0, no Nesterov)
-void sgd_momentum_update(int64_t n, float lr, float momentum, float weight_decay, const float* grad, float* velocity,
-                         float* param, Stream stream);
+// g' = g + wd * p;  v = momentum * v + g';  p -= lr * v   (PyTorch's SGD, dampening 0, no Nesterov), where wd is
+// step.weight_decay for parameters whose bit is set in decay_mask (device memory, kernels/sgd_step.h), else 0.
+void sgd_momentum_update(int64_t n, const SgdStep& step, const uint32_t* decay_mask, const float* grad,
+                         float* velocity, float* param, Stream stream);
 
 }  // namespace ringtrain::kernels::cuda

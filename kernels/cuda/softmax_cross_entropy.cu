@@ -77,9 +77,9 @@ __global__ void loss_totals_kernel(int batch, const RowResult* rows, LossTotals*
     __syncthreads();
   }
   if (threadIdx.x == 0) {
-    totals->loss_sum = loss[0];
-    totals->correct = correct[0];
-    totals->bad_labels = bad[0];
+    totals->loss_sum += loss[0];
+    totals->correct += correct[0];
+    totals->bad_labels += bad[0];
   }
 }
 

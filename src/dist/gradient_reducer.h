@@ -15,6 +15,8 @@ struct BucketSpan {
   double begin_s = 0, end_s = 0;
 };
 
+using StepSpans = std::vector<BucketSpan>;  // the buckets of one step, in launch order
+
 class GradientReducer {
  public:
   virtual ~GradientReducer() = default;
@@ -22,11 +24,18 @@ class GradientReducer {
   virtual void launch(float* grads, const Bucket& bucket) = 0;
   // Give outstanding reductions a chance to progress (called between layers of backward).
   virtual void progress() = 0;
-  // Block until every launched reduction is complete; the gradients are then summed across ranks.
+  // Ends a step's reductions: the summed gradients are what work queued after this call reads (the update).
+  // CPU reducers wait on the host until every reduction is complete. A device reducer (NCCL) only orders the
+  // device's compute after them, and the host learns that they ended in settle().
   virtual void wait_all() = 0;
+  // Waits on the host, bounded by the collective timeout, until the reductions of all but the newest
+  // `steps_in_flight` wait_all() calls have ended, and returns, for each such call not returned before, the
+  // spans of its buckets (oldest call first; an empty list for a call that reduced nothing). CPU reducers have
+  // nothing left to wait for.
+  virtual std::vector<StepSpans> settle(int steps_in_flight) = 0;
   virtual const char* name() const = 0;
-  // The reductions the last wait_all finished, in launch order, for the trace and allreduce_total_s (the
-  // reduction time whether hidden behind backward or not). A reducer that cannot time them returns none.
+  // The reductions the last wait_all (CPU) or settle (device) saw end, in launch order, for tests. A reducer that
+  // cannot time them returns none.
   virtual std::vector<BucketSpan> last_spans() const { return {}; }
 };
 

@@ -23,7 +23,7 @@ void GradientSync::begin() {
 }
 
 void GradientSync::gradients_ready(const model::Layer& leaf) {
-  const auto [offset, count] = network_.leaf_param_range(leaf);
+  const auto [offset, count] = network_.layer_param_range(leaf);
   for (const int b : buckets_.mark_ready(offset, count)) {
     reducer_.launch(network_.grads(), buckets_.buckets()[static_cast<size_t>(b)]);
     ++launched_;

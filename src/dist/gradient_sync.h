@@ -12,7 +12,9 @@ class GradientSync final : public model::GradientObserver {
   GradientSync(model::Network& network, GradientReducer& reducer, double bucket_mb);
   void begin();  // before the backward pass that completes an optimizer step
   void gradients_ready(const model::Layer& leaf) override;
-  void finish();  // after backward: waits until every bucket is summed across ranks
+  void finish();  // after backward: the update queued next reads every bucket summed across ranks
+  // Waits, bounded, for the reductions of all but the newest `steps_in_flight` steps (GradientReducer::settle).
+  std::vector<StepSpans> settle(int steps_in_flight) { return reducer_.settle(steps_in_flight); }
   const GradientBuckets& buckets() const { return buckets_; }
   const GradientReducer& reducer() const { return reducer_; }
 

@@ -45,7 +45,10 @@ void MpiGradientReducer::progress() {
 
 void MpiGradientReducer::wait_all() {
   finished_.clear();
-  if (requests_.empty()) return;
+  if (requests_.empty()) {
+    unsettled_.emplace_back();
+    return;
+  }
   done_indices_.resize(requests_.size());
   for (;;) {  // Waitsome rather than Waitall, so each bucket's own end is seen
     int done = 0;
@@ -57,6 +60,7 @@ void MpiGradientReducer::wait_all() {
   requests_.clear();
   finished_.swap(spans_);
   spans_.clear();
+  unsettled_.push_back(finished_);
 }
 
 }  // namespace ringtrain::dist

@@ -2,6 +2,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <utility>
 #include <vector>
 
 #include "dist/gradient_reducer.h"
@@ -16,6 +17,8 @@ class MpiGradientReducer final : public GradientReducer {
   void progress() override;
   void wait_all() override;
   const char* name() const override { return "MPI_Iallreduce"; }
+  // wait_all() already waited: returns the spans it saw end since the last settle.
+  std::vector<StepSpans> settle(int) override { return std::exchange(unsettled_, {}); }
   std::vector<BucketSpan> last_spans() const override { return finished_; }
 
  private:
@@ -24,6 +27,7 @@ class MpiGradientReducer final : public GradientReducer {
   std::vector<MPI_Request> requests_;
   std::vector<BucketSpan> spans_;     // parallel to requests_; end_s stamped when a test or wait sees it done
   std::vector<BucketSpan> finished_;  // the last wait_all's
+  std::vector<StepSpans> unsettled_;  // wait_all's since the last settle
   std::vector<int> done_indices_;
   void stamp(int done, double now);
 };

@@ -72,6 +72,7 @@ void ThreadGradientReducer::wait_all() {
   finished_.swap(done_);
   done_.clear();
   outstanding_ = 0;
+  unsettled_.push_back(finished_);
 }
 
 }  // namespace ringtrain::dist

@@ -10,6 +10,7 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "dist/gradient_reducer.h"
@@ -27,6 +28,8 @@ class ThreadGradientReducer final : public GradientReducer {
   void progress() override {}  // the thread makes its own progress
   void wait_all() override;    // rethrows the thread's MPI error, if any
   const char* name() const override { return "MPI_Allreduce on a communication thread"; }
+  // wait_all() already waited: returns the spans it saw end since the last settle.
+  std::vector<StepSpans> settle(int) override { return std::exchange(unsettled_, {}); }
   std::vector<BucketSpan> last_spans() const override { return finished_; }
 
  private:
@@ -42,6 +45,7 @@ class ThreadGradientReducer final : public GradientReducer {
   std::condition_variable work_cv_, done_cv_;
   std::deque<Work> queue_;
   std::vector<BucketSpan> done_, finished_;
+  std::vector<StepSpans> unsettled_;  // wait_all's since the last settle
   int outstanding_ = 0;
   bool stop_ = false;
   std::exception_ptr error_;

@@ -1,19 +1,66 @@
-// Owns the Backend contract: what a device must provide for the model, the loss, the optimizer and the
-// gradient reduction to run on it. The CPU backend implements it now; the CUDA backend slots in beside it.
+// Owns the Backend contract: the operations a device provides so that the layers (model/layers/), the loss, the
+// optimizer and the gradient reduction run on it. Layers are written once over these operations; the CPU twin
+// implements them over kernels/cpu, the CUDA backend over cuDNN, cuBLAS and kernels/cuda.
+//
+// Ordering: every operation is queued in one stream order per backend; the host waits only where a result must
+// reach it (to_host, synchronize, Readback::wait, reading a DeviceClock). Conventions, as in kernels/cpu: outputs
+// and input gradients are overwritten, parameter gradients accumulate (micro-batches of one step add up).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 
-#include "config/layer_spec.h"
+#include "kernels/loss_totals.h"
+#include "kernels/op_shapes.h"
+#include "kernels/sgd_step.h"
 #include "model/device_buffer.h"
-#include "model/layer.h"
 
 namespace ringtrain::model {
 
-struct LossSums {
-  double loss_sum = 0;
-  int64_t correct = 0;
+using kernels::BatchNormShape;
+using kernels::Conv2dShape;
+using kernels::DenseShape;
+using kernels::LossTotals;
+using kernels::PoolMode;
+using kernels::PoolShape;
+using kernels::SgdStep;
+
+// A batch-norm layer's per-channel buffers: parameters, running statistics, and what training forward saves
+// for backward.
+struct BatchNormBuffers {
+  const float* gamma = nullptr;
+  const float* beta = nullptr;
+  float* running_mean = nullptr;
+  float* running_var = nullptr;
+  float* saved_mean = nullptr;
+  float* saved_inv_std = nullptr;
+};
+
+struct BatchNormSettings {
+  double momentum = 0.1, epsilon = 1e-5;
+};
+
+// A small device-to-host copy queued in stream order and read once it has landed, so the host learns a step's
+// loss without waiting for the step. One copy in flight at a time per Readback.
+class Readback {
+ public:
+  virtual ~Readback() = default;
+  virtual void start(const void* device_src) = 0;  // queues the copy of the bytes the Readback was made for
+  virtual bool ready() = 0;                        // the copy has landed; never waits
+  virtual const void* wait() = 0;                  // waits for the copy; the host bytes stay valid until start()
+};
+
+// Marks recorded in stream order, each dated once the device has passed it: phase times measured on the
+// device, not by making the host wait after each phase. Marks are numbered 0..capacity-1 and reused.
+class DeviceClock {
+ public:
+  virtual ~DeviceClock() = default;
+  virtual void mark(int id) = 0;
+  // Device seconds from mark `from` to mark `to`; waits until the device has passed `to`.
+  virtual double elapsed(int from, int to) = 0;
+  // When the device passed mark `id`, on the host clock (util::now_s), for the trace; waits until it has.
+  virtual double host_time(int id) = 0;
 };
 
 class Backend {
@@ -22,31 +69,69 @@ class Backend {
   virtual std::string name() const = 0;  // "cpu" | "cuda"
   virtual std::string description() const = 0;
 
+  // ---- memory and copies
   virtual DeviceBuffer allocate(std::size_t bytes) = 0;  // zero-filled
-  // Bytes allocate() has handed out so far where it is host memory (the CPU twin), for the memory line of the
-  // epoch record; 0 where device memory is not part of the process's resident set.
-  virtual std::size_t host_bytes_allocated() const { return 0; }
-  // Whether the composites (residual blocks) take part in the memory plan (model/gradient_buffer_plan.h) on
-  // this backend; off where the plan has not been run yet (the CUDA backend), so its buffers stay as they were.
-  virtual bool plans_memory() const { return false; }
+  // Bytes allocate() has handed out so far (cumulative: buffers are made at setup and live for the run).
+  virtual std::size_t bytes_allocated() const = 0;
+  // Whether those bytes are host memory (the CPU twin), part of the process's resident set.
+  virtual bool allocates_host_memory() const = 0;
+  // Device memory in use now by this process and others (context, library workspaces, allocations), or 0
+  // where the device is the host.
+  virtual std::size_t device_bytes_in_use() const { return 0; }
   virtual void to_device(void* device_dst, const void* host_src, std::size_t bytes) = 0;
-  virtual void to_host(void* host_dst, const void* device_src, std::size_t bytes) = 0;
+  virtual void to_host(void* host_dst, const void* device_src, std::size_t bytes) = 0;  // waits for the stream
   virtual void synchronize() = 0;
+  virtual std::unique_ptr<Readback> make_readback(std::size_t bytes) = 0;
+  virtual std::unique_ptr<DeviceClock> make_clock(int capacity) = 0;
 
-  // Leaf layers only (conv2d, batchnorm, relu, pools, flatten, dense, dropout); residual is a composite.
-  virtual std::unique_ptr<Layer> make_leaf(const config::LayerSpec& spec) = 0;
-
-  // Element-wise work the composites need.
-  virtual void add(int64_t n, const float* a, const float* b, float* y) = 0;
-  virtual void accumulate(int64_t n, const float* x, float* y) = 0;  // y += x
-  virtual void relu_forward(int64_t n, const float* x, float* y) = 0;
-  virtual void relu_backward(int64_t n, const float* y, const float* dy, float* dx) = 0;
+  // ---- element-wise
+  virtual void zero(void* y, std::size_t bytes) = 0;
   virtual void fill(int64_t n, float value, float* y) = 0;
+  virtual void copy(int64_t n, const float* x, float* y) = 0;
+  virtual void add(int64_t n, const float* a, const float* b, float* y) = 0;  // y may alias a or b
+  virtual void accumulate(int64_t n, const float* x, float* y) = 0;          // y += x
+  virtual void relu_forward(int64_t n, const float* x, float* y) = 0;        // y may alias x
+  virtual void relu_backward(int64_t n, const float* y, const float* dy, float* dx) = 0;
+  // Inverted dropout: keeps each element with probability 1-p, scaled by 1/(1-p); mask: one byte per element,
+  // kept for backward. The mask is reproducible from the seed on each backend (not across backends).
+  virtual void dropout_forward(int64_t n, float p, uint64_t seed, const float* x, float* y, uint8_t* mask) = 0;
+  virtual void dropout_backward(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx) = 0;
 
-  // Softmax cross-entropy; dlogits may be null (evaluation). Sums come back to the host.
-  virtual LossSums softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,
-                                         float grad_scale, float* dlogits) = 0;
-  virtual void sgd_update(int64_t n, float lr, float momentum, float weight_decay, const float* grad,
+  // ---- convolution: prepare() at setup chooses algorithms and sizes workspaces, so no step does
+  virtual void conv2d_prepare(const Conv2dShape& s) { (void)s; }
+  virtual void conv2d_forward(const Conv2dShape& s, const float* x, const float* w, const float* bias, float* y) = 0;
+  virtual void conv2d_backward_data(const Conv2dShape& s, const float* dy, const float* w, float* dx) = 0;
+  virtual void conv2d_backward_filter(const Conv2dShape& s, const float* x, const float* dy, float* dw,
+                                      float* dbias) = 0;  // dbias may be null
+
+  // ---- dense: dx may be null (the first layer needs none); bias and dbias may be null
+  virtual void dense_forward(const DenseShape& s, const float* x, const float* w, const float* bias, float* y) = 0;
+  virtual void dense_backward(const DenseShape& s, const float* x, const float* w, const float* dy, float* dx,
+                              float* dw, float* dbias) = 0;
+
+  // ---- batch norm: running = (1-momentum)*running + momentum*batch, unbiased variance for running_var
+  virtual void batchnorm_forward_train(const BatchNormShape& s, const BatchNormSettings& settings, const float* x,
+                                       const BatchNormBuffers& b, float* y) = 0;
+  virtual void batchnorm_forward_infer(const BatchNormShape& s, const BatchNormSettings& settings, const float* x,
+                                       const BatchNormBuffers& b, float* y) = 0;
+  virtual void batchnorm_backward(const BatchNormShape& s, const BatchNormSettings& settings, const float* x,
+                                  const float* dy, const BatchNormBuffers& b, float* dx, float* dgamma,
+                                  float* dbeta) = 0;
+
+  // ---- pooling: `saved` is what forward keeps for backward on this backend, pool_saved_bytes() of it (the CPU
+  // twin keeps the winners of max pooling); x and y are the forward's input and output.
+  virtual std::size_t pool_saved_bytes(const PoolShape& s, PoolMode mode) const = 0;
+  virtual void pool_forward(const PoolShape& s, PoolMode mode, const float* x, float* y, void* saved) = 0;
+  virtual void pool_backward(const PoolShape& s, PoolMode mode, const float* x, const float* y, const float* dy,
+                             float* dx, const void* saved) = 0;
+
+  // ---- loss and optimizer
+  // dlogits may be null (evaluation). The batch's sums are added to `totals`, which lives in device memory
+  // (allocate(sizeof(LossTotals))); nothing waits.
+  virtual void softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,
+                                     float grad_scale, float* dlogits, LossTotals* totals) = 0;
+  // One pass over the flat buffers; decay_mask (device memory) says where weight decay applies.
+  virtual void sgd_update(int64_t n, const SgdStep& step, const uint32_t* decay_mask, const float* grad,
                           float* velocity, float* param) = 0;
 };
 

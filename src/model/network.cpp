@@ -1,5 +1,5 @@
-// Owns building the layer tree from LayerSpecs, laying parameters out in the flat buffers, and
-// seed-deterministic initialisation.
+// Owns running the graph forward and backward over the plan's buffers, laying parameters out in the flat
+// buffers, and seed-deterministic initialisation.
 #include "model/network.h"
 
 #include <fmt/format.h>
@@ -8,24 +8,11 @@
 #include <numbers>
 
 #include "common/error.h"
-#include "model/gradient_buffer_plan.h"
-#include "model/residual.h"
+#include "model/layer_profile.h"
+#include "util/clock.h"
 
 namespace ringtrain::model {
 namespace {
-
-void build(const std::vector<config::LayerSpec>& specs, Backend& backend, Sequential& into) {
-  for (const auto& spec : specs) {
-    if (spec.kind == config::LayerKind::residual) {
-      auto block = std::make_unique<Residual>(backend, spec.where, spec.activation_relu);
-      build(spec.body, backend, block->body());
-      build(spec.shortcut, backend, block->shortcut());
-      into.append(std::move(block));
-    } else {
-      into.append(backend.make_leaf(spec));
-    }
-  }
-}
 
 // splitmix64: a tiny, portable generator so the initial weights are the same on every compiler and libc.
 uint64_t splitmix64(uint64_t& state) {
@@ -37,66 +24,172 @@ uint64_t splitmix64(uint64_t& state) {
 
 double uniform01(uint64_t& state) { return (static_cast<double>(splitmix64(state) >> 11) + 0.5) * 0x1.0p-53; }
 
+// Runs `work` and, when a layer profile is active, books its time to `name`, the device synchronised on both
+// sides so an asynchronous GPU's time lands on the layer that spent it.
+template <class Work>
+void profiled(const Layer& layer, bool backward, Work&& work) {
+  LayerProfile* profile = active_layer_profile();
+  if (!profile) {
+    work();
+    return;
+  }
+  profile->synchronize();
+  const double start = util::now_s();
+  work();
+  profile->synchronize();
+  profile->add(layer.describe(), backward, util::now_s() - start);
+}
+
 }  // namespace
 
 std::string Shape::str() const { return fmt::format("{}x{}x{}x{}", n, c, h, w); }
 
 Network::Network(const std::vector<config::LayerSpec>& layers, Backend& backend, Shape input, int classes,
-                 bool share_gradient_buffers)
-    : backend_(backend), input_(input), classes_(classes) {
-  build(layers, backend, root_);
-  output_ = root_.setup(input);
-  if (share_gradient_buffers) {
-    gradient_buffers_ = model::share_gradient_buffers(root_, backend);
-    run_activations_in_place(root_);
-  }
+                 bool share_memory)
+    : backend_(backend), input_(input), classes_(classes), graph_(layers, backend, input), plan_(graph_, share_memory) {
+  output_ = graph_.values()[static_cast<size_t>(graph_.output())].shape;
   if (output_.per_sample() != classes)
     throw JobFileError(fmt::format("the model ends in {} values per sample (shape {}), but the dataset has {} "
                                    "classes: make the last layer `dense` with units = {}",
                                    output_.per_sample(), output_.with_batch(1).str(), classes, classes));
+  arena_ = backend.allocate(static_cast<size_t>(std::max<int64_t>(plan_.arena_bytes(), 1)));
+  lay_out_parameters();
+}
 
-  std::vector<const Layer*> leaves;
-  root_.collect_leaves(leaves);
-  for (const Layer* leaf : leaves) {
+void Network::lay_out_parameters() {
+  for (const Layer* layer : graph_.layers()) {
     const int64_t begin = param_count_;
-    int index = 0;
-    for (const auto& d : leaf->param_decls()) {
-      tensors_.push_back({fmt::format("{}.{}", leaf->describe(), d.name), leaf, param_count_, d.count, d});
+    for (const auto& d : layer->param_decls()) {
+      tensors_.push_back({fmt::format("{}.{}", layer->describe(), d.name), layer, param_count_, d.count, d});
       param_count_ += d.count;
-      ++index;
     }
-    if (param_count_ > begin) leaf_ranges_[leaf] = {begin, param_count_ - begin};
-    for (const auto& s : leaf->state_decls()) {
+    if (param_count_ > begin) layer_ranges_[layer] = {begin, param_count_ - begin};
+    for (const auto& s : layer->state_decls()) {
       state_decls_.push_back(s);
       state_count_ += s.count;
     }
   }
   const auto bytes = [](int64_t floats) { return sizeof(float) * static_cast<size_t>(std::max<int64_t>(floats, 1)); };
-  params_ = backend.allocate(bytes(param_count_));
-  grads_ = backend.allocate(bytes(param_count_));
-  velocity_ = backend.allocate(bytes(param_count_));
-  states_ = backend.allocate(bytes(state_count_));
+  params_ = backend_.allocate(bytes(param_count_));
+  grads_ = backend_.allocate(bytes(param_count_));
+  velocity_ = backend_.allocate(bytes(param_count_));
+  states_ = backend_.allocate(bytes(state_count_));
+
+  std::vector<kernels::DecayRun> decaying;
+  for (const auto& t : tensors_)
+    if (t.decl.decay) decaying.push_back({t.offset, t.count});
+  const auto mask = kernels::make_decay_mask(param_count_, decaying);
+  decay_mask_ = backend_.allocate(sizeof(uint32_t) * std::max<size_t>(mask.size(), 1));
+  backend_.to_device(decay_mask_.as<void>(), mask.data(), mask.size() * sizeof(uint32_t));
 
   std::vector<float*> p, g, s;
-  for (const auto& t : tensors_) {
-    p.push_back(params() + t.offset);
-    g.push_back(grads() + t.offset);
-  }
+  for (const auto& t : tensors_) p.push_back(params() + t.offset), g.push_back(grads() + t.offset);
   int64_t state_offset = 0;
   for (const auto& d : state_decls_) {
     s.push_back(states() + state_offset);
     state_offset += d.count;
   }
-  root_.bind(p, g, s);
+  size_t next_param = 0, next_state = 0;
+  for (const Layer* c : graph_.layers()) {
+    auto* layer = const_cast<Layer*>(c);
+    const size_t np = layer->param_decls().size(), ns = layer->state_decls().size();
+    layer->bind(std::span(p).subspan(next_param, np), std::span(g).subspan(next_param, np),
+                std::span(s).subspan(next_state, ns));
+    next_param += np;
+    next_state += ns;
+  }
 }
 
-Tensor Network::forward(const Tensor& x, Mode mode, const StepContext& ctx) { return root_.forward(x, mode, ctx); }
+float* Network::activation(int value, const Tensor& input) const {
+  const int buffer = plan_.activation(value);
+  if (buffer == MemoryPlan::kNetworkInput) return input.data;
+  return arena_.as<float>() + plan_.buffers()[static_cast<size_t>(buffer)].offset / sizeof(float);
+}
 
-void Network::backward(const Tensor& dlogits, GradientObserver* observer) { root_.backward(dlogits, false, observer); }
+float* Network::gradient_buffer(int buffer, const Tensor& dlogits) const {
+  if (buffer == MemoryPlan::kNoGradient) return nullptr;
+  if (buffer == MemoryPlan::kOutputGradient) return dlogits.data;
+  return arena_.as<float>() + plan_.buffers()[static_cast<size_t>(buffer)].offset / sizeof(float);
+}
 
-std::pair<int64_t, int64_t> Network::leaf_param_range(const Layer& leaf) const {
-  const auto it = leaf_ranges_.find(&leaf);
-  return it == leaf_ranges_.end() ? std::pair<int64_t, int64_t>{0, 0} : it->second;
+Tensor Network::forward(const Tensor& x, Mode mode, uint64_t seed) {
+  last_input_ = x;
+  const int batch = x.shape.n;
+  const auto& values = graph_.values();
+  for (const Step& step : graph_.steps()) {
+    const Shape in_shape = values[static_cast<size_t>(step.inputs[0])].shape.with_batch(batch);
+    float* in = activation(step.inputs[0], x);
+    float* out = activation(step.output, x);
+    if (step.kind == Step::Kind::layer) {
+      const ForwardPass pass{{in, in_shape}, out, mode, step.seed.apply(seed)};
+      profiled(*step.layer, false, [&] { step.layer->forward(pass); });
+      continue;
+    }
+    const int64_t n = in_shape.elements();
+    backend_.add(n, in, activation(step.inputs[1], x), out);
+    if (step.relu) backend_.relu_forward(n, out, out);
+  }
+  return {activation(graph_.output(), x), output_.with_batch(batch)};
+}
+
+void Network::backward(const Tensor& dlogits, GradientObserver* observer) {
+  for (int k = static_cast<int>(graph_.steps().size()) - 1; k >= 0; --k) run_backward_step(k, dlogits, observer);
+}
+
+void Network::run_backward_step(int k, const Tensor& dlogits, GradientObserver* observer) {
+  const Step& step = graph_.steps()[static_cast<size_t>(k)];
+  const auto& values = graph_.values();
+  const int batch = last_input_.shape.n;
+  const Shape out_shape = values[static_cast<size_t>(step.output)].shape.with_batch(batch);
+  const Tensor dy{gradient_buffer(plan_.gradient(step.output), dlogits), out_shape};
+  const float* y = activation(step.output, last_input_);
+  if (step.kind == Step::Kind::layer) {
+    const int input = step.inputs[0];
+    const BackwardPass pass{{activation(input, last_input_), values[static_cast<size_t>(input)].shape.with_batch(batch)},
+                            y, dy, gradient_buffer(plan_.input_gradient(k, 0), dlogits)};
+    profiled(*step.layer, true, [&] { step.layer->backward(pass); });
+    if (observer && layer_ranges_.count(step.layer)) observer->gradients_ready(*step.layer);
+  } else if (step.relu) {
+    float* dsum = gradient_buffer(plan_.input_gradient(k, 0), dlogits);
+    if (!dsum) dsum = gradient_buffer(plan_.input_gradient(k, 1), dlogits);
+    if (dsum) backend_.relu_backward(out_shape.elements(), y, dy.data, dsum);
+  }
+  // Innermost contribution first, as nested residual blocks add them: ((c[n-1] + c[n-2]) + ...) + c[0].
+  for (const MemoryPlan::GradientSum& sum : plan_.sums_after(k)) {
+    const int64_t n = values[static_cast<size_t>(sum.value)].shape.with_batch(batch).elements();
+    const auto& a = sum.addends;
+    float* total = gradient_buffer(sum.sum, dlogits);
+    backend_.add(n, gradient_buffer(a[a.size() - 1], dlogits), gradient_buffer(a[a.size() - 2], dlogits), total);
+    for (size_t i = a.size() - 2; i-- > 0;) backend_.accumulate(n, gradient_buffer(a[i], dlogits), total);
+  }
+}
+
+std::pair<int64_t, int64_t> Network::layer_param_range(const Layer& layer) const {
+  const auto it = layer_ranges_.find(&layer);
+  return it == layer_ranges_.end() ? std::pair<int64_t, int64_t>{0, 0} : it->second;
+}
+
+double Network::forward_flops_per_sample() const {
+  double flops = 0;
+  for (const Step& step : graph_.steps())
+    flops += step.kind == Step::Kind::layer
+                 ? step.layer->forward_flops_per_sample()
+                 : static_cast<double>(graph_.values()[static_cast<size_t>(step.output)].shape.per_sample());
+  return flops;
+}
+
+double Network::train_flops_per_sample() const {
+  double flops = forward_flops_per_sample();
+  const auto& steps = graph_.steps();
+  for (size_t k = 0; k < steps.size(); ++k) {
+    if (steps[k].kind == Step::Kind::layer)
+      flops += steps[k].layer->backward_flops_per_sample(plan_.input_gradient(static_cast<int>(k), 0) !=
+                                                         MemoryPlan::kNoGradient);
+    for (const auto& sum : plan_.sums_after(static_cast<int>(k)))
+      flops += static_cast<double>(sum.addends.size() - 1) *
+               static_cast<double>(graph_.values()[static_cast<size_t>(sum.value)].shape.per_sample());
+  }
+  return flops;
 }
 
 std::vector<float> Network::initial_params(uint64_t seed) const {
@@ -133,14 +226,9 @@ std::vector<float> Network::initial_states() const {
 
 std::string Network::summary() const {
   std::string out = fmt::format("input {} -> output {}\n", input_.with_batch(1).str(), output_.with_batch(1).str());
-  std::vector<const Layer*> leaves;
-  root_.collect_leaves(leaves);
-  for (const Layer* leaf : leaves) {
-    const auto [offset, count] = leaf_param_range(*leaf);
-    (void)offset;
-    out += fmt::format("  {:<40} {:>10} params {:>10.2f} MFLOP/sample fwd\n", leaf->describe(), count,
-                       leaf->forward_flops_per_sample() / 1e6);
-  }
+  for (const Layer* layer : graph_.layers())
+    out += fmt::format("  {:<40} {:>10} params {:>10.2f} MFLOP/sample fwd\n", layer->describe(),
+                       layer_param_range(*layer).second, layer->forward_flops_per_sample() / 1e6);
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 
@@ -27,6 +28,14 @@ void Trace::add(const std::string& name, double begin_s, double end_s, int track
   std::lock_guard lock(mutex_);
   Step& current = steps_.back();
   current.spans.push_back({name, track, begin_s, end_s, current.step, bytes});
+}
+
+void Trace::add_to_step(int64_t step, const std::string& name, double begin_s, double end_s, int track,
+                        int64_t bytes) {
+  std::lock_guard lock(mutex_);
+  auto held = std::find_if(steps_.rbegin(), steps_.rend(), [&](const Step& s) { return s.step == step; });
+  Step& into = held == steps_.rend() ? steps_.back() : *held;
+  into.spans.push_back({name, track, begin_s, end_s, into.step, bytes});
 }
 
 std::vector<TraceSpan> Trace::spans() const {

@@ -27,6 +27,10 @@ class Trace {
   Trace(int rank, int keep_steps);
   void begin_step(int64_t step);  // later spans belong to `step`; steps older than the window are dropped
   void add(const std::string& name, double begin_s, double end_s, int track = 0, int64_t bytes = -1);
+  // A span of an earlier step, learnt late (a device's phases are read once the device has finished them):
+  // kept with that step while the window still holds it, else with the current one.
+  void add_to_step(int64_t step, const std::string& name, double begin_s, double end_s, int track = 0,
+                   int64_t bytes = -1);
   // Writes {"traceEvents": [...]} with thread-name metadata; times in microseconds since the trace began.
   void write(const std::filesystem::path& file) const;
   std::vector<TraceSpan> spans() const;  // what write() would write, oldest first

@@ -1,53 +1,167 @@
-// Owns the arithmetic order of one optimizer step.
+// Owns the arithmetic order of one optimizer step and collecting finished steps' loss sums and phase times.
 #include "train/step_runner.h"
 
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "common/error.h"
 #include "obs/phase.h"
 
 namespace ringtrain::train {
+namespace {
+
+// Clock marks of one step: per micro-batch m its forward's start and end and its backward's end, then the
+// moment the reduced gradients are ordered before the update, then the update's end.
+constexpr int kForwardBegin = 0, kForwardEnd = 1, kBackwardEnd = 2, kMarksPerMicroBatch = 3;
+
+}  // namespace
+
+StepTimes& StepTimes::operator+=(const StepTimes& o) {
+  data_wait += o.data_wait, forward += o.forward, backward += o.backward;
+  allreduce += o.allreduce, optimizer += o.optimizer, allreduce_total += o.allreduce_total;
+  return *this;
+}
 
 StepRunner::StepRunner(model::Network& network, dist::GradientSync& sync, const config::JobConfig::Optimizer& optimizer,
-                       int64_t global_batch)
-    : net_(network), sync_(sync), optimizer_(optimizer), grad_scale_(1.0f / static_cast<float>(global_batch)) {
-  dlogits_ = net_.backend().allocate(sizeof(float) * static_cast<size_t>(net_.output_shape().elements()));
+                       int64_t global_batch, int accumulate)
+    : net_(network),
+      sync_(sync),
+      optimizer_(optimizer),
+      grad_scale_(1.0f / static_cast<float>(global_batch)),
+      accumulate_(accumulate),
+      marks_per_step_(kMarksPerMicroBatch * accumulate + 2) {
+  model::Backend& backend = net_.backend();
+  dlogits_ = backend.allocate(sizeof(float) * static_cast<size_t>(net_.output_shape().elements()));
+  for (Slot& slot : slots_) {
+    slot.totals = backend.allocate(sizeof(model::LossTotals));
+    slot.readback = backend.make_readback(sizeof(model::LossTotals));
+  }
+  clock_ = backend.make_clock(kSlots * marks_per_step_);
 }
 
-void StepRunner::begin() { net_.backend().fill(net_.param_count(), 0.0f, net_.grads()); }
-
-model::LossSums StepRunner::micro_batch(const float* images, const int32_t* labels, int count, uint64_t seed, bool last,
-                                        StepTimes& times) {
-  obs::Phase forward(trace_, "forward", &times.forward);
-  const model::Tensor logits = net_.forward({const_cast<float*>(images), net_.input_shape().with_batch(count)},
-                                            model::Mode::train, {seed});
-  const model::LossSums loss = net_.backend().softmax_cross_entropy(count, net_.classes(), logits.data, labels,
-                                                                    grad_scale_, dlogits_.as<float>());
-  forward.end();
-  obs::Phase backward(trace_, "backward", &times.backward);
-  if (last) sync_.begin();
-  net_.backward({dlogits_.as<float>(), logits.shape}, last ? &sync_ : nullptr);
-  // A GPU backend only queues the work: wait for it so backward time is compute time, and the all-reduce
-  // wait that follows is only the reduction's exposed tail (the reduction streams are not waited for here).
-  net_.backend().synchronize();
-  return loss;
+int StepRunner::in_flight() const {
+  int queued = 0;
+  for (const Slot& slot : slots_) queued += slot.queued ? 1 : 0;
+  return queued;
 }
 
-void StepRunner::apply(float lr, StepTimes& times) {
+void StepRunner::begin(int64_t step) {
+  const int next = static_cast<int>(queued_count_ % kSlots);
+  Slot& slot = slots_[static_cast<size_t>(next)];
+  if (slot.queued)
+    throw Error(ExitCode::internal, fmt::format("step {} begun while step {} was still in flight; collect it with "
+                                                "finished() first",
+                                                step, slot.step));
+  current_ = next;
+  slot.step = step;
+  slot.micro_batches = 0;
+  slot.samples = 0;
+  model::Backend& backend = net_.backend();
+  backend.fill(net_.param_count(), 0.0f, net_.grads());
+  backend.zero(slot.totals.as<void>(), sizeof(model::LossTotals));
+}
+
+void StepRunner::micro_batch(const float* images, const int32_t* labels, int count, uint64_t seed, bool last) {
+  Slot& slot = slots_[static_cast<size_t>(current_)];
+  if (slot.micro_batches >= accumulate_)
+    throw Error(ExitCode::internal, fmt::format("more than {} micro-batches in one step", accumulate_));
+  const int mark = slot.micro_batches * kMarksPerMicroBatch;
+  model::Backend& backend = net_.backend();
   {
-    obs::Phase wait(trace_, "allreduce_wait", &times.allreduce);
+    obs::Phase range(nullptr, "forward");  // an NVTX range around the queueing; the time comes from the clock
+    clock_->mark(mark_id(current_, mark + kForwardBegin));
+    const model::Tensor logits =
+        net_.forward({const_cast<float*>(images), net_.input_shape().with_batch(count)}, model::Mode::train, seed);
+    backend.softmax_cross_entropy(count, net_.classes(), logits.data, labels, grad_scale_, dlogits_.as<float>(),
+                                  slot.totals.as<model::LossTotals>());
+    if (last) slot.readback->start(slot.totals.as<void>());  // the step's sums are complete: bring them home
+    clock_->mark(mark_id(current_, mark + kForwardEnd));
+  }
+  {
+    obs::Phase range(nullptr, "backward");
+    if (last) sync_.begin();
+    net_.backward({dlogits_.as<float>(), net_.output_shape().with_batch(count)}, last ? &sync_ : nullptr);
+    clock_->mark(mark_id(current_, mark + kBackwardEnd));
+  }
+  ++slot.micro_batches;
+  slot.samples += count;
+}
+
+void StepRunner::apply(float lr) {
+  Slot& slot = slots_[static_cast<size_t>(current_)];
+  const int after_micro_batches = accumulate_ * kMarksPerMicroBatch;
+  {
+    obs::Phase range(nullptr, "allreduce_wait");
     sync_.finish();
+    clock_->mark(mark_id(current_, after_micro_batches));
   }
-  for (const auto& span : sync_.reducer().last_spans()) {
-    times.allreduce_total += span.end_s - span.begin_s;
-    if (trace_)
-      trace_->add("allreduce", span.begin_s, span.end_s, obs::Trace::kBucketTrack + span.bucket,
-                  span.floats * static_cast<int64_t>(sizeof(float)));
+  obs::Phase range(nullptr, "optimizer");
+  const kernels::SgdStep step{lr, static_cast<float>(optimizer_.momentum), static_cast<float>(optimizer_.weight_decay)};
+  net_.backend().sgd_update(net_.param_count(), step, net_.decay_mask(), net_.grads(), net_.velocity(),
+                            net_.params());
+  clock_->mark(mark_id(current_, after_micro_batches + 1));
+  slot.queued = true;
+  ++queued_count_;
+  unreported_steps_.push_back(slot.step);
+}
+
+std::vector<FinishedStep> StepRunner::finished(int in_flight) {
+  // Bounded: a reduction that never ends (a dead peer) is a FaultError here, not a hang in a readback. The
+  // reducer reports each step's buckets once they have ended, in the order the steps were applied.
+  for (const dist::StepSpans& spans : sync_.settle(in_flight)) {
+    if (unreported_steps_.empty()) throw Error(ExitCode::internal, "the reducer settled a step never applied");
+    const int64_t step = unreported_steps_.front();
+    unreported_steps_.pop_front();
+    double& seconds = reduction_s_[step];
+    for (const auto& span : spans) {
+      seconds += span.end_s - span.begin_s;
+      if (trace_)
+        trace_->add_to_step(step, "allreduce", span.begin_s, span.end_s, obs::Trace::kBucketTrack + span.bucket,
+                            span.floats * static_cast<int64_t>(sizeof(float)));
+    }
   }
-  obs::Phase optimizer(trace_, "optimizer", &times.optimizer);
-  auto& backend = net_.backend();
-  for (const auto& p : net_.param_tensors())
-    backend.sgd_update(p.count, lr, static_cast<float>(optimizer_.momentum),
-                       p.decl.decay ? static_cast<float>(optimizer_.weight_decay) : 0.0f, net_.grads() + p.offset,
-                       net_.velocity() + p.offset, net_.params() + p.offset);
-  backend.synchronize();
+  std::vector<FinishedStep> done;
+  // Slots in the order they were queued: the oldest is the one after the current, when it is queued.
+  for (int i = 1; i <= kSlots && this->in_flight() > in_flight; ++i) {
+    const int index = (current_ + i) % kSlots;
+    Slot& slot = slots_[static_cast<size_t>(index)];
+    if (slot.queued) done.push_back(collect(slot, index));
+  }
+  return done;
+}
+
+FinishedStep StepRunner::collect(Slot& slot, int index) {
+  FinishedStep result;
+  result.step = slot.step;
+  result.samples = slot.samples;
+  const void* totals = slot.readback->wait();
+  std::memcpy(&result.loss, totals, sizeof result.loss);
+  StepTimes& t = result.times;
+  const auto span = [&](const char* name, int from, int to) {
+    const double seconds = clock_->elapsed(mark_id(index, from), mark_id(index, to));
+    if (trace_) {
+      const double end = clock_->host_time(mark_id(index, to));
+      trace_->add_to_step(slot.step, name, end - seconds, end);
+    }
+    return seconds;
+  };
+  int last_backward = 0;
+  for (int m = 0; m < slot.micro_batches; ++m) {
+    const int base = m * kMarksPerMicroBatch;
+    t.forward += span("forward", base + kForwardBegin, base + kForwardEnd);
+    t.backward += span("backward", base + kForwardEnd, base + kBackwardEnd);
+    last_backward = base + kBackwardEnd;
+  }
+  const int reduced = accumulate_ * kMarksPerMicroBatch;
+  t.allreduce = span("allreduce_wait", last_backward, reduced);
+  t.optimizer = span("optimizer", reduced, reduced + 1);
+  if (const auto it = reduction_s_.find(slot.step); it != reduction_s_.end()) {
+    t.allreduce_total = it->second;
+    reduction_s_.erase(it);
+  }
+  slot.queued = false;
+  return result;
 }
 
 }  // namespace ringtrain::train

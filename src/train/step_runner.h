@@ -1,9 +1,20 @@
 // Owns one optimizer step on one rank, given micro-batches already on the device: zero gradients, forward,
 // loss (scaled by 1/global batch so the cross-rank sum is the mean), backward with bucketed reduction
-// overlapped, SGD update. The trainer and the data-parallel equivalence test both drive this class, so the
-// test proves the code that trains.
+// overlapped, one fused SGD update over the flat buffer. The trainer and the data-parallel equivalence test
+// both drive this class, so the test proves the code that trains.
+//
+// Nothing here waits for the device. The loss sums accumulate in device memory and come back by a readback
+// queued with the step; phase times come from device clock marks. A step's results are collected later with
+// finished(), which lets the device keep working on the next step: the trainer collects step s-1 after queueing
+// step s, so its non-finite-loss agreement lags one step (it drains every step before a checkpoint or an
+// evaluation, so neither ever sees a step whose loss has not been checked).
 #pragma once
+#include <array>
 #include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <vector>
 
 #include "config/job_config.h"
 #include "dist/gradient_sync.h"
@@ -16,26 +27,60 @@ namespace ringtrain::train {
 // reductions' own time (launch to completion), hidden behind backward or not.
 struct StepTimes {
   double data_wait = 0, forward = 0, backward = 0, allreduce = 0, optimizer = 0, allreduce_total = 0;
+  StepTimes& operator+=(const StepTimes& o);
+};
+
+// What an optimizer step left behind once the device finished it.
+struct FinishedStep {
+  int64_t step = -1;          // as given to begin()
+  model::LossTotals loss;     // over this rank's micro-batches
+  int64_t samples = 0;        // this rank's samples
+  StepTimes times;            // forward, backward, allreduce (exposed), optimizer; data_wait is the caller's
 };
 
 class StepRunner {
  public:
+  // accumulate: micro-batches per step, at most.
   StepRunner(model::Network& network, dist::GradientSync& sync, const config::JobConfig::Optimizer& optimizer,
-             int64_t global_batch);
+             int64_t global_batch, int accumulate);
 
-  void begin();  // zero gradients for a new optimizer step
-  // Forward and backward of one micro-batch; `last` starts the gradient reduction during its backward.
-  model::LossSums micro_batch(const float* images, const int32_t* labels, int count, uint64_t seed, bool last,
-                              StepTimes& times);
-  void apply(float lr, StepTimes& times);  // wait for the reduction, then update parameters
+  void begin(int64_t step);  // zero gradients and loss sums for a new optimizer step
+  // Forward, loss and backward of one micro-batch; `last` starts the gradient reduction during its backward.
+  void micro_batch(const float* images, const int32_t* labels, int count, uint64_t seed, bool last);
+  void apply(float lr);  // order the update after the reduction, then update parameters
+  // The queued steps the device has finished, oldest first, leaving at most `in_flight` of them unfinished;
+  // waits (bounded by the reducer's timeout) for the older ones.
+  std::vector<FinishedStep> finished(int in_flight);
+  int in_flight() const;
   void set_trace(obs::Trace* trace) { trace_ = trace; }  // phases and bucket reductions go there (null: none)
 
  private:
+  // One step in flight: its loss sums on the device and their readback, and its clock marks.
+  struct Slot {
+    int64_t step = -1;
+    model::DeviceBuffer totals;
+    std::unique_ptr<model::Readback> readback;
+    int micro_batches = 0;
+    int64_t samples = 0;
+    bool queued = false;
+  };
+  static constexpr int kSlots = 2;  // the step being queued and the one before it, still on the device
+  int mark_id(int slot, int mark) const { return slot * marks_per_step_ + mark; }
+  FinishedStep collect(Slot& slot, int index);
+
   model::Network& net_;
   dist::GradientSync& sync_;
   config::JobConfig::Optimizer optimizer_;
   float grad_scale_;
+  int accumulate_;
+  int marks_per_step_;
   model::DeviceBuffer dlogits_;
+  std::array<Slot, kSlots> slots_;
+  int current_ = 0;
+  uint64_t queued_count_ = 0;  // steps queued so far; slots are used in turn
+  std::deque<int64_t> unreported_steps_;   // applied, their reductions not yet settled
+  std::map<int64_t, double> reduction_s_;  // settled reductions' seconds of steps not yet collected
+  std::unique_ptr<model::DeviceClock> clock_;
   obs::Trace* trace_ = nullptr;
 };
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -300,13 +301,14 @@ int Trainer::run() {
   const size_t image_floats = static_cast<size_t>(input.elements());
   model::DeviceBuffer images = backend_.allocate(image_floats * sizeof(float));
   model::DeviceBuffer labels = backend_.allocate(static_cast<size_t>(batch) * sizeof(int32_t));
+  model::DeviceBuffer eval_totals = backend_.allocate(sizeof(model::LossTotals));
   dist::GradientSync sync(*net, reducer_, job_.dist.bucket_mb);
-  StepRunner runner(*net, sync, job_.optimizer, global_batch);
+  StepRunner runner(*net, sync, job_.optimizer, global_batch, accumulate);
   // What the run needs resident: the backend's host buffers (parameters, gradients, momentum, activations,
   // workspaces; some are made on first use, so this is asked when the epoch is recorded) and two loaders'
   // queues (training, and evaluation while training's stays full).
   const auto needed_mb = [&] {
-    return (static_cast<double>(backend_.host_bytes_allocated()) +
+    return (static_cast<double>(backend_.allocates_host_memory() ? backend_.bytes_allocated() : 0) +
             2.0 * (job_.data.prefetch_batches + 1) * batch * (static_cast<double>(input.per_sample()) * 4 + 4)) /
            (1 << 20);
   };
@@ -335,6 +337,9 @@ int Trainer::run() {
       }
     }
   } const trace_on_error{write_trace};
+  say(fmt::format("memory: {}; {:.1f} MiB in all on the {} (parameters, gradients, momentum, statistics, activations, batches)",
+                  net->memory_plan().summary(), static_cast<double>(backend_.bytes_allocated()) / (1 << 20),
+                  backend_.name()));
   say(fmt::format("gradients: {} floats in {} bucket{} of <= {} MiB, reduced with {}", net->param_count(),
                   sync.buckets().buckets().size(), sync.buckets().buckets().size() == 1 ? "" : "s",
                   job_.dist.bucket_mb, reducer_.name()));
@@ -444,10 +449,36 @@ int Trainer::run() {
       profile.emplace([&] { backend_.synchronize(); });
       model::active_layer_profile() = &*profile;
     }
+    // A finished step's sums go into the epoch's and the progress line's; a label outside the class range is this
+    // rank's data error, a non-finite loss is remembered for the next agreement.
+    int64_t nonfinite_step = -1;
+    const auto take = [&](const std::vector<FinishedStep>& finished) {
+      for (const FinishedStep& f : finished) {
+        if (f.loss.bad_labels > 0)
+          throw DataError(fmt::format("{} labels of optimizer step {} lie outside [0, {}) on rank {}; the dataset's "
+                                      "labels do not match its class count (re-run `ringtrain prepare`)",
+                                      f.loss.bad_labels, f.step + 1, meta.num_classes, rank));
+        if (!std::isfinite(f.loss.loss_sum) && nonfinite_step < 0) nonfinite_step = f.step;
+        train_totals.loss_sum += f.loss.loss_sum;
+        train_totals.correct += static_cast<double>(f.loss.correct);
+        train_totals.samples += static_cast<double>(f.samples);
+        interval_loss += f.loss.loss_sum;
+        interval_samples += static_cast<double>(f.samples);
+        times += f.times;
+      }
+    };
+    // Collective, once a rank has reported one: every rank names the first step any rank saw.
+    const auto nonfinite_error = [&] {
+      const int64_t first = world_.min_across(nonfinite_step >= 0 ? nonfinite_step : std::numeric_limits<long long>::max());
+      return AgreedError(ExitCode::fault,
+                         fmt::format("non-finite training loss at epoch {} step {} (optimizer step {}); last good "
+                                     "checkpoint: {}; lower optimizer.base_lr or lengthen optimizer.warmup_epochs, "
+                                     "then --resume or start again",
+                                     first / steps + 1, first % steps + 1, first + 1, last_checkpoint));
+    };
     for (int64_t step = epoch == start_epoch ? start_step : 0; step < steps; ++step, ++global_step, ++steps_run) {
-      bool nonfinite = false;
       if (trace) trace->begin_step(global_step);
-      runner.begin();
+      runner.begin(global_step);
       for (int micro = 0; micro < accumulate; ++micro) {
         auto host = obs::timed(tracer, "data_wait", [&] { return train_loader.next(&times.data_wait); });
         backend_.to_device(images.as<float>(), host->images.data(), image_floats * sizeof(float));
@@ -457,33 +488,32 @@ int Trainer::run() {
         const uint64_t step_seed =
             (seed * 0x100000001b3ull + static_cast<uint64_t>(global_step * accumulate + micro)) * 1024 +
             static_cast<uint64_t>(rank);
-        const model::LossSums loss = runner.micro_batch(images.as<float>(), labels.as<int32_t>(), batch, step_seed,
-                                                        micro + 1 == accumulate, times);
-        if (!std::isfinite(loss.loss_sum)) nonfinite = true;
-        train_totals.loss_sum += loss.loss_sum;
-        train_totals.correct += static_cast<double>(loss.correct);
-        train_totals.samples += batch;
-        interval_loss += loss.loss_sum;
-        interval_samples += batch;
+        runner.micro_batch(images.as<float>(), labels.as<int32_t>(), batch, step_seed, micro + 1 == accumulate);
       }
       const float rate = static_cast<float>(lr.at(global_step));
       {
         dist::Watchdog::Scope guard(&watchdog, "gradient all-reduce", global_step);
-        runner.apply(rate, times);
+        runner.apply(rate);
+        // The step before this one: the device works on this one meanwhile (step_runner.h).
+        take(runner.finished(1));
       }
       // One tiny reduction per step lets every rank act on the same step: a stop signal that reached only
-      // some ranks, or a non-finite loss on one of them.
+      // some ranks, or a non-finite loss on one of them (seen one step late, see above).
       long long agreed = 0;
       {
         dist::Watchdog::Scope guard(&watchdog, "step agreement", global_step);
-        agreed = world_.max_across((stop_requested() ? 1 : 0) | (nonfinite ? 2 : 0));
+        agreed = world_.max_across((stop_requested() ? 1 : 0) | (nonfinite_step >= 0 ? 2 : 0));
       }
-      if (agreed & 2)
-        throw AgreedError(ExitCode::fault,
-                          fmt::format("non-finite training loss at epoch {} step {} (optimizer step {}); last good "
-                                      "checkpoint: {}; lower optimizer.base_lr or lengthen optimizer.warmup_epochs, "
-                                      "then --resume or start again",
-                                      epoch + 1, step + 1, global_step + 1, last_checkpoint));
+      if (agreed & 2) throw nonfinite_error();
+      // Before a checkpoint, an evaluation or a stop, every queued step is collected and its loss agreed on, so
+      // none of them ever saves or evaluates parameters a non-finite loss has reached.
+      const bool checkpoint_due = job_.run.checkpoint_every_steps > 0 &&
+                                  (global_step + 1) % job_.run.checkpoint_every_steps == 0 && step + 1 < steps;
+      if ((agreed & 1) || checkpoint_due || step + 1 == steps) {
+        dist::Watchdog::Scope guard(&watchdog, "step agreement", global_step);
+        take(runner.finished(0));
+        if (world_.max_across(nonfinite_step >= 0 ? 1 : 0)) throw nonfinite_error();
+      }
       if (agreed & 1) {
         const double so_far = train_time_total + (util::now_s() - epoch_start);
         const double samples = global_samples_total + static_cast<double>((steps_run + 1) * per_step * ranks);
@@ -503,8 +533,7 @@ int Trainer::run() {
       }
       if (job_.run.consistency_every > 0 && (global_step + 1) % job_.run.consistency_every == 0)
         (void)agreed_checksum(fmt::format("at optimizer step {}", global_step + 1));
-      if (job_.run.checkpoint_every_steps > 0 && (global_step + 1) % job_.run.checkpoint_every_steps == 0 &&
-          step + 1 < steps)
+      if (checkpoint_due)
         save_checkpoint(epoch, step + 1, train_time_total + (util::now_s() - epoch_start),
                         global_samples_total + static_cast<double>((steps_run + 1) * per_step * ranks));
 
@@ -548,6 +577,7 @@ int Trainer::run() {
     }
     Totals test_totals;
     {
+      backend_.zero(eval_totals.as<void>(), sizeof(model::LossTotals));
       const int64_t n = test_range.size();
       BatchLoader eval_loader(
           *test_reader, batch, (n + batch - 1) / batch,
@@ -562,26 +592,40 @@ int Trainer::run() {
         backend_.to_device(images.as<float>(), host->images.data(), static_cast<size_t>(count) * input.per_sample() * sizeof(float));
         backend_.to_device(labels.as<int32_t>(), host->labels.data(), static_cast<size_t>(count) * sizeof(int32_t));
         eval_loader.recycle(std::move(host));
-        const model::Tensor logits =
-            net->forward({images.as<float>(), input.with_batch(count)}, model::Mode::eval, {0});
-        const auto loss = backend_.softmax_cross_entropy(count, meta.num_classes, logits.data, labels.as<int32_t>(),
-                                                         1.0f, nullptr);
-        test_totals.loss_sum += loss.loss_sum;
-        test_totals.correct += static_cast<double>(loss.correct);
+        const model::Tensor logits = net->forward({images.as<float>(), input.with_batch(count)}, model::Mode::eval, 0);
+        backend_.softmax_cross_entropy(count, meta.num_classes, logits.data, labels.as<int32_t>(), 1.0f, nullptr,
+                                       eval_totals.as<model::LossTotals>());
         test_totals.samples += count;
       }
+      model::LossTotals sums;  // one copy for the whole evaluation
+      backend_.to_host(&sums, eval_totals.as<void>(), sizeof sums);
+      if (sums.bad_labels > 0)
+        throw DataError(fmt::format("{} labels of data.test '{}' lie outside [0, {}) on rank {}; the dataset's labels "
+                                    "do not match its class count (re-run `ringtrain prepare`)",
+                                    sums.bad_labels, job_.data.test.string(), meta.num_classes, rank));
+      test_totals.loss_sum = sums.loss_sum;
+      test_totals.correct = static_cast<double>(sums.correct);
     }
     double sums[] = {train_totals.loss_sum, train_totals.correct, train_totals.samples, test_totals.loss_sum,
                      test_totals.correct,   test_totals.samples,  times.data_wait,      times.forward,
                      times.backward,        times.allreduce,      times.optimizer,       times.allreduce_total};
     world_.sum_across(sums, static_cast<int>(std::size(sums)));
-    // Each rank's own work per step (all but the all-reduce wait, which evens out wall-clock steps) and peak RSS.
-    const double own[2] = {(times.data_wait + times.forward + times.backward + times.optimizer) /
-                               static_cast<double>(std::max<int64_t>(steps_run, 1)),
-                           obs::peak_rss_mb()};
-    std::vector<double> per_rank(2 * static_cast<size_t>(ranks)), step_s, rss_mb;
-    MPI_CHECK(MPI_Allgather(own, 2, MPI_DOUBLE, per_rank.data(), 2, MPI_DOUBLE, world_.comm()));
-    for (int r = 0; r < ranks; ++r) step_s.push_back(per_rank[2 * r]), rss_mb.push_back(per_rank[2 * r + 1]);
+    // Each rank's own work per step (all but the all-reduce wait, which evens out wall-clock steps) and memory.
+    struct RankSample {
+      double step_s, peak_rss_mb, device_mb;
+    };
+    static_assert(sizeof(RankSample) == 3 * sizeof(double));
+    const RankSample own{(times.data_wait + times.forward + times.backward + times.optimizer) /
+                             static_cast<double>(std::max<int64_t>(steps_run, 1)),
+                         obs::peak_rss_mb(), static_cast<double>(backend_.device_bytes_in_use()) / (1 << 20)};
+    std::vector<RankSample> samples_per_rank(static_cast<size_t>(ranks));
+    MPI_CHECK(MPI_Allgather(&own, 3, MPI_DOUBLE, samples_per_rank.data(), 3, MPI_DOUBLE, world_.comm()));
+    std::vector<double> step_s, rss_mb;
+    double device_peak_mb = 0;
+    for (const RankSample& r : samples_per_rank) {
+      step_s.push_back(r.step_s), rss_mb.push_back(r.peak_rss_mb);
+      device_peak_mb = std::max(device_peak_mb, r.device_mb);
+    }
     const obs::StepTimeSpread spread = obs::step_time_spread(step_s);
     const double peak_rss = *std::max_element(rss_mb.begin(), rss_mb.end());
     const double needed = needed_mb();
@@ -640,6 +684,9 @@ int Trainer::run() {
                                  {"peak_rss_mb_per_rank", rss_mb},
                                  {"baseline_rss_mb", baseline_rss_mb},
                                  {"memory_needed_mb", needed},
+                                 {"memory_planned_mb", static_cast<double>(backend_.bytes_allocated()) / (1 << 20)},
+                                 {"activation_arena_mb", static_cast<double>(net->memory_plan().arena_bytes()) / (1 << 20)},
+                                 {"device_memory_peak_mb", backend_.allocates_host_memory() ? nlohmann::ordered_json() : nlohmann::ordered_json(device_peak_mb)},
                                  {"rss_growth_over_needed", needed > 0 ? (peak_rss - baseline_rss_mb) / needed : 0.0},
                                  {"warnings", warnings},
                                  {"flops_per_s_per_rank", train_flops * static_cast<double>(steps_run * per_step) / epoch_train_s},

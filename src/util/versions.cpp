@@ -7,11 +7,9 @@
 
 #include <string>
 
+#include "backend/gpu_device.h"
 #include "io/hdf5_version.h"
 #include "kernels/cpu/gemm.h"
-#ifdef RINGTRAIN_HAVE_CUDA
-#include "backend/cuda/cuda_versions.h"
-#endif
 
 #define RT_STR2(x) #x
 #define RT_STR(x) RT_STR2(x)
@@ -32,11 +30,7 @@ VersionList library_versions() {
   v.emplace_back("MPI", mpi_text + " (MPI " + std::to_string(major) + "." + std::to_string(minor) + ")");
   v.emplace_back("HDF5", io::hdf5_version());
   v.emplace_back("BLAS", kernels::cpu::blas_description());
-#ifdef RINGTRAIN_HAVE_CUDA
-  for (auto& entry : backend::cuda_versions()) v.push_back(std::move(entry));
-#else
-  v.emplace_back("CUDA", "not built (RINGTRAIN_CUDA=OFF or toolkit not found)");
-#endif
+  for (auto& entry : backend::gpu::library_versions()) v.push_back(std::move(entry));
   return v;
 }
 

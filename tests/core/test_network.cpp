@@ -1,6 +1,6 @@
 // Proves the model as assembled from a job file: parameter layout and counts, FLOP accounting, shape errors
-// that name the layer, and gradients of a whole network (composites and residual blocks included) against
-// finite differences.
+// that name the layer, gradients of a whole network (residual blocks, nested ones included) against finite
+// differences, and that the memory plan changes no number.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,23 +12,15 @@
 #include "common/error.h"
 #include "config/job_config.h"
 #include "model/network.h"
+#include "tests/core/layer_specs.h"
 
 namespace fs = std::filesystem;
 using namespace ringtrain;
 using config::LayerKind;
 using config::LayerSpec;
+using test_specs::layer;
 
 namespace {
-
-LayerSpec layer(LayerKind kind, int a = 0, int kernel = 0, int stride = 1, int padding = 0) {
-  LayerSpec s;
-  s.kind = kind;
-  s.where = "test";
-  if (kind == LayerKind::conv2d) s.filters = a, s.kernel = kernel, s.stride = stride, s.padding = padding;
-  if (kind == LayerKind::dense) s.units = a;
-  if (kind == LayerKind::maxpool || kind == LayerKind::avgpool) s.size = a, s.stride = stride > 1 ? stride : a;
-  return s;
-}
 
 TEST(Network, FashionMnistModelHasTheExpectedParametersAndFlops) {
   const auto job = config::load_job(fs::path(RINGTRAIN_SOURCE_DIR) / "jobs/fashion_mnist.toml", {});
@@ -96,10 +88,17 @@ TEST(Network, ResidualShortcutMismatchIsExplained) {
   }
 }
 
+// Softmax cross-entropy of one batch on the CPU backend (host memory), its gradient into dlogits if not null.
+double loss_of(model::Network& net, const model::Tensor& logits, const std::vector<int32_t>& labels, float* dlogits) {
+  model::LossTotals totals;
+  net.backend().softmax_cross_entropy(logits.shape.n, net.classes(), logits.data, labels.data(), 1.0f, dlogits, &totals);
+  return totals.loss_sum;
+}
+
 // Loss of the whole network on one batch, in train mode, in double.
 double batch_loss(model::Network& net, std::vector<float>& x, const std::vector<int32_t>& labels, int batch) {
-  const auto logits = net.forward({x.data(), net.input_shape().with_batch(batch)}, model::Mode::train, {1});
-  return net.backend().softmax_cross_entropy(batch, net.classes(), logits.data, labels.data(), 1.0f, nullptr).loss_sum;
+  const auto logits = net.forward({x.data(), net.input_shape().with_batch(batch)}, model::Mode::train, 1);
+  return loss_of(net, logits, labels, nullptr);
 }
 
 TEST(Network, WholeNetworkGradientsMatchFiniteDifferences) {
@@ -114,10 +113,14 @@ TEST(Network, WholeNetworkGradientsMatchFiniteDifferences) {
   identity.kind = LayerKind::residual;
   identity.where = "r2";
   identity.body = {layer(LayerKind::conv2d, 4, 3, 1, 1)};
+  LayerSpec nested;  // a block whose body starts with a block: its input's gradient sums three contributions
+  nested.kind = LayerKind::residual;
+  nested.where = "r3";
+  nested.body = {identity, layer(LayerKind::relu), layer(LayerKind::conv2d, 4, 1, 1, 0)};
   LayerSpec gap;
   gap.kind = LayerKind::global_avgpool;
   const std::vector<LayerSpec> layers{layer(LayerKind::conv2d, 3, 3, 1, 1), layer(LayerKind::maxpool, 2),
-                                      projected, identity, layer(LayerKind::avgpool, 1), gap,
+                                      projected, identity, nested, layer(LayerKind::avgpool, 1), gap,
                                       layer(LayerKind::flatten), layer(LayerKind::dense, 6), layer(LayerKind::relu),
                                       layer(LayerKind::dense, 5)};
   const int batch = 3;
@@ -132,8 +135,8 @@ TEST(Network, WholeNetworkGradientsMatchFiniteDifferences) {
 
   std::fill(net.grads(), net.grads() + net.param_count(), 0.0f);
   std::vector<float> dlogits(static_cast<size_t>(batch * 5));
-  const auto logits = net.forward({x.data(), net.input_shape()}, model::Mode::train, {1});
-  cpu.softmax_cross_entropy(batch, 5, logits.data, labels.data(), 1.0f, dlogits.data());
+  const auto logits = net.forward({x.data(), net.input_shape()}, model::Mode::train, 1);
+  loss_of(net, logits, labels, dlogits.data());
   net.backward({dlogits.data(), logits.shape}, nullptr);
   const std::vector<float> analytic(net.grads(), net.grads() + net.param_count());
 
@@ -162,29 +165,35 @@ TEST(Network, WholeNetworkGradientsMatchFiniteDifferences) {
   EXPECT_GT(checked, 100);
 }
 
-// The memory plan (model/gradient_buffer_plan.h) only moves where input gradients and ReLU outputs are
-// written: the logits and every parameter gradient must be bit-for-bit what per-layer buffers give, on a
-// model where a wrong hand-out would alias a layer's dy and dx (flatten and dropout passing dy through, a
-// residual block between leaves, layers of equal and of different sizes) or let a ReLU overwrite an output
-// that backward still reads (the ReLU after the residual block), and the plan must need less memory.
-TEST(Network, SharedGradientBuffersChangeNoNumberAndSaveMemory) {
+// The memory plan (model/memory_plan.h) only moves where activations and gradients are written: the logits and
+// every parameter gradient must be bit-for-bit what a buffer per tensor gives, on a model where a wrong plan
+// would alias a layer's dy and dx (flatten and dropout passing dy through, a residual block between layers,
+// layers of equal and of different sizes), let a ReLU or a residual join overwrite a tensor that backward still
+// reads, or sum a nested block's gradients wrongly; and the plan must need less memory.
+TEST(Network, TheMemoryPlanChangesNoNumberAndSavesMemory) {
   auto residual = layer(LayerKind::residual);
   residual.body = {layer(LayerKind::conv2d, 3, 3, 1, 1), layer(LayerKind::batchnorm), layer(LayerKind::relu),
                    layer(LayerKind::conv2d, 3, 3, 1, 1), layer(LayerKind::batchnorm)};
-  auto inner = layer(LayerKind::residual);  // nested: its scratch and body buffers are one depth further down
+  auto inner = layer(LayerKind::residual);  // nested: its input is read by its body, its join and the outer join
   inner.body = {layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::relu), layer(LayerKind::conv2d, 4, 1)};
-  auto projected = layer(LayerKind::residual);  // a shortcut with layers, whose backward runs after the body's
-  projected.body = {layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm), layer(LayerKind::relu), inner,
-                    layer(LayerKind::conv2d, 4, 3, 1, 1)};
+  auto nested = layer(LayerKind::residual);
+  nested.body = {inner, layer(LayerKind::conv2d, 4, 3, 1, 1)};
+  auto projected = layer(LayerKind::residual);  // a shortcut with layers, whose backward runs before the body's
+  projected.body = {layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm), layer(LayerKind::relu),
+                    nested, layer(LayerKind::conv2d, 4, 3, 1, 1)};
   projected.shortcut = {layer(LayerKind::conv2d, 4, 1), layer(LayerKind::batchnorm)};
-  auto plain = layer(LayerKind::residual);  // no activation: its dy is read again at the end
+  auto plain = layer(LayerKind::residual);  // no activation: its dy is read again by the sum
   plain.activation_relu = false;
   plain.body = {layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::relu), layer(LayerKind::conv2d, 4, 3, 1, 1)};
-  auto drop_off = layer(LayerKind::dropout);  // rate 0: backward returns dy itself
+  // The join must not add over the ReLU output that ReLU's backward reads (a ReLU with a buffer of its own: max
+  // pooling before it reads its output too).
+  auto relu_last = layer(LayerKind::residual);
+  relu_last.body = {layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::maxpool, 1), layer(LayerKind::relu)};
+  auto drop_off = layer(LayerKind::dropout);  // rate 0: a view, backward passes dy through
   auto drop_on = layer(LayerKind::dropout);
   drop_on.rate = 0.25;
   const std::vector<LayerSpec> layers{layer(LayerKind::conv2d, 3, 3, 1, 1), layer(LayerKind::relu),
-                                      layer(LayerKind::maxpool, 2), residual, projected, plain,
+                                      layer(LayerKind::maxpool, 2), residual, projected, plain, relu_last,
                                       layer(LayerKind::relu),
                                       layer(LayerKind::flatten), layer(LayerKind::dense, 8), drop_off,
                                       layer(LayerKind::dense, 8), drop_on, layer(LayerKind::dense, 8),
@@ -204,36 +213,26 @@ TEST(Network, SharedGradientBuffersChangeNoNumberAndSaveMemory) {
   auto run = [&](bool share) {
     backend::CpuBackend cpu(1);
     model::Network net(layers, cpu, input, 4, share);
-    const size_t bytes = cpu.host_bytes_allocated();
     auto params = net.initial_params(3);
     std::copy(params.begin(), params.end(), net.params());
     std::fill(net.grads(), net.grads() + net.param_count(), 0.0f);
     std::vector<float> last_logits;
-    for (uint64_t step = 1; step <= 2; ++step) {  // twice: the second backward finds the buffers in use
+    for (uint64_t step = 1; step <= 2; ++step) {  // twice: the second pass finds the buffers holding the first's
       std::vector<float> dlogits(static_cast<size_t>(batch * 4));
-      const auto logits = net.forward({x.data(), input}, model::Mode::train, {step});
+      const auto logits = net.forward({x.data(), input}, model::Mode::train, step);
       last_logits.assign(logits.data, logits.data + batch * 4);
-      cpu.softmax_cross_entropy(batch, 4, logits.data, labels.data(), 1.0f, dlogits.data());
+      loss_of(net, logits, labels, dlogits.data());
       net.backward({dlogits.data(), logits.shape}, nullptr);
     }
-    return Result{std::vector<float>(net.grads(), net.grads() + net.param_count()), last_logits, bytes};
+    return Result{std::vector<float>(net.grads(), net.grads() + net.param_count()), last_logits,
+                  cpu.bytes_allocated()};
   };
   const Result own = run(false), shared = run(true);
   EXPECT_EQ(own.logits, shared.logits);
   ASSERT_EQ(own.grads.size(), shared.grads.size());
   for (size_t i = 0; i < own.grads.size(); ++i) ASSERT_EQ(own.grads[i], shared.grads[i]) << "gradient " << i;
   EXPECT_GT(std::count_if(own.grads.begin(), own.grads.end(), [](float g) { return g != 0.0f; }), 100);
-  // Without the plan the accepting leaves made their own buffers lazily, in backward, so count those too.
-  backend::CpuBackend cpu(1);
-  model::Network probe(layers, cpu, input, 4, false);
-  const size_t before = cpu.host_bytes_allocated();
-  std::vector<float> dlogits(static_cast<size_t>(batch * 4));
-  const auto logits = probe.forward({x.data(), input}, model::Mode::train, {1});
-  cpu.softmax_cross_entropy(batch, 4, logits.data, labels.data(), 1.0f, dlogits.data());
-  probe.backward({dlogits.data(), logits.shape}, nullptr);
-  const size_t own_total = cpu.host_bytes_allocated();
-  EXPECT_EQ(before, own.bytes);
-  EXPECT_LT(shared.bytes, own_total) << "the plan should need less memory than a buffer per layer";
+  EXPECT_LT(shared.bytes, own.bytes) << "the plan should need less memory than a buffer per tensor";
 }
 
 TEST(Network, DropoutIsIdentityInEvaluation) {
@@ -244,11 +243,11 @@ TEST(Network, DropoutIsIdentityInEvaluation) {
   std::vector<float> params = net.initial_params(1);
   std::copy(params.begin(), params.end(), net.params());
   std::vector<float> x{1, 2, 3, 4, 5, 6, 7, 8};
-  const auto a = net.forward({x.data(), net.input_shape()}, model::Mode::eval, {1});
+  const auto a = net.forward({x.data(), net.input_shape()}, model::Mode::eval, 1);
   const std::vector<float> first(a.data, a.data + 6);
-  const auto b = net.forward({x.data(), net.input_shape()}, model::Mode::eval, {2});
+  const auto b = net.forward({x.data(), net.input_shape()}, model::Mode::eval, 2);
   EXPECT_EQ(first, std::vector<float>(b.data, b.data + 6));
-  const auto c = net.forward({x.data(), net.input_shape()}, model::Mode::train, {3});
+  const auto c = net.forward({x.data(), net.input_shape()}, model::Mode::train, 3);
   EXPECT_NE(first, std::vector<float>(c.data, c.data + 6));
 }
 

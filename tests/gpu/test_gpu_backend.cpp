@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <map>
 
 #include "common/error.h"
+#include "kernels/cuda/diagnostics.h"
 #include "gpu_test_support.h"
 
 namespace ringtrain::gpu_test {
@@ -125,16 +128,20 @@ void check_loss(backend::CudaBackend& cuda, backend::CpuBackend& cpu, int batch,
   for (int i = 0; i < batch; ++i) labels[static_cast<size_t>(i)] = (i * 7 + 3) % classes;
   const float scale = 1.0f / 256;
   std::vector<float> want_grad(logits.size());
-  const auto want = cpu.softmax_cross_entropy(batch, classes, logits.data(), labels.data(), scale,
-                                              with_grad ? want_grad.data() : nullptr);
+  model::LossTotals want;
+  cpu.softmax_cross_entropy(batch, classes, logits.data(), labels.data(), scale, with_grad ? want_grad.data() : nullptr,
+                            &want);
 
   model::DeviceBuffer dl = cuda.allocate(logits.size() * sizeof(float));
   cuda.to_device(dl.as<void>(), logits.data(), logits.size() * sizeof(float));
   model::DeviceBuffer dlab = cuda.allocate(labels.size() * sizeof(int32_t));
   cuda.to_device(dlab.as<void>(), labels.data(), labels.size() * sizeof(int32_t));
   model::DeviceBuffer dgrad = cuda.allocate(logits.size() * sizeof(float));
-  const auto got = cuda.softmax_cross_entropy(batch, classes, dl.as<float>(), dlab.as<int32_t>(), scale,
-                                              with_grad ? dgrad.as<float>() : nullptr);
+  model::DeviceBuffer dtotals = cuda.allocate(sizeof(model::LossTotals));
+  cuda.softmax_cross_entropy(batch, classes, dl.as<float>(), dlab.as<int32_t>(), scale,
+                             with_grad ? dgrad.as<float>() : nullptr, dtotals.as<model::LossTotals>());
+  model::LossTotals got;
+  cuda.to_host(&got, dtotals.as<void>(), sizeof got);
   // Per-sample terms in fp32 on the GPU, fp64 on the CPU; both summed in fp64.
   EXPECT_NEAR(got.loss_sum, want.loss_sum, 2e-5 * std::abs(want.loss_sum) + 1e-5) << batch << "x" << classes;
   EXPECT_EQ(got.correct, want.correct) << batch << "x" << classes;
@@ -152,14 +159,38 @@ TEST_F(CudaBackendTest, SoftmaxCrossEntropyMatchesCpu) {
   check_loss(cuda(), cpu(), 5, 3, true);       // fewer classes than lanes
 }
 
-TEST_F(CudaBackendTest, OutOfRangeLabelIsADataError) {
+// Out-of-range labels are counted on the device (the trainer reports them); the totals add up over batches,
+// through a readback that does not wait for the stream until asked.
+TEST_F(CudaBackendTest, OutOfRangeLabelsAreCountedAndTotalsAccumulateThroughAReadback) {
   const std::vector<float> logits(4 * 10, 0.5f);
   const std::vector<int32_t> labels{0, 3, 10, 9};
   model::DeviceBuffer dl = cuda().allocate(logits.size() * sizeof(float));
   cuda().to_device(dl.as<void>(), logits.data(), logits.size() * sizeof(float));
   model::DeviceBuffer dlab = cuda().allocate(labels.size() * sizeof(int32_t));
   cuda().to_device(dlab.as<void>(), labels.data(), labels.size() * sizeof(int32_t));
-  EXPECT_THROW(cuda().softmax_cross_entropy(4, 10, dl.as<float>(), dlab.as<int32_t>(), 1.0f, nullptr), DataError);
+  model::DeviceBuffer dtotals = cuda().allocate(sizeof(model::LossTotals));
+  auto readback = cuda().make_readback(sizeof(model::LossTotals));
+  for (int batch = 0; batch < 2; ++batch)
+    cuda().softmax_cross_entropy(4, 10, dl.as<float>(), dlab.as<int32_t>(), 1.0f, nullptr,
+                                 dtotals.as<model::LossTotals>());
+  readback->start(dtotals.as<void>());
+  model::LossTotals got;
+  std::memcpy(&got, readback->wait(), sizeof got);
+  EXPECT_TRUE(readback->ready());
+  EXPECT_EQ(got.bad_labels, 2);
+  EXPECT_NEAR(got.loss_sum, 2 * 3 * std::log(10.0), 1e-4);
+}
+
+// Clock marks are dated by the device: a mark after a busy kernel is later by the kernel's time.
+TEST_F(CudaBackendTest, ClockMarksMeasureDeviceTime) {
+  auto clock = cuda().make_clock(2);
+  clock->mark(0);
+  kernels::cuda::busy_wait(20'000'000, cuda().stream());  // 20 ms
+  clock->mark(1);
+  const double elapsed = clock->elapsed(0, 1);
+  EXPECT_GT(elapsed, 0.019);
+  EXPECT_LT(elapsed, 0.5);
+  EXPECT_NEAR(clock->host_time(1) - clock->host_time(0), elapsed, 1e-3);
 }
 
 TEST_F(CudaBackendTest, SgdUpdateMatchesCpu) {
@@ -167,9 +198,14 @@ TEST_F(CudaBackendTest, SgdUpdateMatchesCpu) {
   const auto grad = random_vector(n, 20), velocity = random_vector(n, 21), param = random_vector(n, 22);
   auto dg = upload(grad), dv = upload(velocity), dp = upload(param);
   auto want_v = velocity, want_p = param;
+  // Decay on two runs that start and end inside mask words; none elsewhere.
+  const auto mask = kernels::make_decay_mask(n, {{3, 1000}, {1500, 2000}});
+  model::DeviceBuffer dmask = cuda().allocate(mask.size() * sizeof(uint32_t));
+  cuda().to_device(dmask.as<void>(), mask.data(), mask.size() * sizeof(uint32_t));
+  const kernels::SgdStep step_settings{0.05f, 0.9f, 5e-4f};
   for (int step = 0; step < 3; ++step) {
-    cuda().sgd_update(n, 0.05f, 0.9f, 5e-4f, dg.as<float>(), dv.as<float>(), dp.as<float>());
-    cpu().sgd_update(n, 0.05f, 0.9f, 5e-4f, grad.data(), want_v.data(), want_p.data());
+    cuda().sgd_update(n, step_settings, dmask.as<uint32_t>(), dg.as<float>(), dv.as<float>(), dp.as<float>());
+    cpu().sgd_update(n, step_settings, mask.data(), grad.data(), want_v.data(), want_p.data());
   }
   // Same formula; only the compilers' fused multiply-adds may differ in the last bit.
   EXPECT_TRUE(all_close(download(dv.as<float>(), n), want_v, 1e-6, 1e-7));

@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <utility>
 
 #include "backend/cuda/nccl_reducer.h"
 #include "common/error.h"
@@ -50,9 +51,17 @@ TEST_F(NcclReducer, CommunicationRunsAfterComputeAndComputeAfterCommunication) {
   // ...and the communication stream copies them right after its all-reduce: it must see the written values.
   CUDA_CHECK(cudaMemcpyAsync(seen.as<void>(), grads.as<void>(), n * sizeof(float), cudaMemcpyDeviceToDevice,
                              reducer.comm_stream()));
-  const auto start = std::chrono::steady_clock::now();
+  auto start = std::chrono::steady_clock::now();
   reducer.wait_all();
-  EXPECT_GT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(20)) << "wait_all waited for the work";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(20)) << "wait_all must not wait";
+  start = std::chrono::steady_clock::now();
+  const auto steps = reducer.settle(0);
+  EXPECT_GT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(20)) << "settle waited for the work";
+  ASSERT_EQ(steps.size(), 1u);
+  ASSERT_EQ(steps[0].size(), 1u);
+  EXPECT_EQ(steps[0][0].floats, n);
+  EXPECT_GE(steps[0][0].end_s, steps[0][0].begin_s);
+  EXPECT_TRUE(reducer.settle(0).empty()) << "each step's spans are returned once";
   // to_host orders after the compute stream only; wait_all made it wait for the communication stream.
   EXPECT_EQ(download(seen.as<float>(), n), std::vector<float>(static_cast<size_t>(n), 2.0f));
   EXPECT_EQ(download(grads.as<float>(), n), std::vector<float>(static_cast<size_t>(n), 2.0f)) << "a sum over one rank";
@@ -71,6 +80,13 @@ TEST_F(NcclReducer, SeveralBucketsInOneStepAndAgainNextStep) {
     reducer.launch(grads.as<float>(), {0, 1000});
     reducer.wait_all();
   }
+  // Two steps in flight: settling all but the newest returns the first's three buckets, then the second's.
+  const auto first = reducer.settle(1);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].size(), 3u);
+  const auto second = reducer.settle(0);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].size(), 3u);
   EXPECT_EQ(download(grads.as<float>(), 10000), host);
 }
 
@@ -92,6 +108,7 @@ TEST_F(NcclReducer, AStalledReductionIsAFaultErrorNamingBucketAndTimeout) {
   const auto start = std::chrono::steady_clock::now();
   try {
     reducer.wait_all();
+    (void)reducer.settle(0);
     FAIL() << "expected FaultError";
   } catch (const FaultError& e) {
     const std::string m = e.what();
@@ -150,7 +167,9 @@ class OneRankSum final : public dist::GradientReducer {
  public:
   void launch(float*, const dist::Bucket&) override { ++launched; }
   void progress() override {}
-  void wait_all() override {}
+  void wait_all() override { ++unsettled; }
+  std::vector<dist::StepSpans> settle(int) override { return std::vector<dist::StepSpans>(std::exchange(unsettled, 0)); }
+  size_t unsettled = 0;
   const char* name() const override { return "one rank"; }
   int launched = 0;
 };
@@ -179,7 +198,8 @@ TEST_F(NcclReducer, TwoOptimizerStepsMatchTheCpuBackend) {
   config::JobConfig::Optimizer optimizer;
   optimizer.momentum = 0.9;
   optimizer.weight_decay = 5e-4;
-  train::StepRunner cpu_runner(cpu_net, cpu_sync, optimizer, input.n), gpu_runner(gpu_net, gpu_sync, optimizer, input.n);
+  train::StepRunner cpu_runner(cpu_net, cpu_sync, optimizer, input.n, 1),
+      gpu_runner(gpu_net, gpu_sync, optimizer, input.n, 1);
 
   model::DeviceBuffer d_images = cuda().allocate(static_cast<size_t>(input.elements()) * sizeof(float));
   model::DeviceBuffer d_labels = cuda().allocate(static_cast<size_t>(input.n) * sizeof(int32_t));
@@ -191,17 +211,20 @@ TEST_F(NcclReducer, TwoOptimizerStepsMatchTheCpuBackend) {
     cuda().to_device(d_images.as<void>(), images.data(), images.size() * sizeof(float));
     cuda().to_device(d_labels.as<void>(), labels.data(), labels.size() * sizeof(int32_t));
 
-    train::StepTimes cpu_times, gpu_times;
-    cpu_runner.begin();
-    gpu_runner.begin();
-    const auto want = cpu_runner.micro_batch(images.data(), labels.data(), input.n, 9, true, cpu_times);
-    const auto got = gpu_runner.micro_batch(d_images.as<float>(), d_labels.as<int32_t>(), input.n, 9, true, gpu_times);
-    EXPECT_NEAR(got.loss_sum, want.loss_sum, 1e-4 * std::abs(want.loss_sum));
-    // Logits agree to ~1e-6, so only a near-tie between two classes could flip one sample's argmax.
-    EXPECT_LE(std::abs(got.correct - want.correct), 1);
+    cpu_runner.begin(step);
+    gpu_runner.begin(step);
+    cpu_runner.micro_batch(images.data(), labels.data(), input.n, 9, true);
+    gpu_runner.micro_batch(d_images.as<float>(), d_labels.as<int32_t>(), input.n, 9, true);
     EXPECT_EQ(cpu_reducer.launched, static_cast<int>(cpu_sync.buckets().buckets().size()) * (step + 1));
-    cpu_runner.apply(0.05f, cpu_times);
-    gpu_runner.apply(0.05f, gpu_times);
+    cpu_runner.apply(0.05f);
+    gpu_runner.apply(0.05f);
+    const auto want = cpu_runner.finished(0), got = gpu_runner.finished(0);
+    ASSERT_EQ(want.size(), 1u);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_NEAR(got[0].loss.loss_sum, want[0].loss.loss_sum, 1e-4 * std::abs(want[0].loss.loss_sum));
+    // Logits agree to ~1e-6, so only a near-tie between two classes could flip one sample's argmax.
+    EXPECT_LE(std::abs(got[0].loss.correct - want[0].loss.correct), 1);
+    EXPECT_GT(got[0].times.backward, 0.0) << "device clock marks";
 
     std::vector<float> want_params(params.size()), want_states(states.size());
     cpu().to_host(want_params.data(), cpu_net.params(), want_params.size() * sizeof(float));

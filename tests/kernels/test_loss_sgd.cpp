@@ -2,6 +2,7 @@
 // direct computation and central differences, stability with huge logits, and two hand-computed SGD steps.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -18,13 +19,20 @@ using testing::expect_gradient_near;
 using testing::numeric_gradient;
 using testing::random_vector;
 
+// One batch's totals, starting from zero.
+LossTotals loss_of(int batch, int classes, const float* logits, const int32_t* labels, float scale, float* d) {
+  LossTotals totals;
+  softmax_cross_entropy(batch, classes, logits, labels, scale, d, totals);
+  return totals;
+}
+
 TEST(SoftmaxCrossEntropy, MatchesDirectComputation) {
   constexpr int kBatch = 5, kClasses = 7;
   const auto logits = random_vector(kBatch * kClasses, 1, -3.0f, 3.0f);
   const std::vector<int32_t> labels = {0, 6, 3, 3, 1};
   const float scale = 1.0f / 128;
   std::vector<float> d(logits.size(), 9.0f);
-  const LossResult r = softmax_cross_entropy(kBatch, kClasses, logits.data(), labels.data(), scale, d.data());
+  const LossTotals r = loss_of(kBatch, kClasses, logits.data(), labels.data(), scale, d.data());
   double loss = 0;
   int64_t correct = 0;
   for (int b = 0; b < kBatch; ++b) {
@@ -46,7 +54,7 @@ TEST(SoftmaxCrossEntropy, MatchesDirectComputation) {
   EXPECT_GT(correct, 0);  // the fixture has hits and misses, so the count is really checked
   EXPECT_LT(correct, kBatch);
   // Evaluation form: no gradient buffer, same result.
-  const LossResult e = softmax_cross_entropy(kBatch, kClasses, logits.data(), labels.data(), scale, nullptr);
+  const LossTotals e = loss_of(kBatch, kClasses, logits.data(), labels.data(), scale, nullptr);
   EXPECT_EQ(e.loss_sum, r.loss_sum);
   EXPECT_EQ(e.correct, r.correct);
 }
@@ -58,7 +66,7 @@ TEST(SoftmaxCrossEntropy, HugeLogitsStayFinite) {
                                      -3e38f, 3e38f, 0.0f};
   const std::vector<int32_t> labels = {0, 2, 1};
   std::vector<float> d(9);
-  const LossResult r = softmax_cross_entropy(3, 3, logits.data(), labels.data(), 1.0f, d.data());
+  const LossTotals r = loss_of(3, 3, logits.data(), labels.data(), 1.0f, d.data());
   ASSERT_TRUE(std::isfinite(r.loss_sum));
   // Row 0: label is the winner by 80000: loss 0. Row 1: label trails by 160000. Row 2: label wins by 3e38.
   EXPECT_NEAR(r.loss_sum, 160000.0, 1e-6 * 160000.0);
@@ -77,22 +85,35 @@ TEST(SoftmaxCrossEntropy, GradientMatchesFiniteDifferencesAndRowsSumToZero) {
   const std::vector<int32_t> labels = {4, 0, 9};
   const float scale = 0.25f;
   std::vector<float> d(logits.size());
-  softmax_cross_entropy(kBatch, kClasses, logits.data(), labels.data(), scale, d.data());
+  loss_of(kBatch, kClasses, logits.data(), labels.data(), scale, d.data());
   for (int b = 0; b < kBatch; ++b) {
     double row = 0;
     for (int j = 0; j < kClasses; ++j) row += d[b * kClasses + j];
     EXPECT_NEAR(row, 0.0, 1e-7) << "row " << b;
   }
   auto loss = [&] {
-    return scale * softmax_cross_entropy(kBatch, kClasses, logits.data(), labels.data(), scale, nullptr).loss_sum;
+    return scale * loss_of(kBatch, kClasses, logits.data(), labels.data(), scale, nullptr).loss_sum;
   };
   expect_gradient_near(d, numeric_gradient(logits, 1e-3f, loss), 1e-4, 1e-5, "dlogits");
 }
 
-TEST(SoftmaxCrossEntropy, LabelOutsideClassesIsADataError) {
-  const std::vector<float> logits(6, 0.0f);
-  const std::vector<int32_t> labels = {1, 3};
-  EXPECT_THROW(softmax_cross_entropy(2, 3, logits.data(), labels.data(), 1.0f, nullptr), DataError);
+// A label outside [0, classes) is counted for the caller to report, adds no loss and no one-hot term; the
+// totals add up over batches.
+TEST(SoftmaxCrossEntropy, LabelsOutsideClassesAreCountedAndTotalsAccumulate) {
+  const std::vector<float> logits = {0.0f, 0.0f, 0.0f, 2.0f, 0.0f, 0.0f};
+  const std::vector<int32_t> labels = {3, 0};
+  std::vector<float> d(6);
+  LossTotals totals;
+  softmax_cross_entropy(2, 3, logits.data(), labels.data(), 1.0f, d.data(), totals);
+  EXPECT_EQ(totals.bad_labels, 1);
+  EXPECT_EQ(totals.correct, 1);
+  const double valid_loss = std::log(std::exp(2.0) + 2.0) - 2.0;
+  EXPECT_NEAR(totals.loss_sum, valid_loss, 1e-12);
+  for (int j = 0; j < 3; ++j) EXPECT_NEAR(d[j], 1.0 / 3, 1e-7) << "no one-hot term for the bad label";
+  softmax_cross_entropy(2, 3, logits.data(), labels.data(), 1.0f, nullptr, totals);
+  EXPECT_EQ(totals.bad_labels, 2);
+  EXPECT_EQ(totals.correct, 2);
+  EXPECT_NEAR(totals.loss_sum, 2 * valid_loss, 1e-12);
 }
 
 TEST(Sgd, TwoHandComputedMomentumSteps) {
@@ -102,30 +123,58 @@ TEST(Sgd, TwoHandComputedMomentumSteps) {
   //          v = (0.459 - 0.09051, 0.207 + 0.37977) = (0.36849, 0.58677);  p = (0.912151, -2.081677)
   std::vector<float> p = {1.0f, -2.0f}, v = {0.0f, 0.0f};
   const std::vector<float> g1 = {0.5f, 0.25f}, g2 = {-0.1f, 0.4f};
-  sgd_momentum_update(2, 0.1f, 0.9f, 0.01f, g1.data(), v.data(), p.data());
+  const auto all_decay = make_decay_mask(2, {{0, 2}});
+  const SgdStep step{0.1f, 0.9f, 0.01f};
+  sgd_momentum_update(2, step, all_decay.data(), g1.data(), v.data(), p.data());
   EXPECT_NEAR(v[0], 0.51f, 1e-6f);
   EXPECT_NEAR(v[1], 0.23f, 1e-6f);
   EXPECT_NEAR(p[0], 0.949f, 1e-6f);
   EXPECT_NEAR(p[1], -2.023f, 1e-6f);
-  sgd_momentum_update(2, 0.1f, 0.9f, 0.01f, g2.data(), v.data(), p.data());
+  sgd_momentum_update(2, step, all_decay.data(), g2.data(), v.data(), p.data());
   EXPECT_NEAR(v[0], 0.36849f, 1e-6f);
   EXPECT_NEAR(v[1], 0.58677f, 1e-6f);
   EXPECT_NEAR(p[0], 0.912151f, 1e-6f);
   EXPECT_NEAR(p[1], -2.081677f, 1e-6f);
 }
 
-TEST(Sgd, LongSpanMatchesScalarFormula) {
-  // 37 elements: the vectorised body and its tail follow the same formula.
-  auto p = random_vector(37, 3), v = random_vector(37, 4);
-  const auto g = random_vector(37, 5);
-  auto p_ref = p, v_ref = v;
-  sgd_momentum_update(37, 0.05f, 0.9f, 5e-4f, g.data(), v.data(), p.data());
-  for (int i = 0; i < 37; ++i) {
-    const double gi = double{g[i]} + 5e-4 * p_ref[i];
-    const double vi = 0.9 * v_ref[i] + gi;
-    EXPECT_NEAR(v[i], vi, 1e-6);
-    EXPECT_NEAR(p[i], p_ref[i] - 0.05 * vi, 1e-6);
+// One pass over a flat buffer whose decay runs start and end inside mask words and span whole words, with a
+// tail shorter than a word: every element follows the formula with its own decay, and the result is
+// bit-identical to updating each tensor on its own (what one call per parameter tensor gave).
+TEST(Sgd, OnePassWithADecayMaskMatchesPerTensorUpdates) {
+  constexpr int64_t n = 173;
+  // Tensors tiling [0, n), and whether each decays.
+  const std::vector<std::pair<DecayRun, bool>> tensors = {{{0, 5}, true},    {{5, 2}, false},   {{7, 64}, true},
+                                                          {{71, 29}, false}, {{100, 3}, true},  {{103, 1}, true},
+                                                          {{104, 36}, false}, {{140, 33}, true}};
+  std::vector<DecayRun> decaying;
+  for (const auto& [run, decay] : tensors)
+    if (decay) decaying.push_back(run);
+  const auto mask = make_decay_mask(n, decaying);
+  auto p = random_vector(n, 3), v = random_vector(n, 4);
+  const auto g = random_vector(n, 5);
+  auto p_each = p, v_each = v;
+  const auto p_start = p, v_start = v;
+  const SgdStep step{0.05f, 0.9f, 5e-4f};
+  sgd_momentum_update(n, step, mask.data(), g.data(), v.data(), p.data());
+  for (const auto& [run, decay] : tensors) {
+    const auto own_mask = make_decay_mask(run.count, decay ? std::vector<DecayRun>{{0, run.count}} : std::vector<DecayRun>{});
+    sgd_momentum_update(run.count, step, own_mask.data(), g.data() + run.begin, v_each.data() + run.begin,
+                        p_each.data() + run.begin);
   }
+  EXPECT_EQ(p, p_each);
+  EXPECT_EQ(v, v_each);
+  int decayed = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const bool decay = std::any_of(decaying.begin(), decaying.end(),
+                                   [&](const DecayRun& r) { return i >= r.begin && i < r.begin + r.count; });
+    EXPECT_EQ(decays(mask.data(), i), decay) << i;
+    decayed += decay;
+    const double gi = double{g[i]} + (decay ? double{step.weight_decay} : 0.0) * p_start[i];
+    const double vi = double{step.momentum} * v_start[i] + gi;
+    EXPECT_NEAR(v[i], vi, 1e-6) << i;
+    EXPECT_NEAR(p[i], p_start[i] - double{step.lr} * vi, 1e-6) << i;
+  }
+  EXPECT_EQ(decayed, 5 + 64 + 3 + 1 + 33);
 }
 
 }  // namespace

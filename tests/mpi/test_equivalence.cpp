@@ -82,22 +82,22 @@ std::vector<float> train(MPI_Comm comm, int local_batch, int accumulate, int fir
   dist::MpiGradientReducer reducer(comm);
   dist::GradientSync sync(net, reducer, bucket_mb);
   const auto optimizer = sgd();
-  train::StepRunner runner(net, sync, optimizer, global);
+  train::StepRunner runner(net, sync, optimizer, global, accumulate);
   const train::LearningRateSchedule lr(optimizer, global, 10, 2);
-  train::StepTimes times;
-  const int per_micro = local_batch * kSide * kSide;
   for (int step = 0; step < kSteps; ++step) {
     const GlobalBatch g = global_batch(step, global);
-    runner.begin();
+    runner.begin(step);
     for (int m = 0; m < accumulate; ++m) {
       // Micro-batch m of this rank: samples [first + m*local_batch, ...) of the rank's share of the step.
       const int offset = first + m * local_batch;
-      runner.micro_batch(g.images.data() + static_cast<size_t>(offset) * kSide * kSide,
-                         g.labels.data() + offset, local_batch, 0, m + 1 == accumulate, times);
-      (void)per_micro;
+      runner.micro_batch(g.images.data() + static_cast<size_t>(offset) * kSide * kSide, g.labels.data() + offset,
+                         local_batch, 0, m + 1 == accumulate);
     }
-    runner.apply(static_cast<float>(lr.at(step)), times);
+    runner.apply(static_cast<float>(lr.at(step)));
+    // As the trainer does: collect the step before while this one is queued.
+    for (const auto& done : runner.finished(1)) EXPECT_EQ(done.step, step - 1);
   }
+  EXPECT_EQ(runner.finished(0).size(), 1u);
   return {net.params(), net.params() + net.param_count()};
 }
 

@@ -45,6 +45,11 @@ TEST_P(Reducers, SumEveryBucketAndTimeEach) {
       EXPECT_EQ(spans[b].floats, buckets[b].count);
       EXPECT_GE(spans[b].end_s, spans[b].begin_s);
     }
+    // wait_all already waited: settle has nothing left to wait for and hands this step's spans over, once.
+    const auto settled = reducer->settle(0);
+    ASSERT_EQ(settled.size(), 1u);
+    EXPECT_EQ(settled[0].size(), spans.size());
+    EXPECT_TRUE(reducer->settle(0).empty());
   }
 }
 

@@ -1,4 +1,4 @@
-// Owns the CPU backend's memory and element-wise work; layers live in cpu_layers.cpp.
+// Owns the CPU backend: aligned host memory, copies, and each operation forwarded to kernels/cpu.
 #include "backend/cpu/cpu_backend.h"
 
 #include <fmt/format.h>
@@ -6,16 +6,47 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <vector>
 
-#include "backend/cpu/cpu_layers.h"
+#include "kernels/cpu/batchnorm.h"
+#include "kernels/cpu/dense.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/pooling.h"
 #include "kernels/cpu/sgd.h"
 #include "kernels/cpu/softmax_cross_entropy.h"
+#include "util/clock.h"
 
 namespace ringtrain::backend {
+namespace {
 
 namespace kc = kernels::cpu;
+
+// The work is done when the call returns, so the copy is made at start().
+class HostReadback final : public model::Readback {
+ public:
+  explicit HostReadback(std::size_t bytes) : bytes_(bytes) {}
+  void start(const void* src) override { std::memcpy(bytes_.data(), src, bytes_.size()); }
+  bool ready() override { return true; }
+  const void* wait() override { return bytes_.data(); }
+
+ private:
+  std::vector<unsigned char> bytes_;
+};
+
+// Work is done when its call returns, so a mark is dated when it is made.
+class HostClock final : public model::DeviceClock {
+ public:
+  explicit HostClock(int capacity) : times_(static_cast<size_t>(capacity), 0.0) {}
+  void mark(int id) override { times_.at(static_cast<size_t>(id)) = util::now_s(); }
+  double elapsed(int from, int to) override { return host_time(to) - host_time(from); }
+  double host_time(int id) override { return times_.at(static_cast<size_t>(id)); }
+
+ private:
+  std::vector<double> times_;
+};
+
+}  // namespace
 
 CpuBackend::CpuBackend(int threads) : threads_(threads) { kc::set_compute_threads(threads); }
 
@@ -41,23 +72,97 @@ void CpuBackend::to_host(void* host_dst, const void* device_src, std::size_t byt
   if (bytes) std::memcpy(host_dst, device_src, bytes);
 }
 
-std::unique_ptr<model::Layer> CpuBackend::make_leaf(const config::LayerSpec& spec) { return make_cpu_layer(spec, *this); }
+std::unique_ptr<model::Readback> CpuBackend::make_readback(std::size_t bytes) {
+  return std::make_unique<HostReadback>(bytes);
+}
 
+std::unique_ptr<model::DeviceClock> CpuBackend::make_clock(int capacity) { return std::make_unique<HostClock>(capacity); }
+
+void CpuBackend::zero(void* y, std::size_t bytes) {
+  if (bytes) std::memset(y, 0, bytes);
+}
+void CpuBackend::fill(int64_t n, float value, float* y) { kc::fill(n, value, y); }
+void CpuBackend::copy(int64_t n, const float* x, float* y) {
+  if (n > 0 && x != y) std::memcpy(y, x, static_cast<std::size_t>(n) * sizeof(float));
+}
 void CpuBackend::add(int64_t n, const float* a, const float* b, float* y) { kc::add(n, a, b, y); }
 void CpuBackend::accumulate(int64_t n, const float* x, float* y) { kc::accumulate(n, x, y); }
 void CpuBackend::relu_forward(int64_t n, const float* x, float* y) { kc::relu_forward(n, x, y); }
 void CpuBackend::relu_backward(int64_t n, const float* y, const float* dy, float* dx) { kc::relu_backward(n, y, dy, dx); }
-void CpuBackend::fill(int64_t n, float value, float* y) { kc::fill(n, value, y); }
-
-model::LossSums CpuBackend::softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,
-                                                  float grad_scale, float* dlogits) {
-  const auto r = kc::softmax_cross_entropy(batch, classes, logits, labels, grad_scale, dlogits);
-  return {r.loss_sum, r.correct};
+void CpuBackend::dropout_forward(int64_t n, float p, uint64_t seed, const float* x, float* y, uint8_t* mask) {
+  kc::dropout_forward(n, p, seed, x, y, mask);
+}
+void CpuBackend::dropout_backward(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx) {
+  kc::dropout_backward(n, p, mask, dy, dx);
 }
 
-void CpuBackend::sgd_update(int64_t n, float lr, float momentum, float weight_decay, const float* grad,
+void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const float* x, const float* w, const float* bias,
+                                float* y) {
+  kc::conv2d_forward(s, x, w, bias, y, conv_workspace_);
+}
+void CpuBackend::conv2d_backward_data(const model::Conv2dShape& s, const float* dy, const float* w, float* dx) {
+  kc::conv2d_backward_data(s, dy, w, dx, conv_workspace_);
+}
+void CpuBackend::conv2d_backward_filter(const model::Conv2dShape& s, const float* x, const float* dy, float* dw,
+                                        float* dbias) {
+  kc::conv2d_backward_filter(s, x, dy, dw, dbias, conv_workspace_);
+}
+
+void CpuBackend::dense_forward(const model::DenseShape& s, const float* x, const float* w, const float* bias,
+                               float* y) {
+  kc::dense_forward(s.batch, s.in, s.out, x, w, bias, y);
+}
+void CpuBackend::dense_backward(const model::DenseShape& s, const float* x, const float* w, const float* dy,
+                                float* dx, float* dw, float* dbias) {
+  kc::dense_backward(s.batch, s.in, s.out, x, w, dy, dx, dw, dbias);
+}
+
+void CpuBackend::batchnorm_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
+                                         const float* x, const model::BatchNormBuffers& b, float* y) {
+  kc::batchnorm_forward_train(s, x, b.gamma, b.beta, static_cast<float>(settings.momentum),
+                              static_cast<float>(settings.epsilon), b.running_mean, b.running_var, y, b.saved_mean,
+                              b.saved_inv_std);
+}
+void CpuBackend::batchnorm_forward_infer(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
+                                         const float* x, const model::BatchNormBuffers& b, float* y) {
+  kc::batchnorm_forward_infer(s, x, b.gamma, b.beta, b.running_mean, b.running_var,
+                              static_cast<float>(settings.epsilon), y);
+}
+void CpuBackend::batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings&, const float* x,
+                                    const float* dy, const model::BatchNormBuffers& b, float* dx, float* dgamma,
+                                    float* dbeta) {
+  kc::batchnorm_backward(s, x, dy, b.gamma, b.saved_mean, b.saved_inv_std, dx, dgamma, dbeta);
+}
+
+std::size_t CpuBackend::pool_saved_bytes(const model::PoolShape& s, model::PoolMode mode) const {
+  // Max pooling keeps, per output, the offset of the input that won (backward routes the gradient there).
+  return mode == model::PoolMode::max
+             ? sizeof(int32_t) * static_cast<std::size_t>(s.batch) * static_cast<std::size_t>(s.channels) *
+                   static_cast<std::size_t>(s.out_h()) * static_cast<std::size_t>(s.out_w())
+             : 0;
+}
+void CpuBackend::pool_forward(const model::PoolShape& s, model::PoolMode mode, const float* x, float* y, void* saved) {
+  if (mode == model::PoolMode::max)
+    kc::maxpool_forward(s, x, y, static_cast<int32_t*>(saved));
+  else
+    kc::avgpool_forward(s, x, y);
+}
+void CpuBackend::pool_backward(const model::PoolShape& s, model::PoolMode mode, const float*, const float*,
+                               const float* dy, float* dx, const void* saved) {
+  if (mode == model::PoolMode::max)
+    kc::maxpool_backward(s, dy, static_cast<const int32_t*>(saved), dx);
+  else
+    kc::avgpool_backward(s, dy, dx);
+}
+
+void CpuBackend::softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,
+                                       float grad_scale, float* dlogits, model::LossTotals* totals) {
+  kc::softmax_cross_entropy(batch, classes, logits, labels, grad_scale, dlogits, *totals);
+}
+
+void CpuBackend::sgd_update(int64_t n, const model::SgdStep& step, const uint32_t* decay_mask, const float* grad,
                             float* velocity, float* param) {
-  kc::sgd_momentum_update(n, lr, momentum, weight_decay, grad, velocity, param);
+  kc::sgd_momentum_update(n, step, decay_mask, grad, velocity, param);
 }
 
 }  // namespace ringtrain::backend

@@ -1,5 +1,7 @@
-// Owns the CPU twin of the device backend: host memory, leaf layers over kernels/cpu, loss and optimizer.
+// Owns the CPU twin of the device backend: host memory and every Backend operation over kernels/cpu. Work runs
+// at the call, so its readbacks have landed and its clock marks are dated when they return.
 #pragma once
+#include "kernels/cpu/conv2d.h"
 #include "model/backend.h"
 
 namespace ringtrain::backend {
@@ -11,27 +13,55 @@ class CpuBackend final : public model::Backend {
   std::string description() const override;
 
   model::DeviceBuffer allocate(std::size_t bytes) override;
-  std::size_t host_bytes_allocated() const override { return allocated_; }
-  bool plans_memory() const override { return true; }
+  std::size_t bytes_allocated() const override { return allocated_; }
+  bool allocates_host_memory() const override { return true; }
   void to_device(void* device_dst, const void* host_src, std::size_t bytes) override;
   void to_host(void* host_dst, const void* device_src, std::size_t bytes) override;
   void synchronize() override {}
+  std::unique_ptr<model::Readback> make_readback(std::size_t bytes) override;
+  std::unique_ptr<model::DeviceClock> make_clock(int capacity) override;
 
-  std::unique_ptr<model::Layer> make_leaf(const config::LayerSpec& spec) override;
-
+  void zero(void* y, std::size_t bytes) override;
+  void fill(int64_t n, float value, float* y) override;
+  void copy(int64_t n, const float* x, float* y) override;
   void add(int64_t n, const float* a, const float* b, float* y) override;
   void accumulate(int64_t n, const float* x, float* y) override;
   void relu_forward(int64_t n, const float* x, float* y) override;
   void relu_backward(int64_t n, const float* y, const float* dy, float* dx) override;
-  void fill(int64_t n, float value, float* y) override;
-  model::LossSums softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,
-                                        float grad_scale, float* dlogits) override;
-  void sgd_update(int64_t n, float lr, float momentum, float weight_decay, const float* grad, float* velocity,
-                  float* param) override;
+  void dropout_forward(int64_t n, float p, uint64_t seed, const float* x, float* y, uint8_t* mask) override;
+  void dropout_backward(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx) override;
+
+  void conv2d_forward(const model::Conv2dShape& s, const float* x, const float* w, const float* bias,
+                      float* y) override;
+  void conv2d_backward_data(const model::Conv2dShape& s, const float* dy, const float* w, float* dx) override;
+  void conv2d_backward_filter(const model::Conv2dShape& s, const float* x, const float* dy, float* dw,
+                              float* dbias) override;
+  void dense_forward(const model::DenseShape& s, const float* x, const float* w, const float* bias,
+                     float* y) override;
+  void dense_backward(const model::DenseShape& s, const float* x, const float* w, const float* dy, float* dx,
+                      float* dw, float* dbias) override;
+  void batchnorm_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
+                               const float* x, const model::BatchNormBuffers& b, float* y) override;
+  void batchnorm_forward_infer(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
+                               const float* x, const model::BatchNormBuffers& b, float* y) override;
+  void batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings, const float* x,
+                          const float* dy, const model::BatchNormBuffers& b, float* dx, float* dgamma,
+                          float* dbeta) override;
+  std::size_t pool_saved_bytes(const model::PoolShape& s, model::PoolMode mode) const override;
+  void pool_forward(const model::PoolShape& s, model::PoolMode mode, const float* x, float* y, void* saved) override;
+  void pool_backward(const model::PoolShape& s, model::PoolMode mode, const float* x, const float* y,
+                     const float* dy, float* dx, const void* saved) override;
+
+  void softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels, float grad_scale,
+                             float* dlogits, model::LossTotals* totals) override;
+  void sgd_update(int64_t n, const model::SgdStep& step, const uint32_t* decay_mask, const float* grad,
+                  float* velocity, float* param) override;
 
  private:
   int threads_;
-  std::size_t allocated_ = 0;  // cumulative: buffers are made at setup and live for the run
+  std::size_t allocated_ = 0;
+  // One im2col scratch for every convolution: layers run one at a time, so they never need it at once.
+  kernels::cpu::ConvWorkspace conv_workspace_;
 };
 
 }  // namespace ringtrain::backend

@@ -1,5 +1,4 @@
-// Owns the CUDA backend's device choice, stream, memory, copies and the small kernels it forwards to
-// kernels/cuda; the layers live in cuda_layers.cpp.
+// Owns the CUDA backend's device choice, stream, memory and copies; the operations are in cuda_ops.cpp.
 #include "backend/cuda/cuda_backend.h"
 
 #include <cuda_runtime_api.h>
@@ -8,14 +7,9 @@
 #include <array>
 #include <cstring>
 
-#include "backend/cuda/blas.h"
-#include "backend/cuda/cuda_handles.h"
-#include "backend/cuda/cuda_layers.h"
+#include "backend/cuda/cuda_backend_state.h"
 #include "common/error.h"
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/elementwise.h"
-#include "kernels/cuda/sgd.h"
-#include "kernels/cuda/softmax_cross_entropy.h"
 
 namespace ringtrain::backend {
 
@@ -47,26 +41,6 @@ int choose_device(int visible, int local_rank, int local_size, const std::string
   return local_rank;
 }
 
-struct CudaBackend::State {
-  CudaOptions options;
-  cudaDeviceProp properties{};
-  CudaStream stream;  // declared before the handles that use it, so it is destroyed after them
-  std::unique_ptr<Dnn> dnn;
-  std::unique_ptr<Blas> blas;
-
-  // Two staging buffers used in turn: filling one never waits for the copy out of the other.
-  struct Staging {
-    PinnedMemory memory;
-    CudaEvent copied;
-    bool in_use = false;
-  };
-  std::array<Staging, 2> staging;
-  int next_staging = 0;
-
-  DeviceMemory loss_workspace, loss_totals;
-  PinnedMemory loss_totals_host;
-};
-
 CudaBackend::CudaBackend(int local_rank, int local_size, std::string host, CudaOptions options)
     : host_(std::move(host)) {
   const cudaError_t counted = cudaGetDeviceCount(&visible_);
@@ -95,8 +69,6 @@ CudaBackend::CudaBackend(int local_rank, int local_size, std::string host, CudaO
                                       options.math, options.deterministic);
   state_->blas = std::make_unique<Blas>(state_->stream.get(), options.math);
   for (auto& s : state_->staging) s.copied = make_event(false);
-  state_->loss_totals.ensure(sizeof(kc::LossTotals), state_->stream);
-  state_->loss_totals_host.ensure(sizeof(kc::LossTotals));
 }
 
 CudaBackend::~CudaBackend() {
@@ -128,7 +100,16 @@ model::DeviceBuffer CudaBackend::allocate(std::size_t bytes) {
   model::DeviceBuffer buffer(device_malloc(bytes, "a model buffer"), bytes, free_device);
   // In stream order, like every later use of the buffer, so no host wait is needed.
   CUDA_CHECK(cudaMemsetAsync(buffer.as<void>(), 0, bytes, stream()));
+  state_->allocated += bytes;
   return buffer;
+}
+
+std::size_t CudaBackend::bytes_allocated() const { return state_->allocated; }
+
+std::size_t CudaBackend::device_bytes_in_use() const {
+  std::size_t free = 0, total = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return total - free;
 }
 
 void CudaBackend::to_device(void* device_dst, const void* host_src, std::size_t bytes) {
@@ -157,40 +138,10 @@ void CudaBackend::to_host(void* host_dst, const void* device_src, std::size_t by
 
 void CudaBackend::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream())); }
 
-std::unique_ptr<model::Layer> CudaBackend::make_leaf(const config::LayerSpec& spec) {
-  return make_cuda_layer(spec, *this);
+std::unique_ptr<model::Readback> CudaBackend::make_readback(std::size_t bytes) {
+  return make_cuda_readback(stream(), bytes);
 }
 
-void CudaBackend::add(int64_t n, const float* a, const float* b, float* y) { kc::add(n, a, b, y, stream()); }
-void CudaBackend::accumulate(int64_t n, const float* x, float* y) { kc::accumulate(n, x, y, stream()); }
-void CudaBackend::relu_forward(int64_t n, const float* x, float* y) { kc::relu_forward(n, x, y, stream()); }
-void CudaBackend::relu_backward(int64_t n, const float* y, const float* dy, float* dx) {
-  kc::relu_backward(n, y, dy, dx, stream());
-}
-void CudaBackend::fill(int64_t n, float value, float* y) { kc::fill(n, value, y, stream()); }
-
-model::LossSums CudaBackend::softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,
-                                                   float grad_scale, float* dlogits) {
-  State& s = *state_;
-  s.loss_workspace.ensure(kc::softmax_cross_entropy_workspace_bytes(batch), s.stream);
-  auto* totals = static_cast<kc::LossTotals*>(s.loss_totals.get());
-  kc::softmax_cross_entropy(batch, classes, logits, labels, grad_scale, dlogits, s.loss_workspace.get(), totals,
-                            s.stream);
-  CUDA_CHECK(cudaMemcpyAsync(s.loss_totals_host.get(), totals, sizeof(kc::LossTotals), cudaMemcpyDeviceToHost,
-                             s.stream));
-  CUDA_CHECK(cudaStreamSynchronize(s.stream));
-  kc::LossTotals host;
-  std::memcpy(&host, s.loss_totals_host.get(), sizeof host);
-  if (host.bad_labels > 0)
-    throw DataError(fmt::format("{} of {} labels in a batch lie outside [0, {}) on {}; the dataset's labels do not "
-                                "match its class count (re-run `ringtrain prepare`)",
-                                host.bad_labels, batch, classes, host_));
-  return {host.loss_sum, host.correct};
-}
-
-void CudaBackend::sgd_update(int64_t n, float lr, float momentum, float weight_decay, const float* grad,
-                             float* velocity, float* param) {
-  kc::sgd_momentum_update(n, lr, momentum, weight_decay, grad, velocity, param, stream());
-}
+std::unique_ptr<model::DeviceClock> CudaBackend::make_clock(int capacity) { return make_cuda_clock(stream(), capacity); }
 
 }  // namespace ringtrain::backend

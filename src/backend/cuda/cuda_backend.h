@@ -1,9 +1,9 @@
 // Owns the CUDA backend: this rank's GPU, its compute stream, device memory, the cuDNN and cuBLAS front ends,
-// and the loss and optimizer kernels. The CPU twin is backend/cpu/cpu_backend.h; the layers are in
-// cuda_layers.cpp, the gradient all-reduce in nccl_reducer.h.
+// and the Backend operations over them and kernels/cuda. The CPU twin is backend/cpu/cpu_backend.h; the layers
+// that call these operations are model/layers/, the gradient all-reduce is nccl_reducer.h.
 //
 // Ordering: every piece of work (copies included) goes on one compute stream, so the host never needs to wait
-// except where a result must reach it (to_host, the loss sums, synchronize()).
+// except where a result must reach it (to_host, synchronize(), a readback or clock being read).
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -45,26 +45,54 @@ class CudaBackend final : public model::Backend {
   std::string description() const override;
 
   model::DeviceBuffer allocate(std::size_t bytes) override;  // cudaMalloc, zero-filled (in stream order)
+  std::size_t bytes_allocated() const override;
+  bool allocates_host_memory() const override { return false; }
+  std::size_t device_bytes_in_use() const override;  // cudaMemGetInfo: total - free
   // Returns as soon as host_src may be reused: the bytes go through a pinned staging buffer, and the copy to
   // the device runs in stream order.
   void to_device(void* device_dst, const void* host_src, std::size_t bytes) override;
   void to_host(void* host_dst, const void* device_src, std::size_t bytes) override;  // waits for the stream
   void synchronize() override;
+  std::unique_ptr<model::Readback> make_readback(std::size_t bytes) override;  // pinned memory and an event
+  std::unique_ptr<model::DeviceClock> make_clock(int capacity) override;      // timing events
 
-  std::unique_ptr<model::Layer> make_leaf(const config::LayerSpec& spec) override;
-
+  // cuda_ops.cpp: every operation queued on the stream; nothing waits.
+  void zero(void* y, std::size_t bytes) override;
+  void fill(int64_t n, float value, float* y) override;
+  void copy(int64_t n, const float* x, float* y) override;
   void add(int64_t n, const float* a, const float* b, float* y) override;
   void accumulate(int64_t n, const float* x, float* y) override;
   void relu_forward(int64_t n, const float* x, float* y) override;
   void relu_backward(int64_t n, const float* y, const float* dy, float* dx) override;
-  void fill(int64_t n, float value, float* y) override;
-  // Waits for the stream: the sums come back to the host. Throws DataError when a label is out of range.
-  model::LossSums softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,
-                                        float grad_scale, float* dlogits) override;
-  void sgd_update(int64_t n, float lr, float momentum, float weight_decay, const float* grad, float* velocity,
-                  float* param) override;
+  void dropout_forward(int64_t n, float p, uint64_t seed, const float* x, float* y, uint8_t* mask) override;
+  void dropout_backward(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx) override;
+  void conv2d_prepare(const model::Conv2dShape& s) override;
+  void conv2d_forward(const model::Conv2dShape& s, const float* x, const float* w, const float* bias,
+                      float* y) override;
+  void conv2d_backward_data(const model::Conv2dShape& s, const float* dy, const float* w, float* dx) override;
+  void conv2d_backward_filter(const model::Conv2dShape& s, const float* x, const float* dy, float* dw,
+                              float* dbias) override;
+  void dense_forward(const model::DenseShape& s, const float* x, const float* w, const float* bias,
+                     float* y) override;
+  void dense_backward(const model::DenseShape& s, const float* x, const float* w, const float* dy, float* dx,
+                      float* dw, float* dbias) override;
+  void batchnorm_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
+                               const float* x, const model::BatchNormBuffers& b, float* y) override;
+  void batchnorm_forward_infer(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
+                               const float* x, const model::BatchNormBuffers& b, float* y) override;
+  void batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings, const float* x,
+                          const float* dy, const model::BatchNormBuffers& b, float* dx, float* dgamma,
+                          float* dbeta) override;
+  std::size_t pool_saved_bytes(const model::PoolShape&, model::PoolMode) const override { return 0; }
+  void pool_forward(const model::PoolShape& s, model::PoolMode mode, const float* x, float* y, void* saved) override;
+  void pool_backward(const model::PoolShape& s, model::PoolMode mode, const float* x, const float* y,
+                     const float* dy, float* dx, const void* saved) override;
+  void softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels, float grad_scale,
+                             float* dlogits, model::LossTotals* totals) override;
+  void sgd_update(int64_t n, const model::SgdStep& step, const uint32_t* decay_mask, const float* grad,
+                  float* velocity, float* param) override;
 
-  // For the CUDA layers and the NCCL reducer.
+  // For the NCCL reducer and the tests.
   kernels::cuda::Stream stream() const;
   int device() const { return device_; }
   int visible_devices() const { return visible_; }

@@ -80,9 +80,9 @@ bool pick(const Perf* perf, int count, std::size_t limit, bool deterministic_onl
   return false;
 }
 
-std::string describe(const ConvGeometry& g) {
-  return fmt::format("{}x{}x{}x{} input, {} filters {}x{} stride {} padding {}", g.batch, g.channels, g.height, g.width,
-                     g.filters, g.kernel, g.kernel, g.stride, g.padding);
+std::string describe(const Conv2dShape& g) {
+  return fmt::format("{}x{}x{}x{} input, {} filters {}x{} stride {} padding {}", g.batch, g.in_channels, g.in_h, g.in_w,
+                     g.filters, g.kernel_h, g.kernel_w, g.stride, g.padding);
 }
 
 }  // namespace
@@ -95,14 +95,14 @@ struct Dnn::Impl {
   bool deterministic;
   CudnnHandle handle;
   DeviceMemory workspace;
-  std::map<ConvGeometry, std::unique_ptr<ConvPlan>> conv_plans;
-  std::map<PoolGeometry, std::unique_ptr<PoolPlan>> pool_plans;
-  std::map<BatchNormGeometry, std::unique_ptr<BatchNormPlan>> bn_plans;
+  std::map<Conv2dShape, std::unique_ptr<ConvPlan>> conv_plans;
+  std::map<std::pair<PoolShape, PoolMode>, std::unique_ptr<PoolPlan>> pool_plans;
+  std::map<BatchNormShape, std::unique_ptr<BatchNormPlan>> bn_plans;
 
-  ConvPlan& conv(const ConvGeometry& g);
-  PoolPlan& pool(const PoolGeometry& g);
-  BatchNormPlan& batchnorm(const BatchNormGeometry& g);
-  void choose_algorithms(const ConvGeometry& g, ConvPlan& p);
+  ConvPlan& conv(const Conv2dShape& g);
+  PoolPlan& pool(const PoolShape& g, PoolMode mode);
+  BatchNormPlan& batchnorm(const BatchNormShape& g);
+  void choose_algorithms(const Conv2dShape& g, ConvPlan& p);
   // PERSISTENT is cuDNN's faster batch-norm path (one persistent kernel per pass), but it may reduce in an
   // order that varies from run to run, so it is taken only when determinism is not asked for.
   cudnnBatchNormMode_t training_bn_mode() const {
@@ -131,17 +131,17 @@ Dnn::Dnn(kernels::cuda::Stream stream, std::size_t workspace_limit_bytes, ConvSe
 
 Dnn::~Dnn() = default;
 
-ConvPlan& Dnn::Impl::conv(const ConvGeometry& g) {
+ConvPlan& Dnn::Impl::conv(const Conv2dShape& g) {
   if (auto it = conv_plans.find(g); it != conv_plans.end()) return *it->second;
   auto p = std::make_unique<ConvPlan>();
-  p->x = nchw(g.batch, g.channels, g.height, g.width);
+  p->x = nchw(g.batch, g.in_channels, g.in_h, g.in_w);
   p->y = nchw(g.batch, g.filters, g.out_h(), g.out_w());
   p->bias = nchw(1, g.filters, 1, 1);
   cudnnFilterDescriptor_t w = nullptr;
   CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
   p->w = FilterDesc(w);
-  CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, g.filters, g.channels, g.kernel,
-                                         g.kernel));
+  CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, g.filters, g.in_channels, g.kernel_h,
+                                         g.kernel_w));
   cudnnConvolutionDescriptor_t c = nullptr;
   CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&c));
   p->conv = ConvDesc(c);
@@ -160,7 +160,7 @@ ConvPlan& Dnn::Impl::conv(const ConvGeometry& g) {
   return *conv_plans.emplace(g, std::move(p)).first->second;
 }
 
-void Dnn::Impl::choose_algorithms(const ConvGeometry& g, ConvPlan& p) {
+void Dnn::Impl::choose_algorithms(const Conv2dShape& g, ConvPlan& p) {
   // Candidates: measured (ConvSearch::measure) and cuDNN's heuristic ranking; deterministic ones first, any
   // as a last resort (noted in the plan).
   const bool measure = search == ConvSearch::measure;
@@ -231,28 +231,29 @@ void Dnn::Impl::choose_algorithms(const ConvGeometry& g, ConvPlan& p) {
   workspace_for(std::max({p.forward_bytes, p.data_bytes, p.filter_bytes}));
 }
 
-PoolPlan& Dnn::Impl::pool(const PoolGeometry& g) {
-  if (auto it = pool_plans.find(g); it != pool_plans.end()) return *it->second;
+PoolPlan& Dnn::Impl::pool(const PoolShape& g, PoolMode mode) {
+  const auto key = std::make_pair(g, mode);
+  if (auto it = pool_plans.find(key); it != pool_plans.end()) return *it->second;
   auto p = std::make_unique<PoolPlan>();
   cudnnPoolingDescriptor_t d = nullptr;
   CUDNN_CHECK(cudnnCreatePoolingDescriptor(&d));
   p->pool = PoolDesc(d);
   // MAX_DETERMINISTIC: overlapping windows (3x3 stride 2) get a reproducible backward.
-  const cudnnPoolingMode_t mode =
-      g.mode == PoolMode::max ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
-  CUDNN_CHECK(cudnnSetPooling2dDescriptor(d, mode, CUDNN_PROPAGATE_NAN, g.window, g.window, g.padding, g.padding,
+  const cudnnPoolingMode_t cudnn_mode =
+      mode == PoolMode::max ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
+  CUDNN_CHECK(cudnnSetPooling2dDescriptor(d, cudnn_mode, CUDNN_PROPAGATE_NAN, g.window, g.window, g.padding, g.padding,
                                           g.stride, g.stride));
-  p->x = nchw(g.batch, g.channels, g.height, g.width);
+  p->x = nchw(g.batch, g.channels, g.in_h, g.in_w);
   int n = 0, c = 0, oh = 0, ow = 0;
   CUDNN_CHECK(cudnnGetPooling2dForwardOutputDim(d, p->x, &n, &c, &oh, &ow));
   if (oh != g.out_h() || ow != g.out_w())
-    throw Error(ExitCode::internal, fmt::format("cuDNN pools {}x{} to {}x{}, ringtrain expects {}x{}", g.height,
-                                                g.width, oh, ow, g.out_h(), g.out_w()));
+    throw Error(ExitCode::internal, fmt::format("cuDNN pools {}x{} to {}x{}, ringtrain expects {}x{}", g.in_h, g.in_w,
+                                                oh, ow, g.out_h(), g.out_w()));
   p->y = nchw(g.batch, g.channels, g.out_h(), g.out_w());
-  return *pool_plans.emplace(g, std::move(p)).first->second;
+  return *pool_plans.emplace(key, std::move(p)).first->second;
 }
 
-BatchNormPlan& Dnn::Impl::batchnorm(const BatchNormGeometry& g) {
+BatchNormPlan& Dnn::Impl::batchnorm(const BatchNormShape& g) {
   if (auto it = bn_plans.find(g); it != bn_plans.end()) return *it->second;
   auto p = std::make_unique<BatchNormPlan>();
   p->x = nchw(g.batch, g.channels, g.spatial, 1);  // spatial mode only needs H x W as a count
@@ -260,9 +261,9 @@ BatchNormPlan& Dnn::Impl::batchnorm(const BatchNormGeometry& g) {
   return *bn_plans.emplace(g, std::move(p)).first->second;
 }
 
-void Dnn::prepare_conv(const ConvGeometry& g) { impl_->conv(g); }
+void Dnn::prepare_conv(const Conv2dShape& g) { impl_->conv(g); }
 
-std::string Dnn::conv_algorithms(const ConvGeometry& g) {
+std::string Dnn::conv_algorithms(const Conv2dShape& g) {
   const ConvPlan& p = impl_->conv(g);
   return fmt::format("fwd algo {}, data algo {}, filter algo {}, workspace {:.1f} MiB{}{}", static_cast<int>(p.forward),
                      static_cast<int>(p.backward_data), static_cast<int>(p.backward_filter),
@@ -270,7 +271,7 @@ std::string Dnn::conv_algorithms(const ConvGeometry& g) {
                      p.nondeterministic.empty() ? "" : ", non-deterministic: ", p.nondeterministic);
 }
 
-void Dnn::conv_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias, float* y) {
+void Dnn::conv_forward(const Conv2dShape& g, const float* x, const float* w, const float* bias, float* y) {
   ConvPlan& p = impl_->conv(g);
   void* ws = impl_->workspace_for(p.forward_bytes);
   CUDNN_CHECK(cudnnConvolutionForward(impl_->handle, &kOne, p.x, x, p.w, w, p.conv, p.forward, ws, p.forward_bytes,
@@ -278,14 +279,14 @@ void Dnn::conv_forward(const ConvGeometry& g, const float* x, const float* w, co
   if (bias) CUDNN_CHECK(cudnnAddTensor(impl_->handle, &kOne, p.bias, bias, &kOne, p.y, y));
 }
 
-void Dnn::conv_backward_data(const ConvGeometry& g, const float* dy, const float* w, float* dx) {
+void Dnn::conv_backward_data(const Conv2dShape& g, const float* dy, const float* w, float* dx) {
   ConvPlan& p = impl_->conv(g);
   void* ws = impl_->workspace_for(p.data_bytes);
   CUDNN_CHECK(cudnnConvolutionBackwardData(impl_->handle, &kOne, p.w, w, p.y, dy, p.conv, p.backward_data, ws,
                                            p.data_bytes, &kZero, p.x, dx));
 }
 
-void Dnn::conv_backward_filter(const ConvGeometry& g, const float* x, const float* dy, float* dw, float* dbias) {
+void Dnn::conv_backward_filter(const Conv2dShape& g, const float* x, const float* dy, float* dw, float* dbias) {
   ConvPlan& p = impl_->conv(g);
   void* ws = impl_->workspace_for(p.filter_bytes);
   // beta = 1: parameter gradients accumulate (micro-batches of one optimizer step add up).
@@ -294,7 +295,7 @@ void Dnn::conv_backward_filter(const ConvGeometry& g, const float* x, const floa
   if (dbias) CUDNN_CHECK(cudnnConvolutionBackwardBias(impl_->handle, &kOne, p.y, dy, &kOne, p.bias, dbias));
 }
 
-void Dnn::batchnorm_forward_train(const BatchNormGeometry& g, const float* x, const float* gamma, const float* beta,
+void Dnn::batchnorm_forward_train(const BatchNormShape& g, const float* x, const float* gamma, const float* beta,
                                   double momentum, double epsilon, float* running_mean, float* running_var, float* y,
                                   float* saved_mean, float* saved_inv_std) {
   BatchNormPlan& p = impl_->batchnorm(g);
@@ -305,7 +306,7 @@ void Dnn::batchnorm_forward_train(const BatchNormGeometry& g, const float* x, co
                                                      running_var, epsilon, saved_mean, saved_inv_std));
 }
 
-void Dnn::batchnorm_forward_infer(const BatchNormGeometry& g, const float* x, const float* gamma, const float* beta,
+void Dnn::batchnorm_forward_infer(const BatchNormShape& g, const float* x, const float* gamma, const float* beta,
                                   const float* running_mean, const float* running_var, double epsilon, float* y) {
   BatchNormPlan& p = impl_->batchnorm(g);
   CUDNN_CHECK(cudnnBatchNormalizationForwardInference(impl_->handle, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, p.x, x,
@@ -313,7 +314,7 @@ void Dnn::batchnorm_forward_infer(const BatchNormGeometry& g, const float* x, co
                                                       epsilon));
 }
 
-void Dnn::batchnorm_backward(const BatchNormGeometry& g, const float* x, const float* dy, const float* gamma,
+void Dnn::batchnorm_backward(const BatchNormShape& g, const float* x, const float* dy, const float* gamma,
                              const float* saved_mean, const float* saved_inv_std, double epsilon, float* dx,
                              float* dgamma, float* dbeta) {
   BatchNormPlan& p = impl_->batchnorm(g);
@@ -323,13 +324,14 @@ void Dnn::batchnorm_backward(const BatchNormGeometry& g, const float* x, const f
                                               saved_mean, saved_inv_std));
 }
 
-void Dnn::pool_forward(const PoolGeometry& g, const float* x, float* y) {
-  PoolPlan& p = impl_->pool(g);
+void Dnn::pool_forward(const PoolShape& g, PoolMode mode, const float* x, float* y) {
+  PoolPlan& p = impl_->pool(g, mode);
   CUDNN_CHECK(cudnnPoolingForward(impl_->handle, p.pool, &kOne, p.x, x, &kZero, p.y, y));
 }
 
-void Dnn::pool_backward(const PoolGeometry& g, const float* x, const float* y, const float* dy, float* dx) {
-  PoolPlan& p = impl_->pool(g);
+void Dnn::pool_backward(const PoolShape& g, PoolMode mode, const float* x, const float* y, const float* dy,
+                        float* dx) {
+  PoolPlan& p = impl_->pool(g, mode);
   CUDNN_CHECK(cudnnPoolingBackward(impl_->handle, p.pool, &kOne, p.y, y, p.y, dy, p.x, x, &kZero, p.x, dx));
 }
 

@@ -5,40 +5,20 @@
 // Conventions match the CPU twins in kernels/cpu: weights K x C x R x S; outputs and input gradients are
 // overwritten; parameter gradients (filter, bias, gamma, beta) accumulate.
 #pragma once
-#include <compare>
 #include <cstddef>
 #include <memory>
 #include <string>
 
 #include "backend/cuda/math_mode.h"
 #include "kernels/cuda/stream.h"
+#include "kernels/op_shapes.h"
 
 namespace ringtrain::backend {
 
-struct ConvGeometry {
-  int batch = 0, channels = 0, height = 0, width = 0;
-  int filters = 0, kernel = 0, stride = 1, padding = 0;
-  int out_h() const { return (height + 2 * padding - kernel) / stride + 1; }
-  int out_w() const { return (width + 2 * padding - kernel) / stride + 1; }
-  auto operator<=>(const ConvGeometry&) const = default;
-};
-
-// average: padding counts as zeros in the divisor (CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING), as on the CPU.
-enum class PoolMode { max, average };
-
-struct PoolGeometry {
-  PoolMode mode = PoolMode::max;
-  int batch = 0, channels = 0, height = 0, width = 0;
-  int window = 2, stride = 2, padding = 0;
-  int out_h() const { return (height + 2 * padding - window) / stride + 1; }
-  int out_w() const { return (width + 2 * padding - window) / stride + 1; }
-  auto operator<=>(const PoolGeometry&) const = default;
-};
-
-struct BatchNormGeometry {
-  int batch = 0, channels = 0, spatial = 0;  // spatial = H x W (1 after a dense layer)
-  auto operator<=>(const BatchNormGeometry&) const = default;
-};
+using kernels::BatchNormShape;
+using kernels::Conv2dShape;
+using kernels::PoolMode;
+using kernels::PoolShape;
 
 // How convolution algorithms are chosen, once per shape:
 //   heuristic: cuDNN's ranking (cudnnGetConvolution*Algorithm_v7); the same choice every run on the same GPU
@@ -62,28 +42,29 @@ class Dnn {
 
   // Chooses the three algorithms for this shape now instead of at first use. Layers call it at setup for the
   // largest batch; a smaller batch (the last evaluation batch) gets its own choice when first seen.
-  void prepare_conv(const ConvGeometry& g);
+  void prepare_conv(const Conv2dShape& g);
   // "fwd IMPLICIT_PRECOMP_GEMM, data ALGO_1, filter ALGO_1, workspace 12.0 MiB", choosing first if needed.
-  std::string conv_algorithms(const ConvGeometry& g);
+  std::string conv_algorithms(const Conv2dShape& g);
 
-  void conv_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias, float* y);
-  void conv_backward_data(const ConvGeometry& g, const float* dy, const float* w, float* dx);
-  void conv_backward_filter(const ConvGeometry& g, const float* x, const float* dy, float* dw, float* dbias);
+  void conv_forward(const Conv2dShape& g, const float* x, const float* w, const float* bias, float* y);
+  void conv_backward_data(const Conv2dShape& g, const float* dy, const float* w, float* dx);
+  void conv_backward_filter(const Conv2dShape& g, const float* x, const float* dy, float* dw, float* dbias);
 
   // Training: batch statistics; running = (1-momentum)*running + momentum*batch with the unbiased variance;
   // saves mean and 1/sqrt(var+eps) for backward.
-  void batchnorm_forward_train(const BatchNormGeometry& g, const float* x, const float* gamma, const float* beta,
+  void batchnorm_forward_train(const BatchNormShape& g, const float* x, const float* gamma, const float* beta,
                                double momentum, double epsilon, float* running_mean, float* running_var, float* y,
                                float* saved_mean, float* saved_inv_std);
-  void batchnorm_forward_infer(const BatchNormGeometry& g, const float* x, const float* gamma, const float* beta,
+  void batchnorm_forward_infer(const BatchNormShape& g, const float* x, const float* gamma, const float* beta,
                                const float* running_mean, const float* running_var, double epsilon, float* y);
-  void batchnorm_backward(const BatchNormGeometry& g, const float* x, const float* dy, const float* gamma,
+  void batchnorm_backward(const BatchNormShape& g, const float* x, const float* dy, const float* gamma,
                           const float* saved_mean, const float* saved_inv_std, double epsilon, float* dx,
                           float* dgamma, float* dbeta);
 
-  void pool_forward(const PoolGeometry& g, const float* x, float* y);
+  // Average pooling counts padding as zeros (CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING), as the CPU twin does.
+  void pool_forward(const PoolShape& g, PoolMode mode, const float* x, float* y);
   // cuDNN finds the max positions again from x and y, so no argmax buffer is kept.
-  void pool_backward(const PoolGeometry& g, const float* x, const float* y, const float* dy, float* dx);
+  void pool_backward(const PoolShape& g, PoolMode mode, const float* x, const float* y, const float* dy, float* dx);
 
  private:
   struct Impl;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -65,6 +66,14 @@ struct Launch {
   CudaEvent ready, done;  // on the compute stream when the bucket is final; on the comm stream when reduced
 };
 
+// One step's reductions: queued by launch(), closed by wait_all(), waited for on the host by settle(). A round's
+// events are reused only once it has settled, so a round still in flight keeps its own.
+struct Round {
+  std::vector<Launch> launches;
+  size_t launched = 0;
+  CudaEvent compute_end, comm_end;  // compute's and communication's position when the round was closed
+};
+
 constexpr int kIdBytes = 256;          // "host|pci bus id" per rank, for the shared-GPU check
 constexpr double kInitTimeoutS = 120;  // the least time NCCL initialisation gets
 
@@ -77,12 +86,23 @@ struct NcclGradientReducer::Impl {
   int rank = 0, size = 1;
   CudaStream stream;
   ncclComm_t nccl = nullptr;
-  std::vector<Launch> launches;  // reused step after step; the first `launched` belong to this step
-  size_t launched = 0;
-  CudaEvent order;                    // compute -> comm ordering for broadcast
-  CudaEvent compute_end, comm_end;    // timing events: how long communication outlasted compute
+  Round open;                  // the step whose buckets launch() is queueing
+  std::deque<Round> in_flight;  // closed by wait_all(), not yet settled, oldest first
+  std::vector<Round> spare;     // settled rounds whose events are reused
+  CudaEvent order;              // compute -> comm ordering for broadcast
   double exposed_s = 0;
-  std::vector<dist::BucketSpan> spans;  // the last wait_all's buckets
+  std::vector<dist::BucketSpan> spans;  // the last settled round's buckets
+
+  Round new_round() {
+    if (!spare.empty()) {
+      Round r = std::move(spare.back());
+      spare.pop_back();
+      r.launched = 0;
+      return r;
+    }
+    return Round{{}, 0, make_event(true), make_event(true)};
+  }
+  bool busy() const { return open.launched > 0 || !in_flight.empty(); }
 
   explicit Impl(CudaBackend& b) : backend(b) {}
 
@@ -130,12 +150,18 @@ struct NcclGradientReducer::Impl {
                         nccl_words(result)));
   }
 
+  static std::string unfinished(const Round& r) {
+    for (size_t i = 0; i < r.launched; ++i)
+      if (cudaEventQuery(r.launches[i].done) != cudaSuccess)
+        return fmt::format("the all-reduce of gradient bucket {} of {} of a step (floats [{}, {}), {})", i, r.launched,
+                           r.launches[i].begin, r.launches[i].begin + r.launches[i].count,
+                           size_text(r.launches[i].count));
+    return fmt::format("the {} gradient all-reduces of a step", r.launched);
+  }
   std::string unfinished() const {
-    for (size_t i = 0; i < launched; ++i)
-      if (cudaEventQuery(launches[i].done) != cudaSuccess)
-        return fmt::format("the all-reduce of gradient bucket {} of {} this step (floats [{}, {}), {})", i, launched,
-                           launches[i].begin, launches[i].begin + launches[i].count, size_text(launches[i].count));
-    return fmt::format("the {} gradient all-reduces of this step", launched);
+    for (const Round& r : in_flight)
+      if (cudaEventQuery(r.comm_end) != cudaSuccess) return unfinished(r);
+    return unfinished(open);
   }
 
   // The host waits for `event` (and `also`, if given), checking NCCL's error state and the deadline as it goes.
@@ -200,8 +226,6 @@ NcclGradientReducer::NcclGradientReducer(MPI_Comm comm, CudaBackend& backend, do
 
   s.stream = make_stream();
   s.order = make_event(false);
-  s.compute_end = make_event(true);
-  s.comm_end = make_event(true);
   // The backend already made its device current (cudaSetDevice comes before every other CUDA call).
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // so initialisation and every call can be waited on with a deadline
@@ -219,7 +243,7 @@ NcclGradientReducer::~NcclGradientReducer() {
   Impl& s = *impl_;
   if (!s.nccl) return;
   // While unwinding from an error, or with reductions never waited for, peers may be gone: never wait on them.
-  if (std::uncaught_exceptions() > 0 || s.launched > 0) {
+  if (std::uncaught_exceptions() > 0 || s.busy()) {
     s.abort();
     return;
   }
@@ -240,9 +264,11 @@ NcclGradientReducer::~NcclGradientReducer() {
 void NcclGradientReducer::launch(float* grads, const dist::Bucket& bucket) {
   Impl& s = *impl_;
   if (!s.nccl) throw Error(ExitCode::internal, "gradient all-reduce after the NCCL communicator was aborted");
-  // Timing events: they also date each bucket's reduction for the trace (last_spans).
-  if (s.launched == s.launches.size()) s.launches.push_back({0, 0, make_event(true), make_event(true)});
-  Launch& l = s.launches[s.launched];
+  if (!s.open.compute_end) s.open = s.new_round();
+  Round& r = s.open;
+  // Timing events: they also date each bucket's reduction for the trace (spans).
+  if (r.launched == r.launches.size()) r.launches.push_back({0, 0, make_event(true), make_event(true)});
+  Launch& l = r.launches[r.launched];
   l.begin = bucket.begin;
   l.count = bucket.count;
   // The bucket's gradients are final once the compute stream reaches this point; the all-reduce starts there,
@@ -251,9 +277,9 @@ void NcclGradientReducer::launch(float* grads, const dist::Bucket& bucket) {
   CUDA_CHECK(cudaStreamWaitEvent(s.stream, l.ready, 0));
   float* p = grads + bucket.begin;
   RT_NCCL_SETTLE(ncclAllReduce(p, p, static_cast<size_t>(bucket.count), ncclFloat, ncclSum, s.nccl, s.stream),
-                 fmt::format("queueing the all-reduce of gradient bucket {} ({})", s.launched, size_text(bucket.count)));
+                 fmt::format("queueing the all-reduce of gradient bucket {} ({})", r.launched, size_text(bucket.count)));
   CUDA_CHECK(cudaEventRecord(l.done, s.stream));
-  ++s.launched;
+  ++r.launched;
 }
 
 void NcclGradientReducer::progress() {
@@ -262,28 +288,42 @@ void NcclGradientReducer::progress() {
 
 void NcclGradientReducer::wait_all() {
   Impl& s = *impl_;
-  s.spans.clear();
-  if (s.launched == 0) return;
-  CUDA_CHECK(cudaEventRecord(s.compute_end, s.compute));
-  CUDA_CHECK(cudaEventRecord(s.comm_end, s.stream));
-  s.wait_for(s.comm_end, s.compute_end, [&] { return s.unfinished(); });
-  // comm_end has just completed: device times measured back from it land on the host clock (to within the
-  // polling interval of the wait).
-  const double host_end = util::now_s();
-  for (size_t i = 0; i < s.launched; ++i) {
-    float ready_ms = 0, done_ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ready_ms, s.launches[i].ready, s.comm_end));
-    CUDA_CHECK(cudaEventElapsedTime(&done_ms, s.launches[i].done, s.comm_end));
-    s.spans.push_back({static_cast<int>(i), s.launches[i].count, host_end - static_cast<double>(ready_ms) / 1e3,
-                       host_end - static_cast<double>(done_ms) / 1e3});
+  if (!s.open.compute_end) s.open = s.new_round();  // a step that reduced nothing still has its round
+  Round& r = s.open;
+  CUDA_CHECK(cudaEventRecord(r.compute_end, s.compute));
+  CUDA_CHECK(cudaEventRecord(r.comm_end, s.stream));
+  // Device-side order: everything queued on the compute stream from now on (the update) reads summed gradients.
+  // The host does not wait here; settle() does, with a deadline.
+  CUDA_CHECK(cudaStreamWaitEvent(s.compute, r.comm_end, 0));
+  s.in_flight.push_back(std::move(r));
+  s.open = Round{};
+}
+
+std::vector<dist::StepSpans> NcclGradientReducer::settle(int steps_in_flight) {
+  Impl& s = *impl_;
+  std::vector<dist::StepSpans> settled;
+  while (static_cast<int>(s.in_flight.size()) > std::max(steps_in_flight, 0)) {
+    Round& r = s.in_flight.front();
+    s.wait_for(r.comm_end, r.compute_end, [&] { return Impl::unfinished(r); });
+    // comm_end has just completed, or did a while ago; device times are measured back from it, so they land on
+    // the host clock to within the polling interval when the host waited, and earlier than true otherwise.
+    const double host_end = util::now_s();
+    s.spans.clear();
+    for (size_t i = 0; i < r.launched; ++i) {
+      float ready_ms = 0, done_ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ready_ms, r.launches[i].ready, r.comm_end));
+      CUDA_CHECK(cudaEventElapsedTime(&done_ms, r.launches[i].done, r.comm_end));
+      s.spans.push_back({static_cast<int>(i), r.launches[i].count, host_end - static_cast<double>(ready_ms) / 1e3,
+                         host_end - static_cast<double>(done_ms) / 1e3});
+    }
+    settled.push_back(s.spans);
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, r.compute_end, r.comm_end));
+    s.exposed_s = std::max(0.0, static_cast<double>(ms) / 1e3);
+    s.spare.push_back(std::move(r));
+    s.in_flight.pop_front();
   }
-  // Device-side order for everything queued from now on (the optimizer reads the summed gradients). The host
-  // wait above already covers it; the event keeps the order explicit should that wait ever be dropped.
-  CUDA_CHECK(cudaStreamWaitEvent(s.compute, s.comm_end, 0));
-  float ms = 0;
-  CUDA_CHECK(cudaEventElapsedTime(&ms, s.compute_end, s.comm_end));
-  s.exposed_s = std::max(0.0, static_cast<double>(ms) / 1e3);
-  s.launched = 0;
+  return settled;
 }
 
 void NcclGradientReducer::broadcast_params(float* params, int64_t count) {
@@ -294,9 +334,10 @@ void NcclGradientReducer::broadcast_params(float* params, int64_t count) {
   CUDA_CHECK(cudaEventRecord(s.order, s.compute));
   CUDA_CHECK(cudaStreamWaitEvent(s.stream, s.order, 0));
   RT_NCCL_SETTLE(ncclBroadcast(params, params, static_cast<size_t>(count), ncclFloat, 0, s.nccl, s.stream), what);
-  CUDA_CHECK(cudaEventRecord(s.comm_end, s.stream));
-  s.wait_for(s.comm_end, nullptr, [&] { return what; });
-  CUDA_CHECK(cudaStreamWaitEvent(s.compute, s.comm_end, 0));
+  CudaEvent broadcast_end = make_event(false);
+  CUDA_CHECK(cudaEventRecord(broadcast_end, s.stream));
+  s.wait_for(broadcast_end, nullptr, [&] { return what; });
+  CUDA_CHECK(cudaStreamWaitEvent(s.compute, broadcast_end, 0));
 }
 
 double NcclGradientReducer::last_exposed_s() const { return impl_->exposed_s; }

@@ -33,21 +33,21 @@ class NcclGradientReducer final : public dist::GradientReducer {
   void launch(float* grads, const dist::Bucket& bucket) override;
   // Surfaces an asynchronous NCCL error early (throws FaultError after aborting); never waits.
   void progress() override;
-  // The compute stream waits (on the device) for every launched reduction, and the host waits too, polling
-  // against the deadline: on an NCCL error or timeout the communicator is aborted and FaultError names the
-  // first unfinished bucket, its size and the timeout.
+  // The compute stream waits (on the device) for every reduction launched this step; the host does not.
   void wait_all() override;
+  // The host waits for the steps older than the newest `steps_in_flight`, polling against the deadline: on an
+  // NCCL error or timeout the communicator is aborted and FaultError names the first unfinished bucket, its size
+  // and the timeout. Returns each settled bucket from the moment its gradients were final on the compute stream
+  // until its all-reduce ended on the communication stream, measured by device events, on the host clock.
+  std::vector<dist::StepSpans> settle(int steps_in_flight) override;
   const char* name() const override { return "ncclAllReduce"; }
-  // Each bucket from the moment its gradients were final on the compute stream until its all-reduce ended on
-  // the communication stream, measured by device events and placed on the host clock by the end of wait_all.
-  std::vector<dist::BucketSpan> last_spans() const override;
+  std::vector<dist::BucketSpan> last_spans() const override;  // the last settled step's
 
   // In place from rank 0 to every rank, ordered after the compute stream; waits like wait_all().
   void broadcast_params(float* params, int64_t count);
 
-  // Device time by which the last wait_all's reductions outlasted the compute work queued before it: the
-  // communication backward did not hide. 0 when fully overlapped or before the first wait_all. The host time
-  // spent in wait_all also includes the tail of backward still running on the GPU.
+  // Device time by which the last settled step's reductions outlasted the compute work queued before its
+  // wait_all: the communication backward did not hide. 0 when fully overlapped or before the first settle.
   double last_exposed_s() const;
   kernels::cuda::Stream comm_stream() const;
   int ranks() const;

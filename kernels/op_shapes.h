@@ -1,0 +1,49 @@
+// Owns the shapes of the operations every backend implements (convolution, pooling, batch norm, dense), so the
+// CPU kernels, the cuDNN front end and the layers that call them all describe an operation the same way.
+// Plain data, comparable (the cuDNN front end caches a plan per shape), no device and no file knowledge.
+#pragma once
+#include <compare>
+#include <cstdint>
+
+namespace ringtrain::kernels {
+
+// 2-D convolution, NCHW, weights K x C x R x S (filters, input channels, kernel rows, kernel cols).
+struct Conv2dShape {
+  int batch = 0, in_channels = 0, in_h = 0, in_w = 0;
+  int filters = 0, kernel_h = 0, kernel_w = 0, stride = 1, padding = 0;
+  int out_h() const { return (in_h + 2 * padding - kernel_h) / stride + 1; }
+  int out_w() const { return (in_w + 2 * padding - kernel_w) / stride + 1; }
+  // 2 x multiply-adds of the forward pass.
+  double forward_flops() const {
+    return 2.0 * batch * filters * out_h() * out_w() * static_cast<double>(in_channels) * kernel_h * kernel_w;
+  }
+  auto operator<=>(const Conv2dShape&) const = default;
+};
+
+// Average pooling divides by the full window (padding counts as zeros), as cuDNN's
+// CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING does. Global average pooling is a window equal to the input.
+enum class PoolMode { max, average };
+
+struct PoolShape {
+  int batch = 0, channels = 0, in_h = 0, in_w = 0;
+  int window = 2, stride = 2, padding = 0;
+  int out_h() const { return (in_h + 2 * padding - window) / stride + 1; }
+  int out_w() const { return (in_w + 2 * padding - window) / stride + 1; }
+  auto operator<=>(const PoolShape&) const = default;
+};
+
+// Spatial batch normalisation: per channel over N x H x W.
+struct BatchNormShape {
+  int batch = 0, channels = 0, spatial = 0;  // spatial = H x W (1 after a dense layer)
+  int64_t elements() const { return int64_t{batch} * channels * spatial; }
+  auto operator<=>(const BatchNormShape&) const = default;
+};
+
+// Fully connected: y (batch x out) = x (batch x in) W^T + b, W stored out x in (PyTorch's layout).
+struct DenseShape {
+  int batch = 0, in = 0, out = 0;
+  double forward_flops() const { return 2.0 * batch * static_cast<double>(in) * out; }
+  auto operator<=>(const DenseShape&) const = default;
+};
+
+}  // namespace ringtrain::kernels

@@ -1,0 +1,41 @@
+// Owns the CUDA backend's private state, shared by its two source files (cuda_backend.cpp: device, memory and
+// copies; cuda_ops.cpp: the operations). Not for use outside the backend.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstddef>
+#include <memory>
+
+#include "backend/cuda/blas.h"
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_handles.h"
+#include "backend/cuda/dnn.h"
+
+namespace ringtrain::backend {
+
+struct CudaBackend::State {
+  CudaOptions options;
+  cudaDeviceProp properties{};
+  CudaStream stream;  // declared before the handles that use it, so it is destroyed after them
+  std::unique_ptr<Dnn> dnn;
+  std::unique_ptr<Blas> blas;
+  std::size_t allocated = 0;  // bytes allocate() has handed out
+
+  // Two staging buffers used in turn: filling one never waits for the copy out of the other.
+  struct Staging {
+    PinnedMemory memory;
+    CudaEvent copied;
+    bool in_use = false;
+  };
+  std::array<Staging, 2> staging;
+  int next_staging = 0;
+
+  DeviceMemory loss_workspace;  // the loss kernel's per-sample results
+};
+
+// Readbacks and clocks over events on `stream` (cuda_async.cpp).
+std::unique_ptr<model::Readback> make_cuda_readback(cudaStream_t stream, std::size_t bytes);
+std::unique_ptr<model::DeviceClock> make_cuda_clock(cudaStream_t stream, int capacity);
+
+}  // namespace ringtrain::backend

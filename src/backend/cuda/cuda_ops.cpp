@@ -1,0 +1,103 @@
+// Owns the CUDA backend's operations: convolution, batch norm and pooling through cuDNN (dnn.h), dense layers
+// through cuBLAS (blas.h), and the rest through kernels/cuda. Everything is queued on the backend's stream.
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include "backend/cuda/cuda_backend_state.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dropout.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/sgd.h"
+#include "kernels/cuda/softmax_cross_entropy.h"
+
+namespace ringtrain::backend {
+
+namespace kc = kernels::cuda;
+
+void CudaBackend::zero(void* y, std::size_t bytes) {
+  if (bytes) CUDA_CHECK(cudaMemsetAsync(y, 0, bytes, stream()));
+}
+void CudaBackend::fill(int64_t n, float value, float* y) { kc::fill(n, value, y, stream()); }
+void CudaBackend::copy(int64_t n, const float* x, float* y) {
+  if (n > 0 && x != y)
+    CUDA_CHECK(cudaMemcpyAsync(y, x, static_cast<std::size_t>(n) * sizeof(float), cudaMemcpyDeviceToDevice, stream()));
+}
+void CudaBackend::add(int64_t n, const float* a, const float* b, float* y) { kc::add(n, a, b, y, stream()); }
+void CudaBackend::accumulate(int64_t n, const float* x, float* y) { kc::accumulate(n, x, y, stream()); }
+void CudaBackend::relu_forward(int64_t n, const float* x, float* y) { kc::relu_forward(n, x, y, stream()); }
+void CudaBackend::relu_backward(int64_t n, const float* y, const float* dy, float* dx) {
+  kc::relu_backward(n, y, dy, dx, stream());
+}
+void CudaBackend::dropout_forward(int64_t n, float p, uint64_t seed, const float* x, float* y, uint8_t* mask) {
+  kc::dropout_forward(n, p, seed, x, y, mask, stream());
+}
+void CudaBackend::dropout_backward(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx) {
+  kc::dropout_backward(n, p, mask, dy, dx, stream());
+}
+
+void CudaBackend::conv2d_prepare(const model::Conv2dShape& s) { dnn().prepare_conv(s); }
+void CudaBackend::conv2d_forward(const model::Conv2dShape& s, const float* x, const float* w, const float* bias,
+                                 float* y) {
+  dnn().conv_forward(s, x, w, bias, y);
+}
+void CudaBackend::conv2d_backward_data(const model::Conv2dShape& s, const float* dy, const float* w, float* dx) {
+  dnn().conv_backward_data(s, dy, w, dx);
+}
+void CudaBackend::conv2d_backward_filter(const model::Conv2dShape& s, const float* x, const float* dy, float* dw,
+                                         float* dbias) {
+  dnn().conv_backward_filter(s, x, dy, dw, dbias);
+}
+
+// Row-major, W stored out x in (kernels/cpu/dense.h): y (n x out) = x (n x in) * W^T (in x out), then the bias.
+void CudaBackend::dense_forward(const model::DenseShape& s, const float* x, const float* w, const float* bias,
+                                float* y) {
+  blas().sgemm(Transpose::no, Transpose::yes, s.batch, s.out, s.in, 1.0f, x, s.in, w, s.in, 0.0f, y, s.out);
+  if (bias) kc::add_bias_rows(s.batch, s.out, bias, y, stream());
+}
+
+void CudaBackend::dense_backward(const model::DenseShape& s, const float* x, const float* w, const float* dy,
+                                 float* dx, float* dw, float* dbias) {
+  // dW (out x in) += dy^T (out x n) * x (n x in); beta 1 accumulates.
+  blas().sgemm(Transpose::yes, Transpose::no, s.out, s.in, s.batch, 1.0f, dy, s.out, x, s.in, 1.0f, dw, s.in);
+  if (dbias) kc::bias_grad_rows(s.batch, s.out, dy, dbias, stream());
+  // dx (n x in) = dy (n x out) * W (out x in)
+  if (dx) blas().sgemm(Transpose::no, Transpose::no, s.batch, s.in, s.out, 1.0f, dy, s.out, w, s.in, 0.0f, dx, s.in);
+}
+
+void CudaBackend::batchnorm_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
+                                          const float* x, const model::BatchNormBuffers& b, float* y) {
+  dnn().batchnorm_forward_train(s, x, b.gamma, b.beta, settings.momentum, settings.epsilon, b.running_mean,
+                                b.running_var, y, b.saved_mean, b.saved_inv_std);
+}
+void CudaBackend::batchnorm_forward_infer(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
+                                          const float* x, const model::BatchNormBuffers& b, float* y) {
+  dnn().batchnorm_forward_infer(s, x, b.gamma, b.beta, b.running_mean, b.running_var, settings.epsilon, y);
+}
+void CudaBackend::batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
+                                     const float* x, const float* dy, const model::BatchNormBuffers& b, float* dx,
+                                     float* dgamma, float* dbeta) {
+  dnn().batchnorm_backward(s, x, dy, b.gamma, b.saved_mean, b.saved_inv_std, settings.epsilon, dx, dgamma, dbeta);
+}
+
+void CudaBackend::pool_forward(const model::PoolShape& s, model::PoolMode mode, const float* x, float* y, void*) {
+  dnn().pool_forward(s, mode, x, y);
+}
+void CudaBackend::pool_backward(const model::PoolShape& s, model::PoolMode mode, const float* x, const float* y,
+                                const float* dy, float* dx, const void*) {
+  dnn().pool_backward(s, mode, x, y, dy, dx);
+}
+
+void CudaBackend::softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,
+                                        float grad_scale, float* dlogits, model::LossTotals* totals) {
+  State& s = *state_;
+  s.loss_workspace.ensure(kc::softmax_cross_entropy_workspace_bytes(batch), s.stream);
+  kc::softmax_cross_entropy(batch, classes, logits, labels, grad_scale, dlogits, s.loss_workspace.get(), totals,
+                            s.stream);
+}
+
+void CudaBackend::sgd_update(int64_t n, const model::SgdStep& step, const uint32_t* decay_mask, const float* grad,
+                             float* velocity, float* param) {
+  kc::sgd_momentum_update(n, step, decay_mask, grad, velocity, param, stream());
+}
+
+}  // namespace ringtrain::backend

@@ -1,0 +1,59 @@
+// Owns the device decision and the precision checks that depend on it.
+#include "backend/device_setup.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/gpu_device.h"
+#include "common/error.h"
+#include "dist/mpi_gradient_reducer.h"
+#include "dist/thread_gradient_reducer.h"
+
+namespace ringtrain::backend {
+namespace {
+
+bool wants_gpu(const config::JobConfig& job, const dist::World& world) {
+  if (job.run.device == config::DeviceChoice::cuda) return true;
+  if (job.run.device != config::DeviceChoice::auto_detect || !gpu::built()) return false;
+  return world.min_across(gpu::device_visible() ? 1 : 0) == 1;
+}
+
+void check_precision(const config::JobConfig& job, bool gpu) {
+  if (job.train.precision == config::Precision::bf16)
+    throw JobFileError("train.precision = \"bf16\" is not implemented yet (bf16 storage needs its own layer "
+                       "kernels); use \"tf32\" for tensor-core math with fp32 storage, or \"fp32\"");
+  if (!gpu && job.train.precision != config::Precision::fp32)
+    throw JobFileError("train.precision = \"tf32\" needs the CUDA backend; this run uses the CPU backend (run.device, "
+                       "no GPU visible, or a build without CUDA), which computes in fp32");
+}
+
+int default_threads(const dist::World& world) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / world.local_size());
+}
+
+}  // namespace
+
+DeviceSetup open_device(const config::JobConfig& job, dist::World& world) {
+  const bool gpu = wants_gpu(job, world);
+  world.all_succeed([&] { check_precision(job, gpu); });
+  DeviceSetup device;
+  if (gpu) {
+    world.all_succeed([&] {
+      device.backend = gpu::open_backend(job, world.local_rank(), world.local_size(), world.host());
+    });
+    world.all_succeed([&] {
+      device.reducer = gpu::open_reducer(*device.backend, world.comm(), job.run.collective_timeout_s);
+    });
+    return device;
+  }
+  device.backend = std::make_unique<CpuBackend>(job.run.threads > 0 ? job.run.threads : default_threads(world));
+  if (job.dist.reducer == config::CpuReducer::thread)
+    device.reducer = std::make_unique<dist::ThreadGradientReducer>(world.comm());
+  else
+    device.reducer = std::make_unique<dist::MpiGradientReducer>(world.comm());
+  return device;
+}
+
+}  // namespace ringtrain::backend

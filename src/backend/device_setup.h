@@ -1,0 +1,23 @@
+// Owns choosing and opening the compute device a job runs on: the backend and the gradient reducer that goes
+// with it, the same choice on every rank.
+#pragma once
+#include <memory>
+
+#include "config/job_config.h"
+#include "dist/gradient_reducer.h"
+#include "dist/world.h"
+#include "model/backend.h"
+
+namespace ringtrain::backend {
+
+struct DeviceSetup {
+  std::unique_ptr<model::Backend> backend;           // declared first: the reducer (NCCL) goes before its device
+  std::unique_ptr<dist::GradientReducer> reducer;
+};
+
+// Collective. run.device = "cuda" takes the GPU backend; "auto" takes it when this build has one and every rank
+// sees a GPU (so a mixed allocation never splits a job across backends); otherwise the CPU twin with the
+// dist.reducer the job names. Every rank throws the same JobFileError when the job asks for what it cannot have.
+DeviceSetup open_device(const config::JobConfig& job, dist::World& world);
+
+}  // namespace ringtrain::backend

@@ -1,0 +1,78 @@
+// Owns building the step list from the job file's layer specs: chains in order, a residual block as its body's
+// steps, then its shortcut's, then the join.
+#include "model/graph.h"
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "model/layers/layers.h"
+
+namespace ringtrain::model {
+namespace {
+
+constexpr uint64_t kShortcutXor = 0x9e3779b97f4a7c15ull;  // the golden ratio: shortcut seeds draw apart from the body's
+
+}  // namespace
+
+uint64_t SeedPath::apply(uint64_t seed) const {
+  for (const Level& level : levels) seed = (seed ^ level.xor_with) * 1000003u + level.index;
+  return seed;
+}
+
+MemoryUse Step::memory_use() const {
+  if (kind == Kind::layer) return layer->memory_use();
+  // The sum may be written over the body's output; with a ReLU, backward reads the result for its mask.
+  return {.backward_reads_output = relu, .output = OutputMemory::may_overwrite_input};
+}
+
+Graph::Graph(const std::vector<config::LayerSpec>& specs, Backend& backend, Shape input) {
+  add_value(input, -1);
+  output_ = emit_chain(specs, kInput, SeedPath{}, 0, backend);
+}
+
+int Graph::add_value(Shape shape, int producer) {
+  values_.push_back({shape, producer, {}});
+  return static_cast<int>(values_.size()) - 1;
+}
+
+int Graph::emit_chain(const std::vector<config::LayerSpec>& specs, int input, const SeedPath& chain_seed,
+                      uint64_t chain_xor, Backend& backend) {
+  int current = input;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    SeedPath seed = chain_seed;
+    seed.levels.push_back({chain_xor, i});
+    if (specs[i].kind == config::LayerKind::residual) {
+      current = emit_residual(specs[i], current, seed, backend);
+      continue;
+    }
+    owned_.push_back(make_layer(specs[i], backend));
+    Layer* layer = owned_.back().get();
+    const Shape out = layer->setup(values_[static_cast<size_t>(current)].shape);
+    const int step = static_cast<int>(steps_.size());
+    values_[static_cast<size_t>(current)].consumers.push_back(step);
+    const int output = add_value(out, step);
+    steps_.push_back({Step::Kind::layer, layer, {current}, output, false, seed});
+    layer_order_.push_back(layer);
+    current = output;
+  }
+  return current;
+}
+
+int Graph::emit_residual(const config::LayerSpec& spec, int input, const SeedPath& seed, Backend& backend) {
+  const int body = emit_chain(spec.body, input, seed, 0, backend);
+  const int shortcut = spec.shortcut.empty() ? input : emit_chain(spec.shortcut, input, seed, kShortcutXor, backend);
+  const Shape body_shape = values_[static_cast<size_t>(body)].shape;
+  const Shape shortcut_shape = values_[static_cast<size_t>(shortcut)].shape;
+  if (!(body_shape == shortcut_shape))
+    throw JobFileError(fmt::format("{} (residual): body gives {} per batch but the shortcut gives {}; add a "
+                                   "shortcut (e.g. conv2d kernel=1 with the body's filters and stride) so they match",
+                                   spec.where, body_shape.str(), shortcut_shape.str()));
+  const int step = static_cast<int>(steps_.size());
+  values_[static_cast<size_t>(body)].consumers.push_back(step);
+  values_[static_cast<size_t>(shortcut)].consumers.push_back(step);
+  const int output = add_value(body_shape, step);
+  steps_.push_back({Step::Kind::join, nullptr, {body, shortcut}, output, spec.activation_relu, seed});
+  return output;
+}
+
+}  // namespace ringtrain::model

@@ -1,0 +1,72 @@
+// Owns the model as the network runs it: a list of steps, in forward order, over numbered values (tensors).
+// A step is a layer (one input) or a residual join (body + shortcut, then optional ReLU). Residual blocks and
+// their nesting exist only while the graph is built from the job file's specs; afterwards there are values,
+// who produces each and who reads it, which is all the memory plan and the executor need.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/layer_spec.h"
+#include "model/backend.h"
+#include "model/layer.h"
+
+namespace ringtrain::model {
+
+// How a step's seed for stochastic layers derives from the forward pass's seed: for each level of nesting,
+// seed = (seed ^ xor_with) * 1000003 + index (the position in its chain). A residual block's shortcut chain
+// xors with the golden ratio so its layers draw apart from the body's.
+struct SeedPath {
+  struct Level {
+    uint64_t xor_with = 0;
+    uint64_t index = 0;
+  };
+  std::vector<Level> levels;
+  uint64_t apply(uint64_t seed) const;
+};
+
+struct Value {
+  Shape shape;                 // at the setup batch
+  int producer = -1;           // the step that writes it; -1: the network's input
+  std::vector<int> consumers;  // the steps that read it in forward, in step order
+};
+
+struct Step {
+  enum class Kind { layer, join };
+  Kind kind = Kind::layer;
+  Layer* layer = nullptr;   // Kind::layer
+  std::vector<int> inputs;  // one for a layer; body then shortcut for a join
+  int output = -1;
+  bool relu = false;        // Kind::join: ReLU after the sum
+  SeedPath seed;
+  MemoryUse memory_use() const;  // a layer's own; a join reads its output when it has a ReLU, may add in place
+};
+
+class Graph {
+ public:
+  // Makes every layer (model/layers/) and sets it up for `input` (the largest batch). Throws JobFileError
+  // naming the layer when a shape cannot work, or the residual block whose body and shortcut disagree.
+  Graph(const std::vector<config::LayerSpec>& specs, Backend& backend, Shape input);
+
+  const std::vector<Value>& values() const { return values_; }
+  const std::vector<Step>& steps() const { return steps_; }
+  static constexpr int kInput = 0;  // the network's input value
+  int output() const { return output_; }
+  // The layers in step order, which is the order of their parameters in the flat buffers.
+  const std::vector<const Layer*>& layers() const { return layer_order_; }
+
+ private:
+  int add_value(Shape shape, int producer);
+  int emit_chain(const std::vector<config::LayerSpec>& specs, int input, const SeedPath& chain_seed,
+                 uint64_t chain_xor, Backend& backend);
+  int emit_residual(const config::LayerSpec& spec, int input, const SeedPath& seed, Backend& backend);
+
+  std::vector<std::unique_ptr<Layer>> owned_;
+  std::vector<const Layer*> layer_order_;
+  std::vector<Value> values_;
+  std::vector<Step> steps_;
+  int output_ = kInput;
+};
+
+}  // namespace ringtrain::model

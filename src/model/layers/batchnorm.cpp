@@ -1,0 +1,63 @@
+// Owns spatial batch normalisation: per channel over N x H x W, batch statistics in training (running ones
+// updated), running statistics in evaluation.
+#include "model/layers/layers.h"
+#include "model/layers/leaf_layer.h"
+
+namespace ringtrain::model {
+namespace {
+
+class BatchNorm final : public LeafLayer {
+ public:
+  using LeafLayer::LeafLayer;
+  std::string describe() const override { return "batchnorm"; }
+  Shape setup(const Shape& in) override {
+    in_ = out_ = in;
+    saved_mean_ = keep(sizeof(float) * static_cast<size_t>(in.c));
+    saved_inv_std_ = keep(sizeof(float) * static_cast<size_t>(in.c));
+    buffers_.saved_mean = saved_mean_.as<float>();
+    buffers_.saved_inv_std = saved_inv_std_.as<float>();
+    return out_;
+  }
+  MemoryUse memory_use() const override { return {.backward_reads_input = true}; }
+  std::vector<ParamDecl> param_decls() const override {
+    return {{"gamma", in_.c, ParamInit::ones, 1, false}, {"beta", in_.c, ParamInit::zeros, 1, false}};
+  }
+  std::vector<StateDecl> state_decls() const override {
+    return {{"running_mean", in_.c, ParamInit::zeros}, {"running_var", in_.c, ParamInit::ones}};
+  }
+  void bind(std::span<float* const> p, std::span<float* const> g, std::span<float* const> s) override {
+    buffers_.gamma = p[0], buffers_.beta = p[1], dgamma_ = g[0], dbeta_ = g[1];
+    buffers_.running_mean = s[0], buffers_.running_var = s[1];
+  }
+  void forward(const ForwardPass& pass) override {
+    if (pass.mode == Mode::train)
+      backend_.batchnorm_forward_train(shape_at(pass.x.shape.n), settings(), pass.x.data, buffers_, pass.y);
+    else
+      backend_.batchnorm_forward_infer(shape_at(pass.x.shape.n), settings(), pass.x.data, buffers_, pass.y);
+  }
+  void backward(const BackwardPass& pass) override {
+    backend_.batchnorm_backward(shape_at(pass.dy.shape.n), settings(), pass.x.data, pass.dy.data, buffers_,
+                                pass.dx ? pass.dx : scratch_dx(pass.dy.shape), dgamma_, dbeta_);
+  }
+
+ private:
+  BatchNormShape shape_at(int batch) const { return {batch, in_.c, in_.h * in_.w}; }
+  BatchNormSettings settings() const { return {spec_.momentum, spec_.epsilon}; }
+  // The backends compute dx in the same pass as the parameter gradients, so a batch norm that is the network's
+  // first layer (no dx wanted) writes it into a buffer of its own, made on first use.
+  float* scratch_dx(const Shape& s) {
+    if (!unused_dx_) unused_dx_ = keep(sizeof(float) * static_cast<size_t>(s.with_batch(in_.n).elements()));
+    return unused_dx_.as<float>();
+  }
+  BatchNormBuffers buffers_;
+  DeviceBuffer saved_mean_, saved_inv_std_, unused_dx_;
+  float *dgamma_ = nullptr, *dbeta_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_batchnorm(const config::LayerSpec& spec, Backend& backend) {
+  return std::make_unique<BatchNorm>(spec, backend);
+}
+
+}  // namespace ringtrain::model

@@ -1,0 +1,56 @@
+// Owns the 2-D convolution layer: NCHW, weights K x C x R x S, optional bias.
+#include <fmt/format.h>
+
+#include "model/layers/layers.h"
+#include "model/layers/leaf_layer.h"
+
+namespace ringtrain::model {
+namespace {
+
+class Conv2d final : public LeafLayer {
+ public:
+  using LeafLayer::LeafLayer;
+  std::string describe() const override {
+    return fmt::format("conv2d {}x{}x{} s{} p{}", spec_.kernel, spec_.kernel, spec_.filters, spec_.stride,
+                       spec_.padding);
+  }
+  Shape setup(const Shape& in) override {
+    in_ = in;
+    // Checked before out_h(): integer division truncates a negative numerator towards zero.
+    if (in.h + 2 * spec_.padding < spec_.kernel || in.w + 2 * spec_.padding < spec_.kernel)
+      shape_error(in, fmt::format("a {}x{} kernel with padding {} does not fit", spec_.kernel, spec_.kernel,
+                                  spec_.padding));
+    shape_ = {in.n, in.c, in.h, in.w, spec_.filters, spec_.kernel, spec_.kernel, spec_.stride, spec_.padding};
+    out_ = {in.n, spec_.filters, shape_.out_h(), shape_.out_w()};
+    backend_.conv2d_prepare(shape_);
+    return out_;
+  }
+  MemoryUse memory_use() const override { return {.backward_reads_input = true}; }  // the filter gradient
+  std::vector<ParamDecl> param_decls() const override {
+    return params_.decls(spec_.filters, int64_t{in_.c} * spec_.kernel * spec_.kernel, spec_.bias);
+  }
+  void bind(std::span<float* const> p, std::span<float* const> g, std::span<float* const>) override {
+    params_.bind(p, g);
+  }
+  void forward(const ForwardPass& pass) override {
+    backend_.conv2d_forward(at_batch(shape_, pass.x.shape.n), pass.x.data, params_.weight(), params_.bias(), pass.y);
+  }
+  void backward(const BackwardPass& pass) override {
+    const Conv2dShape s = at_batch(shape_, pass.dy.shape.n);
+    backend_.conv2d_backward_filter(s, pass.x.data, pass.dy.data, params_.weight_grad(), params_.bias_grad());
+    if (pass.dx) backend_.conv2d_backward_data(s, pass.dy.data, params_.weight(), pass.dx);
+  }
+  double forward_flops_per_sample() const override { return at_batch(shape_, 1).forward_flops(); }
+
+ private:
+  Conv2dShape shape_;
+  WeightAndBias params_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_conv2d(const config::LayerSpec& spec, Backend& backend) {
+  return std::make_unique<Conv2d>(spec, backend);
+}
+
+}  // namespace ringtrain::model

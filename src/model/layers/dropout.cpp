@@ -1,0 +1,48 @@
+// Owns inverted dropout: in training each element is kept with probability 1-rate and scaled by 1/(1-rate), so
+// evaluation is the identity. At rate 0 it is a view of its input, like flatten.
+#include <fmt/format.h>
+
+#include "model/layers/layers.h"
+#include "model/layers/leaf_layer.h"
+
+namespace ringtrain::model {
+namespace {
+
+class Dropout final : public LeafLayer {
+ public:
+  using LeafLayer::LeafLayer;
+  std::string describe() const override { return fmt::format("dropout {}", spec_.rate); }
+  Shape setup(const Shape& in) override {
+    in_ = out_ = in;
+    if (active()) mask_ = keep(static_cast<size_t>(in.elements()));
+    return out_;
+  }
+  MemoryUse memory_use() const override {
+    return {.output = active() ? OutputMemory::own : OutputMemory::is_input};
+  }
+  void forward(const ForwardPass& pass) override {
+    if (!active()) return;
+    const int64_t n = pass.x.shape.elements();
+    if (pass.mode == Mode::train)
+      backend_.dropout_forward(n, rate(), pass.seed, pass.x.data, pass.y, mask_.as<uint8_t>());
+    else
+      backend_.copy(n, pass.x.data, pass.y);
+  }
+  void backward(const BackwardPass& pass) override {
+    if (active() && pass.dx)
+      backend_.dropout_backward(pass.dy.shape.elements(), rate(), mask_.as<uint8_t>(), pass.dy.data, pass.dx);
+  }
+
+ private:
+  bool active() const { return spec_.rate > 0; }
+  float rate() const { return static_cast<float>(spec_.rate); }
+  DeviceBuffer mask_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_dropout(const config::LayerSpec& spec, Backend& backend) {
+  return std::make_unique<Dropout>(spec, backend);
+}
+
+}  // namespace ringtrain::model

@@ -1,0 +1,197 @@
+// Owns the memory plan's three passes: activations (which steps run in place, how long each value lives),
+// gradients (where each backward step writes, which values need their contributions summed), and placing the
+// buffers in the arena by lifetime.
+#include "model/memory_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+namespace ringtrain::model {
+namespace {
+
+int64_t bytes_of(int64_t floats) {
+  const int64_t bytes = floats * static_cast<int64_t>(sizeof(float));
+  return (bytes + MemoryPlan::kAlignment - 1) / MemoryPlan::kAlignment * MemoryPlan::kAlignment;
+}
+
+}  // namespace
+
+int MemoryPlan::new_buffer(int64_t floats) {
+  buffers_.push_back({floats, std::numeric_limits<int>::max(), -1, 0});
+  return static_cast<int>(buffers_.size()) - 1;
+}
+
+void MemoryPlan::use(int buffer, int time) {
+  if (buffer < 0) return;
+  Buffer& b = buffers_[static_cast<size_t>(buffer)];
+  b.first = std::min(b.first, time);
+  b.last = std::max(b.last, time);
+}
+
+int MemoryPlan::input_gradient(int step, int slot) const {
+  return input_gradient_[static_cast<size_t>(step)][static_cast<size_t>(slot)];
+}
+
+MemoryPlan::MemoryPlan(const Graph& graph, bool share) {
+  plan_activations(graph, share);
+  plan_gradients(graph);
+  place(share);
+}
+
+void MemoryPlan::plan_activations(const Graph& graph, bool share) {
+  const auto& values = graph.values();
+  const auto& steps = graph.steps();
+  const int step_count = static_cast<int>(steps.size());
+  activation_.assign(values.size(), kNetworkInput);
+  std::vector<int> residents;  // values living in each buffer
+  const auto assign = [&](int value, int buffer) {
+    activation_[static_cast<size_t>(value)] = buffer;
+    if (buffer >= 0) ++residents[static_cast<size_t>(buffer)];
+  };
+  // An element-wise step may overwrite its input when nothing reads that input afterwards: it is the input's
+  // only reader, shares no buffer with another value, and neither its producer's backward (reading its output)
+  // nor this step's own backward (reading its input) needs it.
+  const auto may_overwrite = [&](int step, int input) {
+    const int buffer = activation_[static_cast<size_t>(input)];
+    const Value& v = values[static_cast<size_t>(input)];
+    return buffer >= 0 && v.consumers.size() == 1 && residents[static_cast<size_t>(buffer)] == 1 &&
+           !steps[static_cast<size_t>(v.producer)].memory_use().backward_reads_output &&
+           !steps[static_cast<size_t>(step)].memory_use().backward_reads_input;
+  };
+  for (int k = 0; k < step_count; ++k) {
+    const Step& step = steps[static_cast<size_t>(k)];
+    const int input = step.inputs[0];
+    const OutputMemory output = step.memory_use().output;
+    const bool shares_input =
+        output == OutputMemory::is_input ||
+        (share && output == OutputMemory::may_overwrite_input && may_overwrite(k, input));
+    if (shares_input) {
+      assign(step.output, activation_[static_cast<size_t>(input)]);
+      continue;
+    }
+    residents.push_back(0);
+    assign(step.output, new_buffer(values[static_cast<size_t>(step.output)].shape.elements()));
+  }
+  // Lifetimes: from the producing step to the last reader, in forward, at the loss (the logits), or in backward.
+  const auto backward_time = [&](int k) { return 2 * step_count - k; };
+  for (size_t v = 0; v < values.size(); ++v) {
+    const int buffer = activation_[v];
+    if (buffer < 0) continue;
+    const Value& value = values[v];
+    use(buffer, value.producer);
+    if (steps[static_cast<size_t>(value.producer)].memory_use().backward_reads_output)
+      use(buffer, backward_time(value.producer));
+    for (const int c : value.consumers) {
+      use(buffer, c);
+      if (steps[static_cast<size_t>(c)].memory_use().backward_reads_input) use(buffer, backward_time(c));
+    }
+    if (static_cast<int>(v) == graph.output()) use(buffer, step_count);
+  }
+}
+
+void MemoryPlan::plan_gradients(const Graph& graph) {
+  const auto& values = graph.values();
+  const auto& steps = graph.steps();
+  const int step_count = static_cast<int>(steps.size());
+  gradient_.assign(values.size(), kNoGradient);
+  input_gradient_.resize(steps.size());
+  sums_after_.resize(steps.size());
+  std::vector<std::vector<int>> contributions(values.size());
+  gradient_[static_cast<size_t>(graph.output())] = kOutputGradient;
+  const auto needs_gradient = [&](int value) { return activation_[static_cast<size_t>(value)] != kNetworkInput; };
+
+  // A value's gradient is final once every reader's backward has contributed: one contribution is the gradient
+  // itself; several are summed after the last one arrives.
+  const auto contribute = [&](int value, int buffer, int k, int time) {
+    auto& got = contributions[static_cast<size_t>(value)];
+    got.push_back(buffer);
+    if (got.size() < values[static_cast<size_t>(value)].consumers.size()) return;
+    if (got.size() == 1) {
+      gradient_[static_cast<size_t>(value)] = buffer;
+      return;
+    }
+    const int sum = new_buffer(values[static_cast<size_t>(value)].shape.elements());
+    use(sum, time);
+    for (const int addend : got) use(addend, time);
+    sums_after_[static_cast<size_t>(k)].push_back({value, got, sum});
+    gradient_[static_cast<size_t>(value)] = sum;
+  };
+
+  for (int k = step_count - 1; k >= 0; --k) {
+    const Step& step = steps[static_cast<size_t>(k)];
+    const int time = 2 * step_count - k;
+    const int dy = gradient_[static_cast<size_t>(step.output)];
+    use(dy, time);
+    auto& writes = input_gradient_[static_cast<size_t>(k)];
+    writes.assign(step.inputs.size(), kNoGradient);
+    if (step.kind == Step::Kind::layer) {
+      const int input = step.inputs[0];
+      if (!needs_gradient(input)) continue;
+      // A view passes dy through as its input gradient.
+      const int dx = step.memory_use().output == OutputMemory::is_input
+                         ? dy
+                         : new_buffer(values[static_cast<size_t>(input)].shape.elements());
+      use(dx, time);
+      writes[0] = dx;
+      contribute(input, dx, k, time);
+      continue;
+    }
+    // A join hands both branches the gradient of its sum: dy itself, or dy through the ReLU's mask.
+    const int dsum = step.relu ? new_buffer(values[static_cast<size_t>(step.output)].shape.elements()) : dy;
+    use(dsum, time);
+    for (size_t slot = 0; slot < step.inputs.size(); ++slot) {
+      if (!needs_gradient(step.inputs[slot])) continue;
+      writes[slot] = dsum;
+      contribute(step.inputs[slot], dsum, k, time);
+    }
+  }
+}
+
+void MemoryPlan::place(bool share) {
+  std::vector<int> order(buffers_.size());
+  std::iota(order.begin(), order.end(), 0);
+  // Largest first: the big activations settle low in the arena and the small ones fill the gaps between them.
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return buffers_[static_cast<size_t>(a)].floats > buffers_[static_cast<size_t>(b)].floats;
+  });
+  std::vector<int> placed;
+  arena_bytes_ = 0;
+  for (const int id : order) {
+    Buffer& b = buffers_[static_cast<size_t>(id)];
+    const int64_t bytes = bytes_of(b.floats);
+    std::vector<const Buffer*> in_the_way;
+    for (const int other : placed) {
+      const Buffer& o = buffers_[static_cast<size_t>(other)];
+      if (!share || (o.first <= b.last && b.first <= o.last)) in_the_way.push_back(&o);
+    }
+    std::sort(in_the_way.begin(), in_the_way.end(), [](const Buffer* x, const Buffer* y) { return x->offset < y->offset; });
+    int64_t offset = 0;
+    for (const Buffer* o : in_the_way) {
+      if (offset + bytes <= o->offset) break;
+      offset = std::max(offset, o->offset + bytes_of(o->floats));
+    }
+    b.offset = offset;
+    arena_bytes_ = std::max(arena_bytes_, offset + bytes);
+    placed.push_back(id);
+  }
+}
+
+int64_t MemoryPlan::unshared_bytes() const {
+  int64_t total = 0;
+  for (const Buffer& b : buffers_) total += bytes_of(b.floats);
+  return total;
+}
+
+std::string MemoryPlan::summary() const {
+  const double mib = 1 << 20;
+  const int64_t unshared = unshared_bytes();
+  return fmt::format("{} buffers for activations and gradients in {:.1f} MiB ({:.1f} MiB unshared: {:.0f} % saved)",
+                     buffers_.size(), static_cast<double>(arena_bytes_) / mib, static_cast<double>(unshared) / mib,
+                     unshared > 0 ? 100.0 * (1.0 - static_cast<double>(arena_bytes_) / static_cast<double>(unshared))
+                                  : 0.0);
+}
+
+}  // namespace ringtrain::model

@@ -1,0 +1,125 @@
+// Proves the step runner's asynchronous contract on the CPU twin (the same code queues work on a GPU): a step's
+// loss sums come back through finished() in queue order, one step late when one is left in flight, all of them
+// when none is; they are the sums a direct evaluation gives; labels outside the class range are counted, not
+// lost; phase times come back per step; and a step cannot be begun over one not yet collected.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <utility>
+
+#include "backend/cpu/cpu_backend.h"
+#include "common/error.h"
+#include "dist/gradient_sync.h"
+#include "model/network.h"
+#include "train/step_runner.h"
+
+using namespace ringtrain;
+using config::LayerKind;
+using config::LayerSpec;
+
+namespace {
+
+// One rank: the sum over ranks is the gradient itself. Each step settles at once, with no buckets timed.
+class OneRank final : public dist::GradientReducer {
+ public:
+  void launch(float*, const dist::Bucket&) override {}
+  void progress() override {}
+  void wait_all() override { ++unsettled_; }
+  std::vector<dist::StepSpans> settle(int) override { return std::vector<dist::StepSpans>(std::exchange(unsettled_, 0)); }
+  const char* name() const override { return "none"; }
+
+ private:
+  size_t unsettled_ = 0;
+};
+
+std::vector<LayerSpec> small_model() {
+  LayerSpec flatten, hidden, relu, out;
+  flatten.kind = LayerKind::flatten;
+  hidden.kind = LayerKind::dense, hidden.units = 8;
+  relu.kind = LayerKind::relu;
+  out.kind = LayerKind::dense, out.units = 3;
+  return {flatten, hidden, relu, out};
+}
+
+struct Fixture {
+  static constexpr int kBatch = 4, kAccumulate = 2;
+  backend::CpuBackend cpu{1};
+  model::Network net{small_model(), cpu, {kBatch, 1, 3, 3}, 3};
+  OneRank reducer;
+  dist::GradientSync sync{net, reducer, 1.0};
+  config::JobConfig::Optimizer optimizer;
+  train::StepRunner runner{net, sync, optimizer, kBatch * kAccumulate, kAccumulate};
+  std::vector<float> images;
+  std::vector<int32_t> labels;
+
+  Fixture() {
+    const auto init = net.initial_params(5);
+    std::copy(init.begin(), init.end(), net.params());
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal;
+    images.resize(kBatch * kAccumulate * 9);
+    for (auto& v : images) v = normal(rng);
+    labels = {0, 1, 2, 1, 2, 0, 0, 1};
+  }
+  void step(int64_t id, float lr) {
+    runner.begin(id);
+    for (int m = 0; m < kAccumulate; ++m)
+      runner.micro_batch(images.data() + m * kBatch * 9, labels.data() + m * kBatch, kBatch, 0, m + 1 == kAccumulate);
+    runner.apply(lr);
+  }
+};
+
+TEST(StepRunner, StepsComeBackInOrderOneLateOrAllWhenDrained) {
+  Fixture f;
+  f.step(10, 0.01f);
+  EXPECT_TRUE(f.runner.finished(1).empty()) << "the only step is left in flight";
+  EXPECT_EQ(f.runner.in_flight(), 1);
+  f.step(11, 0.01f);
+  const auto first = f.runner.finished(1);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].step, 10);
+  EXPECT_EQ(first[0].samples, Fixture::kBatch * Fixture::kAccumulate);
+  EXPECT_GT(first[0].times.forward, 0);
+  EXPECT_GT(first[0].times.backward, 0);
+  EXPECT_GE(first[0].times.optimizer, 0);
+  f.step(12, 0.01f);
+  EXPECT_THROW(f.step(13, 0.01f), Error) << "step 11 and 12 are both in flight: 13 would overwrite 11's sums";
+  const auto rest = f.runner.finished(0);
+  ASSERT_EQ(rest.size(), 2u);
+  EXPECT_EQ(rest[0].step, 11);
+  EXPECT_EQ(rest[1].step, 12);
+  EXPECT_EQ(f.runner.in_flight(), 0);
+}
+
+// With a zero learning rate the parameters stay put, so the step's sums must be exactly those of evaluating the
+// same micro-batches directly, added in the same order.
+TEST(StepRunner, LossSumsAreThoseOfADirectEvaluation) {
+  Fixture f;
+  f.step(0, 0.0f);
+  const auto done = f.runner.finished(0);
+  ASSERT_EQ(done.size(), 1u);
+  model::LossTotals want;
+  std::vector<float> dlogits(Fixture::kBatch * 3);
+  for (int m = 0; m < Fixture::kAccumulate; ++m) {
+    const auto logits = f.net.forward({f.images.data() + m * Fixture::kBatch * 9, f.net.input_shape()},
+                                      model::Mode::train, 0);
+    f.cpu.softmax_cross_entropy(Fixture::kBatch, 3, logits.data, f.labels.data() + m * Fixture::kBatch, 1.0f,
+                                dlogits.data(), &want);
+  }
+  EXPECT_EQ(done[0].loss.loss_sum, want.loss_sum);
+  EXPECT_EQ(done[0].loss.correct, want.correct);
+  EXPECT_EQ(done[0].loss.bad_labels, 0);
+  EXPECT_GT(want.loss_sum, 0);
+}
+
+TEST(StepRunner, LabelsOutsideTheClassesAreCountedForTheCaller) {
+  Fixture f;
+  f.labels[5] = 7;
+  f.labels[6] = -1;
+  f.step(0, 0.01f);
+  const auto done = f.runner.finished(0);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].loss.bad_labels, 2);
+}
+
+}  // namespace

@@ -1,0 +1,196 @@
+// Owns the layer tests' reference arithmetic: each layer kind's forward and backward written as direct loops in
+// double on the host, the definition every backend is checked against (NCHW, weights K x C x R x S, W of dense
+// stored out x in, average pooling counting padding, unbiased running variance).
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <vector>
+
+#include "kernels/op_shapes.h"
+
+namespace ringtrain::layer_test {
+
+using Values = std::vector<double>;
+
+inline Values to_double(const std::vector<float>& v) { return Values(v.begin(), v.end()); }
+
+struct ConvReference {
+  kernels::Conv2dShape s;
+  size_t x_at(int n, int c, int h, int w) const { return ((size_t(n) * s.in_channels + c) * s.in_h + h) * s.in_w + w; }
+  size_t y_at(int n, int k, int h, int w) const { return ((size_t(n) * s.filters + k) * s.out_h() + h) * s.out_w() + w; }
+  size_t w_at(int k, int c, int r, int q) const { return ((size_t(k) * s.in_channels + c) * s.kernel_h + r) * s.kernel_w + q; }
+  // Calls f(n, k, oh, ow, c, r, q, ih, iw) for every term whose input position lies inside the image.
+  template <class F>
+  void for_each_term(F f) const {
+    for (int n = 0; n < s.batch; ++n)
+      for (int k = 0; k < s.filters; ++k)
+        for (int oh = 0; oh < s.out_h(); ++oh)
+          for (int ow = 0; ow < s.out_w(); ++ow)
+            for (int c = 0; c < s.in_channels; ++c)
+              for (int r = 0; r < s.kernel_h; ++r)
+                for (int q = 0; q < s.kernel_w; ++q) {
+                  const int ih = oh * s.stride + r - s.padding, iw = ow * s.stride + q - s.padding;
+                  if (ih >= 0 && ih < s.in_h && iw >= 0 && iw < s.in_w) f(n, k, oh, ow, c, r, q, ih, iw);
+                }
+  }
+  Values forward(const Values& x, const Values& w, const Values* bias) const {
+    Values y(size_t(s.batch) * s.filters * s.out_h() * s.out_w());
+    for_each_term([&](int n, int k, int oh, int ow, int c, int r, int q, int ih, int iw) {
+      y[y_at(n, k, oh, ow)] += x[x_at(n, c, ih, iw)] * w[w_at(k, c, r, q)];
+    });
+    if (bias)
+      for (int n = 0; n < s.batch; ++n)
+        for (int k = 0; k < s.filters; ++k)
+          for (int i = 0; i < s.out_h() * s.out_w(); ++i) y[y_at(n, k, 0, 0) + size_t(i)] += (*bias)[size_t(k)];
+    return y;
+  }
+  Values backward_data(const Values& dy, const Values& w) const {
+    Values dx(size_t(s.batch) * s.in_channels * s.in_h * s.in_w);
+    for_each_term([&](int n, int k, int oh, int ow, int c, int r, int q, int ih, int iw) {
+      dx[x_at(n, c, ih, iw)] += dy[y_at(n, k, oh, ow)] * w[w_at(k, c, r, q)];
+    });
+    return dx;
+  }
+  void backward_filter(const Values& x, const Values& dy, Values& dw, Values* dbias) const {
+    for_each_term([&](int n, int k, int oh, int ow, int c, int r, int q, int ih, int iw) {
+      dw[w_at(k, c, r, q)] += dy[y_at(n, k, oh, ow)] * x[x_at(n, c, ih, iw)];
+    });
+    if (dbias)
+      for (int n = 0; n < s.batch; ++n)
+        for (int k = 0; k < s.filters; ++k)
+          for (int i = 0; i < s.out_h() * s.out_w(); ++i) (*dbias)[size_t(k)] += dy[y_at(n, k, 0, 0) + size_t(i)];
+  }
+};
+
+struct DenseReference {
+  int batch, in, out;
+  Values forward(const Values& x, const Values& w, const Values* bias) const {
+    Values y(size_t(batch) * out);
+    for (int b = 0; b < batch; ++b)
+      for (int o = 0; o < out; ++o) {
+        double acc = bias ? (*bias)[size_t(o)] : 0.0;
+        for (int i = 0; i < in; ++i) acc += x[size_t(b) * in + i] * w[size_t(o) * in + i];
+        y[size_t(b) * out + o] = acc;
+      }
+    return y;
+  }
+  Values backward_data(const Values& dy, const Values& w) const {
+    Values dx(size_t(batch) * in);
+    for (int b = 0; b < batch; ++b)
+      for (int i = 0; i < in; ++i)
+        for (int o = 0; o < out; ++o) dx[size_t(b) * in + i] += dy[size_t(b) * out + o] * w[size_t(o) * in + i];
+    return dx;
+  }
+  void backward_params(const Values& x, const Values& dy, Values& dw, Values* dbias) const {
+    for (int b = 0; b < batch; ++b)
+      for (int o = 0; o < out; ++o) {
+        for (int i = 0; i < in; ++i) dw[size_t(o) * in + i] += dy[size_t(b) * out + o] * x[size_t(b) * in + i];
+        if (dbias) (*dbias)[size_t(o)] += dy[size_t(b) * out + o];
+      }
+  }
+};
+
+struct BatchNormReference {
+  kernels::BatchNormShape s;
+  double momentum, epsilon;
+  size_t at(int n, int c, int i) const { return (size_t(n) * s.channels + c) * s.spatial + i; }
+  double count() const { return double(s.batch) * s.spatial; }
+  template <class F>
+  double channel_sum(int c, F f) const {
+    double acc = 0;
+    for (int n = 0; n < s.batch; ++n)
+      for (int i = 0; i < s.spatial; ++i) acc += f(at(n, c, i));
+    return acc;
+  }
+  // Training forward: y, and the running statistics updated in place.
+  Values forward_train(const Values& x, const Values& gamma, const Values& beta, Values& running_mean,
+                       Values& running_var) const {
+    Values y(x.size());
+    for (int c = 0; c < s.channels; ++c) {
+      const double mean = channel_sum(c, [&](size_t j) { return x[j]; }) / count();
+      const double var = channel_sum(c, [&](size_t j) { return (x[j] - mean) * (x[j] - mean); }) / count();
+      const double inv_std = 1.0 / std::sqrt(var + epsilon);
+      for (int n = 0; n < s.batch; ++n)
+        for (int i = 0; i < s.spatial; ++i)
+          y[at(n, c, i)] = gamma[size_t(c)] * (x[at(n, c, i)] - mean) * inv_std + beta[size_t(c)];
+      running_mean[size_t(c)] = (1 - momentum) * running_mean[size_t(c)] + momentum * mean;
+      running_var[size_t(c)] = (1 - momentum) * running_var[size_t(c)] + momentum * var * count() / (count() - 1);
+    }
+    return y;
+  }
+  Values forward_infer(const Values& x, const Values& gamma, const Values& beta, const Values& running_mean,
+                       const Values& running_var) const {
+    Values y(x.size());
+    for (int c = 0; c < s.channels; ++c)
+      for (int n = 0; n < s.batch; ++n)
+        for (int i = 0; i < s.spatial; ++i)
+          y[at(n, c, i)] = gamma[size_t(c)] * (x[at(n, c, i)] - running_mean[size_t(c)]) /
+                               std::sqrt(running_var[size_t(c)] + epsilon) +
+                           beta[size_t(c)];
+    return y;
+  }
+  // dx from batch statistics; dgamma and dbeta accumulate.
+  Values backward(const Values& x, const Values& dy, const Values& gamma, Values& dgamma, Values& dbeta) const {
+    Values dx(x.size());
+    for (int c = 0; c < s.channels; ++c) {
+      const double mean = channel_sum(c, [&](size_t j) { return x[j]; }) / count();
+      const double var = channel_sum(c, [&](size_t j) { return (x[j] - mean) * (x[j] - mean); }) / count();
+      const double inv_std = 1.0 / std::sqrt(var + epsilon);
+      const double sum_dy = channel_sum(c, [&](size_t j) { return dy[j]; });
+      const double sum_dy_xhat = channel_sum(c, [&](size_t j) { return dy[j] * (x[j] - mean) * inv_std; });
+      dgamma[size_t(c)] += sum_dy_xhat;
+      dbeta[size_t(c)] += sum_dy;
+      for (int n = 0; n < s.batch; ++n)
+        for (int i = 0; i < s.spatial; ++i) {
+          const size_t j = at(n, c, i);
+          const double xhat = (x[j] - mean) * inv_std;
+          dx[j] = gamma[size_t(c)] * inv_std * (dy[j] - sum_dy / count() - xhat * sum_dy_xhat / count());
+        }
+    }
+    return dx;
+  }
+};
+
+struct PoolReference {
+  kernels::PoolShape s;
+  bool max;
+  size_t x_at(int p, int h, int w) const { return (size_t(p) * s.in_h + h) * s.in_w + w; }
+  size_t y_at(int p, int h, int w) const { return (size_t(p) * s.out_h() + h) * s.out_w() + w; }
+  // Calls f(plane, oh, ow, ih, iw) for every input inside each output's window, in scan order.
+  template <class F>
+  void for_each_tap(F f) const {
+    for (int p = 0; p < s.batch * s.channels; ++p)
+      for (int oh = 0; oh < s.out_h(); ++oh)
+        for (int ow = 0; ow < s.out_w(); ++ow)
+          for (int r = 0; r < s.window; ++r)
+            for (int q = 0; q < s.window; ++q) {
+              const int ih = oh * s.stride + r - s.padding, iw = ow * s.stride + q - s.padding;
+              if (ih >= 0 && ih < s.in_h && iw >= 0 && iw < s.in_w) f(p, oh, ow, ih, iw);
+            }
+  }
+  Values forward(const Values& x) const {
+    Values y(size_t(s.batch) * s.channels * s.out_h() * s.out_w(), max ? -std::numeric_limits<double>::infinity() : 0.0);
+    for_each_tap([&](int p, int oh, int ow, int ih, int iw) {
+      double& out = y[y_at(p, oh, ow)];
+      out = max ? std::max(out, x[x_at(p, ih, iw)]) : out + x[x_at(p, ih, iw)] / (s.window * s.window);
+    });
+    return y;
+  }
+  // Max: each output's gradient goes to its window's largest input (inputs are distinct, so it is unique).
+  Values backward(const Values& x, const Values& dy) const {
+    const Values y = forward(x);
+    Values dx(x.size());
+    for_each_tap([&](int p, int oh, int ow, int ih, int iw) {
+      const double g = dy[y_at(p, oh, ow)];
+      if (!max)
+        dx[x_at(p, ih, iw)] += g / (s.window * s.window);
+      else if (x[x_at(p, ih, iw)] == y[y_at(p, oh, ow)])
+        dx[x_at(p, ih, iw)] += g;
+    });
+    return dx;
+  }
+};
+
+}  // namespace ringtrain::layer_test

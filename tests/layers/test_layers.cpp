@@ -1,0 +1,450 @@
+// Tests every layer kind through the one implementation the network runs (model/layers/), once per backend from
+// the same test bodies: the CPU twin always, the CUDA backend (fp32, TF32 tensor cores, measured algorithms)
+// where a GPU is visible. Each layer is checked against direct loops in double (layer_reference.h): training
+// and evaluation forward, running statistics, input gradients and accumulated parameter gradients, at the
+// setup batch and a smaller one. Backward runs after the layer's forward tensors that memory_use() says backward
+// does not read have been overwritten with NaN, so a wrong declaration (which would let the memory plan reuse
+// a tensor too early) fails here; element-wise layers are also run in place.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/gpu_device.h"
+#include "common/error.h"
+#include "config/job_config.h"
+#include "model/layers/layers.h"
+#include "tests/layers/layer_reference.h"
+
+namespace ringtrain::layer_test {
+namespace {
+
+using config::LayerKind;
+using config::LayerSpec;
+using model::Mode;
+using model::Shape;
+
+// An element passes within atol_scale * max|reference| + rtol * |its reference|. Float arithmetic against a
+// double reference: the same few terms rounded (kReordered), long dot products (kGemm), convolution algorithms
+// that transform their inputs (kConv), and TF32 tensor cores, which round every input to a 10-bit mantissa.
+struct Tolerance {
+  double rtol, atol_scale;
+};
+constexpr Tolerance kExact{0, 0};
+constexpr Tolerance kReordered{1e-5, 1e-6};
+constexpr Tolerance kGemm{1e-4, 1e-5};
+constexpr Tolerance kConv{1e-4, 1e-4};
+constexpr Tolerance kTf32{1e-2, 5e-3};
+
+struct BackendCase {
+  std::string name;
+  bool gpu = false;
+  bool tf32 = false;
+  std::function<std::unique_ptr<model::Backend>()> make;
+};
+
+void PrintTo(const BackendCase& c, std::ostream* os) { *os << c.name; }
+
+std::unique_ptr<model::Backend> gpu_backend(bool tf32, bool measure) {
+  config::JobConfig job;
+  job.train.precision = tf32 ? config::Precision::tf32 : config::Precision::fp32;
+  job.gpu.measure_algorithms = measure;
+  return backend::gpu::open_backend(job, 0, 1, "test-host");
+}
+
+std::vector<BackendCase> backend_cases() {
+  return {{"cpu", false, false, [] { return std::make_unique<backend::CpuBackend>(1); }},
+          {"cuda_fp32", true, false, [] { return gpu_backend(false, false); }},
+          {"cuda_tf32", true, true, [] { return gpu_backend(true, false); }},
+          {"cuda_measured", true, false, [] { return gpu_backend(false, true); }}};
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(gen);
+  return v;
+}
+
+::testing::AssertionResult close(const std::vector<float>& got, const Values& want, Tolerance tol) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << "sizes differ: " << got.size() << " vs " << want.size();
+  double peak = 0;
+  for (double w : want) peak = std::max(peak, std::abs(w));
+  const double atol = tol.atol_scale * peak;
+  size_t bad = 0, worst = 0;
+  double worst_excess = -1;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double err = std::abs(static_cast<double>(got[i]) - want[i]), bound = atol + tol.rtol * std::abs(want[i]);
+    if (!(err <= bound)) {  // NaN fails too
+      ++bad;
+      const double excess = std::isnan(err) ? 1e300 : err / std::max(bound, 1e-300);
+      if (excess > worst_excess) worst_excess = excess, worst = i;
+    }
+  }
+  if (bad == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << bad << " of " << got.size() << " elements differ beyond rtol " << tol.rtol
+                                       << " + atol " << atol << "; worst at [" << worst << "]: got " << got[worst]
+                                       << ", want " << want[worst];
+}
+
+// The reference arithmetic of one layer kind at one batch. forward updates `states` (running statistics);
+// backward adds the parameter gradients to `grads` and returns the input gradient.
+struct Reference {
+  std::function<Values(Mode, const Values& x, const std::vector<Values>& params, std::vector<Values>& states)> forward;
+  std::function<Values(const Values& x, const Values& dy, const std::vector<Values>& params,
+                       std::vector<Values>& grads)>
+      backward;
+  double forward_flops_per_sample = 0;
+};
+
+Reference reference_for(const LayerSpec& spec, Shape in) {
+  Reference r;
+  switch (spec.kind) {
+    case LayerKind::conv2d: {
+      const ConvReference c{{in.n, in.c, in.h, in.w, spec.filters, spec.kernel, spec.kernel, spec.stride, spec.padding}};
+      r.forward = [=](Mode, const Values& x, const std::vector<Values>& p, std::vector<Values>&) {
+        return c.forward(x, p[0], spec.bias ? &p[1] : nullptr);
+      };
+      r.backward = [=](const Values& x, const Values& dy, const std::vector<Values>& p, std::vector<Values>& g) {
+        c.backward_filter(x, dy, g[0], spec.bias ? &g[1] : nullptr);
+        return c.backward_data(dy, p[0]);
+      };
+      r.forward_flops_per_sample = 2.0 * spec.filters * c.s.out_h() * c.s.out_w() * in.c * spec.kernel * spec.kernel;
+      break;
+    }
+    case LayerKind::dense: {
+      const DenseReference d{in.n, static_cast<int>(in.per_sample()), spec.units};
+      r.forward = [=](Mode, const Values& x, const std::vector<Values>& p, std::vector<Values>&) {
+        return d.forward(x, p[0], spec.bias ? &p[1] : nullptr);
+      };
+      r.backward = [=](const Values& x, const Values& dy, const std::vector<Values>& p, std::vector<Values>& g) {
+        d.backward_params(x, dy, g[0], spec.bias ? &g[1] : nullptr);
+        return d.backward_data(dy, p[0]);
+      };
+      r.forward_flops_per_sample = 2.0 * d.in * d.out;
+      break;
+    }
+    case LayerKind::batchnorm: {
+      const BatchNormReference b{{in.n, in.c, in.h * in.w}, spec.momentum, spec.epsilon};
+      r.forward = [=](Mode mode, const Values& x, const std::vector<Values>& p, std::vector<Values>& s) {
+        return mode == Mode::train ? b.forward_train(x, p[0], p[1], s[0], s[1]) : b.forward_infer(x, p[0], p[1], s[0], s[1]);
+      };
+      r.backward = [=](const Values& x, const Values& dy, const std::vector<Values>& p, std::vector<Values>& g) {
+        return b.backward(x, dy, p[0], g[0], g[1]);
+      };
+      break;
+    }
+    case LayerKind::relu:
+      r.forward = [](Mode, const Values& x, const std::vector<Values>&, std::vector<Values>&) {
+        Values y(x.size());
+        for (size_t i = 0; i < x.size(); ++i) y[i] = std::max(x[i], 0.0);
+        return y;
+      };
+      r.backward = [](const Values& x, const Values& dy, const std::vector<Values>&, std::vector<Values>&) {
+        Values dx(x.size());
+        for (size_t i = 0; i < x.size(); ++i) dx[i] = x[i] > 0 ? dy[i] : 0.0;
+        return dx;
+      };
+      break;
+    case LayerKind::maxpool:
+    case LayerKind::avgpool:
+    case LayerKind::global_avgpool: {
+      const bool global = spec.kind == LayerKind::global_avgpool;
+      const PoolReference p{{in.n, in.c, in.h, in.w, global ? in.h : spec.size, global ? in.h : spec.stride,
+                             global ? 0 : spec.padding},
+                            spec.kind == LayerKind::maxpool};
+      r.forward = [=](Mode, const Values& x, const std::vector<Values>&, std::vector<Values>&) { return p.forward(x); };
+      r.backward = [=](const Values& x, const Values& dy, const std::vector<Values>&, std::vector<Values>&) {
+        return p.backward(x, dy);
+      };
+      break;
+    }
+    default: ADD_FAILURE() << "no reference for layer kind " << config::layer_kind_name(spec.kind);
+  }
+  return r;
+}
+
+LayerSpec spec(LayerKind kind) {
+  LayerSpec s;
+  s.kind = kind;
+  s.where = "test.layers[0]";
+  return s;
+}
+LayerSpec conv(int filters, int kernel, int stride, int padding, bool bias) {
+  LayerSpec s = spec(LayerKind::conv2d);
+  s.filters = filters, s.kernel = kernel, s.stride = stride, s.padding = padding, s.bias = bias;
+  return s;
+}
+LayerSpec dense(int units, bool bias) {
+  LayerSpec s = spec(LayerKind::dense);
+  s.units = units, s.bias = bias;
+  return s;
+}
+LayerSpec pool(LayerKind kind, int size, int stride, int padding) {
+  LayerSpec s = spec(kind);
+  s.size = size, s.stride = stride, s.padding = padding;
+  return s;
+}
+LayerSpec batchnorm(double momentum, double epsilon) {
+  LayerSpec s = spec(LayerKind::batchnorm);
+  s.momentum = momentum, s.epsilon = epsilon;
+  return s;
+}
+
+struct CheckOptions {
+  Tolerance forward = kExact, backward = kExact;
+  bool matmul = false;       // conv2d and dense: TF32 applies
+  bool first_layer = false;  // no input gradient wanted
+  float x_gap = 0;           // > 0: distinct inputs at least this far apart (max pooling's winners are unique)
+};
+
+class LayerTest : public ::testing::TestWithParam<BackendCase> {
+ protected:
+  void SetUp() override {
+    if (GetParam().gpu && !backend::gpu::device_visible())
+      GTEST_SKIP() << "no GPU visible to this process (" << (backend::gpu::built() ? "CUDA build" : "built without CUDA")
+                   << "): the " << GetParam().name << " case runs on a GPU machine";
+  }
+  static void TearDownTestSuite() { backends().clear(); }
+
+  // One backend per case for the whole suite: cuDNN and cuBLAS handles are costly to make per test.
+  model::Backend& backend() {
+    auto& slot = backends()[GetParam().name];
+    if (!slot) slot = GetParam().make();
+    return *slot;
+  }
+  model::DeviceBuffer upload(const std::vector<float>& host) {
+    model::DeviceBuffer b = backend().allocate(std::max<size_t>(host.size(), 1) * sizeof(float));
+    backend().to_device(b.as<void>(), host.data(), host.size() * sizeof(float));
+    return b;
+  }
+  std::vector<float> download(const float* device, int64_t n) {
+    std::vector<float> host(static_cast<size_t>(n));
+    backend().to_host(host.data(), device, host.size() * sizeof(float));
+    return host;
+  }
+  void poison(float* device, int64_t n) {
+    upload_into(device, std::vector<float>(static_cast<size_t>(n), std::numeric_limits<float>::quiet_NaN()));
+  }
+  void upload_into(float* device, const std::vector<float>& host) {
+    backend().to_device(device, host.data(), host.size() * sizeof(float));
+  }
+
+  void check(const LayerSpec& s, Shape in, CheckOptions o);
+
+ private:
+  static std::map<std::string, std::unique_ptr<model::Backend>>& backends() {
+    static std::map<std::string, std::unique_ptr<model::Backend>> all;
+    return all;
+  }
+};
+
+void LayerTest::check(const LayerSpec& s, Shape in, CheckOptions o) {
+  if (o.matmul && GetParam().tf32) o.forward = o.backward = kTf32;
+  auto layer = model::make_layer(s, backend());
+  SCOPED_TRACE(layer->describe() + " on input " + in.str());
+  const Shape out = layer->setup(in);
+  const model::MemoryUse use = layer->memory_use();
+  const auto decls = layer->param_decls();
+  const auto state_decls = layer->state_decls();
+
+  // Parameters, starting gradients (random: += is checked, not just =) and states, on the host and the device.
+  std::vector<std::vector<float>> params, grads, states;
+  uint32_t seed = 100;
+  for (const auto& d : decls) {
+    const float scale = d.init == model::ParamInit::he_normal ? std::sqrt(3.0f / static_cast<float>(d.fan_in)) : 0.5f;
+    params.push_back(random_floats(static_cast<size_t>(d.count), ++seed, -scale, scale));
+    if (d.init == model::ParamInit::ones)
+      for (auto& v : params.back()) v += 1.0f;
+    grads.push_back(random_floats(static_cast<size_t>(d.count), ++seed, -0.1f, 0.1f));
+  }
+  for (const auto& d : state_decls) {
+    const bool variance = d.init == model::ParamInit::ones;
+    states.push_back(random_floats(static_cast<size_t>(d.count), ++seed, variance ? 0.5f : -0.2f, variance ? 1.5f : 0.2f));
+  }
+  std::vector<model::DeviceBuffer> device_params, device_grads, device_states;
+  std::vector<float*> p, g, st;
+  for (auto& v : params) device_params.push_back(upload(v)), p.push_back(device_params.back().as<float>());
+  for (auto& v : grads) device_grads.push_back(upload(v)), g.push_back(device_grads.back().as<float>());
+  for (auto& v : states) device_states.push_back(upload(v)), st.push_back(device_states.back().as<float>());
+  layer->bind(p, g, st);
+  std::vector<Values> ref_params, ref_grads, ref_states;
+  for (auto& v : params) ref_params.push_back(to_double(v));
+  for (auto& v : grads) ref_grads.push_back(to_double(v));
+  for (auto& v : states) ref_states.push_back(to_double(v));
+
+  for (const int batch : {in.n, in.n > 1 ? in.n - 1 : in.n}) {
+    SCOPED_TRACE("batch " + std::to_string(batch) + " (setup batch " + std::to_string(in.n) + ")");
+    const Shape bin = in.with_batch(batch), bout = out.with_batch(batch);
+    const Reference ref = reference_for(s, bin);
+    if (batch == in.n && ref.forward_flops_per_sample > 0) {
+      EXPECT_DOUBLE_EQ(layer->forward_flops_per_sample(), ref.forward_flops_per_sample);
+    }
+    std::vector<float> x = random_floats(static_cast<size_t>(bin.elements()), ++seed);
+    if (o.x_gap > 0) {  // a shuffled ladder: no ties, and no two inputs closer than the gap
+      for (size_t i = 0; i < x.size(); ++i) x[i] = (static_cast<float>(i) - static_cast<float>(x.size()) / 2) * o.x_gap;
+      std::shuffle(x.begin(), x.end(), std::mt19937(seed));
+    }
+    model::DeviceBuffer dx_in = upload(x), dy_out = backend().allocate(sizeof(float) * static_cast<size_t>(bout.elements()));
+
+    // Training forward: output and running statistics.
+    layer->forward({{dx_in.as<float>(), bin}, dy_out.as<float>(), Mode::train, 77});
+    const Values want_y = ref.forward(Mode::train, to_double(x), ref_params, ref_states);
+    EXPECT_TRUE(close(download(dy_out.as<float>(), bout.elements()), want_y, o.forward)) << "training forward";
+    for (size_t i = 0; i < states.size(); ++i)
+      EXPECT_TRUE(close(download(st[i], state_decls[i].count), ref_states[i], kReordered))
+          << "state " << state_decls[i].name << " after a training forward";
+
+    // Backward, after overwriting what memory_use() says backward does not read.
+    const auto dy = random_floats(static_cast<size_t>(bout.elements()), ++seed);
+    model::DeviceBuffer d_dy = upload(dy), d_dx = backend().allocate(sizeof(float) * static_cast<size_t>(bin.elements()));
+    if (!use.backward_reads_input) poison(dx_in.as<float>(), bin.elements());
+    if (!use.backward_reads_output) poison(dy_out.as<float>(), bout.elements());
+    layer->backward({{dx_in.as<float>(), bin}, dy_out.as<float>(), {d_dy.as<float>(), bout},
+                     o.first_layer ? nullptr : d_dx.as<float>()});
+    const Values want_dx = ref.backward(to_double(x), to_double(dy), ref_params, ref_grads);
+    if (!o.first_layer) {
+      EXPECT_TRUE(close(download(d_dx.as<float>(), bin.elements()), want_dx, o.backward)) << "input gradient";
+    }
+    for (size_t i = 0; i < grads.size(); ++i)
+      EXPECT_TRUE(close(download(g[i], decls[i].count), ref_grads[i], o.backward))
+          << "accumulated gradient of " << decls[i].name;
+
+    // Evaluation forward (running statistics for batch norm).
+    upload_into(dx_in.as<float>(), x);
+    layer->forward({{dx_in.as<float>(), bin}, dy_out.as<float>(), Mode::eval, 78});
+    EXPECT_TRUE(close(download(dy_out.as<float>(), bout.elements()),
+                      ref.forward(Mode::eval, to_double(x), ref_params, ref_states), o.forward))
+        << "evaluation forward";
+
+    // In place, where the plan may run it so: output over input, then backward from that output.
+    if (use.output == model::OutputMemory::may_overwrite_input) {
+      upload_into(dx_in.as<float>(), x);
+      layer->forward({{dx_in.as<float>(), bin}, dx_in.as<float>(), Mode::train, 79});
+      EXPECT_TRUE(close(download(dx_in.as<float>(), bout.elements()), want_y, o.forward)) << "forward in place";
+      layer->backward({{dx_in.as<float>(), bin}, dx_in.as<float>(), {d_dy.as<float>(), bout}, d_dx.as<float>()});
+      EXPECT_TRUE(close(download(d_dx.as<float>(), bin.elements()), want_dx, o.backward)) << "backward after in place";
+    }
+  }
+}
+
+TEST_P(LayerTest, Conv3x3WithBias) { check(conv(8, 3, 1, 1, true), {4, 3, 9, 9}, {kConv, kConv, true}); }
+TEST_P(LayerTest, Conv5x5Stride2OddSize) { check(conv(6, 5, 2, 2, false), {3, 5, 8, 8}, {kConv, kConv, true}); }
+TEST_P(LayerTest, Conv1x1Stride2Shortcut) { check(conv(16, 1, 2, 0, false), {4, 8, 7, 7}, {kConv, kConv, true}); }
+TEST_P(LayerTest, ConvFashionMnistFirstLayerWithoutInputGradient) {
+  check(conv(32, 5, 1, 2, false), {8, 1, 28, 28}, {kConv, kConv, true, /*first_layer=*/true});
+}
+TEST_P(LayerTest, Conv7x7Stride2Stem) { check(conv(16, 7, 2, 3, false), {2, 3, 32, 32}, {kConv, kConv, true}); }
+TEST_P(LayerTest, ConvManyChannels) { check(conv(32, 5, 1, 2, false), {8, 16, 14, 14}, {kConv, kConv, true}); }
+
+TEST_P(LayerTest, DenseWithBias) { check(dense(13, true), {5, 37, 1, 1}, {kGemm, kGemm, true}); }
+TEST_P(LayerTest, DenseOnImageShapedInputWithoutBias) { check(dense(10, false), {3, 4, 3, 3}, {kGemm, kGemm, true}); }
+TEST_P(LayerTest, DenseFirstLayer) { check(dense(7, true), {6, 20, 1, 1}, {kGemm, kGemm, true, true}); }
+TEST_P(LayerTest, DenseWide) { check(dense(64, true), {16, 256, 1, 1}, {kGemm, kGemm, true}); }
+
+// Backward subtracts two nearly equal terms, and cuDNN sums in fp32 where the CPU twin sums in fp64.
+TEST_P(LayerTest, BatchNormAfterConv) { check(batchnorm(0.1, 1e-5), {4, 6, 5, 5}, {kGemm, kConv}); }
+TEST_P(LayerTest, BatchNormAfterDense) { check(batchnorm(0.1, 1e-5), {16, 10, 1, 1}, {kGemm, kConv}); }
+TEST_P(LayerTest, BatchNormOtherMomentumAndEpsilon) { check(batchnorm(0.3, 1e-3), {3, 4, 6, 6}, {kGemm, kConv}); }
+TEST_P(LayerTest, BatchNormAsFirstLayer) { check(batchnorm(0.1, 1e-5), {4, 3, 4, 4}, {kGemm, kConv, false, true}); }
+
+TEST_P(LayerTest, Relu) { check(spec(LayerKind::relu), {4, 3, 5, 5}, {kExact, kExact}); }
+
+TEST_P(LayerTest, MaxPool2) { check(pool(LayerKind::maxpool, 2, 2, 0), {4, 3, 8, 8}, {kExact, kExact, false, false, 1e-3f}); }
+TEST_P(LayerTest, MaxPool2OddInput) {
+  check(pool(LayerKind::maxpool, 2, 2, 0), {3, 2, 7, 9}, {kExact, kExact, false, false, 1e-3f});
+}
+TEST_P(LayerTest, MaxPool3Stride2Padded) {
+  // Overlapping windows add up where one input wins twice.
+  check(pool(LayerKind::maxpool, 3, 2, 1), {2, 4, 9, 9}, {kExact, kReordered, false, false, 1e-3f});
+}
+TEST_P(LayerTest, AvgPool3Stride1CountsPadding) {
+  check(pool(LayerKind::avgpool, 3, 1, 1), {2, 3, 6, 6}, {kReordered, kReordered});
+}
+TEST_P(LayerTest, AvgPool2OddInput) { check(pool(LayerKind::avgpool, 2, 2, 0), {3, 2, 7, 7}, {kReordered, kReordered}); }
+TEST_P(LayerTest, GlobalAvgPool) { check(spec(LayerKind::global_avgpool), {2, 8, 7, 7}, {kReordered, kReordered}); }
+
+// Masks are each backend's own (reproducible from the seed); the contract is inverted dropout.
+TEST_P(LayerTest, DropoutTrainsInvertedAndReproduciblyAndCopiesInEvaluation) {
+  LayerSpec s = spec(LayerKind::dropout);
+  s.rate = 0.25;
+  auto layer = model::make_layer(s, backend());
+  const Shape in{8, 4, 10, 10};
+  ASSERT_EQ(layer->setup(in), in);
+  EXPECT_EQ(layer->memory_use().output, model::OutputMemory::own);
+  const auto x = random_floats(static_cast<size_t>(in.elements()), 5, 0.5f, 1.5f);
+  model::DeviceBuffer dx_in = upload(x), dy_out = backend().allocate(sizeof(float) * x.size());
+
+  layer->forward({{dx_in.as<float>(), in}, dy_out.as<float>(), Mode::train, 99});
+  const auto first = download(dy_out.as<float>(), in.elements());
+  int64_t kept = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (first[i] == 0.0f) continue;
+    ++kept;
+    ASSERT_FLOAT_EQ(first[i], x[i] / 0.75f) << i;
+  }
+  EXPECT_NEAR(static_cast<double>(kept) / static_cast<double>(x.size()), 0.75, 0.05);
+
+  const auto dy = random_floats(x.size(), 6);
+  model::DeviceBuffer d_dy = upload(dy), d_dx = backend().allocate(sizeof(float) * x.size());
+  poison(dx_in.as<float>(), in.elements());  // backward reads neither x nor y: the mask is enough
+  poison(dy_out.as<float>(), in.elements());
+  layer->backward({{dx_in.as<float>(), in}, dy_out.as<float>(), {d_dy.as<float>(), in}, d_dx.as<float>()});
+  const auto grad = download(d_dx.as<float>(), in.elements());
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_FLOAT_EQ(grad[i], first[i] == 0.0f ? 0.0f : dy[i] / 0.75f) << i;
+
+  upload_into(dx_in.as<float>(), x);
+  layer->forward({{dx_in.as<float>(), in}, dy_out.as<float>(), Mode::train, 99});
+  EXPECT_EQ(download(dy_out.as<float>(), in.elements()), first) << "same seed, same mask";
+  layer->forward({{dx_in.as<float>(), in}, dy_out.as<float>(), Mode::train, 100});
+  EXPECT_NE(download(dy_out.as<float>(), in.elements()), first) << "another seed, another mask";
+  layer->forward({{dx_in.as<float>(), in}, dy_out.as<float>(), Mode::eval, 99});
+  EXPECT_EQ(download(dy_out.as<float>(), in.elements()), x) << "evaluation is the identity";
+}
+
+TEST_P(LayerTest, FlattenAndDropoutAtRateZeroAreViews) {
+  auto flatten = model::make_layer(spec(LayerKind::flatten), backend());
+  EXPECT_EQ(flatten->setup({3, 4, 5, 5}), (Shape{3, 100, 1, 1}));
+  EXPECT_EQ(flatten->memory_use().output, model::OutputMemory::is_input);
+  auto dropout = model::make_layer(spec(LayerKind::dropout), backend());
+  EXPECT_EQ(dropout->setup({3, 4, 5, 5}), (Shape{3, 4, 5, 5}));
+  EXPECT_EQ(dropout->memory_use().output, model::OutputMemory::is_input);
+}
+
+// The wording of a shape error lives in one place, whatever the backend.
+TEST_P(LayerTest, ShapeErrorNamesTheLayerAndTheInput) {
+  auto layer = model::make_layer(conv(4, 7, 1, 0, false), backend());
+  try {
+    layer->setup({2, 3, 5, 5});
+    FAIL() << "expected JobFileError";
+  } catch (const JobFileError& e) {
+    EXPECT_STREQ(e.what(), "test.layers[0] (conv2d 7x7x4 s1 p0) cannot take input 1x3x5x5 per sample: a 7x7 kernel "
+                           "with padding 0 does not fit");
+  }
+}
+
+TEST_P(LayerTest, BackendDescribesWhatItComputesWith) {
+  const std::string description = backend().description();
+  EXPECT_EQ(description.rfind(backend().name(), 0), 0u) << description;
+  if (GetParam().tf32) {
+    EXPECT_NE(description.find("tf32"), std::string::npos) << description;
+  }
+  if (GetParam().name == "cuda_measured") {
+    EXPECT_NE(description.find("measurement"), std::string::npos) << description;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, LayerTest, ::testing::ValuesIn(backend_cases()),
+                         [](const ::testing::TestParamInfo<BackendCase>& param) { return param.param.name; });
+
+}  // namespace
+}  // namespace ringtrain::layer_test
