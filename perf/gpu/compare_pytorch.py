@@ -156,6 +156,7 @@ def train(name, precision, steps, warmup, channels_last):
     x = torch.randn((batch,) + shape, device="cuda").to(memory_format=memory_format)
     y = torch.randint(0, classes, (batch,), device="cuda")
     torch.cuda.synchronize()
+    torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
 
     def step():
@@ -177,8 +178,10 @@ def train(name, precision, steps, warmup, channels_last):
     samples_per_s = batch * steps / seconds
     return {
         "kind": "train", "framework": "pytorch", "model": name, "precision": precision, "batch": batch,
-        "channels_last": channels_last, "steps": steps, "step_ms": 1e3 * seconds / steps,
-        "samples_per_s": samples_per_s, "peak_memory_mib": torch.cuda.max_memory_allocated() / 2 ** 20,
+        "channels_last": channels_last, "steps": steps, "warmup_steps": warmup, "timed_steps": steps,
+        "step_ms": 1e3 * seconds / steps, "samples_per_s": samples_per_s,
+        "peak_memory_mib": torch.cuda.max_memory_allocated() / 2 ** 20,
+        "peak_reserved_mib": torch.cuda.max_memory_reserved() / 2 ** 20,
         "forward_flops_per_sample": fwd_flops, "train_flops_per_sample": 3 * fwd_flops,
         "achieved_flops_per_s": 3 * fwd_flops * samples_per_s, "final_loss": float(loss),
         "params": sum(p.numel() for p in model.parameters()),

@@ -5,7 +5,8 @@
 # short logs as they are, the rest in one tarball.
 #
 # Expects .gpurt/ (carried): root.tar.xz (the bundle's root/, xz'd to fit the 64 MiB transfer), env.sh,
-# cuda-libs.sh, bin/{ringtrain,test_gpu,ringtrain-bench}, fmnist/*.gz (Debian's dataset-fashion-mnist files).
+# cuda-libs.sh, bin/{ringtrain,test_gpu,test_layers,ringtrain-bench}, fmnist/*.gz (Debian's dataset-fashion-mnist
+# files). The bench stage's gpu-summary.jsonl is the record for perf/results/<date>-gpu-<topic>/.
 #   STAGES="tests fmnist bench"   which parts to run (also: variants, resnet20);  FMNIST_EPOCHS=12;
 #   STEPS=40 (benchmark steps);  VARIANTS="name=--set k=v ...;name2=..." (ResNet-50 settings to compare)
 set -uo pipefail
@@ -26,6 +27,9 @@ rt "$bin/ringtrain" --version 2>&1 | tee -a "$out/summary.txt"
 if [[ " $stages " == *" tests "* ]]; then
   rt timeout 150 mpirun -np 1 "$bin/test_gpu" >"$out/test_gpu.log" 2>&1
   log "test_gpu exit $?: $(grep -cE '^\[       OK' "$out/test_gpu.log") ok, $(grep -cE '^\[  FAILED  \] [A-Z]' "$out/test_gpu.log") failed lines"
+  rt timeout 150 "$bin/test_layers" --gtest_filter='*/cuda*' >"$out/test_layers_cuda.log" 2>&1
+  log "test_layers (cuda) exit $?: $(grep -cE '^\[       OK' "$out/test_layers_cuda.log") ok, $(grep -cE '^\[  FAILED  \] [A-Z]' "$out/test_layers_cuda.log") failed lines"
+  mkdir -p "$work/bench" && cp "$out/test_gpu.log" "$out/test_layers_cuda.log" "$work/bench/"  # for gpu_summary.py
 fi
 
 if [[ " $stages " == *" fmnist "* ]]; then
@@ -69,6 +73,7 @@ if [[ " $stages " == *" bench "* ]]; then
   OUT="$work/bench" STEPS=${STEPS:-40} RUN_TESTS=0 BIN="$bin" timeout 330 perf/gpu/run_gpu_bench.sh >"$work/bench.log" 2>&1
   log "run_gpu_bench exit $?"
   cat "$work/bench/summary.txt" >>"$out/summary.txt" 2>/dev/null
+  cp "$work/bench/gpu-summary.jsonl" "$out/" 2>/dev/null
   cp "$work/bench.log" "$work/bench/" 2>/dev/null
 fi
 cp "$work/cuda-libs.log" "$work/bench/" 2>/dev/null

@@ -56,6 +56,8 @@ const std::vector<KeyRule> kKeys = {
     {"run", "device", Kind::string, std::string("auto"), "auto | cpu | cuda (auto: cuda when a GPU is visible)"},
     {"run", "threads", Kind::integer, int64_t{0}, "compute threads per rank (0 = cores / ranks on the node)"},
     {"run", "progress_every_s", Kind::number, 5.0, "seconds between progress lines on rank 0"},
+    {"run", "timing_warmup_steps", Kind::integer, int64_t{5},
+     "steps at the start of each epoch left out of steady_samples_per_s (algorithm choice, first allocations)"},
     {"run", "overwrite", Kind::boolean, false, "allow a fresh run in a run.dir that already holds one"},
     {"run", "collective_timeout_s", Kind::number, 300.0,
      "a collective (all-reduce, agreement) that takes longer than this ends the job, naming missing ranks (0: off)"},
@@ -454,6 +456,7 @@ JobConfig parse_job(std::string_view toml_text, const std::filesystem::path& fil
       "run", "device", {{"auto", DeviceChoice::auto_detect}, {"cpu", DeviceChoice::cpu}, {"cuda", DeviceChoice::cuda}});
   c.run.threads = static_cast<int>(r.integer("run", "threads", 0, 4096));
   c.run.progress_every_s = r.number("run", "progress_every_s", 0.0, 1e6);
+  c.run.timing_warmup_steps = static_cast<int>(r.integer("run", "timing_warmup_steps", 0, 1000000));
   c.run.overwrite = r.boolean("run", "overwrite");
   c.run.collective_timeout_s = r.number("run", "collective_timeout_s", 0.0, 1e6);
   c.run.checkpoint_every = static_cast<int>(r.integer("run", "checkpoint_every", 0, 1000000));

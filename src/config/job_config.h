@@ -54,6 +54,7 @@ struct JobConfig {
     DeviceChoice device = DeviceChoice::auto_detect;
     int threads = 0;  // 0: cores / local ranks
     double progress_every_s = 5;
+    int timing_warmup_steps = 5;
     bool overwrite = false;
     double collective_timeout_s = 300;
     int checkpoint_every = 1;          // epochs; 0 = only on a stop signal

@@ -156,6 +156,7 @@ FinishedStep StepRunner::collect(Slot& slot, int index) {
   const int reduced = accumulate_ * kMarksPerMicroBatch;
   t.allreduce = span("allreduce_wait", last_backward, reduced);
   t.optimizer = span("optimizer", reduced, reduced + 1);
+  result.end_s = clock_->host_time(mark_id(index, reduced + 1));
   if (const auto it = reduction_s_.find(slot.step); it != reduction_s_.end()) {
     t.allreduce_total = it->second;
     reduction_s_.erase(it);

@@ -36,6 +36,7 @@ struct FinishedStep {
   model::LossTotals loss;     // over this rank's micro-batches
   int64_t samples = 0;        // this rank's samples
   StepTimes times;            // forward, backward, allreduce (exposed), optimizer; data_wait is the caller's
+  double end_s = 0;           // when the device finished the step's update, on the host clock (util::now_s)
 };
 
 class StepRunner {

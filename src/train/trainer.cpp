@@ -122,6 +122,8 @@ int Trainer::run() {
   const bool root = world_.is_root();
   const int ranks = world_.size();
   const double baseline_rss_mb = obs::current_rss_mb();  // libraries, MPI, the backend: before the run allocates
+  // The device's own baseline (GPU: context, library handles, other processes), before the run allocates.
+  const double device_baseline_mb = static_cast<double>(backend_.device_bytes_in_use()) / (1 << 20);
   auto say = [&](const std::string& text) {
     if (root) {
       fmt::print("{}\n", text);
@@ -452,8 +454,14 @@ int Trainer::run() {
     // A finished step's sums go into the epoch's and the progress line's; a label outside the class range is this
     // rank's data error, a non-finite loss is remembered for the next agreement.
     int64_t nonfinite_step = -1;
+    // Steady state: the steps after the first run.timing_warmup_steps of this epoch, timed by the device from
+    // the end of the last warm-up step to the end of the last step (as a benchmark excludes its warm-up).
+    const int64_t first_step = global_step, warmup = job_.run.timing_warmup_steps;
+    double steady_begin_s = epoch_start, steady_end_s = 0, steady_samples = 0;
     const auto take = [&](const std::vector<FinishedStep>& finished) {
       for (const FinishedStep& f : finished) {
+        if (f.step - first_step == warmup - 1) steady_begin_s = f.end_s;
+        if (f.step - first_step >= warmup) steady_samples += static_cast<double>(f.samples), steady_end_s = f.end_s;
         if (f.loss.bad_labels > 0)
           throw DataError(fmt::format("{} labels of optimizer step {} lie outside [0, {}) on rank {}; the dataset's "
                                       "labels do not match its class count (re-run `ringtrain prepare`)",
@@ -552,6 +560,9 @@ int Trainer::run() {
       }
     }
     const double epoch_train_s = util::now_s() - epoch_start;
+    // Every rank's steady samples over the ranks' mean steady time; null when the epoch ran no step past warm-up.
+    const double steady_s = world_.sum_across(steady_samples > 0 ? steady_end_s - steady_begin_s : 0.0) / ranks;
+    const double steady_samples_per_s = steady_samples > 0 && steady_s > 0 ? steady_samples * ranks / steady_s : 0;
     if (profile) {
       model::active_layer_profile() = nullptr;
       say(fmt::format("layer profile, rank 0, epoch {} ({} steps; {:.2f} s in layers of {:.2f} s training):\n{}",
@@ -665,6 +676,8 @@ int Trainer::run() {
                                  {"test_acc", test_acc},
                                  {"samples_per_s", samples_per_s},
                                  {"epoch_samples_per_s", static_cast<double>(steps_run * per_step * ranks) / epoch_train_s},
+                                 {"steady_samples_per_s", steady_samples_per_s > 0 ? nlohmann::ordered_json(steady_samples_per_s) : nlohmann::ordered_json()},
+                                 {"timing_warmup_steps", warmup},
                                  {"epoch_train_s", epoch_train_s},
                                  {"eval_s", last_eval_s},
                                  {"data_wait_s", sums[6] * mean},
@@ -687,6 +700,7 @@ int Trainer::run() {
                                  {"memory_planned_mb", static_cast<double>(backend_.bytes_allocated()) / (1 << 20)},
                                  {"activation_arena_mb", static_cast<double>(net->memory_plan().arena_bytes()) / (1 << 20)},
                                  {"device_memory_peak_mb", backend_.allocates_host_memory() ? nlohmann::ordered_json() : nlohmann::ordered_json(device_peak_mb)},
+                                 {"device_memory_at_start_mb", backend_.allocates_host_memory() ? nlohmann::ordered_json() : nlohmann::ordered_json(device_baseline_mb)},
                                  {"rss_growth_over_needed", needed > 0 ? (peak_rss - baseline_rss_mb) / needed : 0.0},
                                  {"warnings", warnings},
                                  {"flops_per_s_per_rank", train_flops * static_cast<double>(steps_run * per_step) / epoch_train_s},

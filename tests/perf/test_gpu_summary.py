@@ -1,0 +1,84 @@
+"""perf/gpu/gpu_summary.py: the GPU call's record format and its pass/fail checks, from fake run directories
+(the GPU machine produces the real ones; this proves the summary before a GPU is lent)."""
+import json
+import os
+import pathlib
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "perf", "gpu"))
+import gpu_summary as gs  # noqa: E402
+
+
+def write_run(out, name, batch, steady, peak, start, warmup=10, steps=60):
+    run = out / f"ringtrain-{name}"
+    run.mkdir()
+    records = [{"kind": "job", "batch_per_rank": batch, "ranks": 1, "backend": "cuda, test"},
+               {"kind": "epoch", "steps": steps, "steady_samples_per_s": steady, "timing_warmup_steps": warmup,
+                "device_memory_peak_mb": peak, "device_memory_at_start_mb": start}]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def torch_record(model, precision, batch, rate, peak, channels_last=False):
+    return {"kind": "train", "model": model, "precision": precision, "batch": batch, "samples_per_s": rate,
+            "peak_memory_mib": peak, "peak_reserved_mib": peak + 100, "channels_last": channels_last,
+            "warmup_steps": 10, "timed_steps": 60, "device": "NVIDIA H100 80GB HBM3"}
+
+
+class GpuSummary(unittest.TestCase):
+    def run_summary(self, fm_rate, rn_peak):
+        with tempfile.TemporaryDirectory() as root:
+            out = pathlib.Path(root)
+            (out / "nvidia-smi-L.txt").write_text("GPU 0: NVIDIA H100 80GB HBM3 (UUID: x)\n")
+            (out / "test_gpu.log").write_text("[==========] 20 tests ran.\n[  PASSED  ] 20 tests.\n")
+            write_run(out, "fmnist", 64, fm_rate, 1500, 500)
+            write_run(out, "resnet50", 256, 900, 500 + rn_peak, 500)
+            write_run(out, "resnet50-tf32", 256, 1600, 30000, 500)
+            records = [torch_record("fmnist", "fp32", 64, 10000, 300), torch_record("resnet50", "fp32", 256, 1000, 21400),
+                       torch_record("resnet50", "bf16", 256, 3984, 12000, channels_last=True),
+                       {"kind": "matmul", "precision": "bf16", "flops_per_s": 7e14}]
+            (out / "pytorch.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+            sys.argv = ["gpu_summary.py", str(out), "--date", "2026-11-24"]
+            gs.main()
+            return [json.loads(line) for line in (out / "gpu-summary.jsonl").read_text().splitlines()]
+
+    def test_observability_checks_read_the_fmnist_run(self):
+        with tempfile.TemporaryDirectory() as root:
+            out = pathlib.Path(root)
+            write_run(out, "fmnist", 64, 1000, 1500, 500)
+            (out / "ringtrain-fmnist" / "gpu.jsonl").write_text(json.dumps({"utilization": 90}) + "\n")
+            events = [{"name": n, "ph": "X"} for n in ("forward", "backward", "optimizer", "allreduce", "allreduce")]
+            (out / "ringtrain-fmnist" / "trace-rank0.json").write_text(json.dumps({"traceEvents": events}))
+            checks = gs.observability_checks(out)
+            self.assertTrue(all(c["passed"] for c in checks), checks)
+            self.assertEqual(checks[1]["allreduce_spans"], 2)
+
+    def test_rows_carry_the_record_format(self):
+        rows = self.run_summary(fm_rate=16000, rn_peak=20000)
+        measurements = [r for r in rows if "impl" in r]
+        self.assertEqual(len(measurements), 6)
+        for r in measurements:
+            for key in ("date", "device", "impl", "model", "precision", "layout", "batch", "ranks", "samples_per_s",
+                        "warmup_steps", "timed_steps", "peak_mem_mib", "mem_includes"):
+                self.assertIn(key, r)
+        ours = next(r for r in measurements if r["impl"] == "ringtrain" and r["model"] == "resnet50"
+                    and r["precision"] == "fp32")
+        self.assertEqual(ours["peak_mem_mib"], 20000)  # peak less the memory in use at the start
+        self.assertEqual(ours["timed_steps"], 50)
+        self.assertEqual(ours["device"], "GPU 0: NVIDIA H100 80GB HBM3 (UUID: x)")
+        self.assertTrue(any(r["layout"] == "nhwc" for r in measurements))
+
+    def test_checks_pass_and_fail_on_the_numbers(self):
+        checks = {r["check"]: r["passed"] for r in self.run_summary(fm_rate=16000, rn_peak=20000) if "check" in r}
+        self.assertEqual(sum(v is True for v in checks.values()), 4)
+        self.assertFalse(checks["NVML samples in gpu.jsonl (fashion_mnist, every 1 s)"])  # the run kept none
+        self.assertIsNone(checks["trace: allreduce bucket spans and device-timed forward/backward/optimizer phases"])
+        self.assertIsNone(checks["test_layers (CUDA cases) passes"])  # no log: missing, not passed
+        checks = {r["check"]: r["passed"] for r in self.run_summary(fm_rate=14000, rn_peak=30000) if "check" in r}
+        self.assertFalse(checks["resnet50 fp32 batch 256: ringtrain's peak memory <= PyTorch's"])
+        self.assertFalse(checks["fashion_mnist fp32: ringtrain's steady samples/s >= 1.5 x PyTorch eager"])
+
+
+if __name__ == "__main__":
+    unittest.main()
