@@ -305,8 +305,8 @@ std::vector<dist::StepSpans> NcclGradientReducer::settle(int steps_in_flight) {
   while (static_cast<int>(s.in_flight.size()) > std::max(steps_in_flight, 0)) {
     Round& r = s.in_flight.front();
     s.wait_for(r.comm_end, r.compute_end, [&] { return Impl::unfinished(r); });
-    // comm_end has just completed, or did a while ago; device times are measured back from it, so they land on
-    // the host clock to within the polling interval when the host waited, and earlier than true otherwise.
+    // Device times are measured back from comm_end: on the host clock to within the polling interval when the
+    // host waited for it here, later than true by however long ago it completed otherwise.
     const double host_end = util::now_s();
     s.spans.clear();
     for (size_t i = 0; i < r.launched; ++i) {
