@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/path_probe.h"
 #include "io/h5_attributes.h"
 #include "io/h5_check.h"
 #include "io/h5_file_format.h"
@@ -34,11 +35,21 @@ hid_t native_type<int64_t>() { return H5T_NATIVE_INT64; }
 template <>
 hid_t native_type<double>() { return H5T_NATIVE_DOUBLE; }
 
+// Chunks of at most 4 MiB, each with its Fletcher-32 checksum: HDF5 verifies them on every read. An empty array
+// has no chunk (and no bytes to check).
+constexpr hsize_t kChunkBytes = hsize_t{4} << 20;
+
 template <typename T>
 void write_array(hid_t file, const char* name, const std::vector<T>& values) {
   const hsize_t dims[1] = {static_cast<hsize_t>(values.size())};
   H5Dataspace space(H5_CHECK(H5Screate_simple(1, dims, nullptr)));
-  H5Dataset set(H5_CHECK(H5Dcreate2(file, name, native_type<T>(), space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
+  H5PropList create(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
+  if (!values.empty()) {
+    const hsize_t chunk[1] = {std::min<hsize_t>(dims[0], kChunkBytes / sizeof(T))};
+    H5_CHECK(H5Pset_chunk(create.id(), 1, chunk));
+    H5_CHECK(H5Pset_fletcher32(create.id()));
+  }
+  H5Dataset set(H5_CHECK(H5Dcreate2(file, name, native_type<T>(), space.id(), H5P_DEFAULT, create.id(), H5P_DEFAULT)));
   if (!values.empty()) H5_CHECK(H5Dwrite(set.id(), native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
   set.close();
 }
@@ -54,7 +65,11 @@ std::vector<T> read_array(hid_t file, const char* name) {
   hsize_t n = 0;
   H5_CHECK(H5Sget_simple_extent_dims(space.id(), &n, nullptr));
   std::vector<T> values(static_cast<size_t>(n));
-  if (n > 0) H5_CHECK(H5Dread(set.id(), native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
+  try {
+    if (n > 0) H5_CHECK(H5Dread(set.id(), native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
+  } catch (const Error&) {  // a chunk's Fletcher-32 checksum failed, or its bytes cannot be decoded
+    throw CheckpointError(fmt::format("array '{}' fails its checksum, the file is damaged", name));
+  }
   return values;
 }
 
@@ -82,9 +97,32 @@ void sync_path(const fs::path& path, bool directory) {
     throw CheckpointError(fmt::format("fsync of '{}' failed: {}", path.string(), std::strerror(errno)));
 }
 
+// A full file system is the usual cause and has a plain remedy; HDF5's own account of it is a long stack.
+std::string why_write_failed(const fs::path& path, const CheckpointData& d, const std::exception& e) {
+  const double mib = 1 << 20;
+  const double need = static_cast<double>((d.params.size() + d.velocity.size() + d.states.size()) * sizeof(float) +
+                                          d.job_toml.size() + d.versions_json.size()) + mib;
+  std::error_code ec;
+  const fs::space_info space = fs::space(path.parent_path().empty() ? fs::path(".") : path.parent_path(), ec);
+  if (!ec && static_cast<double>(space.available) < need)
+    return fmt::format("its file system has {:.1f} MiB free and a checkpoint needs about {:.1f} MiB; free space there, "
+                       "or move run.dir elsewhere (its checkpoints/ folder with it) and --resume from there",
+                       static_cast<double>(space.available) / mib, need / mib);
+  std::string text = e.what();
+  if (text.size() > 400) text = text.substr(0, 400) + "...";
+  return text;
+}
+
 }  // namespace
 
 std::string checkpoint_name(int64_t global_step) { return fmt::format("ckpt-s{:09}.h5", global_step); }
+
+bool is_checkpoint_name(const std::string& name) {
+  // "ckpt-s" + 9 or more digits + ".h5", nothing else.
+  if (!name.starts_with("ckpt-s") || !name.ends_with(".h5") || name.size() < 6 + 9 + 3) return false;
+  const std::string digits = name.substr(6, name.size() - 9);
+  return std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
 
 void write_checkpoint(const fs::path& path, const CheckpointData& d) {
   const fs::path tmp = path.string() + ".tmp";
@@ -102,6 +140,7 @@ void write_checkpoint(const fs::path& path, const CheckpointData& d) {
                                                               d.ranks, d.global_batch, seed_bits, d.state_count});
       write_array(file.id(), "timing", std::vector<double>{d.train_time_s, d.train_samples});
       h5::write_string_attribute(file.id(), "format", kFormat);
+      h5::write_string_attribute(file.id(), "run_id", d.run_id);
       h5::write_string_attribute(file.id(), "tensor_names", join_lines(d.tensor_names));
       h5::write_string_attribute(file.id(), "job_toml", d.job_toml);
       h5::write_string_attribute(file.id(), "versions_json", d.versions_json);
@@ -115,13 +154,18 @@ void write_checkpoint(const fs::path& path, const CheckpointData& d) {
     std::error_code ec;
     fs::remove(tmp, ec);
     throw CheckpointError(fmt::format("writing checkpoint '{}' failed: {}; the previous checkpoints are untouched",
-                                      path.string(), e.what()));
+                                      path.string(), why_write_failed(path, d, e)));
   }
 }
 
 CheckpointData read_checkpoint(const fs::path& path) {
+  // The way out of any unusable checkpoint: the one before it, which --resume takes once this one is moved.
+  const std::string fallback = fmt::format("move it out of '{}' and --resume takes the newest one left "
+                                           "(run.keep_checkpoints keeps several), or start again without --resume",
+                                           path.parent_path().string());
   try {
-    if (!fs::is_regular_file(path)) throw CheckpointError("no such file");
+    if (const PathProbe probe = probe_path(path); probe.kind != PathProbe::Kind::regular)
+      throw CheckpointError(probe.kind == PathProbe::Kind::missing ? "no such file" : "it " + probe.describe());
     Hdf5Lock lock;
     if (H5_CHECK(H5Fis_hdf5(path.c_str())) <= 0) throw CheckpointError("not an HDF5 file (truncated or corrupt?)");
     H5File file(H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)));
@@ -140,6 +184,7 @@ CheckpointData read_checkpoint(const fs::path& path) {
     std::memcpy(&d.seed, &pos[6], sizeof d.seed);
     d.train_time_s = timing[0], d.train_samples = timing[1];
     d.tensor_names = split_lines(h5::read_string_attribute(file.id(), "tensor_names"));
+    if (h5::has_attribute(file.id(), "run_id")) d.run_id = h5::read_string_attribute(file.id(), "run_id");
     d.job_toml = h5::read_string_attribute(file.id(), "job_toml");
     d.versions_json = h5::read_string_attribute(file.id(), "versions_json");
     if (d.params.size() != d.velocity.size() || d.tensor_names.size() != d.tensor_sizes.size() || d.ranks < 1 ||
@@ -149,29 +194,31 @@ CheckpointData read_checkpoint(const fs::path& path) {
     for (const auto& [name, values] : {std::pair{"params", &d.params}, {"velocity", &d.velocity}, {"states", &d.states}}) {
       const auto bad = std::count_if(values->begin(), values->end(), [](float v) { return !std::isfinite(v); });
       if (bad > 0)
-        throw CheckpointError(fmt::format("'{}' holds {} non-finite (NaN/Inf) values of {}; resume from an earlier "
-                                          "checkpoint (delete this one) or start again",
-                                          name, bad, values->size()));
+        throw CheckpointError(fmt::format("'{}' holds {} non-finite (NaN/Inf) values of {}", name, bad,
+                                          values->size()));
     }
     return d;
   } catch (const CheckpointError& e) {
-    throw CheckpointError(fmt::format("checkpoint '{}' cannot be used: {}", path.string(), e.what()));
+    throw CheckpointError(fmt::format("checkpoint '{}' cannot be used: {}\n  {}", path.string(), e.what(), fallback));
   } catch (const std::exception& e) {  // HDF5 itself failed: the file is damaged (its metadata fails a checksum, ...)
-    throw CheckpointError(fmt::format("checkpoint '{}' cannot be used, the file is damaged: {}\n  move it out of '{}' "
-                                      "and --resume takes the newest one left (run.keep_checkpoints keeps several), "
-                                      "or start again without --resume",
-                                      path.string(), e.what(), path.parent_path().string()));
+    throw CheckpointError(
+        fmt::format("checkpoint '{}' cannot be used, the file is damaged: {}\n  {}", path.string(), e.what(), fallback));
   }
 }
 
 std::vector<fs::path> list_checkpoints(const fs::path& dir) {
   std::vector<fs::path> found;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.starts_with("ckpt-s") && name.ends_with(".h5")) found.push_back(entry.path());
-  }
-  std::sort(found.begin(), found.end());  // zero-padded step numbers sort as text
+  fs::directory_iterator entries(dir, ec);
+  if (ec == std::errc::no_such_file_or_directory) return found;
+  for (; !ec && entries != fs::directory_iterator(); entries.increment(ec))
+    if (is_checkpoint_name(entries->path().filename().string())) found.push_back(entries->path());
+  if (ec) throw CheckpointError(fmt::format("checkpoint folder '{}' cannot be read: {}", dir.string(), ec.message()));
+  // Zero-padded step numbers sort as text while they have 9 digits; past that, the longer name is the later.
+  std::sort(found.begin(), found.end(), [](const fs::path& a, const fs::path& b) {
+    const std::string x = a.filename().string(), y = b.filename().string();
+    return x.size() != y.size() ? x.size() < y.size() : x < y;
+  });
   return found;
 }
 

@@ -1,8 +1,10 @@
 // Owns the checkpoint file format: one HDF5 file of named float arrays (parameters, optimizer state, each
 // rank's batch-norm statistics), the parameter layout (tensor names and sizes, to refuse another model's
-// checkpoint), the position in training and the provenance (resolved job file, library versions). Written
-// to a temporary name, flushed, then renamed, so a crash mid-write never leaves a half checkpoint under a
-// final name. Knows nothing of training: src/train/ decides what goes in and what it means.
+// checkpoint), the position in training, the id of the run that wrote it and the provenance (resolved job
+// file, library versions). Every array carries HDF5's Fletcher-32 checksum and the file's metadata its own
+// (the 1.8 format), so a flipped byte anywhere that matters is an error naming what it hit. Written to a
+// temporary name, flushed, then renamed, so a crash mid-write never leaves a half checkpoint under a final
+// name. Knows nothing of training: src/train/ decides what goes in and what it means.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -23,19 +25,24 @@ struct CheckpointData {
   std::vector<float> params, velocity;
   std::vector<float> states;   // ranks x state_count: running statistics differ per rank within an epoch
   int64_t state_count = 0;
+  std::string run_id;  // the run that wrote it ("" in checkpoints of older ringtrains)
   std::string job_toml, versions_json;
 };
 
-// Writes `path` atomically (path + ".tmp", fsync'd, renamed). Throws CheckpointError naming the file.
+// Writes `path` atomically (path + ".tmp", fsync'd, renamed). Throws CheckpointError naming the file, and on a
+// full disk the space it had and needed.
 void write_checkpoint(const std::filesystem::path& path, const CheckpointData& data);
 
-// Throws CheckpointError naming the file when it is missing, not HDF5, or lacks a field.
+// Throws CheckpointError naming the file when it is missing, not HDF5, lacks a field, or an array fails its
+// checksum (naming the array); every such error says how to fall back to the checkpoint before it.
 CheckpointData read_checkpoint(const std::filesystem::path& path);
 
-// Checkpoint files in `dir` (ckpt-*.h5), oldest first by global step. Temporary files are ignored.
+// Checkpoint files in `dir`, oldest first by global step: exactly the names checkpoint_name() makes (a stray
+// "ckpt-s1-backup.h5" or a temporary file is not one). Throws CheckpointError when `dir` cannot be read.
 std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path& dir);
 
 // "ckpt-s000001234.h5": names sort by global step.
 std::string checkpoint_name(int64_t global_step);
+bool is_checkpoint_name(const std::string& file_name);
 
 }  // namespace ringtrain::io

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "common/error.h"
+#include "common/path_probe.h"
 #include "io/h5_check.h"
 #include "io/h5_handle.h"
 #include "io/hdf5_lock.h"
@@ -93,11 +94,11 @@ ShardReport examine_contents(const detail::ShardHeader& header, int split_classe
 }  // namespace
 
 SplitReport inspect_split(const fs::path& dir) {
-  std::error_code error;
-  if (!fs::is_directory(dir, error))
-    throw DataError(fmt::format("split folder '{}' does not exist (or is not a folder); check the path, or create it "
-                                "with `ringtrain prepare`",
-                                dir.string()));
+  const PathProbe probe = probe_path(dir);
+  if (probe.kind != PathProbe::Kind::directory)
+    throw DataError(fmt::format("split folder '{}' {}; check the path, or create it with `ringtrain prepare`",
+                                dir.string(), probe.kind == PathProbe::Kind::regular ? "is a file, not a folder"
+                                                                                     : probe.describe()));
   SplitReport report;
   report.dir = dir;
   const std::vector<fs::path> files = detail::list_shard_files(dir);

@@ -230,7 +230,12 @@ void prepare_fashion_mnist(const fs::path& source, const fs::path& out, int shar
 }
 
 void prepare_synthetic(const fs::path& out, const SyntheticOptions& options, bool overwrite) {
-  if (options.shape.elements() <= 0 || options.num_classes < 1 || options.samples < 1 || options.test_samples < 0)
+  const double sample_values = static_cast<double>(options.shape.channels) * options.shape.height * options.shape.width;
+  if (sample_values > static_cast<double>(detail::kMaxSampleValues))
+    throw DataError(fmt::format("synthetic samples of shape {} would hold {:.3g} values each; ringtrain reads samples "
+                                "of at most {} values",
+                                detail::describe(options.shape), sample_values, detail::kMaxSampleValues));
+  if (sample_values <= 0 || options.num_classes < 1 || options.samples < 1 || options.test_samples < 0)
     throw DataError(fmt::format("synthetic data needs a positive shape, classes and samples; got shape {}, {} "
                                 "classes, {} samples, {} test samples",
                                 detail::describe(options.shape), options.num_classes, options.samples,

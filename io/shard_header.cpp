@@ -32,10 +32,18 @@ std::string hdf5_detail(const std::exception& error) {
 std::vector<fs::path> list_shard_files(const fs::path& dir) {
   std::vector<fs::path> files;
   const std::string prefix = shard_names::file_prefix;
-  for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (entry.is_regular_file() && name.starts_with(prefix) && name.ends_with(".h5")) files.push_back(entry.path());
+  std::error_code error;
+  fs::directory_iterator entries(dir, error);
+  for (; !error && entries != fs::directory_iterator(); entries.increment(error)) {
+    const std::string name = entries->path().filename().string();
+    std::error_code type_error;
+    if (entries->is_regular_file(type_error) && name.starts_with(prefix) && name.ends_with(".h5"))
+      files.push_back(entries->path());
   }
+  if (error)
+    throw DataError(fmt::format("split folder '{}' cannot be read: {}; check its permissions (the ranks run as "
+                                "this user on every node)",
+                                dir.string(), error.message()));
   std::sort(files.begin(), files.end());
   return files;
 }
@@ -45,7 +53,6 @@ namespace {
 // Limits far beyond any real dataset that keep every size computed from a header within range.
 constexpr int kMaxClasses = 1 << 24;
 constexpr int kMaxShards = 1 << 24;
-constexpr hsize_t kMaxSampleValues = hsize_t{1} << 31;
 
 std::string describe_type(hid_t type) {
   const H5T_class_t type_class = H5_CHECK(H5Tget_class(type));

@@ -12,6 +12,9 @@
 
 namespace ringtrain::io::detail {
 
+// The most values one sample may hold (2^31): what the reader accepts, and so what prepare may write.
+inline constexpr uint64_t kMaxSampleValues = uint64_t{1} << 31;
+
 // What one shard says about itself. Every field a problem prevented reading stays empty/-1.
 struct ShardHeader {
   std::filesystem::path path;

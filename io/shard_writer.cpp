@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/host_memory.h"
 #include "io/h5_attributes.h"
 #include "io/h5_check.h"
 #include "io/h5_file_format.h"
@@ -25,6 +26,40 @@ namespace {
 
 std::string shard_file_name(int index, int count) {
   return fmt::format("{}{:05d}-of-{:05d}.h5", shard_names::file_prefix, index, count);
+}
+
+// The nearest folder of `dir` that exists: where the split's bytes will land.
+fs::path existing_ancestor(fs::path dir) {
+  std::error_code error;
+  dir = fs::absolute(dir, error);
+  while (!dir.empty() && !fs::exists(dir, error) && dir != dir.parent_path()) dir = dir.parent_path();
+  return dir;
+}
+
+// Before anything is allocated or written: a sample the reader can take, memory for one shard's buffers, and
+// disk for the whole split (sizes in double, so an absurd shape cannot overflow the arithmetic).
+template <class Fail>
+void check_sizes(const fs::path& dir, const DatasetMeta& meta, const SplitWriteOptions& options, Fail fail) {
+  const double sample_bytes = static_cast<double>(meta.shape.channels) * meta.shape.height * meta.shape.width;
+  if (sample_bytes > static_cast<double>(detail::kMaxSampleValues))
+    fail(fmt::format("a {} sample holds {:.3g} values; ringtrain reads samples of at most {} values", detail::describe(meta.shape),
+                     sample_bytes, detail::kMaxSampleValues));
+  const double shard_samples = std::ceil(static_cast<double>(options.samples) / options.shards);
+  const double buffers = shard_samples * sizeof(int32_t) +
+                         static_cast<double>(std::min<int64_t>(options.chunk_samples, static_cast<int64_t>(shard_samples))) * sample_bytes;
+  if (const uint64_t memory = host_memory_available(); memory > 0 && buffers > 0.8 * static_cast<double>(memory))
+    fail(fmt::format("writing a shard of {:.0f} samples needs {} of memory and this host has {} available; use more "
+                     "--shards",
+                     shard_samples, byte_size_text(buffers), byte_size_text(static_cast<double>(memory))));
+  const double total = static_cast<double>(options.samples) * (sample_bytes + sizeof(int32_t));
+  std::error_code error;
+  const fs::path ancestor = existing_ancestor(dir);
+  const fs::space_info space = fs::space(ancestor, error);
+  if (!error && total > static_cast<double>(space.available))
+    fail(fmt::format("{} samples of {} take {} and the file system holding '{}' has {} free; use fewer samples or "
+                     "another --out folder",
+                     options.samples, detail::describe(meta.shape), byte_size_text(total), ancestor.string(),
+                     byte_size_text(static_cast<double>(space.available))));
 }
 
 void validate(const fs::path& dir, const DatasetMeta& meta, const SplitWriteOptions& options) {
@@ -42,6 +77,7 @@ void validate(const fs::path& dir, const DatasetMeta& meta, const SplitWriteOpti
   const auto channels = static_cast<std::size_t>(meta.shape.channels);
   if (meta.mean.size() != channels || meta.stddev.size() != channels)
     fail(fmt::format("mean/std have {}/{} values for {} channels", meta.mean.size(), meta.stddev.size(), channels));
+  check_sizes(dir, meta, options, fail);
 }
 
 // Existing shards of an earlier prepare (possibly with another shard count) would mix with the new ones and

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "common/error.h"
+#include "common/path_probe.h"
 #include "io/dataset_meta.h"
 #include "io/hdf5_lock.h"
 #include "io/shard_header.h"
@@ -26,12 +27,15 @@ std::vector<int64_t> SplitIndex::shard_sizes() const {
 }
 
 SplitIndex open_split(const fs::path& dir) {
-  std::error_code error;
-  if (!fs::exists(dir, error))
+  const PathProbe probe = probe_path(dir);
+  if (probe.kind == PathProbe::Kind::missing)
     throw DataError(fmt::format("split folder '{}' does not exist; create it with `ringtrain prepare fashion-mnist "
                                 "--out DIR` (or `prepare synthetic`) and point at DIR/train or DIR/test",
                                 dir.string()));
-  if (!fs::is_directory(dir, error))
+  if (probe.kind == PathProbe::Kind::unreachable)
+    throw DataError(fmt::format("split folder '{}' {}; check the path and its permissions", dir.string(),
+                                probe.describe()));
+  if (probe.kind != PathProbe::Kind::directory)
     throw DataError(fmt::format("split folder '{}' is not a folder; point at the train/ or test/ folder that "
                                 "`ringtrain prepare` wrote",
                                 dir.string()));

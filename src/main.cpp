@@ -67,8 +67,10 @@ int main(int argc, char** argv) {
   synth->add_flag("--overwrite", overwrite, "replace existing shards");
 
   std::string inspect_dir;
-  auto* inspect = app.add_subcommand("inspect", "print and validate every shard of a split");
-  inspect->add_option("split", inspect_dir, "split folder, e.g. data/fmnist/train")->required();
+  auto* inspect = app.add_subcommand("inspect", "print and validate every shard of a split, or a checkpoint file");
+  inspect->add_option("split", inspect_dir,
+                      "split folder (e.g. data/fmnist/train), or a checkpoint (e.g. runs/x/checkpoints/ckpt-s000000468.h5)")
+      ->required();
   app.add_subcommand("keys", "list every job-file key with its type, default and meaning");
 
   try {

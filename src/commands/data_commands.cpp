@@ -1,8 +1,11 @@
-// Owns `ringtrain prepare` and `ringtrain inspect`: thin wrappers over io/ that print results.
+// Owns `ringtrain prepare` and `ringtrain inspect` (a split, or a checkpoint): thin wrappers over io/ that print
+// results.
 #include <fmt/format.h>
 
 #include "commands/commands.h"
 #include "common/error.h"
+#include "common/path_probe.h"
+#include "io/checkpoint_file.h"
 #include "io/inspect.h"
 #include "io/prepare.h"
 
@@ -22,8 +25,25 @@ int prepare_synthetic(const std::filesystem::path& out, const io::SyntheticOptio
   return 0;
 }
 
-int inspect(const std::filesystem::path& split_dir) {
-  const io::SplitReport report = io::inspect_split(split_dir);
+namespace {
+
+// A checkpoint file: every array read (and so its checksum verified), then what it holds.
+int inspect_checkpoint(const std::filesystem::path& file) {
+  const io::CheckpointData d = io::read_checkpoint(file);
+  fmt::print("checkpoint {}: valid (every array's checksum verified)\n  run {}\n  next: epoch {} step {} (after {} "
+             "optimizer steps of {} per epoch)\n  written by {} rank{} at global batch {}\n  {} parameters in {} "
+             "tensors, {} batch-norm statistics per rank\n",
+             file.string(), d.run_id.empty() ? "(not recorded)" : d.run_id, d.epoch + 1, d.step_in_epoch + 1,
+             d.global_step, d.steps_per_epoch, d.ranks, d.ranks == 1 ? "" : "s", d.global_batch, d.params.size(),
+             d.tensor_names.size(), d.state_count);
+  return 0;
+}
+
+}  // namespace
+
+int inspect(const std::filesystem::path& path) {
+  if (probe_path(path).kind == PathProbe::Kind::regular) return inspect_checkpoint(path);
+  const io::SplitReport report = io::inspect_split(path);
   fmt::print("{}", io::format_report(report));
   return report.valid() ? 0 : static_cast<int>(ExitCode::data);
 }

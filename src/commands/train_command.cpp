@@ -7,6 +7,7 @@
 #include "common/process_label.h"
 #include "config/job_config.h"
 #include "dist/world.h"
+#include "train/launcher_watch.h"
 #include "train/stop_request.h"
 #include "train/trainer.h"
 
@@ -23,8 +24,12 @@ void report(const Error& e) {
 }  // namespace
 
 int train(int* argc, char*** argv, const TrainArgs& args) {
-  dist::World world(argc, argv);
+  // Before MPI start-up, which takes a while: a stop signal then is a clean stop, not the signal's default death.
+  train::remember_launcher();
   train::install_stop_handlers();
+  dist::World world(argc, argv);
+  train::install_stop_handlers();  // again, in case MPI start-up installed its own
+  if (world.size() > 1) train::watch_launcher(world.rank());
   try {
     config::JobConfig job;
     world.all_succeed([&] { job = config::load_job(args.job, args.overrides); });

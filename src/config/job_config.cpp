@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
@@ -15,6 +17,7 @@
 #include <toml++/toml.h>
 
 #include "common/error.h"
+#include "common/path_probe.h"
 
 namespace ringtrain::config {
 namespace {
@@ -399,14 +402,26 @@ const char* layer_kind_name(LayerKind kind) {
 }
 
 JobConfig load_job(const std::filesystem::path& file, const std::vector<std::string>& overrides) {
-  if (!std::filesystem::exists(file))
+  const PathProbe probe = probe_path(file);
+  if (probe.kind == PathProbe::Kind::missing)
     throw JobFileError(fmt::format("job file '{}' does not exist (see jobs/ for examples)", file.string()));
+  // Only regular files of bounded size: a FIFO would block and /dev/zero would never end.
+  if (probe.kind != PathProbe::Kind::regular)
+    throw JobFileError(fmt::format("job file '{}' {}; a job file is a regular TOML file (see jobs/ for examples)",
+                                   file.string(), probe.describe()));
+  if (probe.size > kMaxJobFileBytes)
+    throw JobFileError(fmt::format("job file '{}' holds {} bytes; a job file is at most {} bytes (is it the right "
+                                   "file?)",
+                                   file.string(), probe.size, kMaxJobFileBytes));
   std::ifstream in(file, std::ios::binary);
-  if (!in || std::filesystem::is_directory(file))
-    throw JobFileError(fmt::format("job file '{}' cannot be read (a folder, or no read permission?)", file.string()));
-  std::ostringstream text;
-  text << in.rdbuf();  // sets failbit on `text` for an empty file, which then reports its missing keys
-  return parse_job(text.str(), file, overrides);
+  std::string text(kMaxJobFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad() || (!in && !in.eof()))
+    throw JobFileError(fmt::format("job file '{}' cannot be read: {}", file.string(), std::strerror(errno)));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxJobFileBytes)
+    throw JobFileError(fmt::format("job file '{}' grew past {} bytes while being read", file.string(), kMaxJobFileBytes));
+  return parse_job(text, file, overrides);
 }
 
 JobConfig parse_job(std::string_view toml_text, const std::filesystem::path& file,

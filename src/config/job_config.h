@@ -85,6 +85,9 @@ struct JobConfig {
 // Reads `file`, applies `overrides` ("a.b=value", value in TOML syntax, bare words taken as strings), fills
 // defaults, validates. Throws JobFileError listing every problem found (unknown key with the valid ones,
 // wrong type, missing required key, out-of-range value).
+// Job files are regular files of at most this many bytes (the largest in jobs/ is a few KiB).
+inline constexpr std::size_t kMaxJobFileBytes = std::size_t{1} << 20;
+
 JobConfig load_job(const std::filesystem::path& file, const std::vector<std::string>& overrides);
 
 // The same for a job file's text; `source` only names it in messages. Throws nothing but JobFileError for

@@ -78,6 +78,9 @@ class Backend {
   // Device memory in use now by this process and others (context, library workspaces, allocations), or 0
   // where the device is the host.
   virtual std::size_t device_bytes_in_use() const { return 0; }
+  // What new allocations can still get: the host's available memory (shared by the node's ranks) or the GPU's
+  // free memory; 0 when unknown.
+  virtual std::size_t memory_available() const = 0;
   virtual void to_device(void* device_dst, const void* host_src, std::size_t bytes) = 0;
   virtual void to_host(void* host_dst, const void* device_src, std::size_t bytes) = 0;  // waits for the stream
   virtual void synchronize() = 0;

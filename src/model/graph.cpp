@@ -12,6 +12,18 @@ namespace {
 
 constexpr uint64_t kShortcutXor = 0x9e3779b97f4a7c15ull;  // the golden ratio: shortcut seeds draw apart from the body's
 
+// A tensor past this many values (4 TiB of floats) fits no node's memory; refusing it here also keeps every
+// size computed from shapes later within 64 bits.
+constexpr double kMaxTensorValues = 1099511627776.0;
+
+void check_size(const config::LayerSpec& spec, const Layer& layer, const Shape& in, const Shape& out) {
+  const double values = static_cast<double>(out.n) * out.c * static_cast<double>(out.h) * out.w;
+  if (values > kMaxTensorValues)
+    throw JobFileError(fmt::format("{} ({}) turns input {} per sample into {}x{}x{} per sample, {:.3g} values per "
+                                   "batch: more than any memory holds; check its size, padding, filters or units",
+                                   spec.where, layer.describe(), in.with_batch(1).str(), out.c, out.h, out.w, values));
+}
+
 }  // namespace
 
 uint64_t SeedPath::apply(uint64_t seed) const {
@@ -47,7 +59,9 @@ int Graph::emit_chain(const std::vector<config::LayerSpec>& specs, int input, co
     }
     owned_.push_back(make_layer(specs[i], backend));
     Layer* layer = owned_.back().get();
-    const Shape out = layer->setup(values_[static_cast<size_t>(current)].shape);
+    const Shape in = values_[static_cast<size_t>(current)].shape;
+    const Shape out = layer->setup(in);
+    check_size(specs[i], *layer, in, out);
     const int step = static_cast<int>(steps_.size());
     values_[static_cast<size_t>(current)].consumers.push_back(step);
     const int output = add_value(out, step);

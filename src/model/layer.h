@@ -2,6 +2,7 @@
 // maximum batch, declare parameters and state, say which of its tensors backward reads (all the memory plan
 // needs to know), then forward and backward into memory the network hands it.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -74,7 +75,11 @@ class Layer {
   virtual MemoryUse memory_use() const { return {}; }
   virtual std::vector<ParamDecl> param_decls() const { return {}; }
   virtual std::vector<StateDecl> state_decls() const { return {}; }
-  // Pointers into the network's flat buffers, one per declaration, in declaration order.
+  // Device memory the layer keeps from forward to backward (batch-norm statistics, a dropout mask), at the
+  // setup batch; allocated in bind(), so the network can weigh it before anything is allocated.
+  virtual std::size_t kept_bytes() const { return 0; }
+  // Pointers into the network's flat buffers, one per declaration, in declaration order; the layer allocates
+  // what it keeps here.
   virtual void bind(std::span<float* const> params, std::span<float* const> grads, std::span<float* const> states) {
     (void)params, (void)grads, (void)states;
   }

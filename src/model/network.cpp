@@ -8,6 +8,7 @@
 #include <numbers>
 
 #include "common/error.h"
+#include "common/host_memory.h"
 #include "model/layer_profile.h"
 #include "util/clock.h"
 
@@ -45,15 +46,36 @@ void profiled(const Layer& layer, bool backward, Work&& work) {
 std::string Shape::str() const { return fmt::format("{}x{}x{}x{}", n, c, h, w); }
 
 Network::Network(const std::vector<config::LayerSpec>& layers, Backend& backend, Shape input, int classes,
-                 bool share_memory)
+                 bool share_memory, const MemoryBudget& budget)
     : backend_(backend), input_(input), classes_(classes), graph_(layers, backend, input), plan_(graph_, share_memory) {
   output_ = graph_.values()[static_cast<size_t>(graph_.output())].shape;
   if (output_.per_sample() != classes)
     throw JobFileError(fmt::format("the model ends in {} values per sample (shape {}), but the dataset has {} "
                                    "classes: make the last layer `dense` with units = {}",
                                    output_.per_sample(), output_.with_batch(1).str(), classes, classes));
+  need_ = count_memory(budget.caller_bytes_per_parameter);
+  if (budget.bytes > 0 && need_.total() > budget.bytes)
+    throw JobFileError(fmt::format(
+        "the model needs {} per rank at batch {} (activations and gradients {}, parameters with their gradients, "
+        "momentum and copies {}, tensors kept for backward {}) but {} is {}; lower train.batch_per_rank (activations "
+        "grow with it) or make the model smaller",
+        byte_size_text(need_.total()), input.n, byte_size_text(need_.activations), byte_size_text(need_.parameters),
+        byte_size_text(need_.kept), budget.source, byte_size_text(budget.bytes)));
   arena_ = backend.allocate(static_cast<size_t>(std::max<int64_t>(plan_.arena_bytes(), 1)));
   lay_out_parameters();
+}
+
+MemoryNeed Network::count_memory(double caller_bytes_per_parameter) const {
+  MemoryNeed need;
+  need.activations = static_cast<double>(plan_.arena_bytes());
+  double params = 0, states = 0;
+  for (const Layer* layer : graph_.layers()) {
+    for (const auto& d : layer->param_decls()) params += static_cast<double>(d.count);
+    for (const auto& d : layer->state_decls()) states += static_cast<double>(d.count);
+    need.kept += static_cast<double>(layer->kept_bytes());
+  }
+  need.parameters = sizeof(float) * (3 * params + states) + params / 8 + caller_bytes_per_parameter * params;
+  return need;
 }
 
 void Network::lay_out_parameters() {

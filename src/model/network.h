@@ -23,13 +23,31 @@ struct ParamTensor {
   ParamDecl decl;
 };
 
+// What the network allocates, in bytes, known before it allocates any of it.
+struct MemoryNeed {
+  double activations = 0;  // the plan's arena: activations and gradients
+  double parameters = 0;   // parameters, gradients, momentum, running statistics, the decay mask
+  double kept = 0;         // what layers keep from forward to backward (Layer::kept_bytes)
+  double total() const { return activations + parameters + kept; }
+};
+
+// The memory a network may take on this rank, and where that figure comes from (for the message).
+struct MemoryBudget {
+  double bytes = 0;  // 0: unchecked
+  std::string source;  // "this rank's share of the host's 22.1 GiB available (2 ranks on n1), ..."
+  // Bytes per parameter the caller will hold in the same memory besides the network's own (host copies for
+  // initialisation and checkpoints, where the device is the host).
+  double caller_bytes_per_parameter = 0;
+};
+
 class Network {
  public:
   // `input` is one batch at its largest (N = max batch). Throws JobFileError if the layers do not fit the
-  // input or the output is not `classes` logits. share_memory = false gives every activation and gradient a
-  // buffer of its own (to test that the plan changes no number).
+  // input, the output is not `classes` logits, or the network would need more memory than `budget` (checked
+  // before anything is allocated). share_memory = false gives every activation and gradient a buffer of its own
+  // (to test that the plan changes no number).
   Network(const std::vector<config::LayerSpec>& layers, Backend& backend, Shape input, int classes,
-          bool share_memory = true);
+          bool share_memory = true, const MemoryBudget& budget = {});
 
   // The logits live in the plan's arena until the next forward. `seed` makes dropout masks reproducible.
   Tensor forward(const Tensor& x, Mode mode, uint64_t seed);
@@ -53,6 +71,7 @@ class Network {
   // [offset, offset+count) of a layer's parameters in the flat buffers.
   std::pair<int64_t, int64_t> layer_param_range(const Layer& layer) const;
   const MemoryPlan& memory_plan() const { return plan_; }
+  const MemoryNeed& memory_need() const { return need_; }
 
   // Deterministic from the seed alone: rank 0 calls these and broadcasts, so any rank count gives the same
   // starting point.
@@ -64,6 +83,7 @@ class Network {
   std::string summary() const;
 
  private:
+  MemoryNeed count_memory(double caller_bytes_per_parameter) const;
   void lay_out_parameters();
   float* activation(int value, const Tensor& input) const;
   float* gradient_buffer(int buffer, const Tensor& dlogits) const;
@@ -74,6 +94,7 @@ class Network {
   int classes_;
   Graph graph_;
   MemoryPlan plan_;
+  MemoryNeed need_;
   DeviceBuffer arena_;
   std::vector<ParamTensor> tensors_;
   std::vector<StateDecl> state_decls_;

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <bit>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "common/error.h"
@@ -60,12 +62,12 @@ TensorBoardWriter::TensorBoardWriter(const std::filesystem::path& dir) {
   file_ = dir / fmt::format("events.out.tfevents.{}.{}.{}", static_cast<int64_t>(wall_time_s()), host, ::getpid());
   out_.open(file_, std::ios::binary | std::ios::trunc);
   if (!out_)
-    throw Error(ExitCode::internal, fmt::format("cannot create the TensorBoard file {}; check that run.dir is "
-                                                "writable, or set run.tensorboard = false",
-                                                file_.string()));
+    throw JobFileError(fmt::format("cannot create the TensorBoard file {}: {}; check that run.dir is writable, or set "
+                                   "run.tensorboard = false",
+                                   file_.string(), std::strerror(errno)));
   std::string e = event_head(0);
   bytes_field(e, 3, "brain.Event:2");
-  record(e);
+  record(e, 0);
 }
 
 void TensorBoardWriter::scalars(int64_t step, const std::vector<std::pair<std::string, double>>& values) {
@@ -79,21 +81,31 @@ void TensorBoardWriter::scalars(int64_t step, const std::vector<std::pair<std::s
   }
   std::string e = event_head(step);
   bytes_field(e, 5, summary);
-  record(e);
+  record(e, step);
 }
 
 // TFRecord: uint64 length, masked CRC of the length, the data, masked CRC of the data.
-void TensorBoardWriter::record(const std::string& event) {
+void TensorBoardWriter::record(const std::string& event, int64_t step) {
+  if (stopped_) return;
   std::string framed;
   fixed(framed, static_cast<uint64_t>(event.size()));
   fixed(framed, util::masked_crc32c(framed.data(), 8));
   framed += event;
   fixed(framed, util::masked_crc32c(event.data(), event.size()));
   out_.write(framed.data(), static_cast<std::streamsize>(framed.size()));
-  if (!out_.flush())
-    throw Error(ExitCode::internal, fmt::format("cannot write the TensorBoard file {}; check run.dir's free space, "
-                                                "or set run.tensorboard = false",
-                                                file_.string()));
+  if (out_.flush()) {
+    written_ += static_cast<std::streamoff>(framed.size());
+    return;
+  }
+  const int error = errno;
+  stopped_ = true;
+  out_.close();
+  std::error_code ec;
+  std::filesystem::resize_file(file_, static_cast<uintmax_t>(written_), ec);  // no torn record for TensorBoard
+  fmt::print(stderr, "ringtrain: cannot write the TensorBoard file {} ({}); its curves stop at step {}, and "
+                     "metrics.jsonl keeps every record\n",
+             file_.string(), std::strerror(error), step);
+  std::fflush(stderr);
 }
 
 }  // namespace ringtrain::obs

@@ -1,7 +1,9 @@
 // Owns writing TensorBoard scalar summaries without TensorFlow: an events.out.tfevents.* file of TFRecords
 // (length, masked CRC-32C, payload, masked CRC-32C), each an Event protobuf {wall_time, step,
 // summary {value {tag, simple_value}}} encoded by hand (five fields do not justify a protobuf dependency).
-// `tensorboard --logdir runs/` shows the curves while the run goes on: every record is flushed.
+// `tensorboard --logdir runs/` shows the curves while the run goes on: every record is flushed. The curves are a
+// view of metrics.jsonl, which keeps every record; so a write that fails (a full disk) leaves no partial record,
+// says once on stderr where the curves stop and why, and the writer stops instead of ending the run.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -18,11 +20,14 @@ class TensorBoardWriter {
   explicit TensorBoardWriter(const std::filesystem::path& dir);
   void scalars(int64_t step, const std::vector<std::pair<std::string, double>>& values);
   const std::filesystem::path& file() const { return file_; }
+  bool stopped() const { return stopped_; }
 
  private:
-  void record(const std::string& event);
+  void record(const std::string& event, int64_t step);
   std::filesystem::path file_;
   std::ofstream out_;
+  std::streamoff written_ = 0;  // bytes of whole records in the file
+  bool stopped_ = false;
 };
 
 }  // namespace ringtrain::obs

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <set>
 
@@ -81,11 +83,16 @@ void Trace::write(const std::filesystem::path& file) const {
   {
     std::ofstream out(tmp);
     out << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() << "\n";
-    if (!out.flush())
-      throw Error(ExitCode::internal, fmt::format("cannot write the trace {} (rank {}); check run.dir's free space",
-                                                  tmp.string(), rank_));
+    if (!out.flush()) {
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);
+      throw JobFileError(fmt::format("cannot write the trace {} (rank {}): {}; check run.dir's free space", tmp.string(),
+                                     rank_, std::strerror(errno)));
+    }
   }
-  std::filesystem::rename(tmp, file);
+  std::error_code ec;
+  std::filesystem::rename(tmp, file, ec);
+  if (ec) throw JobFileError(fmt::format("cannot write the trace {} (rank {}): {}", file.string(), rank_, ec.message()));
 }
 
 }  // namespace ringtrain::obs

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -16,6 +17,7 @@
 #include "dist/mpi_check.h"
 #include "dist/open_mpi_defaults.h"
 #include "dist/watchdog.h"
+#include "common/host_memory.h"
 #include "io/checkpoint_file.h"
 #include "io/partition.h"
 #include "io/shard_reader.h"
@@ -29,7 +31,9 @@
 #include "train/batch_loader.h"
 #include "train/fault_injection.h"
 #include "train/lr_schedule.h"
+#include "train/metrics_log.h"
 #include "train/progress.h"
+#include "train/run_directory.h"
 #include "train/sample_order.h"
 #include "train/step_runner.h"
 #include "train/stop_request.h"
@@ -46,45 +50,41 @@ struct Totals {
   double loss_sum = 0, correct = 0, samples = 0;
 };
 
+// A run.dir file written whole or not at all (a temporary name, then renamed).
 void write_file(const fs::path& path, const std::string& text) {
   const fs::path tmp = path.string() + ".tmp";
   {
     std::ofstream out(tmp);
     out << text;
-    if (!out.flush()) throw Error(ExitCode::internal, fmt::format("cannot write {}", tmp.string()));
+    if (!out.flush())
+      throw JobFileError(fmt::format("'{}' cannot be written: {}; free space on its file system or pick another "
+                                     "run.dir with --set run.dir=...",
+                                     tmp.string(), std::strerror(errno)));
   }
-  fs::rename(tmp, path);
-}
-
-// A run already in run.dir is never overwritten by accident. Checked first, before any other setup.
-void refuse_existing_run(const config::JobConfig& job, bool resume) {
-  const fs::path dir = job.run.dir;
-  if (!resume && fs::exists(dir / "metrics.jsonl") && !job.run.overwrite)
-    throw JobFileError(fmt::format("run.dir '{}' already holds a run (metrics.jsonl); choose another with "
-                                   "--set run.dir=..., or --set run.overwrite=true to replace it",
-                                   dir.string()));
-}
-
-// Rank 0 creates run.dir and proves it writable. Called only once data, model and checkpoint have been
-// accepted, so a job refused for bad input leaves run.dir exactly as it was (metrics.jsonl is replaced
-// later, when the first record is written).
-void prepare_run_dir(const config::JobConfig& job) {
-  const fs::path dir = job.run.dir;
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec)
-    throw JobFileError(fmt::format("run.dir '{}' cannot be created: {}; pick a writable folder with --set run.dir=...",
-                                   dir.string(), ec.message()));
-  const fs::path probe = dir / ".ringtrain-write-test";
-  std::ofstream out(probe);
-  if (!out || !(out << "x") || !out.flush())
-    throw JobFileError(fmt::format("run.dir '{}' is not writable; pick a writable folder with --set run.dir=...",
-                                   dir.string()));
-  out.close();
-  fs::remove(probe, ec);
-  fs::create_directories(dir / "checkpoints", ec);
-  if (ec)
-    throw JobFileError(fmt::format("'{}' cannot be created: {}", (dir / "checkpoints").string(), ec.message()));
+  fs::rename(tmp, path, ec);
+  if (ec) throw JobFileError(fmt::format("'{}' cannot be written: {}", path.string(), ec.message()));
+}
+
+// What the network may take on this rank: the host's available memory shared by the node's ranks, less the data
+// loaders' queues; on a GPU its free memory, less the convolution workspace cuDNN may still ask for.
+model::MemoryBudget memory_budget(const config::JobConfig& job, const model::Backend& backend, const dist::World& world,
+                                  const model::Shape& input) {
+  const double available = static_cast<double>(backend.memory_available());
+  if (available <= 0) return {};
+  if (!backend.allocates_host_memory()) {
+    const double workspace = job.gpu.workspace_mb * (1 << 20);
+    return {available - workspace, fmt::format("what the GPU has free ({}) less the convolution workspace ({})",
+                                               byte_size_text(available), byte_size_text(workspace))};
+  }
+  const double loaders = 2.0 * (job.data.prefetch_batches + 1) * input.n * (static_cast<double>(input.per_sample()) * 4 + 4);
+  const int ranks = world.local_size();
+  // Host copies of the parameters (initialisation, broadcast) and of parameters and momentum (a checkpoint).
+  const double copies_per_parameter = 3 * sizeof(float);
+  return {available / ranks - loaders,
+          fmt::format("this rank's share of the host's {} available ({} rank{} on {}), less {} for the data loaders,",
+                      byte_size_text(available), ranks, ranks == 1 ? "" : "s", world.host(), byte_size_text(loaders)),
+          copies_per_parameter};
 }
 
 // The first difference between a checkpoint's parameter layout and this model's, or "" when they match.
@@ -133,7 +133,7 @@ int Trainer::run() {
 
   // ---- setup: every failure here is agreed, so all ranks stop with the same message
   world_.all_succeed([&] {
-    if (root) refuse_existing_run(job_, resume_);
+    if (root) RunDirectory::check_usable(job_, resume_);
   });
   std::optional<io::SplitIndex> train_split, test_split;
   world_.all_succeed([&] {
@@ -170,7 +170,10 @@ int Trainer::run() {
 
   std::unique_ptr<model::Network> net;
   const model::Shape input{batch, meta.shape.channels, meta.shape.height, meta.shape.width};
-  world_.all_succeed([&] { net = std::make_unique<model::Network>(job_.model.layers, backend_, input, meta.num_classes); });
+  world_.all_succeed([&] {
+    net = std::make_unique<model::Network>(job_.model.layers, backend_, input, meta.num_classes, true,
+                                           memory_budget(job_, backend_, world_, input));
+  });
 
   // Rank 0 initialises from the seed and broadcasts: every rank starts bit-identical.
   {
@@ -195,6 +198,13 @@ int Trainer::run() {
                                           checkpoint_dir.string()));
       resumed = io::read_checkpoint(found.back());
       resumed_from = found.back().string();
+      const std::string recorded = RunDirectory::recorded_run_id(job_.run.dir);
+      if (!recorded.empty() && !resumed.run_id.empty() && recorded != resumed.run_id)
+        throw CheckpointError(fmt::format("checkpoint '{}' was written by run {}, but run.dir '{}' holds run {} "
+                                          "(run.json); resume that run from its own run.dir, or move the checkpoint "
+                                          "out of '{}'",
+                                          resumed_from, resumed.run_id, job_.run.dir.string(), recorded,
+                                          checkpoint_dir.string()));
       if (const std::string why = layout_mismatch(resumed, *net); !why.empty())
         throw CheckpointError(fmt::format("checkpoint '{}' belongs to another model: {}; resume with the job file "
                                           "it was written by, or use another run.dir",
@@ -228,8 +238,11 @@ int Trainer::run() {
     }
     backend_.to_device(net->states(), states.data(), states.size() * sizeof(float));
   }
+  // Only now, with data, model and checkpoint accepted, is run.dir claimed and written: a job refused for bad
+  // input leaves it exactly as it was.
+  std::optional<RunDirectory> run_dir;
   world_.all_succeed([&] {
-    if (root) prepare_run_dir(job_);
+    if (root) run_dir.emplace(job_, resume_);
   });
 
   const int64_t global_batch = per_step * ranks;
@@ -244,7 +257,8 @@ int Trainer::run() {
   int start_epoch = 0;
   int64_t start_step = 0;
   if (resume_) {
-    const bool same_world = resumed.ranks == ranks && resumed.steps_per_epoch == steps;
+    const bool same_world =
+        resumed.ranks == ranks && resumed.steps_per_epoch == steps && resumed.global_batch == global_batch;
     start_epoch = static_cast<int>(resumed.epoch);
     start_step = same_world ? resumed.step_in_epoch : 0;
     say(fmt::format("resumed from {}: epoch {} step {} (after {} optimizer steps)", resumed_from, start_epoch + 1,
@@ -276,11 +290,35 @@ int Trainer::run() {
                   "batch and any surplus of uneven partitions)",
                   steps, per_step, used_per_rank, train_range.size(), train_range.size() - used_per_rank));
 
-  std::ofstream metrics;
   if (root) {
+    say(fmt::format("run.dir: run {}{}", run_dir->run_id(),
+                    run_dir->moved_aside().empty()
+                        ? std::string()
+                        : fmt::format("; the earlier run's files were moved to {} (run.overwrite)",
+                                      run_dir->moved_aside().string())));
+    if (!run_dir->unlocked_because().empty())
+      say(fmt::format("warning: run.dir cannot be locked on this file system ({}): nothing stops a second run from "
+                      "using it at the same time",
+                      run_dir->unlocked_because()));
+  }
+  std::optional<MetricsLog> metrics;
+  world_.all_succeed([&] {
+    if (!root) return;
     write_file(job_.run.dir / "job.resolved.toml", job_.resolved_toml);
     write_file(job_.run.dir / "versions.json", util::versions_json(versions) + "\n");
-    metrics.open(job_.run.dir / "metrics.jsonl", resume_ ? std::ios::app : std::ios::trunc);
+    const fs::path file = job_.run.dir / "metrics.jsonl";
+    metrics.emplace(resume_ ? MetricsLog::resume(file, resumed.epoch) : MetricsLog::start(file));
+  });
+  // Every record reaches metrics.jsonl, or the run ends with an error (every rank alike) that prints them.
+  const auto finish_metrics = [&] {
+    world_.all_succeed([&] {
+      if (root) metrics->finish();
+    });
+  };
+  if (root && metrics->dropped() > 0)
+    say(fmt::format("metrics.jsonl: {} record(s) written after the checkpoint this run resumes from were dropped",
+                    metrics->dropped()));
+  if (root) {
     nlohmann::ordered_json start{{"kind", "job"},
                                  {"job", job_.source.string()},
                                  {"ranks", ranks},
@@ -295,8 +333,9 @@ int Trainer::run() {
                                  {"train_flops_per_sample", train_flops},
                                  {"backend", backend_.description()},
                                  {"open_mpi_settings", dist::open_mpi_defaults_summary()},
-                                 {"resumed_from", resumed_from}};
-    metrics << start.dump() << "\n" << std::flush;
+                                 {"resumed_from", resumed_from},
+                                 {"run_id", run_dir->run_id()}};
+    metrics->append(start);
   }
 
   // ---- buffers on the device
@@ -322,8 +361,14 @@ int Trainer::run() {
   world_.all_succeed([&] {
     if (root && job_.run.tensorboard) tensorboard.emplace(job_.run.dir);
   });
+  // The trace is diagnostics: failing to write it (a full disk) is said, not made the run's outcome.
   const auto write_trace = [&] {
-    if (trace) trace->write(job_.run.dir / fmt::format("trace-rank{}.json", world_.rank()));
+    if (!trace) return;
+    try {
+      trace->write(job_.run.dir / fmt::format("trace-rank{}.json", world_.rank()));
+    } catch (const Error& e) {
+      fmt::print(stderr, "ringtrain: warning: {}\n", e.what());
+    }
   };
   // The run that fails (non-finite loss, ranks disagreeing, a reduction that timed out) is the one whose last
   // steps a user wants to see, so the trace is also written on the way out of an error. Best effort: the
@@ -430,6 +475,7 @@ int Trainer::run() {
       backend_.to_host(d.velocity.data(), net->velocity(), d.velocity.size() * sizeof(float));
       d.states = std::move(all);
       d.state_count = count;
+      d.run_id = run_dir->run_id();
       d.job_toml = job_.resolved_toml;
       d.versions_json = util::versions_json(versions);
       io::write_checkpoint(path, d);
@@ -530,6 +576,7 @@ int Trainer::run() {
                         stop_signal() ? stop_signal_name() : "signal", epoch + 1, step + 1));
         save_checkpoint(epoch, step + 1, so_far, samples);
         write_trace();
+        finish_metrics();
         say(fmt::format("stopped for preemption; continue with --resume (exit {})", static_cast<int>(ExitCode::preempted)));
         watchdog.finish();
         return static_cast<int>(ExitCode::preempted);
@@ -705,7 +752,7 @@ int Trainer::run() {
                                  {"warnings", warnings},
                                  {"flops_per_s_per_rank", train_flops * static_cast<double>(steps_run * per_step) / epoch_train_s},
                                  {"param_checksum", util::hex64(checksum)}};
-      metrics << rec.dump() << "\n" << std::flush;
+      metrics->append(rec);
       if (tensorboard)
         tensorboard->scalars(global_step, {{"epoch/train_loss", train_loss},
                                            {"epoch/train_acc", sums[1] / std::max(sums[2], 1.0)},
@@ -719,6 +766,7 @@ int Trainer::run() {
   }
   watchdog.finish();
   write_trace();
+  finish_metrics();
   say(fmt::format("done: {} epochs, {:.0f} training samples/s over the job, results in {}", epochs,
                   global_samples_total / std::max(train_time_total, 1e-9), (job_.run.dir / "metrics.jsonl").string()));
   return 0;

@@ -3,6 +3,7 @@
 // names it.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -32,6 +33,7 @@ io::CheckpointData sample() {
   for (int i = 0; i < 10; ++i) d.params.push_back(normal(rng)), d.velocity.push_back(normal(rng));
   d.state_count = 4;
   for (int i = 0; i < 8; ++i) d.states.push_back(normal(rng));
+  d.run_id = "20261124T120000Z-0a1b2c3d";
   d.job_toml = "[train]\nepochs = 5\n";
   d.versions_json = R"({"HDF5":"1.10.8"})";
   return d;
@@ -90,6 +92,7 @@ TEST(CheckpointFile, EveryFieldRoundTripsExactly) {
   EXPECT_EQ(r.velocity, d.velocity);
   EXPECT_EQ(r.states, d.states);
   EXPECT_EQ(r.state_count, d.state_count);
+  EXPECT_EQ(r.run_id, d.run_id);
   EXPECT_EQ(r.job_toml, d.job_toml);
   EXPECT_EQ(r.versions_json, d.versions_json);
 }
@@ -100,10 +103,40 @@ TEST(CheckpointFile, ListsNewestLastAndIgnoresTemporaries) {
   auto d = sample();
   for (int64_t step : {900, 20, 1000}) io::write_checkpoint(dir / io::checkpoint_name(step), d);
   std::ofstream(dir / (io::checkpoint_name(5000) + ".tmp")) << "half";
+  // Names that only start like a checkpoint are not one.
+  for (const char* stray : {"ckpt-s000009999-old.h5", "ckpt-s000009999.h5.bak", "ckpt-s00000999x.h5", "ckpt-s.h5",
+                            "ckpt-s00009999.h5"})
+    std::ofstream(dir / stray) << "stray";
   const auto found = io::list_checkpoints(dir);
   ASSERT_EQ(found.size(), 3u);
   EXPECT_EQ(found.front().filename(), io::checkpoint_name(20));
   EXPECT_EQ(found.back().filename(), io::checkpoint_name(1000));
+}
+
+// Every byte of the parameter and momentum data is covered: a flip anywhere in them is an error naming the array.
+TEST(CheckpointFile, AFlippedDataByteIsRefusedNamingTheArray) {
+  const ScratchDir scratch("rt-ckpt-data");
+  const fs::path& dir = scratch.path();
+  auto d = sample();
+  d.params.assign(5000, 0.25f), d.velocity.assign(5000, -0.5f), d.tensor_sizes = {4996, 2, 2};
+  const fs::path path = dir / io::checkpoint_name(7);
+  io::write_checkpoint(path, d);
+  std::string bytes(static_cast<size_t>(fs::file_size(path)), '\0');
+  std::ifstream(path, std::ios::binary).read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  // The arrays' stored bytes are the runs of their repeated values.
+  for (const auto& [name, value] : {std::pair{"params", 0.25f}, {"velocity", -0.5f}}) {
+    std::string pattern(64, '\0');
+    for (size_t i = 0; i < pattern.size(); i += 4) std::memcpy(pattern.data() + i, &value, 4);
+    const size_t at = bytes.find(pattern);
+    ASSERT_NE(at, std::string::npos) << name;
+    for (const size_t offset : {at + 3, at + 1000, at + 19990}) {
+      std::string flipped = bytes;
+      flipped[offset] = static_cast<char>(flipped[offset] ^ 0x01);
+      std::ofstream(path, std::ios::binary | std::ios::trunc) << flipped;
+      expect_checkpoint_error(path, {path.string(), std::string("array '") + name + "' fails its checksum",
+                                     "move it out of '" + dir.string() + "'"});
+    }
+  }
 }
 
 TEST(CheckpointFile, TruncatedOrForeignFilesAreNamedCheckpointErrors) {

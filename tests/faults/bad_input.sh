@@ -10,7 +10,9 @@ shift 3
 only=" ${*:-} "
 bound=${BOUND_S:-30}
 work=$(mktemp -d)
+chmod 755 "$work"  # the cases run as another user read the shared data through it
 trap 'rm -rf "$work"' EXIT
+as_user=()  # a command prefix that runs a case as another user
 failures=0
 passed=0
 advice='re-run `ringtrain prepare`'
@@ -33,7 +35,7 @@ expect() {
   local before log=$work/$name.log
   before=$(manifest "$watched")
   local start; start=$(date +%s.%N)
-  timeout $((bound + 60)) mpirun -np 2 --oversubscribe "$bin" train "$@" >"$log" 2>&1
+  timeout $((bound + 60)) ${as_user[@]+"${as_user[@]}"} mpirun -np 2 --oversubscribe "$bin" train "$@" >"$log" 2>&1
   local rc=$?
   local took; took=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")
   local why=()
@@ -156,9 +158,70 @@ expect existing_run 3 "$d" "run.dir '$d' already holds a run (metrics.jsonl)" "-
 
 # -- run.dir that cannot be made (exit 3): its parent is a regular file, which stops root too
 mkdir -p "$work/blocked" && echo "a file, not a folder" >"$work/blocked/file"
-expect unusable_run_dir 3 "$work/blocked" "run.dir '$work/blocked/file/run' cannot be created" \
+expect unusable_run_dir 3 "$work/blocked" "run.dir '$work/blocked/file/run' cannot be reached: a part of the path before the last is not a folder" \
   "pick a writable folder with --set run.dir=" \
   "$job" $(data "$work/tiny/train") --set run.dir="$work/blocked/file/run" --set train.batch_per_rank=4 "${small_model[@]}"
+
+# -- job files that are not regular files of sane size (exit 3): refused before they are read, no hang
+mkfifo "$work/job.fifo"
+d=$(run fifo_job)
+expect fifo_job 3 "$d" "job file '$work/job.fifo' is not a regular file or folder (a FIFO, device or socket)" \
+  "a job file is a regular TOML file" "$work/job.fifo" $(data "$work/tiny/train") $(fresh "$d")
+d=$(run endless_job)
+expect endless_job 3 "$d" "job file '/dev/zero' is not a regular file or folder" "a job file is a regular TOML file" \
+  /dev/zero $(data "$work/tiny/train") $(fresh "$d")
+
+# -- paths the system cannot resolve: the path, the system's reason, the exit code of what the path is for
+long_name=$work/$(printf 'n%.0s' $(seq 300))
+d=$(run long_run_dir_name)
+expect long_run_dir_name 3 "$d" "run.dir '$long_name' cannot be reached: File name too long" "--set run.dir=" \
+  "$job" $(data "$work/tiny/train") --set run.dir="$long_name" --set train.batch_per_rank=4 "${small_model[@]}"
+ln -s "$work/loop" "$work/loop"
+d=$(run data_symlink_loop)
+expect data_symlink_loop 4 "$d" "split folder '$work/loop' cannot be reached: Too many levels of symbolic links" \
+  "check the path and its permissions" "$job" $(data "$work/loop") $(fresh "$d")
+long_path=$work
+while [ ${#long_path} -le 4200 ]; do long_path+=/$(printf 'p%.0s' $(seq 200)); done
+# One rank: two ranks' messages over PIPE_BUF (4 KiB, the path alone is longer) interleave in a shared log.
+if [ "$only" = "  " ] || [[ "$only" == *" data_path_too_long "* ]]; then
+  d=$(run data_path_too_long)
+  before=$(manifest "$d")
+  timeout 60 "$bin" train "$job" $(data "$long_path/train") $(fresh "$d") >"$work/data_path_too_long.log" 2>&1
+  rc=$?
+  if [ "$rc" = 4 ] && grep -qF "/train' cannot be reached: File name too long; check the path and its permissions" \
+       "$work/data_path_too_long.log" && [ "$before" = "$(manifest "$d")" ]; then
+    echo "ok   data_path_too_long: exit 4 naming the ${#long_path}-character path: File name too long"
+    passed=$((passed + 1))
+  else
+    echo "FAIL data_path_too_long: exit $rc: $(head -c 300 "$work/data_path_too_long.log")"
+    failures=$((failures + 1))
+  fi
+fi
+# Permission denied on a parent: root reads everything, so these run as nobody.
+mkdir -p "$work/private" && cp -a "$work/tiny" "$work/private/" && chmod 700 "$work/private"
+if setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
+  as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$work")
+  d=$(run data_permission)
+  chmod 777 "$d" "$d/checkpoints" && chmod 666 "$d/metrics.jsonl" "$d/job.resolved.toml" "$d/checkpoints"/*
+  expect data_permission 4 "$d" "split folder '$work/private/tiny/train' cannot be reached: Permission denied" \
+    "check the path and its permissions" "$job" $(data "$work/private/tiny/train" "$work/tiny/test") $(fresh "$d")
+  expect run_dir_permission 3 "$work/private" "run.dir '$work/private/run' cannot be reached: Permission denied" \
+    "--set run.dir=" "$job" $(data "$work/tiny/train") --set run.dir="$work/private/run" --set train.batch_per_rank=4 \
+    "${small_model[@]}"
+  as_user=()
+else
+  echo "skip data_permission, run_dir_permission: setpriv cannot switch to user nobody here"
+fi
+
+# -- models too large for memory (exit 3): the numbers, before anything is allocated
+d=$(run model_too_large)
+expect model_too_large 3 "$d" "the model needs" "lower train.batch_per_rank (activations grow with it) or make the model smaller" \
+  "$job" $(data "$work/tiny/train") $(fresh "$d") \
+  --set 'model.layers=[{type="flatten"},{type="dense",units=1048576},{type="dense",units=1048576},{type="dense",units=3}]'
+d=$(run layer_too_large)
+expect layer_too_large 3 "$d" "model.layers[0] (conv2d 3x3x8 s1 p1000000) turns input 1x1x8x8 per sample into" \
+  "more than any memory holds; check its size, padding, filters or units" "$job" $(data "$work/tiny/train") $(fresh "$d") \
+  --set 'model.layers=[{type="conv2d",filters=8,kernel=3,padding=1000000},{type="flatten"},{type="dense",units=3}]'
 
 echo "$passed passed, $failures failed"
 [ "$failures" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -1,8 +1,13 @@
 // Owns the bounded fuzzing of the job-file parser (config::parse_job): valid job files from jobs/, mutated
 // byte by byte and token by token (key typos, values of the wrong type, huge and non-finite numbers, broken
 // brackets, stray quotes), with random --set overrides. Every input must either parse or throw JobFileError
-// with a message; any other exception fails the run, a crash or hang ends it (CTest sees either).
+// with a message; any other exception fails the run, a crash or hang ends it (CTest sees either). First, the
+// kinds of file a job-file path can name (config::load_job): a FIFO, devices that never end or say nothing, a
+// folder, a file over the size cap, a symlink loop, names and paths over the system's limits, random bytes.
 // Usage: fuzz_job_config JOBS_DIR [--seed N] [--iterations N] [--seconds S]
+#include <limits.h>
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -66,6 +71,62 @@ void mutate_tokens(std::string& text, std::mt19937_64& rng) {
   for (const auto& line : lines) text += line + "\n";
 }
 
+// load_job on every kind of path: each must end in JobFileError whose message names the path and says `want`.
+int check_file_kinds(std::mt19937_64& rng) {
+  const fs::path dir = fs::temp_directory_path() / ("fuzz_job_config." + std::to_string(rng() % 1000000000));
+  fs::create_directories(dir);
+  const fs::path fifo = dir / "fifo.toml", big = dir / "big.toml", loop = dir / "loop.toml";
+  mkfifo(fifo.c_str(), 0600);
+  std::ofstream(big).close();
+  fs::resize_file(big, ringtrain::config::kMaxJobFileBytes + 1);
+  fs::create_symlink(loop, loop);
+  const std::string long_name = std::string(300, 'j') + ".toml";
+  std::string long_path = dir.string();
+  while (long_path.size() <= PATH_MAX) long_path += "/" + std::string(200, 'p');
+  const std::vector<std::pair<fs::path, std::string>> cases = {
+      {fifo, "is not a regular file or folder"}, {"/dev/zero", "is not a regular file or folder"},
+      {"/dev/null", "is not a regular file or folder"}, {dir, "is a folder"}, {big, "a job file is at most"},
+      {loop, "cannot be reached: Too many levels of symbolic links"}, {dir / long_name, "cannot be reached: File name too long"},
+      {long_path + "/x.toml", "cannot be reached: File name too long"}, {dir / "absent.toml", "does not exist"}};
+  int failures = 0;
+  for (const auto& [path, want] : cases) {
+    try {
+      (void)ringtrain::config::load_job(path, {});
+      std::cerr << "FAIL load_job accepted " << path.string().substr(0, 80) << "\n";
+      ++failures;
+    } catch (const ringtrain::JobFileError& e) {
+      const std::string message = e.what();
+      if (message.find(want) == std::string::npos || message.find(path.string().substr(0, 40)) == std::string::npos) {
+        std::cerr << "FAIL load_job on " << path.string().substr(0, 80) << ": want '" << want << "', got: " << message
+                  << "\n";
+        ++failures;
+      }
+    } catch (const std::exception& e) {
+      std::cerr << "FAIL load_job on " << path.string().substr(0, 80) << ": " << typeid(e).name() << ": " << e.what()
+                << "\n";
+      ++failures;
+    }
+  }
+  // Random bytes of random sizes under the cap, from a regular file: parsed or refused, nothing else.
+  for (int i = 0; i < 50; ++i) {
+    std::string bytes(rng() % 4096, '\0');
+    for (char& c : bytes) c = static_cast<char>(rng());
+    std::ofstream(dir / "random.toml", std::ios::binary) << bytes;
+    try {
+      (void)ringtrain::config::load_job(dir / "random.toml", {});
+    } catch (const ringtrain::JobFileError&) {
+    } catch (const std::exception& e) {
+      std::cerr << "FAIL load_job on random bytes: " << typeid(e).name() << ": " << e.what() << "\n";
+      ++failures;
+    }
+  }
+  std::error_code ignored;
+  fs::remove_all(dir, ignored);
+  std::cout << "fuzz_job_config: " << cases.size() << " kinds of path and 50 random files through load_job, "
+            << failures << " wrong outcomes\n";
+  return failures;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -90,7 +151,7 @@ int main(int argc, char** argv) {
   ringtrain::fuzz::install_crash_report();
   std::mt19937_64 rng(options.seed);
   const Budget budget(options);
-  long done = 0, parsed = 0, refused = 0, failures = 0;
+  long done = 0, parsed = 0, refused = 0, failures = check_file_kinds(rng);
   for (; budget.more(done); ++done) {
     std::string text = corpus[rng() % corpus.size()];
     if (rng() % 2) mutate_tokens(text, rng);

@@ -380,6 +380,8 @@ TEST_P(LayerTest, DropoutTrainsInvertedAndReproduciblyAndCopiesInEvaluation) {
   auto layer = model::make_layer(s, backend());
   const Shape in{8, 4, 10, 10};
   ASSERT_EQ(layer->setup(in), in);
+  EXPECT_EQ(layer->kept_bytes(), static_cast<size_t>(in.elements())) << "one mask byte per element";
+  layer->bind({}, {}, {});
   EXPECT_EQ(layer->memory_use().output, model::OutputMemory::own);
   const auto x = random_floats(static_cast<size_t>(in.elements()), 5, 0.5f, 1.5f);
   model::DeviceBuffer dx_in = upload(x), dy_out = backend().allocate(sizeof(float) * x.size());

@@ -5,9 +5,10 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <new>
 #include <vector>
 
+#include "common/error.h"
+#include "common/host_memory.h"
 #include "kernels/cpu/batchnorm.h"
 #include "kernels/cpu/dense.h"
 #include "kernels/cpu/elementwise.h"
@@ -58,11 +59,17 @@ model::DeviceBuffer CpuBackend::allocate(std::size_t bytes) {
   // 64-byte alignment: whole cache lines and AVX-512-safe loads for the BLAS and the vectorised loops.
   const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, rounded);
-  if (!p) throw std::bad_alloc();
+  if (!p)
+    throw JobFileError(fmt::format("cannot allocate {} of host memory ({} available); lower train.batch_per_rank or "
+                                   "the model's size, or run fewer ranks per node",
+                                   byte_size_text(static_cast<double>(rounded)),
+                                   byte_size_text(static_cast<double>(host_memory_available()))));
   std::memset(p, 0, rounded);
   allocated_ += rounded;
   return model::DeviceBuffer(p, bytes, [](void* q) { std::free(q); });
 }
+
+std::size_t CpuBackend::memory_available() const { return host_memory_available(); }
 
 void CpuBackend::to_device(void* device_dst, const void* host_src, std::size_t bytes) {
   if (bytes) std::memcpy(device_dst, host_src, bytes);

@@ -15,6 +15,7 @@ class CpuBackend final : public model::Backend {
   model::DeviceBuffer allocate(std::size_t bytes) override;
   std::size_t bytes_allocated() const override { return allocated_; }
   bool allocates_host_memory() const override { return true; }
+  std::size_t memory_available() const override;
   void to_device(void* device_dst, const void* host_src, std::size_t bytes) override;
   void to_host(void* host_dst, const void* device_src, std::size_t bytes) override;
   void synchronize() override {}

@@ -106,6 +106,12 @@ model::DeviceBuffer CudaBackend::allocate(std::size_t bytes) {
 
 std::size_t CudaBackend::bytes_allocated() const { return state_->allocated; }
 
+std::size_t CudaBackend::memory_available() const {
+  std::size_t free = 0, total = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return free;
+}
+
 std::size_t CudaBackend::device_bytes_in_use() const {
   std::size_t free = 0, total = 0;
   CUDA_CHECK(cudaMemGetInfo(&free, &total));

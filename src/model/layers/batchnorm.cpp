@@ -12,12 +12,9 @@ class BatchNorm final : public LeafLayer {
   std::string describe() const override { return "batchnorm"; }
   Shape setup(const Shape& in) override {
     in_ = out_ = in;
-    saved_mean_ = keep(sizeof(float) * static_cast<size_t>(in.c));
-    saved_inv_std_ = keep(sizeof(float) * static_cast<size_t>(in.c));
-    buffers_.saved_mean = saved_mean_.as<float>();
-    buffers_.saved_inv_std = saved_inv_std_.as<float>();
     return out_;
   }
+  std::size_t kept_bytes() const override { return 2 * sizeof(float) * static_cast<size_t>(in_.c); }
   MemoryUse memory_use() const override { return {.backward_reads_input = true}; }
   std::vector<ParamDecl> param_decls() const override {
     return {{"gamma", in_.c, ParamInit::ones, 1, false}, {"beta", in_.c, ParamInit::zeros, 1, false}};
@@ -28,6 +25,10 @@ class BatchNorm final : public LeafLayer {
   void bind(std::span<float* const> p, std::span<float* const> g, std::span<float* const> s) override {
     buffers_.gamma = p[0], buffers_.beta = p[1], dgamma_ = g[0], dbeta_ = g[1];
     buffers_.running_mean = s[0], buffers_.running_var = s[1];
+    saved_mean_ = keep(sizeof(float) * static_cast<size_t>(in_.c));
+    saved_inv_std_ = keep(sizeof(float) * static_cast<size_t>(in_.c));
+    buffers_.saved_mean = saved_mean_.as<float>();
+    buffers_.saved_inv_std = saved_inv_std_.as<float>();
   }
   void forward(const ForwardPass& pass) override {
     if (pass.mode == Mode::train)

@@ -1,6 +1,8 @@
 // Owns the fully connected layer: y = x W^T + b over each sample's C*H*W values, W stored out x in.
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "model/layers/layers.h"
 #include "model/layers/leaf_layer.h"
 
@@ -13,6 +15,8 @@ class Dense final : public LeafLayer {
   std::string describe() const override { return fmt::format("dense {}", spec_.units); }
   Shape setup(const Shape& in) override {
     in_ = in;
+    if (in.per_sample() > std::numeric_limits<int>::max())
+      shape_error(in, fmt::format("{} inputs per sample are more than a dense layer takes (2^31 - 1)", in.per_sample()));
     out_ = {in.n, spec_.units, 1, 1};
     return out_;
   }

@@ -14,8 +14,11 @@ class Dropout final : public LeafLayer {
   std::string describe() const override { return fmt::format("dropout {}", spec_.rate); }
   Shape setup(const Shape& in) override {
     in_ = out_ = in;
-    if (active()) mask_ = keep(static_cast<size_t>(in.elements()));
     return out_;
+  }
+  std::size_t kept_bytes() const override { return active() ? static_cast<size_t>(in_.elements()) : 0; }
+  void bind(std::span<float* const>, std::span<float* const>, std::span<float* const>) override {
+    if (active()) mask_ = keep(kept_bytes());
   }
   MemoryUse memory_use() const override {
     return {.output = active() ? OutputMemory::own : OutputMemory::is_input};

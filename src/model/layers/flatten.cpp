@@ -1,4 +1,8 @@
 // Owns flatten: a view change only. Dense layers already read N x (C*H*W), so no data moves.
+#include <fmt/format.h>
+
+#include <limits>
+
 #include "model/layers/layers.h"
 #include "model/layers/leaf_layer.h"
 
@@ -11,6 +15,8 @@ class Flatten final : public LeafLayer {
   std::string describe() const override { return "flatten"; }
   Shape setup(const Shape& in) override {
     in_ = in;
+    if (in.per_sample() > std::numeric_limits<int>::max())
+      shape_error(in, fmt::format("{} values per sample are more than a flat vector holds (2^31 - 1)", in.per_sample()));
     out_ = {in.n, static_cast<int>(in.per_sample()), 1, 1};
     return out_;
   }

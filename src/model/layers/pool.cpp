@@ -29,8 +29,11 @@ class Pool final : public LeafLayer {
       shape_ = {in.n, in.c, in.h, in.w, spec_.size, spec_.stride, spec_.padding};
     }
     out_ = {in.n, in.c, shape_.out_h(), shape_.out_w()};
-    if (const std::size_t bytes = backend_.pool_saved_bytes(shape_, mode()); bytes > 0) saved_ = keep(bytes);
     return out_;
+  }
+  std::size_t kept_bytes() const override { return backend_.pool_saved_bytes(shape_, mode()); }
+  void bind(std::span<float* const>, std::span<float* const>, std::span<float* const>) override {
+    if (kept_bytes() > 0) saved_ = keep(kept_bytes());
   }
   // Max pooling's backward finds each window's winner again from x and y (cuDNN) or keeps it (the CPU twin);
   // average pooling's needs neither.

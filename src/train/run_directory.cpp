@@ -1,0 +1,168 @@
+// Owns run.dir's lock, identity and the moving aside of an earlier run; see run_directory.h.
+#include "train/run_directory.h"
+
+#include <fcntl.h>
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <vector>
+
+#include "common/error.h"
+#include "common/path_probe.h"
+
+namespace ringtrain::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kLockFile = ".ringtrain.lock";
+constexpr const char* kIdentityFile = "run.json";
+const char* const kPickAnother = "pick a writable folder with --set run.dir=...";
+
+std::string host_name() {
+  char name[256] = {};
+  return gethostname(name, sizeof name - 1) == 0 ? std::string(name) : std::string("?");
+}
+
+std::string utc_now() { return fmt::format("{:%Y%m%dT%H%M%SZ}", fmt::gmtime(std::time(nullptr))); }
+
+// Sortable by start time, unique by its random tail.
+std::string new_run_id() {
+  std::random_device entropy;
+  return fmt::format("{}-{:08x}", utc_now(), entropy());
+}
+
+[[noreturn]] void unusable(const fs::path& dir, const std::string& why) {
+  throw JobFileError(fmt::format("run.dir '{}' {}; {}", dir.string(), why, kPickAnother));
+}
+
+}  // namespace
+
+bool is_run_file(const std::string& name) {
+  static const char* const exact[] = {"metrics.jsonl", "job.resolved.toml", "versions.json", kIdentityFile, "gpu.jsonl"};
+  for (const char* e : exact)
+    if (name == e) return true;
+  return name.starts_with("events.out.tfevents.") || (name.starts_with("trace-rank") && name.ends_with(".json")) ||
+         (name.starts_with("gpu-rank") && name.ends_with(".jsonl"));
+}
+
+void RunDirectory::check_usable(const config::JobConfig& job, bool resume) {
+  const fs::path dir = job.run.dir;
+  const PathProbe probe = probe_path(dir);
+  if (probe.kind == PathProbe::Kind::missing) return;
+  if (probe.kind != PathProbe::Kind::directory)
+    unusable(dir, probe.kind == PathProbe::Kind::regular ? "is a file, not a folder" : probe.describe());
+  const PathProbe metrics = probe_path(dir / "metrics.jsonl");
+  if (metrics.kind == PathProbe::Kind::unreachable) unusable(dir, "cannot be read: " + metrics.reason);
+  if (!resume && metrics.exists() && !job.run.overwrite)
+    throw JobFileError(fmt::format("run.dir '{}' already holds a run (metrics.jsonl); choose another with "
+                                   "--set run.dir=..., or --set run.overwrite=true to replace it (its files are "
+                                   "moved into run.dir/replaced-<id>/)",
+                                   dir.string()));
+}
+
+std::string RunDirectory::recorded_run_id(const fs::path& dir) {
+  const PathProbe probe = probe_path(dir / kIdentityFile);
+  if (probe.kind != PathProbe::Kind::regular || probe.size > (1 << 16)) return "";
+  std::ifstream in(dir / kIdentityFile);
+  const auto identity = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return identity.is_object() && identity.contains("run_id") && identity["run_id"].is_string()
+             ? identity["run_id"].get<std::string>()
+             : std::string();
+}
+
+RunDirectory::RunDirectory(const config::JobConfig& job, bool resume) : dir_(job.run.dir) {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) unusable(dir_, "cannot be created: " + ec.message());
+  lock();
+  if (!resume) move_earlier_run_aside();
+  run_id_ = resume ? recorded_run_id(dir_) : std::string();
+  if (run_id_.empty()) write_identity(job);  // a fresh start, or resuming a run that predates run.json
+  fs::create_directories(dir_ / "checkpoints", ec);
+  if (ec) unusable(dir_, fmt::format("cannot hold '{}': {}", (dir_ / "checkpoints").string(), ec.message()));
+}
+
+RunDirectory::~RunDirectory() {
+  if (lock_fd_ < 0) return;
+  // Unlinked while still held: a later run never finds a lock file some process still holds.
+  std::error_code ignored;
+  fs::remove(dir_ / kLockFile, ignored);
+  ::close(lock_fd_);
+}
+
+void RunDirectory::lock() {
+  const fs::path file = dir_ / kLockFile;
+  const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) unusable(dir_, fmt::format("is not writable ({}: {})", kLockFile, std::strerror(errno)));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    if (error != EWOULDBLOCK) {  // ENOLCK, EOPNOTSUPP, ...: this file system keeps no locks
+      unlocked_because_ = std::strerror(error);
+      ::close(fd);
+      return;
+    }
+    std::string holder(512, '\0');
+    const ssize_t got = ::pread(fd, holder.data(), holder.size(), 0);
+    holder.resize(got > 0 ? static_cast<size_t>(got) : 0);
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\0')) holder.pop_back();
+    ::close(fd);
+    throw JobFileError(fmt::format("run.dir '{}' is in use by another run ({}); wait for it to end, or give this "
+                                   "run its own folder with --set run.dir=...",
+                                   dir_.string(), holder.empty() ? "its holder did not say who it is" : holder));
+  }
+  lock_fd_ = fd;
+  const std::string holder = fmt::format("host {}, pid {}, since {}\n", host_name(), ::getpid(), utc_now());
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, holder.data(), holder.size(), 0) != static_cast<ssize_t>(holder.size()))
+    unusable(dir_, fmt::format("is not writable ({}: {})", kLockFile, std::strerror(errno)));
+}
+
+void RunDirectory::move_earlier_run_aside() {
+  std::vector<fs::path> earlier;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir_, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const bool checkpoints = name == "checkpoints" && !fs::is_empty(it->path(), ec);
+    if (is_run_file(name) || checkpoints) earlier.push_back(it->path());
+  }
+  if (ec) unusable(dir_, "cannot be read: " + ec.message());
+  if (earlier.empty()) return;
+  const std::string id = recorded_run_id(dir_);
+  fs::path target = dir_ / ("replaced-" + (id.empty() ? utc_now() : id));
+  for (int n = 2; fs::exists(target, ec); ++n) target = dir_ / fmt::format("replaced-{}-{}", id.empty() ? utc_now() : id, n);
+  fs::create_directory(target, ec);
+  if (ec) unusable(dir_, fmt::format("cannot hold '{}' for the earlier run's files: {}", target.string(), ec.message()));
+  for (const fs::path& file : earlier) {
+    fs::rename(file, target / file.filename(), ec);
+    if (ec)
+      unusable(dir_, fmt::format("cannot move the earlier run's '{}' into '{}': {}", file.filename().string(),
+                                 target.string(), ec.message()));
+  }
+  moved_aside_ = target;
+}
+
+void RunDirectory::write_identity(const config::JobConfig& job) {
+  run_id_ = new_run_id();
+  const nlohmann::ordered_json identity{
+      {"run_id", run_id_}, {"started", utc_now()}, {"host", host_name()}, {"job", job.source.string()}};
+  const fs::path file = dir_ / kIdentityFile, tmp = dir_ / (std::string(kIdentityFile) + ".tmp");
+  {
+    std::ofstream out(tmp);
+    out << identity.dump(2) << "\n";
+    if (!out.flush()) unusable(dir_, fmt::format("is not writable ({}: {})", tmp.string(), std::strerror(errno)));
+  }
+  std::error_code ec;
+  fs::rename(tmp, file, ec);
+  if (ec) unusable(dir_, fmt::format("is not writable ({}: {})", file.string(), ec.message()));
+}
+
+}  // namespace ringtrain::train
