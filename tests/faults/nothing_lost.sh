@@ -3,7 +3,8 @@
 #   overwrite   run.overwrite moves the earlier run aside; --resume continues the new run, not the earlier one
 #   concurrent  a second fresh start, and a --resume, on a run.dir a run is using: refused naming the holder;
 #               the first run's metrics.jsonl stays whole
-#   stray       a file in checkpoints/ whose name only starts like a checkpoint is not taken for one
+#   stray       a file in checkpoints/ whose name only starts like a checkpoint is not taken for one; a --resume
+#               with another batch size says so
 #   bitflip     a byte flipped in a checkpoint's parameter or momentum data (random offsets, fixed seed): --resume
 #               and `inspect` refuse it naming the array, with the fallback; an empty or garbage newest
 #               checkpoint gets the same fallback
@@ -125,6 +126,14 @@ if [[ " $cases " == *" stray "* ]]; then
     ok "stray: four look-alike names ignored, resumed from $real"
   else
     fail "stray: exit $rc: $(grep -h -A1 'resumed\|exit' "$work/stray-b.log" | head -3)"
+  fi
+  train "$job" "${tiny[@]}" --set run.dir="$d" --set train.epochs=3 --set train.batch_per_rank=8 --resume \
+    >"$work/stray-c.log" 2>&1
+  rc=$?
+  if [ "$rc" = 0 ] && grep -q "global batch 16 (was 8)" "$work/stray-c.log"; then
+    ok "stray: a --resume with batch_per_rank 8 instead of 4 says 'global batch 16 (was 8)'"
+  else
+    fail "stray: resume with another batch: exit $rc: $(grep -h 'resume' "$work/stray-c.log" | head -2)"
   fi
 fi
 
