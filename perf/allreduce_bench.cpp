@@ -1,8 +1,10 @@
 // Owns the all-reduce micro-benchmark used to validate perf/scaling_model.py: one float buffer of the given
-// size reduced the way ringtrain's CPU path reduces gradients (by default its `nonblocking` reducer over
-// dist.bucket_mb buckets, under ringtrain's Open MPI defaults), or with one plain blocking MPI_Allreduce for
-// comparison; timed as the slowest rank's time per reduction. Prints one JSON line on rank 0.
-//   mpirun -np 2 ringtrain-allreduce-bench --mib 16 --iters 5 [--reducer nonblocking|thread|blocking]
+// size reduced the way ringtrain reduces gradients (by default the CPU path's `nonblocking` reducer over
+// dist.bucket_mb buckets, under ringtrain's Open MPI defaults; `nccl` the GPU path's NCCL reducer, the node's
+// ranks sharing its GPUs as emulated hosts where there are fewer GPUs than ranks), or with one plain blocking
+// MPI_Allreduce for comparison; timed as the slowest rank's time per reduction, to the end of the reduction on
+// the device. Prints one JSON line on rank 0.
+//   mpirun -np 2 ringtrain-allreduce-bench --mib 16 --iters 5 [--reducer nonblocking|thread|blocking|nccl]
 //                                          [--bucket-mb 1]
 #include <mpi.h>
 
@@ -15,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/gpu_device.h"
+#include "config/job_config.h"
 #include "dist/gradient_buckets.h"
 #include "dist/mpi_check.h"
 #include "dist/mpi_gradient_reducer.h"
@@ -43,40 +47,59 @@ Options parse(int argc, char** argv) {
       opt.bucket_mb = std::atof(argv[i + 1]);
   }
   if (opt.mib <= 0 || opt.iters <= 0 || opt.bucket_mb <= 0 ||
-      (opt.reducer != "nonblocking" && opt.reducer != "thread" && opt.reducer != "blocking"))
+      (opt.reducer != "nonblocking" && opt.reducer != "thread" && opt.reducer != "blocking" && opt.reducer != "nccl"))
     throw ringtrain::UsageError(
-        "usage: ringtrain-allreduce-bench [--mib MiB>0] [--iters N>0] [--reducer nonblocking|thread|blocking] "
+        "usage: ringtrain-allreduce-bench [--mib MiB>0] [--iters N>0] [--reducer nonblocking|thread|blocking|nccl] "
         "[--bucket-mb MiB>0]");
   return opt;
 }
 
-// One reduction of `grad` in place, as ringtrain would make it.
+// One reduction of `grad` in place, as ringtrain would make it; for nccl, of a device copy of it.
 class Reduction {
  public:
-  Reduction(const Options& opt, MPI_Comm comm, int64_t floats) : comm_(comm) {
+  Reduction(const Options& opt, const ringtrain::dist::World& world, int64_t floats) : comm_(world.comm()) {
     if (opt.reducer == "blocking") return;
     // One tensor per bucket-size piece, so the bucket layout is what GradientBuckets gives a real model.
     const auto bucket_floats = static_cast<int64_t>(opt.bucket_mb * 1024 * 1024 / sizeof(float));
     std::vector<std::pair<int64_t, int64_t>> tensors;
     for (int64_t at = 0; at < floats; at += bucket_floats) tensors.emplace_back(at, std::min(bucket_floats, floats - at));
     buckets_ = std::make_unique<ringtrain::dist::GradientBuckets>(tensors, bucket_floats);
-    if (opt.reducer == "thread")
-      reducer_ = std::make_unique<ringtrain::dist::ThreadGradientReducer>(comm);
-    else
-      reducer_ = std::make_unique<ringtrain::dist::MpiGradientReducer>(comm);
+    if (opt.reducer == "nccl") {
+      ringtrain::config::JobConfig job;
+      job.gpu.share_device = true;
+      gpu_ = ringtrain::backend::gpu::open_backend(job, world.local_rank(), world.local_size(), world.host());
+      device_grad_ = gpu_->allocate(static_cast<size_t>(floats) * sizeof(float));
+      reducer_ = ringtrain::backend::gpu::open_reducer(*gpu_, comm_, 120);
+    } else if (opt.reducer == "thread") {
+      reducer_ = std::make_unique<ringtrain::dist::ThreadGradientReducer>(comm_);
+    } else {
+      reducer_ = std::make_unique<ringtrain::dist::MpiGradientReducer>(comm_);
+    }
+  }
+  // Puts `grad` where the reduction reads it (not timed).
+  void load(const std::vector<float>& grad) {
+    if (gpu_) gpu_->to_device(device_grad_.as<void>(), grad.data(), grad.size() * sizeof(float)), gpu_->synchronize();
   }
   void run(std::vector<float>& grad) {
     if (!reducer_) {
       MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, grad.data(), static_cast<int>(grad.size()), MPI_FLOAT, MPI_SUM, comm_));
       return;
     }
-    for (const auto& b : buckets_->buckets()) reducer_->launch(grad.data(), b);
+    float* data = gpu_ ? device_grad_.as<float>() : grad.data();
+    for (const auto& b : buckets_->buckets()) reducer_->launch(data, b);
     reducer_->wait_all();
+    (void)reducer_->settle(0);  // the device's reductions have ended, not just been queued
+  }
+  // Brings the result back where the check reads it (not timed).
+  void unload(std::vector<float>& grad) {
+    if (gpu_) gpu_->to_host(grad.data(), device_grad_.as<void>(), grad.size() * sizeof(float));
   }
   int bucket_count() const { return buckets_ ? static_cast<int>(buckets_->buckets().size()) : 1; }
 
  private:
   MPI_Comm comm_;
+  std::unique_ptr<ringtrain::model::Backend> gpu_;  // declared before the reducer: NCCL goes before its device
+  ringtrain::model::DeviceBuffer device_grad_;
   std::unique_ptr<ringtrain::dist::GradientBuckets> buckets_;
   std::unique_ptr<ringtrain::dist::GradientReducer> reducer_;
 };
@@ -89,15 +112,17 @@ int main(int argc, char** argv) {
     const Options opt = parse(argc, argv);
     const auto count = static_cast<int64_t>(opt.mib * 1024 * 1024 / sizeof(float));
     std::vector<float> grad(static_cast<size_t>(count));
-    Reduction reduction(opt, world.comm(), count);
+    Reduction reduction(opt, world, count);
     const auto reduce_ones = [&] {
       std::fill(grad.begin(), grad.end(), 1.0f);
+      reduction.load(grad);
       reduction.run(grad);
     };
     reduce_ones();  // warm-up: connections are opened lazily by the first large transfer
     std::vector<double> times;
     for (int i = 0; i < opt.iters; ++i) {
       std::fill(grad.begin(), grad.end(), 1.0f);
+      reduction.load(grad);
       world.barrier();
       const double start = MPI_Wtime();
       reduction.run(grad);
@@ -105,6 +130,7 @@ int main(int argc, char** argv) {
       MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &slowest, 1, MPI_DOUBLE, MPI_MAX, world.comm()));
       times.push_back(slowest);
     }
+    reduction.unload(grad);
     const auto expected = static_cast<float>(world.size());
     const bool correct = std::all_of(grad.begin(), grad.end(), [&](float v) { return v == expected; });
     if (!correct) throw ringtrain::Error(ringtrain::ExitCode::fault, "all-reduce returned a wrong sum");

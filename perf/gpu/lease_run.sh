@@ -5,9 +5,10 @@
 # short logs as they are, the rest in one tarball.
 #
 # Expects .gpurt/ (carried): root.tar.xz (the bundle's root/, xz'd to fit the 64 MiB transfer), env.sh,
-# cuda-libs.sh, bin/{ringtrain,test_gpu,test_layers,ringtrain-bench}, fmnist/*.gz (Debian's dataset-fashion-mnist
-# files). The bench stage's gpu-summary.jsonl is the record for perf/results/<date>-gpu-<topic>/.
-#   STAGES="tests fmnist bench"   which parts to run (also: variants, resnet20);  FMNIST_EPOCHS=12;
+# cuda-libs.sh, bin/{ringtrain,test_gpu,test_layers,test_equivalence,ringtrain-bench,ringtrain-allreduce-bench},
+# fmnist/*.gz (Debian's dataset-fashion-mnist files). The bench stage's gpu-summary.jsonl and the nccl stage's
+# nccl-summary.jsonl are the records for perf/results/<date>-gpu-<topic>/.
+#   STAGES="tests fmnist bench"   which parts to run (also: variants, resnet20, nccl);  FMNIST_EPOCHS=12;
 #   STEPS=40 (benchmark steps);  VARIANTS="name=--set k=v ...;name2=..." (ResNet-50 settings to compare)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -75,6 +76,13 @@ if [[ " $stages " == *" bench "* ]]; then
   cat "$work/bench/summary.txt" >>"$out/summary.txt" 2>/dev/null
   cp "$work/bench/gpu-summary.jsonl" "$out/" 2>/dev/null
   cp "$work/bench.log" "$work/bench/" 2>/dev/null
+fi
+# 2 and 4 ranks on this one GPU, each its own host to NCCL (perf/gpu/nccl_ranks.sh).
+if [[ " $stages " == *" nccl "* ]]; then
+  OUT="$work/nccl" BIN="$bin" timeout 420 perf/gpu/nccl_ranks.sh >"$work/nccl.log" 2>&1
+  log "nccl_ranks exit $?"
+  cat "$work/nccl/summary.txt" >>"$out/summary.txt" 2>/dev/null
+  cp "$work/nccl/nccl-summary.jsonl" "$out/" 2>/dev/null
 fi
 cp "$work/cuda-libs.log" "$work/bench/" 2>/dev/null
 tar czf "$out/details.tgz" -C "$work" --exclude='*.h5' --exclude=fmnist --exclude=s224 . 2>/dev/null

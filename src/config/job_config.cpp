@@ -90,6 +90,9 @@ const std::vector<KeyRule> kKeys = {
      "only deterministic convolution algorithms where one fits (bit-reproducible runs; may be slower)"},
     {"gpu", "workspace_mb", Kind::number, 1024.0,
      "scratch memory one convolution algorithm may use, MiB (large NCHW layers need GiBs for tensor-core paths)"},
+    {"gpu", "share_device", Kind::boolean, false,
+     "testing only: let a node's ranks share its GPUs, each rank its own host to NCCL (NCCL_HOSTID), to run the "
+     "multi-rank NCCL path on a one-GPU machine; slower than one rank per GPU"},
 };
 
 const char* kind_name(Kind k) {
@@ -489,6 +492,7 @@ JobConfig parse_job(std::string_view toml_text, const std::filesystem::path& fil
   c.gpu.measure_algorithms = r.choice<bool>("gpu", "conv_algorithms", {{"heuristic", false}, {"measure", true}});
   c.gpu.deterministic = r.boolean("gpu", "deterministic");
   c.gpu.workspace_mb = r.number("gpu", "workspace_mb", 0.0, 1e6);
+  c.gpu.share_device = r.boolean("gpu", "share_device");
 
   if (!r.problems().empty()) {
     std::string message = fmt::format("job file '{}' has {} problem{}:", file.string(), r.problems().size(),

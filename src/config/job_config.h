@@ -77,6 +77,7 @@ struct JobConfig {
     bool measure_algorithms = false;  // cudnnFind (timed) instead of cuDNN's heuristics
     bool deterministic = true;        // only deterministic convolution algorithms where one fits
     double workspace_mb = 1024;       // per convolution algorithm
+    bool share_device = false;        // several ranks on one GPU as emulated hosts (testing only)
   } gpu;
 
   std::string resolved_toml;  // every key with its final value, written to run.dir

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 
+#include "backend/cuda/nccl_reducer.h"
 #include "common/error.h"
 #include "kernels/cuda/diagnostics.h"
 #include "gpu_test_support.h"
@@ -40,6 +41,17 @@ TEST(ChooseDevice, MoreRanksThanGpusIsAJobFileErrorNamingHostAndCounts) {
     EXPECT_NE(m.find("only 2 GPUs"), std::string::npos) << m;
   }
   EXPECT_THROW(choose_device(0, 0, 1, "node07"), JobFileError);
+}
+
+// gpu.share_device (tests only): more ranks than GPUs share them round-robin, each its own host to NCCL.
+TEST(ChooseDevice, SharingOptInSpreadsRanksOverTheGpus) {
+  EXPECT_EQ(choose_device(1, 3, 4, "n1", true), 0);
+  EXPECT_EQ(choose_device(2, 3, 4, "n1", true), 1);
+  EXPECT_EQ(choose_device(2, 2, 4, "n1", true), 0);
+  EXPECT_EQ(choose_device(4, 3, 4, "n1", true), 3) << "enough GPUs: sharing changes nothing";
+  EXPECT_THROW(choose_device(0, 0, 2, "n1", true), JobFileError);
+  EXPECT_NE(backend::emulated_host_id("n1", 0), backend::emulated_host_id("n1", 1));
+  EXPECT_EQ(backend::emulated_host_id("n1", 3), "n1/rank3");
 }
 
 TEST(CudaVersions, ReportEveryLibraryWithoutThrowing) {

@@ -25,7 +25,7 @@ void free_device(void* p) { (void)cudaFree(p); }
 
 }  // namespace
 
-int choose_device(int visible, int local_rank, int local_size, const std::string& host) {
+int choose_device(int visible, int local_rank, int local_size, const std::string& host, bool share) {
   if (visible <= 0)
     throw JobFileError(fmt::format("no CUDA device is visible on {}; check nvidia-smi, CUDA_VISIBLE_DEVICES and the "
                                    "job's GPU allocation (e.g. srun --gpus-per-task=1), or set run.device = \"cpu\"",
@@ -33,6 +33,7 @@ int choose_device(int visible, int local_rank, int local_size, const std::string
   if (visible == 1) return 0;  // one GPU per task (Slurm binding), or one rank on a single-GPU node
   if (local_rank < 0 || local_rank >= local_size)
     throw Error(ExitCode::internal, fmt::format("local rank {} outside the {} ranks on {}", local_rank, local_size, host));
+  if (local_size > visible && share) return local_rank % visible;
   if (local_size > visible)
     throw JobFileError(fmt::format("{} ranks run on {} but only {} GPUs are visible there; NCCL needs one GPU per rank: "
                                    "start at most {} ranks per node (e.g. mpirun --map-by ppr:{}:node, or srun "
@@ -57,7 +58,8 @@ CudaBackend::CudaBackend(int local_rank, int local_size, std::string host, CudaO
                                    "CUDA_VISIBLE_DEVICES and the job's GPU allocation, or set run.device = \"cpu\"",
                                    host_, kc::cuda_error_name(counted), kc::cuda_error_text(counted), versions));
   }
-  device_ = choose_device(visible_, local_rank, local_size, host_);
+  device_ = choose_device(visible_, local_rank, local_size, host_, options.share_device);
+  local_size_ = local_size;
   // The first call that touches a device: everything after this (context, stream, handles, memory) lives on it.
   CUDA_CHECK(cudaSetDevice(device_));
 
@@ -79,14 +81,19 @@ CudaBackend::~CudaBackend() {
 std::string CudaBackend::description() const {
   const auto& p = state_->properties;
   return fmt::format("cuda, {} (GPU {} of {} visible on {}, PCI {}, compute {}.{}, {:.1f} GiB), {}, convolution "
-                     "algorithms by {}{}",
+                     "algorithms by {}{}{}",
                      p.name, device_, visible_, host_, pci_bus_id(), p.major, p.minor,
                      static_cast<double>(p.totalGlobalMem) / (1 << 30), math_mode_name(state_->options.math),
                      state_->options.conv_search == ConvSearch::measure ? "measurement" : "cuDNN heuristics",
-                     state_->options.deterministic ? ", deterministic only" : "");
+                     state_->options.deterministic ? ", deterministic only" : "",
+                     shares_device() ? fmt::format(", shared by the node's {} ranks as emulated hosts (gpu.share_device, "
+                                                   "NCCL_HOSTID per rank): a test set-up, not faster",
+                                                   local_size_)
+                                     : std::string());
 }
 
 kc::Stream CudaBackend::stream() const { return state_->stream.get(); }
+bool CudaBackend::shares_device() const { return state_->options.share_device && local_size_ > visible_; }
 Dnn& CudaBackend::dnn() { return *state_->dnn; }
 Blas& CudaBackend::blas() { return *state_->blas; }
 

@@ -21,15 +21,17 @@ class Blas;
 // Which visible device a rank uses. `visible` is cudaGetDeviceCount(), which honours CUDA_VISIBLE_DEVICES:
 //   visible == 1: device 0 (Slurm's GPU binding shows each task just its own GPU; or a single-GPU node);
 //   visible >= local_size: device local_rank (each rank sees every GPU of the node);
-//   otherwise: JobFileError naming the host and both counts (two ranks would share a GPU, which NCCL refuses).
+//   otherwise: JobFileError naming the host and both counts (two ranks would share a GPU, which NCCL refuses),
+//   unless `share` (gpu.share_device, for tests): device local_rank % visible.
 // visible == 0 is a JobFileError too. Pure, so it is tested without a GPU.
-int choose_device(int visible, int local_rank, int local_size, const std::string& host);
+int choose_device(int visible, int local_rank, int local_size, const std::string& host, bool share = false);
 
 struct CudaOptions {
   std::size_t workspace_limit_bytes = std::size_t{256} << 20;  // per convolution algorithm; one shared workspace
   ConvSearch conv_search = ConvSearch::heuristic;               // see dnn.h
   MathMode math = MathMode::fp32;                               // see math_mode.h
   bool deterministic = true;                                    // see dnn.h
+  bool share_device = false;  // gpu.share_device: this GPU may be shared with the node's other ranks (tests)
 };
 
 class CudaBackend final : public model::Backend {
@@ -96,6 +98,7 @@ class CudaBackend final : public model::Backend {
   // For the NCCL reducer and the tests.
   kernels::cuda::Stream stream() const;
   int device() const { return device_; }
+  bool shares_device() const;  // gpu.share_device was asked for and the node has more ranks than GPUs
   int visible_devices() const { return visible_; }
   const std::string& host() const { return host_; }
   std::string pci_bus_id() const;  // "0000:1B:00.0": identifies the physical GPU across processes
@@ -105,7 +108,7 @@ class CudaBackend final : public model::Backend {
  private:
   struct State;
   std::string host_;
-  int visible_ = 0, device_ = -1;
+  int visible_ = 0, device_ = -1, local_size_ = 1;
   std::unique_ptr<State> state_;
 };
 

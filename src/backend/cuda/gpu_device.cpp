@@ -19,6 +19,7 @@ std::unique_ptr<model::Backend> open_backend(const config::JobConfig& job, int l
   options.deterministic = job.gpu.deterministic;
   options.workspace_limit_bytes = static_cast<std::size_t>(job.gpu.workspace_mb * (1 << 20));
   options.math = job.train.precision == config::Precision::tf32 ? MathMode::tf32 : MathMode::fp32;
+  options.share_device = job.gpu.share_device;
   return std::make_unique<CudaBackend>(local_rank, local_size, host, options);
 }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -78,6 +79,8 @@ constexpr int kIdBytes = 256;          // "host|pci bus id" per rank, for the sh
 constexpr double kInitTimeoutS = 120;  // the least time NCCL initialisation gets
 
 }  // namespace
+
+std::string emulated_host_id(const std::string& host, int rank) { return fmt::format("{}/rank{}", host, rank); }
 
 struct NcclGradientReducer::Impl {
   CudaBackend& backend;
@@ -197,9 +200,13 @@ NcclGradientReducer::NcclGradientReducer(MPI_Comm comm, CudaBackend& backend, do
   RT_MPI_CALL(MPI_Comm_rank(comm, &s.rank));
   RT_MPI_CALL(MPI_Comm_size(comm, &s.size));
 
-  // NCCL cannot put two ranks on one GPU; find out here, on every rank alike, and say which ranks and GPU.
+  if (backend.shares_device() && std::getenv("NCCL_HOSTID") == nullptr)
+    ::setenv("NCCL_HOSTID", emulated_host_id(backend.host(), s.rank).c_str(), 1);
+  // NCCL cannot put two ranks of one host on one GPU; find out here, on every rank alike, and say which ranks and
+  // GPU (unless the GPU is shared on purpose, each rank a host of its own to NCCL).
   char mine[kIdBytes] = {};
-  const std::string id = backend.host() + "|" + backend.pci_bus_id();
+  const std::string id = (backend.shares_device() ? std::string(std::getenv("NCCL_HOSTID")) : backend.host()) + "|" +
+                         backend.pci_bus_id();
   std::strncpy(mine, id.c_str(), kIdBytes - 1);
   std::vector<char> all(static_cast<size_t>(kIdBytes) * static_cast<size_t>(s.size));
   RT_MPI_CALL(MPI_Allgather(mine, kIdBytes, MPI_CHAR, all.data(), kIdBytes, MPI_CHAR, comm));

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "dist/gradient_reducer.h"
 #include "kernels/cuda/stream.h"
@@ -16,6 +17,9 @@ namespace ringtrain::backend {
 
 class CudaBackend;
 
+// "n1/rank3": the NCCL_HOSTID of a rank that shares its GPU, distinct per rank and readable in NCCL's logs.
+std::string emulated_host_id(const std::string& host, int rank);
+
 class NcclGradientReducer final : public dist::GradientReducer {
  public:
   // Collective over `comm` (every rank of it must construct one): checks that no two ranks share a GPU, then
@@ -23,6 +27,9 @@ class NcclGradientReducer final : public dist::GradientReducer {
   // checked; the communicator is non-blocking so initialisation, too, is bounded by the timeout.
   // collective_timeout_s bounds every later wait on NCCL work (a dead or stalled peer ends in FaultError);
   // initialisation is bounded by the larger of it and 120 s.
+  // With backend.shares_device() (gpu.share_device, tests only), ranks on one GPU are allowed: each sets
+  // NCCL_HOSTID to emulated_host_id() before NCCL starts (unless the user set one), so NCCL treats it as a host of
+  // its own and connects the ranks through its network transport.
   NcclGradientReducer(MPI_Comm comm, CudaBackend& backend, double collective_timeout_s = 300);
   ~NcclGradientReducer() override;
   NcclGradientReducer(const NcclGradientReducer&) = delete;
