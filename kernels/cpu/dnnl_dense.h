@@ -1,6 +1,6 @@
 // Owns one fully connected shape on oneDNN's matmul primitive, all in our row-major layouts (W stored out x in):
-// y = x W^T + b, dx = dy W, dW += dy^T x (a sum post-op adds into dW in the same pass). Same contract as
-// dense.h: y and dx overwritten, dw and dbias accumulated.
+// y = x W^T + b and dx = dy W on oneDNN; dW += dy^T x on the BLAS (faster for this batch-deep product). Same
+// contract as dense.h: y and dx overwritten, dw and dbias accumulated.
 #pragma once
 #include <optional>
 
@@ -21,7 +21,7 @@ class DnnlDense {
   PlainPrimitive& forward_primitive(DnnlContext& ctx, bool bias);
   DenseShape shape_;
   std::optional<PlainPrimitive> forward_[2];  // [0] without bias, [1] with
-  PlainPrimitive backward_data_, backward_weights_;
+  PlainPrimitive backward_data_;
 };
 
 }  // namespace ringtrain::kernels::cpu
