@@ -7,14 +7,15 @@ find_package(ZLIB REQUIRED)                                 # gzip'd IDX files f
 find_package(Threads REQUIRED)                              # loader thread
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)  # GEMM for conv (im2col) and dense layers
-# oneDNN, measured against OpenBLAS in perf/. Found by hand: Debian's dnnl-config.cmake demands OpenCL.
-find_path(DNNL_INCLUDE_DIR dnnl.hpp)
-find_library(DNNL_LIBRARY dnnl)
-if(DNNL_INCLUDE_DIR AND DNNL_LIBRARY)
-  add_library(rt_dnnl INTERFACE)
-  target_include_directories(rt_dnnl SYSTEM INTERFACE ${DNNL_INCLUDE_DIR})
-  target_link_libraries(rt_dnnl INTERFACE ${DNNL_LIBRARY})
-endif()
+# oneDNN: the CPU backend's convolutions and dense products (kernels/cpu/dnnl_*). Debian's 2.6.3, chosen by
+# measurement (perf/results/2026-11-24-onednn-cpu.md). Found by hand: Debian's dnnl-config.cmake demands OpenCL.
+find_path(DNNL_INCLUDE_DIR dnnl.hpp REQUIRED)
+find_library(DNNL_LIBRARY dnnl REQUIRED)
+add_library(rt_dnnl INTERFACE)
+target_include_directories(rt_dnnl SYSTEM INTERFACE ${DNNL_INCLUDE_DIR})
+target_link_libraries(rt_dnnl INTERFACE ${DNNL_LIBRARY})
+# oneDNN's threads are OpenMP's (Debian builds it on libgomp); the backend sets their count from run.threads.
+find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(tomlplusplus CONFIG REQUIRED)                  # job files
 find_package(CLI11 CONFIG REQUIRED)                         # command line
 find_package(nlohmann_json CONFIG REQUIRED)                 # metrics.jsonl, versions.json

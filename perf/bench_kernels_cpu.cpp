@@ -31,9 +31,7 @@
 #include "kernels/cpu/sgd.h"
 #include "kernels/cpu/softmax_cross_entropy.h"
 
-#ifdef RINGTRAIN_HAVE_DNNL
 #include <dnnl.hpp>
-#endif
 
 namespace ringtrain::kernels::cpu {
 namespace {
@@ -459,7 +457,6 @@ BENCHMARK_CAPTURE(BM_ConvOurs, conv2_fwd, 2, ConvDir::forward)->Unit(benchmark::
 BENCHMARK_CAPTURE(BM_ConvOurs, conv2_bwd_data, 2, ConvDir::backward_data)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_ConvOurs, conv2_bwd_filter, 2, ConvDir::backward_filter)->Unit(benchmark::kMicrosecond);
 
-#ifdef RINGTRAIN_HAVE_DNNL
 // oneDNN's convolution primitive (algorithm::convolution_direct, i.e. its JIT kernels where the shape allows).
 // Three ways to count it:
 //   nchw         every tensor in our NCHW / KCRS layout; oneDNN picks what implementation supports that.
@@ -611,7 +608,6 @@ RT_DNNL_BENCH(conv2_bwd_data_best_noreorder, 2, backward_data, best_noreorder);
 RT_DNNL_BENCH(conv2_bwd_filter_nchw, 2, backward_filter, nchw);
 RT_DNNL_BENCH(conv2_bwd_filter_best, 2, backward_filter, best);
 RT_DNNL_BENCH(conv2_bwd_filter_best_noreorder, 2, backward_filter, best_noreorder);
-#endif  // RINGTRAIN_HAVE_DNNL
 
 }  // namespace
 }  // namespace ringtrain::kernels::cpu

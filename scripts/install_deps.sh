@@ -2,12 +2,16 @@
 # Installs what ringtrain needs to build, test and run on Debian 12 (root, apt-get). Safe to run again:
 # packages already present are skipped. The CUDA toolkit, cuDNN and NCCL are not Debian packages; when they
 # are under /usr/local/cuda the CUDA backend is built too (RINGTRAIN_CUDA=AUTO).
+#   --comparison  also what perf/compare_frameworks_cpu.py runs the other frameworks with: Debian's PyTorch
+#                 (python3-torch) and TensorFlow + Keras from PyPI in a venv (.venv-compare). Not for CI: large.
 set -euo pipefail
+comparison=false
+[ "${1:-}" = "--comparison" ] && comparison=true
 packages=(
   build-essential cmake pkg-config git python3     # toolchain
   libopenmpi-dev openmpi-bin                       # MPI: ranks, CPU all-reduce, NCCL bootstrap
   libhdf5-dev zlib1g-dev                           # sharded datasets and checkpoints; gzip'd IDX import
-  libopenblas-dev libdnnl-dev                      # CPU GEMM (OpenBLAS); oneDNN, measured against it in perf/
+  libopenblas-dev libdnnl-dev                      # CPU BLAS (im2col convolutions, dense weight gradient); oneDNN
   libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libfmt-dev   # job files, command line, JSON records, formatting
   libgtest-dev libgmock-dev libbenchmark-dev       # tests and benchmarks
   dataset-fashion-mnist                            # the Fashion-MNIST IDX files under /usr/share/datasets
@@ -17,6 +21,7 @@ packages=(
   slurm-wlm munge                                  # tests/slurm: a real two-node Slurm cluster runs slurm/train.sbatch
   iproute2                                         # tests/multihost: ip netns/veth "nodes", tc rate limits; ss
 )
+$comparison && packages+=(python3-torch)           # PyTorch DDP, the comparison's second framework
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -31,25 +36,36 @@ else
   echo "install_deps: apt packages done"
 fi
 
-# TensorBoard (PyPI only; Debian 12 does not package it) in a venv inside the checkout (.venv, gitignored), so the
-# test that reads our event files back uses TensorBoard's own reader. Kept when it already imports.
-venv=${RINGTRAIN_VENV:-$(cd "$(dirname "$0")/.." && pwd)/.venv}
-tensorboard_version=2.21.0
-if "$venv/bin/python3" -c "import tensorboard, sys; sys.exit(tensorboard.__version__ != '$tensorboard_version')" 2>/dev/null; then
-  echo "install_deps: tensorboard $tensorboard_version present in $venv"
-else
-  echo "install_deps: installing tensorboard $tensorboard_version into $venv"
+# pip_venv VENV PYTHON PACKAGE VERSION: PACKAGE==VERSION from PyPI in its own venv, made with PYTHON; kept when it
+# already imports at that version (the module is the package's name).
+pip_venv() {
+  local venv=$1 python=$2 package=$3 version=$4
+  if "$venv/bin/python3" -c "import $package, sys; sys.exit($package.__version__ != '$version')" 2>/dev/null; then
+    echo "install_deps: $package $version present in $venv"; return
+  fi
+  echo "install_deps: installing $package $version into $venv"
   rm -rf "$venv"
-  python3 -m venv "$venv"
+  "$python" -m venv "$venv"
   for attempt in 1 2 3; do
     if "$venv/bin/pip" install --quiet --disable-pip-version-check --no-input --retries 5 --timeout 60 \
-         "tensorboard==$tensorboard_version" >"$venv/pip.log" 2>&1; then
+         "$package==$version" >"$venv/pip.log" 2>&1; then
       break
     fi
     if [ "$attempt" -eq 3 ]; then
-      echo "install_deps: pip install tensorboard failed 3 times; last log:" >&2; tail -20 "$venv/pip.log" >&2; exit 1
+      echo "install_deps: pip install $package failed 3 times; last log:" >&2; tail -20 "$venv/pip.log" >&2; exit 1
     fi
-    echo "install_deps: pip install tensorboard failed (attempt $attempt), retrying in 10 s"; sleep 10
+    echo "install_deps: pip install $package failed (attempt $attempt), retrying in 10 s"; sleep 10
   done
-  echo "install_deps: tensorboard done"
+  echo "install_deps: $package done"
+}
+checkout=$(cd "$(dirname "$0")/.." && pwd)
+
+# TensorBoard (PyPI only; Debian 12 does not package it) in a venv inside the checkout (.venv, gitignored), so the
+# test that reads our event files back uses TensorBoard's own reader.
+pip_venv "${RINGTRAIN_VENV:-$checkout/.venv}" python3 tensorboard 2.21.0
+
+# The framework comparison's TensorFlow and Keras (PyPI only; Debian 12 packages neither), in a venv of their own
+# made with Debian's python3, beside its python3-torch.
+if $comparison; then
+  pip_venv "$checkout/.venv-compare" /usr/bin/python3 tensorflow 2.21.0
 fi

@@ -21,12 +21,15 @@ void dense_backward(int batch, int in, int out, const float* x, const float* w, 
   if (batch <= 0) return;
   if (dx) sgemm(Transpose::no, Transpose::no, batch, in, out, 1.0f, dy, out, w, in, 0.0f, dx, in);
   sgemm(Transpose::yes, Transpose::no, out, in, batch, 1.0f, dy, out, x, in, 1.0f, dw, in);
-  if (dbias)
-    for (int b = 0; b < batch; ++b) {
-      const float* __restrict row = dy + std::ptrdiff_t{b} * out;
-      float* __restrict acc = dbias;
-      for (int o = 0; o < out; ++o) acc[o] += row[o];
-    }
+  if (dbias) dense_bias_gradient(batch, out, dy, dbias);
+}
+
+void dense_bias_gradient(int batch, int out, const float* dy, float* dbias) {
+  for (int b = 0; b < batch; ++b) {
+    const float* __restrict row = dy + std::ptrdiff_t{b} * out;
+    float* __restrict acc = dbias;
+    for (int o = 0; o < out; ++o) acc[o] += row[o];
+  }
 }
 
 }  // namespace ringtrain::kernels::cpu

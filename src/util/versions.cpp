@@ -9,6 +9,7 @@
 
 #include "backend/gpu_device.h"
 #include "io/hdf5_version.h"
+#include "kernels/cpu/dnnl_ops.h"
 #include "kernels/cpu/gemm.h"
 
 #define RT_STR2(x) #x
@@ -30,6 +31,7 @@ VersionList library_versions() {
   v.emplace_back("MPI", mpi_text + " (MPI " + std::to_string(major) + "." + std::to_string(minor) + ")");
   v.emplace_back("HDF5", io::hdf5_version());
   v.emplace_back("BLAS", kernels::cpu::blas_description());
+  v.emplace_back("oneDNN", kernels::cpu::DnnlOps::version());
   for (auto& entry : backend::gpu::library_versions()) v.push_back(std::move(entry));
   return v;
 }

@@ -345,6 +345,12 @@ TEST_P(LayerTest, ConvFashionMnistFirstLayerWithoutInputGradient) {
 }
 TEST_P(LayerTest, Conv7x7Stride2Stem) { check(conv(16, 7, 2, 3, false), {2, 3, 32, 32}, {kConv, kConv, true}); }
 TEST_P(LayerTest, ConvManyChannels) { check(conv(32, 5, 1, 2, false), {8, 16, 14, 14}, {kConv, kConv, true}); }
+// From 16 input channels the CPU twin runs oneDNN (kernels/cpu/dnnl_ops.h): with bias, strided, pointwise, and
+// channel counts that oneDNN's 16-wide blocked layouts must pad.
+TEST_P(LayerTest, ConvManyChannelsWithBias) { check(conv(24, 3, 1, 1, true), {4, 16, 9, 9}, {kConv, kConv, true}); }
+TEST_P(LayerTest, ConvManyChannelsStride2Odd) { check(conv(16, 3, 2, 1, false), {3, 32, 9, 9}, {kConv, kConv, true}); }
+TEST_P(LayerTest, Conv1x1ManyChannels) { check(conv(64, 1, 1, 0, false), {2, 32, 7, 7}, {kConv, kConv, true}); }
+TEST_P(LayerTest, ConvPaddedChannelBlocks) { check(conv(20, 3, 1, 1, true), {2, 20, 6, 6}, {kConv, kConv, true}); }
 
 TEST_P(LayerTest, DenseWithBias) { check(dense(13, true), {5, 37, 1, 1}, {kGemm, kGemm, true}); }
 TEST_P(LayerTest, DenseOnImageShapedInputWithoutBias) { check(dense(10, false), {3, 4, 3, 3}, {kGemm, kGemm, true}); }

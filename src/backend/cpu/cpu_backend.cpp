@@ -10,10 +10,8 @@
 #include "common/error.h"
 #include "common/host_memory.h"
 #include "kernels/cpu/batchnorm.h"
-#include "kernels/cpu/dense.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
-#include "kernels/cpu/pooling.h"
 #include "kernels/cpu/sgd.h"
 #include "kernels/cpu/softmax_cross_entropy.h"
 #include "util/clock.h"
@@ -49,10 +47,11 @@ class HostClock final : public model::DeviceClock {
 
 }  // namespace
 
-CpuBackend::CpuBackend(int threads) : threads_(threads) { kc::set_compute_threads(threads); }
+CpuBackend::CpuBackend(int threads) : threads_(threads), dnnl_(threads) { kc::set_compute_threads(threads); }
 
 std::string CpuBackend::description() const {
-  return fmt::format("cpu, {} compute thread{}, {}", threads_, threads_ == 1 ? "" : "s", kc::blas_description());
+  return fmt::format("cpu, {} compute thread{}, {}, {}", threads_, threads_ == 1 ? "" : "s",
+                     kc::DnnlOps::version(), kc::blas_description());
 }
 
 model::DeviceBuffer CpuBackend::allocate(std::size_t bytes) {
@@ -103,25 +102,38 @@ void CpuBackend::dropout_backward(int64_t n, float p, const uint8_t* mask, const
   kc::dropout_backward(n, p, mask, dy, dx);
 }
 
+// An empty batch (possible for the last evaluation batch of a tiny split) goes to our kernels, which do nothing.
+bool CpuBackend::on_dnnl(const model::Conv2dShape& s) { return s.batch > 0 && dnnl_.runs_conv2d(s); }
+
+void CpuBackend::conv2d_prepare(const model::Conv2dShape& s) { dnnl_.conv2d_prepare(s); }
 void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const float* x, const float* w, const float* bias,
                                 float* y) {
-  kc::conv2d_forward(s, x, w, bias, y, conv_workspace_);
+  if (on_dnnl(s))
+    dnnl_.conv2d_forward(s, x, w, bias, y);
+  else
+    kc::conv2d_forward(s, x, w, bias, y, conv_workspace_);
 }
 void CpuBackend::conv2d_backward_data(const model::Conv2dShape& s, const float* dy, const float* w, float* dx) {
-  kc::conv2d_backward_data(s, dy, w, dx, conv_workspace_);
+  if (on_dnnl(s))
+    dnnl_.conv2d_backward_data(s, dy, w, dx);
+  else
+    kc::conv2d_backward_data(s, dy, w, dx, conv_workspace_);
 }
 void CpuBackend::conv2d_backward_filter(const model::Conv2dShape& s, const float* x, const float* dy, float* dw,
                                         float* dbias) {
-  kc::conv2d_backward_filter(s, x, dy, dw, dbias, conv_workspace_);
+  if (on_dnnl(s))
+    dnnl_.conv2d_backward_filter(s, x, dy, dw, dbias);
+  else
+    kc::conv2d_backward_filter(s, x, dy, dw, dbias, conv_workspace_);
 }
 
 void CpuBackend::dense_forward(const model::DenseShape& s, const float* x, const float* w, const float* bias,
                                float* y) {
-  kc::dense_forward(s.batch, s.in, s.out, x, w, bias, y);
+  if (s.batch > 0) dnnl_.dense_forward(s, x, w, bias, y);
 }
 void CpuBackend::dense_backward(const model::DenseShape& s, const float* x, const float* w, const float* dy,
                                 float* dx, float* dw, float* dbias) {
-  kc::dense_backward(s.batch, s.in, s.out, x, w, dy, dx, dw, dbias);
+  if (s.batch > 0) dnnl_.dense_backward(s, x, w, dy, dx, dw, dbias);
 }
 
 void CpuBackend::batchnorm_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
@@ -141,25 +153,17 @@ void CpuBackend::batchnorm_backward(const model::BatchNormShape& s, const model:
   kc::batchnorm_backward(s, x, dy, b.gamma, b.saved_mean, b.saved_inv_std, dx, dgamma, dbeta);
 }
 
+// Pooling runs on oneDNN's JIT kernels in our layout: 2-3x our loops on the model's 2x2 max pools
+// (perf/results/2026-11-24-onednn-cpu.md). Max pooling keeps oneDNN's workspace (one byte per output here).
 std::size_t CpuBackend::pool_saved_bytes(const model::PoolShape& s, model::PoolMode mode) const {
-  // Max pooling keeps, per output, the offset of the input that won (backward routes the gradient there).
-  return mode == model::PoolMode::max
-             ? sizeof(int32_t) * static_cast<std::size_t>(s.batch) * static_cast<std::size_t>(s.channels) *
-                   static_cast<std::size_t>(s.out_h()) * static_cast<std::size_t>(s.out_w())
-             : 0;
+  return s.batch > 0 ? dnnl_.pool_workspace_bytes(s, mode) : 0;
 }
 void CpuBackend::pool_forward(const model::PoolShape& s, model::PoolMode mode, const float* x, float* y, void* saved) {
-  if (mode == model::PoolMode::max)
-    kc::maxpool_forward(s, x, y, static_cast<int32_t*>(saved));
-  else
-    kc::avgpool_forward(s, x, y);
+  if (s.batch > 0) dnnl_.pool_forward(s, mode, x, y, saved);
 }
 void CpuBackend::pool_backward(const model::PoolShape& s, model::PoolMode mode, const float*, const float*,
                                const float* dy, float* dx, const void* saved) {
-  if (mode == model::PoolMode::max)
-    kc::maxpool_backward(s, dy, static_cast<const int32_t*>(saved), dx);
-  else
-    kc::avgpool_backward(s, dy, dx);
+  if (s.batch > 0) dnnl_.pool_backward(s, mode, dy, dx, saved);
 }
 
 void CpuBackend::softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,

@@ -1,7 +1,10 @@
 // Owns the CPU twin of the device backend: host memory and every Backend operation over kernels/cpu. Work runs
-// at the call, so its readbacks have landed and its clock marks are dated when they return.
+// at the call, so its readbacks have landed and its clock marks are dated when they return. Convolutions and
+// dense products run on oneDNN (kernels/cpu/dnnl_ops.h) where its rule says so, the rest on our own kernels;
+// every tensor stays in the plain layouts the layers and the memory plan know.
 #pragma once
 #include "kernels/cpu/conv2d.h"
+#include "kernels/cpu/dnnl_ops.h"
 #include "model/backend.h"
 
 namespace ringtrain::backend {
@@ -32,6 +35,7 @@ class CpuBackend final : public model::Backend {
   void dropout_forward(int64_t n, float p, uint64_t seed, const float* x, float* y, uint8_t* mask) override;
   void dropout_backward(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx) override;
 
+  void conv2d_prepare(const model::Conv2dShape& s) override;
   void conv2d_forward(const model::Conv2dShape& s, const float* x, const float* w, const float* bias,
                       float* y) override;
   void conv2d_backward_data(const model::Conv2dShape& s, const float* dy, const float* w, float* dx) override;
@@ -59,10 +63,12 @@ class CpuBackend final : public model::Backend {
                   float* velocity, float* param) override;
 
  private:
+  bool on_dnnl(const model::Conv2dShape& s);
   int threads_;
   std::size_t allocated_ = 0;
   // One im2col scratch for every convolution: layers run one at a time, so they never need it at once.
   kernels::cpu::ConvWorkspace conv_workspace_;
+  kernels::cpu::DnnlOps dnnl_;
 };
 
 }  // namespace ringtrain::backend

@@ -1,0 +1,79 @@
+// Owns what the CPU backend's oneDNN primitives share, and how one of them meets our tensors:
+//   DnnlContext     the engine and stream, the thread count, and two scratch areas that are ours: oneDNN's
+//                   scratchpad and the staging memory where a tensor waits in the layout a primitive chose.
+//                   Both grow when a primitive is made (setup, or the first step at a new batch), never in a step.
+//   PlainPrimitive  one primitive over tensors in our plain layouts (NCHW, KCRS, row-major matrices): an argument
+//                   the primitive wants in another layout is reordered into staging memory before it runs (inputs)
+//                   or out of it after (outputs, or added to what the tensor holds: gradient accumulation).
+// Layers run one at a time, so every primitive can use all of the scratch areas.
+#pragma once
+#include <dnnl.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace ringtrain::kernels::cpu {
+
+class DnnlContext {
+ public:
+  explicit DnnlContext(int threads);
+  const dnnl::engine& engine() const { return engine_; }
+  // What every primitive is made with: the scratchpad is ours (user mode), so no call allocates.
+  static dnnl::primitive_attr attributes();
+  // Makes sure the scratch areas hold this much; call when a primitive is made.
+  void reserve(std::size_t scratchpad_bytes, std::size_t staging_bytes);
+  void* scratchpad() const { return scratchpad_.data; }
+  std::byte* staging() const { return staging_.data; }
+  // Runs `p` on our thread count and returns when it is done.
+  void execute(const dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args);
+
+ private:
+  struct Area {
+    std::byte* data = nullptr;
+    std::size_t bytes = 0;
+    std::unique_ptr<std::byte, void (*)(std::byte*)> owner{nullptr, nullptr};
+    void grow(std::size_t want);
+  };
+  int threads_;
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  Area scratchpad_, staging_;
+};
+
+// How an argument flows: read by the primitive, written by it, or written and added to what our tensor holds.
+enum class Flow { in, out, accumulate };
+
+struct PlainArg {
+  int id = 0;                 // DNNL_ARG_*
+  dnnl::memory::desc plain;   // our layout
+  dnnl::memory::desc wanted;  // the primitive's
+  Flow flow = Flow::in;
+};
+
+class PlainPrimitive {
+ public:
+  PlainPrimitive(DnnlContext& ctx, const dnnl::primitive& primitive, const dnnl::memory::desc& scratchpad,
+                 const std::vector<PlainArg>& args);
+  // One pointer per argument, in the order given at construction. Inputs are not written.
+  void run(DnnlContext& ctx, std::span<void* const> tensors);
+
+ private:
+  struct Bound {
+    dnnl::memory user, inner;  // the same object when the primitive takes our layout
+    std::size_t staging_offset = 0;
+    bool staged = false;
+    Flow flow = Flow::in;
+    dnnl::reorder reorder;  // user -> inner for inputs, inner -> user (adding, for accumulate) for outputs
+  };
+  Bound bind(DnnlContext& ctx, const PlainArg& arg);
+  dnnl::primitive primitive_;
+  std::vector<Bound> bound_;
+  std::unordered_map<int, dnnl::memory> args_;
+  dnnl::memory scratchpad_;
+  std::size_t staging_bytes_ = 0;
+};
+
+}  // namespace ringtrain::kernels::cpu

@@ -1,0 +1,106 @@
+// Owns the oneDNN convolution primitives of one shape, made on first use (or at prepare) and kept.
+#include "kernels/cpu/dnnl_conv2d.h"
+
+#include "kernels/cpu/dnnl_check.h"
+
+namespace ringtrain::kernels::cpu {
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+constexpr auto f32 = memory::data_type::f32;
+
+// Direct convolution: oneDNN's JIT kernels where the shape allows; Winograd would change the arithmetic.
+constexpr auto kAlgorithm = dnnl::algorithm::convolution_direct;
+
+memory::desc any_layout(const memory::desc& d) { return memory::desc(d.dims(), f32, tag::any); }
+
+}  // namespace
+
+DnnlConv2d::DnnlConv2d(DnnlContext& ctx, const Conv2dShape& s)
+    : shape_(s),
+      src_({s.batch, s.in_channels, s.in_h, s.in_w}, f32, tag::nchw),
+      weights_({s.filters, s.in_channels, s.kernel_h, s.kernel_w}, f32, tag::oihw),
+      dst_({s.batch, s.filters, s.out_h(), s.out_w()}, f32, tag::nchw),
+      bias_({s.filters}, f32, tag::a),
+      strides_{s.stride, s.stride},
+      padding_{s.padding, s.padding} {
+  hint_ = DNNL_CALL(dnnl::convolution_forward::primitive_desc(
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, kAlgorithm, any_layout(src_),
+                                      any_layout(weights_), any_layout(dst_), strides_, padding_, padding_),
+      DnnlContext::attributes(), ctx.engine()));
+  implementation_ = DNNL_CALL(hint_.impl_info_str());
+}
+
+void DnnlConv2d::prepare(DnnlContext& ctx) {
+  forward_primitive(ctx, false);
+  backward_filter_primitive(ctx, false);
+  backward_data_primitive(ctx);
+}
+
+PlainPrimitive& DnnlConv2d::forward_primitive(DnnlContext& ctx, bool bias) {
+  auto& slot = forward_[bias ? 1 : 0];
+  if (slot) return *slot;
+  const auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, kAlgorithm,
+                                                        any_layout(src_), any_layout(weights_), bias_,
+                                                        any_layout(dst_), strides_, padding_, padding_)
+                      : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, kAlgorithm,
+                                                        any_layout(src_), any_layout(weights_), any_layout(dst_),
+                                                        strides_, padding_, padding_);
+  const auto pd = DNNL_CALL(dnnl::convolution_forward::primitive_desc(d, DnnlContext::attributes(), ctx.engine()));
+  std::vector<PlainArg> args = {{DNNL_ARG_SRC, src_, pd.src_desc(), Flow::in},
+                                {DNNL_ARG_WEIGHTS, weights_, pd.weights_desc(), Flow::in},
+                                {DNNL_ARG_DST, dst_, pd.dst_desc(), Flow::out}};
+  if (bias) args.push_back({DNNL_ARG_BIAS, bias_, pd.bias_desc(), Flow::in});
+  slot.emplace(ctx, DNNL_CALL(dnnl::convolution_forward(pd)), pd.scratchpad_desc(), args);
+  return *slot;
+}
+
+PlainPrimitive& DnnlConv2d::backward_data_primitive(DnnlContext& ctx) {
+  if (backward_data_) return *backward_data_;
+  const auto pd = DNNL_CALL(dnnl::convolution_backward_data::primitive_desc(
+      dnnl::convolution_backward_data::desc(kAlgorithm, any_layout(src_), any_layout(weights_), any_layout(dst_),
+                                            strides_, padding_, padding_),
+      DnnlContext::attributes(), ctx.engine(), hint_));
+  backward_data_.emplace(ctx, DNNL_CALL(dnnl::convolution_backward_data(pd)), pd.scratchpad_desc(),
+                         std::vector<PlainArg>{{DNNL_ARG_DIFF_DST, dst_, pd.diff_dst_desc(), Flow::in},
+                                               {DNNL_ARG_WEIGHTS, weights_, pd.weights_desc(), Flow::in},
+                                               {DNNL_ARG_DIFF_SRC, src_, pd.diff_src_desc(), Flow::out}});
+  return *backward_data_;
+}
+
+PlainPrimitive& DnnlConv2d::backward_filter_primitive(DnnlContext& ctx, bool bias) {
+  auto& slot = backward_filter_[bias ? 1 : 0];
+  if (slot) return *slot;
+  const auto d = bias ? dnnl::convolution_backward_weights::desc(kAlgorithm, any_layout(src_),
+                                                                 any_layout(weights_), bias_, any_layout(dst_),
+                                                                 strides_, padding_, padding_)
+                      : dnnl::convolution_backward_weights::desc(kAlgorithm, any_layout(src_),
+                                                                 any_layout(weights_), any_layout(dst_), strides_,
+                                                                 padding_, padding_);
+  const auto pd = DNNL_CALL(
+      dnnl::convolution_backward_weights::primitive_desc(d, DnnlContext::attributes(), ctx.engine(), hint_));
+  std::vector<PlainArg> args = {{DNNL_ARG_SRC, src_, pd.src_desc(), Flow::in},
+                                {DNNL_ARG_DIFF_DST, dst_, pd.diff_dst_desc(), Flow::in},
+                                {DNNL_ARG_DIFF_WEIGHTS, weights_, pd.diff_weights_desc(), Flow::accumulate}};
+  if (bias) args.push_back({DNNL_ARG_DIFF_BIAS, bias_, pd.diff_bias_desc(), Flow::accumulate});
+  slot.emplace(ctx, DNNL_CALL(dnnl::convolution_backward_weights(pd)), pd.scratchpad_desc(), args);
+  return *slot;
+}
+
+void DnnlConv2d::forward(DnnlContext& ctx, const float* x, const float* w, const float* bias, float* y) {
+  void* const with_bias[] = {const_cast<float*>(x), const_cast<float*>(w), y, const_cast<float*>(bias)};
+  forward_primitive(ctx, bias != nullptr).run(ctx, std::span(with_bias, bias ? 4 : 3));
+}
+
+void DnnlConv2d::backward_data(DnnlContext& ctx, const float* dy, const float* w, float* dx) {
+  void* const tensors[] = {const_cast<float*>(dy), const_cast<float*>(w), dx};
+  backward_data_primitive(ctx).run(ctx, tensors);
+}
+
+void DnnlConv2d::backward_filter(DnnlContext& ctx, const float* x, const float* dy, float* dw, float* dbias) {
+  void* const with_bias[] = {const_cast<float*>(x), const_cast<float*>(dy), dw, dbias};
+  backward_filter_primitive(ctx, dbias != nullptr).run(ctx, std::span(with_bias, dbias ? 4 : 3));
+}
+
+}  // namespace ringtrain::kernels::cpu

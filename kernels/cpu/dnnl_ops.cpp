@@ -1,0 +1,98 @@
+// Owns the caches of oneDNN primitives by shape and the rule that picks oneDNN or im2col for a convolution.
+#include "kernels/cpu/dnnl_ops.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <optional>
+#include <string_view>
+
+#include "kernels/cpu/dnnl_context.h"
+#include "kernels/cpu/dnnl_conv2d.h"
+#include "kernels/cpu/dnnl_dense.h"
+#include "kernels/cpu/dnnl_pool.h"
+
+namespace ringtrain::kernels::cpu {
+namespace {
+
+constexpr int kMinInputChannels = 16;
+
+bool jit_kernel(std::string_view implementation) {
+  return implementation.starts_with("jit") || implementation.starts_with("brg");
+}
+
+}  // namespace
+
+struct DnnlOps::State {
+  explicit State(int threads) : ctx(threads) {}
+  DnnlContext ctx;
+  // nullopt: a convolution shape that stays on im2col + BLAS.
+  std::map<Conv2dShape, std::optional<DnnlConv2d>> convs;
+  std::map<DenseShape, DnnlDense> denses;
+  std::map<std::pair<PoolShape, PoolMode>, DnnlPool> pools;
+
+  std::optional<DnnlConv2d>& conv(const Conv2dShape& s) {
+    auto it = convs.find(s);
+    if (it != convs.end()) return it->second;
+    std::optional<DnnlConv2d>& slot = convs[s];
+    if (s.in_channels >= kMinInputChannels) {
+      slot.emplace(ctx, s);
+      if (!jit_kernel(slot->implementation())) slot.reset();
+    }
+    return slot;
+  }
+  DnnlPool& pool(const PoolShape& s, PoolMode mode) {
+    const auto key = std::make_pair(s, mode);
+    auto it = pools.find(key);
+    return it != pools.end() ? it->second : pools.try_emplace(key, ctx, s, mode).first->second;
+  }
+  DnnlDense& dense(const DenseShape& s) {
+    auto it = denses.find(s);
+    return it != denses.end() ? it->second : denses.try_emplace(s, ctx, s).first->second;
+  }
+};
+
+DnnlOps::DnnlOps(int threads) : state_(std::make_unique<State>(threads)) {}
+DnnlOps::~DnnlOps() = default;
+
+std::string DnnlOps::version() {
+  const dnnl_version_t* v = dnnl_version();
+  return fmt::format("oneDNN {}.{}.{} ({})", v->major, v->minor, v->patch,
+                     v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other threading");
+}
+
+bool DnnlOps::runs_conv2d(const Conv2dShape& s) { return state_->conv(s).has_value(); }
+
+void DnnlOps::conv2d_prepare(const Conv2dShape& s) {
+  if (auto& c = state_->conv(s)) c->prepare(state_->ctx);
+}
+void DnnlOps::conv2d_forward(const Conv2dShape& s, const float* x, const float* w, const float* bias, float* y) {
+  state_->conv(s)->forward(state_->ctx, x, w, bias, y);
+}
+void DnnlOps::conv2d_backward_data(const Conv2dShape& s, const float* dy, const float* w, float* dx) {
+  state_->conv(s)->backward_data(state_->ctx, dy, w, dx);
+}
+void DnnlOps::conv2d_backward_filter(const Conv2dShape& s, const float* x, const float* dy, float* dw,
+                                     float* dbias) {
+  state_->conv(s)->backward_filter(state_->ctx, x, dy, dw, dbias);
+}
+
+std::size_t DnnlOps::pool_workspace_bytes(const PoolShape& s, PoolMode mode) const {
+  return state_->pool(s, mode).workspace_bytes();
+}
+void DnnlOps::pool_forward(const PoolShape& s, PoolMode mode, const float* x, float* y, void* workspace) {
+  state_->pool(s, mode).forward(state_->ctx, x, y, workspace);
+}
+void DnnlOps::pool_backward(const PoolShape& s, PoolMode mode, const float* dy, float* dx, const void* workspace) {
+  state_->pool(s, mode).backward(state_->ctx, dy, dx, workspace);
+}
+
+void DnnlOps::dense_forward(const DenseShape& s, const float* x, const float* w, const float* bias, float* y) {
+  state_->dense(s).forward(state_->ctx, x, w, bias, y);
+}
+void DnnlOps::dense_backward(const DenseShape& s, const float* x, const float* w, const float* dy, float* dx,
+                             float* dw, float* dbias) {
+  state_->dense(s).backward(state_->ctx, x, w, dy, dx, dw, dbias);
+}
+
+}  // namespace ringtrain::kernels::cpu

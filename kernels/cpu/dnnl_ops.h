@@ -1,0 +1,50 @@
+// Owns the CPU backend's door to oneDNN: convolutions, pooling and dense products on oneDNN primitives, made once per
+// shape and kept, over tensors in our plain layouts. oneDNN's headers stay behind this one (pimpl), so the
+// backend and its tests compile without them.
+//
+// Which convolutions run here is a rule the kernel benchmarks justify (perf/results/2026-11-24-onednn-cpu.md):
+// those with at least 16 input channels that oneDNN runs with a JIT kernel. With one or a few input channels
+// (a network's first layer) im2col + BLAS is as fast forward and many times faster for the data gradient.
+//
+// Determinism: oneDNN's CPU primitives give bit-identical results run to run for the same shapes, thread count,
+// ISA and buffer alignment (our buffers are 64-byte aligned); convolution_direct only, never Winograd.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "kernels/op_shapes.h"
+
+namespace ringtrain::kernels::cpu {
+
+class DnnlOps {
+ public:
+  explicit DnnlOps(int threads);
+  ~DnnlOps();
+  DnnlOps(const DnnlOps&) = delete;
+  DnnlOps& operator=(const DnnlOps&) = delete;
+
+  static std::string version();  // "oneDNN 2.6.3 (OpenMP)"
+
+  // Whether this convolution runs on oneDNN (see above); makes and keeps its primitives when it does.
+  bool runs_conv2d(const Conv2dShape& s);
+  void conv2d_prepare(const Conv2dShape& s);
+  void conv2d_forward(const Conv2dShape& s, const float* x, const float* w, const float* bias, float* y);
+  void conv2d_backward_data(const Conv2dShape& s, const float* dy, const float* w, float* dx);
+  void conv2d_backward_filter(const Conv2dShape& s, const float* x, const float* dy, float* dw, float* dbias);
+
+  // Pooling: `workspace` is what max pooling's forward keeps for backward, workspace_bytes() of it.
+  std::size_t pool_workspace_bytes(const PoolShape& s, PoolMode mode) const;
+  void pool_forward(const PoolShape& s, PoolMode mode, const float* x, float* y, void* workspace);
+  void pool_backward(const PoolShape& s, PoolMode mode, const float* dy, float* dx, const void* workspace);
+
+  void dense_forward(const DenseShape& s, const float* x, const float* w, const float* bias, float* y);
+  void dense_backward(const DenseShape& s, const float* x, const float* w, const float* dy, float* dx, float* dw,
+                      float* dbias);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace ringtrain::kernels::cpu

@@ -1,0 +1,96 @@
+// Owns the whole-step CPU benchmarks through the code that trains: a job's network (model::Network, its layers
+// and memory plan) on the CPU backend with one compute thread, each iteration one optimizer step as StepRunner
+// runs it on one rank: zero the gradients, forward, softmax cross-entropy, backward, SGD update (the all-reduce
+// is not compute). Names: BM_NetworkStep/<job>/<batch>. `GFLOP_per_s` counts the training FLOPs the trainer
+// reports (Network::train_flops_per_sample). After the timed loop, one more step runs under the per-layer
+// profile (model/layer_profile.h) and its table is printed to stderr: where the step's time goes.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "config/job_config.h"
+#include "model/layer_profile.h"
+#include "model/network.h"
+
+namespace ringtrain {
+namespace {
+
+struct NetworkCase {
+  const char* job;  // relative to the source tree
+  model::Shape sample;
+  int classes;
+};
+
+class StepBench {
+ public:
+  StepBench(const NetworkCase& c, int batch)
+      : job_(config::load_job(std::string(RINGTRAIN_SOURCE_DIR) + "/" + c.job, {})), cpu_(1),
+        net_(job_.model.layers, cpu_, c.sample.with_batch(batch), c.classes), batch_(batch) {
+    const auto params = net_.initial_params(job_.train.seed);
+    cpu_.to_device(net_.params(), params.data(), params.size() * sizeof(float));
+    const auto states = net_.initial_states();
+    cpu_.to_device(net_.states(), states.data(), states.size() * sizeof(float));
+    std::mt19937 gen(1);
+    std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
+    images_.resize(static_cast<size_t>(net_.input_shape().elements()));
+    for (float& v : images_) v = pixel(gen);
+    for (int i = 0; i < batch; ++i) labels_.push_back(i % c.classes);
+    dlogits_.resize(static_cast<size_t>(batch) * static_cast<size_t>(c.classes));
+  }
+
+  void step() {
+    cpu_.zero(net_.grads(), static_cast<size_t>(net_.param_count()) * sizeof(float));
+    const model::Tensor logits = net_.forward({images_.data(), net_.input_shape()}, model::Mode::train, seed_++);
+    cpu_.softmax_cross_entropy(batch_, net_.classes(), logits.data, labels_.data(), 1.0f / static_cast<float>(batch_),
+                               dlogits_.data(), &totals_);
+    net_.backward({dlogits_.data(), logits.shape}, nullptr);
+    const kernels::SgdStep sgd{0.01f, static_cast<float>(job_.optimizer.momentum),
+                               static_cast<float>(job_.optimizer.weight_decay)};
+    cpu_.sgd_update(net_.param_count(), sgd, net_.decay_mask(), net_.grads(), net_.velocity(), net_.params());
+  }
+  double flops_per_step() const { return net_.train_flops_per_sample() * batch_; }
+  std::string profile_table() {
+    model::LayerProfile profile([] {});
+    model::active_layer_profile() = &profile;
+    step();
+    model::active_layer_profile() = nullptr;
+    return profile.table(12);
+  }
+  std::string description() const { return cpu_.description(); }
+
+ private:
+  config::JobConfig job_;
+  backend::CpuBackend cpu_;
+  model::Network net_;
+  int batch_;
+  uint64_t seed_ = 1;
+  std::vector<float> images_, dlogits_;
+  std::vector<int32_t> labels_;
+  model::LossTotals totals_;
+};
+
+void BM_NetworkStep(benchmark::State& state, const NetworkCase& c) {
+  StepBench bench(c, static_cast<int>(state.range(0)));
+  bench.step();  // warm-up: primitives made, pages touched
+  for (auto _ : state) {
+    bench.step();
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOP_per_s"] = benchmark::Counter(bench.flops_per_step() / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["samples_per_s"] = benchmark::Counter(static_cast<double>(state.range(0)), benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(bench.description());
+  std::fprintf(stderr, "%s, batch %lld, per-layer profile of one step:\n%s\n", c.job,
+               static_cast<long long>(state.range(0)), bench.profile_table().c_str());
+}
+
+const NetworkCase kFashionMnist{"jobs/fashion_mnist.toml", {0, 1, 28, 28}, 10};
+const NetworkCase kResnet50{"jobs/resnet50_synthetic.toml", {0, 3, 224, 224}, 1000};
+BENCHMARK_CAPTURE(BM_NetworkStep, fashion_mnist, kFashionMnist)->Arg(64)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_NetworkStep, resnet50, kResnet50)->Arg(4)->Unit(benchmark::kMillisecond)->MinTime(5.0);
+
+}  // namespace
+}  // namespace ringtrain

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Owns the CPU framework comparison: Fashion-MNIST, the jobs/fashion_mnist.toml CNN, data-parallel on --ranks
+ranks of one thread each, batch 64 per rank, trained by ringtrain (mpirun), Keras 3 on TensorFlow with
+MirroredStrategy (perf/frameworks/keras_mirrored_fmnist.py) and PyTorch DDP over gloo
+(perf/frameworks/torch_ddp_fmnist.py), all in this one call, repeats interleaved so load changes hit every
+framework alike. Each run times only the steps after its warm-up:
+  ringtrain  steady_samples_per_s of metrics.jsonl (steps after run.timing_warmup_steps, device clock)
+  Keras      wall time from the end of the last warm-up batch to the end of the last timed one
+  PyTorch    wall time between barriers after the warm-up and after the last timed step
+Prints a Markdown table (median and range per framework, ringtrain's ratio to each) and writes every run's
+record to --out as JSON lines.
+
+Needs: build/bin/ringtrain, prepared shards (ringtrain prepare fashion-mnist --out data/fmnist --shards 8), and
+scripts/install_deps.sh --comparison (python3-torch; TensorFlow + Keras in .venv-compare).
+
+  perf/compare_frameworks_cpu.py [--repeats 3] [--steps 150] [--warmup 20] [--out results.jsonl]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FRAMEWORKS_DIR = os.path.join(ROOT, "perf", "frameworks")
+# As tests/CMakeLists.txt's RT_MPI_ENV: loopback only, shared memory between the ranks, root allowed.
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_btl_tcp_if_include": "lo",
+           "OMPI_MCA_oob_tcp_if_include": "lo", "OMPI_MCA_btl": "self,vader,tcp",
+           "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+
+
+def run_json_line(command, env=None):
+    """Runs a command and returns the last line of its stdout that parses as JSON."""
+    done = subprocess.run(command, cwd=FRAMEWORKS_DIR, env={**os.environ, **(env or {})}, capture_output=True,
+                          text=True, check=False)
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    sys.exit(f"{' '.join(command)} printed no result:\n{done.stdout[-2000:]}")
+
+
+def ringtrain(args):
+    with tempfile.TemporaryDirectory() as run_dir:
+        command = ["mpirun", "-np", str(args.ranks), os.path.join(args.build, "bin", "ringtrain"), "train",
+                   os.path.join(ROOT, "jobs", "fashion_mnist.toml"),
+                   "--set", f"data.train={args.data}/train", "--set", f"data.test={args.data}/test",
+                   "--set", "train.epochs=1", "--set", f"train.max_steps_per_epoch={args.warmup + args.steps}",
+                   "--set", f"train.batch_per_rank={args.batch_per_rank}", "--set", "run.threads=1",
+                   "--set", f"run.timing_warmup_steps={args.warmup}", "--set", f"run.dir={run_dir}"]
+        done = subprocess.run(command, cwd=ROOT, env={**os.environ, **MPI_ENV}, capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.exit(f"ringtrain failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+            epoch = [json.loads(line) for line in f if line.strip()][-1]
+    return {"framework": "ringtrain", "ranks": args.ranks, "batch_per_rank": args.batch_per_rank,
+            "threads_per_rank": 1, "timed_steps": args.steps, "warmup_steps": args.warmup,
+            "samples_per_s": epoch["steady_samples_per_s"], "train_loss": epoch.get("train_loss")}
+
+
+def framework_args(args):
+    return ["--ranks", str(args.ranks), "--batch-per-rank", str(args.batch_per_rank), "--threads-per-rank", "1",
+            "--steps", str(args.steps), "--warmup", str(args.warmup)]
+
+
+def keras(args):
+    python = os.path.join(ROOT, ".venv-compare", "bin", "python3")
+    return run_json_line([python, "keras_mirrored_fmnist.py", *framework_args(args)])
+
+
+def pytorch(args):
+    return run_json_line(["/usr/bin/python3", "torch_ddp_fmnist.py", *framework_args(args)])
+
+
+def table(records):
+    by = {}
+    for r in records:
+        by.setdefault(r["framework"], []).append(r["samples_per_s"])
+    ours = statistics.median(by["ringtrain"])
+    lines = ["| framework | samples/s, median | range | runs | ringtrain / this |", "|---|---|---|---|---|"]
+    for name, rates in by.items():
+        median = statistics.median(rates)
+        lines.append(f"| {name} | {median:,.0f} | {min(rates):,.0f} – {max(rates):,.0f} | {len(rates)} | "
+                     f"{ours / median:.2f}x |")
+    return "\n".join(lines)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--steps", type=int, default=150)
+    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--batch-per-rank", type=int, default=64)
+    p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--data", default=os.path.join(ROOT, "data", "fmnist"))
+    p.add_argument("--out", help="JSON lines, one per run")
+    args = p.parse_args()
+    records = []
+    for repeat in range(args.repeats):
+        for run in (ringtrain, keras, pytorch):
+            load = os.getloadavg()[0]
+            record = run(args)
+            record.update({"repeat": repeat + 1, "load_average_before": load})
+            print(json.dumps(record), file=sys.stderr, flush=True)
+            records.append(record)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in records)
+    print(table(records))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+// Tests for kernels/cpu/dnnl_ops: which convolutions it takes, that its convolutions and dense products agree
+// with the im2col + BLAS kernels (themselves tested against loops and finite differences), that gradients
+// accumulate, and that a second run on the same thread count gives the same bits.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/conv2d.h"
+#include "kernels/cpu/dense.h"
+#include "kernels/cpu/dnnl_ops.h"
+#include "tests/kernels/grad_check.h"
+
+namespace ringtrain::kernels::cpu {
+namespace {
+
+using testing::random_vector;
+
+std::size_t x_size(const Conv2dShape& s) { return std::size_t(s.batch) * s.in_channels * s.in_h * s.in_w; }
+std::size_t w_size(const Conv2dShape& s) { return std::size_t(s.filters) * s.in_channels * s.kernel_h * s.kernel_w; }
+std::size_t y_size(const Conv2dShape& s) { return std::size_t(s.batch) * s.filters * s.out_h() * s.out_w(); }
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, double rtol) {
+  ASSERT_EQ(got.size(), want.size());
+  double peak = 0;
+  for (float v : want) peak = std::max(peak, double(std::abs(v)));
+  for (std::size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], rtol * (peak + std::abs(want[i]))) << "at " << i;
+}
+
+TEST(DnnlOps, TakesConvolutionsWithManyInputChannelsOnly) {
+  DnnlOps ops(1);
+  EXPECT_FALSE(ops.runs_conv2d({4, 1, 28, 28, 32, 5, 5, 1, 2}));  // a first layer: im2col is as fast
+  EXPECT_FALSE(ops.runs_conv2d({4, 3, 32, 32, 16, 7, 7, 2, 3}));
+  EXPECT_TRUE(ops.runs_conv2d({4, 32, 14, 14, 64, 5, 5, 1, 2}));
+}
+
+struct Conv {
+  Conv2dShape s;
+  std::vector<float> x, w, b, dy;
+  explicit Conv(const Conv2dShape& shape)
+      : s(shape), x(random_vector(x_size(s), 1)), w(random_vector(w_size(s), 2)),
+        b(random_vector(std::size_t(s.filters), 3)), dy(random_vector(y_size(s), 4)) {}
+};
+
+struct ConvResults {
+  std::vector<float> y, dx, dw, db;
+};
+
+// dw and db start from ones, so accumulation (not overwriting) is checked too.
+ConvResults run_dnnl(DnnlOps& ops, const Conv& c) {
+  ConvResults r{std::vector<float>(y_size(c.s)), std::vector<float>(x_size(c.s)), std::vector<float>(w_size(c.s), 1.0f),
+                std::vector<float>(c.b.size(), 1.0f)};
+  ops.conv2d_forward(c.s, c.x.data(), c.w.data(), c.b.data(), r.y.data());
+  ops.conv2d_backward_data(c.s, c.dy.data(), c.w.data(), r.dx.data());
+  ops.conv2d_backward_filter(c.s, c.x.data(), c.dy.data(), r.dw.data(), r.db.data());
+  return r;
+}
+
+ConvResults run_im2col(const Conv& c) {
+  ConvWorkspace ws;
+  ConvResults r{std::vector<float>(y_size(c.s)), std::vector<float>(x_size(c.s)), std::vector<float>(w_size(c.s), 1.0f),
+                std::vector<float>(c.b.size(), 1.0f)};
+  conv2d_forward(c.s, c.x.data(), c.w.data(), c.b.data(), r.y.data(), ws);
+  conv2d_backward_data(c.s, c.dy.data(), c.w.data(), r.dx.data(), ws);
+  conv2d_backward_filter(c.s, c.x.data(), c.dy.data(), r.dw.data(), r.db.data(), ws);
+  return r;
+}
+
+TEST(DnnlOps, ConvolutionsAgreeWithIm2colAndAccumulate) {
+  for (const Conv2dShape& s : {Conv2dShape{3, 16, 9, 7, 24, 3, 3, 1, 1}, Conv2dShape{2, 20, 8, 8, 8, 5, 5, 2, 2},
+                               Conv2dShape{2, 32, 7, 7, 64, 1, 1, 2, 0}}) {
+    DnnlOps ops(1);
+    ASSERT_TRUE(ops.runs_conv2d(s));
+    const Conv c(s);
+    const ConvResults got = run_dnnl(ops, c), want = run_im2col(c);
+    expect_close(got.y, want.y, 1e-5);
+    expect_close(got.dx, want.dx, 1e-5);
+    expect_close(got.dw, want.dw, 1e-5);
+    expect_close(got.db, want.db, 1e-5);
+  }
+}
+
+TEST(DnnlOps, SameBitsOnTheSameThreadCount) {
+  const Conv c({8, 32, 14, 14, 64, 5, 5, 1, 2});
+  for (int threads : {1, 2}) {
+    DnnlOps first(threads), second(threads);
+    const ConvResults a = run_dnnl(first, c), b = run_dnnl(second, c), again = run_dnnl(first, c);
+    EXPECT_EQ(a.y, b.y) << threads << " threads";
+    EXPECT_EQ(a.dx, b.dx) << threads << " threads";
+    EXPECT_EQ(a.dw, b.dw) << threads << " threads";
+    EXPECT_EQ(a.y, again.y) << threads << " threads, same primitives";
+  }
+}
+
+TEST(DnnlOps, DenseAgreesWithBlasAndAccumulates) {
+  const DenseShape s{5, 37, 13};
+  const auto x = random_vector(std::size_t(s.batch) * s.in, 1), w = random_vector(std::size_t(s.out) * s.in, 2);
+  const auto b = random_vector(std::size_t(s.out), 3), dy = random_vector(std::size_t(s.batch) * s.out, 4);
+  std::vector<float> y(dy.size()), dx(x.size()), dw(w.size(), 1.0f), db(b.size(), 1.0f);
+  std::vector<float> want_y(y), want_dx(dx), want_dw(dw), want_db(db);
+  DnnlOps ops(1);
+  ops.dense_forward(s, x.data(), w.data(), b.data(), y.data());
+  ops.dense_backward(s, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data());
+  dense_forward(s.batch, s.in, s.out, x.data(), w.data(), b.data(), want_y.data());
+  dense_backward(s.batch, s.in, s.out, x.data(), w.data(), dy.data(), want_dx.data(), want_dw.data(), want_db.data());
+  expect_close(y, want_y, 1e-5);
+  expect_close(dx, want_dx, 1e-5);
+  expect_close(dw, want_dw, 1e-5);
+  expect_close(db, want_db, 1e-6);
+}
+
+}  // namespace
+}  // namespace ringtrain::kernels::cpu
