@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -271,6 +272,8 @@ class Reader {
   }
 
   std::vector<LayerSpec> layers(const toml::node* node, const std::string& where, int depth);
+  std::optional<LayerSpec> layer(const toml::table& t, const std::string& at, int depth);
+  void layer_values(const toml::table& t, const std::string& at, LayerSpec& spec);
 
   void problem(std::string text) { problems_.push_back(std::move(text)); }
   const std::vector<std::string>& problems() const { return problems_; }
@@ -307,8 +310,6 @@ std::vector<LayerSpec> Reader::layers(const toml::node* node, const std::string&
     problem(fmt::format("'{}' must be an array of layer tables, e.g. [[model.layers]] type = \"dense\" ...", where));
     return out;
   }
-  std::string types;
-  for (const auto& lk : kLayerKeys) types += (types.empty() ? "" : ", ") + std::string(lk.type);
   for (size_t i = 0; i < array->size(); ++i) {
     const std::string at = fmt::format("{}[{}]", where, i);
     const auto* t = (*array)[i].as_table();
@@ -316,84 +317,95 @@ std::vector<LayerSpec> Reader::layers(const toml::node* node, const std::string&
       problem(fmt::format("'{}' must be a table with a 'type' key", at));
       continue;
     }
-    const auto type = (*t)["type"].value<std::string>();
-    const auto lk = std::find_if(kLayerKeys.begin(), kLayerKeys.end(),
-                                 [&](const LayerKeys& k) { return type && *type == k.type; });
-    if (lk == kLayerKeys.end()) {
-      problem(fmt::format("'{}.type' must be one of {}, got {}", at, types, type ? "\"" + *type + "\"" : "nothing"));
-      continue;
-    }
-    LayerSpec spec;
-    spec.kind = lk->kind;
-    spec.where = at;
-    spec.name = (*t)["name"].value_or(std::string());
-    for (const auto& [key, value] : *t) {
-      const std::string k(key.str());
-      if (k != "type" && k != "name" && std::find(lk->allowed.begin(), lk->allowed.end(), k) == lk->allowed.end()) {
-        std::string valid = "type, name";
-        for (const auto& a : lk->allowed) valid += ", " + a;
-        problem(fmt::format("unknown key '{}.{}' for a {} layer; valid keys: {}", at, k, lk->type, valid));
-      }
-      (void)value;
-    }
-    for (const auto& r : lk->required)
-      if (!t->contains(r)) problem(fmt::format("'{}' ({}) needs '{}'", at, lk->type, r));
-    auto int_key = [&](const char* k, int fallback, int min) {
-      if (!t->contains(k)) return fallback;
-      const auto v = (*t)[k].value<int64_t>();
-      if (!(*t)[k].is_integer() || !v) {
-        problem(fmt::format("'{}.{}' must be an integer, got {}", at, k, node_type_name(*t->get(k))));
-        return fallback;
-      }
-      if (*v < min || *v > 1 << 20) {
-        problem(fmt::format("'{}.{}' must be >= {}, got {}", at, k, min, *v));
-        return fallback;
-      }
-      return static_cast<int>(*v);
-    };
-    auto num_key = [&](const char* k, double fallback, double lo, double hi) {
-      if (!t->contains(k)) return fallback;
-      const auto v = (*t)[k].value<double>();
-      if (!v || !(*v >= lo && *v <= hi)) {
-        problem(fmt::format("'{}.{}' must be a number in [{}, {}]", at, k, lo, hi));
-        return fallback;
-      }
-      return *v;
-    };
-    auto bool_key = [&](const char* k, bool fallback) {
-      if (!t->contains(k)) return fallback;
-      const auto v = (*t)[k].value<bool>();
-      if (!(*t)[k].is_boolean() || !v) {
-        problem(fmt::format("'{}.{}' must be true or false", at, k));
-        return fallback;
-      }
-      return *v;
-    };
-    spec.filters = int_key("filters", 0, 1);
-    spec.kernel = int_key("kernel", 0, 1);
-    spec.size = int_key("size", 0, 1);
-    spec.stride = int_key("stride", spec.kind == LayerKind::conv2d ? 1 : spec.size, 1);
-    spec.padding = int_key("padding", 0, 0);
-    spec.units = int_key("units", 0, 1);
-    spec.bias = bool_key("bias", true);
-    spec.rate = num_key("rate", 0.0, 0.0, 0.99);
-    spec.momentum = num_key("momentum", 0.1, 0.0, 1.0);
-    spec.epsilon = num_key("epsilon", 1e-5, 1e-12, 1.0);
-    if (spec.kind == LayerKind::residual) {
-      if (depth > 4) {
-        problem(fmt::format("'{}': residual blocks nest at most 4 deep", at));
-        continue;
-      }
-      spec.body = layers(t->get("body"), at + ".body", depth + 1);
-      if (t->contains("shortcut")) spec.shortcut = layers(t->get("shortcut"), at + ".shortcut", depth + 1);
-      const std::string act = (*t)["activation"].value_or(std::string("relu"));
-      if (act != "relu" && act != "none") problem(fmt::format("'{}.activation' must be relu or none", at));
-      spec.activation_relu = act == "relu";
-    }
-    out.push_back(std::move(spec));
+    if (auto spec = layer(*t, at, depth)) out.push_back(std::move(*spec));
   }
   if (out.empty() && problems_.empty()) problem(fmt::format("'{}' is empty: a model needs at least one layer", where));
   return out;
+}
+
+// One layer table: its type, no key its type does not take, its values; nothing when its type is unknown.
+std::optional<LayerSpec> Reader::layer(const toml::table& t, const std::string& at, int depth) {
+  const auto type = t["type"].value<std::string>();
+  const auto lk = std::find_if(kLayerKeys.begin(), kLayerKeys.end(),
+                               [&](const LayerKeys& k) { return type && *type == k.type; });
+  if (lk == kLayerKeys.end()) {
+    std::string types;
+    for (const auto& k : kLayerKeys) types += (types.empty() ? "" : ", ") + std::string(k.type);
+    problem(fmt::format("'{}.type' must be one of {}, got {}", at, types, type ? "\"" + *type + "\"" : "nothing"));
+    return std::nullopt;
+  }
+  LayerSpec spec;
+  spec.kind = lk->kind;
+  spec.where = at;
+  spec.name = t["name"].value_or(std::string());
+  for (const auto& [key, value] : t) {
+    const std::string k(key.str());
+    if (k != "type" && k != "name" && std::find(lk->allowed.begin(), lk->allowed.end(), k) == lk->allowed.end()) {
+      std::string valid = "type, name";
+      for (const auto& a : lk->allowed) valid += ", " + a;
+      problem(fmt::format("unknown key '{}.{}' for a {} layer; valid keys: {}", at, k, lk->type, valid));
+    }
+    (void)value;
+  }
+  for (const auto& r : lk->required)
+    if (!t.contains(r)) problem(fmt::format("'{}' ({}) needs '{}'", at, lk->type, r));
+  layer_values(t, at, spec);
+  if (spec.kind != LayerKind::residual) return spec;
+  if (depth > 4) {
+    problem(fmt::format("'{}': residual blocks nest at most 4 deep", at));
+    return std::nullopt;
+  }
+  spec.body = layers(t.get("body"), at + ".body", depth + 1);
+  if (t.contains("shortcut")) spec.shortcut = layers(t.get("shortcut"), at + ".shortcut", depth + 1);
+  const std::string act = t["activation"].value_or(std::string("relu"));
+  if (act != "relu" && act != "none") problem(fmt::format("'{}.activation' must be relu or none", at));
+  spec.activation_relu = act == "relu";
+  return spec;
+}
+
+// A layer's numbers and switches, each checked for its type and range; a key the table lacks keeps its default.
+void Reader::layer_values(const toml::table& t, const std::string& at, LayerSpec& spec) {
+  auto int_key = [&](const char* k, int fallback, int min) {
+    if (!t.contains(k)) return fallback;
+    const auto v = t[k].value<int64_t>();
+    if (!t[k].is_integer() || !v) {
+      problem(fmt::format("'{}.{}' must be an integer, got {}", at, k, node_type_name(*t.get(k))));
+      return fallback;
+    }
+    if (*v < min || *v > 1 << 20) {
+      problem(fmt::format("'{}.{}' must be >= {}, got {}", at, k, min, *v));
+      return fallback;
+    }
+    return static_cast<int>(*v);
+  };
+  auto num_key = [&](const char* k, double fallback, double lo, double hi) {
+    if (!t.contains(k)) return fallback;
+    const auto v = t[k].value<double>();
+    if (!v || !(*v >= lo && *v <= hi)) {
+      problem(fmt::format("'{}.{}' must be a number in [{}, {}]", at, k, lo, hi));
+      return fallback;
+    }
+    return *v;
+  };
+  auto bool_key = [&](const char* k, bool fallback) {
+    if (!t.contains(k)) return fallback;
+    const auto v = t[k].value<bool>();
+    if (!t[k].is_boolean() || !v) {
+      problem(fmt::format("'{}.{}' must be true or false", at, k));
+      return fallback;
+    }
+    return *v;
+  };
+  spec.filters = int_key("filters", 0, 1);
+  spec.kernel = int_key("kernel", 0, 1);
+  spec.size = int_key("size", 0, 1);
+  spec.stride = int_key("stride", spec.kind == LayerKind::conv2d ? 1 : spec.size, 1);
+  spec.padding = int_key("padding", 0, 0);
+  spec.units = int_key("units", 0, 1);
+  spec.bias = bool_key("bias", true);
+  spec.rate = num_key("rate", 0.0, 0.0, 0.99);
+  spec.momentum = num_key("momentum", 0.1, 0.0, 1.0);
+  spec.epsilon = num_key("epsilon", 1e-5, 1e-12, 1.0);
 }
 
 }  // namespace

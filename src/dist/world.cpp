@@ -23,9 +23,12 @@ std::string mpi_error_string(int code) {
 
 World::World(int* argc, char*** argv) {
   apply_open_mpi_defaults();
-  int provided = 0;
+  int provided = 0, initialized = 0;
+  MPI_CHECK(MPI_Initialized(&initialized));
+  // A process that initialised MPI itself (a test's main) also finalizes it.
+  owns_mpi_ = initialized == 0;
   // MULTIPLE: the watchdog thread sends heartbeats while the main thread is inside collectives.
-  MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+  if (owns_mpi_) MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
   MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
   MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
@@ -41,10 +44,11 @@ World::World(int* argc, char*** argv) {
 
 World::~World() {
   // Destructors must not throw; a failing finalize at exit is reported and ignored.
-  if (local_comm_ != MPI_COMM_NULL) MPI_Comm_free(&local_comm_);
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized && MPI_Finalize() != MPI_SUCCESS) std::fprintf(stderr, "warning: MPI_Finalize failed\n");
+  if (finalized) return;  // by the process that initialised MPI, which freed everything with it
+  if (local_comm_ != MPI_COMM_NULL) MPI_Comm_free(&local_comm_);
+  if (owns_mpi_ && MPI_Finalize() != MPI_SUCCESS) std::fprintf(stderr, "warning: MPI_Finalize failed\n");
 }
 
 void agree_on_errors(MPI_Comm comm, const std::function<void()>& step) {

@@ -52,6 +52,7 @@ class World {
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   std::string host_;
   MPI_Comm local_comm_ = MPI_COMM_NULL;
+  bool owns_mpi_ = true;
 };
 
 }  // namespace ringtrain::dist

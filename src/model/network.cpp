@@ -186,6 +186,29 @@ void Network::run_backward_step(int k, const Tensor& dlogits, GradientObserver* 
   }
 }
 
+NetworkState Network::read_state() {
+  NetworkState state;
+  state.params.resize(static_cast<size_t>(param_count_));
+  state.velocity.resize(static_cast<size_t>(param_count_));
+  state.states.resize(static_cast<size_t>(state_count_));
+  backend_.to_host(state.params.data(), params(), state.params.size() * sizeof(float));
+  backend_.to_host(state.velocity.data(), velocity(), state.velocity.size() * sizeof(float));
+  backend_.to_host(state.states.data(), states(), state.states.size() * sizeof(float));
+  return state;
+}
+
+void Network::load_state(const NetworkState& state) {
+  const auto load = [&](float* device, const std::vector<float>& host, int64_t count, const char* what) {
+    if (host.empty()) return;
+    if (static_cast<int64_t>(host.size()) != count)
+      throw Error(ExitCode::internal, fmt::format("{} holds {} values, the network {}", what, host.size(), count));
+    backend_.to_device(device, host.data(), host.size() * sizeof(float));
+  };
+  load(params(), state.params, param_count_, "the parameters loaded");
+  load(velocity(), state.velocity, param_count_, "the momentum loaded");
+  load(states(), state.states, state_count_, "the running statistics loaded");
+}
+
 std::pair<int64_t, int64_t> Network::layer_param_range(const Layer& layer) const {
   const auto it = layer_ranges_.find(&layer);
   return it == layer_ranges_.end() ? std::pair<int64_t, int64_t>{0, 0} : it->second;

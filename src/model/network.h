@@ -31,6 +31,11 @@ struct MemoryNeed {
   double total() const { return activations + parameters + kept; }
 };
 
+// What the network owns that a run carries over: parameters, the optimizer's momentum, running statistics.
+struct NetworkState {
+  std::vector<float> params, velocity, states;
+};
+
 // The memory a network may take on this rank, and where that figure comes from (for the message).
 struct MemoryBudget {
   double bytes = 0;  // 0: unchecked
@@ -72,6 +77,10 @@ class Network {
   std::pair<int64_t, int64_t> layer_param_range(const Layer& layer) const;
   const MemoryPlan& memory_plan() const { return plan_; }
   const MemoryNeed& memory_need() const { return need_; }
+
+  // Copies of the device's buffers (waits for the device), and back; load_state leaves out an empty part.
+  NetworkState read_state();
+  void load_state(const NetworkState& state);
 
   // Deterministic from the seed alone: rank 0 calls these and broadcasts, so any rank count gives the same
   // starting point.

@@ -1,0 +1,92 @@
+// Owns the parameter agreement and writing checkpoints; see checkpointer.h.
+#include "train/checkpointer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "dist/mpi_check.h"
+#include "io/checkpoint_file.h"
+#include "obs/phase.h"
+#include "util/checksum.h"
+#include "util/clock.h"
+
+namespace ringtrain::train {
+
+Checkpointer::Checkpointer(const RunContext& run, model::Network& net, const EpochPlan& plan, std::string run_id,
+                           std::string versions_json, const std::string& last, dist::Watchdog& watchdog,
+                           obs::Trace* trace)
+    : run_(run),
+      net_(net),
+      plan_(plan),
+      run_id_(std::move(run_id)),
+      versions_json_(std::move(versions_json)),
+      last_(last.empty() ? "none" : last),
+      watchdog_(watchdog),
+      trace_(trace) {}
+
+uint64_t Checkpointer::agreed_checksum(const std::string& when, int64_t global_step) {
+  dist::Watchdog::Scope guard(&watchdog_, "parameter checksum comparison", global_step);
+  std::vector<float> params(static_cast<size_t>(net_.param_count()));
+  run_.backend.to_host(params.data(), net_.params(), params.size() * sizeof(float));
+  const uint64_t checksum = util::fnv1a64(params.data(), params.size() * sizeof(float));
+  std::vector<uint64_t> all(static_cast<size_t>(run_.ranks()));
+  MPI_CHECK(MPI_Allgather(&checksum, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, run_.world.comm()));
+  // Every rank sees the same table, so every rank throws the same message.
+  if (std::any_of(all.begin(), all.end(), [&](uint64_t c) { return c != all[0]; }))
+    throw AgreedError(ExitCode::fault,
+                      fmt::format("parameters differ between ranks {}: {}; a non-deterministic reduction or memory "
+                                  "corruption on the odd rank out (check that node); --resume continues from the "
+                                  "last good checkpoint: {}",
+                                  when, util::describe_checksum_groups(all), last_));
+  return checksum;
+}
+
+void Checkpointer::save(const Resumable& next, int64_t global_step) {
+  // Rank 0's parameters go into the file, so they are compared first: a checkpoint is then always "good". At an
+  // epoch boundary (next_step 0) the after-epoch comparison has just done it.
+  if (next.next_step > 0) (void)agreed_checksum(fmt::format("before the checkpoint after optimizer step {}", global_step + 1), global_step);
+  dist::Watchdog::Scope guard(&watchdog_, "checkpoint", global_step);
+  obs::Phase phase(trace_, "checkpoint");
+  const double t0 = util::now_s();
+  const int ranks = run_.ranks();
+  const auto count = static_cast<int>(net_.state_count());
+  model::NetworkState state;  // rank 0's whole state goes into the file; every rank's statistics are gathered
+  if (run_.root()) {
+    state = net_.read_state();
+  } else {
+    state.states.resize(static_cast<size_t>(count));
+    run_.backend.to_host(state.states.data(), net_.states(), state.states.size() * sizeof(float));
+  }
+  std::vector<float> all_states(run_.root() ? static_cast<size_t>(count) * static_cast<size_t>(ranks) : 0);
+  MPI_CHECK(MPI_Gather(state.states.data(), count, MPI_FLOAT, all_states.data(), count, MPI_FLOAT, 0, run_.world.comm()));
+  const int64_t done = next.next_epoch * plan_.steps + next.next_step;
+  const std::filesystem::path dir = run_.job.run.dir / "checkpoints";
+  const std::filesystem::path path = dir / io::checkpoint_name(done);
+  run_.world.all_succeed([&] {
+    if (!run_.root()) return;
+    io::CheckpointData d;
+    d.epoch = next.next_epoch, d.step_in_epoch = next.next_step, d.global_step = done, d.steps_per_epoch = plan_.steps;
+    d.ranks = ranks, d.global_batch = plan_.global_batch, d.seed = run_.job.train.seed;
+    d.train_time_s = next.train_time_s, d.train_samples = next.train_samples;
+    for (const auto& t : net_.param_tensors()) d.tensor_names.push_back(t.name), d.tensor_sizes.push_back(t.count);
+    d.params = std::move(state.params);
+    d.velocity = std::move(state.velocity);
+    d.states = std::move(all_states);
+    d.state_count = count;
+    d.run_id = run_id_;
+    d.job_toml = run_.job.resolved_toml;
+    d.versions_json = versions_json_;
+    io::write_checkpoint(path, d);
+    const auto kept = io::list_checkpoints(dir);
+    std::error_code ignored;
+    for (size_t i = 0; i + static_cast<size_t>(run_.job.run.keep_checkpoints) < kept.size(); ++i)
+      std::filesystem::remove(kept[i], ignored);
+  });
+  last_ = path.string();
+  run_.say(fmt::format("checkpoint: {} ({:.2f} s)", path.string(), util::now_s() - t0));
+}
+
+}  // namespace ringtrain::train

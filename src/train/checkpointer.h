@@ -1,0 +1,47 @@
+// Owns the points where a run proves itself and saves itself: the cross-rank parameter agreement (every rank
+// must hold bit-identical parameters; a difference is silent corruption or a non-deterministic reduction, and
+// training on would average diverged models) and the checkpoint (rank 0 writes it; it asks the network for
+// its state; the last run.keep_checkpoints are kept). Both are collective, and name the last good checkpoint.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "dist/watchdog.h"
+#include "model/network.h"
+#include "obs/trace.h"
+#include "train/data_plan.h"
+#include "train/run_context.h"
+
+namespace ringtrain::train {
+
+// Where a checkpoint lets a run continue, and what it has done so far.
+struct Resumable {
+  int64_t next_epoch = 0, next_step = 0;  // the step to run next
+  double train_time_s = 0, train_samples = 0;
+};
+
+class Checkpointer {
+ public:
+  // `run_id` and `versions_json` are rank 0's (what goes into the file); `last` the checkpoint the run started
+  // from ("" for none).
+  Checkpointer(const RunContext& run, model::Network& net, const EpochPlan& plan, std::string run_id,
+               std::string versions_json, const std::string& last, dist::Watchdog& watchdog, obs::Trace* trace);
+
+  // The parameters' checksum, the same on every rank, or an AgreedError naming the ranks that differ and the
+  // last good checkpoint. `when` says when ("after epoch 3").
+  uint64_t agreed_checksum(const std::string& when, int64_t global_step);
+  // Writes <run.dir>/checkpoints/ckpt-s<steps done>.h5; every rank gets the same error if it fails.
+  void save(const Resumable& next, int64_t global_step);
+  const std::string& last() const { return last_; }
+  void set_trace(obs::Trace* trace) { trace_ = trace; }  // the checkpoint's phase goes there (null: none)  // "none" before the first
+
+ private:
+  const RunContext& run_;
+  model::Network& net_;
+  EpochPlan plan_;
+  std::string run_id_, versions_json_, last_;
+  dist::Watchdog& watchdog_;
+  obs::Trace* trace_;
+};
+
+}  // namespace ringtrain::train

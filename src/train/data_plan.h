@@ -1,0 +1,55 @@
+// Owns opening the data and planning the epoch: both splits (which must agree on sample shape and classes), this
+// rank's part of each and the reader of it, and the number of steps every rank runs (the least any rank's part
+// allows, so no rank ever waits alone in a collective).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "io/partition.h"
+#include "io/shard_reader.h"
+#include "io/dataset_meta.h"
+#include "model/tensor.h"
+#include "train/run_context.h"
+
+namespace ringtrain::train {
+
+struct EpochPlan {
+  int batch = 0;            // samples per rank per micro-batch
+  int accumulate = 1;       // micro-batches per optimizer step
+  int64_t per_step = 0;     // samples per rank per step
+  int64_t steps = 0;        // optimizer steps per epoch, the same on every rank
+  int64_t global_batch = 0; // samples per step over all ranks
+  int64_t micro_batches() const { return steps * accumulate; }
+};
+
+class DataPlan {
+ public:
+  // Collective: every failure is agreed, so all ranks stop with the same message.
+  explicit DataPlan(const RunContext& run);
+  DataPlan(const DataPlan&) = delete;
+  DataPlan& operator=(const DataPlan&) = delete;
+
+  const EpochPlan& epoch() const { return epoch_; }
+  const io::DatasetMeta& meta() const { return train_split_->meta; }
+  const io::SplitIndex& train_split() const { return *train_split_; }
+  const io::SplitIndex& test_split() const { return *test_split_; }
+  const io::SampleRange& train_range() const { return train_range_; }
+  const io::SampleRange& test_range() const { return test_range_; }
+  io::ShardReader& train_reader() { return *train_reader_; }
+  io::ShardReader& test_reader() { return *test_reader_; }
+  const io::ShardReader& train_reader() const { return *train_reader_; }
+  // One batch at its largest, as the model is set up for.
+  model::Shape input() const;
+  // Host memory of two loaders' queues (training, and evaluation while training's stays full).
+  double loader_queue_bytes() const;
+
+ private:
+  std::optional<io::SplitIndex> train_split_, test_split_;
+  io::SampleRange train_range_, test_range_;
+  std::unique_ptr<io::ShardReader> train_reader_, test_reader_;
+  EpochPlan epoch_;
+  int prefetch_batches_ = 0;
+};
+
+}  // namespace ringtrain::train

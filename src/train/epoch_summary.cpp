@@ -1,0 +1,108 @@
+// Owns the epoch's cross-rank sums, the per-rank samples, and the epoch's line and record.
+#include "train/epoch_summary.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "dist/mpi_check.h"
+
+namespace ringtrain::train {
+namespace {
+
+// Every field of EpochSums, in one place: the reduction packs and unpacks them in this order.
+template <class Sums, class Visit>
+void for_each_field(Sums& s, Visit visit) {
+  for (Totals* t : {&s.train, &s.test}) visit(t->loss_sum), visit(t->correct), visit(t->samples);
+  StepTimes& p = s.times;
+  for (double* f : {&p.data_wait, &p.forward, &p.backward, &p.allreduce, &p.optimizer, &p.allreduce_total}) visit(*f);
+}
+
+}  // namespace
+
+double Totals::mean_loss() const { return loss_sum / std::max(samples, 1.0); }
+double Totals::accuracy() const { return correct / std::max(samples, 1.0); }
+
+void EpochSums::sum_across(const dist::World& world) {
+  std::vector<double> packed;
+  for_each_field(*this, [&](double& v) { packed.push_back(v); });
+  world.sum_across(packed.data(), static_cast<int>(packed.size()));
+  size_t next = 0;
+  for_each_field(*this, [&](double& v) { v = packed[next++]; });
+}
+
+std::vector<RankSample> gather_samples(const dist::World& world, const RankSample& mine) {
+  static_assert(sizeof(RankSample) == 3 * sizeof(double), "RankSample is sent as three doubles");
+  std::vector<RankSample> all(static_cast<size_t>(world.size()));
+  MPI_CHECK(MPI_Allgather(&mine, 3, MPI_DOUBLE, all.data(), 3, MPI_DOUBLE, world.comm()));
+  return all;
+}
+
+std::string EpochReport::line() const {
+  const double mean = 1.0 / ranks;
+  const StepTimes& t = sums.times;
+  return fmt::format("epoch {}/{}: train loss {:.4f} acc {:.4f} | test loss {:.4f} acc {:.4f} | {:.0f} samples/s | "
+                     "per rank: data wait {:.2f}s forward {:.2f}s backward {:.2f}s all-reduce {:.2f}s exposed of "
+                     "{:.2f}s optimizer {:.2f}s | eval {:.1f}s | {:.1f} GFLOP/s per rank",
+                     epoch, epochs, sums.train.mean_loss(), sums.train.accuracy(), sums.test.mean_loss(),
+                     sums.test.accuracy(), samples_per_s, t.data_wait * mean, t.forward * mean, t.backward * mean,
+                     t.allreduce * mean, t.allreduce_total * mean, t.optimizer * mean, eval_s,
+                     train_flops_per_sample * static_cast<double>(steps_run * per_step) / epoch_train_s / 1e9);
+}
+
+nlohmann::ordered_json EpochReport::record() const {
+  using json = nlohmann::ordered_json;
+  const double mean = 1.0 / ranks;
+  const StepTimes& t = sums.times;
+  std::vector<double> rss_mb;
+  double device_peak_mb = 0, peak_rss = 0;
+  for (const RankSample& r : per_rank) {
+    rss_mb.push_back(r.peak_rss_mb);
+    peak_rss = std::max(peak_rss, r.peak_rss_mb);
+    device_peak_mb = std::max(device_peak_mb, r.device_mb);
+  }
+  const auto device_only = [&](double v) { return device_is_host ? json() : json(v); };
+  return json{{"kind", "epoch"},
+              {"epoch", epoch},
+              {"ranks", ranks},
+              {"global_batch", global_batch},
+              {"steps", steps},
+              {"lr", lr},
+              {"train_loss", sums.train.mean_loss()},
+              {"train_acc", sums.train.accuracy()},
+              {"test_loss", sums.test.mean_loss()},
+              {"test_acc", sums.test.accuracy()},
+              {"samples_per_s", samples_per_s},
+              {"epoch_samples_per_s", static_cast<double>(steps_run * per_step * ranks) / epoch_train_s},
+              {"steady_samples_per_s", steady_samples_per_s > 0 ? json(steady_samples_per_s) : json()},
+              {"timing_warmup_steps", timing_warmup_steps},
+              {"epoch_train_s", epoch_train_s},
+              {"eval_s", eval_s},
+              {"data_wait_s", t.data_wait * mean},
+              {"forward_s", t.forward * mean},
+              {"backward_s", t.backward * mean},
+              {"allreduce_s", t.allreduce * mean},
+              {"optimizer_s", t.optimizer * mean},
+              {"allreduce_total_s", t.allreduce_total * mean},
+              {"data_wait_fraction", t.data_wait * mean / epoch_train_s},
+              {"allreduce_exposed_fraction", t.allreduce * mean / epoch_train_s},
+              {"step_time_min_s", spread.min_s},
+              {"step_time_median_s", spread.median_s},
+              {"step_time_max_s", spread.max_s},
+              {"step_time_max_rank", spread.slowest_rank},
+              {"straggler_rank", spread.straggler_rank < 0 ? json() : json(spread.straggler_rank)},
+              {"peak_rss_mb", peak_rss},
+              {"peak_rss_mb_per_rank", rss_mb},
+              {"baseline_rss_mb", baseline_rss_mb},
+              {"memory_needed_mb", memory_needed_mb},
+              {"memory_planned_mb", memory_planned_mb},
+              {"activation_arena_mb", arena_mb},
+              {"device_memory_peak_mb", device_only(device_peak_mb)},
+              {"device_memory_at_start_mb", device_only(device_baseline_mb)},
+              {"rss_growth_over_needed", memory_needed_mb > 0 ? (peak_rss - baseline_rss_mb) / memory_needed_mb : 0.0},
+              {"warnings", warnings},
+              {"flops_per_s_per_rank", train_flops_per_sample * static_cast<double>(steps_run * per_step) / epoch_train_s},
+              {"param_checksum", param_checksum}};
+}
+
+}  // namespace ringtrain::train

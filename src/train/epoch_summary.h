@@ -1,0 +1,58 @@
+// Owns what one epoch adds up to: the sums every rank contributes (losses, hits, samples, phase times), reduced
+// across ranks in one reduction and read by name; each rank's own step time and memory, gathered; and the
+// epoch's line in the log and record in metrics.jsonl, built from them.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "dist/world.h"
+#include "obs/run_stats.h"
+#include "train/step_runner.h"
+
+namespace ringtrain::train {
+
+struct Totals {
+  double loss_sum = 0, correct = 0, samples = 0;
+  double mean_loss() const;
+  double accuracy() const;
+};
+
+struct EpochSums {
+  Totals train, test;
+  StepTimes times;
+  void sum_across(const dist::World& world);  // one MPI_Allreduce of every field
+};
+
+// One rank's own view of the epoch, gathered from every rank.
+struct RankSample {
+  double step_s = 0;       // its own work per step (all but the all-reduce wait, which evens out wall-clock steps)
+  double peak_rss_mb = 0;
+  double device_mb = 0;    // device memory in use (GPU), or 0
+};
+std::vector<RankSample> gather_samples(const dist::World& world, const RankSample& mine);
+
+// Everything the epoch's line and record say.
+struct EpochReport {
+  int epoch = 0, epochs = 0, ranks = 0;
+  int64_t global_batch = 0, steps = 0, steps_run = 0, per_step = 0;
+  double lr = 0;
+  EpochSums sums;                 // summed over ranks
+  double samples_per_s = 0;       // over the whole job so far
+  double epoch_train_s = 0, eval_s = 0, steady_samples_per_s = 0;
+  int timing_warmup_steps = 0;
+  double train_flops_per_sample = 0;
+  std::vector<RankSample> per_rank;
+  obs::StepTimeSpread spread;
+  double baseline_rss_mb = 0, memory_needed_mb = 0, memory_planned_mb = 0, arena_mb = 0;
+  bool device_is_host = true;     // no device memory figures then
+  double device_baseline_mb = 0;
+  std::vector<std::string> warnings;
+  std::string param_checksum;
+
+  std::string line() const;                 // "epoch 2/12: train loss ... | ... GFLOP/s per rank"
+  nlohmann::ordered_json record() const;    // metrics.jsonl's epoch record
+};
+
+}  // namespace ringtrain::train

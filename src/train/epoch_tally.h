@@ -1,0 +1,43 @@
+// Owns what this rank's finished steps of one epoch add up to: the training sums, the phase times, the loss
+// since the last progress line, the first step whose loss was not finite, and the steady-state window (the
+// steps after the first run.timing_warmup_steps of the epoch, timed by the device from the end of the last
+// warm-up step to the end of the last step, as a benchmark excludes its warm-up).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "train/epoch_summary.h"
+#include "train/step_runner.h"
+
+namespace ringtrain::train {
+
+struct SteadyWindow {
+  double begin_s = 0, end_s = 0, samples = 0;
+  double seconds() const { return samples > 0 ? end_s - begin_s : 0.0; }
+};
+
+class EpochTally {
+ public:
+  // `first_step`: the epoch's first optimizer step in this run; `classes` and `rank` word the bad-label error.
+  EpochTally(int64_t first_step, int64_t warmup_steps, double epoch_start_s, int classes, int rank);
+
+  // Adds finished steps; a label outside the class range is this rank's DataError, a non-finite loss is
+  // remembered for the next agreement.
+  void take(const std::vector<FinishedStep>& finished);
+  double interval_loss() const;  // mean loss per sample since restart_interval()
+  void restart_interval() { interval_loss_ = interval_samples_ = 0; }
+
+  Totals train;
+  StepTimes times;
+  SteadyWindow steady;
+  int64_t steps_run = 0;        // optimizer steps this run took in the epoch (set by the loop)
+  int64_t nonfinite_step = -1;  // the first step with a non-finite loss, or -1
+  double start_s = 0;           // when the epoch began, on the host clock
+
+ private:
+  int64_t first_step_, warmup_;
+  int classes_, rank_;
+  double interval_loss_ = 0, interval_samples_ = 0;
+};
+
+}  // namespace ringtrain::train

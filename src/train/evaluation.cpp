@@ -1,0 +1,63 @@
+// Owns the distributed evaluation; see evaluation.h.
+#include "train/evaluation.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "common/error.h"
+#include "dist/mpi_check.h"
+#include "train/batch_loader.h"
+
+namespace ringtrain::train {
+
+Evaluator::Evaluator(const RunContext& run, model::Network& net, DataPlan& data, DeviceBatch& batch)
+    : run_(run), net_(net), data_(data), batch_(batch), totals_(run.backend.allocate(sizeof(model::LossTotals))) {}
+
+void Evaluator::average_running_statistics() {
+  if (net_.state_count() == 0 || run_.ranks() == 1) return;
+  std::vector<float> states(static_cast<size_t>(net_.state_count()));
+  run_.backend.to_host(states.data(), net_.states(), states.size() * sizeof(float));
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, states.data(), static_cast<int>(states.size()), MPI_FLOAT, MPI_SUM,
+                          run_.world.comm()));
+  for (float& s : states) s /= static_cast<float>(run_.ranks());
+  run_.backend.to_device(net_.states(), states.data(), states.size() * sizeof(float));
+}
+
+Totals Evaluator::run() {
+  average_running_statistics();
+  model::Backend& backend = run_.backend;
+  backend.zero(totals_.as<void>(), sizeof(model::LossTotals));
+  const int batch = data_.epoch().batch, classes = data_.meta().num_classes;
+  const int64_t n = data_.test_range().size(), batches = (n + batch - 1) / batch;
+  BatchLoader loader(
+      data_.test_reader(), batch, batches,
+      [&](int64_t i, std::vector<int64_t>& out) {
+        out.clear();
+        for (int64_t s = i * batch; s < std::min(n, (i + 1) * batch); ++s) out.push_back(s);
+      },
+      run_.job.data.prefetch_batches);
+  Totals totals;
+  for (int64_t i = 0; i < batches; ++i) {
+    auto host = loader.next(nullptr);
+    const int count = host->count;
+    batch_.load(*host);
+    loader.recycle(std::move(host));
+    const model::Tensor logits = net_.forward(batch_.input(count), model::Mode::eval, 0);
+    backend.softmax_cross_entropy(count, classes, logits.data, batch_.labels(), 1.0f, nullptr,
+                                  totals_.as<model::LossTotals>());
+    totals.samples += count;
+  }
+  model::LossTotals sums;  // one copy for the whole evaluation
+  backend.to_host(&sums, totals_.as<void>(), sizeof sums);
+  if (sums.bad_labels > 0)
+    throw DataError(fmt::format("{} labels of data.test '{}' lie outside [0, {}) on rank {}; the dataset's labels do "
+                                "not match its class count (re-run `ringtrain prepare`)",
+                                sums.bad_labels, run_.job.data.test.string(), classes, run_.world.rank()));
+  totals.loss_sum = sums.loss_sum;
+  totals.correct = static_cast<double>(sums.correct);
+  return totals;
+}
+
+}  // namespace ringtrain::train

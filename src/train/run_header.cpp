@@ -1,0 +1,73 @@
+// Owns the run header and the job record; see run_header.h.
+#include "train/run_header.h"
+
+#include <fmt/format.h>
+
+#include "dist/open_mpi_defaults.h"
+
+namespace ringtrain::train {
+namespace {
+
+const char* plural(int64_t n) { return n == 1 ? "" : "s"; }
+
+std::string data_line(const DataPlan& data) {
+  const size_t files = data.train_reader().opened_files().size();
+  return fmt::format("data: {} train samples in {} shards, {} test samples; {} per rank (rank 0 reads {} file{})",
+                     data.train_split().total_samples(), data.train_split().shards.size(),
+                     data.test_split().total_samples(), data.train_range().size(), files, plural(static_cast<int64_t>(files)));
+}
+
+std::string batch_line(const RunContext& run, const EpochPlan& plan, const LearningRateSchedule& lr) {
+  const auto& opt = run.job.optimizer;
+  return fmt::format("batch: {} ranks x {} per rank x {} accumulation = global batch {}; lr = {} x {}/{} = {:.5g} "
+                     "(warm-up {} steps, then {})",
+                     run.ranks(), plan.batch, plan.accumulate, plan.global_batch, opt.base_lr, plan.global_batch,
+                     opt.base_batch, lr.peak(), lr.warmup_steps(),
+                     opt.schedule == config::LrSchedule::cosine ? "cosine decay" : "constant");
+}
+
+std::string epoch_line(const DataPlan& data) {
+  const EpochPlan& plan = data.epoch();
+  const int64_t used = plan.steps * plan.per_step, mine = data.train_range().size();
+  return fmt::format("epoch: {} steps x {} samples per rank = {} of rank 0's {} samples ({} dropped: the last partial "
+                     "batch and any surplus of uneven partitions)",
+                     plan.steps, plan.per_step, used, mine, mine - used);
+}
+
+}  // namespace
+
+void print_header(const RunContext& run, const RunSetup& setup, const util::VersionList& versions) {
+  for (const std::string& note : setup.start.notes) run.say(note);
+  run.say(fmt::format("ringtrain: job {} on {} rank{}, backend {}", run.job.source.string(), run.ranks(),
+                      plural(run.ranks()), run.backend.description()));
+  run.say(fmt::format("versions:\n{}", util::format_versions(versions)));
+  const model::Network& net = setup.net;
+  run.say(fmt::format("model '{}': {} parameters, {:.2f} MFLOP/sample forward, {:.2f} MFLOP/sample training\n{}",
+                      run.job.model.name, net.param_count(), net.forward_flops_per_sample() / 1e6,
+                      net.train_flops_per_sample() / 1e6, net.summary()));
+  run.say(data_line(setup.data));
+  run.say(batch_line(run, setup.data.epoch(), setup.lr));
+  run.say(epoch_line(setup.data));
+}
+
+nlohmann::ordered_json job_record(const RunContext& run, const RunSetup& setup, const std::string& run_id) {
+  const EpochPlan& plan = setup.data.epoch();
+  return {{"kind", "job"},
+          {"job", run.job.source.string()},
+          {"ranks", run.ranks()},
+          {"batch_per_rank", plan.batch},
+          {"accumulate_steps", plan.accumulate},
+          {"global_batch", plan.global_batch},
+          {"peak_lr", setup.lr.peak()},
+          {"steps_per_epoch", plan.steps},
+          {"epochs", run.job.train.epochs},
+          {"params", setup.net.param_count()},
+          {"forward_flops_per_sample", setup.net.forward_flops_per_sample()},
+          {"train_flops_per_sample", setup.net.train_flops_per_sample()},
+          {"backend", run.backend.description()},
+          {"open_mpi_settings", dist::open_mpi_defaults_summary()},
+          {"resumed_from", setup.start.resumed_from},
+          {"run_id", run_id}};
+}
+
+}  // namespace ringtrain::train

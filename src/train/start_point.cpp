@@ -1,0 +1,132 @@
+// Owns the fresh start's broadcast and the resume's reading, checking and sending out of a checkpoint.
+#include "train/start_point.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "io/checkpoint_file.h"
+#include "train/run_directory.h"
+
+namespace ringtrain::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The first difference between a checkpoint's parameter layout and this model's, or "" when they match.
+std::string layout_mismatch(const io::CheckpointData& c, const model::Network& net) {
+  const auto& tensors = net.param_tensors();
+  const size_t n = std::min(tensors.size(), c.tensor_names.size());
+  for (size_t i = 0; i < n; ++i)
+    if (tensors[i].name != c.tensor_names[i] || tensors[i].count != c.tensor_sizes[i])
+      return fmt::format("parameter tensor {} is '{}' with {} values in the checkpoint but '{}' with {} values in "
+                         "this model",
+                         i, c.tensor_names[i], c.tensor_sizes[i], tensors[i].name, tensors[i].count);
+  if (tensors.size() != c.tensor_names.size())
+    return fmt::format("the checkpoint has {} parameter tensors, this model {}", c.tensor_names.size(), tensors.size());
+  if (static_cast<int64_t>(c.params.size()) != net.param_count() || c.state_count != net.state_count())
+    return fmt::format("the checkpoint holds {} parameters and {} batch-norm statistics, this model {} and {}",
+                       c.params.size(), c.state_count, net.param_count(), net.state_count());
+  return "";
+}
+
+// Rank 0: the newest checkpoint, checked against this model and this run.
+io::CheckpointData read_newest(const RunContext& run, const model::Network& net, std::string& path) {
+  const fs::path dir = run.job.run.dir / "checkpoints";
+  const auto found = io::list_checkpoints(dir);
+  if (found.empty())
+    throw CheckpointError(fmt::format("--resume: no checkpoint in '{}'; start without --resume (or point run.dir at "
+                                      "the run to continue)",
+                                      dir.string()));
+  io::CheckpointData c = io::read_checkpoint(found.back());
+  path = found.back().string();
+  const std::string recorded = RunDirectory::recorded_run_id(run.job.run.dir);
+  if (!recorded.empty() && !c.run_id.empty() && recorded != c.run_id)
+    throw CheckpointError(fmt::format("checkpoint '{}' was written by run {}, but run.dir '{}' holds run {} (run.json); "
+                                      "resume that run from its own run.dir, or move the checkpoint out of '{}'",
+                                      path, c.run_id, run.job.run.dir.string(), recorded, dir.string()));
+  if (const std::string why = layout_mismatch(c, net); !why.empty())
+    throw CheckpointError(fmt::format("checkpoint '{}' belongs to another model: {}; resume with the job file it was "
+                                      "written by, or use another run.dir",
+                                      path, why));
+  return c;
+}
+
+// What every rank needs of the checkpoint besides its arrays: sent as bytes, read by name.
+struct Position {
+  int64_t epoch = 0, step_in_epoch = 0, global_step = 0, steps_per_epoch = 0, ranks = 0, global_batch = 0,
+          state_count = 0;
+  double train_time_s = 0, train_samples = 0;
+};
+
+// Batch-norm statistics: each rank its own row on the same world size; otherwise the rows' mean.
+std::vector<float> running_statistics(const std::vector<float>& rows, const Position& p, int rank, int ranks) {
+  std::vector<float> states(static_cast<size_t>(p.state_count), 0.0f);
+  for (int64_t r = 0; r < p.ranks; ++r) {
+    if (p.ranks == ranks && r != rank) continue;
+    for (size_t i = 0; i < states.size(); ++i)
+      states[i] += rows[static_cast<size_t>(r * p.state_count) + i] / static_cast<float>(p.ranks == ranks ? 1 : p.ranks);
+  }
+  return states;
+}
+
+StartPoint fresh_start(const RunContext& run, model::Network& net) {
+  model::NetworkState state;
+  state.params = run.root() ? net.initial_params(run.job.train.seed)
+                            : std::vector<float>(static_cast<size_t>(net.param_count()));
+  run.world.broadcast_floats(state.params.data(), net.param_count());
+  state.states = net.initial_states();
+  net.load_state(state);
+  return {};
+}
+
+StartPoint resume(const RunContext& run, model::Network& net, const EpochPlan& plan, const LearningRateSchedule& lr) {
+  io::CheckpointData c;
+  std::string path;
+  run.world.all_succeed([&] {
+    if (run.root()) c = read_newest(run, net, path);
+  });
+  Position p{c.epoch, c.step_in_epoch, c.global_step, c.steps_per_epoch, c.ranks, c.global_batch, c.state_count,
+             c.train_time_s, c.train_samples};
+  run.world.broadcast(&p, sizeof p);
+  path = run.world.broadcast_string(path);
+  model::NetworkState state;
+  state.params = std::move(c.params), state.velocity = std::move(c.velocity);
+  state.params.resize(static_cast<size_t>(net.param_count()));
+  state.velocity.resize(static_cast<size_t>(net.param_count()));
+  c.states.resize(static_cast<size_t>(p.ranks * p.state_count));
+  run.world.broadcast_floats(state.params.data(), net.param_count());
+  run.world.broadcast_floats(state.velocity.data(), net.param_count());
+  run.world.broadcast_floats(c.states.data(), static_cast<long long>(c.states.size()));
+  state.states = running_statistics(c.states, p, run.world.rank(), run.ranks());
+  net.load_state(state);
+
+  const bool same_world = p.ranks == run.ranks() && p.steps_per_epoch == plan.steps && p.global_batch == plan.global_batch;
+  StartPoint start;
+  start.epoch = static_cast<int>(p.epoch);
+  start.step = same_world ? p.step_in_epoch : 0;
+  start.global_step = int64_t{start.epoch} * plan.steps + start.step;
+  start.train_time_s = p.train_time_s, start.train_samples = p.train_samples;
+  start.resumed_from = path;
+  start.notes.push_back(fmt::format("resumed from {}: epoch {} step {} (after {} optimizer steps)", path,
+                                    start.epoch + 1, start.step + 1, p.global_step));
+  if (!same_world)
+    start.notes.push_back(fmt::format(
+        "resume on {} rank{} (checkpoint written by {}): data re-partitioned, global batch {} (was {}), learning rate "
+        "re-scaled to {:.5g}{}",
+        run.ranks(), run.ranks() == 1 ? "" : "s", p.ranks, plan.global_batch, p.global_batch, lr.peak(),
+        p.step_in_epoch > 0 ? "; the interrupted epoch starts over" : ""));
+  return start;
+}
+
+}  // namespace
+
+StartPoint start_run(const RunContext& run, model::Network& net, const EpochPlan& plan,
+                     const LearningRateSchedule& lr) {
+  // Rank 0 initialises from the seed and broadcasts: every rank starts bit-identical (a resume then overwrites).
+  StartPoint start = fresh_start(run, net);
+  return run.resume ? resume(run, net, plan, lr) : start;
+}
+
+}  // namespace ringtrain::train

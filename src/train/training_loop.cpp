@@ -1,0 +1,342 @@
+// Owns the run's epochs on one rank; see training_loop.h.
+#include "train/training_loop.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <exception>
+#include <functional>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "dist/open_mpi_defaults.h"
+#include "obs/phase.h"
+#include "obs/run_stats.h"
+#include "train/sample_order.h"
+#include "train/stop_request.h"
+#include "util/checksum.h"
+#include "util/clock.h"
+
+namespace ringtrain::train {
+namespace {
+
+// The run that fails (non-finite loss, ranks disagreeing, a reduction that timed out) is the one whose last steps
+// a user wants to see, so the trace is also written on the way out of an error. Best effort: the error's own
+// message must still reach the user, and the write must not throw during unwinding.
+struct TraceOnError {
+  std::function<void()> write;
+  int exceptions_at_start = std::uncaught_exceptions();
+  ~TraceOnError() {
+    if (std::uncaught_exceptions() <= exceptions_at_start) return;
+    try {
+      write();
+    } catch (...) {  // NOLINT(bugprone-empty-catch): the error being unwound is the one to report
+    }
+  }
+};
+
+// The training batches from `first_micro` on, in each epoch's order (seeded per epoch and rank).
+std::unique_ptr<BatchLoader> training_loader(const RunContext& run, DataPlan& data, int64_t first_micro) {
+  const EpochPlan plan = data.epoch();
+  const int64_t partition = data.train_range().size(), per_epoch = plan.micro_batches();
+  const uint64_t seed = run.job.train.seed;
+  const int rank = run.world.rank();
+  const bool shuffle = run.job.train.shuffle;
+  BatchPlan batch_of = [=, cached_epoch = int64_t{-1}, order = std::vector<int64_t>()](
+                           int64_t i, std::vector<int64_t>& out) mutable {
+    i += first_micro;
+    const int64_t epoch = i / per_epoch, within = i % per_epoch;
+    if (epoch != cached_epoch) {
+      order = epoch_order(partition, seed, epoch, rank, shuffle);
+      cached_epoch = epoch;
+    }
+    out.assign(order.begin() + within * plan.batch, order.begin() + (within + 1) * plan.batch);
+  };
+  const int64_t batches = std::max<int64_t>(0, per_epoch * run.job.train.epochs - first_micro);
+  return std::make_unique<BatchLoader>(data.train_reader(), plan.batch, batches, std::move(batch_of),
+                                       run.job.data.prefetch_batches);
+}
+
+}  // namespace
+
+TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutputs& outputs,
+                           dist::GradientReducer& reducer, const MemoryBaseline& baseline,
+                           const std::string& versions_json)
+    : run_(run),
+      net_(setup.net),
+      data_(setup.data),
+      plan_(setup.data.epoch()),
+      lr_(setup.lr),
+      outputs_(outputs),
+      baseline_(baseline),
+      batch_(run.backend, setup.data.input()),
+      sync_(setup.net, reducer, run.job.dist.bucket_mb),
+      runner_(setup.net, sync_, run.job.optimizer, plan_.global_batch, plan_.accumulate),
+      evaluator_(run, setup.net, setup.data, batch_),
+      watchdog_(run.world.comm(), run.job.run.collective_timeout_s, static_cast<int>(ExitCode::fault)),
+      checkpointer_(run, setup.net, plan_, outputs.run_id(), versions_json, setup.start.resumed_from, watchdog_,
+                    nullptr),
+      loader_(training_loader(run, setup.data, setup.start.first_micro_batch(plan_))),
+      progress_(run.job.run.progress_every_s, plan_.steps * run.job.train.epochs, run.job.train.epochs, run.root()),
+      start_epoch_(setup.start.epoch),
+      start_step_(setup.start.step),
+      global_step_(setup.start.global_step),
+      train_time_s_(setup.start.train_time_s),
+      samples_done_(setup.start.train_samples) {
+  if (run.job.run.trace) {
+    trace_.emplace(run.world.rank(), run.job.run.trace_steps);
+    runner_.set_trace(&*trace_);
+    checkpointer_.set_trace(&*trace_);
+    watchdog_.on_timeout([this] { write_trace(); });  // a hung step is the one whose trace is wanted most
+  }
+  watchdog_.end_stuck_collective_on_termination(&termination_requested);
+  say_setup();
+  run.world.all_succeed([&] { corruption_ = param_corruption_from_env(); });
+}
+
+TrainingLoop::~TrainingLoop() {
+  if (profile_) model::active_layer_profile() = nullptr;
+}
+
+void TrainingLoop::say_setup() {
+  const auto buckets = sync_.buckets().buckets().size();
+  run_.say(fmt::format("memory: {}; {:.1f} MiB in all on the {} (parameters, gradients, momentum, statistics, "
+                       "activations, batches)",
+                       net_.memory_plan().summary(), static_cast<double>(run_.backend.bytes_allocated()) / (1 << 20),
+                       run_.backend.name()));
+  run_.say(fmt::format("gradients: {} floats in {} bucket{} of <= {} MiB, reduced with {}", net_.param_count(),
+                       buckets, buckets == 1 ? "" : "s", run_.job.dist.bucket_mb, sync_.reducer().name()));
+  if (run_.ranks() > 1 && std::string_view(sync_.reducer().name()) == "MPI_Iallreduce")
+    run_.say(fmt::format("MPI_Iallreduce: {}", dist::open_mpi_defaults_summary()));
+  // One sampler per node (its first rank) watches every GPU there; rank 0's file is gpu.jsonl.
+  if (run_.world.local_rank() == 0 && run_.job.run.monitor_every_s > 0) {
+    const std::string file = run_.root() ? std::string("gpu.jsonl") : fmt::format("gpu-rank{}.jsonl", run_.world.rank());
+    gpu_monitor_.emplace(run_.job.run.dir / file, run_.job.run.monitor_every_s);
+    run_.say(gpu_monitor_->status());
+  }
+}
+
+int TrainingLoop::run() {
+  const TraceOnError trace_on_error{[this] { write_trace(); }};
+  const int epochs = run_.job.train.epochs;
+  for (int epoch = start_epoch_; epoch < epochs; ++epoch) {
+    EpochTally tally(global_step_, run_.job.run.timing_warmup_steps, util::now_s(), data_.meta().num_classes,
+                     run_.world.rank());
+    if (!train_epoch(epoch, tally)) return static_cast<int>(ExitCode::preempted);
+    finish_epoch(epoch, tally);
+  }
+  watchdog_.finish();
+  write_trace();
+  outputs_.finish();
+  run_.say(fmt::format("done: {} epochs, {:.0f} training samples/s over the job, results in {}", epochs,
+                       samples_done_ / std::max(train_time_s_, 1e-9), (run_.job.run.dir / "metrics.jsonl").string()));
+  return 0;
+}
+
+bool TrainingLoop::train_epoch(int epoch, EpochTally& tally) {
+  if (run_.job.run.profile_layers && epoch == start_epoch_) {
+    profile_.emplace([this] { run_.backend.synchronize(); });
+    model::active_layer_profile() = &*profile_;
+  }
+  for (int64_t step = epoch == start_epoch_ ? start_step_ : 0; step < plan_.steps; ++step) {
+    if (!run_step(epoch, step, tally)) return false;
+    ++global_step_, ++tally.steps_run;
+  }
+  return true;
+}
+
+bool TrainingLoop::run_step(int epoch, int64_t step, EpochTally& tally) {
+  if (trace_) trace_->begin_step(global_step_);
+  runner_.begin(global_step_);
+  for (int micro = 0; micro < plan_.accumulate; ++micro) feed(micro, tally);
+  const auto rate = static_cast<float>(lr_.at(global_step_));
+  {
+    dist::Watchdog::Scope guard(&watchdog_, "gradient all-reduce", global_step_);
+    runner_.apply(rate);
+    tally.take(runner_.finished(1));  // the step before this one: the device works on this one meanwhile
+  }
+  const long long agreed = agree_on_step(tally);
+  const bool stop_agreed = (agreed & 1) != 0;
+  const int64_t every = run_.job.run.checkpoint_every_steps;
+  const bool checkpoint_due = every > 0 && (global_step_ + 1) % every == 0 && step + 1 < plan_.steps;
+  // Before a checkpoint, an evaluation or a stop, every queued step is collected and its loss agreed on, so
+  // none of them ever saves or evaluates parameters a non-finite loss has reached.
+  if (stop_agreed || checkpoint_due || step + 1 == plan_.steps) drain(tally);
+  if (stop_agreed) {
+    stop(epoch, step, tally);
+    return false;
+  }
+  after_step(epoch, step, checkpoint_due, tally);
+  show_progress(epoch, step, rate, tally);
+  return true;
+}
+
+void TrainingLoop::feed(int micro, EpochTally& tally) {
+  obs::Trace* const tracer = trace_ ? &*trace_ : nullptr;
+  auto host = obs::timed(tracer, "data_wait", [&] { return loader_->next(&tally.times.data_wait); });
+  batch_.load(*host);
+  loader_->recycle(std::move(host));
+  // Distinct per (seed, micro-batch, rank): dropout masks are reproducible yet differ across ranks.
+  const uint64_t seed = (run_.job.train.seed * 0x100000001b3ull +
+                         static_cast<uint64_t>(global_step_ * plan_.accumulate + micro)) * 1024 +
+                        static_cast<uint64_t>(run_.world.rank());
+  runner_.micro_batch(batch_.images(), batch_.labels(), plan_.batch, seed, micro + 1 == plan_.accumulate);
+}
+
+// One tiny reduction per step lets every rank act on the same step: bit 1 a stop signal, bit 2 a non-finite
+// loss (seen one step late, as steps are collected a step behind).
+long long TrainingLoop::agree_on_step(EpochTally& tally) {
+  dist::Watchdog::Scope guard(&watchdog_, "step agreement", global_step_);
+  const long long agreed = run_.world.max_across((stop_requested() ? 1 : 0) | (tally.nonfinite_step >= 0 ? 2 : 0));
+  if (agreed & 2) throw nonfinite_error(tally);
+  return agreed;
+}
+
+void TrainingLoop::drain(EpochTally& tally) {
+  dist::Watchdog::Scope guard(&watchdog_, "step agreement", global_step_);
+  tally.take(runner_.finished(0));
+  if (run_.world.max_across(tally.nonfinite_step >= 0 ? 1 : 0)) throw nonfinite_error(tally);
+}
+
+// Collective, once a rank has reported one: every rank names the first step any rank saw.
+AgreedError TrainingLoop::nonfinite_error(const EpochTally& tally) const {
+  const int64_t first = run_.world.min_across(tally.nonfinite_step >= 0 ? tally.nonfinite_step
+                                                                        : std::numeric_limits<long long>::max());
+  return AgreedError(ExitCode::fault,
+                     fmt::format("non-finite training loss at epoch {} step {} (optimizer step {}); last good "
+                                 "checkpoint: {}; lower optimizer.base_lr or lengthen optimizer.warmup_epochs, then "
+                                 "--resume or start again",
+                                 first / plan_.steps + 1, first % plan_.steps + 1, first + 1, checkpointer_.last()));
+}
+
+Resumable TrainingLoop::within_epoch(int epoch, int64_t step, const EpochTally& tally) const {
+  const double samples = static_cast<double>((tally.steps_run + 1) * plan_.per_step * run_.ranks());
+  return {epoch, step + 1, train_time_s_ + (util::now_s() - tally.start_s), samples_done_ + samples};
+}
+
+void TrainingLoop::after_step(int epoch, int64_t step, bool checkpoint_due, const EpochTally& tally) {
+  const int64_t done = global_step_ + 1;
+  if (corruption_ && corruption_->rank == run_.world.rank() && corruption_->after_step == done) {
+    fmt::print(stderr, "{}: flipping one bit of parameter 0 on rank {} after step {} (test hook)\n", kCorruptParamEnv,
+               run_.world.rank(), done);
+    flip_lowest_bit(run_.backend, net_.params());
+  }
+  if (run_.job.run.consistency_every > 0 && done % run_.job.run.consistency_every == 0)
+    (void)checkpointer_.agreed_checksum(fmt::format("at optimizer step {}", done), global_step_);
+  if (checkpoint_due) checkpointer_.save(within_epoch(epoch, step, tally), global_step_);
+}
+
+void TrainingLoop::show_progress(int epoch, int64_t step, float rate, EpochTally& tally) {
+  const int epochs = run_.job.train.epochs;
+  const Resumable now = within_epoch(epoch, step, tally);
+  const double samples_per_s = now.train_samples / now.train_time_s;
+  const double per_step_s = now.train_time_s / static_cast<double>(global_step_ + 1);
+  const double eta = per_step_s * static_cast<double>(plan_.steps * epochs - global_step_ - 1) +
+                     last_eval_s_ * (epochs - epoch - (step + 1 == plan_.steps ? 1 : 0));
+  if (!progress_.step(epoch, step, plan_.steps, global_step_, tally.interval_loss(), rate, samples_per_s, eta)) return;
+  outputs_.curves(global_step_ + 1, {{"train/loss", tally.interval_loss()},
+                                     {"train/lr", rate},
+                                     {"train/samples_per_s", samples_per_s}});
+  tally.restart_interval();  // the printed loss is the mean since the previous line
+}
+
+void TrainingLoop::stop(int epoch, int64_t step, const EpochTally& tally) {
+  progress_.finish_line();
+  run_.say(fmt::format("stop requested ({} on at least one rank): checkpointing after epoch {} step {}",
+                       stop_signal() ? stop_signal_name() : "signal", epoch + 1, step + 1));
+  checkpointer_.save(within_epoch(epoch, step, tally), global_step_);
+  write_trace();
+  outputs_.finish();
+  run_.say(fmt::format("stopped for preemption; continue with --resume (exit {})",
+                       static_cast<int>(ExitCode::preempted)));
+  watchdog_.finish();
+}
+
+void TrainingLoop::finish_epoch(int epoch, EpochTally& tally) {
+  const double epoch_train_s = util::now_s() - tally.start_s;
+  if (profile_) {
+    model::active_layer_profile() = nullptr;
+    run_.say(fmt::format("layer profile, rank 0, epoch {} ({} steps; {:.2f} s in layers of {:.2f} s training):\n{}",
+                         epoch + 1, tally.steps_run, profile_->total_s(), epoch_train_s, profile_->table(25)));
+    profile_.reset();
+  }
+  EpochReport report = measure_epoch(epoch, tally, epoch_train_s);
+  report.param_checksum =
+      util::hex64(checkpointer_.agreed_checksum(fmt::format("after epoch {}", epoch + 1), global_step_));
+  run_.say(report.line());
+  outputs_.record(report.record());
+  outputs_.curves(global_step_, {{"epoch/train_loss", report.sums.train.mean_loss()},
+                                 {"epoch/train_acc", report.sums.train.accuracy()},
+                                 {"epoch/test_loss", report.sums.test.mean_loss()},
+                                 {"epoch/test_acc", report.sums.test.accuracy()},
+                                 {"epoch/samples_per_s", report.samples_per_s},
+                                 {"epoch/lr", report.lr}});
+  const int every = run_.job.run.checkpoint_every;
+  if ((every > 0 && (epoch + 1) % every == 0) || epoch + 1 == run_.job.train.epochs)
+    checkpointer_.save({epoch + 1, 0, train_time_s_, samples_done_}, global_step_);
+}
+
+EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, double epoch_train_s) {
+  const int ranks = run_.ranks();
+  // Every rank's steady samples over the ranks' mean steady time; 0 when the epoch ran no step past warm-up.
+  const double steady_s = run_.world.sum_across(tally.steady.seconds()) / ranks;
+  train_time_s_ += epoch_train_s;
+  samples_done_ += static_cast<double>(tally.steps_run * plan_.per_step * ranks);
+  progress_.finish_line();
+  const double eval_start = util::now_s();
+  obs::Phase phase(trace_ ? &*trace_ : nullptr, "eval");
+  dist::Watchdog::Scope guard(&watchdog_, "evaluation", global_step_);
+  EpochReport r;
+  r.sums = {tally.train, evaluator_.run(), tally.times};
+  r.sums.sum_across(run_.world);
+  const auto steps_run = static_cast<double>(std::max<int64_t>(tally.steps_run, 1));
+  const StepTimes& own = tally.times;
+  r.per_rank = gather_samples(run_.world, {(own.data_wait + own.forward + own.backward + own.optimizer) / steps_run,
+                                           obs::peak_rss_mb(),
+                                           static_cast<double>(run_.backend.device_bytes_in_use()) / (1 << 20)});
+  std::vector<double> step_s;
+  for (const RankSample& s : r.per_rank) step_s.push_back(s.step_s);
+  r.spread = obs::step_time_spread(step_s);
+  for (const auto& w : {obs::straggler_warning(r.spread),
+                        obs::starvation_warning(r.sums.times.data_wait / ranks / steps_run, epoch_train_s / steps_run,
+                                                run_.job.data.prefetch_batches)})
+    if (!w.empty()) r.warnings.push_back(w), run_.say("warning: " + w);
+  last_eval_s_ = util::now_s() - eval_start;
+
+  r.epoch = epoch + 1, r.epochs = run_.job.train.epochs, r.ranks = ranks;
+  r.global_batch = plan_.global_batch, r.steps = plan_.steps, r.steps_run = tally.steps_run;
+  r.per_step = plan_.per_step;
+  r.lr = lr_.at(global_step_ - 1);
+  r.samples_per_s = samples_done_ / train_time_s_;
+  r.epoch_train_s = epoch_train_s, r.eval_s = last_eval_s_;
+  r.steady_samples_per_s = tally.steady.samples > 0 && steady_s > 0 ? tally.steady.samples * ranks / steady_s : 0;
+  r.timing_warmup_steps = run_.job.run.timing_warmup_steps;
+  r.train_flops_per_sample = net_.train_flops_per_sample();
+  r.baseline_rss_mb = baseline_.rss_mb, r.device_baseline_mb = baseline_.device_mb;
+  r.memory_needed_mb = memory_needed_mb();
+  r.memory_planned_mb = static_cast<double>(run_.backend.bytes_allocated()) / (1 << 20);
+  r.arena_mb = static_cast<double>(net_.memory_plan().arena_bytes()) / (1 << 20);
+  r.device_is_host = run_.backend.allocates_host_memory();
+  return r;
+}
+
+// What the run needs resident: the backend's host buffers (parameters, gradients, momentum, activations,
+// workspaces; some are made on first use, so this is asked when the epoch is recorded) and the loaders' queues.
+double TrainingLoop::memory_needed_mb() const {
+  const model::Backend& backend = run_.backend;
+  const double host = backend.allocates_host_memory() ? static_cast<double>(backend.bytes_allocated()) : 0;
+  return (host + data_.loader_queue_bytes()) / (1 << 20);
+}
+
+// The trace is diagnostics: failing to write it (a full disk) is said, not made the run's outcome.
+void TrainingLoop::write_trace() {
+  if (!trace_) return;
+  try {
+    trace_->write(run_.job.run.dir / fmt::format("trace-rank{}.json", run_.world.rank()));
+  } catch (const Error& e) {
+    fmt::print(stderr, "ringtrain: warning: {}\n", e.what());
+  }
+}
+
+}  // namespace ringtrain::train

@@ -1,0 +1,91 @@
+// Owns the epochs of a run on one rank, from the first step to the last record: the step loop (data wait,
+// forward, backward, all-reduce, optimizer; the device runs a step behind the host), the per-step agreement
+// across ranks (a stop signal that reached only some ranks, a non-finite loss on one of them), checkpoints,
+// evaluation and the epoch's record, progress with ETA, and the stop for preemption.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "dist/gradient_reducer.h"
+#include "dist/gradient_sync.h"
+#include "dist/watchdog.h"
+#include "model/layer_profile.h"
+#include "obs/gpu_monitor.h"
+#include "obs/trace.h"
+#include "train/batch_loader.h"
+#include "train/checkpointer.h"
+#include "train/device_batch.h"
+#include "train/epoch_tally.h"
+#include "train/evaluation.h"
+#include "train/fault_injection.h"
+#include "train/progress.h"
+#include "train/run_header.h"
+#include "train/run_outputs.h"
+#include "train/step_runner.h"
+
+namespace ringtrain::train {
+
+// Memory in use before the run allocates: libraries, MPI, the backend (host), and the device's own baseline
+// (GPU: context, library handles, other processes).
+struct MemoryBaseline {
+  double rss_mb = 0, device_mb = 0;
+};
+
+class TrainingLoop {
+ public:
+  TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutputs& outputs, dist::GradientReducer& reducer,
+               const MemoryBaseline& baseline, const std::string& versions_json);
+  ~TrainingLoop();
+  TrainingLoop(const TrainingLoop&) = delete;
+  TrainingLoop& operator=(const TrainingLoop&) = delete;
+
+  // Errors inside the loop are thrown on the rank that saw them (main() ends the whole job) or agreed where
+  // every rank can see them. Returns 0, or ExitCode::preempted after a stop signal (a checkpoint was written).
+  int run();
+
+ private:
+  void say_setup();
+  bool train_epoch(int epoch, EpochTally& tally);                 // false: stopped for preemption
+  bool run_step(int epoch, int64_t step, EpochTally& tally);     // false: stopped for preemption
+  void feed(int micro, EpochTally& tally);
+  long long agree_on_step(EpochTally& tally);
+  void drain(EpochTally& tally);
+  AgreedError nonfinite_error(const EpochTally& tally) const;
+  void after_step(int epoch, int64_t step, bool checkpoint_due, const EpochTally& tally);
+  void show_progress(int epoch, int64_t step, float rate, EpochTally& tally);
+  void stop(int epoch, int64_t step, const EpochTally& tally);
+  void finish_epoch(int epoch, EpochTally& tally);
+  EpochReport measure_epoch(int epoch, const EpochTally& tally, double epoch_train_s);
+  Resumable within_epoch(int epoch, int64_t step, const EpochTally& tally) const;  // after `step` is done
+  double memory_needed_mb() const;
+  void write_trace();
+
+  const RunContext& run_;
+  model::Network& net_;
+  DataPlan& data_;
+  const EpochPlan plan_;
+  const LearningRateSchedule& lr_;
+  RunOutputs& outputs_;
+  const MemoryBaseline baseline_;
+  DeviceBatch batch_;
+  dist::GradientSync sync_;
+  StepRunner runner_;
+  Evaluator evaluator_;
+  std::optional<obs::Trace> trace_;
+  dist::Watchdog watchdog_;
+  Checkpointer checkpointer_;
+  std::optional<obs::GpuMonitor> gpu_monitor_;
+  std::unique_ptr<BatchLoader> loader_;
+  Progress progress_;
+  std::optional<ParamCorruption> corruption_;  // test hook only: see train/fault_injection.h
+  std::optional<model::LayerProfile> profile_;
+  const int start_epoch_;
+  const int64_t start_step_;
+  int64_t global_step_;
+  double train_time_s_, samples_done_;  // over the job, resumed runs included
+  double last_eval_s_ = 0;
+};
+
+}  // namespace ringtrain::train

@@ -1,0 +1,124 @@
+// Proves what an epoch adds up to on one rank and how it is reported: finished steps sum into the epoch's
+// totals and phase times, the steady window starts after the warm-up steps, the first non-finite loss is the
+// one remembered, a bad label is a data error naming the step and the rank, the progress line's loss restarts
+// after each line; and the epoch's log line and record read their numbers by name.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "common/error.h"
+#include "train/epoch_summary.h"
+#include "train/epoch_tally.h"
+
+using namespace ringtrain;
+
+namespace {
+
+train::FinishedStep step(int64_t index, double loss_sum, int64_t correct, double end_s) {
+  train::FinishedStep f;
+  f.step = index;
+  f.loss.loss_sum = loss_sum;
+  f.loss.correct = correct;
+  f.samples = 10;
+  f.times.forward = 0.5, f.times.backward = 1.0;
+  f.end_s = end_s;
+  return f;
+}
+
+TEST(EpochTally, FinishedStepsAddUpAndTheSteadyWindowFollowsTheWarmUp) {
+  train::EpochTally tally(/*first_step=*/100, /*warmup_steps=*/2, /*epoch_start_s=*/50.0, 10, 0);
+  tally.take({step(100, 20, 3, 51), step(101, 10, 4, 52)});
+  tally.take({step(102, 5, 5, 54), step(103, 5, 6, 55)});
+  EXPECT_DOUBLE_EQ(tally.train.loss_sum, 40);
+  EXPECT_DOUBLE_EQ(tally.train.correct, 18);
+  EXPECT_DOUBLE_EQ(tally.train.samples, 40);
+  EXPECT_DOUBLE_EQ(tally.train.mean_loss(), 1.0);
+  EXPECT_DOUBLE_EQ(tally.train.accuracy(), 0.45);
+  EXPECT_DOUBLE_EQ(tally.times.forward, 2.0);
+  EXPECT_DOUBLE_EQ(tally.times.backward, 4.0);
+  // Steps 102 and 103 are past the warm-up: timed from the end of step 101.
+  EXPECT_DOUBLE_EQ(tally.steady.begin_s, 52);
+  EXPECT_DOUBLE_EQ(tally.steady.end_s, 55);
+  EXPECT_DOUBLE_EQ(tally.steady.samples, 20);
+  EXPECT_DOUBLE_EQ(tally.steady.seconds(), 3);
+  EXPECT_EQ(tally.nonfinite_step, -1);
+}
+
+TEST(EpochTally, NoStepPastTheWarmUpGivesNoSteadyWindow) {
+  train::EpochTally tally(0, 5, 0.0, 10, 0);
+  tally.take({step(0, 1, 1, 1), step(1, 1, 1, 2)});
+  EXPECT_DOUBLE_EQ(tally.steady.samples, 0);
+  EXPECT_DOUBLE_EQ(tally.steady.seconds(), 0);
+}
+
+TEST(EpochTally, TheFirstNonFiniteLossIsRemembered) {
+  train::EpochTally tally(0, 0, 0.0, 10, 0);
+  tally.take({step(0, 1, 1, 1), step(1, std::numeric_limits<double>::infinity(), 1, 2),
+              step(2, std::nan(""), 1, 3)});
+  EXPECT_EQ(tally.nonfinite_step, 1);
+}
+
+TEST(EpochTally, ABadLabelIsADataErrorNamingStepAndRank) {
+  train::EpochTally tally(0, 0, 0.0, 10, 3);
+  train::FinishedStep bad = step(6, 1, 1, 1);
+  bad.loss.bad_labels = 2;
+  try {
+    tally.take({bad});
+    FAIL() << "a bad label must throw";
+  } catch (const DataError& e) {
+    EXPECT_STREQ(e.what(), "2 labels of optimizer step 7 lie outside [0, 10) on rank 3; the dataset's labels do not "
+                           "match its class count (re-run `ringtrain prepare`)");
+  }
+}
+
+TEST(EpochTally, TheProgressLossIsTheMeanSinceTheLastLine) {
+  train::EpochTally tally(0, 0, 0.0, 10, 0);
+  tally.take({step(0, 30, 1, 1)});
+  EXPECT_DOUBLE_EQ(tally.interval_loss(), 3.0);
+  tally.restart_interval();
+  EXPECT_DOUBLE_EQ(tally.interval_loss(), 0.0);
+  tally.take({step(1, 10, 1, 2)});
+  EXPECT_DOUBLE_EQ(tally.interval_loss(), 1.0);
+  EXPECT_DOUBLE_EQ(tally.train.loss_sum, 40);  // the epoch's sums are not restarted
+}
+
+train::EpochReport two_rank_report() {
+  train::EpochReport r;
+  r.epoch = 2, r.epochs = 12, r.ranks = 2;
+  r.global_batch = 128, r.steps = 100, r.steps_run = 100, r.per_step = 64;
+  r.lr = 0.05;
+  r.sums.train = {200, 9000, 12800};
+  r.sums.test = {80, 1700, 2000};
+  r.sums.times.data_wait = 0.2, r.sums.times.forward = 4, r.sums.times.backward = 8;
+  r.sums.times.allreduce = 0.4, r.sums.times.optimizer = 0.6, r.sums.times.allreduce_total = 3;
+  r.samples_per_s = 2000, r.epoch_train_s = 6.4, r.eval_s = 0.5;
+  r.train_flops_per_sample = 1e7;
+  r.per_rank = {{0.06, 300, 0}, {0.07, 320, 0}};
+  r.param_checksum = "00000000000000ff";
+  return r;
+}
+
+TEST(EpochReport, TheLineReadsItsNumbersByName) {
+  EXPECT_EQ(two_rank_report().line(),
+            "epoch 2/12: train loss 0.0156 acc 0.7031 | test loss 0.0400 acc 0.8500 | 2000 samples/s | per rank: data "
+            "wait 0.10s forward 2.00s backward 4.00s all-reduce 0.20s exposed of 1.50s optimizer 0.30s | eval 0.5s | "
+            "10.0 GFLOP/s per rank");
+}
+
+TEST(EpochReport, TheRecordReadsItsNumbersByName) {
+  const auto rec = two_rank_report().record();
+  EXPECT_EQ(rec["kind"], "epoch");
+  EXPECT_DOUBLE_EQ(rec["test_acc"].get<double>(), 0.85);
+  EXPECT_DOUBLE_EQ(rec["data_wait_s"].get<double>(), 0.1);
+  EXPECT_DOUBLE_EQ(rec["allreduce_s"].get<double>(), 0.2);
+  EXPECT_DOUBLE_EQ(rec["allreduce_total_s"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(rec["optimizer_s"].get<double>(), 0.3);
+  EXPECT_DOUBLE_EQ(rec["peak_rss_mb"].get<double>(), 320);
+  EXPECT_EQ(rec["peak_rss_mb_per_rank"].size(), 2u);
+  EXPECT_TRUE(rec["device_memory_peak_mb"].is_null());  // the CPU twin has no device memory
+  EXPECT_TRUE(rec["steady_samples_per_s"].is_null());   // no step past the warm-up was timed
+  EXPECT_EQ(rec["param_checksum"], "00000000000000ff");
+}
+
+}  // namespace

@@ -1,0 +1,141 @@
+// Proves the run's collective phases on their own, with every test rank on the CPU twin: the epoch's sums reach
+// every rank field by field (a field moved in the struct cannot land in another's place), each rank's sample is
+// gathered at its own index, and a checkpoint written by the Checkpointer brings a fresh network back to the
+// same parameters, momentum and running statistics, at the step after the one saved.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <filesystem>
+#include <memory>
+#include <numeric>
+#include <string>
+
+#include <unistd.h>
+
+#include "backend/cpu/cpu_backend.h"
+#include "dist/world.h"
+#include "model/network.h"
+#include "train/checkpointer.h"
+#include "train/epoch_summary.h"
+#include "train/lr_schedule.h"
+#include "train/start_point.h"
+
+using namespace ringtrain;
+using config::LayerKind;
+using config::LayerSpec;
+
+namespace {
+
+dist::World& world() {
+  static dist::World w(nullptr, nullptr);  // MPI is the test main's; the World borrows it
+  return w;
+}
+
+double sum_of_ranks_plus_one() {
+  const int n = world().size();
+  return n * (n + 1) / 2.0;
+}
+
+TEST(EpochSums, EveryFieldIsSummedInItsOwnPlace) {
+  const double r = world().rank() + 1;
+  train::EpochSums sums;
+  sums.train = {1 * r, 2 * r, 3 * r};
+  sums.test = {4 * r, 5 * r, 6 * r};
+  sums.times.data_wait = 7 * r, sums.times.forward = 8 * r, sums.times.backward = 9 * r;
+  sums.times.allreduce = 10 * r, sums.times.optimizer = 11 * r, sums.times.allreduce_total = 12 * r;
+  sums.sum_across(world());
+  const double s = sum_of_ranks_plus_one();
+  EXPECT_DOUBLE_EQ(sums.train.loss_sum, 1 * s);
+  EXPECT_DOUBLE_EQ(sums.train.correct, 2 * s);
+  EXPECT_DOUBLE_EQ(sums.train.samples, 3 * s);
+  EXPECT_DOUBLE_EQ(sums.test.loss_sum, 4 * s);
+  EXPECT_DOUBLE_EQ(sums.test.correct, 5 * s);
+  EXPECT_DOUBLE_EQ(sums.test.samples, 6 * s);
+  EXPECT_DOUBLE_EQ(sums.times.data_wait, 7 * s);
+  EXPECT_DOUBLE_EQ(sums.times.forward, 8 * s);
+  EXPECT_DOUBLE_EQ(sums.times.backward, 9 * s);
+  EXPECT_DOUBLE_EQ(sums.times.allreduce, 10 * s);
+  EXPECT_DOUBLE_EQ(sums.times.optimizer, 11 * s);
+  EXPECT_DOUBLE_EQ(sums.times.allreduce_total, 12 * s);
+}
+
+TEST(EpochSums, EachRanksSampleArrivesAtItsIndex) {
+  const double r = world().rank();
+  const auto all = train::gather_samples(world(), {0.1 * r, 100 + r, 200 + r});
+  ASSERT_EQ(static_cast<int>(all.size()), world().size());
+  for (int i = 0; i < world().size(); ++i) {
+    EXPECT_DOUBLE_EQ(all[static_cast<size_t>(i)].step_s, 0.1 * i);
+    EXPECT_DOUBLE_EQ(all[static_cast<size_t>(i)].peak_rss_mb, 100 + i);
+    EXPECT_DOUBLE_EQ(all[static_cast<size_t>(i)].device_mb, 200 + i);
+  }
+}
+
+std::vector<LayerSpec> model_with_statistics() {
+  LayerSpec conv, bn, relu, flatten, out;
+  conv.kind = LayerKind::conv2d, conv.filters = 2, conv.kernel = 3, conv.padding = 1;
+  bn.kind = LayerKind::batchnorm;
+  relu.kind = LayerKind::relu;
+  flatten.kind = LayerKind::flatten;
+  out.kind = LayerKind::dense, out.units = 3;
+  return {conv, bn, relu, flatten, out};
+}
+
+// Values that differ per element, per buffer and per rank (running statistics are each rank's own).
+std::vector<float> pattern(size_t n, float base) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = base + 0.25f * static_cast<float>(i);
+  return v;
+}
+
+TEST(Checkpointer, ASavedStateComesBackWhereTheRunStopped) {
+  // Rank 0's name, so that runs of this test with other rank counts at the same time keep apart.
+  const std::filesystem::path dir = world().broadcast_string(
+      (std::filesystem::temp_directory_path() / ("ringtrain-test-run-phases-" + std::to_string(getpid()))).string());
+  if (world().is_root()) std::filesystem::create_directories(dir / "checkpoints");  // as RunDirectory makes it
+  config::JobConfig job;
+  job.run.dir = dir;
+  job.run.keep_checkpoints = 2;
+  job.optimizer.base_lr = 0.1, job.optimizer.base_batch = 8;
+  job.train.epochs = 3;
+  backend::CpuBackend cpu(1);
+  const model::Shape input{2, 1, 4, 4};
+  model::Network saved(model_with_statistics(), cpu, input, 3);
+  model::NetworkState state;
+  state.params = pattern(static_cast<size_t>(saved.param_count()), 1.0f);
+  state.velocity = pattern(static_cast<size_t>(saved.param_count()), -3.0f);
+  state.states = pattern(static_cast<size_t>(saved.state_count()), 10.0f * static_cast<float>(world().rank() + 1));
+  saved.load_state(state);
+
+  const train::RunContext saving{job, world(), cpu, false};
+  train::EpochPlan plan;
+  plan.batch = 2, plan.accumulate = 1, plan.per_step = 2, plan.steps = 5, plan.global_batch = 2 * world().size();
+  dist::Watchdog watchdog(world().comm(), 60, static_cast<int>(ExitCode::fault));
+  train::Checkpointer checkpointer(saving, saved, plan, "test-run", "{}", "", watchdog, nullptr);
+  EXPECT_EQ(checkpointer.last(), "none");
+  const uint64_t checksum = checkpointer.agreed_checksum("in the test", 6);
+  checkpointer.save({1, 2, 12.5, 800}, 6);
+  EXPECT_NE(checkpointer.last().find("ckpt-s000000007.h5"), std::string::npos) << checkpointer.last();
+
+  model::Network resumed(model_with_statistics(), cpu, input, 3);
+  const train::RunContext resuming{job, world(), cpu, true};
+  const train::LearningRateSchedule lr(job.optimizer, plan.global_batch, plan.steps, job.train.epochs);
+  const train::StartPoint start = train::start_run(resuming, resumed, plan, lr);
+  EXPECT_EQ(start.epoch, 1);
+  EXPECT_EQ(start.step, 2);
+  EXPECT_EQ(start.global_step, 7);
+  EXPECT_DOUBLE_EQ(start.train_time_s, 12.5);
+  EXPECT_DOUBLE_EQ(start.train_samples, 800);
+  EXPECT_EQ(start.resumed_from, checkpointer.last());
+  ASSERT_EQ(start.notes.size(), 1u);  // the same world: no re-partitioning note
+  const model::NetworkState back = resumed.read_state();
+  EXPECT_EQ(back.params, state.params);
+  EXPECT_EQ(back.velocity, state.velocity);
+  EXPECT_EQ(back.states, state.states);
+  train::Checkpointer after(resuming, resumed, plan, "test-run", "{}", start.resumed_from, watchdog, nullptr);
+  EXPECT_EQ(after.agreed_checksum("after resuming", 7), checksum);
+  watchdog.finish();
+  MPI_Barrier(world().comm());
+  if (world().is_root()) std::filesystem::remove_all(dir);
+}
+
+}  // namespace
