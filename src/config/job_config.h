@@ -96,7 +96,7 @@ JobConfig load_job(const std::filesystem::path& file, const std::vector<std::str
 JobConfig parse_job(std::string_view toml_text, const std::filesystem::path& source,
                     const std::vector<std::string>& overrides);
 
-// Markdown table of every key (for the README and `ringtrain keys`).
+// Markdown table of every key (for docs/job-file.md and `ringtrain keys`).
 std::string describe_keys();
 
 }  // namespace ringtrain::config

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Interoperability: what ringtrain writes (a prepared split's shards, a checkpoint) opens in h5py, the tool our
-# users inspect HDF5 with, with the layout the README documents. Uses Debian's python3 and python3-h5py (which
+# users inspect HDF5 with, with the layout docs/architecture.md documents. Uses Debian's python3 and python3-h5py (which
 # link the same libhdf5 as ringtrain). Usage: read_with_h5py.sh RINGTRAIN SOURCE_DIR
 set -euo pipefail
 bin=$1 src=$2

@@ -2,7 +2,7 @@
 // per shape and cached), spatial batch normalisation and pooling, all NCHW fp32 tensors on the backend's stream.
 // cudnn.h stays inside dnn.cpp, so the layers compile without it and a reader sees these functions, not cuDNN.
 //
-// Conventions match the CPU twins in kernels/cpu: weights K x C x R x S; outputs and input gradients are
+// Conventions are the backend operations' (model/backend.h): weights K x C x R x S; outputs and input gradients are
 // overwritten; parameter gradients (filter, bias, gamma, beta) accumulate.
 #pragma once
 #include <cstddef>

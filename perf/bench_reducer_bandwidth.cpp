@@ -1,8 +1,8 @@
-// Owns the all-reduce benchmarks (run under `mpirun -np N`): plain MPI_Allreduce of one message against our
-// gradient reduction of the same bytes (GradientBuckets over 256 KiB tensors, buckets of dist.bucket_mb,
+// Owns ringtrain-bench's all-reduce bandwidth rows (run under `mpirun -np N`): plain MPI_Allreduce of one message
+// against our gradient reduction of the same bytes (GradientBuckets over 256 KiB tensors, buckets of dist.bucket_mb,
 // launched back to back through either CPU reducer, then wait_all). Reports bus bandwidth as nccl-tests does,
-// 2(N-1)/N x bytes / time, and checks the sums every iteration. Iteration counts are fixed (not timed by
-// Google Benchmark) so every rank runs the same number of collectives.
+// 2(N-1)/N x bytes / time, and checks the sums every iteration. Iteration counts are fixed (not timed by Google
+// Benchmark) so every rank runs the same number of collectives.
 #include <benchmark/benchmark.h>
 #include <mpi.h>
 

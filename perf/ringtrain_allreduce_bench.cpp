@@ -1,11 +1,10 @@
-// Owns the all-reduce micro-benchmark used to validate perf/scaling_model.py: one float buffer of the given
-// size reduced the way ringtrain reduces gradients (by default the CPU path's `nonblocking` reducer over
-// dist.bucket_mb buckets, under ringtrain's Open MPI defaults; `nccl` the GPU path's NCCL reducer, the node's
-// ranks sharing its GPUs as emulated hosts where there are fewer GPUs than ranks), or with one plain blocking
-// MPI_Allreduce for comparison; timed as the slowest rank's time per reduction, to the end of the reduction on
-// the device. Prints one JSON line on rank 0.
-//   mpirun -np 2 ringtrain-allreduce-bench --mib 16 --iters 5 [--reducer nonblocking|thread|blocking|nccl]
-//                                          [--bucket-mb 1]
+// Owns ringtrain-allreduce-bench, the all-reduce timing tool used to validate perf/scaling_model.py: one float
+// buffer of the given size reduced the way ringtrain reduces gradients (by default the CPU path's `nonblocking`
+// reducer over dist.bucket_mb buckets, under ringtrain's Open MPI defaults; `nccl` the GPU path's NCCL reducer, the
+// node's ranks sharing its GPUs as emulated hosts where there are fewer GPUs than ranks), or with one plain blocking
+// MPI_Allreduce for comparison; timed as the slowest rank's time per reduction, to the end of the reduction on the
+// device. Prints one JSON line on rank 0.   mpirun -np 2 ringtrain-allreduce-bench --mib 16 --iters 5 [--reducer
+// nonblocking|thread|blocking|nccl]                                          [--bucket-mb 1]
 #include <mpi.h>
 
 #include <algorithm>
