@@ -36,10 +36,11 @@ else
   echo "install_deps: apt packages done"
 fi
 
-# pip_venv VENV PYTHON PACKAGE VERSION: PACKAGE==VERSION from PyPI in its own venv, made with PYTHON; kept when it
-# already imports at that version (the module is the package's name).
+# pip_venv VENV PYTHON PACKAGE VERSION [MORE==VERSION ...]: PACKAGE==VERSION (and MORE) from PyPI in its own venv,
+# made with PYTHON; kept when it already imports PACKAGE at that version (the module is the package's name).
 pip_venv() {
   local venv=$1 python=$2 package=$3 version=$4
+  shift 4
   if "$venv/bin/python3" -c "import $package, sys; sys.exit($package.__version__ != '$version')" 2>/dev/null; then
     echo "install_deps: $package $version present in $venv"; return
   fi
@@ -48,7 +49,7 @@ pip_venv() {
   "$python" -m venv "$venv"
   for attempt in 1 2 3; do
     if "$venv/bin/pip" install --quiet --disable-pip-version-check --no-input --retries 5 --timeout 60 \
-         "$package==$version" >"$venv/pip.log" 2>&1; then
+         "$package==$version" "$@" >"$venv/pip.log" 2>&1; then
       break
     fi
     if [ "$attempt" -eq 3 ]; then
@@ -63,6 +64,10 @@ checkout=$(cd "$(dirname "$0")/.." && pwd)
 # TensorBoard (PyPI only; Debian 12 does not package it) in a venv inside the checkout (.venv, gitignored), so the
 # test that reads our event files back uses TensorBoard's own reader.
 pip_venv "${RINGTRAIN_VENV:-$checkout/.venv}" python3 tensorboard 2.21.0
+
+# ONNX's checker and onnxruntime (PyPI; Debian 12 packages neither), with h5py, in a venv of their own: the test
+# that runs ringtrain's exported models in onnxruntime against `ringtrain predict`.
+pip_venv "$checkout/.venv-onnx" python3 onnxruntime 1.32.0 onnx==1.23.2 h5py==3.16.0
 
 # The framework comparison's TensorFlow and Keras (PyPI only; Debian 12 packages neither), in a venv of their own
 # made with Debian's python3, beside its python3-torch.

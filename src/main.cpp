@@ -28,6 +28,38 @@ std::vector<int> parse_shape(const std::string& text) {
   return dims;
 }
 
+// The commands that use a trained model: evaluate, predict, export.
+struct UseCommands {
+  CLI::App *evaluate = nullptr, *predict = nullptr, *export_onnx = nullptr;
+  ringtrain::commands::EvaluateArgs evaluate_args;
+  ringtrain::commands::PredictArgs predict_args;
+  ringtrain::commands::ExportArgs export_args;
+};
+
+void add_use_commands(CLI::App& app, UseCommands& u) {
+  u.evaluate = app.add_subcommand("evaluate", "evaluate a checkpoint on a split: loss, accuracy, top-5, per class, "
+                                              "confusion matrix (run under mpirun/srun like training)");
+  auto& e = u.evaluate_args;
+  u.evaluate->add_option("job", e.job, "the job file the model was trained with")->required();
+  u.evaluate->add_option("--set", e.overrides, "override a job-file key (repeatable)");
+  u.evaluate->add_option("--checkpoint", e.checkpoint, "checkpoint file (default: the newest in <run.dir>/checkpoints)");
+  u.evaluate->add_option("--data", e.data, "split folder to evaluate (default: the job's data.test)");
+  u.evaluate->add_option("--out", e.out, "write the results as JSON to this file");
+  u.predict = app.add_subcommand("predict", "top-k classes of every sample of split folders, as JSON lines on stdout");
+  auto& p = u.predict_args;
+  u.predict->add_option("--checkpoint", p.checkpoint, "checkpoint file (its job is inside it)")->required();
+  u.predict->add_option("inputs", p.inputs, "split folders, e.g. data/fmnist/test")->required();
+  u.predict->add_option("--top", p.top, "classes per sample")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  u.predict->add_flag("--logits", p.logits, "also print each sample's logits");
+  u.predict->add_option("--device", p.device, "auto | cpu | cuda")->capture_default_str();
+  u.export_onnx = app.add_subcommand("export", "write a checkpoint's model in inference form as an ONNX file");
+  auto& x = u.export_args;
+  u.export_onnx->add_option("--checkpoint", x.checkpoint, "checkpoint file (its job is inside it)")->required();
+  u.export_onnx->add_option("--onnx", x.onnx, "the ONNX file to write")->required();
+  u.export_onnx->add_option("--data", x.data, "a split of the training data (default: the job's data.train): "
+                                              "sample shape and normalisation");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -72,6 +104,8 @@ int main(int argc, char** argv) {
                       "split folder (e.g. data/fmnist/train), or a checkpoint (e.g. runs/x/checkpoints/ckpt-s000000468.h5)")
       ->required();
   app.add_subcommand("keys", "list every job-file key with its type, default and meaning");
+  UseCommands use;
+  add_use_commands(app, use);
 
   try {
     app.parse(argc, argv);
@@ -91,6 +125,9 @@ int main(int argc, char** argv) {
       return commands::prepare_synthetic(out, synthetic, overwrite);
     }
     if (*inspect) return commands::inspect(inspect_dir);
+    if (*use.evaluate) return commands::evaluate(&argc, &argv, use.evaluate_args);
+    if (*use.predict) return commands::predict(&argc, &argv, use.predict_args);
+    if (*use.export_onnx) return commands::export_onnx(use.export_args);
     if (app.got_subcommand("keys")) return commands::print_keys();
     fmt::print("{}", app.help());
     return static_cast<int>(ExitCode::usage);

@@ -15,6 +15,28 @@ struct TrainArgs {
 };
 
 int train(int* argc, char*** argv, const TrainArgs& args);  // initialises MPI; returns the exit code
+
+struct EvaluateArgs {
+  std::filesystem::path job;
+  std::vector<std::string> overrides;
+  std::filesystem::path checkpoint, data, out;  // empty: the newest checkpoint, data.test, no JSON
+};
+int evaluate(int* argc, char*** argv, const EvaluateArgs& args);  // initialises MPI
+
+struct PredictArgs {
+  std::filesystem::path checkpoint;
+  std::vector<std::filesystem::path> inputs;  // split folders
+  int top = 5;
+  bool logits = false;
+  std::string device = "auto";
+};
+int predict(int* argc, char*** argv, const PredictArgs& args);  // initialises MPI (one rank)
+
+struct ExportArgs {
+  std::filesystem::path checkpoint, onnx;
+  std::filesystem::path data;  // a split of the data the model was trained on; empty: the job's data.train
+};
+int export_onnx(const ExportArgs& args);
 int prepare_fashion_mnist(const std::filesystem::path& source, const std::filesystem::path& out, int shards, bool overwrite);
 int prepare_synthetic(const std::filesystem::path& out, const io::SyntheticOptions& options, bool overwrite);
 int inspect(const std::filesystem::path& path);  // a split folder, or a checkpoint file

@@ -4,7 +4,7 @@
 
 #include "backend/device_setup.h"
 #include "commands/commands.h"
-#include "common/process_label.h"
+#include "commands/on_every_rank.h"
 #include "config/job_config.h"
 #include "dist/world.h"
 #include "train/launcher_watch.h"
@@ -13,16 +13,6 @@
 
 namespace ringtrain::commands {
 
-namespace {
-
-void report(const Error& e) {
-  fmt::print(stderr, "ringtrain: {} (exit {}) [{}]:\n  {}\n", exit_code_name(e.code()), static_cast<int>(e.code()),
-             process_label(), e.what());
-  std::fflush(stderr);
-}
-
-}  // namespace
-
 int train(int* argc, char*** argv, const TrainArgs& args) {
   // Before MPI start-up, which takes a while: a stop signal then is a clean stop, not the signal's default death.
   train::remember_launcher();
@@ -30,23 +20,12 @@ int train(int* argc, char*** argv, const TrainArgs& args) {
   dist::World world(argc, argv);
   train::install_stop_handlers();  // again, in case MPI start-up installed its own
   if (world.size() > 1) train::watch_launcher(world.rank());
-  try {
+  return on_every_rank(world, [&] {
     config::JobConfig job;
     world.all_succeed([&] { job = config::load_job(args.job, args.overrides); });
     backend::DeviceSetup device = backend::open_device(job, world);
     return train::Trainer(job, world, *device.backend, *device.reducer, args.resume).run();
-  } catch (const AgreedError& e) {
-    report(e);
-    return static_cast<int>(e.code());
-  } catch (const Error& e) {
-    report(e);
-    if (world.size() > 1) world.abort(e.code());  // other ranks may be inside a collective: end them all
-    return static_cast<int>(e.code());
-  } catch (const std::exception& e) {
-    report(Error(ExitCode::internal, e.what()));
-    if (world.size() > 1) world.abort(ExitCode::internal);
-    return static_cast<int>(ExitCode::internal);
-  }
+  });
 }
 
 }  // namespace ringtrain::commands

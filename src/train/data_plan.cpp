@@ -8,42 +8,23 @@
 #include "common/error.h"
 
 namespace ringtrain::train {
-namespace {
-
-io::SplitIndex open_checked(const std::filesystem::path& dir, const char* key) {
-  try {
-    return io::open_split(dir);
-  } catch (const DataError& e) {
-    throw DataError(fmt::format("{} (from {})", e.what(), key));
-  }
-}
-
-}  // namespace
 
 DataPlan::DataPlan(const RunContext& run) {
   const config::JobConfig& job = run.job;
   dist::World& world = run.world;
+  train_ = open_split_part(run, job.data.train, "data.train");
+  test_ = open_split_part(run, job.data.test, "data.test");
   world.all_succeed([&] {
-    train_split_ = open_checked(job.data.train, "data.train");
-    test_split_ = open_checked(job.data.test, "data.test");
-    if (!(train_split_->meta.shape == test_split_->meta.shape) ||
-        train_split_->meta.num_classes != test_split_->meta.num_classes)
+    if (!(train_.meta().shape == test_.meta().shape) || train_.meta().num_classes != test_.meta().num_classes)
       throw DataError(fmt::format("data.train '{}' and data.test '{}' disagree on sample shape or class count; "
                                   "prepare both from the same source",
                                   job.data.train.string(), job.data.test.string()));
   });
-  train_range_ = io::rank_range(train_split_->total_samples(), world.rank(), run.ranks());
-  test_range_ = io::rank_range(test_split_->total_samples(), world.rank(), run.ranks());
-  world.all_succeed([&] {
-    train_reader_ = std::make_unique<io::ShardReader>(*train_split_, train_range_);
-    test_reader_ = std::make_unique<io::ShardReader>(*test_split_, test_range_);
-  });
-
   prefetch_batches_ = job.data.prefetch_batches;
   epoch_.batch = job.train.batch_per_rank;
   epoch_.accumulate = job.train.accumulate_steps;
   epoch_.per_step = int64_t{epoch_.batch} * epoch_.accumulate;
-  epoch_.steps = world.min_across(train_range_.size() / epoch_.per_step);
+  epoch_.steps = world.min_across(train_.range.size() / epoch_.per_step);
   if (job.train.max_steps_per_epoch > 0) epoch_.steps = std::min(epoch_.steps, job.train.max_steps_per_epoch);
   epoch_.global_batch = epoch_.per_step * run.ranks();
   world.all_succeed([&] {
@@ -51,7 +32,7 @@ DataPlan::DataPlan(const RunContext& run) {
       throw DataError(fmt::format(
           "data.train '{}' has {} samples: too few for {} ranks x batch_per_rank {} x accumulate_steps {} (= {} per "
           "step); lower train.batch_per_rank, use fewer ranks, or prepare more data",
-          job.data.train.string(), train_split_->total_samples(), run.ranks(), epoch_.batch, epoch_.accumulate,
+          job.data.train.string(), train_.split.total_samples(), run.ranks(), epoch_.batch, epoch_.accumulate,
           epoch_.global_batch));
   });
 }

@@ -11,6 +11,7 @@
 #include "io/dataset_meta.h"
 #include "model/tensor.h"
 #include "train/run_context.h"
+#include "train/split_part.h"
 
 namespace ringtrain::train {
 
@@ -31,23 +32,20 @@ class DataPlan {
   DataPlan& operator=(const DataPlan&) = delete;
 
   const EpochPlan& epoch() const { return epoch_; }
-  const io::DatasetMeta& meta() const { return train_split_->meta; }
-  const io::SplitIndex& train_split() const { return *train_split_; }
-  const io::SplitIndex& test_split() const { return *test_split_; }
-  const io::SampleRange& train_range() const { return train_range_; }
-  const io::SampleRange& test_range() const { return test_range_; }
-  io::ShardReader& train_reader() { return *train_reader_; }
-  io::ShardReader& test_reader() { return *test_reader_; }
-  const io::ShardReader& train_reader() const { return *train_reader_; }
+  const io::DatasetMeta& meta() const { return train_.meta(); }
+  const io::SplitIndex& train_split() const { return train_.split; }
+  const io::SplitIndex& test_split() const { return test_.split; }
+  const io::SampleRange& train_range() const { return train_.range; }
+  io::ShardReader& train_reader() { return *train_.reader; }
+  const io::ShardReader& train_reader() const { return *train_.reader; }
+  SplitPart& test() { return test_; }
   // One batch at its largest, as the model is set up for.
   model::Shape input() const;
   // Host memory of two loaders' queues (training, and evaluation while training's stays full).
   double loader_queue_bytes() const;
 
  private:
-  std::optional<io::SplitIndex> train_split_, test_split_;
-  io::SampleRange train_range_, test_range_;
-  std::unique_ptr<io::ShardReader> train_reader_, test_reader_;
+  SplitPart train_, test_;
   EpochPlan epoch_;
   int prefetch_batches_ = 0;
 };

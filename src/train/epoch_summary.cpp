@@ -11,11 +11,27 @@ namespace ringtrain::train {
 namespace {
 
 // Every field of EpochSums, in one place: the reduction packs and unpacks them in this order.
-template <class Sums, class Visit>
-void for_each_field(Sums& s, Visit visit) {
-  for (Totals* t : {&s.train, &s.test}) visit(t->loss_sum), visit(t->correct), visit(t->samples);
+template <class Visit>
+void for_each_field(Totals& t, Visit visit) {
+  visit(t.loss_sum), visit(t.correct), visit(t.samples);
+}
+
+template <class Visit>
+void for_each_field(EpochSums& s, Visit visit) {
+  for_each_field(s.train, visit);
+  for_each_field(s.test, visit);
   StepTimes& p = s.times;
   for (double* f : {&p.data_wait, &p.forward, &p.backward, &p.allreduce, &p.optimizer, &p.allreduce_total}) visit(*f);
+}
+
+// One reduction of every field of `sums`, packed and unpacked by its field list.
+template <class Sums>
+void sum_fields(Sums& sums, const dist::World& world) {
+  std::vector<double> packed;
+  for_each_field(sums, [&](double& v) { packed.push_back(v); });
+  world.sum_across(packed.data(), static_cast<int>(packed.size()));
+  size_t next = 0;
+  for_each_field(sums, [&](double& v) { v = packed[next++]; });
 }
 
 }  // namespace
@@ -23,13 +39,8 @@ void for_each_field(Sums& s, Visit visit) {
 double Totals::mean_loss() const { return loss_sum / std::max(samples, 1.0); }
 double Totals::accuracy() const { return correct / std::max(samples, 1.0); }
 
-void EpochSums::sum_across(const dist::World& world) {
-  std::vector<double> packed;
-  for_each_field(*this, [&](double& v) { packed.push_back(v); });
-  world.sum_across(packed.data(), static_cast<int>(packed.size()));
-  size_t next = 0;
-  for_each_field(*this, [&](double& v) { v = packed[next++]; });
-}
+void Totals::sum_across(const dist::World& world) { sum_fields(*this, world); }
+void EpochSums::sum_across(const dist::World& world) { sum_fields(*this, world); }
 
 std::vector<RankSample> gather_samples(const dist::World& world, const RankSample& mine) {
   static_assert(sizeof(RankSample) == 3 * sizeof(double), "RankSample is sent as three doubles");

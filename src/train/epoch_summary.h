@@ -17,6 +17,7 @@ struct Totals {
   double loss_sum = 0, correct = 0, samples = 0;
   double mean_loss() const;
   double accuracy() const;
+  void sum_across(const dist::World& world);  // one MPI_Allreduce of every field
 };
 
 struct EpochSums {

@@ -12,8 +12,14 @@
 
 namespace ringtrain::train {
 
-Evaluator::Evaluator(const RunContext& run, model::Network& net, DataPlan& data, DeviceBatch& batch)
-    : run_(run), net_(net), data_(data), batch_(batch), totals_(run.backend.allocate(sizeof(model::LossTotals))) {}
+Evaluator::Evaluator(const RunContext& run, model::Network& net, SplitPart& part, int batch,
+                     DeviceBatch& device_batch)
+    : run_(run),
+      net_(net),
+      part_(part),
+      batch_(batch),
+      device_batch_(device_batch),
+      totals_(run.backend.allocate(sizeof(model::LossTotals))) {}
 
 void Evaluator::average_running_statistics() {
   if (net_.state_count() == 0 || run_.ranks() == 1) return;
@@ -25,14 +31,14 @@ void Evaluator::average_running_statistics() {
   run_.backend.to_device(net_.states(), states.data(), states.size() * sizeof(float));
 }
 
-Totals Evaluator::run() {
-  average_running_statistics();
+Totals Evaluator::run(const BatchSink& sink) {
   model::Backend& backend = run_.backend;
   backend.zero(totals_.as<void>(), sizeof(model::LossTotals));
-  const int batch = data_.epoch().batch, classes = data_.meta().num_classes;
-  const int64_t n = data_.test_range().size(), batches = (n + batch - 1) / batch;
+  const int batch = batch_, classes = part_.meta().num_classes;
+  const int64_t n = part_.range.size(), batches = (n + batch - 1) / batch;
+  std::vector<float> logits_on_host(sink ? static_cast<size_t>(batch) * static_cast<size_t>(classes) : 0);
   BatchLoader loader(
-      data_.test_reader(), batch, batches,
+      *part_.reader, batch, batches,
       [&](int64_t i, std::vector<int64_t>& out) {
         out.clear();
         for (int64_t s = i * batch; s < std::min(n, (i + 1) * batch); ++s) out.push_back(s);
@@ -42,19 +48,23 @@ Totals Evaluator::run() {
   for (int64_t i = 0; i < batches; ++i) {
     auto host = loader.next(nullptr);
     const int count = host->count;
-    batch_.load(*host);
-    loader.recycle(std::move(host));
-    const model::Tensor logits = net_.forward(batch_.input(count), model::Mode::eval, 0);
-    backend.softmax_cross_entropy(count, classes, logits.data, batch_.labels(), 1.0f, nullptr,
+    device_batch_.load(*host);
+    const model::Tensor logits = net_.forward(device_batch_.input(count), model::Mode::eval, 0);
+    backend.softmax_cross_entropy(count, classes, logits.data, device_batch_.labels(), 1.0f, nullptr,
                                   totals_.as<model::LossTotals>());
+    if (sink) {
+      backend.to_host(logits_on_host.data(), logits.data, static_cast<size_t>(count) * classes * sizeof(float));
+      sink({logits_on_host.data(), host->labels.data(), count, classes});
+    }
+    loader.recycle(std::move(host));
     totals.samples += count;
   }
   model::LossTotals sums;  // one copy for the whole evaluation
   backend.to_host(&sums, totals_.as<void>(), sizeof sums);
   if (sums.bad_labels > 0)
-    throw DataError(fmt::format("{} labels of data.test '{}' lie outside [0, {}) on rank {}; the dataset's labels do "
-                                "not match its class count (re-run `ringtrain prepare`)",
-                                sums.bad_labels, run_.job.data.test.string(), classes, run_.world.rank()));
+    throw DataError(fmt::format("{} labels of {} '{}' lie outside [0, {}) on rank {}; the dataset's labels do not "
+                                "match its class count (re-run `ringtrain prepare`)",
+                                sums.bad_labels, part_.key, part_.split.dir.string(), classes, run_.world.rank()));
   totals.loss_sum = sums.loss_sum;
   totals.correct = static_cast<double>(sums.correct);
   return totals;

@@ -1,28 +1,39 @@
-// Owns evaluation on the test split, distributed like training: each rank its own partition, the loss sums kept
-// on the device and read once per evaluation. Batch-norm running statistics differ per rank (each saw its own
-// samples), so they are first averaged across ranks: every rank evaluates, and later checkpoints, the same model.
+// Owns evaluation on a split, distributed like training: each rank its own part, the loss sums kept on the device
+// and read once per evaluation. Batch-norm running statistics differ per rank (each saw its own samples), so
+// training averages them across ranks first: every rank evaluates, and later checkpoints, the same model.
 #pragma once
+#include <functional>
+
 #include "model/network.h"
-#include "train/data_plan.h"
 #include "train/device_batch.h"
 #include "train/epoch_summary.h"
 #include "train/run_context.h"
+#include "train/split_part.h"
 
 namespace ringtrain::train {
 
+// One evaluated batch on the host, for callers that want more than the sums (a confusion matrix, top-k).
+struct EvaluatedBatch {
+  const float* logits;    // count x classes
+  const int32_t* labels;  // count
+  int count, classes;
+};
+using BatchSink = std::function<void(const EvaluatedBatch&)>;
+
 class Evaluator {
  public:
-  Evaluator(const RunContext& run, model::Network& net, DataPlan& data, DeviceBatch& batch);
-  // Collective (the statistics' average). This rank's sums; a label outside the class range is a DataError.
-  Totals run();
+  Evaluator(const RunContext& run, model::Network& net, SplitPart& part, int batch, DeviceBatch& device_batch);
+  void average_running_statistics();  // collective
+  // This rank's sums; a label outside the class range is a DataError naming the split. With a sink, each batch's
+  // logits also come to the host (a device synchronisation per batch).
+  Totals run(const BatchSink& sink = {});
 
  private:
-  void average_running_statistics();
-
   const RunContext& run_;
   model::Network& net_;
-  DataPlan& data_;
-  DeviceBatch& batch_;
+  SplitPart& part_;
+  int batch_;
+  DeviceBatch& device_batch_;
   model::DeviceBuffer totals_;  // model::LossTotals on the device
 };
 

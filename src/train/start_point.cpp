@@ -31,37 +31,35 @@ std::string layout_mismatch(const io::CheckpointData& c, const model::Network& n
   return "";
 }
 
-// Rank 0: the newest checkpoint, checked against this model and this run.
-io::CheckpointData read_newest(const RunContext& run, const model::Network& net, std::string& path) {
+// Rank 0: the newest checkpoint of run.dir.
+fs::path newest_checkpoint(const RunContext& run) {
   const fs::path dir = run.job.run.dir / "checkpoints";
   const auto found = io::list_checkpoints(dir);
   if (found.empty())
     throw CheckpointError(fmt::format("--resume: no checkpoint in '{}'; start without --resume (or point run.dir at "
                                       "the run to continue)",
                                       dir.string()));
-  io::CheckpointData c = io::read_checkpoint(found.back());
-  path = found.back().string();
+  return found.back();
+}
+
+// Rank 0: the checkpoint, checked against this model and, when it lies in run.dir, against the run there.
+io::CheckpointData read_checked(const RunContext& run, const model::Network& net, const fs::path& path) {
+  io::CheckpointData c = io::read_checkpoint(path);
+  const fs::path dir = run.job.run.dir / "checkpoints";
   const std::string recorded = RunDirectory::recorded_run_id(run.job.run.dir);
-  if (!recorded.empty() && !c.run_id.empty() && recorded != c.run_id)
+  if (path.parent_path() == dir && !recorded.empty() && !c.run_id.empty() && recorded != c.run_id)
     throw CheckpointError(fmt::format("checkpoint '{}' was written by run {}, but run.dir '{}' holds run {} (run.json); "
                                       "resume that run from its own run.dir, or move the checkpoint out of '{}'",
-                                      path, c.run_id, run.job.run.dir.string(), recorded, dir.string()));
+                                      path.string(), c.run_id, run.job.run.dir.string(), recorded, dir.string()));
   if (const std::string why = layout_mismatch(c, net); !why.empty())
     throw CheckpointError(fmt::format("checkpoint '{}' belongs to another model: {}; resume with the job file it was "
                                       "written by, or use another run.dir",
-                                      path, why));
+                                      path.string(), why));
   return c;
 }
 
-// What every rank needs of the checkpoint besides its arrays: sent as bytes, read by name.
-struct Position {
-  int64_t epoch = 0, step_in_epoch = 0, global_step = 0, steps_per_epoch = 0, ranks = 0, global_batch = 0,
-          state_count = 0;
-  double train_time_s = 0, train_samples = 0;
-};
-
 // Batch-norm statistics: each rank its own row on the same world size; otherwise the rows' mean.
-std::vector<float> running_statistics(const std::vector<float>& rows, const Position& p, int rank, int ranks) {
+std::vector<float> running_statistics(const std::vector<float>& rows, const CheckpointPosition& p, int rank, int ranks) {
   std::vector<float> states(static_cast<size_t>(p.state_count), 0.0f);
   for (int64_t r = 0; r < p.ranks; ++r) {
     if (p.ranks == ranks && r != rank) continue;
@@ -70,6 +68,35 @@ std::vector<float> running_statistics(const std::vector<float>& rows, const Posi
   }
   return states;
 }
+
+}  // namespace
+
+RestoredCheckpoint restore_checkpoint(const RunContext& run, model::Network& net, const fs::path& path) {
+  io::CheckpointData c;
+  std::string chosen;
+  run.world.all_succeed([&] {
+    if (!run.root()) return;
+    chosen = (path.empty() ? newest_checkpoint(run) : path).string();
+    c = read_checked(run, net, chosen);
+  });
+  CheckpointPosition p{c.epoch, c.step_in_epoch, c.global_step, c.steps_per_epoch, c.ranks, c.global_batch,
+                       c.state_count, c.train_time_s, c.train_samples};
+  run.world.broadcast(&p, sizeof p);
+  chosen = run.world.broadcast_string(chosen);
+  model::NetworkState state;
+  state.params = std::move(c.params), state.velocity = std::move(c.velocity);
+  state.params.resize(static_cast<size_t>(net.param_count()));
+  state.velocity.resize(static_cast<size_t>(net.param_count()));
+  c.states.resize(static_cast<size_t>(p.ranks * p.state_count));
+  run.world.broadcast_floats(state.params.data(), net.param_count());
+  run.world.broadcast_floats(state.velocity.data(), net.param_count());
+  run.world.broadcast_floats(c.states.data(), static_cast<long long>(c.states.size()));
+  state.states = running_statistics(c.states, p, run.world.rank(), run.ranks());
+  net.load_state(state);
+  return {chosen, p};
+}
+
+namespace {
 
 StartPoint fresh_start(const RunContext& run, model::Network& net) {
   model::NetworkState state;
@@ -82,26 +109,9 @@ StartPoint fresh_start(const RunContext& run, model::Network& net) {
 }
 
 StartPoint resume(const RunContext& run, model::Network& net, const EpochPlan& plan, const LearningRateSchedule& lr) {
-  io::CheckpointData c;
-  std::string path;
-  run.world.all_succeed([&] {
-    if (run.root()) c = read_newest(run, net, path);
-  });
-  Position p{c.epoch, c.step_in_epoch, c.global_step, c.steps_per_epoch, c.ranks, c.global_batch, c.state_count,
-             c.train_time_s, c.train_samples};
-  run.world.broadcast(&p, sizeof p);
-  path = run.world.broadcast_string(path);
-  model::NetworkState state;
-  state.params = std::move(c.params), state.velocity = std::move(c.velocity);
-  state.params.resize(static_cast<size_t>(net.param_count()));
-  state.velocity.resize(static_cast<size_t>(net.param_count()));
-  c.states.resize(static_cast<size_t>(p.ranks * p.state_count));
-  run.world.broadcast_floats(state.params.data(), net.param_count());
-  run.world.broadcast_floats(state.velocity.data(), net.param_count());
-  run.world.broadcast_floats(c.states.data(), static_cast<long long>(c.states.size()));
-  state.states = running_statistics(c.states, p, run.world.rank(), run.ranks());
-  net.load_state(state);
-
+  const RestoredCheckpoint restored = restore_checkpoint(run, net, {});
+  const CheckpointPosition& p = restored.position;
+  const std::string& path = restored.path;
   const bool same_world = p.ranks == run.ranks() && p.steps_per_epoch == plan.steps && p.global_batch == plan.global_batch;
   StartPoint start;
   start.epoch = static_cast<int>(p.epoch);

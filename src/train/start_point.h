@@ -6,6 +6,7 @@
 // its epoch, since a partial epoch cannot be carried over to another partition of the data.
 #pragma once
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,24 @@
 #include "train/run_context.h"
 
 namespace ringtrain::train {
+
+// Where a checkpoint stopped and what it was written with; sent to every rank as bytes, read by name.
+struct CheckpointPosition {
+  int64_t epoch = 0, step_in_epoch = 0, global_step = 0, steps_per_epoch = 0, ranks = 0, global_batch = 0,
+          state_count = 0;
+  double train_time_s = 0, train_samples = 0;
+};
+
+struct RestoredCheckpoint {
+  std::string path;
+  CheckpointPosition position;
+};
+
+// Collective. Loads the checkpoint at `path` into `net` (parameters, momentum, running statistics: this rank's
+// row on the world size it was written with, else the rows' mean). An empty `path` takes the newest checkpoint
+// in <run.dir>/checkpoints, which must belong to the run run.dir holds. Throws CheckpointError (agreed) for no
+// checkpoint, another model's or run's, or a damaged one.
+RestoredCheckpoint restore_checkpoint(const RunContext& run, model::Network& net, const std::filesystem::path& path);
 
 struct StartPoint {
   int epoch = 0;           // the next epoch to run (0-based); also how many the checkpoint holds

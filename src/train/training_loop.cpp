@@ -73,7 +73,7 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
       batch_(run.backend, setup.data.input()),
       sync_(setup.net, reducer, run.job.dist.bucket_mb),
       runner_(setup.net, sync_, run.job.optimizer, plan_.global_batch, plan_.accumulate),
-      evaluator_(run, setup.net, setup.data, batch_),
+      evaluator_(run, setup.net, setup.data.test(), plan_.batch, batch_),
       watchdog_(run.world.comm(), run.job.run.collective_timeout_s, static_cast<int>(ExitCode::fault)),
       checkpointer_(run, setup.net, plan_, outputs.run_id(), versions_json, setup.start.resumed_from, watchdog_,
                     nullptr),
@@ -288,6 +288,7 @@ EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, doub
   obs::Phase phase(trace_ ? &*trace_ : nullptr, "eval");
   dist::Watchdog::Scope guard(&watchdog_, "evaluation", global_step_);
   EpochReport r;
+  evaluator_.average_running_statistics();
   r.sums = {tally.train, evaluator_.run(), tally.times};
   r.sums.sum_across(run_.world);
   const auto steps_run = static_cast<double>(std::max<int64_t>(tally.steps_run, 1));

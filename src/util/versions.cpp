@@ -17,9 +17,11 @@
 
 namespace ringtrain::util {
 
+std::string ringtrain_version() { return RT_STR(RINGTRAIN_VERSION); }
+
 VersionList library_versions() {
   VersionList v;
-  v.emplace_back("ringtrain", RT_STR(RINGTRAIN_VERSION));
+  v.emplace_back("ringtrain", ringtrain_version());
   v.emplace_back("compiler", "g++ " __VERSION__);
   char mpi[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int length = 0;

@@ -9,6 +9,7 @@ namespace ringtrain::util {
 
 using VersionList = std::vector<std::pair<std::string, std::string>>;  // (component, version)
 
+std::string ringtrain_version();  // "0.1.0"
 VersionList library_versions();  // safe before MPI_Init
 std::string format_versions(const VersionList& versions);
 std::string versions_json(const VersionList& versions);

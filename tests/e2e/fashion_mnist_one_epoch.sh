@@ -3,13 +3,8 @@
 # hold complete records. Usage: fashion_mnist_one_epoch.sh RINGTRAIN SOURCE_DIR DATA_DIR
 set -euo pipefail
 bin=$1 src=$2 data=$3
-if [ ! -d /usr/share/datasets/fashion-mnist ]; then
-  echo "SKIP: /usr/share/datasets/fashion-mnist is missing (apt-get install dataset-fashion-mnist)"; exit 77
-fi
-mkdir -p "$data"
-( flock 9
-  [ -f "$data/fmnist/.complete" ] || { "$bin" prepare fashion-mnist --out "$data/fmnist" --shards 8 --overwrite && touch "$data/fmnist/.complete"; }
-) 9>"$data/.fmnist.lock"
+source "$src/tests/support/fashion_mnist_data.sh"
+prepare_fashion_mnist "$bin" "$data"
 run=$(mktemp -d); trap 'rm -rf "$run"' EXIT
 mpirun -np 2 --oversubscribe "$bin" train "$src/jobs/fashion_mnist.toml" --set train.epochs=1 \
   --set data.train="$data/fmnist/train" --set data.test="$data/fmnist/test" --set run.dir="$run/run" \

@@ -1,0 +1,22 @@
+// Owns `ringtrain evaluate`: MPI start-up, the job file, the device, then infer::evaluate on every rank.
+#include "backend/device_setup.h"
+#include "commands/commands.h"
+#include "commands/on_every_rank.h"
+#include "config/job_config.h"
+#include "dist/world.h"
+#include "infer/evaluate.h"
+
+namespace ringtrain::commands {
+
+int evaluate(int* argc, char*** argv, const EvaluateArgs& args) {
+  dist::World world(argc, argv);
+  return on_every_rank(world, [&] {
+    config::JobConfig job;
+    world.all_succeed([&] { job = config::load_job(args.job, args.overrides); });
+    backend::DeviceSetup device = backend::open_device(job, world);
+    const train::RunContext run{job, world, *device.backend, false};
+    return infer::evaluate(run, {args.checkpoint, args.data, args.out});
+  });
+}
+
+}  // namespace ringtrain::commands

@@ -1,0 +1,84 @@
+// Owns the evaluate command's phases; see evaluate.h.
+#include "infer/evaluate.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "infer/class_tally.h"
+#include "train/device_batch.h"
+#include "train/epoch_summary.h"
+#include "train/evaluation.h"
+#include "train/network_setup.h"
+#include "train/split_part.h"
+#include "train/start_point.h"
+
+namespace ringtrain::infer {
+namespace {
+
+std::vector<std::string> class_names(int classes) {
+  std::vector<std::string> names;
+  for (int c = 0; c < classes; ++c) names.push_back(fmt::format("class {}", c));
+  return names;
+}
+
+nlohmann::ordered_json result_json(const train::RunContext& run, const train::RestoredCheckpoint& restored,
+                                   const train::SplitPart& part, const train::Totals& totals, const ClassTally& tally) {
+  nlohmann::ordered_json j{{"kind", "evaluation"},
+                           {"checkpoint", restored.path},
+                           {"epochs_done", restored.position.epoch},
+                           {"optimizer_steps", restored.position.global_step},
+                           {"split", part.split.dir.string()},
+                           {"ranks", run.ranks()},
+                           {"samples", totals.samples},
+                           {"loss", totals.mean_loss()},
+                           {"accuracy", totals.accuracy()},
+                           {"top5_accuracy", tally.classes() >= 5 ? nlohmann::ordered_json(tally.top5_accuracy())
+                                                                   : nlohmann::ordered_json()}};
+  j.update(tally.json(class_names(tally.classes())));
+  return j;
+}
+
+void write_json(const std::filesystem::path& file, const nlohmann::ordered_json& j) {
+  std::ofstream out(file);
+  out << j.dump(1) << "\n";
+  if (!out.flush())
+    throw JobFileError(fmt::format("--out '{}' cannot be written; pick a writable file", file.string()));
+}
+
+}  // namespace
+
+int evaluate(const train::RunContext& run, const EvaluateOptions& options) {
+  const bool own_data = !options.data.empty();
+  train::SplitPart part =
+      train::open_split_part(run, own_data ? options.data : run.job.data.test, own_data ? "--data" : "data.test");
+  const io::SampleShape& s = part.meta().shape;
+  const model::Shape input{run.job.train.batch_per_rank, s.channels, s.height, s.width};
+  const double loader_bytes = (run.job.data.prefetch_batches + 1.0) * input.n * (input.per_sample() * 4.0 + 4.0);
+  const auto net = train::build_network(run, input, part.meta().num_classes, loader_bytes);
+  const train::RestoredCheckpoint restored = train::restore_checkpoint(run, *net, options.checkpoint);
+
+  train::DeviceBatch device_batch(run.backend, input);
+  train::Evaluator evaluator(run, *net, part, input.n, device_batch);
+  ClassTally tally(part.meta().num_classes);
+  train::Totals totals = evaluator.run([&](const train::EvaluatedBatch& b) { tally.add(b); });
+  totals.sum_across(run.world);
+  tally.sum_across(run.world);
+
+  run.say(fmt::format("evaluate: {} (after {} epochs, {} optimizer steps) on {} ({} samples, {} rank{})", restored.path,
+                      restored.position.epoch, restored.position.global_step, part.split.dir.string(), totals.samples,
+                      run.ranks(), run.ranks() == 1 ? "" : "s"));
+  run.say(fmt::format("loss {:.6f} accuracy {:.4f}{}", totals.mean_loss(), totals.accuracy(),
+                      tally.classes() >= 5 ? fmt::format(" top-5 {:.4f}", tally.top5_accuracy()) : std::string()));
+  run.say(tally.table(class_names(tally.classes())));
+  run.world.all_succeed([&] {
+    if (run.root() && !options.out.empty()) write_json(options.out, result_json(run, restored, part, totals, tally));
+  });
+  if (!options.out.empty()) run.say(fmt::format("written: {}", options.out.string()));
+  return 0;
+}
+
+}  // namespace ringtrain::infer

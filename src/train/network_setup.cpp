@@ -1,0 +1,44 @@
+// Owns building the job's model on this rank; see network_setup.h.
+#include "train/network_setup.h"
+
+#include <fmt/format.h>
+
+#include "common/host_memory.h"
+
+namespace ringtrain::train {
+namespace {
+
+// What the network may take on this rank: the host's available memory shared by the node's ranks, less the data
+// loaders' queues; on a GPU its free memory, less the convolution workspace cuDNN may still ask for.
+model::MemoryBudget memory_budget(const RunContext& run, double loaders) {
+  const double available = static_cast<double>(run.backend.memory_available());
+  if (available <= 0) return {};
+  if (!run.backend.allocates_host_memory()) {
+    const double workspace = run.job.gpu.workspace_mb * (1 << 20);
+    return {available - workspace, fmt::format("what the GPU has free ({}) less the convolution workspace ({})",
+                                               byte_size_text(available), byte_size_text(workspace))};
+  }
+  const int ranks = run.world.local_size();
+  // Host copies of the parameters (initialisation, broadcast) and of parameters and momentum (a checkpoint).
+  const double copies_per_parameter = 3 * sizeof(float);
+  return {available / ranks - loaders,
+          fmt::format("this rank's share of the host's {} available ({} rank{} on {}), less {} for the data loaders,",
+                      byte_size_text(available), ranks, ranks == 1 ? "" : "s", run.world.host(),
+                      byte_size_text(loaders)),
+          copies_per_parameter};
+}
+
+}  // namespace
+
+std::unique_ptr<model::Network> build_network(const RunContext& run, const model::Shape& input, int classes,
+                                              double loader_bytes) {
+  std::unique_ptr<model::Network> net;
+  run.world.all_succeed([&] {
+    net = std::make_unique<model::Network>(run.job.model.layers, run.backend, input, classes, true,
+                                           memory_budget(run, loader_bytes));
+  });
+  return net;
+}
+
+
+}  // namespace ringtrain::train

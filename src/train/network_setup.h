@@ -1,0 +1,17 @@
+// Owns building the job's model on this rank, weighed first against the memory there is: the host's available
+// memory shared by the node's ranks (less the data loaders' queues), or a GPU's free memory (less the convolution
+// workspace cuDNN may still ask for).
+#pragma once
+#include <memory>
+
+#include "model/network.h"
+#include "train/run_context.h"
+
+namespace ringtrain::train {
+
+// Collective: the model for inputs of `input` (its largest batch) and `classes` outputs, or an agreed error (too
+// big for the memory, a shape it cannot take). `loader_bytes`: host memory the data loaders' queues take.
+std::unique_ptr<model::Network> build_network(const RunContext& run, const model::Shape& input, int classes,
+                                              double loader_bytes);
+
+}  // namespace ringtrain::train

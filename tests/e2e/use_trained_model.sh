@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Train -> evaluate -> predict -> export, as a user runs them. `evaluate` on the ranks that trained must give the
+# run's last test_loss and test_acc exactly, and on another rank count within rounding; the exported ONNX file
+# must pass ONNX's checker and give `predict`'s logits in onnxruntime within 1e-4, for the Fashion-MNIST model
+# and a residual model; another model's checkpoint, a damaged one and data of the wrong shape are clear errors.
+# Usage: use_trained_model.sh RINGTRAIN SOURCE_DIR DATA_DIR
+set -euo pipefail
+bin=$1 src=$2 data=$3
+source "$src/tests/support/fashion_mnist_data.sh"
+prepare_fashion_mnist "$bin" "$data"
+onnx_python=$src/.venv-onnx/bin/python3
+[ -x "$onnx_python" ] || { echo "FAIL: $onnx_python is missing: run scripts/install_deps.sh"; exit 1; }
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+fm=(--set data.train="$data/fmnist/train" --set data.test="$data/fmnist/test")
+fail() { echo "FAIL: $*"; exit 1; }
+
+# ---- train the Fashion-MNIST model briefly on 2 ranks, then evaluate its last checkpoint
+mpirun -np 2 --oversubscribe "$bin" train "$src/jobs/fashion_mnist.toml" "${fm[@]}" --set run.dir="$work/fm" \
+  --set train.epochs=2 --set train.max_steps_per_epoch=20 --set run.progress_every_s=60 >"$work/train.log"
+mpirun -np 2 --oversubscribe "$bin" evaluate "$src/jobs/fashion_mnist.toml" "${fm[@]}" --set run.dir="$work/fm" \
+  --out "$work/eval2.json" | tee "$work/eval2.log"
+"$bin" evaluate "$src/jobs/fashion_mnist.toml" "${fm[@]}" --set run.dir="$work/fm" --out "$work/eval1.json" >/dev/null
+python3 - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+last = [json.loads(l) for l in open(f"{work}/fm/metrics.jsonl") if '"kind":"epoch"' in l][-1]
+two, one = json.load(open(f"{work}/eval2.json")), json.load(open(f"{work}/eval1.json"))
+assert two["loss"] == last["test_loss"] and two["accuracy"] == last["test_acc"], (two["loss"], two["accuracy"], last)
+assert abs(one["loss"] - last["test_loss"]) < 1e-9 and abs(one["accuracy"] - last["test_acc"]) <= 1e-3, (one, last)
+assert two["samples"] == 10000 and len(two["confusion_matrix"]) == 10 and len(two["per_class"]) == 10, two.keys()
+assert sum(map(sum, two["confusion_matrix"])) == 10000
+assert two["accuracy"] <= two["top5_accuracy"] <= 1
+print(f"ok   evaluate: loss {two['loss']!r} accuracy {two['accuracy']} on 2 ranks = the run's last epoch; "
+      f"1 rank: loss {one['loss']!r}")
+PY
+grep -q "^confusion matrix" "$work/eval2.log" || fail "evaluate printed no confusion matrix"
+
+# ---- predict and export; onnxruntime must agree with predict
+check_export() {  # CHECKPOINT NAME
+  "$bin" predict --checkpoint "$1" --logits --top 3 "$data/fmnist/test" >"$work/$2.jsonl"
+  "$bin" export --checkpoint "$1" --onnx "$work/$2.onnx"
+  "$onnx_python" "$src/tests/e2e/check_onnx.py" "$work/$2.onnx" "$data/fmnist/test" "$work/$2.jsonl"
+}
+fm_ckpt=$(ls "$work"/fm/checkpoints/ckpt-s*.h5 | tail -1)
+check_export "$fm_ckpt" fm
+"$bin" train "$src/tests/e2e/residual_model.toml" "${fm[@]}" --set run.dir="$work/res" >"$work/res.log"
+res_ckpt=$(ls "$work"/res/checkpoints/ckpt-s*.h5 | tail -1)
+check_export "$res_ckpt" residual
+
+# ---- clear errors: another model's checkpoint, a damaged checkpoint, data of another shape
+expect() {  # EXIT_CODE TEXT COMMAND...
+  local code=$1 text=$2; shift 2
+  set +e; "$@" >"$work/out" 2>&1; local rc=$?; set -e
+  [ "$rc" = "$code" ] && grep -qF -- "$text" "$work/out" || { cat "$work/out"; fail "wanted exit $code and '$text' from: $*"; }
+  echo "ok   exit $rc: $(grep -F -- "$text" "$work/out" | head -1 | cut -c1-150)"
+}
+expect 5 "belongs to another model" "$bin" evaluate "$src/jobs/fashion_mnist.toml" "${fm[@]}" \
+  --set run.dir="$work/fm" --checkpoint "$res_ckpt"
+head -c 4096 "$fm_ckpt" >"$work/damaged.h5"
+expect 5 "cannot be used" "$bin" export --checkpoint "$work/damaged.h5" --onnx "$work/x.onnx"
+"$bin" prepare synthetic --shape 3,8,8 --classes 10 --samples 64 --shards 1 --out "$work/rgb" >/dev/null
+expect 5 "belongs to another model" "$bin" predict --checkpoint "$fm_ckpt" "$work/rgb/test"
+[ ! -e "$work/x.onnx" ] || fail "a failed export left $work/x.onnx"
+echo "PASS"
