@@ -33,7 +33,7 @@ nlohmann::ordered_json result_json(const train::RunContext& run, const train::Re
                            {"optimizer_steps", restored.position.global_step},
                            {"split", part.split.dir.string()},
                            {"ranks", run.ranks()},
-                           {"samples", totals.samples},
+                           {"samples", static_cast<int64_t>(totals.samples)},
                            {"loss", totals.mean_loss()},
                            {"accuracy", totals.accuracy()},
                            {"top5_accuracy", tally.classes() >= 5 ? nlohmann::ordered_json(tally.top5_accuracy())
@@ -77,7 +77,9 @@ int evaluate(const train::RunContext& run, const EvaluateOptions& options) {
   run.world.all_succeed([&] {
     if (run.root() && !options.out.empty()) write_json(options.out, result_json(run, restored, part, totals, tally));
   });
-  if (!options.out.empty()) run.say(fmt::format("written: {}", options.out.string()));
+  if (!options.out.empty())
+    run.say(fmt::format("written: {} (a PNG of the confusion matrix: python3 scripts/plot_confusion.py {})",
+                        options.out.string(), options.out.string()));
   return 0;
 }
 

@@ -34,6 +34,8 @@ print(f"ok   evaluate: loss {two['loss']!r} accuracy {two['accuracy']} on 2 rank
       f"1 rank: loss {one['loss']!r}")
 PY
 grep -q "^confusion matrix" "$work/eval2.log" || fail "evaluate printed no confusion matrix"
+/usr/bin/python3 "$src/scripts/plot_confusion.py" "$work/eval2.json" "$work/confusion.png"
+[ -s "$work/confusion.png" ] || fail "plot_confusion.py drew no PNG"
 
 # ---- predict and export; onnxruntime must agree with predict
 check_export() {  # CHECKPOINT NAME
