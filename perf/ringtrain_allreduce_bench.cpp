@@ -3,8 +3,9 @@
 // reducer over dist.bucket_mb buckets, under ringtrain's Open MPI defaults; `nccl` the GPU path's NCCL reducer, the
 // node's ranks sharing its GPUs as emulated hosts where there are fewer GPUs than ranks), or with one plain blocking
 // MPI_Allreduce for comparison; timed as the slowest rank's time per reduction, to the end of the reduction on the
-// device. Prints one JSON line on rank 0.   mpirun -np 2 ringtrain-allreduce-bench --mib 16 --iters 5 [--reducer
-// nonblocking|thread|blocking|nccl]                                          [--bucket-mb 1]
+// device; `--wire bf16` sends bf16 copies (dist.allreduce_dtype). Prints one JSON line on rank 0.
+//   mpirun -np 2 ringtrain-allreduce-bench --mib 16 --iters 5 [--reducer nonblocking|thread|blocking|nccl]
+//                                          [--bucket-mb 1] [--wire fp32|bf16]
 #include <mpi.h>
 
 #include <algorithm>
@@ -31,6 +32,10 @@ struct Options {
   int iters = 5;
   std::string reducer = "nonblocking";
   double bucket_mb = 1;  // ringtrain's default dist.bucket_mb
+  std::string wire = "fp32";  // dist.allreduce_dtype
+  ringtrain::config::WireFormat wire_format() const {
+    return wire == "bf16" ? ringtrain::config::WireFormat::bf16 : ringtrain::config::WireFormat::fp32;
+  }
 };
 
 Options parse(int argc, char** argv) {
@@ -44,12 +49,15 @@ Options parse(int argc, char** argv) {
       opt.reducer = argv[i + 1];
     else if (std::strcmp(argv[i], "--bucket-mb") == 0)
       opt.bucket_mb = std::atof(argv[i + 1]);
+    else if (std::strcmp(argv[i], "--wire") == 0)
+      opt.wire = argv[i + 1];
   }
   if (opt.mib <= 0 || opt.iters <= 0 || opt.bucket_mb <= 0 ||
-      (opt.reducer != "nonblocking" && opt.reducer != "thread" && opt.reducer != "blocking" && opt.reducer != "nccl"))
+      (opt.reducer != "nonblocking" && opt.reducer != "thread" && opt.reducer != "blocking" && opt.reducer != "nccl") ||
+      (opt.wire != "fp32" && opt.wire != "bf16") || (opt.wire == "bf16" && opt.reducer == "blocking"))
     throw ringtrain::UsageError(
         "usage: ringtrain-allreduce-bench [--mib MiB>0] [--iters N>0] [--reducer nonblocking|thread|blocking|nccl] "
-        "[--bucket-mb MiB>0]");
+        "[--bucket-mb MiB>0] [--wire fp32|bf16 (not with blocking)]");
   return opt;
 }
 
@@ -68,11 +76,11 @@ class Reduction {
       job.gpu.share_device = true;
       gpu_ = ringtrain::backend::gpu::open_backend(job, world.local_rank(), world.local_size(), world.host());
       device_grad_ = gpu_->allocate(static_cast<size_t>(floats) * sizeof(float));
-      reducer_ = ringtrain::backend::gpu::open_reducer(*gpu_, comm_, 120);
+      reducer_ = ringtrain::backend::gpu::open_reducer(*gpu_, comm_, 120, opt.wire_format());
     } else if (opt.reducer == "thread") {
-      reducer_ = std::make_unique<ringtrain::dist::ThreadGradientReducer>(comm_);
+      reducer_ = std::make_unique<ringtrain::dist::ThreadGradientReducer>(comm_, opt.wire_format());
     } else {
-      reducer_ = std::make_unique<ringtrain::dist::MpiGradientReducer>(comm_);
+      reducer_ = std::make_unique<ringtrain::dist::MpiGradientReducer>(comm_, opt.wire_format());
     }
   }
   // Puts `grad` where the reduction reads it (not timed).
@@ -137,9 +145,10 @@ int main(int argc, char** argv) {
     double mean = 0;
     for (double t : times) mean += t / static_cast<double>(times.size());
     if (world.is_root())
-      std::printf("{\"ranks\": %d, \"bytes\": %lld, \"reducer\": \"%s\", \"buckets\": %d, \"iters\": %d, "
-                  "\"best_s\": %.6f, \"median_s\": %.6f, \"mean_s\": %.6f}\n",
-                  world.size(), static_cast<long long>(count) * 4, opt.reducer.c_str(), reduction.bucket_count(),
+      std::printf("{\"ranks\": %d, \"bytes\": %lld, \"reducer\": \"%s\", \"wire\": \"%s\", \"buckets\": %d, "
+                  "\"iters\": %d, \"best_s\": %.6f, \"median_s\": %.6f, \"mean_s\": %.6f}\n",
+                  world.size(), static_cast<long long>(count) * 4, opt.reducer.c_str(), opt.wire.c_str(),
+                  reduction.bucket_count(),
                   opt.iters, times.front(), times[times.size() / 2], mean);
     return 0;
   } catch (const std::exception& e) {

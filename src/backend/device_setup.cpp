@@ -44,15 +44,16 @@ DeviceSetup open_device(const config::JobConfig& job, dist::World& world) {
       device.backend = gpu::open_backend(job, world.local_rank(), world.local_size(), world.host());
     });
     world.all_succeed([&] {
-      device.reducer = gpu::open_reducer(*device.backend, world.comm(), job.run.collective_timeout_s);
+      device.reducer = gpu::open_reducer(*device.backend, world.comm(), job.run.collective_timeout_s,
+                                         job.dist.allreduce_dtype);
     });
     return device;
   }
   device.backend = std::make_unique<CpuBackend>(job.run.threads > 0 ? job.run.threads : default_threads(world));
   if (job.dist.reducer == config::CpuReducer::thread)
-    device.reducer = std::make_unique<dist::ThreadGradientReducer>(world.comm());
+    device.reducer = std::make_unique<dist::ThreadGradientReducer>(world.comm(), job.dist.allreduce_dtype);
   else
-    device.reducer = std::make_unique<dist::MpiGradientReducer>(world.comm());
+    device.reducer = std::make_unique<dist::MpiGradientReducer>(world.comm(), job.dist.allreduce_dtype);
   return device;
 }
 

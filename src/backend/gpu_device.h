@@ -24,6 +24,7 @@ std::vector<std::pair<std::string, std::string>> library_versions();
 std::unique_ptr<model::Backend> open_backend(const config::JobConfig& job, int local_rank, int local_size,
                                              const std::string& host);
 // The gradient all-reduce between the ranks of `comm` on `backend` (made by open_backend); collective.
-std::unique_ptr<dist::GradientReducer> open_reducer(model::Backend& backend, MPI_Comm comm, double timeout_s);
+std::unique_ptr<dist::GradientReducer> open_reducer(model::Backend& backend, MPI_Comm comm, double timeout_s,
+                                                   config::WireFormat wire);
 
 }  // namespace ringtrain::backend::gpu

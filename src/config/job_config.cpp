@@ -85,6 +85,9 @@ const std::vector<KeyRule> kKeys = {
     {"dist", "reducer", Kind::string, std::string("nonblocking"),
      "CPU path: nonblocking (MPI_Iallreduce, progressed between layers of backward) | thread (blocking "
      "MPI_Allreduce on a communication thread); the GPU path always uses NCCL on its own stream"},
+    {"dist", "allreduce_dtype", Kind::string, std::string("fp32"),
+     "fp32 | bf16: what the gradient all-reduce sends; bf16 halves the bytes, each partial sum rounded to bf16 "
+     "(8-bit mantissa); the update stays fp32"},
     {"gpu", "conv_algorithms", Kind::string, std::string("heuristic"),
      "heuristic | measure: cuDNN's ranking, or time the candidates once per shape (faster, less reproducible)"},
     {"gpu", "deterministic", Kind::boolean, true,
@@ -501,6 +504,8 @@ JobConfig parse_job(std::string_view toml_text, const std::filesystem::path& fil
   c.dist.bucket_mb = r.number("dist", "bucket_mb", 0.001, 4096);
   c.dist.reducer = r.choice<CpuReducer>("dist", "reducer",
                                         {{"nonblocking", CpuReducer::nonblocking}, {"thread", CpuReducer::thread}});
+  c.dist.allreduce_dtype =
+      r.choice<WireFormat>("dist", "allreduce_dtype", {{"fp32", WireFormat::fp32}, {"bf16", WireFormat::bf16}});
   c.gpu.measure_algorithms = r.choice<bool>("gpu", "conv_algorithms", {{"heuristic", false}, {"measure", true}});
   c.gpu.deterministic = r.boolean("gpu", "deterministic");
   c.gpu.workspace_mb = r.number("gpu", "workspace_mb", 0.0, 1e6);

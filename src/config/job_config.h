@@ -15,6 +15,7 @@ enum class DeviceChoice { auto_detect, cpu, cuda };
 enum class Precision { fp32, tf32, bf16 };
 enum class LrSchedule { cosine, constant };
 enum class CpuReducer { nonblocking, thread };  // MPI_Iallreduce polled from backward | a communication thread
+enum class WireFormat { fp32, bf16 };           // what a gradient all-reduce sends (dist.allreduce_dtype)
 
 struct JobConfig {
   std::filesystem::path source;  // the job file as given
@@ -71,6 +72,7 @@ struct JobConfig {
   struct Dist {
     double bucket_mb = 1;
     CpuReducer reducer = CpuReducer::nonblocking;
+    WireFormat allreduce_dtype = WireFormat::fp32;
   } dist;
 
   struct Gpu {

@@ -9,7 +9,7 @@
 
 namespace ringtrain::dist {
 
-MpiGradientReducer::MpiGradientReducer(MPI_Comm comm) : comm_(comm) { MPI_CHECK(MPI_Comm_size(comm_, &ranks_)); }
+MpiGradientReducer::MpiGradientReducer(MPI_Comm comm, WireFormat wire) : comm_(comm), wire_(wire) { MPI_CHECK(MPI_Comm_size(comm_, &ranks_)); }
 
 MpiGradientReducer::~MpiGradientReducer() {
   // Only reached with requests outstanding when unwinding from an error; the job is being aborted then.
@@ -21,9 +21,10 @@ void MpiGradientReducer::launch(float* grads, const Bucket& bucket) {
   if (ranks_ == 1) return;
   if (bucket.count > INT_MAX) throw Error(ExitCode::internal, "gradient bucket larger than 2^31 floats");
   MPI_Request request = MPI_REQUEST_NULL;
-  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, grads + bucket.begin, static_cast<int>(bucket.count), MPI_FLOAT, MPI_SUM,
-                           comm_, &request));
+  const MpiWire::Message m = wire_.outgoing(grads + bucket.begin, bucket.count, requests_.size());
+  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, m.data, m.count, m.type, m.op, comm_, &request));
   const double now = util::now_s();
+  targets_.push_back(grads + bucket.begin);
   spans_.push_back({static_cast<int>(spans_.size()), bucket.count, now, 0});
   requests_.push_back(request);
 }
@@ -31,7 +32,11 @@ void MpiGradientReducer::launch(float* grads, const Bucket& bucket) {
 // A reduction's end is when MPI reports it done to us: progress() polls between layers of backward, so an
 // overlapped bucket's end is accurate to one layer's compute.
 void MpiGradientReducer::stamp(int done, double now) {
-  for (int i = 0; i < done; ++i) spans_[static_cast<size_t>(done_indices_[static_cast<size_t>(i)])].end_s = now;
+  for (int i = 0; i < done; ++i) {
+    const auto index = static_cast<size_t>(done_indices_[static_cast<size_t>(i)]);
+    spans_[index].end_s = now;
+    wire_.arrived(targets_[index], spans_[index].floats, index);
+  }
 }
 
 void MpiGradientReducer::progress() {
@@ -58,6 +63,7 @@ void MpiGradientReducer::wait_all() {
     stamp(done, util::now_s());
   }
   requests_.clear();
+  targets_.clear();
   finished_.swap(spans_);
   spans_.clear();
   unsettled_.push_back(finished_);

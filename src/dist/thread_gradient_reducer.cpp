@@ -9,7 +9,7 @@
 
 namespace ringtrain::dist {
 
-ThreadGradientReducer::ThreadGradientReducer(MPI_Comm comm) {
+ThreadGradientReducer::ThreadGradientReducer(MPI_Comm comm, WireFormat wire) : wire_(wire) {
   MPI_CHECK(MPI_Comm_dup(comm, &comm_));
   MPI_CHECK(MPI_Comm_size(comm_, &ranks_));
   thread_ = std::thread([this] { run(); });
@@ -51,7 +51,9 @@ void ThreadGradientReducer::run() {
     queue_.pop_front();
     lock.unlock();
     try {
-      MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, work.data, static_cast<int>(work.span.floats), MPI_FLOAT, MPI_SUM, comm_));
+      const MpiWire::Message m = wire_.outgoing(work.data, work.span.floats, 0);  // one bucket at a time
+      MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, m.data, m.count, m.type, m.op, comm_));
+      wire_.arrived(work.data, work.span.floats, 0);
     } catch (...) {
       lock.lock();
       error_ = std::current_exception();

@@ -14,12 +14,14 @@
 #include <vector>
 
 #include "dist/gradient_reducer.h"
+#include "dist/wire_format.h"
 
 namespace ringtrain::dist {
 
 class ThreadGradientReducer final : public GradientReducer {
  public:
-  explicit ThreadGradientReducer(MPI_Comm comm);  // collective over comm (MPI_Comm_dup)
+  // Collective over comm (MPI_Comm_dup).
+  explicit ThreadGradientReducer(MPI_Comm comm, WireFormat wire = WireFormat::fp32);
   ~ThreadGradientReducer() override;
   ThreadGradientReducer(const ThreadGradientReducer&) = delete;
   ThreadGradientReducer& operator=(const ThreadGradientReducer&) = delete;
@@ -40,6 +42,7 @@ class ThreadGradientReducer final : public GradientReducer {
   void run();
 
   MPI_Comm comm_ = MPI_COMM_NULL;
+  MpiWire wire_;  // used by the communication thread only
   int ranks_ = 1;
   std::mutex mutex_;
   std::condition_variable work_cv_, done_cv_;

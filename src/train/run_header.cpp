@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "dist/open_mpi_defaults.h"
+#include "dist/wire_format.h"
 
 namespace ringtrain::train {
 namespace {
@@ -66,6 +67,7 @@ nlohmann::ordered_json job_record(const RunContext& run, const RunSetup& setup, 
           {"train_flops_per_sample", setup.net.train_flops_per_sample()},
           {"backend", run.backend.description()},
           {"open_mpi_settings", dist::open_mpi_defaults_summary()},
+          {"allreduce_dtype", dist::wire_format_name(run.job.dist.allreduce_dtype)},
           {"resumed_from", setup.start.resumed_from},
           {"run_id", run_id}};
 }

@@ -105,8 +105,10 @@ void TrainingLoop::say_setup() {
                        "activations, batches)",
                        net_.memory_plan().summary(), static_cast<double>(run_.backend.bytes_allocated()) / (1 << 20),
                        run_.backend.name()));
-  run_.say(fmt::format("gradients: {} floats in {} bucket{} of <= {} MiB, reduced with {}", net_.param_count(),
-                       buckets, buckets == 1 ? "" : "s", run_.job.dist.bucket_mb, sync_.reducer().name()));
+  const bool bf16_wire = run_.job.dist.allreduce_dtype == config::WireFormat::bf16;
+  run_.say(fmt::format("gradients: {} floats in {} bucket{} of <= {} MiB, reduced with {}{}", net_.param_count(),
+                       buckets, buckets == 1 ? "" : "s", run_.job.dist.bucket_mb, sync_.reducer().name(),
+                       bf16_wire ? " in bf16 (dist.allreduce_dtype: half the bytes, partial sums rounded to bf16)" : ""));
   if (run_.ranks() > 1 && std::string_view(sync_.reducer().name()) == "MPI_Iallreduce")
     run_.say(fmt::format("MPI_Iallreduce: {}", dist::open_mpi_defaults_summary()));
   // One sampler per node (its first rank) watches every GPU there; rank 0's file is gpu.jsonl.

@@ -72,12 +72,13 @@ ok() { echo "ok   $*"; }
 seen=$(mpi sh -c 'ip -4 -br addr show | grep -o "^rth[^ @]*"' 2>"$scratch/placement.err" | sort -u | tee "$scratch/placement" | wc -l)
 [ "$seen" = "$nodes" ] && ok "one rank in each of $nodes namespaces" || fail "placement: $seen distinct host interfaces: $(tr "\n" " " <"$scratch/placement") $(tail -3 "$scratch/placement.err")"
 
-train() {  # train NAME: the Fashion-MNIST job on the N hosts, one epoch of $train_steps steps
+train() {  # train NAME [--set ...]: the Fashion-MNIST job on the N hosts, one epoch of $train_steps steps
+  local name=$1; shift
   mpi "$RINGTRAIN" train "$src/jobs/fashion_mnist.toml" --set data.train="$scratch/data/train" \
     --set data.test="$scratch/data/test" --set train.epochs=1 --set train.max_steps_per_epoch="$train_steps" \
-    --set run.threads=1 --set run.progress_every_s=1000 --set run.dir="$scratch/$1" >"$scratch/$1.log" 2>&1 \
-    || fail "$1 training: $(tail -5 "$scratch/$1.log")"
-  grep "^epoch 1/1:" "$scratch/$1.log" | sed "s/^/$1: /"
+    --set run.threads=1 --set run.progress_every_s=1000 --set run.dir="$scratch/$name" "$@" >"$scratch/$name.log" 2>&1 \
+    || fail "$name training: $(tail -5 "$scratch/$name.log")"
+  grep "^epoch 1/1:" "$scratch/$name.log" | sed "s/^/$name: /"
 }
 if [ "$train_steps" -gt 0 ]; then
   "${RINGTRAIN:?set RINGTRAIN to the ringtrain binary}" prepare synthetic --shape 1,28,28 --classes 10 \
@@ -95,7 +96,10 @@ echo "rate limit on every host's sending side: $(ip netns exec "${hosts[0]}" tc 
 mpi "$bench" --mib 8 --iters 3 >"$scratch/ring.json" 2>"$scratch/ring.err" || fail "ring benchmark: $(tail -3 "$scratch/ring.err")"
 mpi -x OMPI_MCA_coll_libnbc_iallreduce_algorithm=0 "$bench" --mib 8 --iters 3 >"$scratch/tree.json" \
   2>"$scratch/tree.err" || fail "Open MPI's choice benchmark: $(tail -3 "$scratch/tree.err")"
-[ "$train_steps" -gt 0 ] && train limited
+mpi "$bench" --mib 8 --iters 3 --wire bf16 >"$scratch/ring-bf16.json" 2>"$scratch/ring-bf16.err" \
+  || fail "ring benchmark, bf16 wire: $(tail -3 "$scratch/ring-bf16.err")"
+[ "$train_steps" -gt 0 ] && train limited && train limited-bf16 --set dist.allreduce_dtype=bf16
+echo "ring, bf16 on the wire (dist.allreduce_dtype = \"bf16\"): $(cat "$scratch/ring-bf16.json")"
 echo "ring (ringtrain's default): $(cat "$scratch/ring.json")"
 echo "Open MPI's own choice:      $(cat "$scratch/tree.json")"
 
@@ -113,6 +117,8 @@ print(f"{'ok  ' if abs(err) <= tol else 'FAIL'} ring all-reduce of {ring['bytes'
       f"{rate:g} Mb/s: measured {ring['median_s'] * 1e3:.1f} ms, model 2(N-1)/N*S/B {model * 1e3:.1f} ms, error "
       f"{err * 100:+.1f} % (tolerance {tol * 100:.0f} %)")
 print(f"     Open MPI's own choice: {tree['median_s'] * 1e3:.1f} ms ({tree['median_s'] / ring['median_s']:.2f}x the ring)")
+bf16 = json.load(open(f"{scratch}/ring-bf16.json"))
+print(f"     bf16 on the wire: {bf16['median_s'] * 1e3:.1f} ms ({ring['median_s'] / bf16['median_s']:.2f}x faster than fp32)")
 import os
 if os.path.exists(f"{scratch}/limited/metrics.jsonl"):
     bare = sm.workload_from_metrics(f"{scratch}/bare/metrics.jsonl")
@@ -124,6 +130,10 @@ if os.path.exists(f"{scratch}/limited/metrics.jsonl"):
           f"{bare.gradient_bytes / 1e6:.1f} MB at the nominal rate, overlap 0), error "
           f"{(measured / p['step_s'] - 1) * 100:+.1f} %; exposed all-reduce measured "
           f"{epoch['allreduce_s'] / epoch['steps'] * 1e3:.1f} ms, model {p['exposed_s'] * 1e3:.1f} ms")
+    half = [json.loads(l) for l in open(f"{scratch}/limited-bf16/metrics.jsonl") if '"epoch"' in l][-1]
+    print(f"     training under the limit, bf16 on the wire: {half['epoch_train_s'] / half['steps'] * 1e3:.1f} ms per step "
+          f"({measured / (half['epoch_train_s'] / half['steps']):.2f}x faster than fp32), exposed all-reduce "
+          f"{half['allreduce_s'] / half['steps'] * 1e3:.1f} ms, test accuracy {half['test_acc']:.4f} (fp32: {epoch['test_acc']:.4f})")
 sys.exit(0 if abs(err) <= tol else 1)
 PY
 echo "$failures failure(s)"

@@ -23,8 +23,9 @@ std::unique_ptr<model::Backend> open_backend(const config::JobConfig& job, int l
   return std::make_unique<CudaBackend>(local_rank, local_size, host, options);
 }
 
-std::unique_ptr<dist::GradientReducer> open_reducer(model::Backend& backend, MPI_Comm comm, double timeout_s) {
-  return std::make_unique<NcclGradientReducer>(comm, dynamic_cast<CudaBackend&>(backend), timeout_s);
+std::unique_ptr<dist::GradientReducer> open_reducer(model::Backend& backend, MPI_Comm comm, double timeout_s,
+                                                   config::WireFormat wire) {
+  return std::make_unique<NcclGradientReducer>(comm, dynamic_cast<CudaBackend&>(backend), timeout_s, wire);
 }
 
 }  // namespace ringtrain::backend::gpu

@@ -20,6 +20,7 @@
 #include "backend/cuda/cuda_handles.h"
 #include "common/error.h"
 #include "common/process_label.h"
+#include "kernels/cuda/cast.h"
 #include "kernels/cuda/cuda_check.h"
 #include "util/clock.h"
 
@@ -95,6 +96,18 @@ struct NcclGradientReducer::Impl {
   CudaEvent order;              // compute -> comm ordering for broadcast
   double exposed_s = 0;
   std::vector<dist::BucketSpan> spans;  // the last settled round's buckets
+  config::WireFormat wire = config::WireFormat::fp32;
+  model::DeviceBuffer wire_buffer;  // bf16 copies of the gradients, at their offsets in the flat buffer
+
+  // Where a bucket's bf16 copy goes. Buckets are cut from the end of the flat buffer, so the first one launched
+  // reaches its end: the buffer is made then, once, as large as every later bucket needs.
+  uint16_t* wire_copy(const dist::Bucket& bucket) {
+    const auto end = static_cast<size_t>(bucket.begin + bucket.count);
+    if (!wire_buffer) wire_buffer = backend.allocate(end * sizeof(uint16_t));
+    if (end * sizeof(uint16_t) > wire_buffer.bytes())
+      throw Error(ExitCode::internal, "a gradient bucket reaches past the first one launched");
+    return wire_buffer.as<uint16_t>() + bucket.begin;
+  }
 
   Round new_round() {
     if (!spare.empty()) {
@@ -192,9 +205,11 @@ struct NcclGradientReducer::Impl {
 
 #define RT_NCCL_SETTLE(call, what) impl_->settle((call), #call, __FILE__, __LINE__, (what))
 
-NcclGradientReducer::NcclGradientReducer(MPI_Comm comm, CudaBackend& backend, double collective_timeout_s)
+NcclGradientReducer::NcclGradientReducer(MPI_Comm comm, CudaBackend& backend, double collective_timeout_s,
+                                         config::WireFormat wire)
     : impl_(std::make_unique<Impl>(backend)) {
   Impl& s = *impl_;
+  s.wire = wire;
   s.compute = backend.stream();
   s.timeout_s = collective_timeout_s;
   RT_MPI_CALL(MPI_Comm_rank(comm, &s.rank));
@@ -283,8 +298,17 @@ void NcclGradientReducer::launch(float* grads, const dist::Bucket& bucket) {
   CUDA_CHECK(cudaEventRecord(l.ready, s.compute));
   CUDA_CHECK(cudaStreamWaitEvent(s.stream, l.ready, 0));
   float* p = grads + bucket.begin;
-  RT_NCCL_SETTLE(ncclAllReduce(p, p, static_cast<size_t>(bucket.count), ncclFloat, ncclSum, s.nccl, s.stream),
-                 fmt::format("queueing the all-reduce of gradient bucket {} ({})", r.launched, size_text(bucket.count)));
+  const std::string what =
+      fmt::format("queueing the all-reduce of gradient bucket {} ({})", r.launched, size_text(bucket.count));
+  if (s.wire == config::WireFormat::bf16) {
+    uint16_t* w = s.wire_copy(bucket);
+    kernels::cuda::float_to_bf16(bucket.count, p, w, s.stream);
+    RT_NCCL_SETTLE(ncclAllReduce(w, w, static_cast<size_t>(bucket.count), ncclBfloat16, ncclSum, s.nccl, s.stream),
+                   what);
+    kernels::cuda::bf16_to_float(bucket.count, w, p, s.stream);
+  } else {
+    RT_NCCL_SETTLE(ncclAllReduce(p, p, static_cast<size_t>(bucket.count), ncclFloat, ncclSum, s.nccl, s.stream), what);
+  }
   CUDA_CHECK(cudaEventRecord(l.done, s.stream));
   ++r.launched;
 }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "config/job_config.h"
 #include "dist/gradient_reducer.h"
 #include "kernels/cuda/stream.h"
 
@@ -30,7 +31,9 @@ class NcclGradientReducer final : public dist::GradientReducer {
   // With backend.shares_device() (gpu.share_device, tests only), ranks on one GPU are allowed: each sets
   // NCCL_HOSTID to emulated_host_id() before NCCL starts (unless the user set one), so NCCL treats it as a host of
   // its own and connects the ranks through its network transport.
-  NcclGradientReducer(MPI_Comm comm, CudaBackend& backend, double collective_timeout_s = 300);
+  // `wire`: bf16 sends each bucket as its bf16 copy (cast on the communication stream) and sums in bf16.
+  NcclGradientReducer(MPI_Comm comm, CudaBackend& backend, double collective_timeout_s = 300,
+                      config::WireFormat wire = config::WireFormat::fp32);
   ~NcclGradientReducer() override;
   NcclGradientReducer(const NcclGradientReducer&) = delete;
   NcclGradientReducer& operator=(const NcclGradientReducer&) = delete;

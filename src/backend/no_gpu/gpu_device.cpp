@@ -22,6 +22,8 @@ std::vector<std::pair<std::string, std::string>> library_versions() {
   return {{"CUDA", "not built (RINGTRAIN_CUDA=OFF or toolkit not found)"}};
 }
 std::unique_ptr<model::Backend> open_backend(const config::JobConfig&, int, int, const std::string&) { not_built(); }
-std::unique_ptr<dist::GradientReducer> open_reducer(model::Backend&, MPI_Comm, double) { not_built(); }
+std::unique_ptr<dist::GradientReducer> open_reducer(model::Backend&, MPI_Comm, double, config::WireFormat) {
+  not_built();
+}
 
 }  // namespace ringtrain::backend::gpu
