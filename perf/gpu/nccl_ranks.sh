@@ -8,7 +8,7 @@
 #      line, and perf/trace_overlap.py's account of the bucket reductions against backward;
 #   3. a rank stopped with SIGSTOP under run.collective_timeout_s = 5: the job ends within the timeout and a few
 #      seconds, naming the rank; a rank killed with SIGKILL: the job ends;
-#   4. ringtrain-allreduce-bench, NCCL against ringtrain's MPI reducer, 2 ranks, 1 to 64 MiB.
+#   4. ringtrain-allreduce-bench, NCCL against ringtrain's MPI reducer, fp32 and bf16 on the wire, 2 ranks, 1 to 64 MiB.
 # DEVICE=cpu runs the same flow on the CPU twin and MPI (a dry run of the script where no GPU is lent).
 # Expects the layout of ../shared/gpu/README.md: binaries in $BIN (.gpurt/bin: ringtrain, test_equivalence,
 # ringtrain-allreduce-bench), the Open MPI + HDF5 runtime in .gpurt (env.sh).
@@ -112,13 +112,17 @@ check "a rank killed with SIGKILL: the job ends non-zero within 15 s" \
 # 4. NCCL against MPI, 2 ranks.
 for mib in 1 16 64; do
   for r in "$reducer" nonblocking; do
-    mpi 2 "$bin/ringtrain-allreduce-bench" --mib "$mib" --iters 10 --reducer "$r" >>"$out/allreduce.jsonl" 2>>"$out/allreduce.log"
+    for wire in fp32 bf16; do
+      mpi 2 "$bin/ringtrain-allreduce-bench" --mib "$mib" --iters 10 --reducer "$r" --wire "$wire" \
+        >>"$out/allreduce.jsonl" 2>>"$out/allreduce.log"
+    done
   done
 done
 note "all-reduce, 2 ranks: $(python3 - "$out/allreduce.jsonl" <<'PY' 2>&1
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-print("; ".join("{} {} MiB: {:.2f} ms".format(r["reducer"], r["bytes"] >> 20, r["median_s"] * 1e3) for r in rows))
+print("; ".join("{} {} {} MiB: {:.2f} ms".format(r["reducer"], r.get("wire", "fp32"), r["bytes"] >> 20, r["median_s"] * 1e3)
+                for r in rows))
 PY
 )"
 
