@@ -52,9 +52,10 @@ io::CheckpointData read_checked(const RunContext& run, const model::Network& net
                                       "resume that run from its own run.dir, or move the checkpoint out of '{}'",
                                       path.string(), c.run_id, run.job.run.dir.string(), recorded, dir.string()));
   if (const std::string why = layout_mismatch(c, net); !why.empty())
-    throw CheckpointError(fmt::format("checkpoint '{}' belongs to another model: {}; resume with the job file it was "
-                                      "written by, or use another run.dir",
-                                      path.string(), why));
+    throw CheckpointError(fmt::format("checkpoint '{}' belongs to another model: {}; {}", path.string(), why,
+                                      run.resume ? "resume with the job file it was written by, or use another run.dir"
+                                                 : "use the job file and the data (sample shape, classes) it was "
+                                                   "trained with"));
   return c;
 }
 
