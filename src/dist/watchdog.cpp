@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "common/process_label.h"
+#include "dist/end_job.h"
 #include "dist/mpi_check.h"
 #include "util/clock.h"
 
@@ -26,6 +27,10 @@ constexpr auto kTick = std::chrono::milliseconds(100);
 constexpr double kTermGraceS = 5.0;
 // What a rank may spend writing its last words (the trace) before the job is ended anyway.
 constexpr double kLastWordsS = 2.0;
+// The watchdog's own thread ticks every kTick unless an MPI call of its own (a heartbeat) has not returned: MPI
+// itself is then wedged (seen under srun after a peer was killed: Open MPI's error path waiting on PMIx), and
+// the MPI-free guard ends the rank once it has been stuck this long past SIGTERM's grace or the timeout.
+constexpr double kStuckS = 5.0;
 
 }  // namespace
 
@@ -40,12 +45,36 @@ Watchdog::Watchdog(MPI_Comm world, double timeout_s, int exit_code) : exit_code_
   heartbeats_ = provided == MPI_THREAD_MULTIPLE && size_ > 1;
   if (heartbeats_) MPI_CHECK(MPI_Comm_dup(world, &comm_));
   if (rank_ == 0) peers_.resize(static_cast<size_t>(size_));
+  last_tick_s_ = util::now_s();
   thread_ = std::thread([this] { loop(); });
+  guard_ = std::thread([this] { guard(); });
 }
 
 Watchdog::~Watchdog() {
   stop_ = true;
+  if (guard_.joinable()) guard_.join();
   if (thread_.joinable()) thread_.join();
+}
+
+// MPI-free: ends the rank when the watchdog's thread is stuck inside MPI and cannot do it itself.
+void Watchdog::guard() {
+  double terminating_since = -1;
+  while (!stop_) {
+    std::this_thread::sleep_for(kTick);
+    const double now = util::now_s(), stuck = now - last_tick_s_.load();
+    if (auto* terminating = terminating_.load(); terminating && terminating_since < 0 && terminating())
+      terminating_since = now;
+    const bool past_sigterm = terminating_since >= 0 && now - terminating_since > kTermGraceS + kStuckS;
+    const bool past_timeout = waiting_ && now - entered_at_.load() > timeout_s_ + kStuckS;
+    if (stuck < kStuckS || !(past_sigterm || past_timeout)) continue;
+    std::fprintf(stderr,
+                 "ringtrain: %s (exit %d) [%s]:\n  %s while '%s' at step %lld was waiting, and MPI itself is stuck "
+                 "(the watchdog's own MPI calls have not returned for %.1f s): ending this rank without MPI\n",
+                 past_sigterm ? "terminated" : "stall", exit_code_, process_label().c_str(),
+                 past_sigterm ? "SIGTERM arrived" : "the collective timed out", what_.load(),
+                 static_cast<long long>(step_.load() + 1), stuck);
+    end_job(exit_code_, /*use_mpi=*/false);
+  }
 }
 
 void Watchdog::enter(const char* what, int64_t step) {
@@ -74,6 +103,7 @@ void Watchdog::loop() {
   while (!stop_) {
     std::this_thread::sleep_for(kTick);
     const double now = util::now_s();
+    last_tick_s_ = now;
     if (heartbeats_) {
       if (rank_ == 0)
         drain(now);
@@ -182,10 +212,8 @@ void Watchdog::fire(double now, double waited) {
                "legitimately take this long\n",
                exit_code_, process_label().c_str(), what_.load(), static_cast<long long>(step_.load() + 1), waited,
                timeout_s_, who.c_str());
-  std::fflush(stderr);
-  std::fflush(stdout);
-  if (heartbeats_) MPI_Abort(MPI_COMM_WORLD, exit_code_);
-  std::_Exit(exit_code_);  // without MPI_THREAD_MULTIPLE: a rank that exits makes mpirun/srun end the job
+  // Without MPI_THREAD_MULTIPLE: a rank that exits makes mpirun/srun end the job.
+  end_job(exit_code_, heartbeats_);
 }
 
 void Watchdog::fire_terminated(double waited) {
@@ -196,10 +224,7 @@ void Watchdog::fire_terminated(double waited) {
                "run.dir is intact, continue with --resume\n",
                exit_code_, process_label().c_str(), what_.load(), static_cast<long long>(step_.load() + 1),
                kTermGraceS, waited);
-  std::fflush(stderr);
-  std::fflush(stdout);
-  if (heartbeats_) MPI_Abort(MPI_COMM_WORLD, exit_code_);
-  std::_Exit(exit_code_);
+  end_job(exit_code_, heartbeats_);
 }
 
 }  // namespace ringtrain::dist

@@ -57,6 +57,7 @@ class Watchdog {
     double heard_at = 0;
   };
   void loop();
+  void guard();
   void heartbeat(double now);
   void drain(double now);
   [[noreturn]] void fire(double now, double waited);
@@ -71,6 +72,7 @@ class Watchdog {
   std::atomic<int64_t> step_{-1};
   std::atomic<double> entered_at_{0};
   std::atomic<bool> waiting_{false}, stop_{false};
+  std::atomic<double> last_tick_s_{0};  // the watchdog thread's last tick, read by the guard
   std::atomic<const char*> what_{""};
   std::atomic<bool (*)() noexcept> terminating_{nullptr};
   std::function<void()> last_words_;  // set before the thread can fire; run at most once by it
@@ -82,7 +84,7 @@ class Watchdog {
   double sent_at_ = 0;
   int64_t send_buffer_[2] = {0, 0};
   MPI_Request send_ = MPI_REQUEST_NULL;
-  std::thread thread_;
+  std::thread thread_, guard_;
 };
 
 }  // namespace ringtrain::dist

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/process_label.h"
+#include "dist/end_job.h"
 #include "dist/mpi_check.h"
 #include "dist/open_mpi_defaults.h"
 
@@ -78,12 +79,7 @@ void agree_on_errors(MPI_Comm comm, const std::function<void()>& step) {
   throw AgreedError(static_cast<ExitCode>(code), message);
 }
 
-void World::abort(ExitCode code) const {
-  std::fflush(stdout);
-  std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, static_cast<int>(code));
-  std::_Exit(static_cast<int>(code));  // MPI_Abort does not return; this satisfies [[noreturn]]
-}
+void World::abort(ExitCode code) const { end_job(static_cast<int>(code), /*use_mpi=*/true); }
 
 void World::barrier() const { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
 

@@ -94,7 +94,7 @@ if [[ " $cases " == *" concurrent "* ]]; then
   d=$work/busy
   train "$job" "${slow[@]}" --set run.dir="$d" --set train.epochs=4 >"$work/busy-a.log" 2>&1 &
   first=$!
-  for _ in $(seq 600); do [ -n "$(ls "$d/checkpoints" 2>/dev/null)" ] && break; sleep 0.1; done
+  for _ in $(seq 600); do [ -n "$(ls "$d/checkpoints" 2>/dev/null | grep -v tmp)" ] && break; sleep 0.1; done
   start=$SECONDS
   train "$job" "${slow[@]}" --set run.dir="$d" --set train.epochs=1 --set run.overwrite=true >"$work/busy-b.log" 2>&1
   rc_b=$?
@@ -300,7 +300,7 @@ if [[ " $cases " == *" signals "* ]]; then
   mpirun -np 2 --oversubscribe "$bin" train "$job" "${slow[@]}" --set run.dir="$d" --set train.epochs=20 \
     >"$work/orphans.log" 2>&1 &
   launcher=$!
-  for _ in $(seq 600); do [ -n "$(ls "$d/checkpoints" 2>/dev/null)" ] && break; sleep 0.1; done
+  for _ in $(seq 600); do [ -n "$(ls "$d/checkpoints" 2>/dev/null | grep -v tmp)" ] && break; sleep 0.1; done
   kill -KILL "$launcher"
   killed_at=$SECONDS
   before=$(ranks "$d" | wc -l)
