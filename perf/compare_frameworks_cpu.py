@@ -7,13 +7,14 @@ framework alike. Each run times only the steps after its warm-up:
   ringtrain  steady_samples_per_s of metrics.jsonl (steps after run.timing_warmup_steps, device clock)
   Keras      wall time from the end of the last warm-up batch to the end of the last timed one
   PyTorch    wall time between barriers after the warm-up and after the last timed step
-Prints a Markdown table (median and range per framework, ringtrain's ratio to each) and writes every run's
+--precision bf16 trains ringtrain with train.precision = "bf16" and Keras under its mixed_bfloat16 policy;
+PyTorch stays fp32 (its record says so). bf16 and fp32 rates are not like for like. Prints a Markdown table (median and range per framework, ringtrain's ratio to each) and writes every run's
 record to --out as JSON lines.
 
 Needs: build/bin/ringtrain, prepared shards (ringtrain prepare fashion-mnist --out data/fmnist --shards 8), and
 scripts/install_deps.sh --comparison (python3-torch; TensorFlow + Keras in .venv-compare).
 
-  perf/compare_frameworks_cpu.py [--repeats 3] [--steps 150] [--warmup 20] [--out results.jsonl]
+  perf/compare_frameworks_cpu.py [--repeats 3] [--steps 150] [--warmup 20] [--precision fp32] [--out results.jsonl]
 """
 import argparse
 import json
@@ -50,14 +51,15 @@ def ringtrain(args):
                    "--set", f"data.train={args.data}/train", "--set", f"data.test={args.data}/test",
                    "--set", "train.epochs=1", "--set", f"train.max_steps_per_epoch={args.warmup + args.steps}",
                    "--set", f"train.batch_per_rank={args.batch_per_rank}", "--set", "run.threads=1",
-                   "--set", f"run.timing_warmup_steps={args.warmup}", "--set", f"run.dir={run_dir}"]
+                   "--set", f"run.timing_warmup_steps={args.warmup}", "--set", f"run.dir={run_dir}",
+                   "--set", f'train.precision="{args.precision}"']
         done = subprocess.run(command, cwd=ROOT, env={**os.environ, **MPI_ENV}, capture_output=True, text=True)
         if done.returncode != 0:
             sys.exit(f"ringtrain failed ({done.returncode}):\n{done.stderr[-3000:]}")
         with open(os.path.join(run_dir, "metrics.jsonl")) as f:
             epoch = [json.loads(line) for line in f if line.strip()][-1]
     return {"framework": "ringtrain", "ranks": args.ranks, "batch_per_rank": args.batch_per_rank,
-            "threads_per_rank": 1, "timed_steps": args.steps, "warmup_steps": args.warmup,
+            "threads_per_rank": 1, "timed_steps": args.steps, "warmup_steps": args.warmup, "precision": args.precision,
             "samples_per_s": epoch["steady_samples_per_s"], "train_loss": epoch.get("train_loss")}
 
 
@@ -68,7 +70,7 @@ def framework_args(args):
 
 def keras(args):
     python = os.path.join(ROOT, ".venv-compare", "bin", "python3")
-    return run_json_line([python, "keras_mirrored_fmnist.py", *framework_args(args)])
+    return run_json_line([python, "keras_mirrored_fmnist.py", *framework_args(args), "--precision", args.precision])
 
 
 def pytorch(args):
@@ -78,8 +80,8 @@ def pytorch(args):
 def table(records):
     by = {}
     for r in records:
-        by.setdefault(r["framework"], []).append(r["samples_per_s"])
-    ours = statistics.median(by["ringtrain"])
+        by.setdefault(f'{r["framework"]} ({r["precision"]})', []).append(r["samples_per_s"])
+    ours = statistics.median(next(rates for name, rates in by.items() if name.startswith("ringtrain")))
     lines = ["| framework | samples/s, median | range | runs | ringtrain / this |", "|---|---|---|---|---|"]
     for name, rates in by.items():
         median = statistics.median(rates)
@@ -97,6 +99,8 @@ def main():
     p.add_argument("--batch-per-rank", type=int, default=64)
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--data", default=os.path.join(ROOT, "data", "fmnist"))
+    p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                   help="ringtrain's train.precision and Keras's policy (mixed_bfloat16); PyTorch runs fp32")
     p.add_argument("--out", help="JSON lines, one per run")
     args = p.parse_args()
     records = []

@@ -28,10 +28,15 @@ void DnnlContext::Area::grow(std::size_t want) {
   bytes = want;
 }
 
-DnnlContext::DnnlContext(int threads)
+DnnlContext::DnnlContext(int threads, DnnlMath math)
     : threads_(std::max(1, threads)),
+      math_(math),
       engine_(DNNL_CALL(dnnl::engine(dnnl::engine::kind::cpu, 0))),
       stream_(DNNL_CALL(dnnl::stream(engine_))) {}
+
+dnnl::memory::data_type DnnlContext::operand_type() const {
+  return math_ == DnnlMath::bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
+}
 
 dnnl::primitive_attr DnnlContext::attributes() {
   dnnl::primitive_attr attr;

@@ -1,5 +1,6 @@
 // Owns what the CPU backend's oneDNN primitives share, and how one of them meets our tensors:
-//   DnnlContext     the engine and stream, the thread count, and two scratch areas that are ours: oneDNN's
+//   DnnlContext     the engine and stream, the thread count, the operand type of the products (fp32, or bf16
+//                   with fp32 outputs and accumulation), and two scratch areas that are ours: oneDNN's
 //                   scratchpad and the staging memory where a tensor waits in the layout a primitive chose.
 //                   Both grow when a primitive is made (setup, or the first step at a new batch), never in a step.
 //   PlainPrimitive  one primitive over tensors in our plain layouts (NCHW, KCRS, row-major matrices): an argument
@@ -15,12 +16,16 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kernels/cpu/dnnl_math.h"
+
 namespace ringtrain::kernels::cpu {
 
 class DnnlContext {
  public:
-  explicit DnnlContext(int threads);
+  DnnlContext(int threads, DnnlMath math);
   const dnnl::engine& engine() const { return engine_; }
+  // dnnl::memory::data_type::f32 or bf16: what a product's inputs are converted to.
+  dnnl::memory::data_type operand_type() const;
   // What every primitive is made with: the scratchpad is ours (user mode), so no call allocates.
   static dnnl::primitive_attr attributes();
   // Makes sure the scratch areas hold this much; call when a primitive is made.
@@ -38,6 +43,7 @@ class DnnlContext {
     void grow(std::size_t want);
   };
   int threads_;
+  DnnlMath math_;
   dnnl::engine engine_;
   dnnl::stream stream_;
   Area scratchpad_, staging_;

@@ -13,7 +13,11 @@ constexpr auto f32 = memory::data_type::f32;
 // Direct convolution: oneDNN's JIT kernels where the shape allows; Winograd would change the arithmetic.
 constexpr auto kAlgorithm = dnnl::algorithm::convolution_direct;
 
+// Outputs (y, dx, dw) in fp32; the operands a product reads (x, w, dy) in the context's operand type.
 memory::desc any_layout(const memory::desc& d) { return memory::desc(d.dims(), f32, tag::any); }
+memory::desc operand(const DnnlContext& ctx, const memory::desc& d) {
+  return memory::desc(d.dims(), ctx.operand_type(), tag::any);
+}
 
 }  // namespace
 
@@ -26,8 +30,8 @@ DnnlConv2d::DnnlConv2d(DnnlContext& ctx, const Conv2dShape& s)
       strides_{s.stride, s.stride},
       padding_{s.padding, s.padding} {
   hint_ = DNNL_CALL(dnnl::convolution_forward::primitive_desc(
-      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, kAlgorithm, any_layout(src_),
-                                      any_layout(weights_), any_layout(dst_), strides_, padding_, padding_),
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, kAlgorithm, operand(ctx, src_),
+                                      operand(ctx, weights_), any_layout(dst_), strides_, padding_, padding_),
       DnnlContext::attributes(), ctx.engine()));
   implementation_ = DNNL_CALL(hint_.impl_info_str());
 }
@@ -42,11 +46,11 @@ PlainPrimitive& DnnlConv2d::forward_primitive(DnnlContext& ctx, bool bias) {
   auto& slot = forward_[bias ? 1 : 0];
   if (slot) return *slot;
   const auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, kAlgorithm,
-                                                        any_layout(src_), any_layout(weights_), bias_,
+                                                        operand(ctx, src_), operand(ctx, weights_), bias_,
                                                         any_layout(dst_), strides_, padding_, padding_)
                       : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, kAlgorithm,
-                                                        any_layout(src_), any_layout(weights_), any_layout(dst_),
-                                                        strides_, padding_, padding_);
+                                                        operand(ctx, src_), operand(ctx, weights_),
+                                                        any_layout(dst_), strides_, padding_, padding_);
   const auto pd = DNNL_CALL(dnnl::convolution_forward::primitive_desc(d, DnnlContext::attributes(), ctx.engine()));
   std::vector<PlainArg> args = {{DNNL_ARG_SRC, src_, pd.src_desc(), Flow::in},
                                 {DNNL_ARG_WEIGHTS, weights_, pd.weights_desc(), Flow::in},
@@ -59,8 +63,8 @@ PlainPrimitive& DnnlConv2d::forward_primitive(DnnlContext& ctx, bool bias) {
 PlainPrimitive& DnnlConv2d::backward_data_primitive(DnnlContext& ctx) {
   if (backward_data_) return *backward_data_;
   const auto pd = DNNL_CALL(dnnl::convolution_backward_data::primitive_desc(
-      dnnl::convolution_backward_data::desc(kAlgorithm, any_layout(src_), any_layout(weights_), any_layout(dst_),
-                                            strides_, padding_, padding_),
+      dnnl::convolution_backward_data::desc(kAlgorithm, any_layout(src_), operand(ctx, weights_),
+                                            operand(ctx, dst_), strides_, padding_, padding_),
       DnnlContext::attributes(), ctx.engine(), hint_));
   backward_data_.emplace(ctx, DNNL_CALL(dnnl::convolution_backward_data(pd)), pd.scratchpad_desc(),
                          std::vector<PlainArg>{{DNNL_ARG_DIFF_DST, dst_, pd.diff_dst_desc(), Flow::in},
@@ -72,12 +76,12 @@ PlainPrimitive& DnnlConv2d::backward_data_primitive(DnnlContext& ctx) {
 PlainPrimitive& DnnlConv2d::backward_filter_primitive(DnnlContext& ctx, bool bias) {
   auto& slot = backward_filter_[bias ? 1 : 0];
   if (slot) return *slot;
-  const auto d = bias ? dnnl::convolution_backward_weights::desc(kAlgorithm, any_layout(src_),
-                                                                 any_layout(weights_), bias_, any_layout(dst_),
+  const auto d = bias ? dnnl::convolution_backward_weights::desc(kAlgorithm, operand(ctx, src_),
+                                                                 any_layout(weights_), bias_, operand(ctx, dst_),
                                                                  strides_, padding_, padding_)
-                      : dnnl::convolution_backward_weights::desc(kAlgorithm, any_layout(src_),
-                                                                 any_layout(weights_), any_layout(dst_), strides_,
-                                                                 padding_, padding_);
+                      : dnnl::convolution_backward_weights::desc(kAlgorithm, operand(ctx, src_),
+                                                                 any_layout(weights_), operand(ctx, dst_),
+                                                                 strides_, padding_, padding_);
   const auto pd = DNNL_CALL(
       dnnl::convolution_backward_weights::primitive_desc(d, DnnlContext::attributes(), ctx.engine(), hint_));
   std::vector<PlainArg> args = {{DNNL_ARG_SRC, src_, pd.src_desc(), Flow::in},

@@ -1,6 +1,8 @@
-// Owns the oneDNN matmuls of one dense shape (forward and data gradient; the weight gradient is the BLAS's).
-// Every operand is in our layout, so nothing is reordered: the transpose is a stride (format "ba"), which
-// oneDNN's matmul reads directly.
+// Owns the oneDNN matmuls of one dense shape: forward and data gradient; the weight gradient too in bf16, where
+// in fp32 it is the BLAS's.
+// Every operand is in our layout, so in fp32 nothing is reordered: the transpose is a stride (format "ba"),
+// which oneDNN's matmul reads directly. In bf16 the two inputs are converted into staging memory in the same
+// layout; the output stays fp32.
 #include "kernels/cpu/dnnl_dense.h"
 
 #include "kernels/cpu/dense.h"
@@ -14,16 +16,34 @@ using dnnl::memory;
 using tag = memory::format_tag;
 constexpr auto f32 = memory::data_type::f32;
 
-memory::desc matrix(int rows, int cols, tag layout) { return memory::desc({rows, cols}, f32, layout); }
+// A matrix of ours: rows x cols floats, row-major ("ab") or read transposed ("ba").
+struct Matrix {
+  int rows = 0, cols = 0;
+  tag layout = tag::ab;
+  memory::desc plain() const { return memory::desc({rows, cols}, f32, layout); }
+  memory::desc as(memory::data_type type) const { return memory::desc({rows, cols}, type, layout); }
+};
 
-// c = a b (+ bias), every operand plain.
-PlainPrimitive make_matmul(DnnlContext& ctx, const memory::desc& a, const memory::desc& b, const memory::desc* bias,
-                           const memory::desc& c) {
-  const auto d = bias ? dnnl::matmul::desc(a, b, *bias, c) : dnnl::matmul::desc(a, b, c);
-  const auto pd = DNNL_CALL(dnnl::matmul::primitive_desc(d, DnnlContext::attributes(), ctx.engine()));
-  std::vector<PlainArg> args = {{DNNL_ARG_SRC, a, a, Flow::in}, {DNNL_ARG_WEIGHTS, b, b, Flow::in},
-                                {DNNL_ARG_DST, c, c, Flow::out}};
-  if (bias) args.push_back({DNNL_ARG_BIAS, *bias, *bias, Flow::in});
+// How a matmul writes c: c = a b (+ bias), or c += a b (a sum post-op: c is read in place, never staged).
+enum class Write { overwrite, add };
+
+// c = a b (+ bias), every operand plain; a and b read in the context's operand type.
+PlainPrimitive make_matmul(DnnlContext& ctx, const Matrix& a, const Matrix& b, bool bias, const Matrix& c,
+                           Write write = Write::overwrite) {
+  const memory::desc a_in = a.as(ctx.operand_type()), b_in = b.as(ctx.operand_type()), c_out = c.plain();
+  const memory::desc bias_row = Matrix{1, c.cols}.plain();
+  const auto d = bias ? dnnl::matmul::desc(a_in, b_in, bias_row, c_out) : dnnl::matmul::desc(a_in, b_in, c_out);
+  dnnl::primitive_attr attr = DnnlContext::attributes();
+  if (write == Write::add) {
+    dnnl::post_ops sum;
+    DNNL_CALL(sum.append_sum(1.0f));
+    DNNL_CALL(attr.set_post_ops(sum));
+  }
+  const auto pd = DNNL_CALL(dnnl::matmul::primitive_desc(d, attr, ctx.engine()));
+  std::vector<PlainArg> args = {{DNNL_ARG_SRC, a.plain(), a_in, Flow::in},
+                                {DNNL_ARG_WEIGHTS, b.plain(), b_in, Flow::in},
+                                {DNNL_ARG_DST, c_out, c_out, Flow::out}};
+  if (bias) args.push_back({DNNL_ARG_BIAS, bias_row, bias_row, Flow::in});
   return PlainPrimitive(ctx, DNNL_CALL(dnnl::matmul(pd)), pd.scratchpad_desc(), args);
 }
 
@@ -32,16 +52,19 @@ PlainPrimitive make_matmul(DnnlContext& ctx, const memory::desc& a, const memory
 DnnlDense::DnnlDense(DnnlContext& ctx, const DenseShape& s)
     : shape_(s),
       // dx (batch x in) = dy (batch x out) W (out x in)
-      backward_data_(make_matmul(ctx, matrix(s.batch, s.out, tag::ab), matrix(s.out, s.in, tag::ab), nullptr,
-                                 matrix(s.batch, s.in, tag::ab))) {}
+      backward_data_(make_matmul(ctx, {s.batch, s.out}, {s.out, s.in}, false, {s.batch, s.in})) {
+  // dW (out x in) += dy^T (out x batch, dy read transposed) x (batch x in)
+  if (ctx.operand_type() == memory::data_type::bf16)
+    backward_weights_.emplace(
+        make_matmul(ctx, {s.out, s.batch, tag::ba}, {s.batch, s.in}, false, {s.out, s.in}, Write::add));
+}
 
 PlainPrimitive& DnnlDense::forward_primitive(DnnlContext& ctx, bool bias) {
   auto& slot = forward_[bias ? 1 : 0];
   if (!slot) {
     // y (batch x out) = x (batch x in) W^T (in x out, W read transposed) + b (1 x out)
-    const memory::desc b = matrix(1, shape_.out, tag::ab);
-    slot.emplace(make_matmul(ctx, matrix(shape_.batch, shape_.in, tag::ab), matrix(shape_.in, shape_.out, tag::ba),
-                             bias ? &b : nullptr, matrix(shape_.batch, shape_.out, tag::ab)));
+    slot.emplace(make_matmul(ctx, {shape_.batch, shape_.in}, {shape_.in, shape_.out, tag::ba}, bias,
+                             {shape_.batch, shape_.out}));
   }
   return *slot;
 }
@@ -57,10 +80,15 @@ void DnnlDense::backward(DnnlContext& ctx, const float* x, const float* w, const
     void* const tensors[] = {const_cast<float*>(dy), const_cast<float*>(w), dx};
     backward_data_.run(ctx, tensors);
   }
-  // dW (out x in) += dy^T x: the BLAS, which ran this batch-deep product at 93 GFLOP/s on the model's shape
-  // where oneDNN's matmul ran it at 79 (perf/results/2026-11-24-onednn-cpu.md).
-  sgemm(Transpose::yes, Transpose::no, shape_.out, shape_.in, shape_.batch, 1.0f, dy, shape_.out, x, shape_.in,
-        1.0f, dw, shape_.in);
+  // dW (out x in) += dy^T x. In fp32 the BLAS, which ran this batch-deep product at 93 GFLOP/s on the model's
+  // shape where oneDNN's matmul ran it at 79 (perf/results/2026-11-24-onednn-cpu.md); in bf16 the matmul.
+  if (backward_weights_) {
+    void* const tensors[] = {const_cast<float*>(dy), const_cast<float*>(x), dw};
+    backward_weights_->run(ctx, tensors);
+  } else {
+    sgemm(Transpose::yes, Transpose::no, shape_.out, shape_.in, shape_.batch, 1.0f, dy, shape_.out, x, shape_.in,
+          1.0f, dw, shape_.in);
+  }
   if (dbias) dense_bias_gradient(shape_.batch, shape_.out, dy, dbias);
 }
 

@@ -1,6 +1,6 @@
 // Owns one fully connected shape on oneDNN's matmul primitive, all in our row-major layouts (W stored out x in):
-// y = x W^T + b and dx = dy W on oneDNN; dW += dy^T x on the BLAS (faster for this batch-deep product). Same
-// contract as dense.h: y and dx overwritten, dw and dbias accumulated.
+// y = x W^T + b and dx = dy W on oneDNN; dW += dy^T x on the BLAS in fp32 (faster for this batch-deep product),
+// on oneDNN in bf16 (adding in place). Same contract as dense.h: y and dx overwritten, dw and dbias accumulated.
 #pragma once
 #include <optional>
 
@@ -22,6 +22,7 @@ class DnnlDense {
   DenseShape shape_;
   std::optional<PlainPrimitive> forward_[2];  // [0] without bias, [1] with
   PlainPrimitive backward_data_;
+  std::optional<PlainPrimitive> backward_weights_;  // bf16 only: in fp32 the BLAS computes dW
 };
 
 }  // namespace ringtrain::kernels::cpu

@@ -24,7 +24,7 @@ bool jit_kernel(std::string_view implementation) {
 }  // namespace
 
 struct DnnlOps::State {
-  explicit State(int threads) : ctx(threads) {}
+  State(int threads, DnnlMath math) : ctx(threads, math) {}
   DnnlContext ctx;
   // nullopt: a convolution shape that stays on im2col + BLAS.
   std::map<Conv2dShape, std::optional<DnnlConv2d>> convs;
@@ -52,7 +52,8 @@ struct DnnlOps::State {
   }
 };
 
-DnnlOps::DnnlOps(int threads) : state_(std::make_unique<State>(threads)) {}
+DnnlOps::DnnlOps(int threads) : DnnlOps(threads, DnnlMath::fp32) {}
+DnnlOps::DnnlOps(int threads, DnnlMath math) : state_(std::make_unique<State>(threads, math)) {}
 DnnlOps::~DnnlOps() = default;
 
 std::string DnnlOps::version() {
@@ -60,6 +61,8 @@ std::string DnnlOps::version() {
   return fmt::format("oneDNN {}.{}.{} ({})", v->major, v->minor, v->patch,
                      v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other threading");
 }
+
+bool DnnlOps::bf16_available() { return __builtin_cpu_supports("avx512bf16"); }
 
 bool DnnlOps::runs_conv2d(const Conv2dShape& s) { return state_->conv(s).has_value(); }
 

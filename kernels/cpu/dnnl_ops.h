@@ -6,6 +6,11 @@
 // those with at least 16 input channels that oneDNN runs with a JIT kernel. With one or a few input channels
 // (a network's first layer) im2col + BLAS is as fast forward and many times faster for the data gradient.
 //
+// Precision: DnnlMath::bf16 has those convolutions and the dense forward and data gradient read their inputs in
+// bf16 (rounded when staged), with fp32 outputs and fp32 accumulation; everything else (im2col convolutions, the
+// dense weight gradient on the BLAS, pooling, every tensor we keep) stays fp32. It needs a CPU with AVX512_BF16,
+// where oneDNN has bf16 JIT kernels: bf16_available().
+//
 // Determinism: oneDNN's CPU primitives give bit-identical results run to run for the same shapes, thread count,
 // ISA and buffer alignment (our buffers are 64-byte aligned); convolution_direct only, never Winograd.
 #pragma once
@@ -13,6 +18,7 @@
 #include <memory>
 #include <string>
 
+#include "kernels/cpu/dnnl_math.h"
 #include "kernels/op_shapes.h"
 
 namespace ringtrain::kernels::cpu {
@@ -20,11 +26,14 @@ namespace ringtrain::kernels::cpu {
 class DnnlOps {
  public:
   explicit DnnlOps(int threads);
+  DnnlOps(int threads, DnnlMath math);
   ~DnnlOps();
   DnnlOps(const DnnlOps&) = delete;
   DnnlOps& operator=(const DnnlOps&) = delete;
 
   static std::string version();  // "oneDNN 2.6.3 (OpenMP)"
+  // Whether this CPU has AVX512_BF16, which DnnlMath::bf16 needs.
+  static bool bf16_available();
 
   // Whether this convolution runs on oneDNN (see above); makes and keeps its primitives when it does.
   bool runs_conv2d(const Conv2dShape& s);

@@ -33,13 +33,15 @@ def training_set():
     return images[:, None, :, :], labels
 
 
-def arguments(description):
+def arguments(description, precisions=("fp32",)):
+    """precisions: what this framework's script can train in (--precision)."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--ranks", type=int, default=2, help="replicas (Keras) or processes (PyTorch)")
     p.add_argument("--batch-per-rank", type=int, default=64)
     p.add_argument("--threads-per-rank", type=int, default=1)
     p.add_argument("--steps", type=int, default=150, help="timed steps, after the warm-up")
     p.add_argument("--warmup", type=int, default=20, help="steps run before timing starts")
+    p.add_argument("--precision", choices=precisions, default="fp32")
     return p.parse_args()
 
 
@@ -48,7 +50,7 @@ def report(framework, args, seconds, extra):
     samples = args.steps * args.batch_per_rank * args.ranks
     record = {"framework": framework, "ranks": args.ranks, "batch_per_rank": args.batch_per_rank,
               "threads_per_rank": args.threads_per_rank, "timed_steps": args.steps, "warmup_steps": args.warmup,
-              "seconds": seconds, "samples_per_s": samples / seconds}
+              "precision": args.precision, "seconds": seconds, "samples_per_s": samples / seconds}
     record.update(extra)
     print(json.dumps(record), flush=True)
     sys.stdout.flush()

@@ -1,6 +1,7 @@
 """Owns the Keras/TensorFlow side of the framework comparison: the Fashion-MNIST CNN of jobs/fashion_mnist.toml
 trained by Keras 3 on TensorFlow with MirroredStrategy over --ranks logical CPU devices (one replica each,
---batch-per-rank samples per replica), TensorFlow's thread pools sized to ranks x threads-per-rank. Prints one
+--batch-per-rank samples per replica), TensorFlow's thread pools sized to ranks x threads-per-rank; --precision
+bf16 trains under Keras's mixed_bfloat16 policy (bf16 compute, fp32 variables, fp32 logits). Prints one
 JSON line (fmnist_common.report): samples/s over the batches after the warm-up, timed by a callback.
 
 Run by perf/compare_frameworks_cpu.py with the comparison venv's python (.venv-compare, PyPI's tensorflow).
@@ -40,11 +41,13 @@ def network():
         keras.layers.Conv2D(64, 5, padding="same", use_bias=False, kernel_regularizer=wd),
         keras.layers.BatchNormalization(momentum=0.9, epsilon=1e-5), keras.layers.ReLU(), keras.layers.MaxPooling2D(2),
         keras.layers.Flatten(), keras.layers.Dense(1024, activation="relu", kernel_regularizer=wd),
-        keras.layers.Dense(common.CLASSES, kernel_regularizer=wd)])
+        keras.layers.Dense(common.CLASSES, kernel_regularizer=wd, dtype="float32")])  # fp32 logits under bf16
 
 
 def main():
-    args = common.arguments(__doc__)
+    args = common.arguments(__doc__, precisions=("fp32", "bf16"))
+    if args.precision == "bf16":
+        keras.mixed_precision.set_global_policy("mixed_bfloat16")
     threads = args.ranks * args.threads_per_rank
     tf.config.threading.set_intra_op_parallelism_threads(args.threads_per_rank)
     tf.config.threading.set_inter_op_parallelism_threads(threads)

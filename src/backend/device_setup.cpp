@@ -19,13 +19,23 @@ bool wants_gpu(const config::JobConfig& job, const dist::World& world) {
   return world.min_across(gpu::device_visible() ? 1 : 0) == 1;
 }
 
+// The one place that says which train.precision runs where.
 void check_precision(const config::JobConfig& job, bool gpu) {
-  if (job.train.precision == config::Precision::bf16)
-    throw JobFileError("train.precision = \"bf16\" is not implemented yet (bf16 storage needs its own layer "
-                       "kernels); use \"tf32\" for tensor-core math with fp32 storage, or \"fp32\"");
-  if (!gpu && job.train.precision != config::Precision::fp32)
+  if (job.train.precision == config::Precision::bf16 && gpu)
+    throw JobFileError("train.precision = \"bf16\" runs on the CPU backend only (oneDNN's bf16 kernels); the CUDA "
+                       "backend has no bf16 path: use \"tf32\" for tensor-core math with fp32 storage, \"fp32\", or "
+                       "run.device = \"cpu\"");
+  if (job.train.precision == config::Precision::bf16 && !kernels::cpu::DnnlOps::bf16_available())
+    throw JobFileError("train.precision = \"bf16\" needs a CPU with AVX512_BF16 (oneDNN's bf16 kernels), and this "
+                       "CPU has none (no avx512_bf16 in /proc/cpuinfo's flags); set train.precision = \"fp32\"");
+  if (!gpu && job.train.precision == config::Precision::tf32)
     throw JobFileError("train.precision = \"tf32\" needs the CUDA backend; this run uses the CPU backend (run.device, "
-                       "no GPU visible, or a build without CUDA), which computes in fp32");
+                       "no GPU visible, or a build without CUDA), which computes in fp32 (or bf16 on CPUs with "
+                       "AVX512_BF16)");
+}
+
+kernels::cpu::DnnlMath cpu_math(const config::JobConfig& job) {
+  return job.train.precision == config::Precision::bf16 ? kernels::cpu::DnnlMath::bf16 : kernels::cpu::DnnlMath::fp32;
 }
 
 int default_threads(const dist::World& world) {
@@ -49,7 +59,8 @@ DeviceSetup open_device(const config::JobConfig& job, dist::World& world) {
     });
     return device;
   }
-  device.backend = std::make_unique<CpuBackend>(job.run.threads > 0 ? job.run.threads : default_threads(world));
+  device.backend =
+      std::make_unique<CpuBackend>(job.run.threads > 0 ? job.run.threads : default_threads(world), cpu_math(job));
   if (job.dist.reducer == config::CpuReducer::thread)
     device.reducer = std::make_unique<dist::ThreadGradientReducer>(world.comm(), job.dist.allreduce_dtype);
   else

@@ -46,7 +46,7 @@ const std::vector<KeyRule> kKeys = {
     {"train", "accumulate_steps", Kind::integer, int64_t{1},
      "micro-batches per optimizer step (global batch = batch_per_rank x ranks x this)"},
     {"train", "shuffle", Kind::boolean, true, "shuffle each rank's partition every epoch"},
-    {"train", "precision", Kind::string, std::string("fp32"), "fp32 | tf32 (GPU only: fp32 storage, tensor-core math) | bf16 (accepted by the parser, refused at start: not implemented yet)"},
+    {"train", "precision", Kind::string, std::string("fp32"), "fp32 | tf32 (GPU only: fp32 storage, tensor-core math) | bf16 (CPU with AVX512_BF16 only: oneDNN products on bf16 operands, fp32 weights, outputs and accumulation)"},
     {"optimizer", "name", Kind::string, std::string("sgd"), "sgd (momentum, L2 weight decay)"},
     {"optimizer", "base_lr", Kind::number, {}, "learning rate at base_batch; scaled linearly to the global batch"},
     {"optimizer", "base_batch", Kind::integer, {}, "the batch size base_lr was tuned for"},

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "dist/gradient_sync.h"
 #include "model/network.h"
+#include "tests/core/one_rank_reducer.h"
 #include "train/step_runner.h"
 
 using namespace ringtrain;
@@ -19,18 +20,7 @@ using config::LayerSpec;
 
 namespace {
 
-// One rank: the sum over ranks is the gradient itself. Each step settles at once, with no buckets timed.
-class OneRank final : public dist::GradientReducer {
- public:
-  void launch(float*, const dist::Bucket&) override {}
-  void progress() override {}
-  void wait_all() override { ++unsettled_; }
-  std::vector<dist::StepSpans> settle(int) override { return std::vector<dist::StepSpans>(std::exchange(unsettled_, 0)); }
-  const char* name() const override { return "none"; }
-
- private:
-  size_t unsettled_ = 0;
-};
+using test_support::OneRank;
 
 std::vector<LayerSpec> small_model() {
   LayerSpec flatten, hidden, relu, out;

@@ -1,6 +1,7 @@
 // Tests for kernels/cpu/dnnl_ops: which convolutions it takes, that its convolutions and dense products agree
 // with the im2col + BLAS kernels (themselves tested against loops and finite differences), that gradients
-// accumulate, and that a second run on the same thread count gives the same bits.
+// accumulate, and that a second run on the same thread count gives the same bits; in bf16 (on CPUs with
+// AVX512_BF16), that results stay within bf16 rounding of fp32's and repeat bit for bit too.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -107,6 +108,39 @@ TEST(DnnlOps, DenseAgreesWithBlasAndAccumulates) {
   expect_close(y, want_y, 1e-5);
   expect_close(dx, want_dx, 1e-5);
   expect_close(dw, want_dw, 1e-5);
+  expect_close(db, want_db, 1e-6);
+}
+
+// bf16 keeps 8 mantissa bits: each operand is off by up to 2^-9 relative, and sums of such products stay within a
+// few times that of the fp32 result, relative to the output's largest value.
+constexpr double kBf16Tolerance = 1e-2;
+
+TEST(DnnlOps, Bf16OperandsStayNearFp32AndRepeatBitForBit) {
+  if (!DnnlOps::bf16_available()) GTEST_SKIP() << "this CPU has no AVX512_BF16";
+  const Conv c({8, 32, 14, 14, 64, 5, 5, 1, 2});
+  DnnlOps fp32(1), bf16(1, DnnlMath::bf16), bf16_again(1, DnnlMath::bf16);
+  const ConvResults want = run_dnnl(fp32, c), got = run_dnnl(bf16, c), again = run_dnnl(bf16_again, c);
+  EXPECT_NE(got.y, want.y) << "bf16 operands should round";
+  expect_close(got.y, want.y, kBf16Tolerance);
+  expect_close(got.dx, want.dx, kBf16Tolerance);
+  expect_close(got.dw, want.dw, kBf16Tolerance);
+  expect_close(got.db, want.db, kBf16Tolerance);
+  EXPECT_EQ(got.y, again.y);
+  EXPECT_EQ(got.dx, again.dx);
+  EXPECT_EQ(got.dw, again.dw);
+
+  const DenseShape s{16, 300, 70};
+  const auto x = random_vector(std::size_t(s.batch) * s.in, 1), w = random_vector(std::size_t(s.out) * s.in, 2);
+  const auto b = random_vector(std::size_t(s.out), 3), dy = random_vector(std::size_t(s.batch) * s.out, 4);
+  std::vector<float> y(dy.size()), dx(x.size()), dw(w.size(), 1.0f), db(b.size(), 1.0f);
+  std::vector<float> want_y(y), want_dx(dx), want_dw(dw), want_db(db);
+  bf16.dense_forward(s, x.data(), w.data(), b.data(), y.data());
+  bf16.dense_backward(s, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data());
+  fp32.dense_forward(s, x.data(), w.data(), b.data(), want_y.data());
+  fp32.dense_backward(s, x.data(), w.data(), dy.data(), want_dx.data(), want_dw.data(), want_db.data());
+  expect_close(y, want_y, kBf16Tolerance);
+  expect_close(dx, want_dx, kBf16Tolerance);
+  expect_close(dw, want_dw, kBf16Tolerance);  // started from ones: accumulated, not overwritten
   expect_close(db, want_db, 1e-6);
 }
 

@@ -1,5 +1,5 @@
 // Tests every layer kind through the one implementation the network runs (model/layers/), once per backend from
-// the same test bodies: the CPU twin always, the CUDA backend (fp32, TF32 tensor cores, measured algorithms)
+// the same test bodies: the CPU twin always (in bf16 too where the CPU has AVX512_BF16), the CUDA backend (fp32, TF32 tensor cores, measured algorithms)
 // where a GPU is visible. Each layer is checked against direct loops in double (layer_reference.h): training
 // and evaluation forward, running statistics, input gradients and accumulated parameter gradients, at the
 // setup batch and a smaller one. Backward runs after the layer's forward tensors that memory_use() says backward
@@ -33,7 +33,8 @@ using model::Shape;
 
 // An element passes within atol_scale * max|reference| + rtol * |its reference|. Float arithmetic against a
 // double reference: the same few terms rounded (kReordered), long dot products (kGemm), convolution algorithms
-// that transform their inputs (kConv), and TF32 tensor cores, which round every input to a 10-bit mantissa.
+// that transform their inputs (kConv), TF32 tensor cores, which round every input to a 10-bit mantissa, and
+// bf16 operands (oneDNN on the CPU), rounded to an 8-bit mantissa: four times TF32's spacing.
 struct Tolerance {
   double rtol, atol_scale;
 };
@@ -42,11 +43,12 @@ constexpr Tolerance kReordered{1e-5, 1e-6};
 constexpr Tolerance kGemm{1e-4, 1e-5};
 constexpr Tolerance kConv{1e-4, 1e-4};
 constexpr Tolerance kTf32{1e-2, 5e-3};
+constexpr Tolerance kBf16{4e-2, 2e-2};
 
 struct BackendCase {
   std::string name;
   bool gpu = false;
-  bool tf32 = false;
+  std::string reduced_math;  // "tf32" | "bf16": conv2d and dense round their operands; "" for fp32
   std::function<std::unique_ptr<model::Backend>()> make;
 };
 
@@ -60,10 +62,12 @@ std::unique_ptr<model::Backend> gpu_backend(bool tf32, bool measure) {
 }
 
 std::vector<BackendCase> backend_cases() {
-  return {{"cpu", false, false, [] { return std::make_unique<backend::CpuBackend>(1); }},
-          {"cuda_fp32", true, false, [] { return gpu_backend(false, false); }},
-          {"cuda_tf32", true, true, [] { return gpu_backend(true, false); }},
-          {"cuda_measured", true, false, [] { return gpu_backend(false, true); }}};
+  return {{"cpu", false, "", [] { return std::make_unique<backend::CpuBackend>(1); }},
+          {"cpu_bf16", false, "bf16",
+           [] { return std::make_unique<backend::CpuBackend>(1, kernels::cpu::DnnlMath::bf16); }},
+          {"cuda_fp32", true, "", [] { return gpu_backend(false, false); }},
+          {"cuda_tf32", true, "tf32", [] { return gpu_backend(true, false); }},
+          {"cuda_measured", true, "", [] { return gpu_backend(false, true); }}};
 }
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
@@ -202,7 +206,7 @@ LayerSpec batchnorm(double momentum, double epsilon) {
 
 struct CheckOptions {
   Tolerance forward = kExact, backward = kExact;
-  bool matmul = false;       // conv2d and dense: TF32 applies
+  bool matmul = false;       // conv2d and dense: TF32 or bf16 applies
   bool first_layer = false;  // no input gradient wanted
   float x_gap = 0;           // > 0: distinct inputs at least this far apart (max pooling's winners are unique)
 };
@@ -213,6 +217,8 @@ class LayerTest : public ::testing::TestWithParam<BackendCase> {
     if (GetParam().gpu && !backend::gpu::device_visible())
       GTEST_SKIP() << "no GPU visible to this process (" << (backend::gpu::built() ? "CUDA build" : "built without CUDA")
                    << "): the " << GetParam().name << " case runs on a GPU machine";
+    if (GetParam().reduced_math == "bf16" && !kernels::cpu::DnnlOps::bf16_available())
+      GTEST_SKIP() << "this CPU has no AVX512_BF16: the cpu_bf16 case runs on one that has";
   }
   static void TearDownTestSuite() { backends().clear(); }
 
@@ -249,7 +255,8 @@ class LayerTest : public ::testing::TestWithParam<BackendCase> {
 };
 
 void LayerTest::check(const LayerSpec& s, Shape in, CheckOptions o) {
-  if (o.matmul && GetParam().tf32) o.forward = o.backward = kTf32;
+  if (o.matmul && GetParam().reduced_math == "tf32") o.forward = o.backward = kTf32;
+  if (o.matmul && GetParam().reduced_math == "bf16") o.forward = o.backward = kBf16;
   auto layer = model::make_layer(s, backend());
   SCOPED_TRACE(layer->describe() + " on input " + in.str());
   const Shape out = layer->setup(in);
@@ -443,8 +450,8 @@ TEST_P(LayerTest, ShapeErrorNamesTheLayerAndTheInput) {
 TEST_P(LayerTest, BackendDescribesWhatItComputesWith) {
   const std::string description = backend().description();
   EXPECT_EQ(description.rfind(backend().name(), 0), 0u) << description;
-  if (GetParam().tf32) {
-    EXPECT_NE(description.find("tf32"), std::string::npos) << description;
+  if (!GetParam().reduced_math.empty()) {
+    EXPECT_NE(description.find(GetParam().reduced_math), std::string::npos) << description;
   }
   if (GetParam().name == "cuda_measured") {
     EXPECT_NE(description.find("measurement"), std::string::npos) << description;

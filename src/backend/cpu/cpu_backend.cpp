@@ -47,11 +47,14 @@ class HostClock final : public model::DeviceClock {
 
 }  // namespace
 
-CpuBackend::CpuBackend(int threads) : threads_(threads), dnnl_(threads) { kc::set_compute_threads(threads); }
+CpuBackend::CpuBackend(int threads, kc::DnnlMath math) : threads_(threads), math_(math), dnnl_(threads, math) {
+  kc::set_compute_threads(threads);
+}
 
 std::string CpuBackend::description() const {
-  return fmt::format("cpu, {} compute thread{}, {}, {}", threads_, threads_ == 1 ? "" : "s",
-                     kc::DnnlOps::version(), kc::blas_description());
+  return fmt::format("cpu, {} compute thread{}, {}{}, {}", threads_, threads_ == 1 ? "" : "s",
+                     kc::DnnlOps::version(), math_ == kc::DnnlMath::bf16 ? " with bf16 operands" : "",
+                     kc::blas_description());
 }
 
 model::DeviceBuffer CpuBackend::allocate(std::size_t bytes) {

@@ -11,7 +11,8 @@ namespace ringtrain::backend {
 
 class CpuBackend final : public model::Backend {
  public:
-  explicit CpuBackend(int threads);
+  // math: the operand type of the products on oneDNN (DnnlMath::bf16 needs DnnlOps::bf16_available()).
+  explicit CpuBackend(int threads, kernels::cpu::DnnlMath math = kernels::cpu::DnnlMath::fp32);
   std::string name() const override { return "cpu"; }
   std::string description() const override;
 
@@ -65,6 +66,7 @@ class CpuBackend final : public model::Backend {
  private:
   bool on_dnnl(const model::Conv2dShape& s);
   int threads_;
+  kernels::cpu::DnnlMath math_;
   std::size_t allocated_ = 0;
   // One im2col scratch for every convolution: layers run one at a time, so they never need it at once.
   kernels::cpu::ConvWorkspace conv_workspace_;
