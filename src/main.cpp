@@ -66,6 +66,26 @@ int main(int argc, char** argv) {
   synth->add_option("--out", out, "output folder")->required();
   synth->add_flag("--overwrite", overwrite, "replace existing shards");
 
+  commands::ArraysArgs arrays;
+  auto* arrays_command = prepare->add_subcommand("arrays", "uint8 image arrays with integer labels: .npy files or an HDF5 file");
+  arrays_command->add_option("--images", arrays.images, "images .npy (uint8, N x C x H x W or N x H x W x C or N x H x W)");
+  arrays_command->add_option("--labels", arrays.labels, "labels .npy (integers 0..K-1, N)");
+  arrays_command->add_option("--test-images", arrays.test_images, "test images .npy (default: hold out --test-fraction)");
+  arrays_command->add_option("--test-labels", arrays.test_labels, "test labels .npy");
+  arrays_command->add_option("--from-hdf5", arrays.from_hdf5, "read images and labels from datasets of this HDF5 file");
+  arrays_command->add_option("--images-dataset", arrays.images_dataset, "images dataset in --from-hdf5")->capture_default_str();
+  arrays_command->add_option("--labels-dataset", arrays.labels_dataset, "labels dataset in --from-hdf5")->capture_default_str();
+  arrays_command->add_option("--test-images-dataset", arrays.test_images_dataset, "test images dataset in --from-hdf5");
+  arrays_command->add_option("--test-labels-dataset", arrays.test_labels_dataset, "test labels dataset in --from-hdf5");
+  arrays_command->add_option("--layout", arrays.layout, "nchw or nhwc (rank-4 images)")->capture_default_str();
+  arrays_command->add_option("--test-fraction", arrays.options.test_fraction, "held out per class, seeded")->capture_default_str();
+  arrays_command->add_option("--seed", arrays.options.seed, "seed of the hold-out")->capture_default_str();
+  arrays_command->add_option("--classes", arrays.options.num_classes, "classes (default: largest label + 1)");
+  arrays_command->add_option("--class-names", arrays.class_names, "class names by index, comma-separated");
+  arrays_command->add_option("--shards", arrays.options.shards, "shards per split")->capture_default_str()->check(CLI::Range(1, 100000));
+  arrays_command->add_option("--out", arrays.options.out, "output folder")->required();
+  arrays_command->add_flag("--overwrite", arrays.options.overwrite, "replace existing shards");
+
   std::string inspect_dir;
   auto* inspect = app.add_subcommand("inspect", "print and validate every shard of a split, or a checkpoint file");
   inspect->add_option("split", inspect_dir,
@@ -90,6 +110,7 @@ int main(int argc, char** argv) {
       synthetic.shards = std::max(1, synthetic.shards);
       return commands::prepare_synthetic(out, synthetic, overwrite);
     }
+    if (*arrays_command) return commands::prepare_arrays(arrays);
     if (*inspect) return commands::inspect(inspect_dir);
     if (app.got_subcommand("keys")) return commands::print_keys();
     fmt::print("{}", app.help());
