@@ -86,6 +86,21 @@ int main(int argc, char** argv) {
   arrays_command->add_option("--out", arrays.options.out, "output folder")->required();
   arrays_command->add_flag("--overwrite", arrays.options.overwrite, "replace existing shards");
 
+  io::ImagesOptions images;
+  std::string size_text;
+  auto* images_command = prepare->add_subcommand("images", "a folder of class subfolders of JPEG/PNG images");
+  images_command->add_option("--source", images.source, "folder with one subfolder of images per class")->required();
+  images_command->add_option("--test-source", images.test_source, "test images, same class folders (default: hold out --test-fraction)");
+  images_command->add_option("--size", size_text, "H or H,W: shorter side resized to fit, then centre crop")->required();
+  images_command->add_option("--channels", images.channels, "1 gray, 3 RGB, 4 RGBA")->capture_default_str();
+  images_command->add_flag("--strict", images.strict, "stop at the first unreadable image instead of skipping it");
+  images_command->add_option("--threads", images.threads, "decoding threads (default: every core)");
+  images_command->add_option("--test-fraction", images.arrays.test_fraction, "held out per class, seeded")->capture_default_str();
+  images_command->add_option("--seed", images.arrays.seed, "seed of the hold-out")->capture_default_str();
+  images_command->add_option("--shards", images.arrays.shards, "shards per split")->capture_default_str()->check(CLI::Range(1, 100000));
+  images_command->add_option("--out", images.arrays.out, "output folder")->required();
+  images_command->add_flag("--overwrite", images.arrays.overwrite, "replace existing shards");
+
   std::string inspect_dir;
   auto* inspect = app.add_subcommand("inspect", "print and validate every shard of a split, or a checkpoint file");
   inspect->add_option("split", inspect_dir,
@@ -111,6 +126,7 @@ int main(int argc, char** argv) {
       return commands::prepare_synthetic(out, synthetic, overwrite);
     }
     if (*arrays_command) return commands::prepare_arrays(arrays);
+    if (*images_command) return commands::prepare_images(images, size_text);
     if (*inspect) return commands::inspect(inspect_dir);
     if (app.got_subcommand("keys")) return commands::print_keys();
     fmt::print("{}", app.help());

@@ -6,6 +6,7 @@
 
 #include "io/prepare.h"
 #include "io/prepare_arrays.h"
+#include "io/prepare_images.h"
 
 namespace ringtrain::commands {
 
@@ -28,6 +29,9 @@ struct ArraysArgs {
   io::ArraysOptions options;
 };
 int prepare_arrays(ArraysArgs args);
+
+// `prepare images`: size_text is "H" (square) or "H,W"; prints the decode summary.
+int prepare_images(io::ImagesOptions options, const std::string& size_text);
 int inspect(const std::filesystem::path& path);  // a split folder, or a checkpoint file
 int print_versions();
 int print_keys();

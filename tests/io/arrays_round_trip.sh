@@ -5,6 +5,7 @@
 # leave no output folder. Uses Debian's python3-numpy/python3-h5py. Usage: arrays_round_trip.sh RINGTRAIN
 set -euo pipefail
 bin=$1
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 py=/usr/bin/python3
 "$py" -c "import h5py, numpy" 2>/dev/null || { echo "FAIL: $py cannot import h5py/numpy (apt-get install python3-h5py)"; exit 1; }
 work=$(mktemp -d)
@@ -51,15 +52,9 @@ check(np.array_equal(te, x[48:]) and np.array_equal(tel, y[48:]), "hdf5: test sp
 sys.exit(1 if failures else 0)
 PY
 
-refuse() {  # refuse EXPECTED_TEXT ARGS...: must fail, say EXPECTED_TEXT, and write no output folder
-  local want=$1; shift
-  if "$bin" prepare arrays "$@" --out bad >out.txt 2>&1; then echo "FAIL: accepted: $*"; exit 1; fi
-  grep -q -- "$want" out.txt || { echo "FAIL: '$*' did not say '$want':"; cat out.txt; exit 1; }
-  [[ ! -e bad ]] || { echo "FAIL: '$*' left an output folder"; exit 1; }
-  echo "ok   refused: $want"
-}
-refuse "need uint8" --images xf.npy --labels y.npy
-refuse "has no dataset 'nope'" --from-hdf5 d.h5 --images-dataset nope --labels-dataset train/labels
-refuse "is not an HDF5 file" --from-hdf5 x.npy
-refuse "not both" --images x.npy --labels y.npy --from-hdf5 d.h5
-refuse "--layout 'hwc'" --images x.npy --labels y.npy --layout hwc
+source "$here/prepare_refusal.sh"
+refuse arrays "need uint8" --images xf.npy --labels y.npy
+refuse arrays "has no dataset 'nope'" --from-hdf5 d.h5 --images-dataset nope --labels-dataset train/labels
+refuse arrays "is not an HDF5 file" --from-hdf5 x.npy
+refuse arrays "not both" --images x.npy --labels y.npy --from-hdf5 d.h5
+refuse arrays "--layout 'hwc'" --images x.npy --labels y.npy --layout hwc
