@@ -38,6 +38,11 @@ const std::vector<KeyRule> kKeys = {
     {"data", "train", Kind::string, {}, "folder of the training split's shards (from `ringtrain prepare`)"},
     {"data", "test", Kind::string, {}, "folder of the test split's shards, evaluated after each epoch"},
     {"data", "prefetch_batches", Kind::integer, int64_t{4}, "depth of the loader thread's queue, in batches"},
+    {"data", "augment", Kind::string, std::string("none"),
+     "training augmentation: none | pad_crop_flip (CIFAR style) | resized_crop_flip (ImageNet style)"},
+    {"data", "augment_pad", Kind::integer, int64_t{4}, "pad_crop_flip: zero border, in pixels, the crop may shift by"},
+    {"data", "loader_threads", Kind::integer, int64_t{0},
+     "threads augmenting and normalising each rank's batches (0 = the node's cores / its ranks, at most 8)"},
     {"train", "epochs", Kind::integer, {}, "passes over the training split"},
     {"train", "batch_per_rank", Kind::integer, {}, "samples per rank per micro-batch"},
     {"train", "max_steps_per_epoch", Kind::integer, int64_t{0}, "cap on optimizer steps per epoch (0 = all)"},
@@ -446,6 +451,12 @@ JobConfig parse_job(std::string_view toml_text, const std::filesystem::path& fil
   c.data.train = r.string("data", "train");
   c.data.test = r.string("data", "test");
   c.data.prefetch_batches = static_cast<int>(r.integer("data", "prefetch_batches", 1, 1024));
+  c.data.augment.kind = r.choice<train::AugmentKind>("data", "augment",
+                                                     {{"none", train::AugmentKind::none},
+                                                      {"pad_crop_flip", train::AugmentKind::pad_crop_flip},
+                                                      {"resized_crop_flip", train::AugmentKind::resized_crop_flip}});
+  c.data.augment.pad = static_cast<int>(r.integer("data", "augment_pad", 0, 1024));
+  c.data.loader_threads = static_cast<int>(r.integer("data", "loader_threads", 0, 256));
   c.train.epochs = static_cast<int>(r.integer("train", "epochs", 1, 100000));
   c.train.batch_per_rank = static_cast<int>(r.integer("train", "batch_per_rank", 1, 1 << 20));
   c.train.max_steps_per_epoch = r.integer("train", "max_steps_per_epoch", 0, INT64_MAX);

@@ -29,6 +29,7 @@
 #include "obs/tensorboard_writer.h"
 #include "obs/trace.h"
 #include "train/batch_loader.h"
+#include "train/loader_work.h"
 #include "train/fault_injection.h"
 #include "train/lr_schedule.h"
 #include "train/metrics_log.h"
@@ -416,7 +417,7 @@ int Trainer::run() {
         }
         out.assign(order.begin() + within * batch, order.begin() + (within + 1) * batch);
       },
-      job_.data.prefetch_batches);
+      job_.data.prefetch_batches, training_loader_work(job_, world_, train_reader->meta().shape, start_micro, micro_per_epoch));
 
   Progress progress(job_.run.progress_every_s, steps * epochs, epochs, root);
   double train_time_total = resumed.train_time_s, global_samples_total = resumed.train_samples, last_eval_s = 0;
@@ -643,7 +644,7 @@ int Trainer::run() {
             out.clear();
             for (int64_t s = i * batch; s < std::min(n, (i + 1) * batch); ++s) out.push_back(s);
           },
-          job_.data.prefetch_batches);
+          job_.data.prefetch_batches, LoaderWork{loader_threads(job_, world_), {}});  // never augmented
       for (int64_t i = 0; i < (n + batch - 1) / batch; ++i) {
         auto host = eval_loader.next(nullptr);
         const int count = host->count;
