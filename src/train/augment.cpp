@@ -76,17 +76,24 @@ void crop_resize(const Region& region, bool flip, const io::SampleShape& shape, 
 }
 
 // The image shifted by (dy, dx) in [-pad, pad] with zeros where it leaves the frame, mirrored if `flip`:
-// the same as cropping a zero-padded image at (pad + dy, pad + dx).
+// the same as cropping a zero-padded image at (pad + dy, pad + dx). Row by row: the in-frame columns
+// x in [first, last) are one contiguous (or one reversed) run of the source row.
 void pad_crop(int dy, int dx, bool flip, const io::SampleShape& shape, const uint8_t* in, uint8_t* out) {
-  const auto plane = static_cast<std::size_t>(shape.height) * static_cast<std::size_t>(shape.width);
-  for (std::size_t c = 0; c < static_cast<std::size_t>(shape.channels); ++c)
-    for (int y = 0; y < shape.height; ++y)
-      for (int x = 0; x < shape.width; ++x) {
-        const int sy = y + dy, sx = (flip ? shape.width - 1 - x : x) + dx;
-        const bool inside = sy >= 0 && sy < shape.height && sx >= 0 && sx < shape.width;
-        out[c * plane + static_cast<std::size_t>(y * shape.width + x)] =
-            inside ? in[c * plane + static_cast<std::size_t>(sy * shape.width + sx)] : uint8_t{0};
+  const int width = shape.width;
+  const int first = std::clamp(flip ? dx : -dx, 0, width), last = std::clamp(flip ? width + dx : width - dx, first, width);
+  for (int c = 0; c < shape.channels; ++c)
+    for (int y = 0; y < shape.height; ++y) {
+      uint8_t* row = out + (static_cast<std::size_t>(c) * static_cast<std::size_t>(shape.height) + static_cast<std::size_t>(y)) * static_cast<std::size_t>(width);
+      const int sy = y + dy;
+      std::memset(row, 0, static_cast<std::size_t>(width));
+      if (sy < 0 || sy >= shape.height) continue;
+      const uint8_t* source = in + (static_cast<std::size_t>(c) * static_cast<std::size_t>(shape.height) + static_cast<std::size_t>(sy)) * static_cast<std::size_t>(width);
+      if (!flip) {
+        std::memcpy(row + first, source + first + dx, static_cast<std::size_t>(last - first));
+        continue;
       }
+      for (int x = first; x < last; ++x) row[x] = source[width - 1 - x + dx];
+    }
 }
 
 }  // namespace

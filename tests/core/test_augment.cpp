@@ -78,6 +78,36 @@ TEST(Augment, PadCropFlipOnlyShiftsMirrorsAndZeroFills) {
   EXPECT_EQ(run({AugmentKind::pad_crop_flip, 0}, {7, 0, 0, 0}).size(), in.size());
 }
 
+// The definition: shift by (dy, dx), mirror if asked, zeros outside. pad_crop_flip's output must be exactly one
+// of these for |dy|, |dx| <= pad.
+std::vector<uint8_t> shifted_reference(const std::vector<uint8_t>& in, int dy, int dx, bool flip) {
+  std::vector<uint8_t> out(in.size(), 0);
+  for (int c = 0; c < shape.channels; ++c)
+    for (int y = 0; y < shape.height; ++y)
+      for (int x = 0; x < shape.width; ++x) {
+        const int sy = y + dy, sx = (flip ? shape.width - 1 - x : x) + dx;
+        if (sy >= 0 && sy < shape.height && sx >= 0 && sx < shape.width)
+          out[static_cast<std::size_t>((c * shape.height + y) * shape.width + x)] =
+              in[static_cast<std::size_t>((c * shape.height + sy) * shape.width + sx)];
+      }
+  return out;
+}
+
+TEST(Augment, PadCropFlipIsExactlyAShiftOrMirroredShift) {
+  const std::vector<uint8_t> in = gradient_image();
+  std::set<std::string> candidates;
+  for (int dy = -4; dy <= 4; ++dy)
+    for (int dx = -4; dx <= 4; ++dx)
+      for (const bool flip : {false, true}) candidates.insert(text(shifted_reference(in, dy, dx, flip)));
+  std::set<std::string> seen;
+  for (int64_t sample = 0; sample < 64; ++sample) {
+    const std::string out = text(run({AugmentKind::pad_crop_flip, 4}, {5, 0, 0, sample}));
+    EXPECT_TRUE(candidates.count(out)) << "sample " << sample;
+    seen.insert(out);
+  }
+  EXPECT_GT(seen.size(), 40u) << "64 samples spread over 162 shifts";
+}
+
 TEST(Augment, ResizedCropFlipKeepsShapeAndRange) {
   const std::vector<uint8_t> in = gradient_image();
   const auto [low, high] = std::minmax_element(in.begin(), in.end());
