@@ -4,6 +4,8 @@ find_package(MPI REQUIRED COMPONENTS C)                     # ranks, CPU all-red
 add_compile_definitions(OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
 find_package(HDF5 REQUIRED COMPONENTS C)                    # sharded datasets and checkpoints
 find_package(ZLIB REQUIRED)                                 # gzip'd IDX files from dataset-fashion-mnist
+find_package(JPEG REQUIRED)                                 # prepare images: JPEG decoding (libjpeg-turbo)
+find_package(PNG REQUIRED)                                  # prepare images: PNG decoding (libpng)
 find_package(Threads REQUIRED)                              # loader thread
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)  # GEMM for conv (im2col) and dense layers

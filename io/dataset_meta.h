@@ -17,6 +17,7 @@ inline constexpr const char* sample_shape = "sample_shape";  // int[3] attribute
 inline constexpr const char* mean = "mean";              // float[C]: per-channel mean of the train split, in 0..255 units
 inline constexpr const char* stddev = "std";             // float[C]: per-channel std of the train split, in 0..255 units
 inline constexpr const char* provenance = "provenance";  // string: where the samples came from
+inline constexpr const char* class_names = "class_names";  // optional string: class names by index, one a line
 inline constexpr const char* shard_index = "shard_index";  // int: this file's position in the split
 inline constexpr const char* shard_count = "shard_count";  // int: files in the split
 inline constexpr const char* file_prefix = "shard-";     // shard-00000-of-00008.h5
@@ -34,7 +35,18 @@ struct DatasetMeta {
   std::vector<float> mean;    // per channel, 0..255 units
   std::vector<float> stddev;  // per channel, 0..255 units
   std::string provenance;
+  std::vector<std::string> class_names;  // by class index; empty when the source named no classes
 };
+
+// Every class's name: the shards' own where they carry them, else "class <index>".
+inline std::vector<std::string> named_classes(const DatasetMeta& meta) {
+  std::vector<std::string> names;
+  for (int c = 0; c < meta.num_classes; ++c)
+    names.push_back(static_cast<size_t>(c) < meta.class_names.size() && !meta.class_names[static_cast<size_t>(c)].empty()
+                        ? meta.class_names[static_cast<size_t>(c)]
+                        : "class " + std::to_string(c));
+  return names;
+}
 
 struct ShardInfo {
   std::filesystem::path path;

@@ -26,6 +26,15 @@ bool SplitReport::valid() const {
 
 namespace {
 
+// "0 cat, 1 dog, ..."; a long list is cut after 20 names, as the histogram is.
+std::string numbered_names(const std::vector<std::string>& names) {
+  std::string text;
+  const std::size_t shown = std::min<std::size_t>(names.size(), 20);
+  for (std::size_t i = 0; i < shown; ++i) text += fmt::format("{}{} {}", i == 0 ? "" : ", ", i, names[i]);
+  if (shown < names.size()) text += fmt::format(", ... ({} more)", names.size() - shown);
+  return text;
+}
+
 // Counts labels per class in blocks, so a shard of any size is checked in bounded memory.
 void scan_labels(hid_t file, int num_classes, ShardReport& report) {
   const H5Dataset labels(H5_CHECK(H5Dopen2(file, shard_names::labels, H5P_DEFAULT)));
@@ -129,6 +138,7 @@ std::string format_report(const SplitReport& report) {
   text += fmt::format("  samples     {} in {} shards\n", total, report.shards.size());
   text += fmt::format("  shape       {} (C x H x W, uint8)\n", detail::describe(meta.shape));
   text += fmt::format("  classes     {}\n", meta.num_classes);
+  if (!meta.class_names.empty()) text += fmt::format("  names       {}\n", numbered_names(meta.class_names));
   text += fmt::format("  mean        {:.2f}\n", fmt::join(meta.mean, " "));
   text += fmt::format("  std         {:.2f}\n", fmt::join(meta.stddev, " "));
   if (!meta.provenance.empty()) text += fmt::format("  provenance  {}\n", meta.provenance);

@@ -18,18 +18,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Checked for both splits before either is written, so a refusal never leaves train/ new and test/ old.
-void refuse_existing_shards(const std::vector<fs::path>& split_dirs, bool overwrite) {
-  if (overwrite) return;
-  for (const fs::path& dir : split_dirs) {
-    std::error_code error;
-    if (fs::is_directory(dir, error) && !detail::list_shard_files(dir).empty())
-      throw DataError(fmt::format("'{}' already holds shards; pass --overwrite to replace them or choose another "
-                                  "--out folder",
-                                  dir.string()));
-  }
-}
-
 // ---- Fashion-MNIST
 
 constexpr int fashion_mnist_classes = 10;
@@ -203,7 +191,7 @@ void write_synthetic_split(const fs::path& dir, const SyntheticOptions& options,
 }  // namespace
 
 void prepare_fashion_mnist(const fs::path& source, const fs::path& out, int shards, bool overwrite) {
-  refuse_existing_shards({out / "train", out / "test"}, overwrite);
+  refuse_existing_splits({out / "train", out / "test"}, overwrite);
   const IdxSplit train = load_idx_split(source, "train");
   const IdxSplit test = load_idx_split(source, "t10k");
   if (train.images.rows != test.images.rows || train.images.cols != test.images.cols)
@@ -240,7 +228,7 @@ void prepare_synthetic(const fs::path& out, const SyntheticOptions& options, boo
                                 "classes, {} samples, {} test samples",
                                 detail::describe(options.shape), options.num_classes, options.samples,
                                 options.test_samples));
-  refuse_existing_shards({out / "train", out / "test"}, overwrite);
+  refuse_existing_splits({out / "train", out / "test"}, overwrite);
   const int64_t test_samples = options.test_samples > 0 ? options.test_samples : std::max<int64_t>(1, options.samples / 10);
   const ChannelStatistics statistics = measure_statistics(options);
 

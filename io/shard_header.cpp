@@ -50,6 +50,15 @@ std::vector<fs::path> list_shard_files(const fs::path& dir) {
 
 namespace {
 
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t begin = 0;
+  for (std::size_t end; (end = text.find('\n', begin)) != std::string::npos; begin = end + 1)
+    lines.push_back(text.substr(begin, end - begin));
+  lines.push_back(text.substr(begin));
+  return lines;
+}
+
 // Limits far beyond any real dataset that keep every size computed from a header within range.
 constexpr int kMaxClasses = 1 << 24;
 constexpr int kMaxShards = 1 << 24;
@@ -232,10 +241,12 @@ void examine_attributes(hid_t file, ShardHeader& header) {
     header.stddev =
         checked_statistics(h5::read_float_attribute(file, shard_names::stddev), shard_names::stddev, true, header);
   });
-  // Provenance is informational: a shard without it is still usable, so its absence is no problem.
+  // Provenance and class names are informational: a shard without them is still usable.
   try {
     if (h5::has_attribute(file, shard_names::provenance))
       header.provenance = h5::read_string_attribute(file, shard_names::provenance);
+    if (h5::has_attribute(file, shard_names::class_names))
+      header.class_names = split_lines(h5::read_string_attribute(file, shard_names::class_names));
   } catch (const std::exception& e) {
     header.problems.push_back(fmt::format("has an unreadable root attribute '{}' ({})", shard_names::provenance,
                                           hdf5_detail(e)));
@@ -379,6 +390,7 @@ DatasetMeta meta_of(const ShardHeader& header) {
   meta.mean = header.mean;
   meta.stddev = header.stddev;
   meta.provenance = header.provenance;
+  meta.class_names = header.class_names;
   return meta;
 }
 

@@ -3,6 +3,7 @@
 #include "io/shard_writer.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <hdf5.h>
 
 #include <algorithm>
@@ -74,6 +75,8 @@ void validate(const fs::path& dir, const DatasetMeta& meta, const SplitWriteOpti
   if (meta.shape.channels < 1 || meta.shape.height < 1 || meta.shape.width < 1)
     fail(fmt::format("sample shape {} has an empty dimension", detail::describe(meta.shape)));
   if (meta.num_classes < 1) fail(fmt::format("{} classes, need at least 1", meta.num_classes));
+  if (!meta.class_names.empty() && meta.class_names.size() != static_cast<std::size_t>(meta.num_classes))
+    fail(fmt::format("{} class names for {} classes", meta.class_names.size(), meta.num_classes));
   const auto channels = static_cast<std::size_t>(meta.shape.channels);
   if (meta.mean.size() != channels || meta.stddev.size() != channels)
     fail(fmt::format("mean/std have {}/{} values for {} channels", meta.mean.size(), meta.stddev.size(), channels));
@@ -118,6 +121,8 @@ void write_root_attributes(hid_t file, const DatasetMeta& meta, int index, int c
   h5::write_float_attribute(file, shard_names::mean, meta.mean);
   h5::write_float_attribute(file, shard_names::stddev, meta.stddev);
   h5::write_string_attribute(file, shard_names::provenance, meta.provenance);
+  if (!meta.class_names.empty())
+    h5::write_string_attribute(file, shard_names::class_names, fmt::format("{}", fmt::join(meta.class_names, "\n")));
   h5::write_int_attribute(file, shard_names::shard_index, shard_index);
   h5::write_int_attribute(file, shard_names::shard_count, shard_count);
 }
@@ -203,6 +208,17 @@ void write_split(const fs::path& dir, const DatasetMeta& meta, const SplitWriteO
       throw DataError(fmt::format("cannot rename '{}' to '{}': {}", temporary_path.string(), final_path.string(),
                                   error.message()));
     first_sample += shard_samples;
+  }
+}
+
+void refuse_existing_splits(const std::vector<std::filesystem::path>& split_dirs, bool overwrite) {
+  if (overwrite) return;
+  for (const fs::path& dir : split_dirs) {
+    std::error_code error;
+    if (fs::is_directory(dir, error) && !detail::list_shard_files(dir).empty())
+      throw DataError(fmt::format("'{}' already holds shards; pass --overwrite to replace them or choose another "
+                                  "--out folder",
+                                  dir.string()));
   }
 }
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <span>
+#include <vector>
 
 #include "io/dataset_meta.h"
 
@@ -25,5 +26,9 @@ using SampleSource =
 // Refuses (DataError) to overwrite a folder that already holds shards unless `overwrite` is set.
 void write_split(const std::filesystem::path& dir, const DatasetMeta& meta, const SplitWriteOptions& options,
                  const SampleSource& source, bool overwrite);
+
+// Checked for both splits before either is written, so a refusal never leaves train/ new and test/ old:
+// DataError when a folder already holds shards and `overwrite` is not set.
+void refuse_existing_splits(const std::vector<std::filesystem::path>& split_dirs, bool overwrite);
 
 }  // namespace ringtrain::io

@@ -2,6 +2,7 @@
 // every step) against a raw read() of the same shard bytes, for Fashion-MNIST-sized and ImageNet-sized
 // samples. The splits are prepared once per process in a temporary folder.
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "io/partition.h"
 #include "io/prepare.h"
 #include "io/shard_reader.h"
+#include "train/augment.h"
 #include "train/batch_loader.h"
 
 namespace {
@@ -65,6 +67,24 @@ BenchData& bench_data() {
 }
 
 const char* shape_label(int shape_id) { return shape_id == 0 ? "1x28x28" : "3x224x224"; }
+
+const char* augment_name(ringtrain::train::AugmentKind kind) {
+  switch (kind) {
+    case ringtrain::train::AugmentKind::pad_crop_flip: return "pad_crop_flip";
+    case ringtrain::train::AugmentKind::resized_crop_flip: return "resized_crop_flip";
+    default: return "none";
+  }
+}
+
+// The training loader's work for a benchmark: the augmentation keyed as training keys it (epoch 0, rank 0).
+ringtrain::train::LoaderWork loader_work(ringtrain::train::AugmentKind kind, int threads, const SampleShape& shape) {
+  ringtrain::train::LoaderWork work{threads, {}};
+  if (kind == ringtrain::train::AugmentKind::none) return work;
+  work.transform = [kind, shape](int64_t, int64_t sample, std::span<const uint8_t> in, std::span<uint8_t> out) {
+    ringtrain::train::augment_sample({kind}, {1, 0, 0, sample}, shape, in, out);
+  };
+  return work;
+}
 
 void BM_ShardReaderShuffledBatch(benchmark::State& state) {
   const int shape_id = static_cast<int>(state.range(0));
@@ -138,11 +158,14 @@ void BM_RawReadWholeShard(benchmark::State& state) {
   state.SetLabel(shape_label(shape_id));
 }
 
-// The loader as training uses it: its thread reads shuffled batches of 64 and decodes them (uint8 -> normalised
-// float), `depth` batches ahead; the benchmark consumes batches as fast as they come, so the rate is the
-// loader's ceiling (the step's data wait is 0 whenever the step is slower than this).
+// The loader as training uses it: its thread reads shuffled batches of 64, then `threads` threads augment
+// (none / pad_crop_flip / resized_crop_flip) and decode them (uint8 -> normalised float), `depth` batches
+// ahead; the benchmark consumes batches as fast as they come, so the rate is the loader's ceiling (the step's
+// data wait is 0 whenever the step is slower than this). Args: shape, augmentation, threads.
 void BM_LoaderDecode(benchmark::State& state) {
   const int shape_id = static_cast<int>(state.range(0));
+  const auto kind = static_cast<ringtrain::train::AugmentKind>(state.range(1));
+  const int threads = static_cast<int>(state.range(2));
   const BenchSplit& data = bench_data().get(shape_id);
   const int64_t total = data.split.total_samples();
   ShardReader reader(data.split, rank_range(total, 0, 1));
@@ -155,7 +178,7 @@ void BM_LoaderDecode(benchmark::State& state) {
         out.resize(batch);
         for (auto& i : out) i = pick(rng);
       },
-      4);
+      4, loader_work(kind, threads, data.split.meta.shape));
   for (auto _ : state) {
     auto b = loader.next(nullptr);
     benchmark::DoNotOptimize(b->images.data());
@@ -163,12 +186,18 @@ void BM_LoaderDecode(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * batch);
   state.SetBytesProcessed(state.iterations() * batch * data.sample_bytes);
-  state.SetLabel(shape_label(shape_id));
+  state.counters["samples_per_s_per_thread"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * batch) / threads, benchmark::Counter::kIsRate);
+  state.SetLabel(fmt::format("{} augment={} threads={}", shape_label(shape_id), augment_name(kind), threads));
 }
 
 BENCHMARK(BM_ShardReaderShuffledBatch)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 // Real time: the work is on the loader thread, the benchmark thread only waits.
-BENCHMARK(BM_LoaderDecode)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_LoaderDecode)
+    ->Args({0, 0, 1})
+    ->ArgsProduct({{1}, {0, 1, 2}, {1, 2}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RawPreadShuffledBatch)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RawReadWholeShard)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 

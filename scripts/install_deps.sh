@@ -11,6 +11,7 @@ packages=(
   build-essential cmake pkg-config git python3     # toolchain
   libopenmpi-dev openmpi-bin                       # MPI: ranks, CPU all-reduce, NCCL bootstrap
   libhdf5-dev zlib1g-dev                           # sharded datasets and checkpoints; gzip'd IDX import
+  libjpeg62-turbo-dev libpng-dev                   # prepare images: JPEG (libjpeg-turbo) and PNG decoding
   libopenblas-dev libdnnl-dev                      # CPU BLAS (im2col convolutions, dense weight gradient); oneDNN
   libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libfmt-dev   # job files, command line, JSON records, formatting
   libgtest-dev libgmock-dev libbenchmark-dev       # tests and benchmarks
@@ -18,6 +19,7 @@ packages=(
   python3-venv                                     # a private venv for the TensorBoard read-back test (below)
   python3-matplotlib                               # plots of perf/results and perf/scaling_report.py
   python3-h5py                                     # tests/io: shards and checkpoints read back by h5py, as users do
+  python3-pil                                      # tests/io: writes Fashion-MNIST as a PNG/JPEG folder for prepare images
   slurm-wlm munge                                  # tests/slurm: a real two-node Slurm cluster runs slurm/train.sbatch
   iproute2                                         # tests/multihost: ip netns/veth "nodes", tc rate limits; ss
 )

@@ -28,6 +28,85 @@ std::vector<int> parse_shape(const std::string& text) {
   return dims;
 }
 
+// `prepare`: datasets into shards.
+struct PrepareCommands {
+  CLI::App *fmnist = nullptr, *synth = nullptr, *arrays_command = nullptr, *images_command = nullptr;
+  std::string source = "/usr/share/datasets/fashion-mnist", out;
+  int shards = 8;
+  bool overwrite = false;
+  ringtrain::io::SyntheticOptions synthetic;
+  std::string shape_text = "3,224,224";
+  ringtrain::commands::ArraysArgs arrays;
+  ringtrain::io::ImagesOptions images;
+  std::string size_text;
+};
+
+void add_prepare_commands(CLI::App& app, PrepareCommands& p) {
+  auto* prepare = app.add_subcommand("prepare", "write a dataset as sharded HDF5 splits (train/ and test/)");
+  prepare->require_subcommand(1);
+  p.fmnist = prepare->add_subcommand("fashion-mnist", "Fashion-MNIST from its IDX files (Debian: dataset-fashion-mnist)");
+  p.fmnist->add_option("--source", p.source, "folder of the *-ubyte.gz files")->capture_default_str();
+  p.fmnist->add_option("--out", p.out, "output folder")->required();
+  p.fmnist->add_option("--shards", p.shards, "shards per split")->capture_default_str()->check(CLI::Range(1, 100000));
+  p.fmnist->add_flag("--overwrite", p.overwrite, "replace existing shards");
+  p.synth = prepare->add_subcommand("synthetic", "learnable random images of any shape, for benchmarks");
+  p.synth->add_option("--shape", p.shape_text, "C,H,W")->capture_default_str();
+  p.synth->add_option("--classes", p.synthetic.num_classes, "classes")->capture_default_str()->check(CLI::Range(2, 1 << 20));
+  p.synth->add_option("--samples", p.synthetic.samples, "training samples")->capture_default_str()->check(CLI::PositiveNumber);
+  p.synth->add_option("--test-samples", p.synthetic.test_samples, "test samples (default: samples/10)");
+  p.synth->add_option("--shards", p.synthetic.shards, "shards per split")->capture_default_str()->check(CLI::Range(1, 100000));
+  p.synth->add_option("--seed", p.synthetic.seed, "seed")->capture_default_str();
+  p.synth->add_option("--out", p.out, "output folder")->required();
+  p.synth->add_flag("--overwrite", p.overwrite, "replace existing shards");
+
+  p.arrays_command = prepare->add_subcommand("arrays", "uint8 image arrays with integer labels: .npy files or an HDF5 file");
+  p.arrays_command->add_option("--images", p.arrays.images, "images .npy (uint8, N x C x H x W or N x H x W x C or N x H x W)");
+  p.arrays_command->add_option("--labels", p.arrays.labels, "labels .npy (integers 0..K-1, N)");
+  p.arrays_command->add_option("--test-images", p.arrays.test_images, "test images .npy (default: hold out --test-fraction)");
+  p.arrays_command->add_option("--test-labels", p.arrays.test_labels, "test labels .npy");
+  p.arrays_command->add_option("--from-hdf5", p.arrays.from_hdf5, "read images and labels from datasets of this HDF5 file");
+  p.arrays_command->add_option("--images-dataset", p.arrays.images_dataset, "images dataset in --from-hdf5")->capture_default_str();
+  p.arrays_command->add_option("--labels-dataset", p.arrays.labels_dataset, "labels dataset in --from-hdf5")->capture_default_str();
+  p.arrays_command->add_option("--test-images-dataset", p.arrays.test_images_dataset, "test images dataset in --from-hdf5");
+  p.arrays_command->add_option("--test-labels-dataset", p.arrays.test_labels_dataset, "test labels dataset in --from-hdf5");
+  p.arrays_command->add_option("--layout", p.arrays.layout, "nchw or nhwc (rank-4 images)")->capture_default_str();
+  p.arrays_command->add_option("--test-fraction", p.arrays.options.test_fraction, "held out per class, seeded")->capture_default_str();
+  p.arrays_command->add_option("--seed", p.arrays.options.seed, "seed of the hold-out")->capture_default_str();
+  p.arrays_command->add_option("--classes", p.arrays.options.num_classes, "classes (default: largest label + 1)");
+  p.arrays_command->add_option("--class-names", p.arrays.class_names, "class names by index, comma-separated");
+  p.arrays_command->add_option("--shards", p.arrays.options.shards, "shards per split")->capture_default_str()->check(CLI::Range(1, 100000));
+  p.arrays_command->add_option("--out", p.arrays.options.out, "output folder")->required();
+  p.arrays_command->add_flag("--overwrite", p.arrays.options.overwrite, "replace existing shards");
+
+  p.images_command = prepare->add_subcommand("images", "a folder of class subfolders of JPEG/PNG images");
+  p.images_command->add_option("--source", p.images.source, "folder with one subfolder of images per class")->required();
+  p.images_command->add_option("--test-source", p.images.test_source, "test images, same class folders (default: hold out --test-fraction)");
+  p.images_command->add_option("--size", p.size_text, "H or H,W: shorter side resized to fit, then centre crop")->required();
+  p.images_command->add_option("--channels", p.images.channels, "1 gray, 3 RGB, 4 RGBA")->capture_default_str();
+  p.images_command->add_flag("--strict", p.images.strict, "stop at the first unreadable image instead of skipping it");
+  p.images_command->add_option("--threads", p.images.threads, "decoding threads (default: every core)");
+  p.images_command->add_option("--test-fraction", p.images.arrays.test_fraction, "held out per class, seeded")->capture_default_str();
+  p.images_command->add_option("--seed", p.images.arrays.seed, "seed of the hold-out")->capture_default_str();
+  p.images_command->add_option("--shards", p.images.arrays.shards, "shards per split")->capture_default_str()->check(CLI::Range(1, 100000));
+  p.images_command->add_option("--out", p.images.arrays.out, "output folder")->required();
+  p.images_command->add_flag("--overwrite", p.images.arrays.overwrite, "replace existing shards");
+}
+
+// The prepare command chosen, run; -1 when none was.
+int run_prepare(PrepareCommands& p) {
+  namespace commands = ringtrain::commands;
+  if (*p.fmnist) return commands::prepare_fashion_mnist(p.source, p.out, p.shards, p.overwrite);
+  if (*p.synth) {
+    const auto dims = parse_shape(p.shape_text);
+    p.synthetic.shape = {dims[0], dims[1], dims[2]};
+    p.synthetic.shards = std::max(1, p.synthetic.shards);
+    return commands::prepare_synthetic(p.out, p.synthetic, p.overwrite);
+  }
+  if (*p.arrays_command) return commands::prepare_arrays(p.arrays);
+  if (*p.images_command) return commands::prepare_images(p.images, p.size_text);
+  return -1;
+}
+
 // The commands that use a trained model: evaluate, predict, export.
 struct UseCommands {
   CLI::App *evaluate = nullptr, *predict = nullptr, *export_onnx = nullptr;
@@ -76,27 +155,8 @@ int main(int argc, char** argv) {
   train->add_flag("--resume", train_args.resume,
                   "continue from the latest checkpoint in <run.dir>/checkpoints (any number of ranks)");
 
-  auto* prepare = app.add_subcommand("prepare", "write a dataset as sharded HDF5 splits (train/ and test/)");
-  prepare->require_subcommand(1);
-  std::string source = "/usr/share/datasets/fashion-mnist", out;
-  int shards = 8;
-  bool overwrite = false;
-  auto* fmnist = prepare->add_subcommand("fashion-mnist", "Fashion-MNIST from its IDX files (Debian: dataset-fashion-mnist)");
-  fmnist->add_option("--source", source, "folder of the *-ubyte.gz files")->capture_default_str();
-  fmnist->add_option("--out", out, "output folder")->required();
-  fmnist->add_option("--shards", shards, "shards per split")->capture_default_str()->check(CLI::Range(1, 100000));
-  fmnist->add_flag("--overwrite", overwrite, "replace existing shards");
-  io::SyntheticOptions synthetic;
-  std::string shape_text = "3,224,224";
-  auto* synth = prepare->add_subcommand("synthetic", "learnable random images of any shape, for benchmarks");
-  synth->add_option("--shape", shape_text, "C,H,W")->capture_default_str();
-  synth->add_option("--classes", synthetic.num_classes, "classes")->capture_default_str()->check(CLI::Range(2, 1 << 20));
-  synth->add_option("--samples", synthetic.samples, "training samples")->capture_default_str()->check(CLI::PositiveNumber);
-  synth->add_option("--test-samples", synthetic.test_samples, "test samples (default: samples/10)");
-  synth->add_option("--shards", synthetic.shards, "shards per split")->capture_default_str()->check(CLI::Range(1, 100000));
-  synth->add_option("--seed", synthetic.seed, "seed")->capture_default_str();
-  synth->add_option("--out", out, "output folder")->required();
-  synth->add_flag("--overwrite", overwrite, "replace existing shards");
+  PrepareCommands prep;
+  add_prepare_commands(app, prep);
 
   std::string inspect_dir;
   auto* inspect = app.add_subcommand("inspect", "print and validate every shard of a split, or a checkpoint file");
@@ -117,13 +177,7 @@ int main(int argc, char** argv) {
   try {
     if (version) return commands::print_versions();
     if (*train) return commands::train(&argc, &argv, train_args);
-    if (*fmnist) return commands::prepare_fashion_mnist(source, out, shards, overwrite);
-    if (*synth) {
-      const auto dims = parse_shape(shape_text);
-      synthetic.shape = {dims[0], dims[1], dims[2]};
-      synthetic.shards = std::max(1, synthetic.shards);
-      return commands::prepare_synthetic(out, synthetic, overwrite);
-    }
+    if (const int rc = run_prepare(prep); rc >= 0) return rc;
     if (*inspect) return commands::inspect(inspect_dir);
     if (*use.evaluate) return commands::evaluate(&argc, &argv, use.evaluate_args);
     if (*use.predict) return commands::predict(&argc, &argv, use.predict_args);

@@ -2,12 +2,16 @@
 // results.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <stdexcept>
+
 #include "commands/commands.h"
 #include "common/error.h"
 #include "common/path_probe.h"
 #include "io/checkpoint_file.h"
 #include "io/inspect.h"
 #include "io/prepare.h"
+#include "io/shard_header.h"
 
 namespace ringtrain::commands {
 
@@ -22,6 +26,85 @@ int prepare_synthetic(const std::filesystem::path& out, const io::SyntheticOptio
   fmt::print("wrote {}/train and {}/test: {}x{}x{} images, {} classes, {} training samples, {} shards\n", out.string(),
              out.string(), options.shape.channels, options.shape.height, options.shape.width, options.num_classes,
              options.samples, options.shards);
+  return 0;
+}
+
+namespace {
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> items;
+  if (text.empty()) return items;
+  std::size_t begin = 0;
+  for (std::size_t end; (end = text.find(',', begin)) != std::string::npos; begin = end + 1)
+    items.push_back(text.substr(begin, end - begin));
+  items.push_back(text.substr(begin));
+  return items;
+}
+
+io::LabelledArrays load_arrays(const commands::ArraysArgs& args, bool test) {
+  const io::ArrayLayout layout = io::parse_array_layout(args.layout);
+  if (!args.from_hdf5.empty()) {
+    if (test && args.test_images_dataset.empty()) return {};
+    return io::load_hdf5_arrays({args.from_hdf5, test ? args.test_images_dataset : args.images_dataset,
+                                 test ? args.test_labels_dataset : args.labels_dataset},
+                                layout);
+  }
+  if (test && args.test_images.empty()) return {};
+  return io::load_npy_arrays(test ? args.test_images : args.images, test ? args.test_labels : args.labels, layout);
+}
+
+// Which inputs go together is checked here, before any file is read.
+void check_sources(const commands::ArraysArgs& args) {
+  const bool npy = !args.images.empty() || !args.labels.empty();
+  if (npy == !args.from_hdf5.empty())
+    throw UsageError("prepare arrays needs either --images and --labels (.npy) or --from-hdf5 FILE, not both");
+  if (npy && (args.images.empty() || args.labels.empty()))
+    throw UsageError("prepare arrays needs both --images and --labels");
+  if (args.test_images.empty() != args.test_labels.empty())
+    throw UsageError("--test-images and --test-labels go together");
+  if (args.test_images_dataset.empty() != args.test_labels_dataset.empty())
+    throw UsageError("--test-images-dataset and --test-labels-dataset go together");
+}
+
+}  // namespace
+
+int prepare_arrays(ArraysArgs args) {
+  check_sources(args);
+  args.options.class_names = split_commas(args.class_names);
+  io::LabelledArrays train = load_arrays(args, false);
+  io::LabelledArrays test = load_arrays(args, true);
+  const int64_t train_count = train.count();
+  io::prepare_arrays(std::move(train), std::move(test), args.options);
+  const io::SplitIndex written = io::open_split(args.options.out / "train");
+  fmt::print("wrote {}/train ({} samples) and {}/test from {} samples of {}, {} classes\n", args.options.out.string(),
+             written.total_samples(), args.options.out.string(), train_count, io::detail::describe(written.meta.shape),
+             written.meta.num_classes);
+  return 0;
+}
+
+int prepare_images(io::ImagesOptions options, const std::string& size_text) {
+  const std::vector<std::string> sides = split_commas(size_text);
+  try {
+    if (sides.empty() || sides.size() > 2) throw std::invalid_argument("count");
+    options.size.height = std::stoi(sides[0]);
+    options.size.width = std::stoi(sides.back());
+  } catch (const std::logic_error&) {
+    throw UsageError(fmt::format("--size '{}' is not H or H,W (e.g. 224 or 28,28)", size_text));
+  }
+  const io::ImagesSummary summary = io::prepare_images(options);
+  int64_t decoded = 0;
+  for (const int64_t n : summary.train_per_class) decoded += n;
+  for (const int64_t n : summary.test_per_class) decoded += n;
+  fmt::print("wrote {}/train and {}/test: {} images of {} classes at {}x{}x{}, decoded in {:.1f} s on {} threads "
+             "({:.0f} images/s)\n",
+             options.arrays.out.string(), options.arrays.out.string(), decoded, summary.class_names.size(),
+             options.channels, options.size.height, options.size.width, summary.seconds, summary.threads,
+             static_cast<double>(decoded) / std::max(summary.seconds, 1e-9));
+  for (std::size_t c = 0; c < summary.class_names.size(); ++c)
+    fmt::print("  {:>4} {:<24} {:>8} images{}\n", c, summary.class_names[c], summary.train_per_class[c],
+               summary.test_per_class.empty() ? "" : fmt::format(" + {} test", summary.test_per_class[c]));
+  if (!summary.skipped.empty()) fmt::print("skipped {} unreadable images (--strict refuses them):\n", summary.skipped.size());
+  for (const std::string& why : summary.skipped) fmt::print("  {}\n", why);
   return 0;
 }
 

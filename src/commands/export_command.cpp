@@ -24,9 +24,7 @@ int export_onnx(const ExportArgs& args) {
                                 "{}; point --data at a split of it)",
                                 e.what(), args.data.empty() ? "the job's data.train" : "--data"));
   }
-  std::vector<std::string> names;
-  for (int c = 0; c < split.meta.num_classes; ++c) names.push_back(fmt::format("class {}", c));
-  infer::export_onnx({checkpoint, args.checkpoint.string(), job, split.meta, names}, args.onnx);
+  infer::export_onnx({checkpoint, args.checkpoint.string(), job, split.meta, io::named_classes(split.meta)}, args.onnx);
   fmt::print("exported {} ({} classes, input {}x{}x{}, opset {}) to {}\n", args.checkpoint.string(),
              split.meta.num_classes, split.meta.shape.channels, split.meta.shape.height, split.meta.shape.width,
              infer::OnnxGraph::kOpset, args.onnx.string());

@@ -24,7 +24,8 @@
 namespace ringtrain::commands {
 namespace {
 
-nlohmann::ordered_json prediction(const float* logits, int classes, int top, bool with_logits) {
+nlohmann::ordered_json prediction(const float* logits, const std::vector<std::string>& names, int top, bool with_logits) {
+  const int classes = static_cast<int>(names.size());
   const float peak = *std::max_element(logits, logits + classes);
   std::vector<double> p(static_cast<size_t>(classes));
   double total = 0;
@@ -35,8 +36,10 @@ nlohmann::ordered_json prediction(const float* logits, int classes, int top, boo
   std::partial_sort(order.begin(), order.begin() + k, order.end(),
                     [&](int a, int b) { return p[static_cast<size_t>(a)] > p[static_cast<size_t>(b)]; });
   nlohmann::ordered_json best = nlohmann::ordered_json::array();
-  for (int i = 0; i < k; ++i)
-    best.push_back({{"class", order[static_cast<size_t>(i)]}, {"p", p[static_cast<size_t>(order[static_cast<size_t>(i)])] / total}});
+  for (int i = 0; i < k; ++i) {
+    const auto c = static_cast<size_t>(order[static_cast<size_t>(i)]);
+    best.push_back({{"class", c}, {"name", names[c]}, {"p", p[c] / total}});
+  }
   nlohmann::ordered_json j{{"top", best}};
   if (with_logits) j["logits"] = std::vector<float>(logits, logits + classes);
   return j;
@@ -58,6 +61,7 @@ void predict_split(const train::RunContext& run, const PredictArgs& args, const 
       },
       run.job.data.prefetch_batches);
   const int classes = part.meta().num_classes;
+  const std::vector<std::string> names = io::named_classes(part.meta());
   std::vector<float> logits(static_cast<size_t>(input.n) * classes);
   for (int64_t b = 0; b < batches; ++b) {
     auto host = loader.next(nullptr);
@@ -66,7 +70,7 @@ void predict_split(const train::RunContext& run, const PredictArgs& args, const 
     run.backend.to_host(logits.data(), out.data, static_cast<size_t>(host->count) * classes * sizeof(float));
     for (int i = 0; i < host->count; ++i) {
       nlohmann::ordered_json j{{"input", dir.string()}, {"sample", b * input.n + i}, {"label", host->labels[static_cast<size_t>(i)]}};
-      j.update(prediction(logits.data() + static_cast<ptrdiff_t>(i) * classes, classes, args.top, args.logits));
+      j.update(prediction(logits.data() + static_cast<ptrdiff_t>(i) * classes, names, args.top, args.logits));
       fmt::print("{}\n", j.dump());
     }
     loader.recycle(std::move(host));

@@ -39,6 +39,11 @@ const std::vector<KeyRule> kKeys = {
     {"data", "train", Kind::string, {}, "folder of the training split's shards (from `ringtrain prepare`)"},
     {"data", "test", Kind::string, {}, "folder of the test split's shards, evaluated after each epoch"},
     {"data", "prefetch_batches", Kind::integer, int64_t{4}, "depth of the loader thread's queue, in batches"},
+    {"data", "augment", Kind::string, std::string("none"),
+     "training augmentation: none | pad_crop_flip (CIFAR style) | resized_crop_flip (ImageNet style)"},
+    {"data", "augment_pad", Kind::integer, int64_t{4}, "pad_crop_flip: zero border, in pixels, the crop may shift by"},
+    {"data", "loader_threads", Kind::integer, int64_t{0},
+     "threads augmenting and normalising each rank's batches (0 = the node's cores / its ranks, at most 8)"},
     {"train", "epochs", Kind::integer, {}, "passes over the training split"},
     {"train", "batch_per_rank", Kind::integer, {}, "samples per rank per micro-batch"},
     {"train", "max_steps_per_epoch", Kind::integer, int64_t{0}, "cap on optimizer steps per epoch (0 = all)"},
@@ -173,6 +178,7 @@ void apply_override(toml::table& root, const std::string& assignment) {
 class Reader {
  public:
   explicit Reader(toml::table& root) : root_(root) {}
+  toml::table& root() { return root_; }
 
   void check_unknown() {
     for (auto& [table_key, node] : root_) {
@@ -442,25 +448,22 @@ JobConfig load_job(const std::filesystem::path& file, const std::vector<std::str
   return parse_job(text, file, overrides);
 }
 
-JobConfig parse_job(std::string_view toml_text, const std::filesystem::path& file,
-                    const std::vector<std::string>& overrides) {
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, file.string());
-  } catch (const toml::parse_error& e) {
-    const auto& where = e.source().begin;
-    throw JobFileError(fmt::format("job file '{}' is not valid TOML at line {}, column {}: {}", file.string(),
-                                   where.line, where.column, e.description()));
-  }
-  for (const auto& o : overrides) apply_override(root, o);
+namespace {
 
-  Reader r(root);
-  r.check_unknown();
-  JobConfig c;
-  c.source = file;
+// Each section's keys, read and checked; problems are collected in the reader.
+void read_data(Reader& r, JobConfig& c) {
   c.data.train = r.string("data", "train");
   c.data.test = r.string("data", "test");
   c.data.prefetch_batches = static_cast<int>(r.integer("data", "prefetch_batches", 1, 1024));
+  c.data.augment.kind = r.choice<train::AugmentKind>("data", "augment",
+                                                     {{"none", train::AugmentKind::none},
+                                                      {"pad_crop_flip", train::AugmentKind::pad_crop_flip},
+                                                      {"resized_crop_flip", train::AugmentKind::resized_crop_flip}});
+  c.data.augment.pad = static_cast<int>(r.integer("data", "augment_pad", 0, 1024));
+  c.data.loader_threads = static_cast<int>(r.integer("data", "loader_threads", 0, 256));
+}
+
+void read_training(Reader& r, JobConfig& c) {
   c.train.epochs = static_cast<int>(r.integer("train", "epochs", 1, 100000));
   c.train.batch_per_rank = static_cast<int>(r.integer("train", "batch_per_rank", 1, 1 << 20));
   c.train.max_steps_per_epoch = r.integer("train", "max_steps_per_epoch", 0, INT64_MAX);
@@ -477,13 +480,19 @@ JobConfig parse_job(std::string_view toml_text, const std::filesystem::path& fil
   c.optimizer.schedule =
       r.choice<LrSchedule>("optimizer", "schedule", {{"cosine", LrSchedule::cosine}, {"constant", LrSchedule::constant}});
   c.optimizer.min_lr = r.number("optimizer", "min_lr", 0.0, 1e3);
+}
+
+void read_model(Reader& r, JobConfig& c) {
   c.model.name = r.string("model", "name");
-  if (auto* model = root["model"].as_table(); model && model->contains("layers")) {
+  if (auto* model = r.root()["model"].as_table(); model && model->contains("layers")) {
     c.model.layers = r.layers(model->get("layers"), "model.layers", 0);
   } else {
     r.problem("missing required key 'model.layers': declare the model as [[model.layers]] tables ending in a "
               "dense layer with one unit per class");
   }
+}
+
+void read_run(Reader& r, JobConfig& c) {
   c.run.dir = r.string("run", "dir");
   c.run.device = r.choice<DeviceChoice>(
       "run", "device", {{"auto", DeviceChoice::auto_detect}, {"cpu", DeviceChoice::cpu}, {"cuda", DeviceChoice::cuda}});
@@ -501,6 +510,9 @@ JobConfig parse_job(std::string_view toml_text, const std::filesystem::path& fil
   c.run.trace_steps = static_cast<int>(r.integer("run", "trace_steps", 1, 1000000));
   c.run.tensorboard = r.boolean("run", "tensorboard");
   c.run.monitor_every_s = r.number("run", "monitor_every_s", 0.0, 86400.0);
+}
+
+void read_dist_and_gpu(Reader& r, JobConfig& c) {
   c.dist.bucket_mb = r.number("dist", "bucket_mb", 0.001, 4096);
   c.dist.reducer = r.choice<CpuReducer>("dist", "reducer",
                                         {{"nonblocking", CpuReducer::nonblocking}, {"thread", CpuReducer::thread}});
@@ -510,6 +522,31 @@ JobConfig parse_job(std::string_view toml_text, const std::filesystem::path& fil
   c.gpu.deterministic = r.boolean("gpu", "deterministic");
   c.gpu.workspace_mb = r.number("gpu", "workspace_mb", 0.0, 1e6);
   c.gpu.share_device = r.boolean("gpu", "share_device");
+}
+
+}  // namespace
+
+JobConfig parse_job(std::string_view toml_text, const std::filesystem::path& file,
+                    const std::vector<std::string>& overrides) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, file.string());
+  } catch (const toml::parse_error& e) {
+    const auto& where = e.source().begin;
+    throw JobFileError(fmt::format("job file '{}' is not valid TOML at line {}, column {}: {}", file.string(),
+                                   where.line, where.column, e.description()));
+  }
+  for (const auto& o : overrides) apply_override(root, o);
+
+  Reader r(root);
+  r.check_unknown();
+  JobConfig c;
+  c.source = file;
+  read_data(r, c);
+  read_training(r, c);
+  read_model(r, c);
+  read_run(r, c);
+  read_dist_and_gpu(r, c);
 
   if (!r.problems().empty()) {
     std::string message = fmt::format("job file '{}' has {} problem{}:", file.string(), r.problems().size(),

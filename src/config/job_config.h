@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/layer_spec.h"
+#include "train/augment.h"
 
 namespace ringtrain::config {
 
@@ -23,6 +24,8 @@ struct JobConfig {
   struct Data {
     std::filesystem::path train, test;
     int prefetch_batches = 4;
+    train::AugmentSpec augment;  // training batches only; evaluation sees the samples as prepared
+    int loader_threads = 0;      // 0: the node's cores divided among its ranks, at most 8
   } data;
 
   struct Train {

@@ -19,12 +19,6 @@
 namespace ringtrain::infer {
 namespace {
 
-std::vector<std::string> class_names(int classes) {
-  std::vector<std::string> names;
-  for (int c = 0; c < classes; ++c) names.push_back(fmt::format("class {}", c));
-  return names;
-}
-
 nlohmann::ordered_json result_json(const train::RunContext& run, const train::RestoredCheckpoint& restored,
                                    const train::SplitPart& part, const train::Totals& totals, const ClassTally& tally) {
   nlohmann::ordered_json j{{"kind", "evaluation"},
@@ -38,7 +32,7 @@ nlohmann::ordered_json result_json(const train::RunContext& run, const train::Re
                            {"accuracy", totals.accuracy()},
                            {"top5_accuracy", tally.classes() >= 5 ? nlohmann::ordered_json(tally.top5_accuracy())
                                                                    : nlohmann::ordered_json()}};
-  j.update(tally.json(class_names(tally.classes())));
+  j.update(tally.json(io::named_classes(part.meta())));
   return j;
 }
 
@@ -73,7 +67,7 @@ int evaluate(const train::RunContext& run, const EvaluateOptions& options) {
                       run.ranks(), run.ranks() == 1 ? "" : "s"));
   run.say(fmt::format("loss {:.6f} accuracy {:.4f}{}", totals.mean_loss(), totals.accuracy(),
                       tally.classes() >= 5 ? fmt::format(" top-5 {:.4f}", tally.top5_accuracy()) : std::string()));
-  run.say(tally.table(class_names(tally.classes())));
+  run.say(tally.table(io::named_classes(part.meta())));
   run.world.all_succeed([&] {
     if (run.root() && !options.out.empty()) write_json(options.out, result_json(run, restored, part, totals, tally));
   });

@@ -1,14 +1,21 @@
 // Owns the producer side (loader thread) and consumer side of the batch queue.
 #include "train/batch_loader.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "common/error.h"
 
 namespace ringtrain::train {
 
-BatchLoader::BatchLoader(io::ShardReader& reader, int max_batch, int64_t batches, BatchPlan plan, int depth)
-    : reader_(reader), max_batch_(max_batch), batches_(batches), plan_(std::move(plan)), depth_(static_cast<size_t>(depth)) {
+BatchLoader::BatchLoader(io::ShardReader& reader, int max_batch, int64_t batches, BatchPlan plan, int depth, LoaderWork work)
+    : reader_(reader),
+      max_batch_(max_batch),
+      batches_(batches),
+      plan_(std::move(plan)),
+      depth_(static_cast<size_t>(depth)),
+      work_(std::move(work)) {
+  work_.threads = std::max(1, work_.threads);
   const auto& meta = reader.meta();
   const int channels = meta.shape.channels;
   lut_.resize(static_cast<size_t>(channels) * 256);
@@ -37,13 +44,31 @@ BatchLoader::~BatchLoader() {
   thread_.join();
 }
 
+void BatchLoader::convert(int64_t batch_index, const std::vector<int64_t>& indices, int first, int step, HostBatch& batch) {
+  const auto& shape = reader_.meta().shape;
+  const auto per_sample = static_cast<size_t>(shape.elements());
+  const auto plane = static_cast<size_t>(shape.height) * static_cast<size_t>(shape.width);
+  for (size_t s = static_cast<size_t>(first); s < indices.size(); s += static_cast<size_t>(step)) {
+    const uint8_t* sample = raw_.data() + s * per_sample;
+    if (work_.transform) {
+      work_.transform(batch_index, indices[s], std::span(sample, per_sample), std::span(scratch_.data() + s * per_sample, per_sample));
+      sample = scratch_.data() + s * per_sample;
+    }
+    for (size_t c = 0; c < static_cast<size_t>(shape.channels); ++c) {
+      const uint8_t* src = sample + c * plane;
+      float* dst = batch.images.data() + s * per_sample + c * plane;
+      const float* table = lut_.data() + c * 256;
+      for (size_t p = 0; p < plane; ++p) dst[p] = table[src[p]];
+    }
+  }
+}
+
 void BatchLoader::run() {
   try {
-    const auto& shape = reader_.meta().shape;
-    const int64_t per_sample = shape.elements();
-    const int64_t plane = int64_t{shape.height} * shape.width;
+    const int64_t per_sample = reader_.meta().shape.elements();
     std::vector<int64_t> indices;
-    std::vector<uint8_t> raw(static_cast<size_t>(max_batch_ * per_sample));
+    raw_.resize(static_cast<size_t>(max_batch_ * per_sample));
+    if (work_.transform) scratch_.resize(raw_.size());
     for (int64_t i = 0; i < batches_; ++i) {
       std::unique_ptr<HostBatch> batch;
       {
@@ -55,15 +80,15 @@ void BatchLoader::run() {
       }
       plan_(i, indices);
       const int count = static_cast<int>(indices.size());
-      reader_.read(indices, std::span(raw.data(), static_cast<size_t>(count * per_sample)),
+      reader_.read(indices, std::span(raw_.data(), static_cast<size_t>(count * per_sample)),
                    std::span(batch->labels.data(), static_cast<size_t>(count)));
-      for (int s = 0; s < count; ++s)
-        for (int c = 0; c < shape.channels; ++c) {
-          const uint8_t* src = raw.data() + s * per_sample + c * plane;
-          float* dst = batch->images.data() + s * per_sample + c * plane;
-          const float* table = lut_.data() + c * 256;
-          for (int64_t p = 0; p < plane; ++p) dst[p] = table[src[p]];
-        }
+      {
+        // Helpers take samples t, t + threads, ...; the loader thread itself takes the first share.
+        std::vector<std::jthread> helpers;
+        for (int t = 1; t < work_.threads; ++t)
+          helpers.emplace_back([&, t] { convert(i, indices, t, work_.threads, *batch); });
+        convert(i, indices, 0, work_.threads, *batch);
+      }
       batch->index = i;
       batch->count = count;
       {

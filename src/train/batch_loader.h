@@ -1,4 +1,5 @@
-// Owns the loader thread: reads a rank's samples from its shards, normalises them to float, and keeps up to
+// Owns the loader thread: reads a rank's samples from its shards, augments (optionally, on `LoaderWork::threads`
+// threads) and normalises them to float, and keeps up to
 // `depth` batches ready in a bounded queue so the step does not wait for the disk. The wait that remains is
 // measured. A read error on the loader thread is rethrown to the caller of next().
 #pragma once
@@ -9,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -27,9 +29,19 @@ struct HostBatch {
 // Which samples make batch i (partition-local indices); `indices` is cleared and filled by the plan.
 using BatchPlan = std::function<void(int64_t batch_index, std::vector<int64_t>& indices)>;
 
+// Rewrites one sample's uint8 pixels before normalisation (augmentation): batch i of the plan, the sample's
+// partition-local index, its pixels as read, and where to write them. Called from several threads at once.
+using SampleTransform = std::function<void(int64_t batch_index, int64_t sample, std::span<const uint8_t> in,
+                                           std::span<uint8_t> out)>;
+
+struct LoaderWork {
+  int threads = 1;            // threads sharing each batch's per-sample transform and normalisation
+  SampleTransform transform;  // empty: samples are normalised as read
+};
+
 class BatchLoader {
  public:
-  BatchLoader(io::ShardReader& reader, int max_batch, int64_t batches, BatchPlan plan, int depth);
+  BatchLoader(io::ShardReader& reader, int max_batch, int64_t batches, BatchPlan plan, int depth, LoaderWork work = {});
   ~BatchLoader();
   BatchLoader(const BatchLoader&) = delete;
   BatchLoader& operator=(const BatchLoader&) = delete;
@@ -40,12 +52,16 @@ class BatchLoader {
 
  private:
   void run();
+  // Transforms (if any) and normalises samples first, first + step, ... of the batch read into raw_.
+  void convert(int64_t batch_index, const std::vector<int64_t>& indices, int first, int step, HostBatch& batch);
 
   io::ShardReader& reader_;
   int max_batch_;
   int64_t batches_;
   BatchPlan plan_;
   size_t depth_;
+  LoaderWork work_;
+  std::vector<uint8_t> raw_, scratch_;  // the batch as read; transformed samples (one slot per sample)
   std::vector<float> lut_;  // per channel: 256 normalised values, so normalising is one lookup per byte
   std::mutex mutex_;
   std::condition_variable ready_cv_, space_cv_;

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "dist/mpi_check.h"
 #include "train/batch_loader.h"
+#include "train/loader_work.h"
 
 namespace ringtrain::train {
 
@@ -43,7 +44,7 @@ Totals Evaluator::run(const BatchSink& sink) {
         out.clear();
         for (int64_t s = i * batch; s < std::min(n, (i + 1) * batch); ++s) out.push_back(s);
       },
-      run_.job.data.prefetch_batches);
+      run_.job.data.prefetch_batches, LoaderWork{loader_threads(run_.job, run_.world), {}});  // never augmented
   Totals totals;
   for (int64_t i = 0; i < batches; ++i) {
     auto host = loader.next(nullptr);

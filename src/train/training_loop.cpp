@@ -13,6 +13,7 @@
 #include "dist/open_mpi_defaults.h"
 #include "obs/phase.h"
 #include "obs/run_stats.h"
+#include "train/loader_work.h"
 #include "train/sample_order.h"
 #include "train/stop_request.h"
 #include "util/checksum.h"
@@ -54,8 +55,9 @@ std::unique_ptr<BatchLoader> training_loader(const RunContext& run, DataPlan& da
     out.assign(order.begin() + within * plan.batch, order.begin() + (within + 1) * plan.batch);
   };
   const int64_t batches = std::max<int64_t>(0, per_epoch * run.job.train.epochs - first_micro);
-  return std::make_unique<BatchLoader>(data.train_reader(), plan.batch, batches, std::move(batch_of),
-                                       run.job.data.prefetch_batches);
+  return std::make_unique<BatchLoader>(
+      data.train_reader(), plan.batch, batches, std::move(batch_of), run.job.data.prefetch_batches,
+      training_loader_work(run.job, run.world, data.meta().shape, first_micro, per_epoch));
 }
 
 }  // namespace

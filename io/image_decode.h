@@ -1,0 +1,23 @@
+// Owns decoding one image file (JPEG through libjpeg-turbo, PNG through libpng) into 8-bit interleaved
+// pixels, and bringing them to the channel count a dataset asks for.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace ringtrain::io {
+
+struct DecodedImage {
+  int width = 0, height = 0, channels = 0;  // channels: 1 gray, 3 RGB, 4 RGBA
+  std::vector<uint8_t> pixels;              // height x width x channels
+};
+
+// Throws DataError naming the file and what the library said (truncated, not an image, unsupported).
+DecodedImage decode_image(const std::filesystem::path& file);
+
+// Gray -> RGB repeats the value; RGB -> gray is ITU-R BT.601 luma; alpha is dropped (RGBA -> RGB) or added
+// opaque (RGB -> RGBA), so every image of a dataset ends with `channels` channels.
+DecodedImage convert_channels(DecodedImage image, int channels);
+
+}  // namespace ringtrain::io

@@ -1,0 +1,27 @@
+// Owns `prepare arrays`: a user's labelled arrays (.npy files or an HDF5 file) written as train/ and test/
+// shard splits, with per-channel statistics of the train split and optional class names.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "io/labelled_arrays.h"
+
+namespace ringtrain::io {
+
+struct ArraysOptions {
+  std::filesystem::path out;
+  int shards = 1;
+  double test_fraction = 0.1;  // used when no test arrays are given: stratified per class, seeded
+  uint64_t seed = 1;
+  int num_classes = 0;                   // 0: largest label + 1
+  std::vector<std::string> class_names;  // empty: none recorded
+  bool overwrite = false;
+};
+
+// Everything is checked (classes, names, split sizes) before the first shard is written. `test` may be
+// empty (count 0): then test_fraction of `train` is held out.
+void prepare_arrays(LabelledArrays train, LabelledArrays test, const ArraysOptions& options);
+
+}  // namespace ringtrain::io

@@ -1,0 +1,21 @@
+// Owns what the training loader does per sample beyond reading: which augmentation, keyed by which epoch,
+// rank and sample, and on how many threads (data.augment, data.loader_threads).
+#pragma once
+#include <cstdint>
+
+#include "config/job_config.h"
+#include "dist/world.h"
+#include "io/dataset_meta.h"
+#include "train/batch_loader.h"
+
+namespace ringtrain::train {
+
+// Training batches only. Loader batch i is micro-batch first_micro + i of the run, so its epoch is
+// (first_micro + i) / micro_per_epoch: a resumed run augments exactly as the uninterrupted one would.
+LoaderWork training_loader_work(const config::JobConfig& job, const dist::World& world, const io::SampleShape& shape,
+                                int64_t first_micro, int64_t micro_per_epoch);
+
+// data.loader_threads, with 0 resolved to the node's hardware threads divided among its ranks (1 to 8).
+int loader_threads(const config::JobConfig& job, const dist::World& world);
+
+}  // namespace ringtrain::train

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# `prepare images` against `prepare fashion-mnist`: the Fashion-MNIST IDX files written out as class-per-folder
+# PNGs (Pillow, as a user's export would be) and prepared at their own size give exactly the same samples,
+# labels and statistics, with the class names recorded. Then the faults: a truncated PNG and JPEG and a non-image .jpg
+# are skipped and listed, --strict refuses them, an empty class folder and a folder with no class folders are
+# clear errors, and a refusal leaves no output folder; RGB JPEGs and RGBA PNGs become the asked-for channels.
+# Uses Debian's python3-pil, python3-numpy and python3-h5py. Usage: images_round_trip.sh RINGTRAIN
+set -euo pipefail
+bin=$1
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+py=/usr/bin/python3
+src=/usr/share/datasets/fashion-mnist
+"$py" -c "import h5py, numpy, PIL" 2>/dev/null || { echo "FAIL: $py cannot import h5py/numpy/PIL (scripts/install_deps.sh)"; exit 1; }
+[[ -f $src/train-images-idx3-ubyte.gz ]] || { echo "FAIL: Fashion-MNIST not under $src (apt-get install dataset-fashion-mnist)"; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+"$py" - "$src" <<'PY'
+import gzip, os, sys
+import numpy as np
+from PIL import Image
+src = sys.argv[1]
+names = ["T-shirt", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle-boot"]
+for split, prefix in (("train", "train"), ("test", "t10k")):
+    with gzip.open(f"{src}/{prefix}-images-idx3-ubyte.gz") as f: images = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 28, 28)
+    with gzip.open(f"{src}/{prefix}-labels-idx1-ubyte.gz") as f: labels = np.frombuffer(f.read(), np.uint8, offset=8)
+    for c, name in enumerate(names): os.makedirs(f"png/{split}/{c}-{name}")
+    for i, (image, label) in enumerate(zip(images, labels)):
+        Image.fromarray(image, "L").save(f"png/{split}/{label}-{names[label]}/{i:05d}.png", compress_level=1)
+# A small colour tree for the faults: RGB JPEGs, RGBA PNGs, one truncated PNG, one text file named .jpg.
+rng = np.random.default_rng(3)
+for c in ("a", "b"):
+    os.makedirs(f"colour/{c}")
+    for i in range(4):
+        Image.fromarray(rng.integers(0, 256, (30, 40, 3), dtype=np.uint8), "RGB").save(f"colour/{c}/{i}.jpg", quality=90)
+        Image.fromarray(rng.integers(0, 256, (20, 10, 4), dtype=np.uint8), "RGBA").save(f"colour/{c}/{i}.png")
+data = open("colour/a/0.png", "rb").read()
+open("colour/a/truncated.png", "wb").write(data[: len(data) // 2])
+open("colour/b/notes.jpg", "w").write("not an image")
+data = open("colour/b/0.jpg", "rb").read()
+open("colour/b/cut.jpg", "wb").write(data[: len(data) // 2])
+PY
+
+"$bin" prepare fashion-mnist --source "$src" --out idx --shards 1 >/dev/null
+"$bin" prepare images --source png/train --test-source png/test --size 28 --channels 1 --shards 3 --out img >summary.txt 2>/dev/null
+grep -q "70000 images of 10 classes" summary.txt || { echo "FAIL: summary:"; cat summary.txt; exit 1; }
+"$bin" inspect img/train | grep -q "names       0 0-T-shirt, 1 1-Trouser" || { echo "FAIL: inspect lacks class names"; exit 1; }
+
+"$py" - <<'PY'
+import glob, sys
+import numpy as np, h5py
+def read(folder):
+    images, labels = [], []
+    for f in sorted(glob.glob(folder + "/shard-*.h5")):
+        with h5py.File(f, "r") as h:
+            images.append(h["images"][:]); labels.append(h["labels"][:]); mean = h.attrs["mean"]; std = h.attrs["std"]
+    return np.concatenate(images), np.concatenate(labels), mean, std
+def canonical(images, labels):  # order-free: the folder groups samples by class, the IDX files do not
+    rows = [labels[i].tobytes() + images[i].tobytes() for i in range(len(labels))]
+    return sorted(rows)
+failures = 0
+def check(ok, what):
+    global failures
+    print(("ok   " if ok else "FAIL ") + what); failures += not ok
+for split in ("train", "test"):
+    a_images, a_labels, a_mean, a_std = read(f"idx/{split}")
+    b_images, b_labels, b_mean, b_std = read(f"img/{split}")
+    check(a_images.shape == b_images.shape, f"{split}: same shape {a_images.shape} vs {b_images.shape}")
+    check(canonical(a_images, a_labels) == canonical(b_images, b_labels), f"{split}: same samples with the same labels")
+    check(np.allclose(a_mean, b_mean, atol=1e-3) and np.allclose(a_std, b_std, atol=1e-3), f"{split}: same mean/std")
+sys.exit(1 if failures else 0)
+PY
+
+"$bin" prepare images --source colour --size 16 --channels 3 --test-fraction 0.25 --out rgb >summary.txt 2>/dev/null
+grep -q "skipped 3 unreadable images" summary.txt && grep -q "truncated.png" summary.txt && grep -q "cut.jpg" summary.txt && grep -q "notes.jpg" summary.txt \
+  || { echo "FAIL: unreadable images not skipped and listed:"; cat summary.txt; exit 1; }
+echo "ok   unreadable images skipped and listed"
+"$py" -c "
+import h5py, glob
+n = sum(h5py.File(f, 'r')['images'].shape[0] for f in glob.glob('rgb/*/shard-*.h5'))
+shape = h5py.File(sorted(glob.glob('rgb/train/shard-*.h5'))[0], 'r')['images'].shape[1:]
+assert n == 16 and shape == (3, 16, 16), (n, shape)
+" || { echo "FAIL: RGB/RGBA images not all written as 3x16x16"; exit 1; }
+echo "ok   RGB JPEGs and RGBA PNGs written as 3x16x16"
+
+source "$here/prepare_refusal.sh"
+refuse images "cannot decode PNG" --source colour --size 16 --strict
+mkdir colour/empty
+refuse images "class folder '.*empty' holds no" --source colour --size 16
+refuse images "has no class subfolders" --source colour/a --size 16
+refuse images "is not 1 (gray), 3 (RGB) or 4 (RGBA)" --source png/test --size 16 --channels 2
