@@ -100,8 +100,9 @@ void sync_path(const fs::path& path, bool directory) {
 // A full file system is the usual cause and has a plain remedy; HDF5's own account of it is a long stack.
 std::string why_write_failed(const fs::path& path, const CheckpointData& d, const std::exception& e) {
   const double mib = 1 << 20;
-  const double need = static_cast<double>((d.params.size() + d.velocity.size() + d.states.size()) * sizeof(float) +
-                                          d.job_toml.size() + d.versions_json.size()) + mib;
+  std::size_t floats = d.params.size() + d.states.size();
+  for (const NamedArray& a : d.optimizer_state) floats += a.values.size();
+  const double need = static_cast<double>(floats * sizeof(float) + d.job_toml.size() + d.versions_json.size()) + mib;
   std::error_code ec;
   const fs::space_info space = fs::space(path.parent_path().empty() ? fs::path(".") : path.parent_path(), ec);
   if (!ec && static_cast<double>(space.available) < need)
@@ -111,6 +112,23 @@ std::string why_write_failed(const fs::path& path, const CheckpointData& d, cons
   std::string text = e.what();
   if (text.size() > 400) text = text.substr(0, 400) + "...";
   return text;
+}
+
+// Resuming from NaN/Inf would only fail a step later as a "non-finite loss" that blames the optimizer.
+void refuse_non_finite(const std::string& name, const std::vector<float>& values) {
+  const auto bad = std::count_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+  if (bad > 0)
+    throw CheckpointError(fmt::format("'{}' holds {} non-finite (NaN/Inf) values of {}", name, bad, values.size()));
+}
+
+// The optimizer's name and arrays; a file written before they were recorded holds SGD's "velocity".
+void read_optimizer_state(hid_t file, CheckpointData& d) {
+  const bool recorded = h5::has_attribute(file, "optimizer");
+  d.optimizer = recorded ? h5::read_string_attribute(file, "optimizer") : "sgd";
+  const std::vector<std::string> names =
+      recorded ? split_lines(h5::read_string_attribute(file, "optimizer_state")) : std::vector<std::string>{"velocity"};
+  d.optimizer_state.clear();
+  for (const std::string& name : names) d.optimizer_state.push_back({name, read_array<float>(file, name.c_str())});
 }
 
 }  // namespace
@@ -131,7 +149,11 @@ void write_checkpoint(const fs::path& path, const CheckpointData& d) {
       Hdf5Lock lock;
       H5File file(H5_CHECK(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, checksummed_file_access().id())));
       write_array(file.id(), "params", d.params);
-      write_array(file.id(), "velocity", d.velocity);
+      std::vector<std::string> state_names;
+      for (const NamedArray& a : d.optimizer_state) {
+        write_array(file.id(), a.name.c_str(), a.values);
+        state_names.push_back(a.name);
+      }
       write_array(file.id(), "states", d.states);
       write_array(file.id(), "tensor_sizes", d.tensor_sizes);
       int64_t seed_bits = 0;
@@ -141,6 +163,8 @@ void write_checkpoint(const fs::path& path, const CheckpointData& d) {
       write_array(file.id(), "timing", std::vector<double>{d.train_time_s, d.train_samples});
       h5::write_string_attribute(file.id(), "format", kFormat);
       h5::write_string_attribute(file.id(), "run_id", d.run_id);
+      h5::write_string_attribute(file.id(), "optimizer", d.optimizer);
+      h5::write_string_attribute(file.id(), "optimizer_state", join_lines(state_names));
       h5::write_string_attribute(file.id(), "tensor_names", join_lines(d.tensor_names));
       h5::write_string_attribute(file.id(), "job_toml", d.job_toml);
       h5::write_string_attribute(file.id(), "versions_json", d.versions_json);
@@ -173,7 +197,7 @@ CheckpointData read_checkpoint(const fs::path& path) {
       throw CheckpointError(fmt::format("not a {} file", kFormat));
     CheckpointData d;
     d.params = read_array<float>(file.id(), "params");
-    d.velocity = read_array<float>(file.id(), "velocity");
+    read_optimizer_state(file.id(), d);
     d.states = read_array<float>(file.id(), "states");
     d.tensor_sizes = read_array<int64_t>(file.id(), "tensor_sizes");
     const auto pos = read_array<int64_t>(file.id(), "position");
@@ -187,16 +211,14 @@ CheckpointData read_checkpoint(const fs::path& path) {
     if (h5::has_attribute(file.id(), "run_id")) d.run_id = h5::read_string_attribute(file.id(), "run_id");
     d.job_toml = h5::read_string_attribute(file.id(), "job_toml");
     d.versions_json = h5::read_string_attribute(file.id(), "versions_json");
-    if (d.params.size() != d.velocity.size() || d.tensor_names.size() != d.tensor_sizes.size() || d.ranks < 1 ||
+    const bool state_fits = std::all_of(d.optimizer_state.begin(), d.optimizer_state.end(),
+                                        [&](const NamedArray& a) { return a.values.size() == d.params.size(); });
+    if (!state_fits || d.tensor_names.size() != d.tensor_sizes.size() || d.ranks < 1 ||
         d.states.size() != static_cast<size_t>(d.ranks * d.state_count))
       throw CheckpointError("its arrays disagree in length");
-    // Resuming from NaN/Inf would only fail a step later as a "non-finite loss" that blames the optimizer.
-    for (const auto& [name, values] : {std::pair{"params", &d.params}, {"velocity", &d.velocity}, {"states", &d.states}}) {
-      const auto bad = std::count_if(values->begin(), values->end(), [](float v) { return !std::isfinite(v); });
-      if (bad > 0)
-        throw CheckpointError(fmt::format("'{}' holds {} non-finite (NaN/Inf) values of {}", name, bad,
-                                          values->size()));
-    }
+    refuse_non_finite("params", d.params);
+    for (const NamedArray& a : d.optimizer_state) refuse_non_finite(a.name, a.values);
+    refuse_non_finite("states", d.states);
     return d;
   } catch (const CheckpointError& e) {
     throw CheckpointError(fmt::format("checkpoint '{}' cannot be used: {}\n  {}", path.string(), e.what(), fallback));

@@ -1,5 +1,5 @@
-// Owns the checkpoint file format: one HDF5 file of named float arrays (parameters, optimizer state, each
-// rank's batch-norm statistics), the parameter layout (tensor names and sizes, to refuse another model's
+// Owns the checkpoint file format: one HDF5 file of named float arrays (parameters, the optimizer's state arrays
+// under the names the optimizer gives them, each rank's batch-norm statistics), the optimizer's name, the parameter layout (tensor names and sizes, to refuse another model's
 // checkpoint), the position in training, the id of the run that wrote it and the provenance (resolved job
 // file, library versions). Every array carries HDF5's Fletcher-32 checksum and the file's metadata its own
 // (the 1.8 format), so a flipped byte anywhere that matters is an error naming what it hit. Written to a
@@ -13,6 +13,12 @@
 
 namespace ringtrain::io {
 
+// One named array of floats (an optimizer's momentum or moments: one value per parameter).
+struct NamedArray {
+  std::string name;
+  std::vector<float> values;
+};
+
 struct CheckpointData {
   // Position: the next step to run is `step_in_epoch` of epoch `epoch` (0-based); global_step counts
   // optimizer steps done.
@@ -22,7 +28,11 @@ struct CheckpointData {
   double train_time_s = 0, train_samples = 0;  // for samples/s over the whole job across a resume
   std::vector<std::string> tensor_names;       // parameter layout, in the flat buffer's order
   std::vector<int64_t> tensor_sizes;
-  std::vector<float> params, velocity;
+  std::vector<float> params;
+  // The optimizer that wrote the state, and its arrays. Files without these attributes (ringtrain before the
+  // optimizer choice) hold SGD's momentum as "velocity", and read back as such.
+  std::string optimizer = "sgd";
+  std::vector<NamedArray> optimizer_state;
   std::vector<float> states;   // ranks x state_count: running statistics differ per rank within an epoch
   int64_t state_count = 0;
   std::string run_id;  // the run that wrote it ("" in checkpoints of older ringtrains)

@@ -224,7 +224,7 @@ class FashionModel {
         dense_forward(kBatch, kHidden, kClasses, hidden_relu_.get(), wd2_, bd2_, logits_.get());
         break;
       case Op::loss:
-        softmax_cross_entropy(kBatch, kClasses, logits_.get(), labels_.data(), 1.0f / kBatch, d_logits_.get(),
+        softmax_cross_entropy(kBatch, kClasses, logits_.get(), labels_.data(), {1.0f / kBatch}, d_logits_.get(),
                               loss_totals_);
         benchmark::DoNotOptimize(loss_totals_);
         break;

@@ -17,6 +17,7 @@
 #include "config/job_config.h"
 #include "model/layer_profile.h"
 #include "model/network.h"
+#include "model/optimizer.h"
 
 namespace ringtrain {
 namespace {
@@ -32,7 +33,9 @@ class StepBench {
  public:
   StepBench(const NetworkCase& c, int batch)
       : job_(config::load_job(std::string(RINGTRAIN_SOURCE_DIR) + "/" + c.job, {})), cpu_(1, c.math),
-        net_(job_.model.layers, cpu_, c.sample.with_batch(batch), c.classes), batch_(batch) {
+        net_(job_.model.layers, cpu_, c.sample.with_batch(batch), c.classes),
+        optimizer_(model::make_optimizer(job_.optimizer, net_)),
+        batch_(batch) {
     const auto params = net_.initial_params(job_.train.seed);
     cpu_.to_device(net_.params(), params.data(), params.size() * sizeof(float));
     const auto states = net_.initial_states();
@@ -48,12 +51,10 @@ class StepBench {
   void step() {
     cpu_.zero(net_.grads(), static_cast<size_t>(net_.param_count()) * sizeof(float));
     const model::Tensor logits = net_.forward({images_.data(), net_.input_shape()}, model::Mode::train, seed_++);
-    cpu_.softmax_cross_entropy(batch_, net_.classes(), logits.data, labels_.data(), 1.0f / static_cast<float>(batch_),
+    cpu_.softmax_cross_entropy(batch_, net_.classes(), logits.data, labels_.data(), {1.0f / static_cast<float>(batch_)},
                                dlogits_.data(), &totals_);
     net_.backward({dlogits_.data(), logits.shape}, nullptr);
-    const kernels::SgdStep sgd{0.01f, static_cast<float>(job_.optimizer.momentum),
-                               static_cast<float>(job_.optimizer.weight_decay)};
-    cpu_.sgd_update(net_.param_count(), sgd, net_.decay_mask(), net_.grads(), net_.velocity(), net_.params());
+    optimizer_->update(0.01f, seed_);
   }
   double flops_per_step() const { return net_.train_flops_per_sample() * batch_; }
   std::string profile_table() {
@@ -69,6 +70,7 @@ class StepBench {
   config::JobConfig job_;
   backend::CpuBackend cpu_;
   model::Network net_;
+  std::unique_ptr<model::Optimizer> optimizer_;
   int batch_;
   uint64_t seed_ = 1;
   std::vector<float> images_, dlogits_;

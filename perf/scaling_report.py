@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """Scaling report from ringtrain run directories: a Markdown table and a PNG of samples/s, speedup and
-efficiency against ranks, with the time per step split into compute, exposed all-reduce and data wait.
+efficiency, the time per step split into compute, exposed all-reduce and data wait, and the accuracy half of a
+scaling study: final test accuracy against the global batch, one line per optimizer, with the spread over seeds.
 
-  perf/scaling_report.py [--out perf/results/NAME] [--label DIR=TEXT ...] RUN_DIR...
+  perf/scaling_report.py [--out perf/results/NAME] [--label DIR=TEXT ...] [--x ranks|global_batch]
+                         [--target-acc A] RUN_DIR...
 
 Speedup and efficiency are against --baseline (default: the first run with the fewest ranks):
-speedup = samples/s / baseline samples/s, efficiency = speedup / (ranks / baseline ranks).
-Reads each run's last epoch record of metrics.jsonl; fields other helpers add later are ignored.
+speedup = samples/s / baseline samples/s, efficiency = speedup / (ranks / baseline ranks). --x global_batch puts
+the global batch on the throughput and efficiency panels' axis (a study that grows the batch by accumulation on a
+fixed number of ranks). --target-acc: the epoch in which each run first reached that test accuracy.
+Reads each run's epoch records and job record of metrics.jsonl; fields other helpers add later are ignored.
 """
 import argparse
 import json
@@ -25,8 +29,14 @@ def load_point(run_dir, label=None):
         raise SystemExit(f"scaling_report: {path} has no epoch record (did the run finish an epoch?)")
     e = epochs[-1]
     steps = e["steps"]
+    job = next((r for r in records if r.get("kind") == "job"), {})
     return {
         "label": label or os.path.basename(os.path.normpath(run_dir)),
+        "optimizer": job.get("optimizer", "sgd"),
+        "test_acc": e.get("test_acc"),
+        "best_test_acc": max((r.get("test_acc", 0.0) for r in epochs), default=None),
+        "epochs_run": e.get("epoch"),
+        "acc_by_epoch": [(r.get("epoch"), r.get("test_acc")) for r in epochs],
         "ranks": e["ranks"],
         "global_batch": e["global_batch"],
         "samples_per_s": e["samples_per_s"],
@@ -37,6 +47,30 @@ def load_point(run_dir, label=None):
     }
 
 
+def epochs_to(point, target):
+    """The first epoch whose test accuracy reached `target`, or None."""
+    return next((epoch for epoch, acc in point["acc_by_epoch"] if acc is not None and acc >= target), None)
+
+
+def accuracy_groups(points, target=None):
+    """Runs of one optimizer and global batch (the seeds of a study), with the mean and range of their final test
+    accuracy, and how many reached `target` and in how many epochs (mean over those that did)."""
+    groups = {}
+    for p in points:
+        if p["test_acc"] is not None:
+            groups.setdefault((p["optimizer"], p["global_batch"]), []).append(p)
+    out = []
+    for (optimizer, batch), runs in sorted(groups.items()):
+        accs = [r["test_acc"] for r in runs]
+        reached = [epochs_to(r, target) for r in runs] if target is not None else []
+        reached = [e for e in reached if e is not None]
+        out.append({"optimizer": optimizer, "global_batch": batch, "runs": len(runs),
+                    "mean_acc": sum(accs) / len(accs), "min_acc": min(accs), "max_acc": max(accs),
+                    "reached": len(reached), "mean_epochs": sum(reached) / len(reached) if reached else None,
+                    "samples_per_s": sum(r["samples_per_s"] for r in runs) / len(runs)})
+    return out
+
+
 def add_speedup(points, base=None):
     base = base or min(points, key=lambda p: p["ranks"])
     for p in points:
@@ -45,21 +79,52 @@ def add_speedup(points, base=None):
     return base
 
 
-def markdown(points, base):
+def fmt_acc(value):
+    return f"{value:.4f}" if value is not None else "-"
+
+
+def markdown(points, base, target=None):
     rows = [f"Baseline: {base['label']} ({base['ranks']} rank{'s' if base['ranks'] > 1 else ''}). "
             "Times are per step and per rank (mean over ranks).", "",
-            "| run | ranks | global batch | samples/s | speedup | efficiency | step ms | compute ms | "
-            "exposed all-reduce ms | data wait ms |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "| run | ranks | global batch | optimizer | samples/s | speedup | efficiency | step ms | compute ms | "
+            "exposed all-reduce ms | data wait ms | test acc | epochs |",
+            "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for p in points:
         step = f"{p['step_ms']:.1f}" if p["step_ms"] is not None else "-"
-        rows.append(f"| {p['label']} | {p['ranks']} | {p['global_batch']} | {p['samples_per_s']:.0f} | "
-                    f"{p['speedup']:.2f} | {p['efficiency'] * 100:.0f} % | {step} | {p['compute_ms']:.1f} | "
-                    f"{p['allreduce_ms']:.1f} | {p['data_wait_ms']:.1f} |")
+        rows.append(f"| {p['label']} | {p['ranks']} | {p['global_batch']} | {p['optimizer']} | "
+                    f"{p['samples_per_s']:.0f} | {p['speedup']:.2f} | {p['efficiency'] * 100:.0f} % | {step} | "
+                    f"{p['compute_ms']:.1f} | {p['allreduce_ms']:.1f} | {p['data_wait_ms']:.1f} | "
+                    f"{fmt_acc(p['test_acc'])} | {p['epochs_run']} |")
+    groups = accuracy_groups(points, target)
+    if groups:
+        reach = f" | reached {target} | epochs to {target} (mean of those that reached it)" if target is not None else ""
+        rows += ["", "Final test accuracy per optimizer and global batch, over the runs (seeds) of each:", "",
+                 "| optimizer | global batch | runs | mean | min | max | samples/s" + reach + " |",
+                 "|---|---:|---:|---:|---:|---:|---:" + ("|---:|---:" if target is not None else "") + "|"]
+        for g in groups:
+            row = (f"| {g['optimizer']} | {g['global_batch']} | {g['runs']} | {g['mean_acc']:.4f} | "
+                   f"{g['min_acc']:.4f} | {g['max_acc']:.4f} | {g['samples_per_s']:.0f}")
+            if target is not None:
+                epochs = f"{g['mean_epochs']:.1f}" if g["mean_epochs"] is not None else "-"
+                row += f" | {g['reached']} of {g['runs']} | {epochs}"
+            rows.append(row + " |")
     return "\n".join(rows) + "\n"
 
 
-def plot(points, png):
+def plot_accuracy(ax, groups):
+    for optimizer in sorted({g["optimizer"] for g in groups}):
+        mine = [g for g in groups if g["optimizer"] == optimizer]
+        batches = [g["global_batch"] for g in mine]
+        mean = [g["mean_acc"] for g in mine]
+        spread = [[g["mean_acc"] - g["min_acc"] for g in mine], [g["max_acc"] - g["mean_acc"] for g in mine]]
+        ax.errorbar(batches, mean, yerr=spread, marker="o", capsize=3, label=optimizer)
+    ax.set_xscale("log", base=2)
+    ax.set(xlabel="global batch", ylabel="final test accuracy", title="accuracy (bars: min to max over seeds)")
+    if groups:
+        ax.legend(fontsize=8)
+
+
+def plot(points, png, x="ranks", target=None):
     try:
         import matplotlib
     except ImportError:
@@ -68,22 +133,30 @@ def plot(points, png):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax_rate, ax_eff, ax_split) = plt.subplots(1, 3, figsize=(16, 4.8))
+    fig, (ax_rate, ax_eff, ax_split, ax_acc) = plt.subplots(1, 4, figsize=(21, 4.8))
+    label_points = len(points) <= 12  # a study's dozens of runs would bury the markers under their names
     for p in points:
-        ax_rate.scatter(p["ranks"], p["samples_per_s"], s=40)
-        ax_rate.annotate(p["label"], (p["ranks"], p["samples_per_s"]), fontsize=7, xytext=(4, 2),
-                         textcoords="offset points")
-        ax_eff.scatter(p["ranks"], p["speedup"], marker="o", color="tab:blue")
-        ax_eff.scatter(p["ranks"], p["efficiency"], marker="s", color="tab:orange")
-        ax_eff.annotate(p["label"], (p["ranks"], p["efficiency"]), fontsize=7, xytext=(4, -8),
-                        textcoords="offset points")
-    ranks = sorted({p["ranks"] for p in points})
-    ax_eff.plot(ranks, [r / ranks[0] for r in ranks], "k:", linewidth=1, label="ideal speedup")
+        ax_rate.scatter(p[x], p["samples_per_s"], s=40)
+        ax_eff.scatter(p[x], p["speedup"], marker="o", color="tab:blue")
+        ax_eff.scatter(p[x], p["efficiency"], marker="s", color="tab:orange")
+        if label_points:
+            ax_rate.annotate(p["label"], (p[x], p["samples_per_s"]), fontsize=7, xytext=(4, 2),
+                             textcoords="offset points")
+            ax_eff.annotate(p["label"], (p[x], p["efficiency"]), fontsize=7, xytext=(4, -8),
+                            textcoords="offset points")
+    if x == "ranks":
+        ranks = sorted({p["ranks"] for p in points})
+        ax_eff.plot(ranks, [r / ranks[0] for r in ranks], "k:", linewidth=1, label="ideal speedup")
+    else:
+        ax_rate.set_xscale("log", base=2)
+        ax_eff.set_xscale("log", base=2)
     ax_eff.scatter([], [], marker="o", color="tab:blue", label="speedup")
     ax_eff.scatter([], [], marker="s", color="tab:orange", label="efficiency")
     ax_eff.legend(fontsize=8)
-    ax_rate.set(xlabel="ranks", ylabel="samples/s", title="throughput")
-    ax_eff.set(xlabel="ranks", ylabel="x / fraction", title="speedup and efficiency")
+    axis = "ranks" if x == "ranks" else "global batch"
+    ax_rate.set(xlabel=axis, ylabel="samples/s", title="throughput")
+    ax_eff.set(xlabel=axis, ylabel="x / fraction", title="speedup and efficiency")
+    plot_accuracy(ax_acc, accuracy_groups(points, target))
     labels = [f"{p['label']}\n({p['ranks']} r)" for p in points]
     bottom = [0.0] * len(points)
     for key, name in (("compute_ms", "compute"), ("allreduce_ms", "exposed all-reduce"), ("data_wait_ms", "data wait")):
@@ -103,18 +176,21 @@ def main(argv=None):
     ap.add_argument("--out", help="write OUT.md and OUT.png (default: table on stdout only)")
     ap.add_argument("--label", action="append", default=[], help="DIR=TEXT: a run's name in the table")
     ap.add_argument("--baseline", help="the run directory speedup is measured against")
+    ap.add_argument("--x", choices=("ranks", "global_batch"), default="ranks",
+                    help="the throughput and efficiency panels' axis")
+    ap.add_argument("--target-acc", type=float, help="report the epoch each run first reached this test accuracy")
     args = ap.parse_args(argv)
     labels = dict(item.split("=", 1) for item in args.label)
     points = [load_point(d, labels.get(d)) for d in args.runs]
     if args.baseline and args.baseline not in args.runs:
         ap.error("--baseline must be one of the run directories")
     base = add_speedup(points, points[args.runs.index(args.baseline)] if args.baseline else None)
-    text = markdown(points, base)
+    text = markdown(points, base, args.target_acc)
     print(text, end="")
     if args.out:
         with open(args.out + ".md", "w") as f:
             f.write(text)
-        plot(points, args.out + ".png")
+        plot(points, args.out + ".png", args.x, args.target_acc)
         print(f"wrote {args.out}.md and {args.out}.png")
     return 0
 

@@ -14,12 +14,15 @@
 #                          (default runs/scaling-<mode>-<date>)
 #     --sbatch "ARGS"      more sbatch options for every job (partition, account, time, ...)
 #     --no-wait            submit and print the job ids only
+#     --target-acc A       the report also gives the epoch each size first reached test accuracy A (weak scaling
+#                          grows the global batch: does accuracy hold?)
 # RT_PYTHON: the interpreter for the report (it needs matplotlib: Debian's python3-matplotlib).
-# The job file's learning rate is scaled to each global batch by ringtrain itself (optimizer.base_batch).
+# The job file's learning rate is scaled to each global batch by ringtrain itself (optimizer.base_batch and
+# optimizer.lr_scaling).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
-mode=weak nodes="1 2 4" tasks=1 gpus="" global_batch="" out="" extra="" wait=1
+mode=weak nodes="1 2 4" tasks=1 gpus="" global_batch="" out="" extra="" wait=1 target=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --mode) mode=$2; shift 2 ;;
@@ -30,7 +33,8 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --sbatch) extra=$2; shift 2 ;;
     --no-wait) wait=0; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --target-acc) target=$2; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     -*) echo "scaling_study.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -88,5 +92,6 @@ for run in "${runs[@]}"; do
 done
 good=()
 for run in "${runs[@]}"; do [ -s "$run/metrics.jsonl" ] && grep -q '"kind":"epoch"' "$run/metrics.jsonl" && good+=("$run"); done
-[ ${#good[@]} -gt 0 ] && "${RT_PYTHON:-python3}" "$src/perf/scaling_report.py" --out "$out/report" "${good[@]}"
+[ ${#good[@]} -gt 0 ] && "${RT_PYTHON:-python3}" "$src/perf/scaling_report.py" ${target:+--target-acc "$target"} \
+  --out "$out/report" "${good[@]}"
 [ "$failed" = 0 ]

@@ -1,6 +1,8 @@
 // Owns the fused SGD-with-momentum update: one pass reading grad, velocity and param, writing the latter two.
 #include "kernels/cpu/sgd.h"
 
+#include "kernels/cpu/decay_spans.h"
+
 namespace ringtrain::kernels::cpu {
 namespace {
 
@@ -19,25 +21,9 @@ inline void update_span(int64_t begin, int64_t end, float lr, float momentum, fl
 
 void sgd_momentum_update(int64_t n, const SgdStep& step, const uint32_t* decay_mask, const float* grad,
                          float* velocity, float* param) {
-  // Parameter tensors are long runs of one kind, so nearly every 32-parameter word of the mask is all ones or
-  // all zeros: those spans run as one vectorised loop; only words that straddle two tensors go element by element.
-  // Runs of uniform words are merged so the loop sees long spans.
-  int64_t begin = 0;
-  while (begin < n) {
-    const uint32_t word = decay_mask[begin >> 5];
-    const int64_t word_end = begin + 32 < n ? begin + 32 : n;
-    if (word != 0u && word != ~0u) {
-      for (int64_t i = begin; i < word_end; ++i)
-        update_span(i, i + 1, step.lr, step.momentum, decays(decay_mask, i) ? step.weight_decay : 0.0f, grad,
-                    velocity, param);
-      begin = word_end;
-      continue;
-    }
-    int64_t end = word_end;
-    while (end < n && decay_mask[end >> 5] == word) end = end + 32 < n ? end + 32 : n;
-    update_span(begin, end, step.lr, step.momentum, word ? step.weight_decay : 0.0f, grad, velocity, param);
-    begin = end;
-  }
+  for_each_decay_span(n, decay_mask, [&](int64_t begin, int64_t end, bool decays) {
+    update_span(begin, end, step.lr, step.momentum, decays ? step.weight_decay : 0.0f, grad, velocity, param);
+  });
 }
 
 }  // namespace ringtrain::kernels::cpu

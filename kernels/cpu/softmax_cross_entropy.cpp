@@ -7,8 +7,10 @@
 
 namespace ringtrain::kernels::cpu {
 
-void softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels, float grad_scale,
-                           float* dlogits, LossTotals& totals) {
+void softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,
+                           const LossSettings& settings, float* dlogits, LossTotals& totals) {
+  const double smoothing = settings.label_smoothing;
+  const double on_label = 1.0 - smoothing, everywhere = smoothing / classes;
   // The batch's loss is summed on its own and then added, so a step's total is the same sum of batch sums on
   // every backend.
   double loss_sum = 0;
@@ -21,17 +23,26 @@ void softmax_cross_entropy(int batch, int classes, const float* logits, const in
     for (int j = 1; j < classes; ++j)
       if (row[j] > row[argmax]) argmax = j;
     const double max = row[argmax];
-    double sum = 0;
-    for (int j = 0; j < classes; ++j) sum += std::exp(static_cast<double>(row[j]) - max);
-    // -log softmax(label) = log(sum exp(x - max)) - (x_label - max): both terms are bounded, no overflow.
-    if (valid) loss_sum += std::log(sum) - (static_cast<double>(row[label]) - max);
+    double sum = 0, shifted_sum = 0;
+    for (int j = 0; j < classes; ++j) {
+      sum += std::exp(static_cast<double>(row[j]) - max);
+      shifted_sum += static_cast<double>(row[j]) - max;
+    }
+    // -log softmax(j) = log(sum exp(x - max)) - (x_j - max): both terms are bounded, no overflow. Smoothed, the
+    // loss is (1 - e) of the label's term plus e of the mean over the classes.
+    if (valid) {
+      const double label_term = std::log(sum) - (static_cast<double>(row[label]) - max);
+      loss_sum += smoothing == 0 ? label_term
+                                 : on_label * label_term + smoothing * (std::log(sum) - shifted_sum / classes);
+    }
     if (valid && argmax == label) ++totals.correct;
     if (dlogits) {
       float* d = dlogits + std::ptrdiff_t{b} * classes;
       const double inv_sum = 1.0 / sum;
       for (int j = 0; j < classes; ++j) {
         const double prob = std::exp(static_cast<double>(row[j]) - max) * inv_sum;
-        d[j] = static_cast<float>((prob - (j == label ? 1.0 : 0.0)) * grad_scale);
+        const double target = valid ? (j == label ? on_label : 0.0) + everywhere : 0.0;
+        d[j] = static_cast<float>((prob - target) * settings.grad_scale);
       }
     }
   }

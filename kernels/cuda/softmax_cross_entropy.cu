@@ -18,7 +18,7 @@ struct RowResult {
 };
 
 __global__ void loss_rows_kernel(int batch, int classes, const float* logits, const int32_t* labels, float grad_scale,
-                                 float* dlogits, RowResult* rows) {
+                                 float smoothing, float* dlogits, RowResult* rows) {
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int row = static_cast<int>(blockIdx.x) * kWarpsPerBlock + static_cast<int>(threadIdx.x) / 32;
   if (row >= batch) return;  // whole warps leave together, so the shuffles below see full warps
@@ -40,17 +40,34 @@ __global__ void loss_rows_kernel(int batch, int classes, const float* logits, co
   for (int j = lane; j < classes; j += 32) sum += expf(z[j] - best);
   for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(kFullMask, sum, offset);
 
+  // Smoothed, the loss also takes the mean over the classes of -log softmax(z), which needs sum(z - max).
+  float shifted_sum = 0.0f;
+  if (smoothing != 0.0f) {
+    for (int j = lane; j < classes; j += 32) shifted_sum += z[j] - best;
+    for (int offset = 16; offset > 0; offset /= 2) shifted_sum += __shfl_xor_sync(kFullMask, shifted_sum, offset);
+  }
+
   const int label = labels[row];
   const bool valid = label >= 0 && label < classes;
+  const float on_label = 1.0f - smoothing, everywhere = smoothing / static_cast<float>(classes);
   if (dlogits) {
     float* d = dlogits + static_cast<int64_t>(row) * classes;
     const float inv_sum = 1.0f / sum;
-    for (int j = lane; j < classes; j += 32)
-      d[j] = (expf(z[j] - best) * inv_sum - (j == label ? 1.0f : 0.0f)) * grad_scale;
+    for (int j = lane; j < classes; j += 32) {
+      const float target = valid ? (j == label ? on_label : 0.0f) + everywhere : 0.0f;
+      d[j] = (expf(z[j] - best) * inv_sum - target) * grad_scale;
+    }
   }
   if (lane == 0) {
     // -log softmax(z)[label] = log(sum exp(z - max)) - (z[label] - max)
-    rows[row] = {valid ? logf(sum) - (z[label] - best) : 0.0f, valid && best_at == label ? 1 : 0, valid ? 0 : 1};
+    float loss = 0.0f;
+    if (valid) {
+      const float label_term = logf(sum) - (z[label] - best);
+      loss = smoothing == 0.0f
+                 ? label_term
+                 : on_label * label_term + smoothing * (logf(sum) - shifted_sum / static_cast<float>(classes));
+    }
+    rows[row] = {loss, valid && best_at == label ? 1 : 0, valid ? 0 : 1};
   }
 }
 
@@ -89,13 +106,14 @@ std::size_t softmax_cross_entropy_workspace_bytes(int batch) {
   return sizeof(RowResult) * static_cast<std::size_t>(batch > 0 ? batch : 1);
 }
 
-void softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels, float grad_scale,
-                           float* dlogits, void* workspace, LossTotals* totals, Stream stream) {
+void softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,
+                           const LossSettings& settings, float* dlogits, void* workspace, LossTotals* totals,
+                           Stream stream) {
   auto* rows = static_cast<RowResult*>(workspace);
   if (batch > 0 && classes > 0) {
     const unsigned blocks = static_cast<unsigned>((batch + kWarpsPerBlock - 1) / kWarpsPerBlock);
-    loss_rows_kernel<<<blocks, kWarpsPerBlock * 32, 0, stream>>>(batch, classes, logits, labels, grad_scale, dlogits,
-                                                                 rows);
+    loss_rows_kernel<<<blocks, kWarpsPerBlock * 32, 0, stream>>>(batch, classes, logits, labels, settings.grad_scale,
+                                                                 settings.label_smoothing, dlogits, rows);
     RT_CHECK_LAUNCH();
   }
   loss_totals_kernel<<<1, kReduceThreads, 0, stream>>>(batch > 0 && classes > 0 ? batch : 0, rows, totals);

@@ -50,7 +50,7 @@ void predict_split(const train::RunContext& run, const PredictArgs& args, const 
   const io::SampleShape& s = part.meta().shape;
   const model::Shape input{run.job.train.batch_per_rank, s.channels, s.height, s.width};
   const auto net = train::build_network(run, input, part.meta().num_classes, 0);
-  train::restore_checkpoint(run, *net, args.checkpoint);
+  train::restore_checkpoint(run, *net, nullptr, args.checkpoint);
   train::DeviceBatch device_batch(run.backend, input);
   const int64_t n = part.range.size(), batches = (n + input.n - 1) / input.n;
   train::BatchLoader loader(

@@ -52,11 +52,25 @@ const std::vector<KeyRule> kKeys = {
      "micro-batches per optimizer step (global batch = batch_per_rank x ranks x this)"},
     {"train", "shuffle", Kind::boolean, true, "shuffle each rank's partition every epoch"},
     {"train", "precision", Kind::string, std::string("fp32"), "fp32 | tf32 (GPU only: fp32 storage, tensor-core math) | bf16 (CPU with AVX512_BF16 only: oneDNN products on bf16 operands, fp32 weights, outputs and accumulation)"},
-    {"optimizer", "name", Kind::string, std::string("sgd"), "sgd (momentum, L2 weight decay)"},
-    {"optimizer", "base_lr", Kind::number, {}, "learning rate at base_batch; scaled linearly to the global batch"},
+    {"train", "label_smoothing", Kind::number, 0.0,
+     "e in [0, 1): train against (1 - e) on the label + e / classes everywhere; test loss stays plain cross-entropy"},
+    {"optimizer", "name", Kind::string, std::string("sgd"),
+     "sgd (momentum, L2 weight decay) | adamw (Adam, decoupled weight decay) | lars (layer-wise trust ratio, "
+     "momentum; large batches) | lamb (layer-wise trust ratio over Adam's direction)"},
+    {"optimizer", "base_lr", Kind::number, {}, "learning rate at base_batch; scaled to the global batch by lr_scaling"},
     {"optimizer", "base_batch", Kind::integer, {}, "the batch size base_lr was tuned for"},
-    {"optimizer", "momentum", Kind::number, 0.9, "SGD momentum"},
-    {"optimizer", "weight_decay", Kind::number, 0.0, "L2 penalty on weights (not on biases or batch-norm)"},
+    {"optimizer", "lr_scaling", Kind::string, std::string("linear"),
+     "linear (lr = base_lr x global/base_batch, Goyal et al. 2017) | sqrt (x sqrt(global/base_batch)) | none"},
+    {"optimizer", "momentum", Kind::number, 0.9, "sgd and lars: momentum"},
+    {"optimizer", "beta1", Kind::number, 0.9, "adamw and lamb: decay of the gradient's running mean"},
+    {"optimizer", "beta2", Kind::number, 0.999, "adamw and lamb: decay of the squared gradient's running mean"},
+    {"optimizer", "epsilon", Kind::number, 1e-8,
+     "adamw and lamb: added to the root of the second moment; lars: to the trust ratio's denominator"},
+    {"optimizer", "trust_coefficient", Kind::number, 0.001,
+     "lars: eta in trust = eta x |w| / (|g| + weight_decay x |w|)"},
+    {"optimizer", "weight_decay", Kind::number, 0.0,
+     "on weights (not biases or batch norm): sgd and lars an L2 term in the gradient, adamw decoupled (p -= lr x "
+     "wd x p), lamb in the direction"},
     {"optimizer", "warmup_epochs", Kind::number, 0.0, "linear warm-up from base_lr to the scaled rate"},
     {"optimizer", "schedule", Kind::string, std::string("cosine"), "after warm-up: cosine | constant"},
     {"optimizer", "min_lr", Kind::number, 0.0, "learning rate at the end of the cosine decay"},
@@ -471,10 +485,21 @@ void read_training(Reader& r, JobConfig& c) {
   c.train.accumulate_steps = static_cast<int>(r.integer("train", "accumulate_steps", 1, 4096));
   c.train.shuffle = r.boolean("train", "shuffle");
   c.train.precision = r.choice<Precision>("train", "precision", {{"fp32", Precision::fp32}, {"tf32", Precision::tf32}, {"bf16", Precision::bf16}});
-  (void)r.choice<int>("optimizer", "name", {{"sgd", 0}});
+  c.train.label_smoothing = r.number("train", "label_smoothing", 0.0, 0.999);
+  c.optimizer.kind = r.choice<OptimizerKind>("optimizer", "name",
+                                             {{"sgd", OptimizerKind::sgd},
+                                              {"adamw", OptimizerKind::adamw},
+                                              {"lars", OptimizerKind::lars},
+                                              {"lamb", OptimizerKind::lamb}});
   c.optimizer.base_lr = r.number("optimizer", "base_lr", 0.0, 1e3);
   c.optimizer.base_batch = static_cast<int>(r.integer("optimizer", "base_batch", 1, 1 << 24));
+  c.optimizer.lr_scaling = r.choice<LrScaling>(
+      "optimizer", "lr_scaling", {{"linear", LrScaling::linear}, {"sqrt", LrScaling::sqrt}, {"none", LrScaling::none}});
   c.optimizer.momentum = r.number("optimizer", "momentum", 0.0, 0.9999);
+  c.optimizer.beta1 = r.number("optimizer", "beta1", 0.0, 0.9999);
+  c.optimizer.beta2 = r.number("optimizer", "beta2", 0.0, 0.999999);
+  c.optimizer.epsilon = r.number("optimizer", "epsilon", 0.0, 1.0);
+  c.optimizer.trust_coefficient = r.number("optimizer", "trust_coefficient", 0.0, 1e3);
   c.optimizer.weight_decay = r.number("optimizer", "weight_decay", 0.0, 1.0);
   c.optimizer.warmup_epochs = r.number("optimizer", "warmup_epochs", 0.0, 1e5);
   c.optimizer.schedule =

@@ -15,6 +15,8 @@ namespace ringtrain::config {
 enum class DeviceChoice { auto_detect, cpu, cuda };
 enum class Precision { fp32, tf32, bf16 };
 enum class LrSchedule { cosine, constant };
+enum class LrScaling { linear, sqrt, none };       // how the peak rate follows the global batch
+enum class OptimizerKind { sgd, adamw, lars, lamb };
 enum class CpuReducer { nonblocking, thread };  // MPI_Iallreduce polled from backward | a communication thread
 enum class WireFormat { fp32, bf16 };           // what a gradient all-reduce sends (dist.allreduce_dtype)
 
@@ -36,12 +38,17 @@ struct JobConfig {
     int accumulate_steps = 1;
     bool shuffle = true;
     Precision precision = Precision::fp32;
+    double label_smoothing = 0;  // training loss only; evaluation reports plain cross-entropy
   } train;
 
   struct Optimizer {
+    OptimizerKind kind = OptimizerKind::sgd;
     double base_lr = 0;
     int base_batch = 0;
-    double momentum = 0.9;
+    LrScaling lr_scaling = LrScaling::linear;
+    double momentum = 0.9;           // sgd, lars
+    double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // adamw, lamb (epsilon also lars's trust-ratio guard)
+    double trust_coefficient = 0.001;  // lars
     double weight_decay = 0;
     double warmup_epochs = 0;
     LrSchedule schedule = LrSchedule::cosine;

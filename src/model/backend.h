@@ -11,9 +11,10 @@
 #include <memory>
 #include <string>
 
+#include "kernels/loss_settings.h"
 #include "kernels/loss_totals.h"
 #include "kernels/op_shapes.h"
-#include "kernels/sgd_step.h"
+#include "kernels/optimizer_step.h"
 #include "model/device_buffer.h"
 
 namespace ringtrain::model {
@@ -21,10 +22,14 @@ namespace ringtrain::model {
 using kernels::BatchNormShape;
 using kernels::Conv2dShape;
 using kernels::DenseShape;
+using kernels::LossSettings;
 using kernels::LossTotals;
 using kernels::PoolMode;
 using kernels::PoolShape;
+using kernels::AdamStep;
+using kernels::LarsStep;
 using kernels::SgdStep;
+using kernels::TensorRange;
 
 // A batch-norm layer's per-channel buffers: parameters, running statistics, and what training forward saves
 // for backward.
@@ -128,14 +133,23 @@ class Backend {
   virtual void pool_backward(const PoolShape& s, PoolMode mode, const float* x, const float* y, const float* dy,
                              float* dx, const void* saved) = 0;
 
-  // ---- loss and optimizer
-  // dlogits may be null (evaluation). The batch's sums are added to `totals`, which lives in device memory
-  // (allocate(sizeof(LossTotals))); nothing waits.
+  // ---- loss and optimizers
+  // dlogits may be null (evaluation); `loss` scales them and smooths the target (kernels/loss_settings.h). The
+  // batch's sums are added to `totals`, which lives in device memory (allocate(sizeof(LossTotals))); nothing waits.
   virtual void softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,
-                                     float grad_scale, float* dlogits, LossTotals* totals) = 0;
-  // One pass over the flat buffers; decay_mask (device memory) says where weight decay applies.
+                                     const LossSettings& loss, float* dlogits, LossTotals* totals) = 0;
+  // The element-wise optimizers: one pass over the flat buffers; decay_mask (device memory) says where weight
+  // decay applies. Formulas: kernels/optimizer_step.h.
   virtual void sgd_update(int64_t n, const SgdStep& step, const uint32_t* decay_mask, const float* grad,
                           float* velocity, float* param) = 0;
+  virtual void adamw_update(int64_t n, const AdamStep& step, const uint32_t* decay_mask, const float* grad, float* m,
+                            float* v, float* param) = 0;
+  // The layer-wise optimizers: `ranges` (device memory) are the parameter tensors, covering the flat buffers; each
+  // tensor's norms scale its update. A fixed number of passes over all tensors, not one call per tensor.
+  virtual void lars_update(int tensors, const TensorRange* ranges, const LarsStep& step, const float* grad,
+                           float* velocity, float* param) = 0;
+  virtual void lamb_update(int tensors, const TensorRange* ranges, const AdamStep& step, const float* grad, float* m,
+                           float* v, float* param) = 0;
 };
 
 }  // namespace ringtrain::model

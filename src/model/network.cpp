@@ -57,8 +57,8 @@ Network::Network(const std::vector<config::LayerSpec>& layers, Backend& backend,
   if (budget.bytes > 0 && need_.total() > budget.bytes)
     throw JobFileError(fmt::format(
         "the model needs {} per rank at batch {} (activations and gradients {}, parameters with their gradients, "
-        "momentum and copies {}, tensors kept for backward {}) but {} is {}; lower train.batch_per_rank (activations "
-        "grow with it) or make the model smaller",
+        "optimizer state and copies {}, tensors kept for backward {}) but {} is {}; lower train.batch_per_rank "
+        "(activations grow with it) or make the model smaller",
         byte_size_text(need_.total()), input.n, byte_size_text(need_.activations), byte_size_text(need_.parameters),
         byte_size_text(need_.kept), budget.source, byte_size_text(budget.bytes)));
   arena_ = backend.allocate(static_cast<size_t>(std::max<int64_t>(plan_.arena_bytes(), 1)));
@@ -74,7 +74,7 @@ MemoryNeed Network::count_memory(double caller_bytes_per_parameter) const {
     for (const auto& d : layer->state_decls()) states += static_cast<double>(d.count);
     need.kept += static_cast<double>(layer->kept_bytes());
   }
-  need.parameters = sizeof(float) * (3 * params + states) + params / 8 + caller_bytes_per_parameter * params;
+  need.parameters = sizeof(float) * (2 * params + states) + params / 8 + caller_bytes_per_parameter * params;
   return need;
 }
 
@@ -94,7 +94,6 @@ void Network::lay_out_parameters() {
   const auto bytes = [](int64_t floats) { return sizeof(float) * static_cast<size_t>(std::max<int64_t>(floats, 1)); };
   params_ = backend_.allocate(bytes(param_count_));
   grads_ = backend_.allocate(bytes(param_count_));
-  velocity_ = backend_.allocate(bytes(param_count_));
   states_ = backend_.allocate(bytes(state_count_));
 
   std::vector<kernels::DecayRun> decaying;
@@ -189,10 +188,8 @@ void Network::run_backward_step(int k, const Tensor& dlogits, GradientObserver* 
 NetworkState Network::read_state() {
   NetworkState state;
   state.params.resize(static_cast<size_t>(param_count_));
-  state.velocity.resize(static_cast<size_t>(param_count_));
   state.states.resize(static_cast<size_t>(state_count_));
   backend_.to_host(state.params.data(), params(), state.params.size() * sizeof(float));
-  backend_.to_host(state.velocity.data(), velocity(), state.velocity.size() * sizeof(float));
   backend_.to_host(state.states.data(), states(), state.states.size() * sizeof(float));
   return state;
 }
@@ -205,7 +202,6 @@ void Network::load_state(const NetworkState& state) {
     backend_.to_device(device, host.data(), host.size() * sizeof(float));
   };
   load(params(), state.params, param_count_, "the parameters loaded");
-  load(velocity(), state.velocity, param_count_, "the momentum loaded");
   load(states(), state.states, state_count_, "the running statistics loaded");
 }
 

@@ -1,7 +1,8 @@
 // Owns the model as built from the job file on one backend: its graph of steps (model/graph.h), the memory
 // plan's arena that every activation and gradient lives in (model/memory_plan.h), and the flat parameter,
-// gradient, momentum and state buffers that every parameter tensor is a view into (one buffer so the optimizer,
-// the gradient buckets, checkpoints and checksums each see one contiguous range). Runs forward and backward.
+// gradient and state buffers that every parameter tensor is a view into (one buffer so the optimizer, the
+// gradient buckets, checkpoints and checksums each see one contiguous range). Runs forward and backward. The
+// optimizer's own state (momentum, moments) belongs to the optimizer (model/optimizer.h).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -26,22 +27,23 @@ struct ParamTensor {
 // What the network allocates, in bytes, known before it allocates any of it.
 struct MemoryNeed {
   double activations = 0;  // the plan's arena: activations and gradients
-  double parameters = 0;   // parameters, gradients, momentum, running statistics, the decay mask
+  double parameters = 0;   // parameters, gradients, running statistics, the decay mask, the caller's per-parameter
+                           // share (optimizer state, host copies)
   double kept = 0;         // what layers keep from forward to backward (Layer::kept_bytes)
   double total() const { return activations + parameters + kept; }
 };
 
-// What the network owns that a run carries over: parameters, the optimizer's momentum, running statistics.
+// What the network owns that a run carries over: parameters and running statistics.
 struct NetworkState {
-  std::vector<float> params, velocity, states;
+  std::vector<float> params, states;
 };
 
 // The memory a network may take on this rank, and where that figure comes from (for the message).
 struct MemoryBudget {
   double bytes = 0;  // 0: unchecked
   std::string source;  // "this rank's share of the host's 22.1 GiB available (2 ranks on n1), ..."
-  // Bytes per parameter the caller will hold in the same memory besides the network's own (host copies for
-  // initialisation and checkpoints, where the device is the host).
+  // Bytes per parameter the caller will hold in the same memory besides the network's own: the optimizer's
+  // state, and host copies for initialisation and checkpoints where the device is the host.
   double caller_bytes_per_parameter = 0;
 };
 
@@ -68,9 +70,8 @@ class Network {
   int64_t state_count() const { return state_count_; }
   float* params() { return params_.as<float>(); }
   float* grads() { return grads_.as<float>(); }
-  float* velocity() { return velocity_.as<float>(); }
   float* states() { return states_.as<float>(); }
-  // Device memory: bit i set where weight decay applies to parameter i (kernels/sgd_step.h).
+  // Device memory: bit i set where weight decay applies to parameter i (kernels/optimizer_step.h).
   const uint32_t* decay_mask() const { return decay_mask_.as<uint32_t>(); }
   const std::vector<ParamTensor>& param_tensors() const { return tensors_; }
   // [offset, offset+count) of a layer's parameters in the flat buffers.
@@ -109,7 +110,7 @@ class Network {
   std::vector<StateDecl> state_decls_;
   std::map<const Layer*, std::pair<int64_t, int64_t>> layer_ranges_;
   int64_t param_count_ = 0, state_count_ = 0;
-  DeviceBuffer params_, grads_, velocity_, states_, decay_mask_;
+  DeviceBuffer params_, grads_, states_, decay_mask_;
   // The last forward's input and batch, which backward's steps read.
   Tensor last_input_;
 };

@@ -15,11 +15,12 @@
 
 namespace ringtrain::train {
 
-Checkpointer::Checkpointer(const RunContext& run, model::Network& net, const EpochPlan& plan, std::string run_id,
-                           std::string versions_json, const std::string& last, dist::Watchdog& watchdog,
-                           obs::Trace* trace)
+Checkpointer::Checkpointer(const RunContext& run, model::Network& net, model::Optimizer& optimizer,
+                           const EpochPlan& plan, std::string run_id, std::string versions_json,
+                           const std::string& last, dist::Watchdog& watchdog, obs::Trace* trace)
     : run_(run),
       net_(net),
+      optimizer_(optimizer),
       plan_(plan),
       run_id_(std::move(run_id)),
       versions_json_(std::move(versions_json)),
@@ -54,8 +55,10 @@ void Checkpointer::save(const Resumable& next, int64_t global_step) {
   const int ranks = run_.ranks();
   const auto count = static_cast<int>(net_.state_count());
   model::NetworkState state;  // rank 0's whole state goes into the file; every rank's statistics are gathered
+  model::OptimizerState optimizer;
   if (run_.root()) {
     state = net_.read_state();
+    optimizer = optimizer_.read_state();
   } else {
     state.states.resize(static_cast<size_t>(count));
     run_.backend.to_host(state.states.data(), net_.states(), state.states.size() * sizeof(float));
@@ -73,7 +76,8 @@ void Checkpointer::save(const Resumable& next, int64_t global_step) {
     d.train_time_s = next.train_time_s, d.train_samples = next.train_samples;
     for (const auto& t : net_.param_tensors()) d.tensor_names.push_back(t.name), d.tensor_sizes.push_back(t.count);
     d.params = std::move(state.params);
-    d.velocity = std::move(state.velocity);
+    d.optimizer = optimizer.optimizer;
+    for (auto& a : optimizer.arrays) d.optimizer_state.push_back({std::move(a.name), std::move(a.values)});
     d.states = std::move(all_states);
     d.state_count = count;
     d.run_id = run_id_;

@@ -1,13 +1,14 @@
 // Owns the points where a run proves itself and saves itself: the cross-rank parameter agreement (every rank
 // must hold bit-identical parameters; a difference is silent corruption or a non-deterministic reduction, and
-// training on would average diverged models) and the checkpoint (rank 0 writes it; it asks the network for
-// its state; the last run.keep_checkpoints are kept). Both are collective, and name the last good checkpoint.
+// training on would average diverged models) and the checkpoint (rank 0 writes it; it asks the network and the
+// optimizer for their state; the last run.keep_checkpoints are kept). Both are collective, and name the last good checkpoint.
 #pragma once
 #include <cstdint>
 #include <string>
 
 #include "dist/watchdog.h"
 #include "model/network.h"
+#include "model/optimizer.h"
 #include "obs/trace.h"
 #include "train/data_plan.h"
 #include "train/run_context.h"
@@ -24,8 +25,9 @@ class Checkpointer {
  public:
   // `run_id` and `versions_json` are rank 0's (what goes into the file); `last` the checkpoint the run started
   // from ("" for none).
-  Checkpointer(const RunContext& run, model::Network& net, const EpochPlan& plan, std::string run_id,
-               std::string versions_json, const std::string& last, dist::Watchdog& watchdog, obs::Trace* trace);
+  Checkpointer(const RunContext& run, model::Network& net, model::Optimizer& optimizer, const EpochPlan& plan,
+               std::string run_id, std::string versions_json, const std::string& last, dist::Watchdog& watchdog,
+               obs::Trace* trace);
 
   // The parameters' checksum, the same on every rank, or an AgreedError naming the ranks that differ and the
   // last good checkpoint. `when` says when ("after epoch 3").
@@ -38,6 +40,7 @@ class Checkpointer {
  private:
   const RunContext& run_;
   model::Network& net_;
+  model::Optimizer& optimizer_;
   EpochPlan plan_;
   std::string run_id_, versions_json_, last_;
   dist::Watchdog& watchdog_;

@@ -5,11 +5,13 @@
 #include <cmath>
 #include <numbers>
 
+#include <fmt/format.h>
+
 namespace ringtrain::train {
 
 LearningRateSchedule::LearningRateSchedule(const config::JobConfig::Optimizer& opt, int64_t global_batch,
                                            int64_t steps_per_epoch, int epochs)
-    : peak_(opt.base_lr * static_cast<double>(global_batch) / opt.base_batch),
+    : peak_(opt.base_lr * scale(opt.lr_scaling, global_batch, opt.base_batch)),
       min_(opt.min_lr),
       warmup_steps_(static_cast<int64_t>(std::llround(opt.warmup_epochs * static_cast<double>(steps_per_epoch)))),
       total_steps_(steps_per_epoch * epochs),
@@ -18,6 +20,28 @@ LearningRateSchedule::LearningRateSchedule(const config::JobConfig::Optimizer& o
   // batch is smaller than the base batch there is nothing to climb to.
   start_ = std::min(opt.base_lr, peak_);
   warmup_steps_ = std::min(warmup_steps_, total_steps_);
+}
+
+double LearningRateSchedule::scale(config::LrScaling rule, int64_t global_batch, int base_batch) {
+  const double ratio = static_cast<double>(global_batch) / base_batch;
+  switch (rule) {
+    case config::LrScaling::linear: return ratio;
+    case config::LrScaling::sqrt: return std::sqrt(ratio);
+    case config::LrScaling::none: return 1.0;
+  }
+  return ratio;
+}
+
+std::string LearningRateSchedule::arithmetic(const config::JobConfig::Optimizer& opt, int64_t global_batch) const {
+  switch (opt.lr_scaling) {
+    case config::LrScaling::linear:
+      return fmt::format("{} x {}/{} = {:.5g} (linear scaling)", opt.base_lr, global_batch, opt.base_batch, peak_);
+    case config::LrScaling::sqrt:
+      return fmt::format("{} x sqrt({}/{}) = {:.5g} (square-root scaling)", opt.base_lr, global_batch, opt.base_batch,
+                         peak_);
+    case config::LrScaling::none: break;
+  }
+  return fmt::format("{} (no scaling with the global batch)", peak_);
 }
 
 double LearningRateSchedule::at(int64_t step) const {

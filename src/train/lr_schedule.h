@@ -1,7 +1,8 @@
-// Owns the learning rate as a function of the optimizer step: linear scaling to the global batch
-// (Goyal et al. 2017), linear warm-up from base_lr, then cosine decay to min_lr or constant.
+// Owns the learning rate as a function of the optimizer step: scaling to the global batch (linear, Goyal et al.
+// 2017; square root; or none), linear warm-up from base_lr, then cosine decay to min_lr or constant.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "config/job_config.h"
 
@@ -11,7 +12,11 @@ class LearningRateSchedule {
  public:
   LearningRateSchedule(const config::JobConfig::Optimizer& opt, int64_t global_batch, int64_t steps_per_epoch,
                        int epochs);
-  double peak() const { return peak_; }  // base_lr x global_batch / base_batch
+  double peak() const { return peak_; }  // base_lr x scale()
+  // The factor the rule gives the base rate: global/base (linear), its square root (sqrt), or 1 (none).
+  static double scale(config::LrScaling rule, int64_t global_batch, int base_batch);
+  // "0.1 x 1024/128 = 0.8", "0.1 x sqrt(1024/128) = 0.2828", "0.1 (no scaling)": the run header's arithmetic.
+  std::string arithmetic(const config::JobConfig::Optimizer& opt, int64_t global_batch) const;
   double at(int64_t step) const;         // step counts optimizer steps from 0 over the whole job
   int64_t warmup_steps() const { return warmup_steps_; }
 

@@ -13,14 +13,19 @@ namespace {
 model::MemoryBudget memory_budget(const RunContext& run, double loaders) {
   const double available = static_cast<double>(run.backend.memory_available());
   if (available <= 0) return {};
+  const double state_arrays = model::optimizer_state_arrays(run.job.optimizer.kind);
+  const double optimizer_per_parameter = state_arrays * sizeof(float);
   if (!run.backend.allocates_host_memory()) {
     const double workspace = run.job.gpu.workspace_mb * (1 << 20);
-    return {available - workspace, fmt::format("what the GPU has free ({}) less the convolution workspace ({})",
-                                               byte_size_text(available), byte_size_text(workspace))};
+    return {available - workspace,
+            fmt::format("what the GPU has free ({}) less the convolution workspace ({})", byte_size_text(available),
+                        byte_size_text(workspace)),
+            optimizer_per_parameter};
   }
   const int ranks = run.world.local_size();
-  // Host copies of the parameters (initialisation, broadcast) and of parameters and momentum (a checkpoint).
-  const double copies_per_parameter = 3 * sizeof(float);
+  // The optimizer's state, and host copies of the parameters (initialisation, broadcast) and of parameters and the
+  // optimizer's state (a checkpoint).
+  const double copies_per_parameter = optimizer_per_parameter + (2 + state_arrays) * sizeof(float);
   return {available / ranks - loaders,
           fmt::format("this rank's share of the host's {} available ({} rank{} on {}), less {} for the data loaders,",
                       byte_size_text(available), ranks, ranks == 1 ? "" : "s", run.world.host(),
@@ -38,6 +43,12 @@ std::unique_ptr<model::Network> build_network(const RunContext& run, const model
                                            memory_budget(run, loader_bytes));
   });
   return net;
+}
+
+std::unique_ptr<model::Optimizer> build_optimizer(const RunContext& run, model::Network& net) {
+  std::unique_ptr<model::Optimizer> optimizer;
+  run.world.all_succeed([&] { optimizer = model::make_optimizer(run.job.optimizer, net); });
+  return optimizer;
 }
 
 

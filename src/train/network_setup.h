@@ -1,10 +1,11 @@
-// Owns building the job's model on this rank, weighed first against the memory there is: the host's available
-// memory shared by the node's ranks (less the data loaders' queues), or a GPU's free memory (less the convolution
-// workspace cuDNN may still ask for).
+// Owns building the job's model and its optimizer on this rank, weighed first against the memory there is: the
+// host's available memory shared by the node's ranks (less the data loaders' queues), or a GPU's free memory
+// (less the convolution workspace cuDNN may still ask for).
 #pragma once
 #include <memory>
 
 #include "model/network.h"
+#include "model/optimizer.h"
 #include "train/run_context.h"
 
 namespace ringtrain::train {
@@ -13,5 +14,8 @@ namespace ringtrain::train {
 // big for the memory, a shape it cannot take). `loader_bytes`: host memory the data loaders' queues take.
 std::unique_ptr<model::Network> build_network(const RunContext& run, const model::Shape& input, int classes,
                                               double loader_bytes);
+
+// Collective: the job's optimizer over `net` (its state was counted in build_network's budget).
+std::unique_ptr<model::Optimizer> build_optimizer(const RunContext& run, model::Network& net);
 
 }  // namespace ringtrain::train

@@ -11,6 +11,15 @@ namespace {
 
 const char* plural(int64_t n) { return n == 1 ? "" : "s"; }
 
+const char* lr_scaling_name(config::LrScaling rule) {
+  switch (rule) {
+    case config::LrScaling::linear: return "linear";
+    case config::LrScaling::sqrt: return "sqrt";
+    case config::LrScaling::none: return "none";
+  }
+  return "?";
+}
+
 std::string data_line(const DataPlan& data) {
   const size_t files = data.train_reader().opened_files().size();
   return fmt::format("data: {} train samples in {} shards, {} test samples; {} per rank (rank 0 reads {} file{})",
@@ -20,10 +29,10 @@ std::string data_line(const DataPlan& data) {
 
 std::string batch_line(const RunContext& run, const EpochPlan& plan, const LearningRateSchedule& lr) {
   const auto& opt = run.job.optimizer;
-  return fmt::format("batch: {} ranks x {} per rank x {} accumulation = global batch {}; lr = {} x {}/{} = {:.5g} "
-                     "(warm-up {} steps, then {})",
-                     run.ranks(), plan.batch, plan.accumulate, plan.global_batch, opt.base_lr, plan.global_batch,
-                     opt.base_batch, lr.peak(), lr.warmup_steps(),
+  return fmt::format("batch: {} ranks x {} per rank x {} accumulation = global batch {}; lr = {} (warm-up {} steps, "
+                     "then {})",
+                     run.ranks(), plan.batch, plan.accumulate, plan.global_batch,
+                     lr.arithmetic(opt, plan.global_batch), lr.warmup_steps(),
                      opt.schedule == config::LrSchedule::cosine ? "cosine decay" : "constant");
 }
 
@@ -48,6 +57,11 @@ void print_header(const RunContext& run, const RunSetup& setup, const util::Vers
                       net.train_flops_per_sample() / 1e6, net.summary()));
   run.say(data_line(setup.data));
   run.say(batch_line(run, setup.data.epoch(), setup.lr));
+  run.say(fmt::format("optimizer: {}{}", setup.optimizer.describe(),
+                      run.job.train.label_smoothing > 0
+                          ? fmt::format("; label smoothing {} (the training loss is against the smoothed target)",
+                                        run.job.train.label_smoothing)
+                          : ""));
   run.say(epoch_line(setup.data));
 }
 
@@ -60,6 +74,9 @@ nlohmann::ordered_json job_record(const RunContext& run, const RunSetup& setup, 
           {"accumulate_steps", plan.accumulate},
           {"global_batch", plan.global_batch},
           {"peak_lr", setup.lr.peak()},
+          {"optimizer", setup.optimizer.name()},
+          {"lr_scaling", lr_scaling_name(run.job.optimizer.lr_scaling)},
+          {"label_smoothing", run.job.train.label_smoothing},
           {"steps_per_epoch", plan.steps},
           {"epochs", run.job.train.epochs},
           {"params", setup.net.param_count()},

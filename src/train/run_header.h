@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/network.h"
+#include "model/optimizer.h"
 #include "train/data_plan.h"
 #include "train/lr_schedule.h"
 #include "train/run_context.h"
@@ -16,6 +17,7 @@ namespace ringtrain::train {
 // What the header describes, set up and accepted.
 struct RunSetup {
   model::Network& net;
+  model::Optimizer& optimizer;
   DataPlan& data;
   const LearningRateSchedule& lr;
   const StartPoint& start;

@@ -42,8 +42,10 @@ fs::path newest_checkpoint(const RunContext& run) {
   return found.back();
 }
 
-// Rank 0: the checkpoint, checked against this model and, when it lies in run.dir, against the run there.
-io::CheckpointData read_checked(const RunContext& run, const model::Network& net, const fs::path& path) {
+// Rank 0: the checkpoint, checked against this model (and the optimizer, when its state is to be restored) and,
+// when it lies in run.dir, against the run there.
+io::CheckpointData read_checked(const RunContext& run, const model::Network& net, const model::Optimizer* optimizer,
+                                const fs::path& path) {
   io::CheckpointData c = io::read_checkpoint(path);
   const fs::path dir = run.job.run.dir / "checkpoints";
   const std::string recorded = RunDirectory::recorded_run_id(run.job.run.dir);
@@ -56,7 +58,26 @@ io::CheckpointData read_checked(const RunContext& run, const model::Network& net
                                       run.resume ? "resume with the job file it was written by, or use another run.dir"
                                                  : "use the job file and the data (sample shape, classes) it was "
                                                    "trained with"));
+  if (optimizer && c.optimizer != optimizer->name())
+    throw CheckpointError(fmt::format("checkpoint '{}' holds the state of optimizer '{}' but the job asks for '{}'; "
+                                      "resume with optimizer.name = \"{}\", or start again without --resume",
+                                      path.string(), c.optimizer, optimizer->name(), c.optimizer));
   return c;
+}
+
+// Rank 0's optimizer state, sent to every rank: its name, then each array's name and values.
+model::OptimizerState broadcast_optimizer_state(const RunContext& run, io::CheckpointData& c, int64_t params) {
+  model::OptimizerState state{run.world.broadcast_string(c.optimizer), {}};
+  int arrays = static_cast<int>(c.optimizer_state.size());
+  run.world.broadcast(&arrays, sizeof arrays);
+  c.optimizer_state.resize(static_cast<size_t>(arrays));
+  for (io::NamedArray& a : c.optimizer_state) {
+    model::OptimizerArray array{run.world.broadcast_string(a.name), std::move(a.values)};
+    array.values.resize(static_cast<size_t>(params));
+    run.world.broadcast_floats(array.values.data(), params);
+    state.arrays.push_back(std::move(array));
+  }
+  return state;
 }
 
 // Batch-norm statistics: each rank its own row on the same world size; otherwise the rows' mean.
@@ -72,28 +93,31 @@ std::vector<float> running_statistics(const std::vector<float>& rows, const Chec
 
 }  // namespace
 
-RestoredCheckpoint restore_checkpoint(const RunContext& run, model::Network& net, const fs::path& path) {
+RestoredCheckpoint restore_checkpoint(const RunContext& run, model::Network& net, model::Optimizer* optimizer,
+                                      const fs::path& path) {
   io::CheckpointData c;
   std::string chosen;
   run.world.all_succeed([&] {
     if (!run.root()) return;
     chosen = (path.empty() ? newest_checkpoint(run) : path).string();
-    c = read_checked(run, net, chosen);
+    c = read_checked(run, net, optimizer, chosen);
   });
   CheckpointPosition p{c.epoch, c.step_in_epoch, c.global_step, c.steps_per_epoch, c.ranks, c.global_batch,
                        c.state_count, c.train_time_s, c.train_samples};
   run.world.broadcast(&p, sizeof p);
   chosen = run.world.broadcast_string(chosen);
   model::NetworkState state;
-  state.params = std::move(c.params), state.velocity = std::move(c.velocity);
+  state.params = std::move(c.params);
   state.params.resize(static_cast<size_t>(net.param_count()));
-  state.velocity.resize(static_cast<size_t>(net.param_count()));
   c.states.resize(static_cast<size_t>(p.ranks * p.state_count));
   run.world.broadcast_floats(state.params.data(), net.param_count());
-  run.world.broadcast_floats(state.velocity.data(), net.param_count());
   run.world.broadcast_floats(c.states.data(), static_cast<long long>(c.states.size()));
   state.states = running_statistics(c.states, p, run.world.rank(), run.ranks());
   net.load_state(state);
+  if (optimizer) {
+    const model::OptimizerState restored = broadcast_optimizer_state(run, c, net.param_count());
+    run.world.all_succeed([&] { optimizer->load_state(restored); });
+  }
   return {chosen, p};
 }
 
@@ -109,8 +133,9 @@ StartPoint fresh_start(const RunContext& run, model::Network& net) {
   return {};
 }
 
-StartPoint resume(const RunContext& run, model::Network& net, const EpochPlan& plan, const LearningRateSchedule& lr) {
-  const RestoredCheckpoint restored = restore_checkpoint(run, net, {});
+StartPoint resume(const RunContext& run, model::Network& net, model::Optimizer& optimizer, const EpochPlan& plan,
+                  const LearningRateSchedule& lr) {
+  const RestoredCheckpoint restored = restore_checkpoint(run, net, &optimizer, {});
   const CheckpointPosition& p = restored.position;
   const std::string& path = restored.path;
   const bool same_world = p.ranks == run.ranks() && p.steps_per_epoch == plan.steps && p.global_batch == plan.global_batch;
@@ -133,11 +158,11 @@ StartPoint resume(const RunContext& run, model::Network& net, const EpochPlan& p
 
 }  // namespace
 
-StartPoint start_run(const RunContext& run, model::Network& net, const EpochPlan& plan,
+StartPoint start_run(const RunContext& run, model::Network& net, model::Optimizer& optimizer, const EpochPlan& plan,
                      const LearningRateSchedule& lr) {
   // Rank 0 initialises from the seed and broadcasts: every rank starts bit-identical (a resume then overwrites).
   StartPoint start = fresh_start(run, net);
-  return run.resume ? resume(run, net, plan, lr) : start;
+  return run.resume ? resume(run, net, optimizer, plan, lr) : start;
 }
 
 }  // namespace ringtrain::train

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/network.h"
+#include "model/optimizer.h"
 #include "train/data_plan.h"
 #include "train/lr_schedule.h"
 #include "train/run_context.h"
@@ -29,11 +30,13 @@ struct RestoredCheckpoint {
   CheckpointPosition position;
 };
 
-// Collective. Loads the checkpoint at `path` into `net` (parameters, momentum, running statistics: this rank's
-// row on the world size it was written with, else the rows' mean). An empty `path` takes the newest checkpoint
-// in <run.dir>/checkpoints, which must belong to the run run.dir holds. Throws CheckpointError (agreed) for no
-// checkpoint, another model's or run's, or a damaged one.
-RestoredCheckpoint restore_checkpoint(const RunContext& run, model::Network& net, const std::filesystem::path& path);
+// Collective. Loads the checkpoint at `path` into `net` (parameters, running statistics: this rank's row on the
+// world size it was written with, else the rows' mean) and, unless it is null, into `optimizer` (its state, which
+// must be the same optimizer's). An empty `path` takes the newest checkpoint in <run.dir>/checkpoints, which must
+// belong to the run run.dir holds. Throws CheckpointError (agreed) for no checkpoint, another model's, run's or
+// optimizer's, or a damaged one.
+RestoredCheckpoint restore_checkpoint(const RunContext& run, model::Network& net, model::Optimizer* optimizer,
+                                      const std::filesystem::path& path);
 
 struct StartPoint {
   int epoch = 0;           // the next epoch to run (0-based); also how many the checkpoint holds
@@ -45,9 +48,9 @@ struct StartPoint {
   int64_t first_micro_batch(const EpochPlan& plan) const { return (int64_t{epoch} * plan.steps + step) * plan.accumulate; }
 };
 
-// Collective. Loads the network's state and returns where to continue. Throws CheckpointError (agreed) for
-// --resume without a checkpoint, a checkpoint of another model or run, or a damaged one.
-StartPoint start_run(const RunContext& run, model::Network& net, const EpochPlan& plan,
+// Collective. Loads the network's and the optimizer's state and returns where to continue. Throws CheckpointError
+// (agreed) for --resume without a checkpoint, a checkpoint of another model, run or optimizer, or a damaged one.
+StartPoint start_run(const RunContext& run, model::Network& net, model::Optimizer& optimizer, const EpochPlan& plan,
                      const LearningRateSchedule& lr);
 
 }  // namespace ringtrain::train

@@ -23,12 +23,12 @@ StepTimes& StepTimes::operator+=(const StepTimes& o) {
   return *this;
 }
 
-StepRunner::StepRunner(model::Network& network, dist::GradientSync& sync, const config::JobConfig::Optimizer& optimizer,
-                       int64_t global_batch, int accumulate)
+StepRunner::StepRunner(model::Network& network, dist::GradientSync& sync, model::Optimizer& optimizer,
+                       int64_t global_batch, int accumulate, double label_smoothing)
     : net_(network),
       sync_(sync),
       optimizer_(optimizer),
-      grad_scale_(1.0f / static_cast<float>(global_batch)),
+      loss_{1.0f / static_cast<float>(global_batch), static_cast<float>(label_smoothing)},
       accumulate_(accumulate),
       marks_per_step_(kMarksPerMicroBatch * accumulate + 2) {
   model::Backend& backend = net_.backend();
@@ -73,7 +73,7 @@ void StepRunner::micro_batch(const float* images, const int32_t* labels, int cou
     clock_->mark(mark_id(current_, mark + kForwardBegin));
     const model::Tensor logits =
         net_.forward({const_cast<float*>(images), net_.input_shape().with_batch(count)}, model::Mode::train, seed);
-    backend.softmax_cross_entropy(count, net_.classes(), logits.data, labels, grad_scale_, dlogits_.as<float>(),
+    backend.softmax_cross_entropy(count, net_.classes(), logits.data, labels, loss_, dlogits_.as<float>(),
                                   slot.totals.as<model::LossTotals>());
     if (last) slot.readback->start(slot.totals.as<void>());  // the step's sums are complete: bring them home
     clock_->mark(mark_id(current_, mark + kForwardEnd));
@@ -97,9 +97,7 @@ void StepRunner::apply(float lr) {
     clock_->mark(mark_id(current_, after_micro_batches));
   }
   obs::Phase range(nullptr, "optimizer");
-  const kernels::SgdStep step{lr, static_cast<float>(optimizer_.momentum), static_cast<float>(optimizer_.weight_decay)};
-  net_.backend().sgd_update(net_.param_count(), step, net_.decay_mask(), net_.grads(), net_.velocity(),
-                            net_.params());
+  optimizer_.update(lr, slot.step);
   clock_->mark(mark_id(current_, after_micro_batches + 1));
   slot.queued = true;
   ++queued_count_;

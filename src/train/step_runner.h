@@ -1,6 +1,6 @@
 // Owns one optimizer step on one rank, given micro-batches already on the device: zero gradients, forward,
-// loss (scaled by 1/global batch so the cross-rank sum is the mean), backward with bucketed reduction
-// overlapped, one fused SGD update over the flat buffer. The trainer and the data-parallel equivalence test
+// loss (scaled by 1/global batch so the cross-rank sum is the mean; label smoothing as the job says), backward with
+// bucketed reduction overlapped, the optimizer's update over the flat buffer (model/optimizer.h). The trainer and the data-parallel equivalence test
 // both drive this class, so the test proves the code that trains.
 //
 // Nothing here waits for the device. The loss sums accumulate in device memory and come back by a readback
@@ -19,6 +19,7 @@
 #include "config/job_config.h"
 #include "dist/gradient_sync.h"
 #include "model/network.h"
+#include "model/optimizer.h"
 #include "obs/trace.h"
 
 namespace ringtrain::train {
@@ -41,14 +42,16 @@ struct FinishedStep {
 
 class StepRunner {
  public:
-  // accumulate: micro-batches per step, at most.
-  StepRunner(model::Network& network, dist::GradientSync& sync, const config::JobConfig::Optimizer& optimizer,
-             int64_t global_batch, int accumulate);
+  // accumulate: micro-batches per step, at most; label_smoothing: train.label_smoothing.
+  StepRunner(model::Network& network, dist::GradientSync& sync, model::Optimizer& optimizer, int64_t global_batch,
+             int accumulate, double label_smoothing = 0);
 
   void begin(int64_t step);  // zero gradients and loss sums for a new optimizer step
   // Forward, loss and backward of one micro-batch; `last` starts the gradient reduction during its backward.
   void micro_batch(const float* images, const int32_t* labels, int count, uint64_t seed, bool last);
-  void apply(float lr);  // order the update after the reduction, then update parameters
+  // Orders the update after the reduction, then updates the parameters; the optimizer hears the step number
+  // given to begin() as the count of updates before this one.
+  void apply(float lr);
   // The queued steps the device has finished, oldest first, leaving at most `in_flight` of them unfinished;
   // waits (bounded by the reducer's timeout) for the older ones.
   std::vector<FinishedStep> finished(int in_flight);
@@ -71,8 +74,8 @@ class StepRunner {
 
   model::Network& net_;
   dist::GradientSync& sync_;
-  config::JobConfig::Optimizer optimizer_;
-  float grad_scale_;
+  model::Optimizer& optimizer_;
+  kernels::LossSettings loss_;
   int accumulate_;
   int marks_per_step_;
   model::DeviceBuffer dlogits_;

@@ -32,12 +32,13 @@ int Trainer::run() {
   });
   DataPlan data(run);
   const auto net = build_network(run, data.input(), data.meta().num_classes, data.loader_queue_bytes());
+  const auto optimizer = build_optimizer(run, *net);
   const EpochPlan& plan = data.epoch();
   const LearningRateSchedule lr(job_.optimizer, plan.global_batch, plan.steps, job_.train.epochs);
-  const StartPoint start = start_run(run, *net, plan, lr);
+  const StartPoint start = start_run(run, *net, *optimizer, plan, lr);
   RunOutputs outputs(run);  // run.dir is claimed only now, with data, model and checkpoint accepted
 
-  const RunSetup setup{*net, data, lr, start};
+  const RunSetup setup{*net, *optimizer, data, lr, start};
   const util::VersionList versions = util::library_versions();
   print_header(run, setup, versions);
   for (const std::string& line : outputs.claim_lines()) run.say(line);

@@ -74,11 +74,11 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
       baseline_(baseline),
       batch_(run.backend, setup.data.input()),
       sync_(setup.net, reducer, run.job.dist.bucket_mb),
-      runner_(setup.net, sync_, run.job.optimizer, plan_.global_batch, plan_.accumulate),
+      runner_(setup.net, sync_, setup.optimizer, plan_.global_batch, plan_.accumulate, run.job.train.label_smoothing),
       evaluator_(run, setup.net, setup.data.test(), plan_.batch, batch_),
       watchdog_(run.world.comm(), run.job.run.collective_timeout_s, static_cast<int>(ExitCode::fault)),
-      checkpointer_(run, setup.net, plan_, outputs.run_id(), versions_json, setup.start.resumed_from, watchdog_,
-                    nullptr),
+      checkpointer_(run, setup.net, setup.optimizer, plan_, outputs.run_id(), versions_json, setup.start.resumed_from,
+                    watchdog_, nullptr),
       loader_(training_loader(run, setup.data, setup.start.first_micro_batch(plan_))),
       progress_(run.job.run.progress_every_s, plan_.steps * run.job.train.epochs, run.job.train.epochs, run.root()),
       start_epoch_(setup.start.epoch),
@@ -103,8 +103,8 @@ TrainingLoop::~TrainingLoop() {
 
 void TrainingLoop::say_setup() {
   const auto buckets = sync_.buckets().buckets().size();
-  run_.say(fmt::format("memory: {}; {:.1f} MiB in all on the {} (parameters, gradients, momentum, statistics, "
-                       "activations, batches)",
+  run_.say(fmt::format("memory: {}; {:.1f} MiB in all on the {} (parameters, gradients, optimizer state, "
+                       "statistics, activations, batches)",
                        net_.memory_plan().summary(), static_cast<double>(run_.backend.bytes_allocated()) / (1 << 20),
                        run_.backend.name()));
   const bool bf16_wire = run_.job.dist.allreduce_dtype == config::WireFormat::bf16;
@@ -326,7 +326,7 @@ EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, doub
   return r;
 }
 
-// What the run needs resident: the backend's host buffers (parameters, gradients, momentum, activations,
+// What the run needs resident: the backend's host buffers (parameters, gradients, optimizer state, activations,
 // workspaces; some are made on first use, so this is asked when the epoch is recorded) and the loaders' queues.
 double TrainingLoop::memory_needed_mb() const {
   const model::Backend& backend = run_.backend;

@@ -9,6 +9,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "dist/gradient_sync.h"
 #include "model/network.h"
+#include "model/optimizer.h"
 #include "tests/core/layer_specs.h"
 #include "tests/core/one_rank_reducer.h"
 #include "train/step_runner.h"
@@ -38,8 +39,8 @@ std::vector<double> loss_curve(kernels::cpu::DnnlMath math) {
   std::copy(states.begin(), states.end(), net.states());
   test_support::OneRank reducer;
   dist::GradientSync sync(net, reducer, 1.0);
-  config::JobConfig::Optimizer optimizer;
-  train::StepRunner runner(net, sync, optimizer, kBatch, 1);
+  const auto optimizer = model::make_optimizer({}, net);
+  train::StepRunner runner(net, sync, *optimizer, kBatch, 1);
   std::mt19937 rng(3);
   std::normal_distribution<float> normal;
   std::vector<float> images(kBatch * 64);

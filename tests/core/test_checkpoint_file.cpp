@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <hdf5.h>
 #include <unistd.h>
 
 #include "common/error.h"
@@ -30,7 +31,9 @@ io::CheckpointData sample() {
   d.tensor_sizes = {6, 2, 2};
   std::mt19937 rng(3);
   std::normal_distribution<float> normal;
-  for (int i = 0; i < 10; ++i) d.params.push_back(normal(rng)), d.velocity.push_back(normal(rng));
+  d.optimizer = "sgd";
+  d.optimizer_state = {{"velocity", {}}};
+  for (int i = 0; i < 10; ++i) d.params.push_back(normal(rng)), d.optimizer_state[0].values.push_back(normal(rng));
   d.state_count = 4;
   for (int i = 0; i < 8; ++i) d.states.push_back(normal(rng));
   d.run_id = "20261124T120000Z-0a1b2c3d";
@@ -89,12 +92,53 @@ TEST(CheckpointFile, EveryFieldRoundTripsExactly) {
   EXPECT_EQ(r.tensor_names, d.tensor_names);
   EXPECT_EQ(r.tensor_sizes, d.tensor_sizes);
   EXPECT_EQ(r.params, d.params);  // bit-exact: resume must be bit-identical
-  EXPECT_EQ(r.velocity, d.velocity);
+  EXPECT_EQ(r.optimizer, d.optimizer);
+  ASSERT_EQ(r.optimizer_state.size(), 1u);
+  EXPECT_EQ(r.optimizer_state[0].name, "velocity");
+  EXPECT_EQ(r.optimizer_state[0].values, d.optimizer_state[0].values);
   EXPECT_EQ(r.states, d.states);
   EXPECT_EQ(r.state_count, d.state_count);
   EXPECT_EQ(r.run_id, d.run_id);
   EXPECT_EQ(r.job_toml, d.job_toml);
   EXPECT_EQ(r.versions_json, d.versions_json);
+}
+
+// An optimizer's state is whatever arrays it names: AdamW's two moments come back by name, in order.
+TEST(CheckpointFile, AnOptimizersArraysRoundTripByName) {
+  const ScratchDir scratch("rt-ckpt-adamw");
+  io::CheckpointData d = sample();
+  d.optimizer = "adamw";
+  d.optimizer_state = {{"adam_m", std::vector<float>(10, 0.5f)}, {"adam_v", std::vector<float>(10, 0.125f)}};
+  const fs::path path = scratch.path() / io::checkpoint_name(3);
+  io::write_checkpoint(path, d);
+  const io::CheckpointData r = io::read_checkpoint(path);
+  EXPECT_EQ(r.optimizer, "adamw");
+  ASSERT_EQ(r.optimizer_state.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(r.optimizer_state[i].name, d.optimizer_state[i].name);
+    EXPECT_EQ(r.optimizer_state[i].values, d.optimizer_state[i].values);
+  }
+}
+
+// Checkpoints written before the optimizer was recorded have no "optimizer" attributes and SGD's momentum in
+// "velocity": they read back as SGD, so runs that old still resume.
+TEST(CheckpointFile, AFileWithoutOptimizerAttributesIsSgdWithItsVelocity) {
+  const ScratchDir scratch("rt-ckpt-old");
+  const io::CheckpointData d = sample();
+  const fs::path path = scratch.path() / io::checkpoint_name(4);
+  io::write_checkpoint(path, d);
+  {
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    EXPECT_GE(H5Adelete(file, "optimizer"), 0);
+    EXPECT_GE(H5Adelete(file, "optimizer_state"), 0);
+    H5Fclose(file);
+  }
+  const io::CheckpointData r = io::read_checkpoint(path);
+  EXPECT_EQ(r.optimizer, "sgd");
+  ASSERT_EQ(r.optimizer_state.size(), 1u);
+  EXPECT_EQ(r.optimizer_state[0].name, "velocity");
+  EXPECT_EQ(r.optimizer_state[0].values, d.optimizer_state[0].values);
 }
 
 TEST(CheckpointFile, ListsNewestLastAndIgnoresTemporaries) {
@@ -118,7 +162,7 @@ TEST(CheckpointFile, AFlippedDataByteIsRefusedNamingTheArray) {
   const ScratchDir scratch("rt-ckpt-data");
   const fs::path& dir = scratch.path();
   auto d = sample();
-  d.params.assign(5000, 0.25f), d.velocity.assign(5000, -0.5f), d.tensor_sizes = {4996, 2, 2};
+  d.params.assign(5000, 0.25f), d.optimizer_state[0].values.assign(5000, -0.5f), d.tensor_sizes = {4996, 2, 2};
   const fs::path path = dir / io::checkpoint_name(7);
   io::write_checkpoint(path, d);
   std::string bytes(static_cast<size_t>(fs::file_size(path)), '\0');
@@ -175,8 +219,8 @@ TEST(CheckpointFile, NonFiniteValuesAreRefusedNamingTheArray) {
   const ScratchDir scratch("rt-ckpt-nan");
   const fs::path& dir = scratch.path();
   io::CheckpointData d = sample();
-  d.velocity[4] = std::numeric_limits<float>::infinity();
-  d.velocity[7] = std::numeric_limits<float>::quiet_NaN();
+  d.optimizer_state[0].values[4] = std::numeric_limits<float>::infinity();
+  d.optimizer_state[0].values[7] = std::numeric_limits<float>::quiet_NaN();
   const fs::path path = dir / "ckpt.h5";
   io::write_checkpoint(path, d);
   expect_checkpoint_error(path, {path.string(), "'velocity' holds 2 non-finite (NaN/Inf) values of 10"});

@@ -122,6 +122,23 @@ TEST_F(JobConfigTest, SetOverridesAnyKey) {
   EXPECT_FALSE(job.train.shuffle);
 }
 
+TEST_F(JobConfigTest, OptimizersScalingAndLabelSmoothingParse) {
+  const auto job = load_job(write(kMinimal), {"optimizer.name=lars", "optimizer.lr_scaling=sqrt",
+                                              "optimizer.trust_coefficient=0.02", "train.label_smoothing=0.1"});
+  EXPECT_EQ(job.optimizer.kind, ringtrain::config::OptimizerKind::lars);
+  EXPECT_EQ(job.optimizer.lr_scaling, ringtrain::config::LrScaling::sqrt);
+  EXPECT_DOUBLE_EQ(job.optimizer.trust_coefficient, 0.02);
+  EXPECT_DOUBLE_EQ(job.train.label_smoothing, 0.1);
+  const auto plain = load_job(write(kMinimal), {});
+  EXPECT_EQ(plain.optimizer.kind, ringtrain::config::OptimizerKind::sgd);
+  EXPECT_EQ(plain.optimizer.lr_scaling, ringtrain::config::LrScaling::linear);
+  EXPECT_DOUBLE_EQ(plain.train.label_smoothing, 0.0);
+  const std::string e = error_of(kMinimal, {"optimizer.name=adam", "train.label_smoothing=1.5"});
+  EXPECT_NE(e.find("optimizer.name"), std::string::npos) << e;
+  EXPECT_NE(e.find("adamw"), std::string::npos) << e;  // the valid choices are listed
+  EXPECT_NE(e.find("train.label_smoothing"), std::string::npos) << e;
+}
+
 TEST_F(JobConfigTest, SetWithUnknownKeyFails) {
   const std::string e = error_of(kMinimal, {"train.epoch=3"});
   EXPECT_NE(e.find("unknown key 'train.epoch'"), std::string::npos) << e;

@@ -30,6 +30,20 @@ TEST(LearningRate, ScalesLinearlyWithGlobalBatch) {
   EXPECT_DOUBLE_EQ(s.at(299), 0.4);
 }
 
+TEST(LearningRate, SquareRootAndNoScalingFollowTheirRule) {
+  auto o = opt(0.1, 256, 0, LrSchedule::constant);
+  o.lr_scaling = ringtrain::config::LrScaling::sqrt;
+  const LearningRateSchedule root(o, 1024, 100, 3);
+  EXPECT_DOUBLE_EQ(root.peak(), 0.2);  // 0.1 x sqrt(1024 / 256)
+  EXPECT_EQ(root.arithmetic(o, 1024), "0.1 x sqrt(1024/256) = 0.2 (square-root scaling)");
+  o.lr_scaling = ringtrain::config::LrScaling::none;
+  const LearningRateSchedule fixed(o, 1024, 100, 3);
+  EXPECT_DOUBLE_EQ(fixed.peak(), 0.1);
+  EXPECT_EQ(fixed.arithmetic(o, 1024), "0.1 (no scaling with the global batch)");
+  o.lr_scaling = ringtrain::config::LrScaling::linear;
+  EXPECT_EQ(LearningRateSchedule(o, 1024, 100, 3).arithmetic(o, 1024), "0.1 x 1024/256 = 0.4 (linear scaling)");
+}
+
 TEST(LearningRate, WarmupClimbsLinearlyFromBaseLr) {
   const LearningRateSchedule s(opt(0.1, 256, 2, LrSchedule::constant), 1024, 50, 10);
   EXPECT_EQ(s.warmup_steps(), 100);

@@ -91,7 +91,7 @@ TEST(Network, ResidualShortcutMismatchIsExplained) {
 // Softmax cross-entropy of one batch on the CPU backend (host memory), its gradient into dlogits if not null.
 double loss_of(model::Network& net, const model::Tensor& logits, const std::vector<int32_t>& labels, float* dlogits) {
   model::LossTotals totals;
-  net.backend().softmax_cross_entropy(logits.shape.n, net.classes(), logits.data, labels.data(), 1.0f, dlogits, &totals);
+  net.backend().softmax_cross_entropy(logits.shape.n, net.classes(), logits.data, labels.data(), {}, dlogits, &totals);
   return totals.loss_sum;
 }
 

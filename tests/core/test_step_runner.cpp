@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "dist/gradient_sync.h"
 #include "model/network.h"
+#include "model/optimizer.h"
 #include "tests/core/one_rank_reducer.h"
 #include "train/step_runner.h"
 
@@ -37,8 +38,8 @@ struct Fixture {
   model::Network net{small_model(), cpu, {kBatch, 1, 3, 3}, 3};
   OneRank reducer;
   dist::GradientSync sync{net, reducer, 1.0};
-  config::JobConfig::Optimizer optimizer;
-  train::StepRunner runner{net, sync, optimizer, kBatch * kAccumulate, kAccumulate};
+  std::unique_ptr<model::Optimizer> optimizer = model::make_optimizer({}, net);
+  train::StepRunner runner{net, sync, *optimizer, kBatch * kAccumulate, kAccumulate};
   std::vector<float> images;
   std::vector<int32_t> labels;
 
@@ -93,7 +94,7 @@ TEST(StepRunner, LossSumsAreThoseOfADirectEvaluation) {
   for (int m = 0; m < Fixture::kAccumulate; ++m) {
     const auto logits = f.net.forward({f.images.data() + m * Fixture::kBatch * 9, f.net.input_shape()},
                                       model::Mode::train, 0);
-    f.cpu.softmax_cross_entropy(Fixture::kBatch, 3, logits.data, f.labels.data() + m * Fixture::kBatch, 1.0f,
+    f.cpu.softmax_cross_entropy(Fixture::kBatch, 3, logits.data, f.labels.data() + m * Fixture::kBatch, {},
                                 dlogits.data(), &want);
   }
   EXPECT_EQ(done[0].loss.loss_sum, want.loss_sum);

@@ -134,15 +134,16 @@ TEST_F(CudaBackendTest, ElementwiseWorkMatchesCpu) {
   EXPECT_EQ(download(dx.as<float>(), n), std::vector<float>(static_cast<size_t>(n), 0.25f));
 }
 
-void check_loss(backend::CudaBackend& cuda, backend::CpuBackend& cpu, int batch, int classes, bool with_grad) {
+void check_loss(backend::CudaBackend& cuda, backend::CpuBackend& cpu, int batch, int classes, bool with_grad,
+                float smoothing = 0) {
   const auto logits = random_vector(static_cast<size_t>(batch) * classes, 10u + static_cast<uint32_t>(classes), -4, 4);
   std::vector<int32_t> labels(static_cast<size_t>(batch));
   for (int i = 0; i < batch; ++i) labels[static_cast<size_t>(i)] = (i * 7 + 3) % classes;
   const float scale = 1.0f / 256;
   std::vector<float> want_grad(logits.size());
   model::LossTotals want;
-  cpu.softmax_cross_entropy(batch, classes, logits.data(), labels.data(), scale, with_grad ? want_grad.data() : nullptr,
-                            &want);
+  cpu.softmax_cross_entropy(batch, classes, logits.data(), labels.data(), {scale, smoothing},
+                            with_grad ? want_grad.data() : nullptr, &want);
 
   model::DeviceBuffer dl = cuda.allocate(logits.size() * sizeof(float));
   cuda.to_device(dl.as<void>(), logits.data(), logits.size() * sizeof(float));
@@ -150,7 +151,7 @@ void check_loss(backend::CudaBackend& cuda, backend::CpuBackend& cpu, int batch,
   cuda.to_device(dlab.as<void>(), labels.data(), labels.size() * sizeof(int32_t));
   model::DeviceBuffer dgrad = cuda.allocate(logits.size() * sizeof(float));
   model::DeviceBuffer dtotals = cuda.allocate(sizeof(model::LossTotals));
-  cuda.softmax_cross_entropy(batch, classes, dl.as<float>(), dlab.as<int32_t>(), scale,
+  cuda.softmax_cross_entropy(batch, classes, dl.as<float>(), dlab.as<int32_t>(), {scale, smoothing},
                              with_grad ? dgrad.as<float>() : nullptr, dtotals.as<model::LossTotals>());
   model::LossTotals got;
   cuda.to_host(&got, dtotals.as<void>(), sizeof got);
@@ -169,6 +170,8 @@ TEST_F(CudaBackendTest, SoftmaxCrossEntropyMatchesCpu) {
   check_loss(cuda(), cpu(), 37, 10, false);    // evaluation: no gradient; a batch that leaves a block part-full
   check_loss(cuda(), cpu(), 300, 1000, true);  // many classes per lane; more rows than the reduction's threads
   check_loss(cuda(), cpu(), 5, 3, true);       // fewer classes than lanes
+  check_loss(cuda(), cpu(), 64, 10, true, 0.1f);     // label smoothing
+  check_loss(cuda(), cpu(), 300, 1000, true, 0.2f);
 }
 
 // Out-of-range labels are counted on the device (the trainer reports them); the totals add up over batches,
@@ -183,7 +186,7 @@ TEST_F(CudaBackendTest, OutOfRangeLabelsAreCountedAndTotalsAccumulateThroughARea
   model::DeviceBuffer dtotals = cuda().allocate(sizeof(model::LossTotals));
   auto readback = cuda().make_readback(sizeof(model::LossTotals));
   for (int batch = 0; batch < 2; ++batch)
-    cuda().softmax_cross_entropy(4, 10, dl.as<float>(), dlab.as<int32_t>(), 1.0f, nullptr,
+    cuda().softmax_cross_entropy(4, 10, dl.as<float>(), dlab.as<int32_t>(), {}, nullptr,
                                  dtotals.as<model::LossTotals>());
   readback->start(dtotals.as<void>());
   model::LossTotals got;
@@ -222,6 +225,82 @@ TEST_F(CudaBackendTest, SgdUpdateMatchesCpu) {
   // Same formula; only the compilers' fused multiply-adds may differ in the last bit.
   EXPECT_TRUE(all_close(download(dv.as<float>(), n), want_v, 1e-6, 1e-7));
   EXPECT_TRUE(all_close(download(dp.as<float>(), n), want_p, 1e-6, 1e-7));
+}
+
+// The other optimizers against the CPU twin over three updates: AdamW over a decay mask, LARS and LAMB over
+// tensor ranges of which some adapt, including one large enough to span many of the GPU's norm chunks.
+class OptimizerMatchesCpu : public CudaBackendTest {
+ protected:
+  static constexpr int64_t kParams = 300000;
+  const std::vector<kernels::TensorRange> ranges{{0, 3, 0, 0}, {3, 250000, 1, 0}, {250003, 17, 0, 0}, {250020, 49980, 1, 0}};
+  std::vector<float> grad_at(int step) const { return random_vector(kParams, 40u + static_cast<uint32_t>(step)); }
+  model::DeviceBuffer device_ranges() {
+    model::DeviceBuffer d = cuda().allocate(ranges.size() * sizeof(kernels::TensorRange));
+    cuda().to_device(d.as<void>(), ranges.data(), ranges.size() * sizeof(kernels::TensorRange));
+    return d;
+  }
+  static kernels::AdamStep adam(int t) {
+    kernels::AdamStep s;
+    s.lr = 0.01f, s.weight_decay = 0.05f;
+    s.bias_correction1 = 1.0f - std::pow(0.9f, static_cast<float>(t));
+    s.bias_correction2 = 1.0f - std::pow(0.999f, static_cast<float>(t));
+    return s;
+  }
+};
+
+TEST_F(OptimizerMatchesCpu, AdamW) {
+  auto want_p = random_vector(kParams, 30);
+  std::vector<float> want_m(kParams, 0.0f), want_v(kParams, 0.0f);
+  auto dp = upload(want_p), dm = upload(want_m), dv = upload(want_v);
+  const auto mask = kernels::make_decay_mask(kParams, {{3, 250000}, {250020, 49980}});
+  model::DeviceBuffer dmask = cuda().allocate(mask.size() * sizeof(uint32_t));
+  cuda().to_device(dmask.as<void>(), mask.data(), mask.size() * sizeof(uint32_t));
+  for (int t = 1; t <= 3; ++t) {
+    const auto g = grad_at(t);
+    auto dg = upload(g);
+    cuda().adamw_update(kParams, adam(t), dmask.as<uint32_t>(), dg.as<float>(), dm.as<float>(), dv.as<float>(),
+                        dp.as<float>());
+    cpu().adamw_update(kParams, adam(t), mask.data(), g.data(), want_m.data(), want_v.data(), want_p.data());
+  }
+  EXPECT_TRUE(all_close(download(dp.as<float>(), kParams), want_p, 1e-5, 1e-7));
+  EXPECT_TRUE(all_close(download(dm.as<float>(), kParams), want_m, 1e-5, 1e-7));
+  EXPECT_TRUE(all_close(download(dv.as<float>(), kParams), want_v, 1e-5, 1e-9));
+}
+
+TEST_F(OptimizerMatchesCpu, Lars) {
+  auto want_p = random_vector(kParams, 31);
+  std::vector<float> want_vel(kParams, 0.0f);
+  auto dp = upload(want_p), dvel = upload(want_vel);
+  auto dranges = device_ranges();
+  kernels::LarsStep step;
+  step.lr = 2.0f, step.momentum = 0.9f, step.weight_decay = 5e-4f, step.trust_coefficient = 0.001f;
+  for (int t = 1; t <= 3; ++t) {
+    const auto g = grad_at(t);
+    auto dg = upload(g);
+    cuda().lars_update(static_cast<int>(ranges.size()), dranges.as<kernels::TensorRange>(), step, dg.as<float>(),
+                       dvel.as<float>(), dp.as<float>());
+    cpu().lars_update(static_cast<int>(ranges.size()), ranges.data(), step, g.data(), want_vel.data(), want_p.data());
+  }
+  // Norms summed in another order (chunks on the GPU, one pass on the CPU), both in double.
+  EXPECT_TRUE(all_close(download(dp.as<float>(), kParams), want_p, 1e-5, 1e-7));
+  EXPECT_TRUE(all_close(download(dvel.as<float>(), kParams), want_vel, 1e-5, 1e-8));
+}
+
+TEST_F(OptimizerMatchesCpu, Lamb) {
+  auto want_p = random_vector(kParams, 32);
+  std::vector<float> want_m(kParams, 0.0f), want_v(kParams, 0.0f);
+  auto dp = upload(want_p), dm = upload(want_m), dv = upload(want_v);
+  auto dranges = device_ranges();
+  for (int t = 1; t <= 3; ++t) {
+    const auto g = grad_at(t);
+    auto dg = upload(g);
+    cuda().lamb_update(static_cast<int>(ranges.size()), dranges.as<kernels::TensorRange>(), adam(t), dg.as<float>(),
+                       dm.as<float>(), dv.as<float>(), dp.as<float>());
+    cpu().lamb_update(static_cast<int>(ranges.size()), ranges.data(), adam(t), g.data(), want_m.data(), want_v.data(),
+                      want_p.data());
+  }
+  EXPECT_TRUE(all_close(download(dp.as<float>(), kParams), want_p, 1e-5, 1e-7));
+  EXPECT_TRUE(all_close(download(dm.as<float>(), kParams), want_m, 1e-5, 1e-7));
 }
 
 }  // namespace

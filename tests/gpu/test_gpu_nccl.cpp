@@ -19,6 +19,7 @@
 #include "kernels/cuda/diagnostics.h"
 #include "kernels/cuda/elementwise.h"
 #include "model/network.h"
+#include "model/optimizer.h"
 #include "train/step_runner.h"
 
 namespace ringtrain::gpu_test {
@@ -195,11 +196,12 @@ TEST_F(NcclReducer, TwoOptimizerStepsMatchTheCpuBackend) {
   // 0.002 MiB = 524 floats per bucket: many buckets, launched while backward goes on.
   dist::GradientSync cpu_sync(cpu_net, cpu_reducer, 0.002), gpu_sync(gpu_net, gpu_reducer, 0.002);
   ASSERT_GT(gpu_sync.buckets().buckets().size(), 4u);
-  config::JobConfig::Optimizer optimizer;
-  optimizer.momentum = 0.9;
-  optimizer.weight_decay = 5e-4;
-  train::StepRunner cpu_runner(cpu_net, cpu_sync, optimizer, input.n, 1),
-      gpu_runner(gpu_net, gpu_sync, optimizer, input.n, 1);
+  config::JobConfig::Optimizer spec;
+  spec.momentum = 0.9;
+  spec.weight_decay = 5e-4;
+  const auto cpu_optimizer = model::make_optimizer(spec, cpu_net), gpu_optimizer = model::make_optimizer(spec, gpu_net);
+  train::StepRunner cpu_runner(cpu_net, cpu_sync, *cpu_optimizer, input.n, 1),
+      gpu_runner(gpu_net, gpu_sync, *gpu_optimizer, input.n, 1);
 
   model::DeviceBuffer d_images = cuda().allocate(static_cast<size_t>(input.elements()) * sizeof(float));
   model::DeviceBuffer d_labels = cuda().allocate(static_cast<size_t>(input.n) * sizeof(int32_t));

@@ -22,7 +22,7 @@ using testing::random_vector;
 // One batch's totals, starting from zero.
 LossTotals loss_of(int batch, int classes, const float* logits, const int32_t* labels, float scale, float* d) {
   LossTotals totals;
-  softmax_cross_entropy(batch, classes, logits, labels, scale, d, totals);
+  softmax_cross_entropy(batch, classes, logits, labels, {scale}, d, totals);
   return totals;
 }
 
@@ -97,6 +97,38 @@ TEST(SoftmaxCrossEntropy, GradientMatchesFiniteDifferencesAndRowsSumToZero) {
   expect_gradient_near(d, numeric_gradient(logits, 1e-3f, loss), 1e-4, 1e-5, "dlogits");
 }
 
+// Label smoothing e: the loss is the cross-entropy against (1 - e) on the label + e / classes everywhere, and the
+// gradient is that loss's derivative (finite differences); accuracy is unchanged.
+TEST(SoftmaxCrossEntropy, LabelSmoothingIsTheSmoothedTargetsCrossEntropy) {
+  constexpr int kBatch = 3, kClasses = 10;
+  constexpr float kSmoothing = 0.1f, kScale = 0.5f;
+  auto logits = random_vector(kBatch * kClasses, 4, -2.0f, 2.0f);
+  const std::vector<int32_t> labels = {2, 9, 0};
+  std::vector<float> d(logits.size());
+  LossTotals totals;
+  softmax_cross_entropy(kBatch, kClasses, logits.data(), labels.data(), {kScale, kSmoothing}, d.data(), totals);
+  double want = 0;
+  for (int b = 0; b < kBatch; ++b) {
+    double z = 0;
+    for (int j = 0; j < kClasses; ++j) z += std::exp(double{logits[b * kClasses + j]});
+    for (int j = 0; j < kClasses; ++j) {
+      const double target = (j == labels[b] ? 1.0 - kSmoothing : 0.0) + double{kSmoothing} / kClasses;
+      want -= target * std::log(std::exp(double{logits[b * kClasses + j]}) / z);
+    }
+  }
+  EXPECT_NEAR(totals.loss_sum, want, 1e-9 * kBatch);
+  EXPECT_EQ(totals.correct, loss_of(kBatch, kClasses, logits.data(), labels.data(), kScale, nullptr).correct);
+  auto loss = [&] {
+    LossTotals t;
+    softmax_cross_entropy(kBatch, kClasses, logits.data(), labels.data(), {kScale, kSmoothing}, nullptr, t);
+    return kScale * t.loss_sum;
+  };
+  expect_gradient_near(d, numeric_gradient(logits, 1e-3f, loss), 1e-4, 1e-5, "dlogits, smoothed");
+  // Smoothing moves the loss: the comparison above is not the plain loss's.
+  EXPECT_GT(std::abs(totals.loss_sum - loss_of(kBatch, kClasses, logits.data(), labels.data(), kScale, nullptr).loss_sum),
+            1e-3);
+}
+
 // A label outside [0, classes) is counted for the caller to report, adds no loss and no one-hot term; the
 // totals add up over batches.
 TEST(SoftmaxCrossEntropy, LabelsOutsideClassesAreCountedAndTotalsAccumulate) {
@@ -104,13 +136,13 @@ TEST(SoftmaxCrossEntropy, LabelsOutsideClassesAreCountedAndTotalsAccumulate) {
   const std::vector<int32_t> labels = {3, 0};
   std::vector<float> d(6);
   LossTotals totals;
-  softmax_cross_entropy(2, 3, logits.data(), labels.data(), 1.0f, d.data(), totals);
+  softmax_cross_entropy(2, 3, logits.data(), labels.data(), {}, d.data(), totals);
   EXPECT_EQ(totals.bad_labels, 1);
   EXPECT_EQ(totals.correct, 1);
   const double valid_loss = std::log(std::exp(2.0) + 2.0) - 2.0;
   EXPECT_NEAR(totals.loss_sum, valid_loss, 1e-12);
   for (int j = 0; j < 3; ++j) EXPECT_NEAR(d[j], 1.0 / 3, 1e-7) << "no one-hot term for the bad label";
-  softmax_cross_entropy(2, 3, logits.data(), labels.data(), 1.0f, nullptr, totals);
+  softmax_cross_entropy(2, 3, logits.data(), labels.data(), {}, nullptr, totals);
   EXPECT_EQ(totals.bad_labels, 2);
   EXPECT_EQ(totals.correct, 2);
   EXPECT_NEAR(totals.loss_sum, 2 * valid_loss, 1e-12);

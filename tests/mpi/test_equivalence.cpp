@@ -18,6 +18,7 @@
 #include "dist/mpi_gradient_reducer.h"
 #include "kernels/cpu/dnnl_ops.h"
 #include "model/network.h"
+#include "model/optimizer.h"
 #include "train/lr_schedule.h"
 #include "train/step_runner.h"
 #include "util/checksum.h"
@@ -105,7 +106,8 @@ config::JobConfig::Optimizer sgd() {
 // micro-batches per step, starting at sample offset `first` of each global batch of `global` samples.
 std::vector<float> train(MPI_Comm comm, int local_batch, int accumulate, int first, int global, double bucket_mb,
                          config::WireFormat wire = config::WireFormat::fp32,
-                         kernels::cpu::DnnlMath math = kernels::cpu::DnnlMath::fp32) {
+                         kernels::cpu::DnnlMath math = kernels::cpu::DnnlMath::fp32,
+                         const config::JobConfig::Optimizer& optimizer = sgd()) {
   const auto device = make_backend(math);
   model::Network net(model_without_batchnorm(), *device, {local_batch, 1, kSide, kSide}, kClasses);
   const auto init = net.initial_params(7);
@@ -114,8 +116,8 @@ std::vector<float> train(MPI_Comm comm, int local_batch, int accumulate, int fir
   dist::GradientSync sync(net, *reducer, bucket_mb);
   model::DeviceBuffer images = device->allocate(sizeof(float) * static_cast<size_t>(local_batch) * kSide * kSide);
   model::DeviceBuffer labels = device->allocate(sizeof(int32_t) * static_cast<size_t>(local_batch));
-  const auto optimizer = sgd();
-  train::StepRunner runner(net, sync, optimizer, global, accumulate);
+  const auto rule = model::make_optimizer(optimizer, net);
+  train::StepRunner runner(net, sync, *rule, global, accumulate);
   const train::LearningRateSchedule lr(optimizer, global, 10, 2);
   for (int step = 0; step < kSteps; ++step) {
     const GlobalBatch g = global_batch(step, global);
@@ -250,6 +252,36 @@ TEST_F(DataParallelEquivalence, Bf16PrecisionRanksTimesBatchEqualsOneRankTimesNB
   if (rank == 0)
     std::printf("bf16 precision: largest difference %.3g of the largest parameter %.3g (fp32 vs bf16: %.3g)\n",
                 d.max_abs, d.max_param, compare(fp32, reference).max_abs);
+}
+
+// Each optimizer keeps data parallelism exact: its update reads only the reduced gradients, the parameters and
+// its own state, which are the same bits on every rank, so N ranks x b stays within the fp32 bound of 1 rank x
+// N*b. The layer-wise rules (LARS, LAMB) also sum per-tensor norms of those gradients: the same rounding.
+TEST_F(DataParallelEquivalence, EveryOptimizerKeepsRanksTimesBatchEqualToOneRank) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const int b = 4;
+  for (const config::OptimizerKind kind :
+       {config::OptimizerKind::adamw, config::OptimizerKind::lars, config::OptimizerKind::lamb}) {
+    SCOPED_TRACE(model::optimizer_name(kind));
+    config::JobConfig::Optimizer spec = sgd();
+    spec.kind = kind;
+    spec.base_lr = kind == config::OptimizerKind::lars ? 1.0 : 0.002;
+    spec.trust_coefficient = 0.02;
+    spec.weight_decay = kind == config::OptimizerKind::adamw ? 0.05 : 5e-4;
+    const auto fp32 = config::WireFormat::fp32;
+    const auto math = kernels::cpu::DnnlMath::fp32;
+    const auto distributed = train(MPI_COMM_WORLD, b, 1, rank * b, size * b, 0.001, fp32, math, spec);
+    const auto reference = train(MPI_COMM_SELF, size * b, 1, 0, size * b, 0.001, fp32, math, spec);
+    const Difference d = compare(distributed, reference);
+    EXPECT_LE(d.max_abs, relative_tolerance() * d.max_param) << size << " ranks x " << b << " vs 1 rank x " << size * b;
+    expect_identical_on_every_rank(distributed);
+    backend::CpuBackend cpu(1);
+    const model::Network untrained(model_without_batchnorm(), cpu, {1, 1, kSide, kSide}, kClasses);
+    EXPECT_GT(compare(untrained.initial_params(7), reference).max_abs, 1e3 * relative_tolerance() * d.max_param)
+        << "training hardly moved the parameters: the comparison would prove nothing";
+  }
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "dist/world.h"
 #include "model/network.h"
+#include "model/optimizer.h"
 #include "train/checkpointer.h"
 #include "train/epoch_summary.h"
 #include "train/lr_schedule.h"
@@ -96,30 +97,35 @@ TEST(Checkpointer, ASavedStateComesBackWhereTheRunStopped) {
   job.run.dir = dir;
   job.run.keep_checkpoints = 2;
   job.optimizer.base_lr = 0.1, job.optimizer.base_batch = 8;
+  job.optimizer.kind = config::OptimizerKind::adamw;  // two state arrays, each saved and restored by name
   job.train.epochs = 3;
   backend::CpuBackend cpu(1);
   const model::Shape input{2, 1, 4, 4};
   model::Network saved(model_with_statistics(), cpu, input, 3);
+  const auto saved_optimizer = model::make_optimizer(job.optimizer, saved);
   model::NetworkState state;
   state.params = pattern(static_cast<size_t>(saved.param_count()), 1.0f);
-  state.velocity = pattern(static_cast<size_t>(saved.param_count()), -3.0f);
   state.states = pattern(static_cast<size_t>(saved.state_count()), 10.0f * static_cast<float>(world().rank() + 1));
   saved.load_state(state);
+  const auto count = static_cast<size_t>(saved.param_count());
+  const model::OptimizerState moments{"adamw", {{"adam_m", pattern(count, -3.0f)}, {"adam_v", pattern(count, 7.0f)}}};
+  saved_optimizer->load_state(moments);
 
   const train::RunContext saving{job, world(), cpu, false};
   train::EpochPlan plan;
   plan.batch = 2, plan.accumulate = 1, plan.per_step = 2, plan.steps = 5, plan.global_batch = 2 * world().size();
   dist::Watchdog watchdog(world().comm(), 60, static_cast<int>(ExitCode::fault));
-  train::Checkpointer checkpointer(saving, saved, plan, "test-run", "{}", "", watchdog, nullptr);
+  train::Checkpointer checkpointer(saving, saved, *saved_optimizer, plan, "test-run", "{}", "", watchdog, nullptr);
   EXPECT_EQ(checkpointer.last(), "none");
   const uint64_t checksum = checkpointer.agreed_checksum("in the test", 6);
   checkpointer.save({1, 2, 12.5, 800}, 6);
   EXPECT_NE(checkpointer.last().find("ckpt-s000000007.h5"), std::string::npos) << checkpointer.last();
 
   model::Network resumed(model_with_statistics(), cpu, input, 3);
+  const auto resumed_optimizer = model::make_optimizer(job.optimizer, resumed);
   const train::RunContext resuming{job, world(), cpu, true};
   const train::LearningRateSchedule lr(job.optimizer, plan.global_batch, plan.steps, job.train.epochs);
-  const train::StartPoint start = train::start_run(resuming, resumed, plan, lr);
+  const train::StartPoint start = train::start_run(resuming, resumed, *resumed_optimizer, plan, lr);
   EXPECT_EQ(start.epoch, 1);
   EXPECT_EQ(start.step, 2);
   EXPECT_EQ(start.global_step, 7);
@@ -129,10 +135,31 @@ TEST(Checkpointer, ASavedStateComesBackWhereTheRunStopped) {
   ASSERT_EQ(start.notes.size(), 1u);  // the same world: no re-partitioning note
   const model::NetworkState back = resumed.read_state();
   EXPECT_EQ(back.params, state.params);
-  EXPECT_EQ(back.velocity, state.velocity);
   EXPECT_EQ(back.states, state.states);
-  train::Checkpointer after(resuming, resumed, plan, "test-run", "{}", start.resumed_from, watchdog, nullptr);
+  const model::OptimizerState moments_back = resumed_optimizer->read_state();
+  EXPECT_EQ(moments_back.optimizer, "adamw");
+  ASSERT_EQ(moments_back.arrays.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(moments_back.arrays[i].name, moments.arrays[i].name);
+    EXPECT_EQ(moments_back.arrays[i].values, moments.arrays[i].values);
+  }
+  train::Checkpointer after(resuming, resumed, *resumed_optimizer, plan, "test-run", "{}", start.resumed_from, watchdog,
+                            nullptr);
   EXPECT_EQ(after.agreed_checksum("after resuming", 7), checksum);
+
+  // The same checkpoint under another optimizer: refused on every rank, naming both.
+  config::JobConfig lars_job = job;
+  lars_job.optimizer.kind = config::OptimizerKind::lars;
+  model::Network other(model_with_statistics(), cpu, input, 3);
+  const auto lars = model::make_optimizer(lars_job.optimizer, other);
+  const train::RunContext other_run{lars_job, world(), cpu, true};
+  try {
+    (void)train::start_run(other_run, other, *lars, plan, lr);
+    ADD_FAILURE() << "a checkpoint of adamw resumed under lars";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::checkpoint);
+    EXPECT_NE(std::string(e.what()).find("optimizer 'adamw' but the job asks for 'lars'"), std::string::npos) << e.what();
+  }
   watchdog.finish();
   MPI_Barrier(world().comm());
   if (world().is_root()) std::filesystem::remove_all(dir);

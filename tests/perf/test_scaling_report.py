@@ -9,15 +9,20 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "perf"))
 import scaling_report as sr  # noqa: E402
 
 
-def write_run(root, name, ranks, samples_per_s, steps=10):
+def write_run(root, name, ranks, samples_per_s, steps=10, optimizer=None, accs=(0.5,), global_batch=None):
     run = os.path.join(root, name)
     os.makedirs(run)
     with open(os.path.join(run, "metrics.jsonl"), "w") as f:
-        f.write(json.dumps({"kind": "job", "params": 10}) + "\n")
-        f.write(json.dumps({"kind": "epoch", "epoch": 1, "ranks": ranks, "global_batch": 64 * ranks, "steps": steps,
-                            "samples_per_s": samples_per_s, "epoch_train_s": 2.0, "data_wait_s": 0.1,
-                            "forward_s": 0.5, "backward_s": 1.0, "allreduce_s": 0.3, "optimizer_s": 0.1,
-                            "allreduce_total_s": 0.9}) + "\n")
+        job = {"kind": "job", "params": 10}
+        if optimizer:
+            job["optimizer"] = optimizer
+        f.write(json.dumps(job) + "\n")
+        for epoch, acc in enumerate(accs, start=1):
+            f.write(json.dumps({"kind": "epoch", "epoch": epoch, "ranks": ranks,
+                                "global_batch": global_batch or 64 * ranks, "steps": steps,
+                                "samples_per_s": samples_per_s, "epoch_train_s": 2.0, "data_wait_s": 0.1,
+                                "forward_s": 0.5, "backward_s": 1.0, "allreduce_s": 0.3, "optimizer_s": 0.1,
+                                "allreduce_total_s": 0.9, "test_acc": acc}) + "\n")
     return run
 
 
@@ -36,7 +41,26 @@ class Report(unittest.TestCase):
             self.assertAlmostEqual(points[0]["data_wait_ms"], 10.0)
             self.assertAlmostEqual(points[0]["step_ms"], 200.0)
             table = sr.markdown(points, base)
-            self.assertIn("| r4 | 4 | 256 | 240 | 2.40 | 60 % |", table)
+            self.assertIn("| r4 | 4 | 256 | sgd | 240 | 2.40 | 60 % |", table)  # no optimizer recorded: sgd
+
+    def test_accuracy_per_optimizer_and_batch_over_seeds(self):
+        with tempfile.TemporaryDirectory() as root:
+            runs = [write_run(root, "lars-s1", 2, 100.0, optimizer="lars", accs=(0.6, 0.8, 0.85), global_batch=4096),
+                    write_run(root, "lars-s2", 2, 110.0, optimizer="lars", accs=(0.5, 0.7, 0.75), global_batch=4096),
+                    write_run(root, "sgd-s1", 2, 120.0, optimizer="sgd", accs=(0.7, 0.9, 0.91), global_batch=128)]
+            points = [sr.load_point(r) for r in runs]
+            self.assertEqual(sr.epochs_to(points[0], 0.8), 2)
+            self.assertIsNone(sr.epochs_to(points[1], 0.8))
+            self.assertEqual(points[0]["best_test_acc"], 0.85)
+            groups = sr.accuracy_groups(points, 0.8)
+            self.assertEqual([(g["optimizer"], g["global_batch"], g["runs"]) for g in groups],
+                             [("lars", 4096, 2), ("sgd", 128, 1)])
+            lars = groups[0]
+            self.assertAlmostEqual(lars["mean_acc"], 0.8)
+            self.assertEqual((lars["min_acc"], lars["max_acc"], lars["reached"], lars["mean_epochs"]), (0.75, 0.85, 1, 2))
+            table = sr.markdown(points, sr.add_speedup(points), 0.8)
+            self.assertIn("| lars | 4096 | 2 | 0.8000 | 0.7500 | 0.8500 | 105 | 1 of 2 | 2.0 |", table)
+            self.assertIn("| sgd | 128 | 1 | 0.9100 | 0.9100 | 0.9100 | 120 | 1 of 1 | 2.0 |", table)
 
     def test_run_without_epoch_is_an_error_naming_the_file(self):
         with tempfile.TemporaryDirectory() as root:

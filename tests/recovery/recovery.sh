@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checkpoints, resume and runtime faults, as a user meets them under mpirun (2 ranks):
 #   preempt   SIGUSR1 mid-epoch -> checkpoint, exit 75; --resume ends bit-identical to an uninterrupted run
+#   optimizers the same with adamw, lars and lamb (label smoothing with lamb): each one's state resumes bit-exactly
 #   reshard   resume a 2-rank checkpoint on 1 rank: re-partitioned, learning rate re-scaled, says so
 #   model     resume with another model: exit 5 naming the first mismatch, checkpoint untouched
 #   nockpt    --resume with no checkpoint: exit 5 on every rank, naming run.dir
@@ -12,7 +13,7 @@
 set -uo pipefail
 bin=$1 src=$2 scratch=$3
 shift 3
-cases=${*:-preempt reshard model nockpt nonfinite kill stall}
+cases=${*:-preempt reshard model nockpt nonfinite kill stall optimizers}
 mkdir -p "$scratch"
 work=$(mktemp -d "$scratch/recovery.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -31,31 +32,50 @@ checksum() { tail -1 "$1/metrics.jsonl" | python3 -c 'import json,sys; print(jso
 # times MSG seen in LOG: the message printed by every rank
 seen() { grep -cF -- "$2" "$1"; }
 
-if [[ " $cases " == *" preempt "* || " $cases " == *" reshard "* || " $cases " == *" model "* ]]; then
-  train "$job" "${common[@]}" --set run.dir="$work/whole" >"$work/whole.log" 2>&1 || fail "uninterrupted run: $(tail -3 "$work/whole.log")"
-  want=$(checksum "$work/whole")
-
+# preempt_and_resume NAME [--set ...]: an uninterrupted run into $work/NAME-whole, and the same run stopped by
+# SIGUSR1 mid-way through epoch 2 (exit 75) into $work/NAME, then resumed: the resumed run must end on the
+# uninterrupted run's checksum, bit for bit.
+preempt_and_resume() {
+  local name=$1
+  shift
+  train "$job" "${common[@]}" "$@" --set run.dir="$work/$name-whole" >"$work/$name-whole.log" 2>&1 ||
+    fail "$name: uninterrupted run: $(tail -3 "$work/$name-whole.log")"
+  local want got rc
+  want=$(checksum "$work/$name-whole")
   # Signal once the first epoch's checkpoint exists, so the stop lands mid-way through epoch 2.
-  train "$job" "${common[@]}" --set run.dir="$work/cut" >"$work/cut.log" 2>&1 &
-  launcher=$!
-  for _ in $(seq 600); do [ -n "$(ls "$work/cut/checkpoints" 2>/dev/null)" ] && break; sleep 0.1; done
+  train "$job" "${common[@]}" "$@" --set run.dir="$work/$name" >"$work/$name.log" 2>&1 &
+  local launcher=$!
+  for _ in $(seq 600); do [ -n "$(ls "$work/$name/checkpoints" 2>/dev/null)" ] && break; sleep 0.1; done
   sleep 0.5
   pkill -USR1 -P "$launcher" -x mpirun 2>/dev/null || kill -USR1 "$launcher"
   wait "$launcher"
   rc=$?
   if [ "$rc" != 75 ]; then
-    fail "preempt: exit $rc, want 75: $(grep -E 'stop|error|exit' "$work/cut.log" | head -3)"
-  else
-    cp -a "$work/cut" "$work/cut-copy"
-    train "$job" "${common[@]}" --set run.dir="$work/cut" --resume >"$work/resume.log" 2>&1
-    rc=$?
-    got=$(checksum "$work/cut" 2>/dev/null)
-    if [ "$rc" = 0 ] && [ "$got" = "$want" ] && grep -q "resumed from" "$work/resume.log"; then
-      ok "preempt: exit 75 at '$(grep -o 'checkpointing after epoch [0-9]* step [0-9]*' "$work/cut.log")', resumed, checksum $got = uninterrupted"
-    else
-      fail "preempt: resume exit $rc, checksum $got vs uninterrupted $want"
-    fi
+    fail "$name: exit $rc, want 75: $(grep -E 'stop|error|exit' "$work/$name.log" | head -3)"
+    return
   fi
+  cp -a "$work/$name" "$work/$name-copy"
+  train "$job" "${common[@]}" "$@" --set run.dir="$work/$name" --resume >"$work/$name-resume.log" 2>&1
+  rc=$?
+  got=$(checksum "$work/$name" 2>/dev/null)
+  if [ "$rc" = 0 ] && [ "$got" = "$want" ] && grep -q "resumed from" "$work/$name-resume.log"; then
+    ok "$name: exit 75 at '$(grep -o 'checkpointing after epoch [0-9]* step [0-9]*' "$work/$name.log")', resumed, checksum $got = uninterrupted"
+  else
+    fail "$name: resume exit $rc, checksum $got vs uninterrupted $want"
+  fi
+}
+
+if [[ " $cases " == *" preempt "* || " $cases " == *" reshard "* || " $cases " == *" model "* ]]; then
+  preempt_and_resume preempt
+  mv "$work/preempt-whole" "$work/whole" 2>/dev/null
+  mv "$work/preempt-copy" "$work/cut-copy" 2>/dev/null
+fi
+
+# Every optimizer's state (momentum, Adam's moments) is saved and restored: resume is bit-exact with each.
+if [[ " $cases " == *" optimizers "* ]]; then
+  preempt_and_resume adamw --set optimizer.name=adamw --set optimizer.base_lr=0.001 --set optimizer.weight_decay=0.05
+  preempt_and_resume lars --set optimizer.name=lars --set optimizer.base_lr=2 --set optimizer.trust_coefficient=0.01
+  preempt_and_resume lamb --set optimizer.name=lamb --set optimizer.base_lr=0.002 --set train.label_smoothing=0.1
 fi
 
 if [[ " $cases " == *" reshard "* ]] && [ -d "$work/cut-copy" ]; then

@@ -12,6 +12,9 @@
 #include "kernels/cpu/batchnorm.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/adamw.h"
+#include "kernels/cpu/lamb.h"
+#include "kernels/cpu/lars.h"
 #include "kernels/cpu/sgd.h"
 #include "kernels/cpu/softmax_cross_entropy.h"
 #include "util/clock.h"
@@ -170,13 +173,25 @@ void CpuBackend::pool_backward(const model::PoolShape& s, model::PoolMode mode, 
 }
 
 void CpuBackend::softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,
-                                       float grad_scale, float* dlogits, model::LossTotals* totals) {
-  kc::softmax_cross_entropy(batch, classes, logits, labels, grad_scale, dlogits, *totals);
+                                       const model::LossSettings& loss, float* dlogits, model::LossTotals* totals) {
+  kc::softmax_cross_entropy(batch, classes, logits, labels, loss, dlogits, *totals);
 }
 
 void CpuBackend::sgd_update(int64_t n, const model::SgdStep& step, const uint32_t* decay_mask, const float* grad,
                             float* velocity, float* param) {
   kc::sgd_momentum_update(n, step, decay_mask, grad, velocity, param);
+}
+void CpuBackend::adamw_update(int64_t n, const model::AdamStep& step, const uint32_t* decay_mask, const float* grad,
+                              float* m, float* v, float* param) {
+  kc::adamw_update(n, step, decay_mask, grad, m, v, param);
+}
+void CpuBackend::lars_update(int tensors, const model::TensorRange* ranges, const model::LarsStep& step,
+                             const float* grad, float* velocity, float* param) {
+  kc::lars_update(tensors, ranges, step, grad, velocity, param);
+}
+void CpuBackend::lamb_update(int tensors, const model::TensorRange* ranges, const model::AdamStep& step,
+                             const float* grad, float* m, float* v, float* param) {
+  kc::lamb_update(tensors, ranges, step, grad, m, v, param);
 }
 
 }  // namespace ringtrain::backend

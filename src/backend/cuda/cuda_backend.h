@@ -90,10 +90,16 @@ class CudaBackend final : public model::Backend {
   void pool_forward(const model::PoolShape& s, model::PoolMode mode, const float* x, float* y, void* saved) override;
   void pool_backward(const model::PoolShape& s, model::PoolMode mode, const float* x, const float* y,
                      const float* dy, float* dx, const void* saved) override;
-  void softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels, float grad_scale,
-                             float* dlogits, model::LossTotals* totals) override;
+  void softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,
+                             const model::LossSettings& loss, float* dlogits, model::LossTotals* totals) override;
   void sgd_update(int64_t n, const model::SgdStep& step, const uint32_t* decay_mask, const float* grad,
                   float* velocity, float* param) override;
+  void adamw_update(int64_t n, const model::AdamStep& step, const uint32_t* decay_mask, const float* grad, float* m,
+                    float* v, float* param) override;
+  void lars_update(int tensors, const model::TensorRange* ranges, const model::LarsStep& step, const float* grad,
+                   float* velocity, float* param) override;
+  void lamb_update(int tensors, const model::TensorRange* ranges, const model::AdamStep& step, const float* grad,
+                   float* m, float* v, float* param) override;
 
   // For the NCCL reducer and the tests.
   kernels::cuda::Stream stream() const;

@@ -32,6 +32,7 @@ struct CudaBackend::State {
   int next_staging = 0;
 
   DeviceMemory loss_workspace;  // the loss kernel's per-sample results
+  DeviceMemory norm_scratch;    // LARS and LAMB: per-tensor partial norms
 };
 
 // Readbacks and clocks over events on `stream` (cuda_async.cpp).

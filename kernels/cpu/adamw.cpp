@@ -1,0 +1,40 @@
+// Owns the fused AdamW update: one pass reading grad, both moments and param, writing the latter three.
+#include "kernels/cpu/adamw.h"
+
+#include <cmath>
+
+#include "kernels/cpu/decay_spans.h"
+
+namespace ringtrain::kernels::cpu {
+namespace {
+
+struct AdamScalars {
+  float decay_factor, beta1, beta2, step_size, inv_sqrt_c2, epsilon;
+};
+
+inline void update_span(int64_t begin, int64_t end, const AdamScalars& s, const float* __restrict g,
+                        float* __restrict m, float* __restrict v, float* __restrict p) {
+  for (int64_t i = begin; i < end; ++i) {
+    const float gi = g[i];
+    const float mi = s.beta1 * m[i] + (1.0f - s.beta1) * gi;
+    const float vi = s.beta2 * v[i] + (1.0f - s.beta2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = p[i] * s.decay_factor - s.step_size * mi / (std::sqrt(vi) * s.inv_sqrt_c2 + s.epsilon);
+  }
+}
+
+}  // namespace
+
+void adamw_update(int64_t n, const AdamStep& step, const uint32_t* decay_mask, const float* grad, float* m, float* v,
+                  float* param) {
+  const AdamScalars common{1.0f, step.beta1, step.beta2, step.lr / step.bias_correction1,
+                           1.0f / std::sqrt(step.bias_correction2), step.epsilon};
+  AdamScalars decaying = common;
+  decaying.decay_factor = 1.0f - step.lr * step.weight_decay;
+  for_each_decay_span(n, decay_mask, [&](int64_t begin, int64_t end, bool decays) {
+    update_span(begin, end, decays ? decaying : common, grad, m, v, param);
+  });
+}
+
+}  // namespace ringtrain::kernels::cpu

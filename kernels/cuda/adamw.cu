@@ -1,0 +1,36 @@
+// Owns the fused AdamW kernel declared in adamw.h: one read of grad, both moments, param and the decay bit, one
+// write of the moments and param.
+#include <cmath>
+
+#include "kernels/cuda/adamw.h"
+#include "kernels/cuda/launch.cuh"
+
+namespace ringtrain::kernels::cuda {
+namespace {
+
+__global__ void adamw_kernel(int64_t n, float decay_factor, float beta1, float beta2, float step_size,
+                             float inv_sqrt_c2, float epsilon, const uint32_t* decay_mask, const float* grad, float* m,
+                             float* v, float* param) {
+  for (int64_t i = detail::global_index(); i < n; i += detail::grid_stride()) {
+    const float g = grad[i];
+    const float mi = beta1 * m[i] + (1.0f - beta1) * g;
+    const float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
+    m[i] = mi;
+    v[i] = vi;
+    const float keep = (decay_mask[i >> 5] >> (i & 31)) & 1u ? decay_factor : 1.0f;
+    param[i] = param[i] * keep - step_size * mi / (sqrtf(vi) * inv_sqrt_c2 + epsilon);
+  }
+}
+
+}  // namespace
+
+void adamw_update(int64_t n, const AdamStep& step, const uint32_t* decay_mask, const float* grad, float* m, float* v,
+                  float* param, Stream stream) {
+  if (n <= 0) return;
+  adamw_kernel<<<detail::blocks_for(n), detail::kThreads, 0, stream>>>(
+      n, 1.0f - step.lr * step.weight_decay, step.beta1, step.beta2, step.lr / step.bias_correction1,
+      1.0f / std::sqrt(step.bias_correction2), step.epsilon, decay_mask, grad, m, v, param);
+  RT_CHECK_LAUNCH();
+}
+
+}  // namespace ringtrain::kernels::cuda

@@ -1,0 +1,15 @@
+// Owns the AdamW update on the GPU: one launch over the flat parameter buffer, the same formula and order of
+// operations as kernels/cpu/adamw.h.
+#pragma once
+#include <cstdint>
+
+#include "kernels/cuda/stream.h"
+#include "kernels/optimizer_step.h"
+
+namespace ringtrain::kernels::cuda {
+
+// See kernels/cpu/adamw.h; decay_mask, grad, m, v and param are device memory.
+void adamw_update(int64_t n, const AdamStep& step, const uint32_t* decay_mask, const float* grad, float* m, float* v,
+                  float* param, Stream stream);
+
+}  // namespace ringtrain::kernels::cuda

@@ -1,0 +1,86 @@
+// Owns the optimizer state's buffers and copies, and the choice of rule; see model/optimizer.h.
+#include "model/optimizer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace ringtrain::model {
+
+Optimizer::Optimizer(Network& net, std::string name, const std::vector<std::string>& arrays)
+    : net_(net), name_(std::move(name)), array_names_(arrays) {
+  const auto bytes = sizeof(float) * static_cast<std::size_t>(std::max<int64_t>(net.param_count(), 1));
+  for (std::size_t i = 0; i < arrays.size(); ++i) arrays_.push_back(net.backend().allocate(bytes));
+}
+
+OptimizerState Optimizer::read_state() {
+  OptimizerState state{name_, {}};
+  for (std::size_t i = 0; i < arrays_.size(); ++i) {
+    OptimizerArray a{array_names_[i], std::vector<float>(static_cast<std::size_t>(net_.param_count()))};
+    net_.backend().to_host(a.values.data(), arrays_[i].as<float>(), a.values.size() * sizeof(float));
+    state.arrays.push_back(std::move(a));
+  }
+  return state;
+}
+
+void Optimizer::load_state(const OptimizerState& state) {
+  if (state.optimizer != name_)
+    throw CheckpointError(fmt::format("the checkpoint holds the state of optimizer '{}' but the job asks for '{}'; "
+                                      "resume with optimizer.name = \"{}\", or start again without --resume",
+                                      state.optimizer, name_, state.optimizer));
+  for (std::size_t i = 0; i < arrays_.size(); ++i) {
+    const auto it = std::find_if(state.arrays.begin(), state.arrays.end(),
+                                 [&](const OptimizerArray& a) { return a.name == array_names_[i]; });
+    if (it == state.arrays.end())
+      throw CheckpointError(fmt::format("the checkpoint's optimizer '{}' state lacks its array '{}'", name_,
+                                        array_names_[i]));
+    if (static_cast<int64_t>(it->values.size()) != net_.param_count())
+      throw CheckpointError(fmt::format("the checkpoint's optimizer array '{}' holds {} values, the model {} "
+                                        "parameters",
+                                        it->name, it->values.size(), net_.param_count()));
+    net_.backend().to_device(arrays_[i].as<float>(), it->values.data(), it->values.size() * sizeof(float));
+  }
+}
+
+std::vector<kernels::TensorRange> tensor_ranges(const Network& net) {
+  std::vector<kernels::TensorRange> ranges;
+  for (const ParamTensor& t : net.param_tensors()) ranges.push_back({t.offset, t.count, t.decl.decay ? 1 : 0, 0});
+  return ranges;
+}
+
+DeviceTensorRanges upload_tensor_ranges(Network& net) {
+  const auto ranges = tensor_ranges(net);
+  DeviceTensorRanges on_device;
+  on_device.count = static_cast<int>(ranges.size());
+  on_device.buffer = net.backend().allocate(sizeof(kernels::TensorRange) * std::max<std::size_t>(ranges.size(), 1));
+  net.backend().to_device(on_device.buffer.as<void>(), ranges.data(), ranges.size() * sizeof(kernels::TensorRange));
+  return on_device;
+}
+
+const char* optimizer_name(config::OptimizerKind kind) {
+  switch (kind) {
+    case config::OptimizerKind::sgd: return "sgd";
+    case config::OptimizerKind::adamw: return "adamw";
+    case config::OptimizerKind::lars: return "lars";
+    case config::OptimizerKind::lamb: return "lamb";
+  }
+  return "?";
+}
+
+int optimizer_state_arrays(config::OptimizerKind kind) {
+  return kind == config::OptimizerKind::adamw || kind == config::OptimizerKind::lamb ? 2 : 1;
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const config::JobConfig::Optimizer& spec, Network& net) {
+  switch (spec.kind) {
+    case config::OptimizerKind::sgd: return make_sgd(spec, net);
+    case config::OptimizerKind::adamw: return make_adamw(spec, net);
+    case config::OptimizerKind::lars: return make_lars(spec, net);
+    case config::OptimizerKind::lamb: return make_lamb(spec, net);
+  }
+  throw Error(ExitCode::internal, "unknown optimizer kind");
+}
+
+}  // namespace ringtrain::model
