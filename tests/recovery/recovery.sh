@@ -2,6 +2,7 @@
 # Checkpoints, resume and runtime faults, as a user meets them under mpirun (2 ranks):
 #   preempt   SIGUSR1 mid-epoch -> checkpoint, exit 75; --resume ends bit-identical to an uninterrupted run
 #   optimizers the same with adamw, lars and lamb (label smoothing with lamb): each one's state resumes bit-exactly
+#   precisions a bf16 checkpoint resumes in fp32 and an fp32 one in bf16 (CPUs with AVX512_BF16)
 #   reshard   resume a 2-rank checkpoint on 1 rank: re-partitioned, learning rate re-scaled, says so
 #   model     resume with another model: exit 5 naming the first mismatch, checkpoint untouched
 #   nockpt    --resume with no checkpoint: exit 5 on every rank, naming run.dir
@@ -13,7 +14,7 @@
 set -uo pipefail
 bin=$1 src=$2 scratch=$3
 shift 3
-cases=${*:-preempt reshard model nockpt nonfinite kill stall optimizers}
+cases=${*:-preempt reshard model nockpt nonfinite kill stall optimizers precisions}
 mkdir -p "$scratch"
 work=$(mktemp -d "$scratch/recovery.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -159,6 +160,32 @@ if [[ " $cases " == *" stall "* ]]; then
     ok "stall: SIGSTOP of rank 1 ended the job (exit $rc) after $took s, rank 0's trace written: $(grep -o "'[a-z -]*' at step [0-9]*" "$work/stall.log" | head -1)"
   else
     fail "stall: exit $rc after $took s: $(grep -A2 'stall' "$work/stall.log" | head -4)"
+  fi
+fi
+
+# A checkpoint keeps fp32 master weights whatever the precision: one written in bf16 resumes in fp32, and one
+# written in fp32 resumes in bf16 (on CPUs with AVX512_BF16; elsewhere bf16 is refused and the case skips).
+if [[ " $cases " == *" precisions "* ]]; then
+  if ! grep -qw avx512_bf16 /proc/cpuinfo; then
+    echo "skip precisions: this CPU has no AVX512_BF16"
+  else
+    for pair in "bf16 fp32" "fp32 bf16"; do
+      read -r first then <<<"$pair"
+      dir=$work/precision-$first
+      train "$job" "${common[@]}" --set train.epochs=1 --set train.precision="$first" --set run.dir="$dir" \
+        >"$dir.log" 2>&1
+      rc1=$?
+      train "$job" "${common[@]}" --set train.epochs=2 --set train.precision="$then" --set run.dir="$dir" --resume \
+        >"$dir-resume.log" 2>&1
+      rc2=$?
+      epochs=$(grep -c '"kind":"epoch"' "$dir/metrics.jsonl" 2>/dev/null)
+      loss=$(tail -1 "$dir/metrics.jsonl" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["train_loss"])' 2>/dev/null)
+      if [ "$rc1" = 0 ] && [ "$rc2" = 0 ] && [ "$epochs" = 2 ] && python3 -c "import sys; sys.exit(0 if $loss < 2.0 else 1)"; then
+        ok "precisions: a $first checkpoint resumed in $then, epoch 2 train loss $loss"
+      else
+        fail "precisions: $first -> $then: exits $rc1 / $rc2, $epochs epoch records, loss $loss: $(grep -m2 error "$dir-resume.log")"
+      fi
+    done
   fi
 fi
 
