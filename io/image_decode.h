@@ -16,6 +16,9 @@ struct DecodedImage {
 // Throws DataError naming the file and what the library said (truncated, not an image, unsupported).
 DecodedImage decode_image(const std::filesystem::path& file);
 
+// The channel counts convert_channels brings any decoded image to: 1 gray, 3 RGB, 4 RGBA.
+constexpr bool convertible_channels(int channels) { return channels == 1 || channels == 3 || channels == 4; }
+
 // Gray -> RGB repeats the value; RGB -> gray is ITU-R BT.601 luma; alpha is dropped (RGBA -> RGB) or added
 // opaque (RGB -> RGBA), so every image of a dataset ends with `channels` channels.
 DecodedImage convert_channels(DecodedImage image, int channels);

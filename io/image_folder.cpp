@@ -1,5 +1,5 @@
-// Owns the directory walk behind `prepare images`: sorted class folders, sorted image files, and the
-// errors a user gets for a tree that is not class-per-subfolder.
+// Owns the directory walks behind `prepare images` (sorted class folders, sorted image files, and the errors a
+// user gets for a tree that is not class-per-subfolder) and `predict` (every image under a folder).
 #include "io/image_folder.h"
 
 #include <fmt/format.h>
@@ -12,13 +12,13 @@
 namespace ringtrain::io {
 namespace fs = std::filesystem;
 
-namespace {
-
 bool is_image_name(const fs::path& file) {
   std::string ext = file.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
 }
+
+namespace {
 
 std::vector<fs::path> sorted_entries(const fs::path& dir, bool folders) {
   std::vector<fs::path> entries;
@@ -40,6 +40,20 @@ int32_t label_of(const std::string& name, const std::vector<std::string>& classe
 }
 
 }  // namespace
+
+std::vector<fs::path> images_under(const fs::path& root) {
+  std::vector<fs::path> images;
+  std::error_code error, kind;
+  // Symlinked folders are not followed, so a link loop cannot make the walk endless.
+  fs::recursive_directory_iterator entries(root, error);
+  for (; !error && entries != fs::recursive_directory_iterator(); entries.increment(error))
+    if (entries->is_regular_file(kind) && is_image_name(entries->path())) images.push_back(entries->path());
+  if (error)
+    throw DataError(fmt::format("image folder '{}' cannot be read: {}; check the path and its permissions",
+                                root.string(), error.message()));
+  std::sort(images.begin(), images.end());
+  return images;
+}
 
 ImageFolder scan_image_folder(const fs::path& root, const std::vector<std::string>& classes) {
   std::error_code error;

@@ -12,7 +12,9 @@
 #include <thread>
 
 #include "common/error.h"
+#include "io/image_decode.h"
 #include "io/image_folder.h"
+#include "io/image_sample.h"
 #include "io/shard_writer.h"
 
 namespace ringtrain::io {
@@ -28,7 +30,7 @@ struct DecodePass {
 // One file into its slot; an error becomes the slot's message.
 std::string decode_one(const LabelledFile& file, const ImagesOptions& options, std::span<uint8_t> slot) {
   try {
-    resize_crop_planar(convert_channels(decode_image(file.path), options.channels), options.size, slot);
+    image_to_sample(file.path, {options.channels, options.size.height, options.size.width}, slot);
     return {};
   } catch (const std::exception& e) {
     return e.what();
@@ -93,7 +95,7 @@ DecodePass decode_folder(const ImageFolder& folder, const ImagesOptions& options
 void check_options(const ImagesOptions& options) {
   if (options.size.height < 1 || options.size.width < 1)
     throw DataError(fmt::format("--size {}x{} needs positive sides", options.size.height, options.size.width));
-  if (options.channels != 1 && options.channels != 3 && options.channels != 4)
+  if (!convertible_channels(options.channels))
     throw DataError(fmt::format("--channels {} is not 1 (gray), 3 (RGB) or 4 (RGBA)", options.channels));
 }
 

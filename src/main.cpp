@@ -124,10 +124,14 @@ void add_use_commands(CLI::App& app, UseCommands& u) {
   u.evaluate->add_option("--checkpoint", e.checkpoint, "checkpoint file (default: the newest in <run.dir>/checkpoints)");
   u.evaluate->add_option("--data", e.data, "split folder to evaluate (default: the job's data.test)");
   u.evaluate->add_option("--out", e.out, "write the results as JSON to this file");
-  u.predict = app.add_subcommand("predict", "top-k classes of every sample of split folders, as JSON lines on stdout");
+  u.predict = app.add_subcommand("predict", "top-k classes of every sample of split folders, folders of images or "
+                                            "image files, as JSON lines on stdout");
   auto& p = u.predict_args;
   u.predict->add_option("--checkpoint", p.checkpoint, "checkpoint file (its job is inside it)")->required();
-  u.predict->add_option("inputs", p.inputs, "split folders, e.g. data/fmnist/test")->required();
+  u.predict->add_option("inputs", p.inputs, "split folders (data/fmnist/test), folders of JPEG/PNG images, image files")
+      ->required();
+  u.predict->add_option("--data", p.data, "for images: a split of the training data (default: the job's data.train): "
+                                          "sample shape and normalisation");
   u.predict->add_option("--top", p.top, "classes per sample")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   u.predict->add_flag("--logits", p.logits, "also print each sample's logits");
   u.predict->add_option("--device", p.device, "auto | cpu | cuda")->capture_default_str();

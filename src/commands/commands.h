@@ -27,7 +27,8 @@ int evaluate(int* argc, char*** argv, const EvaluateArgs& args);  // initialises
 
 struct PredictArgs {
   std::filesystem::path checkpoint;
-  std::vector<std::filesystem::path> inputs;  // split folders
+  std::vector<std::filesystem::path> inputs;  // split folders, folders of images, image files
+  std::filesystem::path data;  // images: a split of the training data; empty: the job's data.train
   int top = 5;
   bool logits = false;
   std::string device = "auto";

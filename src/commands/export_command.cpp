@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 
 #include "commands/commands.h"
-#include "common/error.h"
 #include "config/job_config.h"
 #include "infer/onnx_export.h"
 #include "infer/onnx_graph.h"
+#include "infer/training_split.h"
 #include "io/checkpoint_file.h"
 #include "io/dataset_meta.h"
 
@@ -15,15 +15,7 @@ namespace ringtrain::commands {
 int export_onnx(const ExportArgs& args) {
   const io::CheckpointData checkpoint = io::read_checkpoint(args.checkpoint);
   const config::JobConfig job = config::parse_job(checkpoint.job_toml, args.checkpoint, {});
-  const std::filesystem::path data = args.data.empty() ? job.data.train : args.data;
-  io::SplitIndex split;
-  try {
-    split = io::open_split(data);
-  } catch (const DataError& e) {
-    throw DataError(fmt::format("{} (the data the model was trained on, for its sample shape and normalisation: "
-                                "{}; point --data at a split of it)",
-                                e.what(), args.data.empty() ? "the job's data.train" : "--data"));
-  }
+  const io::SplitIndex split = infer::open_training_split(job, args.data);
   infer::export_onnx({checkpoint, args.checkpoint.string(), job, split.meta, io::named_classes(split.meta)}, args.onnx);
   fmt::print("exported {} ({} classes, input {}x{}x{}, opset {}) to {}\n", args.checkpoint.string(),
              split.meta.num_classes, split.meta.shape.channels, split.meta.shape.height, split.meta.shape.width,

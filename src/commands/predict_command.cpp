@@ -1,12 +1,13 @@
-// Owns `ringtrain predict`: the model of a checkpoint (its job is inside it) on the samples of split folders,
-// on the CPU or a GPU like training, as JSON lines on stdout: each sample's label, its top-k classes with their
-// probabilities, and optionally the logits. One rank.
+// Owns `ringtrain predict`: the model of a checkpoint (its job is inside it) on split folders, folders of images
+// and image files, on the CPU or a GPU like training, as JSON lines on stdout: each sample's (or image file's)
+// top-k classes with their probabilities, a split sample's label, and optionally the logits. One rank. Images go
+// through the decode and resize of `prepare images` and the loader's normalisation, with the shape and the
+// statistics of the data the model was trained on, so an image gives what its sample in shards gives.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cmath>
-#include <numeric>
+#include <memory>
 
 #include "backend/device_setup.h"
 #include "commands/commands.h"
@@ -14,66 +15,88 @@
 #include "common/error.h"
 #include "config/job_config.h"
 #include "dist/world.h"
+#include "infer/classifier.h"
+#include "infer/predict_inputs.h"
+#include "infer/top_classes.h"
+#include "infer/training_split.h"
 #include "io/checkpoint_file.h"
+#include "io/image_decode.h"
+#include "io/image_sample.h"
 #include "train/batch_loader.h"
-#include "train/device_batch.h"
-#include "train/network_setup.h"
+#include "train/normalisation.h"
 #include "train/split_part.h"
-#include "train/start_point.h"
 
 namespace ringtrain::commands {
 namespace {
 
-nlohmann::ordered_json prediction(const float* logits, const std::vector<std::string>& names, int top, bool with_logits) {
-  const int classes = static_cast<int>(names.size());
-  const float peak = *std::max_element(logits, logits + classes);
-  std::vector<double> p(static_cast<size_t>(classes));
-  double total = 0;
-  for (int c = 0; c < classes; ++c) total += p[static_cast<size_t>(c)] = std::exp(static_cast<double>(logits[c] - peak));
-  std::vector<int> order(static_cast<size_t>(classes));
-  std::iota(order.begin(), order.end(), 0);
-  const int k = std::min(top, classes);
-  std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                    [&](int a, int b) { return p[static_cast<size_t>(a)] > p[static_cast<size_t>(b)]; });
-  nlohmann::ordered_json best = nlohmann::ordered_json::array();
-  for (int i = 0; i < k; ++i) {
-    const auto c = static_cast<size_t>(order[static_cast<size_t>(i)]);
-    best.push_back({{"class", c}, {"name", names[c]}, {"p", p[c] / total}});
-  }
-  nlohmann::ordered_json j{{"top", best}};
-  if (with_logits) j["logits"] = std::vector<float>(logits, logits + classes);
-  return j;
+namespace fs = std::filesystem;
+
+void print_line(nlohmann::ordered_json line, std::span<const float> logits, const std::vector<std::string>& names,
+                const PredictArgs& args) {
+  line.update(infer::top_classes(logits, names, {args.top, args.logits}));
+  fmt::print("{}\n", line.dump());
 }
 
-void predict_split(const train::RunContext& run, const PredictArgs& args, const std::filesystem::path& dir) {
+void predict_split(const train::RunContext& run, const PredictArgs& args, const fs::path& dir) {
   train::SplitPart part = train::open_split_part(run, dir, "the input");
-  const io::SampleShape& s = part.meta().shape;
-  const model::Shape input{run.job.train.batch_per_rank, s.channels, s.height, s.width};
-  const auto net = train::build_network(run, input, part.meta().num_classes, 0);
-  train::restore_checkpoint(run, *net, nullptr, args.checkpoint);
-  train::DeviceBatch device_batch(run.backend, input);
-  const int64_t n = part.range.size(), batches = (n + input.n - 1) / input.n;
+  const int classes = part.meta().num_classes;
+  infer::Classifier classifier(run, args.checkpoint, part.meta().shape, classes);
+  const int64_t n = part.range.size(), per_batch = classifier.batch(), batches = (n + per_batch - 1) / per_batch;
   train::BatchLoader loader(
-      *part.reader, input.n, batches,
+      *part.reader, classifier.batch(), batches,
       [&](int64_t i, std::vector<int64_t>& out) {
         out.clear();
-        for (int64_t k = i * input.n; k < std::min(n, (i + 1) * input.n); ++k) out.push_back(k);
+        for (int64_t k = i * per_batch; k < std::min(n, (i + 1) * per_batch); ++k) out.push_back(k);
       },
       run.job.data.prefetch_batches);
-  const int classes = part.meta().num_classes;
   const std::vector<std::string> names = io::named_classes(part.meta());
-  std::vector<float> logits(static_cast<size_t>(input.n) * classes);
   for (int64_t b = 0; b < batches; ++b) {
     auto host = loader.next(nullptr);
-    device_batch.load(*host);
-    const model::Tensor out = net->forward(device_batch.input(host->count), model::Mode::eval, 0);
-    run.backend.to_host(logits.data(), out.data, static_cast<size_t>(host->count) * classes * sizeof(float));
-    for (int i = 0; i < host->count; ++i) {
-      nlohmann::ordered_json j{{"input", dir.string()}, {"sample", b * input.n + i}, {"label", host->labels[static_cast<size_t>(i)]}};
-      j.update(prediction(logits.data() + static_cast<ptrdiff_t>(i) * classes, names, args.top, args.logits));
-      fmt::print("{}\n", j.dump());
-    }
+    const std::span<const float> logits = classifier.logits(*host);
+    for (int i = 0; i < host->count; ++i)
+      print_line({{"input", dir.string()}, {"sample", b * per_batch + i}, {"label", host->labels[static_cast<size_t>(i)]}},
+                 logits.subspan(static_cast<size_t>(i * classes), static_cast<size_t>(classes)), names, args);
     loader.recycle(std::move(host));
+  }
+}
+
+// The model for image files: the shape, normalisation and class names of the data it was trained on.
+struct ImageModel {
+  io::DatasetMeta meta;
+  train::Normalisation normalisation;
+  infer::Classifier classifier;
+};
+
+std::unique_ptr<ImageModel> image_model(const train::RunContext& run, const PredictArgs& args) {
+  const io::SplitIndex trained_on = infer::open_training_split(run.job, args.data);
+  const io::DatasetMeta& meta = trained_on.meta;
+  if (!io::convertible_channels(meta.shape.channels))
+    throw DataError(fmt::format("the model takes {}-channel samples (its training data '{}'), but images convert only "
+                                "to 1 (gray), 3 (RGB) or 4 (RGBA) channels; give predict such samples as a split "
+                                "folder (`ringtrain prepare arrays`)",
+                                meta.shape.channels, trained_on.dir.string()));
+  return std::unique_ptr<ImageModel>(
+      new ImageModel{meta, train::Normalisation(meta), infer::Classifier(run, args.checkpoint, meta.shape, meta.num_classes)});
+}
+
+void predict_images(ImageModel& model, const std::vector<fs::path>& files, const PredictArgs& args) {
+  const auto per_sample = static_cast<size_t>(model.meta.shape.elements());
+  const auto per_batch = static_cast<size_t>(model.classifier.batch());
+  const auto classes = static_cast<size_t>(model.meta.num_classes);
+  const std::vector<std::string> names = io::named_classes(model.meta);
+  train::HostBatch batch;
+  batch.images.resize(per_batch * per_sample);
+  batch.labels.assign(per_batch, 0);
+  std::vector<uint8_t> pixels(per_sample);
+  for (size_t first = 0; first < files.size(); first += per_batch) {
+    batch.count = static_cast<int>(std::min(per_batch, files.size() - first));
+    for (size_t i = 0; i < static_cast<size_t>(batch.count); ++i) {
+      io::image_to_sample(files[first + i], model.meta.shape, pixels);
+      model.normalisation.apply(pixels.data(), batch.images.data() + i * per_sample);
+    }
+    const std::span<const float> logits = model.classifier.logits(batch);
+    for (size_t i = 0; i < static_cast<size_t>(batch.count); ++i)
+      print_line({{"input", files[first + i].string()}}, logits.subspan(i * classes, classes), names, args);
   }
 }
 
@@ -84,11 +107,21 @@ int predict(int* argc, char*** argv, const PredictArgs& args) {
   return on_every_rank(world, [&] {
     if (world.size() != 1)
       throw UsageError("predict runs as one process (it writes one stream of predictions): run it without mpirun/srun");
+    const std::vector<infer::PredictInput> inputs = infer::resolve_predict_inputs(args.inputs);
     const io::CheckpointData checkpoint = io::read_checkpoint(args.checkpoint);
     config::JobConfig job = config::parse_job(checkpoint.job_toml, args.checkpoint, {"run.device=" + args.device});
     backend::DeviceSetup device = backend::open_device(job, world);
     const train::RunContext run{job, world, *device.backend, false};
-    for (const auto& dir : args.inputs) predict_split(run, args, dir);
+    // Set up before the first line, so a model that cannot take images fails with nothing printed.
+    std::unique_ptr<ImageModel> images;
+    if (std::any_of(inputs.begin(), inputs.end(), [](const infer::PredictInput& i) { return !i.is_split(); }))
+      images = image_model(run, args);
+    for (const infer::PredictInput& input : inputs) {
+      if (input.is_split())
+        predict_split(run, args, input.path);
+      else
+        predict_images(*images, input.images, args);
+    }
     return 0;
   });
 }

@@ -14,18 +14,10 @@ BatchLoader::BatchLoader(io::ShardReader& reader, int max_batch, int64_t batches
       batches_(batches),
       plan_(std::move(plan)),
       depth_(static_cast<size_t>(depth)),
-      work_(std::move(work)) {
+      work_(std::move(work)),
+      normalisation_(reader.meta()) {
   work_.threads = std::max(1, work_.threads);
   const auto& meta = reader.meta();
-  const int channels = meta.shape.channels;
-  lut_.resize(static_cast<size_t>(channels) * 256);
-  for (int c = 0; c < channels; ++c) {
-    const float mean = meta.mean.size() == static_cast<size_t>(channels) ? meta.mean[static_cast<size_t>(c)] : 0.0f;
-    const float sd = meta.stddev.size() == static_cast<size_t>(channels) && meta.stddev[static_cast<size_t>(c)] > 0
-                         ? meta.stddev[static_cast<size_t>(c)]
-                         : 255.0f;
-    for (int v = 0; v < 256; ++v) lut_[static_cast<size_t>(c * 256 + v)] = (static_cast<float>(v) - mean) / sd;
-  }
   for (size_t i = 0; i < depth_ + 1; ++i) {
     auto b = std::make_unique<HostBatch>();
     b->images.resize(static_cast<size_t>(max_batch_ * meta.shape.elements()));
@@ -47,19 +39,13 @@ BatchLoader::~BatchLoader() {
 void BatchLoader::convert(int64_t batch_index, const std::vector<int64_t>& indices, int first, int step, HostBatch& batch) {
   const auto& shape = reader_.meta().shape;
   const auto per_sample = static_cast<size_t>(shape.elements());
-  const auto plane = static_cast<size_t>(shape.height) * static_cast<size_t>(shape.width);
   for (size_t s = static_cast<size_t>(first); s < indices.size(); s += static_cast<size_t>(step)) {
     const uint8_t* sample = raw_.data() + s * per_sample;
     if (work_.transform) {
       work_.transform(batch_index, indices[s], std::span(sample, per_sample), std::span(scratch_.data() + s * per_sample, per_sample));
       sample = scratch_.data() + s * per_sample;
     }
-    for (size_t c = 0; c < static_cast<size_t>(shape.channels); ++c) {
-      const uint8_t* src = sample + c * plane;
-      float* dst = batch.images.data() + s * per_sample + c * plane;
-      const float* table = lut_.data() + c * 256;
-      for (size_t p = 0; p < plane; ++p) dst[p] = table[src[p]];
-    }
+    normalisation_.apply(sample, batch.images.data() + s * per_sample);
   }
 }
 

@@ -16,6 +16,7 @@
 
 #include "io/dataset_meta.h"
 #include "io/shard_reader.h"
+#include "train/normalisation.h"
 
 namespace ringtrain::train {
 
@@ -62,7 +63,7 @@ class BatchLoader {
   size_t depth_;
   LoaderWork work_;
   std::vector<uint8_t> raw_, scratch_;  // the batch as read; transformed samples (one slot per sample)
-  std::vector<float> lut_;  // per channel: 256 normalised values, so normalising is one lookup per byte
+  Normalisation normalisation_;
   std::mutex mutex_;
   std::condition_variable ready_cv_, space_cv_;
   std::deque<std::unique_ptr<HostBatch>> ready_, free_;

@@ -2,9 +2,11 @@
 
 The ONNX checker must pass; the graph must take "pixels" (N x C x H x W) and give "logits" and "probabilities"
 (N x classes) with the class names in its metadata; onnxruntime's logits on the split's raw pixels must match
-ringtrain's within --tolerance (largest absolute difference).
+ringtrain's within --tolerance (largest absolute difference). --samples N compares the first N samples and
+fails when the predictions hold fewer; without it, every prediction is compared. onnxruntime runs --batch
+samples at a time, so a whole split never sits in its memory at once.
 
-usage: check_onnx.py MODEL.onnx SPLIT_DIR PREDICTIONS.jsonl [--tolerance 1e-4] [--samples N]
+usage: check_onnx.py MODEL.onnx SPLIT_DIR PREDICTIONS.jsonl [--tolerance 1e-4] [--samples N] [--batch 1000]
 """
 import argparse
 import glob
@@ -35,7 +37,8 @@ def main():
     ap.add_argument("split")
     ap.add_argument("predictions")
     ap.add_argument("--tolerance", type=float, default=1e-4)
-    ap.add_argument("--samples", type=int, default=1000)
+    ap.add_argument("--samples", type=int, default=0, help="0: every prediction")
+    ap.add_argument("--batch", type=int, default=1000)
     a = ap.parse_args()
 
     model = onnx.load(a.model)
@@ -50,11 +53,18 @@ def main():
     assert dims[1] == len(names), (dims, len(names))
     assert not any(n.op_type == "Dropout" for n in model.graph.node), "dropout must be left out"
 
-    predicted = [json.loads(line) for line in open(a.predictions)][: a.samples]
+    predicted = [json.loads(line) for line in open(a.predictions)]
+    if a.samples:
+        assert len(predicted) >= a.samples, f"{a.predictions} holds {len(predicted)} predictions, fewer than {a.samples}"
+        predicted = predicted[: a.samples]
     pixels, labels = split_pixels(a.split, len(predicted))
+    assert len(labels) == len(predicted), f"{a.split} holds {len(labels)} samples, {len(predicted)} were predicted"
     assert [p["label"] for p in predicted] == labels.tolist(), "predict and the split disagree on the samples"
     session = onnxruntime.InferenceSession(a.model, providers=["CPUExecutionProvider"])
-    logits, probabilities = session.run(["logits", "probabilities"], {"pixels": pixels})
+    runs = [session.run(["logits", "probabilities"], {"pixels": pixels[i : i + a.batch]})
+            for i in range(0, len(pixels), a.batch)]
+    logits = np.concatenate([r[0] for r in runs])
+    probabilities = np.concatenate([r[1] for r in runs])
     ours = np.array([p["logits"] for p in predicted], dtype=np.float32)
     worst = float(np.max(np.abs(logits - ours)))
     same_top = float(np.mean(np.argmax(logits, 1) == np.argmax(ours, 1)))

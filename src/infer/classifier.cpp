@@ -1,0 +1,28 @@
+// Owns the classifier; see classifier.h.
+#include "infer/classifier.h"
+
+#include "train/network_setup.h"
+#include "train/start_point.h"
+
+namespace ringtrain::infer {
+
+Classifier::Classifier(const train::RunContext& run, const std::filesystem::path& checkpoint,
+                       const io::SampleShape& shape, int classes)
+    : run_(run),
+      input_{run.job.train.batch_per_rank, shape.channels, shape.height, shape.width},
+      classes_(classes),
+      net_(train::build_network(run, input_, classes, 0)),
+      device_batch_(run.backend, input_),
+      logits_(static_cast<size_t>(input_.n) * static_cast<size_t>(classes)) {
+  train::restore_checkpoint(run, *net_, nullptr, checkpoint);
+}
+
+std::span<const float> Classifier::logits(const train::HostBatch& batch) {
+  device_batch_.load(batch);
+  const model::Tensor out = net_->forward(device_batch_.input(batch.count), model::Mode::eval, 0);
+  const size_t values = static_cast<size_t>(batch.count) * static_cast<size_t>(classes_);
+  run_.backend.to_host(logits_.data(), out.data, values * sizeof(float));
+  return {logits_.data(), values};
+}
+
+}  // namespace ringtrain::infer
