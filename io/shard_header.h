@@ -33,7 +33,8 @@ struct ShardHeader {
 // The folder's shard-*.h5 regular files, sorted by name. The folder must exist.
 std::vector<std::filesystem::path> list_shard_files(const std::filesystem::path& dir);
 
-// Never throws for bad content: a file that is not HDF5, truncated, or missing pieces yields problems.
+// Never throws for bad content: a file that is not HDF5, is truncated, or is missing pieces
+// (datasets, attributes, chunks of its data) yields problems. Reads no sample data: cheap enough for every rank.
 ShardHeader read_shard_header(const std::filesystem::path& file);
 
 // Orders `headers` by shard_index (headers without one last) and returns split-level problems: index
