@@ -229,8 +229,18 @@ CheckpointData read_checkpoint(const fs::path& path) {
   const std::string fallback = fmt::format("move it out of '{}' and --resume takes the newest one left "
                                            "(run.keep_checkpoints keeps several), or start again without --resume",
                                            path.parent_path().string());
+  // A file the user may not read is not damaged: moving it out would drop what may be the newest good checkpoint.
+  const PathProbe probe = probe_path(path);
+  const std::string unreadable = probe.kind == PathProbe::Kind::unreachable ? probe.reason
+                                 : probe.kind == PathProbe::Kind::regular   ? unreadable_reason(path)
+                                                                            : "";
+  if (!unreadable.empty())
+    throw CheckpointError(fmt::format("checkpoint '{}' cannot be read: {}; the file may well be intact: give the user "
+                                      "that runs ringtrain read permission on it and its folders (chmod, chown, or run "
+                                      "as the user that wrote it), then try again",
+                                      path.string(), unreadable));
   try {
-    if (const PathProbe probe = probe_path(path); probe.kind != PathProbe::Kind::regular)
+    if (probe.kind != PathProbe::Kind::regular)
       throw CheckpointError(probe.kind == PathProbe::Kind::missing ? "no such file" : "it " + probe.describe());
     Hdf5Lock lock;
     if (H5_CHECK(H5Fis_hdf5(path.c_str())) <= 0) throw CheckpointError("not an HDF5 file (truncated or corrupt?)");

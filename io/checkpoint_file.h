@@ -44,8 +44,10 @@ struct CheckpointData {
 // full disk the space it had and needed.
 void write_checkpoint(const std::filesystem::path& path, const CheckpointData& data);
 
-// Throws CheckpointError naming the file when it is missing, not HDF5, lacks a field, or an array fails its
-// checksum (naming the array); every such error says how to fall back to the checkpoint before it.
+// Throws CheckpointError naming the file when it is missing, not HDF5, lacks a field, or an array has a chunk
+// missing or fails its checksum (naming the array); every such error says how to fall back to the checkpoint
+// before it. A file the user may not read is not called damaged: that error names the system's reason and
+// the permissions to fix, without the fallback.
 CheckpointData read_checkpoint(const std::filesystem::path& path);
 
 // Checkpoint files in `dir`, oldest first by global step: exactly the names checkpoint_name() makes (a stray

@@ -128,6 +128,7 @@ ShardReport examine_contents(const detail::ShardHeader& header, int split_classe
   report.path = header.path;
   report.samples = std::max<int64_t>(header.image_count, 0);
   report.problems = header.problems;
+  report.unreadable = header.unreadable;
   if (!header.datasets_readable) return report;
   const int num_classes = header.num_classes.value_or(split_classes);
   try {
@@ -206,10 +207,13 @@ std::string format_report(const SplitReport& report) {
   }
 
   std::vector<std::string> problems;
+  bool rewrite = !report.problems.empty();  // a shard that is merely unreadable needs its permissions fixed instead
   for (const std::string& problem : report.problems) problems.push_back(problem);
-  for (const ShardReport& shard : report.shards)
+  for (const ShardReport& shard : report.shards) {
     for (const std::string& problem : shard.problems)
       problems.push_back(fmt::format("shard '{}' {}", shard.path.string(), problem));
+    rewrite = rewrite || (!shard.problems.empty() && !shard.unreadable);
+  }
   const auto unchecked = std::count_if(report.shards.begin(), report.shards.end(),
                                        [](const ShardReport& s) { return !s.unchecked.empty(); });
   if (problems.empty() && unchecked == 0) {
@@ -221,7 +225,7 @@ std::string format_report(const SplitReport& report) {
   } else {
     text += fmt::format("  INVALID: {} problem{}\n", problems.size(), problems.size() == 1 ? "" : "s");
     for (const std::string& problem : problems) text += fmt::format("    - {}\n", problem);
-    text += fmt::format("  {}\n", detail::rewrite_advice);
+    if (rewrite) text += fmt::format("  {}\n", detail::rewrite_advice);
   }
   return text;
 }

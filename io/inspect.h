@@ -15,6 +15,7 @@ struct ShardReport {
   std::vector<int64_t> class_histogram;  // num_classes entries
   std::vector<std::string> problems;     // empty when the shard is valid
   std::vector<std::string> unchecked;    // datasets without a stored CRC-32C (shards of an older ringtrain)
+  bool unreadable = false;               // its one problem is a permission to fix, not a split to rewrite
 };
 
 struct SplitReport {

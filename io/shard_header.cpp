@@ -11,6 +11,7 @@
 #include <map>
 
 #include "common/error.h"
+#include "common/path_probe.h"
 #include "io/chunk_coverage.h"
 #include "io/h5_attributes.h"
 #include "io/h5_check.h"
@@ -298,6 +299,13 @@ void cross_check(ShardHeader& header) {
 ShardHeader read_shard_header(const fs::path& file) {
   ShardHeader header;
   header.path = file;
+  if (const std::string why = unreadable_reason(file); !why.empty()) {
+    header.unreadable = true;
+    header.problems.push_back(fmt::format("cannot be read: {}; the file may well be intact: give the user that runs "
+                                          "ringtrain (on every node) read permission on it, e.g. chmod a+r '{}'",
+                                          why, file.string()));
+    return header;
+  }
   H5File handle;
   try {
     if (H5_CHECK(H5Fis_hdf5(file.c_str())) == 0) {
