@@ -18,9 +18,13 @@ namespace fs = std::filesystem;
 fs::path newest_checkpoint(const RunContext& run) {
   const fs::path dir = run.job.run.dir / "checkpoints";
   const auto found = io::list_checkpoints(dir);
-  if (found.empty())
+  if (found.empty() && run.resume)
     throw CheckpointError(fmt::format("--resume: no checkpoint in '{}'; start without --resume (or point run.dir at "
                                       "the run to continue)",
+                                      dir.string()));
+  if (found.empty())  // evaluate without --checkpoint
+    throw CheckpointError(fmt::format("no checkpoint to evaluate in '{}' (run.dir's checkpoints); point run.dir at a run "
+                                      "that wrote one, or name a checkpoint file with --checkpoint",
                                       dir.string()));
   return found.back();
 }
