@@ -110,12 +110,13 @@ int prepare_images(io::ImagesOptions options, const std::string& size_text) {
 
 namespace {
 
-// A checkpoint file: every array read (and so its checksum verified), then what it holds.
+// A checkpoint file: every array read (and so its chunks proven present and its checksums verified), then what it
+// holds.
 int inspect_checkpoint(const std::filesystem::path& file) {
   const io::CheckpointData d = io::read_checkpoint(file);
-  fmt::print("checkpoint {}: valid (every array's checksum verified)\n  run {}\n  next: epoch {} step {} (after {} "
-             "optimizer steps of {} per epoch)\n  written by {} rank{} at global batch {}\n  {} parameters in {} "
-             "tensors, {} batch-norm statistics per rank\n",
+  fmt::print("checkpoint {}: valid (every array's chunks present and its checksums verified)\n  run {}\n  next: "
+             "epoch {} step {} (after {} optimizer steps of {} per epoch)\n  written by {} rank{} at global batch "
+             "{}\n  {} parameters in {} tensors, {} batch-norm statistics per rank\n",
              file.string(), d.run_id.empty() ? "(not recorded)" : d.run_id, d.epoch + 1, d.step_in_epoch + 1,
              d.global_step, d.steps_per_epoch, d.ranks, d.ranks == 1 ? "" : "s", d.global_batch, d.params.size(),
              d.tensor_names.size(), d.state_count);
