@@ -1,6 +1,12 @@
-// Owns probe_path: std::filesystem with error codes only, so no path ends a run as an internal error.
+// Owns probe_path and unreadable_reason: std::filesystem with error codes only and a plain open(), so no path ends
+// a run as an internal error.
 #include "common/path_probe.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <system_error>
 
 namespace ringtrain {
@@ -42,6 +48,20 @@ PathProbe probe_path(const std::filesystem::path& path) noexcept {
     probe.reason = e.what();
   }
   return probe;
+}
+
+std::string unreadable_reason(const std::filesystem::path& path) noexcept {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int error = errno;
+    try {
+      return std::strerror(error);
+    } catch (...) {  // the text's allocation
+      return "cannot be opened";
+    }
+  }
+  ::close(fd);
+  return "";
 }
 
 }  // namespace ringtrain

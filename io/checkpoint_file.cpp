@@ -9,10 +9,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <optional>
+#include <type_traits>
 #include <utility>
 
+#include "common/crc32c.h"
 #include "common/error.h"
 #include "common/path_probe.h"
+#include "io/chunk_coverage.h"
+#include "io/data_checksum.h"
 #include "io/h5_attributes.h"
 #include "io/h5_check.h"
 #include "io/h5_file_format.h"
@@ -35,8 +41,21 @@ hid_t native_type<int64_t>() { return H5T_NATIVE_INT64; }
 template <>
 hid_t native_type<double>() { return H5T_NATIVE_DOUBLE; }
 
+// What a chunk HDF5 thinks is missing reads as, in any reader (h5py, an older ringtrain): NaN, or a size no tensor
+// has, rather than zeros that pass for a model. Set as a user-defined fill value (filled only where a chunk is
+// allocated but not wholly written, which write_array never leaves). Not H5D_FILL_TIME_NEVER: HDF5 then skips a
+// missing chunk on read altogether, leaving whatever the caller's buffer held. Not H5D_ALLOC_TIME_EARLY: it
+// would allocate every chunk before a byte is written, so "every chunk stored" would no longer mean "every chunk
+// written".
+template <typename T>
+T fill_value() {
+  if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::quiet_NaN();
+  else return std::numeric_limits<T>::min();
+}
+
 // Chunks of at most 4 MiB, each with its Fletcher-32 checksum: HDF5 verifies them on every read. An empty array
-// has no chunk (and no bytes to check).
+// has no chunk (and no bytes to check). The CRC-32C of the whole array (io/data_checksum.h) covers what
+// Fletcher-32 cannot see: a damaged chunk index that drops a chunk or points at other bytes.
 constexpr hsize_t kChunkBytes = hsize_t{4} << 20;
 
 template <typename T>
@@ -44,6 +63,8 @@ void write_array(hid_t file, const char* name, const std::vector<T>& values) {
   const hsize_t dims[1] = {static_cast<hsize_t>(values.size())};
   H5Dataspace space(H5_CHECK(H5Screate_simple(1, dims, nullptr)));
   H5PropList create(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
+  const T fill = fill_value<T>();
+  H5_CHECK(H5Pset_fill_value(create.id(), native_type<T>(), &fill));
   if (!values.empty()) {
     const hsize_t chunk[1] = {std::min<hsize_t>(dims[0], kChunkBytes / sizeof(T))};
     H5_CHECK(H5Pset_chunk(create.id(), 1, chunk));
@@ -51,9 +72,12 @@ void write_array(hid_t file, const char* name, const std::vector<T>& values) {
   }
   H5Dataset set(H5_CHECK(H5Dcreate2(file, name, native_type<T>(), space.id(), H5P_DEFAULT, create.id(), H5P_DEFAULT)));
   if (!values.empty()) H5_CHECK(H5Dwrite(set.id(), native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
+  detail::write_data_checksum(set.id(), crc32c(values.data(), values.size() * sizeof(T)));
   set.close();
 }
 
+// Every chunk in place before reading (a missing one would read as the fill value, unseen by Fletcher-32), every
+// chunk's Fletcher-32 while reading, the array's CRC-32C after (absent in files of older ringtrains).
 template <typename T>
 std::vector<T> read_array(hid_t file, const char* name) {
   if (H5_CHECK(H5Lexists(file, name, H5P_DEFAULT)) <= 0)
@@ -64,12 +88,30 @@ std::vector<T> read_array(hid_t file, const char* name) {
     throw CheckpointError(fmt::format("dataset '{}' is not one-dimensional", name));
   hsize_t n = 0;
   H5_CHECK(H5Sget_simple_extent_dims(space.id(), &n, nullptr));
+  std::string missing;
+  try {
+    missing = detail::chunk_coverage_problem(set.id());
+  } catch (const Error& e) {
+    missing = fmt::format("has a chunk index HDF5 cannot read ({})", e.what());
+  }
+  if (!missing.empty()) throw CheckpointError(fmt::format("array '{}' {}; the file is damaged", name, missing));
   std::vector<T> values(static_cast<size_t>(n));
   try {
     if (n > 0) H5_CHECK(H5Dread(set.id(), native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
   } catch (const Error&) {  // a chunk's Fletcher-32 checksum failed, or its bytes cannot be decoded
     throw CheckpointError(fmt::format("array '{}' fails its checksum, the file is damaged", name));
   }
+  std::optional<uint32_t> stored;
+  try {
+    stored = detail::read_data_checksum(set.id());
+  } catch (const h5::AttributeTypeError& e) {
+    throw CheckpointError(fmt::format("array '{}' has a damaged checksum: {}", name, e.what()));
+  }
+  const uint32_t actual = crc32c(values.data(), values.size() * sizeof(T));
+  if (stored && *stored != actual)
+    throw CheckpointError(fmt::format("array '{}' fails its checksum (CRC-32C {:08x} stored, {:08x} read), the file is "
+                                      "damaged",
+                                      name, *stored, actual));
   return values;
 }
 
@@ -187,8 +229,18 @@ CheckpointData read_checkpoint(const fs::path& path) {
   const std::string fallback = fmt::format("move it out of '{}' and --resume takes the newest one left "
                                            "(run.keep_checkpoints keeps several), or start again without --resume",
                                            path.parent_path().string());
+  // A file the user may not read is not damaged: moving it out would drop what may be the newest good checkpoint.
+  const PathProbe probe = probe_path(path);
+  const std::string unreadable = probe.kind == PathProbe::Kind::unreachable ? probe.reason
+                                 : probe.kind == PathProbe::Kind::regular   ? unreadable_reason(path)
+                                                                            : "";
+  if (!unreadable.empty())
+    throw CheckpointError(fmt::format("checkpoint '{}' cannot be read: {}; the file may well be intact: give the user "
+                                      "that runs ringtrain read permission on it and its folders (chmod, chown, or run "
+                                      "as the user that wrote it), then try again",
+                                      path.string(), unreadable));
   try {
-    if (const PathProbe probe = probe_path(path); probe.kind != PathProbe::Kind::regular)
+    if (probe.kind != PathProbe::Kind::regular)
       throw CheckpointError(probe.kind == PathProbe::Kind::missing ? "no such file" : "it " + probe.describe());
     Hdf5Lock lock;
     if (H5_CHECK(H5Fis_hdf5(path.c_str())) <= 0) throw CheckpointError("not an HDF5 file (truncated or corrupt?)");

@@ -1,7 +1,8 @@
 // Owns the checkpoint file format: one HDF5 file of named float arrays (parameters, the optimizer's state arrays
 // under the names the optimizer gives them, each rank's batch-norm statistics), the optimizer's name, the parameter layout (tensor names and sizes, to refuse another model's
 // checkpoint), the position in training, the id of the run that wrote it and the provenance (resolved job
-// file, library versions). Every array carries HDF5's Fletcher-32 checksum and the file's metadata its own
+// file, library versions). Every array carries HDF5's Fletcher-32 checksum per chunk and our CRC-32C of its
+// bytes, every chunk is proven present before it is read, and the file's metadata carries its own checksums
 // (the 1.8 format), so a flipped byte anywhere that matters is an error naming what it hit. Written to a
 // temporary name, flushed, then renamed, so a crash mid-write never leaves a half checkpoint under a final
 // name. Knows nothing of training: src/train/ decides what goes in and what it means.
@@ -43,8 +44,10 @@ struct CheckpointData {
 // full disk the space it had and needed.
 void write_checkpoint(const std::filesystem::path& path, const CheckpointData& data);
 
-// Throws CheckpointError naming the file when it is missing, not HDF5, lacks a field, or an array fails its
-// checksum (naming the array); every such error says how to fall back to the checkpoint before it.
+// Throws CheckpointError naming the file when it is missing, not HDF5, lacks a field, or an array has a chunk
+// missing or fails its checksum (naming the array); every such error says how to fall back to the checkpoint
+// before it. A file the user may not read is not called damaged: that error names the system's reason and
+// the permissions to fix, without the fallback.
 CheckpointData read_checkpoint(const std::filesystem::path& path);
 
 // Checkpoint files in `dir`, oldest first by global step: exactly the names checkpoint_name() makes (a stray

@@ -14,6 +14,8 @@ struct ShardReport {
   int64_t samples = 0;
   std::vector<int64_t> class_histogram;  // num_classes entries
   std::vector<std::string> problems;     // empty when the shard is valid
+  std::vector<std::string> unchecked;    // datasets without a stored CRC-32C (shards of an older ringtrain)
+  bool unreadable = false;               // its one problem is a permission to fix, not a split to rewrite
 };
 
 struct SplitReport {
@@ -25,7 +27,8 @@ struct SplitReport {
 };
 
 // Never throws for a bad dataset: every problem found is listed (label out of range, wrong image shape or
-// dtype, truncated file, ...). Throws DataError only when `dir` does not exist.
+// dtype, truncated file, a chunk missing, data failing its CRC-32C, ...). Reads every label and every image to
+// verify their checksums. Throws DataError only when `dir` does not exist.
 SplitReport inspect_split(const std::filesystem::path& dir);
 
 // Human-readable report for the terminal.

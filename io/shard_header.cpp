@@ -11,6 +11,8 @@
 #include <map>
 
 #include "common/error.h"
+#include "common/path_probe.h"
+#include "io/chunk_coverage.h"
 #include "io/h5_attributes.h"
 #include "io/h5_check.h"
 #include "io/h5_handle.h"
@@ -113,6 +115,15 @@ bool stored_completely(hid_t dataset, const std::vector<hsize_t>& dims, hid_t ty
   return false;
 }
 
+// Stored bytes can add up while a chunk is missing from the index (a flipped bit in the 1.8 format's unchecksummed
+// chunk index): HDF5 would read that chunk as zeros, without an error (io/chunk_coverage.h).
+bool chunks_in_place(hid_t dataset, const char* name, ShardHeader& header) {
+  const std::string problem = chunk_coverage_problem(dataset);
+  if (problem.empty()) return true;
+  header.problems.push_back(fmt::format("is damaged: its dataset '{}' {}", name, problem));
+  return false;
+}
+
 void examine_images(hid_t file, ShardHeader& header) {
   const H5Dataset images = open_dataset(file, shard_names::images, header.problems);
   if (!images.valid()) return;
@@ -141,7 +152,8 @@ void examine_images(hid_t file, ShardHeader& header) {
   if (header.image_shape.elements() == 0)
     header.problems.push_back(fmt::format("has dataset '{}' with empty samples ({})", shard_names::images,
                                           describe(header.image_shape)));
-  if (is_uint8 && stored_completely(images.id(), dims, type.id(), shard_names::images, header))
+  if (is_uint8 && stored_completely(images.id(), dims, type.id(), shard_names::images, header) &&
+      chunks_in_place(images.id(), shard_names::images, header))
     header.datasets_readable = true;
 }
 
@@ -166,7 +178,9 @@ void examine_labels(hid_t file, ShardHeader& header) {
   } else {
     header.label_count = static_cast<int64_t>(dims[0]);
   }
-  if (usable) usable = stored_completely(labels.id(), dims, type.id(), shard_names::labels, header);
+  if (usable)
+    usable = stored_completely(labels.id(), dims, type.id(), shard_names::labels, header) &&
+             chunks_in_place(labels.id(), shard_names::labels, header);
   header.datasets_readable = header.datasets_readable && usable;
 }
 
@@ -285,6 +299,13 @@ void cross_check(ShardHeader& header) {
 ShardHeader read_shard_header(const fs::path& file) {
   ShardHeader header;
   header.path = file;
+  if (const std::string why = unreadable_reason(file); !why.empty()) {
+    header.unreadable = true;
+    header.problems.push_back(fmt::format("cannot be read: {}; the file may well be intact: give the user that runs "
+                                          "ringtrain (on every node) read permission on it, e.g. chmod a+r '{}'",
+                                          why, file.string()));
+    return header;
+  }
   H5File handle;
   try {
     if (H5_CHECK(H5Fis_hdf5(file.c_str())) == 0) {

@@ -28,12 +28,16 @@ struct ShardHeader {
   std::string provenance;
   std::vector<std::string> class_names;
   std::vector<std::string> problems;  // phrases completing "shard 'PATH' ...", e.g. "has no dataset 'labels'"
+  // The file cannot be opened for reading (permissions): its one problem says so and how to fix it, and no
+  // rewrite of the split is called for.
+  bool unreadable = false;
 };
 
 // The folder's shard-*.h5 regular files, sorted by name. The folder must exist.
 std::vector<std::filesystem::path> list_shard_files(const std::filesystem::path& dir);
 
-// Never throws for bad content: a file that is not HDF5, truncated, or missing pieces yields problems.
+// Never throws for bad content: a file that cannot be read, is not HDF5, is truncated, or is missing pieces
+// (datasets, attributes, chunks of its data) yields problems. Reads no sample data: cheap enough for every rank.
 ShardHeader read_shard_header(const std::filesystem::path& file);
 
 // Orders `headers` by shard_index (headers without one last) and returns split-level problems: index

@@ -49,6 +49,8 @@ SplitIndex open_split(const fs::path& dir) {
   headers.reserve(files.size());
   for (const fs::path& file : files) {
     detail::ShardHeader header = detail::read_shard_header(file);
+    if (header.unreadable)  // a permission to fix, not a split to rewrite
+      throw DataError(fmt::format("shard '{}' {}", file.string(), fmt::join(header.problems, "; ")));
     if (!header.problems.empty())
       throw DataError(fmt::format("shard '{}' {}; {}", file.string(), fmt::join(header.problems, "; "),
                                   detail::rewrite_advice));

@@ -110,8 +110,9 @@ int prepare_images(io::ImagesOptions options, const std::string& size_text) {
 
 namespace {
 
-// A checkpoint file: every array read (and so its checksum verified), then what it holds. Checkpoints without a
-// run id come from ringtrains that wrote no checksums either, so for them "valid" means read whole and finite.
+// A checkpoint file: every array read (and so its chunks proven present and its checksums verified), then what it
+// holds. Checkpoints without a run id come from ringtrains that wrote no checksums either, so for them "valid"
+// means every chunk present, read whole and finite.
 int inspect_checkpoint(const std::filesystem::path& file) {
   const io::CheckpointData d = io::read_checkpoint(file);
   std::string state;
@@ -120,8 +121,9 @@ int inspect_checkpoint(const std::filesystem::path& file) {
              "optimizer steps of {} per epoch)\n  written by {} rank{} at global batch {}\n  {} parameters in {} "
              "tensors, {} batch-norm statistics per rank\n  optimizer {} (state: {})\n",
              file.string(),
-             d.run_id.empty() ? "every array read and finite; written by an older ringtrain, without checksums"
-                              : "every array's checksum verified",
+             d.run_id.empty() ? "every array's chunks present, read whole and finite; written by an older ringtrain, "
+                                "without checksums"
+                              : "every array's chunks present and its checksums verified",
              d.run_id.empty() ? "(not recorded)" : d.run_id, d.epoch + 1, d.step_in_epoch + 1,
              d.global_step, d.steps_per_epoch, d.ranks, d.ranks == 1 ? "" : "s", d.global_batch, d.params.size(),
              d.tensor_names.size(), d.state_count, d.optimizer, state.empty() ? "none" : state);

@@ -2,6 +2,7 @@
 // (for the sample shape and the normalisation) into an ONNX model. One process; no MPI, no device.
 #include <fmt/format.h>
 
+#include "backend/cpu/cpu_backend.h"
 #include "commands/commands.h"
 #include "config/job_config.h"
 #include "infer/onnx_export.h"
@@ -9,13 +10,30 @@
 #include "infer/training_split.h"
 #include "io/checkpoint_file.h"
 #include "io/dataset_meta.h"
+#include "model/network.h"
+#include "train/start_point.h"
 
 namespace ringtrain::commands {
+namespace {
+
+// The model built on this data as evaluate and predict build it (one sample, on the CPU): data of another class
+// count or sample shape than the checkpoint's is refused with their messages, not exported into a graph whose
+// weights do not fit its input.
+void refuse_other_data(const io::CheckpointData& checkpoint, const std::filesystem::path& path,
+                       const config::JobConfig& job, const io::DatasetMeta& data) {
+  backend::CpuBackend cpu(1);
+  const model::Shape input{1, data.shape.channels, data.shape.height, data.shape.width};
+  const model::Network net(job.model.layers, cpu, input, data.num_classes);  // JobFileError on another class count
+  train::refuse_another_model(checkpoint, path, net, false);
+}
+
+}  // namespace
 
 int export_onnx(const ExportArgs& args) {
   const io::CheckpointData checkpoint = io::read_checkpoint(args.checkpoint);
   const config::JobConfig job = config::parse_job(checkpoint.job_toml, args.checkpoint, {});
   const io::SplitIndex split = infer::open_training_split(job, args.data);
+  refuse_other_data(checkpoint, args.checkpoint, job, split.meta);
   infer::export_onnx({checkpoint, args.checkpoint.string(), job, split.meta, io::named_classes(split.meta)}, args.onnx);
   fmt::print("exported {} ({} classes, input {}x{}x{}, opset {}) to {}\n", args.checkpoint.string(),
              split.meta.num_classes, split.meta.shape.channels, split.meta.shape.height, split.meta.shape.width,

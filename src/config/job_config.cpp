@@ -85,7 +85,8 @@ const std::vector<KeyRule> kKeys = {
     {"run", "collective_timeout_s", Kind::number, 300.0,
      "a collective (all-reduce, agreement) that takes longer than this ends the job, naming missing ranks (0: off)"},
     {"run", "checkpoint_every", Kind::integer, int64_t{1},
-     "epochs between checkpoints in <run.dir>/checkpoints (0: only when stopped by SIGTERM/SIGUSR1)"},
+     "epochs between checkpoints in <run.dir>/checkpoints (0: none between epochs; the run still writes one when it "
+     "ends, to evaluate, export or extend it, and one when stopped by SIGTERM/SIGUSR1)"},
     {"run", "checkpoint_every_steps", Kind::integer, int64_t{0}, "also checkpoint every this many steps (0: off)"},
     {"run", "keep_checkpoints", Kind::integer, int64_t{2}, "checkpoints kept; older ones are deleted"},
     {"run", "consistency_every", Kind::integer, int64_t{0},
@@ -255,7 +256,7 @@ class Reader {
     if (!n) return min;
     const int64_t v = *n->value<int64_t>();
     if (v < min || v > max) {
-      problem(max == INT32_MAX ? fmt::format("'{}.{}' must be >= {}, got {}", table, key, min, v)
+      problem(max == INT32_MAX && v < min ? fmt::format("'{}.{}' must be >= {}, got {}", table, key, min, v)
                                : fmt::format("'{}.{}' must be in [{}, {}], got {}", table, key, min, max, v));
       return min;
     }
@@ -395,8 +396,8 @@ void Reader::layer_values(const toml::table& t, const std::string& at, LayerSpec
       problem(fmt::format("'{}.{}' must be an integer, got {}", at, k, node_type_name(*t.get(k))));
       return fallback;
     }
-    if (*v < min || *v > 1 << 20) {
-      problem(fmt::format("'{}.{}' must be >= {}, got {}", at, k, min, *v));
+    if (*v < min || *v > 1 << 20) {  // 2^20 keeps every size computed from a layer's numbers within range
+      problem(fmt::format("'{}.{}' must be in [{}, {}], got {}", at, k, min, 1 << 20, *v));
       return fallback;
     }
     return static_cast<int>(*v);

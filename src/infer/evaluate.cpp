@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -38,9 +40,11 @@ nlohmann::ordered_json result_json(const train::RunContext& run, const train::Re
 
 void write_json(const std::filesystem::path& file, const nlohmann::ordered_json& j) {
   std::ofstream out(file);
+  const int open_error = out ? 0 : errno;  // before anything else can overwrite it
   out << j.dump(1) << "\n";
   if (!out.flush())
-    throw JobFileError(fmt::format("--out '{}' cannot be written; pick a writable file", file.string()));
+    throw JobFileError(fmt::format("--out '{}' cannot be written: {}; pick a writable file", file.string(),
+                                   std::strerror(open_error != 0 ? open_error : errno)));
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 
 #include "common/error.h"
@@ -73,9 +75,11 @@ void OnnxGraph::write(const std::filesystem::path& file, const std::vector<std::
   const std::filesystem::path tmp = file.string() + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary);
+    const int open_error = out ? 0 : errno;  // before anything else can overwrite it
     out.write(model.encoded().data(), static_cast<std::streamsize>(model.encoded().size()));
     if (!out.flush())
-      throw JobFileError(fmt::format("'{}' cannot be written; pick a writable path for --onnx", tmp.string()));
+      throw JobFileError(fmt::format("--onnx '{}' cannot be written: {}; pick a writable path", file.string(),
+                                     std::strerror(open_error != 0 ? open_error : errno)));
   }
   std::error_code ec;
   std::filesystem::rename(tmp, file, ec);

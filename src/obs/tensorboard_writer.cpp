@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "common/error.h"
-#include "util/crc32c.h"
+#include "common/crc32c.h"
 
 namespace ringtrain::obs {
 namespace {
@@ -89,9 +89,9 @@ void TensorBoardWriter::record(const std::string& event, int64_t step) {
   if (stopped_) return;
   std::string framed;
   fixed(framed, static_cast<uint64_t>(event.size()));
-  fixed(framed, util::masked_crc32c(framed.data(), 8));
+  fixed(framed, masked_crc32c(framed.data(), 8));
   framed += event;
-  fixed(framed, util::masked_crc32c(event.data(), event.size()));
+  fixed(framed, masked_crc32c(event.data(), event.size()));
   out_.write(framed.data(), static_cast<std::streamsize>(framed.size()));
   if (out_.flush()) {
     written_ += static_cast<std::streamoff>(framed.size());

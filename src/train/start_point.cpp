@@ -14,30 +14,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The first difference between a checkpoint's parameter layout and this model's, or "" when they match.
-std::string layout_mismatch(const io::CheckpointData& c, const model::Network& net) {
-  const auto& tensors = net.param_tensors();
-  const size_t n = std::min(tensors.size(), c.tensor_names.size());
-  for (size_t i = 0; i < n; ++i)
-    if (tensors[i].name != c.tensor_names[i] || tensors[i].count != c.tensor_sizes[i])
-      return fmt::format("parameter tensor {} is '{}' with {} values in the checkpoint but '{}' with {} values in "
-                         "this model",
-                         i, c.tensor_names[i], c.tensor_sizes[i], tensors[i].name, tensors[i].count);
-  if (tensors.size() != c.tensor_names.size())
-    return fmt::format("the checkpoint has {} parameter tensors, this model {}", c.tensor_names.size(), tensors.size());
-  if (static_cast<int64_t>(c.params.size()) != net.param_count() || c.state_count != net.state_count())
-    return fmt::format("the checkpoint holds {} parameters and {} batch-norm statistics, this model {} and {}",
-                       c.params.size(), c.state_count, net.param_count(), net.state_count());
-  return "";
-}
-
 // Rank 0: the newest checkpoint of run.dir.
 fs::path newest_checkpoint(const RunContext& run) {
   const fs::path dir = run.job.run.dir / "checkpoints";
   const auto found = io::list_checkpoints(dir);
-  if (found.empty())
+  if (found.empty() && run.resume)
     throw CheckpointError(fmt::format("--resume: no checkpoint in '{}'; start without --resume (or point run.dir at "
                                       "the run to continue)",
+                                      dir.string()));
+  if (found.empty())  // evaluate without --checkpoint
+    throw CheckpointError(fmt::format("no checkpoint to evaluate in '{}' (run.dir's checkpoints); point run.dir at a run "
+                                      "that wrote one, or name a checkpoint file with --checkpoint",
                                       dir.string()));
   return found.back();
 }
@@ -53,11 +40,7 @@ io::CheckpointData read_checked(const RunContext& run, const model::Network& net
     throw CheckpointError(fmt::format("checkpoint '{}' was written by run {}, but run.dir '{}' holds run {} (run.json); "
                                       "resume that run from its own run.dir, or move the checkpoint out of '{}'",
                                       path.string(), c.run_id, run.job.run.dir.string(), recorded, dir.string()));
-  if (const std::string why = layout_mismatch(c, net); !why.empty())
-    throw CheckpointError(fmt::format("checkpoint '{}' belongs to another model: {}; {}", path.string(), why,
-                                      run.resume ? "resume with the job file it was written by, or use another run.dir"
-                                                 : "use the job file and the data (sample shape, classes) it was "
-                                                   "trained with"));
+  refuse_another_model(c, path, net, run.resume);
   if (optimizer && c.optimizer != optimizer->name())
     throw CheckpointError(fmt::format("checkpoint '{}' holds the state of optimizer '{}' but the job asks for '{}'; "
                                       "resume with optimizer.name = \"{}\", or start again without --resume",
@@ -91,7 +74,32 @@ std::vector<float> running_statistics(const std::vector<float>& rows, const Chec
   return states;
 }
 
+// The first difference between a checkpoint's parameter layout and this model's, or "" when they match.
+std::string layout_mismatch(const io::CheckpointData& c, const model::Network& net) {
+  const auto& tensors = net.param_tensors();
+  const size_t n = std::min(tensors.size(), c.tensor_names.size());
+  for (size_t i = 0; i < n; ++i)
+    if (tensors[i].name != c.tensor_names[i] || tensors[i].count != c.tensor_sizes[i])
+      return fmt::format("parameter tensor {} is '{}' with {} values in the checkpoint but '{}' with {} values in "
+                         "this model",
+                         i, c.tensor_names[i], c.tensor_sizes[i], tensors[i].name, tensors[i].count);
+  if (tensors.size() != c.tensor_names.size())
+    return fmt::format("the checkpoint has {} parameter tensors, this model {}", c.tensor_names.size(), tensors.size());
+  if (static_cast<int64_t>(c.params.size()) != net.param_count() || c.state_count != net.state_count())
+    return fmt::format("the checkpoint holds {} parameters and {} batch-norm statistics, this model {} and {}",
+                       c.params.size(), c.state_count, net.param_count(), net.state_count());
+  return "";
+}
+
 }  // namespace
+
+void refuse_another_model(const io::CheckpointData& c, const fs::path& path, const model::Network& net, bool resuming) {
+  if (const std::string why = layout_mismatch(c, net); !why.empty())
+    throw CheckpointError(fmt::format("checkpoint '{}' belongs to another model: {}; {}", path.string(), why,
+                                      resuming ? "resume with the job file it was written by, or use another run.dir"
+                                               : "use the job file and the data (sample shape, classes) it was "
+                                                 "trained with"));
+}
 
 RestoredCheckpoint restore_checkpoint(const RunContext& run, model::Network& net, model::Optimizer* optimizer,
                                       const fs::path& path) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "io/checkpoint_file.h"
 #include "model/network.h"
 #include "model/optimizer.h"
 #include "train/data_plan.h"
@@ -29,6 +30,11 @@ struct RestoredCheckpoint {
   std::string path;
   CheckpointPosition position;
 };
+
+// Throws CheckpointError naming the first parameter tensor where `checkpoint` (read from `path`) and `net` differ,
+// and the job file and data to use instead (`resuming`: the job file it was written by).
+void refuse_another_model(const io::CheckpointData& checkpoint, const std::filesystem::path& path,
+                          const model::Network& net, bool resuming);
 
 // Collective. Loads the checkpoint at `path` into `net` (parameters, running statistics: this rank's row on the
 // world size it was written with, else the rows' mean) and, unless it is null, into `optimizer` (its state, which

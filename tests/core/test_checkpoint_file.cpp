@@ -1,6 +1,6 @@
 // Proves the checkpoint file: every field round-trips exactly, the write is atomic (no temporary file left,
-// an existing checkpoint survives a failed write), and a truncated or foreign file is a CheckpointError that
-// names it.
+// an existing checkpoint survives a failed write), a truncated or foreign file is a CheckpointError that
+// names it, and damage no HDF5 checksum sees (the chunk index, the array's bytes) is one that names the array.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -237,4 +238,102 @@ TEST(CheckpointFile, AFailedWriteLeavesTheExistingCheckpointAlone) {
   EXPECT_THROW(io::write_checkpoint(dir / "no-such-folder" / "x.h5", bad), CheckpointError);
   EXPECT_EQ(fs::file_size(path), before);
   EXPECT_EQ(io::read_checkpoint(path).global_step, sample().global_step);
+}
+
+namespace {
+
+std::string file_bytes(const fs::path& path) {
+  std::string bytes(static_cast<size_t>(fs::file_size(path)), '\0');
+  std::ifstream(path, std::ios::binary).read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return bytes;
+}
+
+// The v1 B-tree nodes that index the chunks of a chunked dataset: signature "TREE", node type 1.
+std::vector<size_t> chunk_index_nodes(const std::string& bytes) {
+  std::vector<size_t> nodes;
+  for (size_t at = bytes.find("TREE"); at != std::string::npos; at = bytes.find("TREE", at + 1))
+    if (at + 4 < bytes.size() && bytes[at + 4] == 1) nodes.push_back(at);
+  return nodes;
+}
+
+// The array a CheckpointError names, "" when it names none.
+std::string named_array(const std::string& message) {
+  const size_t at = message.find("array '");
+  if (at == std::string::npos) return "";
+  const size_t begin = at + 7;
+  return message.substr(begin, message.find('\'', begin) - begin);
+}
+
+}  // namespace
+
+// The chunk index has no checksum in the 1.8 format: a flipped bit there made HDF5 read a chunk as unallocated,
+// i.e. as zeros with no error, and Fletcher-32 never ran. Flipping the entry count (+6, the probe's flip) or
+// moving the first chunk's recorded offset (the first key's, +32..39, by 2^60 or by 256 elements) in every
+// array's index node must be refused naming that array.
+TEST(CheckpointFile, AChunkMissingFromItsIndexIsRefusedNamingTheArray) {
+  const ScratchDir scratch("rt-ckpt-tree");
+  const fs::path path = scratch.path() / io::checkpoint_name(7);
+  io::write_checkpoint(path, sample());
+  const std::string original = file_bytes(path);
+  const std::vector<size_t> nodes = chunk_index_nodes(original);
+  ASSERT_EQ(nodes.size(), 6u) << "one chunk-index node per non-empty array";
+  std::set<std::string> named;
+  for (const size_t node : nodes) {
+    for (const auto& [offset, bit] : {std::pair<size_t, int>{6, 0x10}, {39, 0x10}, {33, 0x01}}) {
+      std::string flipped = original;
+      flipped[node + offset] = static_cast<char>(flipped[node + offset] ^ bit);
+      std::ofstream(path, std::ios::binary | std::ios::trunc) << flipped;
+      try {
+        (void)io::read_checkpoint(path);
+        ADD_FAILURE() << "TREE at " << node << " +" << offset << " ^" << bit << " was read without an error";
+      } catch (const CheckpointError& e) {
+        const std::string message = e.what();
+        EXPECT_NE(message.find("the file is damaged"), std::string::npos) << message;
+        EXPECT_NE(message.find("move it out of '" + scratch.path().string() + "'"), std::string::npos) << message;
+        EXPECT_FALSE(named_array(message).empty()) << message;
+        named.insert(named_array(message));
+      }
+    }
+  }
+  EXPECT_EQ(named, (std::set<std::string>{"params", "velocity", "states", "tensor_sizes", "position", "timing"}));
+}
+
+// Our CRC-32C, kept in each array's (checksummed) object header, is compared with the bytes read back.
+TEST(CheckpointFile, AnArrayThatFailsItsCrcIsRefusedNamingIt) {
+  const ScratchDir scratch("rt-ckpt-crc");
+  const fs::path path = scratch.path() / io::checkpoint_name(7);
+  io::write_checkpoint(path, sample());
+  for (const char* name : {"params", "velocity", "position"}) {
+    io::write_checkpoint(path, sample());
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    const hid_t set = H5Dopen2(file, name, H5P_DEFAULT);
+    const hid_t crc = H5Aopen(set, "crc32c", H5P_DEFAULT);
+    ASSERT_GE(crc, 0) << name << " has no crc32c attribute";
+    uint32_t value = 0;
+    EXPECT_GE(H5Aread(crc, H5T_NATIVE_UINT32, &value), 0);
+    value ^= 1;
+    EXPECT_GE(H5Awrite(crc, H5T_NATIVE_UINT32, &value), 0);
+    H5Aclose(crc), H5Dclose(set), H5Fclose(file);
+    expect_checkpoint_error(path, {path.string(), std::string("array '") + name + "' fails its checksum (CRC-32C",
+                                   "move it out of '" + scratch.path().string() + "'"});
+  }
+}
+
+// Checkpoints of older ringtrains carry no CRC-32C: they still read (their chunks are still proven present).
+TEST(CheckpointFile, AFileWithoutCrcAttributesStillReads) {
+  const ScratchDir scratch("rt-ckpt-nocrc");
+  const fs::path path = scratch.path() / io::checkpoint_name(7);
+  io::write_checkpoint(path, sample());
+  {
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    for (const char* name : {"params", "velocity", "states", "tensor_sizes", "position", "timing"}) {
+      const hid_t set = H5Dopen2(file, name, H5P_DEFAULT);
+      EXPECT_GE(H5Adelete(set, "crc32c"), 0) << name;
+      H5Dclose(set);
+    }
+    H5Fclose(file);
+  }
+  EXPECT_EQ(io::read_checkpoint(path).params, sample().params);
 }

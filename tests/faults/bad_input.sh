@@ -208,9 +208,47 @@ if setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
   expect run_dir_permission 3 "$work/private" "run.dir '$work/private/run' cannot be reached: Permission denied" \
     "--set run.dir=" "$job" $(data "$work/tiny/train") --set run.dir="$work/private/run" --set train.batch_per_rank=4 \
     "${small_model[@]}"
+  # A shard and a checkpoint the user may not read are not damaged: the reason and the permission to fix,
+  # never the advice to rewrite the split or move the checkpoint out (which would drop the newest good one).
+  cp -a "$work/tiny/train" "$work/unreadable_shard" && chmod 755 "$work/unreadable_shard"
+  locked=$(ls "$work/unreadable_shard"/shard-*.h5 | sed -n 2p)
+  chmod 600 "$locked"
+  d=$(run shard_permission)
+  chmod 777 "$d" "$d/checkpoints" && chmod 666 "$d/metrics.jsonl" "$d/job.resolved.toml" "$d/checkpoints"/*
+  expect shard_permission 4 "$d" "shard '$locked' cannot be read: Permission denied" "read permission on it" \
+    "$job" $(data "$work/unreadable_shard") $(fresh "$d")
+  d=$(run checkpoint_permission)
+  chmod 777 "$d" "$d/checkpoints" && chmod 666 "$d/metrics.jsonl" "$d/job.resolved.toml"
+  chmod 600 "$d/checkpoints/ckpt-s000000005.h5"
+  expect checkpoint_permission 5 "$d" "checkpoint '$d/checkpoints/ckpt-s000000005.h5' cannot be read: Permission denied" \
+    "read permission on it and its folders" "$job" $(data "$work/tiny/train") --set run.dir="$d" \
+    --set train.batch_per_rank=4 "${small_model[@]}" --resume
+  for name in shard_permission checkpoint_permission; do
+    [ "$only" = "  " ] || [[ "$only" == *" $name "* ]] || continue
+    if grep -qF -e "$advice" -e "move it out" "$work/$name.log"; then
+      echo "FAIL $name: advises a rewrite or a move for a file that is only unreadable"
+      failures=$((failures + 1))
+    fi
+  done
+  # `inspect` says the same of both.
+  if [ "$only" = "  " ] || [[ "$only" == *" inspect_permission "* ]]; then
+    "${as_user[@]}" "$bin" inspect "$work/unreadable_shard" >"$work/inspect_shard.log" 2>&1
+    rc_shard=$?
+    "${as_user[@]}" "$bin" inspect "$d/checkpoints/ckpt-s000000005.h5" >"$work/inspect_ckpt.log" 2>&1
+    rc_ckpt=$?
+    if [ "$rc_shard" = 4 ] && grep -qF "shard '$locked' cannot be read: Permission denied" "$work/inspect_shard.log" &&
+       ! grep -qF "$advice" "$work/inspect_shard.log" && [ "$rc_ckpt" = 5 ] &&
+       grep -qF "cannot be read: Permission denied" "$work/inspect_ckpt.log" && ! grep -qF "move it out" "$work/inspect_ckpt.log"; then
+      echo "ok   inspect_permission: an unreadable shard (exit 4) and checkpoint (exit 5): Permission denied, no rewrite or move"
+      passed=$((passed + 1))
+    else
+      echo "FAIL inspect_permission: shard exit $rc_shard, checkpoint exit $rc_ckpt: $(cat "$work/inspect_shard.log" "$work/inspect_ckpt.log" | tail -6)"
+      failures=$((failures + 1))
+    fi
+  fi
   as_user=()
 else
-  echo "skip data_permission, run_dir_permission: setpriv cannot switch to user nobody here"
+  echo "skip data_permission, run_dir_permission, shard_permission, checkpoint_permission, inspect_permission: setpriv cannot switch to user nobody here"
 fi
 
 # -- models too large for memory (exit 3): the numbers, before anything is allocated

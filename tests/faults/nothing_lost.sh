@@ -8,6 +8,10 @@
 #   bitflip     a byte flipped in a checkpoint's parameter or momentum data (random offsets, fixed seed): --resume
 #               and `inspect` refuse it naming the array, with the fallback; an empty or garbage newest
 #               checkpoint gets the same fallback
+#   treeflip    bits flipped in the chunk index (v1 B-tree nodes, which the 1.8 format does not checksum) of a
+#               checkpoint and of shards (tests/faults/flip_chunk_index.py, fixed seed): every flip that changes a
+#               value h5py reads is refused by `inspect` naming the array (exit 5) or dataset (exit 4); a chunk
+#               moved out of the index is refused by --resume (exit 5) and by training on the split (exit 4)
 #   otherrun    a checkpoint of another run in checkpoints/: --resume refuses it naming both runs
 #   trim        after a checkpoint is lost, --resume re-runs the epoch: metrics.jsonl holds each epoch once and
 #               no torn line
@@ -21,7 +25,7 @@
 set -uo pipefail
 bin=$1 src=$2 scratch=$3
 shift 3
-cases=${*:-overwrite concurrent stray bitflip otherrun trim diskfull signals prepare}
+cases=${*:-overwrite concurrent stray bitflip treeflip otherrun trim diskfull signals prepare}
 mkdir -p "$scratch"
 work=$(mktemp -d "$scratch/nothing_lost.XXXXXX")
 mounted=""
@@ -195,6 +199,53 @@ PY
     ok "bitflip: 6 bytes flipped in params/velocity chunks and an empty and a garbage checkpoint: all 8 refused (exit 5) naming the array and the fallback"
   else
     fail "bitflip: $refused of $tried refused"
+  fi
+fi
+
+# flip_first_tree FILE OFFSET: flips bit 0x10 at OFFSET into FILE's first chunk-index node (+39: the top byte of the
+# first chunk's recorded position, so HDF5 no longer finds that chunk and would read it as zeros).
+flip_first_tree() {
+  python3 -c "import sys; p=sys.argv[1]; d=bytearray(open(p,'rb').read()); t=d.find(b'TREE'); d[t+int(sys.argv[2])]^=0x10; open(p,'wb').write(d)" "$1" "$2"
+}
+
+if [[ " $cases " == *" treeflip "* ]]; then
+  base=$work/tree-base
+  train "$job" "${tiny[@]}" --set run.dir="$base" --set train.epochs=1 >"$work/tree-a.log" 2>&1 || fail "treeflip: first run failed"
+  newest=$(ls "$base/checkpoints" | tail -1)
+  if "$h5python" "$src/tests/faults/flip_chunk_index.py" "$bin" checkpoint "$base/checkpoints/$newest" "$work/tree-ckpt" \
+       >"$work/tree-ckpt.log" 2>&1; then
+    ok "treeflip: checkpoint: $(head -1 "$work/tree-ckpt.log")"
+  else
+    fail "treeflip: checkpoint: $(head -6 "$work/tree-ckpt.log")"
+  fi
+  d=$work/tree-resume
+  cp -a "$base" "$d"
+  flip_first_tree "$d/checkpoints/$newest" 39
+  if resume_refused tree-resume "$d" "array 'params' has chunk 1 of 1 (from element [0]) missing from its chunk index" \
+       "move it out of '$d/checkpoints'"; then
+    ok "treeflip: --resume from a checkpoint whose 'params' chunk left the index: refused (exit 5) naming it"
+  else
+    fail "treeflip: --resume"
+  fi
+  # Shards of 4 chunks each (256 samples, 64 a chunk), so an index node holds several entries.
+  "$bin" prepare synthetic --shape 1,8,8 --classes 3 --samples 512 --test-samples 16 --shards 2 --out "$work/chunky" \
+    >/dev/null || fail "treeflip: prepare failed"
+  if "$h5python" "$src/tests/faults/flip_chunk_index.py" "$bin" split "$work/chunky/train" "$work/tree-split" \
+       >"$work/tree-split.log" 2>&1; then
+    ok "treeflip: shards: $(head -1 "$work/tree-split.log")"
+  else
+    fail "treeflip: shards: $(head -6 "$work/tree-split.log")"
+  fi
+  cp -a "$work/chunky" "$work/chunky-flipped"
+  victim=$work/chunky-flipped/train/shard-00000-of-00002.h5
+  flip_first_tree "$victim" 39
+  train "$job" "${tiny[@]}" --set data.train="$work/chunky-flipped/train" --set run.dir="$work/tree-train" \
+    --set train.epochs=1 >"$work/tree-train.log" 2>&1
+  rc=$?
+  if [ "$rc" = 4 ] && both_ranks "$work/tree-train.log" "shard '$victim' is damaged: its dataset 'images' has chunk 1 of 4"; then
+    ok "treeflip: training on a shard whose first 'images' chunk left the index: refused at open (exit 4) naming it"
+  else
+    fail "treeflip: training on the flipped shard: exit $rc: $(grep -h -A1 '(exit' "$work/tree-train.log" | head -2)"
   fi
 fi
 

@@ -3,18 +3,40 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 
+#include "common/crc32c.h"
 #include "obs/tensorboard_writer.h"
-#include "util/crc32c.h"
 
 using namespace ringtrain;
 
 TEST(Crc32c, MatchesTheStandardCheckValues) {
-  EXPECT_EQ(util::crc32c("123456789", 9), 0xE3069283u);  // the CRC-32C check value (RFC 3720)
-  EXPECT_EQ(util::crc32c("", 0), 0u);
+  EXPECT_EQ(crc32c("123456789", 9), 0xE3069283u);  // the CRC-32C check value (RFC 3720)
+  EXPECT_EQ(crc32c("", 0), 0u);
+}
+
+// The 8-byte step and the byte tail agree with the bit-at-a-time definition at every length and alignment, and
+// a CRC extended block by block equals the CRC of the whole.
+TEST(Crc32c, EightBytesAStepMatchesTheDefinitionAndExtends) {
+  std::string bytes;
+  for (int i = 0; i < 300; ++i) bytes.push_back(static_cast<char>(i * 37 + 11));
+  const auto bitwise = [](const char* p, std::size_t n) {
+    uint32_t crc = 0xFFFFFFFFu;
+    for (std::size_t i = 0; i < n; ++i) {
+      crc ^= static_cast<uint8_t>(p[i]);
+      for (int k = 0; k < 8; ++k) crc = (crc & 1) ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
+    }
+    return ~crc;
+  };
+  for (std::size_t offset = 0; offset < 8; ++offset)
+    for (std::size_t n = 0; n + offset <= 100; ++n)
+      ASSERT_EQ(crc32c(bytes.data() + offset, n), bitwise(bytes.data() + offset, n)) << offset << "+" << n;
+  for (std::size_t split = 0; split <= bytes.size(); split += 13)
+    EXPECT_EQ(crc32c_extend(crc32c(bytes.data(), split), bytes.data() + split, bytes.size() - split),
+              crc32c(bytes.data(), bytes.size()));
 }
 
 TEST(TensorBoard, TensorBoardReadsBackEveryScalar) {
