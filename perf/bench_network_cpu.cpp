@@ -5,7 +5,7 @@
 // reports (Network::train_flops_per_sample). After the timed loop, one more step runs under the per-layer
 // profile (model/layer_profile.h) and its table is printed to stderr: where the step's time goes.
 // The *_bf16 cases are the same steps with oneDNN's products on bf16 operands (train.precision = "bf16"); their
-// GFLOP/s count the same FLOPs, not fp32 ones.
+// GFLOP/s count the same FLOPs, not fp32 ones. *_unfused turns the graph's fusion pass off (run.fuse_layers).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -27,13 +27,15 @@ struct NetworkCase {
   model::Shape sample;
   int classes;
   kernels::cpu::DnnlMath math = kernels::cpu::DnnlMath::fp32;
+  bool fuse = true;  // the graph's fusion pass (run.fuse_layers)
 };
 
 class StepBench {
  public:
   StepBench(const NetworkCase& c, int batch)
       : job_(config::load_job(std::string(RINGTRAIN_SOURCE_DIR) + "/" + c.job, {})), cpu_(1, c.math),
-        net_(job_.model.layers, cpu_, c.sample.with_batch(batch), c.classes),
+        net_(job_.model.layers, cpu_, c.sample.with_batch(batch), c.classes,
+             {.share_memory = true, .fuse = c.fuse, .budget = {}}),
         optimizer_(model::make_optimizer(job_.optimizer, net_)),
         batch_(batch) {
     const auto params = net_.initial_params(job_.train.seed);
@@ -98,10 +100,13 @@ void BM_NetworkStep(benchmark::State& state, const NetworkCase& c) {
 
 const NetworkCase kFashionMnist{"jobs/fashion_mnist.toml", {0, 1, 28, 28}, 10};
 const NetworkCase kFashionMnistBf16{"jobs/fashion_mnist.toml", {0, 1, 28, 28}, 10, kernels::cpu::DnnlMath::bf16};
+const NetworkCase kFashionMnistUnfused{"jobs/fashion_mnist.toml", {0, 1, 28, 28}, 10, kernels::cpu::DnnlMath::fp32,
+                                      false};
 const NetworkCase kResnet50{"jobs/resnet50_synthetic.toml", {0, 3, 224, 224}, 1000};
 const NetworkCase kResnet50Bf16{"jobs/resnet50_synthetic.toml", {0, 3, 224, 224}, 1000, kernels::cpu::DnnlMath::bf16};
 BENCHMARK_CAPTURE(BM_NetworkStep, fashion_mnist, kFashionMnist)->Arg(64)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_NetworkStep, fashion_mnist_bf16, kFashionMnistBf16)->Arg(64)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_NetworkStep, fashion_mnist_unfused, kFashionMnistUnfused)->Arg(64)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_NetworkStep, resnet50, kResnet50)->Arg(4)->Unit(benchmark::kMillisecond)->MinTime(5.0);
 BENCHMARK_CAPTURE(BM_NetworkStep, resnet50_bf16, kResnet50Bf16)->Arg(4)->Unit(benchmark::kMillisecond)->MinTime(5.0);
 

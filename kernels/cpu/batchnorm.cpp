@@ -51,20 +51,33 @@ double channel_centred_squares(const BatchNormShape& s, const float* x, int c, f
   return sum_row(partial, s.spatial);
 }
 
-// y = x * scale + shift over every plane of channel c.
-void affine_channel(const BatchNormShape& s, int c, const float* x, float scale, float shift, float* y) {
+// y = x * scale + shift over every plane of channel c; with relu, then max(y, 0) written as relu_forward writes
+// it (a NaN passes through), so the fused pass gives relu_forward's bits.
+void affine_channel(const BatchNormShape& s, int c, const float* x, float scale, float shift, float* y, bool relu) {
   for (int n = 0; n < s.batch; ++n) {
     const float* __restrict src = plane(s, x, n, c);
     float* __restrict dst = y + (std::ptrdiff_t{n} * s.channels + c) * s.spatial;
-    for (int i = 0; i < s.spatial; ++i) dst[i] = src[i] * scale + shift;
+    if (relu) {
+      for (int i = 0; i < s.spatial; ++i) {
+        const float v = src[i] * scale + shift;
+        dst[i] = v < 0.0f ? 0.0f : v;
+      }
+    } else {
+      for (int i = 0; i < s.spatial; ++i) dst[i] = src[i] * scale + shift;
+    }
   }
+}
+
+// The output gradient as the layer after a fused ReLU passes it: dy where the output is positive, else 0.
+inline float masked(const float* relu_y, const float* dy, std::ptrdiff_t i) {
+  return relu_y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
 }  // namespace
 
 void batchnorm_forward_train(const BatchNormShape& s, const float* x, const float* gamma, const float* beta,
                              float momentum, float eps, float* running_mean, float* running_var, float* y,
-                             float* saved_mean, float* saved_inv_std) {
+                             float* saved_mean, float* saved_inv_std, bool relu) {
   const double count = static_cast<double>(s.batch) * s.spatial;
   if (count <= 0) return;
   std::vector<float> partial(static_cast<std::size_t>(s.spatial));
@@ -78,21 +91,22 @@ void batchnorm_forward_train(const BatchNormShape& s, const float* x, const floa
     running_mean[c] = static_cast<float>((1.0 - momentum) * running_mean[c] + momentum * mean);
     running_var[c] = static_cast<float>((1.0 - momentum) * running_var[c] + momentum * unbiased);
     const double scale = gamma[c] * inv_std;
-    affine_channel(s, c, x, static_cast<float>(scale), static_cast<float>(beta[c] - mean * scale), y);
+    affine_channel(s, c, x, static_cast<float>(scale), static_cast<float>(beta[c] - mean * scale), y, relu);
   }
 }
 
 void batchnorm_forward_infer(const BatchNormShape& s, const float* x, const float* gamma, const float* beta,
-                             const float* running_mean, const float* running_var, float eps, float* y) {
+                             const float* running_mean, const float* running_var, float eps, float* y, bool relu) {
   for (int c = 0; c < s.channels; ++c) {
     const double scale = gamma[c] / std::sqrt(static_cast<double>(running_var[c]) + eps);
-    affine_channel(s, c, x, static_cast<float>(scale), static_cast<float>(beta[c] - running_mean[c] * scale), y);
+    affine_channel(s, c, x, static_cast<float>(scale), static_cast<float>(beta[c] - running_mean[c] * scale), y,
+                   relu);
   }
 }
 
 void batchnorm_backward(const BatchNormShape& s, const float* x, const float* dy, const float* gamma,
                         const float* saved_mean, const float* saved_inv_std, float* dx, float* dgamma,
-                        float* dbeta) {
+                        float* dbeta, const float* relu_y) {
   const double count = static_cast<double>(s.batch) * s.spatial;
   if (count <= 0) return;
   std::vector<float> partial_dy(static_cast<std::size_t>(s.spatial)), partial_dy_xc(partial_dy.size());
@@ -106,9 +120,18 @@ void batchnorm_backward(const BatchNormShape& s, const float* x, const float* dy
     for (int n = 0; n < s.batch; ++n) {
       const float* __restrict xs = plane(s, x, n, c);
       const float* __restrict g = plane(s, dy, n, c);
-      for (int i = 0; i < s.spatial; ++i) {
-        pa[i] += g[i];
-        pb[i] += g[i] * (xs[i] - mean);
+      if (relu_y) {
+        const float* __restrict ys = plane(s, relu_y, n, c);
+        for (int i = 0; i < s.spatial; ++i) {
+          const float gi = masked(ys, g, i);
+          pa[i] += gi;
+          pb[i] += gi * (xs[i] - mean);
+        }
+      } else {
+        for (int i = 0; i < s.spatial; ++i) {
+          pa[i] += g[i];
+          pb[i] += g[i] * (xs[i] - mean);
+        }
       }
     }
     const double sum_dy = sum_row(pa, s.spatial);
@@ -126,7 +149,12 @@ void batchnorm_backward(const BatchNormShape& s, const float* x, const float* dy
       const float* __restrict xs = plane(s, x, n, c);
       const float* __restrict g = plane(s, dy, n, c);
       float* __restrict d = dx + (std::ptrdiff_t{n} * s.channels + c) * s.spatial;
-      for (int i = 0; i < s.spatial; ++i) d[i] = af * g[i] + bf * (xs[i] - mean) + kf;
+      if (relu_y) {
+        const float* __restrict ys = plane(s, relu_y, n, c);
+        for (int i = 0; i < s.spatial; ++i) d[i] = af * masked(ys, g, i) + bf * (xs[i] - mean) + kf;
+      } else {
+        for (int i = 0; i < s.spatial; ++i) d[i] = af * g[i] + bf * (xs[i] - mean) + kf;
+      }
     }
   }
 }

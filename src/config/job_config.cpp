@@ -93,6 +93,9 @@ const std::vector<KeyRule> kKeys = {
      "steps between cross-rank parameter checksum comparisons (0: after each epoch only)"},
     {"run", "profile_layers", Kind::boolean, false,
      "time every layer in the first epoch (device synchronised around each: slower) and print the table"},
+    {"run", "fuse_layers", Kind::boolean, true,
+     "fuse batch norm with the ReLU after it into one pass where the backend can (CPU: yes; CUDA: not yet, runs them "
+     "apart); the numbers are the same either way"},
     {"run", "trace", Kind::boolean, false,
      "write <run.dir>/trace-rank<R>.json (Chrome trace events, opens in Perfetto): step phases, one track per bucket"},
     {"run", "trace_steps", Kind::integer, int64_t{50}, "the trace keeps the last this many steps (bounded size)"},
@@ -532,6 +535,7 @@ void read_run(Reader& r, JobConfig& c) {
   c.run.keep_checkpoints = static_cast<int>(r.integer("run", "keep_checkpoints", 1, 1000000));
   c.run.consistency_every = r.integer("run", "consistency_every", 0, INT64_MAX);
   c.run.profile_layers = r.boolean("run", "profile_layers");
+  c.run.fuse_layers = r.boolean("run", "fuse_layers");
   c.run.trace = r.boolean("run", "trace");
   c.run.trace_steps = static_cast<int>(r.integer("run", "trace_steps", 1, 1000000));
   c.run.tensorboard = r.boolean("run", "tensorboard");

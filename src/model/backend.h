@@ -44,6 +44,9 @@ struct BatchNormBuffers {
 
 struct BatchNormSettings {
   double momentum = 0.1, epsilon = 1e-5;
+  // A ReLU follows in the same operation (the graph fused it: Backend::fuses_batchnorm_relu); backward then masks
+  // dy by the forward's output.
+  bool relu = false;
 };
 
 // A small device-to-host copy queued in stream order and read once it has landed, so the host learns a step's
@@ -117,14 +120,18 @@ class Backend {
   virtual void dense_backward(const DenseShape& s, const float* x, const float* w, const float* dy, float* dx,
                               float* dw, float* dbias) = 0;
 
-  // ---- batch norm: running = (1-momentum)*running + momentum*batch, unbiased variance for running_var
+  // ---- batch norm: running = (1-momentum)*running + momentum*batch, unbiased variance for running_var.
+  // y (backward) is the forward's output, read only when settings.relu.
   virtual void batchnorm_forward_train(const BatchNormShape& s, const BatchNormSettings& settings, const float* x,
                                        const BatchNormBuffers& b, float* y) = 0;
   virtual void batchnorm_forward_infer(const BatchNormShape& s, const BatchNormSettings& settings, const float* x,
                                        const BatchNormBuffers& b, float* y) = 0;
   virtual void batchnorm_backward(const BatchNormShape& s, const BatchNormSettings& settings, const float* x,
-                                  const float* dy, const BatchNormBuffers& b, float* dx, float* dgamma,
-                                  float* dbeta) = 0;
+                                  const float* y, const float* dy, const BatchNormBuffers& b, float* dx,
+                                  float* dgamma, float* dbeta) = 0;
+  // Whether batch norm takes a following ReLU into the same operation (settings.relu), with numbers identical to
+  // running them apart. Where not, the graph keeps the ReLU as its own step.
+  virtual bool fuses_batchnorm_relu() const { return false; }
 
   // ---- pooling: `saved` is what forward keeps for backward on this backend, pool_saved_bytes() of it (the CPU
   // twin keeps the winners of max pooling); x and y are the forward's input and output.

@@ -37,7 +37,7 @@ MemoryUse Step::memory_use() const {
   return {.backward_reads_output = relu, .output = OutputMemory::may_overwrite_input};
 }
 
-Graph::Graph(const std::vector<config::LayerSpec>& specs, Backend& backend, Shape input) {
+Graph::Graph(const std::vector<config::LayerSpec>& specs, Backend& backend, Shape input, bool fuse) : fuse_(fuse) {
   add_value(input, -1);
   output_ = emit_chain(specs, kInput, SeedPath{}, 0, backend);
 }
@@ -68,6 +68,8 @@ int Graph::emit_chain(const std::vector<config::LayerSpec>& specs, int input, co
     steps_.push_back({Step::Kind::layer, layer, {current}, output, false, seed});
     layer_order_.push_back(layer);
     current = output;
+    // The ReLU's spec is consumed with the layer that took it on; the chain's next layer keeps its own index.
+    if (fuse_ && i + 1 < specs.size() && specs[i + 1].kind == config::LayerKind::relu && layer->fuse_relu()) ++i;
   }
   return current;
 }

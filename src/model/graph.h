@@ -1,7 +1,9 @@
 // Owns the model as the network runs it: a list of steps, in forward order, over numbered values (tensors).
 // A step is a layer (one input) or a residual join (body + shortcut, then optional ReLU). Residual blocks and
 // their nesting exist only while the graph is built from the job file's specs; afterwards there are values,
-// who produces each and who reads it, which is all the memory plan and the executor need.
+// who produces each and who reads it, which is all the memory plan and the executor need. Building is also the
+// fusion pass: a layer that can take on the ReLU after it in its chain (Layer::fuse_relu: batch norm where the
+// backend fuses it) becomes one step, and the ReLU no step at all.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -47,7 +49,8 @@ class Graph {
  public:
   // Makes every layer (model/layers/) and sets it up for `input` (the largest batch). Throws JobFileError
   // naming the layer when a shape cannot work, or the residual block whose body and shortcut disagree.
-  Graph(const std::vector<config::LayerSpec>& specs, Backend& backend, Shape input);
+  // fuse: run the fusion pass (false keeps every layer a step of its own, to show fusion changes no number).
+  Graph(const std::vector<config::LayerSpec>& specs, Backend& backend, Shape input, bool fuse = true);
 
   const std::vector<Value>& values() const { return values_; }
   const std::vector<Step>& steps() const { return steps_; }
@@ -67,6 +70,7 @@ class Graph {
   std::vector<Value> values_;
   std::vector<Step> steps_;
   int output_ = kInput;
+  bool fuse_ = true;
 };
 
 }  // namespace ringtrain::model

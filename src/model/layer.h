@@ -88,6 +88,13 @@ class Layer {
   virtual void forward(const ForwardPass& pass) = 0;
   virtual void backward(const BackwardPass& pass) = 0;
 
+  // Takes on the ReLU that follows it in its chain: applies it to its output in the same operation and its mask
+  // in backward, with the numbers a separate ReLU would give. False where the layer or its backend cannot; the
+  // graph then keeps the ReLU as a step of its own. Called once, after setup.
+  virtual bool fuse_relu() { return false; }
+  // What fusion added to the layer, for the model summary ("+ relu, fused"; "" for nothing).
+  virtual std::string fused() const { return ""; }
+
   virtual double forward_flops_per_sample() const { return 0; }  // after setup
   virtual double backward_flops_per_sample(bool need_dx) const {
     return 2 * forward_flops_per_sample() * (need_dx ? 1 : 0.5);

@@ -46,8 +46,13 @@ void profiled(const Layer& layer, bool backward, Work&& work) {
 std::string Shape::str() const { return fmt::format("{}x{}x{}x{}", n, c, h, w); }
 
 Network::Network(const std::vector<config::LayerSpec>& layers, Backend& backend, Shape input, int classes,
-                 bool share_memory, const MemoryBudget& budget)
-    : backend_(backend), input_(input), classes_(classes), graph_(layers, backend, input), plan_(graph_, share_memory) {
+                 const NetworkOptions& options)
+    : backend_(backend),
+      input_(input),
+      classes_(classes),
+      graph_(layers, backend, input, options.fuse),
+      plan_(graph_, options.share_memory) {
+  const MemoryBudget& budget = options.budget;
   output_ = graph_.values()[static_cast<size_t>(graph_.output())].shape;
   if (output_.per_sample() != classes)
     throw JobFileError(fmt::format("the model ends in {} values per sample (shape {}), but the dataset has {} "
@@ -268,7 +273,8 @@ std::vector<float> Network::initial_states() const {
 std::string Network::summary() const {
   std::string out = fmt::format("input {} -> output {}\n", input_.with_batch(1).str(), output_.with_batch(1).str());
   for (const Layer* layer : graph_.layers())
-    out += fmt::format("  {:<40} {:>10} params {:>10.2f} MFLOP/sample fwd\n", layer->describe(),
+    out += fmt::format("  {:<40} {:>10} params {:>10.2f} MFLOP/sample fwd\n",
+                       layer->fused().empty() ? layer->describe() : layer->describe() + " " + layer->fused(),
                        layer_param_range(*layer).second, layer->forward_flops_per_sample() / 1e6);
   return out;
 }

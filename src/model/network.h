@@ -47,14 +47,20 @@ struct MemoryBudget {
   double caller_bytes_per_parameter = 0;
 };
 
+// How a network is built: options that change memory or kernels, never the numbers.
+struct NetworkOptions {
+  bool share_memory = true;  // false: every activation and gradient its own buffer
+  bool fuse = true;          // false: no fusion (model/graph.h), every layer a step of its own
+  MemoryBudget budget;       // checked before anything is allocated
+};
+
 class Network {
  public:
   // `input` is one batch at its largest (N = max batch). Throws JobFileError if the layers do not fit the
-  // input, the output is not `classes` logits, or the network would need more memory than `budget` (checked
-  // before anything is allocated). share_memory = false gives every activation and gradient a buffer of its own
-  // (to test that the plan changes no number).
+  // input, the output is not `classes` logits, or the network would need more memory than the budget (checked
+  // before anything is allocated). Tests turn sharing and fusion off to show they change no number.
   Network(const std::vector<config::LayerSpec>& layers, Backend& backend, Shape input, int classes,
-          bool share_memory = true, const MemoryBudget& budget = {});
+          const NetworkOptions& options = {});
 
   // The logits live in the plan's arena until the next forward. `seed` makes dropout masks reproducible.
   Tensor forward(const Tensor& x, Mode mode, uint64_t seed);

@@ -39,8 +39,10 @@ std::unique_ptr<model::Network> build_network(const RunContext& run, const model
                                               double loader_bytes) {
   std::unique_ptr<model::Network> net;
   run.world.all_succeed([&] {
-    net = std::make_unique<model::Network>(run.job.model.layers, run.backend, input, classes, true,
-                                           memory_budget(run, loader_bytes));
+    net = std::make_unique<model::Network>(
+        run.job.model.layers, run.backend, input, classes,
+        model::NetworkOptions{.share_memory = true, .fuse = run.job.run.fuse_layers,
+                              .budget = memory_budget(run, loader_bytes)});
   });
   return net;
 }

@@ -1,6 +1,6 @@
 // Proves the model as assembled from a job file: parameter layout and counts, FLOP accounting, shape errors
 // that name the layer, gradients of a whole network (residual blocks, nested ones included) against finite
-// differences, and that the memory plan changes no number.
+// differences, and that the memory plan and the fusion pass change no number.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -212,7 +212,7 @@ TEST(Network, TheMemoryPlanChangesNoNumberAndSavesMemory) {
   };
   auto run = [&](bool share) {
     backend::CpuBackend cpu(1);
-    model::Network net(layers, cpu, input, 4, share);
+    model::Network net(layers, cpu, input, 4, {.share_memory = share, .fuse = true, .budget = {}});
     auto params = net.initial_params(3);
     std::copy(params.begin(), params.end(), net.params());
     std::fill(net.grads(), net.grads() + net.param_count(), 0.0f);
@@ -249,6 +249,66 @@ TEST(Network, DropoutIsIdentityInEvaluation) {
   EXPECT_EQ(first, std::vector<float>(b.data, b.data + 6));
   const auto c = net.forward({x.data(), net.input_shape()}, model::Mode::train, 3);
   EXPECT_NE(first, std::vector<float>(c.data, c.data + 6));
+}
+
+// The fusion pass: batch norm takes on the ReLU right after it in its chain, and nothing else fuses (a ReLU after
+// a convolution or a dense layer, a batch norm before a residual join, a ReLU a join applies itself). Fused or
+// not, logits in training and in evaluation, every gradient and the running statistics are the same bits.
+TEST(Network, FusingBatchNormWithItsReluChangesNoNumber) {
+  auto block = layer(LayerKind::residual);
+  block.body = {layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm), layer(LayerKind::relu),
+                layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm)};  // bn, then the join's ReLU
+  const std::vector<LayerSpec> layers{layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm),
+                                      layer(LayerKind::relu),  // fuses
+                                      block,
+                                      layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::relu),  // does not
+                                      layer(LayerKind::batchnorm), layer(LayerKind::maxpool, 2),    // does not
+                                      layer(LayerKind::flatten), layer(LayerKind::dense, 8), layer(LayerKind::relu),
+                                      layer(LayerKind::dense, 3)};
+  const model::Shape input{4, 2, 6, 6};
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.5f, 1.0f);  // a mean off zero, so the ReLUs cut a good share
+  std::vector<float> x(static_cast<size_t>(input.elements()));
+  for (auto& v : x) v = normal(rng);
+  const std::vector<int32_t> labels{0, 2, 1, 2};
+
+  struct Result {
+    std::string summary;
+    std::vector<float> train_logits, eval_logits, grads, states;
+  };
+  auto run = [&](bool fuse) {
+    backend::CpuBackend cpu(1);
+    model::Network net(layers, cpu, input, 3, {.share_memory = true, .fuse = fuse, .budget = {}});
+    const auto params = net.initial_params(4), states = net.initial_states();
+    std::copy(params.begin(), params.end(), net.params());
+    std::copy(states.begin(), states.end(), net.states());
+    std::fill(net.grads(), net.grads() + net.param_count(), 0.0f);
+    Result r{net.summary(), {}, {}, {}, {}};
+    const auto logits = net.forward({x.data(), input}, model::Mode::train, 1);
+    r.train_logits.assign(logits.data, logits.data + logits.shape.elements());
+    std::vector<float> dlogits(r.train_logits.size());
+    loss_of(net, logits, labels, dlogits.data());
+    net.backward({dlogits.data(), logits.shape}, nullptr);
+    r.grads.assign(net.grads(), net.grads() + net.param_count());
+    r.states.assign(net.states(), net.states() + net.state_count());
+    const auto eval = net.forward({x.data(), input}, model::Mode::eval, 2);
+    r.eval_logits.assign(eval.data, eval.data + eval.shape.elements());
+    return r;
+  };
+  const Result apart = run(false), fused = run(true);
+  const auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(fused.summary, "batchnorm + relu, fused"), 2u) << fused.summary;  // the first, the block's first
+  EXPECT_EQ(count(apart.summary, "fused"), 0u) << apart.summary;
+  EXPECT_EQ(fused.train_logits, apart.train_logits);
+  EXPECT_EQ(fused.eval_logits, apart.eval_logits);
+  EXPECT_EQ(fused.states, apart.states);
+  ASSERT_EQ(fused.grads.size(), apart.grads.size());
+  for (size_t i = 0; i < fused.grads.size(); ++i) ASSERT_EQ(fused.grads[i], apart.grads[i]) << "gradient " << i;
+  EXPECT_GT(std::count_if(fused.grads.begin(), fused.grads.end(), [](float g) { return g != 0.0f; }), 100);
 }
 
 }  // namespace

@@ -146,17 +146,18 @@ void CpuBackend::batchnorm_forward_train(const model::BatchNormShape& s, const m
                                          const float* x, const model::BatchNormBuffers& b, float* y) {
   kc::batchnorm_forward_train(s, x, b.gamma, b.beta, static_cast<float>(settings.momentum),
                               static_cast<float>(settings.epsilon), b.running_mean, b.running_var, y, b.saved_mean,
-                              b.saved_inv_std);
+                              b.saved_inv_std, settings.relu);
 }
 void CpuBackend::batchnorm_forward_infer(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                          const float* x, const model::BatchNormBuffers& b, float* y) {
   kc::batchnorm_forward_infer(s, x, b.gamma, b.beta, b.running_mean, b.running_var,
-                              static_cast<float>(settings.epsilon), y);
+                              static_cast<float>(settings.epsilon), y, settings.relu);
 }
-void CpuBackend::batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings&, const float* x,
-                                    const float* dy, const model::BatchNormBuffers& b, float* dx, float* dgamma,
-                                    float* dbeta) {
-  kc::batchnorm_backward(s, x, dy, b.gamma, b.saved_mean, b.saved_inv_std, dx, dgamma, dbeta);
+void CpuBackend::batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
+                                    const float* x, const float* y, const float* dy, const model::BatchNormBuffers& b,
+                                    float* dx, float* dgamma, float* dbeta) {
+  kc::batchnorm_backward(s, x, dy, b.gamma, b.saved_mean, b.saved_inv_std, dx, dgamma, dbeta,
+                         settings.relu ? y : nullptr);
 }
 
 // Pooling runs on oneDNN's JIT kernels in our layout: 2-3x our loops on the model's 2x2 max pools

@@ -51,8 +51,10 @@ class CpuBackend final : public model::Backend {
   void batchnorm_forward_infer(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                const float* x, const model::BatchNormBuffers& b, float* y) override;
   void batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings, const float* x,
-                          const float* dy, const model::BatchNormBuffers& b, float* dx, float* dgamma,
+                          const float* y, const float* dy, const model::BatchNormBuffers& b, float* dx, float* dgamma,
                           float* dbeta) override;
+  // One pass each way: the ReLU's forward and its mask in backward ride in batch norm's own loops.
+  bool fuses_batchnorm_relu() const override { return true; }
   std::size_t pool_saved_bytes(const model::PoolShape& s, model::PoolMode mode) const override;
   void pool_forward(const model::PoolShape& s, model::PoolMode mode, const float* x, float* y, void* saved) override;
   void pool_backward(const model::PoolShape& s, model::PoolMode mode, const float* x, const float* y,

@@ -84,7 +84,7 @@ class CudaBackend final : public model::Backend {
   void batchnorm_forward_infer(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                const float* x, const model::BatchNormBuffers& b, float* y) override;
   void batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings, const float* x,
-                          const float* dy, const model::BatchNormBuffers& b, float* dx, float* dgamma,
+                          const float* y, const float* dy, const model::BatchNormBuffers& b, float* dx, float* dgamma,
                           float* dbeta) override;
   std::size_t pool_saved_bytes(const model::PoolShape&, model::PoolMode) const override { return 0; }
   void pool_forward(const model::PoolShape& s, model::PoolMode mode, const float* x, float* y, void* saved) override;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "backend/cuda/cuda_backend_state.h"
+#include "common/error.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dropout.h"
 #include "kernels/cuda/elementwise.h"
@@ -66,18 +67,31 @@ void CudaBackend::dense_backward(const model::DenseShape& s, const float* x, con
   if (dx) blas().sgemm(Transpose::no, Transpose::no, s.batch, s.in, s.out, 1.0f, dy, s.out, w, s.in, 0.0f, dx, s.in);
 }
 
+namespace {
+
+// fuses_batchnorm_relu() is false here, so the graph never asks for a fused ReLU; asking anyway is a bug.
+void refuse_fused_relu(const model::BatchNormSettings& settings) {
+  if (settings.relu)
+    throw Error(ExitCode::internal, "batch norm with a fused ReLU asked of the CUDA backend, which runs them apart");
+}
+
+}  // namespace
+
 void CudaBackend::batchnorm_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                           const float* x, const model::BatchNormBuffers& b, float* y) {
+  refuse_fused_relu(settings);
   dnn().batchnorm_forward_train(s, x, b.gamma, b.beta, settings.momentum, settings.epsilon, b.running_mean,
                                 b.running_var, y, b.saved_mean, b.saved_inv_std);
 }
 void CudaBackend::batchnorm_forward_infer(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                           const float* x, const model::BatchNormBuffers& b, float* y) {
+  refuse_fused_relu(settings);
   dnn().batchnorm_forward_infer(s, x, b.gamma, b.beta, b.running_mean, b.running_var, settings.epsilon, y);
 }
 void CudaBackend::batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
-                                     const float* x, const float* dy, const model::BatchNormBuffers& b, float* dx,
-                                     float* dgamma, float* dbeta) {
+                                     const float* x, const float*, const float* dy, const model::BatchNormBuffers& b,
+                                     float* dx, float* dgamma, float* dbeta) {
+  refuse_fused_relu(settings);
   dnn().batchnorm_backward(s, x, dy, b.gamma, b.saved_mean, b.saved_inv_std, settings.epsilon, dx, dgamma, dbeta);
 }
 

@@ -1,5 +1,5 @@
 // Owns spatial batch normalisation: per channel over N x H x W, batch statistics in training (running ones
-// updated), running statistics in evaluation.
+// updated), running statistics in evaluation; with the ReLU after it fused where the backend can.
 #include "model/layers/layers.h"
 #include "model/layers/leaf_layer.h"
 
@@ -15,7 +15,13 @@ class BatchNorm final : public LeafLayer {
     return out_;
   }
   std::size_t kept_bytes() const override { return 2 * sizeof(float) * static_cast<size_t>(in_.c); }
-  MemoryUse memory_use() const override { return {.backward_reads_input = true}; }
+  // A fused ReLU's mask is the output's zeros, so backward then reads the output too.
+  MemoryUse memory_use() const override { return {.backward_reads_input = true, .backward_reads_output = relu_}; }
+  bool fuse_relu() override {
+    relu_ = backend_.fuses_batchnorm_relu();
+    return relu_;
+  }
+  std::string fused() const override { return relu_ ? "+ relu, fused" : ""; }
   std::vector<ParamDecl> param_decls() const override {
     return {{"gamma", in_.c, ParamInit::ones, 1, false}, {"beta", in_.c, ParamInit::zeros, 1, false}};
   }
@@ -37,13 +43,13 @@ class BatchNorm final : public LeafLayer {
       backend_.batchnorm_forward_infer(shape_at(pass.x.shape.n), settings(), pass.x.data, buffers_, pass.y);
   }
   void backward(const BackwardPass& pass) override {
-    backend_.batchnorm_backward(shape_at(pass.dy.shape.n), settings(), pass.x.data, pass.dy.data, buffers_,
+    backend_.batchnorm_backward(shape_at(pass.dy.shape.n), settings(), pass.x.data, pass.y, pass.dy.data, buffers_,
                                 pass.dx ? pass.dx : scratch_dx(pass.dy.shape), dgamma_, dbeta_);
   }
 
  private:
   BatchNormShape shape_at(int batch) const { return {batch, in_.c, in_.h * in_.w}; }
-  BatchNormSettings settings() const { return {spec_.momentum, spec_.epsilon}; }
+  BatchNormSettings settings() const { return {spec_.momentum, spec_.epsilon, relu_}; }
   // The backends compute dx in the same pass as the parameter gradients, so a batch norm that is the network's
   // first layer (no dx wanted) writes it into a buffer of its own, made on first use.
   float* scratch_dx(const Shape& s) {
@@ -53,6 +59,7 @@ class BatchNorm final : public LeafLayer {
   BatchNormBuffers buffers_;
   DeviceBuffer saved_mean_, saved_inv_std_, unused_dx_;
   float *dgamma_ = nullptr, *dbeta_ = nullptr;
+  bool relu_ = false;
 };
 
 }  // namespace
