@@ -13,6 +13,7 @@
 
 #include "kernels/loss_totals.h"
 #include "kernels/op_shapes.h"
+#include "kernels/pixel_norm.h"
 #include "kernels/sgd_step.h"
 #include "model/device_buffer.h"
 
@@ -22,6 +23,7 @@ using kernels::BatchNormShape;
 using kernels::Conv2dShape;
 using kernels::DenseShape;
 using kernels::LossTotals;
+using kernels::PixelShape;
 using kernels::PoolMode;
 using kernels::PoolShape;
 using kernels::SgdStep;
@@ -136,6 +138,12 @@ class Backend {
   // One pass over the flat buffers; decay_mask (device memory) says where weight decay applies.
   virtual void sgd_update(int64_t n, const SgdStep& step, const uint32_t* decay_mask, const float* grad,
                           float* velocity, float* param) = 0;
+
+  // ---- input: the loader's uint8 N x C x H x W pixels (device memory) to the network's fp32 input,
+  // (x - mean[c]) / stddev[c] as kernels/pixel_norm.h defines it, bit-identical on every backend. mean and
+  // stddev: s.channels floats in device memory.
+  virtual void normalize_pixels(const PixelShape& s, const uint8_t* x, const float* mean, const float* stddev,
+                                float* y) = 0;
 };
 
 }  // namespace ringtrain::model

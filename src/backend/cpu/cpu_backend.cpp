@@ -12,6 +12,7 @@
 #include "kernels/cpu/batchnorm.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/pixel_norm.h"
 #include "kernels/cpu/sgd.h"
 #include "kernels/cpu/softmax_cross_entropy.h"
 #include "util/clock.h"
@@ -177,6 +178,14 @@ void CpuBackend::softmax_cross_entropy(int batch, int classes, const float* logi
 void CpuBackend::sgd_update(int64_t n, const model::SgdStep& step, const uint32_t* decay_mask, const float* grad,
                             float* velocity, float* param) {
   kc::sgd_momentum_update(n, step, decay_mask, grad, velocity, param);
+}
+
+// The table the loader threads normalise with (kernels/cpu/pixel_norm.h), built per call: 256 values a channel
+// are nothing beside a batch, and the same table is what makes this bit-identical to the loader's output.
+void CpuBackend::normalize_pixels(const model::PixelShape& s, const uint8_t* x, const float* mean,
+                                  const float* stddev, float* y) {
+  const std::vector<float> table = kc::pixel_table(s.channels, mean, stddev);
+  kc::normalize_pixels(s, table.data(), x, y);
 }
 
 }  // namespace ringtrain::backend

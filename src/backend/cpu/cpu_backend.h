@@ -63,6 +63,9 @@ class CpuBackend final : public model::Backend {
   void sgd_update(int64_t n, const model::SgdStep& step, const uint32_t* decay_mask, const float* grad,
                   float* velocity, float* param) override;
 
+  void normalize_pixels(const model::PixelShape& s, const uint8_t* x, const float* mean, const float* stddev,
+                        float* y) override;
+
  private:
   bool on_dnnl(const model::Conv2dShape& s);
   int threads_;

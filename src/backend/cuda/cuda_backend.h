@@ -94,6 +94,8 @@ class CudaBackend final : public model::Backend {
                              float* dlogits, model::LossTotals* totals) override;
   void sgd_update(int64_t n, const model::SgdStep& step, const uint32_t* decay_mask, const float* grad,
                   float* velocity, float* param) override;
+  void normalize_pixels(const model::PixelShape& s, const uint8_t* x, const float* mean, const float* stddev,
+                        float* y) override;
 
   // For the NCCL reducer and the tests.
   kernels::cuda::Stream stream() const;

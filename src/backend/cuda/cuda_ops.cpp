@@ -7,6 +7,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dropout.h"
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/pixel_norm.h"
 #include "kernels/cuda/sgd.h"
 #include "kernels/cuda/softmax_cross_entropy.h"
 
@@ -98,6 +99,11 @@ void CudaBackend::softmax_cross_entropy(int batch, int classes, const float* log
 void CudaBackend::sgd_update(int64_t n, const model::SgdStep& step, const uint32_t* decay_mask, const float* grad,
                              float* velocity, float* param) {
   kc::sgd_momentum_update(n, step, decay_mask, grad, velocity, param, stream());
+}
+
+void CudaBackend::normalize_pixels(const model::PixelShape& s, const uint8_t* x, const float* mean,
+                                   const float* stddev, float* y) {
+  kc::normalize_pixels(s, x, mean, stddev, y, stream());
 }
 
 }  // namespace ringtrain::backend
