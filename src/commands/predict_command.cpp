@@ -17,6 +17,7 @@
 #include "io/checkpoint_file.h"
 #include "train/batch_loader.h"
 #include "train/device_batch.h"
+#include "train/loader_work.h"
 #include "train/network_setup.h"
 #include "train/split_part.h"
 #include "train/start_point.h"
@@ -51,7 +52,7 @@ void predict_split(const train::RunContext& run, const PredictArgs& args, const 
   const model::Shape input{run.job.train.batch_per_rank, s.channels, s.height, s.width};
   const auto net = train::build_network(run, input, part.meta().num_classes, 0);
   train::restore_checkpoint(run, *net, args.checkpoint);
-  train::DeviceBatch device_batch(run.backend, input);
+  train::DeviceBatch device_batch(run.backend, input, train::batch_form(run.job, run.backend));
   const int64_t n = part.range.size(), batches = (n + input.n - 1) / input.n;
   train::BatchLoader loader(
       *part.reader, input.n, batches,
@@ -59,7 +60,7 @@ void predict_split(const train::RunContext& run, const PredictArgs& args, const 
         out.clear();
         for (int64_t k = i * input.n; k < std::min(n, (i + 1) * input.n); ++k) out.push_back(k);
       },
-      run.job.data.prefetch_batches);
+      run.job.data.prefetch_batches, train::plain_loader_work(run.job, run.world, run.backend));
   const int classes = part.meta().num_classes;
   const std::vector<std::string> names = io::named_classes(part.meta());
   std::vector<float> logits(static_cast<size_t>(input.n) * classes);

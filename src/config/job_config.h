@@ -17,6 +17,7 @@ enum class Precision { fp32, tf32, bf16 };
 enum class LrSchedule { cosine, constant };
 enum class CpuReducer { nonblocking, thread };  // MPI_Iallreduce polled from backward | a communication thread
 enum class WireFormat { fp32, bf16 };           // what a gradient all-reduce sends (dist.allreduce_dtype)
+enum class NormalizeOn { auto_detect, loader, device };  // where uint8 pixels become floats (data.normalize)
 
 struct JobConfig {
   std::filesystem::path source;  // the job file as given
@@ -26,6 +27,7 @@ struct JobConfig {
     int prefetch_batches = 4;
     train::AugmentSpec augment;  // training batches only; evaluation sees the samples as prepared
     int loader_threads = 0;      // 0: the node's cores divided among its ranks, at most 8
+    NormalizeOn normalize = NormalizeOn::auto_detect;
   } data;
 
   struct Train {

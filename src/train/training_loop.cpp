@@ -57,7 +57,7 @@ std::unique_ptr<BatchLoader> training_loader(const RunContext& run, DataPlan& da
   const int64_t batches = std::max<int64_t>(0, per_epoch * run.job.train.epochs - first_micro);
   return std::make_unique<BatchLoader>(
       data.train_reader(), plan.batch, batches, std::move(batch_of), run.job.data.prefetch_batches,
-      training_loader_work(run.job, run.world, data.meta().shape, first_micro, per_epoch));
+      training_loader_work(run.job, run.world, run.backend, data.meta().shape, first_micro, per_epoch));
 }
 
 }  // namespace
@@ -72,7 +72,7 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
       lr_(setup.lr),
       outputs_(outputs),
       baseline_(baseline),
-      batch_(run.backend, setup.data.input()),
+      batch_(run.backend, setup.data.input(), batch_form(run.job, run.backend)),
       sync_(setup.net, reducer, run.job.dist.bucket_mb),
       runner_(setup.net, sync_, run.job.optimizer, plan_.global_batch, plan_.accumulate),
       evaluator_(run, setup.net, setup.data.test(), plan_.batch, batch_),
