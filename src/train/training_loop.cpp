@@ -293,8 +293,12 @@ EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, doub
   dist::Watchdog::Scope guard(&watchdog_, "evaluation", global_step_);
   EpochReport r;
   evaluator_.average_running_statistics();
-  r.sums = {tally.train, evaluator_.run(), tally.times};
+  const io::DatasetMeta& test_meta = data_.test().meta();
+  ClassHits hits(test_meta.num_classes);
+  const Totals test = evaluator_.run([&](const EvaluatedBatch& b) { hits.add(b); });
+  r.sums = {tally.train, test, tally.times, std::move(hits)};
   r.sums.sum_across(run_.world);
+  r.worst_classes = worst_classes(r.sums.test_classes, test_meta.class_names);
   const auto steps_run = static_cast<double>(std::max<int64_t>(tally.steps_run, 1));
   const StepTimes& own = tally.times;
   r.per_rank = gather_samples(run_.world, {(own.data_wait + own.forward + own.backward + own.optimizer) / steps_run,
