@@ -1,5 +1,6 @@
-// Owns the calls into libjpeg-turbo and libpng. JPEG errors leave libjpeg through longjmp (its documented
-// recovery), so the jmp_buf frame holds no C++ object with a destructor; PNG uses libpng's simplified API.
+// Owns the calls into libjpeg-turbo and libpng. JPEG errors (and warnings, which mean corrupt data) leave
+// libjpeg through longjmp (its documented recovery), so the jmp_buf frame holds no C++ object with a
+// destructor; PNG uses libpng's simplified API.
 #include "io/image_decode.h"
 
 #include <fmt/format.h>
@@ -33,10 +34,23 @@ void jpeg_fail(j_common_ptr info) {
   std::longjmp(failure->jump, 1);
 }
 
-// Counts warnings (level < 0: corrupt or truncated data that libjpeg papers over) without printing them, as
-// the default handler would count them; decode_jpeg_into refuses an image with any.
-void jpeg_count_warning(j_common_ptr info, int level) {
-  if (level < 0) ++info->err->num_warnings;
+// A warning (level < 0: corrupt or truncated data that libjpeg would paper over with gray) ends the decoding
+// there, as an error: such an image is refused anyway, and a truncated file claiming 65535 x 65535 pixels
+// must not be decoded in full first. Trace messages (level >= 0) are not printed.
+void jpeg_stop_at_warning(j_common_ptr info, int level) {
+  if (level < 0) jpeg_fail(info);
+}
+
+// Pixels a header may claim before anything is allocated for them: a lying header (or an image no dataset
+// needs at full size) is a clear refusal, not an allocation failure.
+bool too_large(std::size_t width, std::size_t height, std::size_t channels) {
+  // height * (channels * width) > limit, by division: sides up to 2^32 (PNG allows them) cannot overflow it
+  return width > 0 && height > kMaxDecodedBytes / (channels * width);
+}
+
+std::string too_large_message(std::size_t width, std::size_t height, std::size_t channels) {
+  return fmt::format("its {} x {} x {} pixels exceed the {} MiB a decoded image may take; downscale it first",
+                     width, height, channels, kMaxDecodedBytes >> 20);
 }
 
 // Decodes into `out` (already sized by the header pass inside); returns false with `failure.message` set.
@@ -44,7 +58,7 @@ bool decode_jpeg_into(const std::vector<uint8_t>& data, DecodedImage& out, JpegF
   jpeg_decompress_struct info{};
   info.err = jpeg_std_error(&failure.manager);
   failure.manager.error_exit = jpeg_fail;
-  failure.manager.emit_message = jpeg_count_warning;
+  failure.manager.emit_message = jpeg_stop_at_warning;
   if (setjmp(failure.jump)) {
     jpeg_destroy_decompress(&info);
     return false;
@@ -53,6 +67,13 @@ bool decode_jpeg_into(const std::vector<uint8_t>& data, DecodedImage& out, JpegF
   jpeg_mem_src(&info, data.data(), static_cast<unsigned long>(data.size()));
   jpeg_read_header(&info, TRUE);
   if (info.num_components != 1) info.out_color_space = JCS_RGB;  // CMYK/YCCK too: libjpeg converts
+  const std::size_t channels = info.num_components != 1 ? 3 : 1;
+  if (too_large(info.image_width, info.image_height, channels)) {
+    std::snprintf(failure.message, sizeof failure.message, "%s",
+                  too_large_message(info.image_width, info.image_height, channels).c_str());
+    jpeg_destroy_decompress(&info);
+    return false;
+  }
   jpeg_start_decompress(&info);
   out.width = static_cast<int>(info.output_width);
   out.height = static_cast<int>(info.output_height);
@@ -64,11 +85,9 @@ bool decode_jpeg_into(const std::vector<uint8_t>& data, DecodedImage& out, JpegF
                                            static_cast<std::size_t>(out.channels);
     jpeg_read_scanlines(&info, &row, 1);
   }
-  const bool truncated = failure.manager.num_warnings > 0;
-  if (truncated) std::snprintf(failure.message, sizeof failure.message, "the JPEG data is truncated or corrupt");
   jpeg_finish_decompress(&info);
   jpeg_destroy_decompress(&info);
-  return !truncated;
+  return true;
 }
 
 DecodedImage decode_png(const fs::path& file, const std::vector<uint8_t>& data) {
@@ -79,6 +98,12 @@ DecodedImage decode_png(const fs::path& file, const std::vector<uint8_t>& data) 
   const bool alpha = (image.format & PNG_FORMAT_FLAG_ALPHA) != 0;
   const bool color = (image.format & PNG_FORMAT_FLAG_COLOR) != 0;
   image.format = color ? (alpha ? PNG_FORMAT_RGBA : PNG_FORMAT_RGB) : (alpha ? PNG_FORMAT_GA : PNG_FORMAT_GRAY);
+  const auto channels = static_cast<std::size_t>(PNG_IMAGE_SAMPLE_CHANNELS(image.format));
+  if (too_large(image.width, image.height, channels)) {
+    const std::string why = too_large_message(image.width, image.height, channels);
+    png_image_free(&image);
+    throw DataError(fmt::format("cannot decode PNG '{}': {}", file.string(), why));
+  }
   DecodedImage out{static_cast<int>(image.width), static_cast<int>(image.height),
                    static_cast<int>(PNG_IMAGE_SAMPLE_CHANNELS(image.format)), {}};
   out.pixels.resize(PNG_IMAGE_SIZE(image));

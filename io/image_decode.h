@@ -1,6 +1,7 @@
 // Owns decoding one image file (JPEG through libjpeg-turbo, PNG through libpng) into 8-bit interleaved
 // pixels, and bringing them to the channel count a dataset asks for.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -13,7 +14,11 @@ struct DecodedImage {
   std::vector<uint8_t> pixels;              // height x width x channels
 };
 
-// Throws DataError naming the file and what the library said (truncated, not an image, unsupported).
+// The most bytes (width x height x channels) a decoded image may take: 256 MiB, e.g. 9,000 x 9,000 RGB.
+inline constexpr std::size_t kMaxDecodedBytes = std::size_t{256} << 20;
+
+// Throws DataError naming the file and what the library said (truncated, corrupt, not an image,
+// unsupported), or that its header claims more than kMaxDecodedBytes of pixels.
 DecodedImage decode_image(const std::filesystem::path& file);
 
 // The channel counts convert_channels brings any decoded image to: 1 gray, 3 RGB, 4 RGBA.

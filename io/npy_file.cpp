@@ -5,11 +5,12 @@
 #include <fmt/format.h>
 
 #include <bit>
-#include <cctype>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
 
 #include "common/error.h"
 
@@ -42,6 +43,7 @@ std::string parse_descr(const fs::path& file, const std::string& header) {
   return rest.substr(1, end - 1);
 }
 
+// "(3, 4, 5)", "(6,)", "()" (or Python 2's "(3L, 4L)"): non-negative decimal dimensions, each within int64.
 std::vector<int64_t> parse_shape(const fs::path& file, const std::string& header) {
   const std::string rest = field_text(file, header, "shape");
   if (rest.empty() || rest[0] != '(') fail(file, "its header's 'shape' is not a tuple");
@@ -49,16 +51,28 @@ std::vector<int64_t> parse_shape(const fs::path& file, const std::string& header
   if (end == std::string::npos) fail(file, "its header's 'shape' is unterminated");
   std::vector<int64_t> shape;
   const std::string inner = rest.substr(1, end - 1);
-  for (std::size_t i = 0; i < inner.size();) {
-    if (!std::isdigit(static_cast<unsigned char>(inner[i]))) {
-      ++i;
-      continue;
-    }
-    std::size_t used = 0;
-    shape.push_back(std::stoll(inner.substr(i), &used));
-    i += used;
+  std::size_t i = 0;
+  while (i < inner.size()) {
+    while (i < inner.size() && (inner[i] == ' ' || inner[i] == ',')) ++i;
+    if (i == inner.size()) break;
+    int64_t dim = 0;
+    auto [stop, error] = std::from_chars(inner.data() + i, inner.data() + inner.size(), dim);
+    if (error == std::errc::result_out_of_range) fail(file, "its header's 'shape' has a dimension past 2^63");
+    if (error == std::errc() && stop != inner.data() + inner.size() && *stop == 'L') ++stop;  // Python 2's long
+    if (error != std::errc() || dim < 0 || (stop != inner.data() + inner.size() && *stop != ',' && *stop != ' '))
+      fail(file, fmt::format("its header's 'shape' {} is not a tuple of non-negative integers", rest.substr(0, end + 1)));
+    shape.push_back(dim);
+    i = static_cast<std::size_t>(stop - inner.data());
   }
   return shape;
+}
+
+// Bytes of the payload the header promises, or nothing when that passes 2^63 (no file holds it).
+std::optional<std::size_t> payload_bytes(const std::vector<int64_t>& shape, int item) {
+  int64_t bytes = item;
+  for (const int64_t d : shape)
+    if (__builtin_mul_overflow(bytes, d, &bytes)) return std::nullopt;
+  return static_cast<std::size_t>(bytes);
 }
 
 }  // namespace
@@ -98,9 +112,11 @@ NpyArray read_npy(const fs::path& file) {
   if (item == 0) fail(file, fmt::format("its dtype '{}' is not a plain number type", array.descr));
   if (item > 1 && array.descr[0] != '<' && !(array.descr[0] == '=' && std::endian::native == std::endian::little))
     fail(file, fmt::format("its dtype '{}' is big-endian; save array.astype(array.dtype.newbyteorder('<'))", array.descr));
-  const auto expected = static_cast<std::size_t>(array.elements()) * static_cast<std::size_t>(item);
-  if (data.size() - payload_start != expected)
-    fail(file, fmt::format("its header promises {} bytes of data but it holds {} (truncated or appended to)", expected,
+  const std::optional<std::size_t> expected = payload_bytes(array.shape, item);
+  if (!expected)
+    fail(file, fmt::format("its header's shape promises more than 2^63 bytes of data; it holds {}", data.size() - payload_start));
+  if (data.size() - payload_start != *expected)
+    fail(file, fmt::format("its header promises {} bytes of data but it holds {} (truncated or appended to)", *expected,
                            data.size() - payload_start));
   array.bytes.assign(data.begin() + static_cast<std::ptrdiff_t>(payload_start), data.end());
   return array;

@@ -1,6 +1,7 @@
 // Owns the decode pass of `prepare images`: worker threads take files by an atomic counter, decode, convert
-// channels and resize into their own slot; the main thread reports progress, then hands the samples to
-// prepare_arrays, so both imports share the checks, hold-out, statistics and writing.
+// channels and resize into their own slot; the main thread reports progress, puts the training samples in a
+// seeded random order, then hands the samples to prepare_arrays, so both imports share the checks, hold-out,
+// statistics and writing.
 #include "io/prepare_images.h"
 
 #include <fmt/format.h>
@@ -9,6 +10,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <numeric>
+#include <random>
 #include <thread>
 
 #include "common/error.h"
@@ -92,6 +95,25 @@ DecodePass decode_folder(const ImageFolder& folder, const ImagesOptions& options
   return pass;
 }
 
+// The folders group samples by class, and each rank trains on a contiguous part of a split (io/partition): in
+// folder order 2 ranks would each see half the classes, and batch norm per rank would learn from skewed
+// batches (Fashion-MNIST as PNGs, 2 ranks, 100 steps: test accuracy 0.69 against 0.81 from the IDX files). So
+// the training samples are written in a random order, seeded; the test split keeps the folders' order.
+void shuffle_samples(LabelledArrays& arrays, uint64_t seed) {
+  std::vector<std::size_t> order(arrays.labels.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::mt19937_64 random(seed);
+  std::shuffle(order.begin(), order.end(), random);
+  const auto sample = static_cast<std::size_t>(arrays.shape.elements());
+  LabelledArrays shuffled{arrays.shape, std::vector<uint8_t>(arrays.pixels.size()), {}, arrays.origin};
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    shuffled.labels.push_back(arrays.labels[order[k]]);
+    std::copy_n(arrays.pixels.begin() + static_cast<std::ptrdiff_t>(order[k] * sample), sample,
+                shuffled.pixels.begin() + static_cast<std::ptrdiff_t>(k * sample));
+  }
+  arrays = std::move(shuffled);
+}
+
 void check_options(const ImagesOptions& options) {
   if (options.size.height < 1 || options.size.width < 1)
     throw DataError(fmt::format("--size {}x{} needs positive sides", options.size.height, options.size.width));
@@ -127,6 +149,7 @@ ImagesSummary prepare_images(const ImagesOptions& options) {
   train.arrays.origin = fmt::format("image folder '{}' ({}x{}, {} channels)", options.source.string(),
                                     options.size.height, options.size.width, options.channels);
   test.arrays.origin = fmt::format("image folder '{}'", options.test_source.string());
+  shuffle_samples(train.arrays, options.arrays.seed);
   prepare_arrays(std::move(train.arrays), std::move(test.arrays), arrays);
   return summary;
 }

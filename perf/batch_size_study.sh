@@ -80,12 +80,19 @@ for seed in $seeds; do
         continue
       fi
       start=$(date +%s)
-      if mpirun -np "$ranks" --oversubscribe "$bin" train "$job_file" "$@" "${sets[@]}" </dev/null >"$run.log" 2>&1; then
+      rc=0
+      mpirun -np "$ranks" --oversubscribe "$bin" train "$job_file" "$@" "${sets[@]}" </dev/null >"$run.log" 2>&1 || rc=$?
+      acc=$(grep -o '"test_acc":[0-9.]*' "$run/metrics.jsonl" 2>/dev/null | tail -1 | cut -d: -f2 || true)
+      if [ "$rc" = 0 ]; then
         touch "$run/study-done"
-        acc=$(grep -o '"test_acc":[0-9.]*' "$run/metrics.jsonl" | tail -1 | cut -d: -f2)
         echo "done   $run: ${b}x${k}x$ranks, test accuracy $acc, $(( $(date +%s) - start )) s"
+      elif [ "$rc" = 6 ] && grep -q 'non-finite training loss' "$run.log" && [ -n "$acc" ]; then
+        # Diverged: an outcome of the study, not a failure of it. The report shows its last epoch record (and
+        # fewer epochs than the budget).
+        touch "$run/study-done" "$run/study-diverged"
+        echo "diverged $run: ${b}x${k}x$ranks, non-finite loss; last test accuracy $acc"
       else
-        echo "failed $run: see $run.log ($(grep -m1 -i 'error' "$run.log" || tail -1 "$run.log"))" >&2
+        echo "failed $run: exit $rc, see $run.log ($(grep -m1 -i 'error' "$run.log" || tail -1 "$run.log"))" >&2
       fi
     done
   done

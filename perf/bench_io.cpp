@@ -77,8 +77,9 @@ const char* augment_name(ringtrain::train::AugmentKind kind) {
 }
 
 // The training loader's work for a benchmark: the augmentation keyed as training keys it (epoch 0, rank 0).
-ringtrain::train::LoaderWork loader_work(ringtrain::train::AugmentKind kind, int threads, const SampleShape& shape) {
-  ringtrain::train::LoaderWork work{threads, {}};
+ringtrain::train::LoaderWork loader_work(ringtrain::train::AugmentKind kind, int threads, const SampleShape& shape,
+                                         ringtrain::train::BatchForm form) {
+  ringtrain::train::LoaderWork work{threads, {}, form};
   if (kind == ringtrain::train::AugmentKind::none) return work;
   work.transform = [kind, shape](int64_t, int64_t sample, std::span<const uint8_t> in, std::span<uint8_t> out) {
     ringtrain::train::augment_sample({kind}, {1, 0, 0, sample}, shape, in, out);
@@ -159,13 +160,15 @@ void BM_RawReadWholeShard(benchmark::State& state) {
 }
 
 // The loader as training uses it: its thread reads shuffled batches of 64, then `threads` threads augment
-// (none / pad_crop_flip / resized_crop_flip) and decode them (uint8 -> normalised float), `depth` batches
-// ahead; the benchmark consumes batches as fast as they come, so the rate is the loader's ceiling (the step's
-// data wait is 0 whenever the step is slower than this). Args: shape, augmentation, threads.
+// (none / pad_crop_flip / resized_crop_flip) and decode them (uint8 -> normalised float; or, form 1, leave them
+// uint8 for the device to normalise, as on a GPU), `depth` batches ahead; the benchmark consumes batches as fast
+// as they come, so the rate is the loader's ceiling (the step's data wait is 0 whenever the step is slower than
+// this). Args: shape, augmentation, threads, form.
 void BM_LoaderDecode(benchmark::State& state) {
   const int shape_id = static_cast<int>(state.range(0));
   const auto kind = static_cast<ringtrain::train::AugmentKind>(state.range(1));
   const int threads = static_cast<int>(state.range(2));
+  const auto form = static_cast<ringtrain::train::BatchForm>(state.range(3));
   const BenchSplit& data = bench_data().get(shape_id);
   const int64_t total = data.split.total_samples();
   ShardReader reader(data.split, rank_range(total, 0, 1));
@@ -178,24 +181,27 @@ void BM_LoaderDecode(benchmark::State& state) {
         out.resize(batch);
         for (auto& i : out) i = pick(rng);
       },
-      4, loader_work(kind, threads, data.split.meta.shape));
+      4, loader_work(kind, threads, data.split.meta.shape, form));
   for (auto _ : state) {
     auto b = loader.next(nullptr);
     benchmark::DoNotOptimize(b->images.data());
+    benchmark::DoNotOptimize(b->pixels.data());
     loader.recycle(std::move(b));
   }
   state.SetItemsProcessed(state.iterations() * batch);
   state.SetBytesProcessed(state.iterations() * batch * data.sample_bytes);
   state.counters["samples_per_s_per_thread"] =
       benchmark::Counter(static_cast<double>(state.iterations() * batch) / threads, benchmark::Counter::kIsRate);
-  state.SetLabel(fmt::format("{} augment={} threads={}", shape_label(shape_id), augment_name(kind), threads));
+  state.SetLabel(fmt::format("{} augment={} threads={} {}", shape_label(shape_id), augment_name(kind), threads,
+                             form == ringtrain::train::BatchForm::pixels ? "uint8 out" : "float out"));
 }
 
 BENCHMARK(BM_ShardReaderShuffledBatch)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 // Real time: the work is on the loader thread, the benchmark thread only waits.
 BENCHMARK(BM_LoaderDecode)
-    ->Args({0, 0, 1})
-    ->ArgsProduct({{1}, {0, 1, 2}, {1, 2}})
+    ->Args({0, 0, 1, 0})
+    ->ArgsProduct({{1}, {0, 1, 2}, {1, 2}, {0}})
+    ->ArgsProduct({{1}, {0, 2}, {1}, {1}})  // uint8 out: what the loader does for a GPU
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RawPreadShuffledBatch)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);

@@ -86,7 +86,7 @@ void add_prepare_commands(CLI::App& app, PrepareCommands& p) {
   p.images_command->add_flag("--strict", p.images.strict, "stop at the first unreadable image instead of skipping it");
   p.images_command->add_option("--threads", p.images.threads, "decoding threads (default: every core)");
   p.images_command->add_option("--test-fraction", p.images.arrays.test_fraction, "held out per class, seeded")->capture_default_str();
-  p.images_command->add_option("--seed", p.images.arrays.seed, "seed of the hold-out")->capture_default_str();
+  p.images_command->add_option("--seed", p.images.arrays.seed, "seed of the training order and the hold-out")->capture_default_str();
   p.images_command->add_option("--shards", p.images.arrays.shards, "shards per split")->capture_default_str()->check(CLI::Range(1, 100000));
   p.images_command->add_option("--out", p.images.arrays.out, "output folder")->required();
   p.images_command->add_flag("--overwrite", p.images.arrays.overwrite, "replace existing shards");

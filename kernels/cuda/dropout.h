@@ -5,7 +5,7 @@
 #pragma once
 #include <cstdint>
 
-#include "kernels/cuda/host_device.h"
+#include "kernels/host_device.h"
 #include "kernels/cuda/stream.h"
 
 namespace ringtrain::kernels::cuda {

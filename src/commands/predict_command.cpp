@@ -23,6 +23,7 @@
 #include "io/image_decode.h"
 #include "io/image_sample.h"
 #include "train/batch_loader.h"
+#include "train/loader_work.h"
 #include "train/normalisation.h"
 #include "train/split_part.h"
 
@@ -48,7 +49,7 @@ void predict_split(const train::RunContext& run, const PredictArgs& args, const 
         out.clear();
         for (int64_t k = i * per_batch; k < std::min(n, (i + 1) * per_batch); ++k) out.push_back(k);
       },
-      run.job.data.prefetch_batches);
+      run.job.data.prefetch_batches, train::plain_loader_work(run.job, run.world, run.backend));
   const std::vector<std::string> names = io::named_classes(part.meta());
   for (int64_t b = 0; b < batches; ++b) {
     auto host = loader.next(nullptr);
@@ -84,15 +85,25 @@ void predict_images(ImageModel& model, const std::vector<fs::path>& files, const
   const auto per_batch = static_cast<size_t>(model.classifier.batch());
   const auto classes = static_cast<size_t>(model.meta.num_classes);
   const std::vector<std::string> names = io::named_classes(model.meta);
+  // The batch in the classifier's form: uint8 pixels for the device to normalise, or floats normalised here.
   train::HostBatch batch;
-  batch.images.resize(per_batch * per_sample);
+  batch.form = model.classifier.form();
+  batch.norm = &model.normalisation.norm();
+  const bool pixels_out = batch.form == train::BatchForm::pixels;
+  if (pixels_out)
+    batch.pixels.resize(per_batch * per_sample);
+  else
+    batch.images.resize(per_batch * per_sample);
   batch.labels.assign(per_batch, 0);
   std::vector<uint8_t> pixels(per_sample);
   for (size_t first = 0; first < files.size(); first += per_batch) {
     batch.count = static_cast<int>(std::min(per_batch, files.size() - first));
     for (size_t i = 0; i < static_cast<size_t>(batch.count); ++i) {
       io::image_to_sample(files[first + i], model.meta.shape, pixels);
-      model.normalisation.apply(pixels.data(), batch.images.data() + i * per_sample);
+      if (pixels_out)
+        std::copy(pixels.begin(), pixels.end(), batch.pixels.begin() + static_cast<std::ptrdiff_t>(i * per_sample));
+      else
+        model.normalisation.apply(pixels.data(), batch.images.data() + i * per_sample);
     }
     const std::span<const float> logits = model.classifier.logits(batch);
     for (size_t i = 0; i < static_cast<size_t>(batch.count); ++i)

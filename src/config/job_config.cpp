@@ -44,6 +44,9 @@ const std::vector<KeyRule> kKeys = {
     {"data", "augment_pad", Kind::integer, int64_t{4}, "pad_crop_flip: zero border, in pixels, the crop may shift by"},
     {"data", "loader_threads", Kind::integer, int64_t{0},
      "threads augmenting and normalising each rank's batches (0 = the node's cores / its ranks, at most 8)"},
+    {"data", "normalize", Kind::string, std::string("auto"),
+     "where uint8 pixels become normalised floats: auto (the device on a GPU: a 4x smaller copy; the loader "
+     "threads on the CPU) | loader | device"},
     {"train", "epochs", Kind::integer, {}, "passes over the training split"},
     {"train", "batch_per_rank", Kind::integer, {}, "samples per rank per micro-batch"},
     {"train", "max_steps_per_epoch", Kind::integer, int64_t{0}, "cap on optimizer steps per epoch (0 = all)"},
@@ -479,6 +482,8 @@ void read_data(Reader& r, JobConfig& c) {
                                                       {"resized_crop_flip", train::AugmentKind::resized_crop_flip}});
   c.data.augment.pad = static_cast<int>(r.integer("data", "augment_pad", 0, 1024));
   c.data.loader_threads = static_cast<int>(r.integer("data", "loader_threads", 0, 256));
+  c.data.normalize = r.choice<NormalizeOn>(
+      "data", "normalize", {{"auto", NormalizeOn::auto_detect}, {"loader", NormalizeOn::loader}, {"device", NormalizeOn::device}});
 }
 
 void read_training(Reader& r, JobConfig& c) {

@@ -19,6 +19,7 @@ enum class LrScaling { linear, sqrt, none };       // how the peak rate follows 
 enum class OptimizerKind { sgd, adamw, lars, lamb };
 enum class CpuReducer { nonblocking, thread };  // MPI_Iallreduce polled from backward | a communication thread
 enum class WireFormat { fp32, bf16 };           // what a gradient all-reduce sends (dist.allreduce_dtype)
+enum class NormalizeOn { auto_detect, loader, device };  // where uint8 pixels become floats (data.normalize)
 
 struct JobConfig {
   std::filesystem::path source;  // the job file as given
@@ -28,6 +29,7 @@ struct JobConfig {
     int prefetch_batches = 4;
     train::AugmentSpec augment;  // training batches only; evaluation sees the samples as prepared
     int loader_threads = 0;      // 0: the node's cores divided among its ranks, at most 8
+    NormalizeOn normalize = NormalizeOn::auto_detect;
   } data;
 
   struct Train {

@@ -15,7 +15,7 @@ ClassTally::ClassTally(int classes) : classes_(classes), matrix_(static_cast<siz
 void ClassTally::add(const train::EvaluatedBatch& b) {
   for (int i = 0; i < b.count; ++i) {
     const float* row = b.logits + static_cast<ptrdiff_t>(i) * b.classes;
-    const int predicted = static_cast<int>(std::max_element(row, row + b.classes) - row);
+    const int predicted = train::predicted_class(row, b.classes);
     const int truth = b.labels[i];
     if (truth < 0 || truth >= classes_) continue;  // the evaluator refuses the split after the batch
     ++matrix_[static_cast<size_t>(truth * classes_ + predicted)];

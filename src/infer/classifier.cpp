@@ -1,6 +1,7 @@
 // Owns the classifier; see classifier.h.
 #include "infer/classifier.h"
 
+#include "train/loader_work.h"
 #include "train/network_setup.h"
 #include "train/start_point.h"
 
@@ -11,8 +12,9 @@ Classifier::Classifier(const train::RunContext& run, const std::filesystem::path
     : run_(run),
       input_{run.job.train.batch_per_rank, shape.channels, shape.height, shape.width},
       classes_(classes),
+      form_(train::batch_form(run.job, run.backend)),
       net_(train::build_network(run, input_, classes, 0)),
-      device_batch_(run.backend, input_),
+      device_batch_(run.backend, input_, form_),
       logits_(static_cast<size_t>(input_.n) * static_cast<size_t>(classes)) {
   train::restore_checkpoint(run, *net_, nullptr, checkpoint);
 }

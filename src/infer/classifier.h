@@ -21,6 +21,8 @@ class Classifier {
   Classifier(const train::RunContext& run, const std::filesystem::path& checkpoint, const io::SampleShape& shape,
              int classes);
   int batch() const { return input_.n; }  // the most samples one call takes
+  // What the batches it takes carry: uint8 pixels on a GPU (normalised there), normalised floats on the CPU.
+  train::BatchForm form() const { return form_; }
   int classes() const { return classes_; }
   // The logits of the batch's `count` samples, count x classes, valid until the next call.
   std::span<const float> logits(const train::HostBatch& batch);
@@ -29,6 +31,7 @@ class Classifier {
   const train::RunContext& run_;
   model::Shape input_;
   int classes_;
+  train::BatchForm form_;
   std::unique_ptr<model::Network> net_;
   train::DeviceBatch device_batch_;
   std::vector<float> logits_;

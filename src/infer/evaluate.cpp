@@ -14,6 +14,7 @@
 #include "train/device_batch.h"
 #include "train/epoch_summary.h"
 #include "train/evaluation.h"
+#include "train/loader_work.h"
 #include "train/network_setup.h"
 #include "train/split_part.h"
 #include "train/start_point.h"
@@ -59,7 +60,7 @@ int evaluate(const train::RunContext& run, const EvaluateOptions& options) {
   const auto net = train::build_network(run, input, part.meta().num_classes, loader_bytes);
   const train::RestoredCheckpoint restored = train::restore_checkpoint(run, *net, nullptr, options.checkpoint);
 
-  train::DeviceBatch device_batch(run.backend, input);
+  train::DeviceBatch device_batch(run.backend, input, train::batch_form(run.job, run.backend));
   train::Evaluator evaluator(run, *net, part, input.n, device_batch);
   ClassTally tally(part.meta().num_classes);
   train::Totals totals = evaluator.run([&](const train::EvaluatedBatch& b) { tally.add(b); });

@@ -15,6 +15,7 @@
 #include "kernels/loss_totals.h"
 #include "kernels/op_shapes.h"
 #include "kernels/optimizer_step.h"
+#include "kernels/pixel_norm.h"
 #include "model/device_buffer.h"
 
 namespace ringtrain::model {
@@ -24,6 +25,7 @@ using kernels::Conv2dShape;
 using kernels::DenseShape;
 using kernels::LossSettings;
 using kernels::LossTotals;
+using kernels::PixelShape;
 using kernels::PoolMode;
 using kernels::PoolShape;
 using kernels::AdamStep;
@@ -157,6 +159,12 @@ class Backend {
                            float* velocity, float* param) = 0;
   virtual void lamb_update(int tensors, const TensorRange* ranges, const AdamStep& step, const float* grad, float* m,
                            float* v, float* param) = 0;
+
+  // ---- input: the loader's uint8 N x C x H x W pixels (device memory) to the network's fp32 input,
+  // (x - mean[c]) / stddev[c] as kernels/pixel_norm.h defines it, bit-identical on every backend. mean and
+  // stddev: s.channels floats in device memory.
+  virtual void normalize_pixels(const PixelShape& s, const uint8_t* x, const float* mean, const float* stddev,
+                                float* y) = 0;
 };
 
 }  // namespace ringtrain::model

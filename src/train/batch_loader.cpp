@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "common/error.h"
+#include "kernels/cpu/pixel_norm.h"
 
 namespace ringtrain::train {
 
@@ -14,13 +15,20 @@ BatchLoader::BatchLoader(io::ShardReader& reader, int max_batch, int64_t batches
       batches_(batches),
       plan_(std::move(plan)),
       depth_(static_cast<size_t>(depth)),
-      work_(std::move(work)),
-      normalisation_(reader.meta()) {
+      work_(std::move(work)) {
   work_.threads = std::max(1, work_.threads);
   const auto& meta = reader.meta();
+  norm_ = input_norm(meta);
+  table_ = kernels::cpu::pixel_table(meta.shape.channels, norm_.mean.data(), norm_.stddev.data());
+  const auto batch_elements = static_cast<size_t>(max_batch_ * meta.shape.elements());
   for (size_t i = 0; i < depth_ + 1; ++i) {
     auto b = std::make_unique<HostBatch>();
-    b->images.resize(static_cast<size_t>(max_batch_ * meta.shape.elements()));
+    b->form = work_.form;
+    if (work_.form == BatchForm::pixels)
+      b->pixels.resize(batch_elements);
+    else
+      b->images.resize(batch_elements);
+    b->norm = &norm_;
     b->labels.resize(static_cast<size_t>(max_batch_));
     free_.push_back(std::move(b));
   }
@@ -39,22 +47,32 @@ BatchLoader::~BatchLoader() {
 void BatchLoader::convert(int64_t batch_index, const std::vector<int64_t>& indices, int first, int step, HostBatch& batch) {
   const auto& shape = reader_.meta().shape;
   const auto per_sample = static_cast<size_t>(shape.elements());
+  const kernels::PixelShape one{1, shape.channels, int64_t{shape.height} * shape.width};
   for (size_t s = static_cast<size_t>(first); s < indices.size(); s += static_cast<size_t>(step)) {
     const uint8_t* sample = raw_.data() + s * per_sample;
     if (work_.transform) {
-      work_.transform(batch_index, indices[s], std::span(sample, per_sample), std::span(scratch_.data() + s * per_sample, per_sample));
-      sample = scratch_.data() + s * per_sample;
+      uint8_t* out = (work_.form == BatchForm::pixels ? batch.pixels.data() : scratch_.data()) + s * per_sample;
+      work_.transform(batch_index, indices[s], std::span(sample, per_sample), std::span(out, per_sample));
+      sample = out;
     }
-    normalisation_.apply(sample, batch.images.data() + s * per_sample);
+    if (work_.form == BatchForm::normalized)
+      kernels::cpu::normalize_pixels(one, table_.data(), sample, batch.images.data() + s * per_sample);
   }
+}
+
+std::span<uint8_t> BatchLoader::read_target(HostBatch& batch, int count) {
+  const auto bytes = static_cast<size_t>(count * reader_.meta().shape.elements());
+  if (work_.form == BatchForm::pixels && !work_.transform) return std::span(batch.pixels.data(), bytes);
+  return std::span(raw_.data(), bytes);
 }
 
 void BatchLoader::run() {
   try {
-    const int64_t per_sample = reader_.meta().shape.elements();
+    const auto batch_elements = static_cast<size_t>(max_batch_ * reader_.meta().shape.elements());
+    const bool converts = work_.form == BatchForm::normalized || work_.transform;
     std::vector<int64_t> indices;
-    raw_.resize(static_cast<size_t>(max_batch_ * per_sample));
-    if (work_.transform) scratch_.resize(raw_.size());
+    if (converts) raw_.resize(batch_elements);
+    if (work_.form == BatchForm::normalized && work_.transform) scratch_.resize(batch_elements);
     for (int64_t i = 0; i < batches_; ++i) {
       std::unique_ptr<HostBatch> batch;
       {
@@ -66,9 +84,8 @@ void BatchLoader::run() {
       }
       plan_(i, indices);
       const int count = static_cast<int>(indices.size());
-      reader_.read(indices, std::span(raw_.data(), static_cast<size_t>(count * per_sample)),
-                   std::span(batch->labels.data(), static_cast<size_t>(count)));
-      {
+      reader_.read(indices, read_target(*batch, count), std::span(batch->labels.data(), static_cast<size_t>(count)));
+      if (converts) {
         // Helpers take samples t, t + threads, ...; the loader thread itself takes the first share.
         std::vector<std::jthread> helpers;
         for (int t = 1; t < work_.threads; ++t)

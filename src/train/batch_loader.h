@@ -1,7 +1,7 @@
-// Owns the loader thread: reads a rank's samples from its shards, augments (optionally, on `LoaderWork::threads`
-// threads) and normalises them to float, and keeps up to
-// `depth` batches ready in a bounded queue so the step does not wait for the disk. The wait that remains is
-// measured. A read error on the loader thread is rethrown to the caller of next().
+// Owns the loader thread: reads a rank's samples from its shards, augments them (optionally, on
+// `LoaderWork::threads` threads) and either normalises them to float or leaves them uint8 for the device to
+// normalise, and keeps up to `depth` batches ready in a bounded queue so the step does not wait for the disk.
+// The wait that remains is measured. A read error on the loader thread is rethrown to the caller of next().
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -16,14 +16,22 @@
 
 #include "io/dataset_meta.h"
 #include "io/shard_reader.h"
-#include "train/normalisation.h"
+#include "train/input_norm.h"
 
 namespace ringtrain::train {
+
+// What a batch carries to the device: fp32 input normalised on the loader threads, or the uint8 pixels (after
+// augmentation) with their split's InputNorm, for the device to normalise (Backend::normalize_pixels), so the
+// copy to a GPU is a quarter of the bytes.
+enum class BatchForm { normalized, pixels };
 
 struct HostBatch {
   int64_t index = 0;  // position in the loader's plan
   int count = 0;      // samples (the last evaluation batch may be short)
-  std::vector<float> images;
+  BatchForm form = BatchForm::normalized;
+  std::vector<float> images;    // BatchForm::normalized
+  std::vector<uint8_t> pixels;  // BatchForm::pixels
+  const InputNorm* norm = nullptr;  // the split's; owned by the loader
   std::vector<int32_t> labels;
 };
 
@@ -38,6 +46,7 @@ using SampleTransform = std::function<void(int64_t batch_index, int64_t sample, 
 struct LoaderWork {
   int threads = 1;            // threads sharing each batch's per-sample transform and normalisation
   SampleTransform transform;  // empty: samples are normalised as read
+  BatchForm form = BatchForm::normalized;
 };
 
 class BatchLoader {
@@ -53,8 +62,11 @@ class BatchLoader {
 
  private:
   void run();
-  // Transforms (if any) and normalises samples first, first + step, ... of the batch read into raw_.
+  // Transforms (if any) and normalises (BatchForm::normalized) samples first, first + step, ... of the batch
+  // read into raw_.
   void convert(int64_t batch_index, const std::vector<int64_t>& indices, int first, int step, HostBatch& batch);
+  // Where the shard read lands: straight in the batch when the loader has nothing to do to the bytes.
+  std::span<uint8_t> read_target(HostBatch& batch, int count);
 
   io::ShardReader& reader_;
   int max_batch_;
@@ -63,7 +75,8 @@ class BatchLoader {
   size_t depth_;
   LoaderWork work_;
   std::vector<uint8_t> raw_, scratch_;  // the batch as read; transformed samples (one slot per sample)
-  Normalisation normalisation_;
+  InputNorm norm_;
+  std::vector<float> table_;  // per channel: 256 normalised values (kernels/cpu/pixel_norm.h)
   std::mutex mutex_;
   std::condition_variable ready_cv_, space_cv_;
   std::deque<std::unique_ptr<HostBatch>> ready_, free_;

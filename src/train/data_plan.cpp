@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "train/loader_work.h"
 
 namespace ringtrain::train {
 
@@ -21,6 +22,7 @@ DataPlan::DataPlan(const RunContext& run) {
                                   job.data.train.string(), job.data.test.string()));
   });
   prefetch_batches_ = job.data.prefetch_batches;
+  batch_form_ = train::batch_form(job, run.backend);
   epoch_.batch = job.train.batch_per_rank;
   epoch_.accumulate = job.train.accumulate_steps;
   epoch_.per_step = int64_t{epoch_.batch} * epoch_.accumulate;
@@ -43,7 +45,8 @@ model::Shape DataPlan::input() const {
 }
 
 double DataPlan::loader_queue_bytes() const {
-  const double batch_bytes = epoch_.batch * (static_cast<double>(input().per_sample()) * sizeof(float) + sizeof(int32_t));
+  const double sample_bytes = batch_form_ == BatchForm::pixels ? 1.0 : sizeof(float);
+  const double batch_bytes = epoch_.batch * (static_cast<double>(input().per_sample()) * sample_bytes + sizeof(int32_t));
   return 2.0 * (prefetch_batches_ + 1) * batch_bytes;
 }
 

@@ -10,6 +10,7 @@
 #include "io/shard_reader.h"
 #include "io/dataset_meta.h"
 #include "model/tensor.h"
+#include "train/batch_loader.h"
 #include "train/run_context.h"
 #include "train/split_part.h"
 
@@ -41,6 +42,7 @@ class DataPlan {
   SplitPart& test() { return test_; }
   // One batch at its largest, as the model is set up for.
   model::Shape input() const;
+  BatchForm batch_form() const { return batch_form_; }  // what the loaders hand over (data.normalize)
   // Host memory of two loaders' queues (training, and evaluation while training's stays full).
   double loader_queue_bytes() const;
 
@@ -48,6 +50,7 @@ class DataPlan {
   SplitPart train_, test_;
   EpochPlan epoch_;
   int prefetch_batches_ = 0;
+  BatchForm batch_form_ = BatchForm::normalized;  // what the loaders' queues hold
 };
 
 }  // namespace ringtrain::train

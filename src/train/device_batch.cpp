@@ -1,18 +1,45 @@
 // Owns the device batch; see device_batch.h.
 #include "train/device_batch.h"
 
+#include <vector>
+
+#include "common/error.h"
+
 namespace ringtrain::train {
 
-DeviceBatch::DeviceBatch(model::Backend& backend, const model::Shape& largest)
+DeviceBatch::DeviceBatch(model::Backend& backend, const model::Shape& largest, BatchForm form)
     : backend_(backend),
       largest_(largest),
       images_(backend.allocate(static_cast<size_t>(largest.elements()) * sizeof(float))),
-      labels_(backend.allocate(static_cast<size_t>(largest.n) * sizeof(int32_t))) {}
+      labels_(backend.allocate(static_cast<size_t>(largest.n) * sizeof(int32_t))) {
+  if (form == BatchForm::pixels) {
+    pixels_ = backend.allocate(static_cast<size_t>(largest.elements()));
+    norm_ = backend.allocate(2 * static_cast<size_t>(largest.c) * sizeof(float));
+  }
+}
 
 void DeviceBatch::load(const HostBatch& host) {
   const auto count = static_cast<size_t>(host.count);
-  backend_.to_device(images_.as<float>(), host.images.data(), count * largest_.per_sample() * sizeof(float));
   backend_.to_device(labels_.as<int32_t>(), host.labels.data(), count * sizeof(int32_t));
+  if (host.form == BatchForm::pixels) return load_pixels(host);
+  backend_.to_device(images_.as<float>(), host.images.data(), count * largest_.per_sample() * sizeof(float));
+}
+
+void DeviceBatch::load_pixels(const HostBatch& host) {
+  if (!pixels_)  // a wiring error: the loader and this batch were made for different forms
+    throw Error(ExitCode::fault, "a batch of uint8 pixels reached a device batch made for normalised floats");
+  const auto channels = static_cast<size_t>(largest_.c);
+  if (*host.norm != uploaded_) {
+    std::vector<float> both(host.norm->mean);
+    both.insert(both.end(), host.norm->stddev.begin(), host.norm->stddev.end());
+    backend_.to_device(norm_.as<float>(), both.data(), 2 * channels * sizeof(float));
+    uploaded_ = *host.norm;
+  }
+  const int64_t plane = int64_t{largest_.h} * largest_.w;
+  backend_.to_device(pixels_.as<uint8_t>(), host.pixels.data(), static_cast<size_t>(host.count) * largest_.per_sample());
+  const float* mean = norm_.as<float>();
+  backend_.normalize_pixels({host.count, largest_.c, plane}, pixels_.as<uint8_t>(), mean, mean + channels,
+                            images_.as<float>());
 }
 
 }  // namespace ringtrain::train

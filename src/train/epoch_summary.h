@@ -1,6 +1,6 @@
-// Owns what one epoch adds up to: the sums every rank contributes (losses, hits, samples, phase times), reduced
-// across ranks in one reduction and read by name; each rank's own step time and memory, gathered; and the
-// epoch's line in the log and record in metrics.jsonl, built from them.
+// Owns what one epoch adds up to: the sums every rank contributes (losses, hits, samples, phase times, the test
+// split's hits per class), reduced across ranks in one reduction and read by name; each rank's own step time and
+// memory, gathered; and the epoch's line in the log and record in metrics.jsonl, built from them.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -9,6 +9,7 @@
 
 #include "dist/world.h"
 #include "obs/run_stats.h"
+#include "train/class_hits.h"
 #include "train/step_runner.h"
 
 namespace ringtrain::train {
@@ -23,6 +24,7 @@ struct Totals {
 struct EpochSums {
   Totals train, test;
   StepTimes times;
+  ClassHits test_classes;  // per class of the test split; every rank's has the split's class count
   void sum_across(const dist::World& world);  // one MPI_Allreduce of every field
 };
 
@@ -51,8 +53,9 @@ struct EpochReport {
   double device_baseline_mb = 0;
   std::vector<std::string> warnings;
   std::string param_checksum;
+  std::vector<WorstClass> worst_classes;  // of the test split, from sums.test_classes
 
-  std::string line() const;                 // "epoch 2/12: train loss ... | ... GFLOP/s per rank"
+  std::string line() const;                 // "epoch 2/12: train loss ... | ... GFLOP/s per rank | worst: ..."
   nlohmann::ordered_json record() const;    // metrics.jsonl's epoch record
 };
 

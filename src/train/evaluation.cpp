@@ -44,7 +44,7 @@ Totals Evaluator::run(const BatchSink& sink) {
         out.clear();
         for (int64_t s = i * batch; s < std::min(n, (i + 1) * batch); ++s) out.push_back(s);
       },
-      run_.job.data.prefetch_batches, LoaderWork{loader_threads(run_.job, run_.world), {}});  // never augmented
+      run_.job.data.prefetch_batches, plain_loader_work(run_.job, run_.world, run_.backend));
   Totals totals;
   for (int64_t i = 0; i < batches; ++i) {
     auto host = loader.next(nullptr);

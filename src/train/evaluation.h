@@ -7,17 +7,12 @@
 #include "model/network.h"
 #include "train/device_batch.h"
 #include "train/epoch_summary.h"
+#include "train/evaluated_batch.h"
 #include "train/run_context.h"
 #include "train/split_part.h"
 
 namespace ringtrain::train {
 
-// One evaluated batch on the host, for callers that want more than the sums (a confusion matrix, top-k).
-struct EvaluatedBatch {
-  const float* logits;    // count x classes
-  const int32_t* labels;  // count
-  int count, classes;
-};
 using BatchSink = std::function<void(const EvaluatedBatch&)>;
 
 class Evaluator {

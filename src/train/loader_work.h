@@ -1,19 +1,28 @@
-// Owns what the training loader does per sample beyond reading: which augmentation, keyed by which epoch,
-// rank and sample, and on how many threads (data.augment, data.loader_threads).
+// Owns what the loaders do per sample beyond reading: which augmentation, keyed by which epoch, rank and
+// sample, on how many threads, and whether they normalise or leave that to the device (data.augment,
+// data.loader_threads, data.normalize).
 #pragma once
 #include <cstdint>
 
 #include "config/job_config.h"
 #include "dist/world.h"
 #include "io/dataset_meta.h"
+#include "model/backend.h"
 #include "train/batch_loader.h"
 
 namespace ringtrain::train {
 
 // Training batches only. Loader batch i is micro-batch first_micro + i of the run, so its epoch is
 // (first_micro + i) / micro_per_epoch: a resumed run augments exactly as the uninterrupted one would.
-LoaderWork training_loader_work(const config::JobConfig& job, const dist::World& world, const io::SampleShape& shape,
-                                int64_t first_micro, int64_t micro_per_epoch);
+LoaderWork training_loader_work(const config::JobConfig& job, const dist::World& world, const model::Backend& backend,
+                                const io::SampleShape& shape, int64_t first_micro, int64_t micro_per_epoch);
+
+// Evaluation and prediction batches: never augmented.
+LoaderWork plain_loader_work(const config::JobConfig& job, const dist::World& world, const model::Backend& backend);
+
+// data.normalize, with auto resolved by the backend: uint8 to a GPU, normalised floats from the loader
+// threads on the CPU twin.
+BatchForm batch_form(const config::JobConfig& job, const model::Backend& backend);
 
 // data.loader_threads, with 0 resolved to the node's hardware threads divided among its ranks (1 to 8).
 int loader_threads(const config::JobConfig& job, const dist::World& world);

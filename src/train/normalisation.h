@@ -1,12 +1,13 @@
-// Owns turning a sample's uint8 pixels into the floats a model sees: (value - mean) / std per channel, with the
-// statistics of the training split that the shards carry (std 255 and mean 0 where a split has none). One table
-// of 256 values per channel, so normalising is one lookup per byte. The loader and `predict` on image files both
-// normalise through it, so a model sees an image exactly as it saw its shards.
+// Owns turning one sample's uint8 pixels into the floats a model sees, for code that handles samples one at a
+// time (`predict` on image files): the split's InputNorm (train/input_norm.h: its mean and std, or the stand-ins)
+// through kernels/cpu/pixel_norm.h's table, the same arithmetic the loader threads and the device use, so a
+// model sees an image exactly as it saw its shards.
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "io/dataset_meta.h"
+#include "train/input_norm.h"
 
 namespace ringtrain::train {
 
@@ -15,9 +16,12 @@ class Normalisation {
   explicit Normalisation(const io::DatasetMeta& meta);
   // One planar sample (C x H x W) of the meta's shape, from `in` to `out`.
   void apply(const uint8_t* in, float* out) const;
+  // The numbers, for a batch the device normalises (BatchForm::pixels).
+  const InputNorm& norm() const { return norm_; }
 
  private:
   io::SampleShape shape_;
+  InputNorm norm_;
   std::vector<float> table_;  // channel c's value v at c * 256 + v
 };
 

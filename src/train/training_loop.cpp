@@ -57,7 +57,7 @@ std::unique_ptr<BatchLoader> training_loader(const RunContext& run, DataPlan& da
   const int64_t batches = std::max<int64_t>(0, per_epoch * run.job.train.epochs - first_micro);
   return std::make_unique<BatchLoader>(
       data.train_reader(), plan.batch, batches, std::move(batch_of), run.job.data.prefetch_batches,
-      training_loader_work(run.job, run.world, data.meta().shape, first_micro, per_epoch));
+      training_loader_work(run.job, run.world, run.backend, data.meta().shape, first_micro, per_epoch));
 }
 
 }  // namespace
@@ -72,7 +72,7 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
       lr_(setup.lr),
       outputs_(outputs),
       baseline_(baseline),
-      batch_(run.backend, setup.data.input()),
+      batch_(run.backend, setup.data.input(), batch_form(run.job, run.backend)),
       sync_(setup.net, reducer, run.job.dist.bucket_mb),
       runner_(setup.net, sync_, setup.optimizer, plan_.global_batch, plan_.accumulate, run.job.train.label_smoothing),
       evaluator_(run, setup.net, setup.data.test(), plan_.batch, batch_),
@@ -293,8 +293,12 @@ EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, doub
   dist::Watchdog::Scope guard(&watchdog_, "evaluation", global_step_);
   EpochReport r;
   evaluator_.average_running_statistics();
-  r.sums = {tally.train, evaluator_.run(), tally.times};
+  const io::DatasetMeta& test_meta = data_.test().meta();
+  ClassHits hits(test_meta.num_classes);
+  const Totals test = evaluator_.run([&](const EvaluatedBatch& b) { hits.add(b); });
+  r.sums = {tally.train, test, tally.times, std::move(hits)};
   r.sums.sum_across(run_.world);
+  r.worst_classes = worst_classes(r.sums.test_classes, test_meta.class_names);
   const auto steps_run = static_cast<double>(std::max<int64_t>(tally.steps_run, 1));
   const StepTimes& own = tally.times;
   r.per_rank = gather_samples(run_.world, {(own.data_wait + own.forward + own.backward + own.optimizer) / steps_run,

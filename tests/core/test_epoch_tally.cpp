@@ -1,13 +1,15 @@
 // Proves what an epoch adds up to on one rank and how it is reported: finished steps sum into the epoch's
 // totals and phase times, the steady window starts after the warm-up steps, the first non-finite loss is the
 // one remembered, a bad label is a data error naming the step and the rank, the progress line's loss restarts
-// after each line; and the epoch's log line and record read their numbers by name.
+// after each line; the test split's classes are counted and ranked worst first; and the epoch's log line and
+// record read their numbers by name, the worst classes included.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
 #include "common/error.h"
+#include "train/class_hits.h"
 #include "train/epoch_summary.h"
 #include "train/epoch_tally.h"
 
@@ -122,3 +124,55 @@ TEST(EpochReport, TheRecordReadsItsNumbersByName) {
 }
 
 }  // namespace
+
+train::ClassHits hits(std::vector<double> samples, std::vector<double> correct) {
+  train::ClassHits h(static_cast<int>(samples.size()));
+  h.samples = std::move(samples), h.correct = std::move(correct);
+  return h;
+}
+
+TEST(WorstClasses, LowestAccuracyFirstTiesByIndexEmptyClassesLeftOut) {
+  // accuracies: 0.9, 0.5, -, 0.5, 0.25, 1.0
+  const auto h = hits({10, 4, 0, 8, 4, 2}, {9, 2, 0, 4, 1, 2});
+  const auto worst = train::worst_classes(h, {"a", "b", "c", "d", "e", "f"});
+  ASSERT_EQ(worst.size(), 3u);
+  EXPECT_EQ(worst[0].index, 4);
+  EXPECT_EQ(worst[0].name, "e");
+  EXPECT_DOUBLE_EQ(worst[0].accuracy, 0.25);
+  EXPECT_EQ(worst[0].samples, 4);
+  EXPECT_EQ(worst[1].index, 1);  // 0.5, the lower index of the tie
+  EXPECT_EQ(worst[2].index, 3);
+  EXPECT_EQ(train::worst_classes(h, {}, 1).front().name, "") << "no names: the record uses the index";
+}
+
+TEST(WorstClasses, FewerClassesThanAskedGiveThemAll) {
+  EXPECT_EQ(train::worst_classes(hits({3, 3}, {1, 2}), {}).size(), 2u);
+  EXPECT_TRUE(train::worst_classes(hits({0, 0}, {0, 0}), {}).empty());
+  EXPECT_TRUE(train::worst_classes(train::ClassHits(0), {}).empty());
+}
+
+TEST(ClassHits, CountTheFirstMaximumAsTheLossKernelsDo) {
+  const float logits[] = {1, 3, 3,   // a tie between 1 and 2: predicts 1
+                          5, 0, 0,   // predicts 0
+                          0, 0, 9,   // predicts 2
+                          0, 9, 0};  // label out of range: skipped
+  const int32_t labels[] = {1, 2, 2, 7};
+  train::ClassHits h(3);
+  h.add({logits, labels, 4, 3});
+  EXPECT_EQ(h.samples, (std::vector<double>{0, 1, 2}));
+  EXPECT_EQ(h.correct, (std::vector<double>{0, 1, 1}));
+}
+
+TEST(EpochReport, TheRecordAndLineNameTheWorstClasses) {
+  auto r = two_rank_report();
+  r.worst_classes = train::worst_classes(hits({100, 100, 100, 100}, {61, 90, 72, 75}), {"T-shirt", "Trouser", "Shirt", ""});
+  const auto rec = r.record();
+  ASSERT_EQ(rec["worst_classes"].size(), 3u);
+  EXPECT_EQ(rec["worst_classes"][0]["class"], "T-shirt");
+  EXPECT_EQ(rec["worst_classes"][0]["index"], 0);
+  EXPECT_DOUBLE_EQ(rec["worst_classes"][0]["accuracy"].get<double>(), 0.61);
+  EXPECT_EQ(rec["worst_classes"][0]["samples"], 100);
+  EXPECT_EQ(rec["worst_classes"][2]["class"], 3) << "unnamed: the index";
+  EXPECT_NE(r.line().find("| worst: T-shirt 0.61, Shirt 0.72, class 3 0.75"), std::string::npos) << r.line();
+  EXPECT_TRUE(two_rank_report().record()["worst_classes"].empty());
+}

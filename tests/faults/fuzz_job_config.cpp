@@ -73,7 +73,9 @@ void mutate_tokens(std::string& text, std::mt19937_64& rng) {
 
 // load_job on every kind of path: each must end in JobFileError whose message names the path and says `want`.
 int check_file_kinds(std::mt19937_64& rng) {
-  const fs::path dir = fs::temp_directory_path() / ("fuzz_job_config." + std::to_string(rng() % 1000000000));
+  // The pid too: the plain and the ASan build draw the same name from the same seed, and ctest -j2 runs them at once.
+  const fs::path dir = fs::temp_directory_path() / ("fuzz_job_config." + std::to_string(::getpid()) + "." +
+                                                     std::to_string(rng() % 1000000000));
   fs::create_directories(dir);
   const fs::path fifo = dir / "fifo.toml", big = dir / "big.toml", loop = dir / "loop.toml";
   mkfifo(fifo.c_str(), 0600);

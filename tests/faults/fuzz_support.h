@@ -1,4 +1,4 @@
-// Owns what the two bounded fuzzers share: the command line (--seed, --iterations, --seconds), a seeded
+// Owns what the bounded fuzzers share: the command line (--seed, --iterations, --seconds), a seeded
 // generator, byte-level mutations, and reporting the input that was running when the process dies, so a
 // crash in CI names something to replay (same seed, same iteration).
 #pragma once

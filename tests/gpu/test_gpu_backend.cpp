@@ -1,6 +1,6 @@
 // Tests of the CUDA backend's own pieces against the CPU backend: device choice, version report, memory and
-// copies, element-wise work, the loss and the optimizer update. Device choice, the version report and the
-// no-device error run without a GPU; the rest skip when none is visible.
+// copies, element-wise work, input normalisation, the loss and the optimizer update. Device choice, the version
+// report and the no-device error run without a GPU; the rest skip when none is visible.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -132,6 +132,30 @@ TEST_F(CudaBackendTest, ElementwiseWorkMatchesCpu) {
 
   cuda().fill(n, 0.25f, dx.as<float>());
   EXPECT_EQ(download(dx.as<float>(), n), std::vector<float>(static_cast<size_t>(n), 0.25f));
+}
+
+// The loader's uint8 batch normalised on the GPU equals the CPU twin's (and so the loader's own) output bit for
+// bit: both evaluate kernels/pixel_norm.h with IEEE fp32 division. Shapes: a usual batch; more (sample,
+// channel) planes than one grid holds rows (65535), so the kernel's row stride runs; an odd plane size.
+TEST_F(CudaBackendTest, NormalizePixelsMatchesCpuBitForBit) {
+  const model::PixelShape shapes[] = {{5, 3, 17 * 13}, {70000, 1, 2}, {2, 4, 1}};
+  for (const model::PixelShape& s : shapes) {
+    std::vector<uint8_t> pixels(static_cast<size_t>(s.elements()));
+    for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
+    std::vector<float> mean, stddev;
+    for (int c = 0; c < s.channels; ++c) mean.push_back(100.3f + 7.1f * c), stddev.push_back(49.7f + 3.3f * c);
+    std::vector<float> want(pixels.size());
+    cpu().normalize_pixels(s, pixels.data(), mean.data(), stddev.data(), want.data());
+
+    model::DeviceBuffer dx = cuda().allocate(pixels.size());
+    cuda().to_device(dx.as<void>(), pixels.data(), pixels.size());
+    auto dmean = upload(mean), dstd = upload(stddev);
+    model::DeviceBuffer dy = cuda().allocate(want.size() * sizeof(float));
+    cuda().normalize_pixels(s, dx.as<uint8_t>(), dmean.as<float>(), dstd.as<float>(), dy.as<float>());
+    const auto got = download(dy.as<float>(), s.elements());
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
+        << s.samples << "x" << s.channels << "x" << s.plane;
+  }
 }
 
 void check_loss(backend::CudaBackend& cuda, backend::CpuBackend& cpu, int batch, int classes, bool with_grad,

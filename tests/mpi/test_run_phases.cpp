@@ -44,6 +44,8 @@ TEST(EpochSums, EveryFieldIsSummedInItsOwnPlace) {
   sums.test = {4 * r, 5 * r, 6 * r};
   sums.times.data_wait = 7 * r, sums.times.forward = 8 * r, sums.times.backward = 9 * r;
   sums.times.allreduce = 10 * r, sums.times.optimizer = 11 * r, sums.times.allreduce_total = 12 * r;
+  sums.test_classes.samples = {13 * r, 14 * r};
+  sums.test_classes.correct = {15 * r, 16 * r};
   sums.sum_across(world());
   const double s = sum_of_ranks_plus_one();
   EXPECT_DOUBLE_EQ(sums.train.loss_sum, 1 * s);
@@ -58,6 +60,8 @@ TEST(EpochSums, EveryFieldIsSummedInItsOwnPlace) {
   EXPECT_DOUBLE_EQ(sums.times.allreduce, 10 * s);
   EXPECT_DOUBLE_EQ(sums.times.optimizer, 11 * s);
   EXPECT_DOUBLE_EQ(sums.times.allreduce_total, 12 * s);
+  EXPECT_EQ(sums.test_classes.samples, (std::vector<double>{13 * s, 14 * s}));
+  EXPECT_EQ(sums.test_classes.correct, (std::vector<double>{15 * s, 16 * s}));
 }
 
 TEST(EpochSums, EachRanksSampleArrivesAtItsIndex) {

@@ -15,6 +15,7 @@
 #include "kernels/cpu/adamw.h"
 #include "kernels/cpu/lamb.h"
 #include "kernels/cpu/lars.h"
+#include "kernels/cpu/pixel_norm.h"
 #include "kernels/cpu/sgd.h"
 #include "kernels/cpu/softmax_cross_entropy.h"
 #include "util/clock.h"
@@ -193,6 +194,14 @@ void CpuBackend::lars_update(int tensors, const model::TensorRange* ranges, cons
 void CpuBackend::lamb_update(int tensors, const model::TensorRange* ranges, const model::AdamStep& step,
                              const float* grad, float* m, float* v, float* param) {
   kc::lamb_update(tensors, ranges, step, grad, m, v, param);
+}
+
+// The table the loader threads normalise with (kernels/cpu/pixel_norm.h), built per call: 256 values a channel
+// are nothing beside a batch, and the same table is what makes this bit-identical to the loader's output.
+void CpuBackend::normalize_pixels(const model::PixelShape& s, const uint8_t* x, const float* mean,
+                                  const float* stddev, float* y) {
+  const std::vector<float> table = kc::pixel_table(s.channels, mean, stddev);
+  kc::normalize_pixels(s, table.data(), x, y);
 }
 
 }  // namespace ringtrain::backend

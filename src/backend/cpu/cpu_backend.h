@@ -71,6 +71,9 @@ class CpuBackend final : public model::Backend {
   void lamb_update(int tensors, const model::TensorRange* ranges, const model::AdamStep& step, const float* grad,
                    float* m, float* v, float* param) override;
 
+  void normalize_pixels(const model::PixelShape& s, const uint8_t* x, const float* mean, const float* stddev,
+                        float* y) override;
+
  private:
   bool on_dnnl(const model::Conv2dShape& s);
   int threads_;

@@ -100,6 +100,8 @@ class CudaBackend final : public model::Backend {
                    float* velocity, float* param) override;
   void lamb_update(int tensors, const model::TensorRange* ranges, const model::AdamStep& step, const float* grad,
                    float* m, float* v, float* param) override;
+  void normalize_pixels(const model::PixelShape& s, const uint8_t* x, const float* mean, const float* stddev,
+                        float* y) override;
 
   // For the NCCL reducer and the tests.
   kernels::cuda::Stream stream() const;

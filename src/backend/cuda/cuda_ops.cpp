@@ -10,6 +10,7 @@
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/adamw.h"
 #include "kernels/cuda/layerwise.h"
+#include "kernels/cuda/pixel_norm.h"
 #include "kernels/cuda/sgd.h"
 #include "kernels/cuda/softmax_cross_entropy.h"
 
@@ -130,6 +131,11 @@ void CudaBackend::lamb_update(int tensors, const model::TensorRange* ranges, con
   State& s = *state_;
   s.norm_scratch.ensure(kc::layerwise_scratch_bytes(tensors), s.stream);
   kc::lamb_update(tensors, ranges, step, grad, m, v, param, s.norm_scratch.get(), s.stream);
+}
+
+void CudaBackend::normalize_pixels(const model::PixelShape& s, const uint8_t* x, const float* mean,
+                                   const float* stddev, float* y) {
+  kc::normalize_pixels(s, x, mean, stddev, y, stream());
 }
 
 }  // namespace ringtrain::backend
