@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # Outputs that cannot be written, as a hostile but fair user meets them: a full file system (a tmpfs of a few MiB,
-# filled to a range of levels) under a checkpoint and a prepared split. Each case: the documented exit code with the message and its remedy, no crash
+# filled to a range of levels) under a checkpoint, a prepared split, an ONNX file and evaluate's JSON, and a stdout
+# that takes nothing (/dev/full). Each case: the documented exit code with the message and its remedy, no crash
 # (HDF5 1.10 leaves a file it failed to flush registered over freed memory: io/h5_write_file.h), and nothing
 # half-written left behind.
 #   checkpoint  --resume whose next checkpoint meets a full disk at each of several free-space levels, the last
 #               flush included: exit 5 "needs about N and its file system has M free", never a segfault; no .tmp
 #   prepare     prepare synthetic on a full disk at several levels: exit 4 naming the split and the space, and
 #               that split holds no shard; or exit 0 and both splits inspect valid; never exit 0 with damage
+#   outputs     export and evaluate --out on a full disk: exit 3, neither the file nor its .tmp left; --onnx and
+#               --out naming a folder: exit 3 naming the flag
+#   stdout      keys, --version, inspect, predict, evaluate and prepare with stdout on /dev/full: exit 3
+#               "the results cannot be written to stdout", not exit 0 and not an internal error
 # Usage: full_disk.sh RINGTRAIN SOURCE_DIR SCRATCH_DIR [CASE...]
 set -uo pipefail
 bin=$1 src=$2 scratch=$3
 shift 3
-cases=${*:-checkpoint prepare}
+cases=${*:-checkpoint prepare outputs stdout}
 mkdir -p "$scratch"
 work=$(mktemp -d "$scratch/full_disk.XXXXXX")
 full=$work/fs
@@ -40,8 +45,8 @@ ckpt=${ckpts[-1]}
 
 mkdir -p "$full"
 if ! mount -t tmpfs -o size=4m tmpfs "$full" 2>"$work/mount.log"; then
-  echo "skip checkpoint, prepare: cannot mount a tmpfs here ($(head -1 "$work/mount.log")); needs root"
-  cases=${cases//checkpoint/}; cases=${cases//prepare/}
+  echo "skip checkpoint, prepare, outputs: cannot mount a tmpfs here ($(head -1 "$work/mount.log")); needs root"
+  cases=${cases//checkpoint/}; cases=${cases//prepare/}; cases=${cases//outputs/}
 else
   mounted=$full
 fi
@@ -95,6 +100,55 @@ if [[ " $cases " == *" prepare "* ]]; then
   done
   if [ "$bad" = 0 ]; then ok "prepare: a full disk is exit 4 naming the split, which holds no shard; exit 0 only with valid splits (KiB free: $levels)"
   else fail "prepare: $bad free-space level(s) misbehaved"; fi
+fi
+
+if [[ " $cases " == *" outputs "* ]]; then
+  rm -rf "$full"/*
+  fill_to 4
+  "$bin" export --checkpoint "$ckpt" --onnx "$full/m.onnx" --data "$work/tiny/train" >"$work/export.log" 2>&1
+  rc=$?
+  if [ "$rc" = 3 ] && grep -q -- "--onnx '$full/m.onnx' cannot be written: No space left on device" "$work/export.log" &&
+     [ -z "$(ls "$full" | grep m.onnx)" ]; then ok "outputs: export on a full disk: exit 3, no m.onnx or m.onnx.tmp left"
+  else fail "outputs: export on a full disk: exit $rc, left [$(ls "$full" | grep m.onnx | tr '\n' ' ')]: $(tail -2 "$work/export.log")"; fi
+  fill_to 0
+  "$bin" evaluate "$job" "${tiny[@]}" --set run.dir="$work/run" --out "$full/r.json" >"$work/evaluate.log" 2>&1
+  rc=$?
+  if [ "$rc" = 3 ] && grep -q -- "--out '$full/r.json' cannot be written: No space left on device" "$work/evaluate.log" &&
+     [ -z "$(ls "$full" | grep r.json)" ]; then ok "outputs: evaluate --out on a full disk: exit 3, no r.json or r.json.tmp left"
+  else fail "outputs: evaluate --out on a full disk: exit $rc, left [$(ls "$full" | grep r.json | tr '\n' ' ')]: $(tail -2 "$work/evaluate.log")"; fi
+fi
+
+if [[ " $cases " == *" outputs "* || " $cases " == *" stdout "* ]]; then
+  mkdir -p "$work/adir"
+  "$bin" export --checkpoint "$ckpt" --onnx "$work/adir" --data "$work/tiny/train" >"$work/onnxdir.log" 2>&1
+  rc=$?
+  if [ "$rc" = 3 ] && grep -q -- "--onnx '$work/adir' cannot be written: it is a folder; pick a writable path with --onnx" "$work/onnxdir.log"; then
+    ok "outputs: --onnx naming a folder: exit 3 naming the flag"
+  else fail "outputs: --onnx naming a folder: exit $rc: $(tail -2 "$work/onnxdir.log")"; fi
+fi
+
+if [[ " $cases " == *" stdout "* ]]; then
+  bad=""
+  stdout_case() {  # NAME COMMAND...: exit 3 and the stdout message
+    local name=$1
+    shift
+    "$@" >/dev/full 2>"$work/stdout-$name.log" </dev/null
+    local rc=$?
+    if [ "$rc" != 3 ] || ! grep -q "the results cannot be written to stdout: No space left on device" "$work/stdout-$name.log" ||
+       crashed "$work/stdout-$name.log"; then
+      bad+="$name(exit $rc) "
+      sed 's/^/  | /' "$work/stdout-$name.log" | head -4
+    fi
+  }
+  stdout_case keys "$bin" keys
+  stdout_case version "$bin" --version
+  stdout_case inspect_checkpoint "$bin" inspect "$ckpt"
+  stdout_case inspect_split "$bin" inspect "$work/tiny/train"
+  stdout_case predict "$bin" predict --checkpoint "$ckpt" "$work/tiny/test"
+  stdout_case evaluate "$bin" evaluate "$job" "${tiny[@]}" --set run.dir="$work/run"
+  stdout_case prepare "$bin" prepare synthetic --shape 1,8,8 --classes 3 --samples 16 --shards 1 --out "$work/p"
+  if [ -z "$bad" ]; then ok "stdout: keys, --version, inspect, predict, evaluate, prepare on /dev/full: exit 3 naming stdout"
+  else fail "stdout: $bad"; fi
 fi
 
 echo "$failures failed"
