@@ -15,6 +15,7 @@
 #include "common/crc32c.h"
 #include "common/error.h"
 #include "common/host_memory.h"
+#include "io/chunk_coverage.h"
 #include "io/data_checksum.h"
 #include "io/h5_attributes.h"
 #include "io/h5_check.h"
@@ -208,16 +209,23 @@ void write_shard(const fs::path& file_path, const DatasetMeta& meta, const Split
   file.commit();
 }
 
-// What the reader will see, before the shard takes its name: HDF5 opens it, and every chunk and byte of its
-// extent is stored.
-void verify_shard(const fs::path& file_path, int64_t shard_samples) {
-  const detail::ShardHeader header = detail::read_shard_header(file_path);
-  std::string problem = header.problems.empty() ? "" : header.problems.front();
-  if (problem.empty() && (header.image_count != shard_samples || header.label_count != shard_samples))
-    problem = fmt::format("holds {} images and {} labels, {} were written", header.image_count, header.label_count,
-                          shard_samples);
-  if (!problem.empty())
-    throw DataError(fmt::format("shard '{}' {}, read back just after it was written", file_path.string(), problem));
+// Before the shard takes its name: HDF5 opens it again, and each dataset has every chunk in its index and every
+// byte of its extent stored. (Its content is the source's; the reader judges that, as it does any shard's.)
+void verify_shard(const fs::path& file_path, int64_t shard_samples, int64_t sample_bytes) {
+  const H5File file(H5_CHECK(H5Fopen(file_path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)));
+  const std::pair<const char*, double> expected[] = {
+      {shard_names::images, static_cast<double>(shard_samples) * static_cast<double>(sample_bytes)},
+      {shard_names::labels, static_cast<double>(shard_samples) * sizeof(int32_t)}};
+  for (const auto& [name, bytes] : expected) {
+    const H5Dataset set(H5_CHECK(H5Dopen2(file.id(), name, H5P_DEFAULT)));
+    std::string problem = detail::chunk_coverage_problem(set.id());
+    const auto stored = static_cast<double>(H5Dget_storage_size(set.id()));
+    if (problem.empty() && stored < bytes)
+      problem = fmt::format("has {:.0f} of its {:.0f} bytes stored", stored, bytes);
+    if (!problem.empty())
+      throw DataError(fmt::format("shard '{}', read back just after it was written: dataset '{}' {}", file_path.string(),
+                                  name, problem));
+  }
 }
 
 }  // namespace
@@ -248,7 +256,7 @@ void write_split(const fs::path& dir, const DatasetMeta& meta, const SplitWriteO
     temporary_path += ".tmp";
     try {
       write_shard(temporary_path, meta, options, index, first_sample, shard_samples, source);
-      verify_shard(temporary_path, shard_samples);
+      verify_shard(temporary_path, shard_samples, meta.shape.elements());
       fs::rename(temporary_path, final_path);
       written.push_back(final_path);
     } catch (const std::exception& e) {
