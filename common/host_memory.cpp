@@ -26,7 +26,8 @@ std::string byte_size_text(double bytes) {
   const double gib = 1024.0 * 1024 * 1024, mib = 1024.0 * 1024;
   if (bytes >= 1024 * gib) return fmt::format("{:.1f} TiB", bytes / (1024 * gib));
   if (bytes >= gib) return fmt::format("{:.1f} GiB", bytes / gib);
-  return fmt::format("{:.1f} MiB", bytes / mib);
+  if (bytes >= mib || bytes <= 0) return fmt::format("{:.1f} MiB", bytes / mib);
+  return fmt::format("{:.0f} KiB", bytes / 1024);  // "0.1 MiB of 0.1 MiB" would hide the shortfall
 }
 
 }  // namespace ringtrain

@@ -9,7 +9,7 @@ namespace ringtrain {
 // Bytes available for new allocations on this host; 0 when the system does not say.
 uint64_t host_memory_available() noexcept;
 
-// "12.3 GiB", "512.0 MiB": a byte count for messages.
+// "12.3 GiB", "512.0 MiB", "560 KiB": a byte count for messages.
 std::string byte_size_text(double bytes);
 
 }  // namespace ringtrain

@@ -21,8 +21,8 @@
 #include "io/data_checksum.h"
 #include "io/h5_attributes.h"
 #include "io/h5_check.h"
-#include "io/h5_file_format.h"
 #include "io/h5_handle.h"
+#include "io/h5_write_file.h"
 #include "io/hdf5_lock.h"
 
 namespace ringtrain::io {
@@ -129,28 +129,30 @@ std::vector<std::string> split_lines(const std::string& text) {
   return out;
 }
 
-// Data reaches the disk before the rename makes it the checkpoint: fsync the file, then its folder.
-void sync_path(const fs::path& path, bool directory) {
-  const int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
-  if (fd < 0) throw CheckpointError(fmt::format("cannot open '{}' to sync it: {}", path.string(), std::strerror(errno)));
-  const int rc = ::fsync(fd);
+// Data reaches the disk before the rename makes it the checkpoint: the file (H5WriteFile::commit), then its folder.
+void sync_folder(const fs::path& folder) {
+  const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) throw CheckpointError(fmt::format("cannot open '{}' to sync it: {}", folder.string(), std::strerror(errno)));
+  ::fsync(fd);  // some file systems refuse to sync a folder; the rename is then as durable as they make it
   ::close(fd);
-  if (rc != 0 && !directory)
-    throw CheckpointError(fmt::format("fsync of '{}' failed: {}", path.string(), std::strerror(errno)));
 }
 
-// A full file system is the usual cause and has a plain remedy; HDF5's own account of it is a long stack.
-std::string why_write_failed(const fs::path& path, const CheckpointData& d, const std::exception& e) {
-  const double mib = 1 << 20;
+// What the file will take on disk: its arrays and texts, and HDF5's object headers and chunk index (a few KiB).
+double checkpoint_bytes(const CheckpointData& d) {
   std::size_t floats = d.params.size() + d.states.size();
   for (const NamedArray& a : d.optimizer_state) floats += a.values.size();
-  const double need = static_cast<double>(floats * sizeof(float) + d.job_toml.size() + d.versions_json.size()) + mib;
-  std::error_code ec;
-  const fs::space_info space = fs::space(path.parent_path().empty() ? fs::path(".") : path.parent_path(), ec);
-  if (!ec && static_cast<double>(space.available) < need)
-    return fmt::format("its file system has {:.1f} MiB free and a checkpoint needs about {:.1f} MiB; free space there, "
-                       "or move run.dir elsewhere (its checkpoints/ folder with it) and --resume from there",
-                       static_cast<double>(space.available) / mib, need / mib);
+  std::size_t text = d.job_toml.size() + d.versions_json.size() + d.run_id.size();
+  for (const std::string& name : d.tensor_names) text += name.size() + 1;
+  const std::size_t arrays = floats * sizeof(float) + (d.tensor_sizes.size() + 8 + 2) * sizeof(int64_t);
+  return static_cast<double>(arrays + text) + 16.0 * 1024 * (4 + d.optimizer_state.size());
+}
+
+// A full file system is the usual cause and has a plain remedy; HDF5's own account of a failure is a long stack.
+std::string why_write_failed(const std::exception& e) {
+  if (const auto* full = dynamic_cast<const DiskSpaceError*>(&e))
+    return fmt::format("{}; free space there, or move run.dir elsewhere (its checkpoints/ folder with it) and --resume "
+                       "from there",
+                       full->what());
   std::string text = e.what();
   if (text.size() > 400) text = text.substr(0, 400) + "...";
   return text;
@@ -189,7 +191,7 @@ void write_checkpoint(const fs::path& path, const CheckpointData& d) {
   try {
     {
       Hdf5Lock lock;
-      H5File file(H5_CHECK(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, checksummed_file_access().id())));
+      H5WriteFile file(tmp, checkpoint_bytes(d));
       write_array(file.id(), "params", d.params);
       std::vector<std::string> state_names;
       for (const NamedArray& a : d.optimizer_state) {
@@ -210,17 +212,15 @@ void write_checkpoint(const fs::path& path, const CheckpointData& d) {
       h5::write_string_attribute(file.id(), "tensor_names", join_lines(d.tensor_names));
       h5::write_string_attribute(file.id(), "job_toml", d.job_toml);
       h5::write_string_attribute(file.id(), "versions_json", d.versions_json);
-      H5_CHECK(H5Fflush(file.id(), H5F_SCOPE_GLOBAL));
-      file.close();
+      file.commit();
     }
-    sync_path(tmp, false);
     fs::rename(tmp, path);
-    sync_path(path.parent_path().empty() ? fs::path(".") : path.parent_path(), true);
+    sync_folder(path.parent_path().empty() ? fs::path(".") : path.parent_path());
   } catch (const std::exception& e) {
     std::error_code ec;
     fs::remove(tmp, ec);
     throw CheckpointError(fmt::format("writing checkpoint '{}' failed: {}; the previous checkpoints are untouched",
-                                      path.string(), why_write_failed(path, d, e)));
+                                      path.string(), why_write_failed(e)));
   }
 }
 

@@ -1,6 +1,7 @@
 // Owns the calls into libjpeg-turbo and libpng. JPEG errors (and warnings, which mean corrupt data) leave
-// libjpeg through longjmp (its documented recovery), so the jmp_buf frame holds no C++ object with a
-// destructor; PNG uses libpng's simplified API.
+// libjpeg through longjmp (its documented recovery), so the jmp_buf frame holds no C++ object with a destructor;
+// PNG uses libpng's simplified API.
+// Headers are read before pixels: an image over kMaxImagePixels is refused before its memory is asked for.
 #include "io/image_decode.h"
 
 #include <fmt/format.h>
@@ -10,12 +11,13 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 
 // jpeglib.h needs FILE and size_t declared first.
 #include <jpeglib.h>
 
 #include "common/error.h"
+#include "common/host_memory.h"
+#include "common/path_probe.h"
 
 namespace ringtrain::io {
 namespace fs = std::filesystem;
@@ -35,59 +37,80 @@ void jpeg_fail(j_common_ptr info) {
 }
 
 // A warning (level < 0: corrupt or truncated data that libjpeg would paper over with gray) ends the decoding
-// there, as an error: such an image is refused anyway, and a truncated file claiming 65535 x 65535 pixels
-// must not be decoded in full first. Trace messages (level >= 0) are not printed.
+// there, as an error: such an image is refused anyway, and a truncated file that claims many pixels must not be
+// decoded in full first. Trace messages (level >= 0) are not printed.
 void jpeg_stop_at_warning(j_common_ptr info, int level) {
   if (level < 0) jpeg_fail(info);
 }
 
-// Pixels a header may claim before anything is allocated for them: a lying header (or an image no dataset
-// needs at full size) is a clear refusal, not an allocation failure.
-bool too_large(std::size_t width, std::size_t height, std::size_t channels) {
-  // height * (channels * width) > limit, by division: sides up to 2^32 (PNG allows them) cannot overflow it
-  return width > 0 && height > kMaxDecodedBytes / (channels * width);
+// CMYK as libjpeg hands it over (it turns YCCK into CMYK) to RGB, in place: each pixel's 4 bytes become 3. Adobe's
+// JPEGs (those with its APP14 marker, nearly all CMYK ones) store the inks inverted, 255 meaning none.
+void cmyk_to_rgb(JSAMPROW row, JDIMENSION width, bool inverted) {
+  for (JDIMENSION x = 0; x < width; ++x) {
+    const JSAMPLE* in = row + 4 * x;
+    const int k = inverted ? in[3] : 255 - in[3];
+    for (int c = 0; c < 3; ++c) {
+      const int ink = inverted ? in[c] : 255 - in[c];
+      row[3 * x + static_cast<JDIMENSION>(c)] = static_cast<JSAMPLE>((ink * k + 127) / 255);
+    }
+  }
 }
 
-std::string too_large_message(std::size_t width, std::size_t height, std::size_t channels) {
-  return fmt::format("its {} x {} x {} pixels exceed the {} MiB a decoded image may take; downscale it first",
-                     width, height, channels, kMaxDecodedBytes >> 20);
-}
+enum class JpegResult { decoded, failed, too_large };
 
-// Decodes into `out` (already sized by the header pass inside); returns false with `failure.message` set.
-bool decode_jpeg_into(const std::vector<uint8_t>& data, DecodedImage& out, JpegFailure& failure) {
+// Decodes into `out`, sized once the header is read and found within kMaxImagePixels (before libjpeg allocates
+// anything of the image's size); `failure.message` says why when it fails.
+JpegResult decode_jpeg_into(const std::vector<uint8_t>& data, DecodedImage& out, JpegFailure& failure) {
   jpeg_decompress_struct info{};
   info.err = jpeg_std_error(&failure.manager);
   failure.manager.error_exit = jpeg_fail;
   failure.manager.emit_message = jpeg_stop_at_warning;
   if (setjmp(failure.jump)) {
     jpeg_destroy_decompress(&info);
-    return false;
+    return JpegResult::failed;
   }
   jpeg_create_decompress(&info);
   jpeg_mem_src(&info, data.data(), static_cast<unsigned long>(data.size()));
   jpeg_read_header(&info, TRUE);
-  if (info.num_components != 1) info.out_color_space = JCS_RGB;  // CMYK/YCCK too: libjpeg converts
-  const std::size_t channels = info.num_components != 1 ? 3 : 1;
-  if (too_large(info.image_width, info.image_height, channels)) {
-    std::snprintf(failure.message, sizeof failure.message, "%s",
-                  too_large_message(info.image_width, info.image_height, channels).c_str());
+  out.width = static_cast<int>(info.image_width);
+  out.height = static_cast<int>(info.image_height);
+  const bool cmyk = info.jpeg_color_space == JCS_CMYK || info.jpeg_color_space == JCS_YCCK;
+  if (static_cast<uint64_t>(info.image_width) * info.image_height > kMaxImagePixels) {
     jpeg_destroy_decompress(&info);
-    return false;
+    return JpegResult::too_large;
   }
+  // libjpeg converts YCbCr and gray to RGB itself, but not CMYK/YCCK ("Unsupported color conversion request").
+  if (info.num_components != 1) info.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
   jpeg_start_decompress(&info);
-  out.width = static_cast<int>(info.output_width);
-  out.height = static_cast<int>(info.output_height);
-  out.channels = info.output_components;
-  out.pixels.resize(static_cast<std::size_t>(out.width) * static_cast<std::size_t>(out.height) *
+  out.channels = cmyk ? 3 : info.output_components;
+  out.pixels.resize(static_cast<std::size_t>(info.output_width) * info.output_height *
                     static_cast<std::size_t>(out.channels));
+  // A CMYK row is decoded into libjpeg's own buffer (freed with `info`, as longjmp needs) and converted from there.
+  JSAMPARRAY cmyk_row = cmyk ? (*info.mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(&info), JPOOL_IMAGE,
+                                                         info.output_width * 4, 1)
+                             : nullptr;
   while (info.output_scanline < info.output_height) {
     JSAMPROW row = out.pixels.data() + static_cast<std::size_t>(info.output_scanline) * info.output_width *
                                            static_cast<std::size_t>(out.channels);
-    jpeg_read_scanlines(&info, &row, 1);
+    jpeg_read_scanlines(&info, cmyk ? cmyk_row : &row, 1);
+    if (cmyk) {
+      cmyk_to_rgb(cmyk_row[0], info.output_width, info.saw_Adobe_marker != 0);
+      std::memcpy(row, cmyk_row[0], static_cast<std::size_t>(info.output_width) * 3);
+    }
   }
   jpeg_finish_decompress(&info);
   jpeg_destroy_decompress(&info);
-  return true;
+  return JpegResult::decoded;
+}
+
+// Refused before anything of the image's size is allocated: a header may claim 65500x65500 (12 GiB of RGB).
+void refuse_huge(const fs::path& file, const char* kind, uint64_t width, uint64_t height, int channels) {
+  if (width * height <= kMaxImagePixels) return;
+  throw DataError(fmt::format("{} '{}' is {}x{} pixels ({} decoded), over the {} pixels (2^28, e.g. 16384x16384) "
+                              "ringtrain decodes; shrink it first (e.g. `convert IN -resize 4096x4096 OUT`)",
+                              kind, file.string(), width, height,
+                              byte_size_text(static_cast<double>(width) * static_cast<double>(height) * channels),
+                              kMaxImagePixels));
 }
 
 DecodedImage decode_png(const fs::path& file, const std::vector<uint8_t>& data) {
@@ -98,32 +121,52 @@ DecodedImage decode_png(const fs::path& file, const std::vector<uint8_t>& data) 
   const bool alpha = (image.format & PNG_FORMAT_FLAG_ALPHA) != 0;
   const bool color = (image.format & PNG_FORMAT_FLAG_COLOR) != 0;
   image.format = color ? (alpha ? PNG_FORMAT_RGBA : PNG_FORMAT_RGB) : (alpha ? PNG_FORMAT_GA : PNG_FORMAT_GRAY);
-  const auto channels = static_cast<std::size_t>(PNG_IMAGE_SAMPLE_CHANNELS(image.format));
-  if (too_large(image.width, image.height, channels)) {
-    const std::string why = too_large_message(image.width, image.height, channels);
+  const auto channels = static_cast<int>(PNG_IMAGE_SAMPLE_CHANNELS(image.format));
+  try {
+    refuse_huge(file, "PNG", image.width, image.height, channels);
+  } catch (...) {
     png_image_free(&image);
-    throw DataError(fmt::format("cannot decode PNG '{}': {}", file.string(), why));
+    throw;
   }
-  DecodedImage out{static_cast<int>(image.width), static_cast<int>(image.height),
-                   static_cast<int>(PNG_IMAGE_SAMPLE_CHANNELS(image.format)), {}};
-  out.pixels.resize(PNG_IMAGE_SIZE(image));
+  DecodedImage out{static_cast<int>(image.width), static_cast<int>(image.height), channels, {}};
+  // In 64 bits: libpng's PNG_IMAGE_SIZE computes in 32 and wraps past 4 GiB.
+  out.pixels.resize(static_cast<std::size_t>(image.width) * image.height * static_cast<std::size_t>(channels));
   if (!png_image_finish_read(&image, nullptr, out.pixels.data(), 0, nullptr))
     throw DataError(fmt::format("cannot decode PNG '{}': {}", file.string(), image.message));
   if (out.channels == 2) out = convert_channels(std::move(out), 1);  // gray+alpha: alpha dropped
   return out;
 }
 
+// Read whole, so only a regular file of a bounded size: a FIFO would block, /dev/zero never end.
+std::vector<uint8_t> read_image_file(const fs::path& file) {
+  const PathProbe probe = probe_path(file);
+  if (probe.kind != PathProbe::Kind::regular)
+    throw DataError(fmt::format("image '{}' {}; an image is a regular .jpg/.jpeg/.png file", file.string(),
+                                probe.describe()));
+  if (probe.size > kMaxImageFileBytes)
+    throw DataError(fmt::format("image '{}' is a file of {}, over the {} ringtrain reads as one image; shrink it first",
+                                file.string(), byte_size_text(static_cast<double>(probe.size)),
+                                byte_size_text(static_cast<double>(kMaxImageFileBytes))));
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw DataError(fmt::format("cannot open image '{}': {}; check its permissions", file.string(), unreadable_reason(file)));
+  std::vector<uint8_t> data(static_cast<std::size_t>(probe.size));
+  in.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(data.size()));
+  data.resize(static_cast<std::size_t>(in.gcount()));  // a file that shrank meanwhile: decoding says "truncated"
+  return data;
+}
+
 }  // namespace
 
 DecodedImage decode_image(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw DataError(fmt::format("cannot open image '{}'; check its permissions", file.string()));
-  const std::vector<uint8_t> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::vector<uint8_t> data = read_image_file(file);
   if (data.size() >= 8 && std::memcmp(data.data(), "\x89PNG\r\n\x1a\n", 8) == 0) return decode_png(file, data);
   if (data.size() >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF) {
     DecodedImage out;
     JpegFailure failure{};
-    if (!decode_jpeg_into(data, out, failure))
+    const JpegResult result = decode_jpeg_into(data, out, failure);
+    if (result == JpegResult::too_large)
+      refuse_huge(file, "JPEG", static_cast<uint64_t>(out.width), static_cast<uint64_t>(out.height), 3);
+    if (result != JpegResult::decoded)
       throw DataError(fmt::format("cannot decode JPEG '{}': {}", file.string(), failure.message));
     return out;
   }

@@ -1,7 +1,6 @@
 // Owns decoding one image file (JPEG through libjpeg-turbo, PNG through libpng) into 8-bit interleaved
 // pixels, and bringing them to the channel count a dataset asks for.
 #pragma once
-#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -14,11 +13,14 @@ struct DecodedImage {
   std::vector<uint8_t> pixels;              // height x width x channels
 };
 
-// The most bytes (width x height x channels) a decoded image may take: 256 MiB, e.g. 9,000 x 9,000 RGB.
-inline constexpr std::size_t kMaxDecodedBytes = std::size_t{256} << 20;
+// The largest image decoded: 2^28 pixels (16384x16384, 1 GiB as RGBA), so that one decoding thread per core stays
+// within a host's memory; a larger one is refused by its header, before its pixels are asked memory for.
+inline constexpr uint64_t kMaxImagePixels = uint64_t{1} << 28;
+// The largest image file read (each is read whole before decoding).
+inline constexpr uint64_t kMaxImageFileBytes = uint64_t{1} << 30;
 
-// Throws DataError naming the file and what the library said (truncated, corrupt, not an image,
-// unsupported), or that its header claims more than kMaxDecodedBytes of pixels.
+// Throws DataError naming the file and what the library said (truncated, not an image, unsupported), or its size
+// when it is over the caps above. CMYK and YCCK JPEGs are converted to RGB.
 DecodedImage decode_image(const std::filesystem::path& file);
 
 // The channel counts convert_channels brings any decoded image to: 1 gray, 3 RGB, 4 RGBA.

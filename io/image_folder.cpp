@@ -8,6 +8,7 @@
 #include <cctype>
 
 #include "common/error.h"
+#include "common/path_probe.h"
 
 namespace ringtrain::io {
 namespace fs = std::filesystem;
@@ -20,12 +21,28 @@ bool is_image_name(const fs::path& file) {
 
 namespace {
 
+// The class folders of `dir` (folders, or links to them), or the entries of a class folder named like images,
+// whatever they are: one that is not a regular file (a folder, a FIFO, a link that loops) is refused by the decoder
+// naming it, so `prepare images` skips and lists it (--strict stops there) rather than dropping it unseen. The
+// error_code forms throughout: a link that loops is the user's to hear about, not a filesystem_error.
 std::vector<fs::path> sorted_entries(const fs::path& dir, bool folders) {
   std::vector<fs::path> entries;
-  for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
-    if (folders ? entry.is_directory() : (entry.is_regular_file() && is_image_name(entry.path())))
-      entries.push_back(entry.path());
+  std::error_code error;
+  for (fs::directory_iterator it(dir, error); !error && it != fs::directory_iterator(); it.increment(error)) {
+    if (!folders) {
+      if (is_image_name(it->path())) entries.push_back(it->path());
+      continue;
+    }
+    std::error_code kind;
+    const bool folder = it->is_directory(kind);
+    if (kind && kind != std::errc::no_such_file_or_directory)  // a dangling link is no class folder: ignored
+      throw DataError(fmt::format("class folder '{}' cannot be reached: {}; fix or remove it", it->path().string(),
+                                  kind.message()));
+    if (folder) entries.push_back(it->path());
   }
+  if (error)
+    throw DataError(fmt::format("{} '{}' cannot be read: {}; check the path and its permissions",
+                                folders ? "image folder" : "class folder", dir.string(), error.message()));
   std::sort(entries.begin(), entries.end());
   return entries;
 }
@@ -46,8 +63,10 @@ std::vector<fs::path> images_under(const fs::path& root) {
   std::error_code error, kind;
   // Symlinked folders are not followed, so a link loop cannot make the walk endless.
   fs::recursive_directory_iterator entries(root, error);
+  // Anything named like an image but a folder (which the walk enters) is kept, so that a FIFO or a link that loops
+  // is refused by the decoder naming it, not dropped unseen.
   for (; !error && entries != fs::recursive_directory_iterator(); entries.increment(error))
-    if (entries->is_regular_file(kind) && is_image_name(entries->path())) images.push_back(entries->path());
+    if (is_image_name(entries->path()) && !entries->is_directory(kind)) images.push_back(entries->path());
   if (error)
     throw DataError(fmt::format("image folder '{}' cannot be read: {}; check the path and its permissions",
                                 root.string(), error.message()));
@@ -56,10 +75,10 @@ std::vector<fs::path> images_under(const fs::path& root) {
 }
 
 ImageFolder scan_image_folder(const fs::path& root, const std::vector<std::string>& classes) {
-  std::error_code error;
-  if (!fs::is_directory(root, error))
-    throw DataError(fmt::format("image folder '{}' does not exist; pass the folder holding one subfolder per class",
-                                root.string()));
+  const PathProbe probe = probe_path(root);
+  if (probe.kind != PathProbe::Kind::directory)
+    throw DataError(fmt::format("image folder '{}' {}; pass the folder holding one subfolder per class", root.string(),
+                                probe.describe()));
   ImageFolder folder;
   const std::vector<fs::path> class_dirs = sorted_entries(root, true);
   if (class_dirs.empty())

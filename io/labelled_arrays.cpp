@@ -9,6 +9,8 @@
 #include <limits>
 
 #include "common/error.h"
+#include "common/host_memory.h"
+#include "common/path_probe.h"
 #include "io/h5_attributes.h"
 #include "io/h5_check.h"
 #include "io/h5_handle.h"
@@ -137,11 +139,34 @@ std::vector<int64_t> dataset_dims(hid_t dataset) {
   return {dims.begin(), dims.end()};
 }
 
+// Opens `name` in `file`; a missing path (any part of it) or a group is a DataError naming both.
 H5Dataset open_dataset(hid_t file, const Hdf5ArraySource& source, const std::string& name) {
-  if (H5_CHECK(H5Lexists(file, name.c_str(), H5P_DEFAULT)) <= 0)
+  // Unchecked on purpose: H5Lexists fails, rather than says no, when a folder-like part of `name` is missing.
+  const bool exists = H5Lexists(file, name.c_str(), H5P_DEFAULT) > 0 && H5Oexists_by_name(file, name.c_str(), H5P_DEFAULT) > 0;
+  H5Eclear2(H5E_DEFAULT);
+  if (!exists)
     throw DataError(fmt::format("'{}' has no dataset '{}'; list its datasets with `h5ls -r {}`", source.file.string(),
                                 name, source.file.string()));
+  H5O_info_t info{};
+  H5_CHECK(H5Oget_info_by_name2(file, name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT));
+  if (info.type != H5O_TYPE_DATASET)
+    throw DataError(fmt::format("'{}' in '{}' is {}, not a dataset; name a dataset (list them with `h5ls -r {}`)", name,
+                                source.file.string(), info.type == H5O_TYPE_GROUP ? "a group" : "a named datatype",
+                                source.file.string()));
   return H5Dataset(H5_CHECK(H5Dopen2(file, name.c_str(), H5P_DEFAULT)));
+}
+
+// Before reading: the values a dataset's extent holds, as bytes in memory, against what this host has (a
+// never-written dataset may claim 10^12 values and hold none).
+std::size_t checked_bytes(const std::vector<int64_t>& dims, std::size_t element, const std::string& name) {
+  double bytes = static_cast<double>(element);
+  for (const int64_t d : dims) bytes *= static_cast<double>(d);
+  const uint64_t memory = host_memory_available();
+  if (bytes > 0.8 * static_cast<double>(memory > 0 ? memory : std::numeric_limits<uint64_t>::max()) || bytes > 0x1p62)
+    throw DataError(fmt::format("{} holds {} in memory and this host has {} available; import it in parts or on a "
+                                "larger host",
+                                name, byte_size_text(bytes), byte_size_text(static_cast<double>(memory))));
+  return static_cast<std::size_t>(bytes);
 }
 
 H5T_class_t type_class(hid_t dataset, H5T_sign_t* sign, std::size_t* size) {
@@ -155,9 +180,10 @@ H5T_class_t type_class(hid_t dataset, H5T_sign_t* sign, std::size_t* size) {
 }  // namespace
 
 LabelledArrays load_hdf5_arrays(const Hdf5ArraySource& source, ArrayLayout layout) {
-  std::error_code error;
-  if (!fs::is_regular_file(source.file, error))
-    throw DataError(fmt::format("HDF5 file '{}' not found; check --from-hdf5", source.file.string()));
+  const PathProbe probe = probe_path(source.file);
+  if (probe.kind != PathProbe::Kind::regular)
+    throw DataError(fmt::format("--from-hdf5 '{}' {}; give an HDF5 file", source.file.string(),
+                                probe.kind == PathProbe::Kind::missing ? "does not exist" : probe.describe()));
   const Hdf5Lock lock;
   detail::silence_hdf5_auto_print();
   // Unchecked on purpose: a truncated or foreign file makes it fail, and that is the user's error to report.
@@ -175,14 +201,13 @@ LabelledArrays load_hdf5_arrays(const Hdf5ArraySource& source, ArrayLayout layou
   if (type_class(labels.id(), &sign, &size) != H5T_INTEGER)
     throw DataError(fmt::format("{} does not hold integers; labels are class indices 0..K-1", labels_name));
   RawImages raw{dataset_dims(images.id()), {}, images_name};
-  int64_t total = raw.dims.empty() ? 0 : 1;
-  for (const int64_t d : raw.dims) total *= d;
-  raw.bytes.resize(static_cast<std::size_t>(total));
-  if (total > 0) H5_CHECK(H5Dread(images.id(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.bytes.data()));
   const std::vector<int64_t> label_dims = dataset_dims(labels.id());
   if (label_dims.size() != 1 && !(label_dims.size() == 2 && label_dims[1] == 1))
     throw DataError(fmt::format("{} has {} dimensions; labels need one (N) or N x 1", labels_name, label_dims.size()));
-  std::vector<int64_t> label_values(static_cast<std::size_t>(label_dims[0]));
+  raw.bytes.resize(raw.dims.empty() ? 0 : checked_bytes(raw.dims, 1, images_name));
+  std::vector<int64_t> label_values(checked_bytes({label_dims[0]}, sizeof(int64_t), labels_name) / sizeof(int64_t));
+  if (!raw.bytes.empty())
+    H5_CHECK(H5Dread(images.id(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.bytes.data()));
   if (!label_values.empty())
     H5_CHECK(H5Dread(labels.id(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, label_values.data()));
   return assemble(raw, std::move(label_values), labels_name, layout);

@@ -38,9 +38,7 @@ int class_count(const LabelledArrays& train, const LabelledArrays& test, const A
 // Per class, a seeded shuffle of its samples; the first round(fraction * count) go to test. Each class keeps
 // at least one training sample, and the order within each split stays the original order.
 void hold_out(LabelledArrays& train, LabelledArrays& test, const ArraysOptions& options, int classes) {
-  if (options.test_fraction <= 0 || options.test_fraction >= 1)
-    throw DataError(fmt::format("--test-fraction {} must lie strictly between 0 and 1 (or give --test-images)",
-                                options.test_fraction));
+  check_test_fraction(options);
   std::vector<std::vector<int64_t>> by_class(static_cast<std::size_t>(classes));
   for (int64_t i = 0; i < train.count(); ++i) by_class[static_cast<std::size_t>(train.labels[static_cast<std::size_t>(i)])].push_back(i);
   std::vector<bool> to_test(static_cast<std::size_t>(train.count()), false);
@@ -99,6 +97,13 @@ void write_arrays_split(const fs::path& dir, const LabelledArrays& arrays, Datas
 }
 
 }  // namespace
+
+// Written so that NaN fails it too ("<= 0 || >= 1" lets NaN through).
+void check_test_fraction(const ArraysOptions& options) {
+  if (!(options.test_fraction > 0 && options.test_fraction < 1))
+    throw DataError(fmt::format("--test-fraction {} must lie strictly between 0 and 1 (or give --test-images)",
+                                options.test_fraction));
+}
 
 void prepare_arrays(LabelledArrays train, LabelledArrays test, const ArraysOptions& options) {
   if (test.count() > 0 && !(test.shape == train.shape))

@@ -20,6 +20,9 @@ struct ArraysOptions {
   bool overwrite = false;
 };
 
+// DataError unless test_fraction lies strictly between 0 and 1 (NaN does not); checked before anything is read.
+void check_test_fraction(const ArraysOptions& options);
+
 // Everything is checked (classes, names, split sizes) before the first shard is written. `test` may be
 // empty (count 0): then test_fraction of `train` is held out.
 void prepare_arrays(LabelledArrays train, LabelledArrays test, const ArraysOptions& options);

@@ -18,6 +18,7 @@
 #include "io/image_decode.h"
 #include "io/image_folder.h"
 #include "io/image_sample.h"
+#include "io/prepare_arrays.h"
 #include "io/shard_writer.h"
 
 namespace ringtrain::io {
@@ -125,6 +126,7 @@ void check_options(const ImagesOptions& options) {
 
 ImagesSummary prepare_images(const ImagesOptions& options) {
   check_options(options);
+  if (options.test_source.empty()) check_test_fraction(options.arrays);
   refuse_existing_splits({options.arrays.out / "train", options.arrays.out / "test"}, options.arrays.overwrite);
   const auto start = std::chrono::steady_clock::now();
   const ImageFolder train_folder = scan_image_folder(options.source);

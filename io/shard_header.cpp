@@ -2,6 +2,7 @@
 #include "io/shard_header.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 #include <fmt/ranges.h>
 #include <hdf5.h>
 
@@ -301,9 +302,13 @@ ShardHeader read_shard_header(const fs::path& file) {
   header.path = file;
   if (const std::string why = unreadable_reason(file); !why.empty()) {
     header.unreadable = true;
-    header.problems.push_back(fmt::format("cannot be read: {}; the file may well be intact: give the user that runs "
-                                          "ringtrain (on every node) read permission on it, e.g. chmod a+r '{}'",
-                                          why, file.string()));
+    // A folder without search (x) permission hides files that are themselves readable: name what to open.
+    const fs::path folder = file.parent_path().empty() ? fs::path(".") : file.parent_path();
+    const bool folder_closed = ::access(folder.c_str(), X_OK) != 0;
+    header.problems.push_back(fmt::format(
+        "cannot be read: {}; the file may well be intact: give the user that runs ringtrain (on every node) {}", why,
+        folder_closed ? fmt::format("access to its folder, e.g. chmod a+x '{}'", folder.string())
+                      : fmt::format("read permission on it, e.g. chmod a+r '{}'", file.string())));
     return header;
   }
   H5File handle;

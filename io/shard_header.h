@@ -50,7 +50,7 @@ std::string describe(const SampleShape& shape);  // "3x224x224"
 
 // The advice every data problem ends with: how to get a valid split back.
 inline constexpr const char* rewrite_advice =
-    "re-run `ringtrain prepare` (fashion-mnist, synthetic or arrays) with --overwrite to rewrite the split";
+    "re-run `ringtrain prepare` (fashion-mnist, synthetic, arrays or images) with --overwrite to rewrite the split";
 
 // The detail line HDF5 gave for a failed call, without ringtrain's call-site preamble.
 std::string hdf5_detail(const std::exception& error);

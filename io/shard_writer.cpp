@@ -7,6 +7,7 @@
 #include <hdf5.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <system_error>
 #include <vector>
@@ -14,11 +15,12 @@
 #include "common/crc32c.h"
 #include "common/error.h"
 #include "common/host_memory.h"
+#include "io/chunk_coverage.h"
 #include "io/data_checksum.h"
 #include "io/h5_attributes.h"
 #include "io/h5_check.h"
-#include "io/h5_file_format.h"
 #include "io/h5_handle.h"
+#include "io/h5_write_file.h"
 #include "io/hdf5_lock.h"
 #include "io/shard_header.h"
 
@@ -86,24 +88,26 @@ void validate(const fs::path& dir, const DatasetMeta& meta, const SplitWriteOpti
 }
 
 // Existing shards of an earlier prepare (possibly with another shard count) would mix with the new ones and
-// fail open_split's shard_count check, so they are all removed, not just overwritten by name.
+// fail open_split's shard_count check, so they are all removed, not just overwritten by name. Temporaries
+// (shard-*.h5.tmp) of a prepare that was killed are never a shard: they go without asking.
 void clear_old_shards(const fs::path& dir, bool overwrite) {
-  std::vector<fs::path> old;
-  for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (name.starts_with(shard_names::file_prefix) && (name.ends_with(".h5") || name.ends_with(".h5.tmp")))
-      old.push_back(entry.path());
+  std::vector<fs::path> old, temporaries;
+  std::error_code error;
+  for (fs::directory_iterator it(dir, error); !error && it != fs::directory_iterator(); it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (!name.starts_with(shard_names::file_prefix)) continue;
+    if (name.ends_with(".h5")) old.push_back(it->path());
+    if (name.ends_with(".h5.tmp")) temporaries.push_back(it->path());
   }
-  if (old.empty()) return;
-  if (!overwrite)
+  if (error) throw DataError(fmt::format("split folder '{}' cannot be read: {}", dir.string(), error.message()));
+  if (!old.empty() && !overwrite)
     throw DataError(fmt::format("'{}' already holds {} shard files (e.g. '{}'); pass --overwrite to replace them or "
                                 "choose another --out folder",
                                 dir.string(), old.size(), old.front().filename().string()));
-  for (const fs::path& file : old) {
-    std::error_code error;
+  old.insert(old.end(), temporaries.begin(), temporaries.end());
+  for (const fs::path& file : old)
     if (!fs::remove(file, error) && error)
       throw DataError(fmt::format("cannot remove old shard '{}': {}", file.string(), error.message()));
-  }
 }
 
 // Largest number of samples per chunk that HDF5 accepts (a chunk must stay below 4 GiB) and that fits the
@@ -129,6 +133,20 @@ void write_root_attributes(hid_t file, const DatasetMeta& meta, int index, int c
   h5::write_int_attribute(file, shard_names::shard_count, shard_count);
 }
 
+// The source's own errors (a bad image, a label out of range) are the message; a full disk gets its remedy;
+// HDF5's account of anything else is kept short.
+std::string why_shard_failed(const fs::path& shard, const fs::path& dir, const std::exception& e) {
+  if (dynamic_cast<const DiskSpaceError*>(&e) != nullptr)
+    return fmt::format("{}; free space there or pick another --out folder, then re-run prepare with --overwrite",
+                       e.what());
+  const auto* known = dynamic_cast<const Error*>(&e);
+  if (known != nullptr && known->code() != ExitCode::library) return e.what();
+  if (known != nullptr)
+    return fmt::format("shard '{}' cannot be written ({}); check the free space and permissions of '{}'", shard.string(),
+                       detail::hdf5_detail(e), dir.string());
+  return fmt::format("shard '{}' cannot be written: {}", shard.string(), e.what());
+}
+
 void write_shard(const fs::path& file_path, const DatasetMeta& meta, const SplitWriteOptions& options, int index,
                  int64_t first_sample, int64_t shard_samples, const SampleSource& source) {
   const int64_t sample_bytes = meta.shape.elements();
@@ -138,7 +156,11 @@ void write_shard(const fs::path& file_path, const DatasetMeta& meta, const Split
   const hsize_t chunk_dims[4] = {rows_per_chunk, image_dims[1], image_dims[2], image_dims[3]};
   const hsize_t label_dims[1] = {static_cast<hsize_t>(shard_samples)};
 
-  H5File file(H5_CHECK(H5Fcreate(file_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, checksummed_file_access().id())));
+  // Its bytes, and HDF5's chunk index (a B-tree entry of ~60 bytes a chunk) and headers.
+  const double chunks = std::ceil(static_cast<double>(shard_samples) / static_cast<double>(rows_per_chunk));
+  const double expected = chunks * static_cast<double>(rows_per_chunk) * static_cast<double>(sample_bytes) +
+                          static_cast<double>(shard_samples) * sizeof(int32_t) + chunks * 128 + 64.0 * 1024;
+  H5WriteFile file(file_path, expected);
   write_root_attributes(file.id(), meta, index, options.shards);
 
   const H5Dataspace image_space(H5_CHECK(H5Screate_simple(4, image_dims, nullptr)));
@@ -146,14 +168,14 @@ void write_shard(const fs::path& file_path, const DatasetMeta& meta, const Split
   // Chunked along N without filters: a reader's random sample is one contiguous byte range on disk. The CRC-32C
   // attributes written last stand in for a filter's checksum; `inspect` verifies them.
   H5_CHECK(H5Pset_chunk(image_layout.id(), 4, chunk_dims));
-  const H5Dataset images(H5_CHECK(H5Dcreate2(file.id(), shard_names::images, H5T_STD_U8LE, image_space.id(),
+  H5Dataset images(H5_CHECK(H5Dcreate2(file.id(), shard_names::images, H5T_STD_U8LE, image_space.id(),
                                              H5P_DEFAULT, image_layout.id(), H5P_DEFAULT)));
   const H5Dataspace label_space(H5_CHECK(H5Screate_simple(1, label_dims, nullptr)));
   // A label that was never written reads as -1, which every reader refuses as out of range, not as class 0.
   const H5PropList label_layout(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
   const int32_t unwritten_label = -1;
   H5_CHECK(H5Pset_fill_value(label_layout.id(), H5T_NATIVE_INT32, &unwritten_label));
-  const H5Dataset labels(H5_CHECK(H5Dcreate2(file.id(), shard_names::labels, H5T_STD_I32LE, label_space.id(),
+  H5Dataset labels(H5_CHECK(H5Dcreate2(file.id(), shard_names::labels, H5T_STD_I32LE, label_space.id(),
                                              H5P_DEFAULT, label_layout.id(), H5P_DEFAULT)));
 
   std::vector<uint8_t> chunk_images(static_cast<std::size_t>(rows_per_chunk * static_cast<hsize_t>(sample_bytes)));
@@ -180,11 +202,36 @@ void write_shard(const fs::path& file_path, const DatasetMeta& meta, const Split
   H5_CHECK(H5Dwrite(labels.id(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, shard_labels.data()));
   detail::write_data_checksum(images.id(), images_crc);
   detail::write_data_checksum(labels.id(), crc32c(shard_labels.data(), shard_labels.size() * sizeof(int32_t)));
-  file.close();  // checked: closing flushes, and a failed flush must not be renamed into a valid-looking shard
+  // Checked, datasets first: closing one writes its cached chunks, and a file closed while they are open has its
+  // real close (and any failure of it) deferred to the last of them.
+  images.close();
+  labels.close();
+  file.commit();
+}
+
+// Before the shard takes its name: HDF5 opens it again, and each dataset has every chunk in its index and every
+// byte of its extent stored. (Its content is the source's; the reader judges that, as it does any shard's.)
+void verify_shard(const fs::path& file_path, int64_t shard_samples, int64_t sample_bytes) {
+  const H5File file(H5_CHECK(H5Fopen(file_path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)));
+  const std::pair<const char*, double> expected[] = {
+      {shard_names::images, static_cast<double>(shard_samples) * static_cast<double>(sample_bytes)},
+      {shard_names::labels, static_cast<double>(shard_samples) * sizeof(int32_t)}};
+  for (const auto& [name, bytes] : expected) {
+    const H5Dataset set(H5_CHECK(H5Dopen2(file.id(), name, H5P_DEFAULT)));
+    std::string problem = detail::chunk_coverage_problem(set.id());
+    const auto stored = static_cast<double>(H5Dget_storage_size(set.id()));
+    if (problem.empty() && stored < bytes)
+      problem = fmt::format("has {:.0f} of its {:.0f} bytes stored", stored, bytes);
+    if (!problem.empty())
+      throw DataError(fmt::format("shard '{}', read back just after it was written: dataset '{}' {}", file_path.string(),
+                                  name, problem));
+  }
 }
 
 }  // namespace
 
+// A shard that failed leaves no half split behind: the shards this call already renamed into place go too, so the
+// folder holds either the whole split or none of it (and open_split says "no shards", not "inconsistent").
 void write_split(const fs::path& dir, const DatasetMeta& meta, const SplitWriteOptions& options,
                  const SampleSource& source, bool overwrite) {
   validate(dir, meta, options);
@@ -198,6 +245,10 @@ void write_split(const fs::path& dir, const DatasetMeta& meta, const SplitWriteO
   const int64_t base = options.samples / options.shards;
   const int64_t extra = options.samples % options.shards;
   int64_t first_sample = 0;
+  std::vector<fs::path> written;
+  const auto remove_written = [&] {
+    for (const fs::path& file : written) fs::remove(file, error);  // best effort: the failure is what matters
+  };
   for (int index = 0; index < options.shards; ++index) {
     const int64_t shard_samples = base + (index < extra ? 1 : 0);
     const fs::path final_path = dir / shard_file_name(index, options.shards);
@@ -205,19 +256,19 @@ void write_split(const fs::path& dir, const DatasetMeta& meta, const SplitWriteO
     temporary_path += ".tmp";
     try {
       write_shard(temporary_path, meta, options, index, first_sample, shard_samples, source);
-    } catch (const Error& e) {
-      fs::remove(temporary_path, error);  // best effort: the original failure is what the user needs
-      if (e.code() != ExitCode::library) throw;
-      throw DataError(fmt::format("cannot write shard '{}' ({}); check the free space and permissions of '{}'",
-                                  temporary_path.string(), detail::hdf5_detail(e), dir.string()));
+      verify_shard(temporary_path, shard_samples, meta.shape.elements());
+      fs::rename(temporary_path, final_path);
+      written.push_back(final_path);
+    } catch (const std::exception& e) {
+      fs::remove(temporary_path, error);
+      remove_written();
+      throw DataError(fmt::format("cannot write split '{}': {}; none of its shards is left in place", dir.string(),
+                                  why_shard_failed(temporary_path, dir, e)));
     } catch (...) {
       fs::remove(temporary_path, error);
+      remove_written();
       throw;
     }
-    fs::rename(temporary_path, final_path, error);
-    if (error)
-      throw DataError(fmt::format("cannot rename '{}' to '{}': {}", temporary_path.string(), final_path.string(),
-                                  error.message()));
     first_sample += shard_samples;
   }
 }

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "commands/commands.h"
+#include "commands/results_on_stdout.h"
 #include "common/error.h"
 
 namespace {
@@ -179,14 +180,17 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (version) return commands::print_versions();
+    // train, evaluate and predict check stdout on their ranks (so that one rank's failure ends the job).
     if (*train) return commands::train(&argc, &argv, train_args);
-    if (const int rc = run_prepare(prep); rc >= 0) return rc;
-    if (*inspect) return commands::inspect(inspect_dir);
     if (*use.evaluate) return commands::evaluate(&argc, &argv, use.evaluate_args);
     if (*use.predict) return commands::predict(&argc, &argv, use.predict_args);
-    if (*use.export_onnx) return commands::export_onnx(use.export_args);
-    if (app.got_subcommand("keys")) return commands::print_keys();
+    const auto checked = commands::with_results_on_stdout;
+    if (version) return checked([] { return commands::print_versions(); });
+    if (*prep.fmnist || *prep.synth || *prep.arrays_command || *prep.images_command)
+      return checked([&] { return run_prepare(prep); });
+    if (*inspect) return checked([&] { return commands::inspect(inspect_dir); });
+    if (*use.export_onnx) return checked([&] { return commands::export_onnx(use.export_args); });
+    if (app.got_subcommand("keys")) return checked([] { return commands::print_keys(); });
     fmt::print("{}", app.help());
     return static_cast<int>(ExitCode::usage);
   } catch (const Error& e) {

@@ -70,6 +70,7 @@ void check_sources(const commands::ArraysArgs& args) {
 
 int prepare_arrays(ArraysArgs args) {
   check_sources(args);
+  if (args.test_images.empty() && args.test_images_dataset.empty()) io::check_test_fraction(args.options);
   args.options.class_names = split_commas(args.class_names);
   io::LabelledArrays train = load_arrays(args, false);
   io::LabelledArrays test = load_arrays(args, true);

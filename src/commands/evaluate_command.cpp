@@ -2,6 +2,7 @@
 #include "backend/device_setup.h"
 #include "commands/commands.h"
 #include "commands/on_every_rank.h"
+#include "commands/results_on_stdout.h"
 #include "config/job_config.h"
 #include "dist/world.h"
 #include "infer/evaluate.h"
@@ -11,11 +12,13 @@ namespace ringtrain::commands {
 int evaluate(int* argc, char*** argv, const EvaluateArgs& args) {
   dist::World world(argc, argv);
   return on_every_rank(world, [&] {
-    config::JobConfig job;
-    world.all_succeed([&] { job = config::load_job(args.job, args.overrides); });
-    backend::DeviceSetup device = backend::open_device(job, world);
-    const train::RunContext run{job, world, *device.backend, false};
-    return infer::evaluate(run, {args.checkpoint, args.data, args.out});
+    return with_results_on_stdout([&] {
+      config::JobConfig job;
+      world.all_succeed([&] { job = config::load_job(args.job, args.overrides); });
+      backend::DeviceSetup device = backend::open_device(job, world);
+      const train::RunContext run{job, world, *device.backend, false};
+      return infer::evaluate(run, {args.checkpoint, args.data, args.out});
+    });
   });
 }
 

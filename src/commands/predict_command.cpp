@@ -12,6 +12,8 @@
 #include "backend/device_setup.h"
 #include "commands/commands.h"
 #include "commands/on_every_rank.h"
+#include "commands/results_on_stdout.h"
+#include "commands/results_on_stdout.h"
 #include "common/error.h"
 #include "config/job_config.h"
 #include "dist/world.h"
@@ -111,30 +113,33 @@ void predict_images(ImageModel& model, const std::vector<fs::path>& files, const
   }
 }
 
+// Every input's lines, in the order given.
+int predict_all(dist::World& world, const PredictArgs& args) {
+  if (world.size() != 1)
+    throw UsageError("predict runs as one process (it writes one stream of predictions): run it without mpirun/srun");
+  const std::vector<infer::PredictInput> inputs = infer::resolve_predict_inputs(args.inputs);
+  const io::CheckpointData checkpoint = io::read_checkpoint(args.checkpoint);
+  config::JobConfig job = config::parse_job(checkpoint.job_toml, args.checkpoint, {"run.device=" + args.device});
+  backend::DeviceSetup device = backend::open_device(job, world);
+  const train::RunContext run{job, world, *device.backend, false};
+  // Set up before the first line, so a model that cannot take images fails with nothing printed.
+  std::unique_ptr<ImageModel> images;
+  if (std::any_of(inputs.begin(), inputs.end(), [](const infer::PredictInput& i) { return !i.is_split(); }))
+    images = image_model(run, args);
+  for (const infer::PredictInput& input : inputs) {
+    if (input.is_split())
+      predict_split(run, args, input.path);
+    else
+      predict_images(*images, input.images, args);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int predict(int* argc, char*** argv, const PredictArgs& args) {
   dist::World world(argc, argv);
-  return on_every_rank(world, [&] {
-    if (world.size() != 1)
-      throw UsageError("predict runs as one process (it writes one stream of predictions): run it without mpirun/srun");
-    const std::vector<infer::PredictInput> inputs = infer::resolve_predict_inputs(args.inputs);
-    const io::CheckpointData checkpoint = io::read_checkpoint(args.checkpoint);
-    config::JobConfig job = config::parse_job(checkpoint.job_toml, args.checkpoint, {"run.device=" + args.device});
-    backend::DeviceSetup device = backend::open_device(job, world);
-    const train::RunContext run{job, world, *device.backend, false};
-    // Set up before the first line, so a model that cannot take images fails with nothing printed.
-    std::unique_ptr<ImageModel> images;
-    if (std::any_of(inputs.begin(), inputs.end(), [](const infer::PredictInput& i) { return !i.is_split(); }))
-      images = image_model(run, args);
-    for (const infer::PredictInput& input : inputs) {
-      if (input.is_split())
-        predict_split(run, args, input.path);
-      else
-        predict_images(*images, input.images, args);
-    }
-    return 0;
-  });
+  return on_every_rank(world, [&] { return with_results_on_stdout([&] { return predict_all(world, args); }); });
 }
 
 }  // namespace ringtrain::commands

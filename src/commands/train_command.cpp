@@ -5,6 +5,7 @@
 #include "backend/device_setup.h"
 #include "commands/commands.h"
 #include "commands/on_every_rank.h"
+#include "commands/results_on_stdout.h"
 #include "config/job_config.h"
 #include "dist/world.h"
 #include "train/launcher_watch.h"
@@ -21,10 +22,12 @@ int train(int* argc, char*** argv, const TrainArgs& args) {
   train::install_stop_handlers();  // again, in case MPI start-up installed its own
   if (world.size() > 1) train::watch_launcher(world.rank());
   return on_every_rank(world, [&] {
-    config::JobConfig job;
-    world.all_succeed([&] { job = config::load_job(args.job, args.overrides); });
-    backend::DeviceSetup device = backend::open_device(job, world);
-    return train::Trainer(job, world, *device.backend, *device.reducer, args.resume).run();
+    return with_results_on_stdout([&] {
+      config::JobConfig job;
+      world.all_succeed([&] { job = config::load_job(args.job, args.overrides); });
+      backend::DeviceSetup device = backend::open_device(job, world);
+      return train::Trainer(job, world, *device.backend, *device.reducer, args.resume).run();
+    });
   });
 }
 

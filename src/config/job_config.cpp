@@ -56,7 +56,7 @@ const std::vector<KeyRule> kKeys = {
     {"train", "shuffle", Kind::boolean, true, "shuffle each rank's partition every epoch"},
     {"train", "precision", Kind::string, std::string("fp32"), "fp32 | tf32 (GPU only: fp32 storage, tensor-core math) | bf16 (CPU with AVX512_BF16 only: oneDNN products on bf16 operands, fp32 weights, outputs and accumulation)"},
     {"train", "label_smoothing", Kind::number, 0.0,
-     "e in [0, 1): train against (1 - e) on the label + e / classes everywhere; test loss stays plain cross-entropy"},
+     "e in [0, 0.999]: train against (1 - e) on the label + e / classes everywhere; test loss stays plain cross-entropy"},
     {"optimizer", "name", Kind::string, std::string("sgd"),
      "sgd (momentum, L2 weight decay) | adamw (Adam, decoupled weight decay) | lars (layer-wise trust ratio, "
      "momentum; large batches) | lamb (layer-wise trust ratio over Adam's direction)"},

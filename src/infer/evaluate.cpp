@@ -3,13 +3,11 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
+#include "io/whole_file.h"
 #include "infer/class_tally.h"
 #include "train/device_batch.h"
 #include "train/epoch_summary.h"
@@ -40,12 +38,10 @@ nlohmann::ordered_json result_json(const train::RunContext& run, const train::Re
 }
 
 void write_json(const std::filesystem::path& file, const nlohmann::ordered_json& j) {
-  std::ofstream out(file);
-  const int open_error = out ? 0 : errno;  // before anything else can overwrite it
-  out << j.dump(1) << "\n";
-  if (!out.flush())
-    throw JobFileError(fmt::format("--out '{}' cannot be written: {}; pick a writable file", file.string(),
-                                   std::strerror(open_error != 0 ? open_error : errno)));
+  if (const std::string why = io::write_whole_file(file, j.dump(1) + "\n"); !why.empty())
+    throw JobFileError(fmt::format("--out '{}' cannot be written: {}; pick a writable file with --out (free space "
+                                   "there if its file system is full)",
+                                   file.string(), why));
 }
 
 }  // namespace

@@ -3,11 +3,9 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 
 #include "common/error.h"
+#include "io/whole_file.h"
 
 namespace ringtrain::infer {
 namespace {
@@ -72,18 +70,10 @@ void OnnxGraph::write(const std::filesystem::path& file, const std::vector<std::
   model.varint(1, 8).bytes(2, "ringtrain").bytes(3, producer_version);  // IR version 8 (ONNX 1.10+)
   model.message(7, graph).message(8, ProtoMessage().bytes(1, "").varint(2, kOpset));
   for (const auto& [key, value] : metadata) model.message(14, ProtoMessage().bytes(1, key).bytes(2, value));
-  const std::filesystem::path tmp = file.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    const int open_error = out ? 0 : errno;  // before anything else can overwrite it
-    out.write(model.encoded().data(), static_cast<std::streamsize>(model.encoded().size()));
-    if (!out.flush())
-      throw JobFileError(fmt::format("--onnx '{}' cannot be written: {}; pick a writable path", file.string(),
-                                     std::strerror(open_error != 0 ? open_error : errno)));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) throw JobFileError(fmt::format("'{}' cannot be written: {}", file.string(), ec.message()));
+  if (const std::string why = io::write_whole_file(file, model.encoded()); !why.empty())
+    throw JobFileError(fmt::format("--onnx '{}' cannot be written: {}; pick a writable path with --onnx (free "
+                                   "space there if its file system is full)",
+                                   file.string(), why));
 }
 
 }  // namespace ringtrain::infer

@@ -3,32 +3,22 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "common/error.h"
+#include "io/whole_file.h"
 
 namespace ringtrain::train {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A run.dir file written whole or not at all (a temporary name, then renamed).
+// A run.dir file written whole or not at all.
 void write_file(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << text;
-    if (!out.flush())
-      throw JobFileError(fmt::format("'{}' cannot be written: {}; free space on its file system or pick another "
-                                     "run.dir with --set run.dir=...",
-                                     tmp.string(), std::strerror(errno)));
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) throw JobFileError(fmt::format("'{}' cannot be written: {}", path.string(), ec.message()));
+  if (const std::string why = io::write_whole_file(path, text); !why.empty())
+    throw JobFileError(fmt::format("'{}' cannot be written: {}; free space on its file system or pick another "
+                                   "run.dir with --set run.dir=...",
+                                   path.string(), why));
 }
 
 }  // namespace

@@ -217,6 +217,12 @@ if setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
   chmod 777 "$d" "$d/checkpoints" && chmod 666 "$d/metrics.jsonl" "$d/job.resolved.toml" "$d/checkpoints"/*
   expect shard_permission 4 "$d" "shard '$locked' cannot be read: Permission denied" "read permission on it" \
     "$job" $(data "$work/unreadable_shard") $(fresh "$d")
+  # A folder the user may list but not enter (no x): the folder and chmod a+x, not chmod a+r on a file.
+  cp -a "$work/tiny/train" "$work/closed_folder" && chmod 744 "$work/closed_folder"
+  d=$(run shard_folder_permission)
+  chmod 777 "$d" "$d/checkpoints" && chmod 666 "$d/metrics.jsonl" "$d/job.resolved.toml" "$d/checkpoints"/*
+  expect shard_folder_permission 4 "$d" "cannot be read: Permission denied" "access to its folder, e.g. chmod a+x '$work/closed_folder'" \
+    "$job" $(data "$work/closed_folder") $(fresh "$d")
   d=$(run checkpoint_permission)
   chmod 777 "$d" "$d/checkpoints" && chmod 666 "$d/metrics.jsonl" "$d/job.resolved.toml"
   chmod 600 "$d/checkpoints/ckpt-s000000005.h5"
@@ -248,7 +254,7 @@ if setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
   fi
   as_user=()
 else
-  echo "skip data_permission, run_dir_permission, shard_permission, checkpoint_permission, inspect_permission: setpriv cannot switch to user nobody here"
+  echo "skip data_permission, run_dir_permission, shard_permission, shard_folder_permission, checkpoint_permission, inspect_permission: setpriv cannot switch to user nobody here"
 fi
 
 # -- models too large for memory (exit 3): the numbers, before anything is allocated

@@ -1,0 +1,16 @@
+// Owns writing a small output file (an ONNX model, evaluate's JSON, run.dir's records) whole or not at all: it is
+// written under `<path>.tmp`, flushed, synced and renamed, and a failure (a full disk, a folder in the way)
+// removes the temporary, so neither a half-written file nor a stray `.tmp` is left, and an earlier file at the
+// path stays as it was.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace ringtrain::io {
+
+// "" once `bytes` are at `path`; otherwise the system's reason ("No space left on device", "is a folder"), for the
+// caller to name its flag or key and the fix.
+std::string write_whole_file(const std::filesystem::path& path, std::string_view bytes) noexcept;
+
+}  // namespace ringtrain::io

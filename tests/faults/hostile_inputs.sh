@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Inputs to `prepare` and `predict` that a hostile but fair user hands over, each refused by name with exit 4 and
+# bounded memory and time, or taken (a CMYK JPEG):
+#   images   image headers claiming 65500x65500 (JPEG) and 100000x100000 (PNG): refused by their header under a
+#            2 GiB address-space limit (they took 12.8 and 4.3 GB); a CMYK JPEG decodes to the right RGB; a FIFO, a
+#            folder and a looping link named like images are skipped and listed (--strict: exit 4), never a hang or
+#            "filesystem error"; a class folder that loops is exit 4 naming it
+#   arrays   --images a FIFO, /dev/zero, a folder; .npy headers with a negative dimension, no closing '}', a shape
+#            of (2^32)^3; --test-fraction nan; --from-hdf5 a 10^12-value never-written dataset, a group, a folder,
+#            a FIFO: exit 4 naming the file and what is wrong, each within 20 s
+# Usage: hostile_inputs.sh RINGTRAIN [CASE...]
+set -uo pipefail
+bin=$1
+shift
+cases=${*:-images arrays}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+py=/usr/bin/python3
+$py -c "import numpy, h5py, PIL" 2>/dev/null || py=python3
+
+# check NAME EXIT TEXT -- COMMAND...: exit EXIT with TEXT in the output, within 20 s and 2 GiB of address space.
+check() {
+  local name=$1 code=$2 text=$3
+  shift 4
+  (ulimit -v 2097152; timeout 20 "$@" </dev/null >"$work/$name.log" 2>&1)
+  local rc=$?
+  if [ "$rc" = "$code" ] && grep -qF -- "$text" "$work/$name.log" &&
+     ! grep -qE 'internal error|filesystem error|std::|bad_alloc' "$work/$name.log"; then
+    echo "ok   $name: exit $rc: $(grep -F -- "$text" "$work/$name.log" | head -1 | sed 's/^ *//' | cut -c1-150)"
+  else
+    echo "FAIL $name: exit $rc (want $code and '$text')"
+    sed 's/^/  | /' "$work/$name.log" | head -8
+    failures=$((failures + 1))
+  fi
+}
+
+if [[ " $cases " == *" images "* ]]; then
+  $py - "$work" <<'EOF'
+import os, struct, sys, zlib
+import numpy as np
+from PIL import Image
+w = sys.argv[1]
+noise = np.random.default_rng(1)
+for c in ("a", "b"):
+    os.makedirs(f"{w}/src/{c}", exist_ok=True)
+    for i in range(3):
+        Image.fromarray(noise.integers(0, 256, (8, 8, 3), dtype=np.uint8)).save(f"{w}/src/{c}/ok{i}.png")
+os.makedirs(f"{w}/huge/a", exist_ok=True)
+# A JPEG whose SOF0 says 65500x65500: the decoder's header pass is all that may run.
+Image.new("RGB", (8, 8), (1, 2, 3)).save(f"{w}/huge/x.jpg", quality=90)
+d = bytearray(open(f"{w}/huge/x.jpg", "rb").read())
+sof = d.index(b"\xff\xc0")
+d[sof + 5:sof + 9] = struct.pack(">HH", 65500, 65500)
+open(f"{w}/huge/a/big.jpg", "wb").write(d)
+os.remove(f"{w}/huge/x.jpg")
+# A PNG whose IHDR says 100000x100000, with a valid CRC.
+Image.new("RGB", (8, 8)).save(f"{w}/huge/big.png")
+d = bytearray(open(f"{w}/huge/big.png", "rb").read())
+d[16:24] = struct.pack(">II", 100000, 100000)
+d[29:33] = struct.pack(">I", zlib.crc32(bytes(d[12:29])) & 0xFFFFFFFF)
+open(f"{w}/huge/big.png", "wb").write(d)
+# Pure cyan ink as Pillow writes CMYK (Adobe marker, inverted): RGB (0, 255, 255); pure magenta: (255, 0, 255).
+os.makedirs(f"{w}/cmyk/a", exist_ok=True); os.makedirs(f"{w}/cmyk/b", exist_ok=True)
+Image.new("CMYK", (8, 8), (255, 0, 0, 0)).save(f"{w}/cmyk/a/cyan.jpg", quality=100)
+Image.new("CMYK", (8, 8), (0, 255, 0, 0)).save(f"{w}/cmyk/b/magenta.jpg", quality=100)
+EOF
+  check huge_jpeg 4 "is 65500x65500 pixels (12.0 GiB decoded), over the 268435456 pixels" -- "$bin" prepare images \
+    --source "$work/huge" --size 8 --out "$work/o_huge" --strict
+  check huge_png_skipped 0 "is 100000x100000 pixels" -- bash -c "cp '$work/huge/big.png' '$work/src/a/' &&
+    '$bin' prepare images --source '$work/src' --size 8 --out '$work/o_png' --test-fraction 0.34"
+  rm -f "$work/src/a/big.png"
+  check cmyk 0 "wrote $work/o_cmyk/train" -- "$bin" prepare images --source "$work/cmyk" --size 8 --test-source "$work/cmyk" \
+    --out "$work/o_cmyk"
+  rgb=$($py -c "import h5py,glob; f=h5py.File(sorted(glob.glob('$work/o_cmyk/train/shard-*.h5'))[0]); print(*f['images'][0,:,4,4], *f['images'][1,:,4,4])" 2>&1)
+  # JPEG's lossy coding may move a value by a step or two.
+  if $py -c "import sys; v=[int(x) for x in sys.argv[1:]]; sys.exit(not all(abs(a-b) <= 3 for a, b in zip(v, [0,255,255,255,0,255])))" $rgb 2>/dev/null; then
+    echo "ok   cmyk_colour: pure cyan and magenta ink read RGB ($rgb)"
+  else echo "FAIL cmyk_colour: pure cyan and magenta ink read RGB ($rgb), want 0 255 255 255 0 255"; failures=$((failures + 1)); fi
+
+  mkfifo "$work/src/a/pipe.png"
+  mkdir "$work/src/b/folder.jpg"
+  ln -s loop.jpg "$work/src/b/loop.jpg"
+  check odd_entries_listed 0 "skipped 3 unreadable images" -- "$bin" prepare images --source "$work/src" --size 8 \
+    --out "$work/o_odd" --test-fraction 0.34
+  for what in "pipe.png' is not a regular file" "folder.jpg' is a folder" "loop.jpg' cannot be reached: Too many levels of symbolic links"; do
+    grep -qF -- "$what" "$work/odd_entries_listed.log" || { echo "FAIL odd_entries_listed: no '$what'"; failures=$((failures + 1)); }
+  done
+  check odd_entries_strict 4 "--strict: stopped before writing anything" -- "$bin" prepare images --source "$work/src" \
+    --size 8 --out "$work/o_strict" --strict
+  rm -f "$work/src/a/pipe.png"
+  ln -s c "$work/src/c"
+  check class_folder_loop 4 "class folder '$work/src/c' cannot be reached: Too many levels of symbolic links" -- \
+    "$bin" prepare images --source "$work/src" --size 8 --out "$work/o_loop"
+fi
+
+if [[ " $cases " == *" arrays "* ]]; then
+  $py - "$work" <<'EOF'
+import sys, numpy as np, h5py
+w = sys.argv[1]
+np.save(f"{w}/labels.npy", np.arange(4) % 2)
+np.save(f"{w}/images.npy", np.zeros((4, 1, 2, 2), np.uint8))
+def npy(name, header, payload=b""):
+    header = header + " " * (118 - len(header)) + "\n"
+    open(f"{w}/{name}", "wb").write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + payload)
+npy("negative.npy", "{'descr': '|u1', 'fortran_order': False, 'shape': (-4, 1, 2, 2), }", bytes(16))
+npy("unclosed.npy", "{'descr': '|u1', 'fortran_order': False, 'shape': (4, 1, 2, 2), ", bytes(16))
+npy("overflow.npy", "{'descr': '|u1', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4294967296), }")
+with h5py.File(f"{w}/arrays.h5", "w") as f:
+    f.create_dataset("images", shape=(10**6, 1, 1000, 1000), dtype="u1", chunks=(1, 1, 1000, 1000))
+    f.create_dataset("labels", data=np.zeros(10**6, np.int64))
+    f.create_group("group")
+EOF
+  mkfifo "$work/fifo.npy"
+  mkdir "$work/folder.npy" "$work/folder.h5"
+  mkfifo "$work/fifo.h5"
+  arrays() { echo "$bin" prepare arrays --out "$work/o_$1" "${@:2}"; }
+  check npy_fifo 4 "'$work/fifo.npy' is not a regular file or folder (a FIFO, device or socket)" -- \
+    $(arrays fifo --images "$work/fifo.npy" --labels "$work/labels.npy")
+  check npy_dev_zero 4 "'/dev/zero' is not a regular file or folder" -- $(arrays zero --images /dev/zero --labels "$work/labels.npy")
+  check npy_folder 4 "'$work/folder.npy' is a folder" -- $(arrays folder --images "$work/folder.npy" --labels "$work/labels.npy")
+  check npy_negative 4 "is not a tuple of non-negative integers" -- $(arrays neg --images "$work/negative.npy" --labels "$work/labels.npy")
+  check npy_unclosed 4 "its header is not a {...} dictionary" -- $(arrays unclosed --images "$work/unclosed.npy" --labels "$work/labels.npy")
+  check npy_overflow 4 "holds more bytes than any file can" -- $(arrays overflow --images "$work/overflow.npy" --labels "$work/labels.npy")
+  check test_fraction_nan 4 "--test-fraction nan must lie strictly between 0 and 1" -- \
+    $(arrays nan --images "$work/images.npy" --labels "$work/labels.npy" --test-fraction nan)
+  check hdf5_unwritten_huge 4 "holds 931.3 GiB in memory and this host has" -- $(arrays huge --from-hdf5 "$work/arrays.h5")
+  check hdf5_group 4 "'group' in '$work/arrays.h5' is a group, not a dataset" -- \
+    $(arrays group --from-hdf5 "$work/arrays.h5" --images-dataset group)
+  check hdf5_missing_parent 4 "has no dataset 'no/such'" -- $(arrays parent --from-hdf5 "$work/arrays.h5" --images-dataset no/such)
+  check hdf5_folder 4 "--from-hdf5 '$work/folder.h5' is a folder" -- $(arrays hfolder --from-hdf5 "$work/folder.h5")
+  check hdf5_fifo 4 "--from-hdf5 '$work/fifo.h5' is not a regular file" -- $(arrays hfifo --from-hdf5 "$work/fifo.h5")
+fi
+
+echo "$failures failed"
+[ "$failures" -eq 0 ]
