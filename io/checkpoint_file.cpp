@@ -77,9 +77,10 @@ void write_array(hid_t file, const char* name, const std::vector<T>& values) {
 }
 
 // Every chunk in place before reading (a missing one would read as the fill value, unseen by Fletcher-32), every
-// chunk's Fletcher-32 while reading, the array's CRC-32C after (absent in files of older ringtrains).
+// chunk's Fletcher-32 while reading, the array's CRC-32C after: required where the file says its arrays carry
+// one, absent in files of older ringtrains.
 template <typename T>
-std::vector<T> read_array(hid_t file, const char* name) {
+std::vector<T> read_array(hid_t file, const char* name, bool crc_required) {
   if (H5_CHECK(H5Lexists(file, name, H5P_DEFAULT)) <= 0)
     throw CheckpointError(fmt::format("dataset '{}' is missing", name));
   H5Dataset set(H5_CHECK(H5Dopen2(file, name, H5P_DEFAULT)));
@@ -107,6 +108,10 @@ std::vector<T> read_array(hid_t file, const char* name) {
   } catch (const h5::AttributeTypeError& e) {
     throw CheckpointError(fmt::format("array '{}' has a damaged checksum: {}", name, e.what()));
   }
+  if (!stored && crc_required)
+    throw CheckpointError(fmt::format("array '{}' has lost its CRC-32C (the file says every array carries one), the "
+                                      "file is damaged or was edited",
+                                      name));
   const uint32_t actual = crc32c(values.data(), values.size() * sizeof(T));
   if (stored && *stored != actual)
     throw CheckpointError(fmt::format("array '{}' fails its checksum (CRC-32C {:08x} stored, {:08x} read), the file is "
@@ -166,13 +171,13 @@ void refuse_non_finite(const std::string& name, const std::vector<float>& values
 }
 
 // The optimizer's name and arrays; a file written before they were recorded holds SGD's "velocity".
-void read_optimizer_state(hid_t file, CheckpointData& d) {
+void read_optimizer_state(hid_t file, CheckpointData& d, bool crc) {
   const bool recorded = h5::has_attribute(file, "optimizer");
   d.optimizer = recorded ? h5::read_string_attribute(file, "optimizer") : "sgd";
   const std::vector<std::string> names =
       recorded ? split_lines(h5::read_string_attribute(file, "optimizer_state")) : std::vector<std::string>{"velocity"};
   d.optimizer_state.clear();
-  for (const std::string& name : names) d.optimizer_state.push_back({name, read_array<float>(file, name.c_str())});
+  for (const std::string& name : names) d.optimizer_state.push_back({name, read_array<float>(file, name.c_str(), crc)});
 }
 
 }  // namespace
@@ -212,6 +217,7 @@ void write_checkpoint(const fs::path& path, const CheckpointData& d) {
       h5::write_string_attribute(file.id(), "tensor_names", join_lines(d.tensor_names));
       h5::write_string_attribute(file.id(), "job_toml", d.job_toml);
       h5::write_string_attribute(file.id(), "versions_json", d.versions_json);
+      detail::mark_file_checksummed(file.id());
       file.commit();
     }
     fs::rename(tmp, path);
@@ -248,12 +254,14 @@ CheckpointData read_checkpoint(const fs::path& path) {
     if (!h5::has_attribute(file.id(), "format") || h5::read_string_attribute(file.id(), "format") != kFormat)
       throw CheckpointError(fmt::format("not a {} file", kFormat));
     CheckpointData d;
-    d.params = read_array<float>(file.id(), "params");
-    read_optimizer_state(file.id(), d);
-    d.states = read_array<float>(file.id(), "states");
-    d.tensor_sizes = read_array<int64_t>(file.id(), "tensor_sizes");
-    const auto pos = read_array<int64_t>(file.id(), "position");
-    const auto timing = read_array<double>(file.id(), "timing");
+    const bool crc = detail::file_says_checksummed(file.id());
+    d.crc_verified = crc;
+    d.params = read_array<float>(file.id(), "params", crc);
+    read_optimizer_state(file.id(), d, crc);
+    d.states = read_array<float>(file.id(), "states", crc);
+    d.tensor_sizes = read_array<int64_t>(file.id(), "tensor_sizes", crc);
+    const auto pos = read_array<int64_t>(file.id(), "position", crc);
+    const auto timing = read_array<double>(file.id(), "timing", crc);
     if (pos.size() != 8 || timing.size() != 2) throw CheckpointError("position or timing has the wrong length");
     d.epoch = pos[0], d.step_in_epoch = pos[1], d.global_step = pos[2], d.steps_per_epoch = pos[3];
     d.ranks = pos[4], d.global_batch = pos[5], d.state_count = pos[7];

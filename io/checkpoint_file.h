@@ -37,6 +37,9 @@ struct CheckpointData {
   std::vector<float> states;   // ranks x state_count: running statistics differ per rank within an epoch
   int64_t state_count = 0;
   std::string run_id;  // the run that wrote it ("" in checkpoints of older ringtrains)
+  // read_checkpoint: every array's CRC-32C was present and verified (false: a file of an older ringtrain, whose
+  // arrays carry none; Fletcher-32 and the chunk checks still ran)
+  bool crc_verified = false;
   std::string job_toml, versions_json;
 };
 

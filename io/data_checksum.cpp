@@ -29,4 +29,11 @@ std::optional<uint32_t> read_data_checksum(hid_t dataset) {
   return crc;
 }
 
+void mark_file_checksummed(hid_t file) { h5::write_string_attribute(file, kChecksummedFileAttribute, kChecksumAttribute); }
+
+bool file_says_checksummed(hid_t file) {
+  return h5::has_attribute(file, kChecksummedFileAttribute) &&
+         h5::read_string_attribute(file, kChecksummedFileAttribute) == kChecksumAttribute;
+}
+
 }  // namespace ringtrain::io::detail

@@ -12,6 +12,12 @@
 namespace ringtrain::io::detail {
 
 inline constexpr const char* kChecksumAttribute = "crc32c";
+// A file attribute saying every array of the file carries its CRC-32C: with it, an array without one has lost
+// it (a damaged or edited file), not come from an older ringtrain.
+inline constexpr const char* kChecksummedFileAttribute = "array_checksums";
+
+void mark_file_checksummed(hid_t file);
+bool file_says_checksummed(hid_t file);
 
 // The CRC is of the dataset's elements in row-major order as little-endian bytes, what every supported host
 // holds in memory (common/crc32c.cpp refuses to build on another).

@@ -40,8 +40,9 @@ std::string numbered_names(const std::vector<std::string>& names) {
   return text;
 }
 
-// The dataset's stored CRC-32C against the one of the bytes read; a shard of an older ringtrain has none.
-void check_crc(hid_t dataset, const char* name, uint32_t read, ShardReport& report) {
+// The dataset's stored CRC-32C against the one of the bytes read; a shard of an older ringtrain has none, one
+// whose file says its datasets carry a CRC (detail::file_says_checksummed) must have it.
+void check_crc(hid_t dataset, const char* name, uint32_t read, bool required, ShardReport& report) {
   std::optional<uint32_t> stored;
   try {
     stored = detail::read_data_checksum(dataset);
@@ -49,7 +50,11 @@ void check_crc(hid_t dataset, const char* name, uint32_t read, ShardReport& repo
     report.problems.push_back(fmt::format("is damaged: its dataset '{}' has a broken checksum ({})", name, e.what()));
     return;
   }
-  if (!stored) {
+  if (!stored && required) {
+    report.problems.push_back(fmt::format("is damaged or was edited: its dataset '{}' has lost its CRC-32C (the file "
+                                          "says its datasets carry one)",
+                                          name));
+  } else if (!stored) {
     report.unchecked.push_back(name);
   } else if (*stored != read) {
     report.problems.push_back(fmt::format("is damaged: its dataset '{}' fails its checksum (CRC-32C {:08x} stored, "
@@ -88,7 +93,7 @@ void scan_labels(hid_t file, int num_classes, ShardReport& report) {
   if (out_of_range > 0)
     report.problems.push_back(fmt::format("has {} labels outside [0, {}) (first: {})", out_of_range, num_classes,
                                           first_bad));
-  check_crc(labels.id(), shard_names::labels, crc, report);
+  check_crc(labels.id(), shard_names::labels, crc, detail::file_says_checksummed(file), report);
 }
 
 // Every image, in blocks of whole rows (bounded memory), against the images' CRC-32C: the only check that sees a
@@ -120,7 +125,7 @@ void scan_images(hid_t file, int64_t count, const SampleShape& shape, ShardRepor
   }
   const auto total = static_cast<hsize_t>(count);
   for (hsize_t first = 0; first < total; first += block) read_rows(first, std::min(block, total - first));
-  check_crc(images.id(), shard_names::images, crc, report);
+  check_crc(images.id(), shard_names::images, crc, detail::file_says_checksummed(file), report);
 }
 
 ShardReport examine_contents(const detail::ShardHeader& header, int split_classes) {

@@ -131,6 +131,7 @@ void write_root_attributes(hid_t file, const DatasetMeta& meta, int index, int c
     h5::write_string_attribute(file, shard_names::class_names, fmt::format("{}", fmt::join(meta.class_names, "\n")));
   h5::write_int_attribute(file, shard_names::shard_index, shard_index);
   h5::write_int_attribute(file, shard_names::shard_count, shard_count);
+  detail::mark_file_checksummed(file);  // its images and labels carry their CRC-32C (written with the data)
 }
 
 // The source's own errors (a bad image, a label out of range) are the message; a full disk gets its remedy;

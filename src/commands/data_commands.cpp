@@ -112,8 +112,8 @@ int prepare_images(io::ImagesOptions options, const std::string& size_text) {
 namespace {
 
 // A checkpoint file: every array read (and so its chunks proven present and its checksums verified), then what it
-// holds. Checkpoints without a run id come from ringtrains that wrote no checksums either, so for them "valid"
-// means every chunk present, read whole and finite.
+// holds, saying which checks its format allowed: CRC-32C per array, Fletcher-32 only (files from before the
+// CRC), or none (files without a run id come from ringtrains that wrote no checksums at all).
 int inspect_checkpoint(const std::filesystem::path& file) {
   const io::CheckpointData d = io::read_checkpoint(file);
   std::string state;
@@ -122,9 +122,11 @@ int inspect_checkpoint(const std::filesystem::path& file) {
              "optimizer steps of {} per epoch)\n  written by {} rank{} at global batch {}\n  {} parameters in {} "
              "tensors, {} batch-norm statistics per rank\n  optimizer {} (state: {})\n",
              file.string(),
-             d.run_id.empty() ? "every array's chunks present, read whole and finite; written by an older ringtrain, "
-                                "without checksums"
-                              : "every array's chunks present and its checksums verified",
+             d.crc_verified      ? "every array's chunks present and its CRC-32C verified"
+             : d.run_id.empty()  ? "every array's chunks present, read whole and finite; written by an older "
+                                   "ringtrain, without checksums"
+                                 : "every array's chunks present and its Fletcher-32 checksums verified; written by "
+                                   "an older ringtrain, without CRC-32C",
              d.run_id.empty() ? "(not recorded)" : d.run_id, d.epoch + 1, d.step_in_epoch + 1,
              d.global_step, d.steps_per_epoch, d.ranks, d.ranks == 1 ? "" : "s", d.global_batch, d.params.size(),
              d.tensor_names.size(), d.state_count, d.optimizer, state.empty() ? "none" : state);

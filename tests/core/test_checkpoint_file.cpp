@@ -142,6 +142,31 @@ TEST(CheckpointFile, AFileWithoutOptimizerAttributesIsSgdWithItsVelocity) {
   EXPECT_EQ(r.optimizer_state[0].values, d.optimizer_state[0].values);
 }
 
+// A file whose format says every array carries its CRC-32C refuses one that has lost it (a damaged or edited file),
+// where a file of an older ringtrain, without the mark, is read on its Fletcher-32 checksums alone.
+TEST(CheckpointFile, AnArrayThatLostItsCrcIsRefusedWhereTheFileSaysItHadOne) {
+  const ScratchDir scratch("rt-ckpt-crc");
+  const fs::path path = scratch.path() / io::checkpoint_name(5);
+  io::write_checkpoint(path, sample());
+  EXPECT_TRUE(io::read_checkpoint(path).crc_verified);
+  {
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    const hid_t params = H5Dopen2(file, "params", H5P_DEFAULT);
+    EXPECT_GE(H5Adelete(params, "crc32c"), 0);
+    H5Dclose(params);
+    H5Fclose(file);
+  }
+  expect_checkpoint_error(path, {path.string(), "array 'params' has lost its CRC-32C", "move it out of"});
+  {
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    EXPECT_GE(H5Adelete(file, "array_checksums"), 0);  // as an older ringtrain wrote it: no mark, no CRCs
+    H5Fclose(file);
+  }
+  EXPECT_FALSE(io::read_checkpoint(path).crc_verified);
+}
+
 TEST(CheckpointFile, ListsNewestLastAndIgnoresTemporaries) {
   const ScratchDir scratch("rt-ckpt-list");
   const fs::path& dir = scratch.path();
@@ -333,7 +358,10 @@ TEST(CheckpointFile, AFileWithoutCrcAttributesStillReads) {
       EXPECT_GE(H5Adelete(set, "crc32c"), 0) << name;
       H5Dclose(set);
     }
+    EXPECT_GE(H5Adelete(file, "array_checksums"), 0);  // as older ringtrains wrote it: no CRCs, no mark
     H5Fclose(file);
   }
-  EXPECT_EQ(io::read_checkpoint(path).params, sample().params);
+  const io::CheckpointData d = io::read_checkpoint(path);
+  EXPECT_EQ(d.params, sample().params);
+  EXPECT_FALSE(d.crc_verified);
 }

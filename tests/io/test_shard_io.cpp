@@ -229,6 +229,13 @@ TEST_F(ShardRoundTrip, ShardsWithoutCrcAreValidAndSaySo) {
     EXPECT_GE(H5Adelete(set, "crc32c"), 0) << name;
     H5Dclose(set);
   }
+  {
+    // A shard of an older ringtrain: no CRCs and no mark saying it has them. With the mark, the loss is damage.
+    const SplitReport marked = inspect_split(dir());
+    EXPECT_FALSE(marked.valid());
+    EXPECT_NE(format_report(marked).find("has lost its CRC-32C"), std::string::npos) << format_report(marked);
+  }
+  EXPECT_GE(H5Adelete(f, "array_checksums"), 0);
   H5Fclose(f);
   const SplitReport report = inspect_split(dir());
   ASSERT_TRUE(report.valid()) << format_report(report);
