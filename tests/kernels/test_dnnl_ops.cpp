@@ -10,6 +10,7 @@
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/dense.h"
 #include "kernels/cpu/dnnl_ops.h"
+#include "kernels/cpu/pooling.h"
 #include "tests/kernels/grad_check.h"
 
 namespace ringtrain::kernels::cpu {
@@ -142,6 +143,37 @@ TEST(DnnlOps, Bf16OperandsStayNearFp32AndRepeatBitForBit) {
   expect_close(dx, want_dx, kBf16Tolerance);
   expect_close(dw, want_dw, kBf16Tolerance);  // started from ones: accumulated, not overwritten
   expect_close(db, want_db, 1e-6);
+}
+
+}  // namespace
+}  // namespace ringtrain::kernels::cpu
+
+namespace ringtrain::kernels::cpu {
+namespace {
+
+// The CPU backend may run max pooling over windows that do not overlap (window = stride, no padding: the model's
+// 2x2/2) on either implementation, whichever is faster on the machine, because there they give the same bits:
+// the window's maximum, and its gradient routed to the first maximum in the window's row-major order. Values drawn
+// from a few levels make ties (as ReLU's zeros do) in most windows. (Overlapping windows differ in where a tie's
+// gradient goes, so those stay on oneDNN.)
+TEST(DnnlOps, MaxPoolingGivesOurKernelsBitsTiesIncluded) {
+  DnnlOps ops(1);
+  for (const PoolShape& s : {PoolShape{3, 5, 28, 28, 2, 2, 0}, PoolShape{2, 4, 14, 14, 2, 2, 0},
+                             PoolShape{2, 3, 9, 12, 3, 3, 0}}) {
+    std::vector<float> x = testing::random_vector(static_cast<std::size_t>(s.batch) * s.channels * s.in_h * s.in_w, 3);
+    for (float& v : x) v = std::floor(v * 2.0f) * 0.5f;  // -1, -0.5, 0, 0.5: ties everywhere
+    const auto outputs = static_cast<std::size_t>(s.batch) * s.channels * s.out_h() * s.out_w();
+    const std::vector<float> dy = testing::random_vector(outputs, 4);
+    std::vector<float> y_ours(outputs), y_dnnl(outputs), dx_ours(x.size()), dx_dnnl(x.size());
+    std::vector<int32_t> argmax(outputs);
+    std::vector<unsigned char> workspace(ops.pool_workspace_bytes(s, PoolMode::max));
+    maxpool_forward(s, x.data(), y_ours.data(), argmax.data());
+    maxpool_backward(s, dy.data(), argmax.data(), dx_ours.data());
+    ops.pool_forward(s, PoolMode::max, x.data(), y_dnnl.data(), workspace.data());
+    ops.pool_backward(s, PoolMode::max, dy.data(), dx_dnnl.data(), workspace.data());
+    EXPECT_EQ(y_ours, y_dnnl) << "window " << s.window << " stride " << s.stride;
+    EXPECT_EQ(dx_ours, dx_dnnl) << "window " << s.window << " stride " << s.stride;
+  }
 }
 
 }  // namespace

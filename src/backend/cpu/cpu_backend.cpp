@@ -16,6 +16,7 @@
 #include "kernels/cpu/lamb.h"
 #include "kernels/cpu/lars.h"
 #include "kernels/cpu/pixel_norm.h"
+#include "kernels/cpu/pooling.h"
 #include "kernels/cpu/sgd.h"
 #include "kernels/cpu/softmax_cross_entropy.h"
 #include "util/clock.h"
@@ -161,17 +162,28 @@ void CpuBackend::batchnorm_backward(const model::BatchNormShape& s, const model:
                          settings.relu ? y : nullptr);
 }
 
-// Pooling runs on oneDNN's JIT kernels in our layout: 2-3x our loops on the model's 2x2 max pools
-// (perf/results/2026-11-24-onednn-cpu.md). Max pooling keeps oneDNN's workspace (one byte per output here).
+// Pooling runs on oneDNN's JIT kernels in our layout, except max pooling over windows that do not overlap, which
+// runs on whichever of oneDNN's and ours the machine runs faster (backend/cpu/pool_choice.h): the same bits either
+// way. Max pooling keeps what either needs for backward (oneDNN's workspace, or our argmax).
 std::size_t CpuBackend::pool_saved_bytes(const model::PoolShape& s, model::PoolMode mode) const {
-  return s.batch > 0 ? dnnl_.pool_workspace_bytes(s, mode) : 0;
+  if (s.batch <= 0) return 0;
+  const std::size_t dnnl_bytes = dnnl_.pool_workspace_bytes(s, mode);
+  return PoolChoice::choosable(s, mode) ? PoolChoice::saved_bytes(s, dnnl_bytes) : dnnl_bytes;
 }
 void CpuBackend::pool_forward(const model::PoolShape& s, model::PoolMode mode, const float* x, float* y, void* saved) {
-  if (s.batch > 0) dnnl_.pool_forward(s, mode, x, y, saved);
+  if (s.batch <= 0) return;
+  if (PoolChoice::choosable(s, mode) && pool_choice_.kernel(s, dnnl_) == PoolKernel::ours)
+    kc::maxpool_forward(s, x, y, static_cast<int32_t*>(saved));
+  else
+    dnnl_.pool_forward(s, mode, x, y, saved);
 }
 void CpuBackend::pool_backward(const model::PoolShape& s, model::PoolMode mode, const float*, const float*,
                                const float* dy, float* dx, const void* saved) {
-  if (s.batch > 0) dnnl_.pool_backward(s, mode, dy, dx, saved);
+  if (s.batch <= 0) return;
+  if (PoolChoice::choosable(s, mode) && pool_choice_.kernel(s, dnnl_) == PoolKernel::ours)
+    kc::maxpool_backward(s, dy, static_cast<const int32_t*>(saved), dx);
+  else
+    dnnl_.pool_backward(s, mode, dy, dx, saved);
 }
 
 void CpuBackend::softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,

@@ -4,6 +4,7 @@
 // every tensor stays in the plain layouts the layers and the memory plan know.
 #pragma once
 #include "kernels/cpu/conv2d.h"
+#include "backend/cpu/pool_choice.h"
 #include "kernels/cpu/dnnl_ops.h"
 #include "model/backend.h"
 
@@ -82,6 +83,7 @@ class CpuBackend final : public model::Backend {
   // One im2col scratch for every convolution: layers run one at a time, so they never need it at once.
   kernels::cpu::ConvWorkspace conv_workspace_;
   kernels::cpu::DnnlOps dnnl_;
+  PoolChoice pool_choice_;
 };
 
 }  // namespace ringtrain::backend
