@@ -38,7 +38,8 @@ skip() { echo "skip $*"; }
 
 "$bin" prepare synthetic --shape 1,8,8 --classes 3 --samples 64 --test-samples 16 --shards 2 --out "$work/tiny" \
   >/dev/null || { echo "prepare tiny failed"; exit 1; }
-# Long enough per epoch (a second or so) for a second launch, a signal or a full disk to land mid-run.
+# Long enough per epoch for a second launch or a signal to land mid-run (the disk-full case pauses the ranks itself:
+# on a fast core an epoch of its model takes a tenth of a second).
 "$bin" prepare synthetic --shape 1,28,28 --classes 10 --samples 6000 --test-samples 256 --shards 4 \
   --out "$work/slow" >/dev/null || { echo "prepare slow failed"; exit 1; }
 job=$src/jobs/fashion_mnist.toml
@@ -287,13 +288,26 @@ if [[ " $cases " == *" diskfull "* ]]; then
   else
     mounted=$full
     quiet=(--set run.tensorboard=false --set run.checkpoint_every=0 "${small_conv[@]}")
+    # fill_after_first_epoch RUN_DIR: once the first epoch record is written, the ranks are paused (an epoch of this
+    # model can take a tenth of a second: polling alone would miss it), the disk filled, the ranks let go.
+    fill_after_first_epoch() {
+      for _ in $(seq 6000); do
+        [ "$(grep -c '"kind":"epoch"' "$1/metrics.jsonl" 2>/dev/null)" = 1 ] && break
+        sleep 0.01
+      done
+      local pids
+      pids=$(ranks "$1")
+      kill -STOP $pids 2>/dev/null
+      dd if=/dev/zero of="$full/filler" bs=64k 2>/dev/null
+      [ "$(epochs "$1")" = "1" ] || echo "note: epochs [$(epochs "$1")] were written before the disk filled"
+      kill -CONT $pids 2>/dev/null
+    }
     # Space returns: the disk is filled once the first epoch record is written, and freed once a rank has said
     # it holds a record.
     d=$full/back
     train "$job" "${slow[@]}" "${quiet[@]}" --set run.dir="$d" --set train.epochs=4 >"$work/full-a.log" 2>&1 &
     launcher=$!
-    for _ in $(seq 600); do [ "$(epochs "$d" 2>/dev/null)" = "1" ] && break; sleep 0.05; done
-    dd if=/dev/zero of="$full/filler" bs=64k 2>/dev/null
+    fill_after_first_epoch "$d"
     for _ in $(seq 1200); do grep -q "cannot append to" "$work/full-a.log" && break; sleep 0.05; done
     rm -f "$full/filler"
     wait "$launcher"
@@ -308,8 +322,7 @@ if [[ " $cases " == *" diskfull "* ]]; then
     rm -rf "$full/back"
     train "$job" "${slow[@]}" "${quiet[@]}" --set run.dir="$d" --set train.epochs=3 >"$work/full-b.log" 2>&1 &
     launcher=$!
-    for _ in $(seq 600); do [ "$(epochs "$d" 2>/dev/null)" = "1" ] && break; sleep 0.05; done
-    dd if=/dev/zero of="$full/filler" bs=64k 2>/dev/null
+    fill_after_first_epoch "$d"
     wait "$launcher"
     rc=$?
     # Every epoch's record is somewhere: in metrics.jsonl, or printed for the user to append.
