@@ -1,5 +1,5 @@
-// Owns the oneDNN matmuls of one dense shape: forward and data gradient; the weight gradient too in bf16, where
-// in fp32 it is the BLAS's.
+// Owns the oneDNN products of one dense shape: the forward on the matmul primitive; in bf16 the two gradients on
+// matmuls too, in fp32 the data gradient on oneDNN's SGEMM and the weight gradient on the BLAS.
 // Every operand is in our layout, so in fp32 nothing is reordered: the transpose is a stride (format "ba"),
 // which oneDNN's matmul reads directly. In bf16 the two inputs are converted into staging memory in the same
 // layout; the output stays fp32.
@@ -49,14 +49,13 @@ PlainPrimitive make_matmul(DnnlContext& ctx, const Matrix& a, const Matrix& b, b
 
 }  // namespace
 
-DnnlDense::DnnlDense(DnnlContext& ctx, const DenseShape& s)
-    : shape_(s),
-      // dx (batch x in) = dy (batch x out) W (out x in)
-      backward_data_(make_matmul(ctx, {s.batch, s.out}, {s.out, s.in}, false, {s.batch, s.in})) {
+DnnlDense::DnnlDense(DnnlContext& ctx, const DenseShape& s) : shape_(s) {
+  if (ctx.operand_type() != memory::data_type::bf16) return;  // fp32 gradients: see backward()
+  // dx (batch x in) = dy (batch x out) W (out x in)
+  backward_data_.emplace(make_matmul(ctx, {s.batch, s.out}, {s.out, s.in}, false, {s.batch, s.in}));
   // dW (out x in) += dy^T (out x batch, dy read transposed) x (batch x in)
-  if (ctx.operand_type() == memory::data_type::bf16)
-    backward_weights_.emplace(
-        make_matmul(ctx, {s.out, s.batch, tag::ba}, {s.batch, s.in}, false, {s.out, s.in}, Write::add));
+  backward_weights_.emplace(
+      make_matmul(ctx, {s.out, s.batch, tag::ba}, {s.batch, s.in}, false, {s.out, s.in}, Write::add));
 }
 
 PlainPrimitive& DnnlDense::forward_primitive(DnnlContext& ctx, bool bias) {
@@ -76,16 +75,18 @@ void DnnlDense::forward(DnnlContext& ctx, const float* x, const float* w, const 
 
 void DnnlDense::backward(DnnlContext& ctx, const float* x, const float* w, const float* dy, float* dx, float* dw,
                          float* dbias) {
-  if (dx) {
-    void* const tensors[] = {const_cast<float*>(dy), const_cast<float*>(w), dx};
-    backward_data_.run(ctx, tensors);
-  }
-  // dW (out x in) += dy^T x. In fp32 the BLAS, which ran this batch-deep product at 93 GFLOP/s on the model's
-  // shape where oneDNN's matmul ran it at 79 (perf/results/2026-11-24-onednn-cpu.md); in bf16 the matmul.
-  if (backward_weights_) {
+  if (backward_data_) {  // bf16: the matmuls read their inputs rounded
+    if (dx) {
+      void* const tensors[] = {const_cast<float*>(dy), const_cast<float*>(w), dx};
+      backward_data_->run(ctx, tensors);
+    }
     void* const tensors[] = {const_cast<float*>(dy), const_cast<float*>(x), dw};
     backward_weights_->run(ctx, tensors);
   } else {
+    // fp32, each product on whichever library ran it fastest on the model's shape, one core of a Sapphire Rapids
+    // host (perf/results/2026-11-25-cpu-spr-2.md): dx = dy W on oneDNN's SGEMM (2.5 ms against the matmul
+    // primitive's 4.0 and OpenBLAS's 3.3), dW += dy^T x on OpenBLAS (2.6 ms against 2.7 and the matmul's 2.8).
+    if (dx) ctx.sgemm(false, shape_.batch, shape_.in, shape_.out, dy, w, dx, false);
     sgemm(Transpose::yes, Transpose::no, shape_.out, shape_.in, shape_.batch, 1.0f, dy, shape_.out, x, shape_.in,
           1.0f, dw, shape_.in);
   }

@@ -1,6 +1,7 @@
-// Owns one fully connected shape on oneDNN's matmul primitive, all in our row-major layouts (W stored out x in):
-// y = x W^T + b and dx = dy W on oneDNN; dW += dy^T x on the BLAS in fp32 (faster for this batch-deep product),
-// on oneDNN in bf16 (adding in place). Same contract as dense.h: y and dx overwritten, dw and dbias accumulated.
+// Owns one fully connected shape on oneDNN, all in our row-major layouts (W stored out x in): y = x W^T + b on the
+// matmul primitive; in fp32 dx = dy W on oneDNN's SGEMM and dW += dy^T x on the BLAS (each the faster for its
+// shape), in bf16 both on matmuls (adding in place). Same contract as dense.h: y and dx overwritten, dw and dbias
+// accumulated.
 #pragma once
 #include <optional>
 
@@ -21,8 +22,7 @@ class DnnlDense {
   PlainPrimitive& forward_primitive(DnnlContext& ctx, bool bias);
   DenseShape shape_;
   std::optional<PlainPrimitive> forward_[2];  // [0] without bias, [1] with
-  PlainPrimitive backward_data_;
-  std::optional<PlainPrimitive> backward_weights_;  // bf16 only: in fp32 the BLAS computes dW
+  std::optional<PlainPrimitive> backward_data_, backward_weights_;  // bf16 only (see backward())
 };
 
 }  // namespace ringtrain::kernels::cpu
