@@ -1,6 +1,8 @@
 // Owns the oneDNN convolution primitives of one shape, made on first use (or at prepare) and kept.
 #include "kernels/cpu/dnnl_conv2d.h"
 
+#include <algorithm>
+
 #include "kernels/cpu/dnnl_check.h"
 
 namespace ringtrain::kernels::cpu {
@@ -38,8 +40,9 @@ DnnlConv2d::DnnlConv2d(DnnlContext& ctx, const Conv2dShape& s)
 
 void DnnlConv2d::prepare(DnnlContext& ctx) {
   forward_primitive(ctx, false);
-  backward_filter_primitive(ctx, false);
-  backward_data_primitive(ctx);
+  const std::size_t in_use =
+      std::max(backward_filter_primitive(ctx, false).staging_bytes(), backward_data_primitive(ctx).staging_bytes());
+  if (backward_dy_layout(ctx) != dst_) ctx.reserve(0, in_use + backward_dy_layout(ctx).get_size());
 }
 
 PlainPrimitive& DnnlConv2d::forward_primitive(DnnlContext& ctx, bool bias) {
@@ -60,14 +63,38 @@ PlainPrimitive& DnnlConv2d::forward_primitive(DnnlContext& ctx, bool bias) {
   return *slot;
 }
 
-PlainPrimitive& DnnlConv2d::backward_data_primitive(DnnlContext& ctx) {
-  if (backward_data_) return *backward_data_;
-  const auto pd = DNNL_CALL(dnnl::convolution_backward_data::primitive_desc(
+dnnl::convolution_backward_data::primitive_desc DnnlConv2d::backward_data_desc(DnnlContext& ctx) const {
+  return DNNL_CALL(dnnl::convolution_backward_data::primitive_desc(
       dnnl::convolution_backward_data::desc(kAlgorithm, any_layout(src_), operand(ctx, weights_),
                                             operand(ctx, dst_), strides_, padding_, padding_),
       DnnlContext::attributes(), ctx.engine(), hint_));
+}
+
+dnnl::convolution_backward_weights::primitive_desc DnnlConv2d::backward_filter_desc(DnnlContext& ctx,
+                                                                                     bool bias) const {
+  const auto d = bias ? dnnl::convolution_backward_weights::desc(kAlgorithm, operand(ctx, src_),
+                                                                 any_layout(weights_), bias_, operand(ctx, dst_),
+                                                                 strides_, padding_, padding_)
+                      : dnnl::convolution_backward_weights::desc(kAlgorithm, operand(ctx, src_),
+                                                                 any_layout(weights_), operand(ctx, dst_),
+                                                                 strides_, padding_, padding_);
+  return DNNL_CALL(
+      dnnl::convolution_backward_weights::primitive_desc(d, DnnlContext::attributes(), ctx.engine(), hint_));
+}
+
+const memory::desc& DnnlConv2d::backward_dy_layout(DnnlContext& ctx) {
+  if (!backward_dy_) {
+    const memory::desc wanted = backward_data_desc(ctx).diff_dst_desc();
+    backward_dy_ = wanted == backward_filter_desc(ctx, false).diff_dst_desc() ? wanted : dst_;
+  }
+  return *backward_dy_;
+}
+
+PlainPrimitive& DnnlConv2d::backward_data_primitive(DnnlContext& ctx) {
+  if (backward_data_) return *backward_data_;
+  const auto pd = backward_data_desc(ctx);
   backward_data_.emplace(ctx, DNNL_CALL(dnnl::convolution_backward_data(pd)), pd.scratchpad_desc(),
-                         std::vector<PlainArg>{{DNNL_ARG_DIFF_DST, dst_, pd.diff_dst_desc(), Flow::in},
+                         std::vector<PlainArg>{{DNNL_ARG_DIFF_DST, backward_dy_layout(ctx), pd.diff_dst_desc(), Flow::in},
                                                {DNNL_ARG_WEIGHTS, weights_, pd.weights_desc(), Flow::in},
                                                {DNNL_ARG_DIFF_SRC, src_, pd.diff_src_desc(), Flow::out}});
   return *backward_data_;
@@ -76,20 +103,29 @@ PlainPrimitive& DnnlConv2d::backward_data_primitive(DnnlContext& ctx) {
 PlainPrimitive& DnnlConv2d::backward_filter_primitive(DnnlContext& ctx, bool bias) {
   auto& slot = backward_filter_[bias ? 1 : 0];
   if (slot) return *slot;
-  const auto d = bias ? dnnl::convolution_backward_weights::desc(kAlgorithm, operand(ctx, src_),
-                                                                 any_layout(weights_), bias_, operand(ctx, dst_),
-                                                                 strides_, padding_, padding_)
-                      : dnnl::convolution_backward_weights::desc(kAlgorithm, operand(ctx, src_),
-                                                                 any_layout(weights_), operand(ctx, dst_),
-                                                                 strides_, padding_, padding_);
-  const auto pd = DNNL_CALL(
-      dnnl::convolution_backward_weights::primitive_desc(d, DnnlContext::attributes(), ctx.engine(), hint_));
+  const auto pd = backward_filter_desc(ctx, bias);
   std::vector<PlainArg> args = {{DNNL_ARG_SRC, src_, pd.src_desc(), Flow::in},
-                                {DNNL_ARG_DIFF_DST, dst_, pd.diff_dst_desc(), Flow::in},
+                                {DNNL_ARG_DIFF_DST, backward_dy_layout(ctx), pd.diff_dst_desc(), Flow::in},
                                 {DNNL_ARG_DIFF_WEIGHTS, weights_, pd.diff_weights_desc(), Flow::accumulate}};
   if (bias) args.push_back({DNNL_ARG_DIFF_BIAS, bias_, pd.diff_bias_desc(), Flow::accumulate});
   slot.emplace(ctx, DNNL_CALL(dnnl::convolution_backward_weights(pd)), pd.scratchpad_desc(), args);
   return *slot;
+}
+
+const void* DnnlConv2d::stage_dy(DnnlContext& ctx, const float* dy, std::size_t staging_in_use) {
+  const memory::desc& layout = backward_dy_layout(ctx);
+  if (layout == dst_) return dy;
+  if (!dy_reorder_) {
+    dy_ours_ = DNNL_CALL(memory(dst_, ctx.engine(), DNNL_MEMORY_NONE));
+    dy_staged_ = DNNL_CALL(memory(layout, ctx.engine(), DNNL_MEMORY_NONE));
+    dy_reorder_.emplace(DNNL_CALL(dnnl::reorder(dy_ours_, dy_staged_)));
+  }
+  ctx.reserve(0, staging_in_use + layout.get_size());  // grows the area the first time only
+  std::byte* const staged = ctx.staging() + staging_in_use;
+  DNNL_CALL(dy_ours_.set_data_handle(const_cast<float*>(dy)));
+  DNNL_CALL(dy_staged_.set_data_handle(staged));
+  ctx.execute(*dy_reorder_, {{DNNL_ARG_FROM, dy_ours_}, {DNNL_ARG_TO, dy_staged_}});
+  return staged;
 }
 
 void DnnlConv2d::forward(DnnlContext& ctx, const float* x, const float* w, const float* bias, float* y) {
@@ -97,14 +133,19 @@ void DnnlConv2d::forward(DnnlContext& ctx, const float* x, const float* w, const
   forward_primitive(ctx, bias != nullptr).run(ctx, std::span(with_bias, bias ? 4 : 3));
 }
 
-void DnnlConv2d::backward_data(DnnlContext& ctx, const float* dy, const float* w, float* dx) {
-  void* const tensors[] = {const_cast<float*>(dy), const_cast<float*>(w), dx};
-  backward_data_primitive(ctx).run(ctx, tensors);
-}
-
-void DnnlConv2d::backward_filter(DnnlContext& ctx, const float* x, const float* dy, float* dw, float* dbias) {
-  void* const with_bias[] = {const_cast<float*>(x), const_cast<float*>(dy), dw, dbias};
-  backward_filter_primitive(ctx, dbias != nullptr).run(ctx, std::span(with_bias, dbias ? 4 : 3));
+void DnnlConv2d::backward(DnnlContext& ctx, const float* x, const float* dy, const float* w, float* dx, float* dw,
+                          float* dbias) {
+  // Both primitives exist before dy is staged: making one may move the staging area.
+  PlainPrimitive& filter = backward_filter_primitive(ctx, dbias != nullptr);
+  PlainPrimitive* const data = dx ? &backward_data_primitive(ctx) : nullptr;
+  const std::size_t in_use = std::max(filter.staging_bytes(), data ? data->staging_bytes() : 0);
+  void* const staged_dy = const_cast<void*>(stage_dy(ctx, dy, in_use));
+  void* const filter_args[] = {const_cast<float*>(x), staged_dy, dw, dbias};
+  filter.run(ctx, std::span(filter_args, dbias ? 4 : 3));
+  if (data) {
+    void* const data_args[] = {staged_dy, const_cast<float*>(w), dx};
+    data->run(ctx, data_args);
+  }
 }
 
 }  // namespace ringtrain::kernels::cpu

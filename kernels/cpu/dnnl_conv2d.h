@@ -1,7 +1,9 @@
 // Owns one convolution shape on oneDNN: forward, data gradient and filter gradient primitives in the layouts
 // oneDNN picks for this machine (format_tag::any), bound to our NCHW activations and KCRS weights through
-// reorders. Same contracts as conv2d.h: y and dx overwritten, dw and dbias accumulated.
+// reorders. Same contracts as conv2d.h: y and dx overwritten, dw and dbias accumulated. The two gradients read dy
+// in the same layout, so backward() reorders it once for both.
 #pragma once
+#include <cstddef>
 #include <optional>
 #include <string>
 
@@ -20,13 +22,20 @@ class DnnlConv2d {
   void prepare(DnnlContext& ctx);
 
   void forward(DnnlContext& ctx, const float* x, const float* w, const float* bias, float* y);
-  void backward_data(DnnlContext& ctx, const float* dy, const float* w, float* dx);
-  void backward_filter(DnnlContext& ctx, const float* x, const float* dy, float* dw, float* dbias);
+  // dx may be null (no data gradient); dbias may be null.
+  void backward(DnnlContext& ctx, const float* x, const float* dy, const float* w, float* dx, float* dw,
+                float* dbias);
 
  private:
   PlainPrimitive& forward_primitive(DnnlContext& ctx, bool bias);
   PlainPrimitive& backward_data_primitive(DnnlContext& ctx);
   PlainPrimitive& backward_filter_primitive(DnnlContext& ctx, bool bias);
+  dnnl::convolution_backward_data::primitive_desc backward_data_desc(DnnlContext& ctx) const;
+  dnnl::convolution_backward_weights::primitive_desc backward_filter_desc(DnnlContext& ctx, bool bias) const;
+  // The layout both gradients are handed dy in: the one they both want, or ours where they differ.
+  const dnnl::memory::desc& backward_dy_layout(DnnlContext& ctx);
+  // dy in backward_dy_layout(), staged past the area the primitives about to run use; dy itself if no reorder.
+  const void* stage_dy(DnnlContext& ctx, const float* dy, std::size_t staging_in_use);
 
   Conv2dShape shape_;
   dnnl::memory::desc src_, weights_, dst_, bias_;  // our layouts
@@ -34,6 +43,9 @@ class DnnlConv2d {
   dnnl::convolution_forward::primitive_desc hint_;  // the forward the backward primitives are made to match
   std::string implementation_;
   std::optional<PlainPrimitive> forward_[2], backward_filter_[2], backward_data_;  // [0] without bias, [1] with
+  std::optional<dnnl::memory::desc> backward_dy_;
+  std::optional<dnnl::reorder> dy_reorder_;  // ours -> backward_dy_, when they differ
+  dnnl::memory dy_ours_, dy_staged_;
 };
 
 }  // namespace ringtrain::kernels::cpu

@@ -72,12 +72,9 @@ void DnnlOps::conv2d_prepare(const Conv2dShape& s) {
 void DnnlOps::conv2d_forward(const Conv2dShape& s, const float* x, const float* w, const float* bias, float* y) {
   state_->conv(s)->forward(state_->ctx, x, w, bias, y);
 }
-void DnnlOps::conv2d_backward_data(const Conv2dShape& s, const float* dy, const float* w, float* dx) {
-  state_->conv(s)->backward_data(state_->ctx, dy, w, dx);
-}
-void DnnlOps::conv2d_backward_filter(const Conv2dShape& s, const float* x, const float* dy, float* dw,
-                                     float* dbias) {
-  state_->conv(s)->backward_filter(state_->ctx, x, dy, dw, dbias);
+void DnnlOps::conv2d_backward(const Conv2dShape& s, const float* x, const float* dy, const float* w, float* dx,
+                              float* dw, float* dbias) {
+  state_->conv(s)->backward(state_->ctx, x, dy, w, dx, dw, dbias);
 }
 
 std::size_t DnnlOps::pool_workspace_bytes(const PoolShape& s, PoolMode mode) const {

@@ -39,8 +39,9 @@ class DnnlOps {
   bool runs_conv2d(const Conv2dShape& s);
   void conv2d_prepare(const Conv2dShape& s);
   void conv2d_forward(const Conv2dShape& s, const float* x, const float* w, const float* bias, float* y);
-  void conv2d_backward_data(const Conv2dShape& s, const float* dy, const float* w, float* dx);
-  void conv2d_backward_filter(const Conv2dShape& s, const float* x, const float* dy, float* dw, float* dbias);
+  // dw (and dbias, may be null) accumulate; dx, where not null, is overwritten. dy is staged once for both.
+  void conv2d_backward(const Conv2dShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw,
+                       float* dbias);
 
   // Pooling: `workspace` is what max pooling's forward keeps for backward, workspace_bytes() of it.
   std::size_t pool_workspace_bytes(const PoolShape& s, PoolMode mode) const;

@@ -113,9 +113,10 @@ class Backend {
   // ---- convolution: prepare() at setup chooses algorithms and sizes workspaces, so no step does
   virtual void conv2d_prepare(const Conv2dShape& s) { (void)s; }
   virtual void conv2d_forward(const Conv2dShape& s, const float* x, const float* w, const float* bias, float* y) = 0;
-  virtual void conv2d_backward_data(const Conv2dShape& s, const float* dy, const float* w, float* dx) = 0;
-  virtual void conv2d_backward_filter(const Conv2dShape& s, const float* x, const float* dy, float* dw,
-                                      float* dbias) = 0;  // dbias may be null
+  // The filter (and bias) gradient added to dw (dbias, may be null) and, where dx is not null, the data gradient
+  // written to dx: one call, so a backend can share what both read (the CPU twin stages dy once).
+  virtual void conv2d_backward(const Conv2dShape& s, const float* x, const float* dy, const float* w, float* dx,
+                               float* dw, float* dbias) = 0;
 
   // ---- dense: dx may be null (the first layer needs none); bias and dbias may be null
   virtual void dense_forward(const DenseShape& s, const float* x, const float* w, const float* bias, float* y) = 0;

@@ -54,8 +54,7 @@ ConvResults run_dnnl(DnnlOps& ops, const Conv& c) {
   ConvResults r{std::vector<float>(y_size(c.s)), std::vector<float>(x_size(c.s)), std::vector<float>(w_size(c.s), 1.0f),
                 std::vector<float>(c.b.size(), 1.0f)};
   ops.conv2d_forward(c.s, c.x.data(), c.w.data(), c.b.data(), r.y.data());
-  ops.conv2d_backward_data(c.s, c.dy.data(), c.w.data(), r.dx.data());
-  ops.conv2d_backward_filter(c.s, c.x.data(), c.dy.data(), r.dw.data(), r.db.data());
+  ops.conv2d_backward(c.s, c.x.data(), c.dy.data(), c.w.data(), r.dx.data(), r.dw.data(), r.db.data());
   return r;
 }
 
@@ -81,6 +80,25 @@ TEST(DnnlOps, ConvolutionsAgreeWithIm2colAndAccumulate) {
     expect_close(got.dw, want.dw, 1e-5);
     expect_close(got.db, want.db, 1e-5);
   }
+}
+
+// backward() reorders dy once for both gradients: the filter gradient is the same with or without the data
+// gradient, with or without a bias gradient, and the same when the primitives were made by prepare().
+TEST(DnnlOps, ConvolutionBackwardSharesItsStagedOutputGradient) {
+  const Conv c({4, 32, 14, 14, 64, 5, 5, 1, 2});
+  DnnlOps both(1), filter_only(1), prepared(1);
+  const ConvResults want = run_dnnl(both, c);
+  std::vector<float> dw(w_size(c.s), 1.0f), db(c.b.size(), 1.0f);
+  filter_only.conv2d_backward(c.s, c.x.data(), c.dy.data(), c.w.data(), nullptr, dw.data(), db.data());
+  EXPECT_EQ(dw, want.dw);
+  EXPECT_EQ(db, want.db);
+  std::vector<float> dw_no_bias(w_size(c.s), 1.0f);
+  filter_only.conv2d_backward(c.s, c.x.data(), c.dy.data(), c.w.data(), nullptr, dw_no_bias.data(), nullptr);
+  expect_close(dw_no_bias, want.dw, 1e-6);
+  prepared.conv2d_prepare(c.s);
+  const ConvResults after_prepare = run_dnnl(prepared, c);
+  EXPECT_EQ(after_prepare.dx, want.dx);
+  EXPECT_EQ(after_prepare.dw, want.dw);
 }
 
 TEST(DnnlOps, SameBitsOnTheSameThreadCount) {

@@ -121,18 +121,14 @@ void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const float* x, con
   else
     kc::conv2d_forward(s, x, w, bias, y, conv_workspace_);
 }
-void CpuBackend::conv2d_backward_data(const model::Conv2dShape& s, const float* dy, const float* w, float* dx) {
-  if (on_dnnl(s))
-    dnnl_.conv2d_backward_data(s, dy, w, dx);
-  else
-    kc::conv2d_backward_data(s, dy, w, dx, conv_workspace_);
-}
-void CpuBackend::conv2d_backward_filter(const model::Conv2dShape& s, const float* x, const float* dy, float* dw,
-                                        float* dbias) {
-  if (on_dnnl(s))
-    dnnl_.conv2d_backward_filter(s, x, dy, dw, dbias);
-  else
-    kc::conv2d_backward_filter(s, x, dy, dw, dbias, conv_workspace_);
+void CpuBackend::conv2d_backward(const model::Conv2dShape& s, const float* x, const float* dy, const float* w,
+                                 float* dx, float* dw, float* dbias) {
+  if (on_dnnl(s)) {
+    dnnl_.conv2d_backward(s, x, dy, w, dx, dw, dbias);
+    return;
+  }
+  kc::conv2d_backward_filter(s, x, dy, dw, dbias, conv_workspace_);
+  if (dx) kc::conv2d_backward_data(s, dy, w, dx, conv_workspace_);
 }
 
 void CpuBackend::dense_forward(const model::DenseShape& s, const float* x, const float* w, const float* bias,

@@ -72,9 +72,8 @@ class CudaBackend final : public model::Backend {
   void conv2d_prepare(const model::Conv2dShape& s) override;
   void conv2d_forward(const model::Conv2dShape& s, const float* x, const float* w, const float* bias,
                       float* y) override;
-  void conv2d_backward_data(const model::Conv2dShape& s, const float* dy, const float* w, float* dx) override;
-  void conv2d_backward_filter(const model::Conv2dShape& s, const float* x, const float* dy, float* dw,
-                              float* dbias) override;
+  void conv2d_backward(const model::Conv2dShape& s, const float* x, const float* dy, const float* w, float* dx,
+                       float* dw, float* dbias) override;
   void dense_forward(const model::DenseShape& s, const float* x, const float* w, const float* bias,
                      float* y) override;
   void dense_backward(const model::DenseShape& s, const float* x, const float* w, const float* dy, float* dx,

@@ -44,12 +44,10 @@ void CudaBackend::conv2d_forward(const model::Conv2dShape& s, const float* x, co
                                  float* y) {
   dnn().conv_forward(s, x, w, bias, y);
 }
-void CudaBackend::conv2d_backward_data(const model::Conv2dShape& s, const float* dy, const float* w, float* dx) {
-  dnn().conv_backward_data(s, dy, w, dx);
-}
-void CudaBackend::conv2d_backward_filter(const model::Conv2dShape& s, const float* x, const float* dy, float* dw,
-                                         float* dbias) {
+void CudaBackend::conv2d_backward(const model::Conv2dShape& s, const float* x, const float* dy, const float* w,
+                                  float* dx, float* dw, float* dbias) {
   dnn().conv_backward_filter(s, x, dy, dw, dbias);
+  if (dx) dnn().conv_backward_data(s, dy, w, dx);
 }
 
 // Row-major, W stored out x in (kernels/cpu/dense.h): y (n x out) = x (n x in) * W^T (in x out), then the bias.

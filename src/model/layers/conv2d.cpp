@@ -37,8 +37,8 @@ class Conv2d final : public LeafLayer {
   }
   void backward(const BackwardPass& pass) override {
     const Conv2dShape s = at_batch(shape_, pass.dy.shape.n);
-    backend_.conv2d_backward_filter(s, pass.x.data, pass.dy.data, params_.weight_grad(), params_.bias_grad());
-    if (pass.dx) backend_.conv2d_backward_data(s, pass.dy.data, params_.weight(), pass.dx);
+    backend_.conv2d_backward(s, pass.x.data, pass.dy.data, params_.weight(), pass.dx, params_.weight_grad(),
+                             params_.bias_grad());
   }
   double forward_flops_per_sample() const override { return at_batch(shape_, 1).forward_flops(); }
 
