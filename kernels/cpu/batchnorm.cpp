@@ -8,6 +8,7 @@
 // The variance is a second pass over centred values, because E[x^2] - E[x]^2 cancels when |mean| >> std.
 #include "kernels/cpu/batchnorm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <vector>
@@ -17,6 +18,31 @@ namespace {
 
 const float* plane(const BatchNormShape& s, const float* base, int n, int c) {
   return base + (std::ptrdiff_t{n} * s.channels + c) * s.spatial;
+}
+float* plane(const BatchNormShape& s, float* base, int n, int c) {
+  return base + (std::ptrdiff_t{n} * s.channels + c) * s.spatial;
+}
+
+// Channels are taken in groups whose planes lie next to each other in NCHW: for each image the group is one
+// contiguous run, which the hardware prefetcher streams, where a single small plane (14 x 14 floats, or 1 after a
+// dense layer) is a short hop. A group holds about this many bytes of one tensor, so a second pass over the
+// group's x, dy and output finds them in L2. Each channel's sums are taken in the same order as one at a time.
+constexpr std::size_t kGroupBytes = 384 * 1024;
+
+struct ChannelGroup {
+  int first = 0, count = 0;
+};
+
+int group_size(const BatchNormShape& s) {
+  const std::size_t channel_bytes = sizeof(float) * static_cast<std::size_t>(s.batch) * s.spatial;
+  const std::size_t fit = channel_bytes > 0 ? kGroupBytes / channel_bytes : 1;
+  return static_cast<int>(std::clamp<std::size_t>(fit, 1, static_cast<std::size_t>(s.channels)));
+}
+
+template <class Body>
+void for_each_group(const BatchNormShape& s, Body body) {
+  const int size = group_size(s);
+  for (int c = 0; c < s.channels; c += size) body(ChannelGroup{c, std::min(size, s.channels - c)});
 }
 
 // Four independent double chains: enough to hide the add latency, exact enough for 10^5-10^6 terms.
@@ -28,42 +54,51 @@ double sum_row(const float* v, int n) {
   return (s0 + s1) + (s2 + s3);
 }
 
-// Per-channel sum of x: partial[i] = sum over n of x[n][c][i], then summed.
-double channel_sum(const BatchNormShape& s, const float* x, int c, float* __restrict partial) {
-  const float* __restrict first = plane(s, x, 0, c);
-  for (int i = 0; i < s.spatial; ++i) partial[i] = first[i];
+// partial (g.count rows of H x W): row j, element i = sum over n of x[n][first + j][i], n in order.
+void group_sums(const BatchNormShape& s, const float* x, ChannelGroup g, float* __restrict partial) {
+  const std::ptrdiff_t run = std::ptrdiff_t{g.count} * s.spatial;
+  const float* __restrict first = plane(s, x, 0, g.first);
+  for (std::ptrdiff_t i = 0; i < run; ++i) partial[i] = first[i];
   for (int n = 1; n < s.batch; ++n) {
-    const float* __restrict p = plane(s, x, n, c);
-    for (int i = 0; i < s.spatial; ++i) partial[i] += p[i];
+    const float* __restrict p = plane(s, x, n, g.first);
+    for (std::ptrdiff_t i = 0; i < run; ++i) partial[i] += p[i];
   }
-  return sum_row(partial, s.spatial);
 }
 
-double channel_centred_squares(const BatchNormShape& s, const float* x, int c, float mean, float* __restrict partial) {
-  for (int i = 0; i < s.spatial; ++i) partial[i] = 0.0f;
+// partial row j = sum over n of (x - mean[j])^2 for channel first + j.
+void group_centred_squares(const BatchNormShape& s, const float* x, ChannelGroup g, const float* mean,
+                           float* __restrict partial) {
+  for (std::ptrdiff_t i = 0; i < std::ptrdiff_t{g.count} * s.spatial; ++i) partial[i] = 0.0f;
   for (int n = 0; n < s.batch; ++n) {
-    const float* __restrict p = plane(s, x, n, c);
-    for (int i = 0; i < s.spatial; ++i) {
-      const float d = p[i] - mean;
-      partial[i] += d * d;
+    for (int j = 0; j < g.count; ++j) {
+      const float* __restrict p = plane(s, x, n, g.first + j);
+      float* __restrict row = partial + std::ptrdiff_t{j} * s.spatial;
+      const float m = mean[j];
+      for (int i = 0; i < s.spatial; ++i) {
+        const float d = p[i] - m;
+        row[i] += d * d;
+      }
     }
   }
-  return sum_row(partial, s.spatial);
 }
 
-// y = x * scale + shift over every plane of channel c; with relu, then max(y, 0) written as relu_forward writes
-// it (a NaN passes through), so the fused pass gives relu_forward's bits.
-void affine_channel(const BatchNormShape& s, int c, const float* x, float scale, float shift, float* y, bool relu) {
+// y = x * scale + shift over every plane of each channel of the group; with relu, then max(y, 0) written as
+// relu_forward writes it (a NaN passes through), so the fused pass gives relu_forward's bits.
+void affine_group(const BatchNormShape& s, ChannelGroup g, const float* x, const float* scale, const float* shift,
+                  float* y, bool relu) {
   for (int n = 0; n < s.batch; ++n) {
-    const float* __restrict src = plane(s, x, n, c);
-    float* __restrict dst = y + (std::ptrdiff_t{n} * s.channels + c) * s.spatial;
-    if (relu) {
-      for (int i = 0; i < s.spatial; ++i) {
-        const float v = src[i] * scale + shift;
-        dst[i] = v < 0.0f ? 0.0f : v;
+    for (int j = 0; j < g.count; ++j) {
+      const float* __restrict src = plane(s, x, n, g.first + j);
+      float* __restrict dst = plane(s, y, n, g.first + j);
+      const float a = scale[j], b = shift[j];
+      if (relu) {
+        for (int i = 0; i < s.spatial; ++i) {
+          const float v = src[i] * a + b;
+          dst[i] = v < 0.0f ? 0.0f : v;
+        }
+      } else {
+        for (int i = 0; i < s.spatial; ++i) dst[i] = src[i] * a + b;
       }
-    } else {
-      for (int i = 0; i < s.spatial; ++i) dst[i] = src[i] * scale + shift;
     }
   }
 }
@@ -73,6 +108,57 @@ inline float masked(const float* relu_y, const float* dy, std::ptrdiff_t i) {
   return relu_y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
+// Rows j of pa and pb: sum over n of dy and of dy * (x - mean[j]), dy masked by relu_y where given.
+void group_gradient_sums(const BatchNormShape& s, const float* x, const float* dy, const float* relu_y,
+                         ChannelGroup g, const float* mean, float* __restrict pa, float* __restrict pb) {
+  for (std::ptrdiff_t i = 0; i < std::ptrdiff_t{g.count} * s.spatial; ++i) pa[i] = 0.0f, pb[i] = 0.0f;
+  for (int n = 0; n < s.batch; ++n) {
+    for (int j = 0; j < g.count; ++j) {
+      const float* __restrict xs = plane(s, x, n, g.first + j);
+      const float* __restrict gs = plane(s, dy, n, g.first + j);
+      float* __restrict a = pa + std::ptrdiff_t{j} * s.spatial;
+      float* __restrict b = pb + std::ptrdiff_t{j} * s.spatial;
+      const float m = mean[j];
+      if (relu_y) {
+        const float* __restrict ys = plane(s, relu_y, n, g.first + j);
+        for (int i = 0; i < s.spatial; ++i) {
+          const float gi = masked(ys, gs, i);
+          a[i] += gi;
+          b[i] += gi * (xs[i] - m);
+        }
+      } else {
+        for (int i = 0; i < s.spatial; ++i) {
+          a[i] += gs[i];
+          b[i] += gs[i] * (xs[i] - m);
+        }
+      }
+    }
+  }
+}
+
+// The per-channel coefficients of dx = a dy + b (x - mean) + k (see batchnorm_backward).
+struct DxCoefficients {
+  float a = 0, b = 0, k = 0;
+};
+
+void group_dx(const BatchNormShape& s, const float* x, const float* dy, const float* relu_y, ChannelGroup g,
+              const float* mean, const DxCoefficients* coef, float* dx) {
+  for (int n = 0; n < s.batch; ++n) {
+    for (int j = 0; j < g.count; ++j) {
+      const float* __restrict xs = plane(s, x, n, g.first + j);
+      const float* __restrict gs = plane(s, dy, n, g.first + j);
+      float* __restrict d = plane(s, dx, n, g.first + j);
+      const float af = coef[j].a, bf = coef[j].b, kf = coef[j].k, m = mean[j];
+      if (relu_y) {
+        const float* __restrict ys = plane(s, relu_y, n, g.first + j);
+        for (int i = 0; i < s.spatial; ++i) d[i] = af * masked(ys, gs, i) + bf * (xs[i] - m) + kf;
+      } else {
+        for (int i = 0; i < s.spatial; ++i) d[i] = af * gs[i] + bf * (xs[i] - m) + kf;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void batchnorm_forward_train(const BatchNormShape& s, const float* x, const float* gamma, const float* beta,
@@ -80,28 +166,46 @@ void batchnorm_forward_train(const BatchNormShape& s, const float* x, const floa
                              float* saved_mean, float* saved_inv_std, bool relu) {
   const double count = static_cast<double>(s.batch) * s.spatial;
   if (count <= 0) return;
-  std::vector<float> partial(static_cast<std::size_t>(s.spatial));
-  for (int c = 0; c < s.channels; ++c) {
-    const double mean = channel_sum(s, x, c, partial.data()) / count;
-    const double var = channel_centred_squares(s, x, c, static_cast<float>(mean), partial.data()) / count;
-    const double inv_std = 1.0 / std::sqrt(var + eps);  // biased variance: what the batch is normalised with
-    saved_mean[c] = static_cast<float>(mean);
-    saved_inv_std[c] = static_cast<float>(inv_std);
-    const double unbiased = count > 1 ? var * count / (count - 1) : var;
-    running_mean[c] = static_cast<float>((1.0 - momentum) * running_mean[c] + momentum * mean);
-    running_var[c] = static_cast<float>((1.0 - momentum) * running_var[c] + momentum * unbiased);
-    const double scale = gamma[c] * inv_std;
-    affine_channel(s, c, x, static_cast<float>(scale), static_cast<float>(beta[c] - mean * scale), y, relu);
-  }
+  const int size = group_size(s);
+  std::vector<float> partial(static_cast<std::size_t>(size) * static_cast<std::size_t>(s.spatial));
+  std::vector<float> mean(static_cast<std::size_t>(size)), scale(mean.size()), shift(mean.size());
+  std::vector<double> mean_d(mean.size());
+  for_each_group(s, [&](ChannelGroup g) {
+    group_sums(s, x, g, partial.data());
+    for (int j = 0; j < g.count; ++j) {
+      mean_d[j] = sum_row(partial.data() + std::ptrdiff_t{j} * s.spatial, s.spatial) / count;
+      mean[j] = static_cast<float>(mean_d[j]);
+    }
+    group_centred_squares(s, x, g, mean.data(), partial.data());
+    for (int j = 0; j < g.count; ++j) {
+      const int c = g.first + j;
+      const double var = sum_row(partial.data() + std::ptrdiff_t{j} * s.spatial, s.spatial) / count;
+      const double inv_std = 1.0 / std::sqrt(var + eps);  // biased variance: what the batch is normalised with
+      saved_mean[c] = mean[j];
+      saved_inv_std[c] = static_cast<float>(inv_std);
+      const double unbiased = count > 1 ? var * count / (count - 1) : var;
+      running_mean[c] = static_cast<float>((1.0 - momentum) * running_mean[c] + momentum * mean_d[j]);
+      running_var[c] = static_cast<float>((1.0 - momentum) * running_var[c] + momentum * unbiased);
+      const double sc = gamma[c] * inv_std;
+      scale[j] = static_cast<float>(sc);
+      shift[j] = static_cast<float>(beta[c] - mean_d[j] * sc);
+    }
+    affine_group(s, g, x, scale.data(), shift.data(), y, relu);
+  });
 }
 
 void batchnorm_forward_infer(const BatchNormShape& s, const float* x, const float* gamma, const float* beta,
                              const float* running_mean, const float* running_var, float eps, float* y, bool relu) {
-  for (int c = 0; c < s.channels; ++c) {
-    const double scale = gamma[c] / std::sqrt(static_cast<double>(running_var[c]) + eps);
-    affine_channel(s, c, x, static_cast<float>(scale), static_cast<float>(beta[c] - running_mean[c] * scale), y,
-                   relu);
-  }
+  std::vector<float> scale(static_cast<std::size_t>(group_size(s))), shift(scale.size());
+  for_each_group(s, [&](ChannelGroup g) {
+    for (int j = 0; j < g.count; ++j) {
+      const int c = g.first + j;
+      const double sc = gamma[c] / std::sqrt(static_cast<double>(running_var[c]) + eps);
+      scale[j] = static_cast<float>(sc);
+      shift[j] = static_cast<float>(beta[c] - running_mean[c] * sc);
+    }
+    affine_group(s, g, x, scale.data(), shift.data(), y, relu);
+  });
 }
 
 void batchnorm_backward(const BatchNormShape& s, const float* x, const float* dy, const float* gamma,
@@ -109,54 +213,29 @@ void batchnorm_backward(const BatchNormShape& s, const float* x, const float* dy
                         float* dbeta, const float* relu_y) {
   const double count = static_cast<double>(s.batch) * s.spatial;
   if (count <= 0) return;
-  std::vector<float> partial_dy(static_cast<std::size_t>(s.spatial)), partial_dy_xc(partial_dy.size());
-  for (int c = 0; c < s.channels; ++c) {
-    const float mean = saved_mean[c];
-    const double inv_std = saved_inv_std[c];
-    // One pass for both sums: sum(dy) and sum(dy * (x - mean)).
-    float* __restrict pa = partial_dy.data();
-    float* __restrict pb = partial_dy_xc.data();
-    for (int i = 0; i < s.spatial; ++i) pa[i] = 0.0f, pb[i] = 0.0f;
-    for (int n = 0; n < s.batch; ++n) {
-      const float* __restrict xs = plane(s, x, n, c);
-      const float* __restrict g = plane(s, dy, n, c);
-      if (relu_y) {
-        const float* __restrict ys = plane(s, relu_y, n, c);
-        for (int i = 0; i < s.spatial; ++i) {
-          const float gi = masked(ys, g, i);
-          pa[i] += gi;
-          pb[i] += gi * (xs[i] - mean);
-        }
-      } else {
-        for (int i = 0; i < s.spatial; ++i) {
-          pa[i] += g[i];
-          pb[i] += g[i] * (xs[i] - mean);
-        }
-      }
+  const std::size_t rows = static_cast<std::size_t>(group_size(s)) * static_cast<std::size_t>(s.spatial);
+  std::vector<float> partial_dy(rows), partial_dy_xc(rows);
+  std::vector<DxCoefficients> coef(static_cast<std::size_t>(group_size(s)));
+  for_each_group(s, [&](ChannelGroup g) {
+    const float* mean = saved_mean + g.first;
+    group_gradient_sums(s, x, dy, relu_y, g, mean, partial_dy.data(), partial_dy_xc.data());
+    for (int j = 0; j < g.count; ++j) {
+      const int c = g.first + j;
+      const double inv_std = saved_inv_std[c];
+      const double sum_dy = sum_row(partial_dy.data() + std::ptrdiff_t{j} * s.spatial, s.spatial);
+      const double sum_dy_xhat = sum_row(partial_dy_xc.data() + std::ptrdiff_t{j} * s.spatial, s.spatial) * inv_std;
+      dbeta[c] += static_cast<float>(sum_dy);
+      dgamma[c] += static_cast<float>(sum_dy_xhat);
+      // dx = gamma * inv_std * (dy - mean(dy) - xhat * mean(dy * xhat)), expanded into dx = a dy + b (x - mean)
+      // + k so the per-element loop is a subtraction and two fused multiply-adds; x stays centred so a large
+      // mean does not cancel.
+      const double a = gamma[c] * inv_std;
+      const double b = -a * inv_std * sum_dy_xhat / count;
+      const double k = -a * sum_dy / count;
+      coef[j] = {static_cast<float>(a), static_cast<float>(b), static_cast<float>(k)};
     }
-    const double sum_dy = sum_row(pa, s.spatial);
-    const double sum_dy_xhat = sum_row(pb, s.spatial) * inv_std;
-    dbeta[c] += static_cast<float>(sum_dy);
-    dgamma[c] += static_cast<float>(sum_dy_xhat);
-    // dx = gamma * inv_std * (dy - mean(dy) - xhat * mean(dy * xhat)), expanded into dx = a dy + b (x - mean) + k
-    // so the per-element loop is a subtraction and two fused multiply-adds; x stays centred so a large mean
-    // does not cancel.
-    const double a = gamma[c] * inv_std;
-    const double b = -a * inv_std * sum_dy_xhat / count;
-    const double k = -a * sum_dy / count;
-    const float af = static_cast<float>(a), bf = static_cast<float>(b), kf = static_cast<float>(k);
-    for (int n = 0; n < s.batch; ++n) {
-      const float* __restrict xs = plane(s, x, n, c);
-      const float* __restrict g = plane(s, dy, n, c);
-      float* __restrict d = dx + (std::ptrdiff_t{n} * s.channels + c) * s.spatial;
-      if (relu_y) {
-        const float* __restrict ys = plane(s, relu_y, n, c);
-        for (int i = 0; i < s.spatial; ++i) d[i] = af * masked(ys, g, i) + bf * (xs[i] - mean) + kf;
-      } else {
-        for (int i = 0; i < s.spatial; ++i) d[i] = af * g[i] + bf * (xs[i] - mean) + kf;
-      }
-    }
-  }
+    group_dx(s, x, dy, relu_y, g, mean, coef.data(), dx);
+  });
 }
 
 }  // namespace ringtrain::kernels::cpu
