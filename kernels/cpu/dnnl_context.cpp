@@ -3,6 +3,7 @@
 #include "kernels/cpu/dnnl_context.h"
 
 #include <omp.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -14,6 +15,27 @@ namespace ringtrain::kernels::cpu {
 namespace {
 
 constexpr std::size_t kAlignment = 64;  // whole cache lines; what oneDNN's own allocations use
+
+// oneDNN's JIT GEMM (dnnl_sgemm, and the gemm-based primitives built on it) corrupts the heap when a signal handler
+// runs on its thread mid-product: reproduced with oneDNN 2.6.3 on a Sapphire Rapids core, glibc aborting with
+// "corrupted size vs. prev_size" (DnnlOps.SignalsDuringItsKernelsChangeNothing), when a preemption signal landed
+// in a step. Every call into oneDNN therefore runs with the thread's signals blocked: a stop signal is taken by
+// another thread (the loader's, the watchdog's) or right after the call, and only sets a flag either way. The
+// OpenMP workers oneDNN starts inside a call inherit the blocked mask, so they never take a signal either.
+class SignalsHeld {
+ public:
+  SignalsHeld() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &previous_);
+  }
+  ~SignalsHeld() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+  SignalsHeld(const SignalsHeld&) = delete;
+  SignalsHeld& operator=(const SignalsHeld&) = delete;
+
+ private:
+  sigset_t previous_;
+};
 
 std::size_t aligned(std::size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
@@ -53,6 +75,7 @@ void DnnlContext::execute(const dnnl::primitive& p, const std::unordered_map<int
   // Set at every call, not once: the ICV belongs to the calling thread, and another backend in the same
   // process (a test's) may have set another count. Fixed count, static schedules: the same sums every run.
   omp_set_num_threads(threads_);
+  const SignalsHeld held;
   DNNL_CALL(p.execute(stream_, args));
   DNNL_CALL(stream_.wait());
 }
@@ -64,6 +87,7 @@ void DnnlContext::sgemm(bool transpose_b, int m, int n, int k, const float* a, c
     if (status != dnnl::status::success) throw dnnl::error(static_cast<dnnl_status_t>(status), "dnnl_sgemm failed");
   };
   const dnnl_dim_t ldb = transpose_b ? k : n;
+  const SignalsHeld held;
   DNNL_CALL(checked(dnnl::sgemm('N', transpose_b ? 'T' : 'N', m, n, k, 1.0f, a, k, b, ldb, accumulate ? 1.0f : 0.0f,
                                 c, n)));
 }

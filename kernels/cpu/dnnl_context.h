@@ -6,7 +6,8 @@
 //   PlainPrimitive  one primitive over tensors in our plain layouts (NCHW, KCRS, row-major matrices): an argument
 //                   the primitive wants in another layout is reordered into staging memory before it runs (inputs)
 //                   or out of it after (outputs, or added to what the tensor holds: gradient accumulation).
-// Layers run one at a time, so every primitive can use all of the scratch areas.
+// Layers run one at a time, so every primitive can use all of the scratch areas. Every call into oneDNN runs with
+// the calling thread's signals blocked (see dnnl_context.cpp: its JIT GEMM does not survive a signal handler).
 #pragma once
 #include <dnnl.hpp>
 

@@ -4,7 +4,13 @@
 // AVX512_BF16), that results stay within bf16 rounding of fp32's and repeat bit for bit too.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <vector>
 
 #include "kernels/cpu/conv2d.h"
@@ -99,6 +105,48 @@ TEST(DnnlOps, ConvolutionBackwardSharesItsStagedOutputGradient) {
   const ConvResults after_prepare = run_dnnl(prepared, c);
   EXPECT_EQ(after_prepare.dx, want.dx);
   EXPECT_EQ(after_prepare.dw, want.dw);
+}
+
+// A stop signal (SIGUSR1, SIGTERM) may arrive at any moment of a step. oneDNN's JIT GEMM, under the dense data
+// gradient, corrupted the heap when a handler ran on its thread mid-product (glibc aborted: "corrupted size vs.
+// prev_size"); the context keeps signals off the threads running oneDNN. Here a thread signals the process every
+// 50 us while the dense layer's gradients and a convolution's run over and over: no crash, and the same bits.
+volatile sig_atomic_t g_signals_seen = 0;
+extern "C" void count_signal(int) { g_signals_seen = g_signals_seen + 1; }
+
+TEST(DnnlOps, SignalsDuringItsKernelsChangeNothing) {
+  struct sigaction action {}, previous {};
+  action.sa_handler = count_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  ASSERT_EQ(sigaction(SIGUSR1, &action, &previous), 0);
+  const DenseShape d{64, 3136, 1024};
+  const auto x = random_vector(std::size_t(d.batch) * d.in, 1), w = random_vector(std::size_t(d.out) * d.in, 2);
+  const auto dy = random_vector(std::size_t(d.batch) * d.out, 3);
+  const Conv c({8, 32, 14, 14, 64, 5, 5, 1, 2});
+  DnnlOps ops(1);
+  std::vector<float> dx(x.size()), want_dx(x.size()), dw(w.size()), want_dw(w.size());
+  ops.dense_backward(d, x.data(), w.data(), dy.data(), want_dx.data(), want_dw.data(), nullptr);
+  const ConvResults want_conv = run_dnnl(ops, c);
+  std::atomic<bool> done{false};
+  std::thread signaller([&] {
+    while (!done) {
+      kill(getpid(), SIGUSR1);
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  });
+  int differing = 0;
+  for (int i = 0; i < 60; ++i) {
+    std::fill(dw.begin(), dw.end(), 0.0f);
+    ops.dense_backward(d, x.data(), w.data(), dy.data(), dx.data(), dw.data(), nullptr);
+    const ConvResults conv = run_dnnl(ops, c);
+    differing += dx != want_dx || dw != want_dw || conv.y != want_conv.y || conv.dx != want_conv.dx;
+  }
+  done = true;
+  signaller.join();
+  sigaction(SIGUSR1, &previous, nullptr);
+  EXPECT_EQ(differing, 0);
+  EXPECT_GT(g_signals_seen, 100) << "the signals were sent and handled";
 }
 
 TEST(DnnlOps, SameBitsOnTheSameThreadCount) {
