@@ -1,4 +1,5 @@
-// Owns the fused AdamW update: one pass reading grad, both moments and param, writing the latter three.
+// Owns the fused AdamW update: one pass reading grad, both moments and param, writing the latter three and zeroing
+// grad.
 #include "kernels/cpu/adamw.h"
 
 #include <cmath>
@@ -12,7 +13,7 @@ struct AdamScalars {
   float decay_factor, beta1, beta2, step_size, inv_sqrt_c2, epsilon;
 };
 
-inline void update_span(int64_t begin, int64_t end, const AdamScalars& s, const float* __restrict g,
+inline void update_span(int64_t begin, int64_t end, const AdamScalars& s, float* __restrict g,
                         float* __restrict m, float* __restrict v, float* __restrict p) {
   for (int64_t i = begin; i < end; ++i) {
     const float gi = g[i];
@@ -20,13 +21,14 @@ inline void update_span(int64_t begin, int64_t end, const AdamScalars& s, const 
     const float vi = s.beta2 * v[i] + (1.0f - s.beta2) * gi * gi;
     m[i] = mi;
     v[i] = vi;
+    g[i] = 0.0f;
     p[i] = p[i] * s.decay_factor - s.step_size * mi / (std::sqrt(vi) * s.inv_sqrt_c2 + s.epsilon);
   }
 }
 
 }  // namespace
 
-void adamw_update(int64_t n, const AdamStep& step, const uint32_t* decay_mask, const float* grad, float* m, float* v,
+void adamw_update(int64_t n, const AdamStep& step, const uint32_t* decay_mask, float* grad, float* m, float* v,
                   float* param) {
   const AdamScalars common{1.0f, step.beta1, step.beta2, step.lr / step.bias_correction1,
                            1.0f / std::sqrt(step.bias_correction2), step.epsilon};

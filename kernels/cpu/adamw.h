@@ -10,7 +10,7 @@ namespace ringtrain::kernels::cpu {
 // As PyTorch's AdamW: p *= 1 - lr * wd;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
 // p -= (lr / c1) * m / (sqrt(v) / sqrt(c2) + eps), with c1, c2 the bias corrections of step and wd applied where
 // decay_mask's bit is set (kernels/optimizer_step.h).
-void adamw_update(int64_t n, const AdamStep& step, const uint32_t* decay_mask, const float* grad, float* m, float* v,
+void adamw_update(int64_t n, const AdamStep& step, const uint32_t* decay_mask, float* grad, float* m, float* v,
                   float* param);
 
 }  // namespace ringtrain::kernels::cpu

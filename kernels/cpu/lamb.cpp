@@ -15,13 +15,13 @@ struct Direction {
 
 }  // namespace
 
-void lamb_update(int tensors, const TensorRange* ranges, const AdamStep& step, const float* grad, float* m, float* v,
+void lamb_update(int tensors, const TensorRange* ranges, const AdamStep& step, float* grad, float* m, float* v,
                  float* param) {
   for (int t = 0; t < tensors; ++t) {
     const TensorRange& r = ranges[t];
     const Direction dir{1.0f / step.bias_correction1, 1.0f / std::sqrt(step.bias_correction2), step.epsilon,
                         r.adapt ? step.weight_decay : 0.0f};
-    const float* __restrict g = grad + r.begin;
+    float* __restrict g = grad + r.begin;
     float* __restrict mt = m + r.begin;
     float* __restrict vt = v + r.begin;
     float* __restrict p = param + r.begin;
@@ -29,6 +29,7 @@ void lamb_update(int tensors, const TensorRange* ranges, const AdamStep& step, c
     for (int64_t i = 0; i < r.count; ++i) {
       mt[i] = step.beta1 * mt[i] + (1.0f - step.beta1) * g[i];
       vt[i] = step.beta2 * vt[i] + (1.0f - step.beta2) * g[i] * g[i];
+      g[i] = 0.0f;
       const float d = dir.at(mt[i], vt[i], p[i]);
       ww += static_cast<double>(p[i]) * p[i];
       dd += static_cast<double>(d) * d;

@@ -10,7 +10,7 @@ namespace ringtrain::kernels::cpu {
 // Per tensor: m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;  r = (m / c1) / (sqrt(v) / sqrt(c2) + eps) + wd w;
 // trust = |w| / |r| (1 where either is 0);  w -= lr * trust * r. A tensor whose range does not adapt (biases,
 // batch norm) takes trust 1 and no weight decay. Norms are summed in double in index order (deterministic).
-void lamb_update(int tensors, const TensorRange* ranges, const AdamStep& step, const float* grad, float* m, float* v,
+void lamb_update(int tensors, const TensorRange* ranges, const AdamStep& step, float* grad, float* m, float* v,
                  float* param);
 
 }  // namespace ringtrain::kernels::cpu

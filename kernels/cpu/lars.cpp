@@ -19,12 +19,13 @@ Norms norms_of(int64_t count, const float* __restrict w, const float* __restrict
   return {std::sqrt(ww), std::sqrt(gg)};
 }
 
-inline void update_tensor(int64_t count, float scaled_lr, float momentum, float weight_decay, const float* __restrict g,
+inline void update_tensor(int64_t count, float scaled_lr, float momentum, float weight_decay, float* __restrict g,
                           float* __restrict v, float* __restrict p) {
   for (int64_t i = 0; i < count; ++i) {
     const float vi = momentum * v[i] + scaled_lr * (g[i] + weight_decay * p[i]);
     v[i] = vi;
     p[i] -= vi;
+    g[i] = 0.0f;
   }
 }
 
@@ -36,11 +37,11 @@ float lars_trust_ratio(const LarsStep& step, double weight_norm, double grad_nor
                             (grad_norm + step.weight_decay * weight_norm + step.epsilon));
 }
 
-void lars_update(int tensors, const TensorRange* ranges, const LarsStep& step, const float* grad, float* velocity,
+void lars_update(int tensors, const TensorRange* ranges, const LarsStep& step, float* grad, float* velocity,
                  float* param) {
   for (int t = 0; t < tensors; ++t) {
     const TensorRange& r = ranges[t];
-    const float* g = grad + r.begin;
+    float* g = grad + r.begin;
     float* v = velocity + r.begin;
     float* p = param + r.begin;
     if (r.adapt == 0) {

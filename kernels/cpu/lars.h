@@ -9,7 +9,7 @@ namespace ringtrain::kernels::cpu {
 
 // The formula is LarsStep's (kernels/optimizer_step.h), applied to each of the `tensors` ranges, which cover the
 // flat buffers. Norms are summed in double in index order, so the update is deterministic.
-void lars_update(int tensors, const TensorRange* ranges, const LarsStep& step, const float* grad, float* velocity,
+void lars_update(int tensors, const TensorRange* ranges, const LarsStep& step, float* grad, float* velocity,
                  float* param);
 
 // The trust ratio LARS gives a tensor of these norms (shared with the tests' reference).

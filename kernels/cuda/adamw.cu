@@ -9,10 +9,11 @@ namespace ringtrain::kernels::cuda {
 namespace {
 
 __global__ void adamw_kernel(int64_t n, float decay_factor, float beta1, float beta2, float step_size,
-                             float inv_sqrt_c2, float epsilon, const uint32_t* decay_mask, const float* grad, float* m,
+                             float inv_sqrt_c2, float epsilon, const uint32_t* decay_mask, float* grad, float* m,
                              float* v, float* param) {
   for (int64_t i = detail::global_index(); i < n; i += detail::grid_stride()) {
     const float g = grad[i];
+    grad[i] = 0.0f;
     const float mi = beta1 * m[i] + (1.0f - beta1) * g;
     const float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
     m[i] = mi;
@@ -24,7 +25,7 @@ __global__ void adamw_kernel(int64_t n, float decay_factor, float beta1, float b
 
 }  // namespace
 
-void adamw_update(int64_t n, const AdamStep& step, const uint32_t* decay_mask, const float* grad, float* m, float* v,
+void adamw_update(int64_t n, const AdamStep& step, const uint32_t* decay_mask, float* grad, float* m, float* v,
                   float* param, Stream stream) {
   if (n <= 0) return;
   adamw_kernel<<<detail::blocks_for(n), detail::kThreads, 0, stream>>>(

@@ -9,7 +9,7 @@
 namespace ringtrain::kernels::cuda {
 
 // See kernels/cpu/adamw.h; decay_mask, grad, m, v and param are device memory.
-void adamw_update(int64_t n, const AdamStep& step, const uint32_t* decay_mask, const float* grad, float* m, float* v,
+void adamw_update(int64_t n, const AdamStep& step, const uint32_t* decay_mask, float* grad, float* m, float* v,
                   float* param, Stream stream);
 
 }  // namespace ringtrain::kernels::cuda

@@ -62,7 +62,7 @@ __global__ void lars_norms_kernel(int tensors, const TensorRange* ranges, const 
   }
 }
 
-__global__ void lars_apply_kernel(int tensors, const TensorRange* ranges, LarsStep step, const float* grad,
+__global__ void lars_apply_kernel(int tensors, const TensorRange* ranges, LarsStep step, float* grad,
                                   float* velocity, float* param, const SquareSums* partials) {
   for (int t = static_cast<int>(blockIdx.y); t < tensors; t += static_cast<int>(gridDim.y)) {
     const TensorRange r = ranges[t];
@@ -80,12 +80,13 @@ __global__ void lars_apply_kernel(int tensors, const TensorRange* ranges, LarsSt
       const float v = step.momentum * velocity[k] + scaled_lr * (grad[k] + decay * param[k]);
       velocity[k] = v;
       param[k] -= v;
+      grad[k] = 0.0f;
     });
   }
 }
 
 __global__ void lamb_moments_kernel(int tensors, const TensorRange* ranges, AdamStep step, float inv_sqrt_c2,
-                                    const float* grad, float* m, float* v, const float* param, SquareSums* partials) {
+                                    float* grad, float* m, float* v, const float* param, SquareSums* partials) {
   for (int t = static_cast<int>(blockIdx.y); t < tensors; t += static_cast<int>(gridDim.y)) {
     const TensorRange r = ranges[t];
     const float decay = r.adapt ? step.weight_decay : 0.0f;
@@ -93,6 +94,7 @@ __global__ void lamb_moments_kernel(int tensors, const TensorRange* ranges, Adam
     for_chunk(r.count, static_cast<int>(blockIdx.x), [&](int64_t i) {
       const int64_t k = r.begin + i;
       const float g = grad[k];
+      grad[k] = 0.0f;
       const float mk = step.beta1 * m[k] + (1.0f - step.beta1) * g;
       const float vk = step.beta2 * v[k] + (1.0f - step.beta2) * g * g;
       m[k] = mk, v[k] = vk;
@@ -130,7 +132,7 @@ std::size_t layerwise_scratch_bytes(int tensors) {
   return sizeof(SquareSums) * kChunks * static_cast<std::size_t>(tensors > 0 ? tensors : 1);
 }
 
-void lars_update(int tensors, const TensorRange* ranges, const LarsStep& step, const float* grad, float* velocity,
+void lars_update(int tensors, const TensorRange* ranges, const LarsStep& step, float* grad, float* velocity,
                  float* param, void* scratch, Stream stream) {
   if (tensors <= 0) return;
   auto* partials = static_cast<SquareSums*>(scratch);
@@ -140,7 +142,7 @@ void lars_update(int tensors, const TensorRange* ranges, const LarsStep& step, c
   RT_CHECK_LAUNCH();
 }
 
-void lamb_update(int tensors, const TensorRange* ranges, const AdamStep& step, const float* grad, float* m, float* v,
+void lamb_update(int tensors, const TensorRange* ranges, const AdamStep& step, float* grad, float* m, float* v,
                  float* param, void* scratch, Stream stream) {
   if (tensors <= 0) return;
   auto* partials = static_cast<SquareSums*>(scratch);

@@ -16,9 +16,9 @@ namespace ringtrain::kernels::cuda {
 std::size_t layerwise_scratch_bytes(int tensors);
 
 // ranges: device memory, `tensors` of them covering the flat buffers; scratch: layerwise_scratch_bytes(tensors).
-void lars_update(int tensors, const TensorRange* ranges, const LarsStep& step, const float* grad, float* velocity,
+void lars_update(int tensors, const TensorRange* ranges, const LarsStep& step, float* grad, float* velocity,
                  float* param, void* scratch, Stream stream);
-void lamb_update(int tensors, const TensorRange* ranges, const AdamStep& step, const float* grad, float* m, float* v,
+void lamb_update(int tensors, const TensorRange* ranges, const AdamStep& step, float* grad, float* m, float* v,
                  float* param, void* scratch, Stream stream);
 
 }  // namespace ringtrain::kernels::cuda

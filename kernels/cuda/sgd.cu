@@ -1,5 +1,5 @@
 // Owns the fused SGD kernel declared in sgd.h: one read of grad, velocity, param and the decay bit, one write of
-// velocity and param, over the whole flat buffer in one launch.
+// velocity and param (and zero to grad), over the whole flat buffer in one launch.
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/sgd.h"
 
@@ -7,7 +7,7 @@ namespace ringtrain::kernels::cuda {
 namespace {
 
 __global__ void sgd_momentum_kernel(int64_t n, float lr, float momentum, float weight_decay,
-                                    const uint32_t* decay_mask, const float* grad, float* velocity, float* param) {
+                                    const uint32_t* decay_mask, float* grad, float* velocity, float* param) {
   for (int64_t i = detail::global_index(); i < n; i += detail::grid_stride()) {
     const float p = param[i];
     const float wd = (decay_mask[i >> 5] >> (i & 31)) & 1u ? weight_decay : 0.0f;
@@ -15,12 +15,13 @@ __global__ void sgd_momentum_kernel(int64_t n, float lr, float momentum, float w
     const float v = momentum * velocity[i] + g;
     velocity[i] = v;
     param[i] = p - lr * v;
+    grad[i] = 0.0f;
   }
 }
 
 }  // namespace
 
-void sgd_momentum_update(int64_t n, const SgdStep& step, const uint32_t* decay_mask, const float* grad,
+void sgd_momentum_update(int64_t n, const SgdStep& step, const uint32_t* decay_mask, float* grad,
                          float* velocity, float* param, Stream stream) {
   if (n <= 0) return;
   sgd_momentum_kernel<<<detail::blocks_for(n), detail::kThreads, 0, stream>>>(

@@ -149,16 +149,17 @@ class Backend {
   virtual void softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,
                                      const LossSettings& loss, float* dlogits, LossTotals* totals) = 0;
   // The element-wise optimizers: one pass over the flat buffers; decay_mask (device memory) says where weight
-  // decay applies. Formulas: kernels/optimizer_step.h.
-  virtual void sgd_update(int64_t n, const SgdStep& step, const uint32_t* decay_mask, const float* grad,
+  // decay applies. Formulas: kernels/optimizer_step.h. Every optimizer leaves grad zero: it is consumed in the pass
+  // that reads it last, so the next step's gradients need no separate zeroing pass.
+  virtual void sgd_update(int64_t n, const SgdStep& step, const uint32_t* decay_mask, float* grad,
                           float* velocity, float* param) = 0;
-  virtual void adamw_update(int64_t n, const AdamStep& step, const uint32_t* decay_mask, const float* grad, float* m,
+  virtual void adamw_update(int64_t n, const AdamStep& step, const uint32_t* decay_mask, float* grad, float* m,
                             float* v, float* param) = 0;
   // The layer-wise optimizers: `ranges` (device memory) are the parameter tensors, covering the flat buffers; each
   // tensor's norms scale its update. A fixed number of passes over all tensors, not one call per tensor.
-  virtual void lars_update(int tensors, const TensorRange* ranges, const LarsStep& step, const float* grad,
+  virtual void lars_update(int tensors, const TensorRange* ranges, const LarsStep& step, float* grad,
                            float* velocity, float* param) = 0;
-  virtual void lamb_update(int tensors, const TensorRange* ranges, const AdamStep& step, const float* grad, float* m,
+  virtual void lamb_update(int tensors, const TensorRange* ranges, const AdamStep& step, float* grad, float* m,
                            float* v, float* param) = 0;
 
   // ---- input: the loader's uint8 N x C x H x W pixels (device memory) to the network's fp32 input,

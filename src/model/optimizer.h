@@ -32,7 +32,8 @@ class Optimizer {
   Optimizer& operator=(const Optimizer&) = delete;
 
   const std::string& name() const { return name_; }
-  // One update of every parameter from the gradients in the network's grads(), queued on the backend.
+  // One update of every parameter from the gradients in the network's grads(), queued on the backend; it leaves
+  // grads() zero.
   // `updates_done` counts the updates before this one over the whole job (Adam's bias correction uses it).
   virtual void update(float lr, int64_t updates_done) = 0;
   // The rule and its hyper-parameters, for the run header.

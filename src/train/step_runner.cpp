@@ -58,7 +58,8 @@ void StepRunner::begin(int64_t step) {
   slot.micro_batches = 0;
   slot.samples = 0;
   model::Backend& backend = net_.backend();
-  backend.fill(net_.param_count(), 0.0f, net_.grads());
+  if (!grads_zero_) backend.fill(net_.param_count(), 0.0f, net_.grads());
+  grads_zero_ = false;
   backend.zero(slot.totals.as<void>(), sizeof(model::LossTotals));
 }
 
@@ -98,6 +99,7 @@ void StepRunner::apply(float lr) {
   }
   obs::Phase range(nullptr, "optimizer");
   optimizer_.update(lr, slot.step);
+  grads_zero_ = true;  // the update consumed them (model/backend.h)
   clock_->mark(mark_id(current_, after_micro_batches + 1));
   slot.queued = true;
   ++queued_count_;

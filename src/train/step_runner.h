@@ -1,4 +1,5 @@
-// Owns one optimizer step on one rank, given micro-batches already on the device: zero gradients, forward,
+// Owns one optimizer step on one rank, given micro-batches already on the device: zero gradients (unless the last
+// update left them zero, as every optimizer does), forward,
 // loss (scaled by 1/global batch so the cross-rank sum is the mean; label smoothing as the job says), backward with
 // bucketed reduction overlapped, the optimizer's update over the flat buffer (model/optimizer.h). The trainer and the data-parallel equivalence test
 // both drive this class, so the test proves the code that trains.
@@ -82,6 +83,7 @@ class StepRunner {
   std::array<Slot, kSlots> slots_;
   int current_ = 0;
   uint64_t queued_count_ = 0;  // steps queued so far; slots are used in turn
+  bool grads_zero_ = false;    // the last update left the gradients zero, so begin() need not zero them
   std::deque<int64_t> unreported_steps_;   // applied, their reductions not yet settled
   std::map<int64_t, double> reduction_s_;  // settled reductions' seconds of steps not yet collected
   std::unique_ptr<model::DeviceClock> clock_;

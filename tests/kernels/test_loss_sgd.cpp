@@ -154,7 +154,7 @@ TEST(Sgd, TwoHandComputedMomentumSteps) {
   //  step 2: g' = (-0.1 + 0.00949, 0.4 - 0.02023) = (-0.09051, 0.37977)
   //          v = (0.459 - 0.09051, 0.207 + 0.37977) = (0.36849, 0.58677);  p = (0.912151, -2.081677)
   std::vector<float> p = {1.0f, -2.0f}, v = {0.0f, 0.0f};
-  const std::vector<float> g1 = {0.5f, 0.25f}, g2 = {-0.1f, 0.4f};
+  std::vector<float> g1 = {0.5f, 0.25f}, g2 = {-0.1f, 0.4f};
   const auto all_decay = make_decay_mask(2, {{0, 2}});
   const SgdStep step{0.1f, 0.9f, 0.01f};
   sgd_momentum_update(2, step, all_decay.data(), g1.data(), v.data(), p.data());
@@ -162,6 +162,7 @@ TEST(Sgd, TwoHandComputedMomentumSteps) {
   EXPECT_NEAR(v[1], 0.23f, 1e-6f);
   EXPECT_NEAR(p[0], 0.949f, 1e-6f);
   EXPECT_NEAR(p[1], -2.023f, 1e-6f);
+  EXPECT_EQ(g1, std::vector<float>(2, 0.0f)) << "the update consumes the gradients";
   sgd_momentum_update(2, step, all_decay.data(), g2.data(), v.data(), p.data());
   EXPECT_NEAR(v[0], 0.36849f, 1e-6f);
   EXPECT_NEAR(v[1], 0.58677f, 1e-6f);
@@ -187,12 +188,14 @@ TEST(Sgd, OnePassWithADecayMaskMatchesPerTensorUpdates) {
   auto p_each = p, v_each = v;
   const auto p_start = p, v_start = v;
   const SgdStep step{0.05f, 0.9f, 5e-4f};
-  sgd_momentum_update(n, step, mask.data(), g.data(), v.data(), p.data());
+  auto g_all = g, g_each = g;  // the update leaves its gradients zero
+  sgd_momentum_update(n, step, mask.data(), g_all.data(), v.data(), p.data());
   for (const auto& [run, decay] : tensors) {
     const auto own_mask = make_decay_mask(run.count, decay ? std::vector<DecayRun>{{0, run.count}} : std::vector<DecayRun>{});
-    sgd_momentum_update(run.count, step, own_mask.data(), g.data() + run.begin, v_each.data() + run.begin,
+    sgd_momentum_update(run.count, step, own_mask.data(), g_each.data() + run.begin, v_each.data() + run.begin,
                         p_each.data() + run.begin);
   }
+  EXPECT_EQ(g_all, std::vector<float>(static_cast<size_t>(n), 0.0f));
   EXPECT_EQ(p, p_each);
   EXPECT_EQ(v, v_each);
   int decayed = 0;

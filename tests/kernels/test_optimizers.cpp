@@ -66,7 +66,10 @@ TEST(AdamW, MatchesTheFormulaOverThreeSteps) {
   const double lr = 0.01, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.1;
   for (int t = 1; t <= 3; ++t) {
     const auto g = random_vector(kParams, 10 + static_cast<unsigned>(t), -0.5f, 0.5f);
-    adamw_update(kParams, adam_step_at({lr, b1, b2, eps, wd}, t), mask.data(), g.data(), m.data(), v.data(), p.data());
+    auto consumed = g;
+    adamw_update(kParams, adam_step_at({lr, b1, b2, eps, wd}, t), mask.data(), consumed.data(), m.data(), v.data(),
+                 p.data());
+    EXPECT_EQ(consumed, std::vector<float>(g.size(), 0.0f)) << "the update leaves the gradients zero";
     for (int64_t i = 0; i < kParams; ++i) {
       const auto k = static_cast<size_t>(i);
       if (decays(mask.data(), i)) rp[k] *= 1 - lr * wd;  // decoupled: not through the moments
@@ -94,7 +97,9 @@ TEST(Lars, MatchesTheFormulaOverThreeSteps) {
     LarsStep s;
     s.lr = static_cast<float>(lr), s.momentum = static_cast<float>(momentum), s.weight_decay = static_cast<float>(wd);
     s.trust_coefficient = static_cast<float>(eta), s.epsilon = 0;
-    lars_update(static_cast<int>(kRanges.size()), kRanges.data(), s, g.data(), vel.data(), p.data());
+    auto consumed = g;
+    lars_update(static_cast<int>(kRanges.size()), kRanges.data(), s, consumed.data(), vel.data(), p.data());
+    EXPECT_EQ(consumed, std::vector<float>(g.size(), 0.0f)) << "the update leaves the gradients zero";
     const auto rg = widen(g);
     for (const TensorRange& r : kRanges) {
       const double wn = norm(rp, r.begin, r.count), gn = norm(rg, r.begin, r.count);
@@ -119,9 +124,9 @@ TEST(Lars, ATensorWithZeroWeightsOrGradientsTakesTrustOne) {
   EXPECT_FLOAT_EQ(lars_trust_ratio(s, 2.0, 3.0), static_cast<float>(0.001 * 2.0 / (3.0 + 0.1 * 2.0)));
   // An all-zero weight tensor (a freshly zeroed layer) moves by lr * g, as plain momentum SGD would.
   const std::vector<TensorRange> one = {{0, 4, 1, 0}};
-  std::vector<float> p(4, 0.0f), vel(4, 0.0f), g = {1, -2, 3, -4};
+  std::vector<float> p(4, 0.0f), vel(4, 0.0f), g = {1, -2, 3, -4}, consumed = g;
   s.lr = 0.1f, s.momentum = 0.9f;
-  lars_update(1, one.data(), s, g.data(), vel.data(), p.data());
+  lars_update(1, one.data(), s, consumed.data(), vel.data(), p.data());
   for (size_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(p[i], -0.1f * g[i]);
 }
 
@@ -133,8 +138,10 @@ TEST(Lamb, MatchesTheFormulaOverThreeSteps) {
   const double lr = 0.01, b1 = 0.9, b2 = 0.999, eps = 1e-6, wd = 0.01;
   for (int t = 1; t <= 3; ++t) {
     const auto g = random_vector(kParams, 30 + static_cast<unsigned>(t), -0.5f, 0.5f);
-    lamb_update(static_cast<int>(kRanges.size()), kRanges.data(), adam_step_at({lr, b1, b2, eps, wd}, t), g.data(),
-                m.data(), v.data(), p.data());
+    auto consumed = g;
+    lamb_update(static_cast<int>(kRanges.size()), kRanges.data(), adam_step_at({lr, b1, b2, eps, wd}, t),
+                consumed.data(), m.data(), v.data(), p.data());
+    EXPECT_EQ(consumed, std::vector<float>(g.size(), 0.0f)) << "the update leaves the gradients zero";
     for (const TensorRange& r : kRanges) {
       std::vector<double> dir(kParams, 0.0);
       for (int64_t i = r.begin; i < r.begin + r.count; ++i) {

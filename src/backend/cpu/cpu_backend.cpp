@@ -187,20 +187,20 @@ void CpuBackend::softmax_cross_entropy(int batch, int classes, const float* logi
   kc::softmax_cross_entropy(batch, classes, logits, labels, loss, dlogits, *totals);
 }
 
-void CpuBackend::sgd_update(int64_t n, const model::SgdStep& step, const uint32_t* decay_mask, const float* grad,
+void CpuBackend::sgd_update(int64_t n, const model::SgdStep& step, const uint32_t* decay_mask, float* grad,
                             float* velocity, float* param) {
   kc::sgd_momentum_update(n, step, decay_mask, grad, velocity, param);
 }
-void CpuBackend::adamw_update(int64_t n, const model::AdamStep& step, const uint32_t* decay_mask, const float* grad,
+void CpuBackend::adamw_update(int64_t n, const model::AdamStep& step, const uint32_t* decay_mask, float* grad,
                               float* m, float* v, float* param) {
   kc::adamw_update(n, step, decay_mask, grad, m, v, param);
 }
 void CpuBackend::lars_update(int tensors, const model::TensorRange* ranges, const model::LarsStep& step,
-                             const float* grad, float* velocity, float* param) {
+                             float* grad, float* velocity, float* param) {
   kc::lars_update(tensors, ranges, step, grad, velocity, param);
 }
 void CpuBackend::lamb_update(int tensors, const model::TensorRange* ranges, const model::AdamStep& step,
-                             const float* grad, float* m, float* v, float* param) {
+                             float* grad, float* m, float* v, float* param) {
   kc::lamb_update(tensors, ranges, step, grad, m, v, param);
 }
 

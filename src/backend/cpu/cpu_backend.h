@@ -62,13 +62,13 @@ class CpuBackend final : public model::Backend {
 
   void softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,
                              const model::LossSettings& loss, float* dlogits, model::LossTotals* totals) override;
-  void sgd_update(int64_t n, const model::SgdStep& step, const uint32_t* decay_mask, const float* grad,
+  void sgd_update(int64_t n, const model::SgdStep& step, const uint32_t* decay_mask, float* grad,
                   float* velocity, float* param) override;
-  void adamw_update(int64_t n, const model::AdamStep& step, const uint32_t* decay_mask, const float* grad, float* m,
+  void adamw_update(int64_t n, const model::AdamStep& step, const uint32_t* decay_mask, float* grad, float* m,
                     float* v, float* param) override;
-  void lars_update(int tensors, const model::TensorRange* ranges, const model::LarsStep& step, const float* grad,
+  void lars_update(int tensors, const model::TensorRange* ranges, const model::LarsStep& step, float* grad,
                    float* velocity, float* param) override;
-  void lamb_update(int tensors, const model::TensorRange* ranges, const model::AdamStep& step, const float* grad,
+  void lamb_update(int tensors, const model::TensorRange* ranges, const model::AdamStep& step, float* grad,
                    float* m, float* v, float* param) override;
 
   void normalize_pixels(const model::PixelShape& s, const uint8_t* x, const float* mean, const float* stddev,

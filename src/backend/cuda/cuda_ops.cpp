@@ -109,23 +109,23 @@ void CudaBackend::softmax_cross_entropy(int batch, int classes, const float* log
   kc::softmax_cross_entropy(batch, classes, logits, labels, loss, dlogits, s.loss_workspace.get(), totals, s.stream);
 }
 
-void CudaBackend::sgd_update(int64_t n, const model::SgdStep& step, const uint32_t* decay_mask, const float* grad,
+void CudaBackend::sgd_update(int64_t n, const model::SgdStep& step, const uint32_t* decay_mask, float* grad,
                              float* velocity, float* param) {
   kc::sgd_momentum_update(n, step, decay_mask, grad, velocity, param, stream());
 }
-void CudaBackend::adamw_update(int64_t n, const model::AdamStep& step, const uint32_t* decay_mask, const float* grad,
+void CudaBackend::adamw_update(int64_t n, const model::AdamStep& step, const uint32_t* decay_mask, float* grad,
                                float* m, float* v, float* param) {
   kc::adamw_update(n, step, decay_mask, grad, m, v, param, stream());
 }
 // The norms' scratch is sized at the first update (a few KiB) and kept.
 void CudaBackend::lars_update(int tensors, const model::TensorRange* ranges, const model::LarsStep& step,
-                              const float* grad, float* velocity, float* param) {
+                              float* grad, float* velocity, float* param) {
   State& s = *state_;
   s.norm_scratch.ensure(kc::layerwise_scratch_bytes(tensors), s.stream);
   kc::lars_update(tensors, ranges, step, grad, velocity, param, s.norm_scratch.get(), s.stream);
 }
 void CudaBackend::lamb_update(int tensors, const model::TensorRange* ranges, const model::AdamStep& step,
-                              const float* grad, float* m, float* v, float* param) {
+                              float* grad, float* m, float* v, float* param) {
   State& s = *state_;
   s.norm_scratch.ensure(kc::layerwise_scratch_bytes(tensors), s.stream);
   kc::lamb_update(tensors, ranges, step, grad, m, v, param, s.norm_scratch.get(), s.stream);
