@@ -213,9 +213,9 @@ void batchnorm_backward(const BatchNormShape& s, const float* x, const float* dy
                         float* dbeta, const float* relu_y) {
   const double count = static_cast<double>(s.batch) * s.spatial;
   if (count <= 0) return;
-  const std::size_t rows = static_cast<std::size_t>(group_size(s)) * static_cast<std::size_t>(s.spatial);
-  std::vector<float> partial_dy(rows), partial_dy_xc(rows);
-  std::vector<DxCoefficients> coef(static_cast<std::size_t>(group_size(s)));
+  const auto size = static_cast<std::size_t>(group_size(s));
+  std::vector<float> partial_dy(size * static_cast<std::size_t>(s.spatial)), partial_dy_xc(partial_dy.size());
+  std::vector<DxCoefficients> coef(size);
   for_each_group(s, [&](ChannelGroup g) {
     const float* mean = saved_mean + g.first;
     group_gradient_sums(s, x, dy, relu_y, g, mean, partial_dy.data(), partial_dy_xc.data());

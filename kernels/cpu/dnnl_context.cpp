@@ -80,16 +80,13 @@ void DnnlContext::execute(const dnnl::primitive& p, const std::unordered_map<int
   DNNL_CALL(stream_.wait());
 }
 
-void DnnlContext::sgemm(bool transpose_b, int m, int n, int k, const float* a, const float* b, float* c,
-                        bool accumulate) {
+void DnnlContext::sgemm(int m, int n, int k, const float* a, const float* b, float* c) {
   omp_set_num_threads(threads_);  // as in execute(): the calling thread's count, set at every call
   const auto checked = [](dnnl::status status) {
     if (status != dnnl::status::success) throw dnnl::error(static_cast<dnnl_status_t>(status), "dnnl_sgemm failed");
   };
-  const dnnl_dim_t ldb = transpose_b ? k : n;
   const SignalsHeld held;
-  DNNL_CALL(checked(dnnl::sgemm('N', transpose_b ? 'T' : 'N', m, n, k, 1.0f, a, k, b, ldb, accumulate ? 1.0f : 0.0f,
-                                c, n)));
+  DNNL_CALL(checked(dnnl::sgemm('N', 'N', m, n, k, 1.0f, a, k, b, n, 0.0f, c, n)));
 }
 
 PlainPrimitive::PlainPrimitive(DnnlContext& ctx, const dnnl::primitive& primitive,

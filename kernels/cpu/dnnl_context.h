@@ -35,9 +35,9 @@ class DnnlContext {
   std::byte* staging() const { return staging_.data; }
   // Runs `p` on our thread count and returns when it is done.
   void execute(const dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args);
-  // oneDNN's own row-major SGEMM (its JIT kernels), on our thread count: c = a op(b) (+ c with accumulate).
+  // oneDNN's own row-major SGEMM (its JIT kernels), on our thread count: c (m x n) = a (m x k) b (k x n).
   // Faster than the matmul primitive where b is a wide plain matrix read as is (the dense data gradient).
-  void sgemm(bool transpose_b, int m, int n, int k, const float* a, const float* b, float* c, bool accumulate);
+  void sgemm(int m, int n, int k, const float* a, const float* b, float* c);
 
  private:
   struct Area {

@@ -40,9 +40,7 @@ DnnlConv2d::DnnlConv2d(DnnlContext& ctx, const Conv2dShape& s)
 
 void DnnlConv2d::prepare(DnnlContext& ctx) {
   forward_primitive(ctx, false);
-  const std::size_t in_use =
-      std::max(backward_filter_primitive(ctx, false).staging_bytes(), backward_data_primitive(ctx).staging_bytes());
-  if (backward_dy_layout(ctx) != dst_) ctx.reserve(0, in_use + backward_dy_layout(ctx).get_size());
+  reserve_dy_staging(ctx, backward_filter_primitive(ctx, false), &backward_data_primitive(ctx));
 }
 
 PlainPrimitive& DnnlConv2d::forward_primitive(DnnlContext& ctx, bool bias) {
@@ -112,7 +110,15 @@ PlainPrimitive& DnnlConv2d::backward_filter_primitive(DnnlContext& ctx, bool bia
   return *slot;
 }
 
-const void* DnnlConv2d::stage_dy(DnnlContext& ctx, const float* dy, std::size_t staging_in_use) {
+std::size_t DnnlConv2d::reserve_dy_staging(DnnlContext& ctx, const PlainPrimitive& filter,
+                                           const PlainPrimitive* data) {
+  const std::size_t offset = std::max(filter.staging_bytes(), data ? data->staging_bytes() : 0);
+  const memory::desc& layout = backward_dy_layout(ctx);
+  if (layout != dst_) ctx.reserve(0, offset + layout.get_size());  // grows the area the first time only
+  return offset;
+}
+
+const void* DnnlConv2d::stage_dy(DnnlContext& ctx, const float* dy, std::size_t staging_offset) {
   const memory::desc& layout = backward_dy_layout(ctx);
   if (layout == dst_) return dy;
   if (!dy_reorder_) {
@@ -120,8 +126,7 @@ const void* DnnlConv2d::stage_dy(DnnlContext& ctx, const float* dy, std::size_t 
     dy_staged_ = DNNL_CALL(memory(layout, ctx.engine(), DNNL_MEMORY_NONE));
     dy_reorder_.emplace(DNNL_CALL(dnnl::reorder(dy_ours_, dy_staged_)));
   }
-  ctx.reserve(0, staging_in_use + layout.get_size());  // grows the area the first time only
-  std::byte* const staged = ctx.staging() + staging_in_use;
+  std::byte* const staged = ctx.staging() + staging_offset;
   DNNL_CALL(dy_ours_.set_data_handle(const_cast<float*>(dy)));
   DNNL_CALL(dy_staged_.set_data_handle(staged));
   ctx.execute(*dy_reorder_, {{DNNL_ARG_FROM, dy_ours_}, {DNNL_ARG_TO, dy_staged_}});
@@ -138,8 +143,7 @@ void DnnlConv2d::backward(DnnlContext& ctx, const float* x, const float* dy, con
   // Both primitives exist before dy is staged: making one may move the staging area.
   PlainPrimitive& filter = backward_filter_primitive(ctx, dbias != nullptr);
   PlainPrimitive* const data = dx ? &backward_data_primitive(ctx) : nullptr;
-  const std::size_t in_use = std::max(filter.staging_bytes(), data ? data->staging_bytes() : 0);
-  void* const staged_dy = const_cast<void*>(stage_dy(ctx, dy, in_use));
+  void* const staged_dy = const_cast<void*>(stage_dy(ctx, dy, reserve_dy_staging(ctx, filter, data)));
   void* const filter_args[] = {const_cast<float*>(x), staged_dy, dw, dbias};
   filter.run(ctx, std::span(filter_args, dbias ? 4 : 3));
   if (data) {

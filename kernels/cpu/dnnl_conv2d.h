@@ -34,8 +34,11 @@ class DnnlConv2d {
   dnnl::convolution_backward_weights::primitive_desc backward_filter_desc(DnnlContext& ctx, bool bias) const;
   // The layout both gradients are handed dy in: the one they both want, or ours where they differ.
   const dnnl::memory::desc& backward_dy_layout(DnnlContext& ctx);
-  // dy in backward_dy_layout(), staged past the area the primitives about to run use; dy itself if no reorder.
-  const void* stage_dy(DnnlContext& ctx, const float* dy, std::size_t staging_in_use);
+  // Where dy is staged: past the staging area the two backward primitives use (data may be null), which this
+  // makes sure holds dy too.
+  std::size_t reserve_dy_staging(DnnlContext& ctx, const PlainPrimitive& filter, const PlainPrimitive* data);
+  // dy in backward_dy_layout() at staging_offset; dy itself where no reorder is needed.
+  const void* stage_dy(DnnlContext& ctx, const float* dy, std::size_t staging_offset);
 
   Conv2dShape shape_;
   dnnl::memory::desc src_, weights_, dst_, bias_;  // our layouts

@@ -86,7 +86,7 @@ void DnnlDense::backward(DnnlContext& ctx, const float* x, const float* w, const
     // fp32, each product on whichever library ran it fastest on the model's shape, one core of a Sapphire Rapids
     // host (perf/results/2026-11-25-cpu-spr-2.md): dx = dy W on oneDNN's SGEMM (2.5 ms against the matmul
     // primitive's 4.0 and OpenBLAS's 3.3), dW += dy^T x on OpenBLAS (2.6 ms against 2.7 and the matmul's 2.8).
-    if (dx) ctx.sgemm(false, shape_.batch, shape_.in, shape_.out, dy, w, dx, false);
+    if (dx) ctx.sgemm(shape_.batch, shape_.in, shape_.out, dy, w, dx);
     sgemm(Transpose::yes, Transpose::no, shape_.out, shape_.in, shape_.batch, 1.0f, dy, shape_.out, x, shape_.in,
           1.0f, dw, shape_.in);
   }
