@@ -17,13 +17,15 @@ GradientSync::GradientSync(model::Network& network, GradientReducer& reducer, do
       reducer_(reducer),
       buckets_(tensor_ranges(network), static_cast<int64_t>(bucket_mb * 1024 * 1024 / sizeof(float))) {}
 
-void GradientSync::begin() {
+void GradientSync::begin(int64_t step) {
+  step_ = step;
   buckets_.reset();
   launched_ = 0;
 }
 
 void GradientSync::gradients_ready(const model::Layer& leaf) {
   const auto [offset, count] = network_.layer_param_range(leaf);
+  Watchdog::Scope watch(watchdog_, "gradient reduction launch and progress", step_, Watchdog::Watch::call);
   for (const int b : buckets_.mark_ready(offset, count)) {
     reducer_.launch(network_.grads(), buckets_.buckets()[static_cast<size_t>(b)]);
     ++launched_;

@@ -3,6 +3,7 @@
 #pragma once
 #include "dist/gradient_buckets.h"
 #include "dist/gradient_reducer.h"
+#include "dist/watchdog.h"
 #include "model/network.h"
 
 namespace ringtrain::dist {
@@ -10,7 +11,9 @@ namespace ringtrain::dist {
 class GradientSync final : public model::GradientObserver {
  public:
   GradientSync(model::Network& network, GradientReducer& reducer, double bucket_mb);
-  void begin();  // before the backward pass that completes an optimizer step
+  void begin(int64_t step);  // before the backward pass that completes optimizer step `step`
+  // The reducer's launches and progress polls run under `dog`'s watch (Watchdog::Watch::call); null: unwatched.
+  void watch_with(Watchdog* dog) { watchdog_ = dog; }
   void gradients_ready(const model::Layer& leaf) override;
   void finish();  // after backward: the update queued next reads every bucket summed across ranks
   // Waits, bounded, for the reductions of all but the newest `steps_in_flight` steps (GradientReducer::settle).
@@ -23,6 +26,8 @@ class GradientSync final : public model::GradientObserver {
   GradientReducer& reducer_;
   GradientBuckets buckets_;
   int launched_ = 0;
+  int64_t step_ = 0;
+  Watchdog* watchdog_ = nullptr;
 };
 
 }  // namespace ringtrain::dist

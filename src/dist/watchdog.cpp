@@ -86,6 +86,12 @@ void Watchdog::enter(const char* what, int64_t step) {
 
 void Watchdog::leave() { waiting_ = false; }
 
+void Watchdog::enter_call(const char* what, int64_t step) {
+  call_what_ = what;
+  call_step_ = step;
+  call_since_ = util::now_s();
+}
+
 void Watchdog::finish() {
   stop_ = true;
   if (thread_.joinable()) thread_.join();
@@ -112,6 +118,7 @@ void Watchdog::loop() {
     }
     if (auto* terminating = terminating_.load(); terminating && terminating_since_ < 0 && terminating())
       terminating_since_ = now;
+    check_call(now);
     if (!waiting_) continue;
     const double waited = now - entered_at_.load();
     if (terminating_since_ >= 0 && now - std::max(terminating_since_, entered_at_.load()) > kTermGraceS) {
@@ -126,6 +133,15 @@ void Watchdog::loop() {
     const double limit = rank_ == 0 ? timeout_s_ : timeout_s_ + std::max(5.0, 0.1 * timeout_s_);
     if (waited > limit) fire(now, waited);
   }
+}
+
+void Watchdog::check_call(double now) {
+  const double since = call_since_;
+  if (since <= 0) return;
+  const bool after_sigterm = terminating_since_ >= 0 && now - std::max(terminating_since_, since) > kTermGraceS;
+  if (!after_sigterm && now - since <= timeout_s_) return;
+  say_last_words();
+  fire_stuck_call(now - since, after_sigterm);
 }
 
 void Watchdog::heartbeat(double now) {
@@ -225,6 +241,19 @@ void Watchdog::fire_terminated(double waited) {
                exit_code_, process_label().c_str(), what_.load(), static_cast<long long>(step_.load() + 1),
                kTermGraceS, waited);
   end_job(exit_code_, heartbeats_);
+}
+
+// MPI is wedged inside this rank's own call, so neither MPI_Abort nor a collective can be trusted to return: the
+// rank ends by itself, and the launcher (mpirun, or srun --kill-on-bad-exit) ends the others.
+void Watchdog::fire_stuck_call(double waited, bool after_sigterm) {
+  std::fprintf(stderr,
+               "ringtrain: %s (exit %d) [%s]:\n  '%s' at step %lld, a call into MPI that returns at once while MPI is "
+               "healthy, has not returned after %.1f s%s: MPI itself is stuck (another rank has most likely died)\n"
+               "  ending this rank without MPI; the last checkpoint in run.dir is intact, continue with --resume\n",
+               after_sigterm ? "terminated" : "stall", exit_code_, process_label().c_str(), call_what_.load(),
+               static_cast<long long>(call_step_.load() + 1), waited,
+               after_sigterm ? ", SIGTERM having arrived meanwhile" : "");
+  end_job(exit_code_, /*use_mpi=*/false);
 }
 
 }  // namespace ringtrain::dist

@@ -3,6 +3,8 @@
 // With MPI_THREAD_MULTIPLE every rank also sends rank 0 a heartbeat (its step, and whether it waits in a
 // collective) on a communicator of its own, so rank 0 can name the ranks that have not arrived: a stopped
 // (SIGSTOP) or hung rank sends nothing, a rank stuck in I/O says it is alive but not yet at the step.
+// It also watches the main thread's non-blocking MPI calls (a bucket's launch, a progress poll), which return at
+// once while MPI is healthy: Open MPI 4.1's TCP transport can deadlock inside one when a peer dies mid-transfer.
 #pragma once
 #include <mpi.h>
 
@@ -40,14 +42,35 @@ class Watchdog {
   // MPI. Best effort: a rank killed by another's MPI_Abort first may not get to it.
   void on_timeout(std::function<void()> last_words) { last_words_ = std::move(last_words); }
 
+  // Main thread, around a call that must return at once (a non-blocking MPI call). One that has not returned
+  // kTermGraceS after SIGTERM, or run.collective_timeout_s in any case, means MPI itself is stuck: the rank then
+  // ends without MPI. Not a wait in a collective: heartbeats still say this rank is computing.
+  void enter_call(const char* what, int64_t step);
+  void leave_call() { call_since_ = 0; }
+
+  // What a Scope watches: a blocking collective (enter/leave) or a call that must return at once (enter_call).
+  enum class Watch { collective, call };
   class Scope {
    public:
-    Scope(Watchdog* dog, const char* what, int64_t step) : dog_(dog) { if (dog_) dog_->enter(what, step); }
-    ~Scope() { if (dog_) dog_->leave(); }
+    Scope(Watchdog* dog, const char* what, int64_t step, Watch watch = Watch::collective) : dog_(dog), watch_(watch) {
+      if (!dog_) return;
+      if (watch_ == Watch::collective)
+        dog_->enter(what, step);
+      else
+        dog_->enter_call(what, step);
+    }
+    ~Scope() {
+      if (!dog_) return;
+      if (watch_ == Watch::collective)
+        dog_->leave();
+      else
+        dog_->leave_call();
+    }
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
    private:
     Watchdog* dog_;
+    Watch watch_;
   };
 
  private:
@@ -58,10 +81,12 @@ class Watchdog {
   };
   void loop();
   void guard();
+  void check_call(double now);
   void heartbeat(double now);
   void drain(double now);
   [[noreturn]] void fire(double now, double waited);
   [[noreturn]] void fire_terminated(double waited);
+  [[noreturn]] void fire_stuck_call(double waited, bool after_sigterm);
   void say_last_words() noexcept;
   std::string missing_ranks(double now) const;
 
@@ -74,6 +99,9 @@ class Watchdog {
   std::atomic<bool> waiting_{false}, stop_{false};
   std::atomic<double> last_tick_s_{0};  // the watchdog thread's last tick, read by the guard
   std::atomic<const char*> what_{""};
+  std::atomic<const char*> call_what_{""};
+  std::atomic<int64_t> call_step_{-1};
+  std::atomic<double> call_since_{0};  // 0: the main thread is not inside a watched call
   std::atomic<bool (*)() noexcept> terminating_{nullptr};
   std::function<void()> last_words_;  // set before the thread can fire; run at most once by it
   bool said_last_words_ = false;      // watchdog thread only

@@ -81,7 +81,7 @@ void StepRunner::micro_batch(const float* images, const int32_t* labels, int cou
   }
   {
     obs::Phase range(nullptr, "backward");
-    if (last) sync_.begin();
+    if (last) sync_.begin(slot.step);
     net_.backward({dlogits_.as<float>(), net_.output_shape().with_batch(count)}, last ? &sync_ : nullptr);
     clock_->mark(mark_id(current_, mark + kBackwardEnd));
   }

@@ -93,6 +93,7 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
     watchdog_.on_timeout([this] { write_trace(); });  // a hung step is the one whose trace is wanted most
   }
   watchdog_.end_stuck_collective_on_termination(&termination_requested);
+  sync_.watch_with(&watchdog_);
   say_setup();
   run.world.all_succeed([&] { corruption_ = param_corruption_from_env(); });
 }
