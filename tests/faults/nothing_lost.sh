@@ -365,9 +365,9 @@ if [[ " $cases " == *" signals "* ]]; then
     >"$work/orphans.log" 2>&1 &
   launcher=$!
   for _ in $(seq 600); do [ -n "$(ls "$d/checkpoints" 2>/dev/null | grep -v tmp)" ] && break; sleep 0.1; done
+  before=$(ranks "$d" | wc -l)   # counted before the kill: a rank may see its launcher gone within a millisecond
   kill -KILL "$launcher"
   killed_at=$SECONDS
-  before=$(ranks "$d" | wc -l)
   for _ in $(seq 100); do [ -z "$(ranks "$d")" ] && break; sleep 0.1; done
   left=$(ranks "$d" | wc -l)
   took=$((SECONDS - killed_at))
