@@ -13,6 +13,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "kernels/cpu/pooling.h"
+
 namespace ringtrain::kernels::cpu {
 namespace {
 
@@ -82,25 +84,75 @@ void group_centred_squares(const BatchNormShape& s, const float* x, ChannelGroup
   }
 }
 
-// y = x * scale + shift over every plane of each channel of the group; with relu, then max(y, 0) written as
-// relu_forward writes it (a NaN passes through), so the fused pass gives relu_forward's bits.
+// y = x * scale + shift over one plane; with relu, then max(y, 0) written as relu_forward writes it (a NaN
+// passes through), so the fused pass gives relu_forward's bits.
+void affine_plane(int spatial, const float* __restrict src, float a, float b, bool relu, float* __restrict dst) {
+  if (relu) {
+    for (int i = 0; i < spatial; ++i) {
+      const float v = src[i] * a + b;
+      dst[i] = v < 0.0f ? 0.0f : v;
+    }
+  } else {
+    for (int i = 0; i < spatial; ++i) dst[i] = src[i] * a + b;
+  }
+}
+
+// The affine (and ReLU) over every plane of each channel of the group; with a fused pool, each plane goes through a
+// plane-sized buffer that stays in L1 into the pool, and only the pooled plane and its winners are written.
 void affine_group(const BatchNormShape& s, ChannelGroup g, const float* x, const float* scale, const float* shift,
-                  float* y, bool relu) {
+                  float* y, bool relu, const FusedPool* pool, std::vector<float>& plane_buffer) {
+  const int oh = pool ? pool->h / 2 : 0, ow = pool ? pool->w / 2 : 0;
+  if (pool) plane_buffer.resize(static_cast<std::size_t>(s.spatial));
   for (int n = 0; n < s.batch; ++n) {
     for (int j = 0; j < g.count; ++j) {
-      const float* __restrict src = plane(s, x, n, g.first + j);
-      float* __restrict dst = plane(s, y, n, g.first + j);
-      const float a = scale[j], b = shift[j];
-      if (relu) {
-        for (int i = 0; i < s.spatial; ++i) {
-          const float v = src[i] * a + b;
-          dst[i] = v < 0.0f ? 0.0f : v;
-        }
-      } else {
-        for (int i = 0; i < s.spatial; ++i) dst[i] = src[i] * a + b;
+      const float* src = plane(s, x, n, g.first + j);
+      if (!pool) {
+        affine_plane(s.spatial, src, scale[j], shift[j], relu, plane(s, y, n, g.first + j));
+        continue;
       }
+      affine_plane(s.spatial, src, scale[j], shift[j], relu, plane_buffer.data());
+      const std::ptrdiff_t out = (std::ptrdiff_t{n} * s.channels + g.first + j) * oh * ow;
+      maxpool_2x2_plane(pool->w, oh, ow, plane_buffer.data(), y + out, pool->argmax + out);
     }
   }
+}
+
+// Where a group's planes of one tensor lie: plane (n, j) of the group at base + n * image_stride + j * spatial.
+// A whole NCHW tensor, or the group's own buffer of unpooled gradients.
+struct GroupPlanes {
+  const float* base = nullptr;
+  std::ptrdiff_t image_stride = 0;
+  int spatial = 0;
+  const float* at(int n, int j) const { return base + n * image_stride + std::ptrdiff_t{j} * spatial; }
+};
+
+GroupPlanes group_planes(const BatchNormShape& s, const float* t, ChannelGroup g) {
+  if (!t) return {};
+  return {plane(s, t, 0, g.first), std::ptrdiff_t{s.channels} * s.spatial, s.spatial};
+}
+
+// The group's dy at full size, as maxpool_backward (and relu_backward) would pass it to batch norm: the pooled
+// gradient at each window's winner, zeroed where the pooled output is not positive (relu), zero elsewhere. Written
+// into `unpooled` ([n][j][spatial], about kGroupBytes), which the two passes after it then find in L2.
+GroupPlanes unpool_group(const BatchNormShape& s, ChannelGroup g, const float* dy, const float* relu_y,
+                         const FusedPool& pool, std::vector<float>& masked, std::vector<float>& unpooled) {
+  const int oh = pool.h / 2, ow = pool.w / 2;
+  const std::ptrdiff_t out_plane = std::ptrdiff_t{oh} * ow;
+  masked.resize(static_cast<std::size_t>(out_plane));
+  unpooled.resize(static_cast<std::size_t>(s.batch) * static_cast<std::size_t>(g.count) * s.spatial);
+  for (int n = 0; n < s.batch; ++n) {
+    for (int j = 0; j < g.count; ++j) {
+      const std::ptrdiff_t out = (std::ptrdiff_t{n} * s.channels + g.first + j) * out_plane;
+      const float* g_in = dy + out;
+      if (relu_y) {
+        for (std::ptrdiff_t i = 0; i < out_plane; ++i) masked[i] = relu_y[out + i] > 0.0f ? g_in[i] : 0.0f;
+        g_in = masked.data();
+      }
+      maxpool_2x2_backward_plane(pool.h, pool.w, oh, ow, g_in, pool.argmax + out,
+                                 unpooled.data() + (std::ptrdiff_t{n} * g.count + j) * s.spatial);
+    }
+  }
+  return {unpooled.data(), std::ptrdiff_t{g.count} * s.spatial, s.spatial};
 }
 
 // The output gradient as the layer after a fused ReLU passes it: dy where the output is positive, else 0.
@@ -109,18 +161,18 @@ inline float masked(const float* relu_y, const float* dy, std::ptrdiff_t i) {
 }
 
 // Rows j of pa and pb: sum over n of dy and of dy * (x - mean[j]), dy masked by relu_y where given.
-void group_gradient_sums(const BatchNormShape& s, const float* x, const float* dy, const float* relu_y,
+void group_gradient_sums(const BatchNormShape& s, const float* x, GroupPlanes dy, GroupPlanes relu_y,
                          ChannelGroup g, const float* mean, float* __restrict pa, float* __restrict pb) {
   for (std::ptrdiff_t i = 0; i < std::ptrdiff_t{g.count} * s.spatial; ++i) pa[i] = 0.0f, pb[i] = 0.0f;
   for (int n = 0; n < s.batch; ++n) {
     for (int j = 0; j < g.count; ++j) {
       const float* __restrict xs = plane(s, x, n, g.first + j);
-      const float* __restrict gs = plane(s, dy, n, g.first + j);
+      const float* __restrict gs = dy.at(n, j);
       float* __restrict a = pa + std::ptrdiff_t{j} * s.spatial;
       float* __restrict b = pb + std::ptrdiff_t{j} * s.spatial;
       const float m = mean[j];
-      if (relu_y) {
-        const float* __restrict ys = plane(s, relu_y, n, g.first + j);
+      if (relu_y.base) {
+        const float* __restrict ys = relu_y.at(n, j);
         for (int i = 0; i < s.spatial; ++i) {
           const float gi = masked(ys, gs, i);
           a[i] += gi;
@@ -141,16 +193,16 @@ struct DxCoefficients {
   float a = 0, b = 0, k = 0;
 };
 
-void group_dx(const BatchNormShape& s, const float* x, const float* dy, const float* relu_y, ChannelGroup g,
+void group_dx(const BatchNormShape& s, const float* x, GroupPlanes dy, GroupPlanes relu_y, ChannelGroup g,
               const float* mean, const DxCoefficients* coef, float* dx) {
   for (int n = 0; n < s.batch; ++n) {
     for (int j = 0; j < g.count; ++j) {
       const float* __restrict xs = plane(s, x, n, g.first + j);
-      const float* __restrict gs = plane(s, dy, n, g.first + j);
+      const float* __restrict gs = dy.at(n, j);
       float* __restrict d = plane(s, dx, n, g.first + j);
       const float af = coef[j].a, bf = coef[j].b, kf = coef[j].k, m = mean[j];
-      if (relu_y) {
-        const float* __restrict ys = plane(s, relu_y, n, g.first + j);
+      if (relu_y.base) {
+        const float* __restrict ys = relu_y.at(n, j);
         for (int i = 0; i < s.spatial; ++i) d[i] = af * masked(ys, gs, i) + bf * (xs[i] - m) + kf;
       } else {
         for (int i = 0; i < s.spatial; ++i) d[i] = af * gs[i] + bf * (xs[i] - m) + kf;
@@ -163,13 +215,14 @@ void group_dx(const BatchNormShape& s, const float* x, const float* dy, const fl
 
 void batchnorm_forward_train(const BatchNormShape& s, const float* x, const float* gamma, const float* beta,
                              float momentum, float eps, float* running_mean, float* running_var, float* y,
-                             float* saved_mean, float* saved_inv_std, bool relu) {
+                             float* saved_mean, float* saved_inv_std, bool relu, const FusedPool* pool) {
   const double count = static_cast<double>(s.batch) * s.spatial;
   if (count <= 0) return;
   const int size = group_size(s);
   std::vector<float> partial(static_cast<std::size_t>(size) * static_cast<std::size_t>(s.spatial));
   std::vector<float> mean(static_cast<std::size_t>(size)), scale(mean.size()), shift(mean.size());
   std::vector<double> mean_d(mean.size());
+  std::vector<float> plane_buffer;
   for_each_group(s, [&](ChannelGroup g) {
     group_sums(s, x, g, partial.data());
     for (int j = 0; j < g.count; ++j) {
@@ -190,13 +243,14 @@ void batchnorm_forward_train(const BatchNormShape& s, const float* x, const floa
       scale[j] = static_cast<float>(sc);
       shift[j] = static_cast<float>(beta[c] - mean_d[j] * sc);
     }
-    affine_group(s, g, x, scale.data(), shift.data(), y, relu);
+    affine_group(s, g, x, scale.data(), shift.data(), y, relu, pool, plane_buffer);
   });
 }
 
 void batchnorm_forward_infer(const BatchNormShape& s, const float* x, const float* gamma, const float* beta,
-                             const float* running_mean, const float* running_var, float eps, float* y, bool relu) {
-  std::vector<float> scale(static_cast<std::size_t>(group_size(s))), shift(scale.size());
+                             const float* running_mean, const float* running_var, float eps, float* y, bool relu,
+                             const FusedPool* pool) {
+  std::vector<float> scale(static_cast<std::size_t>(group_size(s))), shift(scale.size()), plane_buffer;
   for_each_group(s, [&](ChannelGroup g) {
     for (int j = 0; j < g.count; ++j) {
       const int c = g.first + j;
@@ -204,21 +258,25 @@ void batchnorm_forward_infer(const BatchNormShape& s, const float* x, const floa
       scale[j] = static_cast<float>(sc);
       shift[j] = static_cast<float>(beta[c] - running_mean[c] * sc);
     }
-    affine_group(s, g, x, scale.data(), shift.data(), y, relu);
+    affine_group(s, g, x, scale.data(), shift.data(), y, relu, pool, plane_buffer);
   });
 }
 
 void batchnorm_backward(const BatchNormShape& s, const float* x, const float* dy, const float* gamma,
                         const float* saved_mean, const float* saved_inv_std, float* dx, float* dgamma,
-                        float* dbeta, const float* relu_y) {
+                        float* dbeta, const float* relu_y, const FusedPool* pool) {
   const double count = static_cast<double>(s.batch) * s.spatial;
   if (count <= 0) return;
   const auto size = static_cast<std::size_t>(group_size(s));
   std::vector<float> partial_dy(size * static_cast<std::size_t>(s.spatial)), partial_dy_xc(partial_dy.size());
   std::vector<DxCoefficients> coef(size);
+  std::vector<float> masked, unpooled;
   for_each_group(s, [&](ChannelGroup g) {
     const float* mean = saved_mean + g.first;
-    group_gradient_sums(s, x, dy, relu_y, g, mean, partial_dy.data(), partial_dy_xc.data());
+    // With a fused pool the ReLU's mask is already in the unpooled gradient.
+    const GroupPlanes dy_planes = pool ? unpool_group(s, g, dy, relu_y, *pool, masked, unpooled) : group_planes(s, dy, g);
+    const GroupPlanes mask_planes = pool ? GroupPlanes{} : group_planes(s, relu_y, g);
+    group_gradient_sums(s, x, dy_planes, mask_planes, g, mean, partial_dy.data(), partial_dy_xc.data());
     for (int j = 0; j < g.count; ++j) {
       const int c = g.first + j;
       const double inv_std = saved_inv_std[c];
@@ -234,7 +292,7 @@ void batchnorm_backward(const BatchNormShape& s, const float* x, const float* dy
       const double k = -a * sum_dy / count;
       coef[j] = {static_cast<float>(a), static_cast<float>(b), static_cast<float>(k)};
     }
-    group_dx(s, x, dy, relu_y, g, mean, coef.data(), dx);
+    group_dx(s, x, dy_planes, mask_planes, g, mean, coef.data(), dx);
   });
 }
 

@@ -1,22 +1,36 @@
 // Owns spatial batch normalisation on the CPU (per channel over N x H x W), training and inference forms.
 #pragma once
+#include <cstdint>
+
 #include "kernels/op_shapes.h"
 
 namespace ringtrain::kernels::cpu {
+
+// A 2x2 stride-2 max pool after the batch norm (and its ReLU), taken into the same passes: planes of h x w go in,
+// (h/2) x (w/2) come out, so the full-size output and its gradient never travel through memory. argmax holds each
+// window's winner as maxpool_forward gives it (forward writes it, backward reads it). The numbers are those of
+// batch norm, relu_forward and maxpool_forward apart, and of maxpool_backward, relu_backward and
+// batchnorm_backward apart.
+struct FusedPool {
+  int h = 0, w = 0;
+  int32_t* argmax = nullptr;
+};
 
 // Training: normalises with batch statistics, saves mean and 1/sqrt(var+eps) for backward, and updates the
 // running statistics as running = (1-momentum)*running + momentum*batch (unbiased variance for running_var).
 // relu: y = relu(batch norm), in the same pass and with the same arithmetic as relu_forward after it (fusion).
 void batchnorm_forward_train(const BatchNormShape& s, const float* x, const float* gamma, const float* beta,
                              float momentum, float eps, float* running_mean, float* running_var, float* y,
-                             float* saved_mean, float* saved_inv_std, bool relu = false);
+                             float* saved_mean, float* saved_inv_std, bool relu = false,
+                             const FusedPool* pool = nullptr);
 void batchnorm_forward_infer(const BatchNormShape& s, const float* x, const float* gamma, const float* beta,
                              const float* running_mean, const float* running_var, float eps, float* y,
-                             bool relu = false);
+                             bool relu = false, const FusedPool* pool = nullptr);
 // dx overwritten; dgamma and dbeta accumulate. relu_y: the fused forward's output, whose zeros mask dy as
-// relu_backward would (null: no ReLU); the result is bit-identical to relu_backward followed by this.
+// relu_backward would (null: no ReLU); the result is bit-identical to relu_backward followed by this. With pool,
+// dy and relu_y are the pooled gradient and output.
 void batchnorm_backward(const BatchNormShape& s, const float* x, const float* dy, const float* gamma,
                         const float* saved_mean, const float* saved_inv_std, float* dx, float* dgamma, float* dbeta,
-                        const float* relu_y = nullptr);
+                        const float* relu_y = nullptr, const FusedPool* pool = nullptr);
 
 }  // namespace ringtrain::kernels::cpu

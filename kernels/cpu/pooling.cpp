@@ -19,6 +19,8 @@ Span window_span(int o, const PoolShape& s, int extent) {
   return {std::max(start, 0), std::min(start + s.window, extent)};
 }
 
+}  // namespace
+
 void maxpool_2x2_plane(int w, int oh, int ow, const float* __restrict x, float* __restrict y,
                        int32_t* __restrict argmax) {
   for (int i = 0; i < oh; ++i) {
@@ -67,8 +69,6 @@ void maxpool_2x2_backward_plane(int h, int w, int oh, int ow, const float* __res
   }
   if (h > 2 * oh) std::fill(dx + std::ptrdiff_t{h - 1} * w, dx + std::ptrdiff_t{h} * w, 0.0f);
 }
-
-}  // namespace
 
 void maxpool_forward(const PoolShape& s, const float* x, float* y, int32_t* argmax) {
   const int oh = s.out_h(), ow = s.out_w();

@@ -11,6 +11,10 @@ namespace ringtrain::kernels::cpu {
 // argmax receives, per output element, the input offset within its (n, c) plane that won (for backward).
 void maxpool_forward(const PoolShape& s, const float* x, float* y, int32_t* argmax);
 void maxpool_backward(const PoolShape& s, const float* dy, const int32_t* argmax, float* dx);  // dx overwritten
+// One (n, c) plane of the 2x2 stride-2 max pool (windows tile the plane; an odd last row or column is in none):
+// the loops maxpool_forward and maxpool_backward run on that geometry, for kernels that fuse the pool.
+void maxpool_2x2_plane(int w, int oh, int ow, const float* x, float* y, int32_t* argmax);
+void maxpool_2x2_backward_plane(int h, int w, int oh, int ow, const float* dy, const int32_t* argmax, float* dx);
 void avgpool_forward(const PoolShape& s, const float* x, float* y);
 void avgpool_backward(const PoolShape& s, const float* dy, float* dx);  // dx overwritten
 

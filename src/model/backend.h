@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "kernels/loss_settings.h"
@@ -42,6 +43,12 @@ struct BatchNormBuffers {
   float* running_var = nullptr;
   float* saved_mean = nullptr;
   float* saved_inv_std = nullptr;
+  int32_t* pool_argmax = nullptr;  // the fused max pool's winners (BatchNormSettings::pool), kept for backward
+};
+
+// A 2x2 stride-2 max pool over planes of h x w (an odd last row or column is in no window).
+struct FusedMaxPool {
+  int h = 0, w = 0;
 };
 
 struct BatchNormSettings {
@@ -49,6 +56,8 @@ struct BatchNormSettings {
   // A ReLU follows in the same operation (the graph fused it: Backend::fuses_batchnorm_relu); backward then masks
   // dy by the forward's output.
   bool relu = false;
+  // And a max pool after the ReLU (Backend::fuses_batchnorm_relu_pool): y, and backward's y and dy, are pooled.
+  std::optional<FusedMaxPool> pool;
 };
 
 // A small device-to-host copy queued in stream order and read once it has landed, so the host learns a step's
@@ -135,6 +144,9 @@ class Backend {
   // Whether batch norm takes a following ReLU into the same operation (settings.relu), with numbers identical to
   // running them apart. Where not, the graph keeps the ReLU as its own step.
   virtual bool fuses_batchnorm_relu() const { return false; }
+  // Whether a fused batch norm + ReLU also takes the 2x2 stride-2 max pool after it (settings.pool), with numbers
+  // identical to the three apart.
+  virtual bool fuses_batchnorm_relu_pool() const { return false; }
 
   // ---- pooling: `saved` is what forward keeps for backward on this backend, pool_saved_bytes() of it (the CPU
   // twin keeps the winners of max pooling); x and y are the forward's input and output.

@@ -68,8 +68,15 @@ int Graph::emit_chain(const std::vector<config::LayerSpec>& specs, int input, co
     steps_.push_back({Step::Kind::layer, layer, {current}, output, false, seed});
     layer_order_.push_back(layer);
     current = output;
-    // The ReLU's spec is consumed with the layer that took it on; the chain's next layer keeps its own index.
-    if (fuse_ && i + 1 < specs.size() && specs[i + 1].kind == config::LayerKind::relu && layer->fuse_relu()) ++i;
+    // The ReLU's spec (and a pool's after it) is consumed with the layer that took it on; the chain's next layer
+    // keeps its own index.
+    if (!fuse_ || i + 1 >= specs.size() || specs[i + 1].kind != config::LayerKind::relu || !layer->fuse_relu()) continue;
+    ++i;
+    if (i + 1 >= specs.size()) continue;
+    if (const std::optional<Shape> pooled = layer->fuse_pool(specs[i + 1])) {
+      values_[static_cast<size_t>(output)].shape = *pooled;
+      ++i;
+    }
   }
   return current;
 }

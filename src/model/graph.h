@@ -3,7 +3,7 @@
 // their nesting exist only while the graph is built from the job file's specs; afterwards there are values,
 // who produces each and who reads it, which is all the memory plan and the executor need. Building is also the
 // fusion pass: a layer that can take on the ReLU after it in its chain (Layer::fuse_relu: batch norm where the
-// backend fuses it) becomes one step, and the ReLU no step at all.
+// backend fuses it), and the pool after that (Layer::fuse_pool), becomes one step, and they no step at all.
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -4,10 +4,12 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "config/layer_spec.h"
 #include "model/tensor.h"
 
 namespace ringtrain::model {
@@ -92,6 +94,13 @@ class Layer {
   // in backward, with the numbers a separate ReLU would give. False where the layer or its backend cannot; the
   // graph then keeps the ReLU as a step of its own. Called once, after setup.
   virtual bool fuse_relu() { return false; }
+  // Takes on the pooling layer `pool` after its fused ReLU as well; returns its output shape then (at the setup
+  // batch), nothing where it cannot, and the graph keeps the pool as a step of its own. Called once, after
+  // fuse_relu took the ReLU.
+  virtual std::optional<Shape> fuse_pool(const config::LayerSpec& pool) {
+    (void)pool;
+    return std::nullopt;
+  }
   // What fusion added to the layer, for the model summary ("+ relu, fused"; "" for nothing).
   virtual std::string fused() const { return ""; }
 

@@ -251,21 +251,24 @@ TEST(Network, DropoutIsIdentityInEvaluation) {
   EXPECT_NE(first, std::vector<float>(c.data, c.data + 6));
 }
 
-// The fusion pass: batch norm takes on the ReLU right after it in its chain, and nothing else fuses (a ReLU after
-// a convolution or a dense layer, a batch norm before a residual join, a ReLU a join applies itself). Fused or
-// not, logits in training and in evaluation, every gradient and the running statistics are the same bits.
-TEST(Network, FusingBatchNormWithItsReluChangesNoNumber) {
+// The fusion pass: batch norm takes on the ReLU right after it in its chain, and a 2x2/2 max pool after that (here
+// on 7 x 7 planes, whose last row and column are in no window), and nothing else fuses (a ReLU after a convolution
+// or a dense layer, a batch norm before a residual join or a pool, a ReLU a join applies itself). Fused or not,
+// logits in training and in evaluation, every gradient and the running statistics are the same bits.
+TEST(Network, FusingBatchNormWithItsReluAndPoolChangesNoNumber) {
   auto block = layer(LayerKind::residual);
   block.body = {layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm), layer(LayerKind::relu),
                 layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm)};  // bn, then the join's ReLU
   const std::vector<LayerSpec> layers{layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm),
                                       layer(LayerKind::relu),  // fuses
                                       block,
+                                      layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm),
+                                      layer(LayerKind::relu), layer(LayerKind::maxpool, 2),  // all three fuse
                                       layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::relu),  // does not
                                       layer(LayerKind::batchnorm), layer(LayerKind::maxpool, 2),    // does not
                                       layer(LayerKind::flatten), layer(LayerKind::dense, 8), layer(LayerKind::relu),
                                       layer(LayerKind::dense, 3)};
-  const model::Shape input{4, 2, 6, 6};
+  const model::Shape input{4, 2, 7, 7};
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.5f, 1.0f);  // a mean off zero, so the ReLUs cut a good share
   std::vector<float> x(static_cast<size_t>(input.elements()));
@@ -302,6 +305,7 @@ TEST(Network, FusingBatchNormWithItsReluChangesNoNumber) {
     return n;
   };
   EXPECT_EQ(count(fused.summary, "batchnorm + relu, fused"), 2u) << fused.summary;  // the first, the block's first
+  EXPECT_EQ(count(fused.summary, "batchnorm + relu + maxpool 2 s2, fused"), 1u) << fused.summary;
   EXPECT_EQ(count(apart.summary, "fused"), 0u) << apart.summary;
   EXPECT_EQ(fused.train_logits, apart.train_logits);
   EXPECT_EQ(fused.eval_logits, apart.eval_logits);

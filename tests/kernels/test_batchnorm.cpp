@@ -1,12 +1,15 @@
 // Tests for kernels/cpu/batchnorm: training-mode gradients against central differences (spatial and
-// after-dense shapes), the normalised output's moments, running-statistics update, inference formula, and
-// accumulation of dgamma/dbeta.
+// after-dense shapes), the normalised output's moments, running-statistics update, inference formula,
+// accumulation of dgamma/dbeta, and the fused ReLU + 2x2 max pool against the three kernels apart.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/batchnorm.h"
+#include "kernels/cpu/pooling.h"
 #include "tests/kernels/grad_check.h"
 
 namespace ringtrain::kernels::cpu {
@@ -156,6 +159,61 @@ TEST(BatchNorm, BackwardTwiceDoublesGammaAndBetaGradients) {
     EXPECT_NEAR(db2[c], 2.0f * db1[c], 1e-5f * (1.0f + std::abs(db1[c])));
   }
   EXPECT_EQ(dx, dx_first);  // dx is overwritten, not accumulated
+}
+
+// Fused with the ReLU and the 2x2/2 max pool, batch norm gives the bits of batch norm + ReLU, then maxpool_forward
+// (and maxpool_backward, then batch norm's backward with the ReLU mask): in training and inference, on planes with an
+// odd last row and column, and on shapes whose channels span several of the kernel's channel groups.
+TEST(BatchNorm, FusedReluAndPoolGiveTheBitsOfTheKernelsApart) {
+  struct Case {
+    int batch, channels, h, w;
+  };
+  for (const Case k : {Case{64, 32, 28, 28}, Case{64, 20, 14, 14}, Case{5, 3, 9, 7}}) {
+    SCOPED_TRACE(::testing::Message() << k.batch << "x" << k.channels << "x" << k.h << "x" << k.w);
+    Bn apart({k.batch, k.channels, k.h * k.w}, 61), fused({k.batch, k.channels, k.h * k.w}, 61);
+    PoolShape pool;
+    pool.batch = k.batch, pool.channels = k.channels, pool.in_h = k.h, pool.in_w = k.w;
+    const std::size_t pooled = std::size_t(k.batch) * k.channels * pool.out_h() * pool.out_w();
+    const auto dy = random_vector(pooled, 62);
+    std::vector<int32_t> argmax_apart(pooled), argmax_fused(pooled);
+    std::vector<float> y_apart(pooled), y_fused(pooled), dy_full(apart.x.size());
+    std::vector<float> dx_apart(apart.x.size()), dx_fused(apart.x.size());
+    std::vector<float> dg_apart(std::size_t(k.channels)), db_apart(dg_apart.size()), dg_fused(dg_apart.size()),
+        db_fused(dg_apart.size());
+    const FusedPool fuse{k.h, k.w, argmax_fused.data()};
+
+    batchnorm_forward_train(apart.s, apart.x.data(), apart.gamma.data(), apart.beta.data(), 0.1f, kEps,
+                            apart.running_mean.data(), apart.running_var.data(), apart.y.data(), apart.mean.data(),
+                            apart.inv_std.data(), true);
+    maxpool_forward(pool, apart.y.data(), y_apart.data(), argmax_apart.data());
+    maxpool_backward(pool, dy.data(), argmax_apart.data(), dy_full.data());
+    batchnorm_backward(apart.s, apart.x.data(), dy_full.data(), apart.gamma.data(), apart.mean.data(),
+                       apart.inv_std.data(), dx_apart.data(), dg_apart.data(), db_apart.data(), apart.y.data());
+
+    batchnorm_forward_train(fused.s, fused.x.data(), fused.gamma.data(), fused.beta.data(), 0.1f, kEps,
+                            fused.running_mean.data(), fused.running_var.data(), y_fused.data(), fused.mean.data(),
+                            fused.inv_std.data(), true, &fuse);
+    batchnorm_backward(fused.s, fused.x.data(), dy.data(), fused.gamma.data(), fused.mean.data(),
+                       fused.inv_std.data(), dx_fused.data(), dg_fused.data(), db_fused.data(), y_fused.data(), &fuse);
+
+    const auto same = [](const auto& a, const auto& b) {
+      return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0;
+    };
+    EXPECT_TRUE(same(y_apart, y_fused));
+    EXPECT_TRUE(same(argmax_apart, argmax_fused));
+    EXPECT_TRUE(same(apart.running_var, fused.running_var));
+    EXPECT_TRUE(same(dx_apart, dx_fused));
+    EXPECT_TRUE(same(dg_apart, dg_fused));
+    EXPECT_TRUE(same(db_apart, db_fused));
+    EXPECT_GT(std::count(y_fused.begin(), y_fused.end(), 0.0f), 0);  // the ReLU cut some windows entirely
+
+    batchnorm_forward_infer(apart.s, apart.x.data(), apart.gamma.data(), apart.beta.data(),
+                            apart.running_mean.data(), apart.running_var.data(), kEps, apart.y.data(), true);
+    maxpool_forward(pool, apart.y.data(), y_apart.data(), argmax_apart.data());
+    batchnorm_forward_infer(fused.s, fused.x.data(), fused.gamma.data(), fused.beta.data(),
+                            fused.running_mean.data(), fused.running_var.data(), kEps, y_fused.data(), true, &fuse);
+    EXPECT_TRUE(same(y_apart, y_fused));
+  }
 }
 
 }  // namespace

@@ -140,22 +140,33 @@ void CpuBackend::dense_backward(const model::DenseShape& s, const float* x, cons
   if (s.batch > 0) dnnl_.dense_backward(s, x, w, dy, dx, dw, dbias);
 }
 
+namespace {
+// The kernels' view of a fused max pool: the planes it pools and where its winners go.
+std::optional<kc::FusedPool> fused_pool(const model::BatchNormSettings& settings, const model::BatchNormBuffers& b) {
+  if (!settings.pool) return std::nullopt;
+  return kc::FusedPool{settings.pool->h, settings.pool->w, b.pool_argmax};
+}
+}  // namespace
+
 void CpuBackend::batchnorm_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                          const float* x, const model::BatchNormBuffers& b, float* y) {
+  const auto pool = fused_pool(settings, b);
   kc::batchnorm_forward_train(s, x, b.gamma, b.beta, static_cast<float>(settings.momentum),
                               static_cast<float>(settings.epsilon), b.running_mean, b.running_var, y, b.saved_mean,
-                              b.saved_inv_std, settings.relu);
+                              b.saved_inv_std, settings.relu, pool ? &*pool : nullptr);
 }
 void CpuBackend::batchnorm_forward_infer(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                          const float* x, const model::BatchNormBuffers& b, float* y) {
+  const auto pool = fused_pool(settings, b);
   kc::batchnorm_forward_infer(s, x, b.gamma, b.beta, b.running_mean, b.running_var,
-                              static_cast<float>(settings.epsilon), y, settings.relu);
+                              static_cast<float>(settings.epsilon), y, settings.relu, pool ? &*pool : nullptr);
 }
 void CpuBackend::batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                     const float* x, const float* y, const float* dy, const model::BatchNormBuffers& b,
                                     float* dx, float* dgamma, float* dbeta) {
+  const auto pool = fused_pool(settings, b);
   kc::batchnorm_backward(s, x, dy, b.gamma, b.saved_mean, b.saved_inv_std, dx, dgamma, dbeta,
-                         settings.relu ? y : nullptr);
+                         settings.relu ? y : nullptr, pool ? &*pool : nullptr);
 }
 
 // Pooling runs on oneDNN's JIT kernels in our layout, except max pooling over windows that do not overlap, which

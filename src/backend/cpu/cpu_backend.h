@@ -55,6 +55,7 @@ class CpuBackend final : public model::Backend {
                           float* dbeta) override;
   // One pass each way: the ReLU's forward and its mask in backward ride in batch norm's own loops.
   bool fuses_batchnorm_relu() const override { return true; }
+  bool fuses_batchnorm_relu_pool() const override { return true; }
   std::size_t pool_saved_bytes(const model::PoolShape& s, model::PoolMode mode) const override;
   void pool_forward(const model::PoolShape& s, model::PoolMode mode, const float* x, float* y, void* saved) override;
   void pool_backward(const model::PoolShape& s, model::PoolMode mode, const float* x, const float* y,

@@ -68,9 +68,10 @@ void CudaBackend::dense_backward(const model::DenseShape& s, const float* x, con
 
 namespace {
 
-// fuses_batchnorm_relu() is false here, so the graph never asks for a fused ReLU; asking anyway is a bug.
+// fuses_batchnorm_relu() (and _pool) is false here, so the graph never asks for a fused ReLU or pool; asking anyway
+// is a bug.
 void refuse_fused_relu(const model::BatchNormSettings& settings) {
-  if (settings.relu)
+  if (settings.relu || settings.pool)
     throw Error(ExitCode::internal, "batch norm with a fused ReLU asked of the CUDA backend, which runs them apart");
 }
 

@@ -1,5 +1,6 @@
 // Owns spatial batch normalisation: per channel over N x H x W, batch statistics in training (running ones
-// updated), running statistics in evaluation; with the ReLU after it fused where the backend can.
+// updated), running statistics in evaluation; with the ReLU after it, and a 2x2 max pool after that, fused where
+// the backend can.
 #include "model/layers/layers.h"
 #include "model/layers/leaf_layer.h"
 
@@ -14,14 +15,30 @@ class BatchNorm final : public LeafLayer {
     in_ = out_ = in;
     return out_;
   }
-  std::size_t kept_bytes() const override { return 2 * sizeof(float) * static_cast<size_t>(in_.c); }
+  std::size_t kept_bytes() const override {
+    return 2 * sizeof(float) * static_cast<size_t>(in_.c) +
+           (pool_ ? sizeof(int32_t) * static_cast<size_t>(out_.elements()) : 0);
+  }
   // A fused ReLU's mask is the output's zeros, so backward then reads the output too.
   MemoryUse memory_use() const override { return {.backward_reads_input = true, .backward_reads_output = relu_}; }
   bool fuse_relu() override {
     relu_ = backend_.fuses_batchnorm_relu();
     return relu_;
   }
-  std::string fused() const override { return relu_ ? "+ relu, fused" : ""; }
+  // The models' 2x2/2 max pool after the ReLU, where the backend fuses it; the pool's own checks never apply, as
+  // that window fits every input of at least 2 x 2.
+  std::optional<Shape> fuse_pool(const config::LayerSpec& pool) override {
+    const bool two_by_two = pool.kind == config::LayerKind::maxpool && pool.size == 2 && pool.stride == 2 &&
+                            pool.padding == 0 && in_.h >= 2 && in_.w >= 2;
+    if (!relu_ || !two_by_two || !backend_.fuses_batchnorm_relu_pool()) return std::nullopt;
+    pool_ = FusedMaxPool{in_.h, in_.w};
+    out_ = {in_.n, in_.c, in_.h / 2, in_.w / 2};
+    return out_;
+  }
+  std::string fused() const override {
+    if (pool_) return "+ relu + maxpool 2 s2, fused";
+    return relu_ ? "+ relu, fused" : "";
+  }
   std::vector<ParamDecl> param_decls() const override {
     return {{"gamma", in_.c, ParamInit::ones, 1, false}, {"beta", in_.c, ParamInit::zeros, 1, false}};
   }
@@ -35,6 +52,10 @@ class BatchNorm final : public LeafLayer {
     saved_inv_std_ = keep(sizeof(float) * static_cast<size_t>(in_.c));
     buffers_.saved_mean = saved_mean_.as<float>();
     buffers_.saved_inv_std = saved_inv_std_.as<float>();
+    if (pool_) {
+      pool_argmax_ = keep(sizeof(int32_t) * static_cast<size_t>(out_.elements()));
+      buffers_.pool_argmax = pool_argmax_.as<int32_t>();
+    }
   }
   void forward(const ForwardPass& pass) override {
     if (pass.mode == Mode::train)
@@ -44,22 +65,23 @@ class BatchNorm final : public LeafLayer {
   }
   void backward(const BackwardPass& pass) override {
     backend_.batchnorm_backward(shape_at(pass.dy.shape.n), settings(), pass.x.data, pass.y, pass.dy.data, buffers_,
-                                pass.dx ? pass.dx : scratch_dx(pass.dy.shape), dgamma_, dbeta_);
+                                pass.dx ? pass.dx : scratch_dx(), dgamma_, dbeta_);
   }
 
  private:
   BatchNormShape shape_at(int batch) const { return {batch, in_.c, in_.h * in_.w}; }
-  BatchNormSettings settings() const { return {spec_.momentum, spec_.epsilon, relu_}; }
+  BatchNormSettings settings() const { return {spec_.momentum, spec_.epsilon, relu_, pool_}; }
   // The backends compute dx in the same pass as the parameter gradients, so a batch norm that is the network's
   // first layer (no dx wanted) writes it into a buffer of its own, made on first use.
-  float* scratch_dx(const Shape& s) {
-    if (!unused_dx_) unused_dx_ = keep(sizeof(float) * static_cast<size_t>(s.with_batch(in_.n).elements()));
+  float* scratch_dx() {
+    if (!unused_dx_) unused_dx_ = keep(sizeof(float) * static_cast<size_t>(in_.elements()));
     return unused_dx_.as<float>();
   }
   BatchNormBuffers buffers_;
-  DeviceBuffer saved_mean_, saved_inv_std_, unused_dx_;
+  DeviceBuffer saved_mean_, saved_inv_std_, unused_dx_, pool_argmax_;
   float *dgamma_ = nullptr, *dbeta_ = nullptr;
   bool relu_ = false;
+  std::optional<FusedMaxPool> pool_;
 };
 
 }  // namespace
