@@ -44,11 +44,20 @@ void maxpool_2x2_plane(int w, int oh, int ow, const float* __restrict x, float* 
   }
 }
 
-// Backward of the 2x2/2 pool: the windows tile the plane, so every covered dx element is written exactly once
-// (the gradient where the argmax points, zero elsewhere) in one sequential pass, with no separate zero fill and
-// no scattered read-modify-write. An odd last row or column belongs to no window and is zeroed.
+// Backward of the 2x2/2 pool, one plane: the windows tile the plane, so on rows wide enough every covered dx element
+// is written exactly once (the gradient where the argmax points, zero elsewhere) in one sequential pass, with no
+// separate zero fill and no scattered read-modify-write. An odd last row or column belongs to no window and is
+// zeroed.
 void maxpool_2x2_backward_plane(int h, int w, int oh, int ow, const float* __restrict dy,
                                 const int32_t* __restrict argmax, float* __restrict dx) {
+  // The tiled pass wins when a row holds at least one 8-wide vector of outputs (28x28 -> 14x14 in the model:
+  // 0.61 ms against 0.88 per step); on 7-output rows it runs entirely in the scalar tail and loses to
+  // fill + scatter (0.57 ms against 0.45), so those take that.
+  if (ow < 8) {
+    std::fill(dx, dx + std::ptrdiff_t{h} * w, 0.0f);
+    for (std::ptrdiff_t o = 0; o < std::ptrdiff_t{oh} * ow; ++o) dx[argmax[o]] += dy[o];
+    return;
+  }
   for (int i = 0; i < oh; ++i) {
     float* __restrict d0 = dx + std::ptrdiff_t{2 * i} * w;
     float* __restrict d1 = d0 + w;
@@ -115,10 +124,7 @@ void maxpool_forward(const PoolShape& s, const float* x, float* y, int32_t* argm
 void maxpool_backward(const PoolShape& s, const float* dy, const int32_t* argmax, float* dx) {
   const std::ptrdiff_t in_plane = std::ptrdiff_t{s.in_h} * s.in_w, out_plane = std::ptrdiff_t{s.out_h()} * s.out_w();
   const std::ptrdiff_t planes = std::ptrdiff_t{s.batch} * s.channels;
-  // The tiled pass wins when a row holds at least one 8-wide vector of outputs (28x28 -> 14x14 in the model:
-  // 0.61 ms against 0.88 per step); on 7-output rows it runs entirely in the scalar tail and loses to
-  // fill + scatter (0.57 ms against 0.45), so those keep the general path.
-  if (s.window == 2 && s.stride == 2 && s.padding == 0 && s.out_w() >= 8) {
+  if (s.window == 2 && s.stride == 2 && s.padding == 0) {
     for (std::ptrdiff_t p = 0; p < planes; ++p)
       maxpool_2x2_backward_plane(s.in_h, s.in_w, s.out_h(), s.out_w(), dy + p * out_plane, argmax + p * out_plane,
                                  dx + p * in_plane);
