@@ -274,7 +274,8 @@ void batchnorm_backward(const BatchNormShape& s, const float* x, const float* dy
   for_each_group(s, [&](ChannelGroup g) {
     const float* mean = saved_mean + g.first;
     // With a fused pool the ReLU's mask is already in the unpooled gradient.
-    const GroupPlanes dy_planes = pool ? unpool_group(s, g, dy, relu_y, *pool, masked, unpooled) : group_planes(s, dy, g);
+    const GroupPlanes dy_planes =
+        pool ? unpool_group(s, g, dy, relu_y, *pool, masked, unpooled) : group_planes(s, dy, g);
     const GroupPlanes mask_planes = pool ? GroupPlanes{} : group_planes(s, relu_y, g);
     group_gradient_sums(s, x, dy_planes, mask_planes, g, mean, partial_dy.data(), partial_dy_xc.data());
     for (int j = 0; j < g.count; ++j) {

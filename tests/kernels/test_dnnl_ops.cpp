@@ -162,21 +162,24 @@ TEST(DnnlOps, SameBitsOnTheSameThreadCount) {
   }
 }
 
+// With more outputs than samples (5 x 37 -> 13) the forward runs as y^T = W x^T; with fewer (20 x 37 -> 13) as is.
 TEST(DnnlOps, DenseAgreesWithBlasAndAccumulates) {
-  const DenseShape s{5, 37, 13};
-  const auto x = random_vector(std::size_t(s.batch) * s.in, 1), w = random_vector(std::size_t(s.out) * s.in, 2);
-  const auto b = random_vector(std::size_t(s.out), 3), dy = random_vector(std::size_t(s.batch) * s.out, 4);
-  std::vector<float> y(dy.size()), dx(x.size()), dw(w.size(), 1.0f), db(b.size(), 1.0f);
-  std::vector<float> want_y(y), want_dx(dx), want_dw(dw), want_db(db);
-  DnnlOps ops(1);
-  ops.dense_forward(s, x.data(), w.data(), b.data(), y.data());
-  ops.dense_backward(s, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data());
-  dense_forward(s.batch, s.in, s.out, x.data(), w.data(), b.data(), want_y.data());
-  dense_backward(s.batch, s.in, s.out, x.data(), w.data(), dy.data(), want_dx.data(), want_dw.data(), want_db.data());
-  expect_close(y, want_y, 1e-5);
-  expect_close(dx, want_dx, 1e-5);
-  expect_close(dw, want_dw, 1e-5);
-  expect_close(db, want_db, 1e-6);
+  for (const DenseShape s : {DenseShape{5, 37, 13}, DenseShape{20, 37, 13}}) {
+    SCOPED_TRACE(::testing::Message() << s.batch << " x " << s.in << " -> " << s.out);
+    const auto x = random_vector(std::size_t(s.batch) * s.in, 1), w = random_vector(std::size_t(s.out) * s.in, 2);
+    const auto b = random_vector(std::size_t(s.out), 3), dy = random_vector(std::size_t(s.batch) * s.out, 4);
+    std::vector<float> y(dy.size()), dx(x.size()), dw(w.size(), 1.0f), db(b.size(), 1.0f);
+    std::vector<float> want_y(y), want_dx(dx), want_dw(dw), want_db(db);
+    DnnlOps ops(1);
+    ops.dense_forward(s, x.data(), w.data(), b.data(), y.data());
+    ops.dense_backward(s, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data());
+    dense_forward(s.batch, s.in, s.out, x.data(), w.data(), b.data(), want_y.data());
+    dense_backward(s.batch, s.in, s.out, x.data(), w.data(), dy.data(), want_dx.data(), want_dw.data(), want_db.data());
+    expect_close(y, want_y, 1e-5);
+    expect_close(dx, want_dx, 1e-5);
+    expect_close(dw, want_dw, 1e-5);
+    expect_close(db, want_db, 1e-6);
+  }
 }
 
 // bf16 keeps 8 mantissa bits: each operand is off by up to 2^-9 relative, and sums of such products stay within a
