@@ -50,8 +50,9 @@ class StepBench {
     dlogits_.resize(static_cast<size_t>(batch) * static_cast<size_t>(c.classes));
   }
 
+  // As the trainer's step: no pass zeroes the gradients, as the optimizer leaves them zero (and allocate() made
+  // them so).
   void step() {
-    cpu_.zero(net_.grads(), static_cast<size_t>(net_.param_count()) * sizeof(float));
     const model::Tensor logits = net_.forward({images_.data(), net_.input_shape()}, model::Mode::train, seed_++);
     cpu_.softmax_cross_entropy(batch_, net_.classes(), logits.data, labels_.data(), {1.0f / static_cast<float>(batch_)},
                                dlogits_.data(), &totals_);
