@@ -75,7 +75,7 @@ struct JobConfig {
     int keep_checkpoints = 2;
     int64_t consistency_every = 0;     // steps between parameter checksum comparisons (0: once per epoch)
     bool profile_layers = false;
-    bool fuse_layers = true;  // the graph's fusion pass (batch norm + ReLU [+ 2x2 max pool] where the backend fuses them)
+    bool fuse_layers = true;  // the graph's fusion pass (batch norm + ReLU [+ 2x2 pool] where the backend can)
     bool trace = false;
     int trace_steps = 50;
     bool tensorboard = true;

@@ -70,7 +70,8 @@ int Graph::emit_chain(const std::vector<config::LayerSpec>& specs, int input, co
     current = output;
     // The ReLU's spec (and a pool's after it) is consumed with the layer that took it on; the chain's next layer
     // keeps its own index.
-    if (!fuse_ || i + 1 >= specs.size() || specs[i + 1].kind != config::LayerKind::relu || !layer->fuse_relu()) continue;
+    const bool relu_next = i + 1 < specs.size() && specs[i + 1].kind == config::LayerKind::relu;
+    if (!fuse_ || !relu_next || !layer->fuse_relu()) continue;
     ++i;
     if (i + 1 >= specs.size()) continue;
     if (const std::optional<Shape> pooled = layer->fuse_pool(specs[i + 1])) {
