@@ -68,8 +68,8 @@ void transpose_add_bias(int rows, int cols, const float* t, const float* bias, f
 
 DnnlDense::DnnlDense(DnnlContext& ctx, const DenseShape& s) : shape_(s) {
   // fp32 forward of a layer with more outputs than samples: oneDNN's matmul ran y^T = W x^T (W as the wide left
-  // operand) in 2.4-2.5 ms against 2.8-2.9 for y = x W^T on the Fashion-MNIST model's 64 x 3136 -> 1024 (one
-  // core, perf/results/2026-11-25-cpu-spr-3.md); the bias column that form would need sends oneDNN 2.6 to its
+  // operand) in 2.50-2.52 ms against 3.16-3.36 for y = x W^T on the Fashion-MNIST model's 64 x 3136 -> 1024
+  // (one core, perf/results/2026-11-25-cpu-spr-3.md); the bias column that form would need sends oneDNN 2.6 to its
   // reference kernel, so the transpose back adds it.
   if (ctx.operand_type() == memory::data_type::f32 && s.out > s.batch) {
     forward_transposed_.emplace(make_matmul(ctx, {s.out, s.in}, {s.in, s.batch, tag::ba}, false, {s.out, s.batch}));

@@ -243,12 +243,14 @@ void Watchdog::fire_terminated(double waited) {
   end_job(exit_code_, heartbeats_);
 }
 
-// MPI is wedged inside this rank's own call, so neither MPI_Abort nor a collective can be trusted to return: the
-// rank ends by itself, and the launcher (mpirun, or srun --kill-on-bad-exit) ends the others.
+// The communication library (MPI, or NCCL under the CUDA reducer) is wedged inside this rank's own call, so neither
+// MPI_Abort nor a collective can be trusted to return: the rank ends by itself, and the launcher (mpirun, or srun
+// --kill-on-bad-exit) ends the others.
 void Watchdog::fire_stuck_call(double waited, bool after_sigterm) {
   std::fprintf(stderr,
-               "ringtrain: %s (exit %d) [%s]:\n  '%s' at step %lld, a call into MPI that returns at once while MPI is "
-               "healthy, has not returned after %.1f s%s: MPI itself is stuck (another rank has most likely died)\n"
+               "ringtrain: %s (exit %d) [%s]:\n  '%s' at step %lld, a call that returns at once while communication is "
+               "healthy, has not returned after %.1f s%s: the communication library is stuck inside it (another rank "
+               "has most likely died)\n"
                "  ending this rank without MPI; the last checkpoint in run.dir is intact, continue with --resume\n",
                after_sigterm ? "terminated" : "stall", exit_code_, process_label().c_str(), call_what_.load(),
                static_cast<long long>(call_step_.load() + 1), waited,

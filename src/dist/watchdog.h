@@ -3,8 +3,9 @@
 // With MPI_THREAD_MULTIPLE every rank also sends rank 0 a heartbeat (its step, and whether it waits in a
 // collective) on a communicator of its own, so rank 0 can name the ranks that have not arrived: a stopped
 // (SIGSTOP) or hung rank sends nothing, a rank stuck in I/O says it is alive but not yet at the step.
-// It also watches the main thread's non-blocking MPI calls (a bucket's launch, a progress poll), which return at
-// once while MPI is healthy: Open MPI 4.1's TCP transport can deadlock inside one when a peer dies mid-transfer.
+// It also watches the gradient reducer's calls on the main thread (a bucket's launch, a progress poll), which return
+// at once while communication is healthy: Open MPI 4.1's TCP transport can deadlock inside one when a peer dies
+// mid-transfer.
 #pragma once
 #include <mpi.h>
 
@@ -42,9 +43,9 @@ class Watchdog {
   // MPI. Best effort: a rank killed by another's MPI_Abort first may not get to it.
   void on_timeout(std::function<void()> last_words) { last_words_ = std::move(last_words); }
 
-  // Main thread, around a call that must return at once (a non-blocking MPI call). One that has not returned
-  // kTermGraceS after SIGTERM, or run.collective_timeout_s in any case, means MPI itself is stuck: the rank then
-  // ends without MPI. Not a wait in a collective: heartbeats still say this rank is computing.
+  // Main thread, around a call that must return at once (a reducer's non-blocking launch or poll). One that has not
+  // returned kTermGraceS after SIGTERM, or run.collective_timeout_s in any case, means the communication library is
+  // stuck inside it: the rank then ends without MPI. Not a wait in a collective: heartbeats still say this rank is computing.
   void enter_call(const char* what, int64_t step);
   void leave_call() { call_since_ = 0; }
 

@@ -1,4 +1,4 @@
-// A non-blocking MPI call that never returns (Open MPI's TCP transport deadlocked inside MPI_Testsome after a
+// A reducer call that never returns (Open MPI's TCP transport deadlocked inside MPI_Testsome after a
 // peer died): the watchdog must end the rank without MPI, 5 s after SIGTERM ("sigterm") or at the collective
 // timeout of 1 s without one ("stall"). Run by watchdog_stuck_call.sh under mpirun -np 1.
 #include <mpi.h>
