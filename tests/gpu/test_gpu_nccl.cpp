@@ -178,7 +178,8 @@ class OneRankSum final : public dist::GradientReducer {
 TEST_F(NcclReducer, TwoOptimizerStepsMatchTheCpuBackend) {
   const model::Shape input{6, 3, 8, 8};
   const int classes = 5;
-  model::Network cpu_net(small_resnet(), cpu(), input, classes);
+  // Unfused on the CPU too: the CUDA backend fuses nothing, and the summaries must list the same steps.
+  model::Network cpu_net(small_resnet(), cpu(), input, classes, {.share_memory = true, .fuse = false, .budget = {}});
   model::Network gpu_net(small_resnet(), cuda(), input, classes);
   ASSERT_EQ(gpu_net.param_count(), cpu_net.param_count());
   ASSERT_EQ(gpu_net.state_count(), cpu_net.state_count());

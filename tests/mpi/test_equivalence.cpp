@@ -279,7 +279,9 @@ TEST_F(DataParallelEquivalence, EveryOptimizerKeepsRanksTimesBatchEqualToOneRank
     expect_identical_on_every_rank(distributed);
     backend::CpuBackend cpu(1);
     const model::Network untrained(model_without_batchnorm(), cpu, {1, 1, kSide, kSide}, kClasses);
-    EXPECT_GT(compare(untrained.initial_params(7), reference).max_abs, 1e3 * relative_tolerance() * d.max_param)
+    // At least 100 times the bound: the adaptive rules at lr 0.002 move the parameters ~0.015 in 20 steps, which
+    // is 150 times the GPU's bound (1e-4 of the largest parameter) and 1,500 times the CPU's.
+    EXPECT_GT(compare(untrained.initial_params(7), reference).max_abs, 100 * relative_tolerance() * d.max_param)
         << "training hardly moved the parameters: the comparison would prove nothing";
   }
 }
