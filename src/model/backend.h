@@ -97,6 +97,10 @@ class Backend {
   // Device memory in use now by this process and others (context, library workspaces, allocations), or 0
   // where the device is the host.
   virtual std::size_t device_bytes_in_use() const { return 0; }
+  // The most device memory this process's own allocations (model buffers, library workspaces) held at once, the
+  // measure PyTorch calls max_memory_allocated: without the context and the libraries' loaded kernels; 0 where
+  // the device is the host.
+  virtual std::size_t device_bytes_allocated_peak() const { return 0; }
   // What new allocations can still get: the host's available memory (shared by the node's ranks) or the GPU's
   // free memory; 0 when unknown.
   virtual std::size_t memory_available() const = 0;

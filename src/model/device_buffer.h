@@ -8,7 +8,7 @@ namespace ringtrain::model {
 
 class DeviceBuffer {
  public:
-  using Deleter = void (*)(void*);
+  using Deleter = void (*)(void*, std::size_t);  // given the pointer and its size
   DeviceBuffer() = default;
   DeviceBuffer(void* ptr, std::size_t bytes, Deleter deleter) : ptr_(ptr), bytes_(bytes), deleter_(deleter) {}
   DeviceBuffer(DeviceBuffer&& o) noexcept { swap(o); }
@@ -19,7 +19,7 @@ class DeviceBuffer {
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   ~DeviceBuffer() {
-    if (ptr_ && deleter_) deleter_(ptr_);
+    if (ptr_ && deleter_) deleter_(ptr_, bytes_);
   }
 
   template <class T = float>

@@ -65,9 +65,10 @@ void Totals::sum_across(const dist::World& world) { sum_fields(*this, world); }
 void EpochSums::sum_across(const dist::World& world) { sum_fields(*this, world); }
 
 std::vector<RankSample> gather_samples(const dist::World& world, const RankSample& mine) {
-  static_assert(sizeof(RankSample) == 3 * sizeof(double), "RankSample is sent as three doubles");
+  constexpr int kFields = sizeof(RankSample) / sizeof(double);
+  static_assert(sizeof(RankSample) == kFields * sizeof(double), "RankSample is sent as doubles");
   std::vector<RankSample> all(static_cast<size_t>(world.size()));
-  MPI_CHECK(MPI_Allgather(&mine, 3, MPI_DOUBLE, all.data(), 3, MPI_DOUBLE, world.comm()));
+  MPI_CHECK(MPI_Allgather(&mine, kFields, MPI_DOUBLE, all.data(), kFields, MPI_DOUBLE, world.comm()));
   return all;
 }
 
@@ -89,11 +90,12 @@ nlohmann::ordered_json EpochReport::record() const {
   const double mean = 1.0 / ranks;
   const StepTimes& t = sums.times;
   std::vector<double> rss_mb;
-  double device_peak_mb = 0, peak_rss = 0;
+  double device_peak_mb = 0, device_allocated_mb = 0, peak_rss = 0;
   for (const RankSample& r : per_rank) {
     rss_mb.push_back(r.peak_rss_mb);
     peak_rss = std::max(peak_rss, r.peak_rss_mb);
     device_peak_mb = std::max(device_peak_mb, r.device_mb);
+    device_allocated_mb = std::max(device_allocated_mb, r.device_allocated_peak_mb);
   }
   const auto device_only = [&](double v) { return device_is_host ? json() : json(v); };
   return json{{"kind", "epoch"},
@@ -133,6 +135,7 @@ nlohmann::ordered_json EpochReport::record() const {
               {"activation_arena_mb", arena_mb},
               {"device_memory_peak_mb", device_only(device_peak_mb)},
               {"device_memory_at_start_mb", device_only(device_baseline_mb)},
+              {"device_memory_allocated_peak_mb", device_only(device_allocated_mb)},
               {"rss_growth_over_needed", memory_needed_mb > 0 ? (peak_rss - baseline_rss_mb) / memory_needed_mb : 0.0},
               {"warnings", warnings},
               {"flops_per_s_per_rank", train_flops_per_sample * static_cast<double>(steps_run * per_step) / epoch_train_s},

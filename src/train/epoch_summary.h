@@ -33,6 +33,7 @@ struct RankSample {
   double step_s = 0;       // its own work per step (all but the all-reduce wait, which evens out wall-clock steps)
   double peak_rss_mb = 0;
   double device_mb = 0;    // device memory in use (GPU), or 0
+  double device_allocated_peak_mb = 0;  // the most its own allocations held on the device (GPU), or 0
 };
 std::vector<RankSample> gather_samples(const dist::World& world, const RankSample& mine);
 

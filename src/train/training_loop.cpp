@@ -304,7 +304,8 @@ EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, doub
   const StepTimes& own = tally.times;
   r.per_rank = gather_samples(run_.world, {(own.data_wait + own.forward + own.backward + own.optimizer) / steps_run,
                                            obs::peak_rss_mb(),
-                                           static_cast<double>(run_.backend.device_bytes_in_use()) / (1 << 20)});
+                                           static_cast<double>(run_.backend.device_bytes_in_use()) / (1 << 20),
+                                           static_cast<double>(run_.backend.device_bytes_allocated_peak()) / (1 << 20)});
   std::vector<double> step_s;
   for (const RankSample& s : r.per_rank) step_s.push_back(s.step_s);
   r.spread = obs::step_time_spread(step_s);

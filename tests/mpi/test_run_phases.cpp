@@ -66,12 +66,13 @@ TEST(EpochSums, EveryFieldIsSummedInItsOwnPlace) {
 
 TEST(EpochSums, EachRanksSampleArrivesAtItsIndex) {
   const double r = world().rank();
-  const auto all = train::gather_samples(world(), {0.1 * r, 100 + r, 200 + r});
+  const auto all = train::gather_samples(world(), {0.1 * r, 100 + r, 200 + r, 300 + r});
   ASSERT_EQ(static_cast<int>(all.size()), world().size());
   for (int i = 0; i < world().size(); ++i) {
     EXPECT_DOUBLE_EQ(all[static_cast<size_t>(i)].step_s, 0.1 * i);
     EXPECT_DOUBLE_EQ(all[static_cast<size_t>(i)].peak_rss_mb, 100 + i);
     EXPECT_DOUBLE_EQ(all[static_cast<size_t>(i)].device_mb, 200 + i);
+    EXPECT_DOUBLE_EQ(all[static_cast<size_t>(i)].device_allocated_peak_mb, 300 + i);
   }
 }
 

@@ -73,7 +73,7 @@ model::DeviceBuffer CpuBackend::allocate(std::size_t bytes) {
                                    byte_size_text(static_cast<double>(host_memory_available()))));
   std::memset(p, 0, rounded);
   allocated_ += rounded;
-  return model::DeviceBuffer(p, bytes, [](void* q) { std::free(q); });
+  return model::DeviceBuffer(p, bytes, [](void* q, std::size_t) { std::free(q); });
 }
 
 std::size_t CpuBackend::memory_available() const { return host_memory_available(); }

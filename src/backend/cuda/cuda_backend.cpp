@@ -21,7 +21,7 @@ namespace {
 // pinned staging buffers further (the initial parameters of a large model; never the per-step batches).
 constexpr std::size_t kStagingLimit = std::size_t{512} << 20;
 
-void free_device(void* p) { (void)cudaFree(p); }
+void free_device(void* p, std::size_t bytes) { device_free(p, bytes); }
 
 }  // namespace
 
@@ -118,6 +118,8 @@ std::size_t CudaBackend::memory_available() const {
   CUDA_CHECK(cudaMemGetInfo(&free, &total));
   return free;
 }
+
+std::size_t CudaBackend::device_bytes_allocated_peak() const { return device_allocated_peak_bytes(); }
 
 std::size_t CudaBackend::device_bytes_in_use() const {
   std::size_t free = 0, total = 0;

@@ -50,6 +50,7 @@ class CudaBackend final : public model::Backend {
   std::size_t bytes_allocated() const override;
   bool allocates_host_memory() const override { return false; }
   std::size_t device_bytes_in_use() const override;  // cudaMemGetInfo: total - free
+  std::size_t device_bytes_allocated_peak() const override;  // device_malloc's high-water mark
   std::size_t memory_available() const override;     // cudaMemGetInfo: free
   // Returns as soon as host_src may be reused: the bytes go through a pinned staging buffer, and the copy to
   // the device runs in stream order.

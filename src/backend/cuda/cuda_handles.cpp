@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <utility>
 
 #include "common/error.h"
@@ -23,6 +24,26 @@ CudaEvent make_event(bool timing) {
   return CudaEvent(e);
 }
 
+namespace {
+// Bytes held through device_malloc now and at most: the allocator-side peak, comparable with PyTorch's.
+std::atomic<std::size_t> held_bytes{0}, peak_held_bytes{0};
+
+void count_allocation(std::size_t bytes) {
+  const std::size_t now = held_bytes.fetch_add(bytes) + bytes;
+  std::size_t peak = peak_held_bytes.load();
+  while (now > peak && !peak_held_bytes.compare_exchange_weak(peak, now)) {
+  }
+}
+}  // namespace
+
+std::size_t device_allocated_peak_bytes() { return peak_held_bytes.load(); }
+
+void device_free(void* p, std::size_t bytes) {
+  if (!p) return;
+  (void)cudaFree(p);
+  held_bytes.fetch_sub(bytes);
+}
+
 void* device_malloc(std::size_t bytes, const char* what) {
   void* p = nullptr;
   const cudaError_t rc = cudaMalloc(&p, bytes == 0 ? 1 : bytes);
@@ -39,6 +60,7 @@ void* device_malloc(std::size_t bytes, const char* what) {
                             static_cast<double>(free_bytes) / (1 << 20), static_cast<double>(total_bytes) / (1 << 20)));
   }
   CUDA_CHECK(rc);
+  count_allocation(bytes);
   return p;
 }
 
@@ -47,22 +69,20 @@ DeviceMemory::DeviceMemory(DeviceMemory&& other) noexcept
 
 DeviceMemory& DeviceMemory::operator=(DeviceMemory&& other) noexcept {
   if (this != &other) {
-    if (ptr_) (void)cudaFree(ptr_);
+    device_free(ptr_, bytes_);
     ptr_ = std::exchange(other.ptr_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
   }
   return *this;
 }
 
-DeviceMemory::~DeviceMemory() {
-  if (ptr_) (void)cudaFree(ptr_);
-}
+DeviceMemory::~DeviceMemory() { device_free(ptr_, bytes_); }
 
 void DeviceMemory::ensure(std::size_t bytes, cudaStream_t stream) {
   if (bytes <= bytes_ && ptr_) return;
   if (ptr_) {
     CUDA_CHECK(cudaStreamSynchronize(stream));
-    CUDA_CHECK(cudaFree(ptr_));
+    device_free(ptr_, bytes_);
     ptr_ = nullptr;
     bytes_ = 0;
   }
