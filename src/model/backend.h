@@ -18,6 +18,7 @@
 #include "kernels/optimizer_step.h"
 #include "kernels/pixel_norm.h"
 #include "model/device_buffer.h"
+#include "model/scratch.h"
 
 namespace ringtrain::model {
 
@@ -123,13 +124,18 @@ class Backend {
   virtual void dropout_forward(int64_t n, float p, uint64_t seed, const float* x, float* y, uint8_t* mask) = 0;
   virtual void dropout_backward(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx) = 0;
 
-  // ---- convolution: prepare() at setup chooses algorithms and sizes workspaces, so no step does
-  virtual void conv2d_prepare(const Conv2dShape& s) { (void)s; }
-  virtual void conv2d_forward(const Conv2dShape& s, const float* x, const float* w, const float* bias, float* y) = 0;
+  // ---- convolution: prepare() at setup chooses algorithms and says what scratch they want, so no step does.
+  // A step given less scratch than its algorithm wants (another batch size) uses the backend's own workspace.
+  virtual ScratchBytes conv2d_prepare(const Conv2dShape& s) {
+    (void)s;
+    return {};
+  }
+  virtual void conv2d_forward(const Conv2dShape& s, const float* x, const float* w, const float* bias, float* y,
+                              Scratch scratch) = 0;
   // The filter (and bias) gradient added to dw (dbias, may be null) and, where dx is not null, the data gradient
   // written to dx: one call, so a backend can share what both read (the CPU twin stages dy once).
   virtual void conv2d_backward(const Conv2dShape& s, const float* x, const float* dy, const float* w, float* dx,
-                               float* dw, float* dbias) = 0;
+                               float* dw, float* dbias, Scratch scratch) = 0;
 
   // ---- dense: dx may be null (the first layer needs none); bias and dbias may be null
   virtual void dense_forward(const DenseShape& s, const float* x, const float* w, const float* bias, float* y) = 0;

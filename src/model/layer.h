@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/layer_spec.h"
+#include "model/scratch.h"
 #include "model/tensor.h"
 
 namespace ringtrain::model {
@@ -45,6 +46,7 @@ struct MemoryUse {
   bool backward_reads_input = false;
   bool backward_reads_output = false;
   OutputMemory output = OutputMemory::own;
+  ScratchBytes scratch = {};  // device scratch its forward and backward want while they run (model/scratch.h)
 };
 
 // One forward call: write the output at `y` (the plan's buffer for it; equal to x.data when the plan runs an
@@ -54,6 +56,7 @@ struct ForwardPass {
   float* y = nullptr;
   Mode mode = Mode::train;
   uint64_t seed = 0;
+  Scratch scratch = {};  // what memory_use().scratch.forward asked for; empty when it asked for nothing
 };
 
 // One backward call: the forward's x and y (valid where memory_use() says backward reads them), the output
@@ -64,6 +67,7 @@ struct BackwardPass {
   const float* y = nullptr;
   Tensor dy;
   float* dx = nullptr;
+  Scratch scratch = {};  // what memory_use().scratch.backward asked for
 };
 
 class Layer {

@@ -1,6 +1,6 @@
-// Owns the memory plan's three passes: activations (which steps run in place, how long each value lives),
-// gradients (where each backward step writes, which values need their contributions summed), and placing the
-// buffers in the arena by lifetime.
+// Owns the memory plan's passes: activations (which steps run in place, how long each value lives), gradients
+// (where each backward step writes, which values need their contributions summed), the steps' scratch, and
+// placing the buffers in the arena by lifetime.
 #include "model/memory_plan.h"
 
 #include <fmt/format.h>
@@ -38,7 +38,25 @@ int MemoryPlan::input_gradient(int step, int slot) const {
 MemoryPlan::MemoryPlan(const Graph& graph, bool share) {
   plan_activations(graph, share);
   plan_gradients(graph);
+  plan_scratch(graph);
   place(share);
+}
+
+void MemoryPlan::plan_scratch(const Graph& graph) {
+  const auto& steps = graph.steps();
+  const int step_count = static_cast<int>(steps.size());
+  scratch_.assign(steps.size(), {});
+  const auto scratch_at = [&](std::size_t bytes, int time) {
+    if (bytes == 0) return kNoScratch;
+    const int id = new_buffer(static_cast<int64_t>((bytes + sizeof(float) - 1) / sizeof(float)));
+    buffers_[static_cast<size_t>(id)].scratch = true;
+    use(id, time);
+    return id;
+  };
+  for (int k = 0; k < step_count; ++k) {
+    const ScratchBytes wants = steps[static_cast<size_t>(k)].memory_use().scratch;
+    scratch_[static_cast<size_t>(k)] = {scratch_at(wants.forward, k), scratch_at(wants.backward, 2 * step_count - k)};
+  }
 }
 
 void MemoryPlan::plan_activations(const Graph& graph, bool share) {
@@ -154,8 +172,11 @@ void MemoryPlan::place(bool share) {
   std::vector<int> order(buffers_.size());
   std::iota(order.begin(), order.end(), 0);
   // Largest first: the big activations settle low in the arena and the small ones fill the gaps between them.
+  // Scratch last: a workspace lives for one step, so it takes whatever room that step leaves rather than
+  // pushing long-lived activations above it.
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return buffers_[static_cast<size_t>(a)].floats > buffers_[static_cast<size_t>(b)].floats;
+    const Buffer &x = buffers_[static_cast<size_t>(a)], &y = buffers_[static_cast<size_t>(b)];
+    return x.scratch != y.scratch ? y.scratch : x.floats > y.floats;
   });
   std::vector<int> placed;
   arena_bytes_ = 0;
@@ -188,8 +209,15 @@ int64_t MemoryPlan::unshared_bytes() const {
 std::string MemoryPlan::summary() const {
   const double mib = 1 << 20;
   const int64_t unshared = unshared_bytes();
-  return fmt::format("{} buffers for activations and gradients in {:.1f} MiB ({:.1f} MiB unshared: {:.0f} % saved)",
-                     buffers_.size(), static_cast<double>(arena_bytes_) / mib, static_cast<double>(unshared) / mib,
+  int scratch = 0;
+  int64_t largest_scratch = 0;
+  for (const Buffer& b : buffers_)
+    if (b.scratch) ++scratch, largest_scratch = std::max(largest_scratch, bytes_of(b.floats));
+  const std::string what = scratch == 0 ? "activations and gradients"
+                                        : fmt::format("activations, gradients and scratch ({} scratch, the largest "
+                                                      "{:.1f} MiB)", scratch, static_cast<double>(largest_scratch) / mib);
+  return fmt::format("{} buffers for {} in {:.1f} MiB ({:.1f} MiB unshared: {:.0f} % saved)", buffers_.size(), what,
+                     static_cast<double>(arena_bytes_) / mib, static_cast<double>(unshared) / mib,
                      unshared > 0 ? 100.0 * (1.0 - static_cast<double>(arena_bytes_) / static_cast<double>(unshared))
                                   : 0.0);
 }

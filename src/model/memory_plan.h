@@ -6,7 +6,9 @@
 // reader, in forward or (when a layer's backward reads it) in backward; a gradient from the backward step that
 // writes it until the one that reads it. Element-wise steps (ReLU, a residual join) run in place when nothing
 // reads their input afterwards; views (flatten) share their input's buffer; a value read by two steps (a
-// residual block's input) gets its two gradient contributions summed into a buffer of its own.
+// residual block's input) gets its two gradient contributions summed into a buffer of its own. A step's scratch
+// (model/scratch.h) lives at that step alone, in forward and in backward, and is placed after every other buffer,
+// in the room they leave at that time.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -26,6 +28,12 @@ class MemoryPlan {
     int64_t floats = 0;      // at the setup batch
     int first = 0, last = 0;  // live on the timeline from `first` to `last`, inclusive
     int64_t offset = 0;      // bytes into the arena
+    bool scratch = false;    // a step's scratch, live at that step only
+  };
+  // Where step k's forward and backward scratch are (kNoScratch: it asked for none).
+  static constexpr int kNoScratch = -4;
+  struct StepScratch {
+    int forward = kNoScratch, backward = kNoScratch;
   };
   // A value read by several steps (a residual block's input): its gradient `sum` adds the contributions, in the
   // order backward wrote them, computed after the backward of the last step to contribute.
@@ -46,6 +54,7 @@ class MemoryPlan {
   int input_gradient(int step, int slot) const;
   static constexpr int kNoGradient = -3;
   const std::vector<GradientSum>& sums_after(int step) const { return sums_after_[static_cast<size_t>(step)]; }
+  const StepScratch& scratch(int step) const { return scratch_[static_cast<size_t>(step)]; }
   const std::vector<Buffer>& buffers() const { return buffers_; }
 
   int64_t arena_bytes() const { return arena_bytes_; }
@@ -60,12 +69,14 @@ class MemoryPlan {
   void use(int buffer, int time);
   void plan_activations(const Graph& graph, bool share);
   void plan_gradients(const Graph& graph);
+  void plan_scratch(const Graph& graph);
   void place(bool share);
 
   std::vector<Buffer> buffers_;
   std::vector<int> activation_, gradient_;
   std::vector<std::vector<int>> input_gradient_;       // per step, per input slot
   std::vector<std::vector<GradientSum>> sums_after_;  // per step
+  std::vector<StepScratch> scratch_;                  // per step
   int64_t arena_bytes_ = 0;
 };
 

@@ -132,6 +132,11 @@ float* Network::activation(int value, const Tensor& input) const {
   return arena_.as<float>() + plan_.buffers()[static_cast<size_t>(buffer)].offset / sizeof(float);
 }
 
+Scratch Network::scratch(int buffer, std::size_t bytes) const {
+  if (buffer == MemoryPlan::kNoScratch) return {};
+  return {arena_.as<float>() + plan_.buffers()[static_cast<size_t>(buffer)].offset / sizeof(float), bytes};
+}
+
 float* Network::gradient_buffer(int buffer, const Tensor& dlogits) const {
   if (buffer == MemoryPlan::kNoGradient) return nullptr;
   if (buffer == MemoryPlan::kOutputGradient) return dlogits.data;
@@ -142,12 +147,15 @@ Tensor Network::forward(const Tensor& x, Mode mode, uint64_t seed) {
   last_input_ = x;
   const int batch = x.shape.n;
   const auto& values = graph_.values();
-  for (const Step& step : graph_.steps()) {
+  const auto& steps = graph_.steps();
+  for (int k = 0; k < static_cast<int>(steps.size()); ++k) {
+    const Step& step = steps[static_cast<size_t>(k)];
     const Shape in_shape = values[static_cast<size_t>(step.inputs[0])].shape.with_batch(batch);
     float* in = activation(step.inputs[0], x);
     float* out = activation(step.output, x);
     if (step.kind == Step::Kind::layer) {
-      const ForwardPass pass{{in, in_shape}, out, mode, step.seed.apply(seed)};
+      const ForwardPass pass{{in, in_shape}, out, mode, step.seed.apply(seed),
+                             scratch(plan_.scratch(k).forward, step.memory_use().scratch.forward)};
       profiled(*step.layer, false, [&] { step.layer->forward(pass); });
       continue;
     }
@@ -172,7 +180,8 @@ void Network::run_backward_step(int k, const Tensor& dlogits, GradientObserver* 
   if (step.kind == Step::Kind::layer) {
     const int input = step.inputs[0];
     const BackwardPass pass{{activation(input, last_input_), values[static_cast<size_t>(input)].shape.with_batch(batch)},
-                            y, dy, gradient_buffer(plan_.input_gradient(k, 0), dlogits)};
+                            y, dy, gradient_buffer(plan_.input_gradient(k, 0), dlogits),
+                            scratch(plan_.scratch(k).backward, step.memory_use().scratch.backward)};
     profiled(*step.layer, true, [&] { step.layer->backward(pass); });
     if (observer && layer_ranges_.count(step.layer)) observer->gradients_ready(*step.layer);
   } else if (step.relu) {

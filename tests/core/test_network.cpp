@@ -95,6 +95,15 @@ double loss_of(model::Network& net, const model::Tensor& logits, const std::vect
   return totals.loss_sum;
 }
 
+// n normally distributed values (standard deviation 1), reproducible from the seed.
+std::vector<float> normal_values(int64_t n, uint32_t seed, float mean = 0.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(mean, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (auto& v : x) v = normal(rng);
+  return x;
+}
+
 // Loss of the whole network on one batch, in train mode, in double.
 double batch_loss(model::Network& net, std::vector<float>& x, const std::vector<int32_t>& labels, int batch) {
   const auto logits = net.forward({x.data(), net.input_shape().with_batch(batch)}, model::Mode::train, 1);
@@ -127,10 +136,7 @@ TEST(Network, WholeNetworkGradientsMatchFiniteDifferences) {
   model::Network net(layers, cpu, {batch, 2, 8, 8}, 5);
   auto params = net.initial_params(11);
   std::copy(params.begin(), params.end(), net.params());
-  std::mt19937 rng(5);
-  std::normal_distribution<float> normal;
-  std::vector<float> x(static_cast<size_t>(batch * 2 * 8 * 8));
-  for (auto& v : x) v = normal(rng);
+  std::vector<float> x = normal_values(batch * 2 * 8 * 8, 5);
   const std::vector<int32_t> labels{1, 4, 2};
 
   std::fill(net.grads(), net.grads() + net.param_count(), 0.0f);
@@ -200,10 +206,7 @@ TEST(Network, TheMemoryPlanChangesNoNumberAndSavesMemory) {
                                       layer(LayerKind::relu), layer(LayerKind::dense, 4)};
   const int batch = 3;
   const model::Shape input{batch, 2, 8, 8};
-  std::mt19937 rng(9);
-  std::normal_distribution<float> normal;
-  std::vector<float> x(static_cast<size_t>(input.elements()));
-  for (auto& v : x) v = normal(rng);
+  std::vector<float> x = normal_values(input.elements(), 9);
   const std::vector<int32_t> labels{0, 3, 1};
 
   struct Result {
@@ -269,10 +272,7 @@ TEST(Network, FusingBatchNormWithItsReluAndPoolChangesNoNumber) {
                                       layer(LayerKind::flatten), layer(LayerKind::dense, 8), layer(LayerKind::relu),
                                       layer(LayerKind::dense, 3)};
   const model::Shape input{4, 2, 7, 7};
-  std::mt19937 rng(5);
-  std::normal_distribution<float> normal(0.5f, 1.0f);  // a mean off zero, so the ReLUs cut a good share
-  std::vector<float> x(static_cast<size_t>(input.elements()));
-  for (auto& v : x) v = normal(rng);
+  std::vector<float> x = normal_values(input.elements(), 5, 0.5f);  // a mean off zero: the ReLUs cut a good share
   const std::vector<int32_t> labels{0, 2, 1, 2};
 
   struct Result {
@@ -316,3 +316,89 @@ TEST(Network, FusingBatchNormWithItsReluAndPoolChangesNoNumber) {
 }
 
 }  // namespace
+
+// A CPU backend whose convolutions ask for scratch, as cuDNN's do, and fill it with NaN before and after they
+// run: if the memory plan let a step's scratch share memory with anything live at that step (its input, its
+// output, a tensor kept for backward), the numbers would change.
+class ScratchPoisoningCpu final : public backend::CpuBackend {
+ public:
+  using CpuBackend::CpuBackend;
+  model::ScratchBytes conv2d_prepare(const model::Conv2dShape& s) override {
+    CpuBackend::conv2d_prepare(s);
+    const auto input_bytes = static_cast<std::size_t>(s.batch) * s.in_channels * s.in_h * s.in_w * sizeof(float);
+    return {.forward = input_bytes, .backward = 2 * input_bytes};
+  }
+  void conv2d_forward(const model::Conv2dShape& s, const float* x, const float* w, const float* bias, float* y,
+                      model::Scratch scratch) override {
+    poison(scratch);
+    CpuBackend::conv2d_forward(s, x, w, bias, y, scratch);
+    poison(scratch);
+  }
+  void conv2d_backward(const model::Conv2dShape& s, const float* x, const float* dy, const float* w, float* dx,
+                       float* dw, float* dbias, model::Scratch scratch) override {
+    poison(scratch);
+    CpuBackend::conv2d_backward(s, x, dy, w, dx, dw, dbias, scratch);
+    poison(scratch);
+  }
+  int poisoned = 0;
+
+ private:
+  void poison(model::Scratch scratch) {
+    ASSERT_NE(scratch.data, nullptr) << "a convolution that asked for scratch got none";
+    std::fill_n(static_cast<float*>(scratch.data), scratch.bytes / sizeof(float), std::nanf(""));
+    ++poisoned;
+  }
+};
+
+TEST(Network, ScratchInTheArenaOverlapsNothingLiveAtItsStep) {
+  auto block = layer(LayerKind::residual);
+  block.body = {layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm), layer(LayerKind::relu),
+                layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm)};
+  const std::vector<LayerSpec> layers{layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm),
+                                      layer(LayerKind::relu), block, layer(LayerKind::maxpool, 2),
+                                      layer(LayerKind::conv2d, 6, 3, 2, 1), layer(LayerKind::relu),
+                                      layer(LayerKind::flatten), layer(LayerKind::dense, 3)};
+  const model::Shape input{3, 2, 8, 8};
+  std::vector<float> x = normal_values(input.elements(), 11);
+  const std::vector<int32_t> labels{2, 0, 1};
+
+  struct Result {
+    std::vector<float> logits, grads;
+    std::string memory;
+    int64_t arena_bytes = 0;
+  };
+  auto run = [&](backend::CpuBackend& cpu) {
+    model::Network net(layers, cpu, input, 3);
+    const auto params = net.initial_params(6), states = net.initial_states();
+    std::copy(params.begin(), params.end(), net.params());
+    std::copy(states.begin(), states.end(), net.states());
+    std::fill(net.grads(), net.grads() + net.param_count(), 0.0f);
+    Result r;
+    for (uint64_t step = 1; step <= 2; ++step) {  // twice: the second pass finds the buffers holding the first's
+      const auto logits = net.forward({x.data(), input}, model::Mode::train, step);
+      r.logits.assign(logits.data, logits.data + logits.shape.elements());
+      std::vector<float> dlogits(r.logits.size());
+      loss_of(net, logits, labels, dlogits.data());
+      net.backward({dlogits.data(), logits.shape}, nullptr);
+    }
+    r.grads.assign(net.grads(), net.grads() + net.param_count());
+    r.memory = net.memory_plan().summary();
+    r.arena_bytes = net.memory_plan().arena_bytes();
+    for (const auto& b : net.memory_plan().buffers()) {
+      if (b.scratch) {
+        EXPECT_EQ(b.first, b.last) << "scratch lives for its step alone";
+      }
+    }
+    return r;
+  };
+  backend::CpuBackend plain(1);
+  ScratchPoisoningCpu poisoning(1);
+  const Result without = run(plain), with = run(poisoning);
+  EXPECT_EQ(poisoning.poisoned, 4 * 2 * 2 * 2) << "4 convolutions, forward and backward, 2 steps, before and after";
+  EXPECT_EQ(without.logits, with.logits);
+  ASSERT_EQ(without.grads.size(), with.grads.size());
+  for (size_t i = 0; i < with.grads.size(); ++i) ASSERT_EQ(without.grads[i], with.grads[i]) << "gradient " << i;
+  EXPECT_NE(with.memory.find("8 scratch"), std::string::npos) << with.memory;
+  EXPECT_EQ(without.memory.find("scratch"), std::string::npos) << without.memory;
+  EXPECT_GE(with.arena_bytes, without.arena_bytes);
+}

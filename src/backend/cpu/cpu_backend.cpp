@@ -113,16 +113,19 @@ void CpuBackend::dropout_backward(int64_t n, float p, const uint8_t* mask, const
 // An empty batch (possible for the last evaluation batch of a tiny split) goes to our kernels, which do nothing.
 bool CpuBackend::on_dnnl(const model::Conv2dShape& s) { return s.batch > 0 && dnnl_.runs_conv2d(s); }
 
-void CpuBackend::conv2d_prepare(const model::Conv2dShape& s) { dnnl_.conv2d_prepare(s); }
+model::ScratchBytes CpuBackend::conv2d_prepare(const model::Conv2dShape& s) {
+  dnnl_.conv2d_prepare(s);
+  return {};
+}
 void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const float* x, const float* w, const float* bias,
-                                float* y) {
+                                float* y, model::Scratch) {
   if (on_dnnl(s))
     dnnl_.conv2d_forward(s, x, w, bias, y);
   else
     kc::conv2d_forward(s, x, w, bias, y, conv_workspace_);
 }
 void CpuBackend::conv2d_backward(const model::Conv2dShape& s, const float* x, const float* dy, const float* w,
-                                 float* dx, float* dw, float* dbias) {
+                                 float* dx, float* dw, float* dbias, model::Scratch) {
   if (on_dnnl(s)) {
     dnnl_.conv2d_backward(s, x, dy, w, dx, dw, dbias);
     return;

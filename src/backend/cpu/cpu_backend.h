@@ -10,7 +10,7 @@
 
 namespace ringtrain::backend {
 
-class CpuBackend final : public model::Backend {
+class CpuBackend : public model::Backend {
  public:
   // math: the operand type of the products on oneDNN (DnnlMath::bf16 needs DnnlOps::bf16_available()).
   explicit CpuBackend(int threads, kernels::cpu::DnnlMath math = kernels::cpu::DnnlMath::fp32);
@@ -37,11 +37,12 @@ class CpuBackend final : public model::Backend {
   void dropout_forward(int64_t n, float p, uint64_t seed, const float* x, float* y, uint8_t* mask) override;
   void dropout_backward(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx) override;
 
-  void conv2d_prepare(const model::Conv2dShape& s) override;
-  void conv2d_forward(const model::Conv2dShape& s, const float* x, const float* w, const float* bias,
-                      float* y) override;
+  // The host needs no planned scratch: oneDNN and the im2col kernels keep their own.
+  model::ScratchBytes conv2d_prepare(const model::Conv2dShape& s) override;
+  void conv2d_forward(const model::Conv2dShape& s, const float* x, const float* w, const float* bias, float* y,
+                      model::Scratch scratch) override;
   void conv2d_backward(const model::Conv2dShape& s, const float* x, const float* dy, const float* w, float* dx,
-                       float* dw, float* dbias) override;
+                       float* dw, float* dbias, model::Scratch scratch) override;
   void dense_forward(const model::DenseShape& s, const float* x, const float* w, const float* bias,
                      float* y) override;
   void dense_backward(const model::DenseShape& s, const float* x, const float* w, const float* dy, float* dx,

@@ -70,11 +70,11 @@ class CudaBackend final : public model::Backend {
   void relu_backward(int64_t n, const float* y, const float* dy, float* dx) override;
   void dropout_forward(int64_t n, float p, uint64_t seed, const float* x, float* y, uint8_t* mask) override;
   void dropout_backward(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx) override;
-  void conv2d_prepare(const model::Conv2dShape& s) override;
-  void conv2d_forward(const model::Conv2dShape& s, const float* x, const float* w, const float* bias,
-                      float* y) override;
+  model::ScratchBytes conv2d_prepare(const model::Conv2dShape& s) override;  // the chosen algorithms' workspaces
+  void conv2d_forward(const model::Conv2dShape& s, const float* x, const float* w, const float* bias, float* y,
+                      model::Scratch scratch) override;
   void conv2d_backward(const model::Conv2dShape& s, const float* x, const float* dy, const float* w, float* dx,
-                       float* dw, float* dbias) override;
+                       float* dw, float* dbias, model::Scratch scratch) override;
   void dense_forward(const model::DenseShape& s, const float* x, const float* w, const float* bias,
                      float* y) override;
   void dense_backward(const model::DenseShape& s, const float* x, const float* w, const float* dy, float* dx,

@@ -39,15 +39,15 @@ void CudaBackend::dropout_backward(int64_t n, float p, const uint8_t* mask, cons
   kc::dropout_backward(n, p, mask, dy, dx, stream());
 }
 
-void CudaBackend::conv2d_prepare(const model::Conv2dShape& s) { dnn().prepare_conv(s); }
+model::ScratchBytes CudaBackend::conv2d_prepare(const model::Conv2dShape& s) { return dnn().prepare_conv(s); }
 void CudaBackend::conv2d_forward(const model::Conv2dShape& s, const float* x, const float* w, const float* bias,
-                                 float* y) {
-  dnn().conv_forward(s, x, w, bias, y);
+                                 float* y, model::Scratch scratch) {
+  dnn().conv_forward(s, x, w, bias, y, scratch);
 }
 void CudaBackend::conv2d_backward(const model::Conv2dShape& s, const float* x, const float* dy, const float* w,
-                                  float* dx, float* dw, float* dbias) {
-  dnn().conv_backward_filter(s, x, dy, dw, dbias);
-  if (dx) dnn().conv_backward_data(s, dy, w, dx);
+                                  float* dx, float* dw, float* dbias, model::Scratch scratch) {
+  dnn().conv_backward_filter(s, x, dy, dw, dbias, scratch);
+  if (dx) dnn().conv_backward_data(s, dy, w, dx, scratch);
 }
 
 // Row-major, W stored out x in (kernels/cpu/dense.h): y (n x out) = x (n x in) * W^T (in x out), then the bias.

@@ -108,8 +108,9 @@ struct Dnn::Impl {
   cudnnBatchNormMode_t training_bn_mode() const {
     return deterministic ? CUDNN_BATCHNORM_SPATIAL : CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
   }
-  void* workspace_for(std::size_t bytes) {
+  void* workspace_for(std::size_t bytes, model::Scratch scratch) {
     if (bytes == 0) return nullptr;
+    if (scratch.data && scratch.bytes >= bytes) return scratch.data;
     workspace.ensure(bytes, stream);
     return workspace.get();
   }
@@ -227,8 +228,6 @@ void Dnn::Impl::choose_algorithms(const Conv2dShape& g, ConvPlan& p) {
         },
         p.backward_filter, p.filter_bytes);
   }
-  // Grow the shared workspace now, at setup, rather than inside the first training step.
-  workspace_for(std::max({p.forward_bytes, p.data_bytes, p.filter_bytes}));
 }
 
 PoolPlan& Dnn::Impl::pool(const PoolShape& g, PoolMode mode) {
@@ -261,7 +260,10 @@ BatchNormPlan& Dnn::Impl::batchnorm(const BatchNormShape& g) {
   return *bn_plans.emplace(g, std::move(p)).first->second;
 }
 
-void Dnn::prepare_conv(const Conv2dShape& g) { impl_->conv(g); }
+model::ScratchBytes Dnn::prepare_conv(const Conv2dShape& g) {
+  const ConvPlan& p = impl_->conv(g);
+  return {.forward = p.forward_bytes, .backward = std::max(p.data_bytes, p.filter_bytes)};
+}
 
 std::string Dnn::conv_algorithms(const Conv2dShape& g) {
   const ConvPlan& p = impl_->conv(g);
@@ -271,24 +273,27 @@ std::string Dnn::conv_algorithms(const Conv2dShape& g) {
                      p.nondeterministic.empty() ? "" : ", non-deterministic: ", p.nondeterministic);
 }
 
-void Dnn::conv_forward(const Conv2dShape& g, const float* x, const float* w, const float* bias, float* y) {
+void Dnn::conv_forward(const Conv2dShape& g, const float* x, const float* w, const float* bias, float* y,
+                       model::Scratch scratch) {
   ConvPlan& p = impl_->conv(g);
-  void* ws = impl_->workspace_for(p.forward_bytes);
+  void* ws = impl_->workspace_for(p.forward_bytes, scratch);
   CUDNN_CHECK(cudnnConvolutionForward(impl_->handle, &kOne, p.x, x, p.w, w, p.conv, p.forward, ws, p.forward_bytes,
                                       &kZero, p.y, y));
   if (bias) CUDNN_CHECK(cudnnAddTensor(impl_->handle, &kOne, p.bias, bias, &kOne, p.y, y));
 }
 
-void Dnn::conv_backward_data(const Conv2dShape& g, const float* dy, const float* w, float* dx) {
+void Dnn::conv_backward_data(const Conv2dShape& g, const float* dy, const float* w, float* dx,
+                             model::Scratch scratch) {
   ConvPlan& p = impl_->conv(g);
-  void* ws = impl_->workspace_for(p.data_bytes);
+  void* ws = impl_->workspace_for(p.data_bytes, scratch);
   CUDNN_CHECK(cudnnConvolutionBackwardData(impl_->handle, &kOne, p.w, w, p.y, dy, p.conv, p.backward_data, ws,
                                            p.data_bytes, &kZero, p.x, dx));
 }
 
-void Dnn::conv_backward_filter(const Conv2dShape& g, const float* x, const float* dy, float* dw, float* dbias) {
+void Dnn::conv_backward_filter(const Conv2dShape& g, const float* x, const float* dy, float* dw, float* dbias,
+                               model::Scratch scratch) {
   ConvPlan& p = impl_->conv(g);
-  void* ws = impl_->workspace_for(p.filter_bytes);
+  void* ws = impl_->workspace_for(p.filter_bytes, scratch);
   // beta = 1: parameter gradients accumulate (micro-batches of one optimizer step add up).
   CUDNN_CHECK(cudnnConvolutionBackwardFilter(impl_->handle, &kOne, p.x, x, p.y, dy, p.conv, p.backward_filter, ws,
                                              p.filter_bytes, &kOne, p.w, dw));

@@ -12,6 +12,7 @@
 #include "backend/cuda/math_mode.h"
 #include "kernels/cuda/stream.h"
 #include "kernels/op_shapes.h"
+#include "model/scratch.h"
 
 namespace ringtrain::backend {
 
@@ -31,24 +32,28 @@ enum class ConvSearch { heuristic, measure };
 
 class Dnn {
  public:
-  // workspace_limit_bytes bounds the scratch any one convolution algorithm may use; one workspace, grown to the
-  // largest chosen need, is shared by every layer (they all run on `stream`, one at a time). `math` says whether
-  // convolutions may use TF32 tensor cores (math_mode.h).
+  // workspace_limit_bytes bounds the scratch any one convolution algorithm may use. A call's workspace is the
+  // scratch its caller hands it (the network's memory plan places it in the arena) where that is large enough;
+  // otherwise one workspace of Dnn's own, grown to the largest need seen, shared by every call (they all run on
+  // `stream`, one at a time). `math` says whether convolutions may use TF32 tensor cores (math_mode.h).
   Dnn(kernels::cuda::Stream stream, std::size_t workspace_limit_bytes, ConvSearch search, MathMode math,
       bool deterministic);
   ~Dnn();
   Dnn(const Dnn&) = delete;
   Dnn& operator=(const Dnn&) = delete;
 
-  // Chooses the three algorithms for this shape now instead of at first use. Layers call it at setup for the
-  // largest batch; a smaller batch (the last evaluation batch) gets its own choice when first seen.
-  void prepare_conv(const Conv2dShape& g);
+  // Chooses the three algorithms for this shape now instead of at first use, and returns their workspaces:
+  // forward, and the larger of the two gradients'. Layers call it at setup for the largest batch; a smaller batch
+  // (the last evaluation batch) gets its own choice when first seen.
+  model::ScratchBytes prepare_conv(const Conv2dShape& g);
   // "fwd IMPLICIT_PRECOMP_GEMM, data ALGO_1, filter ALGO_1, workspace 12.0 MiB", choosing first if needed.
   std::string conv_algorithms(const Conv2dShape& g);
 
-  void conv_forward(const Conv2dShape& g, const float* x, const float* w, const float* bias, float* y);
-  void conv_backward_data(const Conv2dShape& g, const float* dy, const float* w, float* dx);
-  void conv_backward_filter(const Conv2dShape& g, const float* x, const float* dy, float* dw, float* dbias);
+  void conv_forward(const Conv2dShape& g, const float* x, const float* w, const float* bias, float* y,
+                    model::Scratch scratch);
+  void conv_backward_data(const Conv2dShape& g, const float* dy, const float* w, float* dx, model::Scratch scratch);
+  void conv_backward_filter(const Conv2dShape& g, const float* x, const float* dy, float* dw, float* dbias,
+                            model::Scratch scratch);
 
   // Training: batch statistics; running = (1-momentum)*running + momentum*batch with the unbiased variance;
   // saves mean and 1/sqrt(var+eps) for backward.

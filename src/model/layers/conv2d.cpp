@@ -22,10 +22,11 @@ class Conv2d final : public LeafLayer {
                                   spec_.padding));
     shape_ = {in.n, in.c, in.h, in.w, spec_.filters, spec_.kernel, spec_.kernel, spec_.stride, spec_.padding};
     out_ = {in.n, spec_.filters, shape_.out_h(), shape_.out_w()};
-    backend_.conv2d_prepare(shape_);
+    scratch_ = backend_.conv2d_prepare(shape_);
     return out_;
   }
-  MemoryUse memory_use() const override { return {.backward_reads_input = true}; }  // the filter gradient
+  // The filter gradient reads the input.
+  MemoryUse memory_use() const override { return {.backward_reads_input = true, .scratch = scratch_}; }
   std::vector<ParamDecl> param_decls() const override {
     return params_.decls(spec_.filters, int64_t{in_.c} * spec_.kernel * spec_.kernel, spec_.bias);
   }
@@ -33,17 +34,19 @@ class Conv2d final : public LeafLayer {
     params_.bind(p, g);
   }
   void forward(const ForwardPass& pass) override {
-    backend_.conv2d_forward(at_batch(shape_, pass.x.shape.n), pass.x.data, params_.weight(), params_.bias(), pass.y);
+    backend_.conv2d_forward(at_batch(shape_, pass.x.shape.n), pass.x.data, params_.weight(), params_.bias(), pass.y,
+                            pass.scratch);
   }
   void backward(const BackwardPass& pass) override {
     const Conv2dShape s = at_batch(shape_, pass.dy.shape.n);
     backend_.conv2d_backward(s, pass.x.data, pass.dy.data, params_.weight(), pass.dx, params_.weight_grad(),
-                             params_.bias_grad());
+                             params_.bias_grad(), pass.scratch);
   }
   double forward_flops_per_sample() const override { return at_batch(shape_, 1).forward_flops(); }
 
  private:
   Conv2dShape shape_;
+  ScratchBytes scratch_;
   WeightAndBias params_;
 };
 
