@@ -9,7 +9,9 @@
 # fmnist/*.gz (Debian's dataset-fashion-mnist files). The bench stage's gpu-summary.jsonl and the nccl stage's
 # nccl-summary.jsonl are the records for perf/results/<date>-gpu-<topic>/.
 #   STAGES="tests fmnist bench"   which parts to run (also: variants, resnet20, nccl);  FMNIST_EPOCHS=12;
-#   STEPS=40 (benchmark steps);  VARIANTS="name=--set k=v ...;name2=..." (ResNet-50 settings to compare)
+#   STEPS=40 (benchmark steps);  VARIANTS="name=--set k=v ...;name2=..." (ResNet-50 settings to compare);
+#   LAYERS=0 leaves the single-layer benchmarks out of the bench stage;  BENCH_TIMEOUT_S=450.
+# What each stage costs on an H100: perf/gpu/PENDING.md.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:?run this through the device tool, which sets OUT}
@@ -26,9 +28,9 @@ rt ldd "$bin/ringtrain" | grep -E "not found|cudnn|nccl|cublas|mpi|hdf5" >>"$out
 rt "$bin/ringtrain" --version 2>&1 | tee -a "$out/summary.txt"
 
 if [[ " $stages " == *" tests "* ]]; then
-  rt timeout 150 mpirun -np 1 "$bin/test_gpu" >"$out/test_gpu.log" 2>&1
+  rt timeout 150 mpirun -np 1 "$bin/test_gpu" --gtest_color=no >"$out/test_gpu.log" 2>&1
   log "test_gpu exit $?: $(grep -cE '^\[       OK' "$out/test_gpu.log") ok, $(grep -cE '^\[  FAILED  \] [A-Z]' "$out/test_gpu.log") failed lines"
-  rt timeout 150 "$bin/test_layers" --gtest_filter='*/cuda*' >"$out/test_layers_cuda.log" 2>&1
+  rt timeout 150 "$bin/test_layers" --gtest_color=no --gtest_filter='*/cuda*' >"$out/test_layers_cuda.log" 2>&1
   log "test_layers (cuda) exit $?: $(grep -cE '^\[       OK' "$out/test_layers_cuda.log") ok, $(grep -cE '^\[  FAILED  \] [A-Z]' "$out/test_layers_cuda.log") failed lines"
   mkdir -p "$work/bench" && cp "$out/test_gpu.log" "$out/test_layers_cuda.log" "$work/bench/"  # for gpu_summary.py
 fi
@@ -56,6 +58,8 @@ if [[ " $stages " == *" variants "* ]]; then
       --set data.train="$work/s224/train" --set data.test="$work/s224/test" --set run.dir="$work/v-$name" \
       --set train.max_steps_per_epoch="$steps" $sets >"$work/v-$name.log" 2>&1
     log "resnet50 $name exit $?: $(grep -E '^epoch 1/1:' "$work/v-$name.log" | sed 's/.*acc [0-9.]* | //')"
+    log "resnet50 $name memory: $(grep -oE '"(steady_samples_per_s|device_memory_[a-z_]*mb)":[0-9.]*' \
+      "$work/v-$name/metrics.jsonl" 2>/dev/null | tr '\n' ' ')"
   done
   rm -rf "$work/s224"
 fi
@@ -71,7 +75,7 @@ if [[ " $stages " == *" resnet20 "* ]]; then
 fi
 
 if [[ " $stages " == *" bench "* ]]; then
-  OUT="$work/bench" STEPS=${STEPS:-40} RUN_TESTS=0 BIN="$bin" timeout 330 perf/gpu/run_gpu_bench.sh >"$work/bench.log" 2>&1
+  OUT="$work/bench" STEPS=${STEPS:-40} RUN_TESTS=0 BIN="$bin" timeout ${BENCH_TIMEOUT_S:-450} perf/gpu/run_gpu_bench.sh >"$work/bench.log" 2>&1
   log "run_gpu_bench exit $?"
   cat "$work/bench/summary.txt" >>"$out/summary.txt" 2>/dev/null
   cp "$work/bench/gpu-summary.jsonl" "$out/" 2>/dev/null

@@ -10,13 +10,19 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "perf", "gpu"))
 import gpu_summary as gs  # noqa: E402
 
+ALLOCATIONS = "resnet50 fp32 batch 256: ringtrain's peak memory <= PyTorch's (allocations: theirs max_memory_allocated)"
+TF32 = "resnet50 tf32 batch 256: ringtrain's peak memory <= PyTorch's (allocations: theirs max_memory_allocated)"
+DEVICE = "resnet50 fp32 batch 256: ringtrain's device memory, all but the context <= PyTorch's max_memory_reserved"
 
-def write_run(out, name, batch, steady, peak, start, warmup=10, steps=60):
+
+def write_run(out, name, batch, steady, peak, start, warmup=10, steps=60, allocated=None):
     run = out / f"ringtrain-{name}"
     run.mkdir()
     records = [{"kind": "job", "batch_per_rank": batch, "ranks": 1, "backend": "cuda, test"},
                {"kind": "epoch", "steps": steps, "steady_samples_per_s": steady, "timing_warmup_steps": warmup,
                 "device_memory_peak_mb": peak, "device_memory_at_start_mb": start}]
+    if allocated is not None:
+        records[-1]["device_memory_allocated_peak_mb"] = allocated
     (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
 
 
@@ -27,15 +33,16 @@ def torch_record(model, precision, batch, rate, peak, channels_last=False):
 
 
 class GpuSummary(unittest.TestCase):
-    def run_summary(self, fm_rate, rn_peak):
+    def run_summary(self, fm_rate, rn_peak, rn_allocated=None, tf32_allocated=None):
         with tempfile.TemporaryDirectory() as root:
             out = pathlib.Path(root)
             (out / "nvidia-smi-L.txt").write_text("GPU 0: NVIDIA H100 80GB HBM3 (UUID: x)\n")
             (out / "test_gpu.log").write_text("[==========] 20 tests ran.\n[  PASSED  ] 20 tests.\n")
             write_run(out, "fmnist", 64, fm_rate, 1500, 500)
-            write_run(out, "resnet50", 256, 900, 500 + rn_peak, 500)
-            write_run(out, "resnet50-tf32", 256, 1600, 30000, 500)
+            write_run(out, "resnet50", 256, 900, 500 + rn_peak, 500, allocated=rn_allocated)
+            write_run(out, "resnet50-tf32", 256, 1600, 30000, 500, allocated=tf32_allocated)
             records = [torch_record("fmnist", "fp32", 64, 10000, 300), torch_record("resnet50", "fp32", 256, 1000, 21400),
+                       torch_record("resnet50", "tf32", 256, 1800, 21300),
                        torch_record("resnet50", "bf16", 256, 3984, 12000, channels_last=True),
                        {"kind": "matmul", "precision": "bf16", "flops_per_s": 7e14}]
             (out / "pytorch.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -57,26 +64,48 @@ class GpuSummary(unittest.TestCase):
     def test_rows_carry_the_record_format(self):
         rows = self.run_summary(fm_rate=16000, rn_peak=20000)
         measurements = [r for r in rows if "impl" in r]
-        self.assertEqual(len(measurements), 6)
+        self.assertEqual(len(measurements), 7)
         for r in measurements:
             for key in ("date", "device", "impl", "model", "precision", "layout", "batch", "ranks", "samples_per_s",
                         "warmup_steps", "timed_steps", "peak_mem_mib", "mem_includes"):
                 self.assertIn(key, r)
         ours = next(r for r in measurements if r["impl"] == "ringtrain" and r["model"] == "resnet50"
                     and r["precision"] == "fp32")
-        self.assertEqual(ours["peak_mem_mib"], 20000)  # peak less the memory in use at the start
+        self.assertEqual(ours["peak_mem_mib"], 20000)  # no allocator figure: peak less the memory in use at the start
+        self.assertEqual(ours["device_peak_mib"], 20000)
+        self.assertIn("cudaMemGetInfo", ours["mem_includes"])
         self.assertEqual(ours["timed_steps"], 50)
         self.assertEqual(ours["device"], "GPU 0: NVIDIA H100 80GB HBM3 (UUID: x)")
         self.assertTrue(any(r["layout"] == "nhwc" for r in measurements))
 
+    def test_the_allocator_peak_is_compared_with_max_memory_allocated(self):
+        rows = self.run_summary(fm_rate=16000, rn_peak=21450, rn_allocated=21000, tf32_allocated=21300)
+        ours = next(r for r in rows if r.get("impl") == "ringtrain" and r["model"] == "resnet50"
+                    and r["precision"] == "fp32")
+        self.assertEqual((ours["peak_mem_mib"], ours["device_peak_mib"]), (21000, 21450))
+        self.assertIn("cudaMalloc", ours["mem_includes"])
+        checks = {r["check"]: r for r in rows if "check" in r}
+        allocations = checks[ALLOCATIONS]
+        self.assertTrue(allocations["passed"])
+        self.assertEqual((allocations["ringtrain"], allocations["reference"]), (21000, 21400))
+        self.assertTrue(checks[TF32]["passed"])  # 21300 <= 21300
+        device = checks[DEVICE]
+        self.assertTrue(device["passed"])  # 21450 <= the reserved 21500
+        self.assertEqual((device["ringtrain"], device["reference"]), (21450, 21500))
+        checks = {r["check"]: r["passed"] for r in self.run_summary(16000, rn_peak=21600, rn_allocated=21401)
+                  if "check" in r}
+        self.assertFalse(checks[ALLOCATIONS])
+        self.assertFalse(checks[DEVICE])
+        self.assertFalse(checks[TF32])  # no allocator figure: the device peak, 29500
+
     def test_checks_pass_and_fail_on_the_numbers(self):
         checks = {r["check"]: r["passed"] for r in self.run_summary(fm_rate=16000, rn_peak=20000) if "check" in r}
-        self.assertEqual(sum(v is True for v in checks.values()), 4)
+        self.assertEqual(sum(v is True for v in checks.values()), 5)
         self.assertFalse(checks["NVML samples in gpu.jsonl (fashion_mnist, every 1 s)"])  # the run kept none
         self.assertIsNone(checks["trace: allreduce bucket spans and device-timed forward/backward/optimizer phases"])
         self.assertIsNone(checks["test_layers (CUDA cases) passes"])  # no log: missing, not passed
         checks = {r["check"]: r["passed"] for r in self.run_summary(fm_rate=14000, rn_peak=30000) if "check" in r}
-        self.assertFalse(checks["resnet50 fp32 batch 256: ringtrain's peak memory <= PyTorch's"])
+        self.assertFalse(checks[ALLOCATIONS])
         self.assertFalse(checks["fashion_mnist fp32: ringtrain's steady samples/s >= 1.5 x PyTorch eager"])
 
 
