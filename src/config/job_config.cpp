@@ -119,7 +119,8 @@ const std::vector<KeyRule> kKeys = {
     {"gpu", "deterministic", Kind::boolean, true,
      "only deterministic convolution algorithms where one fits (bit-reproducible runs; may be slower)"},
     {"gpu", "workspace_mb", Kind::number, 1024.0,
-     "scratch memory one convolution algorithm may use, MiB (large NCHW layers need GiBs for tensor-core paths)"},
+     "scratch memory one convolution algorithm may use, MiB (large NCHW layers need GiBs for tensor-core paths); "
+     "the memory plan holds it only while its convolution runs"},
     {"gpu", "share_device", Kind::boolean, false,
      "testing only: let a node's ranks share its GPUs, each rank its own host to NCCL (NCCL_HOSTID), to run the "
      "multi-rank NCCL path on a one-GPU machine; slower than one rank per GPU"},
