@@ -21,7 +21,7 @@ namespace {
 // pinned staging buffers further (the initial parameters of a large model; never the per-step batches).
 constexpr std::size_t kStagingLimit = std::size_t{512} << 20;
 
-void free_device(void* p, std::size_t bytes) { device_free(p, bytes); }
+void free_device(void* p, std::size_t bytes) { (void)device_free(p, bytes); }
 
 }  // namespace
 

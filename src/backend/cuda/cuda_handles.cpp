@@ -38,10 +38,10 @@ void count_allocation(std::size_t bytes) {
 
 std::size_t device_allocated_peak_bytes() { return peak_held_bytes.load(); }
 
-void device_free(void* p, std::size_t bytes) {
-  if (!p) return;
-  (void)cudaFree(p);
+cudaError_t device_free(void* p, std::size_t bytes) {
+  if (!p) return cudaSuccess;
   held_bytes.fetch_sub(bytes);
+  return cudaFree(p);
 }
 
 void* device_malloc(std::size_t bytes, const char* what) {
@@ -69,20 +69,20 @@ DeviceMemory::DeviceMemory(DeviceMemory&& other) noexcept
 
 DeviceMemory& DeviceMemory::operator=(DeviceMemory&& other) noexcept {
   if (this != &other) {
-    device_free(ptr_, bytes_);
+    (void)device_free(ptr_, bytes_);
     ptr_ = std::exchange(other.ptr_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
   }
   return *this;
 }
 
-DeviceMemory::~DeviceMemory() { device_free(ptr_, bytes_); }
+DeviceMemory::~DeviceMemory() { (void)device_free(ptr_, bytes_); }
 
 void DeviceMemory::ensure(std::size_t bytes, cudaStream_t stream) {
   if (bytes <= bytes_ && ptr_) return;
   if (ptr_) {
     CUDA_CHECK(cudaStreamSynchronize(stream));
-    device_free(ptr_, bytes_);
+    CUDA_CHECK(device_free(ptr_, bytes_));
     ptr_ = nullptr;
     bytes_ = 0;
   }

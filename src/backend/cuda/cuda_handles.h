@@ -67,7 +67,8 @@ class PinnedMemory {
 // bare "out of memory".
 void* device_malloc(std::size_t bytes, const char* what);
 // cudaFree of what device_malloc gave, `bytes` its size: the two keep the process's count of device bytes held.
-void device_free(void* p, std::size_t bytes);
+// Returns cudaFree's status, for callers that may throw to check; destructors ignore it.
+cudaError_t device_free(void* p, std::size_t bytes);
 // The most bytes device_malloc's allocations held at once in this process.
 std::size_t device_allocated_peak_bytes();
 
