@@ -126,21 +126,26 @@ void Network::lay_out_parameters() {
   }
 }
 
-float* Network::activation(int value, const Tensor& input) const {
-  const int buffer = plan_.activation(value);
-  if (buffer == MemoryPlan::kNetworkInput) return input.data;
+float* Network::in_arena(int buffer) const {
   return arena_.as<float>() + plan_.buffers()[static_cast<size_t>(buffer)].offset / sizeof(float);
 }
 
-Scratch Network::scratch(int buffer, std::size_t bytes) const {
+float* Network::activation(int value, const Tensor& input) const {
+  const int buffer = plan_.activation(value);
+  if (buffer == MemoryPlan::kNetworkInput) return input.data;
+  return in_arena(buffer);
+}
+
+Scratch Network::scratch(int buffer) const {
   if (buffer == MemoryPlan::kNoScratch) return {};
-  return {arena_.as<float>() + plan_.buffers()[static_cast<size_t>(buffer)].offset / sizeof(float), bytes};
+  const int64_t floats = plan_.buffers()[static_cast<size_t>(buffer)].floats;
+  return {in_arena(buffer), sizeof(float) * static_cast<std::size_t>(floats)};
 }
 
 float* Network::gradient_buffer(int buffer, const Tensor& dlogits) const {
   if (buffer == MemoryPlan::kNoGradient) return nullptr;
   if (buffer == MemoryPlan::kOutputGradient) return dlogits.data;
-  return arena_.as<float>() + plan_.buffers()[static_cast<size_t>(buffer)].offset / sizeof(float);
+  return in_arena(buffer);
 }
 
 Tensor Network::forward(const Tensor& x, Mode mode, uint64_t seed) {
@@ -155,7 +160,7 @@ Tensor Network::forward(const Tensor& x, Mode mode, uint64_t seed) {
     float* out = activation(step.output, x);
     if (step.kind == Step::Kind::layer) {
       const ForwardPass pass{{in, in_shape}, out, mode, step.seed.apply(seed),
-                             scratch(plan_.scratch(k).forward, step.memory_use().scratch.forward)};
+                             scratch(plan_.scratch(k).forward)};
       profiled(*step.layer, false, [&] { step.layer->forward(pass); });
       continue;
     }
@@ -181,7 +186,7 @@ void Network::run_backward_step(int k, const Tensor& dlogits, GradientObserver* 
     const int input = step.inputs[0];
     const BackwardPass pass{{activation(input, last_input_), values[static_cast<size_t>(input)].shape.with_batch(batch)},
                             y, dy, gradient_buffer(plan_.input_gradient(k, 0), dlogits),
-                            scratch(plan_.scratch(k).backward, step.memory_use().scratch.backward)};
+                            scratch(plan_.scratch(k).backward)};
     profiled(*step.layer, true, [&] { step.layer->backward(pass); });
     if (observer && layer_ranges_.count(step.layer)) observer->gradients_ready(*step.layer);
   } else if (step.relu) {

@@ -103,7 +103,8 @@ class Network {
   void lay_out_parameters();
   float* activation(int value, const Tensor& input) const;
   float* gradient_buffer(int buffer, const Tensor& dlogits) const;
-  Scratch scratch(int buffer, std::size_t bytes) const;  // the plan's buffer for a step's scratch, or none
+  Scratch scratch(int buffer) const;  // the plan's buffer for a step's scratch (its whole size), or none
+  float* in_arena(int buffer) const;  // where the plan placed a buffer
   void run_backward_step(int k, const Tensor& dlogits, GradientObserver* observer);
 
   Backend& backend_;
