@@ -148,7 +148,7 @@ double checkpoint_bytes(const CheckpointData& d) {
   for (const NamedArray& a : d.optimizer_state) floats += a.values.size();
   std::size_t text = d.job_toml.size() + d.versions_json.size() + d.run_id.size();
   for (const std::string& name : d.tensor_names) text += name.size() + 1;
-  const std::size_t arrays = floats * sizeof(float) + (d.tensor_sizes.size() + 8 + 2) * sizeof(int64_t);
+  const std::size_t arrays = floats * sizeof(float) + (d.tensor_sizes.size() + 8 + 2 + 2) * sizeof(int64_t);
   return static_cast<double>(arrays + text) + 16.0 * 1024 * (4 + d.optimizer_state.size());
 }
 
@@ -210,6 +210,9 @@ void write_checkpoint(const fs::path& path, const CheckpointData& d) {
       write_array(file.id(), "position", std::vector<int64_t>{d.epoch, d.step_in_epoch, d.global_step, d.steps_per_epoch,
                                                               d.ranks, d.global_batch, seed_bits, d.state_count});
       write_array(file.id(), "timing", std::vector<double>{d.train_time_s, d.train_samples});
+      if (d.loss_scale > 0)
+        write_array(file.id(), "loss_scale",
+                    std::vector<double>{d.loss_scale, static_cast<double>(d.loss_scale_finite_in_a_row)});
       h5::write_string_attribute(file.id(), "format", kFormat);
       h5::write_string_attribute(file.id(), "run_id", d.run_id);
       h5::write_string_attribute(file.id(), "optimizer", d.optimizer);
@@ -267,6 +270,12 @@ CheckpointData read_checkpoint(const fs::path& path) {
     d.ranks = pos[4], d.global_batch = pos[5], d.state_count = pos[7];
     std::memcpy(&d.seed, &pos[6], sizeof d.seed);
     d.train_time_s = timing[0], d.train_samples = timing[1];
+    if (H5_CHECK(H5Lexists(file.id(), "loss_scale", H5P_DEFAULT)) > 0) {
+      const auto scaling = read_array<double>(file.id(), "loss_scale", crc);
+      if (scaling.size() != 2 || !(scaling[0] > 0) || !std::isfinite(scaling[0]) || !(scaling[1] >= 0))
+        throw CheckpointError("its loss_scale array is not a positive scale and a step count");
+      d.loss_scale = scaling[0], d.loss_scale_finite_in_a_row = static_cast<int64_t>(scaling[1]);
+    }
     d.tensor_names = split_lines(h5::read_string_attribute(file.id(), "tensor_names"));
     if (h5::has_attribute(file.id(), "run_id")) d.run_id = h5::read_string_attribute(file.id(), "run_id");
     d.job_toml = h5::read_string_attribute(file.id(), "job_toml");

@@ -37,6 +37,10 @@ struct CheckpointData {
   std::vector<float> states;   // ranks x state_count: running statistics differ per rank within an epoch
   int64_t state_count = 0;
   std::string run_id;  // the run that wrote it ("" in checkpoints of older ringtrains)
+  // fp16's dynamic loss scale and the finite steps in a row since it last changed; 0 where the run that wrote it
+  // had no loss scaling (stored only then, as the array "loss_scale").
+  double loss_scale = 0;
+  int64_t loss_scale_finite_in_a_row = 0;
   // read_checkpoint: every array's CRC-32C was present and verified (false: a file of an older ringtrain, whose
   // arrays carry none; Fletcher-32 and the chunk checks still ran)
   bool crc_verified = false;

@@ -3,6 +3,7 @@
 #include "kernels/cpu/elementwise.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace ringtrain::kernels::cpu {
 namespace {
@@ -53,6 +54,19 @@ void fill(int64_t n, float value, float* y) {
 
 void scale(int64_t n, float factor, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] *= factor;
+}
+
+// An infinity or a NaN is an all-ones exponent: an integer OR over the elements, which vectorises where a float
+// test reduced in order would not.
+void unscale(int64_t n, float factor, float* y, int32_t* nonfinite) {
+  uint32_t all_ones_exponent = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &y[i], sizeof bits);
+    all_ones_exponent |= (bits & 0x7f800000u) == 0x7f800000u ? 1u : 0u;
+    y[i] *= factor;
+  }
+  if (all_ones_exponent) *nonfinite = 1;
 }
 
 void dropout_forward(int64_t n, float p, uint64_t seed, const float* x, float* y, uint8_t* mask) {

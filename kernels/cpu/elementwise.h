@@ -10,6 +10,9 @@ void add(int64_t n, const float* a, const float* b, float* y);               // 
 void accumulate(int64_t n, const float* x, float* y);                        // y += x
 void fill(int64_t n, float value, float* y);
 void scale(int64_t n, float factor, float* y);
+// y *= factor, and *nonfinite = 1 where any element is infinite or NaN (left as it is otherwise): fp16's loss
+// scaling takes the scale back out of the gradients and learns whether they overflowed in one pass.
+void unscale(int64_t n, float factor, float* y, int32_t* nonfinite);
 
 // Inverted dropout: keeps each element with probability 1-p and scales kept ones by 1/(1-p), so inference is
 // the identity. The mask is drawn from a counter-based generator keyed by (seed, offset) so a step is

@@ -20,6 +20,15 @@ __global__ void fill_kernel(int64_t n, float value, float* y) {
 __global__ void scale_kernel(int64_t n, float factor, float* y) {
   for (int64_t i = global_index(); i < n; i += grid_stride()) y[i] *= factor;
 }
+// Threads that see a non-finite value all write the same 1, so the race is harmless.
+__global__ void unscale_kernel(int64_t n, float factor, float* y, int32_t* nonfinite) {
+  bool bad = false;
+  for (int64_t i = global_index(); i < n; i += grid_stride()) {
+    bad |= !isfinite(y[i]);
+    y[i] *= factor;
+  }
+  if (bad) *nonfinite = 1;
+}
 __global__ void relu_forward_kernel(int64_t n, const float* x, float* y) {
   for (int64_t i = global_index(); i < n; i += grid_stride()) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
@@ -60,6 +69,11 @@ void fill(int64_t n, float value, float* y, Stream stream) {
 void scale(int64_t n, float factor, float* y, Stream stream) {
   if (n <= 0) return;
   scale_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, factor, y);
+  RT_CHECK_LAUNCH();
+}
+void unscale(int64_t n, float factor, float* y, int32_t* nonfinite, Stream stream) {
+  if (n <= 0) return;
+  unscale_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, factor, y, nonfinite);
   RT_CHECK_LAUNCH();
 }
 void relu_forward(int64_t n, const float* x, float* y, Stream stream) {

@@ -12,6 +12,8 @@ void add(int64_t n, const float* a, const float* b, float* y, Stream stream);  /
 void accumulate(int64_t n, const float* x, float* y, Stream stream);            // y += x
 void fill(int64_t n, float value, float* y, Stream stream);
 void scale(int64_t n, float factor, float* y, Stream stream);                   // y *= factor
+// y *= factor, and *nonfinite = 1 (device memory) where any element is infinite or NaN, left as it is otherwise.
+void unscale(int64_t n, float factor, float* y, int32_t* nonfinite, Stream stream);
 void relu_forward(int64_t n, const float* x, float* y, Stream stream);          // y may alias x
 void relu_backward(int64_t n, const float* y, const float* dy, float* dx, Stream stream);  // dx = y > 0 ? dy : 0
 

@@ -1,6 +1,8 @@
 // Owns the device decision and the precision checks that depend on it.
 #include "backend/device_setup.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <thread>
 
@@ -21,21 +23,34 @@ bool wants_gpu(const config::JobConfig& job, const dist::World& world) {
 
 // The one place that says which train.precision runs where.
 void check_precision(const config::JobConfig& job, bool gpu) {
-  if (job.train.precision == config::Precision::bf16 && gpu)
-    throw JobFileError("train.precision = \"bf16\" runs on the CPU backend only (oneDNN's bf16 kernels); the CUDA "
-                       "backend has no bf16 path: use \"tf32\" for tensor-core math with fp32 storage, \"fp32\", or "
-                       "run.device = \"cpu\"");
-  if (job.train.precision == config::Precision::bf16 && !kernels::cpu::DnnlOps::bf16_available())
-    throw JobFileError("train.precision = \"bf16\" needs a CPU with AVX512_BF16 (oneDNN's bf16 kernels), and this "
-                       "CPU has none (no avx512_bf16 in /proc/cpuinfo's flags); set train.precision = \"fp32\"");
-  if (!gpu && job.train.precision == config::Precision::tf32)
+  const config::Precision p = job.train.precision;
+  if (gpu && (p == config::Precision::bf16 || p == config::Precision::fp16))
+    throw JobFileError(fmt::format("train.precision = \"{}\" runs on the CPU backend only for now; the CUDA backend "
+                                   "has no {} path: use \"tf32\" for tensor-core math with fp32 storage, \"fp32\", "
+                                   "or run.device = \"cpu\"",
+                                   p == config::Precision::bf16 ? "bf16" : "fp16",
+                                   p == config::Precision::bf16 ? "bf16" : "fp16"));
+  if (!gpu && p == config::Precision::tf32)
     throw JobFileError("train.precision = \"tf32\" needs the CUDA backend; this run uses the CPU backend (run.device, "
-                       "no GPU visible, or a build without CUDA), which computes in fp32 (or bf16 on CPUs with "
-                       "AVX512_BF16)");
+                       "no GPU visible, or a build without CUDA), which computes in fp32, bf16 or fp16");
 }
 
-kernels::cpu::DnnlMath cpu_math(const config::JobConfig& job) {
-  return job.train.precision == config::Precision::bf16 ? kernels::cpu::DnnlMath::bf16 : kernels::cpu::DnnlMath::fp32;
+// bf16 runs on oneDNN's bf16 kernels where the CPU has them, and is emulated by rounding operands elsewhere; fp16
+// is always emulated (oneDNN 2.6 has no fp16 training kernels for the CPU).
+struct CpuMath {
+  kernels::cpu::DnnlMath dnnl = kernels::cpu::DnnlMath::fp32;
+  kernels::cpu::OperandRounding rounding = kernels::cpu::OperandRounding::none;
+};
+CpuMath cpu_math(const config::JobConfig& job) {
+  switch (job.train.precision) {
+    case config::Precision::bf16:
+      if (kernels::cpu::DnnlOps::bf16_available()) return {kernels::cpu::DnnlMath::bf16, {}};
+      return {{}, kernels::cpu::OperandRounding::bf16};
+    case config::Precision::fp16:
+      return {{}, kernels::cpu::OperandRounding::fp16};
+    default:
+      return {};
+  }
 }
 
 int default_threads(const dist::World& world) {
@@ -59,8 +74,9 @@ DeviceSetup open_device(const config::JobConfig& job, dist::World& world) {
     });
     return device;
   }
-  device.backend =
-      std::make_unique<CpuBackend>(job.run.threads > 0 ? job.run.threads : default_threads(world), cpu_math(job));
+  const CpuMath math = cpu_math(job);
+  device.backend = std::make_unique<CpuBackend>(job.run.threads > 0 ? job.run.threads : default_threads(world),
+                                                math.dnnl, math.rounding);
   if (job.dist.reducer == config::CpuReducer::thread)
     device.reducer = std::make_unique<dist::ThreadGradientReducer>(world.comm(), job.dist.allreduce_dtype);
   else

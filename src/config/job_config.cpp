@@ -54,7 +54,15 @@ const std::vector<KeyRule> kKeys = {
     {"train", "accumulate_steps", Kind::integer, int64_t{1},
      "micro-batches per optimizer step (global batch = batch_per_rank x ranks x this)"},
     {"train", "shuffle", Kind::boolean, true, "shuffle each rank's partition every epoch"},
-    {"train", "precision", Kind::string, std::string("fp32"), "fp32 | tf32 (GPU only: fp32 storage, tensor-core math) | bf16 (CPU with AVX512_BF16 only: oneDNN products on bf16 operands, fp32 weights, outputs and accumulation)"},
+    {"train", "precision", Kind::string, std::string("fp32"),
+     "fp32 | tf32 (GPU only: fp32 storage, tensor-core math) | bf16 (CPU: products on bf16 operands, oneDNN's bf16 "
+     "kernels where the CPU has AVX512_BF16, rounded operands elsewhere; fp32 weights, outputs and accumulation) | "
+     "fp16 (CPU: products on operands rounded to fp16, with dynamic loss scaling)"},
+    {"train", "loss_scale_init", Kind::number, 65536.0,
+     "fp16: the first loss scale; halved (and the step skipped) when a gradient overflows; a power of two keeps "
+     "the unscaling exact"},
+    {"train", "loss_scale_growth_interval", Kind::integer, int64_t{2000},
+     "fp16: the loss scale doubles after this many steps in a row with finite gradients (0 = never grows)"},
     {"train", "label_smoothing", Kind::number, 0.0,
      "e in [0, 0.999]: train against (1 - e) on the label + e / classes everywhere; test loss stays plain cross-entropy"},
     {"optimizer", "name", Kind::string, std::string("sgd"),
@@ -494,7 +502,11 @@ void read_training(Reader& r, JobConfig& c) {
   c.train.seed = static_cast<uint64_t>(r.integer("train", "seed", 0, INT64_MAX));
   c.train.accumulate_steps = static_cast<int>(r.integer("train", "accumulate_steps", 1, 4096));
   c.train.shuffle = r.boolean("train", "shuffle");
-  c.train.precision = r.choice<Precision>("train", "precision", {{"fp32", Precision::fp32}, {"tf32", Precision::tf32}, {"bf16", Precision::bf16}});
+  c.train.precision = r.choice<Precision>(
+      "train", "precision",
+      {{"fp32", Precision::fp32}, {"tf32", Precision::tf32}, {"bf16", Precision::bf16}, {"fp16", Precision::fp16}});
+  c.train.loss_scale_init = r.number("train", "loss_scale_init", 0x1p-24, 0x1p64);
+  c.train.loss_scale_growth_interval = r.integer("train", "loss_scale_growth_interval", 0, INT64_MAX);
   c.train.label_smoothing = r.number("train", "label_smoothing", 0.0, 0.999);
   c.optimizer.kind = r.choice<OptimizerKind>("optimizer", "name",
                                              {{"sgd", OptimizerKind::sgd},

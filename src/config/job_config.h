@@ -13,7 +13,7 @@
 namespace ringtrain::config {
 
 enum class DeviceChoice { auto_detect, cpu, cuda };
-enum class Precision { fp32, tf32, bf16 };
+enum class Precision { fp32, tf32, bf16, fp16 };
 enum class LrSchedule { cosine, constant };
 enum class LrScaling { linear, sqrt, none };       // how the peak rate follows the global batch
 enum class OptimizerKind { sgd, adamw, lars, lamb };
@@ -41,6 +41,8 @@ struct JobConfig {
     bool shuffle = true;
     Precision precision = Precision::fp32;
     double label_smoothing = 0;  // training loss only; evaluation reports plain cross-entropy
+    double loss_scale_init = 65536;           // fp16's dynamic loss scaling (train/loss_scaler.h)
+    int64_t loss_scale_growth_interval = 2000;
   } train;
 
   struct Optimizer {

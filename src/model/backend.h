@@ -117,6 +117,9 @@ class Backend {
   virtual void copy(int64_t n, const float* x, float* y) = 0;
   virtual void add(int64_t n, const float* a, const float* b, float* y) = 0;  // y may alias a or b
   virtual void accumulate(int64_t n, const float* x, float* y) = 0;          // y += x
+  // y *= factor, and *nonfinite (device memory) = 1 where any element is infinite or NaN, left alone otherwise:
+  // fp16's loss scaling takes the scale out of the reduced gradients and learns whether they overflowed.
+  virtual void unscale(int64_t n, float factor, float* y, int32_t* nonfinite) = 0;
   virtual void relu_forward(int64_t n, const float* x, float* y) = 0;        // y may alias x
   virtual void relu_backward(int64_t n, const float* y, const float* dy, float* dx) = 0;
   // Inverted dropout: keeps each element with probability 1-p, scaled by 1/(1-p); mask: one byte per element,

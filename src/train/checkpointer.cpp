@@ -81,6 +81,10 @@ void Checkpointer::save(const Resumable& next, int64_t global_step) {
     d.states = std::move(all_states);
     d.state_count = count;
     d.run_id = run_id_;
+    if (loss_scaler_) {
+      const LossScaleState scaling = loss_scaler_->state();
+      d.loss_scale = scaling.scale, d.loss_scale_finite_in_a_row = scaling.finite_in_a_row;
+    }
     d.job_toml = run_.job.resolved_toml;
     d.versions_json = versions_json_;
     io::write_checkpoint(path, d);

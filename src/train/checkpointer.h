@@ -11,6 +11,7 @@
 #include "model/optimizer.h"
 #include "obs/trace.h"
 #include "train/data_plan.h"
+#include "train/loss_scaler.h"
 #include "train/run_context.h"
 
 namespace ringtrain::train {
@@ -35,6 +36,7 @@ class Checkpointer {
   // Writes <run.dir>/checkpoints/ckpt-s<steps done>.h5; every rank gets the same error if it fails.
   void save(const Resumable& next, int64_t global_step);
   const std::string& last() const { return last_; }
+  void set_loss_scaler(const LossScaler* scaler) { loss_scaler_ = scaler; }  // fp16: its state is saved too
   void set_trace(obs::Trace* trace) { trace_ = trace; }  // the checkpoint's phase goes there (null: none)  // "none" before the first
 
  private:
@@ -45,6 +47,7 @@ class Checkpointer {
   std::string run_id_, versions_json_, last_;
   dist::Watchdog& watchdog_;
   obs::Trace* trace_;
+  const LossScaler* loss_scaler_ = nullptr;
 };
 
 }  // namespace ringtrain::train

@@ -82,6 +82,9 @@ std::string EpochReport::line() const {
                      sums.test.accuracy(), samples_per_s, t.data_wait * mean, t.forward * mean, t.backward * mean,
                      t.allreduce * mean, t.allreduce_total * mean, t.optimizer * mean, eval_s,
                      train_flops_per_sample * static_cast<double>(steps_run * per_step) / epoch_train_s / 1e9) +
+         (loss_scale > 0 ? fmt::format(" | fp16 loss scale {:g}, {} step{} skipped", loss_scale, skipped_steps,
+                                       skipped_steps == 1 ? "" : "s")
+                         : std::string()) +
          worst_text(worst_classes);
 }
 
@@ -140,6 +143,8 @@ nlohmann::ordered_json EpochReport::record() const {
               {"warnings", warnings},
               {"flops_per_s_per_rank", train_flops_per_sample * static_cast<double>(steps_run * per_step) / epoch_train_s},
               {"param_checksum", param_checksum},
+              {"loss_scale", loss_scale > 0 ? json(loss_scale) : json()},
+              {"skipped_steps", loss_scale > 0 ? json(skipped_steps) : json()},
               {"worst_classes", worst_json(worst_classes)}};
 }
 

@@ -54,6 +54,8 @@ struct EpochReport {
   double device_baseline_mb = 0;
   std::vector<std::string> warnings;
   std::string param_checksum;
+  float loss_scale = 0;           // fp16: the loss scale at the epoch's end, 0 without loss scaling
+  int64_t skipped_steps = 0;      // fp16: steps skipped because their gradients overflowed
   std::vector<WorstClass> worst_classes;  // of the test split, from sums.test_classes
 
   std::string line() const;                 // "epoch 2/12: train loss ... | ... GFLOP/s per rank | worst: ..."

@@ -30,6 +30,8 @@ void EpochTally::take(const std::vector<FinishedStep>& finished) {
     interval_loss_ += f.loss.loss_sum;
     interval_samples_ += static_cast<double>(f.samples);
     times += f.times;
+    skipped_steps += f.skipped ? 1 : 0;
+    loss_scale = f.loss_scale;
   }
 }
 

@@ -111,7 +111,7 @@ RestoredCheckpoint restore_checkpoint(const RunContext& run, model::Network& net
     c = read_checked(run, net, optimizer, chosen);
   });
   CheckpointPosition p{c.epoch, c.step_in_epoch, c.global_step, c.steps_per_epoch, c.ranks, c.global_batch,
-                       c.state_count, c.train_time_s, c.train_samples};
+                       c.state_count, c.train_time_s, c.train_samples, {c.loss_scale, c.loss_scale_finite_in_a_row}};
   run.world.broadcast(&p, sizeof p);
   chosen = run.world.broadcast_string(chosen);
   model::NetworkState state;
@@ -153,6 +153,7 @@ StartPoint resume(const RunContext& run, model::Network& net, model::Optimizer& 
   start.global_step = int64_t{start.epoch} * plan.steps + start.step;
   start.train_time_s = p.train_time_s, start.train_samples = p.train_samples;
   start.resumed_from = path;
+  start.loss_scale = p.loss_scale;
   start.notes.push_back(fmt::format("resumed from {}: epoch {} step {} (after {} optimizer steps)", path,
                                     start.epoch + 1, start.step + 1, p.global_step));
   if (!same_world)

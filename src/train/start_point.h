@@ -14,6 +14,7 @@
 #include "model/network.h"
 #include "model/optimizer.h"
 #include "train/data_plan.h"
+#include "train/loss_scaler.h"
 #include "train/lr_schedule.h"
 #include "train/run_context.h"
 
@@ -24,6 +25,7 @@ struct CheckpointPosition {
   int64_t epoch = 0, step_in_epoch = 0, global_step = 0, steps_per_epoch = 0, ranks = 0, global_batch = 0,
           state_count = 0;
   double train_time_s = 0, train_samples = 0;
+  LossScaleState loss_scale;  // fp16's, where the checkpoint has one
 };
 
 struct RestoredCheckpoint {
@@ -50,6 +52,7 @@ struct StartPoint {
   int64_t global_step = 0; // optimizer steps done before this run's first
   double train_time_s = 0, train_samples = 0;  // carried over, for samples/s over the whole job
   std::string resumed_from;                    // the checkpoint, or "" for a fresh start
+  LossScaleState loss_scale;                   // fp16's loss scale from the checkpoint (scale 0: none)
   std::vector<std::string> notes;              // what the run header says about the resume
   int64_t first_micro_batch(const EpochPlan& plan) const { return (int64_t{epoch} * plan.steps + step) * plan.accumulate; }
 };

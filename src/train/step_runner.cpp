@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <utility>
 
 #include "common/error.h"
 #include "obs/phase.h"
@@ -24,13 +25,15 @@ StepTimes& StepTimes::operator+=(const StepTimes& o) {
 }
 
 StepRunner::StepRunner(model::Network& network, dist::GradientSync& sync, model::Optimizer& optimizer,
-                       int64_t global_batch, int accumulate, double label_smoothing)
+                       int64_t global_batch, int accumulate, double label_smoothing,
+                       std::optional<LossScaler> loss_scaler)
     : net_(network),
       sync_(sync),
       optimizer_(optimizer),
       loss_{1.0f / static_cast<float>(global_batch), static_cast<float>(label_smoothing)},
       accumulate_(accumulate),
-      marks_per_step_(kMarksPerMicroBatch * accumulate + 2) {
+      marks_per_step_(kMarksPerMicroBatch * accumulate + 2),
+      loss_scaler_(std::move(loss_scaler)) {
   model::Backend& backend = net_.backend();
   dlogits_ = backend.allocate(sizeof(float) * static_cast<size_t>(net_.output_shape().elements()));
   for (Slot& slot : slots_) {
@@ -38,6 +41,10 @@ StepRunner::StepRunner(model::Network& network, dist::GradientSync& sync, model:
     slot.readback = backend.make_readback(sizeof(model::LossTotals));
   }
   clock_ = backend.make_clock(kSlots * marks_per_step_);
+  if (loss_scaler_) {
+    nonfinite_ = backend.allocate(sizeof(int32_t));
+    nonfinite_readback_ = backend.make_readback(sizeof(int32_t));
+  }
 }
 
 int StepRunner::in_flight() const {
@@ -57,6 +64,8 @@ void StepRunner::begin(int64_t step) {
   slot.step = step;
   slot.micro_batches = 0;
   slot.samples = 0;
+  slot.loss_scale = loss_scaler_ ? loss_scaler_->scale() : 0.0f;
+  slot.skipped = false;
   model::Backend& backend = net_.backend();
   if (!grads_zero_) backend.fill(net_.param_count(), 0.0f, net_.grads());
   grads_zero_ = false;
@@ -74,7 +83,9 @@ void StepRunner::micro_batch(const float* images, const int32_t* labels, int cou
     clock_->mark(mark_id(current_, mark + kForwardBegin));
     const model::Tensor logits =
         net_.forward({const_cast<float*>(images), net_.input_shape().with_batch(count)}, model::Mode::train, seed);
-    backend.softmax_cross_entropy(count, net_.classes(), logits.data, labels, loss_, dlogits_.as<float>(),
+    kernels::LossSettings loss = loss_;
+    if (loss_scaler_) loss.grad_scale *= slot.loss_scale;  // the loss sums are not scaled, only its gradient
+    backend.softmax_cross_entropy(count, net_.classes(), logits.data, labels, loss, dlogits_.as<float>(),
                                   slot.totals.as<model::LossTotals>());
     if (last) slot.readback->start(slot.totals.as<void>());  // the step's sums are complete: bring them home
     clock_->mark(mark_id(current_, mark + kForwardEnd));
@@ -98,8 +109,16 @@ void StepRunner::apply(float lr) {
     clock_->mark(mark_id(current_, after_micro_batches));
   }
   obs::Phase range(nullptr, "optimizer");
-  optimizer_.update(lr, slot.step);
-  grads_zero_ = true;  // the update consumed them (model/backend.h)
+  if (loss_scaler_) {
+    const bool finite = unscale_gradients();
+    slot.skipped = !finite;
+    loss_scaler_->after_step(finite, slot.step);
+  }
+  if (slot.skipped)
+    net_.backend().fill(net_.param_count(), 0.0f, net_.grads());  // dropped: the next step starts from zero
+  else
+    optimizer_.update(lr, slot.step);
+  grads_zero_ = true;  // the update consumed them (model/backend.h), or the skip dropped them
   clock_->mark(mark_id(current_, after_micro_batches + 1));
   slot.queued = true;
   ++queued_count_;
@@ -131,10 +150,23 @@ std::vector<FinishedStep> StepRunner::finished(int in_flight) {
   return done;
 }
 
+bool StepRunner::unscale_gradients() {
+  model::Backend& backend = net_.backend();
+  backend.zero(nonfinite_.as<void>(), sizeof(int32_t));
+  backend.unscale(net_.param_count(), 1.0f / slots_[static_cast<size_t>(current_)].loss_scale, net_.grads(),
+                  nonfinite_.as<int32_t>());
+  nonfinite_readback_->start(nonfinite_.as<void>());
+  int32_t nonfinite = 0;
+  std::memcpy(&nonfinite, nonfinite_readback_->wait(), sizeof nonfinite);
+  return nonfinite == 0;
+}
+
 FinishedStep StepRunner::collect(Slot& slot, int index) {
   FinishedStep result;
   result.step = slot.step;
   result.samples = slot.samples;
+  result.loss_scale = slot.loss_scale;
+  result.skipped = slot.skipped;
   const void* totals = slot.readback->wait();
   std::memcpy(&result.loss, totals, sizeof result.loss);
   StepTimes& t = result.times;

@@ -8,13 +8,16 @@
 // queued with the step; phase times come from device clock marks. A step's results are collected later with
 // finished(), which lets the device keep working on the next step: the trainer collects step s-1 after queueing
 // step s, so its non-finite-loss agreement lags one step (it drains every step before a checkpoint or an
-// evaluation, so neither ever sees a step whose loss has not been checked).
+// evaluation, so neither ever sees a step whose loss has not been checked). The exception is fp16's loss scaling
+// (train/loss_scaler.h): whether a step updates depends on its reduced gradients, so apply() waits for their
+// finiteness check before it queues the update.
 #pragma once
 #include <array>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "config/job_config.h"
@@ -22,6 +25,7 @@
 #include "model/network.h"
 #include "model/optimizer.h"
 #include "obs/trace.h"
+#include "train/loss_scaler.h"
 
 namespace ringtrain::train {
 
@@ -39,13 +43,15 @@ struct FinishedStep {
   int64_t samples = 0;        // this rank's samples
   StepTimes times;            // forward, backward, allreduce (exposed), optimizer; data_wait is the caller's
   double end_s = 0;           // when the device finished the step's update, on the host clock (util::now_s)
+  float loss_scale = 0;       // the loss scale the step ran with (fp16), or 0 where none applies
+  bool skipped = false;       // its gradients overflowed: no update (fp16)
 };
 
 class StepRunner {
  public:
-  // accumulate: micro-batches per step, at most; label_smoothing: train.label_smoothing.
+  // accumulate: micro-batches per step, at most; label_smoothing: train.label_smoothing; loss_scaler: fp16's.
   StepRunner(model::Network& network, dist::GradientSync& sync, model::Optimizer& optimizer, int64_t global_batch,
-             int accumulate, double label_smoothing = 0);
+             int accumulate, double label_smoothing = 0, std::optional<LossScaler> loss_scaler = std::nullopt);
 
   void begin(int64_t step);  // zero gradients and loss sums for a new optimizer step
   // Forward, loss and backward of one micro-batch; `last` starts the gradient reduction during its backward.
@@ -58,6 +64,7 @@ class StepRunner {
   std::vector<FinishedStep> finished(int in_flight);
   int in_flight() const;
   void set_trace(obs::Trace* trace) { trace_ = trace; }  // phases and bucket reductions go there (null: none)
+  LossScaler* loss_scaler() { return loss_scaler_ ? &*loss_scaler_ : nullptr; }  // null unless fp16
 
  private:
   // One step in flight: its loss sums on the device and their readback, and its clock marks.
@@ -68,10 +75,14 @@ class StepRunner {
     int micro_batches = 0;
     int64_t samples = 0;
     bool queued = false;
+    float loss_scale = 0;
+    bool skipped = false;
   };
   static constexpr int kSlots = 2;  // the step being queued and the one before it, still on the device
   int mark_id(int slot, int mark) const { return slot * marks_per_step_ + mark; }
   FinishedStep collect(Slot& slot, int index);
+  // Takes the loss scale out of the reduced gradients; whether they were all finite (waits for the device).
+  bool unscale_gradients();
 
   model::Network& net_;
   dist::GradientSync& sync_;
@@ -88,6 +99,9 @@ class StepRunner {
   std::map<int64_t, double> reduction_s_;  // settled reductions' seconds of steps not yet collected
   std::unique_ptr<model::DeviceClock> clock_;
   obs::Trace* trace_ = nullptr;
+  std::optional<LossScaler> loss_scaler_;
+  model::DeviceBuffer nonfinite_;  // unscale's flag, and its readback
+  std::unique_ptr<model::Readback> nonfinite_readback_;
 };
 
 }  // namespace ringtrain::train

@@ -60,6 +60,14 @@ std::unique_ptr<BatchLoader> training_loader(const RunContext& run, DataPlan& da
       training_loader_work(run.job, run.world, run.backend, data.meta().shape, first_micro, per_epoch));
 }
 
+// fp16's loss scaler, carried on from the checkpoint where it has one; none in other precisions.
+std::optional<LossScaler> loss_scaler_for(const config::JobConfig& job, const StartPoint& start) {
+  if (job.train.precision != config::Precision::fp16) return std::nullopt;
+  LossScaler scaler(job.train.loss_scale_init, job.train.loss_scale_growth_interval);
+  scaler.restore(start.loss_scale);
+  return scaler;
+}
+
 }  // namespace
 
 TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutputs& outputs,
@@ -74,7 +82,8 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
       baseline_(baseline),
       batch_(run.backend, setup.data.input(), batch_form(run.job, run.backend)),
       sync_(setup.net, reducer, run.job.dist.bucket_mb),
-      runner_(setup.net, sync_, setup.optimizer, plan_.global_batch, plan_.accumulate, run.job.train.label_smoothing),
+      runner_(setup.net, sync_, setup.optimizer, plan_.global_batch, plan_.accumulate, run.job.train.label_smoothing,
+              loss_scaler_for(run.job, setup.start)),
       evaluator_(run, setup.net, setup.data.test(), plan_.batch, batch_),
       watchdog_(run.world.comm(), run.job.run.collective_timeout_s, static_cast<int>(ExitCode::fault)),
       checkpointer_(run, setup.net, setup.optimizer, plan_, outputs.run_id(), versions_json, setup.start.resumed_from,
@@ -92,6 +101,7 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
     checkpointer_.set_trace(&*trace_);
     watchdog_.on_timeout([this] { write_trace(); });  // a hung step is the one whose trace is wanted most
   }
+  checkpointer_.set_loss_scaler(runner_.loss_scaler());
   watchdog_.end_stuck_collective_on_termination(&termination_requested);
   sync_.watch_with(&watchdog_);
   say_setup();
@@ -112,6 +122,14 @@ void TrainingLoop::say_setup() {
   run_.say(fmt::format("gradients: {} floats in {} bucket{} of <= {} MiB, reduced with {}{}", net_.param_count(),
                        buckets, buckets == 1 ? "" : "s", run_.job.dist.bucket_mb, sync_.reducer().name(),
                        bf16_wire ? " in bf16 (dist.allreduce_dtype: half the bytes, partial sums rounded to bf16)" : ""));
+  if (const LossScaler* scaler = runner_.loss_scaler())
+    run_.say(fmt::format("fp16 loss scaling: scale {:g}{}; a step whose gradients overflow is skipped and halves it; "
+                         "{}",
+                         scaler->scale(), scaler->restored() ? " (from the checkpoint)" : "",
+                         run_.job.train.loss_scale_growth_interval > 0
+                             ? fmt::format("it doubles after {} finite steps in a row",
+                                           run_.job.train.loss_scale_growth_interval)
+                             : std::string("it never grows (train.loss_scale_growth_interval = 0)")));
   if (run_.ranks() > 1 && std::string_view(sync_.reducer().name()) == "MPI_Iallreduce")
     run_.say(fmt::format("MPI_Iallreduce: {}", dist::open_mpi_defaults_summary()));
   // One sampler per node (its first rank) watches every GPU there; rank 0's file is gpu.jsonl.
@@ -329,6 +347,7 @@ EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, doub
   r.memory_planned_mb = static_cast<double>(run_.backend.bytes_allocated()) / (1 << 20);
   r.arena_mb = static_cast<double>(net_.memory_plan().arena_bytes()) / (1 << 20);
   r.device_is_host = run_.backend.allocates_host_memory();
+  r.loss_scale = tally.loss_scale, r.skipped_steps = tally.skipped_steps;
   return r;
 }
 

@@ -121,6 +121,24 @@ TEST(CheckpointFile, AnOptimizersArraysRoundTripByName) {
   }
 }
 
+// fp16's loss scale travels with the checkpoint, so a resumed run scales as the uninterrupted one would; a run
+// without loss scaling stores none and reads back 0.
+TEST(CheckpointFile, TheLossScaleRoundTripsAndIsAbsentWithoutOne) {
+  const ScratchDir scratch("rt-ckpt-loss-scale");
+  io::CheckpointData d = sample();
+  d.loss_scale = 0x1p13, d.loss_scale_finite_in_a_row = 1234;
+  const fs::path scaled = scratch.path() / io::checkpoint_name(3);
+  io::write_checkpoint(scaled, d);
+  const io::CheckpointData r = io::read_checkpoint(scaled);
+  EXPECT_EQ(r.loss_scale, 0x1p13);
+  EXPECT_EQ(r.loss_scale_finite_in_a_row, 1234);
+  const fs::path unscaled = scratch.path() / io::checkpoint_name(4);
+  io::write_checkpoint(unscaled, sample());
+  const io::CheckpointData u = io::read_checkpoint(unscaled);
+  EXPECT_EQ(u.loss_scale, 0.0);
+  EXPECT_EQ(u.loss_scale_finite_in_a_row, 0);
+}
+
 // Checkpoints written before the optimizer was recorded have no "optimizer" attributes and SGD's momentum in
 // "velocity": they read back as SGD, so runs that old still resume.
 TEST(CheckpointFile, AFileWithoutOptimizerAttributesIsSgdWithItsVelocity) {

@@ -85,6 +85,17 @@ TEST(EpochTally, TheProgressLossIsTheMeanSinceTheLastLine) {
   EXPECT_DOUBLE_EQ(tally.train.loss_sum, 40);  // the epoch's sums are not restarted
 }
 
+TEST(EpochTally, CountsSkippedStepsAndKeepsTheLastLossScale) {
+  train::EpochTally tally(0, 0, 0.0, 10, 0);
+  std::vector<train::FinishedStep> steps = {step(0, 1, 1, 1), step(1, 1, 1, 2), step(2, 1, 1, 3)};
+  steps[0].loss_scale = 1024, steps[0].skipped = true;
+  steps[1].loss_scale = 512;
+  steps[2].loss_scale = 512, steps[2].skipped = true;
+  tally.take(steps);
+  EXPECT_EQ(tally.skipped_steps, 2);
+  EXPECT_EQ(tally.loss_scale, 512.0f);
+}
+
 train::EpochReport two_rank_report() {
   train::EpochReport r;
   r.epoch = 2, r.epochs = 12, r.ranks = 2;
@@ -121,6 +132,17 @@ TEST(EpochReport, TheRecordReadsItsNumbersByName) {
   EXPECT_TRUE(rec["device_memory_peak_mb"].is_null());  // the CPU twin has no device memory
   EXPECT_TRUE(rec["steady_samples_per_s"].is_null());   // no step past the warm-up was timed
   EXPECT_EQ(rec["param_checksum"], "00000000000000ff");
+  EXPECT_TRUE(rec["loss_scale"].is_null());  // no loss scaling outside fp16
+  EXPECT_TRUE(rec["skipped_steps"].is_null());
+}
+
+TEST(EpochReport, Fp16SaysItsLossScaleAndSkippedSteps) {
+  auto r = two_rank_report();
+  r.loss_scale = 32768, r.skipped_steps = 3;
+  const auto rec = r.record();
+  EXPECT_DOUBLE_EQ(rec["loss_scale"].get<double>(), 32768);
+  EXPECT_EQ(rec["skipped_steps"], 3);
+  EXPECT_NE(r.line().find("| fp16 loss scale 32768, 3 steps skipped"), std::string::npos) << r.line();
 }
 
 }  // namespace

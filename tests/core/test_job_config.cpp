@@ -139,6 +139,21 @@ TEST_F(JobConfigTest, OptimizersScalingAndLabelSmoothingParse) {
   EXPECT_NE(e.find("train.label_smoothing"), std::string::npos) << e;
 }
 
+TEST_F(JobConfigTest, Fp16AndItsLossScalingParse) {
+  const auto job = load_job(write(kMinimal), {"train.precision=\"fp16\"", "train.loss_scale_init=1024",
+                                              "train.loss_scale_growth_interval=0"});
+  EXPECT_EQ(job.train.precision, ringtrain::config::Precision::fp16);
+  EXPECT_DOUBLE_EQ(job.train.loss_scale_init, 1024);
+  EXPECT_EQ(job.train.loss_scale_growth_interval, 0);
+  const auto plain = load_job(write(kMinimal), {});
+  EXPECT_DOUBLE_EQ(plain.train.loss_scale_init, 65536);
+  EXPECT_EQ(plain.train.loss_scale_growth_interval, 2000);
+  const std::string e = error_of(kMinimal, {"train.loss_scale_init=0"});
+  EXPECT_NE(e.find("train.loss_scale_init"), std::string::npos) << e;
+  const std::string p = error_of(kMinimal, {"train.precision=\"fp8\""});
+  EXPECT_NE(p.find("fp16"), std::string::npos) << p;  // the valid choices are listed
+}
+
 TEST_F(JobConfigTest, SetWithUnknownKeyFails) {
   const std::string e = error_of(kMinimal, {"train.epoch=3"});
   EXPECT_NE(e.find("unknown key 'train.epoch'"), std::string::npos) << e;

@@ -1,6 +1,6 @@
 // Tests of the kernels in kernels/cuda that no CPU twin covers, each against a host reference: fp32<->bf16
-// casts (round to nearest even, exact widening) and the dropout mask (its host-side definition, inverted
-// scaling, reproducibility by seed).
+// casts (round to nearest even, exact widening), fp16's unscale with its overflow flag, and the dropout mask (its
+// host-side definition, inverted scaling, reproducibility by seed).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -55,6 +55,29 @@ TEST_F(CudaKernels, Bf16CastsRoundToNearestEvenAndWidenExactly) {
   }
   EXPECT_EQ(bf16_value(bf16_reference(1.00390625f)), 1.0f);
   EXPECT_TRUE(std::isinf(bf16_value(bf16_reference(3.40e38f))));
+}
+
+// fp16's loss scaling on the device: the same products as the host's unscale, and the flag for an infinity or a
+// NaN anywhere in a buffer larger than one grid's stride.
+TEST_F(CudaKernels, UnscaleMultipliesAndFlagsAnyNonFiniteElement) {
+  const int64_t n = 3 << 20;
+  auto x = random_vector(n, 42, -100, 100);
+  auto dx = upload(x);
+  model::DeviceBuffer flag = cuda().allocate(sizeof(int32_t));
+  cuda().unscale(n, 0.125f, dx.as<float>(), flag.as<int32_t>());
+  int32_t raised = -1;
+  cuda().to_host(&raised, flag.as<void>(), sizeof raised);
+  EXPECT_EQ(raised, 0);
+  const auto got = download(dx.as<float>(), n);
+  for (int64_t i = 0; i < n; i += 997) ASSERT_EQ(got[static_cast<size_t>(i)], x[static_cast<size_t>(i)] * 0.125f) << i;
+  for (const float special : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    x[static_cast<size_t>(n - 5)] = special;
+    auto with_special = upload(x);
+    cuda().zero(flag.as<void>(), sizeof(int32_t));
+    cuda().unscale(n, 0.5f, with_special.as<float>(), flag.as<int32_t>());
+    cuda().to_host(&raised, flag.as<void>(), sizeof raised);
+    EXPECT_EQ(raised, 1) << special;
+  }
 }
 
 TEST_F(CudaKernels, DropoutMaskFollowsItsHostDefinition) {

@@ -3,20 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include "kernels/cpu/bf16.h"
+#include "tests/kernels/float_bits.h"
 
 using namespace ringtrain::kernels::cpu;
+using ringtrain::test_support::from_bits;
 
 namespace {
-
-float from_bits(uint32_t bits) {
-  float x;
-  std::memcpy(&x, &bits, sizeof x);
-  return x;
-}
 
 TEST(Bf16, RoundsToNearestWithTiesToEven) {
   EXPECT_EQ(float_to_bf16(1.0f), 0x3f80);

@@ -76,6 +76,36 @@ TEST(Elementwise, AddAccumulateFillScaleIncludingAliasing) {
   EXPECT_EQ(acc, std::vector<float>(37, -10.0f));
 }
 
+// fp16's loss scaling: unscale multiplies every element and raises the flag for an infinity or a NaN wherever it
+// lies (the vector body or the tail), and never lowers a raised flag.
+TEST(Elementwise, UnscaleMultipliesAndFlagsAnyNonFiniteElement) {
+  const auto x = random_vector(37, 5);
+  auto y = x;
+  int32_t flag = 0;
+  unscale(37, 0.25f, y.data(), &flag);
+  EXPECT_EQ(flag, 0);
+  for (int i = 0; i < 37; ++i) EXPECT_EQ(y[i], x[i] * 0.25f);
+  const float specials[] = {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN()};
+  for (const float special : specials) {
+    for (const int at : {0, 20, 36}) {
+      y = x;
+      y[static_cast<size_t>(at)] = special;
+      flag = 0;
+      unscale(37, 0.5f, y.data(), &flag);
+      EXPECT_EQ(flag, 1) << special << " at " << at;
+    }
+  }
+  y = x;
+  flag = 1;
+  unscale(37, 1.0f, y.data(), &flag);
+  EXPECT_EQ(flag, 1) << "a flag raised by an earlier call stays raised";
+  y = {std::numeric_limits<float>::max()};
+  flag = 0;
+  unscale(1, 0.5f, y.data(), &flag);
+  EXPECT_EQ(flag, 0) << "the largest finite float is finite";
+}
+
 TEST(Dropout, KeepsAboutOneMinusPAndScalesSurvivors) {
   const int64_t n = 200000;
   const float p = 0.3f;

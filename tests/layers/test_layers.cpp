@@ -33,8 +33,9 @@ using model::Shape;
 
 // An element passes within atol_scale * max|reference| + rtol * |its reference|. Float arithmetic against a
 // double reference: the same few terms rounded (kReordered), long dot products (kGemm), convolution algorithms
-// that transform their inputs (kConv), TF32 tensor cores, which round every input to a 10-bit mantissa, and
-// bf16 operands (oneDNN on the CPU), rounded to an 8-bit mantissa: four times TF32's spacing.
+// that transform their inputs (kConv), TF32 tensor cores and fp16 operands (emulated on the CPU), which round every
+// input to a 10-bit mantissa, and bf16 operands (oneDNN or emulated on the CPU), rounded to an 8-bit mantissa:
+// four times TF32's spacing.
 struct Tolerance {
   double rtol, atol_scale;
 };
@@ -48,7 +49,7 @@ constexpr Tolerance kBf16{4e-2, 2e-2};
 struct BackendCase {
   std::string name;
   bool gpu = false;
-  std::string reduced_math;  // "tf32" | "bf16": conv2d and dense round their operands; "" for fp32
+  std::string reduced_math;  // "tf32" | "bf16" | "fp16": conv2d and dense round their operands; "" for fp32
   std::function<std::unique_ptr<model::Backend>()> make;
 };
 
@@ -65,6 +66,16 @@ std::vector<BackendCase> backend_cases() {
   return {{"cpu", false, "", [] { return std::make_unique<backend::CpuBackend>(1); }},
           {"cpu_bf16", false, "bf16",
            [] { return std::make_unique<backend::CpuBackend>(1, kernels::cpu::DnnlMath::bf16); }},
+          {"cpu_bf16_emulated", false, "bf16",
+           [] {
+             return std::make_unique<backend::CpuBackend>(1, kernels::cpu::DnnlMath::fp32,
+                                                          kernels::cpu::OperandRounding::bf16);
+           }},
+          {"cpu_fp16_emulated", false, "fp16",
+           [] {
+             return std::make_unique<backend::CpuBackend>(1, kernels::cpu::DnnlMath::fp32,
+                                                          kernels::cpu::OperandRounding::fp16);
+           }},
           {"cuda_fp32", true, "", [] { return gpu_backend(false, false); }},
           {"cuda_tf32", true, "tf32", [] { return gpu_backend(true, false); }},
           {"cuda_measured", true, "", [] { return gpu_backend(false, true); }}};
@@ -217,7 +228,7 @@ class LayerTest : public ::testing::TestWithParam<BackendCase> {
     if (GetParam().gpu && !backend::gpu::device_visible())
       GTEST_SKIP() << "no GPU visible to this process (" << (backend::gpu::built() ? "CUDA build" : "built without CUDA")
                    << "): the " << GetParam().name << " case runs on a GPU machine";
-    if (GetParam().reduced_math == "bf16" && !kernels::cpu::DnnlOps::bf16_available())
+    if (GetParam().name == "cpu_bf16" && !kernels::cpu::DnnlOps::bf16_available())
       GTEST_SKIP() << "this CPU has no AVX512_BF16: the cpu_bf16 case runs on one that has";
   }
   static void TearDownTestSuite() { backends().clear(); }
@@ -255,7 +266,8 @@ class LayerTest : public ::testing::TestWithParam<BackendCase> {
 };
 
 void LayerTest::check(const LayerSpec& s, Shape in, CheckOptions o) {
-  if (o.matmul && GetParam().reduced_math == "tf32") o.forward = o.backward = kTf32;
+  if (o.matmul && (GetParam().reduced_math == "tf32" || GetParam().reduced_math == "fp16"))
+    o.forward = o.backward = kTf32;
   if (o.matmul && GetParam().reduced_math == "bf16") o.forward = o.backward = kBf16;
   auto layer = model::make_layer(s, backend());
   SCOPED_TRACE(layer->describe() + " on input " + in.str());

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <random>
 
 #include "backend/cpu/cpu_backend.h"
@@ -20,6 +21,7 @@
 #include "model/network.h"
 #include "model/optimizer.h"
 #include "train/lr_schedule.h"
+#include "train/loss_scaler.h"
 #include "train/step_runner.h"
 #include "util/checksum.h"
 
@@ -73,8 +75,8 @@ bool on_gpu() {
   return device && std::string(device) == "cuda";
 }
 
-std::unique_ptr<model::Backend> make_backend(kernels::cpu::DnnlMath math) {
-  if (!on_gpu()) return std::make_unique<backend::CpuBackend>(1, math);
+std::unique_ptr<model::Backend> make_backend(kernels::cpu::DnnlMath math, kernels::cpu::OperandRounding rounding) {
+  if (!on_gpu()) return std::make_unique<backend::CpuBackend>(1, math, rounding);
   MPI_Comm node = MPI_COMM_NULL;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
   int local_rank = 0, local_size = 1;
@@ -103,12 +105,19 @@ config::JobConfig::Optimizer sgd() {
 }
 
 // Trains `steps` optimizer steps where this process sees `local_batch` samples per micro-batch, `accumulate`
-// micro-batches per step, starting at sample offset `first` of each global batch of `global` samples.
+// micro-batches per step, starting at sample offset `first` of each global batch of `global` samples. With
+// fp16 operands the steps run with a loss scaler starting at `loss_scale`, and `skipped` (where given) gets the
+// steps it skipped.
+struct ReducedPrecision {
+  kernels::cpu::OperandRounding rounding = kernels::cpu::OperandRounding::none;
+  double loss_scale = 65536;
+  std::vector<int64_t>* skipped = nullptr;
+};
 std::vector<float> train(MPI_Comm comm, int local_batch, int accumulate, int first, int global, double bucket_mb,
                          config::WireFormat wire = config::WireFormat::fp32,
                          kernels::cpu::DnnlMath math = kernels::cpu::DnnlMath::fp32,
-                         const config::JobConfig::Optimizer& optimizer = sgd()) {
-  const auto device = make_backend(math);
+                         const config::JobConfig::Optimizer& optimizer = sgd(), const ReducedPrecision& reduced = {}) {
+  const auto device = make_backend(math, reduced.rounding);
   model::Network net(model_without_batchnorm(), *device, {local_batch, 1, kSide, kSide}, kClasses);
   const auto init = net.initial_params(7);
   device->to_device(net.params(), init.data(), init.size() * sizeof(float));
@@ -117,7 +126,12 @@ std::vector<float> train(MPI_Comm comm, int local_batch, int accumulate, int fir
   model::DeviceBuffer images = device->allocate(sizeof(float) * static_cast<size_t>(local_batch) * kSide * kSide);
   model::DeviceBuffer labels = device->allocate(sizeof(int32_t) * static_cast<size_t>(local_batch));
   const auto rule = model::make_optimizer(optimizer, net);
-  train::StepRunner runner(net, sync, *rule, global, accumulate);
+  std::optional<train::LossScaler> scaler;
+  if (reduced.rounding == kernels::cpu::OperandRounding::fp16) scaler.emplace(reduced.loss_scale, 2000);
+  train::StepRunner runner(net, sync, *rule, global, accumulate, 0, scaler);
+  const auto note = [&](const train::FinishedStep& done) {
+    if (done.skipped && reduced.skipped) reduced.skipped->push_back(done.step);
+  };
   const train::LearningRateSchedule lr(optimizer, global, 10, 2);
   for (int step = 0; step < kSteps; ++step) {
     const GlobalBatch g = global_batch(step, global);
@@ -132,9 +146,14 @@ std::vector<float> train(MPI_Comm comm, int local_batch, int accumulate, int fir
     }
     runner.apply(static_cast<float>(lr.at(step)));
     // As the trainer does: collect the step before while this one is queued.
-    for (const auto& done : runner.finished(1)) EXPECT_EQ(done.step, step - 1);
+    for (const auto& done : runner.finished(1)) {
+      EXPECT_EQ(done.step, step - 1);
+      note(done);
+    }
   }
-  EXPECT_EQ(runner.finished(0).size(), 1u);
+  const auto last = runner.finished(0);
+  EXPECT_EQ(last.size(), 1u);
+  for (const auto& done : last) note(done);
   std::vector<float> params(static_cast<size_t>(net.param_count()));
   device->to_host(params.data(), net.params(), params.size() * sizeof(float));
   return params;
@@ -252,6 +271,39 @@ TEST_F(DataParallelEquivalence, Bf16PrecisionRanksTimesBatchEqualsOneRankTimesNB
   if (rank == 0)
     std::printf("bf16 precision: largest difference %.3g of the largest parameter %.3g (fp32 vs bf16: %.3g)\n",
                 d.max_abs, d.max_param, compare(fp32, reference).max_abs);
+}
+
+// train.precision = "fp16" on the CPU twin: N ranks x b against 1 rank x N*b, both with fp16 operands and a loss
+// scale of 2^26, which overflows the first steps. Every rank must skip the same steps as the one-rank run (an
+// infinity in any rank's gradients reaches every rank's sum), so the parameters stay within the fp32 bound, and
+// every rank holds the same bits.
+TEST_F(DataParallelEquivalence, Fp16PrecisionSkipsTheSameStepsOnEveryRankAndEqualsOneRank) {
+  if (on_gpu()) GTEST_SKIP() << "the CUDA backend has no fp16 path yet";
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const int b = 4;
+  std::vector<int64_t> skipped_here, skipped_alone;
+  const auto fp16 = kernels::cpu::OperandRounding::fp16;
+  const auto distributed = train(MPI_COMM_WORLD, b, 1, rank * b, size * b, 0.001, config::WireFormat::fp32,
+                                 kernels::cpu::DnnlMath::fp32, sgd(), {fp16, 0x1p26, &skipped_here});
+  const auto reference = train(MPI_COMM_SELF, size * b, 1, 0, size * b, 0.001, config::WireFormat::fp32,
+                               kernels::cpu::DnnlMath::fp32, sgd(), {fp16, 0x1p26, &skipped_alone});
+  EXPECT_FALSE(skipped_here.empty()) << "a scale of 2^26 must overflow";
+  EXPECT_LT(skipped_here.size(), static_cast<size_t>(kSteps)) << "the scale never came down far enough";
+  EXPECT_EQ(skipped_here, skipped_alone);
+  const Difference d = compare(distributed, reference);
+  EXPECT_LE(d.max_abs, relative_tolerance() * d.max_param) << size << " ranks x " << b << " vs 1 rank x " << size * b
+                                                          << ", fp16";
+  expect_identical_on_every_rank(distributed);
+  std::vector<int64_t> skipped_unforced;
+  const auto unforced = train(MPI_COMM_SELF, size * b, 1, 0, size * b, 0.001, config::WireFormat::fp32,
+                              kernels::cpu::DnnlMath::fp32, sgd(), {fp16, 65536, &skipped_unforced});
+  EXPECT_TRUE(skipped_unforced.empty());
+  EXPECT_GT(compare(unforced, reference).max_abs, 10 * relative_tolerance() * d.max_param) << "the skips changed nothing";
+  if (rank == 0)
+    std::printf("fp16 precision: %zu of %d steps skipped; largest difference %.3g of the largest parameter %.3g\n",
+                skipped_here.size(), kSteps, d.max_abs, d.max_param);
 }
 
 // Each optimizer keeps data parallelism exact: its update reads only the reduced gradients, the parameters and

@@ -2,7 +2,8 @@
 # Checkpoints, resume and runtime faults, as a user meets them under mpirun (2 ranks):
 #   preempt   SIGUSR1 mid-epoch -> checkpoint, exit 75; --resume ends bit-identical to an uninterrupted run
 #   optimizers the same with adamw, lars and lamb (label smoothing with lamb): each one's state resumes bit-exactly
-#   precisions a bf16 checkpoint resumes in fp32 and an fp32 one in bf16 (CPUs with AVX512_BF16)
+#   precisions a bf16 or fp16 checkpoint resumes in fp32 and an fp32 one in bf16 or fp16; fp16's loss scale resumes
+#             bit-exactly
 #   reshard   resume a 2-rank checkpoint on 1 rank: re-partitioned, learning rate re-scaled, says so
 #   model     resume with another model: exit 5 naming the first mismatch, checkpoint untouched
 #   nockpt    --resume with no checkpoint: exit 5 on every rank, naming run.dir
@@ -163,30 +164,36 @@ if [[ " $cases " == *" stall "* ]]; then
   fi
 fi
 
-# A checkpoint keeps fp32 master weights whatever the precision: one written in bf16 resumes in fp32, and one
-# written in fp32 resumes in bf16 (on CPUs with AVX512_BF16; elsewhere bf16 is refused and the case skips).
+# A checkpoint keeps fp32 master weights whatever the precision: one written in bf16 or fp16 resumes in fp32, and
+# one written in fp32 resumes in bf16 or fp16 (bf16 on oneDNN's kernels where the CPU has AVX512_BF16, emulated
+# elsewhere). And fp16's loss scale is part of the checkpoint: a run whose scale starts too high (skipping steps)
+# and grows every 5 steps, stopped and resumed, ends bit-identical to the uninterrupted one.
 if [[ " $cases " == *" precisions "* ]]; then
-  if ! grep -qw avx512_bf16 /proc/cpuinfo; then
-    echo "skip precisions: this CPU has no AVX512_BF16"
+  preempt_and_resume fp16 --set train.precision=fp16 --set train.loss_scale_init=16777216 \
+    --set train.loss_scale_growth_interval=5
+  skips=$(grep -o '[0-9]* steps\? skipped' "$work/fp16-whole.log" | tr '\n' ' ')
+  if grep -q "fp16 loss scale" "$work/fp16-whole.log"; then
+    ok "precisions: the fp16 run's epochs: $skips"
   else
-    for pair in "bf16 fp32" "fp32 bf16"; do
-      read -r first then <<<"$pair"
-      dir=$work/precision-$first
-      train "$job" "${common[@]}" --set train.epochs=1 --set train.precision="$first" --set run.dir="$dir" \
-        >"$dir.log" 2>&1
-      rc1=$?
-      train "$job" "${common[@]}" --set train.epochs=2 --set train.precision="$then" --set run.dir="$dir" --resume \
-        >"$dir-resume.log" 2>&1
-      rc2=$?
-      epochs=$(grep -c '"kind":"epoch"' "$dir/metrics.jsonl" 2>/dev/null)
-      loss=$(tail -1 "$dir/metrics.jsonl" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["train_loss"])' 2>/dev/null)
-      if [ "$rc1" = 0 ] && [ "$rc2" = 0 ] && [ "$epochs" = 2 ] && python3 -c "import sys; sys.exit(0 if $loss < 2.0 else 1)"; then
-        ok "precisions: a $first checkpoint resumed in $then, epoch 2 train loss $loss"
-      else
-        fail "precisions: $first -> $then: exits $rc1 / $rc2, $epochs epoch records, loss $loss: $(grep -m2 error "$dir-resume.log")"
-      fi
-    done
+    fail "precisions: the fp16 run says nothing of its loss scale: $(grep -m2 epoch "$work/fp16-whole.log")"
   fi
+  for pair in "bf16 fp32" "fp32 bf16" "fp16 fp32" "fp32 fp16"; do
+    read -r first then <<<"$pair"
+    dir=$work/precision-$first-$then
+    train "$job" "${common[@]}" --set train.epochs=1 --set train.precision="$first" --set run.dir="$dir" \
+      >"$dir.log" 2>&1
+    rc1=$?
+    train "$job" "${common[@]}" --set train.epochs=2 --set train.precision="$then" --set run.dir="$dir" --resume \
+      >"$dir-resume.log" 2>&1
+    rc2=$?
+    epochs=$(grep -c '"kind":"epoch"' "$dir/metrics.jsonl" 2>/dev/null)
+    loss=$(tail -1 "$dir/metrics.jsonl" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["train_loss"])' 2>/dev/null)
+    if [ "$rc1" = 0 ] && [ "$rc2" = 0 ] && [ "$epochs" = 2 ] && python3 -c "import sys; sys.exit(0 if $loss < 2.0 else 1)"; then
+      ok "precisions: a $first checkpoint resumed in $then, epoch 2 train loss $loss"
+    else
+      fail "precisions: $first -> $then: exits $rc1 / $rc2, $epochs epoch records, loss $loss: $(grep -m2 error "$dir-resume.log")"
+    fi
+  done
 fi
 
 echo "$failures failure(s)"

@@ -52,14 +52,21 @@ class HostClock final : public model::DeviceClock {
 
 }  // namespace
 
-CpuBackend::CpuBackend(int threads, kc::DnnlMath math) : threads_(threads), math_(math), dnnl_(threads, math) {
+CpuBackend::CpuBackend(int threads, kc::DnnlMath math, kc::OperandRounding rounding)
+    : threads_(threads), math_(math), dnnl_(threads, math), rounded_(rounding) {
+  if (math == kc::DnnlMath::bf16 && rounded_.active())
+    throw Error(ExitCode::internal, "the CPU backend was asked for oneDNN's bf16 products and rounded operands at once");
   kc::set_compute_threads(threads);
 }
 
 std::string CpuBackend::description() const {
+  const std::string products =
+      math_ == kc::DnnlMath::bf16 ? " with bf16 operands"
+      : rounded_.active()
+          ? fmt::format(", products of operands rounded to {} (emulated)", kc::operand_rounding_name(rounded_.rounding()))
+          : std::string();
   return fmt::format("cpu, {} compute thread{}, {}{}, {}", threads_, threads_ == 1 ? "" : "s",
-                     kc::DnnlOps::version(), math_ == kc::DnnlMath::bf16 ? " with bf16 operands" : "",
-                     kc::blas_description());
+                     kc::DnnlOps::version(), products, kc::blas_description());
 }
 
 model::DeviceBuffer CpuBackend::allocate(std::size_t bytes) {
@@ -101,6 +108,7 @@ void CpuBackend::copy(int64_t n, const float* x, float* y) {
 }
 void CpuBackend::add(int64_t n, const float* a, const float* b, float* y) { kc::add(n, a, b, y); }
 void CpuBackend::accumulate(int64_t n, const float* x, float* y) { kc::accumulate(n, x, y); }
+void CpuBackend::unscale(int64_t n, float factor, float* y, int32_t* nonfinite) { kc::unscale(n, factor, y, nonfinite); }
 void CpuBackend::relu_forward(int64_t n, const float* x, float* y) { kc::relu_forward(n, x, y); }
 void CpuBackend::relu_backward(int64_t n, const float* y, const float* dy, float* dx) { kc::relu_backward(n, y, dy, dx); }
 void CpuBackend::dropout_forward(int64_t n, float p, uint64_t seed, const float* x, float* y, uint8_t* mask) {
@@ -117,8 +125,18 @@ model::ScratchBytes CpuBackend::conv2d_prepare(const model::Conv2dShape& s) {
   dnnl_.conv2d_prepare(s);
   return {};
 }
+namespace {
+int64_t input_elements(const model::Conv2dShape& s) { return int64_t{s.batch} * s.in_channels * s.in_h * s.in_w; }
+int64_t output_elements(const model::Conv2dShape& s) { return int64_t{s.batch} * s.filters * s.out_h() * s.out_w(); }
+int64_t filter_elements(const model::Conv2dShape& s) {
+  return int64_t{s.filters} * s.in_channels * s.kernel_h * s.kernel_w;
+}
+}  // namespace
+
 void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const float* x, const float* w, const float* bias,
                                 float* y, model::Scratch) {
+  x = rounded_.operand(0, input_elements(s), x);
+  w = rounded_.operand(1, filter_elements(s), w);
   if (on_dnnl(s))
     dnnl_.conv2d_forward(s, x, w, bias, y);
   else
@@ -126,6 +144,9 @@ void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const float* x, con
 }
 void CpuBackend::conv2d_backward(const model::Conv2dShape& s, const float* x, const float* dy, const float* w,
                                  float* dx, float* dw, float* dbias, model::Scratch) {
+  x = rounded_.operand(0, input_elements(s), x);
+  dy = rounded_.operand(1, output_elements(s), dy);
+  w = rounded_.operand(2, filter_elements(s), w);
   if (on_dnnl(s)) {
     dnnl_.conv2d_backward(s, x, dy, w, dx, dw, dbias);
     return;
@@ -136,11 +157,18 @@ void CpuBackend::conv2d_backward(const model::Conv2dShape& s, const float* x, co
 
 void CpuBackend::dense_forward(const model::DenseShape& s, const float* x, const float* w, const float* bias,
                                float* y) {
-  if (s.batch > 0) dnnl_.dense_forward(s, x, w, bias, y);
+  if (s.batch <= 0) return;
+  x = rounded_.operand(0, int64_t{s.batch} * s.in, x);
+  w = rounded_.operand(1, int64_t{s.out} * s.in, w);
+  dnnl_.dense_forward(s, x, w, bias, y);
 }
 void CpuBackend::dense_backward(const model::DenseShape& s, const float* x, const float* w, const float* dy,
                                 float* dx, float* dw, float* dbias) {
-  if (s.batch > 0) dnnl_.dense_backward(s, x, w, dy, dx, dw, dbias);
+  if (s.batch <= 0) return;
+  x = rounded_.operand(0, int64_t{s.batch} * s.in, x);
+  w = rounded_.operand(1, int64_t{s.out} * s.in, w);
+  dy = rounded_.operand(2, int64_t{s.batch} * s.out, dy);
+  dnnl_.dense_backward(s, x, w, dy, dx, dw, dbias);
 }
 
 namespace {

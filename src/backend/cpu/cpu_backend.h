@@ -1,10 +1,12 @@
 // Owns the CPU twin of the device backend: host memory and every Backend operation over kernels/cpu. Work runs
 // at the call, so its readbacks have landed and its clock marks are dated when they return. Convolutions and
 // dense products run on oneDNN (kernels/cpu/dnnl_ops.h) where its rule says so, the rest on our own kernels;
-// every tensor stays in the plain layouts the layers and the memory plan know.
+// every tensor stays in the plain layouts the layers and the memory plan know. Reduced-precision products are
+// oneDNN's bf16 kernels, or fp32 products of operands rounded to fp16 or bf16 (backend/cpu/rounded_operands.h).
 #pragma once
 #include "kernels/cpu/conv2d.h"
 #include "backend/cpu/pool_choice.h"
+#include "backend/cpu/rounded_operands.h"
 #include "kernels/cpu/dnnl_ops.h"
 #include "model/backend.h"
 
@@ -12,8 +14,11 @@ namespace ringtrain::backend {
 
 class CpuBackend : public model::Backend {
  public:
-  // math: the operand type of the products on oneDNN (DnnlMath::bf16 needs DnnlOps::bf16_available()).
-  explicit CpuBackend(int threads, kernels::cpu::DnnlMath math = kernels::cpu::DnnlMath::fp32);
+  // math: the operand type of the products on oneDNN (DnnlMath::bf16 needs DnnlOps::bf16_available());
+  // rounding: what every convolution and dense product rounds its operands to before multiplying in fp32 (the
+  // emulation of fp16, and of bf16 where the CPU lacks AVX512_BF16); use one of the two, not both.
+  explicit CpuBackend(int threads, kernels::cpu::DnnlMath math = kernels::cpu::DnnlMath::fp32,
+                      kernels::cpu::OperandRounding rounding = kernels::cpu::OperandRounding::none);
   std::string name() const override { return "cpu"; }
   std::string description() const override;
 
@@ -32,6 +37,7 @@ class CpuBackend : public model::Backend {
   void copy(int64_t n, const float* x, float* y) override;
   void add(int64_t n, const float* a, const float* b, float* y) override;
   void accumulate(int64_t n, const float* x, float* y) override;
+  void unscale(int64_t n, float factor, float* y, int32_t* nonfinite) override;
   void relu_forward(int64_t n, const float* x, float* y) override;
   void relu_backward(int64_t n, const float* y, const float* dy, float* dx) override;
   void dropout_forward(int64_t n, float p, uint64_t seed, const float* x, float* y, uint8_t* mask) override;
@@ -85,6 +91,7 @@ class CpuBackend : public model::Backend {
   kernels::cpu::ConvWorkspace conv_workspace_;
   kernels::cpu::DnnlOps dnnl_;
   PoolChoice pool_choice_;
+  RoundedOperands rounded_;
 };
 
 }  // namespace ringtrain::backend

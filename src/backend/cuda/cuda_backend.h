@@ -66,6 +66,7 @@ class CudaBackend final : public model::Backend {
   void copy(int64_t n, const float* x, float* y) override;
   void add(int64_t n, const float* a, const float* b, float* y) override;
   void accumulate(int64_t n, const float* x, float* y) override;
+  void unscale(int64_t n, float factor, float* y, int32_t* nonfinite) override;
   void relu_forward(int64_t n, const float* x, float* y) override;
   void relu_backward(int64_t n, const float* y, const float* dy, float* dx) override;
   void dropout_forward(int64_t n, float p, uint64_t seed, const float* x, float* y, uint8_t* mask) override;

@@ -28,6 +28,9 @@ void CudaBackend::copy(int64_t n, const float* x, float* y) {
 }
 void CudaBackend::add(int64_t n, const float* a, const float* b, float* y) { kc::add(n, a, b, y, stream()); }
 void CudaBackend::accumulate(int64_t n, const float* x, float* y) { kc::accumulate(n, x, y, stream()); }
+void CudaBackend::unscale(int64_t n, float factor, float* y, int32_t* nonfinite) {
+  kc::unscale(n, factor, y, nonfinite, stream());
+}
 void CudaBackend::relu_forward(int64_t n, const float* x, float* y) { kc::relu_forward(n, x, y, stream()); }
 void CudaBackend::relu_backward(int64_t n, const float* y, const float* dy, float* dx) {
   kc::relu_backward(n, y, dy, dx, stream());
