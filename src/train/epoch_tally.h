@@ -25,6 +25,7 @@ class EpochTally {
   // remembered for the next agreement.
   void take(const std::vector<FinishedStep>& finished);
   double interval_loss() const;  // mean loss per sample since restart_interval()
+  bool interval_empty() const { return interval_samples_ == 0; }  // no step finished since restart_interval()
   void restart_interval() { interval_loss_ = interval_samples_ = 0; }
 
   Totals train;

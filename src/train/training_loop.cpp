@@ -251,6 +251,8 @@ void TrainingLoop::after_step(int epoch, int64_t step, bool checkpoint_due, cons
 }
 
 void TrainingLoop::show_progress(int epoch, int64_t step, float rate, EpochTally& tally) {
+  // Steps are collected one behind, so an epoch's first step has none to show yet: a line now would say loss 0.
+  if (tally.interval_empty()) return;
   const int epochs = run_.job.train.epochs;
   const Resumable now = within_epoch(epoch, step, tally);
   const double samples_per_s = now.train_samples / now.train_time_s;

@@ -76,9 +76,12 @@ TEST(EpochTally, ABadLabelIsADataErrorNamingStepAndRank) {
 
 TEST(EpochTally, TheProgressLossIsTheMeanSinceTheLastLine) {
   train::EpochTally tally(0, 0, 0.0, 10, 0);
+  EXPECT_TRUE(tally.interval_empty()) << "no line before a step has finished";
   tally.take({step(0, 30, 1, 1)});
+  EXPECT_FALSE(tally.interval_empty());
   EXPECT_DOUBLE_EQ(tally.interval_loss(), 3.0);
   tally.restart_interval();
+  EXPECT_TRUE(tally.interval_empty());
   EXPECT_DOUBLE_EQ(tally.interval_loss(), 0.0);
   tally.take({step(1, 10, 1, 2)});
   EXPECT_DOUBLE_EQ(tally.interval_loss(), 1.0);
