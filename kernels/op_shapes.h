@@ -11,6 +11,9 @@ namespace ringtrain::kernels {
 struct Conv2dShape {
   int batch = 0, in_channels = 0, in_h = 0, in_w = 0;
   int filters = 0, kernel_h = 0, kernel_w = 0, stride = 1, padding = 0;
+  // y and dy in the channel-blocked layout N x K/b x (OH x OW) x b, b = out_block (see BatchNormShape::in_block);
+  // 1 is NCHW.
+  int out_block = 1;
   int out_h() const { return (in_h + 2 * padding - kernel_h) / stride + 1; }
   int out_w() const { return (in_w + 2 * padding - kernel_w) / stride + 1; }
   // 2 x multiply-adds of the forward pass.
@@ -35,6 +38,9 @@ struct PoolShape {
 // Spatial batch normalisation: per channel over N x H x W.
 struct BatchNormShape {
   int batch = 0, channels = 0, spatial = 0;  // spatial = H x W (1 after a dense layer)
+  // x and dx in a channel-blocked layout, N x C/b x (H x W) x b with b = in_block channels per block (oneDNN's
+  // nChw16c for 16), as the convolution before it wrote x; 1 is NCHW. y and dy are NCHW either way.
+  int in_block = 1;
   int64_t elements() const { return int64_t{batch} * channels * spatial; }
   auto operator<=>(const BatchNormShape&) const = default;
 };

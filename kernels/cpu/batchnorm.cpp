@@ -6,6 +6,11 @@
 // double. A float reduction written directly (s += x[i]) is left scalar without -ffast-math, and eight
 // hand-made float lanes were vectorised across the wrong loop and ran ~5x slower than this.
 // The variance is a second pass over centred values, because E[x^2] - E[x]^2 cancels when |mean| >> std.
+//
+// x (and dx) may come channel-blocked, as oneDNN's convolution wrote x (BatchNormShape::in_block): then a group is
+// whole blocks, the partial sums take x's own layout (each element still summed over n in order), the row sums
+// read along the block, and backward first stages the group's dy (unpooled, masked) in that layout, so every
+// element sees the same operations in the same order as in NCHW: the same bits either way.
 #include "kernels/cpu/batchnorm.h"
 
 #include <algorithm>
@@ -35,10 +40,22 @@ struct ChannelGroup {
   int first = 0, count = 0;
 };
 
+int block_of(const BatchNormShape& s) { return std::max(1, s.in_block); }
+
+// Channels per group: about kGroupBytes of one tensor, in whole blocks of a blocked x.
 int group_size(const BatchNormShape& s) {
   const std::size_t channel_bytes = sizeof(float) * static_cast<std::size_t>(s.batch) * s.spatial;
-  const std::size_t fit = channel_bytes > 0 ? kGroupBytes / channel_bytes : 1;
-  return static_cast<int>(std::clamp<std::size_t>(fit, 1, static_cast<std::size_t>(s.channels)));
+  const auto block = static_cast<std::size_t>(block_of(s));
+  const std::size_t fit = channel_bytes > 0 ? kGroupBytes / channel_bytes / block * block : block;
+  return static_cast<int>(std::clamp<std::size_t>(fit, block, static_cast<std::size_t>(s.channels)));
+}
+
+// Where channel c's first element of image n lies in an input-layout tensor (x, dx); its next elements follow at
+// a stride of block_of(s). A group's channels of one image are one contiguous run in either layout, starting at
+// input_offset(s, n, g.first).
+std::ptrdiff_t input_offset(const BatchNormShape& s, int n, int c) {
+  const int b = block_of(s);
+  return (std::ptrdiff_t{n} * s.channels + c / b * b) * s.spatial + c % b;
 }
 
 template <class Body>
@@ -47,29 +64,61 @@ void for_each_group(const BatchNormShape& s, Body body) {
   for (int c = 0; c < s.channels; c += size) body(ChannelGroup{c, std::min(size, s.channels - c)});
 }
 
-// Four independent double chains: enough to hide the add latency, exact enough for 10^5-10^6 terms.
-double sum_row(const float* v, int n) {
+// Four independent double chains: enough to hide the add latency, exact enough for 10^5-10^6 terms. Element i
+// at v[i * stride].
+double sum_row(const float* v, int n, int stride = 1) {
   double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   int i = 0;
-  for (; i + 4 <= n; i += 4) s0 += v[i], s1 += v[i + 1], s2 += v[i + 2], s3 += v[i + 3];
-  for (; i < n; ++i) s0 += v[i];
+  for (; i + 4 <= n; i += 4) {
+    s0 += v[i * stride], s1 += v[(i + 1) * stride];
+    s2 += v[(i + 2) * stride], s3 += v[(i + 3) * stride];
+  }
+  for (; i < n; ++i) s0 += v[i * stride];
   return (s0 + s1) + (s2 + s3);
+}
+
+// Channel j's row of a group's partial sums, which are laid out as the group's run of x.
+double channel_sum(const BatchNormShape& s, const float* partial, int j) {
+  const int b = block_of(s);
+  return sum_row(partial + (std::ptrdiff_t{j} / b * b) * s.spatial + j % b, s.spatial, b);
 }
 
 // partial (g.count rows of H x W): row j, element i = sum over n of x[n][first + j][i], n in order.
 void group_sums(const BatchNormShape& s, const float* x, ChannelGroup g, float* __restrict partial) {
   const std::ptrdiff_t run = std::ptrdiff_t{g.count} * s.spatial;
-  const float* __restrict first = plane(s, x, 0, g.first);
+  const float* __restrict first = x + input_offset(s, 0, g.first);
   for (std::ptrdiff_t i = 0; i < run; ++i) partial[i] = first[i];
   for (int n = 1; n < s.batch; ++n) {
-    const float* __restrict p = plane(s, x, n, g.first);
+    const float* __restrict p = x + input_offset(s, n, g.first);
     for (std::ptrdiff_t i = 0; i < run; ++i) partial[i] += p[i];
+  }
+}
+
+// The same over a blocked x, along each block: one vector of the block's channels per position.
+void group_centred_squares_blocked(const BatchNormShape& s, const float* x, ChannelGroup g, const float* mean,
+                                   float* __restrict partial) {
+  const int b = block_of(s);
+  const std::ptrdiff_t block_run = std::ptrdiff_t{s.spatial} * b;
+  for (std::ptrdiff_t i = 0; i < std::ptrdiff_t{g.count} * s.spatial; ++i) partial[i] = 0.0f;
+  for (int n = 0; n < s.batch; ++n) {
+    const float* __restrict p = x + input_offset(s, n, g.first);
+    for (int blk = 0; blk < g.count / b; ++blk) {
+      const float* __restrict m = mean + blk * b;
+      const float* __restrict q = p + blk * block_run;
+      float* __restrict row = partial + blk * block_run;
+      for (int i = 0; i < s.spatial; ++i)
+        for (int l = 0; l < b; ++l) {
+          const float d = q[i * b + l] - m[l];
+          row[i * b + l] += d * d;
+        }
+    }
   }
 }
 
 // partial row j = sum over n of (x - mean[j])^2 for channel first + j.
 void group_centred_squares(const BatchNormShape& s, const float* x, ChannelGroup g, const float* mean,
                            float* __restrict partial) {
+  if (block_of(s) > 1) return group_centred_squares_blocked(s, x, g, mean, partial);
   for (std::ptrdiff_t i = 0; i < std::ptrdiff_t{g.count} * s.spatial; ++i) partial[i] = 0.0f;
   for (int n = 0; n < s.batch; ++n) {
     for (int j = 0; j < g.count; ++j) {
@@ -97,20 +146,32 @@ void affine_plane(int spatial, const float* __restrict src, float a, float b, bo
   }
 }
 
-// The affine (and ReLU) over every plane of each channel of the group; with a fused pool, each plane goes through a
-// plane-sized buffer that stays in L1 into the pool, and only the pooled plane and its winners are written.
+// The same reading a plane of a blocked x, whose elements lie `stride` apart.
+void affine_plane_strided(int spatial, const float* __restrict src, int stride, float a, float b, bool relu,
+                          float* __restrict dst) {
+  for (int i = 0; i < spatial; ++i) {
+    const float v = src[std::ptrdiff_t{i} * stride] * a + b;
+    dst[i] = relu && v < 0.0f ? 0.0f : v;
+  }
+}
+
+// The affine (and ReLU) over every plane of each channel of the group, into NCHW y; with a fused pool, each plane
+// goes through a plane-sized buffer that stays in L1 into the pool, and only the pooled plane and its winners are
+// written.
 void affine_group(const BatchNormShape& s, ChannelGroup g, const float* x, const float* scale, const float* shift,
                   float* y, bool relu, const FusedPool* pool, std::vector<float>& plane_buffer) {
   const int oh = pool ? pool->h / 2 : 0, ow = pool ? pool->w / 2 : 0;
+  const int block = block_of(s);
   if (pool) plane_buffer.resize(static_cast<std::size_t>(s.spatial));
   for (int n = 0; n < s.batch; ++n) {
     for (int j = 0; j < g.count; ++j) {
-      const float* src = plane(s, x, n, g.first + j);
-      if (!pool) {
-        affine_plane(s.spatial, src, scale[j], shift[j], relu, plane(s, y, n, g.first + j));
-        continue;
-      }
-      affine_plane(s.spatial, src, scale[j], shift[j], relu, plane_buffer.data());
+      const float* src = x + input_offset(s, n, g.first + j);
+      float* const dst = pool ? plane_buffer.data() : plane(s, y, n, g.first + j);
+      if (block > 1)
+        affine_plane_strided(s.spatial, src, block, scale[j], shift[j], relu, dst);
+      else
+        affine_plane(s.spatial, src, scale[j], shift[j], relu, dst);
+      if (!pool) continue;
       const std::ptrdiff_t out = (std::ptrdiff_t{n} * s.channels + g.first + j) * oh * ow;
       maxpool_2x2_plane(pool->w, oh, ow, plane_buffer.data(), y + out, pool->argmax + out);
     }
@@ -118,7 +179,8 @@ void affine_group(const BatchNormShape& s, ChannelGroup g, const float* x, const
 }
 
 // Where a group's planes of one tensor lie: plane (n, j) of the group at base + n * image_stride + j * spatial.
-// A whole NCHW tensor, or the group's own buffer of unpooled gradients.
+// A whole NCHW tensor, or the group's own staged gradients (stage_dy; blocked there, image n at base + n *
+// image_stride in x's layout).
 struct GroupPlanes {
   const float* base = nullptr;
   std::ptrdiff_t image_stride = 0;
@@ -131,29 +193,6 @@ GroupPlanes group_planes(const BatchNormShape& s, const float* t, ChannelGroup g
   return {plane(s, t, 0, g.first), std::ptrdiff_t{s.channels} * s.spatial, s.spatial};
 }
 
-// The group's dy at full size, as maxpool_backward (and relu_backward) would pass it to batch norm: the pooled
-// gradient at each window's winner, zeroed where the pooled output is not positive (relu), zero elsewhere. Written
-// into `unpooled` ([n][j][spatial], about kGroupBytes), which the two passes after it then find in L2.
-GroupPlanes unpool_group(const BatchNormShape& s, ChannelGroup g, const float* dy, const float* relu_y,
-                         const FusedPool& pool, std::vector<float>& masked, std::vector<float>& unpooled) {
-  const int oh = pool.h / 2, ow = pool.w / 2;
-  const std::ptrdiff_t out_plane = std::ptrdiff_t{oh} * ow;
-  masked.resize(static_cast<std::size_t>(out_plane));
-  unpooled.resize(static_cast<std::size_t>(s.batch) * static_cast<std::size_t>(g.count) * s.spatial);
-  for (int n = 0; n < s.batch; ++n) {
-    for (int j = 0; j < g.count; ++j) {
-      const std::ptrdiff_t out = (std::ptrdiff_t{n} * s.channels + g.first + j) * out_plane;
-      const float* g_in = dy + out;
-      if (relu_y) {
-        for (std::ptrdiff_t i = 0; i < out_plane; ++i) masked[i] = relu_y[out + i] > 0.0f ? g_in[i] : 0.0f;
-        g_in = masked.data();
-      }
-      maxpool_2x2_backward_plane(pool.h, pool.w, oh, ow, g_in, pool.argmax + out,
-                                 unpooled.data() + (std::ptrdiff_t{n} * g.count + j) * s.spatial);
-    }
-  }
-  return {unpooled.data(), std::ptrdiff_t{g.count} * s.spatial, s.spatial};
-}
 
 // The output gradient as the layer after a fused ReLU passes it: dy where the output is positive, else 0.
 inline float masked(const float* relu_y, const float* dy, std::ptrdiff_t i) {
@@ -193,6 +232,85 @@ struct DxCoefficients {
   float a = 0, b = 0, k = 0;
 };
 
+// The group's dy as batch norm's passes read it, staged in x's layout ([n][j][spatial] in NCHW, [n][block][spatial]
+// [lane] blocked; about kGroupBytes, which the two passes after it find in L2): masked where a fused ReLU's output
+// is not positive, and with a fused pool unpooled as maxpool_backward would (the pooled gradient at each window's
+// winner, zero elsewhere), so the full-size gradient never crosses memory. Used with a fused pool, and for a
+// blocked x, whose passes then run along the block.
+GroupPlanes stage_dy(const BatchNormShape& s, ChannelGroup g, const float* dy, const float* relu_y,
+                     const FusedPool* pool, std::vector<float>& masked, std::vector<float>& plane_buffer,
+                     std::vector<float>& staged) {
+  const int b = block_of(s);
+  const int oh = pool ? pool->h / 2 : 0, ow = pool ? pool->w / 2 : 0;
+  const std::ptrdiff_t out_plane = pool ? std::ptrdiff_t{oh} * ow : s.spatial;
+  masked.resize(static_cast<std::size_t>(out_plane));
+  plane_buffer.resize(static_cast<std::size_t>(s.spatial));
+  staged.resize(static_cast<std::size_t>(s.batch) * static_cast<std::size_t>(g.count) * s.spatial);
+  const std::ptrdiff_t image = std::ptrdiff_t{g.count} * s.spatial;
+  for (int n = 0; n < s.batch; ++n) {
+    for (int j = 0; j < g.count; ++j) {
+      const std::ptrdiff_t out = (std::ptrdiff_t{n} * s.channels + g.first + j) * out_plane;
+      const float* g_in = dy + out;
+      if (relu_y) {
+        for (std::ptrdiff_t i = 0; i < out_plane; ++i) masked[i] = relu_y[out + i] > 0.0f ? g_in[i] : 0.0f;
+        g_in = masked.data();
+      }
+      float* const plane_at = staged.data() + n * image + (std::ptrdiff_t{j} / b * b) * s.spatial + j % b;
+      if (pool) {
+        float* const unpooled = b == 1 ? plane_at : plane_buffer.data();  // NCHW: straight into its place
+        maxpool_2x2_backward_plane(pool->h, pool->w, oh, ow, g_in, pool->argmax + out, unpooled);
+        if (b == 1) continue;
+        g_in = unpooled;
+      }
+      for (int i = 0; i < s.spatial; ++i) plane_at[std::ptrdiff_t{i} * b] = g_in[i];
+    }
+  }
+  return {staged.data(), image, s.spatial};
+}
+
+// group_gradient_sums and group_dx for a blocked x and its staged dy, with the same per-element arithmetic.
+void group_gradient_sums_blocked(const BatchNormShape& s, const float* x, GroupPlanes dy, ChannelGroup g,
+                                 const float* mean, float* __restrict pa, float* __restrict pb) {
+  const int b = block_of(s);
+  const std::ptrdiff_t block_run = std::ptrdiff_t{s.spatial} * b;
+  for (std::ptrdiff_t i = 0; i < std::ptrdiff_t{g.count} * s.spatial; ++i) pa[i] = 0.0f, pb[i] = 0.0f;
+  for (int n = 0; n < s.batch; ++n) {
+    const float* __restrict xs = x + input_offset(s, n, g.first);
+    const float* __restrict gs = dy.base + n * dy.image_stride;
+    for (int blk = 0; blk < g.count / b; ++blk) {
+      const float* __restrict m = mean + blk * b;
+      const std::ptrdiff_t base = blk * block_run;
+      for (int i = 0; i < s.spatial; ++i)
+        for (int l = 0; l < b; ++l) {
+          const std::ptrdiff_t k = base + std::ptrdiff_t{i} * b + l;
+          pa[k] += gs[k];
+          pb[k] += gs[k] * (xs[k] - m[l]);
+        }
+    }
+  }
+}
+
+void group_dx_blocked(const BatchNormShape& s, const float* x, GroupPlanes dy, ChannelGroup g, const float* mean,
+                      const DxCoefficients* coef, float* dx) {
+  const int b = block_of(s);
+  const std::ptrdiff_t block_run = std::ptrdiff_t{s.spatial} * b;
+  for (int n = 0; n < s.batch; ++n) {
+    const float* __restrict xs = x + input_offset(s, n, g.first);
+    const float* __restrict gs = dy.base + n * dy.image_stride;
+    float* __restrict d = dx + input_offset(s, n, g.first);
+    for (int blk = 0; blk < g.count / b; ++blk) {
+      const float* __restrict m = mean + blk * b;
+      const DxCoefficients* c = coef + blk * b;
+      const std::ptrdiff_t base = blk * block_run;
+      for (int i = 0; i < s.spatial; ++i)
+        for (int l = 0; l < b; ++l) {
+          const std::ptrdiff_t k = base + std::ptrdiff_t{i} * b + l;
+          d[k] = c[l].a * gs[k] + c[l].b * (xs[k] - m[l]) + c[l].k;
+        }
+    }
+  }
+}
+
 void group_dx(const BatchNormShape& s, const float* x, GroupPlanes dy, GroupPlanes relu_y, ChannelGroup g,
               const float* mean, const DxCoefficients* coef, float* dx) {
   for (int n = 0; n < s.batch; ++n) {
@@ -226,13 +344,13 @@ void batchnorm_forward_train(const BatchNormShape& s, const float* x, const floa
   for_each_group(s, [&](ChannelGroup g) {
     group_sums(s, x, g, partial.data());
     for (int j = 0; j < g.count; ++j) {
-      mean_d[j] = sum_row(partial.data() + std::ptrdiff_t{j} * s.spatial, s.spatial) / count;
+      mean_d[j] = channel_sum(s, partial.data(), j) / count;
       mean[j] = static_cast<float>(mean_d[j]);
     }
     group_centred_squares(s, x, g, mean.data(), partial.data());
     for (int j = 0; j < g.count; ++j) {
       const int c = g.first + j;
-      const double var = sum_row(partial.data() + std::ptrdiff_t{j} * s.spatial, s.spatial) / count;
+      const double var = channel_sum(s, partial.data(), j) / count;
       const double inv_std = 1.0 / std::sqrt(var + eps);  // biased variance: what the batch is normalised with
       saved_mean[c] = mean[j];
       saved_inv_std[c] = static_cast<float>(inv_std);
@@ -270,19 +388,23 @@ void batchnorm_backward(const BatchNormShape& s, const float* x, const float* dy
   const auto size = static_cast<std::size_t>(group_size(s));
   std::vector<float> partial_dy(size * static_cast<std::size_t>(s.spatial)), partial_dy_xc(partial_dy.size());
   std::vector<DxCoefficients> coef(size);
-  std::vector<float> masked, unpooled;
+  std::vector<float> masked, staged, plane_buffer;
+  const bool blocked = block_of(s) > 1, stage = blocked || pool;
   for_each_group(s, [&](ChannelGroup g) {
     const float* mean = saved_mean + g.first;
-    // With a fused pool the ReLU's mask is already in the unpooled gradient.
+    // A staged dy has the ReLU's mask in it already.
     const GroupPlanes dy_planes =
-        pool ? unpool_group(s, g, dy, relu_y, *pool, masked, unpooled) : group_planes(s, dy, g);
-    const GroupPlanes mask_planes = pool ? GroupPlanes{} : group_planes(s, relu_y, g);
-    group_gradient_sums(s, x, dy_planes, mask_planes, g, mean, partial_dy.data(), partial_dy_xc.data());
+        stage ? stage_dy(s, g, dy, relu_y, pool, masked, plane_buffer, staged) : group_planes(s, dy, g);
+    const GroupPlanes mask_planes = stage ? GroupPlanes{} : group_planes(s, relu_y, g);
+    if (blocked)
+      group_gradient_sums_blocked(s, x, dy_planes, g, mean, partial_dy.data(), partial_dy_xc.data());
+    else
+      group_gradient_sums(s, x, dy_planes, mask_planes, g, mean, partial_dy.data(), partial_dy_xc.data());
     for (int j = 0; j < g.count; ++j) {
       const int c = g.first + j;
       const double inv_std = saved_inv_std[c];
-      const double sum_dy = sum_row(partial_dy.data() + std::ptrdiff_t{j} * s.spatial, s.spatial);
-      const double sum_dy_xhat = sum_row(partial_dy_xc.data() + std::ptrdiff_t{j} * s.spatial, s.spatial) * inv_std;
+      const double sum_dy = channel_sum(s, partial_dy.data(), j);
+      const double sum_dy_xhat = channel_sum(s, partial_dy_xc.data(), j) * inv_std;
       dbeta[c] += static_cast<float>(sum_dy);
       dgamma[c] += static_cast<float>(sum_dy_xhat);
       // dx = gamma * inv_std * (dy - mean(dy) - xhat * mean(dy * xhat)), expanded into dx = a dy + b (x - mean)
@@ -293,7 +415,10 @@ void batchnorm_backward(const BatchNormShape& s, const float* x, const float* dy
       const double k = -a * sum_dy / count;
       coef[j] = {static_cast<float>(a), static_cast<float>(b), static_cast<float>(k)};
     }
-    group_dx(s, x, dy_planes, mask_planes, g, mean, coef.data(), dx);
+    if (blocked)
+      group_dx_blocked(s, x, dy_planes, g, mean, coef.data(), dx);
+    else
+      group_dx(s, x, dy_planes, mask_planes, g, mean, coef.data(), dx);
   });
 }
 

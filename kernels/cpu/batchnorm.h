@@ -1,4 +1,5 @@
-// Owns spatial batch normalisation on the CPU (per channel over N x H x W), training and inference forms.
+// Owns spatial batch normalisation on the CPU (per channel over N x H x W), training and inference forms. x and dx
+// are NCHW or channel-blocked (BatchNormShape::in_block, with the same bits); y and dy are NCHW.
 #pragma once
 #include <cstdint>
 

@@ -1,8 +1,11 @@
 // Owns the oneDNN convolution primitives of one shape, made on first use (or at prepare) and kept.
 #include "kernels/cpu/dnnl_conv2d.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
+#include "common/error.h"
 #include "kernels/cpu/dnnl_check.h"
 
 namespace ringtrain::kernels::cpu {
@@ -21,13 +24,26 @@ memory::desc operand(const DnnlContext& ctx, const memory::desc& d) {
   return memory::desc(d.dims(), ctx.operand_type(), tag::any);
 }
 
+tag output_tag(int block) {
+  switch (block) {
+    case 1:
+      return tag::nchw;
+    case 8:
+      return tag::nChw8c;
+    case 16:
+      return tag::nChw16c;
+    default:
+      throw Error(ExitCode::internal, fmt::format("no oneDNN layout for a convolution output blocked by {}", block));
+  }
+}
+
 }  // namespace
 
 DnnlConv2d::DnnlConv2d(DnnlContext& ctx, const Conv2dShape& s)
     : shape_(s),
       src_({s.batch, s.in_channels, s.in_h, s.in_w}, f32, tag::nchw),
       weights_({s.filters, s.in_channels, s.kernel_h, s.kernel_w}, f32, tag::oihw),
-      dst_({s.batch, s.filters, s.out_h(), s.out_w()}, f32, tag::nchw),
+      dst_({s.batch, s.filters, s.out_h(), s.out_w()}, f32, output_tag(s.out_block)),
       bias_({s.filters}, f32, tag::a),
       strides_{s.stride, s.stride},
       padding_{s.padding, s.padding} {
@@ -36,6 +52,13 @@ DnnlConv2d::DnnlConv2d(DnnlContext& ctx, const Conv2dShape& s)
                                       operand(ctx, weights_), any_layout(dst_), strides_, padding_, padding_),
       DnnlContext::attributes(), ctx.engine()));
   implementation_ = DNNL_CALL(hint_.impl_info_str());
+}
+
+int DnnlConv2d::output_block() const {
+  const memory::desc chosen = hint_.dst_desc();
+  for (const int block : {16, 8})
+    if (chosen == memory::desc(chosen.dims(), f32, output_tag(block))) return block;
+  return 1;
 }
 
 void DnnlConv2d::prepare(DnnlContext& ctx) {

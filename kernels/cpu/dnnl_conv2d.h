@@ -1,6 +1,7 @@
 // Owns one convolution shape on oneDNN: forward, data gradient and filter gradient primitives in the layouts
 // oneDNN picks for this machine (format_tag::any), bound to our NCHW activations and KCRS weights through
-// reorders. Same contracts as conv2d.h: y and dx overwritten, dw and dbias accumulated. The two gradients read dy
+// reorders; y and dy in the channel-blocked layout instead where the shape says so (Conv2dShape::out_block), which
+// is the one oneDNN writes (output_block()), so those two need no reorder. Same contracts as conv2d.h: y and dx overwritten, dw and dbias accumulated. The two gradients read dy
 // in the same layout, so backward() reorders it once for both.
 #pragma once
 #include <cstddef>
@@ -17,6 +18,8 @@ class DnnlConv2d {
   DnnlConv2d(DnnlContext& ctx, const Conv2dShape& s);
   // oneDNN's name for the forward implementation it chose ("jit:avx512_core", "gemm:jit", ...).
   const std::string& implementation() const { return implementation_; }
+  // The channels per block of the layout the forward writes y in (nChw16c: 16, nChw8c: 8), or 1 for any other.
+  int output_block() const;
   // Makes the primitives a training step needs (forward and the filter gradient without bias; the data gradient)
   // so the first step does not.
   void prepare(DnnlContext& ctx);

@@ -66,6 +66,14 @@ bool DnnlOps::bf16_available() { return __builtin_cpu_supports("avx512bf16"); }
 
 bool DnnlOps::runs_conv2d(const Conv2dShape& s) { return state_->conv(s).has_value(); }
 
+int DnnlOps::conv2d_output_block(const Conv2dShape& s) {
+  Conv2dShape nchw = s;
+  nchw.out_block = 1;
+  const auto& conv = state_->conv(nchw);
+  const int block = conv ? conv->output_block() : 1;
+  return block > 1 && s.filters % block == 0 ? block : 1;
+}
+
 void DnnlOps::conv2d_prepare(const Conv2dShape& s) {
   if (auto& c = state_->conv(s)) c->prepare(state_->ctx);
 }

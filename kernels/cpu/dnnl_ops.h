@@ -1,5 +1,6 @@
 // Owns the CPU backend's door to oneDNN: convolutions, pooling and dense products on oneDNN primitives, made once per
-// shape and kept, over tensors in our plain layouts. oneDNN's headers stay behind this one (pimpl), so the
+// shape and kept, over tensors in our plain layouts (a convolution's output and its gradient may stay in the
+// blocked layout oneDNN writes, for the batch norm after it: Conv2dShape::out_block). oneDNN's headers stay behind this one (pimpl), so the
 // backend and its tests compile without them.
 //
 // Which convolutions run here is a rule the kernel benchmarks justify (perf/results/2026-11-24-onednn-cpu.md):
@@ -37,6 +38,9 @@ class DnnlOps {
 
   // Whether this convolution runs on oneDNN (see above); makes and keeps its primitives when it does.
   bool runs_conv2d(const Conv2dShape& s);
+  // The channel block (16 or 8) of the layout this convolution's oneDNN kernels write, where it runs here and its
+  // filters fill whole blocks, so a layer reading it may take that layout (Conv2dShape::out_block); else 1.
+  int conv2d_output_block(const Conv2dShape& s);
   void conv2d_prepare(const Conv2dShape& s);
   void conv2d_forward(const Conv2dShape& s, const float* x, const float* w, const float* bias, float* y);
   // dw (and dbias, may be null) accumulate; dx, where not null, is overwritten. dy is staged once for both.

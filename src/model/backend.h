@@ -139,6 +139,13 @@ class Backend {
   // written to dx: one call, so a backend can share what both read (the CPU twin stages dy once).
   virtual void conv2d_backward(const Conv2dShape& s, const float* x, const float* dy, const float* w, float* dx,
                                float* dw, float* dbias, Scratch scratch) = 0;
+  // The channel block of the layout this convolution's kernels write y in, where the backend's batch norm reads x
+  // (and writes dx) in it too (Conv2dShape::out_block, BatchNormShape::in_block): the graph then keeps that
+  // value blocked, sparing a reorder each way. 1: NCHW only.
+  virtual int conv2d_output_block(const Conv2dShape& s) {
+    (void)s;
+    return 1;
+  }
 
   // ---- dense: dx may be null (the first layer needs none); bias and dbias may be null
   virtual void dense_forward(const DenseShape& s, const float* x, const float* w, const float* bias, float* y) = 0;

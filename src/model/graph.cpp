@@ -50,11 +50,13 @@ int Graph::add_value(Shape shape, int producer) {
 int Graph::emit_chain(const std::vector<config::LayerSpec>& specs, int input, const SeedPath& chain_seed,
                       uint64_t chain_xor, Backend& backend) {
   int current = input;
+  Layer* previous = nullptr;  // the layer whose output is `current`, where it is this chain's
   for (size_t i = 0; i < specs.size(); ++i) {
     SeedPath seed = chain_seed;
     seed.levels.push_back({chain_xor, i});
     if (specs[i].kind == config::LayerKind::residual) {
       current = emit_residual(specs[i], current, seed, backend);
+      previous = nullptr;
       continue;
     }
     owned_.push_back(make_layer(specs[i], backend));
@@ -68,6 +70,12 @@ int Graph::emit_chain(const std::vector<config::LayerSpec>& specs, int input, co
     steps_.push_back({Step::Kind::layer, layer, {current}, output, false, seed});
     layer_order_.push_back(layer);
     current = output;
+    // Within a chain a layer's output has no reader but the next layer, which may take it blocked.
+    if (fuse_ && previous) {
+      const int block = previous->output_block_offer();
+      if (block > 1 && layer->take_input_block(block)) previous->write_output_block(block);
+    }
+    previous = layer;
     // The ReLU's spec (and a pool's after it) is consumed with the layer that took it on; the chain's next layer
     // keeps its own index.
     const bool relu_next = i + 1 < specs.size() && specs[i + 1].kind == config::LayerKind::relu;

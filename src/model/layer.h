@@ -108,6 +108,18 @@ class Layer {
   // What fusion added to the layer, for the model summary ("+ relu, fused"; "" for nothing).
   virtual std::string fused() const { return ""; }
 
+  // A layer and the next one in its chain may pass the output in a channel-blocked layout (N x C/b x H x W x b)
+  // where the producer's kernels write it so and the consumer reads it (a convolution on oneDNN and the batch
+  // norm after it): no reorder on the way, in either direction of the step. The graph asks, after setup, where
+  // fusion is on: the block this layer could write its output in (1: none), whether the next layer takes it, and
+  // then tells this one to write it.
+  virtual int output_block_offer() const { return 1; }
+  virtual bool take_input_block(int block) {
+    (void)block;
+    return false;
+  }
+  virtual void write_output_block(int block) { (void)block; }
+
   virtual double forward_flops_per_sample() const { return 0; }  // after setup
   virtual double backward_flops_per_sample(bool need_dx) const {
     return 2 * forward_flops_per_sample() * (need_dx ? 1 : 0.5);

@@ -1,6 +1,7 @@
 // Tests for kernels/cpu/batchnorm: training-mode gradients against central differences (spatial and
 // after-dense shapes), the normalised output's moments, running-statistics update, inference formula,
-// accumulation of dgamma/dbeta, and the fused ReLU + 2x2 max pool against the three kernels apart.
+// accumulation of dgamma/dbeta, the fused ReLU + 2x2 max pool against the three kernels apart, and a channel-blocked
+// x (as oneDNN's convolutions write it) against NCHW.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -213,6 +214,76 @@ TEST(BatchNorm, FusedReluAndPoolGiveTheBitsOfTheKernelsApart) {
     batchnorm_forward_infer(fused.s, fused.x.data(), fused.gamma.data(), fused.beta.data(),
                             fused.running_mean.data(), fused.running_var.data(), kEps, y_fused.data(), true, &fuse);
     EXPECT_TRUE(same(y_apart, y_fused));
+  }
+}
+
+// x of N x C x S in NCHW, rewritten in the blocked layout N x C/b x S x b.
+std::vector<float> to_blocked(const std::vector<float>& x, const BatchNormShape& s, int b) {
+  std::vector<float> out(x.size());
+  for (int n = 0; n < s.batch; ++n)
+    for (int c = 0; c < s.channels; ++c)
+      for (int i = 0; i < s.spatial; ++i)
+        out[(std::size_t(n) * s.channels + std::size_t(c / b * b)) * s.spatial + std::size_t(i) * b + c % b] =
+            x[(std::size_t(n) * s.channels + c) * s.spatial + i];
+  return out;
+}
+
+// A batch norm reading x in oneDNN's blocked layout (BatchNormShape::in_block) gives the bits it gives on NCHW:
+// y and the pooled winners, the saved and running statistics, dgamma and dbeta, and dx (in x's layout), with and
+// without the fused ReLU and pool, blocks of 16 and 8, several channel groups, an odd plane.
+TEST(BatchNorm, ABlockedInputGivesTheBitsOfNchw) {
+  struct Case {
+    int batch, channels, h, w, block;
+    bool relu, pool;
+  };
+  for (const Case k : {Case{64, 64, 14, 14, 16, true, true}, Case{64, 32, 28, 28, 16, true, true},
+                       Case{6, 48, 9, 7, 16, true, true}, Case{8, 32, 5, 5, 8, true, false},
+                       Case{8, 16, 6, 6, 16, false, false}}) {
+    SCOPED_TRACE(::testing::Message() << k.batch << "x" << k.channels << "x" << k.h << "x" << k.w << " block "
+                                      << k.block << (k.relu ? " relu" : "") << (k.pool ? " pool" : ""));
+    Bn plain({k.batch, k.channels, k.h * k.w}, 71), blocked({k.batch, k.channels, k.h * k.w}, 71);
+    blocked.s.in_block = k.block;
+    blocked.x = to_blocked(plain.x, plain.s, k.block);
+    const int oh = k.pool ? k.h / 2 : k.h, ow = k.pool ? k.w / 2 : k.w;
+    const std::size_t out = std::size_t(k.batch) * k.channels * oh * ow;
+    std::vector<int32_t> argmax_plain(out), argmax_blocked(out);
+    const FusedPool pool_plain{k.h, k.w, argmax_plain.data()}, pool_blocked{k.h, k.w, argmax_blocked.data()};
+    std::vector<float> y_plain(out), y_blocked(out);
+    batchnorm_forward_train(plain.s, plain.x.data(), plain.gamma.data(), plain.beta.data(), 0.1f, kEps,
+                            plain.running_mean.data(), plain.running_var.data(), y_plain.data(), plain.mean.data(),
+                            plain.inv_std.data(), k.relu, k.pool ? &pool_plain : nullptr);
+    batchnorm_forward_train(blocked.s, blocked.x.data(), blocked.gamma.data(), blocked.beta.data(), 0.1f, kEps,
+                            blocked.running_mean.data(), blocked.running_var.data(), y_blocked.data(),
+                            blocked.mean.data(), blocked.inv_std.data(), k.relu, k.pool ? &pool_blocked : nullptr);
+    const auto same = [](const auto& a, const auto& b) {
+      return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0;
+    };
+    EXPECT_TRUE(same(y_plain, y_blocked));
+    EXPECT_TRUE(same(argmax_plain, argmax_blocked));
+    EXPECT_TRUE(same(plain.mean, blocked.mean));
+    EXPECT_TRUE(same(plain.inv_std, blocked.inv_std));
+    EXPECT_TRUE(same(plain.running_var, blocked.running_var));
+
+    const auto dy = random_vector(out, 72);
+    std::vector<float> dx_plain(plain.x.size()), dx_blocked(plain.x.size());
+    std::vector<float> dg_plain(std::size_t(k.channels)), db_plain(dg_plain.size()), dg_blocked(dg_plain.size()),
+        db_blocked(dg_plain.size());
+    batchnorm_backward(plain.s, plain.x.data(), dy.data(), plain.gamma.data(), plain.mean.data(),
+                       plain.inv_std.data(), dx_plain.data(), dg_plain.data(), db_plain.data(),
+                       k.relu ? y_plain.data() : nullptr, k.pool ? &pool_plain : nullptr);
+    batchnorm_backward(blocked.s, blocked.x.data(), dy.data(), blocked.gamma.data(), blocked.mean.data(),
+                       blocked.inv_std.data(), dx_blocked.data(), dg_blocked.data(), db_blocked.data(),
+                       k.relu ? y_blocked.data() : nullptr, k.pool ? &pool_blocked : nullptr);
+    EXPECT_TRUE(same(to_blocked(dx_plain, plain.s, k.block), dx_blocked));
+    EXPECT_TRUE(same(dg_plain, dg_blocked));
+    EXPECT_TRUE(same(db_plain, db_blocked));
+
+    batchnorm_forward_infer(plain.s, plain.x.data(), plain.gamma.data(), plain.beta.data(), plain.running_mean.data(),
+                            plain.running_var.data(), kEps, y_plain.data(), k.relu, k.pool ? &pool_plain : nullptr);
+    batchnorm_forward_infer(blocked.s, blocked.x.data(), blocked.gamma.data(), blocked.beta.data(),
+                            blocked.running_mean.data(), blocked.running_var.data(), kEps, y_blocked.data(), k.relu,
+                            k.pool ? &pool_blocked : nullptr);
+    EXPECT_TRUE(same(y_plain, y_blocked));
   }
 }
 

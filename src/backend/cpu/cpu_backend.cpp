@@ -133,6 +133,10 @@ int64_t filter_elements(const model::Conv2dShape& s) {
 }
 }  // namespace
 
+int CpuBackend::conv2d_output_block(const model::Conv2dShape& s) {
+  return on_dnnl(s) ? dnnl_.conv2d_output_block(s) : 1;
+}
+
 void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const float* x, const float* w, const float* bias,
                                 float* y, model::Scratch) {
   x = rounded_.operand(0, input_elements(s), x);

@@ -49,6 +49,8 @@ class CpuBackend : public model::Backend {
                       model::Scratch scratch) override;
   void conv2d_backward(const model::Conv2dShape& s, const float* x, const float* dy, const float* w, float* dx,
                        float* dw, float* dbias, model::Scratch scratch) override;
+  // oneDNN's blocked output layout (nChw16c with AVX-512), which kernels/cpu/batchnorm reads.
+  int conv2d_output_block(const model::Conv2dShape& s) override;
   void dense_forward(const model::DenseShape& s, const float* x, const float* w, const float* bias,
                      float* y) override;
   void dense_backward(const model::DenseShape& s, const float* x, const float* w, const float* dy, float* dx,

@@ -39,6 +39,11 @@ class BatchNorm final : public LeafLayer {
     if (pool_) return "+ relu + maxpool 2 s2, fused";
     return relu_ ? "+ relu, fused" : "";
   }
+  // The backend's batch norm reads whatever block its convolution offers.
+  bool take_input_block(int block) override {
+    in_block_ = block;
+    return true;
+  }
   std::vector<ParamDecl> param_decls() const override {
     return {{"gamma", in_.c, ParamInit::ones, 1, false}, {"beta", in_.c, ParamInit::zeros, 1, false}};
   }
@@ -69,7 +74,7 @@ class BatchNorm final : public LeafLayer {
   }
 
  private:
-  BatchNormShape shape_at(int batch) const { return {batch, in_.c, in_.h * in_.w}; }
+  BatchNormShape shape_at(int batch) const { return {batch, in_.c, in_.h * in_.w, in_block_}; }
   BatchNormSettings settings() const { return {spec_.momentum, spec_.epsilon, relu_, pool_}; }
   // The backends compute dx in the same pass as the parameter gradients, so a batch norm that is the network's
   // first layer (no dx wanted) writes it into a buffer of its own, made on first use.
@@ -82,6 +87,7 @@ class BatchNorm final : public LeafLayer {
   float *dgamma_ = nullptr, *dbeta_ = nullptr;
   bool relu_ = false;
   std::optional<FusedMaxPool> pool_;
+  int in_block_ = 1;  // x and dx channel-blocked as the convolution before it writes them
 };
 
 }  // namespace

@@ -1,4 +1,5 @@
-// Owns the 2-D convolution layer: NCHW, weights K x C x R x S, optional bias.
+// Owns the 2-D convolution layer: NCHW, weights K x C x R x S, optional bias; its output channel-blocked where the
+// batch norm after it takes that (Layer::output_block_offer).
 #include <fmt/format.h>
 
 #include "model/layers/layers.h"
@@ -24,6 +25,14 @@ class Conv2d final : public LeafLayer {
     out_ = {in.n, spec_.filters, shape_.out_h(), shape_.out_w()};
     scratch_ = backend_.conv2d_prepare(shape_);
     return out_;
+  }
+  int output_block_offer() const override { return backend_.conv2d_output_block(shape_); }
+  void write_output_block(int block) override {
+    shape_.out_block = block;
+    scratch_ = backend_.conv2d_prepare(shape_);
+  }
+  std::string fused() const override {
+    return shape_.out_block > 1 ? fmt::format("-> nChw{}c", shape_.out_block) : "";
   }
   // The filter gradient reads the input.
   MemoryUse memory_use() const override { return {.backward_reads_input = true, .scratch = scratch_}; }
