@@ -232,6 +232,29 @@ struct DxCoefficients {
   float a = 0, b = 0, k = 0;
 };
 
+// stage_dy's blocked form with a fused pool, a block of channels at a time: the block's plane zeroed in vectors,
+// then each window's masked gradient written at its winner, rather than each channel's plane unpooled apart and
+// scattered along the block.
+void stage_unpooled_blocked(const BatchNormShape& s, ChannelGroup g, const float* dy, const float* relu_y,
+                            const FusedPool& pool, float* staged) {
+  const int b = block_of(s);
+  const int oh = pool.h / 2, ow = pool.w / 2;
+  const std::ptrdiff_t out_plane = std::ptrdiff_t{oh} * ow, block_run = std::ptrdiff_t{s.spatial} * b;
+  for (int n = 0; n < s.batch; ++n) {
+    for (int blk = 0; blk < g.count / b; ++blk) {
+      float* __restrict dst = staged + (std::ptrdiff_t{n} * g.count / b + blk) * block_run;
+      std::fill(dst, dst + block_run, 0.0f);
+      for (int l = 0; l < b; ++l) {
+        const std::ptrdiff_t out = (std::ptrdiff_t{n} * s.channels + g.first + blk * b + l) * out_plane;
+        for (std::ptrdiff_t o = 0; o < out_plane; ++o) {
+          const float gradient = !relu_y || relu_y[out + o] > 0.0f ? dy[out + o] : 0.0f;
+          dst[std::ptrdiff_t{pool.argmax[out + o]} * b + l] = maxpool_2x2_winner_gradient(gradient, ow);
+        }
+      }
+    }
+  }
+}
+
 // The group's dy as batch norm's passes read it, staged in x's layout ([n][j][spatial] in NCHW, [n][block][spatial]
 // [lane] blocked; about kGroupBytes, which the two passes after it find in L2): masked where a fused ReLU's output
 // is not positive, and with a fused pool unpooled as maxpool_backward would (the pooled gradient at each window's
@@ -247,6 +270,10 @@ GroupPlanes stage_dy(const BatchNormShape& s, ChannelGroup g, const float* dy, c
   plane_buffer.resize(static_cast<std::size_t>(s.spatial));
   staged.resize(static_cast<std::size_t>(s.batch) * static_cast<std::size_t>(g.count) * s.spatial);
   const std::ptrdiff_t image = std::ptrdiff_t{g.count} * s.spatial;
+  if (pool && b > 1) {
+    stage_unpooled_blocked(s, g, dy, relu_y, *pool, staged.data());
+    return {staged.data(), image, s.spatial};
+  }
   for (int n = 0; n < s.batch; ++n) {
     for (int j = 0; j < g.count; ++j) {
       const std::ptrdiff_t out = (std::ptrdiff_t{n} * s.channels + g.first + j) * out_plane;

@@ -52,7 +52,7 @@ void maxpool_2x2_backward_plane(int h, int w, int oh, int ow, const float* __res
                                 const int32_t* __restrict argmax, float* __restrict dx) {
   // The tiled pass wins when a row holds at least one 8-wide vector of outputs (28x28 -> 14x14 in the model:
   // 0.61 ms against 0.88 per step); on 7-output rows it runs entirely in the scalar tail and loses to
-  // fill + scatter (0.57 ms against 0.45), so those take that.
+  // fill + scatter (0.57 ms against 0.45), so those take that (maxpool_2x2_winner_gradient says which).
   if (ow < 8) {
     std::fill(dx, dx + std::ptrdiff_t{h} * w, 0.0f);
     for (std::ptrdiff_t o = 0; o < std::ptrdiff_t{oh} * ow; ++o) dx[argmax[o]] += dy[o];

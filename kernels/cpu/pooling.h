@@ -14,6 +14,10 @@ void maxpool_backward(const PoolShape& s, const float* dy, const int32_t* argmax
 // One (n, c) plane of the 2x2 stride-2 max pool (windows tile the plane; an odd last row or column is in none):
 // the loops maxpool_forward and maxpool_backward run on that geometry, for kernels that fuse the pool.
 void maxpool_2x2_plane(int w, int oh, int ow, const float* x, float* y, int32_t* argmax);
+// What maxpool_2x2_backward_plane writes at a window's winner for the pooled gradient g, on planes of ow outputs
+// per row (its fill + scatter form adds g to zero, its tiled form copies g: they differ for g = -0), so a kernel
+// that unpools in a layout of its own writes the same bits.
+inline float maxpool_2x2_winner_gradient(float g, int ow) { return ow < 8 ? 0.0f + g : g; }
 void maxpool_2x2_backward_plane(int h, int w, int oh, int ow, const float* dy, const int32_t* argmax, float* dx);
 void avgpool_forward(const PoolShape& s, const float* x, float* y);
 void avgpool_backward(const PoolShape& s, const float* dy, float* dx);  // dx overwritten
