@@ -94,10 +94,19 @@ void group_sums(const BatchNormShape& s, const float* x, ChannelGroup g, float* 
   }
 }
 
+// Calls body.template operator()<B>() with the block as a constant, so the loops along a block are whole vectors.
+template <class Body>
+void with_block(const BatchNormShape& s, Body body) {
+  if (block_of(s) == 16)
+    body.template operator()<16>();
+  else
+    body.template operator()<8>();
+}
+
 // The same over a blocked x, along each block: one vector of the block's channels per position.
+template <int b>
 void group_centred_squares_blocked(const BatchNormShape& s, const float* x, ChannelGroup g, const float* mean,
                                    float* __restrict partial) {
-  const int b = block_of(s);
   const std::ptrdiff_t block_run = std::ptrdiff_t{s.spatial} * b;
   for (std::ptrdiff_t i = 0; i < std::ptrdiff_t{g.count} * s.spatial; ++i) partial[i] = 0.0f;
   for (int n = 0; n < s.batch; ++n) {
@@ -118,7 +127,8 @@ void group_centred_squares_blocked(const BatchNormShape& s, const float* x, Chan
 // partial row j = sum over n of (x - mean[j])^2 for channel first + j.
 void group_centred_squares(const BatchNormShape& s, const float* x, ChannelGroup g, const float* mean,
                            float* __restrict partial) {
-  if (block_of(s) > 1) return group_centred_squares_blocked(s, x, g, mean, partial);
+  if (block_of(s) > 1)
+    return with_block(s, [&]<int b>() { group_centred_squares_blocked<b>(s, x, g, mean, partial); });
   for (std::ptrdiff_t i = 0; i < std::ptrdiff_t{g.count} * s.spatial; ++i) partial[i] = 0.0f;
   for (int n = 0; n < s.batch; ++n) {
     for (int j = 0; j < g.count; ++j) {
@@ -155,6 +165,32 @@ void affine_plane_strided(int spatial, const float* __restrict src, int stride, 
   }
 }
 
+// affine_group for a blocked x with a fused pool: a block of channels of one image at a time, normalised along the
+// block into an L1-sized buffer in x's layout and pooled from there by maxpool_2x2_block.
+template <int b>
+void affine_pool_group_blocked(const BatchNormShape& s, ChannelGroup g, const float* x, const float* scale,
+                               const float* shift, float* y, bool relu, const FusedPool& pool,
+                               std::vector<float>& block_buffer) {
+  const int oh = pool.h / 2, ow = pool.w / 2;
+  const std::ptrdiff_t block_run = std::ptrdiff_t{s.spatial} * b, out_plane = std::ptrdiff_t{oh} * ow;
+  block_buffer.resize(static_cast<std::size_t>(block_run));
+  float* __restrict buffer = block_buffer.data();
+  for (int n = 0; n < s.batch; ++n) {
+    for (int blk = 0; blk < g.count / b; ++blk) {
+      const float* __restrict src = x + input_offset(s, n, g.first) + blk * block_run;
+      const float* __restrict a = scale + blk * b;
+      const float* __restrict c = shift + blk * b;
+      for (int i = 0; i < s.spatial; ++i)
+        for (int l = 0; l < b; ++l) {
+          const float v = src[i * b + l] * a[l] + c[l];
+          buffer[i * b + l] = relu && v < 0.0f ? 0.0f : v;
+        }
+      const std::ptrdiff_t out = (std::ptrdiff_t{n} * s.channels + g.first + blk * b) * out_plane;
+      maxpool_2x2_block(pool.w, oh, ow, b, buffer, y + out, pool.argmax + out, out_plane);
+    }
+  }
+}
+
 // The affine (and ReLU) over every plane of each channel of the group, into NCHW y; with a fused pool, each plane
 // goes through a plane-sized buffer that stays in L1 into the pool, and only the pooled plane and its winners are
 // written.
@@ -162,6 +198,10 @@ void affine_group(const BatchNormShape& s, ChannelGroup g, const float* x, const
                   float* y, bool relu, const FusedPool* pool, std::vector<float>& plane_buffer) {
   const int oh = pool ? pool->h / 2 : 0, ow = pool ? pool->w / 2 : 0;
   const int block = block_of(s);
+  if (block > 1 && pool)
+    return with_block(s, [&]<int b>() {
+      affine_pool_group_blocked<b>(s, g, x, scale, shift, y, relu, *pool, plane_buffer);
+    });
   if (pool) plane_buffer.resize(static_cast<std::size_t>(s.spatial));
   for (int n = 0; n < s.batch; ++n) {
     for (int j = 0; j < g.count; ++j) {
@@ -296,9 +336,9 @@ GroupPlanes stage_dy(const BatchNormShape& s, ChannelGroup g, const float* dy, c
 }
 
 // group_gradient_sums and group_dx for a blocked x and its staged dy, with the same per-element arithmetic.
+template <int b>
 void group_gradient_sums_blocked(const BatchNormShape& s, const float* x, GroupPlanes dy, ChannelGroup g,
                                  const float* mean, float* __restrict pa, float* __restrict pb) {
-  const int b = block_of(s);
   const std::ptrdiff_t block_run = std::ptrdiff_t{s.spatial} * b;
   for (std::ptrdiff_t i = 0; i < std::ptrdiff_t{g.count} * s.spatial; ++i) pa[i] = 0.0f, pb[i] = 0.0f;
   for (int n = 0; n < s.batch; ++n) {
@@ -317,9 +357,9 @@ void group_gradient_sums_blocked(const BatchNormShape& s, const float* x, GroupP
   }
 }
 
+template <int b>
 void group_dx_blocked(const BatchNormShape& s, const float* x, GroupPlanes dy, ChannelGroup g, const float* mean,
                       const DxCoefficients* coef, float* dx) {
-  const int b = block_of(s);
   const std::ptrdiff_t block_run = std::ptrdiff_t{s.spatial} * b;
   for (int n = 0; n < s.batch; ++n) {
     const float* __restrict xs = x + input_offset(s, n, g.first);
@@ -327,12 +367,13 @@ void group_dx_blocked(const BatchNormShape& s, const float* x, GroupPlanes dy, C
     float* __restrict d = dx + input_offset(s, n, g.first);
     for (int blk = 0; blk < g.count / b; ++blk) {
       const float* __restrict m = mean + blk * b;
-      const DxCoefficients* c = coef + blk * b;
+      float ca[b], cb[b], ck[b];  // the block's coefficients as vectors
+      for (int l = 0; l < b; ++l) ca[l] = coef[blk * b + l].a, cb[l] = coef[blk * b + l].b, ck[l] = coef[blk * b + l].k;
       const std::ptrdiff_t base = blk * block_run;
       for (int i = 0; i < s.spatial; ++i)
         for (int l = 0; l < b; ++l) {
           const std::ptrdiff_t k = base + std::ptrdiff_t{i} * b + l;
-          d[k] = c[l].a * gs[k] + c[l].b * (xs[k] - m[l]) + c[l].k;
+          d[k] = ca[l] * gs[k] + cb[l] * (xs[k] - m[l]) + ck[l];
         }
     }
   }
@@ -424,7 +465,9 @@ void batchnorm_backward(const BatchNormShape& s, const float* x, const float* dy
         stage ? stage_dy(s, g, dy, relu_y, pool, masked, plane_buffer, staged) : group_planes(s, dy, g);
     const GroupPlanes mask_planes = stage ? GroupPlanes{} : group_planes(s, relu_y, g);
     if (blocked)
-      group_gradient_sums_blocked(s, x, dy_planes, g, mean, partial_dy.data(), partial_dy_xc.data());
+      with_block(s, [&]<int b>() {
+        group_gradient_sums_blocked<b>(s, x, dy_planes, g, mean, partial_dy.data(), partial_dy_xc.data());
+      });
     else
       group_gradient_sums(s, x, dy_planes, mask_planes, g, mean, partial_dy.data(), partial_dy_xc.data());
     for (int j = 0; j < g.count; ++j) {
@@ -443,7 +486,7 @@ void batchnorm_backward(const BatchNormShape& s, const float* x, const float* dy
       coef[j] = {static_cast<float>(a), static_cast<float>(b), static_cast<float>(k)};
     }
     if (blocked)
-      group_dx_blocked(s, x, dy_planes, g, mean, coef.data(), dx);
+      with_block(s, [&]<int b>() { group_dx_blocked<b>(s, x, dy_planes, g, mean, coef.data(), dx); });
     else
       group_dx(s, x, dy_planes, mask_planes, g, mean, coef.data(), dx);
   });

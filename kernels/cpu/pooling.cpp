@@ -19,7 +19,40 @@ Span window_span(int o, const PoolShape& s, int extent) {
   return {std::max(start, 0), std::min(start + s.window, extent)};
 }
 
+// The tournament of maxpool_2x2_plane on B lanes at once (one vector per input position).
+template <int B>
+void maxpool_2x2_block_of(int w, int oh, int ow, const float* __restrict x, float* __restrict y,
+                          int32_t* __restrict argmax, std::ptrdiff_t y_stride) {
+  for (int i = 0; i < oh; ++i) {
+    const int32_t row_base = 2 * i * w;
+    for (int j = 0; j < ow; ++j) {
+      const float* r0 = x + (std::ptrdiff_t{2 * i} * w + 2 * j) * B;
+      const float* r1 = r0 + std::ptrdiff_t{w} * B;
+      float best[B];
+      int32_t won[B];
+      for (int l = 0; l < B; ++l) {
+        const float a = r0[l], b = r0[B + l], c = r1[l], d = r1[B + l];
+        const int32_t right_top = b > a, right_bottom = d > c;
+        const float top = b > a ? b : a, bottom = d > c ? d : c;
+        const int32_t lower = bottom > top;
+        best[l] = bottom > top ? bottom : top;
+        won[l] = row_base + 2 * j + lower * w + right_top + lower * (right_bottom - right_top);
+      }
+      const std::ptrdiff_t o = std::ptrdiff_t{i} * ow + j;
+      for (int l = 0; l < B; ++l) y[l * y_stride + o] = best[l], argmax[l * y_stride + o] = won[l];
+    }
+  }
+}
+
 }  // namespace
+
+void maxpool_2x2_block(int w, int oh, int ow, int block, const float* x, float* y, int32_t* argmax,
+                       std::ptrdiff_t y_stride) {
+  if (block == 16)
+    maxpool_2x2_block_of<16>(w, oh, ow, x, y, argmax, y_stride);
+  else
+    maxpool_2x2_block_of<8>(w, oh, ow, x, y, argmax, y_stride);
+}
 
 void maxpool_2x2_plane(int w, int oh, int ow, const float* __restrict x, float* __restrict y,
                        int32_t* __restrict argmax) {
