@@ -399,6 +399,13 @@ void group_dx(const BatchNormShape& s, const float* x, GroupPlanes dy, GroupPlan
 
 }  // namespace
 
+bool blocked_input_fits(const BatchNormShape& s, int block) {
+  constexpr std::size_t kBlockedGroupBytes = std::size_t{1} << 20;
+  return sizeof(float) * static_cast<std::size_t>(block) * static_cast<std::size_t>(s.batch) *
+             static_cast<std::size_t>(s.spatial) <=
+         kBlockedGroupBytes;
+}
+
 void batchnorm_forward_train(const BatchNormShape& s, const float* x, const float* gamma, const float* beta,
                              float momentum, float eps, float* running_mean, float* running_var, float* y,
                              float* saved_mean, float* saved_inv_std, bool relu, const FusedPool* pool) {

@@ -17,6 +17,12 @@ struct FusedPool {
   int32_t* argmax = nullptr;
 };
 
+// Whether a channel-blocked x pays off: a group is then a whole block of channels, and its passes find it in L2
+// only while one block of the batch is about 1 MiB or less (64 x 14 x 14 blocks of 16 at batch 64: 0.8 MB,
+// faster than NCHW with the convolution's reorders gone; 64 x 28 x 28: 3.2 MB, slower;
+// perf/results/2026-11-25-cpu-spr-4.md).
+bool blocked_input_fits(const BatchNormShape& s, int block);
+
 // Training: normalises with batch statistics, saves mean and 1/sqrt(var+eps) for backward, and updates the
 // running statistics as running = (1-momentum)*running + momentum*batch (unbiased variance for running_var).
 // relu: y = relu(batch norm), in the same pass and with the same arithmetic as relu_forward after it (fusion).

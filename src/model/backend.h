@@ -167,6 +167,13 @@ class Backend {
   // Whether a fused batch norm + ReLU also takes the 2x2 stride-2 max pool after it (settings.pool), with numbers
   // identical to the three apart.
   virtual bool fuses_batchnorm_relu_pool() const { return false; }
+  // Whether batch norm with a fused ReLU and pool reads x (and writes dx) in the channel-blocked layout with
+  // `block` channels per block (BatchNormShape::in_block) at this shape faster than NCHW, so the convolution before
+  // it keeps its output so.
+  virtual bool batchnorm_reads_block(const BatchNormShape& s, int block) const {
+    (void)s, (void)block;
+    return false;
+  }
 
   // ---- pooling: `saved` is what forward keeps for backward on this backend, pool_saved_bytes() of it (the CPU
   // twin keeps the winners of max pooling); x and y are the forward's input and output.

@@ -70,24 +70,32 @@ int Graph::emit_chain(const std::vector<config::LayerSpec>& specs, int input, co
     steps_.push_back({Step::Kind::layer, layer, {current}, output, false, seed});
     layer_order_.push_back(layer);
     current = output;
-    // Within a chain a layer's output has no reader but the next layer, which may take it blocked.
-    if (fuse_ && previous) {
-      const int block = previous->output_block_offer();
-      if (block > 1 && layer->take_input_block(block)) previous->write_output_block(block);
+    if (fuse_) {
+      i = fuse_following(specs, i, *layer, output);
+      // Within a chain a layer's output has no reader but the next layer, which may take it blocked (once it
+      // knows what it fused).
+      if (previous) {
+        const int block = previous->output_block_offer();
+        if (block > 1 && layer->take_input_block(block)) previous->write_output_block(block);
+      }
     }
     previous = layer;
-    // The ReLU's spec (and a pool's after it) is consumed with the layer that took it on; the chain's next layer
-    // keeps its own index.
-    const bool relu_next = i + 1 < specs.size() && specs[i + 1].kind == config::LayerKind::relu;
-    if (!fuse_ || !relu_next || !layer->fuse_relu()) continue;
-    ++i;
-    if (i + 1 >= specs.size()) continue;
-    if (const std::optional<Shape> pooled = layer->fuse_pool(specs[i + 1])) {
-      values_[static_cast<size_t>(output)].shape = *pooled;
-      ++i;
-    }
   }
   return current;
+}
+
+// The ReLU's spec (and a pool's after it) is consumed with the layer that took it on; the chain's next layer
+// keeps its own index.
+size_t Graph::fuse_following(const std::vector<config::LayerSpec>& specs, size_t i, Layer& layer, int output) {
+  const bool relu_next = i + 1 < specs.size() && specs[i + 1].kind == config::LayerKind::relu;
+  if (!relu_next || !layer.fuse_relu()) return i;
+  ++i;
+  if (i + 1 >= specs.size()) return i;
+  if (const std::optional<Shape> pooled = layer.fuse_pool(specs[i + 1])) {
+    values_[static_cast<size_t>(output)].shape = *pooled;
+    ++i;
+  }
+  return i;
 }
 
 int Graph::emit_residual(const config::LayerSpec& spec, int input, const SeedPath& seed, Backend& backend) {

@@ -64,6 +64,9 @@ class Graph {
   int emit_chain(const std::vector<config::LayerSpec>& specs, int input, const SeedPath& chain_seed,
                  uint64_t chain_xor, Backend& backend);
   int emit_residual(const config::LayerSpec& spec, int input, const SeedPath& seed, Backend& backend);
+  // Lets `layer` (spec i, output value `output`) take on the ReLU after it and a pool after that; returns the
+  // index of the last spec it took.
+  size_t fuse_following(const std::vector<config::LayerSpec>& specs, size_t i, Layer& layer, int output);
 
   std::vector<std::unique_ptr<Layer>> owned_;
   std::vector<const Layer*> layer_order_;

@@ -228,6 +228,12 @@ std::vector<float> to_blocked(const std::vector<float>& x, const BatchNormShape&
   return out;
 }
 
+TEST(BatchNorm, ABlockedInputIsTakenWhereABlockOfTheBatchStaysInL2) {
+  EXPECT_TRUE(blocked_input_fits({64, 64, 14 * 14}, 16));   // conv2's output in the Fashion-MNIST model: 0.8 MB
+  EXPECT_FALSE(blocked_input_fits({64, 32, 28 * 28}, 16));  // conv1's: 3.2 MB, measured slower than NCHW
+  EXPECT_TRUE(blocked_input_fits({64, 32, 28 * 28}, 4));
+}
+
 // A batch norm reading x in oneDNN's blocked layout (BatchNormShape::in_block) gives the bits it gives on NCHW:
 // y and the pooled winners, the saved and running statistics, dgamma and dbeta, and dx (in x's layout), with and
 // without the fused ReLU and pool, blocks of 16 and 8, several channel groups, an odd plane.

@@ -183,6 +183,10 @@ std::optional<kc::FusedPool> fused_pool(const model::BatchNormSettings& settings
 }
 }  // namespace
 
+bool CpuBackend::batchnorm_reads_block(const model::BatchNormShape& s, int block) const {
+  return kc::blocked_input_fits(s, block);
+}
+
 void CpuBackend::batchnorm_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                          const float* x, const model::BatchNormBuffers& b, float* y) {
   const auto pool = fused_pool(settings, b);

@@ -65,6 +65,7 @@ class CpuBackend : public model::Backend {
   // One pass each way: the ReLU's forward and its mask in backward ride in batch norm's own loops.
   bool fuses_batchnorm_relu() const override { return true; }
   bool fuses_batchnorm_relu_pool() const override { return true; }
+  bool batchnorm_reads_block(const model::BatchNormShape& s, int block) const override;
   std::size_t pool_saved_bytes(const model::PoolShape& s, model::PoolMode mode) const override;
   void pool_forward(const model::PoolShape& s, model::PoolMode mode, const float* x, float* y, void* saved) override;
   void pool_backward(const model::PoolShape& s, model::PoolMode mode, const float* x, const float* y,

@@ -39,8 +39,10 @@ class BatchNorm final : public LeafLayer {
     if (pool_) return "+ relu + maxpool 2 s2, fused";
     return relu_ ? "+ relu, fused" : "";
   }
-  // The backend's batch norm reads whatever block its convolution offers.
+  // With a fused pool (the one form whose blocked kernels run along the block both ways), where the backend's
+  // batch norm reads that block faster at the setup batch.
   bool take_input_block(int block) override {
+    if (!pool_ || !backend_.batchnorm_reads_block(shape_at(in_.n), block)) return false;
     in_block_ = block;
     return true;
   }
