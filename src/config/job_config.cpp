@@ -505,7 +505,7 @@ void read_training(Reader& r, JobConfig& c) {
   c.train.precision = r.choice<Precision>(
       "train", "precision",
       {{"fp32", Precision::fp32}, {"tf32", Precision::tf32}, {"bf16", Precision::bf16}, {"fp16", Precision::fp16}});
-  c.train.loss_scale_init = r.number("train", "loss_scale_init", 0x1p-24, 0x1p64);
+  c.train.loss_scale_init = r.number("train", "loss_scale_init", 1e-6, 1e19);
   c.train.loss_scale_growth_interval = r.integer("train", "loss_scale_growth_interval", 0, INT64_MAX);
   c.train.label_smoothing = r.number("train", "label_smoothing", 0.0, 0.999);
   c.optimizer.kind = r.choice<OptimizerKind>("optimizer", "name",
