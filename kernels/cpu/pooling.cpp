@@ -19,6 +19,22 @@ Span window_span(int o, const PoolShape& s, int extent) {
   return {std::max(start, 0), std::min(start + s.window, extent)};
 }
 
+// One 2x2 window's maximum and the offset of its winner within the plane: a tournament (top pair, bottom pair,
+// then the two winners) with the offset built by arithmetic on the comparison flags. A chain of ifs, or selects on
+// the flags, compiled to data-dependent branches in the scalar tail, mispredicted half the time; with 7-output
+// rows that tail is the whole row. Strict > with the earlier candidate kept on ties gives the first maximum in
+// scan order, as the general loop does. a, b: the window's top row; c, d: its bottom row; `at`: a's offset.
+struct WindowMax {
+  float value;
+  int32_t at;
+};
+inline WindowMax window_max(float a, float b, float c, float d, int32_t at, int w) {
+  const int32_t right_top = b > a, right_bottom = d > c;
+  const float top = b > a ? b : a, bottom = d > c ? d : c;
+  const int32_t lower = bottom > top;
+  return {bottom > top ? bottom : top, at + lower * w + right_top + lower * (right_bottom - right_top)};
+}
+
 // The tournament of maxpool_2x2_plane on B lanes at once (one vector per input position).
 template <int B>
 void maxpool_2x2_block_of(int w, int oh, int ow, const float* __restrict x, float* __restrict y,
@@ -31,12 +47,8 @@ void maxpool_2x2_block_of(int w, int oh, int ow, const float* __restrict x, floa
       float best[B];
       int32_t won[B];
       for (int l = 0; l < B; ++l) {
-        const float a = r0[l], b = r0[B + l], c = r1[l], d = r1[B + l];
-        const int32_t right_top = b > a, right_bottom = d > c;
-        const float top = b > a ? b : a, bottom = d > c ? d : c;
-        const int32_t lower = bottom > top;
-        best[l] = bottom > top ? bottom : top;
-        won[l] = row_base + 2 * j + lower * w + right_top + lower * (right_bottom - right_top);
+        const WindowMax m = window_max(r0[l], r0[B + l], r1[l], r1[B + l], row_base + 2 * j, w);
+        best[l] = m.value, won[l] = m.at;
       }
       const std::ptrdiff_t o = std::ptrdiff_t{i} * ow + j;
       for (int l = 0; l < B; ++l) y[l * y_stride + o] = best[l], argmax[l * y_stride + o] = won[l];
@@ -63,16 +75,8 @@ void maxpool_2x2_plane(int w, int oh, int ow, const float* __restrict x, float* 
     int32_t* ar = argmax + std::ptrdiff_t{i} * ow;
     const int32_t row_base = 2 * i * w;
     for (int j = 0; j < ow; ++j) {
-      // A tournament (top pair, bottom pair, then the two winners) with the index built by arithmetic on the
-      // comparison flags. A chain of ifs, or selects on the flags, compiled to data-dependent branches in the
-      // scalar tail, mispredicted half the time; with 7-output rows that tail is the whole row. Strict > with
-      // the earlier candidate kept on ties gives the first maximum in scan order, as the general loop does.
-      const float a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
-      const int32_t right_top = b > a, right_bottom = d > c;
-      const float top = b > a ? b : a, bottom = d > c ? d : c;
-      const int32_t lower = bottom > top;
-      yr[j] = bottom > top ? bottom : top;
-      ar[j] = row_base + 2 * j + lower * w + right_top + lower * (right_bottom - right_top);
+      const WindowMax m = window_max(r0[2 * j], r0[2 * j + 1], r1[2 * j], r1[2 * j + 1], row_base + 2 * j, w);
+      yr[j] = m.value, ar[j] = m.at;
     }
   }
 }
