@@ -304,16 +304,16 @@ GroupPlanes stage_dy(const BatchNormShape& s, ChannelGroup g, const float* dy, c
                      const FusedPool* pool, std::vector<float>& masked, std::vector<float>& plane_buffer,
                      std::vector<float>& staged) {
   const int b = block_of(s);
-  const int oh = pool ? pool->h / 2 : 0, ow = pool ? pool->w / 2 : 0;
-  const std::ptrdiff_t out_plane = pool ? std::ptrdiff_t{oh} * ow : s.spatial;
-  masked.resize(static_cast<std::size_t>(out_plane));
-  plane_buffer.resize(static_cast<std::size_t>(s.spatial));
-  staged.resize(static_cast<std::size_t>(s.batch) * static_cast<std::size_t>(g.count) * s.spatial);
   const std::ptrdiff_t image = std::ptrdiff_t{g.count} * s.spatial;
+  staged.resize(static_cast<std::size_t>(s.batch) * static_cast<std::size_t>(image));
   if (pool && b > 1) {
     stage_unpooled_blocked(s, g, dy, relu_y, *pool, staged.data());
     return {staged.data(), image, s.spatial};
   }
+  const int oh = pool ? pool->h / 2 : 0, ow = pool ? pool->w / 2 : 0;
+  const std::ptrdiff_t out_plane = pool ? std::ptrdiff_t{oh} * ow : s.spatial;
+  masked.resize(static_cast<std::size_t>(out_plane));
+  plane_buffer.resize(static_cast<std::size_t>(s.spatial));
   for (int n = 0; n < s.batch; ++n) {
     for (int j = 0; j < g.count; ++j) {
       const std::ptrdiff_t out = (std::ptrdiff_t{n} * s.channels + g.first + j) * out_plane;
