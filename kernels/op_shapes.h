@@ -14,6 +14,9 @@ struct Conv2dShape {
   // y and dy in the channel-blocked layout N x K/b x (OH x OW) x b, b = out_block (see BatchNormShape::in_block);
   // 1 is NCHW.
   int out_block = 1;
+  // x and dx in the channel-blocked layout N x C/b x (H x W) x b, b = in_block, as the batch norm before it wrote x
+  // (BatchNormShape::out_block); 1 is NCHW.
+  int in_block = 1;
   int out_h() const { return (in_h + 2 * padding - kernel_h) / stride + 1; }
   int out_w() const { return (in_w + 2 * padding - kernel_w) / stride + 1; }
   // 2 x multiply-adds of the forward pass.
@@ -39,8 +42,11 @@ struct PoolShape {
 struct BatchNormShape {
   int batch = 0, channels = 0, spatial = 0;  // spatial = H x W (1 after a dense layer)
   // x and dx in a channel-blocked layout, N x C/b x (H x W) x b with b = in_block channels per block (oneDNN's
-  // nChw16c for 16), as the convolution before it wrote x; 1 is NCHW. y and dy are NCHW either way.
+  // nChw16c for 16), as the convolution before it wrote x; 1 is NCHW.
   int in_block = 1;
+  // y and dy (with a fused pool: the pooled output and its gradient) blocked by out_block channels the same way, as
+  // the convolution after it reads x; 1 is NCHW.
+  int out_block = 1;
   int64_t elements() const { return int64_t{batch} * channels * spatial; }
   auto operator<=>(const BatchNormShape&) const = default;
 };

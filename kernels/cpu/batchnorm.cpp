@@ -10,7 +10,10 @@
 // x (and dx) may come channel-blocked, as oneDNN's convolution wrote x (BatchNormShape::in_block): then a group is
 // whole blocks, the partial sums take x's own layout (each element still summed over n in order), the row sums
 // read along the block, and backward first stages the group's dy (unpooled, masked) in that layout, so every
-// element sees the same operations in the same order as in NCHW: the same bits either way.
+// element sees the same operations in the same order as in NCHW: the same bits either way. With a fused pool and a
+// blocked x the pooled y (and dy) may be blocked too, by x's block, for the convolution after it
+// (BatchNormShape::out_block): only where the pooled values are written and where dy is read for staging does that
+// layout show.
 #include "kernels/cpu/batchnorm.h"
 
 #include <algorithm>
@@ -56,6 +59,21 @@ int group_size(const BatchNormShape& s) {
 std::ptrdiff_t input_offset(const BatchNormShape& s, int n, int c) {
   const int b = block_of(s);
   return (std::ptrdiff_t{n} * s.channels + c / b * b) * s.spatial + c % b;
+}
+
+// Where channel c's pooled plane of image n starts in y and dy (and a fused ReLU's output) with a fused pool of
+// out_plane positions, and the stride between its positions: NCHW, or blocked by s.out_block. The pool's winners
+// stay in NCHW order whatever y's layout: pool.argmax + pooled_index(s, out_plane, n, c).
+struct PooledAt {
+  std::ptrdiff_t offset = 0;
+  int stride = 1;
+};
+PooledAt pooled_at(const BatchNormShape& s, std::ptrdiff_t out_plane, int n, int c) {
+  const int b = std::max(1, s.out_block);
+  return {(std::ptrdiff_t{n} * s.channels + c / b * b) * out_plane + c % b, b};
+}
+std::ptrdiff_t pooled_index(const BatchNormShape& s, std::ptrdiff_t out_plane, int n, int c) {
+  return (std::ptrdiff_t{n} * s.channels + c) * out_plane;
 }
 
 template <class Body>
@@ -185,8 +203,11 @@ void affine_pool_group_blocked(const BatchNormShape& s, ChannelGroup g, const fl
           const float v = src[i * b + l] * a[l] + c[l];
           buffer[i * b + l] = relu && v < 0.0f ? 0.0f : v;
         }
-      const std::ptrdiff_t out = (std::ptrdiff_t{n} * s.channels + g.first + blk * b) * out_plane;
-      maxpool_2x2_block(pool.w, oh, ow, b, buffer, y + out, pool.argmax + out, out_plane);
+      const int first = g.first + blk * b;
+      // y blocked as x is (BatchNormShape::out_block is then in_block), or NCHW planes.
+      const PooledStrides y_at = s.out_block > 1 ? PooledStrides{1, b} : PooledStrides{out_plane, 1};
+      maxpool_2x2_block(pool.w, oh, ow, b, buffer, y + pooled_at(s, out_plane, n, first).offset, y_at,
+                        pool.argmax + pooled_index(s, out_plane, n, first), out_plane);
     }
   }
 }
@@ -202,6 +223,7 @@ void affine_group(const BatchNormShape& s, ChannelGroup g, const float* x, const
     return with_block(s, [&]<int b>() {
       affine_pool_group_blocked<b>(s, g, x, scale, shift, y, relu, *pool, plane_buffer);
     });
+  const std::ptrdiff_t out_plane = std::ptrdiff_t{oh} * ow;
   if (pool) plane_buffer.resize(static_cast<std::size_t>(s.spatial));
   for (int n = 0; n < s.batch; ++n) {
     for (int j = 0; j < g.count; ++j) {
@@ -212,7 +234,7 @@ void affine_group(const BatchNormShape& s, ChannelGroup g, const float* x, const
       else
         affine_plane(s.spatial, src, scale[j], shift[j], relu, dst);
       if (!pool) continue;
-      const std::ptrdiff_t out = (std::ptrdiff_t{n} * s.channels + g.first + j) * oh * ow;
+      const std::ptrdiff_t out = pooled_index(s, out_plane, n, g.first + j);
       maxpool_2x2_plane(pool->w, oh, ow, plane_buffer.data(), y + out, pool->argmax + out);
     }
   }
@@ -285,10 +307,13 @@ void stage_unpooled_blocked(const BatchNormShape& s, ChannelGroup g, const float
       float* __restrict dst = staged + (std::ptrdiff_t{n} * g.count / b + blk) * block_run;
       std::fill(dst, dst + block_run, 0.0f);
       for (int l = 0; l < b; ++l) {
-        const std::ptrdiff_t out = (std::ptrdiff_t{n} * s.channels + g.first + blk * b + l) * out_plane;
+        const int c = g.first + blk * b + l;
+        const PooledAt at = pooled_at(s, out_plane, n, c);
+        const int32_t* const winners = pool.argmax + pooled_index(s, out_plane, n, c);
         for (std::ptrdiff_t o = 0; o < out_plane; ++o) {
-          const float gradient = !relu_y || relu_y[out + o] > 0.0f ? dy[out + o] : 0.0f;
-          dst[std::ptrdiff_t{pool.argmax[out + o]} * b + l] = maxpool_2x2_winner_gradient(gradient, ow);
+          const std::ptrdiff_t k = at.offset + o * at.stride;
+          const float gradient = !relu_y || relu_y[k] > 0.0f ? dy[k] : 0.0f;
+          dst[std::ptrdiff_t{winners[o]} * b + l] = maxpool_2x2_winner_gradient(gradient, ow);
         }
       }
     }
@@ -405,6 +430,8 @@ bool blocked_input_fits(const BatchNormShape& s, int block) {
              static_cast<std::size_t>(s.spatial) <=
          kBlockedGroupBytes;
 }
+
+bool blocked_output_supported(const BatchNormShape& s, int block) { return block > 1 && s.in_block == block; }
 
 void batchnorm_forward_train(const BatchNormShape& s, const float* x, const float* gamma, const float* beta,
                              float momentum, float eps, float* running_mean, float* running_var, float* y,

@@ -1,5 +1,6 @@
 // Owns spatial batch normalisation on the CPU (per channel over N x H x W), training and inference forms. x and dx
-// are NCHW or channel-blocked (BatchNormShape::in_block, with the same bits); y and dy are NCHW.
+// are NCHW or channel-blocked (BatchNormShape::in_block), and with a fused pool and a blocked x so may y and dy be
+// (BatchNormShape::out_block, x's block); the same bits in every layout.
 #pragma once
 #include <cstdint>
 
@@ -22,6 +23,13 @@ struct FusedPool {
 // faster than NCHW with the convolution's reorders gone; 64 x 28 x 28: 3.2 MB, slower;
 // perf/results/2026-11-25-cpu-spr-4.md).
 bool blocked_input_fits(const BatchNormShape& s, int block);
+
+// Whether batchnorm_forward_* and batchnorm_backward write y (and read dy) blocked by `block` channels at this shape
+// (with a fused pool: the caller's to check): where x is blocked by the same, so a block's pooled values are one
+// vector. From an NCHW x (one channel per group, its pooled plane scattered at a stride of the block) it measured
+// slower than the next convolution's reorders: +0.4 ms forward and +1.1 ms backward on 64 x 32 x 28 x 28 against
+// +0.0 and -0.05 to +0.01 from a blocked x on 64 x 64 x 14 x 14 (one core, perf/results/2026-11-25-cpu-spr-5.md).
+bool blocked_output_supported(const BatchNormShape& s, int block);
 
 // Training: normalises with batch statistics, saves mean and 1/sqrt(var+eps) for backward, and updates the
 // running statistics as running = (1-momentum)*running + momentum*batch (unbiased variance for running_var).

@@ -24,7 +24,8 @@ memory::desc operand(const DnnlContext& ctx, const memory::desc& d) {
   return memory::desc(d.dims(), ctx.operand_type(), tag::any);
 }
 
-tag output_tag(int block) {
+// Our layout of an activation with `block` channels per block (1: NCHW).
+tag activation_tag(int block) {
   switch (block) {
     case 1:
       return tag::nchw;
@@ -33,7 +34,7 @@ tag output_tag(int block) {
     case 16:
       return tag::nChw16c;
     default:
-      throw Error(ExitCode::internal, fmt::format("no oneDNN layout for a convolution output blocked by {}", block));
+      throw Error(ExitCode::internal, fmt::format("no oneDNN layout for an activation blocked by {}", block));
   }
 }
 
@@ -41,9 +42,9 @@ tag output_tag(int block) {
 
 DnnlConv2d::DnnlConv2d(DnnlContext& ctx, const Conv2dShape& s)
     : shape_(s),
-      src_({s.batch, s.in_channels, s.in_h, s.in_w}, f32, tag::nchw),
+      src_({s.batch, s.in_channels, s.in_h, s.in_w}, f32, activation_tag(s.in_block)),
       weights_({s.filters, s.in_channels, s.kernel_h, s.kernel_w}, f32, tag::oihw),
-      dst_({s.batch, s.filters, s.out_h(), s.out_w()}, f32, output_tag(s.out_block)),
+      dst_({s.batch, s.filters, s.out_h(), s.out_w()}, f32, activation_tag(s.out_block)),
       bias_({s.filters}, f32, tag::a),
       strides_{s.stride, s.stride},
       padding_{s.padding, s.padding} {
@@ -54,12 +55,17 @@ DnnlConv2d::DnnlConv2d(DnnlContext& ctx, const Conv2dShape& s)
   implementation_ = DNNL_CALL(hint_.impl_info_str());
 }
 
-int DnnlConv2d::output_block() const {
-  const memory::desc chosen = hint_.dst_desc();
+namespace {
+// The block of `chosen` where it is an fp32 activation in a channel-blocked layout of ours, else 1.
+int block_of(const memory::desc& chosen) {
   for (const int block : {16, 8})
-    if (chosen == memory::desc(chosen.dims(), f32, output_tag(block))) return block;
+    if (chosen == memory::desc(chosen.dims(), f32, activation_tag(block))) return block;
   return 1;
 }
+}  // namespace
+
+int DnnlConv2d::output_block() const { return block_of(hint_.dst_desc()); }
+int DnnlConv2d::input_block() const { return block_of(hint_.src_desc()); }
 
 void DnnlConv2d::prepare(DnnlContext& ctx) {
   forward_primitive(ctx, false);

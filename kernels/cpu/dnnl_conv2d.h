@@ -1,7 +1,8 @@
 // Owns one convolution shape on oneDNN: forward, data gradient and filter gradient primitives in the layouts
 // oneDNN picks for this machine (format_tag::any), bound to our NCHW activations and KCRS weights through
 // reorders; y and dy in the channel-blocked layout instead where the shape says so (Conv2dShape::out_block), which
-// is the one oneDNN writes (output_block()), so those two need no reorder. Same contracts as conv2d.h: y and dx overwritten, dw and dbias accumulated. The two gradients read dy
+// is the one oneDNN writes (output_block()), so those two need no reorder; x and dx likewise
+// (Conv2dShape::in_block, input_block()). Same contracts as conv2d.h: y and dx overwritten, dw and dbias accumulated. The two gradients read dy
 // in the same layout, so backward() reorders it once for both.
 #pragma once
 #include <cstddef>
@@ -20,6 +21,8 @@ class DnnlConv2d {
   const std::string& implementation() const { return implementation_; }
   // The channels per block of the layout the forward writes y in (nChw16c: 16, nChw8c: 8), or 1 for any other.
   int output_block() const;
+  // The same for the layout the forward reads x in: 1 where that is not an fp32 blocked one (bf16 operands).
+  int input_block() const;
   // Makes the primitives a training step needs (forward and the filter gradient without bias; the data gradient)
   // so the first step does not.
   void prepare(DnnlContext& ctx);

@@ -21,6 +21,9 @@ bool jit_kernel(std::string_view implementation) {
   return implementation.starts_with("jit") || implementation.starts_with("brg");
 }
 
+// A layout's block where the channels fill whole blocks of it, else 1 (NCHW).
+int whole_blocks(int block, int channels) { return block > 1 && channels % block == 0 ? block : 1; }
+
 }  // namespace
 
 struct DnnlOps::State {
@@ -70,8 +73,14 @@ int DnnlOps::conv2d_output_block(const Conv2dShape& s) {
   Conv2dShape nchw = s;
   nchw.out_block = 1;
   const auto& conv = state_->conv(nchw);
-  const int block = conv ? conv->output_block() : 1;
-  return block > 1 && s.filters % block == 0 ? block : 1;
+  return whole_blocks(conv ? conv->output_block() : 1, s.filters);
+}
+
+int DnnlOps::conv2d_input_block(const Conv2dShape& s) {
+  Conv2dShape nchw = s;
+  nchw.in_block = 1;
+  const auto& conv = state_->conv(nchw);
+  return whole_blocks(conv ? conv->input_block() : 1, s.in_channels);
 }
 
 void DnnlOps::conv2d_prepare(const Conv2dShape& s) {

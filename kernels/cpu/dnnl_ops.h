@@ -1,6 +1,7 @@
 // Owns the CPU backend's door to oneDNN: convolutions, pooling and dense products on oneDNN primitives, made once per
 // shape and kept, over tensors in our plain layouts (a convolution's output and its gradient may stay in the
-// blocked layout oneDNN writes, for the batch norm after it: Conv2dShape::out_block). oneDNN's headers stay behind this one (pimpl), so the
+// blocked layout oneDNN writes, for the batch norm after it: Conv2dShape::out_block; its input and that gradient
+// in the one it reads, from the batch norm before it: Conv2dShape::in_block). oneDNN's headers stay behind this one (pimpl), so the
 // backend and its tests compile without them.
 //
 // Which convolutions run here is a rule the kernel benchmarks justify (perf/results/2026-11-24-onednn-cpu.md):
@@ -41,6 +42,8 @@ class DnnlOps {
   // The channel block (16 or 8) of the layout this convolution's oneDNN kernels write, where it runs here and its
   // filters fill whole blocks, so a layer reading it may take that layout (Conv2dShape::out_block); else 1.
   int conv2d_output_block(const Conv2dShape& s);
+  // The same for the layout its kernels read x in (Conv2dShape::in_block): 1 where that is not fp32 blocked.
+  int conv2d_input_block(const Conv2dShape& s);
   void conv2d_prepare(const Conv2dShape& s);
   void conv2d_forward(const Conv2dShape& s, const float* x, const float* w, const float* bias, float* y);
   // dw (and dbias, may be null) accumulate; dx, where not null, is overwritten. dy is staged once for both.

@@ -37,8 +37,8 @@ inline WindowMax window_max(float a, float b, float c, float d, int32_t at, int 
 
 // The tournament of maxpool_2x2_plane on B lanes at once (one vector per input position).
 template <int B>
-void maxpool_2x2_block_of(int w, int oh, int ow, const float* __restrict x, float* __restrict y,
-                          int32_t* __restrict argmax, std::ptrdiff_t y_stride) {
+void maxpool_2x2_block_of(int w, int oh, int ow, const float* __restrict x, float* __restrict y, PooledStrides y_at,
+                          int32_t* __restrict argmax, std::ptrdiff_t argmax_stride) {
   for (int i = 0; i < oh; ++i) {
     const int32_t row_base = 2 * i * w;
     for (int j = 0; j < ow; ++j) {
@@ -51,19 +51,24 @@ void maxpool_2x2_block_of(int w, int oh, int ow, const float* __restrict x, floa
         best[l] = m.value, won[l] = m.at;
       }
       const std::ptrdiff_t o = std::ptrdiff_t{i} * ow + j;
-      for (int l = 0; l < B; ++l) y[l * y_stride + o] = best[l], argmax[l * y_stride + o] = won[l];
+      if (y_at.lane == 1) {  // blocked: one vector
+        for (int l = 0; l < B; ++l) y[o * y_at.position + l] = best[l];
+      } else {
+        for (int l = 0; l < B; ++l) y[l * y_at.lane + o * y_at.position] = best[l];
+      }
+      for (int l = 0; l < B; ++l) argmax[l * argmax_stride + o] = won[l];
     }
   }
 }
 
 }  // namespace
 
-void maxpool_2x2_block(int w, int oh, int ow, int block, const float* x, float* y, int32_t* argmax,
-                       std::ptrdiff_t y_stride) {
+void maxpool_2x2_block(int w, int oh, int ow, int block, const float* x, float* y, PooledStrides y_at,
+                       int32_t* argmax, std::ptrdiff_t argmax_stride) {
   if (block == 16)
-    maxpool_2x2_block_of<16>(w, oh, ow, x, y, argmax, y_stride);
+    maxpool_2x2_block_of<16>(w, oh, ow, x, y, y_at, argmax, argmax_stride);
   else
-    maxpool_2x2_block_of<8>(w, oh, ow, x, y, argmax, y_stride);
+    maxpool_2x2_block_of<8>(w, oh, ow, x, y, y_at, argmax, argmax_stride);
 }
 
 void maxpool_2x2_plane(int w, int oh, int ow, const float* __restrict x, float* __restrict y,

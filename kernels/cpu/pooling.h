@@ -15,11 +15,15 @@ void maxpool_backward(const PoolShape& s, const float* dy, const int32_t* argmax
 // One (n, c) plane of the 2x2 stride-2 max pool (windows tile the plane; an odd last row or column is in none):
 // the loops maxpool_forward and maxpool_backward run on that geometry, for kernels that fuse the pool.
 void maxpool_2x2_plane(int w, int oh, int ow, const float* x, float* y, int32_t* argmax);
+// Where maxpool_2x2_block writes channel l's pooled value at output position o: y[l * lane + o * position].
+struct PooledStrides {
+  std::ptrdiff_t lane = 0, position = 1;
+};
 // maxpool_2x2_plane over `block` (8 or 16) channels at once, x in the channel-blocked layout [h][w][block]: the
-// same maxima and winners (within each channel's plane), channel l's pooled plane written at y + l * y_stride and
-// its winners at argmax + l * y_stride.
-void maxpool_2x2_block(int w, int oh, int ow, int block, const float* x, float* y, int32_t* argmax,
-                       std::ptrdiff_t y_stride);
+// same maxima and winners (within each channel's plane), the maxima written at y as `y_at` says (NCHW planes, or
+// blocked like x) and channel l's winners at argmax + l * argmax_stride.
+void maxpool_2x2_block(int w, int oh, int ow, int block, const float* x, float* y, PooledStrides y_at,
+                       int32_t* argmax, std::ptrdiff_t argmax_stride);
 // What maxpool_2x2_backward_plane writes at a window's winner for the pooled gradient g, on planes of ow outputs
 // per row (its fill + scatter form adds g to zero, its tiled form copies g: they differ for g = -0), so a kernel
 // that unpools in a layout of its own writes the same bits.

@@ -146,6 +146,12 @@ class Backend {
     (void)s;
     return 1;
   }
+  // The same for the layout its kernels read x in (and write dx in), where the backend's batch norm with a fused
+  // pool can write its output so (Conv2dShape::in_block, BatchNormShape::out_block). 1: NCHW only.
+  virtual int conv2d_input_block(const Conv2dShape& s) {
+    (void)s;
+    return 1;
+  }
 
   // ---- dense: dx may be null (the first layer needs none); bias and dbias may be null
   virtual void dense_forward(const DenseShape& s, const float* x, const float* w, const float* bias, float* y) = 0;
@@ -171,6 +177,13 @@ class Backend {
   // `block` channels per block (BatchNormShape::in_block) at this shape faster than NCHW, so the convolution before
   // it keeps its output so.
   virtual bool batchnorm_reads_block(const BatchNormShape& s, int block) const {
+    (void)s, (void)block;
+    return false;
+  }
+  // Whether batch norm with a fused ReLU and pool can write its pooled output (and read its gradient) in the
+  // channel-blocked layout with `block` channels per block at this shape (BatchNormShape::out_block), for the
+  // convolution after it.
+  virtual bool batchnorm_writes_block(const BatchNormShape& s, int block) const {
     (void)s, (void)block;
     return false;
   }

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "model/layers/layers.h"
 
@@ -22,6 +24,18 @@ void check_size(const config::LayerSpec& spec, const Layer& layer, const Shape& 
     throw JobFileError(fmt::format("{} ({}) turns input {} per sample into {}x{}x{} per sample, {:.3g} values per "
                                    "batch: more than any memory holds; check its size, padding, filters or units",
                                    spec.where, layer.describe(), in.with_batch(1).str(), out.c, out.h, out.w, values));
+}
+
+// Within a chain a layer's output has no reader but the next layer, so the two may agree on a channel-blocked
+// layout for it (Layer::output_blocks): the largest block both take.
+void hand_over_blocked(Layer& producer, Layer& consumer) {
+  const std::vector<int> written = producer.output_blocks(), read = consumer.input_blocks();
+  int shared = 1;
+  for (const int block : written)
+    if (block > shared && std::find(read.begin(), read.end(), block) != read.end()) shared = block;
+  if (shared == 1) return;
+  producer.write_output_block(shared);
+  consumer.read_input_block(shared);
 }
 
 }  // namespace
@@ -72,12 +86,7 @@ int Graph::emit_chain(const std::vector<config::LayerSpec>& specs, int input, co
     current = output;
     if (fuse_) {
       i = fuse_following(specs, i, *layer, output);
-      // Within a chain a layer's output has no reader but the next layer, which may take it blocked (once it
-      // knows what it fused).
-      if (previous) {
-        const int block = previous->output_block_offer();
-        if (block > 1 && layer->take_input_block(block)) previous->write_output_block(block);
-      }
+      if (previous) hand_over_blocked(*previous, *layer);  // once the layer knows what it fused
     }
     previous = layer;
   }

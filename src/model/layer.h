@@ -109,16 +109,14 @@ class Layer {
   virtual std::string fused() const { return ""; }
 
   // A layer and the next one in its chain may pass the output in a channel-blocked layout (N x C/b x H x W x b)
-  // where the producer's kernels write it so and the consumer reads it (a convolution on oneDNN and the batch
-  // norm after it): no reorder on the way, in either direction of the step. The graph asks, after setup, where
-  // fusion is on: the block this layer could write its output in (1: none), whether the next layer takes it, and
-  // then tells this one to write it.
-  virtual int output_block_offer() const { return 1; }
-  virtual bool take_input_block(int block) {
-    (void)block;
-    return false;
-  }
+  // where the producer's kernels can write it and the consumer's read it (a convolution on oneDNN and the batch
+  // norm after it; a batch norm with a fused pool and the convolution on oneDNN after it): no reorder on the way,
+  // in either direction of the step. The graph asks, after setup and where fusion is on, which blocks each side
+  // takes (none: NCHW only), and tells both the largest they share.
+  virtual std::vector<int> output_blocks() const { return {}; }
+  virtual std::vector<int> input_blocks() const { return {}; }
   virtual void write_output_block(int block) { (void)block; }
+  virtual void read_input_block(int block) { (void)block; }
 
   virtual double forward_flops_per_sample() const { return 0; }  // after setup
   virtual double backward_flops_per_sample(bool need_dx) const {

@@ -287,7 +287,7 @@ std::vector<float> Network::initial_states() const {
 std::string Network::summary() const {
   std::string out = fmt::format("input {} -> output {}\n", input_.with_batch(1).str(), output_.with_batch(1).str());
   for (const Layer* layer : graph_.layers())
-    out += fmt::format("  {:<40} {:>10} params {:>10.2f} MFLOP/sample fwd\n",
+    out += fmt::format("  {:<50} {:>10} params {:>10.2f} MFLOP/sample fwd\n",
                        layer->fused().empty() ? layer->describe() : layer->describe() + " " + layer->fused(),
                        layer_param_range(*layer).second, layer->forward_flops_per_sample() / 1e6);
   return out;

@@ -322,18 +322,19 @@ TEST(Network, FusingBatchNormWithItsReluAndPoolChangesNoNumber) {
 }
 
 // A convolution on oneDNN hands the batch norm after it its output in oneDNN's blocked layout (and takes the
-// gradient back so) where the batch norm took on a ReLU and a pool; a batch norm alone or with its ReLU only, and a
-// convolution whose output goes to a residual join, keep NCHW. Blocked or not, the same bits: training and
-// evaluation logits (evaluation at a smaller batch, as the last test batch is), every gradient, the running
-// statistics.
-TEST(Network, AConvolutionHandsItsBatchNormItsBlockedOutputWithTheSameBits) {
+// gradient back so) where the batch norm took on a ReLU and a pool, and that batch norm hands the convolution after
+// it its pooled output so; a batch norm alone or with its ReLU only, and a convolution whose output goes to a
+// residual join, keep NCHW. Blocked or not, the same bits: training and evaluation logits (evaluation at a smaller
+// batch, as the last test batch is), every gradient, the running statistics.
+TEST(Network, ConvolutionsAndBatchNormsPassBlockedLayoutsWithTheSameBits) {
   auto block = layer(LayerKind::residual);
   block.body = {layer(LayerKind::conv2d, 16, 3, 1, 1), layer(LayerKind::batchnorm), layer(LayerKind::relu),
                 layer(LayerKind::conv2d, 16, 3, 1, 1)};  // into the join: stays NCHW
   const std::vector<LayerSpec> layers{layer(LayerKind::conv2d, 16, 3, 1, 1), layer(LayerKind::relu),
                                       layer(LayerKind::conv2d, 32, 3, 1, 1), layer(LayerKind::batchnorm),
                                       layer(LayerKind::relu), layer(LayerKind::maxpool, 2),  // + relu + pool
-                                      layer(LayerKind::conv2d, 16, 3, 1, 1), layer(LayerKind::batchnorm),  // alone
+                                      layer(LayerKind::conv2d, 16, 3, 1, 1),  // blocked in, NCHW out
+                                      layer(LayerKind::batchnorm),            // alone
                                       block,
                                       layer(LayerKind::flatten), layer(LayerKind::dense, 3)};
   const model::Shape input{6, 3, 10, 10};
@@ -343,11 +344,19 @@ TEST(Network, AConvolutionHandsItsBatchNormItsBlockedOutputWithTheSameBits) {
                   blocked = run_fused_or_not(layers, input, x, labels, true, 4);
   backend::CpuBackend probe(1);
   const int offered = probe.conv2d_output_block({6, 16, 10, 10, 32, 3, 3, 1, 1});
-  if (offered > 1) {
-    const std::string tag = "-> nChw" + std::to_string(offered) + "c";
+  const int read = probe.conv2d_input_block({6, 32, 5, 5, 16, 3, 3, 1, 1});
+  const auto count = [&](const std::string& tag) {
     size_t n = 0;
     for (size_t at = blocked.summary.find(tag); at != std::string::npos; at = blocked.summary.find(tag, at + 1)) ++n;
-    EXPECT_EQ(n, 1u) << blocked.summary;  // the one before batch norm + ReLU + pool
+    return n;
+  };
+  if (offered > 1 && read == offered) {
+    const std::string tag = "nChw" + std::to_string(offered) + "c";
+    // The convolution before batch norm + ReLU + pool, and that batch norm, write blocked; the next one reads it.
+    EXPECT_EQ(count("-> " + tag), 2u) << blocked.summary;
+    EXPECT_EQ(count(tag + " in"), 1u) << blocked.summary;
+  } else if (offered > 1) {
+    EXPECT_EQ(count("-> nChw"), 1u) << blocked.summary;
   } else {
     std::printf("this CPU's oneDNN writes no blocked layout for the convolution: only the NCHW path ran\n");
   }

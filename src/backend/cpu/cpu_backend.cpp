@@ -136,6 +136,9 @@ int64_t filter_elements(const model::Conv2dShape& s) {
 int CpuBackend::conv2d_output_block(const model::Conv2dShape& s) {
   return on_dnnl(s) ? dnnl_.conv2d_output_block(s) : 1;
 }
+int CpuBackend::conv2d_input_block(const model::Conv2dShape& s) {
+  return on_dnnl(s) ? dnnl_.conv2d_input_block(s) : 1;
+}
 
 void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const float* x, const float* w, const float* bias,
                                 float* y, model::Scratch) {
@@ -185,6 +188,9 @@ std::optional<kc::FusedPool> fused_pool(const model::BatchNormSettings& settings
 
 bool CpuBackend::batchnorm_reads_block(const model::BatchNormShape& s, int block) const {
   return kc::blocked_input_fits(s, block);
+}
+bool CpuBackend::batchnorm_writes_block(const model::BatchNormShape& s, int block) const {
+  return kc::blocked_output_supported(s, block);
 }
 
 void CpuBackend::batchnorm_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,

@@ -51,6 +51,7 @@ class CpuBackend : public model::Backend {
                        float* dw, float* dbias, model::Scratch scratch) override;
   // oneDNN's blocked output layout (nChw16c with AVX-512), which kernels/cpu/batchnorm reads.
   int conv2d_output_block(const model::Conv2dShape& s) override;
+  int conv2d_input_block(const model::Conv2dShape& s) override;
   void dense_forward(const model::DenseShape& s, const float* x, const float* w, const float* bias,
                      float* y) override;
   void dense_backward(const model::DenseShape& s, const float* x, const float* w, const float* dy, float* dx,
@@ -66,6 +67,7 @@ class CpuBackend : public model::Backend {
   bool fuses_batchnorm_relu() const override { return true; }
   bool fuses_batchnorm_relu_pool() const override { return true; }
   bool batchnorm_reads_block(const model::BatchNormShape& s, int block) const override;
+  bool batchnorm_writes_block(const model::BatchNormShape& s, int block) const override;
   std::size_t pool_saved_bytes(const model::PoolShape& s, model::PoolMode mode) const override;
   void pool_forward(const model::PoolShape& s, model::PoolMode mode, const float* x, float* y, void* saved) override;
   void pool_backward(const model::PoolShape& s, model::PoolMode mode, const float* x, const float* y,

@@ -1,6 +1,8 @@
 // Owns spatial batch normalisation: per channel over N x H x W, batch statistics in training (running ones
 // updated), running statistics in evaluation; with the ReLU after it, and a 2x2 max pool after that, fused where
 // the backend can.
+#include <fmt/format.h>
+
 #include "model/layers/layers.h"
 #include "model/layers/leaf_layer.h"
 
@@ -36,16 +38,21 @@ class BatchNorm final : public LeafLayer {
     return out_;
   }
   std::string fused() const override {
-    if (pool_) return "+ relu + maxpool 2 s2, fused";
+    if (pool_) return out_block_ > 1 ? fmt::format("+ relu + maxpool 2 s2, fused -> nChw{}c", out_block_)
+                                     : "+ relu + maxpool 2 s2, fused";
     return relu_ ? "+ relu, fused" : "";
   }
-  // With a fused pool (the one form whose blocked kernels run along the block both ways), where the backend's
-  // batch norm reads that block faster at the setup batch.
-  bool take_input_block(int block) override {
-    if (!pool_ || !backend_.batchnorm_reads_block(shape_at(in_.n), block)) return false;
-    in_block_ = block;
-    return true;
+  // Blocked layouts only with a fused pool (the one form whose blocked kernels run along the block both ways): an
+  // input block where the backend's batch norm reads it faster at the setup batch, an output block where it can
+  // write it.
+  std::vector<int> input_blocks() const override {
+    return blocks_where([&](int block) { return backend_.batchnorm_reads_block(shape_at(in_.n), block); });
   }
+  std::vector<int> output_blocks() const override {
+    return blocks_where([&](int block) { return backend_.batchnorm_writes_block(shape_at(in_.n), block); });
+  }
+  void read_input_block(int block) override { in_block_ = block; }
+  void write_output_block(int block) override { out_block_ = block; }
   std::vector<ParamDecl> param_decls() const override {
     return {{"gamma", in_.c, ParamInit::ones, 1, false}, {"beta", in_.c, ParamInit::zeros, 1, false}};
   }
@@ -76,7 +83,15 @@ class BatchNorm final : public LeafLayer {
   }
 
  private:
-  BatchNormShape shape_at(int batch) const { return {batch, in_.c, in_.h * in_.w, in_block_}; }
+  BatchNormShape shape_at(int batch) const { return {batch, in_.c, in_.h * in_.w, in_block_, out_block_}; }
+  template <class Takes>
+  std::vector<int> blocks_where(Takes takes) const {
+    std::vector<int> blocks;
+    if (pool_)
+      for (const int block : {16, 8})
+        if (takes(block)) blocks.push_back(block);
+    return blocks;
+  }
   BatchNormSettings settings() const { return {spec_.momentum, spec_.epsilon, relu_, pool_}; }
   // The backends compute dx in the same pass as the parameter gradients, so a batch norm that is the network's
   // first layer (no dx wanted) writes it into a buffer of its own, made on first use.
@@ -89,7 +104,8 @@ class BatchNorm final : public LeafLayer {
   float *dgamma_ = nullptr, *dbeta_ = nullptr;
   bool relu_ = false;
   std::optional<FusedMaxPool> pool_;
-  int in_block_ = 1;  // x and dx channel-blocked as the convolution before it writes them
+  int in_block_ = 1;   // x and dx channel-blocked as the convolution before it writes them
+  int out_block_ = 1;  // y and dy channel-blocked as the convolution after it reads them
 };
 
 }  // namespace

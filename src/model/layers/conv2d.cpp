@@ -1,5 +1,5 @@
 // Owns the 2-D convolution layer: NCHW, weights K x C x R x S, optional bias; its output channel-blocked where the
-// batch norm after it takes that (Layer::output_block_offer).
+// batch norm after it takes that, and its input where the batch norm before it writes that (Layer::output_blocks).
 #include <fmt/format.h>
 
 #include "model/layers/layers.h"
@@ -26,13 +26,20 @@ class Conv2d final : public LeafLayer {
     scratch_ = backend_.conv2d_prepare(shape_);
     return out_;
   }
-  int output_block_offer() const override { return backend_.conv2d_output_block(shape_); }
+  std::vector<int> output_blocks() const override { return blocks(backend_.conv2d_output_block(shape_)); }
+  std::vector<int> input_blocks() const override { return blocks(backend_.conv2d_input_block(shape_)); }
   void write_output_block(int block) override {
     shape_.out_block = block;
     scratch_ = backend_.conv2d_prepare(shape_);
   }
+  void read_input_block(int block) override {
+    shape_.in_block = block;
+    scratch_ = backend_.conv2d_prepare(shape_);
+  }
   std::string fused() const override {
-    return shape_.out_block > 1 ? fmt::format("-> nChw{}c", shape_.out_block) : "";
+    std::string layouts = shape_.in_block > 1 ? fmt::format("nChw{}c in", shape_.in_block) : "";
+    if (shape_.out_block > 1) layouts += fmt::format("{}-> nChw{}c", layouts.empty() ? "" : ", ", shape_.out_block);
+    return layouts;
   }
   // The filter gradient reads the input.
   MemoryUse memory_use() const override { return {.backward_reads_input = true, .scratch = scratch_}; }
@@ -54,6 +61,7 @@ class Conv2d final : public LeafLayer {
   double forward_flops_per_sample() const override { return at_batch(shape_, 1).forward_flops(); }
 
  private:
+  static std::vector<int> blocks(int block) { return block > 1 ? std::vector<int>{block} : std::vector<int>{}; }
   Conv2dShape shape_;
   ScratchBytes scratch_;
   WeightAndBias params_;
