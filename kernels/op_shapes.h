@@ -5,6 +5,8 @@
 #include <compare>
 #include <cstdint>
 
+#include "kernels/element_type.h"
+
 namespace ringtrain::kernels {
 
 // 2-D convolution, NCHW, weights K x C x R x S (filters, input channels, kernel rows, kernel cols).
@@ -17,6 +19,8 @@ struct Conv2dShape {
   // x and dx in the channel-blocked layout N x C/b x (H x W) x b, b = in_block, as the batch norm before it wrote x
   // (BatchNormShape::out_block); 1 is NCHW.
   int in_block = 1;
+  // x, y, dx and dy; the weights, bias and their gradients are fp32.
+  ElementType data = ElementType::f32;
   int out_h() const { return (in_h + 2 * padding - kernel_h) / stride + 1; }
   int out_w() const { return (in_w + 2 * padding - kernel_w) / stride + 1; }
   // 2 x multiply-adds of the forward pass.
@@ -33,6 +37,7 @@ enum class PoolMode { max, average };
 struct PoolShape {
   int batch = 0, channels = 0, in_h = 0, in_w = 0;
   int window = 2, stride = 2, padding = 0;
+  ElementType data = ElementType::f32;  // x, y, dx and dy
   int out_h() const { return (in_h + 2 * padding - window) / stride + 1; }
   int out_w() const { return (in_w + 2 * padding - window) / stride + 1; }
   auto operator<=>(const PoolShape&) const = default;
@@ -47,6 +52,8 @@ struct BatchNormShape {
   // y and dy (with a fused pool: the pooled output and its gradient) blocked by out_block channels the same way, as
   // the convolution after it reads x; 1 is NCHW.
   int out_block = 1;
+  // x, y, dx and dy; gamma, beta, the statistics and the parameter gradients are fp32.
+  ElementType data = ElementType::f32;
   int64_t elements() const { return int64_t{batch} * channels * spatial; }
   auto operator<=>(const BatchNormShape&) const = default;
 };
@@ -54,6 +61,7 @@ struct BatchNormShape {
 // Fully connected: y (batch x out) = x (batch x in) W^T + b, W stored out x in (PyTorch's layout).
 struct DenseShape {
   int batch = 0, in = 0, out = 0;
+  ElementType data = ElementType::f32;  // x, y, dx and dy; W, b and their gradients are fp32
   double forward_flops() const { return 2.0 * batch * static_cast<double>(in) * out; }
   auto operator<=>(const DenseShape&) const = default;
 };

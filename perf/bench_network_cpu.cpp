@@ -4,8 +4,8 @@
 // is not compute). Names: BM_NetworkStep/<job>/<batch>. `GFLOP_per_s` counts the training FLOPs the trainer
 // reports (Network::train_flops_per_sample). After the timed loop, one more step runs under the per-layer
 // profile (model/layer_profile.h) and its table is printed to stderr: where the step's time goes.
-// The *_bf16 cases are the same steps with oneDNN's products on bf16 operands (train.precision = "bf16"); their
-// GFLOP/s count the same FLOPs, not fp32 ones. *_unfused turns the graph's fusion pass off (run.fuse_layers).
+// The *_bf16 cases are the same steps as train.precision = "bf16" runs them: oneDNN's products on bf16 operands
+// and every activation stored in bf16; their GFLOP/s count the same FLOPs, not fp32 ones. *_unfused turns the graph's fusion pass off (run.fuse_layers).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -28,6 +28,7 @@ struct NetworkCase {
   int classes;
   kernels::cpu::DnnlMath math = kernels::cpu::DnnlMath::fp32;
   bool fuse = true;  // the graph's fusion pass (run.fuse_layers)
+  kernels::ElementType activations = kernels::ElementType::f32;
 };
 
 class StepBench {
@@ -35,7 +36,7 @@ class StepBench {
   StepBench(const NetworkCase& c, int batch)
       : job_(config::load_job(std::string(RINGTRAIN_SOURCE_DIR) + "/" + c.job, {})), cpu_(1, c.math),
         net_(job_.model.layers, cpu_, c.sample.with_batch(batch), c.classes,
-             {.share_memory = true, .fuse = c.fuse, .budget = {}}),
+             {.share_memory = true, .fuse = c.fuse, .budget = {}, .activations = c.activations}),
         optimizer_(model::make_optimizer(job_.optimizer, net_)),
         batch_(batch) {
     const auto params = net_.initial_params(job_.train.seed);
@@ -54,7 +55,7 @@ class StepBench {
   // them so).
   void step() {
     const model::Tensor logits = net_.forward({images_.data(), net_.input_shape()}, model::Mode::train, seed_++);
-    cpu_.softmax_cross_entropy(batch_, net_.classes(), logits.data, labels_.data(), {1.0f / static_cast<float>(batch_)},
+    cpu_.softmax_cross_entropy(batch_, net_.classes(), logits.as<float>(), labels_.data(), {1.0f / static_cast<float>(batch_)},
                                dlogits_.data(), &totals_);
     net_.backward({dlogits_.data(), logits.shape}, nullptr);
     optimizer_->update(0.01f, seed_);
@@ -100,11 +101,13 @@ void BM_NetworkStep(benchmark::State& state, const NetworkCase& c) {
 }
 
 const NetworkCase kFashionMnist{"jobs/fashion_mnist.toml", {0, 1, 28, 28}, 10};
-const NetworkCase kFashionMnistBf16{"jobs/fashion_mnist.toml", {0, 1, 28, 28}, 10, kernels::cpu::DnnlMath::bf16};
+const NetworkCase kFashionMnistBf16{"jobs/fashion_mnist.toml", {0, 1, 28, 28}, 10, kernels::cpu::DnnlMath::bf16, true,
+                                   kernels::ElementType::bf16};
 const NetworkCase kFashionMnistUnfused{"jobs/fashion_mnist.toml", {0, 1, 28, 28}, 10, kernels::cpu::DnnlMath::fp32,
                                       false};
 const NetworkCase kResnet50{"jobs/resnet50_synthetic.toml", {0, 3, 224, 224}, 1000};
-const NetworkCase kResnet50Bf16{"jobs/resnet50_synthetic.toml", {0, 3, 224, 224}, 1000, kernels::cpu::DnnlMath::bf16};
+const NetworkCase kResnet50Bf16{"jobs/resnet50_synthetic.toml", {0, 3, 224, 224}, 1000, kernels::cpu::DnnlMath::bf16,
+                                true, kernels::ElementType::bf16};
 BENCHMARK_CAPTURE(BM_NetworkStep, fashion_mnist, kFashionMnist)->Arg(64)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_NetworkStep, fashion_mnist_bf16, kFashionMnistBf16)->Arg(64)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_NetworkStep, fashion_mnist_unfused, kFashionMnistUnfused)->Arg(64)->Unit(benchmark::kMillisecond);

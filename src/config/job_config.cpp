@@ -55,9 +55,10 @@ const std::vector<KeyRule> kKeys = {
      "micro-batches per optimizer step (global batch = batch_per_rank x ranks x this)"},
     {"train", "shuffle", Kind::boolean, true, "shuffle each rank's partition every epoch"},
     {"train", "precision", Kind::string, std::string("fp32"),
-     "fp32 | tf32 (GPU only: fp32 storage, tensor-core math) | bf16 (CPU: products on bf16 operands, oneDNN's bf16 "
-     "kernels where the CPU has AVX512_BF16, rounded operands elsewhere; fp32 weights, outputs and accumulation) | "
-     "fp16 (CPU: products on operands rounded to fp16, with dynamic loss scaling)"},
+     "fp32 | tf32 (GPU only: fp32 storage, tensor-core math) | bf16 (CPU: activations and their gradients stored in "
+     "bf16, products on bf16 operands, oneDNN's bf16 kernels where the CPU has AVX512_BF16, rounded operands "
+     "elsewhere; fp32 weights, gradients, optimizer state and accumulation) | fp16 (CPU: the same in fp16, with "
+     "dynamic loss scaling)"},
     {"train", "loss_scale_init", Kind::number, 65536.0,
      "fp16: the first loss scale; halved (and the step skipped) when a gradient overflows; a power of two keeps "
      "the unscaling exact"},

@@ -5,6 +5,10 @@
 // Ordering: every operation is queued in one stream order per backend; the host waits only where a result must
 // reach it (to_host, synchronize, Readback::wait, reading a DeviceClock). Conventions, as in kernels/cpu: outputs
 // and input gradients are overwritten, parameter gradients accumulate (micro-batches of one step add up).
+//
+// Element types: activations and their gradients (x, y, dx, dy) are in the element type their operation's shape or
+// Elements says, fp32 or, under mixed precision, bf16 or fp16 (stores_activations_in); parameters, their gradients,
+// statistics and optimizer state are always fp32, as are the loss's logits.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +23,7 @@
 #include "kernels/pixel_norm.h"
 #include "model/device_buffer.h"
 #include "model/scratch.h"
+#include "model/tensor.h"
 
 namespace ringtrain::model {
 
@@ -111,21 +116,26 @@ class Backend {
   virtual std::unique_ptr<Readback> make_readback(std::size_t bytes) = 0;
   virtual std::unique_ptr<DeviceClock> make_clock(int capacity) = 0;
 
+  // ---- element types: whether activations may be stored in `type` here (fp32 always), and conversion between
+  // types (round to nearest even; widening is exact).
+  virtual bool stores_activations_in(ElementType type) const { return type == ElementType::f32; }
+  virtual void cast(Elements from, const void* x, ElementType to, void* y) = 0;  // from.n values of from.type
+
   // ---- element-wise
   virtual void zero(void* y, std::size_t bytes) = 0;
   virtual void fill(int64_t n, float value, float* y) = 0;
-  virtual void copy(int64_t n, const float* x, float* y) = 0;
-  virtual void add(int64_t n, const float* a, const float* b, float* y) = 0;  // y may alias a or b
-  virtual void accumulate(int64_t n, const float* x, float* y) = 0;          // y += x
+  virtual void copy(Elements n, const void* x, void* y) = 0;
+  virtual void add(Elements n, const void* a, const void* b, void* y) = 0;  // y may alias a or b
+  virtual void accumulate(Elements n, const void* x, void* y) = 0;          // y += x
   // y *= factor, and *nonfinite (device memory) = 1 where any element is infinite or NaN, left alone otherwise:
   // fp16's loss scaling takes the scale out of the reduced gradients and learns whether they overflowed.
   virtual void unscale(int64_t n, float factor, float* y, int32_t* nonfinite) = 0;
-  virtual void relu_forward(int64_t n, const float* x, float* y) = 0;        // y may alias x
-  virtual void relu_backward(int64_t n, const float* y, const float* dy, float* dx) = 0;
+  virtual void relu_forward(Elements n, const void* x, void* y) = 0;  // y may alias x
+  virtual void relu_backward(Elements n, const void* y, const void* dy, void* dx) = 0;
   // Inverted dropout: keeps each element with probability 1-p, scaled by 1/(1-p); mask: one byte per element,
   // kept for backward. The mask is reproducible from the seed on each backend (not across backends).
-  virtual void dropout_forward(int64_t n, float p, uint64_t seed, const float* x, float* y, uint8_t* mask) = 0;
-  virtual void dropout_backward(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx) = 0;
+  virtual void dropout_forward(Elements n, float p, uint64_t seed, const void* x, void* y, uint8_t* mask) = 0;
+  virtual void dropout_backward(Elements n, float p, const uint8_t* mask, const void* dy, void* dx) = 0;
 
   // ---- convolution: prepare() at setup chooses algorithms and says what scratch they want, so no step does.
   // A step given less scratch than its algorithm wants (another batch size) uses the backend's own workspace.
@@ -133,11 +143,11 @@ class Backend {
     (void)s;
     return {};
   }
-  virtual void conv2d_forward(const Conv2dShape& s, const float* x, const float* w, const float* bias, float* y,
+  virtual void conv2d_forward(const Conv2dShape& s, const void* x, const float* w, const float* bias, void* y,
                               Scratch scratch) = 0;
   // The filter (and bias) gradient added to dw (dbias, may be null) and, where dx is not null, the data gradient
   // written to dx: one call, so a backend can share what both read (the CPU twin stages dy once).
-  virtual void conv2d_backward(const Conv2dShape& s, const float* x, const float* dy, const float* w, float* dx,
+  virtual void conv2d_backward(const Conv2dShape& s, const void* x, const void* dy, const float* w, void* dx,
                                float* dw, float* dbias, Scratch scratch) = 0;
   // The channel block of the layout this convolution's kernels write y in, where the backend's batch norm reads x
   // (and writes dx) in it too (Conv2dShape::out_block, BatchNormShape::in_block): the graph then keeps that
@@ -154,18 +164,18 @@ class Backend {
   }
 
   // ---- dense: dx may be null (the first layer needs none); bias and dbias may be null
-  virtual void dense_forward(const DenseShape& s, const float* x, const float* w, const float* bias, float* y) = 0;
-  virtual void dense_backward(const DenseShape& s, const float* x, const float* w, const float* dy, float* dx,
+  virtual void dense_forward(const DenseShape& s, const void* x, const float* w, const float* bias, void* y) = 0;
+  virtual void dense_backward(const DenseShape& s, const void* x, const float* w, const void* dy, void* dx,
                               float* dw, float* dbias) = 0;
 
   // ---- batch norm: running = (1-momentum)*running + momentum*batch, unbiased variance for running_var.
   // y (backward) is the forward's output, read only when settings.relu.
-  virtual void batchnorm_forward_train(const BatchNormShape& s, const BatchNormSettings& settings, const float* x,
-                                       const BatchNormBuffers& b, float* y) = 0;
-  virtual void batchnorm_forward_infer(const BatchNormShape& s, const BatchNormSettings& settings, const float* x,
-                                       const BatchNormBuffers& b, float* y) = 0;
-  virtual void batchnorm_backward(const BatchNormShape& s, const BatchNormSettings& settings, const float* x,
-                                  const float* y, const float* dy, const BatchNormBuffers& b, float* dx,
+  virtual void batchnorm_forward_train(const BatchNormShape& s, const BatchNormSettings& settings, const void* x,
+                                       const BatchNormBuffers& b, void* y) = 0;
+  virtual void batchnorm_forward_infer(const BatchNormShape& s, const BatchNormSettings& settings, const void* x,
+                                       const BatchNormBuffers& b, void* y) = 0;
+  virtual void batchnorm_backward(const BatchNormShape& s, const BatchNormSettings& settings, const void* x,
+                                  const void* y, const void* dy, const BatchNormBuffers& b, void* dx,
                                   float* dgamma, float* dbeta) = 0;
   // Whether batch norm takes a following ReLU into the same operation (settings.relu), with numbers identical to
   // running them apart. Where not, the graph keeps the ReLU as its own step.
@@ -191,9 +201,9 @@ class Backend {
   // ---- pooling: `saved` is what forward keeps for backward on this backend, pool_saved_bytes() of it (the CPU
   // twin keeps the winners of max pooling); x and y are the forward's input and output.
   virtual std::size_t pool_saved_bytes(const PoolShape& s, PoolMode mode) const = 0;
-  virtual void pool_forward(const PoolShape& s, PoolMode mode, const float* x, float* y, void* saved) = 0;
-  virtual void pool_backward(const PoolShape& s, PoolMode mode, const float* x, const float* y, const float* dy,
-                             float* dx, const void* saved) = 0;
+  virtual void pool_forward(const PoolShape& s, PoolMode mode, const void* x, void* y, void* saved) = 0;
+  virtual void pool_backward(const PoolShape& s, PoolMode mode, const void* x, const void* y, const void* dy,
+                             void* dx, const void* saved) = 0;
 
   // ---- loss and optimizers
   // dlogits may be null (evaluation); `loss` scales them and smooths the target (kernels/loss_settings.h). The

@@ -51,7 +51,9 @@ MemoryUse Step::memory_use() const {
   return {.backward_reads_output = relu, .output = OutputMemory::may_overwrite_input};
 }
 
-Graph::Graph(const std::vector<config::LayerSpec>& specs, Backend& backend, Shape input, bool fuse) : fuse_(fuse) {
+Graph::Graph(const std::vector<config::LayerSpec>& specs, Backend& backend, Shape input, bool fuse,
+             ElementType activations)
+    : fuse_(fuse), activation_type_(activations) {
   add_value(input, -1);
   output_ = emit_chain(specs, kInput, SeedPath{}, 0, backend);
 }
@@ -73,7 +75,7 @@ int Graph::emit_chain(const std::vector<config::LayerSpec>& specs, int input, co
       previous = nullptr;
       continue;
     }
-    owned_.push_back(make_layer(specs[i], backend));
+    owned_.push_back(make_layer(specs[i], backend, activation_type_));
     Layer* layer = owned_.back().get();
     const Shape in = values_[static_cast<size_t>(current)].shape;
     const Shape out = layer->setup(in);

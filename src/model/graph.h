@@ -50,12 +50,15 @@ class Graph {
   // Makes every layer (model/layers/) and sets it up for `input` (the largest batch). Throws JobFileError
   // naming the layer when a shape cannot work, or the residual block whose body and shortcut disagree.
   // fuse: run the fusion pass (false keeps every layer a step of its own, to show fusion changes no number).
-  Graph(const std::vector<config::LayerSpec>& specs, Backend& backend, Shape input, bool fuse = true);
+  // activations: the element type of every value and its gradient.
+  Graph(const std::vector<config::LayerSpec>& specs, Backend& backend, Shape input, bool fuse = true,
+        ElementType activations = ElementType::f32);
 
   const std::vector<Value>& values() const { return values_; }
   const std::vector<Step>& steps() const { return steps_; }
   static constexpr int kInput = 0;  // the network's input value
   int output() const { return output_; }
+  ElementType activation_type() const { return activation_type_; }
   // The layers in step order, which is the order of their parameters in the flat buffers.
   const std::vector<const Layer*>& layers() const { return layer_order_; }
 
@@ -74,6 +77,7 @@ class Graph {
   std::vector<Step> steps_;
   int output_ = kInput;
   bool fuse_ = true;
+  ElementType activation_type_ = ElementType::f32;
 };
 
 }  // namespace ringtrain::model

@@ -53,7 +53,7 @@ struct MemoryUse {
 // element-wise layer in place). `seed` is unique per (job seed, micro-batch, rank, layer) for stochastic layers.
 struct ForwardPass {
   Tensor x;
-  float* y = nullptr;
+  void* y = nullptr;  // in x's element type
   Mode mode = Mode::train;
   uint64_t seed = 0;
   Scratch scratch = {};  // what memory_use().scratch.forward asked for; empty when it asked for nothing
@@ -64,9 +64,9 @@ struct ForwardPass {
 // Parameter gradients accumulate.
 struct BackwardPass {
   Tensor x;
-  const float* y = nullptr;
+  const void* y = nullptr;  // y, dy and dx in x's element type
   Tensor dy;
-  float* dx = nullptr;
+  void* dx = nullptr;
   Scratch scratch = {};  // what memory_use().scratch.backward asked for
 };
 

@@ -12,16 +12,19 @@
 namespace ringtrain::model {
 namespace {
 
-int64_t bytes_of(int64_t floats) {
-  const int64_t bytes = floats * static_cast<int64_t>(sizeof(float));
+int64_t aligned(int64_t bytes) {
   return (bytes + MemoryPlan::kAlignment - 1) / MemoryPlan::kAlignment * MemoryPlan::kAlignment;
 }
 
 }  // namespace
 
-int MemoryPlan::new_buffer(int64_t floats) {
-  buffers_.push_back({floats, std::numeric_limits<int>::max(), -1, 0});
+int MemoryPlan::new_buffer(int64_t bytes) {
+  buffers_.push_back({bytes, std::numeric_limits<int>::max(), -1, 0});
   return static_cast<int>(buffers_.size()) - 1;
+}
+
+int MemoryPlan::value_buffer(const Value& value) {
+  return new_buffer(value.shape.elements() * static_cast<int64_t>(element_bytes(element_type_)));
 }
 
 void MemoryPlan::use(int buffer, int time) {
@@ -35,7 +38,7 @@ int MemoryPlan::input_gradient(int step, int slot) const {
   return input_gradient_[static_cast<size_t>(step)][static_cast<size_t>(slot)];
 }
 
-MemoryPlan::MemoryPlan(const Graph& graph, bool share) {
+MemoryPlan::MemoryPlan(const Graph& graph, bool share) : element_type_(graph.activation_type()) {
   plan_activations(graph, share);
   plan_gradients(graph);
   plan_scratch(graph);
@@ -48,7 +51,7 @@ void MemoryPlan::plan_scratch(const Graph& graph) {
   scratch_.assign(steps.size(), {});
   const auto scratch_at = [&](std::size_t bytes, int time) {
     if (bytes == 0) return kNoScratch;
-    const int id = new_buffer(static_cast<int64_t>((bytes + sizeof(float) - 1) / sizeof(float)));
+    const int id = new_buffer(static_cast<int64_t>(bytes));
     buffers_[static_cast<size_t>(id)].scratch = true;
     use(id, time);
     return id;
@@ -91,7 +94,7 @@ void MemoryPlan::plan_activations(const Graph& graph, bool share) {
       continue;
     }
     residents.push_back(0);
-    assign(step.output, new_buffer(values[static_cast<size_t>(step.output)].shape.elements()));
+    assign(step.output, value_buffer(values[static_cast<size_t>(step.output)]));
   }
   // Lifetimes: from the producing step to the last reader, in forward, at the loss (the logits), or in backward.
   const auto backward_time = [&](int k) { return 2 * step_count - k; };
@@ -131,7 +134,7 @@ void MemoryPlan::plan_gradients(const Graph& graph) {
       gradient_[static_cast<size_t>(value)] = buffer;
       return;
     }
-    const int sum = new_buffer(values[static_cast<size_t>(value)].shape.elements());
+    const int sum = value_buffer(values[static_cast<size_t>(value)]);
     use(sum, time);
     for (const int addend : got) use(addend, time);
     sums_after_[static_cast<size_t>(k)].push_back({value, got, sum});
@@ -151,14 +154,14 @@ void MemoryPlan::plan_gradients(const Graph& graph) {
       // A view passes dy through as its input gradient.
       const int dx = step.memory_use().output == OutputMemory::is_input
                          ? dy
-                         : new_buffer(values[static_cast<size_t>(input)].shape.elements());
+                         : value_buffer(values[static_cast<size_t>(input)]);
       use(dx, time);
       writes[0] = dx;
       contribute(input, dx, k, time);
       continue;
     }
     // A join hands both branches the gradient of its sum: dy itself, or dy through the ReLU's mask.
-    const int dsum = step.relu ? new_buffer(values[static_cast<size_t>(step.output)].shape.elements()) : dy;
+    const int dsum = step.relu ? value_buffer(values[static_cast<size_t>(step.output)]) : dy;
     use(dsum, time);
     for (size_t slot = 0; slot < step.inputs.size(); ++slot) {
       if (!needs_gradient(step.inputs[slot])) continue;
@@ -176,13 +179,13 @@ void MemoryPlan::place(bool share) {
   // pushing long-lived activations above it.
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     const Buffer &x = buffers_[static_cast<size_t>(a)], &y = buffers_[static_cast<size_t>(b)];
-    return x.scratch != y.scratch ? y.scratch : x.floats > y.floats;
+    return x.scratch != y.scratch ? y.scratch : x.bytes > y.bytes;
   });
   std::vector<int> placed;
   arena_bytes_ = 0;
   for (const int id : order) {
     Buffer& b = buffers_[static_cast<size_t>(id)];
-    const int64_t bytes = bytes_of(b.floats);
+    const int64_t bytes = aligned(b.bytes);
     std::vector<const Buffer*> in_the_way;
     for (const int other : placed) {
       const Buffer& o = buffers_[static_cast<size_t>(other)];
@@ -192,7 +195,7 @@ void MemoryPlan::place(bool share) {
     int64_t offset = 0;
     for (const Buffer* o : in_the_way) {
       if (offset + bytes <= o->offset) break;
-      offset = std::max(offset, o->offset + bytes_of(o->floats));
+      offset = std::max(offset, o->offset + aligned(o->bytes));
     }
     b.offset = offset;
     arena_bytes_ = std::max(arena_bytes_, offset + bytes);
@@ -202,7 +205,7 @@ void MemoryPlan::place(bool share) {
 
 int64_t MemoryPlan::unshared_bytes() const {
   int64_t total = 0;
-  for (const Buffer& b : buffers_) total += bytes_of(b.floats);
+  for (const Buffer& b : buffers_) total += aligned(b.bytes);
   return total;
 }
 
@@ -212,10 +215,12 @@ std::string MemoryPlan::summary() const {
   int scratch = 0;
   int64_t largest_scratch = 0;
   for (const Buffer& b : buffers_)
-    if (b.scratch) ++scratch, largest_scratch = std::max(largest_scratch, bytes_of(b.floats));
-  const std::string what = scratch == 0 ? "activations and gradients"
-                                        : fmt::format("activations, gradients and scratch ({} scratch, the largest "
-                                                      "{:.1f} MiB)", scratch, static_cast<double>(largest_scratch) / mib);
+    if (b.scratch) ++scratch, largest_scratch = std::max(largest_scratch, aligned(b.bytes));
+  const char* type = kernels::element_type_name(element_type_);
+  const std::string what = scratch == 0 ? fmt::format("{} activations and gradients", type)
+                                        : fmt::format("{} activations and gradients, and scratch ({} scratch, the "
+                                                      "largest {:.1f} MiB)",
+                                                      type, scratch, static_cast<double>(largest_scratch) / mib);
   return fmt::format("{} buffers for {} in {:.1f} MiB ({:.1f} MiB unshared: {:.0f} % saved)", buffers_.size(), what,
                      static_cast<double>(arena_bytes_) / mib, static_cast<double>(unshared) / mib,
                      unshared > 0 ? 100.0 * (1.0 - static_cast<double>(arena_bytes_) / static_cast<double>(unshared))

@@ -8,7 +8,7 @@
 // reads their input afterwards; views (flatten) share their input's buffer; a value read by two steps (a
 // residual block's input) gets its two gradient contributions summed into a buffer of its own. A step's scratch
 // (model/scratch.h) lives at that step alone, in forward and in backward, and is placed after every other buffer,
-// in the room they leave at that time.
+// in the room they leave at that time. Activations and their gradients are sized in the graph's element type.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -25,7 +25,7 @@ class MemoryPlan {
   static constexpr int kOutputGradient = -2;  // the caller's gradient of the logits (and views of it)
 
   struct Buffer {
-    int64_t floats = 0;      // at the setup batch
+    int64_t bytes = 0;        // at the setup batch (placed at a multiple of kAlignment)
     int first = 0, last = 0;  // live on the timeline from `first` to `last`, inclusive
     int64_t offset = 0;      // bytes into the arena
     bool scratch = false;    // a step's scratch, live at that step only
@@ -59,19 +59,21 @@ class MemoryPlan {
 
   int64_t arena_bytes() const { return arena_bytes_; }
   int64_t unshared_bytes() const;  // every buffer its own memory
-  // "23 buffers for activations and gradients in 1.2 MiB (4.5 MiB unshared: 73 % saved)"
+  // "23 buffers for fp32 activations and gradients in 1.2 MiB (4.5 MiB unshared: 73 % saved)"
   std::string summary() const;
 
   static constexpr int64_t kAlignment = 256;  // whole cache lines; what cuDNN and cuBLAS prefer on the GPU
 
  private:
-  int new_buffer(int64_t floats);
+  int new_buffer(int64_t bytes);
+  int value_buffer(const Value& value);  // for a value or its gradient, in the graph's activation type
   void use(int buffer, int time);
   void plan_activations(const Graph& graph, bool share);
   void plan_gradients(const Graph& graph);
   void plan_scratch(const Graph& graph);
   void place(bool share);
 
+  ElementType element_type_;
   std::vector<Buffer> buffers_;
   std::vector<int> activation_, gradient_;
   std::vector<std::vector<int>> input_gradient_;       // per step, per input slot

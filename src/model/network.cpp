@@ -50,8 +50,11 @@ Network::Network(const std::vector<config::LayerSpec>& layers, Backend& backend,
     : backend_(backend),
       input_(input),
       classes_(classes),
-      graph_(layers, backend, input, options.fuse),
+      graph_(layers, backend, input, options.fuse, options.activations),
       plan_(graph_, options.share_memory) {
+  if (!backend.stores_activations_in(options.activations))
+    throw Error(ExitCode::internal, fmt::format("the {} backend stores no {} activations",
+                                                backend.name(), kernels::element_type_name(options.activations)));
   const MemoryBudget& budget = options.budget;
   output_ = graph_.values()[static_cast<size_t>(graph_.output())].shape;
   if (output_.per_sample() != classes)
@@ -67,12 +70,20 @@ Network::Network(const std::vector<config::LayerSpec>& layers, Backend& backend,
         byte_size_text(need_.total()), input.n, byte_size_text(need_.activations), byte_size_text(need_.parameters),
         byte_size_text(need_.kept), budget.source, byte_size_text(budget.bytes)));
   arena_ = backend.allocate(static_cast<size_t>(std::max<int64_t>(plan_.arena_bytes(), 1)));
+  if (options.activations != ElementType::f32) {
+    boundary_.input = backend.allocate(elements(input).bytes());
+    boundary_.logits = backend.allocate(sizeof(float) * static_cast<size_t>(output_.elements()));
+    boundary_.dlogits = backend.allocate(elements(output_).bytes());
+  }
   lay_out_parameters();
 }
 
 MemoryNeed Network::count_memory(double caller_bytes_per_parameter) const {
   MemoryNeed need;
   need.activations = static_cast<double>(plan_.arena_bytes());
+  if (activation_type() != ElementType::f32)
+    need.activations += static_cast<double>(elements(input_).bytes() + elements(output_).bytes()) +
+                        sizeof(float) * static_cast<double>(output_.elements());
   double params = 0, states = 0;
   for (const Layer* layer : graph_.layers()) {
     for (const auto& d : layer->param_decls()) params += static_cast<double>(d.count);
@@ -126,11 +137,11 @@ void Network::lay_out_parameters() {
   }
 }
 
-float* Network::in_arena(int buffer) const {
-  return arena_.as<float>() + plan_.buffers()[static_cast<size_t>(buffer)].offset / sizeof(float);
+void* Network::in_arena(int buffer) const {
+  return arena_.as<std::byte>() + plan_.buffers()[static_cast<size_t>(buffer)].offset;
 }
 
-float* Network::activation(int value, const Tensor& input) const {
+void* Network::activation(int value, const Tensor& input) const {
   const int buffer = plan_.activation(value);
   if (buffer == MemoryPlan::kNetworkInput) return input.data;
   return in_arena(buffer);
@@ -138,17 +149,23 @@ float* Network::activation(int value, const Tensor& input) const {
 
 Scratch Network::scratch(int buffer) const {
   if (buffer == MemoryPlan::kNoScratch) return {};
-  const int64_t floats = plan_.buffers()[static_cast<size_t>(buffer)].floats;
-  return {in_arena(buffer), sizeof(float) * static_cast<std::size_t>(floats)};
+  return {in_arena(buffer), static_cast<std::size_t>(plan_.buffers()[static_cast<size_t>(buffer)].bytes)};
 }
 
-float* Network::gradient_buffer(int buffer, const Tensor& dlogits) const {
+void* Network::gradient_buffer(int buffer, const Tensor& dlogits) const {
   if (buffer == MemoryPlan::kNoGradient) return nullptr;
   if (buffer == MemoryPlan::kOutputGradient) return dlogits.data;
   return in_arena(buffer);
 }
 
-Tensor Network::forward(const Tensor& x, Mode mode, uint64_t seed) {
+Tensor Network::inside(const Tensor& x, const DeviceBuffer& converted) {
+  if (activation_type() == ElementType::f32) return x;
+  backend_.cast(x.elements(), x.data, activation_type(), converted.as<void>());
+  return {converted.as<void>(), x.shape, activation_type()};
+}
+
+Tensor Network::forward(const Tensor& x_f32, Mode mode, uint64_t seed) {
+  const Tensor x = inside(x_f32, boundary_.input);
   last_input_ = x;
   const int batch = x.shape.n;
   const auto& values = graph_.values();
@@ -156,22 +173,26 @@ Tensor Network::forward(const Tensor& x, Mode mode, uint64_t seed) {
   for (int k = 0; k < static_cast<int>(steps.size()); ++k) {
     const Step& step = steps[static_cast<size_t>(k)];
     const Shape in_shape = values[static_cast<size_t>(step.inputs[0])].shape.with_batch(batch);
-    float* in = activation(step.inputs[0], x);
-    float* out = activation(step.output, x);
+    void* in = activation(step.inputs[0], x);
+    void* out = activation(step.output, x);
     if (step.kind == Step::Kind::layer) {
-      const ForwardPass pass{{in, in_shape}, out, mode, step.seed.apply(seed),
+      const ForwardPass pass{{in, in_shape, x.type}, out, mode, step.seed.apply(seed),
                              scratch(plan_.scratch(k).forward)};
       profiled(*step.layer, false, [&] { step.layer->forward(pass); });
       continue;
     }
-    const int64_t n = in_shape.elements();
+    const Elements n = elements(in_shape);
     backend_.add(n, in, activation(step.inputs[1], x), out);
     if (step.relu) backend_.relu_forward(n, out, out);
   }
-  return {activation(graph_.output(), x), output_.with_batch(batch)};
+  const Tensor logits{activation(graph_.output(), x), output_.with_batch(batch), x.type};
+  if (logits.type == ElementType::f32) return logits;
+  backend_.cast(logits.elements(), logits.data, ElementType::f32, boundary_.logits.as<void>());
+  return {boundary_.logits.as<void>(), logits.shape};
 }
 
-void Network::backward(const Tensor& dlogits, GradientObserver* observer) {
+void Network::backward(const Tensor& dlogits_f32, GradientObserver* observer) {
+  const Tensor dlogits = inside(dlogits_f32, boundary_.dlogits);
   for (int k = static_cast<int>(graph_.steps().size()) - 1; k >= 0; --k) run_backward_step(k, dlogits, observer);
 }
 
@@ -180,25 +201,26 @@ void Network::run_backward_step(int k, const Tensor& dlogits, GradientObserver* 
   const auto& values = graph_.values();
   const int batch = last_input_.shape.n;
   const Shape out_shape = values[static_cast<size_t>(step.output)].shape.with_batch(batch);
-  const Tensor dy{gradient_buffer(plan_.gradient(step.output), dlogits), out_shape};
-  const float* y = activation(step.output, last_input_);
+  const ElementType type = activation_type();
+  const Tensor dy{gradient_buffer(plan_.gradient(step.output), dlogits), out_shape, type};
+  const void* y = activation(step.output, last_input_);
   if (step.kind == Step::Kind::layer) {
     const int input = step.inputs[0];
-    const BackwardPass pass{{activation(input, last_input_), values[static_cast<size_t>(input)].shape.with_batch(batch)},
-                            y, dy, gradient_buffer(plan_.input_gradient(k, 0), dlogits),
-                            scratch(plan_.scratch(k).backward)};
+    const BackwardPass pass{
+        {activation(input, last_input_), values[static_cast<size_t>(input)].shape.with_batch(batch), type},
+        y, dy, gradient_buffer(plan_.input_gradient(k, 0), dlogits), scratch(plan_.scratch(k).backward)};
     profiled(*step.layer, true, [&] { step.layer->backward(pass); });
     if (observer && layer_ranges_.count(step.layer)) observer->gradients_ready(*step.layer);
   } else if (step.relu) {
-    float* dsum = gradient_buffer(plan_.input_gradient(k, 0), dlogits);
+    void* dsum = gradient_buffer(plan_.input_gradient(k, 0), dlogits);
     if (!dsum) dsum = gradient_buffer(plan_.input_gradient(k, 1), dlogits);
-    if (dsum) backend_.relu_backward(out_shape.elements(), y, dy.data, dsum);
+    if (dsum) backend_.relu_backward(dy.elements(), y, dy.data, dsum);
   }
   // Innermost contribution first, as nested residual blocks add them: ((c[n-1] + c[n-2]) + ...) + c[0].
   for (const MemoryPlan::GradientSum& sum : plan_.sums_after(k)) {
-    const int64_t n = values[static_cast<size_t>(sum.value)].shape.with_batch(batch).elements();
+    const Elements n = elements(values[static_cast<size_t>(sum.value)].shape.with_batch(batch));
     const auto& a = sum.addends;
-    float* total = gradient_buffer(sum.sum, dlogits);
+    void* total = gradient_buffer(sum.sum, dlogits);
     backend_.add(n, gradient_buffer(a[a.size() - 1], dlogits), gradient_buffer(a[a.size() - 2], dlogits), total);
     for (size_t i = a.size() - 2; i-- > 0;) backend_.accumulate(n, gradient_buffer(a[i], dlogits), total);
   }

@@ -47,11 +47,15 @@ struct MemoryBudget {
   double caller_bytes_per_parameter = 0;
 };
 
-// How a network is built: options that change memory or kernels, never the numbers.
+// How a network is built: options that change memory or kernels, and the element type its activations are
+// stored in, which changes the numbers (mixed precision).
 struct NetworkOptions {
   bool share_memory = true;  // false: every activation and gradient its own buffer
   bool fuse = true;          // false: no fusion (model/graph.h), every layer a step of its own
   MemoryBudget budget;       // checked before anything is allocated
+  // Every activation and activation gradient inside the network; the input, the logits and their gradient stay
+  // fp32 at its boundary (forward and backward convert).
+  ElementType activations = ElementType::f32;
 };
 
 class Network {
@@ -62,13 +66,16 @@ class Network {
   Network(const std::vector<config::LayerSpec>& layers, Backend& backend, Shape input, int classes,
           const NetworkOptions& options = {});
 
-  // The logits live in the plan's arena until the next forward. `seed` makes dropout masks reproducible.
+  // x and the logits are fp32; the logits live in the network's memory until the next forward. `seed` makes
+  // dropout masks reproducible.
   Tensor forward(const Tensor& x, Mode mode, uint64_t seed);
-  // Parameter gradients accumulate into grads(); `observer` hears of each layer's as they become final.
+  // dlogits is fp32. Parameter gradients accumulate into grads(); `observer` hears of each layer's as they become
+  // final.
   void backward(const Tensor& dlogits, GradientObserver* observer);
 
   Backend& backend() { return backend_; }
   Shape input_shape() const { return input_; }
+  ElementType activation_type() const { return graph_.activation_type(); }
   Shape output_shape() const { return output_; }
   int classes() const { return classes_; }
 
@@ -101,11 +108,14 @@ class Network {
  private:
   MemoryNeed count_memory(double caller_bytes_per_parameter) const;
   void lay_out_parameters();
-  float* activation(int value, const Tensor& input) const;
-  float* gradient_buffer(int buffer, const Tensor& dlogits) const;
+  void* activation(int value, const Tensor& input) const;
+  void* gradient_buffer(int buffer, const Tensor& dlogits) const;
   Scratch scratch(int buffer) const;  // the plan's buffer for a step's scratch (its whole size), or none
-  float* in_arena(int buffer) const;  // where the plan placed a buffer
+  void* in_arena(int buffer) const;  // where the plan placed a buffer
   void run_backward_step(int k, const Tensor& dlogits, GradientObserver* observer);
+  // x in the activation type: itself, or converted into boundary_.input.
+  Tensor inside(const Tensor& x, const DeviceBuffer& converted);
+  Elements elements(const Shape& shape) const { return {shape.elements(), activation_type()}; }
 
   Backend& backend_;
   Shape input_, output_;
@@ -119,7 +129,12 @@ class Network {
   std::map<const Layer*, std::pair<int64_t, int64_t>> layer_ranges_;
   int64_t param_count_ = 0, state_count_ = 0;
   DeviceBuffer params_, grads_, states_, decay_mask_;
-  // The last forward's input and batch, which backward's steps read.
+  // Where the fp32 boundary meets 16-bit activations: the input and the logits' gradient converted in, the logits
+  // converted out (empty for fp32 activations).
+  struct Boundary {
+    DeviceBuffer input, logits, dlogits;
+  } boundary_;
+  // The last forward's input (in the activation type) and batch, which backward's steps read.
   Tensor last_input_;
 };
 

@@ -51,7 +51,7 @@ Totals Evaluator::run(const BatchSink& sink) {
     const int count = host->count;
     device_batch_.load(*host);
     const model::Tensor logits = net_.forward(device_batch_.input(count), model::Mode::eval, 0);
-    backend.softmax_cross_entropy(count, classes, logits.data, device_batch_.labels(), {}, nullptr,
+    backend.softmax_cross_entropy(count, classes, logits.as<float>(), device_batch_.labels(), {}, nullptr,
                                   totals_.as<model::LossTotals>());
     if (sink) {
       backend.to_host(logits_on_host.data(), logits.data, static_cast<size_t>(count) * classes * sizeof(float));

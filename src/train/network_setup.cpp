@@ -33,6 +33,16 @@ model::MemoryBudget memory_budget(const RunContext& run, double loaders) {
           copies_per_parameter};
 }
 
+// Mixed precision stores activations in the reduced type; the parameters, their gradients and the optimizer's
+// state stay fp32 whatever the precision.
+model::ElementType activation_type(config::Precision precision) {
+  switch (precision) {
+    case config::Precision::bf16: return model::ElementType::bf16;
+    case config::Precision::fp16: return model::ElementType::f16;
+    default: return model::ElementType::f32;
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<model::Network> build_network(const RunContext& run, const model::Shape& input, int classes,
@@ -42,7 +52,8 @@ std::unique_ptr<model::Network> build_network(const RunContext& run, const model
     net = std::make_unique<model::Network>(
         run.job.model.layers, run.backend, input, classes,
         model::NetworkOptions{.share_memory = true, .fuse = run.job.run.fuse_layers,
-                              .budget = memory_budget(run, loader_bytes)});
+                              .budget = memory_budget(run, loader_bytes),
+                              .activations = activation_type(run.job.train.precision)});
   });
   return net;
 }

@@ -85,7 +85,7 @@ void StepRunner::micro_batch(const float* images, const int32_t* labels, int cou
         net_.forward({const_cast<float*>(images), net_.input_shape().with_batch(count)}, model::Mode::train, seed);
     kernels::LossSettings loss = loss_;
     if (loss_scaler_) loss.grad_scale *= slot.loss_scale;  // the loss sums are not scaled, only its gradient
-    backend.softmax_cross_entropy(count, net_.classes(), logits.data, labels, loss, dlogits_.as<float>(),
+    backend.softmax_cross_entropy(count, net_.classes(), logits.as<float>(), labels, loss, dlogits_.as<float>(),
                                   slot.totals.as<model::LossTotals>());
     if (last) slot.readback->start(slot.totals.as<void>());  // the step's sums are complete: bring them home
     clock_->mark(mark_id(current_, mark + kForwardEnd));

@@ -1,7 +1,8 @@
 // Proves the network's memory plan (model/memory_plan.h) on graphs built from layer specs: buffers that are
 // live at the same time never overlap in the arena; every activation lives until its last reader, in forward or
 // backward; element-wise steps run in place exactly where nothing reads their input afterwards; a residual
-// block's input gets its gradient contributions summed (nested blocks: all of them); and sharing saves memory.
+// block's input gets its gradient contributions summed (nested blocks: all of them); sharing saves memory; and
+// 16-bit activations take half the bytes of fp32 ones in the same plan.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -44,7 +45,8 @@ std::vector<LayerSpec> mixed_model() {
 struct Built {
   backend::CpuBackend cpu{1};
   Graph graph;
-  explicit Built(const std::vector<LayerSpec>& specs) : graph(specs, cpu, {3, 2, 8, 8}) {}
+  explicit Built(const std::vector<LayerSpec>& specs, kernels::ElementType activations = kernels::ElementType::f32)
+      : graph(specs, cpu, {3, 2, 8, 8}, true, activations) {}
 };
 
 int backward_time(const Graph& g, int step) { return 2 * static_cast<int>(g.steps().size()) - step; }
@@ -79,11 +81,11 @@ TEST(MemoryPlan, BuffersLiveAtTheSameTimeNeverOverlap) {
   for (size_t i = 0; i < buffers.size(); ++i) {
     const auto& x = buffers[i];
     EXPECT_EQ(x.offset % MemoryPlan::kAlignment, 0) << i;
-    EXPECT_LE(x.offset + x.floats * 4, plan.arena_bytes()) << i;
+    EXPECT_LE(x.offset + x.bytes, plan.arena_bytes()) << i;
     for (size_t j = i + 1; j < buffers.size(); ++j) {
       const auto& y = buffers[j];
       const bool live_together = x.first <= y.last && y.first <= x.last;
-      const bool overlap = x.offset < y.offset + y.floats * 4 && y.offset < x.offset + x.floats * 4;
+      const bool overlap = x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes;
       EXPECT_FALSE(live_together && overlap) << "buffers " << i << " and " << j;
     }
   }
@@ -158,6 +160,22 @@ TEST(MemoryPlan, ADeepChainSharesItsGradientBuffers) {
   // Kept for backward: each dense layer's input (16 relu outputs, in place over the dense outputs, and the
   // input). Shared: the gradients, two or three buffers at a time.
   EXPECT_LT(plan.arena_bytes(), plan.unshared_bytes() * 2 / 3) << plan.summary();
+}
+
+// Mixed precision changes the element type, not the plan: the same buffers with the same lifetimes, each
+// activation or gradient buffer half its fp32 size (scratch is the backend's own, in bytes).
+TEST(MemoryPlan, SixteenBitActivationsTakeHalfTheBytesInTheSamePlan) {
+  const Built fp32(mixed_model()), bf16(mixed_model(), kernels::ElementType::bf16);
+  const MemoryPlan a(fp32.graph), b(bf16.graph);
+  ASSERT_EQ(a.buffers().size(), b.buffers().size());
+  for (size_t i = 0; i < a.buffers().size(); ++i) {
+    const auto &x = a.buffers()[i], &y = b.buffers()[i];
+    EXPECT_EQ(x.first, y.first) << i;
+    EXPECT_EQ(x.last, y.last) << i;
+    EXPECT_EQ(x.scratch ? x.bytes : x.bytes / 2, y.bytes) << i;
+  }
+  EXPECT_LT(b.arena_bytes(), a.arena_bytes());
+  EXPECT_NE(b.summary().find("bf16 activations"), std::string::npos) << b.summary();
 }
 
 }  // namespace

@@ -94,7 +94,7 @@ TEST(StepRunner, LossSumsAreThoseOfADirectEvaluation) {
   for (int m = 0; m < Fixture::kAccumulate; ++m) {
     const auto logits = f.net.forward({f.images.data() + m * Fixture::kBatch * 9, f.net.input_shape()},
                                       model::Mode::train, 0);
-    f.cpu.softmax_cross_entropy(Fixture::kBatch, 3, logits.data, f.labels.data() + m * Fixture::kBatch, {},
+    f.cpu.softmax_cross_entropy(Fixture::kBatch, 3, logits.as<float>(), f.labels.data() + m * Fixture::kBatch, {},
                                 dlogits.data(), &want);
   }
   EXPECT_EQ(done[0].loss.loss_sum, want.loss_sum);

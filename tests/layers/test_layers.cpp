@@ -1,6 +1,7 @@
 // Tests every layer kind through the one implementation the network runs (model/layers/), once per backend from
-// the same test bodies: the CPU twin always (in bf16 too where the CPU has AVX512_BF16), the CUDA backend (fp32, TF32 tensor cores, measured algorithms)
-// where a GPU is visible. Each layer is checked against direct loops in double (layer_reference.h): training
+// the same test bodies: the CPU twin always (in bf16 too where the CPU has AVX512_BF16, fp16 and bf16 products
+// emulated, and with activations stored in bf16 or fp16 as mixed precision stores them), the CUDA backend (fp32,
+// TF32 tensor cores, measured algorithms) where a GPU is visible. Each layer is checked against direct loops in double (layer_reference.h): training
 // and evaluation forward, running statistics, input gradients and accumulated parameter gradients, at the
 // setup batch and a smaller one. Backward runs after the layer's forward tensors that memory_use() says backward
 // does not read have been overwritten with NaN, so a wrong declaration (which would let the memory plan reuse
@@ -18,6 +19,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/gpu_device.h"
+#include "kernels/cpu/element_conversion.h"
 #include "common/error.h"
 #include "config/job_config.h"
 #include "model/layers/layers.h"
@@ -45,12 +47,20 @@ constexpr Tolerance kGemm{1e-4, 1e-5};
 constexpr Tolerance kConv{1e-4, 1e-4};
 constexpr Tolerance kTf32{1e-2, 5e-3};
 constexpr Tolerance kBf16{4e-2, 2e-2};
+// Every output stored in a 16-bit type is rounded once more: twice its unit roundoff, relative and of the peak.
+constexpr Tolerance kStoredBf16{8e-3, 8e-3};
+constexpr Tolerance kStoredFp16{1e-3, 1e-3};
+
+Tolerance looser(Tolerance a, Tolerance b) { return {std::max(a.rtol, b.rtol), std::max(a.atol_scale, b.atol_scale)}; }
+
+using kernels::ElementType;
 
 struct BackendCase {
   std::string name;
   bool gpu = false;
   std::string reduced_math;  // "tf32" | "bf16" | "fp16": conv2d and dense round their operands; "" for fp32
   std::function<std::unique_ptr<model::Backend>()> make;
+  ElementType storage = ElementType::f32;  // of the activations and their gradients
 };
 
 void PrintTo(const BackendCase& c, std::ostream* os) { *os << c.name; }
@@ -76,6 +86,20 @@ std::vector<BackendCase> backend_cases() {
              return std::make_unique<backend::CpuBackend>(1, kernels::cpu::DnnlMath::fp32,
                                                           kernels::cpu::OperandRounding::fp16);
            }},
+          {"cpu_bf16_stored", false, "bf16",
+           [] { return std::make_unique<backend::CpuBackend>(1, kernels::cpu::DnnlMath::bf16); }, ElementType::bf16},
+          {"cpu_bf16_emulated_stored", false, "bf16",
+           [] {
+             return std::make_unique<backend::CpuBackend>(1, kernels::cpu::DnnlMath::fp32,
+                                                          kernels::cpu::OperandRounding::bf16);
+           },
+           ElementType::bf16},
+          {"cpu_fp16_emulated_stored", false, "fp16",
+           [] {
+             return std::make_unique<backend::CpuBackend>(1, kernels::cpu::DnnlMath::fp32,
+                                                          kernels::cpu::OperandRounding::fp16);
+           },
+           ElementType::f16},
           {"cuda_fp32", true, "", [] { return gpu_backend(false, false); }},
           {"cuda_tf32", true, "tf32", [] { return gpu_backend(true, false); }},
           {"cuda_measured", true, "", [] { return gpu_backend(false, true); }}};
@@ -228,8 +252,9 @@ class LayerTest : public ::testing::TestWithParam<BackendCase> {
     if (GetParam().gpu && !backend::gpu::device_visible())
       GTEST_SKIP() << "no GPU visible to this process (" << (backend::gpu::built() ? "CUDA build" : "built without CUDA")
                    << "): the " << GetParam().name << " case runs on a GPU machine";
-    if (GetParam().name == "cpu_bf16" && !kernels::cpu::DnnlOps::bf16_available())
-      GTEST_SKIP() << "this CPU has no AVX512_BF16: the cpu_bf16 case runs on one that has";
+    if ((GetParam().name == "cpu_bf16" || GetParam().name == "cpu_bf16_stored") &&
+        !kernels::cpu::DnnlOps::bf16_available())
+      GTEST_SKIP() << "this CPU has no AVX512_BF16: the " << GetParam().name << " case runs on one that has";
   }
   static void TearDownTestSuite() { backends().clear(); }
 
@@ -249,11 +274,40 @@ class LayerTest : public ::testing::TestWithParam<BackendCase> {
     backend().to_host(host.data(), device, host.size() * sizeof(float));
     return host;
   }
-  void poison(float* device, int64_t n) {
-    upload_into(device, std::vector<float>(static_cast<size_t>(n), std::numeric_limits<float>::quiet_NaN()));
+
+  // Activations and their gradients, in the case's storage type: the host's values rounded to it, and read back.
+  ElementType storage() const { return GetParam().storage; }
+  model::Elements activations(int64_t n) const { return {n, storage()}; }
+  std::unique_ptr<model::Layer> make(const LayerSpec& s) { return model::make_layer(s, backend(), storage()); }
+  std::vector<float> stored(const std::vector<float>& host) const {
+    std::vector<std::byte> bits(activations(static_cast<int64_t>(host.size())).bytes());
+    std::vector<float> back(host.size());
+    kernels::cpu::narrow(host.data(), activations(static_cast<int64_t>(host.size())), bits.data());
+    kernels::cpu::widen(activations(static_cast<int64_t>(host.size())), bits.data(), back.data());
+    return back;
   }
-  void upload_into(float* device, const std::vector<float>& host) {
-    backend().to_device(device, host.data(), host.size() * sizeof(float));
+  model::DeviceBuffer upload_activations(const std::vector<float>& host) {
+    const model::Elements n = activations(static_cast<int64_t>(host.size()));
+    model::DeviceBuffer b = backend().allocate(std::max<size_t>(n.bytes(), 1));
+    upload_activations_into(b.as<void>(), host);
+    return b;
+  }
+  void upload_activations_into(void* device, const std::vector<float>& host) {
+    const model::Elements n = activations(static_cast<int64_t>(host.size()));
+    std::vector<std::byte> bits(n.bytes());
+    kernels::cpu::narrow(host.data(), n, bits.data());
+    backend().to_device(device, bits.data(), bits.size());
+  }
+  model::DeviceBuffer allocate_activations(int64_t n) { return backend().allocate(std::max<size_t>(activations(n).bytes(), 1)); }
+  std::vector<float> download_activations(const void* device, int64_t n) {
+    std::vector<std::byte> bits(activations(n).bytes());
+    backend().to_host(bits.data(), device, bits.size());
+    std::vector<float> host(static_cast<size_t>(n));
+    kernels::cpu::widen(activations(n), bits.data(), host.data());
+    return host;
+  }
+  void poison_activations(void* device, int64_t n) {
+    upload_activations_into(device, std::vector<float>(static_cast<size_t>(n), std::numeric_limits<float>::quiet_NaN()));
   }
 
   void check(const LayerSpec& s, Shape in, CheckOptions o);
@@ -269,7 +323,13 @@ void LayerTest::check(const LayerSpec& s, Shape in, CheckOptions o) {
   if (o.matmul && (GetParam().reduced_math == "tf32" || GetParam().reduced_math == "fp16"))
     o.forward = o.backward = kTf32;
   if (o.matmul && GetParam().reduced_math == "bf16") o.forward = o.backward = kBf16;
-  auto layer = model::make_layer(s, backend());
+  // Parameter gradients stay fp32; every activation and input gradient is rounded to the stored type on the way out.
+  const Tolerance param_grads = o.backward;
+  if (storage() != ElementType::f32) {
+    const Tolerance rounding = storage() == ElementType::bf16 ? kStoredBf16 : kStoredFp16;
+    o.forward = looser(o.forward, rounding), o.backward = looser(o.backward, rounding);
+  }
+  auto layer = make(s);
   SCOPED_TRACE(layer->describe() + " on input " + in.str());
   const Shape out = layer->setup(in);
   const model::MemoryUse use = layer->memory_use();
@@ -313,45 +373,51 @@ void LayerTest::check(const LayerSpec& s, Shape in, CheckOptions o) {
       for (size_t i = 0; i < x.size(); ++i) x[i] = (static_cast<float>(i) - static_cast<float>(x.size()) / 2) * o.x_gap;
       std::shuffle(x.begin(), x.end(), std::mt19937(seed));
     }
-    model::DeviceBuffer dx_in = upload(x), dy_out = backend().allocate(sizeof(float) * static_cast<size_t>(bout.elements()));
+    x = stored(x);  // what the layer sees, and so what the reference computes from
+    model::DeviceBuffer dx_in = upload_activations(x), dy_out = allocate_activations(bout.elements());
+    const model::Tensor x_in{dx_in.as<void>(), bin, storage()};
 
     // Training forward: output and running statistics.
-    layer->forward({{dx_in.as<float>(), bin}, dy_out.as<float>(), Mode::train, 77});
+    layer->forward({x_in, dy_out.as<void>(), Mode::train, 77});
     const Values want_y = ref.forward(Mode::train, to_double(x), ref_params, ref_states);
-    EXPECT_TRUE(close(download(dy_out.as<float>(), bout.elements()), want_y, o.forward)) << "training forward";
+    EXPECT_TRUE(close(download_activations(dy_out.as<void>(), bout.elements()), want_y, o.forward))
+        << "training forward";
     for (size_t i = 0; i < states.size(); ++i)
       EXPECT_TRUE(close(download(st[i], state_decls[i].count), ref_states[i], kReordered))
           << "state " << state_decls[i].name << " after a training forward";
 
     // Backward, after overwriting what memory_use() says backward does not read.
-    const auto dy = random_floats(static_cast<size_t>(bout.elements()), ++seed);
-    model::DeviceBuffer d_dy = upload(dy), d_dx = backend().allocate(sizeof(float) * static_cast<size_t>(bin.elements()));
-    if (!use.backward_reads_input) poison(dx_in.as<float>(), bin.elements());
-    if (!use.backward_reads_output) poison(dy_out.as<float>(), bout.elements());
-    layer->backward({{dx_in.as<float>(), bin}, dy_out.as<float>(), {d_dy.as<float>(), bout},
-                     o.first_layer ? nullptr : d_dx.as<float>()});
+    const auto dy = stored(random_floats(static_cast<size_t>(bout.elements()), ++seed));
+    model::DeviceBuffer d_dy = upload_activations(dy), d_dx = allocate_activations(bin.elements());
+    const model::Tensor dy_in{d_dy.as<void>(), bout, storage()};
+    if (!use.backward_reads_input) poison_activations(dx_in.as<void>(), bin.elements());
+    if (!use.backward_reads_output) poison_activations(dy_out.as<void>(), bout.elements());
+    layer->backward({x_in, dy_out.as<void>(), dy_in, o.first_layer ? nullptr : d_dx.as<void>()});
     const Values want_dx = ref.backward(to_double(x), to_double(dy), ref_params, ref_grads);
     if (!o.first_layer) {
-      EXPECT_TRUE(close(download(d_dx.as<float>(), bin.elements()), want_dx, o.backward)) << "input gradient";
+      EXPECT_TRUE(close(download_activations(d_dx.as<void>(), bin.elements()), want_dx, o.backward))
+          << "input gradient";
     }
     for (size_t i = 0; i < grads.size(); ++i)
-      EXPECT_TRUE(close(download(g[i], decls[i].count), ref_grads[i], o.backward))
+      EXPECT_TRUE(close(download(g[i], decls[i].count), ref_grads[i], param_grads))
           << "accumulated gradient of " << decls[i].name;
 
     // Evaluation forward (running statistics for batch norm).
-    upload_into(dx_in.as<float>(), x);
-    layer->forward({{dx_in.as<float>(), bin}, dy_out.as<float>(), Mode::eval, 78});
-    EXPECT_TRUE(close(download(dy_out.as<float>(), bout.elements()),
+    upload_activations_into(dx_in.as<void>(), x);
+    layer->forward({x_in, dy_out.as<void>(), Mode::eval, 78});
+    EXPECT_TRUE(close(download_activations(dy_out.as<void>(), bout.elements()),
                       ref.forward(Mode::eval, to_double(x), ref_params, ref_states), o.forward))
         << "evaluation forward";
 
     // In place, where the plan may run it so: output over input, then backward from that output.
     if (use.output == model::OutputMemory::may_overwrite_input) {
-      upload_into(dx_in.as<float>(), x);
-      layer->forward({{dx_in.as<float>(), bin}, dx_in.as<float>(), Mode::train, 79});
-      EXPECT_TRUE(close(download(dx_in.as<float>(), bout.elements()), want_y, o.forward)) << "forward in place";
-      layer->backward({{dx_in.as<float>(), bin}, dx_in.as<float>(), {d_dy.as<float>(), bout}, d_dx.as<float>()});
-      EXPECT_TRUE(close(download(d_dx.as<float>(), bin.elements()), want_dx, o.backward)) << "backward after in place";
+      upload_activations_into(dx_in.as<void>(), x);
+      layer->forward({x_in, dx_in.as<void>(), Mode::train, 79});
+      EXPECT_TRUE(close(download_activations(dx_in.as<void>(), bout.elements()), want_y, o.forward))
+          << "forward in place";
+      layer->backward({x_in, dx_in.as<void>(), dy_in, d_dx.as<void>()});
+      EXPECT_TRUE(close(download_activations(d_dx.as<void>(), bin.elements()), want_dx, o.backward))
+          << "backward after in place";
     }
   }
 }
@@ -402,54 +468,61 @@ TEST_P(LayerTest, GlobalAvgPool) { check(spec(LayerKind::global_avgpool), {2, 8,
 TEST_P(LayerTest, DropoutTrainsInvertedAndReproduciblyAndCopiesInEvaluation) {
   LayerSpec s = spec(LayerKind::dropout);
   s.rate = 0.25;
-  auto layer = model::make_layer(s, backend());
+  auto layer = make(s);
   const Shape in{8, 4, 10, 10};
   ASSERT_EQ(layer->setup(in), in);
   EXPECT_EQ(layer->kept_bytes(), static_cast<size_t>(in.elements())) << "one mask byte per element";
   layer->bind({}, {}, {});
   EXPECT_EQ(layer->memory_use().output, model::OutputMemory::own);
-  const auto x = random_floats(static_cast<size_t>(in.elements()), 5, 0.5f, 1.5f);
-  model::DeviceBuffer dx_in = upload(x), dy_out = backend().allocate(sizeof(float) * x.size());
+  const auto x = stored(random_floats(static_cast<size_t>(in.elements()), 5, 0.5f, 1.5f));
+  std::vector<float> x_kept(x.size());
+  for (size_t i = 0; i < x.size(); ++i) x_kept[i] = x[i] / 0.75f;
+  x_kept = stored(x_kept);
+  model::DeviceBuffer dx_in = upload_activations(x), dy_out = allocate_activations(in.elements());
+  const model::Tensor x_in{dx_in.as<void>(), in, storage()};
 
-  layer->forward({{dx_in.as<float>(), in}, dy_out.as<float>(), Mode::train, 99});
-  const auto first = download(dy_out.as<float>(), in.elements());
+  layer->forward({x_in, dy_out.as<void>(), Mode::train, 99});
+  const auto first = download_activations(dy_out.as<void>(), in.elements());
   int64_t kept = 0;
   for (size_t i = 0; i < x.size(); ++i) {
     if (first[i] == 0.0f) continue;
     ++kept;
-    ASSERT_FLOAT_EQ(first[i], x[i] / 0.75f) << i;
+    ASSERT_FLOAT_EQ(first[i], x_kept[i]) << i;
   }
   EXPECT_NEAR(static_cast<double>(kept) / static_cast<double>(x.size()), 0.75, 0.05);
 
-  const auto dy = random_floats(x.size(), 6);
-  model::DeviceBuffer d_dy = upload(dy), d_dx = backend().allocate(sizeof(float) * x.size());
-  poison(dx_in.as<float>(), in.elements());  // backward reads neither x nor y: the mask is enough
-  poison(dy_out.as<float>(), in.elements());
-  layer->backward({{dx_in.as<float>(), in}, dy_out.as<float>(), {d_dy.as<float>(), in}, d_dx.as<float>()});
-  const auto grad = download(d_dx.as<float>(), in.elements());
-  for (size_t i = 0; i < x.size(); ++i) ASSERT_FLOAT_EQ(grad[i], first[i] == 0.0f ? 0.0f : dy[i] / 0.75f) << i;
+  const auto dy = stored(random_floats(x.size(), 6));
+  std::vector<float> dy_kept(dy.size());
+  for (size_t i = 0; i < dy.size(); ++i) dy_kept[i] = dy[i] / 0.75f;
+  dy_kept = stored(dy_kept);
+  model::DeviceBuffer d_dy = upload_activations(dy), d_dx = allocate_activations(in.elements());
+  poison_activations(dx_in.as<void>(), in.elements());  // backward reads neither x nor y: the mask is enough
+  poison_activations(dy_out.as<void>(), in.elements());
+  layer->backward({x_in, dy_out.as<void>(), {d_dy.as<void>(), in, storage()}, d_dx.as<void>()});
+  const auto grad = download_activations(d_dx.as<void>(), in.elements());
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_FLOAT_EQ(grad[i], first[i] == 0.0f ? 0.0f : dy_kept[i]) << i;
 
-  upload_into(dx_in.as<float>(), x);
-  layer->forward({{dx_in.as<float>(), in}, dy_out.as<float>(), Mode::train, 99});
-  EXPECT_EQ(download(dy_out.as<float>(), in.elements()), first) << "same seed, same mask";
-  layer->forward({{dx_in.as<float>(), in}, dy_out.as<float>(), Mode::train, 100});
-  EXPECT_NE(download(dy_out.as<float>(), in.elements()), first) << "another seed, another mask";
-  layer->forward({{dx_in.as<float>(), in}, dy_out.as<float>(), Mode::eval, 99});
-  EXPECT_EQ(download(dy_out.as<float>(), in.elements()), x) << "evaluation is the identity";
+  upload_activations_into(dx_in.as<void>(), x);
+  layer->forward({x_in, dy_out.as<void>(), Mode::train, 99});
+  EXPECT_EQ(download_activations(dy_out.as<void>(), in.elements()), first) << "same seed, same mask";
+  layer->forward({x_in, dy_out.as<void>(), Mode::train, 100});
+  EXPECT_NE(download_activations(dy_out.as<void>(), in.elements()), first) << "another seed, another mask";
+  layer->forward({x_in, dy_out.as<void>(), Mode::eval, 99});
+  EXPECT_EQ(download_activations(dy_out.as<void>(), in.elements()), x) << "evaluation is the identity";
 }
 
 TEST_P(LayerTest, FlattenAndDropoutAtRateZeroAreViews) {
-  auto flatten = model::make_layer(spec(LayerKind::flatten), backend());
+  auto flatten = make(spec(LayerKind::flatten));
   EXPECT_EQ(flatten->setup({3, 4, 5, 5}), (Shape{3, 100, 1, 1}));
   EXPECT_EQ(flatten->memory_use().output, model::OutputMemory::is_input);
-  auto dropout = model::make_layer(spec(LayerKind::dropout), backend());
+  auto dropout = make(spec(LayerKind::dropout));
   EXPECT_EQ(dropout->setup({3, 4, 5, 5}), (Shape{3, 4, 5, 5}));
   EXPECT_EQ(dropout->memory_use().output, model::OutputMemory::is_input);
 }
 
 // The wording of a shape error lives in one place, whatever the backend.
 TEST_P(LayerTest, ShapeErrorNamesTheLayerAndTheInput) {
-  auto layer = model::make_layer(conv(4, 7, 1, 0, false), backend());
+  auto layer = make(conv(4, 7, 1, 0, false));
   try {
     layer->setup({2, 3, 5, 5});
     FAIL() << "expected JobFileError";

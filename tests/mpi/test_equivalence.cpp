@@ -112,13 +112,15 @@ struct ReducedPrecision {
   kernels::cpu::OperandRounding rounding = kernels::cpu::OperandRounding::none;
   double loss_scale = 65536;
   std::vector<int64_t>* skipped = nullptr;
+  kernels::ElementType activations = kernels::ElementType::f32;  // as train.precision stores them
 };
 std::vector<float> train(MPI_Comm comm, int local_batch, int accumulate, int first, int global, double bucket_mb,
                          config::WireFormat wire = config::WireFormat::fp32,
                          kernels::cpu::DnnlMath math = kernels::cpu::DnnlMath::fp32,
                          const config::JobConfig::Optimizer& optimizer = sgd(), const ReducedPrecision& reduced = {}) {
   const auto device = make_backend(math, reduced.rounding);
-  model::Network net(model_without_batchnorm(), *device, {local_batch, 1, kSide, kSide}, kClasses);
+  model::Network net(model_without_batchnorm(), *device, {local_batch, 1, kSide, kSide}, kClasses,
+                     {.share_memory = true, .fuse = true, .budget = {}, .activations = reduced.activations});
   const auto init = net.initial_params(7);
   device->to_device(net.params(), init.data(), init.size() * sizeof(float));
   const auto reducer = make_reducer(*device, comm, wire);
@@ -249,10 +251,11 @@ TEST_F(DataParallelEquivalence, Bf16AllReduceStaysWithinItsRoundingAndRanksAgree
 }
 
 // train.precision = "bf16" on the CPU twin (the reference GPU bf16 results are checked against): N ranks x b
-// against 1 rank x N*b, both in bf16. The products round the same operands either way; what differs is how the
-// batch's contributions are summed (per rank, then across ranks), as in fp32, so the fp32 bound holds (measured:
-// 1e-6 of the largest parameter on oneDNN's bf16 kernels, 6e-8 emulated), while bf16 moves the parameters away
-// from the fp32 run by ~1e-2. Runs on every CPU: emulated where it lacks AVX512_BF16.
+// against 1 rank x N*b, both in bf16, products and stored activations. Each sample's activations round alike
+// either way; what differs is how the batch's contributions are summed (per rank, then across ranks), as in fp32,
+// so the fp32 bound holds (measured on oneDNN's bf16 kernels: 3e-8 of the largest parameter on 2 ranks, 6e-8 on
+// 4), while bf16 moves the parameters away from the fp32 run by ~2e-2. Runs on every CPU: emulated where it lacks
+// AVX512_BF16.
 TEST_F(DataParallelEquivalence, Bf16PrecisionRanksTimesBatchEqualsOneRankTimesNBatch) {
   if (on_gpu()) GTEST_SKIP() << "the CUDA backend has no bf16 path yet";
   int rank = 0, size = 1;
@@ -262,7 +265,8 @@ TEST_F(DataParallelEquivalence, Bf16PrecisionRanksTimesBatchEqualsOneRankTimesNB
   // oneDNN's bf16 kernels where the CPU has AVX512_BF16, the emulation (rounded operands) elsewhere, as a run does.
   const bool native = kernels::cpu::DnnlOps::bf16_available();
   const auto math = native ? kernels::cpu::DnnlMath::bf16 : kernels::cpu::DnnlMath::fp32;
-  const ReducedPrecision emulated{native ? kernels::cpu::OperandRounding::none : kernels::cpu::OperandRounding::bf16};
+  const ReducedPrecision emulated{native ? kernels::cpu::OperandRounding::none : kernels::cpu::OperandRounding::bf16,
+                                  65536, nullptr, kernels::ElementType::bf16};
   const auto distributed =
       train(MPI_COMM_WORLD, b, 1, rank * b, size * b, 0.001, config::WireFormat::fp32, math, sgd(), emulated);
   const auto reference =
@@ -278,8 +282,8 @@ TEST_F(DataParallelEquivalence, Bf16PrecisionRanksTimesBatchEqualsOneRankTimesNB
                 native ? "oneDNN's kernels" : "emulated", d.max_abs, d.max_param, compare(fp32, reference).max_abs);
 }
 
-// train.precision = "fp16" on the CPU twin: N ranks x b against 1 rank x N*b, both with fp16 operands and a loss
-// scale of 2^26, which overflows the first steps. Every rank must skip the same steps as the one-rank run (an
+// train.precision = "fp16" on the CPU twin: N ranks x b against 1 rank x N*b, both with fp16 operands, fp16
+// activations and a loss scale of 2^26, which overflows the first steps. Every rank must skip the same steps as the one-rank run (an
 // infinity in any rank's gradients reaches every rank's sum), so the parameters stay within the fp32 bound, and
 // every rank holds the same bits.
 TEST_F(DataParallelEquivalence, Fp16PrecisionSkipsTheSameStepsOnEveryRankAndEqualsOneRank) {
@@ -290,10 +294,11 @@ TEST_F(DataParallelEquivalence, Fp16PrecisionSkipsTheSameStepsOnEveryRankAndEqua
   const int b = 4;
   std::vector<int64_t> skipped_here, skipped_alone;
   const auto fp16 = kernels::cpu::OperandRounding::fp16;
+  const auto half = kernels::ElementType::f16;
   const auto distributed = train(MPI_COMM_WORLD, b, 1, rank * b, size * b, 0.001, config::WireFormat::fp32,
-                                 kernels::cpu::DnnlMath::fp32, sgd(), {fp16, 0x1p26, &skipped_here});
+                                 kernels::cpu::DnnlMath::fp32, sgd(), {fp16, 0x1p26, &skipped_here, half});
   const auto reference = train(MPI_COMM_SELF, size * b, 1, 0, size * b, 0.001, config::WireFormat::fp32,
-                               kernels::cpu::DnnlMath::fp32, sgd(), {fp16, 0x1p26, &skipped_alone});
+                               kernels::cpu::DnnlMath::fp32, sgd(), {fp16, 0x1p26, &skipped_alone, half});
   EXPECT_FALSE(skipped_here.empty()) << "a scale of 2^26 must overflow";
   EXPECT_LT(skipped_here.size(), static_cast<size_t>(kSteps)) << "the scale never came down far enough";
   EXPECT_EQ(skipped_here, skipped_alone);
@@ -303,7 +308,7 @@ TEST_F(DataParallelEquivalence, Fp16PrecisionSkipsTheSameStepsOnEveryRankAndEqua
   expect_identical_on_every_rank(distributed);
   std::vector<int64_t> skipped_unforced;
   const auto unforced = train(MPI_COMM_SELF, size * b, 1, 0, size * b, 0.001, config::WireFormat::fp32,
-                              kernels::cpu::DnnlMath::fp32, sgd(), {fp16, 65536, &skipped_unforced});
+                              kernels::cpu::DnnlMath::fp32, sgd(), {fp16, 65536, &skipped_unforced, half});
   EXPECT_TRUE(skipped_unforced.empty());
   EXPECT_GT(compare(unforced, reference).max_abs, 10 * relative_tolerance() * d.max_param) << "the skips changed nothing";
   if (rank == 0)

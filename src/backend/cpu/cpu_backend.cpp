@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "common/host_memory.h"
 #include "kernels/cpu/batchnorm.h"
+#include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/adamw.h"
@@ -103,19 +104,41 @@ void CpuBackend::zero(void* y, std::size_t bytes) {
   if (bytes) std::memset(y, 0, bytes);
 }
 void CpuBackend::fill(int64_t n, float value, float* y) { kc::fill(n, value, y); }
-void CpuBackend::copy(int64_t n, const float* x, float* y) {
-  if (n > 0 && x != y) std::memcpy(y, x, static_cast<std::size_t>(n) * sizeof(float));
+void CpuBackend::cast(kernels::Elements from, const void* x, kernels::ElementType to, void* y) {
+  if (from.type == to) return copy(from, x, y);
+  // Through fp32: widened into y itself, or into a copy that is then narrowed into y.
+  const kernels::Elements out{from.n, to};
+  kc::widen(from, x, views_.write(0, out, y));
+  views_.store(0, out, y);
 }
-void CpuBackend::add(int64_t n, const float* a, const float* b, float* y) { kc::add(n, a, b, y); }
-void CpuBackend::accumulate(int64_t n, const float* x, float* y) { kc::accumulate(n, x, y); }
+void CpuBackend::copy(kernels::Elements n, const void* x, void* y) {
+  if (n.n > 0 && x != y) std::memcpy(y, x, n.bytes());
+}
+// Element-wise operations on 16-bit activations: inputs widened into views_' slots 0 and 1, the output in slot 2.
+void CpuBackend::add(kernels::Elements n, const void* a, const void* b, void* y) {
+  kc::add(n.n, views_.read(0, n, a), views_.read(1, n, b), views_.write(2, n, y));
+  views_.store(2, n, y);
+}
+void CpuBackend::accumulate(kernels::Elements n, const void* x, void* y) {
+  kc::accumulate(n.n, views_.read(0, n, x), views_.update(2, n, y));
+  views_.store(2, n, y);
+}
 void CpuBackend::unscale(int64_t n, float factor, float* y, int32_t* nonfinite) { kc::unscale(n, factor, y, nonfinite); }
-void CpuBackend::relu_forward(int64_t n, const float* x, float* y) { kc::relu_forward(n, x, y); }
-void CpuBackend::relu_backward(int64_t n, const float* y, const float* dy, float* dx) { kc::relu_backward(n, y, dy, dx); }
-void CpuBackend::dropout_forward(int64_t n, float p, uint64_t seed, const float* x, float* y, uint8_t* mask) {
-  kc::dropout_forward(n, p, seed, x, y, mask);
+void CpuBackend::relu_forward(kernels::Elements n, const void* x, void* y) {
+  kc::relu_forward(n.n, views_.read(0, n, x), views_.write(2, n, y));
+  views_.store(2, n, y);
 }
-void CpuBackend::dropout_backward(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx) {
-  kc::dropout_backward(n, p, mask, dy, dx);
+void CpuBackend::relu_backward(kernels::Elements n, const void* y, const void* dy, void* dx) {
+  kc::relu_backward(n.n, views_.read(0, n, y), views_.read(1, n, dy), views_.write(2, n, dx));
+  views_.store(2, n, dx);
+}
+void CpuBackend::dropout_forward(kernels::Elements n, float p, uint64_t seed, const void* x, void* y, uint8_t* mask) {
+  kc::dropout_forward(n.n, p, seed, views_.read(0, n, x), views_.write(2, n, y), mask);
+  views_.store(2, n, y);
+}
+void CpuBackend::dropout_backward(kernels::Elements n, float p, const uint8_t* mask, const void* dy, void* dx) {
+  kc::dropout_backward(n.n, p, mask, views_.read(0, n, dy), views_.write(2, n, dx));
+  views_.store(2, n, dx);
 }
 
 // An empty batch (possible for the last evaluation batch of a tiny split) goes to our kernels, which do nothing.
@@ -126,8 +149,12 @@ model::ScratchBytes CpuBackend::conv2d_prepare(const model::Conv2dShape& s) {
   return {};
 }
 namespace {
-int64_t input_elements(const model::Conv2dShape& s) { return int64_t{s.batch} * s.in_channels * s.in_h * s.in_w; }
-int64_t output_elements(const model::Conv2dShape& s) { return int64_t{s.batch} * s.filters * s.out_h() * s.out_w(); }
+kernels::Elements input_elements(const model::Conv2dShape& s) {
+  return {int64_t{s.batch} * s.in_channels * s.in_h * s.in_w, s.data};
+}
+kernels::Elements output_elements(const model::Conv2dShape& s) {
+  return {int64_t{s.batch} * s.filters * s.out_h() * s.out_w(), s.data};
+}
 int64_t filter_elements(const model::Conv2dShape& s) {
   return int64_t{s.filters} * s.in_channels * s.kernel_h * s.kernel_w;
 }
@@ -140,42 +167,54 @@ int CpuBackend::conv2d_input_block(const model::Conv2dShape& s) {
   return on_dnnl(s) ? dnnl_.conv2d_input_block(s) : 1;
 }
 
-void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const float* x, const float* w, const float* bias,
-                                float* y, model::Scratch) {
-  x = rounded_.operand(0, input_elements(s), x);
+// Products read their operands as the GPU's tensor cores would: activations in their stored type (widened for
+// our fp32 kernels) and, under reduced precision, every operand rounded to it (rounded_, or oneDNN's bf16 staging).
+void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const void* x_data, const float* w, const float* bias,
+                                void* y_data, model::Scratch) {
+  const kernels::Elements xe = input_elements(s), ye = output_elements(s);
+  const float* x = rounded_.operand(0, xe.n, views_.read(0, xe, x_data));
   w = rounded_.operand(1, filter_elements(s), w);
+  float* const y = views_.write(2, ye, y_data);
   if (on_dnnl(s))
     dnnl_.conv2d_forward(s, x, w, bias, y);
   else
     kc::conv2d_forward(s, x, w, bias, y, conv_workspace_);
+  views_.store(2, ye, y_data);
 }
-void CpuBackend::conv2d_backward(const model::Conv2dShape& s, const float* x, const float* dy, const float* w,
-                                 float* dx, float* dw, float* dbias, model::Scratch) {
-  x = rounded_.operand(0, input_elements(s), x);
-  dy = rounded_.operand(1, output_elements(s), dy);
+void CpuBackend::conv2d_backward(const model::Conv2dShape& s, const void* x_data, const void* dy_data,
+                                 const float* w, void* dx_data, float* dw, float* dbias, model::Scratch) {
+  const kernels::Elements xe = input_elements(s), ye = output_elements(s);
+  const float* x = rounded_.operand(0, xe.n, views_.read(0, xe, x_data));
+  const float* dy = rounded_.operand(1, ye.n, views_.read(1, ye, dy_data));
   w = rounded_.operand(2, filter_elements(s), w);
+  float* const dx = views_.write(2, xe, dx_data);
   if (on_dnnl(s)) {
     dnnl_.conv2d_backward(s, x, dy, w, dx, dw, dbias);
-    return;
+  } else {
+    kc::conv2d_backward_filter(s, x, dy, dw, dbias, conv_workspace_);
+    if (dx) kc::conv2d_backward_data(s, dy, w, dx, conv_workspace_);
   }
-  kc::conv2d_backward_filter(s, x, dy, dw, dbias, conv_workspace_);
-  if (dx) kc::conv2d_backward_data(s, dy, w, dx, conv_workspace_);
+  views_.store(2, xe, dx_data);
 }
 
-void CpuBackend::dense_forward(const model::DenseShape& s, const float* x, const float* w, const float* bias,
-                               float* y) {
+void CpuBackend::dense_forward(const model::DenseShape& s, const void* x_data, const float* w, const float* bias,
+                               void* y_data) {
   if (s.batch <= 0) return;
-  x = rounded_.operand(0, int64_t{s.batch} * s.in, x);
+  const kernels::Elements xe{int64_t{s.batch} * s.in, s.data}, ye{int64_t{s.batch} * s.out, s.data};
+  const float* x = rounded_.operand(0, xe.n, views_.read(0, xe, x_data));
   w = rounded_.operand(1, int64_t{s.out} * s.in, w);
-  dnnl_.dense_forward(s, x, w, bias, y);
+  dnnl_.dense_forward(s, x, w, bias, views_.write(2, ye, y_data));
+  views_.store(2, ye, y_data);
 }
-void CpuBackend::dense_backward(const model::DenseShape& s, const float* x, const float* w, const float* dy,
-                                float* dx, float* dw, float* dbias) {
+void CpuBackend::dense_backward(const model::DenseShape& s, const void* x_data, const float* w, const void* dy_data,
+                                void* dx_data, float* dw, float* dbias) {
   if (s.batch <= 0) return;
-  x = rounded_.operand(0, int64_t{s.batch} * s.in, x);
+  const kernels::Elements xe{int64_t{s.batch} * s.in, s.data}, ye{int64_t{s.batch} * s.out, s.data};
+  const float* x = rounded_.operand(0, xe.n, views_.read(0, xe, x_data));
   w = rounded_.operand(1, int64_t{s.out} * s.in, w);
-  dy = rounded_.operand(2, int64_t{s.batch} * s.out, dy);
-  dnnl_.dense_backward(s, x, w, dy, dx, dw, dbias);
+  const float* dy = rounded_.operand(2, ye.n, views_.read(1, ye, dy_data));
+  dnnl_.dense_backward(s, x, w, dy, views_.write(2, xe, dx_data), dw, dbias);
+  views_.store(2, xe, dx_data);
 }
 
 namespace {
@@ -183,6 +222,12 @@ namespace {
 std::optional<kc::FusedPool> fused_pool(const model::BatchNormSettings& settings, const model::BatchNormBuffers& b) {
   if (!settings.pool) return std::nullopt;
   return kc::FusedPool{settings.pool->h, settings.pool->w, b.pool_argmax};
+}
+kernels::Elements batchnorm_input_elements(const model::BatchNormShape& s) { return {s.elements(), s.data}; }
+// y and dy: pooled where a pool is fused.
+kernels::Elements batchnorm_output_elements(const model::BatchNormShape& s, const model::BatchNormSettings& settings) {
+  if (!settings.pool) return batchnorm_input_elements(s);
+  return {int64_t{s.batch} * s.channels * (settings.pool->h / 2) * (settings.pool->w / 2), s.data};
 }
 }  // namespace
 
@@ -194,24 +239,33 @@ bool CpuBackend::batchnorm_writes_block(const model::BatchNormShape& s, int bloc
 }
 
 void CpuBackend::batchnorm_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
-                                         const float* x, const model::BatchNormBuffers& b, float* y) {
+                                         const void* x, const model::BatchNormBuffers& b, void* y) {
   const auto pool = fused_pool(settings, b);
-  kc::batchnorm_forward_train(s, x, b.gamma, b.beta, static_cast<float>(settings.momentum),
-                              static_cast<float>(settings.epsilon), b.running_mean, b.running_var, y, b.saved_mean,
-                              b.saved_inv_std, settings.relu, pool ? &*pool : nullptr);
+  const kernels::Elements xe = batchnorm_input_elements(s), ye = batchnorm_output_elements(s, settings);
+  kc::batchnorm_forward_train(s, views_.read(0, xe, x), b.gamma, b.beta, static_cast<float>(settings.momentum),
+                              static_cast<float>(settings.epsilon), b.running_mean, b.running_var,
+                              views_.write(2, ye, y), b.saved_mean, b.saved_inv_std, settings.relu,
+                              pool ? &*pool : nullptr);
+  views_.store(2, ye, y);
 }
 void CpuBackend::batchnorm_forward_infer(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
-                                         const float* x, const model::BatchNormBuffers& b, float* y) {
+                                         const void* x, const model::BatchNormBuffers& b, void* y) {
   const auto pool = fused_pool(settings, b);
-  kc::batchnorm_forward_infer(s, x, b.gamma, b.beta, b.running_mean, b.running_var,
-                              static_cast<float>(settings.epsilon), y, settings.relu, pool ? &*pool : nullptr);
+  const kernels::Elements xe = batchnorm_input_elements(s), ye = batchnorm_output_elements(s, settings);
+  kc::batchnorm_forward_infer(s, views_.read(0, xe, x), b.gamma, b.beta, b.running_mean, b.running_var,
+                              static_cast<float>(settings.epsilon), views_.write(2, ye, y), settings.relu,
+                              pool ? &*pool : nullptr);
+  views_.store(2, ye, y);
 }
 void CpuBackend::batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
-                                    const float* x, const float* y, const float* dy, const model::BatchNormBuffers& b,
-                                    float* dx, float* dgamma, float* dbeta) {
+                                    const void* x, const void* y, const void* dy, const model::BatchNormBuffers& b,
+                                    void* dx, float* dgamma, float* dbeta) {
   const auto pool = fused_pool(settings, b);
-  kc::batchnorm_backward(s, x, dy, b.gamma, b.saved_mean, b.saved_inv_std, dx, dgamma, dbeta,
-                         settings.relu ? y : nullptr, pool ? &*pool : nullptr);
+  const kernels::Elements xe = batchnorm_input_elements(s), ye = batchnorm_output_elements(s, settings);
+  kc::batchnorm_backward(s, views_.read(0, xe, x), views_.read(1, ye, dy), b.gamma, b.saved_mean, b.saved_inv_std,
+                         views_.write(2, xe, dx), dgamma, dbeta, settings.relu ? views_.read(3, ye, y) : nullptr,
+                         pool ? &*pool : nullptr);
+  views_.store(2, xe, dx);
 }
 
 // Pooling runs on oneDNN's JIT kernels in our layout, except max pooling over windows that do not overlap, which
@@ -222,20 +276,37 @@ std::size_t CpuBackend::pool_saved_bytes(const model::PoolShape& s, model::PoolM
   const std::size_t dnnl_bytes = dnnl_.pool_workspace_bytes(s, mode);
   return PoolChoice::choosable(s, mode) ? PoolChoice::saved_bytes(s, dnnl_bytes) : dnnl_bytes;
 }
-void CpuBackend::pool_forward(const model::PoolShape& s, model::PoolMode mode, const float* x, float* y, void* saved) {
+namespace {
+kernels::Elements pool_input_elements(const model::PoolShape& s) {
+  return {int64_t{s.batch} * s.channels * s.in_h * s.in_w, s.data};
+}
+kernels::Elements pool_output_elements(const model::PoolShape& s) {
+  return {int64_t{s.batch} * s.channels * s.out_h() * s.out_w(), s.data};
+}
+}  // namespace
+void CpuBackend::pool_forward(const model::PoolShape& s, model::PoolMode mode, const void* x_data, void* y_data,
+                              void* saved) {
   if (s.batch <= 0) return;
+  const kernels::Elements ye = pool_output_elements(s);
+  const float* x = views_.read(0, pool_input_elements(s), x_data);
+  float* const y = views_.write(2, ye, y_data);
   if (PoolChoice::choosable(s, mode) && pool_choice_.kernel(s, dnnl_) == PoolKernel::ours)
     kc::maxpool_forward(s, x, y, static_cast<int32_t*>(saved));
   else
     dnnl_.pool_forward(s, mode, x, y, saved);
+  views_.store(2, ye, y_data);
 }
-void CpuBackend::pool_backward(const model::PoolShape& s, model::PoolMode mode, const float*, const float*,
-                               const float* dy, float* dx, const void* saved) {
+void CpuBackend::pool_backward(const model::PoolShape& s, model::PoolMode mode, const void*, const void*,
+                               const void* dy_data, void* dx_data, const void* saved) {
   if (s.batch <= 0) return;
+  const kernels::Elements xe = pool_input_elements(s);
+  const float* dy = views_.read(1, pool_output_elements(s), dy_data);
+  float* const dx = views_.write(2, xe, dx_data);
   if (PoolChoice::choosable(s, mode) && pool_choice_.kernel(s, dnnl_) == PoolKernel::ours)
     kc::maxpool_backward(s, dy, static_cast<const int32_t*>(saved), dx);
   else
     dnnl_.pool_backward(s, mode, dy, dx, saved);
+  views_.store(2, xe, dx_data);
 }
 
 void CpuBackend::softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,

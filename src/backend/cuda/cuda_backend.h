@@ -63,34 +63,35 @@ class CudaBackend final : public model::Backend {
   // cuda_ops.cpp: every operation queued on the stream; nothing waits.
   void zero(void* y, std::size_t bytes) override;
   void fill(int64_t n, float value, float* y) override;
-  void copy(int64_t n, const float* x, float* y) override;
-  void add(int64_t n, const float* a, const float* b, float* y) override;
-  void accumulate(int64_t n, const float* x, float* y) override;
+  void cast(kernels::Elements from, const void* x, kernels::ElementType to, void* y) override;
+  void copy(kernels::Elements n, const void* x, void* y) override;
+  void add(kernels::Elements n, const void* a, const void* b, void* y) override;
+  void accumulate(kernels::Elements n, const void* x, void* y) override;
   void unscale(int64_t n, float factor, float* y, int32_t* nonfinite) override;
-  void relu_forward(int64_t n, const float* x, float* y) override;
-  void relu_backward(int64_t n, const float* y, const float* dy, float* dx) override;
-  void dropout_forward(int64_t n, float p, uint64_t seed, const float* x, float* y, uint8_t* mask) override;
-  void dropout_backward(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx) override;
+  void relu_forward(kernels::Elements n, const void* x, void* y) override;
+  void relu_backward(kernels::Elements n, const void* y, const void* dy, void* dx) override;
+  void dropout_forward(kernels::Elements n, float p, uint64_t seed, const void* x, void* y, uint8_t* mask) override;
+  void dropout_backward(kernels::Elements n, float p, const uint8_t* mask, const void* dy, void* dx) override;
   model::ScratchBytes conv2d_prepare(const model::Conv2dShape& s) override;  // the chosen algorithms' workspaces
-  void conv2d_forward(const model::Conv2dShape& s, const float* x, const float* w, const float* bias, float* y,
+  void conv2d_forward(const model::Conv2dShape& s, const void* x, const float* w, const float* bias, void* y,
                       model::Scratch scratch) override;
-  void conv2d_backward(const model::Conv2dShape& s, const float* x, const float* dy, const float* w, float* dx,
+  void conv2d_backward(const model::Conv2dShape& s, const void* x, const void* dy, const float* w, void* dx,
                        float* dw, float* dbias, model::Scratch scratch) override;
-  void dense_forward(const model::DenseShape& s, const float* x, const float* w, const float* bias,
-                     float* y) override;
-  void dense_backward(const model::DenseShape& s, const float* x, const float* w, const float* dy, float* dx,
+  void dense_forward(const model::DenseShape& s, const void* x, const float* w, const float* bias,
+                     void* y) override;
+  void dense_backward(const model::DenseShape& s, const void* x, const float* w, const void* dy, void* dx,
                       float* dw, float* dbias) override;
   void batchnorm_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
-                               const float* x, const model::BatchNormBuffers& b, float* y) override;
+                               const void* x, const model::BatchNormBuffers& b, void* y) override;
   void batchnorm_forward_infer(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
-                               const float* x, const model::BatchNormBuffers& b, float* y) override;
-  void batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings, const float* x,
-                          const float* y, const float* dy, const model::BatchNormBuffers& b, float* dx, float* dgamma,
+                               const void* x, const model::BatchNormBuffers& b, void* y) override;
+  void batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings, const void* x,
+                          const void* y, const void* dy, const model::BatchNormBuffers& b, void* dx, float* dgamma,
                           float* dbeta) override;
   std::size_t pool_saved_bytes(const model::PoolShape&, model::PoolMode) const override { return 0; }
-  void pool_forward(const model::PoolShape& s, model::PoolMode mode, const float* x, float* y, void* saved) override;
-  void pool_backward(const model::PoolShape& s, model::PoolMode mode, const float* x, const float* y,
-                     const float* dy, float* dx, const void* saved) override;
+  void pool_forward(const model::PoolShape& s, model::PoolMode mode, const void* x, void* y, void* saved) override;
+  void pool_backward(const model::PoolShape& s, model::PoolMode mode, const void* x, const void* y,
+                     const void* dy, void* dx, const void* saved) override;
   void softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,
                              const model::LossSettings& loss, float* dlogits, model::LossTotals* totals) override;
   void sgd_update(int64_t n, const model::SgdStep& step, const uint32_t* decay_mask, float* grad,

@@ -1,5 +1,7 @@
 // Owns the CUDA backend's operations: convolution, batch norm and pooling through cuDNN (dnn.h), dense layers
 // through cuBLAS (blas.h), and the rest through kernels/cuda. Everything is queued on the backend's stream.
+// Activations are fp32 here (stores_activations_in is the default, which the network checks before it is built),
+// so every activation pointer is a float pointer.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
@@ -9,6 +11,7 @@
 #include "kernels/cuda/dropout.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/adamw.h"
+#include "kernels/cuda/cast.h"
 #include "kernels/cuda/layerwise.h"
 #include "kernels/cuda/pixel_norm.h"
 #include "kernels/cuda/sgd.h"
@@ -17,51 +20,73 @@
 namespace ringtrain::backend {
 
 namespace kc = kernels::cuda;
+using kernels::Elements;
+using kernels::ElementType;
+
+namespace {
+const float* f32(const void* p) { return static_cast<const float*>(p); }
+float* f32(void* p) { return static_cast<float*>(p); }
+}  // namespace
+
+void CudaBackend::cast(Elements from, const void* x, ElementType to, void* y) {
+  if (from.type == to) return copy(from, x, y);
+  if (from.type == ElementType::f32 && to == ElementType::bf16)
+    return kc::float_to_bf16(from.n, f32(x), static_cast<uint16_t*>(y), stream());
+  if (from.type == ElementType::bf16 && to == ElementType::f32)
+    return kc::bf16_to_float(from.n, static_cast<const uint16_t*>(x), f32(y), stream());
+  throw Error(ExitCode::internal, fmt::format("no {} -> {} conversion on the CUDA backend", element_type_name(from.type),
+                                              element_type_name(to)));
+}
 
 void CudaBackend::zero(void* y, std::size_t bytes) {
   if (bytes) CUDA_CHECK(cudaMemsetAsync(y, 0, bytes, stream()));
 }
 void CudaBackend::fill(int64_t n, float value, float* y) { kc::fill(n, value, y, stream()); }
-void CudaBackend::copy(int64_t n, const float* x, float* y) {
-  if (n > 0 && x != y)
-    CUDA_CHECK(cudaMemcpyAsync(y, x, static_cast<std::size_t>(n) * sizeof(float), cudaMemcpyDeviceToDevice, stream()));
+void CudaBackend::copy(Elements n, const void* x, void* y) {
+  if (n.n > 0 && x != y) CUDA_CHECK(cudaMemcpyAsync(y, x, n.bytes(), cudaMemcpyDeviceToDevice, stream()));
 }
-void CudaBackend::add(int64_t n, const float* a, const float* b, float* y) { kc::add(n, a, b, y, stream()); }
-void CudaBackend::accumulate(int64_t n, const float* x, float* y) { kc::accumulate(n, x, y, stream()); }
+void CudaBackend::add(Elements n, const void* a, const void* b, void* y) {
+  kc::add(n.n, f32(a), f32(b), f32(y), stream());
+}
+void CudaBackend::accumulate(Elements n, const void* x, void* y) { kc::accumulate(n.n, f32(x), f32(y), stream()); }
 void CudaBackend::unscale(int64_t n, float factor, float* y, int32_t* nonfinite) {
   kc::unscale(n, factor, y, nonfinite, stream());
 }
-void CudaBackend::relu_forward(int64_t n, const float* x, float* y) { kc::relu_forward(n, x, y, stream()); }
-void CudaBackend::relu_backward(int64_t n, const float* y, const float* dy, float* dx) {
-  kc::relu_backward(n, y, dy, dx, stream());
+void CudaBackend::relu_forward(Elements n, const void* x, void* y) { kc::relu_forward(n.n, f32(x), f32(y), stream()); }
+void CudaBackend::relu_backward(Elements n, const void* y, const void* dy, void* dx) {
+  kc::relu_backward(n.n, f32(y), f32(dy), f32(dx), stream());
 }
-void CudaBackend::dropout_forward(int64_t n, float p, uint64_t seed, const float* x, float* y, uint8_t* mask) {
-  kc::dropout_forward(n, p, seed, x, y, mask, stream());
+void CudaBackend::dropout_forward(Elements n, float p, uint64_t seed, const void* x, void* y, uint8_t* mask) {
+  kc::dropout_forward(n.n, p, seed, f32(x), f32(y), mask, stream());
 }
-void CudaBackend::dropout_backward(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx) {
-  kc::dropout_backward(n, p, mask, dy, dx, stream());
+void CudaBackend::dropout_backward(Elements n, float p, const uint8_t* mask, const void* dy, void* dx) {
+  kc::dropout_backward(n.n, p, mask, f32(dy), f32(dx), stream());
 }
 
 model::ScratchBytes CudaBackend::conv2d_prepare(const model::Conv2dShape& s) { return dnn().prepare_conv(s); }
-void CudaBackend::conv2d_forward(const model::Conv2dShape& s, const float* x, const float* w, const float* bias,
-                                 float* y, model::Scratch scratch) {
-  dnn().conv_forward(s, x, w, bias, y, scratch);
+void CudaBackend::conv2d_forward(const model::Conv2dShape& s, const void* x, const float* w, const float* bias,
+                                 void* y, model::Scratch scratch) {
+  dnn().conv_forward(s, f32(x), w, bias, f32(y), scratch);
 }
-void CudaBackend::conv2d_backward(const model::Conv2dShape& s, const float* x, const float* dy, const float* w,
-                                  float* dx, float* dw, float* dbias, model::Scratch scratch) {
-  dnn().conv_backward_filter(s, x, dy, dw, dbias, scratch);
-  if (dx) dnn().conv_backward_data(s, dy, w, dx, scratch);
+void CudaBackend::conv2d_backward(const model::Conv2dShape& s, const void* x, const void* dy, const float* w,
+                                  void* dx, float* dw, float* dbias, model::Scratch scratch) {
+  dnn().conv_backward_filter(s, f32(x), f32(dy), dw, dbias, scratch);
+  if (dx) dnn().conv_backward_data(s, f32(dy), w, f32(dx), scratch);
 }
 
 // Row-major, W stored out x in (kernels/cpu/dense.h): y (n x out) = x (n x in) * W^T (in x out), then the bias.
-void CudaBackend::dense_forward(const model::DenseShape& s, const float* x, const float* w, const float* bias,
-                                float* y) {
+void CudaBackend::dense_forward(const model::DenseShape& s, const void* x_data, const float* w, const float* bias,
+                                void* y_data) {
+  const float* x = f32(x_data);
+  float* y = f32(y_data);
   blas().sgemm(Transpose::no, Transpose::yes, s.batch, s.out, s.in, 1.0f, x, s.in, w, s.in, 0.0f, y, s.out);
   if (bias) kc::add_bias_rows(s.batch, s.out, bias, y, stream());
 }
 
-void CudaBackend::dense_backward(const model::DenseShape& s, const float* x, const float* w, const float* dy,
-                                 float* dx, float* dw, float* dbias) {
+void CudaBackend::dense_backward(const model::DenseShape& s, const void* x_data, const float* w, const void* dy_data,
+                                 void* dx_data, float* dw, float* dbias) {
+  const float *x = f32(x_data), *dy = f32(dy_data);
+  float* dx = f32(dx_data);
   // dW (out x in) += dy^T (out x n) * x (n x in); beta 1 accumulates.
   blas().sgemm(Transpose::yes, Transpose::no, s.out, s.in, s.batch, 1.0f, dy, s.out, x, s.in, 1.0f, dw, s.in);
   if (dbias) kc::bias_grad_rows(s.batch, s.out, dy, dbias, stream());
@@ -81,29 +106,30 @@ void refuse_fused_relu(const model::BatchNormSettings& settings) {
 }  // namespace
 
 void CudaBackend::batchnorm_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
-                                          const float* x, const model::BatchNormBuffers& b, float* y) {
+                                          const void* x, const model::BatchNormBuffers& b, void* y) {
   refuse_fused_relu(settings);
-  dnn().batchnorm_forward_train(s, x, b.gamma, b.beta, settings.momentum, settings.epsilon, b.running_mean,
-                                b.running_var, y, b.saved_mean, b.saved_inv_std);
+  dnn().batchnorm_forward_train(s, f32(x), b.gamma, b.beta, settings.momentum, settings.epsilon, b.running_mean,
+                                b.running_var, f32(y), b.saved_mean, b.saved_inv_std);
 }
 void CudaBackend::batchnorm_forward_infer(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
-                                          const float* x, const model::BatchNormBuffers& b, float* y) {
+                                          const void* x, const model::BatchNormBuffers& b, void* y) {
   refuse_fused_relu(settings);
-  dnn().batchnorm_forward_infer(s, x, b.gamma, b.beta, b.running_mean, b.running_var, settings.epsilon, y);
+  dnn().batchnorm_forward_infer(s, f32(x), b.gamma, b.beta, b.running_mean, b.running_var, settings.epsilon, f32(y));
 }
 void CudaBackend::batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
-                                     const float* x, const float*, const float* dy, const model::BatchNormBuffers& b,
-                                     float* dx, float* dgamma, float* dbeta) {
+                                     const void* x, const void*, const void* dy, const model::BatchNormBuffers& b,
+                                     void* dx, float* dgamma, float* dbeta) {
   refuse_fused_relu(settings);
-  dnn().batchnorm_backward(s, x, dy, b.gamma, b.saved_mean, b.saved_inv_std, settings.epsilon, dx, dgamma, dbeta);
+  dnn().batchnorm_backward(s, f32(x), f32(dy), b.gamma, b.saved_mean, b.saved_inv_std, settings.epsilon, f32(dx),
+                           dgamma, dbeta);
 }
 
-void CudaBackend::pool_forward(const model::PoolShape& s, model::PoolMode mode, const float* x, float* y, void*) {
-  dnn().pool_forward(s, mode, x, y);
+void CudaBackend::pool_forward(const model::PoolShape& s, model::PoolMode mode, const void* x, void* y, void*) {
+  dnn().pool_forward(s, mode, f32(x), f32(y));
 }
-void CudaBackend::pool_backward(const model::PoolShape& s, model::PoolMode mode, const float* x, const float* y,
-                                const float* dy, float* dx, const void*) {
-  dnn().pool_backward(s, mode, x, y, dy, dx);
+void CudaBackend::pool_backward(const model::PoolShape& s, model::PoolMode mode, const void* x, const void* y,
+                                const void* dy, void* dx, const void*) {
+  dnn().pool_backward(s, mode, f32(x), f32(y), f32(dy), f32(dx));
 }
 
 void CudaBackend::softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,

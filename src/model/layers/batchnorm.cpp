@@ -83,7 +83,7 @@ class BatchNorm final : public LeafLayer {
   }
 
  private:
-  BatchNormShape shape_at(int batch) const { return {batch, in_.c, in_.h * in_.w, in_block_, out_block_}; }
+  BatchNormShape shape_at(int batch) const { return {batch, in_.c, in_.h * in_.w, in_block_, out_block_, data_}; }
   template <class Takes>
   std::vector<int> blocks_where(Takes takes) const {
     std::vector<int> blocks;
@@ -95,9 +95,9 @@ class BatchNorm final : public LeafLayer {
   BatchNormSettings settings() const { return {spec_.momentum, spec_.epsilon, relu_, pool_}; }
   // The backends compute dx in the same pass as the parameter gradients, so a batch norm that is the network's
   // first layer (no dx wanted) writes it into a buffer of its own, made on first use.
-  float* scratch_dx() {
-    if (!unused_dx_) unused_dx_ = keep(sizeof(float) * static_cast<size_t>(in_.elements()));
-    return unused_dx_.as<float>();
+  void* scratch_dx() {
+    if (!unused_dx_) unused_dx_ = keep(element_bytes(data_) * static_cast<size_t>(in_.elements()));
+    return unused_dx_.as<void>();
   }
   BatchNormBuffers buffers_;
   DeviceBuffer saved_mean_, saved_inv_std_, unused_dx_, pool_argmax_;
@@ -110,8 +110,8 @@ class BatchNorm final : public LeafLayer {
 
 }  // namespace
 
-std::unique_ptr<Layer> make_batchnorm(const config::LayerSpec& spec, Backend& backend) {
-  return std::make_unique<BatchNorm>(spec, backend);
+std::unique_ptr<Layer> make_batchnorm(const config::LayerSpec& spec, Backend& backend, ElementType data) {
+  return std::make_unique<BatchNorm>(spec, backend, data);
 }
 
 }  // namespace ringtrain::model

@@ -22,6 +22,7 @@ class Conv2d final : public LeafLayer {
       shape_error(in, fmt::format("a {}x{} kernel with padding {} does not fit", spec_.kernel, spec_.kernel,
                                   spec_.padding));
     shape_ = {in.n, in.c, in.h, in.w, spec_.filters, spec_.kernel, spec_.kernel, spec_.stride, spec_.padding};
+    shape_.data = data_;
     out_ = {in.n, spec_.filters, shape_.out_h(), shape_.out_w()};
     scratch_ = backend_.conv2d_prepare(shape_);
     return out_;
@@ -69,8 +70,8 @@ class Conv2d final : public LeafLayer {
 
 }  // namespace
 
-std::unique_ptr<Layer> make_conv2d(const config::LayerSpec& spec, Backend& backend) {
-  return std::make_unique<Conv2d>(spec, backend);
+std::unique_ptr<Layer> make_conv2d(const config::LayerSpec& spec, Backend& backend, ElementType data) {
+  return std::make_unique<Conv2d>(spec, backend, data);
 }
 
 }  // namespace ringtrain::model

@@ -37,14 +37,14 @@ class Dense final : public LeafLayer {
   double forward_flops_per_sample() const override { return shape_at(1).forward_flops(); }
 
  private:
-  DenseShape shape_at(int batch) const { return {batch, static_cast<int>(in_.per_sample()), spec_.units}; }
+  DenseShape shape_at(int batch) const { return {batch, static_cast<int>(in_.per_sample()), spec_.units, data_}; }
   WeightAndBias params_;
 };
 
 }  // namespace
 
-std::unique_ptr<Layer> make_dense(const config::LayerSpec& spec, Backend& backend) {
-  return std::make_unique<Dense>(spec, backend);
+std::unique_ptr<Layer> make_dense(const config::LayerSpec& spec, Backend& backend, ElementType data) {
+  return std::make_unique<Dense>(spec, backend, data);
 }
 
 }  // namespace ringtrain::model

@@ -25,7 +25,7 @@ class Dropout final : public LeafLayer {
   }
   void forward(const ForwardPass& pass) override {
     if (!active()) return;
-    const int64_t n = pass.x.shape.elements();
+    const Elements n = pass.x.elements();
     if (pass.mode == Mode::train)
       backend_.dropout_forward(n, rate(), pass.seed, pass.x.data, pass.y, mask_.as<uint8_t>());
     else
@@ -33,7 +33,7 @@ class Dropout final : public LeafLayer {
   }
   void backward(const BackwardPass& pass) override {
     if (active() && pass.dx)
-      backend_.dropout_backward(pass.dy.shape.elements(), rate(), mask_.as<uint8_t>(), pass.dy.data, pass.dx);
+      backend_.dropout_backward(pass.dy.elements(), rate(), mask_.as<uint8_t>(), pass.dy.data, pass.dx);
   }
 
  private:
@@ -44,8 +44,8 @@ class Dropout final : public LeafLayer {
 
 }  // namespace
 
-std::unique_ptr<Layer> make_dropout(const config::LayerSpec& spec, Backend& backend) {
-  return std::make_unique<Dropout>(spec, backend);
+std::unique_ptr<Layer> make_dropout(const config::LayerSpec& spec, Backend& backend, ElementType data) {
+  return std::make_unique<Dropout>(spec, backend, data);
 }
 
 }  // namespace ringtrain::model

@@ -27,8 +27,8 @@ class Flatten final : public LeafLayer {
 
 }  // namespace
 
-std::unique_ptr<Layer> make_flatten(const config::LayerSpec& spec, Backend& backend) {
-  return std::make_unique<Flatten>(spec, backend);
+std::unique_ptr<Layer> make_flatten(const config::LayerSpec& spec, Backend& backend, ElementType data) {
+  return std::make_unique<Flatten>(spec, backend, data);
 }
 
 }  // namespace ringtrain::model

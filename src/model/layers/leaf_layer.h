@@ -13,7 +13,8 @@ namespace ringtrain::model {
 
 class LeafLayer : public Layer {
  public:
-  LeafLayer(const config::LayerSpec& spec, Backend& backend) : spec_(spec), backend_(backend) {}
+  LeafLayer(const config::LayerSpec& spec, Backend& backend, ElementType data)
+      : spec_(spec), backend_(backend), data_(data) {}
 
  protected:
   // JobFileError: "<where> (<describe>) cannot take input 1xCxHxW per sample: <why>".
@@ -23,6 +24,7 @@ class LeafLayer : public Layer {
 
   config::LayerSpec spec_;
   Backend& backend_;
+  ElementType data_;  // of x, y, dx and dy
   Shape in_, out_;
 };
 

@@ -28,6 +28,7 @@ class Pool final : public LeafLayer {
       if (spec_.padding * 2 > spec_.size) shape_error(in, "padding must be at most half the window");
       shape_ = {in.n, in.c, in.h, in.w, spec_.size, spec_.stride, spec_.padding};
     }
+    shape_.data = data_;
     out_ = {in.n, in.c, shape_.out_h(), shape_.out_w()};
     return out_;
   }
@@ -58,8 +59,8 @@ class Pool final : public LeafLayer {
 
 }  // namespace
 
-std::unique_ptr<Layer> make_pool(const config::LayerSpec& spec, Backend& backend) {
-  return std::make_unique<Pool>(spec, backend);
+std::unique_ptr<Layer> make_pool(const config::LayerSpec& spec, Backend& backend, ElementType data) {
+  return std::make_unique<Pool>(spec, backend, data);
 }
 
 }  // namespace ringtrain::model

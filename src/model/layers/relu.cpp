@@ -18,17 +18,17 @@ class Relu final : public LeafLayer {
     return {.backward_reads_output = true, .output = OutputMemory::may_overwrite_input};
   }
   void forward(const ForwardPass& pass) override {
-    backend_.relu_forward(pass.x.shape.elements(), pass.x.data, pass.y);
+    backend_.relu_forward(pass.x.elements(), pass.x.data, pass.y);
   }
   void backward(const BackwardPass& pass) override {
-    if (pass.dx) backend_.relu_backward(pass.dy.shape.elements(), pass.y, pass.dy.data, pass.dx);
+    if (pass.dx) backend_.relu_backward(pass.dy.elements(), pass.y, pass.dy.data, pass.dx);
   }
 };
 
 }  // namespace
 
-std::unique_ptr<Layer> make_relu(const config::LayerSpec& spec, Backend& backend) {
-  return std::make_unique<Relu>(spec, backend);
+std::unique_ptr<Layer> make_relu(const config::LayerSpec& spec, Backend& backend, ElementType data) {
+  return std::make_unique<Relu>(spec, backend, data);
 }
 
 }  // namespace ringtrain::model
