@@ -19,8 +19,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <optional>
 #include <vector>
 
+#include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/pooling.h"
 
 namespace ringtrain::kernels::cpu {
@@ -422,18 +424,8 @@ void group_dx(const BatchNormShape& s, const float* x, GroupPlanes dy, GroupPlan
   }
 }
 
-}  // namespace
 
-bool blocked_input_fits(const BatchNormShape& s, int block) {
-  constexpr std::size_t kBlockedGroupBytes = std::size_t{1} << 20;
-  return sizeof(float) * static_cast<std::size_t>(block) * static_cast<std::size_t>(s.batch) *
-             static_cast<std::size_t>(s.spatial) <=
-         kBlockedGroupBytes;
-}
-
-bool blocked_output_supported(const BatchNormShape& s, int block) { return block > 1 && s.in_block == block; }
-
-void batchnorm_forward_train(const BatchNormShape& s, const float* x, const float* gamma, const float* beta,
+void forward_train_fp32(const BatchNormShape& s, const float* x, const float* gamma, const float* beta,
                              float momentum, float eps, float* running_mean, float* running_var, float* y,
                              float* saved_mean, float* saved_inv_std, bool relu, const FusedPool* pool) {
   const double count = static_cast<double>(s.batch) * s.spatial;
@@ -467,7 +459,7 @@ void batchnorm_forward_train(const BatchNormShape& s, const float* x, const floa
   });
 }
 
-void batchnorm_forward_infer(const BatchNormShape& s, const float* x, const float* gamma, const float* beta,
+void forward_infer_fp32(const BatchNormShape& s, const float* x, const float* gamma, const float* beta,
                              const float* running_mean, const float* running_var, float eps, float* y, bool relu,
                              const FusedPool* pool) {
   std::vector<float> scale(static_cast<std::size_t>(group_size(s))), shift(scale.size()), plane_buffer;
@@ -482,7 +474,7 @@ void batchnorm_forward_infer(const BatchNormShape& s, const float* x, const floa
   });
 }
 
-void batchnorm_backward(const BatchNormShape& s, const float* x, const float* dy, const float* gamma,
+void backward_fp32(const BatchNormShape& s, const float* x, const float* dy, const float* gamma,
                         const float* saved_mean, const float* saved_inv_std, float* dx, float* dgamma,
                         float* dbeta, const float* relu_y, const FusedPool* pool) {
   const double count = static_cast<double>(s.batch) * s.spatial;
@@ -523,6 +515,159 @@ void batchnorm_backward(const BatchNormShape& s, const float* x, const float* dy
       with_block(s, [&]<int b>() { group_dx_blocked<b>(s, x, dy_planes, g, mean, coef.data(), dx); });
     else
       group_dx(s, x, dy_planes, mask_planes, g, mean, coef.data(), dx);
+  });
+}
+
+
+// A channel group's share of a 16-bit tensor, staged in fp32 for the fp32 passes above: in every image, the group's
+// channel planes of `plane` values are one contiguous run at (n * C + first) * plane, in NCHW and in a blocked
+// layout alike (a group is whole blocks). Staged, image n's run sits at n * run(): the layout of the same tensor
+// with only the group's channels, which the passes read through a shape of g.count channels.
+struct GroupRuns {
+  const BatchNormShape& s;
+  ChannelGroup g;
+  std::ptrdiff_t plane;
+  std::ptrdiff_t run() const { return std::ptrdiff_t{g.count} * plane; }
+  std::ptrdiff_t at(int n) const { return (std::ptrdiff_t{n} * s.channels + g.first) * plane; }
+  std::size_t staged_size() const { return static_cast<std::size_t>(s.batch) * static_cast<std::size_t>(run()); }
+};
+
+const float* stage_in(const GroupRuns& r, const void* t, std::vector<float>& staged) {
+  if (!t) return nullptr;
+  staged.resize(r.staged_size());
+  const auto* bytes = static_cast<const std::byte*>(t);
+  for (int n = 0; n < r.s.batch; ++n)
+    widen({r.run(), r.s.data}, bytes + static_cast<std::ptrdiff_t>(element_bytes(r.s.data)) * r.at(n),
+          staged.data() + n * r.run());
+  return staged.data();
+}
+
+void stage_out(const GroupRuns& r, const float* staged, void* t) {
+  auto* bytes = static_cast<std::byte*>(t);
+  for (int n = 0; n < r.s.batch; ++n)
+    narrow(staged + n * r.run(), {r.run(), r.s.data}, bytes + static_cast<std::ptrdiff_t>(element_bytes(r.s.data)) * r.at(n));
+}
+
+// The pool's winners, which stay int32 and in NCHW order: copied between the tensor and a group's staged share.
+int32_t* stage_winners_in(const GroupRuns& r, const int32_t* argmax, std::vector<int32_t>& staged) {
+  staged.resize(r.staged_size());
+  for (int n = 0; n < r.s.batch; ++n) std::copy_n(argmax + r.at(n), r.run(), staged.data() + n * r.run());
+  return staged.data();
+}
+void stage_winners_out(const GroupRuns& r, const int32_t* staged, int32_t* argmax) {
+  for (int n = 0; n < r.s.batch; ++n) std::copy_n(staged + n * r.run(), r.run(), argmax + r.at(n));
+}
+
+// The group as a tensor of its own: g.count channels, fp32.
+BatchNormShape group_shape(const BatchNormShape& s, ChannelGroup g) {
+  BatchNormShape sub = s;
+  sub.channels = g.count;
+  sub.data = ElementType::f32;
+  return sub;
+}
+
+// The planes y and dy have: pooled with a fused pool.
+std::ptrdiff_t output_plane(const BatchNormShape& s, const FusedPool* pool) {
+  return pool ? std::ptrdiff_t{pool->h / 2} * (pool->w / 2) : s.spatial;
+}
+
+// fp32 buffers a 16-bit call stages its groups in, reused from group to group.
+struct Staged {
+  std::vector<float> x, y, dy, dx;
+  std::vector<int32_t> winners;
+};
+
+// One channel group of a 16-bit call: the group as a tensor of its own, where its share of x-like and of y-like
+// tensors lies, and the fused pool with the group's winners staged (null without a pool).
+struct GroupCall {
+  BatchNormShape shape;
+  GroupRuns in, out;
+  const FusedPool* pool;
+  int first;
+};
+enum class Winners { read, written };
+
+// Calls body(GroupCall) for each channel group, the pool's winners staged in before a pass that reads them and out
+// after one that writes them.
+template <class Body>
+void for_each_staged_group(const BatchNormShape& s, const FusedPool* pool, Winners winners, Staged& staged, Body body) {
+  for_each_group(s, [&](ChannelGroup g) {
+    const GroupRuns in{s, g, s.spatial}, out{s, g, output_plane(s, pool)};
+    std::optional<FusedPool> group_pool;
+    if (pool && winners == Winners::read)
+      group_pool = FusedPool{pool->h, pool->w, stage_winners_in(out, pool->argmax, staged.winners)};
+    if (pool && winners == Winners::written) {
+      staged.winners.resize(out.staged_size());
+      group_pool = FusedPool{pool->h, pool->w, staged.winners.data()};
+    }
+    body(GroupCall{group_shape(s, g), in, out, group_pool ? &*group_pool : nullptr, g.first});
+    if (pool && winners == Winners::written) stage_winners_out(out, staged.winners.data(), pool->argmax);
+  });
+}
+
+}  // namespace
+
+bool blocked_input_fits(const BatchNormShape& s, int block) {
+  constexpr std::size_t kBlockedGroupBytes = std::size_t{1} << 20;
+  return sizeof(float) * static_cast<std::size_t>(block) * static_cast<std::size_t>(s.batch) *
+             static_cast<std::size_t>(s.spatial) <=
+         kBlockedGroupBytes;
+}
+
+bool blocked_output_supported(const BatchNormShape& s, int block) { return block > 1 && s.in_block == block; }
+
+
+// 16-bit tensors go through the fp32 passes a channel group at a time: the group's share of each tensor is widened
+// into an fp32 buffer of about the group's size, which the passes then find in L2, and their outputs are narrowed
+// back, so the 16-bit tensors cross memory once each way at half fp32's bytes, with the arithmetic of fp32 tensors
+// holding the same values.
+void batchnorm_forward_train(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
+                             float momentum, float eps, float* running_mean, float* running_var, void* y,
+                             float* saved_mean, float* saved_inv_std, bool relu, const FusedPool* pool) {
+  if (s.data == ElementType::f32)
+    return forward_train_fp32(s, static_cast<const float*>(x), gamma, beta, momentum, eps, running_mean, running_var,
+                              static_cast<float*>(y), saved_mean, saved_inv_std, relu, pool);
+  Staged staged;
+  for_each_staged_group(s, pool, Winners::written, staged, [&](const GroupCall& g) {
+    const int c = g.first;
+    staged.y.resize(g.out.staged_size());
+    forward_train_fp32(g.shape, stage_in(g.in, x, staged.x), gamma + c, beta + c, momentum, eps, running_mean + c,
+                       running_var + c, staged.y.data(), saved_mean + c, saved_inv_std + c, relu, g.pool);
+    stage_out(g.out, staged.y.data(), y);
+  });
+}
+
+void batchnorm_forward_infer(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
+                             const float* running_mean, const float* running_var, float eps, void* y, bool relu,
+                             const FusedPool* pool) {
+  if (s.data == ElementType::f32)
+    return forward_infer_fp32(s, static_cast<const float*>(x), gamma, beta, running_mean, running_var, eps,
+                              static_cast<float*>(y), relu, pool);
+  Staged staged;
+  for_each_staged_group(s, pool, Winners::written, staged, [&](const GroupCall& g) {
+    const int c = g.first;
+    staged.y.resize(g.out.staged_size());
+    forward_infer_fp32(g.shape, stage_in(g.in, x, staged.x), gamma + c, beta + c, running_mean + c, running_var + c,
+                       eps, staged.y.data(), relu, g.pool);
+    stage_out(g.out, staged.y.data(), y);
+  });
+}
+
+void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, const float* gamma,
+                        const float* saved_mean, const float* saved_inv_std, void* dx, float* dgamma, float* dbeta,
+                        const void* relu_y, const FusedPool* pool) {
+  if (s.data == ElementType::f32)
+    return backward_fp32(s, static_cast<const float*>(x), static_cast<const float*>(dy), gamma, saved_mean,
+                         saved_inv_std, static_cast<float*>(dx), dgamma, dbeta, static_cast<const float*>(relu_y),
+                         pool);
+  Staged staged;
+  for_each_staged_group(s, pool, Winners::read, staged, [&](const GroupCall& g) {
+    const int c = g.first;
+    staged.dx.resize(g.in.staged_size());
+    backward_fp32(g.shape, stage_in(g.in, x, staged.x), stage_in(g.out, dy, staged.dy), gamma + c, saved_mean + c,
+                  saved_inv_std + c, staged.dx.data(), dgamma + c, dbeta + c, stage_in(g.out, relu_y, staged.y),
+                  g.pool);
+    stage_out(g.in, staged.dx.data(), dx);
   });
 }
 

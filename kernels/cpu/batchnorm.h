@@ -1,6 +1,7 @@
 // Owns spatial batch normalisation on the CPU (per channel over N x H x W), training and inference forms. x and dx
 // are NCHW or channel-blocked (BatchNormShape::in_block), and with a fused pool and a blocked x so may y and dy be
-// (BatchNormShape::out_block, x's block); the same bits in every layout.
+// (BatchNormShape::out_block, x's block); the same bits in every layout. x, y, dx and dy are in s.data's element
+// type (fp32, or bf16 / fp16 computed in fp32 as if widened first); the statistics and parameters are fp32.
 #pragma once
 #include <cstdint>
 
@@ -34,18 +35,18 @@ bool blocked_output_supported(const BatchNormShape& s, int block);
 // Training: normalises with batch statistics, saves mean and 1/sqrt(var+eps) for backward, and updates the
 // running statistics as running = (1-momentum)*running + momentum*batch (unbiased variance for running_var).
 // relu: y = relu(batch norm), in the same pass and with the same arithmetic as relu_forward after it (fusion).
-void batchnorm_forward_train(const BatchNormShape& s, const float* x, const float* gamma, const float* beta,
-                             float momentum, float eps, float* running_mean, float* running_var, float* y,
+void batchnorm_forward_train(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
+                             float momentum, float eps, float* running_mean, float* running_var, void* y,
                              float* saved_mean, float* saved_inv_std, bool relu = false,
                              const FusedPool* pool = nullptr);
-void batchnorm_forward_infer(const BatchNormShape& s, const float* x, const float* gamma, const float* beta,
-                             const float* running_mean, const float* running_var, float eps, float* y,
+void batchnorm_forward_infer(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
+                             const float* running_mean, const float* running_var, float eps, void* y,
                              bool relu = false, const FusedPool* pool = nullptr);
 // dx overwritten; dgamma and dbeta accumulate. relu_y: the fused forward's output, whose zeros mask dy as
 // relu_backward would (null: no ReLU); the result is bit-identical to relu_backward followed by this. With pool,
 // dy and relu_y are the pooled gradient and output.
-void batchnorm_backward(const BatchNormShape& s, const float* x, const float* dy, const float* gamma,
-                        const float* saved_mean, const float* saved_inv_std, float* dx, float* dgamma, float* dbeta,
-                        const float* relu_y = nullptr, const FusedPool* pool = nullptr);
+void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, const float* gamma,
+                        const float* saved_mean, const float* saved_inv_std, void* dx, float* dgamma, float* dbeta,
+                        const void* relu_y = nullptr, const FusedPool* pool = nullptr);
 
 }  // namespace ringtrain::kernels::cpu

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/gemm.h"
 
 namespace ringtrain::kernels::cpu {
@@ -149,19 +150,51 @@ double sum_plane(const float* p, std::ptrdiff_t n) {
 
 }  // namespace
 
-float* ConvWorkspace::get(std::size_t floats) {
-  if (buffer_.size() < floats) buffer_.resize(floats);
-  return buffer_.data();
+float* ConvWorkspace::get(std::size_t floats, Slot slot) {
+  std::vector<float>& buffer = buffers_[slot];
+  if (buffer.size() < floats) buffer.resize(floats);
+  return buffer.data();
 }
 
-void conv2d_forward(const Conv2dShape& sh, const float* x, const float* w, const float* bias, float* y,
+namespace {
+
+// Image n of an activation tensor in `type` whose images hold `values` each, as the fp32 passes read and write it:
+// the image itself for fp32; else widened into, or written to and then narrowed from, an image of the workspace.
+class Images {
+ public:
+  Images(ElementType type, int64_t values, ConvWorkspace& ws, ConvWorkspace::Slot slot)
+      : type_(type), values_(values), buffer_(type == ElementType::f32 ? nullptr : ws.get(static_cast<std::size_t>(values), slot)) {}
+  const float* read(const void* base, int n) const {
+    if (!buffer_) return static_cast<const float*>(base) + n * values_;
+    widen({values_, type_}, at(const_cast<void*>(base), n), buffer_);
+    return buffer_;
+  }
+  float* write(void* base, int n) const { return buffer_ ? buffer_ : static_cast<float*>(base) + n * values_; }
+  void store(void* base, int n) const {
+    if (buffer_) narrow(buffer_, {values_, type_}, at(base, n));
+  }
+
+ private:
+  void* at(void* base, int n) const {
+    return static_cast<std::byte*>(base) + static_cast<std::ptrdiff_t>(element_bytes(type_)) * n * values_;
+  }
+  ElementType type_;
+  int64_t values_;
+  float* buffer_;
+};
+
+}  // namespace
+
+void conv2d_forward(const Conv2dShape& sh, const void* x, const float* w, const float* bias, void* y,
                     ConvWorkspace& ws) {
   const Geometry g(sh);
   if (sh.batch <= 0 || g.out_plane <= 0) return;
   float* col = g.pointwise ? nullptr : ws.get(static_cast<std::size_t>(g.crs * g.out_plane));
+  const Images inputs(sh.data, g.in_image, ws, ConvWorkspace::kInputImage),
+      outputs(sh.data, g.out_image, ws, ConvWorkspace::kOutputImage);
   for (int n = 0; n < sh.batch; ++n) {
-    const float* xn = x + n * g.in_image;
-    float* yn = y + n * g.out_image;
+    const float* xn = inputs.read(x, n);
+    float* yn = outputs.write(y, n);
     // Writing the bias first and letting the GEMM accumulate (beta = 1) costs no extra pass over y.
     if (bias)
       for (int k = 0; k < g.k; ++k) std::fill(yn + k * g.out_plane, yn + (k + 1) * g.out_plane, bias[k]);
@@ -173,35 +206,45 @@ void conv2d_forward(const Conv2dShape& sh, const float* x, const float* w, const
     sgemm(Transpose::no, Transpose::no, g.k, static_cast<int>(g.out_plane), static_cast<int>(g.crs), 1.0f, w,
           static_cast<int>(g.crs), b, static_cast<int>(g.out_plane), bias ? 1.0f : 0.0f, yn,
           static_cast<int>(g.out_plane));
+    outputs.store(y, n);
   }
 }
 
-void conv2d_backward_data(const Conv2dShape& sh, const float* dy, const float* w, float* dx, ConvWorkspace& ws) {
+void conv2d_backward_data(const Conv2dShape& sh, const void* dy, const float* w, void* dx, ConvWorkspace& ws) {
   const Geometry g(sh);
   if (sh.batch <= 0) return;
+  const Images gradients_out(sh.data, g.out_image, ws, ConvWorkspace::kOutputImage),
+      gradients_in(sh.data, g.in_image, ws, ConvWorkspace::kInputImage);
   if (g.out_plane <= 0) {
-    std::fill(dx, dx + sh.batch * g.in_image, 0.0f);
+    for (int n = 0; n < sh.batch; ++n) {
+      float* dxn = gradients_in.write(dx, n);
+      std::fill(dxn, dxn + g.in_image, 0.0f);
+      gradients_in.store(dx, n);
+    }
     return;
   }
   float* col = g.pointwise ? nullptr : ws.get(static_cast<std::size_t>(g.crs * g.out_plane));
   for (int n = 0; n < sh.batch; ++n) {
-    const float* dyn = dy + n * g.out_image;
-    float* dxn = dx + n * g.in_image;
+    const float* dyn = gradients_out.read(dy, n);
+    float* dxn = gradients_in.write(dx, n);
     float* target = g.pointwise ? dxn : col;
     sgemm(Transpose::yes, Transpose::no, static_cast<int>(g.crs), static_cast<int>(g.out_plane), g.k, 1.0f, w,
           static_cast<int>(g.crs), dyn, static_cast<int>(g.out_plane), 0.0f, target, static_cast<int>(g.out_plane));
     if (!g.pointwise) col2im(g, col, dxn);
+    gradients_in.store(dx, n);
   }
 }
 
-void conv2d_backward_filter(const Conv2dShape& sh, const float* x, const float* dy, float* dw, float* dbias,
+void conv2d_backward_filter(const Conv2dShape& sh, const void* x, const void* dy, float* dw, float* dbias,
                             ConvWorkspace& ws) {
   const Geometry g(sh);
   if (sh.batch <= 0 || g.out_plane <= 0) return;
   float* col = g.pointwise ? nullptr : ws.get(static_cast<std::size_t>(g.crs * g.out_plane));
+  const Images inputs(sh.data, g.in_image, ws, ConvWorkspace::kInputImage),
+      gradients(sh.data, g.out_image, ws, ConvWorkspace::kOutputImage);
   for (int n = 0; n < sh.batch; ++n) {
-    const float* xn = x + n * g.in_image;
-    const float* dyn = dy + n * g.out_image;
+    const float* xn = inputs.read(x, n);
+    const float* dyn = gradients.read(dy, n);
     const float* b = xn;
     if (!g.pointwise) {
       im2col(g, xn, col);

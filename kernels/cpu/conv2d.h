@@ -1,5 +1,7 @@
-// Owns 2-D convolution on the CPU (NCHW, float32): forward, data gradient and filter gradient.
-// Weights are K x C x R x S (filters, input channels, kernel rows, kernel cols), as cuDNN and PyTorch store them.
+// Owns 2-D convolution on the CPU (NCHW): forward, data gradient and filter gradient, over fp32 activations or 16-bit
+// ones (s.data: each image widened to fp32 before its product and its output narrowed after, so the arithmetic is
+// fp32's on the same values). Weights are K x C x R x S (filters, input channels, kernel rows, kernel cols), fp32,
+// as cuDNN and PyTorch store them.
 #pragma once
 #include <cstddef>
 #include <vector>
@@ -8,22 +10,26 @@
 
 namespace ringtrain::kernels::cpu {
 
-// Scratch memory reused across calls (im2col buffers); grows on demand, never shrinks.
+// Scratch memory reused across calls (the im2col buffer, and a 16-bit call's fp32 images); each slot grows on
+// demand, never shrinks.
 class ConvWorkspace {
  public:
-  float* get(std::size_t floats);
+  enum Slot { kColumns, kInputImage, kOutputImage, kSlots };
+  float* get(std::size_t floats, Slot slot = kColumns);
+
  private:
-  std::vector<float> buffer_;
+  std::vector<float> buffers_[kSlots];
 };
 
-// y = conv(x, w) + bias (bias may be null). Overwrites y.
-void conv2d_forward(const Conv2dShape& s, const float* x, const float* w, const float* bias, float* y,
+// y = conv(x, w) + bias (bias may be null). Overwrites y. x and y in s.data.
+void conv2d_forward(const Conv2dShape& s, const void* x, const float* w, const float* bias, void* y,
                     ConvWorkspace& ws);
-// dx = conv_transpose(dy, w). Overwrites dx.
-void conv2d_backward_data(const Conv2dShape& s, const float* dy, const float* w, float* dx, ConvWorkspace& ws);
+// dx = conv_transpose(dy, w). Overwrites dx. dy and dx in s.data.
+void conv2d_backward_data(const Conv2dShape& s, const void* dy, const float* w, void* dx, ConvWorkspace& ws);
 // dw += correlation(x, dy); dbias += sum(dy) (dbias may be null). Accumulates: gradient accumulation over
-// micro-batches relies on it; the trainer zeroes gradients at the start of each accumulation window.
-void conv2d_backward_filter(const Conv2dShape& s, const float* x, const float* dy, float* dw, float* dbias,
+// micro-batches relies on it; the trainer zeroes gradients at the start of each accumulation window. x and dy in
+// s.data; dw and dbias fp32.
+void conv2d_backward_filter(const Conv2dShape& s, const void* x, const void* dy, float* dw, float* dbias,
                             ConvWorkspace& ws);
 
 }  // namespace ringtrain::kernels::cpu

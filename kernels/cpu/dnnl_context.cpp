@@ -60,6 +60,10 @@ dnnl::memory::data_type DnnlContext::operand_type() const {
   return math_ == DnnlMath::bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
 }
 
+dnnl::memory::data_type DnnlContext::activation_type(ElementType stored) const {
+  return stored == ElementType::bf16 ? operand_type() : dnnl::memory::data_type::f32;
+}
+
 dnnl::primitive_attr DnnlContext::attributes() {
   dnnl::primitive_attr attr;
   DNNL_CALL(attr.set_scratchpad_mode(dnnl::scratchpad_mode::user));

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/cpu/dnnl_math.h"
+#include "kernels/element_type.h"
 
 namespace ringtrain::kernels::cpu {
 
@@ -27,6 +28,9 @@ class DnnlContext {
   const dnnl::engine& engine() const { return engine_; }
   // dnnl::memory::data_type::f32 or bf16: what a product's inputs are converted to.
   dnnl::memory::data_type operand_type() const;
+  // The type the primitives take activations stored as `stored` in: that type itself where the products read it
+  // (fp32 always; bf16 when the operands are bf16), else fp32, which the caller widens to and narrows from.
+  dnnl::memory::data_type activation_type(ElementType stored) const;
   // What every primitive is made with: the scratchpad is ours (user mode), so no call allocates.
   static dnnl::primitive_attr attributes();
   // Makes sure the scratch areas hold this much; call when a primitive is made.

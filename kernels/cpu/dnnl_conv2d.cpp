@@ -18,8 +18,9 @@ constexpr auto f32 = memory::data_type::f32;
 // Direct convolution: oneDNN's JIT kernels where the shape allows; Winograd would change the arithmetic.
 constexpr auto kAlgorithm = dnnl::algorithm::convolution_direct;
 
-// Outputs (y, dx, dw) in fp32; the operands a product reads (x, w, dy) in the context's operand type.
-memory::desc any_layout(const memory::desc& d) { return memory::desc(d.dims(), f32, tag::any); }
+// Outputs in our tensors' types (y and dx: the activations', dw: fp32); the operands a product reads (x, w, dy) in
+// the context's operand type.
+memory::desc any_layout(const memory::desc& d) { return memory::desc(d.dims(), d.data_type(), tag::any); }
 memory::desc operand(const DnnlContext& ctx, const memory::desc& d) {
   return memory::desc(d.dims(), ctx.operand_type(), tag::any);
 }
@@ -42,9 +43,10 @@ tag activation_tag(int block) {
 
 DnnlConv2d::DnnlConv2d(DnnlContext& ctx, const Conv2dShape& s)
     : shape_(s),
-      src_({s.batch, s.in_channels, s.in_h, s.in_w}, f32, activation_tag(s.in_block)),
+      activations_(ctx.activation_type(s.data)),
+      src_({s.batch, s.in_channels, s.in_h, s.in_w}, activations_, activation_tag(s.in_block)),
       weights_({s.filters, s.in_channels, s.kernel_h, s.kernel_w}, f32, tag::oihw),
-      dst_({s.batch, s.filters, s.out_h(), s.out_w()}, f32, activation_tag(s.out_block)),
+      dst_({s.batch, s.filters, s.out_h(), s.out_w()}, activations_, activation_tag(s.out_block)),
       bias_({s.filters}, f32, tag::a),
       strides_{s.stride, s.stride},
       padding_{s.padding, s.padding} {
@@ -55,14 +57,12 @@ DnnlConv2d::DnnlConv2d(DnnlContext& ctx, const Conv2dShape& s)
   implementation_ = DNNL_CALL(hint_.impl_info_str());
 }
 
-namespace {
-// The block of `chosen` where it is an fp32 activation in a channel-blocked layout of ours, else 1.
-int block_of(const memory::desc& chosen) {
+// The block of `chosen` where it is an activation of ours (in our tensors' type) in a channel-blocked layout, else 1.
+int DnnlConv2d::block_of(const memory::desc& chosen) const {
   for (const int block : {16, 8})
-    if (chosen == memory::desc(chosen.dims(), f32, activation_tag(block))) return block;
+    if (chosen == memory::desc(chosen.dims(), activations_, activation_tag(block))) return block;
   return 1;
 }
-}  // namespace
 
 int DnnlConv2d::output_block() const { return block_of(hint_.dst_desc()); }
 int DnnlConv2d::input_block() const { return block_of(hint_.src_desc()); }
@@ -147,7 +147,7 @@ std::size_t DnnlConv2d::reserve_dy_staging(DnnlContext& ctx, const PlainPrimitiv
   return offset;
 }
 
-const void* DnnlConv2d::stage_dy(DnnlContext& ctx, const float* dy, std::size_t staging_offset) {
+const void* DnnlConv2d::stage_dy(DnnlContext& ctx, const void* dy, std::size_t staging_offset) {
   const memory::desc& layout = backward_dy_layout(ctx);
   if (layout == dst_) return dy;
   if (!dy_reorder_) {
@@ -156,24 +156,24 @@ const void* DnnlConv2d::stage_dy(DnnlContext& ctx, const float* dy, std::size_t 
     dy_reorder_.emplace(DNNL_CALL(dnnl::reorder(dy_ours_, dy_staged_)));
   }
   std::byte* const staged = ctx.staging() + staging_offset;
-  DNNL_CALL(dy_ours_.set_data_handle(const_cast<float*>(dy)));
+  DNNL_CALL(dy_ours_.set_data_handle(const_cast<void*>(dy)));
   DNNL_CALL(dy_staged_.set_data_handle(staged));
   ctx.execute(*dy_reorder_, {{DNNL_ARG_FROM, dy_ours_}, {DNNL_ARG_TO, dy_staged_}});
   return staged;
 }
 
-void DnnlConv2d::forward(DnnlContext& ctx, const float* x, const float* w, const float* bias, float* y) {
-  void* const with_bias[] = {const_cast<float*>(x), const_cast<float*>(w), y, const_cast<float*>(bias)};
+void DnnlConv2d::forward(DnnlContext& ctx, const void* x, const float* w, const float* bias, void* y) {
+  void* const with_bias[] = {const_cast<void*>(x), const_cast<float*>(w), y, const_cast<float*>(bias)};
   forward_primitive(ctx, bias != nullptr).run(ctx, std::span(with_bias, bias ? 4 : 3));
 }
 
-void DnnlConv2d::backward(DnnlContext& ctx, const float* x, const float* dy, const float* w, float* dx, float* dw,
+void DnnlConv2d::backward(DnnlContext& ctx, const void* x, const void* dy, const float* w, void* dx, float* dw,
                           float* dbias) {
   // Both primitives exist before dy is staged: making one may move the staging area.
   PlainPrimitive& filter = backward_filter_primitive(ctx, dbias != nullptr);
   PlainPrimitive* const data = dx ? &backward_data_primitive(ctx) : nullptr;
   void* const staged_dy = const_cast<void*>(stage_dy(ctx, dy, reserve_dy_staging(ctx, filter, data)));
-  void* const filter_args[] = {const_cast<float*>(x), staged_dy, dw, dbias};
+  void* const filter_args[] = {const_cast<void*>(x), staged_dy, dw, dbias};
   filter.run(ctx, std::span(filter_args, dbias ? 4 : 3));
   if (data) {
     void* const data_args[] = {staged_dy, const_cast<float*>(w), dx};

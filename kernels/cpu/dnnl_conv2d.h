@@ -27,9 +27,10 @@ class DnnlConv2d {
   // so the first step does not.
   void prepare(DnnlContext& ctx);
 
-  void forward(DnnlContext& ctx, const float* x, const float* w, const float* bias, float* y);
+  // x, y, dx and dy in the type DnnlContext::activation_type gives for the shape's; w, dw and dbias fp32.
+  void forward(DnnlContext& ctx, const void* x, const float* w, const float* bias, void* y);
   // dx may be null (no data gradient); dbias may be null.
-  void backward(DnnlContext& ctx, const float* x, const float* dy, const float* w, float* dx, float* dw,
+  void backward(DnnlContext& ctx, const void* x, const void* dy, const float* w, void* dx, float* dw,
                 float* dbias);
 
  private:
@@ -44,9 +45,11 @@ class DnnlConv2d {
   // makes sure holds dy too.
   std::size_t reserve_dy_staging(DnnlContext& ctx, const PlainPrimitive& filter, const PlainPrimitive* data);
   // dy in backward_dy_layout() at staging_offset; dy itself where no reorder is needed.
-  const void* stage_dy(DnnlContext& ctx, const float* dy, std::size_t staging_offset);
+  const void* stage_dy(DnnlContext& ctx, const void* dy, std::size_t staging_offset);
+  int block_of(const dnnl::memory::desc& chosen) const;
 
   Conv2dShape shape_;
+  dnnl::memory::data_type activations_;            // of x, y, dx and dy as we hold them
   dnnl::memory::desc src_, weights_, dst_, bias_;  // our layouts
   dnnl::memory::dims strides_, padding_;
   dnnl::convolution_forward::primitive_desc hint_;  // the forward the backward primitives are made to match

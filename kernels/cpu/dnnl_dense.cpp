@@ -9,6 +9,7 @@
 #include <cstddef>
 
 #include "kernels/cpu/dense.h"
+#include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/dnnl_check.h"
 
@@ -19,12 +20,13 @@ using dnnl::memory;
 using tag = memory::format_tag;
 constexpr auto f32 = memory::data_type::f32;
 
-// A matrix of ours: rows x cols floats, row-major ("ab") or read transposed ("ba").
+// A matrix of ours: rows x cols values of `type`, row-major ("ab") or read transposed ("ba").
 struct Matrix {
   int rows = 0, cols = 0;
   tag layout = tag::ab;
-  memory::desc plain() const { return memory::desc({rows, cols}, f32, layout); }
-  memory::desc as(memory::data_type type) const { return memory::desc({rows, cols}, type, layout); }
+  memory::data_type type = f32;
+  memory::desc plain() const { return memory::desc({rows, cols}, type, layout); }
+  memory::desc as(memory::data_type read_as) const { return memory::desc({rows, cols}, read_as, layout); }
 };
 
 // How a matmul writes c: c = a b (+ bias), or c += a b (a sum post-op: c is read in place, never staged).
@@ -34,7 +36,7 @@ enum class Write { overwrite, add };
 PlainPrimitive make_matmul(DnnlContext& ctx, const Matrix& a, const Matrix& b, bool bias, const Matrix& c,
                            Write write = Write::overwrite) {
   const memory::desc a_in = a.as(ctx.operand_type()), b_in = b.as(ctx.operand_type()), c_out = c.plain();
-  const memory::desc bias_row = Matrix{1, c.cols}.plain();
+  const memory::desc bias_row = memory::desc({1, c.cols}, f32, tag::ab);
   const auto d = bias ? dnnl::matmul::desc(a_in, b_in, bias_row, c_out) : dnnl::matmul::desc(a_in, b_in, c_out);
   dnnl::primitive_attr attr = DnnlContext::attributes();
   if (write == Write::add) {
@@ -66,7 +68,23 @@ void transpose_add_bias(int rows, int cols, const float* t, const float* bias, f
 
 }  // namespace
 
-DnnlDense::DnnlDense(DnnlContext& ctx, const DenseShape& s) : shape_(s) {
+DnnlDense::Bf16Weights::Bf16Weights(DnnlContext& ctx, const DenseShape& s)
+    : fp32_(DNNL_CALL(memory(memory::desc({s.out, s.in}, f32, tag::ab), ctx.engine(), DNNL_MEMORY_NONE))),
+      bf16_(DNNL_CALL(memory(memory::desc({s.out, s.in}, memory::data_type::bf16, tag::ab), ctx.engine()))),
+      cast_(DNNL_CALL(dnnl::reorder(fp32_, bf16_))) {}
+
+void* DnnlDense::Bf16Weights::convert(DnnlContext& ctx, const float* w) {
+  DNNL_CALL(fp32_.set_data_handle(const_cast<float*>(w)));
+  ctx.execute(cast_, {{DNNL_ARG_FROM, fp32_}, {DNNL_ARG_TO, bf16_}});
+  return converted();
+}
+
+void* DnnlDense::Bf16Weights::converted() const { return bf16_.get_data_handle(); }
+
+memory::data_type DnnlDense::Bf16Weights::type() { return memory::data_type::bf16; }
+
+DnnlDense::DnnlDense(DnnlContext& ctx, const DenseShape& s)
+    : shape_(s), activations_(ctx.activation_type(s.data)) {
   // fp32 forward of a layer with more outputs than samples: oneDNN's matmul ran y^T = W x^T (W as the wide left
   // operand) in 2.50-2.52 ms against 3.16-3.36 for y = x W^T on the Fashion-MNIST model's 64 x 3136 -> 1024
   // (one core, perf/results/2026-11-25-cpu-spr-3.md); the bias column that form would need sends oneDNN 2.6 to its
@@ -76,52 +94,65 @@ DnnlDense::DnnlDense(DnnlContext& ctx, const DenseShape& s) : shape_(s) {
     y_transposed_.resize(static_cast<std::size_t>(s.out) * static_cast<std::size_t>(s.batch));
   }
   if (ctx.operand_type() != memory::data_type::bf16) return;  // fp32 gradients: see backward()
+  // The forward and the data gradient read W in bf16, one copy converted by each forward (see forward()).
+  weights_.emplace(ctx, s);
+  const memory::data_type a = activations_;
   // dx (batch x in) = dy (batch x out) W (out x in)
-  backward_data_.emplace(make_matmul(ctx, {s.batch, s.out}, {s.out, s.in}, false, {s.batch, s.in}));
+  backward_data_.emplace(make_matmul(ctx, {s.batch, s.out, tag::ab, a}, {s.out, s.in, tag::ab, weights_->type()},
+                                     false, {s.batch, s.in, tag::ab, a}));
   // dW (out x in) += dy^T (out x batch, dy read transposed) x (batch x in)
-  backward_weights_.emplace(
-      make_matmul(ctx, {s.out, s.batch, tag::ba}, {s.batch, s.in}, false, {s.out, s.in}, Write::add));
+  backward_weights_.emplace(make_matmul(ctx, {s.out, s.batch, tag::ba, a}, {s.batch, s.in, tag::ab, a}, false,
+                                        {s.out, s.in}, Write::add));
 }
 
 PlainPrimitive& DnnlDense::forward_primitive(DnnlContext& ctx, bool bias) {
   auto& slot = forward_[bias ? 1 : 0];
   if (!slot) {
     // y (batch x out) = x (batch x in) W^T (in x out, W read transposed) + b (1 x out)
-    slot.emplace(make_matmul(ctx, {shape_.batch, shape_.in}, {shape_.in, shape_.out, tag::ba}, bias,
-                             {shape_.batch, shape_.out}));
+    const memory::data_type w = weights_ ? weights_->type() : f32;
+    slot.emplace(make_matmul(ctx, {shape_.batch, shape_.in, tag::ab, activations_}, {shape_.in, shape_.out, tag::ba, w},
+                             bias, {shape_.batch, shape_.out, tag::ab, activations_}));
   }
   return *slot;
 }
 
-void DnnlDense::forward(DnnlContext& ctx, const float* x, const float* w, const float* bias, float* y) {
-  if (forward_transposed_) {
-    void* const tensors[] = {const_cast<float*>(w), const_cast<float*>(x), y_transposed_.data()};
+void DnnlDense::forward(DnnlContext& ctx, const void* x, const float* w, const float* bias, void* y) {
+  if (forward_transposed_) {  // fp32
+    void* const tensors[] = {const_cast<float*>(w), const_cast<void*>(x), y_transposed_.data()};
     forward_transposed_->run(ctx, tensors);
-    transpose_add_bias(shape_.batch, shape_.out, y_transposed_.data(), bias, y);
+    transpose_add_bias(shape_.batch, shape_.out, y_transposed_.data(), bias, static_cast<float*>(y));
     return;
   }
-  void* const tensors[] = {const_cast<float*>(x), const_cast<float*>(w), y, const_cast<float*>(bias)};
+  void* const weights = weights_ ? weights_->convert(ctx, w) : const_cast<float*>(w);
+  void* const tensors[] = {const_cast<void*>(x), weights, y, const_cast<float*>(bias)};
   forward_primitive(ctx, bias != nullptr).run(ctx, std::span(tensors, bias ? 4 : 3));
 }
 
-void DnnlDense::backward(DnnlContext& ctx, const float* x, const float* w, const float* dy, float* dx, float* dw,
+void DnnlDense::backward(DnnlContext& ctx, const void* x, const float* w, const void* dy, void* dx, float* dw,
                          float* dbias) {
   if (backward_data_) {  // bf16: the matmuls read their inputs rounded
     if (dx) {
-      void* const tensors[] = {const_cast<float*>(dy), const_cast<float*>(w), dx};
+      void* const tensors[] = {const_cast<void*>(dy), weights_->converted(), dx};
       backward_data_->run(ctx, tensors);
     }
-    void* const tensors[] = {const_cast<float*>(dy), const_cast<float*>(x), dw};
+    void* const tensors[] = {const_cast<void*>(dy), const_cast<void*>(x), dw};
     backward_weights_->run(ctx, tensors);
+    if (dbias && activations_ == memory::data_type::bf16) {
+      dy_widened_.resize(static_cast<std::size_t>(shape_.batch) * static_cast<std::size_t>(shape_.out));
+      widen({int64_t{shape_.batch} * shape_.out, ElementType::bf16}, dy, dy_widened_.data());
+      dense_bias_gradient(shape_.batch, shape_.out, dy_widened_.data(), dbias);
+      return;
+    }
   } else {
     // fp32, each product on whichever library ran it fastest on the model's shape, one core of a Sapphire Rapids
     // host (perf/results/2026-11-25-cpu-spr-2.md): dx = dy W on oneDNN's SGEMM (2.5 ms against the matmul
     // primitive's 4.0 and OpenBLAS's 3.3), dW += dy^T x on OpenBLAS (2.6 ms against 2.7 and the matmul's 2.8).
-    if (dx) ctx.sgemm(shape_.batch, shape_.in, shape_.out, dy, w, dx);
-    sgemm(Transpose::yes, Transpose::no, shape_.out, shape_.in, shape_.batch, 1.0f, dy, shape_.out, x, shape_.in,
-          1.0f, dw, shape_.in);
+    const auto* dy32 = static_cast<const float*>(dy);
+    if (dx) ctx.sgemm(shape_.batch, shape_.in, shape_.out, dy32, w, static_cast<float*>(dx));
+    sgemm(Transpose::yes, Transpose::no, shape_.out, shape_.in, shape_.batch, 1.0f, dy32, shape_.out,
+          static_cast<const float*>(x), shape_.in, 1.0f, dw, shape_.in);
   }
-  if (dbias) dense_bias_gradient(shape_.batch, shape_.out, dy, dbias);
+  if (dbias) dense_bias_gradient(shape_.batch, shape_.out, static_cast<const float*>(dy), dbias);
 }
 
 }  // namespace ringtrain::kernels::cpu

@@ -1,7 +1,8 @@
 // Owns one fully connected shape on oneDNN, all in our row-major layouts (W stored out x in): y = x W^T + b on the
 // matmul primitive (in fp32 with more outputs than samples as y^T = W x^T, the transpose back adding the bias); in
 // fp32 dx = dy W on oneDNN's SGEMM and dW += dy^T x on the BLAS (each the faster for its shape), in bf16 both on
-// matmuls (adding in place). Same contract as dense.h: y and dx overwritten, dw and dbias accumulated.
+// matmuls (adding in place), reading and writing x, y, dx and dy in bf16 where the network stores them so. Same
+// contract as dense.h: y and dx overwritten, dw and dbias accumulated.
 #pragma once
 #include <optional>
 #include <vector>
@@ -14,18 +15,36 @@ namespace ringtrain::kernels::cpu {
 class DnnlDense {
  public:
   DnnlDense(DnnlContext& ctx, const DenseShape& s);
-  void forward(DnnlContext& ctx, const float* x, const float* w, const float* bias, float* y);
+  // x, y, dx and dy in DnnlContext::activation_type(s.data); w, bias, dw and dbias fp32.
+  void forward(DnnlContext& ctx, const void* x, const float* w, const float* bias, void* y);
   // dx may be null (the first layer needs none); bias and dbias may be null.
-  void backward(DnnlContext& ctx, const float* x, const float* w, const float* dy, float* dx, float* dw,
+  void backward(DnnlContext& ctx, const void* x, const float* w, const void* dy, void* dx, float* dw,
                 float* dbias);
 
  private:
+  // bf16: W converted once by each forward for it and for the data gradient after it, which reads it unchanged
+  // (the optimizer updates W only after backward): one conversion of the 3136 x 1024 weights a step instead of two.
+  class Bf16Weights {
+   public:
+    Bf16Weights(DnnlContext& ctx, const DenseShape& s);
+    void* convert(DnnlContext& ctx, const float* w);  // returns converted()
+    void* converted() const;
+    static dnnl::memory::data_type type();
+
+   private:
+    dnnl::memory fp32_, bf16_;
+    dnnl::reorder cast_;
+  };
+
   PlainPrimitive& forward_primitive(DnnlContext& ctx, bool bias);
   DenseShape shape_;
+  std::optional<Bf16Weights> weights_;
+  dnnl::memory::data_type activations_;
   std::optional<PlainPrimitive> forward_[2];  // [0] without bias, [1] with
   std::optional<PlainPrimitive> forward_transposed_;  // y^T = W x^T, fp32 with out > batch (see forward())
   std::vector<float> y_transposed_;
   std::optional<PlainPrimitive> backward_data_, backward_weights_;  // bf16 only (see backward())
+  std::vector<float> dy_widened_;  // a bf16 dy for the bias gradient
 };
 
 }  // namespace ringtrain::kernels::cpu

@@ -69,6 +69,10 @@ bool DnnlOps::bf16_available() { return __builtin_cpu_supports("avx512bf16"); }
 
 bool DnnlOps::runs_conv2d(const Conv2dShape& s) { return state_->conv(s).has_value(); }
 
+bool DnnlOps::takes_stored(ElementType type) const {
+  return type == ElementType::f32 || (type == ElementType::bf16 && state_->ctx.operand_type() == dnnl::memory::data_type::bf16);
+}
+
 int DnnlOps::conv2d_output_block(const Conv2dShape& s) {
   Conv2dShape nchw = s;
   nchw.out_block = 1;
@@ -86,10 +90,10 @@ int DnnlOps::conv2d_input_block(const Conv2dShape& s) {
 void DnnlOps::conv2d_prepare(const Conv2dShape& s) {
   if (auto& c = state_->conv(s)) c->prepare(state_->ctx);
 }
-void DnnlOps::conv2d_forward(const Conv2dShape& s, const float* x, const float* w, const float* bias, float* y) {
+void DnnlOps::conv2d_forward(const Conv2dShape& s, const void* x, const float* w, const float* bias, void* y) {
   state_->conv(s)->forward(state_->ctx, x, w, bias, y);
 }
-void DnnlOps::conv2d_backward(const Conv2dShape& s, const float* x, const float* dy, const float* w, float* dx,
+void DnnlOps::conv2d_backward(const Conv2dShape& s, const void* x, const void* dy, const float* w, void* dx,
                               float* dw, float* dbias) {
   state_->conv(s)->backward(state_->ctx, x, dy, w, dx, dw, dbias);
 }
@@ -104,10 +108,10 @@ void DnnlOps::pool_backward(const PoolShape& s, PoolMode mode, const float* dy, 
   state_->pool(s, mode).backward(state_->ctx, dy, dx, workspace);
 }
 
-void DnnlOps::dense_forward(const DenseShape& s, const float* x, const float* w, const float* bias, float* y) {
+void DnnlOps::dense_forward(const DenseShape& s, const void* x, const float* w, const float* bias, void* y) {
   state_->dense(s).forward(state_->ctx, x, w, bias, y);
 }
-void DnnlOps::dense_backward(const DenseShape& s, const float* x, const float* w, const float* dy, float* dx,
+void DnnlOps::dense_backward(const DenseShape& s, const void* x, const float* w, const void* dy, void* dx,
                              float* dw, float* dbias) {
   state_->dense(s).backward(state_->ctx, x, w, dy, dx, dw, dbias);
 }

@@ -1,17 +1,17 @@
 // Owns the CPU backend's door to oneDNN: convolutions, pooling and dense products on oneDNN primitives, made once per
 // shape and kept, over tensors in our plain layouts (a convolution's output and its gradient may stay in the
 // blocked layout oneDNN writes, for the batch norm after it: Conv2dShape::out_block; its input and that gradient
-// in the one it reads, from the batch norm before it: Conv2dShape::in_block). oneDNN's headers stay behind this one (pimpl), so the
-// backend and its tests compile without them.
+// in the one it reads, from the batch norm before it: Conv2dShape::in_block). oneDNN's headers stay behind this
+// one (pimpl), so the backend and its tests compile without them.
 //
 // Which convolutions run here is a rule the kernel benchmarks justify (perf/results/2026-11-24-onednn-cpu.md):
 // those with at least 16 input channels that oneDNN runs with a JIT kernel. With one or a few input channels
 // (a network's first layer) im2col + BLAS is as fast forward and many times faster for the data gradient.
 //
-// Precision: DnnlMath::bf16 has those convolutions and the dense forward and data gradient read their inputs in
-// bf16 (rounded when staged), with fp32 outputs and fp32 accumulation; everything else (im2col convolutions, the
-// dense weight gradient on the BLAS, pooling, every tensor we keep) stays fp32. It needs a CPU with AVX512_BF16,
-// where oneDNN has bf16 JIT kernels: bf16_available().
+// Precision: DnnlMath::bf16 has those convolutions and the dense products read their inputs in bf16 (fp32 ones,
+// such as the weights, rounded when staged) and accumulate in fp32; activations stored in bf16 are read and
+// written as they are (takes_stored), the parameter gradients stay fp32. It needs a CPU with AVX512_BF16, where
+// oneDNN has bf16 JIT kernels: bf16_available().
 //
 // Determinism: oneDNN's CPU primitives give bit-identical results run to run for the same shapes, thread count,
 // ISA and buffer alignment (our buffers are 64-byte aligned); convolution_direct only, never Winograd.
@@ -39,15 +39,20 @@ class DnnlOps {
 
   // Whether this convolution runs on oneDNN (see above); makes and keeps its primitives when it does.
   bool runs_conv2d(const Conv2dShape& s);
+  // Whether the convolutions and dense products here read and write activations stored in `type` as they are:
+  // fp32, and bf16 where the products run on bf16 operands. Otherwise the caller hands them fp32 copies (with the
+  // shape still saying `type`).
+  bool takes_stored(ElementType type) const;
   // The channel block (16 or 8) of the layout this convolution's oneDNN kernels write, where it runs here and its
   // filters fill whole blocks, so a layer reading it may take that layout (Conv2dShape::out_block); else 1.
   int conv2d_output_block(const Conv2dShape& s);
   // The same for the layout its kernels read x in (Conv2dShape::in_block): 1 where that is not fp32 blocked.
   int conv2d_input_block(const Conv2dShape& s);
   void conv2d_prepare(const Conv2dShape& s);
-  void conv2d_forward(const Conv2dShape& s, const float* x, const float* w, const float* bias, float* y);
+  // x, y, dx and dy in s.data where takes_stored(s.data), else fp32.
+  void conv2d_forward(const Conv2dShape& s, const void* x, const float* w, const float* bias, void* y);
   // dw (and dbias, may be null) accumulate; dx, where not null, is overwritten. dy is staged once for both.
-  void conv2d_backward(const Conv2dShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw,
+  void conv2d_backward(const Conv2dShape& s, const void* x, const void* dy, const float* w, void* dx, float* dw,
                        float* dbias);
 
   // Pooling: `workspace` is what max pooling's forward keeps for backward, workspace_bytes() of it.
@@ -55,8 +60,9 @@ class DnnlOps {
   void pool_forward(const PoolShape& s, PoolMode mode, const float* x, float* y, void* workspace);
   void pool_backward(const PoolShape& s, PoolMode mode, const float* dy, float* dx, const void* workspace);
 
-  void dense_forward(const DenseShape& s, const float* x, const float* w, const float* bias, float* y);
-  void dense_backward(const DenseShape& s, const float* x, const float* w, const float* dy, float* dx, float* dw,
+  // x, y, dx and dy as for the convolutions.
+  void dense_forward(const DenseShape& s, const void* x, const float* w, const float* bias, void* y);
+  void dense_backward(const DenseShape& s, const void* x, const float* w, const void* dy, void* dx, float* dw,
                       float* dbias);
 
  private:

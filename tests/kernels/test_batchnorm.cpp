@@ -1,7 +1,8 @@
 // Tests for kernels/cpu/batchnorm: training-mode gradients against central differences (spatial and
 // after-dense shapes), the normalised output's moments, running-statistics update, inference formula,
 // accumulation of dgamma/dbeta, the fused ReLU + 2x2 max pool against the three kernels apart, and channel-blocked
-// layouts (x as oneDNN's convolutions write it, the pooled y as they read it) against NCHW.
+// layouts (x as oneDNN's convolutions write it, the pooled y as they read it) against NCHW, and 16-bit tensors
+// against fp32 ones holding the same values.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu/batchnorm.h"
+#include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/pooling.h"
 #include "tests/kernels/grad_check.h"
 
@@ -308,6 +310,73 @@ TEST(BatchNorm, ABlockedOutputIsWrittenOnlyFromAnXBlockedAlike) {
   EXPECT_FALSE(blocked_output_supported({64, 64, 14 * 14, 16}, 8));
   EXPECT_FALSE(blocked_output_supported({64, 32, 28 * 28}, 16));  // the Fashion-MNIST model's first batch norm
   EXPECT_TRUE(blocked_output_supported({64, 24, 7 * 7, 8}, 8));
+}
+
+// 16-bit x, y, dx and dy (mixed precision): the kernels stage a channel group at a time in fp32, which must give
+// the bits of the fp32 kernels run on the same values widened, with their outputs narrowed: y, the winners, the
+// statistics, dx, dgamma and dbeta; NCHW and blocked, with and without the fused ReLU and pool, bf16 and fp16,
+// several groups.
+TEST(BatchNorm, SixteenBitTensorsGiveTheBitsOfFp32OnTheSameValues) {
+  struct Case {
+    int batch, channels, h, w, in_block, out_block;
+    bool relu, pool;
+  };
+  for (const ElementType type : {ElementType::bf16, ElementType::f16})
+    for (const Case k : {Case{64, 32, 28, 28, 1, 1, true, true}, Case{6, 48, 9, 7, 16, 16, true, true},
+                         Case{8, 32, 5, 5, 8, 1, true, false}, Case{8, 16, 6, 6, 1, 1, false, false}}) {
+      SCOPED_TRACE(::testing::Message() << element_type_name(type) << " " << k.batch << "x" << k.channels << "x"
+                                        << k.h << "x" << k.w << " blocks " << k.in_block << " -> " << k.out_block);
+      const BatchNormShape shape{k.batch, k.channels, k.h * k.w, k.in_block, k.out_block};
+      Bn wide(shape, 81), half(shape, 81);
+      half.s.data = type;
+      const int oh = k.pool ? k.h / 2 : k.h, ow = k.pool ? k.w / 2 : k.w;
+      const std::size_t out = std::size_t(k.batch) * k.channels * oh * ow;
+      const auto round_trip = [&](const std::vector<float>& v, std::vector<uint16_t>& bits) {
+        bits.resize(v.size());
+        narrow(v.data(), {static_cast<int64_t>(v.size()), type}, bits.data());
+        std::vector<float> back(v.size());
+        widen({static_cast<int64_t>(v.size()), type}, bits.data(), back.data());
+        return back;
+      };
+      std::vector<uint16_t> x16, y16(out), dy16, dx16(wide.x.size()), narrowed;
+      wide.x = round_trip(wide.x, x16);
+      std::vector<int32_t> argmax_wide(out), argmax_half(out);
+      const FusedPool pool_wide{k.h, k.w, argmax_wide.data()}, pool_half{k.h, k.w, argmax_half.data()};
+      std::vector<float> y_wide(out);
+      batchnorm_forward_train(wide.s, wide.x.data(), wide.gamma.data(), wide.beta.data(), 0.1f, kEps,
+                              wide.running_mean.data(), wide.running_var.data(), y_wide.data(), wide.mean.data(),
+                              wide.inv_std.data(), k.relu, k.pool ? &pool_wide : nullptr);
+      batchnorm_forward_train(half.s, x16.data(), half.gamma.data(), half.beta.data(), 0.1f, kEps,
+                              half.running_mean.data(), half.running_var.data(), y16.data(), half.mean.data(),
+                              half.inv_std.data(), k.relu, k.pool ? &pool_half : nullptr);
+      const auto y_narrowed = round_trip(y_wide, narrowed);
+      EXPECT_EQ(narrowed, y16) << "y";
+      EXPECT_EQ(argmax_wide, argmax_half);
+      EXPECT_EQ(wide.mean, half.mean);
+      EXPECT_EQ(wide.inv_std, half.inv_std);
+      EXPECT_EQ(wide.running_var, half.running_var);
+
+      const auto dy = round_trip(random_vector(out, 82), dy16);
+      std::vector<float> dx_wide(wide.x.size()), dg_wide(std::size_t(k.channels)), db_wide(dg_wide.size()),
+          dg_half(dg_wide.size()), db_half(dg_wide.size());
+      batchnorm_backward(wide.s, wide.x.data(), dy.data(), wide.gamma.data(), wide.mean.data(), wide.inv_std.data(),
+                         dx_wide.data(), dg_wide.data(), db_wide.data(), k.relu ? y_narrowed.data() : nullptr,
+                         k.pool ? &pool_wide : nullptr);
+      batchnorm_backward(half.s, x16.data(), dy16.data(), half.gamma.data(), half.mean.data(), half.inv_std.data(),
+                         dx16.data(), dg_half.data(), db_half.data(), k.relu ? y16.data() : nullptr,
+                         k.pool ? &pool_half : nullptr);
+      round_trip(dx_wide, narrowed);
+      EXPECT_EQ(narrowed, dx16) << "dx";
+      EXPECT_EQ(dg_wide, dg_half);
+      EXPECT_EQ(db_wide, db_half);
+
+      batchnorm_forward_infer(wide.s, wide.x.data(), wide.gamma.data(), wide.beta.data(), wide.running_mean.data(),
+                              wide.running_var.data(), kEps, y_wide.data(), k.relu, k.pool ? &pool_wide : nullptr);
+      batchnorm_forward_infer(half.s, x16.data(), half.gamma.data(), half.beta.data(), half.running_mean.data(),
+                              half.running_var.data(), kEps, y16.data(), k.relu, k.pool ? &pool_half : nullptr);
+      round_trip(y_wide, narrowed);
+      EXPECT_EQ(narrowed, y16) << "inference y";
+    }
 }
 
 }  // namespace

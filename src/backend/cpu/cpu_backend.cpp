@@ -167,33 +167,40 @@ int CpuBackend::conv2d_input_block(const model::Conv2dShape& s) {
   return on_dnnl(s) ? dnnl_.conv2d_input_block(s) : 1;
 }
 
-// Products read their operands as the GPU's tensor cores would: activations in their stored type (widened for
-// our fp32 kernels) and, under reduced precision, every operand rounded to it (rounded_, or oneDNN's bf16 staging).
+// Products read their operands as the GPU's tensor cores would: activations in their stored type and, under
+// reduced precision, every operand rounded to it (rounded_, or oneDNN's bf16 staging). A 16-bit activation needs no
+// rounding: it is one of the values rounding gives.
+const void* CpuBackend::rounded_activation(int slot, kernels::Elements x, const void* data) {
+  return x.type == kernels::ElementType::f32 ? rounded_.operand(slot, x.n, static_cast<const float*>(data)) : data;
+}
+
+// Our im2col kernels read and write the stored type themselves, an image at a time, and so do oneDNN's where its
+// products read that type (bf16 on bf16 operands); otherwise oneDNN gets fp32 views.
 void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const void* x_data, const float* w, const float* bias,
                                 void* y_data, model::Scratch) {
   const kernels::Elements xe = input_elements(s), ye = output_elements(s);
-  const float* x = rounded_.operand(0, xe.n, views_.read(0, xe, x_data));
   w = rounded_.operand(1, filter_elements(s), w);
-  float* const y = views_.write(2, ye, y_data);
-  if (on_dnnl(s))
-    dnnl_.conv2d_forward(s, x, w, bias, y);
-  else
-    kc::conv2d_forward(s, x, w, bias, y, conv_workspace_);
+  if (!on_dnnl(s)) return kc::conv2d_forward(s, rounded_activation(0, xe, x_data), w, bias, y_data, conv_workspace_);
+  if (dnnl_.takes_stored(s.data)) return dnnl_.conv2d_forward(s, rounded_activation(0, xe, x_data), w, bias, y_data);
+  const float* x = rounded_.operand(0, xe.n, views_.read(0, xe, x_data));
+  dnnl_.conv2d_forward(s, x, w, bias, views_.write(2, ye, y_data));
   views_.store(2, ye, y_data);
 }
 void CpuBackend::conv2d_backward(const model::Conv2dShape& s, const void* x_data, const void* dy_data,
                                  const float* w, void* dx_data, float* dw, float* dbias, model::Scratch) {
   const kernels::Elements xe = input_elements(s), ye = output_elements(s);
+  w = rounded_.operand(2, filter_elements(s), w);
+  if (!on_dnnl(s) || dnnl_.takes_stored(s.data)) {
+    const void* x = rounded_activation(0, xe, x_data);
+    const void* dy = rounded_activation(1, ye, dy_data);
+    if (on_dnnl(s)) return dnnl_.conv2d_backward(s, x, dy, w, dx_data, dw, dbias);
+    kc::conv2d_backward_filter(s, x, dy, dw, dbias, conv_workspace_);
+    if (dx_data) kc::conv2d_backward_data(s, dy, w, dx_data, conv_workspace_);
+    return;
+  }
   const float* x = rounded_.operand(0, xe.n, views_.read(0, xe, x_data));
   const float* dy = rounded_.operand(1, ye.n, views_.read(1, ye, dy_data));
-  w = rounded_.operand(2, filter_elements(s), w);
-  float* const dx = views_.write(2, xe, dx_data);
-  if (on_dnnl(s)) {
-    dnnl_.conv2d_backward(s, x, dy, w, dx, dw, dbias);
-  } else {
-    kc::conv2d_backward_filter(s, x, dy, dw, dbias, conv_workspace_);
-    if (dx) kc::conv2d_backward_data(s, dy, w, dx, conv_workspace_);
-  }
+  dnnl_.conv2d_backward(s, x, dy, w, views_.write(2, xe, dx_data), dw, dbias);
   views_.store(2, xe, dx_data);
 }
 
@@ -201,6 +208,9 @@ void CpuBackend::dense_forward(const model::DenseShape& s, const void* x_data, c
                                void* y_data) {
   if (s.batch <= 0) return;
   const kernels::Elements xe{int64_t{s.batch} * s.in, s.data}, ye{int64_t{s.batch} * s.out, s.data};
+  if (dnnl_.takes_stored(s.data))
+    return dnnl_.dense_forward(s, rounded_activation(0, xe, x_data), rounded_.operand(1, int64_t{s.out} * s.in, w),
+                               bias, y_data);
   const float* x = rounded_.operand(0, xe.n, views_.read(0, xe, x_data));
   w = rounded_.operand(1, int64_t{s.out} * s.in, w);
   dnnl_.dense_forward(s, x, w, bias, views_.write(2, ye, y_data));
@@ -210,8 +220,11 @@ void CpuBackend::dense_backward(const model::DenseShape& s, const void* x_data, 
                                 void* dx_data, float* dw, float* dbias) {
   if (s.batch <= 0) return;
   const kernels::Elements xe{int64_t{s.batch} * s.in, s.data}, ye{int64_t{s.batch} * s.out, s.data};
-  const float* x = rounded_.operand(0, xe.n, views_.read(0, xe, x_data));
   w = rounded_.operand(1, int64_t{s.out} * s.in, w);
+  if (dnnl_.takes_stored(s.data))
+    return dnnl_.dense_backward(s, rounded_activation(0, xe, x_data), w, rounded_activation(2, ye, dy_data), dx_data,
+                                dw, dbias);
+  const float* x = rounded_.operand(0, xe.n, views_.read(0, xe, x_data));
   const float* dy = rounded_.operand(2, ye.n, views_.read(1, ye, dy_data));
   dnnl_.dense_backward(s, x, w, dy, views_.write(2, xe, dx_data), dw, dbias);
   views_.store(2, xe, dx_data);
@@ -223,12 +236,7 @@ std::optional<kc::FusedPool> fused_pool(const model::BatchNormSettings& settings
   if (!settings.pool) return std::nullopt;
   return kc::FusedPool{settings.pool->h, settings.pool->w, b.pool_argmax};
 }
-kernels::Elements batchnorm_input_elements(const model::BatchNormShape& s) { return {s.elements(), s.data}; }
-// y and dy: pooled where a pool is fused.
-kernels::Elements batchnorm_output_elements(const model::BatchNormShape& s, const model::BatchNormSettings& settings) {
-  if (!settings.pool) return batchnorm_input_elements(s);
-  return {int64_t{s.batch} * s.channels * (settings.pool->h / 2) * (settings.pool->w / 2), s.data};
-}
+
 }  // namespace
 
 bool CpuBackend::batchnorm_reads_block(const model::BatchNormShape& s, int block) const {
@@ -241,31 +249,22 @@ bool CpuBackend::batchnorm_writes_block(const model::BatchNormShape& s, int bloc
 void CpuBackend::batchnorm_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                          const void* x, const model::BatchNormBuffers& b, void* y) {
   const auto pool = fused_pool(settings, b);
-  const kernels::Elements xe = batchnorm_input_elements(s), ye = batchnorm_output_elements(s, settings);
-  kc::batchnorm_forward_train(s, views_.read(0, xe, x), b.gamma, b.beta, static_cast<float>(settings.momentum),
-                              static_cast<float>(settings.epsilon), b.running_mean, b.running_var,
-                              views_.write(2, ye, y), b.saved_mean, b.saved_inv_std, settings.relu,
-                              pool ? &*pool : nullptr);
-  views_.store(2, ye, y);
+  kc::batchnorm_forward_train(s, x, b.gamma, b.beta, static_cast<float>(settings.momentum),
+                              static_cast<float>(settings.epsilon), b.running_mean, b.running_var, y, b.saved_mean,
+                              b.saved_inv_std, settings.relu, pool ? &*pool : nullptr);
 }
 void CpuBackend::batchnorm_forward_infer(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                          const void* x, const model::BatchNormBuffers& b, void* y) {
   const auto pool = fused_pool(settings, b);
-  const kernels::Elements xe = batchnorm_input_elements(s), ye = batchnorm_output_elements(s, settings);
-  kc::batchnorm_forward_infer(s, views_.read(0, xe, x), b.gamma, b.beta, b.running_mean, b.running_var,
-                              static_cast<float>(settings.epsilon), views_.write(2, ye, y), settings.relu,
-                              pool ? &*pool : nullptr);
-  views_.store(2, ye, y);
+  kc::batchnorm_forward_infer(s, x, b.gamma, b.beta, b.running_mean, b.running_var,
+                              static_cast<float>(settings.epsilon), y, settings.relu, pool ? &*pool : nullptr);
 }
 void CpuBackend::batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                     const void* x, const void* y, const void* dy, const model::BatchNormBuffers& b,
                                     void* dx, float* dgamma, float* dbeta) {
   const auto pool = fused_pool(settings, b);
-  const kernels::Elements xe = batchnorm_input_elements(s), ye = batchnorm_output_elements(s, settings);
-  kc::batchnorm_backward(s, views_.read(0, xe, x), views_.read(1, ye, dy), b.gamma, b.saved_mean, b.saved_inv_std,
-                         views_.write(2, xe, dx), dgamma, dbeta, settings.relu ? views_.read(3, ye, y) : nullptr,
-                         pool ? &*pool : nullptr);
-  views_.store(2, xe, dx);
+  kc::batchnorm_backward(s, x, dy, b.gamma, b.saved_mean, b.saved_inv_std, dx, dgamma, dbeta,
+                         settings.relu ? y : nullptr, pool ? &*pool : nullptr);
 }
 
 // Pooling runs on oneDNN's JIT kernels in our layout, except max pooling over windows that do not overlap, which

@@ -94,6 +94,7 @@ class CpuBackend : public model::Backend {
 
  private:
   bool on_dnnl(const model::Conv2dShape& s);
+  const void* rounded_activation(int slot, kernels::Elements x, const void* data);
   int threads_;
   kernels::cpu::DnnlMath math_;
   std::size_t allocated_ = 0;

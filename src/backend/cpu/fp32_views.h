@@ -1,7 +1,8 @@
-// Owns the fp32 copies the CPU twin's kernels work on when a network stores its activations in bf16 or fp16: an
-// input is widened into a copy (exactly), an output is written into a copy and narrowed into its tensor once the
-// kernel is done (round to nearest even), as a GPU kernel reading and writing 16-bit tensors with fp32 arithmetic
-// inside does. fp32 tensors pass through untouched. The copies are reused from call to call.
+// Owns the fp32 copies the CPU twin's kernels work on when a network stores its activations in bf16 or fp16 and a
+// kernel has no 16-bit form of its own (batch norm has: kernels/cpu/batchnorm.h): an input is widened into a copy
+// (exactly), an output is written into a copy and narrowed into its tensor once the kernel is done (round to
+// nearest even), as a GPU kernel reading and writing 16-bit tensors with fp32 arithmetic inside does. fp32 tensors
+// pass through untouched. The copies are reused from call to call.
 #pragma once
 #include <array>
 #include <vector>
@@ -12,7 +13,7 @@ namespace ringtrain::backend {
 
 class Fp32Views {
  public:
-  static constexpr int kSlots = 4;  // the most tensors one operation reads and writes (batch norm's backward)
+  static constexpr int kSlots = 3;  // the most tensors one operation reads and writes (x, dy and dx)
   // x as fp32: x itself, or its values widened into copy `slot`. Valid until that slot is asked for again.
   const float* read(int slot, kernels::Elements x, const void* x_data);
   // Where a kernel writes the values that belong in y: y itself for fp32 (or null), else copy `slot`; store() then
