@@ -20,12 +20,6 @@ float* Fp32Views::write(int slot, kernels::Elements y, void* y_data) {
   return copy.data();
 }
 
-float* Fp32Views::update(int slot, kernels::Elements y, void* y_data) {
-  float* const copy = write(slot, y, y_data);
-  if (copy != y_data) kernels::cpu::widen(y, y_data, copy);
-  return copy;
-}
-
 void Fp32Views::store(int slot, kernels::Elements y, void* y_data) const {
   if (y.type == kernels::ElementType::f32 || !y_data) return;
   kernels::cpu::narrow(copies_[static_cast<std::size_t>(slot)].data(), y, y_data);

@@ -1,0 +1,122 @@
+// Proves the CPU twin's operations on activations stored in bf16 or fp16 (backend/cpu): each gives the bits of the
+// fp32 operation run on the same values widened, with its outputs narrowed, whichever way it meets the 16-bit
+// tensors: element-wise operations a chunk at a time (several chunks and a partial one), the im2col convolution an
+// image at a time, and conversions between the types.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "kernels/cpu/element_conversion.h"
+
+using namespace ringtrain;
+using kernels::ElementType;
+
+namespace {
+
+std::vector<float> normal_floats(std::size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist;
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(gen);
+  return v;
+}
+
+// Values in `type`, as 16-bit patterns, and the same values in fp32.
+struct Stored {
+  std::vector<uint16_t> bits;
+  std::vector<float> wide;
+  Stored(const std::vector<float>& values, ElementType type) : bits(values.size()), wide(values.size()) {
+    const kernels::Elements n{static_cast<int64_t>(values.size()), type};
+    kernels::cpu::narrow(values.data(), n, bits.data());
+    kernels::cpu::widen(n, bits.data(), wide.data());
+  }
+};
+
+std::vector<uint16_t> narrowed(const std::vector<float>& values, ElementType type) { return Stored(values, type).bits; }
+
+class CpuStorage : public ::testing::TestWithParam<ElementType> {
+ protected:
+  backend::CpuBackend cpu{1};
+};
+
+TEST_P(CpuStorage, ElementWiseOperationsGiveTheBitsOfFp32OnTheSameValues) {
+  const ElementType type = GetParam();
+  const int64_t count = 3 * 4096 + 1234;  // three whole chunks and a partial one
+  const kernels::Elements n{count, type};
+  const Stored a(normal_floats(count, 1), type), b(normal_floats(count, 2), type);
+  std::vector<float> want(count);
+  std::vector<uint16_t> got(count);
+
+  cpu.add(count, a.wide.data(), b.wide.data(), want.data());
+  cpu.add(n, a.bits.data(), b.bits.data(), got.data());
+  EXPECT_EQ(got, narrowed(want, type)) << "add";
+
+  want = b.wide, got = b.bits;
+  cpu.accumulate(count, a.wide.data(), want.data());
+  cpu.accumulate(n, a.bits.data(), got.data());
+  EXPECT_EQ(got, narrowed(want, type)) << "accumulate";
+
+  cpu.relu_forward(count, a.wide.data(), want.data());
+  got = a.bits;
+  cpu.relu_forward(n, got.data(), got.data());  // in place, as the plan runs it
+  EXPECT_EQ(got, narrowed(want, type)) << "relu forward";
+
+  const Stored y(want, type);
+  cpu.relu_backward(count, y.wide.data(), b.wide.data(), want.data());
+  cpu.relu_backward(n, y.bits.data(), b.bits.data(), got.data());
+  EXPECT_EQ(got, narrowed(want, type)) << "relu backward";
+}
+
+// A first layer (three input channels) runs on im2col, an image at a time, in the stored type.
+TEST_P(CpuStorage, TheIm2colConvolutionGivesTheBitsOfFp32OnTheSameValues) {
+  const ElementType type = GetParam();
+  kernels::Conv2dShape s{5, 3, 9, 9, 8, 3, 3, 1, 1};
+  ASSERT_FALSE(kernels::cpu::DnnlOps(1).runs_conv2d(s)) << "the case must take the im2col path";
+  const Stored x(normal_floats(static_cast<std::size_t>(5 * 3 * 81), 3), type);
+  const std::vector<float> w = normal_floats(8 * 3 * 9, 4), bias = normal_floats(8, 5);
+  const std::size_t out = static_cast<std::size_t>(5 * 8 * 81);
+  std::vector<float> y_wide(out);
+  std::vector<uint16_t> y_bits(out);
+  cpu.conv2d_forward(s, x.wide.data(), w.data(), bias.data(), y_wide.data(), {});
+  kernels::Conv2dShape stored = s;
+  stored.data = type;
+  cpu.conv2d_forward(stored, x.bits.data(), w.data(), bias.data(), y_bits.data(), {});
+  EXPECT_EQ(y_bits, narrowed(y_wide, type)) << "forward";
+
+  const Stored dy(normal_floats(out, 6), type);
+  std::vector<float> dx_wide(x.wide.size()), dw_wide(w.size()), db_wide(8), dw_stored(w.size()), db_stored(8);
+  std::vector<uint16_t> dx_bits(x.bits.size());
+  cpu.conv2d_backward(s, x.wide.data(), dy.wide.data(), w.data(), dx_wide.data(), dw_wide.data(), db_wide.data(), {});
+  cpu.conv2d_backward(stored, x.bits.data(), dy.bits.data(), w.data(), dx_bits.data(), dw_stored.data(),
+                      db_stored.data(), {});
+  EXPECT_EQ(dx_bits, narrowed(dx_wide, type)) << "data gradient";
+  EXPECT_EQ(dw_stored, dw_wide) << "filter gradient (fp32)";
+  EXPECT_EQ(db_stored, db_wide) << "bias gradient (fp32)";
+}
+
+TEST_P(CpuStorage, CastsRoundToNearestEvenAndWidenExactly) {
+  const ElementType type = GetParam();
+  const std::vector<float> values = normal_floats(5000, 7);
+  const Stored stored(values, type);
+  std::vector<uint16_t> bits(values.size());
+  std::vector<float> back(values.size());
+  cpu.cast(static_cast<int64_t>(values.size()), values.data(), type, bits.data());
+  EXPECT_EQ(bits, stored.bits);
+  cpu.cast({static_cast<int64_t>(values.size()), type}, bits.data(), ElementType::f32, back.data());
+  EXPECT_EQ(back, stored.wide);
+  // Between the two 16-bit types through fp32: bf16 -> fp16 rounds the widened value once.
+  const ElementType other = type == ElementType::bf16 ? ElementType::f16 : ElementType::bf16;
+  std::vector<uint16_t> converted(values.size());
+  cpu.cast({static_cast<int64_t>(values.size()), type}, bits.data(), other, converted.data());
+  EXPECT_EQ(converted, narrowed(stored.wide, other));
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, CpuStorage, ::testing::Values(ElementType::bf16, ElementType::f16),
+                         [](const ::testing::TestParamInfo<ElementType>& p) {
+                           return std::string(kernels::element_type_name(p.param));
+                         });
+
+}  // namespace
