@@ -1,7 +1,8 @@
 // Proves the CPU twin's operations on activations stored in bf16 or fp16 (backend/cpu): each gives the bits of the
 // fp32 operation run on the same values widened, with its outputs narrowed, whichever way it meets the 16-bit
 // tensors: element-wise operations a chunk at a time (several chunks and a partial one), the im2col convolution an
-// image at a time, and conversions between the types.
+// image at a time, and conversions between the types; and which 16-bit types a backend with operand rounding
+// stores.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -112,6 +113,22 @@ TEST_P(CpuStorage, CastsRoundToNearestEvenAndWidenExactly) {
   std::vector<uint16_t> converted(values.size());
   cpu.cast({static_cast<int64_t>(values.size()), type}, bits.data(), other, converted.data());
   EXPECT_EQ(converted, narrowed(stored.wide, other));
+}
+
+// A stored activation is already a product's operand only where the operand rounding keeps its values (none, or
+// rounding to its own type, as train.precision pairs them); other pairings are refused.
+TEST(CpuStorageTypes, A16BitTypeIsStoredWhereTheOperandRoundingKeepsItsValues) {
+  using kernels::cpu::DnnlMath;
+  using kernels::cpu::OperandRounding;
+  const backend::CpuBackend plain(1), bf16(1, DnnlMath::fp32, OperandRounding::bf16),
+      fp16(1, DnnlMath::fp32, OperandRounding::fp16);
+  for (const ElementType t : {ElementType::f32, ElementType::bf16, ElementType::f16})
+    EXPECT_TRUE(plain.stores_activations_in(t)) << kernels::element_type_name(t);
+  EXPECT_TRUE(bf16.stores_activations_in(ElementType::bf16));
+  EXPECT_FALSE(bf16.stores_activations_in(ElementType::f16));
+  EXPECT_TRUE(fp16.stores_activations_in(ElementType::f16));
+  EXPECT_FALSE(fp16.stores_activations_in(ElementType::bf16));
+  EXPECT_TRUE(fp16.stores_activations_in(ElementType::f32));
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, CpuStorage, ::testing::Values(ElementType::bf16, ElementType::f16),

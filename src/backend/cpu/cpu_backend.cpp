@@ -221,9 +221,14 @@ int CpuBackend::conv2d_input_block(const model::Conv2dShape& s) {
 
 // Products read their operands as the GPU's tensor cores would: activations in their stored type and, under
 // reduced precision, every operand rounded to it (rounded_, or oneDNN's bf16 staging). A 16-bit activation needs no
-// rounding: it is one of the values rounding gives.
+// rounding: it is one of the values rounding gives (stores_activations_in).
 const void* CpuBackend::rounded_activation(int slot, kernels::Elements x, const void* data) {
   return x.type == kernels::ElementType::f32 ? rounded_.operand(slot, x.n, static_cast<const float*>(data)) : data;
+}
+// The same as fp32 for a product that reads fp32 only: a 16-bit activation widened into views_' slot `view_slot`.
+const float* CpuBackend::fp32_operand(int slot, int view_slot, kernels::Elements x, const void* data) {
+  if (x.type == kernels::ElementType::f32) return rounded_.operand(slot, x.n, static_cast<const float*>(data));
+  return views_.read(view_slot, x, data);
 }
 
 // Our im2col kernels read and write the stored type themselves, an image at a time, and so do oneDNN's where its
@@ -234,7 +239,7 @@ void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const void* x_data,
   w = rounded_.operand(1, filter_elements(s), w);
   if (!on_dnnl(s)) return kc::conv2d_forward(s, rounded_activation(0, xe, x_data), w, bias, y_data, conv_workspace_);
   if (dnnl_.takes_stored(s.data)) return dnnl_.conv2d_forward(s, rounded_activation(0, xe, x_data), w, bias, y_data);
-  const float* x = rounded_.operand(0, xe.n, views_.read(0, xe, x_data));
+  const float* x = fp32_operand(0, 0, xe, x_data);
   dnnl_.conv2d_forward(s, x, w, bias, views_.write(2, ye, y_data));
   views_.store(2, ye, y_data);
 }
@@ -250,8 +255,8 @@ void CpuBackend::conv2d_backward(const model::Conv2dShape& s, const void* x_data
     if (dx_data) kc::conv2d_backward_data(s, dy, w, dx_data, conv_workspace_);
     return;
   }
-  const float* x = rounded_.operand(0, xe.n, views_.read(0, xe, x_data));
-  const float* dy = rounded_.operand(1, ye.n, views_.read(1, ye, dy_data));
+  const float* x = fp32_operand(0, 0, xe, x_data);
+  const float* dy = fp32_operand(1, 1, ye, dy_data);
   dnnl_.conv2d_backward(s, x, dy, w, views_.write(2, xe, dx_data), dw, dbias);
   views_.store(2, xe, dx_data);
 }
@@ -263,7 +268,7 @@ void CpuBackend::dense_forward(const model::DenseShape& s, const void* x_data, c
   if (dnnl_.takes_stored(s.data))
     return dnnl_.dense_forward(s, rounded_activation(0, xe, x_data), rounded_.operand(1, int64_t{s.out} * s.in, w),
                                bias, y_data);
-  const float* x = rounded_.operand(0, xe.n, views_.read(0, xe, x_data));
+  const float* x = fp32_operand(0, 0, xe, x_data);
   w = rounded_.operand(1, int64_t{s.out} * s.in, w);
   dnnl_.dense_forward(s, x, w, bias, views_.write(2, ye, y_data));
   views_.store(2, ye, y_data);
@@ -276,8 +281,8 @@ void CpuBackend::dense_backward(const model::DenseShape& s, const void* x_data, 
   if (dnnl_.takes_stored(s.data))
     return dnnl_.dense_backward(s, rounded_activation(0, xe, x_data), w, rounded_activation(2, ye, dy_data), dx_data,
                                 dw, dbias);
-  const float* x = rounded_.operand(0, xe.n, views_.read(0, xe, x_data));
-  const float* dy = rounded_.operand(2, ye.n, views_.read(1, ye, dy_data));
+  const float* x = fp32_operand(0, 0, xe, x_data);
+  const float* dy = fp32_operand(2, 1, ye, dy_data);
   dnnl_.dense_backward(s, x, w, dy, views_.write(2, xe, dx_data), dw, dbias);
   views_.store(2, xe, dx_data);
 }

@@ -35,9 +35,13 @@ class CpuBackend : public model::Backend {
 
   void zero(void* y, std::size_t bytes) override;
   void fill(int64_t n, float value, float* y) override;
-  // Every element type: bf16 and fp16 activations are widened for our fp32 kernels and narrowed after them
-  // (backend/cpu/fp32_views.h), as a GPU's 16-bit tensors meet fp32 arithmetic inside its kernels.
-  bool stores_activations_in(kernels::ElementType) const override { return true; }
+  // fp32, and a 16-bit type whose values the operand rounding keeps as they are (none, or rounding to that type,
+  // as train.precision pairs them), so a stored activation is already a product's operand: our kernels and oneDNN's
+  // read it in its type, or widened (backend/cpu/fp32_views.h), as a GPU's 16-bit tensors meet fp32 arithmetic
+  // inside its kernels.
+  bool stores_activations_in(kernels::ElementType type) const override {
+    return type == kernels::ElementType::f32 || rounded_.keeps(type);
+  }
   void cast(kernels::Elements from, const void* x, kernels::ElementType to, void* y) override;
   void copy(kernels::Elements n, const void* x, void* y) override;
   void add(kernels::Elements n, const void* a, const void* b, void* y) override;
@@ -95,6 +99,7 @@ class CpuBackend : public model::Backend {
  private:
   bool on_dnnl(const model::Conv2dShape& s);
   const void* rounded_activation(int slot, kernels::Elements x, const void* data);
+  const float* fp32_operand(int slot, int view_slot, kernels::Elements x, const void* data);
   int threads_;
   kernels::cpu::DnnlMath math_;
   std::size_t allocated_ = 0;

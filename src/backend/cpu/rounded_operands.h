@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/cpu/operand_rounding.h"
+#include "kernels/element_type.h"
 
 namespace ringtrain::backend {
 
@@ -15,6 +16,12 @@ class RoundedOperands {
   explicit RoundedOperands(kernels::cpu::OperandRounding rounding) : rounding_(rounding) {}
   kernels::cpu::OperandRounding rounding() const { return rounding_; }
   bool active() const { return rounding_ != kernels::cpu::OperandRounding::none; }
+  // Whether every value of `type` comes through the rounding as it is: no rounding, or rounding to that type.
+  bool keeps(kernels::ElementType type) const {
+    using kernels::cpu::OperandRounding;
+    return type == kernels::ElementType::f32 ? !active()
+                                             : !active() || (rounding_ == OperandRounding::bf16) == (type == kernels::ElementType::bf16);
+  }
   // x's n values rounded into copy `slot` (0, 1 or 2: a product has at most three operands), or x itself when
   // nothing rounds or x is null. Valid until that slot is asked for again.
   const float* operand(int slot, int64_t n, const float* x);
