@@ -545,7 +545,8 @@ const float* stage_in(const GroupRuns& r, const void* t, std::vector<float>& sta
 void stage_out(const GroupRuns& r, const float* staged, void* t) {
   auto* bytes = static_cast<std::byte*>(t);
   for (int n = 0; n < r.s.batch; ++n)
-    narrow(staged + n * r.run(), {r.run(), r.s.data}, bytes + static_cast<std::ptrdiff_t>(element_bytes(r.s.data)) * r.at(n));
+    narrow(staged + n * r.run(), {r.run(), r.s.data},
+           bytes + static_cast<std::ptrdiff_t>(element_bytes(r.s.data)) * r.at(n));
 }
 
 // The pool's winners, which stay int32 and in NCHW order: copied between the tensor and a group's staged share.

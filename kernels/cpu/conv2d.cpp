@@ -163,7 +163,9 @@ namespace {
 class Images {
  public:
   Images(ElementType type, int64_t values, ConvWorkspace& ws, ConvWorkspace::Slot slot)
-      : type_(type), values_(values), buffer_(type == ElementType::f32 ? nullptr : ws.get(static_cast<std::size_t>(values), slot)) {}
+      : type_(type),
+        values_(values),
+        buffer_(type == ElementType::f32 ? nullptr : ws.get(static_cast<std::size_t>(values), slot)) {}
   const float* read(const void* base, int n) const {
     if (!buffer_) return static_cast<const float*>(base) + n * values_;
     widen({values_, type_}, at(const_cast<void*>(base), n), buffer_);

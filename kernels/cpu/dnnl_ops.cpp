@@ -70,7 +70,11 @@ bool DnnlOps::bf16_available() { return __builtin_cpu_supports("avx512bf16"); }
 bool DnnlOps::runs_conv2d(const Conv2dShape& s) { return state_->conv(s).has_value(); }
 
 bool DnnlOps::takes_stored(ElementType type) const {
-  return type == ElementType::f32 || (type == ElementType::bf16 && state_->ctx.operand_type() == dnnl::memory::data_type::bf16);
+  using dnnl_type = dnnl::memory::data_type;
+  const dnnl_type stored = type == ElementType::f32    ? dnnl_type::f32
+                           : type == ElementType::bf16 ? dnnl_type::bf16
+                                                       : dnnl_type::f16;
+  return state_->ctx.activation_type(type) == stored;
 }
 
 int DnnlOps::conv2d_output_block(const Conv2dShape& s) {

@@ -331,7 +331,8 @@ TEST(Network, SixteenBitActivationsMeetFp32AtTheBoundary) {
     return diff / peak;
   };
   const Run fp32 = run(kernels::ElementType::f32);
-  for (const auto& [type, bound] : {std::pair{kernels::ElementType::bf16, 3e-2}, std::pair{kernels::ElementType::f16, 3e-3}}) {
+  for (const auto& [type, bound] :
+       {std::pair{kernels::ElementType::bf16, 3e-2}, std::pair{kernels::ElementType::f16, 3e-3}}) {
     SCOPED_TRACE(kernels::element_type_name(type));
     const Run half = run(type);
     EXPECT_NE(half.logits, fp32.logits) << "activations should round";

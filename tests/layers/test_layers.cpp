@@ -298,7 +298,9 @@ class LayerTest : public ::testing::TestWithParam<BackendCase> {
     kernels::cpu::narrow(host.data(), n, bits.data());
     backend().to_device(device, bits.data(), bits.size());
   }
-  model::DeviceBuffer allocate_activations(int64_t n) { return backend().allocate(std::max<size_t>(activations(n).bytes(), 1)); }
+  model::DeviceBuffer allocate_activations(int64_t n) {
+    return backend().allocate(std::max<size_t>(activations(n).bytes(), 1));
+  }
   std::vector<float> download_activations(const void* device, int64_t n) {
     std::vector<std::byte> bits(activations(n).bytes());
     backend().to_host(bits.data(), device, bits.size());

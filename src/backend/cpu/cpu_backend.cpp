@@ -3,8 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <array>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +13,7 @@
 #include "kernels/cpu/batchnorm.h"
 #include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/stored_elementwise.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/adamw.h"
 #include "kernels/cpu/lamb.h"
@@ -117,71 +116,12 @@ void CpuBackend::cast(kernels::Elements from, const void* x, kernels::ElementTyp
 void CpuBackend::copy(kernels::Elements n, const void* x, void* y) {
   if (n.n > 0 && x != y) std::memcpy(y, x, n.bytes());
 }
-namespace {
-
-// Element-wise operations on 16-bit activations run our fp32 kernels a chunk at a time: each operand's chunk
-// widened into a buffer that stays in L1, the result narrowed back, so each tensor crosses memory once, at its own
-// width. The same arithmetic as widening whole tensors.
-constexpr int64_t kChunk = 4096;
-using Chunk = std::array<float, kChunk>;
-
-// Calls body(first, count) over [0, n) in chunks.
-template <class Body>
-void over_chunks(int64_t n, Body body) {
-  for (int64_t first = 0; first < n; first += kChunk) body(first, std::min(kChunk, n - first));
-}
-const void* element_at(const void* base, kernels::ElementType type, int64_t i) {
-  return static_cast<const std::byte*>(base) + static_cast<std::ptrdiff_t>(kernels::element_bytes(type)) * i;
-}
-void* element_at(void* base, kernels::ElementType type, int64_t i) {
-  return static_cast<std::byte*>(base) + static_cast<std::ptrdiff_t>(kernels::element_bytes(type)) * i;
-}
-float* widened(kernels::ElementType type, const void* base, int64_t first, int64_t count, Chunk& chunk) {
-  kc::widen({count, type}, element_at(base, type, first), chunk.data());
-  return chunk.data();
-}
-void narrowed(kernels::ElementType type, const Chunk& chunk, void* base, int64_t first, int64_t count) {
-  kc::narrow(chunk.data(), {count, type}, element_at(base, type, first));
-}
-
-}  // namespace
-
-void CpuBackend::add(kernels::Elements n, const void* a, const void* b, void* y) {
-  if (n.type == kernels::ElementType::f32)
-    return kc::add(n.n, static_cast<const float*>(a), static_cast<const float*>(b), static_cast<float*>(y));
-  Chunk ca, cb, cy;
-  over_chunks(n.n, [&](int64_t first, int64_t count) {
-    kc::add(count, widened(n.type, a, first, count, ca), widened(n.type, b, first, count, cb), cy.data());
-    narrowed(n.type, cy, y, first, count);
-  });
-}
-void CpuBackend::accumulate(kernels::Elements n, const void* x, void* y) {
-  if (n.type == kernels::ElementType::f32)
-    return kc::accumulate(n.n, static_cast<const float*>(x), static_cast<float*>(y));
-  Chunk cx, cy;
-  over_chunks(n.n, [&](int64_t first, int64_t count) {
-    kc::accumulate(count, widened(n.type, x, first, count, cx), widened(n.type, y, first, count, cy));
-    narrowed(n.type, cy, y, first, count);
-  });
-}
+void CpuBackend::add(kernels::Elements n, const void* a, const void* b, void* y) { kc::add(n, a, b, y); }
+void CpuBackend::accumulate(kernels::Elements n, const void* x, void* y) { kc::accumulate(n, x, y); }
 void CpuBackend::unscale(int64_t n, float factor, float* y, int32_t* nonfinite) { kc::unscale(n, factor, y, nonfinite); }
-void CpuBackend::relu_forward(kernels::Elements n, const void* x, void* y) {
-  if (n.type == kernels::ElementType::f32)
-    return kc::relu_forward(n.n, static_cast<const float*>(x), static_cast<float*>(y));
-  Chunk cx, cy;
-  over_chunks(n.n, [&](int64_t first, int64_t count) {
-    kc::relu_forward(count, widened(n.type, x, first, count, cx), cy.data());
-    narrowed(n.type, cy, y, first, count);
-  });
-}
+void CpuBackend::relu_forward(kernels::Elements n, const void* x, void* y) { kc::relu_forward(n, x, y); }
 void CpuBackend::relu_backward(kernels::Elements n, const void* y, const void* dy, void* dx) {
-  if (n.type == kernels::ElementType::f32)
-    return kc::relu_backward(n.n, static_cast<const float*>(y), static_cast<const float*>(dy), static_cast<float*>(dx));
-  Chunk cy, cdy, cdx;
-  over_chunks(n.n, [&](int64_t first, int64_t count) {
-    kc::relu_backward(count, widened(n.type, y, first, count, cy), widened(n.type, dy, first, count, cdy), cdx.data());
-    narrowed(n.type, cdx, dx, first, count);
-  });
+  kc::relu_backward(n, y, dy, dx);
 }
 // Dropout's mask is drawn over the whole tensor, so it widens and narrows whole tensors.
 void CpuBackend::dropout_forward(kernels::Elements n, float p, uint64_t seed, const void* x, void* y, uint8_t* mask) {

@@ -18,9 +18,9 @@ class RoundedOperands {
   bool active() const { return rounding_ != kernels::cpu::OperandRounding::none; }
   // Whether every value of `type` comes through the rounding as it is: no rounding, or rounding to that type.
   bool keeps(kernels::ElementType type) const {
-    using kernels::cpu::OperandRounding;
-    return type == kernels::ElementType::f32 ? !active()
-                                             : !active() || (rounding_ == OperandRounding::bf16) == (type == kernels::ElementType::bf16);
+    using kernels::ElementType;
+    if (type == ElementType::f32 || !active()) return !active();
+    return (rounding_ == kernels::cpu::OperandRounding::bf16) == (type == ElementType::bf16);
   }
   // x's n values rounded into copy `slot` (0, 1 or 2: a product has at most three operands), or x itself when
   // nothing rounds or x is null. Valid until that slot is asked for again.
