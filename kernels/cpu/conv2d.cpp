@@ -156,6 +156,12 @@ float* ConvWorkspace::get(std::size_t floats, Slot slot) {
   return buffer.data();
 }
 
+std::size_t ConvWorkspace::bytes() const {
+  std::size_t total = 0;
+  for (const auto& buffer : buffers_) total += buffer.capacity() * sizeof(float);
+  return total;
+}
+
 namespace {
 
 // Image n of an activation tensor in `type` whose images hold `values` each, as the fp32 passes read and write it:

@@ -16,6 +16,7 @@ class ConvWorkspace {
  public:
   enum Slot { kColumns, kInputImage, kOutputImage, kSlots };
   float* get(std::size_t floats, Slot slot = kColumns);
+  std::size_t bytes() const;  // held now
 
  private:
   std::vector<float> buffers_[kSlots];

@@ -35,6 +35,7 @@ class DnnlContext {
   static dnnl::primitive_attr attributes();
   // Makes sure the scratch areas hold this much; call when a primitive is made.
   void reserve(std::size_t scratchpad_bytes, std::size_t staging_bytes);
+  std::size_t working_bytes() const { return scratchpad_.bytes + staging_.bytes; }
   void* scratchpad() const { return scratchpad_.data; }
   std::byte* staging() const { return staging_.data; }
   // Runs `p` on our thread count and returns when it is done.

@@ -83,6 +83,12 @@ void* DnnlDense::Bf16Weights::converted() const { return bf16_.get_data_handle()
 
 memory::data_type DnnlDense::Bf16Weights::type() { return memory::data_type::bf16; }
 
+std::size_t DnnlDense::working_bytes() const {
+  const std::size_t weights =
+      weights_ ? 2 * static_cast<std::size_t>(shape_.out) * static_cast<std::size_t>(shape_.in) : 0;  // bf16
+  return weights + sizeof(float) * (y_transposed_.capacity() + dy_widened_.capacity());
+}
+
 DnnlDense::DnnlDense(DnnlContext& ctx, const DenseShape& s)
     : shape_(s), activations_(ctx.activation_type(s.data)) {
   // fp32 forward of a layer with more outputs than samples: oneDNN's matmul ran y^T = W x^T (W as the wide left

@@ -20,6 +20,7 @@ class DnnlDense {
   // dx may be null (the first layer needs none); bias and dbias may be null.
   void backward(DnnlContext& ctx, const void* x, const float* w, const void* dy, void* dx, float* dw,
                 float* dbias);
+  std::size_t working_bytes() const;  // the buffers this shape holds
 
  private:
   // bf16: W converted once by each forward for it and for the data gradient after it, which reads it unchanged

@@ -65,6 +65,12 @@ std::string DnnlOps::version() {
                      v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other threading");
 }
 
+std::size_t DnnlOps::working_bytes() const {
+  std::size_t total = state_->ctx.working_bytes();
+  for (const auto& [shape, dense] : state_->denses) total += dense.working_bytes();
+  return total;
+}
+
 bool DnnlOps::bf16_available() { return __builtin_cpu_supports("avx512bf16"); }
 
 bool DnnlOps::runs_conv2d(const Conv2dShape& s) { return state_->conv(s).has_value(); }

@@ -107,6 +107,9 @@ class Backend {
   // measure PyTorch calls max_memory_allocated: without the context and the libraries' loaded kernels; 0 where
   // the device is the host.
   virtual std::size_t device_bytes_allocated_peak() const { return 0; }
+  // Memory the backend holds for its own work besides what allocate() handed out (workspaces, staging and
+  // conversion copies), as it stands now: it grows as operations first run.
+  virtual std::size_t working_bytes() const { return 0; }
   // What new allocations can still get: the host's available memory (shared by the node's ranks) or the GPU's
   // free memory; 0 when unknown.
   virtual std::size_t memory_available() const = 0;

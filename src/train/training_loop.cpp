@@ -353,11 +353,14 @@ EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, doub
   return r;
 }
 
-// What the run needs resident: the backend's host buffers (parameters, gradients, optimizer state, activations,
-// workspaces; some are made on first use, so this is asked when the epoch is recorded) and the loaders' queues.
+// What the run needs resident: the backend's host buffers (parameters, gradients, optimizer state, activations)
+// and its own working memory (workspaces, staging; made on first use, so this is asked when the epoch is
+// recorded), and the loaders' queues.
 double TrainingLoop::memory_needed_mb() const {
   const model::Backend& backend = run_.backend;
-  const double host = backend.allocates_host_memory() ? static_cast<double>(backend.bytes_allocated()) : 0;
+  const double host = backend.allocates_host_memory()
+                          ? static_cast<double>(backend.bytes_allocated() + backend.working_bytes())
+                          : 0;
   return (host + data_.loader_queue_bytes()) / (1 << 20);
 }
 

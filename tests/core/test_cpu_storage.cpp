@@ -1,8 +1,8 @@
 // Proves the CPU twin's operations on activations stored in bf16 or fp16 (backend/cpu): each gives the bits of the
 // fp32 operation run on the same values widened, with its outputs narrowed, whichever way it meets the 16-bit
 // tensors: element-wise operations a chunk at a time (several chunks and a partial one), the im2col convolution an
-// image at a time, and conversions between the types; and which 16-bit types a backend with operand rounding
-// stores.
+// image at a time, and conversions between the types; which 16-bit types a backend with operand rounding stores;
+// and that its working memory is counted.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -129,6 +129,19 @@ TEST(CpuStorageTypes, A16BitTypeIsStoredWhereTheOperandRoundingKeepsItsValues) {
   EXPECT_TRUE(fp16.stores_activations_in(ElementType::f16));
   EXPECT_FALSE(fp16.stores_activations_in(ElementType::bf16));
   EXPECT_TRUE(fp16.stores_activations_in(ElementType::f32));
+}
+
+// What the CPU twin holds for its own work (the im2col columns, oneDNN's staging, conversion copies) is counted
+// beside what allocate() handed out, so the run's memory_needed_mb covers it.
+TEST(CpuStorageTypes, WorkingMemoryIsCountedOnceOperationsHaveRun) {
+  backend::CpuBackend cpu(1);
+  const std::size_t before = cpu.working_bytes();
+  const kernels::Conv2dShape s{2, 3, 9, 9, 8, 3, 3, 1, 1};  // im2col: a 27 x 81 column buffer
+  const std::vector<float> x(2 * 3 * 81, 1.0f), w(8 * 27, 0.5f);
+  std::vector<float> y(2 * 8 * 81);
+  cpu.conv2d_forward(s, x.data(), w.data(), nullptr, y.data(), {});
+  EXPECT_GE(cpu.working_bytes(), before + 27 * 81 * sizeof(float));
+  EXPECT_EQ(cpu.bytes_allocated(), 0u) << "working memory is not allocate()'s";
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, CpuStorage, ::testing::Values(ElementType::bf16, ElementType::f16),

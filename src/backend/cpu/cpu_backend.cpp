@@ -102,6 +102,10 @@ std::unique_ptr<model::Readback> CpuBackend::make_readback(std::size_t bytes) {
 
 std::unique_ptr<model::DeviceClock> CpuBackend::make_clock(int capacity) { return std::make_unique<HostClock>(capacity); }
 
+std::size_t CpuBackend::working_bytes() const {
+  return conv_workspace_.bytes() + dnnl_.working_bytes() + rounded_.bytes() + views_.bytes();
+}
+
 void CpuBackend::zero(void* y, std::size_t bytes) {
   if (bytes) std::memset(y, 0, bytes);
 }

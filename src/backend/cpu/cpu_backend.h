@@ -25,6 +25,7 @@ class CpuBackend : public model::Backend {
 
   model::DeviceBuffer allocate(std::size_t bytes) override;
   std::size_t bytes_allocated() const override { return allocated_; }
+  std::size_t working_bytes() const override;
   bool allocates_host_memory() const override { return true; }
   std::size_t memory_available() const override;
   void to_device(void* device_dst, const void* host_src, std::size_t bytes) override;

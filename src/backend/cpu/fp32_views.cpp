@@ -25,4 +25,10 @@ void Fp32Views::store(int slot, kernels::Elements y, void* y_data) const {
   kernels::cpu::narrow(copies_[static_cast<std::size_t>(slot)].data(), y, y_data);
 }
 
+std::size_t Fp32Views::bytes() const {
+  std::size_t total = 0;
+  for (const auto& copy : copies_) total += copy.capacity() * sizeof(float);
+  return total;
+}
+
 }  // namespace ringtrain::backend

@@ -21,6 +21,7 @@ class Fp32Views {
   // narrows the copy into y.
   float* write(int slot, kernels::Elements y, void* y_data);
   void store(int slot, kernels::Elements y, void* y_data) const;
+  std::size_t bytes() const;  // the copies held now
 
  private:
   std::array<std::vector<float>, kSlots> copies_;

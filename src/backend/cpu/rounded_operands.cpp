@@ -11,4 +11,10 @@ const float* RoundedOperands::operand(int slot, int64_t n, const float* x) {
   return copy.data();
 }
 
+std::size_t RoundedOperands::bytes() const {
+  std::size_t total = 0;
+  for (const auto& copy : copies_) total += copy.capacity() * sizeof(float);
+  return total;
+}
+
 }  // namespace ringtrain::backend

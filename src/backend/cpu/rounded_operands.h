@@ -25,6 +25,7 @@ class RoundedOperands {
   // x's n values rounded into copy `slot` (0, 1 or 2: a product has at most three operands), or x itself when
   // nothing rounds or x is null. Valid until that slot is asked for again.
   const float* operand(int slot, int64_t n, const float* x);
+  std::size_t bytes() const;  // the copies held now
 
  private:
   kernels::cpu::OperandRounding rounding_;
