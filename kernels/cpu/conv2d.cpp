@@ -174,18 +174,16 @@ class Images {
         buffer_(type == ElementType::f32 ? nullptr : ws.get(static_cast<std::size_t>(values), slot)) {}
   const float* read(const void* base, int n) const {
     if (!buffer_) return static_cast<const float*>(base) + n * values_;
-    widen({values_, type_}, at(const_cast<void*>(base), n), buffer_);
+    widen({values_, type_}, static_cast<const std::byte*>(base) + offset(n), buffer_);
     return buffer_;
   }
   float* write(void* base, int n) const { return buffer_ ? buffer_ : static_cast<float*>(base) + n * values_; }
   void store(void* base, int n) const {
-    if (buffer_) narrow(buffer_, {values_, type_}, at(base, n));
+    if (buffer_) narrow(buffer_, {values_, type_}, static_cast<std::byte*>(base) + offset(n));
   }
 
  private:
-  void* at(void* base, int n) const {
-    return static_cast<std::byte*>(base) + static_cast<std::ptrdiff_t>(element_bytes(type_)) * n * values_;
-  }
+  std::ptrdiff_t offset(int n) const { return static_cast<std::ptrdiff_t>(element_bytes(type_)) * n * values_; }
   ElementType type_;
   int64_t values_;
   float* buffer_;

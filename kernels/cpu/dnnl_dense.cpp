@@ -19,6 +19,7 @@ namespace {
 using dnnl::memory;
 using tag = memory::format_tag;
 constexpr auto f32 = memory::data_type::f32;
+constexpr auto bf16 = memory::data_type::bf16;
 
 // A matrix of ours: rows x cols values of `type`, row-major ("ab") or read transposed ("ba").
 struct Matrix {
@@ -70,7 +71,7 @@ void transpose_add_bias(int rows, int cols, const float* t, const float* bias, f
 
 DnnlDense::Bf16Weights::Bf16Weights(DnnlContext& ctx, const DenseShape& s)
     : fp32_(DNNL_CALL(memory(memory::desc({s.out, s.in}, f32, tag::ab), ctx.engine(), DNNL_MEMORY_NONE))),
-      bf16_(DNNL_CALL(memory(memory::desc({s.out, s.in}, memory::data_type::bf16, tag::ab), ctx.engine()))),
+      bf16_(DNNL_CALL(memory(memory::desc({s.out, s.in}, bf16, tag::ab), ctx.engine()))),
       cast_(DNNL_CALL(dnnl::reorder(fp32_, bf16_))) {}
 
 void* DnnlDense::Bf16Weights::convert(DnnlContext& ctx, const float* w) {
@@ -80,8 +81,6 @@ void* DnnlDense::Bf16Weights::convert(DnnlContext& ctx, const float* w) {
 }
 
 void* DnnlDense::Bf16Weights::converted() const { return bf16_.get_data_handle(); }
-
-memory::data_type DnnlDense::Bf16Weights::type() { return memory::data_type::bf16; }
 
 std::size_t DnnlDense::working_bytes() const {
   const std::size_t weights =
@@ -99,13 +98,13 @@ DnnlDense::DnnlDense(DnnlContext& ctx, const DenseShape& s)
     forward_transposed_.emplace(make_matmul(ctx, {s.out, s.in}, {s.in, s.batch, tag::ba}, false, {s.out, s.batch}));
     y_transposed_.resize(static_cast<std::size_t>(s.out) * static_cast<std::size_t>(s.batch));
   }
-  if (ctx.operand_type() != memory::data_type::bf16) return;  // fp32 gradients: see backward()
+  if (ctx.operand_type() != bf16) return;  // fp32 gradients: see backward()
   // The forward and the data gradient read W in bf16, one copy converted by each forward (see forward()).
   weights_.emplace(ctx, s);
   const memory::data_type a = activations_;
   // dx (batch x in) = dy (batch x out) W (out x in)
-  backward_data_.emplace(make_matmul(ctx, {s.batch, s.out, tag::ab, a}, {s.out, s.in, tag::ab, weights_->type()},
-                                     false, {s.batch, s.in, tag::ab, a}));
+  backward_data_.emplace(make_matmul(ctx, {s.batch, s.out, tag::ab, a}, {s.out, s.in, tag::ab, bf16}, false,
+                                     {s.batch, s.in, tag::ab, a}));
   // dW (out x in) += dy^T (out x batch, dy read transposed) x (batch x in)
   backward_weights_.emplace(make_matmul(ctx, {s.out, s.batch, tag::ba, a}, {s.batch, s.in, tag::ab, a}, false,
                                         {s.out, s.in}, Write::add));
@@ -115,7 +114,7 @@ PlainPrimitive& DnnlDense::forward_primitive(DnnlContext& ctx, bool bias) {
   auto& slot = forward_[bias ? 1 : 0];
   if (!slot) {
     // y (batch x out) = x (batch x in) W^T (in x out, W read transposed) + b (1 x out)
-    const memory::data_type w = weights_ ? weights_->type() : f32;
+    const memory::data_type w = weights_ ? bf16 : f32;
     slot.emplace(make_matmul(ctx, {shape_.batch, shape_.in, tag::ab, activations_}, {shape_.in, shape_.out, tag::ba, w},
                              bias, {shape_.batch, shape_.out, tag::ab, activations_}));
   }
@@ -143,12 +142,6 @@ void DnnlDense::backward(DnnlContext& ctx, const void* x, const float* w, const 
     }
     void* const tensors[] = {const_cast<void*>(dy), const_cast<void*>(x), dw};
     backward_weights_->run(ctx, tensors);
-    if (dbias && activations_ == memory::data_type::bf16) {
-      dy_widened_.resize(static_cast<std::size_t>(shape_.batch) * static_cast<std::size_t>(shape_.out));
-      widen({int64_t{shape_.batch} * shape_.out, ElementType::bf16}, dy, dy_widened_.data());
-      dense_bias_gradient(shape_.batch, shape_.out, dy_widened_.data(), dbias);
-      return;
-    }
   } else {
     // fp32, each product on whichever library ran it fastest on the model's shape, one core of a Sapphire Rapids
     // host (perf/results/2026-11-25-cpu-spr-2.md): dx = dy W on oneDNN's SGEMM (2.5 ms against the matmul
@@ -158,7 +151,14 @@ void DnnlDense::backward(DnnlContext& ctx, const void* x, const float* w, const 
     sgemm(Transpose::yes, Transpose::no, shape_.out, shape_.in, shape_.batch, 1.0f, dy32, shape_.out,
           static_cast<const float*>(x), shape_.in, 1.0f, dw, shape_.in);
   }
-  if (dbias) dense_bias_gradient(shape_.batch, shape_.out, static_cast<const float*>(dy), dbias);
+  if (dbias) dense_bias_gradient(shape_.batch, shape_.out, fp32_rows(dy), dbias);
+}
+
+const float* DnnlDense::fp32_rows(const void* dy) {
+  if (activations_ == f32) return static_cast<const float*>(dy);
+  dy_widened_.resize(static_cast<std::size_t>(shape_.batch) * static_cast<std::size_t>(shape_.out));
+  widen({int64_t{shape_.batch} * shape_.out, ElementType::bf16}, dy, dy_widened_.data());
+  return dy_widened_.data();
 }
 
 }  // namespace ringtrain::kernels::cpu

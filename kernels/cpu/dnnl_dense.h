@@ -30,7 +30,6 @@ class DnnlDense {
     Bf16Weights(DnnlContext& ctx, const DenseShape& s);
     void* convert(DnnlContext& ctx, const float* w);  // returns converted()
     void* converted() const;
-    static dnnl::memory::data_type type();
 
    private:
     dnnl::memory fp32_, bf16_;
@@ -38,6 +37,7 @@ class DnnlDense {
   };
 
   PlainPrimitive& forward_primitive(DnnlContext& ctx, bool bias);
+  const float* fp32_rows(const void* dy);  // dy as fp32, for the bias gradient (widened from bf16)
   DenseShape shape_;
   std::optional<Bf16Weights> weights_;
   dnnl::memory::data_type activations_;
@@ -45,7 +45,7 @@ class DnnlDense {
   std::optional<PlainPrimitive> forward_transposed_;  // y^T = W x^T, fp32 with out > batch (see forward())
   std::vector<float> y_transposed_;
   std::optional<PlainPrimitive> backward_data_, backward_weights_;  // bf16 only (see backward())
-  std::vector<float> dy_widened_;  // a bf16 dy for the bias gradient
+  std::vector<float> dy_widened_;  // fp32_rows' copy
 };
 
 }  // namespace ringtrain::kernels::cpu

@@ -112,9 +112,10 @@ void CpuBackend::zero(void* y, std::size_t bytes) {
 void CpuBackend::fill(int64_t n, float value, float* y) { kc::fill(n, value, y); }
 void CpuBackend::cast(kernels::Elements from, const void* x, kernels::ElementType to, void* y) {
   if (from.type == to) return copy(from, x, y);
-  // Through fp32: widened into y itself, or into a copy that is then narrowed into y.
   const kernels::Elements out{from.n, to};
-  kc::widen(from, x, views_.write(0, out, y));
+  if (to == kernels::ElementType::f32) return kc::widen(from, x, static_cast<float*>(y));
+  if (from.type == kernels::ElementType::f32) return kc::narrow(static_cast<const float*>(x), out, y);
+  kc::widen(from, x, views_.write(0, out, y));  // between the 16-bit types, through an fp32 copy
   views_.store(0, out, y);
 }
 void CpuBackend::copy(kernels::Elements n, const void* x, void* y) {
@@ -191,14 +192,15 @@ void CpuBackend::conv2d_backward(const model::Conv2dShape& s, const void* x_data
                                  const float* w, void* dx_data, float* dw, float* dbias, model::Scratch) {
   const kernels::Elements xe = input_elements(s), ye = output_elements(s);
   w = rounded_.operand(2, filter_elements(s), w);
-  if (!on_dnnl(s) || dnnl_.takes_stored(s.data)) {
-    const void* x = rounded_activation(0, xe, x_data);
+  if (!on_dnnl(s)) {
     const void* dy = rounded_activation(1, ye, dy_data);
-    if (on_dnnl(s)) return dnnl_.conv2d_backward(s, x, dy, w, dx_data, dw, dbias);
-    kc::conv2d_backward_filter(s, x, dy, dw, dbias, conv_workspace_);
+    kc::conv2d_backward_filter(s, rounded_activation(0, xe, x_data), dy, dw, dbias, conv_workspace_);
     if (dx_data) kc::conv2d_backward_data(s, dy, w, dx_data, conv_workspace_);
     return;
   }
+  if (dnnl_.takes_stored(s.data))
+    return dnnl_.conv2d_backward(s, rounded_activation(0, xe, x_data), rounded_activation(1, ye, dy_data), w,
+                                 dx_data, dw, dbias);
   const float* x = fp32_operand(0, 0, xe, x_data);
   const float* dy = fp32_operand(1, 1, ye, dy_data);
   dnnl_.conv2d_backward(s, x, dy, w, views_.write(2, xe, dx_data), dw, dbias);
@@ -237,7 +239,6 @@ std::optional<kc::FusedPool> fused_pool(const model::BatchNormSettings& settings
   if (!settings.pool) return std::nullopt;
   return kc::FusedPool{settings.pool->h, settings.pool->w, b.pool_argmax};
 }
-
 }  // namespace
 
 bool CpuBackend::batchnorm_reads_block(const model::BatchNormShape& s, int block) const {
