@@ -1,7 +1,9 @@
-// Times kernels/cpu/batchnorm on NCHW against a channel-blocked x (fused ReLU + 2x2 max pool; 64 MB evicted
-// before each call, median of 41, one core). Build and run from the repository root:
+// Times kernels/cpu/batchnorm on NCHW against a channel-blocked x, and (OUT_BLOCK, 2026-11-25-cpu-spr-5.md) a
+// pooled y blocked too (fused ReLU + 2x2 max pool; 64 MB evicted before each call, median of 41, one core). Build
+// and run from the repository root (element_conversion.cpp from 2026-11-25-cpu-spr-6 on):
 //   g++ -std=c++20 -O3 -march=native -I. perf/results/2026-11-25-cpu-spr-4/bn_probe.cpp kernels/cpu/batchnorm.cpp \
-//       kernels/cpu/pooling.cpp -o /tmp/bn_probe && taskset -c 1 /tmp/bn_probe CHANNELS SIDE BLOCK
+//       kernels/cpu/pooling.cpp kernels/cpu/element_conversion.cpp -o /tmp/bn_probe && \
+//       taskset -c 1 /tmp/bn_probe CHANNELS SIDE BLOCK [OUT_BLOCK]
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -11,9 +13,10 @@
 #include "kernels/cpu/pooling.h"
 using namespace ringtrain::kernels::cpu;
 using ringtrain::kernels::BatchNormShape;
-int main(int, char** argv) {
+int main(int argc, char** argv) {
   const int N = 64, C = atoi(argv[1]), H = atoi(argv[2]), W = H, block = atoi(argv[3]);
-  BatchNormShape s{N, C, H * W, block};
+  const int out_block = argc > 4 ? atoi(argv[4]) : 1;
+  BatchNormShape s{N, C, H * W, block, out_block};
   std::mt19937 rng(1); std::normal_distribution<float> nd;
   std::vector<float> x(size_t(N) * C * H * W), gamma(C, 1.1f), beta(C, 0.1f), rm(C), rv(C, 1.f), mean(C), inv(C);
   for (auto& v : x) v = nd(rng);
@@ -37,5 +40,6 @@ int main(int, char** argv) {
     tb.push_back(std::chrono::duration<double, std::milli>(t3 - t2).count());
   }
   std::sort(tf.begin(), tf.end()); std::sort(tb.begin(), tb.end());
-  printf("C=%d HxW=%dx%d block %d: forward %.3f ms backward %.3f ms\n", C, H, W, block, tf[20], tb[20]);
+  printf("C=%d HxW=%dx%d block %d -> %d: forward %.3f ms backward %.3f ms\n", C, H, W, block, out_block, tf[20],
+         tb[20]);
 }
