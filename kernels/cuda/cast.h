@@ -1,15 +1,18 @@
-// Owns conversion between fp32 and bf16 on the GPU, for mixed precision (bf16 compute copies of fp32 master
-// weights and activations). bf16 travels as its 16-bit pattern (uint16_t) so callers need no CUDA header.
+// Owns conversion between the element types on the GPU (kernels/element_type.h), for mixed precision: 16-bit
+// compute copies of fp32 master weights, activations at the network's fp32 boundary, bf16 gradients on the wire.
+// 16-bit values travel as their bit patterns (uint16_t or void*) so callers need no CUDA header.
 #pragma once
 #include <cstdint>
 
+#include "kernels/element_type.h"
 #include "kernels/cuda/stream.h"
 
 namespace ringtrain::kernels::cuda {
 
-// Round to nearest, ties to even (NaN stays NaN, overflow goes to infinity), as __float2bfloat16_rn.
+// from.n values of from.type to `to`: narrowing rounds to nearest, ties to even (NaN stays NaN, overflow goes to
+// infinity), widening is exact; equal types copy.
+void cast(Elements from, const void* x, ElementType to, void* y, Stream stream);
 void float_to_bf16(int64_t n, const float* x, uint16_t* y, Stream stream);
-// Exact: every bf16 value is an fp32 value.
 void bf16_to_float(int64_t n, const uint16_t* x, float* y, Stream stream);
 
 }  // namespace ringtrain::kernels::cuda

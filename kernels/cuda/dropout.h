@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/element_type.h"
 #include "kernels/host_device.h"
 #include "kernels/cuda/stream.h"
 
@@ -25,8 +26,9 @@ RT_HOST_DEVICE inline bool dropout_keeps(uint64_t seed, uint64_t index, float p)
 }
 
 // y = keep ? x / (1-p) : 0; mask[i] = keep (1/0), kept for backward. p in [0, 1); p >= 1 drops everything.
-void dropout_forward(int64_t n, float p, uint64_t seed, const float* x, float* y, uint8_t* mask, Stream stream);
+// x and y are n.type (element_access.cuh: fp32 arithmetic, stored rounded).
+void dropout_forward(Elements n, float p, uint64_t seed, const void* x, void* y, uint8_t* mask, Stream stream);
 // dx = mask ? dy / (1-p) : 0 (overwritten).
-void dropout_backward(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx, Stream stream);
+void dropout_backward(Elements n, float p, const uint8_t* mask, const void* dy, void* dx, Stream stream);
 
 }  // namespace ringtrain::kernels::cuda

@@ -1,4 +1,6 @@
-// Owns the element-wise kernels declared in elementwise.h.
+// Owns the element-wise kernels declared in elementwise.h, each instantiated for the three element types.
+#include "kernels/cuda/channel_reduce.cuh"
+#include "kernels/cuda/element_access.cuh"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/launch.cuh"
 
@@ -7,12 +9,20 @@ namespace {
 
 using detail::global_index;
 using detail::grid_stride;
+using detail::load;
+using detail::store;
 
-__global__ void add_kernel(int64_t n, const float* a, const float* b, float* y) {
-  for (int64_t i = global_index(); i < n; i += grid_stride()) y[i] = a[i] + b[i];
+template <class T>
+__global__ void add_kernel(int64_t n, const T* a, const T* b, T* y) {
+  for (int64_t i = global_index(); i < n; i += grid_stride()) store(y + i, load(a + i) + load(b + i));
 }
-__global__ void accumulate_kernel(int64_t n, const float* x, float* y) {
-  for (int64_t i = global_index(); i < n; i += grid_stride()) y[i] += x[i];
+template <class T>
+__global__ void accumulate_kernel(int64_t n, const T* x, T* y) {
+  for (int64_t i = global_index(); i < n; i += grid_stride()) store(y + i, load(y + i) + load(x + i));
+}
+template <class T>
+__global__ void accumulate_into_fp32_kernel(int64_t n, const T* x, float* y) {
+  for (int64_t i = global_index(); i < n; i += grid_stride()) y[i] += load(x + i);
 }
 __global__ void fill_kernel(int64_t n, float value, float* y) {
   for (int64_t i = global_index(); i < n; i += grid_stride()) y[i] = value;
@@ -29,36 +39,72 @@ __global__ void unscale_kernel(int64_t n, float factor, float* y, int32_t* nonfi
   }
   if (bad) *nonfinite = 1;
 }
-__global__ void relu_forward_kernel(int64_t n, const float* x, float* y) {
-  for (int64_t i = global_index(); i < n; i += grid_stride()) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+template <class T>
+__global__ void relu_forward_kernel(int64_t n, const T* x, T* y) {
+  for (int64_t i = global_index(); i < n; i += grid_stride()) {
+    const float v = load(x + i);
+    store(y + i, v > 0.0f ? v : 0.0f);
+  }
 }
-__global__ void relu_backward_kernel(int64_t n, const float* y, const float* dy, float* dx) {
-  for (int64_t i = global_index(); i < n; i += grid_stride()) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+template <class T>
+__global__ void relu_backward_kernel(int64_t n, const T* y, const T* dy, T* dx) {
+  for (int64_t i = global_index(); i < n; i += grid_stride()) store(dx + i, load(y + i) > 0.0f ? load(dy + i) : 0.0f);
 }
-__global__ void add_bias_rows_kernel(int64_t n, int units, const float* bias, float* y) {
-  for (int64_t i = global_index(); i < n; i += grid_stride()) y[i] += bias[i % units];
+template <class T>
+__global__ void add_bias_rows_kernel(int64_t n, int units, const float* bias, T* y) {
+  for (int64_t i = global_index(); i < n; i += grid_stride()) store(y + i, load(y + i) + bias[i % units]);
 }
-__global__ void bias_grad_rows_kernel(int rows, int units, const float* dy, float* dbias) {
+template <class T>
+__global__ void bias_grad_rows_kernel(int rows, int units, const T* dy, float* dbias) {
   for (int64_t u = global_index(); u < units; u += grid_stride()) {
     float sum = 0.0f;
-    for (int r = 0; r < rows; ++r) sum += dy[static_cast<int64_t>(r) * units + u];  // coalesced across threads
+    for (int r = 0; r < rows; ++r) sum += load(dy + static_cast<int64_t>(r) * units + u);  // coalesced across threads
     dbias[u] += sum;
   }
+}
+template <class T>
+__global__ void add_bias_channels_kernel(int64_t n, int channels, int spatial, const float* bias, T* y) {
+  for (int64_t i = global_index(); i < n; i += grid_stride())
+    store(y + i, load(y + i) + bias[(i / spatial) % channels]);
+}
+template <class T>
+__global__ void bias_grad_channels_kernel(int batch, int channels, int spatial, const T* dy, float* dbias) {
+  const int c = static_cast<int>(blockIdx.x);
+  detail::PairSum mine;
+  detail::for_channel(batch, channels, spatial, c, [&](int64_t i) { mine.a += load(dy + i); });
+  const detail::PairSum total = detail::block_sum(mine);
+  if (threadIdx.x == 0) dbias[c] += static_cast<float>(total.a);
 }
 
 }  // namespace
 
 using detail::blocks_for;
 using detail::kThreads;
+using detail::with_element;
 
-void add(int64_t n, const float* a, const float* b, float* y, Stream stream) {
-  if (n <= 0) return;
-  add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, a, b, y);
+void add(Elements n, const void* a, const void* b, void* y, Stream stream) {
+  if (n.n <= 0) return;
+  with_element(n.type, [&](auto t) {
+    using T = decltype(t);
+    add_kernel<<<blocks_for(n.n), kThreads, 0, stream>>>(n.n, static_cast<const T*>(a), static_cast<const T*>(b),
+                                                          static_cast<T*>(y));
+  });
   RT_CHECK_LAUNCH();
 }
-void accumulate(int64_t n, const float* x, float* y, Stream stream) {
-  if (n <= 0) return;
-  accumulate_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, x, y);
+void accumulate(Elements n, const void* x, void* y, Stream stream) {
+  if (n.n <= 0) return;
+  with_element(n.type, [&](auto t) {
+    using T = decltype(t);
+    accumulate_kernel<<<blocks_for(n.n), kThreads, 0, stream>>>(n.n, static_cast<const T*>(x), static_cast<T*>(y));
+  });
+  RT_CHECK_LAUNCH();
+}
+void accumulate_into_fp32(Elements n, const void* x, float* y, Stream stream) {
+  if (n.n <= 0) return;
+  with_element(n.type, [&](auto t) {
+    using T = decltype(t);
+    accumulate_into_fp32_kernel<<<blocks_for(n.n), kThreads, 0, stream>>>(n.n, static_cast<const T*>(x), y);
+  });
   RT_CHECK_LAUNCH();
 }
 void fill(int64_t n, float value, float* y, Stream stream) {
@@ -76,25 +122,58 @@ void unscale(int64_t n, float factor, float* y, int32_t* nonfinite, Stream strea
   unscale_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, factor, y, nonfinite);
   RT_CHECK_LAUNCH();
 }
-void relu_forward(int64_t n, const float* x, float* y, Stream stream) {
-  if (n <= 0) return;
-  relu_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, x, y);
+void relu_forward(Elements n, const void* x, void* y, Stream stream) {
+  if (n.n <= 0) return;
+  with_element(n.type, [&](auto t) {
+    using T = decltype(t);
+    relu_forward_kernel<<<blocks_for(n.n), kThreads, 0, stream>>>(n.n, static_cast<const T*>(x), static_cast<T*>(y));
+  });
   RT_CHECK_LAUNCH();
 }
-void relu_backward(int64_t n, const float* y, const float* dy, float* dx, Stream stream) {
-  if (n <= 0) return;
-  relu_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, y, dy, dx);
+void relu_backward(Elements n, const void* y, const void* dy, void* dx, Stream stream) {
+  if (n.n <= 0) return;
+  with_element(n.type, [&](auto t) {
+    using T = decltype(t);
+    relu_backward_kernel<<<blocks_for(n.n), kThreads, 0, stream>>>(n.n, static_cast<const T*>(y),
+                                                                    static_cast<const T*>(dy), static_cast<T*>(dx));
+  });
   RT_CHECK_LAUNCH();
 }
-void add_bias_rows(int rows, int units, const float* bias, float* y, Stream stream) {
+void add_bias_rows(int rows, int units, const float* bias, ElementType type, void* y, Stream stream) {
   const int64_t n = static_cast<int64_t>(rows) * units;
   if (n <= 0) return;
-  add_bias_rows_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, units, bias, y);
+  with_element(type, [&](auto t) {
+    using T = decltype(t);
+    add_bias_rows_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, units, bias, static_cast<T*>(y));
+  });
   RT_CHECK_LAUNCH();
 }
-void bias_grad_rows(int rows, int units, const float* dy, float* dbias, Stream stream) {
+void bias_grad_rows(int rows, int units, ElementType type, const void* dy, float* dbias, Stream stream) {
   if (rows <= 0 || units <= 0) return;
-  bias_grad_rows_kernel<<<blocks_for(units), kThreads, 0, stream>>>(rows, units, dy, dbias);
+  with_element(type, [&](auto t) {
+    using T = decltype(t);
+    bias_grad_rows_kernel<<<blocks_for(units), kThreads, 0, stream>>>(rows, units, static_cast<const T*>(dy), dbias);
+  });
+  RT_CHECK_LAUNCH();
+}
+void add_bias_channels(int batch, int channels, int spatial, const float* bias, ElementType type, void* y,
+                       Stream stream) {
+  const int64_t n = static_cast<int64_t>(batch) * channels * spatial;
+  if (n <= 0) return;
+  with_element(type, [&](auto t) {
+    using T = decltype(t);
+    add_bias_channels_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, channels, spatial, bias, static_cast<T*>(y));
+  });
+  RT_CHECK_LAUNCH();
+}
+void bias_grad_channels(int batch, int channels, int spatial, ElementType type, const void* dy, float* dbias,
+                        Stream stream) {
+  if (batch <= 0 || channels <= 0 || spatial <= 0) return;
+  with_element(type, [&](auto t) {
+    using T = decltype(t);
+    bias_grad_channels_kernel<<<channels, detail::kChannelThreads, 0, stream>>>(batch, channels, spatial,
+                                                                                static_cast<const T*>(dy), dbias);
+  });
   RT_CHECK_LAUNCH();
 }
 

@@ -25,10 +25,9 @@ bool wants_gpu(const config::JobConfig& job, const dist::World& world) {
 void check_precision(const config::JobConfig& job, bool gpu) {
   const config::Precision p = job.train.precision;
   if (gpu && (p == config::Precision::bf16 || p == config::Precision::fp16))
-    throw JobFileError(fmt::format("train.precision = \"{}\" runs on the CPU backend only for now; the CUDA backend "
-                                   "has no {} path: use \"tf32\" for tensor-core math with fp32 storage, \"fp32\", "
-                                   "or run.device = \"cpu\"",
-                                   p == config::Precision::bf16 ? "bf16" : "fp16",
+    throw JobFileError(fmt::format("train.precision = \"{}\" runs on the CPU backend only for now: the CUDA backend's "
+                                   "16-bit path has not yet passed its GPU tests (perf/gpu/PENDING.md); use \"tf32\" "
+                                   "for tensor-core math with fp32 storage, \"fp32\", or run.device = \"cpu\"",
                                    p == config::Precision::bf16 ? "bf16" : "fp16"));
   if (!gpu && p == config::Precision::tf32)
     throw JobFileError("train.precision = \"tf32\" needs the CUDA backend; this run uses the CPU backend (run.device, "

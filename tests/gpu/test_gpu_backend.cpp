@@ -134,6 +134,51 @@ TEST_F(CudaBackendTest, ElementwiseWorkMatchesCpu) {
   EXPECT_EQ(download(dx.as<float>(), n), std::vector<float>(static_cast<size_t>(n), 0.25f));
 }
 
+// Mixed precision's element-wise work on 16-bit activations: both backends widen to fp32, compute, and round to
+// nearest even once, so the bits agree; the casts at the network's boundary likewise.
+TEST_F(CudaBackendTest, SixteenBitElementwiseWorkAndCastsMatchCpuBitForBit) {
+  const int64_t n = 100003;
+  const auto a = random_vector(n, 4, -3.0f, 3.0f), b = random_vector(n, 5, -3.0f, 3.0f);
+  auto da = upload(a), db = upload(b);
+  for (const kernels::ElementType type : {kernels::ElementType::bf16, kernels::ElementType::f16}) {
+    SCOPED_TRACE(kernels::element_type_name(type));
+    const kernels::Elements e{n, type};
+    std::vector<std::byte> ha(e.bytes()), hb(e.bytes()), want(e.bytes()), got(e.bytes());
+    model::DeviceBuffer a16 = cuda().allocate(e.bytes()), b16 = cuda().allocate(e.bytes());
+    model::DeviceBuffer y16 = cuda().allocate(e.bytes());
+    const auto device_bits = [&](const model::DeviceBuffer& t) {
+      cuda().to_host(got.data(), t.as<void>(), got.size());
+      return got;
+    };
+    cuda().cast({n, kernels::ElementType::f32}, da.as<void>(), type, a16.as<void>());
+    cuda().cast({n, kernels::ElementType::f32}, db.as<void>(), type, b16.as<void>());
+    cpu().cast({n, kernels::ElementType::f32}, a.data(), type, ha.data());
+    cpu().cast({n, kernels::ElementType::f32}, b.data(), type, hb.data());
+    EXPECT_EQ(device_bits(a16), ha) << "cast from fp32";
+
+    cuda().add(e, a16.as<void>(), b16.as<void>(), y16.as<void>());
+    cpu().add(e, ha.data(), hb.data(), want.data());
+    EXPECT_EQ(device_bits(y16), want) << "add";
+    cuda().accumulate(e, a16.as<void>(), y16.as<void>());
+    cpu().accumulate(e, ha.data(), want.data());
+    EXPECT_EQ(device_bits(y16), want) << "accumulate";
+    cuda().relu_forward(e, a16.as<void>(), y16.as<void>());
+    cpu().relu_forward(e, ha.data(), want.data());
+    EXPECT_EQ(device_bits(y16), want) << "relu forward";
+    const std::vector<std::byte> relu_y = want;
+    model::DeviceBuffer dx16 = cuda().allocate(e.bytes());
+    cuda().relu_backward(e, y16.as<void>(), b16.as<void>(), dx16.as<void>());
+    cpu().relu_backward(e, relu_y.data(), hb.data(), want.data());
+    EXPECT_EQ(device_bits(dx16), want) << "relu backward";
+
+    model::DeviceBuffer wide = cuda().allocate(n * sizeof(float));
+    std::vector<float> wide_want(static_cast<size_t>(n));
+    cuda().cast(e, a16.as<void>(), kernels::ElementType::f32, wide.as<void>());
+    cpu().cast(e, ha.data(), kernels::ElementType::f32, wide_want.data());
+    EXPECT_EQ(download(wide.as<float>(), n), wide_want) << "cast to fp32";
+  }
+}
+
 // The loader's uint8 batch normalised on the GPU equals the CPU twin's (and so the loader's own) output bit for
 // bit: both evaluate kernels/pixel_norm.h with IEEE fp32 division. Shapes: a usual batch; more (sample,
 // channel) planes than one grid holds rows (65535), so the kernel's row stride runs; an odd plane size.

@@ -1,9 +1,9 @@
 // Tests every layer kind through the one implementation the network runs (model/layers/), once per backend from
 // the same test bodies: the CPU twin always (in bf16 too where the CPU has AVX512_BF16, fp16 and bf16 products
 // emulated, and with activations stored in bf16 or fp16 as mixed precision stores them), the CUDA backend (fp32,
-// TF32 tensor cores, measured algorithms) where a GPU is visible. Each layer is checked against direct loops in double (layer_reference.h): training
-// and evaluation forward, running statistics, input gradients and accumulated parameter gradients, at the
-// setup batch and a smaller one. Backward runs after the layer's forward tensors that memory_use() says backward
+// TF32 tensor cores, measured algorithms, bf16 and fp16 storage on tensor cores) where a GPU is visible. Each layer
+// is checked against direct loops in double (layer_reference.h): training and evaluation forward, running
+// statistics, input gradients and accumulated parameter gradients, at the setup batch and a smaller one. Backward runs after the layer's forward tensors that memory_use() says backward
 // does not read have been overwritten with NaN, so a wrong declaration (which would let the memory plan reuse
 // a tensor too early) fails here; element-wise layers are also run in place.
 #include <gtest/gtest.h>
@@ -65,9 +65,9 @@ struct BackendCase {
 
 void PrintTo(const BackendCase& c, std::ostream* os) { *os << c.name; }
 
-std::unique_ptr<model::Backend> gpu_backend(bool tf32, bool measure) {
+std::unique_ptr<model::Backend> gpu_backend(config::Precision precision, bool measure) {
   config::JobConfig job;
-  job.train.precision = tf32 ? config::Precision::tf32 : config::Precision::fp32;
+  job.train.precision = precision;
   job.gpu.measure_algorithms = measure;
   return backend::gpu::open_backend(job, 0, 1, "test-host");
 }
@@ -100,9 +100,13 @@ std::vector<BackendCase> backend_cases() {
                                                           kernels::cpu::OperandRounding::fp16);
            },
            ElementType::f16},
-          {"cuda_fp32", true, "", [] { return gpu_backend(false, false); }},
-          {"cuda_tf32", true, "tf32", [] { return gpu_backend(true, false); }},
-          {"cuda_measured", true, "", [] { return gpu_backend(false, true); }}};
+          {"cuda_fp32", true, "", [] { return gpu_backend(config::Precision::fp32, false); }},
+          {"cuda_tf32", true, "tf32", [] { return gpu_backend(config::Precision::tf32, false); }},
+          {"cuda_measured", true, "", [] { return gpu_backend(config::Precision::fp32, true); }},
+          {"cuda_bf16_stored", true, "bf16", [] { return gpu_backend(config::Precision::bf16, false); },
+           ElementType::bf16},
+          {"cuda_fp16_stored", true, "fp16", [] { return gpu_backend(config::Precision::fp16, false); },
+           ElementType::f16}};
 }
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {

@@ -14,6 +14,14 @@ using CublasHandle = UniqueHandle<cublasHandle_t, destroy_handle>;
 
 cublasOperation_t op(Transpose t) { return t == Transpose::yes ? CUBLAS_OP_T : CUBLAS_OP_N; }
 
+cudaDataType_t cuda_type(kernels::ElementType t) {
+  switch (t) {
+    case kernels::ElementType::bf16: return CUDA_R_16BF;
+    case kernels::ElementType::f16: return CUDA_R_16F;
+    default: return CUDA_R_32F;
+  }
+}
+
 }  // namespace
 
 struct Blas::Impl {
@@ -36,6 +44,15 @@ void Blas::sgemm(Transpose ta, Transpose tb, int m, int n, int k, float alpha, c
   // A row-major M x N matrix is the column-major N x M matrix with the same memory, so row-major
   // C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands and the sizes M and N.
   CUBLAS_CHECK(cublasSgemm(impl_->handle, op(tb), op(ta), n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
+}
+
+void Blas::gemm(Transpose ta, Transpose tb, int m, int n, int k, float alpha, kernels::ElementType operands,
+                const void* a, int lda, const void* b, int ldb, float beta, kernels::ElementType result, void* c,
+                int ldc) {
+  // Operands swapped as in sgemm.
+  CUBLAS_CHECK(cublasGemmEx(impl_->handle, op(tb), op(ta), n, m, k, &alpha, b, cuda_type(operands), ldb, a,
+                            cuda_type(operands), lda, &beta, c, cuda_type(result), ldc, CUBLAS_COMPUTE_32F,
+                            CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace ringtrain::backend

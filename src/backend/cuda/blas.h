@@ -1,10 +1,12 @@
-// Owns the backend's cuBLAS handle and the one GEMM entry point the dense layer needs, in the same row-major
-// convention as kernels/cpu/gemm.h (cuBLAS itself is column-major). cublas_v2.h stays inside blas.cpp.
+// Owns the backend's cuBLAS handle and the GEMM entry points the dense layer needs, in the same row-major
+// convention as kernels/cpu/gemm.h (cuBLAS itself is column-major): fp32, and 16-bit operands for mixed precision.
+// cublas_v2.h stays inside blas.cpp.
 #pragma once
 #include <memory>
 
 #include "backend/cuda/math_mode.h"
 #include "kernels/cuda/stream.h"
+#include "kernels/element_type.h"
 
 namespace ringtrain::backend {
 
@@ -21,6 +23,10 @@ class Blas {
   // as the MathMode says.
   void sgemm(Transpose ta, Transpose tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
              int ldb, float beta, float* c, int ldc);
+  // The same with A and B in `operands` (bf16 or fp16) and C in `result` (that type, or fp32): tensor cores,
+  // fp32 accumulation (cublasGemmEx with CUBLAS_COMPUTE_32F).
+  void gemm(Transpose ta, Transpose tb, int m, int n, int k, float alpha, kernels::ElementType operands, const void* a,
+            int lda, const void* b, int ldb, float beta, kernels::ElementType result, void* c, int ldc);
 
  private:
   struct Impl;

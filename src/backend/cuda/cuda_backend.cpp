@@ -80,10 +80,14 @@ CudaBackend::~CudaBackend() {
 
 std::string CudaBackend::description() const {
   const auto& p = state_->properties;
-  return fmt::format("cuda, {} (GPU {} of {} visible on {}, PCI {}, compute {}.{}, {:.1f} GiB), {}, convolution "
+  const kernels::ElementType activations = state_->options.activations;
+  return fmt::format("cuda, {} (GPU {} of {} visible on {}, PCI {}, compute {}.{}, {:.1f} GiB), {}{}, convolution "
                      "algorithms by {}{}{}",
                      p.name, device_, visible_, host_, pci_bus_id(), p.major, p.minor,
                      static_cast<double>(p.totalGlobalMem) / (1 << 30), math_mode_name(state_->options.math),
+                     activations == kernels::ElementType::f32
+                         ? std::string()
+                         : fmt::format(", {} activations on tensor cores", kernels::element_type_name(activations)),
                      state_->options.conv_search == ConvSearch::measure ? "measurement" : "cuDNN heuristics",
                      state_->options.deterministic ? ", deterministic only" : "",
                      shares_device() ? fmt::format(", shared by the node's {} ranks as emulated hosts (gpu.share_device, "

@@ -32,6 +32,8 @@ struct CudaOptions {
   MathMode math = MathMode::fp32;                               // see math_mode.h
   bool deterministic = true;                                    // see dnn.h
   bool share_device = false;  // gpu.share_device: this GPU may be shared with the node's other ranks (tests)
+  // Mixed precision (train.precision bf16 / fp16): the 16-bit type activations may be stored in besides fp32.
+  kernels::ElementType activations = kernels::ElementType::f32;
 };
 
 class CudaBackend final : public model::Backend {
@@ -52,6 +54,8 @@ class CudaBackend final : public model::Backend {
   std::size_t device_bytes_in_use() const override;  // cudaMemGetInfo: total - free
   std::size_t device_bytes_allocated_peak() const override;  // device_malloc's high-water mark
   std::size_t memory_available() const override;     // cudaMemGetInfo: free
+  // cuDNN's workspace and 16-bit filter gradient, and the 16-bit weight copies of mixed precision.
+  std::size_t working_bytes() const override;
   // Returns as soon as host_src may be reused: the bytes go through a pinned staging buffer, and the copy to
   // the device runs in stream order.
   void to_device(void* device_dst, const void* host_src, std::size_t bytes) override;
@@ -59,6 +63,10 @@ class CudaBackend final : public model::Backend {
   void synchronize() override;
   std::unique_ptr<model::Readback> make_readback(std::size_t bytes) override;  // pinned memory and an event
   std::unique_ptr<model::DeviceClock> make_clock(int capacity) override;      // timing events
+
+  // fp32, and options.activations under mixed precision: 16-bit convolutions and products on tensor cores with fp32
+  // accumulation (16-bit copies of the fp32 weights made by each forward), batch norm and pooling through our kernels.
+  bool stores_activations_in(kernels::ElementType type) const override;
 
   // cuda_ops.cpp: every operation queued on the stream; nothing waits.
   void zero(void* y, std::size_t bytes) override;
@@ -88,7 +96,8 @@ class CudaBackend final : public model::Backend {
   void batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings, const void* x,
                           const void* y, const void* dy, const model::BatchNormBuffers& b, void* dx, float* dgamma,
                           float* dbeta) override;
-  std::size_t pool_saved_bytes(const model::PoolShape&, model::PoolMode) const override { return 0; }
+  // cuDNN's fp32 max pool finds its winners again from x and y; our 16-bit one keeps them.
+  std::size_t pool_saved_bytes(const model::PoolShape& s, model::PoolMode mode) const override;
   void pool_forward(const model::PoolShape& s, model::PoolMode mode, const void* x, void* y, void* saved) override;
   void pool_backward(const model::PoolShape& s, model::PoolMode mode, const void* x, const void* y,
                      const void* dy, void* dx, const void* saved) override;
@@ -117,6 +126,9 @@ class CudaBackend final : public model::Backend {
 
  private:
   struct State;
+  // The 16-bit copy of the `count` fp32 weights at w in `type`: converted now (convert) or as the last forward left it.
+  const void* weights_in(kernels::ElementType type, const float* w, int64_t count, bool convert);
+
   std::string host_;
   int visible_ = 0, device_ = -1, local_size_ = 1;
   std::unique_ptr<State> state_;

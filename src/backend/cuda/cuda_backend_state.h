@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstddef>
+#include <map>
 #include <memory>
 
 #include "backend/cuda/blas.h"
@@ -33,6 +34,9 @@ struct CudaBackend::State {
 
   DeviceMemory loss_workspace;  // the loss kernel's per-sample results
   DeviceMemory norm_scratch;    // LARS and LAMB: per-tensor partial norms
+  // Mixed precision: each layer's 16-bit copy of its fp32 weights, by the weights' address, made by its forward and
+  // read by its backward (the weights do not change in between).
+  std::map<const float*, DeviceMemory> weight_copies;
 };
 
 // Readbacks and clocks over events on `stream` (cuda_async.cpp).

@@ -1,7 +1,8 @@
-// Owns the CUDA backend's operations: convolution, batch norm and pooling through cuDNN (dnn.h), dense layers
-// through cuBLAS (blas.h), and the rest through kernels/cuda. Everything is queued on the backend's stream.
-// Activations are fp32 here (stores_activations_in is the default, which the network checks before it is built),
-// so every activation pointer is a float pointer.
+// Owns the CUDA backend's operations: convolution through cuDNN (dnn.h), dense layers through cuBLAS (blas.h),
+// batch norm and pooling through cuDNN on fp32 activations and through kernels/cuda on 16-bit ones, and the rest
+// through kernels/cuda. Everything is queued on the backend's stream. Activation pointers are in the element type
+// of their operation's shape or Elements; under mixed precision the convolutions and products read 16-bit copies
+// of the fp32 weights (weights_in), and their weight gradients land in fp32.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
@@ -11,7 +12,9 @@
 #include "kernels/cuda/dropout.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/adamw.h"
+#include "kernels/cuda/batchnorm.h"
 #include "kernels/cuda/cast.h"
+#include "kernels/cuda/pooling.h"
 #include "kernels/cuda/layerwise.h"
 #include "kernels/cuda/pixel_norm.h"
 #include "kernels/cuda/sgd.h"
@@ -26,16 +29,35 @@ using kernels::ElementType;
 namespace {
 const float* f32(const void* p) { return static_cast<const float*>(p); }
 float* f32(void* p) { return static_cast<float*>(p); }
+bool sixteen_bit(ElementType t) { return t != ElementType::f32; }
 }  // namespace
+
+bool CudaBackend::stores_activations_in(ElementType type) const {
+  return type == ElementType::f32 || type == state_->options.activations;
+}
 
 void CudaBackend::cast(Elements from, const void* x, ElementType to, void* y) {
   if (from.type == to) return copy(from, x, y);
-  if (from.type == ElementType::f32 && to == ElementType::bf16)
-    return kc::float_to_bf16(from.n, f32(x), static_cast<uint16_t*>(y), stream());
-  if (from.type == ElementType::bf16 && to == ElementType::f32)
-    return kc::bf16_to_float(from.n, static_cast<const uint16_t*>(x), f32(y), stream());
-  throw Error(ExitCode::internal, fmt::format("no {} -> {} conversion on the CUDA backend", element_type_name(from.type),
-                                              element_type_name(to)));
+  kc::cast(from, x, to, y, stream());
+}
+
+const void* CudaBackend::weights_in(ElementType type, const float* w, int64_t count, bool convert) {
+  if (!sixteen_bit(type)) return w;
+  DeviceMemory& copy = state_->weight_copies[w];
+  const Elements n{count, type};
+  if (copy.bytes() < n.bytes()) {
+    if (!convert)
+      throw Error(ExitCode::internal, "a layer's backward ran before its forward made the 16-bit copy of its weights");
+    copy.ensure(n.bytes(), stream());
+  }
+  if (convert) kc::cast({count, ElementType::f32}, w, type, copy.get(), stream());
+  return copy.get();
+}
+
+std::size_t CudaBackend::working_bytes() const {
+  std::size_t bytes = state_->dnn->working_bytes();
+  for (const auto& [w, copy] : state_->weight_copies) bytes += copy.bytes();
+  return bytes;
 }
 
 void CudaBackend::zero(void* y, std::size_t bytes) {
@@ -45,53 +67,70 @@ void CudaBackend::fill(int64_t n, float value, float* y) { kc::fill(n, value, y,
 void CudaBackend::copy(Elements n, const void* x, void* y) {
   if (n.n > 0 && x != y) CUDA_CHECK(cudaMemcpyAsync(y, x, n.bytes(), cudaMemcpyDeviceToDevice, stream()));
 }
-void CudaBackend::add(Elements n, const void* a, const void* b, void* y) {
-  kc::add(n.n, f32(a), f32(b), f32(y), stream());
-}
-void CudaBackend::accumulate(Elements n, const void* x, void* y) { kc::accumulate(n.n, f32(x), f32(y), stream()); }
+void CudaBackend::add(Elements n, const void* a, const void* b, void* y) { kc::add(n, a, b, y, stream()); }
+void CudaBackend::accumulate(Elements n, const void* x, void* y) { kc::accumulate(n, x, y, stream()); }
 void CudaBackend::unscale(int64_t n, float factor, float* y, int32_t* nonfinite) {
   kc::unscale(n, factor, y, nonfinite, stream());
 }
-void CudaBackend::relu_forward(Elements n, const void* x, void* y) { kc::relu_forward(n.n, f32(x), f32(y), stream()); }
+void CudaBackend::relu_forward(Elements n, const void* x, void* y) { kc::relu_forward(n, x, y, stream()); }
 void CudaBackend::relu_backward(Elements n, const void* y, const void* dy, void* dx) {
-  kc::relu_backward(n.n, f32(y), f32(dy), f32(dx), stream());
+  kc::relu_backward(n, y, dy, dx, stream());
 }
 void CudaBackend::dropout_forward(Elements n, float p, uint64_t seed, const void* x, void* y, uint8_t* mask) {
-  kc::dropout_forward(n.n, p, seed, f32(x), f32(y), mask, stream());
+  kc::dropout_forward(n, p, seed, x, y, mask, stream());
 }
 void CudaBackend::dropout_backward(Elements n, float p, const uint8_t* mask, const void* dy, void* dx) {
-  kc::dropout_backward(n.n, p, mask, f32(dy), f32(dx), stream());
+  kc::dropout_backward(n, p, mask, dy, dx, stream());
 }
 
 model::ScratchBytes CudaBackend::conv2d_prepare(const model::Conv2dShape& s) { return dnn().prepare_conv(s); }
+namespace {
+int64_t filter_count(const model::Conv2dShape& s) {
+  return int64_t{s.filters} * s.in_channels * s.kernel_h * s.kernel_w;
+}
+}  // namespace
+
 void CudaBackend::conv2d_forward(const model::Conv2dShape& s, const void* x, const float* w, const float* bias,
                                  void* y, model::Scratch scratch) {
-  dnn().conv_forward(s, f32(x), w, bias, f32(y), scratch);
+  dnn().conv_forward(s, x, weights_in(s.data, w, filter_count(s), true), bias, y, scratch);
 }
 void CudaBackend::conv2d_backward(const model::Conv2dShape& s, const void* x, const void* dy, const float* w,
                                   void* dx, float* dw, float* dbias, model::Scratch scratch) {
-  dnn().conv_backward_filter(s, f32(x), f32(dy), dw, dbias, scratch);
-  if (dx) dnn().conv_backward_data(s, f32(dy), w, f32(dx), scratch);
+  dnn().conv_backward_filter(s, x, dy, dw, dbias, scratch);
+  if (dx) dnn().conv_backward_data(s, dy, weights_in(s.data, w, filter_count(s), false), dx, scratch);
 }
 
 // Row-major, W stored out x in (kernels/cpu/dense.h): y (n x out) = x (n x in) * W^T (in x out), then the bias.
-void CudaBackend::dense_forward(const model::DenseShape& s, const void* x_data, const float* w, const float* bias,
-                                void* y_data) {
-  const float* x = f32(x_data);
-  float* y = f32(y_data);
-  blas().sgemm(Transpose::no, Transpose::yes, s.batch, s.out, s.in, 1.0f, x, s.in, w, s.in, 0.0f, y, s.out);
-  if (bias) kc::add_bias_rows(s.batch, s.out, bias, y, stream());
+void CudaBackend::dense_forward(const model::DenseShape& s, const void* x, const float* w, const float* bias, void* y) {
+  if (sixteen_bit(s.data)) {
+    const void* w16 = weights_in(s.data, w, int64_t{s.out} * s.in, true);
+    blas().gemm(Transpose::no, Transpose::yes, s.batch, s.out, s.in, 1.0f, s.data, x, s.in, w16, s.in, 0.0f, s.data, y,
+                s.out);
+  } else {
+    blas().sgemm(Transpose::no, Transpose::yes, s.batch, s.out, s.in, 1.0f, f32(x), s.in, w, s.in, 0.0f, f32(y), s.out);
+  }
+  if (bias) kc::add_bias_rows(s.batch, s.out, bias, s.data, y, stream());
 }
 
-void CudaBackend::dense_backward(const model::DenseShape& s, const void* x_data, const float* w, const void* dy_data,
-                                 void* dx_data, float* dw, float* dbias) {
-  const float *x = f32(x_data), *dy = f32(dy_data);
-  float* dx = f32(dx_data);
-  // dW (out x in) += dy^T (out x n) * x (n x in); beta 1 accumulates.
-  blas().sgemm(Transpose::yes, Transpose::no, s.out, s.in, s.batch, 1.0f, dy, s.out, x, s.in, 1.0f, dw, s.in);
-  if (dbias) kc::bias_grad_rows(s.batch, s.out, dy, dbias, stream());
+void CudaBackend::dense_backward(const model::DenseShape& s, const void* x, const float* w, const void* dy, void* dx,
+                                 float* dw, float* dbias) {
+  const bool mixed = sixteen_bit(s.data);
+  // dW (out x in) += dy^T (out x n) * x (n x in); beta 1 accumulates, in fp32 whatever the activations' type.
+  if (mixed)
+    blas().gemm(Transpose::yes, Transpose::no, s.out, s.in, s.batch, 1.0f, s.data, dy, s.out, x, s.in, 1.0f,
+                ElementType::f32, dw, s.in);
+  else
+    blas().sgemm(Transpose::yes, Transpose::no, s.out, s.in, s.batch, 1.0f, f32(dy), s.out, f32(x), s.in, 1.0f, dw,
+                 s.in);
+  if (dbias) kc::bias_grad_rows(s.batch, s.out, s.data, dy, dbias, stream());
+  if (!dx) return;
   // dx (n x in) = dy (n x out) * W (out x in)
-  if (dx) blas().sgemm(Transpose::no, Transpose::no, s.batch, s.in, s.out, 1.0f, dy, s.out, w, s.in, 0.0f, dx, s.in);
+  if (mixed)
+    blas().gemm(Transpose::no, Transpose::no, s.batch, s.in, s.out, 1.0f, s.data, dy, s.out,
+                weights_in(s.data, w, int64_t{s.out} * s.in, false), s.in, 0.0f, s.data, dx, s.in);
+  else
+    blas().sgemm(Transpose::no, Transpose::no, s.batch, s.in, s.out, 1.0f, f32(dy), s.out, w, s.in, 0.0f, f32(dx),
+                 s.in);
 }
 
 namespace {
@@ -108,27 +147,40 @@ void refuse_fused_relu(const model::BatchNormSettings& settings) {
 void CudaBackend::batchnorm_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                           const void* x, const model::BatchNormBuffers& b, void* y) {
   refuse_fused_relu(settings);
+  if (sixteen_bit(s.data))
+    return kc::batchnorm_forward_train(s, x, b.gamma, b.beta, settings.momentum, settings.epsilon, b.running_mean,
+                                       b.running_var, y, b.saved_mean, b.saved_inv_std, stream());
   dnn().batchnorm_forward_train(s, f32(x), b.gamma, b.beta, settings.momentum, settings.epsilon, b.running_mean,
                                 b.running_var, f32(y), b.saved_mean, b.saved_inv_std);
 }
 void CudaBackend::batchnorm_forward_infer(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                           const void* x, const model::BatchNormBuffers& b, void* y) {
   refuse_fused_relu(settings);
+  if (sixteen_bit(s.data))
+    return kc::batchnorm_forward_infer(s, x, b.gamma, b.beta, b.running_mean, b.running_var, settings.epsilon, y,
+                                       stream());
   dnn().batchnorm_forward_infer(s, f32(x), b.gamma, b.beta, b.running_mean, b.running_var, settings.epsilon, f32(y));
 }
 void CudaBackend::batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                      const void* x, const void*, const void* dy, const model::BatchNormBuffers& b,
                                      void* dx, float* dgamma, float* dbeta) {
   refuse_fused_relu(settings);
+  if (sixteen_bit(s.data))
+    return kc::batchnorm_backward(s, x, dy, b.gamma, b.saved_mean, b.saved_inv_std, dx, dgamma, dbeta, stream());
   dnn().batchnorm_backward(s, f32(x), f32(dy), b.gamma, b.saved_mean, b.saved_inv_std, settings.epsilon, f32(dx),
                            dgamma, dbeta);
 }
 
-void CudaBackend::pool_forward(const model::PoolShape& s, model::PoolMode mode, const void* x, void* y, void*) {
+std::size_t CudaBackend::pool_saved_bytes(const model::PoolShape& s, model::PoolMode mode) const {
+  return sixteen_bit(s.data) ? kc::pool_saved_bytes(s, mode) : 0;
+}
+void CudaBackend::pool_forward(const model::PoolShape& s, model::PoolMode mode, const void* x, void* y, void* saved) {
+  if (sixteen_bit(s.data)) return kc::pool_forward(s, mode, x, y, static_cast<int32_t*>(saved), stream());
   dnn().pool_forward(s, mode, f32(x), f32(y));
 }
 void CudaBackend::pool_backward(const model::PoolShape& s, model::PoolMode mode, const void* x, const void* y,
-                                const void* dy, void* dx, const void*) {
+                                const void* dy, void* dx, const void* saved) {
+  if (sixteen_bit(s.data)) return kc::pool_backward(s, mode, dy, static_cast<const int32_t*>(saved), dx, stream());
   dnn().pool_backward(s, mode, f32(x), f32(y), f32(dy), f32(dx));
 }
 

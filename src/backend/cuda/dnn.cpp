@@ -12,6 +12,7 @@
 #include "backend/cuda/cuda_handles.h"
 #include "common/error.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/elementwise.h"
 
 namespace ringtrain::backend {
 namespace {
@@ -28,11 +29,19 @@ using FilterDesc = UniqueHandle<cudnnFilterDescriptor_t, destroy_filter>;
 using ConvDesc = UniqueHandle<cudnnConvolutionDescriptor_t, destroy_conv>;
 using PoolDesc = UniqueHandle<cudnnPoolingDescriptor_t, destroy_pool>;
 
-TensorDesc nchw(int n, int c, int h, int w) {
+cudnnDataType_t cudnn_type(kernels::ElementType t) {
+  switch (t) {
+    case kernels::ElementType::bf16: return CUDNN_DATA_BFLOAT16;
+    case kernels::ElementType::f16: return CUDNN_DATA_HALF;
+    default: return CUDNN_DATA_FLOAT;
+  }
+}
+
+TensorDesc nchw(int n, int c, int h, int w, kernels::ElementType type = kernels::ElementType::f32) {
   cudnnTensorDescriptor_t d = nullptr;
   CUDNN_CHECK(cudnnCreateTensorDescriptor(&d));
   TensorDesc owned(d);
-  CUDNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, cudnn_type(type), n, c, h, w));
   return owned;
 }
 
@@ -81,8 +90,13 @@ bool pick(const Perf* perf, int count, std::size_t limit, bool deterministic_onl
 }
 
 std::string describe(const Conv2dShape& g) {
-  return fmt::format("{}x{}x{}x{} input, {} filters {}x{} stride {} padding {}", g.batch, g.in_channels, g.in_h, g.in_w,
-                     g.filters, g.kernel_h, g.kernel_w, g.stride, g.padding);
+  return fmt::format("{}x{}x{}x{} {} input, {} filters {}x{} stride {} padding {}", g.batch, g.in_channels, g.in_h,
+                     g.in_w, kernels::element_type_name(g.data), g.filters, g.kernel_h, g.kernel_w, g.stride,
+                     g.padding);
+}
+
+int64_t filter_elements(const Conv2dShape& g) {
+  return int64_t{g.filters} * g.in_channels * g.kernel_h * g.kernel_w;
 }
 
 }  // namespace
@@ -95,6 +109,7 @@ struct Dnn::Impl {
   bool deterministic;
   CudnnHandle handle;
   DeviceMemory workspace;
+  DeviceMemory filter_gradient;  // a 16-bit convolution's filter gradient, before it is added into the fp32 one
   std::map<Conv2dShape, std::unique_ptr<ConvPlan>> conv_plans;
   std::map<std::pair<PoolShape, PoolMode>, std::unique_ptr<PoolPlan>> pool_plans;
   std::map<BatchNormShape, std::unique_ptr<BatchNormPlan>> bn_plans;
@@ -135,14 +150,14 @@ Dnn::~Dnn() = default;
 ConvPlan& Dnn::Impl::conv(const Conv2dShape& g) {
   if (auto it = conv_plans.find(g); it != conv_plans.end()) return *it->second;
   auto p = std::make_unique<ConvPlan>();
-  p->x = nchw(g.batch, g.in_channels, g.in_h, g.in_w);
-  p->y = nchw(g.batch, g.filters, g.out_h(), g.out_w());
+  p->x = nchw(g.batch, g.in_channels, g.in_h, g.in_w, g.data);
+  p->y = nchw(g.batch, g.filters, g.out_h(), g.out_w(), g.data);
   p->bias = nchw(1, g.filters, 1, 1);
   cudnnFilterDescriptor_t w = nullptr;
   CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
   p->w = FilterDesc(w);
-  CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, g.filters, g.in_channels, g.kernel_h,
-                                         g.kernel_w));
+  CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, cudnn_type(g.data), CUDNN_TENSOR_NCHW, g.filters, g.in_channels,
+                                         g.kernel_h, g.kernel_w));
   cudnnConvolutionDescriptor_t c = nullptr;
   CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&c));
   p->conv = ConvDesc(c);
@@ -150,8 +165,11 @@ ConvPlan& Dnn::Impl::conv(const Conv2dShape& g) {
   CUDNN_CHECK(cudnnSetConvolution2dDescriptor(c, g.padding, g.padding, g.stride, g.stride, 1, 1,
                                               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   // Strict fp32 needs FMA_MATH: cuDNN's default lets fp32 convolutions run on TF32 tensor cores (10-bit mantissa
-  // inputs), which is not the CPU twin's arithmetic. TF32 mode asks for exactly that default.
-  CUDNN_CHECK(cudnnSetConvolutionMathType(c, math == MathMode::tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  // inputs), which is not the CPU twin's arithmetic. TF32 mode asks for exactly that default. 16-bit operands are
+  // what tensor cores take as they are.
+  CUDNN_CHECK(cudnnSetConvolutionMathType(c, g.data != kernels::ElementType::f32 ? CUDNN_TENSOR_OP_MATH
+                                             : math == MathMode::tf32            ? CUDNN_DEFAULT_MATH
+                                                                                 : CUDNN_FMA_MATH));
   int n = 0, k = 0, oh = 0, ow = 0;
   CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(c, p->x, w, &n, &k, &oh, &ow));
   if (n != g.batch || k != g.filters || oh != g.out_h() || ow != g.out_w())
@@ -165,7 +183,7 @@ void Dnn::Impl::choose_algorithms(const Conv2dShape& g, ConvPlan& p) {
   // Candidates: measured (ConvSearch::measure) and cuDNN's heuristic ranking; deterministic ones first, any
   // as a last resort (noted in the plan).
   const bool measure = search == ConvSearch::measure;
-  const bool strict = math == MathMode::fp32;
+  const bool strict = math == MathMode::fp32 && g.data == kernels::ElementType::f32;
   const auto choose = [&](const char* which, auto* perf, int capacity, auto find, auto rank, auto workspace_size,
                           auto& algo, std::size_t& bytes) {
     int measured = 0, ranked = 0;
@@ -273,16 +291,23 @@ std::string Dnn::conv_algorithms(const Conv2dShape& g) {
                      p.nondeterministic.empty() ? "" : ", non-deterministic: ", p.nondeterministic);
 }
 
-void Dnn::conv_forward(const Conv2dShape& g, const float* x, const float* w, const float* bias, float* y,
+std::size_t Dnn::working_bytes() const { return impl_->workspace.bytes() + impl_->filter_gradient.bytes(); }
+
+void Dnn::conv_forward(const Conv2dShape& g, const void* x, const void* w, const float* bias, void* y,
                        model::Scratch scratch) {
   ConvPlan& p = impl_->conv(g);
   void* ws = impl_->workspace_for(p.forward_bytes, scratch);
   CUDNN_CHECK(cudnnConvolutionForward(impl_->handle, &kOne, p.x, x, p.w, w, p.conv, p.forward, ws, p.forward_bytes,
                                       &kZero, p.y, y));
-  if (bias) CUDNN_CHECK(cudnnAddTensor(impl_->handle, &kOne, p.bias, bias, &kOne, p.y, y));
+  if (!bias) return;
+  // cudnnAddTensor wants the bias in y's type; ours stays fp32, so 16-bit outputs take it through our kernel.
+  if (g.data == kernels::ElementType::f32)
+    CUDNN_CHECK(cudnnAddTensor(impl_->handle, &kOne, p.bias, bias, &kOne, p.y, y));
+  else
+    kernels::cuda::add_bias_channels(g.batch, g.filters, g.out_h() * g.out_w(), bias, g.data, y, impl_->stream);
 }
 
-void Dnn::conv_backward_data(const Conv2dShape& g, const float* dy, const float* w, float* dx,
+void Dnn::conv_backward_data(const Conv2dShape& g, const void* dy, const void* w, void* dx,
                              model::Scratch scratch) {
   ConvPlan& p = impl_->conv(g);
   void* ws = impl_->workspace_for(p.data_bytes, scratch);
@@ -290,14 +315,27 @@ void Dnn::conv_backward_data(const Conv2dShape& g, const float* dy, const float*
                                            p.data_bytes, &kZero, p.x, dx));
 }
 
-void Dnn::conv_backward_filter(const Conv2dShape& g, const float* x, const float* dy, float* dw, float* dbias,
+void Dnn::conv_backward_filter(const Conv2dShape& g, const void* x, const void* dy, float* dw, float* dbias,
                                model::Scratch scratch) {
   ConvPlan& p = impl_->conv(g);
   void* ws = impl_->workspace_for(p.filter_bytes, scratch);
-  // beta = 1: parameter gradients accumulate (micro-batches of one optimizer step add up).
+  if (g.data == kernels::ElementType::f32) {
+    // beta = 1: parameter gradients accumulate (micro-batches of one optimizer step add up).
+    CUDNN_CHECK(cudnnConvolutionBackwardFilter(impl_->handle, &kOne, p.x, x, p.y, dy, p.conv, p.backward_filter, ws,
+                                               p.filter_bytes, &kOne, p.w, dw));
+    if (dbias) CUDNN_CHECK(cudnnConvolutionBackwardBias(impl_->handle, &kOne, p.y, dy, &kOne, p.bias, dbias));
+    return;
+  }
+  // cuDNN writes a 16-bit filter gradient in the filter's type (accumulated in fp32 inside); it is added into the
+  // fp32 gradient, as autocast frameworks add the 16-bit copy's gradient into the master weight's.
+  const kernels::Elements filter{filter_elements(g), g.data};
+  impl_->filter_gradient.ensure(filter.bytes(), impl_->stream);
+  void* dw16 = impl_->filter_gradient.get();
   CUDNN_CHECK(cudnnConvolutionBackwardFilter(impl_->handle, &kOne, p.x, x, p.y, dy, p.conv, p.backward_filter, ws,
-                                             p.filter_bytes, &kOne, p.w, dw));
-  if (dbias) CUDNN_CHECK(cudnnConvolutionBackwardBias(impl_->handle, &kOne, p.y, dy, &kOne, p.bias, dbias));
+                                             p.filter_bytes, &kZero, p.w, dw16));
+  kernels::cuda::accumulate_into_fp32(filter, dw16, dw, impl_->stream);
+  if (dbias)
+    kernels::cuda::bias_grad_channels(g.batch, g.filters, g.out_h() * g.out_w(), g.data, dy, dbias, impl_->stream);
 }
 
 void Dnn::batchnorm_forward_train(const BatchNormShape& g, const float* x, const float* gamma, const float* beta,

@@ -1,5 +1,7 @@
 // Owns every cuDNN call of the CUDA backend behind a small interface: 2-D convolution (algorithms chosen once
-// per shape and cached), spatial batch normalisation and pooling, all NCHW fp32 tensors on the backend's stream.
+// per shape and cached) on NCHW activations of the shape's element type (fp32, or bf16 / fp16 on tensor cores with
+// fp32 accumulation), and spatial batch normalisation and pooling on fp32 ones (16-bit ones go to our kernels,
+// kernels/cuda/batchnorm.h and pooling.h), all on the backend's stream.
 // cudnn.h stays inside dnn.cpp, so the layers compile without it and a reader sees these functions, not cuDNN.
 //
 // Conventions are the backend operations' (model/backend.h): weights K x C x R x S; outputs and input gradients are
@@ -49,11 +51,15 @@ class Dnn {
   // "fwd IMPLICIT_PRECOMP_GEMM, data ALGO_1, filter ALGO_1, workspace 12.0 MiB", choosing first if needed.
   std::string conv_algorithms(const Conv2dShape& g);
 
-  void conv_forward(const Conv2dShape& g, const float* x, const float* w, const float* bias, float* y,
+  // x, y, dx, dy and w in g.data (the caller converts a 16-bit copy of the fp32 weights); bias, dw and dbias fp32.
+  void conv_forward(const Conv2dShape& g, const void* x, const void* w, const float* bias, void* y,
                     model::Scratch scratch);
-  void conv_backward_data(const Conv2dShape& g, const float* dy, const float* w, float* dx, model::Scratch scratch);
-  void conv_backward_filter(const Conv2dShape& g, const float* x, const float* dy, float* dw, float* dbias,
+  void conv_backward_data(const Conv2dShape& g, const void* dy, const void* w, void* dx, model::Scratch scratch);
+  // In 16 bits cuDNN writes the filter gradient in g.data; it is then added into the fp32 dw.
+  void conv_backward_filter(const Conv2dShape& g, const void* x, const void* dy, float* dw, float* dbias,
                             model::Scratch scratch);
+  // Bytes Dnn holds for its own work: the shared workspace and the 16-bit filter gradient.
+  std::size_t working_bytes() const;
 
   // Training: batch statistics; running = (1-momentum)*running + momentum*batch with the unbiased variance;
   // saves mean and 1/sqrt(var+eps) for backward.
