@@ -1,24 +1,30 @@
 // Owns batch normalisation on the GPU for activations stored in 16 bits (bf16, fp16; the fp32 path is cuDNN's, in
 // src/backend/cuda/dnn.h): NCHW x, y, dx and dy of s.data, fp32 parameters, statistics and parameter gradients,
 // the arithmetic of the CPU twin (kernels/cpu/batchnorm.h): two-pass statistics in double, the biased variance to
-// normalise with, the unbiased one into the running variance. One block per channel, sums in a fixed order:
-// deterministic. All run asynchronously on `stream`.
+// normalise with, the unbiased one into the running variance. Each channel's values are cut into a fixed number of
+// slices (set by the shape) whose sums are added in slice order: as many blocks as the GPU needs to stream the
+// tensor, and deterministic. All run asynchronously on `stream`; `scratch` is batchnorm_scratch_bytes(s) of device
+// memory the caller holds until the call's kernels have run (stream order).
 #pragma once
+#include <cstddef>
+
 #include "kernels/op_shapes.h"
 #include "kernels/cuda/stream.h"
 
 namespace ringtrain::kernels::cuda {
 
+std::size_t batchnorm_scratch_bytes(const BatchNormShape& s);
+
 // running = (1 - momentum) * running + momentum * batch; saves the batch mean and 1/sqrt(var + epsilon).
 void batchnorm_forward_train(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
                              double momentum, double epsilon, float* running_mean, float* running_var, void* y,
-                             float* saved_mean, float* saved_inv_std, Stream stream);
+                             float* saved_mean, float* saved_inv_std, void* scratch, Stream stream);
 void batchnorm_forward_infer(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
                              const float* running_mean, const float* running_var, double epsilon, void* y,
-                             Stream stream);
+                             void* scratch, Stream stream);
 // dx overwritten; dgamma and dbeta accumulate.
 void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, const float* gamma,
                         const float* saved_mean, const float* saved_inv_std, void* dx, float* dgamma, float* dbeta,
-                        Stream stream);
+                        void* scratch, Stream stream);
 
 }  // namespace ringtrain::kernels::cuda

@@ -1,7 +1,7 @@
-// Owns the per-channel pattern of our NCHW kernels that reduce (a convolution's bias gradient, batch norm): one
-// block of kChannelThreads threads per channel, each thread visiting a fixed share of the channel's
-// batch x spatial values, and the block's sums added in a fixed tree order, so results are deterministic.
-// Internal to kernels/cuda: only .cu files include it.
+// Owns what our NCHW kernels that reduce per channel share (a convolution's bias gradient, batch norm): blocks of
+// kChannelThreads threads, each thread visiting a fixed share of a channel's batch x spatial values, and the
+// block's sums added in a fixed tree order, so results are deterministic. Internal to kernels/cuda: only .cu files
+// include it.
 #pragma once
 #include <cstdint>
 

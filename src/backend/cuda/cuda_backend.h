@@ -54,7 +54,7 @@ class CudaBackend final : public model::Backend {
   std::size_t device_bytes_in_use() const override;  // cudaMemGetInfo: total - free
   std::size_t device_bytes_allocated_peak() const override;  // device_malloc's high-water mark
   std::size_t memory_available() const override;     // cudaMemGetInfo: free
-  // cuDNN's workspace and 16-bit filter gradient, and the 16-bit weight copies of mixed precision.
+  // cuDNN's workspace and 16-bit filter gradient, and mixed precision's 16-bit weight copies and batch-norm scratch.
   std::size_t working_bytes() const override;
   // Returns as soon as host_src may be reused: the bytes go through a pinned staging buffer, and the copy to
   // the device runs in stream order.
@@ -128,6 +128,8 @@ class CudaBackend final : public model::Backend {
   struct State;
   // The 16-bit copy of the `count` fp32 weights at w in `type`: converted now (convert) or as the last forward left it.
   const void* weights_in(kernels::ElementType type, const float* w, int64_t count, bool convert);
+  // The 16-bit batch norm's scratch for shape s (kernels/cuda/batchnorm.h), grown as needed and kept.
+  void* batchnorm_scratch(const model::BatchNormShape& s);
 
   std::string host_;
   int visible_ = 0, device_ = -1, local_size_ = 1;

@@ -54,8 +54,14 @@ const void* CudaBackend::weights_in(ElementType type, const float* w, int64_t co
   return copy.get();
 }
 
+void* CudaBackend::batchnorm_scratch(const model::BatchNormShape& s) {
+  State& st = *state_;
+  st.batchnorm_scratch.ensure(kc::batchnorm_scratch_bytes(s), st.stream);
+  return st.batchnorm_scratch.get();
+}
+
 std::size_t CudaBackend::working_bytes() const {
-  std::size_t bytes = state_->dnn->working_bytes();
+  std::size_t bytes = state_->dnn->working_bytes() + state_->batchnorm_scratch.bytes();
   for (const auto& [w, copy] : state_->weight_copies) bytes += copy.bytes();
   return bytes;
 }
@@ -149,7 +155,7 @@ void CudaBackend::batchnorm_forward_train(const model::BatchNormShape& s, const 
   refuse_fused_relu(settings);
   if (sixteen_bit(s.data))
     return kc::batchnorm_forward_train(s, x, b.gamma, b.beta, settings.momentum, settings.epsilon, b.running_mean,
-                                       b.running_var, y, b.saved_mean, b.saved_inv_std, stream());
+                                       b.running_var, y, b.saved_mean, b.saved_inv_std, batchnorm_scratch(s), stream());
   dnn().batchnorm_forward_train(s, f32(x), b.gamma, b.beta, settings.momentum, settings.epsilon, b.running_mean,
                                 b.running_var, f32(y), b.saved_mean, b.saved_inv_std);
 }
@@ -158,7 +164,7 @@ void CudaBackend::batchnorm_forward_infer(const model::BatchNormShape& s, const 
   refuse_fused_relu(settings);
   if (sixteen_bit(s.data))
     return kc::batchnorm_forward_infer(s, x, b.gamma, b.beta, b.running_mean, b.running_var, settings.epsilon, y,
-                                       stream());
+                                       batchnorm_scratch(s), stream());
   dnn().batchnorm_forward_infer(s, f32(x), b.gamma, b.beta, b.running_mean, b.running_var, settings.epsilon, f32(y));
 }
 void CudaBackend::batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
@@ -166,7 +172,8 @@ void CudaBackend::batchnorm_backward(const model::BatchNormShape& s, const model
                                      void* dx, float* dgamma, float* dbeta) {
   refuse_fused_relu(settings);
   if (sixteen_bit(s.data))
-    return kc::batchnorm_backward(s, x, dy, b.gamma, b.saved_mean, b.saved_inv_std, dx, dgamma, dbeta, stream());
+    return kc::batchnorm_backward(s, x, dy, b.gamma, b.saved_mean, b.saved_inv_std, dx, dgamma, dbeta,
+                                  batchnorm_scratch(s), stream());
   dnn().batchnorm_backward(s, f32(x), f32(dy), b.gamma, b.saved_mean, b.saved_inv_std, settings.epsilon, f32(dx),
                            dgamma, dbeta);
 }
