@@ -241,5 +241,68 @@ TEST_F(NcclReducer, TwoOptimizerStepsMatchTheCpuBackend) {
   }
 }
 
+// Mixed precision end to end: the same small residual network with bf16 activations on the GPU (16-bit convolutions
+// and products on tensor cores, our 16-bit batch norm, pooling and element-wise kernels, the fp32 boundary) takes
+// one optimizer step from the same parameters as the fp32 CPU twin. With lr 1, momentum's first step and no decay,
+// each parameter moves by exactly its gradient, so the moves compare the gradients: within bf16's few percent of the
+// largest, where a wrong index or type would be off by its whole size.
+TEST_F(NcclReducer, ASmallResNetInBf16FollowsTheFp32CpuTwin) {
+  backend::CudaOptions options;
+  options.activations = kernels::ElementType::bf16;
+  backend::CudaBackend bf16(0, 1, "test-host", options);
+  const model::Shape input{6, 3, 8, 8};
+  const int classes = 5;
+  model::Network cpu_net(small_resnet(), cpu(), input, classes, {.share_memory = true, .fuse = false, .budget = {}});
+  model::Network gpu_net(small_resnet(), bf16, input, classes,
+                         {.share_memory = true, .fuse = true, .budget = {}, .activations = kernels::ElementType::bf16});
+  ASSERT_EQ(gpu_net.param_count(), cpu_net.param_count());
+  const auto params = cpu_net.initial_params(42);
+  const auto states = cpu_net.initial_states();
+  for (auto* net : {&cpu_net, &gpu_net}) {
+    net->backend().to_device(net->params(), params.data(), params.size() * sizeof(float));
+    net->backend().to_device(net->states(), states.data(), states.size() * sizeof(float));
+  }
+  OneRankSum cpu_reducer;
+  backend::NcclGradientReducer gpu_reducer(MPI_COMM_SELF, bf16, 60);
+  dist::GradientSync cpu_sync(cpu_net, cpu_reducer, 25), gpu_sync(gpu_net, gpu_reducer, 25);
+  config::JobConfig::Optimizer spec;
+  spec.momentum = 0.9;
+  spec.weight_decay = 0;
+  const auto cpu_optimizer = model::make_optimizer(spec, cpu_net), gpu_optimizer = model::make_optimizer(spec, gpu_net);
+  train::StepRunner cpu_runner(cpu_net, cpu_sync, *cpu_optimizer, input.n, 1),
+      gpu_runner(gpu_net, gpu_sync, *gpu_optimizer, input.n, 1);
+
+  const auto images = random_vector(static_cast<size_t>(input.elements()), 600);
+  std::vector<int32_t> labels(static_cast<size_t>(input.n));
+  for (int i = 0; i < input.n; ++i) labels[static_cast<size_t>(i)] = i % classes;
+  model::DeviceBuffer d_images = bf16.allocate(images.size() * sizeof(float));
+  model::DeviceBuffer d_labels = bf16.allocate(labels.size() * sizeof(int32_t));
+  bf16.to_device(d_images.as<void>(), images.data(), images.size() * sizeof(float));
+  bf16.to_device(d_labels.as<void>(), labels.data(), labels.size() * sizeof(int32_t));
+  cpu_runner.begin(0);
+  gpu_runner.begin(0);
+  cpu_runner.micro_batch(images.data(), labels.data(), input.n, 9, true);
+  gpu_runner.micro_batch(d_images.as<float>(), d_labels.as<int32_t>(), input.n, 9, true);
+  cpu_runner.apply(1.0f);
+  gpu_runner.apply(1.0f);
+  const auto want = cpu_runner.finished(0), got = gpu_runner.finished(0);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_NEAR(got[0].loss.loss_sum, want[0].loss.loss_sum, 0.02 * std::abs(want[0].loss.loss_sum)) << "loss";
+
+  std::vector<float> want_params(params.size()), got_params(params.size()), want_states(states.size());
+  cpu().to_host(want_params.data(), cpu_net.params(), want_params.size() * sizeof(float));
+  bf16.to_host(got_params.data(), gpu_net.params(), got_params.size() * sizeof(float));
+  std::vector<float> want_moves(params.size()), got_moves(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    want_moves[i] = params[i] - want_params[i];
+    got_moves[i] = params[i] - got_params[i];
+  }
+  EXPECT_TRUE(all_close(got_moves, want_moves, 0.1, 0.05)) << "parameter moves (the gradients)";
+  cpu().to_host(want_states.data(), cpu_net.states(), want_states.size() * sizeof(float));
+  std::vector<float> got_states(states.size());
+  bf16.to_host(got_states.data(), gpu_net.states(), got_states.size() * sizeof(float));
+  EXPECT_TRUE(all_close(got_states, want_states, 0.02, 0.01)) << "batch-norm running statistics";
+}
+
 }  // namespace
 }  // namespace ringtrain::gpu_test
