@@ -31,7 +31,7 @@
 #include "kernels/cpu/sgd.h"
 #include "kernels/cpu/softmax_cross_entropy.h"
 
-#include <dnnl.hpp>
+#include <oneapi/dnnl/dnnl.hpp>
 
 namespace ringtrain::kernels::cpu {
 namespace {
@@ -464,9 +464,11 @@ BENCHMARK_CAPTURE(BM_ConvOurs, conv2_bwd_filter, 2, ConvDir::backward_filter)->U
 //                timed region, as a drop-in replacement behind our NCHW API would pay. Weights are reordered
 //                each call too: the trainer updates them in NCHW every step.
 //   best_noreorder  same primitive, reorders excluded: the bound for a whole network kept in oneDNN layouts.
+//   nhwc_noreorder  activations in NHWC (weights as oneDNN chooses), reorders excluded: oneDNN 3's brgemm
+//                   convolutions take NHWC, and can beat the layout it chooses itself.
 // Primitive creation is outside the timing (a framework caches primitives). backward_filter adds our
 // accumulate (dw +=) so its work matches conv2d_backward_filter's contract.
-enum class DnnlLayout { nchw, best, best_noreorder };
+enum class DnnlLayout { nchw, best, best_noreorder, nhwc_noreorder };
 
 class DnnlConv {
  public:
@@ -480,13 +482,14 @@ class DnnlConv {
     const memory::dims dst_dims = {s.batch, s.filters, s.out_h(), s.out_w()};
     const memory::dims strides = {s.stride, s.stride}, pad = {s.padding, s.padding};
     const auto f32 = memory::data_type::f32;
-    const tag act = layout == DnnlLayout::nchw ? tag::nchw : tag::any;
+    const tag act = layout == DnnlLayout::nchw             ? tag::nchw
+                    : layout == DnnlLayout::nhwc_noreorder ? tag::nhwc
+                                                           : tag::any;
     const tag wei = layout == DnnlLayout::nchw ? tag::oihw : tag::any;
     const memory::desc src_md(src_dims, f32, act), wei_md(wei_dims, f32, wei), dst_md(dst_dims, f32, act);
-    const dnnl::convolution_forward::primitive_desc fwd_pd(
-        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                                        src_md, wei_md, dst_md, strides, pad, pad),
-        engine_);
+    const dnnl::convolution_forward::primitive_desc fwd_pd(engine_, dnnl::prop_kind::forward_training,
+                                                           dnnl::algorithm::convolution_direct, src_md, wei_md, dst_md,
+                                                           strides, pad, pad);
     user_src_ = memory({src_dims, f32, tag::nchw}, engine_, buffers_.x.get());
     user_wei_ = memory({wei_dims, f32, tag::oihw}, engine_, buffers_.w.get());
     user_dst_ = memory({dst_dims, f32, tag::nchw}, engine_, buffers_.y.get());
@@ -503,10 +506,8 @@ class DnnlConv {
         break;
       }
       case ConvDir::backward_data: {
-        const dnnl::convolution_backward_data::primitive_desc pd(
-            dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, src_md, wei_md, dst_md, strides,
-                                                  pad, pad),
-            engine_, fwd_pd);
+        const dnnl::convolution_backward_data::primitive_desc pd(engine_, dnnl::algorithm::convolution_direct, src_md,
+                                                                 wei_md, dst_md, strides, pad, pad, fwd_pd);
         primitive_ = dnnl::convolution_backward_data(pd);
         impl_ = pd.impl_info_str();
         args_[DNNL_ARG_DIFF_DST] = input(user_diff_dst_, pd.diff_dst_desc());
@@ -515,10 +516,8 @@ class DnnlConv {
         break;
       }
       case ConvDir::backward_filter: {
-        const dnnl::convolution_backward_weights::primitive_desc pd(
-            dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, src_md, wei_md, dst_md,
-                                                     strides, pad, pad),
-            engine_, fwd_pd);
+        const dnnl::convolution_backward_weights::primitive_desc pd(engine_, dnnl::algorithm::convolution_direct,
+                                                                    src_md, wei_md, dst_md, strides, pad, pad, fwd_pd);
         primitive_ = dnnl::convolution_backward_weights(pd);
         impl_ = pd.impl_info_str();
         args_[DNNL_ARG_SRC] = input(user_src_, pd.src_desc());
@@ -534,7 +533,7 @@ class DnnlConv {
   }
 
   void run() {
-    const bool reorders = layout_ != DnnlLayout::best_noreorder;
+    const bool reorders = layout_ == DnnlLayout::nchw || layout_ == DnnlLayout::best;
     if (reorders)
       for (auto& r : in_reorders_) r.prim.execute(stream_, r.from, r.to);
     primitive_.execute(stream_, args_);
@@ -590,7 +589,8 @@ void BM_ConvDnnl(benchmark::State& state, int which, ConvDir dir, DnnlLayout lay
   set_flops(state, s.forward_flops());
   const std::string reorders = std::to_string(conv.reorder_count()) + " reorders";
   state.SetLabel("oneDNN " + conv.impl() + ", " +
-                 (layout == DnnlLayout::best_noreorder ? reorders + " not timed" : reorders + " timed"));
+                 (layout == DnnlLayout::best_noreorder || layout == DnnlLayout::nhwc_noreorder ? reorders + " not timed"
+                                                                                                : reorders + " timed"));
 }
 #define RT_DNNL_BENCH(name, which, dir, layout) \
   BENCHMARK_CAPTURE(BM_ConvDnnl, name, which, ConvDir::dir, DnnlLayout::layout)->Unit(benchmark::kMicrosecond)
@@ -612,6 +612,9 @@ RT_DNNL_BENCH(conv2_bwd_data_best_noreorder, 2, backward_data, best_noreorder);
 RT_DNNL_BENCH(conv2_bwd_filter_nchw, 2, backward_filter, nchw);
 RT_DNNL_BENCH(conv2_bwd_filter_best, 2, backward_filter, best);
 RT_DNNL_BENCH(conv2_bwd_filter_best_noreorder, 2, backward_filter, best_noreorder);
+RT_DNNL_BENCH(conv2_fwd_nhwc_noreorder, 2, forward, nhwc_noreorder);
+RT_DNNL_BENCH(conv2_bwd_data_nhwc_noreorder, 2, backward_data, nhwc_noreorder);
+RT_DNNL_BENCH(conv2_bwd_filter_nhwc_noreorder, 2, backward_filter, nhwc_noreorder);
 
 }  // namespace
 }  // namespace ringtrain::kernels::cpu

@@ -12,7 +12,7 @@ packages=(
   libopenmpi-dev openmpi-bin                       # MPI: ranks, CPU all-reduce, NCCL bootstrap
   libhdf5-dev zlib1g-dev                           # sharded datasets and checkpoints; gzip'd IDX import
   libjpeg62-turbo-dev libpng-dev                   # prepare images: JPEG (libjpeg-turbo) and PNG decoding
-  libopenblas-dev libdnnl-dev                      # CPU BLAS (im2col convolutions, dense weight gradient); oneDNN
+  libopenblas-dev                                  # CPU BLAS (im2col convolutions, dense weight gradient)
   libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libfmt-dev   # job files, command line, JSON records, formatting
   libgtest-dev libgmock-dev libbenchmark-dev       # tests and benchmarks
   dataset-fashion-mnist                            # the Fashion-MNIST IDX files under /usr/share/datasets
@@ -38,6 +38,26 @@ else
   echo "install_deps: apt packages done"
 fi
 
+# venv_install VENV PYTHON PACKAGE==VERSION [MORE==VERSION ...]: a fresh venv made with PYTHON, and the packages in
+# it from PyPI (three tries).
+venv_install() {
+  local venv=$1 python=$2 spec=$3
+  echo "install_deps: installing $spec into $venv"
+  rm -rf "$venv"
+  "$python" -m venv "$venv"
+  for attempt in 1 2 3; do
+    if "$venv/bin/pip" install --quiet --disable-pip-version-check --no-input --retries 5 --timeout 60 \
+         "${@:3}" >"$venv/pip.log" 2>&1; then
+      break
+    fi
+    if [ "$attempt" -eq 3 ]; then
+      echo "install_deps: pip install $spec failed 3 times; last log:" >&2; tail -20 "$venv/pip.log" >&2; exit 1
+    fi
+    echo "install_deps: pip install $spec failed (attempt $attempt), retrying in 10 s"; sleep 10
+  done
+  echo "install_deps: $spec done"
+}
+
 # pip_venv VENV PYTHON PACKAGE VERSION [MORE==VERSION ...]: PACKAGE==VERSION (and MORE) from PyPI in its own venv,
 # made with PYTHON; kept when it already imports PACKAGE at that version (the module is the package's name).
 pip_venv() {
@@ -46,22 +66,20 @@ pip_venv() {
   if "$venv/bin/python3" -c "import $package, sys; sys.exit($package.__version__ != '$version')" 2>/dev/null; then
     echo "install_deps: $package $version present in $venv"; return
   fi
-  echo "install_deps: installing $package $version into $venv"
-  rm -rf "$venv"
-  "$python" -m venv "$venv"
-  for attempt in 1 2 3; do
-    if "$venv/bin/pip" install --quiet --disable-pip-version-check --no-input --retries 5 --timeout 60 \
-         "$package==$version" "$@" >"$venv/pip.log" 2>&1; then
-      break
-    fi
-    if [ "$attempt" -eq 3 ]; then
-      echo "install_deps: pip install $package failed 3 times; last log:" >&2; tail -20 "$venv/pip.log" >&2; exit 1
-    fi
-    echo "install_deps: pip install $package failed (attempt $attempt), retrying in 10 s"; sleep 10
-  done
-  echo "install_deps: $package done"
+  venv_install "$venv" "$python" "$package==$version" "$@"
 }
 checkout=$(cd "$(dirname "$0")/.." && pwd)
+
+# oneDNN 3.2, the CPU backend's convolutions and products: PyPI's CPU-only build on GNU OpenMP (headers and
+# libdnnl.so.3 land in the venv's include/ and lib/, where CMake looks), chosen over Debian's 2.6.3 by measurement
+# (perf/results/2026-11-25-cpu-spr-8.md: its AMX bf16 filter gradient is 2.6x as fast). No Python in it.
+onednn=$checkout/.venv-onednn
+if grep -qs "define DNNL_VERSION_MINOR 2" "$onednn/include/oneapi/dnnl/dnnl_version.h" &&
+   [ -e "$onednn/lib/libdnnl.so.3" ]; then
+  echo "install_deps: oneDNN 3.2 present in $onednn"
+else
+  venv_install "$onednn" python3 onednn-devel-cpu-gomp==2023.2.0
+fi
 
 # TensorBoard (PyPI only; Debian 12 does not package it) in a venv inside the checkout (.venv, gitignored), so the
 # test that reads our event files back uses TensorBoard's own reader.

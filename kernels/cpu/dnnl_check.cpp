@@ -13,7 +13,7 @@ const char* status_name(dnnl_status_t status) {
     case dnnl_out_of_memory: return "dnnl_out_of_memory";
     case dnnl_invalid_arguments: return "dnnl_invalid_arguments";
     case dnnl_unimplemented: return "dnnl_unimplemented";
-    case dnnl_iterator_ends: return "dnnl_iterator_ends";
+    case dnnl_last_impl_reached: return "dnnl_last_impl_reached";
     case dnnl_runtime_error: return "dnnl_runtime_error";
     case dnnl_not_required: return "dnnl_not_required";
     default: return "dnnl status";

@@ -2,7 +2,7 @@
 // dnnl::error it may throw into ringtrain::Error (ExitCode::library) naming the call as written, file:line,
 // this process and oneDNN's own status and message. The value of the call, if any, is returned.
 #pragma once
-#include <dnnl.hpp>
+#include <oneapi/dnnl/dnnl.hpp>
 
 namespace ringtrain::kernels::cpu {
 

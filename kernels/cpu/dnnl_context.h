@@ -9,7 +9,7 @@
 // Layers run one at a time, so every primitive can use all of the scratch areas. Every call into oneDNN runs with
 // the calling thread's signals blocked (see dnnl_context.cpp: its JIT GEMM does not survive a signal handler).
 #pragma once
-#include <dnnl.hpp>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstddef>
 #include <memory>

@@ -20,9 +20,9 @@ constexpr auto kAlgorithm = dnnl::algorithm::convolution_direct;
 
 // Outputs in our tensors' types (y and dx: the activations', dw: fp32); the operands a product reads (x, w, dy) in
 // the context's operand type.
-memory::desc any_layout(const memory::desc& d) { return memory::desc(d.dims(), d.data_type(), tag::any); }
+memory::desc any_layout(const memory::desc& d) { return memory::desc(d.get_dims(), d.get_data_type(), tag::any); }
 memory::desc operand(const DnnlContext& ctx, const memory::desc& d) {
-  return memory::desc(d.dims(), ctx.operand_type(), tag::any);
+  return memory::desc(d.get_dims(), ctx.operand_type(), tag::any);
 }
 
 // Our layout of an activation with `block` channels per block (1: NCHW).
@@ -51,16 +51,15 @@ DnnlConv2d::DnnlConv2d(DnnlContext& ctx, const Conv2dShape& s)
       strides_{s.stride, s.stride},
       padding_{s.padding, s.padding} {
   hint_ = DNNL_CALL(dnnl::convolution_forward::primitive_desc(
-      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, kAlgorithm, operand(ctx, src_),
-                                      operand(ctx, weights_), any_layout(dst_), strides_, padding_, padding_),
-      DnnlContext::attributes(), ctx.engine()));
+      ctx.engine(), dnnl::prop_kind::forward_training, kAlgorithm, operand(ctx, src_), operand(ctx, weights_),
+      any_layout(dst_), strides_, padding_, padding_, DnnlContext::attributes()));
   implementation_ = DNNL_CALL(hint_.impl_info_str());
 }
 
 // The block of `chosen` where it is an activation of ours (in our tensors' type) in a channel-blocked layout, else 1.
 int DnnlConv2d::block_of(const memory::desc& chosen) const {
   for (const int block : {16, 8})
-    if (chosen == memory::desc(chosen.dims(), activations_, activation_tag(block))) return block;
+    if (chosen == memory::desc(chosen.get_dims(), activations_, activation_tag(block))) return block;
   return 1;
 }
 
@@ -75,13 +74,13 @@ void DnnlConv2d::prepare(DnnlContext& ctx) {
 PlainPrimitive& DnnlConv2d::forward_primitive(DnnlContext& ctx, bool bias) {
   auto& slot = forward_[bias ? 1 : 0];
   if (slot) return *slot;
-  const auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, kAlgorithm,
-                                                        operand(ctx, src_), operand(ctx, weights_), bias_,
-                                                        any_layout(dst_), strides_, padding_, padding_)
-                      : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, kAlgorithm,
-                                                        operand(ctx, src_), operand(ctx, weights_),
-                                                        any_layout(dst_), strides_, padding_, padding_);
-  const auto pd = DNNL_CALL(dnnl::convolution_forward::primitive_desc(d, DnnlContext::attributes(), ctx.engine()));
+  using pd_t = dnnl::convolution_forward::primitive_desc;
+  constexpr auto training = dnnl::prop_kind::forward_training;
+  const auto pd = DNNL_CALL(bias ? pd_t(ctx.engine(), training, kAlgorithm, operand(ctx, src_), operand(ctx, weights_),
+                                        bias_, any_layout(dst_), strides_, padding_, padding_,
+                                        DnnlContext::attributes())
+                                 : pd_t(ctx.engine(), training, kAlgorithm, operand(ctx, src_), operand(ctx, weights_),
+                                        any_layout(dst_), strides_, padding_, padding_, DnnlContext::attributes()));
   std::vector<PlainArg> args = {{DNNL_ARG_SRC, src_, pd.src_desc(), Flow::in},
                                 {DNNL_ARG_WEIGHTS, weights_, pd.weights_desc(), Flow::in},
                                 {DNNL_ARG_DST, dst_, pd.dst_desc(), Flow::out}};
@@ -92,21 +91,17 @@ PlainPrimitive& DnnlConv2d::forward_primitive(DnnlContext& ctx, bool bias) {
 
 dnnl::convolution_backward_data::primitive_desc DnnlConv2d::backward_data_desc(DnnlContext& ctx) const {
   return DNNL_CALL(dnnl::convolution_backward_data::primitive_desc(
-      dnnl::convolution_backward_data::desc(kAlgorithm, any_layout(src_), operand(ctx, weights_),
-                                            operand(ctx, dst_), strides_, padding_, padding_),
-      DnnlContext::attributes(), ctx.engine(), hint_));
+      ctx.engine(), kAlgorithm, any_layout(src_), operand(ctx, weights_), operand(ctx, dst_), strides_, padding_,
+      padding_, hint_, DnnlContext::attributes()));
 }
 
 dnnl::convolution_backward_weights::primitive_desc DnnlConv2d::backward_filter_desc(DnnlContext& ctx,
                                                                                      bool bias) const {
-  const auto d = bias ? dnnl::convolution_backward_weights::desc(kAlgorithm, operand(ctx, src_),
-                                                                 any_layout(weights_), bias_, operand(ctx, dst_),
-                                                                 strides_, padding_, padding_)
-                      : dnnl::convolution_backward_weights::desc(kAlgorithm, operand(ctx, src_),
-                                                                 any_layout(weights_), operand(ctx, dst_),
-                                                                 strides_, padding_, padding_);
-  return DNNL_CALL(
-      dnnl::convolution_backward_weights::primitive_desc(d, DnnlContext::attributes(), ctx.engine(), hint_));
+  using pd_t = dnnl::convolution_backward_weights::primitive_desc;
+  return DNNL_CALL(bias ? pd_t(ctx.engine(), kAlgorithm, operand(ctx, src_), any_layout(weights_), bias_,
+                               operand(ctx, dst_), strides_, padding_, padding_, hint_, DnnlContext::attributes())
+                        : pd_t(ctx.engine(), kAlgorithm, operand(ctx, src_), any_layout(weights_), operand(ctx, dst_),
+                               strides_, padding_, padding_, hint_, DnnlContext::attributes()));
 }
 
 const memory::desc& DnnlConv2d::backward_dy_layout(DnnlContext& ctx) {

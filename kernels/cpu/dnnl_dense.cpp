@@ -38,14 +38,14 @@ PlainPrimitive make_matmul(DnnlContext& ctx, const Matrix& a, const Matrix& b, b
                            Write write = Write::overwrite) {
   const memory::desc a_in = a.as(ctx.operand_type()), b_in = b.as(ctx.operand_type()), c_out = c.plain();
   const memory::desc bias_row = memory::desc({1, c.cols}, f32, tag::ab);
-  const auto d = bias ? dnnl::matmul::desc(a_in, b_in, bias_row, c_out) : dnnl::matmul::desc(a_in, b_in, c_out);
   dnnl::primitive_attr attr = DnnlContext::attributes();
   if (write == Write::add) {
     dnnl::post_ops sum;
     DNNL_CALL(sum.append_sum(1.0f));
     DNNL_CALL(attr.set_post_ops(sum));
   }
-  const auto pd = DNNL_CALL(dnnl::matmul::primitive_desc(d, attr, ctx.engine()));
+  const auto pd = DNNL_CALL(bias ? dnnl::matmul::primitive_desc(ctx.engine(), a_in, b_in, bias_row, c_out, attr)
+                                 : dnnl::matmul::primitive_desc(ctx.engine(), a_in, b_in, c_out, attr));
   std::vector<PlainArg> args = {{DNNL_ARG_SRC, a.plain(), a_in, Flow::in},
                                 {DNNL_ARG_WEIGHTS, b.plain(), b_in, Flow::in},
                                 {DNNL_ARG_DST, c_out, c_out, Flow::out}};

@@ -33,7 +33,7 @@ class DnnlOps {
   DnnlOps(const DnnlOps&) = delete;
   DnnlOps& operator=(const DnnlOps&) = delete;
 
-  static std::string version();  // "oneDNN 2.6.3 (OpenMP)"
+  static std::string version();  // "oneDNN 3.2.0 (OpenMP)"
   // The scratch areas, staging memory and converted weights held now.
   std::size_t working_bytes() const;
   // Whether this CPU has AVX512_BF16, which DnnlMath::bf16 needs.

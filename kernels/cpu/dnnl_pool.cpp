@@ -1,4 +1,4 @@
-// Owns the oneDNN pooling primitives of one shape (pooling_v2: oneDNN 2.6's pooling with dilation, here none).
+// Owns the oneDNN pooling primitives of one shape.
 #include "kernels/cpu/dnnl_pool.h"
 
 #include "kernels/cpu/dnnl_check.h"
@@ -22,11 +22,10 @@ struct PoolDescs {
         kernel{s.window, s.window}, strides{s.stride, s.stride}, padding{s.padding, s.padding}, dilation{0, 0} {}
 };
 
-dnnl::pooling_v2_forward::primitive_desc forward_pd(DnnlContext& ctx, const PoolDescs& d) {
-  return DNNL_CALL(dnnl::pooling_v2_forward::primitive_desc(
-      dnnl::pooling_v2_forward::desc(dnnl::prop_kind::forward_training, d.algorithm, d.src, d.dst, d.strides,
-                                     d.kernel, d.dilation, d.padding, d.padding),
-      DnnlContext::attributes(), ctx.engine()));
+dnnl::pooling_forward::primitive_desc forward_pd(DnnlContext& ctx, const PoolDescs& d) {
+  return DNNL_CALL(dnnl::pooling_forward::primitive_desc(ctx.engine(), dnnl::prop_kind::forward_training,
+                                                         d.algorithm, d.src, d.dst, d.strides, d.kernel, d.dilation,
+                                                         d.padding, d.padding, DnnlContext::attributes()));
 }
 
 PlainPrimitive make_forward(DnnlContext& ctx, const PoolDescs& d) {
@@ -35,20 +34,19 @@ PlainPrimitive make_forward(DnnlContext& ctx, const PoolDescs& d) {
                                 {DNNL_ARG_DST, d.dst, pd.dst_desc(), Flow::out}};
   if (pd.workspace_desc().get_size() > 0)
     args.push_back({DNNL_ARG_WORKSPACE, pd.workspace_desc(), pd.workspace_desc(), Flow::out});
-  return PlainPrimitive(ctx, DNNL_CALL(dnnl::pooling_v2_forward(pd)), pd.scratchpad_desc(), args);
+  return PlainPrimitive(ctx, DNNL_CALL(dnnl::pooling_forward(pd)), pd.scratchpad_desc(), args);
 }
 
 PlainPrimitive make_backward(DnnlContext& ctx, const PoolDescs& d) {
   const auto hint = forward_pd(ctx, d);
-  const auto pd = DNNL_CALL(dnnl::pooling_v2_backward::primitive_desc(
-      dnnl::pooling_v2_backward::desc(d.algorithm, d.src, d.dst, d.strides, d.kernel, d.dilation, d.padding,
-                                      d.padding),
-      DnnlContext::attributes(), ctx.engine(), hint));
+  const auto pd = DNNL_CALL(dnnl::pooling_backward::primitive_desc(ctx.engine(), d.algorithm, d.src, d.dst, d.strides,
+                                                                   d.kernel, d.dilation, d.padding, d.padding, hint,
+                                                                   DnnlContext::attributes()));
   std::vector<PlainArg> args = {{DNNL_ARG_DIFF_DST, d.dst, pd.diff_dst_desc(), Flow::in},
                                 {DNNL_ARG_DIFF_SRC, d.src, pd.diff_src_desc(), Flow::out}};
   if (hint.workspace_desc().get_size() > 0)
     args.push_back({DNNL_ARG_WORKSPACE, hint.workspace_desc(), hint.workspace_desc(), Flow::in});
-  return PlainPrimitive(ctx, DNNL_CALL(dnnl::pooling_v2_backward(pd)), pd.scratchpad_desc(), args);
+  return PlainPrimitive(ctx, DNNL_CALL(dnnl::pooling_backward(pd)), pd.scratchpad_desc(), args);
 }
 
 }  // namespace

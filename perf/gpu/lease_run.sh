@@ -19,7 +19,7 @@ stages=${STAGES:-tests fmnist bench}
 work=$(mktemp -d)
 bin=.gpurt/bin
 [ -d .gpurt/root ] || tar xJf .gpurt/root.tar.xz -C .gpurt
-[ -d .gpurt/lib ] || tar xJf .gpurt/lib.tar.xz -C .gpurt   # libraries the bundle lacks: toml++, fmt, OpenBLAS
+[ -d .gpurt/lib ] || tar xJf .gpurt/lib.tar.xz -C .gpurt   # libraries the bundle lacks: toml++, fmt, OpenBLAS, oneDNN
 log() { echo "[lease_run $(date +%T)] $*" | tee -a "$out/summary.txt"; }
 rt() { (source .gpurt/env.sh && export LD_LIBRARY_PATH=$PWD/.gpurt/lib:$LD_LIBRARY_PATH && source .gpurt/cuda-libs.sh "$bin/ringtrain" 2>>"$work/cuda-libs.log" && "$@"); }
 

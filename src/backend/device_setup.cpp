@@ -35,7 +35,7 @@ void check_precision(const config::JobConfig& job, bool gpu) {
 }
 
 // bf16 runs on oneDNN's bf16 kernels where the CPU has them, and is emulated by rounding operands elsewhere; fp16
-// is always emulated (oneDNN 2.6 has no fp16 training kernels for the CPU).
+// is always emulated (the CPU backend runs no oneDNN fp16 kernels).
 struct CpuMath {
   kernels::cpu::DnnlMath dnnl = kernels::cpu::DnnlMath::fp32;
   kernels::cpu::OperandRounding rounding = kernels::cpu::OperandRounding::none;
