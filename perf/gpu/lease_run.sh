@@ -9,6 +9,7 @@
 # fmnist/*.gz (Debian's dataset-fashion-mnist files). The bench stage's gpu-summary.jsonl and the nccl stage's
 # nccl-summary.jsonl are the records for perf/results/<date>-gpu-<topic>/.
 #   STAGES="tests fmnist bench"   which parts to run (also: variants, resnet20, nccl);  FMNIST_EPOCHS=12;
+#   FMNIST_SETS="--set k=v ..." (more overrides for the fmnist stage, e.g. train.precision);
 #   STEPS=40 (benchmark steps);  VARIANTS="name=--set k=v ...;name2=..." (ResNet-50 settings to compare);
 #   LAYERS=0 leaves the single-layer benchmarks out of the bench stage;  BENCH_TIMEOUT_S=450.
 # What each stage costs on an H100: perf/gpu/PENDING.md.
@@ -38,9 +39,10 @@ fi
 if [[ " $stages " == *" fmnist "* ]]; then
   rt "$bin/ringtrain" prepare fashion-mnist --source .gpurt/fmnist --out "$work/fmnist" --shards 8 >"$work/prepare.log" 2>&1 ||
     log "prepare fashion-mnist failed: $(tail -3 "$work/prepare.log")"
+  # shellcheck disable=SC2086 # $FMNIST_SETS is a list of --set options
   rt timeout 180 mpirun -np 1 "$bin/ringtrain" train jobs/fashion_mnist.toml --set run.device=cuda \
     --set data.train="$work/fmnist/train" --set data.test="$work/fmnist/test" --set run.dir="$work/fmnist-run" \
-    --set train.epochs="${FMNIST_EPOCHS:-12}" --set run.progress_every_s=10 >"$out/fmnist.log" 2>&1
+    --set train.epochs="${FMNIST_EPOCHS:-12}" --set run.progress_every_s=10 ${FMNIST_SETS:-} >"$out/fmnist.log" 2>&1
   log "fashion_mnist on cuda exit $?: $(grep -E '^epoch [0-9]+/' "$out/fmnist.log" | tail -1)"
   cp "$work/fmnist-run/metrics.jsonl" "$out/fmnist-metrics.jsonl" 2>/dev/null
 fi
