@@ -23,6 +23,7 @@ struct Conv2dShape {
   ElementType data = ElementType::f32;
   int out_h() const { return (in_h + 2 * padding - kernel_h) / stride + 1; }
   int out_w() const { return (in_w + 2 * padding - kernel_w) / stride + 1; }
+  int64_t weight_elements() const { return int64_t{filters} * in_channels * kernel_h * kernel_w; }  // K x C x R x S
   // 2 x multiply-adds of the forward pass.
   double forward_flops() const {
     return 2.0 * batch * filters * out_h() * out_w() * static_cast<double>(in_channels) * kernel_h * kernel_w;
@@ -62,6 +63,7 @@ struct BatchNormShape {
 struct DenseShape {
   int batch = 0, in = 0, out = 0;
   ElementType data = ElementType::f32;  // x, y, dx and dy; W, b and their gradients are fp32
+  int64_t weight_elements() const { return int64_t{out} * in; }
   double forward_flops() const { return 2.0 * batch * static_cast<double>(in) * out; }
   auto operator<=>(const DenseShape&) const = default;
 };

@@ -163,6 +163,16 @@ std::vector<LayerSpec> small_resnet() {
           layer(LayerKind::global_avgpool), layer(LayerKind::flatten), dense(12), relu, dense(5)};
 }
 
+// Both networks from the same parameters (`params`) and the CPU network's initial states, which it returns.
+std::vector<float> start_alike(model::Network& cpu_net, model::Network& gpu_net, const std::vector<float>& params) {
+  const auto states = cpu_net.initial_states();
+  for (auto* net : {&cpu_net, &gpu_net}) {
+    net->backend().to_device(net->params(), params.data(), params.size() * sizeof(float));
+    net->backend().to_device(net->states(), states.data(), states.size() * sizeof(float));
+  }
+  return states;
+}
+
 // The CPU side's reducer: over one rank the sum is the gradients themselves.
 class OneRankSum final : public dist::GradientReducer {
  public:
@@ -186,11 +196,7 @@ TEST_F(NcclReducer, TwoOptimizerStepsMatchTheCpuBackend) {
   ASSERT_EQ(gpu_net.summary(), cpu_net.summary());
 
   const auto params = cpu_net.initial_params(42);
-  const auto states = cpu_net.initial_states();
-  for (auto* net : {&cpu_net, &gpu_net}) {
-    net->backend().to_device(net->params(), params.data(), params.size() * sizeof(float));
-    net->backend().to_device(net->states(), states.data(), states.size() * sizeof(float));
-  }
+  const auto states = start_alike(cpu_net, gpu_net, params);
 
   OneRankSum cpu_reducer;
   backend::NcclGradientReducer gpu_reducer(MPI_COMM_SELF, cuda(), 60);
@@ -257,11 +263,7 @@ TEST_F(NcclReducer, ASmallResNetInBf16FollowsTheFp32CpuTwin) {
                          {.share_memory = true, .fuse = true, .budget = {}, .activations = kernels::ElementType::bf16});
   ASSERT_EQ(gpu_net.param_count(), cpu_net.param_count());
   const auto params = cpu_net.initial_params(42);
-  const auto states = cpu_net.initial_states();
-  for (auto* net : {&cpu_net, &gpu_net}) {
-    net->backend().to_device(net->params(), params.data(), params.size() * sizeof(float));
-    net->backend().to_device(net->states(), states.data(), states.size() * sizeof(float));
-  }
+  const auto states = start_alike(cpu_net, gpu_net, params);
   OneRankSum cpu_reducer;
   backend::NcclGradientReducer gpu_reducer(MPI_COMM_SELF, bf16, 60);
   dist::GradientSync cpu_sync(cpu_net, cpu_reducer, 25), gpu_sync(gpu_net, gpu_reducer, 25);

@@ -152,9 +152,6 @@ kernels::Elements input_elements(const model::Conv2dShape& s) {
 kernels::Elements output_elements(const model::Conv2dShape& s) {
   return {int64_t{s.batch} * s.filters * s.out_h() * s.out_w(), s.data};
 }
-int64_t filter_elements(const model::Conv2dShape& s) {
-  return int64_t{s.filters} * s.in_channels * s.kernel_h * s.kernel_w;
-}
 }  // namespace
 
 int CpuBackend::conv2d_output_block(const model::Conv2dShape& s) {
@@ -181,7 +178,7 @@ const float* CpuBackend::fp32_operand(int slot, int view_slot, kernels::Elements
 void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const void* x_data, const float* w, const float* bias,
                                 void* y_data, model::Scratch) {
   const kernels::Elements xe = input_elements(s), ye = output_elements(s);
-  w = rounded_.operand(1, filter_elements(s), w);
+  w = rounded_.operand(1, s.weight_elements(), w);
   if (!on_dnnl(s)) return kc::conv2d_forward(s, rounded_activation(0, xe, x_data), w, bias, y_data, conv_workspace_);
   if (dnnl_.takes_stored(s.data)) return dnnl_.conv2d_forward(s, rounded_activation(0, xe, x_data), w, bias, y_data);
   const float* x = fp32_operand(0, 0, xe, x_data);
@@ -191,7 +188,7 @@ void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const void* x_data,
 void CpuBackend::conv2d_backward(const model::Conv2dShape& s, const void* x_data, const void* dy_data,
                                  const float* w, void* dx_data, float* dw, float* dbias, model::Scratch) {
   const kernels::Elements xe = input_elements(s), ye = output_elements(s);
-  w = rounded_.operand(2, filter_elements(s), w);
+  w = rounded_.operand(2, s.weight_elements(), w);
   if (!on_dnnl(s)) {
     const void* dy = rounded_activation(1, ye, dy_data);
     kc::conv2d_backward_filter(s, rounded_activation(0, xe, x_data), dy, dw, dbias, conv_workspace_);
@@ -212,10 +209,10 @@ void CpuBackend::dense_forward(const model::DenseShape& s, const void* x_data, c
   if (s.batch <= 0) return;
   const kernels::Elements xe{int64_t{s.batch} * s.in, s.data}, ye{int64_t{s.batch} * s.out, s.data};
   if (dnnl_.takes_stored(s.data))
-    return dnnl_.dense_forward(s, rounded_activation(0, xe, x_data), rounded_.operand(1, int64_t{s.out} * s.in, w),
+    return dnnl_.dense_forward(s, rounded_activation(0, xe, x_data), rounded_.operand(1, s.weight_elements(), w),
                                bias, y_data);
   const float* x = fp32_operand(0, 0, xe, x_data);
-  w = rounded_.operand(1, int64_t{s.out} * s.in, w);
+  w = rounded_.operand(1, s.weight_elements(), w);
   dnnl_.dense_forward(s, x, w, bias, views_.write(2, ye, y_data));
   views_.store(2, ye, y_data);
 }
@@ -223,7 +220,7 @@ void CpuBackend::dense_backward(const model::DenseShape& s, const void* x_data, 
                                 void* dx_data, float* dw, float* dbias) {
   if (s.batch <= 0) return;
   const kernels::Elements xe{int64_t{s.batch} * s.in, s.data}, ye{int64_t{s.batch} * s.out, s.data};
-  w = rounded_.operand(1, int64_t{s.out} * s.in, w);
+  w = rounded_.operand(1, s.weight_elements(), w);
   if (dnnl_.takes_stored(s.data))
     return dnnl_.dense_backward(s, rounded_activation(0, xe, x_data), w, rounded_activation(2, ye, dy_data), dx_data,
                                 dw, dbias);

@@ -90,26 +90,20 @@ void CudaBackend::dropout_backward(Elements n, float p, const uint8_t* mask, con
 }
 
 model::ScratchBytes CudaBackend::conv2d_prepare(const model::Conv2dShape& s) { return dnn().prepare_conv(s); }
-namespace {
-int64_t filter_count(const model::Conv2dShape& s) {
-  return int64_t{s.filters} * s.in_channels * s.kernel_h * s.kernel_w;
-}
-}  // namespace
-
 void CudaBackend::conv2d_forward(const model::Conv2dShape& s, const void* x, const float* w, const float* bias,
                                  void* y, model::Scratch scratch) {
-  dnn().conv_forward(s, x, weights_in(s.data, w, filter_count(s), true), bias, y, scratch);
+  dnn().conv_forward(s, x, weights_in(s.data, w, s.weight_elements(), true), bias, y, scratch);
 }
 void CudaBackend::conv2d_backward(const model::Conv2dShape& s, const void* x, const void* dy, const float* w,
                                   void* dx, float* dw, float* dbias, model::Scratch scratch) {
   dnn().conv_backward_filter(s, x, dy, dw, dbias, scratch);
-  if (dx) dnn().conv_backward_data(s, dy, weights_in(s.data, w, filter_count(s), false), dx, scratch);
+  if (dx) dnn().conv_backward_data(s, dy, weights_in(s.data, w, s.weight_elements(), false), dx, scratch);
 }
 
 // Row-major, W stored out x in (kernels/cpu/dense.h): y (n x out) = x (n x in) * W^T (in x out), then the bias.
 void CudaBackend::dense_forward(const model::DenseShape& s, const void* x, const float* w, const float* bias, void* y) {
   if (sixteen_bit(s.data)) {
-    const void* w16 = weights_in(s.data, w, int64_t{s.out} * s.in, true);
+    const void* w16 = weights_in(s.data, w, s.weight_elements(), true);
     blas().gemm(Transpose::no, Transpose::yes, s.batch, s.out, s.in, 1.0f, s.data, x, s.in, w16, s.in, 0.0f, s.data, y,
                 s.out);
   } else {
@@ -133,7 +127,7 @@ void CudaBackend::dense_backward(const model::DenseShape& s, const void* x, cons
   // dx (n x in) = dy (n x out) * W (out x in)
   if (mixed)
     blas().gemm(Transpose::no, Transpose::no, s.batch, s.in, s.out, 1.0f, s.data, dy, s.out,
-                weights_in(s.data, w, int64_t{s.out} * s.in, false), s.in, 0.0f, s.data, dx, s.in);
+                weights_in(s.data, w, s.weight_elements(), false), s.in, 0.0f, s.data, dx, s.in);
   else
     blas().sgemm(Transpose::no, Transpose::no, s.batch, s.in, s.out, 1.0f, f32(dy), s.out, w, s.in, 0.0f, f32(dx),
                  s.in);

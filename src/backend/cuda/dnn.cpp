@@ -95,10 +95,6 @@ std::string describe(const Conv2dShape& g) {
                      g.padding);
 }
 
-int64_t filter_elements(const Conv2dShape& g) {
-  return int64_t{g.filters} * g.in_channels * g.kernel_h * g.kernel_w;
-}
-
 }  // namespace
 
 struct Dnn::Impl {
@@ -328,7 +324,7 @@ void Dnn::conv_backward_filter(const Conv2dShape& g, const void* x, const void* 
   }
   // cuDNN writes a 16-bit filter gradient in the filter's type (accumulated in fp32 inside); it is added into the
   // fp32 gradient, as autocast frameworks add the 16-bit copy's gradient into the master weight's.
-  const kernels::Elements filter{filter_elements(g), g.data};
+  const kernels::Elements filter{g.weight_elements(), g.data};
   impl_->filter_gradient.ensure(filter.bytes(), impl_->stream);
   void* dw16 = impl_->filter_gradient.get();
   CUDNN_CHECK(cudnnConvolutionBackwardFilter(impl_->handle, &kOne, p.x, x, p.y, dy, p.conv, p.backward_filter, ws,
