@@ -1,4 +1,8 @@
-// Owns the element-wise kernels declared in elementwise.h, each instantiated for the three element types.
+// Owns the element-wise kernels declared in elementwise.h, each instantiated for the three element types; the ones
+// that stream activations move them in packs of up to 16 bytes (element_access.cuh).
+#include <initializer_list>
+#include <type_traits>
+
 #include "kernels/cuda/channel_reduce.cuh"
 #include "kernels/cuda/element_access.cuh"
 #include "kernels/cuda/elementwise.h"
@@ -10,16 +14,32 @@ namespace {
 using detail::global_index;
 using detail::grid_stride;
 using detail::load;
+using detail::load_pack;
 using detail::store;
+using detail::store_pack;
 
-template <class T>
+// Calls f(i, v) for this thread's packs of V values at i (v: an array of V), then f(i, w) for each value of the
+// n % V left (w: an array of 1). f reads and writes its operands at i itself, so one body serves both.
+template <int V, class F>
+__device__ void for_packs(int64_t n, F&& f) {
+  const int64_t packs = n / V;
+  for (int64_t p = global_index(); p < packs; p += grid_stride()) f(p * V, std::integral_constant<int, V>{});
+  for (int64_t i = packs * V + global_index(); i < n; i += grid_stride()) f(i, std::integral_constant<int, 1>{});
+}
+
+template <int V, class T>
 __global__ void add_kernel(int64_t n, const T* a, const T* b, T* y) {
-  for (int64_t i = global_index(); i < n; i += grid_stride()) store(y + i, load(a + i) + load(b + i));
+  for_packs<V>(n, [&](int64_t i, auto width) {
+    constexpr int W = decltype(width)::value;
+    float va[W], vb[W];
+    load_pack(a + i, va);
+    load_pack(b + i, vb);
+#pragma unroll
+    for (int r = 0; r < W; ++r) va[r] += vb[r];
+    store_pack(y + i, va);
+  });
 }
-template <class T>
-__global__ void accumulate_kernel(int64_t n, const T* x, T* y) {
-  for (int64_t i = global_index(); i < n; i += grid_stride()) store(y + i, load(y + i) + load(x + i));
-}
+
 template <class T>
 __global__ void accumulate_into_fp32_kernel(int64_t n, const T* x, float* y) {
   for (int64_t i = global_index(); i < n; i += grid_stride()) y[i] += load(x + i);
@@ -39,16 +59,28 @@ __global__ void unscale_kernel(int64_t n, float factor, float* y, int32_t* nonfi
   }
   if (bad) *nonfinite = 1;
 }
-template <class T>
+template <int V, class T>
 __global__ void relu_forward_kernel(int64_t n, const T* x, T* y) {
-  for (int64_t i = global_index(); i < n; i += grid_stride()) {
-    const float v = load(x + i);
-    store(y + i, v > 0.0f ? v : 0.0f);
-  }
+  for_packs<V>(n, [&](int64_t i, auto width) {
+    constexpr int W = decltype(width)::value;
+    float v[W];
+    load_pack(x + i, v);
+#pragma unroll
+    for (int r = 0; r < W; ++r) v[r] = v[r] > 0.0f ? v[r] : 0.0f;
+    store_pack(y + i, v);
+  });
 }
-template <class T>
+template <int V, class T>
 __global__ void relu_backward_kernel(int64_t n, const T* y, const T* dy, T* dx) {
-  for (int64_t i = global_index(); i < n; i += grid_stride()) store(dx + i, load(y + i) > 0.0f ? load(dy + i) : 0.0f);
+  for_packs<V>(n, [&](int64_t i, auto width) {
+    constexpr int W = decltype(width)::value;
+    float vy[W], g[W];
+    load_pack(y + i, vy);
+    load_pack(dy + i, g);
+#pragma unroll
+    for (int r = 0; r < W; ++r) g[r] = vy[r] > 0.0f ? g[r] : 0.0f;
+    store_pack(dx + i, g);
+  });
 }
 template <class T>
 __global__ void add_bias_rows_kernel(int64_t n, int units, const float* bias, T* y) {
@@ -82,23 +114,27 @@ using detail::blocks_for;
 using detail::kThreads;
 using detail::with_element;
 
+// Launches kernel<V, T> over n.n values in packs of V as wide as every buffer's alignment allows.
+template <class Launch>
+void launch_packed(Elements n, std::initializer_list<const void*> buffers, Launch launch) {
+  with_element(n.type, [&](auto t) {
+    detail::with_pack_width(detail::pack_width(n.type, buffers), [&](auto v) {
+      launch(t, v, blocks_for((n.n + decltype(v)::value - 1) / decltype(v)::value));
+    });
+  });
+  RT_CHECK_LAUNCH();
+}
+
 void add(Elements n, const void* a, const void* b, void* y, Stream stream) {
   if (n.n <= 0) return;
-  with_element(n.type, [&](auto t) {
+  launch_packed(n, {a, b, y}, [&](auto t, auto v, unsigned blocks) {
     using T = decltype(t);
-    add_kernel<<<blocks_for(n.n), kThreads, 0, stream>>>(n.n, static_cast<const T*>(a), static_cast<const T*>(b),
-                                                          static_cast<T*>(y));
+    add_kernel<decltype(v)::value><<<blocks, kThreads, 0, stream>>>(n.n, static_cast<const T*>(a),
+                                                                    static_cast<const T*>(b), static_cast<T*>(y));
   });
-  RT_CHECK_LAUNCH();
 }
-void accumulate(Elements n, const void* x, void* y, Stream stream) {
-  if (n.n <= 0) return;
-  with_element(n.type, [&](auto t) {
-    using T = decltype(t);
-    accumulate_kernel<<<blocks_for(n.n), kThreads, 0, stream>>>(n.n, static_cast<const T*>(x), static_cast<T*>(y));
-  });
-  RT_CHECK_LAUNCH();
-}
+// y += x is y = y + x, and add's output may be one of its inputs.
+void accumulate(Elements n, const void* x, void* y, Stream stream) { add(n, y, x, y, stream); }
 void accumulate_into_fp32(Elements n, const void* x, float* y, Stream stream) {
   if (n.n <= 0) return;
   with_element(n.type, [&](auto t) {
@@ -124,20 +160,19 @@ void unscale(int64_t n, float factor, float* y, int32_t* nonfinite, Stream strea
 }
 void relu_forward(Elements n, const void* x, void* y, Stream stream) {
   if (n.n <= 0) return;
-  with_element(n.type, [&](auto t) {
+  launch_packed(n, {x, y}, [&](auto t, auto v, unsigned blocks) {
     using T = decltype(t);
-    relu_forward_kernel<<<blocks_for(n.n), kThreads, 0, stream>>>(n.n, static_cast<const T*>(x), static_cast<T*>(y));
+    relu_forward_kernel<decltype(v)::value><<<blocks, kThreads, 0, stream>>>(n.n, static_cast<const T*>(x),
+                                                                             static_cast<T*>(y));
   });
-  RT_CHECK_LAUNCH();
 }
 void relu_backward(Elements n, const void* y, const void* dy, void* dx, Stream stream) {
   if (n.n <= 0) return;
-  with_element(n.type, [&](auto t) {
+  launch_packed(n, {y, dy, dx}, [&](auto t, auto v, unsigned blocks) {
     using T = decltype(t);
-    relu_backward_kernel<<<blocks_for(n.n), kThreads, 0, stream>>>(n.n, static_cast<const T*>(y),
-                                                                    static_cast<const T*>(dy), static_cast<T*>(dx));
+    relu_backward_kernel<decltype(v)::value><<<blocks, kThreads, 0, stream>>>(
+        n.n, static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx));
   });
-  RT_CHECK_LAUNCH();
 }
 void add_bias_rows(int rows, int units, const float* bias, ElementType type, void* y, Stream stream) {
   const int64_t n = static_cast<int64_t>(rows) * units;

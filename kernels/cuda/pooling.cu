@@ -1,52 +1,89 @@
 // Owns the pooling kernels declared in pooling.h: forward one thread per output value, backward one per input value.
+// Each block takes a tile of planes (sample x channel): several small planes, or a slice of a large one (grid y),
+// so a value's plane, row and column come from its index in the tile through FastDivide rather than integer
+// divisions.
+#include <algorithm>
 #include <cmath>
+#include <string>
 
+#include "common/error.h"
 #include "kernels/cuda/element_access.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/pooling.h"
+#include "kernels/fast_divide.h"
 
 namespace ringtrain::kernels::cuda {
 namespace {
 
-using detail::global_index;
-using detail::grid_stride;
 using detail::load;
 using detail::store;
 
 struct Geometry {
   int in_h, in_w, out_h, out_w, window, stride, padding;
+  FastDivide by_in_w, by_out_w, by_stride;
+  __host__ __device__ int in_plane() const { return in_h * in_w; }
+  __host__ __device__ int out_plane() const { return out_h * out_w; }
 };
 
 Geometry geometry_of(const PoolShape& s) {
-  return {s.in_h, s.in_w, s.out_h(), s.out_w(), s.window, s.stride, s.padding};
+  Geometry g{s.in_h, s.in_w, s.out_h(), s.out_w(), s.window, s.stride, s.padding,
+             FastDivide(static_cast<uint32_t>(s.in_w)), FastDivide(static_cast<uint32_t>(s.out_w())),
+             FastDivide(static_cast<uint32_t>(s.stride))};
+  if (static_cast<int64_t>(s.in_h) * s.in_w > int64_t{detail::kThreads} * 65535)
+    throw JobFileError("pooling over " + std::to_string(s.in_h) + " x " + std::to_string(s.in_w) +
+                       " planes on the GPU: a plane may hold at most 16.7 M values");
+  return g;
+}
+
+// How blocks tile planes of per_plane values: planes_per_block whole planes when they are small, else one plane
+// per blockIdx.x cut into kThreads-value slices along y.
+struct Tiling {
+  int64_t planes;
+  int per_plane, planes_per_block;
+  FastDivide by_plane;
+  dim3 grid() const {
+    return dim3(static_cast<unsigned>((planes + planes_per_block - 1) / planes_per_block),
+                static_cast<unsigned>((per_plane + detail::kThreads - 1) / detail::kThreads));
+  }
+  // This thread's plane and its value's index in it; false past the last.
+  __device__ bool locate(int64_t& plane, int& at) const {
+    const uint32_t t = blockIdx.y * blockDim.x + threadIdx.x, local = by_plane.quotient(t);
+    at = static_cast<int>(t - local * static_cast<uint32_t>(per_plane));
+    plane = static_cast<int64_t>(blockIdx.x) * planes_per_block + local;
+    return plane < planes && at < per_plane && static_cast<int>(local) < planes_per_block;
+  }
+};
+
+Tiling tiling(int64_t planes, int per_plane) {
+  return {planes, per_plane, std::max(1, detail::kThreads / per_plane), FastDivide(static_cast<uint32_t>(per_plane))};
 }
 
 template <class T>
-__global__ void forward_kernel(int64_t outputs, Geometry g, bool max, const T* x, T* y, int32_t* winners) {
-  const int64_t out_plane = static_cast<int64_t>(g.out_h) * g.out_w, in_plane = static_cast<int64_t>(g.in_h) * g.in_w;
-  for (int64_t o = global_index(); o < outputs; o += grid_stride()) {
-    const int64_t plane = o / out_plane;
-    const int oh = static_cast<int>((o % out_plane) / g.out_w), ow = static_cast<int>(o % g.out_w);
-    const T* xp = x + plane * in_plane;
-    float best = -INFINITY, sum = 0.0f;
-    int32_t winner = -1;
-    for (int r = 0; r < g.window; ++r) {
-      const int h = oh * g.stride - g.padding + r;
-      if (h < 0 || h >= g.in_h) continue;
-      for (int q = 0; q < g.window; ++q) {
-        const int w = ow * g.stride - g.padding + q;
-        if (w < 0 || w >= g.in_w) continue;
-        const float v = load(xp + static_cast<int64_t>(h) * g.in_w + w);
-        sum += v;
-        if (winner < 0 || v > best) best = v, winner = h * g.in_w + w;
-      }
+__global__ void forward_kernel(Geometry g, Tiling tiles, bool max, const T* x, T* y, int32_t* winners) {
+  int64_t plane = 0;
+  int at = 0;
+  if (!tiles.locate(plane, at)) return;
+  const int64_t o = plane * g.out_plane() + at;
+  const int oh = static_cast<int>(g.by_out_w.quotient(static_cast<uint32_t>(at))), ow = at - oh * g.out_w;
+  const T* xp = x + plane * g.in_plane();
+  float best = -INFINITY, sum = 0.0f;
+  int32_t winner = -1;
+  for (int r = 0; r < g.window; ++r) {
+    const int h = oh * g.stride - g.padding + r;
+    if (h < 0 || h >= g.in_h) continue;
+    for (int q = 0; q < g.window; ++q) {
+      const int w = ow * g.stride - g.padding + q;
+      if (w < 0 || w >= g.in_w) continue;
+      const float v = load(xp + h * g.in_w + w);
+      sum += v;
+      if (winner < 0 || v > best) best = v, winner = h * g.in_w + w;
     }
-    if (max) {
-      store(y + o, best);
-      winners[o] = winner;
-    } else {
-      store(y + o, sum / static_cast<float>(g.window * g.window));
-    }
+  }
+  if (max) {
+    store(y + o, best);
+    winners[o] = winner;
+  } else {
+    store(y + o, sum / static_cast<float>(g.window * g.window));
   }
 }
 
@@ -54,31 +91,30 @@ __global__ void forward_kernel(int64_t outputs, Geometry g, bool max, const T* x
 struct Cover {
   int first, last;
 };
-__device__ Cover cover(int i, int padding, int window, int stride, int outputs) {
-  const int top = i + padding;  // position in the padded input
-  const int first = top < window ? 0 : (top - window) / stride + 1;
-  const int last = min(top / stride, outputs - 1);
+__device__ Cover cover(int i, const Geometry& g, int outputs) {
+  const auto top = static_cast<uint32_t>(i + g.padding);  // position in the padded input
+  const auto window = static_cast<uint32_t>(g.window);
+  const int first = top < window ? 0 : static_cast<int>(g.by_stride.quotient(top - window)) + 1;
+  const int last = min(static_cast<int>(g.by_stride.quotient(top)), outputs - 1);
   return {first, last};
 }
 
 template <class T>
-__global__ void backward_kernel(int64_t inputs, Geometry g, bool max, const T* dy, const int32_t* winners, T* dx) {
-  const int64_t out_plane = static_cast<int64_t>(g.out_h) * g.out_w, in_plane = static_cast<int64_t>(g.in_h) * g.in_w;
+__global__ void backward_kernel(Geometry g, Tiling tiles, bool max, const T* dy, const int32_t* winners, T* dx) {
+  int64_t plane = 0;
+  int at = 0;
+  if (!tiles.locate(plane, at)) return;
+  const int h = static_cast<int>(g.by_in_w.quotient(static_cast<uint32_t>(at))), w = at - h * g.in_w;
+  const Cover rows = cover(h, g, g.out_h), cols = cover(w, g, g.out_w);
   const float share = 1.0f / static_cast<float>(g.window * g.window);
-  for (int64_t i = global_index(); i < inputs; i += grid_stride()) {
-    const int64_t plane = i / in_plane;
-    const int at = static_cast<int>(i % in_plane), h = at / g.in_w, w = at % g.in_w;
-    const Cover rows = cover(h, g.padding, g.window, g.stride, g.out_h);
-    const Cover cols = cover(w, g.padding, g.window, g.stride, g.out_w);
-    float sum = 0.0f;
-    for (int oh = rows.first; oh <= rows.last; ++oh)
-      for (int ow = cols.first; ow <= cols.last; ++ow) {
-        const int64_t o = plane * out_plane + static_cast<int64_t>(oh) * g.out_w + ow;
-        if (!max) sum += load(dy + o) * share;
-        else if (winners[o] == at) sum += load(dy + o);
-      }
-    store(dx + i, sum);
-  }
+  float sum = 0.0f;
+  for (int oh = rows.first; oh <= rows.last; ++oh)
+    for (int ow = cols.first; ow <= cols.last; ++ow) {
+      const int64_t o = plane * g.out_plane() + oh * g.out_w + ow;
+      if (!max) sum += load(dy + o) * share;
+      else if (winners[o] == at) sum += load(dy + o);
+    }
+  store(dx + plane * g.in_plane() + at, sum);
 }
 
 }  // namespace
@@ -90,24 +126,29 @@ std::size_t pool_saved_bytes(const PoolShape& s, PoolMode mode) {
 }
 
 void pool_forward(const PoolShape& s, PoolMode mode, const void* x, void* y, int32_t* winners, Stream stream) {
-  const int64_t outputs = static_cast<int64_t>(s.batch) * s.channels * s.out_h() * s.out_w();
-  if (outputs <= 0) return;
+  const int64_t planes = static_cast<int64_t>(s.batch) * s.channels;
+  if (planes <= 0 || s.out_h() <= 0 || s.out_w() <= 0) return;
+  const Geometry g = geometry_of(s);
   detail::with_element(s.data, [&](auto t) {
     using T = decltype(t);
-    forward_kernel<<<detail::blocks_for(outputs), detail::kThreads, 0, stream>>>(
-        outputs, geometry_of(s), mode == PoolMode::max, static_cast<const T*>(x), static_cast<T*>(y), winners);
+    const Tiling tiles = tiling(planes, g.out_plane());
+    forward_kernel<<<tiles.grid(), detail::kThreads, 0, stream>>>(g, tiles, mode == PoolMode::max,
+                                                                  static_cast<const T*>(x), static_cast<T*>(y), winners);
   });
   RT_CHECK_LAUNCH();
 }
 
 void pool_backward(const PoolShape& s, PoolMode mode, const void* dy, const int32_t* winners, void* dx,
                    Stream stream) {
-  const int64_t inputs = static_cast<int64_t>(s.batch) * s.channels * s.in_h * s.in_w;
-  if (inputs <= 0) return;
+  const int64_t planes = static_cast<int64_t>(s.batch) * s.channels;
+  if (planes <= 0 || s.in_h <= 0 || s.in_w <= 0) return;
+  const Geometry g = geometry_of(s);
   detail::with_element(s.data, [&](auto t) {
     using T = decltype(t);
-    backward_kernel<<<detail::blocks_for(inputs), detail::kThreads, 0, stream>>>(
-        inputs, geometry_of(s), mode == PoolMode::max, static_cast<const T*>(dy), winners, static_cast<T*>(dx));
+    const Tiling tiles = tiling(planes, g.in_plane());
+    backward_kernel<<<tiles.grid(), detail::kThreads, 0, stream>>>(g, tiles, mode == PoolMode::max,
+                                                                   static_cast<const T*>(dy), winners,
+                                                                   static_cast<T*>(dx));
   });
   RT_CHECK_LAUNCH();
 }
