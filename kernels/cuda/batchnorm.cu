@@ -2,13 +2,20 @@
 // writes the slice's sums; a finishing kernel, one thread per channel, adds them in slice order and derives the
 // channel's coefficients; an element-wise kernel applies them. Forward in training: sums of x, then of (x - mean)^2,
 // then y = x * scale + shift. Backward: sums of dy and dy * (x - mean), then dx = a dy + b (x - mean) + k.
+// The passes are bound by memory: values move in packs of up to 16 bytes, each thread keeps kUnroll packs in flight,
+// and a pack's index becomes its channel or sample through FastDivide (an integer division costs tens of
+// instructions).
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <string>
 
+#include "common/error.h"
 #include "kernels/cuda/batchnorm.h"
 #include "kernels/cuda/channel_reduce.cuh"
 #include "kernels/cuda/element_access.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/fast_divide.h"
 
 namespace ringtrain::kernels::cuda {
 namespace {
@@ -16,21 +23,42 @@ namespace {
 using detail::global_index;
 using detail::grid_stride;
 using detail::load;
+using detail::load_pack;
 using detail::PairSum;
 using detail::store;
+using detail::store_pack;
 
 // Enough blocks for any current GPU to stream at full rate (an H100 has 132 SMs), and no slice under kMinSlice values.
 constexpr int kTargetBlocks = 1024;
 constexpr int64_t kMinSlice = 4096;
+// Packs each thread loads before it adds: with 16-byte packs, enough bytes in flight per SM to cover the memory's
+// latency.
+constexpr int kUnroll = 4;
+// The element-wise kernels' grid: samples along x, each sample's packs in chunks of kThreads x kUnroll along y (at
+// most 65535 of them).
+constexpr int64_t kMaxPerSample = int64_t{1} << 27;
 
+// The tensor as rows of `spatial` values (one per sample and channel), read and written in packs of `vec` values: the
+// largest power of two up to 16 bytes that divides a row and the buffers' alignment, so a pack never leaves its row.
 struct Layout {
-  int batch, channels, spatial, slices;
-  __host__ __device__ int64_t count() const { return static_cast<int64_t>(batch) * spatial; }  // per channel
-  __host__ __device__ int64_t slice_length() const { return (count() + slices - 1) / slices; }
+  int batch, channels, spatial, slices, vec;
+  FastDivide by_row;  // a pack's index among a channel's packs (or a sample's) -> its sample (or channel)
+  __host__ __device__ int64_t count() const { return static_cast<int64_t>(batch) * spatial; }  // values per channel
+  __host__ __device__ int row_packs() const { return spatial / vec; }
+  __host__ __device__ int64_t channel_packs() const { return count() / vec; }
+  __host__ __device__ int64_t sample_packs() const { return static_cast<int64_t>(channels) * row_packs(); }
+  __host__ __device__ int64_t slice_packs() const { return (channel_packs() + slices - 1) / slices; }
 };
 
-Layout layout_of(const BatchNormShape& s) {
-  Layout z{s.batch, s.channels, s.spatial, 1};
+// `buffers`: the addresses the kernels will read and write (null ones ignored), whose alignment bounds the pack.
+Layout layout_of(const BatchNormShape& s, std::initializer_list<const void*> buffers = {}) {
+  Layout z{s.batch, s.channels, s.spatial, 1, detail::pack_width(s.data, buffers), FastDivide()};
+  while (s.spatial % z.vec) z.vec /= 2;
+  z.by_row = FastDivide(static_cast<uint32_t>(z.row_packs()));
+  if (z.count() >= FastDivide::kNumeratorLimit || static_cast<int64_t>(s.channels) * s.spatial > kMaxPerSample)
+    throw JobFileError("batch norm over " + std::to_string(s.batch) + " x " + std::to_string(s.channels) + " x " +
+                       std::to_string(s.spatial) + " values on the GPU: a channel may hold under 2^31 values " +
+                       "(batch x H x W) and a sample at most 2^27 (C x H x W); lower train.batch_size");
   const int64_t by_blocks = (kTargetBlocks + s.channels - 1) / s.channels, by_size = z.count() / kMinSlice;
   z.slices = static_cast<int>(std::max<int64_t>(1, std::min(by_blocks, by_size)));
   return z;
@@ -52,20 +80,41 @@ Scratch scratch_of(const Layout& z, void* bytes) {
   return {partial, mean, floats, floats + z.channels, floats + 2 * z.channels};
 }
 
-// Channel c of value k (k over batch x spatial) sits at (n * channels + c) * spatial + i.
-__device__ int64_t index_of(const Layout& z, int c, int64_t k) {
-  return (k / z.spatial * z.channels + c) * z.spatial + k % z.spatial;
+// The first value of channel c's pack k (k over the channel's batch x row_packs packs).
+__device__ int64_t index_of(const Layout& z, int c, uint32_t k) {
+  const uint32_t n = z.by_row.quotient(k), p = k - n * static_cast<uint32_t>(z.row_packs());
+  return (static_cast<int64_t>(n) * z.channels + c) * z.spatial + static_cast<int64_t>(p) * z.vec;
 }
 
-// Calls f(index) for this thread's values of slice blockIdx.y of channel blockIdx.x, then stores the block's sums.
+// Calls f(index, sums) for this thread's packs of slice blockIdx.y of channel blockIdx.x, kUnroll at a time, then
+// stores the block's sums.
 template <class F>
 __device__ void sum_slice(const Layout& z, PairSum* partial, F&& f) {
   const int c = static_cast<int>(blockIdx.x), slice = static_cast<int>(blockIdx.y);
-  const int64_t begin = slice * z.slice_length(), end = min(z.count(), begin + z.slice_length());
+  const auto begin = static_cast<uint32_t>(slice * z.slice_packs());
+  const auto end = static_cast<uint32_t>(min(z.channel_packs(), begin + z.slice_packs()));
+  constexpr uint32_t kStep = detail::kChannelThreads;
   PairSum mine;
-  for (int64_t k = begin + threadIdx.x; k < end; k += detail::kChannelThreads) f(index_of(z, c, k), mine);
+  for (uint32_t k = begin + threadIdx.x; k < end; k += kStep * kUnroll) {
+#pragma unroll
+    for (uint32_t r = 0; r < kUnroll; ++r)
+      if (k + r * kStep < end) f(index_of(z, c, k + r * kStep), mine);
+  }
   const PairSum total = detail::block_sum(mine);
   if (threadIdx.x == 0) partial[c * z.slices + slice] = total;
+}
+
+// Calls f(index, channel) for the first value of each of this thread's packs of sample blockIdx.x (element_grid).
+template <class F>
+__device__ void for_sample_packs(const Layout& z, F&& f) {
+  const auto packs = static_cast<uint32_t>(z.sample_packs());
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * z.channels * z.spatial;
+  const uint32_t first = blockIdx.y * (detail::kThreads * kUnroll) + threadIdx.x;
+#pragma unroll
+  for (uint32_t r = 0; r < kUnroll; ++r) {
+    const uint32_t j = first + r * detail::kThreads;
+    if (j < packs) f(base + static_cast<int64_t>(j) * z.vec, static_cast<int>(z.by_row.quotient(j)));
+  }
 }
 
 __device__ PairSum channel_total(const Layout& z, const PairSum* partial, int c) {
@@ -74,9 +123,14 @@ __device__ PairSum channel_total(const Layout& z, const PairSum* partial, int c)
   return t;
 }
 
-template <class T>
+template <int V, class T>
 __global__ void sum_kernel(Layout z, const T* x, Scratch w) {
-  sum_slice(z, w.partial, [&](int64_t i, PairSum& m) { m.a += load(x + i); });
+  sum_slice(z, w.partial, [&](int64_t i, PairSum& m) {
+    float v[V];
+    load_pack(x + i, v);
+#pragma unroll
+    for (int r = 0; r < V; ++r) m.a += v[r];
+  });
 }
 
 __global__ void mean_kernel(Layout z, Scratch w) {
@@ -84,12 +138,17 @@ __global__ void mean_kernel(Layout z, Scratch w) {
     w.mean[c] = channel_total(z, w.partial, c).a / static_cast<double>(z.count());
 }
 
-template <class T>
+template <int V, class T>
 __global__ void centred_squares_kernel(Layout z, const T* x, Scratch w) {
   const float mean = static_cast<float>(w.mean[blockIdx.x]);
   sum_slice(z, w.partial, [&](int64_t i, PairSum& m) {
-    const double d = load(x + i) - mean;
-    m.a += d * d;
+    float v[V];
+    load_pack(x + i, v);
+#pragma unroll
+    for (int r = 0; r < V; ++r) {
+      const double d = v[r] - mean;
+      m.a += d * d;
+    }
   });
 }
 
@@ -128,22 +187,49 @@ __global__ void inference_coefficients_kernel(Layout z, const float* gamma, cons
   }
 }
 
-template <class T>
-__global__ void affine_kernel(Layout z, const T* x, Scratch w, T* y) {
-  const int64_t n = z.count() * z.channels;
-  for (int64_t i = global_index(); i < n; i += grid_stride()) {
-    const int c = static_cast<int>(i / z.spatial % z.channels);
-    store(y + i, fmaf(load(x + i), w.a[c], w.b[c]));
-  }
+// y = x * scale + shift, rounded to T; with relu, then max(y, 0) of the rounded value: the bits relu_forward
+// would write after an unfused batch norm.
+template <int V, class T>
+__global__ void affine_kernel(Layout z, const T* x, Scratch w, bool relu, T* y) {
+  for_sample_packs(z, [&](int64_t i, int c) {
+    float v[V];
+    load_pack(x + i, v);
+#pragma unroll
+    for (int r = 0; r < V; ++r) {
+      T rounded;
+      store(&rounded, fmaf(v[r], w.a[c], w.b[c]));
+      v[r] = load(&rounded);
+      if (relu && !(v[r] > 0.0f)) v[r] = 0.0f;
+    }
+    store_pack(y + i, v);
+  });
 }
 
-template <class T>
-__global__ void gradient_sums_kernel(Layout z, const T* x, const T* dy, const float* saved_mean, Scratch w) {
+// The pack of dy at i where no fused ReLU zeroed the output (relu_y null: no ReLU), as relu_backward masks it.
+template <int V, class T>
+__device__ void load_masked_dy(const T* dy, const T* relu_y, int64_t i, float (&g)[V]) {
+  load_pack(dy + i, g);
+  if (!relu_y) return;
+  float y[V];
+  load_pack(relu_y + i, y);
+#pragma unroll
+  for (int r = 0; r < V; ++r)
+    if (!(y[r] > 0.0f)) g[r] = 0.0f;
+}
+
+template <int V, class T>
+__global__ void gradient_sums_kernel(Layout z, const T* x, const T* dy, const T* relu_y, const float* saved_mean,
+                                     Scratch w) {
   const float mean = saved_mean[blockIdx.x];
   sum_slice(z, w.partial, [&](int64_t i, PairSum& m) {
-    const float g = load(dy + i);
-    m.a += g;
-    m.b += static_cast<double>(g) * (load(x + i) - mean);
+    float g[V], v[V];
+    load_masked_dy(dy, relu_y, i, g);
+    load_pack(x + i, v);
+#pragma unroll
+    for (int r = 0; r < V; ++r) {
+      m.a += g[r];
+      m.b += static_cast<double>(g[r]) * (v[r] - mean);
+    }
   });
 }
 
@@ -162,20 +248,33 @@ __global__ void gradient_coefficients_kernel(Layout z, const float* gamma, const
   }
 }
 
-template <class T>
-__global__ void dx_kernel(Layout z, const T* x, const T* dy, const float* saved_mean, Scratch w, T* dx) {
-  const int64_t n = z.count() * z.channels;
-  for (int64_t i = global_index(); i < n; i += grid_stride()) {
-    const int c = static_cast<int>(i / z.spatial % z.channels);
-    store(dx + i, fmaf(w.a[c], load(dy + i), fmaf(w.b[c], load(x + i) - saved_mean[c], w.k[c])));
-  }
+template <int V, class T>
+__global__ void dx_kernel(Layout z, const T* x, const T* dy, const T* relu_y, const float* saved_mean, Scratch w,
+                          T* dx) {
+  for_sample_packs(z, [&](int64_t i, int c) {
+    float g[V], v[V];
+    load_masked_dy(dy, relu_y, i, g);
+    load_pack(x + i, v);
+#pragma unroll
+    for (int r = 0; r < V; ++r) v[r] = fmaf(w.a[c], g[r], fmaf(w.b[c], v[r] - saved_mean[c], w.k[c]));
+    store_pack(dx + i, v);
+  });
 }
 
 bool empty(const BatchNormShape& s) { return s.batch <= 0 || s.channels <= 0 || s.spatial <= 0; }
 
 dim3 slice_grid(const Layout& z) { return dim3(static_cast<unsigned>(z.channels), static_cast<unsigned>(z.slices)); }
 unsigned channel_blocks(const Layout& z) { return detail::blocks_for(z.channels); }
-unsigned element_blocks(const Layout& z) { return detail::blocks_for(z.count() * z.channels); }
+dim3 element_grid(const Layout& z) {
+  constexpr int64_t kPerBlock = int64_t{detail::kThreads} * kUnroll;
+  return dim3(static_cast<unsigned>(z.batch), static_cast<unsigned>((z.sample_packs() + kPerBlock - 1) / kPerBlock));
+}
+
+// Calls body(T{}, std::integral_constant<int, V>{}) for the element type and the layout's pack.
+template <class Body>
+void with_pack(const BatchNormShape& s, const Layout& z, Body body) {
+  detail::with_element(s.data, [&](auto t) { detail::with_pack_width(z.vec, [&](auto v) { body(t, v); }); });
+}
 
 }  // namespace
 
@@ -188,53 +287,56 @@ std::size_t batchnorm_scratch_bytes(const BatchNormShape& s) {
 }
 
 void batchnorm_forward_train(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
-                             double momentum, double epsilon, float* running_mean, float* running_var, void* y,
-                             float* saved_mean, float* saved_inv_std, void* scratch, Stream stream) {
+                             double momentum, double epsilon, float* running_mean, float* running_var, bool relu,
+                             void* y, float* saved_mean, float* saved_inv_std, void* scratch, Stream stream) {
   if (empty(s)) return;
-  const Layout z = layout_of(s);
+  const Layout z = layout_of(s, {x, y});
   const Scratch w = scratch_of(z, scratch);
   const Statistics st{gamma, beta, momentum, epsilon, running_mean, running_var, saved_mean, saved_inv_std};
-  detail::with_element(s.data, [&](auto t) {
+  with_pack(s, z, [&](auto t, auto v) {
     using T = decltype(t);
+    constexpr int V = decltype(v)::value;
     const T* xt = static_cast<const T*>(x);
-    sum_kernel<<<slice_grid(z), detail::kChannelThreads, 0, stream>>>(z, xt, w);
+    sum_kernel<V><<<slice_grid(z), detail::kChannelThreads, 0, stream>>>(z, xt, w);
     mean_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, w);
-    centred_squares_kernel<<<slice_grid(z), detail::kChannelThreads, 0, stream>>>(z, xt, w);
+    centred_squares_kernel<V><<<slice_grid(z), detail::kChannelThreads, 0, stream>>>(z, xt, w);
     statistics_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, st, w);
-    affine_kernel<<<element_blocks(z), detail::kThreads, 0, stream>>>(z, xt, w, static_cast<T*>(y));
+    affine_kernel<V><<<element_grid(z), detail::kThreads, 0, stream>>>(z, xt, w, relu, static_cast<T*>(y));
   });
   RT_CHECK_LAUNCH();
 }
 
 void batchnorm_forward_infer(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
-                             const float* running_mean, const float* running_var, double epsilon, void* y,
-                             void* scratch, Stream stream) {
+                             const float* running_mean, const float* running_var, double epsilon, bool relu,
+                             void* y, void* scratch, Stream stream) {
   if (empty(s)) return;
-  const Layout z = layout_of(s);
+  const Layout z = layout_of(s, {x, y});
   const Scratch w = scratch_of(z, scratch);
-  detail::with_element(s.data, [&](auto t) {
+  with_pack(s, z, [&](auto t, auto v) {
     using T = decltype(t);
+    constexpr int V = decltype(v)::value;
     inference_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, gamma, beta, running_mean,
                                                                                        running_var, epsilon, w);
-    affine_kernel<<<element_blocks(z), detail::kThreads, 0, stream>>>(z, static_cast<const T*>(x), w,
-                                                                      static_cast<T*>(y));
+    affine_kernel<V><<<element_grid(z), detail::kThreads, 0, stream>>>(z, static_cast<const T*>(x), w, relu,
+                                                                        static_cast<T*>(y));
   });
   RT_CHECK_LAUNCH();
 }
 
-void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, const float* gamma,
-                        const float* saved_mean, const float* saved_inv_std, void* dx, float* dgamma, float* dbeta,
-                        void* scratch, Stream stream) {
+void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, const void* relu_y,
+                        const float* gamma, const float* saved_mean, const float* saved_inv_std, void* dx,
+                        float* dgamma, float* dbeta, void* scratch, Stream stream) {
   if (empty(s)) return;
-  const Layout z = layout_of(s);
+  const Layout z = layout_of(s, {x, dy, relu_y, dx});
   const Scratch w = scratch_of(z, scratch);
-  detail::with_element(s.data, [&](auto t) {
+  with_pack(s, z, [&](auto t, auto v) {
     using T = decltype(t);
-    const T *xt = static_cast<const T*>(x), *dyt = static_cast<const T*>(dy);
-    gradient_sums_kernel<<<slice_grid(z), detail::kChannelThreads, 0, stream>>>(z, xt, dyt, saved_mean, w);
+    constexpr int V = decltype(v)::value;
+    const T *xt = static_cast<const T*>(x), *dyt = static_cast<const T*>(dy), *yt = static_cast<const T*>(relu_y);
+    gradient_sums_kernel<V><<<slice_grid(z), detail::kChannelThreads, 0, stream>>>(z, xt, dyt, yt, saved_mean, w);
     gradient_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, gamma, saved_inv_std, w,
                                                                                       dgamma, dbeta);
-    dx_kernel<<<element_blocks(z), detail::kThreads, 0, stream>>>(z, xt, dyt, saved_mean, w, static_cast<T*>(dx));
+    dx_kernel<V><<<element_grid(z), detail::kThreads, 0, stream>>>(z, xt, dyt, yt, saved_mean, w, static_cast<T*>(dx));
   });
   RT_CHECK_LAUNCH();
 }

@@ -16,15 +16,17 @@ namespace ringtrain::kernels::cuda {
 std::size_t batchnorm_scratch_bytes(const BatchNormShape& s);
 
 // running = (1 - momentum) * running + momentum * batch; saves the batch mean and 1/sqrt(var + epsilon).
+// relu: y = relu(batch norm), the bits relu_forward (elementwise.h) writes after the unfused batch norm.
 void batchnorm_forward_train(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
-                             double momentum, double epsilon, float* running_mean, float* running_var, void* y,
-                             float* saved_mean, float* saved_inv_std, void* scratch, Stream stream);
+                             double momentum, double epsilon, float* running_mean, float* running_var, bool relu,
+                             void* y, float* saved_mean, float* saved_inv_std, void* scratch, Stream stream);
 void batchnorm_forward_infer(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
-                             const float* running_mean, const float* running_var, double epsilon, void* y,
-                             void* scratch, Stream stream);
-// dx overwritten; dgamma and dbeta accumulate.
-void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, const float* gamma,
-                        const float* saved_mean, const float* saved_inv_std, void* dx, float* dgamma, float* dbeta,
-                        void* scratch, Stream stream);
+                             const float* running_mean, const float* running_var, double epsilon, bool relu,
+                             void* y, void* scratch, Stream stream);
+// dx overwritten; dgamma and dbeta accumulate. relu_y: the fused forward's output, whose zeros mask dy as
+// relu_backward would (null: no ReLU).
+void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, const void* relu_y,
+                        const float* gamma, const float* saved_mean, const float* saved_inv_std, void* dx,
+                        float* dgamma, float* dbeta, void* scratch, Stream stream);
 
 }  // namespace ringtrain::kernels::cuda

@@ -135,39 +135,43 @@ void CudaBackend::dense_backward(const model::DenseShape& s, const void* x, cons
 
 namespace {
 
-// fuses_batchnorm_relu() (and _pool) is false here, so the graph never asks for a fused ReLU or pool; asking anyway
-// is a bug.
-void refuse_fused_relu(const model::BatchNormSettings& settings) {
-  if (settings.relu || settings.pool)
-    throw Error(ExitCode::internal, "batch norm with a fused ReLU asked of the CUDA backend, which runs them apart");
+// The graph fuses a ReLU into batch norm only where fuses_batchnorm_relu() says so (16-bit activations, our kernels),
+// and never a pool (fuses_batchnorm_relu_pool() is false); anything else asked is a bug.
+void refuse_unfusable(const model::BatchNormShape& s, const model::BatchNormSettings& settings) {
+  if (settings.pool || (settings.relu && !sixteen_bit(s.data)))
+    throw Error(ExitCode::internal, fmt::format("batch norm with a fused {} on {} activations asked of the CUDA backend",
+                                                settings.pool ? "max pool" : "ReLU", kernels::element_type_name(s.data)));
 }
 
 }  // namespace
 
+bool CudaBackend::fuses_batchnorm_relu() const { return sixteen_bit(state_->options.activations); }
+
 void CudaBackend::batchnorm_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                           const void* x, const model::BatchNormBuffers& b, void* y) {
-  refuse_fused_relu(settings);
+  refuse_unfusable(s, settings);
   if (sixteen_bit(s.data))
     return kc::batchnorm_forward_train(s, x, b.gamma, b.beta, settings.momentum, settings.epsilon, b.running_mean,
-                                       b.running_var, y, b.saved_mean, b.saved_inv_std, batchnorm_scratch(s), stream());
+                                       b.running_var, settings.relu, y, b.saved_mean, b.saved_inv_std,
+                                       batchnorm_scratch(s), stream());
   dnn().batchnorm_forward_train(s, f32(x), b.gamma, b.beta, settings.momentum, settings.epsilon, b.running_mean,
                                 b.running_var, f32(y), b.saved_mean, b.saved_inv_std);
 }
 void CudaBackend::batchnorm_forward_infer(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                           const void* x, const model::BatchNormBuffers& b, void* y) {
-  refuse_fused_relu(settings);
+  refuse_unfusable(s, settings);
   if (sixteen_bit(s.data))
-    return kc::batchnorm_forward_infer(s, x, b.gamma, b.beta, b.running_mean, b.running_var, settings.epsilon, y,
-                                       batchnorm_scratch(s), stream());
+    return kc::batchnorm_forward_infer(s, x, b.gamma, b.beta, b.running_mean, b.running_var, settings.epsilon,
+                                       settings.relu, y, batchnorm_scratch(s), stream());
   dnn().batchnorm_forward_infer(s, f32(x), b.gamma, b.beta, b.running_mean, b.running_var, settings.epsilon, f32(y));
 }
 void CudaBackend::batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
-                                     const void* x, const void*, const void* dy, const model::BatchNormBuffers& b,
+                                     const void* x, const void* y, const void* dy, const model::BatchNormBuffers& b,
                                      void* dx, float* dgamma, float* dbeta) {
-  refuse_fused_relu(settings);
+  refuse_unfusable(s, settings);
   if (sixteen_bit(s.data))
-    return kc::batchnorm_backward(s, x, dy, b.gamma, b.saved_mean, b.saved_inv_std, dx, dgamma, dbeta,
-                                  batchnorm_scratch(s), stream());
+    return kc::batchnorm_backward(s, x, dy, settings.relu ? y : nullptr, b.gamma, b.saved_mean, b.saved_inv_std, dx,
+                                  dgamma, dbeta, batchnorm_scratch(s), stream());
   dnn().batchnorm_backward(s, f32(x), f32(dy), b.gamma, b.saved_mean, b.saved_inv_std, settings.epsilon, f32(dx),
                            dgamma, dbeta);
 }
