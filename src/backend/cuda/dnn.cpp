@@ -67,6 +67,22 @@ struct BatchNormPlan {
   TensorDesc x, per_channel;
 };
 
+// FFT and Winograd algorithms convolve in a transformed domain whose rounding is not the direct sum's (Winograd's
+// error grows with the tile, and 5x5 filters make large ones), so strict fp32, which promises the CPU twin's
+// arithmetic, measures direct (GEMM-style) algorithms only.
+bool transforms_operands(cudnnConvolutionFwdAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+bool transforms_operands(cudnnConvolutionBwdDataAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+}
+bool transforms_operands(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
+
 // Takes the first usable candidate of a list cuDNN returns best first: it ran (or is supported), is deterministic
 // when asked (so a step is reproducible and every rank does the same arithmetic), and its workspace, asked of
 // cuDNN for this very algorithm rather than read from the list, fits the limit.
@@ -79,7 +95,7 @@ bool pick(const Perf* perf, int count, std::size_t limit, bool deterministic_onl
     // cudnnFind also times tensor-op variants whatever the descriptor says; in strict fp32 they would round
     // inputs to TF32 (seen on an H100: 0.4 % off the CPU's weight gradient), so measured candidates must be
     // FMA ones. (The heuristic ranking follows the descriptor's math type and passes strict_fp32 = false.)
-    if (strict_fp32 && perf[i].mathType != CUDNN_FMA_MATH) continue;
+    if (strict_fp32 && (perf[i].mathType != CUDNN_FMA_MATH || transforms_operands(perf[i].algo))) continue;
     std::size_t need = 0;
     if (workspace_size(perf[i].algo, &need) != CUDNN_STATUS_SUCCESS || need > limit) continue;
     algo = perf[i].algo;
