@@ -21,16 +21,10 @@ bool wants_gpu(const config::JobConfig& job, const dist::World& world) {
   return world.min_across(gpu::device_visible() ? 1 : 0) == 1;
 }
 
-// The one place that says which train.precision runs where.
+// The one place that says which train.precision runs where: tf32 is a tensor-core mode of the CUDA backend; fp32,
+// bf16 and fp16 run on both backends.
 void check_precision(const config::JobConfig& job, bool gpu) {
-  const config::Precision p = job.train.precision;
-  if (gpu && (p == config::Precision::bf16 || p == config::Precision::fp16) && !job.gpu.unverified_16bit)
-    throw JobFileError(fmt::format("train.precision = \"{}\" runs on the CPU backend only for now: the CUDA backend's "
-                                   "16-bit path has not yet passed its GPU tests (perf/gpu/PENDING.md); use \"tf32\" "
-                                   "for tensor-core math with fp32 storage, \"fp32\", or run.device = \"cpu\" "
-                                   "(gpu.unverified_16bit = true runs it anyway, for testing)",
-                                   p == config::Precision::bf16 ? "bf16" : "fp16"));
-  if (!gpu && p == config::Precision::tf32)
+  if (!gpu && job.train.precision == config::Precision::tf32)
     throw JobFileError("train.precision = \"tf32\" needs the CUDA backend; this run uses the CPU backend (run.device, "
                        "no GPU visible, or a build without CUDA), which computes in fp32, bf16 or fp16");
 }

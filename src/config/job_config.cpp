@@ -134,9 +134,6 @@ const std::vector<KeyRule> kKeys = {
     {"gpu", "share_device", Kind::boolean, false,
      "testing only: let a node's ranks share its GPUs, each rank its own host to NCCL (NCCL_HOSTID), to run the "
      "multi-rank NCCL path on a one-GPU machine; slower than one rank per GPU"},
-    {"gpu", "unverified_16bit", Kind::boolean, false,
-     "testing only: run train.precision bf16 or fp16 on the CUDA backend before its 16-bit path has passed its GPU "
-     "tests (perf/gpu/PENDING.md), to measure it in the same call that tests it"},
 };
 
 const char* kind_name(Kind k) {
@@ -575,7 +572,6 @@ void read_dist_and_gpu(Reader& r, JobConfig& c) {
   c.gpu.deterministic = r.boolean("gpu", "deterministic");
   c.gpu.workspace_mb = r.number("gpu", "workspace_mb", 0.0, 1e6);
   c.gpu.share_device = r.boolean("gpu", "share_device");
-  c.gpu.unverified_16bit = r.boolean("gpu", "unverified_16bit");
 }
 
 }  // namespace

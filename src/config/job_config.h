@@ -95,7 +95,6 @@ struct JobConfig {
     bool deterministic = true;        // only deterministic convolution algorithms where one fits
     double workspace_mb = 1024;       // per convolution algorithm
     bool share_device = false;        // several ranks on one GPU as emulated hosts (testing only)
-    bool unverified_16bit = false;    // bf16 / fp16 on the CUDA backend before its GPU tests pass (testing only)
   } gpu;
 
   std::string resolved_toml;  // every key with its final value, written to run.dir

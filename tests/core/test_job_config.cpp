@@ -71,13 +71,6 @@ TEST_F(JobConfigTest, MinimalJobGetsDefaults) {
   EXPECT_NE(job.resolved_toml.find("momentum = 0.9"), std::string::npos);
 }
 
-// gpu.unverified_16bit lets a GPU session measure the CUDA backend's bf16 / fp16 path in the call that tests it;
-// off unless asked for, so no run takes the unverified path by default.
-TEST_F(JobConfigTest, TheUnverified16BitGpuSwitchIsOffUnlessSet) {
-  EXPECT_FALSE(load_job(write(kMinimal), {}).gpu.unverified_16bit);
-  EXPECT_TRUE(load_job(write(kMinimal), {"gpu.unverified_16bit=true"}).gpu.unverified_16bit);
-}
-
 TEST_F(JobConfigTest, UnknownKeyIsNamedWithTheValidOnes) {
   const std::string text = std::string(kMinimal) + "\n[dist]\nbuket_mb = 4\n";
   const std::string e = error_of(text);

@@ -109,9 +109,9 @@ expect negative_batch 3 "$d" "'train.batch_per_rank' must be in [1, 1048576], go
 d=$(run loss_scale_zero)
 expect loss_scale_zero 3 "$d" "'train.loss_scale_init' must be in [1e-06, 1e+19], got 0" "job file '$job' has 1 problem" \
   "$job" $(data "$work/tiny/train") $(fresh "$d") --set train.precision=fp16 --set train.loss_scale_init=0
-d=$(run fp16_on_cuda)
-expect fp16_on_cuda 3 "$d" 'train.precision = "fp16" runs on the CPU backend only' 'or run.device = "cpu"' \
-  "$job" $(data "$work/tiny/train") $(fresh "$d") --set train.precision=fp16 --set run.device=cuda
+d=$(run tf32_on_cpu)
+expect tf32_on_cpu 3 "$d" 'train.precision = "tf32" needs the CUDA backend' 'which computes in fp32, bf16 or fp16' \
+  "$job" $(data "$work/tiny/train") $(fresh "$d") --set train.precision=tf32 --set run.device=cpu
 d=$(run model_mismatch)
 expect model_mismatch 3 "$d" "the model ends in 10 values per sample (shape 1x10x1x1), but the dataset has 3 classes" "make the last layer \`dense\` with units = 3" \
   "$job" $(data "$work/tiny/train") $(fresh "$d")
