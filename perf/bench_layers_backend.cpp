@@ -1,15 +1,16 @@
 // Owns the backend-generic layer benchmarks: single ResNet-50 layers (convolutions, batch norm, ReLU, max pool,
 // the classifier's dense layer) forward and backward through the model::Backend interface the trainer uses.
 // They run on the CPU backend here and, in a CUDA build on a machine with a GPU, on the CUDA backend
-// (cuDNN, cuBLAS) in fp32 and tf32. Names: BM_BackendLayer/<backend>/<layer>. Each pass is followed by the
+// (cuDNN, cuBLAS) in fp32 and tf32, and with bf16 activations (tensor cores, our 16-bit batch-norm kernels). Names: BM_BackendLayer/<backend>/<layer>. Each pass is followed by the
 // backend's synchronize() and timed on the wall clock (manual time), so a GPU's work is counted, not only its
 // launch. `GFLOP_per_s` is the layer's own forward + backward FLOP count over that time; `min_traffic_GB_per_s`
-// the bytes of x, y, dy and dx over it (a lower bound on what the pass moves).
+// the bytes of x, y, dy and dx over it, in the activations' type (a lower bound on what the pass moves).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -19,6 +20,7 @@
 #include "backend/gpu_device.h"
 #include "config/job_config.h"
 #include "config/layer_spec.h"
+#include "kernels/cpu/element_conversion.h"
 #include "model/backend.h"
 #include "model/layers/layers.h"
 #include "util/clock.h"
@@ -71,6 +73,7 @@ struct BackendCase {
   std::string name;
   int batch;  // the CPU runs a small batch so one iteration stays under a second on one core
   std::function<model::Backend*(std::string* why_not)> get;
+  kernels::ElementType activations = kernels::ElementType::f32;
 };
 
 model::Backend* cpu_backend(std::string*) {
@@ -80,12 +83,12 @@ model::Backend* cpu_backend(std::string*) {
 
 // One GPU backend per precision for the whole run (cuDNN and cuBLAS handles are expensive to create).
 model::Backend* gpu_backend(config::Precision precision, std::string* why_not) {
-  static std::unique_ptr<model::Backend> fp32, tf32;
+  static std::map<config::Precision, std::unique_ptr<model::Backend>> backends;
   if (!backend::gpu::device_visible()) {
     *why_not = "no GPU visible; the GPU layer benchmarks run on a machine with one";
     return nullptr;
   }
-  auto& slot = precision == config::Precision::tf32 ? tf32 : fp32;
+  auto& slot = backends[precision];
   if (!slot) {
     config::JobConfig job;
     job.train.precision = precision;
@@ -119,8 +122,17 @@ void BM_BackendLayer(benchmark::State& state, const BackendCase& on, const Layer
     backend->to_device(buffer.as<void>(), host.data(), host.size() * sizeof(float));
     return buffer;
   };
+  const kernels::ElementType type = on.activations;
+  auto upload_activations = [&](const std::vector<float>& host) {
+    const kernels::Elements n{static_cast<int64_t>(host.size()), type};
+    std::vector<unsigned char> bytes(n.bytes());
+    kernels::cpu::narrow(host.data(), n, bytes.data());
+    model::DeviceBuffer buffer = backend->allocate(bytes.size());
+    backend->to_device(buffer.as<void>(), bytes.data(), bytes.size());
+    return buffer;
+  };
   const model::Shape in = layer_case.per_sample.with_batch(on.batch);
-  std::unique_ptr<model::Layer> layer = model::make_layer(layer_case.spec, *backend);
+  std::unique_ptr<model::Layer> layer = model::make_layer(layer_case.spec, *backend, type);
   const model::Shape out = layer->setup(in);
 
   // Parameters, their gradients and batch-norm state, each declaration its own buffer.
@@ -139,14 +151,14 @@ void BM_BackendLayer(benchmark::State& state, const BackendCase& on, const Layer
     states.push_back(owned.back().as<float>());
   }
   layer->bind(params, grads, states);
-  const model::DeviceBuffer x = upload(random_values(in.elements(), 11, 1.0f));
-  const model::DeviceBuffer dy = upload(random_values(out.elements(), 12, 1.0f));
-  const model::DeviceBuffer y = backend->allocate(static_cast<size_t>(out.elements()) * sizeof(float));
-  const model::DeviceBuffer dx = backend->allocate(static_cast<size_t>(in.elements()) * sizeof(float));
+  const model::DeviceBuffer x = upload_activations(random_values(in.elements(), 11, 1.0f));
+  const model::DeviceBuffer dy = upload_activations(random_values(out.elements(), 12, 1.0f));
+  const model::DeviceBuffer y = backend->allocate(kernels::Elements{out.elements(), type}.bytes());
+  const model::DeviceBuffer dx = backend->allocate(kernels::Elements{in.elements(), type}.bytes());
 
   const auto pass = [&] {
-    layer->forward({{x.as<float>(), in}, y.as<float>(), model::Mode::train, 0});
-    layer->backward({{x.as<float>(), in}, y.as<float>(), {dy.as<float>(), out}, dx.as<float>()});
+    layer->forward({{x.as<void>(), in, type}, y.as<void>(), model::Mode::train, 0});
+    layer->backward({{x.as<void>(), in, type}, y.as<void>(), {dy.as<void>(), out, type}, dx.as<void>()});
   };
   pass();  // warm-up: a GPU backend picks its convolution algorithms on first use of a shape
   backend->synchronize();
@@ -161,7 +173,7 @@ void BM_BackendLayer(benchmark::State& state, const BackendCase& on, const Layer
       benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
   // Layers without multiply-adds (batch norm, ReLU, pooling) are bound by memory: the least a pass can move
   // is x and y forward, dy and dx backward.
-  const double min_bytes = 2.0 * static_cast<double>(in.elements() + out.elements()) * sizeof(float);
+  const double min_bytes = 2.0 * static_cast<double>(in.elements() + out.elements()) * element_bytes(type);
   state.counters["min_traffic_GB_per_s"] =
       benchmark::Counter(min_bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["batch"] = on.batch;
@@ -174,6 +186,8 @@ const bool registered = [] {
     // Batch 256 per GPU, as the ResNet-50 job and the PyTorch comparison use.
     backends.push_back({"cuda_fp32", 256, [](std::string* w) { return gpu_backend(config::Precision::fp32, w); }});
     backends.push_back({"cuda_tf32", 256, [](std::string* w) { return gpu_backend(config::Precision::tf32, w); }});
+    backends.push_back({"cuda_bf16", 256, [](std::string* w) { return gpu_backend(config::Precision::bf16, w); },
+                        kernels::ElementType::bf16});
   }
   static const std::vector<BackendCase> kept = backends;
   static const std::vector<LayerCase> layers = resnet50_layers();
