@@ -75,6 +75,11 @@ bool DnnlOps::bf16_available() { return __builtin_cpu_supports("avx512bf16"); }
 
 bool DnnlOps::runs_conv2d(const Conv2dShape& s) { return state_->conv(s).has_value(); }
 
+std::string DnnlOps::conv2d_implementation(const Conv2dShape& s) {
+  const auto& conv = state_->conv(s);
+  return conv ? conv->implementation() : "";
+}
+
 bool DnnlOps::takes_stored(ElementType type) const {
   using dnnl_type = dnnl::memory::data_type;
   const dnnl_type stored = type == ElementType::f32    ? dnnl_type::f32

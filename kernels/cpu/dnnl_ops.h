@@ -51,6 +51,9 @@ class DnnlOps {
   // The same for the layout its kernels read x in (Conv2dShape::in_block): 1 where that is not fp32 blocked.
   int conv2d_input_block(const Conv2dShape& s);
   void conv2d_prepare(const Conv2dShape& s);
+  // oneDNN's name for the forward implementation it chose ("brg_conv_fwd:avx512_core", ...); "" where s does not
+  // run here.
+  std::string conv2d_implementation(const Conv2dShape& s);
   // x, y, dx and dy in s.data where takes_stored(s.data), else fp32.
   void conv2d_forward(const Conv2dShape& s, const void* x, const float* w, const float* bias, void* y);
   // dw (and dbias, may be null) accumulate; dx, where not null, is overwritten. dy is staged once for both.

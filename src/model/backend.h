@@ -165,6 +165,12 @@ class Backend {
     (void)s;
     return 1;
   }
+  // How this backend runs convolution s (after conv2d_prepare): the library and the implementations or algorithms
+  // it chose, for the layer profile. Empty where there is nothing to tell.
+  virtual std::string conv2d_method(const Conv2dShape& s) {
+    (void)s;
+    return "";
+  }
 
   // ---- dense: dx may be null (the first layer needs none); bias and dbias may be null
   virtual void dense_forward(const DenseShape& s, const void* x, const float* w, const float* bias, void* y) = 0;

@@ -107,6 +107,9 @@ class Layer {
   }
   // What fusion added to the layer, for the model summary ("+ relu, fused"; "" for nothing).
   virtual std::string fused() const { return ""; }
+  // How the backend runs this layer at its setup batch (Backend::conv2d_method), with the input it was set up for;
+  // "" for layers with nothing to tell.
+  virtual std::string method() const { return ""; }
 
   // A layer and the next one in its chain may pass the output in a channel-blocked layout (N x C/b x H x W x b)
   // where the producer's kernels can write it and the consumer's read it (a convolution on oneDNN and the batch

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -304,6 +305,21 @@ std::vector<float> Network::initial_states() const {
     offset += d.count;
   }
   return host;
+}
+
+std::string Network::methods() const {
+  std::vector<std::pair<std::string, int>> lines;  // in first-seen order, with their counts
+  for (const Layer* layer : graph_.layers()) {
+    const std::string how = layer->method();
+    if (how.empty()) continue;
+    const std::string line = fmt::format("{:<24} {}", layer->describe(), how);
+    auto seen = std::find_if(lines.begin(), lines.end(), [&](const auto& l) { return l.first == line; });
+    if (seen == lines.end()) lines.emplace_back(line, 1);
+    else ++seen->second;
+  }
+  std::string out;
+  for (const auto& [line, count] : lines) out += fmt::format("  {}{}\n", line, count > 1 ? fmt::format(" (x{})", count) : "");
+  return out;
 }
 
 std::string Network::summary() const {

@@ -104,6 +104,8 @@ class Network {
   double forward_flops_per_sample() const;
   double train_flops_per_sample() const;
   std::string summary() const;
+  // How the backend runs each layer that has something to tell (Layer::method), identical lines counted once.
+  std::string methods() const;
 
  private:
   MemoryNeed count_memory(double caller_bytes_per_parameter) const;

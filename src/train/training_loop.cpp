@@ -284,6 +284,8 @@ void TrainingLoop::finish_epoch(int epoch, EpochTally& tally) {
     model::active_layer_profile() = nullptr;
     run_.say(fmt::format("layer profile, rank 0, epoch {} ({} steps; {:.2f} s in layers of {:.2f} s training):\n{}",
                          epoch + 1, tally.steps_run, profile_->total_s(), epoch_train_s, profile_->table(25)));
+    if (const std::string methods = net_.methods(); !methods.empty())
+      run_.say("how the backend runs them:\n" + methods);
     profile_.reset();
   }
   EpochReport report = measure_epoch(epoch, tally, epoch_train_s);

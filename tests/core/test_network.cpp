@@ -360,6 +360,21 @@ TEST(Network, ABackendWithoutTheElementTypeIsRefusedBeforeAnythingRuns) {
   }
 }
 
+// The layer profile says how each convolution runs (Network::methods): the CPU backend names oneDNN's implementation
+// where oneDNN runs it (16 or more input channels) and im2col + OpenBLAS elsewhere; identical lines count once.
+TEST(Network, MethodsNameHowTheBackendRunsEachConvolution) {
+  backend::CpuBackend cpu(1);
+  const std::vector<LayerSpec> layers{layer(LayerKind::conv2d, 16, 3, 1, 1), layer(LayerKind::conv2d, 16, 3, 1, 1),
+                                      layer(LayerKind::conv2d, 16, 3, 1, 1), layer(LayerKind::flatten),
+                                      layer(LayerKind::dense, 3)};
+  const model::Network net(layers, cpu, {2, 1, 8, 8}, 3);
+  const std::string methods = net.methods();
+  EXPECT_NE(methods.find(" 1x8x8 in: im2col + OpenBLAS SGEMM\n"), std::string::npos) << methods;
+  EXPECT_NE(methods.find("16x8x8 in: oneDNN "), std::string::npos) << methods;
+  EXPECT_NE(methods.find(" (x2)\n"), std::string::npos) << methods;
+  EXPECT_EQ(methods.find("dense"), std::string::npos) << "a layer with nothing to tell is left out: " << methods;
+}
+
 // The fusion pass: batch norm takes on the ReLU right after it in its chain, and a 2x2/2 max pool after that (here
 // on 7 x 7 planes, whose last row and column are in no window), and nothing else fuses (a ReLU after a convolution
 // or a dense layer, a batch norm before a residual join or a pool, a ReLU a join applies itself). Fused or not,

@@ -338,6 +338,8 @@ void LayerTest::check(const LayerSpec& s, Shape in, CheckOptions o) {
   auto layer = make(s);
   SCOPED_TRACE(layer->describe() + " on input " + in.str());
   const Shape out = layer->setup(in);
+  // cuDNN's algorithms (or oneDNN's implementation) at the setup batch, for a failure to name.
+  SCOPED_TRACE("run as " + (layer->method().empty() ? std::string("the backend's only way") : layer->method()));
   const model::MemoryUse use = layer->memory_use();
   const auto decls = layer->param_decls();
   const auto state_decls = layer->state_decls();

@@ -160,6 +160,9 @@ int CpuBackend::conv2d_output_block(const model::Conv2dShape& s) {
 int CpuBackend::conv2d_input_block(const model::Conv2dShape& s) {
   return on_dnnl(s) ? dnnl_.conv2d_input_block(s) : 1;
 }
+std::string CpuBackend::conv2d_method(const model::Conv2dShape& s) {
+  return on_dnnl(s) ? "oneDNN " + dnnl_.conv2d_implementation(s) : "im2col + OpenBLAS SGEMM";
+}
 
 // Products read their operands as the GPU's tensor cores would: activations in their stored type and, under
 // reduced precision, every operand rounded to it (rounded_, or oneDNN's bf16 staging). A 16-bit activation needs no

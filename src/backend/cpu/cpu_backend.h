@@ -62,6 +62,7 @@ class CpuBackend : public model::Backend {
   // oneDNN's blocked output layout (nChw16c with AVX-512), which kernels/cpu/batchnorm reads.
   int conv2d_output_block(const model::Conv2dShape& s) override;
   int conv2d_input_block(const model::Conv2dShape& s) override;
+  std::string conv2d_method(const model::Conv2dShape& s) override;
   void dense_forward(const model::DenseShape& s, const void* x, const float* w, const float* bias,
                      void* y) override;
   void dense_backward(const model::DenseShape& s, const void* x, const float* w, const void* dy, void* dx,

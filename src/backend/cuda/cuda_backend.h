@@ -81,6 +81,7 @@ class CudaBackend final : public model::Backend {
   void dropout_forward(kernels::Elements n, float p, uint64_t seed, const void* x, void* y, uint8_t* mask) override;
   void dropout_backward(kernels::Elements n, float p, const uint8_t* mask, const void* dy, void* dx) override;
   model::ScratchBytes conv2d_prepare(const model::Conv2dShape& s) override;  // the chosen algorithms' workspaces
+  std::string conv2d_method(const model::Conv2dShape& s) override;  // cuDNN's algorithms for it
   void conv2d_forward(const model::Conv2dShape& s, const void* x, const float* w, const float* bias, void* y,
                       model::Scratch scratch) override;
   void conv2d_backward(const model::Conv2dShape& s, const void* x, const void* dy, const float* w, void* dx,

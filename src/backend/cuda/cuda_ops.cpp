@@ -90,6 +90,7 @@ void CudaBackend::dropout_backward(Elements n, float p, const uint8_t* mask, con
 }
 
 model::ScratchBytes CudaBackend::conv2d_prepare(const model::Conv2dShape& s) { return dnn().prepare_conv(s); }
+std::string CudaBackend::conv2d_method(const model::Conv2dShape& s) { return dnn().conv_algorithms(s); }
 void CudaBackend::conv2d_forward(const model::Conv2dShape& s, const void* x, const float* w, const float* bias,
                                  void* y, model::Scratch scratch) {
   dnn().conv_forward(s, x, weights_in(s.data, w, s.weight_elements(), true), bias, y, scratch);

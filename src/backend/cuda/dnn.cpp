@@ -295,10 +295,51 @@ model::ScratchBytes Dnn::prepare_conv(const Conv2dShape& g) {
   return {.forward = p.forward_bytes, .backward = std::max(p.data_bytes, p.filter_bytes)};
 }
 
+namespace {
+
+// cuDNN's names for its algorithms, as its enums spell them.
+const char* algorithm_name(cudnnConvolutionFwdAlgo_t a) {
+  switch (a) {
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "IMPLICIT_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "IMPLICIT_PRECOMP_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "DIRECT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "FFT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "FFT_TILING";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "WINOGRAD";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
+    default: return "?";
+  }
+}
+const char* algorithm_name(cudnnConvolutionBwdDataAlgo_t a) {
+  switch (a) {
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0: return "ALGO_0";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1: return "ALGO_1";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT: return "FFT";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING: return "FFT_TILING";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD: return "WINOGRAD";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
+    default: return "?";
+  }
+}
+const char* algorithm_name(cudnnConvolutionBwdFilterAlgo_t a) {
+  switch (a) {
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0: return "ALGO_0";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1: return "ALGO_1";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT: return "FFT";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3: return "ALGO_3";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING: return "FFT_TILING";
+    default: return "?";
+  }
+}
+
+}  // namespace
+
 std::string Dnn::conv_algorithms(const Conv2dShape& g) {
   const ConvPlan& p = impl_->conv(g);
-  return fmt::format("fwd algo {}, data algo {}, filter algo {}, workspace {:.1f} MiB{}{}", static_cast<int>(p.forward),
-                     static_cast<int>(p.backward_data), static_cast<int>(p.backward_filter),
+  return fmt::format("cuDNN forward {}, data {}, filter {}, workspace {:.1f} MiB{}{}", algorithm_name(p.forward),
+                     algorithm_name(p.backward_data), algorithm_name(p.backward_filter),
                      static_cast<double>(std::max({p.forward_bytes, p.data_bytes, p.filter_bytes})) / (1 << 20),
                      p.nondeterministic.empty() ? "" : ", non-deterministic: ", p.nondeterministic);
 }

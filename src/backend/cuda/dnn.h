@@ -48,7 +48,7 @@ class Dnn {
   // forward, and the larger of the two gradients'. Layers call it at setup for the largest batch; a smaller batch
   // (the last evaluation batch) gets its own choice when first seen.
   model::ScratchBytes prepare_conv(const Conv2dShape& g);
-  // "fwd IMPLICIT_PRECOMP_GEMM, data ALGO_1, filter ALGO_1, workspace 12.0 MiB", choosing first if needed.
+  // "cuDNN forward IMPLICIT_PRECOMP_GEMM, data ALGO_1, filter ALGO_1, workspace 12.0 MiB", choosing first if needed.
   std::string conv_algorithms(const Conv2dShape& g);
 
   // x, y, dx, dy and w in g.data (the caller converts a 16-bit copy of the fp32 weights); bias, dw and dbias fp32.

@@ -42,6 +42,10 @@ class Conv2d final : public LeafLayer {
     if (shape_.out_block > 1) layouts += fmt::format("{}-> nChw{}c", layouts.empty() ? "" : ", ", shape_.out_block);
     return layouts;
   }
+  std::string method() const override {
+    const std::string how = backend_.conv2d_method(shape_);
+    return how.empty() ? "" : fmt::format("{}x{}x{} in: {}", in_.c, in_.h, in_.w, how);
+  }
   // The filter gradient reads the input.
   MemoryUse memory_use() const override { return {.backward_reads_input = true, .scratch = scratch_}; }
   std::vector<ParamDecl> param_decls() const override {
