@@ -4,9 +4,9 @@
 # (perf/gpu/run_gpu_bench.sh). Everything lands in $OUT as at most 8 files (the device tool's limit): the
 # short logs as they are, the rest in one tarball.
 #
-# Expects .gpurt/ (carried): root.tar.xz (the bundle's root/, xz'd to fit the 64 MiB transfer), env.sh,
-# cuda-libs.sh, bin/{ringtrain,test_gpu,test_layers,test_equivalence,ringtrain-bench,ringtrain-allreduce-bench},
-# fmnist/*.gz (Debian's dataset-fashion-mnist files). The bench stage's gpu-summary.jsonl and the nccl stage's
+# Expects .gpurt/ (carried; perf/gpu/carried.sh unpacks it): root.tar.xz (the bundle's root/, xz'd to fit the 64 MiB
+# transfer), lib.tar.xz, env.sh, cuda-libs.sh, bin.tar.xz or bin/ with {ringtrain,test_gpu,test_layers,
+# test_equivalence,ringtrain-bench,ringtrain-allreduce-bench}, fmnist/*.gz (Debian's dataset-fashion-mnist files). The bench stage's gpu-summary.jsonl and the nccl stage's
 # nccl-summary.jsonl are the records for perf/results/<date>-gpu-<topic>/.
 #   STAGES="tests fmnist bench"   which parts to run (also: variants, resnet20, nccl);  FMNIST_EPOCHS=12;
 #   FMNIST_SETS="--set k=v ..." (more overrides for the fmnist stage, e.g. train.precision);
@@ -19,10 +19,10 @@ out=${OUT:?run this through the device tool, which sets OUT}
 stages=${STAGES:-tests fmnist bench}
 work=$(mktemp -d)
 bin=.gpurt/bin
-[ -d .gpurt/root ] || tar xJf .gpurt/root.tar.xz -C .gpurt
-[ -d .gpurt/lib ] || tar xJf .gpurt/lib.tar.xz -C .gpurt   # libraries the bundle lacks: toml++, fmt, OpenBLAS, oneDNN
+source perf/gpu/carried.sh
+unpack_carried
+export CUDA_LIBS_LOG=$work/cuda-libs.log
 log() { echo "[lease_run $(date +%T)] $*" | tee -a "$out/summary.txt"; }
-rt() { (source .gpurt/env.sh && export LD_LIBRARY_PATH=$PWD/.gpurt/lib:$LD_LIBRARY_PATH && source .gpurt/cuda-libs.sh "$bin/ringtrain" 2>>"$work/cuda-libs.log" && "$@"); }
 
 nvidia-smi -L | tee -a "$out/summary.txt"
 rt ldd "$bin/ringtrain" | grep -E "not found|cudnn|nccl|cublas|mpi|hdf5" >>"$out/summary.txt"

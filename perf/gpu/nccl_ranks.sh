@@ -31,14 +31,8 @@ check() {  # check NAME PASSED(true|false) [json fields...]
 }
 
 export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} NCCL_IB_DISABLE=${NCCL_IB_DISABLE:-1}
-rt() {
-  (
-    [ -f .gpurt/env.sh ] && source .gpurt/env.sh
-    [ -d .gpurt/lib ] && export LD_LIBRARY_PATH=$PWD/.gpurt/lib:$LD_LIBRARY_PATH
-    [ -f .gpurt/cuda-libs.sh ] && source .gpurt/cuda-libs.sh "$bin/ringtrain" 2>>"$out/cuda-libs.log"
-    "$@"
-  )
-}
+source perf/gpu/carried.sh  # rt: the carried runtime around a command
+export CUDA_LIBS_LOG=$out/cuda-libs.log
 if [ "$device" = cuda ]; then
   on_device=(--set run.device=cuda --set gpu.share_device=true)
   export RINGTRAIN_TEST_DEVICE=cuda

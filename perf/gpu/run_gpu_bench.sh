@@ -32,15 +32,8 @@ mkdir -p "$out"
 status=0
 note() { echo "[run_gpu_bench] $*" | tee -a "$out/summary.txt"; }
 
-# Runs a ringtrain command with the carried MPI/HDF5 runtime and the GPU libraries on the library path.
-rt() {
-  (
-    [ -f .gpurt/env.sh ] && source .gpurt/env.sh
-    [ -d .gpurt/lib ] && export LD_LIBRARY_PATH=$PWD/.gpurt/lib:$LD_LIBRARY_PATH
-    [ -f .gpurt/cuda-libs.sh ] && source .gpurt/cuda-libs.sh "$bin/ringtrain" 2>>"$out/cuda-libs.log"
-    "$@"
-  )
-}
+source perf/gpu/carried.sh  # rt: a ringtrain command with the carried MPI/HDF5 runtime and the GPU libraries
+export CUDA_LIBS_LOG=$out/cuda-libs.log
 
 nvidia-smi >"$out/nvidia-smi.txt" 2>&1
 nvidia-smi -L >"$out/nvidia-smi-L.txt" 2>&1
