@@ -16,6 +16,8 @@
 #include <optional>
 #include <string>
 
+#include "common/error.h"
+#include "kernels/activation_layout.h"
 #include "kernels/loss_settings.h"
 #include "kernels/loss_totals.h"
 #include "kernels/op_shapes.h"
@@ -27,6 +29,7 @@
 
 namespace ringtrain::model {
 
+using kernels::ActivationLayout;
 using kernels::BatchNormShape;
 using kernels::Conv2dShape;
 using kernels::DenseShape;
@@ -123,6 +126,19 @@ class Backend {
   // types (round to nearest even; widening is exact).
   virtual bool stores_activations_in(ElementType type) const { return type == ElementType::f32; }
   virtual void cast(Elements from, const void* x, ElementType to, void* y) = 0;  // from.n values of from.type
+
+  // ---- layouts: how 4-D activations of `type` lie in this backend's memory (kernels/activation_layout.h). Layers
+  // pass NCHW shapes whatever it is; the network reorders its input into it and flatten reorders out of it, so what
+  // leaves the backend's kernels (dense inputs, logits, checkpoints) keeps one meaning.
+  virtual ActivationLayout activation_layout(ElementType type) const {
+    (void)type;
+    return ActivationLayout::nchw;
+  }
+  // y = x reordered into `to` (x is in the other layout); asked only of a backend storing something NHWC.
+  virtual void reorder_activation(const kernels::Planes& p, ActivationLayout to, const void* x, void* y) {
+    (void)p, (void)to, (void)x, (void)y;
+    throw Error(ExitCode::internal, name() + " backend asked to reorder activations it stores NCHW only");
+  }
 
   // ---- element-wise
   virtual void zero(void* y, std::size_t bytes) = 0;

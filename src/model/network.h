@@ -117,6 +117,9 @@ class Network {
   void run_backward_step(int k, const Tensor& dlogits, GradientObserver* observer);
   // x in the activation type: itself, or converted into boundary_.input.
   Tensor inside(const Tensor& x, const DeviceBuffer& converted);
+  // Whether the input reaches the layers reordered (Backend::activation_layout NHWC, more than one position).
+  bool reorders_input(const Shape& input) const;
+  Tensor stored_input(const Tensor& x_f32);
   Elements elements(const Shape& shape) const { return {shape.elements(), activation_type()}; }
 
   Backend& backend_;
@@ -135,6 +138,7 @@ class Network {
   // converted out (empty for fp32 activations).
   struct Boundary {
     DeviceBuffer input, logits, dlogits;
+    DeviceBuffer reordered_input;  // the input in the backend's layout, where that is not NCHW
   } boundary_;
   // The last forward's input (in the activation type) and batch, which backward's steps read.
   Tensor last_input_;

@@ -272,10 +272,13 @@ struct FusionRun {
   std::string summary;
   std::vector<float> train_logits, eval_logits, grads, states;
 };
+// nhwc: the CPU backend stores 4-D activations NHWC (CpuBackend::store_nhwc); type: the activations' element type.
 FusionRun run_fused_or_not(const std::vector<LayerSpec>& layers, model::Shape input, const std::vector<float>& x,
-                           const std::vector<int32_t>& labels, bool fuse, int eval_batch) {
+                           const std::vector<int32_t>& labels, bool fuse, int eval_batch, bool nhwc = false,
+                           kernels::ElementType type = kernels::ElementType::f32) {
   backend::CpuBackend cpu(1);
-  model::Network net(layers, cpu, input, 3, {.share_memory = true, .fuse = fuse, .budget = {}});
+  cpu.store_nhwc(nhwc);
+  model::Network net(layers, cpu, input, 3, {.share_memory = true, .fuse = fuse, .budget = {}, .activations = type});
   const auto params = net.initial_params(4), states = net.initial_states();
   std::copy(params.begin(), params.end(), net.params());
   std::copy(states.begin(), states.end(), net.states());
@@ -292,6 +295,39 @@ FusionRun run_fused_or_not(const std::vector<LayerSpec>& layers, model::Shape in
   const auto eval = net.forward({images, input.with_batch(eval_batch)}, model::Mode::eval, 2);
   r.eval_logits.assign(eval.as<float>(), eval.as<float>() + eval.shape.elements());
   return r;
+}
+
+// A backend may store 4-D activations NHWC (Backend::activation_layout; the CUDA backend's 16-bit path is to): the
+// network then reorders its input into it, flatten reorders out of it, and every layer's output lives NHWC. Run so
+// on the CPU twin (whose kernels run NCHW between reorders), a network of convolutions, batch norms (fused with their
+// ReLU and pool or not), a residual block, pools and flatten gives the NCHW run's bits: logits in training and
+// evaluation (a smaller batch), every gradient, the running statistics; in fp32 and in bf16.
+TEST(Network, StoringActivationsNhwcChangesNoNumber) {
+  auto block = layer(LayerKind::residual);
+  block.body = {layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm), layer(LayerKind::relu),
+                layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm)};
+  // 14x14 -> 7x7 (average pool) -> 4x4 (stride 2) -> 2x2 (fused or not max pool): flatten reorders 4 x 2x2.
+  const std::vector<LayerSpec> layers{layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm),
+                                      layer(LayerKind::relu), layer(LayerKind::avgpool, 2), block,
+                                      layer(LayerKind::conv2d, 6, 3, 2, 1), layer(LayerKind::batchnorm),
+                                      layer(LayerKind::relu), layer(LayerKind::maxpool, 2),
+                                      layer(LayerKind::conv2d, 4, 1, 1, 0), layer(LayerKind::flatten),
+                                      layer(LayerKind::dense, 8), layer(LayerKind::relu), layer(LayerKind::dense, 3)};
+  const model::Shape input{4, 3, 14, 14};
+  const std::vector<float> x = normal_values(input.elements(), 6, 0.5f);
+  const std::vector<int32_t> labels{0, 2, 1, 2};
+  for (const auto type : {kernels::ElementType::f32, kernels::ElementType::bf16})
+    for (const bool fuse : {false, true}) {
+      SCOPED_TRACE(std::string(kernels::element_type_name(type)) + (fuse ? ", fused" : ", apart"));
+      const FusionRun nchw = run_fused_or_not(layers, input, x, labels, fuse, input.n - 1, false, type),
+                      nhwc = run_fused_or_not(layers, input, x, labels, fuse, input.n - 1, true, type);
+      EXPECT_EQ(nhwc.summary, nchw.summary);
+      EXPECT_EQ(nhwc.train_logits, nchw.train_logits);
+      EXPECT_EQ(nhwc.eval_logits, nchw.eval_logits);
+      EXPECT_EQ(nhwc.states, nchw.states);
+      EXPECT_EQ(nhwc.grads, nchw.grads);
+      EXPECT_GT(std::count_if(nhwc.grads.begin(), nhwc.grads.end(), [](float g) { return g != 0.0f; }), 100);
+    }
 }
 
 // A network storing its activations in bf16 or fp16 (mixed precision) takes fp32 input and gives fp32 logits and

@@ -20,6 +20,7 @@
 #include "kernels/cpu/lars.h"
 #include "kernels/cpu/pixel_norm.h"
 #include "kernels/cpu/pooling.h"
+#include "kernels/cpu/reorder_layout.h"
 #include "kernels/cpu/sgd.h"
 #include "kernels/cpu/softmax_cross_entropy.h"
 #include "util/clock.h"
@@ -103,7 +104,7 @@ std::unique_ptr<model::Readback> CpuBackend::make_readback(std::size_t bytes) {
 std::unique_ptr<model::DeviceClock> CpuBackend::make_clock(int capacity) { return std::make_unique<HostClock>(capacity); }
 
 std::size_t CpuBackend::working_bytes() const {
-  return conv_workspace_.bytes() + dnnl_.working_bytes() + rounded_.bytes() + views_.bytes();
+  return conv_workspace_.bytes() + dnnl_.working_bytes() + rounded_.bytes() + views_.bytes() + nhwc_.bytes();
 }
 
 void CpuBackend::zero(void* y, std::size_t bytes) {
@@ -138,6 +139,10 @@ void CpuBackend::dropout_backward(kernels::Elements n, float p, const uint8_t* m
   views_.store(2, n, dx);
 }
 
+void CpuBackend::reorder_activation(const kernels::Planes& p, model::ActivationLayout to, const void* x, void* y) {
+  kernels::cpu::reorder_layout(p, to, x, y);
+}
+
 // An empty batch (possible for the last evaluation batch of a tiny split) goes to our kernels, which do nothing.
 bool CpuBackend::on_dnnl(const model::Conv2dShape& s) { return s.batch > 0 && dnnl_.runs_conv2d(s); }
 
@@ -146,6 +151,12 @@ model::ScratchBytes CpuBackend::conv2d_prepare(const model::Conv2dShape& s) {
   return {};
 }
 namespace {
+kernels::Planes input_planes(const model::Conv2dShape& s) {
+  return {s.batch, s.in_channels, int64_t{s.in_h} * s.in_w, s.data};
+}
+kernels::Planes output_planes(const model::Conv2dShape& s) {
+  return {s.batch, s.filters, int64_t{s.out_h()} * s.out_w(), s.data};
+}
 kernels::Elements input_elements(const model::Conv2dShape& s) {
   return {int64_t{s.batch} * s.in_channels * s.in_h * s.in_w, s.data};
 }
@@ -155,10 +166,10 @@ kernels::Elements output_elements(const model::Conv2dShape& s) {
 }  // namespace
 
 int CpuBackend::conv2d_output_block(const model::Conv2dShape& s) {
-  return on_dnnl(s) ? dnnl_.conv2d_output_block(s) : 1;
+  return on_dnnl(s) && !nhwc_.enabled() ? dnnl_.conv2d_output_block(s) : 1;
 }
 int CpuBackend::conv2d_input_block(const model::Conv2dShape& s) {
-  return on_dnnl(s) ? dnnl_.conv2d_input_block(s) : 1;
+  return on_dnnl(s) && !nhwc_.enabled() ? dnnl_.conv2d_input_block(s) : 1;
 }
 std::string CpuBackend::conv2d_method(const model::Conv2dShape& s) {
   return on_dnnl(s) ? "oneDNN " + dnnl_.conv2d_implementation(s) : "im2col + OpenBLAS SGEMM";
@@ -178,8 +189,11 @@ const float* CpuBackend::fp32_operand(int slot, int view_slot, kernels::Elements
 
 // Our im2col kernels read and write the stored type themselves, an image at a time, and so do oneDNN's where its
 // products read that type (bf16 on bf16 operands); otherwise oneDNN gets fp32 views.
-void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const void* x_data, const float* w, const float* bias,
-                                void* y_data, model::Scratch) {
+void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const void* x_stored, const float* w, const float* bias,
+                                void* y_stored, model::Scratch) {
+  const void* x_data = nhwc_.read(0, input_planes(s), x_stored);
+  const auto y_nchw = nhwc_.write(1, output_planes(s), y_stored);
+  void* const y_data = y_nchw.data();
   const kernels::Elements xe = input_elements(s), ye = output_elements(s);
   w = rounded_.operand(1, s.weight_elements(), w);
   if (!on_dnnl(s)) return kc::conv2d_forward(s, rounded_activation(0, xe, x_data), w, bias, y_data, conv_workspace_);
@@ -188,8 +202,12 @@ void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const void* x_data,
   dnnl_.conv2d_forward(s, x, w, bias, views_.write(2, ye, y_data));
   views_.store(2, ye, y_data);
 }
-void CpuBackend::conv2d_backward(const model::Conv2dShape& s, const void* x_data, const void* dy_data,
-                                 const float* w, void* dx_data, float* dw, float* dbias, model::Scratch) {
+void CpuBackend::conv2d_backward(const model::Conv2dShape& s, const void* x_stored, const void* dy_stored,
+                                 const float* w, void* dx_stored, float* dw, float* dbias, model::Scratch) {
+  const void* x_data = nhwc_.read(0, input_planes(s), x_stored);
+  const void* dy_data = nhwc_.read(1, output_planes(s), dy_stored);
+  const auto dx_nchw = nhwc_.write(2, input_planes(s), dx_stored);
+  void* const dx_data = dx_nchw.data();
   const kernels::Elements xe = input_elements(s), ye = output_elements(s);
   w = rounded_.operand(2, s.weight_elements(), w);
   if (!on_dnnl(s)) {
@@ -239,34 +257,47 @@ std::optional<kc::FusedPool> fused_pool(const model::BatchNormSettings& settings
   if (!settings.pool) return std::nullopt;
   return kc::FusedPool{settings.pool->h, settings.pool->w, b.pool_argmax};
 }
+kernels::Planes input_planes(const model::BatchNormShape& s) { return {s.batch, s.channels, s.spatial, s.data}; }
+// y and dy: pooled by a fused pool.
+kernels::Planes output_planes(const model::BatchNormShape& s, const model::BatchNormSettings& settings) {
+  if (!settings.pool) return input_planes(s);
+  return {s.batch, s.channels, int64_t{settings.pool->h / 2} * (settings.pool->w / 2), s.data};
+}
 }  // namespace
 
 bool CpuBackend::batchnorm_reads_block(const model::BatchNormShape& s, int block) const {
-  return kc::blocked_input_fits(s, block);
+  return !nhwc_.enabled() && kc::blocked_input_fits(s, block);
 }
 bool CpuBackend::batchnorm_writes_block(const model::BatchNormShape& s, int block) const {
-  return kc::blocked_output_supported(s, block);
+  return !nhwc_.enabled() && kc::blocked_output_supported(s, block);
 }
 
 void CpuBackend::batchnorm_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                          const void* x, const model::BatchNormBuffers& b, void* y) {
   const auto pool = fused_pool(settings, b);
-  kc::batchnorm_forward_train(s, x, b.gamma, b.beta, static_cast<float>(settings.momentum),
-                              static_cast<float>(settings.epsilon), b.running_mean, b.running_var, y, b.saved_mean,
-                              b.saved_inv_std, settings.relu, pool ? &*pool : nullptr);
+  const auto y_nchw = nhwc_.write(1, output_planes(s, settings), y);
+  kc::batchnorm_forward_train(s, nhwc_.read(0, input_planes(s), x), b.gamma, b.beta,
+                              static_cast<float>(settings.momentum), static_cast<float>(settings.epsilon),
+                              b.running_mean, b.running_var, y_nchw.data(), b.saved_mean, b.saved_inv_std,
+                              settings.relu, pool ? &*pool : nullptr);
 }
 void CpuBackend::batchnorm_forward_infer(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                          const void* x, const model::BatchNormBuffers& b, void* y) {
   const auto pool = fused_pool(settings, b);
-  kc::batchnorm_forward_infer(s, x, b.gamma, b.beta, b.running_mean, b.running_var,
-                              static_cast<float>(settings.epsilon), y, settings.relu, pool ? &*pool : nullptr);
+  const auto y_nchw = nhwc_.write(1, output_planes(s, settings), y);
+  kc::batchnorm_forward_infer(s, nhwc_.read(0, input_planes(s), x), b.gamma, b.beta, b.running_mean, b.running_var,
+                              static_cast<float>(settings.epsilon), y_nchw.data(), settings.relu,
+                              pool ? &*pool : nullptr);
 }
 void CpuBackend::batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                     const void* x, const void* y, const void* dy, const model::BatchNormBuffers& b,
                                     void* dx, float* dgamma, float* dbeta) {
   const auto pool = fused_pool(settings, b);
-  kc::batchnorm_backward(s, x, dy, b.gamma, b.saved_mean, b.saved_inv_std, dx, dgamma, dbeta,
-                         settings.relu ? y : nullptr, pool ? &*pool : nullptr);
+  const kernels::Planes out = output_planes(s, settings);
+  const auto dx_nchw = nhwc_.write(3, input_planes(s), dx);
+  const void* relu_y = settings.relu ? nhwc_.read(1, out, y) : nullptr;
+  kc::batchnorm_backward(s, nhwc_.read(0, input_planes(s), x), nhwc_.read(2, out, dy), b.gamma, b.saved_mean,
+                         b.saved_inv_std, dx_nchw.data(), dgamma, dbeta, relu_y, pool ? &*pool : nullptr);
 }
 
 // Pooling runs on oneDNN's JIT kernels in our layout, except max pooling over windows that do not overlap, which
@@ -284,30 +315,38 @@ kernels::Elements pool_input_elements(const model::PoolShape& s) {
 kernels::Elements pool_output_elements(const model::PoolShape& s) {
   return {int64_t{s.batch} * s.channels * s.out_h() * s.out_w(), s.data};
 }
+kernels::Planes pool_input_planes(const model::PoolShape& s) {
+  return {s.batch, s.channels, int64_t{s.in_h} * s.in_w, s.data};
+}
+kernels::Planes pool_output_planes(const model::PoolShape& s) {
+  return {s.batch, s.channels, int64_t{s.out_h()} * s.out_w(), s.data};
+}
 }  // namespace
-void CpuBackend::pool_forward(const model::PoolShape& s, model::PoolMode mode, const void* x_data, void* y_data,
+void CpuBackend::pool_forward(const model::PoolShape& s, model::PoolMode mode, const void* x_stored, void* y_stored,
                               void* saved) {
   if (s.batch <= 0) return;
   const kernels::Elements ye = pool_output_elements(s);
-  const float* x = views_.read(0, pool_input_elements(s), x_data);
-  float* const y = views_.write(2, ye, y_data);
+  const auto y_data = nhwc_.write(1, pool_output_planes(s), y_stored);
+  const float* x = views_.read(0, pool_input_elements(s), nhwc_.read(0, pool_input_planes(s), x_stored));
+  float* const y = views_.write(2, ye, y_data.data());
   if (PoolChoice::choosable(s, mode) && pool_choice_.kernel(s, dnnl_) == PoolKernel::ours)
     kc::maxpool_forward(s, x, y, static_cast<int32_t*>(saved));
   else
     dnnl_.pool_forward(s, mode, x, y, saved);
-  views_.store(2, ye, y_data);
+  views_.store(2, ye, y_data.data());
 }
 void CpuBackend::pool_backward(const model::PoolShape& s, model::PoolMode mode, const void*, const void*,
-                               const void* dy_data, void* dx_data, const void* saved) {
+                               const void* dy_stored, void* dx_stored, const void* saved) {
   if (s.batch <= 0) return;
   const kernels::Elements xe = pool_input_elements(s);
-  const float* dy = views_.read(1, pool_output_elements(s), dy_data);
-  float* const dx = views_.write(2, xe, dx_data);
+  const auto dx_data = nhwc_.write(1, pool_input_planes(s), dx_stored);
+  const float* dy = views_.read(1, pool_output_elements(s), nhwc_.read(0, pool_output_planes(s), dy_stored));
+  float* const dx = views_.write(2, xe, dx_data.data());
   if (PoolChoice::choosable(s, mode) && pool_choice_.kernel(s, dnnl_) == PoolKernel::ours)
     kc::maxpool_backward(s, dy, static_cast<const int32_t*>(saved), dx);
   else
     dnnl_.pool_backward(s, mode, dy, dx, saved);
-  views_.store(2, xe, dx_data);
+  views_.store(2, xe, dx_data.data());
 }
 
 void CpuBackend::softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,

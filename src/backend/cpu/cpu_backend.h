@@ -6,6 +6,7 @@
 #pragma once
 #include "kernels/cpu/conv2d.h"
 #include "backend/cpu/fp32_views.h"
+#include "backend/cpu/nhwc_staging.h"
 #include "backend/cpu/pool_choice.h"
 #include "backend/cpu/rounded_operands.h"
 #include "kernels/cpu/dnnl_ops.h"
@@ -21,6 +22,12 @@ class CpuBackend : public model::Backend {
   explicit CpuBackend(int threads, kernels::cpu::DnnlMath math = kernels::cpu::DnnlMath::fp32,
                       kernels::cpu::OperandRounding rounding = kernels::cpu::OperandRounding::none);
   std::string name() const override { return "cpu"; }
+  // Testing only: store 4-D activations NHWC, as a GPU backend stores 16-bit ones (backend/cpu/nhwc_staging.h).
+  void store_nhwc(bool on) { nhwc_.enable(on); }
+  model::ActivationLayout activation_layout(model::ElementType) const override {
+    return nhwc_.enabled() ? model::ActivationLayout::nhwc : model::ActivationLayout::nchw;
+  }
+  void reorder_activation(const kernels::Planes& p, model::ActivationLayout to, const void* x, void* y) override;
   std::string description() const override;
 
   model::DeviceBuffer allocate(std::size_t bytes) override;
@@ -111,6 +118,7 @@ class CpuBackend : public model::Backend {
   PoolChoice pool_choice_;
   RoundedOperands rounded_;
   Fp32Views views_;
+  NhwcStaging nhwc_;
 };
 
 }  // namespace ringtrain::backend
