@@ -306,28 +306,34 @@ TEST(Network, StoringActivationsNhwcChangesNoNumber) {
   auto block = layer(LayerKind::residual);
   block.body = {layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm), layer(LayerKind::relu),
                 layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm)};
-  // 14x14 -> 7x7 (average pool) -> 4x4 (stride 2) -> 2x2 (fused or not max pool): flatten reorders 4 x 2x2.
-  const std::vector<LayerSpec> layers{layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm),
-                                      layer(LayerKind::relu), layer(LayerKind::avgpool, 2), block,
-                                      layer(LayerKind::conv2d, 6, 3, 2, 1), layer(LayerKind::batchnorm),
-                                      layer(LayerKind::relu), layer(LayerKind::maxpool, 2),
-                                      layer(LayerKind::conv2d, 4, 1, 1, 0), layer(LayerKind::flatten),
-                                      layer(LayerKind::dense, 8), layer(LayerKind::relu), layer(LayerKind::dense, 3)};
+  // 14x14 -> 7x7 (average pool) -> 4x4 (stride 2) -> 2x2 (fused or not max pool): flatten, or a dense layer on
+  // the 4 x 2x2 values themselves, reorders them.
+  std::vector<LayerSpec> layers{layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm),
+                                layer(LayerKind::relu), layer(LayerKind::avgpool, 2), block,
+                                layer(LayerKind::conv2d, 6, 3, 2, 1), layer(LayerKind::batchnorm),
+                                layer(LayerKind::relu), layer(LayerKind::maxpool, 2),
+                                layer(LayerKind::conv2d, 4, 1, 1, 0), layer(LayerKind::flatten),
+                                layer(LayerKind::dense, 8), layer(LayerKind::relu), layer(LayerKind::dense, 3)};
+  std::vector<LayerSpec> without_flatten = layers;
+  without_flatten.erase(without_flatten.end() - 4);
   const model::Shape input{4, 3, 14, 14};
   const std::vector<float> x = normal_values(input.elements(), 6, 0.5f);
   const std::vector<int32_t> labels{0, 2, 1, 2};
-  for (const auto type : {kernels::ElementType::f32, kernels::ElementType::bf16})
-    for (const bool fuse : {false, true}) {
-      SCOPED_TRACE(std::string(kernels::element_type_name(type)) + (fuse ? ", fused" : ", apart"));
-      const FusionRun nchw = run_fused_or_not(layers, input, x, labels, fuse, input.n - 1, false, type),
-                      nhwc = run_fused_or_not(layers, input, x, labels, fuse, input.n - 1, true, type);
-      EXPECT_EQ(nhwc.summary, nchw.summary);
-      EXPECT_EQ(nhwc.train_logits, nchw.train_logits);
-      EXPECT_EQ(nhwc.eval_logits, nchw.eval_logits);
-      EXPECT_EQ(nhwc.states, nchw.states);
-      EXPECT_EQ(nhwc.grads, nchw.grads);
-      EXPECT_GT(std::count_if(nhwc.grads.begin(), nhwc.grads.end(), [](float g) { return g != 0.0f; }), 100);
-    }
+  for (const auto& model_layers : {layers, without_flatten}) {
+    for (const auto type : {kernels::ElementType::f32, kernels::ElementType::bf16})
+      for (const bool fuse : {false, true}) {
+        SCOPED_TRACE(std::string(kernels::element_type_name(type)) + (fuse ? ", fused" : ", apart") +
+                     (model_layers.size() < layers.size() ? ", dense on 4-D" : ", flatten"));
+        const FusionRun nchw = run_fused_or_not(model_layers, input, x, labels, fuse, input.n - 1, false, type),
+                        nhwc = run_fused_or_not(model_layers, input, x, labels, fuse, input.n - 1, true, type);
+        EXPECT_EQ(nhwc.summary, nchw.summary);
+        EXPECT_EQ(nhwc.train_logits, nchw.train_logits);
+        EXPECT_EQ(nhwc.eval_logits, nchw.eval_logits);
+        EXPECT_EQ(nhwc.states, nchw.states);
+        EXPECT_EQ(nhwc.grads, nchw.grads);
+        EXPECT_GT(std::count_if(nhwc.grads.begin(), nhwc.grads.end(), [](float g) { return g != 0.0f; }), 100);
+      }
+  }
 }
 
 // A network storing its activations in bf16 or fp16 (mixed precision) takes fp32 input and gives fp32 logits and

@@ -20,6 +20,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/gpu_device.h"
 #include "kernels/cpu/element_conversion.h"
+#include "kernels/cpu/reorder_layout.h"
 #include "common/error.h"
 #include "config/job_config.h"
 #include "model/layers/layers.h"
@@ -53,6 +54,7 @@ constexpr Tolerance kStoredFp16{1e-3, 1e-3};
 
 Tolerance looser(Tolerance a, Tolerance b) { return {std::max(a.rtol, b.rtol), std::max(a.atol_scale, b.atol_scale)}; }
 
+using kernels::ActivationLayout;
 using kernels::ElementType;
 
 struct BackendCase {
@@ -72,8 +74,19 @@ std::unique_ptr<model::Backend> gpu_backend(config::Precision precision, bool me
   return backend::gpu::open_backend(job, 0, 1, "test-host");
 }
 
+// The CPU twin storing 4-D activations NHWC (CpuBackend::store_nhwc): the layout a GPU backend's 16-bit path takes,
+// with the harness reordering what it uploads and downloads.
+std::unique_ptr<model::Backend> cpu_storing_nhwc(ElementType type) {
+  const bool native_bf16 = type == ElementType::bf16 && kernels::cpu::DnnlOps::bf16_available();
+  auto cpu = std::make_unique<backend::CpuBackend>(1, native_bf16 ? kernels::cpu::DnnlMath::bf16
+                                                                  : kernels::cpu::DnnlMath::fp32);
+  cpu->store_nhwc(true);
+  return cpu;
+}
+
 std::vector<BackendCase> backend_cases() {
   return {{"cpu", false, "", [] { return std::make_unique<backend::CpuBackend>(1); }},
+          {"cpu_nhwc", false, "", [] { return cpu_storing_nhwc(ElementType::f32); }},
           {"cpu_bf16", false, "bf16",
            [] { return std::make_unique<backend::CpuBackend>(1, kernels::cpu::DnnlMath::bf16); }},
           {"cpu_bf16_emulated", false, "bf16",
@@ -290,30 +303,46 @@ class LayerTest : public ::testing::TestWithParam<BackendCase> {
     kernels::cpu::widen(activations(static_cast<int64_t>(host.size())), bits.data(), back.data());
     return back;
   }
-  model::DeviceBuffer upload_activations(const std::vector<float>& host) {
-    const model::Elements n = activations(static_cast<int64_t>(host.size()));
-    model::DeviceBuffer b = backend().allocate(std::max<size_t>(n.bytes(), 1));
-    upload_activations_into(b.as<void>(), host);
+  // The host's values are NCHW; a backend storing `shape` NHWC (Backend::activation_layout) gets them reordered.
+  model::DeviceBuffer upload_activations(const std::vector<float>& host, const Shape& shape) {
+    model::DeviceBuffer b = backend().allocate(std::max<size_t>(activations(shape.elements()).bytes(), 1));
+    upload_activations_into(b.as<void>(), host, shape);
     return b;
   }
-  void upload_activations_into(void* device, const std::vector<float>& host) {
-    const model::Elements n = activations(static_cast<int64_t>(host.size()));
-    std::vector<std::byte> bits(n.bytes());
+  void upload_activations_into(void* device, const std::vector<float>& host, const Shape& shape) {
+    const model::Elements n = activations(shape.elements());
+    std::vector<std::byte> bits(n.bytes()), stored_bits(n.bytes());
     kernels::cpu::narrow(host.data(), n, bits.data());
-    backend().to_device(device, bits.data(), bits.size());
+    if (stored_nhwc(shape))
+      kernels::cpu::reorder_layout(planes(shape), ActivationLayout::nhwc, bits.data(), stored_bits.data());
+    else
+      stored_bits = bits;
+    backend().to_device(device, stored_bits.data(), stored_bits.size());
   }
   model::DeviceBuffer allocate_activations(int64_t n) {
     return backend().allocate(std::max<size_t>(activations(n).bytes(), 1));
   }
-  std::vector<float> download_activations(const void* device, int64_t n) {
-    std::vector<std::byte> bits(activations(n).bytes());
+  std::vector<float> download_activations(const void* device, const Shape& shape) {
+    const model::Elements n = activations(shape.elements());
+    std::vector<std::byte> bits(n.bytes()), nchw(n.bytes());
     backend().to_host(bits.data(), device, bits.size());
-    std::vector<float> host(static_cast<size_t>(n));
-    kernels::cpu::widen(activations(n), bits.data(), host.data());
+    if (stored_nhwc(shape))
+      kernels::cpu::reorder_layout(planes(shape), ActivationLayout::nchw, bits.data(), nchw.data());
+    else
+      nchw = bits;
+    std::vector<float> host(static_cast<size_t>(n.n));
+    kernels::cpu::widen(n, nchw.data(), host.data());
     return host;
   }
-  void poison_activations(void* device, int64_t n) {
-    upload_activations_into(device, std::vector<float>(static_cast<size_t>(n), std::numeric_limits<float>::quiet_NaN()));
+  void poison_activations(void* device, const Shape& shape) {
+    const auto nan = std::numeric_limits<float>::quiet_NaN();
+    upload_activations_into(device, std::vector<float>(static_cast<size_t>(shape.elements()), nan), shape);
+  }
+  bool stored_nhwc(const Shape& shape) {
+    return backend().activation_layout(storage()) == ActivationLayout::nhwc && int64_t{shape.h} * shape.w > 1;
+  }
+  kernels::Planes planes(const Shape& shape) const {
+    return {shape.n, shape.c, int64_t{shape.h} * shape.w, storage()};
   }
 
   void check(const LayerSpec& s, Shape in, CheckOptions o);
@@ -341,6 +370,11 @@ void LayerTest::check(const LayerSpec& s, Shape in, CheckOptions o) {
   // cuDNN's algorithms (or oneDNN's implementation) at the setup batch, for a failure to name.
   SCOPED_TRACE("run as " + (layer->method().empty() ? std::string("the backend's only way") : layer->method()));
   const model::MemoryUse use = layer->memory_use();
+  // The scratch the layer asks for, as the network's memory plan gives it.
+  const model::DeviceBuffer forward_scratch = backend().allocate(std::max<size_t>(use.scratch.forward, 1)),
+                            backward_scratch = backend().allocate(std::max<size_t>(use.scratch.backward, 1));
+  const model::Scratch fs{use.scratch.forward ? forward_scratch.as<void>() : nullptr, use.scratch.forward},
+      bs{use.scratch.backward ? backward_scratch.as<void>() : nullptr, use.scratch.backward};
   const auto decls = layer->param_decls();
   const auto state_decls = layer->state_decls();
 
@@ -382,13 +416,13 @@ void LayerTest::check(const LayerSpec& s, Shape in, CheckOptions o) {
       std::shuffle(x.begin(), x.end(), std::mt19937(seed));
     }
     x = stored(x);  // what the layer sees, and so what the reference computes from
-    model::DeviceBuffer dx_in = upload_activations(x), dy_out = allocate_activations(bout.elements());
+    model::DeviceBuffer dx_in = upload_activations(x, bin), dy_out = allocate_activations(bout.elements());
     const model::Tensor x_in{dx_in.as<void>(), bin, storage()};
 
     // Training forward: output and running statistics.
-    layer->forward({x_in, dy_out.as<void>(), Mode::train, 77});
+    layer->forward({x_in, dy_out.as<void>(), Mode::train, 77, fs});
     const Values want_y = ref.forward(Mode::train, to_double(x), ref_params, ref_states);
-    EXPECT_TRUE(close(download_activations(dy_out.as<void>(), bout.elements()), want_y, o.forward))
+    EXPECT_TRUE(close(download_activations(dy_out.as<void>(), bout), want_y, o.forward))
         << "training forward";
     for (size_t i = 0; i < states.size(); ++i)
       EXPECT_TRUE(close(download(st[i], state_decls[i].count), ref_states[i], kReordered))
@@ -396,14 +430,14 @@ void LayerTest::check(const LayerSpec& s, Shape in, CheckOptions o) {
 
     // Backward, after overwriting what memory_use() says backward does not read.
     const auto dy = stored(random_floats(static_cast<size_t>(bout.elements()), ++seed));
-    model::DeviceBuffer d_dy = upload_activations(dy), d_dx = allocate_activations(bin.elements());
+    model::DeviceBuffer d_dy = upload_activations(dy, bout), d_dx = allocate_activations(bin.elements());
     const model::Tensor dy_in{d_dy.as<void>(), bout, storage()};
-    if (!use.backward_reads_input) poison_activations(dx_in.as<void>(), bin.elements());
-    if (!use.backward_reads_output) poison_activations(dy_out.as<void>(), bout.elements());
-    layer->backward({x_in, dy_out.as<void>(), dy_in, o.first_layer ? nullptr : d_dx.as<void>()});
+    if (!use.backward_reads_input) poison_activations(dx_in.as<void>(), bin);
+    if (!use.backward_reads_output) poison_activations(dy_out.as<void>(), bout);
+    layer->backward({x_in, dy_out.as<void>(), dy_in, o.first_layer ? nullptr : d_dx.as<void>(), bs});
     const Values want_dx = ref.backward(to_double(x), to_double(dy), ref_params, ref_grads);
     if (!o.first_layer) {
-      EXPECT_TRUE(close(download_activations(d_dx.as<void>(), bin.elements()), want_dx, o.backward))
+      EXPECT_TRUE(close(download_activations(d_dx.as<void>(), bin), want_dx, o.backward))
           << "input gradient";
     }
     for (size_t i = 0; i < grads.size(); ++i)
@@ -411,20 +445,20 @@ void LayerTest::check(const LayerSpec& s, Shape in, CheckOptions o) {
           << "accumulated gradient of " << decls[i].name;
 
     // Evaluation forward (running statistics for batch norm).
-    upload_activations_into(dx_in.as<void>(), x);
-    layer->forward({x_in, dy_out.as<void>(), Mode::eval, 78});
-    EXPECT_TRUE(close(download_activations(dy_out.as<void>(), bout.elements()),
+    upload_activations_into(dx_in.as<void>(), x, bin);
+    layer->forward({x_in, dy_out.as<void>(), Mode::eval, 78, fs});
+    EXPECT_TRUE(close(download_activations(dy_out.as<void>(), bout),
                       ref.forward(Mode::eval, to_double(x), ref_params, ref_states), o.forward))
         << "evaluation forward";
 
     // In place, where the plan may run it so: output over input, then backward from that output.
     if (use.output == model::OutputMemory::may_overwrite_input) {
-      upload_activations_into(dx_in.as<void>(), x);
-      layer->forward({x_in, dx_in.as<void>(), Mode::train, 79});
-      EXPECT_TRUE(close(download_activations(dx_in.as<void>(), bout.elements()), want_y, o.forward))
+      upload_activations_into(dx_in.as<void>(), x, bin);
+      layer->forward({x_in, dx_in.as<void>(), Mode::train, 79, fs});
+      EXPECT_TRUE(close(download_activations(dx_in.as<void>(), bout), want_y, o.forward))
           << "forward in place";
-      layer->backward({x_in, dx_in.as<void>(), dy_in, d_dx.as<void>()});
-      EXPECT_TRUE(close(download_activations(d_dx.as<void>(), bin.elements()), want_dx, o.backward))
+      layer->backward({x_in, dx_in.as<void>(), dy_in, d_dx.as<void>(), bs});
+      EXPECT_TRUE(close(download_activations(d_dx.as<void>(), bin), want_dx, o.backward))
           << "backward after in place";
     }
   }
@@ -486,11 +520,11 @@ TEST_P(LayerTest, DropoutTrainsInvertedAndReproduciblyAndCopiesInEvaluation) {
   std::vector<float> x_kept(x.size());
   for (size_t i = 0; i < x.size(); ++i) x_kept[i] = x[i] / 0.75f;
   x_kept = stored(x_kept);
-  model::DeviceBuffer dx_in = upload_activations(x), dy_out = allocate_activations(in.elements());
+  model::DeviceBuffer dx_in = upload_activations(x, in), dy_out = allocate_activations(in.elements());
   const model::Tensor x_in{dx_in.as<void>(), in, storage()};
 
   layer->forward({x_in, dy_out.as<void>(), Mode::train, 99});
-  const auto first = download_activations(dy_out.as<void>(), in.elements());
+  const auto first = download_activations(dy_out.as<void>(), in);
   int64_t kept = 0;
   for (size_t i = 0; i < x.size(); ++i) {
     if (first[i] == 0.0f) continue;
@@ -503,26 +537,28 @@ TEST_P(LayerTest, DropoutTrainsInvertedAndReproduciblyAndCopiesInEvaluation) {
   std::vector<float> dy_kept(dy.size());
   for (size_t i = 0; i < dy.size(); ++i) dy_kept[i] = dy[i] / 0.75f;
   dy_kept = stored(dy_kept);
-  model::DeviceBuffer d_dy = upload_activations(dy), d_dx = allocate_activations(in.elements());
-  poison_activations(dx_in.as<void>(), in.elements());  // backward reads neither x nor y: the mask is enough
-  poison_activations(dy_out.as<void>(), in.elements());
+  model::DeviceBuffer d_dy = upload_activations(dy, in), d_dx = allocate_activations(in.elements());
+  poison_activations(dx_in.as<void>(), in);  // backward reads neither x nor y: the mask is enough
+  poison_activations(dy_out.as<void>(), in);
   layer->backward({x_in, dy_out.as<void>(), {d_dy.as<void>(), in, storage()}, d_dx.as<void>()});
-  const auto grad = download_activations(d_dx.as<void>(), in.elements());
+  const auto grad = download_activations(d_dx.as<void>(), in);
   for (size_t i = 0; i < x.size(); ++i) ASSERT_FLOAT_EQ(grad[i], first[i] == 0.0f ? 0.0f : dy_kept[i]) << i;
 
-  upload_activations_into(dx_in.as<void>(), x);
+  upload_activations_into(dx_in.as<void>(), x, in);
   layer->forward({x_in, dy_out.as<void>(), Mode::train, 99});
-  EXPECT_EQ(download_activations(dy_out.as<void>(), in.elements()), first) << "same seed, same mask";
+  EXPECT_EQ(download_activations(dy_out.as<void>(), in), first) << "same seed, same mask";
   layer->forward({x_in, dy_out.as<void>(), Mode::train, 100});
-  EXPECT_NE(download_activations(dy_out.as<void>(), in.elements()), first) << "another seed, another mask";
+  EXPECT_NE(download_activations(dy_out.as<void>(), in), first) << "another seed, another mask";
   layer->forward({x_in, dy_out.as<void>(), Mode::eval, 99});
-  EXPECT_EQ(download_activations(dy_out.as<void>(), in.elements()), x) << "evaluation is the identity";
+  EXPECT_EQ(download_activations(dy_out.as<void>(), in), x) << "evaluation is the identity";
 }
 
 TEST_P(LayerTest, FlattenAndDropoutAtRateZeroAreViews) {
   auto flatten = make(spec(LayerKind::flatten));
   EXPECT_EQ(flatten->setup({3, 4, 5, 5}), (Shape{3, 100, 1, 1}));
-  EXPECT_EQ(flatten->memory_use().output, model::OutputMemory::is_input);
+  // A view where the backend stores NCHW; where it stores NHWC, flatten reorders into a buffer of its own.
+  const bool nhwc = backend().activation_layout(storage()) == ActivationLayout::nhwc;
+  EXPECT_EQ(flatten->memory_use().output, nhwc ? model::OutputMemory::own : model::OutputMemory::is_input);
   auto dropout = make(spec(LayerKind::dropout));
   EXPECT_EQ(dropout->setup({3, 4, 5, 5}), (Shape{3, 4, 5, 5}));
   EXPECT_EQ(dropout->memory_use().output, model::OutputMemory::is_input);

@@ -1,4 +1,6 @@
-// Owns the fully connected layer: y = x W^T + b over each sample's C*H*W values, W stored out x in.
+// Owns the fully connected layer: y = x W^T + b over each sample's C*H*W values in NCHW order, W stored out x in.
+// Where the backend stores a 4-D input NHWC (Backend::activation_layout), the layer reorders x into its scratch, and
+// writes dx there to reorder it back, as flatten does.
 #include <fmt/format.h>
 
 #include <limits>
@@ -18,9 +20,14 @@ class Dense final : public LeafLayer {
     if (in.per_sample() > std::numeric_limits<int>::max())
       shape_error(in, fmt::format("{} inputs per sample are more than a dense layer takes (2^31 - 1)", in.per_sample()));
     out_ = {in.n, spec_.units, 1, 1};
+    reorders_ = backend_.activation_layout(data_) == ActivationLayout::nhwc && int64_t{in.h} * in.w > 1;
     return out_;
   }
-  MemoryUse memory_use() const override { return {.backward_reads_input = true}; }  // the weight gradient
+  MemoryUse memory_use() const override {
+    // Backward reads x for the weight gradient; its scratch holds x reordered, then dx before its reorder.
+    const std::size_t x_bytes = reorders_ ? x_bytes_at_setup() : 0;
+    return {.backward_reads_input = true, .scratch = {.forward = x_bytes, .backward = 2 * x_bytes}};
+  }
   std::vector<ParamDecl> param_decls() const override {
     return params_.decls(spec_.units, in_.per_sample(), spec_.bias);
   }
@@ -28,16 +35,30 @@ class Dense final : public LeafLayer {
     params_.bind(p, g);
   }
   void forward(const ForwardPass& pass) override {
-    backend_.dense_forward(shape_at(pass.x.shape.n), pass.x.data, params_.weight(), params_.bias(), pass.y);
+    const void* x = in_nchw(pass.x, pass.scratch.data);
+    backend_.dense_forward(shape_at(pass.x.shape.n), x, params_.weight(), params_.bias(), pass.y);
   }
   void backward(const BackwardPass& pass) override {
-    backend_.dense_backward(shape_at(pass.dy.shape.n), pass.x.data, params_.weight(), pass.dy.data, pass.dx,
-                            params_.weight_grad(), params_.bias_grad());
+    const int batch = pass.dy.shape.n;
+    const void* x = in_nchw(pass.x, pass.scratch.data);
+    void* dx = reorders_ && pass.dx ? static_cast<std::byte*>(pass.scratch.data) + x_bytes_at_setup() : pass.dx;
+    backend_.dense_backward(shape_at(batch), x, params_.weight(), pass.dy.data, dx, params_.weight_grad(),
+                            params_.bias_grad());
+    if (dx != pass.dx) backend_.reorder_activation(planes(batch), ActivationLayout::nhwc, dx, pass.dx);
   }
   double forward_flops_per_sample() const override { return shape_at(1).forward_flops(); }
 
  private:
   DenseShape shape_at(int batch) const { return {batch, static_cast<int>(in_.per_sample()), spec_.units, data_}; }
+  kernels::Planes planes(int batch) const { return {batch, in_.c, int64_t{in_.h} * in_.w, data_}; }
+  // x as the product reads it: itself, or reordered to NCHW into `scratch`.
+  const void* in_nchw(const Tensor& x, void* scratch) {
+    if (!reorders_) return x.data;
+    backend_.reorder_activation(planes(x.shape.n), ActivationLayout::nchw, x.data, scratch);
+    return scratch;
+  }
+  std::size_t x_bytes_at_setup() const { return Elements{in_.elements(), data_}.bytes(); }
+  bool reorders_ = false;
   WeightAndBias params_;
 };
 
