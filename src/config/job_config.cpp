@@ -133,6 +133,9 @@ const std::vector<KeyRule> kKeys = {
     {"gpu", "workspace_mb", Kind::number, 1024.0,
      "scratch memory one convolution algorithm may use, MiB (large NCHW layers need GiBs for tensor-core paths); "
      "the memory plan holds it only while its convolution runs"},
+    {"gpu", "nhwc", Kind::boolean, false,
+     "testing only until its GPU tests pass (perf/gpu/PENDING.md): store bf16/fp16 activations NHWC, the layout "
+     "cuDNN's tensor-core convolutions read fastest; fp32 stays NCHW"},
     {"gpu", "share_device", Kind::boolean, false,
      "testing only: let a node's ranks share its GPUs, each rank its own host to NCCL (NCCL_HOSTID), to run the "
      "multi-rank NCCL path on a one-GPU machine; slower than one rank per GPU"},
@@ -574,6 +577,7 @@ void read_dist_and_gpu(Reader& r, JobConfig& c) {
   c.gpu.deterministic = r.boolean("gpu", "deterministic");
   c.gpu.workspace_mb = r.number("gpu", "workspace_mb", 0.0, 1e6);
   c.gpu.share_device = r.boolean("gpu", "share_device");
+  c.gpu.nhwc = r.boolean("gpu", "nhwc");
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Tests of the kernels in kernels/cuda that no CPU twin covers, each against a host reference: fp32<->bf16
-// casts (round to nearest even, exact widening), fp16's unscale with its overflow flag, and the dropout mask (its
-// host-side definition, inverted scaling, reproducibility by seed).
+// casts (round to nearest even, exact widening), fp16's unscale with its overflow flag, the dropout mask (its
+// host-side definition, inverted scaling, reproducibility by seed), and the NCHW <-> NHWC reorder.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +9,9 @@
 
 #include "gpu_test_support.h"
 #include "kernels/cuda/cast.h"
+#include "kernels/cpu/reorder_layout.h"
 #include "kernels/cuda/dropout.h"
+#include "kernels/cuda/reorder_layout.h"
 
 namespace ringtrain::gpu_test {
 namespace {
@@ -55,6 +57,26 @@ TEST_F(CudaKernels, Bf16CastsRoundToNearestEvenAndWidenExactly) {
   }
   EXPECT_EQ(bf16_value(bf16_reference(1.00390625f)), 1.0f);
   EXPECT_TRUE(std::isinf(bf16_value(bf16_reference(3.40e38f))));
+}
+
+// The reorder moves every value where the CPU twin's does, both ways, for 4- and 2-byte values, at sizes that leave
+// partial 32 x 32 tiles.
+TEST_F(CudaKernels, ReorderLayoutMatchesTheCpuBitForBit) {
+  using kernels::ActivationLayout;
+  for (const auto type : {kernels::ElementType::f32, kernels::ElementType::bf16})
+    for (const kernels::Planes p : {kernels::Planes{3, 64, 49, type}, kernels::Planes{2, 5, 1000, type}}) {
+      const size_t bytes = static_cast<size_t>(p.elements()) * kernels::element_bytes(type);
+      std::vector<std::byte> host(bytes), want(bytes), got(bytes);
+      for (size_t i = 0; i < bytes; ++i) host[i] = static_cast<std::byte>((i * 131u) >> 3);
+      for (const auto to : {ActivationLayout::nhwc, ActivationLayout::nchw}) {
+        kernels::cpu::reorder_layout(p, to, host.data(), want.data());
+        model::DeviceBuffer dx = cuda().allocate(bytes), dy = cuda().allocate(bytes);
+        cuda().to_device(dx.as<void>(), host.data(), bytes);
+        kernels::cuda::reorder_layout(p, to, dx.as<void>(), dy.as<void>(), cuda().stream());
+        cuda().to_host(got.data(), dy.as<void>(), bytes);
+        EXPECT_EQ(got, want) << kernels::layout_name(to) << ", " << kernels::element_type_name(type);
+      }
+    }
 }
 
 // fp16's loss scaling on the device: the same products as the host's unscale, and the flag for an infinity or a

@@ -296,9 +296,14 @@ double relative_distance(const std::vector<float>& got, const std::vector<float>
 // rounding flipped by another summation order moves them by up to ~12 % (measured on the CPU twins). So the GPU's
 // gradients must be as far from fp32's as the twin's, give or take that, and every tensor nearer to fp32's than
 // nothing at all: a wrong index or type lands near sqrt(2) or above, a lost gradient at 1.
-TEST_F(NcclReducer, ASmallResNetInBf16FollowsTheFp32CpuTwin) {
+// The same with the activations stored NHWC (gpu.nhwc): cuDNN's NHWC convolutions and KRSC filters, the reorders at
+// the input and at flatten's place (here the global pool's 1x1 output needs none), batch norm on rows.
+class Bf16Layouts : public NcclReducer, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(Bf16Layouts, ASmallResNetInBf16FollowsTheFp32CpuTwin) {
   backend::CudaOptions options;
   options.activations = kernels::ElementType::bf16;
+  options.nhwc = GetParam();
   backend::CudaBackend bf16(0, 1, "test-host", options);
   backend::CpuBackend rounding_twin(1, kernels::cpu::DnnlMath::fp32, kernels::cpu::OperandRounding::bf16);
   const model::Shape input{6, 3, 8, 8};
@@ -341,6 +346,8 @@ TEST_F(NcclReducer, ASmallResNetInBf16FollowsTheFp32CpuTwin) {
   }
   EXPECT_TRUE(all_close(got.states, want.states, 0.02, 0.01)) << "batch-norm running statistics";
 }
+INSTANTIATE_TEST_SUITE_P(NchwAndNhwc, Bf16Layouts, ::testing::Bool(),
+                         [](const auto& p) { return p.param ? "nhwc" : "nchw"; });
 
 // With 16-bit activations the CUDA backend takes batch norm's ReLU into its batch-norm kernels (the fusion pass,
 // model/graph.h): the step must give the same bits as running them apart, loss, gradients and running statistics.

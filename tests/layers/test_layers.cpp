@@ -67,10 +67,11 @@ struct BackendCase {
 
 void PrintTo(const BackendCase& c, std::ostream* os) { *os << c.name; }
 
-std::unique_ptr<model::Backend> gpu_backend(config::Precision precision, bool measure) {
+std::unique_ptr<model::Backend> gpu_backend(config::Precision precision, bool measure, bool nhwc = false) {
   config::JobConfig job;
   job.train.precision = precision;
   job.gpu.measure_algorithms = measure;
+  job.gpu.nhwc = nhwc;
   return backend::gpu::open_backend(job, 0, 1, "test-host");
 }
 
@@ -119,7 +120,9 @@ std::vector<BackendCase> backend_cases() {
           {"cuda_bf16_stored", true, "bf16", [] { return gpu_backend(config::Precision::bf16, false); },
            ElementType::bf16},
           {"cuda_fp16_stored", true, "fp16", [] { return gpu_backend(config::Precision::fp16, false); },
-           ElementType::f16}};
+           ElementType::f16},
+          {"cuda_bf16_nhwc", true, "bf16", [] { return gpu_backend(config::Precision::bf16, false, true); },
+           ElementType::bf16}};
 }
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {

@@ -68,7 +68,7 @@ CudaBackend::CudaBackend(int local_rank, int local_size, std::string host, CudaO
   CUDA_CHECK(cudaGetDeviceProperties(&state_->properties, device_));
   state_->stream = make_stream();
   state_->dnn = std::make_unique<Dnn>(state_->stream.get(), options.workspace_limit_bytes, options.conv_search,
-                                      options.math, options.deterministic);
+                                      options.math, options.deterministic, options.nhwc);
   state_->blas = std::make_unique<Blas>(state_->stream.get(), options.math);
   for (auto& s : state_->staging) s.copied = make_event(false);
 }
@@ -87,7 +87,8 @@ std::string CudaBackend::description() const {
                      static_cast<double>(p.totalGlobalMem) / (1 << 30), math_mode_name(state_->options.math),
                      activations == kernels::ElementType::f32
                          ? std::string()
-                         : fmt::format(", {} activations on tensor cores", kernels::element_type_name(activations)),
+                         : fmt::format(", {} activations ({}) on tensor cores", kernels::element_type_name(activations),
+                                       state_->options.nhwc ? "NHWC, gpu.nhwc" : "NCHW"),
                      state_->options.conv_search == ConvSearch::measure ? "measurement" : "cuDNN heuristics",
                      state_->options.deterministic ? ", deterministic only" : "",
                      shares_device() ? fmt::format(", shared by the node's {} ranks as emulated hosts (gpu.share_device, "

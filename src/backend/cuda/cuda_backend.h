@@ -34,6 +34,8 @@ struct CudaOptions {
   bool share_device = false;  // gpu.share_device: this GPU may be shared with the node's other ranks (tests)
   // Mixed precision (train.precision bf16 / fp16): the 16-bit type activations may be stored in besides fp32.
   kernels::ElementType activations = kernels::ElementType::f32;
+  // Those 16-bit activations stored NHWC (gpu.nhwc; fp32 ones stay NCHW): cuDNN's tensor-core layout.
+  bool nhwc = false;
 };
 
 class CudaBackend final : public model::Backend {
@@ -67,6 +69,9 @@ class CudaBackend final : public model::Backend {
   // fp32, and options.activations under mixed precision: 16-bit convolutions and products on tensor cores with fp32
   // accumulation (16-bit copies of the fp32 weights made by each forward), batch norm and pooling through our kernels.
   bool stores_activations_in(kernels::ElementType type) const override;
+  // NHWC for 16-bit activations where CudaOptions::nhwc says so; NCHW otherwise.
+  model::ActivationLayout activation_layout(kernels::ElementType type) const override;
+  void reorder_activation(const kernels::Planes& p, model::ActivationLayout to, const void* x, void* y) override;
 
   // cuda_ops.cpp: every operation queued on the stream; nothing waits.
   void zero(void* y, std::size_t bytes) override;
@@ -131,6 +136,9 @@ class CudaBackend final : public model::Backend {
   struct State;
   // The 16-bit copy of the `count` fp32 weights at w in `type`: converted now (convert) or as the last forward left it.
   const void* weights_in(kernels::ElementType type, const float* w, int64_t count, bool convert);
+  // The same for a convolution's filters, KRSC where its activations are NHWC.
+  const void* filters_in(const model::Conv2dShape& s, const float* w, bool convert);
+  bool nhwc(kernels::ElementType type) const;
   // The 16-bit batch norm's scratch for shape s (kernels/cuda/batchnorm.h), grown as needed and kept.
   void* batchnorm_scratch(const model::BatchNormShape& s);
 

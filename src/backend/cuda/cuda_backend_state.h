@@ -35,6 +35,7 @@ struct CudaBackend::State {
   DeviceMemory loss_workspace;  // the loss kernel's per-sample results
   DeviceMemory norm_scratch;    // LARS and LAMB: per-tensor partial norms
   DeviceMemory batchnorm_scratch;  // 16-bit batch norm: per-channel partial sums and coefficients
+  DeviceMemory filter_staging;     // NHWC: a convolution's 16-bit filters before their reorder to KRSC
   // Mixed precision: each layer's 16-bit copy of its fp32 weights, by the weights' address, made by its forward and
   // read by its backward (the weights do not change in between).
   std::map<const float*, DeviceMemory> weight_copies;

@@ -15,6 +15,7 @@
 #include "kernels/cuda/batchnorm.h"
 #include "kernels/cuda/cast.h"
 #include "kernels/cuda/pooling.h"
+#include "kernels/cuda/reorder_layout.h"
 #include "kernels/cuda/layerwise.h"
 #include "kernels/cuda/pixel_norm.h"
 #include "kernels/cuda/sgd.h"
@@ -36,6 +37,14 @@ bool CudaBackend::stores_activations_in(ElementType type) const {
   return type == ElementType::f32 || type == state_->options.activations;
 }
 
+bool CudaBackend::nhwc(ElementType type) const { return state_->options.nhwc && sixteen_bit(type); }
+model::ActivationLayout CudaBackend::activation_layout(ElementType type) const {
+  return nhwc(type) ? model::ActivationLayout::nhwc : model::ActivationLayout::nchw;
+}
+void CudaBackend::reorder_activation(const kernels::Planes& p, model::ActivationLayout to, const void* x, void* y) {
+  kc::reorder_layout(p, to, x, y, stream());
+}
+
 void CudaBackend::cast(Elements from, const void* x, ElementType to, void* y) {
   if (from.type == to) return copy(from, x, y);
   kc::cast(from, x, to, y, stream());
@@ -54,6 +63,24 @@ const void* CudaBackend::weights_in(ElementType type, const float* w, int64_t co
   return copy.get();
 }
 
+// NHWC filters are KRSC: the fp32 KCRS weights cast into a staging copy, then reordered into the kept one.
+const void* CudaBackend::filters_in(const model::Conv2dShape& s, const float* w, bool convert) {
+  if (!nhwc(s.data)) return weights_in(s.data, w, s.weight_elements(), convert);
+  DeviceMemory& copy = state_->weight_copies[w];
+  const Elements n{s.weight_elements(), s.data};
+  if (!convert) {
+    if (copy.bytes() < n.bytes())
+      throw Error(ExitCode::internal, "a layer's backward ran before its forward made the 16-bit copy of its filters");
+    return copy.get();
+  }
+  copy.ensure(n.bytes(), stream());
+  state_->filter_staging.ensure(n.bytes(), stream());
+  kc::cast({n.n, ElementType::f32}, w, s.data, state_->filter_staging.get(), stream());
+  const kernels::Planes kcrs{s.filters, s.in_channels, int64_t{s.kernel_h} * s.kernel_w, s.data};
+  kc::reorder_layout(kcrs, model::ActivationLayout::nhwc, state_->filter_staging.get(), copy.get(), stream());
+  return copy.get();
+}
+
 void* CudaBackend::batchnorm_scratch(const model::BatchNormShape& s) {
   State& st = *state_;
   st.batchnorm_scratch.ensure(kc::batchnorm_scratch_bytes(s), st.stream);
@@ -61,7 +88,8 @@ void* CudaBackend::batchnorm_scratch(const model::BatchNormShape& s) {
 }
 
 std::size_t CudaBackend::working_bytes() const {
-  std::size_t bytes = state_->dnn->working_bytes() + state_->batchnorm_scratch.bytes();
+  std::size_t bytes =
+      state_->dnn->working_bytes() + state_->batchnorm_scratch.bytes() + state_->filter_staging.bytes();
   for (const auto& [w, copy] : state_->weight_copies) bytes += copy.bytes();
   return bytes;
 }
@@ -93,12 +121,12 @@ model::ScratchBytes CudaBackend::conv2d_prepare(const model::Conv2dShape& s) { r
 std::string CudaBackend::conv2d_method(const model::Conv2dShape& s) { return dnn().conv_algorithms(s); }
 void CudaBackend::conv2d_forward(const model::Conv2dShape& s, const void* x, const float* w, const float* bias,
                                  void* y, model::Scratch scratch) {
-  dnn().conv_forward(s, x, weights_in(s.data, w, s.weight_elements(), true), bias, y, scratch);
+  dnn().conv_forward(s, x, filters_in(s, w, true), bias, y, scratch);
 }
 void CudaBackend::conv2d_backward(const model::Conv2dShape& s, const void* x, const void* dy, const float* w,
                                   void* dx, float* dw, float* dbias, model::Scratch scratch) {
   dnn().conv_backward_filter(s, x, dy, dw, dbias, scratch);
-  if (dx) dnn().conv_backward_data(s, dy, weights_in(s.data, w, s.weight_elements(), false), dx, scratch);
+  if (dx) dnn().conv_backward_data(s, dy, filters_in(s, w, false), dx, scratch);
 }
 
 // Row-major, W stored out x in (kernels/cpu/dense.h): y (n x out) = x (n x in) * W^T (in x out), then the bias.
@@ -148,46 +176,63 @@ void refuse_unfusable(const model::BatchNormShape& s, const model::BatchNormSett
 
 bool CudaBackend::fuses_batchnorm_relu() const { return sixteen_bit(state_->options.activations); }
 
+namespace {
+// Our 16-bit batch-norm kernels read NCHW planes; an NHWC tensor is the NCHW one of N*H*W samples with one position
+// each (the same values per channel), which they run correctly but without the packed loads a plane gives them.
+model::BatchNormShape as_kernels_read(const model::BatchNormShape& s, bool nhwc) {
+  if (!nhwc || s.spatial == 1) return s;
+  model::BatchNormShape rows = s;
+  rows.batch = s.batch * s.spatial, rows.spatial = 1;
+  return rows;
+}
+}  // namespace
+
 void CudaBackend::batchnorm_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                           const void* x, const model::BatchNormBuffers& b, void* y) {
   refuse_unfusable(s, settings);
+  const model::BatchNormShape k = as_kernels_read(s, nhwc(s.data));
   if (sixteen_bit(s.data))
-    return kc::batchnorm_forward_train(s, x, b.gamma, b.beta, settings.momentum, settings.epsilon, b.running_mean,
+    return kc::batchnorm_forward_train(k, x, b.gamma, b.beta, settings.momentum, settings.epsilon, b.running_mean,
                                        b.running_var, settings.relu, y, b.saved_mean, b.saved_inv_std,
-                                       batchnorm_scratch(s), stream());
+                                       batchnorm_scratch(k), stream());
   dnn().batchnorm_forward_train(s, f32(x), b.gamma, b.beta, settings.momentum, settings.epsilon, b.running_mean,
                                 b.running_var, f32(y), b.saved_mean, b.saved_inv_std);
 }
 void CudaBackend::batchnorm_forward_infer(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                           const void* x, const model::BatchNormBuffers& b, void* y) {
   refuse_unfusable(s, settings);
+  const model::BatchNormShape k = as_kernels_read(s, nhwc(s.data));
   if (sixteen_bit(s.data))
-    return kc::batchnorm_forward_infer(s, x, b.gamma, b.beta, b.running_mean, b.running_var, settings.epsilon,
-                                       settings.relu, y, batchnorm_scratch(s), stream());
+    return kc::batchnorm_forward_infer(k, x, b.gamma, b.beta, b.running_mean, b.running_var, settings.epsilon,
+                                       settings.relu, y, batchnorm_scratch(k), stream());
   dnn().batchnorm_forward_infer(s, f32(x), b.gamma, b.beta, b.running_mean, b.running_var, settings.epsilon, f32(y));
 }
 void CudaBackend::batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                      const void* x, const void* y, const void* dy, const model::BatchNormBuffers& b,
                                      void* dx, float* dgamma, float* dbeta) {
   refuse_unfusable(s, settings);
+  const model::BatchNormShape k = as_kernels_read(s, nhwc(s.data));
   if (sixteen_bit(s.data))
-    return kc::batchnorm_backward(s, x, dy, settings.relu ? y : nullptr, b.gamma, b.saved_mean, b.saved_inv_std, dx,
-                                  dgamma, dbeta, batchnorm_scratch(s), stream());
+    return kc::batchnorm_backward(k, x, dy, settings.relu ? y : nullptr, b.gamma, b.saved_mean, b.saved_inv_std, dx,
+                                  dgamma, dbeta, batchnorm_scratch(k), stream());
   dnn().batchnorm_backward(s, f32(x), f32(dy), b.gamma, b.saved_mean, b.saved_inv_std, settings.epsilon, f32(dx),
                            dgamma, dbeta);
 }
 
+// Our pooling kernels take 16-bit NCHW planes; fp32 and 16-bit NHWC tensors go to cuDNN.
 std::size_t CudaBackend::pool_saved_bytes(const model::PoolShape& s, model::PoolMode mode) const {
-  return sixteen_bit(s.data) ? kc::pool_saved_bytes(s, mode) : 0;
+  return sixteen_bit(s.data) && !nhwc(s.data) ? kc::pool_saved_bytes(s, mode) : 0;
 }
 void CudaBackend::pool_forward(const model::PoolShape& s, model::PoolMode mode, const void* x, void* y, void* saved) {
-  if (sixteen_bit(s.data)) return kc::pool_forward(s, mode, x, y, static_cast<int32_t*>(saved), stream());
-  dnn().pool_forward(s, mode, f32(x), f32(y));
+  if (sixteen_bit(s.data) && !nhwc(s.data))
+    return kc::pool_forward(s, mode, x, y, static_cast<int32_t*>(saved), stream());
+  dnn().pool_forward(s, mode, x, y);
 }
 void CudaBackend::pool_backward(const model::PoolShape& s, model::PoolMode mode, const void* x, const void* y,
                                 const void* dy, void* dx, const void* saved) {
-  if (sixteen_bit(s.data)) return kc::pool_backward(s, mode, dy, static_cast<const int32_t*>(saved), dx, stream());
-  dnn().pool_backward(s, mode, f32(x), f32(y), f32(dy), f32(dx));
+  if (sixteen_bit(s.data) && !nhwc(s.data))
+    return kc::pool_backward(s, mode, dy, static_cast<const int32_t*>(saved), dx, stream());
+  dnn().pool_backward(s, mode, x, y, dy, dx);
 }
 
 void CudaBackend::softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,

@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/reorder_layout.h"
 
 namespace ringtrain::backend {
 namespace {
@@ -37,11 +38,12 @@ cudnnDataType_t cudnn_type(kernels::ElementType t) {
   }
 }
 
-TensorDesc nchw(int n, int c, int h, int w, kernels::ElementType type = kernels::ElementType::f32) {
+TensorDesc nchw(int n, int c, int h, int w, kernels::ElementType type = kernels::ElementType::f32,
+                cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW) {
   cudnnTensorDescriptor_t d = nullptr;
   CUDNN_CHECK(cudnnCreateTensorDescriptor(&d));
   TensorDesc owned(d);
-  CUDNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, cudnn_type(type), n, c, h, w));
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(d, format, cudnn_type(type), n, c, h, w));
   return owned;
 }
 
@@ -122,6 +124,12 @@ struct Dnn::Impl {
   CudnnHandle handle;
   DeviceMemory workspace;
   DeviceMemory filter_gradient;  // a 16-bit convolution's filter gradient, before it is added into the fp32 one
+  DeviceMemory filter_gradient_kcrs;  // the same reordered from KRSC, where filters are NHWC
+  bool nhwc16 = false;
+  // The layout of activations of `type` (and of a convolution's filters in it).
+  cudnnTensorFormat_t format(kernels::ElementType type) const {
+    return nhwc16 && type != kernels::ElementType::f32 ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  }
   std::map<Conv2dShape, std::unique_ptr<ConvPlan>> conv_plans;
   std::map<std::pair<PoolShape, PoolMode>, std::unique_ptr<PoolPlan>> pool_plans;
   std::map<BatchNormShape, std::unique_ptr<BatchNormPlan>> bn_plans;
@@ -144,9 +152,10 @@ struct Dnn::Impl {
 };
 
 Dnn::Dnn(kernels::cuda::Stream stream, std::size_t workspace_limit_bytes, ConvSearch search, MathMode math,
-         bool deterministic)
+         bool deterministic, bool nhwc16)
     : impl_(std::make_unique<Impl>()) {
   impl_->deterministic = deterministic;
+  impl_->nhwc16 = nhwc16;
   impl_->stream = stream;
   impl_->workspace_limit = workspace_limit_bytes;
   impl_->search = search;
@@ -162,13 +171,13 @@ Dnn::~Dnn() = default;
 ConvPlan& Dnn::Impl::conv(const Conv2dShape& g) {
   if (auto it = conv_plans.find(g); it != conv_plans.end()) return *it->second;
   auto p = std::make_unique<ConvPlan>();
-  p->x = nchw(g.batch, g.in_channels, g.in_h, g.in_w, g.data);
-  p->y = nchw(g.batch, g.filters, g.out_h(), g.out_w(), g.data);
+  p->x = nchw(g.batch, g.in_channels, g.in_h, g.in_w, g.data, format(g.data));
+  p->y = nchw(g.batch, g.filters, g.out_h(), g.out_w(), g.data, format(g.data));
   p->bias = nchw(1, g.filters, 1, 1);
   cudnnFilterDescriptor_t w = nullptr;
   CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
   p->w = FilterDesc(w);
-  CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, cudnn_type(g.data), CUDNN_TENSOR_NCHW, g.filters, g.in_channels,
+  CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, cudnn_type(g.data), format(g.data), g.filters, g.in_channels,
                                          g.kernel_h, g.kernel_w));
   cudnnConvolutionDescriptor_t c = nullptr;
   CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&c));
@@ -272,13 +281,13 @@ PoolPlan& Dnn::Impl::pool(const PoolShape& g, PoolMode mode) {
       mode == PoolMode::max ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
   CUDNN_CHECK(cudnnSetPooling2dDescriptor(d, cudnn_mode, CUDNN_PROPAGATE_NAN, g.window, g.window, g.padding, g.padding,
                                           g.stride, g.stride));
-  p->x = nchw(g.batch, g.channels, g.in_h, g.in_w);
+  p->x = nchw(g.batch, g.channels, g.in_h, g.in_w, g.data, format(g.data));
   int n = 0, c = 0, oh = 0, ow = 0;
   CUDNN_CHECK(cudnnGetPooling2dForwardOutputDim(d, p->x, &n, &c, &oh, &ow));
   if (oh != g.out_h() || ow != g.out_w())
     throw Error(ExitCode::internal, fmt::format("cuDNN pools {}x{} to {}x{}, ringtrain expects {}x{}", g.in_h, g.in_w,
                                                 oh, ow, g.out_h(), g.out_w()));
-  p->y = nchw(g.batch, g.channels, g.out_h(), g.out_w());
+  p->y = nchw(g.batch, g.channels, g.out_h(), g.out_w(), g.data, format(g.data));
   return *pool_plans.emplace(key, std::move(p)).first->second;
 }
 
@@ -344,7 +353,9 @@ std::string Dnn::conv_algorithms(const Conv2dShape& g) {
                      p.nondeterministic.empty() ? "" : ", non-deterministic: ", p.nondeterministic);
 }
 
-std::size_t Dnn::working_bytes() const { return impl_->workspace.bytes() + impl_->filter_gradient.bytes(); }
+std::size_t Dnn::working_bytes() const {
+  return impl_->workspace.bytes() + impl_->filter_gradient.bytes() + impl_->filter_gradient_kcrs.bytes();
+}
 
 void Dnn::conv_forward(const Conv2dShape& g, const void* x, const void* w, const float* bias, void* y,
                        model::Scratch scratch) {
@@ -356,6 +367,8 @@ void Dnn::conv_forward(const Conv2dShape& g, const void* x, const void* w, const
   // cudnnAddTensor wants the bias in y's type; ours stays fp32, so 16-bit outputs take it through our kernel.
   if (g.data == kernels::ElementType::f32)
     CUDNN_CHECK(cudnnAddTensor(impl_->handle, &kOne, p.bias, bias, &kOne, p.y, y));
+  else if (impl_->format(g.data) == CUDNN_TENSOR_NHWC)  // rows of `filters` channels, one per output position
+    kernels::cuda::add_bias_rows(g.batch * g.out_h() * g.out_w(), g.filters, bias, g.data, y, impl_->stream);
   else
     kernels::cuda::add_bias_channels(g.batch, g.filters, g.out_h() * g.out_w(), bias, g.data, y, impl_->stream);
 }
@@ -386,8 +399,18 @@ void Dnn::conv_backward_filter(const Conv2dShape& g, const void* x, const void* 
   void* dw16 = impl_->filter_gradient.get();
   CUDNN_CHECK(cudnnConvolutionBackwardFilter(impl_->handle, &kOne, p.x, x, p.y, dy, p.conv, p.backward_filter, ws,
                                              p.filter_bytes, &kZero, p.w, dw16));
+  const bool nhwc = impl_->format(g.data) == CUDNN_TENSOR_NHWC;
+  if (nhwc) {  // KRSC, as the filters are: back to our KCRS before it meets the fp32 gradient
+    impl_->filter_gradient_kcrs.ensure(filter.bytes(), impl_->stream);
+    const kernels::Planes krsc{g.filters, g.in_channels, int64_t{g.kernel_h} * g.kernel_w, g.data};
+    kernels::cuda::reorder_layout(krsc, kernels::ActivationLayout::nchw, dw16, impl_->filter_gradient_kcrs.get(),
+                                  impl_->stream);
+    dw16 = impl_->filter_gradient_kcrs.get();
+  }
   kernels::cuda::accumulate_into_fp32(filter, dw16, dw, impl_->stream);
-  if (dbias)
+  if (dbias && nhwc)
+    kernels::cuda::bias_grad_rows(g.batch * g.out_h() * g.out_w(), g.filters, g.data, dy, dbias, impl_->stream);
+  else if (dbias)
     kernels::cuda::bias_grad_channels(g.batch, g.filters, g.out_h() * g.out_w(), g.data, dy, dbias, impl_->stream);
 }
 
@@ -420,13 +443,12 @@ void Dnn::batchnorm_backward(const BatchNormShape& g, const float* x, const floa
                                               saved_mean, saved_inv_std));
 }
 
-void Dnn::pool_forward(const PoolShape& g, PoolMode mode, const float* x, float* y) {
+void Dnn::pool_forward(const PoolShape& g, PoolMode mode, const void* x, void* y) {
   PoolPlan& p = impl_->pool(g, mode);
   CUDNN_CHECK(cudnnPoolingForward(impl_->handle, p.pool, &kOne, p.x, x, &kZero, p.y, y));
 }
 
-void Dnn::pool_backward(const PoolShape& g, PoolMode mode, const float* x, const float* y, const float* dy,
-                        float* dx) {
+void Dnn::pool_backward(const PoolShape& g, PoolMode mode, const void* x, const void* y, const void* dy, void* dx) {
   PoolPlan& p = impl_->pool(g, mode);
   CUDNN_CHECK(cudnnPoolingBackward(impl_->handle, p.pool, &kOne, p.y, y, p.y, dy, p.x, x, &kZero, p.x, dx));
 }

@@ -38,8 +38,9 @@ class Dnn {
   // scratch its caller hands it (the network's memory plan places it in the arena) where that is large enough;
   // otherwise one workspace of Dnn's own, grown to the largest need seen, shared by every call (they all run on
   // `stream`, one at a time). `math` says whether convolutions may use TF32 tensor cores (math_mode.h).
+  // nhwc16: 16-bit activations are NHWC (and a 16-bit convolution's filters KRSC); fp32 ones are NCHW either way.
   Dnn(kernels::cuda::Stream stream, std::size_t workspace_limit_bytes, ConvSearch search, MathMode math,
-      bool deterministic);
+      bool deterministic, bool nhwc16 = false);
   ~Dnn();
   Dnn(const Dnn&) = delete;
   Dnn& operator=(const Dnn&) = delete;
@@ -73,9 +74,10 @@ class Dnn {
                           float* dgamma, float* dbeta);
 
   // Average pooling counts padding as zeros (CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING), as the CPU twin does.
-  void pool_forward(const PoolShape& g, PoolMode mode, const float* x, float* y);
+  // x, y, dx and dy in g.data: fp32, or 16-bit NHWC (nhwc16).
+  void pool_forward(const PoolShape& g, PoolMode mode, const void* x, void* y);
   // cuDNN finds the max positions again from x and y, so no argmax buffer is kept.
-  void pool_backward(const PoolShape& g, PoolMode mode, const float* x, const float* y, const float* dy, float* dx);
+  void pool_backward(const PoolShape& g, PoolMode mode, const void* x, const void* y, const void* dy, void* dx);
 
  private:
   struct Impl;
