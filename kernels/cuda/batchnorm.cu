@@ -2,6 +2,8 @@
 // writes the slice's sums; a finishing kernel, one thread per channel, adds them in slice order and derives the
 // channel's coefficients; an element-wise kernel applies them. Forward in training: sums of x, then of (x - mean)^2,
 // then y = x * scale + shift. Backward: sums of dy and dy * (x - mean), then dx = a dy + b (x - mean) + k.
+// NHWC tensors (rows of channels) take the rows_* kernels: a thread keeps a pack of channels' sums over its rows, and
+// the block adds its row lanes in lane order; the finishing kernels are shared.
 // The passes are bound by memory: values move in packs of up to 16 bytes, each thread keeps kUnroll packs in flight,
 // and a pack's index becomes its channel or sample through FastDivide (an integer division costs tens of
 // instructions).
@@ -50,6 +52,37 @@ struct Layout {
   __host__ __device__ int64_t slice_packs() const { return (channel_packs() + slices - 1) / slices; }
 };
 
+// NHWC (BatchNormShape's channel block is all the channels): rows of `channels` values, one per sample and position.
+bool is_nhwc(const BatchNormShape& s) { return s.in_block == s.channels && s.channels > 1 && s.spatial > 1; }
+
+// How the NHWC kernels cover the rows: a block takes `group` channels (lanes threads across them, `vec` channels
+// each) and a slice of the rows, passes = kChannelThreads / lanes rows at a time.
+struct Rows {
+  int64_t rows;
+  int channels, vec, lanes, group, groups, slices;
+  FastDivide by_row_packs;  // a pack's flat index -> its row (channels / vec packs a row)
+  __host__ __device__ int passes() const { return detail::kChannelThreads / lanes; }
+  __host__ __device__ int64_t slice_rows() const { return (rows + slices - 1) / slices; }
+  __host__ __device__ int64_t packs() const { return rows * (channels / vec); }
+};
+
+Rows rows_of(const BatchNormShape& s, std::initializer_list<const void*> buffers = {}) {
+  Rows r{static_cast<int64_t>(s.batch) * s.spatial, s.channels, detail::pack_width(s.data, buffers), 1, 0, 0, 1,
+         FastDivide()};
+  while (s.channels % r.vec) r.vec /= 2;
+  const int packs_per_row = s.channels / r.vec;
+  while (r.lanes * 2 <= std::min(32, packs_per_row)) r.lanes *= 2;
+  r.group = r.lanes * r.vec;
+  r.groups = (s.channels + r.group - 1) / r.group;
+  if (r.packs() >= FastDivide::kNumeratorLimit)
+    throw JobFileError("batch norm over " + std::to_string(r.rows * s.channels) + " NHWC values on the GPU: at most "
+                       "2^31 packs of channels; lower train.batch_size");
+  r.by_row_packs = FastDivide(static_cast<uint32_t>(packs_per_row));
+  const int64_t by_blocks = (kTargetBlocks + r.groups - 1) / r.groups, by_size = r.rows / (r.passes() * 8);
+  r.slices = static_cast<int>(std::max<int64_t>(1, std::min(by_blocks, by_size)));
+  return r;
+}
+
 // `buffers`: the addresses the kernels will read and write (null ones ignored), whose alignment bounds the pack.
 Layout layout_of(const BatchNormShape& s, std::initializer_list<const void*> buffers = {}) {
   Layout z{s.batch, s.channels, s.spatial, 1, detail::pack_width(s.data, buffers), FastDivide()};
@@ -61,6 +94,7 @@ Layout layout_of(const BatchNormShape& s, std::initializer_list<const void*> buf
                        "(batch x H x W) and a sample at most 2^27 (C x H x W); lower train.batch_size");
   const int64_t by_blocks = (kTargetBlocks + s.channels - 1) / s.channels, by_size = z.count() / kMinSlice;
   z.slices = static_cast<int>(std::max<int64_t>(1, std::min(by_blocks, by_size)));
+  if (is_nhwc(s)) z.slices = rows_of(s, buffers).slices;
   return z;
 }
 
@@ -261,6 +295,113 @@ __global__ void dx_kernel(Layout z, const T* x, const T* dy, const T* relu_y, co
   });
 }
 
+// ---- NHWC: the same arithmetic with the channel innermost. A thread keeps V channels' sums over its rows; the
+// block's row lanes are then added in lane order, so the sums stay deterministic.
+
+// Calls f(index, c0, sums) for this thread's rows of slice blockIdx.y, its V channels from c0 (group blockIdx.x),
+// then stores the block's sums per channel.
+template <int V, class F>
+__device__ void sum_rows(const Rows& r, int slices, PairSum* partial, F&& f) {
+  __shared__ double sum_a[detail::kChannelThreads * V], sum_b[detail::kChannelThreads * V];
+  const int lane = static_cast<int>(threadIdx.x) % r.lanes, row_lane = static_cast<int>(threadIdx.x) / r.lanes;
+  const int c0 = static_cast<int>(blockIdx.x) * r.group + lane * V;
+  const int64_t begin = blockIdx.y * r.slice_rows(), end = min(r.rows, begin + r.slice_rows());
+  PairSum mine[V];
+  if (c0 < r.channels)
+    for (int64_t row = begin + row_lane; row < end; row += r.passes()) f(row * r.channels + c0, c0, mine);
+#pragma unroll
+  for (int k = 0; k < V; ++k) {
+    sum_a[row_lane * r.group + lane * V + k] = mine[k].a;
+    sum_b[row_lane * r.group + lane * V + k] = mine[k].b;
+  }
+  __syncthreads();
+  const int t = static_cast<int>(threadIdx.x), c = static_cast<int>(blockIdx.x) * r.group + t;
+  if (t < r.group && c < r.channels) {
+    PairSum total;
+    for (int l = 0; l < r.passes(); ++l) total.a += sum_a[l * r.group + t], total.b += sum_b[l * r.group + t];
+    partial[c * slices + static_cast<int>(blockIdx.y)] = total;
+  }
+}
+
+// Calls f(index, c0) for each of this thread's packs: V channels from c0 of one row.
+template <class F>
+__device__ void for_row_packs(const Rows& r, F&& f) {
+  const auto packs = static_cast<uint32_t>(r.packs());
+  const auto per_row = static_cast<uint32_t>(r.channels / r.vec);
+  for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < packs; j += gridDim.x * blockDim.x) {
+    const uint32_t row = r.by_row_packs.quotient(j);
+    f(static_cast<int64_t>(j) * r.vec, static_cast<int>((j - row * per_row) * r.vec));
+  }
+}
+
+template <int V, class T>
+__global__ void rows_sum_kernel(Rows r, Layout z, const T* x, Scratch w) {
+  sum_rows<V>(r, z.slices, w.partial, [&](int64_t i, int, PairSum(&m)[V]) {
+    float v[V];
+    load_pack(x + i, v);
+#pragma unroll
+    for (int k = 0; k < V; ++k) m[k].a += v[k];
+  });
+}
+
+template <int V, class T>
+__global__ void rows_centred_squares_kernel(Rows r, Layout z, const T* x, Scratch w) {
+  sum_rows<V>(r, z.slices, w.partial, [&](int64_t i, int c0, PairSum(&m)[V]) {
+    float v[V];
+    load_pack(x + i, v);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const double d = v[k] - static_cast<float>(w.mean[c0 + k]);
+      m[k].a += d * d;
+    }
+  });
+}
+
+template <int V, class T>
+__global__ void rows_affine_kernel(Rows r, const T* x, Scratch w, bool relu, T* y) {
+  for_row_packs(r, [&](int64_t i, int c0) {
+    float v[V];
+    load_pack(x + i, v);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      T rounded;
+      store(&rounded, fmaf(v[k], w.a[c0 + k], w.b[c0 + k]));
+      v[k] = load(&rounded);
+      if (relu && !(v[k] > 0.0f)) v[k] = 0.0f;
+    }
+    store_pack(y + i, v);
+  });
+}
+
+template <int V, class T>
+__global__ void rows_gradient_sums_kernel(Rows r, Layout z, const T* x, const T* dy, const T* relu_y,
+                                          const float* saved_mean, Scratch w) {
+  sum_rows<V>(r, z.slices, w.partial, [&](int64_t i, int c0, PairSum(&m)[V]) {
+    float g[V], v[V];
+    load_masked_dy(dy, relu_y, i, g);
+    load_pack(x + i, v);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      m[k].a += g[k];
+      m[k].b += static_cast<double>(g[k]) * (v[k] - saved_mean[c0 + k]);
+    }
+  });
+}
+
+template <int V, class T>
+__global__ void rows_dx_kernel(Rows r, const T* x, const T* dy, const T* relu_y, const float* saved_mean, Scratch w,
+                               T* dx) {
+  for_row_packs(r, [&](int64_t i, int c0) {
+    float g[V], v[V];
+    load_masked_dy(dy, relu_y, i, g);
+    load_pack(x + i, v);
+#pragma unroll
+    for (int k = 0; k < V; ++k)
+      v[k] = fmaf(w.a[c0 + k], g[k], fmaf(w.b[c0 + k], v[k] - saved_mean[c0 + k], w.k[c0 + k]));
+    store_pack(dx + i, v);
+  });
+}
+
 bool empty(const BatchNormShape& s) { return s.batch <= 0 || s.channels <= 0 || s.spatial <= 0; }
 
 dim3 slice_grid(const Layout& z) { return dim3(static_cast<unsigned>(z.channels), static_cast<unsigned>(z.slices)); }
@@ -270,10 +411,13 @@ dim3 element_grid(const Layout& z) {
   return dim3(static_cast<unsigned>(z.batch), static_cast<unsigned>((z.sample_packs() + kPerBlock - 1) / kPerBlock));
 }
 
-// Calls body(T{}, std::integral_constant<int, V>{}) for the element type and the layout's pack.
+dim3 rows_grid(const Rows& r) { return dim3(static_cast<unsigned>(r.groups), static_cast<unsigned>(r.slices)); }
+unsigned row_pack_blocks(const Rows& r) { return detail::blocks_for(r.packs()); }
+
+// Calls body(T{}, std::integral_constant<int, V>{}) for the element type and a pack of vec values.
 template <class Body>
-void with_pack(const BatchNormShape& s, const Layout& z, Body body) {
-  detail::with_element(s.data, [&](auto t) { detail::with_pack_width(z.vec, [&](auto v) { body(t, v); }); });
+void with_pack(const BatchNormShape& s, int vec, Body body) {
+  detail::with_element(s.data, [&](auto t) { detail::with_pack_width(vec, [&](auto v) { body(t, v); }); });
 }
 
 }  // namespace
@@ -293,7 +437,22 @@ void batchnorm_forward_train(const BatchNormShape& s, const void* x, const float
   const Layout z = layout_of(s, {x, y});
   const Scratch w = scratch_of(z, scratch);
   const Statistics st{gamma, beta, momentum, epsilon, running_mean, running_var, saved_mean, saved_inv_std};
-  with_pack(s, z, [&](auto t, auto v) {
+  if (is_nhwc(s)) {
+    const Rows r = rows_of(s, {x, y});
+    with_pack(s, r.vec, [&](auto t, auto v) {
+      using T = decltype(t);
+      constexpr int V = decltype(v)::value;
+      const T* xt = static_cast<const T*>(x);
+      rows_sum_kernel<V><<<rows_grid(r), detail::kChannelThreads, 0, stream>>>(r, z, xt, w);
+      mean_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, w);
+      rows_centred_squares_kernel<V><<<rows_grid(r), detail::kChannelThreads, 0, stream>>>(r, z, xt, w);
+      statistics_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, st, w);
+      rows_affine_kernel<V><<<row_pack_blocks(r), detail::kThreads, 0, stream>>>(r, xt, w, relu, static_cast<T*>(y));
+    });
+    RT_CHECK_LAUNCH();
+    return;
+  }
+  with_pack(s, z.vec, [&](auto t, auto v) {
     using T = decltype(t);
     constexpr int V = decltype(v)::value;
     const T* xt = static_cast<const T*>(x);
@@ -312,7 +471,20 @@ void batchnorm_forward_infer(const BatchNormShape& s, const void* x, const float
   if (empty(s)) return;
   const Layout z = layout_of(s, {x, y});
   const Scratch w = scratch_of(z, scratch);
-  with_pack(s, z, [&](auto t, auto v) {
+  if (is_nhwc(s)) {
+    const Rows r = rows_of(s, {x, y});
+    with_pack(s, r.vec, [&](auto t, auto v) {
+      using T = decltype(t);
+      constexpr int V = decltype(v)::value;
+      inference_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, gamma, beta, running_mean,
+                                                                                         running_var, epsilon, w);
+      rows_affine_kernel<V><<<row_pack_blocks(r), detail::kThreads, 0, stream>>>(r, static_cast<const T*>(x), w, relu,
+                                                                                  static_cast<T*>(y));
+    });
+    RT_CHECK_LAUNCH();
+    return;
+  }
+  with_pack(s, z.vec, [&](auto t, auto v) {
     using T = decltype(t);
     constexpr int V = decltype(v)::value;
     inference_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, gamma, beta, running_mean,
@@ -329,7 +501,23 @@ void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, 
   if (empty(s)) return;
   const Layout z = layout_of(s, {x, dy, relu_y, dx});
   const Scratch w = scratch_of(z, scratch);
-  with_pack(s, z, [&](auto t, auto v) {
+  if (is_nhwc(s)) {
+    const Rows r = rows_of(s, {x, dy, relu_y, dx});
+    with_pack(s, r.vec, [&](auto t, auto v) {
+      using T = decltype(t);
+      constexpr int V = decltype(v)::value;
+      const T *xt = static_cast<const T*>(x), *dyt = static_cast<const T*>(dy), *yt = static_cast<const T*>(relu_y);
+      rows_gradient_sums_kernel<V>
+          <<<rows_grid(r), detail::kChannelThreads, 0, stream>>>(r, z, xt, dyt, yt, saved_mean, w);
+      gradient_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, gamma, saved_inv_std, w,
+                                                                                        dgamma, dbeta);
+      rows_dx_kernel<V><<<row_pack_blocks(r), detail::kThreads, 0, stream>>>(r, xt, dyt, yt, saved_mean, w,
+                                                                              static_cast<T*>(dx));
+    });
+    RT_CHECK_LAUNCH();
+    return;
+  }
+  with_pack(s, z.vec, [&](auto t, auto v) {
     using T = decltype(t);
     constexpr int V = decltype(v)::value;
     const T *xt = static_cast<const T*>(x), *dyt = static_cast<const T*>(dy), *yt = static_cast<const T*>(relu_y);

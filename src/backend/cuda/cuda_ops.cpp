@@ -177,13 +177,12 @@ void refuse_unfusable(const model::BatchNormShape& s, const model::BatchNormSett
 bool CudaBackend::fuses_batchnorm_relu() const { return sixteen_bit(state_->options.activations); }
 
 namespace {
-// Our 16-bit batch-norm kernels read NCHW planes; an NHWC tensor is the NCHW one of N*H*W samples with one position
-// each (the same values per channel), which they run correctly but without the packed loads a plane gives them.
+// An NHWC tensor is NCHW blocked by all its channels (nChw{C}c): so our 16-bit batch-norm kernels are told.
 model::BatchNormShape as_kernels_read(const model::BatchNormShape& s, bool nhwc) {
-  if (!nhwc || s.spatial == 1) return s;
-  model::BatchNormShape rows = s;
-  rows.batch = s.batch * s.spatial, rows.spatial = 1;
-  return rows;
+  if (!nhwc) return s;
+  model::BatchNormShape blocked = s;
+  blocked.in_block = blocked.out_block = s.channels;
+  return blocked;
 }
 }  // namespace
 
