@@ -84,10 +84,12 @@ std::string CudaBackend::description() const {
   return fmt::format("cuda, {} (GPU {} of {} visible on {}, PCI {}, compute {}.{}, {:.1f} GiB), {}{}, convolution "
                      "algorithms by {}{}{}",
                      p.name, device_, visible_, host_, pci_bus_id(), p.major, p.minor,
-                     static_cast<double>(p.totalGlobalMem) / (1 << 30), math_mode_name(state_->options.math),
+                     static_cast<double>(p.totalGlobalMem) / (1 << 30),
+                     activations == kernels::ElementType::f32 ? math_mode_name(state_->options.math) : "mixed precision",
                      activations == kernels::ElementType::f32
                          ? std::string()
-                         : fmt::format(", {} activations ({}) on tensor cores", kernels::element_type_name(activations),
+                         : fmt::format(": {} activations ({}) on tensor cores, fp32 accumulation and weights",
+                                       kernels::element_type_name(activations),
                                        state_->options.nhwc ? "NHWC, gpu.nhwc" : "NCHW"),
                      state_->options.conv_search == ConvSearch::measure ? "measurement" : "cuDNN heuristics",
                      state_->options.deterministic ? ", deterministic only" : "",
