@@ -66,6 +66,18 @@ struct Rows {
   __host__ __device__ int64_t packs() const { return rows * (channels / vec); }
 };
 
+// How many row slices the NHWC sums take: from the shape alone (the scratch is sized before the buffers are known),
+// enough blocks to stream the tensor with the channel groups widest packs give, and no slice under kMinRows rows.
+constexpr int64_t kMinRows = 256;
+int rows_slices(const BatchNormShape& s) {
+  int vec = static_cast<int>(16 / element_bytes(s.data));
+  while (s.channels % vec) vec /= 2;
+  const int group = std::min(32, s.channels / vec) * vec;
+  const int64_t groups = (s.channels + group - 1) / group, rows = static_cast<int64_t>(s.batch) * s.spatial;
+  const int64_t by_blocks = (kTargetBlocks + groups - 1) / groups, by_size = rows / kMinRows;
+  return static_cast<int>(std::max<int64_t>(1, std::min(by_blocks, by_size)));
+}
+
 Rows rows_of(const BatchNormShape& s, std::initializer_list<const void*> buffers = {}) {
   Rows r{static_cast<int64_t>(s.batch) * s.spatial, s.channels, detail::pack_width(s.data, buffers), 1, 0, 0, 1,
          FastDivide()};
@@ -78,8 +90,7 @@ Rows rows_of(const BatchNormShape& s, std::initializer_list<const void*> buffers
     throw JobFileError("batch norm over " + std::to_string(r.rows * s.channels) + " NHWC values on the GPU: at most "
                        "2^31 packs of channels; lower train.batch_size");
   r.by_row_packs = FastDivide(static_cast<uint32_t>(packs_per_row));
-  const int64_t by_blocks = (kTargetBlocks + r.groups - 1) / r.groups, by_size = r.rows / (r.passes() * 8);
-  r.slices = static_cast<int>(std::max<int64_t>(1, std::min(by_blocks, by_size)));
+  r.slices = rows_slices(s);
   return r;
 }
 
@@ -94,7 +105,7 @@ Layout layout_of(const BatchNormShape& s, std::initializer_list<const void*> buf
                        "(batch x H x W) and a sample at most 2^27 (C x H x W); lower train.batch_size");
   const int64_t by_blocks = (kTargetBlocks + s.channels - 1) / s.channels, by_size = z.count() / kMinSlice;
   z.slices = static_cast<int>(std::max<int64_t>(1, std::min(by_blocks, by_size)));
-  if (is_nhwc(s)) z.slices = rows_of(s, buffers).slices;
+  if (is_nhwc(s)) z.slices = rows_slices(s);
   return z;
 }
 
