@@ -256,4 +256,14 @@ class Backend {
                                 float* y) = 0;
 };
 
+// Activations of `shape` in `type` as a reorder between layouts takes them.
+inline kernels::Planes planes_of(const Shape& shape, ElementType type) {
+  return {shape.n, shape.c, int64_t{shape.h} * shape.w, type};
+}
+// Whether `backend` keeps activations of `type` and `shape` in another order than NCHW: NHWC with more than one
+// position (with one, the two layouts are the same bytes).
+inline bool stored_nhwc(const Backend& backend, ElementType type, const Shape& shape) {
+  return backend.activation_layout(type) == ActivationLayout::nhwc && int64_t{shape.h} * shape.w > 1;
+}
+
 }  // namespace ringtrain::model

@@ -76,7 +76,8 @@ Network::Network(const std::vector<config::LayerSpec>& layers, Backend& backend,
     boundary_.logits = backend.allocate(sizeof(float) * static_cast<size_t>(output_.elements()));
     boundary_.dlogits = backend.allocate(elements(output_).bytes());
   }
-  if (reorders_input(input)) boundary_.reordered_input = backend.allocate(elements(input).bytes());
+  if (stored_nhwc(backend, options.activations, input))
+    boundary_.reordered_input = backend.allocate(elements(input).bytes());
   lay_out_parameters();
 }
 
@@ -86,7 +87,8 @@ MemoryNeed Network::count_memory(double caller_bytes_per_parameter) const {
   if (activation_type() != ElementType::f32)
     need.activations += static_cast<double>(elements(input_).bytes() + elements(output_).bytes()) +
                         sizeof(float) * static_cast<double>(output_.elements());
-  if (reorders_input(input_)) need.activations += static_cast<double>(elements(input_).bytes());
+  if (stored_nhwc(backend_, activation_type(), input_))
+    need.activations += static_cast<double>(elements(input_).bytes());
   double params = 0, states = 0;
   for (const Layer* layer : graph_.layers()) {
     for (const auto& d : layer->param_decls()) params += static_cast<double>(d.count);
@@ -167,16 +169,12 @@ Tensor Network::inside(const Tensor& x, const DeviceBuffer& converted) {
   return {converted.as<void>(), x.shape, activation_type()};
 }
 
-bool Network::reorders_input(const Shape& input) const {
-  return backend_.activation_layout(activation_type()) == ActivationLayout::nhwc && input.h * input.w > 1;
-}
-
 // The loader's NCHW batch as the first layer reads it: in the activation type and the backend's layout.
 Tensor Network::stored_input(const Tensor& x_f32) {
   const Tensor x = inside(x_f32, boundary_.input);
-  if (!reorders_input(x.shape)) return x;
-  const kernels::Planes planes{x.shape.n, x.shape.c, int64_t{x.shape.h} * x.shape.w, x.type};
-  backend_.reorder_activation(planes, ActivationLayout::nhwc, x.data, boundary_.reordered_input.as<void>());
+  if (!stored_nhwc(backend_, x.type, x.shape)) return x;
+  backend_.reorder_activation(planes_of(x.shape, x.type), ActivationLayout::nhwc, x.data,
+                              boundary_.reordered_input.as<void>());
   return {boundary_.reordered_input.as<void>(), x.shape, x.type};
 }
 

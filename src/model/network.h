@@ -117,8 +117,6 @@ class Network {
   void run_backward_step(int k, const Tensor& dlogits, GradientObserver* observer);
   // x in the activation type: itself, or converted into boundary_.input.
   Tensor inside(const Tensor& x, const DeviceBuffer& converted);
-  // Whether the input reaches the layers reordered (Backend::activation_layout NHWC, more than one position).
-  bool reorders_input(const Shape& input) const;
   Tensor stored_input(const Tensor& x_f32);
   Elements elements(const Shape& shape) const { return {shape.elements(), activation_type()}; }
 

@@ -316,8 +316,9 @@ class LayerTest : public ::testing::TestWithParam<BackendCase> {
     const model::Elements n = activations(shape.elements());
     std::vector<std::byte> bits(n.bytes()), stored_bits(n.bytes());
     kernels::cpu::narrow(host.data(), n, bits.data());
-    if (stored_nhwc(shape))
-      kernels::cpu::reorder_layout(planes(shape), ActivationLayout::nhwc, bits.data(), stored_bits.data());
+    if (model::stored_nhwc(backend(), storage(), shape))
+      kernels::cpu::reorder_layout(model::planes_of(shape, storage()), ActivationLayout::nhwc, bits.data(),
+                                   stored_bits.data());
     else
       stored_bits = bits;
     backend().to_device(device, stored_bits.data(), stored_bits.size());
@@ -329,8 +330,8 @@ class LayerTest : public ::testing::TestWithParam<BackendCase> {
     const model::Elements n = activations(shape.elements());
     std::vector<std::byte> bits(n.bytes()), nchw(n.bytes());
     backend().to_host(bits.data(), device, bits.size());
-    if (stored_nhwc(shape))
-      kernels::cpu::reorder_layout(planes(shape), ActivationLayout::nchw, bits.data(), nchw.data());
+    if (model::stored_nhwc(backend(), storage(), shape))
+      kernels::cpu::reorder_layout(model::planes_of(shape, storage()), ActivationLayout::nchw, bits.data(), nchw.data());
     else
       nchw = bits;
     std::vector<float> host(static_cast<size_t>(n.n));
@@ -340,12 +341,6 @@ class LayerTest : public ::testing::TestWithParam<BackendCase> {
   void poison_activations(void* device, const Shape& shape) {
     const auto nan = std::numeric_limits<float>::quiet_NaN();
     upload_activations_into(device, std::vector<float>(static_cast<size_t>(shape.elements()), nan), shape);
-  }
-  bool stored_nhwc(const Shape& shape) {
-    return backend().activation_layout(storage()) == ActivationLayout::nhwc && int64_t{shape.h} * shape.w > 1;
-  }
-  kernels::Planes planes(const Shape& shape) const {
-    return {shape.n, shape.c, int64_t{shape.h} * shape.w, storage()};
   }
 
   void check(const LayerSpec& s, Shape in, CheckOptions o);

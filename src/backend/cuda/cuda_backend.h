@@ -134,8 +134,10 @@ class CudaBackend final : public model::Backend {
 
  private:
   struct State;
-  // The 16-bit copy of the `count` fp32 weights at w in `type`: converted now (convert) or as the last forward left it.
-  const void* weights_in(kernels::ElementType type, const float* w, int64_t count, bool convert);
+  // The 16-bit copy of the `count` fp32 weights at w in `type`: converted now (convert) or as the last forward left it;
+  // where to_nhwc is given, the copy holds them reordered as those planes' NHWC.
+  const void* weights_in(kernels::ElementType type, const float* w, int64_t count, bool convert,
+                         const kernels::Planes* to_nhwc = nullptr);
   // The same for a convolution's filters, KRSC where its activations are NHWC.
   const void* filters_in(const model::Conv2dShape& s, const float* w, bool convert);
   bool nhwc(kernels::ElementType type) const;

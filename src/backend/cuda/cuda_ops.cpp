@@ -50,7 +50,8 @@ void CudaBackend::cast(Elements from, const void* x, ElementType to, void* y) {
   kc::cast(from, x, to, y, stream());
 }
 
-const void* CudaBackend::weights_in(ElementType type, const float* w, int64_t count, bool convert) {
+const void* CudaBackend::weights_in(ElementType type, const float* w, int64_t count, bool convert,
+                                    const kernels::Planes* to_nhwc) {
   if (!sixteen_bit(type)) return w;
   DeviceMemory& copy = state_->weight_copies[w];
   const Elements n{count, type};
@@ -59,26 +60,21 @@ const void* CudaBackend::weights_in(ElementType type, const float* w, int64_t co
       throw Error(ExitCode::internal, "a layer's backward ran before its forward made the 16-bit copy of its weights");
     copy.ensure(n.bytes(), stream());
   }
-  if (convert) kc::cast({count, ElementType::f32}, w, type, copy.get(), stream());
+  if (!convert) return copy.get();
+  if (!to_nhwc) {
+    kc::cast({count, ElementType::f32}, w, type, copy.get(), stream());
+    return copy.get();
+  }
+  state_->filter_staging.ensure(n.bytes(), stream());
+  kc::cast({count, ElementType::f32}, w, type, state_->filter_staging.get(), stream());
+  kc::reorder_layout(*to_nhwc, model::ActivationLayout::nhwc, state_->filter_staging.get(), copy.get(), stream());
   return copy.get();
 }
 
-// NHWC filters are KRSC: the fp32 KCRS weights cast into a staging copy, then reordered into the kept one.
+// NHWC filters are KRSC: K filters of C channels at R*S positions, reordered as an activation is.
 const void* CudaBackend::filters_in(const model::Conv2dShape& s, const float* w, bool convert) {
-  if (!nhwc(s.data)) return weights_in(s.data, w, s.weight_elements(), convert);
-  DeviceMemory& copy = state_->weight_copies[w];
-  const Elements n{s.weight_elements(), s.data};
-  if (!convert) {
-    if (copy.bytes() < n.bytes())
-      throw Error(ExitCode::internal, "a layer's backward ran before its forward made the 16-bit copy of its filters");
-    return copy.get();
-  }
-  copy.ensure(n.bytes(), stream());
-  state_->filter_staging.ensure(n.bytes(), stream());
-  kc::cast({n.n, ElementType::f32}, w, s.data, state_->filter_staging.get(), stream());
   const kernels::Planes kcrs{s.filters, s.in_channels, int64_t{s.kernel_h} * s.kernel_w, s.data};
-  kc::reorder_layout(kcrs, model::ActivationLayout::nhwc, state_->filter_staging.get(), copy.get(), stream());
-  return copy.get();
+  return weights_in(s.data, w, s.weight_elements(), convert, nhwc(s.data) ? &kcrs : nullptr);
 }
 
 void* CudaBackend::batchnorm_scratch(const model::BatchNormShape& s) {

@@ -20,7 +20,7 @@ class Dense final : public LeafLayer {
     if (in.per_sample() > std::numeric_limits<int>::max())
       shape_error(in, fmt::format("{} inputs per sample are more than a dense layer takes (2^31 - 1)", in.per_sample()));
     out_ = {in.n, spec_.units, 1, 1};
-    reorders_ = backend_.activation_layout(data_) == ActivationLayout::nhwc && int64_t{in.h} * in.w > 1;
+    reorders_ = stored_nhwc(backend_, data_, in);
     return out_;
   }
   MemoryUse memory_use() const override {
@@ -44,17 +44,17 @@ class Dense final : public LeafLayer {
     void* dx = reorders_ && pass.dx ? static_cast<std::byte*>(pass.scratch.data) + x_bytes_at_setup() : pass.dx;
     backend_.dense_backward(shape_at(batch), x, params_.weight(), pass.dy.data, dx, params_.weight_grad(),
                             params_.bias_grad());
-    if (dx != pass.dx) backend_.reorder_activation(planes(batch), ActivationLayout::nhwc, dx, pass.dx);
+    if (dx != pass.dx)
+      backend_.reorder_activation(planes_of(in_.with_batch(batch), data_), ActivationLayout::nhwc, dx, pass.dx);
   }
   double forward_flops_per_sample() const override { return shape_at(1).forward_flops(); }
 
  private:
   DenseShape shape_at(int batch) const { return {batch, static_cast<int>(in_.per_sample()), spec_.units, data_}; }
-  kernels::Planes planes(int batch) const { return {batch, in_.c, int64_t{in_.h} * in_.w, data_}; }
   // x as the product reads it: itself, or reordered to NCHW into `scratch`.
   const void* in_nchw(const Tensor& x, void* scratch) {
     if (!reorders_) return x.data;
-    backend_.reorder_activation(planes(x.shape.n), ActivationLayout::nchw, x.data, scratch);
+    backend_.reorder_activation(planes_of(x.shape, data_), ActivationLayout::nchw, x.data, scratch);
     return scratch;
   }
   std::size_t x_bytes_at_setup() const { return Elements{in_.elements(), data_}.bytes(); }

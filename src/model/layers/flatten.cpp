@@ -20,22 +20,23 @@ class Flatten final : public LeafLayer {
     if (in.per_sample() > std::numeric_limits<int>::max())
       shape_error(in, fmt::format("{} values per sample are more than a flat vector holds (2^31 - 1)", in.per_sample()));
     out_ = {in.n, static_cast<int>(in.per_sample()), 1, 1};
-    reorders_ = backend_.activation_layout(data_) == ActivationLayout::nhwc && int64_t{in.h} * in.w > 1;
+    reorders_ = stored_nhwc(backend_, data_, in);
     return out_;
   }
   MemoryUse memory_use() const override {
     return {.output = reorders_ ? OutputMemory::own : OutputMemory::is_input};
   }
   void forward(const ForwardPass& pass) override {
-    if (reorders_) backend_.reorder_activation(planes(pass.x.shape.n), ActivationLayout::nchw, pass.x.data, pass.y);
+    if (reorders_)
+      backend_.reorder_activation(planes_of(pass.x.shape, data_), ActivationLayout::nchw, pass.x.data, pass.y);
   }
   void backward(const BackwardPass& pass) override {
     if (reorders_ && pass.dx)
-      backend_.reorder_activation(planes(pass.dy.shape.n), ActivationLayout::nhwc, pass.dy.data, pass.dx);
+      backend_.reorder_activation(planes_of(in_.with_batch(pass.dy.shape.n), data_), ActivationLayout::nhwc,
+                                  pass.dy.data, pass.dx);
   }
 
  private:
-  kernels::Planes planes(int batch) const { return {batch, in_.c, int64_t{in_.h} * in_.w, data_}; }
   bool reorders_ = false;
 };
 
