@@ -292,12 +292,13 @@ double relative_distance(const std::vector<float>& got, const std::vector<float>
 // and products on tensor cores, our 16-bit batch norm, pooling and element-wise kernels, the fp32 boundary) takes
 // one step from the same parameters as the fp32 CPU twin and as the CPU twin storing bf16 (the yardstick: it rounds
 // at the same places, operands to bf16 and fp32 accumulation). A one-step gradient through batch norm over a batch
-// of 6 is chaotic in the roundings: the bf16 twin's own gradients sit 10-60 % from fp32's, tensor by tensor, and a
-// rounding flipped by another summation order moves them by up to ~12 % (measured on the CPU twins). So the GPU's
+// of 6 is chaotic in the roundings: the bf16 twin's own gradients sit up to 46 % from fp32's, tensor by tensor, and a
+// few roundings flipped (its input scaled by 1 + 1e-5) move them by up to 12 % (on the CPU twin: the probe
+// perf/results/2026-11-26-gpu-mixed-precision/probes/bf16_twin_chaos.cpp). So the GPU's
 // gradients must be as far from fp32's as the twin's, give or take that, and every tensor nearer to fp32's than
 // nothing at all: a wrong index or type lands near sqrt(2) or above, a lost gradient at 1.
 // The same with the activations stored NHWC (gpu.nhwc): cuDNN's NHWC convolutions and KRSC filters, the reorders at
-// the input and at flatten's place (here the global pool's 1x1 output needs none), batch norm on rows.
+// the input and at flatten's place (here the global pool's 1x1 output needs none), our NHWC batch-norm kernels.
 class Bf16Layouts : public NcclReducer, public ::testing::WithParamInterface<bool> {};
 
 TEST_P(Bf16Layouts, ASmallResNetInBf16FollowsTheFp32CpuTwin) {
