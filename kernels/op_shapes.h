@@ -4,6 +4,7 @@
 #pragma once
 #include <compare>
 #include <cstdint>
+#include <string>
 
 #include "kernels/element_type.h"
 
@@ -48,7 +49,7 @@ struct PoolShape {
 struct BatchNormShape {
   int batch = 0, channels = 0, spatial = 0;  // spatial = H x W (1 after a dense layer)
   // x and dx in a channel-blocked layout, N x C/b x (H x W) x b with b = in_block channels per block (oneDNN's
-  // nChw16c for 16), as the convolution before it wrote x; 1 is NCHW.
+  // nChw16c for 16), as the convolution before it wrote x; 1 is NCHW, and b = C is NHWC.
   int in_block = 1;
   // y and dy (with a fused pool: the pooled output and its gradient) blocked by out_block channels the same way, as
   // the convolution after it reads x; 1 is NCHW.
@@ -67,5 +68,12 @@ struct DenseShape {
   double forward_flops() const { return 2.0 * batch * static_cast<double>(in) * out; }
   auto operator<=>(const DenseShape&) const = default;
 };
+
+// The name of an activation layout blocked by `block` channels, for the layer profile: NCHW, NHWC (one block of
+// every channel) or oneDNN's nChw<b>c.
+inline std::string blocked_layout_name(int block, int channels) {
+  if (block <= 1) return "NCHW";
+  return block == channels ? "NHWC" : "nChw" + std::to_string(block) + "c";
+}
 
 }  // namespace ringtrain::kernels

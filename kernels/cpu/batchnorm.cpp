@@ -13,8 +13,10 @@
 // element sees the same operations in the same order as in NCHW: the same bits either way. With a fused pool and a
 // blocked x the pooled y (and dy) may be blocked too, by x's block, for the convolution after it
 // (BatchNormShape::out_block): only where the pooled values are written and where dy is read for staging does that
-// layout show.
+// layout show. NHWC is the block of every channel: one group, each position one run of C channels.
 #include "kernels/cpu/batchnorm.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -22,6 +24,7 @@
 #include <optional>
 #include <vector>
 
+#include "common/error.h"
 #include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/pooling.h"
 
@@ -114,13 +117,28 @@ void group_sums(const BatchNormShape& s, const float* x, ChannelGroup g, float* 
   }
 }
 
-// Calls body.template operator()<B>() with the block as a constant, so the loops along a block are whole vectors.
+// Calls body.template operator()<B>() with the block as a constant, so the loops along a block are whole vectors
+// (has_block_kernels offers no other block). NHWC's wide blocks are instantiated out of line: inlined beside the
+// others they made the callers' blocks-of-16 loops measurably slower (perf/results/2026-11-26-cpu-nhwc.md).
+template <class Body>
+[[gnu::noinline]] void with_wide_block(const BatchNormShape& s, Body body) {
+  switch (block_of(s)) {
+    case 32:
+      return body.template operator()<32>();
+    case 64:
+      return body.template operator()<64>();
+    default:
+      throw Error(ExitCode::internal, fmt::format("batch norm has no kernel for x blocked by {}", block_of(s)));
+  }
+}
 template <class Body>
 void with_block(const BatchNormShape& s, Body body) {
   if (block_of(s) == 16)
     body.template operator()<16>();
-  else
+  else if (block_of(s) == 8)
     body.template operator()<8>();
+  else
+    with_wide_block(s, body);
 }
 
 // The same over a blocked x, along each block: one vector of the block's channels per position.
@@ -482,7 +500,7 @@ void backward_fp32(const BatchNormShape& s, const float* x, const float* dy, con
   const auto size = static_cast<std::size_t>(group_size(s));
   std::vector<float> partial_dy(size * static_cast<std::size_t>(s.spatial)), partial_dy_xc(partial_dy.size());
   std::vector<DxCoefficients> coef(size);
-  std::vector<float> masked, staged, plane_buffer;
+  thread_local std::vector<float> masked, staged, plane_buffer;  // kept: 1-3 MB fresh each call faults its pages in
   const bool blocked = block_of(s) > 1, stage = blocked || pool;
   for_each_group(s, [&](ChannelGroup g) {
     const float* mean = saved_mean + g.first;
@@ -608,14 +626,22 @@ void for_each_staged_group(const BatchNormShape& s, const FusedPool* pool, Winne
 
 }  // namespace
 
-bool blocked_input_fits(const BatchNormShape& s, int block) {
-  constexpr std::size_t kBlockedGroupBytes = std::size_t{1} << 20;
-  return sizeof(float) * static_cast<std::size_t>(block) * static_cast<std::size_t>(s.batch) *
-             static_cast<std::size_t>(s.spatial) <=
-         kBlockedGroupBytes;
+// Blocks of 8 or 16 channels, and NHWC over 32 or 64: the blocks with_block instantiates.
+bool has_block_kernels(const BatchNormShape& s, int block) {
+  return block == 8 || block == 16 || (block == s.channels && (block == 32 || block == 64));
 }
 
-bool blocked_output_supported(const BatchNormShape& s, int block) { return block > 1 && s.in_block == block; }
+bool blocked_input_fits(const BatchNormShape& s, int block) {
+  constexpr std::size_t kBlockedGroupBytes = std::size_t{1} << 20, kNhwcBytes = std::size_t{4} << 20;
+  if (!has_block_kernels(s, block)) return false;
+  const std::size_t block_bytes = sizeof(float) * static_cast<std::size_t>(block) *
+                                  static_cast<std::size_t>(s.batch) * static_cast<std::size_t>(s.spatial);
+  return block_bytes <= (block == s.channels ? kNhwcBytes : kBlockedGroupBytes);
+}
+
+bool blocked_output_supported(const BatchNormShape& s, int block) {
+  return has_block_kernels(s, block) && s.in_block == block;
+}
 
 
 // 16-bit tensors go through the fp32 passes a channel group at a time: the group's share of each tensor is widened

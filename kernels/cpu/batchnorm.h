@@ -22,7 +22,10 @@ struct FusedPool {
 // Whether a channel-blocked x pays off: a group is then a whole block of channels, and its passes find it in L2
 // only while one block of the batch is about 1 MiB or less (64 x 14 x 14 blocks of 16 at batch 64: 0.8 MB,
 // faster than NCHW with the convolution's reorders gone; 64 x 28 x 28: 3.2 MB, slower;
-// perf/results/2026-11-25-cpu-spr-4.md).
+// perf/results/2026-11-25-cpu-spr-4.md). NHWC (one block of all its 32 or 64 channels, one group) up to 4 MiB:
+// its passes come from L3, ~0.25 ms slower than blocks of 16 on 64 x 64 x 14 x 14 (3.2 MB), which the
+// convolution's NHWC kernel before it more than repays (perf/results/2026-11-26-cpu-nhwc.md). Reading NHWC as
+// blocks of 16 channels 64 apart, so groups stay in L2, ran 2.2x slower: the strided reads wait on memory.
 bool blocked_input_fits(const BatchNormShape& s, int block);
 
 // Whether batchnorm_forward_* and batchnorm_backward write y (and read dy) blocked by `block` channels at this shape

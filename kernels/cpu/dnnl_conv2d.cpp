@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string_view>
 
 #include "common/error.h"
 #include "kernels/cpu/dnnl_check.h"
@@ -25,8 +26,9 @@ memory::desc operand(const DnnlContext& ctx, const memory::desc& d) {
   return memory::desc(d.get_dims(), ctx.operand_type(), tag::any);
 }
 
-// Our layout of an activation with `block` channels per block (1: NCHW).
-tag activation_tag(int block) {
+// Our layout of an activation with `block` channels per block (1: NCHW; all of them: NHWC).
+tag activation_tag(int block, int channels) {
+  if (block > 1 && block == channels) return tag::nhwc;
   switch (block) {
     case 1:
       return tag::nchw;
@@ -44,22 +46,52 @@ tag activation_tag(int block) {
 DnnlConv2d::DnnlConv2d(DnnlContext& ctx, const Conv2dShape& s)
     : shape_(s),
       activations_(ctx.activation_type(s.data)),
-      src_({s.batch, s.in_channels, s.in_h, s.in_w}, activations_, activation_tag(s.in_block)),
+      src_({s.batch, s.in_channels, s.in_h, s.in_w}, activations_, activation_tag(s.in_block, s.in_channels)),
       weights_({s.filters, s.in_channels, s.kernel_h, s.kernel_w}, f32, tag::oihw),
-      dst_({s.batch, s.filters, s.out_h(), s.out_w()}, activations_, activation_tag(s.out_block)),
+      dst_({s.batch, s.filters, s.out_h(), s.out_w()}, activations_, activation_tag(s.out_block, s.filters)),
       bias_({s.filters}, f32, tag::a),
       strides_{s.stride, s.stride},
       padding_{s.padding, s.padding} {
+  nhwc_ = runs_nhwc(ctx);
   hint_ = DNNL_CALL(dnnl::convolution_forward::primitive_desc(
-      ctx.engine(), dnnl::prop_kind::forward_training, kAlgorithm, operand(ctx, src_), operand(ctx, weights_),
-      any_layout(dst_), strides_, padding_, padding_, DnnlContext::attributes()));
+      ctx.engine(), dnnl::prop_kind::forward_training, kAlgorithm, activation(ctx, src_), operand(ctx, weights_),
+      activation(dst_), strides_, padding_, padding_, DnnlContext::attributes()));
   implementation_ = DNNL_CALL(hint_.impl_info_str());
 }
 
-// The block of `chosen` where it is an activation of ours (in our tensors' type) in a channel-blocked layout, else 1.
+// fp32 stride-1 convolutions with 5x5 or larger filters on NHWC, where oneDNN has its brgemm convolution for it:
+// on AVX-512 that beat the channel-blocked direct kernel oneDNN picks by itself on every pass of the Fashion-MNIST
+// model's conv2 (5x5, 32 -> 64 on 14x14; BM_ConvDnnl/conv2_*_nhwc_noreorder), and lost on ResNet-50's 1x1 (120 ->
+// 74 GFLOP/s), strided 3x3 and 3x3-on-7x7 convolutions (BM_BackendLayer/cpu/conv*; perf/results/
+// 2026-11-26-cpu-nhwc.md). 16-bit operands keep oneDNN's own choice.
+bool DnnlConv2d::runs_nhwc(DnnlContext& ctx) const {
+  const bool measured_faster = shape_.stride == 1 && shape_.kernel_h >= 5 && shape_.kernel_w >= 5;
+  if (!measured_faster || activations_ != f32 || ctx.operand_type() != f32) return false;
+  const auto nhwc = [](const memory::desc& d) { return memory::desc(d.get_dims(), f32, tag::nhwc); };
+  const auto pd = DNNL_CALL(dnnl::convolution_forward::primitive_desc(
+      ctx.engine(), dnnl::prop_kind::forward_training, kAlgorithm, nhwc(src_), operand(ctx, weights_), nhwc(dst_),
+      strides_, padding_, padding_, DnnlContext::attributes(), true));
+  return pd && std::string_view(DNNL_CALL(pd.impl_info_str())).starts_with("brg");
+}
+
+// An activation as a primitive is made to take it: NHWC where this shape runs so, else oneDNN's choice; an operand
+// (x, dy) in the products' operand type, an output (y, dx) in ours.
+memory::desc DnnlConv2d::activation(const DnnlContext& ctx, const memory::desc& d) const {
+  return memory::desc(d.get_dims(), ctx.operand_type(), nhwc_ ? tag::nhwc : tag::any);
+}
+memory::desc DnnlConv2d::activation(const memory::desc& d) const {
+  return memory::desc(d.get_dims(), d.get_data_type(), nhwc_ ? tag::nhwc : tag::any);
+}
+
+// The block of `chosen` where it is an activation of ours (in our tensors' type) in a channel-blocked layout, else 1;
+// NHWC, the block of all its channels, where this shape runs on NHWC by our rule (runs_nhwc). oneDNN's own NHWC
+// choice for bf16 is not handed over: the 16-bit batch norm then stages the whole tensor in fp32, and the bf16 step
+// measured 1.2 ms slower for the reorders it saved (perf/results/2026-11-26-cpu-nhwc.md).
 int DnnlConv2d::block_of(const memory::desc& chosen) const {
-  for (const int block : {16, 8})
-    if (chosen == memory::desc(chosen.get_dims(), activations_, activation_tag(block))) return block;
+  const memory::dims dims = chosen.get_dims();
+  const int channels = nhwc_ && dims.size() == 4 ? static_cast<int>(dims.at(1)) : 0;
+  for (const int block : {channels, 16, 8})
+    if (block > 1 && chosen == memory::desc(dims, activations_, activation_tag(block, channels))) return block;
   return 1;
 }
 
@@ -76,11 +108,11 @@ PlainPrimitive& DnnlConv2d::forward_primitive(DnnlContext& ctx, bool bias) {
   if (slot) return *slot;
   using pd_t = dnnl::convolution_forward::primitive_desc;
   constexpr auto training = dnnl::prop_kind::forward_training;
-  const auto pd = DNNL_CALL(bias ? pd_t(ctx.engine(), training, kAlgorithm, operand(ctx, src_), operand(ctx, weights_),
-                                        bias_, any_layout(dst_), strides_, padding_, padding_,
-                                        DnnlContext::attributes())
-                                 : pd_t(ctx.engine(), training, kAlgorithm, operand(ctx, src_), operand(ctx, weights_),
-                                        any_layout(dst_), strides_, padding_, padding_, DnnlContext::attributes()));
+  const memory::desc x = activation(ctx, src_), w = operand(ctx, weights_), y = activation(dst_);
+  const auto pd = DNNL_CALL(bias ? pd_t(ctx.engine(), training, kAlgorithm, x, w, bias_, y, strides_, padding_,
+                                        padding_, DnnlContext::attributes())
+                                 : pd_t(ctx.engine(), training, kAlgorithm, x, w, y, strides_, padding_, padding_,
+                                        DnnlContext::attributes()));
   std::vector<PlainArg> args = {{DNNL_ARG_SRC, src_, pd.src_desc(), Flow::in},
                                 {DNNL_ARG_WEIGHTS, weights_, pd.weights_desc(), Flow::in},
                                 {DNNL_ARG_DST, dst_, pd.dst_desc(), Flow::out}};
@@ -91,17 +123,18 @@ PlainPrimitive& DnnlConv2d::forward_primitive(DnnlContext& ctx, bool bias) {
 
 dnnl::convolution_backward_data::primitive_desc DnnlConv2d::backward_data_desc(DnnlContext& ctx) const {
   return DNNL_CALL(dnnl::convolution_backward_data::primitive_desc(
-      ctx.engine(), kAlgorithm, any_layout(src_), operand(ctx, weights_), operand(ctx, dst_), strides_, padding_,
+      ctx.engine(), kAlgorithm, activation(src_), operand(ctx, weights_), activation(ctx, dst_), strides_, padding_,
       padding_, hint_, DnnlContext::attributes()));
 }
 
 dnnl::convolution_backward_weights::primitive_desc DnnlConv2d::backward_filter_desc(DnnlContext& ctx,
                                                                                      bool bias) const {
   using pd_t = dnnl::convolution_backward_weights::primitive_desc;
-  return DNNL_CALL(bias ? pd_t(ctx.engine(), kAlgorithm, operand(ctx, src_), any_layout(weights_), bias_,
-                               operand(ctx, dst_), strides_, padding_, padding_, hint_, DnnlContext::attributes())
-                        : pd_t(ctx.engine(), kAlgorithm, operand(ctx, src_), any_layout(weights_), operand(ctx, dst_),
-                               strides_, padding_, padding_, hint_, DnnlContext::attributes()));
+  const memory::desc x = activation(ctx, src_), dw = any_layout(weights_), dy = activation(ctx, dst_);
+  return DNNL_CALL(bias ? pd_t(ctx.engine(), kAlgorithm, x, dw, bias_, dy, strides_, padding_, padding_, hint_,
+                               DnnlContext::attributes())
+                        : pd_t(ctx.engine(), kAlgorithm, x, dw, dy, strides_, padding_, padding_, hint_,
+                               DnnlContext::attributes()));
 }
 
 const memory::desc& DnnlConv2d::backward_dy_layout(DnnlContext& ctx) {

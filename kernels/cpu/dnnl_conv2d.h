@@ -1,9 +1,10 @@
 // Owns one convolution shape on oneDNN: forward, data gradient and filter gradient primitives in the layouts
-// oneDNN picks for this machine (format_tag::any), bound to our NCHW activations and KCRS weights through
-// reorders; y and dy in the channel-blocked layout instead where the shape says so (Conv2dShape::out_block), which
-// is the one oneDNN writes (output_block()), so those two need no reorder; x and dx likewise
-// (Conv2dShape::in_block, input_block()). Same contracts as conv2d.h: y and dx overwritten, dw and dbias accumulated. The two gradients read dy
-// in the same layout, so backward() reorders it once for both.
+// oneDNN picks for this machine (format_tag::any), or on NHWC activations where the shape runs faster so
+// (runs_nhwc), bound to our NCHW activations and KCRS weights through reorders; y and dy in the channel-blocked
+// layout instead where the shape says so (Conv2dShape::out_block: NHWC is the block of every channel), which is the
+// one oneDNN writes (output_block()), so those two need no reorder; x and dx likewise (Conv2dShape::in_block,
+// input_block()). Same contracts as conv2d.h: y and dx overwritten, dw and dbias accumulated. The two gradients
+// read dy in the same layout, so backward() reorders it once for both.
 #pragma once
 #include <cstddef>
 #include <optional>
@@ -19,7 +20,8 @@ class DnnlConv2d {
   DnnlConv2d(DnnlContext& ctx, const Conv2dShape& s);
   // oneDNN's name for the forward implementation it chose ("jit:avx512_core", "gemm:jit", ...).
   const std::string& implementation() const { return implementation_; }
-  // The channels per block of the layout the forward writes y in (nChw16c: 16, nChw8c: 8), or 1 for any other.
+  // The channels per block of the layout the forward writes y in (nChw16c: 16, nChw8c: 8, NHWC: all of them), or 1
+  // for any other.
   int output_block() const;
   // The same for the layout the forward reads x in: 1 where that is not an fp32 blocked one (bf16 operands).
   int input_block() const;
@@ -47,11 +49,15 @@ class DnnlConv2d {
   // dy in backward_dy_layout() at staging_offset; dy itself where no reorder is needed.
   const void* stage_dy(DnnlContext& ctx, const void* dy, std::size_t staging_offset);
   int block_of(const dnnl::memory::desc& chosen) const;
+  bool runs_nhwc(DnnlContext& ctx) const;
+  dnnl::memory::desc activation(const DnnlContext& ctx, const dnnl::memory::desc& d) const;
+  dnnl::memory::desc activation(const dnnl::memory::desc& d) const;
 
   Conv2dShape shape_;
   dnnl::memory::data_type activations_;            // of x, y, dx and dy as we hold them
   dnnl::memory::desc src_, weights_, dst_, bias_;  // our layouts
   dnnl::memory::dims strides_, padding_;
+  bool nhwc_ = false;                               // the primitives take x, y, dx and dy as NHWC
   dnnl::convolution_forward::primitive_desc hint_;  // the forward the backward primitives are made to match
   std::string implementation_;
   std::optional<PlainPrimitive> forward_[2], backward_filter_[2], backward_data_;  // [0] without bias, [1] with

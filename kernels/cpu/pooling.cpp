@@ -3,9 +3,13 @@
 // general loops.
 #include "kernels/cpu/pooling.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstddef>
+
+#include "common/error.h"
 
 namespace ringtrain::kernels::cpu {
 namespace {
@@ -65,10 +69,18 @@ void maxpool_2x2_block_of(int w, int oh, int ow, const float* __restrict x, floa
 
 void maxpool_2x2_block(int w, int oh, int ow, int block, const float* x, float* y, PooledStrides y_at,
                        int32_t* argmax, std::ptrdiff_t argmax_stride) {
-  if (block == 16)
-    maxpool_2x2_block_of<16>(w, oh, ow, x, y, y_at, argmax, argmax_stride);
-  else
-    maxpool_2x2_block_of<8>(w, oh, ow, x, y, y_at, argmax, argmax_stride);
+  switch (block) {
+    case 8:
+      return maxpool_2x2_block_of<8>(w, oh, ow, x, y, y_at, argmax, argmax_stride);
+    case 16:
+      return maxpool_2x2_block_of<16>(w, oh, ow, x, y, y_at, argmax, argmax_stride);
+    case 32:
+      return maxpool_2x2_block_of<32>(w, oh, ow, x, y, y_at, argmax, argmax_stride);
+    case 64:
+      return maxpool_2x2_block_of<64>(w, oh, ow, x, y, y_at, argmax, argmax_stride);
+    default:
+      throw Error(ExitCode::internal, fmt::format("no 2x2 max pool kernel for blocks of {} channels", block));
+  }
 }
 
 void maxpool_2x2_plane(int w, int oh, int ow, const float* __restrict x, float* __restrict y,

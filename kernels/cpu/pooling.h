@@ -19,7 +19,7 @@ void maxpool_2x2_plane(int w, int oh, int ow, const float* x, float* y, int32_t*
 struct PooledStrides {
   std::ptrdiff_t lane = 0, position = 1;
 };
-// maxpool_2x2_plane over `block` (8 or 16) channels at once, x in the channel-blocked layout [h][w][block]: the
+// maxpool_2x2_plane over `block` (8, 16, 32 or 64) channels at once, x in the channel-blocked layout [h][w][block]: the
 // same maxima and winners (within each channel's plane), the maxima written at y as `y_at` says (NCHW planes, or
 // blocked like x) and channel l's winners at argmax + l * argmax_stride.
 void maxpool_2x2_block(int w, int oh, int ow, int block, const float* x, float* y, PooledStrides y_at,

@@ -233,13 +233,19 @@ std::vector<float> to_blocked(const std::vector<float>& x, const BatchNormShape&
 TEST(BatchNorm, ABlockedInputIsTakenWhereABlockOfTheBatchStaysInL2) {
   EXPECT_TRUE(blocked_input_fits({64, 64, 14 * 14}, 16));   // conv2's output in the Fashion-MNIST model: 0.8 MB
   EXPECT_FALSE(blocked_input_fits({64, 32, 28 * 28}, 16));  // conv1's: 3.2 MB, measured slower than NCHW
-  EXPECT_TRUE(blocked_input_fits({64, 32, 28 * 28}, 4));
+  EXPECT_TRUE(blocked_input_fits({16, 32, 28 * 28}, 8));
+  EXPECT_FALSE(blocked_input_fits({64, 32, 28 * 28}, 4));  // no kernel for blocks of 4
+  // NHWC, one block of every channel: conv2's output whole (3.2 MB), for the convolution's NHWC kernel before it.
+  EXPECT_TRUE(blocked_input_fits({64, 64, 14 * 14}, 64));
+  EXPECT_FALSE(blocked_input_fits({64, 64, 28 * 28}, 64));  // 12.8 MB
+  EXPECT_FALSE(blocked_input_fits({8, 48, 7 * 7}, 48));     // no kernel for 48 channels
+  EXPECT_FALSE(blocked_input_fits({8, 128, 7 * 7}, 128));   // nor 128
 }
 
 // A batch norm reading x in oneDNN's blocked layout (BatchNormShape::in_block), and with a fused pool writing its
 // pooled y and reading dy in one (BatchNormShape::out_block), gives the bits it gives on NCHW: y and the pooled
 // winners, the saved and running statistics, dgamma and dbeta, and dx (in x's layout), with and without the fused
-// ReLU and pool, blocks of 16 and 8, several channel groups, an odd plane.
+// ReLU and pool, blocks of 16 and 8, several channel groups, an odd plane; and NHWC (a block of every channel).
 TEST(BatchNorm, BlockedLayoutsGiveTheBitsOfNchw) {
   struct Case {
     int batch, channels, h, w, in_block, out_block;
@@ -250,7 +256,11 @@ TEST(BatchNorm, BlockedLayoutsGiveTheBitsOfNchw) {
                        Case{8, 16, 6, 6, 16, 1, false, false},
                        // the pooled output blocked as x is; odd planes
                        Case{64, 64, 14, 14, 16, 16, true, true}, Case{6, 48, 9, 7, 16, 16, true, true},
-                       Case{5, 24, 7, 9, 8, 8, true, true}}) {
+                       Case{5, 24, 7, 9, 8, 8, true, true},
+                       // NHWC in, NCHW or NHWC out
+                       Case{64, 64, 14, 14, 64, 1, true, true}, Case{64, 64, 14, 14, 64, 64, true, true},
+                       Case{6, 32, 9, 7, 32, 32, true, true}, Case{8, 32, 5, 5, 32, 1, true, false},
+                       Case{8, 64, 6, 6, 64, 1, false, false}}) {
     SCOPED_TRACE(::testing::Message() << k.batch << "x" << k.channels << "x" << k.h << "x" << k.w << " blocks "
                                       << k.in_block << " -> " << k.out_block << (k.relu ? " relu" : "")
                                       << (k.pool ? " pool" : ""));
@@ -310,6 +320,8 @@ TEST(BatchNorm, ABlockedOutputIsWrittenOnlyFromAnXBlockedAlike) {
   EXPECT_FALSE(blocked_output_supported({64, 64, 14 * 14, 16}, 8));
   EXPECT_FALSE(blocked_output_supported({64, 32, 28 * 28}, 16));  // the Fashion-MNIST model's first batch norm
   EXPECT_TRUE(blocked_output_supported({64, 24, 7 * 7, 8}, 8));
+  EXPECT_TRUE(blocked_output_supported({64, 64, 14 * 14, 64}, 64));  // NHWC
+  EXPECT_FALSE(blocked_output_supported({8, 48, 7 * 7, 48}, 48));     // no kernel for 48 channels
 }
 
 // 16-bit x, y, dx and dy (mixed precision): the kernels stage a channel group at a time in fp32, which must give
@@ -323,6 +335,7 @@ TEST(BatchNorm, SixteenBitTensorsGiveTheBitsOfFp32OnTheSameValues) {
   };
   for (const ElementType type : {ElementType::bf16, ElementType::f16})
     for (const Case k : {Case{64, 32, 28, 28, 1, 1, true, true}, Case{6, 48, 9, 7, 16, 16, true, true},
+                         Case{6, 64, 9, 7, 64, 64, true, true}, Case{64, 64, 14, 14, 64, 1, true, true},  // NHWC
                          Case{8, 32, 5, 5, 8, 1, true, false}, Case{8, 16, 6, 6, 1, 1, false, false}}) {
       SCOPED_TRACE(::testing::Message() << element_type_name(type) << " " << k.batch << "x" << k.channels << "x"
                                         << k.h << "x" << k.w << " blocks " << k.in_block << " -> " << k.out_block);
@@ -332,7 +345,7 @@ TEST(BatchNorm, SixteenBitTensorsGiveTheBitsOfFp32OnTheSameValues) {
       const int oh = k.pool ? k.h / 2 : k.h, ow = k.pool ? k.w / 2 : k.w;
       const std::size_t out = std::size_t(k.batch) * k.channels * oh * ow;
       const auto round_trip = [&](const std::vector<float>& v, std::vector<uint16_t>& bits) {
-        bits.resize(v.size());
+        bits = std::vector<uint16_t>(v.size());
         narrow(v.data(), {static_cast<int64_t>(v.size()), type}, bits.data());
         std::vector<float> back(v.size());
         widen({static_cast<int64_t>(v.size()), type}, bits.data(), back.data());

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <thread>
 #include <vector>
 
@@ -105,6 +106,41 @@ TEST(DnnlOps, ConvolutionBackwardSharesItsStagedOutputGradient) {
   const ConvResults after_prepare = run_dnnl(prepared, c);
   EXPECT_EQ(after_prepare.dx, want.dx);
   EXPECT_EQ(after_prepare.dw, want.dw);
+}
+
+std::vector<float> nchw_to_nhwc(const std::vector<float>& t, int n, int c, int hw) {
+  std::vector<float> out(t.size());
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < c; ++j)
+      for (int p = 0; p < hw; ++p)
+        out[(std::size_t(i) * hw + p) * c + j] = t[(std::size_t(i) * c + j) * hw + p];
+  return out;
+}
+
+// Where fp32 runs on oneDNN's NHWC kernel, the convolution offers NHWC (a block of every channel) to the batch norm
+// after it and takes it from the one before; handed over so, x, y, dx and dy are NHWC and every number is the one
+// the NCHW hand-over gives (the same kernel behind reorders). Elsewhere it offers oneDNN's channel blocks or none.
+TEST(DnnlOps, ANhwcHandOverGivesTheBitsOfNchw) {
+  const Conv2dShape s{4, 32, 14, 14, 64, 5, 5, 1, 2};
+  DnnlOps ops(1);
+  const int out_block = ops.conv2d_output_block(s), in_block = ops.conv2d_input_block(s);
+  std::printf("oneDNN runs conv 32->64 5x5 on 14x14 as %s, handing over %s in, %s out\n",
+              ops.conv2d_implementation(s).c_str(), blocked_layout_name(in_block, 32).c_str(),
+              blocked_layout_name(out_block, 64).c_str());
+  if (out_block != 64) GTEST_SKIP() << "this CPU's oneDNN has no NHWC kernel it prefers for this convolution";
+  EXPECT_EQ(in_block, 32);
+  EXPECT_TRUE(ops.conv2d_implementation(s).starts_with("brg")) << ops.conv2d_implementation(s);
+  const Conv plain(s);
+  Conv2dShape nhwc_shape = s;
+  nhwc_shape.in_block = 32, nhwc_shape.out_block = 64;
+  Conv nhwc(nhwc_shape);
+  nhwc.x = nchw_to_nhwc(plain.x, 4, 32, 14 * 14);
+  nhwc.dy = nchw_to_nhwc(plain.dy, 4, 64, 14 * 14);
+  const ConvResults want = run_dnnl(ops, plain), got = run_dnnl(ops, nhwc);
+  EXPECT_EQ(got.y, nchw_to_nhwc(want.y, 4, 64, 14 * 14));
+  EXPECT_EQ(got.dx, nchw_to_nhwc(want.dx, 4, 32, 14 * 14));
+  EXPECT_EQ(got.dw, want.dw);
+  EXPECT_EQ(got.db, want.db);
 }
 
 // A stop signal (SIGUSR1, SIGTERM) may arrive at any moment of a step. oneDNN's JIT GEMM, under the dense data

@@ -38,8 +38,9 @@ class BatchNorm final : public LeafLayer {
     return out_;
   }
   std::string fused() const override {
-    if (pool_) return out_block_ > 1 ? fmt::format("+ relu + maxpool 2 s2, fused -> nChw{}c", out_block_)
-                                     : "+ relu + maxpool 2 s2, fused";
+    if (pool_)
+      return out_block_ > 1 ? "+ relu + maxpool 2 s2, fused -> " + kernels::blocked_layout_name(out_block_, in_.c)
+                            : "+ relu + maxpool 2 s2, fused";
     return relu_ ? "+ relu, fused" : "";
   }
   // Blocked layouts only with a fused pool (the one form whose blocked kernels run along the block both ways): an
@@ -88,7 +89,7 @@ class BatchNorm final : public LeafLayer {
   std::vector<int> blocks_where(Takes takes) const {
     std::vector<int> blocks;
     if (pool_)
-      for (const int block : {16, 8})
+      for (const int block : {in_.c, 16, 8})  // NHWC (a block of every channel), then oneDNN's blocks
         if (takes(block)) blocks.push_back(block);
     return blocks;
   }

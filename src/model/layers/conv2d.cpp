@@ -38,8 +38,10 @@ class Conv2d final : public LeafLayer {
     scratch_ = backend_.conv2d_prepare(shape_);
   }
   std::string fused() const override {
-    std::string layouts = shape_.in_block > 1 ? fmt::format("nChw{}c in", shape_.in_block) : "";
-    if (shape_.out_block > 1) layouts += fmt::format("{}-> nChw{}c", layouts.empty() ? "" : ", ", shape_.out_block);
+    using kernels::blocked_layout_name;
+    std::string layouts = shape_.in_block > 1 ? blocked_layout_name(shape_.in_block, in_.c) + " in" : "";
+    if (shape_.out_block > 1)
+      layouts += fmt::format("{}-> {}", layouts.empty() ? "" : ", ", blocked_layout_name(shape_.out_block, out_.c));
     return layouts;
   }
   std::string method() const override {
