@@ -10,8 +10,10 @@
 #include "gpu_test_support.h"
 #include "kernels/cuda/cast.h"
 #include "kernels/cpu/reorder_layout.h"
+#include "kernels/cpu/resize_rows.h"
 #include "kernels/cuda/dropout.h"
 #include "kernels/cuda/reorder_layout.h"
+#include "kernels/cuda/resize_rows.h"
 
 namespace ringtrain::gpu_test {
 namespace {
@@ -76,6 +78,24 @@ TEST_F(CudaKernels, ReorderLayoutMatchesTheCpuBitForBit) {
         cuda().to_host(got.data(), dy.as<void>(), bytes);
         EXPECT_EQ(got, want) << kernels::layout_name(to) << ", " << kernels::element_type_name(type);
       }
+    }
+}
+
+// The channel padding of 16-bit NHWC convolutions and its crop: the CPU twin's bits, both ways.
+TEST_F(CudaKernels, ResizeRowsMatchesTheCpuBitForBit) {
+  using kernels::ResizedRows;
+  for (const auto type : {kernels::ElementType::f32, kernels::ElementType::bf16})
+    for (const ResizedRows r : {ResizedRows{256 * 112, 3, 8, type}, ResizedRows{99, 24, 20, type}}) {
+      const size_t in = static_cast<size_t>(r.rows * r.from) * kernels::element_bytes(type),
+                   out = static_cast<size_t>(r.rows * r.to) * kernels::element_bytes(type);
+      std::vector<std::byte> host(in), want(out), got(out);
+      for (size_t i = 0; i < in; ++i) host[i] = static_cast<std::byte>((i * 131u) >> 3);
+      kernels::cpu::resize_rows(r, host.data(), want.data());
+      model::DeviceBuffer dx = cuda().allocate(in), dy = cuda().allocate(out);
+      cuda().to_device(dx.as<void>(), host.data(), in);
+      kernels::cuda::resize_rows(r, dx.as<void>(), dy.as<void>(), cuda().stream());
+      cuda().to_host(got.data(), dy.as<void>(), out);
+      EXPECT_EQ(got, want) << r.from << " -> " << r.to << ", " << kernels::element_type_name(type);
     }
 }
 

@@ -134,12 +134,23 @@ class CudaBackend final : public model::Backend {
 
  private:
   struct State;
+  // Filters held KRSC for NHWC activations: the KCRS planes they are reordered from, and the channels each of their
+  // K x R x S rows is padded to (conv_shape).
+  struct KrscFilters {
+    kernels::Planes kcrs;
+    int64_t channels = 0;
+  };
   // The 16-bit copy of the `count` fp32 weights at w in `type`: converted now (convert) or as the last forward left it;
-  // where to_nhwc is given, the copy holds them reordered as those planes' NHWC.
+  // where krsc is given, the copy holds them reordered (and padded) so.
   const void* weights_in(kernels::ElementType type, const float* w, int64_t count, bool convert,
-                         const kernels::Planes* to_nhwc = nullptr);
+                         const KrscFilters* krsc = nullptr);
   // The same for a convolution's filters, KRSC where its activations are NHWC.
   const void* filters_in(const model::Conv2dShape& s, const float* w, bool convert);
+  // The shape cuDNN runs convolution s as: on 16-bit NHWC activations, its input channels padded with zeros to a
+  // multiple of 8, which tensor-core kernels read (a 7x7 stem on 3 channels otherwise runs on slow ones).
+  model::Conv2dShape conv_shape(const model::Conv2dShape& s) const;
+  // x (s's NHWC input) with its channels padded as conv_shape's, in the backend's padding buffer.
+  const void* padded_input(const model::Conv2dShape& s, const void* x);
   bool nhwc(kernels::ElementType type) const;
   // The 16-bit batch norm's scratch for shape s (kernels/cuda/batchnorm.h), grown as needed and kept.
   void* batchnorm_scratch(const model::BatchNormShape& s);

@@ -16,6 +16,7 @@
 #include "kernels/cuda/cast.h"
 #include "kernels/cuda/pooling.h"
 #include "kernels/cuda/reorder_layout.h"
+#include "kernels/cuda/resize_rows.h"
 #include "kernels/cuda/layerwise.h"
 #include "kernels/cuda/pixel_norm.h"
 #include "kernels/cuda/sgd.h"
@@ -51,30 +52,56 @@ void CudaBackend::cast(Elements from, const void* x, ElementType to, void* y) {
 }
 
 const void* CudaBackend::weights_in(ElementType type, const float* w, int64_t count, bool convert,
-                                    const kernels::Planes* to_nhwc) {
+                                    const KrscFilters* krsc) {
   if (!sixteen_bit(type)) return w;
   DeviceMemory& copy = state_->weight_copies[w];
   const Elements n{count, type};
-  if (copy.bytes() < n.bytes()) {
+  const int64_t rows = krsc ? krsc->kcrs.n * krsc->kcrs.hw : 0;
+  const Elements held = krsc ? Elements{rows * krsc->channels, type} : n;
+  if (copy.bytes() < held.bytes()) {
     if (!convert)
       throw Error(ExitCode::internal, "a layer's backward ran before its forward made the 16-bit copy of its weights");
-    copy.ensure(n.bytes(), stream());
+    copy.ensure(held.bytes(), stream());
   }
   if (!convert) return copy.get();
-  if (!to_nhwc) {
+  if (!krsc) {
     kc::cast({count, ElementType::f32}, w, type, copy.get(), stream());
     return copy.get();
   }
-  state_->filter_staging.ensure(n.bytes(), stream());
-  kc::cast({count, ElementType::f32}, w, type, state_->filter_staging.get(), stream());
-  kc::reorder_layout(*to_nhwc, model::ActivationLayout::nhwc, state_->filter_staging.get(), copy.get(), stream());
+  State& st = *state_;
+  st.filter_staging.ensure(n.bytes(), stream());
+  kc::cast({count, ElementType::f32}, w, type, st.filter_staging.get(), stream());
+  if (krsc->channels == krsc->kcrs.c) {
+    kc::reorder_layout(krsc->kcrs, model::ActivationLayout::nhwc, st.filter_staging.get(), copy.get(), stream());
+    return copy.get();
+  }
+  st.filter_padding.ensure(n.bytes(), stream());
+  kc::reorder_layout(krsc->kcrs, model::ActivationLayout::nhwc, st.filter_staging.get(), st.filter_padding.get(),
+                     stream());
+  kc::resize_rows({rows, krsc->kcrs.c, krsc->channels, type}, st.filter_padding.get(), copy.get(), stream());
   return copy.get();
 }
 
 // NHWC filters are KRSC: K filters of C channels at R*S positions, reordered as an activation is.
 const void* CudaBackend::filters_in(const model::Conv2dShape& s, const float* w, bool convert) {
-  const kernels::Planes kcrs{s.filters, s.in_channels, int64_t{s.kernel_h} * s.kernel_w, s.data};
-  return weights_in(s.data, w, s.weight_elements(), convert, nhwc(s.data) ? &kcrs : nullptr);
+  if (!nhwc(s.data)) return weights_in(s.data, w, s.weight_elements(), convert);
+  const KrscFilters krsc{{s.filters, s.in_channels, int64_t{s.kernel_h} * s.kernel_w, s.data},
+                         conv_shape(s).in_channels};
+  return weights_in(s.data, w, s.weight_elements(), convert, &krsc);
+}
+
+model::Conv2dShape CudaBackend::conv_shape(const model::Conv2dShape& s) const {
+  model::Conv2dShape padded = s;
+  if (nhwc(s.data)) padded.in_channels = static_cast<int>(kernels::tensor_core_channels(s.in_channels));
+  return padded;
+}
+
+const void* CudaBackend::padded_input(const model::Conv2dShape& s, const void* x) {
+  const int64_t positions = int64_t{s.batch} * s.in_h * s.in_w;
+  const kernels::ResizedRows pad{positions, s.in_channels, conv_shape(s).in_channels, s.data};
+  state_->channel_padding.ensure(Elements{positions * pad.to, s.data}.bytes(), stream());
+  kc::resize_rows(pad, x, state_->channel_padding.get(), stream());
+  return state_->channel_padding.get();
 }
 
 void* CudaBackend::batchnorm_scratch(const model::BatchNormShape& s) {
@@ -85,7 +112,8 @@ void* CudaBackend::batchnorm_scratch(const model::BatchNormShape& s) {
 
 std::size_t CudaBackend::working_bytes() const {
   std::size_t bytes =
-      state_->dnn->working_bytes() + state_->batchnorm_scratch.bytes() + state_->filter_staging.bytes();
+      state_->dnn->working_bytes() + state_->batchnorm_scratch.bytes() + state_->filter_staging.bytes() +
+      state_->filter_padding.bytes() + state_->channel_padding.bytes();
   for (const auto& [w, copy] : state_->weight_copies) bytes += copy.bytes();
   return bytes;
 }
@@ -113,16 +141,40 @@ void CudaBackend::dropout_backward(Elements n, float p, const uint8_t* mask, con
   kc::dropout_backward(n, p, mask, dy, dx, stream());
 }
 
-model::ScratchBytes CudaBackend::conv2d_prepare(const model::Conv2dShape& s) { return dnn().prepare_conv(s); }
-std::string CudaBackend::conv2d_method(const model::Conv2dShape& s) { return dnn().conv_algorithms(s); }
+// A convolution whose channels conv_shape pads reads its input through the padding buffer (made at prepare, so no
+// step allocates), and its data gradient is cropped back out of it.
+model::ScratchBytes CudaBackend::conv2d_prepare(const model::Conv2dShape& s) {
+  const model::Conv2dShape run = conv_shape(s);
+  if (run.in_channels != s.in_channels)
+    state_->channel_padding.ensure(Elements{int64_t{s.batch} * s.in_h * s.in_w * run.in_channels, s.data}.bytes(),
+                                   stream());
+  return dnn().prepare_conv(run);
+}
+std::string CudaBackend::conv2d_method(const model::Conv2dShape& s) {
+  const model::Conv2dShape run = conv_shape(s);
+  const std::string padded = run.in_channels != s.in_channels
+                                 ? fmt::format(" (input channels padded {} -> {})", s.in_channels, run.in_channels)
+                                 : "";
+  return dnn().conv_algorithms(run) + padded;
+}
 void CudaBackend::conv2d_forward(const model::Conv2dShape& s, const void* x, const float* w, const float* bias,
                                  void* y, model::Scratch scratch) {
-  dnn().conv_forward(s, x, filters_in(s, w, true), bias, y, scratch);
+  const model::Conv2dShape run = conv_shape(s);
+  const void* input = run.in_channels != s.in_channels ? padded_input(s, x) : x;
+  dnn().conv_forward(run, input, filters_in(s, w, true), bias, y, scratch);
 }
 void CudaBackend::conv2d_backward(const model::Conv2dShape& s, const void* x, const void* dy, const float* w,
                                   void* dx, float* dw, float* dbias, model::Scratch scratch) {
-  dnn().conv_backward_filter(s, x, dy, dw, dbias, scratch);
-  if (dx) dnn().conv_backward_data(s, dy, filters_in(s, w, false), dx, scratch);
+  const model::Conv2dShape run = conv_shape(s);
+  const bool padded = run.in_channels != s.in_channels;
+  dnn().conv_backward_filter(run, padded ? padded_input(s, x) : x, dy, dw, dbias, scratch, s.in_channels);
+  if (!dx) return;
+  // The padded input is read: its buffer takes the padded data gradient next, in stream order.
+  void* const data_gradient = padded ? state_->channel_padding.get() : dx;
+  dnn().conv_backward_data(run, dy, filters_in(s, w, false), data_gradient, scratch);
+  if (padded)
+    kc::resize_rows({int64_t{s.batch} * s.in_h * s.in_w, run.in_channels, s.in_channels, s.data}, data_gradient, dx,
+                    stream());
 }
 
 // Row-major, W stored out x in (kernels/cpu/dense.h): y (n x out) = x (n x in) * W^T (in x out), then the bias.

@@ -14,6 +14,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/reorder_layout.h"
+#include "kernels/cuda/resize_rows.h"
 
 namespace ringtrain::backend {
 namespace {
@@ -382,7 +383,7 @@ void Dnn::conv_backward_data(const Conv2dShape& g, const void* dy, const void* w
 }
 
 void Dnn::conv_backward_filter(const Conv2dShape& g, const void* x, const void* dy, float* dw, float* dbias,
-                               model::Scratch scratch) {
+                               model::Scratch scratch, int weight_channels) {
   ConvPlan& p = impl_->conv(g);
   void* ws = impl_->workspace_for(p.filter_bytes, scratch);
   if (g.data == kernels::ElementType::f32) {
@@ -400,14 +401,22 @@ void Dnn::conv_backward_filter(const Conv2dShape& g, const void* x, const void* 
   CUDNN_CHECK(cudnnConvolutionBackwardFilter(impl_->handle, &kOne, p.x, x, p.y, dy, p.conv, p.backward_filter, ws,
                                              p.filter_bytes, &kZero, p.w, dw16));
   const bool nhwc = impl_->format(g.data) == CUDNN_TENSOR_NHWC;
+  const int64_t positions = int64_t{g.kernel_h} * g.kernel_w;
   if (nhwc) {  // KRSC, as the filters are: back to our KCRS before it meets the fp32 gradient
     impl_->filter_gradient_kcrs.ensure(filter.bytes(), impl_->stream);
-    const kernels::Planes krsc{g.filters, g.in_channels, int64_t{g.kernel_h} * g.kernel_w, g.data};
+    const kernels::Planes krsc{g.filters, g.in_channels, positions, g.data};
     kernels::cuda::reorder_layout(krsc, kernels::ActivationLayout::nchw, dw16, impl_->filter_gradient_kcrs.get(),
                                   impl_->stream);
     dw16 = impl_->filter_gradient_kcrs.get();
   }
-  kernels::cuda::accumulate_into_fp32(filter, dw16, dw, impl_->stream);
+  if (weight_channels != g.in_channels) {  // padded channels: each filter's first C x R x S values are the weights'
+    if (!nhwc) throw Error(ExitCode::internal, "a convolution's channels were padded outside NHWC");
+    const kernels::ResizedRows crop{g.filters, g.in_channels * positions, weight_channels * positions, g.data};
+    kernels::cuda::resize_rows(crop, dw16, impl_->filter_gradient.get(), impl_->stream);
+    dw16 = impl_->filter_gradient.get();
+  }
+  kernels::cuda::accumulate_into_fp32({int64_t{g.filters} * weight_channels * positions, g.data}, dw16, dw,
+                                      impl_->stream);
   if (dbias && nhwc)
     kernels::cuda::bias_grad_rows(g.batch * g.out_h() * g.out_w(), g.filters, g.data, dy, dbias, impl_->stream);
   else if (dbias)

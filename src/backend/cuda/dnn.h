@@ -56,9 +56,10 @@ class Dnn {
   void conv_forward(const Conv2dShape& g, const void* x, const void* w, const float* bias, void* y,
                     model::Scratch scratch);
   void conv_backward_data(const Conv2dShape& g, const void* dy, const void* w, void* dx, model::Scratch scratch);
-  // In 16 bits cuDNN writes the filter gradient in g.data; it is then added into the fp32 dw.
+  // In 16 bits cuDNN writes the filter gradient in g.data; it is then added into the fp32 dw, which has
+  // weight_channels input channels where g's are padded ones (CudaBackend::conv_shape): the padding's are dropped.
   void conv_backward_filter(const Conv2dShape& g, const void* x, const void* dy, float* dw, float* dbias,
-                            model::Scratch scratch);
+                            model::Scratch scratch, int weight_channels);
   // Bytes Dnn holds for its own work: the shared workspace and the 16-bit filter gradient.
   std::size_t working_bytes() const;
 
