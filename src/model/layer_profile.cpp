@@ -31,20 +31,20 @@ std::string LayerProfile::table(int rows) const {
     return a.second.forward + a.second.backward > b.second.forward + b.second.backward;
   });
   const double total = std::max(total_s(), 1e-12);
-  std::string out = fmt::format("{:<36} {:>7} {:>11} {:>11} {:>7}\n", "layer (same shape summed)", "calls",
-                                "forward s", "backward s", "share");
+  std::string out = fmt::format("{:<40} {:>7} {:>11} {:>11} {:>7}\n", "layer on a sample's input (alike summed)",
+                                "calls", "forward s", "backward s", "share");
   Times rest;
   for (size_t i = 0; i < sorted.size(); ++i) {
     const auto& [name, t] = sorted[i];
     if (static_cast<int>(i) < rows) {
-      out += fmt::format("{:<36} {:>7} {:>11.4f} {:>11.4f} {:>6.1f}%\n", name, t.calls, t.forward, t.backward,
+      out += fmt::format("{:<40} {:>7} {:>11.4f} {:>11.4f} {:>6.1f}%\n", name, t.calls, t.forward, t.backward,
                          100 * (t.forward + t.backward) / total);
     } else {
       rest.forward += t.forward, rest.backward += t.backward, rest.calls += t.calls;
     }
   }
   if (rest.calls > 0)
-    out += fmt::format("{:<36} {:>7} {:>11.4f} {:>11.4f} {:>6.1f}%\n", "(other layers)", rest.calls, rest.forward,
+    out += fmt::format("{:<40} {:>7} {:>11.4f} {:>11.4f} {:>6.1f}%\n", "(other layers)", rest.calls, rest.forward,
                        rest.backward, 100 * (rest.forward + rest.backward) / total);
   return out;
 }

@@ -26,10 +26,11 @@ uint64_t splitmix64(uint64_t& state) {
 
 double uniform01(uint64_t& state) { return (static_cast<double>(splitmix64(state) >> 11) + 0.5) * 0x1.0p-53; }
 
-// Runs `work` and, when a layer profile is active, books its time to `name`, the device synchronised on both
-// sides so an asynchronous GPU's time lands on the layer that spent it.
+// Runs `work` and, when a layer profile is active, books its time to the layer and the shape of a sample it takes
+// ("batchnorm on 32x28x28"), so layers alike in everything else (two batch norms) get rows of their own; the device
+// is synchronised on both sides so an asynchronous GPU's time lands on the layer that spent it.
 template <class Work>
-void profiled(const Layer& layer, bool backward, Work&& work) {
+void profiled(const Layer& layer, const Shape& input, bool backward, Work&& work) {
   LayerProfile* profile = active_layer_profile();
   if (!profile) {
     work();
@@ -39,7 +40,9 @@ void profiled(const Layer& layer, bool backward, Work&& work) {
   const double start = util::now_s();
   work();
   profile->synchronize();
-  profile->add(layer.describe(), backward, util::now_s() - start);
+  const std::string on = input.h == 1 && input.w == 1 ? fmt::format("{}", input.c)
+                                                      : fmt::format("{}x{}x{}", input.c, input.h, input.w);
+  profile->add(layer.describe() + " on " + on, backward, util::now_s() - start);
 }
 
 }  // namespace
@@ -192,7 +195,7 @@ Tensor Network::forward(const Tensor& x_f32, Mode mode, uint64_t seed) {
     if (step.kind == Step::Kind::layer) {
       const ForwardPass pass{{in, in_shape, x.type}, out, mode, step.seed.apply(seed),
                              scratch(plan_.scratch(k).forward)};
-      profiled(*step.layer, false, [&] { step.layer->forward(pass); });
+      profiled(*step.layer, in_shape, false, [&] { step.layer->forward(pass); });
       continue;
     }
     const Elements n = elements(in_shape);
@@ -223,7 +226,7 @@ void Network::run_backward_step(int k, const Tensor& dlogits, GradientObserver* 
     const BackwardPass pass{
         {activation(input, last_input_), values[static_cast<size_t>(input)].shape.with_batch(batch), type},
         y, dy, gradient_buffer(plan_.input_gradient(k, 0), dlogits), scratch(plan_.scratch(k).backward)};
-    profiled(*step.layer, true, [&] { step.layer->backward(pass); });
+    profiled(*step.layer, pass.x.shape, true, [&] { step.layer->backward(pass); });
     if (observer && layer_ranges_.count(step.layer)) observer->gradients_ready(*step.layer);
   } else if (step.relu) {
     void* dsum = gradient_buffer(plan_.input_gradient(k, 0), dlogits);
