@@ -624,12 +624,12 @@ void for_each_staged_group(const BatchNormShape& s, const FusedPool* pool, Winne
   });
 }
 
-}  // namespace
-
 // Blocks of 8 or 16 channels, and NHWC over 32 or 64: the blocks with_block instantiates.
 bool has_block_kernels(const BatchNormShape& s, int block) {
   return block == 8 || block == 16 || (block == s.channels && (block == 32 || block == 64));
 }
+
+}  // namespace
 
 bool blocked_input_fits(const BatchNormShape& s, int block) {
   constexpr std::size_t kBlockedGroupBytes = std::size_t{1} << 20, kNhwcBytes = std::size_t{4} << 20;
