@@ -1,5 +1,10 @@
 // Probe: the dense layer 64 x 3136 -> 1024 (fp32, one thread) as oneDNN 3.2's inner product with blocked weights
 // (one reorder of W per step shared by forward and data gradient), against the matmul y^T = W x^T and dnnl_sgemm dx.
+// Build: g++ -O2 -std=c++20 -I.venv-onednn/include dense_inner_product.cpp -L.venv-onednn/lib -ldnnl
+//        -Wl,-rpath,.venv-onednn/lib -o /tmp/ip && OMP_NUM_THREADS=1 taskset -c 1 /tmp/ip
+// Its "today" matmul line is wrong: the descriptors below made oneDNN fall back to a reference kernel (4 s). The
+// record compares with `dense_products_onednn3.cpp` of 2026-11-25-cpu-spr-8 instead (forward 2.20-2.25 ms); the
+// dnnl_sgemm line (2.39-2.40 ms) is right.
 #include <oneapi/dnnl/dnnl.hpp>
 #include <chrono>
 #include <cstdio>
