@@ -26,9 +26,10 @@ memory::desc operand(const DnnlContext& ctx, const memory::desc& d) {
   return memory::desc(d.get_dims(), ctx.operand_type(), tag::any);
 }
 
-// Our layout of an activation with `block` channels per block (1: NCHW; all of them: NHWC).
-tag activation_tag(int block, int channels) {
-  if (block > 1 && block == channels) return tag::nhwc;
+// Our layout of an activation with `block` channels per block (1: NCHW); all of them is NHWC where the convolution
+// runs on NHWC (for 16 channels nChw16c is the same memory, which the blocked kernels' primitives name so).
+tag activation_tag(int block, int channels, bool nhwc) {
+  if (nhwc && block > 1 && block == channels) return tag::nhwc;
   switch (block) {
     case 1:
       return tag::nchw;
@@ -46,13 +47,13 @@ tag activation_tag(int block, int channels) {
 DnnlConv2d::DnnlConv2d(DnnlContext& ctx, const Conv2dShape& s)
     : shape_(s),
       activations_(ctx.activation_type(s.data)),
-      src_({s.batch, s.in_channels, s.in_h, s.in_w}, activations_, activation_tag(s.in_block, s.in_channels)),
+      nhwc_(runs_nhwc(ctx, s, activations_)),
+      src_({s.batch, s.in_channels, s.in_h, s.in_w}, activations_, activation_tag(s.in_block, s.in_channels, nhwc_)),
       weights_({s.filters, s.in_channels, s.kernel_h, s.kernel_w}, f32, tag::oihw),
-      dst_({s.batch, s.filters, s.out_h(), s.out_w()}, activations_, activation_tag(s.out_block, s.filters)),
+      dst_({s.batch, s.filters, s.out_h(), s.out_w()}, activations_, activation_tag(s.out_block, s.filters, nhwc_)),
       bias_({s.filters}, f32, tag::a),
       strides_{s.stride, s.stride},
       padding_{s.padding, s.padding} {
-  nhwc_ = runs_nhwc(ctx);
   hint_ = DNNL_CALL(dnnl::convolution_forward::primitive_desc(
       ctx.engine(), dnnl::prop_kind::forward_training, kAlgorithm, activation(ctx, src_), operand(ctx, weights_),
       activation(dst_), strides_, padding_, padding_, DnnlContext::attributes()));
@@ -64,13 +65,16 @@ DnnlConv2d::DnnlConv2d(DnnlContext& ctx, const Conv2dShape& s)
 // model's conv2 (5x5, 32 -> 64 on 14x14; BM_ConvDnnl/conv2_*_nhwc_noreorder), and lost on ResNet-50's 1x1 (120 ->
 // 74 GFLOP/s), strided 3x3 and 3x3-on-7x7 convolutions (BM_BackendLayer/cpu/conv*; perf/results/
 // 2026-11-26-cpu-nhwc.md). 16-bit operands keep oneDNN's own choice.
-bool DnnlConv2d::runs_nhwc(DnnlContext& ctx) const {
-  const bool measured_faster = shape_.stride == 1 && shape_.kernel_h >= 5 && shape_.kernel_w >= 5;
-  if (!measured_faster || activations_ != f32 || ctx.operand_type() != f32) return false;
-  const auto nhwc = [](const memory::desc& d) { return memory::desc(d.get_dims(), f32, tag::nhwc); };
-  const auto pd = DNNL_CALL(dnnl::convolution_forward::primitive_desc(
-      ctx.engine(), dnnl::prop_kind::forward_training, kAlgorithm, nhwc(src_), operand(ctx, weights_), nhwc(dst_),
-      strides_, padding_, padding_, DnnlContext::attributes(), true));
+bool DnnlConv2d::runs_nhwc(DnnlContext& ctx, const Conv2dShape& s, memory::data_type activations) {
+  const bool measured_faster = s.stride == 1 && s.kernel_h >= 5 && s.kernel_w >= 5;
+  if (!measured_faster || activations != f32 || ctx.operand_type() != f32) return false;
+  const memory::desc x({s.batch, s.in_channels, s.in_h, s.in_w}, f32, tag::nhwc),
+      w({s.filters, s.in_channels, s.kernel_h, s.kernel_w}, f32, tag::any),
+      y({s.batch, s.filters, s.out_h(), s.out_w()}, f32, tag::nhwc);
+  const memory::dims strides{s.stride, s.stride}, padding{s.padding, s.padding};
+  const auto pd = DNNL_CALL(dnnl::convolution_forward::primitive_desc(ctx.engine(), dnnl::prop_kind::forward_training,
+                                                                      kAlgorithm, x, w, y, strides, padding, padding,
+                                                                      DnnlContext::attributes(), true));
   return pd && std::string_view(DNNL_CALL(pd.impl_info_str())).starts_with("brg");
 }
 
@@ -91,7 +95,7 @@ int DnnlConv2d::block_of(const memory::desc& chosen) const {
   const memory::dims dims = chosen.get_dims();
   const int channels = nhwc_ && dims.size() == 4 ? static_cast<int>(dims.at(1)) : 0;
   for (const int block : {channels, 16, 8})
-    if (block > 1 && chosen == memory::desc(dims, activations_, activation_tag(block, channels))) return block;
+    if (block > 1 && chosen == memory::desc(dims, activations_, activation_tag(block, channels, nhwc_))) return block;
   return 1;
 }
 

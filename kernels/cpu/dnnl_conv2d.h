@@ -49,15 +49,15 @@ class DnnlConv2d {
   // dy in backward_dy_layout() at staging_offset; dy itself where no reorder is needed.
   const void* stage_dy(DnnlContext& ctx, const void* dy, std::size_t staging_offset);
   int block_of(const dnnl::memory::desc& chosen) const;
-  bool runs_nhwc(DnnlContext& ctx) const;
+  static bool runs_nhwc(DnnlContext& ctx, const Conv2dShape& s, dnnl::memory::data_type activations);
   dnnl::memory::desc activation(const DnnlContext& ctx, const dnnl::memory::desc& d) const;
   dnnl::memory::desc activation(const dnnl::memory::desc& d) const;
 
   Conv2dShape shape_;
   dnnl::memory::data_type activations_;            // of x, y, dx and dy as we hold them
+  bool nhwc_ = false;                               // the primitives take x, y, dx and dy as NHWC
   dnnl::memory::desc src_, weights_, dst_, bias_;  // our layouts
   dnnl::memory::dims strides_, padding_;
-  bool nhwc_ = false;                               // the primitives take x, y, dx and dy as NHWC
   dnnl::convolution_forward::primitive_desc hint_;  // the forward the backward primitives are made to match
   std::string implementation_;
   std::optional<PlainPrimitive> forward_[2], backward_filter_[2], backward_data_;  // [0] without bias, [1] with
