@@ -3,7 +3,9 @@
 ranks of one thread each, batch 64 per rank, trained by ringtrain (mpirun), Keras 3 on TensorFlow with
 MirroredStrategy (perf/frameworks/keras_mirrored_fmnist.py) and PyTorch DDP over gloo
 (perf/frameworks/torch_ddp_fmnist.py), all in this one call, repeats interleaved so load changes hit every
-framework alike. Each run times only the steps after its warm-up:
+framework alike: each repeat runs the three once, in an order rotated from repeat to repeat (no framework always
+first), and ringtrain's ratio to another is also given per repeat (paired), which a machine whose speed drifts
+between repeats moves less than the ratio of medians. Each run times only the steps after its warm-up:
   ringtrain  steady_samples_per_s of metrics.jsonl (steps after run.timing_warmup_steps, device clock)
   Keras      wall time from the end of the last warm-up batch to the end of the last timed one
   PyTorch    wall time between barriers after the warm-up and after the last timed step
@@ -80,13 +82,18 @@ def pytorch(args):
 def table(records):
     by = {}
     for r in records:
-        by.setdefault(f'{r["framework"]} ({r["precision"]})', []).append(r["samples_per_s"])
-    ours = statistics.median(next(rates for name, rates in by.items() if name.startswith("ringtrain")))
-    lines = ["| framework | samples/s, median | range | runs | ringtrain / this |", "|---|---|---|---|---|"]
-    for name, rates in by.items():
+        by.setdefault(f'{r["framework"]} ({r["precision"]})', {})[r["repeat"]] = r["samples_per_s"]
+    ours_by_repeat = next(rates for name, rates in by.items() if name.startswith("ringtrain"))
+    ours = statistics.median(ours_by_repeat.values())
+    lines = ["| framework | samples/s, median | range | runs | ringtrain / this | paired, per repeat: median (range) |",
+             "|---|---|---|---|---|---|"]
+    for name, by_repeat in by.items():
+        rates = list(by_repeat.values())
         median = statistics.median(rates)
+        paired = [ours_by_repeat[k] / v for k, v in by_repeat.items() if k in ours_by_repeat]
+        paired_text = f"{statistics.median(paired):.2f}x ({min(paired):.2f} – {max(paired):.2f})"
         lines.append(f"| {name} | {median:,.0f} | {min(rates):,.0f} – {max(rates):,.0f} | {len(rates)} | "
-                     f"{ours / median:.2f}x |")
+                     f"{ours / median:.2f}x | {paired_text} |")
     return "\n".join(lines)
 
 
@@ -104,8 +111,9 @@ def main():
     p.add_argument("--out", help="JSON lines, one per run")
     args = p.parse_args()
     records = []
+    frameworks = (ringtrain, keras, pytorch)
     for repeat in range(args.repeats):
-        for run in (ringtrain, keras, pytorch):
+        for run in frameworks[repeat % 3:] + frameworks[:repeat % 3]:
             load = os.getloadavg()[0]
             record = run(args)
             record.update({"repeat": repeat + 1, "load_average_before": load})
