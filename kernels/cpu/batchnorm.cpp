@@ -636,7 +636,8 @@ bool blocked_input_fits(const BatchNormShape& s, int block) {
   if (!has_block_kernels(s, block)) return false;
   const std::size_t block_bytes = sizeof(float) * static_cast<std::size_t>(block) *
                                   static_cast<std::size_t>(s.batch) * static_cast<std::size_t>(s.spatial);
-  return block_bytes <= (block == s.channels ? kNhwcBytes : kBlockedGroupBytes);
+  const bool nhwc = block == s.channels && block > 16;  // 8 or 16 channels: the blocked kernels' own one group
+  return block_bytes <= (nhwc ? kNhwcBytes : kBlockedGroupBytes);
 }
 
 bool blocked_output_supported(const BatchNormShape& s, int block) {

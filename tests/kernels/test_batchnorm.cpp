@@ -238,6 +238,7 @@ TEST(BatchNorm, ABlockedInputIsTakenWhereABlockOfTheBatchStaysInL2) {
   // NHWC, one block of every channel: conv2's output whole (3.2 MB), for the convolution's NHWC kernel before it.
   EXPECT_TRUE(blocked_input_fits({64, 64, 14 * 14}, 64));
   EXPECT_FALSE(blocked_input_fits({64, 64, 28 * 28}, 64));  // 12.8 MB
+  EXPECT_FALSE(blocked_input_fits({64, 16, 28 * 28}, 16));  // 16 channels: a block of 16, 3.2 MB as conv1's above
   EXPECT_FALSE(blocked_input_fits({8, 48, 7 * 7}, 48));     // no kernel for 48 channels
   EXPECT_FALSE(blocked_input_fits({8, 128, 7 * 7}, 128));   // nor 128
 }
