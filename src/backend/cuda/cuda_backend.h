@@ -12,6 +12,7 @@
 #include "backend/cuda/dnn.h"
 #include "backend/cuda/math_mode.h"
 #include "kernels/cuda/stream.h"
+#include "kernels/resized_rows.h"
 #include "model/backend.h"
 
 namespace ringtrain::backend {
@@ -149,6 +150,9 @@ class CudaBackend final : public model::Backend {
   // The shape cuDNN runs convolution s as: on 16-bit NHWC activations, its input channels padded with zeros to a
   // multiple of 8, which tensor-core kernels read (a 7x7 stem on 3 channels otherwise runs on slow ones).
   model::Conv2dShape conv_shape(const model::Conv2dShape& s) const;
+  // How s's NHWC input is padded to conv_shape's channels (rows of channels, one per position), with the backend's
+  // padding buffer made large enough for it where it is padded.
+  kernels::ResizedRows input_padding(const model::Conv2dShape& s);
   // x (s's NHWC input) with its channels padded as conv_shape's, in the backend's padding buffer.
   const void* padded_input(const model::Conv2dShape& s, const void* x);
   bool nhwc(kernels::ElementType type) const;

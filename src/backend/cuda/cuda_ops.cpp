@@ -96,11 +96,15 @@ model::Conv2dShape CudaBackend::conv_shape(const model::Conv2dShape& s) const {
   return padded;
 }
 
+kernels::ResizedRows CudaBackend::input_padding(const model::Conv2dShape& s) {
+  const kernels::ResizedRows pad{int64_t{s.batch} * s.in_h * s.in_w, s.in_channels, conv_shape(s).in_channels,
+                                 s.data};
+  if (pad.to != pad.from) state_->channel_padding.ensure(Elements{pad.rows * pad.to, s.data}.bytes(), stream());
+  return pad;
+}
+
 const void* CudaBackend::padded_input(const model::Conv2dShape& s, const void* x) {
-  const int64_t positions = int64_t{s.batch} * s.in_h * s.in_w;
-  const kernels::ResizedRows pad{positions, s.in_channels, conv_shape(s).in_channels, s.data};
-  state_->channel_padding.ensure(Elements{positions * pad.to, s.data}.bytes(), stream());
-  kc::resize_rows(pad, x, state_->channel_padding.get(), stream());
+  kc::resize_rows(input_padding(s), x, state_->channel_padding.get(), stream());
   return state_->channel_padding.get();
 }
 
@@ -144,11 +148,8 @@ void CudaBackend::dropout_backward(Elements n, float p, const uint8_t* mask, con
 // A convolution whose channels conv_shape pads reads its input through the padding buffer (made at prepare, so no
 // step allocates), and its data gradient is cropped back out of it.
 model::ScratchBytes CudaBackend::conv2d_prepare(const model::Conv2dShape& s) {
-  const model::Conv2dShape run = conv_shape(s);
-  if (run.in_channels != s.in_channels)
-    state_->channel_padding.ensure(Elements{int64_t{s.batch} * s.in_h * s.in_w * run.in_channels, s.data}.bytes(),
-                                   stream());
-  return dnn().prepare_conv(run);
+  input_padding(s);
+  return dnn().prepare_conv(conv_shape(s));
 }
 std::string CudaBackend::conv2d_method(const model::Conv2dShape& s) {
   const model::Conv2dShape run = conv_shape(s);
@@ -172,9 +173,10 @@ void CudaBackend::conv2d_backward(const model::Conv2dShape& s, const void* x, co
   // The padded input is read: its buffer takes the padded data gradient next, in stream order.
   void* const data_gradient = padded ? state_->channel_padding.get() : dx;
   dnn().conv_backward_data(run, dy, filters_in(s, w, false), data_gradient, scratch);
-  if (padded)
-    kc::resize_rows({int64_t{s.batch} * s.in_h * s.in_w, run.in_channels, s.in_channels, s.data}, data_gradient, dx,
-                    stream());
+  if (padded) {
+    const kernels::ResizedRows pad = input_padding(s);
+    kc::resize_rows({pad.rows, pad.to, pad.from, pad.type}, data_gradient, dx, stream());
+  }
 }
 
 // Row-major, W stored out x in (kernels/cpu/dense.h): y (n x out) = x (n x in) * W^T (in x out), then the bias.
