@@ -10,17 +10,22 @@
 
 namespace ringtrain::kernels::cpu {
 
-// Scratch memory reused across calls (the im2col buffer, and a 16-bit call's fp32 images); each slot grows on
-// demand, never shrinks.
+// Scratch memory reused across calls (the im2col buffer or the direct kernels' shifted copies, their filter
+// gradient's lane sums, and a 16-bit call's fp32 images); each slot grows on demand, never shrinks.
 class ConvWorkspace {
  public:
-  enum Slot { kColumns, kInputImage, kOutputImage, kSlots };
+  enum Slot { kColumns, kLaneSums, kInputImage, kOutputImage, kSlots };
   float* get(std::size_t floats, Slot slot = kColumns);
   std::size_t bytes() const;  // held now
 
  private:
   std::vector<float> buffers_[kSlots];
 };
+
+// A stride-1 layer with at most 4 input channels runs on the direct kernels of conv2d_direct.h when this process
+// computes on one thread (forward and filter gradient); everything else, and any layer with more threads, on
+// im2col + the threaded BLAS.
+bool conv2d_runs_direct(const Conv2dShape& s);
 
 // y = conv(x, w) + bias (bias may be null). Overwrites y. x and y in s.data.
 void conv2d_forward(const Conv2dShape& s, const void* x, const float* w, const float* bias, void* y,

@@ -11,6 +11,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "common/error.h"
 #include "config/job_config.h"
+#include "kernels/cpu/conv2d_direct.h"
 #include "model/network.h"
 #include "tests/core/layer_specs.h"
 
@@ -403,15 +404,20 @@ TEST(Network, ABackendWithoutTheElementTypeIsRefusedBeforeAnythingRuns) {
 }
 
 // The layer profile says how each convolution runs (Network::methods): the CPU backend names oneDNN's implementation
-// where oneDNN runs it (16 or more input channels) and im2col + OpenBLAS elsewhere; identical lines count once.
+// where oneDNN runs it (16 or more input channels), the direct kernel on one thread for a few-channel stride-1 layer
+// (in an AVX-512 build) and im2col + OpenBLAS elsewhere; identical lines count once.
 TEST(Network, MethodsNameHowTheBackendRunsEachConvolution) {
   backend::CpuBackend cpu(1);
+  const bool direct = kernels::cpu::conv2d_direct_takes({2, 1, 8, 8, 16, 3, 3, 1, 1});
   const std::vector<LayerSpec> layers{layer(LayerKind::conv2d, 16, 3, 1, 1), layer(LayerKind::conv2d, 16, 3, 1, 1),
                                       layer(LayerKind::conv2d, 16, 3, 1, 1), layer(LayerKind::flatten),
                                       layer(LayerKind::dense, 3)};
   const model::Network net(layers, cpu, {2, 1, 8, 8}, 3);
   const std::string methods = net.methods();
-  EXPECT_NE(methods.find(" 1x8x8 in: im2col + OpenBLAS SGEMM\n"), std::string::npos) << methods;
+  EXPECT_NE(methods.find(direct ? " 1x8x8 in: direct kernel; im2col + OpenBLAS SGEMM for the data gradient\n"
+                                 : " 1x8x8 in: im2col + OpenBLAS SGEMM\n"),
+            std::string::npos)
+      << methods;
   EXPECT_NE(methods.find("16x8x8 in: oneDNN "), std::string::npos) << methods;
   EXPECT_NE(methods.find(" (x2)\n"), std::string::npos) << methods;
   EXPECT_EQ(methods.find("dense"), std::string::npos) << "a layer with nothing to tell is left out: " << methods;

@@ -1,7 +1,7 @@
 // Tests for kernels/cpu/conv2d: forward against a direct convolution in double, all three gradients against
 // central finite differences, parameter-gradient accumulation and workspace reuse, over small odd shapes
 // (batch 3, 7x6 inputs) that exercise kernel 1/3/5, stride 1/2 and padding 0/1/2 (and so the pointwise, the
-// same-width and the general im2col paths).
+// same-width and the general im2col paths, and the direct few-channel kernels).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "kernels/cpu/conv2d.h"
+#include "kernels/cpu/conv2d_direct.h"
+#include "kernels/cpu/gemm.h"
 #include "tests/kernels/grad_check.h"
 
 namespace ringtrain::kernels::cpu {
@@ -146,8 +148,45 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{4, 3, 7, 6, 5, 1, 2, false},   // the model's 5x5 pad 2 (same width)
                       ConvCase{3, 2, 7, 6, 5, 2, 2, true},    // 5x5 stride 2
                       ConvCase{5, 3, 7, 6, 5, 1, 0, true},    // 5x5 valid: 3x2 output
-                      ConvCase{2, 3, 3, 2, 5, 1, 2, true}),   // kernel wider than the input, same width
+                      ConvCase{2, 3, 3, 2, 5, 1, 2, true},    // kernel wider than the input, same width
+                      // Filters in eights, stride 1, <= 4 channels: the direct kernels (conv2d_direct.h) on one
+                      // thread with AVX-512; planes of 42 and 20 outputs end in partial vectors, 784 does not.
+                      ConvCase{1, 8, 7, 6, 5, 1, 2, true},    // direct 5x5, a 10-lane last vector
+                      ConvCase{1, 8, 28, 28, 5, 1, 2, false}, // direct: the model's conv1, 49 whole vectors
+                      ConvCase{3, 16, 7, 6, 3, 1, 1, false},  // direct 3x3 on three channels
+                      ConvCase{2, 8, 7, 6, 3, 1, 0, true},    // direct valid 3x3: 5x4 outputs
+                      ConvCase{4, 8, 9, 9, 5, 1, 4, false},   // direct, padding of 4: border rows all zero
+                      ConvCase{1, 16, 5, 4, 3, 1, 1, true}),  // direct, 20 outputs: one vector and 4 lanes
     case_name);
+
+// Which path the routing picks on one thread, and that im2col + BLAS (taken with more threads) gives the direct
+// kernels' numbers within float rounding.
+TEST(ConvDirect, TakesFewChannelStrideOneLayersAndAgreesWithIm2col) {
+  const Conv2dShape model_conv1{4, 1, 28, 28, 32, 5, 5, 1, 2};
+  if (!conv2d_direct_takes(model_conv1)) GTEST_SKIP() << "this build has no AVX-512: the direct kernels are off";
+  EXPECT_FALSE(conv2d_direct_takes(Conv2dShape{4, 1, 28, 28, 32, 5, 5, 2, 2})) << "stride 2";
+  EXPECT_FALSE(conv2d_direct_takes(Conv2dShape{4, 5, 28, 28, 32, 5, 5, 1, 2})) << "5 input channels";
+  EXPECT_FALSE(conv2d_direct_takes(Conv2dShape{4, 1, 28, 28, 12, 5, 5, 1, 2})) << "12 filters";
+  EXPECT_FALSE(conv2d_direct_takes(Conv2dShape{4, 1, 28, 28, 32, 7, 7, 1, 3})) << "7x7";
+  const int threads = compute_threads();
+  set_compute_threads(1);
+  EXPECT_TRUE(conv2d_runs_direct(model_conv1));
+  const auto x = random_vector(std::size_t(4) * 28 * 28, 41), w = random_vector(std::size_t(32) * 25, 42);
+  const auto dy = random_vector(std::size_t(4) * 32 * 28 * 28, 43);
+  std::vector<float> y_direct(dy.size()), y_gemm(dy.size()), dw_direct(w.size()), dw_gemm(w.size());
+  ConvWorkspace ws;
+  conv2d_forward(model_conv1, x.data(), w.data(), nullptr, y_direct.data(), ws);
+  conv2d_backward_filter(model_conv1, x.data(), dy.data(), dw_direct.data(), nullptr, ws);
+  set_compute_threads(2);
+  EXPECT_FALSE(conv2d_runs_direct(model_conv1));
+  conv2d_forward(model_conv1, x.data(), w.data(), nullptr, y_gemm.data(), ws);
+  conv2d_backward_filter(model_conv1, x.data(), dy.data(), dw_gemm.data(), nullptr, ws);
+  set_compute_threads(threads);
+  for (std::size_t i = 0; i < y_direct.size(); ++i)
+    ASSERT_NEAR(y_direct[i], y_gemm[i], 1e-5f * (1.0f + std::abs(y_gemm[i]))) << "y " << i;
+  for (std::size_t i = 0; i < dw_direct.size(); ++i)
+    ASSERT_NEAR(dw_direct[i], dw_gemm[i], 1e-4f * (1.0f + std::abs(dw_gemm[i]))) << "dw " << i;
+}
 
 TEST(ConvWorkspace, ReusedAcrossShapesGivesSameResult) {
   // A workspace grown by a large layer and then used by a smaller one must not leak stale columns.

@@ -172,7 +172,9 @@ int CpuBackend::conv2d_input_block(const model::Conv2dShape& s) {
   return on_dnnl(s) && !nhwc_.enabled() ? dnnl_.conv2d_input_block(s) : 1;
 }
 std::string CpuBackend::conv2d_method(const model::Conv2dShape& s) {
-  return on_dnnl(s) ? "oneDNN " + dnnl_.conv2d_implementation(s) : "im2col + OpenBLAS SGEMM";
+  if (on_dnnl(s)) return "oneDNN " + dnnl_.conv2d_implementation(s);
+  return kc::conv2d_runs_direct(s) ? "direct kernel; im2col + OpenBLAS SGEMM for the data gradient"
+                                   : "im2col + OpenBLAS SGEMM";
 }
 
 // Products read their operands as the GPU's tensor cores would: activations in their stored type and, under
