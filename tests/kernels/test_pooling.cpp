@@ -11,11 +11,13 @@
 #include <vector>
 
 #include "kernels/cpu/pooling.h"
+#include "tests/kernels/float_bits.h"
 #include "tests/kernels/grad_check.h"
 
 namespace ringtrain::kernels::cpu {
 namespace {
 
+using test_support::bits_of;
 using testing::distinct_vector;
 using testing::expect_gradient_near;
 using testing::numeric_gradient;
@@ -125,6 +127,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, PoolTest,
                                            PoolShape{3, 2, 7, 6, 2, 2, 0},   // odd height: last row dropped
                                            PoolShape{2, 2, 6, 16, 2, 2, 0},  // rows of 8: tiled backward path
                                            PoolShape{2, 2, 7, 17, 2, 2, 0},  // ... with a spare row and column
+                                           PoolShape{2, 2, 28, 28, 2, 2, 0}, // conv1's: 14-window vector rows
+                                           PoolShape{1, 2, 9, 33, 2, 2, 0},  // 16 windows a row, spare row/col
                                            PoolShape{3, 2, 7, 6, 3, 2, 1},   // padded, overlapping
                                            PoolShape{3, 3, 7, 6, 3, 1, 1},   // stride 1: heavy overlap
                                            PoolShape{2, 2, 7, 6, 2, 1, 0},
@@ -184,6 +188,40 @@ TEST(Pool, MaxTiesPickTheFirstInScanOrderOnEveryPath) {
   maxpool_forward(general, g.data(), y.data(), argmax.data());
   EXPECT_EQ(y[0], 7.0f);
   EXPECT_EQ(argmax[0], 1);
+}
+
+// Every 2x2/2 row width from 1 to 20 windows (the AVX-512 rows take 8 to 16), values drawn from five levels so
+// ties are common, a NaN now and then and -0 gradients: the maxima, winners and unpooled gradient bit for bit
+// against the scalar tournament written out here (ordered >, the earlier candidate kept on a tie; a winner gets
+// the gradient itself on rows of 8 or more windows, 0 + g below, zero elsewhere).
+TEST(Pool, TwoByTwoRowsOfEveryWidthGiveTheScalarTournamentsBits) {
+  const float levels[5] = {-1.0f, 0.0f, 0.5f, 0.5f, std::numeric_limits<float>::quiet_NaN()};
+  for (int ow = 1; ow <= 20; ++ow) {
+    const PoolShape s{2, 1, 7, 2 * ow + ow % 2, 2, 2, 0};
+    std::vector<float> x(in_size(s));
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = levels[(i * 7 + i / 3) % (i % 11 == 0 ? 5 : 4)];
+    std::vector<float> y(out_size(s)), dy(out_size(s)), dx(in_size(s), 42.0f);
+    std::vector<int32_t> argmax(out_size(s));
+    for (std::size_t o = 0; o < dy.size(); ++o) dy[o] = o % 4 == 0 ? -0.0f : 0.25f * float(o);
+    maxpool_forward(s, x.data(), y.data(), argmax.data());
+    maxpool_backward(s, dy.data(), argmax.data(), dx.data());
+    std::vector<float> want_dx(in_size(s), 0.0f);
+    for (int p = 0; p < s.batch; ++p)
+      for (int i = 0; i < s.out_h(); ++i)
+        for (int j = 0; j < ow; ++j) {
+          const std::size_t plane = std::size_t(p) * s.in_h * s.in_w, at = plane + (2 * i) * s.in_w + 2 * j;
+          const float a = x[at], b = x[at + 1], c = x[at + s.in_w], d = x[at + s.in_w + 1];
+          const float top = b > a ? b : a, bottom = d > c ? d : c;
+          const bool lower = bottom > top;
+          const std::size_t win = lower ? at + s.in_w + (d > c) : at + (b > a);
+          const std::size_t o = (std::size_t(p) * s.out_h() + i) * ow + j;
+          ASSERT_EQ(bits_of(y[o]), bits_of(lower ? bottom : top)) << ow << " windows, output " << o;
+          ASSERT_EQ(std::size_t(argmax[o]), win - plane) << ow << " windows, output " << o;
+          want_dx[win] = ow < 8 ? 0.0f + dy[o] : dy[o];
+        }
+    for (std::size_t i = 0; i < dx.size(); ++i)
+      ASSERT_EQ(bits_of(dx[i]), bits_of(want_dx[i])) << ow << " windows, input " << i;
+  }
 }
 
 }  // namespace
