@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "kernels/element_type.h"
+#include "kernels/host_device.h"
 
 namespace ringtrain::kernels {
 
@@ -21,5 +22,21 @@ struct Planes {
   ElementType type = ElementType::f32;
   int64_t elements() const { return n * c * hw; }
 };
+
+// Where storage element i of a tensor lies in NCHW order: what an operation whose numbers follow an element's
+// position (dropout's draw) indexes by, so that a backend's layout changes no number. NCHW, or one position per
+// sample, is the identity.
+struct NchwIndex {
+  int64_t channels = 1, plane = 1;  // C and H x W
+  bool nhwc = false;                 // the tensor is stored NHWC
+  RT_HOST_DEVICE int64_t of(int64_t i) const {
+    if (!nhwc || channels == 1 || plane == 1) return i;
+    const int64_t image = channels * plane, within = i % image;
+    return i - within + within % channels * plane + within / channels;
+  }
+};
+inline NchwIndex nchw_index(const Planes& p, ActivationLayout stored) {
+  return {p.c, p.hw, stored == ActivationLayout::nhwc};
+}
 
 }  // namespace ringtrain::kernels

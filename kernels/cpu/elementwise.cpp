@@ -69,12 +69,13 @@ void unscale(int64_t n, float factor, float* y, int32_t* nonfinite) {
   if (all_ones_exponent) *nonfinite = 1;
 }
 
-void dropout_forward(int64_t n, float p, uint64_t seed, const float* x, float* y, uint8_t* mask) {
+void dropout_forward(int64_t n, float p, uint64_t seed, const float* x, float* y, uint8_t* mask,
+                     NchwIndex order) {
   if (p <= 0.0f) p = 0.0f;
   const DropoutDraw draw(seed, p);
   const float s = keep_scale(p);
   for (int64_t i = 0; i < n; ++i) {
-    const bool kept = p < 1.0f && draw.keep(i);
+    const bool kept = p < 1.0f && draw.keep(order.of(i));
     mask[i] = kept ? 1 : 0;
     y[i] = kept ? x[i] * s : 0.0f;
   }

@@ -2,6 +2,8 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/activation_layout.h"
+
 namespace ringtrain::kernels::cpu {
 
 void relu_forward(int64_t n, const float* x, float* y);
@@ -15,9 +17,10 @@ void scale(int64_t n, float factor, float* y);
 void unscale(int64_t n, float factor, float* y, int32_t* nonfinite);
 
 // Inverted dropout: keeps each element with probability 1-p and scales kept ones by 1/(1-p), so inference is
-// the identity. The mask is drawn from a counter-based generator keyed by (seed, offset) so a step is
-// reproducible on any rank and thread count.
-void dropout_forward(int64_t n, float p, uint64_t seed, const float* x, float* y, uint8_t* mask);
+// the identity. The mask is drawn from a counter-based generator keyed by (seed, element's NCHW index: `order`)
+// so a step is reproducible on any rank, thread count and layout.
+void dropout_forward(int64_t n, float p, uint64_t seed, const float* x, float* y, uint8_t* mask,
+                     NchwIndex order = {});
 void dropout_backward(int64_t n, float p, const uint8_t* mask, const float* dy, float* dx);
 
 }  // namespace ringtrain::kernels::cpu

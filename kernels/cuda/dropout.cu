@@ -12,10 +12,10 @@ using detail::load;
 using detail::store;
 
 template <class T>
-__global__ void dropout_forward_kernel(int64_t n, float p, float keep_scale, uint64_t seed, const T* x, T* y,
-                                       uint8_t* mask) {
+__global__ void dropout_forward_kernel(int64_t n, float p, float keep_scale, uint64_t seed, NchwIndex order,
+                                       const T* x, T* y, uint8_t* mask) {
   for (int64_t i = global_index(); i < n; i += grid_stride()) {
-    const bool keep = dropout_keeps(seed, static_cast<uint64_t>(i), p);
+    const bool keep = dropout_keeps(seed, static_cast<uint64_t>(order.of(i)), p);
     mask[i] = keep ? 1 : 0;
     store(y + i, keep ? load(x + i) * keep_scale : 0.0f);
   }
@@ -31,12 +31,13 @@ float keep_scale_for(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
 
 }  // namespace
 
-void dropout_forward(Elements n, float p, uint64_t seed, const void* x, void* y, uint8_t* mask, Stream stream) {
+void dropout_forward(Elements n, float p, uint64_t seed, const void* x, void* y, uint8_t* mask, Stream stream,
+                     NchwIndex order) {
   if (n.n <= 0) return;
   detail::with_element(n.type, [&](auto t) {
     using T = decltype(t);
     dropout_forward_kernel<<<detail::blocks_for(n.n), detail::kThreads, 0, stream>>>(
-        n.n, p, keep_scale_for(p), seed, static_cast<const T*>(x), static_cast<T*>(y), mask);
+        n.n, p, keep_scale_for(p), seed, order, static_cast<const T*>(x), static_cast<T*>(y), mask);
   });
   RT_CHECK_LAUNCH();
 }

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/activation_layout.h"
 #include "kernels/element_type.h"
 #include "kernels/host_device.h"
 #include "kernels/cuda/stream.h"
@@ -26,8 +27,10 @@ RT_HOST_DEVICE inline bool dropout_keeps(uint64_t seed, uint64_t index, float p)
 }
 
 // y = keep ? x / (1-p) : 0; mask[i] = keep (1/0), kept for backward. p in [0, 1); p >= 1 drops everything.
-// x and y are n.type (element_access.cuh: fp32 arithmetic, stored rounded).
-void dropout_forward(Elements n, float p, uint64_t seed, const void* x, void* y, uint8_t* mask, Stream stream);
+// x and y are n.type (element_access.cuh: fp32 arithmetic, stored rounded). Element i draws at order.of(i), its
+// NCHW index, so an NHWC tensor keeps the elements an NCHW one would.
+void dropout_forward(Elements n, float p, uint64_t seed, const void* x, void* y, uint8_t* mask, Stream stream,
+                     NchwIndex order = {});
 // dx = mask ? dy / (1-p) : 0 (overwritten).
 void dropout_backward(Elements n, float p, const uint8_t* mask, const void* dy, void* dx, Stream stream);
 

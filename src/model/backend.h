@@ -151,9 +151,12 @@ class Backend {
   virtual void unscale(int64_t n, float factor, float* y, int32_t* nonfinite) = 0;
   virtual void relu_forward(Elements n, const void* x, void* y) = 0;  // y may alias x
   virtual void relu_backward(Elements n, const void* y, const void* dy, void* dx) = 0;
-  // Inverted dropout: keeps each element with probability 1-p, scaled by 1/(1-p); mask: one byte per element,
-  // kept for backward. The mask is reproducible from the seed on each backend (not across backends).
-  virtual void dropout_forward(Elements n, float p, uint64_t seed, const void* x, void* y, uint8_t* mask) = 0;
+  // Inverted dropout: keeps each element with probability 1-p, scaled by 1/(1-p); mask: one byte per element in x's
+  // order, kept for backward. Each element's draw follows its NCHW position in x's planes (kernels::NchwIndex), so
+  // it is the same whichever layout the backend stores x in. The mask is reproducible from the seed on each backend
+  // (not across backends).
+  virtual void dropout_forward(const kernels::Planes& x_planes, float p, uint64_t seed, const void* x, void* y,
+                               uint8_t* mask) = 0;
   virtual void dropout_backward(Elements n, float p, const uint8_t* mask, const void* dy, void* dx) = 0;
 
   // ---- convolution: prepare() at setup chooses algorithms and says what scratch they want, so no step does.

@@ -301,16 +301,19 @@ FusionRun run_fused_or_not(const std::vector<LayerSpec>& layers, model::Shape in
 // A backend may store 4-D activations NHWC (Backend::activation_layout; the CUDA backend's 16-bit path is to): the
 // network then reorders its input into it, flatten reorders out of it, and every layer's output lives NHWC. Run so
 // on the CPU twin (whose kernels run NCHW between reorders), a network of convolutions, batch norms (fused with their
-// ReLU and pool or not), a residual block, pools and flatten gives the NCHW run's bits: logits in training and
-// evaluation (a smaller batch), every gradient, the running statistics; in fp32 and in bf16.
+// ReLU and pool or not), a residual block, pools, dropout on 4-D activations (its draw follows each element's NCHW
+// position, not where it is stored) and flatten gives the NCHW run's bits: logits in training and evaluation (a
+// smaller batch), every gradient, the running statistics; in fp32 and in bf16.
 TEST(Network, StoringActivationsNhwcChangesNoNumber) {
+  auto dropout = layer(LayerKind::dropout);
+  dropout.rate = 0.25;
   auto block = layer(LayerKind::residual);
   block.body = {layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm), layer(LayerKind::relu),
                 layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm)};
   // 14x14 -> 7x7 (average pool) -> 4x4 (stride 2) -> 2x2 (fused or not max pool): flatten, or a dense layer on
   // the 4 x 2x2 values themselves, reorders them.
   std::vector<LayerSpec> layers{layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm),
-                                layer(LayerKind::relu), layer(LayerKind::avgpool, 2), block,
+                                layer(LayerKind::relu), layer(LayerKind::avgpool, 2), dropout, block,
                                 layer(LayerKind::conv2d, 6, 3, 2, 1), layer(LayerKind::batchnorm),
                                 layer(LayerKind::relu), layer(LayerKind::maxpool, 2),
                                 layer(LayerKind::conv2d, 4, 1, 1, 0), layer(LayerKind::flatten),

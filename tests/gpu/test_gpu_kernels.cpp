@@ -158,5 +158,26 @@ TEST_F(CudaKernels, DropoutMaskFollowsItsHostDefinition) {
   EXPECT_GT(differ, n / 5);
 }
 
+// Stored NHWC (the 16-bit layout), element i draws at its NCHW index: the mask, laid out NHWC, is the NCHW one.
+TEST_F(CudaKernels, DropoutOnNhwcStorageKeepsWhatNchwKeeps) {
+  const kernels::Planes planes{3, 5, 7 * 6, kernels::ElementType::f32};
+  const int64_t n = planes.elements();
+  const float p = 0.4f;
+  const uint64_t seed = 777;
+  auto x = upload(std::vector<float>(static_cast<size_t>(n), 1.0f));
+  model::DeviceBuffer y = cuda().allocate(n * sizeof(float)), mask = cuda().allocate(n);
+  kernels::cuda::dropout_forward({n, planes.type}, p, seed, x.as<float>(), y.as<float>(), mask.as<uint8_t>(),
+                                 cuda().stream(), kernels::nchw_index(planes, kernels::ActivationLayout::nhwc));
+  std::vector<uint8_t> got(static_cast<size_t>(n));
+  cuda().to_host(got.data(), mask.as<void>(), got.size());
+  for (int64_t s = 0; s < planes.n; ++s)
+    for (int64_t pos = 0; pos < planes.hw; ++pos)
+      for (int64_t c = 0; c < planes.c; ++c) {
+        const int64_t stored = (s * planes.hw + pos) * planes.c + c, nchw = (s * planes.c + c) * planes.hw + pos;
+        ASSERT_EQ(got[static_cast<size_t>(stored)] != 0, kernels::cuda::dropout_keeps(seed, nchw, p))
+            << "sample " << s << ", channel " << c << ", position " << pos;
+      }
+}
+
 }  // namespace
 }  // namespace ringtrain::gpu_test

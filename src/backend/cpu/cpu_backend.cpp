@@ -130,8 +130,11 @@ void CpuBackend::relu_backward(kernels::Elements n, const void* y, const void* d
   kc::relu_backward(n, y, dy, dx);
 }
 // Dropout's mask is drawn over the whole tensor, so it widens and narrows whole tensors.
-void CpuBackend::dropout_forward(kernels::Elements n, float p, uint64_t seed, const void* x, void* y, uint8_t* mask) {
-  kc::dropout_forward(n.n, p, seed, views_.read(0, n, x), views_.write(2, n, y), mask);
+void CpuBackend::dropout_forward(const kernels::Planes& x_planes, float p, uint64_t seed, const void* x, void* y,
+                                 uint8_t* mask) {
+  const kernels::Elements n{x_planes.elements(), x_planes.type};
+  kc::dropout_forward(n.n, p, seed, views_.read(0, n, x), views_.write(2, n, y), mask,
+                      kernels::nchw_index(x_planes, activation_layout(x_planes.type)));
   views_.store(2, n, y);
 }
 void CpuBackend::dropout_backward(kernels::Elements n, float p, const uint8_t* mask, const void* dy, void* dx) {

@@ -84,7 +84,8 @@ class CudaBackend final : public model::Backend {
   void unscale(int64_t n, float factor, float* y, int32_t* nonfinite) override;
   void relu_forward(kernels::Elements n, const void* x, void* y) override;
   void relu_backward(kernels::Elements n, const void* y, const void* dy, void* dx) override;
-  void dropout_forward(kernels::Elements n, float p, uint64_t seed, const void* x, void* y, uint8_t* mask) override;
+  void dropout_forward(const kernels::Planes& x_planes, float p, uint64_t seed, const void* x, void* y,
+                       uint8_t* mask) override;
   void dropout_backward(kernels::Elements n, float p, const uint8_t* mask, const void* dy, void* dx) override;
   model::ScratchBytes conv2d_prepare(const model::Conv2dShape& s) override;  // the chosen algorithms' workspaces
   std::string conv2d_method(const model::Conv2dShape& s) override;  // cuDNN's algorithms for it

@@ -138,8 +138,10 @@ void CudaBackend::relu_forward(Elements n, const void* x, void* y) { kc::relu_fo
 void CudaBackend::relu_backward(Elements n, const void* y, const void* dy, void* dx) {
   kc::relu_backward(n, y, dy, dx, stream());
 }
-void CudaBackend::dropout_forward(Elements n, float p, uint64_t seed, const void* x, void* y, uint8_t* mask) {
-  kc::dropout_forward(n, p, seed, x, y, mask, stream());
+void CudaBackend::dropout_forward(const kernels::Planes& x_planes, float p, uint64_t seed, const void* x, void* y,
+                                  uint8_t* mask) {
+  kc::dropout_forward({x_planes.elements(), x_planes.type}, p, seed, x, y, mask, stream(),
+                      kernels::nchw_index(x_planes, activation_layout(x_planes.type)));
 }
 void CudaBackend::dropout_backward(Elements n, float p, const uint8_t* mask, const void* dy, void* dx) {
   kc::dropout_backward(n, p, mask, dy, dx, stream());

@@ -25,11 +25,11 @@ class Dropout final : public LeafLayer {
   }
   void forward(const ForwardPass& pass) override {
     if (!active()) return;
-    const Elements n = pass.x.elements();
     if (pass.mode == Mode::train)
-      backend_.dropout_forward(n, rate(), pass.seed, pass.x.data, pass.y, mask_.as<uint8_t>());
+      backend_.dropout_forward(planes_of(pass.x.shape, pass.x.type), rate(), pass.seed, pass.x.data, pass.y,
+                               mask_.as<uint8_t>());
     else
-      backend_.copy(n, pass.x.data, pass.y);
+      backend_.copy(pass.x.elements(), pass.x.data, pass.y);
   }
   void backward(const BackwardPass& pass) override {
     if (active() && pass.dx)
