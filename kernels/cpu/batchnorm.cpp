@@ -493,14 +493,16 @@ void forward_infer_fp32(const BatchNormShape& s, const float* x, const float* ga
 }
 
 void backward_fp32(const BatchNormShape& s, const float* x, const float* dy, const float* gamma,
-                        const float* saved_mean, const float* saved_inv_std, float* dx, float* dgamma,
-                        float* dbeta, const float* relu_y, const FusedPool* pool) {
+                   const float* saved_mean, const float* saved_inv_std, float* dx, float* dgamma, float* dbeta,
+                   const float* relu_y, const FusedPool* pool, BatchNormWorkspace& ws) {
   const double count = static_cast<double>(s.batch) * s.spatial;
   if (count <= 0) return;
   const auto size = static_cast<std::size_t>(group_size(s));
   std::vector<float> partial_dy(size * static_cast<std::size_t>(s.spatial)), partial_dy_xc(partial_dy.size());
   std::vector<DxCoefficients> coef(size);
-  thread_local std::vector<float> masked, staged, plane_buffer;  // kept: 1-3 MB fresh each call faults its pages in
+  std::vector<float>& masked = ws.masked;
+  std::vector<float>& staged = ws.staged;
+  std::vector<float>& plane_buffer = ws.plane_buffer;
   const bool blocked = block_of(s) > 1, stage = blocked || pool;
   for_each_group(s, [&](ChannelGroup g) {
     const float* mean = saved_mean + g.first;
@@ -631,6 +633,10 @@ bool has_block_kernels(const BatchNormShape& s, int block) {
 
 }  // namespace
 
+std::size_t BatchNormWorkspace::bytes() const {
+  return sizeof(float) * (masked.capacity() + staged.capacity() + plane_buffer.capacity());
+}
+
 bool blocked_input_fits(const BatchNormShape& s, int block) {
   constexpr std::size_t kBlockedGroupBytes = std::size_t{1} << 20, kNhwcBytes = std::size_t{4} << 20;
   if (!has_block_kernels(s, block)) return false;
@@ -683,18 +689,20 @@ void batchnorm_forward_infer(const BatchNormShape& s, const void* x, const float
 
 void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, const float* gamma,
                         const float* saved_mean, const float* saved_inv_std, void* dx, float* dgamma, float* dbeta,
-                        const void* relu_y, const FusedPool* pool) {
+                        const void* relu_y, const FusedPool* pool, BatchNormWorkspace* workspace) {
+  BatchNormWorkspace own;
+  BatchNormWorkspace& ws = workspace ? *workspace : own;
   if (s.data == ElementType::f32)
     return backward_fp32(s, static_cast<const float*>(x), static_cast<const float*>(dy), gamma, saved_mean,
                          saved_inv_std, static_cast<float*>(dx), dgamma, dbeta, static_cast<const float*>(relu_y),
-                         pool);
+                         pool, ws);
   Staged staged;
   for_each_staged_group(s, pool, Winners::read, staged, [&](const GroupCall& g) {
     const int c = g.first;
     staged.dx.resize(g.in.staged_size());
     backward_fp32(g.shape, stage_in(g.in, x, staged.x), stage_in(g.out, dy, staged.dy), gamma + c, saved_mean + c,
                   saved_inv_std + c, staged.dx.data(), dgamma + c, dbeta + c, stage_in(g.out, relu_y, staged.y),
-                  g.pool);
+                  g.pool, ws);
     stage_out(g.in, staged.dx.data(), dx);
   });
 }

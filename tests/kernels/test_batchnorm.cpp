@@ -210,6 +210,18 @@ TEST(BatchNorm, FusedReluAndPoolGiveTheBitsOfTheKernelsApart) {
     EXPECT_TRUE(same(db_apart, db_fused));
     EXPECT_GT(std::count(y_fused.begin(), y_fused.end(), 0.0f), 0);  // the ReLU cut some windows entirely
 
+    // Staged in a workspace kept from call to call (the backend's, counted in its working memory): it holds the
+    // staging afterwards, and a second call through it gives the same bits.
+    BatchNormWorkspace kept;
+    std::vector<float> dx_kept(apart.x.size()), dg_kept(dg_apart.size()), db_kept(dg_apart.size());
+    for (int call = 0; call < 2; ++call) {
+      batchnorm_backward(fused.s, fused.x.data(), dy.data(), fused.gamma.data(), fused.mean.data(),
+                         fused.inv_std.data(), dx_kept.data(), dg_kept.data(), db_kept.data(), y_fused.data(), &fuse,
+                         &kept);
+      EXPECT_TRUE(same(dx_apart, dx_kept)) << "call " << call;
+    }
+    EXPECT_GE(kept.bytes(), sizeof(float) * std::size_t(k.batch) * k.h * k.w);  // at least one channel's planes
+
     batchnorm_forward_infer(apart.s, apart.x.data(), apart.gamma.data(), apart.beta.data(),
                             apart.running_mean.data(), apart.running_var.data(), kEps, apart.y.data(), true);
     maxpool_forward(pool, apart.y.data(), y_apart.data(), argmax_apart.data());

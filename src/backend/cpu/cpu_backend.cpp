@@ -104,7 +104,8 @@ std::unique_ptr<model::Readback> CpuBackend::make_readback(std::size_t bytes) {
 std::unique_ptr<model::DeviceClock> CpuBackend::make_clock(int capacity) { return std::make_unique<HostClock>(capacity); }
 
 std::size_t CpuBackend::working_bytes() const {
-  return conv_workspace_.bytes() + dnnl_.working_bytes() + rounded_.bytes() + views_.bytes() + nhwc_.bytes();
+  return conv_workspace_.bytes() + batchnorm_workspace_.bytes() + dnnl_.working_bytes() + rounded_.bytes() +
+         views_.bytes() + nhwc_.bytes();
 }
 
 void CpuBackend::zero(void* y, std::size_t bytes) {
@@ -302,7 +303,8 @@ void CpuBackend::batchnorm_backward(const model::BatchNormShape& s, const model:
   const auto dx_nchw = nhwc_.write(3, input_planes(s), dx);
   const void* relu_y = settings.relu ? nhwc_.read(1, out, y) : nullptr;
   kc::batchnorm_backward(s, nhwc_.read(0, input_planes(s), x), nhwc_.read(2, out, dy), b.gamma, b.saved_mean,
-                         b.saved_inv_std, dx_nchw.data(), dgamma, dbeta, relu_y, pool ? &*pool : nullptr);
+                         b.saved_inv_std, dx_nchw.data(), dgamma, dbeta, relu_y, pool ? &*pool : nullptr,
+                         &batchnorm_workspace_);
 }
 
 // Pooling runs on oneDNN's JIT kernels in our layout, except max pooling over windows that do not overlap, which

@@ -4,6 +4,7 @@
 // every tensor stays in the plain layouts the layers and the memory plan know. Reduced-precision products are
 // oneDNN's bf16 kernels, or fp32 products of operands rounded to fp16 or bf16 (backend/cpu/rounded_operands.h).
 #pragma once
+#include "kernels/cpu/batchnorm.h"
 #include "kernels/cpu/conv2d.h"
 #include "backend/cpu/fp32_views.h"
 #include "backend/cpu/nhwc_staging.h"
@@ -115,6 +116,7 @@ class CpuBackend : public model::Backend {
   std::size_t allocated_ = 0;
   // One im2col scratch for every convolution: layers run one at a time, so they never need it at once.
   kernels::cpu::ConvWorkspace conv_workspace_;
+  kernels::cpu::BatchNormWorkspace batchnorm_workspace_;
   kernels::cpu::DnnlOps dnnl_;
   PoolChoice pool_choice_;
   RoundedOperands rounded_;
