@@ -94,6 +94,30 @@ __global__ void bias_grad_rows_kernel(int rows, int units, const T* dy, float* d
     dbias[u] += sum;
   }
 }
+constexpr int kTallChunk = 4096, kTallUnits = 32, kTallLanes = 8;
+template <class T>
+__global__ void bias_tall_partials_kernel(int rows, int units, const T* dy, float* partials) {
+  __shared__ float lane_sums[kTallLanes][kTallUnits];
+  const int u = static_cast<int>(blockIdx.x) * kTallUnits + static_cast<int>(threadIdx.x);
+  const int first = static_cast<int>(blockIdx.y) * kTallChunk, end = min(rows, first + kTallChunk);
+  float sum = 0.0f;
+  if (u < units)  // a warp reads 32 neighbouring units of one row: coalesced
+    for (int r = first + static_cast<int>(threadIdx.y); r < end; r += kTallLanes)
+      sum += load(dy + static_cast<int64_t>(r) * units + u);
+  lane_sums[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y != 0 || u >= units) return;
+  float total = 0.0f;
+  for (int lane = 0; lane < kTallLanes; ++lane) total += lane_sums[lane][threadIdx.x];
+  partials[static_cast<int64_t>(blockIdx.y) * units + u] = total;
+}
+__global__ void bias_tall_chunks_kernel(int chunks, int units, const float* partials, float* dbias) {
+  for (int64_t u = global_index(); u < units; u += grid_stride()) {
+    float total = 0.0f;
+    for (int c = 0; c < chunks; ++c) total += partials[static_cast<int64_t>(c) * units + u];
+    dbias[u] += total;
+  }
+}
 template <class T>
 __global__ void add_bias_channels_kernel(int64_t n, int channels, int spatial, const float* bias, T* y) {
   for (int64_t i = global_index(); i < n; i += grid_stride())
@@ -189,6 +213,22 @@ void bias_grad_rows(int rows, int units, ElementType type, const void* dy, float
     using T = decltype(t);
     bias_grad_rows_kernel<<<blocks_for(units), kThreads, 0, stream>>>(rows, units, static_cast<const T*>(dy), dbias);
   });
+  RT_CHECK_LAUNCH();
+}
+int64_t bias_grad_tall_partials(int rows, int units) {
+  return (static_cast<int64_t>(rows) + kTallChunk - 1) / kTallChunk * units;
+}
+void bias_grad_tall_rows(int rows, int units, ElementType type, const void* dy, float* partials, float* dbias,
+                         Stream stream) {
+  if (rows <= 0 || units <= 0) return;
+  const int chunks = (rows + kTallChunk - 1) / kTallChunk;
+  const dim3 grid((units + kTallUnits - 1) / kTallUnits, chunks), block(kTallUnits, kTallLanes);
+  with_element(type, [&](auto t) {
+    using T = decltype(t);
+    bias_tall_partials_kernel<<<grid, block, 0, stream>>>(rows, units, static_cast<const T*>(dy), partials);
+  });
+  RT_CHECK_LAUNCH();
+  bias_tall_chunks_kernel<<<blocks_for(units), kThreads, 0, stream>>>(chunks, units, partials, dbias);
   RT_CHECK_LAUNCH();
 }
 void add_bias_channels(int batch, int channels, int spatial, const float* bias, ElementType type, void* y,

@@ -27,6 +27,13 @@ void add_bias_rows(int rows, int units, const float* bias, ElementType type, voi
 // dbias[u] += sum over r of dy[r][u] (accumulates, like every parameter gradient). Deterministic: one thread
 // per unit sums its column in row order.
 void bias_grad_rows(int rows, int units, ElementType type, const void* dy, float* dbias, Stream stream);
+// The same for a tall matrix (an NHWC convolution's bias gradient: rows = N x OH x OW, often millions), where a
+// thread per unit would leave all but a few of the GPU's cores idle: blocks of 32 units x 8 row lanes each add a
+// chunk of rows into partials[chunk][unit] (the lanes added in order), then each unit's chunks are added in order.
+// Deterministic, no atomics; `partials` holds bias_grad_tall_partials(rows, units) floats.
+int64_t bias_grad_tall_partials(int rows, int units);
+void bias_grad_tall_rows(int rows, int units, ElementType type, const void* dy, float* partials, float* dbias,
+                         Stream stream);
 
 // NCHW (batch x channels x spatial) of `type`: y[n][c][i] += bias[c].
 void add_bias_channels(int batch, int channels, int spatial, const float* bias, ElementType type, void* y,

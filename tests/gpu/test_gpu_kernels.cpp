@@ -1,6 +1,7 @@
 // Tests of the kernels in kernels/cuda that no CPU twin covers, each against a host reference: fp32<->bf16
 // casts (round to nearest even, exact widening), fp16's unscale with its overflow flag, the dropout mask (its
-// host-side definition, inverted scaling, reproducibility by seed), and the NCHW <-> NHWC reorder.
+// host-side definition, inverted scaling, reproducibility by seed, its draw by NCHW index on NHWC storage), the
+// NCHW <-> NHWC reorder, and the tall bias-gradient sum of NHWC convolutions.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "kernels/cpu/reorder_layout.h"
 #include "kernels/cpu/resize_rows.h"
 #include "kernels/cuda/dropout.h"
+#include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/reorder_layout.h"
 #include "kernels/cuda/resize_rows.h"
 
@@ -156,6 +158,33 @@ TEST_F(CudaKernels, DropoutMaskFollowsItsHostDefinition) {
   int64_t differ = 0;
   for (int64_t i = 0; i < n; ++i) differ += (other[static_cast<size_t>(i)] == 0.0f) != (got[static_cast<size_t>(i)] == 0.0f);
   EXPECT_GT(differ, n / 5);
+}
+
+// An NHWC convolution's bias gradient sums a tall rows x units matrix (rows = N x OH x OW) per unit: in chunks across
+// the GPU, each unit's chunks then added in order. Against a double sum on the host, accumulating into dbias, for
+// a height with a partial last chunk and units past one 32-wide tile; the same bits on a second run.
+TEST_F(CudaKernels, TallBiasGradientSumsEachColumnDeterministically) {
+  const int rows = 3 * 4096 + 1000, units = 40;
+  const auto dy = random_vector(static_cast<std::size_t>(rows) * units, 50);
+  auto ddy = upload(dy);
+  auto partials = cuda().allocate(sizeof(float) * static_cast<std::size_t>(
+                                                      kernels::cuda::bias_grad_tall_partials(rows, units)));
+  std::vector<float> runs[2];
+  for (auto& run : runs) {
+    auto dbias = upload(std::vector<float>(units, 1.0f));
+    kernels::cuda::bias_grad_tall_rows(rows, units, kernels::ElementType::f32, ddy.as<float>(),
+                                       partials.as<float>(), dbias.as<float>(), cuda().stream());
+    run = download(dbias.as<float>(), units);
+  }
+  EXPECT_EQ(runs[0], runs[1]);
+  for (int u = 0; u < units; ++u) {
+    double want = 1.0, magnitude = 0.0;
+    for (int r = 0; r < rows; ++r) {
+      want += dy[static_cast<std::size_t>(r) * units + u];
+      magnitude += std::abs(dy[static_cast<std::size_t>(r) * units + u]);
+    }
+    EXPECT_NEAR(runs[0][static_cast<std::size_t>(u)], want, 1e-6 * magnitude + 1e-5) << "unit " << u;
+  }
 }
 
 // Stored NHWC (the 16-bit layout), element i draws at its NCHW index: the mask, laid out NHWC, is the NCHW one.

@@ -126,6 +126,7 @@ struct Dnn::Impl {
   DeviceMemory workspace;
   DeviceMemory filter_gradient;  // a 16-bit convolution's filter gradient, before it is added into the fp32 one
   DeviceMemory filter_gradient_kcrs;  // the same reordered from KRSC, where filters are NHWC
+  DeviceMemory bias_partials;         // an NHWC convolution's bias gradient, per chunk of positions
   bool nhwc16 = false;
   // The layout of activations of `type` (and of a convolution's filters in it).
   cudnnTensorFormat_t format(kernels::ElementType type) const {
@@ -355,7 +356,8 @@ std::string Dnn::conv_algorithms(const Conv2dShape& g) {
 }
 
 std::size_t Dnn::working_bytes() const {
-  return impl_->workspace.bytes() + impl_->filter_gradient.bytes() + impl_->filter_gradient_kcrs.bytes();
+  return impl_->workspace.bytes() + impl_->filter_gradient.bytes() + impl_->filter_gradient_kcrs.bytes() +
+         impl_->bias_partials.bytes();
 }
 
 void Dnn::conv_forward(const Conv2dShape& g, const void* x, const void* w, const float* bias, void* y,
@@ -417,9 +419,13 @@ void Dnn::conv_backward_filter(const Conv2dShape& g, const void* x, const void* 
   }
   kernels::cuda::accumulate_into_fp32({int64_t{g.filters} * weight_channels * positions, g.data}, dw16, dw,
                                       impl_->stream);
-  if (dbias && nhwc)
-    kernels::cuda::bias_grad_rows(g.batch * g.out_h() * g.out_w(), g.filters, g.data, dy, dbias, impl_->stream);
-  else if (dbias)
+  if (dbias && nhwc) {
+    const int rows = g.batch * g.out_h() * g.out_w();
+    const auto partials = static_cast<std::size_t>(kernels::cuda::bias_grad_tall_partials(rows, g.filters));
+    impl_->bias_partials.ensure(sizeof(float) * partials, impl_->stream);
+    float* const chunk_sums = static_cast<float*>(impl_->bias_partials.get());
+    kernels::cuda::bias_grad_tall_rows(rows, g.filters, g.data, dy, chunk_sums, dbias, impl_->stream);
+  } else if (dbias)
     kernels::cuda::bias_grad_channels(g.batch, g.filters, g.out_h() * g.out_w(), g.data, dy, dbias, impl_->stream);
 }
 
