@@ -20,6 +20,7 @@ using dnnl::memory;
 using tag = memory::format_tag;
 constexpr auto f32 = memory::data_type::f32;
 constexpr auto bf16 = memory::data_type::bf16;
+constexpr int kShallowProduct = 64;  // data gradients fewer outputs deep than this run on OpenBLAS
 
 // A matrix of ours: rows x cols values of `type`, row-major ("ab") or read transposed ("ba").
 struct Matrix {
@@ -146,8 +147,15 @@ void DnnlDense::backward(DnnlContext& ctx, const void* x, const float* w, const 
     // fp32, each product on whichever library ran it fastest on the model's shape, one core of a Sapphire Rapids
     // host (perf/results/2026-11-25-cpu-spr-2.md): dx = dy W on oneDNN's SGEMM (2.5 ms against the matmul
     // primitive's 4.0 and OpenBLAS's 3.3), dW += dy^T x on OpenBLAS (2.6 ms against 2.7 and the matmul's 2.8).
+    // A data gradient only a few dozen deep (the classifier's, 10 outputs) runs on OpenBLAS: oneDNN's SGEMM took
+    // 0.2 ms a step on 64 x 10 x 1024 inside the training step, though 13 us when timed alone
+    // (perf/results/2026-11-26-cpu-conv1-direct.md).
     const auto* dy32 = static_cast<const float*>(dy);
-    if (dx) ctx.sgemm(shape_.batch, shape_.in, shape_.out, dy32, w, static_cast<float*>(dx));
+    if (dx && shape_.out < kShallowProduct)
+      sgemm(Transpose::no, Transpose::no, shape_.batch, shape_.in, shape_.out, 1.0f, dy32, shape_.out, w, shape_.in,
+            0.0f, static_cast<float*>(dx), shape_.in);
+    else if (dx)
+      ctx.sgemm(shape_.batch, shape_.in, shape_.out, dy32, w, static_cast<float*>(dx));
     sgemm(Transpose::yes, Transpose::no, shape_.out, shape_.in, shape_.batch, 1.0f, dy32, shape_.out,
           static_cast<const float*>(x), shape_.in, 1.0f, dw, shape_.in);
   }
