@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The next GPU call for issue 13 (perf/gpu/PENDING.md): test the CUDA backend's NHWC path (gpu.nhwc) and measure it
-# against NCHW and PyTorch channels_last in one call, about 4 minutes on an H200. Carry .gpurt/{root,lib,bin}.tar.xz,
-# env.sh and cuda-libs.sh (../shared/gpu/README.md); logs land in $OUT (summary.txt, the test logs, extra.tgz).
+# against NCHW and PyTorch channels_last in one call, then probe cuDNN's fused convolution graphs: about 4.5 minutes
+# on an H200. Carry .gpurt/{root,lib,bin}.tar.xz, env.sh and cuda-libs.sh (../shared/gpu/README.md); logs land in
+# $OUT (summary.txt, the test logs, extra.tgz with the fusion probe's fusion.jsonl).
 #   bash perf/gpu/nhwc_call.sh
 set -u
 cd "$(dirname "$0")/../.."
@@ -23,4 +24,11 @@ echo "pytorch channels_last exit $?"
 CUDA_LIBS_LOG=$x/cuda-libs.log RINGTRAIN_TEST_DEVICE=cuda rt timeout 60 mpirun -np 2 --oversubscribe \
   .gpurt/bin/test_equivalence >"$x/equivalence-np2.log" 2>&1
 echo "equivalence (2 ranks) exit $?"
+# Which of cuDNN's fused convolution graphs exist and pay here (perf/gpu/cudnn_fusion_probe.cpp, built by
+# perf/gpu/build_fusion_probe.sh and carried in bin.tar.xz): about 30 s.
+if [ -x .gpurt/bin/cudnn_fusion_probe ]; then
+  rt timeout 90 .gpurt/bin/cudnn_fusion_probe >"$x/fusion.jsonl" 2>"$x/fusion.log"
+  echo "cudnn_fusion_probe exit $?"
+  cat "$x/fusion.jsonl"  # into the reply's output as well as extra.tgz ($OUT holds 8 files at most)
+fi
 tar czf "$out/extra.tgz" -C "$x" .

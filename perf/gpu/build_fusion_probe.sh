@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds perf/gpu/cudnn_fusion_probe.cpp into build/bin/cudnn_fusion_probe: cudnn-frontend's C++ headers from PyPI
+# (nvidia-cudnn-frontend, header-only) in the gitignored .venv-cudnn-frontend, cuDNN, NVRTC and the CUDA runtime
+# from /usr/local/cuda. Then checks the graph definitions here (--validate-only needs no GPU). Carry the binary in
+# .gpurt/bin.tar.xz for a GPU call (perf/gpu/PENDING.md).
+#   bash perf/gpu/build_fusion_probe.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+venv=.venv-cudnn-frontend
+version=1.32.0
+if ! "$venv/bin/python3" -c "import importlib.metadata as m, sys; sys.exit(m.version('nvidia-cudnn-frontend') != '$version')" \
+     2>/dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet "nvidia-cudnn-frontend==$version"
+fi
+include=$("$venv/bin/python3" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/include
+cuda=${CUDA_HOME:-/usr/local/cuda}
+mkdir -p build/bin
+g++ -std=c++20 -O2 -I"$include" -I"$cuda/include" perf/gpu/cudnn_fusion_probe.cpp -L"$cuda/lib64" \
+  -Wl,-rpath,"$cuda/lib64" -lcudnn -lnvrtc -lcudart -o build/bin/cudnn_fusion_probe
+build/bin/cudnn_fusion_probe --validate-only
