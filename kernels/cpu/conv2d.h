@@ -22,9 +22,9 @@ class ConvWorkspace {
   std::vector<float> buffers_[kSlots];
 };
 
-// A stride-1 layer with at most 4 input channels runs on the direct kernels of conv2d_direct.h when this process
-// computes on one thread (forward and filter gradient); everything else, and any layer with more threads, on
-// im2col + the threaded BLAS.
+// A stride-1 layer with at most 4 input channels runs its forward and filter gradient on the direct kernels of
+// conv2d_direct.h: fp32 on the process's compute threads (the same bits on any number of them), 16-bit activations
+// on one thread only (with more, im2col + the threaded BLAS). Everything else runs on im2col + the BLAS.
 bool conv2d_runs_direct(const Conv2dShape& s);
 
 // y = conv(x, w) + bias (bias may be null). Overwrites y. x and y in s.data.

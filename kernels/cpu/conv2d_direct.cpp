@@ -21,7 +21,7 @@ namespace ringtrain::kernels::cpu {
 namespace {
 
 constexpr int kLanes = 16;
-constexpr int kForwardFilters = 8;  // filters per forward block, and the multiple the filter count must be
+constexpr int kForwardFilters = kDirectFilterMultiple;  // filters per forward block
 
 // Sizes of one image's passes, derived once per call.
 struct DirectGeometry {
@@ -157,8 +157,8 @@ void filter_row(const DirectGeometry& g, const float* copies, const float* dy, i
 }
 
 template <int NF, int KW>
-void filter_image(const DirectGeometry& g, const float* copies, const float* dy, float* lane_sums) {
-  for (int k0 = 0; k0 < g.filters; k0 += NF)
+void filter_image(const DirectGeometry& g, const float* copies, const float* dy, float* lane_sums, FilterRange f) {
+  for (int k0 = f.first; k0 < f.end; k0 += NF)
     for (int c = 0; c < g.channels; ++c)
       for (int r = 0; r < g.kh; ++r) filter_row<NF, KW>(g, copies, dy, k0, c, r, lane_sums);
 }
@@ -228,14 +228,14 @@ void conv2d_direct_filter_start(const Conv2dShape& s, float* lane_sums) {
 }
 
 void conv2d_direct_filter_add_image(const Conv2dShape& s, const float* x, const float* dy, float* copies,
-                                    float* lane_sums) {
+                                    float* lane_sums, FilterRange filters) {
 #if defined(__AVX512F__)
   const DirectGeometry g(s);
   shift_image(g, x, copies);
-  if (g.kw == 5) return filter_image<4, 5>(g, copies, dy, lane_sums);
-  filter_image<8, 3>(g, copies, dy, lane_sums);
+  if (g.kw == 5) return filter_image<4, 5>(g, copies, dy, lane_sums, filters);
+  filter_image<8, 3>(g, copies, dy, lane_sums, filters);
 #else
-  (void)x, (void)dy, (void)copies, (void)lane_sums;
+  (void)x, (void)dy, (void)copies, (void)lane_sums, (void)filters;
   throw Error(ExitCode::internal, fmt::format("direct convolution called for {} input channels in a build "
                                               "without AVX-512", s.in_channels));
 #endif

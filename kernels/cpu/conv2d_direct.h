@@ -16,7 +16,8 @@
 namespace ringtrain::kernels::cpu {
 
 // Whether this build has the direct kernels (AVX-512) and they take the shape: stride 1, 1 to 4 input channels,
-// 3x3 or 5x5 filters, padding below the filter size, filters a multiple of 8.
+// 3x3 or 5x5 filters, padding below the filter size, filters a multiple of kDirectFilterMultiple.
+inline constexpr int kDirectFilterMultiple = 8;
 bool conv2d_direct_takes(const Conv2dShape& s);
 
 // Floats of scratch the calls below need: the shifted copies of one image, and the filter gradient's lane sums
@@ -33,10 +34,15 @@ void conv2d_direct_forward_image(const Conv2dShape& s, const float* x, const flo
                                  float* y, float* copies);
 
 // The filter gradient over a batch, an image at a time: lane_sums zeroed by start, each image's products added by
-// add_image (x: C x H x W, dy: K x OH x OW), and finish adding each weight's 16 lane sums, lane 0 first, into dw.
+// add_image (x: C x H x W, dy: K x OH x OW) for filters [first, end) (multiples of 8: threads may share an image out
+// by filters, each filter's sums then taken by one thread in image order), and finish adding each weight's 16 lane
+// sums, lane 0 first, into dw.
+struct FilterRange {
+  int first = 0, end = 0;
+};
 void conv2d_direct_filter_start(const Conv2dShape& s, float* lane_sums);
 void conv2d_direct_filter_add_image(const Conv2dShape& s, const float* x, const float* dy, float* copies,
-                                    float* lane_sums);
+                                    float* lane_sums, FilterRange filters);
 void conv2d_direct_filter_finish(const Conv2dShape& s, const float* lane_sums, float* dw);
 
 }  // namespace ringtrain::kernels::cpu

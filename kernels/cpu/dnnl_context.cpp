@@ -3,39 +3,18 @@
 #include "kernels/cpu/dnnl_context.h"
 
 #include <omp.h>
-#include <signal.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <new>
 
 #include "kernels/cpu/dnnl_check.h"
+#include "kernels/cpu/signals_held.h"
 
 namespace ringtrain::kernels::cpu {
 namespace {
 
 constexpr std::size_t kAlignment = 64;  // whole cache lines; what oneDNN's own allocations use
-
-// oneDNN's JIT GEMM (dnnl_sgemm, and the gemm-based primitives built on it) corrupts the heap when a signal handler
-// runs on its thread mid-product: reproduced with oneDNN 2.6.3 on a Sapphire Rapids core, glibc aborting with
-// "corrupted size vs. prev_size" (DnnlOps.SignalsDuringItsKernelsChangeNothing), when a preemption signal landed
-// in a step. Every call into oneDNN therefore runs with the thread's signals blocked: a stop signal is taken by
-// another thread (the loader's, the watchdog's) or right after the call, and only sets a flag either way. The
-// OpenMP workers oneDNN starts inside a call inherit the blocked mask, so they never take a signal either.
-class SignalsHeld {
- public:
-  SignalsHeld() {
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &previous_);
-  }
-  ~SignalsHeld() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
-  SignalsHeld(const SignalsHeld&) = delete;
-  SignalsHeld& operator=(const SignalsHeld&) = delete;
-
- private:
-  sigset_t previous_;
-};
 
 std::size_t aligned(std::size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
