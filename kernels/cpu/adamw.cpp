@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/cpu/decay_spans.h"
+#include "kernels/cpu/gemm.h"
 
 namespace ringtrain::kernels::cpu {
 namespace {
@@ -34,7 +35,7 @@ void adamw_update(int64_t n, const AdamStep& step, const uint32_t* decay_mask, f
                            1.0f / std::sqrt(step.bias_correction2), step.epsilon};
   AdamScalars decaying = common;
   decaying.decay_factor = 1.0f - step.lr * step.weight_decay;
-  for_each_decay_span(n, decay_mask, [&](int64_t begin, int64_t end, bool decays) {
+  for_each_decay_span_on(compute_threads(), n, decay_mask, [&](int64_t begin, int64_t end, bool decays) {
     update_span(begin, end, decays ? decaying : common, grad, m, v, param);
   });
 }

@@ -3,6 +3,7 @@
 #include "kernels/cpu/sgd.h"
 
 #include "kernels/cpu/decay_spans.h"
+#include "kernels/cpu/gemm.h"
 
 namespace ringtrain::kernels::cpu {
 namespace {
@@ -23,7 +24,7 @@ inline void update_span(int64_t begin, int64_t end, float lr, float momentum, fl
 
 void sgd_momentum_update(int64_t n, const SgdStep& step, const uint32_t* decay_mask, float* grad,
                          float* velocity, float* param) {
-  for_each_decay_span(n, decay_mask, [&](int64_t begin, int64_t end, bool decays) {
+  for_each_decay_span_on(compute_threads(), n, decay_mask, [&](int64_t begin, int64_t end, bool decays) {
     update_span(begin, end, step.lr, step.momentum, decays ? step.weight_decay : 0.0f, grad, velocity, param);
   });
 }

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "common/error.h"
+#include "kernels/cpu/adamw.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/sgd.h"
 #include "kernels/cpu/softmax_cross_entropy.h"
 #include "tests/kernels/grad_check.h"
@@ -210,6 +212,36 @@ TEST(Sgd, OnePassWithADecayMaskMatchesPerTensorUpdates) {
     EXPECT_NEAR(p[i], p_start[i] - double{step.lr} * vi, 1e-6) << i;
   }
   EXPECT_EQ(decayed, 5 + 64 + 3 + 1 + 33);
+}
+
+// On several compute threads (run.threads) SGD and AdamW split the buffer into runs of whole mask words, one a
+// thread: the same bits as one thread, mixed decay words included (an odd length, tensors not 32-aligned).
+TEST(Sgd, SeveralThreadsGiveOneThreadsBits) {
+  constexpr int64_t n = 100003;
+  const auto mask = make_decay_mask(n, {{0, 5}, {7, 64}, {100, 50000}, {60001, 40000}});
+  const auto g = random_vector(n, 7);
+  const int threads = compute_threads();
+  std::vector<float> p_sgd[2], v_sgd[2], p_adam[2], m_adam[2], v_adam[2];
+  for (const int t : {1, 2}) {
+    set_compute_threads(t);
+    auto& p = p_sgd[t - 1] = random_vector(n, 8);
+    auto& v = v_sgd[t - 1] = random_vector(n, 9);
+    auto consumed = g;
+    sgd_momentum_update(n, SgdStep{0.05f, 0.9f, 5e-4f}, mask.data(), consumed.data(), v.data(), p.data());
+    EXPECT_EQ(consumed, std::vector<float>(static_cast<size_t>(n), 0.0f)) << t << " threads";
+    auto& pa = p_adam[t - 1] = random_vector(n, 10);
+    auto& ma = m_adam[t - 1] = std::vector<float>(static_cast<size_t>(n), 0.1f);
+    auto& va = v_adam[t - 1] = std::vector<float>(static_cast<size_t>(n), 0.2f);
+    consumed = g;
+    adamw_update(n, AdamStep{0.01f, 0.9f, 0.999f, 1e-8f, 0.1f, 0.1f, 0.001f}, mask.data(), consumed.data(), ma.data(),
+                 va.data(), pa.data());
+  }
+  set_compute_threads(threads);
+  EXPECT_EQ(p_sgd[0], p_sgd[1]);
+  EXPECT_EQ(v_sgd[0], v_sgd[1]);
+  EXPECT_EQ(p_adam[0], p_adam[1]);
+  EXPECT_EQ(m_adam[0], m_adam[1]);
+  EXPECT_EQ(v_adam[0], v_adam[1]);
 }
 
 }  // namespace
