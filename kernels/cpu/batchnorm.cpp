@@ -17,6 +17,7 @@
 #include "kernels/cpu/batchnorm.h"
 
 #include <fmt/format.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -26,7 +27,9 @@
 
 #include "common/error.h"
 #include "kernels/cpu/element_conversion.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/pooling.h"
+#include "kernels/cpu/signals_held.h"
 
 namespace ringtrain::kernels::cpu {
 namespace {
@@ -85,6 +88,27 @@ template <class Body>
 void for_each_group(const BatchNormShape& s, Body body) {
   const int size = group_size(s);
   for (int c = 0; c < s.channels; c += size) body(ChannelGroup{c, std::min(size, s.channels - c)});
+}
+
+// The threads the fp32 passes run channel groups on: the process's compute threads where x is NCHW in several
+// groups (each group one thread's, every channel's sums in the same order: the same bits on any thread count), else
+// one. A blocked x is one group or a few, and its kernels may throw (with_block), which an OpenMP region cannot
+// pass on.
+int group_threads(const BatchNormShape& s) {
+  const int size = group_size(s), groups = (s.channels + size - 1) / size;
+  return block_of(s) > 1 ? 1 : std::max(1, std::min(compute_threads(), groups));
+}
+
+// for_each_group on `threads` OpenMP threads (signals held, as oneDNN's calls): body(g, t), t the thread's index
+// in [0, threads) for buffers of its own.
+template <class Body>
+void for_each_group_on(int threads, const BatchNormShape& s, Body body) {
+  if (threads <= 1) return for_each_group(s, [&](ChannelGroup g) { body(g, 0); });
+  const int size = group_size(s), groups = (s.channels + size - 1) / size;
+  const SignalsHeld held;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int i = 0; i < groups; ++i)
+    body(ChannelGroup{i * size, std::min(size, s.channels - i * size)}, omp_get_thread_num());
 }
 
 // Four independent double chains: enough to hide the add latency, exact enough for 10^5-10^6 terms. Element i
@@ -448,12 +472,19 @@ void forward_train_fp32(const BatchNormShape& s, const float* x, const float* ga
                              float* saved_mean, float* saved_inv_std, bool relu, const FusedPool* pool) {
   const double count = static_cast<double>(s.batch) * s.spatial;
   if (count <= 0) return;
-  const int size = group_size(s);
-  std::vector<float> partial(static_cast<std::size_t>(size) * static_cast<std::size_t>(s.spatial));
-  std::vector<float> mean(static_cast<std::size_t>(size)), scale(mean.size()), shift(mean.size());
-  std::vector<double> mean_d(mean.size());
-  std::vector<float> plane_buffer;
-  for_each_group(s, [&](ChannelGroup g) {
+  const auto size = static_cast<std::size_t>(group_size(s));
+  struct Buffers {
+    std::vector<float> partial, mean, scale, shift, plane_buffer;
+    std::vector<double> mean_d;
+  };
+  const int threads = group_threads(s);
+  std::vector<Buffers> buffers(static_cast<std::size_t>(threads));
+  for (Buffers& b : buffers) {
+    b.partial.resize(size * static_cast<std::size_t>(s.spatial));
+    b.mean.resize(size), b.scale.resize(size), b.shift.resize(size), b.mean_d.resize(size);
+  }
+  for_each_group_on(threads, s, [&](ChannelGroup g, int t) {
+    auto& [partial, mean, scale, shift, plane_buffer, mean_d] = buffers[static_cast<std::size_t>(t)];
     group_sums(s, x, g, partial.data());
     for (int j = 0; j < g.count; ++j) {
       mean_d[j] = channel_sum(s, partial.data(), j) / count;
@@ -480,8 +511,14 @@ void forward_train_fp32(const BatchNormShape& s, const float* x, const float* ga
 void forward_infer_fp32(const BatchNormShape& s, const float* x, const float* gamma, const float* beta,
                              const float* running_mean, const float* running_var, float eps, float* y, bool relu,
                              const FusedPool* pool) {
-  std::vector<float> scale(static_cast<std::size_t>(group_size(s))), shift(scale.size()), plane_buffer;
-  for_each_group(s, [&](ChannelGroup g) {
+  struct Buffers {
+    std::vector<float> scale, shift, plane_buffer;
+  };
+  const int threads = group_threads(s);
+  std::vector<Buffers> buffers(static_cast<std::size_t>(threads));
+  for (Buffers& b : buffers) b.scale.resize(static_cast<std::size_t>(group_size(s))), b.shift.resize(b.scale.size());
+  for_each_group_on(threads, s, [&](ChannelGroup g, int t) {
+    auto& [scale, shift, plane_buffer] = buffers[static_cast<std::size_t>(t)];
     for (int j = 0; j < g.count; ++j) {
       const int c = g.first + j;
       const double sc = gamma[c] / std::sqrt(static_cast<double>(running_var[c]) + eps);
@@ -498,13 +535,21 @@ void backward_fp32(const BatchNormShape& s, const float* x, const float* dy, con
   const double count = static_cast<double>(s.batch) * s.spatial;
   if (count <= 0) return;
   const auto size = static_cast<std::size_t>(group_size(s));
-  std::vector<float> partial_dy(size * static_cast<std::size_t>(s.spatial)), partial_dy_xc(partial_dy.size());
-  std::vector<DxCoefficients> coef(size);
-  std::vector<float>& masked = ws.masked;
-  std::vector<float>& staged = ws.staged;
-  std::vector<float>& plane_buffer = ws.plane_buffer;
+  struct Buffers {
+    std::vector<float> partial_dy, partial_dy_xc;
+    std::vector<DxCoefficients> coef;
+  };
+  const int threads = group_threads(s);
+  std::vector<Buffers> buffers(static_cast<std::size_t>(threads));
+  for (Buffers& b : buffers) {
+    b.partial_dy.resize(size * static_cast<std::size_t>(s.spatial)), b.partial_dy_xc.resize(b.partial_dy.size());
+    b.coef.resize(size);
+  }
+  if (ws.threads.size() < buffers.size()) ws.threads.resize(buffers.size());
   const bool blocked = block_of(s) > 1, stage = blocked || pool;
-  for_each_group(s, [&](ChannelGroup g) {
+  for_each_group_on(threads, s, [&](ChannelGroup g, int t) {
+    auto& [partial_dy, partial_dy_xc, coef] = buffers[static_cast<std::size_t>(t)];
+    auto& [masked, staged, plane_buffer] = ws.threads[static_cast<std::size_t>(t)];
     const float* mean = saved_mean + g.first;
     // A staged dy has the ReLU's mask in it already.
     const GroupPlanes dy_planes =
@@ -634,7 +679,9 @@ bool has_block_kernels(const BatchNormShape& s, int block) {
 }  // namespace
 
 std::size_t BatchNormWorkspace::bytes() const {
-  return sizeof(float) * (masked.capacity() + staged.capacity() + plane_buffer.capacity());
+  std::size_t floats = 0;
+  for (const Staging& t : threads) floats += t.masked.capacity() + t.staged.capacity() + t.plane_buffer.capacity();
+  return sizeof(float) * floats;
 }
 
 bool blocked_input_fits(const BatchNormShape& s, int block) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu/batchnorm.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/pooling.h"
 #include "tests/kernels/grad_check.h"
@@ -167,6 +168,49 @@ TEST(BatchNorm, BackwardTwiceDoublesGammaAndBetaGradients) {
 // Fused with the ReLU and the 2x2/2 max pool, batch norm gives the bits of batch norm + ReLU, then maxpool_forward
 // (and maxpool_backward, then batch norm's backward with the ReLU mask): in training and inference, on planes with an
 // odd last row and column, and on shapes whose channels span several of the kernel's channel groups.
+// On several compute threads an NCHW x's channel groups are split across them, each group one thread's: every
+// output, statistic and gradient has one thread's bits (plain and with a fused ReLU + pool; training, inference and
+// backward).
+TEST(BatchNorm, SeveralThreadsGiveOneThreadsBits) {
+  struct Run {
+    std::vector<float> y, pooled, dx, dgamma, dbeta, running_var, inferred;
+    std::vector<int32_t> winners;
+  };
+  const int threads = compute_threads();
+  for (const bool fused : {false, true}) {
+    SCOPED_TRACE(fused ? "relu + pool fused" : "plain");
+    Run runs[2];
+    for (const int t : {1, 2}) {
+      set_compute_threads(t);
+      Bn bn({16, 24, 28 * 28}, 71);
+      Run& r = runs[t - 1];
+      const std::size_t out = fused ? bn.x.size() / 4 : bn.x.size();
+      r.pooled.assign(out, 0.0f), r.winners.assign(out, 0), r.inferred.assign(out, 0.0f);
+      const FusedPool pool{28, 28, r.winners.data()};
+      const FusedPool* p = fused ? &pool : nullptr;
+      batchnorm_forward_train(bn.s, bn.x.data(), bn.gamma.data(), bn.beta.data(), 0.1f, kEps, bn.running_mean.data(),
+                              bn.running_var.data(), r.pooled.data(), bn.mean.data(), bn.inv_std.data(), fused, p);
+      const auto dy = random_vector(out, 72);
+      r.dx.assign(bn.x.size(), 0.0f), r.dgamma.assign(bn.gamma.size(), 0.0f), r.dbeta.assign(bn.gamma.size(), 0.0f);
+      batchnorm_backward(bn.s, bn.x.data(), dy.data(), bn.gamma.data(), bn.mean.data(), bn.inv_std.data(),
+                         r.dx.data(), r.dgamma.data(), r.dbeta.data(), fused ? r.pooled.data() : nullptr, p);
+      std::vector<int32_t> infer_winners(out);
+      const FusedPool infer_pool{28, 28, infer_winners.data()};
+      batchnorm_forward_infer(bn.s, bn.x.data(), bn.gamma.data(), bn.beta.data(), bn.running_mean.data(),
+                              bn.running_var.data(), kEps, r.inferred.data(), fused, fused ? &infer_pool : nullptr);
+      r.running_var = bn.running_var;
+    }
+    set_compute_threads(threads);
+    EXPECT_EQ(runs[0].pooled, runs[1].pooled);
+    EXPECT_EQ(runs[0].winners, runs[1].winners);
+    EXPECT_EQ(runs[0].dx, runs[1].dx);
+    EXPECT_EQ(runs[0].dgamma, runs[1].dgamma);
+    EXPECT_EQ(runs[0].dbeta, runs[1].dbeta);
+    EXPECT_EQ(runs[0].running_var, runs[1].running_var);
+    EXPECT_EQ(runs[0].inferred, runs[1].inferred);
+  }
+}
+
 TEST(BatchNorm, FusedReluAndPoolGiveTheBitsOfTheKernelsApart) {
   struct Case {
     int batch, channels, h, w;
