@@ -168,21 +168,22 @@ TEST(BatchNorm, BackwardTwiceDoublesGammaAndBetaGradients) {
 // Fused with the ReLU and the 2x2/2 max pool, batch norm gives the bits of batch norm + ReLU, then maxpool_forward
 // (and maxpool_backward, then batch norm's backward with the ReLU mask): in training and inference, on planes with an
 // odd last row and column, and on shapes whose channels span several of the kernel's channel groups.
-// On several compute threads an NCHW x's channel groups are split across them, each group one thread's: every
-// output, statistic and gradient has one thread's bits (plain and with a fused ReLU + pool; training, inference and
-// backward).
+// On several compute threads an NCHW x's channel groups are split across them, each group one thread's (a blocked
+// or NHWC x stays on one thread): every output, statistic and gradient has one thread's bits, in every layout
+// (plain and with a fused ReLU + pool; training, inference and backward).
 TEST(BatchNorm, SeveralThreadsGiveOneThreadsBits) {
   struct Run {
     std::vector<float> y, pooled, dx, dgamma, dbeta, running_var, inferred;
     std::vector<int32_t> winners;
   };
   const int threads = compute_threads();
+  for (const int block : {1, 8, 32})  // NCHW, blocks of 8, NHWC (the block of every channel)
   for (const bool fused : {false, true}) {
-    SCOPED_TRACE(fused ? "relu + pool fused" : "plain");
+    SCOPED_TRACE(::testing::Message() << (fused ? "relu + pool fused" : "plain") << ", x blocked by " << block);
     Run runs[2];
     for (const int t : {1, 2}) {
       set_compute_threads(t);
-      Bn bn({16, 24, 28 * 28}, 71);
+      Bn bn({16, 32, 28 * 28, block, fused && block > 1 ? block : 1}, 71);
       Run& r = runs[t - 1];
       const std::size_t out = fused ? bn.x.size() / 4 : bn.x.size();
       r.pooled.assign(out, 0.0f), r.winners.assign(out, 0), r.inferred.assign(out, 0.0f);
