@@ -17,7 +17,6 @@
 #include "kernels/cpu/batchnorm.h"
 
 #include <fmt/format.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -29,7 +28,7 @@
 #include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/pooling.h"
-#include "kernels/cpu/signals_held.h"
+#include "kernels/cpu/thread_runs.h"
 
 namespace ringtrain::kernels::cpu {
 namespace {
@@ -90,25 +89,25 @@ void for_each_group(const BatchNormShape& s, Body body) {
   for (int c = 0; c < s.channels; c += size) body(ChannelGroup{c, std::min(size, s.channels - c)});
 }
 
-// The threads the fp32 passes run channel groups on: the process's compute threads where x is NCHW in several
-// groups (each group one thread's, every channel's sums in the same order: the same bits on any thread count), else
-// one. A blocked x is one group or a few, and its kernels may throw (with_block), which an OpenMP region cannot
-// pass on.
+int group_count(const BatchNormShape& s) { return (s.channels + group_size(s) - 1) / group_size(s); }
+
+// The threads the fp32 passes run channel groups on: the process's compute threads (no more than there are groups)
+// where x is NCHW, each group one thread's, every channel's sums in the same order: the same bits on any thread
+// count; else one. A blocked x is one group or a few, and its kernels may throw (with_block), which an OpenMP region
+// cannot pass on.
 int group_threads(const BatchNormShape& s) {
-  const int size = group_size(s), groups = (s.channels + size - 1) / size;
-  return block_of(s) > 1 ? 1 : std::max(1, std::min(compute_threads(), groups));
+  return block_of(s) > 1 ? 1 : std::max(1, std::min(compute_threads(), group_count(s)));
 }
 
-// for_each_group on `threads` OpenMP threads (signals held, as oneDNN's calls): body(g, t), t the thread's index
-// in [0, threads) for buffers of its own.
+// for_each_group on `threads` threads (thread_runs.h): body(g, t), t the thread's index in [0, threads) for buffers
+// of its own.
 template <class Body>
 void for_each_group_on(int threads, const BatchNormShape& s, Body body) {
-  if (threads <= 1) return for_each_group(s, [&](ChannelGroup g) { body(g, 0); });
-  const int size = group_size(s), groups = (s.channels + size - 1) / size;
-  const SignalsHeld held;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int i = 0; i < groups; ++i)
-    body(ChannelGroup{i * size, std::min(size, s.channels - i * size)}, omp_get_thread_num());
+  const int size = group_size(s);
+  for_each_thread_run(threads, group_count(s), [&](int64_t first, int64_t end, int t) {
+    for (auto i = static_cast<int>(first); i < end; ++i)
+      body(ChannelGroup{i * size, std::min(size, s.channels - i * size)}, t);
+  });
 }
 
 // Four independent double chains: enough to hide the add latency, exact enough for 10^5-10^6 terms. Element i

@@ -9,15 +9,13 @@
 // im2col and the GEMM that reads it. perf/bench_kernels_cpu.cpp (BM_SgemmModel) re-measures both forms.
 #include "kernels/cpu/conv2d.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstddef>
 
 #include "kernels/cpu/conv2d_direct.h"
 #include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/gemm.h"
-#include "kernels/cpu/signals_held.h"
+#include "kernels/cpu/thread_runs.h"
 
 namespace ringtrain::kernels::cpu {
 namespace {
@@ -198,34 +196,42 @@ void add_bias_gradient(const Geometry& g, const float* dyn, float* dbias) {
   for (int k = 0; k < g.k; ++k) dbias[k] += static_cast<float>(sum_plane(dyn + k * g.out_plane, g.out_plane));
 }
 
-// The direct kernels' threads: the process's compute threads on fp32 activations, each image (forward) or range of
-// filters (filter gradient) on one of them, so every output is computed by one thread in the same order and the
-// bits do not depend on the thread count; one thread on 16-bit ones, which go an image at a time through one
-// widening buffer. The regions run with signals held (signals_held.h), as oneDNN's calls do.
-int direct_threads(const Conv2dShape& s) { return s.data == ElementType::f32 ? compute_threads() : 1; }
+// The direct kernels' scratch and threads: the process's compute threads on fp32 activations, each image (forward)
+// or range of filters (filter gradient) one thread's (thread_runs.h), so every output is computed by one thread in
+// the same order and the bits do not depend on the thread count; one thread on 16-bit ones, which go an image at a
+// time through one widening buffer. Each thread shifts its images into copies of its own; `direct` holds the
+// forward's regrouped weights or the filter gradient's lane sums.
+struct DirectScratch {
+  int threads;
+  std::size_t copy_floats;
+  float* copies;
+  float* direct;
+  DirectScratch(const Conv2dShape& s, ConvWorkspace& ws)
+      : threads(s.data == ElementType::f32 ? compute_threads() : 1),
+        copy_floats(conv2d_direct_copy_floats(s)),
+        copies(ws.get(copy_floats * static_cast<std::size_t>(threads))),
+        direct(ws.get(conv2d_direct_lane_sum_floats(s), ConvWorkspace::kDirect)) {}
+  float* copies_of(int thread) const { return copies + copy_floats * static_cast<std::size_t>(thread); }
+};
 
 void direct_forward(const Conv2dShape& sh, const void* x, const float* w, const float* bias, void* y,
                     ConvWorkspace& ws) {
   const Geometry g(sh);
-  const int threads = direct_threads(sh);
-  const std::size_t copy_floats = conv2d_direct_copy_floats(sh);
-  float* const copies = ws.get(copy_floats * static_cast<std::size_t>(threads));
-  float* const weights = ws.get(conv2d_direct_lane_sum_floats(sh), ConvWorkspace::kLaneSums);
-  conv2d_direct_prepare_weights(sh, w, weights);
-  if (threads > 1) {
+  const DirectScratch scratch(sh, ws);
+  conv2d_direct_prepare_weights(sh, w, scratch.direct);
+  if (scratch.threads > 1) {
     const auto* xf = static_cast<const float*>(x);
     auto* yf = static_cast<float*>(y);
-    const SignalsHeld held;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int n = 0; n < sh.batch; ++n)
-      conv2d_direct_forward_image(sh, xf + n * g.in_image, weights, bias, yf + n * g.out_image,
-                                  copies + copy_floats * static_cast<std::size_t>(omp_get_thread_num()));
-    return;
+    return for_each_thread_run(scratch.threads, sh.batch, [&](int64_t first, int64_t end, int t) {
+      for (int64_t n = first; n < end; ++n)
+        conv2d_direct_forward_image(sh, xf + n * g.in_image, scratch.direct, bias, yf + n * g.out_image,
+                                    scratch.copies_of(t));
+    });
   }
   const Images inputs(sh.data, g.in_image, ws, ConvWorkspace::kInputImage),
       outputs(sh.data, g.out_image, ws, ConvWorkspace::kOutputImage);
   for (int n = 0; n < sh.batch; ++n) {
-    conv2d_direct_forward_image(sh, inputs.read(x, n), weights, bias, outputs.write(y, n), copies);
+    conv2d_direct_forward_image(sh, inputs.read(x, n), scratch.direct, bias, outputs.write(y, n), scratch.copies);
     outputs.store(y, n);
   }
 }
@@ -233,24 +239,19 @@ void direct_forward(const Conv2dShape& sh, const void* x, const float* w, const 
 void direct_backward_filter(const Conv2dShape& sh, const void* x, const void* dy, float* dw, float* dbias,
                             ConvWorkspace& ws) {
   const Geometry g(sh);
-  const int threads = direct_threads(sh);
-  const std::size_t copy_floats = conv2d_direct_copy_floats(sh);
-  float* const copies = ws.get(copy_floats * static_cast<std::size_t>(threads));
-  float* const lane_sums = ws.get(conv2d_direct_lane_sum_floats(sh), ConvWorkspace::kLaneSums);
+  const DirectScratch scratch(sh, ws);
+  float* const lane_sums = scratch.direct;
   conv2d_direct_filter_start(sh, lane_sums);
-  if (threads > 1) {
+  if (scratch.threads > 1) {
     const auto* xf = static_cast<const float*>(x);
     const auto* dyf = static_cast<const float*>(dy);
-    const int units = sh.filters / kDirectFilterMultiple;
-    const SignalsHeld held;
-#pragma omp parallel num_threads(threads)
-    {
-      const int t = omp_get_thread_num(), team = omp_get_num_threads();
-      const FilterRange mine{units * t / team * kDirectFilterMultiple, units * (t + 1) / team * kDirectFilterMultiple};
-      float* const my_copies = copies + copy_floats * static_cast<std::size_t>(t);
-      for (int n = 0; mine.first < mine.end && n < sh.batch; ++n)
-        conv2d_direct_filter_add_image(sh, xf + n * g.in_image, dyf + n * g.out_image, my_copies, lane_sums, mine);
-    }
+    constexpr int unit = kDirectFilterMultiple;
+    for_each_thread_run(scratch.threads, sh.filters / unit, [&](int64_t first, int64_t end, int t) {
+      const FilterRange mine{static_cast<int>(first) * unit, static_cast<int>(end) * unit};
+      for (int n = 0; n < sh.batch; ++n)
+        conv2d_direct_filter_add_image(sh, xf + n * g.in_image, dyf + n * g.out_image, scratch.copies_of(t),
+                                       lane_sums, mine);
+    });
     for (int n = 0; dbias && n < sh.batch; ++n) add_bias_gradient(g, dyf + n * g.out_image, dbias);
     return conv2d_direct_filter_finish(sh, lane_sums, dw);
   }
@@ -258,7 +259,7 @@ void direct_backward_filter(const Conv2dShape& sh, const void* x, const void* dy
       gradients(sh.data, g.out_image, ws, ConvWorkspace::kOutputImage);
   for (int n = 0; n < sh.batch; ++n) {
     const float* dyn = gradients.read(dy, n);
-    conv2d_direct_filter_add_image(sh, inputs.read(x, n), dyn, copies, lane_sums, {0, sh.filters});
+    conv2d_direct_filter_add_image(sh, inputs.read(x, n), dyn, scratch.copies, lane_sums, {0, sh.filters});
     if (dbias) add_bias_gradient(g, dyn, dbias);
   }
   conv2d_direct_filter_finish(sh, lane_sums, dw);

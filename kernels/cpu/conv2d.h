@@ -10,11 +10,11 @@
 
 namespace ringtrain::kernels::cpu {
 
-// Scratch memory reused across calls (the im2col buffer or the direct kernels' shifted copies, their filter
-// gradient's lane sums, and a 16-bit call's fp32 images); each slot grows on demand, never shrinks.
+// Scratch memory reused across calls (the im2col buffer or the direct kernels' shifted copies, their regrouped
+// weights or lane sums, and a 16-bit call's fp32 images); each slot grows on demand, never shrinks.
 class ConvWorkspace {
  public:
-  enum Slot { kColumns, kLaneSums, kInputImage, kOutputImage, kSlots };
+  enum Slot { kColumns, kDirect, kInputImage, kOutputImage, kSlots };
   float* get(std::size_t floats, Slot slot = kColumns);
   std::size_t bytes() const;  // held now
 

@@ -21,7 +21,7 @@ inline constexpr int kDirectFilterMultiple = 8;
 bool conv2d_direct_takes(const Conv2dShape& s);
 
 // Floats of scratch the calls below need: the shifted copies of one image, and the filter gradient's lane sums
-// (also what the forward's regrouped weights take).
+// (16 a weight; the forward's regrouped weights, one a weight, fit in the same buffer).
 std::size_t conv2d_direct_copy_floats(const Conv2dShape& s);
 std::size_t conv2d_direct_lane_sum_floats(const Conv2dShape& s);
 

@@ -4,12 +4,10 @@
 // zeros: such words are merged into long spans that the optimizer's loop vectorises; only a word that straddles
 // two tensors is walked element by element.
 #pragma once
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/cpu/signals_held.h"
+#include "kernels/cpu/thread_runs.h"
 #include "kernels/optimizer_step.h"
 
 namespace ringtrain::kernels::cpu {
@@ -34,19 +32,13 @@ void for_each_decay_span(int64_t first, int64_t n, const uint32_t* decay_mask, S
   }
 }
 
-// The same over [0, n) on `threads` OpenMP threads, each taking one run of whole mask words: an element-wise update
-// gives the same bits on any number of threads. The region runs with signals held, as oneDNN's calls do.
+// The same over [0, n) on `threads` threads, each taking one run of whole mask words (thread_runs.h): an
+// element-wise update gives the same bits on any number of threads.
 template <class Span>
 void for_each_decay_span_on(int threads, int64_t n, const uint32_t* decay_mask, Span&& span) {
-  if (threads <= 1) return for_each_decay_span(0, n, decay_mask, span);
-  const int64_t words = (n + 31) / 32;
-  const SignalsHeld held;
-#pragma omp parallel num_threads(threads)
-  {
-    const int64_t t = omp_get_thread_num(), team = omp_get_num_threads();
-    const int64_t first = words * t / team * 32, end = std::min(n, words * (t + 1) / team * 32);
-    if (first < end) for_each_decay_span(first, end, decay_mask, span);
-  }
+  for_each_thread_run(threads, (n + 31) / 32, [&](int64_t first_word, int64_t end_word, int) {
+    for_each_decay_span(first_word * 32, std::min(n, end_word * 32), decay_mask, span);
+  });
 }
 
 }  // namespace ringtrain::kernels::cpu
