@@ -62,7 +62,9 @@ std::vector<LayerCase> resnet50_layers() {
       {"conv3x3_64_56", conv(64, 3, 1, 1), {0, 64, 56, 56}},
       {"conv3x3s2_128_56", conv(128, 3, 2, 1), {0, 128, 56, 56}},
       {"conv3x3_512_7", conv(512, 3, 1, 1), {0, 512, 7, 7}},
+      {"batchnorm_64_112", of_kind(LayerKind::batchnorm), {0, 64, 112, 112}},
       {"batchnorm_256_56", of_kind(LayerKind::batchnorm), {0, 256, 56, 56}},
+      {"batchnorm_1024_14", of_kind(LayerKind::batchnorm), {0, 1024, 14, 14}},
       {"relu_256_56", of_kind(LayerKind::relu), {0, 256, 56, 56}},
       {"maxpool3s2_64_112", pool, {0, 64, 112, 112}},
       {"dense_2048to1000", dense, {0, 2048, 1, 1}},
@@ -81,17 +83,19 @@ model::Backend* cpu_backend(std::string*) {
   return &cpu;
 }
 
-// One GPU backend per precision for the whole run (cuDNN and cuBLAS handles are expensive to create).
-model::Backend* gpu_backend(config::Precision precision, std::string* why_not) {
-  static std::map<config::Precision, std::unique_ptr<model::Backend>> backends;
+// One GPU backend per precision and activation layout for the whole run (cuDNN and cuBLAS handles are expensive to
+// create).
+model::Backend* gpu_backend(config::Precision precision, std::string* why_not, bool nhwc = false) {
+  static std::map<std::pair<config::Precision, bool>, std::unique_ptr<model::Backend>> backends;
   if (!backend::gpu::device_visible()) {
     *why_not = "no GPU visible; the GPU layer benchmarks run on a machine with one";
     return nullptr;
   }
-  auto& slot = backends[precision];
+  auto& slot = backends[{precision, nhwc}];
   if (!slot) {
     config::JobConfig job;
     job.train.precision = precision;
+    job.gpu.nhwc = nhwc;
     slot = backend::gpu::open_backend(job, 0, 1, "bench");
   }
   return slot.get();
@@ -187,6 +191,9 @@ const bool registered = [] {
     backends.push_back({"cuda_fp32", 256, [](std::string* w) { return gpu_backend(config::Precision::fp32, w); }});
     backends.push_back({"cuda_tf32", 256, [](std::string* w) { return gpu_backend(config::Precision::tf32, w); }});
     backends.push_back({"cuda_bf16", 256, [](std::string* w) { return gpu_backend(config::Precision::bf16, w); },
+                        kernels::ElementType::bf16});
+    backends.push_back({"cuda_bf16_nhwc", 256,
+                        [](std::string* w) { return gpu_backend(config::Precision::bf16, w, true); },
                         kernels::ElementType::bf16});
   }
   static const std::vector<BackendCase> kept = backends;

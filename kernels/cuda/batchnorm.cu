@@ -26,6 +26,7 @@ using detail::global_index;
 using detail::grid_stride;
 using detail::load;
 using detail::load_pack;
+using detail::Pack;
 using detail::PairSum;
 using detail::store;
 using detail::store_pack;
@@ -56,14 +57,13 @@ struct Layout {
 bool is_nhwc(const BatchNormShape& s) { return s.in_block == s.channels && s.channels > 1 && s.spatial > 1; }
 
 // How the NHWC kernels cover the rows: a block takes `group` channels (lanes threads across them, `vec` channels
-// each) and a slice of the rows, passes = kChannelThreads / lanes rows at a time.
+// each) and a slice of the rows (the sums) or chunks of them (the element-wise kernels), passes = kChannelThreads /
+// lanes rows at a time.
 struct Rows {
   int64_t rows;
   int channels, vec, lanes, group, groups, slices;
-  FastDivide by_row_packs;  // a pack's flat index -> its row (channels / vec packs a row)
   __host__ __device__ int passes() const { return detail::kChannelThreads / lanes; }
   __host__ __device__ int64_t slice_rows() const { return (rows + slices - 1) / slices; }
-  __host__ __device__ int64_t packs() const { return rows * (channels / vec); }
 };
 
 // How many row slices the NHWC sums take: from the shape alone (the scratch is sized before the buffers are known),
@@ -79,17 +79,12 @@ int rows_slices(const BatchNormShape& s) {
 }
 
 Rows rows_of(const BatchNormShape& s, std::initializer_list<const void*> buffers = {}) {
-  Rows r{static_cast<int64_t>(s.batch) * s.spatial, s.channels, detail::pack_width(s.data, buffers), 1, 0, 0, 1,
-         FastDivide()};
+  Rows r{static_cast<int64_t>(s.batch) * s.spatial, s.channels, detail::pack_width(s.data, buffers), 1, 0, 0, 1};
   while (s.channels % r.vec) r.vec /= 2;
   const int packs_per_row = s.channels / r.vec;
   while (r.lanes * 2 <= std::min(32, packs_per_row)) r.lanes *= 2;
   r.group = r.lanes * r.vec;
   r.groups = (s.channels + r.group - 1) / r.group;
-  if (r.packs() >= FastDivide::kNumeratorLimit)
-    throw JobFileError("batch norm over " + std::to_string(r.rows * s.channels) + " NHWC values on the GPU: at most "
-                       "2^31 packs of channels; lower train.batch_size");
-  r.by_row_packs = FastDivide(static_cast<uint32_t>(packs_per_row));
   r.slices = rows_slices(s);
   return r;
 }
@@ -306,110 +301,216 @@ __global__ void dx_kernel(Layout z, const T* x, const T* dy, const T* relu_y, co
   });
 }
 
-// ---- NHWC: the same arithmetic with the channel innermost. A thread keeps V channels' sums over its rows; the
-// block's row lanes are then added in lane order, so the sums stay deterministic.
+// ---- NHWC: the same arithmetic with the channel innermost. A thread owns V channels (its lane of the block's group)
+// and walks rows passes() apart, kUnroll rows at a time so that that many packs of each tensor are in flight; it reads
+// its channels' coefficients once, not once per pack. The sums' row lanes are added in lane order, so they stay
+// deterministic.
 
-// Calls f(index, c0, sums) for this thread's rows of slice blockIdx.y, its V channels from c0 (group blockIdx.x),
-// then stores the block's sums per channel.
-template <int V, class F>
-__device__ void sum_rows(const Rows& r, int slices, PairSum* partial, F&& f) {
+// Blocks a multiprocessor holds at least, so that enough threads keep packs in flight: three for the forward kernels
+// (85 registers a thread), two for the backward ones (128), which read three tensors and so take kBackwardUnroll rows
+// at a time (with kUnroll, 8-value packs spilled registers).
+constexpr int kRowBlocksPerSm = 3;
+constexpr int kBackwardRowBlocksPerSm = 2;
+constexpr int kBackwardUnroll = 2;
+
+// A thread's V channels from c0 (channel group blockIdx.x) and its row lane.
+struct RowThread {
+  int c0, row_lane;
+};
+
+__device__ RowThread row_thread(const Rows& r) {
+  const int lane = static_cast<int>(threadIdx.x) % r.lanes;
+  return {static_cast<int>(blockIdx.x) * r.group + lane * r.vec, static_cast<int>(threadIdx.x) / r.lanes};
+}
+
+// Calls f(at) for this thread's rows from first + row_lane below end, U rows passes() apart per call and `stride`
+// rows between calls: at[u] is the index of the u-th row's first value of the thread's channels, or -1 past end.
+template <int U, class F>
+__device__ void for_row_runs(const Rows& r, RowThread t, int64_t first, int64_t end, int64_t stride, F&& f) {
+  const int64_t step = r.passes();
+  for (int64_t row = first + t.row_lane; row < end; row += stride) {
+    int64_t at[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) at[u] = row + u * step < end ? (row + u * step) * r.channels + t.c0 : -1;
+    f(at);
+  }
+}
+
+// The element-wise kernels' rows: chunks of passes() x U rows (U a call), chunk blockIdx.y, then every gridDim.y-th.
+template <int U, class F>
+__device__ void for_element_rows(const Rows& r, RowThread t, F&& f) {
+  const int64_t chunk = int64_t{r.passes()} * U;
+  for_row_runs<U>(r, t, blockIdx.y * chunk, r.rows, gridDim.y * chunk, f);
+}
+
+template <int V, int U, class T>
+__device__ void load_rows(const T* p, const int64_t (&at)[U], Pack<V, T> (&out)[U]) {
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+    if (at[u] >= 0) out[u] = detail::pack_at<V>(p + at[u]);
+}
+
+// Calls f(u, v) with each loaded pack u of `in` (those at[u] names) as fp32 values.
+template <int V, int U, class T, class F>
+__device__ void for_unpacked(const int64_t (&at)[U], const Pack<V, T> (&in)[U], F&& f) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    if (at[u] < 0) continue;
+    float v[V];
+    detail::unpack(in[u], v);
+    f(u, v);
+  }
+}
+
+// dy's packs at `at` where no fused ReLU zeroed the output (relu_y null: no ReLU), as relu_backward masks them.
+template <int V, int U, class T>
+__device__ void load_masked_dy_rows(const T* dy, const T* relu_y, const int64_t (&at)[U], float (&g)[U][V]) {
+  Pack<V, T> d[U], y[U];
+  load_rows(dy, at, d);
+  if (relu_y) load_rows(relu_y, at, y);
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    if (at[u] < 0) continue;
+    detail::unpack(d[u], g[u]);
+    if (!relu_y) continue;
+    float out[V];
+    detail::unpack(y[u], out);
+#pragma unroll
+    for (int k = 0; k < V; ++k)
+      if (!(out[k] > 0.0f)) g[u][k] = 0.0f;
+  }
+}
+
+// Calls add(at, sums) for this thread's rows of slice blockIdx.y, then stores the block's sums per channel.
+template <int V, int U, class Add>
+__device__ void sum_rows(const Rows& r, int slices, PairSum* partial, Add&& add) {
   __shared__ double sum_a[detail::kChannelThreads * V], sum_b[detail::kChannelThreads * V];
-  const int lane = static_cast<int>(threadIdx.x) % r.lanes, row_lane = static_cast<int>(threadIdx.x) / r.lanes;
-  const int c0 = static_cast<int>(blockIdx.x) * r.group + lane * V;
+  const RowThread t = row_thread(r);
   const int64_t begin = blockIdx.y * r.slice_rows(), end = min(r.rows, begin + r.slice_rows());
   PairSum mine[V];
-  if (c0 < r.channels)
-    for (int64_t row = begin + row_lane; row < end; row += r.passes()) f(row * r.channels + c0, c0, mine);
+  if (t.c0 < r.channels)
+    for_row_runs<U>(r, t, begin, end, int64_t{r.passes()} * U, [&](const int64_t (&at)[U]) { add(at, mine); });
+  const int in_group = t.c0 - static_cast<int>(blockIdx.x) * r.group;
 #pragma unroll
   for (int k = 0; k < V; ++k) {
-    sum_a[row_lane * r.group + lane * V + k] = mine[k].a;
-    sum_b[row_lane * r.group + lane * V + k] = mine[k].b;
+    sum_a[t.row_lane * r.group + in_group + k] = mine[k].a;
+    sum_b[t.row_lane * r.group + in_group + k] = mine[k].b;
   }
   __syncthreads();
-  const int t = static_cast<int>(threadIdx.x), c = static_cast<int>(blockIdx.x) * r.group + t;
-  if (t < r.group && c < r.channels) {
+  const int i = static_cast<int>(threadIdx.x), c = static_cast<int>(blockIdx.x) * r.group + i;
+  if (i < r.group && c < r.channels) {
     PairSum total;
-    for (int l = 0; l < r.passes(); ++l) total.a += sum_a[l * r.group + t], total.b += sum_b[l * r.group + t];
+    for (int l = 0; l < r.passes(); ++l) total.a += sum_a[l * r.group + i], total.b += sum_b[l * r.group + i];
     partial[c * slices + static_cast<int>(blockIdx.y)] = total;
   }
 }
 
-// Calls f(index, c0) for each of this thread's packs: V channels from c0 of one row.
-template <class F>
-__device__ void for_row_packs(const Rows& r, F&& f) {
-  const auto packs = static_cast<uint32_t>(r.packs());
-  const auto per_row = static_cast<uint32_t>(r.channels / r.vec);
-  for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < packs; j += gridDim.x * blockDim.x) {
-    const uint32_t row = r.by_row_packs.quotient(j);
-    f(static_cast<int64_t>(j) * r.vec, static_cast<int>((j - row * per_row) * r.vec));
-  }
+// The V coefficients of the thread's channels from c0 (zeros past the last channel, whose lanes do nothing).
+template <int V, class C>
+__device__ void channel_values(const C* from, const Rows& r, int c0, float (&out)[V]) {
+#pragma unroll
+  for (int k = 0; k < V; ++k) out[k] = c0 < r.channels ? static_cast<float>(from[c0 + k]) : 0.0f;
 }
 
 template <int V, class T>
-__global__ void rows_sum_kernel(Rows r, Layout z, const T* x, Scratch w) {
-  sum_rows<V>(r, z.slices, w.partial, [&](int64_t i, int, PairSum(&m)[V]) {
-    float v[V];
-    load_pack(x + i, v);
+__global__ void __launch_bounds__(detail::kChannelThreads, kRowBlocksPerSm) rows_sum_kernel(Rows r, Layout z,
+                                                                                             const T* x, Scratch w) {
+  sum_rows<V, kUnroll>(r, z.slices, w.partial, [&](const int64_t (&at)[kUnroll], PairSum(&m)[V]) {
+    Pack<V, T> in[kUnroll];
+    load_rows(x, at, in);
+    for_unpacked(at, in, [&](int, const float(&v)[V]) {
 #pragma unroll
-    for (int k = 0; k < V; ++k) m[k].a += v[k];
+      for (int k = 0; k < V; ++k) m[k].a += v[k];
+    });
   });
 }
 
 template <int V, class T>
-__global__ void rows_centred_squares_kernel(Rows r, Layout z, const T* x, Scratch w) {
-  sum_rows<V>(r, z.slices, w.partial, [&](int64_t i, int c0, PairSum(&m)[V]) {
-    float v[V];
-    load_pack(x + i, v);
+__global__ void __launch_bounds__(detail::kChannelThreads, kRowBlocksPerSm)
+    rows_centred_squares_kernel(Rows r, Layout z, const T* x, Scratch w) {
+  float mean[V];
+  channel_values(w.mean, r, row_thread(r).c0, mean);
+  sum_rows<V, kUnroll>(r, z.slices, w.partial, [&](const int64_t (&at)[kUnroll], PairSum(&m)[V]) {
+    Pack<V, T> in[kUnroll];
+    load_rows(x, at, in);
+    for_unpacked(at, in, [&](int, const float(&v)[V]) {
 #pragma unroll
-    for (int k = 0; k < V; ++k) {
-      const double d = v[k] - static_cast<float>(w.mean[c0 + k]);
-      m[k].a += d * d;
-    }
+      for (int k = 0; k < V; ++k) {
+        const double d = v[k] - mean[k];
+        m[k].a += d * d;
+      }
+    });
   });
 }
 
 template <int V, class T>
-__global__ void rows_affine_kernel(Rows r, const T* x, Scratch w, bool relu, T* y) {
-  for_row_packs(r, [&](int64_t i, int c0) {
-    float v[V];
-    load_pack(x + i, v);
+__global__ void __launch_bounds__(detail::kChannelThreads, kRowBlocksPerSm)
+    rows_affine_kernel(Rows r, const T* x, Scratch w, bool relu, T* y) {
+  const RowThread t = row_thread(r);
+  if (t.c0 >= r.channels) return;
+  float a[V], b[V];
+  channel_values(w.a, r, t.c0, a);
+  channel_values(w.b, r, t.c0, b);
+  for_element_rows<kUnroll>(r, t, [&](const int64_t (&at)[kUnroll]) {
+    Pack<V, T> in[kUnroll];
+    load_rows(x, at, in);
+    for_unpacked(at, in, [&](int u, const float(&v)[V]) {
+      float out[V];
 #pragma unroll
-    for (int k = 0; k < V; ++k) {
-      T rounded;
-      store(&rounded, fmaf(v[k], w.a[c0 + k], w.b[c0 + k]));
-      v[k] = load(&rounded);
-      if (relu && !(v[k] > 0.0f)) v[k] = 0.0f;
-    }
-    store_pack(y + i, v);
+      for (int k = 0; k < V; ++k) {
+        T rounded;
+        store(&rounded, fmaf(v[k], a[k], b[k]));
+        out[k] = load(&rounded);
+        if (relu && !(out[k] > 0.0f)) out[k] = 0.0f;
+      }
+      store_pack(y + at[u], out);
+    });
   });
 }
 
 template <int V, class T>
-__global__ void rows_gradient_sums_kernel(Rows r, Layout z, const T* x, const T* dy, const T* relu_y,
-                                          const float* saved_mean, Scratch w) {
-  sum_rows<V>(r, z.slices, w.partial, [&](int64_t i, int c0, PairSum(&m)[V]) {
-    float g[V], v[V];
-    load_masked_dy(dy, relu_y, i, g);
-    load_pack(x + i, v);
+__global__ void __launch_bounds__(detail::kChannelThreads, kBackwardRowBlocksPerSm)
+    rows_gradient_sums_kernel(Rows r, Layout z, const T* x, const T* dy, const T* relu_y, const float* saved_mean,
+                              Scratch w) {
+  float mean[V];
+  channel_values(saved_mean, r, row_thread(r).c0, mean);
+  sum_rows<V, kBackwardUnroll>(r, z.slices, w.partial,
+                               [&](const int64_t (&at)[kBackwardUnroll], PairSum(&m)[V]) {
+    float g[kBackwardUnroll][V];
+    load_masked_dy_rows(dy, relu_y, at, g);
+    Pack<V, T> in[kBackwardUnroll];
+    load_rows(x, at, in);
+    for_unpacked(at, in, [&](int u, const float(&v)[V]) {
 #pragma unroll
-    for (int k = 0; k < V; ++k) {
-      m[k].a += g[k];
-      m[k].b += static_cast<double>(g[k]) * (v[k] - saved_mean[c0 + k]);
-    }
+      for (int k = 0; k < V; ++k) {
+        m[k].a += g[u][k];
+        m[k].b += static_cast<double>(g[u][k]) * (v[k] - mean[k]);
+      }
+    });
   });
 }
 
 template <int V, class T>
-__global__ void rows_dx_kernel(Rows r, const T* x, const T* dy, const T* relu_y, const float* saved_mean, Scratch w,
-                               T* dx) {
-  for_row_packs(r, [&](int64_t i, int c0) {
-    float g[V], v[V];
-    load_masked_dy(dy, relu_y, i, g);
-    load_pack(x + i, v);
+__global__ void __launch_bounds__(detail::kChannelThreads, kBackwardRowBlocksPerSm)
+    rows_dx_kernel(Rows r, const T* x, const T* dy, const T* relu_y, const float* saved_mean, Scratch w, T* dx) {
+  const RowThread t = row_thread(r);
+  if (t.c0 >= r.channels) return;
+  float a[V], b[V], k0[V], mean[V];
+  channel_values(w.a, r, t.c0, a);
+  channel_values(w.b, r, t.c0, b);
+  channel_values(w.k, r, t.c0, k0);
+  channel_values(saved_mean, r, t.c0, mean);
+  for_element_rows<kBackwardUnroll>(r, t, [&](const int64_t (&at)[kBackwardUnroll]) {
+    float g[kBackwardUnroll][V];
+    load_masked_dy_rows(dy, relu_y, at, g);
+    Pack<V, T> in[kBackwardUnroll];
+    load_rows(x, at, in);
+    for_unpacked(at, in, [&](int u, const float(&v)[V]) {
+      float out[V];
 #pragma unroll
-    for (int k = 0; k < V; ++k)
-      v[k] = fmaf(w.a[c0 + k], g[k], fmaf(w.b[c0 + k], v[k] - saved_mean[c0 + k], w.k[c0 + k]));
-    store_pack(dx + i, v);
+      for (int k = 0; k < V; ++k) out[k] = fmaf(a[k], g[u][k], fmaf(b[k], v[k] - mean[k], k0[k]));
+      store_pack(dx + at[u], out);
+    });
   });
 }
 
@@ -423,7 +524,10 @@ dim3 element_grid(const Layout& z) {
 }
 
 dim3 rows_grid(const Rows& r) { return dim3(static_cast<unsigned>(r.groups), static_cast<unsigned>(r.slices)); }
-unsigned row_pack_blocks(const Rows& r) { return detail::blocks_for(r.packs()); }
+dim3 rows_element_grid(const Rows& r) {
+  const int64_t chunk = int64_t{r.passes()} * kUnroll, chunks = (r.rows + chunk - 1) / chunk;
+  return dim3(static_cast<unsigned>(r.groups), static_cast<unsigned>(std::min<int64_t>(chunks, 65535)));
+}
 
 // Calls body(T{}, std::integral_constant<int, V>{}) for the element type and a pack of vec values.
 template <class Body>
@@ -458,7 +562,7 @@ void batchnorm_forward_train(const BatchNormShape& s, const void* x, const float
       mean_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, w);
       rows_centred_squares_kernel<V><<<rows_grid(r), detail::kChannelThreads, 0, stream>>>(r, z, xt, w);
       statistics_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, st, w);
-      rows_affine_kernel<V><<<row_pack_blocks(r), detail::kThreads, 0, stream>>>(r, xt, w, relu, static_cast<T*>(y));
+      rows_affine_kernel<V><<<rows_element_grid(r), detail::kChannelThreads, 0, stream>>>(r, xt, w, relu, static_cast<T*>(y));
     });
     RT_CHECK_LAUNCH();
     return;
@@ -489,7 +593,7 @@ void batchnorm_forward_infer(const BatchNormShape& s, const void* x, const float
       constexpr int V = decltype(v)::value;
       inference_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, gamma, beta, running_mean,
                                                                                          running_var, epsilon, w);
-      rows_affine_kernel<V><<<row_pack_blocks(r), detail::kThreads, 0, stream>>>(r, static_cast<const T*>(x), w, relu,
+      rows_affine_kernel<V><<<rows_element_grid(r), detail::kChannelThreads, 0, stream>>>(r, static_cast<const T*>(x), w, relu,
                                                                                   static_cast<T*>(y));
     });
     RT_CHECK_LAUNCH();
@@ -522,7 +626,7 @@ void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, 
           <<<rows_grid(r), detail::kChannelThreads, 0, stream>>>(r, z, xt, dyt, yt, saved_mean, w);
       gradient_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, gamma, saved_inv_std, w,
                                                                                         dgamma, dbeta);
-      rows_dx_kernel<V><<<row_pack_blocks(r), detail::kThreads, 0, stream>>>(r, xt, dyt, yt, saved_mean, w,
+      rows_dx_kernel<V><<<rows_element_grid(r), detail::kChannelThreads, 0, stream>>>(r, xt, dyt, yt, saved_mean, w,
                                                                               static_cast<T*>(dx));
     });
     RT_CHECK_LAUNCH();

@@ -28,12 +28,22 @@ struct alignas(V * sizeof(T)) Pack {
   T v[V];
 };
 
+// The V values at p (aligned to V * sizeof(T)) as they are stored: a kernel that loads several packs before it
+// converts any keeps them in flight together at the stored width.
+template <int V, class T>
+__device__ inline Pack<V, T> pack_at(const T* p) {
+  return *reinterpret_cast<const Pack<V, T>*>(p);
+}
+template <int V, class T>
+__device__ inline void unpack(const Pack<V, T>& pack, float (&out)[V]) {
+#pragma unroll
+  for (int r = 0; r < V; ++r) out[r] = load(&pack.v[r]);
+}
+
 // The V values at p (aligned to V * sizeof(T)) as fp32, and back rounded to nearest even.
 template <int V, class T>
 __device__ inline void load_pack(const T* p, float (&out)[V]) {
-  const Pack<V, T> pack = *reinterpret_cast<const Pack<V, T>*>(p);
-#pragma unroll
-  for (int r = 0; r < V; ++r) out[r] = load(&pack.v[r]);
+  unpack(pack_at<V>(p), out);
 }
 template <int V, class T>
 __device__ inline void store_pack(T* p, const float (&in)[V]) {
