@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds perf/gpu/cudnn_fusion_probe.cpp into build/bin/cudnn_fusion_probe: cudnn-frontend's C++ headers from PyPI
 # (nvidia-cudnn-frontend, header-only) in the gitignored .venv-cudnn-frontend, cuDNN, NVRTC and the CUDA runtime
-# from /usr/local/cuda. Then checks the graph definitions here (--validate-only needs no GPU). Carry the binary in
+# from /usr/local/cuda (the legacy convolution API it compares against is in the same libcudnn). Then checks the
+# graph definitions here (--validate-only needs no GPU; it leaves out the legacy entries). Carry the binary in
 # .gpurt/bin.tar.xz for a GPU call (perf/gpu/PENDING.md).
 #   bash perf/gpu/build_fusion_probe.sh
 set -euo pipefail
@@ -16,6 +17,8 @@ fi
 include=$("$venv/bin/python3" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/include
 cuda=${CUDA_HOME:-/usr/local/cuda}
 mkdir -p build/bin
-g++ -std=c++20 -O2 -I"$include" -I"$cuda/include" perf/gpu/cudnn_fusion_probe.cpp -L"$cuda/lib64" \
-  -Wl,-rpath,"$cuda/lib64" -lcudnn -lnvrtc -lcudart -o build/bin/cudnn_fusion_probe
+# -isystem: the frontend's own headers trip -Wall -Wextra (1.32.0: an unused function in cudnn_frontend_utils.h);
+# the warnings are for the probe's code.
+g++ -std=c++20 -O2 -Wall -Wextra -isystem "$include" -isystem "$cuda/include" perf/gpu/cudnn_fusion_probe.cpp \
+  -L"$cuda/lib64" -Wl,-rpath,"$cuda/lib64" -lcudnn -lnvrtc -lcudart -o build/bin/cudnn_fusion_probe
 build/bin/cudnn_fusion_probe --validate-only
