@@ -3,7 +3,8 @@
 // channel's coefficients; an element-wise kernel applies them. Forward in training: sums of x, then of (x - mean)^2,
 // then y = x * scale + shift. Backward: sums of dy and dy * (x - mean), then dx = a dy + b (x - mean) + k.
 // NHWC tensors (rows of channels) take the rows_* kernels: a thread keeps a pack of channels' sums over its rows, and
-// the block adds its row lanes in lane order; the finishing kernels are shared.
+// the block adds its row lanes in lane order; a block per channel then folds the many slices (fold_slices_kernel)
+// before the shared finishing kernels.
 // The passes are bound by memory: values move in packs of up to 16 bytes, each thread keeps kUnroll packs in flight,
 // and a pack's index becomes its channel or sample through FastDivide (an integer division costs tens of
 // instructions).
@@ -107,6 +108,7 @@ Layout layout_of(const BatchNormShape& s, std::initializer_list<const void*> buf
 // Per channel: the slices' sums, then what the finishing kernel derives from them.
 struct Scratch {
   PairSum* partial;  // channels x slices
+  PairSum* totals;   // NHWC: each channel's slices added by fold_slices_kernel
   double* mean;      // forward in training
   float* a;          // forward: scale; backward: the dy coefficient
   float* b;          // forward: shift; backward: the (x - mean) coefficient
@@ -115,9 +117,10 @@ struct Scratch {
 
 Scratch scratch_of(const Layout& z, void* bytes) {
   auto* partial = static_cast<PairSum*>(bytes);
-  auto* mean = reinterpret_cast<double*>(partial + static_cast<std::ptrdiff_t>(z.channels) * z.slices);
+  auto* totals = partial + static_cast<std::ptrdiff_t>(z.channels) * z.slices;
+  auto* mean = reinterpret_cast<double*>(totals + z.channels);
   auto* floats = reinterpret_cast<float*>(mean + z.channels);
-  return {partial, mean, floats, floats + z.channels, floats + 2 * z.channels};
+  return {partial, totals, mean, floats, floats + z.channels, floats + 2 * z.channels};
 }
 
 // The first value of channel c's pack k (k over the channel's batch x row_packs packs).
@@ -514,6 +517,28 @@ __global__ void __launch_bounds__(detail::kChannelThreads, kBackwardRowBlocksPer
   });
 }
 
+// The NHWC sums leave a channel hundreds of slices (enough blocks to stream the tensor whatever the channel count);
+// one finishing thread walking them took 140-280 us a kernel on an H200 (ncu), a third of a batch norm. A block per
+// channel adds them first: each thread its slices in order, then the block in a fixed tree, so still deterministic.
+__global__ void fold_slices_kernel(Layout z, Scratch w) {
+  const int c = static_cast<int>(blockIdx.x);
+  PairSum mine;
+  for (int s = static_cast<int>(threadIdx.x); s < z.slices; s += detail::kChannelThreads)
+    mine.a += w.partial[c * z.slices + s].a, mine.b += w.partial[c * z.slices + s].b;
+  const PairSum total = detail::block_sum(mine);
+  if (threadIdx.x == 0) w.totals[c] = total;
+}
+
+// The finishing kernels' view once fold_slices_kernel has run: one slice per channel, the totals.
+Layout folded(Layout z) {
+  z.slices = 1;
+  return z;
+}
+Scratch folded(Scratch w) {
+  w.partial = w.totals;
+  return w;
+}
+
 bool empty(const BatchNormShape& s) { return s.batch <= 0 || s.channels <= 0 || s.spatial <= 0; }
 
 dim3 slice_grid(const Layout& z) { return dim3(static_cast<unsigned>(z.channels), static_cast<unsigned>(z.slices)); }
@@ -541,7 +566,7 @@ std::size_t batchnorm_scratch_bytes(const BatchNormShape& s) {
   if (empty(s)) return 0;
   const Layout z = layout_of(s);
   const auto channels = static_cast<std::size_t>(z.channels);
-  return sizeof(PairSum) * channels * static_cast<std::size_t>(z.slices) + sizeof(double) * channels +
+  return sizeof(PairSum) * channels * (static_cast<std::size_t>(z.slices) + 1) + sizeof(double) * channels +
          3 * sizeof(float) * channels;
 }
 
@@ -559,10 +584,13 @@ void batchnorm_forward_train(const BatchNormShape& s, const void* x, const float
       constexpr int V = decltype(v)::value;
       const T* xt = static_cast<const T*>(x);
       rows_sum_kernel<V><<<rows_grid(r), detail::kChannelThreads, 0, stream>>>(r, z, xt, w);
-      mean_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, w);
+      fold_slices_kernel<<<z.channels, detail::kChannelThreads, 0, stream>>>(z, w);
+      mean_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(folded(z), folded(w));
       rows_centred_squares_kernel<V><<<rows_grid(r), detail::kChannelThreads, 0, stream>>>(r, z, xt, w);
-      statistics_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, st, w);
-      rows_affine_kernel<V><<<rows_element_grid(r), detail::kChannelThreads, 0, stream>>>(r, xt, w, relu, static_cast<T*>(y));
+      fold_slices_kernel<<<z.channels, detail::kChannelThreads, 0, stream>>>(z, w);
+      statistics_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(folded(z), st, folded(w));
+      rows_affine_kernel<V>
+          <<<rows_element_grid(r), detail::kChannelThreads, 0, stream>>>(r, xt, w, relu, static_cast<T*>(y));
     });
     RT_CHECK_LAUNCH();
     return;
@@ -593,8 +621,8 @@ void batchnorm_forward_infer(const BatchNormShape& s, const void* x, const float
       constexpr int V = decltype(v)::value;
       inference_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, gamma, beta, running_mean,
                                                                                          running_var, epsilon, w);
-      rows_affine_kernel<V><<<rows_element_grid(r), detail::kChannelThreads, 0, stream>>>(r, static_cast<const T*>(x), w, relu,
-                                                                                  static_cast<T*>(y));
+      rows_affine_kernel<V><<<rows_element_grid(r), detail::kChannelThreads, 0, stream>>>(
+          r, static_cast<const T*>(x), w, relu, static_cast<T*>(y));
     });
     RT_CHECK_LAUNCH();
     return;
@@ -624,10 +652,11 @@ void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, 
       const T *xt = static_cast<const T*>(x), *dyt = static_cast<const T*>(dy), *yt = static_cast<const T*>(relu_y);
       rows_gradient_sums_kernel<V>
           <<<rows_grid(r), detail::kChannelThreads, 0, stream>>>(r, z, xt, dyt, yt, saved_mean, w);
-      gradient_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, gamma, saved_inv_std, w,
-                                                                                        dgamma, dbeta);
+      fold_slices_kernel<<<z.channels, detail::kChannelThreads, 0, stream>>>(z, w);
+      gradient_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(
+          folded(z), gamma, saved_inv_std, folded(w), dgamma, dbeta);
       rows_dx_kernel<V><<<rows_element_grid(r), detail::kChannelThreads, 0, stream>>>(r, xt, dyt, yt, saved_mean, w,
-                                                                              static_cast<T*>(dx));
+                                                                                       static_cast<T*>(dx));
     });
     RT_CHECK_LAUNCH();
     return;
