@@ -32,3 +32,14 @@ if(RINGTRAIN_HAVE_CUDA)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
 endif()
 message(STATUS "ringtrain CUDA backend: ${RINGTRAIN_HAVE_CUDA} (RINGTRAIN_CUDA=${RINGTRAIN_CUDA})")
+
+# cudnn-frontend's C++ headers (PyPI's nvidia-cudnn-frontend, header-only; scripts/install_deps.sh puts them in
+# .venv-cudnn-frontend): 16-bit NHWC convolutions through cuDNN's graph API (src/backend/cuda/conv_graphs.h).
+# Without them the backend builds on the legacy API alone. CUDNN_FRONTEND_INCLUDE_DIR names another copy.
+if(RINGTRAIN_HAVE_CUDA)
+  file(GLOB RT_FRONTEND_HINTS ${CMAKE_SOURCE_DIR}/.venv-cudnn-frontend/lib/python3*/site-packages/include)
+  find_path(CUDNN_FRONTEND_INCLUDE_DIR cudnn_frontend.h HINTS ${RT_FRONTEND_HINTS} ENV CUDNN_FRONTEND_ROOT
+            PATH_SUFFIXES include NO_DEFAULT_PATH)
+  message(STATUS "ringtrain cudnn-frontend (cuDNN graph API convolutions): "
+                 "${CUDNN_FRONTEND_INCLUDE_DIR}")
+endif()

@@ -81,6 +81,19 @@ else
   venv_install "$onednn" python3 onednn-devel-cpu-gomp==2023.2.0
 fi
 
+# cudnn-frontend's C++ headers (PyPI only, header-only), for the CUDA backend's graph-API convolutions
+# (src/backend/cuda/conv_graphs.h), only where cuDNN is installed (then CMake builds the CUDA backend). --no-deps:
+# the headers, not the Python package's CUTLASS DSL (650 MB). perf/gpu/build_fusion_probe.sh uses the same venv.
+frontend=$checkout/.venv-cudnn-frontend
+if [ -e "${CUDNN_ROOT:-/usr/local/cuda}/include/cudnn.h" ]; then
+  if grep -qs "define CUDNN_FRONTEND_MINOR_VERSION 32" \
+       "$frontend"/lib/python3*/site-packages/include/cudnn_frontend_version.h; then
+    echo "install_deps: cudnn-frontend 1.32 present in $frontend"
+  else
+    venv_install "$frontend" python3 nvidia-cudnn-frontend==1.32.0 --no-deps
+  fi
+fi
+
 # TensorBoard (PyPI only; Debian 12 does not package it) in a venv inside the checkout (.venv, gitignored), so the
 # test that reads our event files back uses TensorBoard's own reader.
 pip_venv "${RINGTRAIN_VENV:-$checkout/.venv}" python3 tensorboard 2.21.0

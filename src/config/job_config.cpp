@@ -136,6 +136,9 @@ const std::vector<KeyRule> kKeys = {
     {"gpu", "nhwc", Kind::boolean, false,
      "testing only until its GPU tests pass (perf/gpu/PENDING.md): store bf16/fp16 activations NHWC, the layout "
      "cuDNN's tensor-core convolutions read fastest; fp32 stays NCHW"},
+    {"gpu", "cudnn_graphs", Kind::boolean, true,
+     "16-bit NHWC convolutions (gpu.nhwc) through cuDNN's graph API where it builds a plan for the shape: on an H200 "
+     "the kernels the legacy API measures best, at less host time a call; false: the legacy API for every one"},
     {"gpu", "share_device", Kind::boolean, false,
      "testing only: let a node's ranks share its GPUs, each rank its own host to NCCL (NCCL_HOSTID), to run the "
      "multi-rank NCCL path on a one-GPU machine; slower than one rank per GPU"},
@@ -578,6 +581,7 @@ void read_dist_and_gpu(Reader& r, JobConfig& c) {
   c.gpu.workspace_mb = r.number("gpu", "workspace_mb", 0.0, 1e6);
   c.gpu.share_device = r.boolean("gpu", "share_device");
   c.gpu.nhwc = r.boolean("gpu", "nhwc");
+  c.gpu.cudnn_graphs = r.boolean("gpu", "cudnn_graphs");
 }
 
 }  // namespace

@@ -96,6 +96,7 @@ struct JobConfig {
     double workspace_mb = 1024;       // per convolution algorithm
     bool share_device = false;        // several ranks on one GPU as emulated hosts (testing only)
     bool nhwc = false;                // bf16/fp16 activations stored NHWC (testing only until verified on a GPU)
+    bool cudnn_graphs = true;         // 16-bit NHWC convolutions through cuDNN's graph API where a plan builds
   } gpu;
 
   std::string resolved_toml;  // every key with its final value, written to run.dir

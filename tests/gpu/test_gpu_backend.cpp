@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 
+#include "backend/cuda/cuda_versions.h"
 #include "backend/cuda/nccl_reducer.h"
 #include "common/error.h"
 #include "kernels/cuda/diagnostics.h"
@@ -57,7 +58,7 @@ TEST(ChooseDevice, SharingOptInSpreadsRanksOverTheGpus) {
 TEST(CudaVersions, ReportEveryLibraryWithoutThrowing) {
   std::map<std::string, std::string> v;
   for (auto& [name, version] : backend::cuda_versions()) v[name] = version;
-  for (const char* name : {"CUDA runtime", "CUDA driver", "cuDNN", "cuBLAS", "NCCL", "GPUs"}) {
+  for (const char* name : {"CUDA runtime", "CUDA driver", "cuDNN", "cudnn-frontend", "cuBLAS", "NCCL", "GPUs"}) {
     ASSERT_TRUE(v.count(name)) << name;
     EXPECT_FALSE(v[name].empty()) << name;
   }
@@ -81,6 +82,34 @@ TEST(CudaBackendStart, WithoutADeviceIsAJobFileError) {
 }
 
 class CudaBackendTest : public GpuSuite {};
+
+// 16-bit NHWC convolutions take cuDNN's graph API in all three directions where the build has cudnn-frontend
+// (gpu.cudnn_graphs), and the legacy API when it is switched off; the layer tests check their numbers
+// (test_layers */cuda_*_nhwc*). On Hopper with cuDNN 9.14 every ResNet-50 shape builds a plan (the fusion probe).
+TEST_F(CudaBackendTest, NhwcSixteenBitConvolutionsRunOnCudnnGraphs) {
+  std::map<std::string, std::string> versions;
+  for (auto& [name, version] : backend::cuda_versions()) versions[name] = version;
+  const bool built = versions["cudnn-frontend"].rfind("not built", 0) != 0;
+  const model::Conv2dShape shapes[] = {{.batch = 32, .in_channels = 64, .in_h = 28, .in_w = 28, .filters = 64,
+                                        .kernel_h = 3, .kernel_w = 3, .stride = 1, .padding = 1},
+                                       {.batch = 32, .in_channels = 3, .in_h = 32, .in_w = 32, .filters = 16,
+                                        .kernel_h = 7, .kernel_w = 7, .stride = 2, .padding = 3}};
+  for (const auto type : {kernels::ElementType::bf16, kernels::ElementType::f16})
+    for (const bool graphs : {true, false}) {
+      backend::CudaOptions options;
+      options.activations = type, options.nhwc = true, options.conv_graphs = graphs;
+      backend::CudaBackend gpu(0, 1, "test-host", options);
+      for (model::Conv2dShape s : shapes) {
+        s.data = type;
+        const std::string method = gpu.conv2d_method(s);
+        SCOPED_TRACE(std::string(kernels::element_type_name(type)) + (graphs ? " graphs: " : " legacy: ") + method);
+        std::size_t runs = 0;
+        for (std::size_t at = method.find("graph "); at != std::string::npos; at = method.find("graph ", at + 1))
+          ++runs;
+        EXPECT_EQ(runs, graphs && built ? 3u : 0u);
+      }
+    }
+}
 
 TEST_F(CudaBackendTest, AllocateIsZeroFilledAndCopiesRoundTrip) {
   model::DeviceBuffer b = cuda().allocate(1000 * sizeof(float));

@@ -67,11 +67,13 @@ struct BackendCase {
 
 void PrintTo(const BackendCase& c, std::ostream* os) { *os << c.name; }
 
-std::unique_ptr<model::Backend> gpu_backend(config::Precision precision, bool measure, bool nhwc = false) {
+std::unique_ptr<model::Backend> gpu_backend(config::Precision precision, bool measure, bool nhwc = false,
+                                            bool cudnn_graphs = true) {
   config::JobConfig job;
   job.train.precision = precision;
   job.gpu.measure_algorithms = measure;
   job.gpu.nhwc = nhwc;
+  job.gpu.cudnn_graphs = cudnn_graphs;
   return backend::gpu::open_backend(job, 0, 1, "test-host");
 }
 
@@ -122,7 +124,11 @@ std::vector<BackendCase> backend_cases() {
           {"cuda_fp16_stored", true, "fp16", [] { return gpu_backend(config::Precision::fp16, false); },
            ElementType::f16},
           {"cuda_bf16_nhwc", true, "bf16", [] { return gpu_backend(config::Precision::bf16, false, true); },
-           ElementType::bf16}};
+           ElementType::bf16},
+          {"cuda_fp16_nhwc", true, "fp16", [] { return gpu_backend(config::Precision::fp16, false, true); },
+           ElementType::f16},
+          {"cuda_bf16_nhwc_legacy", true, "bf16",
+           [] { return gpu_backend(config::Precision::bf16, false, true, false); }, ElementType::bf16}};
 }
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {

@@ -68,7 +68,7 @@ CudaBackend::CudaBackend(int local_rank, int local_size, std::string host, CudaO
   CUDA_CHECK(cudaGetDeviceProperties(&state_->properties, device_));
   state_->stream = make_stream();
   state_->dnn = std::make_unique<Dnn>(state_->stream.get(), options.workspace_limit_bytes, options.conv_search,
-                                      options.math, options.deterministic, options.nhwc);
+                                      options.math, options.deterministic, options.nhwc, options.conv_graphs);
   state_->blas = std::make_unique<Blas>(state_->stream.get(), options.math);
   for (auto& s : state_->staging) s.copied = make_event(false);
 }

@@ -37,6 +37,8 @@ struct CudaOptions {
   kernels::ElementType activations = kernels::ElementType::f32;
   // Those 16-bit activations stored NHWC (gpu.nhwc; fp32 ones stay NCHW): cuDNN's tensor-core layout.
   bool nhwc = false;
+  // Those NHWC convolutions through cuDNN's graph API where it builds a plan (gpu.cudnn_graphs, conv_graphs.h).
+  bool conv_graphs = true;
 };
 
 class CudaBackend final : public model::Backend {

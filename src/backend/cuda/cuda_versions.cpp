@@ -8,6 +8,8 @@
 #include <library_types.h>
 #include <nccl.h>
 
+#include "backend/cuda/conv_graphs.h"
+
 namespace ringtrain::backend {
 namespace {
 
@@ -30,6 +32,7 @@ std::vector<std::pair<std::string, std::string>> cuda_versions() {
   // cuDNN 9 encodes major * 10000 + minor * 100 + patch.
   const size_t cudnn = cudnnGetVersion();
   v.emplace_back("cuDNN", fmt::format("{}.{}.{}", cudnn / 10000, (cudnn % 10000) / 100, cudnn % 100));
+  v.emplace_back("cudnn-frontend", ConvGraphs::frontend_version());  // compiled in (header-only)
 
   int major = 0, minor = 0, patch = 0;
   if (cublasGetProperty(MAJOR_VERSION, &major) == CUBLAS_STATUS_SUCCESS &&

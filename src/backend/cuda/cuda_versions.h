@@ -7,7 +7,8 @@
 
 namespace ringtrain::backend {
 
-// ("CUDA runtime", "13.0"), ("CUDA driver", "13.0" | "no driver"), ("cuDNN", "9.19.0"), ("cuBLAS", "13.1.0"),
+// ("CUDA runtime", "13.0"), ("CUDA driver", "13.0" | "no driver"), ("cuDNN", "9.19.0"), ("cudnn-frontend",
+// "1.32.0": the headers compiled in, conv_graphs.h), ("cuBLAS", "13.1.0"),
 // ("NCCL", "2.28.3"), ("GPUs", "1 visible: NVIDIA H100 80GB HBM3" | "none visible (...)"), each from the
 // library's run-time query, so a mismatched shared library shows up.
 std::vector<std::pair<std::string, std::string>> cuda_versions();

@@ -1,5 +1,6 @@
 // Owns the cuDNN handle, the descriptors and chosen algorithms cached per shape, the shared convolution
-// workspace, and every cuDNN call (the legacy v8-style API, which cuDNN 9 still ships).
+// workspace, and every cuDNN call of the legacy v8-style API (which cuDNN 9 still ships); 16-bit NHWC convolutions
+// go to cuDNN's graph API where it builds a plan (conv_graphs.h).
 #include "backend/cuda/dnn.h"
 
 #include <cudnn.h>
@@ -7,8 +8,12 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 
+#include "backend/cuda/conv_graphs.h"
 #include "backend/cuda/cuda_handles.h"
 #include "common/error.h"
 #include "kernels/cuda/cuda_check.h"
@@ -59,6 +64,8 @@ struct ConvPlan {
   cudnnConvolutionBwdFilterAlgo_t backward_filter{};
   std::size_t forward_bytes = 0, data_bytes = 0, filter_bytes = 0;
   std::string nondeterministic;  // the passes that had to take a non-deterministic algorithm, if any
+  // The directions cuDNN's graph API runs instead (their workspaces in the *_bytes above).
+  bool graph_forward = false, graph_data = false, graph_filter = false;
 };
 
 struct PoolPlan {
@@ -128,6 +135,7 @@ struct Dnn::Impl {
   DeviceMemory filter_gradient_kcrs;  // the same reordered from KRSC, where filters are NHWC
   DeviceMemory bias_partials;         // an NHWC convolution's bias gradient, per chunk of positions
   bool nhwc16 = false;
+  std::unique_ptr<ConvGraphs> graphs;  // 16-bit NHWC convolutions' graphs, where asked for
   // The layout of activations of `type` (and of a convolution's filters in it).
   cudnnTensorFormat_t format(kernels::ElementType type) const {
     return nhwc16 && type != kernels::ElementType::f32 ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
@@ -140,6 +148,7 @@ struct Dnn::Impl {
   PoolPlan& pool(const PoolShape& g, PoolMode mode);
   BatchNormPlan& batchnorm(const BatchNormShape& g);
   void choose_algorithms(const Conv2dShape& g, ConvPlan& p);
+  void take_graphs(const Conv2dShape& g, ConvPlan& p);
   // PERSISTENT is cuDNN's faster batch-norm path (one persistent kernel per pass), but it may reduce in an
   // order that varies from run to run, so it is taken only when determinism is not asked for.
   cudnnBatchNormMode_t training_bn_mode() const {
@@ -154,7 +163,7 @@ struct Dnn::Impl {
 };
 
 Dnn::Dnn(kernels::cuda::Stream stream, std::size_t workspace_limit_bytes, ConvSearch search, MathMode math,
-         bool deterministic, bool nhwc16)
+         bool deterministic, bool nhwc16, bool graphs16)
     : impl_(std::make_unique<Impl>()) {
   impl_->deterministic = deterministic;
   impl_->nhwc16 = nhwc16;
@@ -166,6 +175,7 @@ Dnn::Dnn(kernels::cuda::Stream stream, std::size_t workspace_limit_bytes, ConvSe
   CUDNN_CHECK(cudnnCreate(&h));
   impl_->handle = CudnnHandle(h);
   CUDNN_CHECK(cudnnSetStream(h, stream));
+  if (nhwc16 && graphs16) impl_->graphs = std::make_unique<ConvGraphs>(h, workspace_limit_bytes, deterministic);
 }
 
 Dnn::~Dnn() = default;
@@ -199,7 +209,18 @@ ConvPlan& Dnn::Impl::conv(const Conv2dShape& g) {
     throw Error(ExitCode::internal, fmt::format("cuDNN gives a {}x{}x{}x{} output for {}, ringtrain expects {}x{}x{}x{}",
                                                 n, k, oh, ow, describe(g), g.batch, g.filters, g.out_h(), g.out_w()));
   choose_algorithms(g, *p);
+  if (graphs && g.data != kernels::ElementType::f32) take_graphs(g, *p);
   return *conv_plans.emplace(g, std::move(p)).first->second;
+}
+
+// Each direction the graph API builds a plan for leaves the legacy algorithm chosen above unused.
+void Dnn::Impl::take_graphs(const Conv2dShape& g, ConvPlan& p) {
+  const auto take = [&](ConvDirection d, bool& runs, std::size_t& bytes) {
+    if (const std::optional<std::size_t> need = graphs->prepare(g, d)) runs = true, bytes = *need;
+  };
+  take(ConvDirection::forward, p.graph_forward, p.forward_bytes);
+  take(ConvDirection::data, p.graph_data, p.data_bytes);
+  take(ConvDirection::filter, p.graph_filter, p.filter_bytes);
 }
 
 void Dnn::Impl::choose_algorithms(const Conv2dShape& g, ConvPlan& p) {
@@ -349,8 +370,13 @@ const char* algorithm_name(cudnnConvolutionBwdFilterAlgo_t a) {
 
 std::string Dnn::conv_algorithms(const Conv2dShape& g) {
   const ConvPlan& p = impl_->conv(g);
-  return fmt::format("cuDNN forward {}, data {}, filter {}, workspace {:.1f} MiB{}{}", algorithm_name(p.forward),
-                     algorithm_name(p.backward_data), algorithm_name(p.backward_filter),
+  const auto name = [&](bool graph, ConvDirection d, auto legacy) {
+    return graph ? "graph " + impl_->graphs->describe(g, d) : std::string(algorithm_name(legacy));
+  };
+  return fmt::format("cuDNN forward {}, data {}, filter {}, workspace {:.1f} MiB{}{}",
+                     name(p.graph_forward, ConvDirection::forward, p.forward),
+                     name(p.graph_data, ConvDirection::data, p.backward_data),
+                     name(p.graph_filter, ConvDirection::filter, p.backward_filter),
                      static_cast<double>(std::max({p.forward_bytes, p.data_bytes, p.filter_bytes})) / (1 << 20),
                      p.nondeterministic.empty() ? "" : ", non-deterministic: ", p.nondeterministic);
 }
@@ -364,8 +390,11 @@ void Dnn::conv_forward(const Conv2dShape& g, const void* x, const void* w, const
                        model::Scratch scratch) {
   ConvPlan& p = impl_->conv(g);
   void* ws = impl_->workspace_for(p.forward_bytes, scratch);
-  CUDNN_CHECK(cudnnConvolutionForward(impl_->handle, &kOne, p.x, x, p.w, w, p.conv, p.forward, ws, p.forward_bytes,
-                                      &kZero, p.y, y));
+  if (p.graph_forward)
+    impl_->graphs->run(g, ConvDirection::forward, {.x = x, .w = w, .y = nullptr, .out = y}, ws);
+  else
+    CUDNN_CHECK(cudnnConvolutionForward(impl_->handle, &kOne, p.x, x, p.w, w, p.conv, p.forward, ws,
+                                        p.forward_bytes, &kZero, p.y, y));
   if (!bias) return;
   // cudnnAddTensor wants the bias in y's type; ours stays fp32, so 16-bit outputs take it through our kernel.
   if (g.data == kernels::ElementType::f32)
@@ -380,8 +409,11 @@ void Dnn::conv_backward_data(const Conv2dShape& g, const void* dy, const void* w
                              model::Scratch scratch) {
   ConvPlan& p = impl_->conv(g);
   void* ws = impl_->workspace_for(p.data_bytes, scratch);
-  CUDNN_CHECK(cudnnConvolutionBackwardData(impl_->handle, &kOne, p.w, w, p.y, dy, p.conv, p.backward_data, ws,
-                                           p.data_bytes, &kZero, p.x, dx));
+  if (p.graph_data)
+    impl_->graphs->run(g, ConvDirection::data, {.x = nullptr, .w = w, .y = dy, .out = dx}, ws);
+  else
+    CUDNN_CHECK(cudnnConvolutionBackwardData(impl_->handle, &kOne, p.w, w, p.y, dy, p.conv, p.backward_data, ws,
+                                             p.data_bytes, &kZero, p.x, dx));
 }
 
 void Dnn::conv_backward_filter(const Conv2dShape& g, const void* x, const void* dy, float* dw, float* dbias,
@@ -400,8 +432,11 @@ void Dnn::conv_backward_filter(const Conv2dShape& g, const void* x, const void* 
   const kernels::Elements filter{g.weight_elements(), g.data};
   impl_->filter_gradient.ensure(filter.bytes(), impl_->stream);
   void* dw16 = impl_->filter_gradient.get();
-  CUDNN_CHECK(cudnnConvolutionBackwardFilter(impl_->handle, &kOne, p.x, x, p.y, dy, p.conv, p.backward_filter, ws,
-                                             p.filter_bytes, &kZero, p.w, dw16));
+  if (p.graph_filter)
+    impl_->graphs->run(g, ConvDirection::filter, {.x = x, .w = nullptr, .y = dy, .out = dw16}, ws);
+  else
+    CUDNN_CHECK(cudnnConvolutionBackwardFilter(impl_->handle, &kOne, p.x, x, p.y, dy, p.conv, p.backward_filter, ws,
+                                               p.filter_bytes, &kZero, p.w, dw16));
   const bool nhwc = impl_->format(g.data) == CUDNN_TENSOR_NHWC;
   const int64_t positions = int64_t{g.kernel_h} * g.kernel_w;
   if (nhwc) {  // KRSC, as the filters are: back to our KCRS before it meets the fp32 gradient

@@ -39,8 +39,9 @@ class Dnn {
   // otherwise one workspace of Dnn's own, grown to the largest need seen, shared by every call (they all run on
   // `stream`, one at a time). `math` says whether convolutions may use TF32 tensor cores (math_mode.h).
   // nhwc16: 16-bit activations are NHWC (and a 16-bit convolution's filters KRSC); fp32 ones are NCHW either way.
+  // graphs16: those NHWC convolutions through cuDNN's graph API where it builds a plan (conv_graphs.h).
   Dnn(kernels::cuda::Stream stream, std::size_t workspace_limit_bytes, ConvSearch search, MathMode math,
-      bool deterministic, bool nhwc16 = false);
+      bool deterministic, bool nhwc16 = false, bool graphs16 = false);
   ~Dnn();
   Dnn(const Dnn&) = delete;
   Dnn& operator=(const Dnn&) = delete;

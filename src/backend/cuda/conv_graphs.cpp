@@ -1,0 +1,167 @@
+// Owns the graph-API convolutions declared in conv_graphs.h: their definitions (NHWC tensors, KRSC filters, fp32
+// compute), the plan each builds, and the cuDNN-graph check that turns a failed execution into ringtrain's library
+// error. Compiled against cudnn-frontend where CMake found it (RINGTRAIN_HAVE_CUDNN_FRONTEND), else a stub that
+// builds nothing.
+#include "backend/cuda/conv_graphs.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <utility>
+
+#include "common/error.h"
+
+#if RINGTRAIN_HAVE_CUDNN_FRONTEND
+#include <cudnn_frontend.h>
+
+#include <unordered_map>
+#endif
+
+namespace ringtrain::backend {
+
+#if RINGTRAIN_HAVE_CUDNN_FRONTEND
+
+namespace fe = cudnn_frontend;
+
+// cudnn-frontend reports an error_t (a code and cuDNN's words), not a status: thrown as CUDNN_CHECK throws.
+#define CUDNN_GRAPH_CHECK(call)                                                                  \
+  do {                                                                                           \
+    fe::error_t rt_graph_status_ = (call);                                                       \
+    if (!rt_graph_status_.is_good())                                                             \
+      throw_library_error("cuDNN (graph API)", #call, __FILE__, __LINE__,                        \
+                          rt_graph_status_.get_message());                                       \
+  } while (0)
+
+namespace {
+
+// The uids that bind a call's pointers to the graph's tensors, whatever the direction.
+enum Uid : int64_t { kX = 1, kW = 2, kY = 3 };
+
+fe::DataType_t graph_type(kernels::ElementType t) {
+  return t == kernels::ElementType::f16 ? fe::DataType_t::HALF : fe::DataType_t::BFLOAT16;
+}
+
+// An N x C x H x W tensor stored NHWC (the frontend takes dims in NCHW order and the layout in the strides).
+fe::graph::Tensor_attributes nhwc(const char* name, Uid uid, int64_t n, int64_t c, int64_t h, int64_t w) {
+  return fe::graph::Tensor_attributes().set_name(name).set_uid(uid).set_dim({n, c, h, w}).set_stride(
+      {c * h * w, 1, c * w, c});
+}
+
+template <class Attributes>
+Attributes geometry(const kernels::Conv2dShape& g) {
+  return Attributes().set_padding({g.padding, g.padding}).set_stride({g.stride, g.stride}).set_dilation({1, 1});
+}
+
+// The graph of one direction: two inputs, one output, named by their role in the forward convolution.
+std::shared_ptr<fe::graph::Graph> define(const kernels::Conv2dShape& g, ConvDirection d) {
+  auto graph = std::make_shared<fe::graph::Graph>();
+  graph->set_io_data_type(graph_type(g.data))
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  const auto x = nhwc("x", kX, g.batch, g.in_channels, g.in_h, g.in_w);
+  const auto w = nhwc("w", kW, g.filters, g.in_channels, g.kernel_h, g.kernel_w);
+  const auto y = nhwc("y", kY, g.batch, g.filters, g.out_h(), g.out_w());
+  std::shared_ptr<fe::graph::Tensor_attributes> out;
+  fe::graph::Tensor_attributes like;
+  if (d == ConvDirection::forward) {
+    out = graph->conv_fprop(graph->tensor(x), graph->tensor(w), geometry<fe::graph::Conv_fprop_attributes>(g));
+    like = y;
+  } else if (d == ConvDirection::data) {
+    out = graph->conv_dgrad(graph->tensor(y), graph->tensor(w), geometry<fe::graph::Conv_dgrad_attributes>(g));
+    like = x;
+  } else {
+    out = graph->conv_wgrad(graph->tensor(y), graph->tensor(x), geometry<fe::graph::Conv_wgrad_attributes>(g));
+    like = w;
+  }
+  out->set_output(true).set_uid(like.get_uid()).set_dim(like.get_dim()).set_stride(like.get_stride());
+  out->set_data_type(graph_type(g.data));
+  return graph;
+}
+
+}  // namespace
+
+struct ConvGraphs::Impl {
+  cudnnHandle_t handle;
+  std::size_t workspace_limit;
+  bool deterministic;
+  struct Built {
+    std::shared_ptr<fe::graph::Graph> graph;  // null where no plan built
+    std::size_t workspace = 0;
+    std::string plan;  // cuDNN's plan name, or the step that failed and why
+  };
+  std::map<std::pair<kernels::Conv2dShape, ConvDirection>, Built> graphs;
+
+  // Each step's failure is an answer (the legacy API takes the direction), not an error.
+  Built build(const kernels::Conv2dShape& g, ConvDirection d) const {
+    Built b{define(g, d), 0, {}};
+    fe::graph::Graph& graph = *b.graph;
+    const auto ok = [&](const char* step, fe::error_t status) {
+      if (!status.is_good() && b.plan.empty()) b.plan = fmt::format("no plan ({}: {})", step, status.get_message());
+      return status.is_good();
+    };
+    bool built = ok("validate", graph.validate()) && ok("build_operation_graph", graph.build_operation_graph(handle)) &&
+                 ok("create_execution_plans", graph.create_execution_plans({fe::HeurMode_t::A,
+                                                                            fe::HeurMode_t::FALLBACK}));
+    if (built) {
+      graph.deselect_workspace_greater_than(static_cast<int64_t>(workspace_limit));
+      if (deterministic) graph.deselect_numeric_notes({fe::NumericalNote_t::NONDETERMINISTIC});
+      built = ok("check_support", graph.check_support(handle)) && ok("build_plans", graph.build_plans(handle));
+    }
+    int64_t bytes = 0;
+    if (built) built = ok("get_workspace_size", graph.get_workspace_size(bytes));
+    if (!built) return {nullptr, 0, b.plan};
+    b.workspace = static_cast<std::size_t>(bytes);
+    if (!graph.get_plan_name(b.plan).is_good()) b.plan = "?";
+    return b;
+  }
+};
+
+bool ConvGraphs::built() { return true; }
+std::string ConvGraphs::frontend_version() {
+  return fmt::format("{}.{}.{}", CUDNN_FRONTEND_MAJOR_VERSION, CUDNN_FRONTEND_MINOR_VERSION,
+                     CUDNN_FRONTEND_PATCH_VERSION);
+}
+
+ConvGraphs::ConvGraphs(cudnnHandle_t handle, std::size_t workspace_limit_bytes, bool deterministic)
+    : impl_(std::make_unique<Impl>(Impl{handle, workspace_limit_bytes, deterministic, {}})) {}
+
+std::optional<std::size_t> ConvGraphs::prepare(const kernels::Conv2dShape& g, ConvDirection d) {
+  auto it = impl_->graphs.find({g, d});
+  if (it == impl_->graphs.end()) it = impl_->graphs.emplace(std::pair{g, d}, impl_->build(g, d)).first;
+  if (!it->second.graph) return std::nullopt;
+  return it->second.workspace;
+}
+
+void ConvGraphs::run(const kernels::Conv2dShape& g, ConvDirection d, const ConvTensors& t, void* workspace) const {
+  const Impl::Built& b = impl_->graphs.at({g, d});
+  std::unordered_map<int64_t, void*> pointers{{kX, const_cast<void*>(t.x)}, {kW, const_cast<void*>(t.w)},
+                                              {kY, const_cast<void*>(t.y)}};
+  pointers[d == ConvDirection::forward ? kY : d == ConvDirection::data ? kX : kW] = t.out;
+  CUDNN_GRAPH_CHECK(b.graph->execute(impl_->handle, pointers, workspace));
+}
+
+std::string ConvGraphs::describe(const kernels::Conv2dShape& g, ConvDirection d) const {
+  const auto it = impl_->graphs.find({g, d});
+  return it == impl_->graphs.end() ? "not built" : it->second.plan;
+}
+
+#else  // built without cudnn-frontend: every convolution takes the legacy API
+
+struct ConvGraphs::Impl {};
+
+bool ConvGraphs::built() { return false; }
+std::string ConvGraphs::frontend_version() { return "not built in: every convolution on cuDNN's legacy API"; }
+ConvGraphs::ConvGraphs(cudnnHandle_t, std::size_t, bool) : impl_(std::make_unique<Impl>()) {}
+std::optional<std::size_t> ConvGraphs::prepare(const kernels::Conv2dShape&, ConvDirection) { return std::nullopt; }
+void ConvGraphs::run(const kernels::Conv2dShape&, ConvDirection, const ConvTensors&, void*) const {
+  throw Error(ExitCode::internal, "a cuDNN graph was run in a build without cudnn-frontend");
+}
+std::string ConvGraphs::describe(const kernels::Conv2dShape&, ConvDirection) const {
+  return "no graph API (built without cudnn-frontend)";
+}
+
+#endif
+
+ConvGraphs::~ConvGraphs() = default;
+
+}  // namespace ringtrain::backend
