@@ -133,9 +133,9 @@ const std::vector<KeyRule> kKeys = {
     {"gpu", "workspace_mb", Kind::number, 1024.0,
      "scratch memory one convolution algorithm may use, MiB (large NCHW layers need GiBs for tensor-core paths); "
      "the memory plan holds it only while its convolution runs"},
-    {"gpu", "nhwc", Kind::boolean, false,
-     "testing only until its GPU tests pass (perf/gpu/PENDING.md): store bf16/fp16 activations NHWC, the layout "
-     "cuDNN's tensor-core convolutions read fastest; fp32 stays NCHW"},
+    {"gpu", "nhwc", Kind::boolean, true,
+     "store bf16/fp16 activations NHWC, the layout cuDNN's tensor-core convolutions read fastest (ResNet-50 bf16 on "
+     "an H200: 4905 against 4325 samples/s NCHW); false: NCHW; fp32 stays NCHW either way"},
     {"gpu", "cudnn_graphs", Kind::boolean, true,
      "16-bit NHWC convolutions (gpu.nhwc) through cuDNN's graph API where it builds a plan for the shape: on an H200 "
      "the kernels the legacy API measures best, at less host time a call; false: the legacy API for every one"},

@@ -95,7 +95,7 @@ struct JobConfig {
     bool deterministic = true;        // only deterministic convolution algorithms where one fits
     double workspace_mb = 1024;       // per convolution algorithm
     bool share_device = false;        // several ranks on one GPU as emulated hosts (testing only)
-    bool nhwc = false;                // bf16/fp16 activations stored NHWC (testing only until verified on a GPU)
+    bool nhwc = true;                 // bf16/fp16 activations stored NHWC (cuDNN's tensor-core layout)
     bool cudnn_graphs = true;         // 16-bit NHWC convolutions through cuDNN's graph API where a plan builds
   } gpu;
 
