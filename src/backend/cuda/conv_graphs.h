@@ -2,8 +2,9 @@
 // the legacy API: 16-bit NHWC ones. On an H200 with cuDNN 9.14 the graph API's heuristics chose the kernels the
 // legacy API's cudnnFind measures best (a ResNet-50 run gave the same bits and speed either way), and a call took
 // 40-160 us less in the fusion probe's event timing, which counts the host's part (perf/results/
-// 2026-11-26-gpu-nhwc-graphs.md). The graph API is also where cuDNN's fused convolution nodes live. Per shape and direction one graph, built on first use from heuristics A, then FALLBACK,
-// taking the first plan cuDNN builds within the workspace limit (and, when asked, a deterministic one).
+// 2026-11-26-gpu-nhwc-graphs.md). The graph API is also where cuDNN's fused convolution nodes live. Per shape and
+// direction one graph, built on first use from heuristics A, then FALLBACK, taking the first plan cuDNN builds within
+// the workspace limit (and, when asked, a deterministic one).
 // A direction with no such plan, or a build without cudnn-frontend (built() false), is left to the legacy API.
 // Internal to backend/cuda: dnn.cpp includes it.
 #pragma once
