@@ -248,16 +248,21 @@ __global__ void affine_kernel(Layout z, const T* x, Scratch w, bool relu, T* y) 
   });
 }
 
+// Zeroes g where the fused ReLU's output y is not positive, as relu_backward masks it.
+template <int V, class T>
+__device__ void mask_by_relu(const Pack<V, T>& y, float (&g)[V]) {
+  float out[V];
+  detail::unpack(y, out);
+#pragma unroll
+  for (int k = 0; k < V; ++k)
+    if (!(out[k] > 0.0f)) g[k] = 0.0f;
+}
+
 // The pack of dy at i where no fused ReLU zeroed the output (relu_y null: no ReLU), as relu_backward masks it.
 template <int V, class T>
 __device__ void load_masked_dy(const T* dy, const T* relu_y, int64_t i, float (&g)[V]) {
   load_pack(dy + i, g);
-  if (!relu_y) return;
-  float y[V];
-  load_pack(relu_y + i, y);
-#pragma unroll
-  for (int r = 0; r < V; ++r)
-    if (!(y[r] > 0.0f)) g[r] = 0.0f;
+  if (relu_y) mask_by_relu(detail::pack_at<V>(relu_y + i), g);
 }
 
 template <int V, class T>
@@ -375,12 +380,7 @@ __device__ void load_masked_dy_rows(const T* dy, const T* relu_y, const int64_t 
   for (int u = 0; u < U; ++u) {
     if (at[u] < 0) continue;
     detail::unpack(d[u], g[u]);
-    if (!relu_y) continue;
-    float out[V];
-    detail::unpack(y[u], out);
-#pragma unroll
-    for (int k = 0; k < V; ++k)
-      if (!(out[k] > 0.0f)) g[u][k] = 0.0f;
+    if (relu_y) mask_by_relu(y[u], g[u]);
   }
 }
 

@@ -80,20 +80,24 @@ std::shared_ptr<fe::graph::Graph> define(const kernels::Conv2dShape& g, ConvDire
 
 }  // namespace
 
+struct ConvGraph {
+  std::shared_ptr<fe::graph::Graph> graph;  // null where no plan built
+  ConvDirection direction = ConvDirection::forward;
+  std::size_t workspace = 0;
+  std::string plan;  // cuDNN's plan name, or the step that failed and why
+  // The variant pack, kept so that a call only swaps its pointers in (execute takes it by reference).
+  mutable std::unordered_map<int64_t, void*> pointers{{kX, nullptr}, {kW, nullptr}, {kY, nullptr}};
+};
+
 struct ConvGraphs::Impl {
   cudnnHandle_t handle;
   std::size_t workspace_limit;
   bool deterministic;
-  struct Built {
-    std::shared_ptr<fe::graph::Graph> graph;  // null where no plan built
-    std::size_t workspace = 0;
-    std::string plan;  // cuDNN's plan name, or the step that failed and why
-  };
-  std::map<std::pair<kernels::Conv2dShape, ConvDirection>, Built> graphs;
+  std::map<std::pair<kernels::Conv2dShape, ConvDirection>, ConvGraph> graphs;
 
   // Each step's failure is an answer (the legacy API takes the direction), not an error.
-  Built build(const kernels::Conv2dShape& g, ConvDirection d) const {
-    Built b{define(g, d), 0, {}};
+  ConvGraph build(const kernels::Conv2dShape& g, ConvDirection d) const {
+    ConvGraph b{define(g, d), d, 0, {}};
     fe::graph::Graph& graph = *b.graph;
     const auto ok = [&](const char* step, fe::error_t status) {
       if (!status.is_good() && b.plan.empty()) b.plan = fmt::format("no plan ({}: {})", step, status.get_message());
@@ -109,14 +113,13 @@ struct ConvGraphs::Impl {
     }
     int64_t bytes = 0;
     if (built) built = ok("get_workspace_size", graph.get_workspace_size(bytes));
-    if (!built) return {nullptr, 0, b.plan};
+    if (!built) return {nullptr, d, 0, b.plan};
     b.workspace = static_cast<std::size_t>(bytes);
     if (!graph.get_plan_name(b.plan).is_good()) b.plan = "?";
     return b;
   }
 };
 
-bool ConvGraphs::built() { return true; }
 std::string ConvGraphs::frontend_version() {
   return fmt::format("{}.{}.{}", CUDNN_FRONTEND_MAJOR_VERSION, CUDNN_FRONTEND_MINOR_VERSION,
                      CUDNN_FRONTEND_PATCH_VERSION);
@@ -125,19 +128,21 @@ std::string ConvGraphs::frontend_version() {
 ConvGraphs::ConvGraphs(cudnnHandle_t handle, std::size_t workspace_limit_bytes, bool deterministic)
     : impl_(std::make_unique<Impl>(Impl{handle, workspace_limit_bytes, deterministic, {}})) {}
 
-std::optional<std::size_t> ConvGraphs::prepare(const kernels::Conv2dShape& g, ConvDirection d) {
+const ConvGraph* ConvGraphs::prepare(const kernels::Conv2dShape& g, ConvDirection d) {
   auto it = impl_->graphs.find({g, d});
   if (it == impl_->graphs.end()) it = impl_->graphs.emplace(std::pair{g, d}, impl_->build(g, d)).first;
-  if (!it->second.graph) return std::nullopt;
-  return it->second.workspace;
+  return it->second.graph ? &it->second : nullptr;
 }
 
-void ConvGraphs::run(const kernels::Conv2dShape& g, ConvDirection d, const ConvTensors& t, void* workspace) const {
-  const Impl::Built& b = impl_->graphs.at({g, d});
-  std::unordered_map<int64_t, void*> pointers{{kX, const_cast<void*>(t.x)}, {kW, const_cast<void*>(t.w)},
-                                              {kY, const_cast<void*>(t.y)}};
-  pointers[d == ConvDirection::forward ? kY : d == ConvDirection::data ? kX : kW] = t.out;
-  CUDNN_GRAPH_CHECK(b.graph->execute(impl_->handle, pointers, workspace));
+std::size_t ConvGraphs::workspace_bytes(const ConvGraph& graph) const { return graph.workspace; }
+
+void ConvGraphs::run(const ConvGraph& graph, const ConvTensors& t, void* workspace) const {
+  graph.pointers[kX] = const_cast<void*>(t.x);
+  graph.pointers[kW] = const_cast<void*>(t.w);
+  graph.pointers[kY] = const_cast<void*>(t.y);
+  graph.pointers[graph.direction == ConvDirection::forward ? kY : graph.direction == ConvDirection::data ? kX : kW] =
+      t.out;
+  CUDNN_GRAPH_CHECK(graph.graph->execute(impl_->handle, graph.pointers, workspace));
 }
 
 std::string ConvGraphs::describe(const kernels::Conv2dShape& g, ConvDirection d) const {
@@ -147,13 +152,14 @@ std::string ConvGraphs::describe(const kernels::Conv2dShape& g, ConvDirection d)
 
 #else  // built without cudnn-frontend: every convolution takes the legacy API
 
+struct ConvGraph {};
 struct ConvGraphs::Impl {};
 
-bool ConvGraphs::built() { return false; }
 std::string ConvGraphs::frontend_version() { return "not built in: every convolution on cuDNN's legacy API"; }
 ConvGraphs::ConvGraphs(cudnnHandle_t, std::size_t, bool) : impl_(std::make_unique<Impl>()) {}
-std::optional<std::size_t> ConvGraphs::prepare(const kernels::Conv2dShape&, ConvDirection) { return std::nullopt; }
-void ConvGraphs::run(const kernels::Conv2dShape&, ConvDirection, const ConvTensors&, void*) const {
+const ConvGraph* ConvGraphs::prepare(const kernels::Conv2dShape&, ConvDirection) { return nullptr; }
+std::size_t ConvGraphs::workspace_bytes(const ConvGraph&) const { return 0; }
+void ConvGraphs::run(const ConvGraph&, const ConvTensors&, void*) const {
   throw Error(ExitCode::internal, "a cuDNN graph was run in a build without cudnn-frontend");
 }
 std::string ConvGraphs::describe(const kernels::Conv2dShape&, ConvDirection) const {

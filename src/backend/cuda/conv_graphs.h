@@ -5,14 +5,13 @@
 // 2026-11-26-gpu-nhwc-graphs.md). The graph API is also where cuDNN's fused convolution nodes live. Per shape and
 // direction one graph, built on first use from heuristics A, then FALLBACK, taking the first plan cuDNN builds within
 // the workspace limit (and, when asked, a deterministic one).
-// A direction with no such plan, or a build without cudnn-frontend (built() false), is left to the legacy API.
+// A direction with no such plan, or every direction in a build without cudnn-frontend, is left to the legacy API.
 // Internal to backend/cuda: dnn.cpp includes it.
 #pragma once
 #include <cudnn.h>
 
 #include <cstddef>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "kernels/op_shapes.h"
@@ -31,10 +30,11 @@ struct ConvTensors {
   void* out;
 };
 
+// One direction of one shape, built: what prepare() hands back for run().
+struct ConvGraph;
+
 class ConvGraphs {
  public:
-  // Whether this build has cudnn-frontend; without it prepare() always answers nullopt.
-  static bool built();
   // "1.32.0", or what a build without it does instead (the version report's line).
   static std::string frontend_version();
 
@@ -43,10 +43,12 @@ class ConvGraphs {
   ConvGraphs(const ConvGraphs&) = delete;
   ConvGraphs& operator=(const ConvGraphs&) = delete;
 
-  // Builds g's graph for direction d if not yet tried; its workspace in bytes, or nullopt where no plan builds.
-  std::optional<std::size_t> prepare(const kernels::Conv2dShape& g, ConvDirection d);
-  // Runs the graph prepare() built; `workspace` holds at least the bytes it answered.
-  void run(const kernels::Conv2dShape& g, ConvDirection d, const ConvTensors& t, void* workspace) const;
+  // Builds g's graph for direction d if not yet tried; null where no plan builds (always, without cudnn-frontend).
+  // The graph lives as long as this object.
+  const ConvGraph* prepare(const kernels::Conv2dShape& g, ConvDirection d);
+  std::size_t workspace_bytes(const ConvGraph& graph) const;
+  // `workspace` holds at least workspace_bytes(graph).
+  void run(const ConvGraph& graph, const ConvTensors& t, void* workspace) const;
   // cuDNN's name for the plan (engine and knobs), or why none built.
   std::string describe(const kernels::Conv2dShape& g, ConvDirection d) const;
 

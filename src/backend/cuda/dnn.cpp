@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 
@@ -64,8 +63,11 @@ struct ConvPlan {
   cudnnConvolutionBwdFilterAlgo_t backward_filter{};
   std::size_t forward_bytes = 0, data_bytes = 0, filter_bytes = 0;
   std::string nondeterministic;  // the passes that had to take a non-deterministic algorithm, if any
-  // The directions cuDNN's graph API runs instead (their workspaces in the *_bytes above).
-  bool graph_forward = false, graph_data = false, graph_filter = false;
+  // The directions cuDNN's graph API runs instead of the algorithms above (their workspaces in the *_bytes above);
+  // null where the legacy API runs.
+  const ConvGraph* graph_forward = nullptr;
+  const ConvGraph* graph_data = nullptr;
+  const ConvGraph* graph_filter = nullptr;
 };
 
 struct PoolPlan {
@@ -208,15 +210,16 @@ ConvPlan& Dnn::Impl::conv(const Conv2dShape& g) {
   if (n != g.batch || k != g.filters || oh != g.out_h() || ow != g.out_w())
     throw Error(ExitCode::internal, fmt::format("cuDNN gives a {}x{}x{}x{} output for {}, ringtrain expects {}x{}x{}x{}",
                                                 n, k, oh, ow, describe(g), g.batch, g.filters, g.out_h(), g.out_w()));
-  choose_algorithms(g, *p);
   if (graphs && g.data != kernels::ElementType::f32) take_graphs(g, *p);
+  choose_algorithms(g, *p);
   return *conv_plans.emplace(g, std::move(p)).first->second;
 }
 
-// Each direction the graph API builds a plan for leaves the legacy algorithm chosen above unused.
+// The directions the graph API builds a plan for; choose_algorithms leaves them alone.
 void Dnn::Impl::take_graphs(const Conv2dShape& g, ConvPlan& p) {
-  const auto take = [&](ConvDirection d, bool& runs, std::size_t& bytes) {
-    if (const std::optional<std::size_t> need = graphs->prepare(g, d)) runs = true, bytes = *need;
+  const auto take = [&](ConvDirection d, const ConvGraph*& graph, std::size_t& bytes) {
+    graph = graphs->prepare(g, d);
+    if (graph) bytes = graphs->workspace_bytes(*graph);
   };
   take(ConvDirection::forward, p.graph_forward, p.forward_bytes);
   take(ConvDirection::data, p.graph_data, p.data_bytes);
@@ -225,7 +228,7 @@ void Dnn::Impl::take_graphs(const Conv2dShape& g, ConvPlan& p) {
 
 void Dnn::Impl::choose_algorithms(const Conv2dShape& g, ConvPlan& p) {
   // Candidates: measured (ConvSearch::measure) and cuDNN's heuristic ranking; deterministic ones first, any
-  // as a last resort (noted in the plan).
+  // as a last resort (noted in the plan). Directions a graph runs (take_graphs) need none.
   const bool measure = search == ConvSearch::measure;
   const bool strict = math == MathMode::fp32 && g.data == kernels::ElementType::f32;
   const auto choose = [&](const char* which, auto* perf, int capacity, auto find, auto rank, auto workspace_size,
@@ -245,7 +248,7 @@ void Dnn::Impl::choose_algorithms(const Conv2dShape& g, ConvPlan& p) {
                 fmt::format("cuDNN offers no {} convolution algorithm within the {:.0f} MiB workspace limit for {}",
                             which, static_cast<double>(workspace_limit) / (1 << 20), describe(g)));
   };
-  {
+  if (!p.graph_forward) {
     cudnnConvolutionFwdAlgoPerf_t perf[2 * CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     choose(
         "forward", perf, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
@@ -260,7 +263,7 @@ void Dnn::Impl::choose_algorithms(const Conv2dShape& g, ConvPlan& p) {
         },
         p.forward, p.forward_bytes);
   }
-  {
+  if (!p.graph_data) {
     cudnnConvolutionBwdDataAlgoPerf_t perf[2 * CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     choose(
         "backward-data", perf, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
@@ -275,7 +278,7 @@ void Dnn::Impl::choose_algorithms(const Conv2dShape& g, ConvPlan& p) {
         },
         p.backward_data, p.data_bytes);
   }
-  {
+  if (!p.graph_filter) {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[2 * CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     choose(
         "backward-filter", perf, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
@@ -370,7 +373,7 @@ const char* algorithm_name(cudnnConvolutionBwdFilterAlgo_t a) {
 
 std::string Dnn::conv_algorithms(const Conv2dShape& g) {
   const ConvPlan& p = impl_->conv(g);
-  const auto name = [&](bool graph, ConvDirection d, auto legacy) {
+  const auto name = [&](const ConvGraph* graph, ConvDirection d, auto legacy) {
     return graph ? "graph " + impl_->graphs->describe(g, d) : std::string(algorithm_name(legacy));
   };
   return fmt::format("cuDNN forward {}, data {}, filter {}, workspace {:.1f} MiB{}{}",
@@ -391,7 +394,7 @@ void Dnn::conv_forward(const Conv2dShape& g, const void* x, const void* w, const
   ConvPlan& p = impl_->conv(g);
   void* ws = impl_->workspace_for(p.forward_bytes, scratch);
   if (p.graph_forward)
-    impl_->graphs->run(g, ConvDirection::forward, {.x = x, .w = w, .y = nullptr, .out = y}, ws);
+    impl_->graphs->run(*p.graph_forward, {.x = x, .w = w, .y = nullptr, .out = y}, ws);
   else
     CUDNN_CHECK(cudnnConvolutionForward(impl_->handle, &kOne, p.x, x, p.w, w, p.conv, p.forward, ws,
                                         p.forward_bytes, &kZero, p.y, y));
@@ -410,7 +413,7 @@ void Dnn::conv_backward_data(const Conv2dShape& g, const void* dy, const void* w
   ConvPlan& p = impl_->conv(g);
   void* ws = impl_->workspace_for(p.data_bytes, scratch);
   if (p.graph_data)
-    impl_->graphs->run(g, ConvDirection::data, {.x = nullptr, .w = w, .y = dy, .out = dx}, ws);
+    impl_->graphs->run(*p.graph_data, {.x = nullptr, .w = w, .y = dy, .out = dx}, ws);
   else
     CUDNN_CHECK(cudnnConvolutionBackwardData(impl_->handle, &kOne, p.w, w, p.y, dy, p.conv, p.backward_data, ws,
                                              p.data_bytes, &kZero, p.x, dx));
@@ -433,7 +436,7 @@ void Dnn::conv_backward_filter(const Conv2dShape& g, const void* x, const void* 
   impl_->filter_gradient.ensure(filter.bytes(), impl_->stream);
   void* dw16 = impl_->filter_gradient.get();
   if (p.graph_filter)
-    impl_->graphs->run(g, ConvDirection::filter, {.x = x, .w = nullptr, .y = dy, .out = dw16}, ws);
+    impl_->graphs->run(*p.graph_filter, {.x = x, .w = nullptr, .y = dy, .out = dw16}, ws);
   else
     CUDNN_CHECK(cudnnConvolutionBackwardFilter(impl_->handle, &kOne, p.x, x, p.y, dy, p.conv, p.backward_filter, ws,
                                                p.filter_bytes, &kZero, p.w, dw16));
