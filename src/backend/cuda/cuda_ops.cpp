@@ -270,19 +270,20 @@ void CudaBackend::batchnorm_backward(const model::BatchNormShape& s, const model
                            dgamma, dbeta);
 }
 
-// Our pooling kernels take 16-bit NCHW planes; fp32 and 16-bit NHWC tensors go to cuDNN.
+// Our pooling kernels take 16-bit tensors, NCHW or NHWC; fp32 ones go to cuDNN.
 std::size_t CudaBackend::pool_saved_bytes(const model::PoolShape& s, model::PoolMode mode) const {
-  return sixteen_bit(s.data) && !nhwc(s.data) ? kc::pool_saved_bytes(s, mode) : 0;
+  return sixteen_bit(s.data) ? kc::pool_saved_bytes(s, mode) : 0;
 }
 void CudaBackend::pool_forward(const model::PoolShape& s, model::PoolMode mode, const void* x, void* y, void* saved) {
-  if (sixteen_bit(s.data) && !nhwc(s.data))
-    return kc::pool_forward(s, mode, x, y, static_cast<int32_t*>(saved), stream());
+  if (sixteen_bit(s.data))
+    return kc::pool_forward(s, mode, activation_layout(s.data), x, y, static_cast<uint16_t*>(saved), stream());
   dnn().pool_forward(s, mode, x, y);
 }
 void CudaBackend::pool_backward(const model::PoolShape& s, model::PoolMode mode, const void* x, const void* y,
                                 const void* dy, void* dx, const void* saved) {
-  if (sixteen_bit(s.data) && !nhwc(s.data))
-    return kc::pool_backward(s, mode, dy, static_cast<const int32_t*>(saved), dx, stream());
+  if (sixteen_bit(s.data))
+    return kc::pool_backward(s, mode, activation_layout(s.data), dy, static_cast<const uint16_t*>(saved), dx,
+                             stream());
   dnn().pool_backward(s, mode, x, y, dy, dx);
 }
 
