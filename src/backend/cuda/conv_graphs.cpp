@@ -10,11 +10,15 @@
 #include <utility>
 
 #include "common/error.h"
+#include "kernels/cuda/cuda_check.h"
 
 #if RINGTRAIN_HAVE_CUDNN_FRONTEND
+#include <cuda_runtime_api.h>
 #include <cudnn_frontend.h>
 
+#include <algorithm>
 #include <unordered_map>
+#include <vector>
 #endif
 
 namespace ringtrain::backend {
@@ -78,6 +82,43 @@ std::shared_ptr<fe::graph::Graph> define(const kernels::Conv2dShape& g, ConvDire
   return graph;
 }
 
+// Device scratch for timing plans, freed on every path out.
+class ScratchTensors {
+ public:
+  void* add(std::size_t bytes, int fill) {
+    void* p = nullptr;
+    CUDA_CHECK(cudaMalloc(&p, std::max<std::size_t>(bytes, 1)));
+    owned_.push_back(p);
+    // A small non-zero value: zeros draw less power and can flatter a timing.
+    CUDA_CHECK(cudaMemset(p, fill, bytes));
+    return p;
+  }
+  ScratchTensors() = default;
+  ScratchTensors(const ScratchTensors&) = delete;
+  ScratchTensors& operator=(const ScratchTensors&) = delete;
+  ~ScratchTensors() {
+    for (void* p : owned_) (void)cudaFree(p);
+  }
+
+ private:
+  std::vector<void*> owned_;
+};
+
+// Times every plan `graph` built on scratch tensors of g's sizes and makes the fastest its candidate; the first plan
+// stays where timing fails.
+void take_fastest(fe::graph::Graph& graph, cudnnHandle_t handle, const kernels::Conv2dShape& g) {
+  const auto bytes = [&](int64_t n, int64_t c, int64_t h, int64_t w) {
+    return static_cast<std::size_t>(n * c * h * w) * kernels::element_bytes(g.data);
+  };
+  ScratchTensors scratch;
+  std::unordered_map<int64_t, void*> pointers{
+      {kX, scratch.add(bytes(g.batch, g.in_channels, g.in_h, g.in_w), 0x3c)},
+      {kW, scratch.add(bytes(g.filters, g.in_channels, g.kernel_h, g.kernel_w), 0x3c)},
+      {kY, scratch.add(bytes(g.batch, g.filters, g.out_h(), g.out_w()), 0x3c)}};
+  void* workspace = scratch.add(static_cast<std::size_t>(graph.get_autotune_workspace_size()), 0);
+  (void)graph.autotune(handle, pointers, workspace);
+}
+
 }  // namespace
 
 struct ConvGraph {
@@ -93,6 +134,7 @@ struct ConvGraphs::Impl {
   cudnnHandle_t handle;
   std::size_t workspace_limit;
   bool deterministic;
+  bool measure;
   std::map<std::pair<kernels::Conv2dShape, ConvDirection>, ConvGraph> graphs;
 
   // Each step's failure is an answer (the legacy API takes the direction), not an error.
@@ -109,7 +151,10 @@ struct ConvGraphs::Impl {
     if (built) {
       graph.deselect_workspace_greater_than(static_cast<int64_t>(workspace_limit));
       if (deterministic) graph.deselect_numeric_notes({fe::NumericalNote_t::NONDETERMINISTIC});
-      built = ok("check_support", graph.check_support(handle)) && ok("build_plans", graph.build_plans(handle));
+      built = ok("check_support", graph.check_support(handle)) &&
+              ok("build_plans", graph.build_plans(measure ? fe::BuildPlanPolicy_t::ALL
+                                                          : fe::BuildPlanPolicy_t::HEURISTICS_CHOICE));
+      if (built && measure) take_fastest(graph, handle, g);
     }
     int64_t bytes = 0;
     if (built) built = ok("get_workspace_size", graph.get_workspace_size(bytes));
@@ -125,8 +170,8 @@ std::string ConvGraphs::frontend_version() {
                      CUDNN_FRONTEND_PATCH_VERSION);
 }
 
-ConvGraphs::ConvGraphs(cudnnHandle_t handle, std::size_t workspace_limit_bytes, bool deterministic)
-    : impl_(std::make_unique<Impl>(Impl{handle, workspace_limit_bytes, deterministic, {}})) {}
+ConvGraphs::ConvGraphs(cudnnHandle_t handle, std::size_t workspace_limit_bytes, bool deterministic, bool measure)
+    : impl_(std::make_unique<Impl>(Impl{handle, workspace_limit_bytes, deterministic, measure, {}})) {}
 
 const ConvGraph* ConvGraphs::prepare(const kernels::Conv2dShape& g, ConvDirection d) {
   auto it = impl_->graphs.find({g, d});
@@ -156,7 +201,7 @@ struct ConvGraph {};
 struct ConvGraphs::Impl {};
 
 std::string ConvGraphs::frontend_version() { return "not built in: every convolution on cuDNN's legacy API"; }
-ConvGraphs::ConvGraphs(cudnnHandle_t, std::size_t, bool) : impl_(std::make_unique<Impl>()) {}
+ConvGraphs::ConvGraphs(cudnnHandle_t, std::size_t, bool, bool) : impl_(std::make_unique<Impl>()) {}
 const ConvGraph* ConvGraphs::prepare(const kernels::Conv2dShape&, ConvDirection) { return nullptr; }
 std::size_t ConvGraphs::workspace_bytes(const ConvGraph&) const { return 0; }
 void ConvGraphs::run(const ConvGraph&, const ConvTensors&, void*) const {

@@ -4,7 +4,8 @@
 // 40-160 us less in the fusion probe's event timing, which counts the host's part (perf/results/
 // 2026-11-26-gpu-nhwc-graphs.md). The graph API is also where cuDNN's fused convolution nodes live. Per shape and
 // direction one graph, built on first use from heuristics A, then FALLBACK, taking the first plan cuDNN builds within
-// the workspace limit (and, when asked, a deterministic one).
+// the workspace limit (and, when asked, a deterministic one); with `measure` (gpu.conv_algorithms = "measure", as
+// cudnnFind for the legacy API) every plan that builds is timed on scratch tensors of the shape and the fastest taken.
 // A direction with no such plan, or every direction in a build without cudnn-frontend, is left to the legacy API.
 // Internal to backend/cuda: dnn.cpp includes it.
 #pragma once
@@ -38,7 +39,7 @@ class ConvGraphs {
   // "1.32.0", or what a build without it does instead (the version report's line).
   static std::string frontend_version();
 
-  ConvGraphs(cudnnHandle_t handle, std::size_t workspace_limit_bytes, bool deterministic);
+  ConvGraphs(cudnnHandle_t handle, std::size_t workspace_limit_bytes, bool deterministic, bool measure);
   ~ConvGraphs();
   ConvGraphs(const ConvGraphs&) = delete;
   ConvGraphs& operator=(const ConvGraphs&) = delete;

@@ -177,7 +177,9 @@ Dnn::Dnn(kernels::cuda::Stream stream, std::size_t workspace_limit_bytes, ConvSe
   CUDNN_CHECK(cudnnCreate(&h));
   impl_->handle = CudnnHandle(h);
   CUDNN_CHECK(cudnnSetStream(h, stream));
-  if (nhwc16 && graphs16) impl_->graphs = std::make_unique<ConvGraphs>(h, workspace_limit_bytes, deterministic);
+  if (nhwc16 && graphs16)
+    impl_->graphs = std::make_unique<ConvGraphs>(h, workspace_limit_bytes, deterministic,
+                                                 search == ConvSearch::measure);
 }
 
 Dnn::~Dnn() = default;
