@@ -1,13 +1,15 @@
 // Owns the batch-norm kernels declared in batchnorm.h. A pass that sums runs one block per (channel, slice) and
 // writes the slice's sums; a finishing kernel, one thread per channel, adds them in slice order and derives the
-// channel's coefficients; an element-wise kernel applies them. Forward in training: sums of x, then of (x - mean)^2,
-// then y = x * scale + shift. Backward: sums of dy and dy * (x - mean), then dx = a dy + b (x - mean) + k.
+// channel's coefficients; an element-wise kernel applies them. Forward in training: one pass summing x and x^2 (the
+// statistics; a second, centred pass would read the whole tensor again), then y = x * scale + shift. Backward: sums of
+// dy and dy * (x - mean), then dx = a dy + b (x - mean) + k.
 // NHWC tensors (rows of channels) take the rows_* kernels: a thread keeps a pack of channels' sums over its rows, and
 // the block adds its row lanes in lane order; a block per channel then folds the many slices (fold_slices_kernel)
 // before the shared finishing kernels.
 // The passes are bound by memory: values move in packs of up to 16 bytes, each thread keeps kUnroll packs in flight,
 // and a pack's index becomes its channel or sample through FastDivide (an integer division costs tens of
-// instructions).
+// instructions). Sums are kept in double; a thread first adds the few values one call loads in fp32 (a 16-bit value
+// and its square are exact in fp32), since converting every value to double would cost more than the memory does.
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
@@ -109,7 +111,6 @@ Layout layout_of(const BatchNormShape& s, std::initializer_list<const void*> buf
 struct Scratch {
   PairSum* partial;  // channels x slices
   PairSum* totals;   // NHWC: each channel's slices added by fold_slices_kernel
-  double* mean;      // forward in training
   float* a;          // forward: scale; backward: the dy coefficient
   float* b;          // forward: shift; backward: the (x - mean) coefficient
   float* k;          // backward: the constant
@@ -118,9 +119,8 @@ struct Scratch {
 Scratch scratch_of(const Layout& z, void* bytes) {
   auto* partial = static_cast<PairSum*>(bytes);
   auto* totals = partial + static_cast<std::ptrdiff_t>(z.channels) * z.slices;
-  auto* mean = reinterpret_cast<double*>(totals + z.channels);
-  auto* floats = reinterpret_cast<float*>(mean + z.channels);
-  return {partial, totals, mean, floats, floats + z.channels, floats + 2 * z.channels};
+  auto* floats = reinterpret_cast<float*>(totals + z.channels);
+  return {partial, totals, floats, floats + z.channels, floats + 2 * z.channels};
 }
 
 // The first value of channel c's pack k (k over the channel's batch x row_packs packs).
@@ -166,32 +166,16 @@ __device__ PairSum channel_total(const Layout& z, const PairSum* partial, int c)
   return t;
 }
 
+// Sums of x (a) and x^2 (b) of slice blockIdx.y of channel blockIdx.x.
 template <int V, class T>
-__global__ void sum_kernel(Layout z, const T* x, Scratch w) {
+__global__ void moments_kernel(Layout z, const T* x, Scratch w) {
   sum_slice(z, w.partial, [&](int64_t i, PairSum& m) {
-    float v[V];
+    float v[V], sum = 0.0f, squares = 0.0f;
     load_pack(x + i, v);
 #pragma unroll
-    for (int r = 0; r < V; ++r) m.a += v[r];
-  });
-}
-
-__global__ void mean_kernel(Layout z, Scratch w) {
-  for (int c = static_cast<int>(global_index()); c < z.channels; c += static_cast<int>(grid_stride()))
-    w.mean[c] = channel_total(z, w.partial, c).a / static_cast<double>(z.count());
-}
-
-template <int V, class T>
-__global__ void centred_squares_kernel(Layout z, const T* x, Scratch w) {
-  const float mean = static_cast<float>(w.mean[blockIdx.x]);
-  sum_slice(z, w.partial, [&](int64_t i, PairSum& m) {
-    float v[V];
-    load_pack(x + i, v);
-#pragma unroll
-    for (int r = 0; r < V; ++r) {
-      const double d = v[r] - mean;
-      m.a += d * d;
-    }
+    for (int r = 0; r < V; ++r) sum += v[r], squares = fmaf(v[r], v[r], squares);
+    m.a += sum;
+    m.b += squares;
   });
 }
 
@@ -207,8 +191,10 @@ struct Statistics {
 
 __global__ void statistics_kernel(Layout z, Statistics st, Scratch w) {
   for (int c = static_cast<int>(global_index()); c < z.channels; c += static_cast<int>(grid_stride())) {
-    const double count = static_cast<double>(z.count()), mean = w.mean[c];
-    const double var = channel_total(z, w.partial, c).a / count;
+    const PairSum moments = channel_total(z, w.partial, c);
+    const double count = static_cast<double>(z.count()), mean = moments.a / count;
+    // E[x^2] - mean^2 in double: 16-bit values lose nothing that matters unless |mean| exceeds the deviation ~1e6x.
+    const double var = max(0.0, moments.b / count - mean * mean);
     const double inv_std = 1.0 / sqrt(var + st.epsilon);  // biased variance: what the batch is normalised with
     const double unbiased = count > 1 ? var * count / (count - 1) : var;
     st.saved_mean[c] = static_cast<float>(mean);
@@ -415,32 +401,19 @@ __device__ void channel_values(const C* from, const Rows& r, int c0, float (&out
   for (int k = 0; k < V; ++k) out[k] = c0 < r.channels ? static_cast<float>(from[c0 + k]) : 0.0f;
 }
 
+// Sums of x (a) and x^2 (b) per channel over the thread's rows of slice blockIdx.y.
 template <int V, class T>
-__global__ void __launch_bounds__(detail::kChannelThreads, kRowBlocksPerSm) rows_sum_kernel(Rows r, Layout z,
-                                                                                             const T* x, Scratch w) {
-  sum_rows<V, kUnroll>(r, z.slices, w.partial, [&](const int64_t (&at)[kUnroll], PairSum(&m)[V]) {
-    Pack<V, T> in[kUnroll];
-    load_rows(x, at, in);
-    for_unpacked(at, in, [&](int, const float(&v)[V]) {
-#pragma unroll
-      for (int k = 0; k < V; ++k) m[k].a += v[k];
-    });
-  });
-}
-
-template <int V, class T>
-__global__ void __launch_bounds__(detail::kChannelThreads, kRowBlocksPerSm)
-    rows_centred_squares_kernel(Rows r, Layout z, const T* x, Scratch w) {
-  float mean[V];
-  channel_values(w.mean, r, row_thread(r).c0, mean);
+__global__ void __launch_bounds__(detail::kChannelThreads, kRowBlocksPerSm) rows_moments_kernel(Rows r, Layout z,
+                                                                                                 const T* x, Scratch w) {
   sum_rows<V, kUnroll>(r, z.slices, w.partial, [&](const int64_t (&at)[kUnroll], PairSum(&m)[V]) {
     Pack<V, T> in[kUnroll];
     load_rows(x, at, in);
     for_unpacked(at, in, [&](int, const float(&v)[V]) {
 #pragma unroll
       for (int k = 0; k < V; ++k) {
-        const double d = v[k] - mean[k];
-        m[k].a += d * d;
+        const double d = v[k];
+        m[k].a += d;
+        m[k].b = fma(d, d, m[k].b);
       }
     });
   });
@@ -566,8 +539,7 @@ std::size_t batchnorm_scratch_bytes(const BatchNormShape& s) {
   if (empty(s)) return 0;
   const Layout z = layout_of(s);
   const auto channels = static_cast<std::size_t>(z.channels);
-  return sizeof(PairSum) * channels * (static_cast<std::size_t>(z.slices) + 1) + sizeof(double) * channels +
-         3 * sizeof(float) * channels;
+  return sizeof(PairSum) * channels * (static_cast<std::size_t>(z.slices) + 1) + 3 * sizeof(float) * channels;
 }
 
 void batchnorm_forward_train(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
@@ -583,10 +555,7 @@ void batchnorm_forward_train(const BatchNormShape& s, const void* x, const float
       using T = decltype(t);
       constexpr int V = decltype(v)::value;
       const T* xt = static_cast<const T*>(x);
-      rows_sum_kernel<V><<<rows_grid(r), detail::kChannelThreads, 0, stream>>>(r, z, xt, w);
-      fold_slices_kernel<<<z.channels, detail::kChannelThreads, 0, stream>>>(z, w);
-      mean_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(folded(z), folded(w));
-      rows_centred_squares_kernel<V><<<rows_grid(r), detail::kChannelThreads, 0, stream>>>(r, z, xt, w);
+      rows_moments_kernel<V><<<rows_grid(r), detail::kChannelThreads, 0, stream>>>(r, z, xt, w);
       fold_slices_kernel<<<z.channels, detail::kChannelThreads, 0, stream>>>(z, w);
       statistics_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(folded(z), st, folded(w));
       rows_affine_kernel<V>
@@ -599,9 +568,7 @@ void batchnorm_forward_train(const BatchNormShape& s, const void* x, const float
     using T = decltype(t);
     constexpr int V = decltype(v)::value;
     const T* xt = static_cast<const T*>(x);
-    sum_kernel<V><<<slice_grid(z), detail::kChannelThreads, 0, stream>>>(z, xt, w);
-    mean_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, w);
-    centred_squares_kernel<V><<<slice_grid(z), detail::kChannelThreads, 0, stream>>>(z, xt, w);
+    moments_kernel<V><<<slice_grid(z), detail::kChannelThreads, 0, stream>>>(z, xt, w);
     statistics_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, st, w);
     affine_kernel<V><<<element_grid(z), detail::kThreads, 0, stream>>>(z, xt, w, relu, static_cast<T*>(y));
   });

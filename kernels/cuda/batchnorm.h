@@ -1,11 +1,12 @@
 // Owns batch normalisation on the GPU for activations stored in 16 bits (bf16, fp16; the fp32 path is cuDNN's, in
 // src/backend/cuda/dnn.h): x, y, dx and dy of s.data, NCHW or NHWC (s.in_block == s.out_block == s.channels, the
-// channel block that holds them all), fp32 parameters, statistics and parameter gradients,
-// the arithmetic of the CPU twin (kernels/cpu/batchnorm.h): two-pass statistics in double, the biased variance to
-// normalise with, the unbiased one into the running variance. Each channel's values are cut into a fixed number of
-// slices (set by the shape) whose sums are added in slice order: as many blocks as the GPU needs to stream the
-// tensor, and deterministic. All run asynchronously on `stream`; `scratch` is batchnorm_scratch_bytes(s) of device
-// memory the caller holds until the call's kernels have run (stream order).
+// channel block that holds them all), fp32 parameters, statistics and parameter gradients. The CPU twin's formulas
+// (kernels/cpu/batchnorm.h) with the statistics in one pass (sums of x and x^2 in double where the twin takes two
+// passes: one read of the tensor fewer, the same numbers within 16-bit rounding), the biased variance to normalise
+// with, the unbiased one into the running variance. Each channel's values are cut into a fixed number of slices (set
+// by the shape) whose sums are added in slice order: as many blocks as the GPU needs to stream the tensor, and
+// deterministic. All run asynchronously on `stream`; `scratch` is batchnorm_scratch_bytes(s) of device memory the
+// caller holds until the call's kernels have run (stream order).
 #pragma once
 #include <cstddef>
 
