@@ -27,7 +27,9 @@ __device__ void for_packs(int64_t n, F&& f) {
   for (int64_t i = packs * V + global_index(); i < n; i += grid_stride()) f(i, std::integral_constant<int, 1>{});
 }
 
-template <int V, class T>
+// With Relu, max(a + b, 0) before rounding: rounding keeps the sign, so these are the bits relu_forward writes after
+// the plain add.
+template <int V, bool Relu, class T>
 __global__ void add_kernel(int64_t n, const T* a, const T* b, T* y) {
   for_packs<V>(n, [&](int64_t i, auto width) {
     constexpr int W = decltype(width)::value;
@@ -35,7 +37,10 @@ __global__ void add_kernel(int64_t n, const T* a, const T* b, T* y) {
     load_pack(a + i, va);
     load_pack(b + i, vb);
 #pragma unroll
-    for (int r = 0; r < W; ++r) va[r] += vb[r];
+    for (int r = 0; r < W; ++r) {
+      va[r] += vb[r];
+      if (Relu) va[r] = va[r] > 0.0f ? va[r] : 0.0f;
+    }
     store_pack(y + i, va);
   });
 }
@@ -149,13 +154,19 @@ void launch_packed(Elements n, std::initializer_list<const void*> buffers, Launc
   RT_CHECK_LAUNCH();
 }
 
-void add(Elements n, const void* a, const void* b, void* y, Stream stream) {
+template <bool Relu>
+void launch_add(Elements n, const void* a, const void* b, void* y, Stream stream) {
   if (n.n <= 0) return;
   launch_packed(n, {a, b, y}, [&](auto t, auto v, unsigned blocks) {
     using T = decltype(t);
-    add_kernel<decltype(v)::value><<<blocks, kThreads, 0, stream>>>(n.n, static_cast<const T*>(a),
-                                                                    static_cast<const T*>(b), static_cast<T*>(y));
+    add_kernel<decltype(v)::value, Relu><<<blocks, kThreads, 0, stream>>>(
+        n.n, static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y));
   });
+}
+
+void add(Elements n, const void* a, const void* b, void* y, Stream stream) { launch_add<false>(n, a, b, y, stream); }
+void add_relu(Elements n, const void* a, const void* b, void* y, Stream stream) {
+  launch_add<true>(n, a, b, y, stream);
 }
 // y += x is y = y + x, and add's output may be one of its inputs.
 void accumulate(Elements n, const void* x, void* y, Stream stream) { add(n, y, x, y, stream); }

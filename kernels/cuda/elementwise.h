@@ -12,6 +12,8 @@
 namespace ringtrain::kernels::cuda {
 
 void add(Elements n, const void* a, const void* b, void* y, Stream stream);  // y = a + b (y may alias a or b)
+// y = relu(a + b) in one pass: the bits add then relu_forward write (a residual join's ReLU).
+void add_relu(Elements n, const void* a, const void* b, void* y, Stream stream);
 void accumulate(Elements n, const void* x, void* y, Stream stream);          // y += x
 // y (fp32) += x (n.type): a 16-bit gradient added into an fp32 parameter gradient.
 void accumulate_into_fp32(Elements n, const void* x, float* y, Stream stream);

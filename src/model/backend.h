@@ -151,6 +151,11 @@ class Backend {
   virtual void unscale(int64_t n, float factor, float* y, int32_t* nonfinite) = 0;
   virtual void relu_forward(Elements n, const void* x, void* y) = 0;  // y may alias x
   virtual void relu_backward(Elements n, const void* y, const void* dy, void* dx) = 0;
+  // y = relu(a + b), bit for bit add then relu_forward (a residual join); a backend overrides it with one pass.
+  virtual void add_relu(Elements n, const void* a, const void* b, void* y) {
+    add(n, a, b, y);
+    relu_forward(n, y, y);
+  }
   // Inverted dropout: keeps each element with probability 1-p, scaled by 1/(1-p); mask: one byte per element in x's
   // order, kept for backward. Each element's draw follows its NCHW position in x's planes (kernels::NchwIndex), so
   // it is the same whichever layout the backend stores x in. The mask is reproducible from the seed on each backend

@@ -199,8 +199,10 @@ Tensor Network::forward(const Tensor& x_f32, Mode mode, uint64_t seed) {
       continue;
     }
     const Elements n = elements(in_shape);
-    backend_.add(n, in, activation(step.inputs[1], x), out);
-    if (step.relu) backend_.relu_forward(n, out, out);
+    if (step.relu)
+      backend_.add_relu(n, in, activation(step.inputs[1], x), out);
+    else
+      backend_.add(n, in, activation(step.inputs[1], x), out);
   }
   const Tensor logits{activation(graph_.output(), x), output_.with_batch(batch), x.type};
   if (logits.type == ElementType::f32) return logits;

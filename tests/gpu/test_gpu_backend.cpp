@@ -141,6 +141,11 @@ TEST_F(CudaBackendTest, ElementwiseWorkMatchesCpu) {
   model::DeviceBuffer dy = cuda().allocate(n * sizeof(float));
   std::vector<float> want(static_cast<size_t>(n));
 
+  cuda().add_relu(n, da.as<float>(), db.as<float>(), dy.as<float>());
+  cpu().add(n, a.data(), b.data(), want.data());
+  cpu().relu_forward(n, want.data(), want.data());
+  EXPECT_EQ(download(dy.as<float>(), n), want) << "add_relu: add, then relu_forward";
+
   cuda().add(n, da.as<float>(), db.as<float>(), dy.as<float>());
   cpu().add(n, a.data(), b.data(), want.data());
   EXPECT_EQ(download(dy.as<float>(), n), want);
@@ -185,6 +190,10 @@ TEST_F(CudaBackendTest, SixteenBitElementwiseWorkAndCastsMatchCpuBitForBit) {
     cpu().cast({n, kernels::ElementType::f32}, b.data(), type, hb.data());
     EXPECT_EQ(device_bits(a16), ha) << "cast from fp32";
 
+    cuda().add_relu(e, a16.as<void>(), b16.as<void>(), y16.as<void>());
+    cpu().add(e, ha.data(), hb.data(), want.data());
+    cpu().relu_forward(e, want.data(), want.data());
+    EXPECT_EQ(device_bits(y16), want) << "add_relu: add, then relu_forward";
     cuda().add(e, a16.as<void>(), b16.as<void>(), y16.as<void>());
     cpu().add(e, ha.data(), hb.data(), want.data());
     EXPECT_EQ(device_bits(y16), want) << "add";

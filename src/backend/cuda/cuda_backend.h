@@ -82,6 +82,7 @@ class CudaBackend final : public model::Backend {
   void cast(kernels::Elements from, const void* x, kernels::ElementType to, void* y) override;
   void copy(kernels::Elements n, const void* x, void* y) override;
   void add(kernels::Elements n, const void* a, const void* b, void* y) override;
+  void add_relu(kernels::Elements n, const void* a, const void* b, void* y) override;
   void accumulate(kernels::Elements n, const void* x, void* y) override;
   void unscale(int64_t n, float factor, float* y, int32_t* nonfinite) override;
   void relu_forward(kernels::Elements n, const void* x, void* y) override;

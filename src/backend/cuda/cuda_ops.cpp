@@ -130,6 +130,9 @@ void CudaBackend::copy(Elements n, const void* x, void* y) {
   if (n.n > 0 && x != y) CUDA_CHECK(cudaMemcpyAsync(y, x, n.bytes(), cudaMemcpyDeviceToDevice, stream()));
 }
 void CudaBackend::add(Elements n, const void* a, const void* b, void* y) { kc::add(n, a, b, y, stream()); }
+void CudaBackend::add_relu(Elements n, const void* a, const void* b, void* y) {
+  kc::add_relu(n, a, b, y, stream());
+}
 void CudaBackend::accumulate(Elements n, const void* x, void* y) { kc::accumulate(n, x, y, stream()); }
 void CudaBackend::unscale(int64_t n, float factor, float* y, int32_t* nonfinite) {
   kc::unscale(n, factor, y, nonfinite, stream());
