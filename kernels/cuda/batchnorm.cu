@@ -403,8 +403,8 @@ __device__ void channel_values(const C* from, const Rows& r, int c0, float (&out
 
 // Sums of x (a) and x^2 (b) per channel over the thread's rows of slice blockIdx.y.
 template <int V, class T>
-__global__ void __launch_bounds__(detail::kChannelThreads, kRowBlocksPerSm) rows_moments_kernel(Rows r, Layout z,
-                                                                                                 const T* x, Scratch w) {
+__global__ void __launch_bounds__(detail::kChannelThreads, kRowBlocksPerSm)
+    rows_moments_kernel(Rows r, Layout z, const T* x, Scratch w) {
   sum_rows<V, kUnroll>(r, z.slices, w.partial, [&](const int64_t (&at)[kUnroll], PairSum(&m)[V]) {
     Pack<V, T> in[kUnroll];
     load_rows(x, at, in);
