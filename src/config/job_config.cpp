@@ -139,6 +139,9 @@ const std::vector<KeyRule> kKeys = {
     {"gpu", "cudnn_graphs", Kind::boolean, true,
      "16-bit NHWC convolutions (gpu.nhwc) through cuDNN's graph API where it builds a plan for the shape: on an H200 "
      "the kernels the legacy API measures best, at less host time a call; false: the legacy API for every one"},
+    {"gpu", "few_channel_gemm", Kind::boolean, true,
+     "16-bit NHWC convolutions whose input channels are not a multiple of 8 (a stem on 3 colour channels) as im2col "
+     "+ cuBLAS GEMM over C x R x S columns; false: cuDNN on the input padded to 8 channels (8/3 of a stem's work)"},
     {"gpu", "share_device", Kind::boolean, false,
      "testing only: let a node's ranks share its GPUs, each rank its own host to NCCL (NCCL_HOSTID), to run the "
      "multi-rank NCCL path on a one-GPU machine; slower than one rank per GPU"},
@@ -582,6 +585,7 @@ void read_dist_and_gpu(Reader& r, JobConfig& c) {
   c.gpu.share_device = r.boolean("gpu", "share_device");
   c.gpu.nhwc = r.boolean("gpu", "nhwc");
   c.gpu.cudnn_graphs = r.boolean("gpu", "cudnn_graphs");
+  c.gpu.few_channel_gemm = r.boolean("gpu", "few_channel_gemm");
 }
 
 }  // namespace

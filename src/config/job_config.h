@@ -97,6 +97,7 @@ struct JobConfig {
     bool share_device = false;        // several ranks on one GPU as emulated hosts (testing only)
     bool nhwc = true;                 // bf16/fp16 activations stored NHWC (cuDNN's tensor-core layout)
     bool cudnn_graphs = true;         // 16-bit NHWC convolutions through cuDNN's graph API where a plan builds
+    bool few_channel_gemm = true;     // 16-bit NHWC convolutions on few input channels as im2col + cuBLAS GEMM
   } gpu;
 
   std::string resolved_toml;  // every key with its final value, written to run.dir

@@ -98,6 +98,7 @@ TEST_F(CudaBackendTest, NhwcSixteenBitConvolutionsRunOnCudnnGraphs) {
     for (const bool graphs : {true, false}) {
       backend::CudaOptions options;
       options.activations = type, options.nhwc = true, options.conv_graphs = graphs;
+      options.few_channel_gemm = false;  // the stem shape's 3 channels would take im2col + GEMM
       backend::CudaBackend gpu(0, 1, "test-host", options);
       for (model::Conv2dShape s : shapes) {
         s.data = type;
@@ -109,6 +110,61 @@ TEST_F(CudaBackendTest, NhwcSixteenBitConvolutionsRunOnCudnnGraphs) {
         EXPECT_EQ(runs, graphs && built ? 3u : 0u);
       }
     }
+}
+
+// 16-bit NHWC convolutions on input channels that are not a multiple of 8 run as im2col + GEMM (gpu.few_channel_gemm)
+// and the others on cuDNN; the layer tests check the numbers (test_layers */cuda_*_nhwc, the cuDNN path in
+// */cuda_bf16_nhwc_legacy). Rows made a chunk of images at a time give every image's output and data gradient the
+// same bits whatever the chunk, and the weight gradient the same sum up to its fp32 order.
+TEST_F(CudaBackendTest, FewChannelNhwcConvolutionsRunAsGemmInChunks) {
+  model::Conv2dShape s{.batch = 5, .in_channels = 3, .in_h = 19, .in_w = 17, .filters = 16, .kernel_h = 7,
+                       .kernel_w = 7, .stride = 2, .padding = 3};
+  s.data = kernels::ElementType::bf16;
+  model::Conv2dShape many = s;
+  many.in_channels = 16;
+  struct Result {
+    std::vector<float> y, dx, dw, dbias;
+  };
+  const auto run = [&](std::size_t im2col_bytes) {
+    backend::CudaOptions options;
+    options.activations = s.data, options.nhwc = true, options.im2col_bytes = im2col_bytes;
+    backend::CudaBackend gpu(0, 1, "test-host", options);
+    EXPECT_NE(gpu.conv2d_method(s).find("im2col + cuBLAS GEMM"), std::string::npos) << gpu.conv2d_method(s);
+    EXPECT_EQ(gpu.conv2d_method(many).find("im2col"), std::string::npos) << gpu.conv2d_method(many);
+    const int64_t in = int64_t{s.batch} * s.in_h * s.in_w * s.in_channels;
+    const int64_t out = int64_t{s.batch} * s.out_h() * s.out_w() * s.filters;
+    const auto to16 = [&](const std::vector<float>& v) {
+      model::DeviceBuffer wide = upload(v, &gpu), narrow = gpu.allocate(v.size() * 2);
+      gpu.cast({static_cast<int64_t>(v.size()), kernels::ElementType::f32}, wide.as<void>(), s.data,
+               narrow.as<void>());
+      return narrow;
+    };
+    const auto to32 = [&](const model::DeviceBuffer& narrow, int64_t n) {
+      model::DeviceBuffer wide = gpu.allocate(static_cast<std::size_t>(n) * sizeof(float));
+      gpu.cast({n, s.data}, narrow.as<void>(), kernels::ElementType::f32, wide.as<void>());
+      return download(wide.as<float>(), n, &gpu);
+    };
+    model::DeviceBuffer x = to16(random_vector(static_cast<size_t>(in), 11));
+    model::DeviceBuffer dy = to16(random_vector(static_cast<size_t>(out), 12));
+    model::DeviceBuffer w = upload(random_vector(static_cast<size_t>(s.weight_elements()), 13), &gpu);
+    model::DeviceBuffer bias = upload(random_vector(static_cast<size_t>(s.filters), 14), &gpu);
+    model::DeviceBuffer dw = upload(std::vector<float>(static_cast<size_t>(s.weight_elements()), 0.5f), &gpu);
+    model::DeviceBuffer dbias = upload(std::vector<float>(static_cast<size_t>(s.filters), 0.25f), &gpu);
+    model::DeviceBuffer y = gpu.allocate(static_cast<std::size_t>(out) * 2);
+    model::DeviceBuffer dx = gpu.allocate(static_cast<std::size_t>(in) * 2);
+    gpu.conv2d_prepare(s);
+    gpu.conv2d_forward(s, x.as<void>(), w.as<float>(), bias.as<float>(), y.as<void>(), {});
+    gpu.conv2d_backward(s, x.as<void>(), dy.as<void>(), w.as<float>(), dx.as<void>(), dw.as<float>(),
+                        dbias.as<float>(), {});
+    return Result{to32(y, out), to32(dx, in), download(dw.as<float>(), s.weight_elements(), &gpu),
+                  download(dbias.as<float>(), s.filters, &gpu)};
+  };
+  const Result whole = run(std::size_t{128} << 20), one_image = run(1);
+  EXPECT_EQ(one_image.y, whole.y);
+  EXPECT_EQ(one_image.dx, whole.dx);
+  EXPECT_EQ(one_image.dbias, whole.dbias);
+  EXPECT_TRUE(all_close(one_image.dw, whole.dw, 1e-5, 1e-6));
+  EXPECT_NE(whole.dw, std::vector<float>(whole.dw.size(), 0.5f)) << "the weight gradient was added";
 }
 
 TEST_F(CudaBackendTest, AllocateIsZeroFilledAndCopiesRoundTrip) {

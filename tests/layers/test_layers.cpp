@@ -74,6 +74,7 @@ std::unique_ptr<model::Backend> gpu_backend(config::Precision precision, bool me
   job.gpu.measure_algorithms = measure;
   job.gpu.nhwc = nhwc;
   job.gpu.cudnn_graphs = cudnn_graphs;
+  job.gpu.few_channel_gemm = cudnn_graphs;  // the legacy case runs every convolution on cuDNN, padded stems included
   return backend::gpu::open_backend(job, 0, 1, "test-host");
 }
 

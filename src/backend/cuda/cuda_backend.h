@@ -39,6 +39,10 @@ struct CudaOptions {
   bool nhwc = false;
   // Those NHWC convolutions through cuDNN's graph API where it builds a plan (gpu.cudnn_graphs, conv_graphs.h).
   bool conv_graphs = true;
+  // Those NHWC convolutions whose input channels are not a multiple of 8 (a stem on 3 colour channels) as im2col +
+  // cuBLAS GEMM (gpu.few_channel_gemm, conv_gemm.cpp), their im2col rows made im2col_bytes at most at a time.
+  bool few_channel_gemm = true;
+  std::size_t im2col_bytes = std::size_t{128} << 20;
 };
 
 class CudaBackend final : public model::Backend {
@@ -160,6 +164,17 @@ class CudaBackend final : public model::Backend {
   // x (s's NHWC input) with its channels padded as conv_shape's, in the backend's padding buffer.
   const void* padded_input(const model::Conv2dShape& s, const void* x);
   bool nhwc(kernels::ElementType type) const;
+  // Convolution s as im2col + GEMM (CudaOptions::few_channel_gemm and the shape allow it; conv_gemm.cpp).
+  bool gemm_conv(const model::Conv2dShape& s) const;
+  model::ScratchBytes gemm_conv_scratch_bytes(const model::Conv2dShape& s) const;
+  std::string gemm_conv_method(const model::Conv2dShape& s) const;
+  void gemm_conv_forward(const model::Conv2dShape& s, const void* x, const float* w, const float* bias, void* y,
+                         model::Scratch scratch);
+  void gemm_conv_backward(const model::Conv2dShape& s, const void* x, const void* dy, const float* w, void* dx,
+                          float* dw, float* dbias, model::Scratch scratch);
+  // The scratch the memory plan gave, or the backend's own where it gave none (tests, benchmarks).
+  std::byte* gemm_conv_memory(model::Scratch scratch, std::size_t bytes);
+  void* gemm_conv_filters(const model::Conv2dShape& s, const float* w, bool convert, int columns, std::byte* into);
   // The 16-bit batch norm's scratch for shape s (kernels/cuda/batchnorm.h), grown as needed and kept.
   void* batchnorm_scratch(const model::BatchNormShape& s);
 

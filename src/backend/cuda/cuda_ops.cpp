@@ -117,7 +117,7 @@ void* CudaBackend::batchnorm_scratch(const model::BatchNormShape& s) {
 std::size_t CudaBackend::working_bytes() const {
   std::size_t bytes =
       state_->dnn->working_bytes() + state_->batchnorm_scratch.bytes() + state_->filter_staging.bytes() +
-      state_->filter_padding.bytes() + state_->channel_padding.bytes();
+      state_->filter_padding.bytes() + state_->channel_padding.bytes() + state_->gemm_conv_scratch.bytes();
   for (const auto& [w, copy] : state_->weight_copies) bytes += copy.bytes();
   return bytes;
 }
@@ -153,10 +153,12 @@ void CudaBackend::dropout_backward(Elements n, float p, const uint8_t* mask, con
 // A convolution whose channels conv_shape pads reads its input through the padding buffer (made at prepare, so no
 // step allocates), and its data gradient is cropped back out of it.
 model::ScratchBytes CudaBackend::conv2d_prepare(const model::Conv2dShape& s) {
+  if (gemm_conv(s)) return gemm_conv_scratch_bytes(s);
   input_padding(s);
   return dnn().prepare_conv(conv_shape(s));
 }
 std::string CudaBackend::conv2d_method(const model::Conv2dShape& s) {
+  if (gemm_conv(s)) return gemm_conv_method(s);
   const model::Conv2dShape run = conv_shape(s);
   const std::string padded = run.in_channels != s.in_channels
                                  ? fmt::format(" (input channels padded {} -> {})", s.in_channels, run.in_channels)
@@ -165,12 +167,14 @@ std::string CudaBackend::conv2d_method(const model::Conv2dShape& s) {
 }
 void CudaBackend::conv2d_forward(const model::Conv2dShape& s, const void* x, const float* w, const float* bias,
                                  void* y, model::Scratch scratch) {
+  if (gemm_conv(s)) return gemm_conv_forward(s, x, w, bias, y, scratch);
   const model::Conv2dShape run = conv_shape(s);
   const void* input = run.in_channels != s.in_channels ? padded_input(s, x) : x;
   dnn().conv_forward(run, input, filters_in(s, w, true), bias, y, scratch);
 }
 void CudaBackend::conv2d_backward(const model::Conv2dShape& s, const void* x, const void* dy, const float* w,
                                   void* dx, float* dw, float* dbias, model::Scratch scratch) {
+  if (gemm_conv(s)) return gemm_conv_backward(s, x, dy, w, dx, dw, dbias, scratch);
   const model::Conv2dShape run = conv_shape(s);
   const bool padded = run.in_channels != s.in_channels;
   dnn().conv_backward_filter(run, padded ? padded_input(s, x) : x, dy, dw, dbias, scratch, s.in_channels);
