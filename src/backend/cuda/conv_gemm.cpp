@@ -30,6 +30,8 @@ std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 struct GemmConvLayout {
   int columns = 0, weights_per_filter = 0;  // im2col_columns(s); C x R x S
   int chunk = 1;                            // images a chunk's rows hold
+  // The padded 16-bit filters, a chunk's rows, then for backward the fp32 weight gradient, its cropped copy and the
+  // bias gradient's partial sums.
   std::size_t weights = 0, rows = 0, gradient = 0, cropped = 0, partials = 0;
   std::size_t forward_bytes = 0, backward_bytes = 0;
 };
@@ -106,7 +108,7 @@ void CudaBackend::gemm_conv_forward(const model::Conv2dShape& s, const void* x, 
                                     void* y, model::Scratch scratch) {
   const GemmConvLayout l = layout_of(s, state_->options.im2col_bytes);
   std::byte* memory = gemm_conv_memory(scratch, l.forward_bytes);
-  const void* filters = gemm_conv_filters(s, w, true, l.columns, memory);
+  const void* filters = gemm_conv_filters(s, w, true, l.columns, memory + l.weights);
   void* rows = memory + l.rows;
   const int64_t in_image = int64_t{s.in_h} * s.in_w * s.in_channels, out_image = int64_t{s.out_h()} * s.out_w();
   for_chunks(s, l.chunk, [&](const model::Conv2dShape& part, int first) {
@@ -122,7 +124,7 @@ void CudaBackend::gemm_conv_backward(const model::Conv2dShape& s, const void* x,
                                      void* dx, float* dw, float* dbias, model::Scratch scratch) {
   const GemmConvLayout l = layout_of(s, state_->options.im2col_bytes);
   std::byte* memory = gemm_conv_memory(scratch, l.backward_bytes);
-  const void* filters = dx ? gemm_conv_filters(s, w, false, l.columns, memory) : nullptr;
+  const void* filters = dx ? gemm_conv_filters(s, w, false, l.columns, memory + l.weights) : nullptr;
   void* rows = memory + l.rows;
   auto* gradient = reinterpret_cast<float*>(memory + l.gradient);
   const int64_t in_image = int64_t{s.in_h} * s.in_w * s.in_channels, out_image = int64_t{s.out_h()} * s.out_w();
