@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The next GPU call for issue 13 (perf/gpu/PENDING.md): the gpu-next branch's build (.gpurt/bin.tar.xz) against
-# main's (.gpurt/old-bin.tar.xz) in one call, about 4 minutes on an H200: the tests, Fashion-MNIST bf16 for 12 epochs,
-# ResNet-50 bf16 NHWC twice with each build, PyTorch channels_last, the batch-norm and stem layer benchmarks with each
-# build, and ncu on the new build's NHWC batch-norm passes. Carry .gpurt/{root,lib,bin,old-bin}.tar.xz, env.sh,
-# cuda-libs.sh and fmnist/ (../shared/gpu/README.md); logs land in $OUT (summary.txt, the test logs, pytorch.jsonl,
-# extra.tgz with the rest: logs only, never a run's checkpoints).
+# main's (.gpurt/old-bin.tar.xz) in one call, about 4.5 minutes on an H200: the tests, Fashion-MNIST bf16 for 12
+# epochs, ResNet-50 bf16 NHWC twice with each build and twice more under the reproducible defaults, PyTorch
+# channels_last, the batch-norm and stem layer benchmarks with each build, and ncu on the new batch-norm passes.
+# Carry .gpurt/{root,lib,bin,old-bin}.tar.xz, env.sh, cuda-libs.sh and fmnist/ (../shared/gpu/README.md); logs land
+# in $OUT (summary.txt, the test logs, pytorch.jsonl, extra.tgz with the rest: logs only, never a run's checkpoints).
 #   bash perf/gpu/next_call.sh
 set -u
 cd "$(dirname "$0")/../.."
@@ -18,19 +18,26 @@ echo "lease_run exit $?"
 grep -E "FAILED|Failure" -A6 "$out/test_gpu.log" "$out/test_layers_cuda.log" | head -30
 rt .gpurt/bin/ringtrain prepare synthetic --shape 3,224,224 --classes 1000 --samples $((256 * 41)) \
   --test-samples 256 --shards 8 --out "$x/s224" >"$x/prepare-s224.log" 2>&1 || echo "prepare s224 failed"
-resnet() {  # name bindir
-  bin=$2 rt timeout 60 mpirun -np 1 "$2/ringtrain" train jobs/resnet50_synthetic.toml --set run.device=cuda \
-    --set data.train="$x/s224/train" --set data.test="$x/s224/test" --set run.dir="$x/v-$1" \
-    --set train.max_steps_per_epoch=40 --set train.precision=bf16 --set run.timing_warmup_steps=10 \
-    >"$x/v-$1.log" 2>&1
-  echo "resnet50 $1 exit $?: $(grep -oE '"(steady_samples_per_s|device_memory_allocated_peak_mb)":[0-9.]*' \
-    "$x/v-$1/metrics.jsonl" 2>/dev/null | tr '\n' ' ')"
-  rm -rf "$x/v-$1/checkpoints"
+resnet() {  # name bindir [--set k=v ...]
+  local name=$1 dir=$2; shift 2
+  bin=$dir rt timeout 60 mpirun -np 1 "$dir/ringtrain" train jobs/resnet50_synthetic.toml --set run.device=cuda \
+    --set data.train="$x/s224/train" --set data.test="$x/s224/test" --set run.dir="$x/v-$name" \
+    --set train.max_steps_per_epoch=40 --set train.precision=bf16 --set run.timing_warmup_steps=10 "$@" \
+    >"$x/v-$name.log" 2>&1
+  local rc=$? epoch
+  epoch=$(grep '"kind":"epoch"' "$x/v-$name/metrics.jsonl" 2>/dev/null | tail -1)
+  echo "resnet50 $name exit $rc: $(grep -oE '"(steady_samples_per_s|device_memory_allocated_peak_mb|train_loss)":[0-9.]*' \
+    <<<"$epoch" | tr '\n' ' ')"
+  rm -rf "$x/v-$name/checkpoints"
 }
 resnet new .gpurt/bin
 resnet old .gpurt/old/bin
 resnet new-2 .gpurt/bin
 resnet old-2 .gpurt/old/bin
+# Reproducibility under the defaults (heuristic plans, deterministic algorithms): the two losses must be equal.
+repro=(--set gpu.conv_algorithms=heuristic --set gpu.deterministic=true)
+resnet new-repro .gpurt/bin "${repro[@]}"
+resnet new-repro-2 .gpurt/bin "${repro[@]}"
 rm -rf "$x/s224"
 PYTHONUNBUFFERED=1 timeout 60 python3 perf/gpu/compare_pytorch.py --models fmnist,resnet50 --precisions bf16 \
   --channels-last --skip-matmul --steps 30 --warmup 10 --out "$out/pytorch.jsonl" >"$x/pytorch.log" 2>&1
