@@ -8,8 +8,8 @@
 // before the shared finishing kernels.
 // The passes are bound by memory: values move in packs of up to 16 bytes, each thread keeps kUnroll packs in flight,
 // and a pack's index becomes its channel or sample through FastDivide (an integer division costs tens of
-// instructions). Sums are kept in double; a thread first adds the few values one call loads in fp32 (a 16-bit value
-// and its square are exact in fp32), since converting every value to double would cost more than the memory does.
+// instructions). Sums are kept in double; the NCHW passes first add a pack's few values in fp32 (a 16-bit value and
+// its square are exact in fp32), since converting every value to double would cost more than the memory does.
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
