@@ -58,7 +58,7 @@ class StepBench {
     cpu_.softmax_cross_entropy(batch_, net_.classes(), logits.as<float>(), labels_.data(), {1.0f / static_cast<float>(batch_)},
                                dlogits_.data(), &totals_);
     net_.backward({dlogits_.data(), logits.shape}, nullptr);
-    optimizer_->update(0.01f, seed_);
+    optimizer_->update(0.01f, static_cast<int64_t>(seed_), {0, net_.param_count()});
   }
   double flops_per_step() const { return net_.train_flops_per_sample() * batch_; }
   std::string profile_table() {

@@ -4,13 +4,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string>
 #include <thread>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/gpu_device.h"
 #include "common/error.h"
 #include "dist/mpi_gradient_reducer.h"
+#include "dist/node_shared_reducer.h"
 #include "dist/thread_gradient_reducer.h"
+#include "model/optimizer.h"
 
 namespace ringtrain::backend {
 namespace {
@@ -47,6 +50,49 @@ CpuMath cpu_math(const config::JobConfig& job) {
   }
 }
 
+// Why a shared copy cannot serve this job, or "": it is updated a slice per rank, which only the element-wise rules
+// can, and the fp16 loss scaler's overflow check needs every gradient on every rank.
+std::string why_not_shared(const config::JobConfig& job) {
+  const auto kind = job.optimizer.kind;
+  if (kind != config::OptimizerKind::sgd && kind != config::OptimizerKind::adamw)
+    return fmt::format("optimizer.name = \"{}\" cannot (its trust ratio needs whole tensors); use sgd or adamw",
+                       model::optimizer_name(kind));
+  if (job.train.precision == config::Precision::fp16)
+    return "train.precision = \"fp16\" cannot (its loss scaling checks every gradient on every rank); use bf16";
+  return "";
+}
+
+// auto: a shared copy where the job runs on one node and the job allows it. Between nodes the nonblocking
+// reducer overlaps the network with backward, and a bf16 all-reduce is what the job asked the wire to carry.
+config::CpuReducer resolve_reducer(const config::JobConfig& job, const dist::World& world) {
+  if (job.dist.reducer != config::CpuReducer::automatic) return job.dist.reducer;
+  const bool one_node = world.size() > 1 && world.max_across(world.local_size() == world.size() ? 0 : 1) == 0;
+  const bool fits = why_not_shared(job).empty() && job.dist.allreduce_dtype == config::WireFormat::fp32;
+  return one_node && fits ? config::CpuReducer::shared : config::CpuReducer::nonblocking;
+}
+
+std::unique_ptr<dist::GradientReducer> open_cpu_reducer(const config::JobConfig& job, dist::World& world) {
+  std::unique_ptr<dist::GradientReducer> reducer;
+  switch (resolve_reducer(job, world)) {
+    case config::CpuReducer::thread:
+      return std::make_unique<dist::ThreadGradientReducer>(world.comm(), job.dist.allreduce_dtype);
+    case config::CpuReducer::shared:
+      world.all_succeed([&] {
+        if (const std::string why = why_not_shared(job); !why.empty())
+          throw JobFileError(fmt::format("dist.reducer = \"shared\" updates the parameters a slice per rank, which {}, "
+                                         "or dist.reducer = \"nonblocking\"",
+                                         why));
+        reducer = std::make_unique<dist::NodeSharedReducer>(world.comm(), job.dist.node_ranks,
+                                                            job.dist.allreduce_dtype);
+      });
+      return reducer;
+    case config::CpuReducer::automatic:
+    case config::CpuReducer::nonblocking:
+      break;
+  }
+  return std::make_unique<dist::MpiGradientReducer>(world.comm(), job.dist.allreduce_dtype);
+}
+
 int default_threads(const dist::World& world) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, cores / world.local_size());
@@ -71,10 +117,7 @@ DeviceSetup open_device(const config::JobConfig& job, dist::World& world) {
   const CpuMath math = cpu_math(job);
   device.backend = std::make_unique<CpuBackend>(job.run.threads > 0 ? job.run.threads : default_threads(world),
                                                 math.dnnl, math.rounding);
-  if (job.dist.reducer == config::CpuReducer::thread)
-    device.reducer = std::make_unique<dist::ThreadGradientReducer>(world.comm(), job.dist.allreduce_dtype);
-  else
-    device.reducer = std::make_unique<dist::MpiGradientReducer>(world.comm(), job.dist.allreduce_dtype);
+  device.reducer = open_cpu_reducer(job, world);
   return device;
 }
 

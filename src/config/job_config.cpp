@@ -120,9 +120,16 @@ const std::vector<KeyRule> kKeys = {
      "seconds between GPU samples (NVML: utilisation, memory, temperature, power, clocks) into <run.dir>/gpu.jsonl; "
      "0: off; off by itself without libnvidia-ml"},
     {"dist", "bucket_mb", Kind::number, 1.0, "gradient bucket size for overlapped all-reduce, MiB"},
-    {"dist", "reducer", Kind::string, std::string("nonblocking"),
-     "CPU path: nonblocking (MPI_Iallreduce, progressed between layers of backward) | thread (blocking "
-     "MPI_Allreduce on a communication thread); the GPU path always uses NCCL on its own stream"},
+    {"dist", "reducer", Kind::string, std::string("auto"),
+     "CPU path: auto (shared where every rank runs on one node, the optimizer is sgd or adamw, the precision not fp16 "
+     "and the all-reduce fp32; nonblocking otherwise) | nonblocking (MPI_Iallreduce, progressed between layers of "
+     "backward) | thread (blocking MPI_Allreduce on a communication thread) | shared (one copy of the parameters and "
+     "optimizer state per node in shared memory: each rank sums its slice of the gradients from the node's ranks' "
+     "memory, all-reduces it with the other nodes and updates it; sgd and adamw, fp32 and bf16); the GPU path always "
+     "uses NCCL on its own stream"},
+    {"dist", "node_ranks", Kind::integer, int64_t{0},
+     "dist.reducer = \"shared\": ranks of a node per shared copy (0: all of them); fewer emulate several nodes on "
+     "one, for tests"},
     {"dist", "allreduce_dtype", Kind::string, std::string("fp32"),
      "fp32 | bf16: what the gradient all-reduce sends; bf16 halves the bytes, each partial sum rounded to bf16 "
      "(8-bit mantissa); the update stays fp32"},
@@ -576,7 +583,11 @@ void read_run(Reader& r, JobConfig& c) {
 void read_dist_and_gpu(Reader& r, JobConfig& c) {
   c.dist.bucket_mb = r.number("dist", "bucket_mb", 0.001, 4096);
   c.dist.reducer = r.choice<CpuReducer>("dist", "reducer",
-                                        {{"nonblocking", CpuReducer::nonblocking}, {"thread", CpuReducer::thread}});
+                                        {{"auto", CpuReducer::automatic},
+                                         {"nonblocking", CpuReducer::nonblocking},
+                                         {"thread", CpuReducer::thread},
+                                         {"shared", CpuReducer::shared}});
+  c.dist.node_ranks = static_cast<int>(r.integer("dist", "node_ranks", 0, 1 << 20));
   c.dist.allreduce_dtype =
       r.choice<WireFormat>("dist", "allreduce_dtype", {{"fp32", WireFormat::fp32}, {"bf16", WireFormat::bf16}});
   c.gpu.measure_algorithms = r.choice<bool>("gpu", "conv_algorithms", {{"heuristic", false}, {"measure", true}});

@@ -17,7 +17,9 @@ enum class Precision { fp32, tf32, bf16, fp16 };
 enum class LrSchedule { cosine, constant };
 enum class LrScaling { linear, sqrt, none };       // how the peak rate follows the global batch
 enum class OptimizerKind { sgd, adamw, lars, lamb };
-enum class CpuReducer { nonblocking, thread };  // MPI_Iallreduce polled from backward | a communication thread
+// shared where the job runs on one node and can, else nonblocking | MPI_Iallreduce polled from backward | a
+// communication thread | one parameter copy per node in shared memory
+enum class CpuReducer { automatic, nonblocking, thread, shared };
 enum class WireFormat { fp32, bf16 };           // what a gradient all-reduce sends (dist.allreduce_dtype)
 enum class NormalizeOn { auto_detect, loader, device };  // where uint8 pixels become floats (data.normalize)
 
@@ -86,7 +88,8 @@ struct JobConfig {
 
   struct Dist {
     double bucket_mb = 1;
-    CpuReducer reducer = CpuReducer::nonblocking;
+    CpuReducer reducer = CpuReducer::automatic;
+    int node_ranks = 0;  // shared: ranks per shared copy (0: every rank of a node)
     WireFormat allreduce_dtype = WireFormat::fp32;
   } dist;
 

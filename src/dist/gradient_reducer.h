@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "dist/gradient_buckets.h"
+#include "model/optimizer.h"
+#include "model/parameter_memory.h"
 
 namespace ringtrain::dist {
 
@@ -34,6 +36,13 @@ class GradientReducer {
   // nothing left to wait for.
   virtual std::vector<StepSpans> settle(int steps_in_flight) = 0;
   virtual const char* name() const = 0;
+  // Where the network keeps its parameters and gradients and the optimizer its state: null for memory of their
+  // own (every rank a full copy), or the reducer's, when the ranks of a node share one copy.
+  virtual model::ParameterMemory* parameter_memory() { return nullptr; }
+  // The parameters this rank updates once wait_all() returns (all `params` of them unless the copy is shared),
+  // and the call after that update, which returns once every rank that shares the copy has updated its part.
+  virtual model::ParamSlice update_slice(int64_t params) const { return {0, params}; }
+  virtual void updated() {}
   // The reductions the last wait_all (CPU) or settle (device) saw end, in launch order, for tests. A reducer that
   // cannot time them returns none.
   virtual std::vector<BucketSpan> last_spans() const { return {}; }

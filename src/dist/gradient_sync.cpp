@@ -5,7 +5,7 @@
 
 namespace ringtrain::dist {
 namespace {
-std::vector<std::pair<int64_t, int64_t>> tensor_ranges(const model::Network& network) {
+std::vector<std::pair<int64_t, int64_t>> param_ranges(const model::Network& network) {
   std::vector<std::pair<int64_t, int64_t>> ranges;
   for (const auto& t : network.param_tensors()) ranges.emplace_back(t.offset, t.count);
   return ranges;
@@ -15,7 +15,7 @@ std::vector<std::pair<int64_t, int64_t>> tensor_ranges(const model::Network& net
 GradientSync::GradientSync(model::Network& network, GradientReducer& reducer, double bucket_mb)
     : network_(network),
       reducer_(reducer),
-      buckets_(tensor_ranges(network), static_cast<int64_t>(bucket_mb * 1024 * 1024 / sizeof(float))) {}
+      buckets_(param_ranges(network), static_cast<int64_t>(bucket_mb * 1024 * 1024 / sizeof(float))) {}
 
 void GradientSync::begin(int64_t step) {
   step_ = step;

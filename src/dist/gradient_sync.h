@@ -16,6 +16,9 @@ class GradientSync final : public model::GradientObserver {
   void watch_with(Watchdog* dog) { watchdog_ = dog; }
   void gradients_ready(const model::Layer& leaf) override;
   void finish();  // after backward: the update queued next reads every bucket summed across ranks
+  // The parameters this rank updates after finish(), and the call after that update (GradientReducer's).
+  model::ParamSlice update_slice() const { return reducer_.update_slice(network_.param_count()); }
+  void updated() { reducer_.updated(); }
   // Waits, bounded, for the reductions of all but the newest `steps_in_flight` steps (GradientReducer::settle).
   std::vector<StepSpans> settle(int steps_in_flight) { return reducer_.settle(steps_in_flight); }
   const GradientBuckets& buckets() const { return buckets_; }

@@ -54,6 +54,7 @@ Network::Network(const std::vector<config::LayerSpec>& layers, Backend& backend,
     : backend_(backend),
       input_(input),
       classes_(classes),
+      parameter_memory_(options.parameter_memory),
       graph_(layers, backend, input, options.fuse, options.activations),
       plan_(graph_, options.share_memory) {
   if (!backend.stores_activations_in(options.activations))
@@ -116,8 +117,13 @@ void Network::lay_out_parameters() {
     }
   }
   const auto bytes = [](int64_t floats) { return sizeof(float) * static_cast<size_t>(std::max<int64_t>(floats, 1)); };
-  params_ = backend_.allocate(bytes(param_count_));
-  grads_ = backend_.allocate(bytes(param_count_));
+  if (parameter_memory_) {  // not ours to free
+    params_ = DeviceBuffer(parameter_memory_->parameters(param_count_), bytes(param_count_), nullptr);
+    grads_ = DeviceBuffer(parameter_memory_->gradients(param_count_), bytes(param_count_), nullptr);
+  } else {
+    params_ = backend_.allocate(bytes(param_count_));
+    grads_ = backend_.allocate(bytes(param_count_));
+  }
   states_ = backend_.allocate(bytes(state_count_));
 
   std::vector<kernels::DecayRun> decaying;

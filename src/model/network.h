@@ -14,6 +14,7 @@
 #include "model/backend.h"
 #include "model/graph.h"
 #include "model/memory_plan.h"
+#include "model/parameter_memory.h"
 
 namespace ringtrain::model {
 
@@ -56,6 +57,8 @@ struct NetworkOptions {
   // Every activation and activation gradient inside the network; the input, the logits and their gradient stay
   // fp32 at its boundary (forward and backward convert).
   ElementType activations = ElementType::f32;
+  // Where the parameters, their gradients and the optimizer's state live; null: memory of the network's backend.
+  ParameterMemory* parameter_memory = nullptr;
 };
 
 class Network {
@@ -84,6 +87,7 @@ class Network {
   float* params() { return params_.as<float>(); }
   float* grads() { return grads_.as<float>(); }
   float* states() { return states_.as<float>(); }
+  ParameterMemory* parameter_memory() const { return parameter_memory_; }
   // Device memory: bit i set where weight decay applies to parameter i (kernels/optimizer_step.h).
   const uint32_t* decay_mask() const { return decay_mask_.as<uint32_t>(); }
   const std::vector<ParamTensor>& param_tensors() const { return tensors_; }
@@ -123,6 +127,7 @@ class Network {
   Backend& backend_;
   Shape input_, output_;
   int classes_;
+  ParameterMemory* parameter_memory_ = nullptr;
   Graph graph_;
   MemoryPlan plan_;
   MemoryNeed need_;

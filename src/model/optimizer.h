@@ -19,6 +19,13 @@ struct OptimizerArray {
   std::vector<float> values;
 };
 
+// The parameters one rank updates: [begin, begin + count) of the flat buffers. begin is a multiple of
+// kSliceAlignment, so the slice starts on a word of the decay mask (kernels/optimizer_step.h).
+struct ParamSlice {
+  int64_t begin = 0, count = 0;
+};
+constexpr int64_t kSliceAlignment = 32;
+
 // What a checkpoint holds of the optimizer: its name and its arrays.
 struct OptimizerState {
   std::string optimizer;  // "sgd" | "adamw" | "lars" | "lamb"
@@ -32,10 +39,12 @@ class Optimizer {
   Optimizer& operator=(const Optimizer&) = delete;
 
   const std::string& name() const { return name_; }
-  // One update of every parameter from the gradients in the network's grads(), queued on the backend; it leaves
-  // grads() zero.
-  // `updates_done` counts the updates before this one over the whole job (Adam's bias correction uses it).
-  virtual void update(float lr, int64_t updates_done) = 0;
+  // One update of the parameters in `slice` from the gradients there in the network's grads(), queued on the
+  // backend; it leaves those gradients zero. `updates_done` counts the updates before this one over the whole job
+  // (Adam's bias correction uses it). Only the element-wise rules (elementwise(): sgd, adamw) take part of the
+  // buffers; the layer-wise ones (lars, lamb) need every gradient of a tensor and take only the whole.
+  virtual void update(float lr, int64_t updates_done, ParamSlice slice) = 0;
+  virtual bool elementwise() const = 0;
   // The rule and its hyper-parameters, for the run header.
   virtual std::string describe() const = 0;
 
@@ -47,6 +56,8 @@ class Optimizer {
  protected:
   Optimizer(Network& net, std::string name, const std::vector<std::string>& arrays);
   float* array(std::size_t i) { return arrays_[i].as<float>(); }
+  // Throws an internal error unless `slice` is every parameter (the layer-wise rules).
+  void require_whole(ParamSlice slice) const;
   Network& net_;
 
  private:

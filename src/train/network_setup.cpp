@@ -46,14 +46,15 @@ model::ElementType activation_type(config::Precision precision) {
 }  // namespace
 
 std::unique_ptr<model::Network> build_network(const RunContext& run, const model::Shape& input, int classes,
-                                              double loader_bytes) {
+                                              double loader_bytes, model::ParameterMemory* memory) {
   std::unique_ptr<model::Network> net;
   run.world.all_succeed([&] {
     net = std::make_unique<model::Network>(
         run.job.model.layers, run.backend, input, classes,
         model::NetworkOptions{.share_memory = true, .fuse = run.job.run.fuse_layers,
                               .budget = memory_budget(run, loader_bytes),
-                              .activations = activation_type(run.job.train.precision)});
+                              .activations = activation_type(run.job.train.precision),
+                              .parameter_memory = memory});
   });
   return net;
 }

@@ -12,8 +12,9 @@ namespace ringtrain::train {
 
 // Collective: the model for inputs of `input` (its largest batch) and `classes` outputs, or an agreed error (too
 // big for the memory, a shape it cannot take). `loader_bytes`: host memory the data loaders' queues take.
+// `memory`: where the parameters live when not in the backend's memory (the reducer's; may be collective).
 std::unique_ptr<model::Network> build_network(const RunContext& run, const model::Shape& input, int classes,
-                                              double loader_bytes);
+                                              double loader_bytes, model::ParameterMemory* memory);
 
 // Collective: the job's optimizer over `net` (its state was counted in build_network's budget).
 std::unique_ptr<model::Optimizer> build_optimizer(const RunContext& run, model::Network& net);

@@ -117,7 +117,8 @@ void StepRunner::apply(float lr) {
   if (slot.skipped)
     net_.backend().fill(net_.param_count(), 0.0f, net_.grads());  // dropped: the next step starts from zero
   else
-    optimizer_.update(lr, slot.step);
+    optimizer_.update(lr, slot.step, sync_.update_slice());
+  sync_.updated();
   grads_zero_ = true;  // the update consumed them (model/backend.h), or the skip dropped them
   clock_->mark(mark_id(current_, after_micro_batches + 1));
   slot.queued = true;

@@ -31,11 +31,15 @@ int Trainer::run() {
     if (run.root()) RunDirectory::check_usable(job_, resume_);
   });
   DataPlan data(run);
-  const auto net = build_network(run, data.input(), data.meta().num_classes, data.loader_queue_bytes());
+  const auto net =
+      build_network(run, data.input(), data.meta().num_classes, data.loader_queue_bytes(), reducer_.parameter_memory());
   const auto optimizer = build_optimizer(run, *net);
   const EpochPlan& plan = data.epoch();
   const LearningRateSchedule lr(job_.optimizer, plan.global_batch, plan.steps, job_.train.epochs);
   const StartPoint start = start_run(run, *net, *optimizer, plan, lr);
+  // Where a node's ranks share one copy of the parameters, each has written the same values into it: none reads
+  // them for training before all have.
+  if (reducer_.parameter_memory()) world_.barrier();
   RunOutputs outputs(run);  // run.dir is claimed only now, with data, model and checkpoint accepted
 
   const RunSetup setup{*net, *optimizer, data, lr, start};

@@ -3,7 +3,8 @@
 # test hook, src/train/fault_injection.h) ends the job at the next comparison with exit 6 on every rank and
 # the same message naming the odd rank out, and no checkpoint of the diverged state is written (parameters
 # are also compared before every mid-epoch checkpoint); without the flip the same run passes every comparison.
-# The failed run still leaves every rank's trace (run.trace) of its last steps.
+# The failed run still leaves every rank's trace (run.trace) of its last steps. Each rank keeps its own copy of
+# the parameters (dist.reducer = "nonblocking"): ranks sharing one copy on a node cannot diverge from each other.
 # Usage: consistency.sh RINGTRAIN SOURCE_DIR
 set -uo pipefail
 bin=$1 src=$2
@@ -18,7 +19,7 @@ args=("$src/jobs/fashion_mnist.toml" --set data.train="$work/data/train" --set d
       --set 'model.layers=[{type="flatten"},{type="dense",units=16},{type="relu"},{type="dense",units=3}]'
       --set train.batch_per_rank=4 --set train.epochs=1 --set train.max_steps_per_epoch=20
       --set run.consistency_every=5 --set run.checkpoint_every_steps=5 --set run.progress_every_s=1000
-      --set run.trace=true)
+      --set run.trace=true --set 'dist.reducer="nonblocking"')
 
 # corrupt NAME RANKS SPEC WHEN "groups" "odd" LAST_GOOD: SPEC=RANK:STEP flips on RANK after STEP; the job must
 # stop "WHEN" with "groups" (the larger group) and "odd" (the flipped rank) in every rank's message, name

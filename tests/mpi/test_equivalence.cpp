@@ -4,6 +4,7 @@
 // MPI_COMM_SELF), so the comparison needs no communication of its own. With RINGTRAIN_TEST_DEVICE=cuda the same
 // proof runs on the CUDA backend and NCCL, the node's ranks sharing its GPU as emulated hosts
 // (gpu.share_device); it skips, saying so, where no GPU is visible.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -17,6 +18,7 @@
 #include "backend/gpu_device.h"
 #include "dist/gradient_sync.h"
 #include "dist/mpi_gradient_reducer.h"
+#include "dist/node_shared_reducer.h"
 #include "kernels/cpu/dnnl_ops.h"
 #include "model/network.h"
 #include "model/optimizer.h"
@@ -92,7 +94,16 @@ std::unique_ptr<model::Backend> make_backend(kernels::cpu::DnnlMath math, kernel
   return backend::gpu::open_backend(job, local_rank, local_size, "equivalence-host");
 }
 
-std::unique_ptr<dist::GradientReducer> make_reducer(model::Backend& backend, MPI_Comm comm, config::WireFormat wire) {
+// How the ranks sum: the reducer the backend's job would use by default, or (CPU) one copy of the parameters per
+// (emulated) node in shared memory, `node_ranks` ranks to a node (0: all of the node's).
+struct Reduction {
+  bool shared = false;
+  int node_ranks = 0;
+};
+
+std::unique_ptr<dist::GradientReducer> make_reducer(model::Backend& backend, MPI_Comm comm, config::WireFormat wire,
+                                                    const Reduction& reduction) {
+  if (reduction.shared) return std::make_unique<dist::NodeSharedReducer>(comm, reduction.node_ranks, wire);
   if (!on_gpu()) return std::make_unique<dist::MpiGradientReducer>(comm, wire);
   return backend::gpu::open_reducer(backend, comm, 60, wire);
 }
@@ -121,13 +132,17 @@ struct ReducedPrecision {
 std::vector<float> train(MPI_Comm comm, int local_batch, int accumulate, int first, int global, double bucket_mb,
                          config::WireFormat wire = config::WireFormat::fp32,
                          kernels::cpu::DnnlMath math = kernels::cpu::DnnlMath::fp32,
-                         const config::JobConfig::Optimizer& optimizer = sgd(), const ReducedPrecision& reduced = {}) {
+                         const config::JobConfig::Optimizer& optimizer = sgd(), const ReducedPrecision& reduced = {},
+                         const Reduction& reduction = {}) {
   const auto device = make_backend(math, reduced.rounding, reduced.activations);
-  model::Network net(model_without_batchnorm(), *device, {local_batch, 1, kSide, kSide}, kClasses,
-                     {.share_memory = true, .fuse = true, .budget = {}, .activations = reduced.activations});
+  const auto reducer = make_reducer(*device, comm, wire, reduction);
+  model::NetworkOptions options;
+  options.activations = reduced.activations;
+  options.parameter_memory = reducer->parameter_memory();
+  model::Network net(model_without_batchnorm(), *device, {local_batch, 1, kSide, kSide}, kClasses, options);
   const auto init = net.initial_params(7);
   device->to_device(net.params(), init.data(), init.size() * sizeof(float));
-  const auto reducer = make_reducer(*device, comm, wire);
+  MPI_Barrier(comm);  // a shared copy: every rank has written it before any trains on it
   dist::GradientSync sync(net, *reducer, bucket_mb);
   model::DeviceBuffer images = device->allocate(sizeof(float) * static_cast<size_t>(local_batch) * kSide * kSide);
   model::DeviceBuffer labels = device->allocate(sizeof(int32_t) * static_cast<size_t>(local_batch));
@@ -354,6 +369,39 @@ TEST_F(DataParallelEquivalence, EveryOptimizerKeepsRanksTimesBatchEqualToOneRank
     // is 150 times the GPU's bound (1e-4 of the largest parameter) and 1,500 times the CPU's.
     EXPECT_GT(compare(untrained.initial_params(7), reference).max_abs, 100 * relative_tolerance() * d.max_param)
         << "training hardly moved the parameters: the comparison would prove nothing";
+  }
+}
+
+// dist.reducer = "shared": one copy of the parameters per node, each rank summing and updating a slice. On one
+// node of two ranks the sum is the same a + b that the ring all-reduce makes, so the parameters are the same bits;
+// with emulated nodes (node_ranks 1, 2) the slices are all-reduced between nodes too, in another order: within the
+// fp32 bound of 1 rank x N*b. SGD and AdamW (the element-wise rules, which update a slice).
+TEST_F(DataParallelEquivalence, NodeSharedParametersEqualOneRankTimesNBatch) {
+  if (on_gpu()) GTEST_SKIP() << "the node-shared copy is the CPU path's; the GPU path reduces with NCCL";
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const int b = 4;
+  const auto fp32 = config::WireFormat::fp32;
+  const auto math = kernels::cpu::DnnlMath::fp32;
+  for (const config::OptimizerKind kind : {config::OptimizerKind::sgd, config::OptimizerKind::adamw}) {
+    config::JobConfig::Optimizer spec = sgd();
+    spec.kind = kind;
+    if (kind == config::OptimizerKind::adamw) spec.base_lr = 0.002, spec.weight_decay = 0.05;
+    const auto reference = train(MPI_COMM_SELF, size * b, 1, 0, size * b, 0.001, fp32, math, spec);
+    const auto all_reduced = train(MPI_COMM_WORLD, b, 1, rank * b, size * b, 0.001, fp32, math, spec);
+    for (const int node_ranks : {0, 1, 2}) {
+      if (node_ranks > 0 && size % node_ranks != 0) continue;
+      SCOPED_TRACE(fmt::format("{}, {} ranks to a node", model::optimizer_name(kind), node_ranks));
+      const auto shared = train(MPI_COMM_WORLD, b, 1, rank * b, size * b, 0.001, fp32, math, spec, {},
+                                {.shared = true, .node_ranks = node_ranks});
+      const Difference d = compare(shared, reference);
+      EXPECT_LE(d.max_abs, relative_tolerance() * d.max_param) << size << " ranks x " << b << " vs 1 rank x " << size * b;
+      expect_identical_on_every_rank(shared);
+      if (size == 2 && node_ranks != 1) {
+        EXPECT_EQ(shared, all_reduced) << "one node of two ranks: the same a + b";
+      }
+    }
   }
 }
 

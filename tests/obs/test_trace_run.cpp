@@ -42,8 +42,8 @@ class TraceRun : public ::testing::Test {
            "[run]\ndir = \"" << (work_ / "run").string() << "\"\ndevice = \"cpu\"\nthreads = 1\n"
            "trace = true\ntrace_steps = 3\n"
            // 1 KiB buckets: [dense 2 + bias of dense 1], [dense 1 weights], [conv], so reductions start
-           // mid-backward
-           "[dist]\nbucket_mb = 0.001\n";
+           // mid-backward (the nonblocking reducer's; a node-shared copy sums once backward has ended)
+           "[dist]\nbucket_mb = 0.001\nreducer = \"nonblocking\"\n";
     job.close();
     const std::string run = std::string(MPIEXEC) + " -np 2 --oversubscribe " + bin + " train " +
                             (work_ / "job.toml").string() + " > " + (work_ / "train.log").string() + " 2>&1";

@@ -25,10 +25,12 @@ class AdamW final : public Optimizer {
  public:
   AdamW(const config::JobConfig::Optimizer& spec, Network& net) : Optimizer(net, "adamw", {"adam_m", "adam_v"}), spec_(spec) {}
 
-  void update(float lr, int64_t updates_done) override {
-    net_.backend().adamw_update(net_.param_count(), adam_step(spec_, lr, updates_done), net_.decay_mask(),
-                                net_.grads(), array(0), array(1), net_.params());
+  void update(float lr, int64_t updates_done, ParamSlice s) override {
+    net_.backend().adamw_update(s.count, adam_step(spec_, lr, updates_done), net_.decay_mask() + s.begin / 32,
+                                net_.grads() + s.begin, array(0) + s.begin, array(1) + s.begin,
+                                net_.params() + s.begin);
   }
+  bool elementwise() const override { return true; }
   std::string describe() const override {
     return fmt::format("adamw (beta1 {}, beta2 {}, epsilon {}, decoupled weight decay {} on weights)", spec_.beta1,
                        spec_.beta2, spec_.epsilon, spec_.weight_decay);

@@ -13,10 +13,12 @@ class Lamb final : public Optimizer {
   Lamb(const config::JobConfig::Optimizer& spec, Network& net)
       : Optimizer(net, "lamb", {"adam_m", "adam_v"}), spec_(spec), ranges_(upload_tensor_ranges(net)) {}
 
-  void update(float lr, int64_t updates_done) override {
+  void update(float lr, int64_t updates_done, ParamSlice slice) override {
+    require_whole(slice);
     net_.backend().lamb_update(ranges_.count, ranges_.data(), adam_step(spec_, lr, updates_done),
                                net_.grads(), array(0), array(1), net_.params());
   }
+  bool elementwise() const override { return false; }
   std::string describe() const override {
     return fmt::format("lamb (beta1 {}, beta2 {}, epsilon {}, weight decay {}; biases and batch norm without trust "
                        "ratio or decay)",

@@ -17,12 +17,14 @@ class Lars final : public Optimizer {
     step_.epsilon = static_cast<float>(spec.epsilon);
   }
 
-  void update(float lr, int64_t) override {
+  void update(float lr, int64_t, ParamSlice slice) override {
+    require_whole(slice);
     kernels::LarsStep step = step_;
     step.lr = lr;
     net_.backend().lars_update(ranges_.count, ranges_.data(), step, net_.grads(), array(0),
                                net_.params());
   }
+  bool elementwise() const override { return false; }
   std::string describe() const override {
     return fmt::format("lars (momentum {}, trust coefficient {}, weight decay {}; biases and batch norm at the plain "
                        "rate without decay)",

@@ -12,6 +12,11 @@ namespace ringtrain::model {
 Optimizer::Optimizer(Network& net, std::string name, const std::vector<std::string>& arrays)
     : net_(net), name_(std::move(name)), array_names_(arrays) {
   const auto bytes = sizeof(float) * static_cast<std::size_t>(std::max<int64_t>(net.param_count(), 1));
+  if (ParameterMemory* memory = net.parameter_memory()) {
+    for (float* place : memory->optimizer_state(static_cast<int>(arrays.size()), net.param_count()))
+      arrays_.emplace_back(place, bytes, nullptr);  // the memory's own, freed with it
+    return;
+  }
   for (std::size_t i = 0; i < arrays.size(); ++i) arrays_.push_back(net.backend().allocate(bytes));
 }
 
@@ -42,6 +47,13 @@ void Optimizer::load_state(const OptimizerState& state) {
                                         it->name, it->values.size(), net_.param_count()));
     net_.backend().to_device(arrays_[i].as<float>(), it->values.data(), it->values.size() * sizeof(float));
   }
+}
+
+void Optimizer::require_whole(ParamSlice slice) const {
+  if (slice.begin != 0 || slice.count != net_.param_count())
+    throw Error(ExitCode::internal, fmt::format("optimizer '{}' updates whole tensors, but was given parameters "
+                                                "[{}, {}) of {}",
+                                                name_, slice.begin, slice.begin + slice.count, net_.param_count()));
 }
 
 std::vector<kernels::TensorRange> tensor_ranges(const Network& net) {

@@ -13,10 +13,11 @@ class Sgd final : public Optimizer {
         momentum_(static_cast<float>(spec.momentum)),
         weight_decay_(static_cast<float>(spec.weight_decay)) {}
 
-  void update(float lr, int64_t) override {
-    net_.backend().sgd_update(net_.param_count(), {lr, momentum_, weight_decay_}, net_.decay_mask(), net_.grads(),
-                              array(0), net_.params());
+  void update(float lr, int64_t, ParamSlice s) override {
+    net_.backend().sgd_update(s.count, {lr, momentum_, weight_decay_}, net_.decay_mask() + s.begin / 32,
+                              net_.grads() + s.begin, array(0) + s.begin, net_.params() + s.begin);
   }
+  bool elementwise() const override { return true; }
   std::string describe() const override {
     return fmt::format("sgd (momentum {}, L2 weight decay {} on weights)", momentum_, weight_decay_);
   }

@@ -1,0 +1,141 @@
+// Owns the node-shared copy of the parameters: its windows, the slices, the sum and the barriers.
+#include "dist/node_shared_reducer.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "common/error.h"
+#include "dist/mpi_check.h"
+#include "kernels/cpu/node_sum.h"
+#include "util/clock.h"
+
+namespace ringtrain::dist {
+namespace {
+
+constexpr std::size_t kAlignment = 64;  // whole cache lines, as the CPU backend's own buffers
+
+// Every group the same size, or every rank throws the same error.
+void require_equal_groups(MPI_Comm world, int group_size) {
+  int smallest = 0, largest = 0;
+  MPI_CHECK(MPI_Allreduce(&group_size, &smallest, 1, MPI_INT, MPI_MIN, world));
+  MPI_CHECK(MPI_Allreduce(&group_size, &largest, 1, MPI_INT, MPI_MAX, world));
+  if (smallest != largest)
+    throw JobFileError(fmt::format("dist.reducer = \"shared\" needs as many ranks on every node, but this job has "
+                                   "nodes with {} and with {}; place the ranks evenly (mpirun --map-by ppr:N:node, "
+                                   "srun --ntasks-per-node=N) or use dist.reducer = \"nonblocking\"",
+                                   smallest, largest));
+}
+
+}  // namespace
+
+NodeSharedReducer::NodeSharedReducer(MPI_Comm world, int node_ranks, WireFormat wire) : wire_(wire) {
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(world, &rank));
+  MPI_Comm host = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host));
+  int host_rank = 0;
+  MPI_CHECK(MPI_Comm_rank(host, &host_rank));
+  MPI_CHECK(MPI_Comm_split(host, node_ranks > 0 ? host_rank / node_ranks : 0, rank, &node_));
+  MPI_CHECK(MPI_Comm_free(&host));
+  MPI_CHECK(MPI_Comm_rank(node_, &node_rank_));
+  MPI_CHECK(MPI_Comm_size(node_, &node_size_));
+  require_equal_groups(world, node_size_);
+  MPI_CHECK(MPI_Comm_split(world, node_rank_, rank, &across_));
+  MPI_CHECK(MPI_Comm_size(across_, &nodes_));
+  if (nodes_ > 1) across_nodes_ = std::make_unique<MpiGradientReducer>(across_, wire_);
+}
+
+NodeSharedReducer::~NodeSharedReducer() {
+  // Reached by every rank together (the end of the job, or an error every rank agreed on): the frees are collective.
+  for (MPI_Win& w : windows_) {
+    MPI_Win_unlock_all(w);
+    MPI_Win_free(&w);
+  }
+  across_nodes_.reset();
+  if (across_ != MPI_COMM_NULL) MPI_Comm_free(&across_);
+  if (node_ != MPI_COMM_NULL) MPI_Comm_free(&node_);
+}
+
+std::vector<float*> NodeSharedReducer::allocate(int64_t count, bool every_rank) {
+  const bool owner = every_rank || node_rank_ == 0;
+  const auto bytes = static_cast<MPI_Aint>(owner ? sizeof(float) * static_cast<std::size_t>(count) + kAlignment : 0);
+  MPI_Info info = MPI_INFO_NULL;
+  MPI_CHECK(MPI_Info_create(&info));
+  MPI_CHECK(MPI_Info_set(info, "alloc_shared_noncontig", "true"));  // each rank's part on its own pages
+  void* base = nullptr;
+  MPI_Win window = MPI_WIN_NULL;
+  const int rc = MPI_Win_allocate_shared(bytes, 1, info, node_, &base, &window);
+  MPI_Info_free(&info);
+  MPI_CHECK(rc);
+  windows_.push_back(window);
+  MPI_CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, window));
+  std::vector<float*> parts;
+  for (int r = 0; r < node_size_; ++r) {
+    if (!every_rank && r > 0) break;
+    MPI_Aint size = 0;
+    int unit = 0;
+    void* part = nullptr;
+    MPI_CHECK(MPI_Win_shared_query(window, r, &size, &unit, &part));
+    // The same offset in every process: the window's pages are mapped at page-aligned addresses.
+    const auto address = reinterpret_cast<std::uintptr_t>(part);
+    parts.push_back(reinterpret_cast<float*>((address + kAlignment - 1) / kAlignment * kAlignment));
+  }
+  if (owner) std::memset(parts[every_rank ? static_cast<std::size_t>(node_rank_) : 0], 0,
+                         sizeof(float) * static_cast<std::size_t>(count));
+  node_barrier();
+  return parts;
+}
+
+float* NodeSharedReducer::parameters(int64_t count) { return allocate(count, false).front(); }
+
+float* NodeSharedReducer::gradients(int64_t count) {
+  node_grads_ = allocate(count, true);
+  params_ = count;
+  // Slices on decay-mask words, as even as that allows; the last rank's ends at the last parameter.
+  const auto edge = [&](int r) {
+    if (r == node_size_) return count;
+    return count * r / node_size_ / model::kSliceAlignment * model::kSliceAlignment;
+  };
+  slice_ = {edge(node_rank_), edge(node_rank_ + 1) - edge(node_rank_)};
+  return node_grads_[static_cast<std::size_t>(node_rank_)];
+}
+
+std::vector<float*> NodeSharedReducer::optimizer_state(int arrays, int64_t count) {
+  const int64_t stride = (count + 15) / 16 * 16;  // each array on whole cache lines, as allocate's own
+  float* all = allocate(stride * arrays, false).front();
+  std::vector<float*> each;
+  for (int a = 0; a < arrays; ++a) each.push_back(all + a * stride);
+  return each;
+}
+
+void NodeSharedReducer::node_barrier() {
+  for (MPI_Win w : windows_) MPI_CHECK(MPI_Win_sync(w));
+  MPI_CHECK(MPI_Barrier(node_));
+  for (MPI_Win w : windows_) MPI_CHECK(MPI_Win_sync(w));
+}
+
+void NodeSharedReducer::wait_all() {
+  if (params_ < 0)
+    throw Error(ExitCode::internal, "the node-shared reducer reduced before the network placed its gradients in it");
+  const double begin = util::now_s();
+  node_barrier();  // every rank's gradients are final
+  kernels::cpu::sum_slice_and_clear(node_grads_, static_cast<std::size_t>(node_rank_), slice_.begin, slice_.count);
+  if (across_nodes_) {
+    across_nodes_->launch(node_grads_[static_cast<std::size_t>(node_rank_)], {slice_.begin, slice_.count});
+    across_nodes_->wait_all();
+  }
+  finished_ = {BucketSpan{0, slice_.count, begin, util::now_s()}};
+  unsettled_.push_back(finished_);
+}
+
+model::ParamSlice NodeSharedReducer::update_slice(int64_t params) const {
+  if (params != params_)
+    throw Error(ExitCode::internal, fmt::format("the node-shared reducer holds {} parameters, the update asked for {}",
+                                                params_, params));
+  return slice_;
+}
+
+void NodeSharedReducer::updated() { node_barrier(); }
+
+}  // namespace ringtrain::dist

@@ -1,0 +1,20 @@
+// Owns the contract for keeping a network's parameters and gradients, and its optimizer's state, in memory the
+// network does not allocate itself: the ranks of a node sharing one copy of the parameters and the optimizer's
+// state (dist/node_shared_reducer.h). Host memory only, for the CPU backend.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace ringtrain::model {
+
+class ParameterMemory {
+ public:
+  virtual ~ParameterMemory() = default;
+  // Each called once, in this order, by every rank that shares the memory (they may be collective); each returns
+  // zero-filled floats, 64-byte aligned, that live as long as this object.
+  virtual float* parameters(int64_t count) = 0;
+  virtual float* gradients(int64_t count) = 0;
+  virtual std::vector<float*> optimizer_state(int arrays, int64_t count) = 0;
+};
+
+}  // namespace ringtrain::model

@@ -1,0 +1,122 @@
+// The node-shared reducer (dist.reducer = "shared"): its slices tile the parameters on decay-mask words, each rank
+// sums its slice over every rank exactly and clears the others' values there, the parameters are one copy per
+// (emulated) node, and groups of unequal size are refused alike on every rank.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "dist/node_shared_reducer.h"
+
+using namespace ringtrain;
+
+namespace {
+
+int world_rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+int world_size() {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+// 0: every rank of the node; otherwise the node_ranks that divide the world into equal groups.
+std::vector<int> node_groupings() {
+  std::vector<int> groupings = {0};
+  for (int n = 1; n < world_size(); ++n)
+    if (world_size() % n == 0) groupings.push_back(n);
+  return groupings;
+}
+
+constexpr int64_t kParams = 100003;  // no multiple of 32 or of any rank count
+
+TEST(NodeSharedReducer, SlicesTileTheParametersOnDecayMaskWords) {
+  for (const int node_ranks : node_groupings()) {
+    SCOPED_TRACE(node_ranks);
+    dist::NodeSharedReducer reducer(MPI_COMM_WORLD, node_ranks, config::WireFormat::fp32);
+    (void)reducer.parameters(kParams);
+    (void)reducer.gradients(kParams);
+    const model::ParamSlice mine = reducer.update_slice(kParams);
+    EXPECT_EQ(mine.begin % model::kSliceAlignment, 0);
+    std::vector<int64_t> slices(2 * static_cast<size_t>(world_size()));
+    const int64_t own[2] = {mine.begin, mine.count};
+    MPI_Allgather(own, 2, MPI_INT64_T, slices.data(), 2, MPI_INT64_T, MPI_COMM_WORLD);
+    // Within each node the slices follow one another from 0 to kParams; every node cuts them alike.
+    const int per_node = reducer.node_size();
+    EXPECT_EQ(per_node * reducer.nodes(), world_size());
+    int64_t covered = 0;
+    for (int r = 0; r < world_size(); ++r) {
+      const int64_t begin = slices[2 * static_cast<size_t>(r)], count = slices[2 * static_cast<size_t>(r) + 1];
+      if (begin == 0) covered = 0;
+      EXPECT_EQ(begin, covered) << "rank " << r;
+      EXPECT_GT(count, 0) << "rank " << r;
+      covered += count;
+    }
+    EXPECT_EQ(covered, kParams);
+  }
+}
+
+TEST(NodeSharedReducer, SumsItsSliceFromEveryRankAndClearsTheOthers) {
+  const int rank = world_rank(), size = world_size();
+  for (const int node_ranks : node_groupings()) {
+    SCOPED_TRACE(node_ranks);
+    dist::NodeSharedReducer reducer(MPI_COMM_WORLD, node_ranks, config::WireFormat::fp32);
+    float* params = reducer.parameters(kParams);
+    float* grads = reducer.gradients(kParams);
+    const model::ParamSlice mine = reducer.update_slice(kParams);
+    for (int step = 0; step < 2; ++step) {
+      for (int64_t i = 0; i < kParams; ++i) grads[i] = static_cast<float>((rank + 1) * (i % 7) + step);
+      reducer.wait_all();
+      // The whole sum over the world, in this rank's slice; in integers, so exact in any order.
+      const float ranks_sum = static_cast<float>(size * (size + 1) / 2);
+      for (int64_t i = mine.begin; i < mine.begin + mine.count; ++i)
+        ASSERT_EQ(grads[i], ranks_sum * static_cast<float>(i % 7) + static_cast<float>(size * step)) << i;
+      // An update of the slice, as the optimizer's (which leaves its gradients zero).
+      for (int64_t i = mine.begin; i < mine.begin + mine.count; ++i) params[i] = grads[i], grads[i] = 0;
+      reducer.updated();
+      for (int64_t i = 0; i < kParams; ++i) ASSERT_EQ(grads[i], 0.0f) << "left for the next step at " << i;
+      // Every rank of the node sees every rank's update in the one copy.
+      for (int64_t i = 0; i < kParams; i += 101)
+        ASSERT_EQ(params[i], ranks_sum * static_cast<float>(i % 7) + static_cast<float>(size * step)) << i;
+      reducer.updated();  // nobody writes the copy again before every rank has read it
+      const auto spans = reducer.settle(0);
+      ASSERT_EQ(spans.size(), 1u);
+      ASSERT_EQ(spans[0].size(), 1u);
+      EXPECT_EQ(spans[0][0].floats, mine.count);
+    }
+  }
+}
+
+TEST(NodeSharedReducer, OptimizerStateIsOneZeroedCopyPerNode) {
+  dist::NodeSharedReducer reducer(MPI_COMM_WORLD, 0, config::WireFormat::fp32);
+  (void)reducer.parameters(kParams);
+  (void)reducer.gradients(kParams);
+  const std::vector<float*> state = reducer.optimizer_state(2, kParams);
+  ASSERT_EQ(state.size(), 2u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(state[1]) % 64, 0u);
+  EXPECT_GE(state[1] - state[0], kParams);
+  for (const float* array : state)
+    for (int64_t i = 0; i < kParams; i += 97) ASSERT_EQ(array[i], 0.0f);
+}
+
+TEST(NodeSharedReducer, UnequalGroupsAreRefusedOnEveryRankAlike) {
+  const int size = world_size();
+  if (size % 2 == 0 || size == 1)
+    GTEST_SKIP() << "groups of two split " << size << " rank(s) evenly; runs with an odd rank count above one";
+  std::string message;
+  try {
+    dist::NodeSharedReducer reducer(MPI_COMM_WORLD, 2, config::WireFormat::fp32);
+  } catch (const JobFileError& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("as many ranks on every node"), std::string::npos) << message;
+  EXPECT_NE(message.find("dist.reducer = \"nonblocking\""), std::string::npos) << message;
+}
+
+}  // namespace
