@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <exception>
 
 #include "common/error.h"
 #include "dist/mpi_check.h"
@@ -47,7 +48,9 @@ NodeSharedReducer::NodeSharedReducer(MPI_Comm world, int node_ranks, WireFormat 
 }
 
 NodeSharedReducer::~NodeSharedReducer() {
-  // Reached by every rank together (the end of the job, or an error every rank agreed on): the frees are collective.
+  // The frees are collective: while an exception unwinds, the other ranks may never come (this rank failed alone
+  // and is about to end the job), so the windows are left to the end of the process.
+  if (std::uncaught_exceptions() > 0) return;
   for (MPI_Win& w : windows_) {
     MPI_Win_unlock_all(w);
     MPI_Win_free(&w);
