@@ -11,6 +11,7 @@
 #   training:  the model's step time under the limit (compute per step of the unlimited run + the predicted
 #              all-reduce of the model's gradient bytes, overlap 0: Open MPI's CPU all-reduce does not progress
 #              while the rank computes) is within TOL_TRAIN of the measured step time
+#   shared:    dist.reducer = "shared" across the hosts (one rank a node) ends on the bare run's parameters
 # The error of the nominal line rate (tbf's rate as B) is printed too, and one blocking MPI_Allreduce for
 # comparison: Open MPI's tuned blocking all-reduce reaches about half the line rate on 2 ranks here, while
 # ringtrain's reducer (libnbc's ring, dist/open_mpi_defaults.cpp) reaches about 95 % of it.
@@ -95,6 +96,18 @@ if [ -n "${RT_MULTIHOST_KEEP:-}" ]; then   # for reports: the same training on o
     || fail "one-node training: $(tail -5 "$scratch/one_node.log")"
 fi
 run_case bare
+# One copy of the parameters per node (dist.reducer = "shared") across the two hosts: each node's slice is all of
+# it, all-reduced between the nodes, so the job is the bare run's a + b and ends on its parameters, bit for bit.
+mpi "$bin" "${train_args[@]}" --set 'dist.reducer="shared"' --set run.dir="$scratch/shared" \
+  >"$scratch/shared.log" 2>&1 || fail "shared training: $(tail -5 "$scratch/shared.log")"
+checksum() { grep -o '"param_checksum":"[0-9a-f]*"' "$1/metrics.jsonl" | tail -1; }
+if [ -n "$(checksum "$scratch/bare")" ] && [ "$(checksum "$scratch/shared")" = "$(checksum "$scratch/bare")" ]; then
+  ok "node-shared reducer across two hosts: the bare run's parameters ($(checksum "$scratch/shared"))"
+else
+  fail "node-shared reducer across two hosts: $(checksum "$scratch/shared") against $(checksum "$scratch/bare")"
+fi
+grep -q "reduced with node-shared memory" "$scratch/shared.log" \
+  || fail "shared run: $(grep -m1 'reduced with' "$scratch/shared.log")"
 for end in "$ns_a $veth_a" "$ns_b $veth_b"; do
   set -- $end
   ip netns exec "$1" tc qdisc add dev "$2" root tbf rate "${rate_mbit}mbit" burst 256kb latency 100ms \
