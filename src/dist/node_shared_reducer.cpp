@@ -84,6 +84,7 @@ std::vector<float*> NodeSharedReducer::allocate(int64_t count, bool every_rank) 
     const auto address = reinterpret_cast<std::uintptr_t>(part);
     parts.push_back(reinterpret_cast<float*>((address + kAlignment - 1) / kAlignment * kAlignment));
   }
+  shared_bytes_ += sizeof(float) * static_cast<std::size_t>(count) * static_cast<std::size_t>(parts.size());
   if (owner) std::memset(parts[every_rank ? static_cast<std::size_t>(node_rank_) : 0], 0,
                          sizeof(float) * static_cast<std::size_t>(count));
   node_barrier();

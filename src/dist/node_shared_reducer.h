@@ -32,6 +32,8 @@ class NodeSharedReducer final : public GradientReducer, public model::ParameterM
   float* parameters(int64_t count) override;
   float* gradients(int64_t count) override;
   std::vector<float*> optimizer_state(int arrays, int64_t count) override;
+  std::size_t shared_bytes() const override { return shared_bytes_; }
+  int sharing_ranks() const override { return node_size_; }
 
   model::ParameterMemory* parameter_memory() override { return this; }
   void launch(float*, const Bucket&) override {}  // nothing can start before every rank of the node is done
@@ -60,6 +62,7 @@ class NodeSharedReducer final : public GradientReducer, public model::ParameterM
   std::vector<float*> node_grads_;  // each node rank's gradients, in node-rank order
   model::ParamSlice slice_;
   int64_t params_ = -1;
+  std::size_t shared_bytes_ = 0;
   std::unique_ptr<MpiGradientReducer> across_nodes_;  // the slice's all-reduce between nodes; null on one node
   std::vector<BucketSpan> finished_;
   std::vector<StepSpans> unsettled_;

@@ -2,6 +2,7 @@
 // network does not allocate itself: the ranks of a node sharing one copy of the parameters and the optimizer's
 // state (dist/node_shared_reducer.h). Host memory only, for the CPU backend.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -15,6 +16,10 @@ class ParameterMemory {
   virtual float* parameters(int64_t count) = 0;
   virtual float* gradients(int64_t count) = 0;
   virtual std::vector<float*> optimizer_state(int arrays, int64_t count) = 0;
+  // Bytes handed out so far, over every rank that shares them, and how many ranks share them (for the memory
+  // report: each rank's share of what it holds).
+  virtual std::size_t shared_bytes() const = 0;
+  virtual int sharing_ranks() const = 0;
 };
 
 }  // namespace ringtrain::model

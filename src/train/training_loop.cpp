@@ -114,10 +114,15 @@ TrainingLoop::~TrainingLoop() {
 
 void TrainingLoop::say_setup() {
   const auto buckets = sync_.buckets().buckets().size();
+  const model::ParameterMemory* shared = net_.parameter_memory();
   run_.say(fmt::format("memory: {}; {:.1f} MiB in all on the {} (parameters, gradients, optimizer state, "
-                       "statistics, activations, batches)",
-                       net_.memory_plan().summary(), static_cast<double>(run_.backend.bytes_allocated()) / (1 << 20),
-                       run_.backend.name()));
+                       "statistics, activations, batches{})",
+                       net_.memory_plan().summary(), planned_bytes() / (1 << 20), run_.backend.name(),
+                       shared ? fmt::format("; of the parameters, gradients and optimizer state, this rank's share of "
+                                            "the {:.1f} MiB its node's {} ranks share",
+                                            static_cast<double>(shared->shared_bytes()) / (1 << 20),
+                                            shared->sharing_ranks())
+                              : std::string()));
   const bool bf16_wire = run_.job.dist.allreduce_dtype == config::WireFormat::bf16;
   run_.say(fmt::format("gradients: {} floats in {} bucket{} of <= {} MiB, reduced with {}{}", net_.param_count(),
                        buckets, buckets == 1 ? "" : "s", run_.job.dist.bucket_mb, sync_.reducer().name(),
@@ -348,7 +353,7 @@ EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, doub
   r.train_flops_per_sample = net_.train_flops_per_sample();
   r.baseline_rss_mb = baseline_.rss_mb, r.device_baseline_mb = baseline_.device_mb;
   r.memory_needed_mb = memory_needed_mb();
-  r.memory_planned_mb = static_cast<double>(run_.backend.bytes_allocated()) / (1 << 20);
+  r.memory_planned_mb = planned_bytes() / (1 << 20);
   r.arena_mb = static_cast<double>(net_.memory_plan().arena_bytes()) / (1 << 20);
   r.device_is_host = run_.backend.allocates_host_memory();
   r.loss_scale = tally.loss_scale, r.skipped_steps = tally.skipped_steps;
@@ -360,10 +365,17 @@ EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, doub
 // recorded), and the loaders' queues.
 double TrainingLoop::memory_needed_mb() const {
   const model::Backend& backend = run_.backend;
-  const double host = backend.allocates_host_memory()
-                          ? static_cast<double>(backend.bytes_allocated() + backend.working_bytes())
-                          : 0;
+  const double host =
+      backend.allocates_host_memory() ? planned_bytes() + static_cast<double>(backend.working_bytes()) : 0;
   return (host + data_.loader_queue_bytes()) / (1 << 20);
+}
+
+// The backend's buffers, and this rank's share of the memory its node's ranks share (the parameters, gradients and
+// optimizer state under dist.reducer = "shared").
+double TrainingLoop::planned_bytes() const {
+  const model::ParameterMemory* shared = net_.parameter_memory();
+  const double share = shared ? static_cast<double>(shared->shared_bytes()) / shared->sharing_ranks() : 0;
+  return static_cast<double>(run_.backend.bytes_allocated()) + share;
 }
 
 // The trace is diagnostics: failing to write it (a full disk) is said, not made the run's outcome.

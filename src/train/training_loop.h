@@ -59,6 +59,7 @@ class TrainingLoop {
   void finish_epoch(int epoch, EpochTally& tally);
   EpochReport measure_epoch(int epoch, const EpochTally& tally, double epoch_train_s);
   Resumable within_epoch(int epoch, int64_t step, const EpochTally& tally) const;  // after `step` is done
+  double planned_bytes() const;
   double memory_needed_mb() const;
   void write_trace();
 
