@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "common/error.h"
+#include "common/host_memory.h"
 #include "dist/mpi_check.h"
 #include "kernels/cpu/node_sum.h"
 #include "util/clock.h"
@@ -70,8 +71,15 @@ std::vector<float*> NodeSharedReducer::allocate(int64_t count, bool every_rank) 
   MPI_Win window = MPI_WIN_NULL;
   const int rc = MPI_Win_allocate_shared(bytes, 1, info, node_, &base, &window);
   MPI_Info_free(&info);
-  MPI_CHECK(rc);
+  if (rc != MPI_SUCCESS)
+    throw JobFileError(fmt::format(
+        "dist.reducer = \"shared\": MPI_Win_allocate_shared ({} for this rank's part; {} rank{} share the node's) "
+        "failed: {}; the shared copy lives in Open MPI's session directory (under TMPDIR, or /dev/shm): give it room, "
+        "or use dist.reducer = \"nonblocking\" (each rank its own copy in its own memory)",
+        byte_size_text(static_cast<double>(bytes)), node_size_, node_size_ == 1 ? "" : "s", mpi_error_string(rc)));
   windows_.push_back(window);
+  // Errors in the window's calls come back to MPI_CHECK, as the communicators' do (dist/world.cpp).
+  MPI_CHECK(MPI_Win_set_errhandler(window, MPI_ERRORS_RETURN));
   MPI_CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, window));
   std::vector<float*> parts;
   for (int r = 0; r < node_size_; ++r) {
