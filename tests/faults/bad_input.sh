@@ -112,6 +112,14 @@ expect loss_scale_zero 3 "$d" "'train.loss_scale_init' must be in [1e-06, 1e+19]
 d=$(run tf32_on_cpu)
 expect tf32_on_cpu 3 "$d" 'train.precision = "tf32" needs the CUDA backend' 'which computes in fp32, bf16 or fp16' \
   "$job" $(data "$work/tiny/train") $(fresh "$d") --set train.precision=tf32 --set run.device=cpu
+d=$(run shared_with_lars)
+expect shared_with_lars 3 "$d" 'a slice per rank, which optimizer.name = "lars" cannot' \
+  'use sgd or adamw, or dist.reducer = "nonblocking"' \
+  "$job" $(data "$work/tiny/train") $(fresh "$d") --set 'dist.reducer="shared"' --set 'optimizer.name="lars"'
+d=$(run shared_with_fp16)
+expect shared_with_fp16 3 "$d" 'train.precision = "fp16" cannot (its loss scaling checks every gradient on every rank)' \
+  'use bf16, or dist.reducer = "nonblocking"' \
+  "$job" $(data "$work/tiny/train") $(fresh "$d") --set 'dist.reducer="shared"' --set 'train.precision="fp16"'
 d=$(run model_mismatch)
 expect model_mismatch 3 "$d" "the model ends in 10 values per sample (shape 1x10x1x1), but the dataset has 3 classes" "make the last layer \`dense\` with units = 3" \
   "$job" $(data "$work/tiny/train") $(fresh "$d")
