@@ -66,7 +66,7 @@ std::string why_not_shared(const config::JobConfig& job) {
 // reducer overlaps the network with backward, and a bf16 all-reduce is what the job asked the wire to carry.
 config::CpuReducer resolve_reducer(const config::JobConfig& job, const dist::World& world) {
   if (job.dist.reducer != config::CpuReducer::automatic) return job.dist.reducer;
-  const bool one_node = world.size() > 1 && world.max_across(world.local_size() == world.size() ? 0 : 1) == 0;
+  const bool one_node = world.size() > 1 && world.local_size() == world.size();  // the same answer on every rank
   const bool fits = why_not_shared(job).empty() && job.dist.allreduce_dtype == config::WireFormat::fp32;
   return one_node && fits ? config::CpuReducer::shared : config::CpuReducer::nonblocking;
 }

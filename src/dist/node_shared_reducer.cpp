@@ -31,7 +31,7 @@ void require_equal_groups(MPI_Comm world, int group_size) {
 
 }  // namespace
 
-NodeSharedReducer::NodeSharedReducer(MPI_Comm world, int node_ranks, WireFormat wire) : wire_(wire) {
+NodeSharedReducer::NodeSharedReducer(MPI_Comm world, int node_ranks, WireFormat wire) {
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(world, &rank));
   MPI_Comm host = MPI_COMM_NULL;
@@ -45,7 +45,7 @@ NodeSharedReducer::NodeSharedReducer(MPI_Comm world, int node_ranks, WireFormat 
   require_equal_groups(world, node_size_);
   MPI_CHECK(MPI_Comm_split(world, node_rank_, rank, &across_));
   MPI_CHECK(MPI_Comm_size(across_, &nodes_));
-  if (nodes_ > 1) across_nodes_ = std::make_unique<MpiGradientReducer>(across_, wire_);
+  if (nodes_ > 1) across_nodes_ = std::make_unique<MpiGradientReducer>(across_, wire);
 }
 
 NodeSharedReducer::~NodeSharedReducer() {

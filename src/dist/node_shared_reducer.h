@@ -45,8 +45,6 @@ class NodeSharedReducer final : public GradientReducer, public model::ParameterM
   const char* name() const override { return "node-shared memory"; }
   std::vector<BucketSpan> last_spans() const override { return finished_; }
 
-  int node_rank() const { return node_rank_; }
-  int node_size() const { return node_size_; }
   int nodes() const { return nodes_; }
 
  private:
@@ -57,7 +55,6 @@ class NodeSharedReducer final : public GradientReducer, public model::ParameterM
 
   MPI_Comm node_ = MPI_COMM_NULL, across_ = MPI_COMM_NULL;
   int node_rank_ = 0, node_size_ = 1, nodes_ = 1;
-  WireFormat wire_;
   std::vector<MPI_Win> windows_;
   std::vector<float*> node_grads_;  // each node rank's gradients, in node-rank order
   model::ParamSlice slice_;

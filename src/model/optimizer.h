@@ -41,10 +41,9 @@ class Optimizer {
   const std::string& name() const { return name_; }
   // One update of the parameters in `slice` from the gradients there in the network's grads(), queued on the
   // backend; it leaves those gradients zero. `updates_done` counts the updates before this one over the whole job
-  // (Adam's bias correction uses it). Only the element-wise rules (elementwise(): sgd, adamw) take part of the
+  // (Adam's bias correction uses it). Only the element-wise rules (sgd, adamw) take part of the
   // buffers; the layer-wise ones (lars, lamb) need every gradient of a tensor and take only the whole.
   virtual void update(float lr, int64_t updates_done, ParamSlice slice) = 0;
-  virtual bool elementwise() const = 0;
   // The rule and its hyper-parameters, for the run header.
   virtual std::string describe() const = 0;
 

@@ -48,7 +48,7 @@ TEST(NodeSharedReducer, SlicesTileTheParametersOnDecayMaskWords) {
     const int64_t own[2] = {mine.begin, mine.count};
     MPI_Allgather(own, 2, MPI_INT64_T, slices.data(), 2, MPI_INT64_T, MPI_COMM_WORLD);
     // Within each node the slices follow one another from 0 to kParams; every node cuts them alike.
-    const int per_node = reducer.node_size();
+    const int per_node = reducer.sharing_ranks();
     EXPECT_EQ(per_node * reducer.nodes(), world_size());
     int64_t covered = 0;
     for (int r = 0; r < world_size(); ++r) {

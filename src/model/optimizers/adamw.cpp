@@ -30,7 +30,6 @@ class AdamW final : public Optimizer {
                                 net_.grads() + s.begin, array(0) + s.begin, array(1) + s.begin,
                                 net_.params() + s.begin);
   }
-  bool elementwise() const override { return true; }
   std::string describe() const override {
     return fmt::format("adamw (beta1 {}, beta2 {}, epsilon {}, decoupled weight decay {} on weights)", spec_.beta1,
                        spec_.beta2, spec_.epsilon, spec_.weight_decay);

@@ -18,7 +18,6 @@ class Lamb final : public Optimizer {
     net_.backend().lamb_update(ranges_.count, ranges_.data(), adam_step(spec_, lr, updates_done),
                                net_.grads(), array(0), array(1), net_.params());
   }
-  bool elementwise() const override { return false; }
   std::string describe() const override {
     return fmt::format("lamb (beta1 {}, beta2 {}, epsilon {}, weight decay {}; biases and batch norm without trust "
                        "ratio or decay)",

@@ -24,7 +24,6 @@ class Lars final : public Optimizer {
     net_.backend().lars_update(ranges_.count, ranges_.data(), step, net_.grads(), array(0),
                                net_.params());
   }
-  bool elementwise() const override { return false; }
   std::string describe() const override {
     return fmt::format("lars (momentum {}, trust coefficient {}, weight decay {}; biases and batch norm at the plain "
                        "rate without decay)",

@@ -17,7 +17,6 @@ class Sgd final : public Optimizer {
     net_.backend().sgd_update(s.count, {lr, momentum_, weight_decay_}, net_.decay_mask() + s.begin / 32,
                               net_.grads() + s.begin, array(0) + s.begin, net_.params() + s.begin);
   }
-  bool elementwise() const override { return true; }
   std::string describe() const override {
     return fmt::format("sgd (momentum {}, L2 weight decay {} on weights)", momentum_, weight_decay_);
   }
