@@ -8,8 +8,9 @@
 // before the shared finishing kernels.
 // The passes are bound by memory: values move in packs of up to 16 bytes, each thread keeps kUnroll packs in flight,
 // and a pack's index becomes its channel or sample through FastDivide (an integer division costs tens of
-// instructions). Sums are kept in double; the NCHW passes first add a pack's few values in fp32 (a 16-bit value and
-// its square are exact in fp32), since converting every value to double would cost more than the memory does.
+// instructions). Sums are kept in double: a thread adds the few values of one NCHW pack in fp32 first (a 16-bit value
+// and its square are exact in fp32), and the NHWC backward passes keep each thread's own sums in fp32 (a few hundred
+// values; see kBackwardPackBytes); blocks, slices and channels add in double.
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
@@ -81,8 +82,9 @@ int rows_slices(const BatchNormShape& s) {
   return static_cast<int>(std::max<int64_t>(1, std::min(by_blocks, by_size)));
 }
 
-Rows rows_of(const BatchNormShape& s, std::initializer_list<const void*> buffers = {}) {
+Rows rows_of(const BatchNormShape& s, std::initializer_list<const void*> buffers = {}, int pack_bytes = 16) {
   Rows r{static_cast<int64_t>(s.batch) * s.spatial, s.channels, detail::pack_width(s.data, buffers), 1, 0, 0, 1};
+  r.vec = std::min(r.vec, pack_bytes / static_cast<int>(element_bytes(s.data)));
   while (s.channels % r.vec) r.vec /= 2;
   const int packs_per_row = s.channels / r.vec;
   while (r.lanes * 2 <= std::min(32, packs_per_row)) r.lanes *= 2;
@@ -234,14 +236,19 @@ __global__ void affine_kernel(Layout z, const T* x, Scratch w, bool relu, T* y) 
   });
 }
 
+// Whether a ReLU's output is positive. A 16-bit value is told by its bits read as a signed integer, positive exactly
+// when the value is but for a NaN of sign 0, which a ReLU never writes (relu_forward makes NaN 0): widening them would
+// hold registers that the backward kernels need for packs in flight.
+__device__ inline bool positive(float v) { return v > 0.0f; }
+__device__ inline bool positive(__nv_bfloat16 v) { return __bfloat16_as_short(v) > 0; }
+__device__ inline bool positive(__half v) { return __half_as_short(v) > 0; }
+
 // Zeroes g where the fused ReLU's output y is not positive, as relu_backward masks it.
 template <int V, class T>
 __device__ void mask_by_relu(const Pack<V, T>& y, float (&g)[V]) {
-  float out[V];
-  detail::unpack(y, out);
 #pragma unroll
   for (int k = 0; k < V; ++k)
-    if (!(out[k] > 0.0f)) g[k] = 0.0f;
+    if (!positive(y.v[k])) g[k] = 0.0f;
 }
 
 // The pack of dy at i where no fused ReLU zeroed the output (relu_y null: no ReLU), as relu_backward masks it.
@@ -300,12 +307,16 @@ __global__ void dx_kernel(Layout z, const T* x, const T* dy, const T* relu_y, co
 // its channels' coefficients once, not once per pack. The sums' row lanes are added in lane order, so they stay
 // deterministic.
 
-// Blocks a multiprocessor holds at least, so that enough threads keep packs in flight: three for the forward kernels
-// (85 registers a thread), two for the backward ones (128), which read three tensors and so take kBackwardUnroll rows
-// at a time (with kUnroll, 8-value packs spilled registers).
+// Blocks a multiprocessor holds at least, so that enough threads keep packs in flight: three (80 registers a thread),
+// each thread kUnroll rows of packs at a time. A pass is bound by the bytes it keeps in flight: on an H200 the
+// backward passes with 16-byte packs of three tensors, 2 rows at a time at two blocks (128 registers), streamed at
+// 54-57 % of DRAM bandwidth against the affine pass's 79 %, in the ratio of their bytes in flight. So the backward
+// passes take 8-byte packs (kBackwardPackBytes: four channels a thread), 4 rows at a time, three blocks, and widen one
+// row at a time; their thread's sums are fp32 (FloatPairSum).
 constexpr int kRowBlocksPerSm = 3;
-constexpr int kBackwardRowBlocksPerSm = 2;
-constexpr int kBackwardUnroll = 2;
+constexpr int kBackwardRowBlocksPerSm = 3;
+constexpr int kBackwardUnroll = kUnroll;
+constexpr int kBackwardPackBytes = 8;
 
 // A thread's V channels from c0 (channel group blockIdx.x) and its row lane.
 struct RowThread {
@@ -317,16 +328,23 @@ __device__ RowThread row_thread(const Rows& r) {
   return {static_cast<int>(blockIdx.x) * r.group + lane * r.vec, static_cast<int>(threadIdx.x) / r.lanes};
 }
 
-// Calls f(at) for this thread's rows from first + row_lane below end, U rows passes() apart per call and `stride`
-// rows between calls: at[u] is the index of the u-th row's first value of the thread's channels, or -1 past end.
+// U rows passes() apart from the row at `first` (the index of its first value of the thread's channels): the first
+// `count` of them below the end.
+struct RowRun {
+  int64_t first, stride;
+  int count;
+  __device__ bool has(int u) const { return u < count; }
+  __device__ int64_t at(int u) const { return first + u * stride; }
+};
+
+// Calls f(run) for this thread's rows from first + row_lane below end, U rows passes() apart per call and `stride`
+// rows between calls.
 template <int U, class F>
 __device__ void for_row_runs(const Rows& r, RowThread t, int64_t first, int64_t end, int64_t stride, F&& f) {
   const int64_t step = r.passes();
   for (int64_t row = first + t.row_lane; row < end; row += stride) {
-    int64_t at[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) at[u] = row + u * step < end ? (row + u * step) * r.channels + t.c0 : -1;
-    f(at);
+    const int count = static_cast<int>(min(int64_t{U}, (end - row + step - 1) / step));
+    f(RowRun{row * r.channels + t.c0, step * r.channels, count});
   }
 }
 
@@ -338,47 +356,66 @@ __device__ void for_element_rows(const Rows& r, RowThread t, F&& f) {
 }
 
 template <int V, int U, class T>
-__device__ void load_rows(const T* p, const int64_t (&at)[U], Pack<V, T> (&out)[U]) {
+__device__ void load_rows(const T* p, const RowRun& run, Pack<V, T> (&out)[U]) {
 #pragma unroll
   for (int u = 0; u < U; ++u)
-    if (at[u] >= 0) out[u] = detail::pack_at<V>(p + at[u]);
+    if (run.has(u)) out[u] = detail::pack_at<V>(p + run.at(u));
 }
 
-// Calls f(u, v) with each loaded pack u of `in` (those at[u] names) as fp32 values.
+// Calls f(u, v) with each loaded pack u of `in` (the run's rows) as fp32 values.
 template <int V, int U, class T, class F>
-__device__ void for_unpacked(const int64_t (&at)[U], const Pack<V, T> (&in)[U], F&& f) {
+__device__ void for_unpacked(const RowRun& run, const Pack<V, T> (&in)[U], F&& f) {
 #pragma unroll
   for (int u = 0; u < U; ++u) {
-    if (at[u] < 0) continue;
+    if (!run.has(u)) continue;
     float v[V];
     detail::unpack(in[u], v);
     f(u, v);
   }
 }
 
-// dy's packs at `at` where no fused ReLU zeroed the output (relu_y null: no ReLU), as relu_backward masks them.
+// The backward passes' packs of one run: dy, the fused ReLU's output (relu_y null: none) and x, all loaded before any
+// is widened, so that they are in flight together.
 template <int V, int U, class T>
-__device__ void load_masked_dy_rows(const T* dy, const T* relu_y, const int64_t (&at)[U], float (&g)[U][V]) {
-  Pack<V, T> d[U], y[U];
-  load_rows(dy, at, d);
-  if (relu_y) load_rows(relu_y, at, y);
-#pragma unroll
-  for (int u = 0; u < U; ++u) {
-    if (at[u] < 0) continue;
-    detail::unpack(d[u], g[u]);
-    if (relu_y) mask_by_relu(y[u], g[u]);
+struct BackwardPacks {
+  Pack<V, T> dy[U], relu_y[U], x[U];
+  __device__ BackwardPacks(const T* dy_at, const T* relu_y_at, const T* x_at, const RowRun& run) {
+    load_rows(dy_at, run, dy);
+    if (relu_y_at) load_rows(relu_y_at, run, relu_y);
+    load_rows(x_at, run, x);
   }
-}
+  // Calls f(u, g, v) for each row u of the run: g its dy where no fused ReLU zeroed the output (as relu_backward
+  // masks it), v its x, both fp32; one row widened at a time.
+  template <class F>
+  __device__ void for_rows(const RowRun& run, bool relu, F&& f) const {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (!run.has(u)) continue;
+      float g[V], v[V];
+      detail::unpack(dy[u], g);
+      if (relu) mask_by_relu(relu_y[u], g);
+      detail::unpack(x[u], v);
+      f(u, g, v);
+    }
+  }
+};
 
-// Calls add(at, sums) for this thread's rows of slice blockIdx.y, then stores the block's sums per channel.
-template <int V, int U, class Add>
+// A thread's own sums where double would cost the registers that keep packs in flight: the backward passes add at
+// most a few hundred values a thread (a slice's rows over the block's row lanes) before the block's sums in double.
+struct FloatPairSum {
+  float a = 0, b = 0;
+};
+
+// Calls add(at, sums) for this thread's rows of slice blockIdx.y (its sums in Sum), then stores the block's sums per
+// channel, added in double.
+template <int V, int U, class Sum = PairSum, class Add>
 __device__ void sum_rows(const Rows& r, int slices, PairSum* partial, Add&& add) {
   __shared__ double sum_a[detail::kChannelThreads * V], sum_b[detail::kChannelThreads * V];
   const RowThread t = row_thread(r);
   const int64_t begin = blockIdx.y * r.slice_rows(), end = min(r.rows, begin + r.slice_rows());
-  PairSum mine[V];
+  Sum mine[V];
   if (t.c0 < r.channels)
-    for_row_runs<U>(r, t, begin, end, int64_t{r.passes()} * U, [&](const int64_t (&at)[U]) { add(at, mine); });
+    for_row_runs<U>(r, t, begin, end, int64_t{r.passes()} * U, [&](const RowRun& at) { add(at, mine); });
   const int in_group = t.c0 - static_cast<int>(blockIdx.x) * r.group;
 #pragma unroll
   for (int k = 0; k < V; ++k) {
@@ -405,7 +442,7 @@ __device__ void channel_values(const C* from, const Rows& r, int c0, float (&out
 template <int V, class T>
 __global__ void __launch_bounds__(detail::kChannelThreads, kRowBlocksPerSm)
     rows_moments_kernel(Rows r, Layout z, const T* x, Scratch w) {
-  sum_rows<V, kUnroll>(r, z.slices, w.partial, [&](const int64_t (&at)[kUnroll], PairSum(&m)[V]) {
+  sum_rows<V, kUnroll>(r, z.slices, w.partial, [&](const RowRun& at, PairSum(&m)[V]) {
     Pack<V, T> in[kUnroll];
     load_rows(x, at, in);
     for_unpacked(at, in, [&](int, const float(&v)[V]) {
@@ -427,7 +464,7 @@ __global__ void __launch_bounds__(detail::kChannelThreads, kRowBlocksPerSm)
   float a[V], b[V];
   channel_values(w.a, r, t.c0, a);
   channel_values(w.b, r, t.c0, b);
-  for_element_rows<kUnroll>(r, t, [&](const int64_t (&at)[kUnroll]) {
+  for_element_rows<kUnroll>(r, t, [&](const RowRun& at) {
     Pack<V, T> in[kUnroll];
     load_rows(x, at, in);
     for_unpacked(at, in, [&](int u, const float(&v)[V]) {
@@ -439,7 +476,7 @@ __global__ void __launch_bounds__(detail::kChannelThreads, kRowBlocksPerSm)
         out[k] = load(&rounded);
         if (relu && !(out[k] > 0.0f)) out[k] = 0.0f;
       }
-      store_pack(y + at[u], out);
+      store_pack(y + at.at(u), out);
     });
   });
 }
@@ -450,17 +487,13 @@ __global__ void __launch_bounds__(detail::kChannelThreads, kBackwardRowBlocksPer
                               Scratch w) {
   float mean[V];
   channel_values(saved_mean, r, row_thread(r).c0, mean);
-  sum_rows<V, kBackwardUnroll>(r, z.slices, w.partial,
-                               [&](const int64_t (&at)[kBackwardUnroll], PairSum(&m)[V]) {
-    float g[kBackwardUnroll][V];
-    load_masked_dy_rows(dy, relu_y, at, g);
-    Pack<V, T> in[kBackwardUnroll];
-    load_rows(x, at, in);
-    for_unpacked(at, in, [&](int u, const float(&v)[V]) {
+  sum_rows<V, kBackwardUnroll, FloatPairSum>(r, z.slices, w.partial, [&](const RowRun& at, FloatPairSum(&m)[V]) {
+    const BackwardPacks<V, kBackwardUnroll, T> packs(dy, relu_y, x, at);
+    packs.for_rows(at, relu_y != nullptr, [&](int, const float(&g)[V], const float(&v)[V]) {
 #pragma unroll
       for (int k = 0; k < V; ++k) {
-        m[k].a += g[u][k];
-        m[k].b += static_cast<double>(g[u][k]) * (v[k] - mean[k]);
+        m[k].a += g[k];
+        m[k].b = fmaf(g[k], v[k] - mean[k], m[k].b);
       }
     });
   });
@@ -476,16 +509,13 @@ __global__ void __launch_bounds__(detail::kChannelThreads, kBackwardRowBlocksPer
   channel_values(w.b, r, t.c0, b);
   channel_values(w.k, r, t.c0, k0);
   channel_values(saved_mean, r, t.c0, mean);
-  for_element_rows<kBackwardUnroll>(r, t, [&](const int64_t (&at)[kBackwardUnroll]) {
-    float g[kBackwardUnroll][V];
-    load_masked_dy_rows(dy, relu_y, at, g);
-    Pack<V, T> in[kBackwardUnroll];
-    load_rows(x, at, in);
-    for_unpacked(at, in, [&](int u, const float(&v)[V]) {
+  for_element_rows<kBackwardUnroll>(r, t, [&](const RowRun& at) {
+    const BackwardPacks<V, kBackwardUnroll, T> packs(dy, relu_y, x, at);
+    packs.for_rows(at, relu_y != nullptr, [&](int u, const float(&g)[V], const float(&v)[V]) {
       float out[V];
 #pragma unroll
-      for (int k = 0; k < V; ++k) out[k] = fmaf(a[k], g[u][k], fmaf(b[k], v[k] - mean[k], k0[k]));
-      store_pack(dx + at[u], out);
+      for (int k = 0; k < V; ++k) out[k] = fmaf(a[k], g[k], fmaf(b[k], v[k] - mean[k], k0[k]));
+      store_pack(dx + at.at(u), out);
     });
   });
 }
@@ -612,7 +642,7 @@ void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, 
   const Layout z = layout_of(s, {x, dy, relu_y, dx});
   const Scratch w = scratch_of(z, scratch);
   if (is_nhwc(s)) {
-    const Rows r = rows_of(s, {x, dy, relu_y, dx});
+    const Rows r = rows_of(s, {x, dy, relu_y, dx}, kBackwardPackBytes);
     with_pack(s, r.vec, [&](auto t, auto v) {
       using T = decltype(t);
       constexpr int V = decltype(v)::value;
