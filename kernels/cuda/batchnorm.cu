@@ -116,13 +116,16 @@ struct Scratch {
   float* a;          // forward: scale; backward: the dy coefficient
   float* b;          // forward: shift; backward: the (x - mean) coefficient
   float* k;          // backward: the constant
+  float* relu_a;     // backward after a fused ReLU: the forward's scale and shift, which give its mask again
+  float* relu_b;
 };
 
 Scratch scratch_of(const Layout& z, void* bytes) {
   auto* partial = static_cast<PairSum*>(bytes);
   auto* totals = partial + static_cast<std::ptrdiff_t>(z.channels) * z.slices;
   auto* floats = reinterpret_cast<float*>(totals + z.channels);
-  return {partial, totals, floats, floats + z.channels, floats + 2 * z.channels};
+  const int c = z.channels;
+  return {partial, totals, floats, floats + c, floats + 2 * c, floats + 3 * c, floats + 4 * c};
 }
 
 // The first value of channel c's pack k (k over the channel's batch x row_packs packs).
@@ -181,6 +184,16 @@ __global__ void moments_kernel(Layout z, const T* x, Scratch w) {
   });
 }
 
+// The forward's y = x * a + b from the saved statistics, so that the backward passes derive the same a and b (in
+// training) and with them the fused ReLU's mask, bit for bit.
+struct Affine {
+  float a, b;
+};
+__device__ Affine affine_of(float gamma, float beta, float saved_mean, float saved_inv_std) {
+  const double scale = static_cast<double>(gamma) * saved_inv_std;
+  return {static_cast<float>(scale), static_cast<float>(beta - static_cast<double>(saved_mean) * scale)};
+}
+
 struct Statistics {
   const float* gamma;
   const float* beta;
@@ -199,13 +212,14 @@ __global__ void statistics_kernel(Layout z, Statistics st, Scratch w) {
     const double var = max(0.0, moments.b / count - mean * mean);
     const double inv_std = 1.0 / sqrt(var + st.epsilon);  // biased variance: what the batch is normalised with
     const double unbiased = count > 1 ? var * count / (count - 1) : var;
-    st.saved_mean[c] = static_cast<float>(mean);
-    st.saved_inv_std[c] = static_cast<float>(inv_std);
+    const float saved_mean = static_cast<float>(mean), saved_inv_std = static_cast<float>(inv_std);
+    st.saved_mean[c] = saved_mean;
+    st.saved_inv_std[c] = saved_inv_std;
     st.running_mean[c] = static_cast<float>((1.0 - st.momentum) * st.running_mean[c] + st.momentum * mean);
     st.running_var[c] = static_cast<float>((1.0 - st.momentum) * st.running_var[c] + st.momentum * unbiased);
-    const double scale = st.gamma[c] * inv_std;
-    w.a[c] = static_cast<float>(scale);
-    w.b[c] = static_cast<float>(st.beta[c] - mean * scale);
+    const Affine f = affine_of(st.gamma[c], st.beta[c], saved_mean, saved_inv_std);
+    w.a[c] = f.a;
+    w.b[c] = f.b;
   }
 }
 
@@ -236,36 +250,53 @@ __global__ void affine_kernel(Layout z, const T* x, Scratch w, bool relu, T* y) 
   });
 }
 
-// Whether a ReLU's output is positive. A 16-bit value is told by its bits read as a signed integer, positive exactly
-// when the value is but for a NaN of sign 0, which a ReLU never writes (relu_forward makes NaN 0): widening them would
-// hold registers that the backward kernels need for packs in flight.
-__device__ inline bool positive(float v) { return v > 0.0f; }
-__device__ inline bool positive(__nv_bfloat16 v) { return __bfloat16_as_short(v) > 0; }
-__device__ inline bool positive(__half v) { return __half_as_short(v) > 0; }
+// The forward's ReLU output for x = v, the forward's arithmetic and rounding: y = round(v * a + b), then whether it is
+// positive, which is where relu_backward lets dy through.
+template <class T>
+__device__ bool relu_passes(float v, float a, float b) {
+  T rounded;
+  store(&rounded, fmaf(v, a, b));
+  return load(&rounded) > 0.0f;
+}
 
-// Zeroes g where the fused ReLU's output y is not positive, as relu_backward masks it.
+// Zeroes g where the fused ReLU zeroed the output (relu: there was one), as relu_backward masks it; a and b the
+// forward's scale and shift of each value's channel.
 template <int V, class T>
-__device__ void mask_by_relu(const Pack<V, T>& y, float (&g)[V]) {
+__device__ void mask_by_relu(bool relu, const float (&v)[V], const float (&a)[V], const float (&b)[V], float (&g)[V]) {
+  if (!relu) return;
 #pragma unroll
   for (int k = 0; k < V; ++k)
-    if (!positive(y.v[k])) g[k] = 0.0f;
+    if (!relu_passes<T>(v[k], a[k], b[k])) g[k] = 0.0f;
 }
 
-// The pack of dy at i where no fused ReLU zeroed the output (relu_y null: no ReLU), as relu_backward masks it.
+// The backward passes' forward scale and shift per channel, written first where a ReLU was fused.
+__global__ void relu_coefficients_kernel(Layout z, const float* gamma, const float* beta, const float* saved_mean,
+                                         const float* saved_inv_std, Scratch w) {
+  for (int c = static_cast<int>(global_index()); c < z.channels; c += static_cast<int>(grid_stride())) {
+    const Affine f = affine_of(gamma[c], beta[c], saved_mean[c], saved_inv_std[c]);
+    w.relu_a[c] = f.a;
+    w.relu_b[c] = f.b;
+  }
+}
+
+// dy and x of the pack at i as fp32, dy zeroed where the fused ReLU zeroed the output (relu: there was one).
 template <int V, class T>
-__device__ void load_masked_dy(const T* dy, const T* relu_y, int64_t i, float (&g)[V]) {
+__device__ void load_masked(const T* dy, const T* x, bool relu, const Scratch& w, int c, int64_t i, float (&g)[V],
+                            float (&v)[V]) {
   load_pack(dy + i, g);
-  if (relu_y) mask_by_relu(detail::pack_at<V>(relu_y + i), g);
+  load_pack(x + i, v);
+  if (!relu) return;
+#pragma unroll
+  for (int r = 0; r < V; ++r)
+    if (!relu_passes<T>(v[r], w.relu_a[c], w.relu_b[c])) g[r] = 0.0f;
 }
 
 template <int V, class T>
-__global__ void gradient_sums_kernel(Layout z, const T* x, const T* dy, const T* relu_y, const float* saved_mean,
-                                     Scratch w) {
+__global__ void gradient_sums_kernel(Layout z, const T* x, const T* dy, bool relu, const float* saved_mean, Scratch w) {
   const float mean = saved_mean[blockIdx.x];
   sum_slice(z, w.partial, [&](int64_t i, PairSum& m) {
     float g[V], v[V];
-    load_masked_dy(dy, relu_y, i, g);
-    load_pack(x + i, v);
+    load_masked(dy, x, relu, w, static_cast<int>(blockIdx.x), i, g, v);
 #pragma unroll
     for (int r = 0; r < V; ++r) {
       m.a += g[r];
@@ -290,12 +321,10 @@ __global__ void gradient_coefficients_kernel(Layout z, const float* gamma, const
 }
 
 template <int V, class T>
-__global__ void dx_kernel(Layout z, const T* x, const T* dy, const T* relu_y, const float* saved_mean, Scratch w,
-                          T* dx) {
+__global__ void dx_kernel(Layout z, const T* x, const T* dy, bool relu, const float* saved_mean, Scratch w, T* dx) {
   for_sample_packs(z, [&](int64_t i, int c) {
     float g[V], v[V];
-    load_masked_dy(dy, relu_y, i, g);
-    load_pack(x + i, v);
+    load_masked(dy, x, relu, w, c, i, g, v);
 #pragma unroll
     for (int r = 0; r < V; ++r) v[r] = fmaf(w.a[c], g[r], fmaf(w.b[c], v[r] - saved_mean[c], w.k[c]));
     store_pack(dx + i, v);
@@ -374,27 +403,26 @@ __device__ void for_unpacked(const RowRun& run, const Pack<V, T> (&in)[U], F&& f
   }
 }
 
-// The backward passes' packs of one run: dy, the fused ReLU's output (relu_y null: none) and x, all loaded before any
-// is widened, so that they are in flight together.
+// The backward passes' packs of one run, dy and x, both loaded before either is widened so that they are in flight
+// together.
 template <int V, int U, class T>
 struct BackwardPacks {
-  Pack<V, T> dy[U], relu_y[U], x[U];
-  __device__ BackwardPacks(const T* dy_at, const T* relu_y_at, const T* x_at, const RowRun& run) {
+  Pack<V, T> dy[U], x[U];
+  __device__ BackwardPacks(const T* dy_at, const T* x_at, const RowRun& run) {
     load_rows(dy_at, run, dy);
-    if (relu_y_at) load_rows(relu_y_at, run, relu_y);
     load_rows(x_at, run, x);
   }
-  // Calls f(u, g, v) for each row u of the run: g its dy where no fused ReLU zeroed the output (as relu_backward
-  // masks it), v its x, both fp32; one row widened at a time.
+  // Calls f(u, g, v) for each row u of the run: g its dy where no fused ReLU zeroed the output (relu: there was one;
+  // a and b the forward's scale and shift), v its x, both fp32; one row widened at a time.
   template <class F>
-  __device__ void for_rows(const RowRun& run, bool relu, F&& f) const {
+  __device__ void for_rows(const RowRun& run, bool relu, const float (&a)[V], const float (&b)[V], F&& f) const {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       if (!run.has(u)) continue;
       float g[V], v[V];
       detail::unpack(dy[u], g);
-      if (relu) mask_by_relu(relu_y[u], g);
       detail::unpack(x[u], v);
+      mask_by_relu<V, T>(relu, v, a, b, g);
       f(u, g, v);
     }
   }
@@ -483,13 +511,16 @@ __global__ void __launch_bounds__(detail::kChannelThreads, kRowBlocksPerSm)
 
 template <int V, class T>
 __global__ void __launch_bounds__(detail::kChannelThreads, kBackwardRowBlocksPerSm)
-    rows_gradient_sums_kernel(Rows r, Layout z, const T* x, const T* dy, const T* relu_y, const float* saved_mean,
+    rows_gradient_sums_kernel(Rows r, Layout z, const T* x, const T* dy, bool relu, const float* saved_mean,
                               Scratch w) {
-  float mean[V];
-  channel_values(saved_mean, r, row_thread(r).c0, mean);
+  const int c0 = row_thread(r).c0;
+  float mean[V], relu_a[V], relu_b[V];
+  channel_values(saved_mean, r, c0, mean);
+  channel_values(w.relu_a, r, c0, relu_a);
+  channel_values(w.relu_b, r, c0, relu_b);
   sum_rows<V, kBackwardUnroll, FloatPairSum>(r, z.slices, w.partial, [&](const RowRun& at, FloatPairSum(&m)[V]) {
-    const BackwardPacks<V, kBackwardUnroll, T> packs(dy, relu_y, x, at);
-    packs.for_rows(at, relu_y != nullptr, [&](int, const float(&g)[V], const float(&v)[V]) {
+    const BackwardPacks<V, kBackwardUnroll, T> packs(dy, x, at);
+    packs.for_rows(at, relu, relu_a, relu_b, [&](int, const float(&g)[V], const float(&v)[V]) {
 #pragma unroll
       for (int k = 0; k < V; ++k) {
         m[k].a += g[k];
@@ -501,17 +532,19 @@ __global__ void __launch_bounds__(detail::kChannelThreads, kBackwardRowBlocksPer
 
 template <int V, class T>
 __global__ void __launch_bounds__(detail::kChannelThreads, kBackwardRowBlocksPerSm)
-    rows_dx_kernel(Rows r, const T* x, const T* dy, const T* relu_y, const float* saved_mean, Scratch w, T* dx) {
+    rows_dx_kernel(Rows r, const T* x, const T* dy, bool relu, const float* saved_mean, Scratch w, T* dx) {
   const RowThread t = row_thread(r);
   if (t.c0 >= r.channels) return;
-  float a[V], b[V], k0[V], mean[V];
+  float a[V], b[V], k0[V], mean[V], relu_a[V], relu_b[V];
   channel_values(w.a, r, t.c0, a);
   channel_values(w.b, r, t.c0, b);
   channel_values(w.k, r, t.c0, k0);
   channel_values(saved_mean, r, t.c0, mean);
+  channel_values(w.relu_a, r, t.c0, relu_a);
+  channel_values(w.relu_b, r, t.c0, relu_b);
   for_element_rows<kBackwardUnroll>(r, t, [&](const RowRun& at) {
-    const BackwardPacks<V, kBackwardUnroll, T> packs(dy, relu_y, x, at);
-    packs.for_rows(at, relu_y != nullptr, [&](int u, const float(&g)[V], const float(&v)[V]) {
+    const BackwardPacks<V, kBackwardUnroll, T> packs(dy, x, at);
+    packs.for_rows(at, relu, relu_a, relu_b, [&](int u, const float(&g)[V], const float(&v)[V]) {
       float out[V];
 #pragma unroll
       for (int k = 0; k < V; ++k) out[k] = fmaf(a[k], g[k], fmaf(b[k], v[k] - mean[k], k0[k]));
@@ -569,7 +602,7 @@ std::size_t batchnorm_scratch_bytes(const BatchNormShape& s) {
   if (empty(s)) return 0;
   const Layout z = layout_of(s);
   const auto channels = static_cast<std::size_t>(z.channels);
-  return sizeof(PairSum) * channels * (static_cast<std::size_t>(z.slices) + 1) + 3 * sizeof(float) * channels;
+  return sizeof(PairSum) * channels * (static_cast<std::size_t>(z.slices) + 1) + 5 * sizeof(float) * channels;
 }
 
 void batchnorm_forward_train(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
@@ -635,24 +668,27 @@ void batchnorm_forward_infer(const BatchNormShape& s, const void* x, const float
   RT_CHECK_LAUNCH();
 }
 
-void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, const void* relu_y,
-                        const float* gamma, const float* saved_mean, const float* saved_inv_std, void* dx,
+void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, bool relu, const float* gamma,
+                        const float* beta, const float* saved_mean, const float* saved_inv_std, void* dx,
                         float* dgamma, float* dbeta, void* scratch, Stream stream) {
   if (empty(s)) return;
-  const Layout z = layout_of(s, {x, dy, relu_y, dx});
+  const Layout z = layout_of(s, {x, dy, dx});
   const Scratch w = scratch_of(z, scratch);
+  if (relu)
+    relu_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, gamma, beta, saved_mean,
+                                                                                 saved_inv_std, w);
   if (is_nhwc(s)) {
-    const Rows r = rows_of(s, {x, dy, relu_y, dx}, kBackwardPackBytes);
+    const Rows r = rows_of(s, {x, dy, dx}, kBackwardPackBytes);
     with_pack(s, r.vec, [&](auto t, auto v) {
       using T = decltype(t);
       constexpr int V = decltype(v)::value;
-      const T *xt = static_cast<const T*>(x), *dyt = static_cast<const T*>(dy), *yt = static_cast<const T*>(relu_y);
+      const T *xt = static_cast<const T*>(x), *dyt = static_cast<const T*>(dy);
       rows_gradient_sums_kernel<V>
-          <<<rows_grid(r), detail::kChannelThreads, 0, stream>>>(r, z, xt, dyt, yt, saved_mean, w);
+          <<<rows_grid(r), detail::kChannelThreads, 0, stream>>>(r, z, xt, dyt, relu, saved_mean, w);
       fold_slices_kernel<<<z.channels, detail::kChannelThreads, 0, stream>>>(z, w);
       gradient_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(
           folded(z), gamma, saved_inv_std, folded(w), dgamma, dbeta);
-      rows_dx_kernel<V><<<rows_element_grid(r), detail::kChannelThreads, 0, stream>>>(r, xt, dyt, yt, saved_mean, w,
+      rows_dx_kernel<V><<<rows_element_grid(r), detail::kChannelThreads, 0, stream>>>(r, xt, dyt, relu, saved_mean, w,
                                                                                        static_cast<T*>(dx));
     });
     RT_CHECK_LAUNCH();
@@ -661,11 +697,12 @@ void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, 
   with_pack(s, z.vec, [&](auto t, auto v) {
     using T = decltype(t);
     constexpr int V = decltype(v)::value;
-    const T *xt = static_cast<const T*>(x), *dyt = static_cast<const T*>(dy), *yt = static_cast<const T*>(relu_y);
-    gradient_sums_kernel<V><<<slice_grid(z), detail::kChannelThreads, 0, stream>>>(z, xt, dyt, yt, saved_mean, w);
+    const T *xt = static_cast<const T*>(x), *dyt = static_cast<const T*>(dy);
+    gradient_sums_kernel<V><<<slice_grid(z), detail::kChannelThreads, 0, stream>>>(z, xt, dyt, relu, saved_mean, w);
     gradient_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, gamma, saved_inv_std, w,
                                                                                       dgamma, dbeta);
-    dx_kernel<V><<<element_grid(z), detail::kThreads, 0, stream>>>(z, xt, dyt, yt, saved_mean, w, static_cast<T*>(dx));
+    dx_kernel<V>
+        <<<element_grid(z), detail::kThreads, 0, stream>>>(z, xt, dyt, relu, saved_mean, w, static_cast<T*>(dx));
   });
   RT_CHECK_LAUNCH();
 }

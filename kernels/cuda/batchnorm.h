@@ -25,10 +25,11 @@ void batchnorm_forward_train(const BatchNormShape& s, const void* x, const float
 void batchnorm_forward_infer(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
                              const float* running_mean, const float* running_var, double epsilon, bool relu,
                              void* y, void* scratch, Stream stream);
-// dx overwritten; dgamma and dbeta accumulate. relu_y: the fused forward's output, whose zeros mask dy as
-// relu_backward would (null: no ReLU).
-void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, const void* relu_y,
-                        const float* gamma, const float* saved_mean, const float* saved_inv_std, void* dx,
+// dx overwritten; dgamma and dbeta accumulate. relu: the forward fused a ReLU, whose zeros mask dy as relu_backward
+// would; they are found again from x with the forward's scale and shift, derived from gamma, beta and the saved
+// statistics as the forward derived them (the same bits, one tensor fewer to read than the forward's output).
+void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, bool relu, const float* gamma,
+                        const float* beta, const float* saved_mean, const float* saved_inv_std, void* dx,
                         float* dgamma, float* dbeta, void* scratch, Stream stream);
 
 }  // namespace ringtrain::kernels::cuda

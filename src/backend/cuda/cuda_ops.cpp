@@ -266,13 +266,14 @@ void CudaBackend::batchnorm_forward_infer(const model::BatchNormShape& s, const 
   dnn().batchnorm_forward_infer(s, f32(x), b.gamma, b.beta, b.running_mean, b.running_var, settings.epsilon, f32(y));
 }
 void CudaBackend::batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
-                                     const void* x, const void* y, const void* dy, const model::BatchNormBuffers& b,
+                                     const void* x, const void* /*y: the ReLU mask is found again from x*/,
+                                     const void* dy, const model::BatchNormBuffers& b,
                                      void* dx, float* dgamma, float* dbeta) {
   refuse_unfusable(s, settings);
   const model::BatchNormShape k = as_kernels_read(s, nhwc(s.data));
   if (sixteen_bit(s.data))
-    return kc::batchnorm_backward(k, x, dy, settings.relu ? y : nullptr, b.gamma, b.saved_mean, b.saved_inv_std, dx,
-                                  dgamma, dbeta, batchnorm_scratch(k), stream());
+    return kc::batchnorm_backward(k, x, dy, settings.relu, b.gamma, b.beta, b.saved_mean, b.saved_inv_std, dx, dgamma,
+                                  dbeta, batchnorm_scratch(k), stream());
   dnn().batchnorm_backward(s, f32(x), f32(dy), b.gamma, b.saved_mean, b.saved_inv_std, settings.epsilon, f32(dx),
                            dgamma, dbeta);
 }
