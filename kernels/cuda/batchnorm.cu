@@ -20,6 +20,7 @@
 #include "kernels/cuda/batchnorm.h"
 #include "kernels/cuda/channel_reduce.cuh"
 #include "kernels/cuda/element_access.cuh"
+#include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/fast_divide.h"
 
@@ -346,6 +347,9 @@ constexpr int kRowBlocksPerSm = 3;
 constexpr int kBackwardRowBlocksPerSm = 3;
 constexpr int kBackwardUnroll = kUnroll;
 constexpr int kBackwardPackBytes = 8;
+// The affine pass with a fused join reads two tensors: in 16-byte packs, 4 rows at a time, it spills at 80 registers
+// (ptxas); in 8-byte packs it keeps the plain pass's bytes in flight, and no spill.
+constexpr int kJoinPackBytes = 8;
 
 // A thread's V channels from c0 (channel group blockIdx.x) and its row lane.
 struct RowThread {
@@ -416,13 +420,20 @@ struct BackwardPacks {
   // a and b the forward's scale and shift), v its x, both fp32; one row widened at a time.
   template <class F>
   __device__ void for_rows(const RowRun& run, bool relu, const float (&a)[V], const float (&b)[V], F&& f) const {
+    for_rows(run, [&](int u, float(&g)[V], const float(&v)[V]) {
+      mask_by_relu<V, T>(relu, v, a, b, g);
+      f(u, g, v);
+    });
+  }
+  // The same without a mask.
+  template <class F>
+  __device__ void for_rows(const RowRun& run, F&& f) const {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       if (!run.has(u)) continue;
       float g[V], v[V];
       detail::unpack(dy[u], g);
       detail::unpack(x[u], v);
-      mask_by_relu<V, T>(relu, v, a, b, g);
       f(u, g, v);
     }
   }
@@ -484,24 +495,29 @@ __global__ void __launch_bounds__(detail::kChannelThreads, kRowBlocksPerSm)
   });
 }
 
-template <int V, class T>
+// y = x * a + b rounded to T; with Add (a fused residual join) the shortcut added to that in fp32; with relu, then
+// max(., 0), rounded: the bits relu_forward, or add_relu, would write after the unfused batch norm.
+template <int V, bool Add, class T>
 __global__ void __launch_bounds__(detail::kChannelThreads, kRowBlocksPerSm)
-    rows_affine_kernel(Rows r, const T* x, Scratch w, bool relu, T* y) {
+    rows_affine_kernel(Rows r, const T* x, const T* shortcut, Scratch w, bool relu, T* y) {
   const RowThread t = row_thread(r);
   if (t.c0 >= r.channels) return;
   float a[V], b[V];
   channel_values(w.a, r, t.c0, a);
   channel_values(w.b, r, t.c0, b);
   for_element_rows<kUnroll>(r, t, [&](const RowRun& at) {
-    Pack<V, T> in[kUnroll];
+    Pack<V, T> in[kUnroll], added[Add ? kUnroll : 1];
     load_rows(x, at, in);
+    if constexpr (Add) load_rows(shortcut, at, added);
     for_unpacked(at, in, [&](int u, const float(&v)[V]) {
-      float out[V];
+      float out[V], s[V] = {};
+      if constexpr (Add) detail::unpack(added[u], s);
 #pragma unroll
       for (int k = 0; k < V; ++k) {
         T rounded;
         store(&rounded, fmaf(v[k], a[k], b[k]));
         out[k] = load(&rounded);
+        if constexpr (Add) out[k] += s[k];
         if (relu && !(out[k] > 0.0f)) out[k] = 0.0f;
       }
       store_pack(y + at.at(u), out);
@@ -526,6 +542,33 @@ __global__ void __launch_bounds__(detail::kChannelThreads, kBackwardRowBlocksPer
         m[k].a += g[k];
         m[k].b = fmaf(g[k], v[k] - mean[k], m[k].b);
       }
+    });
+  });
+}
+
+// The first backward pass after a fused residual join: dy where the join's output y is positive (relu_backward's
+// rule) is the shortcut's gradient, written to dshortcut, and the batch norm's own dy, summed as
+// rows_gradient_sums_kernel sums it. Three tensors' packs in flight: at 80 registers ptxas spills 22 bytes.
+template <int V, class T>
+__global__ void __launch_bounds__(detail::kChannelThreads, kBackwardRowBlocksPerSm)
+    rows_join_gradient_sums_kernel(Rows r, Layout z, const T* x, const T* dy, const T* y, const float* saved_mean,
+                                   Scratch w, T* dshortcut) {
+  float mean[V];
+  channel_values(saved_mean, r, row_thread(r).c0, mean);
+  sum_rows<V, kBackwardUnroll, FloatPairSum>(r, z.slices, w.partial, [&](const RowRun& at, FloatPairSum(&m)[V]) {
+    Pack<V, T> out[kBackwardUnroll];
+    load_rows(y, at, out);
+    const BackwardPacks<V, kBackwardUnroll, T> packs(dy, x, at);
+    packs.for_rows(at, [&](int u, const float(&g)[V], const float(&v)[V]) {
+      float passed[V], kept[V];
+      detail::unpack(out[u], passed);
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        kept[k] = passed[k] > 0.0f ? g[k] : 0.0f;
+        m[k].a += kept[k];
+        m[k].b = fmaf(kept[k], v[k] - mean[k], m[k].b);
+      }
+      store_pack(dshortcut + at.at(u), kept);
     });
   });
 }
@@ -596,6 +639,29 @@ void with_pack(const BatchNormShape& s, int vec, Body body) {
   detail::with_element(s.data, [&](auto t) { detail::with_pack_width(vec, [&](auto v) { body(t, v); }); });
 }
 
+// The NHWC affine pass, y = x * w.a + w.b then the epilogue, in the packs its tensors allow.
+void apply_rows_affine(const BatchNormShape& s, const void* x, BatchNormEpilogue then, const Scratch& w, void* y,
+                       Stream stream) {
+  const Rows r = then.shortcut ? rows_of(s, {x, y, then.shortcut}, kJoinPackBytes) : rows_of(s, {x, y});
+  with_pack(s, r.vec, [&](auto t, auto v) {
+    using T = decltype(t);
+    constexpr int V = decltype(v)::value;
+    const dim3 grid = rows_element_grid(r);
+    if (then.shortcut)
+      rows_affine_kernel<V, true><<<grid, detail::kChannelThreads, 0, stream>>>(
+          r, static_cast<const T*>(x), static_cast<const T*>(then.shortcut), w, then.relu, static_cast<T*>(y));
+    else
+      rows_affine_kernel<V, false><<<grid, detail::kChannelThreads, 0, stream>>>(
+          r, static_cast<const T*>(x), static_cast<const T*>(nullptr), w, then.relu, static_cast<T*>(y));
+  });
+  RT_CHECK_LAUNCH();
+}
+
+// The NCHW kernels take no shortcut: the join runs after them, as the unfused one would.
+void add_shortcut_apart(const BatchNormShape& s, BatchNormEpilogue then, void* y, Stream stream) {
+  if (then.shortcut) add_relu({s.elements(), s.data}, y, then.shortcut, y, stream);
+}
+
 }  // namespace
 
 std::size_t batchnorm_scratch_bytes(const BatchNormShape& s) {
@@ -606,25 +672,22 @@ std::size_t batchnorm_scratch_bytes(const BatchNormShape& s) {
 }
 
 void batchnorm_forward_train(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
-                             double momentum, double epsilon, float* running_mean, float* running_var, bool relu,
-                             void* y, float* saved_mean, float* saved_inv_std, void* scratch, Stream stream) {
+                             double momentum, double epsilon, float* running_mean, float* running_var,
+                             BatchNormEpilogue then, void* y, float* saved_mean, float* saved_inv_std, void* scratch,
+                             Stream stream) {
   if (empty(s)) return;
-  const Layout z = layout_of(s, {x, y});
+  const Layout z = layout_of(s, {x, y, then.shortcut});
   const Scratch w = scratch_of(z, scratch);
   const Statistics st{gamma, beta, momentum, epsilon, running_mean, running_var, saved_mean, saved_inv_std};
   if (is_nhwc(s)) {
-    const Rows r = rows_of(s, {x, y});
+    const Rows r = rows_of(s, {x, y});  // the sums as without a join: the same statistics, bit for bit
     with_pack(s, r.vec, [&](auto t, auto v) {
-      using T = decltype(t);
-      constexpr int V = decltype(v)::value;
-      const T* xt = static_cast<const T*>(x);
-      rows_moments_kernel<V><<<rows_grid(r), detail::kChannelThreads, 0, stream>>>(r, z, xt, w);
-      fold_slices_kernel<<<z.channels, detail::kChannelThreads, 0, stream>>>(z, w);
-      statistics_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(folded(z), st, folded(w));
-      rows_affine_kernel<V>
-          <<<rows_element_grid(r), detail::kChannelThreads, 0, stream>>>(r, xt, w, relu, static_cast<T*>(y));
+      rows_moments_kernel<decltype(v)::value>
+          <<<rows_grid(r), detail::kChannelThreads, 0, stream>>>(r, z, static_cast<const decltype(t)*>(x), w);
     });
-    RT_CHECK_LAUNCH();
+    fold_slices_kernel<<<z.channels, detail::kChannelThreads, 0, stream>>>(z, w);
+    statistics_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(folded(z), st, folded(w));
+    apply_rows_affine(s, x, then, w, y, stream);
     return;
   }
   with_pack(s, z.vec, [&](auto t, auto v) {
@@ -633,76 +696,81 @@ void batchnorm_forward_train(const BatchNormShape& s, const void* x, const float
     const T* xt = static_cast<const T*>(x);
     moments_kernel<V><<<slice_grid(z), detail::kChannelThreads, 0, stream>>>(z, xt, w);
     statistics_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, st, w);
-    affine_kernel<V><<<element_grid(z), detail::kThreads, 0, stream>>>(z, xt, w, relu, static_cast<T*>(y));
+    affine_kernel<V><<<element_grid(z), detail::kThreads, 0, stream>>>(z, xt, w, then.relu && !then.shortcut,
+                                                                        static_cast<T*>(y));
   });
   RT_CHECK_LAUNCH();
+  add_shortcut_apart(s, then, y, stream);
 }
 
 void batchnorm_forward_infer(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
-                             const float* running_mean, const float* running_var, double epsilon, bool relu,
-                             void* y, void* scratch, Stream stream) {
+                             const float* running_mean, const float* running_var, double epsilon,
+                             BatchNormEpilogue then, void* y, void* scratch, Stream stream) {
   if (empty(s)) return;
-  const Layout z = layout_of(s, {x, y});
+  const Layout z = layout_of(s, {x, y, then.shortcut});
   const Scratch w = scratch_of(z, scratch);
+  inference_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, gamma, beta, running_mean,
+                                                                                     running_var, epsilon, w);
   if (is_nhwc(s)) {
-    const Rows r = rows_of(s, {x, y});
-    with_pack(s, r.vec, [&](auto t, auto v) {
-      using T = decltype(t);
-      constexpr int V = decltype(v)::value;
-      inference_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, gamma, beta, running_mean,
-                                                                                         running_var, epsilon, w);
-      rows_affine_kernel<V><<<rows_element_grid(r), detail::kChannelThreads, 0, stream>>>(
-          r, static_cast<const T*>(x), w, relu, static_cast<T*>(y));
-    });
-    RT_CHECK_LAUNCH();
+    apply_rows_affine(s, x, then, w, y, stream);
     return;
   }
   with_pack(s, z.vec, [&](auto t, auto v) {
     using T = decltype(t);
-    constexpr int V = decltype(v)::value;
-    inference_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, gamma, beta, running_mean,
-                                                                                       running_var, epsilon, w);
-    affine_kernel<V><<<element_grid(z), detail::kThreads, 0, stream>>>(z, static_cast<const T*>(x), w, relu,
-                                                                        static_cast<T*>(y));
+    affine_kernel<decltype(v)::value><<<element_grid(z), detail::kThreads, 0, stream>>>(
+        z, static_cast<const T*>(x), w, then.relu && !then.shortcut, static_cast<T*>(y));
   });
   RT_CHECK_LAUNCH();
+  add_shortcut_apart(s, then, y, stream);
 }
 
-void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, bool relu, const float* gamma,
-                        const float* beta, const float* saved_mean, const float* saved_inv_std, void* dx,
-                        float* dgamma, float* dbeta, void* scratch, Stream stream) {
+void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, BatchNormBackwardMask mask,
+                        const float* gamma, const float* beta, const float* saved_mean, const float* saved_inv_std,
+                        void* dx, float* dgamma, float* dbeta, void* scratch, Stream stream) {
   if (empty(s)) return;
-  const Layout z = layout_of(s, {x, dy, dx});
+  const Layout z = layout_of(s, {x, dy, dx, mask.join_y, mask.dshortcut});
   const Scratch w = scratch_of(z, scratch);
-  if (relu)
+  if (mask.relu)
     relu_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, gamma, beta, saved_mean,
                                                                                  saved_inv_std, w);
   if (is_nhwc(s)) {
-    const Rows r = rows_of(s, {x, dy, dx}, kBackwardPackBytes);
+    const Rows r = rows_of(s, {x, dy, dx, mask.join_y, mask.dshortcut}, kBackwardPackBytes);
     with_pack(s, r.vec, [&](auto t, auto v) {
       using T = decltype(t);
       constexpr int V = decltype(v)::value;
       const T *xt = static_cast<const T*>(x), *dyt = static_cast<const T*>(dy);
-      rows_gradient_sums_kernel<V>
-          <<<rows_grid(r), detail::kChannelThreads, 0, stream>>>(r, z, xt, dyt, relu, saved_mean, w);
+      if (mask.join_y) {
+        rows_join_gradient_sums_kernel<V><<<rows_grid(r), detail::kChannelThreads, 0, stream>>>(
+            r, z, xt, dyt, static_cast<const T*>(mask.join_y), saved_mean, w, static_cast<T*>(mask.dshortcut));
+        dyt = static_cast<const T*>(mask.dshortcut);  // masked: what the batch norm's own passes read from here on
+      } else {
+        rows_gradient_sums_kernel<V>
+            <<<rows_grid(r), detail::kChannelThreads, 0, stream>>>(r, z, xt, dyt, mask.relu, saved_mean, w);
+      }
       fold_slices_kernel<<<z.channels, detail::kChannelThreads, 0, stream>>>(z, w);
       gradient_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(
           folded(z), gamma, saved_inv_std, folded(w), dgamma, dbeta);
-      rows_dx_kernel<V><<<rows_element_grid(r), detail::kChannelThreads, 0, stream>>>(r, xt, dyt, relu, saved_mean, w,
+      rows_dx_kernel<V><<<rows_element_grid(r), detail::kChannelThreads, 0, stream>>>(r, xt, dyt, mask.relu,
+                                                                                       saved_mean, w,
                                                                                        static_cast<T*>(dx));
     });
     RT_CHECK_LAUNCH();
     return;
   }
+  if (mask.join_y) {  // NCHW: the join's mask apart, then the batch norm's passes on the masked dy
+    relu_backward({s.elements(), s.data}, mask.join_y, dy, mask.dshortcut, stream);
+    dy = mask.dshortcut;
+  }
   with_pack(s, z.vec, [&](auto t, auto v) {
     using T = decltype(t);
     constexpr int V = decltype(v)::value;
     const T *xt = static_cast<const T*>(x), *dyt = static_cast<const T*>(dy);
-    gradient_sums_kernel<V><<<slice_grid(z), detail::kChannelThreads, 0, stream>>>(z, xt, dyt, relu, saved_mean, w);
+    gradient_sums_kernel<V>
+        <<<slice_grid(z), detail::kChannelThreads, 0, stream>>>(z, xt, dyt, mask.relu, saved_mean, w);
     gradient_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, gamma, saved_inv_std, w,
                                                                                       dgamma, dbeta);
-    dx_kernel<V>
-        <<<element_grid(z), detail::kThreads, 0, stream>>>(z, xt, dyt, relu, saved_mean, w, static_cast<T*>(dx));
+    dx_kernel<V><<<element_grid(z), detail::kThreads, 0, stream>>>(z, xt, dyt, mask.relu, saved_mean, w,
+                                                                   static_cast<T*>(dx));
   });
   RT_CHECK_LAUNCH();
 }

@@ -17,19 +17,35 @@ namespace ringtrain::kernels::cuda {
 
 std::size_t batchnorm_scratch_bytes(const BatchNormShape& s);
 
+// What follows the batch norm in the same operation: a ReLU, and before it a residual join's shortcut (y =
+// relu(batch norm + shortcut)); the bits relu_forward or add_relu (elementwise.h) write after the unfused batch norm.
+struct BatchNormEpilogue {
+  bool relu = false;
+  const void* shortcut = nullptr;  // in x's type and layout; with relu only
+};
+
 // running = (1 - momentum) * running + momentum * batch; saves the batch mean and 1/sqrt(var + epsilon).
-// relu: y = relu(batch norm), the bits relu_forward (elementwise.h) writes after the unfused batch norm.
 void batchnorm_forward_train(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
-                             double momentum, double epsilon, float* running_mean, float* running_var, bool relu,
-                             void* y, float* saved_mean, float* saved_inv_std, void* scratch, Stream stream);
+                             double momentum, double epsilon, float* running_mean, float* running_var,
+                             BatchNormEpilogue then, void* y, float* saved_mean, float* saved_inv_std, void* scratch,
+                             Stream stream);
 void batchnorm_forward_infer(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
-                             const float* running_mean, const float* running_var, double epsilon, bool relu,
-                             void* y, void* scratch, Stream stream);
-// dx overwritten; dgamma and dbeta accumulate. relu: the forward fused a ReLU, whose zeros mask dy as relu_backward
-// would; they are found again from x with the forward's scale and shift, derived from gamma, beta and the saved
-// statistics as the forward derived them (the same bits, one tensor fewer to read than the forward's output).
-void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, bool relu, const float* gamma,
-                        const float* beta, const float* saved_mean, const float* saved_inv_std, void* dx,
-                        float* dgamma, float* dbeta, void* scratch, Stream stream);
+                             const float* running_mean, const float* running_var, double epsilon,
+                             BatchNormEpilogue then, void* y, void* scratch, Stream stream);
+
+// How the backward's dy is masked, as relu_backward would mask it after the unfused ops. relu: the forward fused a
+// ReLU, whose zeros are found again from x with the forward's scale and shift, derived from gamma, beta and the saved
+// statistics as the forward derived them (the same bits, one tensor fewer to read than the forward's output). With a
+// fused join (join_y: the forward's output, the join's) the zeros are join_y's, and the masked dy, the shortcut's
+// gradient, is written to dshortcut.
+struct BatchNormBackwardMask {
+  bool relu = false;
+  const void* join_y = nullptr;
+  void* dshortcut = nullptr;
+};
+// dx overwritten; dgamma and dbeta accumulate.
+void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, BatchNormBackwardMask mask,
+                        const float* gamma, const float* beta, const float* saved_mean, const float* saved_inv_std,
+                        void* dx, float* dgamma, float* dbeta, void* scratch, Stream stream);
 
 }  // namespace ringtrain::kernels::cuda

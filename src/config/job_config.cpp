@@ -107,10 +107,11 @@ const std::vector<KeyRule> kKeys = {
      "time every layer in the first epoch (device synchronised around each: slower) and print the table, with how "
      "the backend runs each convolution (cuDNN's algorithms, oneDNN's implementation)"},
     {"run", "fuse_layers", Kind::boolean, true,
-     "fuse batch norm with the ReLU after it, and a 2x2 stride-2 max pool after that, into one operation where the "
-     "backend can (CPU: yes, and a oneDNN convolution before it hands it its blocked output, which it hands the next "
-     "oneDNN convolution blocked too; CUDA: batch norm + ReLU on bf16/fp16 activations, the pool apart); the numbers "
-     "are the same either way"},
+     "fuse batch norm with the ReLU after it, and a 2x2 stride-2 max pool after that, and a residual block's last "
+     "batch norm with the join after it (add shortcut + ReLU), into one operation where the backend can (CPU: yes, "
+     "and a oneDNN convolution before it hands it its blocked output, which it hands the next oneDNN convolution "
+     "blocked too; CUDA: batch norm + ReLU and the join on bf16/fp16 activations, the pool apart); the numbers are "
+     "the same either way"},
     {"run", "trace", Kind::boolean, false,
      "write <run.dir>/trace-rank<R>.json (Chrome trace events, opens in Perfetto): step phases, one track per bucket"},
     {"run", "trace_steps", Kind::integer, int64_t{50}, "the trace keeps the last this many steps (bounded size)"},

@@ -210,9 +210,35 @@ class Backend {
   virtual void batchnorm_backward(const BatchNormShape& s, const BatchNormSettings& settings, const void* x,
                                   const void* y, const void* dy, const BatchNormBuffers& b, void* dx,
                                   float* dgamma, float* dbeta) = 0;
+  // A residual block's last batch norm with the block's join (its add, then ReLU): y = relu(batch norm(x) +
+  // shortcut); backward writes dshortcut, dy through the ReLU's mask (relu_backward's), and the batch norm's backward
+  // of it into dx. settings.relu and settings.pool are off (the ReLU is the join's). The defaults run the ops apart,
+  // so the numbers are theirs by construction; a backend that fuses overrides them with the same bits in fewer
+  // passes over memory, where it says so (fuses_batchnorm_add_relu).
+  virtual void batchnorm_add_relu_forward_train(const BatchNormShape& s, const BatchNormSettings& settings,
+                                                const void* x, const void* shortcut, const BatchNormBuffers& b,
+                                                void* y) {
+    batchnorm_forward_train(s, settings, x, b, y);
+    add_relu({s.elements(), s.data}, y, shortcut, y);
+  }
+  virtual void batchnorm_add_relu_forward_infer(const BatchNormShape& s, const BatchNormSettings& settings,
+                                                const void* x, const void* shortcut, const BatchNormBuffers& b,
+                                                void* y) {
+    batchnorm_forward_infer(s, settings, x, b, y);
+    add_relu({s.elements(), s.data}, y, shortcut, y);
+  }
+  virtual void batchnorm_add_relu_backward(const BatchNormShape& s, const BatchNormSettings& settings, const void* x,
+                                           const void* y, const void* dy, const BatchNormBuffers& b, void* dx,
+                                           void* dshortcut, float* dgamma, float* dbeta) {
+    relu_backward({s.elements(), s.data}, y, dy, dshortcut);
+    batchnorm_backward(s, settings, x, nullptr, dshortcut, b, dx, dgamma, dbeta);
+  }
   // Whether batch norm takes a following ReLU into the same operation (settings.relu), with numbers identical to
   // running them apart. Where not, the graph keeps the ReLU as its own step.
   virtual bool fuses_batchnorm_relu() const { return false; }
+  // Whether the graph gives a residual block's last batch norm the join after it (batchnorm_add_relu_*): where it
+  // saves passes over memory, or where the backend's step list should match one that does (the CPU twin).
+  virtual bool fuses_batchnorm_add_relu() const { return false; }
   // Whether a fused batch norm + ReLU also takes the 2x2 stride-2 max pool after it (settings.pool), with numbers
   // identical to the three apart.
   virtual bool fuses_batchnorm_relu_pool() const { return false; }

@@ -1,5 +1,5 @@
 // Owns building the step list from the job file's layer specs: chains in order, a residual block as its body's
-// steps, then its shortcut's, then the join.
+// steps, then its shortcut's, then the join (which, fused, runs the body's last layer itself).
 #include "model/graph.h"
 
 #include <fmt/format.h>
@@ -46,7 +46,7 @@ uint64_t SeedPath::apply(uint64_t seed) const {
 }
 
 MemoryUse Step::memory_use() const {
-  if (kind == Kind::layer) return layer->memory_use();
+  if (layer) return layer->memory_use();
   // The sum may be written over the body's output; with a ReLU, backward reads the result for its mask.
   return {.backward_reads_output = relu, .output = OutputMemory::may_overwrite_input};
 }
@@ -109,10 +109,27 @@ size_t Graph::fuse_following(const std::vector<config::LayerSpec>& specs, size_t
   return i;
 }
 
+std::optional<Step> Graph::take_for_join(const config::LayerSpec& spec, int body) {
+  const int producer = values_[static_cast<size_t>(body)].producer;
+  const bool last_emitted = producer >= 0 && producer + 1 == static_cast<int>(steps_.size()) &&
+                            body + 1 == static_cast<int>(values_.size());  // not an empty body's input
+  if (!fuse_ || !spec.activation_relu || !last_emitted) return std::nullopt;
+  const Step& last = steps_[static_cast<size_t>(producer)];
+  if (last.kind != Step::Kind::layer || !last.layer->fuse_join()) return std::nullopt;
+  // The join takes the place of the body's last step and its output.
+  Step taken = last;
+  steps_.pop_back();
+  values_.pop_back();
+  values_[static_cast<size_t>(taken.inputs[0])].consumers.pop_back();
+  return taken;
+}
+
 int Graph::emit_residual(const config::LayerSpec& spec, int input, const SeedPath& seed, Backend& backend) {
-  const int body = emit_chain(spec.body, input, seed, 0, backend);
-  const int shortcut = spec.shortcut.empty() ? input : emit_chain(spec.shortcut, input, seed, kShortcutXor, backend);
+  int body = emit_chain(spec.body, input, seed, 0, backend);
   const Shape body_shape = values_[static_cast<size_t>(body)].shape;
+  const std::optional<Step> fused = take_for_join(spec, body);
+  if (fused) body = fused->inputs[0];
+  const int shortcut = spec.shortcut.empty() ? input : emit_chain(spec.shortcut, input, seed, kShortcutXor, backend);
   const Shape shortcut_shape = values_[static_cast<size_t>(shortcut)].shape;
   if (!(body_shape == shortcut_shape))
     throw JobFileError(fmt::format("{} (residual): body gives {} per batch but the shortcut gives {}; add a "
@@ -122,7 +139,8 @@ int Graph::emit_residual(const config::LayerSpec& spec, int input, const SeedPat
   values_[static_cast<size_t>(body)].consumers.push_back(step);
   values_[static_cast<size_t>(shortcut)].consumers.push_back(step);
   const int output = add_value(body_shape, step);
-  steps_.push_back({Step::Kind::join, nullptr, {body, shortcut}, output, spec.activation_relu, seed});
+  steps_.push_back({Step::Kind::join, fused ? fused->layer : nullptr, {body, shortcut}, output, spec.activation_relu,
+                    fused ? fused->seed : seed});
   return output;
 }
 

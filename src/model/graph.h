@@ -3,10 +3,12 @@
 // their nesting exist only while the graph is built from the job file's specs; afterwards there are values,
 // who produces each and who reads it, which is all the memory plan and the executor need. Building is also the
 // fusion pass: a layer that can take on the ReLU after it in its chain (Layer::fuse_relu: batch norm where the
-// backend fuses it), and the pool after that (Layer::fuse_pool), becomes one step, and they no step at all.
+// backend fuses it), and the pool after that (Layer::fuse_pool), becomes one step, and they no step at all; a
+// residual body's last layer that can take on the join after it (Layer::fuse_join) runs inside the join's step.
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,15 +36,20 @@ struct Value {
   std::vector<int> consumers;  // the steps that read it in forward, in step order
 };
 
+// A join with a layer is the body's last layer fused with the join (Layer::fuse_join): its inputs are that layer's
+// input, then the shortcut; it runs the layer with the shortcut added before the ReLU.
 struct Step {
   enum class Kind { layer, join };
   Kind kind = Kind::layer;
-  Layer* layer = nullptr;   // Kind::layer
-  std::vector<int> inputs;  // one for a layer; body then shortcut for a join
+  Layer* layer = nullptr;   // Kind::layer; a fused join's layer
+  std::vector<int> inputs;  // one for a layer; body (or the fused layer's input) then shortcut for a join
   int output = -1;
   bool relu = false;        // Kind::join: ReLU after the sum
   SeedPath seed;
-  MemoryUse memory_use() const;  // a layer's own; a join reads its output when it has a ReLU, may add in place
+  // A layer's own (a fused join's too); an unfused join reads its output when it has a ReLU, may add in place.
+  MemoryUse memory_use() const;
+  // Whether backward reads input `value` (a fused join's shortcut it never reads).
+  bool backward_reads(int value) const { return memory_use().backward_reads_input && value == inputs[0]; }
 };
 
 class Graph {
@@ -70,6 +77,9 @@ class Graph {
   // Lets `layer` (spec i, output value `output`) take on the ReLU after it and a pool after that; returns the
   // index of the last spec it took.
   size_t fuse_following(const std::vector<config::LayerSpec>& specs, size_t i, Layer& layer, int output);
+  // Takes the step that writes `body` (the last step emitted) out of the list where its layer takes on the join
+  // after it; returns that step (with its input, to become the join's) or nothing.
+  std::optional<Step> take_for_join(const config::LayerSpec& spec, int body);
 
   std::vector<std::unique_ptr<Layer>> owned_;
   std::vector<const Layer*> layer_order_;

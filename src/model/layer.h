@@ -57,6 +57,7 @@ struct ForwardPass {
   Mode mode = Mode::train;
   uint64_t seed = 0;
   Scratch scratch = {};  // what memory_use().scratch.forward asked for; empty when it asked for nothing
+  const void* shortcut = nullptr;  // a fused residual join (Layer::fuse_join): y = relu(output + shortcut)
 };
 
 // One backward call: the forward's x and y (valid where memory_use() says backward reads them), the output
@@ -68,6 +69,7 @@ struct BackwardPass {
   Tensor dy;
   void* dx = nullptr;
   Scratch scratch = {};  // what memory_use().scratch.backward asked for
+  void* dshortcut = nullptr;  // a fused residual join: where the shortcut's gradient goes (dy through the ReLU)
 };
 
 class Layer {
@@ -105,6 +107,11 @@ class Layer {
     (void)pool;
     return std::nullopt;
   }
+  // Takes on the residual join after it, as the last layer of a block's body: the sum with the block's shortcut
+  // and the join's ReLU in the same operation (ForwardPass::shortcut), and in backward the shortcut's gradient too
+  // (BackwardPass::dshortcut), with the numbers the separate join gives. False where the layer or its backend
+  // cannot; the graph then keeps the join a step of its own. Called once, after setup, on a layer that fused nothing.
+  virtual bool fuse_join() { return false; }
   // What fusion added to the layer, for the model summary ("+ relu, fused"; "" for nothing).
   virtual std::string fused() const { return ""; }
   // How the backend runs this layer at its setup batch (Backend::conv2d_method), with the input it was set up for;

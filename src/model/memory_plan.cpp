@@ -107,7 +107,7 @@ void MemoryPlan::plan_activations(const Graph& graph, bool share) {
       use(buffer, backward_time(value.producer));
     for (const int c : value.consumers) {
       use(buffer, c);
-      if (steps[static_cast<size_t>(c)].memory_use().backward_reads_input) use(buffer, backward_time(c));
+      if (steps[static_cast<size_t>(c)].backward_reads(static_cast<int>(v))) use(buffer, backward_time(c));
     }
     if (static_cast<int>(v) == graph.output()) use(buffer, step_count);
   }
@@ -160,13 +160,19 @@ void MemoryPlan::plan_gradients(const Graph& graph) {
       contribute(input, dx, k, time);
       continue;
     }
-    // A join hands both branches the gradient of its sum: dy itself, or dy through the ReLU's mask.
+    // A join hands both branches the gradient of its sum: dy itself, or dy through the ReLU's mask. A fused join
+    // writes that for the shortcut whether or not it is wanted (its layer's backward reads it), and its layer's
+    // input gradient beside it.
     const int dsum = step.relu ? value_buffer(values[static_cast<size_t>(step.output)]) : dy;
     use(dsum, time);
+    if (step.layer) writes[1] = dsum;
     for (size_t slot = 0; slot < step.inputs.size(); ++slot) {
-      if (!needs_gradient(step.inputs[slot])) continue;
-      writes[slot] = dsum;
-      contribute(step.inputs[slot], dsum, k, time);
+      const int input = step.inputs[slot];
+      if (!needs_gradient(input)) continue;
+      const int buffer = step.layer && slot == 0 ? value_buffer(values[static_cast<size_t>(input)]) : dsum;
+      use(buffer, time);
+      writes[slot] = buffer;
+      contribute(input, buffer, k, time);
     }
   }
 }

@@ -50,7 +50,8 @@ class MemoryPlan {
   int activation(int value) const { return activation_[static_cast<size_t>(value)]; }
   // Where a value's final gradient is (read by its producer's backward as dy); -3 when no gradient is needed.
   int gradient(int value) const { return gradient_[static_cast<size_t>(value)]; }
-  // Where step k writes the gradient of its input `slot` (0 for layers; 0 and 1 for a join, the same buffer).
+  // Where step k writes the gradient of its input `slot` (0 for layers; 0 and 1 for a join, the same buffer, but
+  // for a fused join's layer input).
   int input_gradient(int step, int slot) const;
   static constexpr int kNoGradient = -3;
   const std::vector<GradientSum>& sums_after(int step) const { return sums_after_[static_cast<size_t>(step)]; }

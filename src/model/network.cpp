@@ -198,9 +198,10 @@ Tensor Network::forward(const Tensor& x_f32, Mode mode, uint64_t seed) {
     const Shape in_shape = values[static_cast<size_t>(step.inputs[0])].shape.with_batch(batch);
     void* in = activation(step.inputs[0], x);
     void* out = activation(step.output, x);
-    if (step.kind == Step::Kind::layer) {
+    if (step.layer) {
+      const void* shortcut = step.kind == Step::Kind::join ? activation(step.inputs[1], x) : nullptr;
       const ForwardPass pass{{in, in_shape, x.type}, out, mode, step.seed.apply(seed),
-                             scratch(plan_.scratch(k).forward)};
+                             scratch(plan_.scratch(k).forward), shortcut};
       profiled(*step.layer, in_shape, false, [&] { step.layer->forward(pass); });
       continue;
     }
@@ -229,11 +230,13 @@ void Network::run_backward_step(int k, const Tensor& dlogits, GradientObserver* 
   const ElementType type = activation_type();
   const Tensor dy{gradient_buffer(plan_.gradient(step.output), dlogits), out_shape, type};
   const void* y = activation(step.output, last_input_);
-  if (step.kind == Step::Kind::layer) {
+  if (step.layer) {
     const int input = step.inputs[0];
+    void* dshortcut =
+        step.kind == Step::Kind::join ? gradient_buffer(plan_.input_gradient(k, 1), dlogits) : nullptr;
     const BackwardPass pass{
         {activation(input, last_input_), values[static_cast<size_t>(input)].shape.with_batch(batch), type},
-        y, dy, gradient_buffer(plan_.input_gradient(k, 0), dlogits), scratch(plan_.scratch(k).backward)};
+        y, dy, gradient_buffer(plan_.input_gradient(k, 0), dlogits), scratch(plan_.scratch(k).backward), dshortcut};
     profiled(*step.layer, pass.x.shape, true, [&] { step.layer->backward(pass); });
     if (observer && layer_ranges_.count(step.layer)) observer->gradients_ready(*step.layer);
   } else if (step.relu) {
@@ -278,10 +281,11 @@ std::pair<int64_t, int64_t> Network::layer_param_range(const Layer& layer) const
 
 double Network::forward_flops_per_sample() const {
   double flops = 0;
-  for (const Step& step : graph_.steps())
-    flops += step.kind == Step::Kind::layer
-                 ? step.layer->forward_flops_per_sample()
-                 : static_cast<double>(graph_.values()[static_cast<size_t>(step.output)].shape.per_sample());
+  for (const Step& step : graph_.steps()) {
+    if (step.layer) flops += step.layer->forward_flops_per_sample();
+    if (step.kind == Step::Kind::join)
+      flops += static_cast<double>(graph_.values()[static_cast<size_t>(step.output)].shape.per_sample());
+  }
   return flops;
 }
 
@@ -289,7 +293,7 @@ double Network::train_flops_per_sample() const {
   double flops = forward_flops_per_sample();
   const auto& steps = graph_.steps();
   for (size_t k = 0; k < steps.size(); ++k) {
-    if (steps[k].kind == Step::Kind::layer)
+    if (steps[k].layer)
       flops += steps[k].layer->backward_flops_per_sample(plan_.input_gradient(static_cast<int>(k), 0) !=
                                                          MemoryPlan::kNoGradient);
     for (const auto& sum : plan_.sums_after(static_cast<int>(k)))

@@ -63,7 +63,7 @@ void expect_activations_live_while_read(const Graph& g, const MemoryPlan& plan) 
     const int buffer = plan.activation(static_cast<int>(v));
     for (const int c : value.consumers) {
       EXPECT_TRUE(covers(buffer, c)) << "value " << v << " read by step " << c;
-      if (g.steps()[static_cast<size_t>(c)].memory_use().backward_reads_input) {
+      if (g.steps()[static_cast<size_t>(c)].backward_reads(static_cast<int>(v))) {
         EXPECT_TRUE(covers(buffer, backward_time(g, c))) << "value " << v << " read in backward by step " << c;
       }
     }
@@ -139,6 +139,45 @@ TEST(MemoryPlan, AResidualInputGetsEveryGradientContributionSummed) {
     }
   // Block 1 (identity), block 2 (its input feeds the nested block's body and join, and its own join), block 3.
   EXPECT_EQ(addends, (std::vector<size_t>{2, 3, 2}));
+}
+
+// A residual block's last batch norm runs inside the join after it (the fusion pass, on the CPU twin as on the GPU's
+// 16-bit path): as many joins as unfused, one batch-norm step fewer; the join reads the batch norm's input, and
+// writes that input's gradient and the shortcut's into buffers of their own; the block without activation keeps its
+// join apart.
+TEST(MemoryPlan, AFusedJoinRunsTheBodysLastBatchNormAndWritesBothGradients) {
+  Built fused(mixed_model());
+  const Graph apart(mixed_model(), fused.cpu, {3, 2, 8, 8}, false);
+  const auto count = [](const Graph& g, bool joins) {
+    return std::count_if(g.steps().begin(), g.steps().end(), [&](const model::Step& step) {
+      return joins ? step.kind == model::Step::Kind::join
+                   : step.kind == model::Step::Kind::layer && step.layer->describe() == "batchnorm";
+    });
+  };
+  EXPECT_EQ(count(fused.graph, true), count(apart, true));
+  EXPECT_EQ(count(fused.graph, false) + 1, count(apart, false));
+  const MemoryPlan plan(fused.graph);
+  int fused_joins = 0;
+  for (size_t k = 0; k < fused.graph.steps().size(); ++k) {
+    const model::Step& step = fused.graph.steps()[k];
+    if (step.kind != model::Step::Kind::join || !step.layer) continue;
+    ++fused_joins;
+    EXPECT_EQ(step.layer->describe(), "batchnorm");
+    EXPECT_NE(step.layer->fused().find("add shortcut + relu"), std::string::npos) << step.layer->fused();
+    const int body_input = step.inputs[0];
+    EXPECT_EQ(fused.graph.steps()[static_cast<size_t>(fused.graph.values()[static_cast<size_t>(body_input)].producer)]
+                  .layer->describe()
+                  .rfind("conv2d", 0),
+              0u);
+    EXPECT_TRUE(step.backward_reads(body_input));
+    EXPECT_FALSE(step.backward_reads(step.inputs[1])) << "the shortcut is not read in backward";
+    const int dx = plan.input_gradient(static_cast<int>(k), 0), dshortcut = plan.input_gradient(static_cast<int>(k), 1);
+    EXPECT_GE(dx, 0);
+    EXPECT_GE(dshortcut, 0);
+    EXPECT_NE(dx, dshortcut);
+  }
+  EXPECT_EQ(fused_joins, 1);
+  expect_activations_live_while_read(fused.graph, plan);
 }
 
 TEST(MemoryPlan, TheNetworkInputNeedsNoGradient) {

@@ -427,13 +427,14 @@ TEST(Network, MethodsNameHowTheBackendRunsEachConvolution) {
 }
 
 // The fusion pass: batch norm takes on the ReLU right after it in its chain, and a 2x2/2 max pool after that (here
-// on 7 x 7 planes, whose last row and column are in no window), and nothing else fuses (a ReLU after a convolution
-// or a dense layer, a batch norm before a residual join or a pool, a ReLU a join applies itself). Fused or not,
-// logits in training and in evaluation, every gradient and the running statistics are the same bits.
+// on 7 x 7 planes, whose last row and column are in no window), a residual body's last batch norm takes on the join
+// (its add and ReLU), and nothing else fuses (a ReLU after a convolution or a dense layer, a batch norm before a
+// pool). Fused or not, logits in training and in evaluation, every gradient and the running statistics are the
+// same bits.
 TEST(Network, FusingBatchNormWithItsReluAndPoolChangesNoNumber) {
   auto block = layer(LayerKind::residual);
   block.body = {layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm), layer(LayerKind::relu),
-                layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm)};  // bn, then the join's ReLU
+                layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm)};  // bn with the join
   const std::vector<LayerSpec> layers{layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm),
                                       layer(LayerKind::relu),  // fuses
                                       block,
@@ -456,6 +457,7 @@ TEST(Network, FusingBatchNormWithItsReluAndPoolChangesNoNumber) {
   };
   EXPECT_EQ(count(fused.summary, "batchnorm + relu, fused"), 2u) << fused.summary;  // the first, the block's first
   EXPECT_EQ(count(fused.summary, "batchnorm + relu + maxpool 2 s2, fused"), 1u) << fused.summary;
+  EXPECT_EQ(count(fused.summary, "batchnorm + add shortcut + relu, fused"), 1u) << fused.summary;
   EXPECT_EQ(count(apart.summary, "fused"), 0u) << apart.summary;
   EXPECT_EQ(fused.train_logits, apart.train_logits);
   EXPECT_EQ(fused.eval_logits, apart.eval_logits);

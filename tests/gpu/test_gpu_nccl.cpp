@@ -350,21 +350,28 @@ TEST_P(Bf16Layouts, ASmallResNetInBf16FollowsTheFp32CpuTwin) {
 INSTANTIATE_TEST_SUITE_P(NchwAndNhwc, Bf16Layouts, ::testing::Bool(),
                          [](const auto& p) { return p.param ? "nhwc" : "nchw"; });
 
-// With 16-bit activations the CUDA backend takes batch norm's ReLU into its batch-norm kernels (the fusion pass,
-// model/graph.h): the step must give the same bits as running them apart, loss, gradients and running statistics.
-TEST_F(NcclReducer, FusingBatchNormWithItsReluOn16BitsChangesNoNumber) {
+// With 16-bit activations the CUDA backend takes batch norm's ReLU, and a residual block's join after its last batch
+// norm, into its batch-norm kernels (the fusion pass, model/graph.h): the step must give the same bits as running
+// them apart, loss, gradients and running statistics, NCHW (the join after the batch norm's kernels) and NHWC (the
+// join inside them).
+TEST_F(NcclReducer, FusingBatchNormWithItsReluOrJoinOn16BitsChangesNoNumber) {
   const model::Shape input{6, 3, 8, 8};
   const int classes = 5;
-  for (const auto type : {kernels::ElementType::bf16, kernels::ElementType::f16}) {
-    SCOPED_TRACE(kernels::element_type_name(type));
+  using kernels::ElementType;
+  const std::pair<bool, ElementType> layouts_and_types[] = {
+      {false, ElementType::bf16}, {false, ElementType::f16}, {true, ElementType::bf16}, {true, ElementType::f16}};
+  for (const auto& [nhwc, type] : layouts_and_types) {
+    SCOPED_TRACE(std::string(kernels::element_type_name(type)) + (nhwc ? " nhwc" : " nchw"));
     backend::CudaOptions options;
     options.activations = type;
+    options.nhwc = nhwc;
     backend::CudaBackend sixteen(0, 1, "test-host", options);
     model::Network fused(small_resnet(), sixteen, input, classes,
                          {.share_memory = true, .fuse = true, .budget = {}, .activations = type});
     model::Network apart(small_resnet(), sixteen, input, classes,
                          {.share_memory = true, .fuse = false, .budget = {}, .activations = type});
-    ASSERT_NE(fused.summary().find("relu, fused"), std::string::npos) << fused.summary();
+    ASSERT_NE(fused.summary().find("batchnorm + relu, fused"), std::string::npos) << fused.summary();
+    ASSERT_NE(fused.summary().find("batchnorm + add shortcut + relu, fused"), std::string::npos) << fused.summary();
     const auto params = apart.initial_params(42);
     const auto states = apart.initial_states();
     for (auto* net : {&fused, &apart}) {

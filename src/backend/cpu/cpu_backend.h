@@ -86,6 +86,9 @@ class CpuBackend : public model::Backend {
   // One pass each way: the ReLU's forward and its mask in backward ride in batch norm's own loops.
   bool fuses_batchnorm_relu() const override { return true; }
   bool fuses_batchnorm_relu_pool() const override { return true; }
+  // The join runs as the ops apart (Backend's batchnorm_add_relu_*): no pass saved here, but the step list the CUDA
+  // backend's 16-bit path runs, so that the fusion pass is tested on the twin.
+  bool fuses_batchnorm_add_relu() const override { return true; }
   bool batchnorm_reads_block(const model::BatchNormShape& s, int block) const override;
   bool batchnorm_writes_block(const model::BatchNormShape& s, int block) const override;
   std::size_t pool_saved_bytes(const model::PoolShape& s, model::PoolMode mode) const override;

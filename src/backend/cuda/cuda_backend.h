@@ -113,6 +113,16 @@ class CudaBackend final : public model::Backend {
                           float* dbeta) override;
   // With 16-bit activations (our batch-norm kernels); cuDNN's fp32 batch norm runs the ReLU apart.
   bool fuses_batchnorm_relu() const override;
+  bool fuses_batchnorm_add_relu() const override;
+  void batchnorm_add_relu_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
+                                        const void* x, const void* shortcut, const model::BatchNormBuffers& b,
+                                        void* y) override;
+  void batchnorm_add_relu_forward_infer(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
+                                        const void* x, const void* shortcut, const model::BatchNormBuffers& b,
+                                        void* y) override;
+  void batchnorm_add_relu_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
+                                   const void* x, const void* y, const void* dy, const model::BatchNormBuffers& b,
+                                   void* dx, void* dshortcut, float* dgamma, float* dbeta) override;
   // cuDNN's fp32 max pool finds its winners again from x and y; our 16-bit one keeps them.
   std::size_t pool_saved_bytes(const model::PoolShape& s, model::PoolMode mode) const override;
   void pool_forward(const model::PoolShape& s, model::PoolMode mode, const void* x, void* y, void* saved) override;

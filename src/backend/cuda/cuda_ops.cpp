@@ -231,6 +231,14 @@ void refuse_unfusable(const model::BatchNormShape& s, const model::BatchNormSett
                                                 settings.pool ? "max pool" : "ReLU", kernels::element_type_name(s.data)));
 }
 
+// The join is fused where fuses_batchnorm_add_relu() says so, on a batch norm that fused nothing itself.
+void refuse_unfused_join(const model::BatchNormShape& s, const model::BatchNormSettings& settings) {
+  if (!sixteen_bit(s.data) || settings.relu || settings.pool)
+    throw Error(ExitCode::internal, fmt::format("batch norm with a fused residual join on {} activations{} asked of "
+                                                "the CUDA backend", kernels::element_type_name(s.data),
+                                                settings.relu || settings.pool ? ", and its own ReLU or pool" : ""));
+}
+
 }  // namespace
 
 bool CudaBackend::fuses_batchnorm_relu() const { return sixteen_bit(state_->options.activations); }
@@ -251,7 +259,7 @@ void CudaBackend::batchnorm_forward_train(const model::BatchNormShape& s, const 
   const model::BatchNormShape k = as_kernels_read(s, nhwc(s.data));
   if (sixteen_bit(s.data))
     return kc::batchnorm_forward_train(k, x, b.gamma, b.beta, settings.momentum, settings.epsilon, b.running_mean,
-                                       b.running_var, settings.relu, y, b.saved_mean, b.saved_inv_std,
+                                       b.running_var, {.relu = settings.relu}, y, b.saved_mean, b.saved_inv_std,
                                        batchnorm_scratch(k), stream());
   dnn().batchnorm_forward_train(s, f32(x), b.gamma, b.beta, settings.momentum, settings.epsilon, b.running_mean,
                                 b.running_var, f32(y), b.saved_mean, b.saved_inv_std);
@@ -262,7 +270,7 @@ void CudaBackend::batchnorm_forward_infer(const model::BatchNormShape& s, const 
   const model::BatchNormShape k = as_kernels_read(s, nhwc(s.data));
   if (sixteen_bit(s.data))
     return kc::batchnorm_forward_infer(k, x, b.gamma, b.beta, b.running_mean, b.running_var, settings.epsilon,
-                                       settings.relu, y, batchnorm_scratch(k), stream());
+                                       {.relu = settings.relu}, y, batchnorm_scratch(k), stream());
   dnn().batchnorm_forward_infer(s, f32(x), b.gamma, b.beta, b.running_mean, b.running_var, settings.epsilon, f32(y));
 }
 void CudaBackend::batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
@@ -272,10 +280,41 @@ void CudaBackend::batchnorm_backward(const model::BatchNormShape& s, const model
   refuse_unfusable(s, settings);
   const model::BatchNormShape k = as_kernels_read(s, nhwc(s.data));
   if (sixteen_bit(s.data))
-    return kc::batchnorm_backward(k, x, dy, settings.relu, b.gamma, b.beta, b.saved_mean, b.saved_inv_std, dx, dgamma,
-                                  dbeta, batchnorm_scratch(k), stream());
+    return kc::batchnorm_backward(k, x, dy, {.relu = settings.relu}, b.gamma, b.beta, b.saved_mean, b.saved_inv_std,
+                                  dx, dgamma, dbeta, batchnorm_scratch(k), stream());
   dnn().batchnorm_backward(s, f32(x), f32(dy), b.gamma, b.saved_mean, b.saved_inv_std, settings.epsilon, f32(dx),
                            dgamma, dbeta);
+}
+
+// The join fuses only on 16-bit activations (fuses_batchnorm_add_relu), into our kernels; cuDNN's fp32 batch norm
+// would gain nothing from it.
+bool CudaBackend::fuses_batchnorm_add_relu() const { return sixteen_bit(state_->options.activations); }
+
+void CudaBackend::batchnorm_add_relu_forward_train(const model::BatchNormShape& s,
+                                                   const model::BatchNormSettings& settings, const void* x,
+                                                   const void* shortcut, const model::BatchNormBuffers& b, void* y) {
+  refuse_unfused_join(s, settings);
+  const model::BatchNormShape k = as_kernels_read(s, nhwc(s.data));
+  kc::batchnorm_forward_train(k, x, b.gamma, b.beta, settings.momentum, settings.epsilon, b.running_mean,
+                              b.running_var, {.relu = true, .shortcut = shortcut}, y, b.saved_mean, b.saved_inv_std,
+                              batchnorm_scratch(k), stream());
+}
+void CudaBackend::batchnorm_add_relu_forward_infer(const model::BatchNormShape& s,
+                                                   const model::BatchNormSettings& settings, const void* x,
+                                                   const void* shortcut, const model::BatchNormBuffers& b, void* y) {
+  refuse_unfused_join(s, settings);
+  const model::BatchNormShape k = as_kernels_read(s, nhwc(s.data));
+  kc::batchnorm_forward_infer(k, x, b.gamma, b.beta, b.running_mean, b.running_var, settings.epsilon,
+                              {.relu = true, .shortcut = shortcut}, y, batchnorm_scratch(k), stream());
+}
+void CudaBackend::batchnorm_add_relu_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
+                                              const void* x, const void* y, const void* dy,
+                                              const model::BatchNormBuffers& b, void* dx, void* dshortcut,
+                                              float* dgamma, float* dbeta) {
+  refuse_unfused_join(s, settings);
+  const model::BatchNormShape k = as_kernels_read(s, nhwc(s.data));
+  kc::batchnorm_backward(k, x, dy, {.join_y = y, .dshortcut = dshortcut}, b.gamma, b.beta, b.saved_mean,
+                         b.saved_inv_std, dx, dgamma, dbeta, batchnorm_scratch(k), stream());
 }
 
 // Our pooling kernels take 16-bit tensors, NCHW or NHWC; fp32 ones go to cuDNN.

@@ -1,6 +1,6 @@
 // Owns spatial batch normalisation: per channel over N x H x W, batch statistics in training (running ones
-// updated), running statistics in evaluation; with the ReLU after it, and a 2x2 max pool after that, fused where
-// the backend can.
+// updated), running statistics in evaluation; with the ReLU after it, and a 2x2 max pool after that, or with the
+// residual join after it (a block's last layer), fused where the backend can.
 #include <fmt/format.h>
 
 #include "model/layers/layers.h"
@@ -21,8 +21,10 @@ class BatchNorm final : public LeafLayer {
     return 2 * sizeof(float) * static_cast<size_t>(in_.c) +
            (pool_ ? sizeof(int32_t) * static_cast<size_t>(out_.elements()) : 0);
   }
-  // A fused ReLU's mask is the output's zeros, so backward then reads the output too.
-  MemoryUse memory_use() const override { return {.backward_reads_input = true, .backward_reads_output = relu_}; }
+  // A fused ReLU's mask is the output's zeros (the join's sum with a fused join), so backward then reads the output.
+  MemoryUse memory_use() const override {
+    return {.backward_reads_input = true, .backward_reads_output = relu_ || join_};
+  }
   bool fuse_relu() override {
     relu_ = backend_.fuses_batchnorm_relu();
     return relu_;
@@ -37,7 +39,12 @@ class BatchNorm final : public LeafLayer {
     out_ = {in_.n, in_.c, in_.h / 2, in_.w / 2};
     return out_;
   }
+  bool fuse_join() override {
+    join_ = !relu_ && !pool_ && backend_.fuses_batchnorm_add_relu();
+    return join_;
+  }
   std::string fused() const override {
+    if (join_) return "+ add shortcut + relu, fused";
     if (pool_)
       return out_block_ > 1 ? "+ relu + maxpool 2 s2, fused -> " + kernels::blocked_layout_name(out_block_, in_.c)
                             : "+ relu + maxpool 2 s2, fused";
@@ -73,12 +80,23 @@ class BatchNorm final : public LeafLayer {
     }
   }
   void forward(const ForwardPass& pass) override {
+    const BatchNormShape shape = shape_at(pass.x.shape.n);
+    if (join_ && pass.mode == Mode::train)
+      return backend_.batchnorm_add_relu_forward_train(shape, settings(), pass.x.data, pass.shortcut, buffers_,
+                                                       pass.y);
+    if (join_)
+      return backend_.batchnorm_add_relu_forward_infer(shape, settings(), pass.x.data, pass.shortcut, buffers_,
+                                                       pass.y);
     if (pass.mode == Mode::train)
-      backend_.batchnorm_forward_train(shape_at(pass.x.shape.n), settings(), pass.x.data, buffers_, pass.y);
+      backend_.batchnorm_forward_train(shape, settings(), pass.x.data, buffers_, pass.y);
     else
-      backend_.batchnorm_forward_infer(shape_at(pass.x.shape.n), settings(), pass.x.data, buffers_, pass.y);
+      backend_.batchnorm_forward_infer(shape, settings(), pass.x.data, buffers_, pass.y);
   }
   void backward(const BackwardPass& pass) override {
+    if (join_)
+      return backend_.batchnorm_add_relu_backward(shape_at(pass.dy.shape.n), settings(), pass.x.data, pass.y,
+                                                  pass.dy.data, buffers_, pass.dx ? pass.dx : scratch_dx(),
+                                                  pass.dshortcut, dgamma_, dbeta_);
     backend_.batchnorm_backward(shape_at(pass.dy.shape.n), settings(), pass.x.data, pass.y, pass.dy.data, buffers_,
                                 pass.dx ? pass.dx : scratch_dx(), dgamma_, dbeta_);
   }
@@ -104,6 +122,7 @@ class BatchNorm final : public LeafLayer {
   DeviceBuffer saved_mean_, saved_inv_std_, unused_dx_, pool_argmax_;
   float *dgamma_ = nullptr, *dbeta_ = nullptr;
   bool relu_ = false;
+  bool join_ = false;  // the residual join after it (fuse_join): relu(y + shortcut) is its output
   std::optional<FusedMaxPool> pool_;
   int in_block_ = 1;   // x and dx channel-blocked as the convolution before it writes them
   int out_block_ = 1;  // y and dy channel-blocked as the convolution after it reads them
