@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The next GPU call for issue 13 (perf/gpu/PENDING.md): the gpu-next branch's build (.gpurt/bin.tar.xz) against
-# main's (.gpurt/old-bin.tar.xz) in one call, about 4.5 minutes on an H200: the tests, Fashion-MNIST bf16 for 12
-# epochs, ResNet-50 bf16 NHWC twice with each build and twice more under the reproducible defaults, PyTorch
-# channels_last, the batch-norm and stem layer benchmarks with each build, and ncu on the new batch-norm passes.
+# Call 1 of the 2026-11-26 batch-norm/residual record (it ran as perf/gpu/next_call.sh): main 0f4ac3a with the
+# gpu-next branch's three commits merged (.gpurt/bin.tar.xz) against main 0f4ac3a (.gpurt/old-bin.tar.xz), 332 s on
+# an H200: the tests, Fashion-MNIST bf16 for 12 epochs, ResNet-50 bf16 NHWC twice with each build and twice more
+# under the reproducible defaults, PyTorch channels_last, the batch-norm and stem layer benchmarks with each build,
+# and ncu on the new batch-norm passes.
 # Carry .gpurt/{root,lib,bin,old-bin}.tar.xz, env.sh, cuda-libs.sh and fmnist/ (../shared/gpu/README.md); logs land
 # in $OUT (summary.txt, the test logs, pytorch.jsonl, extra.tgz with the rest: logs only, never a run's checkpoints).
-#   bash perf/gpu/next_call.sh
+#   bash perf/results/2026-11-26-gpu-bn-residual/call1/call1.sh
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../../.."
 out=${OUT:?run this through the device tool, which sets OUT}
 x=$(mktemp -d)
 source perf/gpu/carried.sh
