@@ -16,37 +16,17 @@ mkdir -p .gpurt/old && tar xJf .gpurt/old-bin.tar.xz -C .gpurt/old
 STAGES="tests" timeout 100 perf/gpu/lease_run.sh
 echo "lease_run exit $?"
 grep -E "FAILED|Failure" -A6 "$out/test_gpu.log" "$out/test_layers_cuda.log" | head -30
-rt .gpurt/bin/ringtrain prepare fashion-mnist --source .gpurt/fmnist --out "$x/fmnist" --shards 8 \
-  >"$x/prepare-fmnist.log" 2>&1 || echo "prepare fashion-mnist failed"
-fmnist() {  # name bindir
-  bin=$2 rt timeout 60 mpirun -np 1 "$2/ringtrain" train jobs/fashion_mnist.toml --set run.device=cuda \
-    --set data.train="$x/fmnist/train" --set data.test="$x/fmnist/test" --set run.dir="$x/f-$1" \
-    --set train.precision=bf16 >"$x/f-$1.log" 2>&1
-  echo "fashion_mnist $1 exit $?: $(grep -oE '"(steady_samples_per_s|test_acc)":[0-9.]*' "$x/f-$1/metrics.jsonl" \
-    2>/dev/null | tail -2 | tr '\n' ' ')"
-  rm -rf "$x/f-$1/checkpoints"
-}
-fmnist new .gpurt/bin
-fmnist old .gpurt/old/bin
-fmnist new-2 .gpurt/bin
-fmnist old-2 .gpurt/old/bin
-rt .gpurt/bin/ringtrain prepare synthetic --shape 3,224,224 --classes 1000 --samples $((256 * 41)) \
-  --test-samples 256 --shards 8 --out "$x/s224" >"$x/prepare-s224.log" 2>&1 || echo "prepare s224 failed"
-resnet() {  # name bindir [--set k=v ...]
-  local name=$1 dir=$2; shift 2
-  bin=$dir rt timeout 60 mpirun -np 1 "$dir/ringtrain" train jobs/resnet50_synthetic.toml --set run.device=cuda \
-    --set data.train="$x/s224/train" --set data.test="$x/s224/test" --set run.dir="$x/v-$name" \
-    --set train.max_steps_per_epoch=40 --set train.precision=bf16 --set run.timing_warmup_steps=10 "$@" \
-    >"$x/v-$name.log" 2>&1
-  local rc=$? epoch keys='"(steady_samples_per_s|device_memory_allocated_peak_mb|train_loss)":[0-9.]*'
-  epoch=$(grep '"kind":"epoch"' "$x/v-$name/metrics.jsonl" 2>/dev/null | tail -1)
-  echo "resnet50 $name exit $rc: $(grep -oE "$keys" <<<"$epoch" | tr '\n' ' ')"
-  rm -rf "$x/v-$name/checkpoints"
-}
-resnet new .gpurt/bin
-resnet old .gpurt/old/bin
-resnet new-2 .gpurt/bin
-resnet old-2 .gpurt/old/bin
+source perf/gpu/build_runs.sh
+prepare_fashion_mnist "$x"
+train_fashion_mnist "$x" new .gpurt/bin
+train_fashion_mnist "$x" old .gpurt/old/bin
+train_fashion_mnist "$x" new-2 .gpurt/bin
+train_fashion_mnist "$x" old-2 .gpurt/old/bin
+prepare_resnet50_data "$x"
+train_resnet50 "$x" new .gpurt/bin
+train_resnet50 "$x" old .gpurt/old/bin
+train_resnet50 "$x" new-2 .gpurt/bin
+train_resnet50 "$x" old-2 .gpurt/old/bin
 rm -rf "$x/s224" "$x/fmnist"
 PYTHONUNBUFFERED=1 timeout 80 python3 perf/gpu/compare_pytorch.py --models fmnist,resnet50 --precisions bf16 \
   --channels-last --steps 30 --warmup 10 --out "$out/pytorch.jsonl" >"$x/pytorch.log" 2>&1
