@@ -21,7 +21,18 @@ inline constexpr const char* class_names = "class_names";  // optional string: c
 inline constexpr const char* shard_index = "shard_index";  // int: this file's position in the split
 inline constexpr const char* shard_count = "shard_count";  // int: files in the split
 inline constexpr const char* file_prefix = "shard-";     // shard-00000-of-00008.h5
+// Encoded samples (`prepare images --store jpeg`): no `images` dataset; sample_shape is what a sample decodes to.
+inline constexpr const char* storage = "storage";        // string attribute: "jpeg"; absent: raw `images`
+inline constexpr const char* encoded = "encoded";        // uint8: every sample's JPEG bytes, one after another
+inline constexpr const char* encoded_offsets = "encoded_offsets";  // N + 1 int64: sample i is [o[i], o[i + 1])
+inline constexpr const char* image_sizes = "image_sizes";  // N x 2 int32: each JPEG's height and width
+inline constexpr const char* sample_crc32c = "sample_crc32c";  // N uint32: CRC-32C of each sample's bytes
+inline constexpr const char* jpeg_storage = "jpeg";      // the value of `storage` for encoded shards
 }  // namespace shard_names
+
+// How a split holds its samples: decoded pixels of the sample shape, or each image's JPEG bytes (decoded, cropped
+// and resized to the sample shape as they are read).
+enum class SampleStorage { raw, jpeg };
 
 struct SampleShape {
   int channels = 0, height = 0, width = 0;
@@ -36,6 +47,7 @@ struct DatasetMeta {
   std::vector<float> stddev;  // per channel, 0..255 units
   std::string provenance;
   std::vector<std::string> class_names;  // by class index; empty when the source named no classes
+  SampleStorage storage = SampleStorage::raw;
 };
 
 // Every class's name: the shards' own where they carry them, else "class <index>".

@@ -1,60 +1,25 @@
-// Owns the calls into libjpeg-turbo and libpng. JPEG errors (and warnings, which mean corrupt data) leave
-// libjpeg through longjmp (its documented recovery), so the jmp_buf frame holds no C++ object with a destructor;
-// PNG uses libpng's simplified API.
+// Owns decoding whole image files: JPEG through libjpeg-turbo (its error handling in io/jpeg_library.h), PNG
+// through libpng's simplified API.
 // Headers are read before pixels: an image over kMaxImagePixels is refused before its memory is asked for.
 #include "io/image_decode.h"
 
 #include <fmt/format.h>
 #include <png.h>
 
-#include <csetjmp>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
-
-// jpeglib.h needs FILE and size_t declared first.
-#include <jpeglib.h>
 
 #include "common/error.h"
 #include "common/host_memory.h"
 #include "common/path_probe.h"
+#include "io/jpeg_library.h"
 
 namespace ringtrain::io {
 namespace fs = std::filesystem;
 
 namespace {
 
-struct JpegFailure {
-  jpeg_error_mgr manager;
-  std::jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-
-void jpeg_fail(j_common_ptr info) {
-  auto* failure = reinterpret_cast<JpegFailure*>(info->err);
-  info->err->format_message(info, failure->message);
-  std::longjmp(failure->jump, 1);
-}
-
-// A warning (level < 0: corrupt or truncated data that libjpeg would paper over with gray) ends the decoding
-// there, as an error: such an image is refused anyway, and a truncated file that claims many pixels must not be
-// decoded in full first. Trace messages (level >= 0) are not printed.
-void jpeg_stop_at_warning(j_common_ptr info, int level) {
-  if (level < 0) jpeg_fail(info);
-}
-
-// CMYK as libjpeg hands it over (it turns YCCK into CMYK) to RGB, in place: each pixel's 4 bytes become 3. Adobe's
-// JPEGs (those with its APP14 marker, nearly all CMYK ones) store the inks inverted, 255 meaning none.
-void cmyk_to_rgb(JSAMPROW row, JDIMENSION width, bool inverted) {
-  for (JDIMENSION x = 0; x < width; ++x) {
-    const JSAMPLE* in = row + 4 * x;
-    const int k = inverted ? in[3] : 255 - in[3];
-    for (int c = 0; c < 3; ++c) {
-      const int ink = inverted ? in[c] : 255 - in[c];
-      row[3 * x + static_cast<JDIMENSION>(c)] = static_cast<JSAMPLE>((ink * k + 127) / 255);
-    }
-  }
-}
+using detail::JpegFailure;
 
 enum class JpegResult { decoded, failed, too_large };
 
@@ -62,9 +27,7 @@ enum class JpegResult { decoded, failed, too_large };
 // anything of the image's size); `failure.message` says why when it fails.
 JpegResult decode_jpeg_into(const std::vector<uint8_t>& data, DecodedImage& out, JpegFailure& failure) {
   jpeg_decompress_struct info{};
-  info.err = jpeg_std_error(&failure.manager);
-  failure.manager.error_exit = jpeg_fail;
-  failure.manager.emit_message = jpeg_stop_at_warning;
+  detail::route_jpeg_errors(info.err, failure);
   if (setjmp(failure.jump)) {
     jpeg_destroy_decompress(&info);
     return JpegResult::failed;
@@ -74,7 +37,7 @@ JpegResult decode_jpeg_into(const std::vector<uint8_t>& data, DecodedImage& out,
   jpeg_read_header(&info, TRUE);
   out.width = static_cast<int>(info.image_width);
   out.height = static_cast<int>(info.image_height);
-  const bool cmyk = info.jpeg_color_space == JCS_CMYK || info.jpeg_color_space == JCS_YCCK;
+  const bool cmyk = detail::is_cmyk(info.jpeg_color_space);
   if (static_cast<uint64_t>(info.image_width) * info.image_height > kMaxImagePixels) {
     jpeg_destroy_decompress(&info);
     return JpegResult::too_large;
@@ -94,7 +57,7 @@ JpegResult decode_jpeg_into(const std::vector<uint8_t>& data, DecodedImage& out,
                                            static_cast<std::size_t>(out.channels);
     jpeg_read_scanlines(&info, cmyk ? cmyk_row : &row, 1);
     if (cmyk) {
-      cmyk_to_rgb(cmyk_row[0], info.output_width, info.saw_Adobe_marker != 0);
+      detail::cmyk_to_rgb(cmyk_row[0], info.output_width, info.saw_Adobe_marker != 0);
       std::memcpy(row, cmyk_row[0], static_cast<std::size_t>(info.output_width) * 3);
     }
   }
@@ -137,6 +100,8 @@ DecodedImage decode_png(const fs::path& file, const std::vector<uint8_t>& data) 
   return out;
 }
 
+}  // namespace
+
 // Read whole, so only a regular file of a bounded size: a FIFO would block, /dev/zero never end.
 std::vector<uint8_t> read_image_file(const fs::path& file) {
   const PathProbe probe = probe_path(file);
@@ -155,12 +120,11 @@ std::vector<uint8_t> read_image_file(const fs::path& file) {
   return data;
 }
 
-}  // namespace
+DecodedImage decode_image(const fs::path& file) { return decode_image_bytes(file, read_image_file(file)); }
 
-DecodedImage decode_image(const fs::path& file) {
-  const std::vector<uint8_t> data = read_image_file(file);
+DecodedImage decode_image_bytes(const fs::path& file, const std::vector<uint8_t>& data) {
   if (data.size() >= 8 && std::memcmp(data.data(), "\x89PNG\r\n\x1a\n", 8) == 0) return decode_png(file, data);
-  if (data.size() >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF) {
+  if (is_jpeg(data)) {
     DecodedImage out;
     JpegFailure failure{};
     const JpegResult result = decode_jpeg_into(data, out, failure);

@@ -23,6 +23,16 @@ inline constexpr uint64_t kMaxImageFileBytes = uint64_t{1} << 30;
 // when it is over the caps above. CMYK and YCCK JPEGs are converted to RGB.
 DecodedImage decode_image(const std::filesystem::path& file);
 
+// The same in two steps, for callers that keep the bytes: a regular file of at most kMaxImageFileBytes read whole,
+// then decoded (`file` only names it in messages).
+std::vector<uint8_t> read_image_file(const std::filesystem::path& file);
+DecodedImage decode_image_bytes(const std::filesystem::path& file, const std::vector<uint8_t>& data);
+
+// JPEG by its first bytes (FF D8 FF).
+inline bool is_jpeg(const std::vector<uint8_t>& data) {
+  return data.size() >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
+}
+
 // The channel counts convert_channels brings any decoded image to: 1 gray, 3 RGB, 4 RGBA.
 constexpr bool convertible_channels(int channels) { return channels == 1 || channels == 3 || channels == 4; }
 

@@ -128,6 +128,63 @@ void scan_images(hid_t file, int64_t count, const SampleShape& shape, ShardRepor
   check_crc(images.id(), shard_names::images, crc, detail::file_says_checksummed(file), report);
 }
 
+// A small dataset read whole, its stored CRC-32C checked.
+template <typename T>
+std::vector<T> read_checked(hid_t file, const char* name, hid_t memory_type, std::size_t count, ShardReport& report) {
+  const H5Dataset set(H5_CHECK(H5Dopen2(file, name, H5P_DEFAULT)));
+  std::vector<T> values(count);
+  H5_CHECK(H5Dread(set.id(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
+  check_crc(set.id(), name, crc32c(values.data(), count * sizeof(T)), true, report);
+  return values;
+}
+
+// An encoded shard: its offsets, sizes and sample checksums against their own CRC-32C, then every byte of
+// `encoded` in blocks (bounded memory) against the dataset's CRC-32C and each sample's. The JPEGs are not decoded
+// here: `prepare` decoded each before storing it, and the checksums prove the bytes are those.
+void scan_encoded(hid_t file, int64_t count, ShardReport& report) {
+  const auto n = static_cast<std::size_t>(count);
+  const auto offsets = read_checked<int64_t>(file, shard_names::encoded_offsets, H5T_NATIVE_INT64, n + 1, report);
+  const auto sizes = read_checked<int32_t>(file, shard_names::image_sizes, H5T_NATIVE_INT32, 2 * n, report);
+  const auto crcs = read_checked<uint32_t>(file, shard_names::sample_crc32c, H5T_NATIVE_UINT32, n, report);
+  const H5Dataset encoded(H5_CHECK(H5Dopen2(file, shard_names::encoded, H5P_DEFAULT)));
+  const H5Dataspace space(H5_CHECK(H5Dget_space(encoded.id())));
+  hsize_t total = 0;
+  H5_CHECK(H5Sget_simple_extent_dims(space.id(), &total, nullptr));
+  for (std::size_t i = 0; i < n; ++i)
+    if (offsets[i] < 0 || offsets[i + 1] < offsets[i] || static_cast<hsize_t>(offsets[i + 1]) > total ||
+        sizes[2 * i] < 1 || sizes[2 * i + 1] < 1) {
+      report.problems.push_back(fmt::format("is damaged: sample {} claims bytes [{}, {}) of {} and a {}x{} image", i,
+                                            offsets[i], offsets[i + 1], total, sizes[2 * i + 1], sizes[2 * i]));
+      return;
+    }
+  constexpr hsize_t block = hsize_t{64} << 20;
+  std::vector<uint8_t> bytes(static_cast<std::size_t>(std::min(block, total)));
+  uint32_t whole = 0, sample = 0;
+  std::size_t next = 0;  // the sample whose bytes are being summed
+  int64_t bad = 0;
+  for (hsize_t start = 0; start < total; start += block) {
+    const hsize_t length = std::min(block, total - start);
+    H5_CHECK(H5Sselect_hyperslab(space.id(), H5S_SELECT_SET, &start, nullptr, &length, nullptr));
+    const H5Dataspace memory(H5_CHECK(H5Screate_simple(1, &length, nullptr)));
+    H5_CHECK(H5Dread(encoded.id(), H5T_NATIVE_UINT8, memory.id(), space.id(), H5P_DEFAULT, bytes.data()));
+    whole = crc32c_extend(whole, bytes.data(), static_cast<std::size_t>(length));
+    for (auto at = static_cast<int64_t>(start); next < n && at < static_cast<int64_t>(start + length);) {
+      const int64_t end = std::min<int64_t>(offsets[next + 1], static_cast<int64_t>(start + length));
+      sample = crc32c_extend(sample, bytes.data() + (at - static_cast<int64_t>(start)), static_cast<std::size_t>(end - at));
+      at = end;
+      if (at < offsets[next + 1]) break;
+      if (sample != crcs[next] && bad++ == 0)
+        report.problems.push_back(fmt::format("is damaged: sample {} fails its checksum (CRC-32C {:08x} stored, {:08x} "
+                                              "read)",
+                                              next, crcs[next], sample));
+      sample = 0;
+      ++next;
+    }
+  }
+  if (bad > 1) report.problems.push_back(fmt::format("has {} samples failing their checksum in all", bad));
+  check_crc(encoded.id(), shard_names::encoded, whole, true, report);
+}
+
 ShardReport examine_contents(const detail::ShardHeader& header, int split_classes) {
   ShardReport report;
   report.path = header.path;
@@ -139,7 +196,10 @@ ShardReport examine_contents(const detail::ShardHeader& header, int split_classe
   try {
     const H5File file(H5_CHECK(H5Fopen(header.path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)));
     scan_labels(file.id(), num_classes, report);
-    scan_images(file.id(), header.image_count, header.image_shape, report);
+    if (header.storage == SampleStorage::jpeg)
+      scan_encoded(file.id(), header.image_count, report);
+    else
+      scan_images(file.id(), header.image_count, header.image_shape, report);
   } catch (const Error& e) {
     report.problems.push_back(fmt::format("has unreadable data, the file is truncated or corrupt ({})",
                                           detail::hdf5_detail(e)));
@@ -183,7 +243,8 @@ std::string format_report(const SplitReport& report) {
                                         [](int64_t sum, const ShardReport& s) { return sum + s.samples; });
   text += fmt::format("split {}\n", report.dir.string());
   text += fmt::format("  samples     {} in {} shards\n", total, report.shards.size());
-  text += fmt::format("  shape       {} (C x H x W, uint8)\n", detail::describe(meta.shape));
+  text += fmt::format("  shape       {} (C x H x W, uint8{})\n", detail::describe(meta.shape),
+                      meta.storage == SampleStorage::jpeg ? ", decoded from the stored JPEGs" : "");
   text += fmt::format("  classes     {}\n", meta.num_classes);
   if (!meta.class_names.empty()) text += fmt::format("  names       {}\n", numbered_names(meta.class_names));
   text += fmt::format("  mean        {:.2f}\n", fmt::join(meta.mean, " "));

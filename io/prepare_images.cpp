@@ -1,158 +1,319 @@
-// Owns the decode pass of `prepare images`: worker threads take files by an atomic counter, decode, convert
-// channels and resize into their own slot; the main thread reports progress, puts the training samples in a
-// seeded random order, then hands the samples to prepare_arrays, so both imports share the checks, hold-out,
-// statistics and writing.
+// Owns the pass of `prepare images`: the plan (io/image_split_plan), the storage chosen, each of this rank's
+// shards streamed through the worker threads into a ShardAppender, the statistics summed across ranks and set, and
+// the shards renamed into place together; on any failure every rank removes what it wrote.
 #include "io/prepare_images.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
-#include <numeric>
-#include <random>
 #include <thread>
 
 #include "common/error.h"
+#include "common/host_memory.h"
+#include "io/hdf5_lock.h"
 #include "io/image_decode.h"
-#include "io/image_folder.h"
-#include "io/image_sample.h"
-#include "io/prepare_arrays.h"
+#include "io/image_split_plan.h"
+#include "io/jpeg_window.h"
+#include "io/ordered_workers.h"
+#include "io/shard_appender.h"
+#include "io/shard_header.h"
 #include "io/shard_writer.h"
+#include "io/stored_image.h"
 
 namespace ringtrain::io {
+namespace fs = std::filesystem;
 
 namespace {
 
-struct DecodePass {
-  LabelledArrays arrays;
-  std::vector<int64_t> per_class;
-  std::vector<std::string> skipped;
+using Clock = std::chrono::steady_clock;
+
+struct Item {
+  StoredImage image;
+  ChannelSums sums;
+  std::string error;
 };
 
-// One file into its slot; an error becomes the slot's message.
-std::string decode_one(const LabelledFile& file, const ImagesOptions& options, std::span<uint8_t> slot) {
-  try {
-    image_to_sample(file.path, {options.channels, options.size.height, options.size.width}, slot);
-    return {};
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-}
+// This rank's part of the pass.
+struct RankOutput {
+  std::vector<std::pair<fs::path, fs::path>> shards;  // temporary name, final name
+  ChannelSums sums;
+  std::vector<int64_t> train_per_class, test_per_class;
+  std::vector<std::string> skipped;
+  int64_t stored_bytes = 0;
+};
 
-void report_progress(const std::atomic<int64_t>& done, int64_t total, const std::string& what) {
-  const auto start = std::chrono::steady_clock::now();
-  while (done.load() < total) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "\r%s: %lld/%lld images (%.0f/s)", what.c_str(), static_cast<long long>(done.load()),
-                 static_cast<long long>(total), static_cast<double>(done.load()) / std::max(seconds, 1e-3));
+// Rank 0's images against its share, at most twice a second, with the rate and the time left.
+class Progress {
+ public:
+  Progress(bool shown, int64_t total) : shown_(shown), total_(total) {}
+  void tick(const std::string& where) {
+    ++done_;
+    const auto now = Clock::now();
+    if (!shown_ || (now - printed_ < std::chrono::milliseconds(500) && done_ < total_)) return;
+    printed_ = now;
+    const double seconds = std::chrono::duration<double>(now - start_).count();
+    const double rate = static_cast<double>(done_) / std::max(seconds, 1e-3);
+    std::fprintf(stderr, "\rprepare images: %s, %lld/%lld images of rank 0's (%.0f/s), ETA %.0f s   ", where.c_str(),
+                 static_cast<long long>(done_), static_cast<long long>(total_), rate,
+                 static_cast<double>(total_ - done_) / std::max(rate, 1e-9));
+    if (done_ == total_) std::fprintf(stderr, "\n");
   }
-  std::fprintf(stderr, "\r%s: %lld images decoded%20s\n", what.c_str(), static_cast<long long>(total), "");
-}
 
-DecodePass decode_folder(const ImageFolder& folder, const ImagesOptions& options, int threads, const std::string& what) {
-  const SampleShape shape{options.channels, options.size.height, options.size.width};
-  const auto sample = static_cast<std::size_t>(shape.elements());
-  std::vector<uint8_t> pixels(folder.files.size() * sample);
-  std::vector<std::string> errors(folder.files.size());
-  std::atomic<int64_t> next{0}, done{0};
-  const auto total = static_cast<int64_t>(folder.files.size());
-  std::vector<std::jthread> workers;
-  for (int t = 0; t < threads; ++t)
-    workers.emplace_back([&] {
-      for (int64_t i; (i = next.fetch_add(1)) < total; done.fetch_add(1)) {
-        const auto k = static_cast<std::size_t>(i);
-        errors[k] = decode_one(folder.files[k], options, std::span(pixels).subspan(k * sample, sample));
-      }
-    });
-  report_progress(done, total, what);
-  workers.clear();  // joins
-
-  DecodePass pass{{shape, {}, {}, ""}, std::vector<int64_t>(folder.class_names.size(), 0), {}};
-  pass.arrays.pixels.reserve(pixels.size());
-  for (std::size_t k = 0; k < folder.files.size(); ++k) {
-    if (!errors[k].empty()) {
-      if (options.strict)
-        throw DataError(fmt::format("{} (--strict: stopped before writing anything; drop --strict to skip and "
-                                    "list unreadable images)",
-                                    errors[k]));
-      pass.skipped.push_back(errors[k]);
-      continue;
-    }
-    pass.arrays.labels.push_back(folder.files[k].label);
-    pass.arrays.pixels.insert(pass.arrays.pixels.end(), pixels.begin() + static_cast<std::ptrdiff_t>(k * sample),
-                              pixels.begin() + static_cast<std::ptrdiff_t>((k + 1) * sample));
-    ++pass.per_class[static_cast<std::size_t>(folder.files[k].label)];
-  }
-  std::vector<int64_t> attempted(folder.class_names.size(), 0);
-  for (const LabelledFile& file : folder.files) ++attempted[static_cast<std::size_t>(file.label)];
-  for (std::size_t c = 0; c < pass.per_class.size(); ++c)
-    if (attempted[c] > 0 && pass.per_class[c] == 0)
-      throw DataError(fmt::format("no image of class '{}' could be decoded ({}); first problem: {}",
-                                  folder.class_names[c], what,
-                                  pass.skipped.empty() ? "-" : pass.skipped.front()));
-  return pass;
-}
-
-// The folders group samples by class, and each rank trains on a contiguous part of a split (io/partition): in
-// folder order 2 ranks would each see half the classes, and batch norm per rank would learn from skewed
-// batches (Fashion-MNIST as PNGs, 2 ranks, 100 steps: test accuracy 0.69 against 0.81 from the IDX files). So
-// the training samples are written in a random order, seeded; the test split keeps the folders' order.
-void shuffle_samples(LabelledArrays& arrays, uint64_t seed) {
-  std::vector<std::size_t> order(arrays.labels.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::mt19937_64 random(seed);
-  std::shuffle(order.begin(), order.end(), random);
-  const auto sample = static_cast<std::size_t>(arrays.shape.elements());
-  LabelledArrays shuffled{arrays.shape, std::vector<uint8_t>(arrays.pixels.size()), {}, arrays.origin};
-  for (std::size_t k = 0; k < order.size(); ++k) {
-    shuffled.labels.push_back(arrays.labels[order[k]]);
-    std::copy_n(arrays.pixels.begin() + static_cast<std::ptrdiff_t>(order[k] * sample), sample,
-                shuffled.pixels.begin() + static_cast<std::ptrdiff_t>(k * sample));
-  }
-  arrays = std::move(shuffled);
-}
+ private:
+  bool shown_;
+  int64_t total_, done_ = 0;
+  Clock::time_point start_ = Clock::now(), printed_{};
+};
 
 void check_options(const ImagesOptions& options) {
   if (options.size.height < 1 || options.size.width < 1)
     throw DataError(fmt::format("--size {}x{} needs positive sides", options.size.height, options.size.width));
   if (!convertible_channels(options.channels))
     throw DataError(fmt::format("--channels {} is not 1 (gray), 3 (RGB) or 4 (RGBA)", options.channels));
+  if (options.max_side < 0 || options.quality < 1 || options.quality > 100)
+    throw DataError(fmt::format("--max-side {} must be >= 0 and --quality {} within 1..100", options.max_side,
+                                options.quality));
+  const double values = static_cast<double>(options.channels) * options.size.height * options.size.width;
+  if (values > static_cast<double>(detail::kMaxSampleValues))
+    throw DataError(fmt::format("--size {}x{} makes samples of {:.3g} values; ringtrain reads samples of at most {} "
+                                "values (e.g. --size 224)",
+                                options.size.height, options.size.width, values, detail::kMaxSampleValues));
+  // The worker window (4 samples a thread) and a shard's chunk of raw samples are what a sample size costs.
+  const double needed = values * (4.0 * std::max(options.threads, 1) + 64);
+  if (const uint64_t memory = host_memory_available(); memory > 0 && needed > 0.5 * static_cast<double>(memory))
+    throw DataError(fmt::format("--size {}x{} with {} threads needs {} of memory for the samples in flight and this "
+                                "host has {} available; use a smaller --size or fewer --threads",
+                                options.size.height, options.size.width, options.threads, byte_size_text(needed),
+                                byte_size_text(static_cast<double>(memory))));
+}
+
+// Automatic: JPEG bytes when the photos are larger than the training size (the random crop is then taken from the
+// photo), decoded samples otherwise. Judged from the headers of up to 16 training images, the same on every rank.
+SampleStorage resolve_storage(const ImagesOptions& options, const ImagesPlan& plan) {
+  if (options.store == ImageStore::raw) return SampleStorage::raw;
+  if (options.channels == 4) {
+    if (options.store == ImageStore::jpeg)
+      throw DataError("--store jpeg holds 1 or 3 channels; --channels 4 (RGBA) needs --store raw");
+    return SampleStorage::raw;
+  }
+  if (options.store == ImageStore::jpeg) return SampleStorage::jpeg;
+  std::vector<int> shorter;
+  for (const LabelledFile& file : plan.train.shards.front().files) {
+    if (shorter.size() == 16) break;
+    try {
+      const std::vector<uint8_t> data = read_image_file(file.path);
+      if (!is_jpeg(data)) continue;
+      const JpegHeader header = read_jpeg_header(data);
+      shorter.push_back(std::min(header.height, header.width));
+    } catch (const DataError&) {
+    }
+  }
+  if (shorter.empty()) return SampleStorage::raw;
+  std::nth_element(shorter.begin(), shorter.begin() + static_cast<std::ptrdiff_t>(shorter.size() / 2), shorter.end());
+  return shorter[shorter.size() / 2] > std::max(options.size.height, options.size.width) ? SampleStorage::jpeg
+                                                                                          : SampleStorage::raw;
+}
+
+double expected_shard_bytes(const PlannedShard& shard, const DatasetMeta& meta) {
+  const auto files = static_cast<double>(shard.files.size());
+  const double data = meta.storage == SampleStorage::jpeg ? shard.source_bytes
+                                                          : files * static_cast<double>(meta.shape.elements());
+  return data + files * 24 + 64.0 * 1024;
+}
+
+struct PassContext {
+  const ImagesOptions& options;
+  const StoreOptions& store;
+  const DatasetMeta& meta;
+  int threads = 1;
+  RankOutput& output;
+  Progress& progress;
+};
+
+void write_shard(const SplitPlan& split, const PlannedShard& shard, std::vector<int64_t>& per_class, PassContext& pass) {
+  const fs::path final_path = split.dir / shard_file_name(shard.index, static_cast<int>(split.shards.size()));
+  const fs::path temporary = fs::path(final_path).concat(".tmp");
+  pass.output.shards.emplace_back(temporary, final_path);
+  DatasetMeta meta = pass.meta;
+  meta.provenance = fmt::format("{} of {}", split.name, meta.provenance);
+  const Hdf5Lock lock;
+  ShardAppender shard_file({temporary, shard.index, static_cast<int>(split.shards.size()),
+                            expected_shard_bytes(shard, meta)},
+                           meta);
+  const std::string where = fmt::format("{} shard {} of {}", split.name, shard.index + 1, split.shards.size());
+  const int channels = meta.shape.channels;
+  ordered_map<Item>(
+      static_cast<int64_t>(shard.files.size()), pass.threads, 4 * pass.threads,
+      [&](int64_t i, Item& item) {
+        item.error.clear();
+        item.sums = ChannelSums(channels);
+        try {
+          store_image(shard.files[static_cast<std::size_t>(i)].path, pass.store, item.image, item.sums);
+        } catch (const DataError& e) {
+          item.error = e.what();
+        }
+      },
+      [&](int64_t i, Item& item) {
+        const LabelledFile& file = shard.files[static_cast<std::size_t>(i)];
+        if (!item.error.empty() && pass.options.strict)
+          throw DataError(fmt::format("{} (--strict: stopped, nothing written; drop --strict to skip and list "
+                                      "unreadable images)",
+                                      item.error));
+        if (item.error.empty()) {
+          shard_file.append({item.image.bytes, file.label, item.image.height, item.image.width});
+          if (split.name == "train") pass.output.sums.add(item.sums);
+          ++per_class[static_cast<std::size_t>(file.label)];
+          pass.output.stored_bytes += static_cast<int64_t>(item.image.bytes.size());
+        } else {
+          pass.output.skipped.push_back(item.error);
+        }
+        pass.progress.tick(where);
+      });
+  shard_file.commit();
+}
+
+void remove_written(const RankOutput& output) {
+  std::error_code ignored;  // best effort: the failure that brought us here is what the user needs
+  for (const auto& [temporary, final_path] : output.shards) {
+    fs::remove(temporary, ignored);
+    fs::remove(final_path, ignored);
+  }
+}
+
+// Every class the folders list must have kept a training image.
+void check_classes(const ImagesPlan& plan, const std::vector<int64_t>& train) {
+  for (std::size_t c = 0; c < plan.class_names.size(); ++c)
+    if (train[c] == 0)
+      throw DataError(fmt::format("no image of class '{}' could be decoded ({}); rerun with --strict to see the "
+                                  "first problem",
+                                  plan.class_names[c], plan.train.dir.string()));
+}
+
+void set_statistics(const ChannelSums& sums, DatasetMeta& meta) {
+  meta.mean.clear();
+  meta.stddev.clear();
+  const auto count = static_cast<double>(sums.pixels);
+  for (std::size_t c = 0; c < sums.sum.size(); ++c) {
+    const double mean = static_cast<double>(sums.sum[c]) / count;
+    meta.mean.push_back(static_cast<float>(mean));
+    meta.stddev.push_back(
+        static_cast<float>(std::sqrt(std::max(0.0, static_cast<double>(sums.sum_squares[c]) / count - mean * mean))));
+  }
+}
+
+// The sums, counts and bytes of every rank, summed across ranks, back into `output`.
+int64_t sum_across_ranks(RankOutput& output, const PrepareTeam& team) {
+  std::vector<int64_t> totals = output.sums.sum;
+  totals.insert(totals.end(), output.sums.sum_squares.begin(), output.sums.sum_squares.end());
+  totals.push_back(output.sums.pixels);
+  totals.insert(totals.end(), output.train_per_class.begin(), output.train_per_class.end());
+  totals.insert(totals.end(), output.test_per_class.begin(), output.test_per_class.end());
+  totals.push_back(static_cast<int64_t>(output.skipped.size()));
+  totals.push_back(output.stored_bytes);
+  team.sum(totals);
+  auto at = totals.begin();
+  const auto take = [&](std::vector<int64_t>& into) {
+    std::copy_n(at, into.size(), into.begin());
+    at += static_cast<std::ptrdiff_t>(into.size());
+  };
+  take(output.sums.sum);
+  take(output.sums.sum_squares);
+  output.sums.pixels = *at++;
+  take(output.train_per_class);
+  take(output.test_per_class);
+  const int64_t skipped = *at++;
+  output.stored_bytes = *at;
+  return skipped;
+}
+
+void write_splits(const ImagesPlan& plan, PassContext& pass, const PrepareTeam& team) {
+  const auto classes = plan.class_names.size();
+  pass.output.train_per_class.assign(classes, 0);
+  pass.output.test_per_class.assign(classes, 0);
+  for (const PlannedShard* shard : shards_of_rank(plan.train, team.rank, team.ranks))
+    write_shard(plan.train, *shard, pass.output.train_per_class, pass);
+  for (const PlannedShard* shard : shards_of_rank(plan.test, team.rank, team.ranks))
+    write_shard(plan.test, *shard, pass.output.test_per_class, pass);
+}
+
+void settle_and_rename(const RankOutput& output, const DatasetMeta& meta) {
+  for (const auto& [temporary, final_path] : output.shards) {
+    settle_shard_statistics(temporary, meta.mean, meta.stddev);
+    std::error_code error;
+    fs::rename(temporary, final_path, error);
+    if (error)
+      throw DataError(fmt::format("cannot rename '{}' to '{}': {}", temporary.string(), final_path.string(),
+                                  error.message()));
+  }
+}
+
+DatasetMeta dataset_meta(const ImagesOptions& options, const ImagesPlan& plan, SampleStorage storage) {
+  DatasetMeta meta;
+  meta.shape = {options.channels, options.size.height, options.size.width};
+  meta.num_classes = static_cast<int>(plan.class_names.size());
+  meta.mean.assign(static_cast<std::size_t>(options.channels), 0.0f);
+  meta.stddev.assign(static_cast<std::size_t>(options.channels), 0.0f);
+  meta.class_names = plan.class_names;
+  meta.storage = storage;
+  meta.provenance = fmt::format("image folder '{}' ({}x{}, {} channels, {}); test: {}", options.source.string(),
+                                options.size.height, options.size.width, options.channels,
+                                storage == SampleStorage::jpeg ? "stored as JPEG" : "stored decoded", plan.test_origin);
+  return meta;
 }
 
 }  // namespace
 
-ImagesSummary prepare_images(const ImagesOptions& options) {
-  check_options(options);
-  if (options.test_source.empty()) check_test_fraction(options.arrays);
-  refuse_existing_splits({options.arrays.out / "train", options.arrays.out / "test"}, options.arrays.overwrite);
-  const auto start = std::chrono::steady_clock::now();
-  const ImageFolder train_folder = scan_image_folder(options.source);
-  const ImageFolder test_folder =
-      options.test_source.empty() ? ImageFolder{} : scan_image_folder(options.test_source, train_folder.class_names);
+ImagesSummary prepare_images(const ImagesOptions& options, const PrepareTeam& team) {
+  const auto start = Clock::now();
+  ImagesPlan plan;
+  SampleStorage storage = SampleStorage::raw;
+  team.all_succeed([&] {
+    check_options(options);
+    if (options.test_source.empty()) check_test_fraction(options.arrays);
+    refuse_existing_splits({options.arrays.out / "train", options.arrays.out / "test"}, options.arrays.overwrite);
+    plan = plan_images({options.source, options.test_source, options.arrays.out, options.arrays.test_fraction,
+                        options.arrays.seed, options.arrays.shards});
+    storage = resolve_storage(options, plan);
+  });
+  team.all_succeed([&] {
+    if (team.rank != 0) return;
+    make_split_folder(plan.train.dir, options.arrays.overwrite);
+    make_split_folder(plan.test.dir, options.arrays.overwrite);
+  });
+  DatasetMeta meta = dataset_meta(options, plan, storage);
+  const StoreOptions store{storage, meta.shape, options.max_side, options.quality};
+  const int threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  RankOutput output{{}, ChannelSums(options.channels), {}, {}, {}, 0};
+  int64_t mine = 0;
+  for (const SplitPlan* split : {&plan.train, &plan.test})
+    for (const PlannedShard* shard : shards_of_rank(*split, team.rank, team.ranks))
+      mine += static_cast<int64_t>(shard->files.size());
+  Progress progress(team.rank == 0, mine);
+  PassContext pass{options, store, meta, threads, output, progress};
   ImagesSummary summary;
-  summary.class_names = train_folder.class_names;
-  summary.threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  DecodePass train = decode_folder(train_folder, options, summary.threads, "decoding " + options.source.string());
-  DecodePass test;
-  if (!options.test_source.empty())
-    test = decode_folder(test_folder, options, summary.threads, "decoding " + options.test_source.string());
-  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  summary.train_per_class = train.per_class;
-  summary.test_per_class = test.per_class;
-  summary.skipped = train.skipped;
-  summary.skipped.insert(summary.skipped.end(), test.skipped.begin(), test.skipped.end());
-
-  ArraysOptions arrays = options.arrays;
-  arrays.num_classes = static_cast<int>(train_folder.class_names.size());
-  arrays.class_names = train_folder.class_names;
-  train.arrays.origin = fmt::format("image folder '{}' ({}x{}, {} channels)", options.source.string(),
-                                    options.size.height, options.size.width, options.channels);
-  test.arrays.origin = fmt::format("image folder '{}'", options.test_source.string());
-  shuffle_samples(train.arrays, options.arrays.seed);
-  prepare_arrays(std::move(train.arrays), std::move(test.arrays), arrays);
+  try {
+    team.all_succeed([&] { write_splits(plan, pass, team); });
+    summary.skipped_everywhere = sum_across_ranks(output, team);
+    team.all_succeed([&] {
+      check_classes(plan, output.train_per_class);
+      set_statistics(output.sums, meta);
+      settle_and_rename(output, meta);
+    });
+  } catch (...) {
+    remove_written(output);
+    throw;
+  }
+  summary.class_names = plan.class_names;
+  summary.train_per_class = output.train_per_class;
+  summary.test_per_class = output.test_per_class;
+  summary.skipped = output.skipped;
+  summary.storage = storage;
+  summary.stored_bytes = static_cast<double>(output.stored_bytes);
+  summary.threads = threads;
+  summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return summary;
 }
 

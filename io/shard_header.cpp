@@ -158,6 +158,74 @@ void examine_images(hid_t file, ShardHeader& header) {
     header.datasets_readable = true;
 }
 
+// One of an encoded shard's datasets: its element class and size, and its rank; the extent when all match and
+// its bytes are stored and its chunks in place.
+struct ExpectedDataset {
+  const char* name;
+  H5T_class_t type_class;
+  std::size_t element_bytes;
+  bool is_signed;
+  std::size_t rank;
+};
+
+std::optional<std::vector<hsize_t>> examine_dataset(hid_t file, const ExpectedDataset& expected, ShardHeader& header) {
+  const H5Dataset set = open_dataset(file, expected.name, header.problems);
+  if (!set.valid()) return std::nullopt;
+  const H5Type type(H5_CHECK(H5Dget_type(set.id())));
+  const bool type_ok = H5_CHECK(H5Tget_class(type.id())) == expected.type_class &&
+                       h5::type_size(type.id()) == expected.element_bytes &&
+                       (expected.type_class != H5T_INTEGER || (H5_CHECK(H5Tget_sign(type.id())) != H5T_SGN_NONE) == expected.is_signed);
+  if (!type_ok) {
+    header.problems.push_back(fmt::format("has dataset '{}' of {} elements, expected {}int{}", expected.name,
+                                          describe_type(type.id()), expected.is_signed ? "" : "u",
+                                          expected.element_bytes * 8));
+    return std::nullopt;
+  }
+  const std::vector<hsize_t> dims = dataset_extent(set.id());
+  if (dims.size() != expected.rank) {
+    header.problems.push_back(fmt::format("has dataset '{}' of rank {}, expected rank {}", expected.name, dims.size(),
+                                          expected.rank));
+    return std::nullopt;
+  }
+  if (!stored_completely(set.id(), dims, type.id(), expected.name, header) || !chunks_in_place(set.id(), expected.name, header))
+    return std::nullopt;
+  return dims;
+}
+
+// An encoded shard: the bytes, N + 1 offsets, N sizes and N sample checksums, their counts agreeing.
+void examine_encoded(hid_t file, ShardHeader& header) {
+  const auto bytes = examine_dataset(file, {shard_names::encoded, H5T_INTEGER, 1, false, 1}, header);
+  const auto offsets = examine_dataset(file, {shard_names::encoded_offsets, H5T_INTEGER, 8, true, 1}, header);
+  const auto sizes = examine_dataset(file, {shard_names::image_sizes, H5T_INTEGER, 4, true, 2}, header);
+  const auto crcs = examine_dataset(file, {shard_names::sample_crc32c, H5T_INTEGER, 4, false, 1}, header);
+  if (!bytes || !offsets || !sizes || !crcs) return;
+  if ((*offsets)[0] < 1) {
+    header.problems.push_back(fmt::format("has an empty dataset '{}' (it holds N + 1 offsets)", shard_names::encoded_offsets));
+    return;
+  }
+  const hsize_t samples = (*offsets)[0] - 1;
+  if ((*sizes)[0] != samples || (*sizes)[1] != 2 || (*crcs)[0] != samples) {
+    header.problems.push_back(fmt::format("has {} offsets, {}x{} image sizes and {} checksums; expected {} + 1, {}x2 "
+                                          "and {} for its {} samples",
+                                          (*offsets)[0], (*sizes)[0], (*sizes)[1], (*crcs)[0], samples, samples, samples,
+                                          samples));
+    return;
+  }
+  header.image_count = static_cast<int64_t>(samples);
+  header.datasets_readable = true;
+}
+
+// The `storage` attribute: absent (raw images) or "jpeg".
+void examine_storage(hid_t file, ShardHeader& header) {
+  if (!h5::has_attribute(file, shard_names::storage)) return;
+  const std::string value = h5::read_string_attribute(file, shard_names::storage);
+  if (value == shard_names::jpeg_storage)
+    header.storage = SampleStorage::jpeg;
+  else
+    header.problems.push_back(fmt::format("has root attribute '{}' = '{}', expected '{}' (or none, for raw images)",
+                                          shard_names::storage, value, shard_names::jpeg_storage));
+}
+
 void examine_labels(hid_t file, ShardHeader& header) {
   const H5Dataset labels = open_dataset(file, shard_names::labels, header.problems);
   if (!labels.valid()) {
@@ -335,13 +403,24 @@ ShardHeader read_shard_header(const fs::path& file) {
     return header;
   }
   try {
-    examine_images(handle.id(), header);
+    examine_storage(handle.id(), header);
+    if (header.storage == SampleStorage::jpeg)
+      examine_encoded(handle.id(), header);
+    else
+      examine_images(handle.id(), header);
     examine_labels(handle.id(), header);
   } catch (const Error& e) {
     header.datasets_readable = false;
     header.problems.push_back(fmt::format("has unreadable datasets, the file is corrupt ({})", hdf5_detail(e)));
   }
   examine_attributes(handle.id(), header);
+  // An encoded shard's samples have the shape they decode to.
+  if (header.storage == SampleStorage::jpeg && header.attribute_shape) {
+    header.image_shape = *header.attribute_shape;
+    if (header.image_shape.channels != 1 && header.image_shape.channels != 3)
+      header.problems.push_back(fmt::format("stores JPEGs but its '{}' attribute asks for {} channels (1 or 3)",
+                                            shard_names::sample_shape, header.image_shape.channels));
+  }
   cross_check(header);
   return header;
 }
@@ -383,6 +462,12 @@ std::vector<std::string> check_split_consistency(std::vector<ShardHeader>& heade
   const ShardHeader* classes_reference = nullptr;
   const ShardHeader* statistics_reference = nullptr;
   for (const ShardHeader& h : headers) {
+    if (h.storage != headers.front().storage)
+      problems.push_back(fmt::format("'{}' stores {} samples but '{}' stores {} samples (shards of different prepare "
+                                     "runs?)",
+                                     h.path.string(), h.storage == SampleStorage::jpeg ? "JPEG" : "raw",
+                                     headers.front().path.string(),
+                                     headers.front().storage == SampleStorage::jpeg ? "JPEG" : "raw"));
     if (h.image_count >= 0) {
       if (shape_reference == nullptr)
         shape_reference = &h;
@@ -417,6 +502,7 @@ DatasetMeta meta_of(const ShardHeader& header) {
   meta.stddev = header.stddev;
   meta.provenance = header.provenance;
   meta.class_names = header.class_names;
+  meta.storage = header.storage;
   return meta;
 }
 

@@ -18,7 +18,8 @@ inline constexpr uint64_t kMaxSampleValues = uint64_t{1} << 31;
 // What one shard says about itself. Every field a problem prevented reading stays empty/-1.
 struct ShardHeader {
   std::filesystem::path path;
-  bool datasets_readable = false;  // both datasets opened with the expected rank and type
+  bool datasets_readable = false;  // every dataset opened with the expected rank and type
+  SampleStorage storage = SampleStorage::raw;  // from the `storage` attribute
   int64_t image_count = -1;
   SampleShape image_shape;  // from the images extent
   int64_t label_count = -1;

@@ -6,12 +6,31 @@
 #include <filesystem>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "io/dataset_meta.h"
 #include "io/partition.h"
 
 namespace ringtrain::io {
+
+// One batch of encoded samples (a split of SampleStorage::jpeg): each sample's JPEG bytes and its image's size.
+struct EncodedBatch {
+  std::vector<uint8_t> bytes;
+  std::vector<std::size_t> offsets{0};  // sample i is bytes[offsets[i], offsets[i + 1])
+  std::vector<int> heights, widths;
+
+  std::size_t count() const { return heights.size(); }
+  std::span<const uint8_t> sample(std::size_t i) const {
+    return std::span(bytes).subspan(offsets[i], offsets[i + 1] - offsets[i]);
+  }
+  void clear() {
+    bytes.clear();
+    offsets.assign(1, 0);
+    heights.clear();
+    widths.clear();
+  }
+};
 
 class ShardReader {
  public:
@@ -29,6 +48,13 @@ class ShardReader {
   // into few HDF5 reads. Throws DataError naming the file on a read failure or a label outside
   // [0, num_classes).
   void read(std::span<const int64_t> indices, std::span<uint8_t> images, std::span<int32_t> labels);
+
+  // Encoded splits: the samples' JPEG bytes in the order given, each checked against its CRC-32C (DataError naming
+  // the shard and sample when it fails), with their image sizes.
+  void read_encoded(std::span<const int64_t> indices, EncodedBatch& batch, std::span<int32_t> labels);
+
+  // "shard 'PATH', sample N": where the partition's sample `index` lives, for messages about it.
+  std::string sample_place(int64_t index) const;
 
  private:
   struct Impl;

@@ -22,16 +22,13 @@
 #include "io/h5_handle.h"
 #include "io/h5_write_file.h"
 #include "io/hdf5_lock.h"
+#include "io/shard_attributes.h"
 #include "io/shard_header.h"
 
 namespace ringtrain::io {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string shard_file_name(int index, int count) {
-  return fmt::format("{}{:05d}-of-{:05d}.h5", shard_names::file_prefix, index, count);
-}
 
 // The nearest folder of `dir` that exists: where the split's bytes will land.
 fs::path existing_ancestor(fs::path dir) {
@@ -117,23 +114,6 @@ hsize_t chunk_rows(const SplitWriteOptions& options, int64_t shard_samples, int6
   return static_cast<hsize_t>(std::min({options.chunk_samples, shard_samples, max_by_size}));
 }
 
-void write_root_attributes(hid_t file, const DatasetMeta& meta, int index, int count) {
-  const int num_classes[] = {meta.num_classes};
-  const int shape[] = {meta.shape.channels, meta.shape.height, meta.shape.width};
-  const int shard_index[] = {index};
-  const int shard_count[] = {count};
-  h5::write_int_attribute(file, shard_names::num_classes, num_classes);
-  h5::write_int_attribute(file, shard_names::sample_shape, shape);
-  h5::write_float_attribute(file, shard_names::mean, meta.mean);
-  h5::write_float_attribute(file, shard_names::stddev, meta.stddev);
-  h5::write_string_attribute(file, shard_names::provenance, meta.provenance);
-  if (!meta.class_names.empty())
-    h5::write_string_attribute(file, shard_names::class_names, fmt::format("{}", fmt::join(meta.class_names, "\n")));
-  h5::write_int_attribute(file, shard_names::shard_index, shard_index);
-  h5::write_int_attribute(file, shard_names::shard_count, shard_count);
-  detail::mark_file_checksummed(file);  // its images and labels carry their CRC-32C (written with the data)
-}
-
 // The source's own errors (a bad image, a label out of range) are the message; a full disk gets its remedy;
 // HDF5's account of anything else is kept short.
 std::string why_shard_failed(const fs::path& shard, const fs::path& dir, const std::exception& e) {
@@ -162,7 +142,7 @@ void write_shard(const fs::path& file_path, const DatasetMeta& meta, const Split
   const double expected = chunks * static_cast<double>(rows_per_chunk) * static_cast<double>(sample_bytes) +
                           static_cast<double>(shard_samples) * sizeof(int32_t) + chunks * 128 + 64.0 * 1024;
   H5WriteFile file(file_path, expected);
-  write_root_attributes(file.id(), meta, index, options.shards);
+  detail::write_shard_attributes(file.id(), meta, index, options.shards);
 
   const H5Dataspace image_space(H5_CHECK(H5Screate_simple(4, image_dims, nullptr)));
   const H5PropList image_layout(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
@@ -210,25 +190,6 @@ void write_shard(const fs::path& file_path, const DatasetMeta& meta, const Split
   file.commit();
 }
 
-// Before the shard takes its name: HDF5 opens it again, and each dataset has every chunk in its index and every
-// byte of its extent stored. (Its content is the source's; the reader judges that, as it does any shard's.)
-void verify_shard(const fs::path& file_path, int64_t shard_samples, int64_t sample_bytes) {
-  const H5File file(H5_CHECK(H5Fopen(file_path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)));
-  const std::pair<const char*, double> expected[] = {
-      {shard_names::images, static_cast<double>(shard_samples) * static_cast<double>(sample_bytes)},
-      {shard_names::labels, static_cast<double>(shard_samples) * sizeof(int32_t)}};
-  for (const auto& [name, bytes] : expected) {
-    const H5Dataset set(H5_CHECK(H5Dopen2(file.id(), name, H5P_DEFAULT)));
-    std::string problem = detail::chunk_coverage_problem(set.id());
-    const auto stored = static_cast<double>(H5Dget_storage_size(set.id()));
-    if (problem.empty() && stored < bytes)
-      problem = fmt::format("has {:.0f} of its {:.0f} bytes stored", stored, bytes);
-    if (!problem.empty())
-      throw DataError(fmt::format("shard '{}', read back just after it was written: dataset '{}' {}", file_path.string(),
-                                  name, problem));
-  }
-}
-
 }  // namespace
 
 // A shard that failed leaves no half split behind: the shards this call already renamed into place go too, so the
@@ -236,10 +197,8 @@ void verify_shard(const fs::path& file_path, int64_t shard_samples, int64_t samp
 void write_split(const fs::path& dir, const DatasetMeta& meta, const SplitWriteOptions& options,
                  const SampleSource& source, bool overwrite) {
   validate(dir, meta, options);
+  make_split_folder(dir, overwrite);
   std::error_code error;
-  fs::create_directories(dir, error);
-  if (error) throw DataError(fmt::format("cannot create split folder '{}': {}", dir.string(), error.message()));
-  clear_old_shards(dir, overwrite);
 
   // Held across the source callbacks too: the open handles of the shard being written are HDF5 state.
   const Hdf5Lock lock;
@@ -257,7 +216,9 @@ void write_split(const fs::path& dir, const DatasetMeta& meta, const SplitWriteO
     temporary_path += ".tmp";
     try {
       write_shard(temporary_path, meta, options, index, first_sample, shard_samples, source);
-      verify_shard(temporary_path, shard_samples, meta.shape.elements());
+      detail::verify_written_datasets(
+          temporary_path, {{shard_names::images, static_cast<double>(shard_samples) * static_cast<double>(meta.shape.elements())},
+                           {shard_names::labels, static_cast<double>(shard_samples) * sizeof(int32_t)}});
       fs::rename(temporary_path, final_path);
       written.push_back(final_path);
     } catch (const std::exception& e) {
@@ -272,6 +233,17 @@ void write_split(const fs::path& dir, const DatasetMeta& meta, const SplitWriteO
     }
     first_sample += shard_samples;
   }
+}
+
+std::string shard_file_name(int index, int count) {
+  return fmt::format("{}{:05d}-of-{:05d}.h5", shard_names::file_prefix, index, count);
+}
+
+void make_split_folder(const fs::path& dir, bool overwrite) {
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error) throw DataError(fmt::format("cannot create split folder '{}': {}", dir.string(), error.message()));
+  clear_old_shards(dir, overwrite);
 }
 
 void refuse_existing_splits(const std::vector<std::filesystem::path>& split_dirs, bool overwrite) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <string>
 #include <span>
 #include <vector>
 
@@ -26,6 +27,13 @@ using SampleSource =
 // Refuses (DataError) to overwrite a folder that already holds shards unless `overwrite` is set.
 void write_split(const std::filesystem::path& dir, const DatasetMeta& meta, const SplitWriteOptions& options,
                  const SampleSource& source, bool overwrite);
+
+// Creates `dir` if missing and removes the shards an earlier prepare left there (and any temporaries of one that was
+// killed); DataError when it holds shards and `overwrite` is not set.
+void make_split_folder(const std::filesystem::path& dir, bool overwrite);
+
+// The name of shard `index` of `count`: shard-00000-of-00008.h5.
+std::string shard_file_name(int index, int count);
 
 // Checked for both splits before either is written, so a refusal never leaves train/ new and test/ old:
 // DataError when a folder already holds shards and `overwrite` is not set.

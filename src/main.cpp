@@ -39,7 +39,7 @@ struct PrepareCommands {
   std::string shape_text = "3,224,224";
   ringtrain::commands::ArraysArgs arrays;
   ringtrain::io::ImagesOptions images;
-  std::string size_text;
+  std::string size_text, store_text = "auto";
 };
 
 void add_prepare_commands(CLI::App& app, PrepareCommands& p) {
@@ -82,15 +82,27 @@ void add_prepare_commands(CLI::App& app, PrepareCommands& p) {
   p.images_command = prepare->add_subcommand("images", "a folder of class subfolders of JPEG/PNG images");
   p.images_command->add_option("--source", p.images.source, "folder with one subfolder of images per class")->required();
   p.images_command->add_option("--test-source", p.images.test_source, "test images, same class folders (default: hold out --test-fraction)");
-  p.images_command->add_option("--size", p.size_text, "H or H,W: shorter side resized to fit, then centre crop")->required();
+  p.images_command->add_option("--size", p.size_text, "H or H,W: the sample size (raw: shorter side resized to fit, then centre crop; jpeg: what the training crop "
+                                "and the evaluation crop become)")->required();
   p.images_command->add_option("--channels", p.images.channels, "1 gray, 3 RGB, 4 RGBA")->capture_default_str();
   p.images_command->add_flag("--strict", p.images.strict, "stop at the first unreadable image instead of skipping it");
-  p.images_command->add_option("--threads", p.images.threads, "decoding threads (default: every core)");
+  p.images_command->add_option("--threads", p.images.threads, "decoding threads per rank (default: the rank's share of the node's cores)");
   p.images_command->add_option("--test-fraction", p.images.arrays.test_fraction, "held out per class, seeded")->capture_default_str();
   p.images_command->add_option("--seed", p.images.arrays.seed, "seed of the training order and the hold-out")->capture_default_str();
   p.images_command->add_option("--shards", p.images.arrays.shards, "shards per split")->capture_default_str()->check(CLI::Range(1, 100000));
   p.images_command->add_option("--out", p.images.arrays.out, "output folder")->required();
   p.images_command->add_flag("--overwrite", p.images.arrays.overwrite, "replace existing shards");
+  p.images_command->add_option("--store", p.store_text,
+                               "raw (decoded at --size), jpeg (each image's JPEG bytes, cropped when read) or auto "
+                               "(jpeg when the photos are larger than --size)")
+      ->capture_default_str();
+  p.images_command->add_option("--max-side", p.images.max_side,
+                               "jpeg: shrink photos whose shorter side is over this and re-encode them (0: keep every "
+                               "JPEG as it is)")
+      ->capture_default_str();
+  p.images_command->add_option("--quality", p.images.quality, "jpeg: quality of re-encoded images (PNG sources, shrunk "
+                                                              "photos)")
+      ->capture_default_str();
 }
 
 // The prepare command chosen, run; -1 when none was.
@@ -104,7 +116,6 @@ int run_prepare(PrepareCommands& p) {
     return commands::prepare_synthetic(p.out, p.synthetic, p.overwrite);
   }
   if (*p.arrays_command) return commands::prepare_arrays(p.arrays);
-  if (*p.images_command) return commands::prepare_images(p.images, p.size_text);
   return -1;
 }
 
@@ -163,6 +174,17 @@ int main(int argc, char** argv) {
   PrepareCommands prep;
   add_prepare_commands(app, prep);
 
+  commands::InputBenchArgs bench_args;
+  auto* input_bench = app.add_subcommand("input-bench", "time a job's training input pipeline alone (read, decode, "
+                                                        "augment, to uint8 batches) and print one JSON line");
+  input_bench->add_option("job", bench_args.job, "job file (TOML)")->required();
+  input_bench->add_option("--set", bench_args.overrides, "override a job-file key (repeatable)");
+  input_bench->add_option("--threads", bench_args.threads, "loader threads per rank (default: data.loader_threads)");
+  input_bench->add_option("--batches", bench_args.batches, "batches timed")->capture_default_str()->check(CLI::Range(1, 1 << 24));
+  input_bench->add_option("--warmup", bench_args.warmup, "batches made before the clock starts")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+
   std::string inspect_dir;
   auto* inspect = app.add_subcommand("inspect", "print and validate every shard of a split, or a checkpoint file");
   inspect->add_option("split", inspect_dir,
@@ -184,9 +206,12 @@ int main(int argc, char** argv) {
     if (*train) return commands::train(&argc, &argv, train_args);
     if (*use.evaluate) return commands::evaluate(&argc, &argv, use.evaluate_args);
     if (*use.predict) return commands::predict(&argc, &argv, use.predict_args);
+    if (*input_bench) return commands::input_bench(&argc, &argv, bench_args);
     const auto checked = commands::with_results_on_stdout;
     if (version) return checked([] { return commands::print_versions(); });
-    if (*prep.fmnist || *prep.synth || *prep.arrays_command || *prep.images_command)
+    if (*prep.images_command)
+      return commands::prepare_images(&argc, &argv, prep.images, prep.size_text, prep.store_text);
+    if (*prep.fmnist || *prep.synth || *prep.arrays_command)
       return checked([&] { return run_prepare(prep); });
     if (*inspect) return checked([&] { return commands::inspect(inspect_dir); });
     if (*use.export_onnx) return checked([&] { return commands::export_onnx(use.export_args); });

@@ -53,9 +53,19 @@ struct ArraysArgs {
 };
 int prepare_arrays(ArraysArgs args);
 
-// `prepare images`: size_text is "H" (square) or "H,W"; prints the decode summary.
-int prepare_images(io::ImagesOptions options, const std::string& size_text);
+// `prepare images` on every rank of the job (each writes its shards): size_text is "H" (square) or "H,W",
+// store_text auto, raw or jpeg; prints the summary. Initialises MPI.
+int prepare_images(int* argc, char*** argv, io::ImagesOptions options, const std::string& size_text,
+                   const std::string& store_text);
 int inspect(const std::filesystem::path& path);  // a split folder, or a checkpoint file
+// `input-bench`: the training input pipeline alone, timed. Initialises MPI.
+struct InputBenchArgs {
+  std::filesystem::path job;
+  std::vector<std::string> overrides;
+  int threads = 0;  // 0: data.loader_threads
+  int batches = 50, warmup = 5;
+};
+int input_bench(int* argc, char*** argv, const InputBenchArgs& args);
 int print_versions();
 int print_keys();
 

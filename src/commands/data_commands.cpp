@@ -83,32 +83,6 @@ int prepare_arrays(ArraysArgs args) {
   return 0;
 }
 
-int prepare_images(io::ImagesOptions options, const std::string& size_text) {
-  const std::vector<std::string> sides = split_commas(size_text);
-  try {
-    if (sides.empty() || sides.size() > 2) throw std::invalid_argument("count");
-    options.size.height = std::stoi(sides[0]);
-    options.size.width = std::stoi(sides.back());
-  } catch (const std::logic_error&) {
-    throw UsageError(fmt::format("--size '{}' is not H or H,W (e.g. 224 or 28,28)", size_text));
-  }
-  const io::ImagesSummary summary = io::prepare_images(options);
-  int64_t decoded = 0;
-  for (const int64_t n : summary.train_per_class) decoded += n;
-  for (const int64_t n : summary.test_per_class) decoded += n;
-  fmt::print("wrote {}/train and {}/test: {} images of {} classes at {}x{}x{}, decoded in {:.1f} s on {} threads "
-             "({:.0f} images/s)\n",
-             options.arrays.out.string(), options.arrays.out.string(), decoded, summary.class_names.size(),
-             options.channels, options.size.height, options.size.width, summary.seconds, summary.threads,
-             static_cast<double>(decoded) / std::max(summary.seconds, 1e-9));
-  for (std::size_t c = 0; c < summary.class_names.size(); ++c)
-    fmt::print("  {:>4} {:<24} {:>8} images{}\n", c, summary.class_names[c], summary.train_per_class[c],
-               summary.test_per_class.empty() ? "" : fmt::format(" + {} test", summary.test_per_class[c]));
-  if (!summary.skipped.empty()) fmt::print("skipped {} unreadable images (--strict refuses them):\n", summary.skipped.size());
-  for (const std::string& why : summary.skipped) fmt::print("  {}\n", why);
-  return 0;
-}
-
 namespace {
 
 // A checkpoint file: every array read (and so its chunks proven present and its checksums verified), then what it

@@ -51,7 +51,7 @@ void predict_split(const train::RunContext& run, const PredictArgs& args, const 
         out.clear();
         for (int64_t k = i * per_batch; k < std::min(n, (i + 1) * per_batch); ++k) out.push_back(k);
       },
-      run.job.data.prefetch_batches, train::plain_loader_work(run.job, run.world, run.backend));
+      run.job.data.prefetch_batches, train::plain_loader_work(run.job, run.world, train::batch_form(run.job, run.backend), part.meta()));
   const std::vector<std::string> names = io::named_classes(part.meta());
   for (int64_t b = 0; b < batches; ++b) {
     auto host = loader.next(nullptr);

@@ -42,8 +42,16 @@ const std::vector<KeyRule> kKeys = {
     {"data", "augment", Kind::string, std::string("none"),
      "training augmentation: none | pad_crop_flip (CIFAR style) | resized_crop_flip (ImageNet style)"},
     {"data", "augment_pad", Kind::integer, int64_t{4}, "pad_crop_flip: zero border, in pixels, the crop may shift by"},
+    {"data", "augment_min_area", Kind::number, 0.08,
+     "resized_crop_flip: the smallest crop, as a fraction of the image's area (torchvision's scale[0])"},
     {"data", "loader_threads", Kind::integer, int64_t{0},
-     "threads augmenting and normalising each rank's batches (0 = the node's cores / its ranks, at most 8)"},
+     "threads decoding, augmenting and normalising each rank's batches (0 = the node's cores / its ranks)"},
+    {"data", "eval_resize", Kind::integer, int64_t{0},
+     "JPEG splits: evaluation resizes the shorter side to this, then takes the centre crop of the sample's size "
+     "(0 = the size / 0.875: 256 for 224)"},
+    {"data", "decode", Kind::string, std::string("auto"),
+     "where a JPEG split's images are decoded: auto | cpu (the loader threads, libjpeg-turbo); the GPU decoder "
+     "(nvJPEG) is not built yet"},
     {"data", "normalize", Kind::string, std::string("auto"),
      "where uint8 pixels become normalised floats: auto (the device on a GPU: a 4x smaller copy; the loader "
      "threads on the CPU) | loader | device"},
@@ -511,7 +519,10 @@ void read_data(Reader& r, JobConfig& c) {
                                                       {"pad_crop_flip", train::AugmentKind::pad_crop_flip},
                                                       {"resized_crop_flip", train::AugmentKind::resized_crop_flip}});
   c.data.augment.pad = static_cast<int>(r.integer("data", "augment_pad", 0, 1024));
+  c.data.augment.min_area = static_cast<float>(r.number("data", "augment_min_area", 0.01, 1.0));
   c.data.loader_threads = static_cast<int>(r.integer("data", "loader_threads", 0, 256));
+  c.data.eval_resize = static_cast<int>(r.integer("data", "eval_resize", 0, 65536));
+  c.data.decode = r.choice<DecodeOn>("data", "decode", {{"auto", DecodeOn::auto_detect}, {"cpu", DecodeOn::cpu}});
   c.data.normalize = r.choice<NormalizeOn>(
       "data", "normalize", {{"auto", NormalizeOn::auto_detect}, {"loader", NormalizeOn::loader}, {"device", NormalizeOn::device}});
 }

@@ -22,6 +22,7 @@ enum class OptimizerKind { sgd, adamw, lars, lamb };
 enum class CpuReducer { automatic, nonblocking, thread, shared };
 enum class WireFormat { fp32, bf16 };           // what a gradient all-reduce sends (dist.allreduce_dtype)
 enum class NormalizeOn { auto_detect, loader, device };  // where uint8 pixels become floats (data.normalize)
+enum class DecodeOn { auto_detect, cpu };  // where an encoded split's JPEGs are decoded (data.decode)
 
 struct JobConfig {
   std::filesystem::path source;  // the job file as given
@@ -30,8 +31,10 @@ struct JobConfig {
     std::filesystem::path train, test;
     int prefetch_batches = 4;
     train::AugmentSpec augment;  // training batches only; evaluation sees the samples as prepared
-    int loader_threads = 0;      // 0: the node's cores divided among its ranks, at most 8
+    int loader_threads = 0;      // 0: the node's cores divided among its ranks
     NormalizeOn normalize = NormalizeOn::auto_detect;
+    int eval_resize = 0;         // encoded splits: shorter side before the evaluation centre crop (0: size / 0.875)
+    DecodeOn decode = DecodeOn::auto_detect;
   } data;
 
   struct Train {

@@ -112,6 +112,10 @@ double World::sum_across(double value) const {
   return result;
 }
 
+void World::sum_across(int64_t* values, int count) const {
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
+}
+
 void World::sum_across(double* values, int count) const {
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
 }

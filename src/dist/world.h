@@ -3,6 +3,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -46,6 +47,7 @@ class World {
   long long max_across(long long value) const;
   double sum_across(double value) const;
   void sum_across(double* values, int count) const;
+  void sum_across(int64_t* values, int count) const;  // exact
   std::string broadcast_string(const std::string& value, int root = 0) const;
 
  private:

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 
 namespace ringtrain::train {
@@ -34,19 +35,35 @@ struct Region {
   int top = 0, left = 0, height = 0, width = 0;
 };
 
+constexpr double kMinRatio = 3.0 / 4.0, kMaxRatio = 4.0 / 3.0;
+
 // torchvision's RandomResizedCrop choice: area in [min_area, 1], aspect ratio log-uniform in [3/4, 4/3],
-// ten tries to fit, then the whole image.
-Region resized_crop_region(KeyedRandom& random, const io::SampleShape& shape, float min_area) {
-  const double area = static_cast<double>(shape.height) * shape.width;
+// ten tries to fit; nullopt when none fits.
+std::optional<Region> try_resized_crop(KeyedRandom& random, int image_height, int image_width, float min_area) {
+  const double area = static_cast<double>(image_height) * image_width;
   for (int attempt = 0; attempt < 10; ++attempt) {
     const double target = area * (min_area + (1.0 - min_area) * random.uniform());
-    const double ratio = std::exp(std::log(3.0 / 4.0) + (std::log(4.0 / 3.0) - std::log(3.0 / 4.0)) * random.uniform());
+    const double ratio = std::exp(std::log(kMinRatio) + (std::log(kMaxRatio) - std::log(kMinRatio)) * random.uniform());
     const int width = static_cast<int>(std::lround(std::sqrt(target * ratio)));
     const int height = static_cast<int>(std::lround(std::sqrt(target / ratio)));
-    if (width >= 1 && height >= 1 && width <= shape.width && height <= shape.height)
-      return {random.integer(shape.height - height + 1), random.integer(shape.width - width + 1), height, width};
+    if (width >= 1 && height >= 1 && width <= image_width && height <= image_height)
+      return Region{random.integer(image_height - height + 1), random.integer(image_width - width + 1), height, width};
   }
-  return {0, 0, shape.height, shape.width};
+  return std::nullopt;
+}
+
+// A stored sample's crop: when no try fits, the whole sample.
+Region resized_crop_region(KeyedRandom& random, const io::SampleShape& shape, float min_area) {
+  return try_resized_crop(random, shape.height, shape.width, min_area).value_or(Region{0, 0, shape.height, shape.width});
+}
+
+// torchvision's fallback for a photo: the centre crop of the whole image, its aspect ratio clamped to [3/4, 4/3].
+Region centre_fallback(int height, int width) {
+  const double ratio = static_cast<double>(width) / height;
+  int h = height, w = width;
+  if (ratio < kMinRatio) h = static_cast<int>(std::lround(w / kMinRatio));
+  if (ratio > kMaxRatio) w = static_cast<int>(std::lround(h * kMaxRatio));
+  return {(height - h) / 2, (width - w) / 2, h, w};
 }
 
 // Bilinear at pixel centres from `region` of each plane of `in` to the full plane of `out`, mirrored if `flip`.
@@ -112,6 +129,22 @@ void augment_sample(const AugmentSpec& spec, const SampleKey& key, const io::Sam
     return;
   }
   crop_resize(resized_crop_region(random, shape, spec.min_area), flip, shape, in.data(), out.data());
+}
+
+PhotoCrop random_photo_crop(const AugmentSpec& spec, const SampleKey& key, int height, int width) {
+  KeyedRandom random(key);
+  const bool flip = random.uniform() < 0.5;
+  const Region r = try_resized_crop(random, height, width, spec.min_area).value_or(centre_fallback(height, width));
+  return {{static_cast<float>(r.top), static_cast<float>(r.left), static_cast<float>(r.height), static_cast<float>(r.width)},
+          flip};
+}
+
+kernels::CropWindow centre_photo_crop(int height, int width, int resize, int out_height, int out_width) {
+  const double scale = static_cast<double>(std::min(height, width)) / resize;  // photo pixels per resized pixel
+  const double crop_height = std::min(out_height * scale, static_cast<double>(height));
+  const double crop_width = std::min(out_width * scale, static_cast<double>(width));
+  return {static_cast<float>((height - crop_height) / 2), static_cast<float>((width - crop_width) / 2),
+          static_cast<float>(crop_height), static_cast<float>(crop_width)};
 }
 
 }  // namespace ringtrain::train

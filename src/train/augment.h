@@ -6,6 +6,7 @@
 #include <span>
 
 #include "io/dataset_meta.h"
+#include "kernels/crop_resample.h"
 
 namespace ringtrain::train {
 
@@ -27,5 +28,17 @@ struct SampleKey {
 // Writes the augmented `in` to `out` (same shape, both shape.elements() bytes). With kind none, copies.
 void augment_sample(const AugmentSpec& spec, const SampleKey& key, const io::SampleShape& shape,
                     std::span<const uint8_t> in, std::span<uint8_t> out);
+
+// Where a training sample of an encoded split comes from in its photo (height x width pixels), and whether it is
+// mirrored: torchvision's RandomResizedCrop (area in [min_area, 1], aspect ratio log-uniform in [3/4, 4/3], ten
+// tries, then the centre crop of the whole image clamped to that ratio range) and RandomHorizontalFlip.
+struct PhotoCrop {
+  kernels::CropWindow window;
+  bool flip = false;
+};
+PhotoCrop random_photo_crop(const AugmentSpec& spec, const SampleKey& key, int height, int width);
+
+// Evaluation's crop of a photo: its shorter side resized to `resize`, the centre out_height x out_width of that.
+kernels::CropWindow centre_photo_crop(int height, int width, int resize, int out_height, int out_width);
 
 }  // namespace ringtrain::train

@@ -1,6 +1,8 @@
 // Owns the producer side (loader thread) and consumer side of the batch queue.
 #include "train/batch_loader.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -60,6 +62,77 @@ void BatchLoader::convert(int64_t batch_index, const std::vector<int64_t>& indic
   }
 }
 
+// Samples first, first + step, ... of the encoded batch read into encoded_, decoded into the batch (pixels) or into
+// scratch_ and normalised from there.
+void BatchLoader::decode(int64_t batch_index, const std::vector<int64_t>& indices, int first, int step, HostBatch& batch) {
+  const auto& shape = reader_.meta().shape;
+  const auto per_sample = static_cast<size_t>(shape.elements());
+  const kernels::PixelShape one{1, shape.channels, int64_t{shape.height} * shape.width};
+  for (size_t s = static_cast<size_t>(first); s < indices.size(); s += static_cast<size_t>(step)) {
+    uint8_t* out = (work_.form == BatchForm::pixels ? batch.pixels.data() : scratch_.data()) + s * per_sample;
+    try {
+      work_.decode(batch_index, indices[s], encoded_.sample(s), encoded_.heights[s], encoded_.widths[s],
+                   std::span(out, per_sample));
+    } catch (const DataError& e) {
+      throw DataError(fmt::format("{} does not decode ({}); re-run `ringtrain prepare images` with --overwrite to "
+                                  "rewrite the split",
+                                  reader_.sample_place(indices[s]), e.what()));
+    }
+    if (work_.form == BatchForm::normalized)
+      kernels::cpu::normalize_pixels(one, table_.data(), out, batch.images.data() + s * per_sample);
+  }
+}
+
+void BatchLoader::on_threads(const std::function<void(int)>& convert_share) {
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+  const auto guarded = [&](int t) {
+    try {
+      convert_share(t);
+    } catch (...) {
+      std::lock_guard lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+    }
+  };
+  {
+    std::vector<std::jthread> helpers;
+    for (int t = 1; t < work_.threads; ++t) helpers.emplace_back(guarded, t);
+    guarded(0);
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+void BatchLoader::make(int64_t i, std::vector<int64_t>& indices, HostBatch& batch) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  plan_(i, indices);
+  const int count = static_cast<int>(indices.size());
+  const std::span<int32_t> labels(batch.labels.data(), static_cast<size_t>(count));
+  const bool encoded = reader_.meta().storage == io::SampleStorage::jpeg;
+  if (encoded)
+    reader_.read_encoded(indices, encoded_, labels);
+  else
+    reader_.read(indices, read_target(batch, count), labels);
+  const auto read = Clock::now();
+  if (encoded)
+    on_threads([&](int t) { decode(i, indices, t, work_.threads, batch); });
+  else if (work_.form == BatchForm::normalized || work_.transform)
+    on_threads([&](int t) { convert(i, indices, t, work_.threads, batch); });
+  const auto converted = Clock::now();
+  batch.index = i;
+  batch.count = count;
+  std::lock_guard lock(mutex_);
+  times_.read_s += std::chrono::duration<double>(read - start).count();
+  times_.convert_s += std::chrono::duration<double>(converted - read).count();
+  ++times_.batches;
+  times_.samples += count;
+}
+
+LoaderTimes BatchLoader::times() const {
+  std::lock_guard lock(mutex_);
+  return times_;
+}
+
 std::span<uint8_t> BatchLoader::read_target(HostBatch& batch, int count) {
   const auto bytes = static_cast<size_t>(count * reader_.meta().shape.elements());
   if (work_.form == BatchForm::pixels && !work_.transform) return std::span(batch.pixels.data(), bytes);
@@ -69,10 +142,12 @@ std::span<uint8_t> BatchLoader::read_target(HostBatch& batch, int count) {
 void BatchLoader::run() {
   try {
     const auto batch_elements = static_cast<size_t>(max_batch_ * reader_.meta().shape.elements());
-    const bool converts = work_.form == BatchForm::normalized || work_.transform;
+    const bool encoded = reader_.meta().storage == io::SampleStorage::jpeg;
+    if (encoded && !work_.decode)
+      throw Error(ExitCode::internal, "an encoded split reached a loader made without a decoder");
     std::vector<int64_t> indices;
-    if (converts) raw_.resize(batch_elements);
-    if (work_.form == BatchForm::normalized && work_.transform) scratch_.resize(batch_elements);
+    if (!encoded && (work_.form == BatchForm::normalized || work_.transform)) raw_.resize(batch_elements);
+    if (work_.form == BatchForm::normalized && (work_.transform || encoded)) scratch_.resize(batch_elements);
     for (int64_t i = 0; i < batches_; ++i) {
       std::unique_ptr<HostBatch> batch;
       {
@@ -82,18 +157,7 @@ void BatchLoader::run() {
         batch = std::move(free_.front());
         free_.pop_front();
       }
-      plan_(i, indices);
-      const int count = static_cast<int>(indices.size());
-      reader_.read(indices, read_target(*batch, count), std::span(batch->labels.data(), static_cast<size_t>(count)));
-      if (converts) {
-        // Helpers take samples t, t + threads, ...; the loader thread itself takes the first share.
-        std::vector<std::jthread> helpers;
-        for (int t = 1; t < work_.threads; ++t)
-          helpers.emplace_back([&, t] { convert(i, indices, t, work_.threads, *batch); });
-        convert(i, indices, 0, work_.threads, *batch);
-      }
-      batch->index = i;
-      batch->count = count;
+      make(i, indices, *batch);
       {
         std::lock_guard lock(mutex_);
         ready_.push_back(std::move(batch));

@@ -1,7 +1,9 @@
-// Owns the loader thread: reads a rank's samples from its shards, augments them (optionally, on
-// `LoaderWork::threads` threads) and either normalises them to float or leaves them uint8 for the device to
-// normalise, and keeps up to `depth` batches ready in a bounded queue so the step does not wait for the disk.
-// The wait that remains is measured. A read error on the loader thread is rethrown to the caller of next().
+// Owns the loader thread: reads a rank's samples from its shards, decodes them (an encoded split's JPEGs) or
+// augments them (optionally), on `LoaderWork::threads` threads, and either normalises them to float or leaves them
+// uint8 for the device to normalise, and keeps up to `depth` batches ready in a bounded queue so the step does not
+// wait for the disk. The wait that remains is measured, and so is where the loader's own time goes (reading,
+// decoding and augmenting), so a starved step can name its remedy. A read or decode error on the loader's
+// threads is rethrown to the caller of next(), naming the shard and sample.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -43,10 +45,24 @@ using BatchPlan = std::function<void(int64_t batch_index, std::vector<int64_t>& 
 using SampleTransform = std::function<void(int64_t batch_index, int64_t sample, std::span<const uint8_t> in,
                                            std::span<uint8_t> out)>;
 
+// Makes one sample of an encoded split from its JPEG bytes and its image's size: batch i of the plan, the
+// sample's partition-local index, the bytes, and where to write the sample. Called from several threads at once;
+// throws DataError saying what is wrong with the bytes.
+using EncodedTransform = std::function<void(int64_t batch_index, int64_t sample, std::span<const uint8_t> jpeg,
+                                            int height, int width, std::span<uint8_t> out)>;
+
 struct LoaderWork {
   int threads = 1;            // threads sharing each batch's per-sample transform and normalisation
-  SampleTransform transform;  // empty: samples are normalised as read
+  SampleTransform transform;  // raw splits; empty: samples are normalised as read
+  EncodedTransform decode;    // encoded splits (required for them)
   BatchForm form = BatchForm::normalized;
+};
+
+// Where the loader thread's time went, summed over the batches made so far.
+struct LoaderTimes {
+  double read_s = 0;     // shard reads
+  double convert_s = 0;  // decoding, augmenting and normalising, wall time on the loader's threads
+  int64_t batches = 0, samples = 0;
 };
 
 class BatchLoader {
@@ -59,9 +75,16 @@ class BatchLoader {
   // Blocks until the next batch is ready; adds the time blocked to *waited_s.
   std::unique_ptr<HostBatch> next(double* waited_s);
   void recycle(std::unique_ptr<HostBatch> batch);
+  LoaderTimes times() const;
+  int threads() const { return work_.threads; }
 
  private:
   void run();
+  // Reads batch i's samples (raw into raw_ or the batch, encoded into encoded_) and converts them.
+  void make(int64_t batch_index, std::vector<int64_t>& indices, HostBatch& batch);
+  // Runs convert_share(t) for t = 0 .. threads - 1, the loader thread taking share 0; rethrows the first error.
+  void on_threads(const std::function<void(int)>& convert_share);
+  void decode(int64_t batch_index, const std::vector<int64_t>& indices, int first, int step, HostBatch& batch);
   // Transforms (if any) and normalises (BatchForm::normalized) samples first, first + step, ... of the batch
   // read into raw_.
   void convert(int64_t batch_index, const std::vector<int64_t>& indices, int first, int step, HostBatch& batch);
@@ -75,9 +98,11 @@ class BatchLoader {
   size_t depth_;
   LoaderWork work_;
   std::vector<uint8_t> raw_, scratch_;  // the batch as read; transformed samples (one slot per sample)
+  io::EncodedBatch encoded_;            // an encoded split's batch as read
   InputNorm norm_;
   std::vector<float> table_;  // per channel: 256 normalised values (kernels/cpu/pixel_norm.h)
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
+  LoaderTimes times_;
   std::condition_variable ready_cv_, space_cv_;
   std::deque<std::unique_ptr<HostBatch>> ready_, free_;
   std::exception_ptr error_;

@@ -44,7 +44,7 @@ Totals Evaluator::run(const BatchSink& sink) {
         out.clear();
         for (int64_t s = i * batch; s < std::min(n, (i + 1) * batch); ++s) out.push_back(s);
       },
-      run_.job.data.prefetch_batches, plain_loader_work(run_.job, run_.world, run_.backend));
+      run_.job.data.prefetch_batches, plain_loader_work(run_.job, run_.world, batch_form(run_.job, run_.backend), part_.meta()));
   Totals totals;
   for (int64_t i = 0; i < batches; ++i) {
     auto host = loader.next(nullptr);

@@ -1,6 +1,6 @@
-// Owns what the loaders do per sample beyond reading: which augmentation, keyed by which epoch, rank and
-// sample, on how many threads, and whether they normalise or leave that to the device (data.augment,
-// data.loader_threads, data.normalize).
+// Owns what the loaders do per sample beyond reading: which decoding (an encoded split's JPEGs) or augmentation,
+// keyed by which epoch, rank and sample, on how many threads, and whether they normalise or leave that to the
+// device (data.augment, data.eval_resize, data.loader_threads, data.normalize).
 #pragma once
 #include <cstdint>
 
@@ -14,17 +14,18 @@ namespace ringtrain::train {
 
 // Training batches only. Loader batch i is micro-batch first_micro + i of the run, so its epoch is
 // (first_micro + i) / micro_per_epoch: a resumed run augments exactly as the uninterrupted one would.
-LoaderWork training_loader_work(const config::JobConfig& job, const dist::World& world, const model::Backend& backend,
-                                const io::SampleShape& shape, int64_t first_micro, int64_t micro_per_epoch);
+LoaderWork training_loader_work(const config::JobConfig& job, const dist::World& world, BatchForm form,
+                                const io::DatasetMeta& meta, int64_t first_micro, int64_t micro_per_epoch);
 
-// Evaluation and prediction batches: never augmented.
-LoaderWork plain_loader_work(const config::JobConfig& job, const dist::World& world, const model::Backend& backend);
+// Evaluation and prediction batches: never augmented; an encoded split's photos take the evaluation centre crop.
+LoaderWork plain_loader_work(const config::JobConfig& job, const dist::World& world, BatchForm form,
+                             const io::DatasetMeta& meta);
 
 // data.normalize, with auto resolved by the backend: uint8 to a GPU, normalised floats from the loader
 // threads on the CPU twin.
 BatchForm batch_form(const config::JobConfig& job, const model::Backend& backend);
 
-// data.loader_threads, with 0 resolved to the node's hardware threads divided among its ranks (1 to 8).
+// data.loader_threads, with 0 resolved to the node's hardware threads divided among its ranks (at least 1).
 int loader_threads(const config::JobConfig& job, const dist::World& world);
 
 }  // namespace ringtrain::train

@@ -57,7 +57,8 @@ std::unique_ptr<BatchLoader> training_loader(const RunContext& run, DataPlan& da
   const int64_t batches = std::max<int64_t>(0, per_epoch * run.job.train.epochs - first_micro);
   return std::make_unique<BatchLoader>(
       data.train_reader(), plan.batch, batches, std::move(batch_of), run.job.data.prefetch_batches,
-      training_loader_work(run.job, run.world, run.backend, data.meta().shape, first_micro, per_epoch));
+      training_loader_work(run.job, run.world, batch_form(run.job, run.backend), data.meta(), first_micro,
+                           per_epoch));
 }
 
 // fp16's loss scaler, carried on from the checkpoint where it has one; none in other precisions.

@@ -23,6 +23,7 @@
 #include "common/error.h"
 #include "io/image_decode.h"
 #include "io/image_resize.h"
+#include "io/jpeg_window.h"
 #include "io/npy_file.h"
 #include "tests/faults/fuzz_support.h"
 
@@ -208,6 +209,29 @@ std::string make_input(const std::vector<Seed>& seeds, Rng& rng, Format& format,
   return bytes;
 }
 
+// A JPEG's bytes through the windowed decoder training uses: the whole image and a window, each to a small sample.
+// Its DataError says what is wrong with the bytes; the file is named here, as the loader names shard and sample.
+std::string read_window(const fs::path& file) {
+  const std::vector<uint8_t> data = ringtrain::io::read_image_file(file);
+  if (!ringtrain::io::is_jpeg(data)) return "";
+  try {
+    const ringtrain::io::JpegHeader header = ringtrain::io::read_jpeg_header(data);
+    const auto h = static_cast<float>(header.height), w = static_cast<float>(header.width);
+    for (const ringtrain::io::PixelWindow window : {ringtrain::io::PixelWindow{0, 0, h, w},
+                                                    ringtrain::io::PixelWindow{h / 3, w / 4, h / 2, w / 2}}) {
+      ringtrain::io::DecodedWindow out;
+      ringtrain::io::decode_jpeg_window(data, {window, 5, 7, 3, window.top == 0}, out, header);
+      if (out.channels != 3 || out.rows < 1 || out.columns < 1 ||
+          out.pixels.size() != static_cast<std::size_t>(out.rows) * static_cast<std::size_t>(out.columns) * 3)
+        return fmt::format("decode_jpeg_window returned {}x{}x{} with {} bytes", out.rows, out.columns, out.channels,
+                           out.pixels.size());
+    }
+  } catch (const ringtrain::DataError& e) {
+    throw ringtrain::DataError(fmt::format("'{}': {}", file.string(), e.what()));
+  }
+  return "";
+}
+
 // Throws what the reader throws; checks what a successful read promises.
 std::string read_back(const fs::path& file, Format format) {
   if (format == Format::npy) {
@@ -228,7 +252,7 @@ std::string read_back(const fs::path& file, Format format) {
     std::vector<uint8_t> out(static_cast<std::size_t>(channels) * 5 * 7);
     ringtrain::io::resize_crop_planar(converted, {5, 7}, out);
   }
-  return "";
+  return read_window(file);
 }
 
 // "" when the input decoded or was refused as it should be; else what went wrong.

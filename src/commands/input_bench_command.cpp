@@ -1,0 +1,111 @@
+// Owns `ringtrain input-bench`: a job's training input pipeline alone (read, decode or augment, to uint8 batches as a
+// GPU receives them), on each rank's partition and its loader threads, timed after a warm-up, as one JSON line with
+// the images per second, so the pipeline can be measured against its peers (tf.data, torchvision, DALI) on the same
+// machine without a model or a device.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+
+#include "commands/commands.h"
+#include "commands/on_every_rank.h"
+#include "commands/results_on_stdout.h"
+#include "common/error.h"
+#include "config/job_config.h"
+#include "dist/world.h"
+#include "io/partition.h"
+#include "io/shard_reader.h"
+#include "train/batch_loader.h"
+#include "train/loader_work.h"
+#include "train/sample_order.h"
+
+namespace ringtrain::commands {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The training loop's batches: each epoch's seeded order of the partition, cut into full batches.
+train::BatchPlan epoch_batches(const config::JobConfig& job, const dist::World& world, int64_t partition, int batch) {
+  const int64_t per_epoch = std::max<int64_t>(1, partition / batch);
+  return [=, seed = job.train.seed, shuffle = job.train.shuffle, rank = world.rank(), cached = int64_t{-1},
+          order = std::vector<int64_t>()](int64_t i, std::vector<int64_t>& out) mutable {
+    const int64_t epoch = i / per_epoch, within = i % per_epoch;
+    if (epoch != cached) {
+      order = train::epoch_order(partition, seed, epoch, rank, shuffle);
+      cached = epoch;
+    }
+    out.assign(order.begin() + within * batch, order.begin() + (within + 1) * batch);
+  };
+}
+
+struct Timed {
+  double seconds = 0;
+  train::LoaderTimes loader;
+};
+
+Timed run_pipeline(const config::JobConfig& job, const dist::World& world, const InputBenchArgs& args,
+                   io::ShardReader& reader, int& threads) {
+  const int batch = job.train.batch_per_rank;
+  const int64_t per_epoch = std::max<int64_t>(1, reader.size() / batch);
+  train::LoaderWork work =
+      train::training_loader_work(job, world, train::BatchForm::pixels, reader.meta(), 0, per_epoch);
+  threads = work.threads;
+  train::BatchLoader loader(reader, batch, args.warmup + args.batches, epoch_batches(job, world, reader.size(), batch),
+                            job.data.prefetch_batches, std::move(work));
+  for (int i = 0; i < args.warmup; ++i) loader.recycle(loader.next(nullptr));
+  const train::LoaderTimes before = loader.times();
+  const auto start = Clock::now();
+  for (int i = 0; i < args.batches; ++i) loader.recycle(loader.next(nullptr));
+  Timed timed{std::chrono::duration<double>(Clock::now() - start).count(), loader.times()};
+  timed.loader.read_s -= before.read_s;
+  timed.loader.convert_s -= before.convert_s;
+  timed.loader.samples -= before.samples;
+  timed.loader.batches -= before.batches;
+  return timed;
+}
+
+}  // namespace
+
+int input_bench(int* argc, char*** argv, const InputBenchArgs& args) {
+  dist::World world(argc, argv);
+  return on_every_rank(world, [&] {
+    return with_results_on_stdout([&] {
+      config::JobConfig job;
+      io::SplitIndex split;
+      world.all_succeed([&] {
+        job = config::load_job(args.job, args.overrides);
+        if (args.threads > 0) job.data.loader_threads = args.threads;
+        split = io::open_split(job.data.train);
+      });
+      const io::SampleRange range = io::rank_range(split.total_samples(), world.rank(), world.size());
+      io::ShardReader reader(split, range);
+      int threads = 0;
+      const Timed timed = run_pipeline(job, world, args, reader, threads);
+      const double images = static_cast<double>(args.batches) * job.train.batch_per_rank;
+      const double all_images_per_s = world.sum_across(images / timed.seconds);
+      if (!world.is_root()) return 0;
+      nlohmann::ordered_json line{
+          {"images_per_s", all_images_per_s},
+          {"images_per_s_per_rank", images / timed.seconds},
+          {"ranks", world.size()},
+          {"threads", threads},
+          {"decode", split.meta.storage == io::SampleStorage::jpeg ? "cpu" : "none"},
+          {"storage", split.meta.storage == io::SampleStorage::jpeg ? "jpeg" : "raw"},
+          {"augment", job.data.augment.kind == train::AugmentKind::resized_crop_flip ? "resized_crop_flip"
+                      : job.data.augment.kind == train::AugmentKind::pad_crop_flip   ? "pad_crop_flip"
+                                                                                     : "none"},
+          {"sample_shape", {split.meta.shape.channels, split.meta.shape.height, split.meta.shape.width}},
+          {"batch", job.train.batch_per_rank},
+          {"batches", args.batches},
+          {"warmup_batches", args.warmup},
+          {"seconds", timed.seconds},
+          {"loader_read_s", timed.loader.read_s},
+          {"loader_convert_s", timed.loader.convert_s}};
+      fmt::print("{}\n", line.dump());
+      return 0;
+    });
+  });
+}
+
+}  // namespace ringtrain::commands

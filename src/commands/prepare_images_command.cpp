@@ -1,0 +1,88 @@
+// Owns `ringtrain prepare images` as a command of every rank: MPI start-up, the team io/ writes the shards with
+// (each rank its own shards; sums and agreement through MPI), and the summary rank 0 prints.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "commands/commands.h"
+#include "commands/on_every_rank.h"
+#include "commands/results_on_stdout.h"
+#include "common/error.h"
+#include "dist/world.h"
+
+namespace ringtrain::commands {
+
+namespace {
+
+io::ImageSize parse_size(const std::string& size_text) {
+  std::vector<std::string> sides;
+  for (std::size_t begin = 0, end; begin <= size_text.size(); begin = end + 1) {
+    end = std::min(size_text.find(',', begin), size_text.size());
+    sides.push_back(size_text.substr(begin, end - begin));
+  }
+  try {
+    std::size_t used = 0;
+    if (sides.size() > 2) throw std::invalid_argument("count");
+    const int height = std::stoi(sides[0], &used);
+    if (used != sides[0].size()) throw std::invalid_argument("trailing");
+    const int width = std::stoi(sides.back(), &used);
+    if (used != sides.back().size()) throw std::invalid_argument("trailing");
+    return {height, width};
+  } catch (const std::logic_error&) {
+    throw UsageError(fmt::format("--size '{}' is not H or H,W (e.g. 224 or 28,28)", size_text));
+  }
+}
+
+io::ImageStore parse_store(const std::string& text) {
+  if (text == "auto") return io::ImageStore::automatic;
+  if (text == "raw") return io::ImageStore::raw;
+  if (text == "jpeg") return io::ImageStore::jpeg;
+  throw UsageError(fmt::format("--store '{}' is not auto, raw or jpeg", text));
+}
+
+void print_summary(const io::ImagesOptions& options, const io::ImagesSummary& summary, int ranks) {
+  int64_t stored = 0;
+  for (const int64_t n : summary.train_per_class) stored += n;
+  for (const int64_t n : summary.test_per_class) stored += n;
+  fmt::print("wrote {}/train and {}/test: {} images of {} classes, {} at {}x{}x{} ({:.1f} GB, {:.0f} KB an image), "
+             "in {:.1f} s on {} rank{} x {} threads ({:.0f} images/s, {:.0f} per thread)\n",
+             options.arrays.out.string(), options.arrays.out.string(), stored, summary.class_names.size(),
+             summary.storage == io::SampleStorage::jpeg ? "stored as JPEG, decoded" : "stored decoded",
+             options.channels, options.size.height, options.size.width, summary.stored_bytes / 1e9,
+             summary.stored_bytes / 1e3 / static_cast<double>(std::max<int64_t>(stored, 1)), summary.seconds, ranks,
+             ranks == 1 ? "" : "s", summary.threads, static_cast<double>(stored) / std::max(summary.seconds, 1e-9),
+             static_cast<double>(stored) / std::max(summary.seconds, 1e-9) / (ranks * summary.threads));
+  for (std::size_t c = 0; c < summary.class_names.size(); ++c)
+    fmt::print("  {:>4} {:<24} {:>8} images{}\n", c, summary.class_names[c], summary.train_per_class[c],
+               fmt::format(" + {} test", summary.test_per_class[c]));
+  if (summary.skipped_everywhere > 0)
+    fmt::print("skipped {} unreadable images (--strict refuses them){}:\n", summary.skipped_everywhere,
+               ranks > 1 ? "; each rank lists its own" : "");
+}
+
+}  // namespace
+
+int prepare_images(int* argc, char*** argv, io::ImagesOptions options, const std::string& size_text,
+                   const std::string& store_text) {
+  options.size = parse_size(size_text);
+  options.store = parse_store(store_text);
+  dist::World world(argc, argv);
+  return on_every_rank(world, [&] {
+    return with_results_on_stdout([&] {
+      if (options.threads <= 0)
+        options.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / world.local_size());
+      io::PrepareTeam team;
+      team.rank = world.rank();
+      team.ranks = world.size();
+      team.sum = [&](std::span<int64_t> values) { world.sum_across(values.data(), static_cast<int>(values.size())); };
+      team.all_succeed = [&](const std::function<void()>& step) { world.all_succeed(step); };
+      const io::ImagesSummary summary = io::prepare_images(options, team);
+      if (world.is_root()) print_summary(options, summary, world.size());
+      for (const std::string& why : summary.skipped) fmt::print("  {}\n", why);
+      return 0;
+    });
+  });
+}
+
+}  // namespace ringtrain::commands

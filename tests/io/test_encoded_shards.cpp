@@ -1,0 +1,228 @@
+// Encoded (JPEG) shards and the streaming `prepare images`: what ShardAppender writes, open_split, the reader and
+// inspect read back byte for byte; a flipped byte is caught by its sample's checksum and named; a folder of photos
+// becomes a valid split with the images that decode, and a strict prepare that meets a bad image leaves nothing.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+
+#include "common/error.h"
+#include "io/hdf5_lock.h"
+#include "io/inspect.h"
+#include "io/partition.h"
+#include "io/prepare_images.h"
+#include "io/shard_appender.h"
+#include "io/shard_reader.h"
+#include "io/shard_writer.h"
+#include "io_test_support.h"
+#include "jpeg_test_images.h"
+
+namespace ringtrain::io {
+namespace {
+
+using testing::IoTest;
+namespace fs = std::filesystem;
+
+struct EncodedSample {
+  std::vector<uint8_t> jpeg;
+  int height, width;
+  int32_t label;
+};
+
+std::vector<EncodedSample> some_photos(int count) {
+  std::vector<EncodedSample> photos;
+  for (int i = 0; i < count; ++i) {
+    const int h = 40 + 7 * i, w = 90 - 3 * i;
+    photos.push_back({testing::encode_test_jpeg(testing::photo_like(h, w, 3, i), 80), h, w, i % 3});
+  }
+  return photos;
+}
+
+DatasetMeta jpeg_meta() {
+  DatasetMeta meta = testing::test_meta({3, 32, 32}, 3);
+  meta.storage = SampleStorage::jpeg;
+  return meta;
+}
+
+// Shards of the photos in order, `per_shard` a shard, settled and renamed as prepare does.
+void write_encoded_split(const fs::path& dir, const std::vector<EncodedSample>& photos, std::size_t per_shard) {
+  make_split_folder(dir, false);
+  const DatasetMeta meta = jpeg_meta();
+  const int count = static_cast<int>((photos.size() + per_shard - 1) / per_shard);
+  const Hdf5Lock lock;
+  for (int k = 0; k < count; ++k) {
+    const fs::path final_path = dir / shard_file_name(k, count), temporary = fs::path(final_path).concat(".tmp");
+    {
+      ShardAppender shard({temporary, k, count, 1e6}, meta);
+      for (std::size_t i = k * per_shard; i < std::min(photos.size(), (k + 1) * per_shard); ++i)
+        shard.append({photos[i].jpeg, photos[i].label, photos[i].height, photos[i].width});
+      shard.commit();
+    }
+    settle_shard_statistics(temporary, meta.mean, meta.stddev);
+    fs::rename(temporary, final_path);
+  }
+}
+
+using EncodedShards = IoTest;
+
+TEST_F(EncodedShards, TheReaderGivesBackEveryPhotosBytesSizeAndLabel) {
+  const auto photos = some_photos(11);
+  write_encoded_split(dir() / "train", photos, 4);
+  const SplitIndex split = open_split(dir() / "train");
+  EXPECT_EQ(split.meta.storage, SampleStorage::jpeg);
+  EXPECT_EQ(split.total_samples(), 11);
+  EXPECT_EQ(split.meta.shape, (SampleShape{3, 32, 32}));
+  ShardReader reader(split, {0, 11});
+  const std::vector<int64_t> order{10, 0, 5, 5, 3, 8, 1};
+  EncodedBatch batch;
+  std::vector<int32_t> labels(order.size());
+  reader.read_encoded(order, batch, labels);
+  ASSERT_EQ(batch.count(), order.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const EncodedSample& expected = photos[static_cast<std::size_t>(order[i])];
+    const auto got = batch.sample(i);
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), expected.jpeg.begin(), expected.jpeg.end())) << "sample " << order[i];
+    EXPECT_EQ(batch.heights[i], expected.height);
+    EXPECT_EQ(batch.widths[i], expected.width);
+    EXPECT_EQ(labels[i], expected.label);
+  }
+  const SplitReport report = inspect_split(dir() / "train");
+  EXPECT_TRUE(report.valid()) << format_report(report);
+}
+
+TEST_F(EncodedShards, AFlippedByteIsCaughtByItsSamplesChecksumAndNamed) {
+  const auto photos = some_photos(6);
+  write_encoded_split(dir() / "train", photos, 6);
+  const fs::path shard = dir() / "train" / "shard-00000-of-00001.h5";
+  // Sample 4's bytes lie in the file as they were appended: find them and flip one in the middle.
+  std::ifstream in(shard, std::ios::binary);
+  const std::vector<char> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto& target = photos[4].jpeg;
+  const auto at = std::search(file.begin(), file.end(), target.begin(), target.end(),
+                              [](char a, uint8_t b) { return static_cast<uint8_t>(a) == b; });
+  ASSERT_NE(at, file.end());
+  const auto offset = (at - file.begin()) + static_cast<std::ptrdiff_t>(target.size() / 2);
+  {
+    std::fstream out(shard, std::ios::in | std::ios::out | std::ios::binary);
+    out.seekp(offset);
+    out.put(static_cast<char>(file[static_cast<std::size_t>(offset)] ^ 0x10));
+  }
+  ShardReader reader(open_split(dir() / "train"), {0, 6});
+  EncodedBatch batch;
+  std::vector<int32_t> labels(1);
+  const std::vector<int64_t> fine{3}, flipped{4};
+  EXPECT_NO_THROW(reader.read_encoded(fine, batch, labels));
+  try {
+    reader.read_encoded(flipped, batch, labels);
+    FAIL() << "a flipped byte was read as a photo";
+  } catch (const DataError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("sample 4"), std::string::npos) << what;
+    EXPECT_NE(what.find("checksum"), std::string::npos) << what;
+  }
+  const SplitReport report = inspect_split(dir() / "train");
+  EXPECT_FALSE(report.valid());
+  EXPECT_NE(format_report(report).find("sample 4 fails its checksum"), std::string::npos) << format_report(report);
+}
+
+TEST_F(EncodedShards, RawSamplesAppendedReadBackAsWritten) {
+  DatasetMeta meta = testing::test_meta({2, 5, 7}, 4);
+  make_split_folder(dir() / "raw", false);
+  const fs::path final_path = dir() / "raw" / shard_file_name(0, 1), temporary = fs::path(final_path).concat(".tmp");
+  {
+    const Hdf5Lock lock;
+    ShardAppender shard({temporary, 0, 1, 1e5}, meta);
+    std::vector<uint8_t> sample(70);
+    for (int64_t g = 0; g < 150; ++g) {  // more than one chunk of 64
+      testing::fill_signature(g, sample);
+      shard.append({sample, static_cast<int32_t>(g % 4)});
+    }
+    shard.commit();
+    settle_shard_statistics(temporary, meta.mean, meta.stddev);
+  }
+  fs::rename(temporary, final_path);
+  ShardReader reader(open_split(dir() / "raw"), {0, 150});
+  const std::vector<int64_t> order{149, 0, 64, 63, 100};
+  std::vector<uint8_t> images(order.size() * 70);
+  std::vector<int32_t> labels(order.size());
+  reader.read(order, images, labels);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    EXPECT_EQ(testing::signature_of(std::span(images).subspan(i * 70, 70)), order[i]);
+    EXPECT_EQ(labels[i], order[i] % 4);
+  }
+}
+
+// A photo folder: two classes of JPEGs, a PNG, and a file that is no image.
+void write_photo_folder(const fs::path& root) {
+  for (int c = 0; c < 2; ++c) {
+    fs::create_directories(root / ("class" + std::to_string(c)));
+    for (int i = 0; i < 6; ++i) {
+      const auto jpeg = testing::encode_test_jpeg(testing::photo_like(60 + 5 * i, 80 - 3 * i, 3, 10 * c + i), 85);
+      std::ofstream(root / ("class" + std::to_string(c)) / (std::to_string(i) + ".jpg"), std::ios::binary)
+          .write(reinterpret_cast<const char*>(jpeg.data()), static_cast<std::streamsize>(jpeg.size()));
+    }
+  }
+  std::ofstream(root / "class1" / "notes.jpg") << "not an image";
+}
+
+ImagesOptions photo_options(const fs::path& dir) {
+  ImagesOptions options;
+  options.source = dir / "photos";
+  options.size = {32, 32};
+  options.store = ImageStore::jpeg;
+  options.threads = 2;
+  options.arrays.out = dir / "out";
+  options.arrays.shards = 2;
+  options.arrays.test_fraction = 0.25;
+  return options;
+}
+
+using PrepareImagesStreaming = IoTest;
+
+TEST_F(PrepareImagesStreaming, PhotosBecomeAnEncodedSplitWithTheImagesThatDecode) {
+  write_photo_folder(dir() / "photos");
+  const ImagesSummary summary = prepare_images(photo_options(dir()));
+  EXPECT_EQ(summary.storage, SampleStorage::jpeg);
+  EXPECT_EQ(summary.skipped_everywhere, 1);
+  ASSERT_EQ(summary.skipped.size(), 1u);
+  EXPECT_NE(summary.skipped[0].find("notes.jpg"), std::string::npos);
+  const int64_t train = summary.train_per_class[0] + summary.train_per_class[1];
+  const int64_t test = summary.test_per_class[0] + summary.test_per_class[1];
+  EXPECT_EQ(train + test, 12);
+  for (const char* split : {"train", "test"}) {
+    const SplitReport report = inspect_split(dir() / "out" / split);
+    EXPECT_TRUE(report.valid()) << format_report(report);
+    EXPECT_EQ(report.meta.storage, SampleStorage::jpeg);
+    for (std::size_t c = 0; c < 3; ++c) {
+      EXPECT_GT(report.meta.mean[c], 50.0f);
+      EXPECT_GT(report.meta.stddev[c], 1.0f);
+    }
+  }
+  EXPECT_EQ(open_split(dir() / "out" / "train").total_samples(), train);
+}
+
+TEST_F(PrepareImagesStreaming, AStrictPrepareThatMeetsABadImageLeavesNoShard) {
+  write_photo_folder(dir() / "photos");
+  ImagesOptions options = photo_options(dir());
+  options.strict = true;
+  EXPECT_THROW(prepare_images(options), DataError);
+  for (const char* split : {"train", "test"})
+    for (const auto& entry : fs::directory_iterator(dir() / "out" / split))
+      ADD_FAILURE() << "left behind: " << entry.path();
+}
+
+TEST_F(PrepareImagesStreaming, ASampleSizeThatCannotFitIsRefusedBeforeAnyWork) {
+  write_photo_folder(dir() / "photos");
+  ImagesOptions options = photo_options(dir());
+  options.size = {200000, 200000};
+  try {
+    prepare_images(options);
+    FAIL() << "--size 200000 was accepted";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("--size 200000x200000"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir() / "out" / "train"));
+}
+
+}  // namespace
+}  // namespace ringtrain::io

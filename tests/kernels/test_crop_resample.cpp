@@ -1,0 +1,100 @@
+// The crop-and-resize that the CPU twin and the GPU decoder share: at scale 1 it copies, flipped it mirrors, and
+// anywhere else it is within rounding of bilinear sampling computed in double precision.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/crop_resample.h"
+
+namespace ringtrain::kernels {
+namespace {
+
+struct Image {
+  int rows, columns, channels;
+  std::vector<uint8_t> pixels;
+  InterleavedImage view() const { return {pixels.data(), rows, columns, channels, int64_t{columns} * channels}; }
+  uint8_t at(int y, int x, int c) const {
+    return pixels[(static_cast<std::size_t>(y) * static_cast<std::size_t>(columns) + static_cast<std::size_t>(x)) *
+                      static_cast<std::size_t>(channels) + static_cast<std::size_t>(c)];
+  }
+};
+
+Image random_image(int rows, int columns, int channels, unsigned seed) {
+  std::mt19937 random(seed);
+  Image image{rows, columns, channels, std::vector<uint8_t>(static_cast<std::size_t>(rows * columns * channels))};
+  for (uint8_t& v : image.pixels) v = static_cast<uint8_t>(random() & 0xff);
+  return image;
+}
+
+// Bilinear at pixel centres in double precision, clamped to the image.
+double reference(const Image& image, const CropWindow& w, bool flip, int height, int width, int c, int y, int x) {
+  const int sx = flip ? width - 1 - x : x;
+  const double fy = std::clamp(w.top + (y + 0.5) * w.height / height - 0.5, 0.0, image.rows - 1.0);
+  const double fx = std::clamp(w.left + (sx + 0.5) * w.width / width - 0.5, 0.0, image.columns - 1.0);
+  const int y0 = static_cast<int>(fy), x0 = static_cast<int>(fx);
+  const int y1 = std::min(y0 + 1, image.rows - 1), x1 = std::min(x0 + 1, image.columns - 1);
+  const double wy = fy - y0, wx = fx - x0;
+  const double top = image.at(y0, x0, c) * (1 - wx) + image.at(y0, x1, c) * wx;
+  const double bottom = image.at(y1, x0, c) * (1 - wx) + image.at(y1, x1, c) * wx;
+  return top * (1 - wy) + bottom * wy;
+}
+
+TEST(CropResample, WholeImageAtScaleOneIsACopyToPlanar) {
+  const Image image = random_image(37, 53, 3, 1);
+  std::vector<uint8_t> out(static_cast<std::size_t>(3 * 37 * 53));
+  cpu::crop_resample(image.view(), {0, 0, 37, 53}, false, {3, 37, 53}, out);
+  for (int c = 0; c < 3; ++c)
+    for (int y = 0; y < 37; ++y)
+      for (int x = 0; x < 53; ++x) ASSERT_EQ(out[static_cast<std::size_t>((c * 37 + y) * 53 + x)], image.at(y, x, c));
+}
+
+TEST(CropResample, FlipMirrorsEachRow) {
+  const Image image = random_image(20, 31, 1, 2);
+  std::vector<uint8_t> out(static_cast<std::size_t>(20 * 31));
+  cpu::crop_resample(image.view(), {0, 0, 20, 31}, true, {1, 20, 31}, out);
+  for (int y = 0; y < 20; ++y)
+    for (int x = 0; x < 31; ++x) ASSERT_EQ(out[static_cast<std::size_t>(y * 31 + x)], image.at(y, 30 - x, 0));
+}
+
+// Fixed-point weights: each axis's weight is within 1/512 of the exact one, so each moves the value by at most
+// 255/512 = 0.5, and the result is rounded once (0.5): within 1.5 levels of the exact value, on random data and
+// windows (a wrong tap or a swapped weight would be tens of levels away).
+TEST(CropResample, WithinRoundingOfDoublePrecisionBilinear) {
+  std::mt19937 random(3);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  for (int trial = 0; trial < 40; ++trial) {
+    const Image image = random_image(40 + trial, 70 - trial, 3, 10u + static_cast<unsigned>(trial));
+    const float height = 2 + unit(random) * (static_cast<float>(image.rows) - 2);
+    const float width = 2 + unit(random) * (static_cast<float>(image.columns) - 2);
+    const CropWindow window{unit(random) * (static_cast<float>(image.rows) - height),
+                            unit(random) * (static_cast<float>(image.columns) - width), height, width};
+    const int out_h = 5 + trial % 29, out_w = 7 + trial % 23;
+    const bool flip = trial % 2 == 1;
+    std::vector<uint8_t> out(static_cast<std::size_t>(3 * out_h * out_w));
+    cpu::crop_resample(image.view(), window, flip, {3, out_h, out_w}, out);
+    for (int c = 0; c < 3; ++c)
+      for (int y = 0; y < out_h; ++y)
+        for (int x = 0; x < out_w; ++x) {
+          const double expected = reference(image, window, flip, out_h, out_w, c, y, x);
+          ASSERT_NEAR(out[static_cast<std::size_t>((c * out_h + y) * out_w + x)], expected, 1.5)
+              << "trial " << trial << " c " << c << " y " << y << " x " << x;
+        }
+  }
+}
+
+TEST(CropResample, TapsStayInsideTheImageAtItsEdges) {
+  for (int length : {1, 2, 7, 224})
+    for (int i = 0; i < length; ++i) {
+      const AxisTap tap = axis_tap(i, length, 0.0f, 3.0f, 3);
+      EXPECT_GE(tap.first, 0);
+      EXPECT_LE(tap.second, 2);
+      EXPECT_GE(tap.weight, 0);
+      EXPECT_LE(tap.weight, kTapOne);
+    }
+}
+
+}  // namespace
+}  // namespace ringtrain::kernels
