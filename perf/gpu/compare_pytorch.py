@@ -267,15 +267,17 @@ def train(name, precision, mode, args, device):
     skips, skips_before = CudagraphSkips(), counters["inductor"]["cudagraph_skips"]
     skip_log = logging.getLogger("torch._inductor.cudagraph_utils.__cudagraphs")
     skip_log.addHandler(skips)
-    t0 = time.perf_counter()
-    step()
-    synchronize(device)
-    first_step_s = time.perf_counter() - t0
-    for _ in range(args.warmup - 1):
+    try:
+        t0 = time.perf_counter()
         step()
-    synchronize(device)
-    warmup_s = time.perf_counter() - t0
-    skip_log.removeHandler(skips)
+        synchronize(device)
+        first_step_s = time.perf_counter() - t0
+        for _ in range(args.warmup - 1):
+            step()
+        synchronize(device)
+        warmup_s = time.perf_counter() - t0
+    finally:
+        skip_log.removeHandler(skips)
     # Graphs Inductor ran without CUDA graphs (on the CPU: all of them, with no reason logged).
     cudagraph_skips = counters["inductor"]["cudagraph_skips"] - skips_before
     whole_peak = memory_mib(torch.cuda.max_memory_allocated, device)
@@ -309,7 +311,7 @@ def train(name, precision, mode, args, device):
     steady_peak = memory_mib(torch.cuda.max_memory_allocated, device)
     return {
         "status": "ok", "batch": batch, "sgd": sgd_impl, "sgd_note": sgd_note,
-        "steps": warmup + steps, "warmup_steps": warmup, "timed_steps": steps,
+        "steps": steps, "warmup_steps": warmup, "timed_steps": steps,
         "timer": "cuda events" if device.type == "cuda" else "host clock",
         "step_ms": 1e3 * seconds / steps, "host_step_ms": 1e3 * host_seconds / steps,
         "samples_per_s": samples_per_s,
