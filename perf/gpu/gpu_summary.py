@@ -1,12 +1,20 @@
 #!/usr/bin/env python3
-"""Summary of one GPU benchmark call (perf/gpu/run_gpu_bench.sh): reads ringtrain's run directories, PyTorch's
-measurements (pytorch.jsonl from compare_pytorch.py), the nvidia-smi memory samples and the test logs in OUT,
-prints a readable summary, and writes OUT/gpu-summary.jsonl, one JSON object per line, ours and PyTorch's alike:
+"""Summary of one GPU benchmark call (perf/gpu/run_gpu_bench.sh, or a call that ran compare_pytorch.py alone):
+reads ringtrain's run directories, PyTorch's measurements (pytorch.jsonl from compare_pytorch.py), the nvidia-smi
+memory samples and the test logs in OUT, prints a readable summary, and writes OUT/gpu-summary.jsonl, one JSON
+object per line, ours and PyTorch's alike:
 
   measurements: date, device, impl (ringtrain | pytorch), model, precision, layout (nchw | nhwc), batch (per
                 rank), ranks, samples_per_s (steady state: the warm-up steps excluded), warmup_steps,
                 timed_steps, peak_mem_mib and mem_includes (what the peak counts: for both, the allocator's
                 high-water mark), and beside it ringtrain's device_peak_mib and PyTorch's peak_reserved_mib;
+                matmul_share (bf16 rows: training FLOP/s over the call's dense bf16 matmul rate). PyTorch's rows
+                also carry mode (eager | eager_benchmark | compile | compile_max_autotune |
+                compile_reduce_overhead), status (ok | skipped | failed, with reason; only ok rows have numbers),
+                compile_s, sgd and torch (its version);
+  matmul:       date, device, impl pytorch, measure "dense matmul rate", precision, flops_per_s;
+  comparisons:  date, device, comparison, model, precision, PyTorch's best (the fastest mode that ran, any layout),
+                its mode and the ratio ringtrain / best;
   checks:       date, device, check (what is compared), passed (true | false | null when a side is missing),
                 and the numbers compared.
 
@@ -61,6 +69,9 @@ def ringtrain_rows(out, date, device):
         allocated = epoch.get("device_memory_allocated_peak_mb")
         warmup = epoch.get("timing_warmup_steps", 0)
         rows.append({"date": date, "device": device, "impl": "ringtrain", "model": model, "precision": precision,
+                     "train_flops_per_sample": job.get("train_flops_per_sample"),
+                     # Absent from jobs run before ringtrain captures its step in CUDA graphs.
+                     "cuda_graphs": job.get("cuda_graphs"),
                      "layout": "nchw", "algorithms": algorithms, "batch": job["batch_per_rank"], "ranks": job["ranks"],
                      "samples_per_s": epoch.get("steady_samples_per_s"), "warmup_steps": warmup,
                      "timed_steps": epoch["steps"] - warmup,
@@ -72,23 +83,77 @@ def ringtrain_rows(out, date, device):
 
 
 def pytorch_rows(out, date, device):
+    """PyTorch's train rows, one per model x precision x mode (lines written before issue 38 have no mode: they
+    were eager with cudnn.benchmark off), and its matmul rates."""
     names = {"fmnist": "fashion_mnist", "resnet50": "resnet50"}
-    rows = []
+    rows, matmul = [], []
     for r in read_lines(out / "pytorch.jsonl"):
+        if r.get("kind") == "matmul":
+            if r.get("status", "ok") == "ok":
+                matmul.append({"date": date, "device": r.get("device", device), "impl": "pytorch",
+                               "measure": "dense matmul rate", "precision": r["precision"], "n": r.get("n"),
+                               "flops_per_s": r["flops_per_s"], "torch": r.get("torch")})
+            continue
         if r.get("kind") != "train":
             continue
+        ok = r.get("status", "ok") == "ok"
         rows.append({"date": date, "device": r.get("device", device), "impl": "pytorch",
                      "model": names.get(r["model"], r["model"]), "precision": r["precision"],
-                     "layout": "nhwc" if r.get("channels_last") else "nchw", "batch": r["batch"], "ranks": 1,
-                     "samples_per_s": r["samples_per_s"], "warmup_steps": r.get("warmup_steps"),
-                     "timed_steps": r.get("timed_steps", r.get("steps")), "peak_mem_mib": r["peak_memory_mib"],
-                     "mem_includes": PYTORCH_MEMORY, "peak_reserved_mib": r.get("peak_reserved_mib")})
-    return rows
+                     "layout": "nhwc" if r.get("channels_last") else "nchw", "mode": r.get("mode", "eager"),
+                     "status": r.get("status", "ok"), "reason": r.get("reason"), "batch": r.get("batch"), "ranks": 1,
+                     "samples_per_s": r.get("samples_per_s") if ok else None, "warmup_steps": r.get("warmup_steps"),
+                     "timed_steps": r.get("timed_steps", r.get("steps")), "peak_mem_mib": r.get("peak_memory_mib"),
+                     "steady_peak_mem_mib": r.get("steady_peak_memory_mib"),
+                     "mem_includes": PYTORCH_MEMORY, "peak_reserved_mib": r.get("peak_reserved_mib"),
+                     "compile_s": r.get("compile_s"), "sgd": r.get("sgd", "default"),
+                     "train_flops_per_sample": r.get("train_flops_per_sample"), "torch": r.get("torch"),
+                     # reduce-overhead: graphs Inductor ran without CUDA graphs, and why (note).
+                     "cudagraph_skips": r.get("cudagraph_skips"), "note": r.get("note"),
+                     "tiny": r.get("tiny", False)})
+    return rows, matmul
 
 
-def find(rows, impl, model, precision, layout="nchw", algorithms=None):
+def add_matmul_share(rows, matmul):
+    """The model-FLOP share of each bf16 row: its training FLOP/s (each side's own FLOP count) over the dense bf16
+    matmul rate measured in the same call."""
+    rate = next((m["flops_per_s"] for m in matmul if m["precision"] == "bf16"), None)
+    for r in rows:
+        if rate and r["precision"] == "bf16" and r["samples_per_s"] and r.get("train_flops_per_sample"):
+            r["matmul_share"] = r["samples_per_s"] * r["train_flops_per_sample"] / rate
+
+
+def find(rows, impl, model, precision, layout="nchw", algorithms=None, mode="eager"):
+    """The first measured row; PyTorch's in the given mode (eager: the untuned reference the older checks meant)."""
     return next((r for r in rows if r["impl"] == impl and r["model"] == model and r["precision"] == precision
-                 and r["layout"] == layout and algorithms in (None, r.get("algorithms"))), None)
+                 and r["layout"] == layout and algorithms in (None, r.get("algorithms"))
+                 and r.get("mode", mode) == mode and r["samples_per_s"] is not None), None)
+
+
+def pytorch_best(rows, model, precision):
+    """PyTorch's best: the fastest of its modes and layouts that ran for this model and precision."""
+    ran = [r for r in rows if r["impl"] == "pytorch" and r["model"] == model and r["precision"] == precision
+           and r["samples_per_s"] is not None]
+    return max(ran, key=lambda r: r["samples_per_s"], default=None)
+
+
+def comparisons(rows):
+    """ringtrain / PyTorch's best, one line per ringtrain row (and one per PyTorch model x precision without one)."""
+    result = []
+    keys = {(r["model"], r["precision"]) for r in rows if r["impl"] == "pytorch"}
+    ours = [r for r in rows if r["impl"] == "ringtrain" and r["samples_per_s"] is not None]
+    for r in ours + [{"model": m, "precision": p, "samples_per_s": None} for m, p in sorted(keys)
+                     if not any(o["model"] == m and o["precision"] == p for o in ours)]:
+        best = pytorch_best(rows, r["model"], r["precision"])
+        modes = sorted({t["mode"] for t in rows if t["impl"] == "pytorch" and t["model"] == r["model"]
+                        and t["precision"] == r["precision"] and t["samples_per_s"] is not None})
+        label = f"{r['model']} {r['precision']}" + (f" {r['layout']}" if r.get("layout") else "") + \
+            (f" ({r['algorithms']} algorithms)" if r.get("algorithms") else "")
+        result.append({"comparison": f"{label}: ringtrain / PyTorch's best", "model": r["model"],
+                       "precision": r["precision"], "ringtrain": r["samples_per_s"],
+                       "pytorch_best": best and best["samples_per_s"], "pytorch_best_mode": best and best["mode"],
+                       "pytorch_best_layout": best and best["layout"], "pytorch_modes_measured": modes,
+                       "ratio": r["samples_per_s"] / best["samples_per_s"] if best and r["samples_per_s"] else None})
+    return result
 
 
 def compare(check, ours, theirs, key, passes):
@@ -146,17 +211,55 @@ def checks(out, rows):
                 lambda a, b: a >= b),
         compare(f"resnet50 tf32: ringtrain's steady samples/s >= {RESNET50_TF32_BEFORE:.0f} (2026-11-23)", tf32,
                 RESNET50_TF32_BEFORE, "samples_per_s", lambda a, b: a >= b),
-    ]
+    ] + graphs_checks(rows)
 
 
-def summary_lines(rows, results):
+def graphs_checks(rows):
+    """Issue 38's launch-bound target: ringtrain with CUDA graphs >= 3x PyTorch compiled with reduce-overhead (its
+    CUDA graphs), per precision both sides ran; ringtrain_cuda_graphs says whether our run had them."""
+    def measured(impl, precision, mode=None):  # any layout: ringtrain's 16-bit runs are NHWC, PyTorch's as asked
+        return next((r for r in rows if r["impl"] == impl and r["model"] == "fashion_mnist"
+                     and r["precision"] == precision and r.get("mode") == mode and r["samples_per_s"] is not None),
+                    None)
+
+    result = []
+    for precision in sorted({r["precision"] for r in rows if r["model"] == "fashion_mnist"}):
+        ours, theirs = measured("ringtrain", precision), measured("pytorch", precision, "compile_reduce_overhead")
+        if not ours and not theirs:
+            continue
+        check = compare(f"fashion_mnist {precision}: ringtrain (CUDA graphs) >= 3 x PyTorch compile_reduce_overhead",
+                        ours, theirs and {"samples_per_s": 3 * theirs["samples_per_s"]}, "samples_per_s",
+                        lambda a, b: a >= b)
+        result.append({**check, "ringtrain_cuda_graphs": ours and ours.get("cuda_graphs"),
+                       "pytorch_cudagraph_skips": theirs and theirs.get("cudagraph_skips")})
+    return result
+
+
+def summary_lines(rows, matmul, versus, results):
     lines = []
     for r in rows:
-        rate = f"{r['samples_per_s']:.0f}" if r["samples_per_s"] is not None else "?"
-        mem = f"{r['peak_mem_mib']:.0f} MiB" if r["peak_mem_mib"] is not None else "? MiB"
+        mode = f" {r['mode']}" if r.get("mode") else ""
         algorithms = f" ({r['algorithms']} algorithms)" if r.get("algorithms") else ""
-        lines.append(f"{r['impl']:9} {r['model']:13} {r['precision']:4} {r['layout']}{algorithms} batch {r['batch']}: "
-                     f"{rate} samples/s ({r['timed_steps']} steps after {r['warmup_steps']} warm-up), peak {mem}")
+        batch = f" batch {r['batch']}" if r.get("batch") is not None else ""
+        tiny = " (--tiny: a logic check, not a measurement)" if r.get("tiny") else ""
+        head = f"{r['impl']:9} {r['model']:13} {r['precision']:4} {r['layout']}{mode}{algorithms}{batch}{tiny}"
+        if r["samples_per_s"] is None:
+            lines.append(f"{head}: {r.get('status', 'missing')} ({r.get('reason') or 'no rate'})")
+            continue
+        mem = f"{r['peak_mem_mib']:.0f} MiB" if r["peak_mem_mib"] is not None else "? MiB"
+        extra = f", compile {r['compile_s']:.0f} s" if r.get("compile_s") is not None else ""
+        extra += f", {100 * r['matmul_share']:.1f} % of bf16 matmul" if r.get("matmul_share") else ""
+        lines.append(f"{head}: {r['samples_per_s']:.0f} samples/s ({r['timed_steps']} steps after "
+                     f"{r['warmup_steps']} warm-up), peak {mem}{extra}")
+    for m in matmul:
+        size = f" n={m['n']}" if m.get("n") else ""
+        lines.append(f"pytorch   dense matmul {m['precision']}{size}: {m['flops_per_s'] / 1e12:.3g} TFLOP/s")
+    for c in versus:
+        best = (f"{c['pytorch_best']:.0f} ({c['pytorch_best_mode']}, {c['pytorch_best_layout']})"
+                if c["pytorch_best"] else "none measured")
+        ours = f"{c['ringtrain']:.0f}" if c["ringtrain"] else "not run"
+        ratio = f" = {c['ratio']:.2f}x" if c["ratio"] else ""
+        lines.append(f"versus  {c['comparison']}: {ours} / {best}{ratio}")
     for c in results:
         verdict = {True: "PASS", False: "FAIL", None: "MISSING"}[c["passed"]]
         detail = f" (ringtrain {c['ringtrain']}, reference {c['reference']})" if "ringtrain" in c else ""
@@ -172,12 +275,17 @@ def main():
     out = pathlib.Path(args.out)
     smi = out / "nvidia-smi-L.txt"
     device = smi.read_text().splitlines()[0] if smi.exists() and smi.read_text().strip() else "unknown GPU"
-    rows = ringtrain_rows(out, args.date, device) + pytorch_rows(out, args.date, device)
+    torch_rows, matmul = pytorch_rows(out, args.date, device)
+    rows = ringtrain_rows(out, args.date, device) + torch_rows
+    add_matmul_share(rows, matmul)
+    if device == "unknown GPU" and torch_rows:  # a call that ran the PyTorch peer alone
+        device = torch_rows[0]["device"]
+    versus = [{"date": args.date, "device": device, **c} for c in comparisons(rows)]
     results = [{"date": args.date, "device": device, **c} for c in checks(out, rows)]
     with open(out / "gpu-summary.jsonl", "w") as f:
-        for record in rows + results:
+        for record in rows + matmul + versus + results:
             f.write(json.dumps(record) + "\n")
-    print("\n".join(summary_lines(rows, results)))
+    print("\n".join(summary_lines(rows, matmul, versus, results)))
 
 
 if __name__ == "__main__":

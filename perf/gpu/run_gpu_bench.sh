@@ -17,6 +17,8 @@
 #   WARMUP=10         steps before them, left out of the rates on both sides
 #   RUN_TESTS=1       run test_gpu first (0 to skip)
 #   PRECISIONS=...    PyTorch precisions (default fp32,tf32,bf16)
+#   PYTORCH_MODES=eager  PyTorch's modes (compare_pytorch.py --modes: eager_benchmark, compile,
+#                     compile_reduce_overhead cost minutes of compile; perf/gpu/PENDING.md has the one-line peer call)
 #   BIN=.gpurt/bin    where ringtrain and test_gpu are
 #   SKIP_PYTORCH=1    leave out the PyTorch reference (a debugging run)
 #   LAYERS=0          leave out the single-layer benchmarks (a GPU call on 2026-11-25 spent 330 s on 15 cases drawing
@@ -28,6 +30,7 @@ out=${OUT:-gpu-bench-out}
 steps=${STEPS:-60}
 warmup=${WARMUP:-10}
 precisions=${PRECISIONS:-fp32,tf32,bf16}
+pytorch_modes=${PYTORCH_MODES:-eager}
 mkdir -p "$out"
 status=0
 note() { echo "[run_gpu_bench] $*" | tee -a "$out/summary.txt"; }
@@ -112,10 +115,10 @@ run_job resnet50-fp32-measured jobs/resnet50_synthetic.toml "$data/s224" --set t
   --set gpu.conv_algorithms=measure --set gpu.deterministic=false --set gpu.workspace_mb=512
 
 [ "${SKIP_PYTORCH:-0}" = 1 ] || python3 perf/gpu/compare_pytorch.py --precisions "$precisions" --steps "$steps" --warmup "$warmup" \
-  --out "$out/pytorch.jsonl" >"$out/pytorch.log" 2>&1 || { note "compare_pytorch.py failed (see pytorch.log)"; status=1; }
+  --modes "$pytorch_modes" --out "$out/pytorch.jsonl" >"$out/pytorch.log" 2>&1 || { note "compare_pytorch.py failed (see pytorch.log)"; status=1; }
 # The layout question (NCHW vs NHWC) answered through cuDNN under PyTorch: channels_last is NHWC.
 [ "${SKIP_PYTORCH:-0}" = 1 ] || python3 perf/gpu/compare_pytorch.py --models resnet50 --precisions tf32,bf16 \
-  --channels-last --steps "$steps" --warmup "$warmup" --out "$out/pytorch.jsonl" >>"$out/pytorch.log" 2>&1 ||
+  --channels-last --modes "$pytorch_modes" --skip-matmul --steps "$steps" --warmup "$warmup" --out "$out/pytorch.jsonl" >>"$out/pytorch.log" 2>&1 ||
   { note "compare_pytorch.py --channels-last failed (see pytorch.log)"; status=1; }
 
 python3 perf/gpu/gpu_summary.py "$out" | tee -a "$out/summary.txt"

@@ -6,6 +6,7 @@ import pathlib
 import sys
 import tempfile
 import unittest
+import unittest.mock
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "perf", "gpu"))
 import gpu_summary as gs  # noqa: E402
@@ -63,7 +64,7 @@ class GpuSummary(unittest.TestCase):
 
     def test_rows_carry_the_record_format(self):
         rows = self.run_summary(fm_rate=16000, rn_peak=20000)
-        measurements = [r for r in rows if "impl" in r]
+        measurements = [r for r in rows if "impl" in r and "measure" not in r]
         self.assertEqual(len(measurements), 7)
         for r in measurements:
             for key in ("date", "device", "impl", "model", "precision", "layout", "batch", "ranks", "samples_per_s",
@@ -107,6 +108,100 @@ class GpuSummary(unittest.TestCase):
         checks = {r["check"]: r["passed"] for r in self.run_summary(fm_rate=14000, rn_peak=30000) if "check" in r}
         self.assertFalse(checks[ALLOCATIONS])
         self.assertFalse(checks["fashion_mnist fp32: ringtrain's steady samples/s >= 1.5 x PyTorch eager"])
+
+
+def mode_record(model, mode, rate=None, status="ok", reason=None, precision="bf16", peak=1000):
+    """compare_pytorch.py's line for one mode (issue 38): a skipped or failed mode has a reason and no numbers."""
+    record = {"kind": "train", "model": model, "precision": precision, "mode": mode, "status": status,
+              "channels_last": True, "device": "NVIDIA H100 80GB HBM3", "torch": "2.11.0+cu130"}
+    if status == "ok":
+        record.update(batch=64 if model == "fmnist" else 256, samples_per_s=rate, peak_memory_mib=peak,
+                      steady_peak_memory_mib=peak - 10, warmup_steps=10, timed_steps=30, sgd="fused",
+                      train_flops_per_sample=24.5e9, compile_s=60.0 if mode.startswith("compile") else None)
+    else:
+        record["reason"] = reason
+    return record
+
+
+class PytorchModes(unittest.TestCase):
+    """The PyTorch peer at its best: one row per mode, the best of those that ran, ringtrain / best."""
+
+    def summary(self, records, fm_rate=None, rn_rate=None, cuda_graphs=None):
+        with tempfile.TemporaryDirectory() as root:
+            out = pathlib.Path(root)
+            if fm_rate is not None:
+                write_run(out, "fmnist", 64, fm_rate, 1500, 500)
+                if cuda_graphs is not None:  # the job record's flag, once ringtrain captures its step
+                    path = out / "ringtrain-fmnist" / "metrics.jsonl"
+                    lines = path.read_text().splitlines()
+                    lines[0] = json.dumps({**json.loads(lines[0]), "cuda_graphs": cuda_graphs})
+                    path.write_text("\n".join(lines) + "\n")
+            if rn_rate is not None:
+                write_run(out, "resnet50-tf32", 256, rn_rate, 12000, 500, allocated=11000)
+            (out / "pytorch.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+            sys.argv = ["gpu_summary.py", str(out), "--date", "2026-11-27"]
+            gs.main()
+            return [json.loads(line) for line in (out / "gpu-summary.jsonl").read_text().splitlines()]
+
+    def test_every_mode_is_a_row_and_a_skipped_one_has_no_number(self):
+        rows = self.summary([mode_record("resnet50", "eager", 4700), mode_record("resnet50", "compile", 5300),
+                             mode_record("resnet50", "compile_max_autotune", status="skipped",
+                                         reason="minutes of compile: only when --modes names it"),
+                             mode_record("resnet50", "compile_reduce_overhead", status="failed",
+                                         reason="RuntimeError: x")])
+        torch_rows = {r["mode"]: r for r in rows if r.get("impl") == "pytorch" and "model" in r}
+        self.assertEqual(set(torch_rows), {"eager", "compile", "compile_max_autotune", "compile_reduce_overhead"})
+        skipped = torch_rows["compile_max_autotune"]
+        self.assertEqual((skipped["status"], skipped["samples_per_s"]), ("skipped", None))
+        self.assertIn("--modes", skipped["reason"])
+        self.assertIsNone(torch_rows["compile_reduce_overhead"]["samples_per_s"])
+        self.assertEqual(torch_rows["compile"]["compile_s"], 60.0)
+        self.assertEqual(torch_rows["compile"]["torch"], "2.11.0+cu130")
+
+    def test_the_best_is_the_fastest_mode_that_ran_and_the_ratio_is_ours_over_it(self):
+        rows = self.summary([mode_record("resnet50", "eager", 4700, precision="tf32"),
+                             mode_record("resnet50", "eager_benchmark", 4800, precision="tf32"),
+                             mode_record("resnet50", "compile", 5000, precision="tf32"),
+                             mode_record("resnet50", "compile_max_autotune", status="skipped", reason="budget",
+                                         precision="tf32")], rn_rate=6000)
+        versus = next(r for r in rows if r.get("comparison", "").startswith("resnet50 tf32"))
+        self.assertEqual((versus["pytorch_best"], versus["pytorch_best_mode"]), (5000, "compile"))
+        self.assertAlmostEqual(versus["ratio"], 1.2)
+        self.assertEqual(versus["pytorch_modes_measured"], ["compile", "eager", "eager_benchmark"])
+
+    def test_lines_before_issue_38_are_eager(self):
+        rows = self.summary([torch_record("fmnist", "fp32", 64, 10000, 300)], fm_rate=16000)
+        row = next(r for r in rows if r.get("impl") == "pytorch" and "model" in r)
+        self.assertEqual((row["mode"], row["status"], row["sgd"]), ("eager", "ok", "default"))
+        checks = {r["check"]: r["passed"] for r in rows if "check" in r}
+        self.assertTrue(checks["fashion_mnist fp32: ringtrain's steady samples/s >= 1.5 x PyTorch eager"])
+
+    def test_fashion_mnist_against_three_times_reduce_overhead(self):
+        check = "fashion_mnist bf16: ringtrain (CUDA graphs) >= 3 x PyTorch compile_reduce_overhead"
+        records = [mode_record("fmnist", "eager", 20000, precision="bf16"),
+                   mode_record("fmnist", "compile_reduce_overhead", 40000, precision="bf16")]
+        with unittest.mock.patch.object(gs, "ringtrain_rows", lambda out, date, device: [
+                {"impl": "ringtrain", "model": "fashion_mnist", "precision": "bf16", "layout": "nhwc",
+                 "samples_per_s": 130000, "batch": 64, "timed_steps": 90, "warmup_steps": 10, "peak_mem_mib": 300,
+                 "cuda_graphs": True}]):
+            rows = self.summary(records)
+        result = next(r for r in rows if r.get("check") == check)
+        self.assertTrue(result["passed"])
+        self.assertEqual((result["reference"], result["ringtrain_cuda_graphs"]), (120000, True))
+        result = next(r for r in self.summary(records, fm_rate=110000) if r.get("check") == check)
+        self.assertIsNone(result["passed"])  # the job ran fp32 only: no bf16 ringtrain row to compare
+        records = [dict(r, precision="fp32") for r in records]
+        result = next(r for r in self.summary(records, fm_rate=110000) if "check" in r and "(CUDA graphs)" in r["check"])
+        self.assertFalse(result["passed"])
+        self.assertIsNone(result["ringtrain_cuda_graphs"])  # a job record from before CUDA graphs
+
+    def test_the_bf16_rows_carry_their_share_of_the_matmul_rate(self):
+        rows = self.summary([mode_record("resnet50", "compile", 5000),
+                             {"kind": "matmul", "precision": "bf16", "n": 8192, "flops_per_s": 7e14, "status": "ok"},
+                             {"kind": "matmul", "precision": "tf32", "n": 8192, "status": "skipped", "reason": "cpu"}])
+        row = next(r for r in rows if r.get("mode") == "compile")
+        self.assertAlmostEqual(row["matmul_share"], 5000 * 24.5e9 / 7e14)
+        self.assertEqual([r["precision"] for r in rows if r.get("measure") == "dense matmul rate"], ["bf16"])
 
 
 if __name__ == "__main__":
