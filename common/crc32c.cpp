@@ -1,5 +1,6 @@
-// Owns the table-driven CRC-32C (reflected polynomial 0x82F63B78), eight bytes a step ("slicing by 8"): `inspect`
-// checks every byte of a split with it, so it runs at a few GB/s rather than a byte-at-a-time table's ~400 MB/s.
+// Owns CRC-32C (reflected polynomial 0x82F63B78): on x86-64 processors with SSE 4.2 (all of them since 2008) the
+// processor's crc32 instruction, eight bytes a step (over 10 GB/s: the JPEG loader checks every sample it reads);
+// elsewhere a table-driven form, eight bytes a step ("slicing by 8", a few GB/s).
 #include "common/crc32c.h"
 
 #include <array>

@@ -124,8 +124,11 @@ Outcome run_decode(std::span<const uint8_t> bytes, const JpegWindowRequest& requ
 
 }  // namespace
 
+// Only 1/8, 2/8, 4/8 and 8/8: libjpeg-turbo has SIMD inverse DCTs for these alone, and its plain-C ones for the
+// scales between (and the larger ones it then uses to bring subsampled chroma up to size) cost more than decoding at
+// the next larger SIMD scale.
 int jpeg_scale_eighths(float window_height, float window_width, int out_height, int out_width) {
-  for (int m = 1; m < 8; ++m)
+  for (int m = 1; m < 8; m *= 2)
     if (window_height * static_cast<float>(m) >= 8.0f * static_cast<float>(out_height) &&
         window_width * static_cast<float>(m) >= 8.0f * static_cast<float>(out_width))
       return m;

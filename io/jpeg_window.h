@@ -1,8 +1,7 @@
 // Owns decoding only the part of a JPEG that a crop needs: the header first (an image over kMaxImagePixels is
-// refused before its pixels are asked memory for), then, with libjpeg-turbo, the smallest DCT scale (1/8 to 8/8)
-// that keeps the window at least as large as the sample it becomes, only the window's columns (rounded out to whole
-// blocks) and only its rows. A 500x375 photo cropped to 224x224 from its centre decodes about a third of its
-// pixels at 5/8 scale. Gray, colour and CMYK/YCCK JPEGs, baseline or progressive, come out with the channels asked.
+// refused before its pixels are asked memory for), then, with libjpeg-turbo, the smallest DCT scale (1/8, 1/4, 1/2
+// or 1) that keeps the window at least as large as the sample it becomes, only the window's columns (rounded out to
+// whole blocks) and only its rows. Gray, colour and CMYK/YCCK JPEGs, baseline or progressive, come out with the channels asked.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -39,8 +38,8 @@ struct DecodedWindow {
   int scale_eighths = 8;
 };
 
-// The DCT scale, in eighths, for a window of window_height x window_width pixels becoming out_height x out_width:
-// the smallest that does not make the window smaller than the output on either side.
+// The DCT scale, in eighths (1, 2, 4 or 8), for a window of window_height x window_width pixels becoming
+// out_height x out_width: the smallest that does not make the window smaller than the output on either side.
 int jpeg_scale_eighths(float window_height, float window_width, int out_height, int out_width);
 
 // Throws DataError for data libjpeg cannot decode (including corrupt or truncated data within the rows read),

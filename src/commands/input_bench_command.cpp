@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <sys/resource.h>
+
 #include <chrono>
 
 #include "commands/commands.h"
@@ -41,8 +43,16 @@ train::BatchPlan epoch_batches(const config::JobConfig& job, const dist::World& 
 
 struct Timed {
   double seconds = 0;
+  double cpu_seconds = 0;  // the process's, every thread's: a rate per CPU-second holds on a busy machine too
   train::LoaderTimes loader;
 };
+
+double process_cpu_seconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
 
 Timed run_pipeline(const config::JobConfig& job, const dist::World& world, const InputBenchArgs& args,
                    io::ShardReader& reader, int& threads) {
@@ -56,8 +66,10 @@ Timed run_pipeline(const config::JobConfig& job, const dist::World& world, const
   for (int i = 0; i < args.warmup; ++i) loader.recycle(loader.next(nullptr));
   const train::LoaderTimes before = loader.times();
   const auto start = Clock::now();
+  const double cpu_start = process_cpu_seconds();
   for (int i = 0; i < args.batches; ++i) loader.recycle(loader.next(nullptr));
-  Timed timed{std::chrono::duration<double>(Clock::now() - start).count(), loader.times()};
+  Timed timed{std::chrono::duration<double>(Clock::now() - start).count(), process_cpu_seconds() - cpu_start,
+              loader.times()};
   timed.loader.read_s -= before.read_s;
   timed.loader.convert_s -= before.convert_s;
   timed.loader.samples -= before.samples;
@@ -100,6 +112,8 @@ int input_bench(int* argc, char*** argv, const InputBenchArgs& args) {
           {"batches", args.batches},
           {"warmup_batches", args.warmup},
           {"seconds", timed.seconds},
+          {"cpu_seconds", timed.cpu_seconds},
+          {"images_per_cpu_s", images / timed.cpu_seconds},
           {"loader_read_s", timed.loader.read_s},
           {"loader_convert_s", timed.loader.convert_s}};
       fmt::print("{}\n", line.dump());

@@ -33,13 +33,23 @@ std::string straggler_warning(const StepTimeSpread& spread) {
                      spread.median_s * 1e3);
 }
 
-std::string starvation_warning(double data_wait_s, double step_s, int prefetch_batches, double threshold) {
+std::string starvation_warning(double data_wait_s, double step_s, int prefetch_batches, const LoaderLoad& loader,
+                               double threshold) {
   if (step_s <= 0 || data_wait_s <= threshold * step_s) return "";
+  const std::string remedy =
+      loader.convert_s >= loader.read_s
+          ? fmt::format("the loader's {} thread{} spend {:.1f} ms a batch decoding and augmenting against {:.1f} ms "
+                        "reading shards: raise data.loader_threads (now {}) where the rank has idle cores, or store "
+                        "smaller photos (prepare images --max-side)",
+                        loader.threads, loader.threads == 1 ? "" : "s", loader.convert_s * 1e3, loader.read_s * 1e3,
+                        loader.threads)
+          : fmt::format("the loader spends {:.1f} ms a batch reading shards against {:.1f} ms decoding and "
+                        "augmenting: put the shards on faster storage (ringtrain-bench BM_ShardReader* shows the "
+                        "read rate)",
+                        loader.read_s * 1e3, loader.convert_s * 1e3);
   return fmt::format("data starvation: the step waited {:.1f} ms of {:.1f} ms ({:.1f} %) for the next batch. Raise "
-                     "data.prefetch_batches (now {}) to ride out slow reads; if the wait stays, the loader thread is "
-                     "slower than the step: put the shards on faster storage (ringtrain-bench BM_ShardReader* shows "
-                     "the read rate)",
-                     data_wait_s * 1e3, step_s * 1e3, data_wait_s / step_s * 100, prefetch_batches);
+                     "data.prefetch_batches (now {}) to ride out slow reads; if the wait stays, {}",
+                     data_wait_s * 1e3, step_s * 1e3, data_wait_s / step_s * 100, prefetch_batches, remedy);
 }
 
 double peak_rss_mb() {

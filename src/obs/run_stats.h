@@ -20,8 +20,18 @@ StepTimeSpread step_time_spread(const std::vector<double>& per_rank_s, double st
 // "" or a line naming the straggler, how much slower it is, and where to look.
 std::string straggler_warning(const StepTimeSpread& spread);
 
-// "" or a line saying the step waited for data more than `threshold` of its time, with the knob to turn.
-std::string starvation_warning(double data_wait_s, double step_s, int prefetch_batches, double threshold = 0.05);
+// Where the loader's own time goes, per batch: the shard reads on its thread, and the decoding, augmenting and
+// normalising shared by its `threads`.
+struct LoaderLoad {
+  double read_s = 0, convert_s = 0;
+  int threads = 1;
+};
+
+// "" or a line saying the step waited for data more than `threshold` of its time, and the remedy for what the
+// loader measured: more loader threads (or smaller stored photos) when converting is its bottleneck, faster
+// storage when reading is.
+std::string starvation_warning(double data_wait_s, double step_s, int prefetch_batches, const LoaderLoad& loader,
+                               double threshold = 0.05);
 
 // Peak resident set of this process so far (getrusage), and its resident set now (/proc/self/statm), MiB.
 double peak_rss_mb();

@@ -339,7 +339,7 @@ EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, doub
   r.spread = obs::step_time_spread(step_s);
   for (const auto& w : {obs::straggler_warning(r.spread),
                         obs::starvation_warning(r.sums.times.data_wait / ranks / steps_run, epoch_train_s / steps_run,
-                                                run_.job.data.prefetch_batches)})
+                                                run_.job.data.prefetch_batches, loader_load())})
     if (!w.empty()) r.warnings.push_back(w), run_.say("warning: " + w);
   last_eval_s_ = util::now_s() - eval_start;
 
@@ -369,6 +369,12 @@ double TrainingLoop::memory_needed_mb() const {
   const double host =
       backend.allocates_host_memory() ? planned_bytes() + static_cast<double>(backend.working_bytes()) : 0;
   return (host + data_.loader_queue_bytes()) / (1 << 20);
+}
+
+obs::LoaderLoad TrainingLoop::loader_load() const {
+  const LoaderTimes t = loader_->times();
+  const auto batches = static_cast<double>(std::max<int64_t>(t.batches, 1));
+  return {t.read_s / batches, t.convert_s / batches, loader_->threads()};
 }
 
 // The backend's buffers, and this rank's share of the memory its node's ranks share (the parameters, gradients and

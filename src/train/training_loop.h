@@ -14,6 +14,7 @@
 #include "model/layer_profile.h"
 #include "obs/gpu_monitor.h"
 #include "obs/trace.h"
+#include "obs/run_stats.h"
 #include "train/batch_loader.h"
 #include "train/checkpointer.h"
 #include "train/device_batch.h"
@@ -61,6 +62,7 @@ class TrainingLoop {
   Resumable within_epoch(int epoch, int64_t step, const EpochTally& tally) const;  // after `step` is done
   double planned_bytes() const;
   double memory_needed_mb() const;
+  obs::LoaderLoad loader_load() const;  // the training loader's time per batch so far
   void write_trace();
 
   const RunContext& run_;

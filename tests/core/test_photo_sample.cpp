@@ -91,15 +91,16 @@ TEST(PhotoSample, AtFullDctScaleItIsTheFullDecodesResampling) {
   EXPECT_EQ(out, reference_sample(jpeg, photo_crop(sampling, {}, 100, 120), sampling.shape));
 }
 
-// Where the decoder scales by 5/8 the sample is made from averaged blocks instead of full pixels: close to the
-// full-scale resampling on a smooth photo (a wrong window or flip would be tens of levels away on average).
+// Where the decoder scales down (1/2 or 1/4 for most crops of a 1200x900 photo) the sample is made from averaged
+// blocks instead of full pixels: close to the full-scale resampling on a smooth photo (a wrong window or flip would
+// be tens of levels away on average).
 TEST(PhotoSample, AtAReducedDctScaleItStaysCloseToTheFullDecode) {
-  const auto jpeg = io::encode_jpeg(smooth_photo(375, 500), 90);
-  const PhotoSampling sampling{true, {AugmentKind::resized_crop_flip}, 256, {3, 224, 224}};
+  const auto jpeg = io::encode_jpeg(smooth_photo(900, 1200), 90);
+  const PhotoSampling sampling{true, {AugmentKind::resized_crop_flip}, 256, {3, 112, 112}};
   for (int64_t sample = 0; sample < 8; ++sample) {
-    std::vector<uint8_t> out(3 * 224 * 224);
-    decode_photo_sample(sampling, {3, 0, 0, sample}, jpeg, 375, 500, out);
-    const auto expected = reference_sample(jpeg, photo_crop(sampling, {3, 0, 0, sample}, 375, 500), sampling.shape);
+    std::vector<uint8_t> out(3 * 112 * 112);
+    decode_photo_sample(sampling, {3, 0, 0, sample}, jpeg, 900, 1200, out);
+    const auto expected = reference_sample(jpeg, photo_crop(sampling, {3, 0, 0, sample}, 900, 1200), sampling.shape);
     double error = 0;
     for (std::size_t i = 0; i < out.size(); ++i) error += std::abs(out[i] - expected[i]);
     EXPECT_LT(error / static_cast<double>(out.size()), 3.0) << "sample " << sample;

@@ -66,17 +66,18 @@ TEST(JpegWindow, AWindowAtFullScaleHoldsTheFullDecodesPixelsThere) {
 }
 
 TEST(JpegWindow, TheScaleKeepsTheWindowAtLeastTheOutputsSize) {
-  EXPECT_EQ(jpeg_scale_eighths(375, 500, 224, 224), 5);  // 375 * 5/8 = 234 >= 224; 4/8 gives 187
-  EXPECT_EQ(jpeg_scale_eighths(300, 400, 224, 224), 6);
+  EXPECT_EQ(jpeg_scale_eighths(375, 500, 224, 224), 8);  // 4/8 would give 187 < 224
+  EXPECT_EQ(jpeg_scale_eighths(448, 600, 224, 224), 4);
   EXPECT_EQ(jpeg_scale_eighths(100, 100, 224, 224), 8);  // smaller than the output: no reduction
   EXPECT_EQ(jpeg_scale_eighths(2000, 2000, 224, 224), 1);
-  const auto jpeg = encode_test_jpeg(photo_like(375, 500, 3, 3), 90);
+  EXPECT_EQ(jpeg_scale_eighths(1000, 1000, 224, 224), 2);
+  const auto jpeg = encode_test_jpeg(photo_like(600, 800, 3, 3), 90);
   DecodedWindow out;
-  decode_jpeg_window(jpeg, {{10, 20, 300, 400}, 224, 224, 3, false}, out);
-  EXPECT_EQ(out.scale_eighths, 6);
+  decode_jpeg_window(jpeg, {{10, 20, 500, 460}, 224, 224, 3, false}, out);
+  EXPECT_EQ(out.scale_eighths, 4);
   EXPECT_GE(out.window.height, 224.0f);
   EXPECT_GE(out.window.width, 224.0f);
-  EXPECT_LE(out.rows, 300 * 6 / 8 + 4);  // only the window's rows (and the taps' neighbours)
+  EXPECT_LE(out.rows, 500 / 2 + 4);  // only the window's rows (and the taps' neighbours)
 }
 
 TEST(JpegWindow, GrayBecomesRgbAndRgbBecomesLuma) {

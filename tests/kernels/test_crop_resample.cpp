@@ -85,6 +85,34 @@ TEST(CropResample, WithinRoundingOfDoublePrecisionBilinear) {
   }
 }
 
+// The CUDA kernel evaluates resampled_value() per output value; the CPU twin's separable loop must give its bits.
+TEST(CropResample, TheCpuLoopGivesThePerValueFunctionsBits) {
+  std::mt19937 random(4);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int channels = trial % 3 == 0 ? 1 : 3;
+    const Image image = random_image(30 + trial, 90 - trial, channels, 100u + static_cast<unsigned>(trial));
+    const float height = 1 + unit(random) * (static_cast<float>(image.rows) - 1);
+    const float width = 1 + unit(random) * (static_cast<float>(image.columns) - 1);
+    const CropWindow window{unit(random) * (static_cast<float>(image.rows) - height),
+                            unit(random) * (static_cast<float>(image.columns) - width), height, width};
+    const int out_h = 3 + (trial * 7) % 61, out_w = 2 + (trial * 11) % 67;
+    const bool flip = trial % 2 == 0;
+    std::vector<uint8_t> out(static_cast<std::size_t>(channels * out_h * out_w));
+    cpu::crop_resample(image.view(), window, flip, {channels, out_h, out_w}, out);
+    for (int c = 0; c < channels; ++c)
+      for (int y = 0; y < out_h; ++y)
+        for (int x = 0; x < out_w; ++x) {
+          const AxisTap row = axis_tap(y, out_h, window.top, window.height, image.rows);
+          const AxisTap column =
+              axis_tap(source_column(x, out_w, flip), out_w, window.left, window.width, image.columns);
+          ASSERT_EQ(out[static_cast<std::size_t>((c * out_h + y) * out_w + x)],
+                    resampled_value(image.view(), row, column, c))
+              << "trial " << trial << " c " << c << " y " << y << " x " << x;
+        }
+  }
+}
+
 TEST(CropResample, TapsStayInsideTheImageAtItsEdges) {
   for (int length : {1, 2, 7, 224})
     for (int i = 0; i < length; ++i) {

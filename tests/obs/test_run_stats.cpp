@@ -32,12 +32,23 @@ TEST(StepTimeSpread, BoundaryAndDegenerateInputs) {
 }
 
 TEST(Starvation, WarnsAboveFivePercentAndNamesTheKnob) {
-  EXPECT_EQ(obs::starvation_warning(0.004, 0.100, 4), "") << "4 % is fine";
-  EXPECT_EQ(obs::starvation_warning(0.005, 0.100, 4), "") << "exactly 5 % is fine";
-  const std::string warning = obs::starvation_warning(0.020, 0.100, 4);
+  const obs::LoaderLoad reading{0.050, 0.010, 4};
+  EXPECT_EQ(obs::starvation_warning(0.004, 0.100, 4, reading), "") << "4 % is fine";
+  EXPECT_EQ(obs::starvation_warning(0.005, 0.100, 4, reading), "") << "exactly 5 % is fine";
+  const std::string warning = obs::starvation_warning(0.020, 0.100, 4, reading);
   EXPECT_NE(warning.find("20.0 %"), std::string::npos) << warning;
   EXPECT_NE(warning.find("data.prefetch_batches (now 4)"), std::string::npos) << warning;
-  EXPECT_EQ(obs::starvation_warning(1.0, 0.0, 4), "") << "no steps, no verdict";
+  EXPECT_EQ(obs::starvation_warning(1.0, 0.0, 4, reading), "") << "no steps, no verdict";
+}
+
+// The remedy follows what the loader measured: its threads decoding, or its thread reading.
+TEST(Starvation, NamesTheLoadersBottleneck) {
+  const std::string decoding = obs::starvation_warning(0.050, 0.100, 4, {0.002, 0.300, 8});
+  EXPECT_NE(decoding.find("raise data.loader_threads (now 8)"), std::string::npos) << decoding;
+  EXPECT_EQ(decoding.find("faster storage"), std::string::npos) << decoding;
+  const std::string reading = obs::starvation_warning(0.050, 0.100, 4, {0.200, 0.010, 8});
+  EXPECT_NE(reading.find("faster storage"), std::string::npos) << reading;
+  EXPECT_EQ(reading.find("loader_threads"), std::string::npos) << reading;
 }
 
 TEST(Memory, ResidentSetGrowsWithTouchedMemory) {

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Packs what a GPU machine without MPI or HDF5 needs to run a build of this checkout (../shared/gpu/README.md) into
+# .gpurt/, the folder a device call carries: root.tar.xz (Open MPI + HDF5 from Debian, ../shared/gpu's bundle),
+# lib.tar.xz (the other libraries the binaries load that such a machine lacks: fmt, toml++, OpenBLAS with its Fortran
+# runtime, oneDNN, libjpeg, libpng, libgomp, Google Benchmark), bin.tar.xz (the named binaries, stripped), env.sh,
+# cuda-libs.sh, and fmnist/ (Debian's Fashion-MNIST files). BUILT.txt says which commit the binaries are.
+#   perf/gpu/pack_carried.sh BUILD_DIR [BINARY ...]     default binaries: ringtrain test_gpu
+# Then carry .gpurt/root.tar.xz, .gpurt/lib.tar.xz, .gpurt/bin.tar.xz, .gpurt/env.sh, .gpurt/cuda-libs.sh (and
+# .gpurt/fmnist for the fmnist stage), naming each: the unpacked folders would not fit the 64 MiB a call carries.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:?usage: pack_carried.sh BUILD_DIR [BINARY ...]}
+shift
+binaries=(ringtrain test_gpu)
+[ $# -gt 0 ] && binaries=("$@")
+shared=../shared/gpu
+mkdir -p .gpurt
+if [ ! -f .gpurt/root.tar.xz ]; then
+  [ -d .gpurt/root ] || bash "$shared/make-mpi-hdf5-bundle.sh" .gpurt >/dev/null
+  tar cJf .gpurt/root.tar.xz -C .gpurt root
+fi
+cp "$shared/cuda-libs.sh" .gpurt/
+rm -rf .gpurt/bin .gpurt/lib && mkdir -p .gpurt/bin .gpurt/lib
+for b in "${binaries[@]}"; do strip -o ".gpurt/bin/$b" "$build/bin/$b"; done
+# Every library the binaries load from Debian's folders or the oneDNN venv that is neither the C/C++ runtime nor in the
+# bundle nor a GPU library (the GPU machine has those in its Python packages; cuda-libs.sh finds them).
+for b in "${binaries[@]}"; do ldd "$build/bin/$b"; done | awk '$3 ~ /^\// {print $1, $3}' | sort -u |
+  while read -r name path; do
+    case $name in
+      libc.so*|libm.so*|libstdc++*|libgcc_s*|libpthread*|libdl.so*|librt.so*|ld-linux*) continue ;;
+      libcudnn*|libnccl*|libcublas*|libcudart*|libnvidia*|libcuda.so*) continue ;;
+    esac
+    [ -e ".gpurt/root/usr/lib/x86_64-linux-gnu/$name" ] && continue
+    cp -L "$path" ".gpurt/lib/$name"
+  done
+tar cJf .gpurt/lib.tar.xz -C .gpurt lib
+tar cJf .gpurt/bin.tar.xz -C .gpurt bin
+if [ ! -d .gpurt/fmnist ]; then mkdir -p .gpurt/fmnist && cp /usr/share/datasets/fashion-mnist/*.gz .gpurt/fmnist/; fi
+echo "$(git rev-parse --short HEAD)$(git diff --quiet || echo '+changes') ${binaries[*]} from $build" >.gpurt/BUILT.txt
+du -ch .gpurt/{root,lib,bin}.tar.xz .gpurt/fmnist | tail -1
+echo "lib.tar.xz: $(ls .gpurt/lib | tr '\n' ' ')"
