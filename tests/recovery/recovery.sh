@@ -34,6 +34,7 @@ common=(--set data.train="$work/data/train" --set data.test="$work/data/test" --
         --set train.max_steps_per_epoch=25 --set run.progress_every_s=1000)
 train() { mpirun -np "${NP:-2}" --oversubscribe "$bin" train "$@"; }
 checksum() { tail -1 "$1/metrics.jsonl" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["param_checksum"])'; }
+is_checksum() { [[ "$1" =~ ^[0-9a-f]{16}$ ]]; }  # util/checksum.h: 16 hex digits; two missing ones are not "equal"
 # times MSG seen in LOG: the message printed by every rank
 seen() { grep -cF -- "$2" "$1"; }
 
@@ -46,7 +47,11 @@ preempt_and_resume() {
   train "$job" "${common[@]}" "$@" --set run.dir="$work/$name-whole" >"$work/$name-whole.log" 2>&1 ||
     fail "$name: uninterrupted run: $(tail -3 "$work/$name-whole.log")"
   local want got rc
-  want=$(checksum "$work/$name-whole")
+  want=$(checksum "$work/$name-whole" 2>/dev/null)
+  if ! is_checksum "$want"; then
+    fail "$name: the uninterrupted run left no param_checksum ('$want'): $(tail -3 "$work/$name-whole.log")"
+    return
+  fi
   # Signal once the first epoch's checkpoint exists, so the stop lands mid-way through epoch 2.
   train "$job" "${common[@]}" "$@" --set run.dir="$work/$name" >"$work/$name.log" 2>&1 &
   local launcher=$!
@@ -63,7 +68,7 @@ preempt_and_resume() {
   train "$job" "${common[@]}" "$@" --set run.dir="$work/$name" --resume >"$work/$name-resume.log" 2>&1
   rc=$?
   got=$(checksum "$work/$name" 2>/dev/null)
-  if [ "$rc" = 0 ] && [ "$got" = "$want" ] && grep -q "resumed from" "$work/$name-resume.log"; then
+  if [ "$rc" = 0 ] && is_checksum "$got" && [ "$got" = "$want" ] && grep -q "resumed from" "$work/$name-resume.log"; then
     ok "$name: exit 75 at '$(grep -o 'checkpointing after epoch [0-9]* step [0-9]*' "$work/$name.log")', resumed, checksum $got = uninterrupted"
   else
     fail "$name: resume exit $rc, checksum $got vs uninterrupted $want"
