@@ -5,20 +5,16 @@
 set -euo pipefail
 mode=${1:?usage: job_keys_table.sh --write|--check [path/to/ringtrain]}
 bin=${2:-build/bin/ringtrain}
-page="$(dirname "$0")/../docs/job-file.md"
+here=$(dirname "$0")
+page="$here/../docs/job-file.md"
 begin='<!-- keys:begin (scripts/job_keys_table.sh --write) -->' end='<!-- keys:end -->'
-grep -qF -- "$begin" "$page" && grep -qF -- "$end" "$page" || { echo "docs/job-file.md lacks the markers: $begin ... $end"; exit 1; }
-table=$(mktemp); fresh=$(mktemp); trap 'rm -f "$table" "$fresh"' EXIT
+table=$(mktemp); trap 'rm -f "$table"' EXIT
 "$bin" keys >"$table"
-# Everything up to the begin marker, the table, everything from the end marker on.
-awk -v b="$begin" -v e="$end" -v t="$table" '
-  $0 == b { print; while ((getline line < t) > 0) print line; skip = 1; next }
-  $0 == e { skip = 0 }
-  !skip { print }' "$page" >"$fresh"
 case $mode in
-  --write) cp "$fresh" "$page"; echo "docs/job-file.md: job-key table rewritten from $bin keys" ;;
+  --write) bash "$here/doc_table.sh" --write "$page" "$begin" "$end" "$table"
+           echo "docs/job-file.md: job-key table rewritten from $bin keys" ;;
   --check)
-    if ! diff -u "$page" "$fresh"; then
+    if ! bash "$here/doc_table.sh" --check "$page" "$begin" "$end" "$table"; then
       echo "docs/job-file.md's key table differs from \`ringtrain keys\`: run scripts/job_keys_table.sh --write"; exit 1
     fi
     echo "docs/job-file.md's key table matches \`ringtrain keys\`" ;;

@@ -15,8 +15,8 @@ object per line, ours and PyTorch's alike:
   matmul:       date, device, impl pytorch, measure "dense matmul rate", precision, flops_per_s;
   comparisons:  date, device, comparison, model, precision, PyTorch's best (the fastest mode that ran, any layout),
                 its mode and the ratio ringtrain / best;
-  checks:       date, device, check (what is compared), passed (true | false | null when a side is missing),
-                and the numbers compared.
+  checks:       date, device, check (what is compared), passed (true | false | null when a side is missing or
+                a test log ran nothing), and the numbers compared.
 
 Usage: gpu_summary.py OUT [--date YYYY-MM-DD]
 """
@@ -24,6 +24,7 @@ import argparse
 import datetime
 import json
 import pathlib
+import re
 
 # The record to beat for ResNet-50 tf32 (perf/results/2026-11-23-gpu-h100.md).
 RESNET50_TF32_BEFORE = 1497.0
@@ -164,12 +165,16 @@ def compare(check, ours, theirs, key, passes):
 
 
 def test_log_check(out, name, check):
-    """passed when the GoogleTest log says PASSED and lists no FAILED test; null when the log is missing."""
+    """passed when the GoogleTest log lists no FAILED test and at least one PASSED; null when the log is missing or
+    every test in it skipped (nothing was proved either way: "[  PASSED  ] 0 tests" is not a pass)."""
     path = out / name
     if not path.exists():
         return {"check": check, "passed": None}
     text = path.read_text()
-    return {"check": check, "passed": "[  PASSED  ]" in text and "[  FAILED  ]" not in text}
+    passed = sum(int(n) for n in re.findall(r"^\[  PASSED  \] (\d+) tests?\.", text, re.M))
+    skipped = sum(int(n) for n in re.findall(r"^\[  SKIPPED \] (\d+) tests?,", text, re.M))
+    verdict = False if "[  FAILED  ]" in text else True if passed > 0 else None
+    return {"check": check, "passed": verdict, "tests_passed": passed, "tests_skipped": skipped}
 
 
 def observability_checks(out):
@@ -261,8 +266,10 @@ def summary_lines(rows, matmul, versus, results):
         ratio = f" = {c['ratio']:.2f}x" if c["ratio"] else ""
         lines.append(f"versus  {c['comparison']}: {ours} / {best}{ratio}")
     for c in results:
-        verdict = {True: "PASS", False: "FAIL", None: "MISSING"}[c["passed"]]
+        verdict = {True: "PASS", False: "FAIL", None: "SKIPPED" if c.get("tests_skipped") else "MISSING"}[c["passed"]]
         detail = f" (ringtrain {c['ringtrain']}, reference {c['reference']})" if "ringtrain" in c else ""
+        if "tests_passed" in c:
+            detail = f" ({c['tests_passed']} passed, {c['tests_skipped']} skipped)"
         lines.append(f"{verdict:7} {c['check']}{detail}")
     return lines
 

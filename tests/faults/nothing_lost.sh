@@ -18,9 +18,12 @@
 #   diskfull    a full file system (tmpfs) under run.dir while metrics.jsonl is appended: the records are held and
 #               written once space returns; a disk that stays full ends the run with the records on stderr
 #   signals     SIGUSR1 as soon as a rank can take it: a clean stop (exit 75), not death by the signal; a killed
-#               mpirun: its ranks end within 3 s and the last checkpoint is intact
+#               mpirun: its ranks end by themselves within a ceiling of 30 s (how fast: perf/fault_end_times.sh)
+#               and the last checkpoint is intact
 #   prepare     `prepare synthetic` of a shape or a sample count no memory or disk holds: exit 4 with the numbers,
 #               nothing written
+# diskfull mounts a tmpfs (root with CAP_SYS_ADMIN); where that fails it is skipped, saying why, and the script exits
+# 77 (CTest's skip) unless a case failed.
 # Usage: nothing_lost.sh RINGTRAIN SOURCE_DIR SCRATCH_DIR [CASE...]
 set -uo pipefail
 bin=$1 src=$2 scratch=$3
@@ -31,10 +34,10 @@ work=$(mktemp -d "$scratch/nothing_lost.XXXXXX")
 mounted=""
 cleanup() { [ -n "$mounted" ] && umount "$mounted" 2>/dev/null; [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"; }
 trap cleanup EXIT
-failures=0
+failures=0 skipped=0
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 ok() { echo "ok   $*"; }
-skip() { echo "skip $*"; }
+skip() { echo "skip $*"; skipped=$((skipped + 1)); }
 
 "$bin" prepare synthetic --shape 1,8,8 --classes 3 --samples 64 --test-samples 16 --shards 2 --out "$work/tiny" \
   >/dev/null || { echo "prepare tiny failed"; exit 1; }
@@ -100,21 +103,19 @@ if [[ " $cases " == *" concurrent "* ]]; then
   train "$job" "${slow[@]}" --set run.dir="$d" --set train.epochs=4 >"$work/busy-a.log" 2>&1 &
   first=$!
   for _ in $(seq 600); do [ -n "$(ls "$d/checkpoints" 2>/dev/null | grep -v tmp)" ] && break; sleep 0.1; done
-  start=$SECONDS
   train "$job" "${slow[@]}" --set run.dir="$d" --set train.epochs=1 --set run.overwrite=true >"$work/busy-b.log" 2>&1
   rc_b=$?
   train "$job" "${slow[@]}" --set run.dir="$d" --set train.epochs=4 --resume >"$work/busy-c.log" 2>&1
   rc_c=$?
-  took=$((SECONDS - start))
   wait "$first"
   rc_a=$?
   pid=$(grep -o 'pid [0-9]*' "$work/busy-b.log" | head -1)
   if [ "$rc_b" = 3 ] && [ "$rc_c" = 3 ] && both_ranks "$work/busy-b.log" "is in use by another run (host " &&
      both_ranks "$work/busy-c.log" "is in use by another run (host " && [ "$rc_a" = 0 ] &&
-     [ "$(epochs "$d")" = "1 2 3 4" ] && [ ! -e "$d/replaced-"* ] && [ "$took" -lt 60 ]; then
+     [ "$(epochs "$d")" = "1 2 3 4" ] && [ ! -e "$d/replaced-"* ]; then
     ok "concurrent: a fresh start and a --resume refused (exit 3, '$pid'), the first run ended 0 with epochs $(epochs "$d")"
   else
-    fail "concurrent: exits B $rc_b C $rc_c A $rc_a, epochs [$(epochs "$d")], $took s: $(grep -h -A1 'exit' "$work/busy-b.log" | head -2)"
+    fail "concurrent: exits B $rc_b C $rc_c A $rc_a, epochs [$(epochs "$d")]: $(grep -h -A1 'exit' "$work/busy-b.log" | head -2)"
   fi
 fi
 
@@ -359,7 +360,8 @@ if [[ " $cases " == *" signals "* ]]; then
     fail "signals: SIGUSR1 sent to $signalled rank(s) early: exit $rc: $(tail -3 "$work/early.log" | tr '\n' ' ')"
   fi
 
-  # A killed mpirun: its ranks end at once; the checkpoint they wrote is intact.
+  # A killed mpirun: its ranks end by themselves (in well under a second; 30 s is the ceiling of "they end", not a
+  # speed target); the checkpoint they wrote is intact.
   d=$work/orphans
   mpirun -np 2 --oversubscribe "$bin" train "$job" "${slow[@]}" --set run.dir="$d" --set train.epochs=20 \
     >"$work/orphans.log" 2>&1 &
@@ -367,13 +369,13 @@ if [[ " $cases " == *" signals "* ]]; then
   for _ in $(seq 600); do [ -n "$(ls "$d/checkpoints" 2>/dev/null | grep -v tmp)" ] && break; sleep 0.1; done
   before=$(ranks "$d" | wc -l)   # counted before the kill: a rank may see its launcher gone within a millisecond
   kill -KILL "$launcher"
-  killed_at=$SECONDS
-  for _ in $(seq 100); do [ -z "$(ranks "$d")" ] && break; sleep 0.1; done
+  killed_at=$(date +%s.%N)
+  for _ in $(seq 300); do [ -z "$(ranks "$d")" ] && break; sleep 0.1; done
   left=$(ranks "$d" | wc -l)
-  took=$((SECONDS - killed_at))
+  took=$(awk -v from="$killed_at" -v to="$(date +%s.%N)" 'BEGIN { printf "%.1f", to - from }')
   for pid in $(ranks "$d"); do kill -KILL "$pid"; done
   newest=$(ls "$d/checkpoints" | grep -v tmp | tail -1)
-  if [ "$before" = 2 ] && [ "$left" = 0 ] && [ "$took" -le 3 ] && "$bin" inspect "$d/checkpoints/$newest" >/dev/null 2>&1; then
+  if [ "$before" = 2 ] && [ "$left" = 0 ] && "$bin" inspect "$d/checkpoints/$newest" >/dev/null 2>&1; then
     ok "signals: mpirun killed: its 2 ranks ended within $took s; $newest is intact"
   else
     fail "signals: mpirun killed: $before rank(s) running, $left left after $took s; newest checkpoint '$newest'"
@@ -396,5 +398,6 @@ if [[ " $cases " == *" prepare "* ]]; then
   else fail "prepare: $refused of 2 refused"; fi
 fi
 
-echo "$failures failed"
-[ "$failures" -eq 0 ]
+echo "$failures failed, $skipped skipped"
+[ "$failures" -eq 0 ] || exit 1
+[ "$skipped" -eq 0 ] || exit 77

@@ -294,9 +294,11 @@ double relative_distance(const std::vector<float>& got, const std::vector<float>
 // at the same places, operands to bf16 and fp32 accumulation). A one-step gradient through batch norm over a batch
 // of 6 is chaotic in the roundings: the bf16 twin's own gradients sit up to 46 % from fp32's, tensor by tensor, and a
 // few roundings flipped (its input scaled by 1 + 1e-5) move them by up to 12 % (on the CPU twin: the probe
-// perf/results/2026-11-26-gpu-mixed-precision/probes/bf16_twin_chaos.cpp). So the GPU's
-// gradients must be as far from fp32's as the twin's, give or take that, and every tensor nearer to fp32's than
-// nothing at all: a wrong index or type lands near sqrt(2) or above, a lost gradient at 1.
+// perf/results/2026-11-26-gpu-mixed-precision/probes/bf16_twin_chaos.cpp; at this test's shape, batch 6 of 8x8,
+// 0.02 at most). The twin rounds where the GPU does, so the GPU is held to the twin: measured 0.005 from it over all
+// gradients on an H100 and an H200 (perf/results/2026-11-26-gpu-*/call*/test_gpu.log), bounded by 0.04 over all and
+// 0.1 per tensor (five times the worst flip seen at this shape), which a gradient off by 20 % in scale (0.2 from the
+// twin) or a wrong index or type (near sqrt(2)) breaks. fp32's distance is printed beside it.
 // The same with the activations stored NHWC (gpu.nhwc): cuDNN's NHWC convolutions and KRSC filters, the reorders at
 // the input and at flatten's place (here the global pool's 1x1 output needs none), our NHWC batch-norm kernels.
 class Bf16Layouts : public NcclReducer, public ::testing::WithParamInterface<bool> {};
@@ -334,16 +336,17 @@ TEST_P(Bf16Layouts, ASmallResNetInBf16FollowsTheFp32CpuTwin) {
   EXPECT_NEAR(got.loss_sum, want.loss_sum, 0.02 * std::abs(want.loss_sum)) << "loss";
 
   const auto all = static_cast<int64_t>(params.size());
-  const double twin_off = relative_distance(twin.moves, want.moves, 0, all);
-  const double gpu_off = relative_distance(got.moves, want.moves, 0, all);
-  std::printf("gradients' distance from fp32's: twin %.3f, GPU %.3f (GPU from twin %.3f)\n", twin_off, gpu_off,
-              relative_distance(got.moves, twin.moves, 0, all));
-  EXPECT_LE(gpu_off, 1.5 * twin_off + 0.05) << "all gradients";
+  const double from_twin = relative_distance(got.moves, twin.moves, 0, all);
+  std::printf("gradients' distance from fp32's: twin %.3f, GPU %.3f (GPU from twin %.4f)\n",
+              relative_distance(twin.moves, want.moves, 0, all), relative_distance(got.moves, want.moves, 0, all),
+              from_twin);
+  EXPECT_LE(from_twin, 0.04) << "all gradients, from the bf16 twin's";
   for (const auto& t : gpu_net.param_tensors()) {
-    const double tensor_off = relative_distance(got.moves, want.moves, t.offset, t.count);
-    std::printf("  %-28s twin %.3f  GPU %.3f\n", t.name.c_str(),
-                relative_distance(twin.moves, want.moves, t.offset, t.count), tensor_off);
-    EXPECT_LT(tensor_off, 0.9) << t.name;
+    const double tensor_from_twin = relative_distance(got.moves, twin.moves, t.offset, t.count);
+    std::printf("  %-28s from fp32: twin %.3f  GPU %.3f; GPU from twin %.4f\n", t.name.c_str(),
+                relative_distance(twin.moves, want.moves, t.offset, t.count),
+                relative_distance(got.moves, want.moves, t.offset, t.count), tensor_from_twin);
+    EXPECT_LE(tensor_from_twin, 0.1) << t.name << ", from the bf16 twin's";
   }
   EXPECT_TRUE(all_close(got.states, want.states, 0.02, 0.01)) << "batch-norm running statistics";
 }

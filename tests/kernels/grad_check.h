@@ -42,20 +42,22 @@ inline double weighted_sum(const std::vector<float>& y, const std::vector<float>
   return s;
 }
 
-// Central differences of `loss` with respect to every element of `param` (restored afterwards).
+// The central difference of `loss` with respect to one value (restored afterwards).
+inline double central_difference(float& value, float h, const std::function<double()>& loss) {
+  const float saved = value;
+  value = saved + h;
+  const double plus = loss();
+  value = saved - h;
+  const double minus = loss();
+  value = saved;
+  // The step actually taken in float, not the nominal h, is the denominator.
+  return (plus - minus) / (static_cast<double>(saved + h) - static_cast<double>(saved - h));
+}
+
+// Central differences of `loss` with respect to every element of `param`.
 inline std::vector<double> numeric_gradient(std::vector<float>& param, float h, const std::function<double()>& loss) {
   std::vector<double> g(param.size());
-  for (std::size_t i = 0; i < param.size(); ++i) {
-    const float saved = param[i];
-    param[i] = saved + h;
-    const double plus = loss();
-    param[i] = saved - h;
-    const double minus = loss();
-    param[i] = saved;
-    // The step actually taken in float, not the nominal h, is the denominator.
-    const double step = static_cast<double>(saved + h) - static_cast<double>(saved - h);
-    g[i] = (plus - minus) / step;
-  }
+  for (std::size_t i = 0; i < param.size(); ++i) g[i] = central_difference(param[i], h, loss);
   return g;
 }
 

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # N network namespaces (default 4) as N hosts on one switch: a bridge in a namespace of its own, one veth per
 # host, each host's sending side rate-limited by `tc tbf`. Open MPI runs one rank per host (an `ip netns exec`
-# launcher in place of ssh, TCP only), and ringtrain-allreduce-bench times ringtrain's own reducer. Checks:
+# launcher in place of ssh, TCP only), and ringtrain-allreduce-bench times ringtrain's own reducer. Checks that
+# one rank runs in each namespace, that the benchmarks run to their end, and that the limit is in force (the ring
+# all-reduce takes at least half what the nominal rate allows; a loaded machine can only make it slower). Prints:
 #   ring:  with ringtrain's Open MPI defaults (libnbc's ring), the all-reduce of 8 MiB takes what
 #          perf/scaling_model.py's ring formula predicts from the *nominal* tbf rate, 2(N-1)/N * S/B, within
-#          TOL (the two-host test can only fit the rate; here N > 2 tests the formula's rank dependence)
+#          TOL (the two-host test can only fit the rate; here N > 2 tests the formula's rank dependence); a
+#          verdict only with RT_MULTIHOST_CHECK_MODEL=1 (perf/multihost_model.sh, on an idle machine)
 #   tree:  Open MPI's own choice (OMPI_MCA_coll_libnbc_iallreduce_algorithm=0: its binomial tree, which it
 #          picks for any in-place buffer) is printed beside it, not checked
 # With RT_RING_TRAIN_STEPS=S (and RINGTRAIN=binary) it also trains jobs/fashion_mnist.toml for S steps on the
@@ -104,18 +107,22 @@ echo "ring (ringtrain's default): $(cat "$scratch/ring.json")"
 echo "Open MPI's own choice:      $(cat "$scratch/tree.json")"
 
 python3 - "$src/perf" "$scratch" "$rate_mbit" "$nodes" "$TOL" <<'PY' || failures=$((failures + 1))
-import json, sys
+import json, os, sys
 sys.path.insert(0, sys.argv[1])
 import scaling_model as sm
 scratch, rate, nodes, tol = sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+verdicts = os.environ.get("RT_MULTIHOST_CHECK_MODEL") == "1"
 ring = json.load(open(f"{scratch}/ring.json"))
 tree = json.load(open(f"{scratch}/tree.json"))
 nominal = sm.Link(rate * 1e6 / 8, 0.0, "nominal")
 model = sm.ring_allreduce_s(nodes, ring["bytes"], nominal)
 err = ring["median_s"] / model - 1
-print(f"{'ok  ' if abs(err) <= tol else 'FAIL'} ring all-reduce of {ring['bytes'] / 2**20:.0f} MiB on {nodes} hosts at "
-      f"{rate:g} Mb/s: measured {ring['median_s'] * 1e3:.1f} ms, model 2(N-1)/N*S/B {model * 1e3:.1f} ms, error "
-      f"{err * 100:+.1f} % (tolerance {tol * 100:.0f} %)")
+within = abs(err) <= tol
+in_force = ring["median_s"] >= 0.5 * model
+print(f"{('ok  ' if within else 'FAIL') if verdicts else '    '} ring all-reduce of {ring['bytes'] / 2**20:.0f} MiB on "
+      f"{nodes} hosts at {rate:g} Mb/s: measured {ring['median_s'] * 1e3:.1f} ms, model 2(N-1)/N*S/B "
+      f"{model * 1e3:.1f} ms, error {err * 100:+.1f} % (tolerance {tol * 100:.0f} %{'' if verdicts else ', not checked here'})")
+print(f"{'ok  ' if in_force else 'FAIL'} the rate limit is in force: at least half the model's time")
 print(f"     Open MPI's own choice: {tree['median_s'] * 1e3:.1f} ms ({tree['median_s'] / ring['median_s']:.2f}x the ring)")
 bf16 = json.load(open(f"{scratch}/ring-bf16.json"))
 print(f"     bf16 on the wire: {bf16['median_s'] * 1e3:.1f} ms ({ring['median_s'] / bf16['median_s']:.2f}x faster than fp32)")
@@ -134,7 +141,7 @@ if os.path.exists(f"{scratch}/limited/metrics.jsonl"):
     print(f"     training under the limit, bf16 on the wire: {half['epoch_train_s'] / half['steps'] * 1e3:.1f} ms per step "
           f"({measured / (half['epoch_train_s'] / half['steps']):.2f}x faster than fp32), exposed all-reduce "
           f"{half['allreduce_s'] / half['steps'] * 1e3:.1f} ms, test accuracy {half['test_acc']:.4f} (fp32: {epoch['test_acc']:.4f})")
-sys.exit(0 if abs(err) <= tol else 1)
+sys.exit(0 if in_force and (within or not verdicts) else 1)
 PY
 echo "$failures failure(s)"
 [ "$failures" = 0 ]

@@ -3,15 +3,20 @@
 # in each, started through an `ip netns exec` launcher in place of ssh (plm_rsh_agent), TCP only, interfaces
 # chosen by subnet. Runs the all-reduce benchmark (ringtrain's own CPU reducer, as training uses it) and a short
 # Fashion-MNIST training, first on the bare
-# veth, then with both ends rate-limited by `tc tbf` (this kernel has no netem), and checks the measurements
-# against perf/scaling_model.py. The emulated link is described by measurement, as one describes a real
-# fabric by its all-reduce bus bandwidth: alpha and beta are fitted to the limited link's all-reduce times at
-# 2 and 8 MiB; then
+# veth, then with both ends rate-limited by `tc tbf` (this kernel has no netem). Checks:
+#   placement: one rank in each namespace; the benchmarks and both trainings run to their end
+#   shared:    dist.reducer = "shared" across the hosts (one rank a node) ends on the bare run's parameters
+#   limit:     the limited 8 MiB all-reduce takes at least half what the nominal rate allows (the limit is in
+#              force; a loaded machine can only make it slower)
+# and prints the measurements against perf/scaling_model.py: the emulated link is described by measurement, as
+# one describes a real fabric by its all-reduce bus bandwidth: alpha and beta are fitted to the limited link's
+# all-reduce times at 2 and 8 MiB; then
 #   benchmark: the fitted line predicts the 4 MiB all-reduce within TOL_BENCH
 #   training:  the model's step time under the limit (compute per step of the unlimited run + the predicted
 #              all-reduce of the model's gradient bytes, overlap 0: Open MPI's CPU all-reduce does not progress
 #              while the rank computes) is within TOL_TRAIN of the measured step time
-#   shared:    dist.reducer = "shared" across the hosts (one rank a node) ends on the bare run's parameters
+# These two are timing against a model: verdicts only with RT_MULTIHOST_CHECK_MODEL=1 (perf/multihost_model.sh,
+# on an idle machine), printed otherwise.
 # The error of the nominal line rate (tbf's rate as B) is printed too, and one blocking MPI_Allreduce for
 # comparison: Open MPI's tuned blocking all-reduce reaches about half the line rate on 2 ranks here, while
 # ringtrain's reducer (libnbc's ring, dist/open_mpi_defaults.cpp) reaches about 95 % of it.
@@ -118,18 +123,20 @@ run_case limited
 
 # The model's verdicts (perf/scaling_model.py's arithmetic, imported, not re-typed).
 python3 - "$src/perf" "$scratch" "$rate_mbit" "$TOL_BENCH" "$TOL_TRAIN" <<'PY'
-import json, sys
+import json, os, sys
 sys.path.insert(0, sys.argv[1])
 import scaling_model as sm
 scratch, rate, tol_bench, tol_train = sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+verdicts = os.environ.get("RT_MULTIHOST_CHECK_MODEL") == "1"
 bad = 0
 def check(what, measured, predicted, tol):
     global bad
     err = (measured - predicted) / predicted
     good = abs(err) <= tol
-    bad += not good
-    print(f"{'ok  ' if good else 'FAIL'} {what}: measured {measured * 1e3:.1f} ms, model {predicted * 1e3:.1f} ms, "
-          f"error {err * 100:+.1f} % (tolerance {tol * 100:.0f} %)")
+    bad += verdicts and not good
+    label = ("ok  " if good else "FAIL") if verdicts else "    "
+    print(f"{label} {what}: measured {measured * 1e3:.1f} ms, model {predicted * 1e3:.1f} ms, "
+          f"error {err * 100:+.1f} % (tolerance {tol * 100:.0f} %{'' if verdicts else ', not checked here'})")
 bench = {m: json.load(open(f"{scratch}/limited.bench-{m}.json")) for m in (2, 4, 8)}
 (s2, t2), (s8, t8) = [(bench[m]["bytes"], bench[m]["median_s"]) for m in (2, 8)]
 b_eff = (s8 - s2) / (t8 - t2)                      # at N=2, T = S/B + 2 alpha
@@ -139,6 +146,10 @@ print(f"     fitted link: {b_eff * 8 / 1e6:.0f} Mb/s, alpha {alpha * 1e6:.0f} us
 nominal = sm.Link(rate * 1e6 / 8, 0.0, "nominal")
 print(f"     nominal rate as B: model {sm.ring_allreduce_s(2, s8, nominal) * 1e3:.1f} ms for 8 MiB, measured "
       f"{t8 * 1e3:.1f} ms, error {(t8 / sm.ring_allreduce_s(2, s8, nominal) - 1) * 100:+.0f} %")
+in_force = t8 >= 0.5 * sm.ring_allreduce_s(2, s8, nominal)
+bad += not in_force
+print(f"{'ok  ' if in_force else 'FAIL'} the rate limit is in force: 8 MiB took {t8 * 1e3:.1f} ms, at least half the "
+      f"{sm.ring_allreduce_s(2, s8, nominal) * 1e3:.1f} ms the nominal rate allows")
 check("all-reduce of 4 MiB on 2 nodes (line fitted at 2 and 8 MiB)", bench[4]["median_s"],
       sm.ring_allreduce_s(2, bench[4]["bytes"], fitted), tol_bench)
 link = fitted

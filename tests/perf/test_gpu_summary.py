@@ -99,6 +99,21 @@ class GpuSummary(unittest.TestCase):
         self.assertFalse(checks[DEVICE])
         self.assertFalse(checks[TF32])  # no allocator figure: the device peak, 29500
 
+    def test_a_test_log_passes_only_when_a_test_passed(self):
+        logs = {"ran": "[==========] 3 tests ran.\n[  PASSED  ] 2 tests.\n[  SKIPPED ] 1 test, listed below:\n",
+                "skipped": "[==========] 3 tests ran.\n[  PASSED  ] 0 tests.\n[  SKIPPED ] 3 tests, listed below:\n",
+                "failed": "[  PASSED  ] 2 tests.\n[  FAILED  ] 1 test, listed below:\n"}
+        with tempfile.TemporaryDirectory() as root:
+            out = pathlib.Path(root)
+            for name, text in logs.items():
+                (out / f"{name}.log").write_text(text)
+            verdict = {name: gs.test_log_check(out, f"{name}.log", name) for name in logs}
+        self.assertIs(verdict["ran"]["passed"], True)
+        self.assertIsNone(verdict["skipped"]["passed"])  # every test skipped: nothing proved, not a pass
+        self.assertEqual((verdict["skipped"]["tests_passed"], verdict["skipped"]["tests_skipped"]), (0, 3))
+        self.assertIs(verdict["failed"]["passed"], False)
+        self.assertEqual(gs.summary_lines([], [], [], [verdict["skipped"]]), ["SKIPPED skipped (0 passed, 3 skipped)"])
+
     def test_checks_pass_and_fail_on_the_numbers(self):
         checks = {r["check"]: r["passed"] for r in self.run_summary(fm_rate=16000, rn_peak=20000) if "check" in r}
         self.assertEqual(sum(v is True for v in checks.values()), 5)

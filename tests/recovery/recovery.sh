@@ -8,9 +8,12 @@
 #   model     resume with another model: exit 5 naming the first mismatch, checkpoint untouched
 #   nockpt    --resume with no checkpoint: exit 5 on every rank, naming run.dir
 #   nonfinite a diverging learning rate: exit 6 on every rank naming the step and the last good checkpoint
-#   kill      SIGKILL of one rank: the job ends non-zero within 15 s
-#   stall     SIGSTOP of one rank: the watchdog ends the job, naming the rank, within the timeout + 10 s, and
-#             rank 0 has written its trace (run.trace) of the steps before the hang
+#   kill      SIGKILL of one rank: the job ends non-zero by itself
+#   stall     SIGSTOP of one rank: the watchdog ends the job, naming the rank, and rank 0 has written its trace
+#             (run.trace) of the steps before the hang
+# kill and stall give the job a ceiling of 60 s to end by itself: the behaviour is that it ends (without it a dead or
+# stalled rank would hold the job for ever), not how fast (about 2 s and 4 s here); perf/fault_end_times.sh
+# measures that against its targets.
 # Usage: recovery.sh RINGTRAIN SOURCE_DIR SCRATCH_DIR [CASE...]
 set -uo pipefail
 bin=$1 src=$2 scratch=$3
@@ -31,6 +34,7 @@ common=(--set data.train="$work/data/train" --set data.test="$work/data/test" --
         --set train.max_steps_per_epoch=25 --set run.progress_every_s=1000)
 train() { mpirun -np "${NP:-2}" --oversubscribe "$bin" train "$@"; }
 checksum() { tail -1 "$1/metrics.jsonl" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["param_checksum"])'; }
+is_checksum() { [[ "$1" =~ ^[0-9a-f]{16}$ ]]; }  # util/checksum.h: 16 hex digits; two missing ones are not "equal"
 # times MSG seen in LOG: the message printed by every rank
 seen() { grep -cF -- "$2" "$1"; }
 
@@ -43,7 +47,11 @@ preempt_and_resume() {
   train "$job" "${common[@]}" "$@" --set run.dir="$work/$name-whole" >"$work/$name-whole.log" 2>&1 ||
     fail "$name: uninterrupted run: $(tail -3 "$work/$name-whole.log")"
   local want got rc
-  want=$(checksum "$work/$name-whole")
+  want=$(checksum "$work/$name-whole" 2>/dev/null)
+  if ! is_checksum "$want"; then
+    fail "$name: the uninterrupted run left no param_checksum ('$want'): $(tail -3 "$work/$name-whole.log")"
+    return
+  fi
   # Signal once the first epoch's checkpoint exists, so the stop lands mid-way through epoch 2.
   train "$job" "${common[@]}" "$@" --set run.dir="$work/$name" >"$work/$name.log" 2>&1 &
   local launcher=$!
@@ -60,7 +68,7 @@ preempt_and_resume() {
   train "$job" "${common[@]}" "$@" --set run.dir="$work/$name" --resume >"$work/$name-resume.log" 2>&1
   rc=$?
   got=$(checksum "$work/$name" 2>/dev/null)
-  if [ "$rc" = 0 ] && [ "$got" = "$want" ] && grep -q "resumed from" "$work/$name-resume.log"; then
+  if [ "$rc" = 0 ] && is_checksum "$got" && [ "$got" = "$want" ] && grep -q "resumed from" "$work/$name-resume.log"; then
     ok "$name: exit 75 at '$(grep -o 'checkpointing after epoch [0-9]* step [0-9]*' "$work/$name.log")', resumed, checksum $got = uninterrupted"
   else
     fail "$name: resume exit $rc, checksum $got vs uninterrupted $want"
@@ -122,7 +130,9 @@ if [[ " $cases " == *" nonfinite "* ]]; then
   fi
 fi
 
-# Starts a long run, waits until it trains, signals one rank with $1, and reports exit code and seconds.
+# Starts a long run, waits until it trains, signals one rank with $1, and reports its exit code, the seconds it took
+# to end, and 1 if it did not end by itself within the ceiling (it is then killed), else 0.
+ceiling_s=60
 fault_run() {
   local sig=$1 name=$2
   local start pid rc
@@ -135,32 +145,36 @@ fault_run() {
   pid=$(pgrep -f "ringtrain train .*$work/$name" | tail -1)
   start=$(date +%s.%N)
   kill "-$sig" "$pid"
-  ( sleep 40; kill -9 "$launcher" 2>/dev/null; pkill -9 -f "ringtrain train .*$work/$name" ) &
-  local guard=$!
+  local tenths=0 capped=0
+  while kill -0 "$launcher" 2>/dev/null && [ "$tenths" -lt $((ceiling_s * 10)) ]; do sleep 0.1; tenths=$((tenths + 1)); done
+  if kill -0 "$launcher" 2>/dev/null; then
+    capped=1
+    kill -9 "$launcher" 2>/dev/null
+  fi
   wait "$launcher"
   rc=$?
-  kill "$guard" 2>/dev/null
+  local took; took=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")
   pkill -9 -f "ringtrain train .*$work/$name" 2>/dev/null
-  echo "$rc $(python3 -c "print(round($(date +%s.%N) - $start, 1))")"
+  echo "$rc $took $capped"
 }
 
 if [[ " $cases " == *" kill "* ]]; then
-  read -r rc took < <(fault_run KILL kill)
-  if [ "$rc" != 0 ] && python3 -c "import sys; sys.exit(0 if $took < 15 else 1)"; then
+  read -r rc took capped < <(fault_run KILL kill)
+  if [ "$rc" != 0 ] && [ "$capped" = 0 ]; then
     ok "kill: SIGKILL of one rank ended the job (exit $rc) after $took s"
   else
-    fail "kill: exit $rc after $took s (want non-zero within 15 s)"
+    fail "kill: exit $rc after $took s (want non-zero, by itself within $ceiling_s s)"
   fi
 fi
 
 if [[ " $cases " == *" stall "* ]]; then
-  read -r rc took < <(fault_run STOP stall)
-  if [ "$rc" != 0 ] && python3 -c "import sys; sys.exit(0 if $took < 13 else 1)" &&
+  read -r rc took capped < <(fault_run STOP stall)
+  if [ "$rc" != 0 ] && [ "$capped" = 0 ] &&
      grep -q "has not completed after .* s (run.collective_timeout_s = 3); rank 1 has not arrived" "$work/stall.log" &&
      grep -q '"name":"backward"' "$work/stall/trace-rank0.json"; then
     ok "stall: SIGSTOP of rank 1 ended the job (exit $rc) after $took s, rank 0's trace written: $(grep -o "'[a-z -]*' at step [0-9]*" "$work/stall.log" | head -1)"
   else
-    fail "stall: exit $rc after $took s: $(grep -A2 'stall' "$work/stall.log" | head -4)"
+    fail "stall: exit $rc after $took s (ceiling $ceiling_s s): $(grep -A2 'stall' "$work/stall.log" | head -4)"
   fi
 fi
 
