@@ -28,7 +28,8 @@ for b in "${binaries[@]}"; do ldd "$build/bin/$b"; done | awk '$3 ~ /^\// {print
   while read -r name path; do
     case $name in
       libc.so*|libm.so*|libstdc++*|libgcc_s*|libpthread*|libdl.so*|librt.so*|ld-linux*) continue ;;
-      libcudnn*|libnccl*|libcublas*|libcudart*|libnvidia*|libcuda.so*) continue ;;
+      libcudnn*|libnccl*|libcublas*|libcudart*|libnvrtc*|libnvidia*|libcuda.so*) continue ;;
+      libresolv*|libz.so*) continue ;;  # in every Linux's base system
     esac
     [ -e ".gpurt/root/usr/lib/x86_64-linux-gnu/$name" ] && continue
     cp -L "$path" ".gpurt/lib/$name"
