@@ -1,6 +1,6 @@
 // Owns CRC-32C (reflected polynomial 0x82F63B78): on x86-64 processors with SSE 4.2 (all of them since 2008) the
-// processor's crc32 instruction, eight bytes a step (over 10 GB/s: the JPEG loader checks every sample it reads);
-// elsewhere a table-driven form, eight bytes a step ("slicing by 8", a few GB/s).
+// processor's crc32 instruction, eight bytes a step (6.6 GB/s on the 2-core development VM: the JPEG loader checks
+// every sample it reads); elsewhere a table-driven form, eight bytes a step ("slicing by 8", 1.2 GB/s there).
 #include "common/crc32c.h"
 
 #include <array>
@@ -29,10 +29,34 @@ constexpr Tables kTables = make_tables();
 // The 8-byte step reads the bytes as one little-endian word.
 static_assert(std::endian::native == std::endian::little, "crc32c's 8-byte step assumes a little-endian host");
 
+#if defined(__x86_64__)
+// Built for SSE 4.2 whatever the compiler's target, and called only where the processor has it.
+__attribute__((target("sse4.2"))) uint32_t crc32c_instruction(uint32_t crc, const unsigned char* p, std::size_t bytes) {
+  uint64_t c = ~crc;
+  for (; bytes >= 8; p += 8, bytes -= 8) {
+    uint64_t word = 0;
+    std::memcpy(&word, p, 8);
+    c = __builtin_ia32_crc32di(c, word);
+  }
+  auto c32 = static_cast<uint32_t>(c);
+  for (; bytes > 0; ++p, --bytes) c32 = __builtin_ia32_crc32qi(c32, *p);
+  return ~c32;
+}
+
+// A static initialiser may run before the compiler's own CPU detection: it is run here first.
+const bool kHasInstruction = [] {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("sse4.2") != 0;
+}();
+#endif
+
 }  // namespace
 
 uint32_t crc32c_extend(uint32_t crc, const void* data, std::size_t bytes) {
   const auto* p = static_cast<const unsigned char*>(data);
+#if defined(__x86_64__)
+  if (kHasInstruction) return crc32c_instruction(crc, p, bytes);
+#endif
   crc = ~crc;
   for (; bytes >= 8; p += 8, bytes -= 8) {
     uint64_t word = 0;

@@ -15,6 +15,7 @@
 #include "io/dataset_meta.h"
 #include "io/h5_check.h"
 #include "io/h5_handle.h"
+#include "io/hdf5_lock.h"
 #include "io/shard_header.h"
 
 namespace ringtrain::io::detail {
@@ -133,6 +134,7 @@ void EncodedSlice::read_direct(int64_t begin, int64_t end, uint8_t* target) cons
 }
 
 void EncodedSlice::read_through_hdf5(int64_t begin, int64_t end, uint8_t* target) const {
+  const Hdf5Lock lock;  // readers on several threads: pread needs no lock, HDF5 does
   try {
     const H5Dataspace space(H5_CHECK(H5Dget_space(dataset_)));
     const auto start = static_cast<hsize_t>(begin), count = static_cast<hsize_t>(end - begin);

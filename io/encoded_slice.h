@@ -2,7 +2,7 @@
 // and per-sample CRC-32C, read once when it opens, and each sample's bytes read by pread() where the `encoded`
 // dataset's chunks are plain bytes in the file (what `prepare` writes), through HDF5 otherwise. Every sample read
 // is checked against its CRC-32C: a flipped byte is an error naming the shard and the sample, never a wrong image.
-// Internal to io/: callers hold the HDF5 lock.
+// Internal to io/: callers hold the HDF5 lock to open one; read() may be called from several threads at once.
 #pragma once
 #include <hdf5.h>
 

@@ -354,35 +354,57 @@ void ShardReader::read(std::span<const int64_t> indices, std::span<uint8_t> imag
   impl.read_runs(images);
 }
 
+namespace {
+
+const OpenShard& shard_of(const std::vector<OpenShard>& shards, int64_t index) {
+  return *(std::upper_bound(shards.begin(), shards.end(), index,
+                            [](int64_t at, const OpenShard& s) { return at < s.partition_begin; }) -
+           1);
+}
+
+void check_index(int64_t index, const SampleRange& range, const char* caller) {
+  if (index < 0 || index >= range.size())
+    throw Error(ExitCode::internal,
+                fmt::format("ShardReader::{}: index {} is outside the partition's {} samples", caller, index, range.size()));
+}
+
+}  // namespace
+
 std::string ShardReader::sample_place(int64_t index) const {
-  const auto& shards = impl_->shards;
-  const auto shard = std::upper_bound(shards.begin(), shards.end(), index,
-                                      [](int64_t i, const OpenShard& s) { return i < s.partition_begin; }) - 1;
-  const int64_t row = index - shard->partition_begin;
-  if (shard->encoded) return shard->encoded->where(row);
-  return fmt::format("shard '{}', sample {}", shard->path.string(), shard->row_begin + row);
+  const OpenShard& shard = shard_of(impl_->shards, index);
+  const int64_t row = index - shard.partition_begin;
+  if (shard.encoded) return shard.encoded->where(row);
+  return fmt::format("shard '{}', sample {}", shard.path.string(), shard.row_begin + row);
+}
+
+ShardReader::EncodedSample ShardReader::read_encoded_sample(int64_t index, std::vector<uint8_t>& bytes) const {
+  const Impl& impl = *impl_;
+  if (impl.meta.storage != SampleStorage::jpeg)
+    throw Error(ExitCode::internal, "ShardReader::read_encoded_sample: not an encoded split");
+  check_index(index, impl.range, "read_encoded_sample");
+  const OpenShard& shard = shard_of(impl.shards, index);
+  const int64_t row = index - shard.partition_begin;
+  shard.encoded->read(row, bytes);
+  return {shard.encoded->height(row), shard.encoded->width(row)};
+}
+
+void ShardReader::read_labels(std::span<const int64_t> indices, std::span<int32_t> labels) const {
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    check_index(indices[i], impl_->range, "read_labels");
+    labels[i] = impl_->labels[static_cast<std::size_t>(indices[i])];
+  }
 }
 
 void ShardReader::read_encoded(std::span<const int64_t> indices, EncodedBatch& batch, std::span<int32_t> labels) {
-  Impl& impl = *impl_;
-  if (impl.meta.storage != SampleStorage::jpeg || labels.size() != indices.size())
-    throw Error(ExitCode::internal, "ShardReader::read_encoded: not an encoded split, or labels of another size");
+  if (labels.size() != indices.size())
+    throw Error(ExitCode::internal, "ShardReader::read_encoded: labels of another size than the indices");
   batch.clear();
-  const Hdf5Lock lock;  // pread needs none, but a shard without mapped chunks reads through HDF5
-  for (std::size_t i = 0; i < indices.size(); ++i) {
-    const int64_t index = indices[i];
-    if (index < 0 || index >= impl.range.size())
-      throw Error(ExitCode::internal, fmt::format("ShardReader::read_encoded: index {} is outside the partition's {} "
-                                                  "samples",
-                                                  index, impl.range.size()));
-    const auto shard = std::upper_bound(impl.shards.begin(), impl.shards.end(), index,
-                                        [](int64_t at, const OpenShard& s) { return at < s.partition_begin; }) - 1;
-    const int64_t row = index - shard->partition_begin;
-    shard->encoded->read(row, batch.bytes);
+  read_labels(indices, labels);
+  for (const int64_t index : indices) {
+    const EncodedSample sample = read_encoded_sample(index, batch.bytes);
     batch.offsets.push_back(batch.bytes.size());
-    batch.heights.push_back(shard->encoded->height(row));
-    batch.widths.push_back(shard->encoded->width(row));
-    labels[i] = impl.labels[static_cast<std::size_t>(index)];
+    batch.heights.push_back(sample.height);
+    batch.widths.push_back(sample.width);
   }
 }
 

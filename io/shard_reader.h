@@ -53,6 +53,16 @@ class ShardReader {
   // the shard and sample when it fails), with their image sizes.
   void read_encoded(std::span<const int64_t> indices, EncodedBatch& batch, std::span<int32_t> labels);
 
+  // One encoded sample's bytes (appended to `bytes`, checked against its CRC-32C) and its image's size. Safe to call
+  // from several threads at once (the loader's decoding threads each read the samples they decode).
+  struct EncodedSample {
+    int height = 0, width = 0;
+  };
+  EncodedSample read_encoded_sample(int64_t index, std::vector<uint8_t>& bytes) const;
+
+  // The labels of the partition's samples at `indices` (they are read when the reader opens).
+  void read_labels(std::span<const int64_t> indices, std::span<int32_t> labels) const;
+
   // "shard 'PATH', sample N": where the partition's sample `index` lives, for messages about it.
   std::string sample_place(int64_t index) const;
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 
 #include "common/error.h"
@@ -62,17 +63,24 @@ void BatchLoader::convert(int64_t batch_index, const std::vector<int64_t>& indic
   }
 }
 
-// Samples first, first + step, ... of the encoded batch read into encoded_, decoded into the batch (pixels) or into
-// scratch_ and normalised from there.
-void BatchLoader::decode(int64_t batch_index, const std::vector<int64_t>& indices, int first, int step, HostBatch& batch) {
+// Claims the batch's samples one at a time (photos differ in size, so a fixed share per thread would leave threads
+// idle at the batch's end), reads each one's bytes and decodes them into the batch (pixels) or into scratch_ and
+// normalises from there. `spent` gathers this thread's seconds reading and decoding.
+void BatchLoader::decode_claimed(int64_t batch_index, const std::vector<int64_t>& indices, std::atomic<size_t>& next,
+                                 HostBatch& batch, ThreadSeconds& spent) {
+  using Clock = std::chrono::steady_clock;
   const auto& shape = reader_.meta().shape;
   const auto per_sample = static_cast<size_t>(shape.elements());
   const kernels::PixelShape one{1, shape.channels, int64_t{shape.height} * shape.width};
-  for (size_t s = static_cast<size_t>(first); s < indices.size(); s += static_cast<size_t>(step)) {
+  thread_local std::vector<uint8_t> bytes;
+  for (size_t s; (s = next.fetch_add(1)) < indices.size();) {
+    const auto start = Clock::now();
+    bytes.clear();
+    const io::ShardReader::EncodedSample sample = reader_.read_encoded_sample(indices[s], bytes);
+    const auto read = Clock::now();
     uint8_t* out = (work_.form == BatchForm::pixels ? batch.pixels.data() : scratch_.data()) + s * per_sample;
     try {
-      work_.decode(batch_index, indices[s], encoded_.sample(s), encoded_.heights[s], encoded_.widths[s],
-                   std::span(out, per_sample));
+      work_.decode(batch_index, indices[s], bytes, sample.height, sample.width, std::span(out, per_sample));
     } catch (const DataError& e) {
       throw DataError(fmt::format("{} does not decode ({}); re-run `ringtrain prepare images` with --overwrite to "
                                   "rewrite the split",
@@ -80,6 +88,8 @@ void BatchLoader::decode(int64_t batch_index, const std::vector<int64_t>& indice
     }
     if (work_.form == BatchForm::normalized)
       kernels::cpu::normalize_pixels(one, table_.data(), out, batch.images.data() + s * per_sample);
+    spent.read += std::chrono::duration<double>(read - start).count();
+    spent.convert += std::chrono::duration<double>(Clock::now() - read).count();
   }
 }
 
@@ -104,26 +114,35 @@ void BatchLoader::on_threads(const std::function<void(int)>& convert_share) {
 
 void BatchLoader::make(int64_t i, std::vector<int64_t>& indices, HostBatch& batch) {
   using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
   plan_(i, indices);
   const int count = static_cast<int>(indices.size());
   const std::span<int32_t> labels(batch.labels.data(), static_cast<size_t>(count));
-  const bool encoded = reader_.meta().storage == io::SampleStorage::jpeg;
-  if (encoded)
-    reader_.read_encoded(indices, encoded_, labels);
-  else
+  ThreadSeconds spent;  // wall seconds on the loader's threads, as if one thread had done all
+  if (reader_.meta().storage == io::SampleStorage::jpeg) {
+    reader_.read_labels(indices, labels);
+    std::atomic<size_t> next{0};
+    std::mutex sum_mutex;
+    on_threads([&](int) {
+      ThreadSeconds mine;
+      decode_claimed(i, indices, next, batch, mine);
+      std::lock_guard lock(sum_mutex);
+      spent.read += mine.read / work_.threads;
+      spent.convert += mine.convert / work_.threads;
+    });
+  } else {
+    const auto start = Clock::now();
     reader_.read(indices, read_target(batch, count), labels);
-  const auto read = Clock::now();
-  if (encoded)
-    on_threads([&](int t) { decode(i, indices, t, work_.threads, batch); });
-  else if (work_.form == BatchForm::normalized || work_.transform)
-    on_threads([&](int t) { convert(i, indices, t, work_.threads, batch); });
-  const auto converted = Clock::now();
+    const auto read = Clock::now();
+    if (work_.form == BatchForm::normalized || work_.transform)
+      on_threads([&](int t) { convert(i, indices, t, work_.threads, batch); });
+    spent = {std::chrono::duration<double>(read - start).count(),
+             std::chrono::duration<double>(Clock::now() - read).count()};
+  }
   batch.index = i;
   batch.count = count;
   std::lock_guard lock(mutex_);
-  times_.read_s += std::chrono::duration<double>(read - start).count();
-  times_.convert_s += std::chrono::duration<double>(converted - read).count();
+  times_.read_s += spent.read;
+  times_.convert_s += spent.convert;
   ++times_.batches;
   times_.samples += count;
 }

@@ -5,6 +5,7 @@
 // decoding and augmenting), so a starved step can name its remedy. A read or decode error on the loader's
 // threads is rethrown to the caller of next(), naming the shard and sample.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -60,7 +61,7 @@ struct LoaderWork {
 
 // Where the loader thread's time went, summed over the batches made so far.
 struct LoaderTimes {
-  double read_s = 0;     // shard reads
+  double read_s = 0;     // shard reads (an encoded split's: summed over its threads, divided by their number)
   double convert_s = 0;  // decoding, augmenting and normalising, wall time on the loader's threads
   int64_t batches = 0, samples = 0;
 };
@@ -80,11 +81,16 @@ class BatchLoader {
 
  private:
   void run();
-  // Reads batch i's samples (raw into raw_ or the batch, encoded into encoded_) and converts them.
+  struct ThreadSeconds {
+    double read = 0, convert = 0;
+  };
+  // Reads batch i's samples and converts them: a raw split read into raw_ (or the batch) by this thread, then
+  // converted on the threads; an encoded split's samples each read and decoded by the thread that claims it.
   void make(int64_t batch_index, std::vector<int64_t>& indices, HostBatch& batch);
   // Runs convert_share(t) for t = 0 .. threads - 1, the loader thread taking share 0; rethrows the first error.
   void on_threads(const std::function<void(int)>& convert_share);
-  void decode(int64_t batch_index, const std::vector<int64_t>& indices, int first, int step, HostBatch& batch);
+  void decode_claimed(int64_t batch_index, const std::vector<int64_t>& indices, std::atomic<size_t>& next,
+                      HostBatch& batch, ThreadSeconds& spent);
   // Transforms (if any) and normalises (BatchForm::normalized) samples first, first + step, ... of the batch
   // read into raw_.
   void convert(int64_t batch_index, const std::vector<int64_t>& indices, int first, int step, HostBatch& batch);
@@ -98,7 +104,6 @@ class BatchLoader {
   size_t depth_;
   LoaderWork work_;
   std::vector<uint8_t> raw_, scratch_;  // the batch as read; transformed samples (one slot per sample)
-  io::EncodedBatch encoded_;            // an encoded split's batch as read
   InputNorm norm_;
   std::vector<float> table_;  // per channel: 256 normalised values (kernels/cpu/pixel_norm.h)
   mutable std::mutex mutex_;

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Call 2 of the 2026-11-28 record (the 270 s of device time call 1 left; about 2-3 minutes): the JPEG loader after
+# call 1's profile (each decoding thread reads and decodes the samples it claims, instead of one thread reading the
+# batch and the threads taking fixed shares of it), alone on 8 cores (ringtrain input-bench), and ResNet-50 bf16
+# batch 256 from the FFCV-style shards (shorter side 256) with the rank held to 8 cores, against synthetic tensors.
+# Carry .gpurt/{root,lib,bin}.tar.xz, env.sh and cuda-libs.sh. Logs land in $OUT: summary.txt, input.jsonl,
+# runs.jsonl, details.tgz.
+#   bash perf/results/2026-11-28-gpu-jpeg/call2/call2.sh
+set -u
+cd "$(dirname "$0")/../../../.."
+out=${OUT:?run this through the device tool, which sets OUT}
+x=$(mktemp -d)
+source perf/gpu/carried.sh
+unpack_carried
+say() { echo "[call2 $(date +%T)] $*" | tee -a "$out/summary.txt"; }
+bin=.gpurt/bin
+nvidia-smi -L | tee -a "$out/summary.txt"
+pin=""; command -v taskset >/dev/null && pin="taskset -c 0-7"
+python3 scripts/make_jpeg_folder.py --out "$x/photos" --classes 1000 --per-class 11 --test-per-class 1 \
+  --workers "$(nproc)" >"$x/make_jpeg_folder.log" 2>&1 || say "make_jpeg_folder failed"
+for store in side256:256 original:0; do
+  name=${store%%:*} side=${store#*:}
+  rt "$bin/ringtrain" prepare images --source "$x/photos/train" --test-source "$x/photos/val" --size 224 \
+    --store jpeg --max-side "$side" --shards 16 --out "$x/jpeg-$name" >"$x/prepare-$name.log" 2>"$x/prepare-$name.err"
+  say "prepare $name exit $?"
+  rt timeout 40 $pin "$bin/ringtrain" input-bench jobs/resnet50_synthetic.toml --set data.train="$x/jpeg-$name/train" \
+    --set data.test="$x/jpeg-$name/test" --set data.augment=resized_crop_flip --threads 8 --batches 16 --warmup 2 \
+    2>>"$x/input-bench.err" | sed "s/^{/{\"store\":\"$name\",\"cores\":8,/" >>"$out/input.jsonl"
+  say "input-bench $name, 8 threads on 8 cores: $(tail -1 "$out/input.jsonl" | grep -oE '"images_per_s":[0-9]*')"
+done
+rt "$bin/ringtrain" prepare synthetic --shape 3,224,224 --classes 1000 --samples $((256 * 41)) --test-samples 256 \
+  --shards 8 --out "$x/s224" >"$x/prepare-s224.log" 2>&1 || say "prepare synthetic failed"
+resnet() {  # name data [--set k=v ...]
+  local name=$1 data=$2; shift 2
+  rt timeout 100 $pin mpirun -np 1 --bind-to none "$bin/ringtrain" train jobs/resnet50_synthetic.toml \
+    --set run.device=cuda --set train.precision=bf16 --set data.train="$data/train" --set data.test="$data/test" \
+    --set run.dir="$x/r-$name" --set train.max_steps_per_epoch=40 --set run.timing_warmup_steps=10 \
+    --set data.loader_threads=8 --set run.checkpoint_every=0 "$@" >"$x/r-$name.log" 2>&1
+  local rc=$? epoch
+  epoch=$(grep '"kind":"epoch"' "$x/r-$name/metrics.jsonl" 2>/dev/null | tail -1)
+  echo "{\"run\":\"$name\",\"exit\":$rc,\"epoch\":${epoch:-null}}" >>"$out/runs.jsonl"
+  say "resnet50 $name exit $rc: $(grep -oE '"(steady_samples_per_s|data_wait_fraction)":[0-9.e-]*' <<<"$epoch" | paste -sd' ')"
+  grep -m1 "warning" "$x/r-$name.log" | cut -c1-200 | tee -a "$out/summary.txt"
+}
+resnet jpeg-side256 "$x/jpeg-side256" --set data.augment=resized_crop_flip
+resnet synthetic "$x/s224"
+tar czf "$out/details.tgz" -C "$x" --exclude='*.h5' --exclude=photos --exclude=s224 . 2>/dev/null
+say "done"
