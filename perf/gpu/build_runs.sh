@@ -1,4 +1,4 @@
-# Owns the runs a call script makes to compare builds on a lent GPU (perf/gpu/next_call.sh; a record's call scripts):
+# Owns the runs a call script makes to compare builds on a lent GPU (a record's call scripts):
 # one job with one build, its result on one line, so that each build runs the same command. Source it after
 # perf/gpu/carried.sh (these run through `rt`), from the repository root; `dir` is the call's scratch folder.
 #   prepare_resnet50_data dir    synthetic 3x224x224 batches for 41 steps of 256 in dir/s224

@@ -44,7 +44,7 @@ import torch.nn.functional as F
 from torch._dynamo.utils import counters
 
 MODES = ["eager", "eager_benchmark", "compile", "compile_reduce_overhead", "compile_max_autotune"]
-DEFAULT_MODES = "eager"  # what the callers written before issue 38 expect (run_gpu_bench.sh, next_call.sh)
+DEFAULT_MODES = "eager"  # what the callers written before issue 38 expect (run_gpu_bench.sh)
 COMPILE_MODE = {"compile": "default", "compile_reduce_overhead": "reduce-overhead",
                 "compile_max_autotune": "max-autotune"}
 
