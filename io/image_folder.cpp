@@ -13,6 +13,11 @@
 namespace ringtrain::io {
 namespace fs = std::filesystem;
 
+fs::path ImageFolder::path(std::size_t i) const {
+  const std::size_t begin = i == 0 ? 0 : name_ends[i - 1];
+  return root / std::string_view(names).substr(begin, name_ends[i] - begin);
+}
+
 bool is_image_name(const fs::path& file) {
   std::string ext = file.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -80,6 +85,7 @@ ImageFolder scan_image_folder(const fs::path& root, const std::vector<std::strin
     throw DataError(fmt::format("image folder '{}' {}; pass the folder holding one subfolder per class", root.string(),
                                 probe.describe()));
   ImageFolder folder;
+  folder.root = root;
   const std::vector<fs::path> class_dirs = sorted_entries(root, true);
   if (class_dirs.empty())
     throw DataError(fmt::format("'{}' has no class subfolders; lay images out as {}/CLASS_NAME/IMAGE.jpg",
@@ -93,7 +99,11 @@ ImageFolder scan_image_folder(const fs::path& root, const std::vector<std::strin
       throw DataError(fmt::format("class folder '{}' holds no .jpg/.jpeg/.png images; add images or remove the "
                                   "folder",
                                   dir.string()));
-    for (const fs::path& image : images) folder.files.push_back({image, label});
+    for (const fs::path& image : images) {
+      folder.names += (fs::path(name) / image.filename()).string();
+      folder.name_ends.push_back(folder.names.size());
+      folder.labels.push_back(label);
+    }
   }
   if (!classes.empty()) folder.class_names = classes;
   return folder;

@@ -9,14 +9,19 @@
 
 namespace ringtrain::io {
 
-struct LabelledFile {
-  std::filesystem::path path;
-  int32_t label = 0;
-};
-
+// A class-per-subfolder tree's image files, each as its path relative to the root in one shared string: an
+// ImageNet-sized tree (1.28 M files) costs about 60 bytes a file here, where a std::filesystem::path each (with its
+// parsed components) costs several hundred.
 struct ImageFolder {
+  std::filesystem::path root;
   std::vector<std::string> class_names;  // sorted; index = label
-  std::vector<LabelledFile> files;       // by class, then by file name
+  std::string names;                      // every file's relative path, one after another (by class, then name)
+  std::vector<uint64_t> name_ends;        // file i is names[name_ends[i - 1] (0 for i = 0), name_ends[i])
+  std::vector<int32_t> labels;            // file i's class
+
+  std::size_t size() const { return labels.size(); }
+  std::filesystem::path path(std::size_t i) const;
+  int32_t label(std::size_t i) const { return labels[i]; }
 };
 
 // Names ending .jpg/.jpeg/.png (any case): what counts as an image inside a folder.

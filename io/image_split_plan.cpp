@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 #include <random>
 
 #include "common/error.h"
@@ -13,40 +14,57 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using FileNumbers = std::vector<uint32_t>;
+
+FileNumbers every_file(const ImageFolder& folder) {
+  FileNumbers all(folder.size());
+  std::iota(all.begin(), all.end(), uint32_t{0});
+  return all;
+}
+
 // Per class, a seeded shuffle of its files; the first round(fraction * count) go to test, each class keeping at
 // least one training file. Both lists keep the folder's order.
-void hold_out(std::vector<LabelledFile>& train, std::vector<LabelledFile>& test, const PlanOptions& options,
-              std::size_t classes) {
-  std::vector<std::vector<std::size_t>> by_class(classes);
-  for (std::size_t i = 0; i < train.size(); ++i) by_class[static_cast<std::size_t>(train[i].label)].push_back(i);
-  std::vector<bool> to_test(train.size(), false);
+void hold_out(const ImageFolder& folder, FileNumbers& train, FileNumbers& test, const PlanOptions& options) {
+  std::vector<FileNumbers> by_class(folder.class_names.size());
+  for (const uint32_t f : train) by_class[static_cast<std::size_t>(folder.label(f))].push_back(f);
+  std::vector<bool> to_test(folder.size(), false);
   std::mt19937_64 random(options.seed);
-  for (std::vector<std::size_t>& members : by_class) {
+  for (FileNumbers& members : by_class) {
     std::shuffle(members.begin(), members.end(), random);
     const auto wanted = static_cast<std::size_t>(std::llround(options.test_fraction * static_cast<double>(members.size())));
     const std::size_t held = std::min(wanted, members.empty() ? 0 : members.size() - 1);
     for (std::size_t k = 0; k < held; ++k) to_test[members[k]] = true;
   }
-  std::vector<LabelledFile> kept;
-  for (std::size_t i = 0; i < train.size(); ++i) (to_test[i] ? test : kept).push_back(std::move(train[i]));
+  FileNumbers kept;
+  for (const uint32_t f : train) (to_test[f] ? test : kept).push_back(f);
   train = std::move(kept);
   if (test.empty())
     throw DataError(fmt::format("--test-fraction {} of {} images holds out none; raise it or give --test-source",
                                 options.test_fraction, train.size()));
 }
 
-SplitPlan deal(std::string name, const fs::path& dir, std::vector<LabelledFile> files, int shards) {
-  SplitPlan plan{std::move(name), dir, {}};
+// The mean size of up to 64 of the shard's files, spread over it, times its count: what its shard will about hold
+// (stat()ing every file of an ImageNet tree on a parallel file system would cost minutes).
+double estimated_bytes(const ImageFolder& folder, const FileNumbers& files) {
+  const std::size_t step = std::max<std::size_t>(1, files.size() / 64);
+  double sum = 0;
+  int seen = 0;
+  for (std::size_t i = 0; i < files.size(); i += step, ++seen) {
+    std::error_code error;
+    const auto bytes = fs::file_size(folder.path(files[i]), error);
+    sum += error ? 0.0 : static_cast<double>(bytes);
+  }
+  return seen > 0 ? sum / seen * static_cast<double>(files.size()) : 0.0;
+}
+
+SplitPlan deal(std::string name, const fs::path& dir, std::shared_ptr<const ImageFolder> folder, const FileNumbers& files,
+               int shards) {
+  SplitPlan plan{std::move(name), dir, std::move(folder), {}};
   const auto count = static_cast<int64_t>(files.size());
   const int used = static_cast<int>(std::min<int64_t>(shards, count));
   for (int k = 0; k < used; ++k) {
-    PlannedShard shard{k, {}, 0};
-    for (int64_t i = count * k / used; i < count * (k + 1) / used; ++i) {
-      std::error_code error;
-      const auto bytes = fs::file_size(files[static_cast<std::size_t>(i)].path, error);
-      shard.source_bytes += error ? 0.0 : static_cast<double>(bytes);
-      shard.files.push_back(std::move(files[static_cast<std::size_t>(i)]));
-    }
+    PlannedShard shard{k, FileNumbers(files.begin() + count * k / used, files.begin() + count * (k + 1) / used), 0};
+    shard.source_bytes = estimated_bytes(*plan.folder, shard.files);
     plan.shards.push_back(std::move(shard));
   }
   return plan;
@@ -61,24 +79,26 @@ int64_t SplitPlan::files() const {
 }
 
 ImagesPlan plan_images(const PlanOptions& options) {
-  const ImageFolder train_folder = scan_image_folder(options.source);
-  std::vector<LabelledFile> train = train_folder.files, test;
+  const auto train_folder = std::make_shared<const ImageFolder>(scan_image_folder(options.source));
   ImagesPlan plan;
-  plan.class_names = train_folder.class_names;
+  plan.class_names = train_folder->class_names;
+  FileNumbers train = every_file(*train_folder), test;
+  std::shared_ptr<const ImageFolder> test_folder = train_folder;
   if (options.test_source.empty()) {
-    hold_out(train, test, options, plan.class_names.size());
+    hold_out(*train_folder, train, test, options);
     plan.test_origin = fmt::format("held out of '{}': {} per class, seed {}", options.source.string(),
                                    options.test_fraction, options.seed);
   } else {
-    test = scan_image_folder(options.test_source, plan.class_names).files;
+    test_folder = std::make_shared<const ImageFolder>(scan_image_folder(options.test_source, plan.class_names));
+    test = every_file(*test_folder);
     plan.test_origin = fmt::format("image folder '{}'", options.test_source.string());
   }
   // Each rank trains on a contiguous part of a split: in folder order 2 ranks would each see half the classes (and
   // batch norm per rank would learn from skewed batches), so the training files go in a seeded random order.
   std::mt19937_64 random(options.seed);
   std::shuffle(train.begin(), train.end(), random);
-  plan.train = deal("train", options.out / "train", std::move(train), options.shards);
-  plan.test = deal("test", options.out / "test", std::move(test), options.shards);
+  plan.train = deal("train", options.out / "train", train_folder, train, options.shards);
+  plan.test = deal("test", options.out / "test", test_folder, test, options.shards);
   return plan;
 }
 

@@ -1,10 +1,12 @@
 // Owns deciding, before any pixel is decoded, which image files make which shard of which split: the folders
 // scanned, the test split held out per class (seeded) when no test folder is given, the training files in a seeded
 // random order, each split dealt into shards of nearly equal counts. Every rank of a parallel prepare computes the
-// same plan from the same folders and writes the shards it owns (shard k: rank k mod ranks).
+// same plan from the same folders and writes the shards it owns (shard k: rank k mod ranks). A shard is a list of
+// 4-byte file numbers into its folder's compact file list, so the plan of an ImageNet-sized tree stays small.
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,13 +16,14 @@ namespace ringtrain::io {
 
 struct PlannedShard {
   int index = 0;
-  std::vector<LabelledFile> files;
-  double source_bytes = 0;  // the files' sizes on disk
+  std::vector<uint32_t> files;  // into the split's folder
+  double source_bytes = 0;      // an estimate of the files' size on disk, for the space the shard reserves
 };
 
 struct SplitPlan {
   std::string name;  // "train" or "test"
   std::filesystem::path dir;
+  std::shared_ptr<const ImageFolder> folder;
   std::vector<PlannedShard> shards;
   int64_t files() const;
 };

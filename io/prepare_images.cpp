@@ -49,6 +49,11 @@ struct RankOutput {
 class Progress {
  public:
   Progress(bool shown, int64_t total) : shown_(shown), total_(total) {}
+  ~Progress() {  // a pass cut short by an error ends its progress line, so the error starts on its own
+    if (printed_ != Clock::time_point{} && done_ < total_) std::fprintf(stderr, "\n");
+  }
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
   void tick(const std::string& where) {
     ++done_;
     const auto now = Clock::now();
@@ -101,10 +106,10 @@ SampleStorage resolve_storage(const ImagesOptions& options, const ImagesPlan& pl
   }
   if (options.store == ImageStore::jpeg) return SampleStorage::jpeg;
   std::vector<int> shorter;
-  for (const LabelledFile& file : plan.train.shards.front().files) {
+  for (const uint32_t file : plan.train.shards.front().files) {
     if (shorter.size() == 16) break;
     try {
-      const std::vector<uint8_t> data = read_image_file(file.path);
+      const std::vector<uint8_t> data = read_image_file(plan.train.folder->path(file));
       if (!is_jpeg(data)) continue;
       const JpegHeader header = read_jpeg_header(data);
       shorter.push_back(std::min(header.height, header.width));
@@ -151,21 +156,21 @@ void write_shard(const SplitPlan& split, const PlannedShard& shard, std::vector<
         item.error.clear();
         item.sums = ChannelSums(channels);
         try {
-          store_image(shard.files[static_cast<std::size_t>(i)].path, pass.store, item.image, item.sums);
+          store_image(split.folder->path(shard.files[static_cast<std::size_t>(i)]), pass.store, item.image, item.sums);
         } catch (const DataError& e) {
           item.error = e.what();
         }
       },
       [&](int64_t i, Item& item) {
-        const LabelledFile& file = shard.files[static_cast<std::size_t>(i)];
+        const int32_t label = split.folder->label(shard.files[static_cast<std::size_t>(i)]);
         if (!item.error.empty() && pass.options.strict)
           throw DataError(fmt::format("{} (--strict: stopped, nothing written; drop --strict to skip and list "
                                       "unreadable images)",
                                       item.error));
         if (item.error.empty()) {
-          shard_file.append({item.image.bytes, file.label, item.image.height, item.image.width});
+          shard_file.append({item.image.bytes, label, item.image.height, item.image.width});
           if (split.name == "train") pass.output.sums.add(item.sums);
-          ++per_class[static_cast<std::size_t>(file.label)];
+          ++per_class[static_cast<std::size_t>(label)];
           pass.output.stored_bytes += static_cast<int64_t>(item.image.bytes.size());
         } else {
           pass.output.skipped.push_back(item.error);
@@ -181,6 +186,20 @@ void remove_written(const RankOutput& output) {
     fs::remove(temporary, ignored);
     fs::remove(final_path, ignored);
   }
+}
+
+// The folders of `out` this prepare would create, deepest first, so a failed one can take back what it made.
+std::vector<fs::path> folders_to_create(const ImagesPlan& plan, const fs::path& out) {
+  std::vector<fs::path> created;
+  std::error_code ignored;
+  for (const fs::path& dir : {plan.train.dir, plan.test.dir, out})
+    if (!fs::exists(dir, ignored)) created.push_back(dir);
+  return created;
+}
+
+void remove_created(const std::vector<fs::path>& folders) {
+  std::error_code ignored;
+  for (const fs::path& dir : folders) fs::remove(dir, ignored);  // only empty ones go: anything else is not ours
 }
 
 // Every class the folders list must have kept a training image.
@@ -278,11 +297,7 @@ ImagesSummary prepare_images(const ImagesOptions& options, const PrepareTeam& te
                         options.arrays.seed, options.arrays.shards});
     storage = resolve_storage(options, plan);
   });
-  team.all_succeed([&] {
-    if (team.rank != 0) return;
-    make_split_folder(plan.train.dir, options.arrays.overwrite);
-    make_split_folder(plan.test.dir, options.arrays.overwrite);
-  });
+  const std::vector<fs::path> created = folders_to_create(plan, options.arrays.out);
   DatasetMeta meta = dataset_meta(options, plan, storage);
   const StoreOptions store{storage, meta.shape, options.max_side, options.quality};
   const int threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -295,6 +310,11 @@ ImagesSummary prepare_images(const ImagesOptions& options, const PrepareTeam& te
   PassContext pass{options, store, meta, threads, output, progress};
   ImagesSummary summary;
   try {
+    team.all_succeed([&] {
+      if (team.rank != 0) return;
+      make_split_folder(plan.train.dir, options.arrays.overwrite);
+      make_split_folder(plan.test.dir, options.arrays.overwrite);
+    });
     team.all_succeed([&] { write_splits(plan, pass, team); });
     summary.skipped_everywhere = sum_across_ranks(output, team);
     team.all_succeed([&] {
@@ -303,7 +323,14 @@ ImagesSummary prepare_images(const ImagesOptions& options, const PrepareTeam& te
       settle_and_rename(output, meta);
     });
   } catch (...) {
+    // Every rank removes its own shards; once all have (the agreement is a barrier), rank 0 removes the folders
+    // this prepare made, so a failed prepare leaves what was there before it.
     remove_written(output);
+    try {
+      team.all_succeed([] {});
+    } catch (...) {
+    }
+    if (team.rank == 0) remove_created(created);
     throw;
   }
   summary.class_names = plan.class_names;

@@ -52,18 +52,31 @@ void reencode(const std::filesystem::path& file, const std::vector<uint8_t>& dat
 
 void add_interleaved(const std::vector<uint8_t>& pixels, int channels, ChannelSums& sums) {
   const auto c = static_cast<std::size_t>(channels);
-  for (std::size_t i = 0; i < pixels.size(); ++i) {
-    sums.sum[i % c] += pixels[i];
-    sums.sum_squares[i % c] += int64_t{pixels[i]} * pixels[i];
+  const std::size_t count = pixels.size() / c;
+  for (std::size_t k = 0; k < c; ++k) {
+    int64_t sum = 0, squares = 0;
+    for (std::size_t p = 0; p < count; ++p) {
+      const int64_t v = pixels[p * c + k];
+      sum += v;
+      squares += v * v;
+    }
+    sums.sum[k] += sum;
+    sums.sum_squares[k] += squares;
   }
-  sums.pixels += static_cast<int64_t>(pixels.size() / c);
+  sums.pixels += static_cast<int64_t>(count);
 }
 
 void add_planar(const std::vector<uint8_t>& pixels, int channels, ChannelSums& sums) {
   const std::size_t plane = pixels.size() / static_cast<std::size_t>(channels);
-  for (std::size_t i = 0; i < pixels.size(); ++i) {
-    sums.sum[i / plane] += pixels[i];
-    sums.sum_squares[i / plane] += int64_t{pixels[i]} * pixels[i];
+  for (std::size_t k = 0; k < static_cast<std::size_t>(channels); ++k) {
+    int64_t sum = 0, squares = 0;
+    for (std::size_t p = k * plane; p < (k + 1) * plane; ++p) {
+      const int64_t v = pixels[p];
+      sum += v;
+      squares += v * v;
+    }
+    sums.sum[k] += sum;
+    sums.sum_squares[k] += squares;
   }
   sums.pixels += static_cast<int64_t>(plane);
 }

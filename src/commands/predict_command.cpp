@@ -1,7 +1,8 @@
 // Owns `ringtrain predict`: the model of a checkpoint (its job is inside it) on split folders, folders of images
 // and image files, on the CPU or a GPU like training, as JSON lines on stdout: each sample's (or image file's)
 // top-k classes with their probabilities, a split sample's label, and optionally the logits. One rank. Images go
-// through the decode and resize of `prepare images` and the loader's normalisation, with the shape and the
+// through the decode and resize of `prepare images` (for a model trained on JPEG shards: the evaluation crop of the
+// photo, as the loader makes it) and the loader's normalisation, with the shape and the
 // statistics of the data the model was trained on, so an image gives what its sample in shards gives.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -27,6 +28,7 @@
 #include "train/batch_loader.h"
 #include "train/loader_work.h"
 #include "train/normalisation.h"
+#include "train/photo_sample.h"
 #include "train/split_part.h"
 
 namespace ringtrain::commands {
@@ -68,6 +70,7 @@ struct ImageModel {
   io::DatasetMeta meta;
   train::Normalisation normalisation;
   infer::Classifier classifier;
+  train::PhotoSampling sampling;  // a model trained on JPEG shards: the evaluation crop of each photo
 };
 
 std::unique_ptr<ImageModel> image_model(const train::RunContext& run, const PredictArgs& args) {
@@ -78,8 +81,10 @@ std::unique_ptr<ImageModel> image_model(const train::RunContext& run, const Pred
                                 "to 1 (gray), 3 (RGB) or 4 (RGBA) channels; give predict such samples as a split "
                                 "folder (`ringtrain prepare arrays`)",
                                 meta.shape.channels, trained_on.dir.string()));
-  return std::unique_ptr<ImageModel>(
-      new ImageModel{meta, train::Normalisation(meta), infer::Classifier(run, args.checkpoint, meta.shape, meta.num_classes)});
+  const train::PhotoSampling sampling{false, {}, train::evaluation_resize(run.job.data.eval_resize, meta.shape), meta.shape};
+  return std::unique_ptr<ImageModel>(new ImageModel{meta, train::Normalisation(meta),
+                                                    infer::Classifier(run, args.checkpoint, meta.shape, meta.num_classes),
+                                                    sampling});
 }
 
 void predict_images(ImageModel& model, const std::vector<fs::path>& files, const PredictArgs& args) {
@@ -101,7 +106,10 @@ void predict_images(ImageModel& model, const std::vector<fs::path>& files, const
   for (size_t first = 0; first < files.size(); first += per_batch) {
     batch.count = static_cast<int>(std::min(per_batch, files.size() - first));
     for (size_t i = 0; i < static_cast<size_t>(batch.count); ++i) {
-      io::image_to_sample(files[first + i], model.meta.shape, pixels);
+      if (model.meta.storage == io::SampleStorage::jpeg)
+        train::photo_file_sample(model.sampling, files[first + i], pixels);
+      else
+        io::image_to_sample(files[first + i], model.meta.shape, pixels);
       if (pixels_out)
         std::copy(pixels.begin(), pixels.end(), batch.pixels.begin() + static_cast<std::ptrdiff_t>(i * per_sample));
       else

@@ -5,6 +5,10 @@
 #include <cmath>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "io/image_decode.h"
 #include "io/jpeg_window.h"
 #include "kernels/cpu/crop_resample.h"
 
@@ -40,6 +44,25 @@ void decode_photo_sample(const PhotoSampling& sampling, const SampleKey& key, st
   centre.resize(out.size());
   kernels::cpu::crop_resample(image, window, false, extent, centre);
   augment_sample(sampling.augment, key, sampling.shape, centre, out);
+}
+
+void photo_file_sample(const PhotoSampling& sampling, const std::filesystem::path& file, std::span<uint8_t> out) {
+  const std::vector<uint8_t> data = io::read_image_file(file);
+  if (io::is_jpeg(data)) {
+    try {
+      const io::JpegHeader header = io::read_jpeg_header(data);
+      return decode_photo_sample(sampling, {}, data, header.height, header.width, out);
+    } catch (const DataError& e) {
+      throw DataError(fmt::format("image '{}': {}", file.string(), e.what()));
+    }
+  }
+  // A PNG: decoded whole, then the same crop of it.
+  const io::DecodedImage image = io::convert_channels(io::decode_image_bytes(file, data), sampling.shape.channels);
+  const PhotoCrop crop = photo_crop(sampling, {}, image.height, image.width);
+  kernels::cpu::crop_resample({image.pixels.data(), image.height, image.width, image.channels,
+                               int64_t{image.width} * image.channels},
+                              crop.window, crop.flip,
+                              {sampling.shape.channels, sampling.shape.height, sampling.shape.width}, out);
 }
 
 }  // namespace ringtrain::train

@@ -4,6 +4,7 @@
 // augmentation of a decoded sample (pad_crop_flip). The GPU's decoder makes the same crops (data.decode = gpu).
 #pragma once
 #include <cstdint>
+#include <filesystem>
 #include <span>
 
 #include "io/dataset_meta.h"
@@ -27,5 +28,9 @@ PhotoCrop photo_crop(const PhotoSampling& sampling, const SampleKey& key, int he
 // Throws DataError saying what is wrong with the bytes (the caller names the shard and sample).
 void decode_photo_sample(const PhotoSampling& sampling, const SampleKey& key, std::span<const uint8_t> jpeg, int height,
                          int width, std::span<uint8_t> out);
+
+// An image file (JPEG or PNG) made into the sample its photo in an encoded split would give: `predict` on a model
+// trained on JPEG shards. Throws DataError naming the file.
+void photo_file_sample(const PhotoSampling& sampling, const std::filesystem::path& file, std::span<uint8_t> out);
 
 }  // namespace ringtrain::train

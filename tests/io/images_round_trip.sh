@@ -16,18 +16,11 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 
-"$py" - "$src" <<'PY'
-import gzip, os, sys
+"$py" "$source_dir/tests/support/write_fashion_mnist_folder.py" "$src" png png
+"$py" - <<'PY'
+import os
 import numpy as np
 from PIL import Image
-src = sys.argv[1]
-names = ["T-shirt", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle-boot"]
-for split, prefix in (("train", "train"), ("test", "t10k")):
-    with gzip.open(f"{src}/{prefix}-images-idx3-ubyte.gz") as f: images = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 28, 28)
-    with gzip.open(f"{src}/{prefix}-labels-idx1-ubyte.gz") as f: labels = np.frombuffer(f.read(), np.uint8, offset=8)
-    for c, name in enumerate(names): os.makedirs(f"png/{split}/{c}-{name}")
-    for i, (image, label) in enumerate(zip(images, labels)):
-        Image.fromarray(image, "L").save(f"png/{split}/{label}-{names[label]}/{i:05d}.png", compress_level=1)
 # A small colour tree for the faults: RGB JPEGs, RGBA PNGs, one truncated PNG, one text file named .jpg.
 rng = np.random.default_rng(3)
 for c in ("a", "b"):
@@ -108,7 +101,7 @@ assert n == 16 and shape == (3, 16, 16), (n, shape)
 echo "ok   RGB JPEGs and RGBA PNGs written as 3x16x16"
 
 source "$here/prepare_refusal.sh"
-refuse images "cannot decode PNG" --source colour --size 16 --strict
+refuse images "--strict: stopped, nothing written" --source colour --size 16 --strict
 mkdir colour/empty
 refuse images "class folder '.*empty' holds no" --source colour --size 16
 refuse images "has no class subfolders" --source colour/a --size 16
