@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/host_memory.h"
 #include "dist/mpi_check.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/node_sum.h"
 #include "util/clock.h"
 
@@ -132,7 +133,8 @@ void NodeSharedReducer::wait_all() {
     throw Error(ExitCode::internal, "the node-shared reducer reduced before the network placed its gradients in it");
   const double begin = util::now_s();
   node_barrier();  // every rank's gradients are final
-  kernels::cpu::sum_slice_and_clear(node_grads_, static_cast<std::size_t>(node_rank_), slice_.begin, slice_.count);
+  kernels::cpu::sum_slice_and_clear(node_grads_, static_cast<std::size_t>(node_rank_), slice_.begin, slice_.count,
+                                    kernels::cpu::compute_threads());
   if (across_nodes_) {
     across_nodes_->launch(node_grads_[static_cast<std::size_t>(node_rank_)], {slice_.begin, slice_.count});
     across_nodes_->wait_all();
