@@ -143,6 +143,17 @@ void NodeSharedReducer::wait_all() {
   unsettled_.push_back(finished_);
 }
 
+// The slice's all-reduce between nodes keeps the spans it saw for a settle of its own; this reducer reports the
+// step's one span itself, so they are let go here rather than held for the whole run.
+std::vector<StepSpans> NodeSharedReducer::settle(int) {
+  if (across_nodes_) (void)across_nodes_->settle(0);
+  return std::exchange(unsettled_, {});
+}
+
+std::size_t NodeSharedReducer::held_steps() const {
+  return unsettled_.size() + (across_nodes_ ? across_nodes_->held_steps() : 0);
+}
+
 model::ParamSlice NodeSharedReducer::update_slice(int64_t params) const {
   if (params != params_)
     throw Error(ExitCode::internal, fmt::format("the node-shared reducer holds {} parameters, the update asked for {}",

@@ -41,11 +41,14 @@ class NodeSharedReducer final : public GradientReducer, public model::ParameterM
   void wait_all() override;
   model::ParamSlice update_slice(int64_t params) const override;
   void updated() override;
-  std::vector<StepSpans> settle(int) override { return std::exchange(unsettled_, {}); }
+  std::vector<StepSpans> settle(int) override;
   const char* name() const override { return "node-shared memory"; }
   std::vector<BucketSpan> last_spans() const override { return finished_; }
 
   int nodes() const { return nodes_; }
+  // The wait_all calls whose spans this reducer, and the one between nodes inside it, hold for settle() (tests:
+  // what memory grows by each step that nothing settles).
+  std::size_t held_steps() const;
 
  private:
   // A shared window of `count` zero-filled floats on every node rank (every_rank) or on node rank 0 alone;

@@ -1,6 +1,7 @@
 // The node-shared reducer (dist.reducer = "shared"): its slices tile the parameters on decay-mask words, each rank
 // sums its slice over every rank exactly and clears the others' values there, the parameters are one copy per
-// (emulated) node, and groups of unequal size are refused alike on every rank.
+// (emulated) node, nothing is held per step once settled (across nodes too), and groups of unequal size are
+// refused alike on every rank.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -103,6 +104,27 @@ TEST(NodeSharedReducer, OptimizerStateIsOneZeroedCopyPerNode) {
   EXPECT_GE(state[1] - state[0], kParams);
   for (const float* array : state)
     for (int64_t i = 0; i < kParams; i += 97) ASSERT_EQ(array[i], 0.0f);
+}
+
+// Every step's spans are handed on by settle(), the all-reduce between nodes' own included: a run holds nothing
+// more after 300 steps than after one.
+TEST(NodeSharedReducer, HoldsNoStepOnceSettledOnAnyNumberOfNodes) {
+  constexpr int64_t kFew = 4096;
+  bool several_nodes = false;
+  for (const int node_ranks : node_groupings()) {
+    SCOPED_TRACE(node_ranks);
+    dist::NodeSharedReducer reducer(MPI_COMM_WORLD, node_ranks, config::WireFormat::fp32);
+    (void)reducer.parameters(kFew);
+    (void)reducer.gradients(kFew);
+    several_nodes = several_nodes || reducer.nodes() > 1;
+    for (int step = 0; step < 300; ++step) {
+      reducer.wait_all();
+      reducer.updated();
+      ASSERT_EQ(reducer.settle(0).size(), 1u);
+      ASSERT_EQ(reducer.held_steps(), 0u) << "after step " << step << " on " << reducer.nodes() << " nodes";
+    }
+  }
+  EXPECT_TRUE(several_nodes || world_size() == 1);
 }
 
 TEST(NodeSharedReducer, UnequalGroupsAreRefusedOnEveryRankAlike) {
