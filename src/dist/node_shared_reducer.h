@@ -28,10 +28,14 @@ class NodeSharedReducer final : public GradientReducer, public model::ParameterM
   NodeSharedReducer(const NodeSharedReducer&) = delete;
   NodeSharedReducer& operator=(const NodeSharedReducer&) = delete;
 
-  // model::ParameterMemory: collective over the node's ranks.
+  // model::ParameterMemory. The three allocations are collective over the world: every rank of the world first
+  // agrees (dist::agree_on_errors) that set-up got this far, so a rank whose set-up failed before, and waits in
+  // World::all_succeed's agreement, makes every rank throw its error here instead of leaving its node's other
+  // ranks waiting for it in the window's collective; and again on the window's outcome.
   float* parameters(int64_t count) override;
   float* gradients(int64_t count) override;
   std::vector<float*> optimizer_state(int arrays, int64_t count) override;
+  void publish() override { node_barrier(); }
   std::size_t shared_bytes() const override { return shared_bytes_; }
   int sharing_ranks() const override { return node_size_; }
 
@@ -51,12 +55,13 @@ class NodeSharedReducer final : public GradientReducer, public model::ParameterM
   std::size_t held_steps() const;
 
  private:
-  // A shared window of `count` zero-filled floats on every node rank (every_rank) or on node rank 0 alone;
-  // returns each owner's part, in node-rank order.
-  std::vector<float*> allocate(int64_t count, bool every_rank);
+  // A shared window of `count` floats for every node rank (every_rank) or for node rank 0 alone, agreed on by the
+  // world's ranks before and after (see parameters()); returns each owner's part, in node-rank order, untouched.
+  std::vector<float*> open_window(int64_t count, bool every_rank);
+  void check_window(int rc, MPI_Aint bytes, double window_bytes, MPI_Win window);
   void node_barrier();  // with the memory synchronisation MPI's shared windows ask for
 
-  MPI_Comm node_ = MPI_COMM_NULL, across_ = MPI_COMM_NULL;
+  MPI_Comm world_ = MPI_COMM_NULL, node_ = MPI_COMM_NULL, across_ = MPI_COMM_NULL;
   int node_rank_ = 0, node_size_ = 1, nodes_ = 1;
   std::vector<MPI_Win> windows_;
   std::vector<float*> node_grads_;  // each node rank's gradients, in node-rank order
