@@ -143,11 +143,16 @@ void NodeSharedReducer::check_window(int rc, MPI_Aint bytes, double window_bytes
   });
 }
 
+void NodeSharedReducer::zero_slice(float* first, int arrays, int64_t stride) const {
+  for (int a = 0; a < arrays; ++a)
+    std::memset(first + a * stride + slice_.begin, 0, sizeof(float) * static_cast<std::size_t>(slice_.count));
+}
+
 float* NodeSharedReducer::parameters(int64_t count) {
   params_ = count;
   slice_ = slice_of(count, node_rank_, node_size_);
   float* copy = open_window(count, false).front();
-  if (node_rank_ == 0) std::memset(copy, 0, sizeof(float) * static_cast<std::size_t>(count));
+  zero_slice(copy, 1, 0);
   node_barrier();
   return copy;
 }
@@ -165,7 +170,7 @@ std::vector<float*> NodeSharedReducer::optimizer_state(int arrays, int64_t count
   require_parameters(params_, count, "optimizer state");
   const int64_t stride = (count + 15) / 16 * 16;  // each array on whole cache lines, as open_window's own
   float* all = open_window(stride * arrays, false).front();
-  if (node_rank_ == 0) std::memset(all, 0, sizeof(float) * static_cast<std::size_t>(stride * arrays));
+  zero_slice(all, arrays, stride);
   node_barrier();
   std::vector<float*> each;
   for (int a = 0; a < arrays; ++a) each.push_back(all + a * stride);

@@ -4,7 +4,8 @@
 // memory (no message, no copy), all-reduces that slice with the ranks that hold the same slice on the other
 // nodes, and updates that slice of the parameters; a node barrier then makes the updated copy every rank's.
 // Against an all-reduce into every rank's own copy, each rank moves about a node's share of the bytes and runs
-// the optimizer over its slice only.
+// the optimizer over its slice only. Each rank is the first to touch its slice of every window (its own part of
+// the gradients' one), so on a node of several sockets the pages it updates every step are on its own socket.
 #pragma once
 #include <mpi.h>
 
@@ -59,6 +60,9 @@ class NodeSharedReducer final : public GradientReducer, public model::ParameterM
   // world's ranks before and after (see parameters()); returns each owner's part, in node-rank order, untouched.
   std::vector<float*> open_window(int64_t count, bool every_rank);
   void check_window(int rc, MPI_Aint bytes, double window_bytes, MPI_Win window);
+  // Zeroes this rank's slice of each of the `arrays` arrays `stride` floats apart from `first`: the first touch
+  // of those pages, which places them on this rank's socket.
+  void zero_slice(float* first, int arrays, int64_t stride) const;
   void node_barrier();  // with the memory synchronisation MPI's shared windows ask for
 
   MPI_Comm world_ = MPI_COMM_NULL, node_ = MPI_COMM_NULL, across_ = MPI_COMM_NULL;
