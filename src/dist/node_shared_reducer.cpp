@@ -87,16 +87,7 @@ std::vector<float*> NodeSharedReducer::open_window(int64_t count, bool every_ran
   const bool owner = every_rank || node_rank_ == 0;
   const auto bytes = static_cast<MPI_Aint>(owner ? sizeof(float) * static_cast<std::size_t>(count) + kAlignment : 0);
   const double window_bytes = static_cast<double>(bytes) * (every_rank ? node_size_ : 1);
-  // The world's ranks agree before the node's meet in the window's collective (see node_shared_reducer.h). Node rank
-  // 0 creates the window's backing file: where that fails inside MPI, Open MPI returns the error to it alone and the
-  // node's other ranks wait inside the collective for good, so it checks the room first.
-  agree_on_errors(world_, [&] {
-    if (node_rank_ != 0) return;
-    if (const std::string why = why_no_room_for_window(window_bytes); !why.empty())
-      throw JobFileError(fmt::format("dist.reducer = \"shared\": the node's shared copy cannot be placed: {}; give "
-                                     "it room, or point OMPI_MCA_osc_sm_backing_directory where there is, {}",
-                                     why, kNonblockingInstead));
-  });
+  check_room(window_bytes);
   MPI_Info info = MPI_INFO_NULL;
   MPI_CHECK(MPI_Info_create(&info));
   MPI_CHECK(MPI_Info_set(info, "alloc_shared_noncontig", "true"));  // each rank's part on its own pages
@@ -121,6 +112,19 @@ std::vector<float*> NodeSharedReducer::open_window(int64_t count, bool every_ran
   }
   shared_bytes_ += sizeof(float) * static_cast<std::size_t>(count) * parts.size();
   return parts;
+}
+
+// The world's ranks agree before the node's meet in the window's collective (see node_shared_reducer.h). Node rank 0
+// creates the window's backing file: where that fails inside MPI, Open MPI returns the error to it alone and the
+// node's other ranks wait inside the collective for good, so it checks the room first.
+void NodeSharedReducer::check_room(double window_bytes) const {
+  agree_on_errors(world_, [&] {
+    if (node_rank_ != 0) return;
+    if (const std::string why = why_no_room_for_window(window_bytes); !why.empty())
+      throw JobFileError(fmt::format("dist.reducer = \"shared\": the node's shared copy cannot be placed: {}; give "
+                                     "it room, or point OMPI_MCA_osc_sm_backing_directory where there is, {}",
+                                     why, kNonblockingInstead));
+  });
 }
 
 // The window's outcome, and (once, on the first window) its memory model, agreed on by the world's ranks: the

@@ -59,7 +59,8 @@ class NodeSharedReducer final : public GradientReducer, public model::ParameterM
   // A shared window of `count` floats for every node rank (every_rank) or for node rank 0 alone, agreed on by the
   // world's ranks before and after (see parameters()); returns each owner's part, in node-rank order, untouched.
   std::vector<float*> open_window(int64_t count, bool every_rank);
-  void check_window(int rc, MPI_Aint bytes, double window_bytes, MPI_Win window);
+  void check_room(double window_bytes) const;  // agreed before a window's collective
+  void check_window(int rc, MPI_Aint bytes, double window_bytes, MPI_Win window);  // and after it
   // Zeroes this rank's slice of each of the `arrays` arrays `stride` floats apart from `first`: the first touch
   // of those pages, which places them on this rank's socket.
   void zero_slice(float* first, int arrays, int64_t stride) const;
