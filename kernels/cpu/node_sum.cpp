@@ -4,25 +4,38 @@
 #include <algorithm>
 #include <cstring>
 
-namespace ringtrain::kernels::cpu {
+#include "kernels/cpu/thread_runs.h"
 
-void sum_slice_and_clear(std::span<float* const> arrays, std::size_t own, int64_t begin, int64_t count) {
-  // Chunks small enough that the running sum stays in L1 while each rank's values stream past it once.
-  if (arrays.size() == 1) return;  // one rank: its values are the sum
-  constexpr int64_t kChunk = 2048;
+namespace ringtrain::kernels::cpu {
+namespace {
+
+// Chunks small enough that the running sum stays in L1 while each rank's values stream past it once.
+constexpr int64_t kChunk = 2048;
+
+void sum_chunk_and_clear(std::span<float* const> arrays, std::size_t own, int64_t begin, int64_t n) {
   alignas(64) float sum[kChunk];
-  for (int64_t c = begin; c < begin + count; c += kChunk) {
-    const int64_t n = std::min(kChunk, begin + count - c);
-    const auto bytes = static_cast<std::size_t>(n) * sizeof(float);
-    std::memcpy(sum, arrays[0] + c, bytes);
-    for (std::size_t k = 1; k < arrays.size(); ++k) {
-      const float* __restrict__ values = arrays[k] + c;
-      for (int64_t i = 0; i < n; ++i) sum[i] += values[i];
-    }
-    for (std::size_t k = 0; k < arrays.size(); ++k)
-      if (k != own) std::memset(arrays[k] + c, 0, bytes);
-    std::memcpy(arrays[own] + c, sum, bytes);
+  const auto bytes = static_cast<std::size_t>(n) * sizeof(float);
+  std::memcpy(sum, arrays[0] + begin, bytes);
+  for (std::size_t k = 1; k < arrays.size(); ++k) {
+    const float* __restrict__ values = arrays[k] + begin;
+    for (int64_t i = 0; i < n; ++i) sum[i] += values[i];
   }
+  for (std::size_t k = 0; k < arrays.size(); ++k)
+    if (k != own) std::memset(arrays[k] + begin, 0, bytes);
+  std::memcpy(arrays[own] + begin, sum, bytes);
+}
+
+}  // namespace
+
+void sum_slice_and_clear(std::span<float* const> arrays, std::size_t own, int64_t begin, int64_t count, int threads) {
+  if (arrays.size() == 1) return;  // one rank: its values are the sum
+  const int64_t chunks = (count + kChunk - 1) / kChunk;
+  for_each_thread_run(threads, chunks, [&](int64_t first, int64_t end, int) {
+    for (int64_t c = first; c < end; ++c) {
+      const int64_t at = begin + c * kChunk;
+      sum_chunk_and_clear(arrays, own, at, std::min(kChunk, begin + count - at));
+    }
+  });
 }
 
 }  // namespace ringtrain::kernels::cpu

@@ -7,7 +7,7 @@
 namespace ringtrain::kernels::cpu {
 
 // For i in [begin, begin + count): arrays[own][i] = (...((arrays[0][i] + arrays[1][i]) + arrays[2][i]) ...), the
-// same bits whichever rank sums, and arrays[k][i] = 0 for every k != own.
-void sum_slice_and_clear(std::span<float* const> arrays, std::size_t own, int64_t begin, int64_t count);
+// same bits whichever rank sums and on any number of `threads`, and arrays[k][i] = 0 for every k != own.
+void sum_slice_and_clear(std::span<float* const> arrays, std::size_t own, int64_t begin, int64_t count, int threads);
 
 }  // namespace ringtrain::kernels::cpu

@@ -21,6 +21,7 @@ class MpiGradientReducer final : public GradientReducer {
   // wait_all() already waited: returns the spans it saw end since the last settle.
   std::vector<StepSpans> settle(int) override { return std::exchange(unsettled_, {}); }
   std::vector<BucketSpan> last_spans() const override { return finished_; }
+  std::size_t held_steps() const { return unsettled_.size(); }  // wait_all's not yet settled (tests)
 
  private:
   MPI_Comm comm_;

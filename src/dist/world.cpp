@@ -57,6 +57,8 @@ void agree_on_errors(MPI_Comm comm, const std::function<void()>& step) {
   std::string message;
   try {
     step();
+  } catch (const AgreedError&) {
+    throw;  // every rank of the job throws it here already (a nested agreement): nothing left to agree on
   } catch (const Error& e) {
     code = static_cast<int>(e.code());
     message = e.what();

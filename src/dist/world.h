@@ -13,7 +13,8 @@ namespace ringtrain::dist {
 
 // Runs `step` on every rank of `comm`; if it throws on any rank, every rank throws the same AgreedError
 // (message and exit code of the lowest failing rank). A rank that fails alone therefore never leaves the
-// others waiting in a later collective.
+// others waiting in a later collective. An AgreedError out of `step` (every rank of the job holds it: an
+// agreement inside the step, with the ranks that failed before it) passes on as it is, without another one.
 void agree_on_errors(MPI_Comm comm, const std::function<void()>& step);
 
 class World {

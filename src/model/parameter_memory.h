@@ -16,6 +16,9 @@ class ParameterMemory {
   virtual float* parameters(int64_t count) = 0;
   virtual float* gradients(int64_t count) = 0;
   virtual std::vector<float*> optimizer_state(int arrays, int64_t count) = 0;
+  // Called by every rank that shares the memory once it has written its values there (set-up: the parameters and
+  // the optimizer's state); returns once every rank has, with what each wrote visible to all of them.
+  virtual void publish() = 0;
   // Bytes handed out so far, over every rank that shares them, and how many ranks share them (for the memory
   // report: each rank's share of what it holds).
   virtual std::size_t shared_bytes() const = 0;

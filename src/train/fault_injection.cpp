@@ -1,4 +1,4 @@
-// Owns parsing the RINGTRAIN_TEST_CORRUPT_PARAM test hook and applying its bit flip.
+// Owns parsing the fault-injection test hooks and applying the parameter bit flip.
 #include "train/fault_injection.h"
 
 #include <fmt/format.h>
@@ -11,19 +11,46 @@
 #include "common/error.h"
 
 namespace ringtrain::train {
+namespace {
+
+struct RankAndNumber {
+  int rank = 0;
+  long long number = 0;
+};
+
+// What the number after the rank is, for the message on a malformed value.
+struct NumberMeaning {
+  const char* name;     // "STEP"
+  const char* meaning;  // "an optimizer step"
+  const char* example;  // a whole good value: "1:3"
+};
+
+// RANK:NUMBER from `variable` (NUMBER >= 1), or nothing when it is unset.
+std::optional<RankAndNumber> rank_and_number_from_env(const char* variable, const NumberMeaning& number) {
+  const char* text = std::getenv(variable);
+  if (text == nullptr) return std::nullopt;
+  RankAndNumber value;
+  int used = 0;
+  if (std::sscanf(text, "%d:%lld%n", &value.rank, &value.number, &used) != 2 || text[used] != '\0' ||
+      value.rank < 0 || value.number < 1)
+    throw UsageError(fmt::format("{}='{}': expected RANK:{} (a rank and {} >= 1), e.g. {}; it is a test hook, unset "
+                                 "it for real runs",
+                                 variable, text, number.name, number.meaning, number.example));
+  return value;
+}
+
+}  // namespace
 
 std::optional<ParamCorruption> param_corruption_from_env() {
-  const char* text = std::getenv(kCorruptParamEnv);
-  if (text == nullptr) return std::nullopt;
-  ParamCorruption c;
-  long long step = 0;
-  int used = 0;
-  if (std::sscanf(text, "%d:%lld%n", &c.rank, &step, &used) != 2 || text[used] != '\0' || c.rank < 0 || step < 1)
-    throw UsageError(fmt::format("{}='{}': expected RANK:STEP (a rank and an optimizer step >= 1), e.g. 1:3; it is "
-                                 "a test hook, unset it for real runs",
-                                 kCorruptParamEnv, text));
-  c.after_step = step;
-  return c;
+  const auto value = rank_and_number_from_env(kCorruptParamEnv, {"STEP", "an optimizer step", "1:3"});
+  if (!value) return std::nullopt;
+  return ParamCorruption{value->rank, value->number};
+}
+
+std::optional<InjectedBudget> injected_budget_from_env() {
+  const auto value = rank_and_number_from_env(kMemoryBudgetEnv, {"BYTES", "a byte count", "1:4096"});
+  if (!value) return std::nullopt;
+  return InjectedBudget{value->rank, value->number};
 }
 
 void flip_lowest_bit(model::Backend& backend, float* device_params) {

@@ -1,7 +1,9 @@
-// Owns ringtrain's one test hook for runtime faults: RINGTRAIN_TEST_CORRUPT_PARAM=RANK:STEP makes rank RANK
-// flip one bit of its first parameter right after optimizer step STEP, the silent corruption that
-// run.consistency_every exists to catch (tests/faults/consistency.sh). Unset, as in every real run, it does
-// nothing; it is read once, at the start of training, and a malformed value is refused, never ignored.
+// Owns ringtrain's test hooks for faults one rank meets alone. RINGTRAIN_TEST_CORRUPT_PARAM=RANK:STEP makes rank
+// RANK flip one bit of its first parameter right after optimizer step STEP, the silent corruption that
+// run.consistency_every exists to catch (tests/faults/consistency.sh). RINGTRAIN_TEST_MEMORY_BUDGET=RANK:BYTES
+// gives rank RANK a memory budget of BYTES for the model, as a host with that little memory available would: the
+// set-up check failing on one rank only (tests/faults/bad_input.sh). Unset, as in every real run, they do nothing;
+// each is read once, and a malformed value is refused, never ignored.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -19,6 +21,16 @@ inline constexpr const char* kCorruptParamEnv = "RINGTRAIN_TEST_CORRUPT_PARAM";
 
 // The requested corruption, or nothing when the variable is unset. Throws UsageError when it is malformed.
 std::optional<ParamCorruption> param_corruption_from_env();
+
+struct InjectedBudget {
+  int rank = 0;
+  int64_t bytes = 0;
+};
+
+inline constexpr const char* kMemoryBudgetEnv = "RINGTRAIN_TEST_MEMORY_BUDGET";
+
+// The requested budget, or nothing when the variable is unset. Throws UsageError when it is malformed.
+std::optional<InjectedBudget> injected_budget_from_env();
 
 // Flips the lowest mantissa bit of the parameter at `device_params` (a device pointer): a change too small to
 // upset the loss, as a real bit error usually is, but one the parameter checksum sees.

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "common/host_memory.h"
+#include "train/fault_injection.h"
 
 namespace ringtrain::train {
 namespace {
@@ -33,6 +34,17 @@ model::MemoryBudget memory_budget(const RunContext& run, double loaders) {
           copies_per_parameter};
 }
 
+// The budget, unless the fault-injection hook (train/fault_injection.h) gives this rank another.
+model::MemoryBudget budget_on_this_rank(const RunContext& run, double loaders) {
+  model::MemoryBudget budget = memory_budget(run, loaders);
+  const std::optional<InjectedBudget> injected = injected_budget_from_env();
+  if (injected && injected->rank == run.world.rank()) {
+    budget.bytes = static_cast<double>(injected->bytes);
+    budget.source = fmt::format("the budget {} gives rank {}", kMemoryBudgetEnv, injected->rank);
+  }
+  return budget;
+}
+
 // Mixed precision stores activations in the reduced type; the parameters, their gradients and the optimizer's
 // state stay fp32 whatever the precision.
 model::ElementType activation_type(config::Precision precision) {
@@ -52,7 +64,7 @@ std::unique_ptr<model::Network> build_network(const RunContext& run, const model
     net = std::make_unique<model::Network>(
         run.job.model.layers, run.backend, input, classes,
         model::NetworkOptions{.share_memory = true, .fuse = run.job.run.fuse_layers,
-                              .budget = memory_budget(run, loader_bytes),
+                              .budget = budget_on_this_rank(run, loader_bytes),
                               .activations = activation_type(run.job.train.precision),
                               .parameter_memory = memory});
   });

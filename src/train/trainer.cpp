@@ -39,7 +39,7 @@ int Trainer::run() {
   const StartPoint start = start_run(run, *net, *optimizer, plan, lr);
   // Where a node's ranks share one copy of the parameters, each has written the same values into it: none reads
   // them for training before all have.
-  if (reducer_.parameter_memory()) world_.barrier();
+  if (model::ParameterMemory* shared = reducer_.parameter_memory()) shared->publish();
   RunOutputs outputs(run);  // run.dir is claimed only now, with data, model and checkpoint accepted
 
   const RunSetup setup{*net, *optimizer, data, lr, start};

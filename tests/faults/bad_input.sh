@@ -293,6 +293,16 @@ expect layer_too_large 3 "$d" "model.layers[0] (conv2d 3x3x8 s1 p1000000) turns 
   "more than any memory holds; check its size, padding, filters or units" "$job" $(data "$work/tiny/train") $(fresh "$d") \
   --set 'model.layers=[{type="conv2d",filters=8,kernel=3,padding=1000000},{type="flatten"},{type="dense",units=3}]'
 
+# A budget check that fails on one rank only (each rank weighs the model against its own reading of the host's
+# memory; here the fault-injection hook's budget): every rank ends with that rank's message within the bound,
+# none left waiting in the shared copy's window collective for it.
+for reducer in shared nonblocking; do
+  d=$(run budget_on_one_rank_$reducer)
+  RINGTRAIN_TEST_MEMORY_BUDGET=1:4096 expect budget_on_one_rank_$reducer 3 "$d" \
+    "but the budget RINGTRAIN_TEST_MEMORY_BUDGET gives rank 1 is 4 KiB" "or make the model smaller" \
+    "$job" $(data "$work/tiny/train") $(fresh "$d") "${small_model[@]}" --set "dist.reducer=\"$reducer\""
+done
+
 echo "$passed passed, $failures failed, $skipped skipped"
 [ "$failures" -eq 0 ] || exit 1
 [ "$skipped" -eq 0 ] || exit 77

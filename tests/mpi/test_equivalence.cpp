@@ -142,7 +142,7 @@ std::vector<float> train(MPI_Comm comm, int local_batch, int accumulate, int fir
   model::Network net(model_without_batchnorm(), *device, {local_batch, 1, kSide, kSide}, kClasses, options);
   const auto init = net.initial_params(7);
   device->to_device(net.params(), init.data(), init.size() * sizeof(float));
-  MPI_Barrier(comm);  // a shared copy: every rank has written it before any trains on it
+  if (options.parameter_memory) options.parameter_memory->publish();  // every rank has written the one copy
   dist::GradientSync sync(net, *reducer, bucket_mb);
   model::DeviceBuffer images = device->allocate(sizeof(float) * static_cast<size_t>(local_batch) * kSide * kSide);
   model::DeviceBuffer labels = device->allocate(sizeof(int32_t) * static_cast<size_t>(local_batch));

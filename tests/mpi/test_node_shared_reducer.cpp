@@ -1,9 +1,13 @@
 // The node-shared reducer (dist.reducer = "shared"): its slices tile the parameters on decay-mask words, each rank
 // sums its slice over every rank exactly and clears the others' values there, the parameters are one copy per
-// (emulated) node, and groups of unequal size are refused alike on every rank.
+// (emulated) node, each rank is the first to touch its slice of the shared windows, nothing is held per step once
+// settled (across nodes too), and groups of unequal size are refused alike on every rank.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <unistd.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -103,6 +107,81 @@ TEST(NodeSharedReducer, OptimizerStateIsOneZeroedCopyPerNode) {
   EXPECT_GE(state[1] - state[0], kParams);
   for (const float* array : state)
     for (int64_t i = 0; i < kParams; i += 97) ASSERT_EQ(array[i], 0.0f);
+}
+
+// Whether this process has the page holding `address` in its page table (/proc/self/pagemap's present bit): a
+// page of a shared window is there once this process touched it, and only then, as long as it only wrote.
+bool page_present(const float* address) {
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const int fd = open("/proc/self/pagemap", O_RDONLY);
+  uint64_t entry = 0;
+  const auto at = static_cast<off_t>(reinterpret_cast<std::uintptr_t>(address) / page * sizeof entry);
+  const bool read = fd >= 0 && pread(fd, &entry, sizeof entry, at) == static_cast<ssize_t>(sizeof entry);
+  if (fd >= 0) close(fd);
+  EXPECT_TRUE(read) << "/proc/self/pagemap cannot be read";
+  return (entry >> 63) & 1u;
+}
+
+// In `array` (the node's one copy), the pages wholly inside this rank's slice are in this process's page table and
+// those wholly outside it are not: every rank wrote only its own slice, so each page was first touched by the rank
+// that updates it (which on a node of several sockets puts it on that rank's socket).
+void expect_touched_only_inside(const float* array, int64_t count, model::ParamSlice mine, const char* what) {
+  const auto page_bytes = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto page_floats = static_cast<int64_t>(page_bytes / sizeof(float));
+  const auto into_page = static_cast<int64_t>(reinterpret_cast<std::uintptr_t>(array) % page_bytes / sizeof(float));
+  int64_t inside = 0, outside = 0, untouched_inside = 0, touched_outside = 0, first_wrong = -1;
+  for (int64_t p = into_page > 0 ? page_floats - into_page : 0; p + page_floats <= count; p += page_floats) {
+    const bool in = p >= mine.begin && p + page_floats <= mine.begin + mine.count;
+    const bool out = p + page_floats <= mine.begin || p >= mine.begin + mine.count;
+    if (!in && !out) continue;  // a page the slice's edge cuts: either rank's
+    const bool present = page_present(array + p);
+    inside += in, outside += out;
+    untouched_inside += in && !present, touched_outside += out && present;
+    if (in != present && first_wrong < 0) first_wrong = p;
+  }
+  EXPECT_GT(inside, 0) << what;
+  if (mine.count < count) {
+    EXPECT_GT(outside, 0) << what;
+  }
+  EXPECT_EQ(untouched_inside, 0) << what << ": pages of this rank's slice it did not touch, of " << inside;
+  EXPECT_EQ(touched_outside, 0) << what << ": other ranks' pages this rank touched, of " << outside << ", the first at "
+                                << first_wrong;
+}
+
+TEST(NodeSharedReducer, EachRankIsFirstToTouchItsSliceOfTheSharedCopy) {
+  constexpr int64_t kMany = 1 << 20;  // 4 MiB an array: every slice some whole pages
+  for (const int node_ranks : node_groupings()) {
+    SCOPED_TRACE(node_ranks);
+    dist::NodeSharedReducer reducer(MPI_COMM_WORLD, node_ranks, config::WireFormat::fp32);
+    const float* params = reducer.parameters(kMany);
+    const float* grads = reducer.gradients(kMany);
+    const std::vector<float*> state = reducer.optimizer_state(2, kMany);
+    const model::ParamSlice mine = reducer.update_slice(kMany);
+    expect_touched_only_inside(params, kMany, mine, "parameters");
+    for (const float* array : state) expect_touched_only_inside(array, kMany, mine, "optimizer state");
+    expect_touched_only_inside(grads, kMany, {0, kMany}, "this rank's gradients");
+  }
+}
+
+// Every step's spans are handed on by settle(), the all-reduce between nodes' own included: a run holds nothing
+// more after 300 steps than after one.
+TEST(NodeSharedReducer, HoldsNoStepOnceSettledOnAnyNumberOfNodes) {
+  constexpr int64_t kFew = 4096;
+  bool several_nodes = false;
+  for (const int node_ranks : node_groupings()) {
+    SCOPED_TRACE(node_ranks);
+    dist::NodeSharedReducer reducer(MPI_COMM_WORLD, node_ranks, config::WireFormat::fp32);
+    (void)reducer.parameters(kFew);
+    (void)reducer.gradients(kFew);
+    several_nodes = several_nodes || reducer.nodes() > 1;
+    for (int step = 0; step < 300; ++step) {
+      reducer.wait_all();
+      reducer.updated();
+      ASSERT_EQ(reducer.settle(0).size(), 1u);
+      ASSERT_EQ(reducer.held_steps(), 0u) << "after step " << step << " on " << reducer.nodes() << " nodes";
+    }
+  }
+  EXPECT_TRUE(several_nodes || world_size() == 1);
 }
 
 TEST(NodeSharedReducer, UnequalGroupsAreRefusedOnEveryRankAlike) {

@@ -53,6 +53,32 @@ TEST(World, LowestFailingRankSpeaks) {
   }
 }
 
+// A rank that fails early waits in the step's closing agreement; the others meet it in one inside the step (as the
+// node-shared reducer does before a window collective) and leave the step with its error, which the closing
+// agreement passes on without another collective that the failed rank would never join.
+TEST(World, AnAgreementInsideTheStepMeetsARankThatFailedBeforeIt) {
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const int culprit = size - 1;
+  bool went_on = false;
+  try {
+    dist::agree_on_errors(MPI_COMM_WORLD, [&] {
+      if (rank == culprit) throw JobFileError("the model needs more than rank " + std::to_string(rank) + " has");
+      dist::agree_on_errors(MPI_COMM_WORLD, [] {});
+      went_on = true;
+    });
+    FAIL() << "every rank must throw";
+  } catch (const AgreedError& e) {
+    EXPECT_EQ(e.code(), ExitCode::job_file);
+    EXPECT_EQ(std::string(e.what()), "the model needs more than rank " + std::to_string(culprit) + " has");
+  }
+  EXPECT_FALSE(went_on);
+  int after = 1;  // every rank is back in step: a collective after the agreement meets all of them
+  MPI_Allreduce(MPI_IN_PLACE, &after, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  EXPECT_EQ(after, size);
+}
+
 TEST(World, NoErrorNoThrow) {
   int calls = 0;
   EXPECT_NO_THROW(dist::agree_on_errors(MPI_COMM_WORLD, [&] { ++calls; }));

@@ -2,6 +2,11 @@
 # Checkpoints, resume and runtime faults, as a user meets them under mpirun (2 ranks):
 #   preempt   SIGUSR1 mid-epoch -> checkpoint, exit 75; --resume ends bit-identical to an uninterrupted run
 #   optimizers the same with adamw, lars and lamb (label smoothing with lamb): each one's state resumes bit-exactly
+#   shared    the same with dist.reducer = "shared" and gradient accumulation, and in bf16; a run stopped under
+#             shared resumed under nonblocking and the other way round, bit-identical to the uninterrupted run
+#   window    the node's shared window cannot be placed (no such folder, a file system without room): exit 3 on
+#             every rank with the same message, within seconds, run.dir never claimed
+# Every run that trains must name, in its run header, the reducer the case expects.
 #   precisions a bf16 or fp16 checkpoint resumes in fp32 and an fp32 one in bf16 or fp16; fp16's loss scale resumes
 #             bit-exactly
 #   reshard   resume a 2-rank checkpoint on 1 rank: re-partitioned, learning rate re-scaled, says so
@@ -18,7 +23,7 @@
 set -uo pipefail
 bin=$1 src=$2 scratch=$3
 shift 3
-cases=${*:-preempt reshard model nockpt nonfinite kill stall optimizers precisions}
+cases=${*:-preempt reshard model nockpt nonfinite kill stall optimizers shared window precisions}
 mkdir -p "$scratch"
 work=$(mktemp -d "$scratch/recovery.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -38,13 +43,30 @@ is_checksum() { [[ "$1" =~ ^[0-9a-f]{16}$ ]]; }  # util/checksum.h: 16 hex digit
 # times MSG seen in LOG: the message printed by every rank
 seen() { grep -cF -- "$2" "$1"; }
 
-# preempt_and_resume NAME [--set ...]: an uninterrupted run into $work/NAME-whole, and the same run stopped by
-# SIGUSR1 mid-way through epoch 2 (exit 75) into $work/NAME, then resumed: the resumed run must end on the
-# uninterrupted run's checksum, bit for bit.
+# named_reducer LOG: the reducer the run header's gradients line names (shared, nonblocking, thread), or none.
+named_reducer() {
+  case "$(grep -m1 '^gradients: ' "$1")" in
+    *"reduced with node-shared memory"*) echo shared ;;
+    *"reduced with MPI_Iallreduce"*) echo nonblocking ;;
+    *"reduced with MPI_Allreduce on a communication thread"*) echo thread ;;
+    *) echo none ;;
+  esac
+}
+
+# preempt_and_resume NAME REDUCERS [--set ...]: an uninterrupted run into $work/NAME-whole, and the same run stopped
+# by SIGUSR1 mid-way through epoch 2 (exit 75) into $work/NAME, then resumed: the resumed run must end on the
+# uninterrupted run's checksum, bit for bit. REDUCERS is the reducer every run's header must name (shared,
+# nonblocking), or FIRST:THEN: the runs set dist.reducer = FIRST and the resume THEN (on one node of 2 ranks both
+# sum a + b, so the bits still agree).
 preempt_and_resume() {
-  local name=$1
-  shift
-  train "$job" "${common[@]}" "$@" --set run.dir="$work/$name-whole" >"$work/$name-whole.log" 2>&1 ||
+  local name=$1 first=${2%%:*} then=${2##*:}
+  shift 2
+  local run_sets=() resume_sets=()
+  if [ "$first" != "$then" ]; then
+    run_sets=(--set "dist.reducer=\"$first\"")
+    resume_sets=(--set "dist.reducer=\"$then\"")
+  fi
+  train "$job" "${common[@]}" "$@" "${run_sets[@]}" --set run.dir="$work/$name-whole" >"$work/$name-whole.log" 2>&1 ||
     fail "$name: uninterrupted run: $(tail -3 "$work/$name-whole.log")"
   local want got rc
   want=$(checksum "$work/$name-whole" 2>/dev/null)
@@ -53,7 +75,7 @@ preempt_and_resume() {
     return
   fi
   # Signal once the first epoch's checkpoint exists, so the stop lands mid-way through epoch 2.
-  train "$job" "${common[@]}" "$@" --set run.dir="$work/$name" >"$work/$name.log" 2>&1 &
+  train "$job" "${common[@]}" "$@" "${run_sets[@]}" --set run.dir="$work/$name" >"$work/$name.log" 2>&1 &
   local launcher=$!
   for _ in $(seq 600); do [ -n "$(ls "$work/$name/checkpoints" 2>/dev/null)" ] && break; sleep 0.1; done
   sleep 0.5
@@ -65,27 +87,73 @@ preempt_and_resume() {
     return
   fi
   cp -a "$work/$name" "$work/$name-copy"
-  train "$job" "${common[@]}" "$@" --set run.dir="$work/$name" --resume >"$work/$name-resume.log" 2>&1
+  train "$job" "${common[@]}" "$@" "${resume_sets[@]}" --set run.dir="$work/$name" --resume >"$work/$name-resume.log" 2>&1
   rc=$?
   got=$(checksum "$work/$name" 2>/dev/null)
-  if [ "$rc" = 0 ] && is_checksum "$got" && [ "$got" = "$want" ] && grep -q "resumed from" "$work/$name-resume.log"; then
-    ok "$name: exit 75 at '$(grep -o 'checkpointing after epoch [0-9]* step [0-9]*' "$work/$name.log")', resumed, checksum $got = uninterrupted"
+  local named
+  named="$(named_reducer "$work/$name-whole.log") $(named_reducer "$work/$name.log") $(named_reducer "$work/$name-resume.log")"
+  if [ "$named" != "$first $first $then" ]; then
+    fail "$name: the run headers name the reducers '$named', want '$first $first $then'"
+  elif [ "$rc" = 0 ] && is_checksum "$got" && [ "$got" = "$want" ] && grep -q "resumed from" "$work/$name-resume.log"; then
+    ok "$name ($first$([ "$first" = "$then" ] || echo " -> $then")): exit 75 at '$(grep -o 'checkpointing after epoch [0-9]* step [0-9]*' "$work/$name.log")', resumed, checksum $got = uninterrupted"
   else
     fail "$name: resume exit $rc, checksum $got vs uninterrupted $want"
   fi
 }
 
 if [[ " $cases " == *" preempt "* || " $cases " == *" reshard "* || " $cases " == *" model "* ]]; then
-  preempt_and_resume preempt
+  preempt_and_resume preempt shared
   mv "$work/preempt-whole" "$work/whole" 2>/dev/null
   mv "$work/preempt-copy" "$work/cut-copy" 2>/dev/null
 fi
 
 # Every optimizer's state (momentum, Adam's moments) is saved and restored: resume is bit-exact with each.
 if [[ " $cases " == *" optimizers "* ]]; then
-  preempt_and_resume adamw --set optimizer.name=adamw --set optimizer.base_lr=0.001 --set optimizer.weight_decay=0.05
-  preempt_and_resume lars --set optimizer.name=lars --set optimizer.base_lr=2 --set optimizer.trust_coefficient=0.01
-  preempt_and_resume lamb --set optimizer.name=lamb --set optimizer.base_lr=0.002 --set train.label_smoothing=0.1
+  preempt_and_resume adamw shared --set optimizer.name=adamw --set optimizer.base_lr=0.001 \
+    --set optimizer.weight_decay=0.05
+  preempt_and_resume lars nonblocking --set optimizer.name=lars --set optimizer.base_lr=2 \
+    --set optimizer.trust_coefficient=0.01
+  preempt_and_resume lamb nonblocking --set optimizer.name=lamb --set optimizer.base_lr=0.002 \
+    --set train.label_smoothing=0.1
+fi
+
+# dist.reducer = "shared" (what auto takes on one node) with what else a job may ask of it, and a checkpoint changing
+# hands between the node's one shared copy and a copy per rank.
+if [[ " $cases " == *" shared "* ]]; then
+  preempt_and_resume shared-accumulate shared --set 'dist.reducer="shared"' --set train.accumulate_steps=2
+  preempt_and_resume shared-bf16 shared --set 'dist.reducer="shared"' --set train.precision=bf16
+  preempt_and_resume shared-to-nonblocking shared:nonblocking
+  preempt_and_resume nonblocking-to-shared nonblocking:shared
+fi
+
+# The node's shared window placed where it cannot be: MPI_Win_allocate_shared would fail on node rank 0 alone and
+# leave the other rank inside it for good, so the place is checked before, and every rank ends with the same error.
+window_fails() {
+  local name=$1 where=$2 what=$3
+  local start rc took n
+  start=$(date +%s.%N)
+  OMPI_MCA_osc_sm_backing_directory=$where timeout 60 mpirun -np 2 --oversubscribe "$bin" train "$job" "${common[@]}" \
+    --set 'dist.reducer="shared"' --set run.dir="$work/$name" >"$work/$name.log" 2>&1
+  rc=$?
+  took=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")
+  n=$(seen "$work/$name.log" "the node's shared copy cannot be placed: MPI keeps it in '$where' (Open MPI's osc_sm_backing_directory), which $what")
+  if [ "$rc" = 3 ] && [ "$n" = 2 ] && python3 -c "import sys; sys.exit(0 if $took < 15 else 1)" &&
+     [ ! -e "$work/$name/metrics.jsonl" ]; then
+    ok "$name: exit 3 on both ranks after $took s: ... which $what"
+  else
+    fail "$name: exit $rc after $took s, message seen $n times: $(grep -A1 '^ringtrain:' "$work/$name.log" | head -4)"
+  fi
+}
+
+if [[ " $cases " == *" window "* ]]; then
+  window_fails window-nowhere "$work/no-such-folder" "does not exist"
+  mkdir -p "$work/tiny-tmpfs"
+  if mount -t tmpfs -o size=256k tmpfs "$work/tiny-tmpfs" 2>/dev/null; then
+    window_fails window-no-room "$work/tiny-tmpfs" "has 256 KiB free for the"
+    umount "$work/tiny-tmpfs"
+  else
+    echo "skip window-no-room: a tmpfs cannot be mounted here (root only); window-nowhere ran"
+  fi
 fi
 
 if [[ " $cases " == *" reshard "* ]] && [ -d "$work/cut-copy" ]; then
@@ -183,7 +251,7 @@ fi
 # elsewhere). And fp16's loss scale is part of the checkpoint: a run whose scale starts too high (skipping steps)
 # and grows every 5 steps, stopped and resumed, ends bit-identical to the uninterrupted one.
 if [[ " $cases " == *" precisions "* ]]; then
-  preempt_and_resume fp16 --set train.precision=fp16 --set train.loss_scale_init=16777216 \
+  preempt_and_resume fp16 nonblocking --set train.precision=fp16 --set train.loss_scale_init=16777216 \
     --set train.loss_scale_growth_interval=5
   skips=$(grep -o '[0-9]* steps\? skipped' "$work/fp16-whole.log" | tr '\n' ' ')
   if grep -q "fp16 loss scale" "$work/fp16-whole.log"; then
