@@ -2,7 +2,7 @@
 // full decode (io::decode_image_bytes, brought to the sample's channels) and the CPU crop (kernels::cpu::crop_resample)
 // with the same windows and flips. Baseline, progressive, gray and CMYK JPEGs of several sizes in one batch, on the
 // hardware engine where the GPU has one and on the CUDA backend; then a corrupt JPEG named by its index, and the
-// decoder still working after it.
+// decoder still working after it. The error messages alone need no device.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +13,7 @@
 #include "gpu_test_support.h"
 #include "io/image_decode.h"
 #include "kernels/cpu/crop_resample.h"
+#include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/jpeg_batch_decoder.h"
 #include "tests/io/jpeg_test_images.h"
 #include "train/augment.h"
@@ -171,6 +172,24 @@ TEST_F(CudaJpegDecoder, NamesTheSampleItCannotDecode) {
     const std::vector<uint8_t> after = decode(decoder, crops, extent);
     EXPECT_LE(mean_difference(after.data(), cpu_sample(jpegs[0], crops[0], extent)), kMaxMeanDifference);
   }
+}
+
+// Without a device: the check macro's message and the refused sample's, as a caller sees them.
+TEST(NvjpegErrors, NameTheCallTheStatusAndTheSample) {
+  try {
+    NVJPEG_CHECK(3);  // NVJPEG_STATUS_BAD_JPEG, as nvJPEG returns it
+    FAIL() << "NVJPEG_CHECK did not throw";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(e.code(), ExitCode::library);
+    for (const char* part : {"nvJPEG call failed", "NVJPEG_STATUS_BAD_JPEG", "test_gpu_jpeg_decode.cpp:"})
+      EXPECT_NE(what.find(part), std::string::npos) << part << " not in: " << what;
+  }
+  EXPECT_NE(kernels::cuda::nvjpeg_status_text(99).find("99"), std::string::npos);
+  const kernels::cuda::UndecodableJpeg refused(7, "nvJPEG refused it");
+  EXPECT_EQ(refused.index(), 7);
+  EXPECT_EQ(refused.code(), ExitCode::data);
+  EXPECT_STREQ(refused.what(), "sample 7 of the batch: nvJPEG refused it");
 }
 
 }  // namespace
