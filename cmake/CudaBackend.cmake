@@ -43,3 +43,26 @@ if(RINGTRAIN_HAVE_CUDA)
   message(STATUS "ringtrain cudnn-frontend (cuDNN graph API convolutions): "
                  "${CUDNN_FRONTEND_INCLUDE_DIR}")
 endif()
+
+# nvJPEG (PyPI's nvidia-nvjpeg; scripts/install_deps.sh puts it in .venv-nvjpeg, since CUDA 13.0's toolkit has none):
+# the GPU JPEG decoder (kernels/cuda/jpeg_batch_decoder.h). AUTO: on when the CUDA backend is built and nvjpeg.h and
+# libnvjpeg are found; ON fails without them; OFF leaves the decoder out. NVJPEG_ROOT names another copy. The wheel
+# ships libnvjpeg.so.13 alone (no libnvjpeg.so link), hence the versioned name.
+set(RINGTRAIN_NVJPEG AUTO CACHE STRING "GPU JPEG decoder over nvJPEG: AUTO (on when found with the CUDA backend), ON, OFF")
+set_property(CACHE RINGTRAIN_NVJPEG PROPERTY STRINGS AUTO ON OFF)
+set(RINGTRAIN_HAVE_NVJPEG OFF)
+if(RINGTRAIN_HAVE_CUDA AND NOT RINGTRAIN_NVJPEG STREQUAL "OFF")
+  file(GLOB RT_NVJPEG_HINTS ${CMAKE_SOURCE_DIR}/.venv-nvjpeg/lib/python3*/site-packages/nvidia/cu13)
+  find_path(NVJPEG_INCLUDE_DIR nvjpeg.h HINTS ${RT_NVJPEG_HINTS} ENV NVJPEG_ROOT /usr/local/cuda PATH_SUFFIXES include)
+  find_library(NVJPEG_LIBRARY NAMES nvjpeg libnvjpeg.so.13 HINTS ${RT_NVJPEG_HINTS} ENV NVJPEG_ROOT /usr/local/cuda
+               PATH_SUFFIXES lib lib64)
+  if(NVJPEG_INCLUDE_DIR AND NVJPEG_LIBRARY)
+    set(RINGTRAIN_HAVE_NVJPEG ON)
+  endif()
+endif()
+if(RINGTRAIN_NVJPEG STREQUAL "ON" AND NOT RINGTRAIN_HAVE_NVJPEG)
+  message(FATAL_ERROR "RINGTRAIN_NVJPEG=ON but the CUDA backend is off (${RINGTRAIN_HAVE_CUDA}) or nvjpeg.h "
+                      "(${NVJPEG_INCLUDE_DIR}) / libnvjpeg (${NVJPEG_LIBRARY}) was not found; run "
+                      "scripts/install_deps.sh, set NVJPEG_ROOT, or use -DRINGTRAIN_NVJPEG=OFF")
+endif()
+message(STATUS "ringtrain nvJPEG (GPU JPEG decoder): ${RINGTRAIN_HAVE_NVJPEG} ${NVJPEG_LIBRARY}")

@@ -96,6 +96,21 @@ if [ -e "${CUDNN_ROOT:-/usr/local/cuda}/include/cudnn.h" ]; then
   fi
 fi
 
+# nvJPEG's header and library (PyPI only: CUDA 13.0's toolkit here has no nvJPEG), for the GPU JPEG decoder
+# (kernels/cuda/jpeg_batch_decoder.h), only where cuDNN is installed. --no-deps: the wheel is the header and
+# libnvjpeg.so.13 alone. 13.0.x, as the toolkit and the GPU machine's CUDA 13.0 driver; that machine has no nvJPEG
+# either, so perf/gpu/pack_carried.sh carries the library there.
+nvjpeg=$checkout/.venv-nvjpeg
+if [ -e "${CUDNN_ROOT:-/usr/local/cuda}/include/cudnn.h" ]; then
+  nvjpeg_h=$(ls "$nvjpeg"/lib/python3*/site-packages/nvidia/cu13/include/nvjpeg.h 2>/dev/null | head -1 || true)
+  if [ -n "$nvjpeg_h" ] && grep -qs "define NVJPEG_VER_MINOR 0" "$nvjpeg_h" &&
+     grep -qs "define NVJPEG_VER_PATCH 4" "$nvjpeg_h" && [ -e "${nvjpeg_h%/include/nvjpeg.h}/lib/libnvjpeg.so.13" ]; then
+    echo "install_deps: nvJPEG 13.0.4 present in $nvjpeg"
+  else
+    venv_install "$nvjpeg" python3 nvidia-nvjpeg==13.0.4.44 --no-deps
+  fi
+fi
+
 # TensorBoard (PyPI only; Debian 12 does not package it) in a venv inside the checkout (.venv, gitignored), so the
 # test that reads our event files back uses TensorBoard's own reader.
 pip_venv "${RINGTRAIN_VENV:-$checkout/.venv}" python3 tensorboard 2.21.0

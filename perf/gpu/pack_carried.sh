@@ -2,7 +2,8 @@
 # Packs what a GPU machine without MPI or HDF5 needs to run a build of this checkout (../shared/gpu/README.md) into
 # .gpurt/, the folder a device call carries: root.tar.xz (Open MPI + HDF5 from Debian, ../shared/gpu's bundle),
 # lib.tar.xz (the other libraries the binaries load that such a machine lacks: fmt, toml++, OpenBLAS with its Fortran
-# runtime, oneDNN, libjpeg, libpng, libgomp, Google Benchmark), bin.tar.xz (the named binaries, stripped), env.sh,
+# runtime, oneDNN, libjpeg, libpng, libgomp, Google Benchmark, and nvJPEG's libnvjpeg.so.13 for binaries built with
+# the GPU JPEG decoder), bin.tar.xz (the named binaries, stripped), env.sh,
 # cuda-libs.sh, and fmnist/ (Debian's Fashion-MNIST files). BUILT.txt says which commit the binaries are.
 #   perf/gpu/pack_carried.sh BUILD_DIR [BINARY ...]     default binaries: ringtrain test_gpu
 # Then carry .gpurt/root.tar.xz, .gpurt/lib.tar.xz, .gpurt/bin.tar.xz, .gpurt/env.sh, .gpurt/cuda-libs.sh (and
@@ -34,6 +35,11 @@ for b in "${binaries[@]}"; do ldd "$build/bin/$b"; done | awk '$3 ~ /^\// {print
     [ -e ".gpurt/root/usr/lib/x86_64-linux-gnu/$name" ] && continue
     cp -L "$path" ".gpurt/lib/$name"
   done
+# nvJPEG is no GPU library that machine has (CUDA 13.0's toolkit has none, here or there): the loop above carries
+# the venv's libnvjpeg.so.13 (.venv-nvjpeg, scripts/install_deps.sh) with any binary that links it. 6 MB, 3 MB in xz.
+if [ -e .gpurt/lib/libnvjpeg.so.13 ]; then
+  echo "libnvjpeg.so.13 carried: $(du -k .gpurt/lib/libnvjpeg.so.13 | cut -f1) KB, $(($(xz -c .gpurt/lib/libnvjpeg.so.13 | wc -c) / 1024)) KB in xz"
+fi
 tar cJf .gpurt/lib.tar.xz -C .gpurt lib
 tar cJf .gpurt/bin.tar.xz -C .gpurt bin
 if [ ! -d .gpurt/fmnist ]; then mkdir -p .gpurt/fmnist && cp /usr/share/datasets/fashion-mnist/*.gz .gpurt/fmnist/; fi

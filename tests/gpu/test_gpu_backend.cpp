@@ -58,12 +58,16 @@ TEST(ChooseDevice, SharingOptInSpreadsRanksOverTheGpus) {
 TEST(CudaVersions, ReportEveryLibraryWithoutThrowing) {
   std::map<std::string, std::string> v;
   for (auto& [name, version] : backend::cuda_versions()) v[name] = version;
-  for (const char* name : {"CUDA runtime", "CUDA driver", "cuDNN", "cudnn-frontend", "cuBLAS", "NCCL", "GPUs"}) {
+  for (const char* name :
+       {"CUDA runtime", "CUDA driver", "cuDNN", "cudnn-frontend", "cuBLAS", "NCCL", "nvJPEG", "GPUs"}) {
     ASSERT_TRUE(v.count(name)) << name;
     EXPECT_FALSE(v[name].empty()) << name;
   }
   EXPECT_EQ(v["cuDNN"].substr(0, 2), "9.");
   EXPECT_EQ(v["NCCL"].substr(0, 2), "2.");
+#ifdef RINGTRAIN_HAVE_NVJPEG
+  EXPECT_EQ(v["nvJPEG"].substr(0, 3), "13.") << "the library's own query, which needs no device";
+#endif
   int driver = 0;
   if (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0) {
     EXPECT_EQ(v["CUDA driver"], "no driver");

@@ -1,4 +1,4 @@
-// Owns the run-time version queries of the CUDA runtime, driver, cuDNN, cuBLAS and NCCL, and the device probe.
+// Owns the run-time version queries of the CUDA runtime, driver, cuDNN, cuBLAS, NCCL and nvJPEG, and the device probe.
 #include "backend/cuda/cuda_versions.h"
 
 #include <cublas_v2.h>
@@ -9,6 +9,9 @@
 #include <nccl.h>
 
 #include "backend/cuda/conv_graphs.h"
+#ifdef RINGTRAIN_HAVE_NVJPEG
+#include "kernels/cuda/jpeg_batch_decoder.h"
+#endif
 
 namespace ringtrain::backend {
 namespace {
@@ -48,6 +51,12 @@ std::vector<std::pair<std::string, std::string>> cuda_versions() {
     v.emplace_back("NCCL", fmt::format("{}.{}.{}", nccl / 10000, (nccl % 10000) / 100, nccl % 100));
   else
     v.emplace_back("NCCL", "unknown");
+
+#ifdef RINGTRAIN_HAVE_NVJPEG
+  v.emplace_back("nvJPEG", kernels::cuda::nvjpeg_version());  // the GPU JPEG decoder's
+#else
+  v.emplace_back("nvJPEG", "not built (RINGTRAIN_NVJPEG=OFF or nvjpeg.h not found)");
+#endif
 
   int count = 0;
   const cudaError_t counted = cudaGetDeviceCount(&count);
