@@ -58,6 +58,12 @@ nlohmann::ordered_json worst_json(const std::vector<WorstClass>& worst) {
 
 }  // namespace
 
+void GradNormStats::add(double norm) {
+  sum += norm;
+  max = std::max(max, norm);
+  ++steps;
+}
+
 double Totals::mean_loss() const { return loss_sum / std::max(samples, 1.0); }
 double Totals::accuracy() const { return correct / std::max(samples, 1.0); }
 
@@ -85,6 +91,8 @@ std::string EpochReport::line() const {
          (loss_scale > 0 ? fmt::format(" | fp16 loss scale {:g}, {} step{} skipped", loss_scale, skipped_steps,
                                        skipped_steps == 1 ? "" : "s")
                          : std::string()) +
+         (grad_norm.steps > 0 ? fmt::format(" | gradient norm mean {:.4g} max {:.4g}", grad_norm.mean(), grad_norm.max)
+                              : std::string()) +
          worst_text(worst_classes);
 }
 
@@ -145,6 +153,8 @@ nlohmann::ordered_json EpochReport::record() const {
               {"param_checksum", param_checksum},
               {"loss_scale", loss_scale > 0 ? json(loss_scale) : json()},
               {"skipped_steps", loss_scale > 0 ? json(skipped_steps) : json()},
+              {"grad_norm_mean", grad_norm.steps > 0 ? json(grad_norm.mean()) : json()},
+              {"grad_norm_max", grad_norm.steps > 0 ? json(grad_norm.max) : json()},
               {"worst_classes", worst_json(worst_classes)}};
 }
 

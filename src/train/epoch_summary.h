@@ -28,6 +28,15 @@ struct EpochSums {
   void sum_across(const dist::World& world);  // one MPI_Allreduce of every field
 };
 
+// The reduced gradient's global norm over an epoch's clipped steps (optimizer.clip_global_norm), before clipping.
+// Every rank measures the same norms, so no reduction is needed.
+struct GradNormStats {
+  double sum = 0, max = 0;
+  int64_t steps = 0;  // 0: clipping off (or every step skipped)
+  void add(double norm);
+  double mean() const { return steps > 0 ? sum / static_cast<double>(steps) : 0.0; }
+};
+
 // One rank's own view of the epoch, gathered from every rank.
 struct RankSample {
   double step_s = 0;       // its own work per step (all but the all-reduce wait, which evens out wall-clock steps)
@@ -56,6 +65,7 @@ struct EpochReport {
   std::string param_checksum;
   float loss_scale = 0;           // fp16: the loss scale at the epoch's end, 0 without loss scaling
   int64_t skipped_steps = 0;      // fp16: steps skipped because their gradients overflowed
+  GradNormStats grad_norm;        // clipping: the norms before clipping
   std::vector<WorstClass> worst_classes;  // of the test split, from sums.test_classes
 
   std::string line() const;                 // "epoch 2/12: train loss ... | ... GFLOP/s per rank | worst: ..."

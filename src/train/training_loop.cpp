@@ -103,6 +103,7 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
     watchdog_.on_timeout([this] { write_trace(); });  // a hung step is the one whose trace is wanted most
   }
   checkpointer_.set_loss_scaler(runner_.loss_scaler());
+  runner_.clip_gradients_to(run.job.optimizer.clip_global_norm);
   watchdog_.end_stuck_collective_on_termination(&termination_requested);
   sync_.watch_with(&watchdog_);
   say_setup();
@@ -136,6 +137,10 @@ void TrainingLoop::say_setup() {
                              ? fmt::format("it doubles after {} finite steps in a row",
                                            run_.job.train.loss_scale_growth_interval)
                              : std::string("it never grows (train.loss_scale_growth_interval = 0)")));
+  if (const double clip = run_.job.optimizer.clip_global_norm; clip > 0)
+    run_.say(fmt::format("gradient clipping: the reduced gradient scaled to a global L2 norm of at most {:g} before "
+                         "each update (the device waits for the norm every step)",
+                         clip));
   if (run_.ranks() > 1 && std::string_view(sync_.reducer().name()) == "MPI_Iallreduce")
     run_.say(fmt::format("MPI_Iallreduce: {}", dist::open_mpi_defaults_summary()));
   // One sampler per node (its first rank) watches every GPU there; rank 0's file is gpu.jsonl.
@@ -358,6 +363,7 @@ EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, doub
   r.arena_mb = static_cast<double>(net_.memory_plan().arena_bytes()) / (1 << 20);
   r.device_is_host = run_.backend.allocates_host_memory();
   r.loss_scale = tally.loss_scale, r.skipped_steps = tally.skipped_steps;
+  r.grad_norm = tally.grad_norm;
   return r;
 }
 

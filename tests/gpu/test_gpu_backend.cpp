@@ -371,6 +371,23 @@ TEST_F(CudaBackendTest, ClockMarksMeasureDeviceTime) {
   EXPECT_NEAR(clock->host_time(1) - clock->host_time(0), elapsed, 1e-3);
 }
 
+// Gradient clipping's sum of squares: the CPU twin's value within double rounding (another order), and the same
+// bits on every call (every rank must find the same norm).
+TEST_F(CudaBackendTest, SumSquaresMatchesCpuAndRepeatsItsBits) {
+  const int64_t n = 3000001;
+  const auto x = random_vector(n, 23);
+  auto dx = upload(x);
+  model::DeviceBuffer total = cuda().allocate(sizeof(double));
+  double first = 0, again = 0, want = 0;
+  cuda().sum_squares(n, dx.as<float>(), total.as<double>());
+  cuda().to_host(&first, total.as<void>(), sizeof first);
+  cuda().sum_squares(n, dx.as<float>(), total.as<double>());
+  cuda().to_host(&again, total.as<void>(), sizeof again);
+  cpu().sum_squares(n, x.data(), &want);
+  EXPECT_NEAR(first, want, 1e-12 * want);
+  EXPECT_EQ(first, again);
+}
+
 TEST_F(CudaBackendTest, SgdUpdateMatchesCpu) {
   const int64_t n = 4099;
   const auto grad = random_vector(n, 20), velocity = random_vector(n, 21), param = random_vector(n, 22);
