@@ -52,6 +52,7 @@ struct EpochReport {
   int64_t global_batch = 0, steps = 0, steps_run = 0, per_step = 0;
   double lr = 0;
   EpochSums sums;                 // summed over ranks
+  bool evaluated = true;          // the test split was evaluated after this epoch (train.eval_every_epochs)
   double samples_per_s = 0;       // over the whole job so far
   double epoch_train_s = 0, eval_s = 0, steady_samples_per_s = 0;
   int timing_warmup_steps = 0;
@@ -68,6 +69,8 @@ struct EpochReport {
   GradNormStats grad_norm;        // clipping: the norms before clipping
   std::vector<WorstClass> worst_classes;  // of the test split, from sums.test_classes
 
+  double test_top5() const;                  // of the evaluated test split; needs 5 classes or more
+  bool has_top5() const { return evaluated && sums.test_classes.samples.size() >= 5; }
   std::string line() const;                 // "epoch 2/12: train loss ... | ... GFLOP/s per rank | worst: ..."
   nlohmann::ordered_json record() const;    // metrics.jsonl's epoch record
 };

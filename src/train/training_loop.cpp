@@ -306,10 +306,11 @@ void TrainingLoop::finish_epoch(int epoch, EpochTally& tally) {
   outputs_.record(report.record());
   outputs_.curves(global_step_, {{"epoch/train_loss", report.sums.train.mean_loss()},
                                  {"epoch/train_acc", report.sums.train.accuracy()},
-                                 {"epoch/test_loss", report.sums.test.mean_loss()},
-                                 {"epoch/test_acc", report.sums.test.accuracy()},
                                  {"epoch/samples_per_s", report.samples_per_s},
                                  {"epoch/lr", report.lr}});
+  if (report.evaluated)
+    outputs_.curves(global_step_, {{"epoch/test_loss", report.sums.test.mean_loss()},
+                                   {"epoch/test_acc", report.sums.test.accuracy()}});
   const int every = run_.job.run.checkpoint_every;
   if ((every > 0 && (epoch + 1) % every == 0) || epoch + 1 == run_.job.train.epochs)
     checkpointer_.save({epoch + 1, 0, train_time_s_, samples_done_}, global_step_);
@@ -326,10 +327,13 @@ EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, doub
   obs::Phase phase(trace_ ? &*trace_ : nullptr, "eval");
   dist::Watchdog::Scope guard(&watchdog_, "evaluation", global_step_);
   EpochReport r;
+  // Every epoch, evaluated or not: the checkpoint after it holds the same statistics on every rank.
   evaluator_.average_running_statistics();
   const io::DatasetMeta& test_meta = data_.test().meta();
   ClassHits hits(test_meta.num_classes);
-  const Totals test = evaluator_.run([&](const EvaluatedBatch& b) { hits.add(b); });
+  const int every = run_.job.train.eval_every_epochs;
+  r.evaluated = (epoch + 1) % every == 0 || epoch + 1 == run_.job.train.epochs;
+  const Totals test = r.evaluated ? evaluator_.run([&](const EvaluatedBatch& b) { hits.add(b); }) : Totals{};
   r.sums = {tally.train, test, tally.times, std::move(hits)};
   r.sums.sum_across(run_.world);
   r.worst_classes = worst_classes(r.sums.test_classes, test_meta.class_names);
@@ -346,14 +350,15 @@ EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, doub
                         obs::starvation_warning(r.sums.times.data_wait / ranks / steps_run, epoch_train_s / steps_run,
                                                 run_.job.data.prefetch_batches, loader_load())})
     if (!w.empty()) r.warnings.push_back(w), run_.say("warning: " + w);
-  last_eval_s_ = util::now_s() - eval_start;
+  r.eval_s = util::now_s() - eval_start;
+  if (r.evaluated) last_eval_s_ = r.eval_s;  // the ETA's guess at the evaluations to come
 
   r.epoch = epoch + 1, r.epochs = run_.job.train.epochs, r.ranks = ranks;
   r.global_batch = plan_.global_batch, r.steps = plan_.steps, r.steps_run = tally.steps_run;
   r.per_step = plan_.per_step;
   r.lr = lr_.at(global_step_ - 1);
   r.samples_per_s = samples_done_ / train_time_s_;
-  r.epoch_train_s = epoch_train_s, r.eval_s = last_eval_s_;
+  r.epoch_train_s = epoch_train_s;
   r.steady_samples_per_s = tally.steady.samples > 0 && steady_s > 0 ? tally.steady.samples * ranks / steady_s : 0;
   r.timing_warmup_steps = run_.job.run.timing_warmup_steps;
   r.train_flops_per_sample = net_.train_flops_per_sample();
