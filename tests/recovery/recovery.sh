@@ -2,6 +2,8 @@
 # Checkpoints, resume and runtime faults, as a user meets them under mpirun (2 ranks):
 #   preempt   SIGUSR1 mid-epoch -> checkpoint, exit 75; --resume ends bit-identical to an uninterrupted run
 #   optimizers the same with adamw, lars and lamb (label smoothing with lamb): each one's state resumes bit-exactly
+#   recipes   the same with the step schedule (a milestone after the stop), Nesterov and clipping (sgd), and poly
+#             decay with Nesterov (lars): the schedule's position resumes with the step count
 #   precisions a bf16 or fp16 checkpoint resumes in fp32 and an fp32 one in bf16 or fp16; fp16's loss scale resumes
 #             bit-exactly
 #   reshard   resume a 2-rank checkpoint on 1 rank: re-partitioned, learning rate re-scaled, says so
@@ -18,7 +20,7 @@
 set -uo pipefail
 bin=$1 src=$2 scratch=$3
 shift 3
-cases=${*:-preempt reshard model nockpt nonfinite kill stall optimizers precisions}
+cases=${*:-preempt reshard model nockpt nonfinite kill stall optimizers recipes precisions}
 mkdir -p "$scratch"
 work=$(mktemp -d "$scratch/recovery.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -86,6 +88,15 @@ if [[ " $cases " == *" optimizers "* ]]; then
   preempt_and_resume adamw --set optimizer.name=adamw --set optimizer.base_lr=0.001 --set optimizer.weight_decay=0.05
   preempt_and_resume lars --set optimizer.name=lars --set optimizer.base_lr=2 --set optimizer.trust_coefficient=0.01
   preempt_and_resume lamb --set optimizer.name=lamb --set optimizer.base_lr=0.002 --set train.label_smoothing=0.1
+fi
+
+# The schedules' position is the optimizer step a checkpoint holds: a milestone at epoch 1.8 (step 45 of 50) lies after
+# the stop in epoch 2, and the poly decay runs through it; clipping and Nesterov keep no state of their own.
+if [[ " $cases " == *" recipes "* ]]; then
+  preempt_and_resume steps --set optimizer.schedule=steps --set 'optimizer.milestones=[0.5, 1.8]' \
+    --set optimizer.decay_factor=0.2 --set optimizer.nesterov=true --set optimizer.clip_global_norm=0.5
+  preempt_and_resume poly --set optimizer.name=lars --set optimizer.base_lr=2 --set optimizer.trust_coefficient=0.01 \
+    --set optimizer.schedule=poly --set optimizer.poly_power=2 --set optimizer.min_lr=0.01 --set optimizer.nesterov=true
 fi
 
 if [[ " $cases " == *" reshard "* ]] && [ -d "$work/cut-copy" ]; then
