@@ -6,6 +6,7 @@
 #include <numbers>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace ringtrain::train {
 
@@ -46,6 +47,17 @@ std::string LearningRateSchedule::arithmetic(const config::JobConfig::Optimizer&
     case config::LrScaling::none: break;
   }
   return fmt::format("{} (no scaling with the global batch)", peak_);
+}
+
+std::string LearningRateSchedule::decay_text() const {
+  switch (kind_) {
+    case config::LrSchedule::cosine: return fmt::format("cosine decay to {:g}", min_);
+    case config::LrSchedule::constant: return "constant";
+    case config::LrSchedule::steps:
+      return fmt::format("x {:g} at steps {}", decay_factor_, fmt::join(milestone_steps_, ", "));
+    case config::LrSchedule::poly: return fmt::format("poly decay (power {:g}) to {:g}", poly_power_, min_);
+  }
+  return "?";
 }
 
 double LearningRateSchedule::at(int64_t step) const {

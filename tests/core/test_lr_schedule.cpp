@@ -88,6 +88,7 @@ TEST(LearningRate, StepsMultiplyByTheDecayFactorAtEachMilestone) {
   }
   EXPECT_DOUBLE_EQ(s.at(299), 0.4);
   EXPECT_NEAR(s.at(300), 0.04, 1e-15);
+  EXPECT_EQ(s.decay_text(), "x 0.1 at steps 300, 600, 800");
 }
 
 TEST(LearningRate, StepsTakeFractionalMilestones) {
@@ -114,6 +115,7 @@ TEST(LearningRate, PolyDecaysWithItsPowerToMinAfterWarmup) {
     EXPECT_NEAR(s.at(step), (8.0 - 1e-4) * std::pow(1 - t / decay_steps, 2) + 1e-4, 1e-12) << "step " << step;
   }
   EXPECT_NEAR(s.at(500), 1e-4, 1e-15);
+  EXPECT_EQ(s.decay_text(), "poly decay (power 2) to 0.0001");
   o.poly_power = 1;  // a straight line
   const LearningRateSchedule linear(o, 1024, 50, 10);
   EXPECT_NEAR(linear.at(300), (8.0 - 1e-4) * 0.5 + 1e-4, 1e-12);
