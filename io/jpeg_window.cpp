@@ -161,8 +161,8 @@ void decode_jpeg_window(std::span<const uint8_t> bytes, const JpegWindowRequest&
     case Outcome::decoded: return;
     case Outcome::failed: throw DataError(fmt::format("JPEG does not decode: {}", failure.message));
     case Outcome::too_large:
-      throw DataError(fmt::format("JPEG header claims {}x{} pixels ({} decoded), over the {} pixels (2^28) ringtrain "
-                                  "decodes",
+      throw DataError(fmt::format("JPEG is {}x{} pixels ({} decoded), over the {} pixels (2^28, e.g. 16384x16384) "
+                                  "ringtrain decodes; shrink it first (e.g. `convert IN -resize 4096x4096 OUT`)",
                                   seen.width, seen.height,
                                   byte_size_text(static_cast<double>(seen.width) * seen.height * 3), kMaxImagePixels));
     case Outcome::wrong_size:

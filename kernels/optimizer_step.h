@@ -10,9 +10,11 @@
 
 namespace ringtrain::kernels {
 
-// SGD with momentum and L2 weight decay (PyTorch's SGD: dampening 0, no Nesterov).
+// SGD with momentum and L2 weight decay (PyTorch's SGD, dampening 0): g' = g + wd * p, v = momentum * v + g',
+// p -= lr * v; with nesterov, p -= lr * (g' + momentum * v) (the v just computed).
 struct SgdStep {
   float lr = 0, momentum = 0, weight_decay = 0;
+  bool nesterov = false;
 };
 
 // Adam's moments with decoupled weight decay (AdamW, Loshchilov & Hutter 2019), as PyTorch's AdamW computes it.
@@ -25,9 +27,11 @@ struct AdamStep {
 // LARS (You et al. 2017) with momentum, as MLPerf's ResNet-50 submissions run it: for a tensor that adapts,
 // trust = trust_coefficient * |w| / (|g| + weight_decay * |w| + epsilon) (1 where either norm is 0),
 // v = momentum * v + lr * trust * (g + weight_decay * w), w -= v; a tensor that does not adapt (biases,
-// batch norm) takes trust 1 and no weight decay.
+// batch norm) takes trust 1 and no weight decay. With nesterov, w -= momentum * v + lr * trust * (g + weight_decay
+// * w) (the v just computed): PyTorch's Nesterov with the rate inside the velocity, as MLPerf's LARS has it.
 struct LarsStep {
   float lr = 0, momentum = 0, weight_decay = 0, trust_coefficient = 0.001f, epsilon = 0;
+  bool nesterov = false;
 };
 
 // One parameter tensor of the flat buffer; `adapt` is 1 where the layer-wise rate and weight decay apply.

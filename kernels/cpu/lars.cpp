@@ -19,14 +19,24 @@ Norms norms_of(int64_t count, const float* __restrict w, const float* __restrict
   return {std::sqrt(ww), std::sqrt(gg)};
 }
 
+template <bool kNesterov>
 inline void update_tensor(int64_t count, float scaled_lr, float momentum, float weight_decay, float* __restrict g,
                           float* __restrict v, float* __restrict p) {
   for (int64_t i = 0; i < count; ++i) {
-    const float vi = momentum * v[i] + scaled_lr * (g[i] + weight_decay * p[i]);
+    const float step = scaled_lr * (g[i] + weight_decay * p[i]);
+    const float vi = momentum * v[i] + step;
     v[i] = vi;
-    p[i] -= vi;
+    p[i] -= kNesterov ? momentum * vi + step : vi;
     g[i] = 0.0f;
   }
+}
+
+void update_tensor(bool nesterov, int64_t count, float scaled_lr, float momentum, float weight_decay, float* g,
+                   float* v, float* p) {
+  if (nesterov)
+    update_tensor<true>(count, scaled_lr, momentum, weight_decay, g, v, p);
+  else
+    update_tensor<false>(count, scaled_lr, momentum, weight_decay, g, v, p);
 }
 
 }  // namespace
@@ -45,12 +55,12 @@ void lars_update(int tensors, const TensorRange* ranges, const LarsStep& step, f
     float* v = velocity + r.begin;
     float* p = param + r.begin;
     if (r.adapt == 0) {
-      update_tensor(r.count, step.lr, step.momentum, 0.0f, g, v, p);
+      update_tensor(step.nesterov, r.count, step.lr, step.momentum, 0.0f, g, v, p);
       continue;
     }
     const Norms n = norms_of(r.count, p, g);
-    update_tensor(r.count, step.lr * lars_trust_ratio(step, n.weight, n.grad), step.momentum, step.weight_decay, g, v,
-                  p);
+    update_tensor(step.nesterov, r.count, step.lr * lars_trust_ratio(step, n.weight, n.grad), step.momentum,
+                  step.weight_decay, g, v, p);
   }
 }
 

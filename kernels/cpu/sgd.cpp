@@ -8,14 +8,16 @@
 namespace ringtrain::kernels::cpu {
 namespace {
 
-// Distinct buffers by contract; __restrict lets the loop vectorise without run-time overlap checks.
+// Distinct buffers by contract; __restrict lets the loop vectorise without run-time overlap checks. Nesterov is a
+// template argument so that neither loop tests it per element.
+template <bool kNesterov>
 inline void update_span(int64_t begin, int64_t end, float lr, float momentum, float weight_decay,
                         float* __restrict g, float* __restrict v, float* __restrict p) {
   for (int64_t i = begin; i < end; ++i) {
     const float gi = g[i] + weight_decay * p[i];
     const float vi = momentum * v[i] + gi;
     v[i] = vi;
-    p[i] -= lr * vi;
+    p[i] -= lr * (kNesterov ? gi + momentum * vi : vi);
     g[i] = 0.0f;
   }
 }
@@ -25,7 +27,11 @@ inline void update_span(int64_t begin, int64_t end, float lr, float momentum, fl
 void sgd_momentum_update(int64_t n, const SgdStep& step, const uint32_t* decay_mask, float* grad,
                          float* velocity, float* param) {
   for_each_decay_span_on(compute_threads(), n, decay_mask, [&](int64_t begin, int64_t end, bool decays) {
-    update_span(begin, end, step.lr, step.momentum, decays ? step.weight_decay : 0.0f, grad, velocity, param);
+    const float decay = decays ? step.weight_decay : 0.0f;
+    if (step.nesterov)
+      update_span<true>(begin, end, step.lr, step.momentum, decay, grad, velocity, param);
+    else
+      update_span<false>(begin, end, step.lr, step.momentum, decay, grad, velocity, param);
   });
 }
 

@@ -77,9 +77,10 @@ __global__ void lars_apply_kernel(int tensors, const TensorRange* ranges, LarsSt
     }
     for_chunk(r.count, static_cast<int>(blockIdx.x), [&](int64_t i) {
       const int64_t k = r.begin + i;
-      const float v = step.momentum * velocity[k] + scaled_lr * (grad[k] + decay * param[k]);
+      const float change = scaled_lr * (grad[k] + decay * param[k]);
+      const float v = step.momentum * velocity[k] + change;
       velocity[k] = v;
-      param[k] -= v;
+      param[k] -= step.nesterov ? step.momentum * v + change : v;
       grad[k] = 0.0f;
     });
   }

@@ -6,6 +6,7 @@
 namespace ringtrain::kernels::cuda {
 namespace {
 
+template <bool kNesterov>
 __global__ void sgd_momentum_kernel(int64_t n, float lr, float momentum, float weight_decay,
                                     const uint32_t* decay_mask, float* grad, float* velocity, float* param) {
   for (int64_t i = detail::global_index(); i < n; i += detail::grid_stride()) {
@@ -14,7 +15,7 @@ __global__ void sgd_momentum_kernel(int64_t n, float lr, float momentum, float w
     const float g = grad[i] + wd * p;
     const float v = momentum * velocity[i] + g;
     velocity[i] = v;
-    param[i] = p - lr * v;
+    param[i] = p - lr * (kNesterov ? g + momentum * v : v);
     grad[i] = 0.0f;
   }
 }
@@ -24,8 +25,9 @@ __global__ void sgd_momentum_kernel(int64_t n, float lr, float momentum, float w
 void sgd_momentum_update(int64_t n, const SgdStep& step, const uint32_t* decay_mask, float* grad,
                          float* velocity, float* param, Stream stream) {
   if (n <= 0) return;
-  sgd_momentum_kernel<<<detail::blocks_for(n), detail::kThreads, 0, stream>>>(
-      n, step.lr, step.momentum, step.weight_decay, decay_mask, grad, velocity, param);
+  const auto kernel = step.nesterov ? sgd_momentum_kernel<true> : sgd_momentum_kernel<false>;
+  kernel<<<detail::blocks_for(n), detail::kThreads, 0, stream>>>(n, step.lr, step.momentum, step.weight_decay,
+                                                                 decay_mask, grad, velocity, param);
   RT_CHECK_LAUNCH();
 }
 

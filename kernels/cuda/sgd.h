@@ -8,8 +8,9 @@
 
 namespace ringtrain::kernels::cuda {
 
-// g' = g + wd * p;  v = momentum * v + g';  p -= lr * v   (PyTorch's SGD, dampening 0, no Nesterov), where wd is
-// step.weight_decay for parameters whose bit is set in decay_mask (device memory, kernels/optimizer_step.h), else 0.
+// g' = g + wd * p;  v = momentum * v + g';  p -= lr * v, or with step.nesterov p -= lr * (g' + momentum * v)
+// (PyTorch's SGD, dampening 0), where wd is step.weight_decay for parameters whose bit is set in decay_mask (device
+// memory, kernels/optimizer_step.h), else 0.
 void sgd_momentum_update(int64_t n, const SgdStep& step, const uint32_t* decay_mask, float* grad,
                          float* velocity, float* param, Stream stream);
 

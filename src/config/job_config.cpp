@@ -3,6 +3,7 @@
 #include "config/job_config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <optional>
@@ -23,8 +24,9 @@
 namespace ringtrain::config {
 namespace {
 
-enum class Kind { integer, number, boolean, string };
-using Default = std::variant<std::monostate, int64_t, double, bool, std::string>;  // monostate: required
+enum class Kind { integer, number, boolean, string, numbers };  // numbers: an array of numbers
+using Numbers = std::vector<double>;
+using Default = std::variant<std::monostate, int64_t, double, bool, std::string, Numbers>;  // monostate: required
 
 struct KeyRule {
   const char* table;
@@ -74,6 +76,9 @@ const std::vector<KeyRule> kKeys = {
      "fp16: the loss scale doubles after this many steps in a row with finite gradients (0 = never grows)"},
     {"train", "label_smoothing", Kind::number, 0.0,
      "e in [0, 0.999]: train against (1 - e) on the label + e / classes everywhere; test loss stays plain cross-entropy"},
+    {"train", "eval_every_epochs", Kind::integer, int64_t{1},
+     "evaluate the test split after every this many epochs (the last epoch always); an epoch without evaluation "
+     "records test_loss, test_acc and test_top5 as null"},
     {"optimizer", "name", Kind::string, std::string("sgd"),
      "sgd (momentum, L2 weight decay) | adamw (Adam, decoupled weight decay) | lars (layer-wise trust ratio, "
      "momentum; large batches) | lamb (layer-wise trust ratio over Adam's direction)"},
@@ -82,6 +87,8 @@ const std::vector<KeyRule> kKeys = {
     {"optimizer", "lr_scaling", Kind::string, std::string("linear"),
      "linear (lr = base_lr x global/base_batch, Goyal et al. 2017) | sqrt (x sqrt(global/base_batch)) | none"},
     {"optimizer", "momentum", Kind::number, 0.9, "sgd and lars: momentum"},
+    {"optimizer", "nesterov", Kind::boolean, false,
+     "sgd and lars: Nesterov momentum as PyTorch's SGD defines it (the step takes g + momentum x v instead of v)"},
     {"optimizer", "beta1", Kind::number, 0.9, "adamw and lamb: decay of the gradient's running mean"},
     {"optimizer", "beta2", Kind::number, 0.999, "adamw and lamb: decay of the squared gradient's running mean"},
     {"optimizer", "epsilon", Kind::number, 1e-8,
@@ -92,8 +99,19 @@ const std::vector<KeyRule> kKeys = {
      "on weights (not biases or batch norm): sgd and lars an L2 term in the gradient, adamw decoupled (p -= lr x "
      "wd x p), lamb in the direction"},
     {"optimizer", "warmup_epochs", Kind::number, 0.0, "linear warm-up from base_lr to the scaled rate"},
-    {"optimizer", "schedule", Kind::string, std::string("cosine"), "after warm-up: cosine | constant"},
-    {"optimizer", "min_lr", Kind::number, 0.0, "learning rate at the end of the cosine decay"},
+    {"optimizer", "schedule", Kind::string, std::string("cosine"),
+     "after warm-up: cosine (to min_lr) | constant | steps (x decay_factor at each of the milestones, PyTorch's "
+     "MultiStepLR) | poly (min_lr + (peak - min_lr) x (1 - progress)^poly_power, MLPerf's LARS reference)"},
+    {"optimizer", "min_lr", Kind::number, 0.0, "cosine and poly: the learning rate the decay ends at"},
+    {"optimizer", "milestones", Kind::numbers, Numbers{},
+     "steps: the epochs (from the job's start, warm-up included; fractions allowed) at which the rate is multiplied "
+     "by decay_factor, increasing, e.g. [30, 60, 80]"},
+    {"optimizer", "decay_factor", Kind::number, 0.1, "steps: in (0, 1], the factor at each milestone"},
+    {"optimizer", "poly_power", Kind::number, 2.0, "poly: the power of the decay, > 0 (MLPerf's LARS: 2)"},
+    {"optimizer", "clip_global_norm", Kind::number, 0.0,
+     "0 = off; else every step scales the reduced gradient by min(1, clip / (norm + 1e-6)), norm the global L2 norm "
+     "of every parameter's gradient (of the unscaled loss under fp16), as torch.nn.utils.clip_grad_norm_; the epoch "
+     "record gives the norm's mean and max (a device readback per step)"},
     {"model", "name", Kind::string, std::string("model"), "label for logs"},
     {"run", "dir", Kind::string, {}, "output folder: metrics.jsonl, job.resolved.toml, versions.json"},
     {"run", "device", Kind::string, std::string("auto"), "auto | cpu | cuda (auto: cuda when a GPU is visible)"},
@@ -169,6 +187,7 @@ const char* kind_name(Kind k) {
     case Kind::number: return "a number";
     case Kind::boolean: return "true or false";
     case Kind::string: return "a string";
+    case Kind::numbers: return "an array of numbers";
   }
   return "?";
 }
@@ -279,7 +298,14 @@ class Reader {
       }
       std::visit(
           [&](const auto& v) {
-            if constexpr (!std::is_same_v<std::decay_t<decltype(v)>, std::monostate>) t->insert(key, v);
+            using T = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<T, Numbers>) {
+              toml::array values;
+              for (const double x : v) values.push_back(x);
+              t->insert(key, std::move(values));
+            } else if constexpr (!std::is_same_v<T, std::monostate>) {
+              t->insert(key, v);
+            }
           },
           rule->fallback);
     }
@@ -287,7 +313,10 @@ class Reader {
     const bool type_ok = (rule->kind == Kind::integer && n->is_integer()) ||
                          (rule->kind == Kind::number && (n->is_floating_point() || n->is_integer())) ||
                          (rule->kind == Kind::boolean && n->is_boolean()) ||
-                         (rule->kind == Kind::string && n->is_string());
+                         (rule->kind == Kind::string && n->is_string()) ||
+                         (rule->kind == Kind::numbers && n->is_array() &&
+                          std::all_of(n->as_array()->begin(), n->as_array()->end(),
+                                      [](const toml::node& e) { return e.is_number(); }));
     if (!type_ok) {
       problem(fmt::format("'{}.{}' must be {}, got {}", table, key, kind_name(rule->kind), node_type_name(*n)));
       return nullptr;
@@ -316,6 +345,32 @@ class Reader {
       return min;
     }
     return v;
+  }
+
+  // A number in (above, max]: a factor or a power that must not be zero.
+  double number_above(const char* table, const char* key, double above, double max) {
+    const auto* n = get(table, key);
+    if (!n) return max;
+    const double v = *n->value<double>();
+    if (!(v > above && v <= max)) {
+      problem(fmt::format("'{}.{}' must be in ({}, {}], got {}", table, key, above, max, v));
+      return max;
+    }
+    return v;
+  }
+
+  // An array of numbers (integers or floats), each in [min, max].
+  Numbers numbers(const char* table, const char* key, double min, double max) {
+    const auto* n = get(table, key);
+    if (!n) return {};
+    Numbers values;
+    for (const toml::node& element : *n->as_array()) values.push_back(*element.value<double>());
+    for (const double v : values)
+      if (!(v >= min && v <= max)) {
+        problem(fmt::format("'{}.{}' must hold numbers in [{}, {}], got {}", table, key, min, max, v));
+        return {};
+      }
+    return values;
   }
 
   bool boolean(const char* table, const char* key) {
@@ -360,7 +415,7 @@ struct LayerKeys {
 
 const std::vector<LayerKeys> kLayerKeys = {
     {LayerKind::conv2d, "conv2d", {"filters", "kernel", "stride", "padding", "bias"}, {"filters", "kernel"}},
-    {LayerKind::batchnorm, "batchnorm", {"momentum", "epsilon"}, {}},
+    {LayerKind::batchnorm, "batchnorm", {"momentum", "epsilon", "init_scale"}, {}},
     {LayerKind::relu, "relu", {}, {}},
     {LayerKind::maxpool, "maxpool", {"size", "stride", "padding"}, {"size"}},
     {LayerKind::avgpool, "avgpool", {"size", "stride", "padding"}, {"size"}},
@@ -474,6 +529,7 @@ void Reader::layer_values(const toml::table& t, const std::string& at, LayerSpec
   spec.rate = num_key("rate", 0.0, 0.0, 0.99);
   spec.momentum = num_key("momentum", 0.1, 0.0, 1.0);
   spec.epsilon = num_key("epsilon", 1e-5, 1e-12, 1.0);
+  spec.init_scale = num_key("init_scale", 1.0, 0.0, 10.0);
 }
 
 }  // namespace
@@ -527,6 +583,28 @@ void read_data(Reader& r, JobConfig& c) {
       "data", "normalize", {{"auto", NormalizeOn::auto_detect}, {"loader", NormalizeOn::loader}, {"device", NormalizeOn::device}});
 }
 
+// The decay after warm-up and its knobs; milestones must climb, or the rate would jump back up.
+void read_schedule(Reader& r, JobConfig::Optimizer& o) {
+  o.schedule = r.choice<LrSchedule>("optimizer", "schedule",
+                                    {{"cosine", LrSchedule::cosine},
+                                     {"constant", LrSchedule::constant},
+                                     {"steps", LrSchedule::steps},
+                                     {"poly", LrSchedule::poly}});
+  o.min_lr = r.number("optimizer", "min_lr", 0.0, 1e3);
+  o.milestones = r.numbers("optimizer", "milestones", 0.0, 1e5);
+  for (size_t i = 1; i < o.milestones.size(); ++i)
+    if (!(o.milestones[i] > o.milestones[i - 1])) {
+      r.problem(fmt::format("'optimizer.milestones' must increase, but {} follows {}", o.milestones[i],
+                            o.milestones[i - 1]));
+      break;
+    }
+  if (o.schedule == LrSchedule::steps && o.milestones.empty())
+    r.problem("optimizer.schedule = \"steps\" needs 'optimizer.milestones', the epochs at which the rate drops, "
+              "e.g. [30, 60, 80]");
+  o.decay_factor = r.number_above("optimizer", "decay_factor", 0.0, 1.0);
+  o.poly_power = r.number_above("optimizer", "poly_power", 0.0, 1e3);
+}
+
 void read_training(Reader& r, JobConfig& c) {
   c.train.epochs = static_cast<int>(r.integer("train", "epochs", 1, 100000));
   c.train.batch_per_rank = static_cast<int>(r.integer("train", "batch_per_rank", 1, 1 << 20));
@@ -556,9 +634,10 @@ void read_training(Reader& r, JobConfig& c) {
   c.optimizer.trust_coefficient = r.number("optimizer", "trust_coefficient", 0.0, 1e3);
   c.optimizer.weight_decay = r.number("optimizer", "weight_decay", 0.0, 1.0);
   c.optimizer.warmup_epochs = r.number("optimizer", "warmup_epochs", 0.0, 1e5);
-  c.optimizer.schedule =
-      r.choice<LrSchedule>("optimizer", "schedule", {{"cosine", LrSchedule::cosine}, {"constant", LrSchedule::constant}});
-  c.optimizer.min_lr = r.number("optimizer", "min_lr", 0.0, 1e3);
+  read_schedule(r, c.optimizer);
+  c.optimizer.nesterov = r.boolean("optimizer", "nesterov");
+  c.optimizer.clip_global_norm = r.number("optimizer", "clip_global_norm", 0.0, 1e9);
+  c.train.eval_every_epochs = static_cast<int>(r.integer("train", "eval_every_epochs", 1, 100000));
 }
 
 void read_model(Reader& r, JobConfig& c) {
@@ -656,6 +735,7 @@ std::string describe_keys() {
           if constexpr (std::is_same_v<T, std::monostate>) return "required";
           else if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
           else if constexpr (std::is_same_v<T, std::string>) return "\"" + v + "\"";
+          else if constexpr (std::is_same_v<T, Numbers>) return fmt::format("[{}]", fmt::join(v, ", "));
           else return fmt::format("{}", v);
         },
         r.fallback);

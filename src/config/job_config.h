@@ -14,7 +14,7 @@ namespace ringtrain::config {
 
 enum class DeviceChoice { auto_detect, cpu, cuda };
 enum class Precision { fp32, tf32, bf16, fp16 };
-enum class LrSchedule { cosine, constant };
+enum class LrSchedule { cosine, constant, steps, poly };
 enum class LrScaling { linear, sqrt, none };       // how the peak rate follows the global batch
 enum class OptimizerKind { sgd, adamw, lars, lamb };
 // shared where the job runs on one node and can, else nonblocking | MPI_Iallreduce polled from backward | a
@@ -46,6 +46,7 @@ struct JobConfig {
     bool shuffle = true;
     Precision precision = Precision::fp32;
     double label_smoothing = 0;  // training loss only; evaluation reports plain cross-entropy
+    int eval_every_epochs = 1;   // the last epoch is evaluated whatever this says
     double loss_scale_init = 65536;           // fp16's dynamic loss scaling (train/loss_scaler.h)
     int64_t loss_scale_growth_interval = 2000;
   } train;
@@ -56,12 +57,17 @@ struct JobConfig {
     int base_batch = 0;
     LrScaling lr_scaling = LrScaling::linear;
     double momentum = 0.9;           // sgd, lars
+    bool nesterov = false;           // sgd, lars
     double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // adamw, lamb (epsilon also lars's trust-ratio guard)
     double trust_coefficient = 0.001;  // lars
     double weight_decay = 0;
     double warmup_epochs = 0;
     LrSchedule schedule = LrSchedule::cosine;
-    double min_lr = 0;
+    double min_lr = 0;                // cosine, poly
+    std::vector<double> milestones;   // steps: epochs, increasing
+    double decay_factor = 0.1;        // steps
+    double poly_power = 2;            // poly
+    double clip_global_norm = 0;      // 0: off
   } optimizer;
 
   struct Model {

@@ -21,8 +21,9 @@ struct LayerSpec {
   int units = 0;
   // dropout
   double rate = 0;
-  // batchnorm
-  double momentum = 0.1, epsilon = 1e-5;
+  // batchnorm; init_scale is gamma's initial value (0: a residual block's last batch norm starts the block as the
+  // identity, Goyal et al. 2017)
+  double momentum = 0.1, epsilon = 1e-5, init_scale = 1;
   // residual: out = activation(body(x) + shortcut(x)); an empty shortcut is the identity
   std::vector<LayerSpec> body, shortcut;
   bool activation_relu = true;

@@ -43,6 +43,9 @@ class GradientReducer {
   // and the call after that update, which returns once every rank that shares the copy has updated its part.
   virtual model::ParamSlice update_slice(int64_t params) const { return {0, params}; }
   virtual void updated() {}
+  // The sum over the ranks that share the copy of a number each computed over its update_slice() (a slice's
+  // sum of squared gradients), the same bits on each of them; a rank that updates every parameter has it already.
+  virtual double sum_over_slices(double mine) { return mine; }
   // The reductions the last wait_all (CPU) or settle (device) saw end, in launch order, for tests. A reducer that
   // cannot time them returns none.
   virtual std::vector<BucketSpan> last_spans() const { return {}; }

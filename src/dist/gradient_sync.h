@@ -19,6 +19,7 @@ class GradientSync final : public model::GradientObserver {
   // The parameters this rank updates after finish(), and the call after that update (GradientReducer's).
   model::ParamSlice update_slice() const { return reducer_.update_slice(network_.param_count()); }
   void updated() { reducer_.updated(); }
+  double sum_over_slices(double mine) { return reducer_.sum_over_slices(mine); }  // GradientReducer's
   // Waits, bounded, for the reductions of all but the newest `steps_in_flight` steps (GradientReducer::settle).
   std::vector<StepSpans> settle(int steps_in_flight) { return reducer_.settle(steps_in_flight); }
   const GradientBuckets& buckets() const { return buckets_; }

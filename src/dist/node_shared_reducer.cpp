@@ -220,4 +220,15 @@ model::ParamSlice NodeSharedReducer::update_slice(int64_t params) const {
 
 void NodeSharedReducer::updated() { node_barrier(); }
 
+// Gathered and added in node-rank order on every rank, rather than MPI_SUM, whose order MPI leaves open: every rank
+// must find the same global norm and so clip alike. The slices of a node cover every parameter, and each node
+// holds the same sums after the all-reduce between nodes.
+double NodeSharedReducer::sum_over_slices(double mine) {
+  std::vector<double> each(static_cast<std::size_t>(node_size_));
+  MPI_CHECK(MPI_Allgather(&mine, 1, MPI_DOUBLE, each.data(), 1, MPI_DOUBLE, node_));
+  double sum = 0;
+  for (const double v : each) sum += v;
+  return sum;
+}
+
 }  // namespace ringtrain::dist

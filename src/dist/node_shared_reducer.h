@@ -46,6 +46,7 @@ class NodeSharedReducer final : public GradientReducer, public model::ParameterM
   void wait_all() override;
   model::ParamSlice update_slice(int64_t params) const override;
   void updated() override;
+  double sum_over_slices(double mine) override;
   std::vector<StepSpans> settle(int) override;
   const char* name() const override { return "node-shared memory"; }
   std::vector<BucketSpan> last_spans() const override { return finished_; }

@@ -19,9 +19,7 @@ void ClassTally::add(const train::EvaluatedBatch& b) {
     const int truth = b.labels[i];
     if (truth < 0 || truth >= classes_) continue;  // the evaluator refuses the split after the batch
     ++matrix_[static_cast<size_t>(truth * classes_ + predicted)];
-    // In the top 5 when fewer than 5 classes score higher than the label (ties counted for the label).
-    const auto higher = std::count_if(row, row + b.classes, [&](float v) { return v > row[truth]; });
-    if (higher < 5) ++matrix_.back();
+    if (train::in_top(row, b.classes, truth, 5)) ++matrix_.back();
   }
 }
 

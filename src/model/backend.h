@@ -149,6 +149,10 @@ class Backend {
   // y *= factor, and *nonfinite (device memory) = 1 where any element is infinite or NaN, left alone otherwise:
   // fp16's loss scaling takes the scale out of the reduced gradients and learns whether they overflowed.
   virtual void unscale(int64_t n, float factor, float* y, int32_t* nonfinite) = 0;
+  virtual void scale(int64_t n, float factor, float* y) = 0;  // y *= factor (gradient clipping)
+  // *total (device memory) = the sum of x[i]^2 in double, in a fixed order (the same bits for the same x):
+  // gradient clipping's global norm, which every rank must find alike.
+  virtual void sum_squares(int64_t n, const float* x, double* total) = 0;
   virtual void relu_forward(Elements n, const void* x, void* y) = 0;  // y may alias x
   virtual void relu_backward(Elements n, const void* y, const void* dy, void* dx) = 0;
   // y = relu(a + b), bit for bit add then relu_forward (a residual join); a backend overrides it with one pass.

@@ -15,8 +15,9 @@ void ClassHits::add(const EvaluatedBatch& b) {
     const int truth = b.labels[i];
     if (truth < 0 || truth >= classes) continue;
     samples[static_cast<std::size_t>(truth)] += 1;
-    if (predicted_class(b.logits + static_cast<std::ptrdiff_t>(i) * b.classes, b.classes) == truth)
-      correct[static_cast<std::size_t>(truth)] += 1;
+    const float* row = b.logits + static_cast<std::ptrdiff_t>(i) * b.classes;
+    if (predicted_class(row, b.classes) == truth) correct[static_cast<std::size_t>(truth)] += 1;
+    if (in_top(row, b.classes, truth, 5)) top5 += 1;
   }
 }
 

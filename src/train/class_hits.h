@@ -1,6 +1,7 @@
 // Owns what the epoch record says per class of the test split: each class's samples and hits (the prediction
-// is the first maximum of the logits, as the loss kernels count a hit), summed across ranks with the epoch's
-// other sums, and the few classes the model gets wrong most often.
+// is the first maximum of the logits, as the loss kernels count a hit), and the samples whose label is among the
+// five highest logits (top-5), summed across ranks with the epoch's other sums, and the few classes the model gets
+// wrong most often.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -12,6 +13,7 @@ namespace ringtrain::train {
 
 struct ClassHits {
   std::vector<double> samples, correct;  // by class index; doubles so they travel in the epoch's one reduction
+  double top5 = 0;                       // samples whose label is among the five highest logits
   ClassHits() = default;
   explicit ClassHits(int classes);
   void add(const EvaluatedBatch& batch);  // labels outside the class range are skipped (the evaluator refuses them)

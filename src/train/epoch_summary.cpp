@@ -25,6 +25,7 @@ void for_each_field(EpochSums& s, Visit visit) {
   for (double* f : {&p.data_wait, &p.forward, &p.backward, &p.allreduce, &p.optimizer, &p.allreduce_total}) visit(*f);
   for (std::vector<double>* per_class : {&s.test_classes.samples, &s.test_classes.correct})
     for (double& v : *per_class) visit(v);
+  visit(s.test_classes.top5);
 }
 
 // One reduction of every field of `sums`, packed and unpacked by its field list.
@@ -58,6 +59,12 @@ nlohmann::ordered_json worst_json(const std::vector<WorstClass>& worst) {
 
 }  // namespace
 
+void GradNormStats::add(double norm) {
+  sum += norm;
+  max = std::max(max, norm);
+  ++steps;
+}
+
 double Totals::mean_loss() const { return loss_sum / std::max(samples, 1.0); }
 double Totals::accuracy() const { return correct / std::max(samples, 1.0); }
 
@@ -72,19 +79,34 @@ std::vector<RankSample> gather_samples(const dist::World& world, const RankSampl
   return all;
 }
 
+double EpochReport::test_top5() const { return sums.test_classes.top5 / std::max(sums.test.samples, 1.0); }
+
+namespace {
+
+// "test loss 0.4 acc 0.87 top-5 0.99", or that the epoch was not evaluated.
+std::string test_text(const EpochReport& r) {
+  if (!r.evaluated) return "test not evaluated this epoch";
+  return fmt::format("test loss {:.4f} acc {:.4f}", r.sums.test.mean_loss(), r.sums.test.accuracy()) +
+         (r.has_top5() ? fmt::format(" top-5 {:.4f}", r.test_top5()) : std::string());
+}
+
+}  // namespace
+
 std::string EpochReport::line() const {
   const double mean = 1.0 / ranks;
   const StepTimes& t = sums.times;
-  return fmt::format("epoch {}/{}: train loss {:.4f} acc {:.4f} | test loss {:.4f} acc {:.4f} | {:.0f} samples/s | "
+  return fmt::format("epoch {}/{}: train loss {:.4f} acc {:.4f} | {} | {:.0f} samples/s | "
                      "per rank: data wait {:.2f}s forward {:.2f}s backward {:.2f}s all-reduce {:.2f}s exposed of "
                      "{:.2f}s optimizer {:.2f}s | eval {:.1f}s | {:.1f} GFLOP/s per rank",
-                     epoch, epochs, sums.train.mean_loss(), sums.train.accuracy(), sums.test.mean_loss(),
-                     sums.test.accuracy(), samples_per_s, t.data_wait * mean, t.forward * mean, t.backward * mean,
+                     epoch, epochs, sums.train.mean_loss(), sums.train.accuracy(), test_text(*this),
+                     samples_per_s, t.data_wait * mean, t.forward * mean, t.backward * mean,
                      t.allreduce * mean, t.allreduce_total * mean, t.optimizer * mean, eval_s,
                      train_flops_per_sample * static_cast<double>(steps_run * per_step) / epoch_train_s / 1e9) +
          (loss_scale > 0 ? fmt::format(" | fp16 loss scale {:g}, {} step{} skipped", loss_scale, skipped_steps,
                                        skipped_steps == 1 ? "" : "s")
                          : std::string()) +
+         (grad_norm.steps > 0 ? fmt::format(" | gradient norm mean {:.4g} max {:.4g}", grad_norm.mean(), grad_norm.max)
+                              : std::string()) +
          worst_text(worst_classes);
 }
 
@@ -109,8 +131,9 @@ nlohmann::ordered_json EpochReport::record() const {
               {"lr", lr},
               {"train_loss", sums.train.mean_loss()},
               {"train_acc", sums.train.accuracy()},
-              {"test_loss", sums.test.mean_loss()},
-              {"test_acc", sums.test.accuracy()},
+              {"test_loss", evaluated ? json(sums.test.mean_loss()) : json()},
+              {"test_acc", evaluated ? json(sums.test.accuracy()) : json()},
+              {"test_top5", has_top5() ? json(test_top5()) : json()},
               {"samples_per_s", samples_per_s},
               {"epoch_samples_per_s", static_cast<double>(steps_run * per_step * ranks) / epoch_train_s},
               {"steady_samples_per_s", steady_samples_per_s > 0 ? json(steady_samples_per_s) : json()},
@@ -145,6 +168,8 @@ nlohmann::ordered_json EpochReport::record() const {
               {"param_checksum", param_checksum},
               {"loss_scale", loss_scale > 0 ? json(loss_scale) : json()},
               {"skipped_steps", loss_scale > 0 ? json(skipped_steps) : json()},
+              {"grad_norm_mean", grad_norm.steps > 0 ? json(grad_norm.mean()) : json()},
+              {"grad_norm_max", grad_norm.steps > 0 ? json(grad_norm.max) : json()},
               {"worst_classes", worst_json(worst_classes)}};
 }
 

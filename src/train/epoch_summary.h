@@ -28,6 +28,15 @@ struct EpochSums {
   void sum_across(const dist::World& world);  // one MPI_Allreduce of every field
 };
 
+// The reduced gradient's global norm over an epoch's clipped steps (optimizer.clip_global_norm), before clipping.
+// Every rank measures the same norms, so no reduction is needed.
+struct GradNormStats {
+  double sum = 0, max = 0;
+  int64_t steps = 0;  // 0: clipping off (or every step skipped)
+  void add(double norm);
+  double mean() const { return steps > 0 ? sum / static_cast<double>(steps) : 0.0; }
+};
+
 // One rank's own view of the epoch, gathered from every rank.
 struct RankSample {
   double step_s = 0;       // its own work per step (all but the all-reduce wait, which evens out wall-clock steps)
@@ -43,6 +52,7 @@ struct EpochReport {
   int64_t global_batch = 0, steps = 0, steps_run = 0, per_step = 0;
   double lr = 0;
   EpochSums sums;                 // summed over ranks
+  bool evaluated = true;          // the test split was evaluated after this epoch (train.eval_every_epochs)
   double samples_per_s = 0;       // over the whole job so far
   double epoch_train_s = 0, eval_s = 0, steady_samples_per_s = 0;
   int timing_warmup_steps = 0;
@@ -56,8 +66,11 @@ struct EpochReport {
   std::string param_checksum;
   float loss_scale = 0;           // fp16: the loss scale at the epoch's end, 0 without loss scaling
   int64_t skipped_steps = 0;      // fp16: steps skipped because their gradients overflowed
+  GradNormStats grad_norm;        // clipping: the norms before clipping
   std::vector<WorstClass> worst_classes;  // of the test split, from sums.test_classes
 
+  double test_top5() const;                  // of the evaluated test split; needs 5 classes or more
+  bool has_top5() const { return evaluated && sums.test_classes.samples.size() >= 5; }
   std::string line() const;                 // "epoch 2/12: train loss ... | ... GFLOP/s per rank | worst: ..."
   nlohmann::ordered_json record() const;    // metrics.jsonl's epoch record
 };

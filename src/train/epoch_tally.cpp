@@ -32,6 +32,7 @@ void EpochTally::take(const std::vector<FinishedStep>& finished) {
     times += f.times;
     skipped_steps += f.skipped ? 1 : 0;
     loss_scale = f.loss_scale;
+    if (f.grad_norm >= 0) grad_norm.add(f.grad_norm);
   }
 }
 

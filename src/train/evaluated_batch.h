@@ -17,4 +17,9 @@ inline int predicted_class(const float* row, int classes) {
   return static_cast<int>(std::max_element(row, row + classes) - row);
 }
 
+// Whether the label is among the `k` highest logits: fewer than k classes score higher (ties count for the label).
+inline bool in_top(const float* row, int classes, int truth, int k) {
+  return std::count_if(row, row + classes, [&](float v) { return v > row[truth]; }) < k;
+}
+
 }  // namespace ringtrain::train

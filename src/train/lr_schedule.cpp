@@ -6,6 +6,7 @@
 #include <numbers>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace ringtrain::train {
 
@@ -15,11 +16,15 @@ LearningRateSchedule::LearningRateSchedule(const config::JobConfig::Optimizer& o
       min_(opt.min_lr),
       warmup_steps_(static_cast<int64_t>(std::llround(opt.warmup_epochs * static_cast<double>(steps_per_epoch)))),
       total_steps_(steps_per_epoch * epochs),
-      kind_(opt.schedule) {
+      kind_(opt.schedule),
+      decay_factor_(opt.decay_factor),
+      poly_power_(opt.poly_power) {
   // Warm-up starts at the rate the base batch was tuned for and climbs to the scaled one; when the global
   // batch is smaller than the base batch there is nothing to climb to.
   start_ = std::min(opt.base_lr, peak_);
   warmup_steps_ = std::min(warmup_steps_, total_steps_);
+  for (const double epoch : opt.milestones)
+    milestone_steps_.push_back(static_cast<int64_t>(std::llround(epoch * static_cast<double>(steps_per_epoch))));
 }
 
 double LearningRateSchedule::scale(config::LrScaling rule, int64_t global_batch, int base_batch) {
@@ -44,12 +49,40 @@ std::string LearningRateSchedule::arithmetic(const config::JobConfig::Optimizer&
   return fmt::format("{} (no scaling with the global batch)", peak_);
 }
 
+std::string LearningRateSchedule::decay_text() const {
+  switch (kind_) {
+    case config::LrSchedule::cosine: return fmt::format("cosine decay to {:g}", min_);
+    case config::LrSchedule::constant: return "constant";
+    case config::LrSchedule::steps:
+      return fmt::format("x {:g} at steps {}", decay_factor_, fmt::join(milestone_steps_, ", "));
+    case config::LrSchedule::poly: return fmt::format("poly decay (power {:g}) to {:g}", poly_power_, min_);
+  }
+  return "?";
+}
+
 double LearningRateSchedule::at(int64_t step) const {
   if (step < warmup_steps_) return start_ + (peak_ - start_) * static_cast<double>(step) / static_cast<double>(warmup_steps_);
-  if (kind_ == config::LrSchedule::constant) return peak_;
+  switch (kind_) {
+    case config::LrSchedule::constant: return peak_;
+    case config::LrSchedule::steps: return stepped(step);
+    case config::LrSchedule::cosine:
+    case config::LrSchedule::poly: break;
+  }
   const int64_t decay_steps = std::max<int64_t>(total_steps_ - warmup_steps_, 1);
-  const double progress = std::clamp(static_cast<double>(step - warmup_steps_) / static_cast<double>(decay_steps), 0.0, 1.0);
+  return decayed(std::clamp(static_cast<double>(step - warmup_steps_) / static_cast<double>(decay_steps), 0.0, 1.0));
+}
+
+double LearningRateSchedule::decayed(double progress) const {
+  if (kind_ == config::LrSchedule::poly) return min_ + (peak_ - min_) * std::pow(1.0 - progress, poly_power_);
   return min_ + (peak_ - min_) * 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
+}
+
+// Milestones count from the job's first step, as MultiStepLR's epochs do; one inside the warm-up scales the rate
+// the warm-up ends at.
+double LearningRateSchedule::stepped(int64_t step) const {
+  const auto passed = std::count_if(milestone_steps_.begin(), milestone_steps_.end(),
+                                    [&](int64_t milestone) { return milestone <= step; });
+  return peak_ * std::pow(decay_factor_, static_cast<double>(passed));
 }
 
 }  // namespace ringtrain::train

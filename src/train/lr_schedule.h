@@ -1,8 +1,10 @@
 // Owns the learning rate as a function of the optimizer step: scaling to the global batch (linear, Goyal et al.
-// 2017; square root; or none), linear warm-up from base_lr, then cosine decay to min_lr or constant.
+// 2017; square root; or none), linear warm-up from base_lr, then cosine decay to min_lr, constant, steps down at
+// milestone epochs (PyTorch's MultiStepLR), or polynomial decay to min_lr (MLPerf's LARS reference).
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "config/job_config.h"
 
@@ -19,11 +21,19 @@ class LearningRateSchedule {
   std::string arithmetic(const config::JobConfig::Optimizer& opt, int64_t global_batch) const;
   double at(int64_t step) const;         // step counts optimizer steps from 0 over the whole job
   int64_t warmup_steps() const { return warmup_steps_; }
+  // What follows the warm-up, for the run header: "cosine decay to 0", "x 0.1 at steps 300, 600, 800", ...
+  std::string decay_text() const;
+  const std::vector<int64_t>& milestone_steps() const { return milestone_steps_; }  // steps: where the rate drops
 
  private:
+  double decayed(double progress) const;  // cosine and poly, progress in [0, 1] after warm-up
+  double stepped(int64_t step) const;     // steps
+
   double start_, peak_, min_;
   int64_t warmup_steps_, total_steps_;
   config::LrSchedule kind_;
+  std::vector<int64_t> milestone_steps_;
+  double decay_factor_, poly_power_;
 };
 
 }  // namespace ringtrain::train

@@ -34,8 +34,7 @@ std::string batch_line(const RunContext& run, const EpochPlan& plan, const Learn
   return fmt::format("batch: {} ranks x {} per rank x {} accumulation = global batch {}; lr = {} (warm-up {} steps, "
                      "then {})",
                      run.ranks(), plan.batch, plan.accumulate, plan.global_batch,
-                     lr.arithmetic(opt, plan.global_batch), lr.warmup_steps(),
-                     opt.schedule == config::LrSchedule::cosine ? "cosine decay" : "constant");
+                     lr.arithmetic(opt, plan.global_batch), lr.warmup_steps(), lr.decay_text());
 }
 
 std::string epoch_line(const DataPlan& data) {

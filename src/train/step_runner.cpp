@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -66,6 +67,7 @@ void StepRunner::begin(int64_t step) {
   slot.samples = 0;
   slot.loss_scale = loss_scaler_ ? loss_scaler_->scale() : 0.0f;
   slot.skipped = false;
+  slot.grad_norm = -1;
   model::Backend& backend = net_.backend();
   if (!grads_zero_) backend.fill(net_.param_count(), 0.0f, net_.grads());
   grads_zero_ = false;
@@ -114,10 +116,12 @@ void StepRunner::apply(float lr) {
     slot.skipped = !finite;
     loss_scaler_->after_step(finite, slot.step);
   }
-  if (slot.skipped)
+  if (slot.skipped) {
     net_.backend().fill(net_.param_count(), 0.0f, net_.grads());  // dropped: the next step starts from zero
-  else
+  } else {
+    if (clip_norm_ > 0) slot.grad_norm = clip_gradients();
     optimizer_.update(lr, slot.step, sync_.update_slice());
+  }
   sync_.updated();
   grads_zero_ = true;  // the update consumed them (model/backend.h), or the skip dropped them
   clock_->mark(mark_id(current_, after_micro_batches + 1));
@@ -162,12 +166,36 @@ bool StepRunner::unscale_gradients() {
   return nonfinite == 0;
 }
 
+void StepRunner::clip_gradients_to(double max_norm) {
+  clip_norm_ = max_norm;
+  if (max_norm <= 0 || squares_readback_) return;
+  squares_ = net_.backend().allocate(sizeof(double));
+  squares_readback_ = net_.backend().make_readback(sizeof(double));
+}
+
+// Each rank sums the squares of the gradients it updates (all of them, or its slice of a shared copy); the
+// reducer adds the slices' sums, so the norm is the whole reduced gradient's on every rank.
+double StepRunner::clip_gradients() {
+  model::Backend& backend = net_.backend();
+  const model::ParamSlice slice = sync_.update_slice();
+  float* grads = net_.grads() + slice.begin;
+  backend.sum_squares(slice.count, grads, squares_.as<double>());
+  squares_readback_->start(squares_.as<void>());
+  double squares = 0;
+  std::memcpy(&squares, squares_readback_->wait(), sizeof squares);
+  const double norm = std::sqrt(sync_.sum_over_slices(squares));
+  const double factor = clip_norm_ / (norm + 1e-6);
+  if (factor < 1.0) backend.scale(slice.count, static_cast<float>(factor), grads);
+  return norm;
+}
+
 FinishedStep StepRunner::collect(Slot& slot, int index) {
   FinishedStep result;
   result.step = slot.step;
   result.samples = slot.samples;
   result.loss_scale = slot.loss_scale;
   result.skipped = slot.skipped;
+  result.grad_norm = slot.grad_norm;
   const void* totals = slot.readback->wait();
   std::memcpy(&result.loss, totals, sizeof result.loss);
   StepTimes& t = result.times;

@@ -10,7 +10,8 @@
 // step s, so its non-finite-loss agreement lags one step (it drains every step before a checkpoint or an
 // evaluation, so neither ever sees a step whose loss has not been checked). The exception is fp16's loss scaling
 // (train/loss_scaler.h): whether a step updates depends on its reduced gradients, so apply() waits for their
-// finiteness check before it queues the update.
+// finiteness check before it queues the update. So does gradient clipping (optimizer.clip_global_norm): the
+// scale depends on the reduced gradient's global norm, which the host reads back before it queues the update.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -45,6 +46,7 @@ struct FinishedStep {
   double end_s = 0;           // when the device finished the step's update, on the host clock (util::now_s)
   float loss_scale = 0;       // the loss scale the step ran with (fp16), or 0 where none applies
   bool skipped = false;       // its gradients overflowed: no update (fp16)
+  double grad_norm = -1;      // the reduced gradient's global L2 norm before clipping; -1: not measured (no clipping)
 };
 
 class StepRunner {
@@ -64,6 +66,10 @@ class StepRunner {
   std::vector<FinishedStep> finished(int in_flight);
   int in_flight() const;
   void set_trace(obs::Trace* trace) { trace_ = trace; }  // phases and bucket reductions go there (null: none)
+  // optimizer.clip_global_norm (0: off): before each update the reduced gradient g (of the unscaled loss under fp16)
+  // becomes g x min(1, max_norm / (|g| + 1e-6)), |g| its L2 norm over every parameter, as
+  // torch.nn.utils.clip_grad_norm_ does; every rank finds the same |g| (GradientReducer::sum_over_slices).
+  void clip_gradients_to(double max_norm);
   LossScaler* loss_scaler() { return loss_scaler_ ? &*loss_scaler_ : nullptr; }  // null unless fp16
 
  private:
@@ -77,12 +83,14 @@ class StepRunner {
     bool queued = false;
     float loss_scale = 0;
     bool skipped = false;
+    double grad_norm = -1;
   };
   static constexpr int kSlots = 2;  // the step being queued and the one before it, still on the device
   int mark_id(int slot, int mark) const { return slot * marks_per_step_ + mark; }
   FinishedStep collect(Slot& slot, int index);
   // Takes the loss scale out of the reduced gradients; whether they were all finite (waits for the device).
   bool unscale_gradients();
+  double clip_gradients();  // returns the norm before clipping (waits for the device)
 
   model::Network& net_;
   dist::GradientSync& sync_;
@@ -102,6 +110,9 @@ class StepRunner {
   std::optional<LossScaler> loss_scaler_;
   model::DeviceBuffer nonfinite_;  // unscale's flag, and its readback
   std::unique_ptr<model::Readback> nonfinite_readback_;
+  double clip_norm_ = 0;           // 0: no clipping
+  model::DeviceBuffer squares_;    // the sum of squared gradients clipping reads back
+  std::unique_ptr<model::Readback> squares_readback_;
 };
 
 }  // namespace ringtrain::train

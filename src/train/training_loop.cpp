@@ -103,6 +103,7 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
     watchdog_.on_timeout([this] { write_trace(); });  // a hung step is the one whose trace is wanted most
   }
   checkpointer_.set_loss_scaler(runner_.loss_scaler());
+  runner_.clip_gradients_to(run.job.optimizer.clip_global_norm);
   watchdog_.end_stuck_collective_on_termination(&termination_requested);
   sync_.watch_with(&watchdog_);
   say_setup();
@@ -136,6 +137,10 @@ void TrainingLoop::say_setup() {
                              ? fmt::format("it doubles after {} finite steps in a row",
                                            run_.job.train.loss_scale_growth_interval)
                              : std::string("it never grows (train.loss_scale_growth_interval = 0)")));
+  if (const double clip = run_.job.optimizer.clip_global_norm; clip > 0)
+    run_.say(fmt::format("gradient clipping: the reduced gradient scaled to a global L2 norm of at most {:g} before "
+                         "each update (the device waits for the norm every step)",
+                         clip));
   if (run_.ranks() > 1 && std::string_view(sync_.reducer().name()) == "MPI_Iallreduce")
     run_.say(fmt::format("MPI_Iallreduce: {}", dist::open_mpi_defaults_summary()));
   // One sampler per node (its first rank) watches every GPU there; rank 0's file is gpu.jsonl.
@@ -301,10 +306,11 @@ void TrainingLoop::finish_epoch(int epoch, EpochTally& tally) {
   outputs_.record(report.record());
   outputs_.curves(global_step_, {{"epoch/train_loss", report.sums.train.mean_loss()},
                                  {"epoch/train_acc", report.sums.train.accuracy()},
-                                 {"epoch/test_loss", report.sums.test.mean_loss()},
-                                 {"epoch/test_acc", report.sums.test.accuracy()},
                                  {"epoch/samples_per_s", report.samples_per_s},
                                  {"epoch/lr", report.lr}});
+  if (report.evaluated)
+    outputs_.curves(global_step_, {{"epoch/test_loss", report.sums.test.mean_loss()},
+                                   {"epoch/test_acc", report.sums.test.accuracy()}});
   const int every = run_.job.run.checkpoint_every;
   if ((every > 0 && (epoch + 1) % every == 0) || epoch + 1 == run_.job.train.epochs)
     checkpointer_.save({epoch + 1, 0, train_time_s_, samples_done_}, global_step_);
@@ -321,10 +327,13 @@ EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, doub
   obs::Phase phase(trace_ ? &*trace_ : nullptr, "eval");
   dist::Watchdog::Scope guard(&watchdog_, "evaluation", global_step_);
   EpochReport r;
+  // Every epoch, evaluated or not: the checkpoint after it holds the same statistics on every rank.
   evaluator_.average_running_statistics();
   const io::DatasetMeta& test_meta = data_.test().meta();
   ClassHits hits(test_meta.num_classes);
-  const Totals test = evaluator_.run([&](const EvaluatedBatch& b) { hits.add(b); });
+  const int every = run_.job.train.eval_every_epochs;
+  r.evaluated = (epoch + 1) % every == 0 || epoch + 1 == run_.job.train.epochs;
+  const Totals test = r.evaluated ? evaluator_.run([&](const EvaluatedBatch& b) { hits.add(b); }) : Totals{};
   r.sums = {tally.train, test, tally.times, std::move(hits)};
   r.sums.sum_across(run_.world);
   r.worst_classes = worst_classes(r.sums.test_classes, test_meta.class_names);
@@ -341,14 +350,15 @@ EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, doub
                         obs::starvation_warning(r.sums.times.data_wait / ranks / steps_run, epoch_train_s / steps_run,
                                                 run_.job.data.prefetch_batches, loader_load())})
     if (!w.empty()) r.warnings.push_back(w), run_.say("warning: " + w);
-  last_eval_s_ = util::now_s() - eval_start;
+  r.eval_s = util::now_s() - eval_start;
+  if (r.evaluated) last_eval_s_ = r.eval_s;  // the ETA's guess at the evaluations to come
 
   r.epoch = epoch + 1, r.epochs = run_.job.train.epochs, r.ranks = ranks;
   r.global_batch = plan_.global_batch, r.steps = plan_.steps, r.steps_run = tally.steps_run;
   r.per_step = plan_.per_step;
   r.lr = lr_.at(global_step_ - 1);
   r.samples_per_s = samples_done_ / train_time_s_;
-  r.epoch_train_s = epoch_train_s, r.eval_s = last_eval_s_;
+  r.epoch_train_s = epoch_train_s;
   r.steady_samples_per_s = tally.steady.samples > 0 && steady_s > 0 ? tally.steady.samples * ranks / steady_s : 0;
   r.timing_warmup_steps = run_.job.run.timing_warmup_steps;
   r.train_flops_per_sample = net_.train_flops_per_sample();
@@ -358,6 +368,7 @@ EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, doub
   r.arena_mb = static_cast<double>(net_.memory_plan().arena_bytes()) / (1 << 20);
   r.device_is_host = run_.backend.allocates_host_memory();
   r.loss_scale = tally.loss_scale, r.skipped_steps = tally.skipped_steps;
+  r.grad_norm = tally.grad_norm;
   return r;
 }
 

@@ -1,8 +1,9 @@
 // Proves what an epoch adds up to on one rank and how it is reported: finished steps sum into the epoch's
 // totals and phase times, the steady window starts after the warm-up steps, the first non-finite loss is the
 // one remembered, a bad label is a data error naming the step and the rank, the progress line's loss restarts
-// after each line; the test split's classes are counted and ranked worst first; and the epoch's log line and
-// record read their numbers by name, the worst classes included.
+// after each line; the test split's classes are counted and ranked worst first, and its top-5 hits; and the epoch's
+// log line and record read their numbers by name, the worst classes, top-5 accuracy, an epoch left unevaluated
+// (train.eval_every_epochs) and the clipped gradients' norms included.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -139,6 +140,30 @@ TEST(EpochReport, TheRecordReadsItsNumbersByName) {
   EXPECT_TRUE(rec["skipped_steps"].is_null());
 }
 
+TEST(EpochTally, GradientNormsOfClippedStepsGiveTheirMeanAndMax) {
+  train::EpochTally tally(0, 0, 0.0, 10, 0);
+  std::vector<train::FinishedStep> steps{step(0, 1, 1, 1), step(1, 1, 1, 2), step(2, 1, 1, 3)};
+  steps[0].grad_norm = 2.0, steps[1].grad_norm = 5.0;  // step 2 measured none (a skipped fp16 step)
+  tally.take(steps);
+  EXPECT_EQ(tally.grad_norm.steps, 2);
+  EXPECT_DOUBLE_EQ(tally.grad_norm.mean(), 3.5);
+  EXPECT_DOUBLE_EQ(tally.grad_norm.max, 5.0);
+  auto r = two_rank_report();
+  EXPECT_TRUE(r.record()["grad_norm_mean"].is_null()) << "clipping off";
+  r.grad_norm = tally.grad_norm;
+  EXPECT_DOUBLE_EQ(r.record()["grad_norm_mean"].get<double>(), 3.5);
+  EXPECT_DOUBLE_EQ(r.record()["grad_norm_max"].get<double>(), 5.0);
+  EXPECT_NE(r.line().find("| gradient norm mean 3.5 max 5"), std::string::npos) << r.line();
+}
+
+TEST(EpochReport, AnEpochLeftUnevaluatedSaysSoAndRecordsNoTestNumbers) {
+  auto r = two_rank_report();
+  r.evaluated = false;
+  const auto rec = r.record();
+  for (const char* key : {"test_loss", "test_acc", "test_top5"}) EXPECT_TRUE(rec[key].is_null()) << key;
+  EXPECT_NE(r.line().find("| test not evaluated this epoch |"), std::string::npos) << r.line();
+}
+
 TEST(EpochReport, Fp16SaysItsLossScaleAndSkippedSteps) {
   auto r = two_rank_report();
   r.loss_scale = 32768, r.skipped_steps = 3;
@@ -186,6 +211,37 @@ TEST(ClassHits, CountTheFirstMaximumAsTheLossKernelsDo) {
   h.add({logits, labels, 4, 3});
   EXPECT_EQ(h.samples, (std::vector<double>{0, 1, 2}));
   EXPECT_EQ(h.correct, (std::vector<double>{0, 1, 1}));
+}
+
+// Top-5 as `ringtrain evaluate` counts it: the label is a hit when fewer than 5 classes score higher than it (a
+// tie counts for the label).
+TEST(ClassHits, CountTheLabelsAmongTheFiveHighestLogits) {
+  const float logits[] = {6, 5, 4, 3, 2, 1, 0,   // label 4: 4 classes higher, a hit
+                          6, 5, 4, 3, 2, 1, 0,   // label 5: 5 classes higher, a miss
+                          1, 1, 1, 1, 1, 1, 1,   // label 6: all tied, none higher, a hit
+                          0, 9, 9, 9, 9, 9, 0};  // label 6 (0): 5 higher, a miss
+  const int32_t labels[] = {4, 5, 6, 6};
+  train::ClassHits h(7);
+  h.add({logits, labels, 4, 7});
+  int want = 0;
+  for (int i = 0; i < 4; ++i) {
+    int higher = 0;
+    for (int c = 0; c < 7; ++c) higher += logits[i * 7 + c] > logits[i * 7 + labels[i]];
+    want += higher < 5;
+  }
+  EXPECT_EQ(want, 2);
+  EXPECT_EQ(h.top5, want);
+}
+
+TEST(EpochReport, TopFiveIsRecordedWithFiveClassesOrMore) {
+  auto r = two_rank_report();
+  EXPECT_TRUE(r.record()["test_top5"].is_null()) << "no class counts: fewer than 5 classes";
+  r.sums.test_classes = hits({400, 400, 400, 400, 400}, {340, 340, 340, 340, 340});
+  r.sums.test_classes.top5 = 1990;
+  EXPECT_DOUBLE_EQ(r.record()["test_top5"].get<double>(), 1990.0 / 2000);
+  EXPECT_NE(r.line().find("| test loss 0.0400 acc 0.8500 top-5 0.9950 |"), std::string::npos) << r.line();
+  r.sums.test_classes = hits({1000, 1000, 0, 0}, {850, 850, 0, 0});
+  EXPECT_TRUE(r.record()["test_top5"].is_null()) << "4 classes";
 }
 
 TEST(EpochReport, TheRecordAndLineNameTheWorstClasses) {

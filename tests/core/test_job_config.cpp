@@ -154,6 +154,62 @@ TEST_F(JobConfigTest, Fp16AndItsLossScalingParse) {
   EXPECT_NE(p.find("fp16"), std::string::npos) << p;  // the valid choices are listed
 }
 
+TEST_F(JobConfigTest, RecipeKnobsParse) {
+  const auto job = load_job(write(kMinimal), {"optimizer.schedule=steps", "optimizer.milestones=[30, 60.5, 80]",
+                                              "optimizer.decay_factor=0.2", "optimizer.nesterov=true",
+                                              "optimizer.clip_global_norm=1.5", "train.eval_every_epochs=5",
+                                              "optimizer.poly_power=1"});
+  EXPECT_EQ(job.optimizer.schedule, ringtrain::config::LrSchedule::steps);
+  EXPECT_EQ(job.optimizer.milestones, (std::vector<double>{30, 60.5, 80}));
+  EXPECT_DOUBLE_EQ(job.optimizer.decay_factor, 0.2);
+  EXPECT_DOUBLE_EQ(job.optimizer.poly_power, 1);
+  EXPECT_TRUE(job.optimizer.nesterov);
+  EXPECT_DOUBLE_EQ(job.optimizer.clip_global_norm, 1.5);
+  EXPECT_EQ(job.train.eval_every_epochs, 5);
+  const auto plain = load_job(write(kMinimal), {});
+  EXPECT_TRUE(plain.optimizer.milestones.empty());
+  EXPECT_DOUBLE_EQ(plain.optimizer.decay_factor, 0.1);
+  EXPECT_DOUBLE_EQ(plain.optimizer.poly_power, 2);
+  EXPECT_FALSE(plain.optimizer.nesterov);
+  EXPECT_DOUBLE_EQ(plain.optimizer.clip_global_norm, 0);
+  EXPECT_EQ(plain.train.eval_every_epochs, 1);
+  EXPECT_NE(plain.resolved_toml.find("milestones = []"), std::string::npos) << plain.resolved_toml;
+  EXPECT_EQ(load_job(write(kMinimal), {"optimizer.schedule=poly"}).optimizer.schedule,
+            ringtrain::config::LrSchedule::poly);
+}
+
+// Each bad value is refused naming its key (the binary's exit 3: tests/faults/bad_input.sh).
+TEST_F(JobConfigTest, BadRecipeKnobsAreNamed) {
+  const auto refused = [&](const std::vector<std::string>& sets, const std::string& want) {
+    const std::string e = error_of(kMinimal, sets);
+    EXPECT_NE(e.find(want), std::string::npos) << "want \"" << want << "\" in: " << e;
+  };
+  refused({"optimizer.schedule=steps", "optimizer.milestones=[30, 20]"},
+          "'optimizer.milestones' must increase, but 20 follows 30");
+  refused({"optimizer.milestones=[30, 30]"}, "'optimizer.milestones' must increase");
+  refused({"optimizer.milestones=[-1]"}, "'optimizer.milestones' must hold numbers in [0, 100000], got -1");
+  refused({"optimizer.milestones=[\"a\"]"}, "'optimizer.milestones' must be an array of numbers, got an array");
+  refused({"optimizer.schedule=steps"}, "optimizer.schedule = \"steps\" needs 'optimizer.milestones'");
+  refused({"optimizer.decay_factor=0"}, "'optimizer.decay_factor' must be in (0, 1], got 0");
+  refused({"optimizer.decay_factor=1.5"}, "'optimizer.decay_factor' must be in (0, 1], got 1.5");
+  refused({"optimizer.poly_power=0"}, "'optimizer.poly_power' must be in (0, 1000], got 0");
+  refused({"optimizer.poly_power=-2"}, "'optimizer.poly_power' must be in (0, 1000], got -2");
+  refused({"optimizer.clip_global_norm=-1"}, "'optimizer.clip_global_norm' must be in [0, 1000000000], got -1");
+  refused({"train.eval_every_epochs=0"}, "'train.eval_every_epochs' must be in [1, 100000], got 0");
+  refused({"optimizer.schedule=linear"}, "cosine | constant | steps | poly");
+}
+
+TEST_F(JobConfigTest, BatchNormInitScaleParses) {
+  const auto job = load_job(write(kMinimal), {"model.layers=[{type=\"batchnorm\", init_scale=0}, {type=\"batchnorm\"}, "
+                                              "{type=\"flatten\"}, {type=\"dense\", units=10}]"});
+  EXPECT_DOUBLE_EQ(job.model.layers[0].init_scale, 0.0);
+  EXPECT_DOUBLE_EQ(job.model.layers[1].init_scale, 1.0);
+  const std::string e = error_of(kMinimal, {"model.layers=[{type=\"batchnorm\", init_scale=-1}]"});
+  EXPECT_NE(e.find("'model.layers[0].init_scale' must be a number in [0, 10]"), std::string::npos) << e;
+  const std::string dense = error_of(kMinimal, {"model.layers=[{type=\"dense\", units=10, init_scale=0}]"});
+  EXPECT_NE(dense.find("unknown key 'model.layers[0].init_scale' for a dense layer"), std::string::npos) << dense;
+}
+
 TEST_F(JobConfigTest, SetWithUnknownKeyFails) {
   const std::string e = error_of(kMinimal, {"train.epoch=3"});
   EXPECT_NE(e.find("unknown key 'train.epoch'"), std::string::npos) << e;

@@ -1,8 +1,10 @@
-// Proves the learning-rate arithmetic: linear scaling, warm-up, cosine decay.
+// Proves the learning-rate arithmetic: linear scaling, warm-up, and each decay (cosine, steps, poly) against its
+// formula written out here.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <numbers>
+#include <vector>
 
 #include "train/lr_schedule.h"
 
@@ -67,4 +69,54 @@ TEST(LearningRate, SmallerGlobalBatchHasNoUpwardWarmup) {
   EXPECT_DOUBLE_EQ(s.peak(), 0.025);
   EXPECT_DOUBLE_EQ(s.at(0), 0.025);
   EXPECT_DOUBLE_EQ(s.at(5), 0.025);
+}
+
+// PyTorch's MultiStepLR: lr = peak x gamma^(number of milestones <= epoch), the milestones counted from the job's
+// first epoch (Goyal et al.: 5 warm-up epochs, then x 0.1 at epochs 30, 60 and 80).
+TEST(LearningRate, StepsMultiplyByTheDecayFactorAtEachMilestone) {
+  auto o = opt(0.1, 256, 5, LrSchedule::steps);
+  o.milestones = {30, 60, 80};
+  o.decay_factor = 0.1;
+  const int64_t per_epoch = 10;
+  const LearningRateSchedule s(o, 1024, per_epoch, 90);
+  EXPECT_EQ(s.milestone_steps(), (std::vector<int64_t>{300, 600, 800}));
+  EXPECT_DOUBLE_EQ(s.at(0), 0.1);  // warm-up as before
+  for (int64_t step = 50; step < 900; ++step) {
+    const double epoch = static_cast<double>(step) / per_epoch;
+    const int passed = (epoch >= 30) + (epoch >= 60) + (epoch >= 80);
+    EXPECT_NEAR(s.at(step), 0.4 * std::pow(0.1, passed), 1e-15) << "step " << step;
+  }
+  EXPECT_DOUBLE_EQ(s.at(299), 0.4);
+  EXPECT_NEAR(s.at(300), 0.04, 1e-15);
+  EXPECT_EQ(s.decay_text(), "x 0.1 at steps 300, 600, 800");
+}
+
+TEST(LearningRate, StepsTakeFractionalMilestones) {
+  auto o = opt(1.0, 8, 0, LrSchedule::steps);
+  o.milestones = {0.5, 1.25};
+  o.decay_factor = 0.5;
+  const LearningRateSchedule s(o, 8, 4, 2);  // milestones at steps 2 and 5
+  EXPECT_EQ(s.milestone_steps(), (std::vector<int64_t>{2, 5}));
+  EXPECT_DOUBLE_EQ(s.at(1), 1.0);
+  EXPECT_DOUBLE_EQ(s.at(2), 0.5);
+  EXPECT_DOUBLE_EQ(s.at(4), 0.5);
+  EXPECT_DOUBLE_EQ(s.at(5), 0.25);
+}
+
+// MLPerf's LARS reference (TensorFlow's polynomial_decay after warm-up): lr = (peak - end) x (1 - t / T)^power + end,
+// t the steps since warm-up, T the steps after it.
+TEST(LearningRate, PolyDecaysWithItsPowerToMinAfterWarmup) {
+  auto o = opt(2.0, 256, 2, LrSchedule::poly, 1e-4);
+  o.poly_power = 2;
+  const LearningRateSchedule s(o, 1024, 50, 10);  // peak 8, warm-up 100 steps, 400 steps of decay
+  EXPECT_DOUBLE_EQ(s.at(100), 8.0);
+  for (int64_t step = 100; step <= 500; ++step) {
+    const double t = static_cast<double>(step - 100), decay_steps = 400;
+    EXPECT_NEAR(s.at(step), (8.0 - 1e-4) * std::pow(1 - t / decay_steps, 2) + 1e-4, 1e-12) << "step " << step;
+  }
+  EXPECT_NEAR(s.at(500), 1e-4, 1e-15);
+  EXPECT_EQ(s.decay_text(), "poly decay (power 2) to 0.0001");
+  o.poly_power = 1;  // a straight line
+  const LearningRateSchedule linear(o, 1024, 50, 10);
+  EXPECT_NEAR(linear.at(300), (8.0 - 1e-4) * 0.5 + 1e-4, 1e-12);
 }

@@ -123,6 +123,39 @@ double batch_loss(model::Network& net, std::vector<float>& x, const std::vector<
   return loss_of(net, logits, labels, nullptr);
 }
 
+// Goyal et al. 2017's zero-init: a batch norm with init_scale = 0 starts with gamma = 0 (beta 0 as always), so a
+// residual block ending in it starts as relu(0 + shortcut) = relu(x): the network gives the logits of the same
+// network with the block replaced by a ReLU.
+TEST(Network, ZeroInitBatchNormStartsItsResidualBlockAsTheShortcut) {
+  backend::CpuBackend cpu(1);
+  auto last_norm = layer(LayerKind::batchnorm);
+  last_norm.init_scale = 0;
+  const std::vector<LayerSpec> zero_init{
+      test_specs::residual({layer(LayerKind::conv2d, 3, 3, 1, 1), layer(LayerKind::batchnorm),
+                            layer(LayerKind::relu), layer(LayerKind::conv2d, 3, 3, 1, 1), last_norm}),
+      layer(LayerKind::flatten), layer(LayerKind::dense, 5)};
+  const std::vector<LayerSpec> shortcut_only{layer(LayerKind::relu), layer(LayerKind::flatten),
+                                             layer(LayerKind::dense, 5)};
+  const int batch = 2;
+  model::Network net(zero_init, cpu, {batch, 3, 4, 4}, 5), plain(shortcut_only, cpu, {batch, 3, 4, 4}, 5);
+  const auto params = net.initial_params(5);
+  int gammas = 0;
+  for (const auto& t : net.param_tensors()) {
+    if (t.decl.name != "gamma") continue;
+    const float want = ++gammas == 2 ? 0.0f : 1.0f;  // the block's second batch norm is the zero-init one
+    for (int64_t i = 0; i < t.count; ++i) EXPECT_EQ(params[static_cast<size_t>(t.offset + i)], want) << t.name;
+  }
+  EXPECT_EQ(gammas, 2);
+  std::copy(params.begin(), params.end(), net.params());
+  // The dense layer's weights and bias are the last parameters of both networks.
+  std::copy(params.end() - plain.param_count(), params.end(), plain.params());
+  std::vector<float> x = normal_values(batch * 3 * 4 * 4, 3);
+  const auto a = net.forward({x.data(), net.input_shape()}, model::Mode::train, 1);
+  const std::vector<float> block(a.as<float>(), a.as<float>() + a.shape.elements());
+  const auto b = plain.forward({x.data(), plain.input_shape()}, model::Mode::train, 1);
+  for (size_t i = 0; i < block.size(); ++i) EXPECT_FLOAT_EQ(block[i], b.as<float>()[i]) << i;
+}
+
 TEST(Network, WholeNetworkGradientsMatchFiniteDifferences) {
   backend::CpuBackend cpu(1);
   LayerSpec projected;  // residual with a strided conv shortcut

@@ -1,9 +1,12 @@
 // Proves the step runner's asynchronous contract on the CPU twin (the same code queues work on a GPU): a step's
 // loss sums come back through finished() in queue order, one step late when one is left in flight, all of them
 // when none is; they are the sums a direct evaluation gives; labels outside the class range are counted, not
-// lost; phase times come back per step; and a step cannot be begun over one not yet collected.
+// lost; phase times come back per step; a step cannot be begun over one not yet collected; and gradient clipping
+// scales the reduced gradient as PyTorch's clip_grad_norm_.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 #include <utility>
 
@@ -114,3 +117,49 @@ TEST(StepRunner, LabelsOutsideTheClassesAreCountedForTheCaller) {
 }
 
 }  // namespace
+
+// optimizer.clip_global_norm as torch.nn.utils.clip_grad_norm_ computes it: norm = sqrt(sum over every parameter of
+// g^2), g *= min(1, clip / (norm + 1e-6)). Plain SGD (momentum 0, no decay) at lr 1 moves each parameter by its
+// gradient, so the step's movement is the gradient the optimizer saw.
+struct ClippedStep {
+  std::vector<float> moved;  // parameters before minus after
+  double grad_norm = -1;     // as the step reported it
+};
+ClippedStep clipped_step(double clip) {
+  Fixture f;
+  config::JobConfig::Optimizer plain;
+  plain.momentum = 0;
+  const auto sgd = model::make_optimizer(plain, f.net);
+  train::StepRunner runner{f.net, f.sync, *sgd, Fixture::kBatch * Fixture::kAccumulate, Fixture::kAccumulate};
+  runner.clip_gradients_to(clip);
+  const std::vector<float> before(f.net.params(), f.net.params() + f.net.param_count());
+  runner.begin(0);
+  for (int m = 0; m < Fixture::kAccumulate; ++m)
+    runner.micro_batch(f.images.data() + m * Fixture::kBatch * 9, f.labels.data() + m * Fixture::kBatch,
+                       Fixture::kBatch, 0, m + 1 == Fixture::kAccumulate);
+  runner.apply(1.0f);
+  ClippedStep out;
+  out.grad_norm = runner.finished(0).at(0).grad_norm;
+  for (size_t i = 0; i < before.size(); ++i) out.moved.push_back(before[i] - f.net.params()[i]);
+  return out;
+}
+
+TEST(StepRunner, ClippingScalesTheGradientToTheGlobalNormAsPyTorchDoes) {
+  const ClippedStep free = clipped_step(0);
+  EXPECT_EQ(free.grad_norm, -1) << "no clipping, no norm measured";
+  double squares = 0;
+  for (const float g : free.moved) squares += static_cast<double>(g) * g;
+  const double norm = std::sqrt(squares);
+  ASSERT_GT(norm, 0.01);
+  for (const double clip : {norm / 4, norm / 2}) {
+    SCOPED_TRACE(clip);
+    const ClippedStep clipped = clipped_step(clip);
+    EXPECT_NEAR(clipped.grad_norm, norm, 1e-6 * norm);
+    const double factor = std::min(1.0, clip / (norm + 1e-6));
+    for (size_t i = 0; i < free.moved.size(); ++i)
+      EXPECT_NEAR(clipped.moved[i], free.moved[i] * factor, 1e-6 * norm) << i;
+  }
+  const ClippedStep unclipped = clipped_step(2 * norm);  // under the bound: the gradient as it was
+  EXPECT_NEAR(unclipped.grad_norm, norm, 1e-6 * norm);
+  EXPECT_EQ(unclipped.moved, free.moved);
+}

@@ -119,6 +119,18 @@ expect negative_batch 3 "$d" "'train.batch_per_rank' must be in [1, 1048576], go
 d=$(run loss_scale_zero)
 expect loss_scale_zero 3 "$d" "'train.loss_scale_init' must be in [1e-06, 1e+19], got 0" "job file '$job' has 1 problem" \
   "$job" $(data "$work/tiny/train") $(fresh "$d") --set train.precision=fp16 --set train.loss_scale_init=0
+d=$(run milestones_not_increasing)
+expect milestones_not_increasing 3 "$d" "'optimizer.milestones' must increase, but 20 follows 30" "job file '$job' has 1 problem" \
+  "$job" $(data "$work/tiny/train") $(fresh "$d") --set optimizer.schedule=steps --set 'optimizer.milestones=[30, 20]'
+d=$(run decay_factor_zero)
+expect decay_factor_zero 3 "$d" "'optimizer.decay_factor' must be in (0, 1], got 0" "job file '$job' has 1 problem" \
+  "$job" $(data "$work/tiny/train") $(fresh "$d") --set optimizer.decay_factor=0
+d=$(run poly_power_negative)
+expect poly_power_negative 3 "$d" "'optimizer.poly_power' must be in (0, 1000], got -1" "job file '$job' has 1 problem" \
+  "$job" $(data "$work/tiny/train") $(fresh "$d") --set optimizer.poly_power=-1
+d=$(run clip_negative)
+expect clip_negative 3 "$d" "'optimizer.clip_global_norm' must be in [0, 1000000000], got -0.5" "job file '$job' has 1 problem" \
+  "$job" $(data "$work/tiny/train") $(fresh "$d") --set optimizer.clip_global_norm=-0.5
 d=$(run tf32_on_cpu)
 expect tf32_on_cpu 3 "$d" 'train.precision = "tf32" needs the CUDA backend' 'which computes in fp32, bf16 or fp16' \
   "$job" $(data "$work/tiny/train") $(fresh "$d") --set train.precision=tf32 --set run.device=cpu

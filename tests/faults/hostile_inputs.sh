@@ -91,7 +91,7 @@ print(*f['images'][labels.index(0), :, 4, 4], *f['images'][labels.index(1), :, 4
   for what in "pipe.png' is not a regular file" "folder.jpg' is a folder" "loop.jpg' cannot be reached: Too many levels of symbolic links"; do
     grep -qF -- "$what" "$work/odd_entries_listed.log" || { echo "FAIL odd_entries_listed: no '$what'"; failures=$((failures + 1)); }
   done
-  check odd_entries_strict 4 "--strict: stopped before writing anything" -- "$bin" prepare images --source "$work/src" \
+  check odd_entries_strict 4 "--strict: stopped, nothing written" -- "$bin" prepare images --source "$work/src" \
     --size 8 --out "$work/o_strict" --strict
   rm -f "$work/src/a/pipe.png"
   ln -s c "$work/src/c"

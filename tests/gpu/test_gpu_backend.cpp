@@ -375,26 +375,46 @@ TEST_F(CudaBackendTest, ClockMarksMeasureDeviceTime) {
   EXPECT_NEAR(clock->host_time(1) - clock->host_time(0), elapsed, 1e-3);
 }
 
+// Gradient clipping's sum of squares: the CPU twin's value within double rounding (another order), and the same
+// bits on every call (every rank must find the same norm).
+TEST_F(CudaBackendTest, SumSquaresMatchesCpuAndRepeatsItsBits) {
+  const int64_t n = 3000001;
+  const auto x = random_vector(n, 23);
+  auto dx = upload(x);
+  model::DeviceBuffer total = cuda().allocate(sizeof(double));
+  double first = 0, again = 0, want = 0;
+  cuda().sum_squares(n, dx.as<float>(), total.as<double>());
+  cuda().to_host(&first, total.as<void>(), sizeof first);
+  cuda().sum_squares(n, dx.as<float>(), total.as<double>());
+  cuda().to_host(&again, total.as<void>(), sizeof again);
+  cpu().sum_squares(n, x.data(), &want);
+  EXPECT_NEAR(first, want, 1e-12 * want);
+  EXPECT_EQ(first, again);
+}
+
 TEST_F(CudaBackendTest, SgdUpdateMatchesCpu) {
   const int64_t n = 4099;
   const auto grad = random_vector(n, 20), velocity = random_vector(n, 21), param = random_vector(n, 22);
-  auto dv = upload(velocity), dp = upload(param);
-  auto want_v = velocity, want_p = param;
   // Decay on two runs that start and end inside mask words; none elsewhere.
   const auto mask = kernels::make_decay_mask(n, {{3, 1000}, {1500, 2000}});
   model::DeviceBuffer dmask = cuda().allocate(mask.size() * sizeof(uint32_t));
   cuda().to_device(dmask.as<void>(), mask.data(), mask.size() * sizeof(uint32_t));
-  const kernels::SgdStep step_settings{0.05f, 0.9f, 5e-4f};
-  for (int step = 0; step < 3; ++step) {  // each update consumes its gradients: fresh copies every step
-    auto dg = upload(grad);
-    auto g = grad;
-    cuda().sgd_update(n, step_settings, dmask.as<uint32_t>(), dg.as<float>(), dv.as<float>(), dp.as<float>());
-    cpu().sgd_update(n, step_settings, mask.data(), g.data(), want_v.data(), want_p.data());
-    EXPECT_EQ(download(dg.as<float>(), n), std::vector<float>(static_cast<size_t>(n), 0.0f)) << "gradients consumed";
+  for (const bool nesterov : {false, true}) {
+    SCOPED_TRACE(nesterov ? "Nesterov" : "plain momentum");
+    auto dv = upload(velocity), dp = upload(param);
+    auto want_v = velocity, want_p = param;
+    const kernels::SgdStep step_settings{0.05f, 0.9f, 5e-4f, nesterov};
+    for (int step = 0; step < 3; ++step) {  // each update consumes its gradients: fresh copies every step
+      auto dg = upload(grad);
+      auto g = grad;
+      cuda().sgd_update(n, step_settings, dmask.as<uint32_t>(), dg.as<float>(), dv.as<float>(), dp.as<float>());
+      cpu().sgd_update(n, step_settings, mask.data(), g.data(), want_v.data(), want_p.data());
+      EXPECT_EQ(download(dg.as<float>(), n), std::vector<float>(static_cast<size_t>(n), 0.0f)) << "gradients consumed";
+    }
+    // Same formula; only the compilers' fused multiply-adds may differ in the last bit.
+    EXPECT_TRUE(all_close(download(dv.as<float>(), n), want_v, 1e-6, 1e-7));
+    EXPECT_TRUE(all_close(download(dp.as<float>(), n), want_p, 1e-6, 1e-7));
   }
-  // Same formula; only the compilers' fused multiply-adds may differ in the last bit.
-  EXPECT_TRUE(all_close(download(dv.as<float>(), n), want_v, 1e-6, 1e-7));
-  EXPECT_TRUE(all_close(download(dp.as<float>(), n), want_p, 1e-6, 1e-7));
 }
 
 // The other optimizers against the CPU twin over three updates: AdamW over a decay mask, LARS and LAMB over
@@ -439,23 +459,27 @@ TEST_F(OptimizerMatchesCpu, AdamW) {
 }
 
 TEST_F(OptimizerMatchesCpu, Lars) {
-  auto want_p = random_vector(kParams, 31);
-  std::vector<float> want_vel(kParams, 0.0f);
-  auto dp = upload(want_p), dvel = upload(want_vel);
   auto dranges = device_ranges();
-  kernels::LarsStep step;
-  step.lr = 2.0f, step.momentum = 0.9f, step.weight_decay = 5e-4f, step.trust_coefficient = 0.001f;
-  for (int t = 1; t <= 3; ++t) {
-    auto g = grad_at(t);
-    auto dg = upload(g);
-    cuda().lars_update(static_cast<int>(ranges.size()), dranges.as<kernels::TensorRange>(), step, dg.as<float>(),
-                       dvel.as<float>(), dp.as<float>());
-    cpu().lars_update(static_cast<int>(ranges.size()), ranges.data(), step, g.data(), want_vel.data(), want_p.data());
-    EXPECT_EQ(download(dg.as<float>(), kParams), g) << "gradients consumed on both backends";
+  for (const bool nesterov : {false, true}) {
+    SCOPED_TRACE(nesterov ? "Nesterov" : "plain momentum");
+    auto want_p = random_vector(kParams, 31);
+    std::vector<float> want_vel(kParams, 0.0f);
+    auto dp = upload(want_p), dvel = upload(want_vel);
+    kernels::LarsStep step;
+    step.lr = 2.0f, step.momentum = 0.9f, step.weight_decay = 5e-4f, step.trust_coefficient = 0.001f;
+    step.nesterov = nesterov;
+    for (int t = 1; t <= 3; ++t) {
+      auto g = grad_at(t);
+      auto dg = upload(g);
+      cuda().lars_update(static_cast<int>(ranges.size()), dranges.as<kernels::TensorRange>(), step, dg.as<float>(),
+                         dvel.as<float>(), dp.as<float>());
+      cpu().lars_update(static_cast<int>(ranges.size()), ranges.data(), step, g.data(), want_vel.data(), want_p.data());
+      EXPECT_EQ(download(dg.as<float>(), kParams), g) << "gradients consumed on both backends";
+    }
+    // Norms summed in another order (chunks on the GPU, one pass on the CPU), both in double.
+    EXPECT_TRUE(all_close(download(dp.as<float>(), kParams), want_p, 1e-5, 1e-7));
+    EXPECT_TRUE(all_close(download(dvel.as<float>(), kParams), want_vel, 1e-5, 1e-8));
   }
-  // Norms summed in another order (chunks on the GPU, one pass on the CPU), both in double.
-  EXPECT_TRUE(all_close(download(dp.as<float>(), kParams), want_p, 1e-5, 1e-7));
-  EXPECT_TRUE(all_close(download(dvel.as<float>(), kParams), want_vel, 1e-5, 1e-8));
 }
 
 TEST_F(OptimizerMatchesCpu, Lamb) {

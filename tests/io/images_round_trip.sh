@@ -88,7 +88,7 @@ idx_acc=$(accuracy idx) img_acc=$(accuracy img)
   || { echo "FAIL: test accuracy after training on the PNG split $img_acc, on the IDX split $idx_acc: more than 0.045 apart"; exit 1; }
 echo "ok   training on the PNG split reaches the IDX split's accuracy: $img_acc against $idx_acc (tolerance 0.045)"
 
-"$bin" prepare images --source colour --size 16 --channels 3 --test-fraction 0.25 --out rgb >summary.txt 2>/dev/null
+"$bin" prepare images --source colour --size 16 --channels 3 --store raw --test-fraction 0.25 --out rgb >summary.txt 2>/dev/null
 grep -q "skipped 3 unreadable images" summary.txt && grep -q "truncated.png" summary.txt && grep -q "cut.jpg" summary.txt && grep -q "notes.jpg" summary.txt \
   || { echo "FAIL: unreadable images not skipped and listed:"; cat summary.txt; exit 1; }
 echo "ok   unreadable images skipped and listed"

@@ -1,5 +1,6 @@
 // Tests for kernels/cpu/elementwise: ReLU (values and gradient against central differences), the small
-// arithmetic helpers including aliasing, and dropout's keep rate, scaling, reproducibility and mask use.
+// arithmetic helpers including aliasing, dropout's keep rate, scaling, reproducibility and mask use, and the sum of
+// squares gradient clipping's norm is made of.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include <vector>
 
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/sum_squares.h"
 #include "tests/kernels/grad_check.h"
 
 namespace ringtrain::kernels::cpu {
@@ -19,6 +22,26 @@ using testing::expect_gradient_near;
 using testing::numeric_gradient;
 using testing::random_vector;
 using testing::weighted_sum;
+
+// The sum of x^2 in double over several of its fixed blocks and a ragged tail: the straight sum's value, and the
+// same bits on one thread and on three (every rank must find the same norm whatever its thread count).
+TEST(SumSquares, IsTheSumInDoubleWithTheSameBitsOnAnyThreadCount) {
+  const int64_t n = 3 * 65536 + 1234;
+  const auto x = random_vector(n, 17, -2.0f, 2.0f);
+  double want = 0;
+  for (const float v : x) want += static_cast<double>(v) * v;
+  const int threads = compute_threads();
+  set_compute_threads(1);
+  const double one = sum_squares(n, x.data());
+  set_compute_threads(3);
+  const double three = sum_squares(n, x.data());
+  set_compute_threads(threads);
+  EXPECT_NEAR(one, want, 1e-12 * want);
+  EXPECT_EQ(one, three);
+  EXPECT_EQ(sum_squares(0, x.data()), 0.0);
+  EXPECT_EQ(sum_squares(3, x.data()), static_cast<double>(x[0]) * x[0] + static_cast<double>(x[1]) * x[1] +
+                                          static_cast<double>(x[2]) * x[2]);
+}
 
 TEST(Relu, ForwardClampsNegativesAndBackwardMasksByOutput) {
   const std::vector<float> x = {-2.0f, -0.0f, 0.0f, 0.5f, 3.0f, -1e-30f, 1e-30f, -7.0f, 8.0f};

@@ -1,4 +1,4 @@
-// Tests for kernels/cpu/adamw, lars and lamb: each update against a reference written out here in double from
+// Tests for kernels/cpu/adamw, lars, lamb and sgd's Nesterov momentum: each update against a reference written out here in double from
 // the published formulas, over several tensors of which some adapt (weights) and some do not (biases), across
 // three steps so the moments and momentum carry over; plus the cases where a norm is zero.
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 #include "kernels/cpu/adamw.h"
 #include "kernels/cpu/lamb.h"
 #include "kernels/cpu/lars.h"
+#include "kernels/cpu/sgd.h"
 #include "kernels/optimizer_step.h"
 #include "tests/kernels/grad_check.h"
 
@@ -109,6 +110,75 @@ TEST(Lars, MatchesTheFormulaOverThreeSteps) {
         const auto k = static_cast<size_t>(i);
         rvel[k] = momentum * rvel[k] + lr * trust * (rg[k] + decay * rp[k]);
         rp[k] -= rvel[k];
+      }
+    }
+  }
+  expect_near_all(p, rp, 2e-6, "param");
+  expect_near_all(vel, rvel, 2e-6, "velocity");
+}
+
+// PyTorch's SGD with nesterov=True (torch/optim/sgd.py, dampening 0), over three steps:
+//   d = g + wd * p;  buf = d on the first step, else momentum * buf + d;  d = d + momentum * buf;  p -= lr * d.
+// Weight decay only where the mask says (the bias in the middle takes none).
+TEST(Sgd, NesterovMatchesPyTorchsDefinitionOverThreeSteps) {
+  auto p = random_vector(kParams, 4, -1.0f, 1.0f);
+  std::vector<float> vel(kParams, 0.0f);
+  auto rp = widen(p);
+  std::vector<double> buf(kParams, 0.0);
+  const double lr = 0.1, momentum = 0.9, wd = 1e-2;
+  const auto mask = mask_of(kRanges);
+  const SgdStep step{static_cast<float>(lr), static_cast<float>(momentum), static_cast<float>(wd), true};
+  for (int t = 1; t <= 3; ++t) {
+    const auto g = random_vector(kParams, 40 + static_cast<unsigned>(t), -0.5f, 0.5f);
+    auto consumed = g;
+    sgd_momentum_update(kParams, step, mask.data(), consumed.data(), vel.data(), p.data());
+    EXPECT_EQ(consumed, std::vector<float>(g.size(), 0.0f)) << "the update leaves the gradients zero";
+    for (size_t k = 0; k < static_cast<size_t>(kParams); ++k) {
+      double d = g[k] + (decays(mask.data(), static_cast<int64_t>(k)) ? wd : 0.0) * rp[k];
+      buf[k] = t == 1 ? d : momentum * buf[k] + d;
+      d += momentum * buf[k];
+      rp[k] -= lr * d;
+    }
+  }
+  expect_near_all(p, rp, 2e-6, "param");
+  expect_near_all(vel, buf, 2e-6, "velocity");
+  // Not the plain rule: the same steps without Nesterov end elsewhere.
+  auto plain = random_vector(kParams, 4, -1.0f, 1.0f);
+  std::vector<float> plain_vel(kParams, 0.0f);
+  for (int t = 1; t <= 3; ++t) {
+    auto g = random_vector(kParams, 40 + static_cast<unsigned>(t), -0.5f, 0.5f);
+    sgd_momentum_update(kParams, {step.lr, step.momentum, step.weight_decay, false}, mask.data(), g.data(),
+                        plain_vel.data(), plain.data());
+  }
+  EXPECT_GT(std::abs(plain[0] - p[0]), 1e-3f);
+}
+
+// LARS with Nesterov: PyTorch's rule with the rate inside the velocity, as MLPerf's LARS (TensorFlow's
+// apply_momentum with use_nesterov) has it: u = lr * trust * (g + wd * w), v = momentum * v + u,
+// w -= momentum * v + u.
+TEST(Lars, NesterovMatchesTheFormulaOverThreeSteps) {
+  auto p = random_vector(kParams, 5, -1.0f, 1.0f);
+  std::vector<float> vel(kParams, 0.0f);
+  auto rp = widen(p);
+  std::vector<double> rvel(kParams, 0.0);
+  const double lr = 0.5, momentum = 0.9, wd = 5e-4, eta = 0.001;
+  LarsStep s;
+  s.lr = static_cast<float>(lr), s.momentum = static_cast<float>(momentum), s.weight_decay = static_cast<float>(wd);
+  s.trust_coefficient = static_cast<float>(eta), s.nesterov = true;
+  for (int t = 1; t <= 3; ++t) {
+    const auto g = random_vector(kParams, 50 + static_cast<unsigned>(t), -0.5f, 0.5f);
+    auto consumed = g;
+    lars_update(static_cast<int>(kRanges.size()), kRanges.data(), s, consumed.data(), vel.data(), p.data());
+    const auto rg = widen(g);
+    for (const TensorRange& r : kRanges) {
+      const double wn = norm(rp, r.begin, r.count), gn = norm(rg, r.begin, r.count);
+      const double trust = r.adapt ? eta * wn / (gn + wd * wn) : 1.0;
+      const double decay = r.adapt ? wd : 0.0;
+      for (int64_t i = r.begin; i < r.begin + r.count; ++i) {
+        const auto k = static_cast<size_t>(i);
+        const double u = lr * trust * (rg[k] + decay * rp[k]);
+        rvel[k] = momentum * rvel[k] + u;
+        rp[k] -= momentum * rvel[k] + u;
       }
     }
   }

@@ -6,6 +6,8 @@
 #             shared resumed under nonblocking and the other way round, bit-identical to the uninterrupted run
 #   window    the node's shared window cannot be placed (no such folder, a file system without room): exit 3 on
 #             every rank with the same message, within seconds, run.dir never claimed
+#   recipes   the same with the step schedule (a milestone after the stop), Nesterov and clipping (sgd), and poly
+#             decay with Nesterov (lars): the schedule's position resumes with the step count
 # Every run that trains must name, in its run header, the reducer the case expects.
 #   precisions a bf16 or fp16 checkpoint resumes in fp32 and an fp32 one in bf16 or fp16; fp16's loss scale resumes
 #             bit-exactly
@@ -23,7 +25,7 @@
 set -uo pipefail
 bin=$1 src=$2 scratch=$3
 shift 3
-cases=${*:-preempt reshard model nockpt nonfinite kill stall optimizers shared window precisions}
+cases=${*:-preempt reshard model nockpt nonfinite kill stall optimizers shared window recipes precisions}
 mkdir -p "$scratch"
 work=$(mktemp -d "$scratch/recovery.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -154,6 +156,15 @@ if [[ " $cases " == *" window "* ]]; then
   else
     echo "skip window-no-room: a tmpfs cannot be mounted here (root only); window-nowhere ran"
   fi
+fi
+
+# The schedules' position is the optimizer step a checkpoint holds: a milestone at epoch 1.8 (step 45 of 50) lies after
+# the stop in epoch 2, and the poly decay runs through it; clipping and Nesterov keep no state of their own.
+if [[ " $cases " == *" recipes "* ]]; then
+  preempt_and_resume steps shared --set optimizer.schedule=steps --set 'optimizer.milestones=[0.5, 1.8]' \
+    --set optimizer.decay_factor=0.2 --set optimizer.nesterov=true --set optimizer.clip_global_norm=0.5
+  preempt_and_resume poly nonblocking --set optimizer.name=lars --set optimizer.base_lr=2 --set optimizer.trust_coefficient=0.01 \
+    --set optimizer.schedule=poly --set optimizer.poly_power=2 --set optimizer.min_lr=0.01 --set optimizer.nesterov=true
 fi
 
 if [[ " $cases " == *" reshard "* ]] && [ -d "$work/cut-copy" ]; then

@@ -23,6 +23,7 @@
 #include "kernels/cpu/reorder_layout.h"
 #include "kernels/cpu/sgd.h"
 #include "kernels/cpu/softmax_cross_entropy.h"
+#include "kernels/cpu/sum_squares.h"
 #include "util/clock.h"
 
 namespace ringtrain::backend {
@@ -126,6 +127,8 @@ void CpuBackend::copy(kernels::Elements n, const void* x, void* y) {
 void CpuBackend::add(kernels::Elements n, const void* a, const void* b, void* y) { kc::add(n, a, b, y); }
 void CpuBackend::accumulate(kernels::Elements n, const void* x, void* y) { kc::accumulate(n, x, y); }
 void CpuBackend::unscale(int64_t n, float factor, float* y, int32_t* nonfinite) { kc::unscale(n, factor, y, nonfinite); }
+void CpuBackend::scale(int64_t n, float factor, float* y) { kc::scale(n, factor, y); }
+void CpuBackend::sum_squares(int64_t n, const float* x, double* total) { *total = kc::sum_squares(n, x); }
 void CpuBackend::relu_forward(kernels::Elements n, const void* x, void* y) { kc::relu_forward(n, x, y); }
 void CpuBackend::relu_backward(kernels::Elements n, const void* y, const void* dy, void* dx) {
   kc::relu_backward(n, y, dy, dx);

@@ -56,6 +56,8 @@ class CpuBackend : public model::Backend {
   void add(kernels::Elements n, const void* a, const void* b, void* y) override;
   void accumulate(kernels::Elements n, const void* x, void* y) override;
   void unscale(int64_t n, float factor, float* y, int32_t* nonfinite) override;
+  void scale(int64_t n, float factor, float* y) override;
+  void sum_squares(int64_t n, const float* x, double* total) override;
   void relu_forward(kernels::Elements n, const void* x, void* y) override;
   void relu_backward(kernels::Elements n, const void* y, const void* dy, void* dx) override;
   void dropout_forward(const kernels::Planes& x_planes, float p, uint64_t seed, const void* x, void* y,

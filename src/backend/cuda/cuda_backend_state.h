@@ -33,7 +33,7 @@ struct CudaBackend::State {
   int next_staging = 0;
 
   DeviceMemory loss_workspace;  // the loss kernel's per-sample results
-  DeviceMemory norm_scratch;    // LARS and LAMB: per-tensor partial norms
+  DeviceMemory norm_scratch;    // LARS and LAMB: per-tensor partial norms; gradient clipping's partial sums
   DeviceMemory batchnorm_scratch;  // 16-bit batch norm: per-channel partial sums and coefficients
   DeviceMemory filter_staging;     // NHWC: a convolution's 16-bit filters before their reorder to KRSC
   DeviceMemory filter_padding;     // NHWC: KRSC filters before their channels are padded (kernels/resized_rows.h)

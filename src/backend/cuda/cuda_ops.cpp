@@ -21,6 +21,7 @@
 #include "kernels/cuda/pixel_norm.h"
 #include "kernels/cuda/sgd.h"
 #include "kernels/cuda/softmax_cross_entropy.h"
+#include "kernels/cuda/sum_squares.h"
 
 namespace ringtrain::backend {
 
@@ -136,6 +137,13 @@ void CudaBackend::add_relu(Elements n, const void* a, const void* b, void* y) {
 void CudaBackend::accumulate(Elements n, const void* x, void* y) { kc::accumulate(n, x, y, stream()); }
 void CudaBackend::unscale(int64_t n, float factor, float* y, int32_t* nonfinite) {
   kc::unscale(n, factor, y, nonfinite, stream());
+}
+void CudaBackend::scale(int64_t n, float factor, float* y) { kc::scale(n, factor, y, stream()); }
+// Shares the layer-wise optimizers' scratch: both run in stream order, never at once.
+void CudaBackend::sum_squares(int64_t n, const float* x, double* total) {
+  State& s = *state_;
+  s.norm_scratch.ensure(kc::sum_squares_scratch_bytes(), s.stream);
+  kc::sum_squares(n, x, total, s.norm_scratch.get(), s.stream);
 }
 void CudaBackend::relu_forward(Elements n, const void* x, void* y) { kc::relu_forward(n, x, y, stream()); }
 void CudaBackend::relu_backward(Elements n, const void* y, const void* dy, void* dx) {

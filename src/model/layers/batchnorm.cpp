@@ -62,7 +62,10 @@ class BatchNorm final : public LeafLayer {
   void read_input_block(int block) override { in_block_ = block; }
   void write_output_block(int block) override { out_block_ = block; }
   std::vector<ParamDecl> param_decls() const override {
-    return {{"gamma", in_.c, ParamInit::ones, 1, false}, {"beta", in_.c, ParamInit::zeros, 1, false}};
+    // init_scale = 0 starts a residual block's last batch norm at zero, so the block begins as its shortcut.
+    const auto scale = static_cast<float>(spec_.init_scale);
+    return {{"gamma", in_.c, scale == 1.0f ? ParamInit::ones : ParamInit::constant, 1, false, scale},
+            {"beta", in_.c, ParamInit::zeros, 1, false}};
   }
   std::vector<StateDecl> state_decls() const override {
     return {{"running_mean", in_.c, ParamInit::zeros}, {"running_var", in_.c, ParamInit::ones}};

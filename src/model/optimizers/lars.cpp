@@ -12,6 +12,7 @@ class Lars final : public Optimizer {
   Lars(const config::JobConfig::Optimizer& spec, Network& net)
       : Optimizer(net, "lars", {"velocity"}), ranges_(upload_tensor_ranges(net)) {
     step_.momentum = static_cast<float>(spec.momentum);
+    step_.nesterov = spec.nesterov;
     step_.weight_decay = static_cast<float>(spec.weight_decay);
     step_.trust_coefficient = static_cast<float>(spec.trust_coefficient);
     step_.epsilon = static_cast<float>(spec.epsilon);
@@ -25,9 +26,9 @@ class Lars final : public Optimizer {
                                net_.params());
   }
   std::string describe() const override {
-    return fmt::format("lars (momentum {}, trust coefficient {}, weight decay {}; biases and batch norm at the plain "
-                       "rate without decay)",
-                       step_.momentum, step_.trust_coefficient, step_.weight_decay);
+    return fmt::format("lars ({}momentum {}, trust coefficient {}, weight decay {}; biases and batch norm at the "
+                       "plain rate without decay)",
+                       step_.nesterov ? "Nesterov " : "", step_.momentum, step_.trust_coefficient, step_.weight_decay);
   }
 
  private:

@@ -10,19 +10,21 @@ class Sgd final : public Optimizer {
  public:
   Sgd(const config::JobConfig::Optimizer& spec, Network& net)
       : Optimizer(net, "sgd", {"velocity"}),
-        momentum_(static_cast<float>(spec.momentum)),
-        weight_decay_(static_cast<float>(spec.weight_decay)) {}
+        step_{0, static_cast<float>(spec.momentum), static_cast<float>(spec.weight_decay), spec.nesterov} {}
 
   void update(float lr, int64_t, ParamSlice s) override {
-    net_.backend().sgd_update(s.count, {lr, momentum_, weight_decay_}, net_.decay_mask() + s.begin / 32,
-                              net_.grads() + s.begin, array(0) + s.begin, net_.params() + s.begin);
+    kernels::SgdStep step = step_;
+    step.lr = lr;
+    net_.backend().sgd_update(s.count, step, net_.decay_mask() + s.begin / 32, net_.grads() + s.begin,
+                              array(0) + s.begin, net_.params() + s.begin);
   }
   std::string describe() const override {
-    return fmt::format("sgd (momentum {}, L2 weight decay {} on weights)", momentum_, weight_decay_);
+    return fmt::format("sgd ({}momentum {}, L2 weight decay {} on weights)", step_.nesterov ? "Nesterov " : "",
+                       step_.momentum, step_.weight_decay);
   }
 
  private:
-  float momentum_, weight_decay_;
+  kernels::SgdStep step_;
 };
 
 }  // namespace
