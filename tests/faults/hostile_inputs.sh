@@ -66,7 +66,7 @@ Image.new("CMYK", (8, 8), (255, 0, 0, 0)).save(f"{w}/cmyk/a/cyan.jpg", quality=1
 Image.new("CMYK", (8, 8), (0, 255, 0, 0)).save(f"{w}/cmyk/b/magenta.jpg", quality=100)
 EOF
   check huge_jpeg 4 "is 65500x65500 pixels (12.0 GiB decoded), over the 268435456 pixels" -- "$bin" prepare images \
-    --source "$work/huge" --size 8 --out "$work/o_huge" --strict
+    --source "$work/huge" --test-source "$work/huge" --size 8 --out "$work/o_huge" --strict
   check huge_png_skipped 0 "is 100000x100000 pixels" -- bash -c "cp '$work/huge/big.png' '$work/src/a/' &&
     '$bin' prepare images --source '$work/src' --size 8 --out '$work/o_png' --test-fraction 0.34"
   rm -f "$work/src/a/big.png"
