@@ -22,7 +22,7 @@ out=${1:-${OUT:?usage: measure_gpu.sh OUT_DIR (or set OUT)}}
 mkdir -p "$out"
 stages=${STAGES:-tests fmnist bench}
 work=$(mktemp -d)
-bin=.gpurt/bin
+bin=${BIN:-.gpurt/bin}  # the binaries: .gpurt/bin as packed, or e.g. build/bin on a host that built them
 source perf/gpu/carried.sh
 unpack_carried
 export CUDA_LIBS_LOG=$work/cuda-libs.log

@@ -19,7 +19,7 @@ mkdir -p "$out"
 x=$(mktemp -d)
 source perf/gpu/carried.sh
 unpack_carried
-bin=.gpurt/bin
+bin=${BIN:-.gpurt/bin}  # the binaries: .gpurt/bin as packed, or e.g. build/bin on a host that built them
 say() { echo "[jpeg $(date +%T)] $*" | tee -a "$out/summary.txt"; }
 nvidia-smi -L | tee -a "$out/summary.txt"
 

@@ -15,7 +15,7 @@ x=$(mktemp -d)
 source perf/gpu/carried.sh
 unpack_carried
 say() { echo "[jpeg_input $(date +%T)] $*" | tee -a "$out/summary.txt"; }
-bin=.gpurt/bin
+bin=${BIN:-.gpurt/bin}  # the binaries: .gpurt/bin as packed, or e.g. build/bin on a host that built them
 nvidia-smi -L | tee -a "$out/summary.txt"
 pin=""; command -v taskset >/dev/null && pin="taskset -c 0-7"
 python3 scripts/make_jpeg_folder.py --out "$x/photos" --classes 1000 --per-class 11 --test-per-class 1 \

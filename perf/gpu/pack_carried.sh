@@ -1,24 +1,26 @@
 #!/usr/bin/env bash
 # Owns the portable Open MPI + HDF5 runtime for a GPU host that lacks them: packs what such a host needs to run a
 # build of this checkout into .gpurt/, the folder to copy there beside the tree: root.tar.xz (Open MPI + HDF5 from
-# Debian, made by $RUNTIME_BUNDLER, default ../shared/gpu/make-mpi-hdf5-bundle.sh),
+# Debian, made by make-mpi-hdf5-bundle.sh in $RUNTIME_DIR, default ../shared/gpu: the folder beside the checkout
+# that also holds cuda-libs.sh, which puts the GPU libraries of the host's Python packages on the library path),
 # lib.tar.xz (the other libraries the binaries load that such a machine lacks: fmt, toml++, OpenBLAS with its Fortran
 # runtime, oneDNN, libjpeg, libpng, libgomp, Google Benchmark, and nvJPEG's libnvjpeg.so.13 for binaries built with
 # the GPU JPEG decoder), bin.tar.xz (the named binaries, stripped), env.sh,
 # cuda-libs.sh, and fmnist/ (Debian's Fashion-MNIST files). BUILT.txt says which commit the binaries are.
 #   perf/gpu/pack_carried.sh BUILD_DIR [BINARY ...]     default binaries: ringtrain test_gpu
 # Then copy .gpurt/root.tar.xz, .gpurt/lib.tar.xz, .gpurt/bin.tar.xz, .gpurt/env.sh, .gpurt/cuda-libs.sh (and
-# .gpurt/fmnist for measure_gpu.sh's fmnist stage) to the host: the packed files are a third of the unpacked folders.
+# .gpurt/fmnist for measure_gpu.sh's fmnist stage) to the host: the packed files, not the unpacked folders, which
+# are larger; carried.sh unpacks them there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:?usage: pack_carried.sh BUILD_DIR [BINARY ...]}
 shift
 binaries=(ringtrain test_gpu)
 [ $# -gt 0 ] && binaries=("$@")
-shared=$(dirname "${RUNTIME_BUNDLER:-../shared/gpu/make-mpi-hdf5-bundle.sh}")
+shared=${RUNTIME_DIR:-../shared/gpu}
 mkdir -p .gpurt
 if [ ! -f .gpurt/root.tar.xz ]; then
-  [ -d .gpurt/root ] || bash "${RUNTIME_BUNDLER:-$shared/make-mpi-hdf5-bundle.sh}" .gpurt >/dev/null
+  [ -d .gpurt/root ] || bash "$shared/make-mpi-hdf5-bundle.sh" .gpurt >/dev/null
   tar cJf .gpurt/root.tar.xz -C .gpurt root
 fi
 cp "$shared/cuda-libs.sh" .gpurt/
