@@ -2,8 +2,8 @@
 # Builds perf/gpu/cudnn_fusion_probe.cpp into build/bin/cudnn_fusion_probe: cudnn-frontend's C++ headers from PyPI
 # (nvidia-cudnn-frontend, header-only) in the gitignored .venv-cudnn-frontend, cuDNN, NVRTC and the CUDA runtime
 # from /usr/local/cuda (the legacy convolution API it compares against is in the same libcudnn). Then checks the
-# graph definitions here (--validate-only needs no GPU; it leaves out the legacy entries). Carry the binary in
-# .gpurt/bin.tar.xz for a GPU call (perf/gpu/PENDING.md).
+# graph definitions here (--validate-only needs no GPU; it leaves out the legacy entries). Pack the binary into
+# .gpurt/bin.tar.xz for a GPU host without this toolchain (perf/gpu/PENDING.md).
 #   bash perf/gpu/build_fusion_probe.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."

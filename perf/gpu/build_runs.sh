@@ -1,6 +1,6 @@
-# Owns the runs a call script makes to compare builds on a lent GPU (a record's call scripts):
+# Owns the runs a measuring script makes to compare builds on a GPU host (a record's A/B scripts):
 # one job with one build, its result on one line, so that each build runs the same command. Source it after
-# perf/gpu/carried.sh (these run through `rt`), from the repository root; `dir` is the call's scratch folder.
+# perf/gpu/carried.sh (these run through `rt`), from the repository root; `dir` is the run's scratch folder.
 #   prepare_resnet50_data dir    synthetic 3x224x224 batches for 41 steps of 256 in dir/s224
 #   prepare_fashion_mnist dir    Debian's Fashion-MNIST files (.gpurt/fmnist) as shards in dir/fmnist
 #   train_resnet50 dir name bindir [--set k=v ...]        ResNet-50 bf16 NHWC, 40 steps, 10 of them warm-up

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Owns the GPU-side JPEG input peer: images/s, and host CPU seconds per image, of torchvision's nvJPEG path
 (decode on the GPU, then a random-resized crop to 224 + flip there), which ringtrain's CPU JPEG pipeline is held
-against on a lent GPU machine. NVIDIA DALI would be the stronger peer, but its 199 MB wheel cannot be carried
-there (64 MiB a call); torchvision's is in the GPU image.
+against on a GPU host. NVIDIA DALI would be the stronger peer, but its 199 MB wheel is not on every GPU host;
+torchvision's is in the usual PyTorch image.
 
   perf/gpu/compare_gpu_decode.py DIR [--images 4096] [--batch 256] [--modes gpu_decode gpu_decode_rrc
       cpu_decode_rrc] [--device cuda|cpu] [--cpu-threads 1] [--warmup 3] [--min-batches 10] [--min-seconds 5]

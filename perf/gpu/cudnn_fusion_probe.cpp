@@ -22,8 +22,8 @@
 // the seconds spent building or finding ("setup_s"), and the median of 20 timed runs after 5 untimed, with TFLOP/s
 // from 2*N*K*P*Q*C*R*S for all three directions. Every buffer holds a small non-zero constant (the first H200 run's
 // were zeros, which draw less power and can flatter the timing). Entries past a 70 s budget print as skipped, so one
-// call stays well under 90 s. Nothing here is wired into training: it answers, in one short call, which of these
-// graphs exist and pay on the lent GPU before the backend's fused nodes are written.
+// run stays well under 90 s. Nothing here is wired into training: it answers, in one short run, which of these
+// graphs exist and pay on a GPU before the backend's fused nodes are written.
 //
 // Build (the frontend is header-only; perf/gpu/build_fusion_probe.sh does this):
 //   g++ -std=c++20 -O2 -Wall -Wextra -isystem <nvidia-cudnn-frontend's include> -isystem /usr/local/cuda/include
@@ -50,7 +50,7 @@ namespace {
 
 constexpr int kWarmupRuns = 5;
 constexpr int kTimedRuns = 20;
-constexpr double kBudgetSeconds = 70;  // no entry starts after this: one call must stay well under 90 s
+constexpr double kBudgetSeconds = 70;  // no entry starts after this: one run must stay well under 90 s
 constexpr std::size_t kWorkspaceCap = std::size_t{1} << 30;  // legacy algorithms asking for more are passed over
 
 using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
@@ -118,7 +118,7 @@ std::string json_text(const std::string& s) {
   return out;
 }
 
-// One JSON object, printed on one line and flushed, so a call cut short still returns the lines before it.
+// One JSON object, printed on one line and flushed, so a run cut short still leaves the lines before it.
 class JsonLine {
  public:
   JsonLine& text(const char* key, const std::string& value) { return raw(key, '"' + json_text(value) + '"'); }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Summary of one GPU benchmark call (perf/gpu/run_gpu_bench.sh, or a call that ran compare_pytorch.py alone):
+"""Summary of one GPU benchmark run (perf/gpu/run_gpu_bench.sh, or a run of compare_pytorch.py alone):
 reads ringtrain's run directories, PyTorch's measurements (pytorch.jsonl from compare_pytorch.py), the nvidia-smi
 memory samples and the test logs in OUT, prints a readable summary, and writes OUT/gpu-summary.jsonl, one JSON
 object per line, ours and PyTorch's alike:
@@ -8,7 +8,7 @@ object per line, ours and PyTorch's alike:
                 rank), ranks, samples_per_s (steady state: the warm-up steps excluded), warmup_steps,
                 timed_steps, peak_mem_mib and mem_includes (what the peak counts: for both, the allocator's
                 high-water mark), and beside it ringtrain's device_peak_mib and PyTorch's peak_reserved_mib;
-                matmul_share (bf16 rows: training FLOP/s over the call's dense bf16 matmul rate). PyTorch's rows
+                matmul_share (bf16 rows: training FLOP/s over the run's dense bf16 matmul rate). PyTorch's rows
                 also carry mode (eager | eager_benchmark | compile | compile_max_autotune |
                 compile_reduce_overhead), status (ok | skipped | failed, with reason; only ok rows have numbers),
                 compile_s, sgd and torch (its version);
@@ -116,7 +116,7 @@ def pytorch_rows(out, date, device):
 
 def add_matmul_share(rows, matmul):
     """The model-FLOP share of each bf16 row: its training FLOP/s (each side's own FLOP count) over the dense bf16
-    matmul rate measured in the same call."""
+    matmul rate measured in the same run."""
     rate = next((m["flops_per_s"] for m in matmul if m["precision"] == "bf16"), None)
     for r in rows:
         if rate and r["precision"] == "bf16" and r["samples_per_s"] and r.get("train_flops_per_sample"):
@@ -285,7 +285,7 @@ def main():
     torch_rows, matmul = pytorch_rows(out, args.date, device)
     rows = ringtrain_rows(out, args.date, device) + torch_rows
     add_matmul_share(rows, matmul)
-    if device == "unknown GPU" and torch_rows:  # a call that ran the PyTorch peer alone
+    if device == "unknown GPU" and torch_rows:  # a run of the PyTorch peer alone
         device = torch_rows[0]["device"]
     versus = [{"date": args.date, "device": device, **c} for c in comparisons(rows)]
     results = [{"date": args.date, "device": device, **c} for c in checks(out, rows)]

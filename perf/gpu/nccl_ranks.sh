@@ -9,14 +9,14 @@
 #   3. a rank stopped with SIGSTOP under run.collective_timeout_s = 5: the job ends within the timeout and a few
 #      seconds, naming the rank; a rank killed with SIGKILL: the job ends;
 #   4. ringtrain-allreduce-bench, NCCL against ringtrain's MPI reducer, fp32 and bf16 on the wire, 2 ranks, 1 to 64 MiB.
-# DEVICE=cpu runs the same flow on the CPU twin and MPI (a dry run of the script where no GPU is lent).
-# Expects the layout of ../shared/gpu/README.md: binaries in $BIN (.gpurt/bin: ringtrain, test_equivalence,
-# ringtrain-allreduce-bench), the Open MPI + HDF5 runtime in .gpurt (env.sh).
-# Usage (from the repository root):  OUT=/some/dir perf/gpu/nccl_ranks.sh
+# DEVICE=cpu runs the same flow on the CPU twin and MPI (a dry run of the script on a host without a GPU).
+# Expects binaries in $BIN (.gpurt/bin: ringtrain, test_equivalence, ringtrain-allreduce-bench) and, where the
+# host lacks Open MPI or HDF5, the portable runtime of perf/gpu/pack_carried.sh in .gpurt (env.sh).
+# Usage (from the repository root):  perf/gpu/nccl_ranks.sh [OUT_DIR]   (default: $OUT)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 bin=${BIN:-.gpurt/bin}
-out=${OUT:?set OUT to the folder for the results}
+out=${1:-${OUT:?usage: nccl_ranks.sh OUT_DIR (or set OUT)}}
 device=${DEVICE:-cuda}
 mkdir -p "$out"
 work=$(mktemp -d)
@@ -31,7 +31,7 @@ check() {  # check NAME PASSED(true|false) [json fields...]
 }
 
 export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} NCCL_IB_DISABLE=${NCCL_IB_DISABLE:-1}
-source perf/gpu/carried.sh  # rt: the carried runtime around a command
+source perf/gpu/carried.sh  # rt: the portable runtime around a command
 export CUDA_LIBS_LOG=$out/cuda-libs.log
 if [ "$device" = cuda ]; then
   on_device=(--set run.device=cuda --set gpu.share_device=true)

@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
-# Packs what a GPU machine without MPI or HDF5 needs to run a build of this checkout (../shared/gpu/README.md) into
-# .gpurt/, the folder a device call carries: root.tar.xz (Open MPI + HDF5 from Debian, ../shared/gpu's bundle),
+# Owns the portable Open MPI + HDF5 runtime for a GPU host that lacks them: packs what such a host needs to run a
+# build of this checkout into .gpurt/, the folder to copy there beside the tree: root.tar.xz (Open MPI + HDF5 from
+# Debian, made by make-mpi-hdf5-bundle.sh in $RUNTIME_DIR, default ../shared/gpu: the folder beside the checkout
+# that also holds cuda-libs.sh, which puts the GPU libraries of the host's Python packages on the library path),
 # lib.tar.xz (the other libraries the binaries load that such a machine lacks: fmt, toml++, OpenBLAS with its Fortran
 # runtime, oneDNN, libjpeg, libpng, libgomp, Google Benchmark, and nvJPEG's libnvjpeg.so.13 for binaries built with
 # the GPU JPEG decoder), bin.tar.xz (the named binaries, stripped), env.sh,
 # cuda-libs.sh, and fmnist/ (Debian's Fashion-MNIST files). BUILT.txt says which commit the binaries are.
 #   perf/gpu/pack_carried.sh BUILD_DIR [BINARY ...]     default binaries: ringtrain test_gpu
-# Then carry .gpurt/root.tar.xz, .gpurt/lib.tar.xz, .gpurt/bin.tar.xz, .gpurt/env.sh, .gpurt/cuda-libs.sh (and
-# .gpurt/fmnist for the fmnist stage), naming each: the unpacked folders would not fit the 64 MiB a call carries.
+# Then copy .gpurt/root.tar.xz, .gpurt/lib.tar.xz, .gpurt/bin.tar.xz, .gpurt/env.sh, .gpurt/cuda-libs.sh (and
+# .gpurt/fmnist for measure_gpu.sh's fmnist stage) to the host: the packed files, not the unpacked folders, which
+# are larger; carried.sh unpacks them there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:?usage: pack_carried.sh BUILD_DIR [BINARY ...]}
 shift
 binaries=(ringtrain test_gpu)
 [ $# -gt 0 ] && binaries=("$@")
-shared=../shared/gpu
+shared=${RUNTIME_DIR:-../shared/gpu}
 mkdir -p .gpurt
 if [ ! -f .gpurt/root.tar.xz ]; then
   [ -d .gpurt/root ] || bash "$shared/make-mpi-hdf5-bundle.sh" .gpurt >/dev/null
@@ -35,7 +38,7 @@ for b in "${binaries[@]}"; do ldd "$build/bin/$b"; done | awk '$3 ~ /^\// {print
     [ -e ".gpurt/root/usr/lib/x86_64-linux-gnu/$name" ] && continue
     cp -L "$path" ".gpurt/lib/$name"
   done
-# nvJPEG is no GPU library that machine has (CUDA 13.0's toolkit has none, here or there): the loop above carries
+# nvJPEG is no GPU library such a host has (CUDA 13.0's toolkit has none, here or there): the loop above carries
 # the venv's libnvjpeg.so.13 (.venv-nvjpeg, scripts/install_deps.sh) with any binary that links it. 6 MB, 3 MB in xz.
 if [ -e .gpurt/lib/libnvjpeg.so.13 ]; then
   echo "libnvjpeg.so.13 carried: $(du -k .gpurt/lib/libnvjpeg.so.13 | cut -f1) KB, $(($(xz -c .gpurt/lib/libnvjpeg.so.13 | wc -c) / 1024)) KB in xz"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU benchmark in one call on the lent GPU machine: (optionally) the GPU tests, single-layer benchmarks
+# Owns the GPU throughput benchmark on one host: (optionally) the GPU tests, single-layer benchmarks
 # (ringtrain-bench BM_BackendLayer/cuda, when .gpurt/bin has it), ringtrain's Fashion-MNIST CNN
 # (batch 64) and ResNet-50 (batch 256) on synthetic data, and the same models in PyTorch
 # (perf/gpu/compare_pytorch.py); every log, metrics file and a summary land in $OUT, with the record
@@ -8,25 +8,25 @@
 # Both sides leave out the same WARMUP steps and time STEPS more: ringtrain through run.timing_warmup_steps
 # (steady_samples_per_s, device-timed), PyTorch by synchronising after its warm-up.
 #
-# Expects the layout of ../shared/gpu/README.md: binaries in .gpurt/bin (ringtrain, test_gpu), the Open MPI +
-# HDF5 runtime in .gpurt (env.sh) and .gpurt/cuda-libs.sh. env.sh is sourced only around ringtrain commands,
+# Expects binaries in $BIN (ringtrain, test_gpu) and, where the host lacks Open MPI or HDF5, the portable runtime
+# of perf/gpu/pack_carried.sh in .gpurt (env.sh) and .gpurt/cuda-libs.sh. env.sh is sourced only around ringtrain commands,
 # since it puts Debian's libssl/libcurl first, which PyTorch need not see.
 #
-# Usage (from the repository root):  OUT=/some/dir perf/gpu/run_gpu_bench.sh
+# Usage (from the repository root):  perf/gpu/run_gpu_bench.sh [OUT_DIR]   (default: $OUT, else gpu-bench-out)
 #   STEPS=60          timed training steps per ringtrain job and per PyTorch measurement
 #   WARMUP=10         steps before them, left out of the rates on both sides
 #   RUN_TESTS=1       run test_gpu first (0 to skip)
 #   PRECISIONS=...    PyTorch precisions (default fp32,tf32,bf16)
 #   PYTORCH_MODES=eager  PyTorch's modes (compare_pytorch.py --modes: eager_benchmark, compile,
-#                     compile_reduce_overhead cost minutes of compile; perf/gpu/PENDING.md has the one-line peer call)
+#                     compile_reduce_overhead cost minutes of compile; perf/gpu/PENDING.md has the one-line peer run)
 #   BIN=.gpurt/bin    where ringtrain and test_gpu are
 #   SKIP_PYTORCH=1    leave out the PyTorch reference (a debugging run)
-#   LAYERS=0          leave out the single-layer benchmarks (a GPU call on 2026-11-25 spent 330 s on 15 cases drawing
+#   LAYERS=0          leave out the single-layer benchmarks (a GPU run on 2026-11-25 spent 330 s on 15 cases drawing
 #                     their inputs on the host; they now repeat a 2^20-value block, not yet timed on a GPU)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 bin=${BIN:-.gpurt/bin}
-out=${OUT:-gpu-bench-out}
+out=${1:-${OUT:-gpu-bench-out}}
 steps=${STEPS:-60}
 warmup=${WARMUP:-10}
 precisions=${PRECISIONS:-fp32,tf32,bf16}
@@ -35,7 +35,7 @@ mkdir -p "$out"
 status=0
 note() { echo "[run_gpu_bench] $*" | tee -a "$out/summary.txt"; }
 
-source perf/gpu/carried.sh  # rt: a ringtrain command with the carried MPI/HDF5 runtime and the GPU libraries
+source perf/gpu/carried.sh  # rt: a ringtrain command with the portable MPI/HDF5 runtime and the GPU libraries
 export CUDA_LIBS_LOG=$out/cuda-libs.log
 
 nvidia-smi >"$out/nvidia-smi.txt" 2>&1

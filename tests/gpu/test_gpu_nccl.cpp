@@ -294,7 +294,7 @@ double relative_distance(const std::vector<float>& got, const std::vector<float>
 // at the same places, operands to bf16 and fp32 accumulation). A one-step gradient through batch norm over a batch
 // of 6 is chaotic in the roundings: the bf16 twin's own gradients sit up to 46 % from fp32's, tensor by tensor, and a
 // few roundings flipped (its input scaled by 1 + 1e-5) move them by up to 12 % (on the CPU twin: the probe
-// perf/results/2026-11-26-gpu-mixed-precision/probes/bf16_twin_chaos.cpp; at this test's shape, batch 6 of 8x8,
+// bf16_twin_chaos.cpp at 8db3266, perf/results/2026-11-26-gpu-mixed-precision.md; at this test's shape, batch 6 of 8x8,
 // 0.02 at most). The twin rounds where the GPU does, so the GPU is held to the twin: measured 0.005 from it over all
 // gradients on an H100 and an H200 (perf/results/2026-11-26-gpu-*/call*/test_gpu.log), bounded by 0.04 over all and
 // 0.1 per tensor (five times the worst flip seen at this shape), which a gradient off by 20 % in scale (0.2 from the

@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
-# Call 2 of the 2026-11-28 record (the 270 s of device time call 1 left; about 2-3 minutes): the JPEG loader after
-# call 1's profile (each decoding thread reads and decodes the samples it claims, instead of one thread reading the
-# batch and the threads taking fixed shares of it), alone on 8 cores (ringtrain input-bench), and ResNet-50 bf16
-# batch 256 from the FFCV-style shards (shorter side 256) with the rank held to 8 cores, against synthetic tensors.
-# Carry .gpurt/{root,lib,bin}.tar.xz, env.sh and cuda-libs.sh. Logs land in $OUT: summary.txt, input.jsonl,
-# runs.jsonl, details.tgz.
-#   bash perf/results/2026-11-28-gpu-jpeg/call2/call2.sh
+# Owns the measurement of the JPEG loader on a GPU host (about 2-3 minutes on an H200; written as call 2 of
+# perf/results/2026-11-28-gpu-jpeg.md, not yet run): the loader after that record's profile (each decoding thread
+# reads and decodes the samples it claims, instead of one thread reading the batch and the threads taking fixed
+# shares of it), alone on 8 cores (ringtrain input-bench), and ResNet-50 bf16 batch 256 from the FFCV-style shards
+# (shorter side 256) with the rank held to 8 cores, against synthetic tensors. Needs ringtrain in .gpurt/bin and,
+# where the host lacks Open MPI or HDF5, the portable runtime of perf/gpu/pack_carried.sh in .gpurt/.
+# OUT_DIR gets summary.txt, input.jsonl, runs.jsonl, details.tgz.
+#   bash perf/gpu/measure_jpeg_input.sh [OUT_DIR]      (default: $OUT)
 set -u
-cd "$(dirname "$0")/../../../.."
-out=${OUT:?run this through the device tool, which sets OUT}
+cd "$(dirname "$0")/../.."
+out=${1:-${OUT:?usage: measure_jpeg_input.sh OUT_DIR (or set OUT)}}
+mkdir -p "$out"
 x=$(mktemp -d)
 source perf/gpu/carried.sh
 unpack_carried
-say() { echo "[call2 $(date +%T)] $*" | tee -a "$out/summary.txt"; }
-bin=.gpurt/bin
+say() { echo "[jpeg_input $(date +%T)] $*" | tee -a "$out/summary.txt"; }
+bin=${BIN:-.gpurt/bin}  # the binaries: .gpurt/bin as packed, or e.g. build/bin on a host that built them
 nvidia-smi -L | tee -a "$out/summary.txt"
 pin=""; command -v taskset >/dev/null && pin="taskset -c 0-7"
 python3 scripts/make_jpeg_folder.py --out "$x/photos" --classes 1000 --per-class 11 --test-per-class 1 \

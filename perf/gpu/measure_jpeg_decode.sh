@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
-# Issue 37's GPU JPEG decoder on a lent GPU, one call (about 3 minutes, start-up included; an estimate): its GPU tests
-# (the crop kernel bit for bit against the CPU twin; nvJPEG's samples against libjpeg + the CPU crop, on the hardware
-# engine and the CUDA backend; a corrupt JPEG named by its index), then ringtrain-jpeg-decode-bench on an
-# ImageNet-like JPEG split (scripts/make_jpeg_folder.py, a few progressive, gray and CMYK images among them) stored
-# as photos are and with the shorter side 256: the hardware engine, the CUDA backend, and the host's share alone
-# (--read-only); torchvision's batched nvJPEG on the same photos as the peer (perf/gpu/compare_gpu_decode.py).
-# Build and carry first, here:
+# Owns the measurement of issue 37's GPU JPEG decoder (about 3 minutes on an H200-class host, start-up included; an
+# estimate): its GPU tests (the crop kernel bit for bit against the CPU twin; nvJPEG's samples against libjpeg + the
+# CPU crop, on the hardware engine and the CUDA backend; a corrupt JPEG named by its index), then
+# ringtrain-jpeg-decode-bench on an ImageNet-like JPEG split (scripts/make_jpeg_folder.py, a few progressive, gray and
+# CMYK images among them) stored as photos are and with the shorter side 256: the hardware engine, the CUDA backend,
+# and the host's share alone (--read-only); torchvision's batched nvJPEG on the same photos as the peer
+# (perf/gpu/compare_gpu_decode.py). Build first, and pack the portable runtime where the GPU host lacks Open MPI or
+# HDF5:
 #   cmake --build build-gpu --target ringtrain test_gpu ringtrain-jpeg-decode-bench
 #   perf/gpu/pack_carried.sh build-gpu ringtrain test_gpu ringtrain-jpeg-decode-bench
-# and carry .gpurt/root.tar.xz .gpurt/lib.tar.xz .gpurt/bin.tar.xz .gpurt/env.sh .gpurt/cuda-libs.sh (28 MB).
-# $OUT gets summary.txt, tests.log, bench.jsonl, torchvision.jsonl, details.tgz.
-#   bash perf/gpu/jpeg_decode_call.sh
+# then copy the five .gpurt/ files (root.tar.xz lib.tar.xz bin.tar.xz env.sh cuda-libs.sh, 28 MB) to the host.
+# OUT_DIR gets summary.txt, tests.log, bench.jsonl, torchvision.jsonl, details.tgz.
+#   bash perf/gpu/measure_jpeg_decode.sh [OUT_DIR]      (default: $OUT)
 set -u
 cd "$(dirname "$0")/../.."
-out=${OUT:?run this through the device tool, which sets OUT}
+out=${1:-${OUT:?usage: measure_jpeg_decode.sh OUT_DIR (or set OUT)}}
+mkdir -p "$out"
 x=$(mktemp -d)
 source perf/gpu/carried.sh
 unpack_carried
-bin=.gpurt/bin
+bin=${BIN:-.gpurt/bin}  # the binaries: .gpurt/bin as packed, or e.g. build/bin on a host that built them
 say() { echo "[jpeg $(date +%T)] $*" | tee -a "$out/summary.txt"; }
 nvidia-smi -L | tee -a "$out/summary.txt"
 

@@ -1,28 +1,32 @@
 #!/usr/bin/env bash
-# One call on a lent GPU machine (../shared/gpu/README.md): unpack the carried Open MPI + HDF5 runtime, then the
-# GPU tests, the real Fashion-MNIST job on the GPU, and the throughput benchmark against PyTorch
-# (perf/gpu/run_gpu_bench.sh). Everything lands in $OUT as at most 8 files (the device tool's limit): the
-# short logs as they are, the rest in one tarball.
+# Owns the GPU measurement in stages on one host: the GPU tests, the real Fashion-MNIST job on the GPU, ResNet-50
+# under named settings, and the throughput benchmark against PyTorch (perf/gpu/run_gpu_bench.sh), with the portable
+# Open MPI + HDF5 runtime unpacked first where the host lacks them (perf/gpu/carried.sh).
+#   perf/gpu/measure_gpu.sh [OUT_DIR]      results into OUT_DIR (default: $OUT)
+# The short logs land in OUT_DIR as they are, the rest in one tarball (details.tgz), so that a record copies a
+# handful of files.
 #
-# Expects .gpurt/ (carried; perf/gpu/carried.sh unpacks it): root.tar.xz (the bundle's root/, xz'd to fit the 64 MiB
-# transfer), lib.tar.xz, env.sh, cuda-libs.sh, bin.tar.xz or bin/ with {ringtrain,test_gpu,test_layers,
-# test_equivalence,ringtrain-bench,ringtrain-allreduce-bench}, fmnist/*.gz (Debian's dataset-fashion-mnist files). The bench stage's gpu-summary.jsonl and the nccl stage's
-# nccl-summary.jsonl are the records for perf/results/<date>-gpu-<topic>/.
+# Expects .gpurt/ (perf/gpu/pack_carried.sh makes it; carried.sh unpacks it): root.tar.xz (the runtime's root/),
+# lib.tar.xz, env.sh, cuda-libs.sh, bin.tar.xz or bin/ with {ringtrain,test_gpu,test_layers,test_equivalence,
+# ringtrain-bench,ringtrain-allreduce-bench}, fmnist/*.gz (Debian's dataset-fashion-mnist files). The bench stage's
+# gpu-summary.jsonl and the nccl stage's nccl-summary.jsonl are the records for perf/results/<date>-gpu-<topic>/.
 #   STAGES="tests fmnist bench"   which parts to run (also: variants, resnet20, nccl);  FMNIST_EPOCHS=12;
 #   FMNIST_SETS="--set k=v ..." (more overrides for the fmnist stage, e.g. train.precision);
 #   STEPS=40 (benchmark steps);  VARIANTS="name=--set k=v ...;name2=..." (ResNet-50 settings to compare);
-#   LAYERS=0 leaves the single-layer benchmarks out of the bench stage;  BENCH_TIMEOUT_S=450.
-# What each stage costs on an H100: perf/gpu/PENDING.md.
+#   LAYERS=0 leaves the single-layer benchmarks out of the bench stage;  BENCH_TIMEOUT_S=450 (the bench stage's
+#   time limit; each other stage has its own, below).
+# What each stage costs on an H100 and an H200: perf/gpu/PENDING.md.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-out=${OUT:?run this through the device tool, which sets OUT}
+out=${1:-${OUT:?usage: measure_gpu.sh OUT_DIR (or set OUT)}}
+mkdir -p "$out"
 stages=${STAGES:-tests fmnist bench}
 work=$(mktemp -d)
-bin=.gpurt/bin
+bin=${BIN:-.gpurt/bin}  # the binaries: .gpurt/bin as packed, or e.g. build/bin on a host that built them
 source perf/gpu/carried.sh
 unpack_carried
 export CUDA_LIBS_LOG=$work/cuda-libs.log
-log() { echo "[lease_run $(date +%T)] $*" | tee -a "$out/summary.txt"; }
+log() { echo "[measure_gpu $(date +%T)] $*" | tee -a "$out/summary.txt"; }
 
 nvidia-smi -L | tee -a "$out/summary.txt"
 rt ldd "$bin/ringtrain" | grep -E "not found|cudnn|nccl|cublas|mpi|hdf5" >>"$out/summary.txt"
