@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "backend/device_setup.h"
 #include "model/network.h"
 #include "obs/run_stats.h"
 #include "train/data_plan.h"
@@ -43,7 +44,7 @@ int Trainer::run() {
   RunOutputs outputs(run);  // run.dir is claimed only now, with data, model and checkpoint accepted
 
   const RunSetup setup{*net, *optimizer, data, lr, start};
-  const util::VersionList versions = util::library_versions();
+  const util::VersionList versions = backend::library_versions();
   print_header(run, setup, versions);
   for (const std::string& line : outputs.claim_lines()) run.say(line);
   outputs.open(versions, start.epoch);
