@@ -14,12 +14,12 @@
 #include "commands/results_on_stdout.h"
 #include "common/error.h"
 #include "config/job_config.h"
+#include "data/batch_loader.h"
+#include "data/loader_work.h"
+#include "data/sample_order.h"
 #include "dist/world.h"
 #include "io/partition.h"
 #include "io/shard_reader.h"
-#include "train/batch_loader.h"
-#include "train/loader_work.h"
-#include "train/sample_order.h"
 
 namespace ringtrain::commands {
 
