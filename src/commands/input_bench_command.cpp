@@ -104,9 +104,9 @@ int input_bench(int* argc, char*** argv, const InputBenchArgs& args) {
           {"threads", threads},
           {"decode", split.meta.storage == io::SampleStorage::jpeg ? "cpu" : "none"},
           {"storage", split.meta.storage == io::SampleStorage::jpeg ? "jpeg" : "raw"},
-          {"augment", job.data.augment.kind == train::AugmentKind::resized_crop_flip ? "resized_crop_flip"
-                      : job.data.augment.kind == train::AugmentKind::pad_crop_flip   ? "pad_crop_flip"
-                                                                                     : "none"},
+          {"augment", job.data.augment.kind == config::AugmentKind::resized_crop_flip ? "resized_crop_flip"
+                      : job.data.augment.kind == config::AugmentKind::pad_crop_flip   ? "pad_crop_flip"
+                                                                                      : "none"},
           {"sample_shape", {split.meta.shape.channels, split.meta.shape.height, split.meta.shape.width}},
           {"batch", job.train.batch_per_rank},
           {"batches", args.batches},
