@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "data/augment.h"
+#include "data/batch_loader.h"
 #include "io/partition.h"
 #include "io/prepare.h"
 #include "io/shard_reader.h"
-#include "train/augment.h"
-#include "train/batch_loader.h"
 
 namespace {
 

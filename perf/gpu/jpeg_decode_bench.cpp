@@ -19,13 +19,13 @@
 #include <string>
 #include <vector>
 
+#include "data/augment.h"
+#include "data/sample_order.h"
 #include "io/dataset_meta.h"
 #include "io/image_decode.h"
 #include "io/shard_reader.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/jpeg_batch_decoder.h"
-#include "train/augment.h"
-#include "train/sample_order.h"
 
 namespace ringtrain {
 namespace {

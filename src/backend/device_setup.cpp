@@ -1,4 +1,4 @@
-// Owns the device decision and the precision checks that depend on it.
+// Owns the device decision, the precision checks that depend on it, and the full list of library versions.
 #include "backend/device_setup.h"
 
 #include <fmt/format.h>
@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/gpu_device.h"
@@ -119,6 +120,12 @@ DeviceSetup open_device(const config::JobConfig& job, dist::World& world) {
                                                 math.dnnl, math.rounding);
   device.reducer = open_cpu_reducer(job, world);
   return device;
+}
+
+util::VersionList library_versions() {
+  util::VersionList v = util::host_library_versions();
+  for (auto& entry : gpu::library_versions()) v.push_back(std::move(entry));
+  return v;
 }
 
 }  // namespace ringtrain::backend

@@ -1,5 +1,5 @@
 // Owns choosing and opening the compute device a job runs on: the backend and the gradient reducer that goes
-// with it, the same choice on every rank.
+// with it, the same choice on every rank; and the list of libraries the binary runs on, the GPU's included.
 #pragma once
 #include <memory>
 
@@ -7,6 +7,7 @@
 #include "dist/gradient_reducer.h"
 #include "dist/world.h"
 #include "model/backend.h"
+#include "util/versions.h"
 
 namespace ringtrain::backend {
 
@@ -19,5 +20,9 @@ struct DeviceSetup {
 // sees a GPU (so a mixed allocation never splits a job across backends); otherwise the CPU twin with the
 // dist.reducer the job names. Every rank throws the same JobFileError when the job asks for what it cannot have.
 DeviceSetup open_device(const config::JobConfig& job, dist::World& world);
+
+// Every library this binary runs on, as `ringtrain --version` and versions.json list them: the host's
+// (util/versions.h), then the GPU backend's (or the line saying none was built). Safe before MPI_Init.
+util::VersionList library_versions();
 
 }  // namespace ringtrain::backend

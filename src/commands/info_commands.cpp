@@ -1,6 +1,7 @@
 // Owns `ringtrain --version` and `ringtrain keys`.
 #include <fmt/format.h>
 
+#include "backend/device_setup.h"
 #include "commands/commands.h"
 #include "config/job_config.h"
 #include "util/versions.h"
@@ -8,7 +9,7 @@
 namespace ringtrain::commands {
 
 int print_versions() {
-  fmt::print("{}", util::format_versions(util::library_versions()));
+  fmt::print("{}", util::format_versions(backend::library_versions()));
   return 0;
 }
 

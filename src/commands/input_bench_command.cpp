@@ -14,12 +14,12 @@
 #include "commands/results_on_stdout.h"
 #include "common/error.h"
 #include "config/job_config.h"
+#include "data/batch_loader.h"
+#include "data/loader_work.h"
+#include "data/sample_order.h"
 #include "dist/world.h"
 #include "io/partition.h"
 #include "io/shard_reader.h"
-#include "train/batch_loader.h"
-#include "train/loader_work.h"
-#include "train/sample_order.h"
 
 namespace ringtrain::commands {
 
@@ -104,9 +104,9 @@ int input_bench(int* argc, char*** argv, const InputBenchArgs& args) {
           {"threads", threads},
           {"decode", split.meta.storage == io::SampleStorage::jpeg ? "cpu" : "none"},
           {"storage", split.meta.storage == io::SampleStorage::jpeg ? "jpeg" : "raw"},
-          {"augment", job.data.augment.kind == train::AugmentKind::resized_crop_flip ? "resized_crop_flip"
-                      : job.data.augment.kind == train::AugmentKind::pad_crop_flip   ? "pad_crop_flip"
-                                                                                     : "none"},
+          {"augment", job.data.augment.kind == config::AugmentKind::resized_crop_flip ? "resized_crop_flip"
+                      : job.data.augment.kind == config::AugmentKind::pad_crop_flip   ? "pad_crop_flip"
+                                                                                      : "none"},
           {"sample_shape", {split.meta.shape.channels, split.meta.shape.height, split.meta.shape.width}},
           {"batch", job.train.batch_per_rank},
           {"batches", args.batches},

@@ -17,6 +17,11 @@
 #include "commands/results_on_stdout.h"
 #include "common/error.h"
 #include "config/job_config.h"
+#include "data/batch_loader.h"
+#include "data/loader_work.h"
+#include "data/normalisation.h"
+#include "data/photo_sample.h"
+#include "data/split_part.h"
 #include "dist/world.h"
 #include "infer/classifier.h"
 #include "infer/predict_inputs.h"
@@ -25,11 +30,7 @@
 #include "io/checkpoint_file.h"
 #include "io/image_decode.h"
 #include "io/image_sample.h"
-#include "train/batch_loader.h"
-#include "train/loader_work.h"
-#include "train/normalisation.h"
-#include "train/photo_sample.h"
-#include "train/split_part.h"
+#include "train/run_context.h"
 
 namespace ringtrain::commands {
 namespace {
@@ -43,7 +44,7 @@ void print_line(nlohmann::ordered_json line, std::span<const float> logits, cons
 }
 
 void predict_split(const train::RunContext& run, const PredictArgs& args, const fs::path& dir) {
-  train::SplitPart part = train::open_split_part(run, dir, "the input");
+  train::SplitPart part = train::open_split_part(run.world, dir, "the input");
   const int classes = part.meta().num_classes;
   infer::Classifier classifier(run, args.checkpoint, part.meta().shape, classes);
   const int64_t n = part.range.size(), per_batch = classifier.batch(), batches = (n + per_batch - 1) / per_batch;

@@ -570,10 +570,10 @@ void read_data(Reader& r, JobConfig& c) {
   c.data.train = r.string("data", "train");
   c.data.test = r.string("data", "test");
   c.data.prefetch_batches = static_cast<int>(r.integer("data", "prefetch_batches", 1, 1024));
-  c.data.augment.kind = r.choice<train::AugmentKind>("data", "augment",
-                                                     {{"none", train::AugmentKind::none},
-                                                      {"pad_crop_flip", train::AugmentKind::pad_crop_flip},
-                                                      {"resized_crop_flip", train::AugmentKind::resized_crop_flip}});
+  c.data.augment.kind = r.choice<AugmentKind>("data", "augment",
+                                              {{"none", AugmentKind::none},
+                                               {"pad_crop_flip", AugmentKind::pad_crop_flip},
+                                               {"resized_crop_flip", AugmentKind::resized_crop_flip}});
   c.data.augment.pad = static_cast<int>(r.integer("data", "augment_pad", 0, 1024));
   c.data.augment.min_area = static_cast<float>(r.number("data", "augment_min_area", 0.01, 1.0));
   c.data.loader_threads = static_cast<int>(r.integer("data", "loader_threads", 0, 256));

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "config/layer_spec.h"
-#include "train/augment.h"
+#include "config/augment_spec.h"
 
 namespace ringtrain::config {
 
@@ -30,7 +30,7 @@ struct JobConfig {
   struct Data {
     std::filesystem::path train, test;
     int prefetch_batches = 4;
-    train::AugmentSpec augment;  // training batches only; evaluation sees the samples as prepared
+    AugmentSpec augment;  // training batches only; evaluation sees the samples as prepared
     int loader_threads = 0;      // 0: the node's cores divided among its ranks
     NormalizeOn normalize = NormalizeOn::auto_detect;
     int eval_resize = 0;         // encoded splits: shorter side before the evaluation centre crop (0: size / 0.875)

@@ -1,7 +1,7 @@
 // Owns the classifier; see classifier.h.
 #include "infer/classifier.h"
 
-#include "train/loader_work.h"
+#include "data/loader_work.h"
 #include "train/network_setup.h"
 #include "train/start_point.h"
 

@@ -7,10 +7,10 @@
 #include <span>
 #include <vector>
 
+#include "data/batch_loader.h"
+#include "data/device_batch.h"
 #include "io/dataset_meta.h"
 #include "model/network.h"
-#include "train/batch_loader.h"
-#include "train/device_batch.h"
 #include "train/run_context.h"
 
 namespace ringtrain::infer {

@@ -7,14 +7,13 @@
 #include <vector>
 
 #include "common/error.h"
-#include "io/whole_file.h"
+#include "data/device_batch.h"
+#include "data/loader_work.h"
+#include "data/split_part.h"
 #include "infer/class_tally.h"
-#include "train/device_batch.h"
-#include "train/epoch_summary.h"
+#include "io/whole_file.h"
 #include "train/evaluation.h"
-#include "train/loader_work.h"
 #include "train/network_setup.h"
-#include "train/split_part.h"
 #include "train/start_point.h"
 
 namespace ringtrain::infer {
@@ -49,7 +48,7 @@ void write_json(const std::filesystem::path& file, const nlohmann::ordered_json&
 int evaluate(const train::RunContext& run, const EvaluateOptions& options) {
   const bool own_data = !options.data.empty();
   train::SplitPart part =
-      train::open_split_part(run, own_data ? options.data : run.job.data.test, own_data ? "--data" : "data.test");
+      train::open_split_part(run.world, own_data ? options.data : run.job.data.test, own_data ? "--data" : "data.test");
   const io::SampleShape& s = part.meta().shape;
   const model::Shape input{run.job.train.batch_per_rank, s.channels, s.height, s.width};
   const double loader_bytes = (run.job.data.prefetch_batches + 1.0) * input.n * (input.per_sample() * 4.0 + 4.0);

@@ -6,11 +6,11 @@
 #include <cstdint>
 #include <string>
 
+#include "data/data_plan.h"
 #include "dist/watchdog.h"
 #include "model/network.h"
 #include "model/optimizer.h"
 #include "obs/trace.h"
-#include "train/data_plan.h"
 #include "train/loss_scaler.h"
 #include "train/run_context.h"
 

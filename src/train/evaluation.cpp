@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "common/error.h"
+#include "data/batch_loader.h"
+#include "data/loader_work.h"
 #include "dist/mpi_check.h"
-#include "train/batch_loader.h"
-#include "train/loader_work.h"
 
 namespace ringtrain::train {
 

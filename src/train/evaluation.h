@@ -4,12 +4,12 @@
 #pragma once
 #include <functional>
 
+#include "data/device_batch.h"
+#include "data/split_part.h"
 #include "model/network.h"
-#include "train/device_batch.h"
 #include "train/epoch_summary.h"
 #include "train/evaluated_batch.h"
 #include "train/run_context.h"
-#include "train/split_part.h"
 
 namespace ringtrain::train {
 

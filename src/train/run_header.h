@@ -4,9 +4,9 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include "data/data_plan.h"
 #include "model/network.h"
 #include "model/optimizer.h"
-#include "train/data_plan.h"
 #include "train/lr_schedule.h"
 #include "train/run_context.h"
 #include "train/start_point.h"

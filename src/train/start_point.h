@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "data/data_plan.h"
 #include "io/checkpoint_file.h"
 #include "model/network.h"
 #include "model/optimizer.h"
-#include "train/data_plan.h"
 #include "train/loss_scaler.h"
 #include "train/lr_schedule.h"
 #include "train/run_context.h"

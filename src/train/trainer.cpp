@@ -5,9 +5,10 @@
 
 #include <memory>
 
+#include "backend/device_setup.h"
+#include "data/data_plan.h"
 #include "model/network.h"
 #include "obs/run_stats.h"
-#include "train/data_plan.h"
 #include "train/lr_schedule.h"
 #include "train/network_setup.h"
 #include "train/run_context.h"
@@ -30,7 +31,7 @@ int Trainer::run() {
   world_.all_succeed([&] {
     if (run.root()) RunDirectory::check_usable(job_, resume_);
   });
-  DataPlan data(run);
+  DataPlan data(run.job, run.world, run.backend);
   const auto net =
       build_network(run, data.input(), data.meta().num_classes, data.loader_queue_bytes(), reducer_.parameter_memory());
   const auto optimizer = build_optimizer(run, *net);
@@ -43,7 +44,7 @@ int Trainer::run() {
   RunOutputs outputs(run);  // run.dir is claimed only now, with data, model and checkpoint accepted
 
   const RunSetup setup{*net, *optimizer, data, lr, start};
-  const util::VersionList versions = util::library_versions();
+  const util::VersionList versions = backend::library_versions();
   print_header(run, setup, versions);
   for (const std::string& line : outputs.claim_lines()) run.say(line);
   outputs.open(versions, start.epoch);

@@ -10,11 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "data/loader_work.h"
+#include "data/sample_order.h"
 #include "dist/open_mpi_defaults.h"
 #include "obs/phase.h"
 #include "obs/run_stats.h"
-#include "train/loader_work.h"
-#include "train/sample_order.h"
 #include "train/stop_request.h"
 #include "util/checksum.h"
 #include "util/clock.h"

@@ -8,16 +8,16 @@
 #include <optional>
 #include <string>
 
+#include "data/batch_loader.h"
+#include "data/device_batch.h"
 #include "dist/gradient_reducer.h"
 #include "dist/gradient_sync.h"
 #include "dist/watchdog.h"
 #include "model/layer_profile.h"
 #include "obs/gpu_monitor.h"
-#include "obs/trace.h"
 #include "obs/run_stats.h"
-#include "train/batch_loader.h"
+#include "obs/trace.h"
 #include "train/checkpointer.h"
-#include "train/device_batch.h"
 #include "train/epoch_tally.h"
 #include "train/evaluation.h"
 #include "train/fault_injection.h"

@@ -7,7 +7,6 @@
 
 #include <string>
 
-#include "backend/gpu_device.h"
 #include "io/hdf5_version.h"
 #include "kernels/cpu/dnnl_ops.h"
 #include "kernels/cpu/gemm.h"
@@ -19,7 +18,7 @@ namespace ringtrain::util {
 
 std::string ringtrain_version() { return RT_STR(RINGTRAIN_VERSION); }
 
-VersionList library_versions() {
+VersionList host_library_versions() {
   VersionList v;
   v.emplace_back("ringtrain", ringtrain_version());
   v.emplace_back("compiler", "g++ " __VERSION__);
@@ -34,7 +33,6 @@ VersionList library_versions() {
   v.emplace_back("HDF5", io::hdf5_version());
   v.emplace_back("BLAS", kernels::cpu::blas_description());
   v.emplace_back("oneDNN", kernels::cpu::DnnlOps::version());
-  for (auto& entry : backend::gpu::library_versions()) v.push_back(std::move(entry));
   return v;
 }
 

@@ -8,7 +8,7 @@
 #include <set>
 #include <string>
 
-#include "train/augment.h"
+#include "data/augment.h"
 
 namespace ringtrain::train {
 namespace {

@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "data/batch_loader.h"
+#include "data/device_batch.h"
+#include "data/normalisation.h"
 #include "io/partition.h"
 #include "tests/io/io_test_support.h"
-#include "train/batch_loader.h"
-#include "train/device_batch.h"
-#include "train/input_norm.h"
 
 namespace ringtrain::train {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "train/normalisation.h"
+#include "data/normalisation.h"
 
 using ringtrain::io::DatasetMeta;
 using ringtrain::train::Normalisation;

@@ -6,10 +6,10 @@
 #include <cmath>
 #include <set>
 
+#include "data/photo_sample.h"
 #include "io/image_decode.h"
 #include "io/jpeg_encode.h"
 #include "kernels/cpu/crop_resample.h"
-#include "train/photo_sample.h"
 
 namespace ringtrain::train {
 namespace {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "train/sample_order.h"
+#include "data/sample_order.h"
 
 using ringtrain::train::epoch_order;
 

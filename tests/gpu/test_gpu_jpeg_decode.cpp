@@ -10,13 +10,13 @@
 #include <random>
 #include <vector>
 
+#include "data/augment.h"
 #include "gpu_test_support.h"
 #include "io/image_decode.h"
 #include "kernels/cpu/crop_resample.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/jpeg_batch_decoder.h"
 #include "tests/io/jpeg_test_images.h"
-#include "train/augment.h"
 
 namespace ringtrain::gpu_test {
 namespace {

@@ -3,7 +3,7 @@
 // finite differences of that mean computed apart from the step (its own forward passes, the ranks' loss sums and
 // sample counts added up here). The step is wired as the trainer wires it: DataPlan over shards on disk gives the
 // batch, the accumulation and the global batch that StepRunner divides by, so a wrong 1 / global batch
-// (train/step_runner.cpp) or a wrong sample count (train/data_plan.cpp) fails here, where the equivalence test,
+// (train/step_runner.cpp) or a wrong sample count (data/data_plan.cpp) fails here, where the equivalence test,
 // which gives both of its sides the same global batch, cannot see it. Runs on 1 and 2 ranks, with and without
 // gradient accumulation.
 #include <fmt/format.h>
@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "data/batch_loader.h"
+#include "data/data_plan.h"
 #include "dist/gradient_sync.h"
 #include "dist/mpi_gradient_reducer.h"
 #include "dist/world.h"
@@ -28,8 +30,6 @@
 #include "model/optimizer.h"
 #include "tests/core/layer_specs.h"
 #include "tests/kernels/grad_check.h"
-#include "train/batch_loader.h"
-#include "train/data_plan.h"
 #include "train/step_runner.h"
 
 using namespace ringtrain;
@@ -178,8 +178,7 @@ double scale_against_finite_differences(model::Network& net, const std::vector<f
 // gradient must be the gradient of the mean loss over every rank's samples.
 void expect_gradient_of_the_mean(const config::JobConfig& job) {
   backend::CpuBackend cpu(1);
-  const train::RunContext run{job, world(), cpu, false};
-  train::DataPlan plan(run);
+  train::DataPlan plan(job, world(), cpu);
   model::Network net(smooth_model(), cpu, plan.input(), plan.meta().num_classes);
   const auto init = net.initial_params(3);
   std::copy(init.begin(), init.end(), net.params());

@@ -1,5 +1,5 @@
 // Owns the per-epoch permutation of a partition.
-#include "train/sample_order.h"
+#include "data/sample_order.h"
 
 #include <cstddef>
 #include <numeric>

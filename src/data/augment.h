@@ -5,18 +5,16 @@
 #include <cstdint>
 #include <span>
 
+#include "config/augment_spec.h"
 #include "io/dataset_meta.h"
 #include "kernels/crop_resample.h"
 
 namespace ringtrain::train {
 
-enum class AugmentKind { none, pad_crop_flip, resized_crop_flip };
-
-struct AugmentSpec {
-  AugmentKind kind = AugmentKind::none;
-  int pad = 4;            // pad_crop_flip: zero border added on each side before the crop
-  float min_area = 0.08f;  // resized_crop_flip: smallest crop, as a fraction of the image (torchvision's default)
-};
+// The job file's words for augmentation are config/'s (the schema sits below the pipeline); the pipeline and its
+// callers name them here.
+using AugmentKind = config::AugmentKind;
+using AugmentSpec = config::AugmentSpec;
 
 struct SampleKey {
   uint64_t seed = 0;

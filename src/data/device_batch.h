@@ -4,9 +4,9 @@
 #pragma once
 #include <cstdint>
 
+#include "data/batch_loader.h"
 #include "model/backend.h"
 #include "model/tensor.h"
-#include "train/batch_loader.h"
 
 namespace ringtrain::train {
 

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <span>
 
+#include "data/augment.h"
 #include "io/dataset_meta.h"
-#include "train/augment.h"
 
 namespace ringtrain::train {
 

@@ -17,9 +17,9 @@
 #include <thread>
 #include <vector>
 
+#include "data/normalisation.h"
 #include "io/dataset_meta.h"
 #include "io/shard_reader.h"
-#include "train/input_norm.h"
 
 namespace ringtrain::train {
 

@@ -1,5 +1,5 @@
 // Owns the CPU path from JPEG bytes to a sample; see photo_sample.h.
-#include "train/photo_sample.h"
+#include "data/photo_sample.h"
 
 #include <algorithm>
 #include <cmath>

@@ -5,10 +5,10 @@
 #include <cstdint>
 
 #include "config/job_config.h"
+#include "data/batch_loader.h"
 #include "dist/world.h"
 #include "io/dataset_meta.h"
 #include "model/backend.h"
-#include "train/batch_loader.h"
 
 namespace ringtrain::train {
 

@@ -1,6 +1,6 @@
 // Owns the augmentation arithmetic: a counter-based generator seeded from the sample's key (splitmix64, the
 // same on every platform), the crop choices, and a planar bilinear crop-and-resize.
-#include "train/augment.h"
+#include "data/augment.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,18 +1,21 @@
 // Owns opening the data and planning the epoch: both splits (which must agree on sample shape and classes), this
 // rank's part of each and the reader of it, and the number of steps every rank runs (the least any rank's part
-// allows, so no rank ever waits alone in a collective).
+// allows, so no rank ever waits alone in a collective). It takes the job, the world and the backend rather than
+// train/run_context.h's RunContext: data/ sits below train/ and includes nothing of it.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <optional>
 
+#include "config/job_config.h"
+#include "data/batch_loader.h"
+#include "data/split_part.h"
+#include "dist/world.h"
+#include "io/dataset_meta.h"
 #include "io/partition.h"
 #include "io/shard_reader.h"
-#include "io/dataset_meta.h"
+#include "model/backend.h"
 #include "model/tensor.h"
-#include "train/batch_loader.h"
-#include "train/run_context.h"
-#include "train/split_part.h"
 
 namespace ringtrain::train {
 
@@ -28,7 +31,7 @@ struct EpochPlan {
 class DataPlan {
  public:
   // Collective: every failure is agreed, so all ranks stop with the same message.
-  explicit DataPlan(const RunContext& run);
+  DataPlan(const config::JobConfig& job, const dist::World& world, const model::Backend& backend);
   DataPlan(const DataPlan&) = delete;
   DataPlan& operator=(const DataPlan&) = delete;
 

@@ -1,20 +1,18 @@
 // Owns opening both splits, the ranks' parts and readers, and the agreed step count.
-#include "train/data_plan.h"
+#include "data/data_plan.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "common/error.h"
-#include "train/loader_work.h"
+#include "data/loader_work.h"
 
 namespace ringtrain::train {
 
-DataPlan::DataPlan(const RunContext& run) {
-  const config::JobConfig& job = run.job;
-  dist::World& world = run.world;
-  train_ = open_split_part(run, job.data.train, "data.train");
-  test_ = open_split_part(run, job.data.test, "data.test");
+DataPlan::DataPlan(const config::JobConfig& job, const dist::World& world, const model::Backend& backend) {
+  train_ = open_split_part(world, job.data.train, "data.train");
+  test_ = open_split_part(world, job.data.test, "data.test");
   world.all_succeed([&] {
     if (!(train_.meta().shape == test_.meta().shape) || train_.meta().num_classes != test_.meta().num_classes)
       throw DataError(fmt::format("data.train '{}' and data.test '{}' disagree on sample shape or class count; "
@@ -22,19 +20,19 @@ DataPlan::DataPlan(const RunContext& run) {
                                   job.data.train.string(), job.data.test.string()));
   });
   prefetch_batches_ = job.data.prefetch_batches;
-  batch_form_ = train::batch_form(job, run.backend);
+  batch_form_ = train::batch_form(job, backend);
   epoch_.batch = job.train.batch_per_rank;
   epoch_.accumulate = job.train.accumulate_steps;
   epoch_.per_step = int64_t{epoch_.batch} * epoch_.accumulate;
   epoch_.steps = world.min_across(train_.range.size() / epoch_.per_step);
   if (job.train.max_steps_per_epoch > 0) epoch_.steps = std::min(epoch_.steps, job.train.max_steps_per_epoch);
-  epoch_.global_batch = epoch_.per_step * run.ranks();
+  epoch_.global_batch = epoch_.per_step * world.size();
   world.all_succeed([&] {
     if (epoch_.steps == 0)
       throw DataError(fmt::format(
           "data.train '{}' has {} samples: too few for {} ranks x batch_per_rank {} x accumulate_steps {} (= {} per "
           "step); lower train.batch_per_rank, use fewer ranks, or prepare more data",
-          job.data.train.string(), train_.split.total_samples(), run.ranks(), epoch_.batch, epoch_.accumulate,
+          job.data.train.string(), train_.split.total_samples(), world.size(), epoch_.batch, epoch_.accumulate,
           epoch_.global_batch));
   });
 }

@@ -7,8 +7,8 @@
 
 #include "io/dataset_meta.h"
 #include "io/partition.h"
+#include "dist/world.h"
 #include "io/shard_reader.h"
-#include "train/run_context.h"
 
 namespace ringtrain::train {
 
@@ -21,6 +21,6 @@ struct SplitPart {
 };
 
 // Collective: an error on any rank (a missing folder, a damaged shard) is every rank's, naming `key`.
-SplitPart open_split_part(const RunContext& run, const std::filesystem::path& dir, const char* key);
+SplitPart open_split_part(const dist::World& world, const std::filesystem::path& dir, const char* key);
 
 }  // namespace ringtrain::train

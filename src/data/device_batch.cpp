@@ -1,5 +1,5 @@
 // Owns the device batch; see device_batch.h.
-#include "train/device_batch.h"
+#include "data/device_batch.h"
 
 #include <vector>
 

@@ -1,12 +1,12 @@
 // Owns turning the job's data.augment, data.loader_threads and data.eval_resize, and a split's storage, into a
 // loader's LoaderWork.
-#include "train/loader_work.h"
+#include "data/loader_work.h"
 
 #include <algorithm>
 #include <thread>
 
-#include "train/augment.h"
-#include "train/photo_sample.h"
+#include "data/augment.h"
+#include "data/photo_sample.h"
 
 namespace ringtrain::train {
 

@@ -1,5 +1,5 @@
 // Owns the producer side (loader thread) and consumer side of the batch queue.
-#include "train/batch_loader.h"
+#include "data/batch_loader.h"
 
 #include <fmt/format.h>
 
