@@ -99,9 +99,6 @@ nvjpegOutputFormat_t output_format(int channels) { return channels == 3 ? NVJPEG
 
 }  // namespace
 
-UndecodableJpeg::UndecodableJpeg(int index, const std::string& why)
-    : DataError("sample " + std::to_string(index) + " of the batch: " + why), index_(index) {}
-
 struct JpegBatchDecoder::Impl {
   Impl(Stream stream, JpegDecoderOptions options);
   // Nothing of this object's may still be in use on the device when its memory and nvJPEG's objects go.

@@ -19,20 +19,13 @@
 
 #include "common/error.h"
 #include "kernels/cpu/crop_resample.h"
+#include "kernels/jpeg_crop.h"
 #include "kernels/cuda/stream.h"
 
 namespace ringtrain::kernels::cuda {
 
 // The largest image decoded, as io::kMaxImagePixels on the CPU: 2^28 pixels.
 inline constexpr uint64_t kMaxJpegPixels = uint64_t{1} << 28;
-
-// One sample of a batch: its JPEG in host memory and where the sample comes from in the photo.
-struct JpegCrop {
-  std::span<const uint8_t> jpeg;
-  CropWindow window;          // in the photo's own pixels
-  bool flip = false;
-  int height = 0, width = 0;  // the photo's size as the caller knows it (the shard's); 0 x 0: not checked
-};
 
 // Interleaved pixels a host decoder made: rows x columns x channels.
 struct HostPixels {
@@ -41,16 +34,6 @@ struct HostPixels {
 };
 // Decodes a whole JPEG to `channels` channels; throws (DataError) when it cannot.
 using HostJpegDecode = std::function<void(std::span<const uint8_t> jpeg, int channels, HostPixels& out)>;
-
-// A sample of the batch that cannot be decoded; index() is its position in the batch.
-class UndecodableJpeg : public DataError {
- public:
-  UndecodableJpeg(int index, const std::string& why);
-  int index() const noexcept { return index_; }
-
- private:
-  int index_;
-};
 
 struct JpegDecoderOptions {
   bool allow_hardware = true;  // false: the CUDA backend even on a GPU with a JPEG engine (tests, comparisons)

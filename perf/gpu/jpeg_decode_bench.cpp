@@ -79,7 +79,7 @@ void host_decode(std::span<const uint8_t> jpeg, int channels, gpu::HostPixels& o
 struct HostBatch {
   std::vector<uint8_t> bytes;
   std::vector<std::size_t> offsets;
-  std::vector<gpu::JpegCrop> crops;
+  std::vector<kernels::JpegCrop> crops;
 };
 
 void read_batch(const io::ShardReader& reader, const std::vector<int64_t>& order, int64_t first, int batch,

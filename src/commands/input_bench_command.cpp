@@ -1,20 +1,24 @@
 // Owns `ringtrain input-bench`: a job's training input pipeline alone (read, decode or augment, to uint8 batches as a
-// GPU receives them), on each rank's partition and its loader threads, timed after a warm-up, as one JSON line with
-// the images per second, so the pipeline can be measured against its peers (tf.data, torchvision, DALI) on the same
-// machine without a model or a device.
+// GPU receives them; with data.decode = gpu, through the backend's decode to normalised device batches), on each
+// rank's partition and its loader threads, timed after a warm-up, as one JSON line with the images per second, so
+// the pipeline can be measured against its peers (tf.data, torchvision, DALI) on the same machine without a model.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <sys/resource.h>
 
 #include <chrono>
+#include <optional>
+#include <string>
 
+#include "backend/device_setup.h"
 #include "commands/commands.h"
 #include "commands/on_every_rank.h"
 #include "commands/results_on_stdout.h"
 #include "common/error.h"
 #include "config/job_config.h"
 #include "data/batch_loader.h"
+#include "data/device_batch.h"
 #include "data/loader_work.h"
 #include "data/sample_order.h"
 #include "dist/world.h"
@@ -54,8 +58,10 @@ double process_cpu_seconds() {
   return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
+// Where the device decodes (data.decode = gpu), each batch also goes through a DeviceBatch on `device`: decoded,
+// cropped and normalised there, the device waited for at the end.
 Timed run_pipeline(const config::JobConfig& job, const dist::World& world, const InputBenchArgs& args,
-                   io::ShardReader& reader, int& threads) {
+                   io::ShardReader& reader, model::Backend* device, int& threads) {
   const int batch = job.train.batch_per_rank;
   const int64_t per_epoch = std::max<int64_t>(1, reader.size() / batch);
   train::LoaderWork work =
@@ -63,11 +69,21 @@ Timed run_pipeline(const config::JobConfig& job, const dist::World& world, const
   threads = work.threads;
   train::BatchLoader loader(reader, batch, args.warmup + args.batches, epoch_batches(job, world, reader.size(), batch),
                             job.data.prefetch_batches, std::move(work));
-  for (int i = 0; i < args.warmup; ++i) loader.recycle(loader.next(nullptr));
+  const io::SampleShape& s = reader.meta().shape;
+  std::optional<train::DeviceBatch> on_device;
+  if (device) on_device.emplace(*device, model::Shape{batch, s.channels, s.height, s.width}, train::BatchForm::pixels);
+  const auto take = [&] {
+    auto host = loader.next(nullptr);
+    if (on_device) on_device->load(*host);
+    loader.recycle(std::move(host));
+  };
+  for (int i = 0; i < args.warmup; ++i) take();
+  if (device) device->synchronize();
   const train::LoaderTimes before = loader.times();
   const auto start = Clock::now();
   const double cpu_start = process_cpu_seconds();
-  for (int i = 0; i < args.batches; ++i) loader.recycle(loader.next(nullptr));
+  for (int i = 0; i < args.batches; ++i) take();
+  if (device) device->synchronize();
   Timed timed{std::chrono::duration<double>(Clock::now() - start).count(), process_cpu_seconds() - cpu_start,
               loader.times()};
   timed.loader.read_s -= before.read_s;
@@ -75,6 +91,13 @@ Timed run_pipeline(const config::JobConfig& job, const dist::World& world, const
   timed.loader.samples -= before.samples;
   timed.loader.batches -= before.batches;
   return timed;
+}
+
+// "cpu" (the loader threads), "gpu" (the GPU backend), "cpu_twin" (data.decode = gpu on the CPU twin) or "none".
+std::string decode_place(const io::DatasetMeta& meta, bool device_decode, const model::Backend* device) {
+  if (meta.storage != io::SampleStorage::jpeg) return "none";
+  if (!device_decode) return "cpu";
+  return device->allocates_host_memory() ? "cpu_twin" : "gpu";
 }
 
 }  // namespace
@@ -92,8 +115,11 @@ int input_bench(int* argc, char*** argv, const InputBenchArgs& args) {
       });
       const io::SampleRange range = io::rank_range(split.total_samples(), world.rank(), world.size());
       io::ShardReader reader(split, range);
+      const bool device_decode = split.meta.storage == io::SampleStorage::jpeg && train::decodes_on_device(job);
+      backend::DeviceSetup device;
+      if (device_decode) device = backend::open_device(job, world);
       int threads = 0;
-      const Timed timed = run_pipeline(job, world, args, reader, threads);
+      const Timed timed = run_pipeline(job, world, args, reader, device.backend.get(), threads);
       const double images = static_cast<double>(args.batches) * job.train.batch_per_rank;
       const double all_images_per_s = world.sum_across(images / timed.seconds);
       if (!world.is_root()) return 0;
@@ -102,7 +128,7 @@ int input_bench(int* argc, char*** argv, const InputBenchArgs& args) {
           {"images_per_s_per_rank", images / timed.seconds},
           {"ranks", world.size()},
           {"threads", threads},
-          {"decode", split.meta.storage == io::SampleStorage::jpeg ? "cpu" : "none"},
+          {"decode", decode_place(split.meta, device_decode, device.backend.get())},
           {"storage", split.meta.storage == io::SampleStorage::jpeg ? "jpeg" : "raw"},
           {"augment", job.data.augment.kind == config::AugmentKind::resized_crop_flip ? "resized_crop_flip"
                       : job.data.augment.kind == config::AugmentKind::pad_crop_flip   ? "pad_crop_flip"

@@ -52,8 +52,9 @@ const std::vector<KeyRule> kKeys = {
      "JPEG splits: evaluation resizes the shorter side to this, then takes the centre crop of the sample's size "
      "(0 = the size / 0.875: 256 for 224)"},
     {"data", "decode", Kind::string, std::string("auto"),
-     "where a JPEG split's images are decoded: auto | cpu (the loader threads, libjpeg-turbo); the GPU decoder "
-     "(nvJPEG) is not built yet"},
+     "where a JPEG split's images are decoded: auto (cpu until the GPU decoder is measured on a GPU) | cpu (the "
+     "loader threads, libjpeg-turbo, only the crop) | gpu (the backend: nvJPEG on a GPU, the whole photo, then the "
+     "crop; the loader threads only read; on the CPU twin, libjpeg-turbo on the step's thread)"},
     {"data", "normalize", Kind::string, std::string("auto"),
      "where uint8 pixels become normalised floats: auto (the device on a GPU: a 4x smaller copy; the loader "
      "threads on the CPU) | loader | device"},
@@ -578,7 +579,7 @@ void read_data(Reader& r, JobConfig& c) {
   c.data.augment.min_area = static_cast<float>(r.number("data", "augment_min_area", 0.01, 1.0));
   c.data.loader_threads = static_cast<int>(r.integer("data", "loader_threads", 0, 256));
   c.data.eval_resize = static_cast<int>(r.integer("data", "eval_resize", 0, 65536));
-  c.data.decode = r.choice<DecodeOn>("data", "decode", {{"auto", DecodeOn::auto_detect}, {"cpu", DecodeOn::cpu}});
+  c.data.decode = r.choice<DecodeOn>("data", "decode", {{"auto", DecodeOn::auto_detect}, {"cpu", DecodeOn::cpu}, {"gpu", DecodeOn::gpu}});
   c.data.normalize = r.choice<NormalizeOn>(
       "data", "normalize", {{"auto", NormalizeOn::auto_detect}, {"loader", NormalizeOn::loader}, {"device", NormalizeOn::device}});
 }

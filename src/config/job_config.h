@@ -22,7 +22,7 @@ enum class OptimizerKind { sgd, adamw, lars, lamb };
 enum class CpuReducer { automatic, nonblocking, thread, shared };
 enum class WireFormat { fp32, bf16 };           // what a gradient all-reduce sends (dist.allreduce_dtype)
 enum class NormalizeOn { auto_detect, loader, device };  // where uint8 pixels become floats (data.normalize)
-enum class DecodeOn { auto_detect, cpu };  // where an encoded split's JPEGs are decoded (data.decode)
+enum class DecodeOn { auto_detect, cpu, gpu };  // where an encoded split's JPEGs are decoded (data.decode)
 
 struct JobConfig {
   std::filesystem::path source;  // the job file as given

@@ -27,10 +27,13 @@ BatchLoader::BatchLoader(io::ShardReader& reader, int max_batch, int64_t batches
   for (size_t i = 0; i < depth_ + 1; ++i) {
     auto b = std::make_unique<HostBatch>();
     b->form = work_.form;
-    if (work_.form == BatchForm::pixels)
-      b->pixels.resize(batch_elements);
-    else
-      b->images.resize(batch_elements);
+    if (work_.form == BatchForm::pixels) b->pixels.resize(batch_elements);
+    if (work_.form == BatchForm::normalized) b->images.resize(batch_elements);
+    if (work_.form == BatchForm::jpegs) {
+      b->jpegs.resize(static_cast<size_t>(max_batch_));
+      b->crops.resize(static_cast<size_t>(max_batch_));
+      b->reader = &reader;
+    }
     b->norm = &norm_;
     b->labels.resize(static_cast<size_t>(max_batch_));
     free_.push_back(std::move(b));
@@ -93,6 +96,21 @@ void BatchLoader::decode_claimed(int64_t batch_index, const std::vector<int64_t>
   }
 }
 
+// The device decodes (BatchForm::jpegs): claims samples as decode_claimed does, keeps each one's bytes (checked
+// against its CRC) in the batch and chooses its crop.
+void BatchLoader::keep_claimed(int64_t batch_index, const std::vector<int64_t>& indices, std::atomic<size_t>& next,
+                               HostBatch& batch, ThreadSeconds& spent) {
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t s; (s = next.fetch_add(1)) < indices.size();) {
+    std::vector<uint8_t>& kept = batch.jpegs[s];
+    kept.clear();
+    const io::ShardReader::EncodedSample sample = reader_.read_encoded_sample(indices[s], kept);
+    const PhotoCrop crop = work_.choose_crop(batch_index, indices[s], sample.height, sample.width);
+    batch.crops[s] = {kept, crop.window, crop.flip, sample.height, sample.width};
+  }
+  spent.read += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 void BatchLoader::on_threads(const std::function<void(int)>& convert_share) {
   std::mutex failure_mutex;
   std::exception_ptr failure;
@@ -124,7 +142,10 @@ void BatchLoader::make(int64_t i, std::vector<int64_t>& indices, HostBatch& batc
     std::mutex sum_mutex;
     on_threads([&](int) {
       ThreadSeconds mine;
-      decode_claimed(i, indices, next, batch, mine);
+      if (work_.form == BatchForm::jpegs)
+        keep_claimed(i, indices, next, batch, mine);
+      else
+        decode_claimed(i, indices, next, batch, mine);
       std::lock_guard lock(sum_mutex);
       spent.read += mine.read / work_.threads;
       spent.convert += mine.convert / work_.threads;
@@ -138,6 +159,7 @@ void BatchLoader::make(int64_t i, std::vector<int64_t>& indices, HostBatch& batc
     spent = {std::chrono::duration<double>(read - start).count(),
              std::chrono::duration<double>(Clock::now() - read).count()};
   }
+  if (work_.form == BatchForm::jpegs) batch.samples.assign(indices.begin(), indices.end());
   batch.index = i;
   batch.count = count;
   std::lock_guard lock(mutex_);
@@ -162,8 +184,10 @@ void BatchLoader::run() {
   try {
     const auto batch_elements = static_cast<size_t>(max_batch_ * reader_.meta().shape.elements());
     const bool encoded = reader_.meta().storage == io::SampleStorage::jpeg;
-    if (encoded && !work_.decode)
+    if (encoded && !work_.decode && !work_.choose_crop)
       throw Error(ExitCode::internal, "an encoded split reached a loader made without a decoder");
+    if (work_.form == BatchForm::jpegs && !(encoded && work_.choose_crop))
+      throw Error(ExitCode::internal, "a loader of JPEG batches was made for a split it cannot make them of");
     std::vector<int64_t> indices;
     if (!encoded && (work_.form == BatchForm::normalized || work_.transform)) raw_.resize(batch_elements);
     if (work_.form == BatchForm::normalized && (work_.transform || encoded)) scratch_.resize(batch_elements);

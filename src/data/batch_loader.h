@@ -17,16 +17,19 @@
 #include <thread>
 #include <vector>
 
+#include "data/augment.h"
 #include "data/normalisation.h"
 #include "io/dataset_meta.h"
 #include "io/shard_reader.h"
+#include "kernels/jpeg_crop.h"
 
 namespace ringtrain::train {
 
 // What a batch carries to the device: fp32 input normalised on the loader threads, or the uint8 pixels (after
 // augmentation) with their split's InputNorm, for the device to normalise (Backend::normalize_pixels), so the
-// copy to a GPU is a quarter of the bytes.
-enum class BatchForm { normalized, pixels };
+// copy to a GPU is a quarter of the bytes; or, for a JPEG split decoded on the device (data.decode = gpu), each
+// sample's JPEG bytes and the crop chosen for it, for Backend::decode_jpegs.
+enum class BatchForm { normalized, pixels, jpegs };
 
 struct HostBatch {
   int64_t index = 0;  // position in the loader's plan
@@ -34,6 +37,10 @@ struct HostBatch {
   BatchForm form = BatchForm::normalized;
   std::vector<float> images;    // BatchForm::normalized
   std::vector<uint8_t> pixels;  // BatchForm::pixels
+  std::vector<std::vector<uint8_t>> jpegs;  // BatchForm::jpegs: each sample's bytes, which crops[i].jpeg views
+  std::vector<kernels::JpegCrop> crops;
+  std::vector<int64_t> samples;             // BatchForm::jpegs: partition-local indices, to name a sample
+  const io::ShardReader* reader = nullptr;  // that does not decode on the device
   const InputNorm* norm = nullptr;  // the split's; owned by the loader
   std::vector<int32_t> labels;
 };
@@ -52,11 +59,16 @@ using SampleTransform = std::function<void(int64_t batch_index, int64_t sample, 
 using EncodedTransform = std::function<void(int64_t batch_index, int64_t sample, std::span<const uint8_t> jpeg,
                                             int height, int width, std::span<uint8_t> out)>;
 
+// The crop a sample of an encoded split is made from, chosen from its photo's size (batch i of the plan, the
+// sample's partition-local index) where the device decodes it. Called from several threads at once.
+using CropChoice = std::function<PhotoCrop(int64_t batch_index, int64_t sample, int height, int width)>;
+
 struct LoaderWork {
   int threads = 1;            // threads sharing each batch's per-sample transform and normalisation
   SampleTransform transform;  // raw splits; empty: samples are normalised as read
-  EncodedTransform decode;    // encoded splits (required for them)
+  EncodedTransform decode;    // encoded splits decoded here (one of decode and choose_crop is required for them)
   BatchForm form = BatchForm::normalized;
+  CropChoice choose_crop;     // encoded splits decoded on the device: BatchForm::jpegs
 };
 
 // Where the loader thread's time went, summed over the batches made so far.
@@ -90,6 +102,8 @@ class BatchLoader {
   // Runs convert_share(t) for t = 0 .. threads - 1, the loader thread taking share 0; rethrows the first error.
   void on_threads(const std::function<void(int)>& convert_share);
   void decode_claimed(int64_t batch_index, const std::vector<int64_t>& indices, std::atomic<size_t>& next,
+                      HostBatch& batch, ThreadSeconds& spent);
+  void keep_claimed(int64_t batch_index, const std::vector<int64_t>& indices, std::atomic<size_t>& next,
                       HostBatch& batch, ThreadSeconds& spent);
   // Transforms (if any) and normalises (BatchForm::normalized) samples first, first + step, ... of the batch
   // read into raw_.

@@ -21,6 +21,12 @@ DataPlan::DataPlan(const config::JobConfig& job, const dist::World& world, const
   });
   prefetch_batches_ = job.data.prefetch_batches;
   batch_form_ = train::batch_form(job, backend);
+  device_decode_ = meta().storage == io::SampleStorage::jpeg && train::decodes_on_device(job);
+  world.all_succeed([&] {
+    if (device_decode_ && job.data.augment.kind == AugmentKind::pad_crop_flip)
+      throw JobFileError("data.decode = gpu crops each photo as it decodes it, and data.augment = pad_crop_flip "
+                         "augments a sample already decoded: use data.augment = resized_crop_flip, or data.decode = cpu");
+  });
   epoch_.batch = job.train.batch_per_rank;
   epoch_.accumulate = job.train.accumulate_steps;
   epoch_.per_step = int64_t{epoch_.batch} * epoch_.accumulate;

@@ -46,6 +46,7 @@ class DataPlan {
   // One batch at its largest, as the model is set up for.
   model::Shape input() const;
   BatchForm batch_form() const { return batch_form_; }  // what the loaders hand over (data.normalize)
+  bool decodes_on_device() const { return device_decode_; }  // a JPEG split with data.decode = gpu
   // Host memory of two loaders' queues (training, and evaluation while training's stays full).
   double loader_queue_bytes() const;
 
@@ -54,6 +55,7 @@ class DataPlan {
   EpochPlan epoch_;
   int prefetch_batches_ = 0;
   BatchForm batch_form_ = BatchForm::normalized;  // what the loaders' queues hold
+  bool device_decode_ = false;
 };
 
 }  // namespace ringtrain::train

@@ -3,6 +3,8 @@
 
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "common/error.h"
 
 namespace ringtrain::train {
@@ -11,23 +13,44 @@ DeviceBatch::DeviceBatch(model::Backend& backend, const model::Shape& largest, B
     : backend_(backend),
       largest_(largest),
       images_(backend.allocate(static_cast<size_t>(largest.elements()) * sizeof(float))),
-      labels_(backend.allocate(static_cast<size_t>(largest.n) * sizeof(int32_t))) {
-  if (form == BatchForm::pixels) {
-    pixels_ = backend.allocate(static_cast<size_t>(largest.elements()));
-    norm_ = backend.allocate(2 * static_cast<size_t>(largest.c) * sizeof(float));
-  }
+      labels_(backend.allocate(static_cast<size_t>(largest.n) * sizeof(int32_t))),
+      norm_(backend.allocate(2 * static_cast<size_t>(largest.c) * sizeof(float))) {
+  if (form == BatchForm::pixels) pixels_ = backend.allocate(static_cast<size_t>(largest.elements()));
 }
 
 void DeviceBatch::load(const HostBatch& host) {
   const auto count = static_cast<size_t>(host.count);
   backend_.to_device(labels_.as<int32_t>(), host.labels.data(), count * sizeof(int32_t));
-  if (host.form == BatchForm::pixels) return load_pixels(host);
+  switch (host.form) {
+    case BatchForm::pixels: return load_pixels(host);
+    case BatchForm::jpegs: return load_jpegs(host);
+    case BatchForm::normalized: break;
+  }
   backend_.to_device(images_.as<float>(), host.images.data(), count * largest_.per_sample() * sizeof(float));
 }
 
 void DeviceBatch::load_pixels(const HostBatch& host) {
   if (!pixels_)  // a wiring error: the loader and this batch were made for different forms
     throw Error(ExitCode::fault, "a batch of uint8 pixels reached a device batch made for normalised floats");
+  backend_.to_device(pixels_.as<uint8_t>(), host.pixels.data(), static_cast<size_t>(host.count) * largest_.per_sample());
+  normalize(host, pixels_.as<uint8_t>());
+}
+
+void DeviceBatch::load_jpegs(const HostBatch& host) {
+  const model::Shape sample{1, largest_.c, largest_.h, largest_.w};
+  const uint8_t* pixels = nullptr;
+  try {
+    pixels = backend_.decode_jpegs(std::span(host.crops.data(), static_cast<size_t>(host.count)), sample);
+  } catch (const kernels::UndecodableJpeg& e) {
+    const int64_t where = host.samples[static_cast<size_t>(e.index())];
+    throw DataError(fmt::format("{} does not decode on the device ({}); set data.decode = cpu to decode it with "
+                                "libjpeg-turbo, or re-run `ringtrain prepare images` with --overwrite",
+                                host.reader->sample_place(where), e.what()));
+  }
+  normalize(host, pixels);
+}
+
+void DeviceBatch::normalize(const HostBatch& host, const uint8_t* pixels) {
   const auto channels = static_cast<size_t>(largest_.c);
   if (*host.norm != uploaded_) {
     std::vector<float> both(host.norm->mean);
@@ -36,10 +59,8 @@ void DeviceBatch::load_pixels(const HostBatch& host) {
     uploaded_ = *host.norm;
   }
   const int64_t plane = int64_t{largest_.h} * largest_.w;
-  backend_.to_device(pixels_.as<uint8_t>(), host.pixels.data(), static_cast<size_t>(host.count) * largest_.per_sample());
   const float* mean = norm_.as<float>();
-  backend_.normalize_pixels({host.count, largest_.c, plane}, pixels_.as<uint8_t>(), mean, mean + channels,
-                            images_.as<float>());
+  backend_.normalize_pixels({host.count, largest_.c, plane}, pixels, mean, mean + channels, images_.as<float>());
 }
 
 }  // namespace ringtrain::train

@@ -1,6 +1,7 @@
 // Owns the device copy of one batch (images and labels), sized for the largest batch the model is set up for;
 // training and evaluation load their host batches into it in turn. A batch of uint8 pixels is copied as such
-// and normalised on the device, with its split's InputNorm (uploaded when it changes).
+// and normalised on the device, with its split's InputNorm (uploaded when it changes); a batch of JPEGs is decoded
+// and cropped by the backend (Backend::decode_jpegs), then normalised so.
 #pragma once
 #include <cstdint>
 
@@ -12,7 +13,7 @@ namespace ringtrain::train {
 
 class DeviceBatch {
  public:
-  // `form`: what the loaders feeding it hand over; BatchForm::pixels adds a uint8 buffer and the InputNorm's.
+  // `form`: what the loaders feeding it hand over; BatchForm::pixels adds a uint8 buffer.
   DeviceBatch(model::Backend& backend, const model::Shape& largest, BatchForm form);
   void load(const HostBatch& host);  // its `count` samples
   const float* images() { return images_.as<float>(); }
@@ -21,11 +22,14 @@ class DeviceBatch {
 
  private:
   void load_pixels(const HostBatch& host);
+  void load_jpegs(const HostBatch& host);
+  void normalize(const HostBatch& host, const uint8_t* pixels);  // pixels (device) -> images_, with the split's norm
 
   model::Backend& backend_;
   model::Shape largest_;
   model::DeviceBuffer images_, labels_;
-  model::DeviceBuffer pixels_, norm_;  // BatchForm::pixels: the uint8 batch; mean then stddev per channel
+  model::DeviceBuffer norm_;    // mean then stddev per channel
+  model::DeviceBuffer pixels_;  // BatchForm::pixels: the uint8 batch
   InputNorm uploaded_;                 // what norm_ holds
 };
 

@@ -1,6 +1,6 @@
 // Owns what the loaders do per sample beyond reading: which decoding (an encoded split's JPEGs) or augmentation,
 // keyed by which epoch, rank and sample, on how many threads, and whether they normalise or leave that to the
-// device (data.augment, data.eval_resize, data.loader_threads, data.normalize).
+// device (data.augment, data.eval_resize, data.loader_threads, data.normalize, data.decode).
 #pragma once
 #include <cstdint>
 
@@ -24,6 +24,10 @@ LoaderWork plain_loader_work(const config::JobConfig& job, const dist::World& wo
 // data.normalize, with auto resolved by the backend: uint8 to a GPU, normalised floats from the loader
 // threads on the CPU twin.
 BatchForm batch_form(const config::JobConfig& job, const model::Backend& backend);
+
+// data.decode: whether a JPEG split's samples are decoded by the backend (Backend::decode_jpegs) rather than on the
+// loader threads. auto means the loader threads until the GPU decoder has been measured on a GPU.
+bool decodes_on_device(const config::JobConfig& job);
 
 // data.loader_threads, with 0 resolved to the node's hardware threads divided among its ranks (at least 1).
 int loader_threads(const config::JobConfig& job, const dist::World& world);

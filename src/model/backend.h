@@ -14,10 +14,12 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "common/error.h"
 #include "kernels/activation_layout.h"
+#include "kernels/jpeg_crop.h"
 #include "kernels/loss_settings.h"
 #include "kernels/loss_totals.h"
 #include "kernels/op_shapes.h"
@@ -292,6 +294,13 @@ class Backend {
   // stddev: s.channels floats in device memory.
   virtual void normalize_pixels(const PixelShape& s, const uint8_t* x, const float* mean, const float* stddev,
                                 float* y) = 0;
+  // A JPEG split's batch decoded where the network runs (data.decode = gpu): each sample's whole photo decoded,
+  // then its crop resampled and mirrored onto `sample` (C x H x W uint8) as kernels/crop_resample.h defines it.
+  // Returns device memory the backend owns, samples.size() samples, which work queued after the call sees; it stays
+  // valid until the call after next, so one batch may be decoded while the previous one is used. The JPEG bytes
+  // may be reused once the call returns. Throws kernels::UndecodableJpeg naming the batch position of a sample
+  // that does not decode, and Error where this build or device has no decoder.
+  virtual const uint8_t* decode_jpegs(std::span<const kernels::JpegCrop> samples, const Shape& sample) = 0;
 };
 
 // Activations of `shape` in `type` as a reorder between layouts takes them.

@@ -20,13 +20,18 @@ const char* lr_scaling_name(config::LrScaling rule) {
   return "?";
 }
 
+std::string batch_text(const DataPlan& data) {
+  if (data.decodes_on_device()) return "JPEGs decoded, cropped and normalised by the backend (data.decode = gpu)";
+  return data.batch_form() == BatchForm::pixels ? "uint8 batches, normalised on the device"
+                                                : "normalised on the loader threads";
+}
+
 std::string data_line(const DataPlan& data) {
   const size_t files = data.train_reader().opened_files().size();
   return fmt::format("data: {} train samples in {} shards, {} test samples; {} per rank (rank 0 reads {} file{}); {}",
                      data.train_split().total_samples(), data.train_split().shards.size(),
                      data.test_split().total_samples(), data.train_range().size(), files, plural(static_cast<int64_t>(files)),
-                     data.batch_form() == BatchForm::pixels ? "uint8 batches, normalised on the device"
-                                                            : "normalised on the loader threads");
+                     batch_text(data));
 }
 
 std::string batch_line(const RunContext& run, const EpochPlan& plan, const LearningRateSchedule& lr) {

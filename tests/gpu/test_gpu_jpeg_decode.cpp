@@ -2,7 +2,8 @@
 // full decode (io::decode_image_bytes, brought to the sample's channels) and the CPU crop (kernels::cpu::crop_resample)
 // with the same windows and flips. Baseline, progressive, gray and CMYK JPEGs of several sizes in one batch, on the
 // hardware engine where the GPU has one and on the CUDA backend; then a corrupt JPEG named by its index, and the
-// decoder still working after it. The error messages alone need no device.
+// decoder still working after it; and the CUDA backend's decode_jpegs, which training uses (data.decode = gpu),
+// against the CPU twin's. The error messages alone need no device.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "backend/cpu/cpu_backend.h"
 #include "data/augment.h"
 #include "gpu_test_support.h"
 #include "io/image_decode.h"
@@ -23,7 +25,7 @@ namespace {
 
 using io::testing::JpegKind;
 using kernels::cuda::JpegBatchDecoder;
-using kernels::cuda::JpegCrop;
+using kernels::JpegCrop;
 
 // The mean absolute difference allowed between a GPU-made and a CPU-made sample, in levels of 255. nvJPEG's IDCT,
 // chroma upsampling and colour conversion are not libjpeg's: measured on these images (tests' photo_like, quality
@@ -144,6 +146,49 @@ TEST_F(CudaJpegDecoder, CudaBackendSamplesAreCloseToTheCpuPath) {
   expect_close_to_cpu(false, 1);
 }
 
+// The CUDA backend's decode_jpegs (the decoder on its own stream, two slots in turn) against the CPU twin's on the
+// same crops: close, sample by sample; a batch handed out stays as made while the next one decodes; and a sample
+// that does not decode is named by its batch position, the backend decoding the batch after it.
+TEST_F(CudaJpegDecoder, TheBackendsDecodeFollowsTheCpuTwin) {
+  const std::vector<TestJpeg> jpegs = test_jpegs();
+  const std::vector<JpegCrop> crops = crops_of(jpegs);
+  const model::Shape sample{1, 3, 40, 48};
+  const auto per_sample = static_cast<std::size_t>(sample.per_sample()), bytes = crops.size() * per_sample;
+  backend::CpuBackend twin(1);
+  const uint8_t* first = cuda().decode_jpegs(crops, sample);
+  std::vector<JpegCrop> mirrored = crops;
+  for (auto& crop : mirrored) crop.flip = !crop.flip;
+  const uint8_t* second = cuda().decode_jpegs(mirrored, sample);
+  EXPECT_NE(first, second);
+  std::vector<uint8_t> got_first(bytes), got_second(bytes);
+  cuda().to_host(got_first.data(), first, bytes);
+  cuda().to_host(got_second.data(), second, bytes);
+  const auto expect_close = [&](const std::vector<uint8_t>& got, const uint8_t* want, const char* which) {
+    for (std::size_t i = 0; i < crops.size(); ++i)
+      EXPECT_LE(mean_difference(got.data() + i * per_sample,
+                                std::vector<uint8_t>(want + i * per_sample, want + (i + 1) * per_sample)),
+                kMaxMeanDifference)
+          << "sample " << i << " of the " << which << " batch";
+  };
+  const uint8_t* want_first = twin.decode_jpegs(crops, sample);
+  expect_close(got_first, want_first, "first");
+  expect_close(got_second, twin.decode_jpegs(mirrored, sample), "second");
+  std::vector<JpegCrop> bad = crops;
+  const std::vector<uint8_t> not_a_jpeg(500, 0x5a);
+  bad[3].jpeg = not_a_jpeg;
+  try {
+    cuda().decode_jpegs(bad, sample);
+    ADD_FAILURE() << "a batch with bytes that are no JPEG at sample 3 decoded";
+  } catch (const kernels::UndecodableJpeg& e) {
+    EXPECT_EQ(e.index(), 3) << e.what();
+  }
+  const uint8_t* after = cuda().decode_jpegs(crops, sample);
+  std::vector<uint8_t> got_after(bytes);
+  cuda().to_host(got_after.data(), after, bytes);
+  EXPECT_LE(mean_difference(got_after.data(), std::vector<uint8_t>(want_first, want_first + per_sample)),
+            kMaxMeanDifference);
+}
+
 // A batch with one bad sample at index 2 throws UndecodableJpeg naming it, and the decoder decodes the next batch.
 TEST_F(CudaJpegDecoder, NamesTheSampleItCannotDecode) {
   const std::vector<TestJpeg> jpegs = test_jpegs();
@@ -161,14 +206,14 @@ TEST_F(CudaJpegDecoder, NamesTheSampleItCannotDecode) {
         decode(decoder, batch, extent);
         ADD_FAILURE() << "a batch with " << (bad == &not_a_jpeg ? "bytes that are no JPEG" : "a cut header")
                       << " at sample 2 decoded";
-      } catch (const kernels::cuda::UndecodableJpeg& e) {
+      } catch (const kernels::UndecodableJpeg& e) {
         EXPECT_EQ(e.index(), 2) << e.what();
         EXPECT_NE(std::string(e.what()).find("sample 2 of the batch"), std::string::npos) << e.what();
       }
     }
     std::vector<JpegCrop> wrong_size = crops;
     wrong_size[1].height += 1;
-    EXPECT_THROW(decode(decoder, wrong_size, extent), kernels::cuda::UndecodableJpeg);
+    EXPECT_THROW(decode(decoder, wrong_size, extent), kernels::UndecodableJpeg);
     const std::vector<uint8_t> after = decode(decoder, crops, extent);
     EXPECT_LE(mean_difference(after.data(), cpu_sample(jpegs[0], crops[0], extent)), kMaxMeanDifference);
   }
@@ -186,7 +231,7 @@ TEST(NvjpegErrors, NameTheCallTheStatusAndTheSample) {
       EXPECT_NE(what.find(part), std::string::npos) << part << " not in: " << what;
   }
   EXPECT_NE(kernels::cuda::nvjpeg_status_text(99).find("99"), std::string::npos);
-  const kernels::cuda::UndecodableJpeg refused(7, "nvJPEG refused it");
+  const kernels::UndecodableJpeg refused(7, "nvJPEG refused it");
   EXPECT_EQ(refused.index(), 7);
   EXPECT_EQ(refused.code(), ExitCode::data);
   EXPECT_STREQ(refused.what(), "sample 7 of the batch: nvJPEG refused it");

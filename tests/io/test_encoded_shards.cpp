@@ -14,6 +14,7 @@
 #include "io/shard_appender.h"
 #include "io/shard_reader.h"
 #include "io/shard_writer.h"
+#include "encoded_split.h"
 #include "io_test_support.h"
 #include "jpeg_test_images.h"
 
@@ -23,14 +24,10 @@ namespace {
 using testing::IoTest;
 namespace fs = std::filesystem;
 
-struct EncodedSample {
-  std::vector<uint8_t> jpeg;
-  int height, width;
-  int32_t label;
-};
+using testing::EncodedPhoto;
 
-std::vector<EncodedSample> some_photos(int count) {
-  std::vector<EncodedSample> photos;
+std::vector<EncodedPhoto> some_photos(int count) {
+  std::vector<EncodedPhoto> photos;
   for (int i = 0; i < count; ++i) {
     const int h = 40 + 7 * i, w = 90 - 3 * i;
     photos.push_back({testing::encode_test_jpeg(testing::photo_like(h, w, 3, i), 80), h, w, i % 3});
@@ -44,23 +41,8 @@ DatasetMeta jpeg_meta() {
   return meta;
 }
 
-// Shards of the photos in order, `per_shard` a shard, settled and renamed as prepare does.
-void write_encoded_split(const fs::path& dir, const std::vector<EncodedSample>& photos, std::size_t per_shard) {
-  make_split_folder(dir, false);
-  const DatasetMeta meta = jpeg_meta();
-  const int count = static_cast<int>((photos.size() + per_shard - 1) / per_shard);
-  const Hdf5Lock lock;
-  for (int k = 0; k < count; ++k) {
-    const fs::path final_path = dir / shard_file_name(k, count), temporary = fs::path(final_path).concat(".tmp");
-    {
-      ShardAppender shard({temporary, k, count, 1e6}, meta);
-      for (std::size_t i = k * per_shard; i < std::min(photos.size(), (k + 1) * per_shard); ++i)
-        shard.append({photos[i].jpeg, photos[i].label, photos[i].height, photos[i].width});
-      shard.commit();
-    }
-    settle_shard_statistics(temporary, meta.mean, meta.stddev);
-    fs::rename(temporary, final_path);
-  }
+void write_encoded_split(const fs::path& dir, const std::vector<EncodedPhoto>& photos, std::size_t per_shard) {
+  testing::write_encoded_split(dir, jpeg_meta(), photos, per_shard);
 }
 
 using EncodedShards = IoTest;
@@ -79,7 +61,7 @@ TEST_F(EncodedShards, TheReaderGivesBackEveryPhotosBytesSizeAndLabel) {
   reader.read_encoded(order, batch, labels);
   ASSERT_EQ(batch.count(), order.size());
   for (std::size_t i = 0; i < order.size(); ++i) {
-    const EncodedSample& expected = photos[static_cast<std::size_t>(order[i])];
+    const EncodedPhoto& expected = photos[static_cast<std::size_t>(order[i])];
     const auto got = batch.sample(i);
     EXPECT_TRUE(std::equal(got.begin(), got.end(), expected.jpeg.begin(), expected.jpeg.end())) << "sample " << order[i];
     EXPECT_EQ(batch.heights[i], expected.height);

@@ -4,6 +4,9 @@
 // every tensor stays in the plain layouts the layers and the memory plan know. Reduced-precision products are
 // oneDNN's bf16 kernels, or fp32 products of operands rounded to fp16 or bf16 (backend/cpu/rounded_operands.h).
 #pragma once
+#include <array>
+#include <vector>
+
 #include "kernels/cpu/batchnorm.h"
 #include "kernels/cpu/conv2d.h"
 #include "backend/cpu/fp32_views.h"
@@ -111,6 +114,7 @@ class CpuBackend : public model::Backend {
 
   void normalize_pixels(const model::PixelShape& s, const uint8_t* x, const float* mean, const float* stddev,
                         float* y) override;
+  const uint8_t* decode_jpegs(std::span<const kernels::JpegCrop> samples, const model::Shape& sample) override;
 
  private:
   bool on_dnnl(const model::Conv2dShape& s);
@@ -118,6 +122,8 @@ class CpuBackend : public model::Backend {
   const float* fp32_operand(int slot, int view_slot, kernels::Elements x, const void* data);
   int threads_;
   kernels::cpu::DnnlMath math_;
+  std::array<std::vector<uint8_t>, 2> decoded_jpegs_;  // decode_jpegs' batches, used in turn (jpeg_decode.cpp)
+  int next_jpeg_slot_ = 0;
   std::size_t allocated_ = 0;
   // One im2col scratch for every convolution: layers run one at a time, so they never need it at once.
   kernels::cpu::ConvWorkspace conv_workspace_;

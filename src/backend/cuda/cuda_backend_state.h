@@ -15,6 +15,12 @@
 
 namespace ringtrain::backend {
 
+// decode_jpegs' decoder, streams and slots (jpeg_decode.cpp), made at the first JPEG batch.
+struct CudaJpegDecode;
+struct JpegDecodeDeleter {
+  void operator()(CudaJpegDecode* decode) const;
+};
+
 struct CudaBackend::State {
   CudaOptions options;
   cudaDeviceProp properties{};
@@ -42,6 +48,7 @@ struct CudaBackend::State {
   // Mixed precision: each layer's 16-bit copy of its fp32 weights, by the weights' address, made by its forward and
   // read by its backward (the weights do not change in between).
   std::map<const float*, DeviceMemory> weight_copies;
+  std::unique_ptr<CudaJpegDecode, JpegDecodeDeleter> jpeg;  // last: its stream goes before the compute stream
 };
 
 // Readbacks and clocks over events on `stream` (cuda_async.cpp).

@@ -1,0 +1,49 @@
+// Owns the CPU twin's decode_jpegs: what the GPU decoder does, on this host, with the same crop function — each
+// photo decoded whole by libjpeg-turbo (io/image_decode.h), then its crop resampled by kernels/cpu/crop_resample,
+// which evaluates kernels/crop_resample.h as the CUDA kernel does. Runs at its call, on the step's thread.
+#include <fmt/format.h>
+
+#include "backend/cpu/cpu_backend.h"
+#include "io/image_decode.h"
+#include "kernels/cpu/crop_resample.h"
+
+namespace ringtrain::backend {
+
+namespace {
+
+// The photo at batch position `index`, whole, with `channels` channels.
+io::DecodedImage decode_photo(const kernels::JpegCrop& sample, int index, int channels) {
+  io::DecodedImage image;
+  try {
+    image = io::convert_channels(
+        io::decode_image_bytes("the JPEG", std::vector<uint8_t>(sample.jpeg.begin(), sample.jpeg.end())), channels);
+  } catch (const DataError& e) {
+    throw kernels::UndecodableJpeg(index, e.what());
+  }
+  const bool checked = sample.height > 0 && sample.width > 0;
+  if (checked && (image.height != sample.height || image.width != sample.width))
+    throw kernels::UndecodableJpeg(index, fmt::format("the JPEG is {}x{} pixels where its shard says {}x{}",
+                                                      image.width, image.height, sample.width, sample.height));
+  return image;
+}
+
+}  // namespace
+
+const uint8_t* CpuBackend::decode_jpegs(std::span<const kernels::JpegCrop> samples, const model::Shape& sample) {
+  const kernels::cpu::SampleExtent extent{sample.c, sample.h, sample.w};
+  const auto per_sample = static_cast<std::size_t>(sample.c) * static_cast<std::size_t>(sample.h) *
+                          static_cast<std::size_t>(sample.w);
+  std::vector<uint8_t>& out = decoded_jpegs_[next_jpeg_slot_];
+  next_jpeg_slot_ = 1 - next_jpeg_slot_;
+  out.resize(samples.size() * per_sample);
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const io::DecodedImage image = decode_photo(samples[i], static_cast<int>(i), sample.c);
+    const kernels::InterleavedImage pixels{image.pixels.data(), image.height, image.width, image.channels,
+                                           int64_t{image.width} * image.channels};
+    kernels::cpu::crop_resample(pixels, samples[i].window, samples[i].flip, extent,
+                                std::span(out.data() + i * per_sample, per_sample));
+  }
+  return out.data();
+}
+
+}  // namespace ringtrain::backend

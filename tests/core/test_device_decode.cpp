@@ -1,0 +1,197 @@
+// Proves the path of data.decode = gpu on the CPU twin, which is its reference: Backend::decode_jpegs makes each
+// sample as the whole photo's decode cropped by kernels/crop_resample (what the CUDA decoder makes of nvJPEG's
+// pixels), names the batch position of a sample that does not decode, and keeps a batch until the call after next;
+// and a loader handing JPEG bytes with their crops (BatchForm::jpegs) through a DeviceBatch yields, bit for bit,
+// the input the loader's own decoding yields where the crops need the full DCT scale (photos under twice the
+// sample's side), naming the shard and sample of a JPEG the device cannot decode.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "data/batch_loader.h"
+#include "data/device_batch.h"
+#include "data/photo_sample.h"
+#include "io/image_decode.h"
+#include "io/partition.h"
+#include "kernels/cpu/crop_resample.h"
+#include "tests/io/encoded_split.h"
+#include "tests/io/io_test_support.h"
+#include "tests/io/jpeg_test_images.h"
+
+namespace ringtrain::train {
+namespace {
+
+using io::testing::EncodedPhoto;
+using io::testing::IoTest;
+
+EncodedPhoto photo(int height, int width, int channels, int seed) {
+  return {io::testing::encode_test_jpeg(io::testing::photo_like(height, width, channels, seed), 85), height, width,
+          seed % 3};
+}
+
+// The reference: libjpeg's whole image brought to `channels`, the crop resampled from it.
+std::vector<uint8_t> reference(const EncodedPhoto& p, const PhotoCrop& crop, const model::Shape& sample) {
+  const io::DecodedImage image = io::convert_channels(io::decode_image_bytes("photo.jpg", p.jpeg), sample.c);
+  std::vector<uint8_t> out(static_cast<std::size_t>(sample.per_sample()));
+  kernels::cpu::crop_resample({image.pixels.data(), image.height, image.width, image.channels,
+                               int64_t{image.width} * image.channels},
+                              crop.window, crop.flip, {sample.c, sample.h, sample.w}, out);
+  return out;
+}
+
+std::vector<kernels::JpegCrop> crops_of(const std::vector<EncodedPhoto>& photos, const std::vector<PhotoCrop>& crops) {
+  std::vector<kernels::JpegCrop> out;
+  for (std::size_t i = 0; i < photos.size(); ++i)
+    out.push_back({photos[i].jpeg, crops[i].window, crops[i].flip, photos[i].height, photos[i].width});
+  return out;
+}
+
+TEST(CpuDecodeJpegs, EachSampleIsTheWholeDecodesCropBitForBit) {
+  const std::vector<EncodedPhoto> photos{photo(120, 90, 3, 1), photo(61, 200, 3, 2), photo(45, 45, 1, 3),
+                                         photo(300, 140, 3, 4)};
+  const AugmentSpec spec{AugmentKind::resized_crop_flip};
+  for (const int channels : {3, 1}) {
+    const model::Shape sample{1, channels, 24, 32};
+    std::vector<PhotoCrop> crops;
+    for (std::size_t i = 0; i < photos.size(); ++i)
+      crops.push_back(random_photo_crop(spec, {5, 1, 0, static_cast<int64_t>(i)}, photos[i].height, photos[i].width));
+    backend::CpuBackend cpu(1);
+    const uint8_t* made = cpu.decode_jpegs(crops_of(photos, crops), sample);
+    const auto per_sample = static_cast<std::size_t>(sample.per_sample());
+    for (std::size_t i = 0; i < photos.size(); ++i)
+      EXPECT_EQ(std::vector<uint8_t>(made + i * per_sample, made + (i + 1) * per_sample),
+                reference(photos[i], crops[i], sample))
+          << "sample " << i << ", " << channels << " channel(s)";
+  }
+}
+
+TEST(CpuDecodeJpegs, NamesTheBatchPositionOfASampleThatDoesNotDecode) {
+  std::vector<EncodedPhoto> photos{photo(40, 50, 3, 1), photo(40, 50, 3, 2), photo(40, 50, 3, 3)};
+  const std::vector<PhotoCrop> crops(3, PhotoCrop{{0, 0, 40, 50}, false});
+  const model::Shape sample{1, 3, 16, 16};
+  backend::CpuBackend cpu(1);
+  photos[2].jpeg.assign(300, 0x5a);
+  try {
+    cpu.decode_jpegs(crops_of(photos, crops), sample);
+    ADD_FAILURE() << "bytes that are no JPEG decoded";
+  } catch (const kernels::UndecodableJpeg& e) {
+    EXPECT_EQ(e.index(), 2) << e.what();
+    EXPECT_EQ(e.code(), ExitCode::data);
+  }
+  photos.pop_back();
+  photos[1].height = 41;  // the shard says otherwise
+  try {
+    cpu.decode_jpegs(crops_of(photos, crops), sample);
+    ADD_FAILURE() << "a JPEG of another size than its shard's decoded";
+  } catch (const kernels::UndecodableJpeg& e) {
+    EXPECT_EQ(e.index(), 1) << e.what();
+    EXPECT_NE(std::string(e.what()).find("50x40 pixels where its shard says 50x41"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CpuDecodeJpegs, ABatchStaysAsMadeUntilTheCallAfterNext) {
+  const std::vector<EncodedPhoto> first{photo(40, 50, 3, 1)}, second{photo(40, 50, 3, 7)};
+  const std::vector<PhotoCrop> crops(1, PhotoCrop{{0, 0, 40, 50}, false});
+  const model::Shape sample{1, 3, 16, 16};
+  backend::CpuBackend cpu(1);
+  const uint8_t* a = cpu.decode_jpegs(crops_of(first, crops), sample);
+  const std::vector<uint8_t> kept(a, a + sample.per_sample());
+  const uint8_t* b = cpu.decode_jpegs(crops_of(second, crops), sample);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(std::vector<uint8_t>(a, a + sample.per_sample()), kept);
+  EXPECT_NE(std::vector<uint8_t>(b, b + sample.per_sample()), kept);
+}
+
+class JpegBatches : public IoTest {
+ protected:
+  static constexpr int kBatch = 5;
+  static constexpr int64_t kSamples = 20;
+
+  void SetUp() override {
+    IoTest::SetUp();
+    meta_ = io::testing::test_meta({3, 32, 32}, 3);
+    meta_.storage = io::SampleStorage::jpeg;
+    meta_.mean = {120.5f, 118.25f, 101.0f};
+    meta_.stddev = {60.5f, 58.0f, 64.25f};
+    for (int i = 0; i < kSamples; ++i) photos_.push_back(photo(33 + i % 7 * 4, 60 - i % 5 * 6, 3, i));
+  }
+
+  void write(const std::vector<EncodedPhoto>& photos) {
+    io::testing::write_encoded_split(dir() / "train", meta_, photos, 6);
+    split_ = io::open_split(dir() / "train");
+  }
+
+  // The work of a training loader (random crops keyed by the batch and sample), decoding on its threads or
+  // leaving the decode to the device.
+  LoaderWork work(bool on_device) const {
+    const PhotoSampling sampling{true, {AugmentKind::resized_crop_flip}, 37, meta_.shape};
+    LoaderWork w;
+    w.threads = 3;
+    w.form = on_device ? BatchForm::jpegs : BatchForm::pixels;
+    if (on_device)
+      w.choose_crop = [sampling](int64_t batch, int64_t sample, int height, int width) {
+        return photo_crop(sampling, {9, batch, 0, sample}, height, width);
+      };
+    else
+      w.decode = [sampling](int64_t batch, int64_t sample, std::span<const uint8_t> jpeg, int height, int width,
+                            std::span<uint8_t> out) {
+        decode_photo_sample(sampling, {9, batch, 0, sample}, jpeg, height, width, out);
+      };
+    return w;
+  }
+
+  std::vector<std::vector<float>> inputs(bool on_device) {
+    io::ShardReader reader(split_, io::rank_range(kSamples, 0, 1));
+    const int64_t batches = kSamples / kBatch;
+    BatchLoader loader(
+        reader, kBatch, batches,
+        [](int64_t i, std::vector<int64_t>& out) {
+          out.clear();
+          for (int k = 0; k < kBatch; ++k) out.push_back((i * kBatch + k) * 7 % kSamples);
+        },
+        2, work(on_device));
+    backend::CpuBackend cpu(1);
+    const io::SampleShape& s = meta_.shape;
+    DeviceBatch device(cpu, {kBatch, s.channels, s.height, s.width}, BatchForm::pixels);
+    std::vector<std::vector<float>> out;
+    for (int64_t i = 0; i < batches; ++i) {
+      auto host = loader.next(nullptr);
+      EXPECT_EQ(host->form, on_device ? BatchForm::jpegs : BatchForm::pixels);
+      device.load(*host);
+      out.emplace_back(device.images(), device.images() + kBatch * s.elements());
+      loader.recycle(std::move(host));
+    }
+    return out;
+  }
+
+  io::DatasetMeta meta_;
+  std::vector<EncodedPhoto> photos_;
+  io::SplitIndex split_;
+};
+
+TEST_F(JpegBatches, DecodedOnTheDeviceEqualsDecodedByTheLoader) {
+  write(photos_);
+  const auto loader = inputs(false), device = inputs(true);
+  ASSERT_EQ(loader.size(), device.size());
+  for (std::size_t b = 0; b < loader.size(); ++b)
+    EXPECT_EQ(std::memcmp(loader[b].data(), device[b].data(), loader[b].size() * sizeof(float)), 0) << "batch " << b;
+}
+
+TEST_F(JpegBatches, AJpegTheDeviceCannotDecodeIsNamedByShardAndSample) {
+  photos_[8].jpeg.assign(400, 0x33);  // its checksum is of these bytes: only decoding finds them wrong
+  write(photos_);
+  try {
+    inputs(true);
+    ADD_FAILURE() << "a batch holding bytes that are no JPEG loaded";
+  } catch (const DataError& e) {
+    const std::string what = e.what();
+    for (const char* part : {"shard-00001-of-00004.h5", "sample 2", "does not decode on the device",
+                             "data.decode = cpu"})
+      EXPECT_NE(what.find(part), std::string::npos) << part << " not in: " << what;
+  }
+}
+
+}  // namespace
+}  // namespace ringtrain::train
