@@ -35,7 +35,8 @@ using Target = std::remove_reference_t<std::invoke_result_t<const Field&, S&>>;
 
 NumRange above(double min, double max) { return {min, max, true}; }
 
-// The row makers, one per kind; each binds the value's conversion to its member's type.
+// The row makers, one per kind; each binds the value's conversion to its member's type. The table's name is
+// left to section(), so a row never repeats it.
 template <class S, class Field>
 Key<S> integer(const char* name, Field field, std::optional<int64_t> fallback, IntRange range, const char* help) {
   return {{nullptr, name, Kind::integer, or_required(fallback), range, help}, [field](S& s, const Value& v) {
