@@ -1,5 +1,5 @@
-// Owns the job file: the TOML schema (every key, its type, default and meaning), reading with --set
-// overrides, validation with messages that name the key and list the valid ones, and the resolved copy.
+// Owns the job file's contract with the rest of the product: JobConfig (what a job file resolves to), reading it
+// with --set overrides, and the key table. The keys themselves are declared once, in config/job_schema.cpp.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -24,92 +24,102 @@ enum class WireFormat { fp32, bf16 };           // what a gradient all-reduce se
 enum class NormalizeOn { auto_detect, loader, device };  // where uint8 pixels become floats (data.normalize)
 enum class DecodeOn { auto_detect, cpu, gpu };  // where an encoded split's JPEGs are decoded (data.decode)
 
+// Each section's members are bound to their keys in the schema (config/job_schema.cpp), which holds every key's
+// default, bounds or choices and meaning once; a section's constructor stores those defaults, so a JobConfig built
+// in code starts where a job file without the key would.
 struct JobConfig {
   std::filesystem::path source;  // the job file as given
 
   struct Data {
+    Data();
     std::filesystem::path train, test;
-    int prefetch_batches = 4;
+    int prefetch_batches;
     AugmentSpec augment;  // training batches only; evaluation sees the samples as prepared
-    int loader_threads = 0;      // 0: the node's cores divided among its ranks
-    NormalizeOn normalize = NormalizeOn::auto_detect;
-    int eval_resize = 0;         // encoded splits: shorter side before the evaluation centre crop (0: size / 0.875)
-    DecodeOn decode = DecodeOn::auto_detect;
+    int loader_threads;          // 0: the node's cores divided among its ranks
+    NormalizeOn normalize;
+    int eval_resize;             // encoded splits: shorter side before the evaluation centre crop (0: size / 0.875)
+    DecodeOn decode;
   } data;
 
   struct Train {
-    int epochs = 0;
-    int batch_per_rank = 0;
-    int64_t max_steps_per_epoch = 0;
-    uint64_t seed = 0;
-    int accumulate_steps = 1;
-    bool shuffle = true;
-    Precision precision = Precision::fp32;
-    double label_smoothing = 0;  // training loss only; evaluation reports plain cross-entropy
-    int eval_every_epochs = 1;   // the last epoch is evaluated whatever this says
-    double loss_scale_init = 65536;           // fp16's dynamic loss scaling (train/loss_scaler.h)
-    int64_t loss_scale_growth_interval = 2000;
+    Train();
+    int epochs;
+    int batch_per_rank;
+    int64_t max_steps_per_epoch;
+    uint64_t seed;
+    int accumulate_steps;
+    bool shuffle;
+    Precision precision;
+    double label_smoothing;  // training loss only; evaluation reports plain cross-entropy
+    int eval_every_epochs;   // the last epoch is evaluated whatever this says
+    double loss_scale_init;  // fp16's dynamic loss scaling (train/loss_scaler.h)
+    int64_t loss_scale_growth_interval;
   } train;
 
   struct Optimizer {
-    OptimizerKind kind = OptimizerKind::sgd;
-    double base_lr = 0;
-    int base_batch = 0;
-    LrScaling lr_scaling = LrScaling::linear;
-    double momentum = 0.9;           // sgd, lars
-    bool nesterov = false;           // sgd, lars
-    double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // adamw, lamb (epsilon also lars's trust-ratio guard)
-    double trust_coefficient = 0.001;  // lars
-    double weight_decay = 0;
-    double warmup_epochs = 0;
-    LrSchedule schedule = LrSchedule::cosine;
-    double min_lr = 0;                // cosine, poly
-    std::vector<double> milestones;   // steps: epochs, increasing
-    double decay_factor = 0.1;        // steps
-    double poly_power = 2;            // poly
-    double clip_global_norm = 0;      // 0: off
+    Optimizer();
+    OptimizerKind kind;
+    double base_lr;
+    int base_batch;
+    LrScaling lr_scaling;
+    double momentum;                // sgd, lars
+    bool nesterov;                  // sgd, lars
+    double beta1, beta2, epsilon;   // adamw, lamb (epsilon also lars's trust-ratio guard)
+    double trust_coefficient;       // lars
+    double weight_decay;
+    double warmup_epochs;
+    LrSchedule schedule;
+    double min_lr;                  // cosine, poly
+    std::vector<double> milestones; // steps: epochs, increasing
+    double decay_factor;            // steps
+    double poly_power;              // poly
+    double clip_global_norm;        // 0: off
   } optimizer;
 
   struct Model {
+    Model();
     std::string name;
-    std::vector<LayerSpec> layers;
+    std::vector<LayerSpec> layers;  // not a schema key: read per layer type
   } model;
 
   struct Run {
+    Run();
     std::filesystem::path dir;
-    DeviceChoice device = DeviceChoice::auto_detect;
-    int threads = 0;  // 0: cores / local ranks
-    double progress_every_s = 5;
-    int timing_warmup_steps = 5;
-    bool overwrite = false;
-    double collective_timeout_s = 300;
-    int checkpoint_every = 1;          // epochs; 0 = only on a stop signal
-    int64_t checkpoint_every_steps = 0;  // 0 = off
-    int keep_checkpoints = 2;
-    int64_t consistency_every = 0;     // steps between parameter checksum comparisons (0: once per epoch)
-    bool profile_layers = false;
-    bool fuse_layers = true;  // the graph's fusion pass (batch norm + ReLU [+ 2x2 pool] where the backend can)
-    bool trace = false;
-    int trace_steps = 50;
-    bool tensorboard = true;
-    double monitor_every_s = 5;  // 0: off
+    DeviceChoice device;
+    int threads;  // 0: cores / local ranks
+    double progress_every_s;
+    int timing_warmup_steps;
+    bool overwrite;
+    double collective_timeout_s;
+    int checkpoint_every;            // epochs; 0 = only on a stop signal
+    int64_t checkpoint_every_steps;  // 0 = off
+    int keep_checkpoints;
+    int64_t consistency_every;       // steps between parameter checksum comparisons (0: once per epoch)
+    bool profile_layers;
+    bool fuse_layers;  // the graph's fusion pass (batch norm + ReLU [+ 2x2 pool] where the backend can)
+    bool trace;
+    int trace_steps;
+    bool tensorboard;
+    double monitor_every_s;  // 0: off
   } run;
 
   struct Dist {
-    double bucket_mb = 1;
-    CpuReducer reducer = CpuReducer::automatic;
-    int node_ranks = 0;  // shared: ranks per shared copy (0: every rank of a node)
-    WireFormat allreduce_dtype = WireFormat::fp32;
+    Dist();
+    double bucket_mb;
+    CpuReducer reducer;
+    int node_ranks;  // shared: ranks per shared copy (0: every rank of a node)
+    WireFormat allreduce_dtype;
   } dist;
 
   struct Gpu {
-    bool measure_algorithms = false;  // cudnnFind (timed) instead of cuDNN's heuristics
-    bool deterministic = true;        // only deterministic convolution algorithms where one fits
-    double workspace_mb = 1024;       // per convolution algorithm
-    bool share_device = false;        // several ranks on one GPU as emulated hosts (testing only)
-    bool nhwc = true;                 // bf16/fp16 activations stored NHWC (cuDNN's tensor-core layout)
-    bool cudnn_graphs = true;         // 16-bit NHWC convolutions through cuDNN's graph API where a plan builds
-    bool few_channel_gemm = true;     // 16-bit NHWC convolutions on few input channels as im2col + cuBLAS GEMM
+    Gpu();
+    bool measure_algorithms;  // cudnnFind (timed) instead of cuDNN's heuristics
+    bool deterministic;       // only deterministic convolution algorithms where one fits
+    double workspace_mb;      // per convolution algorithm
+    bool share_device;        // several ranks on one GPU as emulated hosts (testing only)
+    bool nhwc;                // bf16/fp16 activations stored NHWC (cuDNN's tensor-core layout)
+    bool cudnn_graphs;        // 16-bit NHWC convolutions through cuDNN's graph API where a plan builds
+    bool few_channel_gemm;    // 16-bit NHWC convolutions on few input channels as im2col + cuBLAS GEMM
   } gpu;
 
   std::string resolved_toml;  // every key with its final value, written to run.dir

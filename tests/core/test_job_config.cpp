@@ -71,6 +71,36 @@ TEST_F(JobConfigTest, MinimalJobGetsDefaults) {
   EXPECT_NE(job.resolved_toml.find("momentum = 0.9"), std::string::npos);
 }
 
+// A section built in code starts from the schema's defaults, the same a job file without the key resolves to.
+TEST_F(JobConfigTest, CodeBuiltConfigStartsFromTheSchemaDefaults) {
+  const ringtrain::config::JobConfig built;
+  const auto parsed = load_job(write(kMinimal), {});
+  EXPECT_EQ(built.train.seed, parsed.train.seed);
+  EXPECT_EQ(built.train.seed, 42u);
+  EXPECT_EQ(built.model.name, parsed.model.name);
+  EXPECT_EQ(built.data.prefetch_batches, parsed.data.prefetch_batches);
+  EXPECT_EQ(built.data.augment.pad, parsed.data.augment.pad);
+  EXPECT_EQ(built.data.augment.min_area, parsed.data.augment.min_area);
+  EXPECT_EQ(built.data.normalize, parsed.data.normalize);
+  EXPECT_EQ(built.train.loss_scale_growth_interval, parsed.train.loss_scale_growth_interval);
+  EXPECT_EQ(built.optimizer.schedule, parsed.optimizer.schedule);
+  EXPECT_DOUBLE_EQ(built.optimizer.poly_power, parsed.optimizer.poly_power);
+  EXPECT_EQ(built.run.keep_checkpoints, parsed.run.keep_checkpoints);
+  EXPECT_DOUBLE_EQ(built.dist.bucket_mb, parsed.dist.bucket_mb);
+  EXPECT_EQ(built.gpu.measure_algorithms, parsed.gpu.measure_algorithms);
+  EXPECT_EQ(built.gpu.few_channel_gemm, parsed.gpu.few_channel_gemm);
+  // A required key has no default: its member starts empty.
+  EXPECT_EQ(built.train.epochs, 0);
+  EXPECT_TRUE(built.run.dir.empty());
+}
+
+// A choice of the wrong type is one problem, said once.
+TEST_F(JobConfigTest, ChoiceOfTheWrongTypeIsOneProblem) {
+  const std::string e = error_of(kMinimal, {"train.precision=3"});
+  EXPECT_NE(e.find("has 1 problem:"), std::string::npos) << e;
+  EXPECT_NE(e.find("'train.precision' must be a string, got an integer"), std::string::npos) << e;
+}
+
 TEST_F(JobConfigTest, UnknownKeyIsNamedWithTheValidOnes) {
   const std::string text = std::string(kMinimal) + "\n[dist]\nbuket_mb = 4\n";
   const std::string e = error_of(text);
