@@ -20,6 +20,7 @@
 #include "dist/gradient_sync.h"
 #include "dist/mpi_gradient_reducer.h"
 #include "dist/world.h"
+#include "kernels/cpu/dnnl_ops.h"
 #include "model/network.h"
 #include "model/optimizer.h"
 #include "tests/support/gradient_probe.h"
@@ -86,6 +87,7 @@ struct Side {
   MPI_Comm comm;
   int batch, first, global;
   std::shared_ptr<model::BatchStatisticsGroup> group;
+  kernels::ElementType activations = kernels::ElementType::f32;  // as train.precision stores them
 };
 
 struct Trained {
@@ -93,13 +95,25 @@ struct Trained {
   double loss_sum = 0;
 };
 
+// bf16 activations (the synchronised kernels' 16-bit form) as a bf16 run stores them: oneDNN's bf16 kernels
+// where the CPU has them, rounded operands elsewhere.
+std::unique_ptr<backend::CpuBackend> make_cpu(kernels::ElementType activations) {
+  if (activations == kernels::ElementType::f32) return std::make_unique<backend::CpuBackend>(1);
+  const bool native = kernels::cpu::DnnlOps::bf16_available();
+  return std::make_unique<backend::CpuBackend>(
+      1, native ? kernels::cpu::DnnlMath::bf16 : kernels::cpu::DnnlMath::fp32,
+      native ? kernels::cpu::OperandRounding::none : kernels::cpu::OperandRounding::bf16);
+}
+
 struct Rig {
-  backend::CpuBackend cpu{1};
+  std::unique_ptr<backend::CpuBackend> cpu;
   std::unique_ptr<model::Network> net;
-  explicit Rig(const Side& side) {
-    if (side.group) cpu.synchronise_batchnorm(side.group);
-    net = std::make_unique<model::Network>(conv_batchnorm_model(), cpu, model::Shape{side.batch, kChannels, kSide, kSide},
-                                           kClasses);
+  explicit Rig(const Side& side) : cpu(make_cpu(side.activations)) {
+    if (side.group) cpu->synchronise_batchnorm(side.group);
+    model::NetworkOptions options;
+    options.activations = side.activations;
+    net = std::make_unique<model::Network>(conv_batchnorm_model(), *cpu,
+                                           model::Shape{side.batch, kChannels, kSide, kSide}, kClasses, options);
     const auto params = net->initial_params(7);
     const auto states = net->initial_states();
     std::copy(params.begin(), params.end(), net->params());
@@ -176,15 +190,17 @@ std::vector<float> slice(const std::vector<float>& v, int first, int count, int 
 // Groups of `group` ranks, each rank with kBatch samples, against one rank with the group's group x kBatch.
 // The synchronised side's gradient reducer runs over the group's ranks too, so both sides' gradients are of the
 // group's mean loss.
-void expect_group_matches_one_rank(int group) {
+// tolerance: the fp32 bound below; bf16 activations scale it by bf16's rounding over fp32's.
+void expect_group_matches_one_rank(int group, kernels::ElementType activations = kernels::ElementType::f32) {
+  const double scale = activations == kernels::ElementType::f32 ? 1.0 : 1000.0;
   const int rank = world().rank();
   const int global = group * kBatch;
   MPI_Comm group_comm = MPI_COMM_NULL;
   MPI_Comm_split(world().comm(), rank / group, rank, &group_comm);
   // Each step's global batch is the group's samples (every group draws the same ones: the seed is the step's).
   const Side synced{group_comm, kBatch, rank % group * kBatch, global,
-                    std::make_shared<dist::MpiBatchStatisticsGroup>(world().comm(), group)};
-  const Side reference{MPI_COMM_SELF, global, 0, global, nullptr};
+                    std::make_shared<dist::MpiBatchStatisticsGroup>(world().comm(), group), activations};
+  const Side reference{MPI_COMM_SELF, global, 0, global, nullptr, activations};
 
   Trained s, r;
   forward_once(synced, s), forward_once(reference, r);
@@ -202,16 +218,16 @@ void expect_group_matches_one_rank(int group) {
   // fp32 rounding: the group's sums are added in another order (per rank, then across ranks) than one rank's,
   // ~1e-7 relative per sum; five momentum steps amplify it at most a few hundred times. A wrong statistic (a rank's
   // own batch instead of the group's: the unsynchronised numbers) moves each by 1e-2 or more (checked below).
-  EXPECT_LT(logits, 1e-5) << "training forward's logits";
-  EXPECT_LT(running, 1e-6) << "running statistics after one forward";
-  EXPECT_LT(gradient, 1e-5) << "the step's reduced gradient";
-  EXPECT_NEAR(loss, r.loss_sum, 1e-5 * std::abs(r.loss_sum)) << "the group's loss";
-  EXPECT_LT(params, 1e-5) << "parameters after " << kSteps << " SGD steps";
-  EXPECT_LT(states, 1e-5) << "running statistics after " << kSteps << " SGD steps";
+  EXPECT_LT(logits, 1e-5 * scale) << "training forward's logits";
+  EXPECT_LT(running, 1e-6 * scale) << "running statistics after one forward";
+  EXPECT_LT(gradient, 1e-5 * scale) << "the step's reduced gradient";
+  EXPECT_NEAR(loss, r.loss_sum, 1e-5 * scale * std::abs(r.loss_sum)) << "the group's loss";
+  EXPECT_LT(params, 1e-5 * scale) << "parameters after " << kSteps << " SGD steps";
+  EXPECT_LT(states, 1e-5 * scale) << "running statistics after " << kSteps << " SGD steps";
   if (world().is_root())
-    std::printf("group of %d x batch %d vs 1 x %d: logits %.2g, running %.2g, gradient %.2g, params %.2g, "
+    std::printf("%s, group of %d x batch %d vs 1 x %d: logits %.2g, running %.2g, gradient %.2g, params %.2g, "
                 "states %.2g (relative)\n",
-                group, kBatch, global, logits, running, gradient, params, states);
+                scale == 1.0 ? "fp32" : "bf16", group, kBatch, global, logits, running, gradient, params, states);
 }
 
 TEST(SyncBatchNorm, WorldGroupMatchesOneRankWithTheWholeBatch) { expect_group_matches_one_rank(world().size()); }
@@ -219,6 +235,12 @@ TEST(SyncBatchNorm, WorldGroupMatchesOneRankWithTheWholeBatch) { expect_group_ma
 TEST(SyncBatchNorm, GroupsOfTwoMatchOneRankWithTheGroupsBatch) {
   if (world().size() < 4) GTEST_SKIP() << "groups of 2 smaller than the world need 4 ranks";
   expect_group_matches_one_rank(2);
+}
+
+// 16-bit activations take the synchronised kernels' widening form; fp32 rounding differences then show only where
+// they flip a bf16 rounding.
+TEST(SyncBatchNorm, Bf16ActivationsMatchOneRankWithinBf16Rounding) {
+  expect_group_matches_one_rank(world().size(), kernels::ElementType::bf16);
 }
 
 // Without the group the ranks' batches normalise apart, and the logits differ from the reference by far more
@@ -229,7 +251,9 @@ TEST(SyncBatchNorm, UnsynchronisedDiffersFromOneRank) {
   const Side reference{MPI_COMM_SELF, size * kBatch, 0, size * kBatch, nullptr};
   Trained a, r;
   forward_once(alone, a), forward_once(reference, r);
-  EXPECT_GT(relative_difference(a.logits, slice(r.logits, alone.first, kBatch, kClasses)), 1e-3);
+  const double apart = relative_difference(a.logits, slice(r.logits, alone.first, kBatch, kClasses));
+  EXPECT_GT(apart, 1e-3);
+  if (world().is_root()) std::printf("unsynchronised: logits %.2g (relative)\n", apart);
 }
 
 // The key's checks in open_device: a group must divide the world (every rank refuses alike, exit 3).
