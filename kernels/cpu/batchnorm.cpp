@@ -628,8 +628,10 @@ void backward_fp32(const BatchNormShape& s, const float* x, const float* dy, con
 
 // sums[c] = channel c's sum of what `partials(g, t, rows)` writes into a group's rows (on thread t), for every
 // channel.
+// A rank may hold no samples: its sums stay zero (sums must come zeroed), as group_sums reads a first image.
 template <class Partials>
 void all_channel_sums(const BatchNormShape& s, int threads, Partials partials, double* sums) {
+  if (s.batch == 0 || s.spatial == 0) return;
   std::vector<std::vector<float>> partial(static_cast<std::size_t>(threads));
   for (auto& p : partial) p.resize(static_cast<std::size_t>(group_size(s)) * static_cast<std::size_t>(s.spatial));
   for_each_group_on(threads, s, [&](ChannelGroup g, int t) {
@@ -677,14 +679,9 @@ void forward_train_synced_fp32(const BatchNormShape& s, const float* x, const Tr
 // Backward over the group's batch: the sums of dy and of dy * (x - mean) over every channel (this rank's share
 // into dgamma and dbeta, as the gradient all-reduce adds the ranks' up), reduced with the count, then dx from the
 // group's sums. dy is staged again in the second pass: the workspace holds one group's.
-void backward_synced_fp32(const BatchNormShape& s, const float* x, const float* dy, const float* gamma,
-                          const float* saved_mean, const float* saved_inv_std, float* dx, float* dgamma,
-                          float* dbeta, const float* relu_y, const FusedPool* pool, BatchNormWorkspace& ws,
-                          const ChannelSumReduce& reduce) {
-  const auto channels = static_cast<std::size_t>(s.channels);
-  const int threads = group_threads(s);
-  if (ws.threads.size() < static_cast<std::size_t>(threads)) ws.threads.resize(static_cast<std::size_t>(threads));
-  std::vector<double> sums(2 * channels + 1);  // sum dy, then sum dy * (x - mean), then the count
+// sums[c] and sums[C + c]: channel c's sums of dy and of dy * (x - mean) over this rank's batch (C channels).
+void all_gradient_sums(const BatchNormShape& s, int threads, const float* x, const float* dy, const float* relu_y,
+                       const FusedPool* pool, const float* saved_mean, BatchNormWorkspace& ws, double* sums) {
   std::vector<std::vector<float>> partial_dy_xc(static_cast<std::size_t>(threads));
   all_channel_sums(
       s, threads,
@@ -694,9 +691,20 @@ void backward_synced_fp32(const BatchNormShape& s, const float* x, const float* 
         pb.resize(static_cast<std::size_t>(group_size(s)) * static_cast<std::size_t>(s.spatial));
         const GroupGradient grad = group_gradient(s, g, dy, relu_y, pool, ws.threads[t]);
         gradient_partials(s, x, grad, g, saved_mean + g.first, rows, pb.data());
-        for (int j = 0; j < g.count; ++j) sums[channels + g.first + j] = channel_sum(s, pb.data(), j);
+        for (int j = 0; j < g.count; ++j) sums[s.channels + g.first + j] = channel_sum(s, pb.data(), j);
       },
-      sums.data());
+      sums);
+}
+
+void backward_synced_fp32(const BatchNormShape& s, const float* x, const float* dy, const float* gamma,
+                          const float* saved_mean, const float* saved_inv_std, float* dx, float* dgamma,
+                          float* dbeta, const float* relu_y, const FusedPool* pool, BatchNormWorkspace& ws,
+                          const ChannelSumReduce& reduce) {
+  const auto channels = static_cast<std::size_t>(s.channels);
+  const int threads = group_threads(s);
+  if (ws.threads.size() < static_cast<std::size_t>(threads)) ws.threads.resize(static_cast<std::size_t>(threads));
+  std::vector<double> sums(2 * channels + 1);  // sum dy, then sum dy * (x - mean), then the count
+  all_gradient_sums(s, threads, x, dy, relu_y, pool, saved_mean, ws, sums.data());
   for (std::size_t c = 0; c < channels; ++c) {
     dbeta[c] += static_cast<float>(sums[c]);
     dgamma[c] += static_cast<float>(sums[channels + c] * saved_inv_std[c]);
