@@ -465,12 +465,42 @@ void group_dx(const BatchNormShape& s, const float* x, GroupPlanes dy, GroupPlan
   }
 }
 
+// What training forward reads and writes per channel besides the tensors.
+struct TrainChannels {
+  const float* gamma;
+  const float* beta;
+  float momentum, eps;
+  float *running_mean, *running_var, *saved_mean, *saved_inv_std;
+};
+
+// A channel's batch mean (in double, and as the float the centred passes subtract) and biased variance over
+// `count` values.
+struct ChannelMoments {
+  double mean_d;
+  float mean;
+  double var, count;
+};
+
+// Channel c's training statistics: what backward keeps, the running statistics' update, and the affine
+// (scale, shift) the batch is normalised with.
+void train_channel(const TrainChannels& t, int c, const ChannelMoments& m, float& scale, float& shift) {
+  const double inv_std = 1.0 / std::sqrt(m.var + t.eps);  // biased variance: what the batch is normalised with
+  t.saved_mean[c] = m.mean;
+  t.saved_inv_std[c] = static_cast<float>(inv_std);
+  const double unbiased = m.count > 1 ? m.var * m.count / (m.count - 1) : m.var;
+  t.running_mean[c] = static_cast<float>((1.0 - t.momentum) * t.running_mean[c] + t.momentum * m.mean_d);
+  t.running_var[c] = static_cast<float>((1.0 - t.momentum) * t.running_var[c] + t.momentum * unbiased);
+  const double sc = t.gamma[c] * inv_std;
+  scale = static_cast<float>(sc);
+  shift = static_cast<float>(t.beta[c] - m.mean_d * sc);
+}
 
 void forward_train_fp32(const BatchNormShape& s, const float* x, const float* gamma, const float* beta,
                              float momentum, float eps, float* running_mean, float* running_var, float* y,
                              float* saved_mean, float* saved_inv_std, bool relu, const FusedPool* pool) {
   const double count = static_cast<double>(s.batch) * s.spatial;
   if (count <= 0) return;
+  const TrainChannels train{gamma, beta, momentum, eps, running_mean, running_var, saved_mean, saved_inv_std};
   const auto size = static_cast<std::size_t>(group_size(s));
   struct Buffers {
     std::vector<float> partial, mean, scale, shift, plane_buffer;
@@ -491,17 +521,8 @@ void forward_train_fp32(const BatchNormShape& s, const float* x, const float* ga
     }
     group_centred_squares(s, x, g, mean.data(), partial.data());
     for (int j = 0; j < g.count; ++j) {
-      const int c = g.first + j;
-      const double var = channel_sum(s, partial.data(), j) / count;
-      const double inv_std = 1.0 / std::sqrt(var + eps);  // biased variance: what the batch is normalised with
-      saved_mean[c] = mean[j];
-      saved_inv_std[c] = static_cast<float>(inv_std);
-      const double unbiased = count > 1 ? var * count / (count - 1) : var;
-      running_mean[c] = static_cast<float>((1.0 - momentum) * running_mean[c] + momentum * mean_d[j]);
-      running_var[c] = static_cast<float>((1.0 - momentum) * running_var[c] + momentum * unbiased);
-      const double sc = gamma[c] * inv_std;
-      scale[j] = static_cast<float>(sc);
-      shift[j] = static_cast<float>(beta[c] - mean_d[j] * sc);
+      const ChannelMoments moments{mean_d[j], mean[j], channel_sum(s, partial.data(), j) / count, count};
+      train_channel(train, g.first + j, moments, scale[j], shift[j]);
     }
     affine_group(s, g, x, scale.data(), shift.data(), y, relu, pool, plane_buffer);
   });
@@ -527,6 +548,45 @@ void forward_infer_fp32(const BatchNormShape& s, const float* x, const float* ga
     affine_group(s, g, x, scale.data(), shift.data(), y, relu, pool, plane_buffer);
   });
 }
+// A group's dy as backward's passes read it: staged (stage_dy, the ReLU's mask in it already) with a fused pool or
+// a blocked x, else the tensor's own planes and the fused ReLU's output as the mask.
+struct GroupGradient {
+  GroupPlanes dy, mask;
+  bool blocked;
+};
+
+GroupGradient group_gradient(const BatchNormShape& s, ChannelGroup g, const float* dy, const float* relu_y,
+                             const FusedPool* pool, BatchNormWorkspace::Staging& staging) {
+  const bool blocked = block_of(s) > 1;
+  if (!blocked && !pool) return {group_planes(s, dy, g), group_planes(s, relu_y, g), false};
+  auto& [masked, staged, plane_buffer] = staging;
+  return {stage_dy(s, g, dy, relu_y, pool, masked, plane_buffer, staged), {}, blocked};
+}
+
+// Rows j of pa and pb: sum over n of dy and of dy * (x - mean[j]), in x's layout.
+void gradient_partials(const BatchNormShape& s, const float* x, const GroupGradient& grad, ChannelGroup g,
+                       const float* mean, float* pa, float* pb) {
+  if (grad.blocked)
+    return with_block(s, [&]<int b>() { group_gradient_sums_blocked<b>(s, x, grad.dy, g, mean, pa, pb); });
+  group_gradient_sums(s, x, grad.dy, grad.mask, g, mean, pa, pb);
+}
+
+// dx = gamma * inv_std * (dy - mean(dy) - xhat * mean(dy * xhat)), expanded into dx = a dy + b (x - mean) + k so
+// the per-element loop is a subtraction and two fused multiply-adds; x stays centred so a large mean does not
+// cancel. The sums run over `count` values.
+DxCoefficients dx_coefficients(float gamma, double inv_std, double sum_dy, double sum_dy_xhat, double count) {
+  const double a = gamma * inv_std;
+  const double b = -a * inv_std * sum_dy_xhat / count;
+  const double k = -a * sum_dy / count;
+  return {static_cast<float>(a), static_cast<float>(b), static_cast<float>(k)};
+}
+
+void group_dx_of(const BatchNormShape& s, const float* x, const GroupGradient& grad, ChannelGroup g,
+                 const float* mean, const DxCoefficients* coef, float* dx) {
+  if (grad.blocked)
+    return with_block(s, [&]<int b>() { group_dx_blocked<b>(s, x, grad.dy, g, mean, coef, dx); });
+  group_dx(s, x, grad.dy, grad.mask, g, mean, coef, dx);
+}
 
 void backward_fp32(const BatchNormShape& s, const float* x, const float* dy, const float* gamma,
                    const float* saved_mean, const float* saved_inv_std, float* dx, float* dgamma, float* dbeta,
@@ -545,21 +605,11 @@ void backward_fp32(const BatchNormShape& s, const float* x, const float* dy, con
     b.coef.resize(size);
   }
   if (ws.threads.size() < buffers.size()) ws.threads.resize(buffers.size());
-  const bool blocked = block_of(s) > 1, stage = blocked || pool;
   for_each_group_on(threads, s, [&](ChannelGroup g, int t) {
     auto& [partial_dy, partial_dy_xc, coef] = buffers[static_cast<std::size_t>(t)];
-    auto& [masked, staged, plane_buffer] = ws.threads[static_cast<std::size_t>(t)];
     const float* mean = saved_mean + g.first;
-    // A staged dy has the ReLU's mask in it already.
-    const GroupPlanes dy_planes =
-        stage ? stage_dy(s, g, dy, relu_y, pool, masked, plane_buffer, staged) : group_planes(s, dy, g);
-    const GroupPlanes mask_planes = stage ? GroupPlanes{} : group_planes(s, relu_y, g);
-    if (blocked)
-      with_block(s, [&]<int b>() {
-        group_gradient_sums_blocked<b>(s, x, dy_planes, g, mean, partial_dy.data(), partial_dy_xc.data());
-      });
-    else
-      group_gradient_sums(s, x, dy_planes, mask_planes, g, mean, partial_dy.data(), partial_dy_xc.data());
+    const GroupGradient grad = group_gradient(s, g, dy, relu_y, pool, ws.threads[static_cast<std::size_t>(t)]);
+    gradient_partials(s, x, grad, g, mean, partial_dy.data(), partial_dy_xc.data());
     for (int j = 0; j < g.count; ++j) {
       const int c = g.first + j;
       const double inv_std = saved_inv_std[c];
@@ -567,21 +617,112 @@ void backward_fp32(const BatchNormShape& s, const float* x, const float* dy, con
       const double sum_dy_xhat = channel_sum(s, partial_dy_xc.data(), j) * inv_std;
       dbeta[c] += static_cast<float>(sum_dy);
       dgamma[c] += static_cast<float>(sum_dy_xhat);
-      // dx = gamma * inv_std * (dy - mean(dy) - xhat * mean(dy * xhat)), expanded into dx = a dy + b (x - mean)
-      // + k so the per-element loop is a subtraction and two fused multiply-adds; x stays centred so a large
-      // mean does not cancel.
-      const double a = gamma[c] * inv_std;
-      const double b = -a * inv_std * sum_dy_xhat / count;
-      const double k = -a * sum_dy / count;
-      coef[j] = {static_cast<float>(a), static_cast<float>(b), static_cast<float>(k)};
+      coef[j] = dx_coefficients(gamma[c], inv_std, sum_dy, sum_dy_xhat, count);
     }
-    if (blocked)
-      with_block(s, [&]<int b>() { group_dx_blocked<b>(s, x, dy_planes, g, mean, coef.data(), dx); });
-    else
-      group_dx(s, x, dy_planes, mask_planes, g, mean, coef.data(), dx);
+    group_dx_of(s, x, grad, g, mean, coef.data(), dx);
   });
 }
 
+// ---- synchronised batch norm: each pass below covers every channel before the group's sums are reduced, so the
+// reduction is one call per pass from outside the threads' regions.
+
+// sums[c] = channel c's sum of what `partials(g, t, rows)` writes into a group's rows (on thread t), for every
+// channel.
+// A rank may hold no samples: its sums stay zero (sums must come zeroed), as group_sums reads a first image.
+template <class Partials>
+void all_channel_sums(const BatchNormShape& s, int threads, Partials partials, double* sums) {
+  if (s.batch == 0 || s.spatial == 0) return;
+  std::vector<std::vector<float>> partial(static_cast<std::size_t>(threads));
+  for (auto& p : partial) p.resize(static_cast<std::size_t>(group_size(s)) * static_cast<std::size_t>(s.spatial));
+  for_each_group_on(threads, s, [&](ChannelGroup g, int t) {
+    float* rows = partial[static_cast<std::size_t>(t)].data();
+    partials(g, t, rows);
+    for (int j = 0; j < g.count; ++j) sums[g.first + j] = channel_sum(s, rows, j);
+  });
+}
+
+// The affine pass over every channel group with per-channel scale and shift.
+void affine_all(const BatchNormShape& s, int threads, const float* x, const float* scale, const float* shift,
+                float* y, bool relu, const FusedPool* pool) {
+  std::vector<std::vector<float>> plane_buffers(static_cast<std::size_t>(threads));
+  for_each_group_on(threads, s, [&](ChannelGroup g, int t) {
+    affine_group(s, g, x, scale + g.first, shift + g.first, y, relu, pool,
+                 plane_buffers[static_cast<std::size_t>(t)]);
+  });
+}
+
+// Forward over the group's batch: the sums and the count reduced, then the centred squares about the group's mean
+// (two passes, as unsynchronised, so a large mean does not cancel), then the affine.
+void forward_train_synced_fp32(const BatchNormShape& s, const float* x, const TrainChannels& train, float* y,
+                               bool relu, const FusedPool* pool, const ChannelSumReduce& reduce) {
+  const auto channels = static_cast<std::size_t>(s.channels);
+  const int threads = group_threads(s);
+  std::vector<double> sums(channels + 1), squares(channels);
+  all_channel_sums(s, threads, [&](ChannelGroup g, int, float* rows) { group_sums(s, x, g, rows); }, sums.data());
+  sums[channels] = static_cast<double>(s.batch) * s.spatial;  // the count: ranks' batches may differ
+  reduce(sums);
+  const double count = sums[channels];
+  if (count <= 0) return;
+  std::vector<float> mean(channels), scale(channels), shift(channels);
+  for (std::size_t c = 0; c < channels; ++c) mean[c] = static_cast<float>(sums[c] / count);
+  all_channel_sums(
+      s, threads, [&](ChannelGroup g, int, float* rows) { group_centred_squares(s, x, g, mean.data() + g.first, rows); },
+      squares.data());
+  reduce(squares);
+  for (std::size_t c = 0; c < channels; ++c) {
+    const ChannelMoments moments{sums[c] / count, mean[c], squares[c] / count, count};
+    train_channel(train, static_cast<int>(c), moments, scale[c], shift[c]);
+  }
+  affine_all(s, threads, x, scale.data(), shift.data(), y, relu, pool);
+}
+
+// Backward over the group's batch: the sums of dy and of dy * (x - mean) over every channel (this rank's share
+// into dgamma and dbeta, as the gradient all-reduce adds the ranks' up), reduced with the count, then dx from the
+// group's sums. dy is staged again in the second pass: the workspace holds one group's.
+// sums[c] and sums[C + c]: channel c's sums of dy and of dy * (x - mean) over this rank's batch (C channels).
+void all_gradient_sums(const BatchNormShape& s, int threads, const float* x, const float* dy, const float* relu_y,
+                       const FusedPool* pool, const float* saved_mean, BatchNormWorkspace& ws, double* sums) {
+  std::vector<std::vector<float>> partial_dy_xc(static_cast<std::size_t>(threads));
+  all_channel_sums(
+      s, threads,
+      [&](ChannelGroup g, int thread, float* rows) {
+        const auto t = static_cast<std::size_t>(thread);
+        auto& pb = partial_dy_xc[t];
+        pb.resize(static_cast<std::size_t>(group_size(s)) * static_cast<std::size_t>(s.spatial));
+        const GroupGradient grad = group_gradient(s, g, dy, relu_y, pool, ws.threads[t]);
+        gradient_partials(s, x, grad, g, saved_mean + g.first, rows, pb.data());
+        for (int j = 0; j < g.count; ++j) sums[s.channels + g.first + j] = channel_sum(s, pb.data(), j);
+      },
+      sums);
+}
+
+void backward_synced_fp32(const BatchNormShape& s, const float* x, const float* dy, const float* gamma,
+                          const float* saved_mean, const float* saved_inv_std, float* dx, float* dgamma,
+                          float* dbeta, const float* relu_y, const FusedPool* pool, BatchNormWorkspace& ws,
+                          const ChannelSumReduce& reduce) {
+  const auto channels = static_cast<std::size_t>(s.channels);
+  const int threads = group_threads(s);
+  if (ws.threads.size() < static_cast<std::size_t>(threads)) ws.threads.resize(static_cast<std::size_t>(threads));
+  std::vector<double> sums(2 * channels + 1);  // sum dy, then sum dy * (x - mean), then the count
+  all_gradient_sums(s, threads, x, dy, relu_y, pool, saved_mean, ws, sums.data());
+  for (std::size_t c = 0; c < channels; ++c) {
+    dbeta[c] += static_cast<float>(sums[c]);
+    dgamma[c] += static_cast<float>(sums[channels + c] * saved_inv_std[c]);
+  }
+  sums[2 * channels] = static_cast<double>(s.batch) * s.spatial;
+  reduce(sums);
+  const double count = sums[2 * channels];
+  if (count <= 0) return;
+  std::vector<DxCoefficients> coef(channels);
+  for (std::size_t c = 0; c < channels; ++c) {
+    const double inv_std = saved_inv_std[c];
+    coef[c] = dx_coefficients(gamma[c], inv_std, sums[c], sums[channels + c] * inv_std, count);
+  }
+  for_each_group_on(threads, s, [&](ChannelGroup g, int t) {
+    const GroupGradient grad = group_gradient(s, g, dy, relu_y, pool, ws.threads[static_cast<std::size_t>(t)]);
+    group_dx_of(s, x, grad, g, saved_mean + g.first, coef.data() + g.first, dx);
+  });
+}
 
 // A channel group's share of a 16-bit tensor, staged in fp32 for the fp32 passes above: in every image, the group's
 // channel planes of `plane` values are one contiguous run at (n * C + first) * plane, in NCHW and in a blocked
@@ -751,6 +892,59 @@ void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, 
                   g.pool, ws);
     stage_out(g.in, staged.dx.data(), dx);
   });
+}
+
+// Synchronised, 16-bit tensors are widened whole rather than a channel group at a time: the statistics of every
+// channel are reduced before any is normalised, so a group's staged share would be needed twice.
+namespace {
+std::vector<float> widened(const void* t, int64_t n, ElementType type) {
+  std::vector<float> out;
+  if (!t) return out;
+  out.resize(static_cast<std::size_t>(n));
+  widen({n, type}, t, out.data());
+  return out;
+}
+const float* data_or_null(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
+int64_t output_elements(const BatchNormShape& s, const FusedPool* pool) {
+  return int64_t{s.batch} * s.channels * output_plane(s, pool);
+}
+BatchNormShape as_fp32(BatchNormShape s) {
+  s.data = ElementType::f32;
+  return s;
+}
+}  // namespace
+
+void batchnorm_forward_train_synced(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
+                                    float momentum, float eps, float* running_mean, float* running_var, void* y,
+                                    float* saved_mean, float* saved_inv_std, bool relu, const FusedPool* pool,
+                                    const ChannelSumReduce& reduce) {
+  const TrainChannels train{gamma, beta, momentum, eps, running_mean, running_var, saved_mean, saved_inv_std};
+  if (s.data == ElementType::f32)
+    return forward_train_synced_fp32(s, static_cast<const float*>(x), train, static_cast<float*>(y), relu, pool,
+                                     reduce);
+  const std::vector<float> x32 = widened(x, s.elements(), s.data);
+  std::vector<float> y32(static_cast<std::size_t>(output_elements(s, pool)));
+  forward_train_synced_fp32(as_fp32(s), x32.data(), train, y32.data(), relu, pool, reduce);
+  narrow(y32.data(), {output_elements(s, pool), s.data}, y);
+}
+
+void batchnorm_backward_synced(const BatchNormShape& s, const void* x, const void* dy, const float* gamma,
+                               const float* saved_mean, const float* saved_inv_std, void* dx, float* dgamma,
+                               float* dbeta, const void* relu_y, const FusedPool* pool, BatchNormWorkspace* workspace,
+                               const ChannelSumReduce& reduce) {
+  BatchNormWorkspace own;
+  BatchNormWorkspace& ws = workspace ? *workspace : own;
+  if (s.data == ElementType::f32)
+    return backward_synced_fp32(s, static_cast<const float*>(x), static_cast<const float*>(dy), gamma, saved_mean,
+                                saved_inv_std, static_cast<float*>(dx), dgamma, dbeta,
+                                static_cast<const float*>(relu_y), pool, ws, reduce);
+  const int64_t out = output_elements(s, pool);
+  const std::vector<float> x32 = widened(x, s.elements(), s.data), dy32 = widened(dy, out, s.data),
+                           y32 = widened(relu_y, out, s.data);
+  std::vector<float> dx32(static_cast<std::size_t>(s.elements()));
+  backward_synced_fp32(as_fp32(s), x32.data(), dy32.data(), gamma, saved_mean, saved_inv_std, dx32.data(), dgamma,
+                       dbeta, data_or_null(y32), pool, ws, reduce);
+  narrow(dx32.data(), {s.elements(), s.data}, dx);
 }
 
 }  // namespace ringtrain::kernels::cpu

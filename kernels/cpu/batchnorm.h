@@ -5,6 +5,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <vector>
 
 #include "kernels/op_shapes.h"
@@ -64,5 +66,24 @@ void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, 
                         const float* saved_mean, const float* saved_inv_std, void* dx, float* dgamma, float* dbeta,
                         const void* relu_y = nullptr, const FusedPool* pool = nullptr,
                         BatchNormWorkspace* workspace = nullptr);
+
+// Synchronised batch norm (dist.sync_batchnorm_group): adds per-channel sums up, in place, over the ranks that
+// normalise together; every rank of the group calls it the same number of times with spans of the same length.
+using ChannelSumReduce = std::function<void(std::span<double>)>;
+
+// batchnorm_forward_train and batchnorm_backward over the group's batch: the statistics pass over every channel
+// first, then its sums reduced (forward: the sums, then the centred squares about the group's mean; backward: the
+// sums of dy and of dy * (x - mean)), then the normalising (or dx) pass. Each rank's own share of dgamma and dbeta
+// accumulates, as the gradient all-reduce adds them up; dx is the group's. The unsynchronised functions above are
+// untouched by this (their channel groups run statistics and output in one pass, which leaves no point to reduce
+// at).
+void batchnorm_forward_train_synced(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
+                                    float momentum, float eps, float* running_mean, float* running_var, void* y,
+                                    float* saved_mean, float* saved_inv_std, bool relu, const FusedPool* pool,
+                                    const ChannelSumReduce& reduce);
+void batchnorm_backward_synced(const BatchNormShape& s, const void* x, const void* dy, const float* gamma,
+                               const float* saved_mean, const float* saved_inv_std, void* dx, float* dgamma,
+                               float* dbeta, const void* relu_y, const FusedPool* pool, BatchNormWorkspace* workspace,
+                               const ChannelSumReduce& reduce);
 
 }  // namespace ringtrain::kernels::cpu

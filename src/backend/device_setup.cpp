@@ -11,6 +11,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/gpu_device.h"
 #include "common/error.h"
+#include "dist/batch_statistics_group.h"
 #include "dist/mpi_gradient_reducer.h"
 #include "dist/node_shared_reducer.h"
 #include "dist/thread_gradient_reducer.h"
@@ -94,6 +95,26 @@ std::unique_ptr<dist::GradientReducer> open_cpu_reducer(const config::JobConfig&
   return std::make_unique<dist::MpiGradientReducer>(world.comm(), job.dist.allreduce_dtype);
 }
 
+// dist.sync_batchnorm_group: groups of that many consecutive ranks, so it must divide the world; the CUDA backend
+// has no NCCL sub-communicators for it yet and refuses the key.
+void check_sync_batchnorm(const config::JobConfig& job, const dist::World& world, bool gpu) {
+  const int group = job.dist.sync_batchnorm_group;
+  if (group == 0) return;
+  if (world.size() % group != 0)
+    throw JobFileError(fmt::format("dist.sync_batchnorm_group = {} must divide the world size ({} ranks); use a "
+                                   "divisor of it, or 0 for unsynchronised batch norm",
+                                   group, world.size()));
+  if (gpu)
+    throw JobFileError("dist.sync_batchnorm_group is not available on the CUDA backend yet (the CPU backend "
+                       "synchronises batch norm); set it to 0 or run.device = \"cpu\"");
+}
+
+void synchronise_batchnorm(const config::JobConfig& job, dist::World& world, model::Backend& backend) {
+  if (job.dist.sync_batchnorm_group == 0) return;
+  backend.synchronise_batchnorm(
+      std::make_shared<dist::MpiBatchStatisticsGroup>(world.comm(), job.dist.sync_batchnorm_group));
+}
+
 int default_threads(const dist::World& world) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, cores / world.local_size());
@@ -103,7 +124,10 @@ int default_threads(const dist::World& world) {
 
 DeviceSetup open_device(const config::JobConfig& job, dist::World& world) {
   const bool gpu = wants_gpu(job, world);
-  world.all_succeed([&] { check_precision(job, gpu); });
+  world.all_succeed([&] {
+    check_precision(job, gpu);
+    check_sync_batchnorm(job, world, gpu);
+  });
   DeviceSetup device;
   if (gpu) {
     world.all_succeed([&] {
@@ -119,6 +143,7 @@ DeviceSetup open_device(const config::JobConfig& job, dist::World& world) {
   device.backend = std::make_unique<CpuBackend>(job.run.threads > 0 ? job.run.threads : default_threads(world),
                                                 math.dnnl, math.rounding);
   device.reducer = open_cpu_reducer(job, world);
+  synchronise_batchnorm(job, world, *device.backend);
   return device;
 }
 

@@ -109,6 +109,7 @@ struct JobConfig {
     CpuReducer reducer;
     int node_ranks;  // shared: ranks per shared copy (0: every rank of a node)
     WireFormat allreduce_dtype;
+    int sync_batchnorm_group;  // ranks per synchronised batch norm group (0: off); checked against the world size
   } dist;
 
   struct Gpu {

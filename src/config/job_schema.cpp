@@ -297,6 +297,11 @@ Section<Dist> dist_keys() {
                        {{"fp32", WireFormat::fp32}, {"bf16", WireFormat::bf16}},
                        "fp32 | bf16: what the gradient all-reduce sends; bf16 halves the bytes, each partial sum "
                        "rounded to bf16 (8-bit mantissa); the update stays fp32"),
+          integer<Dist>("sync_batchnorm_group", &Dist::sync_batchnorm_group, 0, {0, 1 << 20},
+                        "synchronised batch norm: groups of this many consecutive ranks normalise with the group's "
+                        "batch statistics in training (forward and backward sums all-reduced each step; the "
+                        "running statistics follow them); must divide the world size; 0: off, each rank its own; the CPU "
+                        "backend only for now (the CUDA backend refuses it)"),
       });
 }
 

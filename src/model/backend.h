@@ -71,6 +71,15 @@ struct BatchNormSettings {
   std::optional<FusedMaxPool> pool;
 };
 
+// Adds per-channel sums up, in place, over the ranks whose batch norms normalise together
+// (dist.sync_batchnorm_group). Collective over those ranks: each calls it as often, with spans of the same length.
+// Declared here so a backend can be handed one without knowing how ranks talk (dist/ implements it).
+class BatchStatisticsGroup {
+ public:
+  virtual ~BatchStatisticsGroup() = default;
+  virtual void all_reduce(std::span<double> sums) = 0;
+};
+
 // A small device-to-host copy queued in stream order and read once it has landed, so the host learns a step's
 // loss without waiting for the step. One copy in flight at a time per Readback.
 class Readback {
@@ -238,6 +247,14 @@ class Backend {
                                            void* dshortcut, float* dgamma, float* dbeta) {
     relu_backward({s.elements(), s.data}, y, dy, dshortcut);
     batchnorm_backward(s, settings, x, nullptr, dshortcut, b, dx, dgamma, dbeta);
+  }
+  // From now on training batch norm (every batchnorm_* but the _infer ones) normalises with the statistics of the
+  // batches of `group`'s ranks, and backward's dx follows them; inference is unchanged. A backend that cannot
+  // refuses with a JobFileError naming the key.
+  virtual void synchronise_batchnorm(std::shared_ptr<BatchStatisticsGroup> group) {
+    (void)group;
+    throw JobFileError("dist.sync_batchnorm_group is not available on the " + name() +
+                       " backend; set dist.sync_batchnorm_group = 0 or run.device = \"cpu\"");
   }
   // Whether batch norm takes a following ReLU into the same operation (settings.relu), with numbers identical to
   // running them apart. Where not, the graph keeps the ReLU as its own step.

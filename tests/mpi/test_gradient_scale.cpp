@@ -30,11 +30,13 @@
 #include "model/optimizer.h"
 #include "tests/core/layer_specs.h"
 #include "tests/kernels/grad_check.h"
+#include "tests/support/gradient_probe.h"
 #include "train/step_runner.h"
 
 using namespace ringtrain;
 using test_specs::layer;
 using config::LayerKind;
+using test_support::GradientProbe;
 
 namespace {
 
@@ -42,20 +44,6 @@ dist::World& world() {
   static dist::World w(nullptr, nullptr);  // MPI is the test main's; the World borrows it
   return w;
 }
-
-// The optimizer's place in the step, taken by a probe: it keeps the gradients it is handed (the reduced ones) and
-// leaves them zero, as every optimizer does.
-class GradientProbe final : public model::Optimizer {
- public:
-  explicit GradientProbe(model::Network& net) : Optimizer(net, "probe", {}) {}
-  void update(float, int64_t, model::ParamSlice slice) override {
-    require_whole(slice);
-    seen.assign(net_.grads(), net_.grads() + net_.param_count());
-    std::fill(net_.grads(), net_.grads() + net_.param_count(), 0.0f);
-  }
-  std::string describe() const override { return "gradient probe"; }
-  std::vector<float> seen;
-};
 
 // Smooth in every parameter (no ReLU or max-pool kinks), so central differences converge to the gradient.
 std::vector<config::LayerSpec> smooth_model() {

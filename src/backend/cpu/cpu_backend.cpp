@@ -281,14 +281,22 @@ bool CpuBackend::batchnorm_writes_block(const model::BatchNormShape& s, int bloc
   return !nhwc_.enabled() && kc::blocked_output_supported(s, block);
 }
 
+void CpuBackend::synchronise_batchnorm(std::shared_ptr<model::BatchStatisticsGroup> group) {
+  batchnorm_sync_ = [group = std::move(group)](std::span<double> sums) { group->all_reduce(sums); };
+}
+
 void CpuBackend::batchnorm_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                          const void* x, const model::BatchNormBuffers& b, void* y) {
   const auto pool = fused_pool(settings, b);
   const auto y_nchw = nhwc_.write(1, output_planes(s, settings), y);
-  kc::batchnorm_forward_train(s, nhwc_.read(0, input_planes(s), x), b.gamma, b.beta,
-                              static_cast<float>(settings.momentum), static_cast<float>(settings.epsilon),
-                              b.running_mean, b.running_var, y_nchw.data(), b.saved_mean, b.saved_inv_std,
-                              settings.relu, pool ? &*pool : nullptr);
+  const void* x_nchw = nhwc_.read(0, input_planes(s), x);
+  const auto momentum = static_cast<float>(settings.momentum), eps = static_cast<float>(settings.epsilon);
+  if (batchnorm_sync_)
+    return kc::batchnorm_forward_train_synced(s, x_nchw, b.gamma, b.beta, momentum, eps, b.running_mean,
+                                              b.running_var, y_nchw.data(), b.saved_mean, b.saved_inv_std,
+                                              settings.relu, pool ? &*pool : nullptr, batchnorm_sync_);
+  kc::batchnorm_forward_train(s, x_nchw, b.gamma, b.beta, momentum, eps, b.running_mean, b.running_var,
+                              y_nchw.data(), b.saved_mean, b.saved_inv_std, settings.relu, pool ? &*pool : nullptr);
 }
 void CpuBackend::batchnorm_forward_infer(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                          const void* x, const model::BatchNormBuffers& b, void* y) {
@@ -305,9 +313,14 @@ void CpuBackend::batchnorm_backward(const model::BatchNormShape& s, const model:
   const kernels::Planes out = output_planes(s, settings);
   const auto dx_nchw = nhwc_.write(3, input_planes(s), dx);
   const void* relu_y = settings.relu ? nhwc_.read(1, out, y) : nullptr;
-  kc::batchnorm_backward(s, nhwc_.read(0, input_planes(s), x), nhwc_.read(2, out, dy), b.gamma, b.saved_mean,
-                         b.saved_inv_std, dx_nchw.data(), dgamma, dbeta, relu_y, pool ? &*pool : nullptr,
-                         &batchnorm_workspace_);
+  const void* x_nchw = nhwc_.read(0, input_planes(s), x);
+  const void* dy_nchw = nhwc_.read(2, out, dy);
+  if (batchnorm_sync_)
+    return kc::batchnorm_backward_synced(s, x_nchw, dy_nchw, b.gamma, b.saved_mean, b.saved_inv_std, dx_nchw.data(),
+                                         dgamma, dbeta, relu_y, pool ? &*pool : nullptr, &batchnorm_workspace_,
+                                         batchnorm_sync_);
+  kc::batchnorm_backward(s, x_nchw, dy_nchw, b.gamma, b.saved_mean, b.saved_inv_std, dx_nchw.data(), dgamma, dbeta,
+                         relu_y, pool ? &*pool : nullptr, &batchnorm_workspace_);
 }
 
 // Pooling runs on oneDNN's JIT kernels in our layout, except max pooling over windows that do not overlap, which

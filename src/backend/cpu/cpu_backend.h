@@ -88,6 +88,8 @@ class CpuBackend : public model::Backend {
   void batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings, const void* x,
                           const void* y, const void* dy, const model::BatchNormBuffers& b, void* dx, float* dgamma,
                           float* dbeta) override;
+  // Training batch norm then runs in two passes each way, the group's sums reduced between them.
+  void synchronise_batchnorm(std::shared_ptr<model::BatchStatisticsGroup> group) override;
   // One pass each way: the ReLU's forward and its mask in backward ride in batch norm's own loops.
   bool fuses_batchnorm_relu() const override { return true; }
   bool fuses_batchnorm_relu_pool() const override { return true; }
@@ -128,6 +130,7 @@ class CpuBackend : public model::Backend {
   // One im2col scratch for every convolution: layers run one at a time, so they never need it at once.
   kernels::cpu::ConvWorkspace conv_workspace_;
   kernels::cpu::BatchNormWorkspace batchnorm_workspace_;
+  kernels::cpu::ChannelSumReduce batchnorm_sync_;  // empty: each rank's batch norm on its own batch
   kernels::cpu::DnnlOps dnnl_;
   PoolChoice pool_choice_;
   RoundedOperands rounded_;
