@@ -56,9 +56,11 @@ void Checkpointer::save(const Resumable& next, int64_t global_step) {
   const auto count = static_cast<int>(net_.state_count());
   model::NetworkState state;  // rank 0's whole state goes into the file; every rank's statistics are gathered
   model::OptimizerState optimizer;
+  std::vector<float> ema;  // rank 0's; every rank holds the same (they average identical parameters)
   if (run_.root()) {
     state = net_.read_state();
     optimizer = optimizer_.read_state();
+    if (ema_) ema = ema_->read();
   } else {
     state.states.resize(static_cast<size_t>(count));
     run_.backend.to_host(state.states.data(), net_.states(), state.states.size() * sizeof(float));
@@ -78,6 +80,7 @@ void Checkpointer::save(const Resumable& next, int64_t global_step) {
     d.params = std::move(state.params);
     d.optimizer = optimizer.optimizer;
     for (auto& a : optimizer.arrays) d.optimizer_state.push_back({std::move(a.name), std::move(a.values)});
+    d.ema_params = std::move(ema);
     d.states = std::move(all_states);
     d.state_count = count;
     d.run_id = run_id_;

@@ -10,6 +10,7 @@
 #include "dist/watchdog.h"
 #include "model/network.h"
 #include "model/optimizer.h"
+#include "model/weight_average.h"
 #include "obs/trace.h"
 #include "train/loss_scaler.h"
 #include "train/run_context.h"
@@ -37,6 +38,7 @@ class Checkpointer {
   void save(const Resumable& next, int64_t global_step);
   const std::string& last() const { return last_; }
   void set_loss_scaler(const LossScaler* scaler) { loss_scaler_ = scaler; }  // fp16: its state is saved too
+  void set_weight_average(model::WeightAverage* ema) { ema_ = ema; }        // train.ema_decay: saved too
   void set_trace(obs::Trace* trace) { trace_ = trace; }  // the checkpoint's phase goes there (null: none)  // "none" before the first
 
  private:
@@ -48,6 +50,7 @@ class Checkpointer {
   dist::Watchdog& watchdog_;
   obs::Trace* trace_;
   const LossScaler* loss_scaler_ = nullptr;
+  model::WeightAverage* ema_ = nullptr;
 };
 
 }  // namespace ringtrain::train

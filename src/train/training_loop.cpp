@@ -103,6 +103,8 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
     watchdog_.on_timeout([this] { write_trace(); });  // a hung step is the one whose trace is wanted most
   }
   checkpointer_.set_loss_scaler(runner_.loss_scaler());
+  checkpointer_.set_weight_average(setup.ema);
+  runner_.average_weights(setup.ema);
   runner_.clip_gradients_to(run.job.optimizer.clip_global_norm);
   watchdog_.end_stuck_collective_on_termination(&termination_requested);
   sync_.watch_with(&watchdog_);
