@@ -29,19 +29,28 @@ Checkpointer::Checkpointer(const RunContext& run, model::Network& net, model::Op
       trace_(trace) {}
 
 uint64_t Checkpointer::agreed_checksum(const std::string& when, int64_t global_step) {
+  return agreed(net_.params(), "parameters", when, global_step);
+}
+
+std::string Checkpointer::agreed_ema_checksum(const std::string& when, int64_t global_step) {
+  if (!ema_) return "";
+  return util::hex64(agreed(ema_->data(), "the weights' moving averages (train.ema_decay)", when, global_step));
+}
+
+uint64_t Checkpointer::agreed(const float* values, const char* what, const std::string& when, int64_t global_step) {
   dist::Watchdog::Scope guard(&watchdog_, "parameter checksum comparison", global_step);
   std::vector<float> params(static_cast<size_t>(net_.param_count()));
-  run_.backend.to_host(params.data(), net_.params(), params.size() * sizeof(float));
+  run_.backend.to_host(params.data(), values, params.size() * sizeof(float));
   const uint64_t checksum = util::fnv1a64(params.data(), params.size() * sizeof(float));
   std::vector<uint64_t> all(static_cast<size_t>(run_.ranks()));
   MPI_CHECK(MPI_Allgather(&checksum, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, run_.world.comm()));
   // Every rank sees the same table, so every rank throws the same message.
   if (std::any_of(all.begin(), all.end(), [&](uint64_t c) { return c != all[0]; }))
     throw AgreedError(ExitCode::fault,
-                      fmt::format("parameters differ between ranks {}: {}; a non-deterministic reduction or memory "
+                      fmt::format("{} differ between ranks {}: {}; a non-deterministic reduction or memory "
                                   "corruption on the odd rank out (check that node); --resume continues from the "
                                   "last good checkpoint: {}",
-                                  when, util::describe_checksum_groups(all), last_));
+                                  what, when, util::describe_checksum_groups(all), last_));
   return checksum;
 }
 

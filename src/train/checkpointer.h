@@ -34,6 +34,9 @@ class Checkpointer {
   // The parameters' checksum, the same on every rank, or an AgreedError naming the ranks that differ and the
   // last good checkpoint. `when` says when ("after epoch 3").
   uint64_t agreed_checksum(const std::string& when, int64_t global_step);
+  // The same for the weights' moving average (train.ema_decay), which every rank computes from the same
+  // parameters; "" where the run keeps none.
+  std::string agreed_ema_checksum(const std::string& when, int64_t global_step);
   // Writes <run.dir>/checkpoints/ckpt-s<steps done>.h5; every rank gets the same error if it fails.
   void save(const Resumable& next, int64_t global_step);
   const std::string& last() const { return last_; }
@@ -42,6 +45,8 @@ class Checkpointer {
   void set_trace(obs::Trace* trace) { trace_ = trace; }  // the checkpoint's phase goes there (null: none)  // "none" before the first
 
  private:
+  // The checksum of param_count() floats of device memory, agreed by every rank, or an AgreedError naming `what`.
+  uint64_t agreed(const float* values, const char* what, const std::string& when, int64_t global_step);
   const RunContext& run_;
   model::Network& net_;
   model::Optimizer& optimizer_;

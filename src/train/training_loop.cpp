@@ -304,6 +304,7 @@ void TrainingLoop::finish_epoch(int epoch, EpochTally& tally) {
   EpochReport report = measure_epoch(epoch, tally, epoch_train_s);
   report.param_checksum =
       util::hex64(checkpointer_.agreed_checksum(fmt::format("after epoch {}", epoch + 1), global_step_));
+  report.ema_checksum = checkpointer_.agreed_ema_checksum(fmt::format("after epoch {}", epoch + 1), global_step_);
   run_.say(report.line());
   outputs_.record(report.record());
   outputs_.curves(global_step_, {{"epoch/train_loss", report.sums.train.mean_loss()},
