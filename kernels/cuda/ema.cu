@@ -7,7 +7,8 @@ namespace ringtrain::kernels::cuda {
 namespace {
 
 __global__ void ema_kernel(int64_t n, float decay, const float* param, float* ema) {
-  for (int64_t i = detail::global_index(); i < n; i += detail::grid_stride()) ema[i] = ema_blend(decay, ema[i], param[i]);
+  for (int64_t i = detail::global_index(); i < n; i += detail::grid_stride())
+    ema[i] = ema_blend(decay, ema[i], param[i]);
 }
 
 }  // namespace

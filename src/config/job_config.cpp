@@ -125,11 +125,13 @@ std::string number_refusal(const std::string& name, const schema::NumRange& r, c
   const char* close = r.max_open ? ")" : "]";
   if (const auto* each = std::get_if<Numbers>(&v)) {
     for (const double x : *each)
-      if (!within(x, r)) return fmt::format("{} must hold numbers in {}{}, {}{}, got {}", name, open, r.min, r.max, close, x);
+      if (!within(x, r))
+        return fmt::format("{} must hold numbers in {}{}, {}{}, got {}", name, open, r.min, r.max, close, x);
     return {};
   }
   const double x = std::get<double>(v);
-  return within(x, r) ? std::string() : fmt::format("{} must be in {}{}, {}{}, got {}", name, open, r.min, r.max, close, x);
+  if (within(x, r)) return {};
+  return fmt::format("{} must be in {}{}, {}{}, got {}", name, open, r.min, r.max, close, x);
 }
 
 // Why a value of the right type is refused by its key's bounds or choices; empty when it is not.

@@ -179,6 +179,7 @@ TEST(StepRunner, TheWeightsAverageFollowsEveryUpdateAsTimmDefinesIt) {
     (void)f.runner.finished(0);
     for (size_t i = 0; i < want.size(); ++i) want[i] = decay * want[i] + (1 - decay) * f.net.params()[i];
     const std::vector<float> got = ema.read();
-    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-6 * (1 + std::abs(want[i]))) << step << " " << i;
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-6 * (1 + std::abs(want[i]))) << "step " << step << " [" << i << "]";
   }
 }
