@@ -424,10 +424,12 @@ TEST_F(DataParallelEquivalence, TheWeightsAverageIsIdenticalOnEveryRankWithEvery
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int b = 4;
-  const auto fp32 = config::WireFormat::fp32;
-  const auto math = kernels::cpu::DnnlMath::fp32;
+  const auto train_fp32 = [&](MPI_Comm comm, int local, int first, const Reduction& reduction, std::vector<float>* ema) {
+    return train(comm, local, 1, first, size * b, 0.001, config::WireFormat::fp32, kernels::cpu::DnnlMath::fp32, sgd(),
+                 {}, reduction, ema);
+  };
   std::vector<float> reference;
-  const auto params = train(MPI_COMM_SELF, size * b, 1, 0, size * b, 0.001, fp32, math, sgd(), {}, {}, &reference);
+  const auto params = train_fp32(MPI_COMM_SELF, size * b, 0, {}, &reference);
   EXPECT_GT(compare(reference, params).max_abs, 1e3 * relative_tolerance() * compare(params, params).max_param)
       << "the average differs from the parameters it follows";
   std::vector<Reduction> reducers = {{}};
@@ -435,7 +437,7 @@ TEST_F(DataParallelEquivalence, TheWeightsAverageIsIdenticalOnEveryRankWithEvery
   for (const Reduction& reduction : reducers) {
     SCOPED_TRACE(reduction.shared ? "node-shared copy" : "all-reduce");
     std::vector<float> ema;
-    (void)train(MPI_COMM_WORLD, b, 1, rank * b, size * b, 0.001, fp32, math, sgd(), {}, reduction, &ema);
+    (void)train_fp32(MPI_COMM_WORLD, b, rank * b, reduction, &ema);
     expect_identical_on_every_rank(ema);
     const Difference d = compare(ema, reference);
     EXPECT_LE(d.max_abs, relative_tolerance() * d.max_param) << size << " ranks x " << b << " vs 1 rank x " << size * b;
