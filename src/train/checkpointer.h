@@ -1,7 +1,8 @@
 // Owns the points where a run proves itself and saves itself: the cross-rank parameter agreement (every rank
 // must hold bit-identical parameters; a difference is silent corruption or a non-deterministic reduction, and
-// training on would average diverged models) and the checkpoint (rank 0 writes it; it asks the network and the
-// optimizer for their state; the last run.keep_checkpoints are kept). Both are collective, and name the last good checkpoint.
+// training on would average diverged models; the same for the weights' moving average) and the checkpoint (rank 0
+// writes it; it asks the network, the optimizer and the weights' average for their state; the last
+// run.keep_checkpoints are kept). Both are collective, and name the last good checkpoint.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -178,11 +178,11 @@ StartPoint resume(const RunContext& run, model::Network& net, model::Optimizer& 
   start.resumed_from = path;
   start.loss_scale = p.loss_scale;
   start.ema_params = std::move(restored.ema_params);
+  start.notes.push_back(fmt::format("resumed from {}: epoch {} step {} (after {} optimizer steps)", path,
+                                    start.epoch + 1, start.step + 1, p.global_step));
   if (run.job.train.ema_decay > 0 && start.ema_params.empty())
     start.notes.push_back("the checkpoint holds no moving average of the weights: train.ema_decay's average starts "
                           "at the resumed parameters");
-  start.notes.push_back(fmt::format("resumed from {}: epoch {} step {} (after {} optimizer steps)", path,
-                                    start.epoch + 1, start.step + 1, p.global_step));
   if (!same_world)
     start.notes.push_back(fmt::format(
         "resume on {} rank{} (checkpoint written by {}): data re-partitioned, global batch {} (was {}), learning rate "
