@@ -144,7 +144,7 @@ void sync_folder(const fs::path& folder) {
 
 // What the file will take on disk: its arrays and texts, and HDF5's object headers and chunk index (a few KiB).
 double checkpoint_bytes(const CheckpointData& d) {
-  std::size_t floats = d.params.size() + d.states.size();
+  std::size_t floats = d.params.size() + d.ema_params.size() + d.states.size();
   for (const NamedArray& a : d.optimizer_state) floats += a.values.size();
   std::size_t text = d.job_toml.size() + d.versions_json.size() + d.run_id.size();
   for (const std::string& name : d.tensor_names) text += name.size() + 1;
@@ -203,6 +203,7 @@ void write_checkpoint(const fs::path& path, const CheckpointData& d) {
         write_array(file.id(), a.name.c_str(), a.values);
         state_names.push_back(a.name);
       }
+      if (!d.ema_params.empty()) write_array(file.id(), "ema_params", d.ema_params);
       write_array(file.id(), "states", d.states);
       write_array(file.id(), "tensor_sizes", d.tensor_sizes);
       int64_t seed_bits = 0;
@@ -261,6 +262,8 @@ CheckpointData read_checkpoint(const fs::path& path) {
     d.crc_verified = crc;
     d.params = read_array<float>(file.id(), "params", crc);
     read_optimizer_state(file.id(), d, crc);
+    if (H5_CHECK(H5Lexists(file.id(), "ema_params", H5P_DEFAULT)) > 0)
+      d.ema_params = read_array<float>(file.id(), "ema_params", crc);
     d.states = read_array<float>(file.id(), "states", crc);
     d.tensor_sizes = read_array<int64_t>(file.id(), "tensor_sizes", crc);
     const auto pos = read_array<int64_t>(file.id(), "position", crc);
@@ -282,11 +285,13 @@ CheckpointData read_checkpoint(const fs::path& path) {
     d.versions_json = h5::read_string_attribute(file.id(), "versions_json");
     const bool state_fits = std::all_of(d.optimizer_state.begin(), d.optimizer_state.end(),
                                         [&](const NamedArray& a) { return a.values.size() == d.params.size(); });
-    if (!state_fits || d.tensor_names.size() != d.tensor_sizes.size() || d.ranks < 1 ||
+    const bool ema_fits = d.ema_params.empty() || d.ema_params.size() == d.params.size();
+    if (!state_fits || !ema_fits || d.tensor_names.size() != d.tensor_sizes.size() || d.ranks < 1 ||
         d.states.size() != static_cast<size_t>(d.ranks * d.state_count))
       throw CheckpointError("its arrays disagree in length");
     refuse_non_finite("params", d.params);
     for (const NamedArray& a : d.optimizer_state) refuse_non_finite(a.name, a.values);
+    refuse_non_finite("ema_params", d.ema_params);
     refuse_non_finite("states", d.states);
     return d;
   } catch (const CheckpointError& e) {

@@ -1,11 +1,12 @@
 // Owns the checkpoint file format: one HDF5 file of named float arrays (parameters, the optimizer's state arrays
-// under the names the optimizer gives them, each rank's batch-norm statistics), the optimizer's name, the parameter layout (tensor names and sizes, to refuse another model's
-// checkpoint), the position in training, the id of the run that wrote it and the provenance (resolved job
-// file, library versions). Every array carries HDF5's Fletcher-32 checksum per chunk and our CRC-32C of its
-// bytes, every chunk is proven present before it is read, and the file's metadata carries its own checksums
-// (the 1.8 format), so a flipped byte anywhere that matters is an error naming what it hit. Written to a
-// temporary name, flushed, then renamed, so a crash mid-write never leaves a half checkpoint under a final
-// name. Knows nothing of training: src/train/ decides what goes in and what it means.
+// under the names the optimizer gives them, the parameters' moving average when kept, each rank's batch-norm
+// statistics), the optimizer's name, the parameter layout (tensor names and sizes, to refuse another model's
+// checkpoint), the position in training, the id of the run that wrote it and the provenance (resolved job file,
+// library versions). Every array carries HDF5's Fletcher-32 checksum per chunk and our CRC-32C of its bytes, every
+// chunk is proven present before it is read, and the file's metadata carries its own checksums (the 1.8 format), so
+// a flipped byte anywhere that matters is an error naming what it hit. Written to a temporary name, flushed, then
+// renamed, so a crash mid-write never leaves a half checkpoint under a final name. Knows nothing of training:
+// src/train/ decides what goes in and what it means.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -34,6 +35,9 @@ struct CheckpointData {
   // optimizer choice) hold SGD's momentum as "velocity", and read back as such.
   std::string optimizer = "sgd";
   std::vector<NamedArray> optimizer_state;
+  // The parameters' moving average (train.ema_decay), one value per parameter, stored as the array
+  // "ema_params" only where the run kept one; empty: none (ema_decay 0, or an older ringtrain).
+  std::vector<float> ema_params;
   std::vector<float> states;   // ranks x state_count: running statistics differ per rank within an epoch
   int64_t state_count = 0;
   std::string run_id;  // the run that wrote it ("" in checkpoints of older ringtrains)

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/host_device.h"
+
 namespace ringtrain::kernels {
 
 // SGD with momentum and L2 weight decay (PyTorch's SGD, dampening 0): g' = g + wd * p, v = momentum * v + g',
@@ -33,6 +35,13 @@ struct LarsStep {
   float lr = 0, momentum = 0, weight_decay = 0, trust_coefficient = 0.001f, epsilon = 0;
   bool nesterov = false;
 };
+
+// The weights' exponential moving average after an optimizer step, as timm's ModelEmaV2 and PyTorch's
+// torch.optim.swa_utils.get_ema_avg_fn compute it: ema = decay * ema + (1 - decay) * param. One definition for
+// both twins (kernels/cpu/ema.h, kernels/cuda/ema.h), so they differ at most by the compilers' fused multiply-adds.
+RT_HOST_DEVICE inline float ema_blend(float decay, float ema, float param) {
+  return decay * ema + (1.0f - decay) * param;
+}
 
 // One parameter tensor of the flat buffer; `adapt` is 1 where the layer-wise rate and weight decay apply.
 struct TensorRange {

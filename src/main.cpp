@@ -127,6 +127,14 @@ struct UseCommands {
   ringtrain::commands::ExportArgs export_args;
 };
 
+// --weights, alike on evaluate, predict and export.
+void add_weights_option(CLI::App* command, std::string& weights) {
+  command->add_option("--weights", weights, "params | ema: the moving average of the weights train.ema_decay kept "
+                                            "(the checkpoint must hold one)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"params", "ema"}));
+}
+
 void add_use_commands(CLI::App& app, UseCommands& u) {
   u.evaluate = app.add_subcommand("evaluate", "evaluate a checkpoint on a split: loss, accuracy, top-5, per class, "
                                               "confusion matrix (run under mpirun/srun like training)");
@@ -136,6 +144,7 @@ void add_use_commands(CLI::App& app, UseCommands& u) {
   u.evaluate->add_option("--checkpoint", e.checkpoint, "checkpoint file (default: the newest in <run.dir>/checkpoints)");
   u.evaluate->add_option("--data", e.data, "split folder to evaluate (default: the job's data.test)");
   u.evaluate->add_option("--out", e.out, "write the results as JSON to this file");
+  add_weights_option(u.evaluate, e.weights);
   u.predict = app.add_subcommand("predict", "top-k classes of every sample of split folders, folders of images or "
                                             "image files, as JSON lines on stdout");
   auto& p = u.predict_args;
@@ -147,12 +156,14 @@ void add_use_commands(CLI::App& app, UseCommands& u) {
   u.predict->add_option("--top", p.top, "classes per sample")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   u.predict->add_flag("--logits", p.logits, "also print each sample's logits");
   u.predict->add_option("--device", p.device, "auto | cpu | cuda")->capture_default_str();
+  add_weights_option(u.predict, p.weights);
   u.export_onnx = app.add_subcommand("export", "write a checkpoint's model in inference form as an ONNX file");
   auto& x = u.export_args;
   u.export_onnx->add_option("--checkpoint", x.checkpoint, "checkpoint file (its job is inside it)")->required();
   u.export_onnx->add_option("--onnx", x.onnx, "the ONNX file to write")->required();
   u.export_onnx->add_option("--data", x.data, "a split of the training data (default: the job's data.train): "
                                               "sample shape and normalisation");
+  add_weights_option(u.export_onnx, x.weights);
 }
 
 }  // namespace

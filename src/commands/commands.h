@@ -22,6 +22,7 @@ struct EvaluateArgs {
   std::filesystem::path job;
   std::vector<std::string> overrides;
   std::filesystem::path checkpoint, data, out;  // empty: the newest checkpoint, data.test, no JSON
+  std::string weights = "params";               // --weights: params | ema (the moving average)
 };
 int evaluate(int* argc, char*** argv, const EvaluateArgs& args);  // initialises MPI
 
@@ -32,12 +33,14 @@ struct PredictArgs {
   int top = 5;
   bool logits = false;
   std::string device = "auto";
+  std::string weights = "params";
 };
 int predict(int* argc, char*** argv, const PredictArgs& args);  // initialises MPI (one rank)
 
 struct ExportArgs {
   std::filesystem::path checkpoint, onnx;
   std::filesystem::path data;  // a split of the data the model was trained on; empty: the job's data.train
+  std::string weights = "params";
 };
 int export_onnx(const ExportArgs& args);
 int prepare_fashion_mnist(const std::filesystem::path& source, const std::filesystem::path& out, int shards, bool overwrite);

@@ -30,7 +30,8 @@ void refuse_other_data(const io::CheckpointData& checkpoint, const std::filesyst
 }  // namespace
 
 int export_onnx(const ExportArgs& args) {
-  const io::CheckpointData checkpoint = io::read_checkpoint(args.checkpoint);
+  io::CheckpointData checkpoint = io::read_checkpoint(args.checkpoint);
+  train::choose_weights(checkpoint, args.checkpoint, train::weights_named(args.weights));
   const config::JobConfig job = config::parse_job(checkpoint.job_toml, args.checkpoint, {});
   const io::SplitIndex split = infer::open_training_split(job, args.data);
   refuse_other_data(checkpoint, args.checkpoint, job, split.meta);

@@ -31,6 +31,7 @@
 #include "io/image_decode.h"
 #include "io/image_sample.h"
 #include "train/run_context.h"
+#include "train/start_point.h"
 
 namespace ringtrain::commands {
 namespace {
@@ -46,7 +47,7 @@ void print_line(nlohmann::ordered_json line, std::span<const float> logits, cons
 void predict_split(const train::RunContext& run, const PredictArgs& args, const fs::path& dir) {
   train::SplitPart part = train::open_split_part(run.world, dir, "the input");
   const int classes = part.meta().num_classes;
-  infer::Classifier classifier(run, args.checkpoint, part.meta().shape, classes);
+  infer::Classifier classifier(run, args.checkpoint, part.meta().shape, classes, train::weights_named(args.weights));
   const int64_t n = part.range.size(), per_batch = classifier.batch(), batches = (n + per_batch - 1) / per_batch;
   train::BatchLoader loader(
       *part.reader, classifier.batch(), batches,
@@ -84,7 +85,8 @@ std::unique_ptr<ImageModel> image_model(const train::RunContext& run, const Pred
                                 meta.shape.channels, trained_on.dir.string()));
   const train::PhotoSampling sampling{false, {}, train::evaluation_resize(run.job.data.eval_resize, meta.shape), meta.shape};
   return std::unique_ptr<ImageModel>(new ImageModel{meta, train::Normalisation(meta),
-                                                    infer::Classifier(run, args.checkpoint, meta.shape, meta.num_classes),
+                                                    infer::Classifier(run, args.checkpoint, meta.shape, meta.num_classes,
+                                                                      train::weights_named(args.weights)),
                                                     sampling});
 }
 
@@ -127,7 +129,9 @@ int predict_all(dist::World& world, const PredictArgs& args) {
   if (world.size() != 1)
     throw UsageError("predict runs as one process (it writes one stream of predictions): run it without mpirun/srun");
   const std::vector<infer::PredictInput> inputs = infer::resolve_predict_inputs(args.inputs);
-  const io::CheckpointData checkpoint = io::read_checkpoint(args.checkpoint);
+  io::CheckpointData checkpoint = io::read_checkpoint(args.checkpoint);
+  // Refused here, before any device is opened or line printed, where the checkpoint lacks the weights asked for.
+  train::choose_weights(checkpoint, args.checkpoint, train::weights_named(args.weights));
   config::JobConfig job = config::parse_job(checkpoint.job_toml, args.checkpoint, {"run.device=" + args.device});
   backend::DeviceSetup device = backend::open_device(job, world);
   const train::RunContext run{job, world, *device.backend, false};

@@ -115,18 +115,23 @@ void insert_default(toml::table& t, const char* key, const Value& fallback) {
       fallback);
 }
 
-bool within(double v, const schema::NumRange& r) { return (r.min_open ? v > r.min : v >= r.min) && v <= r.max; }
+bool within(double v, const schema::NumRange& r) {
+  return (r.min_open ? v > r.min : v >= r.min) && (r.max_open ? v < r.max : v <= r.max);
+}
 
 // A number, or each of an array of numbers, against its range; the bracket says whether the bound is allowed.
 std::string number_refusal(const std::string& name, const schema::NumRange& r, const Value& v) {
   const char* open = r.min_open ? "(" : "[";
+  const char* close = r.max_open ? ")" : "]";
   if (const auto* each = std::get_if<Numbers>(&v)) {
     for (const double x : *each)
-      if (!within(x, r)) return fmt::format("{} must hold numbers in {}{}, {}], got {}", name, open, r.min, r.max, x);
+      if (!within(x, r))
+        return fmt::format("{} must hold numbers in {}{}, {}{}, got {}", name, open, r.min, r.max, close, x);
     return {};
   }
   const double x = std::get<double>(v);
-  return within(x, r) ? std::string() : fmt::format("{} must be in {}{}, {}], got {}", name, open, r.min, r.max, x);
+  if (within(x, r)) return {};
+  return fmt::format("{} must be in {}{}, {}{}, got {}", name, open, r.min, r.max, close, x);
 }
 
 // Why a value of the right type is refused by its key's bounds or choices; empty when it is not.

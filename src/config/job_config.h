@@ -54,6 +54,7 @@ struct JobConfig {
     int eval_every_epochs;   // the last epoch is evaluated whatever this says
     double loss_scale_init;  // fp16's dynamic loss scaling (train/loss_scaler.h)
     int64_t loss_scale_growth_interval;
+    double ema_decay;  // 0: no average of the weights (model/weight_average.h)
   } train;
 
   struct Optimizer {

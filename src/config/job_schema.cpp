@@ -158,6 +158,10 @@ Section<Train> train_keys() {
           integer<Train>("eval_every_epochs", &Train::eval_every_epochs, 1, {1, 100000},
                          "evaluate the test split after every this many epochs (the last epoch always); an epoch "
                          "without evaluation records test_loss, test_acc and test_top5 as null"),
+          number<Train>("ema_decay", &Train::ema_decay, 0.0, {0.0, 1.0, false, true},
+                        "0 = off, else d in (0, 1), e.g. 0.9999: after every optimizer step ema = d x ema + (1 - d) x "
+                        "param over all parameters (timm's ModelEmaV2); saved in checkpoints, used by evaluate, "
+                        "predict and export with --weights ema"),
       });
 }
 

@@ -25,6 +25,7 @@ struct IntRange {
 struct NumRange {
   double min, max;
   bool min_open = false;
+  bool max_open = false;  // train.ema_decay: 1 would freeze the average at the first weights
 };
 using Choices = std::vector<std::string>;  // a string key's valid values, the first its default
 using Check = std::variant<std::monostate, IntRange, NumRange, Choices>;

@@ -8,7 +8,7 @@
 namespace ringtrain::infer {
 
 Classifier::Classifier(const train::RunContext& run, const std::filesystem::path& checkpoint,
-                       const io::SampleShape& shape, int classes)
+                       const io::SampleShape& shape, int classes, train::Weights weights)
     : run_(run),
       input_{run.job.train.batch_per_rank, shape.channels, shape.height, shape.width},
       classes_(classes),
@@ -16,7 +16,7 @@ Classifier::Classifier(const train::RunContext& run, const std::filesystem::path
       net_(train::build_network(run, input_, classes, 0, nullptr)),
       device_batch_(run.backend, input_, form_),
       logits_(static_cast<size_t>(input_.n) * static_cast<size_t>(classes)) {
-  train::restore_checkpoint(run, *net_, nullptr, checkpoint);
+  train::restore_checkpoint(run, *net_, nullptr, checkpoint, weights);
 }
 
 std::span<const float> Classifier::logits(const train::HostBatch& batch) {

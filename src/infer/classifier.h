@@ -12,14 +12,16 @@
 #include "io/dataset_meta.h"
 #include "model/network.h"
 #include "train/run_context.h"
+#include "train/start_point.h"
 
 namespace ringtrain::infer {
 
 class Classifier {
  public:
   // Collective (one rank in `predict`). Throws CheckpointError for another model's or a damaged checkpoint.
+  // `weights`: the checkpoint's parameters or their moving average (an Error, exit 3, where it holds none).
   Classifier(const train::RunContext& run, const std::filesystem::path& checkpoint, const io::SampleShape& shape,
-             int classes);
+             int classes, train::Weights weights = train::Weights::params);
   int batch() const { return input_.n; }  // the most samples one call takes
   // What the batches it takes carry: uint8 pixels on a GPU (normalised there), normalised floats on the CPU.
   train::BatchForm form() const { return form_; }

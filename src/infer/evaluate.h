@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "train/run_context.h"
+#include "train/start_point.h"
 
 namespace ringtrain::infer {
 
@@ -13,6 +14,7 @@ struct EvaluateOptions {
   std::filesystem::path checkpoint;  // empty: the newest in <run.dir>/checkpoints
   std::filesystem::path data;        // empty: data.test
   std::filesystem::path out;         // empty: no JSON file
+  train::Weights weights = train::Weights::params;  // --weights: the parameters or their moving average
 };
 
 int evaluate(const train::RunContext& run, const EvaluateOptions& options);  // collective; the exit code

@@ -29,19 +29,28 @@ Checkpointer::Checkpointer(const RunContext& run, model::Network& net, model::Op
       trace_(trace) {}
 
 uint64_t Checkpointer::agreed_checksum(const std::string& when, int64_t global_step) {
+  return agreed(net_.params(), "parameters", when, global_step);
+}
+
+std::string Checkpointer::agreed_ema_checksum(const std::string& when, int64_t global_step) {
+  if (!ema_) return "";
+  return util::hex64(agreed(ema_->data(), "the weights' moving averages (train.ema_decay)", when, global_step));
+}
+
+uint64_t Checkpointer::agreed(const float* values, const char* what, const std::string& when, int64_t global_step) {
   dist::Watchdog::Scope guard(&watchdog_, "parameter checksum comparison", global_step);
   std::vector<float> params(static_cast<size_t>(net_.param_count()));
-  run_.backend.to_host(params.data(), net_.params(), params.size() * sizeof(float));
+  run_.backend.to_host(params.data(), values, params.size() * sizeof(float));
   const uint64_t checksum = util::fnv1a64(params.data(), params.size() * sizeof(float));
   std::vector<uint64_t> all(static_cast<size_t>(run_.ranks()));
   MPI_CHECK(MPI_Allgather(&checksum, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, run_.world.comm()));
   // Every rank sees the same table, so every rank throws the same message.
   if (std::any_of(all.begin(), all.end(), [&](uint64_t c) { return c != all[0]; }))
     throw AgreedError(ExitCode::fault,
-                      fmt::format("parameters differ between ranks {}: {}; a non-deterministic reduction or memory "
+                      fmt::format("{} differ between ranks {}: {}; a non-deterministic reduction or memory "
                                   "corruption on the odd rank out (check that node); --resume continues from the "
                                   "last good checkpoint: {}",
-                                  when, util::describe_checksum_groups(all), last_));
+                                  what, when, util::describe_checksum_groups(all), last_));
   return checksum;
 }
 
@@ -56,9 +65,11 @@ void Checkpointer::save(const Resumable& next, int64_t global_step) {
   const auto count = static_cast<int>(net_.state_count());
   model::NetworkState state;  // rank 0's whole state goes into the file; every rank's statistics are gathered
   model::OptimizerState optimizer;
+  std::vector<float> ema;  // rank 0's; every rank holds the same (they average identical parameters)
   if (run_.root()) {
     state = net_.read_state();
     optimizer = optimizer_.read_state();
+    if (ema_) ema = ema_->read();
   } else {
     state.states.resize(static_cast<size_t>(count));
     run_.backend.to_host(state.states.data(), net_.states(), state.states.size() * sizeof(float));
@@ -78,6 +89,7 @@ void Checkpointer::save(const Resumable& next, int64_t global_step) {
     d.params = std::move(state.params);
     d.optimizer = optimizer.optimizer;
     for (auto& a : optimizer.arrays) d.optimizer_state.push_back({std::move(a.name), std::move(a.values)});
+    d.ema_params = std::move(ema);
     d.states = std::move(all_states);
     d.state_count = count;
     d.run_id = run_id_;

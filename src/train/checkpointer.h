@@ -1,7 +1,8 @@
 // Owns the points where a run proves itself and saves itself: the cross-rank parameter agreement (every rank
 // must hold bit-identical parameters; a difference is silent corruption or a non-deterministic reduction, and
-// training on would average diverged models) and the checkpoint (rank 0 writes it; it asks the network and the
-// optimizer for their state; the last run.keep_checkpoints are kept). Both are collective, and name the last good checkpoint.
+// training on would average diverged models; the same for the weights' moving average) and the checkpoint (rank 0
+// writes it; it asks the network, the optimizer and the weights' average for their state; the last
+// run.keep_checkpoints are kept). Both are collective, and name the last good checkpoint.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -10,6 +11,7 @@
 #include "dist/watchdog.h"
 #include "model/network.h"
 #include "model/optimizer.h"
+#include "model/weight_average.h"
 #include "obs/trace.h"
 #include "train/loss_scaler.h"
 #include "train/run_context.h"
@@ -33,13 +35,19 @@ class Checkpointer {
   // The parameters' checksum, the same on every rank, or an AgreedError naming the ranks that differ and the
   // last good checkpoint. `when` says when ("after epoch 3").
   uint64_t agreed_checksum(const std::string& when, int64_t global_step);
+  // The same for the weights' moving average (train.ema_decay), which every rank computes from the same
+  // parameters; "" where the run keeps none.
+  std::string agreed_ema_checksum(const std::string& when, int64_t global_step);
   // Writes <run.dir>/checkpoints/ckpt-s<steps done>.h5; every rank gets the same error if it fails.
   void save(const Resumable& next, int64_t global_step);
   const std::string& last() const { return last_; }
   void set_loss_scaler(const LossScaler* scaler) { loss_scaler_ = scaler; }  // fp16: its state is saved too
+  void set_weight_average(model::WeightAverage* ema) { ema_ = ema; }        // train.ema_decay: saved too
   void set_trace(obs::Trace* trace) { trace_ = trace; }  // the checkpoint's phase goes there (null: none)  // "none" before the first
 
  private:
+  // The checksum of param_count() floats of device memory, agreed by every rank, or an AgreedError naming `what`.
+  uint64_t agreed(const float* values, const char* what, const std::string& when, int64_t global_step);
   const RunContext& run_;
   model::Network& net_;
   model::Optimizer& optimizer_;
@@ -48,6 +56,7 @@ class Checkpointer {
   dist::Watchdog& watchdog_;
   obs::Trace* trace_;
   const LossScaler* loss_scaler_ = nullptr;
+  model::WeightAverage* ema_ = nullptr;
 };
 
 }  // namespace ringtrain::train

@@ -166,6 +166,7 @@ nlohmann::ordered_json EpochReport::record() const {
               {"warnings", warnings},
               {"flops_per_s_per_rank", train_flops_per_sample * static_cast<double>(steps_run * per_step) / epoch_train_s},
               {"param_checksum", param_checksum},
+              {"ema_checksum", ema_checksum.empty() ? json() : json(ema_checksum)},
               {"loss_scale", loss_scale > 0 ? json(loss_scale) : json()},
               {"skipped_steps", loss_scale > 0 ? json(skipped_steps) : json()},
               {"grad_norm_mean", grad_norm.steps > 0 ? json(grad_norm.mean()) : json()},

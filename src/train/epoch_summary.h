@@ -64,6 +64,7 @@ struct EpochReport {
   double device_baseline_mb = 0;
   std::vector<std::string> warnings;
   std::string param_checksum;
+  std::string ema_checksum;       // train.ema_decay's average, agreed like param_checksum; "" without one
   float loss_scale = 0;           // fp16: the loss scale at the epoch's end, 0 without loss scaling
   int64_t skipped_steps = 0;      // fp16: steps skipped because their gradients overflowed
   GradNormStats grad_norm;        // clipping: the norms before clipping

@@ -14,7 +14,9 @@ namespace {
 model::MemoryBudget memory_budget(const RunContext& run, double loaders) {
   const double available = static_cast<double>(run.backend.memory_available());
   if (available <= 0) return {};
-  const double state_arrays = model::optimizer_state_arrays(run.job.optimizer.kind);
+  // The weights' moving average (train.ema_decay) is one more array of one value per parameter.
+  const double state_arrays =
+      model::optimizer_state_arrays(run.job.optimizer.kind) + (run.job.train.ema_decay > 0 ? 1 : 0);
   const double optimizer_per_parameter = state_arrays * sizeof(float);
   if (!run.backend.allocates_host_memory()) {
     const double workspace = run.job.gpu.workspace_mb * (1 << 20);

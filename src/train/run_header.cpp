@@ -68,6 +68,10 @@ void print_header(const RunContext& run, const RunSetup& setup, const util::Vers
                           ? fmt::format("; label smoothing {} (the training loss is against the smoothed target)",
                                         run.job.train.label_smoothing)
                           : ""));
+  if (setup.ema)
+    run.say(fmt::format("weights' moving average: decay {} after every optimizer step (train.ema_decay; saved in "
+                        "checkpoints, --weights ema)",
+                        setup.ema->decay()));
   run.say(epoch_line(setup.data));
 }
 

@@ -6,6 +6,7 @@
 
 #include "data/data_plan.h"
 #include "model/network.h"
+#include "model/weight_average.h"
 #include "model/optimizer.h"
 #include "train/lr_schedule.h"
 #include "train/run_context.h"
@@ -21,6 +22,7 @@ struct RunSetup {
   DataPlan& data;
   const LearningRateSchedule& lr;
   const StartPoint& start;
+  model::WeightAverage* ema = nullptr;  // train.ema_decay's average; null when off
 };
 
 void print_header(const RunContext& run, const RunSetup& setup, const util::VersionList& versions);

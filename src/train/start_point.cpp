@@ -101,17 +101,38 @@ void refuse_another_model(const io::CheckpointData& c, const fs::path& path, con
                                                  "trained with"));
 }
 
+Weights weights_named(const std::string& name) {
+  if (name == "params") return Weights::params;
+  if (name == "ema") return Weights::ema;
+  throw UsageError(fmt::format("--weights must be params or ema, got '{}'", name));
+}
+
+void choose_weights(io::CheckpointData& checkpoint, const fs::path& path, Weights weights) {
+  if (weights == Weights::params) return;
+  if (checkpoint.ema_params.empty())
+    throw Error(ExitCode::job_file,
+                fmt::format("--weights ema: checkpoint '{}' holds no moving average of the weights (it was written "
+                            "with train.ema_decay = 0, or by a ringtrain without it); use --weights params, or "
+                            "train with train.ema_decay in (0, 1)",
+                            path.string()));
+  checkpoint.params = std::move(checkpoint.ema_params);
+  checkpoint.ema_params.clear();
+}
+
 RestoredCheckpoint restore_checkpoint(const RunContext& run, model::Network& net, model::Optimizer* optimizer,
-                                      const fs::path& path) {
+                                      const fs::path& path, Weights weights) {
   io::CheckpointData c;
   std::string chosen;
   run.world.all_succeed([&] {
     if (!run.root()) return;
     chosen = (path.empty() ? newest_checkpoint(run) : path).string();
     c = read_checked(run, net, optimizer, chosen);
+    choose_weights(c, chosen, weights);
   });
-  CheckpointPosition p{c.epoch, c.step_in_epoch, c.global_step, c.steps_per_epoch, c.ranks, c.global_batch,
-                       c.state_count, c.train_time_s, c.train_samples, {c.loss_scale, c.loss_scale_finite_in_a_row}};
+  CheckpointPosition p{c.epoch,         c.step_in_epoch, c.global_step,  c.steps_per_epoch,
+                       c.ranks,         c.global_batch,  c.state_count,  c.train_time_s,
+                       c.train_samples, {c.loss_scale, c.loss_scale_finite_in_a_row},
+                       static_cast<int64_t>(c.ema_params.size())};
   run.world.broadcast(&p, sizeof p);
   chosen = run.world.broadcast_string(chosen);
   model::NetworkState state;
@@ -122,11 +143,13 @@ RestoredCheckpoint restore_checkpoint(const RunContext& run, model::Network& net
   run.world.broadcast_floats(c.states.data(), static_cast<long long>(c.states.size()));
   state.states = running_statistics(c.states, p, run.world.rank(), run.ranks());
   net.load_state(state);
+  c.ema_params.resize(static_cast<size_t>(p.ema_count));
+  run.world.broadcast_floats(c.ema_params.data(), p.ema_count);
   if (optimizer) {
     const model::OptimizerState restored = broadcast_optimizer_state(run, c, net.param_count());
     run.world.all_succeed([&] { optimizer->load_state(restored); });
   }
-  return {chosen, p};
+  return {chosen, p, std::move(c.ema_params)};
 }
 
 namespace {
@@ -143,7 +166,7 @@ StartPoint fresh_start(const RunContext& run, model::Network& net) {
 
 StartPoint resume(const RunContext& run, model::Network& net, model::Optimizer& optimizer, const EpochPlan& plan,
                   const LearningRateSchedule& lr) {
-  const RestoredCheckpoint restored = restore_checkpoint(run, net, &optimizer, {});
+  RestoredCheckpoint restored = restore_checkpoint(run, net, &optimizer, {});
   const CheckpointPosition& p = restored.position;
   const std::string& path = restored.path;
   const bool same_world = p.ranks == run.ranks() && p.steps_per_epoch == plan.steps && p.global_batch == plan.global_batch;
@@ -154,8 +177,12 @@ StartPoint resume(const RunContext& run, model::Network& net, model::Optimizer& 
   start.train_time_s = p.train_time_s, start.train_samples = p.train_samples;
   start.resumed_from = path;
   start.loss_scale = p.loss_scale;
+  start.ema_params = std::move(restored.ema_params);
   start.notes.push_back(fmt::format("resumed from {}: epoch {} step {} (after {} optimizer steps)", path,
                                     start.epoch + 1, start.step + 1, p.global_step));
+  if (run.job.train.ema_decay > 0 && start.ema_params.empty())
+    start.notes.push_back("the checkpoint holds no moving average of the weights: train.ema_decay's average starts "
+                          "at the resumed parameters");
   if (!same_world)
     start.notes.push_back(fmt::format(
         "resume on {} rank{} (checkpoint written by {}): data re-partitioned, global batch {} (was {}), learning rate "

@@ -26,12 +26,25 @@ struct CheckpointPosition {
           state_count = 0;
   double train_time_s = 0, train_samples = 0;
   LossScaleState loss_scale;  // fp16's, where the checkpoint has one
+  int64_t ema_count = 0;      // values of the parameters' moving average it holds (0: none)
 };
 
 struct RestoredCheckpoint {
   std::string path;
   CheckpointPosition position;
+  std::vector<float> ema_params;  // its parameters' moving average, on every rank; empty: none
 };
+
+// Which weights a checkpoint's model runs with (evaluate, predict, export --weights): its parameters, or their
+// moving average (train.ema_decay).
+enum class Weights { params, ema };
+
+// "params" or "ema" (the command line's --weights) to Weights.
+Weights weights_named(const std::string& name);
+
+// Puts the checkpoint's moving average in place of its parameters when `weights` asks for it. Throws Error
+// (exit 3, as for a job that asks for what cannot be) naming `path` when the checkpoint holds none.
+void choose_weights(io::CheckpointData& checkpoint, const std::filesystem::path& path, Weights weights);
 
 // Throws CheckpointError naming the first parameter tensor where `checkpoint` (read from `path`) and `net` differ,
 // and the job file and data to use instead (`resuming`: the job file it was written by).
@@ -43,8 +56,9 @@ void refuse_another_model(const io::CheckpointData& checkpoint, const std::files
 // must be the same optimizer's). An empty `path` takes the newest checkpoint in <run.dir>/checkpoints, which must
 // belong to the run run.dir holds. Throws CheckpointError (agreed) for no checkpoint, another model's, run's or
 // optimizer's, or a damaged one.
+// `weights`: which of the checkpoint's weights become the network's parameters (choose_weights).
 RestoredCheckpoint restore_checkpoint(const RunContext& run, model::Network& net, model::Optimizer* optimizer,
-                                      const std::filesystem::path& path);
+                                      const std::filesystem::path& path, Weights weights = Weights::params);
 
 struct StartPoint {
   int epoch = 0;           // the next epoch to run (0-based); also how many the checkpoint holds
@@ -53,6 +67,7 @@ struct StartPoint {
   double train_time_s = 0, train_samples = 0;  // carried over, for samples/s over the whole job
   std::string resumed_from;                    // the checkpoint, or "" for a fresh start
   LossScaleState loss_scale;                   // fp16's loss scale from the checkpoint (scale 0: none)
+  std::vector<float> ema_params;               // the checkpoint's moving average of the parameters; empty: none
   std::vector<std::string> notes;              // what the run header says about the resume
   int64_t first_micro_batch(const EpochPlan& plan) const { return (int64_t{epoch} * plan.steps + step) * plan.accumulate; }
 };

@@ -123,6 +123,7 @@ void StepRunner::apply(float lr) {
     optimizer_.update(lr, slot.step, sync_.update_slice());
   }
   sync_.updated();
+  if (ema_ && !slot.skipped) ema_->update();
   grads_zero_ = true;  // the update consumed them (model/backend.h), or the skip dropped them
   clock_->mark(mark_id(current_, after_micro_batches + 1));
   slot.queued = true;

@@ -25,6 +25,7 @@
 #include "dist/gradient_sync.h"
 #include "model/network.h"
 #include "model/optimizer.h"
+#include "model/weight_average.h"
 #include "obs/trace.h"
 #include "train/loss_scaler.h"
 
@@ -71,6 +72,9 @@ class StepRunner {
   // torch.nn.utils.clip_grad_norm_ does; every rank finds the same |g| (GradientReducer::sum_over_slices).
   void clip_gradients_to(double max_norm);
   LossScaler* loss_scaler() { return loss_scaler_ ? &*loss_scaler_ : nullptr; }  // null unless fp16
+  // train.ema_decay: `ema` (null: none) takes every update that changed the parameters, once every rank that
+  // shares them has written its slice; a step fp16 skips changes nothing, so the average skips it too.
+  void average_weights(model::WeightAverage* ema) { ema_ = ema; }
 
  private:
   // One step in flight: its loss sums on the device and their readback, and its clock marks.
@@ -107,6 +111,7 @@ class StepRunner {
   std::map<int64_t, double> reduction_s_;  // settled reductions' seconds of steps not yet collected
   std::unique_ptr<model::DeviceClock> clock_;
   obs::Trace* trace_ = nullptr;
+  model::WeightAverage* ema_ = nullptr;
   std::optional<LossScaler> loss_scaler_;
   model::DeviceBuffer nonfinite_;  // unscale's flag, and its readback
   std::unique_ptr<model::Readback> nonfinite_readback_;

@@ -20,6 +20,20 @@
 #include "util/versions.h"
 
 namespace ringtrain::train {
+namespace {
+
+// train.ema_decay's average (null when 0): the checkpoint's where the run resumes from one that holds it, else
+// the parameters the run starts from. Made once they are published, so it reads a node's shared copy complete.
+std::unique_ptr<model::WeightAverage> weight_average(const RunContext& run, model::Network& net,
+                                                     const StartPoint& start) {
+  if (run.job.train.ema_decay <= 0) return nullptr;
+  auto ema = std::make_unique<model::WeightAverage>(net, static_cast<float>(run.job.train.ema_decay));
+  if (!start.ema_params.empty()) ema->load(start.ema_params);
+  return ema;
+}
+
+}  // namespace
+
 Trainer::Trainer(const config::JobConfig& job, dist::World& world, model::Backend& backend,
                  dist::GradientReducer& reducer, bool resume)
     : job_(job), world_(world), backend_(backend), reducer_(reducer), resume_(resume) {}
@@ -41,9 +55,10 @@ int Trainer::run() {
   // Where a node's ranks share one copy of the parameters, each has written the same values into it: none reads
   // them for training before all have.
   if (model::ParameterMemory* shared = reducer_.parameter_memory()) shared->publish();
+  const std::unique_ptr<model::WeightAverage> ema = weight_average(run, *net, start);
   RunOutputs outputs(run);  // run.dir is claimed only now, with data, model and checkpoint accepted
 
-  const RunSetup setup{*net, *optimizer, data, lr, start};
+  const RunSetup setup{*net, *optimizer, data, lr, start, ema.get()};
   const util::VersionList versions = backend::library_versions();
   print_header(run, setup, versions);
   for (const std::string& line : outputs.claim_lines()) run.say(line);

@@ -103,6 +103,8 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
     watchdog_.on_timeout([this] { write_trace(); });  // a hung step is the one whose trace is wanted most
   }
   checkpointer_.set_loss_scaler(runner_.loss_scaler());
+  checkpointer_.set_weight_average(setup.ema);
+  runner_.average_weights(setup.ema);
   runner_.clip_gradients_to(run.job.optimizer.clip_global_norm);
   watchdog_.end_stuck_collective_on_termination(&termination_requested);
   sync_.watch_with(&watchdog_);
@@ -302,6 +304,7 @@ void TrainingLoop::finish_epoch(int epoch, EpochTally& tally) {
   EpochReport report = measure_epoch(epoch, tally, epoch_train_s);
   report.param_checksum =
       util::hex64(checkpointer_.agreed_checksum(fmt::format("after epoch {}", epoch + 1), global_step_));
+  report.ema_checksum = checkpointer_.agreed_ema_checksum(fmt::format("after epoch {}", epoch + 1), global_step_);
   run_.say(report.line());
   outputs_.record(report.record());
   outputs_.curves(global_step_, {{"epoch/train_loss", report.sums.train.mean_loss()},

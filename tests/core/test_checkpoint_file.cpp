@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "io/checkpoint_file.h"
+#include "train/start_point.h"
 
 namespace fs = std::filesystem;
 using namespace ringtrain;
@@ -102,6 +103,32 @@ TEST(CheckpointFile, EveryFieldRoundTripsExactly) {
   EXPECT_EQ(r.run_id, d.run_id);
   EXPECT_EQ(r.job_toml, d.job_toml);
   EXPECT_EQ(r.versions_json, d.versions_json);
+}
+
+// train.ema_decay's average comes back bit for bit where the run kept one, and is absent (not zeros) where not;
+// choose_weights puts it in the parameters' place for --weights ema, and refuses with exit 3 where there is none.
+TEST(CheckpointFile, TheWeightsAverageRoundTripsAndIsOptional) {
+  const ScratchDir scratch("rt-ckpt-ema");
+  io::CheckpointData d = sample();
+  const fs::path plain = scratch.path() / io::checkpoint_name(1), averaged = scratch.path() / io::checkpoint_name(2);
+  io::write_checkpoint(plain, d);
+  for (const float p : d.params) d.ema_params.push_back(p * 0.5f + 0.125f);
+  io::write_checkpoint(averaged, d);
+  io::CheckpointData r = io::read_checkpoint(averaged);
+  EXPECT_EQ(r.ema_params, d.ema_params);
+  train::choose_weights(r, averaged, train::Weights::ema);
+  EXPECT_EQ(r.params, d.ema_params);
+  io::CheckpointData without = io::read_checkpoint(plain);
+  EXPECT_TRUE(without.ema_params.empty());
+  train::choose_weights(without, plain, train::Weights::params);
+  EXPECT_EQ(without.params, d.params);
+  try {
+    train::choose_weights(without, plain, train::Weights::ema);
+    ADD_FAILURE() << "a checkpoint without an average was taken for --weights ema";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::job_file);
+    EXPECT_NE(std::string(e.what()).find("holds no moving average"), std::string::npos) << e.what();
+  }
 }
 
 // An optimizer's state is whatever arrays it names: AdamW's two moments come back by name, in order.

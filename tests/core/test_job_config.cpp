@@ -169,6 +169,17 @@ TEST_F(JobConfigTest, OptimizersScalingAndLabelSmoothingParse) {
   EXPECT_NE(e.find("train.label_smoothing"), std::string::npos) << e;
 }
 
+// train.ema_decay: 0 (off) by default, any d in (0, 1) taken; 1 (an average frozen at the first weights), a
+// negative decay or one past 1 refused naming the key and the half-open range.
+TEST_F(JobConfigTest, EmaDecayIsOffByDefaultAndRefusedOutsideZeroToOne) {
+  EXPECT_DOUBLE_EQ(load_job(write(kMinimal), {}).train.ema_decay, 0.0);
+  EXPECT_DOUBLE_EQ(load_job(write(kMinimal), {"train.ema_decay=0.9999"}).train.ema_decay, 0.9999);
+  for (const char* bad : {"1", "1.5", "-0.1"}) {
+    const std::string e = error_of(kMinimal, {std::string("train.ema_decay=") + bad});
+    EXPECT_NE(e.find("'train.ema_decay' must be in [0, 1), got"), std::string::npos) << bad << ": " << e;
+  }
+}
+
 TEST_F(JobConfigTest, Fp16AndItsLossScalingParse) {
   const auto job = load_job(write(kMinimal), {"train.precision=\"fp16\"", "train.loss_scale_init=1024",
                                               "train.loss_scale_growth_interval=0"});

@@ -2,7 +2,7 @@
 // loss sums come back through finished() in queue order, one step late when one is left in flight, all of them
 // when none is; they are the sums a direct evaluation gives; labels outside the class range are counted, not
 // lost; phase times come back per step; a step cannot be begun over one not yet collected; and gradient clipping
-// scales the reduced gradient as PyTorch's clip_grad_norm_.
+// scales the reduced gradient as PyTorch's clip_grad_norm_; the weights' average follows every update.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include "dist/gradient_sync.h"
 #include "model/network.h"
 #include "model/optimizer.h"
+#include "model/weight_average.h"
 #include "tests/core/one_rank_reducer.h"
 #include "train/step_runner.h"
 
@@ -162,4 +163,23 @@ TEST(StepRunner, ClippingScalesTheGradientToTheGlobalNormAsPyTorchDoes) {
   const ClippedStep unclipped = clipped_step(2 * norm);  // under the bound: the gradient as it was
   EXPECT_NEAR(unclipped.grad_norm, norm, 1e-6 * norm);
   EXPECT_EQ(unclipped.moved, free.moved);
+}
+
+// train.ema_decay: the average starts at the parameters (timm's copy of the model) and after every step is
+// decay * ema + (1 - decay) * the parameters that step left, as timm's ModelEmaV2.update computes it.
+TEST(StepRunner, TheWeightsAverageFollowsEveryUpdateAsTimmDefinesIt) {
+  Fixture f;
+  const double decay = 0.75;
+  model::WeightAverage ema(f.net, static_cast<float>(decay));
+  f.runner.average_weights(&ema);
+  std::vector<double> want(f.net.params(), f.net.params() + f.net.param_count());
+  EXPECT_EQ(ema.read(), std::vector<float>(f.net.params(), f.net.params() + f.net.param_count()));
+  for (int64_t step = 0; step < 3; ++step) {
+    f.step(step, 0.5f);
+    (void)f.runner.finished(0);
+    for (size_t i = 0; i < want.size(); ++i) want[i] = decay * want[i] + (1 - decay) * f.net.params()[i];
+    const std::vector<float> got = ema.read();
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-6 * (1 + std::abs(want[i]))) << "step " << step << " [" << i << "]";
+  }
 }

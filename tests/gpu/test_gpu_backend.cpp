@@ -417,6 +417,22 @@ TEST_F(CudaBackendTest, SgdUpdateMatchesCpu) {
   }
 }
 
+// The weights' moving average (train.ema_decay) against the CPU twin over three steps of fresh parameters, on a
+// count that is not a multiple of the block size.
+TEST_F(CudaBackendTest, EmaUpdateMatchesCpu) {
+  const int64_t n = 4099;
+  auto want = random_vector(n, 30);
+  auto dema = upload(want);
+  for (uint32_t step = 0; step < 3; ++step) {
+    const auto param = random_vector(n, 31 + step);
+    auto dparam = upload(param);
+    cuda().ema_update(n, 0.999f, dparam.as<float>(), dema.as<float>());
+    cpu().ema_update(n, 0.999f, param.data(), want.data());
+  }
+  // One formula (kernels::ema_blend); only the compilers' fused multiply-adds may differ in the last bit.
+  EXPECT_TRUE(all_close(download(dema.as<float>(), n), want, 1e-6, 1e-7));
+}
+
 // The other optimizers against the CPU twin over three updates: AdamW over a decay mask, LARS and LAMB over
 // tensor ranges of which some adapt, including one large enough to span many of the GPU's norm chunks.
 class OptimizerMatchesCpu : public CudaBackendTest {

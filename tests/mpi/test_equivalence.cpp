@@ -23,6 +23,7 @@
 #include "kernels/cpu/dnnl_ops.h"
 #include "model/network.h"
 #include "model/optimizer.h"
+#include "model/weight_average.h"
 #include "train/lr_schedule.h"
 #include "train/loss_scaler.h"
 #include "train/step_runner.h"
@@ -126,7 +127,8 @@ config::JobConfig::Optimizer sgd() {
 // Trains `steps` optimizer steps where this process sees `local_batch` samples per micro-batch, `accumulate`
 // micro-batches per step, starting at sample offset `first` of each global batch of `global` samples. With
 // fp16 operands the steps run with a loss scaler starting at `loss_scale`, and `skipped` (where given) gets the
-// steps it skipped.
+// steps it skipped. `ema`, where given, gets the weights' moving average (train.ema_decay = kEmaDecay) after them.
+constexpr float kEmaDecay = 0.9f;
 struct ReducedPrecision {
   kernels::cpu::OperandRounding rounding = kernels::cpu::OperandRounding::none;
   double loss_scale = 65536;
@@ -137,7 +139,7 @@ std::vector<float> train(MPI_Comm comm, int local_batch, int accumulate, int fir
                          config::WireFormat wire = config::WireFormat::fp32,
                          kernels::cpu::DnnlMath math = kernels::cpu::DnnlMath::fp32,
                          const config::JobConfig::Optimizer& optimizer = sgd(), const ReducedPrecision& reduced = {},
-                         const Reduction& reduction = {}) {
+                         const Reduction& reduction = {}, std::vector<float>* ema = nullptr) {
   const auto device = make_backend(math, reduced.rounding, reduced.activations);
   const auto reducer = make_reducer(*device, comm, wire, reduction);
   model::NetworkOptions options;
@@ -155,6 +157,9 @@ std::vector<float> train(MPI_Comm comm, int local_batch, int accumulate, int fir
   if (reduced.rounding == kernels::cpu::OperandRounding::fp16) scaler.emplace(reduced.loss_scale, 2000);
   train::StepRunner runner(net, sync, *rule, global, accumulate, 0, scaler);
   runner.clip_gradients_to(optimizer.clip_global_norm);
+  std::optional<model::WeightAverage> average;
+  if (ema) average.emplace(net, kEmaDecay);
+  runner.average_weights(average ? &*average : nullptr);
   const auto note = [&](const train::FinishedStep& done) {
     if (done.skipped && reduced.skipped) reduced.skipped->push_back(done.step);
   };
@@ -180,6 +185,7 @@ std::vector<float> train(MPI_Comm comm, int local_batch, int accumulate, int fir
   const auto last = runner.finished(0);
   EXPECT_EQ(last.size(), 1u);
   for (const auto& done : last) note(done);
+  if (ema) *ema = average->read();
   std::vector<float> params(static_cast<size_t>(net.param_count()));
   device->to_host(params.data(), net.params(), params.size() * sizeof(float));
   return params;
@@ -407,6 +413,34 @@ TEST_F(DataParallelEquivalence, NodeSharedParametersEqualOneRankTimesNBatch) {
         EXPECT_EQ(shared, all_reduced) << "one node of two ranks: the same a + b";
       }
     }
+  }
+}
+
+// train.ema_decay: every rank averages the same parameters, so every rank holds the very same average, under the
+// all-reduce and under the node-shared copy (where each rank reads the whole copy once the node's barrier says
+// every slice is written); and it stays within the fp32 bound of 1 rank x N*b's average, as the parameters do.
+TEST_F(DataParallelEquivalence, TheWeightsAverageIsIdenticalOnEveryRankWithEveryReducer) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const int b = 4;
+  const auto train_fp32 = [&](MPI_Comm comm, int local, int first, const Reduction& reduction, std::vector<float>* ema) {
+    return train(comm, local, 1, first, size * b, 0.001, config::WireFormat::fp32, kernels::cpu::DnnlMath::fp32, sgd(),
+                 {}, reduction, ema);
+  };
+  std::vector<float> reference;
+  const auto params = train_fp32(MPI_COMM_SELF, size * b, 0, {}, &reference);
+  EXPECT_GT(compare(reference, params).max_abs, 1e3 * relative_tolerance() * compare(params, params).max_param)
+      << "the average differs from the parameters it follows";
+  std::vector<Reduction> reducers = {{}};
+  if (!on_gpu()) reducers.push_back({.shared = true, .node_ranks = 0});
+  for (const Reduction& reduction : reducers) {
+    SCOPED_TRACE(reduction.shared ? "node-shared copy" : "all-reduce");
+    std::vector<float> ema;
+    (void)train_fp32(MPI_COMM_WORLD, b, rank * b, reduction, &ema);
+    expect_identical_on_every_rank(ema);
+    const Difference d = compare(ema, reference);
+    EXPECT_LE(d.max_abs, relative_tolerance() * d.max_param) << size << " ranks x " << b << " vs 1 rank x " << size * b;
   }
 }
 

@@ -11,6 +11,8 @@
 # Every run that trains must name, in its run header, the reducer the case expects.
 #   precisions a bf16 or fp16 checkpoint resumes in fp32 and an fp32 one in bf16 or fp16; fp16's loss scale resumes
 #             bit-exactly
+#   ema       train.ema_decay: both ranks' averages agree every epoch (ema_checksum), the average resumes
+#             bit-exactly, evaluate --weights ema takes it, and a checkpoint without one is refused with exit 3
 #   reshard   resume a 2-rank checkpoint on 1 rank: re-partitioned, learning rate re-scaled, says so
 #   model     resume with another model: exit 5 naming the first mismatch, checkpoint untouched
 #   nockpt    --resume with no checkpoint: exit 5 on every rank, naming run.dir
@@ -25,7 +27,7 @@
 set -uo pipefail
 bin=$1 src=$2 scratch=$3
 shift 3
-cases=${*:-preempt reshard model nockpt nonfinite kill stall optimizers shared window recipes precisions}
+cases=${*:-preempt reshard model nockpt nonfinite kill stall optimizers shared window recipes precisions ema}
 mkdir -p "$scratch"
 work=$(mktemp -d "$scratch/recovery.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -41,6 +43,7 @@ common=(--set data.train="$work/data/train" --set data.test="$work/data/test" --
         --set train.max_steps_per_epoch=25 --set run.progress_every_s=1000)
 train() { mpirun -np "${NP:-2}" --oversubscribe "$bin" train "$@"; }
 checksum() { tail -1 "$1/metrics.jsonl" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["param_checksum"])'; }
+ema_checksum() { tail -1 "$1/metrics.jsonl" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["ema_checksum"])'; }
 is_checksum() { [[ "$1" =~ ^[0-9a-f]{16}$ ]]; }  # util/checksum.h: 16 hex digits; two missing ones are not "equal"
 # times MSG seen in LOG: the message printed by every rank
 seen() { grep -cF -- "$2" "$1"; }
@@ -165,6 +168,46 @@ if [[ " $cases " == *" recipes "* ]]; then
     --set optimizer.decay_factor=0.2 --set optimizer.nesterov=true --set optimizer.clip_global_norm=0.5
   preempt_and_resume poly nonblocking --set optimizer.name=lars --set optimizer.base_lr=2 --set optimizer.trust_coefficient=0.01 \
     --set optimizer.schedule=poly --set optimizer.poly_power=2 --set optimizer.min_lr=0.01 --set optimizer.nesterov=true
+fi
+
+# train.ema_decay: the average is saved and restored (its checksum after the resume is the uninterrupted run's, bit
+# for bit), every epoch's record carries it agreed by both ranks, and evaluate, predict and export take it.
+if [[ " $cases " == *" ema "* ]]; then
+  preempt_and_resume ema shared --set train.ema_decay=0.99
+  want=$(ema_checksum "$work/ema-whole" 2>/dev/null) got=$(ema_checksum "$work/ema" 2>/dev/null)
+  params=$(checksum "$work/ema" 2>/dev/null)
+  if is_checksum "$want" && [ "$got" = "$want" ] && [ "$got" != "$params" ]; then
+    ok "ema: both ranks' averages agree; resumed average $got = uninterrupted (parameters $params)"
+  else
+    fail "ema: average after resume '$got' vs uninterrupted '$want' (parameters '$params')"
+  fi
+  ckpt=$(ls "$work/ema/checkpoints/"*.h5 | tail -1)
+  evaluate_on_two() { mpirun -np 2 --oversubscribe "$bin" evaluate "$job" "${common[@]}" --set run.dir="$work/ema" "$@"; }
+  if evaluate_on_two --checkpoint "$ckpt" --weights ema >"$work/ema-eval.log" 2>&1 &&
+     "$bin" export --checkpoint "$ckpt" --data "$work/data/train" --onnx "$work/ema.onnx" --weights ema >/dev/null 2>&1 &&
+     "$bin" predict --checkpoint "$ckpt" --weights ema "$work/data/test" >"$work/ema-predict.jsonl" 2>&1; then
+    ok "ema: evaluate, export and predict --weights ema: $(grep -m1 '^loss' "$work/ema-eval.log")"
+  else
+    fail "ema: --weights ema on its checkpoint: $(grep -m2 error "$work/ema-eval.log")"
+  fi
+  NP=1 train "$job" "${common[@]}" --set train.epochs=1 --set train.max_steps_per_epoch=2 --set run.dir="$work/no-ema" \
+    >"$work/no-ema.log" 2>&1
+  plain=$(ls "$work/no-ema/checkpoints/"*.h5 | tail -1)
+  "$bin" export --checkpoint "$plain" --data "$work/data/train" --onnx "$work/no-ema.onnx" --weights ema \
+    >"$work/no-ema-export.log" 2>&1
+  rc=$?
+  if [ "$rc" = 3 ] && grep -q "holds no moving average" "$work/no-ema-export.log"; then
+    ok "ema: --weights ema on a checkpoint without an average: exit 3"
+  else
+    fail "ema: --weights ema without an average: exit $rc: $(tail -2 "$work/no-ema-export.log")"
+  fi
+  train "$job" "${common[@]}" --set train.ema_decay=1 --set run.dir="$work/ema-one" >"$work/ema-one.log" 2>&1
+  rc=$?
+  if [ "$rc" = 3 ] && grep -q "'train.ema_decay' must be in \[0, 1), got 1" "$work/ema-one.log"; then
+    ok "ema: train.ema_decay = 1 refused with exit 3 naming the key"
+  else
+    fail "ema: train.ema_decay = 1: exit $rc: $(grep -m2 ema_decay "$work/ema-one.log")"
+  fi
 fi
 
 if [[ " $cases " == *" reshard "* ]] && [ -d "$work/cut-copy" ]; then

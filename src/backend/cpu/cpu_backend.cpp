@@ -16,6 +16,7 @@
 #include "kernels/cpu/stored_elementwise.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/adamw.h"
+#include "kernels/cpu/ema.h"
 #include "kernels/cpu/lamb.h"
 #include "kernels/cpu/lars.h"
 #include "kernels/cpu/pixel_norm.h"
@@ -384,6 +385,9 @@ void CpuBackend::sgd_update(int64_t n, const model::SgdStep& step, const uint32_
 void CpuBackend::adamw_update(int64_t n, const model::AdamStep& step, const uint32_t* decay_mask, float* grad,
                               float* m, float* v, float* param) {
   kc::adamw_update(n, step, decay_mask, grad, m, v, param);
+}
+void CpuBackend::ema_update(int64_t n, float decay, const float* param, float* ema) {
+  kc::ema_update(n, decay, param, ema);
 }
 void CpuBackend::lars_update(int tensors, const model::TensorRange* ranges, const model::LarsStep& step,
                              float* grad, float* velocity, float* param) {

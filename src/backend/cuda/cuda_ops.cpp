@@ -12,6 +12,7 @@
 #include "kernels/cuda/dropout.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/adamw.h"
+#include "kernels/cuda/ema.h"
 #include "kernels/cuda/batchnorm.h"
 #include "kernels/cuda/cast.h"
 #include "kernels/cuda/pooling.h"
@@ -356,6 +357,9 @@ void CudaBackend::sgd_update(int64_t n, const model::SgdStep& step, const uint32
 void CudaBackend::adamw_update(int64_t n, const model::AdamStep& step, const uint32_t* decay_mask, float* grad,
                                float* m, float* v, float* param) {
   kc::adamw_update(n, step, decay_mask, grad, m, v, param, stream());
+}
+void CudaBackend::ema_update(int64_t n, float decay, const float* param, float* ema) {
+  kc::ema_update(n, decay, param, ema, stream());
 }
 // The norms' scratch is sized at the first update (a few KiB) and kept.
 void CudaBackend::lars_update(int tensors, const model::TensorRange* ranges, const model::LarsStep& step,

@@ -1,0 +1,11 @@
+// Owns the weights' exponential moving average on the CPU: one pass over the flat parameter buffer after each
+// optimizer step (the CUDA twin does the same in one kernel).
+#pragma once
+#include <cstdint>
+
+namespace ringtrain::kernels::cpu {
+
+// ema[i] = decay * ema[i] + (1 - decay) * param[i] for i in [0, n) (kernels::ema_blend, kernels/optimizer_step.h).
+void ema_update(int64_t n, float decay, const float* param, float* ema);
+
+}  // namespace ringtrain::kernels::cpu
