@@ -25,7 +25,7 @@ enum class JpegResult { decoded, failed, too_large };
 
 // Decodes into `out`, sized once the header is read and found within kMaxImagePixels (before libjpeg allocates
 // anything of the image's size); `failure.message` says why when it fails.
-JpegResult decode_jpeg_into(const std::vector<uint8_t>& data, DecodedImage& out, JpegFailure& failure) {
+JpegResult decode_jpeg_into(std::span<const uint8_t> data, DecodedImage& out, JpegFailure& failure) {
   jpeg_decompress_struct info{};
   detail::route_jpeg_errors(info.err, failure);
   if (setjmp(failure.jump)) {
@@ -76,7 +76,7 @@ void refuse_huge(const fs::path& file, const char* kind, uint64_t width, uint64_
                               kMaxImagePixels));
 }
 
-DecodedImage decode_png(const fs::path& file, const std::vector<uint8_t>& data) {
+DecodedImage decode_png(const fs::path& file, std::span<const uint8_t> data) {
   png_image image{};
   image.version = PNG_IMAGE_VERSION;
   if (!png_image_begin_read_from_memory(&image, data.data(), data.size()))
@@ -122,7 +122,7 @@ std::vector<uint8_t> read_image_file(const fs::path& file) {
 
 DecodedImage decode_image(const fs::path& file) { return decode_image_bytes(file, read_image_file(file)); }
 
-DecodedImage decode_image_bytes(const fs::path& file, const std::vector<uint8_t>& data) {
+DecodedImage decode_image_bytes(const fs::path& file, std::span<const uint8_t> data) {
   if (data.size() >= 8 && std::memcmp(data.data(), "\x89PNG\r\n\x1a\n", 8) == 0) return decode_png(file, data);
   if (is_jpeg(data)) {
     DecodedImage out;

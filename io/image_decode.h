@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,10 +27,10 @@ DecodedImage decode_image(const std::filesystem::path& file);
 // The same in two steps, for callers that keep the bytes: a regular file of at most kMaxImageFileBytes read whole,
 // then decoded (`file` only names it in messages).
 std::vector<uint8_t> read_image_file(const std::filesystem::path& file);
-DecodedImage decode_image_bytes(const std::filesystem::path& file, const std::vector<uint8_t>& data);
+DecodedImage decode_image_bytes(const std::filesystem::path& file, std::span<const uint8_t> data);
 
 // JPEG by its first bytes (FF D8 FF).
-inline bool is_jpeg(const std::vector<uint8_t>& data) {
+inline bool is_jpeg(std::span<const uint8_t> data) {
   return data.size() >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
 }
 

@@ -71,7 +71,7 @@ double process_cpu_seconds() {
 // What nvJPEG leaves to the host (CMYK/YCCK): libjpeg's full decode, as the CPU path's pixels.
 void host_decode(std::span<const uint8_t> jpeg, int channels, gpu::HostPixels& out) {
   io::DecodedImage image =
-      io::convert_channels(io::decode_image_bytes("sample", std::vector<uint8_t>(jpeg.begin(), jpeg.end())), channels);
+      io::convert_channels(io::decode_image_bytes("sample", jpeg), channels);
   out = {std::move(image.pixels), image.height, image.width, image.channels};
 }
 

@@ -12,29 +12,38 @@ namespace ringtrain::train {
 
 namespace {
 
-// An encoded split's decoder: training crops keyed by (seed, epoch, rank, sample) as the raw augmentations are;
-// evaluation's centre crop needs no key.
-EncodedTransform photo_decoder(const config::JobConfig& job, const dist::World& world, const io::DatasetMeta& meta,
-                               bool training, int64_t first_micro, int64_t micro_per_epoch) {
-  const PhotoSampling sampling{training, job.data.augment, evaluation_resize(job.data.eval_resize, meta.shape),
-                               meta.shape};
-  return [sampling, seed = job.train.seed, rank = world.rank(), first_micro, micro_per_epoch](
-             int64_t batch_index, int64_t sample, std::span<const uint8_t> jpeg, int height, int width,
-             std::span<uint8_t> out) {
+// The key each training sample's random choices are drawn with, (seed, epoch, rank, sample): loader batch i is
+// micro-batch first_micro + i of the run. Evaluation (micro_per_epoch 0) draws nothing: epoch 0.
+struct SampleKeys {
+  uint64_t seed;
+  int rank;
+  int64_t first_micro, micro_per_epoch;
+
+  SampleKey operator()(int64_t batch_index, int64_t sample) const {
     const int64_t epoch = micro_per_epoch > 0 ? (first_micro + batch_index) / micro_per_epoch : 0;
-    decode_photo_sample(sampling, {seed, epoch, rank, sample}, jpeg, height, width, out);
+    return {seed, epoch, rank, sample};
+  }
+};
+
+// An encoded split's samples as made from their photos; shared by the loader's own decoding and the crops it
+// chooses for the device's, so both make the same samples.
+struct PhotoKeys {
+  PhotoSampling sampling;
+  SampleKeys key;
+};
+
+// The loader threads decode: each sample made from its JPEG bytes on the CPU.
+EncodedTransform photo_decoder(const PhotoKeys& photos) {
+  return [photos](int64_t batch_index, int64_t sample, std::span<const uint8_t> jpeg, int height, int width,
+                  std::span<uint8_t> out) {
+    decode_photo_sample(photos.sampling, photos.key(batch_index, sample), jpeg, height, width, out);
   };
 }
 
-// Where the device decodes: the crops photo_decoder's samples are made from, chosen alike, for Backend::decode_jpegs.
-CropChoice photo_crops(const config::JobConfig& job, const dist::World& world, const io::DatasetMeta& meta,
-                       bool training, int64_t first_micro, int64_t micro_per_epoch) {
-  const PhotoSampling sampling{training, job.data.augment, evaluation_resize(job.data.eval_resize, meta.shape),
-                               meta.shape};
-  return [sampling, seed = job.train.seed, rank = world.rank(), first_micro, micro_per_epoch](
-             int64_t batch_index, int64_t sample, int height, int width) {
-    const int64_t epoch = micro_per_epoch > 0 ? (first_micro + batch_index) / micro_per_epoch : 0;
-    return photo_crop(sampling, {seed, epoch, rank, sample}, height, width);
+// The device decodes (Backend::decode_jpegs): the loader threads only choose each sample's crop.
+CropChoice photo_crops(const PhotoKeys& photos) {
+  return [photos](int64_t batch_index, int64_t sample, int height, int width) {
+    return photo_crop(photos.sampling, photos.key(batch_index, sample), height, width);
   };
 }
 
@@ -51,11 +60,13 @@ LoaderWork encoded_loader_work(const config::JobConfig& job, const dist::World& 
                                const io::DatasetMeta& meta, bool training, int64_t first_micro,
                                int64_t micro_per_epoch) {
   LoaderWork work = plain_work(job, world, form);
+  const PhotoKeys photos{{training, job.data.augment, evaluation_resize(job.data.eval_resize, meta.shape), meta.shape},
+                         {job.train.seed, world.rank(), first_micro, micro_per_epoch}};
   if (decodes_on_device(job)) {
     work.form = BatchForm::jpegs;
-    work.choose_crop = photo_crops(job, world, meta, training, first_micro, micro_per_epoch);
+    work.choose_crop = photo_crops(photos);
   } else {
-    work.decode = photo_decoder(job, world, meta, training, first_micro, micro_per_epoch);
+    work.decode = photo_decoder(photos);
   }
   return work;
 }
@@ -94,11 +105,10 @@ LoaderWork training_loader_work(const config::JobConfig& job, const dist::World&
     return encoded_loader_work(job, world, form, meta, true, first_micro, micro_per_epoch);
   LoaderWork work = plain_work(job, world, form);
   if (job.data.augment.kind == AugmentKind::none) return work;
-  work.transform = [spec = job.data.augment, seed = job.train.seed, rank = world.rank(), shape = meta.shape, first_micro,
-                    micro_per_epoch](int64_t batch_index, int64_t sample, std::span<const uint8_t> in,
-                                     std::span<uint8_t> out) {
-    const SampleKey key{seed, (first_micro + batch_index) / micro_per_epoch, rank, sample};
-    augment_sample(spec, key, shape, in, out);
+  work.transform = [spec = job.data.augment, key = SampleKeys{job.train.seed, world.rank(), first_micro, micro_per_epoch},
+                    shape = meta.shape](int64_t batch_index, int64_t sample, std::span<const uint8_t> in,
+                                        std::span<uint8_t> out) {
+    augment_sample(spec, key(batch_index, sample), shape, in, out);
   };
   return work;
 }

@@ -59,13 +59,13 @@ std::vector<TestJpeg> test_jpegs() {
 }
 
 // The CPU's pixels: libjpeg's whole image (CMYK converted to RGB) brought to `channels`.
-io::DecodedImage cpu_pixels(const std::vector<uint8_t>& jpeg, int channels) {
+io::DecodedImage cpu_pixels(std::span<const uint8_t> jpeg, int channels) {
   return io::convert_channels(io::decode_image_bytes("test.jpg", jpeg), channels);
 }
 
 // The host decoder the GPU decoder is given for what nvJPEG leaves (CMYK): the CPU's own.
 void host_decode(std::span<const uint8_t> jpeg, int channels, kernels::cuda::HostPixels& out) {
-  io::DecodedImage image = cpu_pixels(std::vector<uint8_t>(jpeg.begin(), jpeg.end()), channels);
+  io::DecodedImage image = cpu_pixels(jpeg, channels);
   out.pixels = std::move(image.pixels);
   out.rows = image.height;
   out.columns = image.width;

@@ -15,8 +15,7 @@ namespace {
 io::DecodedImage decode_photo(const kernels::JpegCrop& sample, int index, int channels) {
   io::DecodedImage image;
   try {
-    image = io::convert_channels(
-        io::decode_image_bytes("the JPEG", std::vector<uint8_t>(sample.jpeg.begin(), sample.jpeg.end())), channels);
+    image = io::convert_channels(io::decode_image_bytes("the JPEG", sample.jpeg), channels);
   } catch (const DataError& e) {
     throw kernels::UndecodableJpeg(index, e.what());
   }
