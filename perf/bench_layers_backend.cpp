@@ -19,7 +19,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/gpu_device.h"
 #include "config/job_config.h"
-#include "config/layer_spec.h"
+#include "config/layer_types.h"
 #include "kernels/cpu/element_conversion.h"
 #include "model/backend.h"
 #include "model/layers/layers.h"
@@ -28,7 +28,6 @@
 namespace ringtrain {
 namespace {
 
-using config::LayerKind;
 using config::LayerSpec;
 
 struct LayerCase {
@@ -37,35 +36,30 @@ struct LayerCase {
   model::Shape per_sample;  // n ignored
 };
 
+// No bias, as in ResNet-50: batch norm follows every convolution.
 LayerSpec conv(int filters, int kernel, int stride, int padding) {
-  LayerSpec s;
-  s.kind = LayerKind::conv2d, s.filters = filters, s.kernel = kernel, s.stride = stride, s.padding = padding;
-  s.bias = false;  // as in ResNet-50: batch norm follows every convolution
-  return s;
+  return config::layer_spec("conv2d", {{"filters", filters}, {"kernel", kernel}, {"stride", stride},
+                                       {"padding", padding}, {"bias", false}});
 }
 
-LayerSpec of_kind(LayerKind kind) {
-  LayerSpec s;
-  s.kind = kind;
-  return s;
+LayerSpec of_kind(std::string_view type, const std::vector<config::LayerArg>& args = {}) {
+  return config::layer_spec(type, args);
 }
 
 // The shapes that dominate ResNet-50 v1.5 (jobs/resnet50_synthetic.toml) at 224x224.
 std::vector<LayerCase> resnet50_layers() {
-  LayerSpec pool = of_kind(LayerKind::maxpool);
-  pool.size = 3, pool.stride = 2, pool.padding = 1;
-  LayerSpec dense = of_kind(LayerKind::dense);
-  dense.units = 1000;
+  const LayerSpec pool = of_kind("maxpool", {{"size", 3}, {"stride", 2}, {"padding", 1}});
+  const LayerSpec dense = of_kind("dense", {{"units", 1000}});
   return {
       {"conv7x7s2_3to64_224", conv(64, 7, 2, 3), {0, 3, 224, 224}},
       {"conv1x1_256to64_56", conv(64, 1, 1, 0), {0, 256, 56, 56}},
       {"conv3x3_64_56", conv(64, 3, 1, 1), {0, 64, 56, 56}},
       {"conv3x3s2_128_56", conv(128, 3, 2, 1), {0, 128, 56, 56}},
       {"conv3x3_512_7", conv(512, 3, 1, 1), {0, 512, 7, 7}},
-      {"batchnorm_64_112", of_kind(LayerKind::batchnorm), {0, 64, 112, 112}},
-      {"batchnorm_256_56", of_kind(LayerKind::batchnorm), {0, 256, 56, 56}},
-      {"batchnorm_1024_14", of_kind(LayerKind::batchnorm), {0, 1024, 14, 14}},
-      {"relu_256_56", of_kind(LayerKind::relu), {0, 256, 56, 56}},
+      {"batchnorm_64_112", of_kind("batchnorm"), {0, 64, 112, 112}},
+      {"batchnorm_256_56", of_kind("batchnorm"), {0, 256, 56, 56}},
+      {"batchnorm_1024_14", of_kind("batchnorm"), {0, 1024, 14, 14}},
+      {"relu_256_56", of_kind("relu"), {0, 256, 56, 56}},
       {"maxpool3s2_64_112", pool, {0, 64, 112, 112}},
       {"dense_2048to1000", dense, {0, 2048, 1, 1}},
   };

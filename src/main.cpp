@@ -201,7 +201,9 @@ int main(int argc, char** argv) {
   inspect->add_option("split", inspect_dir,
                       "split folder (e.g. data/fmnist/train), or a checkpoint (e.g. runs/x/checkpoints/ckpt-s000000468.h5)")
       ->required();
-  app.add_subcommand("keys", "list every job-file key with its type, default and meaning");
+  bool layer_keys = false;
+  app.add_subcommand("keys", "list every job-file key with its type, default and meaning")
+      ->add_flag("--layers", layer_keys, "list the layer types of [[model.layers]] and their keys instead");
   UseCommands use;
   add_use_commands(app, use);
 
@@ -226,7 +228,7 @@ int main(int argc, char** argv) {
       return checked([&] { return run_prepare(prep); });
     if (*inspect) return checked([&] { return commands::inspect(inspect_dir); });
     if (*use.export_onnx) return checked([&] { return commands::export_onnx(use.export_args); });
-    if (app.got_subcommand("keys")) return checked([] { return commands::print_keys(); });
+    if (app.got_subcommand("keys")) return checked([&] { return commands::print_keys(layer_keys); });
     fmt::print("{}", app.help());
     return static_cast<int>(ExitCode::usage);
   } catch (const Error& e) {

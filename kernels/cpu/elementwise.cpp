@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 namespace ringtrain::kernels::cpu {
 namespace {
@@ -29,6 +30,18 @@ struct DropoutDraw {
 
 float keep_scale(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
 
+// Calls f with the activation as a compile-time constant, so each loop is specialised to one formula.
+template <class F>
+void with_activation(Activation a, F f) {
+  switch (a) {
+    case Activation::silu: return f(std::integral_constant<Activation, Activation::silu>{});
+    case Activation::gelu: return f(std::integral_constant<Activation, Activation::gelu>{});
+    case Activation::sigmoid: return f(std::integral_constant<Activation, Activation::sigmoid>{});
+    case Activation::hard_swish: return f(std::integral_constant<Activation, Activation::hard_swish>{});
+    case Activation::relu6: return f(std::integral_constant<Activation, Activation::relu6>{});
+  }
+}
+
 }  // namespace
 
 void relu_forward(int64_t n, const float* x, float* y) {
@@ -38,6 +51,18 @@ void relu_forward(int64_t n, const float* x, float* y) {
 
 void relu_backward(int64_t n, const float* y, const float* dy, float* dx) {
   for (int64_t i = 0; i < n; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+void activation_forward(Activation a, int64_t n, const float* x, float* y) {
+  with_activation(a, [&](auto kind) {
+    for (int64_t i = 0; i < n; ++i) y[i] = activation_value(kind(), x[i]);
+  });
+}
+
+void activation_backward(Activation a, int64_t n, const float* x, const float* dy, float* dx) {
+  with_activation(a, [&](auto kind) {
+    for (int64_t i = 0; i < n; ++i) dx[i] = activation_slope(kind(), x[i]) * dy[i];
+  });
 }
 
 void add(int64_t n, const float* a, const float* b, float* y) {

@@ -2,12 +2,16 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/activation.h"
 #include "kernels/activation_layout.h"
 
 namespace ringtrain::kernels::cpu {
 
 void relu_forward(int64_t n, const float* x, float* y);
 void relu_backward(int64_t n, const float* y, const float* dy, float* dx);  // uses the output y: y > 0
+// y = a(x), and dx = a'(x) dy (kernels/activation.h); y may alias x, dx may alias dy.
+void activation_forward(Activation a, int64_t n, const float* x, float* y);
+void activation_backward(Activation a, int64_t n, const float* x, const float* dy, float* dx);
 void add(int64_t n, const float* a, const float* b, float* y);               // y = a + b (y may alias a or b)
 void accumulate(int64_t n, const float* x, float* y);                        // y += x
 void fill(int64_t n, float value, float* y);

@@ -68,4 +68,16 @@ void relu_backward(Elements n, const void* y, const void* dy, void* dx) {
                [](int64_t count, float* cy, float* cdy, float* out) { relu_backward(count, cy, cdy, out); });
 }
 
+void activation_forward(Activation a, Elements n, const void* x, void* y) {
+  if (n.type == ElementType::f32) return activation_forward(a, n.n, f32(x), f32(y));
+  in_chunks<1>(n, {x}, y, [a](int64_t count, float* cx, float* out) { activation_forward(a, count, cx, out); });
+}
+
+void activation_backward(Activation a, Elements n, const void* x, const void* dy, void* dx) {
+  if (n.type == ElementType::f32) return activation_backward(a, n.n, f32(x), f32(dy), f32(dx));
+  in_chunks<2>(n, {x, dy}, dx, [a](int64_t count, float* cx, float* cdy, float* out) {
+    activation_backward(a, count, cx, cdy, out);
+  });
+}
+
 }  // namespace ringtrain::kernels::cpu

@@ -3,6 +3,7 @@
 // widened into a buffer that stays in L1 and the result narrowed back, so each tensor crosses memory once at its own
 // width, with the arithmetic of fp32 tensors holding the same values.
 #pragma once
+#include "kernels/activation.h"
 #include "kernels/element_type.h"
 
 namespace ringtrain::kernels::cpu {
@@ -11,5 +12,7 @@ void add(Elements n, const void* a, const void* b, void* y);  // y = a + b (y ma
 void accumulate(Elements n, const void* x, void* y);          // y += x
 void relu_forward(Elements n, const void* x, void* y);        // y may alias x
 void relu_backward(Elements n, const void* y, const void* dy, void* dx);
+void activation_forward(Activation a, Elements n, const void* x, void* y);  // y may alias x
+void activation_backward(Activation a, Elements n, const void* x, const void* dy, void* dx);
 
 }  // namespace ringtrain::kernels::cpu

@@ -87,6 +87,30 @@ __global__ void relu_backward_kernel(int64_t n, const T* y, const T* dy, T* dx) 
     store_pack(dx + i, g);
   });
 }
+// The activation is uniform across the launch, so its switch costs no divergence.
+template <int V, class T>
+__global__ void activation_forward_kernel(Activation a, int64_t n, const T* x, T* y) {
+  for_packs<V>(n, [&](int64_t i, auto width) {
+    constexpr int W = decltype(width)::value;
+    float v[W];
+    load_pack(x + i, v);
+#pragma unroll
+    for (int r = 0; r < W; ++r) v[r] = activation_value(a, v[r]);
+    store_pack(y + i, v);
+  });
+}
+template <int V, class T>
+__global__ void activation_backward_kernel(Activation a, int64_t n, const T* x, const T* dy, T* dx) {
+  for_packs<V>(n, [&](int64_t i, auto width) {
+    constexpr int W = decltype(width)::value;
+    float vx[W], g[W];
+    load_pack(x + i, vx);
+    load_pack(dy + i, g);
+#pragma unroll
+    for (int r = 0; r < W; ++r) g[r] = activation_slope(a, vx[r]) * g[r];
+    store_pack(dx + i, g);
+  });
+}
 template <class T>
 __global__ void add_bias_rows_kernel(int64_t n, int units, const float* bias, T* y) {
   for (int64_t i = global_index(); i < n; i += grid_stride()) store(y + i, load(y + i) + bias[i % units]);
@@ -192,6 +216,22 @@ void unscale(int64_t n, float factor, float* y, int32_t* nonfinite, Stream strea
   if (n <= 0) return;
   unscale_kernel<<<blocks_for(n), kThreads, 0, stream>>>(n, factor, y, nonfinite);
   RT_CHECK_LAUNCH();
+}
+void activation_forward(Activation a, Elements n, const void* x, void* y, Stream stream) {
+  if (n.n <= 0) return;
+  launch_packed(n, {x, y}, [&](auto t, auto v, unsigned blocks) {
+    using T = decltype(t);
+    activation_forward_kernel<decltype(v)::value><<<blocks, kThreads, 0, stream>>>(
+        a, n.n, static_cast<const T*>(x), static_cast<T*>(y));
+  });
+}
+void activation_backward(Activation a, Elements n, const void* x, const void* dy, void* dx, Stream stream) {
+  if (n.n <= 0) return;
+  launch_packed(n, {x, dy, dx}, [&](auto t, auto v, unsigned blocks) {
+    using T = decltype(t);
+    activation_backward_kernel<decltype(v)::value><<<blocks, kThreads, 0, stream>>>(
+        a, n.n, static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dx));
+  });
 }
 void relu_forward(Elements n, const void* x, void* y, Stream stream) {
   if (n.n <= 0) return;

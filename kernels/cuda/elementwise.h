@@ -1,11 +1,13 @@
-// Owns the small element-wise kernels on the GPU: residual add, gradient accumulation, fill, ReLU, the dense
-// layer's bias broadcast and bias gradient, and a convolution's per-channel bias and its gradient. Activations are
-// in the element type their Elements (or `type`) says, computed in fp32 and stored rounded (element_access.cuh);
+// Owns the small element-wise kernels on the GPU: residual add, gradient accumulation, fill, ReLU and the smooth
+// activations, the dense layer's bias broadcast and bias gradient, and a convolution's per-channel bias and its
+// gradient. Activations are in the element type their Elements (or `type`) says, computed in fp32 and stored
+// rounded (element_access.cuh);
 // parameters and their gradients are fp32. The CPU twins are in kernels/cpu/elementwise.h and
 // kernels/cpu/stored_elementwise.h. All run asynchronously on `stream`.
 #pragma once
 #include <cstdint>
 
+#include "kernels/activation.h"
 #include "kernels/element_type.h"
 #include "kernels/cuda/stream.h"
 
@@ -23,6 +25,9 @@ void scale(int64_t n, float factor, float* y, Stream stream);                   
 void unscale(int64_t n, float factor, float* y, int32_t* nonfinite, Stream stream);
 void relu_forward(Elements n, const void* x, void* y, Stream stream);  // y may alias x
 void relu_backward(Elements n, const void* y, const void* dy, void* dx, Stream stream);  // dx = y > 0 ? dy : 0
+// y = a(x), dx = a'(x) dy: kernels/activation.h's formulas, which the CPU twin evaluates too. y may alias x.
+void activation_forward(Activation a, Elements n, const void* x, void* y, Stream stream);
+void activation_backward(Activation a, Elements n, const void* x, const void* dy, void* dx, Stream stream);
 
 // y[r][u] += bias[u] for a rows x units row-major matrix of `type`.
 void add_bias_rows(int rows, int units, const float* bias, ElementType type, void* y, Stream stream);

@@ -70,6 +70,6 @@ struct InputBenchArgs {
 };
 int input_bench(int* argc, char*** argv, const InputBenchArgs& args);
 int print_versions();
-int print_keys();
+int print_keys(bool layers);  // the job keys, or the layer types and their keys
 
 }  // namespace ringtrain::commands

@@ -6,7 +6,7 @@
 #include "commands/commands.h"
 #include "config/job_config.h"
 #include "infer/onnx_export.h"
-#include "infer/onnx_graph.h"
+#include "io/onnx_graph.h"
 #include "infer/training_split.h"
 #include "io/checkpoint_file.h"
 #include "io/dataset_meta.h"
@@ -38,7 +38,7 @@ int export_onnx(const ExportArgs& args) {
   infer::export_onnx({checkpoint, args.checkpoint.string(), job, split.meta, io::named_classes(split.meta)}, args.onnx);
   fmt::print("exported {} ({} classes, input {}x{}x{}, opset {}) to {}\n", args.checkpoint.string(),
              split.meta.num_classes, split.meta.shape.channels, split.meta.shape.height, split.meta.shape.width,
-             infer::OnnxGraph::kOpset, args.onnx.string());
+             io::OnnxGraph::kOpset, args.onnx.string());
   return 0;
 }
 

@@ -1,9 +1,10 @@
-// Owns `ringtrain --version` and `ringtrain keys`.
+// Owns `ringtrain --version` and `ringtrain keys [--layers]`.
 #include <fmt/format.h>
 
 #include "backend/device_setup.h"
 #include "commands/commands.h"
 #include "config/job_config.h"
+#include "config/layer_types.h"
 #include "util/versions.h"
 
 namespace ringtrain::commands {
@@ -13,8 +14,8 @@ int print_versions() {
   return 0;
 }
 
-int print_keys() {
-  fmt::print("{}", config::describe_keys());
+int print_keys(bool layers) {
+  fmt::print("{}", layers ? config::describe_layer_types() : config::describe_keys());
   return 0;
 }
 

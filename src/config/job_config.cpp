@@ -22,6 +22,7 @@
 #include "common/error.h"
 #include "common/path_probe.h"
 #include "config/job_schema.h"
+#include "config/layer_types.h"
 
 namespace ringtrain::config {
 namespace {
@@ -41,6 +42,15 @@ std::string node_type_name(const toml::node& n) {
     case toml::node_type::boolean: return "a boolean";
     default: return "a date/time";
   }
+}
+
+// A layer key's value as TOML typed it; nothing for a table, an array or a date.
+std::optional<LayerValue> layer_value(const toml::node& n) {
+  if (auto i = n.value_exact<int64_t>()) return LayerValue(*i);
+  if (auto d = n.value_exact<double>()) return LayerValue(*d);
+  if (auto b = n.value_exact<bool>()) return LayerValue(*b);
+  if (auto s = n.value_exact<std::string>()) return LayerValue(*s);
+  return std::nullopt;
 }
 
 std::string valid_keys_of(const std::string& table) {
@@ -216,7 +226,7 @@ class Reader {
 
   std::vector<LayerSpec> layers(const toml::node* node, const std::string& where, int depth);
   std::optional<LayerSpec> layer(const toml::table& t, const std::string& at, int depth);
-  void layer_values(const toml::table& t, const std::string& at, LayerSpec& spec);
+  std::optional<LayerSpec> residual(const toml::table& t, LayerSpec spec, int depth);
 
   void problem(std::string text) { problems_.push_back(std::move(text)); }
   const std::vector<std::string>& problems() const { return problems_; }
@@ -260,26 +270,6 @@ class Reader {
   std::vector<std::string> problems_;
 };
 
-struct LayerKeys {
-  LayerKind kind;
-  const char* type;
-  std::vector<std::string> allowed;  // besides "type" and "name"
-  std::vector<std::string> required;
-};
-
-const std::vector<LayerKeys> kLayerKeys = {
-    {LayerKind::conv2d, "conv2d", {"filters", "kernel", "stride", "padding", "bias"}, {"filters", "kernel"}},
-    {LayerKind::batchnorm, "batchnorm", {"momentum", "epsilon", "init_scale"}, {}},
-    {LayerKind::relu, "relu", {}, {}},
-    {LayerKind::maxpool, "maxpool", {"size", "stride", "padding"}, {"size"}},
-    {LayerKind::avgpool, "avgpool", {"size", "stride", "padding"}, {"size"}},
-    {LayerKind::global_avgpool, "global_avgpool", {}, {}},
-    {LayerKind::flatten, "flatten", {}, {}},
-    {LayerKind::dense, "dense", {"units", "bias"}, {"units"}},
-    {LayerKind::dropout, "dropout", {"rate"}, {"rate"}},
-    {LayerKind::residual, "residual", {"body", "shortcut", "activation"}, {"body"}},
-};
-
 std::vector<LayerSpec> Reader::layers(const toml::node* node, const std::string& where, int depth) {
   std::vector<LayerSpec> out;
   const auto* array = node ? node->as_array() : nullptr;
@@ -300,99 +290,60 @@ std::vector<LayerSpec> Reader::layers(const toml::node* node, const std::string&
   return out;
 }
 
-// One layer table: its type, no key its type does not take, its values; nothing when its type is unknown.
+// One layer table: its type, then its keys checked against the type's declaration; nothing when the type is unknown.
 std::optional<LayerSpec> Reader::layer(const toml::table& t, const std::string& at, int depth) {
   const auto type = t["type"].value<std::string>();
-  const auto lk = std::find_if(kLayerKeys.begin(), kLayerKeys.end(),
-                               [&](const LayerKeys& k) { return type && *type == k.type; });
-  if (lk == kLayerKeys.end()) {
-    std::string types;
-    for (const auto& k : kLayerKeys) types += (types.empty() ? "" : ", ") + std::string(k.type);
-    problem(fmt::format("'{}.type' must be one of {}, got {}", at, types, type ? "\"" + *type + "\"" : "nothing"));
-    return std::nullopt;
-  }
   LayerSpec spec;
-  spec.kind = lk->kind;
   spec.where = at;
   spec.name = t["name"].value_or(std::string());
-  for (const auto& [key, value] : t) {
-    const std::string k(key.str());
-    if (k != "type" && k != "name" && std::find(lk->allowed.begin(), lk->allowed.end(), k) == lk->allowed.end()) {
-      std::string valid = "type, name";
-      for (const auto& a : lk->allowed) valid += ", " + a;
-      problem(fmt::format("unknown key '{}.{}' for a {} layer; valid keys: {}", at, k, lk->type, valid));
-    }
-    (void)value;
-  }
-  for (const auto& r : lk->required)
-    if (!t.contains(r)) problem(fmt::format("'{}' ({}) needs '{}'", at, lk->type, r));
-  layer_values(t, at, spec);
-  if (spec.kind != LayerKind::residual) return spec;
-  if (depth > 4) {
-    problem(fmt::format("'{}': residual blocks nest at most 4 deep", at));
+  if (type && *type == kResidual) return residual(t, std::move(spec), depth);
+  const LayerType* declared = type ? find_layer_type(*type) : nullptr;
+  if (!declared) {
+    problem(fmt::format("'{}.type' must be one of {}, got {}", at, layer_type_names(),
+                        type ? "\"" + *type + "\"" : "nothing"));
     return std::nullopt;
   }
-  spec.body = layers(t.get("body"), at + ".body", depth + 1);
-  if (t.contains("shortcut")) spec.shortcut = layers(t.get("shortcut"), at + ".shortcut", depth + 1);
+  spec.type = declared->type;
+  std::map<std::string, LayerValue, std::less<>> given;
+  for (const auto& [key, node] : t) {
+    const std::string k(key.str());
+    if (k == "type" || k == "name") continue;
+    if (auto v = layer_value(node)) {
+      given[k] = *v;
+    } else if (std::any_of(declared->keys.begin(), declared->keys.end(), [&](const auto& d) { return d.name == k; })) {
+      problem(fmt::format("'{}.{}' must be a single value, got {}", at, k, node_type_name(node)));
+    } else {
+      given[k] = false;  // reported as unknown by fill_layer_values
+    }
+  }
+  fill_layer_values(*declared, given, spec, problems_);
+  return spec;
+}
+
+// A residual block: its body and shortcut chains, read as the model's own, and the join's activation.
+std::optional<LayerSpec> Reader::residual(const toml::table& t, LayerSpec spec, int depth) {
+  spec.type = std::string(kResidual);
+  for (const auto& [key, value] : t) {
+    const std::string k(key.str());
+    (void)value;
+    if (k != "type" && k != "name" && k != "body" && k != "shortcut" && k != "activation")
+      problem(fmt::format("unknown key '{}.{}' for a residual layer; valid keys: type, name, body, shortcut, "
+                          "activation", spec.where, k));
+  }
+  if (!t.contains("body")) problem(fmt::format("'{}' (residual) needs 'body'", spec.where));
+  if (depth > 4) {
+    problem(fmt::format("'{}': residual blocks nest at most 4 deep", spec.where));
+    return std::nullopt;
+  }
+  spec.body = layers(t.get("body"), spec.where + ".body", depth + 1);
+  if (t.contains("shortcut")) spec.shortcut = layers(t.get("shortcut"), spec.where + ".shortcut", depth + 1);
   const std::string act = t["activation"].value_or(std::string("relu"));
-  if (act != "relu" && act != "none") problem(fmt::format("'{}.activation' must be relu or none", at));
+  if (act != "relu" && act != "none") problem(fmt::format("'{}.activation' must be relu or none", spec.where));
   spec.activation_relu = act == "relu";
   return spec;
 }
 
-// A layer's numbers and switches, each checked for its type and range; a key the table lacks keeps its default.
-void Reader::layer_values(const toml::table& t, const std::string& at, LayerSpec& spec) {
-  auto int_key = [&](const char* k, int fallback, int min) {
-    if (!t.contains(k)) return fallback;
-    const auto v = t[k].value<int64_t>();
-    if (!t[k].is_integer() || !v) {
-      problem(fmt::format("'{}.{}' must be an integer, got {}", at, k, node_type_name(*t.get(k))));
-      return fallback;
-    }
-    if (*v < min || *v > 1 << 20) {  // 2^20 keeps every size computed from a layer's numbers within range
-      problem(fmt::format("'{}.{}' must be in [{}, {}], got {}", at, k, min, 1 << 20, *v));
-      return fallback;
-    }
-    return static_cast<int>(*v);
-  };
-  auto num_key = [&](const char* k, double fallback, double lo, double hi) {
-    if (!t.contains(k)) return fallback;
-    const auto v = t[k].value<double>();
-    if (!v || !(*v >= lo && *v <= hi)) {
-      problem(fmt::format("'{}.{}' must be a number in [{}, {}]", at, k, lo, hi));
-      return fallback;
-    }
-    return *v;
-  };
-  auto bool_key = [&](const char* k, bool fallback) {
-    if (!t.contains(k)) return fallback;
-    const auto v = t[k].value<bool>();
-    if (!t[k].is_boolean() || !v) {
-      problem(fmt::format("'{}.{}' must be true or false", at, k));
-      return fallback;
-    }
-    return *v;
-  };
-  spec.filters = int_key("filters", 0, 1);
-  spec.kernel = int_key("kernel", 0, 1);
-  spec.size = int_key("size", 0, 1);
-  spec.stride = int_key("stride", spec.kind == LayerKind::conv2d ? 1 : spec.size, 1);
-  spec.padding = int_key("padding", 0, 0);
-  spec.units = int_key("units", 0, 1);
-  spec.bias = bool_key("bias", true);
-  spec.rate = num_key("rate", 0.0, 0.0, 0.99);
-  spec.momentum = num_key("momentum", 0.1, 0.0, 1.0);
-  spec.epsilon = num_key("epsilon", 1e-5, 1e-12, 1.0);
-  spec.init_scale = num_key("init_scale", 1.0, 0.0, 10.0);
-}
-
 }  // namespace
-
-const char* layer_kind_name(LayerKind kind) {
-  for (const auto& lk : kLayerKeys)
-    if (lk.kind == kind) return lk.type;
-  return "?";
-}
 
 JobConfig load_job(const std::filesystem::path& file, const std::vector<std::string>& overrides) {
   const PathProbe probe = probe_path(file);

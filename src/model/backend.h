@@ -18,6 +18,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "kernels/activation.h"
 #include "kernels/activation_layout.h"
 #include "kernels/jpeg_crop.h"
 #include "kernels/loss_settings.h"
@@ -166,6 +167,9 @@ class Backend {
   virtual void sum_squares(int64_t n, const float* x, double* total) = 0;
   virtual void relu_forward(Elements n, const void* x, void* y) = 0;  // y may alias x
   virtual void relu_backward(Elements n, const void* y, const void* dy, void* dx) = 0;
+  // y = a(x) and dx = a'(x) dy for the smooth and clipped activations (kernels/activation.h); y may alias x.
+  virtual void activation_forward(kernels::Activation a, Elements n, const void* x, void* y) = 0;
+  virtual void activation_backward(kernels::Activation a, Elements n, const void* x, const void* dy, void* dx) = 0;
   // y = relu(a + b), bit for bit add then relu_forward (a residual join); a backend overrides it with one pass.
   virtual void add_relu(Elements n, const void* a, const void* b, void* y) {
     add(n, a, b, y);

@@ -70,7 +70,7 @@ int Graph::emit_chain(const std::vector<config::LayerSpec>& specs, int input, co
   for (size_t i = 0; i < specs.size(); ++i) {
     SeedPath seed = chain_seed;
     seed.levels.push_back({chain_xor, i});
-    if (specs[i].kind == config::LayerKind::residual) {
+    if (specs[i].is(config::kResidual)) {
       current = emit_residual(specs[i], current, seed, backend);
       previous = nullptr;
       continue;
@@ -98,7 +98,7 @@ int Graph::emit_chain(const std::vector<config::LayerSpec>& specs, int input, co
 // The ReLU's spec (and a pool's after it) is consumed with the layer that took it on; the chain's next layer
 // keeps its own index.
 size_t Graph::fuse_following(const std::vector<config::LayerSpec>& specs, size_t i, Layer& layer, int output) {
-  const bool relu_next = i + 1 < specs.size() && specs[i + 1].kind == config::LayerKind::relu;
+  const bool relu_next = i + 1 < specs.size() && specs[i + 1].is("relu");
   if (!relu_next || !layer.fuse_relu()) return i;
   ++i;
   if (i + 1 >= specs.size()) return i;

@@ -10,7 +10,6 @@
 
 namespace fs = std::filesystem;
 using ringtrain::JobFileError;
-using ringtrain::config::LayerKind;
 using ringtrain::config::load_job;
 
 namespace {
@@ -64,8 +63,8 @@ TEST_F(JobConfigTest, MinimalJobGetsDefaults) {
   EXPECT_DOUBLE_EQ(job.optimizer.momentum, 0.9);
   EXPECT_EQ(job.data.prefetch_batches, 4);
   ASSERT_EQ(job.model.layers.size(), 1u);
-  EXPECT_EQ(job.model.layers[0].kind, LayerKind::dense);
-  EXPECT_EQ(job.model.layers[0].units, 10);
+  EXPECT_EQ(job.model.layers[0].type, "dense");
+  EXPECT_EQ(job.model.layers[0].integer("units"), 10);
   // The resolved file carries defaults so a run records exactly what it used.
   EXPECT_NE(job.resolved_toml.find("accumulate_steps = 1"), std::string::npos);
   EXPECT_NE(job.resolved_toml.find("momentum = 0.9"), std::string::npos);
@@ -243,8 +242,8 @@ TEST_F(JobConfigTest, BadRecipeKnobsAreNamed) {
 TEST_F(JobConfigTest, BatchNormInitScaleParses) {
   const auto job = load_job(write(kMinimal), {"model.layers=[{type=\"batchnorm\", init_scale=0}, {type=\"batchnorm\"}, "
                                               "{type=\"flatten\"}, {type=\"dense\", units=10}]"});
-  EXPECT_DOUBLE_EQ(job.model.layers[0].init_scale, 0.0);
-  EXPECT_DOUBLE_EQ(job.model.layers[1].init_scale, 1.0);
+  EXPECT_DOUBLE_EQ(job.model.layers[0].number("init_scale"), 0.0);
+  EXPECT_DOUBLE_EQ(job.model.layers[1].number("init_scale"), 1.0);
   const std::string e = error_of(kMinimal, {"model.layers=[{type=\"batchnorm\", init_scale=-1}]"});
   EXPECT_NE(e.find("'model.layers[0].init_scale' must be a number in [0, 10]"), std::string::npos) << e;
   const std::string dense = error_of(kMinimal, {"model.layers=[{type=\"dense\", units=10, init_scale=0}]"});
@@ -261,7 +260,7 @@ TEST_F(JobConfigTest, LayerTypoAndMissingLayerKeys) {
   std::string text = kMinimal;
   text += "\n[[model.layers]]\ntype = \"conv\"\n[[model.layers]]\ntype = \"conv2d\"\nfilter = 3\n";
   const std::string e = error_of(text);
-  EXPECT_NE(e.find("model.layers[1].type' must be one of conv2d"), std::string::npos) << e;
+  EXPECT_NE(e.find("model.layers[1].type' must be one of avgpool, batchnorm, conv2d"), std::string::npos) << e;
   EXPECT_NE(e.find("unknown key 'model.layers[2].filter' for a conv2d layer"), std::string::npos) << e;
   EXPECT_NE(e.find("'model.layers[2]' (conv2d) needs 'filters'"), std::string::npos) << e;
 }
@@ -275,12 +274,12 @@ TEST_F(JobConfigTest, ResidualBlockParses) {
   const auto job = load_job(write(text), {});
   ASSERT_EQ(job.model.layers.size(), 2u);
   const auto& block = job.model.layers[0];
-  EXPECT_EQ(block.kind, LayerKind::residual);
+  EXPECT_EQ(block.type, "residual");
   ASSERT_EQ(block.body.size(), 2u);
-  EXPECT_EQ(block.body[0].filters, 4);
-  EXPECT_EQ(block.body[0].padding, 1);
+  EXPECT_EQ(block.body[0].integer("filters"), 4);
+  EXPECT_EQ(block.body[0].integer("padding"), 1);
   ASSERT_EQ(block.shortcut.size(), 1u);
-  EXPECT_EQ(block.shortcut[0].kernel, 1);
+  EXPECT_EQ(block.shortcut[0].integer("kernel"), 1);
   EXPECT_TRUE(block.activation_relu);
 }
 
@@ -309,11 +308,11 @@ TEST_F(JobConfigTest, ShippedJobFilesLoad) {
   EXPECT_DOUBLE_EQ(job.optimizer.momentum, 0.9);
   EXPECT_DOUBLE_EQ(job.optimizer.weight_decay, 5e-4);
   ASSERT_EQ(job.model.layers.size(), 12u);
-  EXPECT_EQ(job.model.layers[0].kernel, 5);
-  EXPECT_EQ(job.model.layers[0].filters, 32);
-  EXPECT_EQ(job.model.layers[4].filters, 64);
-  EXPECT_EQ(job.model.layers[9].units, 1024);
-  EXPECT_EQ(job.model.layers[11].units, 10);
+  EXPECT_EQ(job.model.layers[0].integer("kernel"), 5);
+  EXPECT_EQ(job.model.layers[0].integer("filters"), 32);
+  EXPECT_EQ(job.model.layers[4].integer("filters"), 64);
+  EXPECT_EQ(job.model.layers[9].integer("units"), 1024);
+  EXPECT_EQ(job.model.layers[11].integer("units"), 10);
 }
 
 }  // namespace

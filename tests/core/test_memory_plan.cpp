@@ -13,7 +13,6 @@
 #include "tests/core/layer_specs.h"
 
 using namespace ringtrain;
-using config::LayerKind;
 using config::LayerSpec;
 using test_specs::layer;
 using test_specs::residual;
@@ -25,21 +24,21 @@ namespace {
 // A ResNet-like model with every kind of step: in-place candidates, views, a projected shortcut, a block without
 // activation, a nested block whose input is read three times.
 std::vector<LayerSpec> mixed_model() {
-  const auto conv = [](int f) { return layer(LayerKind::conv2d, f, 3, 1, 1); };
+  const auto conv = [](int f) { return layer("conv2d", f, 3, 1, 1); };
   return {conv(4),
-          layer(LayerKind::batchnorm),
-          layer(LayerKind::relu),
-          residual({conv(4), layer(LayerKind::batchnorm), layer(LayerKind::relu), conv(4), layer(LayerKind::batchnorm)}),
-          residual({residual({conv(4), layer(LayerKind::relu)}), conv(4)}),
-          residual({layer(LayerKind::conv2d, 8, 3, 2, 1), layer(LayerKind::batchnorm)},
-                   {layer(LayerKind::conv2d, 8, 1, 2, 0), layer(LayerKind::batchnorm)}, false),
-          layer(LayerKind::relu),
-          layer(LayerKind::maxpool, 2),
-          layer(LayerKind::relu),
-          layer(LayerKind::flatten),
-          layer(LayerKind::dense, 16),
-          layer(LayerKind::relu),
-          layer(LayerKind::dense, 5)};
+          layer("batchnorm"),
+          layer("relu"),
+          residual({conv(4), layer("batchnorm"), layer("relu"), conv(4), layer("batchnorm")}),
+          residual({residual({conv(4), layer("relu")}), conv(4)}),
+          residual({layer("conv2d", 8, 3, 2, 1), layer("batchnorm")},
+                   {layer("conv2d", 8, 1, 2, 0), layer("batchnorm")}, false),
+          layer("relu"),
+          layer("maxpool", 2),
+          layer("relu"),
+          layer("flatten"),
+          layer("dense", 16),
+          layer("relu"),
+          layer("dense", 5)};
 }
 
 struct Built {
@@ -181,7 +180,7 @@ TEST(MemoryPlan, AFusedJoinRunsTheBodysLastBatchNormAndWritesBothGradients) {
 }
 
 TEST(MemoryPlan, TheNetworkInputNeedsNoGradient) {
-  Built b({layer(LayerKind::flatten), layer(LayerKind::dense, 5)});
+  Built b({layer("flatten"), layer("dense", 5)});
   const MemoryPlan plan(b.graph);
   EXPECT_EQ(plan.activation(1), MemoryPlan::kNetworkInput) << "flatten of the input is the input";
   EXPECT_EQ(plan.input_gradient(0, 0), MemoryPlan::kNoGradient);
@@ -192,8 +191,8 @@ TEST(MemoryPlan, TheNetworkInputNeedsNoGradient) {
 // A deep chain keeps what backward reads and shares the rest: the arena grows far slower than the chain.
 TEST(MemoryPlan, ADeepChainSharesItsGradientBuffers) {
   std::vector<LayerSpec> deep;
-  for (int i = 0; i < 16; ++i) deep.push_back(layer(LayerKind::dense, 64)), deep.push_back(layer(LayerKind::relu));
-  deep.push_back(layer(LayerKind::dense, 5));
+  for (int i = 0; i < 16; ++i) deep.push_back(layer("dense", 64)), deep.push_back(layer("relu"));
+  deep.push_back(layer("dense", 5));
   Built b(deep);
   const MemoryPlan plan(b.graph);
   // Kept for backward: each dense layer's input (16 relu outputs, in place over the dense outputs, and the

@@ -17,7 +17,6 @@
 
 namespace fs = std::filesystem;
 using namespace ringtrain;
-using config::LayerKind;
 using config::LayerSpec;
 using test_specs::layer;
 
@@ -45,7 +44,7 @@ TEST(Network, FashionMnistModelHasTheExpectedParametersAndFlops) {
 
 TEST(Network, InitialParametersDependOnlyOnTheSeed) {
   backend::CpuBackend cpu(1);
-  const std::vector<LayerSpec> layers{layer(LayerKind::flatten), layer(LayerKind::dense, 5)};
+  const std::vector<LayerSpec> layers{layer("flatten"), layer("dense", 5)};
   model::Network a(layers, cpu, {4, 1, 6, 6}, 5), b(layers, cpu, {16, 1, 6, 6}, 5);
   EXPECT_EQ(a.initial_params(3), b.initial_params(3));
   EXPECT_NE(a.initial_params(3), a.initial_params(4));
@@ -59,16 +58,16 @@ TEST(Network, InitialParametersDependOnlyOnTheSeed) {
 
 TEST(Network, ShapeErrorsNameTheLayer) {
   backend::CpuBackend cpu(1);
-  auto pool = layer(LayerKind::maxpool, 3);
+  auto pool = layer("maxpool", 3);
   pool.where = "model.layers[1]";
   try {
-    model::Network net({layer(LayerKind::conv2d, 2, 3), pool, layer(LayerKind::dense, 3)}, cpu, {2, 1, 4, 4}, 3);
+    model::Network net({layer("conv2d", 2, 3), pool, layer("dense", 3)}, cpu, {2, 1, 4, 4}, 3);
     FAIL() << "expected JobFileError";
   } catch (const JobFileError& e) {
     EXPECT_NE(std::string(e.what()).find("model.layers[1]"), std::string::npos) << e.what();
   }
   try {
-    model::Network net({layer(LayerKind::dense, 7)}, cpu, {2, 1, 4, 4}, 10);
+    model::Network net({layer("dense", 7)}, cpu, {2, 1, 4, 4}, 10);
     FAIL() << "expected JobFileError";
   } catch (const JobFileError& e) {
     EXPECT_NE(std::string(e.what()).find("units = 10"), std::string::npos) << e.what();
@@ -78,11 +77,11 @@ TEST(Network, ShapeErrorsNameTheLayer) {
 TEST(Network, ResidualShortcutMismatchIsExplained) {
   backend::CpuBackend cpu(1);
   LayerSpec block;
-  block.kind = LayerKind::residual;
+  block.type = "residual";
   block.where = "model.layers[0]";
-  block.body = {layer(LayerKind::conv2d, 4, 3, 1, 1)};  // 1 -> 4 channels, identity shortcut has 1
+  block.body = {layer("conv2d", 4, 3, 1, 1)};  // 1 -> 4 channels, identity shortcut has 1
   try {
-    model::Network net({block, layer(LayerKind::dense, 3)}, cpu, {2, 1, 5, 5}, 3);
+    model::Network net({block, layer("dense", 3)}, cpu, {2, 1, 5, 5}, 3);
     FAIL() << "expected JobFileError";
   } catch (const JobFileError& e) {
     EXPECT_NE(std::string(e.what()).find("model.layers[0] (residual)"), std::string::npos) << e.what();
@@ -92,11 +91,11 @@ TEST(Network, ResidualShortcutMismatchIsExplained) {
 // conv -> batch norm -> ReLU -> a residual block (conv, batch norm, ReLU, conv, batch norm) -> 2x2 max pool, then
 // `tail`: every kind of step a small ResNet has.
 std::vector<LayerSpec> residual_net(const std::vector<LayerSpec>& tail) {
-  auto block = layer(LayerKind::residual);
-  block.body = {layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm), layer(LayerKind::relu),
-                layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm)};
-  std::vector<LayerSpec> layers{layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm),
-                                layer(LayerKind::relu), block, layer(LayerKind::maxpool, 2)};
+  auto block = layer("residual");
+  block.body = {layer("conv2d", 4, 3, 1, 1), layer("batchnorm"), layer("relu"),
+                layer("conv2d", 4, 3, 1, 1), layer("batchnorm")};
+  std::vector<LayerSpec> layers{layer("conv2d", 4, 3, 1, 1), layer("batchnorm"),
+                                layer("relu"), block, layer("maxpool", 2)};
   layers.insert(layers.end(), tail.begin(), tail.end());
   return layers;
 }
@@ -128,14 +127,14 @@ double batch_loss(model::Network& net, std::vector<float>& x, const std::vector<
 // network with the block replaced by a ReLU.
 TEST(Network, ZeroInitBatchNormStartsItsResidualBlockAsTheShortcut) {
   backend::CpuBackend cpu(1);
-  auto last_norm = layer(LayerKind::batchnorm);
-  last_norm.init_scale = 0;
+  auto last_norm = layer("batchnorm");
+  last_norm.values["init_scale"] = 0.0;
   const std::vector<LayerSpec> zero_init{
-      test_specs::residual({layer(LayerKind::conv2d, 3, 3, 1, 1), layer(LayerKind::batchnorm),
-                            layer(LayerKind::relu), layer(LayerKind::conv2d, 3, 3, 1, 1), last_norm}),
-      layer(LayerKind::flatten), layer(LayerKind::dense, 5)};
-  const std::vector<LayerSpec> shortcut_only{layer(LayerKind::relu), layer(LayerKind::flatten),
-                                             layer(LayerKind::dense, 5)};
+      test_specs::residual({layer("conv2d", 3, 3, 1, 1), layer("batchnorm"),
+                            layer("relu"), layer("conv2d", 3, 3, 1, 1), last_norm}),
+      layer("flatten"), layer("dense", 5)};
+  const std::vector<LayerSpec> shortcut_only{layer("relu"), layer("flatten"),
+                                             layer("dense", 5)};
   const int batch = 2;
   model::Network net(zero_init, cpu, {batch, 3, 4, 4}, 5), plain(shortcut_only, cpu, {batch, 3, 4, 4}, 5);
   const auto params = net.initial_params(5);
@@ -159,25 +158,25 @@ TEST(Network, ZeroInitBatchNormStartsItsResidualBlockAsTheShortcut) {
 TEST(Network, WholeNetworkGradientsMatchFiniteDifferences) {
   backend::CpuBackend cpu(1);
   LayerSpec projected;  // residual with a strided conv shortcut
-  projected.kind = LayerKind::residual;
+  projected.type = "residual";
   projected.where = "r1";
-  auto bn = layer(LayerKind::batchnorm);
-  projected.body = {layer(LayerKind::conv2d, 4, 3, 2, 1), bn, layer(LayerKind::relu), layer(LayerKind::conv2d, 4, 3, 1, 1)};
-  projected.shortcut = {layer(LayerKind::conv2d, 4, 1, 2, 0)};
+  auto bn = layer("batchnorm");
+  projected.body = {layer("conv2d", 4, 3, 2, 1), bn, layer("relu"), layer("conv2d", 4, 3, 1, 1)};
+  projected.shortcut = {layer("conv2d", 4, 1, 2, 0)};
   LayerSpec identity;  // residual with the identity shortcut
-  identity.kind = LayerKind::residual;
+  identity.type = "residual";
   identity.where = "r2";
-  identity.body = {layer(LayerKind::conv2d, 4, 3, 1, 1)};
+  identity.body = {layer("conv2d", 4, 3, 1, 1)};
   LayerSpec nested;  // a block whose body starts with a block: its input's gradient sums three contributions
-  nested.kind = LayerKind::residual;
+  nested.type = "residual";
   nested.where = "r3";
-  nested.body = {identity, layer(LayerKind::relu), layer(LayerKind::conv2d, 4, 1, 1, 0)};
+  nested.body = {identity, layer("relu"), layer("conv2d", 4, 1, 1, 0)};
   LayerSpec gap;
-  gap.kind = LayerKind::global_avgpool;
-  const std::vector<LayerSpec> layers{layer(LayerKind::conv2d, 3, 3, 1, 1), layer(LayerKind::maxpool, 2),
-                                      projected, identity, nested, layer(LayerKind::avgpool, 1), gap,
-                                      layer(LayerKind::flatten), layer(LayerKind::dense, 6), layer(LayerKind::relu),
-                                      layer(LayerKind::dense, 5)};
+  gap.type = "global_avgpool";
+  const std::vector<LayerSpec> layers{layer("conv2d", 3, 3, 1, 1), layer("maxpool", 2),
+                                      projected, identity, nested, layer("avgpool", 1), gap,
+                                      layer("flatten"), layer("dense", 6), layer("relu"),
+                                      layer("dense", 5)};
   const int batch = 3;
   model::Network net(layers, cpu, {batch, 2, 8, 8}, 5);
   auto params = net.initial_params(11);
@@ -223,33 +222,33 @@ TEST(Network, WholeNetworkGradientsMatchFiniteDifferences) {
 // layers of equal and of different sizes), let a ReLU or a residual join overwrite a tensor that backward still
 // reads, or sum a nested block's gradients wrongly; and the plan must need less memory.
 TEST(Network, TheMemoryPlanChangesNoNumberAndSavesMemory) {
-  auto residual = layer(LayerKind::residual);
-  residual.body = {layer(LayerKind::conv2d, 3, 3, 1, 1), layer(LayerKind::batchnorm), layer(LayerKind::relu),
-                   layer(LayerKind::conv2d, 3, 3, 1, 1), layer(LayerKind::batchnorm)};
-  auto inner = layer(LayerKind::residual);  // nested: its input is read by its body, its join and the outer join
-  inner.body = {layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::relu), layer(LayerKind::conv2d, 4, 1)};
-  auto nested = layer(LayerKind::residual);
-  nested.body = {inner, layer(LayerKind::conv2d, 4, 3, 1, 1)};
-  auto projected = layer(LayerKind::residual);  // a shortcut with layers, whose backward runs before the body's
-  projected.body = {layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm), layer(LayerKind::relu),
-                    nested, layer(LayerKind::conv2d, 4, 3, 1, 1)};
-  projected.shortcut = {layer(LayerKind::conv2d, 4, 1), layer(LayerKind::batchnorm)};
-  auto plain = layer(LayerKind::residual);  // no activation: its dy is read again by the sum
+  auto residual = layer("residual");
+  residual.body = {layer("conv2d", 3, 3, 1, 1), layer("batchnorm"), layer("relu"),
+                   layer("conv2d", 3, 3, 1, 1), layer("batchnorm")};
+  auto inner = layer("residual");  // nested: its input is read by its body, its join and the outer join
+  inner.body = {layer("conv2d", 4, 3, 1, 1), layer("relu"), layer("conv2d", 4, 1)};
+  auto nested = layer("residual");
+  nested.body = {inner, layer("conv2d", 4, 3, 1, 1)};
+  auto projected = layer("residual");  // a shortcut with layers, whose backward runs before the body's
+  projected.body = {layer("conv2d", 4, 3, 1, 1), layer("batchnorm"), layer("relu"),
+                    nested, layer("conv2d", 4, 3, 1, 1)};
+  projected.shortcut = {layer("conv2d", 4, 1), layer("batchnorm")};
+  auto plain = layer("residual");  // no activation: its dy is read again by the sum
   plain.activation_relu = false;
-  plain.body = {layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::relu), layer(LayerKind::conv2d, 4, 3, 1, 1)};
+  plain.body = {layer("conv2d", 4, 3, 1, 1), layer("relu"), layer("conv2d", 4, 3, 1, 1)};
   // The join must not add over the ReLU output that ReLU's backward reads (a ReLU with a buffer of its own: max
   // pooling before it reads its output too).
-  auto relu_last = layer(LayerKind::residual);
-  relu_last.body = {layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::maxpool, 1), layer(LayerKind::relu)};
-  auto drop_off = layer(LayerKind::dropout);  // rate 0: a view, backward passes dy through
-  auto drop_on = layer(LayerKind::dropout);
-  drop_on.rate = 0.25;
-  const std::vector<LayerSpec> layers{layer(LayerKind::conv2d, 3, 3, 1, 1), layer(LayerKind::relu),
-                                      layer(LayerKind::maxpool, 2), residual, projected, plain, relu_last,
-                                      layer(LayerKind::relu),
-                                      layer(LayerKind::flatten), layer(LayerKind::dense, 8), drop_off,
-                                      layer(LayerKind::dense, 8), drop_on, layer(LayerKind::dense, 8),
-                                      layer(LayerKind::relu), layer(LayerKind::dense, 4)};
+  auto relu_last = layer("residual");
+  relu_last.body = {layer("conv2d", 4, 3, 1, 1), layer("maxpool", 1), layer("relu")};
+  auto drop_off = layer("dropout");  // rate 0: a view, backward passes dy through
+  auto drop_on = layer("dropout");
+  drop_on.values["rate"] = 0.25;
+  const std::vector<LayerSpec> layers{layer("conv2d", 3, 3, 1, 1), layer("relu"),
+                                      layer("maxpool", 2), residual, projected, plain, relu_last,
+                                      layer("relu"),
+                                      layer("flatten"), layer("dense", 8), drop_off,
+                                      layer("dense", 8), drop_on, layer("dense", 8),
+                                      layer("relu"), layer("dense", 4)};
   const int batch = 3;
   const model::Shape input{batch, 2, 8, 8};
   std::vector<float> x = normal_values(input.elements(), 9);
@@ -286,9 +285,9 @@ TEST(Network, TheMemoryPlanChangesNoNumberAndSavesMemory) {
 
 TEST(Network, DropoutIsIdentityInEvaluation) {
   backend::CpuBackend cpu(1);
-  auto drop = layer(LayerKind::dropout);
-  drop.rate = 0.5;
-  model::Network net({layer(LayerKind::flatten), drop, layer(LayerKind::dense, 3)}, cpu, {2, 1, 2, 2}, 3);
+  auto drop = layer("dropout");
+  drop.values["rate"] = 0.5;
+  model::Network net({layer("flatten"), drop, layer("dense", 3)}, cpu, {2, 1, 2, 2}, 3);
   std::vector<float> params = net.initial_params(1);
   std::copy(params.begin(), params.end(), net.params());
   std::vector<float> x{1, 2, 3, 4, 5, 6, 7, 8};
@@ -338,19 +337,19 @@ FusionRun run_fused_or_not(const std::vector<LayerSpec>& layers, model::Shape in
 // position, not where it is stored) and flatten gives the NCHW run's bits: logits in training and evaluation (a
 // smaller batch), every gradient, the running statistics; in fp32 and in bf16.
 TEST(Network, StoringActivationsNhwcChangesNoNumber) {
-  auto dropout = layer(LayerKind::dropout);
-  dropout.rate = 0.25;
-  auto block = layer(LayerKind::residual);
-  block.body = {layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm), layer(LayerKind::relu),
-                layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm)};
+  auto dropout = layer("dropout");
+  dropout.values["rate"] = 0.25;
+  auto block = layer("residual");
+  block.body = {layer("conv2d", 4, 3, 1, 1), layer("batchnorm"), layer("relu"),
+                layer("conv2d", 4, 3, 1, 1), layer("batchnorm")};
   // 14x14 -> 7x7 (average pool) -> 4x4 (stride 2) -> 2x2 (fused or not max pool): flatten, or a dense layer on
   // the 4 x 2x2 values themselves, reorders them.
-  std::vector<LayerSpec> layers{layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm),
-                                layer(LayerKind::relu), layer(LayerKind::avgpool, 2), dropout, block,
-                                layer(LayerKind::conv2d, 6, 3, 2, 1), layer(LayerKind::batchnorm),
-                                layer(LayerKind::relu), layer(LayerKind::maxpool, 2),
-                                layer(LayerKind::conv2d, 4, 1, 1, 0), layer(LayerKind::flatten),
-                                layer(LayerKind::dense, 8), layer(LayerKind::relu), layer(LayerKind::dense, 3)};
+  std::vector<LayerSpec> layers{layer("conv2d", 4, 3, 1, 1), layer("batchnorm"),
+                                layer("relu"), layer("avgpool", 2), dropout, block,
+                                layer("conv2d", 6, 3, 2, 1), layer("batchnorm"),
+                                layer("relu"), layer("maxpool", 2),
+                                layer("conv2d", 4, 1, 1, 0), layer("flatten"),
+                                layer("dense", 8), layer("relu"), layer("dense", 3)};
   std::vector<LayerSpec> without_flatten = layers;
   without_flatten.erase(without_flatten.end() - 4);
   const model::Shape input{4, 3, 14, 14};
@@ -379,7 +378,7 @@ TEST(Network, StoringActivationsNhwcChangesNoNumber) {
 // compounded over a dozen layers (measured 0.7 % and 1.4 % of the largest for bf16, bounded at 3 %; 0.11 % and
 // 0.08 % for fp16, bounded at 0.3 %), less activation memory, and the same bits on a second run.
 TEST(Network, SixteenBitActivationsMeetFp32AtTheBoundary) {
-  const std::vector<LayerSpec> layers = residual_net({layer(LayerKind::flatten), layer(LayerKind::dense, 3)});
+  const std::vector<LayerSpec> layers = residual_net({layer("flatten"), layer("dense", 3)});
   const model::Shape input{5, 2, 6, 6};
   const std::vector<float> x = normal_values(input.elements(), 31, 1.0f);
   const std::vector<int32_t> labels{0, 1, 2, 1, 0};
@@ -431,7 +430,7 @@ TEST(Network, ABackendWithoutTheElementTypeIsRefusedBeforeAnythingRuns) {
     bool stores_activations_in(kernels::ElementType type) const override { return type == kernels::ElementType::f32; }
   } cpu(1);
   try {
-    model::Network net({layer(LayerKind::dense, 3)}, cpu, {2, 4, 1, 1}, 3,
+    model::Network net({layer("dense", 3)}, cpu, {2, 4, 1, 1}, 3,
                        {.share_memory = true, .fuse = true, .budget = {}, .activations = kernels::ElementType::bf16});
     FAIL() << "expected an error";
   } catch (const Error& e) {
@@ -445,9 +444,9 @@ TEST(Network, ABackendWithoutTheElementTypeIsRefusedBeforeAnythingRuns) {
 TEST(Network, MethodsNameHowTheBackendRunsEachConvolution) {
   backend::CpuBackend cpu(1);
   const bool direct = kernels::cpu::conv2d_direct_takes({2, 1, 8, 8, 16, 3, 3, 1, 1});
-  const std::vector<LayerSpec> layers{layer(LayerKind::conv2d, 16, 3, 1, 1), layer(LayerKind::conv2d, 16, 3, 1, 1),
-                                      layer(LayerKind::conv2d, 16, 3, 1, 1), layer(LayerKind::flatten),
-                                      layer(LayerKind::dense, 3)};
+  const std::vector<LayerSpec> layers{layer("conv2d", 16, 3, 1, 1), layer("conv2d", 16, 3, 1, 1),
+                                      layer("conv2d", 16, 3, 1, 1), layer("flatten"),
+                                      layer("dense", 3)};
   const model::Network net(layers, cpu, {2, 1, 8, 8}, 3);
   const std::string methods = net.methods();
   EXPECT_NE(methods.find(direct ? " 1x8x8 in: direct kernel; im2col + OpenBLAS SGEMM for the data gradient\n"
@@ -465,18 +464,18 @@ TEST(Network, MethodsNameHowTheBackendRunsEachConvolution) {
 // pool). Fused or not, logits in training and in evaluation, every gradient and the running statistics are the
 // same bits.
 TEST(Network, FusingBatchNormWithItsReluAndPoolChangesNoNumber) {
-  auto block = layer(LayerKind::residual);
-  block.body = {layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm), layer(LayerKind::relu),
-                layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm)};  // bn with the join
-  const std::vector<LayerSpec> layers{layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm),
-                                      layer(LayerKind::relu),  // fuses
+  auto block = layer("residual");
+  block.body = {layer("conv2d", 4, 3, 1, 1), layer("batchnorm"), layer("relu"),
+                layer("conv2d", 4, 3, 1, 1), layer("batchnorm")};  // bn with the join
+  const std::vector<LayerSpec> layers{layer("conv2d", 4, 3, 1, 1), layer("batchnorm"),
+                                      layer("relu"),  // fuses
                                       block,
-                                      layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::batchnorm),
-                                      layer(LayerKind::relu), layer(LayerKind::maxpool, 2),  // all three fuse
-                                      layer(LayerKind::conv2d, 4, 3, 1, 1), layer(LayerKind::relu),  // does not
-                                      layer(LayerKind::batchnorm), layer(LayerKind::maxpool, 2),    // does not
-                                      layer(LayerKind::flatten), layer(LayerKind::dense, 8), layer(LayerKind::relu),
-                                      layer(LayerKind::dense, 3)};
+                                      layer("conv2d", 4, 3, 1, 1), layer("batchnorm"),
+                                      layer("relu"), layer("maxpool", 2),  // all three fuse
+                                      layer("conv2d", 4, 3, 1, 1), layer("relu"),  // does not
+                                      layer("batchnorm"), layer("maxpool", 2),    // does not
+                                      layer("flatten"), layer("dense", 8), layer("relu"),
+                                      layer("dense", 3)};
   const model::Shape input{4, 2, 7, 7};
   const std::vector<float> x = normal_values(input.elements(), 5, 0.5f);  // a mean off zero: the ReLUs cut a good share
   const std::vector<int32_t> labels{0, 2, 1, 2};
@@ -506,16 +505,16 @@ TEST(Network, FusingBatchNormWithItsReluAndPoolChangesNoNumber) {
 // residual join, keep NCHW. Blocked or not, the same bits: training and evaluation logits (evaluation at a smaller
 // batch, as the last test batch is), every gradient, the running statistics.
 TEST(Network, ConvolutionsAndBatchNormsPassBlockedLayoutsWithTheSameBits) {
-  auto block = layer(LayerKind::residual);
-  block.body = {layer(LayerKind::conv2d, 16, 3, 1, 1), layer(LayerKind::batchnorm), layer(LayerKind::relu),
-                layer(LayerKind::conv2d, 16, 3, 1, 1)};  // into the join: stays NCHW
-  const std::vector<LayerSpec> layers{layer(LayerKind::conv2d, 16, 3, 1, 1), layer(LayerKind::relu),
-                                      layer(LayerKind::conv2d, 32, 3, 1, 1), layer(LayerKind::batchnorm),
-                                      layer(LayerKind::relu), layer(LayerKind::maxpool, 2),  // + relu + pool
-                                      layer(LayerKind::conv2d, 16, 3, 1, 1),  // blocked in, NCHW out
-                                      layer(LayerKind::batchnorm),            // alone
+  auto block = layer("residual");
+  block.body = {layer("conv2d", 16, 3, 1, 1), layer("batchnorm"), layer("relu"),
+                layer("conv2d", 16, 3, 1, 1)};  // into the join: stays NCHW
+  const std::vector<LayerSpec> layers{layer("conv2d", 16, 3, 1, 1), layer("relu"),
+                                      layer("conv2d", 32, 3, 1, 1), layer("batchnorm"),
+                                      layer("relu"), layer("maxpool", 2),  // + relu + pool
+                                      layer("conv2d", 16, 3, 1, 1),  // blocked in, NCHW out
+                                      layer("batchnorm"),            // alone
                                       block,
-                                      layer(LayerKind::flatten), layer(LayerKind::dense, 3)};
+                                      layer("flatten"), layer("dense", 3)};
   const model::Shape input{6, 3, 10, 10};
   const std::vector<float> x = normal_values(input.elements(), 21, 0.3f);
   const std::vector<int32_t> labels{0, 2, 1, 2, 0, 1};
@@ -585,8 +584,8 @@ class ScratchPoisoningCpu final : public backend::CpuBackend {
 
 TEST(Network, ScratchInTheArenaOverlapsNothingLiveAtItsStep) {
   const std::vector<LayerSpec> layers =
-      residual_net({layer(LayerKind::conv2d, 6, 3, 2, 1), layer(LayerKind::relu), layer(LayerKind::flatten),
-                    layer(LayerKind::dense, 3)});
+      residual_net({layer("conv2d", 6, 3, 2, 1), layer("relu"), layer("flatten"),
+                    layer("dense", 3)});
   const model::Shape input{3, 2, 8, 8};
   std::vector<float> x = normal_values(input.elements(), 11);
   const std::vector<int32_t> labels{2, 0, 1};

@@ -20,7 +20,6 @@
 
 using namespace ringtrain;
 using test_specs::layer;
-using config::LayerKind;
 using kernels::cpu::DnnlMath;
 using kernels::cpu::OperandRounding;
 
@@ -30,9 +29,9 @@ constexpr int kBatch = 32, kClasses = 4, kSteps = 12;
 
 // conv 1->16 (im2col), batch norm, ReLU, conv 16->16 (oneDNN), ReLU, dense 32, dense.
 std::vector<config::LayerSpec> small_cnn() {
-  return {layer(LayerKind::conv2d, 16, 3, 1, 1), layer(LayerKind::batchnorm), layer(LayerKind::relu),
-          layer(LayerKind::conv2d, 16, 3, 1, 1), layer(LayerKind::relu),      layer(LayerKind::flatten),
-          layer(LayerKind::dense, 32),           layer(LayerKind::relu),      layer(LayerKind::dense, kClasses)};
+  return {layer("conv2d", 16, 3, 1, 1), layer("batchnorm"), layer("relu"),
+          layer("conv2d", 16, 3, 1, 1), layer("relu"),      layer("flatten"),
+          layer("dense", 32),           layer("relu"),      layer("dense", kClasses)};
 }
 
 struct Precision {

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "backend/cpu/cpu_backend.h"
+#include "config/layer_types.h"
 #include "common/error.h"
 #include "dist/gradient_sync.h"
 #include "model/network.h"
@@ -20,7 +21,6 @@
 #include "train/step_runner.h"
 
 using namespace ringtrain;
-using config::LayerKind;
 using config::LayerSpec;
 
 namespace {
@@ -28,12 +28,8 @@ namespace {
 using test_support::OneRank;
 
 std::vector<LayerSpec> small_model() {
-  LayerSpec flatten, hidden, relu, out;
-  flatten.kind = LayerKind::flatten;
-  hidden.kind = LayerKind::dense, hidden.units = 8;
-  relu.kind = LayerKind::relu;
-  out.kind = LayerKind::dense, out.units = 3;
-  return {flatten, hidden, relu, out};
+  return {config::layer_spec("flatten"), config::layer_spec("dense", {{"units", 8}}), config::layer_spec("relu"),
+          config::layer_spec("dense", {{"units", 3}})};
 }
 
 struct Fixture {

@@ -17,6 +17,7 @@
 #include "backend/cuda/nccl_reducer.h"
 #include "common/error.h"
 #include "config/job_config.h"
+#include "config/layer_types.h"
 #include "dist/gradient_sync.h"
 #include "gpu_test_support.h"
 #include "kernels/cuda/cuda_check.h"
@@ -29,7 +30,6 @@
 namespace ringtrain::gpu_test {
 namespace {
 
-using config::LayerKind;
 using config::LayerSpec;
 
 class NcclReducer : public GpuSuite {
@@ -131,40 +131,29 @@ TEST_F(NcclReducer, AStalledReductionIsAFaultErrorNamingBucketAndTimeout) {
 
 // ---- one optimizer step, CUDA against CPU
 
-LayerSpec layer(LayerKind kind) {
-  LayerSpec s;
-  s.kind = kind;
-  s.where = "model.layers[?]";
-  return s;
+LayerSpec layer(std::string_view type, const std::vector<config::LayerArg>& args = {}) {
+  if (type == config::kResidual) return {.type = std::string(type), .where = "model.layers[?]"};
+  return config::layer_spec(type, args, "model.layers[?]");
 }
 LayerSpec conv(int filters, int kernel, int stride, int padding) {
-  LayerSpec s = layer(LayerKind::conv2d);
-  s.filters = filters, s.kernel = kernel, s.stride = stride, s.padding = padding, s.bias = false;
-  return s;
+  return layer("conv2d", {{"filters", filters}, {"kernel", kernel}, {"stride", stride}, {"padding", padding},
+                          {"bias", false}});
 }
-LayerSpec maxpool(int size) {
-  LayerSpec s = layer(LayerKind::maxpool);
-  s.size = size, s.stride = size;
-  return s;
-}
-LayerSpec dense(int units) {
-  LayerSpec s = layer(LayerKind::dense);
-  s.units = units;
-  return s;
-}
+LayerSpec maxpool(int size) { return layer("maxpool", {{"size", size}}); }
+LayerSpec dense(int units) { return layer("dense", {{"units", units}}); }
 LayerSpec residual(std::vector<LayerSpec> body, std::vector<LayerSpec> shortcut) {
-  LayerSpec s = layer(LayerKind::residual);
+  LayerSpec s = layer("residual");
   s.body = std::move(body), s.shortcut = std::move(shortcut);
   return s;
 }
 
 std::vector<LayerSpec> small_resnet() {
-  const auto bn = layer(LayerKind::batchnorm), relu = layer(LayerKind::relu);
+  const auto bn = layer("batchnorm"), relu = layer("relu");
   return {conv(8, 3, 1, 1), bn, relu,
           residual({conv(8, 3, 1, 1), bn, relu, conv(8, 3, 1, 1), bn}, {}),
           maxpool(2),
           residual({conv(16, 3, 2, 1), bn, relu, conv(16, 3, 1, 1), bn}, {conv(16, 1, 2, 0), bn}),
-          layer(LayerKind::global_avgpool), layer(LayerKind::flatten), dense(12), relu, dense(5)};
+          layer("global_avgpool"), layer("flatten"), dense(12), relu, dense(5)};
 }
 
 // Both networks from the same parameters (`params`) and the CPU network's initial states, which it returns.

@@ -23,13 +23,13 @@
 #include "kernels/cpu/reorder_layout.h"
 #include "common/error.h"
 #include "config/job_config.h"
+#include "config/layer_types.h"
 #include "model/layers/layers.h"
 #include "tests/layers/layer_reference.h"
 
 namespace ringtrain::layer_test {
 namespace {
 
-using config::LayerKind;
 using config::LayerSpec;
 using model::Mode;
 using model::Shape;
@@ -162,6 +162,29 @@ std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, floa
                                        << ", want " << want[worst];
 }
 
+// The activations and their derivatives in double, written out from their definitions (PyTorch's; GELU's exact
+// erf form; the clipped ones' gradient zero at and beyond the corners), apart from kernels/activation.h.
+struct ActivationReference {
+  std::function<double(double)> value, slope;
+};
+const std::map<std::string, ActivationReference>& activation_references() {
+  static const std::map<std::string, ActivationReference> refs = [] {
+    auto sig = [](double x) { return 1 / (1 + std::exp(-x)); };
+    const double pi = std::acos(-1.0);
+    std::map<std::string, ActivationReference> r;
+    r["sigmoid"] = {sig, [=](double x) { return sig(x) * (1 - sig(x)); }};
+    r["silu"] = {[=](double x) { return x * sig(x); }, [=](double x) { return sig(x) + x * sig(x) * (1 - sig(x)); }};
+    r["gelu"] = {[](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); },
+                 [=](double x) { return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-x * x / 2) / std::sqrt(2 * pi); }};
+    r["hard_swish"] = {[](double x) { return x * std::clamp(x + 3, 0.0, 6.0) / 6; },
+                       [](double x) { return x < -3 ? 0.0 : x <= 3 ? (2 * x + 3) / 6 : 1.0; }};
+    r["relu6"] = {[](double x) { return std::clamp(x, 0.0, 6.0); },
+                  [](double x) { return x > 0 && x < 6 ? 1.0 : 0.0; }};
+    return r;
+  }();
+  return refs;
+}
+
 // The reference arithmetic of one layer kind at one batch. forward updates `states` (running statistics);
 // backward adds the parameter gradients to `grads` and returns the input gradient.
 struct Reference {
@@ -174,42 +197,40 @@ struct Reference {
 
 Reference reference_for(const LayerSpec& spec, Shape in) {
   Reference r;
-  switch (spec.kind) {
-    case LayerKind::conv2d: {
-      const ConvReference c{{in.n, in.c, in.h, in.w, spec.filters, spec.kernel, spec.kernel, spec.stride, spec.padding}};
+  const auto& t = spec.type;
+  if (t == "conv2d") {
+      const int kernel = spec.integer("kernel");
+      const bool bias = spec.flag("bias");
+      const ConvReference c{{in.n, in.c, in.h, in.w, spec.integer("filters"), kernel, kernel, spec.integer("stride"),
+                             spec.integer("padding")}};
       r.forward = [=](Mode, const Values& x, const std::vector<Values>& p, std::vector<Values>&) {
-        return c.forward(x, p[0], spec.bias ? &p[1] : nullptr);
+        return c.forward(x, p[0], bias ? &p[1] : nullptr);
       };
       r.backward = [=](const Values& x, const Values& dy, const std::vector<Values>& p, std::vector<Values>& g) {
-        c.backward_filter(x, dy, g[0], spec.bias ? &g[1] : nullptr);
+        c.backward_filter(x, dy, g[0], bias ? &g[1] : nullptr);
         return c.backward_data(dy, p[0]);
       };
-      r.forward_flops_per_sample = 2.0 * spec.filters * c.s.out_h() * c.s.out_w() * in.c * spec.kernel * spec.kernel;
-      break;
-    }
-    case LayerKind::dense: {
-      const DenseReference d{in.n, static_cast<int>(in.per_sample()), spec.units};
+      r.forward_flops_per_sample = 2.0 * spec.integer("filters") * c.s.out_h() * c.s.out_w() * in.c * kernel * kernel;
+  } else if (t == "dense") {
+      const bool bias = spec.flag("bias");
+      const DenseReference d{in.n, static_cast<int>(in.per_sample()), spec.integer("units")};
       r.forward = [=](Mode, const Values& x, const std::vector<Values>& p, std::vector<Values>&) {
-        return d.forward(x, p[0], spec.bias ? &p[1] : nullptr);
+        return d.forward(x, p[0], bias ? &p[1] : nullptr);
       };
       r.backward = [=](const Values& x, const Values& dy, const std::vector<Values>& p, std::vector<Values>& g) {
-        d.backward_params(x, dy, g[0], spec.bias ? &g[1] : nullptr);
+        d.backward_params(x, dy, g[0], bias ? &g[1] : nullptr);
         return d.backward_data(dy, p[0]);
       };
       r.forward_flops_per_sample = 2.0 * d.in * d.out;
-      break;
-    }
-    case LayerKind::batchnorm: {
-      const BatchNormReference b{{in.n, in.c, in.h * in.w}, spec.momentum, spec.epsilon};
+  } else if (t == "batchnorm") {
+      const BatchNormReference b{{in.n, in.c, in.h * in.w}, spec.number("momentum"), spec.number("epsilon")};
       r.forward = [=](Mode mode, const Values& x, const std::vector<Values>& p, std::vector<Values>& s) {
         return mode == Mode::train ? b.forward_train(x, p[0], p[1], s[0], s[1]) : b.forward_infer(x, p[0], p[1], s[0], s[1]);
       };
       r.backward = [=](const Values& x, const Values& dy, const std::vector<Values>& p, std::vector<Values>& g) {
         return b.backward(x, dy, p[0], g[0], g[1]);
       };
-      break;
-    }
-    case LayerKind::relu:
+  } else if (t == "relu") {
       r.forward = [](Mode, const Values& x, const std::vector<Values>&, std::vector<Values>&) {
         Values y(x.size());
         for (size_t i = 0; i < x.size(); ++i) y[i] = std::max(x[i], 0.0);
@@ -220,50 +241,46 @@ Reference reference_for(const LayerSpec& spec, Shape in) {
         for (size_t i = 0; i < x.size(); ++i) dx[i] = x[i] > 0 ? dy[i] : 0.0;
         return dx;
       };
-      break;
-    case LayerKind::maxpool:
-    case LayerKind::avgpool:
-    case LayerKind::global_avgpool: {
-      const bool global = spec.kind == LayerKind::global_avgpool;
-      const PoolReference p{{in.n, in.c, in.h, in.w, global ? in.h : spec.size, global ? in.h : spec.stride,
-                             global ? 0 : spec.padding},
-                            spec.kind == LayerKind::maxpool};
+  } else if (t == "maxpool" || t == "avgpool" || t == "global_avgpool") {
+      const bool global = t == "global_avgpool";
+      const PoolReference p{{in.n, in.c, in.h, in.w, global ? in.h : spec.integer("size"),
+                             global ? in.h : spec.integer("stride"), global ? 0 : spec.integer("padding")},
+                            t == "maxpool"};
       r.forward = [=](Mode, const Values& x, const std::vector<Values>&, std::vector<Values>&) { return p.forward(x); };
       r.backward = [=](const Values& x, const Values& dy, const std::vector<Values>&, std::vector<Values>&) {
         return p.backward(x, dy);
       };
-      break;
-    }
-    default: ADD_FAILURE() << "no reference for layer kind " << config::layer_kind_name(spec.kind);
+  } else if (activation_references().count(t)) {
+    const ActivationReference a = activation_references().at(t);
+    r.forward = [=](Mode, const Values& x, const std::vector<Values>&, std::vector<Values>&) {
+      Values y(x.size());
+      for (size_t i = 0; i < x.size(); ++i) y[i] = a.value(x[i]);
+      return y;
+    };
+    r.backward = [=](const Values& x, const Values& dy, const std::vector<Values>&, std::vector<Values>&) {
+      Values dx(x.size());
+      for (size_t i = 0; i < x.size(); ++i) dx[i] = a.slope(x[i]) * dy[i];
+      return dx;
+    };
+  } else {
+    ADD_FAILURE() << "no reference for layer type " << t;
   }
   return r;
 }
 
-LayerSpec spec(LayerKind kind) {
-  LayerSpec s;
-  s.kind = kind;
-  s.where = "test.layers[0]";
-  return s;
+LayerSpec spec(std::string_view type, const std::vector<config::LayerArg>& args = {}) {
+  return config::layer_spec(type, args, "test.layers[0]");
 }
 LayerSpec conv(int filters, int kernel, int stride, int padding, bool bias) {
-  LayerSpec s = spec(LayerKind::conv2d);
-  s.filters = filters, s.kernel = kernel, s.stride = stride, s.padding = padding, s.bias = bias;
-  return s;
+  return spec("conv2d", {{"filters", filters}, {"kernel", kernel}, {"stride", stride}, {"padding", padding},
+                         {"bias", bias}});
 }
-LayerSpec dense(int units, bool bias) {
-  LayerSpec s = spec(LayerKind::dense);
-  s.units = units, s.bias = bias;
-  return s;
-}
-LayerSpec pool(LayerKind kind, int size, int stride, int padding) {
-  LayerSpec s = spec(kind);
-  s.size = size, s.stride = stride, s.padding = padding;
-  return s;
+LayerSpec dense(int units, bool bias) { return spec("dense", {{"units", units}, {"bias", bias}}); }
+LayerSpec pool(std::string_view type, int size, int stride, int padding) {
+  return spec(type, {{"size", size}, {"stride", stride}, {"padding", padding}});
 }
 LayerSpec batchnorm(double momentum, double epsilon) {
-  LayerSpec s = spec(LayerKind::batchnorm);
-  s.momentum = momentum, s.epsilon = epsilon;
-  return s;
+  return spec("batchnorm", {{"momentum", momentum}, {"epsilon", epsilon}});
 }
 
 struct CheckOptions {
@@ -469,6 +486,17 @@ void LayerTest::check(const LayerSpec& s, Shape in, CheckOptions o) {
   }
 }
 
+// The reference derivatives the activation layers are checked against are the derivatives of the reference values:
+// central differences, the points chosen off the clipped activations' corners.
+TEST(ActivationReference, SlopesAreTheValuesDerivatives) {
+  for (const auto& [name, a] : activation_references()) {
+    for (double x = -7.93; x < 8; x += 0.1) {
+      const double h = 1e-6, numeric = (a.value(x + h) - a.value(x - h)) / (2 * h);
+      EXPECT_NEAR(a.slope(x), numeric, 1e-7) << name << " at " << x;
+    }
+  }
+}
+
 TEST_P(LayerTest, Conv3x3WithBias) { check(conv(8, 3, 1, 1, true), {4, 3, 9, 9}, {kConv, kConv, true}); }
 TEST_P(LayerTest, Conv5x5Stride2OddSize) { check(conv(6, 5, 2, 2, false), {3, 5, 8, 8}, {kConv, kConv, true}); }
 TEST_P(LayerTest, Conv1x1Stride2Shortcut) { check(conv(16, 1, 2, 0, false), {4, 8, 7, 7}, {kConv, kConv, true}); }
@@ -495,26 +523,34 @@ TEST_P(LayerTest, BatchNormAfterDense) { check(batchnorm(0.1, 1e-5), {16, 10, 1,
 TEST_P(LayerTest, BatchNormOtherMomentumAndEpsilon) { check(batchnorm(0.3, 1e-3), {3, 4, 6, 6}, {kGemm, kConv}); }
 TEST_P(LayerTest, BatchNormAsFirstLayer) { check(batchnorm(0.1, 1e-5), {4, 3, 4, 4}, {kGemm, kConv, false, true}); }
 
-TEST_P(LayerTest, Relu) { check(spec(LayerKind::relu), {4, 3, 5, 5}, {kExact, kExact}); }
+TEST_P(LayerTest, Relu) { check(spec("relu"), {4, 3, 5, 5}, {kExact, kExact}); }
+// fp32 exp and erf against double: a few ulps. The 1,280 inputs are a ladder over [-8, 8) (x_gap), past every
+// corner and into saturation; on a corner itself both sides take PyTorch's one-sided derivative.
+constexpr Tolerance kTranscendental{2e-6, 1e-6};
+TEST_P(LayerTest, Silu) { check(spec("silu"), {4, 4, 8, 10}, {kTranscendental, kTranscendental, false, false, 0.0125f}); }
+TEST_P(LayerTest, Gelu) { check(spec("gelu"), {4, 4, 8, 10}, {kTranscendental, kTranscendental, false, false, 0.0125f}); }
+TEST_P(LayerTest, Sigmoid) { check(spec("sigmoid"), {4, 4, 8, 10}, {kTranscendental, kTranscendental, false, false, 0.0125f}); }
+TEST_P(LayerTest, HardSwish) { check(spec("hard_swish"), {4, 4, 8, 10}, {kReordered, kReordered, false, false, 0.0125f}); }
+TEST_P(LayerTest, Relu6) { check(spec("relu6"), {4, 4, 8, 10}, {kExact, kExact, false, false, 0.0125f}); }
 
-TEST_P(LayerTest, MaxPool2) { check(pool(LayerKind::maxpool, 2, 2, 0), {4, 3, 8, 8}, {kExact, kExact, false, false, 1e-3f}); }
+
+TEST_P(LayerTest, MaxPool2) { check(pool("maxpool", 2, 2, 0), {4, 3, 8, 8}, {kExact, kExact, false, false, 1e-3f}); }
 TEST_P(LayerTest, MaxPool2OddInput) {
-  check(pool(LayerKind::maxpool, 2, 2, 0), {3, 2, 7, 9}, {kExact, kExact, false, false, 1e-3f});
+  check(pool("maxpool", 2, 2, 0), {3, 2, 7, 9}, {kExact, kExact, false, false, 1e-3f});
 }
 TEST_P(LayerTest, MaxPool3Stride2Padded) {
   // Overlapping windows add up where one input wins twice.
-  check(pool(LayerKind::maxpool, 3, 2, 1), {2, 4, 9, 9}, {kExact, kReordered, false, false, 1e-3f});
+  check(pool("maxpool", 3, 2, 1), {2, 4, 9, 9}, {kExact, kReordered, false, false, 1e-3f});
 }
 TEST_P(LayerTest, AvgPool3Stride1CountsPadding) {
-  check(pool(LayerKind::avgpool, 3, 1, 1), {2, 3, 6, 6}, {kReordered, kReordered});
+  check(pool("avgpool", 3, 1, 1), {2, 3, 6, 6}, {kReordered, kReordered});
 }
-TEST_P(LayerTest, AvgPool2OddInput) { check(pool(LayerKind::avgpool, 2, 2, 0), {3, 2, 7, 7}, {kReordered, kReordered}); }
-TEST_P(LayerTest, GlobalAvgPool) { check(spec(LayerKind::global_avgpool), {2, 8, 7, 7}, {kReordered, kReordered}); }
+TEST_P(LayerTest, AvgPool2OddInput) { check(pool("avgpool", 2, 2, 0), {3, 2, 7, 7}, {kReordered, kReordered}); }
+TEST_P(LayerTest, GlobalAvgPool) { check(spec("global_avgpool"), {2, 8, 7, 7}, {kReordered, kReordered}); }
 
 // Masks are each backend's own (reproducible from the seed); the contract is inverted dropout.
 TEST_P(LayerTest, DropoutTrainsInvertedAndReproduciblyAndCopiesInEvaluation) {
-  LayerSpec s = spec(LayerKind::dropout);
-  s.rate = 0.25;
+  LayerSpec s = spec("dropout", {{"rate", 0.25}});
   auto layer = make(s);
   const Shape in{8, 4, 10, 10};
   ASSERT_EQ(layer->setup(in), in);
@@ -559,12 +595,12 @@ TEST_P(LayerTest, DropoutTrainsInvertedAndReproduciblyAndCopiesInEvaluation) {
 }
 
 TEST_P(LayerTest, FlattenAndDropoutAtRateZeroAreViews) {
-  auto flatten = make(spec(LayerKind::flatten));
+  auto flatten = make(spec("flatten"));
   EXPECT_EQ(flatten->setup({3, 4, 5, 5}), (Shape{3, 100, 1, 1}));
   // A view where the backend stores NCHW; where it stores NHWC, flatten reorders into a buffer of its own.
   const bool nhwc = backend().activation_layout(storage()) == ActivationLayout::nhwc;
   EXPECT_EQ(flatten->memory_use().output, nhwc ? model::OutputMemory::own : model::OutputMemory::is_input);
-  auto dropout = make(spec(LayerKind::dropout));
+  auto dropout = make(spec("dropout", {{"rate", 0.0}}));
   EXPECT_EQ(dropout->setup({3, 4, 5, 5}), (Shape{3, 4, 5, 5}));
   EXPECT_EQ(dropout->memory_use().output, model::OutputMemory::is_input);
 }

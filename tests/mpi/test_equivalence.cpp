@@ -15,6 +15,7 @@
 #include <random>
 
 #include "backend/cpu/cpu_backend.h"
+#include "config/layer_types.h"
 #include "backend/gpu_device.h"
 #include "dist/gradient_sync.h"
 #include "dist/mpi_gradient_reducer.h"
@@ -30,7 +31,6 @@
 #include "util/checksum.h"
 
 using namespace ringtrain;
-using config::LayerKind;
 using config::LayerSpec;
 
 namespace {
@@ -39,21 +39,11 @@ constexpr int kSteps = 20, kClasses = 5, kSide = 8;
 
 // No batch norm: its batch statistics differ between a batch of b and one of N*b, by definition.
 std::vector<LayerSpec> model_without_batchnorm() {
-  auto make = [](LayerKind k) {
-    LayerSpec s;
-    s.kind = k;
-    s.where = "equivalence";
-    return s;
+  auto make = [](std::string_view type, const std::vector<config::LayerArg>& args = {}) {
+    return config::layer_spec(type, args, "equivalence");
   };
-  auto conv = make(LayerKind::conv2d);
-  conv.filters = 4, conv.kernel = 3, conv.padding = 1;
-  auto pool = make(LayerKind::maxpool);
-  pool.size = 2, pool.stride = 2;
-  auto hidden = make(LayerKind::dense);
-  hidden.units = 16;
-  auto out = make(LayerKind::dense);
-  out.units = kClasses;
-  return {conv, make(LayerKind::relu), pool, make(LayerKind::flatten), hidden, make(LayerKind::relu), out};
+  return {make("conv2d", {{"filters", 4}, {"kernel", 3}, {"padding", 1}}), make("relu"), make("maxpool", {{"size", 2}}),
+          make("flatten"), make("dense", {{"units", 16}}), make("relu"), make("dense", {{"units", kClasses}})};
 }
 
 struct GlobalBatch {

@@ -35,7 +35,6 @@
 
 using namespace ringtrain;
 using test_specs::layer;
-using config::LayerKind;
 using test_support::GradientProbe;
 
 namespace {
@@ -47,8 +46,8 @@ dist::World& world() {
 
 // Smooth in every parameter (no ReLU or max-pool kinks), so central differences converge to the gradient.
 std::vector<config::LayerSpec> smooth_model() {
-  return {layer(LayerKind::conv2d, 3, 3, 1, 1), layer(LayerKind::avgpool, 2), layer(LayerKind::flatten),
-          layer(LayerKind::dense, 4)};
+  return {layer("conv2d", 3, 3, 1, 1), layer("avgpool", 2), layer("flatten"),
+          layer("dense", 4)};
 }
 
 // Synthetic shards in a folder every rank sees, written by rank 0 and removed with the fixture.

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "backend/cpu/cpu_backend.h"
+#include "config/layer_types.h"
 #include "dist/world.h"
 #include "model/network.h"
 #include "model/optimizer.h"
@@ -22,7 +23,6 @@
 #include "train/start_point.h"
 
 using namespace ringtrain;
-using config::LayerKind;
 using config::LayerSpec;
 
 namespace {
@@ -77,13 +77,9 @@ TEST(EpochSums, EachRanksSampleArrivesAtItsIndex) {
 }
 
 std::vector<LayerSpec> model_with_statistics() {
-  LayerSpec conv, bn, relu, flatten, out;
-  conv.kind = LayerKind::conv2d, conv.filters = 2, conv.kernel = 3, conv.padding = 1;
-  bn.kind = LayerKind::batchnorm;
-  relu.kind = LayerKind::relu;
-  flatten.kind = LayerKind::flatten;
-  out.kind = LayerKind::dense, out.units = 3;
-  return {conv, bn, relu, flatten, out};
+  using config::layer_spec;
+  return {layer_spec("conv2d", {{"filters", 2}, {"kernel", 3}, {"padding", 1}}), layer_spec("batchnorm"),
+          layer_spec("relu"), layer_spec("flatten"), layer_spec("dense", {{"units", 3}})};
 }
 
 // Values that differ per element, per buffer and per rank (running statistics are each rank's own).

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "config/layer_types.h"
 #include "backend/device_setup.h"
 #include "dist/batch_statistics_group.h"
 #include "dist/gradient_sync.h"
@@ -27,7 +28,6 @@
 #include "train/step_runner.h"
 
 using namespace ringtrain;
-using config::LayerKind;
 using config::LayerSpec;
 using test_support::GradientProbe;
 
@@ -41,26 +41,16 @@ dist::World& world() {
   return w;
 }
 
-LayerSpec make(LayerKind kind) {
-  LayerSpec s;
-  s.kind = kind;
-  s.where = "sync batchnorm";
-  return s;
+LayerSpec make(std::string_view type, const std::vector<config::LayerArg>& args = {}) {
+  return config::layer_spec(type, args, "sync batchnorm");
 }
 
 // conv -> batch norm -> ReLU -> 2x2 max pool (fused into the batch norm on the CPU twin) -> conv -> batch norm ->
 // ReLU (fused) -> dense.
 std::vector<LayerSpec> conv_batchnorm_model() {
-  auto conv = make(LayerKind::conv2d);
-  conv.filters = 4, conv.kernel = 3, conv.padding = 1;
-  auto pool = make(LayerKind::maxpool);
-  pool.size = 2, pool.stride = 2;
-  auto conv2 = conv;
-  conv2.filters = 6;
-  auto out = make(LayerKind::dense);
-  out.units = kClasses;
-  return {conv, make(LayerKind::batchnorm), make(LayerKind::relu), pool, conv2, make(LayerKind::batchnorm),
-          make(LayerKind::relu), make(LayerKind::flatten), out};
+  return {make("conv2d", {{"filters", 4}, {"kernel", 3}, {"padding", 1}}), make("batchnorm"), make("relu"),
+          make("maxpool", {{"size", 2}}), make("conv2d", {{"filters", 6}, {"kernel", 3}, {"padding", 1}}),
+          make("batchnorm"), make("relu"), make("flatten"), make("dense", {{"units", kClasses}})};
 }
 
 // The same global batch on every rank for each step (a fixed seed per step), mean away from 0 so the statistics

@@ -134,6 +134,13 @@ void CpuBackend::relu_forward(kernels::Elements n, const void* x, void* y) { kc:
 void CpuBackend::relu_backward(kernels::Elements n, const void* y, const void* dy, void* dx) {
   kc::relu_backward(n, y, dy, dx);
 }
+void CpuBackend::activation_forward(kernels::Activation a, kernels::Elements n, const void* x, void* y) {
+  kc::activation_forward(a, n, x, y);
+}
+void CpuBackend::activation_backward(kernels::Activation a, kernels::Elements n, const void* x, const void* dy,
+                                     void* dx) {
+  kc::activation_backward(a, n, x, dy, dx);
+}
 // Dropout's mask is drawn over the whole tensor, so it widens and narrows whole tensors.
 void CpuBackend::dropout_forward(const kernels::Planes& x_planes, float p, uint64_t seed, const void* x, void* y,
                                  uint8_t* mask) {

@@ -93,6 +93,9 @@ class CudaBackend final : public model::Backend {
   void sum_squares(int64_t n, const float* x, double* total) override;
   void relu_forward(kernels::Elements n, const void* x, void* y) override;
   void relu_backward(kernels::Elements n, const void* y, const void* dy, void* dx) override;
+  void activation_forward(kernels::Activation a, kernels::Elements n, const void* x, void* y) override;
+  void activation_backward(kernels::Activation a, kernels::Elements n, const void* x, const void* dy,
+                           void* dx) override;
   void dropout_forward(const kernels::Planes& x_planes, float p, uint64_t seed, const void* x, void* y,
                        uint8_t* mask) override;
   void dropout_backward(kernels::Elements n, float p, const uint8_t* mask, const void* dy, void* dx) override;

@@ -150,6 +150,12 @@ void CudaBackend::relu_forward(Elements n, const void* x, void* y) { kc::relu_fo
 void CudaBackend::relu_backward(Elements n, const void* y, const void* dy, void* dx) {
   kc::relu_backward(n, y, dy, dx, stream());
 }
+void CudaBackend::activation_forward(kernels::Activation a, Elements n, const void* x, void* y) {
+  kc::activation_forward(a, n, x, y, stream());
+}
+void CudaBackend::activation_backward(kernels::Activation a, Elements n, const void* x, const void* dy, void* dx) {
+  kc::activation_backward(a, n, x, dy, dx, stream());
+}
 void CudaBackend::dropout_forward(const kernels::Planes& x_planes, float p, uint64_t seed, const void* x, void* y,
                                   uint8_t* mask) {
   kc::dropout_forward({x_planes.elements(), x_planes.type}, p, seed, x, y, mask, stream(),

@@ -3,7 +3,7 @@
 // residual join after it (a block's last layer), fused where the backend can.
 #include <fmt/format.h>
 
-#include "model/layers/layers.h"
+#include "model/layer_registry.h"
 #include "model/layers/leaf_layer.h"
 
 namespace ringtrain::model {
@@ -32,8 +32,8 @@ class BatchNorm final : public LeafLayer {
   // The models' 2x2/2 max pool after the ReLU, where the backend fuses it; the pool's own checks never apply, as
   // that window fits every input of at least 2 x 2.
   std::optional<Shape> fuse_pool(const config::LayerSpec& pool) override {
-    const bool two_by_two = pool.kind == config::LayerKind::maxpool && pool.size == 2 && pool.stride == 2 &&
-                            pool.padding == 0 && in_.h >= 2 && in_.w >= 2;
+    const bool two_by_two = pool.is("maxpool") && pool.integer("size") == 2 && pool.integer("stride") == 2 &&
+                            pool.integer("padding") == 0 && in_.h >= 2 && in_.w >= 2;
     if (!relu_ || !two_by_two || !backend_.fuses_batchnorm_relu_pool()) return std::nullopt;
     pool_ = FusedMaxPool{in_.h, in_.w};
     out_ = {in_.n, in_.c, in_.h / 2, in_.w / 2};
@@ -63,7 +63,7 @@ class BatchNorm final : public LeafLayer {
   void write_output_block(int block) override { out_block_ = block; }
   std::vector<ParamDecl> param_decls() const override {
     // init_scale = 0 starts a residual block's last batch norm at zero, so the block begins as its shortcut.
-    const auto scale = static_cast<float>(spec_.init_scale);
+    const auto scale = static_cast<float>(spec_.number("init_scale"));
     return {{"gamma", in_.c, scale == 1.0f ? ParamInit::ones : ParamInit::constant, 1, false, scale},
             {"beta", in_.c, ParamInit::zeros, 1, false}};
   }
@@ -114,7 +114,7 @@ class BatchNorm final : public LeafLayer {
         if (takes(block)) blocks.push_back(block);
     return blocks;
   }
-  BatchNormSettings settings() const { return {spec_.momentum, spec_.epsilon, relu_, pool_}; }
+  BatchNormSettings settings() const { return {spec_.number("momentum"), spec_.number("epsilon"), relu_, pool_}; }
   // The backends compute dx in the same pass as the parameter gradients, so a batch norm that is the network's
   // first layer (no dx wanted) writes it into a buffer of its own, made on first use.
   void* scratch_dx() {
@@ -131,10 +131,28 @@ class BatchNorm final : public LeafLayer {
   int out_block_ = 1;  // y and dy channel-blocked as the convolution after it reads them
 };
 
-}  // namespace
-
-std::unique_ptr<Layer> make_batchnorm(const config::LayerSpec& spec, Backend& backend, ElementType data) {
-  return std::make_unique<BatchNorm>(spec, backend, data);
+// ONNX BatchNormalization in inference form: the running statistics averaged over the ranks.
+std::string batchnorm_onnx(OnnxLayerWriter& w, const config::LayerSpec& s, const std::string& x) {
+  const OnnxConstant gamma = w.parameter(".gamma", {-1}), beta = w.parameter(".beta", {-1});
+  const int64_t channels = gamma.dims[0];
+  const std::string mean = w.statistics(channels).name, var = w.statistics(channels).name;
+  return w.graph().node("BatchNormalization", {x, gamma.name, beta.name, mean, var},
+                        {io::OnnxAttribute::floating("epsilon", static_cast<float>(s.number("epsilon")))});
 }
 
+// init_scale is gamma's initial value: 0 makes a residual block's last batch norm start the block as the identity
+// (Goyal et al. 2017).
+const LayerRegistration kBatchNorm{{
+    .keys = {.type = "batchnorm",
+             .help = "batch normalisation per channel over N x H x W",
+             .keys = {config::number_key("momentum", 0.1, 0.0, 1.0, "weight of each batch in the running statistics"),
+                      config::number_key("epsilon", 1e-5, 1e-12, 1.0, "added to the variance"),
+                      config::number_key("init_scale", 1.0, 0.0, 10.0,
+                                         "gamma's initial value (0 on a residual block's last batch norm starts the "
+                                         "block as its shortcut, Goyal et al. 2017)")}},
+    .make = make_layer_of<BatchNorm>,
+    .onnx = batchnorm_onnx,
+}};
+
+}  // namespace
 }  // namespace ringtrain::model

@@ -2,7 +2,7 @@
 // batch norm after it takes that, and its input where the batch norm before it writes that (Layer::output_blocks).
 #include <fmt/format.h>
 
-#include "model/layers/layers.h"
+#include "model/layer_registry.h"
 #include "model/layers/leaf_layer.h"
 
 namespace ringtrain::model {
@@ -10,20 +10,26 @@ namespace {
 
 class Conv2d final : public LeafLayer {
  public:
-  using LeafLayer::LeafLayer;
+  Conv2d(const config::LayerSpec& spec, Backend& backend, ElementType data)
+      : LeafLayer(spec, backend, data),
+        filters_(spec.integer("filters")),
+        kernel_(spec.integer("kernel")),
+        stride_(spec.integer("stride")),
+        padding_(spec.integer("padding")),
+        bias_(spec.flag("bias")) {}
   std::string describe() const override {
-    return fmt::format("conv2d {}x{}x{} s{} p{}", spec_.kernel, spec_.kernel, spec_.filters, spec_.stride,
-                       spec_.padding);
+    return fmt::format("conv2d {}x{}x{} s{} p{}", kernel_, kernel_, filters_, stride_,
+                       padding_);
   }
   Shape setup(const Shape& in) override {
     in_ = in;
     // Checked before out_h(): integer division truncates a negative numerator towards zero.
-    if (in.h + 2 * spec_.padding < spec_.kernel || in.w + 2 * spec_.padding < spec_.kernel)
-      shape_error(in, fmt::format("a {}x{} kernel with padding {} does not fit", spec_.kernel, spec_.kernel,
-                                  spec_.padding));
-    shape_ = {in.n, in.c, in.h, in.w, spec_.filters, spec_.kernel, spec_.kernel, spec_.stride, spec_.padding};
+    if (in.h + 2 * padding_ < kernel_ || in.w + 2 * padding_ < kernel_)
+      shape_error(in, fmt::format("a {}x{} kernel with padding {} does not fit", kernel_, kernel_,
+                                  padding_));
+    shape_ = {in.n, in.c, in.h, in.w, filters_, kernel_, kernel_, stride_, padding_};
     shape_.data = data_;
-    out_ = {in.n, spec_.filters, shape_.out_h(), shape_.out_w()};
+    out_ = {in.n, filters_, shape_.out_h(), shape_.out_w()};
     scratch_ = backend_.conv2d_prepare(shape_);
     return out_;
   }
@@ -51,7 +57,7 @@ class Conv2d final : public LeafLayer {
   // The filter gradient reads the input.
   MemoryUse memory_use() const override { return {.backward_reads_input = true, .scratch = scratch_}; }
   std::vector<ParamDecl> param_decls() const override {
-    return params_.decls(spec_.filters, int64_t{in_.c} * spec_.kernel * spec_.kernel, spec_.bias);
+    return params_.decls(filters_, int64_t{in_.c} * kernel_ * kernel_, bias_);
   }
   void bind(std::span<float* const> p, std::span<float* const> g, std::span<float* const>) override {
     params_.bind(p, g);
@@ -69,15 +75,34 @@ class Conv2d final : public LeafLayer {
 
  private:
   static std::vector<int> blocks(int block) { return block > 1 ? std::vector<int>{block} : std::vector<int>{}; }
+  int filters_, kernel_, stride_, padding_;
+  bool bias_;
   Conv2dShape shape_;
   ScratchBytes scratch_;
   WeightAndBias params_;
 };
 
-}  // namespace
-
-std::unique_ptr<Layer> make_conv2d(const config::LayerSpec& spec, Backend& backend, ElementType data) {
-  return std::make_unique<Conv2d>(spec, backend, data);
+// ONNX Conv: the weight is K x C x k x k, C following from its size.
+std::string conv2d_onnx(OnnxLayerWriter& w, const config::LayerSpec& s, const std::string& x) {
+  const int64_t k = s.integer("kernel"), stride = s.integer("stride"), pad = s.integer("padding");
+  std::vector<std::string> in{x, w.parameter(".weight", {s.integer("filters"), -1, k, k}).name};
+  if (s.flag("bias")) in.push_back(w.parameter(".bias", {-1}).name);
+  return w.graph().node("Conv", in, {io::OnnxAttribute::list("kernel_shape", {k, k}),
+                                     io::OnnxAttribute::list("strides", {stride, stride}),
+                                     io::OnnxAttribute::list("pads", {pad, pad, pad, pad})});
 }
 
+const LayerRegistration kConv2d{{
+    .keys = {.type = "conv2d",
+             .help = "2-D convolution over NCHW, weights filters x channels x kernel x kernel",
+             .keys = {config::required_integer("filters", 1, "output channels"),
+                      config::required_integer("kernel", 1, "window side"),
+                      config::integer_key("stride", 1, 1, "step of the window"),
+                      config::integer_key("padding", 0, 0, "zeros added on each side"),
+                      config::flag_key("bias", true, "a learned bias per output channel")}},
+    .make = make_layer_of<Conv2d>,
+    .onnx = conv2d_onnx,
+}};
+
+}  // namespace
 }  // namespace ringtrain::model

@@ -5,7 +5,7 @@
 
 #include <limits>
 
-#include "model/layers/layers.h"
+#include "model/layer_registry.h"
 #include "model/layers/leaf_layer.h"
 
 namespace ringtrain::model {
@@ -13,13 +13,14 @@ namespace {
 
 class Dense final : public LeafLayer {
  public:
-  using LeafLayer::LeafLayer;
-  std::string describe() const override { return fmt::format("dense {}", spec_.units); }
+  Dense(const config::LayerSpec& spec, Backend& backend, ElementType data)
+      : LeafLayer(spec, backend, data), units_(spec.integer("units")) {}
+  std::string describe() const override { return fmt::format("dense {}", units_); }
   Shape setup(const Shape& in) override {
     in_ = in;
     if (in.per_sample() > std::numeric_limits<int>::max())
       shape_error(in, fmt::format("{} inputs per sample are more than a dense layer takes (2^31 - 1)", in.per_sample()));
-    out_ = {in.n, spec_.units, 1, 1};
+    out_ = {in.n, units_, 1, 1};
     reorders_ = stored_nhwc(backend_, data_, in);
     return out_;
   }
@@ -29,7 +30,7 @@ class Dense final : public LeafLayer {
     return {.backward_reads_input = true, .scratch = {.forward = x_bytes, .backward = 2 * x_bytes}};
   }
   std::vector<ParamDecl> param_decls() const override {
-    return params_.decls(spec_.units, in_.per_sample(), spec_.bias);
+    return params_.decls(units_, in_.per_sample(), spec_.flag("bias"));
   }
   void bind(std::span<float* const> p, std::span<float* const> g, std::span<float* const>) override {
     params_.bind(p, g);
@@ -50,7 +51,7 @@ class Dense final : public LeafLayer {
   double forward_flops_per_sample() const override { return shape_at(1).forward_flops(); }
 
  private:
-  DenseShape shape_at(int batch) const { return {batch, static_cast<int>(in_.per_sample()), spec_.units, data_}; }
+  DenseShape shape_at(int batch) const { return {batch, static_cast<int>(in_.per_sample()), units_, data_}; }
   // x as the product reads it: itself, or reordered to NCHW into `scratch`.
   const void* in_nchw(const Tensor& x, void* scratch) {
     if (!reorders_) return x.data;
@@ -58,14 +59,27 @@ class Dense final : public LeafLayer {
     return scratch;
   }
   std::size_t x_bytes_at_setup() const { return Elements{in_.elements(), data_}.bytes(); }
+  int units_;
   bool reorders_ = false;
   WeightAndBias params_;
 };
 
-}  // namespace
-
-std::unique_ptr<Layer> make_dense(const config::LayerSpec& spec, Backend& backend, ElementType data) {
-  return std::make_unique<Dense>(spec, backend, data);
+// ONNX Gemm after a Flatten: the weight is units x inputs.
+std::string dense_onnx(OnnxLayerWriter& w, const config::LayerSpec& s, const std::string& x) {
+  const std::string flat = w.graph().node("Flatten", {x}, {io::OnnxAttribute::integer("axis", 1)});
+  std::vector<std::string> in{flat, w.parameter(".weight", {s.integer("units"), -1}).name};
+  if (s.flag("bias")) in.push_back(w.parameter(".bias", {-1}).name);
+  return w.graph().node("Gemm", in, {io::OnnxAttribute::integer("transB", 1)});
 }
 
+const LayerRegistration kDense{{
+    .keys = {.type = "dense",
+             .help = "fully connected over each sample's values, weights units x inputs",
+             .keys = {config::required_integer("units", 1, "outputs"),
+                      config::flag_key("bias", true, "a learned bias per output")}},
+    .make = make_layer_of<Dense>,
+    .onnx = dense_onnx,
+}};
+
+}  // namespace
 }  // namespace ringtrain::model

@@ -2,7 +2,7 @@
 // evaluation is the identity. At rate 0 it is a view of its input, like flatten.
 #include <fmt/format.h>
 
-#include "model/layers/layers.h"
+#include "model/layer_registry.h"
 #include "model/layers/leaf_layer.h"
 
 namespace ringtrain::model {
@@ -11,7 +11,7 @@ namespace {
 class Dropout final : public LeafLayer {
  public:
   using LeafLayer::LeafLayer;
-  std::string describe() const override { return fmt::format("dropout {}", spec_.rate); }
+  std::string describe() const override { return fmt::format("dropout {}", spec_.number("rate")); }
   Shape setup(const Shape& in) override {
     in_ = out_ = in;
     return out_;
@@ -37,15 +37,18 @@ class Dropout final : public LeafLayer {
   }
 
  private:
-  bool active() const { return spec_.rate > 0; }
-  float rate() const { return static_cast<float>(spec_.rate); }
+  bool active() const { return spec_.number("rate") > 0; }
+  float rate() const { return static_cast<float>(spec_.number("rate")); }
   DeviceBuffer mask_;
 };
 
+const LayerRegistration kDropout{{
+    .keys = {.type = "dropout",
+             .help = "zeroes each value with probability rate in training, scaling the rest by 1 / (1 - rate)",
+             .keys = {config::required_number("rate", 0.0, 0.99, "probability of zeroing a value")}},
+    .make = make_layer_of<Dropout>,
+    .onnx = [](OnnxLayerWriter&, const config::LayerSpec&, const std::string& x) { return x; },  // inference form
+}};
+
 }  // namespace
-
-std::unique_ptr<Layer> make_dropout(const config::LayerSpec& spec, Backend& backend, ElementType data) {
-  return std::make_unique<Dropout>(spec, backend, data);
-}
-
 }  // namespace ringtrain::model

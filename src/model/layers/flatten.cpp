@@ -5,7 +5,7 @@
 
 #include <limits>
 
-#include "model/layers/layers.h"
+#include "model/layer_registry.h"
 #include "model/layers/leaf_layer.h"
 
 namespace ringtrain::model {
@@ -40,10 +40,13 @@ class Flatten final : public LeafLayer {
   bool reorders_ = false;
 };
 
+const LayerRegistration kFlatten{{
+    .keys = {.type = "flatten", .help = "each sample's values as one vector, in NCHW order"},
+    .make = make_layer_of<Flatten>,
+    .onnx = [](OnnxLayerWriter& w, const config::LayerSpec&, const std::string& x) {
+      return w.graph().node("Flatten", {x}, {io::OnnxAttribute::integer("axis", 1)});
+    },
+}};
+
 }  // namespace
-
-std::unique_ptr<Layer> make_flatten(const config::LayerSpec& spec, Backend& backend, ElementType data) {
-  return std::make_unique<Flatten>(spec, backend, data);
-}
-
 }  // namespace ringtrain::model

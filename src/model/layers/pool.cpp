@@ -2,31 +2,34 @@
 // average pooling (the window is the whole, square, input).
 #include <fmt/format.h>
 
-#include "model/layers/layers.h"
+#include "model/layer_registry.h"
 #include "model/layers/leaf_layer.h"
 
 namespace ringtrain::model {
 namespace {
 
-using config::LayerKind;
-
 class Pool final : public LeafLayer {
  public:
-  using LeafLayer::LeafLayer;
+  Pool(const config::LayerSpec& spec, Backend& backend, ElementType data)
+      : LeafLayer(spec, backend, data),
+        global_(spec.is("global_avgpool")),
+        size_(global_ ? 0 : spec.integer("size")),
+        stride_(global_ ? 0 : spec.integer("stride")),
+        padding_(global_ ? 0 : spec.integer("padding")) {}
   std::string describe() const override {
-    if (spec_.kind == LayerKind::global_avgpool) return "global_avgpool";
-    return fmt::format("{} {} s{}", spec_.kind == LayerKind::maxpool ? "maxpool" : "avgpool", spec_.size, spec_.stride);
+    if (global_) return "global_avgpool";
+    return fmt::format("{} {} s{}", spec_.type, size_, stride_);
   }
   Shape setup(const Shape& in) override {
     in_ = in;
-    if (spec_.kind == LayerKind::global_avgpool) {
+    if (global_) {
       if (in.h != in.w) shape_error(in, "global average pooling needs a square input");
       shape_ = {in.n, in.c, in.h, in.w, in.h, in.h, 0};
     } else {
-      if (in.h + 2 * spec_.padding < spec_.size || in.w + 2 * spec_.padding < spec_.size)
-        shape_error(in, fmt::format("a {}x{} window does not fit", spec_.size, spec_.size));
-      if (spec_.padding * 2 > spec_.size) shape_error(in, "padding must be at most half the window");
-      shape_ = {in.n, in.c, in.h, in.w, spec_.size, spec_.stride, spec_.padding};
+      if (in.h + 2 * padding_ < size_ || in.w + 2 * padding_ < size_)
+        shape_error(in, fmt::format("a {}x{} window does not fit", size_, size_));
+      if (padding_ * 2 > size_) shape_error(in, "padding must be at most half the window");
+      shape_ = {in.n, in.c, in.h, in.w, size_, stride_, padding_};
     }
     shape_.data = data_;
     out_ = {in.n, in.c, shape_.out_h(), shape_.out_w()};
@@ -52,15 +55,58 @@ class Pool final : public LeafLayer {
   }
 
  private:
-  PoolMode mode() const { return spec_.kind == LayerKind::maxpool ? PoolMode::max : PoolMode::average; }
+  PoolMode mode() const { return spec_.is("maxpool") ? PoolMode::max : PoolMode::average; }
+  bool global_;
+  int size_, stride_, padding_;
   PoolShape shape_;
   DeviceBuffer saved_;
 };
 
-}  // namespace
-
-std::unique_ptr<Layer> make_pool(const config::LayerSpec& spec, Backend& backend, ElementType data) {
-  return std::make_unique<Pool>(spec, backend, data);
+config::LayerKey stride_key() {
+  config::LayerKey k = config::integer_key("stride", 0, 1, "step of the window");
+  k.fallback_text = "the window";
+  return k;
 }
 
+// A window's keys; the stride is the window unless given.
+config::LayerType windowed(std::string type, std::string help) {
+  return {.type = std::move(type),
+          .help = std::move(help),
+          .keys = {config::required_integer("size", 1, "window side"),
+                   stride_key(),
+                   config::integer_key("padding", 0, 0, "added on each side, at most half the window")},
+          .finish = [](config::LayerSpec& s, std::vector<std::string>&) {
+            if (s.integer("stride") == 0) s.values["stride"] = int64_t{s.integer("size")};
+          }};
+}
+
+// ONNX MaxPool / AveragePool; ringtrain's average counts padding as zeros.
+auto pool_onnx(const char* op) {
+  return [op](OnnxLayerWriter& w, const config::LayerSpec& s, const std::string& x) {
+    const int64_t size = s.integer("size"), stride = s.integer("stride"), pad = s.integer("padding");
+    std::vector<io::OnnxAttribute> a{io::OnnxAttribute::list("kernel_shape", {size, size}),
+                                     io::OnnxAttribute::list("strides", {stride, stride}),
+                                     io::OnnxAttribute::list("pads", {pad, pad, pad, pad})};
+    if (std::string_view(op) == "AveragePool") a.push_back(io::OnnxAttribute::integer("count_include_pad", 1));
+    return w.graph().node(op, {x}, a);
+  };
+}
+
+const LayerRegistration kMaxPool{{
+    .keys = windowed("maxpool", "the largest value of each window, per channel"),
+    .make = make_layer_of<Pool>,
+    .onnx = pool_onnx("MaxPool"),
+}};
+const LayerRegistration kAvgPool{{
+    .keys = windowed("avgpool", "the mean of each window, per channel, padding counted as zeros"),
+    .make = make_layer_of<Pool>,
+    .onnx = pool_onnx("AveragePool"),
+}};
+const LayerRegistration kGlobalAvgPool{{
+    .keys = {.type = "global_avgpool", .help = "the mean of each channel over a square input"},
+    .make = make_layer_of<Pool>,
+    .onnx = onnx_operator("GlobalAveragePool"),
+}};
+
+}  // namespace
 }  // namespace ringtrain::model

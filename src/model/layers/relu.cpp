@@ -1,5 +1,5 @@
 // Owns the ReLU layer: element-wise, so the memory plan may run it in place over its input.
-#include "model/layers/layers.h"
+#include "model/layer_registry.h"
 #include "model/layers/leaf_layer.h"
 
 namespace ringtrain::model {
@@ -25,10 +25,11 @@ class Relu final : public LeafLayer {
   }
 };
 
+const LayerRegistration kRelu{{
+    .keys = {.type = "relu", .help = "max(x, 0), element-wise"},
+    .make = make_layer_of<Relu>,
+    .onnx = onnx_operator("Relu"),
+}};
+
 }  // namespace
-
-std::unique_ptr<Layer> make_relu(const config::LayerSpec& spec, Backend& backend, ElementType data) {
-  return std::make_unique<Relu>(spec, backend, data);
-}
-
 }  // namespace ringtrain::model

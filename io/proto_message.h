@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace ringtrain::infer {
+namespace ringtrain::io {
 
 class ProtoMessage {
  public:
@@ -40,4 +40,4 @@ class ProtoMessage {
   std::string bytes_;
 };
 
-}  // namespace ringtrain::infer
+}  // namespace ringtrain::io

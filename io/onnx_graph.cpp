@@ -1,5 +1,5 @@
 // Owns the ONNX protobuf encoding; see onnx_graph.h. Field numbers are onnx.proto's.
-#include "infer/onnx_graph.h"
+#include "io/onnx_graph.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include "common/error.h"
 #include "io/whole_file.h"
 
-namespace ringtrain::infer {
+namespace ringtrain::io {
 namespace {
 
 constexpr int kFloat = 1;  // TensorProto.DataType.FLOAT
@@ -76,4 +76,4 @@ void OnnxGraph::write(const std::filesystem::path& file, const std::vector<std::
                                    file.string(), why));
 }
 
-}  // namespace ringtrain::infer
+}  // namespace ringtrain::io

@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "infer/proto_message.h"
+#include "io/proto_message.h"
 
-namespace ringtrain::infer {
+namespace ringtrain::io {
 
 struct OnnxAttribute {
   std::string name;
@@ -43,4 +43,4 @@ class OnnxGraph {
   int nodes_ = 0;
 };
 
-}  // namespace ringtrain::infer
+}  // namespace ringtrain::io

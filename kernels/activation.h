@@ -1,0 +1,46 @@
+// Owns the definition of the smooth and clipped activations (SiLU, GELU, sigmoid, hard-swish, ReLU6) and their
+// derivatives: the CPU twin's loop and the CUDA kernel evaluate these functions alone, in fp32, so both backends
+// compute one formula. Backward takes the derivative at the input x (PyTorch's definitions, GELU the exact erf
+// form, the clipped ones' gradient zero at and beyond their corners).
+#pragma once
+#include <cmath>
+
+#include "kernels/host_device.h"
+
+namespace ringtrain::kernels {
+
+enum class Activation { silu, gelu, sigmoid, hard_swish, relu6 };
+
+RT_HOST_DEVICE inline float logistic(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+RT_HOST_DEVICE inline float activation_value(Activation a, float x) {
+  switch (a) {
+    case Activation::silu: return x * logistic(x);
+    case Activation::gelu: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case Activation::sigmoid: return logistic(x);
+    case Activation::hard_swish: return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) * (1.0f / 6.0f);
+    case Activation::relu6: return fminf(fmaxf(x, 0.0f), 6.0f);
+  }
+  return x;
+}
+
+// d activation / dx at x.
+RT_HOST_DEVICE inline float activation_slope(Activation a, float x) {
+  switch (a) {
+    case Activation::silu: {
+      const float s = logistic(x);
+      return s * (1.0f + x * (1.0f - s));
+    }
+    case Activation::gelu:  // Phi(x) + x phi(x)
+      return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) + x * 0.39894228040143268f * expf(-0.5f * x * x);
+    case Activation::sigmoid: {
+      const float s = logistic(x);
+      return s * (1.0f - s);
+    }
+    case Activation::hard_swish: return x < -3.0f ? 0.0f : x > 3.0f ? 1.0f : x * (1.0f / 3.0f) + 0.5f;
+    case Activation::relu6: return x > 0.0f && x < 6.0f ? 1.0f : 0.0f;
+  }
+  return 1.0f;
+}
+
+}  // namespace ringtrain::kernels

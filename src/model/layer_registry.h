@@ -1,0 +1,46 @@
+// Owns the layer kinds' registry. Each kind's file declares, in one LayerRegistration, everything the rest of the
+// program knows of it: its job-file keys (config/layer_types.h), how to make it, and its ONNX form. Adding a layer
+// kind is one file in model/layers/ (and the backend operations it needs, if new).
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "config/layer_spec.h"
+#include "config/layer_types.h"
+#include "model/backend.h"
+#include "model/layer.h"
+#include "model/onnx_layer_writer.h"
+
+namespace ringtrain::model {
+
+struct LayerKind {
+  config::LayerType keys;
+  // `data` is the element type the network stores activations and their gradients in.
+  std::function<std::unique_ptr<Layer>(const config::LayerSpec&, Backend&, ElementType data)> make;
+  // Its inference form in the ONNX graph, from the value named `x`, its parameters taken in declaration order;
+  // returns the name of its output.
+  std::function<std::string(OnnxLayerWriter&, const config::LayerSpec&, const std::string& x)> onnx = {};
+};
+
+// A static object in a layer kind's file: registers the kind before main() runs.
+class LayerRegistration {
+ public:
+  explicit LayerRegistration(LayerKind kind);
+};
+
+// The kind of a spec's type; an internal error for a type nothing registered (the job reader refuses those first).
+const LayerKind& layer_kind(const config::LayerSpec& spec);
+
+// The maker of a layer class that takes (spec, backend, data), for LayerKind::make.
+template <class L>
+std::unique_ptr<Layer> make_layer_of(const config::LayerSpec& spec, Backend& backend, ElementType data) {
+  return std::make_unique<L>(spec, backend, data);
+}
+
+// The ONNX form of a layer that is one operator of the same input and no attributes or parameters ("Relu").
+inline auto onnx_operator(std::string op) {
+  return [op](OnnxLayerWriter& w, const config::LayerSpec&, const std::string& x) { return w.graph().node(op, {x}); };
+}
+
+}  // namespace ringtrain::model

@@ -1,0 +1,93 @@
+// Owns the smooth and clipped activation layers (silu, gelu, sigmoid, hard_swish, relu6): element-wise over the
+// backend's activation operations (kernels/activation.h), backward from the input; each kind's ONNX form in
+// opset 13's operators.
+#include "model/layer_registry.h"
+#include "model/layers/leaf_layer.h"
+
+namespace ringtrain::model {
+namespace {
+
+using kernels::Activation;
+
+class ActivationLayer final : public LeafLayer {
+ public:
+  ActivationLayer(const config::LayerSpec& spec, Backend& backend, ElementType data, Activation a)
+      : LeafLayer(spec, backend, data), a_(a) {}
+  std::string describe() const override { return spec_.type; }
+  Shape setup(const Shape& in) override {
+    in_ = out_ = in;
+    return out_;
+  }
+  // The derivative is taken at the input, so the output has a buffer of its own.
+  MemoryUse memory_use() const override { return {.backward_reads_input = true}; }
+  void forward(const ForwardPass& pass) override {
+    backend_.activation_forward(a_, pass.x.elements(), pass.x.data, pass.y);
+  }
+  void backward(const BackwardPass& pass) override {
+    if (pass.dx) backend_.activation_backward(a_, pass.dy.elements(), pass.x.data, pass.dy.data, pass.dx);
+  }
+
+ private:
+  Activation a_;
+};
+
+auto maker(Activation a) {
+  return [a](const config::LayerSpec& spec, Backend& backend, ElementType data) -> std::unique_ptr<Layer> {
+    return std::make_unique<ActivationLayer>(spec, backend, data, a);
+  };
+}
+
+std::string scalar(OnnxLayerWriter& w, float value) { return w.constant({}, &value); }
+
+// x * sigmoid(x)
+std::string silu_onnx(OnnxLayerWriter& w, const config::LayerSpec&, const std::string& x) {
+  return w.graph().node("Mul", {x, w.graph().node("Sigmoid", {x})});
+}
+
+// 0.5 x (1 + erf(x / sqrt 2)): ONNX's Gelu operator needs opset 20.
+std::string gelu_onnx(OnnxLayerWriter& w, const config::LayerSpec&, const std::string& x) {
+  io::OnnxGraph& g = w.graph();
+  const std::string erf = g.node("Erf", {g.node("Div", {x, scalar(w, 1.41421356237309515f)})});
+  const std::string half_x = g.node("Mul", {x, scalar(w, 0.5f)});
+  return g.node("Mul", {half_x, g.node("Add", {erf, scalar(w, 1.0f)})});
+}
+
+// x * HardSigmoid(x) with alpha 1/6, beta 1/2 = x * relu6(x + 3) / 6: ONNX's HardSwish operator needs opset 14.
+std::string hard_swish_onnx(OnnxLayerWriter& w, const config::LayerSpec&, const std::string& x) {
+  const std::string gate = w.graph().node("HardSigmoid", {x}, {io::OnnxAttribute::floating("alpha", 1.0f / 6.0f),
+                                                               io::OnnxAttribute::floating("beta", 0.5f)});
+  return w.graph().node("Mul", {x, gate});
+}
+
+std::string relu6_onnx(OnnxLayerWriter& w, const config::LayerSpec&, const std::string& x) {
+  return w.graph().node("Clip", {x, scalar(w, 0.0f), scalar(w, 6.0f)});
+}
+
+const LayerRegistration kSilu{{
+    .keys = {.type = "silu", .help = "x * sigmoid(x) (swish), element-wise"},
+    .make = maker(Activation::silu),
+    .onnx = silu_onnx,
+}};
+const LayerRegistration kGelu{{
+    .keys = {.type = "gelu", .help = "x * Phi(x), the exact (erf) form, element-wise"},
+    .make = maker(Activation::gelu),
+    .onnx = gelu_onnx,
+}};
+const LayerRegistration kSigmoid{{
+    .keys = {.type = "sigmoid", .help = "1 / (1 + exp(-x)), element-wise"},
+    .make = maker(Activation::sigmoid),
+    .onnx = onnx_operator("Sigmoid"),
+}};
+const LayerRegistration kHardSwish{{
+    .keys = {.type = "hard_swish", .help = "x * relu6(x + 3) / 6 (MobileNetV3), element-wise"},
+    .make = maker(Activation::hard_swish),
+    .onnx = hard_swish_onnx,
+}};
+const LayerRegistration kRelu6{{
+    .keys = {.type = "relu6", .help = "min(max(x, 0), 6) (MobileNetV2), element-wise"},
+    .make = maker(Activation::relu6),
+    .onnx = relu6_onnx,
+}};
+
+}  // namespace
+}  // namespace ringtrain::model
