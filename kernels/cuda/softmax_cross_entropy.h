@@ -22,4 +22,10 @@ void softmax_cross_entropy(int batch, int classes, const float* logits, const in
                            const LossSettings& settings, float* dlogits, void* workspace, LossTotals* totals,
                            Stream stream);
 
+// The same against soft targets (batch x classes, device memory), as kernels/cpu/softmax_cross_entropy.h's
+// soft_target_cross_entropy defines them; the same workspace.
+void soft_target_cross_entropy(int batch, int classes, const float* logits, const float* targets,
+                               const LossSettings& settings, float* dlogits, void* workspace, LossTotals* totals,
+                               Stream stream);
+
 }  // namespace ringtrain::kernels::cuda

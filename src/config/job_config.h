@@ -35,6 +35,7 @@ struct JobConfig {
     std::filesystem::path train, test;
     int prefetch_batches;
     AugmentSpec augment;  // training batches only; evaluation sees the samples as prepared
+    MixSpec mix;          // training batches only; evaluation is never mixed
     int loader_threads;          // 0: the node's cores divided among its ranks
     NormalizeOn normalize;
     int eval_resize;             // encoded splits: shorter side before the evaluation centre crop (0: size / 0.875)

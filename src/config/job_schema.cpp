@@ -106,6 +106,12 @@ Section<Data> data_keys() {
           number<Data>("augment_min_area", [](Data& d) -> auto& { return d.augment.min_area; }, 0.08, {0.01, 1.0},
                        "resized_crop_flip: the smallest crop, as a fraction of the image's area (torchvision's "
                        "scale[0])"),
+          number<Data>("mixup_alpha", [](Data& d) -> auto& { return d.mix.mixup_alpha; }, 0.0, {0.0, 100.0},
+                       "mixup: each training sample and its batch partner blended as lam x own + (1 - lam) x "
+                       "partner, targets likewise, lam ~ Beta(alpha, alpha) (timm's Mixup, pair mode; 0 = off)"),
+          number<Data>("cutmix_alpha", [](Data& d) -> auto& { return d.mix.cutmix_alpha; }, 0.0, {0.0, 100.0},
+                       "CutMix: a box of area (1 - lam) of the partner pasted in, lam ~ Beta(alpha, alpha) corrected "
+                       "to the box's area (0 = off; with mixup_alpha too, each pair takes one of them at random)"),
           integer<Data>("loader_threads", &Data::loader_threads, 0, {0, 256},
                         "threads decoding, augmenting and normalising each rank's batches (0 = the node's cores / its "
                         "ranks)"),

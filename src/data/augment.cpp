@@ -1,5 +1,5 @@
-// Owns the augmentation arithmetic: a counter-based generator seeded from the sample's key (splitmix64, the
-// same on every platform), the crop choices, and a planar bilinear crop-and-resize.
+// Owns the augmentation arithmetic: the crop choices, drawn from the sample's KeyedRandom (data/keyed_random.h),
+// and a planar bilinear crop-and-resize.
 #include "data/augment.h"
 
 #include <algorithm>
@@ -11,25 +11,6 @@
 namespace ringtrain::train {
 
 namespace {
-
-uint64_t mix(uint64_t x) {  // splitmix64 finaliser
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-class KeyedRandom {
- public:
-  explicit KeyedRandom(const SampleKey& key)
-      : state_(mix(mix(mix(mix(key.seed) ^ static_cast<uint64_t>(key.epoch)) ^ static_cast<uint64_t>(key.rank)) ^
-                   static_cast<uint64_t>(key.sample))) {}
-  double uniform() { return static_cast<double>((state_ = mix(state_)) >> 11) * 0x1.0p-53; }  // [0, 1)
-  int integer(int below) { return static_cast<int>(uniform() * below); }                   // [0, below)
-
- private:
-  uint64_t state_;
-};
 
 struct Region {
   int top = 0, left = 0, height = 0, width = 0;

@@ -6,6 +6,7 @@
 #include <span>
 
 #include "config/augment_spec.h"
+#include "data/keyed_random.h"
 #include "io/dataset_meta.h"
 #include "kernels/crop_resample.h"
 
@@ -15,13 +16,6 @@ namespace ringtrain::train {
 // callers name them here.
 using AugmentKind = config::AugmentKind;
 using AugmentSpec = config::AugmentSpec;
-
-struct SampleKey {
-  uint64_t seed = 0;
-  int64_t epoch = 0;
-  int rank = 0;
-  int64_t sample = 0;  // the rank's own index of the sample
-};
 
 // Writes the augmented `in` to `out` (same shape, both shape.elements() bytes). With kind none, copies.
 void augment_sample(const AugmentSpec& spec, const SampleKey& key, const io::SampleShape& shape,

@@ -36,6 +36,7 @@ BatchLoader::BatchLoader(io::ShardReader& reader, int max_batch, int64_t batches
     }
     b->norm = &norm_;
     b->labels.resize(static_cast<size_t>(max_batch_));
+    if (mixes()) b->targets.resize(static_cast<size_t>(max_batch_) * static_cast<size_t>(meta.num_classes));
     free_.push_back(std::move(b));
   }
   thread_ = std::thread([this] { run(); });
@@ -57,11 +58,11 @@ void BatchLoader::convert(int64_t batch_index, const std::vector<int64_t>& indic
   for (size_t s = static_cast<size_t>(first); s < indices.size(); s += static_cast<size_t>(step)) {
     const uint8_t* sample = raw_.data() + s * per_sample;
     if (work_.transform) {
-      uint8_t* out = (work_.form == BatchForm::pixels ? batch.pixels.data() : scratch_.data()) + s * per_sample;
+      uint8_t* out = converted(batch, s);
       work_.transform(batch_index, indices[s], std::span(sample, per_sample), std::span(out, per_sample));
       sample = out;
     }
-    if (work_.form == BatchForm::normalized)
+    if (normalizes_each_sample())
       kernels::cpu::normalize_pixels(one, table_.data(), sample, batch.images.data() + s * per_sample);
   }
 }
@@ -81,7 +82,7 @@ void BatchLoader::decode_claimed(int64_t batch_index, const std::vector<int64_t>
     bytes.clear();
     const io::ShardReader::EncodedSample sample = reader_.read_encoded_sample(indices[s], bytes);
     const auto read = Clock::now();
-    uint8_t* out = (work_.form == BatchForm::pixels ? batch.pixels.data() : scratch_.data()) + s * per_sample;
+    uint8_t* out = converted(batch, s);
     try {
       work_.decode(batch_index, indices[s], bytes, sample.height, sample.width, std::span(out, per_sample));
     } catch (const DataError& e) {
@@ -89,7 +90,7 @@ void BatchLoader::decode_claimed(int64_t batch_index, const std::vector<int64_t>
                                   "rewrite the split",
                                   reader_.sample_place(indices[s]), e.what()));
     }
-    if (work_.form == BatchForm::normalized)
+    if (normalizes_each_sample())
       kernels::cpu::normalize_pixels(one, table_.data(), out, batch.images.data() + s * per_sample);
     spent.read += std::chrono::duration<double>(read - start).count();
     spent.convert += std::chrono::duration<double>(Clock::now() - read).count();
@@ -154,10 +155,16 @@ void BatchLoader::make(int64_t i, std::vector<int64_t>& indices, HostBatch& batc
     const auto start = Clock::now();
     reader_.read(indices, read_target(batch, count), labels);
     const auto read = Clock::now();
-    if (work_.form == BatchForm::normalized || work_.transform)
+    if (normalizes_each_sample() || work_.transform)
       on_threads([&](int t) { convert(i, indices, t, work_.threads, batch); });
     spent = {std::chrono::duration<double>(read - start).count(),
              std::chrono::duration<double>(Clock::now() - read).count()};
+  }
+  if (mixes()) {
+    const auto start = Clock::now();
+    const bool converted_apart = work_.transform || reader_.meta().storage == io::SampleStorage::jpeg;
+    mix(i, indices, converted_apart ? unmixed_.data() : raw_.data(), batch);
+    spent.convert += std::chrono::duration<double>(Clock::now() - start).count();
   }
   if (work_.form == BatchForm::jpegs) batch.samples.assign(indices.begin(), indices.end());
   batch.index = i;
@@ -176,8 +183,37 @@ LoaderTimes BatchLoader::times() const {
 
 std::span<uint8_t> BatchLoader::read_target(HostBatch& batch, int count) {
   const auto bytes = static_cast<size_t>(count * reader_.meta().shape.elements());
-  if (work_.form == BatchForm::pixels && !work_.transform) return std::span(batch.pixels.data(), bytes);
+  if (work_.form == BatchForm::pixels && !work_.transform && !mixes()) return std::span(batch.pixels.data(), bytes);
   return std::span(raw_.data(), bytes);
+}
+
+uint8_t* BatchLoader::converted(HostBatch& batch, size_t s) {
+  uint8_t* const slots = mixes() ? unmixed_.data() : work_.form == BatchForm::pixels ? batch.pixels.data() : scratch_.data();
+  return slots + s * static_cast<size_t>(reader_.meta().shape.elements());
+}
+
+// The pairs' draws on this thread (one per pair, in order), then each sample mixed on the threads: both members of a
+// pair read `unmixed`, so no sample is overwritten before its partner has read it.
+void BatchLoader::mix(int64_t batch_index, const std::vector<int64_t>& indices, const uint8_t* unmixed, HostBatch& batch) {
+  const auto& meta = reader_.meta();
+  const auto per_sample = static_cast<size_t>(meta.shape.elements());
+  const auto classes = static_cast<size_t>(meta.num_classes);
+  const int count = static_cast<int>(indices.size());
+  const std::vector<PairMix> pairs =
+      batch_mixes(count, [&](int s) { return work_.choose_mix(batch_index, indices[static_cast<size_t>(s)]); });
+  const kernels::PixelShape one{1, meta.shape.channels, int64_t{meta.shape.height} * meta.shape.width};
+  on_threads([&](int t) {
+    for (int s = t; s < count; s += work_.threads) {
+      const auto own = static_cast<size_t>(s), partner = static_cast<size_t>(mix_partner(s, count));
+      uint8_t* out = (work_.form == BatchForm::pixels ? batch.pixels.data() : scratch_.data()) + own * per_sample;
+      mix_pixels(pairs[own], meta.shape, std::span(unmixed + own * per_sample, per_sample),
+                 std::span(unmixed + partner * per_sample, per_sample), std::span(out, per_sample));
+      if (work_.form == BatchForm::normalized)
+        kernels::cpu::normalize_pixels(one, table_.data(), out, batch.images.data() + own * per_sample);
+      mixed_target(pairs[own].lam, batch.labels[own], batch.labels[partner],
+                   std::span(batch.targets.data() + own * classes, classes));
+    }
+  });
 }
 
 void BatchLoader::run() {
@@ -188,9 +224,12 @@ void BatchLoader::run() {
       throw Error(ExitCode::internal, "an encoded split reached a loader made without a decoder");
     if (work_.form == BatchForm::jpegs && !(encoded && work_.choose_crop))
       throw Error(ExitCode::internal, "a loader of JPEG batches was made for a split it cannot make them of");
+    if (work_.form == BatchForm::jpegs && mixes())
+      throw Error(ExitCode::internal, "a loader of JPEG batches was asked to mix them; the device decodes them");
     std::vector<int64_t> indices;
-    if (!encoded && (work_.form == BatchForm::normalized || work_.transform)) raw_.resize(batch_elements);
-    if (work_.form == BatchForm::normalized && (work_.transform || encoded)) scratch_.resize(batch_elements);
+    if (!encoded && (work_.form == BatchForm::normalized || work_.transform || mixes())) raw_.resize(batch_elements);
+    if (work_.form == BatchForm::normalized && (work_.transform || encoded || mixes())) scratch_.resize(batch_elements);
+    if (mixes() && (work_.transform || encoded)) unmixed_.resize(batch_elements);
     for (int64_t i = 0; i < batches_; ++i) {
       std::unique_ptr<HostBatch> batch;
       {

@@ -1,5 +1,6 @@
 // Owns the loader thread: reads a rank's samples from its shards, decodes them (an encoded split's JPEGs) or
-// augments them (optionally), on `LoaderWork::threads` threads, and either normalises them to float or leaves them
+// augments them (optionally), mixes the batch's pairs (optionally: mixup, CutMix), on `LoaderWork::threads` threads,
+// and either normalises them to float or leaves them
 // uint8 for the device to normalise, and keeps up to `depth` batches ready in a bounded queue so the step does not
 // wait for the disk. The wait that remains is measured, and so is where the loader's own time goes (reading,
 // decoding and augmenting), so a starved step can name its remedy. A read or decode error on the loader's
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "data/augment.h"
+#include "data/batch_mix.h"
 #include "data/normalisation.h"
 #include "io/dataset_meta.h"
 #include "io/shard_reader.h"
@@ -43,6 +45,7 @@ struct HostBatch {
   const io::ShardReader* reader = nullptr;  // that does not decode on the device
   const InputNorm* norm = nullptr;  // the split's; owned by the loader
   std::vector<int32_t> labels;
+  std::vector<float> targets;  // mixed training batches: count x classes soft targets (data/batch_mix.h); else empty
 };
 
 // Which samples make batch i (partition-local indices); `indices` is cleared and filled by the plan.
@@ -63,12 +66,17 @@ using EncodedTransform = std::function<void(int64_t batch_index, int64_t sample,
 // sample's partition-local index) where the device decodes it. Called from several threads at once.
 using CropChoice = std::function<PhotoCrop(int64_t batch_index, int64_t sample, int height, int width)>;
 
+// The mix of the pair whose first member is this sample (its partition-local index) in batch i of the plan. Called on
+// the loader thread, once per pair.
+using MixChoice = std::function<PairMix(int64_t batch_index, int64_t sample)>;
+
 struct LoaderWork {
   int threads = 1;            // threads sharing each batch's per-sample transform and normalisation
   SampleTransform transform;  // raw splits; empty: samples are normalised as read
   EncodedTransform decode;    // encoded splits decoded here (one of decode and choose_crop is required for them)
   BatchForm form = BatchForm::normalized;
   CropChoice choose_crop;     // encoded splits decoded on the device: BatchForm::jpegs
+  MixChoice choose_mix;       // mixed training batches (not BatchForm::jpegs): pixels blended, targets soft
 };
 
 // Where the loader thread's time went, summed over the batches made so far.
@@ -110,6 +118,14 @@ class BatchLoader {
   void convert(int64_t batch_index, const std::vector<int64_t>& indices, int first, int step, HostBatch& batch);
   // Where the shard read lands: straight in the batch when the loader has nothing to do to the bytes.
   std::span<uint8_t> read_target(HostBatch& batch, int count);
+  // Where sample s's transformed or decoded pixels go: unmixed_ when the batch is then mixed, else the batch
+  // (BatchForm::pixels) or scratch_, to be normalised from.
+  uint8_t* converted(HostBatch& batch, size_t s);
+  // Mixes the batch's pairs from `unmixed` (its samples as transformed, decoded or read), normalises (if its form
+  // asks) and writes the soft targets.
+  void mix(int64_t batch_index, const std::vector<int64_t>& indices, const uint8_t* unmixed, HostBatch& batch);
+  bool mixes() const { return static_cast<bool>(work_.choose_mix); }
+  bool normalizes_each_sample() const { return work_.form == BatchForm::normalized && !mixes(); }
 
   io::ShardReader& reader_;
   int max_batch_;
@@ -118,6 +134,7 @@ class BatchLoader {
   size_t depth_;
   LoaderWork work_;
   std::vector<uint8_t> raw_, scratch_;  // the batch as read; transformed samples (one slot per sample)
+  std::vector<uint8_t> unmixed_;        // mixed batches: the samples as transformed or decoded, before mixing
   InputNorm norm_;
   std::vector<float> table_;  // per channel: 256 normalised values (kernels/cpu/pixel_norm.h)
   mutable std::mutex mutex_;

@@ -21,12 +21,22 @@ DeviceBatch::DeviceBatch(model::Backend& backend, const model::Shape& largest, B
 void DeviceBatch::load(const HostBatch& host) {
   const auto count = static_cast<size_t>(host.count);
   backend_.to_device(labels_.as<int32_t>(), host.labels.data(), count * sizeof(int32_t));
+  load_targets(host);
   switch (host.form) {
     case BatchForm::pixels: return load_pixels(host);
     case BatchForm::jpegs: return load_jpegs(host);
     case BatchForm::normalized: break;
   }
   backend_.to_device(images_.as<float>(), host.images.data(), count * largest_.per_sample() * sizeof(float));
+}
+
+// A mixed batch's targets hold max_batch rows (the loader's whole buffer); an evaluation batch has none.
+void DeviceBatch::load_targets(const HostBatch& host) {
+  mixed_ = !host.targets.empty();
+  if (!mixed_) return;
+  const size_t bytes = host.targets.size() * sizeof(float);
+  if (!targets_) targets_ = backend_.allocate(bytes);
+  backend_.to_device(targets_.as<float>(), host.targets.data(), bytes);
 }
 
 void DeviceBatch::load_pixels(const HostBatch& host) {

@@ -1,4 +1,4 @@
-// Owns the device copy of one batch (images and labels), sized for the largest batch the model is set up for;
+// Owns the device copy of one batch (images and labels, and a mixed batch's soft targets), sized for the largest batch the model is set up for;
 // training and evaluation load their host batches into it in turn. A batch of uint8 pixels is copied as such
 // and normalised on the device, with its split's InputNorm (uploaded when it changes); a batch of JPEGs is decoded
 // and cropped by the backend (Backend::decode_jpegs), then normalised so.
@@ -18,11 +18,14 @@ class DeviceBatch {
   void load(const HostBatch& host);  // its `count` samples
   const float* images() { return images_.as<float>(); }
   const int32_t* labels() { return labels_.as<int32_t>(); }
+  // The last batch's soft targets (count x classes) when it was mixed; null when its labels are its targets.
+  const float* targets() { return mixed_ ? targets_.as<float>() : nullptr; }
   model::Tensor input(int count) { return {images_.as<float>(), largest_.with_batch(count)}; }
 
  private:
   void load_pixels(const HostBatch& host);
   void load_jpegs(const HostBatch& host);
+  void load_targets(const HostBatch& host);
   void normalize(const HostBatch& host, const uint8_t* pixels);  // pixels (device) -> images_, with the split's norm
 
   model::Backend& backend_;
@@ -30,6 +33,8 @@ class DeviceBatch {
   model::DeviceBuffer images_, labels_;
   model::DeviceBuffer norm_;    // mean then stddev per channel
   model::DeviceBuffer pixels_;  // BatchForm::pixels: the uint8 batch
+  model::DeviceBuffer targets_;  // mixed batches' soft targets: allocated by the first one, at its size
+  bool mixed_ = false;
   InputNorm uploaded_;                 // what norm_ holds
 };
 

@@ -1,11 +1,12 @@
-// Owns turning the job's data.augment, data.loader_threads, data.eval_resize and data.decode, and a split's storage,
-// into a loader's LoaderWork.
+// Owns turning the job's data.augment, data.mixup_alpha, data.cutmix_alpha, data.loader_threads, data.eval_resize and
+// data.decode, and a split's storage, into a loader's LoaderWork.
 #include "data/loader_work.h"
 
 #include <algorithm>
 #include <thread>
 
 #include "data/augment.h"
+#include "data/batch_mix.h"
 #include "data/photo_sample.h"
 
 namespace ringtrain::train {
@@ -71,6 +72,18 @@ LoaderWork encoded_loader_work(const config::JobConfig& job, const dist::World& 
   return work;
 }
 
+// A raw split's training samples: read, then augmented (data.augment) on the loader threads.
+LoaderWork raw_training_work(const config::JobConfig& job, const dist::World& world, BatchForm form,
+                             const io::SampleShape& shape, const SampleKeys& keys) {
+  LoaderWork work = plain_work(job, world, form);
+  if (job.data.augment.kind == AugmentKind::none) return work;
+  work.transform = [spec = job.data.augment, keys, shape](int64_t batch_index, int64_t sample,
+                                                          std::span<const uint8_t> in, std::span<uint8_t> out) {
+    augment_sample(spec, keys(batch_index, sample), shape, in, out);
+  };
+  return work;
+}
+
 }  // namespace
 
 bool decodes_on_device(const config::JobConfig& job) { return job.data.decode == config::DecodeOn::gpu; }
@@ -101,15 +114,14 @@ LoaderWork plain_loader_work(const config::JobConfig& job, const dist::World& wo
 
 LoaderWork training_loader_work(const config::JobConfig& job, const dist::World& world, BatchForm form,
                                 const io::DatasetMeta& meta, int64_t first_micro, int64_t micro_per_epoch) {
-  if (meta.storage == io::SampleStorage::jpeg)
-    return encoded_loader_work(job, world, form, meta, true, first_micro, micro_per_epoch);
-  LoaderWork work = plain_work(job, world, form);
-  if (job.data.augment.kind == AugmentKind::none) return work;
-  work.transform = [spec = job.data.augment, key = SampleKeys{job.train.seed, world.rank(), first_micro, micro_per_epoch},
-                    shape = meta.shape](int64_t batch_index, int64_t sample, std::span<const uint8_t> in,
-                                        std::span<uint8_t> out) {
-    augment_sample(spec, key(batch_index, sample), shape, in, out);
-  };
+  const SampleKeys keys{job.train.seed, world.rank(), first_micro, micro_per_epoch};
+  LoaderWork work = meta.storage == io::SampleStorage::jpeg
+                        ? encoded_loader_work(job, world, form, meta, true, first_micro, micro_per_epoch)
+                        : raw_training_work(job, world, form, meta.shape, keys);
+  if (job.data.mix.on())
+    work.choose_mix = [spec = job.data.mix, keys, shape = meta.shape](int64_t batch_index, int64_t sample) {
+      return choose_pair_mix(spec, keys(batch_index, sample), shape);
+    };
   return work;
 }
 

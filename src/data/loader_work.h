@@ -1,6 +1,7 @@
 // Owns what the loaders do per sample beyond reading: which decoding (an encoded split's JPEGs) or augmentation,
 // keyed by which epoch, rank and sample, on how many threads, and whether they normalise or leave that to the
-// device (data.augment, data.eval_resize, data.loader_threads, data.normalize, data.decode).
+// device (data.augment, data.mixup_alpha, data.cutmix_alpha, data.eval_resize, data.loader_threads, data.normalize,
+// data.decode).
 #pragma once
 #include <cstdint>
 
@@ -13,7 +14,7 @@
 namespace ringtrain::train {
 
 // Training batches only. Loader batch i is micro-batch first_micro + i of the run, so its epoch is
-// (first_micro + i) / micro_per_epoch: a resumed run augments exactly as the uninterrupted one would.
+// (first_micro + i) / micro_per_epoch: a resumed run augments and mixes exactly as the uninterrupted one would.
 LoaderWork training_loader_work(const config::JobConfig& job, const dist::World& world, BatchForm form,
                                 const io::DatasetMeta& meta, int64_t first_micro, int64_t micro_per_epoch);
 

@@ -296,6 +296,10 @@ class Backend {
   // batch's sums are added to `totals`, which lives in device memory (allocate(sizeof(LossTotals))); nothing waits.
   virtual void softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,
                                      const LossSettings& loss, float* dlogits, LossTotals* totals) = 0;
+  // The same against soft targets (batch x classes rows summing to 1, device memory; mixup and CutMix): the
+  // formulas, the smoothing and the accuracy against the dominant class are kernels/cpu/softmax_cross_entropy.h's.
+  virtual void soft_target_cross_entropy(int batch, int classes, const float* logits, const float* targets,
+                                         const LossSettings& loss, float* dlogits, LossTotals* totals) = 0;
   // The element-wise optimizers: one pass over the flat buffers; decay_mask (device memory) says where weight
   // decay applies. Formulas: kernels/optimizer_step.h. Every optimizer leaves grad zero: it is consumed in the pass
   // that reads it last, so the next step's gradients need no separate zeroing pass.

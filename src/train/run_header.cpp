@@ -34,6 +34,20 @@ std::string data_line(const DataPlan& data) {
                      batch_text(data));
 }
 
+// Training accuracy under mixing is a choice, said where the numbers are read.
+std::string mix_line(const config::MixSpec& mix) {
+  const std::string methods =
+      mix.mixup_alpha > 0 && mix.cutmix_alpha > 0
+          ? fmt::format("mixup (alpha {}) or CutMix (alpha {}), one of them per pair at random", mix.mixup_alpha,
+                        mix.cutmix_alpha)
+          : mix.mixup_alpha > 0 ? fmt::format("mixup (alpha {})", mix.mixup_alpha)
+                                : fmt::format("CutMix (alpha {})", mix.cutmix_alpha);
+  return fmt::format("mixing: each training sample with its batch partner by {}; the loss is against the mixed "
+                     "targets, and training accuracy counts a sample right when it predicts the label it holds most "
+                     "of; evaluation is never mixed",
+                     methods);
+}
+
 std::string batch_line(const RunContext& run, const EpochPlan& plan, const LearningRateSchedule& lr) {
   const auto& opt = run.job.optimizer;
   return fmt::format("batch: {} ranks x {} per rank x {} accumulation = global batch {}; lr = {} (warm-up {} steps, "
@@ -62,6 +76,7 @@ void print_header(const RunContext& run, const RunSetup& setup, const util::Vers
                       run.job.model.name, net.param_count(), net.forward_flops_per_sample() / 1e6,
                       net.train_flops_per_sample() / 1e6, net.summary()));
   run.say(data_line(setup.data));
+  if (run.job.data.mix.on()) run.say(mix_line(run.job.data.mix));
   run.say(batch_line(run, setup.data.epoch(), setup.lr));
   run.say(fmt::format("optimizer: {}{}", setup.optimizer.describe(),
                       run.job.train.label_smoothing > 0
@@ -87,6 +102,8 @@ nlohmann::ordered_json job_record(const RunContext& run, const RunSetup& setup, 
           {"optimizer", setup.optimizer.name()},
           {"lr_scaling", lr_scaling_name(run.job.optimizer.lr_scaling)},
           {"label_smoothing", run.job.train.label_smoothing},
+          {"mixup_alpha", run.job.data.mix.mixup_alpha},
+          {"cutmix_alpha", run.job.data.mix.cutmix_alpha},
           {"steps_per_epoch", plan.steps},
           {"epochs", run.job.train.epochs},
           {"params", setup.net.param_count()},

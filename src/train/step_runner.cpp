@@ -74,7 +74,8 @@ void StepRunner::begin(int64_t step) {
   backend.zero(slot.totals.as<void>(), sizeof(model::LossTotals));
 }
 
-void StepRunner::micro_batch(const float* images, const int32_t* labels, int count, uint64_t seed, bool last) {
+void StepRunner::micro_batch(const float* images, const int32_t* labels, int count, uint64_t seed, bool last,
+                             const float* targets) {
   Slot& slot = slots_[static_cast<size_t>(current_)];
   if (slot.micro_batches >= accumulate_)
     throw Error(ExitCode::internal, fmt::format("more than {} micro-batches in one step", accumulate_));
@@ -87,8 +88,12 @@ void StepRunner::micro_batch(const float* images, const int32_t* labels, int cou
         net_.forward({const_cast<float*>(images), net_.input_shape().with_batch(count)}, model::Mode::train, seed);
     kernels::LossSettings loss = loss_;
     if (loss_scaler_) loss.grad_scale *= slot.loss_scale;  // the loss sums are not scaled, only its gradient
-    backend.softmax_cross_entropy(count, net_.classes(), logits.as<float>(), labels, loss, dlogits_.as<float>(),
-                                  slot.totals.as<model::LossTotals>());
+    if (targets)
+      backend.soft_target_cross_entropy(count, net_.classes(), logits.as<float>(), targets, loss, dlogits_.as<float>(),
+                                        slot.totals.as<model::LossTotals>());
+    else
+      backend.softmax_cross_entropy(count, net_.classes(), logits.as<float>(), labels, loss, dlogits_.as<float>(),
+                                    slot.totals.as<model::LossTotals>());
     if (last) slot.readback->start(slot.totals.as<void>());  // the step's sums are complete: bring them home
     clock_->mark(mark_id(current_, mark + kForwardEnd));
   }

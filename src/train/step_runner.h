@@ -57,8 +57,10 @@ class StepRunner {
              int accumulate, double label_smoothing = 0, std::optional<LossScaler> loss_scaler = std::nullopt);
 
   void begin(int64_t step);  // zero gradients and loss sums for a new optimizer step
-  // Forward, loss and backward of one micro-batch; `last` starts the gradient reduction during its backward.
-  void micro_batch(const float* images, const int32_t* labels, int count, uint64_t seed, bool last);
+  // Forward, loss and backward of one micro-batch; `last` starts the gradient reduction during its backward. With
+  // `targets` (count x classes, a mixed batch's) the loss is against them, else against `labels`.
+  void micro_batch(const float* images, const int32_t* labels, int count, uint64_t seed, bool last,
+                   const float* targets = nullptr);
   // Orders the update after the reduction, then updates the parameters; the optimizer hears the step number
   // given to begin() as the count of updates before this one.
   void apply(float lr);

@@ -217,7 +217,8 @@ void TrainingLoop::feed(int micro, EpochTally& tally) {
   const uint64_t seed = (run_.job.train.seed * 0x100000001b3ull +
                          static_cast<uint64_t>(global_step_ * plan_.accumulate + micro)) * 1024 +
                         static_cast<uint64_t>(run_.world.rank());
-  runner_.micro_batch(batch_.images(), batch_.labels(), plan_.batch, seed, micro + 1 == plan_.accumulate);
+  runner_.micro_batch(batch_.images(), batch_.labels(), plan_.batch, seed, micro + 1 == plan_.accumulate,
+                      batch_.targets());
 }
 
 // One tiny reduction per step lets every rank act on the same step: bit 1 a stop signal, bit 2 a non-finite

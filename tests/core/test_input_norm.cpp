@@ -72,7 +72,7 @@ class PixelBatches : public IoTest {
           out.clear();
           for (int k = 0; k < kBatch; ++k) out.push_back((i * kBatch + k) * 7 % kSamples);
         },
-        2, LoaderWork{2, transform, {}, form, {}});
+        2, LoaderWork{2, transform, {}, form, {}, {}});
     backend::CpuBackend cpu(1);
     const io::SampleShape& s = split_.meta.shape;
     DeviceBatch device(cpu, {kBatch, s.channels, s.height, s.width}, form);

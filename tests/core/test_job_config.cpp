@@ -1,5 +1,6 @@
 // Proves the job-file contract: required keys, types, ranges, unknown keys (with the valid ones listed),
 // --set overrides, layer validation, and the resolved copy.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -216,6 +217,26 @@ TEST_F(JobConfigTest, RecipeKnobsParse) {
   EXPECT_NE(plain.resolved_toml.find("milestones = []"), std::string::npos) << plain.resolved_toml;
   EXPECT_EQ(load_job(write(kMinimal), {"optimizer.schedule=poly"}).optimizer.schedule,
             ringtrain::config::LrSchedule::poly);
+}
+
+// data.mixup_alpha and data.cutmix_alpha: 0 (off) by default, any alpha in [0, 100] taken; a negative alpha, one
+// past 100 or a string refused naming the key.
+TEST_F(JobConfigTest, MixingAlphasAreOffByDefaultAndRefusedOutsideTheirRange) {
+  const auto plain = load_job(write(kMinimal), {});
+  EXPECT_FALSE(plain.data.mix.on());
+  const auto mixed = load_job(write(kMinimal), {"data.mixup_alpha=0.2", "data.cutmix_alpha=1.0"});
+  EXPECT_DOUBLE_EQ(mixed.data.mix.mixup_alpha, 0.2);
+  EXPECT_DOUBLE_EQ(mixed.data.mix.cutmix_alpha, 1.0);
+  EXPECT_TRUE(mixed.data.mix.on());
+  EXPECT_TRUE(load_job(write(kMinimal), {"data.cutmix_alpha=1"}).data.mix.on());
+  for (const char* key : {"mixup_alpha", "cutmix_alpha"}) {
+    for (const char* bad : {"-0.2", "101"}) {
+      const std::string e = error_of(kMinimal, {fmt::format("data.{}={}", key, bad)});
+      EXPECT_NE(e.find(fmt::format("'data.{}' must be in [0, 100], got {}", key, bad)), std::string::npos) << e;
+    }
+    const std::string e = error_of(kMinimal, {fmt::format("data.{}=\"a\"", key)});
+    EXPECT_NE(e.find(fmt::format("'data.{}' must be a number", key)), std::string::npos) << e;
+  }
 }
 
 // Each bad value is refused naming its key (the binary's exit 3: tests/faults/bad_input.sh).

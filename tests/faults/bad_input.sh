@@ -131,6 +131,12 @@ expect poly_power_negative 3 "$d" "'optimizer.poly_power' must be in (0, 1000], 
 d=$(run clip_negative)
 expect clip_negative 3 "$d" "'optimizer.clip_global_norm' must be in [0, 1000000000], got -0.5" "job file '$job' has 1 problem" \
   "$job" $(data "$work/tiny/train") $(fresh "$d") --set optimizer.clip_global_norm=-0.5
+d=$(run mixup_negative)
+expect mixup_negative 3 "$d" "'data.mixup_alpha' must be in [0, 100], got -0.2" "job file '$job' has 1 problem" \
+  "$job" $(data "$work/tiny/train") $(fresh "$d") --set data.mixup_alpha=-0.2
+d=$(run cutmix_too_large)
+expect cutmix_too_large 3 "$d" "'data.cutmix_alpha' must be in [0, 100], got 1000" "job file '$job' has 1 problem" \
+  "$job" $(data "$work/tiny/train") $(fresh "$d") --set data.cutmix_alpha=1000
 d=$(run tf32_on_cpu)
 expect tf32_on_cpu 3 "$d" 'train.precision = "tf32" needs the CUDA backend' 'which computes in fp32, bf16 or fp16' \
   "$job" $(data "$work/tiny/train") $(fresh "$d") --set train.precision=tf32 --set run.device=cpu

@@ -341,6 +341,49 @@ TEST_F(CudaBackendTest, SoftmaxCrossEntropyMatchesCpu) {
   check_loss(cuda(), cpu(), 300, 1000, true, 0.2f);
 }
 
+// Mixed pairs' soft targets (lam on one label, 1 - lam on another; the last row without a target, as a bad label
+// leaves it) against the CPU twin's soft-target loss: loss, accuracy against the dominant class, bad rows, gradient.
+void check_soft_loss(backend::CudaBackend& cuda, backend::CpuBackend& cpu, int batch, int classes, float smoothing) {
+  const auto logits = random_vector(static_cast<size_t>(batch) * classes, 20u + static_cast<uint32_t>(classes), -4, 4);
+  std::vector<float> targets(logits.size(), 0.0f);
+  for (int i = 0; i + 1 < batch; ++i) {
+    const double lam = (i * 37 % 101) / 100.0;
+    const size_t row = static_cast<size_t>(i) * static_cast<size_t>(classes);
+    targets[row + static_cast<size_t>((i * 7 + 3) % classes)] += static_cast<float>(lam);
+    targets[row + static_cast<size_t>((i * 5 + 1) % classes)] += static_cast<float>(1.0 - lam);
+  }
+  const float scale = 1.0f / 256;
+  std::vector<float> want_grad(logits.size());
+  model::LossTotals want;
+  cpu.soft_target_cross_entropy(batch, classes, logits.data(), targets.data(), {scale, smoothing}, want_grad.data(),
+                                &want);
+
+  model::DeviceBuffer dl = cuda.allocate(logits.size() * sizeof(float));
+  cuda.to_device(dl.as<void>(), logits.data(), logits.size() * sizeof(float));
+  model::DeviceBuffer dt = cuda.allocate(targets.size() * sizeof(float));
+  cuda.to_device(dt.as<void>(), targets.data(), targets.size() * sizeof(float));
+  model::DeviceBuffer dgrad = cuda.allocate(logits.size() * sizeof(float));
+  model::DeviceBuffer dtotals = cuda.allocate(sizeof(model::LossTotals));
+  cuda.soft_target_cross_entropy(batch, classes, dl.as<float>(), dt.as<float>(), {scale, smoothing}, dgrad.as<float>(),
+                                 dtotals.as<model::LossTotals>());
+  model::LossTotals got;
+  cuda.to_host(&got, dtotals.as<void>(), sizeof got);
+  EXPECT_NEAR(got.loss_sum, want.loss_sum, 2e-5 * std::abs(want.loss_sum) + 1e-5) << batch << "x" << classes;
+  EXPECT_EQ(got.correct, want.correct) << batch << "x" << classes;
+  EXPECT_EQ(got.bad_labels, 1) << batch << "x" << classes;
+  EXPECT_EQ(want.bad_labels, 1) << batch << "x" << classes;
+  std::vector<float> grad(logits.size());
+  cuda.to_host(grad.data(), dgrad.as<float>(), grad.size() * sizeof(float));
+  EXPECT_TRUE(all_close(grad, want_grad, 1e-5, 1e-6)) << batch << "x" << classes;
+}
+
+TEST_F(CudaBackendTest, SoftTargetCrossEntropyMatchesCpu) {
+  check_soft_loss(cuda(), cpu(), 64, 10, 0.0f);
+  check_soft_loss(cuda(), cpu(), 37, 10, 0.1f);     // a batch that leaves a block part-full; label smoothing
+  check_soft_loss(cuda(), cpu(), 300, 1000, 0.0f);  // many classes per lane; more rows than the reduction's threads
+  check_soft_loss(cuda(), cpu(), 5, 3, 0.2f);       // fewer classes than lanes
+}
+
 // Out-of-range labels are counted on the device (the trainer reports them); the totals add up over batches,
 // through a readback that does not wait for the stream until asked.
 TEST_F(CudaBackendTest, OutOfRangeLabelsAreCountedAndTotalsAccumulateThroughAReadback) {

@@ -13,6 +13,8 @@
 #             bit-exactly
 #   ema       train.ema_decay: both ranks' averages agree every epoch (ema_checksum), the average resumes
 #             bit-exactly, evaluate --weights ema takes it, and a checkpoint without one is refused with exit 3
+#   mixup     data.mixup_alpha and data.cutmix_alpha (with pad_crop_flip and label smoothing): the mixes are keyed
+#             by epoch and sample, so the resumed run mixes as the uninterrupted one did, bit for bit
 #   reshard   resume a 2-rank checkpoint on 1 rank: re-partitioned, learning rate re-scaled, says so
 #   model     resume with another model: exit 5 naming the first mismatch, checkpoint untouched
 #   nockpt    --resume with no checkpoint: exit 5 on every rank, naming run.dir
@@ -27,7 +29,7 @@
 set -uo pipefail
 bin=$1 src=$2 scratch=$3
 shift 3
-cases=${*:-preempt reshard model nockpt nonfinite kill stall optimizers shared window recipes precisions ema}
+cases=${*:-preempt reshard model nockpt nonfinite kill stall optimizers shared window recipes precisions ema mixup}
 mkdir -p "$scratch"
 work=$(mktemp -d "$scratch/recovery.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -120,6 +122,11 @@ if [[ " $cases " == *" optimizers "* ]]; then
     --set optimizer.trust_coefficient=0.01
   preempt_and_resume lamb nonblocking --set optimizer.name=lamb --set optimizer.base_lr=0.002 \
     --set train.label_smoothing=0.1
+fi
+
+if [[ " $cases " == *" mixup "* ]]; then
+  preempt_and_resume mixup shared --set data.mixup_alpha=0.2 --set data.cutmix_alpha=1.0 \
+    --set data.augment=pad_crop_flip --set train.label_smoothing=0.1 --set data.loader_threads=2
 fi
 
 # dist.reducer = "shared" (what auto takes on one node) with what else a job may ask of it, and a checkpoint changing

@@ -385,6 +385,11 @@ void CpuBackend::softmax_cross_entropy(int batch, int classes, const float* logi
   kc::softmax_cross_entropy(batch, classes, logits, labels, loss, dlogits, *totals);
 }
 
+void CpuBackend::soft_target_cross_entropy(int batch, int classes, const float* logits, const float* targets,
+                                           const model::LossSettings& loss, float* dlogits, model::LossTotals* totals) {
+  kc::soft_target_cross_entropy(batch, classes, logits, targets, loss, dlogits, *totals);
+}
+
 void CpuBackend::sgd_update(int64_t n, const model::SgdStep& step, const uint32_t* decay_mask, float* grad,
                             float* velocity, float* param) {
   kc::sgd_momentum_update(n, step, decay_mask, grad, velocity, param);

@@ -135,6 +135,8 @@ class CudaBackend final : public model::Backend {
                      const void* dy, void* dx, const void* saved) override;
   void softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,
                              const model::LossSettings& loss, float* dlogits, model::LossTotals* totals) override;
+  void soft_target_cross_entropy(int batch, int classes, const float* logits, const float* targets,
+                                 const model::LossSettings& loss, float* dlogits, model::LossTotals* totals) override;
   void sgd_update(int64_t n, const model::SgdStep& step, const uint32_t* decay_mask, float* grad,
                   float* velocity, float* param) override;
   void adamw_update(int64_t n, const model::AdamStep& step, const uint32_t* decay_mask, float* grad, float* m,

@@ -356,6 +356,15 @@ void CudaBackend::softmax_cross_entropy(int batch, int classes, const float* log
   kc::softmax_cross_entropy(batch, classes, logits, labels, loss, dlogits, s.loss_workspace.get(), totals, s.stream);
 }
 
+void CudaBackend::soft_target_cross_entropy(int batch, int classes, const float* logits, const float* targets,
+                                            const model::LossSettings& loss, float* dlogits,
+                                            model::LossTotals* totals) {
+  State& s = *state_;
+  s.loss_workspace.ensure(kc::softmax_cross_entropy_workspace_bytes(batch), s.stream);
+  kc::soft_target_cross_entropy(batch, classes, logits, targets, loss, dlogits, s.loss_workspace.get(), totals,
+                                s.stream);
+}
+
 void CudaBackend::sgd_update(int64_t n, const model::SgdStep& step, const uint32_t* decay_mask, float* grad,
                              float* velocity, float* param) {
   kc::sgd_momentum_update(n, step, decay_mask, grad, velocity, param, stream());
