@@ -7,6 +7,7 @@
 #           1-rank run started from that checkpoint
 #   bad     a bad job key ends the run at once with 3: no restart
 #   spent   ELASTIC_MAX_RESTARTS=0: B's rank killed; the run ends non-zero with the history of its launch
+#   min     ELASTIC_MIN_NODES=2: the same, as one host would be too few
 # Usage: elastic_netns.sh RINGTRAIN SOURCE_DIR
 set -uo pipefail
 bin=$(realpath "$1") src=$(realpath "$2")
@@ -38,7 +39,8 @@ export ELASTIC_PROBE=$scratch/launcher
 read -r -a common <<<"$(elastic_job_args "$scratch/data")"
 job_file=$src/jobs/fashion_mnist.toml
 elastic() {  # elastic NAME ARGS...: the elastic launcher in the background; its log is $scratch/NAME.log
-  "$src/scripts/elastic_mpirun.sh" "$scratch/hostfile" 1 "$bin" train "$job_file" "${common[@]}" \
+  # shellcheck disable=SC2086 # $with: VAR=VALUE settings for this launch, none by default
+  env ${with:-} "$src/scripts/elastic_mpirun.sh" "$scratch/hostfile" 1 "$bin" train "$job_file" "${common[@]}" \
     --set run.dir="$scratch/$1" "${@:2}" >"$scratch/$1.log" 2>&1 &
 }
 kill_on_b() {  # SIGKILL the ringtrain rank in host B's namespace
@@ -85,23 +87,28 @@ wait $!; rc=$?
 [ "$rc" = 3 ] && ! grep -q "elastic restart" "$scratch/bad.log" && ok "bad key: exit 3 at once ($((SECONDS - start)) s), no restart" \
   || fail "bad key: exit $rc (want 3, no restart): $(tail -3 "$scratch/bad.log")"
 
-# ---- spent: no restarts allowed
-ELASTIC_MAX_RESTARTS=0 elastic spent --set train.epochs=20
-pid=$!
-if wait_for 120 test -e "$scratch/spent/checkpoints/ckpt-s000000008.h5"; then
-  kill_on_b
-  wait "$pid"; rc=$?
-  if [ "$rc" != 0 ] && grep -q "not restarting (ELASTIC_MAX_RESTARTS=0 restart(s) spent)" "$scratch/spent.log" \
-     && grep -q "elastic_mpirun:   launch on \[$addr_a $addr_b\] ended with exit $rc" "$scratch/spent.log"; then
-    ok "past ELASTIC_MAX_RESTARTS: exit $rc with the history"
+# ---- spent / min: no restart allowed, or too few hosts would be left
+for case in "spent ELASTIC_MAX_RESTARTS=0 ELASTIC_MAX_RESTARTS=0 restart(s) spent" \
+            "min ELASTIC_MIN_NODES=2 1 host(s) left, ELASTIC_MIN_NODES=2"; do
+  name=${case%% *} rest=${case#* }
+  setting=${rest%% *} why=${rest#* }
+  with=$setting elastic "$name" --set train.epochs=20
+  pid=$!
+  if wait_for 120 test -e "$scratch/$name/checkpoints/ckpt-s000000008.h5"; then
+    kill_on_b
+    wait "$pid"; rc=$?
+    if [ "$rc" != 0 ] && grep -qF "not restarting ($why)" "$scratch/$name.log" \
+       && grep -q "elastic_mpirun:   launch on \[$addr_a $addr_b\] ended with exit $rc" "$scratch/$name.log"; then
+      ok "$setting: exit $rc with the history ($why)"
+    else
+      fail "$name: exit $rc; $(grep elastic_mpirun "$scratch/$name.log" | tail -4)"
+    fi
   else
-    fail "spent: exit $rc; $(grep elastic_mpirun "$scratch/spent.log" | tail -4)"
+    fail "$name: no checkpoint of step 8 in 120 s"
+    kill "$pid" 2>/dev/null
+    wait "$pid"
   fi
-else
-  fail "spent: no checkpoint of step 8 in 120 s"
-  kill "$pid" 2>/dev/null
-  wait "$pid"
-fi
+done
 
 echo "elastic multihost test: $((SECONDS - t0)) s"
 if [ "$failures" != 0 ]; then
