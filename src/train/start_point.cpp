@@ -193,8 +193,7 @@ StartPoint resume(const RunContext& run, model::Network& net, model::Optimizer& 
         "resume on {} rank{} (checkpoint written by {}): data re-partitioned, global batch {} (was {}), learning rate "
         "re-scaled to {:.5g} (was {:.5g}; optimizer.lr_scaling over the global batch){}",
         run.ranks(), run.ranks() == 1 ? "" : "s", p.ranks, plan.global_batch, p.global_batch, lr.peak(),
-        run.job.optimizer.base_lr *
-            LearningRateSchedule::scale(run.job.optimizer.lr_scaling, p.global_batch, run.job.optimizer.base_batch),
+        LearningRateSchedule::peak_for(run.job.optimizer, p.global_batch),
         p.step_in_epoch == 0 ? ""
         : same_steps         ? "; the interrupted epoch continues at its step on the new partition"
                              : "; the interrupted epoch starts over"));

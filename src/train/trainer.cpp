@@ -38,14 +38,13 @@ std::unique_ptr<model::WeightAverage> weight_average(const RunContext& run, mode
 // The resume's world against its checkpoint's, for the membership record.
 WorldChange world_change(const RunContext& run, const RunSetup& setup) {
   const CheckpointPosition& from = setup.start.from;
-  const config::JobConfig::Optimizer& opt = run.job.optimizer;
   return {from.ranks,
           run.ranks(),
           from.global_batch,
           setup.data.epoch().global_batch,
           from.global_step,
           setup.data.epoch().accumulate,
-          opt.base_lr * LearningRateSchedule::scale(opt.lr_scaling, from.global_batch, opt.base_batch),
+          LearningRateSchedule::peak_for(run.job.optimizer, from.global_batch),
           setup.lr.peak(),
           run.job.dist.on_shrink};
 }

@@ -46,11 +46,14 @@ TEST(OnShrink, KeepGlobalBatchIsRefusedWithExit3WhereTheRanksDoNotDivideIt) {
 
 // keep_per_rank_batch: 4 ranks x 32 -> 2 ranks x 32 halves the global batch; the peak rate follows by the rule.
 TEST(OnShrink, KeepPerRankBatchRescalesTheRateByTheJobsRule) {
-  EXPECT_DOUBLE_EQ(LearningRateSchedule::scale(LrScaling::linear, 64, 128) /
-                       LearningRateSchedule::scale(LrScaling::linear, 128, 128), 0.5);
-  EXPECT_DOUBLE_EQ(LearningRateSchedule::scale(LrScaling::sqrt, 64, 128) /
-                       LearningRateSchedule::scale(LrScaling::sqrt, 128, 128), std::sqrt(0.5));
-  EXPECT_DOUBLE_EQ(LearningRateSchedule::scale(LrScaling::none, 64, 128), 1.0);
+  ringtrain::config::JobConfig::Optimizer opt;
+  opt.base_lr = 0.1, opt.base_batch = 128;
+  opt.lr_scaling = LrScaling::linear;
+  EXPECT_DOUBLE_EQ(LearningRateSchedule::peak_for(opt, 64) / LearningRateSchedule::peak_for(opt, 128), 0.5);
+  opt.lr_scaling = LrScaling::sqrt;
+  EXPECT_DOUBLE_EQ(LearningRateSchedule::peak_for(opt, 64) / LearningRateSchedule::peak_for(opt, 128), std::sqrt(0.5));
+  opt.lr_scaling = LrScaling::none;
+  EXPECT_DOUBLE_EQ(LearningRateSchedule::peak_for(opt, 64), 0.1);
 }
 
 TEST(MembershipRecord, NamesBothWorldsTheNodeTheStepAndTheSecondsLost) {

@@ -33,7 +33,7 @@ failures=0
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 ok() { echo "ok   $*"; }
 unset OMPI_MCA_btl OMPI_MCA_btl_tcp_if_include OMPI_MCA_oob_tcp_if_include   # the veth subnet, not loopback
-mca=(--mca btl tcp,self --mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet")
+mca=(--mca btl "tcp,self" --mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet")
 export ELASTIC_MPIRUN="timeout 300 ip netns exec $ns_a mpirun --allow-run-as-root --mca plm_rsh_agent $scratch/launcher ${mca[*]}"
 export ELASTIC_PROBE=$scratch/launcher
 read -r -a common <<<"$(elastic_job_args "$scratch/data")"

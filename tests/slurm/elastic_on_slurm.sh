@@ -38,7 +38,7 @@ export OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_
 export RT_BIN=$bin RT_RUN_ROOT=$scratch/runs
 read -r -a common <<<"$(elastic_job_args "$scratch/data")"
 job_file=$src/jobs/fashion_mnist.toml
-cd "$scratch"
+cd "$scratch" || exit 1
 
 wait_job() {  # wait_job JOBID SECONDS: until it has left the queue
   local st

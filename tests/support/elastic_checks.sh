@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the elastic-restart tests (tests/slurm/elastic_on_slurm.sh, tests/multihost/elastic_netns.sh): what
 # both check of a run that lost a node and went on. Needs fail/ok defined by the caller.
 
