@@ -61,6 +61,14 @@ void write_checkpoint(const std::filesystem::path& path, const CheckpointData& d
 // the permissions to fix, without the fallback.
 CheckpointData read_checkpoint(const std::filesystem::path& path);
 
+// The world a checkpoint was written on, from its position array alone (checked by its CRC-32C where the file
+// carries them): what a resume on another world size must know before it plans its batches, long before the
+// whole file is read. Throws CheckpointError naming the file when it cannot be read.
+struct CheckpointWorld {
+  int64_t ranks = 0, global_batch = 0, global_step = 0;
+};
+CheckpointWorld read_checkpoint_world(const std::filesystem::path& path);
+
 // Checkpoint files in `dir`, oldest first by global step: exactly the names checkpoint_name() makes (a stray
 // "ckpt-s1-backup.h5" or a temporary file is not one). Throws CheckpointError when `dir` cannot be read.
 std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path& dir);

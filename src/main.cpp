@@ -181,6 +181,12 @@ int main(int argc, char** argv) {
   train->add_option("--set", train_args.overrides, "override a job-file key, e.g. --set train.epochs=3 (repeatable)");
   train->add_flag("--resume", train_args.resume,
                   "continue from the latest checkpoint in <run.dir>/checkpoints (any number of ranks)");
+  train->add_option("--failed-node", train_args.failed_node,
+                    "with --resume, from an elastic launcher: the node whose failure shrank the world; written to "
+                    "metrics.jsonl's membership record (docs/faults.md)");
+  train->add_option("--seconds-lost", train_args.seconds_lost,
+                    "with --resume, from an elastic launcher: wall seconds from the checkpoint to this relaunch")
+      ->check(CLI::NonNegativeNumber);
 
   PrepareCommands prep;
   add_prepare_commands(app, prep);

@@ -14,6 +14,8 @@ struct TrainArgs {
   std::filesystem::path job;
   std::vector<std::string> overrides;
   bool resume = false;
+  std::string failed_node;   // --failed-node: an elastic launcher's account of the failure, for the record
+  double seconds_lost = -1;  // --seconds-lost
 };
 
 int train(int* argc, char*** argv, const TrainArgs& args);  // initialises MPI; returns the exit code

@@ -26,7 +26,9 @@ int train(int* argc, char*** argv, const TrainArgs& args) {
       config::JobConfig job;
       world.all_succeed([&] { job = config::load_job(args.job, args.overrides); });
       backend::DeviceSetup device = backend::open_device(job, world);
-      return train::Trainer(job, world, *device.backend, *device.reducer, args.resume).run();
+      return train::Trainer(job, world, *device.backend, *device.reducer, args.resume,
+                            {args.failed_node, args.seconds_lost})
+          .run();
     });
   });
 }

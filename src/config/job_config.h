@@ -21,6 +21,9 @@ enum class OptimizerKind { sgd, adamw, lars, lamb };
 // communication thread | one parameter copy per node in shared memory
 enum class CpuReducer { automatic, nonblocking, thread, shared };
 enum class WireFormat { fp32, bf16 };           // what a gradient all-reduce sends (dist.allreduce_dtype)
+// What a resume on another world size than its checkpoint's keeps (dist.on_shrink): each rank's batch (the
+// learning rate follows the new global batch) or the global batch (more or fewer accumulation steps).
+enum class OnShrink { keep_per_rank_batch, keep_global_batch };
 enum class NormalizeOn { auto_detect, loader, device };  // where uint8 pixels become floats (data.normalize)
 enum class DecodeOn { auto_detect, cpu, gpu };  // where an encoded split's JPEGs are decoded (data.decode)
 
@@ -112,6 +115,7 @@ struct JobConfig {
     int node_ranks;  // shared: ranks per shared copy (0: every rank of a node)
     WireFormat allreduce_dtype;
     int sync_batchnorm_group;  // ranks per synchronised batch norm group (0: off); checked against the world size
+    OnShrink on_shrink;        // a resume on another world size (train/on_shrink.h)
   } dist;
 
   struct Gpu {

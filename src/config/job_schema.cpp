@@ -312,6 +312,13 @@ Section<Dist> dist_keys() {
                         "batch statistics in training (forward and backward sums all-reduced each step; the "
                         "running statistics follow them); must divide the world size; 0: off, each rank its own; the CPU "
                         "backend only for now (the CUDA backend refuses it)"),
+          choice<Dist>("on_shrink", &Dist::on_shrink,
+                       {{"keep_per_rank_batch", OnShrink::keep_per_rank_batch},
+                        {"keep_global_batch", OnShrink::keep_global_batch}},
+                       "--resume on another world size than the checkpoint's (an elastic restart on fewer nodes): "
+                       "keep_per_rank_batch (the global batch follows the ranks, the learning rate re-scaled by "
+                       "optimizer.lr_scaling) | keep_global_batch (the checkpoint's global batch, train.accumulate_steps "
+                       "re-chosen to reach it; refused with exit 3 where batch_per_rank x ranks does not divide it)"),
       });
 }
 

@@ -12,7 +12,7 @@ namespace ringtrain::train {
 
 LearningRateSchedule::LearningRateSchedule(const config::JobConfig::Optimizer& opt, int64_t global_batch,
                                            int64_t steps_per_epoch, int epochs)
-    : peak_(opt.base_lr * scale(opt.lr_scaling, global_batch, opt.base_batch)),
+    : peak_(peak_for(opt, global_batch)),
       min_(opt.min_lr),
       warmup_steps_(static_cast<int64_t>(std::llround(opt.warmup_epochs * static_cast<double>(steps_per_epoch)))),
       total_steps_(steps_per_epoch * epochs),
@@ -35,6 +35,10 @@ double LearningRateSchedule::scale(config::LrScaling rule, int64_t global_batch,
     case config::LrScaling::none: return 1.0;
   }
   return ratio;
+}
+
+double LearningRateSchedule::peak_for(const config::JobConfig::Optimizer& opt, int64_t global_batch) {
+  return opt.base_lr * scale(opt.lr_scaling, global_batch, opt.base_batch);
 }
 
 std::string LearningRateSchedule::arithmetic(const config::JobConfig::Optimizer& opt, int64_t global_batch) const {

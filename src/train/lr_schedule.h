@@ -17,6 +17,8 @@ class LearningRateSchedule {
   double peak() const { return peak_; }  // base_lr x scale()
   // The factor the rule gives the base rate: global/base (linear), its square root (sqrt), or 1 (none).
   static double scale(config::LrScaling rule, int64_t global_batch, int base_batch);
+  // The peak rate at `global_batch`: base_lr x scale(); a resume compares the checkpoint's with its own.
+  static double peak_for(const config::JobConfig::Optimizer& opt, int64_t global_batch);
   // "0.1 x 1024/128 = 0.8", "0.1 x sqrt(1024/128) = 0.2828", "0.1 (no scaling)": the run header's arithmetic.
   std::string arithmetic(const config::JobConfig::Optimizer& opt, int64_t global_batch) const;
   double at(int64_t step) const;         // step counts optimizer steps from 0 over the whole job

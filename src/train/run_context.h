@@ -9,11 +9,19 @@
 
 namespace ringtrain::train {
 
+// What an elastic launcher tells a relaunched run about the failure that shrank its world (train's
+// --failed-node and --seconds-lost), for the membership record in metrics.jsonl.
+struct MembershipChange {
+  std::string failed_node;    // "": not given
+  double seconds_lost = -1;   // < 0: not given
+};
+
 struct RunContext {
   const config::JobConfig& job;
   dist::World& world;
   model::Backend& backend;
   bool resume = false;
+  MembershipChange membership = {};
 
   bool root() const { return world.is_root(); }
   int ranks() const { return world.size(); }

@@ -169,13 +169,18 @@ StartPoint resume(const RunContext& run, model::Network& net, model::Optimizer& 
   RestoredCheckpoint restored = restore_checkpoint(run, net, &optimizer, {});
   const CheckpointPosition& p = restored.position;
   const std::string& path = restored.path;
-  const bool same_world = p.ranks == run.ranks() && p.steps_per_epoch == plan.steps && p.global_batch == plan.global_batch;
+  // The same steps of the same global batch (the same world, or dist.on_shrink = keep_global_batch): the run
+  // continues at the checkpoint's step, so the global step, the schedule and the checkpoints' names go on from
+  // it; on another world the rest of the epoch is drawn from the new partition.
+  const bool same_steps = p.steps_per_epoch == plan.steps && p.global_batch == plan.global_batch;
+  const bool same_world = p.ranks == run.ranks() && same_steps;
   StartPoint start;
   start.epoch = static_cast<int>(p.epoch);
-  start.step = same_world ? p.step_in_epoch : 0;
+  start.step = same_steps ? p.step_in_epoch : 0;
   start.global_step = int64_t{start.epoch} * plan.steps + start.step;
   start.train_time_s = p.train_time_s, start.train_samples = p.train_samples;
   start.resumed_from = path;
+  start.from = p;
   start.loss_scale = p.loss_scale;
   start.ema_params = std::move(restored.ema_params);
   start.notes.push_back(fmt::format("resumed from {}: epoch {} step {} (after {} optimizer steps)", path,
@@ -186,9 +191,12 @@ StartPoint resume(const RunContext& run, model::Network& net, model::Optimizer& 
   if (!same_world)
     start.notes.push_back(fmt::format(
         "resume on {} rank{} (checkpoint written by {}): data re-partitioned, global batch {} (was {}), learning rate "
-        "re-scaled to {:.5g}{}",
+        "re-scaled to {:.5g} (was {:.5g}; optimizer.lr_scaling over the global batch){}",
         run.ranks(), run.ranks() == 1 ? "" : "s", p.ranks, plan.global_batch, p.global_batch, lr.peak(),
-        p.step_in_epoch > 0 ? "; the interrupted epoch starts over" : ""));
+        LearningRateSchedule::peak_for(run.job.optimizer, p.global_batch),
+        p.step_in_epoch == 0 ? ""
+        : same_steps         ? "; the interrupted epoch continues at its step on the new partition"
+                             : "; the interrupted epoch starts over"));
   return start;
 }
 

@@ -69,6 +69,7 @@ struct StartPoint {
   LossScaleState loss_scale;                   // fp16's loss scale from the checkpoint (scale 0: none)
   std::vector<float> ema_params;               // the checkpoint's moving average of the parameters; empty: none
   std::vector<std::string> notes;              // what the run header says about the resume
+  CheckpointPosition from;                     // where the checkpoint stopped (ranks 0: a fresh start)
   int64_t first_micro_batch(const EpochPlan& plan) const { return (int64_t{epoch} * plan.steps + step) * plan.accumulate; }
 };
 

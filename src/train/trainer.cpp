@@ -4,13 +4,16 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <utility>
 
 #include "backend/device_setup.h"
 #include "data/data_plan.h"
 #include "model/network.h"
 #include "obs/run_stats.h"
 #include "train/lr_schedule.h"
+#include "train/membership_record.h"
 #include "train/network_setup.h"
+#include "train/on_shrink.h"
 #include "train/run_context.h"
 #include "train/run_directory.h"
 #include "train/run_header.h"
@@ -32,25 +35,41 @@ std::unique_ptr<model::WeightAverage> weight_average(const RunContext& run, mode
   return ema;
 }
 
+// The resume's world against its checkpoint's, for the membership record.
+WorldChange world_change(const RunContext& run, const RunSetup& setup) {
+  const CheckpointPosition& from = setup.start.from;
+  return {from.ranks,
+          run.ranks(),
+          from.global_batch,
+          setup.data.epoch().global_batch,
+          from.global_step,
+          setup.data.epoch().accumulate,
+          LearningRateSchedule::peak_for(run.job.optimizer, from.global_batch),
+          setup.lr.peak(),
+          run.job.dist.on_shrink};
+}
+
 }  // namespace
 
 Trainer::Trainer(const config::JobConfig& job, dist::World& world, model::Backend& backend,
-                 dist::GradientReducer& reducer, bool resume)
-    : job_(job), world_(world), backend_(backend), reducer_(reducer), resume_(resume) {}
+                 dist::GradientReducer& reducer, bool resume, MembershipChange membership)
+    : job_(job), world_(world), backend_(backend), reducer_(reducer), resume_(resume),
+      membership_(std::move(membership)) {}
 
 int Trainer::run() {
   const MemoryBaseline baseline{obs::current_rss_mb(),
                                 static_cast<double>(backend_.device_bytes_in_use()) / (1 << 20)};
-  const RunContext run{job_, world_, backend_, resume_};
+  const FittedJob fitted = fit_to_world(job_, world_, resume_);
+  const RunContext run{fitted.job, world_, backend_, resume_, membership_};
   world_.all_succeed([&] {
-    if (run.root()) RunDirectory::check_usable(job_, resume_);
+    if (run.root()) RunDirectory::check_usable(run.job, resume_);
   });
   DataPlan data(run.job, run.world, run.backend);
   const auto net =
       build_network(run, data.input(), data.meta().num_classes, data.loader_queue_bytes(), reducer_.parameter_memory());
   const auto optimizer = build_optimizer(run, *net);
   const EpochPlan& plan = data.epoch();
-  const LearningRateSchedule lr(job_.optimizer, plan.global_batch, plan.steps, job_.train.epochs);
+  const LearningRateSchedule lr(run.job.optimizer, plan.global_batch, plan.steps, run.job.train.epochs);
   const StartPoint start = start_run(run, *net, *optimizer, plan, lr);
   // Where a node's ranks share one copy of the parameters, each has written the same values into it: none reads
   // them for training before all have.
@@ -61,10 +80,15 @@ int Trainer::run() {
   const RunSetup setup{*net, *optimizer, data, lr, start, ema.get()};
   const util::VersionList versions = backend::library_versions();
   print_header(run, setup, versions);
+  if (!fitted.note.empty()) run.say(fitted.note);
   for (const std::string& line : outputs.claim_lines()) run.say(line);
   outputs.open(versions, start.epoch);
   for (const std::string& line : outputs.open_lines()) run.say(line);
   outputs.record(job_record(run, setup, outputs.run_id()));
+  if (const auto membership = membership_record(world_change(run, setup), run.membership)) {
+    run.say("membership: " + membership->dump());
+    outputs.record(*membership);
+  }
 
   TrainingLoop loop(run, setup, outputs, reducer_, baseline, util::versions_json(versions));
   return loop.run();

@@ -6,13 +6,14 @@
 #include "dist/gradient_reducer.h"
 #include "dist/world.h"
 #include "model/backend.h"
+#include "train/run_context.h"
 
 namespace ringtrain::train {
 
 class Trainer {
  public:
   Trainer(const config::JobConfig& job, dist::World& world, model::Backend& backend, dist::GradientReducer& reducer,
-          bool resume = false);
+          bool resume = false, MembershipChange membership = {});
   // Setup errors are agreed across ranks (every rank throws the same Error); errors inside the step loop
   // are thrown on the rank that saw them, and main() ends the whole job. Returns the exit code: 0, or
   // ExitCode::preempted after a stop signal (a checkpoint was written).
@@ -24,6 +25,7 @@ class Trainer {
   model::Backend& backend_;
   dist::GradientReducer& reducer_;
   bool resume_;
+  MembershipChange membership_;
 };
 
 }  // namespace ringtrain::train

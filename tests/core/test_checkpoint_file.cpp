@@ -267,6 +267,29 @@ TEST(CheckpointFile, TruncatedOrForeignFilesAreNamedCheckpointErrors) {
   for (const fs::path& bad : {truncated, text, dir / "missing.h5"}) expect_checkpoint_error(bad, {bad.string()});
 }
 
+// The elastic restart's early look (train/on_shrink.cpp): the world a checkpoint was written on, read alone; an
+// unreadable file is a CheckpointError naming it, as the whole read would be.
+TEST(CheckpointFile, ItsWorldIsReadAloneAndAnUnreadableFileIsNamed) {
+  const ScratchDir scratch("rt-ckpt-world");
+  const auto d = sample();
+  const fs::path good = scratch.path() / io::checkpoint_name(d.global_step);
+  io::write_checkpoint(good, d);
+  const io::CheckpointWorld world = io::read_checkpoint_world(good);
+  EXPECT_EQ(world.ranks, d.ranks);
+  EXPECT_EQ(world.global_batch, d.global_batch);
+  EXPECT_EQ(world.global_step, d.global_step);
+  const fs::path text = scratch.path() / "text.h5";
+  std::ofstream(text) << "not a checkpoint";
+  for (const fs::path& bad : {text, scratch.path() / "missing.h5"}) {
+    try {
+      (void)io::read_checkpoint_world(bad);
+      ADD_FAILURE() << "read the world of " << bad;
+    } catch (const CheckpointError& e) {
+      EXPECT_NE(std::string(e.what()).find(bad.string()), std::string::npos) << e.what();
+    }
+  }
+}
+
 // One byte flipped inside the root group's object header: the checksummed format (io/h5_file_format.h) makes
 // HDF5 refuse it, and the message says the file is damaged and how to resume from the one before it.
 TEST(CheckpointFile, AFlippedMetadataByteIsADamagedFileWithAWayOut) {

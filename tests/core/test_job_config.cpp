@@ -169,6 +169,19 @@ TEST_F(JobConfigTest, OptimizersScalingAndLabelSmoothingParse) {
   EXPECT_NE(e.find("train.label_smoothing"), std::string::npos) << e;
 }
 
+// dist.on_shrink: keep_per_rank_batch by default (what a resume on fewer ranks always did), keep_global_batch
+// taken, anything else refused naming the key and both choices.
+TEST_F(JobConfigTest, OnShrinkKeepsThePerRankBatchByDefault) {
+  using ringtrain::config::OnShrink;
+  EXPECT_EQ(load_job(write(kMinimal), {}).dist.on_shrink, OnShrink::keep_per_rank_batch);
+  EXPECT_EQ(load_job(write(kMinimal), {"dist.on_shrink=\"keep_global_batch\""}).dist.on_shrink,
+            OnShrink::keep_global_batch);
+  const std::string e = error_of(kMinimal, {"dist.on_shrink=\"keep_batch\""});
+  EXPECT_NE(e.find("dist.on_shrink"), std::string::npos) << e;
+  EXPECT_NE(e.find("keep_global_batch"), std::string::npos) << e;
+  EXPECT_NE(e.find("keep_per_rank_batch"), std::string::npos) << e;
+}
+
 // train.ema_decay: 0 (off) by default, any d in (0, 1) taken; 1 (an average frozen at the first weights), a
 // negative decay or one past 1 refused naming the key and the half-open range.
 TEST_F(JobConfigTest, EmaDecayIsOffByDefaultAndRefusedOutsideZeroToOne) {

@@ -14,6 +14,18 @@ netns_hosts_begin() {
   fi
 }
 
+# netns_pair_up NS_A NS_B VETH_A VETH_B ADDR_A ADDR_B: after netns_hosts_begin (which made NS_A), NS_B and a veth
+# pair between them, each end with its /24 address, every link up. Returns non-zero at the first step that fails.
+netns_pair_up() {
+  local a=$1 b=$2 va=$3 vb=$4 ns
+  ip netns add "$b" &&
+    ip link add "$va" type veth peer name "$vb" &&
+    ip link set "$va" netns "$a" && ip link set "$vb" netns "$b" &&
+    ip -n "$a" addr add "$5/24" dev "$va" && ip -n "$b" addr add "$6/24" dev "$vb" || return 1
+  for ns in "$a" "$b"; do ip -n "$ns" link set lo up || return 1; done
+  ip -n "$a" link set "$va" up && ip -n "$b" link set "$vb" up
+}
+
 # netns_write_launcher FILE ADDRESS=NAMESPACE...: the ssh stand-in for Open MPI's plm_rsh_agent. "FILE HOST
 # CMD..." runs CMD in HOST's namespace; like ssh, the rest is one shell line. Every "host" shares this
 # machine's hostname and /tmp, and daemons starting at once raced to create the same Open MPI session

@@ -40,17 +40,7 @@ addr_a=${net%.0}.1 addr_b=${net%.0}.2 subnet=$net/24
 scratch=$(mktemp -d /tmp/rt-multihost.XXXXXX)
 source "$(dirname "$0")/netns_hosts.sh"
 netns_hosts_begin "$scratch" "$ns_a" "$ns_b"
-set -e
-ip netns add "$ns_b"
-ip link add "$veth_a" type veth peer name "$veth_b"
-ip link set "$veth_a" netns "$ns_a"
-ip link set "$veth_b" netns "$ns_b"
-ip -n "$ns_a" addr add "$addr_a/24" dev "$veth_a"
-ip -n "$ns_b" addr add "$addr_b/24" dev "$veth_b"
-for ns in "$ns_a" "$ns_b"; do ip -n "$ns" link set lo up; done
-ip -n "$ns_a" link set "$veth_a" up
-ip -n "$ns_b" link set "$veth_b" up
-set +e
+netns_pair_up "$ns_a" "$ns_b" "$veth_a" "$veth_b" "$addr_a" "$addr_b" || exit 1
 echo "nodes: $ns_a $addr_a <-> $ns_b $addr_b (veth $veth_a/$veth_b)"
 
 netns_write_launcher "$scratch/launcher" "$addr_a=$ns_a" "$addr_b=$ns_b"

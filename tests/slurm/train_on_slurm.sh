@@ -132,8 +132,10 @@ else
   fail "bad-key job $job: $state exit $exit_code restarts $restarts (want FAILED 3:0 0)"
 fi
 
-# ---- 4. a rank killed with SIGKILL under srun: the job must end non-zero within 15 s, not hang
+# ---- 4. a rank killed with SIGKILL under srun: the job must end non-zero within 15 s, not hang (elastic restarts
+# off: they have their own test, elastic_on_slurm.sh)
 job=$(sbatch --parsable --job-name=killed --nodes=2 --ntasks-per-node=1 --output="$scratch/%x-%j.out" \
+      --export=ALL,ELASTIC_MAX_RESTARTS=0 \
       "$src/slurm/train.sbatch" "$src/jobs/fashion_mnist.toml" "${common[@]}" --set train.epochs=5) \
   || { echo "FAIL: sbatch refused the job"; exit 1; }
 victim=""

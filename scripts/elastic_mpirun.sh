@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# elastic_mpirun.sh — ringtrain training under mpirun (no Slurm) that loses a host and keeps training: the same
+# rules as slurm/train.sbatch's elastic restarts (docs/faults.md), on the hosts of a host file.
+#
+#   scripts/elastic_mpirun.sh HOSTFILE RANKS_PER_HOST RINGTRAIN train JOB_FILE --set run.dir=DIR [--set ...]
+#
+# HOSTFILE: one host a line (a "slots=" or anything after the name is ignored; # comments allowed). Ranks are
+# placed RANKS_PER_HOST a host, in the file's order (rank r on host r / RANKS_PER_HOST). run.dir must be given
+# with --set: the script looks for the run's checkpoints there.
+#
+# When a launch ends with an exit other than 0, 75 (preemption: passed on, resume by hand or by your scheduler)
+# and the input errors 2, 3, 4, 5 (they would recur), the failed host is the one mpirun names ("process rank R
+# ... exited on signal" / "exited with"; rank R's host) or else one that no longer answers the probe; the hosts
+# left that answer get the run again with --resume (plus --failed-node and --seconds-lost, which ringtrain writes
+# into metrics.jsonl's "membership" record), up to ELASTIC_MAX_RESTARTS times and down to ELASTIC_MIN_NODES hosts.
+# Each restart is a line "elastic_mpirun: elastic restart N/MAX: ..."; when they are spent the script exits with
+# the failed launch's code after printing the history.
+#
+# Environment:
+#   ELASTIC_MAX_RESTARTS  restarts on fewer hosts (default 3; 0: off)
+#   ELASTIC_MIN_NODES     fewest hosts worth continuing on (default 1)
+#   ELASTIC_MPIRUN        the mpirun command and its options, word-split (default "mpirun"); the script adds -np,
+#                         --hostfile and --map-by
+#   ELASTIC_PROBE         a command that runs `true` on a host: "$ELASTIC_PROBE HOST true" (default
+#                         "ssh -o BatchMode=yes -o ConnectTimeout=5"); the tests give their netns launcher
+#   ELASTIC_PROBE_S       seconds a host gets to answer (default 10)
+set -euo pipefail
+
+usage() {
+  echo "usage: scripts/elastic_mpirun.sh HOSTFILE RANKS_PER_HOST RINGTRAIN train JOB_FILE --set run.dir=DIR [...]" >&2
+  exit 2
+}
+[ $# -ge 5 ] || usage
+hostfile=$1 per_host=$2
+shift 2
+[ -r "$hostfile" ] || { echo "elastic_mpirun: host file '$hostfile' cannot be read; give a readable file of host names" >&2; exit 2; }
+[[ "$per_host" =~ ^[1-9][0-9]*$ ]] || { echo "elastic_mpirun: RANKS_PER_HOST '$per_host' must be a positive integer" >&2; exit 2; }
+command=("$@")
+run_dir=""
+for arg in "${command[@]}"; do [[ "$arg" == run.dir=* ]] && run_dir=${arg#run.dir=}; done
+[ -n "$run_dir" ] || { echo "elastic_mpirun: give the run's folder with --set run.dir=DIR (its checkpoints are resumed from)" >&2; exit 2; }
+run_dir=${run_dir%\"}
+run_dir=${run_dir#\"}
+
+read -r -a mpirun <<<"${ELASTIC_MPIRUN:-mpirun}"
+read -r -a probe <<<"${ELASTIC_PROBE:-ssh -o BatchMode=yes -o ConnectTimeout=5}"
+max_restarts=${ELASTIC_MAX_RESTARTS:-3} min_nodes=${ELASTIC_MIN_NODES:-1}
+mapfile -t hosts < <(sed -e 's/#.*//' "$hostfile" | awk 'NF { print $1 }')
+[ ${#hosts[@]} -gt 0 ] || { echo "elastic_mpirun: host file '$hostfile' names no host" >&2; exit 2; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/elastic_mpirun.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# launch EXTRA...: the run on "${hosts[@]}"; sets rc; mpirun's messages go to stderr and to $work/err.
+launch() {
+  local h
+  for h in "${hosts[@]}"; do echo "$h slots=$per_host"; done >"$work/hosts"
+  set +e
+  # stdout straight through (fd 3), stderr through tee; the pipeline ends when tee has written everything.
+  { "${mpirun[@]}" -np $((${#hosts[@]} * per_host)) --hostfile "$work/hosts" --map-by slot "${command[@]}" "$@" \
+      2>&1 1>&3 3>&- | tee "$work/err" >&2 3>&-
+    rc=${PIPESTATUS[0]}; } 3>&1
+  set -e
+}
+answers() { timeout "${ELASTIC_PROBE_S:-10}" "${probe[@]}" "$1" true >/dev/null 2>&1; }
+# The host that failed: the first rank mpirun names as ended by a signal or a code, else the first that does not
+# answer; "" when neither.
+failed_host() {
+  local rank h
+  rank=$(grep -oE 'process rank [0-9]+ .*exited (on signal|with)' "$work/err" | head -1 | grep -oE '[0-9]+' | head -1 || true)
+  if [ -n "$rank" ] && [ $((rank / per_host)) -lt ${#hosts[@]} ]; then echo "${hosts[$((rank / per_host))]}"; return; fi
+  for h in "${hosts[@]}"; do answers "$h" || { echo "$h"; return; }; done
+  echo ""
+}
+
+history=()
+restarts=0
+launch
+while :; do
+  case "$rc" in 0|2|3|4|5|75) break ;; esac
+  ended=$(date +%s)
+  lost=$(failed_host)
+  left=()
+  for h in "${hosts[@]}"; do [ "$h" != "$lost" ] && answers "$h" && left+=("$h"); done
+  history+=("launch on [${hosts[*]}] ended with exit $rc at $(date -u -d "@$ended" +%H:%M:%S); failed host ${lost:-unknown}; answering: [${left[*]}]")
+  if [ "$restarts" -ge "$max_restarts" ] || [ ${#left[@]} -lt "$min_nodes" ] || [ ${#left[@]} = 0 ]; then
+    why="${#left[@]} host(s) left, ELASTIC_MIN_NODES=$min_nodes"
+    [ "$restarts" -ge "$max_restarts" ] && why="ELASTIC_MAX_RESTARTS=$max_restarts restart(s) spent"
+    echo "elastic_mpirun: not restarting ($why); the history of this run's launches:" >&2
+    for line in "${history[@]}"; do echo "elastic_mpirun:   $line" >&2; done
+    exit "$rc"
+  fi
+  restarts=$((restarts + 1))
+  newest=$(compgen -G "$run_dir/checkpoints/ckpt-*.h5" | sort | tail -1 || true)
+  if [ -n "$newest" ]; then
+    again=(--resume --failed-node "${lost:-unknown}" --seconds-lost "$(($(date +%s) - $(stat -c %Y "$newest")))")
+    from="from $(basename "$newest")"
+  else
+    again=(--set run.overwrite=true)
+    from="from the start (no checkpoint yet)"
+  fi
+  echo "elastic_mpirun: elastic restart $restarts/$max_restarts: host ${lost:-unknown} failed (exit $rc);" \
+       "continuing on ${#left[@]} host(s) [${left[*]}] x $per_host rank(s) $from, $(($(date +%s) - ended)) s after the failure"
+  history+=("restart $restarts: on [${left[*]}] $from")
+  hosts=("${left[@]}")
+  launch "${again[@]}"
+done
+exit "$rc"

@@ -1,0 +1,45 @@
+// Owns the accumulation arithmetic of dist.on_shrink = keep_global_batch; see on_shrink.h.
+#include "train/on_shrink.h"
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "io/checkpoint_file.h"
+
+namespace ringtrain::train {
+
+int accumulation_for_global_batch(int64_t global_batch, int batch_per_rank, int ranks) {
+  const int64_t per_micro_batch = int64_t{batch_per_rank} * ranks;
+  if (global_batch % per_micro_batch != 0 || global_batch < per_micro_batch)
+    throw Error(ExitCode::job_file,
+                fmt::format("dist.on_shrink = \"keep_global_batch\": the checkpoint's global batch {} is not a "
+                            "multiple of {} ranks x train.batch_per_rank {} = {}, so no number of accumulation "
+                            "steps keeps it; resume on a rank count that divides it, set train.batch_per_rank to "
+                            "one that does, or use dist.on_shrink = \"keep_per_rank_batch\"",
+                            global_batch, ranks, batch_per_rank, per_micro_batch));
+  return static_cast<int>(global_batch / per_micro_batch);
+}
+
+FittedJob fit_to_world(const config::JobConfig& job, const dist::World& world, bool resume) {
+  FittedJob fitted{job, ""};
+  if (!resume || job.dist.on_shrink != config::OnShrink::keep_global_batch) return fitted;
+  io::CheckpointWorld was;
+  world.all_succeed([&] {
+    if (!world.is_root()) return;
+    const auto found = io::list_checkpoints(job.run.dir / "checkpoints");
+    if (!found.empty()) was = io::read_checkpoint_world(found.back());  // none: start_run says so
+  });
+  world.broadcast(&was, sizeof was);
+  if (was.ranks == 0 || was.ranks == world.size()) return fitted;
+  world.all_succeed([&] {
+    fitted.job.train.accumulate_steps =
+        accumulation_for_global_batch(was.global_batch, job.train.batch_per_rank, world.size());
+  });
+  fitted.note = fmt::format("dist.on_shrink = keep_global_batch: {} rank{} (checkpoint written by {}) keep its global "
+                            "batch {} with train.accumulate_steps = {} (job file: {})",
+                            world.size(), world.size() == 1 ? "" : "s", was.ranks, was.global_batch, fitted.job.train.accumulate_steps,
+                            job.train.accumulate_steps);
+  return fitted;
+}
+
+}  // namespace ringtrain::train
