@@ -23,14 +23,7 @@ DataPlan::DataPlan(const config::JobConfig& job, const dist::World& world, const
   batch_form_ = train::batch_form(job, backend);
   device_decode_ = meta().storage == io::SampleStorage::jpeg && train::decodes_on_device(job);
   world.all_succeed([&] {
-    if (device_decode_ && job.data.augment.kind == AugmentKind::pad_crop_flip)
-      throw JobFileError("data.decode = gpu crops each photo as it decodes it, and data.augment = pad_crop_flip "
-                         "augments a sample already decoded: use data.augment = resized_crop_flip, or data.decode = cpu");
-    // The loader threads mix a batch's decoded pixels; with the device decoding, they never hold any.
-    if (device_decode_ && job.data.mix.on())
-      throw JobFileError("data.decode = gpu decodes the photos on the device, and data.mixup_alpha / data.cutmix_alpha "
-                         "mix decoded pixels on the loader threads, which then never see them: set data.decode = cpu "
-                         "(or auto), or data.mixup_alpha = 0 and data.cutmix_alpha = 0");
+    if (device_decode_) train::refuse_what_device_decoding_excludes(job);
   });
   epoch_.batch = job.train.batch_per_rank;
   epoch_.accumulate = job.train.accumulate_steps;

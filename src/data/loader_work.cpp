@@ -88,6 +88,17 @@ LoaderWork raw_training_work(const config::JobConfig& job, const dist::World& wo
 
 bool decodes_on_device(const config::JobConfig& job) { return job.data.decode == config::DecodeOn::gpu; }
 
+void refuse_what_device_decoding_excludes(const config::JobConfig& job) {
+  if (job.data.augment.kind == config::AugmentKind::pad_crop_flip)
+    throw JobFileError("data.decode = gpu crops each photo as it decodes it, and data.augment = pad_crop_flip "
+                       "augments a sample already decoded: use data.augment = resized_crop_flip, or data.decode = cpu");
+  // The loader threads mix a batch's decoded pixels; with the device decoding, they never hold any.
+  if (job.data.mix.on())
+    throw JobFileError("data.decode = gpu decodes the photos on the device, and data.mixup_alpha / data.cutmix_alpha "
+                       "mix decoded pixels on the loader threads, which then never see them: set data.decode = cpu "
+                       "(or auto), or data.mixup_alpha = 0 and data.cutmix_alpha = 0");
+}
+
 int loader_threads(const config::JobConfig& job, const dist::World& world) {
   if (job.data.loader_threads > 0) return job.data.loader_threads;
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -6,7 +6,7 @@
 #     whether the loader or the device normalises (the loader mixes uint8 pixels before either);
 #   - they differ from the same run unmixed (the batches were mixed);
 #   - a JPEG split decoded on the loader threads mixes too; decoded on the device (data.decode = gpu) it is refused
-#     on every rank with exit 3, naming both keys and the fix, before any step.
+#     on every rank with exit 3, naming both keys and the fix, before any step (by input-bench too).
 # Usage: mixup_cutmix.sh RINGTRAIN SOURCE_DIR MPIEXEC
 set -euo pipefail
 bin=$1 src=$2 mpiexec=$3
@@ -78,3 +78,10 @@ fix="set data.decode = cpu (or auto), or data.mixup_alpha = 0 and data.cutmix_al
    $(grep -cF "$fix" jpeg_gpu.log) -ge 2 ]] || { echo "FAIL: not every rank named the keys and the fix: $(cat jpeg_gpu.log)"; exit 1; }
 grep -q '"kind":"step"\|"kind":"epoch"' jpeg_gpu/metrics.jsonl 2>/dev/null && { echo "FAIL: the refused run stepped"; exit 1; }
 echo "ok   mixing with data.decode = gpu: exit 3 on every rank, naming both keys and the fix"
+code=0
+"$bin" input-bench "$src/jobs/fashion_mnist.toml" --set data.train=jpegs/train --set data.test=jpegs/test \
+  --set data.augment=resized_crop_flip --set data.decode=gpu --set data.mixup_alpha=0.2 --batches 2 --warmup 0 \
+  >bench_gpu.log 2>&1 || code=$?
+[[ $code == 3 ]] && grep -qF "$fix" bench_gpu.log ||
+  { echo "FAIL: input-bench mixing with data.decode = gpu: exit $code, not 3 with the fix: $(tail -3 bench_gpu.log)"; exit 1; }
+echo "ok   input-bench refuses mixing with data.decode = gpu alike"
