@@ -16,6 +16,15 @@ void WeightAverage::update() { net_.backend().ema_update(net_.param_count(), dec
 
 void WeightAverage::restart() { net_.backend().copy(Elements(net_.param_count()), net_.params(), ema_.as<void>()); }
 
+void WeightAverage::exchange_with_parameters() {
+  Backend& b = net_.backend();
+  const Elements n(net_.param_count());
+  if (!spare_.as<void>()) spare_ = b.allocate(n.bytes());
+  b.copy(n, net_.params(), spare_.as<void>());
+  b.copy(n, ema_.as<void>(), net_.params());
+  b.copy(n, spare_.as<void>(), ema_.as<void>());
+}
+
 std::vector<float> WeightAverage::read() {
   std::vector<float> values(static_cast<size_t>(net_.param_count()));
   net_.backend().to_host(values.data(), ema_.as<void>(), values.size() * sizeof(float));

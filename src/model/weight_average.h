@@ -25,11 +25,15 @@ class WeightAverage {
   std::vector<float> read();
   void load(const std::vector<float>& values);
   const float* data() const { return ema_.as<float>(); }
+  // Exchanges the average with the network's parameters, bit for bit: the network then holds the average (to
+  // evaluate it), and a second call restores both. The spare buffer the exchange goes through is made at the
+  // first call and kept.
+  void exchange_with_parameters();
 
  private:
   Network& net_;
   float decay_;
-  DeviceBuffer ema_;
+  DeviceBuffer ema_, spare_;
 };
 
 }  // namespace ringtrain::model

@@ -134,6 +134,8 @@ nlohmann::ordered_json EpochReport::record() const {
               {"test_loss", evaluated ? json(sums.test.mean_loss()) : json()},
               {"test_acc", evaluated ? json(sums.test.accuracy()) : json()},
               {"test_top5", has_top5() ? json(test_top5()) : json()},
+              {"ema_test_loss", ema_test ? json(ema_test->mean_loss()) : json()},
+              {"ema_test_acc", ema_test ? json(ema_test->accuracy()) : json()},
               {"samples_per_s", samples_per_s},
               {"epoch_samples_per_s", static_cast<double>(steps_run * per_step * ranks) / epoch_train_s},
               {"steady_samples_per_s", steady_samples_per_s > 0 ? json(steady_samples_per_s) : json()},

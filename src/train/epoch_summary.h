@@ -53,6 +53,9 @@ struct EpochReport {
   double lr = 0;
   EpochSums sums;                 // summed over ranks
   bool evaluated = true;          // the test split was evaluated after this epoch (train.eval_every_epochs)
+  // train.ema_decay: the test split evaluated again with the weights' average in place of the parameters (summed
+  // over ranks); nothing without an average or an evaluation
+  std::optional<Totals> ema_test;
   double samples_per_s = 0;       // over the whole job so far
   double epoch_train_s = 0, eval_s = 0, steady_samples_per_s = 0;
   int timing_warmup_steps = 0;

@@ -13,6 +13,7 @@
 #include "data/loader_work.h"
 #include "data/sample_order.h"
 #include "dist/open_mpi_defaults.h"
+#include "model/parameter_memory.h"
 #include "obs/phase.h"
 #include "obs/run_stats.h"
 #include "train/stop_request.h"
@@ -89,6 +90,7 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
       watchdog_(run.world.comm(), run.job.run.collective_timeout_s, static_cast<int>(ExitCode::fault)),
       checkpointer_(run, setup.net, setup.optimizer, plan_, outputs.run_id(), versions_json, setup.start.resumed_from,
                     watchdog_, nullptr),
+      ema_(setup.ema),
       loader_(training_loader(run, setup.data, setup.start.first_micro_batch(plan_))),
       progress_(run.job.run.progress_every_s, plan_.steps * run.job.train.epochs, run.job.train.epochs, run.root()),
       start_epoch_(setup.start.epoch),
@@ -315,9 +317,29 @@ void TrainingLoop::finish_epoch(int epoch, EpochTally& tally) {
   if (report.evaluated)
     outputs_.curves(global_step_, {{"epoch/test_loss", report.sums.test.mean_loss()},
                                    {"epoch/test_acc", report.sums.test.accuracy()}});
+  if (report.ema_test)
+    outputs_.curves(global_step_, {{"epoch/ema_test_loss", report.ema_test->mean_loss()},
+                                   {"epoch/ema_test_acc", report.ema_test->accuracy()}});
   const int every = run_.job.run.checkpoint_every;
   if ((every > 0 && (epoch + 1) % every == 0) || epoch + 1 == run_.job.train.epochs)
     checkpointer_.save({epoch + 1, 0, train_time_s_, samples_done_}, global_step_);
+}
+
+// Where a node's ranks share one copy of the parameters (model/parameter_memory.h), the node's first rank exchanges
+// it, between barriers of the node, so no rank reads the copy mid-exchange; every rank holds the same average
+// (ema_checksum), so the one it puts in place stands for all of them.
+Totals TrainingLoop::evaluate_weight_average() {
+  model::ParameterMemory* shared = net_.parameter_memory();
+  const auto exchange = [&] {
+    if (shared) shared->publish();
+    if (!shared || run_.world.local_rank() == 0) ema_->exchange_with_parameters();
+    if (shared) shared->publish();
+  };
+  exchange();
+  Totals t = evaluator_.run();
+  exchange();
+  t.sum_across(run_.world);
+  return t;
 }
 
 EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, double epoch_train_s) {
@@ -340,6 +362,7 @@ EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, doub
   const Totals test = r.evaluated ? evaluator_.run([&](const EvaluatedBatch& b) { hits.add(b); }) : Totals{};
   r.sums = {tally.train, test, tally.times, std::move(hits)};
   r.sums.sum_across(run_.world);
+  if (r.evaluated && ema_) r.ema_test = evaluate_weight_average();
   r.worst_classes = worst_classes(r.sums.test_classes, test_meta.class_names);
   const auto steps_run = static_cast<double>(std::max<int64_t>(tally.steps_run, 1));
   const StepTimes& own = tally.times;

@@ -59,6 +59,7 @@ class TrainingLoop {
   void stop(int epoch, int64_t step, const EpochTally& tally);
   void finish_epoch(int epoch, EpochTally& tally);
   EpochReport measure_epoch(int epoch, const EpochTally& tally, double epoch_train_s);
+  Totals evaluate_weight_average();  // the test split with the average's weights, summed over ranks
   Resumable within_epoch(int epoch, int64_t step, const EpochTally& tally) const;  // after `step` is done
   double planned_bytes() const;
   double memory_needed_mb() const;
@@ -79,6 +80,7 @@ class TrainingLoop {
   std::optional<obs::Trace> trace_;
   dist::Watchdog watchdog_;
   Checkpointer checkpointer_;
+  model::WeightAverage* ema_;  // train.ema_decay's average; null when off
   std::optional<obs::GpuMonitor> gpu_monitor_;
   std::unique_ptr<BatchLoader> loader_;
   Progress progress_;

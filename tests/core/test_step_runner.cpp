@@ -179,3 +179,21 @@ TEST(StepRunner, TheWeightsAverageFollowsEveryUpdateAsTimmDefinesIt) {
       ASSERT_NEAR(got[i], want[i], 1e-6 * (1 + std::abs(want[i]))) << "step " << step << " [" << i << "]";
   }
 }
+
+// The epoch's evaluation of the average (ema_test_acc) runs with the average in the network's parameters and then
+// puts both back: two exchanges restore every bit.
+TEST(StepRunner, ExchangingTheWeightsAverageWithTheParametersRestoresBoth) {
+  Fixture f;
+  model::WeightAverage ema(f.net, 0.5f);
+  f.runner.average_weights(&ema);
+  f.step(0, 0.5f);
+  (void)f.runner.finished(0);
+  const std::vector<float> params(f.net.params(), f.net.params() + f.net.param_count()), average = ema.read();
+  ASSERT_NE(params, average) << "one step should have moved the parameters away from their average";
+  ema.exchange_with_parameters();
+  EXPECT_EQ(std::vector<float>(f.net.params(), f.net.params() + f.net.param_count()), average);
+  EXPECT_EQ(ema.read(), params);
+  ema.exchange_with_parameters();
+  EXPECT_EQ(std::vector<float>(f.net.params(), f.net.params() + f.net.param_count()), params);
+  EXPECT_EQ(ema.read(), average);
+}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Train -> evaluate -> predict -> export, as a user runs them. `evaluate` on the ranks that trained must give the
-# run's last test_loss and test_acc exactly, and on another rank count within rounding; the exported ONNX file
+# run's last test_loss and test_acc exactly (and with --weights ema its ema_test_loss and ema_test_acc), and on another rank count within rounding; the exported ONNX file
 # must pass ONNX's checker and give `predict`'s logits in onnxruntime within 1e-4 on the whole Fashion-MNIST test
 # split (10,000 samples), for the Fashion-MNIST model and a residual model; another model's checkpoint, a damaged one and data of the wrong shape are clear errors.
 # Usage: use_trained_model.sh RINGTRAIN SOURCE_DIR DATA_DIR
@@ -16,15 +16,22 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 # ---- train the Fashion-MNIST model briefly on 2 ranks, then evaluate its last checkpoint
 mpirun -np 2 --oversubscribe "$bin" train "$src/jobs/fashion_mnist.toml" "${fm[@]}" --set run.dir="$work/fm" \
-  --set train.epochs=2 --set train.max_steps_per_epoch=20 --set run.progress_every_s=60 >"$work/train.log"
+  --set train.epochs=2 --set train.max_steps_per_epoch=20 --set run.progress_every_s=60 \
+  --set train.ema_decay=0.9 >"$work/train.log"
 mpirun -np 2 --oversubscribe "$bin" evaluate "$src/jobs/fashion_mnist.toml" "${fm[@]}" --set run.dir="$work/fm" \
   --out "$work/eval2.json" | tee "$work/eval2.log"
 "$bin" evaluate "$src/jobs/fashion_mnist.toml" "${fm[@]}" --set run.dir="$work/fm" --out "$work/eval1.json" >/dev/null
+mpirun -np 2 --oversubscribe "$bin" evaluate "$src/jobs/fashion_mnist.toml" "${fm[@]}" --set run.dir="$work/fm" \
+  --weights ema --out "$work/eval_ema.json" >/dev/null
 python3 - "$work" <<'PY'
 import json, sys
 work = sys.argv[1]
 last = [json.loads(l) for l in open(f"{work}/fm/metrics.jsonl") if '"kind":"epoch"' in l][-1]
 two, one = json.load(open(f"{work}/eval2.json")), json.load(open(f"{work}/eval1.json"))
+ema = json.load(open(f"{work}/eval_ema.json"))
+assert ema["loss"] == last["ema_test_loss"] and ema["accuracy"] == last["ema_test_acc"], (ema["loss"], last)
+assert ema["loss"] != two["loss"], "the weights' average evaluated as the parameters"
+print(f"ok   evaluate --weights ema: loss {ema['loss']!r} = the run's last ema_test_loss")
 assert two["loss"] == last["test_loss"] and two["accuracy"] == last["test_acc"], (two["loss"], two["accuracy"], last)
 assert abs(one["loss"] - last["test_loss"]) < 1e-9 and abs(one["accuracy"] - last["test_acc"]) <= 1e-3, (one, last)
 assert two["samples"] == 10000 and len(two["confusion_matrix"]) == 10 and len(two["per_class"]) == 10, two.keys()
