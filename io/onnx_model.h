@@ -1,0 +1,50 @@
+// Owns reading an ONNX model file into plain structs: its opset, graph inputs and outputs, nodes (operator,
+// inputs, outputs, attributes) and float and int64 initializers, as `ringtrain import` maps them onto layers.
+// External data, sparse tensors and subgraphs are refused by name; anything malformed is a DataError naming
+// the file and what was found.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ringtrain::io {
+
+struct OnnxTensor {
+  std::string name;
+  std::vector<int64_t> dims;
+  int data_type = 0;              // TensorProto.DataType: 1 float, 7 int64
+  std::vector<float> floats;      // data_type 1
+  std::vector<int64_t> integers;  // data_type 7
+};
+
+struct OnnxNodeAttribute {
+  std::string name;
+  std::optional<int64_t> integer;
+  std::optional<float> real;
+  std::vector<int64_t> integers;
+  std::vector<float> reals;
+  std::string text;
+  std::optional<OnnxTensor> tensor;  // a Constant's value
+};
+
+struct OnnxNode {
+  std::string op, name, domain;
+  std::vector<std::string> inputs, outputs;
+  std::vector<OnnxNodeAttribute> attributes;
+  const OnnxNodeAttribute* attribute(const std::string& attribute_name) const;
+};
+
+struct OnnxModel {
+  int64_t opset = 0;  // of the default ("" or "ai.onnx") domain
+  std::string producer;
+  std::vector<std::string> inputs, outputs;  // graph inputs that are not initializers, and graph outputs
+  std::vector<OnnxNode> nodes;               // in the file's (topological) order
+  std::vector<OnnxTensor> initializers;
+  const OnnxTensor* initializer(const std::string& name) const;
+};
+
+OnnxModel read_onnx(const std::filesystem::path& file);
+
+}  // namespace ringtrain::io
