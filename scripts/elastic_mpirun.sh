@@ -9,7 +9,8 @@
 # with --set: the script looks for the run's checkpoints there.
 #
 # When a launch ends with an exit other than 0, 75 (preemption: passed on, resume by hand or by your scheduler)
-# and the input errors 2, 3, 4, 5 (they would recur), the failed host is the one mpirun names ("process rank R
+# and the input errors 2, 3, 4, 5 (they would recur), nor a run that diverged (exit 6 with ringtrain's "non-finite
+# training loss": it would diverge again), the failed host is the one mpirun names ("process rank R
 # ... exited on signal" / "exited with"; rank R's host) or else one that no longer answers the probe; the hosts
 # left that answer get the run again with --resume (plus --failed-node and --seconds-lost, which ringtrain writes
 # into metrics.jsonl's "membership" record), up to ELASTIC_MAX_RESTARTS times and down to ELASTIC_MIN_NODES hosts.
@@ -77,6 +78,12 @@ restarts=0
 launch
 while :; do
   case "$rc" in 0|2|3|4|5|75) break ;; esac
+  # A run every rank agreed diverged (exit 6, "non-finite training loss") would diverge again on fewer hosts.
+  if grep -q "non-finite training loss at epoch" "$work/err"; then
+    echo "elastic_mpirun: not restarting: the training diverged (exit $rc), which fewer hosts would repeat; lower" \
+         "optimizer.base_lr or lengthen optimizer.warmup_epochs, then run again with --resume" >&2
+    exit "$rc"
+  fi
   ended=$(date +%s)
   lost=$(failed_host)
   left=()

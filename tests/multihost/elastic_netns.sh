@@ -6,6 +6,7 @@
 #           step checkpoint, ends 0 with one membership record (2 -> 1 ranks, B), and on the parameters of a
 #           1-rank run started from that checkpoint
 #   bad     a bad job key ends the run at once with 3: no restart
+#   nan     a diverging learning rate (non-finite loss, exit 6): no restart, no host dropped
 #   spent   ELASTIC_MAX_RESTARTS=0: B's rank killed; the run ends non-zero with the history of its launch
 #   min     ELASTIC_MIN_NODES=2: the same, as one host would be too few
 # Usage: elastic_netns.sh RINGTRAIN SOURCE_DIR
@@ -86,6 +87,13 @@ elastic bad --set train.epochs=-1
 wait $!; rc=$?
 [ "$rc" = 3 ] && ! grep -q "elastic restart" "$scratch/bad.log" && ok "bad key: exit 3 at once ($((SECONDS - start)) s), no restart" \
   || fail "bad key: exit $rc (want 3, no restart): $(tail -3 "$scratch/bad.log")"
+
+# ---- nan: a diverged run is not retried
+elastic nan --set optimizer.base_lr=1000 --set optimizer.warmup_epochs=0
+wait $!; rc=$?
+[ "$rc" = 6 ] && grep -q "not restarting: the training diverged" "$scratch/nan.log" &&
+  ! grep -q "elastic restart" "$scratch/nan.log" && ok "diverged: exit 6, no restart" \
+  || fail "diverged: exit $rc (want 6, no restart): $(grep elastic_mpirun "$scratch/nan.log" | tail -3)"
 
 # ---- spent / min: no restart allowed, or too few hosts would be left
 for case in "spent ELASTIC_MAX_RESTARTS=0 ELASTIC_MAX_RESTARTS=0 restart(s) spent" \
