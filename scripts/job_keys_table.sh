@@ -16,13 +16,13 @@ region() {
   "$bin" keys "$@" >"$table"
   case $mode in
     --write) bash "$here/doc_table.sh" --write "$page" "$begin" "$end" "$table"
-             echo "docs/job-file.md: $marker table rewritten from $bin keys $*" ;;
+             echo "docs/job-file.md: $marker table rewritten from $bin keys${*:+ $*}" ;;
     --check)
       if ! bash "$here/doc_table.sh" --check "$page" "$begin" "$end" "$table"; then
-        echo "docs/job-file.md's $marker table differs from \`ringtrain keys $*\`: run scripts/job_keys_table.sh --write"
+        echo "docs/job-file.md's $marker table differs from \`ringtrain keys${*:+ $*}\`: run scripts/job_keys_table.sh --write"
         exit 1
       fi
-      echo "docs/job-file.md's $marker table matches \`ringtrain keys $*\`" ;;
+      echo "docs/job-file.md's $marker table matches \`ringtrain keys${*:+ $*}\`" ;;
     *) echo "unknown mode $mode"; exit 2 ;;
   esac
 }
