@@ -4,7 +4,8 @@
 // in one box, the same box for both) and in their soft targets. Each pair's draw is keyed by its first member's
 // SampleKey (data/keyed_random.h, on a stream of its own), so a batch mixes the same whatever the loader's threads.
 // Mixing is on uint8 pixels, after augmentation and before normalisation, as timm's FastCollateMixup: a blend
-// rounds to the nearest byte (its weight lam in 16-bit fixed point). Normalisation is affine with weights summing to 1, so it commutes with the blend.
+// rounds to the nearest byte (its weight lam in 16-bit fixed point). Normalisation is affine and the blend's
+// weights sum to 1, so the two commute.
 #pragma once
 #include <cstdint>
 #include <functional>
