@@ -321,8 +321,8 @@ void conv2d_forward(const Conv2dShape& sh, const void* x, const float* w, const 
     // Writing the bias first and letting the GEMM accumulate (beta = 1) costs no extra pass over y.
     if (bias)
       for (int k = 0; k < g.filters; ++k) std::fill(yn + k * g.out_plane, yn + (k + 1) * g.out_plane, bias[k]);
-    for (int i = 0; i < g.groups; ++i) forward_group(g, xn + i * g.group_in, w + i * g.k * g.crs, bias != nullptr,
-                                                    col, yn + i * g.group_out);
+    for (int i = 0; i < g.groups; ++i)
+      forward_group(g, xn + i * g.group_in, w + i * g.k * g.crs, bias != nullptr, col, yn + i * g.group_out);
     outputs.store(y, n);
   }
 }
