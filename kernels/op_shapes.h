@@ -10,7 +10,9 @@
 
 namespace ringtrain::kernels {
 
-// 2-D convolution, NCHW, weights K x C x R x S (filters, input channels, kernel rows, kernel cols).
+// 2-D convolution, NCHW, weights K x C/G x R x S (filters, input channels per group, kernel rows, kernel cols).
+// Grouped as PyTorch groups: the channels and filters split into G equal groups, output channel k reading only the
+// input channels of group k / (K/G); depthwise is G = C.
 struct Conv2dShape {
   int batch = 0, in_channels = 0, in_h = 0, in_w = 0;
   int filters = 0, kernel_h = 0, kernel_w = 0, stride = 1, padding = 0;
@@ -22,12 +24,17 @@ struct Conv2dShape {
   int in_block = 1;
   // x, y, dx and dy; the weights, bias and their gradients are fp32.
   ElementType data = ElementType::f32;
+  int groups = 1;  // G; divides in_channels and filters
   int out_h() const { return (in_h + 2 * padding - kernel_h) / stride + 1; }
   int out_w() const { return (in_w + 2 * padding - kernel_w) / stride + 1; }
-  int64_t weight_elements() const { return int64_t{filters} * in_channels * kernel_h * kernel_w; }  // K x C x R x S
+  int group_channels() const { return in_channels / groups; }  // C/G: the input channels each filter reads
+  int group_filters() const { return filters / groups; }       // K/G
+  int64_t weight_elements() const {  // K x C/G x R x S
+    return int64_t{filters} * group_channels() * kernel_h * kernel_w;
+  }
   // 2 x multiply-adds of the forward pass.
   double forward_flops() const {
-    return 2.0 * batch * filters * out_h() * out_w() * static_cast<double>(in_channels) * kernel_h * kernel_w;
+    return 2.0 * batch * filters * out_h() * out_w() * static_cast<double>(group_channels()) * kernel_h * kernel_w;
   }
   auto operator<=>(const Conv2dShape&) const = default;
 };

@@ -1,5 +1,7 @@
 // Owns CPU convolution: im2col / col2im lowering onto the tuned sgemm, one image at a time, and the routing of
-// few-channel stride-1 layers to the direct kernels (conv2d_direct.h) where those measured faster.
+// few-channel stride-1 layers to the direct kernels (conv2d_direct.h) where those measured faster. A grouped
+// convolution is G such products per image, each over its group's channels and filters (the weights of group i are
+// rows i*K/G.. of the K x C/G*R*S matrix).
 //
 // Per-image GEMMs rather than one whole-batch GEMM: for the Fashion-MNIST shapes OpenBLAS (1 thread, this
 // EPYC) already ran the per-image products at 79-83 GFLOP/s (64x196x800 forward, 64x800x196 filter gradient)
@@ -20,20 +22,22 @@
 namespace ringtrain::kernels::cpu {
 namespace {
 
-// Derived sizes of one convolution, computed once per call.
+// Derived sizes of one convolution, computed once per call; c, k and crs are one group's.
 struct Geometry {
-  int c, h, w, k, r, s, stride, pad, oh, ow;
-  std::ptrdiff_t in_plane, out_plane, in_image, out_image, crs;
+  int c, h, w, k, r, s, stride, pad, oh, ow, groups, filters;
+  std::ptrdiff_t in_plane, out_plane, in_image, out_image, crs, group_in, group_out;
   bool pointwise;  // 1x1, stride 1, no padding: the input image already is the column matrix
   bool same_width; // stride 1 and ow == w: an im2col row is the input plane shifted by a constant offset
 
   explicit Geometry(const Conv2dShape& sh)
-      : c(sh.in_channels), h(sh.in_h), w(sh.in_w), k(sh.filters), r(sh.kernel_h), s(sh.kernel_w),
-        stride(sh.stride), pad(sh.padding), oh(sh.out_h()), ow(sh.out_w()) {
+      : c(sh.group_channels()), h(sh.in_h), w(sh.in_w), k(sh.group_filters()), r(sh.kernel_h), s(sh.kernel_w),
+        stride(sh.stride), pad(sh.padding), oh(sh.out_h()), ow(sh.out_w()), groups(sh.groups), filters(sh.filters) {
     in_plane = std::ptrdiff_t{h} * w;
     out_plane = std::ptrdiff_t{oh} * ow;
-    in_image = in_plane * c;
-    out_image = out_plane * k;
+    group_in = in_plane * c;
+    group_out = out_plane * k;
+    in_image = group_in * groups;
+    out_image = out_plane * filters;
     crs = std::ptrdiff_t{c} * r * s;
     pointwise = r == 1 && s == 1 && stride == 1 && pad == 0;
     same_width = stride == 1 && ow == w;
@@ -58,7 +62,8 @@ void clear_wrapped_columns(const Geometry& g, int oh_lo, int oh_hi, int ow_lo, i
     for (int o = oh_lo; o < oh_hi; ++o) col[std::ptrdiff_t{o} * g.ow + q] = 0.0f;
 }
 
-// col[(c*R + r)*S + s][oh*OW + ow] = x[c][oh*stride + r - pad][ow*stride + s - pad], zero outside the image.
+// col[(c*R + r)*S + s][oh*OW + ow] = x[c][oh*stride + r - pad][ow*stride + s - pad], zero outside the image; x is
+// one group's channels.
 void im2col(const Geometry& g, const float* x, float* col) {
   for (int c = 0; c < g.c; ++c) {
     const float* plane = x + c * g.in_plane;
@@ -103,10 +108,11 @@ void im2col(const Geometry& g, const float* x, float* col) {
   }
 }
 
-// x[c][ih][iw] = sum of the col entries that im2col copied from it. Overwrites x; may clobber col (the
-// same-width path clears wrapped columns in place so the accumulation can run as one contiguous loop).
+// x[c][ih][iw] = sum of the col entries that im2col copied from it, x one group's channels. Overwrites x; may
+// clobber col (the same-width path clears wrapped columns in place so the accumulation can run as one contiguous
+// loop).
 void col2im(const Geometry& g, float* col, float* x) {
-  std::fill(x, x + g.in_image, 0.0f);
+  std::fill(x, x + g.group_in, 0.0f);
   for (int c = 0; c < g.c; ++c) {
     float* plane = x + c * g.in_plane;
     for (int r = 0; r < g.r; ++r) {
@@ -193,7 +199,7 @@ class Images {
 };
 
 void add_bias_gradient(const Geometry& g, const float* dyn, float* dbias) {
-  for (int k = 0; k < g.k; ++k) dbias[k] += static_cast<float>(sum_plane(dyn + k * g.out_plane, g.out_plane));
+  for (int k = 0; k < g.filters; ++k) dbias[k] += static_cast<float>(sum_plane(dyn + k * g.out_plane, g.out_plane));
 }
 
 // The direct kernels' scratch and threads: the process's compute threads on fp32 activations, each image (forward)
@@ -265,6 +271,36 @@ void direct_backward_filter(const Conv2dShape& sh, const void* x, const void* dy
   conv2d_direct_filter_finish(sh, lane_sums, dw);
 }
 
+// One group's share of one image: x and dx its C/G input planes, y and dy its K/G output planes, w its K/G filters.
+// y = w * im2col(x), accumulated onto y (the bias already there) when `accumulate`.
+void forward_group(const Geometry& g, const float* x, const float* w, bool accumulate, float* col, float* y) {
+  const float* b = x;
+  if (!g.pointwise) {
+    im2col(g, x, col);
+    b = col;
+  }
+  sgemm(Transpose::no, Transpose::no, g.k, static_cast<int>(g.out_plane), static_cast<int>(g.crs), 1.0f, w,
+        static_cast<int>(g.crs), b, static_cast<int>(g.out_plane), accumulate ? 1.0f : 0.0f, y,
+        static_cast<int>(g.out_plane));
+}
+// dx = col2im(w^T * dy), overwritten.
+void backward_data_group(const Geometry& g, const float* dy, const float* w, float* col, float* dx) {
+  float* target = g.pointwise ? dx : col;
+  sgemm(Transpose::yes, Transpose::no, static_cast<int>(g.crs), static_cast<int>(g.out_plane), g.k, 1.0f, w,
+        static_cast<int>(g.crs), dy, static_cast<int>(g.out_plane), 0.0f, target, static_cast<int>(g.out_plane));
+  if (!g.pointwise) col2im(g, col, dx);
+}
+// dw += dy * im2col(x)^T.
+void backward_filter_group(const Geometry& g, const float* x, const float* dy, float* col, float* dw) {
+  const float* b = x;
+  if (!g.pointwise) {
+    im2col(g, x, col);
+    b = col;
+  }
+  sgemm(Transpose::no, Transpose::yes, g.k, static_cast<int>(g.crs), static_cast<int>(g.out_plane), 1.0f, dy,
+        static_cast<int>(g.out_plane), b, static_cast<int>(g.out_plane), 1.0f, dw, static_cast<int>(g.crs));
+}
+
 }  // namespace
 
 bool conv2d_runs_direct(const Conv2dShape& s) {
@@ -284,15 +320,9 @@ void conv2d_forward(const Conv2dShape& sh, const void* x, const float* w, const 
     float* yn = outputs.write(y, n);
     // Writing the bias first and letting the GEMM accumulate (beta = 1) costs no extra pass over y.
     if (bias)
-      for (int k = 0; k < g.k; ++k) std::fill(yn + k * g.out_plane, yn + (k + 1) * g.out_plane, bias[k]);
-    const float* b = xn;
-    if (!g.pointwise) {
-      im2col(g, xn, col);
-      b = col;
-    }
-    sgemm(Transpose::no, Transpose::no, g.k, static_cast<int>(g.out_plane), static_cast<int>(g.crs), 1.0f, w,
-          static_cast<int>(g.crs), b, static_cast<int>(g.out_plane), bias ? 1.0f : 0.0f, yn,
-          static_cast<int>(g.out_plane));
+      for (int k = 0; k < g.filters; ++k) std::fill(yn + k * g.out_plane, yn + (k + 1) * g.out_plane, bias[k]);
+    for (int i = 0; i < g.groups; ++i)
+      forward_group(g, xn + i * g.group_in, w + i * g.k * g.crs, bias != nullptr, col, yn + i * g.group_out);
     outputs.store(y, n);
   }
 }
@@ -314,10 +344,8 @@ void conv2d_backward_data(const Conv2dShape& sh, const void* dy, const float* w,
   for (int n = 0; n < sh.batch; ++n) {
     const float* dyn = gradients_out.read(dy, n);
     float* dxn = gradients_in.write(dx, n);
-    float* target = g.pointwise ? dxn : col;
-    sgemm(Transpose::yes, Transpose::no, static_cast<int>(g.crs), static_cast<int>(g.out_plane), g.k, 1.0f, w,
-          static_cast<int>(g.crs), dyn, static_cast<int>(g.out_plane), 0.0f, target, static_cast<int>(g.out_plane));
-    if (!g.pointwise) col2im(g, col, dxn);
+    for (int i = 0; i < g.groups; ++i)
+      backward_data_group(g, dyn + i * g.group_out, w + i * g.k * g.crs, col, dxn + i * g.group_in);
     gradients_in.store(dx, n);
   }
 }
@@ -333,13 +361,8 @@ void conv2d_backward_filter(const Conv2dShape& sh, const void* x, const void* dy
   for (int n = 0; n < sh.batch; ++n) {
     const float* xn = inputs.read(x, n);
     const float* dyn = gradients.read(dy, n);
-    const float* b = xn;
-    if (!g.pointwise) {
-      im2col(g, xn, col);
-      b = col;
-    }
-    sgemm(Transpose::no, Transpose::yes, g.k, static_cast<int>(g.crs), static_cast<int>(g.out_plane), 1.0f, dyn,
-          static_cast<int>(g.out_plane), b, static_cast<int>(g.out_plane), 1.0f, dw, static_cast<int>(g.crs));
+    for (int i = 0; i < g.groups; ++i)
+      backward_filter_group(g, xn + i * g.group_in, dyn + i * g.group_out, col, dw + i * g.k * g.crs);
     if (dbias) add_bias_gradient(g, dyn, dbias);
   }
 }

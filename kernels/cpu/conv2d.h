@@ -1,7 +1,7 @@
 // Owns 2-D convolution on the CPU (NCHW): forward, data gradient and filter gradient, over fp32 activations or 16-bit
 // ones (s.data: each image widened to fp32 before its product and its output narrowed after, so the arithmetic is
-// fp32's on the same values). Weights are K x C x R x S (filters, input channels, kernel rows, kernel cols), fp32,
-// as cuDNN and PyTorch store them.
+// fp32's on the same values). Weights are K x C/G x R x S (filters, input channels per group, kernel rows, kernel
+// cols), fp32, as cuDNN and PyTorch store them.
 #pragma once
 #include <cstddef>
 #include <vector>
@@ -22,8 +22,8 @@ class ConvWorkspace {
   std::vector<float> buffers_[kSlots];
 };
 
-// A stride-1 layer with at most 4 input channels runs its forward and filter gradient on the direct kernels of
-// conv2d_direct.h: fp32 on the process's compute threads (the same bits on any number of them), 16-bit activations
+// An ungrouped stride-1 layer with at most 4 input channels runs its forward and filter gradient on the direct
+// kernels of conv2d_direct.h: fp32 on the process's compute threads (the same bits on any number of them), 16-bit activations
 // on one thread only (with more, im2col + the threaded BLAS). Everything else runs on im2col + the BLAS.
 bool conv2d_runs_direct(const Conv2dShape& s);
 

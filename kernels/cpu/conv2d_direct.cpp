@@ -170,9 +170,9 @@ void filter_image(const DirectGeometry& g, const float* copies, const float* dy,
 bool conv2d_direct_takes(const Conv2dShape& s) {
 #if defined(__AVX512F__)
   const bool square_3_or_5 = s.kernel_h == s.kernel_w && (s.kernel_h == 3 || s.kernel_h == 5);
-  return s.stride == 1 && s.in_channels >= 1 && s.in_channels <= 4 && square_3_or_5 && s.padding >= 0 &&
-         s.padding < s.kernel_h && s.filters > 0 && s.filters % kForwardFilters == 0 && s.out_h() > 0 &&
-         s.out_w() > 0 && s.in_block == 1 && s.out_block == 1;
+  return s.groups == 1 && s.stride == 1 && s.in_channels >= 1 && s.in_channels <= 4 && square_3_or_5 &&
+         s.padding >= 0 && s.padding < s.kernel_h && s.filters > 0 && s.filters % kForwardFilters == 0 &&
+         s.out_h() > 0 && s.out_w() > 0 && s.in_block == 1 && s.out_block == 1;
 #else
   (void)s;
   return false;

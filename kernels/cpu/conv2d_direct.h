@@ -15,8 +15,8 @@
 
 namespace ringtrain::kernels::cpu {
 
-// Whether this build has the direct kernels (AVX-512) and they take the shape: stride 1, 1 to 4 input channels,
-// 3x3 or 5x5 filters, padding below the filter size, filters a multiple of kDirectFilterMultiple.
+// Whether this build has the direct kernels (AVX-512) and they take the shape: ungrouped, stride 1, 1 to 4 input
+// channels, 3x3 or 5x5 filters, padding below the filter size, filters a multiple of kDirectFilterMultiple.
 inline constexpr int kDirectFilterMultiple = 8;
 bool conv2d_direct_takes(const Conv2dShape& s);
 

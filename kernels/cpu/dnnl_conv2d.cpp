@@ -42,6 +42,13 @@ tag activation_tag(int block, int channels, bool nhwc) {
   }
 }
 
+// Our K x C/G x R x S weights: oneDNN takes a grouped convolution's as G x K/G x C/G x R x S, the same memory.
+memory::desc weights_of(const Conv2dShape& s, tag layout) {
+  if (s.groups == 1) return memory::desc({s.filters, s.in_channels, s.kernel_h, s.kernel_w}, f32, layout);
+  return memory::desc({s.groups, s.group_filters(), s.group_channels(), s.kernel_h, s.kernel_w}, f32,
+                      layout == tag::any ? tag::any : tag::goihw);
+}
+
 }  // namespace
 
 DnnlConv2d::DnnlConv2d(DnnlContext& ctx, const Conv2dShape& s)
@@ -49,7 +56,7 @@ DnnlConv2d::DnnlConv2d(DnnlContext& ctx, const Conv2dShape& s)
       activations_(ctx.activation_type(s.data)),
       nhwc_(runs_nhwc(ctx, s, activations_)),
       src_({s.batch, s.in_channels, s.in_h, s.in_w}, activations_, activation_tag(s.in_block, s.in_channels, nhwc_)),
-      weights_({s.filters, s.in_channels, s.kernel_h, s.kernel_w}, f32, tag::oihw),
+      weights_(weights_of(s, tag::oihw)),
       dst_({s.batch, s.filters, s.out_h(), s.out_w()}, activations_, activation_tag(s.out_block, s.filters, nhwc_)),
       bias_({s.filters}, f32, tag::a),
       strides_{s.stride, s.stride},
@@ -69,7 +76,7 @@ bool DnnlConv2d::runs_nhwc(DnnlContext& ctx, const Conv2dShape& s, memory::data_
   const bool measured_faster = s.stride == 1 && s.kernel_h >= 5 && s.kernel_w >= 5;
   if (!measured_faster || activations != f32 || ctx.operand_type() != f32) return false;
   const memory::desc x({s.batch, s.in_channels, s.in_h, s.in_w}, f32, tag::nhwc),
-      w({s.filters, s.in_channels, s.kernel_h, s.kernel_w}, f32, tag::any),
+      w = weights_of(s, tag::any),
       y({s.batch, s.filters, s.out_h(), s.out_w()}, f32, tag::nhwc);
   const memory::dims strides{s.stride, s.stride}, padding{s.padding, s.padding};
   const auto pd = DNNL_CALL(dnnl::convolution_forward::primitive_desc(ctx.engine(), dnnl::prop_kind::forward_training,

@@ -299,6 +299,13 @@ TEST_F(JobConfigTest, LayerTypoAndMissingLayerKeys) {
   EXPECT_NE(e.find("'model.layers[2]' (conv2d) needs 'filters'"), std::string::npos) << e;
 }
 
+TEST_F(JobConfigTest, ConvolutionGroupsAreAPositiveInteger) {
+  std::string text = kMinimal;
+  text += "\n[[model.layers]]\ntype = \"conv2d\"\nfilters = 4\nkernel = 3\ngroups = 0\n";
+  const std::string e = error_of(text);
+  EXPECT_NE(e.find("model.layers[1].groups' must be in [1, "), std::string::npos) << e;
+}
+
 TEST_F(JobConfigTest, ResidualBlockParses) {
   std::string text = kMinimal;
   text.replace(text.find("[[model.layers]]"), std::string::npos,

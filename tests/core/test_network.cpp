@@ -1,12 +1,14 @@
 // Proves the model as assembled from a job file: parameter layout and counts, FLOP accounting, shape errors
 // that name the layer, gradients of a whole network (residual blocks, nested ones included) against finite
 // differences, and that the memory plan and the fusion pass change no number.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <random>
+#include <utility>
 
 #include "backend/cpu/cpu_backend.h"
 #include "common/error.h"
@@ -71,6 +73,35 @@ TEST(Network, ShapeErrorsNameTheLayer) {
     FAIL() << "expected JobFileError";
   } catch (const JobFileError& e) {
     EXPECT_NE(std::string(e.what()).find("units = 10"), std::string::npos) << e.what();
+  }
+}
+
+// groups = G: K x C/G x k x k weights and a G-th of the ungrouped multiply-adds.
+TEST(Network, GroupedConvolutionHasAGroupsShareOfWeightsAndFlops) {
+  backend::CpuBackend cpu(1);
+  const LayerSpec grouped = config::layer_spec(
+      "conv2d", {{"filters", 16}, {"kernel", 3}, {"padding", 1}, {"groups", 4}, {"bias", false}}, "test");
+  model::Network net({grouped, layer("flatten"), layer("dense", 3)}, cpu, {2, 8, 5, 5}, 3);
+  EXPECT_EQ(net.param_count(), 16 * 2 * 9 + 16 * 25 * 3 + 3);
+  EXPECT_DOUBLE_EQ(net.forward_flops_per_sample(), 2.0 * (16 * 25 * 2 * 9 + 16 * 25 * 3));
+}
+
+// Not the channels (4 into 6), or not the filters (2 into 9).
+TEST(Network, GroupsThatDoNotDivideTheChannelsOrFiltersAreRefusedNamingTheLayer) {
+  backend::CpuBackend cpu(1);
+  for (const auto& [filters, groups] : {std::pair{12, 4}, std::pair{9, 2}}) {
+    const LayerSpec conv = config::layer_spec("conv2d", {{"filters", filters}, {"kernel", 1}, {"groups", groups}},
+                                              "model.layers[0]");
+    try {
+      model::Network net({conv, layer("flatten"), layer("dense", 3)}, cpu, {2, 6, 4, 4}, 3);
+      FAIL() << "expected JobFileError for groups = " << groups;
+    } catch (const JobFileError& e) {
+      const std::string why =
+          fmt::format("model.layers[0] (conv2d 1x1x{} s1 p0 g{}) cannot take input 1x6x4x4 per sample: groups = {} "
+                      "must divide both its 6 input channels and its {} filters",
+                      filters, groups, groups, filters);
+      EXPECT_EQ(std::string(e.what()), why);
+    }
   }
 }
 

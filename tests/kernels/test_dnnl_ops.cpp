@@ -26,7 +26,7 @@ namespace {
 using testing::random_vector;
 
 std::size_t x_size(const Conv2dShape& s) { return std::size_t(s.batch) * s.in_channels * s.in_h * s.in_w; }
-std::size_t w_size(const Conv2dShape& s) { return std::size_t(s.filters) * s.in_channels * s.kernel_h * s.kernel_w; }
+std::size_t w_size(const Conv2dShape& s) { return static_cast<std::size_t>(s.weight_elements()); }
 std::size_t y_size(const Conv2dShape& s) { return std::size_t(s.batch) * s.filters * s.out_h() * s.out_w(); }
 
 void expect_close(const std::vector<float>& got, const std::vector<float>& want, double rtol) {
@@ -75,18 +75,35 @@ ConvResults run_im2col(const Conv& c) {
   return r;
 }
 
+// s on oneDNN gives im2col's outputs and accumulated gradients.
+void expect_dnnl_as_im2col(const Conv2dShape& s) {
+  DnnlOps ops(1);
+  ASSERT_TRUE(ops.runs_conv2d(s)) << s.in_channels << " channels, " << s.groups << " groups";
+  const Conv c(s);
+  const ConvResults got = run_dnnl(ops, c), want = run_im2col(c);
+  expect_close(got.y, want.y, 1e-5);
+  expect_close(got.dx, want.dx, 1e-5);
+  expect_close(got.dw, want.dw, 1e-5);
+  expect_close(got.db, want.db, 1e-5);
+}
+
 TEST(DnnlOps, ConvolutionsAgreeWithIm2colAndAccumulate) {
   for (const Conv2dShape& s : {Conv2dShape{3, 16, 9, 7, 24, 3, 3, 1, 1}, Conv2dShape{2, 20, 8, 8, 8, 5, 5, 2, 2},
-                               Conv2dShape{2, 32, 7, 7, 64, 1, 1, 2, 0}}) {
-    DnnlOps ops(1);
-    ASSERT_TRUE(ops.runs_conv2d(s));
-    const Conv c(s);
-    const ConvResults got = run_dnnl(ops, c), want = run_im2col(c);
-    expect_close(got.y, want.y, 1e-5);
-    expect_close(got.dx, want.dx, 1e-5);
-    expect_close(got.dw, want.dw, 1e-5);
-    expect_close(got.db, want.db, 1e-5);
-  }
+                               Conv2dShape{2, 32, 7, 7, 64, 1, 1, 2, 0}})
+    expect_dnnl_as_im2col(s);
+}
+
+Conv2dShape grouped(Conv2dShape s, int groups) {
+  s.groups = groups;
+  return s;
+}
+
+// oneDNN takes our K x C/G x R x S weights as G x K/G x C/G x R x S: depthwise (its jit_dw kernel), strided, and
+// four groups of 8 channels.
+TEST(DnnlOps, GroupedConvolutionsAgreeWithIm2col) {
+  for (const Conv2dShape& s : {grouped({3, 32, 9, 9, 32, 3, 3, 1, 1}, 32), grouped({2, 32, 9, 9, 32, 3, 3, 2, 1}, 32),
+                               grouped({2, 32, 7, 7, 64, 1, 1, 1, 0}, 4)})
+    expect_dnnl_as_im2col(s);
 }
 
 // backward() reorders dy once for both gradients: the filter gradient is the same with or without the data

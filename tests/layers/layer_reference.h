@@ -1,6 +1,7 @@
 // Owns the layer tests' reference arithmetic: each layer kind's forward and backward written as direct loops in
-// double on the host, the definition every backend is checked against (NCHW, weights K x C x R x S, W of dense
-// stored out x in, average pooling counting padding, unbiased running variance).
+// double on the host, the definition every backend is checked against (NCHW, weights K x C/G x R x S with filter k
+// reading the input channels of group k / (K/G) only, W of dense stored out x in, average pooling counting padding,
+// unbiased running variance).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -20,15 +21,21 @@ struct ConvReference {
   kernels::Conv2dShape s;
   size_t x_at(int n, int c, int h, int w) const { return ((size_t(n) * s.in_channels + c) * s.in_h + h) * s.in_w + w; }
   size_t y_at(int n, int k, int h, int w) const { return ((size_t(n) * s.filters + k) * s.out_h() + h) * s.out_w() + w; }
-  size_t w_at(int k, int c, int r, int q) const { return ((size_t(k) * s.in_channels + c) * s.kernel_h + r) * s.kernel_w + q; }
-  // Calls f(n, k, oh, ow, c, r, q, ih, iw) for every term whose input position lies inside the image.
+  int per_group() const { return s.in_channels / s.groups; }  // the input channels one filter reads
+  // c is an input channel of filter k's group: the weight's own channel index is c's place within that group.
+  size_t w_at(int k, int c, int r, int q) const {
+    return ((size_t(k) * per_group() + c % per_group()) * s.kernel_h + r) * s.kernel_w + q;
+  }
+  // Calls f(n, k, oh, ow, c, r, q, ih, iw) for every term whose input position lies inside the image, c running over
+  // the input channels of filter k's group.
   template <class F>
   void for_each_term(F f) const {
+    const int filters_per_group = s.filters / s.groups;
     for (int n = 0; n < s.batch; ++n)
       for (int k = 0; k < s.filters; ++k)
         for (int oh = 0; oh < s.out_h(); ++oh)
           for (int ow = 0; ow < s.out_w(); ++ow)
-            for (int c = 0; c < s.in_channels; ++c)
+            for (int c = k / filters_per_group * per_group(); c < (k / filters_per_group + 1) * per_group(); ++c)
               for (int r = 0; r < s.kernel_h; ++r)
                 for (int q = 0; q < s.kernel_w; ++q) {
                   const int ih = oh * s.stride + r - s.padding, iw = ow * s.stride + q - s.padding;

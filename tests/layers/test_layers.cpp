@@ -201,8 +201,10 @@ Reference reference_for(const LayerSpec& spec, Shape in) {
   if (t == "conv2d") {
       const int kernel = spec.integer("kernel");
       const bool bias = spec.flag("bias");
-      const ConvReference c{{in.n, in.c, in.h, in.w, spec.integer("filters"), kernel, kernel, spec.integer("stride"),
-                             spec.integer("padding")}};
+      ConvReference c{{in.n, in.c, in.h, in.w, spec.integer("filters"), kernel, kernel, spec.integer("stride"),
+                       spec.integer("padding")}};
+      const int groups = spec.integer("groups");
+      c.s.groups = groups;
       r.forward = [=](Mode, const Values& x, const std::vector<Values>& p, std::vector<Values>&) {
         return c.forward(x, p[0], bias ? &p[1] : nullptr);
       };
@@ -210,7 +212,8 @@ Reference reference_for(const LayerSpec& spec, Shape in) {
         c.backward_filter(x, dy, g[0], bias ? &g[1] : nullptr);
         return c.backward_data(dy, p[0]);
       };
-      r.forward_flops_per_sample = 2.0 * spec.integer("filters") * c.s.out_h() * c.s.out_w() * in.c * kernel * kernel;
+      r.forward_flops_per_sample =
+          2.0 * spec.integer("filters") * c.s.out_h() * c.s.out_w() * (in.c / groups) * kernel * kernel;
   } else if (t == "dense") {
       const bool bias = spec.flag("bias");
       const DenseReference d{in.n, static_cast<int>(in.per_sample()), spec.integer("units")};
@@ -271,9 +274,9 @@ Reference reference_for(const LayerSpec& spec, Shape in) {
 LayerSpec spec(std::string_view type, const std::vector<config::LayerArg>& args = {}) {
   return config::layer_spec(type, args, "test.layers[0]");
 }
-LayerSpec conv(int filters, int kernel, int stride, int padding, bool bias) {
+LayerSpec conv(int filters, int kernel, int stride, int padding, bool bias, int groups = 1) {
   return spec("conv2d", {{"filters", filters}, {"kernel", kernel}, {"stride", stride}, {"padding", padding},
-                         {"bias", bias}});
+                         {"bias", bias}, {"groups", groups}});
 }
 LayerSpec dense(int units, bool bias) { return spec("dense", {{"units", units}, {"bias", bias}}); }
 LayerSpec pool(std::string_view type, int size, int stride, int padding) {
@@ -511,6 +514,21 @@ TEST_P(LayerTest, ConvManyChannelsWithBias) { check(conv(24, 3, 1, 1, true), {4,
 TEST_P(LayerTest, ConvManyChannelsStride2Odd) { check(conv(16, 3, 2, 1, false), {3, 32, 9, 9}, {kConv, kConv, true}); }
 TEST_P(LayerTest, Conv1x1ManyChannels) { check(conv(64, 1, 1, 0, false), {2, 32, 7, 7}, {kConv, kConv, true}); }
 TEST_P(LayerTest, ConvPaddedChannelBlocks) { check(conv(20, 3, 1, 1, true), {2, 20, 6, 6}, {kConv, kConv, true}); }
+// Grouped convolutions (groups = G, PyTorch's): each filter reads the C/G channels of its group; depthwise is G = C.
+TEST_P(LayerTest, ConvTwoGroupsWithBias) { check(conv(12, 3, 1, 1, true, 2), {3, 6, 7, 7}, {kConv, kConv, true}); }
+TEST_P(LayerTest, ConvDepthwise3x3) { check(conv(8, 3, 1, 1, false, 8), {4, 8, 9, 9}, {kConv, kConv, true}); }
+TEST_P(LayerTest, ConvDepthwise3x3Stride2) { check(conv(8, 3, 2, 1, false, 8), {3, 8, 9, 9}, {kConv, kConv, true}); }
+TEST_P(LayerTest, ConvDepthwiseChannelMultiplier) {
+  check(conv(8, 3, 1, 1, true, 4), {3, 4, 7, 7}, {kConv, kConv, true});
+}
+TEST_P(LayerTest, ConvGrouped1x1) { check(conv(12, 1, 1, 0, false, 3), {3, 6, 5, 5}, {kConv, kConv, true}); }
+// From 16 input channels the CPU twin's grouped convolutions run on oneDNN's.
+TEST_P(LayerTest, ConvDepthwiseManyChannels) {
+  check(conv(32, 3, 1, 1, false, 32), {4, 32, 9, 9}, {kConv, kConv, true});
+}
+TEST_P(LayerTest, ConvGroupedManyChannelsStride2WithBias) {
+  check(conv(32, 3, 2, 1, true, 4), {3, 32, 9, 9}, {kConv, kConv, true});
+}
 
 TEST_P(LayerTest, DenseWithBias) { check(dense(13, true), {5, 37, 1, 1}, {kGemm, kGemm, true}); }
 TEST_P(LayerTest, DenseOnImageShapedInputWithoutBias) { check(dense(10, false), {3, 4, 3, 3}, {kGemm, kGemm, true}); }

@@ -74,7 +74,7 @@ std::byte* at_image(void* base, int image, int64_t values_per_image) {
 
 bool CudaBackend::gemm_conv(const model::Conv2dShape& s) const {
   const int64_t weights_per_filter = int64_t{s.in_channels} * s.kernel_h * s.kernel_w;
-  return state_->options.few_channel_gemm && nhwc(s.data) && s.in_channels % 8 != 0 &&
+  return state_->options.few_channel_gemm && s.groups == 1 && nhwc(s.data) && s.in_channels % 8 != 0 &&
          weights_per_filter <= kc::kMaxIm2colColumns && s.kernel_h < 256 && s.kernel_w < 256;
 }
 

@@ -173,7 +173,10 @@ std::string ConvGraphs::frontend_version() {
 ConvGraphs::ConvGraphs(cudnnHandle_t handle, std::size_t workspace_limit_bytes, bool deterministic, bool measure)
     : impl_(std::make_unique<Impl>(Impl{handle, workspace_limit_bytes, deterministic, measure, {}})) {}
 
+// Grouped convolutions stay on the legacy API, which takes the group count (dnn.cpp); these graphs are built
+// ungrouped.
 const ConvGraph* ConvGraphs::prepare(const kernels::Conv2dShape& g, ConvDirection d) {
+  if (g.groups != 1) return nullptr;
   auto it = impl_->graphs.find({g, d});
   if (it == impl_->graphs.end()) it = impl_->graphs.emplace(std::pair{g, d}, impl_->build(g, d)).first;
   return it->second.graph ? &it->second : nullptr;

@@ -44,7 +44,8 @@ class ConvGraphs {
   ConvGraphs(const ConvGraphs&) = delete;
   ConvGraphs& operator=(const ConvGraphs&) = delete;
 
-  // Builds g's graph for direction d if not yet tried; null where no plan builds (always, without cudnn-frontend).
+  // Builds g's graph for direction d if not yet tried; null where no plan builds (always, without cudnn-frontend,
+  // and for grouped convolutions).
   // The graph lives as long as this object.
   const ConvGraph* prepare(const kernels::Conv2dShape& g, ConvDirection d);
   std::size_t workspace_bytes(const ConvGraph& graph) const;

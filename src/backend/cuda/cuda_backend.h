@@ -175,7 +175,8 @@ class CudaBackend final : public model::Backend {
   // The same for a convolution's filters, KRSC where its activations are NHWC.
   const void* filters_in(const model::Conv2dShape& s, const float* w, bool convert);
   // The shape cuDNN runs convolution s as: on 16-bit NHWC activations, its input channels padded with zeros to a
-  // multiple of 8, which tensor-core kernels read (a 7x7 stem on 3 channels otherwise runs on slow ones).
+  // multiple of 8, which tensor-core kernels read (a 7x7 stem on 3 channels otherwise runs on slow ones); a grouped
+  // one as it is (padding would move the groups' boundaries).
   model::Conv2dShape conv_shape(const model::Conv2dShape& s) const;
   // How s's NHWC input is padded to conv_shape's channels (rows of channels, one per position), with the backend's
   // padding buffer made large enough for it where it is padded.

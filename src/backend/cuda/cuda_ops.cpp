@@ -87,14 +87,15 @@ const void* CudaBackend::weights_in(ElementType type, const float* w, int64_t co
 // NHWC filters are KRSC: K filters of C channels at R*S positions, reordered as an activation is.
 const void* CudaBackend::filters_in(const model::Conv2dShape& s, const float* w, bool convert) {
   if (!nhwc(s.data)) return weights_in(s.data, w, s.weight_elements(), convert);
-  const KrscFilters krsc{{s.filters, s.in_channels, int64_t{s.kernel_h} * s.kernel_w, s.data},
-                         conv_shape(s).in_channels};
+  const KrscFilters krsc{{s.filters, s.group_channels(), int64_t{s.kernel_h} * s.kernel_w, s.data},
+                         conv_shape(s).group_channels()};
   return weights_in(s.data, w, s.weight_elements(), convert, &krsc);
 }
 
 model::Conv2dShape CudaBackend::conv_shape(const model::Conv2dShape& s) const {
   model::Conv2dShape padded = s;
-  if (nhwc(s.data)) padded.in_channels = static_cast<int>(kernels::tensor_core_channels(s.in_channels));
+  if (nhwc(s.data) && s.groups == 1)
+    padded.in_channels = static_cast<int>(kernels::tensor_core_channels(s.in_channels));
   return padded;
 }
 

@@ -118,9 +118,9 @@ bool pick(const Perf* perf, int count, std::size_t limit, bool deterministic_onl
 }
 
 std::string describe(const Conv2dShape& g) {
-  return fmt::format("{}x{}x{}x{} {} input, {} filters {}x{} stride {} padding {}", g.batch, g.in_channels, g.in_h,
-                     g.in_w, kernels::element_type_name(g.data), g.filters, g.kernel_h, g.kernel_w, g.stride,
-                     g.padding);
+  return fmt::format("{}x{}x{}x{} {} input, {} filters {}x{} stride {} padding {} groups {}", g.batch,
+                     g.in_channels, g.in_h, g.in_w, kernels::element_type_name(g.data), g.filters, g.kernel_h,
+                     g.kernel_w, g.stride, g.padding, g.groups);
 }
 
 }  // namespace
@@ -193,7 +193,7 @@ ConvPlan& Dnn::Impl::conv(const Conv2dShape& g) {
   cudnnFilterDescriptor_t w = nullptr;
   CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
   p->w = FilterDesc(w);
-  CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, cudnn_type(g.data), format(g.data), g.filters, g.in_channels,
+  CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, cudnn_type(g.data), format(g.data), g.filters, g.group_channels(),
                                          g.kernel_h, g.kernel_w));
   cudnnConvolutionDescriptor_t c = nullptr;
   CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&c));
@@ -201,6 +201,7 @@ ConvPlan& Dnn::Impl::conv(const Conv2dShape& g) {
   // Cross-correlation is what every framework calls convolution; fp32 accumulation.
   CUDNN_CHECK(cudnnSetConvolution2dDescriptor(c, g.padding, g.padding, g.stride, g.stride, 1, 1,
                                               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  CUDNN_CHECK(cudnnSetConvolutionGroupCount(c, g.groups));
   // Strict fp32 needs FMA_MATH: cuDNN's default lets fp32 convolutions run on TF32 tensor cores (10-bit mantissa
   // inputs), which is not the CPU twin's arithmetic. TF32 mode asks for exactly that default. 16-bit operands are
   // what tensor cores take as they are.
@@ -446,7 +447,7 @@ void Dnn::conv_backward_filter(const Conv2dShape& g, const void* x, const void* 
   const int64_t positions = int64_t{g.kernel_h} * g.kernel_w;
   if (nhwc) {  // KRSC, as the filters are: back to our KCRS before it meets the fp32 gradient
     impl_->filter_gradient_kcrs.ensure(filter.bytes(), impl_->stream);
-    const kernels::Planes krsc{g.filters, g.in_channels, positions, g.data};
+    const kernels::Planes krsc{g.filters, g.group_channels(), positions, g.data};
     kernels::cuda::reorder_layout(krsc, kernels::ActivationLayout::nchw, dw16, impl_->filter_gradient_kcrs.get(),
                                   impl_->stream);
     dw16 = impl_->filter_gradient_kcrs.get();
@@ -457,8 +458,8 @@ void Dnn::conv_backward_filter(const Conv2dShape& g, const void* x, const void* 
     kernels::cuda::resize_rows(crop, dw16, impl_->filter_gradient.get(), impl_->stream);
     dw16 = impl_->filter_gradient.get();
   }
-  kernels::cuda::accumulate_into_fp32({int64_t{g.filters} * weight_channels * positions, g.data}, dw16, dw,
-                                      impl_->stream);
+  const int64_t weights = int64_t{g.filters} * (weight_channels / g.groups) * positions;
+  kernels::cuda::accumulate_into_fp32({weights, g.data}, dw16, dw, impl_->stream);
   if (dbias && nhwc) {
     const int rows = g.batch * g.out_h() * g.out_w();
     const auto partials = static_cast<std::size_t>(kernels::cuda::bias_grad_tall_partials(rows, g.filters));

@@ -1,5 +1,6 @@
-// Owns the 2-D convolution layer: NCHW, weights K x C x R x S, optional bias; its output channel-blocked where the
-// batch norm after it takes that, and its input where the batch norm before it writes that (Layer::output_blocks).
+// Owns the 2-D convolution layer: NCHW, weights K x C/G x R x S (G groups as PyTorch's; depthwise is G = C),
+// optional bias; its output channel-blocked where the batch norm after it takes that, and its input where the batch
+// norm before it writes that (Layer::output_blocks).
 #include <fmt/format.h>
 
 #include "model/layer_registry.h"
@@ -16,10 +17,11 @@ class Conv2d final : public LeafLayer {
         kernel_(spec.integer("kernel")),
         stride_(spec.integer("stride")),
         padding_(spec.integer("padding")),
+        groups_(spec.integer("groups")),
         bias_(spec.flag("bias")) {}
   std::string describe() const override {
-    return fmt::format("conv2d {}x{}x{} s{} p{}", kernel_, kernel_, filters_, stride_,
-                       padding_);
+    return fmt::format("conv2d {}x{}x{} s{} p{}{}", kernel_, kernel_, filters_, stride_, padding_,
+                       groups_ > 1 ? fmt::format(" g{}", groups_) : "");
   }
   Shape setup(const Shape& in) override {
     in_ = in;
@@ -27,8 +29,12 @@ class Conv2d final : public LeafLayer {
     if (in.h + 2 * padding_ < kernel_ || in.w + 2 * padding_ < kernel_)
       shape_error(in, fmt::format("a {}x{} kernel with padding {} does not fit", kernel_, kernel_,
                                   padding_));
+    if (in.c % groups_ != 0 || filters_ % groups_ != 0)
+      shape_error(in, fmt::format("groups = {} must divide both its {} input channels and its {} filters", groups_,
+                                  in.c, filters_));
     shape_ = {in.n, in.c, in.h, in.w, filters_, kernel_, kernel_, stride_, padding_};
     shape_.data = data_;
+    shape_.groups = groups_;
     out_ = {in.n, filters_, shape_.out_h(), shape_.out_w()};
     scratch_ = backend_.conv2d_prepare(shape_);
     return out_;
@@ -57,7 +63,7 @@ class Conv2d final : public LeafLayer {
   // The filter gradient reads the input.
   MemoryUse memory_use() const override { return {.backward_reads_input = true, .scratch = scratch_}; }
   std::vector<ParamDecl> param_decls() const override {
-    return params_.decls(filters_, int64_t{in_.c} * kernel_ * kernel_, bias_);
+    return params_.decls(filters_, int64_t{shape_.group_channels()} * kernel_ * kernel_, bias_);
   }
   void bind(std::span<float* const> p, std::span<float* const> g, std::span<float* const>) override {
     params_.bind(p, g);
@@ -75,30 +81,33 @@ class Conv2d final : public LeafLayer {
 
  private:
   static std::vector<int> blocks(int block) { return block > 1 ? std::vector<int>{block} : std::vector<int>{}; }
-  int filters_, kernel_, stride_, padding_;
+  int filters_, kernel_, stride_, padding_, groups_;
   bool bias_;
   Conv2dShape shape_;
   ScratchBytes scratch_;
   WeightAndBias params_;
 };
 
-// ONNX Conv: the weight is K x C x k x k, C following from its size.
+// ONNX Conv: the weight is K x C/G x k x k, C/G following from its size.
 std::string conv2d_onnx(OnnxLayerWriter& w, const config::LayerSpec& s, const std::string& x) {
   const int64_t k = s.integer("kernel"), stride = s.integer("stride"), pad = s.integer("padding");
   std::vector<std::string> in{x, w.parameter(".weight", {s.integer("filters"), -1, k, k}).name};
   if (s.flag("bias")) in.push_back(w.parameter(".bias", {-1}).name);
   return w.graph().node("Conv", in, {io::OnnxAttribute::list("kernel_shape", {k, k}),
                                      io::OnnxAttribute::list("strides", {stride, stride}),
-                                     io::OnnxAttribute::list("pads", {pad, pad, pad, pad})});
+                                     io::OnnxAttribute::list("pads", {pad, pad, pad, pad}),
+                                     io::OnnxAttribute::integer("group", s.integer("groups"))});
 }
 
 const LayerRegistration kConv2d{{
     .keys = {.type = "conv2d",
-             .help = "2-D convolution over NCHW, weights filters x channels x kernel x kernel",
+             .help = "2-D convolution over NCHW, weights filters x channels/groups x kernel x kernel",
              .keys = {config::required_integer("filters", 1, "output channels"),
                       config::required_integer("kernel", 1, "window side"),
                       config::integer_key("stride", 1, 1, "step of the window"),
                       config::integer_key("padding", 0, 0, "zeros added on each side"),
+                      config::integer_key("groups", 1, 1,
+                                          "channel groups, dividing channels and filters (depthwise: channels)"),
                       config::flag_key("bias", true, "a learned bias per output channel")}},
     .make = make_layer_of<Conv2d>,
     .onnx = conv2d_onnx,
