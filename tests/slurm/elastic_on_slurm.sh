@@ -6,7 +6,8 @@
 #             the kill, from the newest step checkpoint, ends COMPLETED 0 with one membership record (4 -> 2 ranks,
 #             n2, the step resumed from); and it ends on the parameters of a run started on 2 ranks from that
 #             checkpoint (mpirun, same settings)
-#   bad       a bad job key and a damaged shard end the job at once with 3 and 4: no restart
+#   bad       a bad job key and a damaged shard end the job at once with 3 and 4, a diverging learning rate (a
+#             non-finite loss) with 6: no restart
 #   spent     ELASTIC_MAX_RESTARTS=1: n2's ranks killed, then n1's after the restart: the job ends non-zero and
 #             its log holds the history of both launches
 # Usage: elastic_on_slurm.sh RINGTRAIN SOURCE_DIR
@@ -100,11 +101,12 @@ else
   fail "no checkpoint of step 8 in 120 s: $(tail -5 "$out")"
 fi
 
-# ---- bad: the input errors are not retried
+# ---- bad: the input errors and a diverged run are not retried
 mkdir -p "$scratch/damaged" && cp -a "$scratch/data/train" "$scratch/data/test" "$scratch/damaged/"
 first=$(ls "$scratch/damaged/train"/shard-*.h5 | head -1)
 truncate -s 2000 "$first"
-for case in "badkey 3 --set train.epochs=-1" "damaged 4 --set data.train=$scratch/damaged/train"; do
+for case in "badkey 3 --set train.epochs=-1" "damaged 4 --set data.train=$scratch/damaged/train" \
+            "diverged 6 --set optimizer.base_lr=1000 --set optimizer.warmup_epochs=0"; do
   set -- $case
   name=$1 want=$2
   shift 2
