@@ -24,6 +24,7 @@
 #include "common/error.h"
 #include "config/job_config.h"
 #include "config/layer_types.h"
+#include "model/layer_registry.h"
 #include "model/layers/layers.h"
 #include "tests/layers/layer_reference.h"
 
@@ -486,6 +487,29 @@ void LayerTest::check(const LayerSpec& s, Shape in, CheckOptions o) {
       EXPECT_TRUE(close(download_activations(d_dx.as<void>(), bin), want_dx, o.backward))
           << "backward after in place";
     }
+  }
+}
+
+// A layer kind cannot register without what the rest of the program needs of it, nor without a reference here that
+// its LayerTest cases check every backend against: each registered type, with its required keys at their minimum,
+// has a maker and an ONNX form, and reference_for knows it.
+TEST(LayerRegistry, EveryKindHasAMakerAnOnnxFormAndAReference) {
+  ASSERT_FALSE(config::layer_types().empty()) << "no layer kind registered: are model/layers' objects linked?";
+  for (const config::LayerType* type : config::layer_types()) {
+    SCOPED_TRACE(type->type);
+    std::vector<config::LayerArg> args;
+    for (const config::LayerKey& k : type->keys)
+      if (k.required && k.kind == config::LayerKeyKind::integer) args.emplace_back(k.name, static_cast<int>(k.min));
+      else if (k.required) args.emplace_back(k.name, k.min);
+    const LayerSpec s = config::layer_spec(type->type, args);
+    const model::LayerKind& kind = model::layer_kind(s);
+    EXPECT_TRUE(kind.make) << "no maker";
+    EXPECT_TRUE(kind.onnx) << "no ONNX form";
+    // Views and random masks have tests of their own (FlattenAndDropoutAtRateZeroAreViews,
+    // DropoutTrainsInvertedAndReproduciblyAndCopiesInEvaluation) rather than a reference.
+    if (s.is("flatten") || s.is("dropout")) continue;
+    const Reference r = reference_for(s, {2, 1, 4, 4});
+    EXPECT_TRUE(r.forward && r.backward) << "no reference in tests/layers/test_layers.cpp";
   }
 }
 
