@@ -11,7 +11,9 @@ namespace {
 
 class BatchNorm final : public LeafLayer {
  public:
-  using LeafLayer::LeafLayer;
+  // The numbers every forward and backward pass hands the backend, read from the spec once.
+  BatchNorm(const config::LayerSpec& spec, Backend& backend, ElementType data)
+      : LeafLayer(spec, backend, data), momentum_(spec.number("momentum")), epsilon_(spec.number("epsilon")) {}
   std::string describe() const override { return "batchnorm"; }
   Shape setup(const Shape& in) override {
     in_ = out_ = in;
@@ -114,7 +116,7 @@ class BatchNorm final : public LeafLayer {
         if (takes(block)) blocks.push_back(block);
     return blocks;
   }
-  BatchNormSettings settings() const { return {spec_.number("momentum"), spec_.number("epsilon"), relu_, pool_}; }
+  BatchNormSettings settings() const { return {momentum_, epsilon_, relu_, pool_}; }
   // The backends compute dx in the same pass as the parameter gradients, so a batch norm that is the network's
   // first layer (no dx wanted) writes it into a buffer of its own, made on first use.
   void* scratch_dx() {
@@ -124,6 +126,7 @@ class BatchNorm final : public LeafLayer {
   BatchNormBuffers buffers_;
   DeviceBuffer saved_mean_, saved_inv_std_, unused_dx_, pool_argmax_;
   float *dgamma_ = nullptr, *dbeta_ = nullptr;
+  double momentum_, epsilon_;
   bool relu_ = false;
   bool join_ = false;  // the residual join after it (fuse_join): relu(y + shortcut) is its output
   std::optional<FusedMaxPool> pool_;

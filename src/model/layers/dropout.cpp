@@ -10,8 +10,9 @@ namespace {
 
 class Dropout final : public LeafLayer {
  public:
-  using LeafLayer::LeafLayer;
-  std::string describe() const override { return fmt::format("dropout {}", spec_.number("rate")); }
+  Dropout(const config::LayerSpec& spec, Backend& backend, ElementType data)
+      : LeafLayer(spec, backend, data), rate_(spec.number("rate")) {}
+  std::string describe() const override { return fmt::format("dropout {}", rate_); }
   Shape setup(const Shape& in) override {
     in_ = out_ = in;
     return out_;
@@ -37,8 +38,9 @@ class Dropout final : public LeafLayer {
   }
 
  private:
-  bool active() const { return spec_.number("rate") > 0; }
-  float rate() const { return static_cast<float>(spec_.number("rate")); }
+  bool active() const { return rate_ > 0; }
+  float rate() const { return static_cast<float>(rate_); }
+  double rate_;  // read from the spec once: forward and backward ask for it every step
   DeviceBuffer mask_;
 };
 
