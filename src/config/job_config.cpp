@@ -387,14 +387,47 @@ void check_together(Reader& r, JobConfig::Optimizer& o) {
               "e.g. [30, 60, 80]");
 }
 
+// The new head of a fine-tuned model: the last layer keeps its place and keys, with one unit per new class.
+void replace_head(Reader& r, JobConfig::Model& m) {
+  if (m.replace_head == 0 || m.layers.empty()) return;
+  LayerSpec& last = m.layers.back();
+  if (!last.is("dense")) {
+    r.problem(fmt::format("'model.replace_head' gives the last layer new units, but {} is a {} layer; end the "
+                          "model in a dense layer, or set model.replace_head = 0",
+                          last.where, last.type));
+    return;
+  }
+  last.values["units"] = int64_t{m.replace_head};
+}
+
 // model.layers is no schema row: each layer type takes its own keys.
 void check_together(Reader& r, JobConfig::Model& m) {
   if (auto* model = r.root()["model"].as_table(); model && model->contains("layers")) {
     m.layers = r.layers(model->get("layers"), "model.layers", 0);
+    replace_head(r, m);
   } else {
     r.problem("missing required key 'model.layers': declare the model as [[model.layers]] tables ending in a "
               "dense layer with one unit per class");
   }
+}
+
+// train.freeze names a top-level layer, and not the last: a frozen prefix must leave something to train.
+void check_freeze(Reader& r, const JobConfig& c) {
+  const std::string& name = c.train.freeze;
+  if (name.empty()) return;
+  const auto& layers = c.model.layers;
+  for (size_t i = 0; i < layers.size(); ++i)
+    if (layers[i].name == name) {
+      if (i + 1 == layers.size())
+        r.problem(fmt::format("'train.freeze' = \"{}\" names the last layer ({}), which would leave nothing to "
+                              "train; name a layer before it",
+                              name, layers[i].where));
+      return;
+    }
+  r.problem(fmt::format("'train.freeze' = \"{}\" names no top-level layer of model.layers; give the last layer to "
+                        "keep fixed a `name` key (layers inside a residual block cannot be named here: name the "
+                        "block)",
+                        name));
 }
 
 }  // namespace
@@ -420,6 +453,7 @@ JobConfig parse_job(std::string_view toml_text, const std::filesystem::path& fil
     r.read(section, part);
     check_together(r, part);
   });
+  check_freeze(r, c);
 
   if (!r.problems().empty()) {
     std::string message = fmt::format("job file '{}' has {} problem{}:", file.string(), r.problems().size(),

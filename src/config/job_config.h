@@ -59,6 +59,8 @@ struct JobConfig {
     double loss_scale_init;  // fp16's dynamic loss scaling (train/loss_scaler.h)
     int64_t loss_scale_growth_interval;
     double ema_decay;  // 0: no average of the weights (model/weight_average.h)
+    std::filesystem::path init_from;  // fine-tuning: a checkpoint whose weights a fresh run starts from ("": none)
+    std::string freeze;               // fine-tuning: the top-level layer whose parameters and those before stay fixed
   } train;
 
   struct Optimizer {
@@ -79,11 +81,13 @@ struct JobConfig {
     double decay_factor;            // steps
     double poly_power;              // poly
     double clip_global_norm;        // 0: off
+    double head_lr_multiplier;      // the last layer with parameters trains at this x the rate
   } optimizer;
 
   struct Model {
     Model();
     std::string name;
+    int replace_head;               // > 0: the last layer (dense) gets this many units, initialised from the seed
     std::vector<LayerSpec> layers;  // not a schema key: read per layer type
   } model;
 

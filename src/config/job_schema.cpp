@@ -168,6 +168,14 @@ Section<Train> train_keys() {
                         "0 = off, else d in (0, 1), e.g. 0.9999: after every optimizer step ema = d x ema + (1 - d) x "
                         "param over all parameters (timm's ModelEmaV2); saved in checkpoints, used by evaluate, "
                         "predict and export with --weights ema"),
+          text<Train>("init_from", &Train::init_from, "",
+                      "fine-tuning: a checkpoint (from train, or from ringtrain import) whose parameters and batch-norm "
+                      "statistics a fresh run starts from instead of the seeded initialisation; the optimizer's state "
+                      "and the position start anew (\"\": off; --resume continues a run instead)"),
+          text<Train>("freeze", &Train::freeze, "",
+                      "fine-tuning: the name of a top-level layer (its `name` key) whose parameters, and those of every "
+                      "layer before it, stay fixed; those layers run as in evaluation (batch norm on its running "
+                      "statistics, no dropout) and backward stops after them (\"\": train every layer)"),
       });
 }
 
@@ -223,12 +231,19 @@ Section<Optimizer> optimizer_keys() {
                     "global L2 norm of every parameter's gradient (of the unscaled loss under fp16), as "
                     "torch.nn.utils.clip_grad_norm_; the epoch record gives the norm's mean and max (a device "
                     "readback per step)"),
+          number<O>("head_lr_multiplier", &O::head_lr_multiplier, 1.0, {0.0, 1e3},
+                    "fine-tuning: the last layer with parameters (the classifier) trains at this x the scheduled rate; "
+                    "weight decay scales with it"),
       });
 }
 
 Section<Model> model_keys() {
   return section<Model>("model", &JobConfig::model,
-                        {text<Model>("name", &Model::name, "model", "label for logs")});
+                        {text<Model>("name", &Model::name, "model", "label for logs"),
+                         integer<Model>("replace_head", &Model::replace_head, 0, {0, 1 << 24},
+                                        "fine-tuning: > 0 gives the last layer, which must be dense, this many units "
+                                        "(the classes of the new data), initialised from the seed and not taken from "
+                                        "train.init_from (0: off)")});
 }
 
 Section<Run> run_keys() {

@@ -55,7 +55,7 @@ Graph::Graph(const std::vector<config::LayerSpec>& specs, Backend& backend, Shap
              ElementType activations)
     : fuse_(fuse), activation_type_(activations) {
   add_value(input, -1);
-  output_ = emit_chain(specs, kInput, SeedPath{}, 0, backend);
+  output_ = emit_chain(specs, kInput, SeedPath{}, 0, backend, &top_level_ends_);
 }
 
 int Graph::add_value(Shape shape, int producer) {
@@ -64,15 +64,19 @@ int Graph::add_value(Shape shape, int producer) {
 }
 
 int Graph::emit_chain(const std::vector<config::LayerSpec>& specs, int input, const SeedPath& chain_seed,
-                      uint64_t chain_xor, Backend& backend) {
+                      uint64_t chain_xor, Backend& backend, std::vector<int>* ends) {
   int current = input;
   Layer* previous = nullptr;  // the layer whose output is `current`, where it is this chain's
+  const auto record_ends = [&](size_t through) {
+    if (ends) ends->resize(through + 1, static_cast<int>(steps_.size()));
+  };
   for (size_t i = 0; i < specs.size(); ++i) {
     SeedPath seed = chain_seed;
     seed.levels.push_back({chain_xor, i});
     if (specs[i].is(config::kResidual)) {
       current = emit_residual(specs[i], current, seed, backend);
       previous = nullptr;
+      record_ends(i);
       continue;
     }
     owned_.push_back(make_layer(specs[i], backend, activation_type_));
@@ -91,6 +95,7 @@ int Graph::emit_chain(const std::vector<config::LayerSpec>& specs, int input, co
       if (previous) hand_over_blocked(*previous, *layer);  // once the layer knows what it fused
     }
     previous = layer;
+    record_ends(i);
   }
   return current;
 }

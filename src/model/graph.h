@@ -68,11 +68,15 @@ class Graph {
   ElementType activation_type() const { return activation_type_; }
   // The layers in step order, which is the order of their parameters in the flat buffers.
   const std::vector<const Layer*>& layers() const { return layer_order_; }
+  // For each top-level spec, the number of steps that run up to and including it (a spec fused into the step
+  // before it ends where that step does).
+  const std::vector<int>& top_level_step_ends() const { return top_level_ends_; }
 
  private:
   int add_value(Shape shape, int producer);
+  // ends: where given, the step count after each spec (top_level_step_ends()).
   int emit_chain(const std::vector<config::LayerSpec>& specs, int input, const SeedPath& chain_seed,
-                 uint64_t chain_xor, Backend& backend);
+                 uint64_t chain_xor, Backend& backend, std::vector<int>* ends = nullptr);
   int emit_residual(const config::LayerSpec& spec, int input, const SeedPath& seed, Backend& backend);
   // Lets `layer` (spec i, output value `output`) take on the ReLU after it and a pool after that; returns the
   // index of the last spec it took.
@@ -85,6 +89,7 @@ class Graph {
   std::vector<const Layer*> layer_order_;
   std::vector<Value> values_;
   std::vector<Step> steps_;
+  std::vector<int> top_level_ends_;
   int output_ = kInput;
   bool fuse_ = true;
   ElementType activation_type_ = ElementType::f32;

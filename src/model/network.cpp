@@ -83,6 +83,29 @@ Network::Network(const std::vector<config::LayerSpec>& layers, Backend& backend,
   if (stored_nhwc(backend, options.activations, input))
     boundary_.reordered_input = backend.allocate(elements(input).bytes());
   lay_out_parameters();
+  freeze_through(layers, options.freeze_through);
+}
+
+void Network::freeze_through(const std::vector<config::LayerSpec>& layers, const std::string& name) {
+  if (name.empty()) return;
+  const auto spec = std::find_if(layers.begin(), layers.end(), [&](const auto& l) { return l.name == name; });
+  if (spec == layers.end())
+    throw JobFileError(fmt::format("train.freeze = \"{}\" names no top-level layer of model.layers", name));
+  frozen_steps_ = graph_.top_level_step_ends()[static_cast<size_t>(spec - layers.begin())];
+  for (int k = 0; k < frozen_steps_; ++k)
+    if (const Layer* layer = graph_.steps()[static_cast<size_t>(k)].layer)
+      frozen_params_ = std::max(frozen_params_, layer_param_range(*layer).first + layer_param_range(*layer).second);
+  // Parameters lie in step order, so the frozen ones are a prefix; the optimizer's rate groups rely on it.
+  for (int k = frozen_steps_; k < static_cast<int>(graph_.steps().size()); ++k)
+    if (const Layer* layer = graph_.steps()[static_cast<size_t>(k)].layer;
+        layer && layer_param_range(*layer).second > 0 && layer_param_range(*layer).first < frozen_params_)
+      throw Error(ExitCode::internal, "a trained layer's parameters lie among the frozen ones");
+}
+
+const Layer* Network::head() const {
+  const Layer* last = nullptr;
+  for (const ParamTensor& t : tensors_) last = t.layer;
+  return last;
 }
 
 MemoryNeed Network::count_memory(double caller_bytes_per_parameter) const {
@@ -200,7 +223,8 @@ Tensor Network::forward(const Tensor& x_f32, Mode mode, uint64_t seed) {
     void* out = activation(step.output, x);
     if (step.layer) {
       const void* shortcut = step.kind == Step::Kind::join ? activation(step.inputs[1], x) : nullptr;
-      const ForwardPass pass{{in, in_shape, x.type}, out, mode, step.seed.apply(seed),
+      const Mode step_mode = k < frozen_steps_ ? Mode::eval : mode;
+      const ForwardPass pass{{in, in_shape, x.type}, out, step_mode, step.seed.apply(seed),
                              scratch(plan_.scratch(k).forward), shortcut};
       profiled(*step.layer, in_shape, false, [&] { step.layer->forward(pass); });
       continue;
@@ -219,7 +243,12 @@ Tensor Network::forward(const Tensor& x_f32, Mode mode, uint64_t seed) {
 
 void Network::backward(const Tensor& dlogits_f32, GradientObserver* observer) {
   const Tensor dlogits = inside(dlogits_f32, boundary_.dlogits);
-  for (int k = static_cast<int>(graph_.steps().size()) - 1; k >= 0; --k) run_backward_step(k, dlogits, observer);
+  for (int k = static_cast<int>(graph_.steps().size()) - 1; k >= frozen_steps_; --k)
+    run_backward_step(k, dlogits, observer);
+  // The frozen layers' gradients stay zero; the observer still hears of each, so gradient buckets complete.
+  for (int k = frozen_steps_ - 1; k >= 0; --k)
+    if (const Layer* layer = graph_.steps()[static_cast<size_t>(k)].layer; observer && layer_ranges_.count(layer))
+      observer->gradients_ready(*layer);
 }
 
 void Network::run_backward_step(int k, const Tensor& dlogits, GradientObserver* observer) {

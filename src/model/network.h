@@ -59,6 +59,9 @@ struct NetworkOptions {
   ElementType activations = ElementType::f32;
   // Where the parameters, their gradients and the optimizer's state live; null: memory of the network's backend.
   ParameterMemory* parameter_memory = nullptr;
+  // Fine-tuning: the `name` of the top-level layer that ends the frozen part ("": none). Frozen layers run as in
+  // evaluation in every forward pass, and backward stops after the first trained step, so their gradients stay zero.
+  std::string freeze_through = {};
 };
 
 class Network {
@@ -93,6 +96,10 @@ class Network {
   const std::vector<ParamTensor>& param_tensors() const { return tensors_; }
   // [offset, offset+count) of a layer's parameters in the flat buffers.
   std::pair<int64_t, int64_t> layer_param_range(const Layer& layer) const;
+  // The frozen layers' parameters: [0, this) of the flat buffers (NetworkOptions::freeze_through; 0: none).
+  int64_t frozen_param_count() const { return frozen_params_; }
+  // The last layer that has parameters (the classifier), for its own learning rate; null where none has.
+  const Layer* head() const;
   const MemoryPlan& memory_plan() const { return plan_; }
   const MemoryNeed& memory_need() const { return need_; }
 
@@ -114,6 +121,7 @@ class Network {
  private:
   MemoryNeed count_memory(double caller_bytes_per_parameter) const;
   void lay_out_parameters();
+  void freeze_through(const std::vector<config::LayerSpec>& layers, const std::string& name);
   void* activation(int value, const Tensor& input) const;
   void* gradient_buffer(int buffer, const Tensor& dlogits) const;
   Scratch scratch(int buffer) const;  // the plan's buffer for a step's scratch (its whole size), or none
@@ -136,6 +144,8 @@ class Network {
   std::vector<StateDecl> state_decls_;
   std::map<const Layer*, std::pair<int64_t, int64_t>> layer_ranges_;
   int64_t param_count_ = 0, state_count_ = 0;
+  int frozen_steps_ = 0;       // steps [0, this) are frozen
+  int64_t frozen_params_ = 0;  // and own parameters [0, this)
   DeviceBuffer params_, grads_, states_, decay_mask_;
   // Where the fp32 boundary meets 16-bit activations: the input and the logits' gradient converted in, the logits
   // converted out (empty for fp32 activations).

@@ -26,6 +26,21 @@ struct ParamSlice {
 };
 constexpr int64_t kSliceAlignment = 32;
 
+// A run of the flat buffers that trains at one rate: [begin, begin + count) at lr_scale x the scheduled rate.
+// Fine-tuning makes several (the head at optimizer.head_lr_multiplier x the rate) and leaves the frozen parameters
+// (train.freeze) in none; otherwise there is one, every parameter at 1.
+struct RateGroup {
+  int64_t begin = 0, count = 0;
+  float lr_scale = 1;
+};
+
+// The part of a rate group inside one update's slice, with the decay mask from its first parameter on.
+struct RatePiece {
+  int64_t begin = 0, count = 0;
+  float lr_scale = 1;
+  const uint32_t* decay_mask = nullptr;  // device memory; bit 0 of word 0 is parameter `begin`'s
+};
+
 // What a checkpoint holds of the optimizer: its name and its arrays.
 struct OptimizerState {
   std::string optimizer;  // "sgd" | "adamw" | "lars" | "lamb"
@@ -53,17 +68,31 @@ class Optimizer {
   void load_state(const OptimizerState& state);
 
  protected:
-  Optimizer(Network& net, std::string name, const std::vector<std::string>& arrays);
+  Optimizer(Network& net, std::string name, const std::vector<std::string>& arrays, std::vector<RateGroup> groups);
   float* array(std::size_t i) { return arrays_[i].as<float>(); }
   // Throws an internal error unless `slice` is every parameter (the layer-wise rules).
   void require_whole(ParamSlice slice) const;
+  const std::vector<RateGroup>& rate_groups() const { return groups_; }
+  // The element-wise rules' work for `slice`: its intersections with the rate groups. A piece that starts inside a
+  // word of the network's decay mask gets a mask of its own, made once (a rank's slice stays the same).
+  const std::vector<RatePiece>& pieces(ParamSlice slice);
   Network& net_;
 
  private:
+  const uint32_t* decay_mask_from(int64_t begin, int64_t count);
+
   std::string name_;
   std::vector<std::string> array_names_;
   std::vector<DeviceBuffer> arrays_;
+  std::vector<RateGroup> groups_;
+  ParamSlice pieces_slice_{-1, -1};
+  std::vector<RatePiece> pieces_;
+  std::vector<DeviceBuffer> own_masks_;
 };
+
+// The job's rate groups over `net`: the parameters after the frozen ones (Network::frozen_param_count) at 1, those
+// of the head (Network::head) at spec.head_lr_multiplier; empty groups left out.
+std::vector<RateGroup> rate_groups(const config::JobConfig::Optimizer& spec, const Network& net);
 
 // The optimizer the job asks for, over `net`'s buffers.
 std::unique_ptr<Optimizer> make_optimizer(const config::JobConfig::Optimizer& spec, Network& net);
@@ -77,13 +106,14 @@ const char* optimizer_name(config::OptimizerKind kind);
 // applies (weights; not biases or batch norm).
 std::vector<kernels::TensorRange> tensor_ranges(const Network& net);
 
-// Those ranges in device memory, copied there once.
+// Those of one rate group in device memory, copied there once, with the group's scale of the rate.
 struct DeviceTensorRanges {
   int count = 0;
+  float lr_scale = 1;
   DeviceBuffer buffer;
   const kernels::TensorRange* data() const { return buffer.as<kernels::TensorRange>(); }
 };
-DeviceTensorRanges upload_tensor_ranges(Network& net);
+std::vector<DeviceTensorRanges> upload_tensor_ranges(Network& net, const std::vector<RateGroup>& groups);
 
 // Adam's hyper-parameters for update number updates_done + 1, bias corrections worked out in double (AdamW, LAMB).
 kernels::AdamStep adam_step(const config::JobConfig::Optimizer& spec, float lr, int64_t updates_done);

@@ -68,7 +68,8 @@ std::unique_ptr<model::Network> build_network(const RunContext& run, const model
         model::NetworkOptions{.share_memory = true, .fuse = run.job.run.fuse_layers,
                               .budget = budget_on_this_rank(run, loader_bytes),
                               .activations = activation_type(run.job.train.precision),
-                              .parameter_memory = memory});
+                              .parameter_memory = memory,
+                              .freeze_through = run.job.train.freeze});
   });
   return net;
 }

@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "io/checkpoint_file.h"
+#include "train/pretrained_start.h"
 #include "train/run_directory.h"
 
 namespace ringtrain::train {
@@ -206,7 +207,18 @@ StartPoint start_run(const RunContext& run, model::Network& net, model::Optimize
                      const LearningRateSchedule& lr) {
   // Rank 0 initialises from the seed and broadcasts: every rank starts bit-identical (a resume then overwrites).
   StartPoint start = fresh_start(run, net);
-  return run.resume ? resume(run, net, optimizer, plan, lr) : start;
+  if (run.resume)
+    start = resume(run, net, optimizer, plan, lr);
+  else if (!run.job.train.init_from.empty())
+    start.notes.push_back(start_from_pretrained(run, net));
+  if (!run.job.train.freeze.empty())
+    start.notes.push_back(fmt::format("frozen: the layers up to '{}' ({} of {} parameters) run as in evaluation and "
+                                      "are not updated",
+                                      run.job.train.freeze, net.frozen_param_count(), net.param_count()));
+  if (run.job.optimizer.head_lr_multiplier != 1.0 && net.head())
+    start.notes.push_back(fmt::format("the head ({}) trains at {} x the rate", net.head()->describe(),
+                                      run.job.optimizer.head_lr_multiplier));
+  return start;
 }
 
 }  // namespace ringtrain::train

@@ -357,3 +357,17 @@ TEST_F(JobConfigTest, ShippedJobFilesLoad) {
 }
 
 }  // namespace
+
+TEST_F(JobConfigTest, FineTuningKeysNameALayerAndANewHead) {
+  const std::string head = "[[model.layers]]\ntype = \"dense\"\nunits = 10\nname = \"head\"\n";
+  const std::string base = std::string(kMinimal).substr(0, std::string(kMinimal).find("[[model.layers]]"));
+  const std::string runs = "[run]\ndir = \"runs/x\"\n";
+  const std::string ends_in_head = base + head + runs;
+  const std::string ends_in_relu = base + head + "[[model.layers]]\ntype = \"relu\"\n" + runs;
+  EXPECT_NE(error_of(ends_in_head, {"train.freeze=\"trunk\""}).find("'train.freeze' = \"trunk\" names no top-level"),
+            std::string::npos);
+  EXPECT_NE(error_of(ends_in_head, {"train.freeze=\"head\""}).find("names the last layer"), std::string::npos);
+  EXPECT_EQ(error_of(ends_in_relu, {"train.freeze=\"head\""}), "");  // a layer before the last
+  EXPECT_EQ(load_job(write(ends_in_head), {"model.replace_head=4"}).model.layers.back().integer("units"), 4);
+  EXPECT_NE(error_of(ends_in_relu, {"model.replace_head=4"}).find("is a relu layer"), std::string::npos);
+}

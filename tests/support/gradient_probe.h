@@ -14,7 +14,7 @@ namespace ringtrain::test_support {
 // leaves them zero, as every optimizer does.
 class GradientProbe final : public model::Optimizer {
  public:
-  explicit GradientProbe(model::Network& net) : Optimizer(net, "probe", {}) {}
+  explicit GradientProbe(model::Network& net) : Optimizer(net, "probe", {}, {}) {}
   void update(float, int64_t, model::ParamSlice slice) override {
     require_whole(slice);
     seen.assign(net_.grads(), net_.grads() + net_.param_count());

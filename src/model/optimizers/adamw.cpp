@@ -23,12 +23,14 @@ namespace {
 
 class AdamW final : public Optimizer {
  public:
-  AdamW(const config::JobConfig::Optimizer& spec, Network& net) : Optimizer(net, "adamw", {"adam_m", "adam_v"}), spec_(spec) {}
+  AdamW(const config::JobConfig::Optimizer& spec, Network& net)
+      : Optimizer(net, "adamw", {"adam_m", "adam_v"}, model::rate_groups(spec, net)), spec_(spec) {}
 
-  void update(float lr, int64_t updates_done, ParamSlice s) override {
-    net_.backend().adamw_update(s.count, adam_step(spec_, lr, updates_done), net_.decay_mask() + s.begin / 32,
-                                net_.grads() + s.begin, array(0) + s.begin, array(1) + s.begin,
-                                net_.params() + s.begin);
+  void update(float lr, int64_t updates_done, ParamSlice slice) override {
+    for (const RatePiece& s : pieces(slice))
+      net_.backend().adamw_update(s.count, adam_step(spec_, lr * s.lr_scale, updates_done), s.decay_mask,
+                                  net_.grads() + s.begin, array(0) + s.begin, array(1) + s.begin,
+                                  net_.params() + s.begin);
   }
   std::string describe() const override {
     return fmt::format("adamw (beta1 {}, beta2 {}, epsilon {}, decoupled weight decay {} on weights)", spec_.beta1,

@@ -11,12 +11,15 @@ namespace {
 class Lamb final : public Optimizer {
  public:
   Lamb(const config::JobConfig::Optimizer& spec, Network& net)
-      : Optimizer(net, "lamb", {"adam_m", "adam_v"}), spec_(spec), ranges_(upload_tensor_ranges(net)) {}
+      : Optimizer(net, "lamb", {"adam_m", "adam_v"}, model::rate_groups(spec, net)),
+        spec_(spec),
+        groups_(upload_tensor_ranges(net, rate_groups())) {}
 
   void update(float lr, int64_t updates_done, ParamSlice slice) override {
     require_whole(slice);
-    net_.backend().lamb_update(ranges_.count, ranges_.data(), adam_step(spec_, lr, updates_done),
-                               net_.grads(), array(0), array(1), net_.params());
+    for (const DeviceTensorRanges& group : groups_)
+      net_.backend().lamb_update(group.count, group.data(), adam_step(spec_, lr * group.lr_scale, updates_done),
+                                 net_.grads(), array(0), array(1), net_.params());
   }
   std::string describe() const override {
     return fmt::format("lamb (beta1 {}, beta2 {}, epsilon {}, weight decay {}; biases and batch norm without trust "
@@ -26,7 +29,7 @@ class Lamb final : public Optimizer {
 
  private:
   config::JobConfig::Optimizer spec_;
-  DeviceTensorRanges ranges_;
+  std::vector<DeviceTensorRanges> groups_;
 };
 
 }  // namespace

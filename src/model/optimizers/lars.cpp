@@ -10,7 +10,8 @@ namespace {
 class Lars final : public Optimizer {
  public:
   Lars(const config::JobConfig::Optimizer& spec, Network& net)
-      : Optimizer(net, "lars", {"velocity"}), ranges_(upload_tensor_ranges(net)) {
+      : Optimizer(net, "lars", {"velocity"}, model::rate_groups(spec, net)),
+        groups_(upload_tensor_ranges(net, rate_groups())) {
     step_.momentum = static_cast<float>(spec.momentum);
     step_.nesterov = spec.nesterov;
     step_.weight_decay = static_cast<float>(spec.weight_decay);
@@ -20,10 +21,11 @@ class Lars final : public Optimizer {
 
   void update(float lr, int64_t, ParamSlice slice) override {
     require_whole(slice);
-    kernels::LarsStep step = step_;
-    step.lr = lr;
-    net_.backend().lars_update(ranges_.count, ranges_.data(), step, net_.grads(), array(0),
-                               net_.params());
+    for (const DeviceTensorRanges& group : groups_) {
+      kernels::LarsStep step = step_;
+      step.lr = lr * group.lr_scale;
+      net_.backend().lars_update(group.count, group.data(), step, net_.grads(), array(0), net_.params());
+    }
   }
   std::string describe() const override {
     return fmt::format("lars ({}momentum {}, trust coefficient {}, weight decay {}; biases and batch norm at the "
@@ -33,7 +35,7 @@ class Lars final : public Optimizer {
 
  private:
   kernels::LarsStep step_;
-  DeviceTensorRanges ranges_;
+  std::vector<DeviceTensorRanges> groups_;
 };
 
 }  // namespace

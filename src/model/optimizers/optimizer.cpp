@@ -9,8 +9,9 @@
 
 namespace ringtrain::model {
 
-Optimizer::Optimizer(Network& net, std::string name, const std::vector<std::string>& arrays)
-    : net_(net), name_(std::move(name)), array_names_(arrays) {
+Optimizer::Optimizer(Network& net, std::string name, const std::vector<std::string>& arrays,
+                     std::vector<RateGroup> groups)
+    : net_(net), name_(std::move(name)), array_names_(arrays), groups_(std::move(groups)) {
   const auto bytes = sizeof(float) * static_cast<std::size_t>(std::max<int64_t>(net.param_count(), 1));
   if (ParameterMemory* memory = net.parameter_memory()) {
     for (float* place : memory->optimizer_state(static_cast<int>(arrays.size()), net.param_count()))
@@ -56,19 +57,63 @@ void Optimizer::require_whole(ParamSlice slice) const {
                                                 name_, slice.begin, slice.begin + slice.count, net_.param_count()));
 }
 
+const std::vector<RatePiece>& Optimizer::pieces(ParamSlice slice) {
+  if (slice.begin == pieces_slice_.begin && slice.count == pieces_slice_.count) return pieces_;
+  pieces_.clear();
+  for (const RateGroup& g : groups_) {
+    const int64_t begin = std::max(g.begin, slice.begin);
+    const int64_t end = std::min(g.begin + g.count, slice.begin + slice.count);
+    if (end > begin && g.lr_scale > 0) pieces_.push_back({begin, end - begin, g.lr_scale, decay_mask_from(begin, end - begin)});
+  }
+  pieces_slice_ = slice;
+  return pieces_;
+}
+
+const uint32_t* Optimizer::decay_mask_from(int64_t begin, int64_t count) {
+  if (begin % 32 == 0) return net_.decay_mask() + begin / 32;
+  std::vector<kernels::DecayRun> runs;
+  for (const ParamTensor& t : net_.param_tensors()) {
+    const int64_t from = std::max(t.offset, begin), to = std::min(t.offset + t.count, begin + count);
+    if (t.decl.decay && to > from) runs.push_back({from - begin, to - from});
+  }
+  const std::vector<uint32_t> mask = kernels::make_decay_mask(count, runs);
+  own_masks_.push_back(net_.backend().allocate(sizeof(uint32_t) * mask.size()));
+  net_.backend().to_device(own_masks_.back().as<void>(), mask.data(), sizeof(uint32_t) * mask.size());
+  return own_masks_.back().as<uint32_t>();
+}
+
+std::vector<RateGroup> rate_groups(const config::JobConfig::Optimizer& spec, const Network& net) {
+  const int64_t frozen = net.frozen_param_count(), end = net.param_count();
+  int64_t head = end;
+  if (const Layer* layer = net.head(); layer && spec.head_lr_multiplier != 1.0)
+    head = std::max(frozen, net.layer_param_range(*layer).first);
+  std::vector<RateGroup> groups;
+  if (head > frozen) groups.push_back({frozen, head - frozen, 1.0f});
+  if (end > head) groups.push_back({head, end - head, static_cast<float>(spec.head_lr_multiplier)});
+  return groups;
+}
+
 std::vector<kernels::TensorRange> tensor_ranges(const Network& net) {
   std::vector<kernels::TensorRange> ranges;
   for (const ParamTensor& t : net.param_tensors()) ranges.push_back({t.offset, t.count, t.decl.decay ? 1 : 0, 0});
   return ranges;
 }
 
-DeviceTensorRanges upload_tensor_ranges(Network& net) {
-  const auto ranges = tensor_ranges(net);
-  DeviceTensorRanges on_device;
-  on_device.count = static_cast<int>(ranges.size());
-  on_device.buffer = net.backend().allocate(sizeof(kernels::TensorRange) * std::max<std::size_t>(ranges.size(), 1));
-  net.backend().to_device(on_device.buffer.as<void>(), ranges.data(), ranges.size() * sizeof(kernels::TensorRange));
-  return on_device;
+std::vector<DeviceTensorRanges> upload_tensor_ranges(Network& net, const std::vector<RateGroup>& groups) {
+  std::vector<DeviceTensorRanges> uploaded;
+  for (const RateGroup& g : groups) {
+    if (g.lr_scale <= 0) continue;
+    std::vector<kernels::TensorRange> ranges;
+    for (const kernels::TensorRange& r : tensor_ranges(net))
+      if (r.begin >= g.begin && r.begin < g.begin + g.count) ranges.push_back(r);
+    DeviceTensorRanges on_device;
+    on_device.count = static_cast<int>(ranges.size());
+    on_device.lr_scale = g.lr_scale;
+    on_device.buffer = net.backend().allocate(sizeof(kernels::TensorRange) * std::max<std::size_t>(ranges.size(), 1));
+    net.backend().to_device(on_device.buffer.as<void>(), ranges.data(), ranges.size() * sizeof(kernels::TensorRange));
+    uploaded.push_back(std::move(on_device));
+  }
+  return uploaded;
 }
 
 const char* optimizer_name(config::OptimizerKind kind) {
