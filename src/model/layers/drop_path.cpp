@@ -5,6 +5,8 @@
 // plane_scale, which is the same in either layout (one channel of C*H*W values). At rate 0 it is a view.
 #include <fmt/format.h>
 
+#include <cstdint>
+
 #include "model/layer_registry.h"
 #include "model/layers/leaf_layer.h"
 
