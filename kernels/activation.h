@@ -1,4 +1,5 @@
-// Owns the definition of the smooth and clipped activations (SiLU, GELU, sigmoid, hard-swish, ReLU6) and their
+// Owns the definition of the smooth and clipped activations (SiLU, GELU, sigmoid, hard-swish, ReLU6, and the
+// hard sigmoid relu6(x + 3) / 6 of MobileNetV3's squeeze-and-excitation gate) and their
 // derivatives: the CPU twin's loop and the CUDA kernel evaluate these functions alone, in fp32, so both backends
 // compute one formula. Backward takes the derivative at the input x (PyTorch's definitions, GELU the exact erf
 // form, the clipped ones' gradient zero at and beyond their corners).
@@ -9,7 +10,7 @@
 
 namespace ringtrain::kernels {
 
-enum class Activation { silu, gelu, sigmoid, hard_swish, relu6 };
+enum class Activation { silu, gelu, sigmoid, hard_swish, relu6, hard_sigmoid };
 
 RT_HOST_DEVICE inline float logistic(float x) { return 1.0f / (1.0f + expf(-x)); }
 
@@ -20,6 +21,7 @@ RT_HOST_DEVICE inline float activation_value(Activation a, float x) {
     case Activation::sigmoid: return logistic(x);
     case Activation::hard_swish: return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) * (1.0f / 6.0f);
     case Activation::relu6: return fminf(fmaxf(x, 0.0f), 6.0f);
+    case Activation::hard_sigmoid: return fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) * (1.0f / 6.0f);
   }
   return x;
 }
@@ -39,6 +41,7 @@ RT_HOST_DEVICE inline float activation_slope(Activation a, float x) {
     }
     case Activation::hard_swish: return x < -3.0f ? 0.0f : x > 3.0f ? 1.0f : x * (1.0f / 3.0f) + 0.5f;
     case Activation::relu6: return x > 0.0f && x < 6.0f ? 1.0f : 0.0f;
+    case Activation::hard_sigmoid: return x > -3.0f && x < 3.0f ? 1.0f / 6.0f : 0.0f;
   }
   return 1.0f;
 }

@@ -39,4 +39,13 @@ inline NchwIndex nchw_index(const Planes& p, ActivationLayout stored) {
   return {p.c, p.hw, stored == ActivationLayout::nhwc};
 }
 
+// Where value (c, i) of a sample lies from the sample's start, i a position in its H x W plane: what a kernel that
+// walks one (sample, channel) plane steps by in either layout.
+struct PlaneStrides {
+  int64_t channel = 1, position = 1;
+};
+inline PlaneStrides plane_strides(const Planes& p, ActivationLayout stored) {
+  return stored == ActivationLayout::nhwc ? PlaneStrides{1, p.c} : PlaneStrides{p.hw, 1};
+}
+
 }  // namespace ringtrain::kernels

@@ -39,6 +39,7 @@ void with_activation(Activation a, F f) {
     case Activation::sigmoid: return f(std::integral_constant<Activation, Activation::sigmoid>{});
     case Activation::hard_swish: return f(std::integral_constant<Activation, Activation::hard_swish>{});
     case Activation::relu6: return f(std::integral_constant<Activation, Activation::relu6>{});
+    case Activation::hard_sigmoid: return f(std::integral_constant<Activation, Activation::hard_sigmoid>{});
   }
 }
 

@@ -182,6 +182,13 @@ class Backend {
   virtual void dropout_forward(const kernels::Planes& x_planes, float p, uint64_t seed, const void* x, void* y,
                                uint8_t* mask) = 0;
   virtual void dropout_backward(Elements n, float p, const uint8_t* mask, const void* dy, void* dx) = 0;
+  // Per (sample, channel) plane of x's planes, in the layout the backend stores p.type in: sums[n*C + c] = factor *
+  // the sum over the plane of a (times b where b is not null), in fp32 (a squeeze-and-excitation's mean, and its
+  // gate's gradient); and y = x * scale[n*C + c] + shift[n*C + c], shift optional, y may alias x (its gate, and the
+  // gate's backward). The per-plane numbers are fp32 whatever p.type.
+  virtual void plane_sums(const kernels::Planes& p, float factor, const void* a, const void* b, float* sums) = 0;
+  virtual void plane_scale(const kernels::Planes& p, const void* x, const float* scale, const float* shift,
+                           void* y) = 0;
 
   // ---- convolution: prepare() at setup chooses algorithms and says what scratch they want, so no step does.
   // A step given less scratch than its algorithm wants (another batch size) uses the backend's own workspace.

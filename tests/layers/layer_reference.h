@@ -1,11 +1,12 @@
 // Owns the layer tests' reference arithmetic: each layer kind's forward and backward written as direct loops in
 // double on the host, the definition every backend is checked against (NCHW, weights K x C/G x R x S with filter k
 // reading the input channels of group k / (K/G) only, W of dense stored out x in, average pooling counting padding,
-// unbiased running variance).
+// unbiased running variance, a squeeze-and-excitation's 1x1 products as dense products of the channel means).
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -196,6 +197,63 @@ struct PoolReference {
       else if (x[x_at(p, ih, iw)] == y[y_at(p, oh, ow)])
         dx[x_at(p, ih, iw)] += g;
     });
+    return dx;
+  }
+};
+
+// A function and its derivative, in double.
+struct ScalarFunction {
+  std::function<double(double)> value, slope;
+};
+
+// Squeeze and excitation over N x C x HW (NCHW): m = the plane means, h = act(W1 m + b1) (W1: S x C),
+// g = gate(W2 h + b2) (W2: C x S), y = x * g per plane. Parameters in the layer's order: W1, b1, W2, b2.
+struct SqueezeExcitationReference {
+  int batch, channels, plane, squeeze;
+  ScalarFunction act, gate;
+
+  struct Forward {
+    Values mean, hidden_in, hidden, gate_in, gate, y;
+  };
+  DenseReference fc1() const { return {batch, channels, squeeze}; }
+  DenseReference fc2() const { return {batch, squeeze, channels}; }
+  static Values map(const Values& v, const std::function<double(double)>& f) {
+    Values out(v.size());
+    for (size_t i = 0; i < v.size(); ++i) out[i] = f(v[i]);
+    return out;
+  }
+  Forward run(const Values& x, const std::vector<Values>& p) const {
+    Forward f;
+    f.mean.assign(size_t(batch) * channels, 0.0);
+    for (size_t nc = 0; nc < f.mean.size(); ++nc) {
+      for (int i = 0; i < plane; ++i) f.mean[nc] += x[nc * size_t(plane) + size_t(i)];
+      f.mean[nc] /= plane;
+    }
+    f.hidden_in = fc1().forward(f.mean, p[0], &p[1]);
+    f.hidden = map(f.hidden_in, act.value);
+    f.gate_in = fc2().forward(f.hidden, p[2], &p[3]);
+    f.gate = map(f.gate_in, gate.value);
+    f.y.resize(x.size());
+    for (size_t i = 0; i < x.size(); ++i) f.y[i] = x[i] * f.gate[i / size_t(plane)];
+    return f;
+  }
+  Values forward(const Values& x, const std::vector<Values>& p) const { return run(x, p).y; }
+  // Adds the parameter gradients to g; returns the input gradient.
+  Values backward(const Values& x, const Values& dy, const std::vector<Values>& p, std::vector<Values>& g) const {
+    const Forward f = run(x, p);
+    Values d_gate_in(f.gate.size(), 0.0);
+    for (size_t i = 0; i < x.size(); ++i) d_gate_in[i / size_t(plane)] += dy[i] * x[i];
+    for (size_t nc = 0; nc < d_gate_in.size(); ++nc) d_gate_in[nc] *= gate.slope(f.gate_in[nc]);
+    fc2().backward_params(f.hidden, d_gate_in, g[2], &g[3]);
+    Values d_hidden_in = fc2().backward_data(d_gate_in, p[2]);
+    for (size_t i = 0; i < d_hidden_in.size(); ++i) d_hidden_in[i] *= act.slope(f.hidden_in[i]);
+    fc1().backward_params(f.mean, d_hidden_in, g[0], &g[1]);
+    const Values d_mean = fc1().backward_data(d_hidden_in, p[0]);
+    Values dx(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      const size_t nc = i / size_t(plane);
+      dx[i] = dy[i] * f.gate[nc] + d_mean[nc] / plane;
+    }
     return dx;
   }
 };

@@ -181,6 +181,11 @@ const std::map<std::string, ActivationReference>& activation_references() {
                        [](double x) { return x < -3 ? 0.0 : x <= 3 ? (2 * x + 3) / 6 : 1.0; }};
     r["relu6"] = {[](double x) { return std::clamp(x, 0.0, 6.0); },
                   [](double x) { return x > 0 && x < 6 ? 1.0 : 0.0; }};
+    // squeeze_excitation's gate = "hard_sigmoid" (no layer kind of its own) and activation = "relu" (the relu
+    // layer's reference is its own, above this map's use in reference_for).
+    r["hard_sigmoid"] = {[](double x) { return std::clamp(x + 3, 0.0, 6.0) / 6; },
+                         [](double x) { return x > -3 && x < 3 ? 1.0 / 6 : 0.0; }};
+    r["relu"] = {[](double x) { return std::max(x, 0.0); }, [](double x) { return x > 0 ? 1.0 : 0.0; }};
     return r;
   }();
   return refs;
@@ -254,6 +259,17 @@ Reference reference_for(const LayerSpec& spec, Shape in) {
       r.backward = [=](const Values& x, const Values& dy, const std::vector<Values>&, std::vector<Values>&) {
         return p.backward(x, dy);
       };
+  } else if (t == "squeeze_excitation") {
+    const auto& a = activation_references();
+    const SqueezeExcitationReference se{in.n, in.c, in.h * in.w, spec.integer("squeeze"),
+                                        {a.at(spec.text("activation")).value, a.at(spec.text("activation")).slope},
+                                        {a.at(spec.text("gate")).value, a.at(spec.text("gate")).slope}};
+    r.forward = [=](Mode, const Values& x, const std::vector<Values>& p, std::vector<Values>&) {
+      return se.forward(x, p);
+    };
+    r.backward = [=](const Values& x, const Values& dy, const std::vector<Values>& p, std::vector<Values>& g) {
+      return se.backward(x, dy, p, g);
+    };
   } else if (activation_references().count(t)) {
     const ActivationReference a = activation_references().at(t);
     r.forward = [=](Mode, const Values& x, const std::vector<Values>&, std::vector<Values>&) {
@@ -506,8 +522,8 @@ TEST(LayerRegistry, EveryKindHasAMakerAnOnnxFormAndAReference) {
     EXPECT_TRUE(kind.make) << "no maker";
     EXPECT_TRUE(kind.onnx) << "no ONNX form";
     // Views and random masks have tests of their own (FlattenAndDropoutAtRateZeroAreViews,
-    // DropoutTrainsInvertedAndReproduciblyAndCopiesInEvaluation) rather than a reference.
-    if (s.is("flatten") || s.is("dropout")) continue;
+    // DropoutTrainsInvertedAndReproduciblyAndCopiesInEvaluation, DropPath*) rather than a reference.
+    if (s.is("flatten") || s.is("dropout") || s.is("drop_path")) continue;
     const Reference r = reference_for(s, {2, 1, 4, 4});
     EXPECT_TRUE(r.forward && r.backward) << "no reference in tests/layers/test_layers.cpp";
   }
@@ -575,6 +591,57 @@ TEST_P(LayerTest, Sigmoid) { check(spec("sigmoid"), {4, 4, 8, 10}, {kTranscenden
 TEST_P(LayerTest, HardSwish) { check(spec("hard_swish"), {4, 4, 8, 10}, {kReordered, kReordered, false, false, 0.0125f}); }
 TEST_P(LayerTest, Relu6) { check(spec("relu6"), {4, 4, 8, 10}, {kExact, kExact, false, false, 0.0125f}); }
 
+// The products make it a matmul layer for tolerances; a non-square plane and a batch below setup are covered too.
+LayerSpec squeeze_excitation(int squeeze, const char* activation, const char* gate) {
+  return spec("squeeze_excitation", {{"squeeze", squeeze}, {"activation", activation}, {"gate", gate}});
+}
+TEST_P(LayerTest, SqueezeExcitationRelu) {
+  check(squeeze_excitation(4, "relu", "sigmoid"), {4, 16, 5, 5}, {kGemm, kGemm, true});
+}
+TEST_P(LayerTest, SqueezeExcitationSiluAsEfficientNet) {
+  check(squeeze_excitation(2, "silu", "sigmoid"), {3, 8, 7, 7}, {kGemm, kGemm, true});
+}
+TEST_P(LayerTest, SqueezeExcitationHardSigmoidNonSquare) {
+  check(squeeze_excitation(3, "relu", "hard_sigmoid"), {2, 6, 4, 6}, {kGemm, kGemm, true});
+}
+TEST_P(LayerTest, SqueezeExcitationAsFirstLayer) {
+  check(squeeze_excitation(4, "silu", "sigmoid"), {4, 8, 5, 5}, {kGemm, kGemm, true, /*first_layer=*/true});
+}
+
+// The reference's backward, which every backend's layer is held to, is the derivative of its forward: central
+// differences of sum(y * dy) for every input and parameter value, for each activation and gate.
+TEST(SqueezeExcitationReference, GradientsAreTheForwardsDerivatives) {
+  const auto& a = activation_references();
+  for (const auto& [act, gate] : std::vector<std::pair<std::string, std::string>>{
+           {"relu", "sigmoid"}, {"silu", "sigmoid"}, {"relu", "hard_sigmoid"}}) {
+    SCOPED_TRACE(act + ", " + gate);
+    const SqueezeExcitationReference se{2, 3, 6, 2, {a.at(act).value, a.at(act).slope},
+                                        {a.at(gate).value, a.at(gate).slope}};
+    const Values x = to_double(random_floats(36, 1, -2.0f, 2.0f)), dy = to_double(random_floats(36, 2));
+    std::vector<Values> p{to_double(random_floats(6, 3)), to_double(random_floats(2, 4)),
+                          to_double(random_floats(6, 5)), to_double(random_floats(3, 6))};
+    std::vector<Values> g{Values(6), Values(2), Values(6), Values(3)};
+    const Values dx = se.backward(x, dy, p, g);
+    auto loss = [&](const Values& xs, const std::vector<Values>& ps) {
+      const Values y = se.forward(xs, ps);
+      double l = 0;
+      for (size_t i = 0; i < y.size(); ++i) l += y[i] * dy[i];
+      return l;
+    };
+    const double h = 1e-6;
+    for (size_t i = 0; i < x.size(); ++i) {
+      Values up = x, down = x;
+      up[i] += h, down[i] -= h;
+      EXPECT_NEAR(dx[i], (loss(up, p) - loss(down, p)) / (2 * h), 1e-7) << "x[" << i << "]";
+    }
+    for (size_t t = 0; t < p.size(); ++t)
+      for (size_t i = 0; i < p[t].size(); ++i) {
+        std::vector<Values> up = p, down = p;
+        up[t][i] += h, down[t][i] -= h;
+        EXPECT_NEAR(g[t][i], (loss(x, up) - loss(x, down)) / (2 * h), 1e-7) << "parameter " << t << "[" << i << "]";
+      }
+  }
+}
 
 TEST_P(LayerTest, MaxPool2) { check(pool("maxpool", 2, 2, 0), {4, 3, 8, 8}, {kExact, kExact, false, false, 1e-3f}); }
 TEST_P(LayerTest, MaxPool2OddInput) {
@@ -636,6 +703,83 @@ TEST_P(LayerTest, DropoutTrainsInvertedAndReproduciblyAndCopiesInEvaluation) {
   EXPECT_EQ(download_activations(dy_out.as<void>(), in), x) << "evaluation is the identity";
 }
 
+// Stochastic depth: each sample's values all kept (scaled by 1 / (1 - rate)) or all zero, in training; backward
+// through the same factors; reproducible from the seed; the identity in evaluation.
+TEST_P(LayerTest, DropPathKeepsOrDropsWholeSamplesAndCopiesInEvaluation) {
+  auto layer = make(spec("drop_path", {{"rate", 0.25}}));
+  const Shape in{64, 3, 4, 5};
+  ASSERT_EQ(layer->setup(in), in);
+  layer->bind({}, {}, {});
+  const model::MemoryUse use = layer->memory_use();
+  EXPECT_EQ(use.output, model::OutputMemory::own);
+  EXPECT_FALSE(use.backward_reads_input || use.backward_reads_output) << "the factors are enough";
+  const auto x = stored(random_floats(static_cast<size_t>(in.elements()), 7, 0.5f, 1.5f));
+  auto scaled = [&](const std::vector<float>& v) {
+    std::vector<float> out(v.size());
+    for (size_t i = 0; i < v.size(); ++i) out[i] = v[i] / 0.75f;
+    return stored(out);
+  };
+  const auto x_kept = scaled(x);
+  model::DeviceBuffer dx_in = upload_activations(x, in), dy_out = allocate_activations(in.elements());
+  const model::Tensor x_in{dx_in.as<void>(), in, storage()};
+  layer->forward({x_in, dy_out.as<void>(), Mode::train, 99});
+  const auto first = download_activations(dy_out.as<void>(), in);
+  const size_t per_sample = static_cast<size_t>(in.per_sample());
+  std::vector<bool> kept(static_cast<size_t>(in.n));
+  for (size_t n = 0; n < kept.size(); ++n) {
+    kept[n] = first[n * per_sample] != 0.0f;
+    for (size_t i = n * per_sample; i < (n + 1) * per_sample; ++i)
+      ASSERT_FLOAT_EQ(first[i], kept[n] ? x_kept[i] : 0.0f) << "sample " << n << ", value " << i;
+  }
+
+  const auto dy = stored(random_floats(x.size(), 8));
+  const auto dy_kept = scaled(dy);
+  model::DeviceBuffer d_dy = upload_activations(dy, in), d_dx = allocate_activations(in.elements());
+  poison_activations(dx_in.as<void>(), in);
+  poison_activations(dy_out.as<void>(), in);
+  layer->backward({x_in, dy_out.as<void>(), {d_dy.as<void>(), in, storage()}, d_dx.as<void>()});
+  const auto grad = download_activations(d_dx.as<void>(), in);
+  for (size_t i = 0; i < grad.size(); ++i) ASSERT_FLOAT_EQ(grad[i], kept[i / per_sample] ? dy_kept[i] : 0.0f) << i;
+
+  upload_activations_into(dx_in.as<void>(), x, in);
+  layer->forward({x_in, dy_out.as<void>(), Mode::train, 99});
+  EXPECT_EQ(download_activations(dy_out.as<void>(), in), first) << "same seed, same samples dropped";
+  layer->forward({x_in, dy_out.as<void>(), Mode::eval, 99});
+  EXPECT_EQ(download_activations(dy_out.as<void>(), in), x) << "evaluation is the identity";
+}
+
+// Over many seeds each sample is kept with probability 1 - rate, on its own: the share of kept samples, each
+// position's share, and how often two neighbours are kept together match independent draws.
+TEST_P(LayerTest, DropPathDrawsEachSampleIndependently) {
+  const double rate = 0.3;
+  auto layer = make(spec("drop_path", {{"rate", rate}}));
+  const Shape in{16, 2, 1, 1};
+  layer->setup(in);
+  layer->bind({}, {}, {});
+  const auto x = stored(std::vector<float>(static_cast<size_t>(in.elements()), 1.0f));
+  model::DeviceBuffer d_x = upload_activations(x, in), d_y = allocate_activations(in.elements());
+  const int seeds = 400;
+  std::vector<int> kept_at(static_cast<size_t>(in.n));
+  int kept = 0, pairs_kept = 0;
+  for (int seed = 0; seed < seeds; ++seed) {
+    layer->forward({{d_x.as<void>(), in, storage()}, d_y.as<void>(), Mode::train, static_cast<uint64_t>(seed)});
+    const auto y = download_activations(d_y.as<void>(), in);
+    for (size_t n = 0; n < kept_at.size(); ++n) {
+      const bool k = y[2 * n] != 0.0f;
+      ASSERT_EQ(k, y[2 * n + 1] != 0.0f) << "both channels of a sample share its draw";
+      kept_at[n] += k, kept += k;
+      if (n % 2 == 1) pairs_kept += k && y[2 * n - 2] != 0.0f;
+    }
+  }
+  const double samples = static_cast<double>(seeds) * in.n;
+  // Binomial bounds at about 4.5 standard deviations.
+  EXPECT_NEAR(kept / samples, 1 - rate, 4.5 * std::sqrt(rate * (1 - rate) / samples));
+  for (size_t n = 0; n < kept_at.size(); ++n)
+    EXPECT_NEAR(kept_at[n] / double{seeds}, 1 - rate, 4.5 * std::sqrt(rate * (1 - rate) / seeds)) << "sample " << n;
+  const double pairs = seeds * in.n / 2.0, both = (1 - rate) * (1 - rate);
+  EXPECT_NEAR(pairs_kept / pairs, both, 4.5 * std::sqrt(both * (1 - both) / pairs)) << "neighbours drawn apart";
+}
+
 TEST_P(LayerTest, FlattenAndDropoutAtRateZeroAreViews) {
   auto flatten = make(spec("flatten"));
   EXPECT_EQ(flatten->setup({3, 4, 5, 5}), (Shape{3, 100, 1, 1}));
@@ -645,6 +789,10 @@ TEST_P(LayerTest, FlattenAndDropoutAtRateZeroAreViews) {
   auto dropout = make(spec("dropout", {{"rate", 0.0}}));
   EXPECT_EQ(dropout->setup({3, 4, 5, 5}), (Shape{3, 4, 5, 5}));
   EXPECT_EQ(dropout->memory_use().output, model::OutputMemory::is_input);
+  auto drop_path = make(spec("drop_path", {{"rate", 0.0}}));
+  EXPECT_EQ(drop_path->setup({3, 4, 5, 5}), (Shape{3, 4, 5, 5}));
+  EXPECT_EQ(drop_path->memory_use().output, model::OutputMemory::is_input);
+  EXPECT_EQ(drop_path->kept_bytes(), 0u);
 }
 
 // The wording of a shape error lives in one place, whatever the backend.

@@ -20,6 +20,7 @@
 #include "kernels/cpu/lamb.h"
 #include "kernels/cpu/lars.h"
 #include "kernels/cpu/pixel_norm.h"
+#include "kernels/cpu/plane_scale.h"
 #include "kernels/cpu/pooling.h"
 #include "kernels/cpu/reorder_layout.h"
 #include "kernels/cpu/sgd.h"
@@ -152,6 +153,17 @@ void CpuBackend::dropout_forward(const kernels::Planes& x_planes, float p, uint6
 void CpuBackend::dropout_backward(kernels::Elements n, float p, const uint8_t* mask, const void* dy, void* dx) {
   kc::dropout_backward(n.n, p, mask, views_.read(0, n, dy), views_.write(2, n, dx));
   views_.store(2, n, dx);
+}
+void CpuBackend::plane_sums(const kernels::Planes& p, float factor, const void* a, const void* b, float* sums) {
+  const kernels::Elements n{p.elements(), p.type};
+  kc::plane_sums(p, activation_layout(p.type), factor, views_.read(0, n, a), views_.read(1, n, b),
+                 sums);
+}
+void CpuBackend::plane_scale(const kernels::Planes& p, const void* x, const float* scale, const float* shift,
+                             void* y) {
+  const kernels::Elements n{p.elements(), p.type};
+  kc::plane_scale(p, activation_layout(p.type), views_.read(0, n, x), scale, shift, views_.write(2, n, y));
+  views_.store(2, n, y);
 }
 
 void CpuBackend::reorder_activation(const kernels::Planes& p, model::ActivationLayout to, const void* x, void* y) {

@@ -69,6 +69,9 @@ class CpuBackend : public model::Backend {
   void dropout_forward(const kernels::Planes& x_planes, float p, uint64_t seed, const void* x, void* y,
                        uint8_t* mask) override;
   void dropout_backward(kernels::Elements n, float p, const uint8_t* mask, const void* dy, void* dx) override;
+  void plane_sums(const kernels::Planes& p, float factor, const void* a, const void* b, float* sums) override;
+  void plane_scale(const kernels::Planes& p, const void* x, const float* scale, const float* shift,
+                   void* y) override;
 
   // The host needs no planned scratch: oneDNN and the im2col kernels keep their own.
   model::ScratchBytes conv2d_prepare(const model::Conv2dShape& s) override;

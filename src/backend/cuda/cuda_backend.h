@@ -99,6 +99,9 @@ class CudaBackend final : public model::Backend {
   void dropout_forward(const kernels::Planes& x_planes, float p, uint64_t seed, const void* x, void* y,
                        uint8_t* mask) override;
   void dropout_backward(kernels::Elements n, float p, const uint8_t* mask, const void* dy, void* dx) override;
+  void plane_sums(const kernels::Planes& p, float factor, const void* a, const void* b, float* sums) override;
+  void plane_scale(const kernels::Planes& p, const void* x, const float* scale, const float* shift,
+                   void* y) override;
   model::ScratchBytes conv2d_prepare(const model::Conv2dShape& s) override;  // the chosen algorithms' workspaces
   std::string conv2d_method(const model::Conv2dShape& s) override;  // cuDNN's algorithms for it
   void conv2d_forward(const model::Conv2dShape& s, const void* x, const float* w, const float* bias, void* y,

@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dropout.h"
+#include "kernels/cuda/plane_scale.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/adamw.h"
 #include "kernels/cuda/ema.h"
@@ -164,6 +165,13 @@ void CudaBackend::dropout_forward(const kernels::Planes& x_planes, float p, uint
 }
 void CudaBackend::dropout_backward(Elements n, float p, const uint8_t* mask, const void* dy, void* dx) {
   kc::dropout_backward(n, p, mask, dy, dx, stream());
+}
+void CudaBackend::plane_sums(const kernels::Planes& p, float factor, const void* a, const void* b, float* sums) {
+  kc::plane_sums(p, activation_layout(p.type), factor, a, b, sums, stream());
+}
+void CudaBackend::plane_scale(const kernels::Planes& p, const void* x, const float* scale, const float* shift,
+                              void* y) {
+  kc::plane_scale(p, activation_layout(p.type), x, scale, shift, y, stream());
 }
 
 // A convolution whose channels conv_shape pads reads its input through the padding buffer (made at prepare, so no

@@ -1,0 +1,65 @@
+"""Compares a ringtrain model with torchvision's model of the same name, two interpreters apart (torch lives in
+/usr/bin/python3, onnxruntime in .venv-onnx):
+  .venv-onnx/bin/python3 torchvision_logits.py onnx MODEL.onnx OUT.npz
+      runs ringtrain's export on 4 random images of its input shape (pixel values 0..255) and saves the pixels, the
+      logits and the graph's input normalisation;
+  /usr/bin/python3 torchvision_logits.py torch CHECKPOINT NAME OUT.npz
+      loads the checkpoint's parameters (in declaration order) and batch-norm running statistics into
+      torchvision.models.NAME(), runs it in evaluation on the same normalised pixels, and fails unless every logit
+      is within 1e-4 of the largest one of onnxruntime's.
+Parameters in declaration order and the export's numbers (tests/e2e/check_onnx.py holds it to `predict`) make this
+the check that each layer sits where torchvision has it, with its stride, padding, groups and activation."""
+import sys
+
+import numpy as np
+
+
+def run_onnx(model_path, out):
+    import onnx
+    import onnxruntime
+    from onnx import numpy_helper
+
+    graph = onnx.load(model_path).graph
+    constants = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    dims = [d.dim_value for d in graph.input[0].type.tensor_type.shape.dim][1:]
+    pixels = np.random.default_rng(0).uniform(0, 255, [4] + dims).astype(np.float32)
+    logits = onnxruntime.InferenceSession(model_path).run(["logits"], {"pixels": pixels})[0]
+    np.savez(out, pixels=pixels, logits=logits, mean=constants["input_mean"], std=constants["input_std"])
+
+
+def run_torch(checkpoint, name, saved):
+    import h5py
+    import torch
+    import torchvision
+
+    with h5py.File(checkpoint, "r") as f:
+        params, states, sizes = f["params"][:], f["states"][:], f["tensor_sizes"][:]
+    model = getattr(torchvision.models, name)().eval()
+    with torch.no_grad():
+        at = 0
+        for i, p in enumerate(model.parameters()):
+            assert p.numel() == sizes[i], f"tensor {i}: torchvision {tuple(p.shape)}, checkpoint {sizes[i]} values"
+            p.copy_(torch.from_numpy(params[at:at + p.numel()]).view_as(p))
+            at += p.numel()
+        at_state = 0
+        for bn in (m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)):
+            for stat in (bn.running_mean, bn.running_var):  # ringtrain's state order
+                stat.copy_(torch.from_numpy(states[at_state:at_state + bn.num_features]))
+                at_state += bn.num_features
+    assert at == params.size and at_state == states.size, "the checkpoint holds more than torchvision's model"
+    s = np.load(saved)
+    x = (torch.from_numpy(s["pixels"]) - torch.from_numpy(s["mean"])) / torch.from_numpy(s["std"])
+    with torch.no_grad():
+        want = model(x).numpy()
+    diff, peak = float(np.abs(want - s["logits"]).max()), float(np.abs(want).max())
+    ok = diff <= 1e-4 * peak and peak > 0
+    print(f"{'ok  ' if ok else 'FAIL'} {name}: largest |torchvision - ringtrain| logit difference {diff:.3g}, "
+          f"largest logit {peak:.3g}")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "onnx":
+        run_onnx(sys.argv[2], sys.argv[3])
+    else:
+        run_torch(sys.argv[2], sys.argv[3], sys.argv[4])

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# jobs/mobilenet_v2.toml and jobs/efficientnet_b0.toml are torchvision 0.14's mobilenet_v2() and efficientnet_b0():
+# the parameter count each run's header states equals the count of torchvision's model, computed here, and the
+# run's checkpoint loaded into torchvision's model gives the logits of ringtrain's ONNX export
+# (torchvision_logits.py). Neither depends on the image side, so each job runs one step of 2 samples on a 3x32x32
+# synthetic split (the models' 32x downsampling leaves 1x1) on the CPU twin, at learning rate 0: the step still
+# moves the batch norms' running statistics, and the logits stay of a size whose comparison means something (2
+# samples through 1x1 batch norms give gradients that blow them up after one real step, in torchvision alike).
+# Skips (77) where /usr/bin/python3 has no torchvision or .venv-onnx is missing.
+# Usage: torchvision_models.sh RINGTRAIN SOURCE_DIR
+set -euo pipefail
+bin=$1 src=$2
+onnx_python=$src/.venv-onnx/bin/python3
+[ -x "$onnx_python" ] || { echo "SKIP: $onnx_python is missing (scripts/install_deps.sh)"; exit 77; }
+counts=$(/usr/bin/python3 -c '
+import torchvision
+for name in ("mobilenet_v2", "efficientnet_b0"):
+    m = getattr(torchvision.models, name)()
+    print(name, sum(p.numel() for p in m.parameters()))
+' 2>/dev/null) || { echo "SKIP: /usr/bin/python3 cannot import torchvision"; exit 77; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+"$bin" prepare synthetic --shape 3,32,32 --classes 1000 --samples 2 --test-samples 2 --out data >/dev/null
+while read -r name want; do
+  "$bin" train "$src/jobs/$name.toml" --set data.train=data/train --set data.test=data/test \
+    --set train.batch_per_rank=2 --set train.max_steps_per_epoch=1 --set train.precision=fp32 --set run.device=cpu \
+    --set optimizer.base_lr=0 --set run.dir="$name" --set run.progress_every_s=1000 >"$name.log" 2>&1 || {
+    echo "FAIL: $name: $(tail -5 "$name.log")"; exit 1; }
+  got=$(sed -n "s/^model '$name': \([0-9]*\) parameters.*/\1/p" "$name.log")
+  [ "$got" = "$want" ] || { echo "FAIL: jobs/$name.toml has ${got:-no stated} parameters, torchvision's $want"; exit 1; }
+  echo "ok   jobs/$name.toml: $got parameters, as torchvision's $name()"
+  checkpoint=$(ls "$name"/checkpoints/ckpt-s*.h5 | tail -1)
+  "$bin" export --checkpoint "$checkpoint" --onnx "$name.onnx" >/dev/null
+  "$onnx_python" "$src/tests/e2e/torchvision_logits.py" onnx "$name.onnx" "$name.npz"
+  /usr/bin/python3 "$src/tests/e2e/torchvision_logits.py" torch "$checkpoint" "$name" "$name.npz"
+done <<<"$counts"
