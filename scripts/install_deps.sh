@@ -2,9 +2,8 @@
 # Installs what ringtrain needs to build, test and run on Debian 12 (root, apt-get). Safe to run again:
 # packages already present are skipped. The CUDA toolkit, cuDNN and NCCL are not Debian packages; when they
 # are under /usr/local/cuda the CUDA backend is built too (RINGTRAIN_CUDA=AUTO).
-#   --comparison  also what perf/compare_frameworks_cpu.py and perf/compare_input_pipeline.py run the other
-#                 frameworks with: Debian's PyTorch and torchvision (python3-torch, python3-torchvision) and
-#                 TensorFlow + Keras from PyPI in a venv (.venv-compare). Not for CI: large.
+#   --comparison  also what perf/compare_frameworks_cpu.py runs the other framework with: TensorFlow + Keras from
+#                 PyPI in a venv (.venv-compare). Not for CI: large.
 set -euo pipefail
 comparison=false
 [ "${1:-}" = "--comparison" ] && comparison=true
@@ -23,9 +22,10 @@ packages=(
   python3-pil                                      # tests/io: writes Fashion-MNIST as a PNG/JPEG folder for prepare images
   slurm-wlm munge                                  # tests/slurm: a real two-node Slurm cluster runs slurm/train.sbatch
   iproute2                                         # tests/multihost: ip netns/veth "nodes", tc rate limits; ss
+  python3-torch python3-torchvision                # tests/e2e: torchvision's models (random weights) exported to
+                                                   # ONNX for `ringtrain import` and checked against ringtrain's
+                                                   # job files; also the CPU comparisons' PyTorch and its pipeline
 )
-$comparison && packages+=(python3-torch)           # PyTorch DDP, the comparison's second framework
-$comparison && packages+=(python3-torchvision)     # torchvision's input pipeline (0.14, built for python3-torch 1.13)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
