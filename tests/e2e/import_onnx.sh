@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# `ringtrain import` of torchvision classifiers with random weights, exported by torch.onnx: predict on PNG images
+# gives onnxruntime's logits of the original model within 1e-4, and so does the ONNX file `ringtrain export` writes
+# of the imported checkpoint. Then a model with an operator import does not map is refused with exit 3 naming the
+# node, leaving no job file, checkpoint or data behind.
+# Usage: import_onnx.sh RINGTRAIN SOURCE_DIR MODEL:FORM... (FORM: fused | preserve, see torch_onnx_models.py)
+set -euo pipefail
+bin=$1 src=$2
+shift 2
+onnx_python=$src/.venv-onnx/bin/python3
+[ -x "$onnx_python" ] || { echo "FAIL: $onnx_python is missing: run scripts/install_deps.sh"; exit 1; }
+/usr/bin/python3 -c "import torch, torchvision" 2>/dev/null || { echo "SKIP: /usr/bin/python3 has no torch"; exit 77; }
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+/usr/bin/python3 "$src/tests/e2e/torch_onnx_models.py" "$work" "$@" refused:fused
+for model in "$@"; do
+  name=${model/:/-}
+  "$bin" import --onnx "$work/$name.onnx" --out "$work/$name.toml" --checkpoint "$work/$name.h5"
+  "$bin" predict --checkpoint "$work/$name.h5" --logits --top 1 "$work"/image*.png >"$work/$name.jsonl"
+  "$bin" export --checkpoint "$work/$name.h5" --onnx "$work/$name-exported.onnx" >/dev/null
+  "$onnx_python" "$src/tests/e2e/check_import.py" "$work/$name.onnx" "$work/images.npy" "$work/$name.jsonl" \
+    "$work/$name-exported.onnx"
+done
+
+set +e
+"$bin" import --onnx "$work/refused-fused.onnx" --out "$work/refused.toml" --checkpoint "$work/refused.h5" \
+  >"$work/refused.log" 2>&1
+rc=$?
+set -e
+cat "$work/refused.log"
+[ "$rc" = 3 ] || fail "import of a Softplus model exited $rc, not 3"
+grep -q "ONNX node '/1/Softplus' (Softplus): no ringtrain layer maps the Softplus operator" "$work/refused.log" ||
+  fail "the refusal does not name the Softplus node"
+for left in refused.toml refused.h5 refused-data refused.toml.tmp refused.h5.tmp; do
+  [ ! -e "$work/$left" ] || fail "a refused import left $left behind"
+done
+echo "PASS"
