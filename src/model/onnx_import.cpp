@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "common/error.h"
@@ -47,6 +48,8 @@ class GraphWalk {
   }
   bool is_constant(const std::string& value) const { return constants_.contains(value); }
   void look_through(const OnnxNode& node);
+  bool batch_shape_arithmetic(const OnnxNode& node);
+  std::optional<std::string> integer_scalar_zero(const std::string& value) const;
   const std::vector<const OnnxNode*>& users(const std::string& value) const {
     static const std::vector<const OnnxNode*> none;
     const auto it = users_.find(value);
@@ -69,6 +72,9 @@ class GraphWalk {
   std::vector<OnnxNode> nodes_;               // the graph's nodes, inputs resolved through alias_
   std::map<const OnnxNode*, size_t> position_;
   std::map<std::string, std::vector<const OnnxNode*>> users_;  // of each computed value
+  // torch's x.view(x.size(0), -1) with a dynamic batch: Shape(x), its entry 0 (Gather), as a vector (Unsqueeze),
+  // with -1 after it (Concat). Each value of that chain, by what it is of which x.
+  std::map<std::string, std::string> shape_of_, batch_of_, batch_vector_of_, flat_shape_of_;
   std::string input_, output_;
 };
 
@@ -88,6 +94,10 @@ GraphWalk::GraphWalk(const io::OnnxModel& model) {
       look_through(node);
       continue;
     }
+    if (batch_shape_arithmetic(node)) continue;
+    if (node.op == "Reshape" && node.inputs.size() > 1 && flat_shape_of_.contains(node.inputs[1]) &&
+        flat_shape_of_.at(node.inputs[1]) != node.inputs[0])
+      refuse(node, "its shape is computed from another value's than its input's");
     nodes_.push_back(std::move(node));
   }
   for (const OnnxNode& node : nodes_) {
@@ -119,6 +129,46 @@ void GraphWalk::look_through(const OnnxNode& node) {
     refuse(node, "its training_mode input is given; import maps inference Dropout only");
   alias_[node.outputs[0]] = node.inputs[0];
   if (const auto c = constants_.find(node.inputs[0]); c != constants_.end()) constants_[node.outputs[0]] = c->second;
+}
+
+// The constant integer 0 a value holds (a Gather's index, an Unsqueeze's axes), else nothing.
+std::optional<std::string> GraphWalk::integer_scalar_zero(const std::string& value) const {
+  const auto it = constants_.find(value);
+  if (it == constants_.end() || it->second->data_type != 7 || it->second->integers != std::vector<int64_t>{0})
+    return std::nullopt;
+  return value;
+}
+
+// The nodes of x.view(x.size(0), -1)'s shape, left out of the walk; the Concat's output becomes the constant
+// [0, -1] (0: keep the batch), which the Reshape's import reads as a flatten. Anything else computed from a
+// Shape is left to the walk, which refuses it.
+bool GraphWalk::batch_shape_arithmetic(const OnnxNode& node) {
+  const auto from = [&](const std::map<std::string, std::string>& chain, size_t input) -> const std::string* {
+    if (input >= node.inputs.size()) return nullptr;
+    const auto it = chain.find(node.inputs[input]);
+    return it == chain.end() ? nullptr : &it->second;
+  };
+  const std::string* x = nullptr;
+  if (node.op == "Shape" && !node.inputs.empty() && node.attributes.empty()) {
+    shape_of_[node.outputs.at(0)] = node.inputs[0];
+  } else if (node.op == "Gather" && (x = from(shape_of_, 0)) &&
+             (!node.attribute("axis") || node.attribute("axis")->integer == 0) &&
+             node.inputs.size() == 2 && integer_scalar_zero(node.inputs[1])) {
+    batch_of_[node.outputs.at(0)] = *x;
+  } else if (node.op == "Unsqueeze" && (x = from(batch_of_, 0)) &&
+             (node.inputs.size() == 2 ? integer_scalar_zero(node.inputs[1]).has_value()
+                                      : node.attribute("axes") && node.attribute("axes")->integers == std::vector<int64_t>{0})) {
+    batch_vector_of_[node.outputs.at(0)] = *x;
+  } else if (node.op == "Concat" && (x = from(batch_vector_of_, 0)) && node.inputs.size() == 2 &&
+             constants_.contains(node.inputs[1]) && constants_.at(node.inputs[1])->integers == std::vector<int64_t>{-1}) {
+    flat_shape_of_[node.outputs.at(0)] = *x;
+    io::OnnxTensor& shape = constant_nodes_.emplace_back();
+    shape.name = node.outputs.at(0), shape.dims = {2}, shape.data_type = 7, shape.integers = {0, -1};
+    constants_[shape.name] = &shape;
+  } else {
+    return false;
+  }
+  return true;
 }
 
 Piece GraphWalk::layer(const OnnxNode& node, const std::string& value) const {

@@ -169,6 +169,28 @@ TEST(OnnxImport, AForkJoinedByAddIsAResidualBlock) {
   }
 }
 
+// torch's x.view(x.size(0), -1) with a dynamic batch: the shape computed from the value itself.
+TEST(OnnxImport, ViewOfTheBatchByMinusOneIsAFlatten) {
+  Graph g;
+  io::OnnxTensor zero, minus_one;
+  zero.data_type = minus_one.data_type = 7;
+  zero.integers = {0}, minus_one.integers = {-1};
+  zero.name = "zero", minus_one.name = "minus_one";
+  g.m.initializers = {zero, minus_one};
+  g.node("Shape", "shape", {"x"}, "s");
+  g.node("Gather", "gather", {"s", "zero"}, "n", {integer("axis", 0)});
+  g.node("Unsqueeze", "unsqueeze", {"n", "zero"}, "n1");
+  g.node("Concat", "concat", {"n1", "minus_one"}, "target", {integer("axis", 0)});
+  g.node("Reshape", "reshape", {"x", "target"}, "f");
+  g.node("Gemm", "fc", {"f", g.weight("W", {3, 256}), g.weight("b", {3})}, "y", {integer("transB", 1)});
+  const model::ImportedModel m = model::import_onnx(g.m);
+  ASSERT_EQ(m.layers.size(), 2u);
+  EXPECT_EQ(m.layers[0].type, "flatten");
+  EXPECT_EQ(m.layers[0].name, "reshape");
+  g.m.nodes[1].inputs[1] = "minus_one";  // the last dimension, not the batch: no flatten
+  EXPECT_NE(refusal(g.m).find("ONNX node 'reshape' (Reshape)"), std::string::npos) << refusal(g.m);
+}
+
 TEST(OnnxImport, AForkThatDoesNotJoinAtAnAddIsRefused) {
   Graph g = identity_block(false);
   g.m.nodes[3].op = "Mul";
