@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <variant>
+
 #include "common/error.h"
 
 namespace ringtrain::model {
@@ -85,10 +87,14 @@ OnnxWindow OnnxNodeReader::window(std::vector<int64_t> kernel_shape) const {
 config::LayerSpec OnnxNodeReader::spec(std::string_view type, const std::vector<config::LayerArg>& args) const {
   config::LayerSpec s;
   try {
-    s = config::layer_spec(type, args, describe());
+    s = config::layer_spec(type, args, std::string(type));
   } catch (const JobFileError& e) {
-    refuse(fmt::format("as a {} layer: {}", type, e.what()));
+    std::vector<std::string> given;
+    for (const config::LayerArg& a : args)
+      given.push_back(a.key + " = " + std::visit([](const auto& v) { return fmt::format("{}", v); }, a.value));
+    refuse(fmt::format("ringtrain's {} layer cannot take it as {}: {}", type, fmt::join(given, ", "), e.what()));
   }
+  s.where = describe();
   s.name = node_.name;
   return s;
 }

@@ -142,7 +142,9 @@ TEST(OnnxImport, BatchNormalizationEpsilonAndMomentumMapOntoOurKeys) {
   EXPECT_EQ(m.params.size(), 8u);
   EXPECT_EQ(m.states.size(), 8u);  // running mean, then variance
   g.m.nodes[0].attributes[0].real = 2.0f;  // outside batchnorm's epsilon range
-  EXPECT_NE(refusal(g.m).find("ONNX node 'bn' (BatchNormalization): as a batchnorm layer"), std::string::npos)
+  EXPECT_NE(refusal(g.m).find("ONNX node 'bn' (BatchNormalization): ringtrain's batchnorm layer cannot take it as "
+                              "epsilon = 2"),
+            std::string::npos)
       << refusal(g.m);
 }
 
