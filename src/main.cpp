@@ -175,6 +175,7 @@ void add_use_commands(CLI::App& app, UseCommands& u) {
   u.import_onnx->add_option("--data", i.data, "folder for the split that describes the model's input (default: "
                                               "beside the job file, <job stem>-data)");
   u.import_onnx->add_option("--shape", u.shape_text, "C,H,W of the images (default: the model's declared input)");
+  u.import_onnx->add_option("--class-names", i.class_names, "text file of the class names, one a line in class order");
   u.import_onnx->add_option("--mean", i.mean, "per channel mean of 0..1 pixels, comma-separated")
       ->delimiter(',')
       ->capture_default_str();

@@ -88,6 +88,23 @@ std::vector<float> in_pixel_units(const std::vector<float>& values, int channels
   return scaled;
 }
 
+// One name a line, as many as the model has classes.
+std::vector<std::string> class_names(const fs::path& file, int classes) {
+  if (file.empty()) return {};
+  std::ifstream in(file);
+  if (!in) throw UsageError(fmt::format("--class-names '{}' cannot be read", file.string()));
+  std::vector<std::string> names;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    names.push_back(line);
+  }
+  while (!names.empty() && names.back().empty()) names.pop_back();
+  if (static_cast<int>(names.size()) != classes)
+    throw UsageError(fmt::format("--class-names '{}' names {} classes, the model has {}; give one name a line",
+                                 file.string(), names.size(), classes));
+  return names;
+}
+
 // The folder is import's own: one that holds samples (a real split) is never overwritten.
 void refuse_real_split(const fs::path& data) {
   std::error_code error;
@@ -137,6 +154,7 @@ int import_onnx(const ImportArgs& args) {
   meta.num_classes = class_count(imported);
   meta.mean = in_pixel_units(args.mean, meta.shape.channels, "--mean");
   meta.stddev = in_pixel_units(args.stddev, meta.shape.channels, "--std");
+  meta.class_names = class_names(args.class_names, meta.num_classes);
   meta.provenance = fmt::format("ringtrain import of {}: no samples, only the description of the model's input",
                                 args.onnx.string());
   backend::CpuBackend cpu(1);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `ringtrain import` of torchvision classifiers with random weights, exported by torch.onnx: predict on PNG images
-# gives onnxruntime's logits of the original model within 1e-4, and so does the ONNX file `ringtrain export` writes
-# of the imported checkpoint. Then a model with an operator import does not map is refused with exit 3 naming the
+# gives onnxruntime's logits of the original model within 1e-4 (and the class names given to import), and so does the
+# ONNX file `ringtrain export` writes of the imported checkpoint. Then a model with an operator import does not map is refused with exit 3 naming the
 # node, leaving no job file, checkpoint or data behind.
 # Usage: import_onnx.sh RINGTRAIN SOURCE_DIR MODEL:FORM... (FORM: fused | preserve, see torch_onnx_models.py)
 set -euo pipefail
@@ -14,10 +14,14 @@ work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 /usr/bin/python3 "$src/tests/e2e/torch_onnx_models.py" "$work" "$@" refused:fused
+printf 'kind %s\n' 0 1 2 3 4 5 6 7 8 9 >"$work/names.txt"
 for model in "$@"; do
   name=${model/:/-}
-  "$bin" import --onnx "$work/$name.onnx" --out "$work/$name.toml" --checkpoint "$work/$name.h5"
+  "$bin" import --onnx "$work/$name.onnx" --out "$work/$name.toml" --checkpoint "$work/$name.h5" \
+    --class-names "$work/names.txt"
   "$bin" predict --checkpoint "$work/$name.h5" --logits --top 1 "$work"/image*.png >"$work/$name.jsonl"
+  named=$(grep -c '"top":\[{"class":\([0-9]\),"name":"kind \1"' "$work/$name.jsonl" || true)
+  [ "$named" = 4 ] || fail "predict named the class of $named of 4 images as --class-names gave them"
   "$bin" export --checkpoint "$work/$name.h5" --onnx "$work/$name-exported.onnx" >/dev/null
   "$onnx_python" "$src/tests/e2e/check_import.py" "$work/$name.onnx" "$work/images.npy" "$work/$name.jsonl" \
     "$work/$name-exported.onnx"
