@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <optional>
@@ -26,8 +27,8 @@ struct Piece {
 
 // What a refusal says of the operators import maps, for an operator none maps.
 std::string what_import_maps() {
-  return fmt::format("import maps {}; Add as a residual block's join; Identity, Dropout and Constant are looked "
-                     "through",
+  return fmt::format("import maps {}; Add as a residual block's join; x * Sigmoid(x) and x * HardSigmoid(x) as "
+                     "silu and hard_swish; Identity, Dropout and Constant are looked through",
                      fmt::join(imported_onnx_ops(), ", "));
 }
 
@@ -60,6 +61,8 @@ class GraphWalk {
                             std::string& end) const;
   Piece layer(const OnnxNode& node, const std::string& value) const;
   Piece residual(const std::string& value, const std::vector<const OnnxNode*>& forks, std::string& next) const;
+  std::optional<Piece> gated(const std::string& value, const std::vector<const OnnxNode*>& forks,
+                             std::string& next) const;
   const OnnxNode* join_of(const std::vector<const OnnxNode*>& forks) const;
   std::set<const OnnxNode*> reachable(const OnnxNode* from) const;
   [[noreturn]] void refuse(const OnnxNode& node, const std::string& why) const {
@@ -212,7 +215,8 @@ std::vector<Piece> GraphWalk::chain(std::string value, const OnnxNode* join, std
       value = next[0]->outputs.at(0);
     } else if (next.size() == 2) {
       std::string joined;
-      pieces.push_back(residual(value, next, joined));
+      std::optional<Piece> activation = gated(value, next, joined);
+      pieces.push_back(activation ? std::move(*activation) : residual(value, next, joined));
       value = joined;
     } else {
       std::vector<std::string> names;
@@ -249,6 +253,26 @@ std::set<const OnnxNode*> GraphWalk::reachable(const OnnxNode* from) const {
         if (seen.insert(user).second) open.push_back(user);
   }
   return seen;
+}
+
+// x * gate(x), as torch exports SiLU (gate Sigmoid) and Hardswish at opset 13 (gate HardSigmoid with alpha 1/6 and
+// beta 1/2): one layer, named after the Mul; nothing where the fork is not that.
+std::optional<Piece> GraphWalk::gated(const std::string& value, const std::vector<const OnnxNode*>& forks,
+                                      std::string& next) const {
+  for (const size_t m : {0, 1}) {
+    const OnnxNode *mul = forks[m], *gate = forks[1 - m];
+    if (mul->op != "Mul" || gate->outputs.empty() || users(gate->outputs[0]) != std::vector<const OnnxNode*>{mul})
+      continue;
+    const OnnxNodeReader g(*gate, constants_);
+    const bool hard = gate->op == "HardSigmoid" && std::abs(g.real("alpha", 0.2f) - 1.0f / 6.0f) < 1e-6f &&
+                      g.real("beta", 0.5f) == 0.5f;
+    if (gate->op != "Sigmoid" && !hard) continue;
+    const std::vector<std::string> product{value, gate->outputs[0]}, swapped{gate->outputs[0], value};
+    if (mul->inputs != product && mul->inputs != swapped) continue;
+    next = mul->outputs.at(0);
+    return Piece{ImportedLayer{OnnxNodeReader(*mul, constants_).spec(hard ? "hard_swish" : "silu")}};
+  }
+  return std::nullopt;
 }
 
 // The first node, in the graph's order, that both branches reach: where a residual block's branches meet.

@@ -193,6 +193,22 @@ TEST(OnnxImport, ViewOfTheBatchByMinusOneIsAFlatten) {
   EXPECT_NE(refusal(g.m).find("ONNX node 'reshape' (Reshape)"), std::string::npos) << refusal(g.m);
 }
 
+// x * Sigmoid(x) and x * HardSigmoid(x) (alpha 1/6, beta 1/2): torch's SiLU and Hardswish at opset 13.
+TEST(OnnxImport, AGatedForkIsSiluOrHardSwish) {
+  Graph g;
+  g.node("Sigmoid", "gate", {"x"}, "s");
+  g.node("Mul", "silu", {"x", "s"}, "a");
+  g.node("HardSigmoid", "hard_gate", {"a"}, "h", {real("alpha", 1.0f / 6.0f)});
+  g.node("Mul", "hard_swish", {"h", "a"}, "y");
+  const model::ImportedModel m = model::import_onnx(g.m);
+  ASSERT_EQ(m.layers.size(), 2u);
+  EXPECT_EQ(m.layers[0].type, "silu");
+  EXPECT_EQ(m.layers[1].type, "hard_swish");
+  EXPECT_EQ(m.layers[1].name, "hard_swish");
+  g.m.nodes[2].attributes[0].real = 0.2f;  // ONNX's default HardSigmoid: not Hardswish's gate
+  EXPECT_NE(refusal(g.m).find("import maps a fork only as a residual block"), std::string::npos) << refusal(g.m);
+}
+
 TEST(OnnxImport, AForkThatDoesNotJoinAtAnAddIsRefused) {
   Graph g = identity_block(false);
   g.m.nodes[3].op = "Mul";

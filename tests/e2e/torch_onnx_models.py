@@ -5,8 +5,9 @@ scale and shift, so that they change the logits. The model is put in eval mode a
 3 x SIZE x SIZE, the batch dynamic: "fused" as torch.onnx.export does by default (each batch norm folded into the
 convolution before it), "preserve" with TrainingMode.PRESERVE (BatchNormalization nodes of their own). The
 images: COUNT random RGB PNG files SIZE x SIZE, and their pixels as images.npy (N x 3 x SIZE x SIZE, uint8).
-A "refused" model holds an operator import does not map (Softplus), for the refusal test; "viewnet" flattens with
-x.view(x.size(0), -1), which torch exports with a dynamic batch as Shape, Gather, Unsqueeze, Concat and Reshape.
+A "refused" model holds an operator import does not map (Softplus), for the refusal test; "smallnet" is a small CNN
+with SiLU and Hardswish (exported as x * Sigmoid(x) and x * HardSigmoid(x)) that flattens with x.view(x.size(0), -1),
+which torch exports with a dynamic batch as Shape, Gather, Unsqueeze, Concat and Reshape.
 
 usage: torch_onnx_models.py OUT_DIR [--size 64] [--count 4] MODEL:FORM ... (e.g. resnet18:fused)
 """
@@ -34,11 +35,12 @@ def refused_model():
                                torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 10))
 
 
-class ViewNet(torch.nn.Module):
+class SmallNet(torch.nn.Module):
     def __init__(self, size):
         super().__init__()
         self.features = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, stride=2, padding=1), torch.nn.BatchNorm2d(8),
-                                            torch.nn.ReLU(), torch.nn.MaxPool2d(2))
+                                            torch.nn.SiLU(), torch.nn.Conv2d(8, 8, 3, padding=1),
+                                            torch.nn.Hardswish(), torch.nn.MaxPool2d(2))
         self.fc = torch.nn.Linear(8 * (size // 4) ** 2, 10)
 
     def forward(self, x):
@@ -49,8 +51,8 @@ class ViewNet(torch.nn.Module):
 def make(name, size):
     if name == "refused":
         return refused_model()
-    if name == "viewnet":
-        return ViewNet(size)
+    if name == "smallnet":
+        return SmallNet(size)
     return getattr(torchvision.models, name)(num_classes=10)
 
 
