@@ -37,8 +37,7 @@ class GraphWalk {
   explicit GraphWalk(const io::OnnxModel& model);
   std::vector<Piece> pieces() {
     std::string end;
-    std::vector<Piece> all = chain(input_, nullptr, end);
-    return all;
+    return chain(input_, nullptr, end);
   }
   const std::string& input() const { return input_; }
 
@@ -48,6 +47,7 @@ class GraphWalk {
     return it == alias_.end() ? value : it->second;
   }
   bool is_constant(const std::string& value) const { return constants_.contains(value); }
+  void define(const OnnxNode& node, std::set<std::string>& defined) const;
   void look_through(const OnnxNode& node);
   bool batch_shape_arithmetic(const OnnxNode& node);
   std::optional<std::string> integer_scalar_zero(const std::string& value) const;
@@ -87,10 +87,12 @@ GraphWalk::GraphWalk(const io::OnnxModel& model) {
                                    "input (the images) and one output (the logits)",
                                    model.inputs.size(), model.outputs.size()));
   for (const io::OnnxTensor& t : model.initializers) constants_[t.name] = &t;
+  std::set<std::string> defined{model.inputs[0]};
   nodes_.reserve(model.nodes.size());
   for (const OnnxNode& original : model.nodes) {
     OnnxNode node = original;
     for (std::string& in : node.inputs) in = resolved(in);
+    define(node, defined);
     if (!node.domain.empty() && node.domain != "ai.onnx")
       refuse(node, fmt::format("its operator is of domain '{}'; import maps the standard ONNX operators", node.domain));
     if (node.op == "Identity" || node.op == "Dropout" || node.op == "Constant") {
@@ -103,8 +105,9 @@ GraphWalk::GraphWalk(const io::OnnxModel& model) {
       refuse(node, "its shape is computed from another value's than its input's");
     nodes_.push_back(std::move(node));
   }
-  for (const OnnxNode& node : nodes_) {
-    position_[&node] = position_.size();
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const OnnxNode& node = nodes_[i];
+    position_[&node] = i;
     for (const std::string& in : node.inputs)
       if (!in.empty() && !is_constant(in)) {
         auto& list = users_[in];
@@ -113,6 +116,19 @@ GraphWalk::GraphWalk(const io::OnnxModel& model) {
   }
   input_ = model.inputs[0];
   output_ = resolved(model.outputs[0]);
+}
+
+// ONNX's graph is in topological order and each value has one producer; the walk relies on both (a cycle would
+// never end it), so a file that breaks either is refused at the node that does.
+void GraphWalk::define(const OnnxNode& node, std::set<std::string>& defined) const {
+  for (const std::string& in : node.inputs)
+    if (!in.empty() && !is_constant(in) && !defined.contains(in))
+      refuse(node, fmt::format("its input '{}' is no graph input, initializer or output of a node before it (the "
+                               "graph is not in topological order)",
+                               in));
+  for (const std::string& out : node.outputs)
+    if (!out.empty() && !defined.insert(out).second && !is_constant(out))
+      refuse(node, fmt::format("its output '{}' is produced by another node too", out));
 }
 
 // Identity and inference Dropout pass their input on; a Constant's value becomes a constant like an initializer.

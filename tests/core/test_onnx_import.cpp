@@ -216,6 +216,16 @@ TEST(OnnxImport, AForkThatDoesNotJoinAtAnAddIsRefused) {
   EXPECT_NE(why.find("import maps a fork only as a residual block"), std::string::npos) << why;
 }
 
+// A cycle (which the walk would follow for ever) breaks ONNX's topological order: refused where it does.
+TEST(OnnxImport, AGraphOutOfTopologicalOrderIsRefused) {
+  Graph g;
+  g.node("Relu", "a", {"x"}, "b");
+  g.node("Relu", "loop", {"c"}, "b2");
+  g.node("Relu", "c", {"b2"}, "c");
+  const std::string why = refusal(g.m);
+  EXPECT_NE(why.find("ONNX node 'loop' (Relu): its input 'c' is no graph input"), std::string::npos) << why;
+}
+
 TEST(OnnxImport, LayersReadBackFromTheirJobFileTomlAsTheSameSpecs) {
   const model::ImportedModel m = model::import_onnx(identity_block(false).m);
   const std::string toml = "[data]\ntrain = \"t\"\ntest = \"t\"\n[train]\nepochs = 1\nbatch_per_rank = 1\n"
