@@ -50,12 +50,14 @@ int class_count(const model::ImportedModel& m) {
 
 // Refuses a weight tensor whose size is not what its layer takes (a convolution's input channels that the
 // graph's previous layer does not give).
-void refuse_misfit_weights(const model::ImportedModel& m, const model::Network& net) {
+void refuse_misfit_weights(const model::ImportedModel& m, const model::Network& net, const io::SampleShape& shape) {
   const auto& tensors = net.param_tensors();
   for (size_t i = 0; i < std::min(tensors.size(), m.tensor_sizes.size()); ++i)
     if (tensors[i].count != m.tensor_sizes[i])
-      throw JobFileError(fmt::format("{}: its tensor '{}' holds {} values, but the layer on its input takes {}",
-                                     m.tensor_sources[i], tensors[i].name, m.tensor_sizes[i], tensors[i].count));
+      throw JobFileError(fmt::format("{}: its tensor '{}' holds {} values, but on {}x{}x{} images (the model's "
+                                     "declared input, or --shape) the layer takes {}",
+                                     m.tensor_sources[i], tensors[i].name, m.tensor_sizes[i], shape.channels,
+                                     shape.height, shape.width, tensors[i].count));
   if (tensors.size() != m.tensor_sizes.size() || net.state_count() != static_cast<int64_t>(m.states.size()))
     throw Error(ExitCode::internal, fmt::format("import: {} weight tensors and {} statistics for a network of {} and {}",
                                                 m.tensor_sizes.size(), m.states.size(), tensors.size(),
@@ -160,7 +162,7 @@ int import_onnx(const ImportArgs& args) {
   backend::CpuBackend cpu(1);
   const model::Network net(imported.layers, cpu, {1, meta.shape.channels, meta.shape.height, meta.shape.width},
                            meta.num_classes);
-  refuse_misfit_weights(imported, net);
+  refuse_misfit_weights(imported, net, meta.shape);
 
   const fs::path data = args.data.empty() ? fs::path(fs::path(args.job).replace_extension("").string() + "-data") : args.data;
   const std::string text = job_text(args, onnx, imported, meta, data);
