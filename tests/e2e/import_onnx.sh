@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `ringtrain import` of torchvision classifiers with random weights, exported by torch.onnx: predict on PNG images
 # gives onnxruntime's logits of the original model within 1e-4 (and the class names given to import), and so does the
-# ONNX file `ringtrain export` writes of the imported checkpoint. Then a model with an operator import does not map is refused with exit 3 naming the
+# ONNX file `ringtrain export` writes of the imported checkpoint; evaluate takes the first model on a split of the
+# images, and refuses (exit 4) the job's own split, which holds no samples. Then a model with an operator import does not map is refused with exit 3 naming the
 # node, leaving no job file, checkpoint or data behind.
 # Usage: import_onnx.sh RINGTRAIN SOURCE_DIR MODEL:FORM... (FORM: fused | preserve, see torch_onnx_models.py)
 set -euo pipefail
@@ -26,6 +27,19 @@ for model in "$@"; do
   "$onnx_python" "$src/tests/e2e/check_import.py" "$work/$name.onnx" "$work/images.npy" "$work/$name.jsonl" \
     "$work/$name-exported.onnx"
 done
+
+first=${1/:/-}
+set +e
+"$bin" evaluate "$work/$first.toml" --checkpoint "$work/$first.h5" >"$work/evaluate.log" 2>&1
+rc=$?
+set -e
+[ "$rc" = 4 ] && grep -q "holds no samples" "$work/evaluate.log" || { cat "$work/evaluate.log"; fail "evaluate on the description split"; }
+"$bin" prepare arrays --images "$work/images.npy" --labels "$work/labels.npy" --test-images "$work/images.npy" \
+  --test-labels "$work/labels.npy" --classes 10 --shards 1 --out "$work/arrays" >/dev/null
+"$bin" evaluate "$work/$first.toml" --checkpoint "$work/$first.h5" --data "$work/arrays/test" \
+  --out "$work/evaluate.json" >/dev/null
+python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); assert r["samples"] == 4, r["samples"]' \
+  "$work/evaluate.json" || fail "evaluate --data did not evaluate the 4 images"
 
 set +e
 "$bin" import --onnx "$work/refused-fused.onnx" --out "$work/refused.toml" --checkpoint "$work/refused.h5" \

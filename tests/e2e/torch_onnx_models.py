@@ -4,7 +4,8 @@ Every model is seeded (torch.manual_seed), nothing is downloaded; every batch no
 scale and shift, so that they change the logits. The model is put in eval mode and exported with opset 13 at
 3 x SIZE x SIZE, the batch dynamic: "fused" as torch.onnx.export does by default (each batch norm folded into the
 convolution before it), "preserve" with TrainingMode.PRESERVE (BatchNormalization nodes of their own). The
-images: COUNT random RGB PNG files SIZE x SIZE, and their pixels as images.npy (N x 3 x SIZE x SIZE, uint8).
+images: COUNT random RGB PNG files SIZE x SIZE, their pixels as images.npy (N x 3 x SIZE x SIZE, uint8) and labels
+0, 1, ... as labels.npy (for a split to evaluate on).
 A "refused" model holds an operator import does not map (Softplus), for the refusal test; "smallnet" is a small CNN
 with SiLU and Hardswish (exported as x * Sigmoid(x) and x * HardSigmoid(x)) that flattens with x.view(x.size(0), -1),
 which torch exports with a dynamic batch as Shape, Gather, Unsqueeze, Concat and Reshape.
@@ -80,6 +81,7 @@ def main():
     for i, image in enumerate(images):
         Image.fromarray(image).save(os.path.join(a.out, f"image{i}.png"))
     np.save(os.path.join(a.out, "images.npy"), images.transpose(0, 3, 1, 2))
+    np.save(os.path.join(a.out, "labels.npy"), np.arange(a.count, dtype=np.int64) % 10)
     for spec in a.models:
         name, form = spec.split(":")
         export(name, form, a.out, a.size)
