@@ -2,8 +2,9 @@
 # `ringtrain import` of torchvision classifiers with random weights, exported by torch.onnx: predict on PNG images
 # gives onnxruntime's logits of the original model within 1e-4 (and the class names given to import), and so does the
 # ONNX file `ringtrain export` writes of the imported checkpoint; evaluate takes the first model on a split of the
-# images, and refuses (exit 4) the job's own split, which holds no samples. Then a model with an operator import does not map is refused with exit 3 naming the
-# node, leaving no job file, checkpoint or data behind.
+# images, and refuses (exit 4) the job's own split, which holds no samples. Then a model with an operator import does
+# not map is refused with exit 3 naming the node, and a truncated ONNX file with exit 4 naming the file, each leaving
+# no job file, checkpoint or data behind.
 # Usage: import_onnx.sh RINGTRAIN SOURCE_DIR MODEL:FORM... (FORM: fused | preserve, see torch_onnx_models.py)
 set -euo pipefail
 bin=$1 src=$2
@@ -50,7 +51,14 @@ cat "$work/refused.log"
 [ "$rc" = 3 ] || fail "import of a Softplus model exited $rc, not 3"
 grep -q "ONNX node '/1/Softplus' (Softplus): no ringtrain layer maps the Softplus operator" "$work/refused.log" ||
   fail "the refusal does not name the Softplus node"
-for left in refused.toml refused.h5 refused-data refused.toml.tmp refused.h5.tmp; do
+head -c 2000 "$work/$first.onnx" >"$work/broken.onnx"
+set +e
+"$bin" import --onnx "$work/broken.onnx" --out "$work/broken.toml" --checkpoint "$work/broken.h5" >"$work/broken.log" 2>&1
+rc=$?
+set -e
+[ "$rc" = 4 ] && grep -q "broken.onnx' is not a readable ONNX model" "$work/broken.log" ||
+  { cat "$work/broken.log"; fail "import of a truncated ONNX file: exit $rc"; }
+for left in refused.toml refused.h5 refused-data refused.toml.tmp refused.h5.tmp broken.toml broken.h5 broken-data; do
   [ ! -e "$work/$left" ] || fail "a refused import left $left behind"
 done
 echo "PASS"
