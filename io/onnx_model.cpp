@@ -129,30 +129,61 @@ OnnxNode node(std::string_view message) {
   return n;
 }
 
-std::string value_name(std::string_view message) {
+// A named value: ValueInfoProto's name, and its TypeProto.Tensor's shape (-1 for a dimension without a value).
+struct NamedValue {
+  std::string name;
+  std::vector<int64_t> dims;
+};
+
+std::vector<int64_t> tensor_shape(std::string_view type) {
+  std::vector<int64_t> dims;
+  for (ProtoReader t(type); !t.done();) {
+    const ProtoField tensor = t.next();
+    if (tensor.number != 1 || tensor.wire_type != 2) continue;  // TypeProto.tensor_type
+    for (ProtoReader s(tensor.bytes); !s.done();) {
+      const ProtoField shape = s.next();
+      if (shape.number != 2 || shape.wire_type != 2) continue;  // Tensor.shape
+      for (ProtoReader d(shape.bytes); !d.done();) {
+        const ProtoField dim = d.next();
+        if (dim.number != 1 || dim.wire_type != 2) continue;  // TensorShapeProto.dim
+        int64_t value = -1;
+        for (ProtoReader v(dim.bytes); !v.done();) {
+          const ProtoField f = v.next();
+          if (f.number == 1 && f.wire_type == 0) value = static_cast<int64_t>(f.value);  // dim_value
+        }
+        dims.push_back(value);
+      }
+    }
+  }
+  return dims;
+}
+
+NamedValue named_value(std::string_view message) {
+  NamedValue v;
   for (ProtoReader r(message); !r.done();) {
     const ProtoField f = r.next();
-    if (f.number == 1) return text_of(f);
+    if (f.number == 1) v.name = text_of(f);
+    if (f.number == 2 && f.wire_type == 2) v.dims = tensor_shape(f.bytes);
   }
-  return "";
+  return v;
 }
 
 void graph(std::string_view message, OnnxModel& m) {
-  std::vector<std::string> inputs;
+  std::vector<NamedValue> inputs;
   for (ProtoReader r(message); !r.done();) {
     const ProtoField f = r.next();
     switch (f.number) {
       case 1: m.nodes.push_back(node(f.bytes)); break;
       case 5: m.initializers.push_back(tensor(f.bytes)); break;
-      case 11: inputs.push_back(value_name(f.bytes)); break;
-      case 12: m.outputs.push_back(value_name(f.bytes)); break;
+      case 11: inputs.push_back(named_value(f.bytes)); break;
+      case 12: m.outputs.push_back(named_value(f.bytes).name); break;
       case 15: throw ProtoError("the graph has sparse initializers, which import does not read");
       default: break;
     }
   }
   // Older exporters list the initializers among the inputs too: the model's inputs are the others.
-  for (const std::string& name : inputs)
-    if (!m.initializer(name)) m.inputs.push_back(name);
+  for (NamedValue& input : inputs)
+    if (!m.initializer(input.name)) m.inputs.push_back(input.name), m.input_dims.push_back(std::move(input.dims));
 }
 
 OnnxModel model(std::string_view message) {

@@ -40,6 +40,8 @@ struct OnnxModel {
   int64_t opset = 0;  // of the default ("" or "ai.onnx") domain
   std::string producer;
   std::vector<std::string> inputs, outputs;  // graph inputs that are not initializers, and graph outputs
+  // Each of `inputs`' tensor dimensions, -1 for a named (symbolic) or unknown one; empty where the file gives none.
+  std::vector<std::vector<int64_t>> input_dims;
   std::vector<OnnxNode> nodes;               // in the file's (topological) order
   std::vector<OnnxTensor> initializers;
   const OnnxTensor* initializer(const std::string& name) const;

@@ -64,12 +64,13 @@ void check_sizes(const fs::path& dir, const DatasetMeta& meta, const SplitWriteO
                      byte_size_text(static_cast<double>(space.available))));
 }
 
-void validate(const fs::path& dir, const DatasetMeta& meta, const SplitWriteOptions& options) {
+// `described_only`: a split of no samples (write_description_split).
+void validate(const fs::path& dir, const DatasetMeta& meta, const SplitWriteOptions& options, bool described_only = false) {
   const auto fail = [&](const std::string& why) {
     throw DataError(fmt::format("cannot write split '{}': {}", dir.string(), why));
   };
   if (options.shards < 1) fail(fmt::format("{} shards requested, need at least 1", options.shards));
-  if (options.samples < options.shards)
+  if (options.samples < options.shards && !described_only)
     fail(fmt::format("{} samples cannot fill {} shards; use at most {} shards", options.samples, options.shards,
                      std::max<int64_t>(options.samples, 1)));
   if (options.chunk_samples < 1) fail(fmt::format("chunk_samples is {}, need at least 1", options.chunk_samples));
@@ -131,7 +132,8 @@ std::string why_shard_failed(const fs::path& shard, const fs::path& dir, const s
 void write_shard(const fs::path& file_path, const DatasetMeta& meta, const SplitWriteOptions& options, int index,
                  int64_t first_sample, int64_t shard_samples, const SampleSource& source) {
   const int64_t sample_bytes = meta.shape.elements();
-  const hsize_t rows_per_chunk = chunk_rows(options, shard_samples, sample_bytes);
+  // A shard of no samples (write_description_split) has chunks of one, its images extensible so they may exceed it.
+  const hsize_t rows_per_chunk = std::max<hsize_t>(1, chunk_rows(options, shard_samples, sample_bytes));
   const hsize_t image_dims[4] = {static_cast<hsize_t>(shard_samples), static_cast<hsize_t>(meta.shape.channels),
                                  static_cast<hsize_t>(meta.shape.height), static_cast<hsize_t>(meta.shape.width)};
   const hsize_t chunk_dims[4] = {rows_per_chunk, image_dims[1], image_dims[2], image_dims[3]};
@@ -144,7 +146,8 @@ void write_shard(const fs::path& file_path, const DatasetMeta& meta, const Split
   H5WriteFile file(file_path, expected);
   detail::write_shard_attributes(file.id(), meta, index, options.shards);
 
-  const H5Dataspace image_space(H5_CHECK(H5Screate_simple(4, image_dims, nullptr)));
+  const hsize_t extensible[4] = {H5S_UNLIMITED, image_dims[1], image_dims[2], image_dims[3]};
+  const H5Dataspace image_space(H5_CHECK(H5Screate_simple(4, image_dims, shard_samples == 0 ? extensible : nullptr)));
   const H5PropList image_layout(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
   // Chunked along N without filters: a reader's random sample is one contiguous byte range on disk. The CRC-32C
   // attributes written last stand in for a filter's checksum; `inspect` verifies them.
@@ -180,7 +183,8 @@ void write_shard(const fs::path& file_path, const DatasetMeta& meta, const Split
     H5_CHECK(H5Dwrite(images.id(), H5T_NATIVE_UINT8, memory_space.id(), image_space.id(), H5P_DEFAULT,
                       chunk_images.data()));
   }
-  H5_CHECK(H5Dwrite(labels.id(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, shard_labels.data()));
+  if (shard_samples > 0)
+    H5_CHECK(H5Dwrite(labels.id(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, shard_labels.data()));
   detail::write_data_checksum(images.id(), images_crc);
   detail::write_data_checksum(labels.id(), crc32c(shard_labels.data(), shard_labels.size() * sizeof(int32_t)));
   // Checked, datasets first: closing one writes its cached chunks, and a file closed while they are open has its
@@ -190,13 +194,29 @@ void write_shard(const fs::path& file_path, const DatasetMeta& meta, const Split
   file.commit();
 }
 
+void write_shards(const fs::path& dir, const DatasetMeta& meta, const SplitWriteOptions& options,
+                  const SampleSource& source, bool overwrite);
+
 }  // namespace
 
-// A shard that failed leaves no half split behind: the shards this call already renamed into place go too, so the
-// folder holds either the whole split or none of it (and open_split says "no shards", not "inconsistent").
 void write_split(const fs::path& dir, const DatasetMeta& meta, const SplitWriteOptions& options,
                  const SampleSource& source, bool overwrite) {
   validate(dir, meta, options);
+  write_shards(dir, meta, options, source, overwrite);
+}
+
+void write_description_split(const fs::path& dir, const DatasetMeta& meta, bool overwrite) {
+  const SplitWriteOptions one_empty_shard{.shards = 1, .samples = 0};
+  validate(dir, meta, one_empty_shard, true);
+  write_shards(dir, meta, one_empty_shard, [](int64_t, int64_t, std::span<uint8_t>, std::span<int32_t>) {}, overwrite);
+}
+
+namespace {
+
+// A shard that failed leaves no half split behind: the shards this call already renamed into place go too, so the
+// folder holds either the whole split or none of it (and open_split says "no shards", not "inconsistent").
+void write_shards(const fs::path& dir, const DatasetMeta& meta, const SplitWriteOptions& options,
+                  const SampleSource& source, bool overwrite) {
   make_split_folder(dir, overwrite);
   std::error_code error;
 
@@ -234,6 +254,8 @@ void write_split(const fs::path& dir, const DatasetMeta& meta, const SplitWriteO
     first_sample += shard_samples;
   }
 }
+
+}  // namespace
 
 std::string shard_file_name(int index, int count) {
   return fmt::format("{}{:05d}-of-{:05d}.h5", shard_names::file_prefix, index, count);

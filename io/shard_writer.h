@@ -28,6 +28,11 @@ using SampleSource =
 void write_split(const std::filesystem::path& dir, const DatasetMeta& meta, const SplitWriteOptions& options,
                  const SampleSource& source, bool overwrite);
 
+// A split of one shard of no samples that carries only the description of its samples (shape, classes, the
+// normalisation's mean and std, class names): what `ringtrain import` writes for predict and export to read an
+// imported model's input from, as they read a trained model's from its training data.
+void write_description_split(const std::filesystem::path& dir, const DatasetMeta& meta, bool overwrite);
+
 // Creates `dir` if missing and removes the shards an earlier prepare left there (and any temporaries of one that was
 // killed); DataError when it holds shards and `overwrite` is not set.
 void make_split_folder(const std::filesystem::path& dir, bool overwrite);

@@ -119,12 +119,14 @@ int run_prepare(PrepareCommands& p) {
   return -1;
 }
 
-// The commands that use a trained model: evaluate, predict, export.
+// The commands that use a trained model: evaluate, predict, export, and import, which makes one of an ONNX file.
 struct UseCommands {
-  CLI::App *evaluate = nullptr, *predict = nullptr, *export_onnx = nullptr;
+  CLI::App *evaluate = nullptr, *predict = nullptr, *export_onnx = nullptr, *import_onnx = nullptr;
   ringtrain::commands::EvaluateArgs evaluate_args;
   ringtrain::commands::PredictArgs predict_args;
   ringtrain::commands::ExportArgs export_args;
+  ringtrain::commands::ImportArgs import_args;
+  std::string shape_text;
 };
 
 // --weights, alike on evaluate, predict and export.
@@ -164,6 +166,22 @@ void add_use_commands(CLI::App& app, UseCommands& u) {
   u.export_onnx->add_option("--data", x.data, "a split of the training data (default: the job's data.train): "
                                               "sample shape and normalisation");
   add_weights_option(u.export_onnx, x.weights);
+  u.import_onnx = app.add_subcommand("import", "turn an ONNX image classifier into a job file and a checkpoint that "
+                                               "predict, evaluate and export take (docs/import.md)");
+  auto& i = u.import_args;
+  u.import_onnx->add_option("--onnx", i.onnx, "the ONNX model to import")->required();
+  u.import_onnx->add_option("--out", i.job, "the job file to write")->required();
+  u.import_onnx->add_option("--checkpoint", i.checkpoint, "the checkpoint to write")->required();
+  u.import_onnx->add_option("--data", i.data, "folder for the split that describes the model's input (default: "
+                                              "beside the job file, <job stem>-data)");
+  u.import_onnx->add_option("--shape", u.shape_text, "C,H,W of the images (default: the model's declared input)");
+  u.import_onnx->add_option("--class-names", i.class_names, "text file of the class names, one a line in class order");
+  u.import_onnx->add_option("--mean", i.mean, "per channel mean of 0..1 pixels, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  u.import_onnx->add_option("--std", i.stddev, "per channel standard deviation of 0..1 pixels, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
 }
 
 }  // namespace
@@ -234,6 +252,10 @@ int main(int argc, char** argv) {
       return checked([&] { return run_prepare(prep); });
     if (*inspect) return checked([&] { return commands::inspect(inspect_dir); });
     if (*use.export_onnx) return checked([&] { return commands::export_onnx(use.export_args); });
+    if (*use.import_onnx) return checked([&] {
+      if (!use.shape_text.empty()) use.import_args.shape = parse_shape(use.shape_text);
+      return commands::import_onnx(use.import_args);
+    });
     if (app.got_subcommand("keys")) return checked([&] { return commands::print_keys(layer_keys); });
     fmt::print("{}", app.help());
     return static_cast<int>(ExitCode::usage);

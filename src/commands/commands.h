@@ -45,6 +45,17 @@ struct ExportArgs {
   std::string weights = "params";
 };
 int export_onnx(const ExportArgs& args);
+
+// `import`: an ONNX classifier as a job file, a checkpoint and a split describing its input (docs/import.md).
+struct ImportArgs {
+  std::filesystem::path onnx, job, checkpoint;
+  std::filesystem::path data;  // the input's description split; empty: beside the job file, "<job stem>-data"
+  std::vector<int> shape;      // C, H, W; empty: the model's declared input
+  std::filesystem::path class_names;  // a text file of the class names, one a line by index; empty: "class <i>"
+  // The normalisation per channel on 0..1 pixels: torchvision's ImageNet mean and std unless given.
+  std::vector<float> mean = {0.485f, 0.456f, 0.406f}, stddev = {0.229f, 0.224f, 0.225f};
+};
+int import_onnx(const ImportArgs& args);
 int prepare_fashion_mnist(const std::filesystem::path& source, const std::filesystem::path& out, int shards, bool overwrite);
 int prepare_synthetic(const std::filesystem::path& out, const io::SyntheticOptions& options, bool overwrite);
 

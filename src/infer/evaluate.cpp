@@ -49,6 +49,13 @@ int evaluate(const train::RunContext& run, const EvaluateOptions& options) {
   const bool own_data = !options.data.empty();
   train::SplitPart part =
       train::open_split_part(run.world, own_data ? options.data : run.job.data.test, own_data ? "--data" : "data.test");
+  // Every rank holds the same split index, so every rank refuses alike. A split of no samples is what `ringtrain
+  // import` writes to describe a model's input; its loss and accuracy would read as 0.
+  if (part.split.total_samples() == 0)
+    throw AgreedError(ExitCode::data, fmt::format("{} '{}' holds no samples (it describes a model's input only, as "
+                                                  "`ringtrain import` writes it); evaluate on a split with samples "
+                                                  "with --data",
+                                                  own_data ? "--data" : "data.test", part.split.dir.string()));
   const io::SampleShape& s = part.meta().shape;
   const model::Shape input{run.job.train.batch_per_rank, s.channels, s.height, s.width};
   const double loader_bytes = (run.job.data.prefetch_batches + 1.0) * input.n * (input.per_sample() * 4.0 + 4.0);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 
 #include "common/error.h"
 #include "model/layers/layers.h"
@@ -30,6 +31,19 @@ const LayerKind& layer_kind(const config::LayerSpec& spec) {
     throw Error(ExitCode::internal, fmt::format("{}: no layer kind '{}' is registered{}", spec.where, spec.type,
                                                 spec.is(config::kResidual) ? " (a residual block is not a layer)" : ""));
   return it->second;
+}
+
+const LayerKind* layer_kind_importing(std::string_view op) {
+  for (const auto& [name, kind] : kinds())
+    for (const std::string& mapped : kind.onnx_import.ops)
+      if (mapped == op) return &kind;
+  return nullptr;
+}
+
+std::vector<std::string> imported_onnx_ops() {
+  std::set<std::string> ops;
+  for (const auto& [name, kind] : kinds()) ops.insert(kind.onnx_import.ops.begin(), kind.onnx_import.ops.end());
+  return {ops.begin(), ops.end()};
 }
 
 std::unique_ptr<Layer> make_layer(const config::LayerSpec& spec, Backend& backend, ElementType data) {

@@ -1,18 +1,29 @@
 // Owns the layer kinds' registry. Each kind's file declares, in one LayerRegistration, everything the rest of the
-// program knows of it: its job-file keys (config/layer_types.h), how to make it, and its ONNX form. Adding a layer
-// kind is one file in model/layers/ (and the backend operations it needs, if new).
+// program knows of it: its job-file keys (config/layer_types.h), how to make it, its ONNX form, and the ONNX operators
+// `ringtrain import` maps onto it. Adding a layer kind is one file in model/layers/ (and the backend operations it
+// needs, if new).
 #pragma once
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "config/layer_spec.h"
 #include "config/layer_types.h"
 #include "model/backend.h"
 #include "model/layer.h"
+#include "model/onnx_layer_reader.h"
 #include "model/onnx_layer_writer.h"
 
 namespace ringtrain::model {
+
+// A kind's import from ONNX (`ringtrain import`): the operators it maps, and the layer one such node becomes; a node
+// it cannot map it refuses through the reader (OnnxNodeReader::refuse), naming the node and why.
+struct OnnxImport {
+  std::vector<std::string> ops;
+  std::function<ImportedLayer(const OnnxNodeReader&)> map = {};
+};
 
 struct LayerKind {
   config::LayerType keys;
@@ -21,6 +32,7 @@ struct LayerKind {
   // Its inference form in the ONNX graph, from the value named `x`, its parameters taken in declaration order;
   // returns the name of its output.
   std::function<std::string(OnnxLayerWriter&, const config::LayerSpec&, const std::string& x)> onnx = {};
+  OnnxImport onnx_import = {};  // none: import refuses the operators
 };
 
 // A static object in a layer kind's file: registers the kind before main() runs.
@@ -31,6 +43,11 @@ class LayerRegistration {
 
 // The kind of a spec's type; an internal error for a type nothing registered (the job reader refuses those first).
 const LayerKind& layer_kind(const config::LayerSpec& spec);
+
+// The kind whose import maps ONNX operator `op`, or null where none does.
+const LayerKind* layer_kind_importing(std::string_view op);
+// Every operator some kind's import maps, in name order, for a refusal's message.
+std::vector<std::string> imported_onnx_ops();
 
 // The maker of a layer class that takes (spec, backend, data), for LayerKind::make.
 template <class L>

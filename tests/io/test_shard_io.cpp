@@ -180,6 +180,24 @@ TEST_F(ShardRoundTrip, WriterRejectsBadOptionsAndBadSourceLabels) {
   EXPECT_TRUE(fs::is_empty(dir()));
 }
 
+// `ringtrain import`'s split: one shard of no samples whose description (shape, classes, normalisation, names) reads
+// back as it was written, and which `inspect` finds sound.
+TEST_F(ShardRoundTrip, ADescriptionSplitHoldsNoSamplesAndReadsBackItsMeta) {
+  DatasetMeta meta = testing::test_meta({3, 5, 4}, 7);
+  meta.class_names = {"a", "b", "c", "d", "e", "f", "g"};
+  write_description_split(dir(), meta, false);
+  const SplitIndex split = open_split(dir());
+  EXPECT_EQ(split.total_samples(), 0);
+  EXPECT_EQ(split.meta.shape, meta.shape);
+  EXPECT_EQ(split.meta.num_classes, 7);
+  EXPECT_EQ(split.meta.mean, meta.mean);
+  EXPECT_EQ(split.meta.stddev, meta.stddev);
+  EXPECT_EQ(split.meta.class_names, meta.class_names);
+  EXPECT_TRUE(inspect_split(dir()).valid()) << format_report(inspect_split(dir()));
+  write_description_split(dir(), meta, true);  // a second import over the first
+  EXPECT_EQ(open_split(dir()).shards.size(), 1u);
+}
+
 // Overwrites the first element of row `row` of `dataset` in shard `file` (leaving its CRC): a flipped byte.
 void overwrite_row(const fs::path& file, const char* dataset, hsize_t row, uint8_t value) {
   const hid_t f = testing::ok(H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), "H5Fopen");

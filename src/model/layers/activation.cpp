@@ -1,6 +1,8 @@
 // Owns the smooth and clipped activation layers (silu, gelu, sigmoid, hard_swish, relu6): element-wise over the
 // backend's activation operations (kernels/activation.h), backward from the input; each kind's ONNX form in
 // opset 13's operators.
+#include <fmt/format.h>
+
 #include "model/layer_registry.h"
 #include "model/layers/leaf_layer.h"
 
@@ -63,6 +65,18 @@ std::string relu6_onnx(OnnxLayerWriter& w, const config::LayerSpec&, const std::
   return w.graph().node("Clip", {x, scalar(w, 0.0f), scalar(w, 6.0f)});
 }
 
+// ONNX Clip to [0, 6]: its bounds as inputs (opset 11 on) or attributes (before).
+ImportedLayer relu6_import(const OnnxNodeReader& r) {
+  const auto bound = [&](size_t input, const char* name, float absent) {
+    if (r.has_input(input)) return r.constant(input, name, 1).floats[0];
+    return r.real(name, absent);
+  };
+  const float low = bound(1, "min", -3.4028234663852886e38f), high = bound(2, "max", 3.4028234663852886e38f);
+  if (low != 0.0f || high != 6.0f)
+    r.refuse(fmt::format("it clips to [{}, {}]; import maps Clip only to [0, 6], as relu6", low, high));
+  return ImportedLayer{r.spec("relu6")};
+}
+
 const LayerRegistration kSilu{{
     .keys = {.type = "silu", .help = "x * sigmoid(x) (swish), element-wise"},
     .make = maker(Activation::silu),
@@ -77,6 +91,7 @@ const LayerRegistration kSigmoid{{
     .keys = {.type = "sigmoid", .help = "1 / (1 + exp(-x)), element-wise"},
     .make = maker(Activation::sigmoid),
     .onnx = onnx_operator("Sigmoid"),
+    .onnx_import = {{"Sigmoid"}, [](const OnnxNodeReader& r) { return ImportedLayer{r.spec("sigmoid")}; }},
 }};
 const LayerRegistration kHardSwish{{
     .keys = {.type = "hard_swish", .help = "x * relu6(x + 3) / 6 (MobileNetV3), element-wise"},
@@ -87,6 +102,7 @@ const LayerRegistration kRelu6{{
     .keys = {.type = "relu6", .help = "min(max(x, 0), 6) (MobileNetV2), element-wise"},
     .make = maker(Activation::relu6),
     .onnx = relu6_onnx,
+    .onnx_import = {{"Clip"}, relu6_import},
 }};
 
 }  // namespace

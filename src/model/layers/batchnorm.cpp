@@ -143,6 +143,19 @@ std::string batchnorm_onnx(OnnxLayerWriter& w, const config::LayerSpec& s, const
                         {io::OnnxAttribute::floating("epsilon", static_cast<float>(s.number("epsilon")))});
 }
 
+// ONNX BatchNormalization in inference form. ONNX's momentum weighs the running statistics, ours the batch.
+ImportedLayer batchnorm_import(const OnnxNodeReader& r) {
+  r.require_integer("training_mode", 0, 0, "import maps the inference form, normalising by the running statistics");
+  if (r.node().outputs.size() > 1) r.refuse("it outputs batch statistics (the training form); export the model in eval mode");
+  const auto channels = static_cast<int64_t>(r.constant(1, "scale").floats.size());
+  const double momentum = 1.0 - decimal_of(r.real("momentum", 0.9f));
+  ImportedLayer layer{r.spec("batchnorm", {{"epsilon", decimal_of(r.real("epsilon", 1e-5f))},
+                                           {"momentum", std::stod(fmt::format("{:.6g}", momentum))}})};
+  layer.params = {r.constant(1, "scale", channels).floats, r.constant(2, "bias", channels).floats};
+  layer.states = {r.constant(3, "running mean", channels).floats, r.constant(4, "running variance", channels).floats};
+  return layer;
+}
+
 // init_scale is gamma's initial value: 0 makes a residual block's last batch norm start the block as the identity
 // (Goyal et al. 2017).
 const LayerRegistration kBatchNorm{{
@@ -155,6 +168,7 @@ const LayerRegistration kBatchNorm{{
                                          "block as its shortcut, Goyal et al. 2017)")}},
     .make = make_layer_of<BatchNorm>,
     .onnx = batchnorm_onnx,
+    .onnx_import = {{"BatchNormalization"}, batchnorm_import},
 }};
 
 }  // namespace

@@ -99,6 +99,26 @@ std::string conv2d_onnx(OnnxLayerWriter& w, const config::LayerSpec& s, const st
                                      io::OnnxAttribute::integer("group", s.integer("groups"))});
 }
 
+// ONNX Conv, 2-D with a square kernel and like padding on every side: its weight is K x C/G x k x k, as ours.
+ImportedLayer conv2d_import(const OnnxNodeReader& r) {
+  const io::OnnxTensor& w = r.constant(1, "weight");
+  if (w.dims.size() != 4)
+    r.refuse(fmt::format("its weight has {} dimensions; import maps 2-D convolutions (4-D weights)", w.dims.size()));
+  const OnnxWindow window = r.window({w.dims[2], w.dims[3]});
+  if (window.kernel != w.dims[2] || w.dims[2] != w.dims[3])
+    r.refuse(fmt::format("its kernel_shape disagrees with its {}x{} weight", w.dims[2], w.dims[3]));
+  const bool bias = r.has_input(2);
+  ImportedLayer layer{r.spec("conv2d", {{"filters", static_cast<int>(w.dims[0])},
+                                        {"kernel", static_cast<int>(window.kernel)},
+                                        {"stride", static_cast<int>(window.stride)},
+                                        {"padding", static_cast<int>(window.padding)},
+                                        {"groups", static_cast<int>(r.integer("group", 1))},
+                                        {"bias", bias}})};
+  layer.params.push_back(w.floats);
+  if (bias) layer.params.push_back(r.constant(2, "bias", w.dims[0]).floats);
+  return layer;
+}
+
 const LayerRegistration kConv2d{{
     .keys = {.type = "conv2d",
              .help = "2-D convolution over NCHW, weights filters x channels/groups x kernel x kernel",
@@ -111,6 +131,7 @@ const LayerRegistration kConv2d{{
                       config::flag_key("bias", true, "a learned bias per output channel")}},
     .make = make_layer_of<Conv2d>,
     .onnx = conv2d_onnx,
+    .onnx_import = {{"Conv"}, conv2d_import},
 }};
 
 }  // namespace

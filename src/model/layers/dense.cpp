@@ -72,6 +72,34 @@ std::string dense_onnx(OnnxLayerWriter& w, const config::LayerSpec& s, const std
   return w.graph().node("Gemm", in, {io::OnnxAttribute::integer("transB", 1)});
 }
 
+// ONNX Gemm of the flattened input by a constant weight: alpha and beta folded into the weight and the bias, the
+// weight transposed to units x inputs where transB = 0.
+ImportedLayer dense_import(const OnnxNodeReader& r) {
+  r.require_integer("transA", 0, 0, "import maps y = x W (+ b) with x the layer's input");
+  const io::OnnxTensor& b = r.constant(1, "weight");
+  if (b.dims.size() != 2) r.refuse(fmt::format("its weight has {} dimensions, 2 expected", b.dims.size()));
+  const bool transposed = r.integer("transB", 0) != 0;
+  const int64_t units = transposed ? b.dims[0] : b.dims[1], inputs = transposed ? b.dims[1] : b.dims[0];
+  const float alpha = r.real("alpha", 1.0f), beta = r.real("beta", 1.0f);
+  std::vector<float> weight(b.floats.size());
+  for (int64_t u = 0; u < units; ++u)
+    for (int64_t i = 0; i < inputs; ++i)
+      weight[static_cast<size_t>(u * inputs + i)] =
+          alpha * b.floats[static_cast<size_t>(transposed ? u * inputs + i : i * units + u)];
+  const bool bias = r.has_input(2);
+  ImportedLayer layer{r.spec("dense", {{"units", static_cast<int>(units)}, {"bias", bias}})};
+  layer.params.push_back(std::move(weight));
+  if (bias) {
+    std::vector<float> c = r.constant(2, "bias").floats;
+    if (c.size() == 1) c.assign(static_cast<size_t>(units), c[0]);  // broadcast
+    if (static_cast<int64_t>(c.size()) != units)
+      r.refuse(fmt::format("its bias holds {} values for {} units", c.size(), units));
+    for (float& v : c) v *= beta;
+    layer.params.push_back(std::move(c));
+  }
+  return layer;
+}
+
 const LayerRegistration kDense{{
     .keys = {.type = "dense",
              .help = "fully connected over each sample's values, weights units x inputs",
@@ -79,6 +107,7 @@ const LayerRegistration kDense{{
                       config::flag_key("bias", true, "a learned bias per output")}},
     .make = make_layer_of<Dense>,
     .onnx = dense_onnx,
+    .onnx_import = {{"Gemm"}, dense_import},
 }};
 
 }  // namespace

@@ -2,6 +2,7 @@
 // where the backend stores activations NCHW (no data moves); a reorder where it stores them NHWC
 // (Backend::activation_layout), forward to NCHW and backward to NHWC.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <limits>
 
@@ -40,12 +41,31 @@ class Flatten final : public LeafLayer {
   bool reorders_ = false;
 };
 
+// ONNX Flatten at axis 1, and a Reshape to (N, -1) (0 keeping the batch, or a batch of 1 fixed at export) or to
+// (-1, K): each sample's values in NCHW order, as ours. K is taken to be the values per sample; where it is not, the
+// dense layer after it takes another count than the Gemm's weight holds, which import refuses.
+ImportedLayer flatten_import(const OnnxNodeReader& r) {
+  if (r.node().op == "Flatten") {
+    r.require_integer("axis", 1, 1, "import maps a flatten of each sample (axis 1) only");
+  } else {
+    const std::vector<int64_t>& shape = r.integer_constant(1, "shape");
+    const bool per_sample = shape.size() == 2 && ((shape[1] == -1 && (shape[0] == 0 || shape[0] == 1)) ||
+                                                  (shape[0] == -1 && shape[1] > 0));
+    if (!per_sample)
+      r.refuse(fmt::format("its shape [{}] is no flatten of each sample; import maps a Reshape to (N, -1) or (-1, "
+                           "values per sample) only",
+                           fmt::join(shape, ", ")));
+  }
+  return ImportedLayer{r.spec("flatten")};
+}
+
 const LayerRegistration kFlatten{{
     .keys = {.type = "flatten", .help = "each sample's values as one vector, in NCHW order"},
     .make = make_layer_of<Flatten>,
     .onnx = [](OnnxLayerWriter& w, const config::LayerSpec&, const std::string& x) {
       return w.graph().node("Flatten", {x}, {io::OnnxAttribute::integer("axis", 1)});
     },
+    .onnx_import = {{"Flatten", "Reshape"}, flatten_import},
 }};
 
 }  // namespace

@@ -92,20 +92,38 @@ auto pool_onnx(const char* op) {
   };
 }
 
+// ONNX MaxPool and AveragePool: a square window, like padding on every side, the output rounded down; an average
+// over padding only where ONNX counts it as zeros, as ours does.
+ImportedLayer pool_import(const OnnxNodeReader& r) {
+  const bool max = r.node().op == "MaxPool";
+  r.require_integer("ceil_mode", 0, 0, "ringtrain rounds a window's output size down");
+  if (max && r.node().outputs.size() > 1) r.refuse("it outputs the maxima's indices, which import does not map");
+  const OnnxWindow w = r.window({});
+  if (!max && w.padding > 0)
+    r.require_integer("count_include_pad", 0, 1, "ringtrain's average counts the padding as zeros");
+  return ImportedLayer{r.spec(max ? "maxpool" : "avgpool", {{"size", static_cast<int>(w.kernel)},
+                                                            {"stride", static_cast<int>(w.stride)},
+                                                            {"padding", static_cast<int>(w.padding)}})};
+}
+
 const LayerRegistration kMaxPool{{
     .keys = windowed("maxpool", "the largest value of each window, per channel"),
     .make = make_layer_of<Pool>,
     .onnx = pool_onnx("MaxPool"),
+    .onnx_import = {{"MaxPool"}, pool_import},
 }};
 const LayerRegistration kAvgPool{{
     .keys = windowed("avgpool", "the mean of each window, per channel, padding counted as zeros"),
     .make = make_layer_of<Pool>,
     .onnx = pool_onnx("AveragePool"),
+    .onnx_import = {{"AveragePool"}, pool_import},
 }};
 const LayerRegistration kGlobalAvgPool{{
     .keys = {.type = "global_avgpool", .help = "the mean of each channel over a square input"},
     .make = make_layer_of<Pool>,
     .onnx = onnx_operator("GlobalAveragePool"),
+    .onnx_import = {{"GlobalAveragePool"},
+                    [](const OnnxNodeReader& r) { return ImportedLayer{r.spec("global_avgpool")}; }},
 }};
 
 }  // namespace

@@ -29,6 +29,7 @@ const LayerRegistration kRelu{{
     .keys = {.type = "relu", .help = "max(x, 0), element-wise"},
     .make = make_layer_of<Relu>,
     .onnx = onnx_operator("Relu"),
+    .onnx_import = {{"Relu"}, [](const OnnxNodeReader& r) { return ImportedLayer{r.spec("relu")}; }},
 }};
 
 }  // namespace

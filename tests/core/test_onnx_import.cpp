@@ -1,0 +1,240 @@
+// Proves the pieces of `ringtrain import` on graphs built here: each operator's mapping onto its layer kind (the
+// keys, and the weights laid out as the layer reads them), the refusals that name the node and why, forks and Add
+// joins as residual blocks, and the job-file TOML of the layers reading back as the same specs.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "config/job_config.h"
+#include "config/layers_toml.h"
+#include "io/onnx_model.h"
+#include "model/onnx_import.h"
+
+using namespace ringtrain;
+
+namespace {
+
+io::OnnxNodeAttribute ints(std::string name, std::vector<int64_t> values) {
+  io::OnnxNodeAttribute a;
+  a.name = std::move(name);
+  a.integers = std::move(values);
+  return a;
+}
+io::OnnxNodeAttribute integer(std::string name, int64_t value) {
+  io::OnnxNodeAttribute a;
+  a.name = std::move(name);
+  a.integer = value;
+  return a;
+}
+io::OnnxNodeAttribute real(std::string name, float value) {
+  io::OnnxNodeAttribute a;
+  a.name = std::move(name);
+  a.real = value;
+  return a;
+}
+
+// A graph from "x" to "y" of the nodes added, their weights initializers of counting values (0, 1, 2, ...).
+struct Graph {
+  io::OnnxModel m;
+  Graph() { m.inputs = {"x"}, m.input_dims = {{-1, 4, 8, 8}}, m.outputs = {"y"}; }
+  std::string weight(const std::string& name, std::vector<int64_t> dims) {
+    io::OnnxTensor t;
+    t.name = name, t.dims = dims, t.data_type = 1;
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    for (int64_t i = 0; i < n; ++i) t.floats.push_back(static_cast<float>(i));
+    m.initializers.push_back(t);
+    return name;
+  }
+  void node(std::string op, std::string name, std::vector<std::string> in, std::string out,
+            std::vector<io::OnnxNodeAttribute> attributes = {}) {
+    m.nodes.push_back({std::move(op), std::move(name), "", std::move(in), {std::move(out)}, std::move(attributes)});
+  }
+};
+
+std::string refusal(const io::OnnxModel& m) {
+  try {
+    model::import_onnx(m);
+  } catch (const JobFileError& e) {
+    return e.what();
+  }
+  return "(not refused)";
+}
+
+TEST(OnnxImport, ConvWithStridePaddingAndGroupsMapsOntoConv2d) {
+  Graph g;
+  g.node("Conv", "conv", {"x", g.weight("w", {6, 2, 3, 3}), g.weight("b", {6})}, "y",
+         {ints("kernel_shape", {3, 3}), ints("strides", {2, 2}), ints("pads", {1, 1, 1, 1}), integer("group", 2)});
+  const model::ImportedModel m = model::import_onnx(g.m);
+  ASSERT_EQ(m.layers.size(), 1u);
+  const config::LayerSpec& s = m.layers[0];
+  EXPECT_EQ(s.type, "conv2d");
+  EXPECT_EQ(s.name, "conv");
+  EXPECT_EQ(s.integer("filters"), 6);
+  EXPECT_EQ(s.integer("kernel"), 3);
+  EXPECT_EQ(s.integer("stride"), 2);
+  EXPECT_EQ(s.integer("padding"), 1);
+  EXPECT_EQ(s.integer("groups"), 2);
+  EXPECT_TRUE(s.flag("bias"));
+  // K x C/G x k x k is ringtrain's layout too: the weight as it is, then the bias.
+  EXPECT_EQ(m.tensor_sizes, (std::vector<int64_t>{108, 6}));
+  EXPECT_EQ(m.params[107], 107.0f);
+  EXPECT_EQ(m.params[108], 0.0f);
+}
+
+TEST(OnnxImport, AsymmetricPaddingIsRefusedNamingTheNode) {
+  Graph g;
+  g.node("Conv", "/stem/Conv", {"x", g.weight("w", {6, 4, 3, 3})}, "y", {ints("pads", {0, 0, 1, 1})});
+  const std::string why = refusal(g.m);
+  EXPECT_NE(why.find("ONNX node '/stem/Conv' (Conv)"), std::string::npos) << why;
+  EXPECT_NE(why.find("asymmetric"), std::string::npos) << why;
+}
+
+TEST(OnnxImport, AnOperatorNoKindMapsIsRefusedNamingTheNode) {
+  Graph g;
+  g.node("Softplus", "/act/Softplus", {"x"}, "y");
+  const std::string why = refusal(g.m);
+  EXPECT_NE(why.find("ONNX node '/act/Softplus' (Softplus): no ringtrain layer maps the Softplus operator"),
+            std::string::npos)
+      << why;
+}
+
+TEST(OnnxImport, ClipMapsOntoRelu6OnlyBetweenZeroAndSix) {
+  Graph g;
+  io::OnnxTensor low, high;
+  low.data_type = high.data_type = 1;
+  low.floats = {0.0f}, high.floats = {6.0f};
+  io::OnnxNodeAttribute low_value = {}, high_value = {};
+  low_value.name = high_value.name = "value";
+  low_value.tensor = low, high_value.tensor = high;
+  g.m.nodes.push_back({"Constant", "lo", "", {}, {"lo"}, {low_value}});
+  g.m.nodes.push_back({"Constant", "hi", "", {}, {"hi"}, {high_value}});
+  g.node("Clip", "clip", {"x", "lo", "hi"}, "y");
+  EXPECT_EQ(model::import_onnx(g.m).layers.at(0).type, "relu6");
+  g.m.nodes[1].attributes[0].tensor->floats = {4.0f};
+  EXPECT_NE(refusal(g.m).find("clips to [0, 4]"), std::string::npos) << refusal(g.m);
+}
+
+TEST(OnnxImport, GemmWeightIsTransposedAndScaledIntoDenseLayout) {
+  Graph g;
+  g.node("Flatten", "flat", {"x"}, "f");
+  // B is inputs x units (transB = 0): dense keeps units x inputs.
+  g.node("Gemm", "fc", {"f", g.weight("B", {256, 3}), g.weight("C", {3})}, "y", {real("alpha", 2.0f)});
+  const model::ImportedModel m = model::import_onnx(g.m);
+  ASSERT_EQ(m.layers.size(), 2u);
+  EXPECT_EQ(m.layers[0].type, "flatten");
+  EXPECT_EQ(m.layers[1].integer("units"), 3);
+  // W[u][i] = alpha * B[i][u] = 2 * (3 i + u)
+  EXPECT_EQ(m.params[1 * 256 + 5], 2.0f * (3 * 5 + 1));
+  EXPECT_EQ(m.params[256 * 3 + 2], 2.0f);  // the bias, beta = 1
+}
+
+TEST(OnnxImport, BatchNormalizationEpsilonAndMomentumMapOntoOurKeys) {
+  Graph g;
+  g.node("BatchNormalization", "bn",
+         {"x", g.weight("s", {4}), g.weight("b", {4}), g.weight("mean", {4}), g.weight("var", {4})}, "y",
+         {real("epsilon", 1e-3f), real("momentum", 0.9f)});
+  const model::ImportedModel m = model::import_onnx(g.m);
+  EXPECT_EQ(m.layers.at(0).number("epsilon"), 1e-3);
+  EXPECT_DOUBLE_EQ(m.layers.at(0).number("momentum"), 0.1);  // ONNX weighs the running statistics, we the batch
+  EXPECT_EQ(m.params.size(), 8u);
+  EXPECT_EQ(m.states.size(), 8u);  // running mean, then variance
+  g.m.nodes[0].attributes[0].real = 2.0f;  // outside batchnorm's epsilon range
+  EXPECT_NE(refusal(g.m).find("ONNX node 'bn' (BatchNormalization): ringtrain's batchnorm layer cannot take it as "
+                              "epsilon = 2"),
+            std::string::npos)
+      << refusal(g.m);
+}
+
+// x -> conv -> relu -> conv -> Add(., x) [-> Relu] -> y
+Graph identity_block(bool relu_after) {
+  Graph g;
+  g.node("Conv", "c1", {"x", g.weight("w1", {4, 4, 3, 3})}, "a", {ints("pads", {1, 1, 1, 1})});
+  g.node("Relu", "r1", {"a"}, "b");
+  g.node("Conv", "c2", {"b", g.weight("w2", {4, 4, 3, 3})}, "c", {ints("pads", {1, 1, 1, 1})});
+  g.node("Add", "add", {"c", "x"}, relu_after ? "s" : "y");
+  if (relu_after) g.node("Relu", "r2", {"s"}, "y");
+  return g;
+}
+
+TEST(OnnxImport, AForkJoinedByAddIsAResidualBlock) {
+  for (const bool relu_after : {true, false}) {
+    const model::ImportedModel m = model::import_onnx(identity_block(relu_after).m);
+    ASSERT_EQ(m.layers.size(), 1u);
+    const config::LayerSpec& block = m.layers[0];
+    EXPECT_EQ(block.type, "residual");
+    EXPECT_EQ(block.activation_relu, relu_after);
+    EXPECT_EQ(block.body.size(), 3u);
+    EXPECT_TRUE(block.shortcut.empty());
+  }
+}
+
+// torch's x.view(x.size(0), -1) with a dynamic batch: the shape computed from the value itself.
+TEST(OnnxImport, ViewOfTheBatchByMinusOneIsAFlatten) {
+  Graph g;
+  io::OnnxTensor zero, minus_one;
+  zero.data_type = minus_one.data_type = 7;
+  zero.integers = {0}, minus_one.integers = {-1};
+  zero.name = "zero", minus_one.name = "minus_one";
+  g.m.initializers = {zero, minus_one};
+  g.node("Shape", "shape", {"x"}, "s");
+  g.node("Gather", "gather", {"s", "zero"}, "n", {integer("axis", 0)});
+  g.node("Unsqueeze", "unsqueeze", {"n", "zero"}, "n1");
+  g.node("Concat", "concat", {"n1", "minus_one"}, "target", {integer("axis", 0)});
+  g.node("Reshape", "reshape", {"x", "target"}, "f");
+  g.node("Gemm", "fc", {"f", g.weight("W", {3, 256}), g.weight("b", {3})}, "y", {integer("transB", 1)});
+  const model::ImportedModel m = model::import_onnx(g.m);
+  ASSERT_EQ(m.layers.size(), 2u);
+  EXPECT_EQ(m.layers[0].type, "flatten");
+  EXPECT_EQ(m.layers[0].name, "reshape");
+  g.m.nodes[1].inputs[1] = "minus_one";  // the last dimension, not the batch: no flatten
+  EXPECT_NE(refusal(g.m).find("ONNX node 'reshape' (Reshape)"), std::string::npos) << refusal(g.m);
+}
+
+// x * Sigmoid(x) and x * HardSigmoid(x) (alpha 1/6, beta 1/2): torch's SiLU and Hardswish at opset 13.
+TEST(OnnxImport, AGatedForkIsSiluOrHardSwish) {
+  Graph g;
+  g.node("Sigmoid", "gate", {"x"}, "s");
+  g.node("Mul", "silu", {"x", "s"}, "a");
+  g.node("HardSigmoid", "hard_gate", {"a"}, "h", {real("alpha", 1.0f / 6.0f)});
+  g.node("Mul", "hard_swish", {"h", "a"}, "y");
+  const model::ImportedModel m = model::import_onnx(g.m);
+  ASSERT_EQ(m.layers.size(), 2u);
+  EXPECT_EQ(m.layers[0].type, "silu");
+  EXPECT_EQ(m.layers[1].type, "hard_swish");
+  EXPECT_EQ(m.layers[1].name, "hard_swish");
+  g.m.nodes[2].attributes[0].real = 0.2f;  // ONNX's default HardSigmoid: not Hardswish's gate
+  EXPECT_NE(refusal(g.m).find("import maps a fork only as a residual block"), std::string::npos) << refusal(g.m);
+}
+
+TEST(OnnxImport, AForkThatDoesNotJoinAtAnAddIsRefused) {
+  Graph g = identity_block(false);
+  g.m.nodes[3].op = "Mul";
+  const std::string why = refusal(g.m);
+  EXPECT_NE(why.find("import maps a fork only as a residual block"), std::string::npos) << why;
+}
+
+// A cycle (which the walk would follow for ever) breaks ONNX's topological order: refused where it does.
+TEST(OnnxImport, AGraphOutOfTopologicalOrderIsRefused) {
+  Graph g;
+  g.node("Relu", "a", {"x"}, "b");
+  g.node("Relu", "loop", {"c"}, "b2");
+  g.node("Relu", "c", {"b2"}, "c");
+  const std::string why = refusal(g.m);
+  EXPECT_NE(why.find("ONNX node 'loop' (Relu): its input 'c' is no graph input"), std::string::npos) << why;
+}
+
+TEST(OnnxImport, LayersReadBackFromTheirJobFileTomlAsTheSameSpecs) {
+  const model::ImportedModel m = model::import_onnx(identity_block(false).m);
+  const std::string toml = "[data]\ntrain = \"t\"\ntest = \"t\"\n[train]\nepochs = 1\nbatch_per_rank = 1\n"
+                           "[optimizer]\nbase_lr = 0.1\nbase_batch = 1\n[run]\ndir = \"r\"\n[model]\n" +
+                           config::layers_toml(m.layers);
+  const config::JobConfig job = config::parse_job(toml, "imported.toml", {});
+  EXPECT_EQ(config::layers_toml(job.model.layers), config::layers_toml(m.layers));
+  EXPECT_FALSE(job.model.layers.at(0).activation_relu);
+  EXPECT_EQ(job.model.layers.at(0).body.at(0).name, "c1");
+}
+
+}  // namespace

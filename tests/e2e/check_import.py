@@ -1,0 +1,48 @@
+"""Checks an imported ONNX model: onnxruntime's logits of the original file on the normalised images against
+`ringtrain predict --logits` of the imported checkpoint, and against onnxruntime's logits of the file
+`ringtrain export` wrote from it (which takes raw 0..255 pixels and normalises them itself). Each must agree
+within --tolerance, relative to the largest logit (at least 1).
+
+usage: check_import.py ORIGINAL.onnx IMAGES.npy PREDICTIONS.jsonl EXPORTED.onnx [--tolerance 1e-4]
+"""
+import argparse
+import json
+import sys
+
+import numpy as np
+import onnxruntime
+
+# torchvision's ImageNet normalisation on 0..1 pixels: what `ringtrain import` writes by default.
+MEAN = np.array([0.485, 0.456, 0.406], np.float32).reshape(1, 3, 1, 1)
+STD = np.array([0.229, 0.224, 0.225], np.float32).reshape(1, 3, 1, 1)
+
+
+def run(model, feeds):
+    session = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
+    return session.run(None, {session.get_inputs()[0].name: feeds})[0]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("original")
+    ap.add_argument("images")
+    ap.add_argument("predictions")
+    ap.add_argument("exported")
+    ap.add_argument("--tolerance", type=float, default=1e-4)
+    a = ap.parse_args()
+    pixels = np.load(a.images).astype(np.float32)
+    reference = run(a.original, (pixels / 255 - MEAN) / STD)
+    predicted = np.array([json.loads(line)["logits"] for line in open(a.predictions)], np.float32)
+    exported = run(a.exported, pixels)
+    scale = max(1.0, float(np.max(np.abs(reference))))
+    assert predicted.shape == reference.shape, (predicted.shape, reference.shape)
+    worst_predict = float(np.max(np.abs(predicted - reference))) / scale
+    worst_export = float(np.max(np.abs(exported - reference))) / scale
+    print(f"check_import: {a.original}: {len(pixels)} images, largest |logit| {scale:.3g}; largest difference / "
+          f"that: predict {worst_predict:.3g}, export(import) {worst_export:.3g} (tolerance {a.tolerance})")
+    if worst_predict > a.tolerance or worst_export > a.tolerance:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""Writes torchvision classifiers with random weights as ONNX files for `ringtrain import`, and images to run them on.
+
+Every model is seeded (torch.manual_seed), nothing is downloaded; every batch norm gets random running statistics,
+scale and shift, so that they change the logits. The model is put in eval mode and exported with opset 13 at
+3 x SIZE x SIZE, the batch dynamic: "fused" as torch.onnx.export does by default (each batch norm folded into the
+convolution before it), "preserve" with TrainingMode.PRESERVE (BatchNormalization nodes of their own). The
+images: COUNT random RGB PNG files SIZE x SIZE, their pixels as images.npy (N x 3 x SIZE x SIZE, uint8) and labels
+0, 1, ... as labels.npy (for a split to evaluate on).
+A "refused" model holds an operator import does not map (Softplus), for the refusal test; "smallnet" is a small CNN
+with SiLU and Hardswish (exported as x * Sigmoid(x) and x * HardSigmoid(x)) that flattens with x.view(x.size(0), -1),
+which torch exports with a dynamic batch as Shape, Gather, Unsqueeze, Concat and Reshape.
+
+usage: torch_onnx_models.py OUT_DIR [--size 64] [--count 4] MODEL:FORM ... (e.g. resnet18:fused)
+"""
+import argparse
+import os
+
+import numpy as np
+import torch
+import torchvision
+from PIL import Image
+
+
+def randomise_batch_norms(model):
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            c = m.num_features
+            m.running_mean.copy_(torch.randn(c) * 0.2)
+            m.running_var.copy_(torch.rand(c) + 0.5)
+            m.weight.data.copy_(torch.rand(c) + 0.5)
+            m.bias.data.copy_(torch.randn(c) * 0.2)
+
+
+def refused_model():
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.Softplus(),
+                               torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 10))
+
+
+class SmallNet(torch.nn.Module):
+    def __init__(self, size):
+        super().__init__()
+        self.features = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, stride=2, padding=1), torch.nn.BatchNorm2d(8),
+                                            torch.nn.SiLU(), torch.nn.Conv2d(8, 8, 3, padding=1),
+                                            torch.nn.Hardswish(), torch.nn.MaxPool2d(2))
+        self.fc = torch.nn.Linear(8 * (size // 4) ** 2, 10)
+
+    def forward(self, x):
+        x = self.features(x)
+        return self.fc(x.view(x.size(0), -1))
+
+
+def make(name, size):
+    if name == "refused":
+        return refused_model()
+    if name == "smallnet":
+        return SmallNet(size)
+    return getattr(torchvision.models, name)(num_classes=10)
+
+
+def export(name, form, out, size):
+    torch.manual_seed(0)
+    model = make(name, size)
+    with torch.no_grad():
+        randomise_batch_norms(model)
+    model.eval()
+    mode = torch.onnx.TrainingMode.PRESERVE if form == "preserve" else torch.onnx.TrainingMode.EVAL
+    torch.onnx.export(model, torch.randn(1, 3, size, size), os.path.join(out, f"{name}-{form}.onnx"),
+                      opset_version=13, training=mode, input_names=["input"], output_names=["logits"],
+                      dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}})
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("models", nargs="+")
+    ap.add_argument("--size", type=int, default=64)
+    ap.add_argument("--count", type=int, default=4)
+    a = ap.parse_args()
+    rng = np.random.default_rng(1)
+    images = rng.integers(0, 256, (a.count, a.size, a.size, 3), dtype=np.uint8)
+    for i, image in enumerate(images):
+        Image.fromarray(image).save(os.path.join(a.out, f"image{i}.png"))
+    np.save(os.path.join(a.out, "images.npy"), images.transpose(0, 3, 1, 2))
+    np.save(os.path.join(a.out, "labels.npy"), np.arange(a.count, dtype=np.int64) % 10)
+    for spec in a.models:
+        name, form = spec.split(":")
+        export(name, form, a.out, a.size)
+
+
+if __name__ == "__main__":
+    main()
