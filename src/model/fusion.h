@@ -5,9 +5,11 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
+#include "config/layer_spec.h"
 #include "kernels/op_shapes.h"
 #include "model/tensor.h"
 
@@ -41,7 +43,7 @@ struct FusionSite {
 };
 
 // The layer type a rule absorbs for a residual block's join: it ends a body, and only a join with a ReLU fuses.
-inline constexpr std::string_view kJoin = "residual";
+inline constexpr std::string_view kJoin = config::kResidual;
 
 // One row of a backend's fusion table: a layer of type `producer` takes on the layers of types `absorbs` right
 // after it in its chain, in that order ("relu", "maxpool"), or the join that ends its residual body ({kJoin}),
