@@ -305,8 +305,8 @@ void CudaBackend::batchnorm_backward(const model::BatchNormShape& s, const model
                            dgamma, dbeta);
 }
 
-// The join fuses only on 16-bit activations (fusion_rules), into our kernels; cuDNN's fp32 batch norm would gain
-// nothing from it.
+// The fused join's operations, asked for on 16-bit activations only (fusion_rules): our kernels add the shortcut and
+// apply the ReLU in their output pass; cuDNN's fp32 batch norm would gain nothing from it.
 
 void CudaBackend::batchnorm_add_relu_forward_train(const model::BatchNormShape& s,
                                                    const model::BatchNormSettings& settings, const void* x,
