@@ -16,6 +16,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "kernels/activation.h"
@@ -27,6 +28,7 @@
 #include "kernels/optimizer_step.h"
 #include "kernels/pixel_norm.h"
 #include "model/device_buffer.h"
+#include "model/fusion.h"
 #include "model/scratch.h"
 #include "model/tensor.h"
 
@@ -58,17 +60,12 @@ struct BatchNormBuffers {
   int32_t* pool_argmax = nullptr;  // the fused max pool's winners (BatchNormSettings::pool), kept for backward
 };
 
-// A 2x2 stride-2 max pool over planes of h x w (an odd last row or column is in no window).
-struct FusedMaxPool {
-  int h = 0, w = 0;
-};
-
 struct BatchNormSettings {
   double momentum = 0.1, epsilon = 1e-5;
-  // A ReLU follows in the same operation (the graph fused it: Backend::fuses_batchnorm_relu); backward then masks
-  // dy by the forward's output.
+  // A ReLU follows in the same operation (the fusion pass fused it, where the backend's fusion table has batch norm
+  // take on "relu"); backward then masks dy by the forward's output.
   bool relu = false;
-  // And a max pool after the ReLU (Backend::fuses_batchnorm_relu_pool): y, and backward's y and dy, are pooled.
+  // And a max pool after the ReLU (the table's "relu", "maxpool"): y, and backward's y and dy, are pooled.
   std::optional<FusedMaxPool> pool;
 };
 
@@ -202,19 +199,6 @@ class Backend {
   // written to dx: one call, so a backend can share what both read (the CPU twin stages dy once).
   virtual void conv2d_backward(const Conv2dShape& s, const void* x, const void* dy, const float* w, void* dx,
                                float* dw, float* dbias, Scratch scratch) = 0;
-  // The channel block of the layout this convolution's kernels write y in, where the backend's batch norm reads x
-  // (and writes dx) in it too (Conv2dShape::out_block, BatchNormShape::in_block): the graph then keeps that
-  // value blocked, sparing a reorder each way. 1: NCHW only.
-  virtual int conv2d_output_block(const Conv2dShape& s) {
-    (void)s;
-    return 1;
-  }
-  // The same for the layout its kernels read x in (and write dx in), where the backend's batch norm with a fused
-  // pool can write its output so (Conv2dShape::in_block, BatchNormShape::out_block). 1: NCHW only.
-  virtual int conv2d_input_block(const Conv2dShape& s) {
-    (void)s;
-    return 1;
-  }
   // How this backend runs convolution s (after conv2d_prepare): the library and the implementations or algorithms
   // it chose, for the layer profile. Empty where there is nothing to tell.
   virtual std::string conv2d_method(const Conv2dShape& s) {
@@ -240,7 +224,7 @@ class Backend {
   // shortcut); backward writes dshortcut, dy through the ReLU's mask (relu_backward's), and the batch norm's backward
   // of it into dx. settings.relu and settings.pool are off (the ReLU is the join's). The defaults run the ops apart,
   // so the numbers are theirs by construction; a backend that fuses overrides them with the same bits in fewer
-  // passes over memory, where it says so (fuses_batchnorm_add_relu).
+  // passes over memory, where its fusion table has batch norm take on the join (kJoin).
   virtual void batchnorm_add_relu_forward_train(const BatchNormShape& s, const BatchNormSettings& settings,
                                                 const void* x, const void* shortcut, const BatchNormBuffers& b,
                                                 void* y) {
@@ -267,36 +251,24 @@ class Backend {
     throw JobFileError("dist.sync_batchnorm_group is not available on the " + name() +
                        " backend; set dist.sync_batchnorm_group = 0 or run.device = \"cpu\"");
   }
-  // Whether batch norm takes a following ReLU into the same operation (settings.relu), with numbers identical to
-  // running them apart. Where not, the graph keeps the ReLU as its own step.
-  virtual bool fuses_batchnorm_relu() const { return false; }
-  // Whether the graph gives a residual block's last batch norm the join after it (batchnorm_add_relu_*): where it
-  // saves passes over memory, or where the backend's step list should match one that does (the CPU twin).
-  virtual bool fuses_batchnorm_add_relu() const { return false; }
-  // Whether a fused batch norm + ReLU also takes the 2x2 stride-2 max pool after it (settings.pool), with numbers
-  // identical to the three apart.
-  virtual bool fuses_batchnorm_relu_pool() const { return false; }
-  // Whether batch norm with a fused ReLU and pool reads x (and writes dx) in the channel-blocked layout with
-  // `block` channels per block (BatchNormShape::in_block) at this shape faster than NCHW, so the convolution before
-  // it keeps its output so.
-  virtual bool batchnorm_reads_block(const BatchNormShape& s, int block) const {
-    (void)s, (void)block;
-    return false;
-  }
-  // Whether batch norm with a fused ReLU and pool can write its pooled output (and read its gradient) in the
-  // channel-blocked layout with `block` channels per block at this shape (BatchNormShape::out_block), for the
-  // convolution after it.
-  virtual bool batchnorm_writes_block(const BatchNormShape& s, int block) const {
-    (void)s, (void)block;
-    return false;
-  }
-
   // ---- pooling: `saved` is what forward keeps for backward on this backend, pool_saved_bytes() of it (the CPU
   // twin keeps the winners of max pooling); x and y are the forward's input and output.
   virtual std::size_t pool_saved_bytes(const PoolShape& s, PoolMode mode) const = 0;
   virtual void pool_forward(const PoolShape& s, PoolMode mode, const void* x, void* y, void* saved) = 0;
   virtual void pool_backward(const PoolShape& s, PoolMode mode, const void* x, const void* y, const void* dy,
                              void* dx, const void* saved) = 0;
+
+  // ---- fusion and layouts (model/fusion.h), asked once by the fusion pass, after setup
+  // The fusion table: which layer types take on which layers after them, each fused form with the numbers of the
+  // layers apart (batch norm's: BatchNormSettings::relu and pool, batchnorm_add_relu_*). Empty: nothing fuses.
+  virtual std::vector<FusionRule> fusion_rules() const { return {}; }
+  // The channel block (N x C/b x H x W x b) in which `producer` hands its output to `consumer`, the next layer of its
+  // chain and that output's only reader: one the producer's kernels write and the consumer's read, sparing a reorder
+  // each way in forward and backward. 1: NCHW.
+  virtual int chain_block(const LayerOperation& producer, const LayerOperation& consumer) {
+    (void)producer, (void)consumer;
+    return 1;
+  }
 
   // ---- loss and optimizers
   // dlogits may be null (evaluation); `loss` scales them and smooths the target (kernels/loss_settings.h). The

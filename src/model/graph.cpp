@@ -1,12 +1,14 @@
 // Owns building the step list from the job file's layer specs: chains in order, a residual block as its body's
-// steps, then its shortcut's, then the join (which, fused, runs the body's last layer itself).
+// steps, then its shortcut's, then the join; then, with fusion on, the fusion pass over it.
 #include "model/graph.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "common/error.h"
+#include "model/fusion_pass.h"
 #include "model/layers/layers.h"
 
 namespace ringtrain::model {
@@ -26,18 +28,6 @@ void check_size(const config::LayerSpec& spec, const Layer& layer, const Shape& 
                                    spec.where, layer.describe(), in.with_batch(1).str(), out.c, out.h, out.w, values));
 }
 
-// Within a chain a layer's output has no reader but the next layer, so the two may agree on a channel-blocked
-// layout for it (Layer::output_blocks): the largest block both take.
-void hand_over_blocked(Layer& producer, Layer& consumer) {
-  const std::vector<int> written = producer.output_blocks(), read = consumer.input_blocks();
-  int shared = 1;
-  for (const int block : written)
-    if (block > shared && std::find(read.begin(), read.end(), block) != read.end()) shared = block;
-  if (shared == 1) return;
-  producer.write_output_block(shared);
-  consumer.read_input_block(shared);
-}
-
 }  // namespace
 
 uint64_t SeedPath::apply(uint64_t seed) const {
@@ -53,9 +43,40 @@ MemoryUse Step::memory_use() const {
 
 Graph::Graph(const std::vector<config::LayerSpec>& specs, Backend& backend, Shape input, bool fuse,
              ElementType activations)
-    : fuse_(fuse), activation_type_(activations) {
+    : activation_type_(activations) {
   add_value(input, -1);
-  output_ = emit_chain(specs, kInput, SeedPath{}, 0, backend, &top_level_ends_);
+  std::vector<int> unfused_ends;
+  output_ = emit_chain(specs, kInput, SeedPath{}, 0, backend, &unfused_ends);
+  const std::map<const Layer*, int> top_level = top_level_of_layers(unfused_ends);
+  if (fuse) {
+    const std::vector<const Layer*> taken =
+        run_fusion_pass({steps_, values_, step_specs_, output_}, backend, activations);
+    std::erase_if(layer_order_, [&](const Layer* l) { return std::ranges::find(taken, l) != taken.end(); });
+  }
+  step_specs_.clear();  // the specs are the caller's
+  count_top_level_ends(top_level, specs.size());
+}
+
+std::map<const Layer*, int> Graph::top_level_of_layers(const std::vector<int>& unfused_ends) const {
+  std::map<const Layer*, int> top_level;
+  int spec = 0;
+  for (int k = 0; k < static_cast<int>(steps_.size()); ++k) {
+    while (k >= unfused_ends[static_cast<size_t>(spec)]) ++spec;
+    if (const Layer* layer = steps_[static_cast<size_t>(k)].layer) top_level[layer] = spec;
+  }
+  return top_level;
+}
+
+// A step runs the layer it was made from (a fused producer keeps its own spec's place); an unfused join has none
+// and belongs to the block of the step before it, the last of its body or shortcut.
+void Graph::count_top_level_ends(const std::map<const Layer*, int>& top_level, size_t specs) {
+  top_level_ends_.assign(specs, 0);
+  int spec = 0;
+  for (size_t k = 0; k < steps_.size(); ++k) {
+    if (const Layer* layer = steps_[k].layer) spec = top_level.at(layer);
+    top_level_ends_[static_cast<size_t>(spec)] = static_cast<int>(k) + 1;
+  }
+  for (size_t i = 1; i < specs; ++i) top_level_ends_[i] = std::max(top_level_ends_[i], top_level_ends_[i - 1]);
 }
 
 int Graph::add_value(Shape shape, int producer) {
@@ -66,17 +87,12 @@ int Graph::add_value(Shape shape, int producer) {
 int Graph::emit_chain(const std::vector<config::LayerSpec>& specs, int input, const SeedPath& chain_seed,
                       uint64_t chain_xor, Backend& backend, std::vector<int>* ends) {
   int current = input;
-  Layer* previous = nullptr;  // the layer whose output is `current`, where it is this chain's
-  const auto record_ends = [&](size_t through) {
-    if (ends) ends->resize(through + 1, static_cast<int>(steps_.size()));
-  };
   for (size_t i = 0; i < specs.size(); ++i) {
     SeedPath seed = chain_seed;
     seed.levels.push_back({chain_xor, i});
     if (specs[i].is(config::kResidual)) {
       current = emit_residual(specs[i], current, seed, backend);
-      previous = nullptr;
-      record_ends(i);
+      if (ends) ends->push_back(static_cast<int>(steps_.size()));
       continue;
     }
     owned_.push_back(make_layer(specs[i], backend, activation_type_));
@@ -88,52 +104,17 @@ int Graph::emit_chain(const std::vector<config::LayerSpec>& specs, int input, co
     values_[static_cast<size_t>(current)].consumers.push_back(step);
     const int output = add_value(out, step);
     steps_.push_back({Step::Kind::layer, layer, {current}, output, false, seed});
+    step_specs_.push_back(&specs[i]);
     layer_order_.push_back(layer);
     current = output;
-    if (fuse_) {
-      i = fuse_following(specs, i, *layer, output);
-      if (previous) hand_over_blocked(*previous, *layer);  // once the layer knows what it fused
-    }
-    previous = layer;
-    record_ends(i);
+    if (ends) ends->push_back(static_cast<int>(steps_.size()));
   }
   return current;
 }
 
-// The ReLU's spec (and a pool's after it) is consumed with the layer that took it on; the chain's next layer
-// keeps its own index.
-size_t Graph::fuse_following(const std::vector<config::LayerSpec>& specs, size_t i, Layer& layer, int output) {
-  const bool relu_next = i + 1 < specs.size() && specs[i + 1].is("relu");
-  if (!relu_next || !layer.fuse_relu()) return i;
-  ++i;
-  if (i + 1 >= specs.size()) return i;
-  if (const std::optional<Shape> pooled = layer.fuse_pool(specs[i + 1])) {
-    values_[static_cast<size_t>(output)].shape = *pooled;
-    ++i;
-  }
-  return i;
-}
-
-std::optional<Step> Graph::take_for_join(const config::LayerSpec& spec, int body) {
-  const int producer = values_[static_cast<size_t>(body)].producer;
-  const bool last_emitted = producer >= 0 && producer + 1 == static_cast<int>(steps_.size()) &&
-                            body + 1 == static_cast<int>(values_.size());  // not an empty body's input
-  if (!fuse_ || !spec.activation_relu || !last_emitted) return std::nullopt;
-  const Step& last = steps_[static_cast<size_t>(producer)];
-  if (last.kind != Step::Kind::layer || !last.layer->fuse_join()) return std::nullopt;
-  // The join takes the place of the body's last step and its output.
-  Step taken = last;
-  steps_.pop_back();
-  values_.pop_back();
-  values_[static_cast<size_t>(taken.inputs[0])].consumers.pop_back();
-  return taken;
-}
-
 int Graph::emit_residual(const config::LayerSpec& spec, int input, const SeedPath& seed, Backend& backend) {
-  int body = emit_chain(spec.body, input, seed, 0, backend);
+  const int body = emit_chain(spec.body, input, seed, 0, backend);
   const Shape body_shape = values_[static_cast<size_t>(body)].shape;
-  const std::optional<Step> fused = take_for_join(spec, body);
-  if (fused) body = fused->inputs[0];
   const int shortcut = spec.shortcut.empty() ? input : emit_chain(spec.shortcut, input, seed, kShortcutXor, backend);
   const Shape shortcut_shape = values_[static_cast<size_t>(shortcut)].shape;
   if (!(body_shape == shortcut_shape))
@@ -144,8 +125,8 @@ int Graph::emit_residual(const config::LayerSpec& spec, int input, const SeedPat
   values_[static_cast<size_t>(body)].consumers.push_back(step);
   values_[static_cast<size_t>(shortcut)].consumers.push_back(step);
   const int output = add_value(body_shape, step);
-  steps_.push_back({Step::Kind::join, fused ? fused->layer : nullptr, {body, shortcut}, output, spec.activation_relu,
-                    fused ? fused->seed : seed});
+  steps_.push_back({Step::Kind::join, nullptr, {body, shortcut}, output, spec.activation_relu, seed});
+  step_specs_.push_back(&spec);
   return output;
 }
 

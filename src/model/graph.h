@@ -1,14 +1,14 @@
 // Owns the model as the network runs it: a list of steps, in forward order, over numbered values (tensors).
 // A step is a layer (one input) or a residual join (body + shortcut, then optional ReLU). Residual blocks and
 // their nesting exist only while the graph is built from the job file's specs; afterwards there are values,
-// who produces each and who reads it, which is all the memory plan and the executor need. Building is also the
-// fusion pass: a layer that can take on the ReLU after it in its chain (Layer::fuse_relu: batch norm where the
-// backend fuses it), and the pool after that (Layer::fuse_pool), becomes one step, and they no step at all; a
-// residual body's last layer that can take on the join after it (Layer::fuse_join) runs inside the join's step.
+// who produces each and who reads it, which is all the memory plan and the executor need. Built with fusion on, the
+// graph then goes through the fusion pass (model/fusion_pass.h): a layer that takes on the ReLU after it in its
+// chain, and the pool after that, becomes one step, and they no step at all; a residual body's last layer that takes
+// on the join after it runs inside the join's step.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,7 +36,7 @@ struct Value {
   std::vector<int> consumers;  // the steps that read it in forward, in step order
 };
 
-// A join with a layer is the body's last layer fused with the join (Layer::fuse_join): its inputs are that layer's
+// A join with a layer is the body's last layer fused with the join (FusedTail::join): its inputs are that layer's
 // input, then the shortcut; it runs the layer with the shortcut added before the ReLU.
 struct Step {
   enum class Kind { layer, join };
@@ -68,30 +68,27 @@ class Graph {
   ElementType activation_type() const { return activation_type_; }
   // The layers in step order, which is the order of their parameters in the flat buffers.
   const std::vector<const Layer*>& layers() const { return layer_order_; }
-  // For each top-level spec, the number of steps that run up to and including it (a spec fused into the step
-  // before it ends where that step does).
+  // For each top-level spec, the number of steps that run up to and including it, after fusion (a spec fused into
+  // the step before it ends where that step does).
   const std::vector<int>& top_level_step_ends() const { return top_level_ends_; }
 
  private:
   int add_value(Shape shape, int producer);
-  // ends: where given, the step count after each spec (top_level_step_ends()).
+  // ends: where given, the step count after each spec (before fusion).
   int emit_chain(const std::vector<config::LayerSpec>& specs, int input, const SeedPath& chain_seed,
                  uint64_t chain_xor, Backend& backend, std::vector<int>* ends = nullptr);
+  // The top-level spec each layer comes from, from the unfused graph's step count after each.
+  std::map<const Layer*, int> top_level_of_layers(const std::vector<int>& unfused_ends) const;
+  void count_top_level_ends(const std::map<const Layer*, int>& top_level, size_t specs);
   int emit_residual(const config::LayerSpec& spec, int input, const SeedPath& seed, Backend& backend);
-  // Lets `layer` (spec i, output value `output`) take on the ReLU after it and a pool after that; returns the
-  // index of the last spec it took.
-  size_t fuse_following(const std::vector<config::LayerSpec>& specs, size_t i, Layer& layer, int output);
-  // Takes the step that writes `body` (the last step emitted) out of the list where its layer takes on the join
-  // after it; returns that step (with its input, to become the join's) or nothing.
-  std::optional<Step> take_for_join(const config::LayerSpec& spec, int body);
 
   std::vector<std::unique_ptr<Layer>> owned_;
   std::vector<const Layer*> layer_order_;
   std::vector<Value> values_;
   std::vector<Step> steps_;
+  std::vector<const config::LayerSpec*> step_specs_;  // each step's, while the graph is built (a join's: its block's)
   std::vector<int> top_level_ends_;
   int output_ = kInput;
-  bool fuse_ = true;
   ElementType activation_type_ = ElementType::f32;
 };
 

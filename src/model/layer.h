@@ -4,12 +4,12 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "config/layer_spec.h"
+#include "common/error.h"
+#include "model/fusion.h"
 #include "model/scratch.h"
 #include "model/tensor.h"
 
@@ -58,7 +58,7 @@ struct ForwardPass {
   Mode mode = Mode::train;
   uint64_t seed = 0;
   Scratch scratch = {};  // what memory_use().scratch.forward asked for; empty when it asked for nothing
-  const void* shortcut = nullptr;  // a fused residual join (Layer::fuse_join): y = relu(output + shortcut)
+  const void* shortcut = nullptr;  // a fused residual join (FusedTail::join): y = relu(output + shortcut)
 };
 
 // One backward call: the forward's x and y (valid where memory_use() says backward reads them), the output
@@ -97,37 +97,27 @@ class Layer {
   virtual void forward(const ForwardPass& pass) = 0;
   virtual void backward(const BackwardPass& pass) = 0;
 
-  // Takes on the ReLU that follows it in its chain: applies it to its output in the same operation and its mask
-  // in backward, with the numbers a separate ReLU would give. False where the layer or its backend cannot; the
-  // graph then keeps the ReLU as a step of its own. Called once, after setup.
-  virtual bool fuse_relu() { return false; }
-  // Takes on the pooling layer `pool` after its fused ReLU as well; returns its output shape then (at the setup
-  // batch), nothing where it cannot, and the graph keeps the pool as a step of its own. Called once, after
-  // fuse_relu took the ReLU.
-  virtual std::optional<Shape> fuse_pool(const config::LayerSpec& pool) {
-    (void)pool;
-    return std::nullopt;
+  // Takes on the layers after it that the fusion pass (model/fusion_pass.h) found its backend's fusion table lets it
+  // run in its own operation (FusedTail), with the numbers they give apart; a fused pool's output shape is the
+  // pool's. Called at most once, after setup, and only with a tail a rule of the backend names for this layer's
+  // type: a layer without a fused form is never asked.
+  virtual void fuse(const FusedTail& tail) {
+    throw Error(ExitCode::internal, describe() + " has no fused form, yet its backend's fusion table gives it " +
+                                        (tail.join ? "a residual join" : "a ReLU"));
   }
-  // Takes on the residual join after it, as the last layer of a block's body: the sum with the block's shortcut
-  // and the join's ReLU in the same operation (ForwardPass::shortcut), and in backward the shortcut's gradient too
-  // (BackwardPass::dshortcut), with the numbers the separate join gives. False where the layer or its backend
-  // cannot; the graph then keeps the join a step of its own. Called once, after setup, on a layer that fused nothing.
-  virtual bool fuse_join() { return false; }
   // What fusion added to the layer, for the model summary ("+ relu, fused"; "" for nothing).
   virtual std::string fused() const { return ""; }
   // How the backend runs this layer at its setup batch (Backend::conv2d_method), with the input it was set up for;
   // "" for layers with nothing to tell.
   virtual std::string method() const { return ""; }
 
-  // A layer and the next one in its chain may pass the output in a channel-blocked layout (N x C/b x H x W x b)
-  // where the producer's kernels can write it and the consumer's read it (a convolution on oneDNN and the batch
-  // norm after it; a batch norm with a fused pool and the convolution on oneDNN after it): no reorder on the way,
-  // in either direction of the step. The graph asks, after setup and where fusion is on, which blocks each side
-  // takes (none: NCHW only), and tells both the largest they share.
-  virtual std::vector<int> output_blocks() const { return {}; }
-  virtual std::vector<int> input_blocks() const { return {}; }
-  virtual void write_output_block(int block) { (void)block; }
-  virtual void read_input_block(int block) { (void)block; }
+  // What it runs, for its backend to choose how the activations it passes the layers beside it in its chain lie
+  // (Backend::chain_block), after fusion; monostate for a layer whose activations stay NCHW.
+  virtual LayerOperation operation() const { return {}; }
+  // The layouts its backend chose for its input and output (a chain link's: the convolution on oneDNN and the batch
+  // norm after it, ...): its operations read and write them so from now on. Called once, after fusion, only where
+  // one of them is not NCHW.
+  virtual void set_chain_layout(const ChainLayout& layout) { (void)layout; }
 
   virtual double forward_flops_per_sample() const { return 0; }  // after setup
   virtual double backward_flops_per_sample(bool need_dx) const {

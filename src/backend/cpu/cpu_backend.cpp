@@ -294,11 +294,28 @@ kernels::Planes output_planes(const model::BatchNormShape& s, const model::Batch
 }
 }  // namespace
 
-bool CpuBackend::batchnorm_reads_block(const model::BatchNormShape& s, int block) const {
-  return !nhwc_.enabled() && kc::blocked_input_fits(s, block);
+std::vector<model::FusionRule> CpuBackend::fusion_rules() const {
+  return {{"batchnorm", {"relu"}}, {"batchnorm", {"relu", "maxpool"}}, {"batchnorm", {std::string(model::kJoin)}}};
 }
-bool CpuBackend::batchnorm_writes_block(const model::BatchNormShape& s, int block) const {
-  return !nhwc_.enabled() && kc::blocked_output_supported(s, block);
+
+// Blocked batch norm only with a fused pool: the one form whose blocked kernels run along the block both ways.
+// Reading x blocked where that is faster at the setup batch than NCHW with the convolution's reorders
+// (kc::blocked_input_fits); writing the pooled y blocked where x is blocked alike.
+int CpuBackend::chain_block(const model::LayerOperation& producer, const model::LayerOperation& consumer) {
+  if (nhwc_.enabled()) return 1;
+  const auto* conv_out = std::get_if<model::Conv2dShape>(&producer);
+  const auto* conv_in = std::get_if<model::Conv2dShape>(&consumer);
+  const auto* norm_in = std::get_if<model::BatchNormOperation>(&consumer);
+  const auto* norm_out = std::get_if<model::BatchNormOperation>(&producer);
+  if (conv_out && norm_in && norm_in->tail.pool) {
+    const int block = conv2d_output_block(*conv_out);
+    return block > 1 && kc::blocked_input_fits(norm_in->shape, block) ? block : 1;
+  }
+  if (norm_out && conv_in && norm_out->tail.pool) {
+    const int block = conv2d_input_block(*conv_in);
+    return block > 1 && kc::blocked_output_supported(norm_out->shape, block) ? block : 1;
+  }
+  return 1;
 }
 
 void CpuBackend::synchronise_batchnorm(std::shared_ptr<model::BatchStatisticsGroup> group) {

@@ -79,9 +79,10 @@ class CpuBackend : public model::Backend {
                       model::Scratch scratch) override;
   void conv2d_backward(const model::Conv2dShape& s, const void* x, const void* dy, const float* w, void* dx,
                        float* dw, float* dbias, model::Scratch scratch) override;
-  // oneDNN's blocked output layout (nChw16c with AVX-512), which kernels/cpu/batchnorm reads.
-  int conv2d_output_block(const model::Conv2dShape& s) override;
-  int conv2d_input_block(const model::Conv2dShape& s) override;
+  // The channel block of oneDNN's preferred layout for y (nChw16c with AVX-512), and for x; 1 where the convolution
+  // is not on oneDNN or the layout is not blocked.
+  int conv2d_output_block(const model::Conv2dShape& s);
+  int conv2d_input_block(const model::Conv2dShape& s);
   std::string conv2d_method(const model::Conv2dShape& s) override;
   void dense_forward(const model::DenseShape& s, const void* x, const float* w, const float* bias,
                      void* y) override;
@@ -96,14 +97,14 @@ class CpuBackend : public model::Backend {
                           float* dbeta) override;
   // Training batch norm then runs in two passes each way, the group's sums reduced between them.
   void synchronise_batchnorm(std::shared_ptr<model::BatchStatisticsGroup> group) override;
-  // One pass each way: the ReLU's forward and its mask in backward ride in batch norm's own loops.
-  bool fuses_batchnorm_relu() const override { return true; }
-  bool fuses_batchnorm_relu_pool() const override { return true; }
-  // The join runs as the ops apart (Backend's batchnorm_add_relu_*): no pass saved here, but the step list the CUDA
-  // backend's 16-bit path runs, so that the fusion pass is tested on the twin.
-  bool fuses_batchnorm_add_relu() const override { return true; }
-  bool batchnorm_reads_block(const model::BatchNormShape& s, int block) const override;
-  bool batchnorm_writes_block(const model::BatchNormShape& s, int block) const override;
+  // Batch norm takes on the ReLU after it, and the 2x2/2 max pool after that: one pass each way, the ReLU's forward
+  // and its mask in backward riding in batch norm's own loops. And the residual join, run as the ops apart
+  // (Backend's batchnorm_add_relu_*): no pass saved here, but the step list the CUDA backend's 16-bit path runs, so
+  // that the fusion pass is tested on the twin.
+  std::vector<model::FusionRule> fusion_rules() const override;
+  // oneDNN's blocked layout between a convolution and a batch norm with a fused ReLU and pool, either way round,
+  // where our batch-norm kernels have that block (blocks of 8 or 16, NHWC over 32 or 64) and it pays at the shape.
+  int chain_block(const model::LayerOperation& producer, const model::LayerOperation& consumer) override;
   std::size_t pool_saved_bytes(const model::PoolShape& s, model::PoolMode mode) const override;
   void pool_forward(const model::PoolShape& s, model::PoolMode mode, const void* x, void* y, void* saved) override;
   void pool_backward(const model::PoolShape& s, model::PoolMode mode, const void* x, const void* y,

@@ -119,9 +119,9 @@ class CudaBackend final : public model::Backend {
   void batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings, const void* x,
                           const void* y, const void* dy, const model::BatchNormBuffers& b, void* dx, float* dgamma,
                           float* dbeta) override;
-  // With 16-bit activations (our batch-norm kernels); cuDNN's fp32 batch norm runs the ReLU apart.
-  bool fuses_batchnorm_relu() const override;
-  bool fuses_batchnorm_add_relu() const override;
+  // Batch norm takes on the ReLU after it, or the residual join after it, on 16-bit activations (our batch-norm
+  // kernels); cuDNN's fp32 batch norm runs them apart, and no pool fuses.
+  std::vector<model::FusionRule> fusion_rules() const override;
   void batchnorm_add_relu_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                         const void* x, const void* shortcut, const model::BatchNormBuffers& b,
                                         void* y) override;

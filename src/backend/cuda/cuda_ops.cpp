@@ -247,15 +247,15 @@ void CudaBackend::dense_backward(const model::DenseShape& s, const void* x, cons
 
 namespace {
 
-// The graph fuses a ReLU into batch norm only where fuses_batchnorm_relu() says so (16-bit activations, our kernels),
-// and never a pool (fuses_batchnorm_relu_pool() is false); anything else asked is a bug.
+// The fusion pass fuses a ReLU into batch norm only where fusion_rules() say so (16-bit activations, our kernels),
+// and never a pool; anything else asked is a bug.
 void refuse_unfusable(const model::BatchNormShape& s, const model::BatchNormSettings& settings) {
   if (settings.pool || (settings.relu && !sixteen_bit(s.data)))
     throw Error(ExitCode::internal, fmt::format("batch norm with a fused {} on {} activations asked of the CUDA backend",
                                                 settings.pool ? "max pool" : "ReLU", kernels::element_type_name(s.data)));
 }
 
-// The join is fused where fuses_batchnorm_add_relu() says so, on a batch norm that fused nothing itself.
+// The join is fused where fusion_rules() say so, on a batch norm that fused nothing itself.
 void refuse_unfused_join(const model::BatchNormShape& s, const model::BatchNormSettings& settings) {
   if (!sixteen_bit(s.data) || settings.relu || settings.pool)
     throw Error(ExitCode::internal, fmt::format("batch norm with a fused residual join on {} activations{} asked of "
@@ -265,7 +265,10 @@ void refuse_unfused_join(const model::BatchNormShape& s, const model::BatchNormS
 
 }  // namespace
 
-bool CudaBackend::fuses_batchnorm_relu() const { return sixteen_bit(state_->options.activations); }
+std::vector<model::FusionRule> CudaBackend::fusion_rules() const {
+  const auto on_our_kernels = [](const model::FusionSite& site) { return sixteen_bit(site.data); };
+  return {{"batchnorm", {"relu"}, on_our_kernels}, {"batchnorm", {std::string(model::kJoin)}, on_our_kernels}};
+}
 
 namespace {
 // An NHWC tensor is NCHW blocked by all its channels (nChw{C}c): so our 16-bit batch-norm kernels are told.
@@ -310,9 +313,8 @@ void CudaBackend::batchnorm_backward(const model::BatchNormShape& s, const model
                            dgamma, dbeta);
 }
 
-// The join fuses only on 16-bit activations (fuses_batchnorm_add_relu), into our kernels; cuDNN's fp32 batch norm
-// would gain nothing from it.
-bool CudaBackend::fuses_batchnorm_add_relu() const { return sixteen_bit(state_->options.activations); }
+// The fused join's operations, asked for on 16-bit activations only (fusion_rules): our kernels add the shortcut and
+// apply the ReLU in their output pass; cuDNN's fp32 batch norm would gain nothing from it.
 
 void CudaBackend::batchnorm_add_relu_forward_train(const model::BatchNormShape& s,
                                                    const model::BatchNormSettings& settings, const void* x,

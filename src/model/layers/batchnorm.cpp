@@ -21,48 +21,26 @@ class BatchNorm final : public LeafLayer {
   }
   std::size_t kept_bytes() const override {
     return 2 * sizeof(float) * static_cast<size_t>(in_.c) +
-           (pool_ ? sizeof(int32_t) * static_cast<size_t>(out_.elements()) : 0);
+           (tail_.pool ? sizeof(int32_t) * static_cast<size_t>(out_.elements()) : 0);
   }
   // A fused ReLU's mask is the output's zeros (the join's sum with a fused join), so backward then reads the output.
   MemoryUse memory_use() const override {
-    return {.backward_reads_input = true, .backward_reads_output = relu_ || join_};
+    return {.backward_reads_input = true, .backward_reads_output = tail_.relu || tail_.join};
   }
-  bool fuse_relu() override {
-    relu_ = backend_.fuses_batchnorm_relu();
-    return relu_;
-  }
-  // The models' 2x2/2 max pool after the ReLU, where the backend fuses it; the pool's own checks never apply, as
-  // that window fits every input of at least 2 x 2.
-  std::optional<Shape> fuse_pool(const config::LayerSpec& pool) override {
-    const bool two_by_two = pool.is("maxpool") && pool.integer("size") == 2 && pool.integer("stride") == 2 &&
-                            pool.integer("padding") == 0 && in_.h >= 2 && in_.w >= 2;
-    if (!relu_ || !two_by_two || !backend_.fuses_batchnorm_relu_pool()) return std::nullopt;
-    pool_ = FusedMaxPool{in_.h, in_.w};
-    out_ = {in_.n, in_.c, in_.h / 2, in_.w / 2};
-    return out_;
-  }
-  bool fuse_join() override {
-    join_ = !relu_ && !pool_ && backend_.fuses_batchnorm_add_relu();
-    return join_;
+  // A fused pool pools its output (the 2x2/2 window, which the fusion pass fuses only on inputs it fits).
+  void fuse(const FusedTail& tail) override {
+    tail_ = tail;
+    if (tail_.pool) out_ = {in_.n, in_.c, in_.h / 2, in_.w / 2};
   }
   std::string fused() const override {
-    if (join_) return "+ add shortcut + relu, fused";
-    if (pool_)
-      return out_block_ > 1 ? "+ relu + maxpool 2 s2, fused -> " + kernels::blocked_layout_name(out_block_, in_.c)
-                            : "+ relu + maxpool 2 s2, fused";
-    return relu_ ? "+ relu, fused" : "";
+    const std::string tail = tail_.describe();
+    return tail_.pool && out_block_ > 1 ? tail + " -> " + kernels::blocked_layout_name(out_block_, in_.c) : tail;
   }
-  // Blocked layouts only with a fused pool (the one form whose blocked kernels run along the block both ways): an
-  // input block where the backend's batch norm reads it faster at the setup batch, an output block where it can
-  // write it.
-  std::vector<int> input_blocks() const override {
-    return blocks_where([&](int block) { return backend_.batchnorm_reads_block(shape_at(in_.n), block); });
+  LayerOperation operation() const override { return BatchNormOperation{shape_at(in_.n), tail_}; }
+  void set_chain_layout(const ChainLayout& layout) override {
+    in_block_ = layout.in_block;
+    out_block_ = layout.out_block;
   }
-  std::vector<int> output_blocks() const override {
-    return blocks_where([&](int block) { return backend_.batchnorm_writes_block(shape_at(in_.n), block); });
-  }
-  void read_input_block(int block) override { in_block_ = block; }
-  void write_output_block(int block) override { out_block_ = block; }
   std::vector<ParamDecl> param_decls() const override {
     // init_scale = 0 starts a residual block's last batch norm at zero, so the block begins as its shortcut.
     const auto scale = static_cast<float>(spec_.number("init_scale"));
@@ -79,17 +57,17 @@ class BatchNorm final : public LeafLayer {
     saved_inv_std_ = keep(sizeof(float) * static_cast<size_t>(in_.c));
     buffers_.saved_mean = saved_mean_.as<float>();
     buffers_.saved_inv_std = saved_inv_std_.as<float>();
-    if (pool_) {
+    if (tail_.pool) {
       pool_argmax_ = keep(sizeof(int32_t) * static_cast<size_t>(out_.elements()));
       buffers_.pool_argmax = pool_argmax_.as<int32_t>();
     }
   }
   void forward(const ForwardPass& pass) override {
     const BatchNormShape shape = shape_at(pass.x.shape.n);
-    if (join_ && pass.mode == Mode::train)
+    if (tail_.join && pass.mode == Mode::train)
       return backend_.batchnorm_add_relu_forward_train(shape, settings(), pass.x.data, pass.shortcut, buffers_,
                                                        pass.y);
-    if (join_)
+    if (tail_.join)
       return backend_.batchnorm_add_relu_forward_infer(shape, settings(), pass.x.data, pass.shortcut, buffers_,
                                                        pass.y);
     if (pass.mode == Mode::train)
@@ -98,7 +76,7 @@ class BatchNorm final : public LeafLayer {
       backend_.batchnorm_forward_infer(shape, settings(), pass.x.data, buffers_, pass.y);
   }
   void backward(const BackwardPass& pass) override {
-    if (join_)
+    if (tail_.join)
       return backend_.batchnorm_add_relu_backward(shape_at(pass.dy.shape.n), settings(), pass.x.data, pass.y,
                                                   pass.dy.data, buffers_, pass.dx ? pass.dx : scratch_dx(),
                                                   pass.dshortcut, dgamma_, dbeta_);
@@ -108,15 +86,7 @@ class BatchNorm final : public LeafLayer {
 
  private:
   BatchNormShape shape_at(int batch) const { return {batch, in_.c, in_.h * in_.w, in_block_, out_block_, data_}; }
-  template <class Takes>
-  std::vector<int> blocks_where(Takes takes) const {
-    std::vector<int> blocks;
-    if (pool_)
-      for (const int block : {in_.c, 16, 8})  // NHWC (a block of every channel), then oneDNN's blocks
-        if (takes(block)) blocks.push_back(block);
-    return blocks;
-  }
-  BatchNormSettings settings() const { return {momentum_, epsilon_, relu_, pool_}; }
+  BatchNormSettings settings() const { return {momentum_, epsilon_, tail_.relu, tail_.pool}; }
   // The backends compute dx in the same pass as the parameter gradients, so a batch norm that is the network's
   // first layer (no dx wanted) writes it into a buffer of its own, made on first use.
   void* scratch_dx() {
@@ -127,11 +97,9 @@ class BatchNorm final : public LeafLayer {
   DeviceBuffer saved_mean_, saved_inv_std_, unused_dx_, pool_argmax_;
   float *dgamma_ = nullptr, *dbeta_ = nullptr;
   double momentum_, epsilon_;
-  bool relu_ = false;
-  bool join_ = false;  // the residual join after it (fuse_join): relu(y + shortcut) is its output
-  std::optional<FusedMaxPool> pool_;
-  int in_block_ = 1;   // x and dx channel-blocked as the convolution before it writes them
-  int out_block_ = 1;  // y and dy channel-blocked as the convolution after it reads them
+  FusedTail tail_;      // with a join, relu(y + shortcut) is its output
+  int in_block_ = 1;   // x and dx channel-blocked as its backend chose (Layer::set_chain_layout)
+  int out_block_ = 1;  // y and dy likewise
 };
 
 // ONNX BatchNormalization in inference form: the running statistics averaged over the ranks.

@@ -1,6 +1,6 @@
 // Owns the 2-D convolution layer: NCHW, weights K x C/G x R x S (G groups as PyTorch's; depthwise is G = C),
-// optional bias; its output channel-blocked where the batch norm after it takes that, and its input where the batch
-// norm before it writes that (Layer::output_blocks).
+// optional bias; its input and output channel-blocked where its backend chose so for the layers beside it
+// (Layer::set_chain_layout).
 #include <fmt/format.h>
 
 #include "model/layer_registry.h"
@@ -39,14 +39,10 @@ class Conv2d final : public LeafLayer {
     scratch_ = backend_.conv2d_prepare(shape_);
     return out_;
   }
-  std::vector<int> output_blocks() const override { return blocks(backend_.conv2d_output_block(shape_)); }
-  std::vector<int> input_blocks() const override { return blocks(backend_.conv2d_input_block(shape_)); }
-  void write_output_block(int block) override {
-    shape_.out_block = block;
-    scratch_ = backend_.conv2d_prepare(shape_);
-  }
-  void read_input_block(int block) override {
-    shape_.in_block = block;
+  LayerOperation operation() const override { return shape_; }
+  void set_chain_layout(const ChainLayout& layout) override {
+    shape_.in_block = layout.in_block;
+    shape_.out_block = layout.out_block;
     scratch_ = backend_.conv2d_prepare(shape_);
   }
   std::string fused() const override {
@@ -80,7 +76,6 @@ class Conv2d final : public LeafLayer {
   double forward_flops_per_sample() const override { return at_batch(shape_, 1).forward_flops(); }
 
  private:
-  static std::vector<int> blocks(int block) { return block > 1 ? std::vector<int>{block} : std::vector<int>{}; }
   int filters_, kernel_, stride_, padding_, groups_;
   bool bias_;
   Conv2dShape shape_;
