@@ -40,6 +40,12 @@ const LayerKind* layer_kind_importing(std::string_view op) {
   return nullptr;
 }
 
+const LayerKind* layer_kind_gating() {
+  for (const auto& [name, kind] : kinds())
+    if (kind.onnx_import.gating) return &kind;
+  return nullptr;
+}
+
 std::vector<std::string> imported_onnx_ops() {
   std::set<std::string> ops;
   for (const auto& [name, kind] : kinds()) ops.insert(kind.onnx_import.ops.begin(), kind.onnx_import.ops.end());

@@ -20,9 +20,14 @@ namespace ringtrain::model {
 
 // A kind's import from ONNX (`ringtrain import`): the operators it maps, and the layer one such node becomes; a node
 // it cannot map it refuses through the reader (OnnxNodeReader::refuse), naming the node and why.
+// `gating` maps a fork of x whose other branch computes a gate from x, joined by Mul(x, gate) (squeeze-and-
+// excitation): given the Mul, the branch's layers up to the gate as the other kinds mapped them, and the gate's node.
 struct OnnxImport {
   std::vector<std::string> ops;
   std::function<ImportedLayer(const OnnxNodeReader&)> map = {};
+  std::function<ImportedLayer(const OnnxNodeReader& mul, const std::vector<ImportedLayer>& branch,
+                              const OnnxNodeReader& gate)>
+      gating = {};
 };
 
 struct LayerKind {
@@ -46,6 +51,8 @@ const LayerKind& layer_kind(const config::LayerSpec& spec);
 
 // The kind whose import maps ONNX operator `op`, or null where none does.
 const LayerKind* layer_kind_importing(std::string_view op);
+// The kind whose import maps a fork joined by Mul(x, gate) (OnnxImport::gating), or null where none does.
+const LayerKind* layer_kind_gating();
 // Every operator some kind's import maps, in name order, for a refusal's message.
 std::vector<std::string> imported_onnx_ops();
 

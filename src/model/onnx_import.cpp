@@ -28,7 +28,8 @@ struct Piece {
 // What a refusal says of the operators import maps, for an operator none maps.
 std::string what_import_maps() {
   return fmt::format("import maps {}; Add as a residual block's join; x * Sigmoid(x) and x * HardSigmoid(x) as "
-                     "silu and hard_swish; Identity, Dropout and Constant are looked through",
+                     "silu and hard_swish; a fork joined by Mul(x, gate) as squeeze_excitation; Identity, Dropout "
+                     "and Constant are looked through",
                      fmt::join(imported_onnx_ops(), ", "));
 }
 
@@ -63,6 +64,12 @@ class GraphWalk {
   Piece residual(const std::string& value, const std::vector<const OnnxNode*>& forks, std::string& next) const;
   std::optional<Piece> gated(const std::string& value, const std::vector<const OnnxNode*>& forks,
                              std::string& next) const;
+  std::optional<Piece> scaled(const std::string& value, const std::vector<const OnnxNode*>& forks,
+                              std::string& next) const;
+  const OnnxNode* producer(const std::string& value) const {
+    const auto it = producer_.find(value);
+    return it == producer_.end() ? nullptr : it->second;
+  }
   const OnnxNode* join_of(const std::vector<const OnnxNode*>& forks) const;
   std::set<const OnnxNode*> reachable(const OnnxNode* from) const;
   [[noreturn]] void refuse(const OnnxNode& node, const std::string& why) const {
@@ -75,6 +82,7 @@ class GraphWalk {
   std::vector<OnnxNode> nodes_;               // the graph's nodes, inputs resolved through alias_
   std::map<const OnnxNode*, size_t> position_;
   std::map<std::string, std::vector<const OnnxNode*>> users_;  // of each computed value
+  std::map<std::string, const OnnxNode*> producer_;            // of each computed value
   // torch's x.view(x.size(0), -1) with a dynamic batch: Shape(x), its entry 0 (Gather), as a vector (Unsqueeze),
   // with -1 after it (Concat). Each value of that chain, by what it is of which x.
   std::map<std::string, std::string> shape_of_, batch_of_, batch_vector_of_, flat_shape_of_;
@@ -108,6 +116,7 @@ GraphWalk::GraphWalk(const io::OnnxModel& model) {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const OnnxNode& node = nodes_[i];
     position_[&node] = i;
+    for (const std::string& out : node.outputs) producer_[out] = &node;
     for (const std::string& in : node.inputs)
       if (!in.empty() && !is_constant(in)) {
         auto& list = users_[in];
@@ -231,8 +240,9 @@ std::vector<Piece> GraphWalk::chain(std::string value, const OnnxNode* join, std
       value = next[0]->outputs.at(0);
     } else if (next.size() == 2) {
       std::string joined;
-      std::optional<Piece> activation = gated(value, next, joined);
-      pieces.push_back(activation ? std::move(*activation) : residual(value, next, joined));
+      std::optional<Piece> one_layer = gated(value, next, joined);
+      if (!one_layer) one_layer = scaled(value, next, joined);
+      pieces.push_back(one_layer ? std::move(*one_layer) : residual(value, next, joined));
       value = joined;
     } else {
       std::vector<std::string> names;
@@ -287,6 +297,33 @@ std::optional<Piece> GraphWalk::gated(const std::string& value, const std::vecto
     if (mul->inputs != product && mul->inputs != swapped) continue;
     next = mul->outputs.at(0);
     return Piece{ImportedLayer{OnnxNodeReader(*mul, constants_).spec(hard ? "hard_swish" : "silu")}};
+  }
+  return std::nullopt;
+}
+
+// x * gate, the gate computed from x by a branch of layers ending in the gate's node (squeeze-and-excitation, as
+// torch exports it): one layer, mapped by the kind whose import maps that join; nothing where the fork is not that.
+// A gate that is the fork itself is x * Sigmoid(x), gated()'s.
+std::optional<Piece> GraphWalk::scaled(const std::string& value, const std::vector<const OnnxNode*>& forks,
+                                       std::string& next) const {
+  for (const size_t m : {0, 1}) {
+    const OnnxNode *mul = forks[m], *first = forks[1 - m];
+    if (mul->op != "Mul" || mul->inputs.size() != 2 || (mul->inputs[0] == value) == (mul->inputs[1] == value))
+      continue;
+    const std::string& gate_value = mul->inputs[0] == value ? mul->inputs[1] : mul->inputs[0];
+    const OnnxNode* gate = producer(gate_value);
+    if (!gate || gate == first || users(gate_value) != std::vector<const OnnxNode*>{mul}) continue;
+    const LayerKind* kind = layer_kind_gating();
+    if (!kind) continue;
+    std::string end;
+    std::vector<Piece> pieces = branch(first, value, gate, end);
+    if (gate->inputs.empty() || gate->inputs[0] != end)
+      refuse(*gate,
+             fmt::format("it takes '{}' as other than its first input; import maps a gate of one data input", end));
+    std::vector<ImportedLayer> layers;
+    for (Piece& p : pieces) layers.push_back(std::move(p.layer));  // a residual block's type refuses it there
+    next = mul->outputs.at(0);
+    return Piece{kind->onnx_import.gating(OnnxNodeReader(*mul, constants_), layers, OnnxNodeReader(*gate, constants_))};
   }
   return std::nullopt;
 }

@@ -209,9 +209,74 @@ TEST(OnnxImport, AGatedForkIsSiluOrHardSwish) {
   EXPECT_NE(refusal(g.m).find("import maps a fork only as a residual block"), std::string::npos) << refusal(g.m);
 }
 
+// x -> GlobalAveragePool -> Conv 1x1 -> x * Sigmoid(x) -> Conv 1x1 -> Sigmoid -> Mul(gate, x) -> y, squeeze 3 of
+// 4 channels: torchvision's SqueezeExcitation in EfficientNet as torch exports it.
+Graph squeeze_excitation_block() {
+  Graph g;
+  g.node("GlobalAveragePool", "pool", {"x"}, "p");
+  g.node("Conv", "fc1", {"p", g.weight("w1", {3, 4, 1, 1}), g.weight("b1", {3})}, "h0", {ints("kernel_shape", {1, 1})});
+  g.node("Sigmoid", "act_gate", {"h0"}, "hs");
+  g.node("Mul", "act", {"h0", "hs"}, "h");
+  g.node("Conv", "fc2", {"h", g.weight("w2", {4, 3, 1, 1}), g.weight("b2", {4})}, "g0", {ints("kernel_shape", {1, 1})});
+  g.node("Sigmoid", "gate", {"g0"}, "g");
+  g.node("Mul", "se", {"g", "x"}, "y");
+  return g;
+}
+
+std::vector<float> counting(int n) {
+  std::vector<float> v;
+  for (int i = 0; i < n; ++i) v.push_back(static_cast<float>(i));
+  return v;
+}
+
+// The products' K x C x 1 x 1 weights are the layer's units x inputs, in its order fc1.weight, fc1.bias, fc2.weight,
+// fc2.bias.
+TEST(OnnxImport, AForkJoinedByAMulOfAGateIsSqueezeExcitation) {
+  Graph g = squeeze_excitation_block();
+  model::ImportedModel m = model::import_onnx(g.m);
+  ASSERT_EQ(m.layers.size(), 1u);
+  const config::LayerSpec& s = m.layers[0];
+  EXPECT_EQ(s.type, "squeeze_excitation");
+  EXPECT_EQ(s.name, "se");
+  EXPECT_EQ(s.integer("squeeze"), 3);
+  EXPECT_EQ(s.text("activation"), "silu");
+  EXPECT_EQ(s.text("gate"), "sigmoid");
+  EXPECT_EQ(m.tensor_sizes, (std::vector<int64_t>{12, 3, 12, 4}));
+  std::vector<float> expected;
+  for (const int n : {12, 3, 12, 4}) {
+    const std::vector<float> t = counting(n);
+    expected.insert(expected.end(), t.begin(), t.end());
+  }
+  EXPECT_EQ(m.params, expected);
+
+  // MobileNetV3's form: Relu after the first product, HardSigmoid (alpha 1/6, beta 1/2) as the gate.
+  g.m.nodes.erase(g.m.nodes.begin() + 2);
+  g.m.nodes[2] = {"Relu", "act", "", {"h0"}, {"h"}, {}};
+  g.m.nodes[4].op = "HardSigmoid", g.m.nodes[4].attributes = {real("alpha", 1.0f / 6.0f)};
+  m = model::import_onnx(g.m);
+  ASSERT_EQ(m.layers.size(), 1u);
+  EXPECT_EQ(m.layers[0].text("activation"), "relu");
+  EXPECT_EQ(m.layers[0].text("gate"), "hard_sigmoid");
+}
+
+TEST(OnnxImport, AMulOfAForkThatIsNoSqueezeExcitationIsRefusedNamingTheNode) {
+  Graph g = squeeze_excitation_block();
+  g.m.nodes[5].op = "Tanh";
+  std::string why = refusal(g.m);
+  EXPECT_NE(why.find("ONNX node 'gate' (Tanh): a squeeze-and-excitation gate is Sigmoid"), std::string::npos) << why;
+  g = squeeze_excitation_block();
+  g.m.nodes[1].inputs[1] = g.weight("w3", {3, 4, 3, 3});
+  g.m.nodes[1].attributes = {ints("kernel_shape", {3, 3}), ints("pads", {1, 1, 1, 1})};
+  why = refusal(g.m);
+  EXPECT_NE(why.find("ONNX node 'se' (Mul): it scales its input by a branch of [global_avgpool, conv2d, silu, "
+                     "conv2d]; import maps such a Mul only as squeeze-and-excitation"),
+            std::string::npos)
+      << why;
+}
+
 TEST(OnnxImport, AForkThatDoesNotJoinAtAnAddIsRefused) {
   Graph g = identity_block(false);
-  g.m.nodes[3].op = "Mul";
+  g.m.nodes[3].op = "Sub";
   const std::string why = refusal(g.m);
   EXPECT_NE(why.find("import maps a fork only as a residual block"), std::string::npos) << why;
 }

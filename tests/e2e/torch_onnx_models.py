@@ -1,14 +1,17 @@
 """Writes torchvision classifiers with random weights as ONNX files for `ringtrain import`, and images to run them on.
 
 Every model is seeded (torch.manual_seed), nothing is downloaded; every batch norm gets random running statistics,
-scale and shift, so that they change the logits. The model is put in eval mode and exported with opset 13 at
-3 x SIZE x SIZE, the batch dynamic: "fused" as torch.onnx.export does by default (each batch norm folded into the
-convolution before it), "preserve" with TrainingMode.PRESERVE (BatchNormalization nodes of their own). The
-images: COUNT random RGB PNG files SIZE x SIZE, their pixels as images.npy (N x 3 x SIZE x SIZE, uint8) and labels
-0, 1, ... as labels.npy (for a split to evaluate on).
+scale and shift, and every bias initialised to zeros (squeeze-and-excitation's, a classifier's) random values, so
+that they change the logits. The model is put in eval mode and exported with opset 13 at 3 x SIZE x SIZE, the batch
+dynamic: "fused" as torch.onnx.export does by default (each batch norm folded into the convolution before it),
+"preserve" with TrainingMode.PRESERVE (BatchNormalization nodes of their own). The images: COUNT random RGB PNG
+files SIZE x SIZE, their pixels as images.npy (N x 3 x SIZE x SIZE, uint8) and labels 0, 1, ... as labels.npy (for a
+split to evaluate on).
 A "refused" model holds an operator import does not map (Softplus), for the refusal test; "smallnet" is a small CNN
 with SiLU and Hardswish (exported as x * Sigmoid(x) and x * HardSigmoid(x)) that flattens with x.view(x.size(0), -1),
-which torch exports with a dynamic batch as Shape, Gather, Unsqueeze, Concat and Reshape.
+which torch exports with a dynamic batch as Shape, Gather, Unsqueeze, Concat and Reshape. Any other MODEL is the
+torchvision.models function of that name with 10 classes (efficientnet_b0: its stochastic depth is the identity in
+eval mode, and exports as nothing).
 
 usage: torch_onnx_models.py OUT_DIR [--size 64] [--count 4] MODEL:FORM ... (e.g. resnet18:fused)
 """
@@ -29,6 +32,12 @@ def randomise_batch_norms(model):
             m.running_var.copy_(torch.rand(c) + 0.5)
             m.weight.data.copy_(torch.rand(c) + 0.5)
             m.bias.data.copy_(torch.randn(c) * 0.2)
+
+
+def randomise_zero_biases(model):
+    for m in model.modules():
+        if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)) and m.bias is not None and not m.bias.any():
+            m.bias.data.copy_(torch.randn_like(m.bias) * 0.2)
 
 
 def refused_model():
@@ -62,6 +71,7 @@ def export(name, form, out, size):
     model = make(name, size)
     with torch.no_grad():
         randomise_batch_norms(model)
+        randomise_zero_biases(model)
     model.eval()
     mode = torch.onnx.TrainingMode.PRESERVE if form == "preserve" else torch.onnx.TrainingMode.EVAL
     torch.onnx.export(model, torch.randn(1, 3, size, size), os.path.join(out, f"{name}-{form}.onnx"),

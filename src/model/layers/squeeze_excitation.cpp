@@ -5,7 +5,10 @@
 // so a oneDNN convolution beside it keeps that tensor plain. The per-sample vectors and the two products are fp32:
 // a few values per channel, so 16 bits would save nothing and round the gate.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <cmath>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -140,6 +143,36 @@ std::string squeeze_excitation_onnx(OnnxLayerWriter& w, const config::LayerSpec&
   return g.node("Mul", {x, gate});
 }
 
+// A 1x1 convolution of stride 1, no padding and a bias: one of the block's products.
+bool is_product(const ImportedLayer& l) {
+  return l.spec.is("conv2d") && l.spec.integer("kernel") == 1 && l.spec.integer("stride") == 1 &&
+         l.spec.integer("padding") == 0 && l.spec.integer("groups") == 1 && l.spec.flag("bias");
+}
+
+// As torch exports torchvision's SqueezeExcitation (the form above): the fork's branch is global_avgpool, a product,
+// relu or silu, a product, and the gate. A product's K x C x 1 x 1 weight is the block's units x inputs already.
+ImportedLayer squeeze_excitation_import(const OnnxNodeReader& mul, const std::vector<ImportedLayer>& branch,
+                                        const OnnxNodeReader& gate) {
+  std::vector<std::string> kinds;
+  for (const ImportedLayer& l : branch) kinds.push_back(l.spec.type);
+  const bool block = branch.size() == 4 && branch[0].spec.is("global_avgpool") && is_product(branch[1]) &&
+                     (branch[2].spec.is("relu") || branch[2].spec.is("silu")) && is_product(branch[3]);
+  if (!block)
+    mul.refuse(fmt::format("it scales its input by a branch of [{}]; import maps such a Mul only as squeeze-and-"
+                           "excitation: GlobalAveragePool, Conv 1x1 with a bias, Relu or x * Sigmoid(x), Conv 1x1 "
+                           "with a bias, Sigmoid or HardSigmoid",
+                           fmt::join(kinds, ", ")));
+  const bool hard = gate.node().op == "HardSigmoid" && std::abs(gate.real("alpha", 0.2f) - 1.0f / 6.0f) < 1e-6f &&
+                    gate.real("beta", 0.5f) == 0.5f;
+  if (gate.node().op != "Sigmoid" && !hard)
+    gate.refuse("a squeeze-and-excitation gate is Sigmoid or HardSigmoid with alpha 1/6 and beta 1/2");
+  ImportedLayer layer{mul.spec("squeeze_excitation", {{"squeeze", branch[1].spec.integer("filters")},
+                                                      {"activation", branch[2].spec.type.c_str()},
+                                                      {"gate", hard ? "hard_sigmoid" : "sigmoid"}})};
+  layer.params = {branch[1].params.at(0), branch[1].params.at(1), branch[3].params.at(0), branch[3].params.at(1)};
+  return layer;
+}
+
 const LayerRegistration kSqueezeExcitation{{
     .keys = {.type = "squeeze_excitation",
              .help = "scales each channel by a gate from the channel means: 1x1 product to squeeze channels, "
@@ -151,6 +184,7 @@ const LayerRegistration kSqueezeExcitation{{
                                        "the gate's function (MobileNetV3: hard_sigmoid, relu6(x + 3) / 6)")}},
     .make = make_layer_of<SqueezeExcitation>,
     .onnx = squeeze_excitation_onnx,
+    .onnx_import = {.ops = {}, .gating = squeeze_excitation_import},
 }};
 
 }  // namespace
