@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# jobs/mobilenet_v2.toml and jobs/efficientnet_b0.toml are torchvision 0.14's mobilenet_v2() and efficientnet_b0():
+# jobs/mobilenet_v2.toml, jobs/efficientnet_b0.toml and jobs/resnext50_32x4d.toml are torchvision 0.14's
+# mobilenet_v2(), efficientnet_b0() and resnext50_32x4d():
 # the parameter count each run's header states equals the count of torchvision's model, computed here, and the
 # run's checkpoint loaded into torchvision's model gives the logits of ringtrain's ONNX export
 # (torchvision_logits.py). Neither depends on the image side, so each job runs one step of 2 samples on a 3x32x32
@@ -14,7 +15,7 @@ onnx_python=$src/.venv-onnx/bin/python3
 [ -x "$onnx_python" ] || { echo "SKIP: $onnx_python is missing (scripts/install_deps.sh)"; exit 77; }
 counts=$(/usr/bin/python3 -c '
 import torchvision
-for name in ("mobilenet_v2", "efficientnet_b0"):
+for name in ("mobilenet_v2", "efficientnet_b0", "resnext50_32x4d"):
     m = getattr(torchvision.models, name)()
     print(name, sum(p.numel() for p in m.parameters()))
 ' 2>/dev/null) || { echo "SKIP: /usr/bin/python3 cannot import torchvision"; exit 77; }
