@@ -92,13 +92,17 @@ void Network::freeze_through(const std::vector<config::LayerSpec>& layers, const
   if (spec == layers.end())
     throw JobFileError(fmt::format("train.freeze = \"{}\" names no top-level layer of model.layers", name));
   frozen_steps_ = graph_.top_level_step_ends()[static_cast<size_t>(spec - layers.begin())];
-  for (int k = 0; k < frozen_steps_; ++k)
-    if (const Layer* layer = graph_.steps()[static_cast<size_t>(k)].layer)
-      frozen_params_ = std::max(frozen_params_, layer_param_range(*layer).first + layer_param_range(*layer).second);
+  const auto params_of = [&](int k) {
+    const Layer* layer = graph_.steps()[static_cast<size_t>(k)].layer;
+    return layer ? layer_param_range(*layer) : std::pair<int64_t, int64_t>{0, 0};
+  };
+  for (int k = 0; k < frozen_steps_; ++k) {
+    const auto [offset, count] = params_of(k);
+    frozen_params_ = std::max(frozen_params_, offset + count);
+  }
   // Parameters lie in step order, so the frozen ones are a prefix; the optimizer's rate groups rely on it.
   for (int k = frozen_steps_; k < static_cast<int>(graph_.steps().size()); ++k)
-    if (const Layer* layer = graph_.steps()[static_cast<size_t>(k)].layer;
-        layer && layer_param_range(*layer).second > 0 && layer_param_range(*layer).first < frozen_params_)
+    if (const auto [offset, count] = params_of(k); count > 0 && offset < frozen_params_)
       throw Error(ExitCode::internal, "a trained layer's parameters lie among the frozen ones");
 }
 

@@ -7,7 +7,6 @@
 
 #include "common/error.h"
 #include "io/checkpoint_file.h"
-#include "train/pretrained_start.h"
 #include "train/run_directory.h"
 
 namespace ringtrain::train {
@@ -64,26 +63,34 @@ model::OptimizerState broadcast_optimizer_state(const RunContext& run, io::Check
   return state;
 }
 
-// Batch-norm statistics: each rank its own row on the same world size; otherwise the rows' mean.
-std::vector<float> running_statistics(const std::vector<float>& rows, const CheckpointPosition& p, int rank, int ranks) {
-  std::vector<float> states(static_cast<size_t>(p.state_count), 0.0f);
-  for (int64_t r = 0; r < p.ranks; ++r) {
-    if (p.ranks == ranks && r != rank) continue;
-    for (size_t i = 0; i < states.size(); ++i)
-      states[i] += rows[static_cast<size_t>(r * p.state_count) + i] / static_cast<float>(p.ranks == ranks ? 1 : p.ranks);
-  }
-  return states;
+// The mean of the rows of batch-norm statistics a checkpoint holds, one a rank that wrote it.
+std::vector<float> mean_statistics(const std::vector<float>& rows, int64_t row_count, int64_t state_count) {
+  std::vector<float> mean(static_cast<size_t>(state_count), 0.0f);
+  for (int64_t r = 0; r < row_count; ++r)
+    for (size_t i = 0; i < mean.size(); ++i)
+      mean[i] += rows[static_cast<size_t>(r * state_count) + i] / static_cast<float>(row_count);
+  return mean;
 }
 
-// The first difference between a checkpoint's parameter layout and this model's, or "" when they match.
-std::string layout_mismatch(const io::CheckpointData& c, const model::Network& net) {
+// Batch-norm statistics: each rank its own row on the same world size; otherwise the rows' mean.
+std::vector<float> running_statistics(const std::vector<float>& rows, const CheckpointPosition& p, int rank, int ranks) {
+  if (p.ranks != ranks) return mean_statistics(rows, p.ranks, p.state_count);
+  const auto row = rows.begin() + static_cast<std::ptrdiff_t>(rank * p.state_count);
+  return {row, row + static_cast<std::ptrdiff_t>(p.state_count)};
+}
+
+// The first difference between a checkpoint's parameter layout and this model's, or "" when they match. `taken`:
+// the model's first tensors the checkpoint must give (fewer than all where the head is replaced; then the checkpoint
+// may hold more).
+std::string layout_mismatch(const io::CheckpointData& c, const model::Network& net, size_t taken) {
   const auto& tensors = net.param_tensors();
-  const size_t n = std::min(tensors.size(), c.tensor_names.size());
+  const size_t n = std::min(taken, c.tensor_names.size());
   for (size_t i = 0; i < n; ++i)
     if (tensors[i].name != c.tensor_names[i] || tensors[i].count != c.tensor_sizes[i])
       return fmt::format("parameter tensor {} is '{}' with {} values in the checkpoint but '{}' with {} values in "
                          "this model",
                          i, c.tensor_names[i], c.tensor_sizes[i], tensors[i].name, tensors[i].count);
+  if (taken < tensors.size() && c.tensor_names.size() >= taken && c.state_count == net.state_count()) return "";
   if (tensors.size() != c.tensor_names.size())
     return fmt::format("the checkpoint has {} parameter tensors, this model {}", c.tensor_names.size(), tensors.size());
   if (static_cast<int64_t>(c.params.size()) != net.param_count() || c.state_count != net.state_count())
@@ -95,7 +102,7 @@ std::string layout_mismatch(const io::CheckpointData& c, const model::Network& n
 }  // namespace
 
 void refuse_another_model(const io::CheckpointData& c, const fs::path& path, const model::Network& net, bool resuming) {
-  if (const std::string why = layout_mismatch(c, net); !why.empty())
+  if (const std::string why = layout_mismatch(c, net, net.param_tensors().size()); !why.empty())
     throw CheckpointError(fmt::format("checkpoint '{}' belongs to another model: {}; {}", path.string(), why,
                                       resuming ? "resume with the job file it was written by, or use another run.dir"
                                                : "use the job file and the data (sample shape, classes) it was "
@@ -163,6 +170,50 @@ StartPoint fresh_start(const RunContext& run, model::Network& net) {
   state.states = net.initial_states();
   net.load_state(state);
   return {};
+}
+
+// The model's parameter tensors but the head's (model.replace_head makes those anew).
+size_t tensors_but_head(const model::Network& net) {
+  const auto& tensors = net.param_tensors();
+  const model::Layer* head = net.head();
+  return static_cast<size_t>(
+      std::count_if(tensors.begin(), tensors.end(), [&](const model::ParamTensor& t) { return t.layer != head; }));
+}
+
+// Rank 0: train.init_from's checkpoint, checked against the `taken` first tensors of the model.
+io::CheckpointData read_pretrained(const RunContext& run, const model::Network& net, size_t taken) {
+  const fs::path& path = run.job.train.init_from;
+  io::CheckpointData c = io::read_checkpoint(path);
+  const std::string why = layout_mismatch(c, net, taken);
+  if (why.empty()) return c;
+  const bool only_the_head = taken == net.param_tensors().size() && layout_mismatch(c, net, tensors_but_head(net)).empty();
+  throw CheckpointError(fmt::format("train.init_from: checkpoint '{}' belongs to another model: {}{}; use the job "
+                                    "file it was written with (or `ringtrain import` wrote), changing only "
+                                    "model.replace_head and the training keys",
+                                    path.string(), why,
+                                    only_the_head ? " (for a new head with other classes: model.replace_head)" : ""));
+}
+
+// Collective. The fine-tuning start: the parameters and batch-norm statistics of train.init_from's checkpoint over
+// the seeded ones already loaded (a replaced head keeps those); returns the run header's line about it.
+std::string start_from_pretrained(const RunContext& run, model::Network& net) {
+  const size_t taken = run.job.model.replace_head > 0 ? tensors_but_head(net) : net.param_tensors().size();
+  io::CheckpointData c;
+  run.world.all_succeed([&] {
+    if (run.root()) c = read_pretrained(run, net, taken);
+  });
+  model::NetworkState state = net.read_state();
+  const auto& tensors = net.param_tensors();
+  const int64_t given = taken == 0 ? 0 : tensors[taken - 1].offset + tensors[taken - 1].count;
+  if (run.root()) std::copy_n(c.params.begin(), given, state.params.begin());
+  run.world.broadcast_floats(state.params.data(), given);
+  state.states = run.root() ? mean_statistics(c.states, c.ranks, c.state_count)
+                            : std::vector<float>(static_cast<size_t>(net.state_count()));
+  run.world.broadcast_floats(state.states.data(), net.state_count());
+  net.load_state(state);
+  return fmt::format("parameters and batch-norm statistics from {} ({} of {} parameter tensors{})",
+                     run.job.train.init_from.string(), taken, tensors.size(),
+                     taken < tensors.size() ? "; the head replaced, from the seed" : "");
 }
 
 StartPoint resume(const RunContext& run, model::Network& net, model::Optimizer& optimizer, const EpochPlan& plan,

@@ -1,9 +1,9 @@
 // Owns the squeeze-and-excitation block of MobileNetV3 and EfficientNet: each sample's channel means (the squeeze),
 // a 1x1 product down to `squeeze` channels, an activation, a 1x1 product back to C channels, a sigmoid gate, and
 // the input's channels scaled by that gate. Large tensors (x, y, dx, dy) are in the network's element type and
-// layout (Backend::plane_sums and plane_scale read either); it takes no channel-blocked layout (Layer::input_blocks),
-// so a oneDNN convolution beside it keeps that tensor plain. The per-sample vectors and the two products are fp32:
-// a few values per channel, so 16 bits would save nothing and round the gate.
+// layout (Backend::plane_sums and plane_scale read either); it runs no operation the backend lays out in channel
+// blocks (Layer::operation), so a oneDNN convolution beside it keeps that tensor plain. The per-sample vectors and
+// the two products are fp32: a few values per channel, so 16 bits would save nothing and round the gate.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

@@ -100,11 +100,12 @@ std::vector<kernels::TensorRange> tensor_ranges(const Network& net) {
 }
 
 std::vector<DeviceTensorRanges> upload_tensor_ranges(Network& net, const std::vector<RateGroup>& groups) {
+  const std::vector<kernels::TensorRange> all = tensor_ranges(net);
   std::vector<DeviceTensorRanges> uploaded;
   for (const RateGroup& g : groups) {
     if (g.lr_scale <= 0) continue;
     std::vector<kernels::TensorRange> ranges;
-    for (const kernels::TensorRange& r : tensor_ranges(net))
+    for (const kernels::TensorRange& r : all)
       if (r.begin >= g.begin && r.begin < g.begin + g.count) ranges.push_back(r);
     DeviceTensorRanges on_device;
     on_device.count = static_cast<int>(ranges.size());
