@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <span>
 
 #include "backend/cuda/cuda_versions.h"
 #include "backend/cuda/nccl_reducer.h"
@@ -474,6 +476,71 @@ TEST_F(CudaBackendTest, EmaUpdateMatchesCpu) {
   }
   // One formula (kernels::ema_blend); only the compilers' fused multiply-adds may differ in the last bit.
   EXPECT_TRUE(all_close(download(dema.as<float>(), n), want, 1e-6, 1e-7));
+}
+
+// A group of two ranks whose other rank holds the same batch, in one process: the sums come back doubled.
+class TwinRankGroup final : public model::BatchStatisticsGroup {
+ public:
+  void all_reduce(std::span<double> sums) override {
+    for (double& v : sums) v *= 2;
+  }
+};
+
+// One batch norm's buffers on one backend: parameters and statistics in, everything training writes out.
+struct BatchNormRun {
+  std::vector<float> y, dx, dgamma, dbeta, running_mean, running_var;
+};
+
+BatchNormRun train_batchnorm(model::Backend& b, const model::BatchNormShape& s, const std::vector<float>& x,
+                             const std::vector<float>& dy) {
+  const auto c = static_cast<size_t>(s.channels), n = x.size();
+  std::vector<float> zeros(c, 0.0f), ones(c, 1.0f);
+  auto put = [&b](const std::vector<float>& host) {
+    model::DeviceBuffer d = b.allocate(host.size() * sizeof(float));
+    b.to_device(d.as<void>(), host.data(), host.size() * sizeof(float));
+    return d;
+  };
+  auto get = [&b](const model::DeviceBuffer& d, size_t count) {
+    std::vector<float> host(count);
+    b.to_host(host.data(), d.as<void>(), count * sizeof(float));
+    return host;
+  };
+  model::DeviceBuffer dx_in = put(x), ddy = put(dy), gamma = put(random_vector(c, 61, 0.5f, 1.5f)),
+                      beta = put(random_vector(c, 62)), mean = put(zeros), var = put(ones), saved_mean = put(zeros),
+                      saved_inv_std = put(zeros), y = put(std::vector<float>(n)), dx = put(std::vector<float>(n)),
+                      dgamma = put(zeros), dbeta = put(zeros);
+  const model::BatchNormBuffers buffers{gamma.as<float>(), beta.as<float>(), mean.as<float>(), var.as<float>(),
+                                        saved_mean.as<float>(), saved_inv_std.as<float>()};
+  const model::BatchNormSettings settings;
+  b.batchnorm_forward_train(s, settings, dx_in.as<void>(), buffers, y.as<void>());
+  b.batchnorm_backward(s, settings, dx_in.as<void>(), y.as<void>(), ddy.as<void>(), buffers, dx.as<void>(),
+                       dgamma.as<float>(), dbeta.as<float>());
+  return {get(y, n), get(dx, n), get(dgamma, c), get(dbeta, c), get(mean, c), get(var, c)};
+}
+
+// dist.sync_batchnorm_group on the CUDA backend (our kernels at fp32 too, the group's sums through the host) against
+// the CPU twin's, over a group whose other rank holds the same batch: both normalise with this batch's statistics,
+// put the group's count (2 x N x H x W) into the running variance's unbiased estimate, take dx from the group's sums
+// and keep this rank's share of dgamma and dbeta. The unsynchronised CPU run shows the group was used: its running
+// variance's count is this rank's alone.
+TEST_F(CudaBackendTest, SynchronisedBatchNormOverTwinRanksMatchesTheCpuTwin) {
+  backend::CudaBackend synced_cuda(0, 1, "test-host");
+  backend::CpuBackend synced_cpu(1);
+  synced_cuda.synchronise_batchnorm(std::make_shared<TwinRankGroup>());
+  synced_cpu.synchronise_batchnorm(std::make_shared<TwinRankGroup>());
+  const model::BatchNormShape s{.batch = 6, .channels = 5, .spatial = 49};
+  const auto x = random_vector(static_cast<size_t>(s.elements()), 63, -2.0f, 3.0f);
+  const auto dy = random_vector(static_cast<size_t>(s.elements()), 64);
+  const BatchNormRun got = train_batchnorm(synced_cuda, s, x, dy), want = train_batchnorm(synced_cpu, s, x, dy);
+  EXPECT_TRUE(all_close(got.y, want.y, 1e-5, 1e-6)) << "y";
+  EXPECT_TRUE(all_close(got.dx, want.dx, 1e-4, 1e-5)) << "dx";
+  EXPECT_TRUE(all_close(got.dgamma, want.dgamma, 1e-5, 1e-6)) << "dgamma";
+  EXPECT_TRUE(all_close(got.dbeta, want.dbeta, 1e-5, 1e-6)) << "dbeta";
+  EXPECT_TRUE(all_close(got.running_mean, want.running_mean, 1e-5, 1e-6)) << "running mean";
+  EXPECT_TRUE(all_close(got.running_var, want.running_var, 1e-5, 1e-6)) << "running variance";
+  const BatchNormRun alone = train_batchnorm(cpu(), s, x, dy);
+  EXPECT_TRUE(all_close(got.y, alone.y, 1e-5, 1e-6)) << "the twin rank's batch is this one: the same statistics";
+  EXPECT_FALSE(all_close(got.running_var, alone.running_var, 1e-7, 0.0)) << "the running variance's count is the group's";
 }
 
 // The other optimizers against the CPU twin over three updates: AdamW over a decay mask, LARS and LAMB over

@@ -15,6 +15,10 @@
 #include "kernels/resized_rows.h"
 #include "model/backend.h"
 
+namespace ringtrain::kernels::cuda {
+struct BatchNormGroup;
+}
+
 namespace ringtrain::backend {
 
 class Blas;
@@ -122,6 +126,9 @@ class CudaBackend final : public model::Backend {
   // Batch norm takes on the ReLU after it, or the residual join after it, on 16-bit activations (our batch-norm
   // kernels); cuDNN's fp32 batch norm runs them apart, and no pool fuses.
   std::vector<model::FusionRule> fusion_rules() const override;
+  // Training batch norm on our kernels, the group's per-channel sums added over its ranks through host memory
+  // (Backend::synchronise_batchnorm).
+  void synchronise_batchnorm(std::shared_ptr<model::BatchStatisticsGroup> group) override;
   void batchnorm_add_relu_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                         const void* x, const void* shortcut, const model::BatchNormBuffers& b,
                                         void* y) override;
@@ -200,6 +207,8 @@ class CudaBackend final : public model::Backend {
   void* gemm_conv_filters(const model::Conv2dShape& s, const float* w, bool convert, int columns, std::byte* into);
   // The 16-bit batch norm's scratch for shape s (kernels/cuda/batchnorm.h), grown as needed and kept.
   void* batchnorm_scratch(const model::BatchNormShape& s);
+  // The group synchronise_batchnorm set, or null: batch norm then runs on our kernels at every element type.
+  const kernels::cuda::BatchNormGroup* batchnorm_group() const;
 
   std::string host_;
   int visible_ = 0, device_ = -1, local_size_ = 1;

@@ -280,14 +280,32 @@ model::BatchNormShape as_kernels_read(const model::BatchNormShape& s, bool nhwc)
 }
 }  // namespace
 
+// The sums go to the host and back: the group's MPI all-reduce (dist/batch_statistics_group.h) takes host memory,
+// and the kernels after it wait for them anyway. Pageable memory: a copy to the device returns once the source
+// has been read, so the next call may refill it.
+void CudaBackend::synchronise_batchnorm(std::shared_ptr<model::BatchStatisticsGroup> group) {
+  state_->batchnorm_group.add_over_ranks = [this, group = std::move(group)](double* values, std::size_t count,
+                                                                           kc::Stream on) {
+    std::vector<double>& host = state_->batchnorm_group_sums;
+    host.resize(count);
+    CUDA_CHECK(cudaMemcpyAsync(host.data(), values, count * sizeof(double), cudaMemcpyDeviceToHost, on));
+    CUDA_CHECK(cudaStreamSynchronize(on));
+    group->all_reduce(host);
+    CUDA_CHECK(cudaMemcpyAsync(values, host.data(), count * sizeof(double), cudaMemcpyHostToDevice, on));
+  };
+}
+const kc::BatchNormGroup* CudaBackend::batchnorm_group() const {
+  return state_->batchnorm_group.add_over_ranks ? &state_->batchnorm_group : nullptr;
+}
+
 void CudaBackend::batchnorm_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                           const void* x, const model::BatchNormBuffers& b, void* y) {
   refuse_unfusable(s, settings);
   const model::BatchNormShape k = as_kernels_read(s, nhwc(s.data));
-  if (sixteen_bit(s.data))
+  if (sixteen_bit(s.data) || batchnorm_group())
     return kc::batchnorm_forward_train(k, x, b.gamma, b.beta, settings.momentum, settings.epsilon, b.running_mean,
                                        b.running_var, {.relu = settings.relu}, y, b.saved_mean, b.saved_inv_std,
-                                       batchnorm_scratch(k), stream());
+                                       batchnorm_scratch(k), stream(), batchnorm_group());
   dnn().batchnorm_forward_train(s, f32(x), b.gamma, b.beta, settings.momentum, settings.epsilon, b.running_mean,
                                 b.running_var, f32(y), b.saved_mean, b.saved_inv_std);
 }
@@ -306,9 +324,9 @@ void CudaBackend::batchnorm_backward(const model::BatchNormShape& s, const model
                                      void* dx, float* dgamma, float* dbeta) {
   refuse_unfusable(s, settings);
   const model::BatchNormShape k = as_kernels_read(s, nhwc(s.data));
-  if (sixteen_bit(s.data))
+  if (sixteen_bit(s.data) || batchnorm_group())
     return kc::batchnorm_backward(k, x, dy, {.relu = settings.relu}, b.gamma, b.beta, b.saved_mean, b.saved_inv_std,
-                                  dx, dgamma, dbeta, batchnorm_scratch(k), stream());
+                                  dx, dgamma, dbeta, batchnorm_scratch(k), stream(), batchnorm_group());
   dnn().batchnorm_backward(s, f32(x), f32(dy), b.gamma, b.saved_mean, b.saved_inv_std, settings.epsilon, f32(dx),
                            dgamma, dbeta);
 }
@@ -323,7 +341,7 @@ void CudaBackend::batchnorm_add_relu_forward_train(const model::BatchNormShape& 
   const model::BatchNormShape k = as_kernels_read(s, nhwc(s.data));
   kc::batchnorm_forward_train(k, x, b.gamma, b.beta, settings.momentum, settings.epsilon, b.running_mean,
                               b.running_var, {.relu = true, .shortcut = shortcut}, y, b.saved_mean, b.saved_inv_std,
-                              batchnorm_scratch(k), stream());
+                              batchnorm_scratch(k), stream(), batchnorm_group());
 }
 void CudaBackend::batchnorm_add_relu_forward_infer(const model::BatchNormShape& s,
                                                    const model::BatchNormSettings& settings, const void* x,
@@ -340,7 +358,7 @@ void CudaBackend::batchnorm_add_relu_backward(const model::BatchNormShape& s, co
   refuse_unfused_join(s, settings);
   const model::BatchNormShape k = as_kernels_read(s, nhwc(s.data));
   kc::batchnorm_backward(k, x, dy, {.join_y = y, .dshortcut = dshortcut}, b.gamma, b.beta, b.saved_mean,
-                         b.saved_inv_std, dx, dgamma, dbeta, batchnorm_scratch(k), stream());
+                         b.saved_inv_std, dx, dgamma, dbeta, batchnorm_scratch(k), stream(), batchnorm_group());
 }
 
 // Our pooling kernels take 16-bit tensors, NCHW or NHWC; fp32 ones go to cuDNN.
