@@ -8,8 +8,6 @@
 namespace ringtrain::kernels::cuda {
 namespace {
 
-using detail::global_index;
-using detail::grid_stride;
 using detail::load;
 using detail::store;
 
@@ -25,7 +23,7 @@ __device__ inline PositionAt position_at(int64_t channels, int64_t hw, PlaneStri
 template <class T>
 __global__ void layer_norm_forward_kernel(int64_t positions, int64_t channels, int64_t hw, PlaneStrides st,
                                           float epsilon, const T* x, LayerNormTensors t, T* y) {
-  for (int64_t pos = global_index(); pos < positions; pos += grid_stride()) {
+  for (int64_t pos = detail::global_index(); pos < positions; pos += detail::grid_stride()) {
     const PositionAt at = position_at(channels, hw, st, pos);
     const T* xs = x + at.base;
     const LayerNormStats s = layer_norm_stats(channels, epsilon, [&](int64_t c) { return load(xs + c * at.step); });
@@ -38,7 +36,7 @@ __global__ void layer_norm_forward_kernel(int64_t positions, int64_t channels, i
 template <class T>
 __global__ void layer_norm_input_gradient_kernel(int64_t positions, int64_t channels, int64_t hw, PlaneStrides st,
                                                  const T* x, const T* dy, LayerNormTensors t, T* dx) {
-  for (int64_t pos = global_index(); pos < positions; pos += grid_stride()) {
+  for (int64_t pos = detail::global_index(); pos < positions; pos += detail::grid_stride()) {
     const PositionAt at = position_at(channels, hw, st, pos);
     const T *xs = x + at.base, *dys = dy + at.base;
     const LayerNormStats s{t.mean[pos], t.rstd[pos]};
