@@ -1,6 +1,6 @@
 // Tests of the CUDA backend's own pieces against the CPU backend: device choice, version report, memory and
-// copies, element-wise work, input normalisation, the loss and the optimizer update. Device choice, the version
-// report and the no-device error run without a GPU; the rest skip when none is visible.
+// copies, element-wise work, layer normalisation, input normalisation, the loss and the optimizer update. Device
+// choice, the version report and the no-device error run without a GPU; the rest skip when none is visible.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -435,6 +435,66 @@ TEST_F(CudaBackendTest, SumSquaresMatchesCpuAndRepeatsItsBits) {
   cpu().sum_squares(n, x.data(), &want);
   EXPECT_NEAR(first, want, 1e-12 * want);
   EXPECT_EQ(first, again);
+}
+
+// Layer normalisation over channels (kernels/layer_norm.h's formula on both): the CUDA kernels against the CPU twin
+// on an image (positions strided by H x W in NCHW) and on tokens, in each element type the two store alike; the
+// parameter gradients accumulate onto what was there. One formula and double sums on both sides: only fp32 rounding
+// in another order (and contracted multiply-adds), and the 16-bit outputs' last rounding, may differ. NHWC storage
+// is held to the double reference by test_layers' cuda_*_nhwc cases.
+TEST_F(CudaBackendTest, LayerNormMatchesCpu) {
+  for (const model::Shape shape : {model::Shape{3, 96, 5, 7}, model::Shape{2, 64, 13, 1}}) {
+    for (const kernels::ElementType type :
+         {kernels::ElementType::f32, kernels::ElementType::bf16, kernels::ElementType::f16}) {
+      if (cuda().activation_layout(type) != cpu().activation_layout(type)) continue;
+      SCOPED_TRACE(shape.str() + " in " + kernels::element_type_name(type));
+      const kernels::Planes p = model::planes_of(shape, type);
+      const int64_t n = p.elements(), positions = p.n * p.hw, c = p.c;
+      const double tol = type == kernels::ElementType::f32 ? 1e-5 : type == kernels::ElementType::bf16 ? 8e-3 : 1e-3;
+      const auto x = random_vector(n, 31, -2.0f, 3.0f), dy = random_vector(n, 32);
+      const auto gamma = random_vector(c, 33, 0.5f, 1.5f), beta = random_vector(c, 34);
+      const auto dgamma0 = random_vector(c, 35), dbeta0 = random_vector(c, 36);
+      // Both sides' inputs in `type`: cast on each backend from the same fp32 values.
+      const kernels::Elements e{n, type};
+      std::vector<std::byte> hx(e.bytes()), hdy(e.bytes()), hy(e.bytes()), hdx(e.bytes());
+      cpu().cast({n, kernels::ElementType::f32}, x.data(), type, hx.data());
+      cpu().cast({n, kernels::ElementType::f32}, dy.data(), type, hdy.data());
+      auto x32 = upload(x), dy32 = upload(dy), dg = upload(gamma), db = upload(beta);
+      auto ddgamma = upload(dgamma0), ddbeta = upload(dbeta0);
+      model::DeviceBuffer dx16 = cuda().allocate(e.bytes()), ddy = cuda().allocate(e.bytes()),
+                          dy_out = cuda().allocate(e.bytes()), ddx = cuda().allocate(e.bytes()),
+                          stats = cuda().allocate(2 * sizeof(float) * static_cast<size_t>(positions));
+      cuda().cast({n, kernels::ElementType::f32}, x32.as<void>(), type, dx16.as<void>());
+      cuda().cast({n, kernels::ElementType::f32}, dy32.as<void>(), type, ddy.as<void>());
+      std::vector<float> host_stats(2 * static_cast<size_t>(positions)), dgamma = dgamma0, dbeta = dbeta0;
+      const model::LayerNormTensors on_gpu{dg.as<float>(), db.as<float>(), stats.as<float>(),
+                                           stats.as<float>() + positions};
+      const model::LayerNormTensors on_cpu{gamma.data(), beta.data(), host_stats.data(),
+                                           host_stats.data() + positions};
+
+      cuda().layer_norm_forward(p, 1e-6f, dx16.as<void>(), on_gpu, dy_out.as<void>());
+      cpu().layer_norm_forward(p, 1e-6f, hx.data(), on_cpu, hy.data());
+      cuda().layer_norm_backward(p, dx16.as<void>(), ddy.as<void>(), on_gpu, ddx.as<void>(), ddgamma.as<float>(),
+                                 ddbeta.as<float>());
+      cpu().layer_norm_backward(p, hx.data(), hdy.data(), on_cpu, hdx.data(), dgamma.data(), dbeta.data());
+
+      const auto widened = [&](const void* device_or_host, bool on_device) {
+        model::DeviceBuffer wide = cuda().allocate(static_cast<size_t>(n) * sizeof(float));
+        std::vector<float> out(static_cast<size_t>(n));
+        if (on_device) {
+          cuda().cast(e, device_or_host, kernels::ElementType::f32, wide.as<void>());
+          return download(wide.as<float>(), n);
+        }
+        cpu().cast(e, device_or_host, kernels::ElementType::f32, out.data());
+        return out;
+      };
+      EXPECT_TRUE(all_close(widened(dy_out.as<void>(), true), widened(hy.data(), false), tol, tol)) << "y";
+      EXPECT_TRUE(all_close(download(stats.as<float>(), 2 * positions), host_stats, 1e-5, 1e-6)) << "mean and rstd";
+      EXPECT_TRUE(all_close(widened(ddx.as<void>(), true), widened(hdx.data(), false), tol, tol)) << "dx";
+      EXPECT_TRUE(all_close(download(ddgamma.as<float>(), c), dgamma, 1e-4, 1e-5)) << "accumulated dgamma";
+      EXPECT_TRUE(all_close(download(ddbeta.as<float>(), c), dbeta, 1e-4, 1e-5)) << "accumulated dbeta";
+    }
+  }
 }
 
 TEST_F(CudaBackendTest, SgdUpdateMatchesCpu) {

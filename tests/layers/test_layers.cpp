@@ -270,6 +270,31 @@ Reference reference_for(const LayerSpec& spec, Shape in) {
     r.backward = [=](const Values& x, const Values& dy, const std::vector<Values>& p, std::vector<Values>& g) {
       return se.backward(x, dy, p, g);
     };
+  } else if (t == "layer_norm") {
+    const LayerNormReference ln{in.n, in.c, in.h * in.w, spec.number("eps")};
+    r.forward = [=](Mode, const Values& x, const std::vector<Values>& p, std::vector<Values>&) {
+      return ln.forward(x, p);
+    };
+    r.backward = [=](const Values& x, const Values& dy, const std::vector<Values>& p, std::vector<Values>& g) {
+      return ln.backward(x, dy, p, g);
+    };
+  } else if (t == "layer_scale") {
+    const int plane = in.h * in.w, channels = in.c;
+    r.forward = [=](Mode, const Values& x, const std::vector<Values>& p, std::vector<Values>&) {
+      Values y(x.size());
+      for (size_t i = 0; i < x.size(); ++i) y[i] = p[0][i / size_t(plane) % size_t(channels)] * x[i];
+      return y;
+    };
+    r.backward = [=](const Values& x, const Values& dy, const std::vector<Values>& p, std::vector<Values>& g) {
+      Values dx(x.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        const size_t c = i / size_t(plane) % size_t(channels);
+        g[0][c] += dy[i] * x[i];
+        dx[i] = p[0][c] * dy[i];
+      }
+      return dx;
+    };
+    r.forward_flops_per_sample = double(in.per_sample());
   } else if (activation_references().count(t)) {
     const ActivationReference a = activation_references().at(t);
     r.forward = [=](Mode, const Values& x, const std::vector<Values>&, std::vector<Values>&) {
@@ -608,8 +633,48 @@ TEST_P(LayerTest, SqueezeExcitationAsFirstLayer) {
   check(squeeze_excitation(4, "silu", "sigmoid"), {4, 8, 5, 5}, {kGemm, kGemm, true, /*first_layer=*/true});
 }
 
-// The reference's backward, which every backend's layer is held to, is the derivative of its forward: central
-// differences of sum(y * dy) for every input and parameter value, for each activation and gate.
+LayerSpec layer_norm(double eps) { return spec("layer_norm", {{"eps", eps}}); }
+TEST_P(LayerTest, LayerNormOverChannels) { check(layer_norm(1e-5), {4, 6, 5, 5}, {kGemm, kGemm}); }
+TEST_P(LayerTest, LayerNormOverManyChannelsAsConvNeXt) { check(layer_norm(1e-6), {2, 96, 3, 3}, {kGemm, kGemm}); }
+TEST_P(LayerTest, LayerNormOverTokens) { check(layer_norm(1e-5), {3, 16, 7, 1}, {kGemm, kGemm}); }
+TEST_P(LayerTest, LayerNormAfterGlobalPool) { check(layer_norm(1e-6), {5, 12, 1, 1}, {kGemm, kGemm}); }
+TEST_P(LayerTest, LayerNormAsFirstLayer) { check(layer_norm(1e-5), {2, 3, 4, 4}, {kGemm, kGemm, false, true}); }
+TEST_P(LayerTest, LayerScale) { check(spec("layer_scale", {{"init", 0.5}}), {4, 8, 5, 5}, {kGemm, kGemm, true}); }
+TEST_P(LayerTest, LayerScaleOnTokens) {
+  check(spec("layer_scale", {{"init", 1e-6}}), {3, 16, 6, 1}, {kGemm, kGemm, true});
+}
+
+// A reference's backward, which every backend's layer is held to, is the derivative of its forward: central
+// differences of sum(y * dy) for every input and parameter value.
+using ReferenceForward = std::function<Values(const Values& x, const std::vector<Values>& params)>;
+using ReferenceBackward = std::function<Values(const Values& x, const Values& dy, const std::vector<Values>& params,
+                                               std::vector<Values>& grads)>;
+void expect_gradients_are_derivatives(const ReferenceForward& forward, const ReferenceBackward& backward,
+                                      const Values& x, const Values& dy, const std::vector<Values>& p) {
+  std::vector<Values> g;
+  for (const Values& v : p) g.emplace_back(v.size());
+  const Values dx = backward(x, dy, p, g);
+  auto loss = [&](const Values& xs, const std::vector<Values>& ps) {
+    const Values y = forward(xs, ps);
+    double l = 0;
+    for (size_t i = 0; i < y.size(); ++i) l += y[i] * dy[i];
+    return l;
+  };
+  const double h = 1e-6;
+  for (size_t i = 0; i < x.size(); ++i) {
+    Values up = x, down = x;
+    up[i] += h, down[i] -= h;
+    EXPECT_NEAR(dx[i], (loss(up, p) - loss(down, p)) / (2 * h), 1e-7) << "x[" << i << "]";
+  }
+  for (size_t t = 0; t < p.size(); ++t)
+    for (size_t i = 0; i < p[t].size(); ++i) {
+      std::vector<Values> up = p, down = p;
+      up[t][i] += h, down[t][i] -= h;
+      EXPECT_NEAR(g[t][i], (loss(x, up) - loss(x, down)) / (2 * h), 1e-7) << "parameter " << t << "[" << i << "]";
+    }
+}
+
+// For each activation and gate.
 TEST(SqueezeExcitationReference, GradientsAreTheForwardsDerivatives) {
   const auto& a = activation_references();
   for (const auto& [act, gate] : std::vector<std::pair<std::string, std::string>>{
@@ -617,30 +682,25 @@ TEST(SqueezeExcitationReference, GradientsAreTheForwardsDerivatives) {
     SCOPED_TRACE(act + ", " + gate);
     const SqueezeExcitationReference se{2, 3, 6, 2, {a.at(act).value, a.at(act).slope},
                                         {a.at(gate).value, a.at(gate).slope}};
-    const Values x = to_double(random_floats(36, 1, -2.0f, 2.0f)), dy = to_double(random_floats(36, 2));
-    std::vector<Values> p{to_double(random_floats(6, 3)), to_double(random_floats(2, 4)),
-                          to_double(random_floats(6, 5)), to_double(random_floats(3, 6))};
-    std::vector<Values> g{Values(6), Values(2), Values(6), Values(3)};
-    const Values dx = se.backward(x, dy, p, g);
-    auto loss = [&](const Values& xs, const std::vector<Values>& ps) {
-      const Values y = se.forward(xs, ps);
-      double l = 0;
-      for (size_t i = 0; i < y.size(); ++i) l += y[i] * dy[i];
-      return l;
-    };
-    const double h = 1e-6;
-    for (size_t i = 0; i < x.size(); ++i) {
-      Values up = x, down = x;
-      up[i] += h, down[i] -= h;
-      EXPECT_NEAR(dx[i], (loss(up, p) - loss(down, p)) / (2 * h), 1e-7) << "x[" << i << "]";
-    }
-    for (size_t t = 0; t < p.size(); ++t)
-      for (size_t i = 0; i < p[t].size(); ++i) {
-        std::vector<Values> up = p, down = p;
-        up[t][i] += h, down[t][i] -= h;
-        EXPECT_NEAR(g[t][i], (loss(x, up) - loss(x, down)) / (2 * h), 1e-7) << "parameter " << t << "[" << i << "]";
-      }
+    const std::vector<Values> p{to_double(random_floats(6, 3)), to_double(random_floats(2, 4)),
+                                to_double(random_floats(6, 5)), to_double(random_floats(3, 6))};
+    expect_gradients_are_derivatives([&](const Values& x, const std::vector<Values>& ps) { return se.forward(x, ps); },
+                                     [&](const Values& x, const Values& dy, const std::vector<Values>& ps,
+                                         std::vector<Values>& g) { return se.backward(x, dy, ps, g); },
+                                     to_double(random_floats(36, 1, -2.0f, 2.0f)), to_double(random_floats(36, 2)), p);
   }
+}
+
+// On positions of a few channels each, the weight away from zero so that every path carries gradient.
+TEST(LayerNormReference, GradientsAreTheForwardsDerivatives) {
+  const LayerNormReference ln{2, 5, 3, 1e-5};
+  expect_gradients_are_derivatives(
+      [&](const Values& x, const std::vector<Values>& p) { return ln.forward(x, p); },
+      [&](const Values& x, const Values& dy, const std::vector<Values>& p, std::vector<Values>& g) {
+        return ln.backward(x, dy, p, g);
+      },
+      to_double(random_floats(30, 1, -2.0f, 2.0f)), to_double(random_floats(30, 2)),
+      {to_double(random_floats(5, 3, 0.5f, 1.5f)), to_double(random_floats(5, 4))});
 }
 
 TEST_P(LayerTest, MaxPool2) { check(pool("maxpool", 2, 2, 0), {4, 3, 8, 8}, {kExact, kExact, false, false, 1e-3f}); }

@@ -106,6 +106,10 @@ class CudaBackend final : public model::Backend {
   void plane_sums(const kernels::Planes& p, float factor, const void* a, const void* b, float* sums) override;
   void plane_scale(const kernels::Planes& p, const void* x, const float* scale, const float* shift,
                    void* y) override;
+  void layer_norm_forward(const kernels::Planes& p, float epsilon, const void* x, const model::LayerNormTensors& t,
+                          void* y) override;
+  void layer_norm_backward(const kernels::Planes& p, const void* x, const void* dy, const model::LayerNormTensors& t,
+                           void* dx, float* dgamma, float* dbeta) override;
   model::ScratchBytes conv2d_prepare(const model::Conv2dShape& s) override;  // the chosen algorithms' workspaces
   std::string conv2d_method(const model::Conv2dShape& s) override;  // cuDNN's algorithms for it
   void conv2d_forward(const model::Conv2dShape& s, const void* x, const float* w, const float* bias, void* y,

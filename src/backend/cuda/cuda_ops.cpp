@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dropout.h"
+#include "kernels/cuda/layer_norm.h"
 #include "kernels/cuda/plane_scale.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/adamw.h"
@@ -172,6 +173,14 @@ void CudaBackend::plane_sums(const kernels::Planes& p, float factor, const void*
 void CudaBackend::plane_scale(const kernels::Planes& p, const void* x, const float* scale, const float* shift,
                               void* y) {
   kc::plane_scale(p, activation_layout(p.type), x, scale, shift, y, stream());
+}
+void CudaBackend::layer_norm_forward(const kernels::Planes& p, float epsilon, const void* x,
+                                     const model::LayerNormTensors& t, void* y) {
+  kc::layer_norm_forward(p, activation_layout(p.type), epsilon, x, t, y, stream());
+}
+void CudaBackend::layer_norm_backward(const kernels::Planes& p, const void* x, const void* dy,
+                                      const model::LayerNormTensors& t, void* dx, float* dgamma, float* dbeta) {
+  kc::layer_norm_backward(p, activation_layout(p.type), x, dy, t, dx, dgamma, dbeta, stream());
 }
 
 // A convolution whose channels conv_shape pads reads its input through the padding buffer (made at prepare, so no
