@@ -270,6 +270,19 @@ Reference reference_for(const LayerSpec& spec, Shape in) {
     r.backward = [=](const Values& x, const Values& dy, const std::vector<Values>& p, std::vector<Values>& g) {
       return se.backward(x, dy, p, g);
     };
+  } else if (t == "class_token" || t == "position_embedding" || t == "class_token_output") {
+    const TokenReference tr{in.n, in.c, in.h};
+    r.forward = [=](Mode, const Values& x, const std::vector<Values>& p, std::vector<Values>&) {
+      return t == "class_token"          ? tr.class_token_forward(x, p)
+             : t == "position_embedding" ? tr.position_embedding_forward(x, p)
+                                         : tr.class_token_output_forward(x);
+    };
+    r.backward = [=](const Values&, const Values& dy, const std::vector<Values>&, std::vector<Values>& g) {
+      return t == "class_token"          ? tr.class_token_backward(dy, g)
+             : t == "position_embedding" ? tr.position_embedding_backward(dy, g)
+                                         : tr.class_token_output_backward(dy);
+    };
+    if (t == "position_embedding") r.forward_flops_per_sample = double(in.c) * in.h;
   } else if (activation_references().count(t)) {
     const ActivationReference a = activation_references().at(t);
     r.forward = [=](Mode, const Values& x, const std::vector<Values>&, std::vector<Values>&) {
@@ -502,6 +515,7 @@ void LayerTest::check(const LayerSpec& s, Shape in, CheckOptions o) {
       layer->backward({x_in, dx_in.as<void>(), dy_in, d_dx.as<void>(), bs});
       EXPECT_TRUE(close(download_activations(d_dx.as<void>(), bin), want_dx, o.backward))
           << "backward after in place";
+      ref.backward(to_double(x), to_double(dy), ref_params, ref_grads);  // its parameter gradients added up again
     }
   }
 }
@@ -521,9 +535,9 @@ TEST(LayerRegistry, EveryKindHasAMakerAnOnnxFormAndAReference) {
     const model::LayerKind& kind = model::layer_kind(s);
     EXPECT_TRUE(kind.make) << "no maker";
     EXPECT_TRUE(kind.onnx) << "no ONNX form";
-    // Views and random masks have tests of their own (FlattenAndDropoutAtRateZeroAreViews,
+    // Views and random masks have tests of their own (FlattenAndDropoutAtRateZeroAreViews, TokensIsAView,
     // DropoutTrainsInvertedAndReproduciblyAndCopiesInEvaluation, DropPath*) rather than a reference.
-    if (s.is("flatten") || s.is("dropout") || s.is("drop_path")) continue;
+    if (s.is("flatten") || s.is("dropout") || s.is("drop_path") || s.is("tokens")) continue;
     const Reference r = reference_for(s, {2, 1, 4, 4});
     EXPECT_TRUE(r.forward && r.backward) << "no reference in tests/layers/test_layers.cpp";
   }
@@ -608,6 +622,31 @@ TEST_P(LayerTest, SqueezeExcitationAsFirstLayer) {
   check(squeeze_excitation(4, "silu", "sigmoid"), {4, 8, 5, 5}, {kGemm, kGemm, true, /*first_layer=*/true});
 }
 
+// dx and g (the parameters' gradients) are the derivatives of sum(forward(x, p) * dy): central differences for
+// every input and parameter value.
+void expect_central_differences(const std::function<Values(const Values&, const std::vector<Values>&)>& forward,
+                                const Values& x, const std::vector<Values>& p, const Values& dy, const Values& dx,
+                                const std::vector<Values>& g) {
+  auto loss = [&](const Values& xs, const std::vector<Values>& ps) {
+    const Values y = forward(xs, ps);
+    double l = 0;
+    for (size_t i = 0; i < y.size(); ++i) l += y[i] * dy[i];
+    return l;
+  };
+  const double h = 1e-6;
+  for (size_t i = 0; i < x.size(); ++i) {
+    Values up = x, down = x;
+    up[i] += h, down[i] -= h;
+    EXPECT_NEAR(dx[i], (loss(up, p) - loss(down, p)) / (2 * h), 1e-7) << "x[" << i << "]";
+  }
+  for (size_t t = 0; t < p.size(); ++t)
+    for (size_t i = 0; i < p[t].size(); ++i) {
+      std::vector<Values> up = p, down = p;
+      up[t][i] += h, down[t][i] -= h;
+      EXPECT_NEAR(g[t][i], (loss(x, up) - loss(x, down)) / (2 * h), 1e-7) << "parameter " << t << "[" << i << "]";
+    }
+}
+
 // The reference's backward, which every backend's layer is held to, is the derivative of its forward: central
 // differences of sum(y * dy) for every input and parameter value, for each activation and gate.
 TEST(SqueezeExcitationReference, GradientsAreTheForwardsDerivatives) {
@@ -622,24 +661,8 @@ TEST(SqueezeExcitationReference, GradientsAreTheForwardsDerivatives) {
                           to_double(random_floats(6, 5)), to_double(random_floats(3, 6))};
     std::vector<Values> g{Values(6), Values(2), Values(6), Values(3)};
     const Values dx = se.backward(x, dy, p, g);
-    auto loss = [&](const Values& xs, const std::vector<Values>& ps) {
-      const Values y = se.forward(xs, ps);
-      double l = 0;
-      for (size_t i = 0; i < y.size(); ++i) l += y[i] * dy[i];
-      return l;
-    };
-    const double h = 1e-6;
-    for (size_t i = 0; i < x.size(); ++i) {
-      Values up = x, down = x;
-      up[i] += h, down[i] -= h;
-      EXPECT_NEAR(dx[i], (loss(up, p) - loss(down, p)) / (2 * h), 1e-7) << "x[" << i << "]";
-    }
-    for (size_t t = 0; t < p.size(); ++t)
-      for (size_t i = 0; i < p[t].size(); ++i) {
-        std::vector<Values> up = p, down = p;
-        up[t][i] += h, down[t][i] -= h;
-        EXPECT_NEAR(g[t][i], (loss(x, up) - loss(x, down)) / (2 * h), 1e-7) << "parameter " << t << "[" << i << "]";
-      }
+    expect_central_differences([&](const Values& xs, const std::vector<Values>& ps) { return se.forward(xs, ps); },
+                               x, p, dy, dx, g);
   }
 }
 
@@ -793,6 +816,61 @@ TEST_P(LayerTest, FlattenAndDropoutAtRateZeroAreViews) {
   EXPECT_EQ(drop_path->setup({3, 4, 5, 5}), (Shape{3, 4, 5, 5}));
   EXPECT_EQ(drop_path->memory_use().output, model::OutputMemory::is_input);
   EXPECT_EQ(drop_path->kept_bytes(), 0u);
+}
+
+// An image's positions are its tokens, row-major, in the same bytes in either layout: nothing moves.
+TEST_P(LayerTest, TokensIsAView) {
+  auto tokens = make(spec("tokens"));
+  EXPECT_EQ(tokens->setup({3, 8, 4, 5}), (Shape{3, 8, 20, 1}));
+  EXPECT_EQ(tokens->memory_use().output, model::OutputMemory::is_input);
+  EXPECT_TRUE(tokens->param_decls().empty());
+}
+
+// The token layers: against TokenReference in every backend's storage, token counts odd and even, the class token
+// and its readout on the batch of a setup and a smaller one (check runs both).
+TEST_P(LayerTest, ClassTokenPrependsItsParameter) { check(spec("class_token"), {3, 8, 9, 1}, {kExact, kReordered}); }
+TEST_P(LayerTest, ClassTokenAsFirstLayer) {
+  check(spec("class_token"), {2, 5, 4, 1}, {kExact, kReordered, false, /*first_layer=*/true});
+}
+TEST_P(LayerTest, PositionEmbeddingAddsItsTable) {
+  check(spec("position_embedding"), {4, 6, 17, 1}, {kReordered, kReordered});
+}
+TEST_P(LayerTest, ClassTokenOutputKeepsTokenZero) {
+  check(spec("class_token_output"), {3, 7, 10, 1}, {kExact, kExact});
+}
+TEST_P(LayerTest, TokenLayersRefuseImages) {
+  for (const char* type : {"class_token", "position_embedding", "class_token_output"}) {
+    auto layer = make(spec(type));
+    try {
+      layer->setup({2, 4, 3, 3});
+      ADD_FAILURE() << type << ": expected JobFileError";
+    } catch (const JobFileError& e) {
+      EXPECT_NE(std::string(e.what()).find("a `tokens` layer before it"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// The token references' backward, which every backend's layer is held to, is the derivative of their forward:
+// central differences of sum(y * dy) for every input and parameter value.
+TEST(TokenReference, GradientsAreTheForwardsDerivatives) {
+  const int batch = 2, features = 3, tokens = 4;
+  const Values x = to_double(random_floats(batch * features * tokens, 11));
+  for (const std::string type : {"class_token", "position_embedding", "class_token_output"}) {
+    SCOPED_TRACE(type);
+    const Reference r = reference_for(spec(type), {batch, features, tokens, 1});
+    const size_t params = type == "class_token" ? features : type == "position_embedding" ? features * tokens : 0;
+    std::vector<Values> p, g;
+    if (params) p.push_back(to_double(random_floats(params, 12))), g.push_back(Values(params, 0.0));
+    std::vector<Values> states;
+    const Values dy = to_double(random_floats(r.forward(Mode::train, x, p, states).size(), 13));
+    const Values dx = r.backward(x, dy, p, g);
+    expect_central_differences(
+        [&](const Values& xs, const std::vector<Values>& ps) {
+          std::vector<Values> none;
+          return r.forward(Mode::train, xs, ps, none);
+        },
+        x, p, dy, dx, g);
+  }
 }
 
 // The wording of a shape error lives in one place, whatever the backend.

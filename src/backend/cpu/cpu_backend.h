@@ -72,6 +72,9 @@ class CpuBackend : public model::Backend {
   void plane_sums(const kernels::Planes& p, float factor, const void* a, const void* b, float* sums) override;
   void plane_scale(const kernels::Planes& p, const void* x, const float* scale, const float* shift,
                    void* y) override;
+  void copy_tokens(const kernels::TokenCopy& c, const void* x, void* y) override;
+  void add_token_table(const kernels::TokenSpan& s, const void* x, const float* table, void* y) override;
+  void token_table_gradient(const kernels::TokenSpan& s, const void* dy, float* dtable) override;
 
   // The host needs no planned scratch: oneDNN and the im2col kernels keep their own.
   model::ScratchBytes conv2d_prepare(const model::Conv2dShape& s) override;

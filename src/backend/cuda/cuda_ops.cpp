@@ -24,6 +24,7 @@
 #include "kernels/cuda/sgd.h"
 #include "kernels/cuda/softmax_cross_entropy.h"
 #include "kernels/cuda/sum_squares.h"
+#include "kernels/cuda/token_table.h"
 
 namespace ringtrain::backend {
 
@@ -172,6 +173,15 @@ void CudaBackend::plane_sums(const kernels::Planes& p, float factor, const void*
 void CudaBackend::plane_scale(const kernels::Planes& p, const void* x, const float* scale, const float* shift,
                               void* y) {
   kc::plane_scale(p, activation_layout(p.type), x, scale, shift, y, stream());
+}
+void CudaBackend::copy_tokens(const kernels::TokenCopy& c, const void* x, void* y) {
+  kc::copy_tokens(c, activation_layout(c.from.type), x, y, stream());
+}
+void CudaBackend::add_token_table(const kernels::TokenSpan& s, const void* x, const float* table, void* y) {
+  kc::add_token_table(s, activation_layout(s.tokens.type), x, table, y, stream());
+}
+void CudaBackend::token_table_gradient(const kernels::TokenSpan& s, const void* dy, float* dtable) {
+  kc::token_table_gradient(s, activation_layout(s.tokens.type), dy, dtable, stream());
 }
 
 // A convolution whose channels conv_shape pads reads its input through the padding buffer (made at prepare, so no
