@@ -353,8 +353,9 @@ std::vector<float> Network::initial_params(uint64_t seed) const {
       case ParamInit::zeros: std::fill(out, out + t.count, 0.0f); break;
       case ParamInit::ones: std::fill(out, out + t.count, 1.0f); break;
       case ParamInit::constant: std::fill(out, out + t.count, t.decl.value); break;
-      // He et al. 2015: keeps activation variance constant through ReLU layers.
-      case ParamInit::he_normal: fill_normal(std::sqrt(2.0 / static_cast<double>(t.decl.fan_in)), t.count, out, state); break;
+      case ParamInit::he_normal:  // He et al. 2015: keeps activation variance constant through ReLU layers.
+        fill_normal(std::sqrt(2.0 / static_cast<double>(t.decl.fan_in)), t.count, out, state);
+        break;
       case ParamInit::normal: fill_normal(t.decl.value, t.count, out, state); break;
     }
   }
