@@ -1,5 +1,5 @@
 // Owns the CPU token operations declared in token_table.h: single loops on the calling thread, as the other
-// element-wise kernels run; a token range is a small share of a tensor.
+// element-wise kernels run; copies move contiguous runs of stored values.
 #include "kernels/cpu/token_table.h"
 
 #include <cstddef>
@@ -27,17 +27,22 @@ void store(void* base, ElementType type, int64_t i, float v) {
 
 }  // namespace
 
+// In runs that lie contiguous in both tensors: stored NCHW, each feature's `count` tokens; NHWC, the `count` tokens'
+// features together.
 void copy_tokens(const TokenCopy& c, ActivationLayout layout, const void* x, void* y) {
   const PlaneStrides from = plane_strides(c.from, layout), to = plane_strides(c.to, layout);
+  const bool nhwc = layout == ActivationLayout::nhwc;
+  const int64_t runs = nhwc ? 1 : c.from.c, run = nhwc ? c.count * c.from.c : c.count;
   const auto bytes = static_cast<std::ptrdiff_t>(element_bytes(c.from.type));
   const auto* in = static_cast<const std::byte*>(x);
   auto* out = static_cast<std::byte*>(y);
-  for (int64_t i = 0; i < c.elements(); ++i) {
-    const TokenElement e = token_element(i, c.count, c.from.c);
-    const int64_t src = token_offset(e, c.from_first + e.token, c.from.c, c.from.hw, from);
-    const int64_t dst = token_offset(e, c.to_first + e.token, c.to.c, c.to.hw, to);
-    std::memcpy(out + dst * bytes, in + src * bytes, static_cast<std::size_t>(bytes));
-  }
+  for (int64_t n = 0; n < c.from.n; ++n)
+    for (int64_t r = 0; r < runs; ++r) {
+      const TokenElement e{n, 0, nhwc ? 0 : r};
+      const int64_t src = token_offset(e, c.from_first, c.from.c, c.from.hw, from);
+      const int64_t dst = token_offset(e, c.to_first, c.to.c, c.to.hw, to);
+      std::memcpy(out + dst * bytes, in + src * bytes, static_cast<std::size_t>(run * bytes));
+    }
 }
 
 void add_token_table(const TokenSpan& s, ActivationLayout layout, const void* x, const float* table, void* y) {
