@@ -28,6 +28,7 @@
 #include "kernels/op_shapes.h"
 #include "kernels/optimizer_step.h"
 #include "kernels/pixel_norm.h"
+#include "kernels/token_span.h"
 #include "model/device_buffer.h"
 #include "model/fusion.h"
 #include "model/scratch.h"
@@ -188,6 +189,17 @@ class Backend {
   virtual void plane_sums(const kernels::Planes& p, float factor, const void* a, const void* b, float* sums) = 0;
   virtual void plane_scale(const kernels::Planes& p, const void* x, const float* scale, const float* shift,
                            void* y) = 0;
+
+  // ---- tokens (kernels/token_span.h): activations of Shape {n, D, T, 1}, D features of each of T tokens, in the
+  // layout the backend stores their type in; tables are fp32 and token-major (token t's feature d at t * D + d)
+  // whatever that layout (a ViT's class token and position embedding).
+  // y's tokens [c.to_first, c.to_first + c.count) = x's tokens [c.from_first, ...) in each sample, bit for bit.
+  virtual void copy_tokens(const kernels::TokenCopy& c, const void* x, void* y) = 0;
+  // y's tokens [s.first, s.first + s.count) = x's same tokens (0 where x is null) + the table's rows 0..count-1;
+  // y may alias x; y's other tokens are left as they are.
+  virtual void add_token_table(const kernels::TokenSpan& s, const void* x, const float* table, void* y) = 0;
+  // dtable[t * D + d] += the sum over samples of dy's token s.first + t, feature d (a table's gradient).
+  virtual void token_table_gradient(const kernels::TokenSpan& s, const void* dy, float* dtable) = 0;
 
   // ---- convolution: prepare() at setup chooses algorithms and says what scratch they want, so no step does.
   // A step given less scratch than its algorithm wants (another batch size) uses the backend's own workspace.

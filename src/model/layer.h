@@ -17,7 +17,8 @@ namespace ringtrain::model {
 
 enum class Mode { train, eval };
 
-enum class ParamInit { he_normal, zeros, ones, constant };  // constant: ParamDecl::value
+// constant: ParamDecl::value; normal: mean 0, standard deviation ParamDecl::value (a ViT's position embedding).
+enum class ParamInit { he_normal, zeros, ones, constant, normal };
 
 struct ParamDecl {
   std::string name;  // "weight", "bias", "gamma", "beta"
@@ -25,7 +26,7 @@ struct ParamDecl {
   ParamInit init = ParamInit::zeros;
   int64_t fan_in = 1;  // for he_normal: std = sqrt(2 / fan_in)
   bool decay = false;  // weight decay applies (weights yes; biases and batch-norm no)
-  float value = 0;     // ParamInit::constant's
+  float value = 0;     // ParamInit::constant's value, ParamInit::normal's standard deviation
 };
 
 struct StateDecl {

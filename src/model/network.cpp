@@ -26,6 +26,14 @@ uint64_t splitmix64(uint64_t& state) {
 
 double uniform01(uint64_t& state) { return (static_cast<double>(splitmix64(state) >> 11) + 0.5) * 0x1.0p-53; }
 
+// count draws of a normal distribution of mean 0 (Box-Muller over uniform01), continuing `state`.
+void fill_normal(double stddev, int64_t count, float* out, uint64_t& state) {
+  for (int64_t i = 0; i < count; ++i) {
+    const double u1 = uniform01(state), u2 = uniform01(state);
+    out[i] = static_cast<float>(stddev * std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2));
+  }
+}
+
 // Runs `work` and, when a layer profile is active, books its time to the layer and the shape of a sample it takes
 // ("batchnorm on 32x28x28"), so layers alike in everything else (two batch norms) get rows of their own; the device
 // is synchronised on both sides so an asynchronous GPU's time lands on the layer that spent it.
@@ -345,15 +353,10 @@ std::vector<float> Network::initial_params(uint64_t seed) const {
       case ParamInit::zeros: std::fill(out, out + t.count, 0.0f); break;
       case ParamInit::ones: std::fill(out, out + t.count, 1.0f); break;
       case ParamInit::constant: std::fill(out, out + t.count, t.decl.value); break;
-      case ParamInit::he_normal: {
-        // He et al. 2015: keeps activation variance constant through ReLU layers.
-        const double stddev = std::sqrt(2.0 / static_cast<double>(t.decl.fan_in));
-        for (int64_t i = 0; i < t.count; ++i) {
-          const double u1 = uniform01(state), u2 = uniform01(state);
-          out[i] = static_cast<float>(stddev * std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2));
-        }
+      case ParamInit::he_normal:  // He et al. 2015: keeps activation variance constant through ReLU layers.
+        fill_normal(std::sqrt(2.0 / static_cast<double>(t.decl.fan_in)), t.count, out, state);
         break;
-      }
+      case ParamInit::normal: fill_normal(t.decl.value, t.count, out, state); break;
     }
   }
   return host;

@@ -13,6 +13,10 @@ std::string OnnxLayerWriter::constant(const std::vector<int64_t>& dims, const fl
   return graph_.initializer(fmt::format("w{}", constants_++), dims, values);
 }
 
+std::string OnnxLayerWriter::integers(const std::vector<int64_t>& values) {
+  return graph_.node("Constant", {}, {io::OnnxAttribute::list("value_ints", values)});
+}
+
 OnnxConstant OnnxLayerWriter::parameter(const char* suffix, std::vector<int64_t> dims) {
   if (tensor_ >= c_.tensor_names.size() || !c_.tensor_names[tensor_].ends_with(suffix))
     throw CheckpointError(fmt::format("checkpoint '{}' does not follow its job's layers: expected a '{}' tensor at "

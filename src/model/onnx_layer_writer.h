@@ -29,6 +29,8 @@ class OnnxLayerWriter {
   OnnxConstant statistics(int64_t count);
   // A constant of the layer's own (an activation's 0.5, a clip's bounds); `dims` empty for a scalar.
   std::string constant(const std::vector<int64_t>& dims, const float* values);
+  // A 1-D int64 constant (a Constant node): a Reshape's shape, a Gather's indices, an Unsqueeze's axes.
+  std::string integers(const std::vector<int64_t>& values);
 
  private:
 

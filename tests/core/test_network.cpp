@@ -1,6 +1,6 @@
 // Proves the model as assembled from a job file: parameter layout and counts, FLOP accounting, shape errors
 // that name the layer, gradients of a whole network (residual blocks, nested ones included) against finite
-// differences, and that the memory plan and the fusion pass change no number.
+// differences, that the memory plan and the fusion pass change no number, and that a ViT's token layers train.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -247,6 +247,82 @@ TEST(Network, WholeNetworkGradientsMatchFiniteDifferences) {
   EXPECT_GT(checked, 100);
 }
 
+// A ViT's token layers between a patch embedding (conv2d kernel 4 stride 4 with a bias: 8x8 images to 2x2 patches)
+// and a head: tokens, class_token, position_embedding, then a 3x3 convolution padded by 1, which on T x 1 tokens
+// mixes each token with its neighbours (attention's part in a ViT: without it token 0 would see no patch),
+// class_token_output, flatten, dense.
+std::vector<LayerSpec> token_net() {
+  auto patches = layer("conv2d", 6, 4, 4, 0);
+  patches.values["bias"] = true;
+  return {patches, layer("tokens"), layer("class_token"), layer("position_embedding"), layer("conv2d", 6, 3, 1, 1),
+          layer("class_token_output"), layer("flatten"), layer("dense", 3)};
+}
+
+// The token layers as a network assembles them: their parameters start as torchvision's (class token zero,
+// position table normal with standard deviation 0.02), every gradient is the loss's derivative (central
+// differences on every parameter value of the embeddings), and a few steps of plain SGD on one batch learn it.
+TEST(Network, VisionTransformerTokenLayersTrain) {
+  backend::CpuBackend cpu(1);
+  const int batch = 4;
+  model::Network net(token_net(), cpu, {batch, 3, 8, 8}, 3);
+  const auto params = net.initial_params(7);
+  std::copy(params.begin(), params.end(), net.params());
+  std::vector<float> x = normal_values(batch * 3 * 8 * 8, 8);
+  const std::vector<int32_t> labels{0, 2, 1, 2};
+  const model::ParamTensor* table = nullptr;
+  for (const auto& t : net.param_tensors()) {
+    const std::span<const float> values(params.data() + t.offset, static_cast<size_t>(t.count));
+    if (t.decl.name == "class_token") {
+      EXPECT_EQ(t.count, 6);
+      EXPECT_TRUE(std::all_of(values.begin(), values.end(), [](float v) { return v == 0.0f; }));
+    }
+    if (t.decl.name != "position_embedding") continue;
+    table = &t;
+    EXPECT_EQ(t.count, 5 * 6);  // 4 patches and the class token, 6 features each
+    double sq = 0;
+    for (float v : values) sq += double{v} * v;
+    EXPECT_NEAR(std::sqrt(sq / static_cast<double>(t.count)), 0.02, 0.008);
+  }
+  ASSERT_NE(table, nullptr);
+
+  auto step = [&] {  // the loss, and the gradients in net.grads()
+    std::fill(net.grads(), net.grads() + net.param_count(), 0.0f);
+    std::vector<float> dlogits(static_cast<size_t>(batch * 3));
+    const auto logits = net.forward({x.data(), net.input_shape()}, model::Mode::train, 1);
+    const double loss = loss_of(net, logits, labels, dlogits.data());
+    net.backward({dlogits.data(), logits.shape}, nullptr);
+    return loss;
+  };
+  step();
+  const std::vector<float> analytic(net.grads(), net.grads() + net.param_count());
+  const float h = 1e-2f;  // the network is linear up to the loss: a wide step resolves small gradients
+  for (const auto& t : net.param_tensors()) {
+    if (t.decl.name != "class_token" && t.decl.name != "position_embedding") continue;
+    for (int64_t i = t.offset; i < t.offset + t.count; ++i) {
+      float* p = net.params() + i;
+      const float saved = *p;
+      *p = saved + h;
+      const double up = batch_loss(net, x, labels, batch);
+      *p = saved - h;
+      const double down = batch_loss(net, x, labels, batch);
+      *p = saved;
+      const double numeric = (up - down) / (2 * h), a = analytic[static_cast<size_t>(i)];
+      EXPECT_NEAR(a, numeric, 0.01 * std::abs(numeric) + 2e-4) << t.name << " index " << i - t.offset;
+    }
+  }
+  // The head reads token 0, which the mixing convolution makes of tokens 0 and 1: the table's later rows get nothing.
+  for (int64_t i = table->offset + 2 * 6; i < table->offset + table->count; ++i)
+    EXPECT_EQ(analytic[static_cast<size_t>(i)], 0.0f) << "position_embedding row " << (i - table->offset) / 6;
+
+  const double first = step();
+  double last = first;
+  for (int k = 0; k < 30; ++k) {
+    for (int64_t i = 0; i < net.param_count(); ++i) net.params()[i] -= 0.1f * net.grads()[i];
+    last = step();
+  }
+  EXPECT_LT(last, 0.5 * first) << "30 steps of SGD on one batch";
+}
+
 // The memory plan (model/memory_plan.h) only moves where activations and gradients are written: the logits and
 // every parameter gradient must be bit-for-bit what a buffer per tensor gives, on a model where a wrong plan
 // would alias a layer's dy and dx (flatten and dropout passing dy through, a residual block between layers,
@@ -366,7 +442,7 @@ FusionRun run_fused_or_not(const std::vector<LayerSpec>& layers, model::Shape in
 // on the CPU twin (whose kernels run NCHW between reorders), a network of convolutions, batch norms (fused with their
 // ReLU and pool or not), a residual block, pools, dropout on 4-D activations (its draw follows each element's NCHW
 // position, not where it is stored) and flatten gives the NCHW run's bits: logits in training and evaluation (a
-// smaller batch), every gradient, the running statistics; in fp32 and in bf16.
+// smaller batch), every gradient, the running statistics; in fp32 and in bf16; and so does a ViT's token path.
 TEST(Network, StoringActivationsNhwcChangesNoNumber) {
   auto dropout = layer("dropout");
   dropout.values["rate"] = 0.25;
@@ -386,7 +462,7 @@ TEST(Network, StoringActivationsNhwcChangesNoNumber) {
   const model::Shape input{4, 3, 14, 14};
   const std::vector<float> x = normal_values(input.elements(), 6, 0.5f);
   const std::vector<int32_t> labels{0, 2, 1, 2};
-  for (const auto& model_layers : {layers, without_flatten}) {
+  for (const auto& model_layers : {layers, without_flatten, token_net()}) {
     for (const auto type : {kernels::ElementType::f32, kernels::ElementType::bf16})
       for (const bool fuse : {false, true}) {
         SCOPED_TRACE(std::string(kernels::element_type_name(type)) + (fuse ? ", fused" : ", apart") +

@@ -420,6 +420,76 @@ TEST_F(CudaBackendTest, ClockMarksMeasureDeviceTime) {
   EXPECT_NEAR(clock->host_time(1) - clock->host_time(0), elapsed, 1e-3);
 }
 
+// The token operations (a ViT's class token, position table and readout) give the CPU twin's bits: fp32 stored
+// NCHW, and bf16 stored NHWC (gpu.nhwc, against the twin storing NHWC); copies move stored values, the table's add
+// rounds once, and its gradient adds the samples in the same order in double. Spans at the start, in the middle
+// and at the end of the tokens, between tensors of different token counts.
+TEST_F(CudaBackendTest, TokenOperationsMatchCpuBitForBit) {
+  const int64_t samples = 5, features = 24, tokens = 37;
+  for (const bool nhwc : {false, true}) {
+    const kernels::ElementType type = nhwc ? kernels::ElementType::bf16 : kernels::ElementType::f32;
+    SCOPED_TRACE(nhwc ? "bf16 NHWC" : "fp32 NCHW");
+    backend::CudaOptions options;
+    options.activations = type, options.nhwc = nhwc;
+    backend::CudaBackend gpu(0, 1, "test-host", options);
+    backend::CpuBackend twin(1);
+    twin.store_nhwc(nhwc);
+    ASSERT_EQ(gpu.activation_layout(type), twin.activation_layout(type));
+    const kernels::Planes x_planes{samples, features, tokens, type}, y_planes{samples, features, tokens + 3, type};
+    const kernels::Elements xe{x_planes.elements(), type}, ye{y_planes.elements(), type};
+    // The tensors as stored bits on both sides.
+    auto stored = [&](const std::vector<float>& values, kernels::Elements e) {
+      std::vector<std::byte> bits(e.bytes());
+      twin.cast({e.n, kernels::ElementType::f32}, values.data(), type, bits.data());
+      return bits;
+    };
+    auto to_gpu = [&](const std::vector<std::byte>& bits) {
+      model::DeviceBuffer b = gpu.allocate(bits.size());
+      gpu.to_device(b.as<void>(), bits.data(), bits.size());
+      return b;
+    };
+    auto from_gpu = [&](const model::DeviceBuffer& b, std::size_t bytes) {
+      std::vector<std::byte> bits(bytes);
+      gpu.to_host(bits.data(), b.as<void>(), bytes);
+      return bits;
+    };
+    const std::vector<std::byte> x = stored(random_vector(static_cast<size_t>(xe.n), 31), xe);
+    std::vector<std::byte> y = stored(random_vector(static_cast<size_t>(ye.n), 32), ye);
+    const std::vector<float> table = random_vector(static_cast<size_t>((tokens + 3) * features), 33);
+    const model::DeviceBuffer dx = to_gpu(x), dtable = upload(table, &gpu);
+    model::DeviceBuffer dy = to_gpu(y);
+
+    for (const kernels::TokenCopy& c : {kernels::TokenCopy{x_planes, y_planes, 0, 1, tokens},
+                                       kernels::TokenCopy{y_planes, x_planes, 3, 0, tokens},
+                                       kernels::TokenCopy{x_planes, y_planes, 5, 9, 11}}) {
+      const bool into_y = c.to.hw == y_planes.hw;
+      std::vector<std::byte> want = into_y ? y : x;
+      twin.copy_tokens(c, into_y ? x.data() : y.data(), want.data());
+      model::DeviceBuffer out = to_gpu(into_y ? y : x);
+      gpu.copy_tokens(c, (into_y ? dx : dy).as<void>(), out.as<void>());
+      EXPECT_EQ(from_gpu(out, want.size()), want) << "copy_tokens from " << c.from_first << " to " << c.to_first;
+    }
+    for (const kernels::TokenSpan& s : {kernels::TokenSpan{y_planes, 0, tokens + 3}, kernels::TokenSpan{y_planes, 0, 1},
+                                       kernels::TokenSpan{y_planes, 7, 4}}) {
+      for (const bool with_x : {true, false}) {
+        std::vector<std::byte> want = y;
+        twin.add_token_table(s, with_x ? y.data() : nullptr, table.data(), want.data());
+        model::DeviceBuffer out = to_gpu(y);
+        gpu.add_token_table(s, with_x ? out.as<void>() : nullptr, dtable.as<float>(), out.as<void>());
+        EXPECT_EQ(from_gpu(out, want.size()), want)
+            << "add_token_table over tokens " << s.first << " + " << s.count << (with_x ? "" : " without x");
+      }
+      const std::vector<float> start = random_vector(static_cast<size_t>(s.count * features), 34);
+      std::vector<float> want = start;
+      twin.token_table_gradient(s, y.data(), want.data());
+      model::DeviceBuffer got = upload(start, &gpu);
+      gpu.token_table_gradient(s, dy.as<void>(), got.as<float>());
+      EXPECT_EQ(download(got.as<float>(), s.count * features, &gpu), want)
+          << "token_table_gradient over tokens " << s.first << " + " << s.count;
+    }
+  }
+}
+
 // Gradient clipping's sum of squares: the CPU twin's value within double rounding (another order), and the same
 // bits on every call (every rank must find the same norm).
 TEST_F(CudaBackendTest, SumSquaresMatchesCpuAndRepeatsItsBits) {

@@ -2,7 +2,8 @@
 // double on the host, the definition every backend is checked against (NCHW, weights K x C/G x R x S with filter k
 // reading the input channels of group k / (K/G) only, W of dense stored out x in, average pooling counting padding,
 // unbiased running variance, a squeeze-and-excitation's 1x1 products as dense products of the channel means, layer
-// normalisation over each position's channels with the biased variance).
+// normalisation over each position's channels with the biased variance, tokens N x D x T x 1 with token t's feature
+// d at d * T + t and the token tables token-major, t * D + d).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -305,6 +306,61 @@ struct LayerNormReference {
               s.inv_std * (p[0][size_t(c)] * dy[at(n, c, i)] - sum_g / channels - xhat * sum_g_xhat / channels);
         }
       }
+    return dx;
+  }
+};
+// The ViT token layers on N x D x T x 1 tokens (NCHW: sample n's token t, feature d at (n * D + d) * T + t), each
+// layer's one parameter (the class token's D values, the position table's T x D, token-major) in p[0].
+struct TokenReference {
+  int batch, features, tokens;  // of the input
+  size_t at(int n, int d, int t, int per_sample_tokens) const {
+    return (size_t(n) * features + d) * per_sample_tokens + t;
+  }
+  // class_token: the parameter as token 0, the input's tokens after it.
+  Values class_token_forward(const Values& x, const std::vector<Values>& p) const {
+    Values y(size_t(batch) * features * (tokens + 1));
+    for (int n = 0; n < batch; ++n)
+      for (int d = 0; d < features; ++d) {
+        y[at(n, d, 0, tokens + 1)] = p[0][d];
+        for (int t = 0; t < tokens; ++t) y[at(n, d, t + 1, tokens + 1)] = x[at(n, d, t, tokens)];
+      }
+    return y;
+  }
+  Values class_token_backward(const Values& dy, std::vector<Values>& g) const {
+    Values dx(size_t(batch) * features * tokens);
+    for (int n = 0; n < batch; ++n)
+      for (int d = 0; d < features; ++d) {
+        g[0][d] += dy[at(n, d, 0, tokens + 1)];
+        for (int t = 0; t < tokens; ++t) dx[at(n, d, t, tokens)] = dy[at(n, d, t + 1, tokens + 1)];
+      }
+    return dx;
+  }
+  // position_embedding: y = x + table[t * D + d].
+  Values position_embedding_forward(const Values& x, const std::vector<Values>& p) const {
+    Values y(x.size());
+    for (int n = 0; n < batch; ++n)
+      for (int d = 0; d < features; ++d)
+        for (int t = 0; t < tokens; ++t)
+          y[at(n, d, t, tokens)] = x[at(n, d, t, tokens)] + p[0][size_t(t) * features + d];
+    return y;
+  }
+  Values position_embedding_backward(const Values& dy, std::vector<Values>& g) const {
+    for (int n = 0; n < batch; ++n)
+      for (int d = 0; d < features; ++d)
+        for (int t = 0; t < tokens; ++t) g[0][size_t(t) * features + d] += dy[at(n, d, t, tokens)];
+    return dy;
+  }
+  // class_token_output: token 0 alone, N x D x 1 x 1.
+  Values class_token_output_forward(const Values& x) const {
+    Values y(size_t(batch) * features);
+    for (int n = 0; n < batch; ++n)
+      for (int d = 0; d < features; ++d) y[size_t(n) * features + d] = x[at(n, d, 0, tokens)];
+    return y;
+  }
+  Values class_token_output_backward(const Values& dy) const {
+    Values dx(size_t(batch) * features * tokens, 0.0);
+    for (int n = 0; n < batch; ++n)
+      for (int d = 0; d < features; ++d) dx[at(n, d, 0, tokens)] = dy[size_t(n) * features + d];
     return dx;
   }
 };

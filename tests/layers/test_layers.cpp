@@ -295,6 +295,19 @@ Reference reference_for(const LayerSpec& spec, Shape in) {
       return dx;
     };
     r.forward_flops_per_sample = double(in.per_sample());
+  } else if (t == "class_token" || t == "position_embedding" || t == "class_token_output") {
+    const TokenReference tr{in.n, in.c, in.h};
+    r.forward = [=](Mode, const Values& x, const std::vector<Values>& p, std::vector<Values>&) {
+      return t == "class_token"          ? tr.class_token_forward(x, p)
+             : t == "position_embedding" ? tr.position_embedding_forward(x, p)
+                                         : tr.class_token_output_forward(x);
+    };
+    r.backward = [=](const Values&, const Values& dy, const std::vector<Values>&, std::vector<Values>& g) {
+      return t == "class_token"          ? tr.class_token_backward(dy, g)
+             : t == "position_embedding" ? tr.position_embedding_backward(dy, g)
+                                         : tr.class_token_output_backward(dy);
+    };
+    if (t == "position_embedding") r.forward_flops_per_sample = double(in.c) * in.h;
   } else if (activation_references().count(t)) {
     const ActivationReference a = activation_references().at(t);
     r.forward = [=](Mode, const Values& x, const std::vector<Values>&, std::vector<Values>&) {
@@ -527,6 +540,7 @@ void LayerTest::check(const LayerSpec& s, Shape in, CheckOptions o) {
       layer->backward({x_in, dx_in.as<void>(), dy_in, d_dx.as<void>(), bs});
       EXPECT_TRUE(close(download_activations(d_dx.as<void>(), bin), want_dx, o.backward))
           << "backward after in place";
+      ref.backward(to_double(x), to_double(dy), ref_params, ref_grads);  // its parameter gradients added up again
     }
   }
 }
@@ -546,9 +560,9 @@ TEST(LayerRegistry, EveryKindHasAMakerAnOnnxFormAndAReference) {
     const model::LayerKind& kind = model::layer_kind(s);
     EXPECT_TRUE(kind.make) << "no maker";
     EXPECT_TRUE(kind.onnx) << "no ONNX form";
-    // Views and random masks have tests of their own (FlattenAndDropoutAtRateZeroAreViews,
+    // Views and random masks have tests of their own (FlattenAndDropoutAtRateZeroAreViews, TokensIsAView,
     // DropoutTrainsInvertedAndReproduciblyAndCopiesInEvaluation, DropPath*) rather than a reference.
-    if (s.is("flatten") || s.is("dropout") || s.is("drop_path")) continue;
+    if (s.is("flatten") || s.is("dropout") || s.is("drop_path") || s.is("tokens")) continue;
     const Reference r = reference_for(s, {2, 1, 4, 4});
     EXPECT_TRUE(r.forward && r.backward) << "no reference in tests/layers/test_layers.cpp";
   }
@@ -853,6 +867,60 @@ TEST_P(LayerTest, FlattenAndDropoutAtRateZeroAreViews) {
   EXPECT_EQ(drop_path->setup({3, 4, 5, 5}), (Shape{3, 4, 5, 5}));
   EXPECT_EQ(drop_path->memory_use().output, model::OutputMemory::is_input);
   EXPECT_EQ(drop_path->kept_bytes(), 0u);
+}
+
+// An image's positions are its tokens, row-major, in the same bytes in either layout: nothing moves.
+TEST_P(LayerTest, TokensIsAView) {
+  auto tokens = make(spec("tokens"));
+  EXPECT_EQ(tokens->setup({3, 8, 4, 5}), (Shape{3, 8, 20, 1}));
+  EXPECT_EQ(tokens->memory_use().output, model::OutputMemory::is_input);
+  EXPECT_TRUE(tokens->param_decls().empty());
+}
+
+// The token layers: against TokenReference in every backend's storage, token counts odd and even, the class token
+// and its readout on the batch of a setup and a smaller one (check runs both).
+TEST_P(LayerTest, ClassTokenPrependsItsParameter) { check(spec("class_token"), {3, 8, 9, 1}, {kExact, kReordered}); }
+TEST_P(LayerTest, ClassTokenAsFirstLayer) {
+  check(spec("class_token"), {2, 5, 4, 1}, {kExact, kReordered, false, /*first_layer=*/true});
+}
+TEST_P(LayerTest, PositionEmbeddingAddsItsTable) {
+  check(spec("position_embedding"), {4, 6, 17, 1}, {kReordered, kReordered});
+}
+TEST_P(LayerTest, ClassTokenOutputKeepsTokenZero) {
+  check(spec("class_token_output"), {3, 7, 10, 1}, {kExact, kExact});
+}
+TEST_P(LayerTest, TokenLayersRefuseImages) {
+  for (const char* type : {"class_token", "position_embedding", "class_token_output"}) {
+    auto layer = make(spec(type));
+    try {
+      layer->setup({2, 4, 3, 3});
+      ADD_FAILURE() << type << ": expected JobFileError";
+    } catch (const JobFileError& e) {
+      EXPECT_NE(std::string(e.what()).find("a `tokens` layer before it"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// The token references' backward, which every backend's layer is held to, is the derivative of their forward:
+// central differences of sum(y * dy) for every input and parameter value.
+TEST(TokenReference, GradientsAreTheForwardsDerivatives) {
+  const int batch = 2, features = 3, tokens = 4;
+  const Values x = to_double(random_floats(batch * features * tokens, 11));
+  for (const std::string type : {"class_token", "position_embedding", "class_token_output"}) {
+    SCOPED_TRACE(type);
+    const Reference r = reference_for(spec(type), {batch, features, tokens, 1});
+    const size_t params = type == "class_token" ? features : type == "position_embedding" ? features * tokens : 0;
+    std::vector<Values> p;
+    if (params) p.push_back(to_double(random_floats(params, 12)));
+    std::vector<Values> states;
+    const Values dy = to_double(random_floats(r.forward(Mode::train, x, p, states).size(), 13));
+    expect_gradients_are_derivatives(
+        [&](const Values& xs, const std::vector<Values>& ps) {
+          std::vector<Values> none;
+          return r.forward(Mode::train, xs, ps, none);
+        },
+        r.backward, x, dy, p);
+  }
 }
 
 // The wording of a shape error lives in one place, whatever the backend.

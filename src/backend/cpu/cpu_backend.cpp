@@ -27,6 +27,7 @@
 #include "kernels/cpu/sgd.h"
 #include "kernels/cpu/softmax_cross_entropy.h"
 #include "kernels/cpu/sum_squares.h"
+#include "kernels/cpu/token_table.h"
 #include "util/clock.h"
 
 namespace ringtrain::backend {
@@ -179,6 +180,17 @@ void CpuBackend::layer_norm_backward(const kernels::Planes& p, const void* x, co
   kc::layer_norm_backward(p, activation_layout(p.type), views_.read(0, n, x), views_.read(1, n, dy), t,
                           views_.write(2, n, dx), dgamma, dbeta);
   views_.store(2, n, dx);
+}
+// The token kernels read and write stored values themselves: a range of tokens is a small share of its tensor, not
+// worth widening whole.
+void CpuBackend::copy_tokens(const kernels::TokenCopy& c, const void* x, void* y) {
+  kc::copy_tokens(c, activation_layout(c.from.type), x, y);
+}
+void CpuBackend::add_token_table(const kernels::TokenSpan& s, const void* x, const float* table, void* y) {
+  kc::add_token_table(s, activation_layout(s.tokens.type), x, table, y);
+}
+void CpuBackend::token_table_gradient(const kernels::TokenSpan& s, const void* dy, float* dtable) {
+  kc::token_table_gradient(s, activation_layout(s.tokens.type), dy, dtable);
 }
 
 void CpuBackend::reorder_activation(const kernels::Planes& p, model::ActivationLayout to, const void* x, void* y) {

@@ -76,6 +76,9 @@ class CpuBackend : public model::Backend {
                           void* y) override;
   void layer_norm_backward(const kernels::Planes& p, const void* x, const void* dy, const model::LayerNormTensors& t,
                            void* dx, float* dgamma, float* dbeta) override;
+  void copy_tokens(const kernels::TokenCopy& c, const void* x, void* y) override;
+  void add_token_table(const kernels::TokenSpan& s, const void* x, const float* table, void* y) override;
+  void token_table_gradient(const kernels::TokenSpan& s, const void* dy, float* dtable) override;
 
   // The host needs no planned scratch: oneDNN and the im2col kernels keep their own.
   model::ScratchBytes conv2d_prepare(const model::Conv2dShape& s) override;

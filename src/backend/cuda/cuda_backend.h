@@ -110,6 +110,9 @@ class CudaBackend final : public model::Backend {
                           void* y) override;
   void layer_norm_backward(const kernels::Planes& p, const void* x, const void* dy, const model::LayerNormTensors& t,
                            void* dx, float* dgamma, float* dbeta) override;
+  void copy_tokens(const kernels::TokenCopy& c, const void* x, void* y) override;
+  void add_token_table(const kernels::TokenSpan& s, const void* x, const float* table, void* y) override;
+  void token_table_gradient(const kernels::TokenSpan& s, const void* dy, float* dtable) override;
   model::ScratchBytes conv2d_prepare(const model::Conv2dShape& s) override;  // the chosen algorithms' workspaces
   std::string conv2d_method(const model::Conv2dShape& s) override;  // cuDNN's algorithms for it
   void conv2d_forward(const model::Conv2dShape& s, const void* x, const float* w, const float* bias, void* y,

@@ -25,6 +25,7 @@
 #include "kernels/cuda/sgd.h"
 #include "kernels/cuda/softmax_cross_entropy.h"
 #include "kernels/cuda/sum_squares.h"
+#include "kernels/cuda/token_table.h"
 
 namespace ringtrain::backend {
 
@@ -181,6 +182,15 @@ void CudaBackend::layer_norm_forward(const kernels::Planes& p, float epsilon, co
 void CudaBackend::layer_norm_backward(const kernels::Planes& p, const void* x, const void* dy,
                                       const model::LayerNormTensors& t, void* dx, float* dgamma, float* dbeta) {
   kc::layer_norm_backward(p, activation_layout(p.type), x, dy, t, dx, dgamma, dbeta, stream());
+}
+void CudaBackend::copy_tokens(const kernels::TokenCopy& c, const void* x, void* y) {
+  kc::copy_tokens(c, activation_layout(c.from.type), x, y, stream());
+}
+void CudaBackend::add_token_table(const kernels::TokenSpan& s, const void* x, const float* table, void* y) {
+  kc::add_token_table(s, activation_layout(s.tokens.type), x, table, y, stream());
+}
+void CudaBackend::token_table_gradient(const kernels::TokenSpan& s, const void* dy, float* dtable) {
+  kc::token_table_gradient(s, activation_layout(s.tokens.type), dy, dtable, stream());
 }
 
 // A convolution whose channels conv_shape pads reads its input through the padding buffer (made at prepare, so no

@@ -1,4 +1,4 @@
-// Owns the shared shape-error wording and the weight-plus-bias declarations.
+// Owns the shared shape-error wordings and the weight-plus-bias declarations.
 #include "model/layers/leaf_layer.h"
 
 #include <fmt/format.h>
@@ -10,6 +10,12 @@ namespace ringtrain::model {
 void LeafLayer::shape_error(const Shape& in, const std::string& why) const {
   throw JobFileError(fmt::format("{} ({}) cannot take input {} per sample: {}", spec_.where, describe(),
                                  in.with_batch(1).str(), why));
+}
+
+void LeafLayer::require_tokens(const Shape& in) const {
+  if (in.w != 1)
+    shape_error(in, "it takes tokens, N x D x T x 1 (D features of T tokens); a `tokens` layer before it makes them "
+                    "from an image");
 }
 
 std::vector<ParamDecl> WeightAndBias::decls(int64_t outputs, int64_t fan_in, bool with_bias) const {

@@ -1,5 +1,5 @@
 // Owns what every layer kind shares: its spec and backend, its input and output shapes, the one wording of a
-// shape error, and the weight-plus-bias parameters of conv2d and dense.
+// shape error (and of an input that is no tokens), and the weight-plus-bias parameters of conv2d and dense.
 #pragma once
 #include <span>
 #include <string>
@@ -19,6 +19,8 @@ class LeafLayer : public Layer {
  protected:
   // JobFileError: "<where> (<describe>) cannot take input 1xCxHxW per sample: <why>".
   [[noreturn]] void shape_error(const Shape& in, const std::string& why) const;
+  // Refuses (shape_error) an input that is no tokens: N x D x T x 1 (model/layers/tokens.cpp makes them).
+  void require_tokens(const Shape& in) const;
   // Device memory this layer keeps from forward to backward (batch-norm statistics, a dropout mask), zeroed.
   DeviceBuffer keep(std::size_t bytes) { return backend_.allocate(bytes); }
 

@@ -1,0 +1,69 @@
+// Owns class_token: a learned D-vector put before each sample's tokens as token 0, N x D x T x 1 to N x D x (T+1)
+// x 1, the token whose final state a ViT classifies from (class_token_output). Its parameter "class_token" is D
+// values, zero at the start as torchvision's, and not decayed (as timm and DeiT keep a ViT's embeddings). Both
+// directions are Backend token operations (kernels/token_span.h), right in either layout.
+#include "model/layer_registry.h"
+#include "model/layers/leaf_layer.h"
+
+namespace ringtrain::model {
+namespace {
+
+class ClassToken final : public LeafLayer {
+ public:
+  using LeafLayer::LeafLayer;
+  std::string describe() const override { return "class_token"; }
+  Shape setup(const Shape& in) override {
+    require_tokens(in);
+    in_ = in;
+    out_ = {in.n, in.c, in.h + 1, 1};
+    return out_;
+  }
+  std::vector<ParamDecl> param_decls() const override {
+    return {{.name = "class_token", .count = in_.c, .init = ParamInit::zeros}};
+  }
+  void bind(std::span<float* const> p, std::span<float* const> g, std::span<float* const>) override {
+    token_ = p[0], d_token_ = g[0];
+  }
+  void forward(const ForwardPass& pass) override {
+    const int batch = pass.x.shape.n;
+    backend_.copy_tokens(input_tokens(batch, true), pass.x.data, pass.y);
+    backend_.add_token_table(token_zero(batch), nullptr, token_, pass.y);
+  }
+  // dx is dy without token 0; token 0's share goes to the parameter.
+  void backward(const BackwardPass& pass) override {
+    const int batch = pass.dy.shape.n;
+    if (pass.dx) backend_.copy_tokens(input_tokens(batch, false), pass.dy.data, pass.dx);
+    backend_.token_table_gradient(token_zero(batch), pass.dy.data, d_token_);
+  }
+
+ private:
+  // The input's T tokens, as they lie in the input and in the output (after token 0): the copy to_output or back.
+  kernels::TokenCopy input_tokens(int batch, bool to_output) const {
+    const kernels::Planes in = planes_of(in_.with_batch(batch), data_), out = planes_of(out_.with_batch(batch), data_);
+    return to_output ? kernels::TokenCopy{in, out, 0, 1, in_.h} : kernels::TokenCopy{out, in, 1, 0, in_.h};
+  }
+  kernels::TokenSpan token_zero(int batch) const { return {planes_of(out_.with_batch(batch), data_), 0, 1}; }
+  float* token_ = nullptr;
+  float* d_token_ = nullptr;
+};
+
+// As torch exports torchvision's ViT: the parameter expanded to the batch (Expand to the shape of token 0 of x,
+// N x D x 1 x 1) and concatenated before x along the token axis.
+std::string class_token_onnx(OnnxLayerWriter& w, const config::LayerSpec&, const std::string& x) {
+  io::OnnxGraph& g = w.graph();
+  const std::string token = w.parameter(".class_token", {1, -1, 1, 1}).name;
+  const std::string first = g.node("Gather", {x, w.integers({0})}, {io::OnnxAttribute::integer("axis", 2)});
+  const std::string batch_tokens = g.node("Expand", {token, g.node("Shape", {first})});
+  return g.node("Concat", {batch_tokens, x}, {io::OnnxAttribute::integer("axis", 2)});
+}
+
+const LayerRegistration kClassToken{{
+    .keys = {.type = "class_token",
+             .help = "puts a learned D-vector (\"class_token\") before each sample's tokens as token 0: "
+                     "N x D x T x 1 to N x D x (T+1) x 1 (ViT)"},
+    .make = make_layer_of<ClassToken>,
+    .onnx = class_token_onnx,
+}};
+
+}  // namespace
+}  // namespace ringtrain::model
