@@ -17,7 +17,9 @@ namespace ringtrain::model {
 
 enum class Mode { train, eval };
 
-enum class ParamInit { he_normal, zeros, ones, constant };  // constant: ParamDecl::value
+// constant: ParamDecl::value; uniform: U(-value, value), the bound the layer computes (torch's xavier_uniform_ and
+// nn.Linear's default are uniform of a bound from the fans).
+enum class ParamInit { he_normal, zeros, ones, constant, uniform };
 
 struct ParamDecl {
   std::string name;  // "weight", "bias", "gamma", "beta"
@@ -25,7 +27,7 @@ struct ParamDecl {
   ParamInit init = ParamInit::zeros;
   int64_t fan_in = 1;  // for he_normal: std = sqrt(2 / fan_in)
   bool decay = false;  // weight decay applies (weights yes; biases and batch-norm no)
-  float value = 0;     // ParamInit::constant's
+  float value = 0;     // ParamInit::constant's value, ParamInit::uniform's bound
 };
 
 struct StateDecl {

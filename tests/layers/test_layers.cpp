@@ -270,6 +270,16 @@ Reference reference_for(const LayerSpec& spec, Shape in) {
     r.backward = [=](const Values& x, const Values& dy, const std::vector<Values>& p, std::vector<Values>& g) {
       return se.backward(x, dy, p, g);
     };
+  } else if (t == "multi_head_attention") {
+    const MultiHeadAttentionReference a{in.n, in.c, in.h * in.w, spec.integer("heads")};
+    r.forward = [=](Mode, const Values& x, const std::vector<Values>& p, std::vector<Values>&) {
+      return a.forward(x, p);
+    };
+    r.backward = [=](const Values& x, const Values& dy, const std::vector<Values>& p, std::vector<Values>& g) {
+      return a.backward(x, dy, p, g);
+    };
+    const double d = in.c, tokens = double(in.h) * in.w;
+    r.forward_flops_per_sample = 2 * (3 * d * d * tokens) + 4 * tokens * tokens * d + 2 * (d * d * tokens);
   } else if (activation_references().count(t)) {
     const ActivationReference a = activation_references().at(t);
     r.forward = [=](Mode, const Values& x, const std::vector<Values>&, std::vector<Values>&) {
@@ -608,8 +618,35 @@ TEST_P(LayerTest, SqueezeExcitationAsFirstLayer) {
   check(squeeze_excitation(4, "silu", "sigmoid"), {4, 8, 5, 5}, {kGemm, kGemm, true, /*first_layer=*/true});
 }
 
-// The reference's backward, which every backend's layer is held to, is the derivative of its forward: central
-// differences of sum(y * dy) for every input and parameter value, for each activation and gate.
+// A reference's backward, which every backend's layer is held to, is the derivative of its forward: central
+// differences of sum(y * dy) for every value of x and of each parameter p[t].
+template <class LayerReference>
+void expect_gradients_are_derivatives(const LayerReference& r, const Values& x, const Values& dy,
+                                      const std::vector<Values>& p) {
+  std::vector<Values> g;
+  for (const Values& v : p) g.emplace_back(v.size(), 0.0);
+  const Values dx = r.backward(x, dy, p, g);
+  auto loss = [&](const Values& xs, const std::vector<Values>& ps) {
+    const Values y = r.forward(xs, ps);
+    double l = 0;
+    for (size_t i = 0; i < y.size(); ++i) l += y[i] * dy[i];
+    return l;
+  };
+  const double h = 1e-6;
+  for (size_t i = 0; i < x.size(); ++i) {
+    Values up = x, down = x;
+    up[i] += h, down[i] -= h;
+    EXPECT_NEAR(dx[i], (loss(up, p) - loss(down, p)) / (2 * h), 1e-7) << "x[" << i << "]";
+  }
+  for (size_t t = 0; t < p.size(); ++t)
+    for (size_t i = 0; i < p[t].size(); ++i) {
+      std::vector<Values> up = p, down = p;
+      up[t][i] += h, down[t][i] -= h;
+      EXPECT_NEAR(g[t][i], (loss(x, up) - loss(x, down)) / (2 * h), 1e-7) << "parameter " << t << "[" << i << "]";
+    }
+}
+
+// For each activation and gate.
 TEST(SqueezeExcitationReference, GradientsAreTheForwardsDerivatives) {
   const auto& a = activation_references();
   for (const auto& [act, gate] : std::vector<std::pair<std::string, std::string>>{
@@ -617,30 +654,28 @@ TEST(SqueezeExcitationReference, GradientsAreTheForwardsDerivatives) {
     SCOPED_TRACE(act + ", " + gate);
     const SqueezeExcitationReference se{2, 3, 6, 2, {a.at(act).value, a.at(act).slope},
                                         {a.at(gate).value, a.at(gate).slope}};
-    const Values x = to_double(random_floats(36, 1, -2.0f, 2.0f)), dy = to_double(random_floats(36, 2));
-    std::vector<Values> p{to_double(random_floats(6, 3)), to_double(random_floats(2, 4)),
-                          to_double(random_floats(6, 5)), to_double(random_floats(3, 6))};
-    std::vector<Values> g{Values(6), Values(2), Values(6), Values(3)};
-    const Values dx = se.backward(x, dy, p, g);
-    auto loss = [&](const Values& xs, const std::vector<Values>& ps) {
-      const Values y = se.forward(xs, ps);
-      double l = 0;
-      for (size_t i = 0; i < y.size(); ++i) l += y[i] * dy[i];
-      return l;
-    };
-    const double h = 1e-6;
-    for (size_t i = 0; i < x.size(); ++i) {
-      Values up = x, down = x;
-      up[i] += h, down[i] -= h;
-      EXPECT_NEAR(dx[i], (loss(up, p) - loss(down, p)) / (2 * h), 1e-7) << "x[" << i << "]";
-    }
-    for (size_t t = 0; t < p.size(); ++t)
-      for (size_t i = 0; i < p[t].size(); ++i) {
-        std::vector<Values> up = p, down = p;
-        up[t][i] += h, down[t][i] -= h;
-        EXPECT_NEAR(g[t][i], (loss(x, up) - loss(x, down)) / (2 * h), 1e-7) << "parameter " << t << "[" << i << "]";
-      }
+    expect_gradients_are_derivatives(se, to_double(random_floats(36, 1, -2.0f, 2.0f)), to_double(random_floats(36, 2)),
+                                     {to_double(random_floats(6, 3)), to_double(random_floats(2, 4)),
+                                      to_double(random_floats(6, 5)), to_double(random_floats(3, 6))});
   }
+}
+
+// Tokens N x D x T x 1; the last case's T x 1 as H x W = 4 x 3 (any plane is H x W tokens). Gradients checked at a
+// loose matmul tolerance where products round their operands; the probabilities are kept in the stored type.
+LayerSpec attention(int heads) { return spec("multi_head_attention", {{"heads", heads}}); }
+TEST_P(LayerTest, MultiHeadAttentionTwoHeads) { check(attention(2), {3, 8, 5, 1}, {kGemm, kGemm, true}); }
+TEST_P(LayerTest, MultiHeadAttentionOneHeadManyTokens) { check(attention(1), {2, 4, 17, 1}, {kGemm, kGemm, true}); }
+TEST_P(LayerTest, MultiHeadAttentionFourHeadsOnAPlane) { check(attention(4), {2, 16, 4, 3}, {kGemm, kGemm, true}); }
+TEST_P(LayerTest, MultiHeadAttentionAsFirstLayer) {
+  check(attention(3), {2, 6, 7, 1}, {kGemm, kGemm, true, /*first_layer=*/true});
+}
+
+// Two samples of three tokens of width 4 in two heads: the inputs and all four parameters.
+TEST(MultiHeadAttentionReference, GradientsAreTheForwardsDerivatives) {
+  const MultiHeadAttentionReference a{2, 4, 3, 2};
+  expect_gradients_are_derivatives(a, to_double(random_floats(24, 1, -2.0f, 2.0f)), to_double(random_floats(24, 2)),
+                                   {to_double(random_floats(48, 3)), to_double(random_floats(12, 4)),
+                                    to_double(random_floats(16, 5)), to_double(random_floats(4, 6))});
 }
 
 TEST_P(LayerTest, MaxPool2) { check(pool("maxpool", 2, 2, 0), {4, 3, 8, 8}, {kExact, kExact, false, false, 1e-3f}); }
