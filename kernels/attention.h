@@ -52,8 +52,8 @@ RT_HOST_DEVICE inline float softmax_gradient(float p, float dp, float dot) { ret
 
 // One product of the passes: row-major C (m x n) = alpha * A (m x k) * B (k x n) + beta * C over the views, for
 // every sample (offsets plus sample strides). A backend's GEMM takes op(A) and op(B) of stored matrices into a stored
-// C that is not transposed; to_stored_c turns a product whose C is stored transposed into one that is not:
-// C^T = B^T A^T.
+// C that is not transposed; to_stored_c turns a product whose C is stored transposed into one that is not,
+// C^T = B^T A^T, its A and B views swapped (so the caller swaps the tensors they lie in alike).
 struct MatrixProduct {
   int m = 0, n = 0, k = 0;
   MatrixView a, b, c;

@@ -1,7 +1,8 @@
 // Owns the CPU twin's multi-head self-attention: kernels/attention.h's products on OpenBLAS, one sample and head at a
 // time, with the row-wise softmax between them in fp32. The token tensors (qkv, y and their gradients) are fp32 in
 // either layout; the kept probabilities are in the shape's element type, rounded as a GPU keeps them, and the product
-// with V and the backward pass read the rounded values. The CUDA version is kernels/cuda/attention.h with cuBLAS.
+// with V and the backward pass read the rounded values. The CUDA version: src/backend/cuda/attention_ops.cpp
+// (cuBLAS) with kernels/cuda/attention.h (the softmax).
 #pragma once
 #include <cstddef>
 #include <vector>
