@@ -21,10 +21,11 @@ scripts/install_deps.sh --comparison (python3-torch; TensorFlow + Keras in .venv
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
+
+from interleaved_runs import run_interleaved, run_json_line, table
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FRAMEWORKS_DIR = os.path.join(ROOT, "perf", "frameworks")
@@ -32,18 +33,6 @@ FRAMEWORKS_DIR = os.path.join(ROOT, "perf", "frameworks")
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_btl_tcp_if_include": "lo",
            "OMPI_MCA_oob_tcp_if_include": "lo", "OMPI_MCA_btl": "self,vader,tcp",
            "OMPI_MCA_rmaps_base_oversubscribe": "1"}
-
-
-def run_json_line(command, env=None):
-    """Runs a command and returns the last line of its stdout that parses as JSON."""
-    done = subprocess.run(command, cwd=FRAMEWORKS_DIR, env={**os.environ, **(env or {})}, capture_output=True,
-                          text=True, check=False)
-    if done.returncode != 0:
-        sys.exit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    for line in reversed(done.stdout.splitlines()):
-        if line.startswith("{"):
-            return json.loads(line)
-    sys.exit(f"{' '.join(command)} printed no result:\n{done.stdout[-2000:]}")
 
 
 def ringtrain(args):
@@ -72,29 +61,12 @@ def framework_args(args):
 
 def keras(args):
     python = os.path.join(ROOT, ".venv-compare", "bin", "python3")
-    return run_json_line([python, "keras_mirrored_fmnist.py", *framework_args(args), "--precision", args.precision])
+    return run_json_line([python, "keras_mirrored_fmnist.py", *framework_args(args), "--precision", args.precision],
+                         FRAMEWORKS_DIR)
 
 
 def pytorch(args):
-    return run_json_line(["/usr/bin/python3", "torch_ddp_fmnist.py", *framework_args(args)])
-
-
-def table(records):
-    by = {}
-    for r in records:
-        by.setdefault(f'{r["framework"]} ({r["precision"]})', {})[r["repeat"]] = r["samples_per_s"]
-    ours_by_repeat = next(rates for name, rates in by.items() if name.startswith("ringtrain"))
-    ours = statistics.median(ours_by_repeat.values())
-    lines = ["| framework | samples/s, median | range | runs | ringtrain / this | paired, per repeat: median (range) |",
-             "|---|---|---|---|---|---|"]
-    for name, by_repeat in by.items():
-        rates = list(by_repeat.values())
-        median = statistics.median(rates)
-        paired = [ours_by_repeat[k] / v for k, v in by_repeat.items() if k in ours_by_repeat]
-        paired_text = f"{statistics.median(paired):.2f}x ({min(paired):.2f} – {max(paired):.2f})"
-        lines.append(f"| {name} | {median:,.0f} | {min(rates):,.0f} – {max(rates):,.0f} | {len(rates)} | "
-                     f"{ours / median:.2f}x | {paired_text} |")
-    return "\n".join(lines)
+    return run_json_line(["/usr/bin/python3", "torch_ddp_fmnist.py", *framework_args(args)], FRAMEWORKS_DIR)
 
 
 def main():
@@ -110,19 +82,8 @@ def main():
                    help="ringtrain's train.precision and Keras's policy (mixed_bfloat16); PyTorch runs fp32")
     p.add_argument("--out", help="JSON lines, one per run")
     args = p.parse_args()
-    records = []
-    frameworks = (ringtrain, keras, pytorch)
-    for repeat in range(args.repeats):
-        for run in frameworks[repeat % 3:] + frameworks[:repeat % 3]:
-            load = os.getloadavg()[0]
-            record = run(args)
-            record.update({"repeat": repeat + 1, "load_average_before": load})
-            print(json.dumps(record), file=sys.stderr, flush=True)
-            records.append(record)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.writelines(json.dumps(r) + "\n" for r in records)
-    print(table(records))
+    records = run_interleaved([lambda run=run: run(args) for run in (ringtrain, keras, pytorch)], args.repeats, args.out)
+    print(table(records, lambda r: f'{r["framework"]} ({r["precision"]})', f"ringtrain ({args.precision})"))
 
 
 if __name__ == "__main__":

@@ -119,12 +119,16 @@ struct Scratch {
   float* k;          // backward: the constant
   float* relu_a;     // backward after a fused ReLU: the forward's scale and shift, which give its mask again
   float* relu_b;
+  // Synchronised batch norm: the values per channel over the group's ranks (in place of z.count()), once the
+  // totals are added over them (group_totals); null otherwise.
+  const double* group_count = nullptr;
 };
 
 Scratch scratch_of(const Layout& z, void* bytes) {
   auto* partial = static_cast<PairSum*>(bytes);
   auto* totals = partial + static_cast<std::ptrdiff_t>(z.channels) * z.slices;
-  auto* floats = reinterpret_cast<float*>(totals + z.channels);
+  // After the totals, one more PairSum: this rank's count, added over the group's ranks with the totals.
+  auto* floats = reinterpret_cast<float*>(totals + z.channels + 1);
   const int c = z.channels;
   return {partial, totals, floats, floats + c, floats + 2 * c, floats + 3 * c, floats + 4 * c};
 }
@@ -164,6 +168,11 @@ __device__ void for_sample_packs(const Layout& z, F&& f) {
     const uint32_t j = first + r * detail::kThreads;
     if (j < packs) f(base + static_cast<int64_t>(j) * z.vec, static_cast<int>(z.by_row.quotient(j)));
   }
+}
+
+// The values each channel's statistics are over: this rank's, or the group's (Scratch::group_count).
+__device__ double values_per_channel(const Layout& z, const Scratch& w) {
+  return w.group_count ? *w.group_count : static_cast<double>(z.count());
 }
 
 __device__ PairSum channel_total(const Layout& z, const PairSum* partial, int c) {
@@ -208,7 +217,7 @@ struct Statistics {
 __global__ void statistics_kernel(Layout z, Statistics st, Scratch w) {
   for (int c = static_cast<int>(global_index()); c < z.channels; c += static_cast<int>(grid_stride())) {
     const PairSum moments = channel_total(z, w.partial, c);
-    const double count = static_cast<double>(z.count()), mean = moments.a / count;
+    const double count = values_per_channel(z, w), mean = moments.a / count;
     // E[x^2] - mean^2 in double: 16-bit values lose nothing that matters unless |mean| exceeds the deviation ~1e6x.
     const double var = max(0.0, moments.b / count - mean * mean);
     const double inv_std = 1.0 / sqrt(var + st.epsilon);  // biased variance: what the batch is normalised with
@@ -310,10 +319,12 @@ __global__ void gradient_coefficients_kernel(Layout z, const float* gamma, const
                                              float* dgamma, float* dbeta) {
   for (int c = static_cast<int>(global_index()); c < z.channels; c += static_cast<int>(grid_stride())) {
     const PairSum sums = channel_total(z, w.partial, c);
-    const double count = static_cast<double>(z.count()), inv_std = saved_inv_std[c];
+    const double count = values_per_channel(z, w), inv_std = saved_inv_std[c];
     const double sum_dy_xhat = sums.b * inv_std;
-    dbeta[c] += static_cast<float>(sums.a);
-    dgamma[c] += static_cast<float>(sum_dy_xhat);
+    if (dbeta) {
+      dbeta[c] += static_cast<float>(sums.a);
+      dgamma[c] += static_cast<float>(sum_dy_xhat);
+    }
     const double a = gamma[c] * inv_std;
     w.a[c] = static_cast<float>(a);
     w.b[c] = static_cast<float>(-a * inv_std * sum_dy_xhat / count);
@@ -662,19 +673,65 @@ void add_shortcut_apart(const BatchNormShape& s, BatchNormEpilogue then, void* y
   if (then.shortcut) add_relu({s.elements(), s.data}, y, then.shortcut, y, stream);
 }
 
+__global__ void set_count_kernel(PairSum* count, double values) { *count = {values, 0.0}; }
+
+// The totals of this rank's slices (folded: fold_slices_kernel has run) with its count after them, added over the
+// group's ranks in place: what the finishing kernels then read as one slice, with the group's count.
+Scratch group_totals(const Layout& z, const Scratch& w, bool folded_already, const BatchNormGroup& group,
+                     Stream stream) {
+  if (!folded_already) fold_slices_kernel<<<z.channels, detail::kChannelThreads, 0, stream>>>(z, w);
+  PairSum* count = w.totals + z.channels;
+  set_count_kernel<<<1, 1, 0, stream>>>(count, static_cast<double>(z.count()));
+  RT_CHECK_LAUNCH();
+  group.add_over_ranks(reinterpret_cast<double*>(w.totals), 2 * (static_cast<std::size_t>(z.channels) + 1), stream);
+  Scratch g = folded(w);
+  g.group_count = &count->a;
+  return g;
+}
+
+// The forward's statistics from the sums in w: this rank's, or with a group the group's.
+void finish_statistics(const Layout& z, const Statistics& st, const Scratch& w, bool folded_already,
+                       const BatchNormGroup* group, Stream stream) {
+  if (group) {
+    statistics_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(
+        folded(z), st, group_totals(z, w, folded_already, *group, stream));
+  } else if (folded_already) {
+    statistics_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(folded(z), st, folded(w));
+  } else {
+    statistics_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, st, w);
+  }
+  RT_CHECK_LAUNCH();
+}
+
+// Backward's coefficients from the gradient sums in w. With a group, this rank's share of dgamma and dbeta first
+// (the gradient all-reduce adds the ranks' shares up), then dx's coefficients from the group's sums.
+void finish_gradient(const Layout& z, const float* gamma, const float* saved_inv_std, const Scratch& w,
+                     bool folded_already, const BatchNormGroup* group, float* dgamma, float* dbeta, Stream stream) {
+  const Layout one = folded_already || group ? folded(z) : z;
+  if (group && !folded_already) fold_slices_kernel<<<z.channels, detail::kChannelThreads, 0, stream>>>(z, w);
+  const Scratch mine = folded_already || group ? folded(w) : w;
+  gradient_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(one, gamma, saved_inv_std, mine,
+                                                                                    dgamma, dbeta);
+  RT_CHECK_LAUNCH();
+  if (!group) return;
+  gradient_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(
+      one, gamma, saved_inv_std, group_totals(z, w, true, *group, stream), nullptr, nullptr);
+  RT_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 std::size_t batchnorm_scratch_bytes(const BatchNormShape& s) {
   if (empty(s)) return 0;
   const Layout z = layout_of(s);
   const auto channels = static_cast<std::size_t>(z.channels);
-  return sizeof(PairSum) * channels * (static_cast<std::size_t>(z.slices) + 1) + 5 * sizeof(float) * channels;
+  return sizeof(PairSum) * (channels * (static_cast<std::size_t>(z.slices) + 1) + 1) + 5 * sizeof(float) * channels;
 }
 
 void batchnorm_forward_train(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
                              double momentum, double epsilon, float* running_mean, float* running_var,
                              BatchNormEpilogue then, void* y, float* saved_mean, float* saved_inv_std, void* scratch,
-                             Stream stream) {
+                             Stream stream, const BatchNormGroup* group) {
   if (empty(s)) return;
   const Layout z = layout_of(s, {x, y, then.shortcut});
   const Scratch w = scratch_of(z, scratch);
@@ -686,7 +743,7 @@ void batchnorm_forward_train(const BatchNormShape& s, const void* x, const float
           <<<rows_grid(r), detail::kChannelThreads, 0, stream>>>(r, z, static_cast<const decltype(t)*>(x), w);
     });
     fold_slices_kernel<<<z.channels, detail::kChannelThreads, 0, stream>>>(z, w);
-    statistics_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(folded(z), st, folded(w));
+    finish_statistics(z, st, w, true, group, stream);
     apply_rows_affine(s, x, then, w, y, stream);
     return;
   }
@@ -695,7 +752,7 @@ void batchnorm_forward_train(const BatchNormShape& s, const void* x, const float
     constexpr int V = decltype(v)::value;
     const T* xt = static_cast<const T*>(x);
     moments_kernel<V><<<slice_grid(z), detail::kChannelThreads, 0, stream>>>(z, xt, w);
-    statistics_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, st, w);
+    finish_statistics(z, st, w, false, group, stream);
     affine_kernel<V><<<element_grid(z), detail::kThreads, 0, stream>>>(z, xt, w, then.relu && !then.shortcut,
                                                                         static_cast<T*>(y));
   });
@@ -726,7 +783,8 @@ void batchnorm_forward_infer(const BatchNormShape& s, const void* x, const float
 
 void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, BatchNormBackwardMask mask,
                         const float* gamma, const float* beta, const float* saved_mean, const float* saved_inv_std,
-                        void* dx, float* dgamma, float* dbeta, void* scratch, Stream stream) {
+                        void* dx, float* dgamma, float* dbeta, void* scratch, Stream stream,
+                        const BatchNormGroup* group) {
   if (empty(s)) return;
   const Layout z = layout_of(s, {x, dy, dx, mask.join_y, mask.dshortcut});
   const Scratch w = scratch_of(z, scratch);
@@ -748,8 +806,7 @@ void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, 
             <<<rows_grid(r), detail::kChannelThreads, 0, stream>>>(r, z, xt, dyt, mask.relu, saved_mean, w);
       }
       fold_slices_kernel<<<z.channels, detail::kChannelThreads, 0, stream>>>(z, w);
-      gradient_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(
-          folded(z), gamma, saved_inv_std, folded(w), dgamma, dbeta);
+      finish_gradient(z, gamma, saved_inv_std, w, true, group, dgamma, dbeta, stream);
       rows_dx_kernel<V><<<rows_element_grid(r), detail::kChannelThreads, 0, stream>>>(r, xt, dyt, mask.relu,
                                                                                        saved_mean, w,
                                                                                        static_cast<T*>(dx));
@@ -767,8 +824,7 @@ void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, 
     const T *xt = static_cast<const T*>(x), *dyt = static_cast<const T*>(dy);
     gradient_sums_kernel<V>
         <<<slice_grid(z), detail::kChannelThreads, 0, stream>>>(z, xt, dyt, mask.relu, saved_mean, w);
-    gradient_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, gamma, saved_inv_std, w,
-                                                                                      dgamma, dbeta);
+    finish_gradient(z, gamma, saved_inv_std, w, false, group, dgamma, dbeta, stream);
     dx_kernel<V><<<element_grid(z), detail::kThreads, 0, stream>>>(z, xt, dyt, mask.relu, saved_mean, w,
                                                                    static_cast<T*>(dx));
   });

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The PyTorch peer of ringtrain's throughput (issue 38): trains the same two models on synthetic data already on the
+"""The PyTorch peer of ringtrain's throughput (issues 38, 41): trains the same models on synthetic data already on the
 device, under each of PyTorch's execution modes, and prints one JSON line per measurement (also appended to --out),
 then a short table:
 
@@ -18,7 +18,8 @@ Modes (--modes; each builds its model afresh from the same seed, then warms up, 
 Every mode not listed is still written, as skipped, so a record always shows all five. The step is the jobs':
 forward, cross-entropy, backward, SGD with momentum 0.9 and weight decay (jobs/fashion_mnist.toml,
 jobs/resnet50_synthetic.toml). Precisions: fp32 (strict: TF32 off, as ringtrain's fp32 path), tf32, bf16
-(torch.autocast bf16 with fp32 master weights). The models are defined here, torchvision-free, layer for layer.
+(torch.autocast bf16 with fp32 master weights). fmnist and resnet50 are defined here, torchvision-free, layer for
+layer; efficientnet_b0 and vit_s16 are torchvision's (issue 41's GPU targets, as the job files match them).
 
 --budget-s bounds the whole script: a mode whose estimated cost no longer fits is skipped with that reason.
 Compiled modes of one model run one after the other in this process, so Inductor's on-disk cache serves the second.
@@ -60,6 +61,14 @@ PRIOR_COST_S = {
                         "compile_max_autotune": 120},
     ("cpu", "resnet50"): {"eager": 10, "eager_benchmark": 10, "compile": 300, "compile_reduce_overhead": 200,
                           "compile_max_autotune": 900},
+    ("cuda", "efficientnet_b0"): {"eager": 20, "eager_benchmark": 25, "compile": 200, "compile_reduce_overhead": 120,
+                                  "compile_max_autotune": 1200},
+    ("cuda", "vit_s16"): {"eager": 15, "eager_benchmark": 15, "compile": 120, "compile_reduce_overhead": 80,
+                          "compile_max_autotune": 900},
+    ("cpu", "efficientnet_b0"): {"eager": 10, "eager_benchmark": 10, "compile": 300, "compile_reduce_overhead": 200,
+                                 "compile_max_autotune": 900},
+    ("cpu", "vit_s16"): {"eager": 10, "eager_benchmark": 10, "compile": 200, "compile_reduce_overhead": 150,
+                         "compile_max_autotune": 900},
 }
 
 
@@ -125,13 +134,29 @@ class ResNet50(nn.Module):
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 
 
+def efficientnet_b0(_side):
+    import torchvision
+    return torchvision.models.efficientnet_b0()
+
+
+def vit_s16(side):
+    """ViT-S/16 as jobs/vit_s16.toml: torchvision's VisionTransformer at DeiT-S's width."""
+    from torchvision.models.vision_transformer import VisionTransformer
+    return VisionTransformer(image_size=side, patch_size=16, num_layers=12, num_heads=6, hidden_dim=384, mlp_dim=1536)
+
+
 MODELS = {
-    # name: (constructor, per-sample shape, classes, batch, SGD settings as in the job files)
-    "fmnist": (FashionCnn, (1, 28, 28), 10, 64, dict(lr=0.05, momentum=0.9, weight_decay=5e-4)),
-    "resnet50": (ResNet50, (3, 224, 224), 1000, 256, dict(lr=0.1, momentum=0.9, weight_decay=1e-4)),
+    # name: (constructor of the input's side, per-sample shape, classes, batch, SGD settings as in the job files).
+    # The issue-41 models are torchvision's, as jobs/efficientnet_b0.toml and jobs/vit_s16.toml are checked against
+    # (ringtrain trains the ViT job with optimizer.name = "sgd" to compare).
+    "fmnist": (lambda _side: FashionCnn(), (1, 28, 28), 10, 64, dict(lr=0.05, momentum=0.9, weight_decay=5e-4)),
+    "resnet50": (lambda _side: ResNet50(), (3, 224, 224), 1000, 256, dict(lr=0.1, momentum=0.9, weight_decay=1e-4)),
+    "efficientnet_b0": (efficientnet_b0, (3, 224, 224), 1000, 256, dict(lr=0.1, momentum=0.9, weight_decay=1e-5)),
+    "vit_s16": (vit_s16, (3, 224, 224), 1000, 256, dict(lr=0.1, momentum=0.9, weight_decay=1e-4)),
 }
 # --tiny: shapes small enough for a 2-core CPU to run every mode (Fashion-MNIST's dense layer fixes its 28x28).
-TINY = {"fmnist": ((1, 28, 28), 8), "resnet50": ((3, 32, 32), 4)}
+TINY = {"fmnist": ((1, 28, 28), 8), "resnet50": ((3, 32, 32), 4), "efficientnet_b0": ((3, 32, 32), 4),
+        "vit_s16": ((3, 32, 32), 4)}
 
 
 # ---- measurement ----------------------------------------------------------------------------------------
@@ -232,7 +257,7 @@ def train(name, precision, mode, args, device):
     torch.manual_seed(0)
     if device.type == "cuda":
         torch.cuda.empty_cache()
-    model = make().to(device)
+    model = make(shape[-1]).to(device)
     fwd_flops = forward_flops_per_sample(model, shape, device)
     memory_format = torch.channels_last if args.channels_last else torch.contiguous_format
     model = model.to(memory_format=memory_format)

@@ -95,18 +95,14 @@ std::unique_ptr<dist::GradientReducer> open_cpu_reducer(const config::JobConfig&
   return std::make_unique<dist::MpiGradientReducer>(world.comm(), job.dist.allreduce_dtype);
 }
 
-// dist.sync_batchnorm_group: groups of that many consecutive ranks, so it must divide the world; the CUDA backend
-// has no NCCL sub-communicators for it yet and refuses the key.
-void check_sync_batchnorm(const config::JobConfig& job, const dist::World& world, bool gpu) {
+// dist.sync_batchnorm_group: groups of that many consecutive ranks, so it must divide the world.
+void check_sync_batchnorm(const config::JobConfig& job, const dist::World& world) {
   const int group = job.dist.sync_batchnorm_group;
   if (group == 0) return;
   if (world.size() % group != 0)
     throw JobFileError(fmt::format("dist.sync_batchnorm_group = {} must divide the world size ({} ranks); use a "
                                    "divisor of it, or 0 for unsynchronised batch norm",
                                    group, world.size()));
-  if (gpu)
-    throw JobFileError("dist.sync_batchnorm_group is not available on the CUDA backend yet (the CPU backend "
-                       "synchronises batch norm); set it to 0 or run.device = \"cpu\"");
 }
 
 void synchronise_batchnorm(const config::JobConfig& job, dist::World& world, model::Backend& backend) {
@@ -126,7 +122,7 @@ DeviceSetup open_device(const config::JobConfig& job, dist::World& world) {
   const bool gpu = wants_gpu(job, world);
   world.all_succeed([&] {
     check_precision(job, gpu);
-    check_sync_batchnorm(job, world, gpu);
+    check_sync_batchnorm(job, world);
   });
   DeviceSetup device;
   if (gpu) {

@@ -22,6 +22,7 @@
 #include "kernels/activation.h"
 #include "kernels/activation_layout.h"
 #include "kernels/jpeg_crop.h"
+#include "kernels/layer_norm.h"
 #include "kernels/loss_settings.h"
 #include "kernels/loss_totals.h"
 #include "kernels/op_shapes.h"
@@ -39,6 +40,7 @@ using kernels::AttentionShape;
 using kernels::BatchNormShape;
 using kernels::Conv2dShape;
 using kernels::DenseShape;
+using kernels::LayerNormTensors;
 using kernels::LossSettings;
 using kernels::LossTotals;
 using kernels::PixelShape;
@@ -252,6 +254,15 @@ class Backend {
     throw JobFileError("dist.sync_batchnorm_group is not available on the " + name() +
                        " backend; set dist.sync_batchnorm_group = 0 or run.device = \"cpu\"");
   }
+  // ---- layer normalisation over channels (kernels/layer_norm.h): per (sample, position) of p's planes, in the
+  // layout the backend stores p.type in, the C values normalised by their mean and biased variance, then
+  // y = gamma[c] * xhat + beta[c]. Forward writes the positions' statistics into t.mean and t.rstd (N x HW each),
+  // which backward reads; backward writes dx (none where null) and adds to dgamma and dbeta.
+  virtual void layer_norm_forward(const kernels::Planes& p, float epsilon, const void* x, const LayerNormTensors& t,
+                                  void* y) = 0;
+  virtual void layer_norm_backward(const kernels::Planes& p, const void* x, const void* dy, const LayerNormTensors& t,
+                                   void* dx, float* dgamma, float* dbeta) = 0;
+
   // ---- pooling: `saved` is what forward keeps for backward on this backend, pool_saved_bytes() of it (the CPU
   // twin keeps the winners of max pooling); x and y are the forward's input and output.
   virtual std::size_t pool_saved_bytes(const PoolShape& s, PoolMode mode) const = 0;

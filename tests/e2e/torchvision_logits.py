@@ -4,9 +4,9 @@
       runs ringtrain's export on 4 random images of its input shape (pixel values 0..255) and saves the pixels, the
       logits and the graph's input normalisation;
   /usr/bin/python3 torchvision_logits.py torch CHECKPOINT NAME OUT.npz
-      loads the checkpoint's parameters (in declaration order) and batch-norm running statistics into
-      torchvision.models.NAME() (or NAME from MODELS_OF_OUR_OWN below), runs it in evaluation on the same normalised
-      pixels, and fails unless every logit is within 1e-4 of the largest one of onnxruntime's.
+      loads the checkpoint's parameters (in ringtrain's declaration order, ringtrain_order) and batch-norm running
+      statistics into torchvision.models.NAME() (or NAME from MODELS_OF_OUR_OWN below), runs it in evaluation on the
+      same normalised pixels, and fails unless every logit is within 1e-4 of the largest one of onnxruntime's.
 Parameters in declaration order and the export's numbers (tests/e2e/check_onnx.py holds it to `predict`) make this
 the check that each layer sits where torchvision has it, with its stride, padding, groups and activation."""
 import sys
@@ -25,6 +25,20 @@ def run_onnx(model_path, out):
     pixels = np.random.default_rng(0).uniform(0, 255, [4] + dims).astype(np.float32)
     logits = onnxruntime.InferenceSession(model_path).run(["logits"], {"pixels": pixels})[0]
     np.savez(out, pixels=pixels, logits=logits, mean=constants["input_mean"], std=constants["input_std"])
+
+
+def ringtrain_order(model):
+    """The model's parameters in the order ringtrain declares its layers' tensors. torchvision declares them so,
+    except where a block registers a parameter of its own before its submodules (ConvNeXt's CNBlock.layer_scale):
+    ringtrain's layer_scale is the block body's last layer, so that parameter moves after the block's others."""
+    named = list(model.named_parameters())
+    for own in [n for n, _ in named if n.endswith(".layer_scale")]:
+        block = own[:-len("layer_scale")]
+        names = [n for n, _ in named]
+        moved = named.pop(names.index(own))
+        last = max(i for i, (n, _) in enumerate(named) if n.startswith(block))
+        named.insert(last + 1, moved)
+    return [p for _, p in named]
 
 
 def attention_probe():
@@ -59,7 +73,7 @@ def run_torch(checkpoint, name, saved):
     model = (MODELS_OF_OUR_OWN[name]() if name in MODELS_OF_OUR_OWN else getattr(torchvision.models, name)()).eval()
     with torch.no_grad():
         at = 0
-        for i, p in enumerate(model.parameters()):
+        for i, p in enumerate(ringtrain_order(model)):
             assert p.numel() == sizes[i], f"tensor {i}: torchvision {tuple(p.shape)}, checkpoint {sizes[i]} values"
             p.copy_(torch.from_numpy(params[at:at + p.numel()]).view_as(p))
             at += p.numel()

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# jobs/mobilenet_v2.toml, jobs/efficientnet_b0.toml and jobs/resnext50_32x4d.toml are torchvision 0.14's
-# mobilenet_v2(), efficientnet_b0() and resnext50_32x4d():
+# jobs/mobilenet_v2.toml, jobs/efficientnet_b0.toml, jobs/resnext50_32x4d.toml and jobs/convnext_tiny.toml are
+# torchvision 0.14's mobilenet_v2(), efficientnet_b0(), resnext50_32x4d() and convnext_tiny():
 # the parameter count each run's header states equals the count of torchvision's model, computed here, and the
 # run's checkpoint loaded into torchvision's model gives the logits of ringtrain's ONNX export
 # (torchvision_logits.py). Neither depends on the image side, so each job runs one step of 2 samples on a 3x32x32
 # synthetic split (the models' 32x downsampling leaves 1x1) on the CPU twin, at learning rate 0: the step still
 # moves the batch norms' running statistics, and the logits stay of a size whose comparison means something (2
 # samples through 1x1 batch norms give gradients that blow them up after one real step, in torchvision alike).
+# ConvNeXt's layer scales start at 1e-6, which would leave its blocks' bodies out of the logits: its job runs with
+# them at 1, so that every body's numbers count.
 # Skips (77) where /usr/bin/python3 has no torchvision or .venv-onnx is missing.
 # Usage: torchvision_models.sh RINGTRAIN SOURCE_DIR
 set -euo pipefail
@@ -15,7 +17,7 @@ onnx_python=$src/.venv-onnx/bin/python3
 [ -x "$onnx_python" ] || { echo "SKIP: $onnx_python is missing (scripts/install_deps.sh)"; exit 77; }
 counts=$(/usr/bin/python3 -c '
 import torchvision
-for name in ("mobilenet_v2", "efficientnet_b0", "resnext50_32x4d"):
+for name in ("mobilenet_v2", "efficientnet_b0", "resnext50_32x4d", "convnext_tiny"):
     m = getattr(torchvision.models, name)()
     print(name, sum(p.numel() for p in m.parameters()))
 ' 2>/dev/null) || { echo "SKIP: /usr/bin/python3 cannot import torchvision"; exit 77; }
@@ -24,7 +26,8 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 "$bin" prepare synthetic --shape 3,32,32 --classes 1000 --samples 2 --test-samples 2 --out data >/dev/null
 while read -r name want; do
-  "$bin" train "$src/jobs/$name.toml" --set data.train=data/train --set data.test=data/test \
+  sed 's/type = "layer_scale", init = 1e-6/type = "layer_scale", init = 1/' "$src/jobs/$name.toml" >"$name.toml"
+  "$bin" train "$name.toml" --set data.train=data/train --set data.test=data/test \
     --set train.batch_per_rank=2 --set train.max_steps_per_epoch=1 --set train.precision=fp32 --set run.device=cpu \
     --set optimizer.base_lr=0 --set run.dir="$name" --set run.progress_every_s=1000 >"$name.log" 2>&1 || {
     echo "FAIL: $name: $(tail -5 "$name.log")"; exit 1; }

@@ -1,6 +1,6 @@
 // Tests of the CUDA backend's own pieces against the CPU backend: device choice, version report, memory and
-// copies, element-wise work, input normalisation, the loss and the optimizer update. Device choice, the version
-// report and the no-device error run without a GPU; the rest skip when none is visible.
+// copies, element-wise work, layer normalisation, input normalisation, the loss and the optimizer update. Device
+// choice, the version report and the no-device error run without a GPU; the rest skip when none is visible.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <span>
 
 #include "backend/cuda/cuda_versions.h"
 #include "backend/cuda/nccl_reducer.h"
@@ -435,6 +437,66 @@ TEST_F(CudaBackendTest, SumSquaresMatchesCpuAndRepeatsItsBits) {
   EXPECT_EQ(first, again);
 }
 
+// Layer normalisation over channels (kernels/layer_norm.h's formula on both): the CUDA kernels against the CPU twin
+// on an image (positions strided by H x W in NCHW) and on tokens, in each element type the two store alike; the
+// parameter gradients accumulate onto what was there. One formula and double sums on both sides: only fp32 rounding
+// in another order (and contracted multiply-adds), and the 16-bit outputs' last rounding, may differ. NHWC storage
+// is held to the double reference by test_layers' cuda_*_nhwc cases.
+TEST_F(CudaBackendTest, LayerNormMatchesCpu) {
+  for (const model::Shape shape : {model::Shape{3, 96, 5, 7}, model::Shape{2, 64, 13, 1}}) {
+    for (const kernels::ElementType type :
+         {kernels::ElementType::f32, kernels::ElementType::bf16, kernels::ElementType::f16}) {
+      if (cuda().activation_layout(type) != cpu().activation_layout(type)) continue;
+      SCOPED_TRACE(shape.str() + " in " + kernels::element_type_name(type));
+      const kernels::Planes p = model::planes_of(shape, type);
+      const int64_t n = p.elements(), positions = p.n * p.hw, c = p.c;
+      const double tol = type == kernels::ElementType::f32 ? 1e-5 : type == kernels::ElementType::bf16 ? 8e-3 : 1e-3;
+      const auto x = random_vector(n, 31, -2.0f, 3.0f), dy = random_vector(n, 32);
+      const auto gamma = random_vector(c, 33, 0.5f, 1.5f), beta = random_vector(c, 34);
+      const auto dgamma0 = random_vector(c, 35), dbeta0 = random_vector(c, 36);
+      // Both sides' inputs in `type`: cast on each backend from the same fp32 values.
+      const kernels::Elements e{n, type};
+      std::vector<std::byte> hx(e.bytes()), hdy(e.bytes()), hy(e.bytes()), hdx(e.bytes());
+      cpu().cast({n, kernels::ElementType::f32}, x.data(), type, hx.data());
+      cpu().cast({n, kernels::ElementType::f32}, dy.data(), type, hdy.data());
+      auto x32 = upload(x), dy32 = upload(dy), dg = upload(gamma), db = upload(beta);
+      auto ddgamma = upload(dgamma0), ddbeta = upload(dbeta0);
+      model::DeviceBuffer dx16 = cuda().allocate(e.bytes()), ddy = cuda().allocate(e.bytes()),
+                          dy_out = cuda().allocate(e.bytes()), ddx = cuda().allocate(e.bytes()),
+                          stats = cuda().allocate(2 * sizeof(float) * static_cast<size_t>(positions));
+      cuda().cast({n, kernels::ElementType::f32}, x32.as<void>(), type, dx16.as<void>());
+      cuda().cast({n, kernels::ElementType::f32}, dy32.as<void>(), type, ddy.as<void>());
+      std::vector<float> host_stats(2 * static_cast<size_t>(positions)), dgamma = dgamma0, dbeta = dbeta0;
+      const model::LayerNormTensors on_gpu{dg.as<float>(), db.as<float>(), stats.as<float>(),
+                                           stats.as<float>() + positions};
+      const model::LayerNormTensors on_cpu{gamma.data(), beta.data(), host_stats.data(),
+                                           host_stats.data() + positions};
+
+      cuda().layer_norm_forward(p, 1e-6f, dx16.as<void>(), on_gpu, dy_out.as<void>());
+      cpu().layer_norm_forward(p, 1e-6f, hx.data(), on_cpu, hy.data());
+      cuda().layer_norm_backward(p, dx16.as<void>(), ddy.as<void>(), on_gpu, ddx.as<void>(), ddgamma.as<float>(),
+                                 ddbeta.as<float>());
+      cpu().layer_norm_backward(p, hx.data(), hdy.data(), on_cpu, hdx.data(), dgamma.data(), dbeta.data());
+
+      const auto widened = [&](const void* device_or_host, bool on_device) {
+        model::DeviceBuffer wide = cuda().allocate(static_cast<size_t>(n) * sizeof(float));
+        std::vector<float> out(static_cast<size_t>(n));
+        if (on_device) {
+          cuda().cast(e, device_or_host, kernels::ElementType::f32, wide.as<void>());
+          return download(wide.as<float>(), n);
+        }
+        cpu().cast(e, device_or_host, kernels::ElementType::f32, out.data());
+        return out;
+      };
+      EXPECT_TRUE(all_close(widened(dy_out.as<void>(), true), widened(hy.data(), false), tol, tol)) << "y";
+      EXPECT_TRUE(all_close(download(stats.as<float>(), 2 * positions), host_stats, 1e-5, 1e-6)) << "mean and rstd";
+      EXPECT_TRUE(all_close(widened(ddx.as<void>(), true), widened(hdx.data(), false), tol, tol)) << "dx";
+      EXPECT_TRUE(all_close(download(ddgamma.as<float>(), c), dgamma, 1e-4, 1e-5)) << "accumulated dgamma";
+      EXPECT_TRUE(all_close(download(ddbeta.as<float>(), c), dbeta, 1e-4, 1e-5)) << "accumulated dbeta";
+    }
+  }
+}
+
 TEST_F(CudaBackendTest, SgdUpdateMatchesCpu) {
   const int64_t n = 4099;
   const auto grad = random_vector(n, 20), velocity = random_vector(n, 21), param = random_vector(n, 22);
@@ -474,6 +536,71 @@ TEST_F(CudaBackendTest, EmaUpdateMatchesCpu) {
   }
   // One formula (kernels::ema_blend); only the compilers' fused multiply-adds may differ in the last bit.
   EXPECT_TRUE(all_close(download(dema.as<float>(), n), want, 1e-6, 1e-7));
+}
+
+// A group of two ranks whose other rank holds the same batch, in one process: the sums come back doubled.
+class TwinRankGroup final : public model::BatchStatisticsGroup {
+ public:
+  void all_reduce(std::span<double> sums) override {
+    for (double& v : sums) v *= 2;
+  }
+};
+
+// One batch norm's buffers on one backend: parameters and statistics in, everything training writes out.
+struct BatchNormRun {
+  std::vector<float> y, dx, dgamma, dbeta, running_mean, running_var;
+};
+
+BatchNormRun train_batchnorm(model::Backend& b, const model::BatchNormShape& s, const std::vector<float>& x,
+                             const std::vector<float>& dy) {
+  const auto c = static_cast<size_t>(s.channels), n = x.size();
+  std::vector<float> zeros(c, 0.0f), ones(c, 1.0f);
+  auto put = [&b](const std::vector<float>& host) {
+    model::DeviceBuffer d = b.allocate(host.size() * sizeof(float));
+    b.to_device(d.as<void>(), host.data(), host.size() * sizeof(float));
+    return d;
+  };
+  auto get = [&b](const model::DeviceBuffer& d, size_t count) {
+    std::vector<float> host(count);
+    b.to_host(host.data(), d.as<void>(), count * sizeof(float));
+    return host;
+  };
+  model::DeviceBuffer dx_in = put(x), ddy = put(dy), gamma = put(random_vector(c, 61, 0.5f, 1.5f)),
+                      beta = put(random_vector(c, 62)), mean = put(zeros), var = put(ones), saved_mean = put(zeros),
+                      saved_inv_std = put(zeros), y = put(std::vector<float>(n)), dx = put(std::vector<float>(n)),
+                      dgamma = put(zeros), dbeta = put(zeros);
+  const model::BatchNormBuffers buffers{gamma.as<float>(), beta.as<float>(), mean.as<float>(), var.as<float>(),
+                                        saved_mean.as<float>(), saved_inv_std.as<float>()};
+  const model::BatchNormSettings settings;
+  b.batchnorm_forward_train(s, settings, dx_in.as<void>(), buffers, y.as<void>());
+  b.batchnorm_backward(s, settings, dx_in.as<void>(), y.as<void>(), ddy.as<void>(), buffers, dx.as<void>(),
+                       dgamma.as<float>(), dbeta.as<float>());
+  return {get(y, n), get(dx, n), get(dgamma, c), get(dbeta, c), get(mean, c), get(var, c)};
+}
+
+// dist.sync_batchnorm_group on the CUDA backend (our kernels at fp32 too, the group's sums through the host) against
+// the CPU twin's, over a group whose other rank holds the same batch: both normalise with this batch's statistics,
+// put the group's count (2 x N x H x W) into the running variance's unbiased estimate, take dx from the group's sums
+// and keep this rank's share of dgamma and dbeta. The unsynchronised CPU run shows the group was used: its running
+// variance's count is this rank's alone.
+TEST_F(CudaBackendTest, SynchronisedBatchNormOverTwinRanksMatchesTheCpuTwin) {
+  backend::CudaBackend synced_cuda(0, 1, "test-host");
+  backend::CpuBackend synced_cpu(1);
+  synced_cuda.synchronise_batchnorm(std::make_shared<TwinRankGroup>());
+  synced_cpu.synchronise_batchnorm(std::make_shared<TwinRankGroup>());
+  const model::BatchNormShape s{.batch = 6, .channels = 5, .spatial = 49};
+  const auto x = random_vector(static_cast<size_t>(s.elements()), 63, -2.0f, 3.0f);
+  const auto dy = random_vector(static_cast<size_t>(s.elements()), 64);
+  const BatchNormRun got = train_batchnorm(synced_cuda, s, x, dy), want = train_batchnorm(synced_cpu, s, x, dy);
+  EXPECT_TRUE(all_close(got.y, want.y, 1e-5, 1e-6)) << "y";
+  EXPECT_TRUE(all_close(got.dx, want.dx, 1e-4, 1e-5)) << "dx";
+  EXPECT_TRUE(all_close(got.dgamma, want.dgamma, 1e-5, 1e-6)) << "dgamma";
+  EXPECT_TRUE(all_close(got.dbeta, want.dbeta, 1e-5, 1e-6)) << "dbeta";
+  EXPECT_TRUE(all_close(got.running_mean, want.running_mean, 1e-5, 1e-6)) << "running mean";
+  EXPECT_TRUE(all_close(got.running_var, want.running_var, 1e-5, 1e-6)) << "running variance";
+  const BatchNormRun alone = train_batchnorm(cpu(), s, x, dy);
+  EXPECT_TRUE(all_close(got.y, alone.y, 1e-5, 1e-6)) << "the twin rank's batch is this one: the same statistics";
+  EXPECT_FALSE(all_close(got.running_var, alone.running_var, 1e-7, 0.0)) << "the running variance's count is the group's";
 }
 
 // The other optimizers against the CPU twin over three updates: AdamW over a decay mask, LARS and LAMB over

@@ -59,6 +59,17 @@ TEST(Relu, ForwardClampsNegativesAndBackwardMasksByOutput) {
   EXPECT_TRUE(std::isnan(out));
 }
 
+TEST(ActivationForward, NanPassesThroughEveryActivation) {
+  // As through ReLU, and PyTorch's clamp: a clipped activation must not turn a NaN into a corner value.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (Activation a : {Activation::silu, Activation::gelu, Activation::sigmoid, Activation::hard_swish,
+                       Activation::relu6, Activation::hard_sigmoid}) {
+    float out = 0.0f;
+    activation_forward(a, 1, &nan, &out);
+    EXPECT_TRUE(std::isnan(out)) << "activation " << static_cast<int>(a);
+  }
+}
+
 // Inputs at least 0.05 from each other (and so from 0 but one); the one exactly at 0 is nudged away. A step
 // of 0.01 never crosses the kink, ReLU is linear on each side: tolerance 1e-4 covers L's rounding.
 TEST(Relu, GradientMatchesFiniteDifferences) {

@@ -1,8 +1,9 @@
 // Owns the layer tests' reference arithmetic: each layer kind's forward and backward written as direct loops in
 // double on the host, the definition every backend is checked against (NCHW, weights K x C/G x R x S with filter k
 // reading the input channels of group k / (K/G) only, W of dense stored out x in, average pooling counting padding,
-// unbiased running variance, a squeeze-and-excitation's 1x1 products as dense products of the channel means,
-// attention's projections as 1x1 convolutions over the tokens).
+// unbiased running variance, a squeeze-and-excitation's 1x1 products as dense products of the channel means, layer
+// normalisation over each position's channels with the biased variance, attention's projections as 1x1 convolutions
+// over the tokens).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -332,6 +333,56 @@ struct MultiHeadAttentionReference {
         }
     projection(3 * width).backward_filter(x, d_qkv, g[0], &g[1]);
     return projection(3 * width).backward_data(d_qkv, p[0]);
+  }
+};
+
+// Layer normalisation over N x C x HW (NCHW): per (sample, position), xhat = (x - mean) / sqrt(var + epsilon) over
+// the C values, var biased; y = gamma[c] * xhat + beta[c]. Parameters in the layer's order: gamma, beta.
+struct LayerNormReference {
+  int batch, channels, plane;
+  double epsilon;
+  size_t at(int n, int c, int i) const { return (size_t(n) * channels + c) * plane + i; }
+  struct Position {
+    double mean, inv_std;
+  };
+  Position stats(const Values& x, int n, int i) const {
+    double mean = 0, var = 0;
+    for (int c = 0; c < channels; ++c) mean += x[at(n, c, i)];
+    mean /= channels;
+    for (int c = 0; c < channels; ++c) var += (x[at(n, c, i)] - mean) * (x[at(n, c, i)] - mean);
+    return {mean, 1.0 / std::sqrt(var / channels + epsilon)};
+  }
+  Values forward(const Values& x, const std::vector<Values>& p) const {
+    Values y(x.size());
+    for (int n = 0; n < batch; ++n)
+      for (int i = 0; i < plane; ++i) {
+        const Position s = stats(x, n, i);
+        for (int c = 0; c < channels; ++c)
+          y[at(n, c, i)] = p[0][size_t(c)] * (x[at(n, c, i)] - s.mean) * s.inv_std + p[1][size_t(c)];
+      }
+    return y;
+  }
+  // Adds the parameter gradients to g; returns the input gradient.
+  Values backward(const Values& x, const Values& dy, const std::vector<Values>& p, std::vector<Values>& g) const {
+    Values dx(x.size());
+    for (int n = 0; n < batch; ++n)
+      for (int i = 0; i < plane; ++i) {
+        const Position s = stats(x, n, i);
+        double sum_g = 0, sum_g_xhat = 0;
+        for (int c = 0; c < channels; ++c) {
+          const double xhat = (x[at(n, c, i)] - s.mean) * s.inv_std, d = dy[at(n, c, i)];
+          g[0][size_t(c)] += d * xhat;
+          g[1][size_t(c)] += d;
+          sum_g += p[0][size_t(c)] * d;
+          sum_g_xhat += p[0][size_t(c)] * d * xhat;
+        }
+        for (int c = 0; c < channels; ++c) {
+          const double xhat = (x[at(n, c, i)] - s.mean) * s.inv_std;
+          dx[at(n, c, i)] =
+              s.inv_std * (p[0][size_t(c)] * dy[at(n, c, i)] - sum_g / channels - xhat * sum_g_xhat / channels);
+        }
+      }
+    return dx;
   }
 };
 

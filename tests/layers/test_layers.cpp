@@ -280,6 +280,31 @@ Reference reference_for(const LayerSpec& spec, Shape in) {
     };
     const double d = in.c, tokens = double(in.h) * in.w;
     r.forward_flops_per_sample = 2 * (3 * d * d * tokens) + 4 * tokens * tokens * d + 2 * (d * d * tokens);
+  } else if (t == "layer_norm") {
+    const LayerNormReference ln{in.n, in.c, in.h * in.w, spec.number("eps")};
+    r.forward = [=](Mode, const Values& x, const std::vector<Values>& p, std::vector<Values>&) {
+      return ln.forward(x, p);
+    };
+    r.backward = [=](const Values& x, const Values& dy, const std::vector<Values>& p, std::vector<Values>& g) {
+      return ln.backward(x, dy, p, g);
+    };
+  } else if (t == "layer_scale") {
+    const int plane = in.h * in.w, channels = in.c;
+    r.forward = [=](Mode, const Values& x, const std::vector<Values>& p, std::vector<Values>&) {
+      Values y(x.size());
+      for (size_t i = 0; i < x.size(); ++i) y[i] = p[0][i / size_t(plane) % size_t(channels)] * x[i];
+      return y;
+    };
+    r.backward = [=](const Values& x, const Values& dy, const std::vector<Values>& p, std::vector<Values>& g) {
+      Values dx(x.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        const size_t c = i / size_t(plane) % size_t(channels);
+        g[0][c] += dy[i] * x[i];
+        dx[i] = p[0][c] * dy[i];
+      }
+      return dx;
+    };
+    r.forward_flops_per_sample = double(in.per_sample());
   } else if (activation_references().count(t)) {
     const ActivationReference a = activation_references().at(t);
     r.forward = [=](Mode, const Values& x, const std::vector<Values>&, std::vector<Values>&) {
@@ -618,16 +643,29 @@ TEST_P(LayerTest, SqueezeExcitationAsFirstLayer) {
   check(squeeze_excitation(4, "silu", "sigmoid"), {4, 8, 5, 5}, {kGemm, kGemm, true, /*first_layer=*/true});
 }
 
+LayerSpec layer_norm(double eps) { return spec("layer_norm", {{"eps", eps}}); }
+TEST_P(LayerTest, LayerNormOverChannels) { check(layer_norm(1e-5), {4, 6, 5, 5}, {kGemm, kGemm}); }
+TEST_P(LayerTest, LayerNormOverManyChannelsAsConvNeXt) { check(layer_norm(1e-6), {2, 96, 3, 3}, {kGemm, kGemm}); }
+TEST_P(LayerTest, LayerNormOverTokens) { check(layer_norm(1e-5), {3, 16, 7, 1}, {kGemm, kGemm}); }
+TEST_P(LayerTest, LayerNormAfterGlobalPool) { check(layer_norm(1e-6), {5, 12, 1, 1}, {kGemm, kGemm}); }
+TEST_P(LayerTest, LayerNormAsFirstLayer) { check(layer_norm(1e-5), {2, 3, 4, 4}, {kGemm, kGemm, false, true}); }
+TEST_P(LayerTest, LayerScale) { check(spec("layer_scale", {{"init", 0.5}}), {4, 8, 5, 5}, {kGemm, kGemm, true}); }
+TEST_P(LayerTest, LayerScaleOnTokens) {
+  check(spec("layer_scale", {{"init", 1e-6}}), {3, 16, 6, 1}, {kGemm, kGemm, true});
+}
+
 // A reference's backward, which every backend's layer is held to, is the derivative of its forward: central
-// differences of sum(y * dy) for every value of x and of each parameter p[t].
-template <class LayerReference>
-void expect_gradients_are_derivatives(const LayerReference& r, const Values& x, const Values& dy,
-                                      const std::vector<Values>& p) {
+// differences of sum(y * dy) for every input and parameter value.
+using ReferenceForward = std::function<Values(const Values& x, const std::vector<Values>& params)>;
+using ReferenceBackward = std::function<Values(const Values& x, const Values& dy, const std::vector<Values>& params,
+                                               std::vector<Values>& grads)>;
+void expect_gradients_are_derivatives(const ReferenceForward& forward, const ReferenceBackward& backward,
+                                      const Values& x, const Values& dy, const std::vector<Values>& p) {
   std::vector<Values> g;
-  for (const Values& v : p) g.emplace_back(v.size(), 0.0);
-  const Values dx = r.backward(x, dy, p, g);
+  for (const Values& v : p) g.emplace_back(v.size());
+  const Values dx = backward(x, dy, p, g);
   auto loss = [&](const Values& xs, const std::vector<Values>& ps) {
-    const Values y = r.forward(xs, ps);
+    const Values y = forward(xs, ps);
     double l = 0;
     for (size_t i = 0; i < y.size(); ++i) l += y[i] * dy[i];
     return l;
@@ -654,10 +692,25 @@ TEST(SqueezeExcitationReference, GradientsAreTheForwardsDerivatives) {
     SCOPED_TRACE(act + ", " + gate);
     const SqueezeExcitationReference se{2, 3, 6, 2, {a.at(act).value, a.at(act).slope},
                                         {a.at(gate).value, a.at(gate).slope}};
-    expect_gradients_are_derivatives(se, to_double(random_floats(36, 1, -2.0f, 2.0f)), to_double(random_floats(36, 2)),
-                                     {to_double(random_floats(6, 3)), to_double(random_floats(2, 4)),
-                                      to_double(random_floats(6, 5)), to_double(random_floats(3, 6))});
+    const std::vector<Values> p{to_double(random_floats(6, 3)), to_double(random_floats(2, 4)),
+                                to_double(random_floats(6, 5)), to_double(random_floats(3, 6))};
+    expect_gradients_are_derivatives([&](const Values& x, const std::vector<Values>& ps) { return se.forward(x, ps); },
+                                     [&](const Values& x, const Values& dy, const std::vector<Values>& ps,
+                                         std::vector<Values>& g) { return se.backward(x, dy, ps, g); },
+                                     to_double(random_floats(36, 1, -2.0f, 2.0f)), to_double(random_floats(36, 2)), p);
   }
+}
+
+// On positions of a few channels each, the weight away from zero so that every path carries gradient.
+TEST(LayerNormReference, GradientsAreTheForwardsDerivatives) {
+  const LayerNormReference ln{2, 5, 3, 1e-5};
+  expect_gradients_are_derivatives(
+      [&](const Values& x, const std::vector<Values>& p) { return ln.forward(x, p); },
+      [&](const Values& x, const Values& dy, const std::vector<Values>& p, std::vector<Values>& g) {
+        return ln.backward(x, dy, p, g);
+      },
+      to_double(random_floats(30, 1, -2.0f, 2.0f)), to_double(random_floats(30, 2)),
+      {to_double(random_floats(5, 3, 0.5f, 1.5f)), to_double(random_floats(5, 4))});
 }
 
 // Tokens N x D x T x 1; the last case's T x 1 as H x W = 4 x 3 (any plane is H x W tokens). Gradients checked at a
@@ -673,9 +726,14 @@ TEST_P(LayerTest, MultiHeadAttentionAsFirstLayer) {
 // Two samples of three tokens of width 4 in two heads: the inputs and all four parameters.
 TEST(MultiHeadAttentionReference, GradientsAreTheForwardsDerivatives) {
   const MultiHeadAttentionReference a{2, 4, 3, 2};
-  expect_gradients_are_derivatives(a, to_double(random_floats(24, 1, -2.0f, 2.0f)), to_double(random_floats(24, 2)),
-                                   {to_double(random_floats(48, 3)), to_double(random_floats(12, 4)),
-                                    to_double(random_floats(16, 5)), to_double(random_floats(4, 6))});
+  expect_gradients_are_derivatives(
+      [&](const Values& x, const std::vector<Values>& p) { return a.forward(x, p); },
+      [&](const Values& x, const Values& dy, const std::vector<Values>& p, std::vector<Values>& g) {
+        return a.backward(x, dy, p, g);
+      },
+      to_double(random_floats(24, 1, -2.0f, 2.0f)), to_double(random_floats(24, 2)),
+      {to_double(random_floats(48, 3)), to_double(random_floats(12, 4)), to_double(random_floats(16, 5)),
+       to_double(random_floats(4, 6))});
 }
 
 TEST_P(LayerTest, MaxPool2) { check(pool("maxpool", 2, 2, 0), {4, 3, 8, 8}, {kExact, kExact, false, false, 1e-3f}); }

@@ -38,13 +38,15 @@ namespace {
 constexpr int kSteps = 20, kClasses = 5, kSide = 8;
 
 // No batch norm: its batch statistics differ between a batch of b and one of N*b, by definition. A squeeze-and-
-// excitation gate is per sample, so it belongs here (each sample's channel means and gate).
+// excitation gate is per sample, so it belongs here (each sample's channel means and gate), as does layer norm
+// (each position's own statistics) and layer scale.
 std::vector<LayerSpec> model_without_batchnorm() {
   auto make = [](std::string_view type, const std::vector<config::LayerArg>& args = {}) {
     return config::layer_spec(type, args, "equivalence");
   };
-  return {make("conv2d", {{"filters", 4}, {"kernel", 3}, {"padding", 1}}), make("relu"),
-          make("squeeze_excitation", {{"squeeze", 2}, {"activation", "silu"}}), make("maxpool", {{"size", 2}}),
+  return {make("conv2d", {{"filters", 4}, {"kernel", 3}, {"padding", 1}}), make("layer_norm"), make("relu"),
+          make("squeeze_excitation", {{"squeeze", 2}, {"activation", "silu"}}), make("layer_scale", {{"init", 0.5}}),
+          make("maxpool", {{"size", 2}}),
           make("flatten"), make("dense", {{"units", 16}}), make("relu"), make("dense", {{"units", kClasses}})};
 }
 

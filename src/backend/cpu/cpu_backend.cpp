@@ -20,6 +20,7 @@
 #include "kernels/cpu/ema.h"
 #include "kernels/cpu/lamb.h"
 #include "kernels/cpu/lars.h"
+#include "kernels/cpu/layer_norm.h"
 #include "kernels/cpu/pixel_norm.h"
 #include "kernels/cpu/plane_scale.h"
 #include "kernels/cpu/pooling.h"
@@ -165,6 +166,20 @@ void CpuBackend::plane_scale(const kernels::Planes& p, const void* x, const floa
   const kernels::Elements n{p.elements(), p.type};
   kc::plane_scale(p, activation_layout(p.type), views_.read(0, n, x), scale, shift, views_.write(2, n, y));
   views_.store(2, n, y);
+}
+
+void CpuBackend::layer_norm_forward(const kernels::Planes& p, float epsilon, const void* x,
+                                    const model::LayerNormTensors& t, void* y) {
+  const kernels::Elements n{p.elements(), p.type};
+  kc::layer_norm_forward(p, activation_layout(p.type), epsilon, views_.read(0, n, x), t, views_.write(2, n, y));
+  views_.store(2, n, y);
+}
+void CpuBackend::layer_norm_backward(const kernels::Planes& p, const void* x, const void* dy,
+                                     const model::LayerNormTensors& t, void* dx, float* dgamma, float* dbeta) {
+  const kernels::Elements n{p.elements(), p.type};
+  kc::layer_norm_backward(p, activation_layout(p.type), views_.read(0, n, x), views_.read(1, n, dy), t,
+                          views_.write(2, n, dx), dgamma, dbeta);
+  views_.store(2, n, dx);
 }
 
 void CpuBackend::reorder_activation(const kernels::Planes& p, model::ActivationLayout to, const void* x, void* y) {

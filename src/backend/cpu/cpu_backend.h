@@ -73,6 +73,10 @@ class CpuBackend : public model::Backend {
   void plane_sums(const kernels::Planes& p, float factor, const void* a, const void* b, float* sums) override;
   void plane_scale(const kernels::Planes& p, const void* x, const float* scale, const float* shift,
                    void* y) override;
+  void layer_norm_forward(const kernels::Planes& p, float epsilon, const void* x, const model::LayerNormTensors& t,
+                          void* y) override;
+  void layer_norm_backward(const kernels::Planes& p, const void* x, const void* dy, const model::LayerNormTensors& t,
+                           void* dx, float* dgamma, float* dbeta) override;
 
   // The host needs no planned scratch: oneDNN and the im2col kernels keep their own.
   model::ScratchBytes conv2d_prepare(const model::Conv2dShape& s) override;

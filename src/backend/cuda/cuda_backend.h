@@ -15,6 +15,10 @@
 #include "kernels/resized_rows.h"
 #include "model/backend.h"
 
+namespace ringtrain::kernels::cuda {
+struct BatchNormGroup;
+}
+
 namespace ringtrain::backend {
 
 class Blas;
@@ -102,6 +106,10 @@ class CudaBackend final : public model::Backend {
   void plane_sums(const kernels::Planes& p, float factor, const void* a, const void* b, float* sums) override;
   void plane_scale(const kernels::Planes& p, const void* x, const float* scale, const float* shift,
                    void* y) override;
+  void layer_norm_forward(const kernels::Planes& p, float epsilon, const void* x, const model::LayerNormTensors& t,
+                          void* y) override;
+  void layer_norm_backward(const kernels::Planes& p, const void* x, const void* dy, const model::LayerNormTensors& t,
+                           void* dx, float* dgamma, float* dbeta) override;
   model::ScratchBytes conv2d_prepare(const model::Conv2dShape& s) override;  // the chosen algorithms' workspaces
   std::string conv2d_method(const model::Conv2dShape& s) override;  // cuDNN's algorithms for it
   void conv2d_forward(const model::Conv2dShape& s, const void* x, const float* w, const float* bias, void* y,
@@ -122,6 +130,9 @@ class CudaBackend final : public model::Backend {
   // Batch norm takes on the ReLU after it, or the residual join after it, on 16-bit activations (our batch-norm
   // kernels); cuDNN's fp32 batch norm runs them apart, and no pool fuses.
   std::vector<model::FusionRule> fusion_rules() const override;
+  // Training batch norm on our kernels, the group's per-channel sums added over its ranks through host memory
+  // (Backend::synchronise_batchnorm).
+  void synchronise_batchnorm(std::shared_ptr<model::BatchStatisticsGroup> group) override;
   void batchnorm_add_relu_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                         const void* x, const void* shortcut, const model::BatchNormBuffers& b,
                                         void* y) override;
@@ -209,6 +220,8 @@ class CudaBackend final : public model::Backend {
   std::byte* attention_memory(model::Scratch scratch, std::size_t bytes);
   // The 16-bit batch norm's scratch for shape s (kernels/cuda/batchnorm.h), grown as needed and kept.
   void* batchnorm_scratch(const model::BatchNormShape& s);
+  // The group synchronise_batchnorm set, or null: batch norm then runs on our kernels at every element type.
+  const kernels::cuda::BatchNormGroup* batchnorm_group() const;
 
   std::string host_;
   int visible_ = 0, device_ = -1, local_size_ = 1;

@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dropout.h"
+#include "kernels/cuda/layer_norm.h"
 #include "kernels/cuda/plane_scale.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/adamw.h"
@@ -174,6 +175,14 @@ void CudaBackend::plane_scale(const kernels::Planes& p, const void* x, const flo
                               void* y) {
   kc::plane_scale(p, activation_layout(p.type), x, scale, shift, y, stream());
 }
+void CudaBackend::layer_norm_forward(const kernels::Planes& p, float epsilon, const void* x,
+                                     const model::LayerNormTensors& t, void* y) {
+  kc::layer_norm_forward(p, activation_layout(p.type), epsilon, x, t, y, stream());
+}
+void CudaBackend::layer_norm_backward(const kernels::Planes& p, const void* x, const void* dy,
+                                      const model::LayerNormTensors& t, void* dx, float* dgamma, float* dbeta) {
+  kc::layer_norm_backward(p, activation_layout(p.type), x, dy, t, dx, dgamma, dbeta, stream());
+}
 
 // A convolution whose channels conv_shape pads reads its input through the padding buffer (made at prepare, so no
 // step allocates), and its data gradient is cropped back out of it.
@@ -281,14 +290,32 @@ model::BatchNormShape as_kernels_read(const model::BatchNormShape& s, bool nhwc)
 }
 }  // namespace
 
+// The sums go to the host and back: the group's MPI all-reduce (dist/batch_statistics_group.h) takes host memory,
+// and the kernels after it wait for them anyway. Pageable memory: a copy to the device returns once the source
+// has been read, so the next call may refill it.
+void CudaBackend::synchronise_batchnorm(std::shared_ptr<model::BatchStatisticsGroup> group) {
+  state_->batchnorm_group.add_over_ranks = [this, group = std::move(group)](double* values, std::size_t count,
+                                                                           kc::Stream on) {
+    std::vector<double>& host = state_->batchnorm_group_sums;
+    host.resize(count);
+    CUDA_CHECK(cudaMemcpyAsync(host.data(), values, count * sizeof(double), cudaMemcpyDeviceToHost, on));
+    CUDA_CHECK(cudaStreamSynchronize(on));
+    group->all_reduce(host);
+    CUDA_CHECK(cudaMemcpyAsync(values, host.data(), count * sizeof(double), cudaMemcpyHostToDevice, on));
+  };
+}
+const kc::BatchNormGroup* CudaBackend::batchnorm_group() const {
+  return state_->batchnorm_group.add_over_ranks ? &state_->batchnorm_group : nullptr;
+}
+
 void CudaBackend::batchnorm_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                           const void* x, const model::BatchNormBuffers& b, void* y) {
   refuse_unfusable(s, settings);
   const model::BatchNormShape k = as_kernels_read(s, nhwc(s.data));
-  if (sixteen_bit(s.data))
+  if (sixteen_bit(s.data) || batchnorm_group())
     return kc::batchnorm_forward_train(k, x, b.gamma, b.beta, settings.momentum, settings.epsilon, b.running_mean,
                                        b.running_var, {.relu = settings.relu}, y, b.saved_mean, b.saved_inv_std,
-                                       batchnorm_scratch(k), stream());
+                                       batchnorm_scratch(k), stream(), batchnorm_group());
   dnn().batchnorm_forward_train(s, f32(x), b.gamma, b.beta, settings.momentum, settings.epsilon, b.running_mean,
                                 b.running_var, f32(y), b.saved_mean, b.saved_inv_std);
 }
@@ -307,9 +334,9 @@ void CudaBackend::batchnorm_backward(const model::BatchNormShape& s, const model
                                      void* dx, float* dgamma, float* dbeta) {
   refuse_unfusable(s, settings);
   const model::BatchNormShape k = as_kernels_read(s, nhwc(s.data));
-  if (sixteen_bit(s.data))
+  if (sixteen_bit(s.data) || batchnorm_group())
     return kc::batchnorm_backward(k, x, dy, {.relu = settings.relu}, b.gamma, b.beta, b.saved_mean, b.saved_inv_std,
-                                  dx, dgamma, dbeta, batchnorm_scratch(k), stream());
+                                  dx, dgamma, dbeta, batchnorm_scratch(k), stream(), batchnorm_group());
   dnn().batchnorm_backward(s, f32(x), f32(dy), b.gamma, b.saved_mean, b.saved_inv_std, settings.epsilon, f32(dx),
                            dgamma, dbeta);
 }
@@ -324,7 +351,7 @@ void CudaBackend::batchnorm_add_relu_forward_train(const model::BatchNormShape& 
   const model::BatchNormShape k = as_kernels_read(s, nhwc(s.data));
   kc::batchnorm_forward_train(k, x, b.gamma, b.beta, settings.momentum, settings.epsilon, b.running_mean,
                               b.running_var, {.relu = true, .shortcut = shortcut}, y, b.saved_mean, b.saved_inv_std,
-                              batchnorm_scratch(k), stream());
+                              batchnorm_scratch(k), stream(), batchnorm_group());
 }
 void CudaBackend::batchnorm_add_relu_forward_infer(const model::BatchNormShape& s,
                                                    const model::BatchNormSettings& settings, const void* x,
@@ -341,7 +368,7 @@ void CudaBackend::batchnorm_add_relu_backward(const model::BatchNormShape& s, co
   refuse_unfused_join(s, settings);
   const model::BatchNormShape k = as_kernels_read(s, nhwc(s.data));
   kc::batchnorm_backward(k, x, dy, {.join_y = y, .dshortcut = dshortcut}, b.gamma, b.beta, b.saved_mean,
-                         b.saved_inv_std, dx, dgamma, dbeta, batchnorm_scratch(k), stream());
+                         b.saved_inv_std, dx, dgamma, dbeta, batchnorm_scratch(k), stream(), batchnorm_group());
 }
 
 // Our pooling kernels take 16-bit tensors, NCHW or NHWC; fp32 ones go to cuDNN.

@@ -1,0 +1,74 @@
+// Owns the definition of layer normalisation over channels, per (sample, position) of an N x C x H x W tensor:
+// xhat = (x - mean) * rstd with the C values' mean and biased variance, rstd = 1 / sqrt(var + epsilon), and
+// y = gamma[c] * xhat + beta[c]; and its gradients. The CPU twin's loops and the CUDA kernels evaluate these
+// functions alone, so both backends compute one formula: sums in double, the statistics kept for backward in fp32.
+// A position's values are read through `value(c)`, so the callers' layouts (kernels/activation_layout.h) and
+// element types stay theirs.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/host_device.h"
+
+namespace ringtrain::kernels {
+
+// A layer norm's per-channel parameters (fp32, C each) and per-position statistics (fp32, N x HW each: forward
+// writes them, backward reads them), as both backends' operations take them.
+struct LayerNormTensors {
+  const float* gamma = nullptr;
+  const float* beta = nullptr;
+  float* mean = nullptr;
+  float* rstd = nullptr;
+};
+
+// One position's statistics, kept from forward for backward.
+struct LayerNormStats {
+  float mean = 0, rstd = 1;
+};
+
+// Two passes over the position's values: the mean, then the squared deviations from it (no cancellation).
+template <class Value>
+RT_HOST_DEVICE LayerNormStats layer_norm_stats(int64_t channels, float epsilon, Value value) {
+  double sum = 0;
+  for (int64_t c = 0; c < channels; ++c) sum += value(c);
+  const double mean = sum / static_cast<double>(channels);
+  double squares = 0;
+  for (int64_t c = 0; c < channels; ++c) {
+    const double d = value(c) - mean;
+    squares += d * d;
+  }
+  const double variance = squares / static_cast<double>(channels);
+  return {static_cast<float>(mean), static_cast<float>(1.0 / sqrt(variance + static_cast<double>(epsilon)))};
+}
+
+RT_HOST_DEVICE inline float layer_norm_normalised(float x, LayerNormStats s) { return (x - s.mean) * s.rstd; }
+
+RT_HOST_DEVICE inline float layer_norm_output(float x, LayerNormStats s, float gamma, float beta) {
+  return gamma * layer_norm_normalised(x, s) + beta;
+}
+
+// The means over the position's channels that its input gradient subtracts: of g = gamma * dy, and of g * xhat.
+struct LayerNormGradientMeans {
+  float g = 0, g_xhat = 0;
+};
+
+template <class Value, class Gradient, class Gamma>
+RT_HOST_DEVICE LayerNormGradientMeans layer_norm_gradient_means(int64_t channels, LayerNormStats s, Value value,
+                                                                Gradient dy, Gamma gamma) {
+  double g = 0, g_xhat = 0;
+  for (int64_t c = 0; c < channels; ++c) {
+    const double gc = static_cast<double>(gamma(c)) * dy(c);
+    g += gc;
+    g_xhat += gc * layer_norm_normalised(value(c), s);
+  }
+  const double count = static_cast<double>(channels);
+  return {static_cast<float>(g / count), static_cast<float>(g_xhat / count)};
+}
+
+// dx = rstd * (gamma * dy - mean(g) - xhat * mean(g * xhat)): the normalisation's Jacobian applied to gamma * dy.
+RT_HOST_DEVICE inline float layer_norm_input_gradient(float x, float dy, float gamma, LayerNormStats s,
+                                                      LayerNormGradientMeans m) {
+  return s.rstd * (gamma * dy - m.g - layer_norm_normalised(x, s) * m.g_xhat);
+}
+
+}  // namespace ringtrain::kernels

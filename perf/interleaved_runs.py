@@ -1,0 +1,68 @@
+"""Owns how the CPU framework comparisons (compare_frameworks_cpu.py, compare_models_cpu.py) run their peers and
+report: each repeat runs every entry once, in an order rotated from repeat to repeat (no entry always first), so
+load changes hit every framework alike; each run's record (one JSON object) goes to stderr as it lands and, with
+--out, to a JSON-lines file; the table gives each entry's median and range and ringtrain's ratio to it, of the
+medians and paired per repeat (which a machine whose speed drifts between repeats moves less).
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+
+def run_json_line(command, cwd, env=None):
+    """Runs a command and returns the last line of its stdout that parses as JSON; exits with its stderr if it
+    fails."""
+    done = subprocess.run(command, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True,
+                          check=False)
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    sys.exit(f"{' '.join(command)} printed no result:\n{done.stdout[-2000:]}")
+
+
+def run_interleaved(entries, repeats, out_path=None):
+    """entries: callables returning a record (a dict with "samples_per_s"). Returns every record, each with its
+    repeat and the load average before it."""
+    records = []
+    for repeat in range(repeats):
+        shift = repeat % len(entries)
+        for run in entries[shift:] + entries[:shift]:
+            load = os.getloadavg()[0]
+            record = run()
+            record.update({"repeat": repeat + 1, "load_average_before": load})
+            print(json.dumps(record), file=sys.stderr, flush=True)
+            records.append(record)
+    if out_path:
+        with open(out_path, "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in records)
+    return records
+
+
+def table(records, name_of, ours):
+    """Markdown: one row per name_of(record), ringtrain's (the row named `ours`) ratio to each. A peer's best
+    variant is the row with its highest median among rows whose record has the same "framework"."""
+    by, framework_of = {}, {}
+    for r in records:
+        name = name_of(r)
+        by.setdefault(name, {})[r["repeat"]] = r["samples_per_s"]
+        framework_of[name] = r["framework"]
+    medians = {name: statistics.median(rates.values()) for name, rates in by.items()}
+    best = {}
+    for name, median in medians.items():
+        if name != ours and median > medians.get(best.get(framework_of[name]), 0):
+            best[framework_of[name]] = name
+    ours_by_repeat = by[ours]
+    lines = ["| run | samples/s, median | range | runs | ringtrain / this | paired, per repeat: median (range) |",
+             "|---|---|---|---|---|---|"]
+    for name, by_repeat in by.items():
+        rates = list(by_repeat.values())
+        paired = [ours_by_repeat[k] / v for k, v in by_repeat.items() if k in ours_by_repeat]
+        mark = " **(best)**" if best.get(framework_of[name]) == name and name != ours else ""
+        lines.append(f"| {name}{mark} | {medians[name]:,.1f} | {min(rates):,.1f} – {max(rates):,.1f} | {len(rates)} | "
+                     f"{medians[ours] / medians[name]:.2f}x | {statistics.median(paired):.2f}x "
+                     f"({min(paired):.2f} – {max(paired):.2f}) |")
+    return "\n".join(lines)
