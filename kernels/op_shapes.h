@@ -76,6 +76,20 @@ struct DenseShape {
   auto operator<=>(const DenseShape&) const = default;
 };
 
+// Multi-head self-attention over T tokens of width D = heads x head_dim: per sample and head,
+// softmax(Q K^T / sqrt(head_dim)) V, where Q, K and V are the head's slices of the qkv tensor's three channel thirds
+// (model/layers/multi_head_attention.cpp). Token tensors are N x C x T x 1 activations in the backend's layout.
+struct AttentionShape {
+  int batch = 0, heads = 0, tokens = 0, head_dim = 0;
+  ElementType data = ElementType::f32;  // qkv, y, their gradients and the kept probabilities
+  int width() const { return heads * head_dim; }  // D
+  // The softmax probabilities forward keeps for backward: N x heads x T x T.
+  int64_t probabilities() const { return int64_t{batch} * heads * tokens * tokens; }
+  // 2 x multiply-adds of Q K^T and of P V.
+  double forward_flops() const { return 4.0 * batch * heads * static_cast<double>(tokens) * tokens * head_dim; }
+  auto operator<=>(const AttentionShape&) const = default;
+};
+
 // The name of an activation layout blocked by `block` channels, for the layer profile: NCHW, NHWC (one block of
 // every channel) or oneDNN's nChw<b>c.
 inline std::string blocked_layout_name(int block, int channels) {

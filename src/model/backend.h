@@ -37,6 +37,7 @@
 namespace ringtrain::model {
 
 using kernels::ActivationLayout;
+using kernels::AttentionShape;
 using kernels::BatchNormShape;
 using kernels::Conv2dShape;
 using kernels::DenseShape;
@@ -280,6 +281,23 @@ class Backend {
   virtual void pool_forward(const PoolShape& s, PoolMode mode, const void* x, void* y, void* saved) = 0;
   virtual void pool_backward(const PoolShape& s, PoolMode mode, const void* x, const void* y, const void* dy,
                              void* dx, const void* saved) = 0;
+
+  // ---- multi-head self-attention (kernels/attention.h): per sample and head h, y's head-h channels =
+  // softmax(Q K^T / sqrt(head_dim)) V, where Q, K and V are head h's channels of the three thirds of qkv. qkv is
+  // N x 3D x T x 1 and y N x D x T x 1, both in the layout the backend stores s.data in. probabilities: the softmax's
+  // output, s.probabilities() values of s.data (N x heads x T x T), written by forward for backward. They are kept
+  // in the element type rather than fp32: the product with V reads them as an operand in that type on tensor cores
+  // anyway, so backward sees the numbers forward used, and at ViT's 197 tokens they outweigh the block's other
+  // kept tensors (fp32 would double that). prepare() at setup says what scratch the passes want.
+  virtual ScratchBytes attention_prepare(const AttentionShape& s) {
+    (void)s;
+    return {};
+  }
+  virtual void attention_forward(const AttentionShape& s, const void* qkv, void* y, void* probabilities,
+                                 Scratch scratch) = 0;
+  // dqkv (overwritten) from dy, and the forward's qkv and probabilities.
+  virtual void attention_backward(const AttentionShape& s, const void* qkv, const void* probabilities, const void* dy,
+                                  void* dqkv, Scratch scratch) = 0;
 
   // ---- fusion and layouts (model/fusion.h), asked once by the fusion pass, after setup
   // The fusion table: which layer types take on which layers after them, each fused form with the numbers of the

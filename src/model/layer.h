@@ -17,8 +17,10 @@ namespace ringtrain::model {
 
 enum class Mode { train, eval };
 
-// constant: ParamDecl::value; normal: mean 0, standard deviation ParamDecl::value (a ViT's position embedding).
-enum class ParamInit { he_normal, zeros, ones, constant, normal };
+// constant: ParamDecl::value; normal: mean 0, standard deviation ParamDecl::value (a ViT's position embedding);
+// uniform: U(-value, value), the bound the layer computes (torch's xavier_uniform_ and nn.Linear's default are
+// uniform of a bound from the fans).
+enum class ParamInit { he_normal, zeros, ones, constant, normal, uniform };
 
 struct ParamDecl {
   std::string name;  // "weight", "bias", "gamma", "beta"
@@ -26,7 +28,8 @@ struct ParamDecl {
   ParamInit init = ParamInit::zeros;
   int64_t fan_in = 1;  // for he_normal: std = sqrt(2 / fan_in)
   bool decay = false;  // weight decay applies (weights yes; biases and batch-norm no)
-  float value = 0;     // ParamInit::constant's value, ParamInit::normal's standard deviation
+  // ParamInit::constant's value, ParamInit::normal's standard deviation, ParamInit::uniform's bound
+  float value = 0;
 };
 
 struct StateDecl {

@@ -353,6 +353,10 @@ std::vector<float> Network::initial_params(uint64_t seed) const {
       case ParamInit::zeros: std::fill(out, out + t.count, 0.0f); break;
       case ParamInit::ones: std::fill(out, out + t.count, 1.0f); break;
       case ParamInit::constant: std::fill(out, out + t.count, t.decl.value); break;
+      case ParamInit::uniform:
+        for (int64_t i = 0; i < t.count; ++i)
+          out[i] = static_cast<float>(t.decl.value * (2.0 * uniform01(state) - 1.0));
+        break;
       case ParamInit::he_normal:  // He et al. 2015: keeps activation variance constant through ReLU layers.
         fill_normal(std::sqrt(2.0 / static_cast<double>(t.decl.fan_in)), t.count, out, state);
         break;

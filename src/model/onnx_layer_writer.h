@@ -25,6 +25,11 @@ class OnnxLayerWriter {
   // of -1 stands for what the tensor's size leaves (a convolution's input channels). CheckpointError where the
   // checkpoint does not follow the job's layers.
   OnnxConstant parameter(const char* suffix, std::vector<int64_t> dims);
+  // How many values the next parameter tensor holds (0 past the last), for a layer whose dimensions follow from it
+  // and not from its keys (multi_head_attention's embedding width).
+  int64_t next_parameter_count() const {
+    return tensor_ < c_.tensor_sizes.size() ? c_.tensor_sizes[tensor_] : 0;
+  }
   // The next `count` running statistics, averaged over the ranks' rows.
   OnnxConstant statistics(int64_t count);
   // A constant of the layer's own (an activation's 0.5, a clip's bounds); `dims` empty for a scalar.

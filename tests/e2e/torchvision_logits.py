@@ -5,8 +5,8 @@
       logits and the graph's input normalisation;
   /usr/bin/python3 torchvision_logits.py torch CHECKPOINT NAME OUT.npz
       loads the checkpoint's parameters (in ringtrain's declaration order, ringtrain_order) and batch-norm running
-      statistics into torchvision.models.NAME(), runs it in evaluation on the same normalised pixels, and fails unless every logit
-      is within 1e-4 of the largest one of onnxruntime's.
+      statistics into torchvision.models.NAME() (or NAME from MODELS_OF_OUR_OWN below), runs it in evaluation on the
+      same normalised pixels, and fails unless every logit is within 1e-4 of the largest one of onnxruntime's.
 Parameters in declaration order and the export's numbers (tests/e2e/check_onnx.py holds it to `predict`) make this
 the check that each layer sits where torchvision has it, with its stride, padding, groups and activation."""
 import sys
@@ -41,6 +41,28 @@ def ringtrain_order(model):
     return [p for _, p in named]
 
 
+def attention_probe():
+    """tests/e2e/attention_probe.toml in torch: torch.nn.MultiheadAttention (width 8, 2 heads) over the 8x5x1
+    input's 5 positions as tokens, its output flattened channel-major as ringtrain's flatten, a Linear to 3."""
+    import torch
+
+    class AttentionProbe(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attention = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+            self.head = torch.nn.Linear(8 * 5, 3)
+
+        def forward(self, x):
+            tokens = x.flatten(2).transpose(1, 2)  # N x T x D
+            y, _ = self.attention(tokens, tokens, tokens, need_weights=False)
+            return self.head(y.transpose(1, 2).flatten(1))
+
+    return AttentionProbe()
+
+
+MODELS_OF_OUR_OWN = {"attention_probe": attention_probe}
+
+
 def run_torch(checkpoint, name, saved):
     import h5py
     import torch
@@ -48,7 +70,7 @@ def run_torch(checkpoint, name, saved):
 
     with h5py.File(checkpoint, "r") as f:
         params, states, sizes = f["params"][:], f["states"][:], f["tensor_sizes"][:]
-    model = getattr(torchvision.models, name)().eval()
+    model = (MODELS_OF_OUR_OWN[name]() if name in MODELS_OF_OUR_OWN else getattr(torchvision.models, name)()).eval()
     with torch.no_grad():
         at = 0
         for i, p in enumerate(ringtrain_order(model)):
@@ -60,14 +82,14 @@ def run_torch(checkpoint, name, saved):
             for stat in (bn.running_mean, bn.running_var):  # ringtrain's state order
                 stat.copy_(torch.from_numpy(states[at_state:at_state + bn.num_features]))
                 at_state += bn.num_features
-    assert at == params.size and at_state == states.size, "the checkpoint holds more than torchvision's model"
+    assert at == params.size and at_state == states.size, f"the checkpoint holds more than torch's {name}"
     s = np.load(saved)
     x = (torch.from_numpy(s["pixels"]) - torch.from_numpy(s["mean"])) / torch.from_numpy(s["std"])
     with torch.no_grad():
         want = model(x).numpy()
     diff, peak = float(np.abs(want - s["logits"]).max()), float(np.abs(want).max())
     ok = diff <= 1e-4 * peak and peak > 0
-    print(f"{'ok  ' if ok else 'FAIL'} {name}: largest |torchvision - ringtrain| logit difference {diff:.3g}, "
+    print(f"{'ok  ' if ok else 'FAIL'} {name}: largest |torch - ringtrain| logit difference {diff:.3g}, "
           f"largest logit {peak:.3g}")
     sys.exit(0 if ok else 1)
 

@@ -2,8 +2,9 @@
 // double on the host, the definition every backend is checked against (NCHW, weights K x C/G x R x S with filter k
 // reading the input channels of group k / (K/G) only, W of dense stored out x in, average pooling counting padding,
 // unbiased running variance, a squeeze-and-excitation's 1x1 products as dense products of the channel means, layer
-// normalisation over each position's channels with the biased variance, tokens N x D x T x 1 with token t's feature
-// d at d * T + t and the token tables token-major, t * D + d).
+// normalisation over each position's channels with the biased variance, attention's projections as 1x1 convolutions
+// over the tokens, tokens N x D x T x 1 with token t's feature d at d * T + t and the token tables token-major,
+// t * D + d).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -257,6 +258,82 @@ struct SqueezeExcitationReference {
       dx[i] = dy[i] * f.gate[nc] + d_mean[nc] / plane;
     }
     return dx;
+  }
+};
+
+// Multi-head self-attention over N x D x T tokens (NCHW: feature d of token t at d x T + t), as
+// torch.nn.MultiheadAttention: qkv = the 1x1 in-projection (3D x D, bias), per head h of width e = D / heads
+// P = softmax over keys of Q K^T / sqrt(e) (Q, K, V: channels h e.. of qkv's three thirds), the head's output
+// channels P V, then the 1x1 out-projection (D x D, bias). Parameters in the layer's order: W_in, b_in, W_out, b_out.
+struct MultiHeadAttentionReference {
+  int batch, width, tokens, heads;
+
+  struct Forward {
+    Values qkv, p, heads_out, y;  // p: N x heads x T x T
+  };
+  ConvReference projection(int outputs) const { return {{batch, width, tokens, 1, outputs, 1, 1, 1, 0}}; }
+  int head_dim() const { return width / heads; }
+  // qkv's value of part (0 Q, 1 K, 2 V), head h, feature e and token t of sample n.
+  size_t qkv_at(int n, int part, int h, int e, int t) const {
+    return (size_t(n) * 3 * width + size_t(part) * width + size_t(h) * head_dim() + e) * tokens + t;
+  }
+  size_t heads_at(int n, int h, int e, int t) const { return (size_t(n) * width + size_t(h) * head_dim() + e) * tokens + t; }
+  size_t p_at(int n, int h, int i, int j) const { return ((size_t(n) * heads + h) * tokens + i) * tokens + j; }
+  double scale() const { return 1 / std::sqrt(double(head_dim())); }
+
+  Forward run(const Values& x, const std::vector<Values>& p) const {
+    Forward f;
+    f.qkv = projection(3 * width).forward(x, p[0], &p[1]);
+    f.p.assign(size_t(batch) * heads * tokens * tokens, 0.0);
+    f.heads_out.assign(size_t(batch) * width * tokens, 0.0);
+    for (int n = 0; n < batch; ++n)
+      for (int h = 0; h < heads; ++h)
+        for (int i = 0; i < tokens; ++i) {
+          double peak = -std::numeric_limits<double>::infinity(), sum = 0;
+          for (int j = 0; j < tokens; ++j) {
+            double score = 0;
+            for (int e = 0; e < head_dim(); ++e) score += f.qkv[qkv_at(n, 0, h, e, i)] * f.qkv[qkv_at(n, 1, h, e, j)];
+            f.p[p_at(n, h, i, j)] = score * scale();
+            peak = std::max(peak, score * scale());
+          }
+          for (int j = 0; j < tokens; ++j) sum += f.p[p_at(n, h, i, j)] = std::exp(f.p[p_at(n, h, i, j)] - peak);
+          for (int j = 0; j < tokens; ++j) f.p[p_at(n, h, i, j)] /= sum;
+          for (int e = 0; e < head_dim(); ++e)
+            for (int j = 0; j < tokens; ++j)
+              f.heads_out[heads_at(n, h, e, i)] += f.p[p_at(n, h, i, j)] * f.qkv[qkv_at(n, 2, h, e, j)];
+        }
+    f.y = projection(width).forward(f.heads_out, p[2], &p[3]);
+    return f;
+  }
+  Values forward(const Values& x, const std::vector<Values>& p) const { return run(x, p).y; }
+  // Adds the parameter gradients to g; returns the input gradient.
+  Values backward(const Values& x, const Values& dy, const std::vector<Values>& p, std::vector<Values>& g) const {
+    const Forward f = run(x, p);
+    projection(width).backward_filter(f.heads_out, dy, g[2], &g[3]);
+    const Values d_heads = projection(width).backward_data(dy, p[2]);
+    Values d_qkv(f.qkv.size(), 0.0);
+    for (int n = 0; n < batch; ++n)
+      for (int h = 0; h < heads; ++h)
+        for (int i = 0; i < tokens; ++i) {
+          Values dp(size_t(tokens), 0.0);
+          double dot = 0;
+          for (int j = 0; j < tokens; ++j) {
+            for (int e = 0; e < head_dim(); ++e) {
+              dp[size_t(j)] += d_heads[heads_at(n, h, e, i)] * f.qkv[qkv_at(n, 2, h, e, j)];
+              d_qkv[qkv_at(n, 2, h, e, j)] += f.p[p_at(n, h, i, j)] * d_heads[heads_at(n, h, e, i)];
+            }
+            dot += f.p[p_at(n, h, i, j)] * dp[size_t(j)];
+          }
+          for (int j = 0; j < tokens; ++j) {
+            const double d_score = f.p[p_at(n, h, i, j)] * (dp[size_t(j)] - dot) * scale();
+            for (int e = 0; e < head_dim(); ++e) {
+              d_qkv[qkv_at(n, 0, h, e, i)] += d_score * f.qkv[qkv_at(n, 1, h, e, j)];
+              d_qkv[qkv_at(n, 1, h, e, j)] += d_score * f.qkv[qkv_at(n, 0, h, e, i)];
+            }
+          }
+        }
+    projection(3 * width).backward_filter(x, d_qkv, g[0], &g[1]);
+    return projection(3 * width).backward_data(d_qkv, p[0]);
   }
 };
 

@@ -270,6 +270,16 @@ Reference reference_for(const LayerSpec& spec, Shape in) {
     r.backward = [=](const Values& x, const Values& dy, const std::vector<Values>& p, std::vector<Values>& g) {
       return se.backward(x, dy, p, g);
     };
+  } else if (t == "multi_head_attention") {
+    const MultiHeadAttentionReference a{in.n, in.c, in.h * in.w, spec.integer("heads")};
+    r.forward = [=](Mode, const Values& x, const std::vector<Values>& p, std::vector<Values>&) {
+      return a.forward(x, p);
+    };
+    r.backward = [=](const Values& x, const Values& dy, const std::vector<Values>& p, std::vector<Values>& g) {
+      return a.backward(x, dy, p, g);
+    };
+    const double d = in.c, tokens = double(in.h) * in.w;
+    r.forward_flops_per_sample = 2 * (3 * d * d * tokens) + 4 * tokens * tokens * d + 2 * (d * d * tokens);
   } else if (t == "layer_norm") {
     const LayerNormReference ln{in.n, in.c, in.h * in.w, spec.number("eps")};
     r.forward = [=](Mode, const Values& x, const std::vector<Values>& p, std::vector<Values>&) {
@@ -715,6 +725,29 @@ TEST(LayerNormReference, GradientsAreTheForwardsDerivatives) {
       },
       to_double(random_floats(30, 1, -2.0f, 2.0f)), to_double(random_floats(30, 2)),
       {to_double(random_floats(5, 3, 0.5f, 1.5f)), to_double(random_floats(5, 4))});
+}
+
+// Tokens N x D x T x 1; the last case's T x 1 as H x W = 4 x 3 (any plane is H x W tokens). Gradients checked at a
+// loose matmul tolerance where products round their operands; the probabilities are kept in the stored type.
+LayerSpec attention(int heads) { return spec("multi_head_attention", {{"heads", heads}}); }
+TEST_P(LayerTest, MultiHeadAttentionTwoHeads) { check(attention(2), {3, 8, 5, 1}, {kGemm, kGemm, true}); }
+TEST_P(LayerTest, MultiHeadAttentionOneHeadManyTokens) { check(attention(1), {2, 4, 17, 1}, {kGemm, kGemm, true}); }
+TEST_P(LayerTest, MultiHeadAttentionFourHeadsOnAPlane) { check(attention(4), {2, 16, 4, 3}, {kGemm, kGemm, true}); }
+TEST_P(LayerTest, MultiHeadAttentionAsFirstLayer) {
+  check(attention(3), {2, 6, 7, 1}, {kGemm, kGemm, true, /*first_layer=*/true});
+}
+
+// Two samples of three tokens of width 4 in two heads: the inputs and all four parameters.
+TEST(MultiHeadAttentionReference, GradientsAreTheForwardsDerivatives) {
+  const MultiHeadAttentionReference a{2, 4, 3, 2};
+  expect_gradients_are_derivatives(
+      [&](const Values& x, const std::vector<Values>& p) { return a.forward(x, p); },
+      [&](const Values& x, const Values& dy, const std::vector<Values>& p, std::vector<Values>& g) {
+        return a.backward(x, dy, p, g);
+      },
+      to_double(random_floats(24, 1, -2.0f, 2.0f)), to_double(random_floats(24, 2)),
+      {to_double(random_floats(48, 3)), to_double(random_floats(12, 4)), to_double(random_floats(16, 5)),
+       to_double(random_floats(4, 6))});
 }
 
 TEST_P(LayerTest, MaxPool2) { check(pool("maxpool", 2, 2, 0), {4, 3, 8, 8}, {kExact, kExact, false, false, 1e-3f}); }

@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/host_memory.h"
+#include "kernels/cpu/attention.h"
 #include "kernels/cpu/batchnorm.h"
 #include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/elementwise.h"
@@ -109,7 +110,7 @@ std::unique_ptr<model::Readback> CpuBackend::make_readback(std::size_t bytes) {
 std::unique_ptr<model::DeviceClock> CpuBackend::make_clock(int capacity) { return std::make_unique<HostClock>(capacity); }
 
 std::size_t CpuBackend::working_bytes() const {
-  return conv_workspace_.bytes() + batchnorm_workspace_.bytes() + dnnl_.working_bytes() + rounded_.bytes() +
+  return conv_workspace_.bytes() + batchnorm_workspace_.bytes() + attention_workspace_.bytes() + dnnl_.working_bytes() + rounded_.bytes() +
          views_.bytes() + nhwc_.bytes();
 }
 
@@ -434,6 +435,33 @@ void CpuBackend::pool_backward(const model::PoolShape& s, model::PoolMode mode, 
   else
     dnnl_.pool_backward(s, mode, dy, dx, saved);
   views_.store(2, xe, dx_data.data());
+}
+
+namespace {
+kernels::Elements qkv_elements(const model::AttentionShape& s) {
+  return {int64_t{s.batch} * 3 * s.width() * s.tokens, s.data};
+}
+kernels::Elements token_elements(const model::AttentionShape& s) {
+  return {int64_t{s.batch} * s.width() * s.tokens, s.data};
+}
+}  // namespace
+
+// The kernels read either layout themselves, so the tensors need no NHWC staging, only widening.
+void CpuBackend::attention_forward(const model::AttentionShape& s, const void* qkv, void* y, void* probabilities,
+                                   model::Scratch) {
+  if (s.batch <= 0) return;
+  const kernels::Elements ye = token_elements(s);
+  kc::attention_forward(s, activation_layout(s.data), views_.read(0, qkv_elements(s), qkv), views_.write(2, ye, y),
+                        probabilities, attention_workspace_);
+  views_.store(2, ye, y);
+}
+void CpuBackend::attention_backward(const model::AttentionShape& s, const void* qkv, const void* probabilities,
+                                    const void* dy, void* dqkv, model::Scratch) {
+  if (s.batch <= 0) return;
+  const kernels::Elements qkv_e = qkv_elements(s);
+  kc::attention_backward(s, activation_layout(s.data), views_.read(0, qkv_e, qkv), probabilities,
+                         views_.read(1, token_elements(s), dy), views_.write(2, qkv_e, dqkv), attention_workspace_);
+  views_.store(2, qkv_e, dqkv);
 }
 
 void CpuBackend::softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,

@@ -7,6 +7,7 @@
 #include <array>
 #include <vector>
 
+#include "kernels/cpu/attention.h"
 #include "kernels/cpu/batchnorm.h"
 #include "kernels/cpu/conv2d.h"
 #include "backend/cpu/fp32_views.h"
@@ -117,6 +118,13 @@ class CpuBackend : public model::Backend {
   void pool_backward(const model::PoolShape& s, model::PoolMode mode, const void* x, const void* y,
                      const void* dy, void* dx, const void* saved) override;
 
+  // On kernels/cpu/attention.h in fp32, 16-bit tokens widened. Its products read the tokens as stored: the operand
+  // rounding that emulates 16-bit products on fp32 tensors does not apply to them.
+  void attention_forward(const model::AttentionShape& s, const void* qkv, void* y, void* probabilities,
+                         model::Scratch scratch) override;
+  void attention_backward(const model::AttentionShape& s, const void* qkv, const void* probabilities, const void* dy,
+                          void* dqkv, model::Scratch scratch) override;
+
   void softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,
                              const model::LossSettings& loss, float* dlogits, model::LossTotals* totals) override;
   void soft_target_cross_entropy(int batch, int classes, const float* logits, const float* targets,
@@ -147,6 +155,7 @@ class CpuBackend : public model::Backend {
   // One im2col scratch for every convolution: layers run one at a time, so they never need it at once.
   kernels::cpu::ConvWorkspace conv_workspace_;
   kernels::cpu::BatchNormWorkspace batchnorm_workspace_;
+  kernels::cpu::AttentionWorkspace attention_workspace_;
   kernels::cpu::ChannelSumReduce batchnorm_sync_;  // empty: each rank's batch norm on its own batch
   kernels::cpu::DnnlOps dnnl_;
   PoolChoice pool_choice_;

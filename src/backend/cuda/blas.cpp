@@ -55,4 +55,14 @@ void Blas::gemm(Transpose ta, Transpose tb, int m, int n, int k, float alpha, ke
                             CUBLAS_GEMM_DEFAULT));
 }
 
+void Blas::gemm_batched(Transpose ta, Transpose tb, int m, int n, int k, float alpha, kernels::ElementType operands,
+                        const void* a, int lda, const void* b, int ldb, float beta, kernels::ElementType result,
+                        void* c, int ldc, const GemmBatch& batch) {
+  // Operands swapped as in sgemm.
+  CUBLAS_CHECK(cublasGemmStridedBatchedEx(impl_->handle, op(tb), op(ta), n, m, k, &alpha, b, cuda_type(operands), ldb,
+                                          batch.stride_b, a, cuda_type(operands), lda, batch.stride_a, &beta, c,
+                                          cuda_type(result), ldc, batch.stride_c, batch.count, CUBLAS_COMPUTE_32F,
+                                          CUBLAS_GEMM_DEFAULT));
+}
+
 }  // namespace ringtrain::backend

@@ -1,4 +1,4 @@
-// Owns the backend's cuBLAS handle and the GEMM entry points the dense layer needs, in the same row-major
+// Owns the backend's cuBLAS handle and the GEMM entry points the dense layer and attention need, in the same row-major
 // convention as kernels/cpu/gemm.h (cuBLAS itself is column-major): fp32, and 16-bit operands for mixed precision.
 // cublas_v2.h stays inside blas.cpp.
 #pragma once
@@ -11,6 +11,12 @@
 namespace ringtrain::backend {
 
 enum class Transpose { no, yes };
+
+// `count` products, each operand and result `stride_*` elements on from the previous product's.
+struct GemmBatch {
+  int count = 1;
+  long long stride_a = 0, stride_b = 0, stride_c = 0;
+};
 
 class Blas {
  public:
@@ -27,6 +33,11 @@ class Blas {
   // fp32 accumulation (cublasGemmEx with CUBLAS_COMPUTE_32F).
   void gemm(Transpose ta, Transpose tb, int m, int n, int k, float alpha, kernels::ElementType operands, const void* a,
             int lda, const void* b, int ldb, float beta, kernels::ElementType result, void* c, int ldc);
+  // gemm over a batch of products in one call (cublasGemmStridedBatchedEx); `operands` may be fp32 too, whose
+  // arithmetic then follows the MathMode as sgemm's.
+  void gemm_batched(Transpose ta, Transpose tb, int m, int n, int k, float alpha, kernels::ElementType operands,
+                    const void* a, int lda, const void* b, int ldb, float beta, kernels::ElementType result, void* c,
+                    int ldc, const GemmBatch& batch);
 
  private:
   struct Impl;

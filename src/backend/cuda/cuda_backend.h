@@ -150,6 +150,13 @@ class CudaBackend final : public model::Backend {
   void pool_forward(const model::PoolShape& s, model::PoolMode mode, const void* x, void* y, void* saved) override;
   void pool_backward(const model::PoolShape& s, model::PoolMode mode, const void* x, const void* y,
                      const void* dy, void* dx, const void* saved) override;
+  // attention_ops.cpp: cuBLAS strided-batched products per head over the samples, our softmax between them; the
+  // scratch holds one head's fp32 scores (backward: their gradient, fp32 and in the element type).
+  model::ScratchBytes attention_prepare(const model::AttentionShape& s) override;
+  void attention_forward(const model::AttentionShape& s, const void* qkv, void* y, void* probabilities,
+                         model::Scratch scratch) override;
+  void attention_backward(const model::AttentionShape& s, const void* qkv, const void* probabilities, const void* dy,
+                          void* dqkv, model::Scratch scratch) override;
   void softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,
                              const model::LossSettings& loss, float* dlogits, model::LossTotals* totals) override;
   void soft_target_cross_entropy(int batch, int classes, const float* logits, const float* targets,
@@ -212,6 +219,8 @@ class CudaBackend final : public model::Backend {
   // The scratch the memory plan gave, or the backend's own where it gave none (tests, benchmarks).
   std::byte* gemm_conv_memory(model::Scratch scratch, std::size_t bytes);
   void* gemm_conv_filters(const model::Conv2dShape& s, const float* w, bool convert, int columns, std::byte* into);
+  // The scratch the memory plan gave for attention, or the backend's own where it gave less than `bytes`.
+  std::byte* attention_memory(model::Scratch scratch, std::size_t bytes);
   // The 16-bit batch norm's scratch for shape s (kernels/cuda/batchnorm.h), grown as needed and kept.
   void* batchnorm_scratch(const model::BatchNormShape& s);
   // The group synchronise_batchnorm set, or null: batch norm then runs on our kernels at every element type.

@@ -123,7 +123,8 @@ void* CudaBackend::batchnorm_scratch(const model::BatchNormShape& s) {
 std::size_t CudaBackend::working_bytes() const {
   std::size_t bytes =
       state_->dnn->working_bytes() + state_->batchnorm_scratch.bytes() + state_->filter_staging.bytes() +
-      state_->filter_padding.bytes() + state_->channel_padding.bytes() + state_->gemm_conv_scratch.bytes();
+      state_->filter_padding.bytes() + state_->channel_padding.bytes() + state_->gemm_conv_scratch.bytes() +
+      state_->attention_scratch.bytes();
   for (const auto& [w, copy] : state_->weight_copies) bytes += copy.bytes();
   return bytes;
 }

@@ -1,0 +1,105 @@
+// Owns the CUDA backend's multi-head self-attention: kernels/attention.h's products as cuBLAS strided-batched GEMMs,
+// one call per head and product over all the batch's samples (a head's matrices lie at one offset in every sample,
+// a sample's stride apart), and the row-wise softmax between them (kernels/cuda/attention.h). The scores and their
+// gradient are fp32 in the scratch, one head at a time, so the softmax reads them unrounded; what it writes (the
+// kept probabilities, and backward's scores gradient) is in the element type, the operand type of the products after.
+//
+// Where cuDNN's fused attention would take over: cudnn-frontend's scaled-dot-product attention graph (its sdpa
+// forward and backward nodes, on Hopper and later at bf16 and fp16) computes the same softmax(Q K^T scale) V per head
+// from the same qkv without writing the T x T probabilities, keeping a per-row softmax statistic instead. It would
+// replace attention_forward and attention_backward here behind a gpu.* job key, for 16-bit NHWC tokens (its Q, K
+// and V are strided views of qkv, as head_matrix describes them for NHWC); the layer and the memory plan would
+// change only in what the probabilities buffer holds. fp32 and the NCHW layout would stay on this path.
+#include <cstddef>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_backend_state.h"
+#include "kernels/attention.h"
+#include "kernels/cuda/attention.h"
+
+namespace ringtrain::backend {
+namespace {
+
+namespace kc = kernels::cuda;
+using kernels::ElementType;
+using kernels::MatrixProduct;
+using kernels::MatrixView;
+
+std::size_t square_values(const model::AttentionShape& s) {
+  return static_cast<std::size_t>(s.batch) * s.tokens * s.tokens;
+}
+std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+// Forward: one head's fp32 scores. Backward: their fp32 gradient, then that gradient through the softmax in s.data.
+std::size_t scores_bytes(const model::AttentionShape& s) { return aligned(square_values(s) * sizeof(float)); }
+std::size_t backward_bytes(const model::AttentionShape& s) {
+  return scores_bytes(s) + square_values(s) * kernels::element_bytes(s.data);
+}
+// One head's T x T matrices of every sample, side by side in the scratch.
+MatrixView head_scratch(const model::AttentionShape& s) {
+  return {0, int64_t{s.tokens} * s.tokens, s.tokens, false};
+}
+kc::SquareRows rows(const model::AttentionShape& s, const MatrixView& square) { return {s.batch, s.tokens, square}; }
+
+Transpose op(const MatrixView& v) { return v.transposed ? Transpose::yes : Transpose::no; }
+// The element `offset` values of `type` on from base.
+template <class Byte>
+Byte* at(Byte* base, int64_t offset, ElementType type) {
+  return base + offset * static_cast<int64_t>(kernels::element_bytes(type));
+}
+
+// Product p for every sample of s: A and B of `operands` in the tensors at a and b, C of `result` at c.
+void run(Blas& blas, const model::AttentionShape& s, const MatrixProduct& p, ElementType operands, const void* a,
+         const void* b, ElementType result, void* c) {
+  if (p.c.transposed) return run(blas, s, kernels::to_stored_c(p), operands, b, a, result, c);  // C^T = B^T A^T
+  blas.gemm_batched(op(p.a), op(p.b), p.m, p.n, p.k, p.alpha, operands,
+                    at(static_cast<const std::byte*>(a), p.a.offset, operands), p.a.ld,
+                    at(static_cast<const std::byte*>(b), p.b.offset, operands), p.b.ld, p.beta, result,
+                    at(static_cast<std::byte*>(c), p.c.offset, result), p.c.ld,
+                    {s.batch, p.a.sample_stride, p.b.sample_stride, p.c.sample_stride});
+}
+
+}  // namespace
+
+model::ScratchBytes CudaBackend::attention_prepare(const model::AttentionShape& s) {
+  return {scores_bytes(s), backward_bytes(s)};
+}
+
+std::byte* CudaBackend::attention_memory(model::Scratch scratch, std::size_t bytes) {
+  if (scratch.data && scratch.bytes >= bytes) return static_cast<std::byte*>(scratch.data);
+  state_->attention_scratch.ensure(bytes, stream());
+  return static_cast<std::byte*>(state_->attention_scratch.get());
+}
+
+void CudaBackend::attention_forward(const model::AttentionShape& s, const void* qkv, void* y, void* probabilities,
+                                    model::Scratch scratch) {
+  if (s.batch <= 0) return;
+  auto* scores = reinterpret_cast<float*>(attention_memory(scratch, scores_bytes(s)));
+  const model::ActivationLayout layout = activation_layout(s.data);
+  const MatrixView local = head_scratch(s);
+  for (int h = 0; h < s.heads; ++h) {
+    const MatrixView kept = kernels::head_probabilities(s, h);
+    run(blas(), s, kernels::scores_product(s, layout, h, local), s.data, qkv, qkv, ElementType::f32, scores);
+    kc::softmax_rows(rows(s, local), scores, rows(s, kept), s.data, probabilities, stream());
+    run(blas(), s, kernels::output_product(s, layout, h, kept), s.data, probabilities, qkv, s.data, y);
+  }
+}
+
+void CudaBackend::attention_backward(const model::AttentionShape& s, const void* qkv, const void* probabilities,
+                                     const void* dy, void* dqkv, model::Scratch scratch) {
+  if (s.batch <= 0) return;
+  std::byte* memory = attention_memory(scratch, backward_bytes(s));
+  auto* dp = reinterpret_cast<float*>(memory);
+  void* ds = memory + scores_bytes(s);
+  const model::ActivationLayout layout = activation_layout(s.data);
+  const MatrixView local = head_scratch(s);
+  for (int h = 0; h < s.heads; ++h) {
+    const MatrixView kept = kernels::head_probabilities(s, h);
+    run(blas(), s, kernels::value_gradient_product(s, layout, h, kept), s.data, probabilities, dy, s.data, dqkv);
+    run(blas(), s, kernels::probability_gradient_product(s, layout, h, local), s.data, dy, qkv, ElementType::f32, dp);
+    kc::softmax_backward_rows(rows(s, kept), s.data, probabilities, rows(s, local), dp, ds, stream());
+    run(blas(), s, kernels::query_gradient_product(s, layout, h, local), s.data, ds, qkv, s.data, dqkv);
+    run(blas(), s, kernels::key_gradient_product(s, layout, h, local), s.data, ds, qkv, s.data, dqkv);
+  }
+}
+
+}  // namespace ringtrain::backend
