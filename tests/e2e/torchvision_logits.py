@@ -1,12 +1,14 @@
-"""Compares a ringtrain model with torchvision's model of the same name, two interpreters apart (torch lives in
-/usr/bin/python3, onnxruntime in .venv-onnx):
+"""Compares a ringtrain model with torchvision's model of the same name (torch_model), two interpreters apart (torch
+lives in /usr/bin/python3, onnxruntime in .venv-onnx):
+  /usr/bin/python3 torchvision_logits.py count SIDE NAME...
+      prints each model's name and parameter count for SIDE x SIDE images (a ViT's position table depends on it);
   .venv-onnx/bin/python3 torchvision_logits.py onnx MODEL.onnx OUT.npz
       runs ringtrain's export on 4 random images of its input shape (pixel values 0..255) and saves the pixels, the
       logits and the graph's input normalisation;
   /usr/bin/python3 torchvision_logits.py torch CHECKPOINT NAME OUT.npz
       loads the checkpoint's parameters (in ringtrain's declaration order, ringtrain_order) and batch-norm running
-      statistics into torchvision.models.NAME() (or NAME from MODELS_OF_OUR_OWN below), runs it in evaluation on the
-      same normalised pixels, and fails unless every logit is within 1e-4 of the largest one of onnxruntime's.
+      statistics into torch_model(NAME), runs it in evaluation on the same normalised pixels, and fails unless every
+      logit is within 1e-4 of the largest one of onnxruntime's.
 Parameters in declaration order and the export's numbers (tests/e2e/check_onnx.py holds it to `predict`) make this
 the check that each layer sits where torchvision has it, with its stride, padding, groups and activation."""
 import sys
@@ -29,19 +31,32 @@ def run_onnx(model_path, out):
 
 def ringtrain_order(model):
     """The model's parameters in the order ringtrain declares its layers' tensors. torchvision declares them so,
-    except where a block registers a parameter of its own before its submodules (ConvNeXt's CNBlock.layer_scale):
-    ringtrain's layer_scale is the block body's last layer, so that parameter moves after the block's others."""
+    except where a module registers a parameter of its own before its submodules: ConvNeXt's CNBlock.layer_scale
+    (ringtrain's layer_scale is the block body's last layer, so that parameter moves after the block's others) and
+    the VisionTransformer's class_token (ringtrain's class_token layer follows the patch convolution)."""
     named = list(model.named_parameters())
-    for own in [n for n, _ in named if n.endswith(".layer_scale")]:
-        block = own[:-len("layer_scale")]
+
+    def move_after(own, last_of):
         names = [n for n, _ in named]
         moved = named.pop(names.index(own))
-        last = max(i for i, (n, _) in enumerate(named) if n.startswith(block))
+        last = max(i for i, (n, _) in enumerate(named) if n.startswith(last_of))
         named.insert(last + 1, moved)
+
+    for own in [n for n, _ in named if n.endswith(".layer_scale")]:
+        move_after(own, own[:-len("layer_scale")])
+    if any(n == "class_token" for n, _ in named):
+        move_after("class_token", "conv_proj.")
     return [p for _, p in named]
 
 
-def attention_probe():
+def vit_s16(side):
+    """jobs/vit_s16.toml in torch: torchvision's VisionTransformer at DeiT-S's width (torchvision 0.14 names ViT-B and
+    larger only), for SIDE x SIDE images."""
+    from torchvision.models.vision_transformer import VisionTransformer
+    return VisionTransformer(image_size=side, patch_size=16, num_layers=12, num_heads=6, hidden_dim=384, mlp_dim=1536)
+
+
+def attention_probe(_side):
     """tests/e2e/attention_probe.toml in torch: torch.nn.MultiheadAttention (width 8, 2 heads) over the 8x5x1
     input's 5 positions as tokens, its output flattened channel-major as ringtrain's flatten, a Linear to 3."""
     import torch
@@ -60,17 +75,28 @@ def attention_probe():
     return AttentionProbe()
 
 
-MODELS_OF_OUR_OWN = {"attention_probe": attention_probe}
+MODELS_OF_OUR_OWN = {"attention_probe": attention_probe, "vit_s16": vit_s16}
+
+
+def torch_model(name, side):
+    """torchvision.models' NAME(), or NAME of MODELS_OF_OUR_OWN, for SIDE x SIDE images."""
+    import torchvision
+    return MODELS_OF_OUR_OWN[name](side) if name in MODELS_OF_OUR_OWN else getattr(torchvision.models, name)()
+
+
+def count(side, names):
+    for name in names:
+        print(name, sum(p.numel() for p in torch_model(name, side).parameters()))
 
 
 def run_torch(checkpoint, name, saved):
     import h5py
     import torch
-    import torchvision
 
     with h5py.File(checkpoint, "r") as f:
         params, states, sizes = f["params"][:], f["states"][:], f["tensor_sizes"][:]
-    model = (MODELS_OF_OUR_OWN[name]() if name in MODELS_OF_OUR_OWN else getattr(torchvision.models, name)()).eval()
+    s = np.load(saved)
+    model = torch_model(name, s["pixels"].shape[-1]).eval()
     with torch.no_grad():
         at = 0
         for i, p in enumerate(ringtrain_order(model)):
@@ -83,7 +109,6 @@ def run_torch(checkpoint, name, saved):
                 stat.copy_(torch.from_numpy(states[at_state:at_state + bn.num_features]))
                 at_state += bn.num_features
     assert at == params.size and at_state == states.size, f"the checkpoint holds more than torch's {name}"
-    s = np.load(saved)
     x = (torch.from_numpy(s["pixels"]) - torch.from_numpy(s["mean"])) / torch.from_numpy(s["std"])
     with torch.no_grad():
         want = model(x).numpy()
@@ -95,7 +120,9 @@ def run_torch(checkpoint, name, saved):
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "onnx":
+    if sys.argv[1] == "count":
+        count(int(sys.argv[2]), sys.argv[3:])
+    elif sys.argv[1] == "onnx":
         run_onnx(sys.argv[2], sys.argv[3])
     else:
         run_torch(sys.argv[2], sys.argv[3], sys.argv[4])
