@@ -1,8 +1,9 @@
 // Owns the definition of the smooth and clipped activations (SiLU, GELU, sigmoid, hard-swish, ReLU6, and the
 // hard sigmoid relu6(x + 3) / 6 of MobileNetV3's squeeze-and-excitation gate) and their
 // derivatives: the CPU twin's loop and the CUDA kernel evaluate these functions alone, in fp32, so both backends
-// compute one formula. Backward takes the derivative at the input x (PyTorch's definitions, GELU the exact erf
-// form, the clipped ones' gradient zero at and beyond their corners).
+// compute one formula (except fp32 GELU, SiLU and sigmoid on the CPU backend, which run on oneDNN's vector kernels
+// of the same definitions: kernels/cpu/dnnl_eltwise.h). Backward takes the derivative at the input x (PyTorch's
+// definitions, GELU the exact erf form, the clipped ones' gradient zero at and beyond their corners).
 #pragma once
 #include <cmath>
 

@@ -10,6 +10,7 @@
 #include "kernels/cpu/dnnl_context.h"
 #include "kernels/cpu/dnnl_conv2d.h"
 #include "kernels/cpu/dnnl_dense.h"
+#include "kernels/cpu/dnnl_eltwise.h"
 #include "kernels/cpu/dnnl_pool.h"
 
 namespace ringtrain::kernels::cpu {
@@ -33,6 +34,7 @@ struct DnnlOps::State {
   std::map<Conv2dShape, std::optional<DnnlConv2d>> convs;
   std::map<DenseShape, DnnlDense> denses;
   std::map<std::pair<PoolShape, PoolMode>, DnnlPool> pools;
+  std::map<std::pair<Activation, int64_t>, DnnlEltwise> eltwises;
 
   std::optional<DnnlConv2d>& conv(const Conv2dShape& s) {
     auto it = convs.find(s);
@@ -48,6 +50,11 @@ struct DnnlOps::State {
     const auto key = std::make_pair(s, mode);
     auto it = pools.find(key);
     return it != pools.end() ? it->second : pools.try_emplace(key, ctx, s, mode).first->second;
+  }
+  DnnlEltwise& eltwise(Activation a, int64_t n) {
+    const auto key = std::make_pair(a, n);
+    auto it = eltwises.find(key);
+    return it != eltwises.end() ? it->second : eltwises.try_emplace(key, ctx, a, n).first->second;
   }
   DnnlDense& dense(const DenseShape& s) {
     auto it = denses.find(s);
@@ -121,6 +128,14 @@ void DnnlOps::pool_forward(const PoolShape& s, PoolMode mode, const float* x, fl
 }
 void DnnlOps::pool_backward(const PoolShape& s, PoolMode mode, const float* dy, float* dx, const void* workspace) {
   state_->pool(s, mode).backward(state_->ctx, dy, dx, workspace);
+}
+
+bool DnnlOps::runs_activation(Activation a) { return DnnlEltwise::runs(a); }
+void DnnlOps::activation_forward(Activation a, int64_t n, const float* x, float* y) {
+  state_->eltwise(a, n).forward(state_->ctx, x, y);
+}
+void DnnlOps::activation_backward(Activation a, int64_t n, const float* x, const float* dy, float* dx) {
+  state_->eltwise(a, n).backward(state_->ctx, x, dy, dx);
 }
 
 void DnnlOps::dense_forward(const DenseShape& s, const void* x, const float* w, const float* bias, void* y) {

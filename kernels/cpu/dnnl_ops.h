@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "kernels/activation.h"
 #include "kernels/cpu/dnnl_math.h"
 #include "kernels/op_shapes.h"
 
@@ -64,6 +65,12 @@ class DnnlOps {
   std::size_t pool_workspace_bytes(const PoolShape& s, PoolMode mode) const;
   void pool_forward(const PoolShape& s, PoolMode mode, const float* x, float* y, void* workspace);
   void pool_backward(const PoolShape& s, PoolMode mode, const float* dy, float* dx, const void* workspace);
+
+  // The smooth activations on oneDNN's eltwise kernels (dnnl_eltwise.h), fp32: whether a runs here, and y = a(x),
+  // dx = a'(x) dy over n values.
+  static bool runs_activation(Activation a);
+  void activation_forward(Activation a, int64_t n, const float* x, float* y);
+  void activation_backward(Activation a, int64_t n, const float* x, const float* dy, float* dx);
 
   // x, y, dx and dy as for the convolutions.
   void dense_forward(const DenseShape& s, const void* x, const float* w, const float* bias, void* y);

@@ -11,12 +11,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <thread>
 #include <vector>
 
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/dense.h"
 #include "kernels/cpu/dnnl_ops.h"
+#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/pooling.h"
 #include "tests/kernels/grad_check.h"
 
@@ -35,6 +37,33 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
   for (float v : want) peak = std::max(peak, double(std::abs(v)));
   for (std::size_t i = 0; i < got.size(); ++i)
     ASSERT_NEAR(got[i], want[i], rtol * (peak + std::abs(want[i]))) << "at " << i;
+}
+
+// GELU, SiLU and the sigmoid on oneDNN's eltwise kernels against elementwise.cpp's loops of kernels/activation.h's
+// formulas, forward and backward (its derivative at x), in place too; a NaN passes through as through the loops.
+TEST(DnnlOps, SmoothActivationsFollowTheLoops) {
+  DnnlOps ops(2);
+  const int64_t n = 4099;
+  const auto x = random_vector(static_cast<std::size_t>(n), 71, -6.0f, 6.0f);
+  const auto dy = random_vector(static_cast<std::size_t>(n), 72);
+  for (Activation a : {Activation::gelu, Activation::silu, Activation::sigmoid}) {
+    SCOPED_TRACE(static_cast<int>(a));
+    ASSERT_TRUE(DnnlOps::runs_activation(a));
+    std::vector<float> y(x.size()), want_y(x.size()), dx(x.size()), want_dx(x.size());
+    ops.activation_forward(a, n, x.data(), y.data());
+    activation_forward(a, n, x.data(), want_y.data());
+    expect_close(y, want_y, 1e-6);
+    ops.activation_backward(a, n, x.data(), dy.data(), dx.data());
+    activation_backward(a, n, x.data(), dy.data(), want_dx.data());
+    expect_close(dx, want_dx, 1e-6);
+    std::vector<float> in_place = x;
+    ops.activation_forward(a, n, in_place.data(), in_place.data());
+    EXPECT_EQ(in_place, y);
+    std::vector<float> nan(3, std::numeric_limits<float>::quiet_NaN()), out(3);
+    ops.activation_forward(a, 3, nan.data(), out.data());
+    EXPECT_TRUE(std::isnan(out[0]) && std::isnan(out[2]));
+  }
+  EXPECT_FALSE(DnnlOps::runs_activation(Activation::relu6));
 }
 
 TEST(DnnlOps, TakesConvolutionsWithManyInputChannelsOnly) {
