@@ -675,16 +675,27 @@ void add_shortcut_apart(const BatchNormShape& s, BatchNormEpilogue then, void* y
 
 __global__ void set_count_kernel(PairSum* count, double values) { *count = {values, 0.0}; }
 
-// The totals of this rank's slices (folded: fold_slices_kernel has run) with its count after them, added over the
-// group's ranks in place: what the finishing kernels then read as one slice, with the group's count.
-Scratch group_totals(const Layout& z, const Scratch& w, bool folded_already, const BatchNormGroup& group,
-                     Stream stream) {
-  if (!folded_already) fold_slices_kernel<<<z.channels, detail::kChannelThreads, 0, stream>>>(z, w);
-  PairSum* count = w.totals + z.channels;
-  set_count_kernel<<<1, 1, 0, stream>>>(count, static_cast<double>(z.count()));
+// This rank's sums as the finishing kernels read them: its slices, or their per-channel totals once folded. A group
+// reduces the totals, so with one they are folded here if they are not yet.
+struct OwnSums {
+  Layout z;
+  Scratch w;
+};
+OwnSums own_sums(const Layout& z, const Scratch& w, bool folded_already, const BatchNormGroup* group, Stream stream) {
+  if (group && !folded_already) fold_slices_kernel<<<z.channels, detail::kChannelThreads, 0, stream>>>(z, w);
+  if (group || folded_already) return {folded(z), folded(w)};
+  return {z, w};
+}
+
+// The folded totals with this rank's count after them, added over the group's ranks in place: the sums the finishing
+// kernels then read, with the group's count.
+Scratch group_totals(const OwnSums& own, const BatchNormGroup& group, Stream stream) {
+  PairSum* count = own.w.totals + own.z.channels;
+  set_count_kernel<<<1, 1, 0, stream>>>(count, static_cast<double>(own.z.count()));
   RT_CHECK_LAUNCH();
-  group.add_over_ranks(reinterpret_cast<double*>(w.totals), 2 * (static_cast<std::size_t>(z.channels) + 1), stream);
-  Scratch g = folded(w);
+  group.add_over_ranks(reinterpret_cast<double*>(own.w.totals), 2 * (static_cast<std::size_t>(own.z.channels) + 1),
+                       stream);
+  Scratch g = own.w;
   g.group_count = &count->a;
   return g;
 }
@@ -692,14 +703,9 @@ Scratch group_totals(const Layout& z, const Scratch& w, bool folded_already, con
 // The forward's statistics from the sums in w: this rank's, or with a group the group's.
 void finish_statistics(const Layout& z, const Statistics& st, const Scratch& w, bool folded_already,
                        const BatchNormGroup* group, Stream stream) {
-  if (group) {
-    statistics_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(
-        folded(z), st, group_totals(z, w, folded_already, *group, stream));
-  } else if (folded_already) {
-    statistics_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(folded(z), st, folded(w));
-  } else {
-    statistics_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(z, st, w);
-  }
+  const OwnSums own = own_sums(z, w, folded_already, group, stream);
+  statistics_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(
+      own.z, st, group ? group_totals(own, *group, stream) : own.w);
   RT_CHECK_LAUNCH();
 }
 
@@ -707,15 +713,13 @@ void finish_statistics(const Layout& z, const Statistics& st, const Scratch& w, 
 // (the gradient all-reduce adds the ranks' shares up), then dx's coefficients from the group's sums.
 void finish_gradient(const Layout& z, const float* gamma, const float* saved_inv_std, const Scratch& w,
                      bool folded_already, const BatchNormGroup* group, float* dgamma, float* dbeta, Stream stream) {
-  const Layout one = folded_already || group ? folded(z) : z;
-  if (group && !folded_already) fold_slices_kernel<<<z.channels, detail::kChannelThreads, 0, stream>>>(z, w);
-  const Scratch mine = folded_already || group ? folded(w) : w;
-  gradient_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(one, gamma, saved_inv_std, mine,
+  const OwnSums own = own_sums(z, w, folded_already, group, stream);
+  gradient_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(own.z, gamma, saved_inv_std, own.w,
                                                                                     dgamma, dbeta);
   RT_CHECK_LAUNCH();
   if (!group) return;
   gradient_coefficients_kernel<<<channel_blocks(z), detail::kThreads, 0, stream>>>(
-      one, gamma, saved_inv_std, group_totals(z, w, true, *group, stream), nullptr, nullptr);
+      own.z, gamma, saved_inv_std, group_totals(own, *group, stream), nullptr, nullptr);
   RT_CHECK_LAUNCH();
 }
 

@@ -139,14 +139,19 @@ void CpuBackend::relu_backward(kernels::Elements n, const void* y, const void* d
   kc::relu_backward(n, y, dy, dx);
 }
 // fp32 GELU, SiLU and sigmoid on oneDNN's vector kernels (kernels/cpu/dnnl_eltwise.h); the rest on the loops.
+namespace {
+bool on_dnnl_eltwise(kernels::Activation a, kernels::Elements n) {
+  return n.n > 0 && n.type == kernels::ElementType::f32 && kc::DnnlOps::runs_activation(a);
+}
+}  // namespace
 void CpuBackend::activation_forward(kernels::Activation a, kernels::Elements n, const void* x, void* y) {
-  if (n.n > 0 && n.type == kernels::ElementType::f32 && kc::DnnlOps::runs_activation(a))
+  if (on_dnnl_eltwise(a, n))
     return dnnl_.activation_forward(a, n.n, static_cast<const float*>(x), static_cast<float*>(y));
   kc::activation_forward(a, n, x, y);
 }
 void CpuBackend::activation_backward(kernels::Activation a, kernels::Elements n, const void* x, const void* dy,
                                      void* dx) {
-  if (n.n > 0 && n.type == kernels::ElementType::f32 && kc::DnnlOps::runs_activation(a))
+  if (on_dnnl_eltwise(a, n))
     return dnnl_.activation_backward(a, n.n, static_cast<const float*>(x), static_cast<const float*>(dy),
                                      static_cast<float*>(dx));
   kc::activation_backward(a, n, x, dy, dx);
