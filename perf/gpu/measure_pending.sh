@@ -144,5 +144,5 @@ if want compiled && fits pytorch-compiled 100; then
 fi
 
 wait 2>/dev/null
-tar czf "$out/details.tgz" -C "$x" --exclude=photos --exclude='jpeg-*' --exclude=s224 --exclude='*.h5' . 2>/dev/null
+tar czf "$out/details.tgz" -C "$x" --exclude=photos --exclude='jpeg-*' --exclude=s224 --exclude='*.h5' --exclude=checkpoints . 2>/dev/null
 say "done in $((SECONDS - t0)) s"
