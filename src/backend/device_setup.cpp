@@ -116,6 +116,27 @@ int default_threads(const dist::World& world) {
   return std::max(1, cores / world.local_size());
 }
 
+DeviceSetup open_gpu(const config::JobConfig& job, dist::World& world) {
+  DeviceSetup device;
+  world.all_succeed([&] {
+    device.backend = gpu::open_backend(job, world.local_rank(), world.local_size(), world.host());
+  });
+  world.all_succeed([&] {
+    device.reducer = gpu::open_reducer(*device.backend, world.comm(), job.run.collective_timeout_s,
+                                       job.dist.allreduce_dtype);
+  });
+  return device;
+}
+
+DeviceSetup open_cpu(const config::JobConfig& job, dist::World& world) {
+  const CpuMath math = cpu_math(job);
+  DeviceSetup device;
+  device.backend = std::make_unique<CpuBackend>(job.run.threads > 0 ? job.run.threads : default_threads(world),
+                                                math.dnnl, math.rounding);
+  device.reducer = open_cpu_reducer(job, world);
+  return device;
+}
+
 }  // namespace
 
 DeviceSetup open_device(const config::JobConfig& job, dist::World& world) {
@@ -124,21 +145,9 @@ DeviceSetup open_device(const config::JobConfig& job, dist::World& world) {
     check_precision(job, gpu);
     check_sync_batchnorm(job, world);
   });
-  DeviceSetup device;
-  if (gpu) {
-    world.all_succeed([&] {
-      device.backend = gpu::open_backend(job, world.local_rank(), world.local_size(), world.host());
-    });
-    world.all_succeed([&] {
-      device.reducer = gpu::open_reducer(*device.backend, world.comm(), job.run.collective_timeout_s,
-                                         job.dist.allreduce_dtype);
-    });
-    return device;
-  }
-  const CpuMath math = cpu_math(job);
-  device.backend = std::make_unique<CpuBackend>(job.run.threads > 0 ? job.run.threads : default_threads(world),
-                                                math.dnnl, math.rounding);
-  device.reducer = open_cpu_reducer(job, world);
+  DeviceSetup device = gpu ? open_gpu(job, world) : open_cpu(job, world);
+  // One place for both backends, so that no device path trains on its own rank's statistics while the job file
+  // asks for the group's.
   synchronise_batchnorm(job, world, *device.backend);
   return device;
 }

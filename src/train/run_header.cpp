@@ -48,12 +48,19 @@ std::string mix_line(const config::MixSpec& mix) {
                      methods);
 }
 
+std::string sync_batchnorm_text(int group, int batch_per_rank) {
+  if (group == 0) return "";
+  return fmt::format("; batch norm statistics over groups of {} ranks ({} samples each, dist.sync_batchnorm_group)",
+                     group, group * batch_per_rank);
+}
+
 std::string batch_line(const RunContext& run, const EpochPlan& plan, const LearningRateSchedule& lr) {
   const auto& opt = run.job.optimizer;
   return fmt::format("batch: {} ranks x {} per rank x {} accumulation = global batch {}; lr = {} (warm-up {} steps, "
                      "then {})",
                      run.ranks(), plan.batch, plan.accumulate, plan.global_batch,
-                     lr.arithmetic(opt, plan.global_batch), lr.warmup_steps(), lr.decay_text());
+                     lr.arithmetic(opt, plan.global_batch), lr.warmup_steps(), lr.decay_text()) +
+         sync_batchnorm_text(run.job.dist.sync_batchnorm_group, plan.batch);
 }
 
 std::string epoch_line(const DataPlan& data) {
