@@ -131,6 +131,7 @@ struct JobConfig {
     bool nhwc;                // bf16/fp16 activations stored NHWC (cuDNN's tensor-core layout)
     bool cudnn_graphs;        // 16-bit NHWC convolutions through cuDNN's graph API where a plan builds
     bool few_channel_gemm;    // 16-bit NHWC convolutions on few input channels as im2col + cuBLAS GEMM
+    bool candidate_kernels;   // our CUDA kernels written since the last GPU run, not yet proven on a GPU
   } gpu;
 
   std::string resolved_toml;  // every key with its final value, written to run.dir

@@ -362,6 +362,10 @@ Section<Gpu> gpu_keys() {
                        "16-bit NHWC convolutions whose input channels are not a multiple of 8 (a stem on 3 colour "
                        "channels) as im2col + cuBLAS GEMM over C x R x S columns; false: cuDNN on the input padded to "
                        "8 channels (8/3 of a stem's work)"),
+          boolean<Gpu>("candidate_kernels", &Gpu::candidate_kernels, false,
+                       "our CUDA kernels that are written and CPU-compiled but not yet proven on a GPU "
+                       "(perf/gpu/PENDING.md lists them: layer norm and layer scale rows per warp, depthwise "
+                       "convolution); false: the proven path for those layers"),
           boolean<Gpu>("share_device", &Gpu::share_device, false,
                        "testing only: let a node's ranks share its GPUs, each rank its own host to NCCL "
                        "(NCCL_HOSTID), to run the multi-rank NCCL path on a one-GPU machine; slower than one rank per "

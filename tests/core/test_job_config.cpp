@@ -89,6 +89,7 @@ TEST_F(JobConfigTest, CodeBuiltConfigStartsFromTheSchemaDefaults) {
   EXPECT_DOUBLE_EQ(built.dist.bucket_mb, parsed.dist.bucket_mb);
   EXPECT_EQ(built.gpu.measure_algorithms, parsed.gpu.measure_algorithms);
   EXPECT_EQ(built.gpu.few_channel_gemm, parsed.gpu.few_channel_gemm);
+  EXPECT_EQ(built.gpu.candidate_kernels, parsed.gpu.candidate_kernels);
   // A required key has no default: its member starts empty.
   EXPECT_EQ(built.train.epochs, 0);
   EXPECT_TRUE(built.run.dir.empty());

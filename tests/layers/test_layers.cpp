@@ -69,8 +69,9 @@ struct BackendCase {
 void PrintTo(const BackendCase& c, std::ostream* os) { *os << c.name; }
 
 std::unique_ptr<model::Backend> gpu_backend(config::Precision precision, bool measure, bool nhwc = false,
-                                            bool cudnn_graphs = true) {
+                                            bool cudnn_graphs = true, bool candidate_kernels = false) {
   config::JobConfig job;
+  job.gpu.candidate_kernels = candidate_kernels;
   job.train.precision = precision;
   job.gpu.measure_algorithms = measure;
   job.gpu.nhwc = nhwc;
@@ -130,7 +131,11 @@ std::vector<BackendCase> backend_cases() {
           {"cuda_fp16_nhwc", true, "fp16", [] { return gpu_backend(config::Precision::fp16, false, true); },
            ElementType::f16},
           {"cuda_bf16_nhwc_legacy", true, "bf16",
-           [] { return gpu_backend(config::Precision::bf16, false, true, false); }, ElementType::bf16}};
+           [] { return gpu_backend(config::Precision::bf16, false, true, false); }, ElementType::bf16},
+          // gpu.candidate_kernels: our kernels not yet proven on a GPU, in each layout they serve.
+          {"cuda_fp32_candidate", true, "", [] { return gpu_backend(config::Precision::fp32, false, false, true, true); }},
+          {"cuda_bf16_nhwc_candidate", true, "bf16",
+           [] { return gpu_backend(config::Precision::bf16, false, true, true, true); }, ElementType::bf16}};
 }
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {

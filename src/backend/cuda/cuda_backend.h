@@ -46,6 +46,8 @@ struct CudaOptions {
   // Those NHWC convolutions whose input channels are not a multiple of 8 (a stem on 3 colour channels) as im2col +
   // cuBLAS GEMM (gpu.few_channel_gemm, conv_gemm.cpp), their im2col rows made im2col_bytes at most at a time.
   bool few_channel_gemm = true;
+  // Our kernels not yet proven on a GPU, used in place of the proven path for their layers (gpu.candidate_kernels).
+  bool candidate_kernels = false;
   std::size_t im2col_bytes = std::size_t{128} << 20;
 };
 
