@@ -100,6 +100,17 @@ std::string decode_place(const io::DatasetMeta& meta, bool device_decode, const 
   return device->allocates_host_memory() ? "cpu_twin" : "gpu";
 }
 
+// The training loop refuses the same (DataPlan), in the same words; here the batches would read past the partition.
+void refuse_partition_under_a_batch(const config::JobConfig& job, const dist::World& world,
+                                    const io::SplitIndex& split) {
+  const int batch = job.train.batch_per_rank;
+  if (world.min_across(io::rank_range(split.total_samples(), world.rank(), world.size()).size()) >= batch) return;
+  throw DataError(fmt::format("data.train '{}' has {} samples: too few for {} ranks x batch_per_rank {}; lower "
+                              "train.batch_per_rank (--set train.batch_per_rank=N), use fewer ranks, or prepare more "
+                              "data",
+                              job.data.train.string(), split.total_samples(), world.size(), batch));
+}
+
 }  // namespace
 
 int input_bench(int* argc, char*** argv, const InputBenchArgs& args) {
@@ -119,6 +130,7 @@ int input_bench(int* argc, char*** argv, const InputBenchArgs& args) {
       world.all_succeed([&] {
         if (device_decode) train::refuse_what_device_decoding_excludes(job);
       });
+      world.all_succeed([&] { refuse_partition_under_a_batch(job, world, split); });
       backend::DeviceSetup device;
       if (device_decode) device = backend::open_device(job, world);
       int threads = 0;

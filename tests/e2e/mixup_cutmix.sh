@@ -6,7 +6,8 @@
 #     whether the loader or the device normalises (the loader mixes uint8 pixels before either);
 #   - they differ from the same run unmixed (the batches were mixed);
 #   - a JPEG split decoded on the loader threads mixes too; decoded on the device (data.decode = gpu) it is refused
-#     on every rank with exit 3, naming both keys and the fix, before any step (by input-bench too).
+#     on every rank with exit 3, naming both keys and the fix, before any step (by input-bench too);
+#   - input-bench on a split smaller than one batch exits 4 naming train.batch_per_rank, as training does.
 # Usage: mixup_cutmix.sh RINGTRAIN SOURCE_DIR MPIEXEC
 set -euo pipefail
 bin=$1 src=$2 mpiexec=$3
@@ -85,3 +86,9 @@ code=0
 [[ $code == 3 ]] && grep -qF "$fix" bench_gpu.log ||
   { echo "FAIL: input-bench mixing with data.decode = gpu: exit $code, not 3 with the fix: $(tail -3 bench_gpu.log)"; exit 1; }
 echo "ok   input-bench refuses mixing with data.decode = gpu alike"
+code=0
+"$bin" input-bench "$src/jobs/fashion_mnist.toml" --set data.train=jpegs/train --set data.test=jpegs/test \
+  --set train.batch_per_rank=1000000 --batches 2 --warmup 0 >bench_small.log 2>&1 || code=$?
+[[ $code == 4 ]] && grep -qF "lower train.batch_per_rank" bench_small.log ||
+  { echo "FAIL: input-bench on a split smaller than one batch: exit $code, not 4 naming the key: $(tail -3 bench_small.log)"; exit 1; }
+echo "ok   input-bench on a split smaller than one batch: exit 4, naming train.batch_per_rank"
