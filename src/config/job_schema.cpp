@@ -120,7 +120,8 @@ Section<Data> data_keys() {
                         "sample's size (0 = the size / 0.875: 256 for 224)"),
           choice<Data>("decode", &Data::decode,
                        {{"auto", DecodeOn::auto_detect}, {"cpu", DecodeOn::cpu}, {"gpu", DecodeOn::gpu}},
-                       "where a JPEG split's images are decoded: auto (cpu until the GPU decoder is measured on a GPU) "
+                       "where a JPEG split's images are decoded: auto (cpu: on an H200 with 8 cores, ResNet-50 bf16 from "
+                       "side-256 shards kept 100 % of its synthetic rate decoding on the CPU, 80 % on the GPU) "
                        "| cpu (the loader threads, libjpeg-turbo, only the crop) | gpu (the backend: nvJPEG on a GPU, "
                        "the whole photo, then the crop; the loader threads only read; on the CPU twin, libjpeg-turbo "
                        "on the step's thread)"),
