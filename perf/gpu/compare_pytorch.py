@@ -19,7 +19,7 @@ Every mode not listed is still written, as skipped, so a record always shows all
 forward, cross-entropy, backward, SGD with momentum 0.9 and weight decay (jobs/fashion_mnist.toml,
 jobs/resnet50_synthetic.toml). Precisions: fp32 (strict: TF32 off, as ringtrain's fp32 path), tf32, bf16
 (torch.autocast bf16 with fp32 master weights). fmnist and resnet50 are defined here, torchvision-free, layer for
-layer; efficientnet_b0, vit_s16 and convnext_tiny are torchvision's (issue 41's GPU targets, as the job files match them).
+layer; efficientnet_b0, vit_s16, convnext_tiny and mobilenet_v2 are torchvision's (issue 41's GPU targets, as the job files match them).
 
 --budget-s bounds the whole script: a mode whose estimated cost no longer fits is skipped with that reason.
 Compiled modes of one model run one after the other in this process, so Inductor's on-disk cache serves the second.
@@ -67,6 +67,8 @@ PRIOR_COST_S = {
                           "compile_max_autotune": 900},
     ("cuda", "convnext_tiny"): {"eager": 20, "eager_benchmark": 20, "compile": 150, "compile_reduce_overhead": 100,
                                 "compile_max_autotune": 900},
+    ("cuda", "mobilenet_v2"): {"eager": 15, "eager_benchmark": 15, "compile": 120, "compile_reduce_overhead": 80,
+                               "compile_max_autotune": 900},
     ("cpu", "efficientnet_b0"): {"eager": 10, "eager_benchmark": 10, "compile": 300, "compile_reduce_overhead": 200,
                                  "compile_max_autotune": 900},
     ("cpu", "vit_s16"): {"eager": 10, "eager_benchmark": 10, "compile": 200, "compile_reduce_overhead": 150,
@@ -141,6 +143,11 @@ def efficientnet_b0(_side):
     return torchvision.models.efficientnet_b0()
 
 
+def mobilenet_v2(_side):
+    import torchvision
+    return torchvision.models.mobilenet_v2()
+
+
 def convnext_tiny(_side):
     import torchvision
     return torchvision.models.convnext_tiny()
@@ -160,11 +167,13 @@ MODELS = {
     "resnet50": (lambda _side: ResNet50(), (3, 224, 224), 1000, 256, dict(lr=0.1, momentum=0.9, weight_decay=1e-4)),
     "efficientnet_b0": (efficientnet_b0, (3, 224, 224), 1000, 256, dict(lr=0.1, momentum=0.9, weight_decay=1e-5)),
     "vit_s16": (vit_s16, (3, 224, 224), 1000, 256, dict(lr=0.1, momentum=0.9, weight_decay=1e-4)),
+    "mobilenet_v2": (mobilenet_v2, (3, 224, 224), 1000, 256, dict(lr=0.1, momentum=0.9, weight_decay=4e-5)),
     "convnext_tiny": (convnext_tiny, (3, 224, 224), 1000, 128, dict(lr=0.1, momentum=0.9, weight_decay=5e-2)),
 }
 # --tiny: shapes small enough for a 2-core CPU to run every mode (Fashion-MNIST's dense layer fixes its 28x28).
 TINY = {"fmnist": ((1, 28, 28), 8), "resnet50": ((3, 32, 32), 4), "efficientnet_b0": ((3, 32, 32), 4),
-        "vit_s16": ((3, 32, 32), 4), "convnext_tiny": ((3, 32, 32), 4)}
+        "vit_s16": ((3, 32, 32), 4), "convnext_tiny": ((3, 32, 32), 4),
+        "mobilenet_v2": ((3, 32, 32), 4)}
 
 
 # ---- measurement ----------------------------------------------------------------------------------------

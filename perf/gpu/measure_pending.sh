@@ -1,27 +1,33 @@
 #!/usr/bin/env bash
 # Owns one prepared call on a lent GPU that runs what perf/gpu/PENDING.md lists, the most needed first, inside a
 # deadline (BUDGET_S, default 560 s of the call's 600): a stage that no longer fits is written as SKIPPED with the
-# seconds it lacked, so a second call can take it up (STAGES names the stages to run, in this order):
-#   tests    test_gpu whole, test_layers '*/cuda*', the 2-rank equivalence test on CUDA + NCCL (every layer, sync BN,
-#            EMA, soft targets, fusion, the JPEG decoder: all the code written since the last GPU run)
-#   jpeg     issue 37: 12,000 ImageNet-like photos (made in the background while the tests run), stored as they are
-#            and at a shorter side of 256; the GPU decoder alone (ringtrain-jpeg-decode-bench: hardware engine,
-#            CUDA backend, host share); the loader alone on 8 cores (input-bench, decode cpu | gpu); ResNet-50 bf16
-#            batch 256 from synthetic tensors and from JPEG shards decoded on the GPU, the rank on 8 cores
-#   models   issue 41: ringtrain's ViT-S/16, EfficientNet-B0 and ConvNeXt-T bf16 on synthetic 224x224 tensors, then
-#            PyTorch's torchvision models eager with cudnn.benchmark (perf/gpu/compare_pytorch.py)
-#   cpujpeg  ResNet-50 from side-256 JPEG shards decoded on the 8 cores
-#   compiled PyTorch compile reduce-overhead for the three models, as --budget-s allows
-# Needs .gpurt/ as perf/gpu/pack_carried.sh build-gpu ringtrain test_gpu test_layers test_equivalence
-# ringtrain-jpeg-decode-bench makes it. OUT gets summary.txt, results.jsonl (one object per measurement or check),
-# tests.log (the failures and result lines of the tests), pytorch.jsonl, details.tgz (every log).
+# seconds it lacked, so a second call can take it up. STAGES names the stages to run, in this order (default: all):
+#   tests     test_gpu whole, test_layers '*/cuda*' (with the gpu.candidate_kernels cases), the equivalence and the
+#             synchronised batch-norm tests on CUDA + NCCL with 2 and 4 ranks (gpu.share_device)
+#   syncbn    a 2-rank ResNet-20 job with dist.sync_batchnorm_group = 2 and = 0: the losses must differ (the key
+#             reached the GPU backend; on 2026-11-28 they were equal to 16 digits)
+#   models    ResNet-50 bf16 on synthetic tensors (the baseline), then the issue-41 models bf16 on synthetic
+#             224x224 tensors with gpu.candidate_kernels false and true, each with the layer profile
+#   evalshape ResNet-50 evaluating a 1,000-sample test split against 1,024 (a last partial batch: 36-41 s on
+#             2026-11-28, the likely cause new cuDNN plans for a batch size not seen before)
+#   jpeg      issue 37: 12,000 ImageNet-like photos (made in the background while the tests run) at a shorter side
+#             of 256; the loader alone (input-bench, decode cpu | gpu); ResNet-50 from the shards decoded on the
+#             8 cores and on the GPU
+#   pytorch   PyTorch's torchvision models, eager with cudnn.benchmark, then compile reduce-overhead, as the
+#             budget allows (perf/gpu/compare_pytorch.py)
+# Needs .gpurt/ as `perf/gpu/pack_carried.sh build-gpu ringtrain test_gpu test_layers test_equivalence
+# test_sync_batchnorm ringtrain-jpeg-decode-bench` makes it. OUT gets summary.txt, results.jsonl (one object per
+# measurement or check), tests.log (the failures and result lines of the tests), pytorch.jsonl, details.tgz (every
+# log, the layer profiles among them).
 #   bash perf/gpu/measure_pending.sh [OUT_DIR]      (default: $OUT)
+#   DEVICE=cpu CLASSES=20 BIN=build/bin: a dry run of the flow on a host without a GPU
+#   MODELS="vit_s16 efficientnet_b0 convnext_tiny mobilenet_v2" (the models stage's list)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-${OUT:?usage: measure_pending.sh OUT_DIR (or set OUT)}}
 mkdir -p "$out"
 budget=${BUDGET_S:-560}
-stages=" ${STAGES:-tests jpeg models cpujpeg compiled} "
+stages=" ${STAGES:-tests syncbn models evalshape jpeg pytorch} "
 t0=$SECONDS
 x=$(mktemp -d)
 bin=${BIN:-.gpurt/bin}
@@ -57,14 +63,39 @@ gtest_line() {  # gtest_line NAME LOG EXIT: one result line, the failures into t
   echo "{\"stage\":\"tests\",\"suite\":\"$1\",\"exit\":$3,\"ok\":$ok,\"failed\":$failed,\"skipped\":$skipped}" >>"$out/results.jsonl"
   { echo "== $1 (exit $3)"; grep -E '^\[  (FAILED|SKIPPED) +\] [A-Za-z]|Failure$|^  Actual|^Expected|^Which is|error' "$2" | head -60; } >>"$out/tests.log"
 }
+mpi_test() {  # mpi_test NAME RANKS BINARY: an MPI test on CUDA with RANKS ranks sharing the GPU
+  [ -x "$bin/$3" ] || { say "$1: $bin/$3 not packed"; return; }
+  NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 RINGTRAIN_TEST_DEVICE=cuda rt timeout 120 mpirun -np "$2" --oversubscribe \
+    "$bin/$3" --gtest_color=no </dev/null >"$x/$1.log" 2>&1
+  gtest_line "$1" "$x/$1.log" $?
+}
 if want tests; then
   rt timeout 150 mpirun -np 1 "$bin/test_gpu" --gtest_color=no >"$x/test_gpu.log" 2>&1
   gtest_line test_gpu "$x/test_gpu.log" $?
-  rt timeout 150 "$bin/test_layers" --gtest_color=no --gtest_filter='*/cuda*' >"$x/test_layers_cuda.log" 2>&1
+  rt timeout 200 "$bin/test_layers" --gtest_color=no --gtest_filter='*/cuda*' >"$x/test_layers_cuda.log" 2>&1
   gtest_line test_layers_cuda "$x/test_layers_cuda.log" $?
-  NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 RINGTRAIN_TEST_DEVICE=cuda rt timeout 120 mpirun -np 2 --oversubscribe \
-    "$bin/test_equivalence" --gtest_color=no </dev/null >"$x/equivalence-np2.log" 2>&1
-  gtest_line equivalence_cuda_np2 "$x/equivalence-np2.log" $?
+  for np in 2 4; do
+    fits "equivalence np$np" 40 && mpi_test "equivalence_cuda_np$np" "$np" test_equivalence
+    fits "sync_batchnorm np$np" 30 && mpi_test "sync_batchnorm_cuda_np$np" "$np" test_sync_batchnorm
+  done
+fi
+
+if want syncbn && fits syncbn 40; then
+  rt "$bin/ringtrain" prepare synthetic --shape 3,32,32 --classes 10 --samples 2560 --test-samples 256 --shards 4 \
+    --out "$x/s32" >"$x/prepare-s32.log" 2>&1
+  for group in 0 2; do
+    NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 rt timeout 60 mpirun -np 2 --oversubscribe "$bin/ringtrain" train \
+      jobs/resnet20_cifar_like.toml --set run.device=$device --set gpu.share_device=true \
+      --set dist.sync_batchnorm_group=$group --set train.batch_per_rank=32 --set train.max_steps_per_epoch=5 \
+      --set train.epochs=1 --set train.shuffle=false --set data.augment=none --set data.train="$x/s32/train" \
+      --set data.test="$x/s32/test" --set run.dir="$x/syncbn-g$group" --set run.checkpoint_every=0 \
+      </dev/null >"$x/syncbn-g$group.log" 2>&1
+    say "syncbn group $group exit $?: $(grep -oE '"train_loss":[0-9.e-]*' "$x/syncbn-g$group/metrics.jsonl" 2>/dev/null)"
+  done
+  loss() { grep -oE '"train_loss":[0-9.e-]*' "$x/syncbn-g$1/metrics.jsonl" 2>/dev/null | cut -d: -f2; }
+  differ=false; [ -n "$(loss 0)" ] && [ -n "$(loss 2)" ] && [ "$(loss 0)" != "$(loss 2)" ] && differ=true
+  echo "{\"stage\":\"syncbn\",\"check\":\"dist.sync_batchnorm_group changes a GPU job's loss\",\"passed\":$differ,\"loss_group0\":\"$(loss 0)\",\"loss_group2\":\"$(loss 2)\"}" >>"$out/results.jsonl"
+  say "$([ $differ = true ] && echo PASS || echo FAIL) sync batch norm reaches the GPU job (losses $(loss 0) and $(loss 2))"
 fi
 
 resnet() {  # resnet NAME DATA [--set k=v ...]: ResNet-50 bf16 batch 256, 40 steps (10 warm-up), the rank on 8 cores
@@ -94,53 +125,57 @@ synthetic224() {  # the 3x224x224 synthetic split, once
 
 if want jpeg && fits jpeg 200; then
   wait "$photos_pid"; say "photos: $(tail -1 "$x/make_jpeg_folder.log" | cut -c1-220)"
-  for store in side256:256 original:0; do
-    name=${store%%:*} side=${store#*:}
-    rt "$bin/ringtrain" prepare images --source "$x/photos/train" --test-source "$x/photos/val" --size 224 \
-      --store jpeg --max-side "$side" --shards 16 --out "$x/jpeg-$name" >"$x/prepare-$name.log" 2>&1
-    say "prepare $name exit $?: $(du -sh "$x/jpeg-$name" | cut -f1)"
-    for mode in hardware --no-hardware --read-only; do
-      flag=$mode; [ "$mode" = hardware ] && flag=""
-      rt timeout 30 "$bin/ringtrain-jpeg-decode-bench" "$x/jpeg-$name/train" --batch 256 --batches 30 --warmup 3 $flag \
-        2>>"$x/decode-bench.err" | sed "s/^{/{\"stage\":\"decode_bench\",\"store\":\"$name\",\"mode\":\"${mode#--}\",/" >>"$out/results.jsonl"
-      say "decode-bench $name $mode: $(tail -1 "$out/results.jsonl" | grep -oE '"(images_per_s|cpu_s_per_image|retried)":[0-9.e-]*' | paste -sd' ')"
-    done
-    for decode in cpu gpu; do
-      rt timeout 40 $pin "$bin/ringtrain" input-bench jobs/resnet50_synthetic.toml --set data.train="$x/jpeg-$name/train" \
-        --set data.test="$x/jpeg-$name/test" --set data.augment=resized_crop_flip --set data.decode=$decode \
-        --set run.device=$device --threads 8 --batches 16 --warmup 2 2>>"$x/input-bench.err" |
-        sed "s/^{/{\"stage\":\"input_bench\",\"store\":\"$name\",\"decode\":\"$decode\",\"cores\":8,/" >>"$out/results.jsonl"
-      say "input-bench $name decode=$decode, 8 threads on 8 cores: $(tail -1 "$out/results.jsonl" | grep -oE '"images_per_s":[0-9.]*')"
-    done
+  rt "$bin/ringtrain" prepare images --source "$x/photos/train" --test-source "$x/photos/val" --size 224 \
+    --store jpeg --max-side 256 --shards 16 --out "$x/jpeg-side256" >"$x/prepare-side256.log" 2>&1
+  say "prepare side256 exit $?: $(du -sh "$x/jpeg-side256" | cut -f1)"
+  for decode in cpu gpu; do
+    rt timeout 40 $pin "$bin/ringtrain" input-bench jobs/resnet50_synthetic.toml --set data.train="$x/jpeg-side256/train" \
+      --set data.test="$x/jpeg-side256/test" --set data.augment=resized_crop_flip --set data.decode=$decode \
+      --set run.device=$device --threads 8 --batches 16 --warmup 2 2>>"$x/input-bench.err" |
+      sed "s/^{/{\"stage\":\"input_bench\",\"store\":\"side256\",\"decode\":\"$decode\",\"cores\":8,/" >>"$out/results.jsonl"
+    say "input-bench side256 decode=$decode, 8 threads on 8 cores: $(tail -1 "$out/results.jsonl" | grep -oE '"images_per_s":[0-9.]*')"
   done
   synthetic224
-  fits resnet-synthetic 60 && resnet synthetic "$x/s224"
-  fits resnet-side256-gpu 70 && resnet jpeg-side256-gpu "$x/jpeg-side256" --set data.augment=resized_crop_flip --set data.decode=gpu
-  fits resnet-original-gpu 70 && resnet jpeg-original-gpu "$x/jpeg-original" --set data.augment=resized_crop_flip --set data.decode=gpu
+  for decode in cpu gpu; do
+    fits "resnet-side256-$decode" 70 && resnet "jpeg-side256-$decode" "$x/jpeg-side256" \
+      --set data.augment=resized_crop_flip --set data.decode=$decode
+  done
 fi
 
+model_sets() {  # the job keys that make a model's ringtrain run the step PyTorch's peer runs
+  case $1 in vit_s16|convnext_tiny) echo "--set optimizer.name=sgd" ;; esac
+}
 if want models && fits models 120; then
   synthetic224
-  fits vit_s16 45 && train_job vit_s16 jobs/vit_s16.toml "$x/s224" 60 --set optimizer.name=sgd --set train.max_steps_per_epoch=30
-  fits efficientnet_b0 45 && train_job efficientnet_b0 jobs/efficientnet_b0.toml "$x/s224" 60 --set train.max_steps_per_epoch=30
-  fits convnext_tiny 45 && train_job convnext_tiny jobs/convnext_tiny.toml "$x/s224" 60 --set optimizer.name=sgd --set train.max_steps_per_epoch=30
-  if fits pytorch-eager 50; then
-    PYTHONUNBUFFERED=1 timeout $(($(left) - 5)) python3 perf/gpu/compare_pytorch.py --models vit_s16,efficientnet_b0,convnext_tiny \
-      --precisions bf16 --channels-last --modes eager_benchmark --steps 30 --warmup 10 --skip-matmul \
-      --budget-s $(($(left) - 15)) --out "$out/pytorch.jsonl" >"$x/pytorch-eager.log" 2>&1
-    say "pytorch eager_benchmark exit $?"; grep -E "^(vit_s16|efficientnet_b0|convnext_tiny) .*eager_benchmark" "$x/pytorch-eager.log" | tee -a "$out/summary.txt"
-  fi
+  fits resnet-synthetic 60 && resnet synthetic "$x/s224"
+  for model in ${MODELS:-vit_s16 efficientnet_b0 convnext_tiny mobilenet_v2}; do
+    for candidate in false true; do
+      # shellcheck disable=SC2046 # model_sets prints --set options
+      fits "$model candidate=$candidate" 40 && train_job "$model-candidate-$candidate" "jobs/$model.toml" "$x/s224" 60 \
+        $(model_sets "$model") --set gpu.candidate_kernels=$candidate --set run.profile_layers=true \
+        --set train.max_steps_per_epoch=30
+    done
+  done
 fi
 
-if want cpujpeg && [ -d "$x/jpeg-side256" ] && fits resnet-side256-cpu 70; then
-  resnet jpeg-side256-cpu "$x/jpeg-side256" --set data.augment=resized_crop_flip --set data.decode=cpu
+if want evalshape && fits evalshape 150; then
+  for test in 1000 1024; do
+    rt "$bin/ringtrain" prepare synthetic --shape 3,224,224 --classes 1000 --samples $((256 * 21)) \
+      --test-samples $test --shards 8 --out "$x/eval$test" >"$x/prepare-eval$test.log" 2>&1
+    fits "evalshape $test" 70 && resnet "eval-$test" "$x/eval$test" --set train.max_steps_per_epoch=20
+    rm -rf "$x/eval$test"
+  done
 fi
 
-if want compiled && fits pytorch-compiled 100; then
-  PYTHONUNBUFFERED=1 timeout $(($(left) - 5)) python3 perf/gpu/compare_pytorch.py --models vit_s16,efficientnet_b0,convnext_tiny \
-    --precisions bf16 --channels-last --modes compile_reduce_overhead --steps 30 --warmup 10 --skip-matmul \
-    --budget-s $(($(left) - 15)) --out "$out/pytorch.jsonl" >"$x/pytorch-compiled.log" 2>&1
-  say "pytorch compile_reduce_overhead exit $?"; grep -E "^(vit_s16|efficientnet_b0|convnext_tiny) .*compile_reduce" "$x/pytorch-compiled.log" | tee -a "$out/summary.txt"
+# Eager for every model first, then the compiled mode as the budget allows: a record then holds each model's peer.
+if want pytorch && fits pytorch 60; then
+  for mode in eager_benchmark compile_reduce_overhead; do
+    fits "pytorch $mode" 40 || continue
+    PYTHONUNBUFFERED=1 timeout $(($(left) - 5)) python3 perf/gpu/compare_pytorch.py \
+      --models vit_s16,efficientnet_b0,convnext_tiny,mobilenet_v2 --precisions bf16 --channels-last --modes $mode \
+      --steps 30 --warmup 10 --skip-matmul --budget-s $(($(left) - 15)) --out "$out/pytorch.jsonl" >"$x/pytorch-$mode.log" 2>&1
+    say "pytorch $mode exit $?"; grep -E " $mode +(ok|skipped|failed)" "$x/pytorch-$mode.log" | tee -a "$out/summary.txt"
+  done
 fi
 
 wait 2>/dev/null
