@@ -25,6 +25,7 @@ namespace ringtrain::kernels::cpu {
 class DnnlContext {
  public:
   DnnlContext(int threads, DnnlMath math);
+  int threads() const { return threads_; }
   const dnnl::engine& engine() const { return engine_; }
   // dnnl::memory::data_type::f32 or bf16: what a product's inputs are converted to.
   dnnl::memory::data_type operand_type() const;

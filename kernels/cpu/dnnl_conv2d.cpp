@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "common/error.h"
+#include "kernels/cpu/depthwise_filter_gradient.h"
 #include "kernels/cpu/dnnl_check.h"
 
 namespace ringtrain::kernels::cpu {
@@ -201,6 +202,22 @@ const void* DnnlConv2d::stage_dy(DnnlContext& ctx, const void* dy, std::size_t s
   return staged;
 }
 
+std::string DnnlConv2d::description(DnnlContext& ctx) {
+  return direct_filter_gradient(ctx) ? implementation_ + ", filter gradient by the direct depthwise kernel"
+                                     : implementation_;
+}
+
+// A depthwise shape whose filter gradient oneDNN would run on its GEMM-based or reference kernel rather than a JIT
+// depthwise one: there the direct loop is two orders of magnitude faster on small maps.
+bool DnnlConv2d::direct_filter_gradient(DnnlContext& ctx) {
+  if (!direct_filter_) {
+    const bool ours = depthwise_filter_gradient_takes(shape_) && activations_ == f32 && ctx.operand_type() == f32;
+    const std::string_view chosen = ours ? DNNL_CALL(backward_filter_desc(ctx, false).impl_info_str()) : "";
+    direct_filter_ = ours && (chosen.find("gemm") != std::string_view::npos || chosen.starts_with("ref"));
+  }
+  return *direct_filter_;
+}
+
 void DnnlConv2d::forward(DnnlContext& ctx, const void* x, const float* w, const float* bias, void* y) {
   void* const with_bias[] = {const_cast<void*>(x), const_cast<float*>(w), y, const_cast<float*>(bias)};
   forward_primitive(ctx, bias != nullptr).run(ctx, std::span(with_bias, bias ? 4 : 3));
@@ -211,9 +228,16 @@ void DnnlConv2d::backward(DnnlContext& ctx, const void* x, const void* dy, const
   // Both primitives exist before dy is staged: making one may move the staging area.
   PlainPrimitive& filter = backward_filter_primitive(ctx, dbias != nullptr);
   PlainPrimitive* const data = dx ? &backward_data_primitive(ctx) : nullptr;
+  const bool direct = direct_filter_gradient(ctx);
+  if (direct)
+    depthwise_filter_gradient(shape_, static_cast<const float*>(x), static_cast<const float*>(dy), dw, dbias,
+                              ctx.threads());
+  if (direct && !data) return;
   void* const staged_dy = const_cast<void*>(stage_dy(ctx, dy, reserve_dy_staging(ctx, filter, data)));
-  void* const filter_args[] = {const_cast<void*>(x), staged_dy, dw, dbias};
-  filter.run(ctx, std::span(filter_args, dbias ? 4 : 3));
+  if (!direct) {
+    void* const filter_args[] = {const_cast<void*>(x), staged_dy, dw, dbias};
+    filter.run(ctx, std::span(filter_args, dbias ? 4 : 3));
+  }
   if (data) {
     void* const data_args[] = {staged_dy, const_cast<float*>(w), dx};
     data->run(ctx, data_args);

@@ -20,6 +20,8 @@ class DnnlConv2d {
   DnnlConv2d(DnnlContext& ctx, const Conv2dShape& s);
   // oneDNN's name for the forward implementation it chose ("jit:avx512_core", "gemm:jit", ...).
   const std::string& implementation() const { return implementation_; }
+  // That name, and the filter gradient's where that is our direct depthwise kernel.
+  std::string description(DnnlContext& ctx);
   // The channels per block of the layout the forward writes y in (nChw16c: 16, nChw8c: 8, NHWC: all of them), or 1
   // for any other.
   int output_block() const;
@@ -49,6 +51,8 @@ class DnnlConv2d {
   // dy in backward_dy_layout() at staging_offset; dy itself where no reorder is needed.
   const void* stage_dy(DnnlContext& ctx, const void* dy, std::size_t staging_offset);
   int block_of(const dnnl::memory::desc& chosen) const;
+  // Whether the filter gradient runs on depthwise_filter_gradient.h instead of oneDNN's (decided once).
+  bool direct_filter_gradient(DnnlContext& ctx);
   static bool runs_nhwc(DnnlContext& ctx, const Conv2dShape& s, dnnl::memory::data_type activations);
   dnnl::memory::desc activation(const DnnlContext& ctx, const dnnl::memory::desc& d) const;
   dnnl::memory::desc activation(const dnnl::memory::desc& d) const;
@@ -62,6 +66,7 @@ class DnnlConv2d {
   std::string implementation_;
   std::optional<PlainPrimitive> forward_[2], backward_filter_[2], backward_data_;  // [0] without bias, [1] with
   std::optional<dnnl::memory::desc> backward_dy_;
+  std::optional<bool> direct_filter_;
   std::optional<dnnl::reorder> dy_reorder_;  // ours -> backward_dy_, when they differ
   dnnl::memory dy_ours_, dy_staged_;
 };

@@ -83,8 +83,8 @@ bool DnnlOps::bf16_available() { return __builtin_cpu_supports("avx512bf16"); }
 bool DnnlOps::runs_conv2d(const Conv2dShape& s) { return state_->conv(s).has_value(); }
 
 std::string DnnlOps::conv2d_implementation(const Conv2dShape& s) {
-  const auto& conv = state_->conv(s);
-  return conv ? conv->implementation() : "";
+  auto& conv = state_->conv(s);
+  return conv ? conv->description(state_->ctx) : "";
 }
 
 bool DnnlOps::takes_stored(ElementType type) const {

@@ -163,6 +163,28 @@ std::vector<float> nchw_to_nhwc(const std::vector<float>& t, int n, int c, int h
   return out;
 }
 
+// MobileNetV2's last depthwise layer (960 channels, 3x3 on 2x2 maps): where oneDNN's filter gradient for it is no
+// JIT depthwise kernel, ours runs (the implementation says so), and the results follow the im2col kernels; a second
+// thread count gives the same bits.
+TEST(DnnlOps, DepthwiseFilterGradientOnTinyMapsRunsDirect) {
+  Conv2dShape s{4, 960, 2, 2, 960, 3, 3, 1, 1};
+  s.groups = 960;
+  DnnlOps ops(1), two(2);
+  const Conv c(s);
+  const ConvResults got = run_dnnl(ops, c);
+  std::printf("oneDNN runs depthwise 960 3x3 on 2x2 as %s\n", ops.conv2d_implementation(s).c_str());
+  if (ops.conv2d_implementation(s).find("direct depthwise") == std::string::npos)
+    GTEST_SKIP() << "this CPU's oneDNN has a JIT filter gradient for this shape: " << ops.conv2d_implementation(s);
+  const ConvResults want = run_im2col(c);
+  expect_close(got.y, want.y, 1e-5);
+  expect_close(got.dx, want.dx, 1e-5);
+  expect_close(got.dw, want.dw, 1e-5);
+  expect_close(got.db, want.db, 1e-5);
+  const ConvResults again = run_dnnl(two, c);
+  EXPECT_EQ(again.dw, got.dw);
+  EXPECT_EQ(again.db, got.db);
+}
+
 // Where fp32 runs on oneDNN's NHWC kernel, the convolution offers NHWC (a block of every channel) to the batch norm
 // after it and takes it from the one before; handed over so, x, y, dx and dy are NHWC and every number is the one
 // the NCHW hand-over gives (the same kernel behind reorders). Elsewhere it offers oneDNN's channel blocks or none.
