@@ -327,7 +327,8 @@ Section<Dist> dist_keys() {
                         "synchronised batch norm: groups of this many consecutive ranks normalise with the group's "
                         "batch statistics in training (forward and backward sums all-reduced each step; the "
                         "running statistics follow them); must divide the world size; 0: off, each rank its own; on the "
-                        "CUDA backend the sums pass through the host (not yet run on a GPU)"),
+                        "CUDA backend the sums pass through the host, or with gpu.candidate_kernels stay on the "
+                        "device (NCCL; not yet run on a GPU)"),
           choice<Dist>("on_shrink", &Dist::on_shrink,
                        {{"keep_per_rank_batch", OnShrink::keep_per_rank_batch},
                         {"keep_global_batch", OnShrink::keep_global_batch}},
@@ -366,7 +367,8 @@ Section<Gpu> gpu_keys() {
           boolean<Gpu>("candidate_kernels", &Gpu::candidate_kernels, false,
                        "our CUDA kernels that are written and CPU-compiled but not yet proven on a GPU "
                        "(perf/gpu/PENDING.md lists them: layer norm and layer scale rows per warp, depthwise "
-                       "convolution); false: the proven path for those layers"),
+                       "convolution; synchronised batch norm's sums on NCCL); false: the proven path for those "
+                       "layers"),
           boolean<Gpu>("share_device", &Gpu::share_device, false,
                        "testing only: let a node's ranks share its GPUs, each rank its own host to NCCL "
                        "(NCCL_HOSTID), to run the multi-rank NCCL path on a one-GPU machine; slower than one rank per "

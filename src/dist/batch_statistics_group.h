@@ -9,7 +9,15 @@
 
 namespace ringtrain::dist {
 
-class MpiBatchStatisticsGroup final : public model::BatchStatisticsGroup {
+// A group whose ranks are an MPI communicator's. A backend with a transport of its own makes its communicator over
+// the same ranks from it (the CUDA backend's NCCL one, under gpu.candidate_kernels) and adds the sums there, so one
+// group serves both ways of adding. Header-only, so a backend recognises one without any symbol of rt_core.
+class MpiRankGroup : public model::BatchStatisticsGroup {
+ public:
+  virtual MPI_Comm comm() const = 0;  // the group's ranks, in world order; owned by the group
+};
+
+class MpiBatchStatisticsGroup final : public MpiRankGroup {
  public:
   // Collective over `world`: ranks r with the same r / group_size form a group; group_size divides the world's size.
   MpiBatchStatisticsGroup(MPI_Comm world, int group_size);
@@ -18,6 +26,7 @@ class MpiBatchStatisticsGroup final : public model::BatchStatisticsGroup {
   MpiBatchStatisticsGroup& operator=(const MpiBatchStatisticsGroup&) = delete;
   // A blocking sum in double: batch norm's next pass needs the group's statistics before it can start.
   void all_reduce(std::span<double> sums) override;
+  MPI_Comm comm() const override { return group_; }
 
  private:
   MPI_Comm group_ = MPI_COMM_NULL;

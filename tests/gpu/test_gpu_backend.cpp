@@ -14,6 +14,7 @@
 #include "backend/cuda/cuda_versions.h"
 #include "backend/cuda/nccl_reducer.h"
 #include "common/error.h"
+#include "dist/batch_statistics_group.h"
 #include "kernels/cuda/diagnostics.h"
 #include "gpu_test_support.h"
 
@@ -648,6 +649,17 @@ BatchNormRun train_batchnorm(model::Backend& b, const model::BatchNormShape& s, 
   return {get(y, n), get(dx, n), get(dgamma, c), get(dbeta, c), get(mean, c), get(var, c)};
 }
 
+// fp32 batch norm on our kernels (sums in double) against the CPU twin's: every buffer training writes, dx a little
+// looser (its coefficients come from two sums each).
+void expect_batchnorm_runs_close(const BatchNormRun& got, const BatchNormRun& want) {
+  EXPECT_TRUE(all_close(got.y, want.y, 1e-5, 1e-6)) << "y";
+  EXPECT_TRUE(all_close(got.dx, want.dx, 1e-4, 1e-5)) << "dx";
+  EXPECT_TRUE(all_close(got.dgamma, want.dgamma, 1e-5, 1e-6)) << "dgamma";
+  EXPECT_TRUE(all_close(got.dbeta, want.dbeta, 1e-5, 1e-6)) << "dbeta";
+  EXPECT_TRUE(all_close(got.running_mean, want.running_mean, 1e-5, 1e-6)) << "running mean";
+  EXPECT_TRUE(all_close(got.running_var, want.running_var, 1e-5, 1e-6)) << "running variance";
+}
+
 // dist.sync_batchnorm_group on the CUDA backend (our kernels at fp32 too, the group's sums through the host) against
 // the CPU twin's, over a group whose other rank holds the same batch: both normalise with this batch's statistics,
 // put the group's count (2 x N x H x W) into the running variance's unbiased estimate, take dx from the group's sums
@@ -662,15 +674,28 @@ TEST_F(CudaBackendTest, SynchronisedBatchNormOverTwinRanksMatchesTheCpuTwin) {
   const auto x = random_vector(static_cast<size_t>(s.elements()), 63, -2.0f, 3.0f);
   const auto dy = random_vector(static_cast<size_t>(s.elements()), 64);
   const BatchNormRun got = train_batchnorm(synced_cuda, s, x, dy), want = train_batchnorm(synced_cpu, s, x, dy);
-  EXPECT_TRUE(all_close(got.y, want.y, 1e-5, 1e-6)) << "y";
-  EXPECT_TRUE(all_close(got.dx, want.dx, 1e-4, 1e-5)) << "dx";
-  EXPECT_TRUE(all_close(got.dgamma, want.dgamma, 1e-5, 1e-6)) << "dgamma";
-  EXPECT_TRUE(all_close(got.dbeta, want.dbeta, 1e-5, 1e-6)) << "dbeta";
-  EXPECT_TRUE(all_close(got.running_mean, want.running_mean, 1e-5, 1e-6)) << "running mean";
-  EXPECT_TRUE(all_close(got.running_var, want.running_var, 1e-5, 1e-6)) << "running variance";
+  expect_batchnorm_runs_close(got, want);
   const BatchNormRun alone = train_batchnorm(cpu(), s, x, dy);
   EXPECT_TRUE(all_close(got.y, alone.y, 1e-5, 1e-6)) << "the twin rank's batch is this one: the same statistics";
   EXPECT_FALSE(all_close(got.running_var, alone.running_var, 1e-7, 0.0)) << "the running variance's count is the group's";
+}
+
+// gpu.candidate_kernels: a group of MPI ranks has its sums added by NCCL on the stream (nccl_batchnorm_sums.h).
+// Over a group of this rank alone (MPI_COMM_SELF: one GPU cannot host two NCCL ranks of one host) the sums stay
+// this batch's, so the numbers are the unsynchronised CPU twin's: the communicator's bootstrap, its all-reduce of
+// the doubles in stream order and its end, without a second rank. The multi-rank sums: test_sync_batchnorm's cuda
+// mode.
+TEST_F(CudaBackendTest, CandidateNcclBatchNormSumsOverOneRankMatchTheCpuTwin) {
+  ensure_mpi();
+  backend::CudaOptions options;
+  options.candidate_kernels = true;
+  backend::CudaBackend synced_cuda(0, 1, "test-host", options);
+  synced_cuda.synchronise_batchnorm(std::make_shared<dist::MpiBatchStatisticsGroup>(MPI_COMM_SELF, 1));
+  const model::BatchNormShape s{.batch = 6, .channels = 5, .spatial = 49};
+  const auto x = random_vector(static_cast<size_t>(s.elements()), 63, -2.0f, 3.0f);
+  const auto dy = random_vector(static_cast<size_t>(s.elements()), 64);
+  const BatchNormRun got = train_batchnorm(synced_cuda, s, x, dy), want = train_batchnorm(cpu(), s, x, dy);
+  expect_batchnorm_runs_close(got, want);
 }
 
 // The other optimizers against the CPU twin over three updates: AdamW over a decay mask, LARS and LAMB over

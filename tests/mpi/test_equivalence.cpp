@@ -25,6 +25,7 @@
 #include "model/network.h"
 #include "model/optimizer.h"
 #include "model/weight_average.h"
+#include "tests/support/test_device.h"
 #include "train/lr_schedule.h"
 #include "train/loss_scaler.h"
 #include "train/step_runner.h"
@@ -69,10 +70,7 @@ GlobalBatch global_batch(int step, int size) {
   return g;
 }
 
-bool on_gpu() {
-  const char* device = std::getenv("RINGTRAIN_TEST_DEVICE");
-  return device && std::string(device) == "cuda";
-}
+bool on_gpu() { return test_support::test_on_gpu(); }
 
 std::unique_ptr<model::Backend> make_backend(kernels::cpu::DnnlMath math, kernels::cpu::OperandRounding rounding,
                                              kernels::ElementType activations) {
@@ -218,9 +216,7 @@ double relative_tolerance() { return on_gpu() ? 1e-4 : 1e-5; }
 class DataParallelEquivalence : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (on_gpu() && !backend::gpu::device_visible())
-      GTEST_SKIP() << "RINGTRAIN_TEST_DEVICE=cuda but no GPU is visible ("
-                   << (backend::gpu::built() ? "CUDA build" : "built without CUDA") << "): runs on a GPU machine";
+    if (const std::string why = test_support::why_not_on_test_device(); !why.empty()) GTEST_SKIP() << why;
   }
 };
 

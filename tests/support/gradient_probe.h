@@ -1,7 +1,6 @@
 // Owns GradientProbe: an optimizer that only records the (reduced) gradients a training step hands it, for tests that
 // compare a step's gradient with a reference.
 #pragma once
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -15,10 +14,14 @@ namespace ringtrain::test_support {
 class GradientProbe final : public model::Optimizer {
  public:
   explicit GradientProbe(model::Network& net) : Optimizer(net, "probe", {}, {}) {}
+  // Through the backend, so the probe reads a GPU network's gradients as well as the CPU twin's.
   void update(float, int64_t, model::ParamSlice slice) override {
     require_whole(slice);
-    seen.assign(net_.grads(), net_.grads() + net_.param_count());
-    std::fill(net_.grads(), net_.grads() + net_.param_count(), 0.0f);
+    const auto count = static_cast<size_t>(net_.param_count());
+    seen.resize(count);
+    net_.backend().to_host(seen.data(), net_.grads(), count * sizeof(float));
+    const std::vector<float> zeros(count, 0.0f);
+    net_.backend().to_device(net_.grads(), zeros.data(), count * sizeof(float));
   }
   std::string describe() const override { return "gradient probe"; }
   std::vector<float> seen;

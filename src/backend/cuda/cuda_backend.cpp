@@ -74,6 +74,7 @@ CudaBackend::CudaBackend(int local_rank, int local_size, std::string host, CudaO
 }
 
 CudaBackend::~CudaBackend() {
+  if (state_) state_->batchnorm_nccl.reset();
   // Let queued copies out of the pinned buffers finish before those buffers are freed; errors are moot here.
   if (state_ && state_->stream) (void)cudaStreamSynchronize(state_->stream);
 }

@@ -46,8 +46,11 @@ struct CudaOptions {
   // Those NHWC convolutions whose input channels are not a multiple of 8 (a stem on 3 colour channels) as im2col +
   // cuBLAS GEMM (gpu.few_channel_gemm, conv_gemm.cpp), their im2col rows made im2col_bytes at most at a time.
   bool few_channel_gemm = true;
-  // Our kernels not yet proven on a GPU, used in place of the proven path for their layers (gpu.candidate_kernels).
+  // Our kernels not yet proven on a GPU, used in place of the proven path for their layers (gpu.candidate_kernels);
+  // and synchronised batch norm's sums on NCCL instead of through the host.
   bool candidate_kernels = false;
+  // run.collective_timeout_s: bounds the backend's own NCCL calls (synchronised batch norm's) as the reducer's.
+  double collective_timeout_s = 300;
   std::size_t im2col_bytes = std::size_t{128} << 20;
 };
 

@@ -12,6 +12,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_handles.h"
 #include "backend/cuda/dnn.h"
+#include "backend/cuda/nccl_batchnorm_sums.h"
 #include "kernels/cuda/batchnorm.h"
 
 namespace ringtrain::backend {
@@ -42,9 +43,12 @@ struct CudaBackend::State {
   DeviceMemory loss_workspace;  // the loss kernel's per-sample results
   DeviceMemory norm_scratch;    // LARS and LAMB: per-tensor partial norms; gradient clipping's partial sums
   DeviceMemory batchnorm_scratch;  // 16-bit batch norm: per-channel partial sums and coefficients
-  // Synchronised batch norm (empty function: off), and the host copy its sums pass through to the group.
+  // Synchronised batch norm (empty function: off), and the host copy its sums pass through to the group; or, under
+  // gpu.candidate_kernels, the group's NCCL communicator that adds them on the device instead (ended first of all,
+  // by ~CudaBackend, so that no all-reduce of a stalled peer still holds the stream when the backend waits for it).
   kernels::cuda::BatchNormGroup batchnorm_group;
   std::vector<double> batchnorm_group_sums;
+  std::unique_ptr<NcclBatchNormSums> batchnorm_nccl;
   DeviceMemory filter_staging;     // NHWC: a convolution's 16-bit filters before their reorder to KRSC
   DeviceMemory filter_padding;     // NHWC: KRSC filters before their channels are padded (kernels/resized_rows.h)
   DeviceMemory channel_padding;    // NHWC: a convolution's input, or its data gradient, with padded channels

@@ -8,6 +8,7 @@
 
 #include "backend/cuda/cuda_backend_state.h"
 #include "common/error.h"
+#include "dist/batch_statistics_group.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dropout.h"
 #include "kernels/cuda/layer_norm.h"
@@ -300,10 +301,23 @@ model::BatchNormShape as_kernels_read(const model::BatchNormShape& s, bool nhwc)
 }
 }  // namespace
 
-// The sums go to the host and back: the group's MPI all-reduce (dist/batch_statistics_group.h) takes host memory,
-// and the kernels after it wait for them anyway. Pageable memory: a copy to the device returns once the source
-// has been read, so the next call may refill it.
+// The proven path: the sums go to the host and back, as the group's MPI all-reduce (dist/batch_statistics_group.h)
+// takes host memory, and the kernels after it wait for them anyway. Pageable memory: a copy to the device returns
+// once the source has been read, so the next call may refill it.
+// Under gpu.candidate_kernels a group of MPI ranks gets an NCCL communicator of its own (nccl_batchnorm_sums.h)
+// that adds the sums on the device in stream order: no copies, and the host never waits. A group that is no MPI
+// communicator (a test's stand-in) keeps the host path.
 void CudaBackend::synchronise_batchnorm(std::shared_ptr<model::BatchStatisticsGroup> group) {
+  if (const auto* ranks = dynamic_cast<const dist::MpiRankGroup*>(group.get());
+      ranks && state_->options.candidate_kernels) {
+    state_->batchnorm_nccl =
+        std::make_unique<NcclBatchNormSums>(ranks->comm(), *this, state_->options.collective_timeout_s);
+    state_->batchnorm_group.add_over_ranks = [sums = state_->batchnorm_nccl.get()](double* values, std::size_t count,
+                                                                                  kc::Stream on) {
+      sums->add(values, count, on);
+    };
+    return;
+  }
   state_->batchnorm_group.add_over_ranks = [this, group = std::move(group)](double* values, std::size_t count,
                                                                            kc::Stream on) {
     std::vector<double>& host = state_->batchnorm_group_sums;

@@ -24,6 +24,7 @@ std::unique_ptr<model::Backend> open_backend(const config::JobConfig& job, int l
   options.conv_graphs = job.gpu.cudnn_graphs;
   options.few_channel_gemm = job.gpu.few_channel_gemm;
   options.candidate_kernels = job.gpu.candidate_kernels;
+  options.collective_timeout_s = job.run.collective_timeout_s;
   if (job.train.precision == config::Precision::bf16) options.activations = kernels::ElementType::bf16;
   if (job.train.precision == config::Precision::fp16) options.activations = kernels::ElementType::f16;
   return std::make_unique<CudaBackend>(local_rank, local_size, host, options);

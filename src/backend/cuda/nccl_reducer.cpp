@@ -13,11 +13,11 @@
 #include <cstring>
 #include <exception>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_handles.h"
+#include "backend/cuda/nccl_communicator.h"
 #include "common/error.h"
 #include "common/process_label.h"
 #include "kernels/cuda/cast.h"
@@ -29,38 +29,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// dist/mpi_check.h's MPI_CHECK needs rt_core, which links this library; this is the same check, local.
-[[noreturn]] void mpi_failed(int rc, const char* call, const char* file, int line) {
-  char text[MPI_MAX_ERROR_STRING] = {};
-  int length = 0;
-  MPI_Error_string(rc, text, &length);
-  throw_library_error("MPI", call, file, line, std::string(text, static_cast<size_t>(length)));
-}
-#define RT_MPI_CALL(call)                                            \
-  do {                                                               \
-    const int rt_mpi_rc_ = (call);                                   \
-    if (rt_mpi_rc_ != MPI_SUCCESS) mpi_failed(rt_mpi_rc_, #call, __FILE__, __LINE__); \
-  } while (0)
-
-std::string nccl_words(ncclResult_t result) {
-  std::string words = ncclGetErrorString(result);
-  if (const char* last = ncclGetLastError(nullptr); last && last[0]) words += std::string(": ") + last;
-  return words;
-}
-
 // "4.00 KiB", "25.00 MiB": the size of `floats` fp32 values, for messages.
 std::string size_text(int64_t floats) {
   const double bytes = static_cast<double>(floats) * sizeof(float);
   return bytes < (1 << 20) ? fmt::format("{:.2f} KiB", bytes / (1 << 10)) : fmt::format("{:.2f} MiB", bytes / (1 << 20));
-}
-
-// Polling cadence of the bounded waits: spin (yielding) for the first ~millisecond so short waits are timed
-// accurately, then sleep briefly so a long wait does not take a core from the data loader.
-void pause(int polls) {
-  if (polls < 2000)
-    std::this_thread::yield();
-  else
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
 struct Launch {
@@ -76,8 +48,7 @@ struct Round {
   CudaEvent compute_end, comm_end;  // compute's and communication's position when the round was closed
 };
 
-constexpr int kIdBytes = 256;          // "host|pci bus id" per rank, for the shared-GPU check
-constexpr double kInitTimeoutS = 120;  // the least time NCCL initialisation gets
+constexpr int kIdBytes = 256;  // "host|pci bus id" per rank, for the shared-GPU check
 
 }  // namespace
 
@@ -130,28 +101,9 @@ struct NcclGradientReducer::Impl {
     abort();
     throw FaultError(message);
   }
-  [[noreturn]] void call_failed(ncclResult_t result, const char* call, const char* file, int line) {
-    const std::string words = nccl_words(result);  // before the abort, which may overwrite NCCL's last error
-    abort();
-    throw_library_error("NCCL", call, file, line, words);
-  }
-
-  // A non-blocking communicator may answer ncclInProgress: the call is then complete (the work queued) only
-  // once ncclCommGetAsyncError stops saying so. Bounded by the timeout like every other wait.
+  // A call on the non-blocking communicator, waited for while in progress (nccl_communicator.h).
   void settle(ncclResult_t result, const char* call, const char* file, int line, const std::string& what) {
-    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
-    for (int polls = 0; result == ncclInProgress; ++polls) {
-      ncclResult_t state = ncclSuccess;
-      const ncclResult_t asked = ncclCommGetAsyncError(nccl, &state);
-      result = asked != ncclSuccess ? asked : state;
-      if (result != ncclInProgress) break;
-      if (Clock::now() > deadline)
-        fault(fmt::format("{} did not complete within the {} s collective timeout on {}; a peer rank is probably "
-                          "dead or stalled, so the NCCL communicator was aborted",
-                          what, timeout_s, process_label()));
-      pause(polls);
-    }
-    if (result != ncclSuccess) call_failed(result, call, file, line);
+    settle_call(nccl, result, call, file, line, what, timeout_s);
   }
 
   // Throws FaultError (after aborting) when NCCL reports an asynchronous error; `describe` names the work.
@@ -198,7 +150,7 @@ struct NcclGradientReducer::Impl {
         fault(fmt::format("{} did not complete within the {} s collective timeout on {}; a peer rank is probably "
                           "dead or stalled, so the NCCL communicator was aborted",
                           describe(), timeout_s, process_label()));
-      pause(polls);
+      pause_polling(polls);
     }
   }
 };
@@ -234,29 +186,18 @@ NcclGradientReducer::NcclGradientReducer(MPI_Comm comm, CudaBackend& backend, do
                                        i, j, a));
     }
 
-  // Rank 0 makes the id and every rank learns whether that worked, so a failure there strands nobody in a
-  // collective.
-  struct {
-    int status;
-    ncclUniqueId id;
-  } boot{};
-  if (s.rank == 0) boot.status = static_cast<int>(ncclGetUniqueId(&boot.id));
-  RT_MPI_CALL(MPI_Bcast(&boot, sizeof boot, MPI_BYTE, 0, comm));
-  if (boot.status != ncclSuccess)
-    throw_library_error("NCCL", "ncclGetUniqueId (on rank 0)", __FILE__, __LINE__,
-                        ncclGetErrorString(static_cast<ncclResult_t>(boot.status)));
-
+  const ncclUniqueId unique_id = shared_unique_id(comm);
   s.stream = make_stream();
   s.order = make_event(false);
   // The backend already made its device current (cudaSetDevice comes before every other CUDA call).
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // so initialisation and every call can be waited on with a deadline
   ncclComm_t c = nullptr;
-  const ncclResult_t started = ncclCommInitRankConfig(&c, s.size, boot.id, s.rank, &config);
+  const ncclResult_t started = ncclCommInitRankConfig(&c, s.size, unique_id, s.rank, &config);
   s.nccl = c;
-  // Initialisation gets at least kInitTimeoutS even under a short collective timeout: connecting takes a while.
+  // Initialisation gets at least kNcclInitTimeoutS even under a short collective timeout.
   const double collective_timeout = s.timeout_s;
-  s.timeout_s = std::max(s.timeout_s, kInitTimeoutS);
+  s.timeout_s = std::max(s.timeout_s, kNcclInitTimeoutS);
   RT_NCCL_SETTLE(started, fmt::format("NCCL initialisation of {} ranks", s.size));
   s.timeout_s = collective_timeout;
 }
@@ -269,17 +210,7 @@ NcclGradientReducer::~NcclGradientReducer() {
     s.abort();
     return;
   }
-  // Orderly end: flush, wait (bounded) until NCCL says the communicator is quiet, then free it.
-  ncclResult_t state = ncclCommFinalize(s.nccl);
-  const auto deadline = Clock::now() + std::chrono::seconds(10);
-  for (int polls = 0; state == ncclInProgress && Clock::now() < deadline; ++polls) {
-    if (ncclCommGetAsyncError(s.nccl, &state) != ncclSuccess) break;
-    pause(polls);
-  }
-  if (state == ncclSuccess)
-    (void)ncclCommDestroy(s.nccl);
-  else
-    (void)ncclCommAbort(s.nccl);
+  close_communicator(s.nccl);
   s.nccl = nullptr;
 }
 

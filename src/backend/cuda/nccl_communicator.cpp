@@ -1,0 +1,88 @@
+// Owns the steps our NCCL communicators share: bootstrap over MPI, bounded waits, orderly end.
+#include "backend/cuda/nccl_communicator.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <thread>
+
+#include "common/error.h"
+#include "common/process_label.h"
+
+namespace ringtrain::backend {
+
+void nccl_bootstrap_mpi_failed(int rc, const char* call, const char* file, int line) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  MPI_Error_string(rc, text, &length);
+  throw_library_error("MPI", call, file, line, std::string(text, static_cast<size_t>(length)));
+}
+
+std::string nccl_words(ncclResult_t result) {
+  std::string words = ncclGetErrorString(result);
+  if (const char* last = ncclGetLastError(nullptr); last && last[0]) words += std::string(": ") + last;
+  return words;
+}
+
+void pause_polling(int polls) {
+  if (polls < 2000)
+    std::this_thread::yield();
+  else
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+}
+
+ncclUniqueId shared_unique_id(MPI_Comm comm) {
+  int rank = 0;
+  RT_MPI_CALL(MPI_Comm_rank(comm, &rank));
+  struct {
+    int status;
+    ncclUniqueId id;
+  } boot{};
+  if (rank == 0) boot.status = static_cast<int>(ncclGetUniqueId(&boot.id));
+  RT_MPI_CALL(MPI_Bcast(&boot, sizeof boot, MPI_BYTE, 0, comm));
+  if (boot.status != ncclSuccess)
+    throw_library_error("NCCL", "ncclGetUniqueId (on rank 0)", __FILE__, __LINE__,
+                        ncclGetErrorString(static_cast<ncclResult_t>(boot.status)));
+  return boot.id;
+}
+
+ncclResult_t wait_while_in_progress(ncclComm_t comm, ncclResult_t result, double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  for (int polls = 0; result == ncclInProgress; ++polls) {
+    ncclResult_t state = ncclSuccess;
+    const ncclResult_t asked = ncclCommGetAsyncError(comm, &state);
+    result = asked != ncclSuccess ? asked : state;
+    if (result != ncclInProgress || std::chrono::steady_clock::now() > deadline) break;
+    pause_polling(polls);
+  }
+  return result;
+}
+
+void settle_call(ncclComm_t& comm, ncclResult_t result, const char* call, const char* file, int line,
+                 const std::string& what, double timeout_s) {
+  result = wait_while_in_progress(comm, result, timeout_s);
+  if (result == ncclSuccess) return;
+  const std::string words = nccl_words(result);  // before the abort, which may overwrite NCCL's last error
+  if (comm) (void)ncclCommAbort(comm);
+  comm = nullptr;
+  if (result == ncclInProgress)
+    throw FaultError(fmt::format("{} did not complete within the {} s collective timeout on {}; a peer rank is "
+                                 "probably dead or stalled, so the NCCL communicator was aborted",
+                                 what, timeout_s, process_label()));
+  throw_library_error("NCCL", call, file, line, words);
+}
+
+void close_communicator(ncclComm_t comm) noexcept {
+  ncclResult_t state = ncclCommFinalize(comm);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (int polls = 0; state == ncclInProgress && std::chrono::steady_clock::now() < deadline; ++polls) {
+    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) break;
+    pause_polling(polls);
+  }
+  if (state == ncclSuccess)
+    (void)ncclCommDestroy(comm);
+  else
+    (void)ncclCommAbort(comm);
+}
+
+}  // namespace ringtrain::backend
