@@ -1,5 +1,5 @@
 // Owns the depthwise convolution kernels declared in depthwise_conv.h, instantiated for the three element types.
-// One kernel per direction serves both layouts: Layout::at says where value (n, c, h, w) lies, and the order in which
+// One kernel per direction serves both layouts: at<kNhwc> says where value (n, c, h, w) lies, and the order in which
 // a launch's threads walk the values keeps neighbouring threads on neighbouring addresses (NHWC: channels fastest, V
 // channels a thread; NCHW: columns fastest, one value a thread).
 #include <algorithm>
@@ -146,8 +146,8 @@ __global__ void backward_data_kernel(Geometry g, const T* dy, const float* w, T*
 // ---- filter gradient
 
 constexpr int kBlockThreads = 256;
-constexpr int kTargetBlocks = 1024;       // enough to fill any current GPU a few times over
-constexpr int kMinChunkPositions = 256;   // so a chunk's lanes each add up a run of positions, not one or two
+constexpr int kTargetBlocks = 1024;      // enough to fill any current GPU a few times over
+constexpr int kMinChunkPositions = 256;  // so a chunk's lanes each add up a run of positions, not one or two
 
 // How a filter-gradient block is laid out: lanes_x threads across channels (V each), lanes_y across positions
 // (lanes_x * lanes_y = kBlockThreads, both powers of two), channel_blocks blocks across the channels.
