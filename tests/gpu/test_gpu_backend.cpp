@@ -187,16 +187,17 @@ TEST_F(CudaBackendTest, CandidateDepthwiseConvolutionsMatchCudnnAndRepeatBitForB
   struct Result {
     std::vector<float> y, dx, dw, dbias;
   };
-  for (const auto type : {kernels::ElementType::f32, kernels::ElementType::bf16})
+  for (const auto type : {kernels::ElementType::f32, kernels::ElementType::bf16}) {
+    backend::CudaOptions options;
+    options.activations = type, options.nhwc = type != kernels::ElementType::f32;
+    backend::CudaBackend cudnn(0, 1, "test-host", options);
+    options.candidate_kernels = true;
+    backend::CudaBackend candidate(0, 1, "test-host", options);
     for (model::Conv2dShape s : shapes) {
       s.data = type;
-      const auto run = [&](bool candidate) {
-        backend::CudaOptions options;
-        options.activations = type, options.nhwc = type != kernels::ElementType::f32;
-        options.candidate_kernels = candidate;
-        backend::CudaBackend gpu(0, 1, "test-host", options);
+      const auto run = [&](backend::CudaBackend& gpu) {
         const std::string method = gpu.conv2d_method(s);
-        EXPECT_EQ(method.find("our depthwise kernels") != std::string::npos, candidate) << method;
+        EXPECT_EQ(method.find("our depthwise kernels") != std::string::npos, &gpu == &candidate) << method;
         const int64_t in = int64_t{s.batch} * s.in_h * s.in_w * s.in_channels;
         const int64_t out = int64_t{s.batch} * s.out_h() * s.out_w() * s.filters;
         const auto stored = [&](const std::vector<float>& v) {
@@ -228,7 +229,7 @@ TEST_F(CudaBackendTest, CandidateDepthwiseConvolutionsMatchCudnnAndRepeatBitForB
       SCOPED_TRACE(std::string(kernels::element_type_name(type)) + " " + std::to_string(s.kernel_h) + "x" +
                    std::to_string(s.kernel_w) + " stride " + std::to_string(s.stride) + " on " +
                    std::to_string(s.in_channels) + " channels");
-      const Result proven = run(false), ours = run(true), again = run(true);
+      const Result proven = run(cudnn), ours = run(candidate), again = run(candidate);
       // 16 bits: both round y and dx to bf16, and cuDNN rounds its filter gradient to bf16 before adding it.
       const double rtol = type == kernels::ElementType::f32 ? 1e-4 : 2e-2;
       const double atol = type == kernels::ElementType::f32 ? 1e-4 : 1e-2;
@@ -242,6 +243,7 @@ TEST_F(CudaBackendTest, CandidateDepthwiseConvolutionsMatchCudnnAndRepeatBitForB
       EXPECT_EQ(again.dbias, ours.dbias);
       EXPECT_NE(ours.dw, std::vector<float>(ours.dw.size(), 0.5f)) << "the filter gradient was added";
     }
+  }
 }
 
 TEST_F(CudaBackendTest, AllocateIsZeroFilledAndCopiesRoundTrip) {
