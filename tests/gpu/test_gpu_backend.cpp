@@ -174,6 +174,79 @@ TEST_F(CudaBackendTest, FewChannelNhwcConvolutionsRunAsGemmInChunks) {
   EXPECT_NE(whole.dw, std::vector<float>(whole.dw.size(), 0.5f)) << "the weight gradient was added";
 }
 
+// Under gpu.candidate_kernels depthwise convolutions run on our kernels (kernels/cuda/depthwise_conv.h): they agree
+// with cuDNN's grouped convolution (the proven path), in fp32 NCHW and bf16 NHWC, on shapes large enough that the
+// filter gradient is cut into many position chunks (the layer tests' planes fit in one), and a second run gives the
+// same bits: the chunks' partial sums are added in a fixed order, with no atomics.
+TEST_F(CudaBackendTest, CandidateDepthwiseConvolutionsMatchCudnnAndRepeatBitForBit) {
+  const model::Conv2dShape shapes[] = {{.batch = 16, .in_channels = 96, .in_h = 28, .in_w = 28, .filters = 96,
+                                        .kernel_h = 7, .kernel_w = 7, .stride = 1, .padding = 3, .groups = 96},
+                                       {.batch = 16, .in_channels = 40, .in_h = 15, .in_w = 17, .filters = 40,
+                                        .kernel_h = 5, .kernel_w = 5, .stride = 2, .padding = 2, .groups = 40},
+                                       {.batch = 9, .in_channels = 27, .in_h = 13, .in_w = 13, .filters = 27,
+                                        .kernel_h = 3, .kernel_w = 3, .stride = 1, .padding = 1, .groups = 27}};
+  struct Result {
+    std::vector<float> y, dx, dw, dbias;
+  };
+  for (const auto type : {kernels::ElementType::f32, kernels::ElementType::bf16}) {
+    backend::CudaOptions options;
+    options.activations = type, options.nhwc = type != kernels::ElementType::f32;
+    backend::CudaBackend cudnn(0, 1, "test-host", options);
+    options.candidate_kernels = true;
+    backend::CudaBackend candidate(0, 1, "test-host", options);
+    for (model::Conv2dShape s : shapes) {
+      s.data = type;
+      const auto run = [&](backend::CudaBackend& gpu) {
+        const std::string method = gpu.conv2d_method(s);
+        EXPECT_EQ(method.find("our depthwise kernels") != std::string::npos, &gpu == &candidate) << method;
+        const int64_t in = int64_t{s.batch} * s.in_h * s.in_w * s.in_channels;
+        const int64_t out = int64_t{s.batch} * s.out_h() * s.out_w() * s.filters;
+        const auto stored = [&](const std::vector<float>& v) {
+          const kernels::Elements n{static_cast<int64_t>(v.size()), type};
+          model::DeviceBuffer wide = upload(v, &gpu), narrow = gpu.allocate(n.bytes());
+          gpu.cast({n.n, kernels::ElementType::f32}, wide.as<void>(), type, narrow.as<void>());
+          return narrow;
+        };
+        const auto widened = [&](const model::DeviceBuffer& narrow, int64_t n) {
+          model::DeviceBuffer wide = gpu.allocate(static_cast<std::size_t>(n) * sizeof(float));
+          gpu.cast({n, type}, narrow.as<void>(), kernels::ElementType::f32, wide.as<void>());
+          return download(wide.as<float>(), n, &gpu);
+        };
+        model::DeviceBuffer x = stored(random_vector(static_cast<size_t>(in), 21));
+        model::DeviceBuffer dy = stored(random_vector(static_cast<size_t>(out), 22));
+        model::DeviceBuffer w = upload(random_vector(static_cast<size_t>(s.weight_elements()), 23), &gpu);
+        model::DeviceBuffer bias = upload(random_vector(static_cast<size_t>(s.filters), 24), &gpu);
+        model::DeviceBuffer dw = upload(std::vector<float>(static_cast<size_t>(s.weight_elements()), 0.5f), &gpu);
+        model::DeviceBuffer dbias = upload(std::vector<float>(static_cast<size_t>(s.filters), 0.25f), &gpu);
+        model::DeviceBuffer y = gpu.allocate(kernels::Elements{out, type}.bytes());
+        model::DeviceBuffer dx = gpu.allocate(kernels::Elements{in, type}.bytes());
+        gpu.conv2d_prepare(s);
+        gpu.conv2d_forward(s, x.as<void>(), w.as<float>(), bias.as<float>(), y.as<void>(), {});
+        gpu.conv2d_backward(s, x.as<void>(), dy.as<void>(), w.as<float>(), dx.as<void>(), dw.as<float>(),
+                            dbias.as<float>(), {});
+        return Result{widened(y, out), widened(dx, in), download(dw.as<float>(), s.weight_elements(), &gpu),
+                      download(dbias.as<float>(), s.filters, &gpu)};
+      };
+      SCOPED_TRACE(std::string(kernels::element_type_name(type)) + " " + std::to_string(s.kernel_h) + "x" +
+                   std::to_string(s.kernel_w) + " stride " + std::to_string(s.stride) + " on " +
+                   std::to_string(s.in_channels) + " channels");
+      const Result proven = run(cudnn), ours = run(candidate), again = run(candidate);
+      // 16 bits: both round y and dx to bf16, and cuDNN rounds its filter gradient to bf16 before adding it.
+      const double rtol = type == kernels::ElementType::f32 ? 1e-4 : 2e-2;
+      const double atol = type == kernels::ElementType::f32 ? 1e-4 : 1e-2;
+      EXPECT_TRUE(all_close(ours.y, proven.y, rtol, atol)) << "forward";
+      EXPECT_TRUE(all_close(ours.dx, proven.dx, rtol, atol)) << "data gradient";
+      EXPECT_TRUE(all_close(ours.dw, proven.dw, rtol, atol)) << "filter gradient";
+      EXPECT_TRUE(all_close(ours.dbias, proven.dbias, rtol, atol)) << "bias gradient";
+      EXPECT_EQ(again.y, ours.y);
+      EXPECT_EQ(again.dx, ours.dx);
+      EXPECT_EQ(again.dw, ours.dw);
+      EXPECT_EQ(again.dbias, ours.dbias);
+      EXPECT_NE(ours.dw, std::vector<float>(ours.dw.size(), 0.5f)) << "the filter gradient was added";
+    }
+  }
+}
+
 TEST_F(CudaBackendTest, AllocateIsZeroFilledAndCopiesRoundTrip) {
   model::DeviceBuffer b = cuda().allocate(1000 * sizeof(float));
   EXPECT_EQ(download(b.as<float>(), 1000), std::vector<float>(1000, 0.0f));

@@ -620,6 +620,24 @@ TEST_P(LayerTest, ConvGrouped1x1) { check(conv(12, 1, 1, 0, false, 3), {3, 6, 5,
 TEST_P(LayerTest, ConvDepthwiseManyChannels) {
   check(conv(32, 3, 1, 1, false, 32), {4, 32, 9, 9}, {kConv, kConv, true});
 }
+// Depthwise as MobileNetV2, EfficientNet and ConvNeXt use it (3x3 stride 1 and 2, 5x5 stride 2, 7x7 stride 1), on
+// odd and non-square planes, with channel counts that are multiples of 8, only even, and odd: the CUDA candidate
+// kernels (kernels/cuda/depthwise_conv.h) move packs of channels where the count allows.
+TEST_P(LayerTest, ConvDepthwise3x3OddPlaneTwelveChannels) {
+  check(conv(12, 3, 1, 1, false, 12), {3, 12, 9, 7}, {kConv, kConv, true});
+}
+TEST_P(LayerTest, ConvDepthwise3x3Stride2OddPlaneWithBias) {
+  check(conv(24, 3, 2, 1, true, 24), {3, 24, 11, 9}, {kConv, kConv, true});
+}
+TEST_P(LayerTest, ConvDepthwise5x5Stride2OddPlane) {
+  check(conv(20, 5, 2, 2, false, 20), {2, 20, 13, 11}, {kConv, kConv, true});
+}
+TEST_P(LayerTest, ConvDepthwise7x7OddPlaneWithBias) {
+  check(conv(16, 7, 1, 3, true, 16), {2, 16, 9, 11}, {kConv, kConv, true});
+}
+TEST_P(LayerTest, ConvDepthwise7x7OddChannels) {
+  check(conv(9, 7, 1, 3, true, 9), {2, 9, 7, 7}, {kConv, kConv, true});
+}
 TEST_P(LayerTest, ConvGroupedManyChannelsStride2WithBias) {
   check(conv(32, 3, 2, 1, true, 4), {3, 32, 9, 9}, {kConv, kConv, true});
 }

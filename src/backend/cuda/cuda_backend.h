@@ -221,6 +221,16 @@ class CudaBackend final : public model::Backend {
                          model::Scratch scratch);
   void gemm_conv_backward(const model::Conv2dShape& s, const void* x, const void* dy, const float* w, void* dx,
                           float* dw, float* dbias, model::Scratch scratch);
+  // Convolution s on our depthwise kernels (CudaOptions::candidate_kernels and the shape allow it; conv_depthwise.cpp).
+  bool depthwise_conv(const model::Conv2dShape& s) const;
+  model::ScratchBytes depthwise_conv_scratch_bytes(const model::Conv2dShape& s) const;
+  std::string depthwise_conv_method(const model::Conv2dShape& s) const;
+  void depthwise_conv_forward(const model::Conv2dShape& s, const void* x, const float* w, const float* bias, void* y,
+                              model::Scratch scratch);
+  void depthwise_conv_backward(const model::Conv2dShape& s, const void* x, const void* dy, const float* w, void* dx,
+                               float* dw, float* dbias, model::Scratch scratch);
+  // The scratch the memory plan gave, or the backend's own where it gave less than `bytes`.
+  void* depthwise_conv_memory(model::Scratch scratch, std::size_t bytes);
   // The scratch the memory plan gave, or the backend's own where it gave none (tests, benchmarks).
   std::byte* gemm_conv_memory(model::Scratch scratch, std::size_t bytes);
   void* gemm_conv_filters(const model::Conv2dShape& s, const float* w, bool convert, int columns, std::byte* into);

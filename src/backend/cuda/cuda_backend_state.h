@@ -53,6 +53,7 @@ struct CudaBackend::State {
   DeviceMemory filter_padding;     // NHWC: KRSC filters before their channels are padded (kernels/resized_rows.h)
   DeviceMemory channel_padding;    // NHWC: a convolution's input, or its data gradient, with padded channels
   DeviceMemory gemm_conv_scratch;  // an im2col + GEMM convolution's scratch where the memory plan gave none
+  DeviceMemory depthwise_scratch;  // a depthwise filter gradient's partial sums where the memory plan gave none
   DeviceMemory attention_scratch;  // attention's scores where the memory plan gave no scratch
   // Mixed precision: each layer's 16-bit copy of its fp32 weights, by the weights' address, made by its forward and
   // read by its backward (the weights do not change in between).

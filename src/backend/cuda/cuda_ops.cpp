@@ -1,8 +1,9 @@
-// Owns the CUDA backend's operations: convolution through cuDNN (dnn.h), dense layers through cuBLAS (blas.h),
-// batch norm and pooling through cuDNN on fp32 activations and through kernels/cuda on 16-bit ones, and the rest
-// through kernels/cuda. Everything is queued on the backend's stream. Activation pointers are in the element type
-// of their operation's shape or Elements; under mixed precision the convolutions and products read 16-bit copies
-// of the fp32 weights (weights_in), and their weight gradients land in fp32.
+// Owns the CUDA backend's operations: convolution through cuDNN (dnn.h) or, for the shapes it runs slowly, our
+// kernels (few-channel stems: conv_gemm.cpp; depthwise under gpu.candidate_kernels: conv_depthwise.cpp), dense layers
+// through cuBLAS (blas.h), batch norm and pooling through cuDNN on fp32 activations and through kernels/cuda on
+// 16-bit ones, and the rest through kernels/cuda. Everything is queued on the backend's stream. Activation pointers
+// are in the element type of their operation's shape or Elements; under mixed precision the convolutions and products
+// read 16-bit copies of the fp32 weights (weights_in), and their weight gradients land in fp32.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
@@ -125,7 +126,7 @@ std::size_t CudaBackend::working_bytes() const {
   std::size_t bytes =
       state_->dnn->working_bytes() + state_->batchnorm_scratch.bytes() + state_->filter_staging.bytes() +
       state_->filter_padding.bytes() + state_->channel_padding.bytes() + state_->gemm_conv_scratch.bytes() +
-      state_->attention_scratch.bytes();
+      state_->attention_scratch.bytes() + state_->depthwise_scratch.bytes();
   for (const auto& [w, copy] : state_->weight_copies) bytes += copy.bytes();
   return bytes;
 }
@@ -198,11 +199,13 @@ void CudaBackend::token_table_gradient(const kernels::TokenSpan& s, const void* 
 // A convolution whose channels conv_shape pads reads its input through the padding buffer (made at prepare, so no
 // step allocates), and its data gradient is cropped back out of it.
 model::ScratchBytes CudaBackend::conv2d_prepare(const model::Conv2dShape& s) {
+  if (depthwise_conv(s)) return depthwise_conv_scratch_bytes(s);
   if (gemm_conv(s)) return gemm_conv_scratch_bytes(s);
   input_padding(s);
   return dnn().prepare_conv(conv_shape(s));
 }
 std::string CudaBackend::conv2d_method(const model::Conv2dShape& s) {
+  if (depthwise_conv(s)) return depthwise_conv_method(s);
   if (gemm_conv(s)) return gemm_conv_method(s);
   const model::Conv2dShape run = conv_shape(s);
   const std::string padded = run.in_channels != s.in_channels
@@ -212,6 +215,7 @@ std::string CudaBackend::conv2d_method(const model::Conv2dShape& s) {
 }
 void CudaBackend::conv2d_forward(const model::Conv2dShape& s, const void* x, const float* w, const float* bias,
                                  void* y, model::Scratch scratch) {
+  if (depthwise_conv(s)) return depthwise_conv_forward(s, x, w, bias, y, scratch);
   if (gemm_conv(s)) return gemm_conv_forward(s, x, w, bias, y, scratch);
   const model::Conv2dShape run = conv_shape(s);
   const void* input = run.in_channels != s.in_channels ? padded_input(s, x) : x;
@@ -219,6 +223,7 @@ void CudaBackend::conv2d_forward(const model::Conv2dShape& s, const void* x, con
 }
 void CudaBackend::conv2d_backward(const model::Conv2dShape& s, const void* x, const void* dy, const float* w,
                                   void* dx, float* dw, float* dbias, model::Scratch scratch) {
+  if (depthwise_conv(s)) return depthwise_conv_backward(s, x, dy, w, dx, dw, dbias, scratch);
   if (gemm_conv(s)) return gemm_conv_backward(s, x, dy, w, dx, dw, dbias, scratch);
   const model::Conv2dShape run = conv_shape(s);
   const bool padded = run.in_channels != s.in_channels;
