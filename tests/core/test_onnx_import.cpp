@@ -334,6 +334,26 @@ TEST(OnnxImport, ALayerNormChainOverAnotherAxisIsRefusedNamingTheNode) {
   expect_refused(g.m, "ONNX node '/ln/ReduceMean' (ReduceMean): it does not average over the channels");
 }
 
+// torch's LayerNorm at opset 17 on.
+TEST(OnnxImport, LayerNormalizationOverTheChannelsLastIsOneLayerNorm) {
+  for (const int64_t axis : {-1, 1}) {
+    Graph g;
+    g.node("Transpose", "/t", {"x"}, "t", {ints("perm", {0, 2, 3, 1})});
+    g.node("LayerNormalization", "/ln", {"t", g.weight("scale", {4}), g.weight("bias", {4})}, "n",
+           {integer("axis", axis), real("epsilon", 1e-6f)});
+    g.node("Transpose", "/t_1", {"n"}, "y", {ints("perm", {0, 3, 1, 2})});
+    if (axis == 1) {
+      expect_refused(g.m, "ONNX node '/ln' (LayerNormalization): it does not normalise over the channels alone");
+      continue;
+    }
+    const model::ImportedModel m = model::import_onnx(g.m);
+    ASSERT_EQ(m.layers.size(), 1u);
+    EXPECT_EQ(m.layers[0].type, "layer_norm");
+    EXPECT_EQ(m.layers[0].number("eps"), 1e-6);
+    EXPECT_EQ(m.tensor_sizes, (std::vector<int64_t>{4, 4}));
+  }
+}
+
 // ConvNeXt's pointwise layers: Linear (MatMul + Add) and GELU (Div, Erf, Add, Mul, Mul) with the channels last.
 TEST(OnnxImport, LinearAndGeluChainsOverTheChannelsLastAreConv1x1AndGelu) {
   Graph g;
