@@ -46,6 +46,13 @@ const LayerKind* layer_kind_gating() {
   return nullptr;
 }
 
+std::vector<const LayerKind*> layer_kinds_chaining() {
+  std::vector<const LayerKind*> chaining;
+  for (const auto& [name, kind] : kinds())
+    if (kind.onnx_import.chain) chaining.push_back(&kind);
+  return chaining;
+}
+
 std::vector<std::string> imported_onnx_ops() {
   std::set<std::string> ops;
   for (const auto& [name, kind] : kinds()) ops.insert(kind.onnx_import.ops.begin(), kind.onnx_import.ops.end());

@@ -5,6 +5,7 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "config/layer_types.h"
 #include "model/backend.h"
 #include "model/layer.h"
+#include "model/onnx_chain_reader.h"
 #include "model/onnx_layer_reader.h"
 #include "model/onnx_layer_writer.h"
 
@@ -22,12 +24,16 @@ namespace ringtrain::model {
 // it cannot map it refuses through the reader (OnnxNodeReader::refuse), naming the node and why.
 // `gating` maps a fork of x whose other branch computes a gate from x, joined by Mul(x, gate) (squeeze-and-
 // excitation): given the Mul, the branch's layers up to the gate as the other kinds mapped them, and the gate's node.
+// `chain` maps the nodes from a value on that together are one layer of the kind (torch's LayerNorm below opset 17,
+// GELU, a Linear over the last axis): nothing where the value's users do not start such a chain; a refusal where they
+// start one that then differs.
 struct OnnxImport {
-  std::vector<std::string> ops;
+  std::vector<std::string> ops = {};
   std::function<ImportedLayer(const OnnxNodeReader&)> map = {};
   std::function<ImportedLayer(const OnnxNodeReader& mul, const std::vector<ImportedLayer>& branch,
                               const OnnxNodeReader& gate)>
       gating = {};
+  std::function<std::optional<ImportedChain>(const OnnxChainReader&)> chain = {};
 };
 
 struct LayerKind {
@@ -53,6 +59,8 @@ const LayerKind& layer_kind(const config::LayerSpec& spec);
 const LayerKind* layer_kind_importing(std::string_view op);
 // The kind whose import maps a fork joined by Mul(x, gate) (OnnxImport::gating), or null where none does.
 const LayerKind* layer_kind_gating();
+// The kinds whose import maps chains of nodes (OnnxImport::chain), in name order.
+std::vector<const LayerKind*> layer_kinds_chaining();
 // Every operator some kind's import maps, in name order, for a refusal's message.
 std::vector<std::string> imported_onnx_ops();
 

@@ -29,7 +29,9 @@ struct Piece {
 std::string what_import_maps() {
   return fmt::format("import maps {}; Add as a residual block's join; x * Sigmoid(x) and x * HardSigmoid(x) as "
                      "silu and hard_swish; a fork joined by Mul(x, gate) as squeeze_excitation; Identity, Dropout "
-                     "and Constant are looked through",
+                     "and Constant are looked through; as chains of nodes: torch's LayerNorm, GELU, Linear over the "
+                     "channels (MatMul, Add) and a per-channel Mul (layer scale), the channels permuted last by a "
+                     "Transpose (0, 2, 3, 1) and back (0, 3, 1, 2) around those that need it",
                      fmt::join(imported_onnx_ops(), ", "));
 }
 
@@ -61,6 +63,12 @@ class GraphWalk {
   std::vector<Piece> branch(const OnnxNode* first, const std::string& value, const OnnxNode* join,
                             std::string& end) const;
   Piece layer(const OnnxNode& node, const std::string& value) const;
+  std::optional<Piece> chained(const std::string& value, std::string& next) const;
+  std::string relayout(const OnnxNode& transpose, const std::string& value) const;
+  OnnxLayout layout_of(const std::string& value) const {
+    const auto it = layout_.find(value);
+    return it == layout_.end() ? OnnxLayout::channels_first : it->second;
+  }
   Piece residual(const std::string& value, const std::vector<const OnnxNode*>& forks, std::string& next) const;
   std::optional<Piece> gated(const std::string& value, const std::vector<const OnnxNode*>& forks,
                              std::string& next) const;
@@ -81,12 +89,14 @@ class GraphWalk {
   std::map<std::string, std::string> alias_;  // an Identity's or Dropout's output: the value it passes on
   std::vector<OnnxNode> nodes_;               // the graph's nodes, inputs resolved through alias_
   std::map<const OnnxNode*, size_t> position_;
-  std::map<std::string, std::vector<const OnnxNode*>> users_;  // of each computed value
+  OnnxUsers users_;                                            // of each computed value
   std::map<std::string, const OnnxNode*> producer_;            // of each computed value
   // torch's x.view(x.size(0), -1) with a dynamic batch: Shape(x), its entry 0 (Gather), as a vector (Unsqueeze),
   // with -1 after it (Concat). Each value of that chain, by what it is of which x.
   std::map<std::string, std::string> shape_of_, batch_of_, batch_vector_of_, flat_shape_of_;
   std::string input_, output_;
+  // Each value's layout as the walk reached it (none: channels first); the walk's own record, hence mutable.
+  mutable std::map<std::string, OnnxLayout> layout_;
 };
 
 GraphWalk::GraphWalk(const io::OnnxModel& model) {
@@ -210,6 +220,10 @@ Piece GraphWalk::layer(const OnnxNode& node, const std::string& value) const {
       refuse(node, fmt::format("its input {} ('{}') is computed by the graph; import maps layers of one data input, "
                                "their weights constants",
                                i, node.inputs[i]));
+  if (layout_of(value) == OnnxLayout::channels_last)
+    refuse(node, fmt::format("it takes '{}' with its channels permuted last; import maps there only the chains of "
+                             "torch's LayerNorm, GELU and Linear, and a Transpose (0, 3, 1, 2) back to NCHW",
+                             value));
   const LayerKind* kind = layer_kind_importing(node.op);
   if (!kind) refuse(node, fmt::format("no ringtrain layer maps the {} operator; {}", node.op, what_import_maps()));
   return Piece{kind->onnx_import.map(OnnxNodeReader(node, constants_))};
@@ -235,7 +249,14 @@ std::vector<Piece> GraphWalk::chain(std::string value, const OnnxNode* join, std
       end = value;
       return pieces;
     }
-    if (next.size() == 1) {
+    const OnnxLayout layout = layout_of(value);
+    if (std::string chain_end; std::optional<Piece> chain_layer = chained(value, chain_end)) {
+      pieces.push_back(std::move(*chain_layer));
+      layout_[chain_end] = layout;
+      value = chain_end;
+    } else if (next.size() == 1 && next[0]->op == "Transpose") {
+      value = relayout(*next[0], value);
+    } else if (next.size() == 1) {
       pieces.push_back(layer(*next[0], value));
       value = next[0]->outputs.at(0);
     } else if (next.size() == 2) {
@@ -243,6 +264,7 @@ std::vector<Piece> GraphWalk::chain(std::string value, const OnnxNode* join, std
       std::optional<Piece> one_layer = gated(value, next, joined);
       if (!one_layer) one_layer = scaled(value, next, joined);
       pieces.push_back(one_layer ? std::move(*one_layer) : residual(value, next, joined));
+      layout_[joined] = layout;
       value = joined;
     } else {
       std::vector<std::string> names;
@@ -252,6 +274,35 @@ std::vector<Piece> GraphWalk::chain(std::string value, const OnnxNode* join, std
                                    value, next.size(), fmt::join(names, ", ")));
     }
   }
+}
+
+// The nodes from `value` on that some kind maps as one layer (OnnxImport::chain); nothing where none does. `next` is
+// the chain's last value.
+std::optional<Piece> GraphWalk::chained(const std::string& value, std::string& next) const {
+  const OnnxChainReader reader(value, layout_of(value), users_, constants_);
+  for (const LayerKind* kind : layer_kinds_chaining())
+    if (std::optional<ImportedChain> c = kind->onnx_import.chain(reader)) {
+      next = c->end;
+      return Piece{std::move(c->layer)};
+    }
+  return std::nullopt;
+}
+
+// torch's permute of NCHW's channels last (0, 2, 3, 1) before a LayerNorm or Linear over them, and back (0, 3, 1, 2):
+// no layer of its own, as ours act over the channels where they are; the value's layout changes.
+std::string GraphWalk::relayout(const OnnxNode& transpose, const std::string& value) const {
+  const std::vector<int64_t> perm = OnnxNodeReader(transpose, constants_).integers("perm", {});
+  const bool last = layout_of(value) == OnnxLayout::channels_first && perm == std::vector<int64_t>{0, 2, 3, 1};
+  const bool first = layout_of(value) == OnnxLayout::channels_last && perm == std::vector<int64_t>{0, 3, 1, 2};
+  if (!last && !first)
+    refuse(transpose, fmt::format("perm {} of a value whose channels are {}; import maps a Transpose only as torch's "
+                                  "permute of NCHW's channels last (0, 2, 3, 1) and back (0, 3, 1, 2)",
+                                  perm, layout_of(value) == OnnxLayout::channels_first ? "on axis 1" : "last"));
+  if (transpose.inputs.empty() || transpose.inputs[0] != value)
+    refuse(transpose, fmt::format("it takes '{}' as other than its input", value));
+  const std::string& out = transpose.outputs.at(0);
+  layout_[out] = last ? OnnxLayout::channels_last : OnnxLayout::channels_first;
+  return out;
 }
 
 // The branch that starts at node `first` (taking `value`), up to the join; none where `first` is the join itself
@@ -346,6 +397,9 @@ Piece GraphWalk::residual(const std::string& value, const std::vector<const Onnx
   std::string end_a, end_b;
   std::vector<Piece> a = branch(forks[0], value, join, end_a), b = branch(forks[1], value, join, end_b);
   if (a.empty() && b.empty()) refuse(*join, "it adds a value to itself");
+  if (layout_of(end_a) != layout_of(value) || layout_of(end_b) != layout_of(value))
+    refuse(*join, "it adds values whose channels are on different axes (a branch permutes them and does not permute "
+                  "them back)");
   if (a.size() < b.size()) std::swap(a, b);  // the body: the longer branch; the shortcut the identity or the other
   config::LayerSpec spec;
   spec.type = std::string(config::kResidual);

@@ -2,7 +2,9 @@
 // mapped by the layer kind whose import names its operator (model/layer_registry.h), the graph's forks and Add
 // joins as residual blocks (a body, a shortcut that is the identity or a chain of its own, and the join's ReLU
 // when one follows it alone), a fork into x * Sigmoid(x) or x * HardSigmoid(x) as silu or hard_swish, and a fork
-// joined by Mul(x, gate), the gate computed from x by the other branch, as squeeze_excitation. Identity,
+// joined by Mul(x, gate), the gate computed from x by the other branch, as squeeze_excitation; chains of nodes that
+// torch exports for one module (LayerNorm, GELU, a Linear over the channels) as the layer of the kind whose import
+// maps the chain, each value's layout kept across the Transposes that permute NCHW's channels last and back. Identity,
 // inference Dropout and Constant nodes are looked through, as is the shape arithmetic of torch's
 // x.view(x.size(0), -1). Whatever does not fit (an operator no kind maps, a fork that is no residual block, a
 // second input) is refused naming the node.

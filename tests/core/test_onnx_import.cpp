@@ -48,6 +48,12 @@ struct Graph {
     m.initializers.push_back(t);
     return name;
   }
+  std::string scalar(const std::string& name, float value) {
+    io::OnnxTensor t;
+    t.name = name, t.data_type = 1, t.floats = {value};
+    m.initializers.push_back(t);
+    return name;
+  }
   void node(std::string op, std::string name, std::vector<std::string> in, std::string out,
             std::vector<io::OnnxNodeAttribute> attributes = {}) {
     m.nodes.push_back({std::move(op), std::move(name), "", std::move(in), {std::move(out)}, std::move(attributes)});
@@ -289,6 +295,105 @@ TEST(OnnxImport, AGraphOutOfTopologicalOrderIsRefused) {
   g.node("Relu", "c", {"b2"}, "c");
   const std::string why = refusal(g.m);
   EXPECT_NE(why.find("ONNX node 'loop' (Relu): its input 'c' is no graph input"), std::string::npos) << why;
+}
+
+void expect_refused(const io::OnnxModel& m, const std::string& words) {
+  const std::string why = refusal(m);
+  EXPECT_NE(why.find(words), std::string::npos) << why;
+}
+
+// torch 1.13's LayerNorm over the channels of an NCHW value at opset 13, the channels permuted last and back, as
+// ConvNeXt's LayerNorm2d; `axes` the ReduceMeans'.
+void channels_last_layer_norm(Graph& g, const std::string& x, const std::string& y, std::vector<int64_t> axes = {-1}) {
+  g.node("Transpose", "/ln/Transpose", {x}, "t", {ints("perm", {0, 2, 3, 1})});
+  g.node("ReduceMean", "/ln/ReduceMean", {"t"}, "mean", {ints("axes", axes)});
+  g.node("Sub", "/ln/Sub", {"t", "mean"}, "centred");
+  g.node("Pow", "/ln/Pow", {"centred", g.scalar("two", 2.0f)}, "square");
+  g.node("ReduceMean", "/ln/ReduceMean_1", {"square"}, "variance", {ints("axes", axes)});
+  g.node("Add", "/ln/Add", {"variance", g.scalar("eps", 1e-6f)}, "plus_eps");
+  g.node("Sqrt", "/ln/Sqrt", {"plus_eps"}, "deviation");
+  g.node("Div", "/ln/Div", {"centred", "deviation"}, "normalised");
+  g.node("Mul", "/ln/Mul", {"normalised", g.weight("ln.weight", {4})}, "scaled");
+  g.node("Add", "/ln/Add_1", {"scaled", g.weight("ln.bias", {4})}, "shifted");
+  g.node("Transpose", "/ln/Transpose_1", {"shifted"}, y, {ints("perm", {0, 3, 1, 2})});
+}
+
+TEST(OnnxImport, TorchLayerNormChainBetweenTransposesIsOneLayerNorm) {
+  Graph g;
+  channels_last_layer_norm(g, "x", "y");
+  const model::ImportedModel m = model::import_onnx(g.m);
+  ASSERT_EQ(m.layers.size(), 1u);
+  EXPECT_EQ(m.layers[0].type, "layer_norm");
+  EXPECT_EQ(m.layers[0].number("eps"), 1e-6);
+  EXPECT_EQ(m.tensor_sizes, (std::vector<int64_t>{4, 4}));  // weight, then bias
+}
+
+TEST(OnnxImport, ALayerNormChainOverAnotherAxisIsRefusedNamingTheNode) {
+  Graph g;
+  channels_last_layer_norm(g, "x", "y", {1});
+  expect_refused(g.m, "ONNX node '/ln/ReduceMean' (ReduceMean): it does not average over the channels");
+}
+
+// torch's LayerNorm at opset 17 on.
+TEST(OnnxImport, LayerNormalizationOverTheChannelsLastIsOneLayerNorm) {
+  for (const int64_t axis : {-1, 1}) {
+    Graph g;
+    g.node("Transpose", "/t", {"x"}, "t", {ints("perm", {0, 2, 3, 1})});
+    g.node("LayerNormalization", "/ln", {"t", g.weight("scale", {4}), g.weight("bias", {4})}, "n",
+           {integer("axis", axis), real("epsilon", 1e-6f)});
+    g.node("Transpose", "/t_1", {"n"}, "y", {ints("perm", {0, 3, 1, 2})});
+    if (axis == 1) {
+      expect_refused(g.m, "ONNX node '/ln' (LayerNormalization): it does not normalise over the channels alone");
+      continue;
+    }
+    const model::ImportedModel m = model::import_onnx(g.m);
+    ASSERT_EQ(m.layers.size(), 1u);
+    EXPECT_EQ(m.layers[0].type, "layer_norm");
+    EXPECT_EQ(m.layers[0].number("eps"), 1e-6);
+    EXPECT_EQ(m.tensor_sizes, (std::vector<int64_t>{4, 4}));
+  }
+}
+
+// ConvNeXt's pointwise layers: Linear (MatMul + Add) and GELU (Div, Erf, Add, Mul, Mul) with the channels last.
+TEST(OnnxImport, LinearAndGeluChainsOverTheChannelsLastAreConv1x1AndGelu) {
+  Graph g;
+  g.node("Transpose", "/t", {"x"}, "t", {ints("perm", {0, 2, 3, 1})});
+  g.node("MatMul", "/fc/MatMul", {"t", g.weight("w", {4, 6})}, "product");
+  g.node("Add", "/fc/Add", {g.weight("b", {6}), "product"}, "linear");
+  g.node("Div", "/gelu/Div", {"linear", g.scalar("sqrt2", 1.41421356f)}, "scaled");
+  g.node("Erf", "/gelu/Erf", {"scaled"}, "erf");
+  g.node("Add", "/gelu/Add", {"erf", g.scalar("one", 1.0f)}, "plus_one");
+  g.node("Mul", "/gelu/Mul", {"linear", "plus_one"}, "product_2");
+  g.node("Mul", "/gelu/Mul_1", {"product_2", g.scalar("half", 0.5f)}, "gelu");
+  g.node("Transpose", "/t_1", {"gelu"}, "back", {ints("perm", {0, 3, 1, 2})});
+  g.node("Mul", "/scale/Mul", {g.weight("gamma", {6, 1, 1}), "back"}, "y");
+  const model::ImportedModel m = model::import_onnx(g.m);
+  ASSERT_EQ(m.layers.size(), 3u);
+  EXPECT_EQ(m.layers[0].type, "conv2d");
+  EXPECT_EQ(m.layers[0].integer("filters"), 6);
+  EXPECT_EQ(m.layers[0].integer("kernel"), 1);
+  EXPECT_EQ(m.layers[1].type, "gelu");
+  EXPECT_EQ(m.layers[2].type, "layer_scale");
+  EXPECT_EQ(m.tensor_sizes, (std::vector<int64_t>{24, 6, 6}));
+  // ours is K x C: W[o][i] = torch's w[i][o] = 6 i + o
+  EXPECT_EQ(m.params[5 * 4 + 3], 6.0f * 3 + 5);
+  EXPECT_EQ(m.params[24 + 5], 5.0f);  // the bias
+}
+
+TEST(OnnxImport, OtherLayersWhileTheChannelsAreLastAndOtherTransposesAreRefused) {
+  Graph g;
+  g.node("Transpose", "/t", {"x"}, "t", {ints("perm", {0, 2, 3, 1})});
+  g.node("Relu", "/relu", {"t"}, "y");
+  expect_refused(g.m, "ONNX node '/relu' (Relu): it takes 't' with its channels permuted last");
+  Graph h;
+  h.node("Transpose", "/t", {"x"}, "y", {ints("perm", {0, 1, 3, 2})});
+  expect_refused(h.m, "ONNX node '/t' (Transpose): perm [0, 1, 3, 2]");
+}
+
+TEST(OnnxImport, AMulByAConstantOtherThanOneFactorPerChannelIsRefused) {
+  Graph g;
+  g.node("Mul", "/scale/Mul", {"x", g.weight("gamma", {4, 8})}, "y");
+  expect_refused(g.m, "ONNX node '/scale/Mul' (Mul): its constant is shaped [4, 8]");
 }
 
 TEST(OnnxImport, LayersReadBackFromTheirJobFileTomlAsTheSameSpecs) {

@@ -10,8 +10,9 @@ split to evaluate on).
 A "refused" model holds an operator import does not map (Softplus), for the refusal test; "smallnet" is a small CNN
 with SiLU and Hardswish (exported as x * Sigmoid(x) and x * HardSigmoid(x)) that flattens with x.view(x.size(0), -1),
 which torch exports with a dynamic batch as Shape, Gather, Unsqueeze, Concat and Reshape. Any other MODEL is the
-torchvision.models function of that name with 10 classes (efficientnet_b0: its stochastic depth is the identity in
-eval mode, and exports as nothing).
+torchvision.models function of that name with 10 classes (efficientnet_b0, convnext_tiny: their stochastic depth is
+the identity in eval mode, and exports as nothing); every LayerNorm gets random scale and shift and every layer scale
+(convnext_tiny's) random factors.
 
 usage: torch_onnx_models.py OUT_DIR [--size 64] [--count 4] MODEL:FORM ... (e.g. resnet18:fused)
 """
@@ -32,6 +33,17 @@ def randomise_batch_norms(model):
             m.running_var.copy_(torch.rand(c) + 0.5)
             m.weight.data.copy_(torch.rand(c) + 0.5)
             m.bias.data.copy_(torch.randn(c) * 0.2)
+
+
+def randomise_norms_and_scales(model):
+    """LayerNorm's weight and bias, and ConvNeXt's layer scale (1e-6 at first, which would leave each block's body
+    out of the logits): random, so that each reaches them."""
+    for m in model.modules():
+        if isinstance(m, torch.nn.LayerNorm):
+            m.weight.data.copy_(torch.rand_like(m.weight) + 0.5)
+            m.bias.data.copy_(torch.randn_like(m.bias) * 0.2)
+        if hasattr(m, "layer_scale") and isinstance(m.layer_scale, torch.nn.Parameter):
+            m.layer_scale.data.copy_(torch.rand_like(m.layer_scale) * 0.5 + 0.25)
 
 
 def randomise_zero_biases(model):
@@ -72,6 +84,7 @@ def export(name, form, out, size):
     with torch.no_grad():
         randomise_batch_norms(model)
         randomise_zero_biases(model)
+        randomise_norms_and_scales(model)
     model.eval()
     mode = torch.onnx.TrainingMode.PRESERVE if form == "preserve" else torch.onnx.TrainingMode.EVAL
     torch.onnx.export(model, torch.randn(1, 3, size, size), os.path.join(out, f"{name}-{form}.onnx"),

@@ -77,6 +77,25 @@ ImportedLayer relu6_import(const OnnxNodeReader& r) {
   return ImportedLayer{r.spec("relu6")};
 }
 
+// torch's exact GELU below opset 20: x / sqrt 2, Erf, + 1, x times that, times 1/2. Nothing where the value's users
+// are not a Div of it by sqrt 2 and a Mul.
+std::optional<ImportedChain> gelu_chain(const OnnxChainReader& c) {
+  const std::string& x = c.start();
+  const std::vector<const io::OnnxNode*>& users = c.users(x);
+  if (users.size() != 2 || users[0]->op != "Div" || users[1]->op != "Mul" || users[0]->inputs.at(0) != x ||
+      !c.scalar_operand(*users[0], x, 1.41421356237309515f))
+    return std::nullopt;
+  const io::OnnxNode &div = *users[0], &product = *users[1];
+  const io::OnnxNode& erf = c.next(div, div.outputs.at(0), "Erf", "GELU");
+  const io::OnnxNode& plus_one = c.next(erf, erf.outputs.at(0), "Add", "GELU");
+  c.require(c.scalar_operand(plus_one, erf.outputs.at(0), 1.0f), plus_one, "it adds other than 1 to GELU's Erf");
+  c.require(c.other_operand(product, x) == plus_one.outputs.at(0), product,
+            "it does not multiply GELU's input by 1 + Erf");
+  const io::OnnxNode& half = c.next(product, product.outputs.at(0), "Mul", "GELU");
+  c.require(c.scalar_operand(half, product.outputs.at(0), 0.5f), half, "it multiplies by other than GELU's 1/2");
+  return ImportedChain{ImportedLayer{c.reader(div).spec("gelu")}, half.outputs.at(0)};
+}
+
 const LayerRegistration kSilu{{
     .keys = {.type = "silu", .help = "x * sigmoid(x) (swish), element-wise"},
     .make = maker(Activation::silu),
@@ -86,6 +105,7 @@ const LayerRegistration kGelu{{
     .keys = {.type = "gelu", .help = "x * Phi(x), the exact (erf) form, element-wise"},
     .make = maker(Activation::gelu),
     .onnx = gelu_onnx,
+    .onnx_import = {.chain = gelu_chain},
 }};
 const LayerRegistration kSigmoid{{
     .keys = {.type = "sigmoid", .help = "1 / (1 + exp(-x)), element-wise"},

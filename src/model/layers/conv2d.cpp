@@ -2,6 +2,7 @@
 // optional bias; its input and output channel-blocked where its backend chose so for the layers beside it
 // (Layer::set_chain_layout).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "model/layer_registry.h"
 #include "model/layers/leaf_layer.h"
@@ -114,6 +115,30 @@ ImportedLayer conv2d_import(const OnnxNodeReader& r) {
   return layer;
 }
 
+// torch's Linear over the channels where they are permuted last (ConvNeXt's pointwise layers, a transformer's per-token
+// maps): MatMul by a C x K constant, then Add of a K bias where one follows; ours is the 1x1 convolution of K x C
+// weights. Nothing where the value's one user is not a MatMul, or its channels are not last.
+std::optional<ImportedChain> pointwise_linear_import(const OnnxChainReader& c) {
+  const io::OnnxNode* matmul = c.only_user(c.start(), "MatMul");
+  if (!matmul || c.layout() != OnnxLayout::channels_last) return std::nullopt;
+  const OnnxNodeReader r = c.reader(*matmul);
+  if (matmul->inputs.at(0) != c.start()) r.refuse("it multiplies the value from the left; import maps x W, a Linear");
+  const io::OnnxTensor& w = r.constant(1, "weight");
+  if (w.dims.size() != 2) r.refuse(fmt::format("its weight is shaped {}; a Linear's is 2-D", w.dims));
+  const int64_t in = w.dims[0], out = w.dims[1];
+  const io::OnnxNode* add = c.only_user(matmul->outputs.at(0), "Add");
+  const io::OnnxTensor* bias = add ? c.constant_operand(*add, matmul->outputs.at(0)) : nullptr;
+  if (bias && bias->dims != std::vector<int64_t>{out})
+    c.reader(*add).refuse(fmt::format("its constant is shaped {}; a Linear's bias holds {} values", bias->dims, out));
+  ImportedLayer layer{r.spec("conv2d", {{"filters", static_cast<int>(out)}, {"kernel", 1}, {"bias", bias != nullptr}})};
+  std::vector<float> weight(w.floats.size());
+  for (int64_t i = 0; i < in; ++i)
+    for (int64_t o = 0; o < out; ++o) weight[static_cast<size_t>(o * in + i)] = w.floats[static_cast<size_t>(i * out + o)];
+  layer.params.push_back(std::move(weight));
+  if (bias) layer.params.push_back(bias->floats);
+  return ImportedChain{std::move(layer), (bias ? add : matmul)->outputs.at(0)};
+}
+
 const LayerRegistration kConv2d{{
     .keys = {.type = "conv2d",
              .help = "2-D convolution over NCHW, weights filters x channels/groups x kernel x kernel",
@@ -126,7 +151,7 @@ const LayerRegistration kConv2d{{
                       config::flag_key("bias", true, "a learned bias per output channel")}},
     .make = make_layer_of<Conv2d>,
     .onnx = conv2d_onnx,
-    .onnx_import = {{"Conv"}, conv2d_import},
+    .onnx_import = {.ops = {"Conv"}, .map = conv2d_import, .chain = pointwise_linear_import},
 }};
 
 }  // namespace

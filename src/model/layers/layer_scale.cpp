@@ -4,6 +4,7 @@
 // forward and gradients are exactly that; the convolution's activations stay plain NCHW, as the layer declares no
 // operation its backend lays out in channel blocks (Layer::operation).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "model/layer_registry.h"
 #include "model/layers/leaf_layer.h"
@@ -55,6 +56,22 @@ std::string layer_scale_onnx(OnnxLayerWriter& w, const config::LayerSpec&, const
   return w.graph().node("Mul", {x, w.parameter(".gamma", {-1, 1, 1}).name});
 }
 
+// A Mul of the value by a constant of one factor per channel (C x 1 x 1 in NCHW, C where the channels are last), as
+// torchvision's CNBlock exports its layer scale. Nothing where the value's one user is not a Mul by a constant.
+std::optional<ImportedChain> layer_scale_import(const OnnxChainReader& c) {
+  const io::OnnxNode* mul = c.only_user(c.start(), "Mul");
+  const io::OnnxTensor* gamma = mul ? c.constant_operand(*mul, c.start()) : nullptr;
+  if (!gamma) return std::nullopt;
+  const int64_t channels = static_cast<int64_t>(gamma->floats.size());
+  const std::vector<int64_t> shape = c.layout() == OnnxLayout::channels_last ? std::vector<int64_t>{channels}
+                                                                              : std::vector<int64_t>{channels, 1, 1};
+  c.require(gamma->dims == shape, *mul, fmt::format("its constant is shaped {}; import maps a Mul by a constant only as "
+                                                    "layer scale, one factor per channel ({})", gamma->dims, shape));
+  ImportedLayer layer{c.reader(*mul).spec("layer_scale")};
+  layer.params.push_back(gamma->floats);
+  return ImportedChain{std::move(layer), mul->outputs.at(0)};
+}
+
 const LayerRegistration kLayerScale{{
     .keys = {.type = "layer_scale",
              .help = "multiplies each channel by a learned factor (ConvNeXt's layer scale, at the end of a "
@@ -62,6 +79,7 @@ const LayerRegistration kLayerScale{{
              .keys = {config::number_key("init", 1e-6, 0.0, 1e3, "every factor's initial value (ConvNeXt: 1e-6)")}},
     .make = make_layer_of<LayerScale>,
     .onnx = layer_scale_onnx,
+    .onnx_import = {.chain = layer_scale_import},
 }};
 
 }  // namespace
