@@ -22,7 +22,9 @@ void for_each_field(EpochSums& s, Visit visit) {
   for_each_field(s.train, visit);
   for_each_field(s.test, visit);
   StepTimes& p = s.times;
-  for (double* f : {&p.data_wait, &p.forward, &p.backward, &p.allreduce, &p.optimizer, &p.allreduce_total}) visit(*f);
+  for (double* f : {&p.data_wait, &p.forward, &p.backward, &p.allreduce, &p.optimizer, &p.allreduce_total,
+                    &p.batch_load})
+    visit(*f);
   for (std::vector<double>* per_class : {&s.test_classes.samples, &s.test_classes.correct})
     for (double& v : *per_class) visit(v);
   visit(s.test_classes.top5);
@@ -96,10 +98,10 @@ std::string EpochReport::line() const {
   const double mean = 1.0 / ranks;
   const StepTimes& t = sums.times;
   return fmt::format("epoch {}/{}: train loss {:.4f} acc {:.4f} | {} | {:.0f} samples/s | "
-                     "per rank: data wait {:.2f}s forward {:.2f}s backward {:.2f}s all-reduce {:.2f}s exposed of "
-                     "{:.2f}s optimizer {:.2f}s | eval {:.1f}s | {:.1f} GFLOP/s per rank",
+                     "per rank: data wait {:.2f}s to device {:.2f}s forward {:.2f}s backward {:.2f}s all-reduce {:.2f}s "
+                     "exposed of {:.2f}s optimizer {:.2f}s | eval {:.1f}s | {:.1f} GFLOP/s per rank",
                      epoch, epochs, sums.train.mean_loss(), sums.train.accuracy(), test_text(*this),
-                     samples_per_s, t.data_wait * mean, t.forward * mean, t.backward * mean,
+                     samples_per_s, t.data_wait * mean, t.batch_load * mean, t.forward * mean, t.backward * mean,
                      t.allreduce * mean, t.allreduce_total * mean, t.optimizer * mean, eval_s,
                      train_flops_per_sample * static_cast<double>(steps_run * per_step) / epoch_train_s / 1e9) +
          (loss_scale > 0 ? fmt::format(" | fp16 loss scale {:g}, {} step{} skipped", loss_scale, skipped_steps,
@@ -143,6 +145,7 @@ nlohmann::ordered_json EpochReport::record() const {
               {"epoch_train_s", epoch_train_s},
               {"eval_s", eval_s},
               {"data_wait_s", t.data_wait * mean},
+              {"batch_load_s", t.batch_load * mean},
               {"forward_s", t.forward * mean},
               {"backward_s", t.backward * mean},
               {"allreduce_s", t.allreduce * mean},

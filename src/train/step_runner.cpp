@@ -22,6 +22,7 @@ constexpr int kForwardBegin = 0, kForwardEnd = 1, kBackwardEnd = 2, kMarksPerMic
 StepTimes& StepTimes::operator+=(const StepTimes& o) {
   data_wait += o.data_wait, forward += o.forward, backward += o.backward;
   allreduce += o.allreduce, optimizer += o.optimizer, allreduce_total += o.allreduce_total;
+  batch_load += o.batch_load;
   return *this;
 }
 

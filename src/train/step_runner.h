@@ -32,9 +32,12 @@
 namespace ringtrain::train {
 
 // Seconds per phase, summed over steps. allreduce is the exposed wait after backward; allreduce_total the
-// reductions' own time (launch to completion), hidden behind backward or not.
+// reductions' own time (launch to completion), hidden behind backward or not. batch_load is the host's time handing
+// each batch to the device (a copy; with data.decode = gpu, the decoder's host phase too), which the step's own
+// clock marks do not see.
 struct StepTimes {
   double data_wait = 0, forward = 0, backward = 0, allreduce = 0, optimizer = 0, allreduce_total = 0;
+  double batch_load = 0;
   StepTimes& operator+=(const StepTimes& o);
 };
 
@@ -43,7 +46,7 @@ struct FinishedStep {
   int64_t step = -1;          // as given to begin()
   model::LossTotals loss;     // over this rank's micro-batches
   int64_t samples = 0;        // this rank's samples
-  StepTimes times;            // forward, backward, allreduce (exposed), optimizer; data_wait is the caller's
+  StepTimes times;            // forward, backward, allreduce (exposed), optimizer; data_wait, batch_load the caller's
   double end_s = 0;           // when the device finished the step's update, on the host clock (util::now_s)
   float loss_scale = 0;       // the loss scale the step ran with (fp16), or 0 where none applies
   bool skipped = false;       // its gradients overflowed: no update (fp16)

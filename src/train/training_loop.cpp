@@ -213,7 +213,10 @@ bool TrainingLoop::run_step(int epoch, int64_t step, EpochTally& tally) {
 void TrainingLoop::feed(int micro, EpochTally& tally) {
   obs::Trace* const tracer = trace_ ? &*trace_ : nullptr;
   auto host = obs::timed(tracer, "data_wait", [&] { return loader_->next(&tally.times.data_wait); });
-  batch_.load(*host);
+  {
+    const obs::Phase to_device(tracer, "batch_load", &tally.times.batch_load);
+    batch_.load(*host);
+  }
   loader_->recycle(std::move(host));
   // Distinct per (seed, micro-batch, rank): dropout masks are reproducible yet differ across ranks.
   const uint64_t seed = (run_.job.train.seed * 0x100000001b3ull +
@@ -366,7 +369,8 @@ EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, doub
   r.worst_classes = worst_classes(r.sums.test_classes, test_meta.class_names);
   const auto steps_run = static_cast<double>(std::max<int64_t>(tally.steps_run, 1));
   const StepTimes& own = tally.times;
-  r.per_rank = gather_samples(run_.world, {(own.data_wait + own.forward + own.backward + own.optimizer) / steps_run,
+  const double own_work = own.data_wait + own.batch_load + own.forward + own.backward + own.optimizer;
+  r.per_rank = gather_samples(run_.world, {own_work / steps_run,
                                            obs::peak_rss_mb(),
                                            static_cast<double>(run_.backend.device_bytes_in_use()) / (1 << 20),
                                            static_cast<double>(run_.backend.device_bytes_allocated_peak()) / (1 << 20)});

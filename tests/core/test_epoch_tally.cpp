@@ -109,6 +109,7 @@ train::EpochReport two_rank_report() {
   r.sums.test = {80, 1700, 2000};
   r.sums.times.data_wait = 0.2, r.sums.times.forward = 4, r.sums.times.backward = 8;
   r.sums.times.allreduce = 0.4, r.sums.times.optimizer = 0.6, r.sums.times.allreduce_total = 3;
+  r.sums.times.batch_load = 0.08;
   r.samples_per_s = 2000, r.epoch_train_s = 6.4, r.eval_s = 0.5;
   r.train_flops_per_sample = 1e7;
   r.per_rank = {{0.06, 300, 0}, {0.07, 320, 0}};
@@ -119,8 +120,8 @@ train::EpochReport two_rank_report() {
 TEST(EpochReport, TheLineReadsItsNumbersByName) {
   EXPECT_EQ(two_rank_report().line(),
             "epoch 2/12: train loss 0.0156 acc 0.7031 | test loss 0.0400 acc 0.8500 | 2000 samples/s | per rank: data "
-            "wait 0.10s forward 2.00s backward 4.00s all-reduce 0.20s exposed of 1.50s optimizer 0.30s | eval 0.5s | "
-            "10.0 GFLOP/s per rank");
+            "wait 0.10s to device 0.04s forward 2.00s backward 4.00s all-reduce 0.20s exposed of 1.50s optimizer 0.30s "
+            "| eval 0.5s | 10.0 GFLOP/s per rank");
 }
 
 TEST(EpochReport, TheRecordReadsItsNumbersByName) {
@@ -128,6 +129,7 @@ TEST(EpochReport, TheRecordReadsItsNumbersByName) {
   EXPECT_EQ(rec["kind"], "epoch");
   EXPECT_DOUBLE_EQ(rec["test_acc"].get<double>(), 0.85);
   EXPECT_DOUBLE_EQ(rec["data_wait_s"].get<double>(), 0.1);
+  EXPECT_DOUBLE_EQ(rec["batch_load_s"].get<double>(), 0.04);
   EXPECT_DOUBLE_EQ(rec["allreduce_s"].get<double>(), 0.2);
   EXPECT_DOUBLE_EQ(rec["allreduce_total_s"].get<double>(), 1.5);
   EXPECT_DOUBLE_EQ(rec["optimizer_s"].get<double>(), 0.3);
