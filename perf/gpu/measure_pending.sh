@@ -114,7 +114,7 @@ train_job() {  # train_job NAME JOB DATA TIMEOUT [taskset ...] [--set k=v ...]: 
   local rc=$? epoch
   epoch=$(grep '"kind":"epoch"' "$x/r-$name/metrics.jsonl" 2>/dev/null | tail -1)
   echo "{\"stage\":\"run\",\"run\":\"$name\",\"exit\":$rc,\"wall_s\":$((SECONDS - start)),\"epoch\":${epoch:-null}}" >>"$out/results.jsonl"
-  say "$name exit $rc in $((SECONDS - start)) s: $(grep -oE '"(steady_samples_per_s|data_wait_fraction|device_memory_peak_mb)":[0-9.e-]*' <<<"$epoch" | paste -sd' ')"
+  say "$name exit $rc in $((SECONDS - start)) s: $(grep -oE '"(steady_samples_per_s|data_wait_fraction|batch_load_s|eval_s|device_memory_peak_mb)":[0-9.e-]*' <<<"$epoch" | paste -sd' ')"
   [ "$rc" = 0 ] || tail -4 "$x/r-$name.log" | cut -c1-240 | tee -a "$out/summary.txt"
 }
 
