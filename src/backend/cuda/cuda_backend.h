@@ -227,6 +227,14 @@ class CudaBackend final : public model::Backend {
   void* batchnorm_scratch(const model::BatchNormShape& s);
   // The group synchronise_batchnorm set, or null: batch norm then runs on our kernels at every element type.
   const kernels::cuda::BatchNormGroup* batchnorm_group() const;
+  // The candidate kernels' per-channel partial sums (kernels/cuda/column_sums.cuh), grown to `bytes` and kept.
+  void* channel_sums_scratch(std::size_t bytes);
+  // Layer norm on p as the candidate row kernels (gpu.candidate_kernels, channels contiguous, few enough).
+  bool layer_norm_rows(const kernels::Planes& p) const;
+  // Convolution s as a per-channel scale (gpu.candidate_kernels): depthwise 1x1, stride 1, unpadded, one filter per
+  // channel, as ConvNeXt's layer scale is; and the planes its activations are.
+  bool scale_conv(const model::Conv2dShape& s) const;
+  static kernels::Planes scale_conv_planes(const model::Conv2dShape& s);
 
   std::string host_;
   int visible_ = 0, device_ = -1, local_size_ = 1;

@@ -17,6 +17,7 @@
 #include "kernels/cuda/ema.h"
 #include "kernels/cuda/batchnorm.h"
 #include "kernels/cuda/cast.h"
+#include "kernels/cuda/channel_scale.h"
 #include "kernels/cuda/pooling.h"
 #include "kernels/cuda/reorder_layout.h"
 #include "kernels/cuda/resize_rows.h"
@@ -120,11 +121,18 @@ void* CudaBackend::batchnorm_scratch(const model::BatchNormShape& s) {
   return st.batchnorm_scratch.get();
 }
 
+void* CudaBackend::channel_sums_scratch(std::size_t bytes) {
+  if (bytes == 0) return nullptr;
+  State& st = *state_;
+  st.channel_sums_scratch.ensure(bytes, st.stream);
+  return st.channel_sums_scratch.get();
+}
+
 std::size_t CudaBackend::working_bytes() const {
   std::size_t bytes =
-      state_->dnn->working_bytes() + state_->batchnorm_scratch.bytes() + state_->filter_staging.bytes() +
-      state_->filter_padding.bytes() + state_->channel_padding.bytes() + state_->gemm_conv_scratch.bytes() +
-      state_->attention_scratch.bytes();
+      state_->dnn->working_bytes() + state_->batchnorm_scratch.bytes() + state_->channel_sums_scratch.bytes() +
+      state_->filter_staging.bytes() + state_->filter_padding.bytes() + state_->channel_padding.bytes() +
+      state_->gemm_conv_scratch.bytes() + state_->attention_scratch.bytes();
   for (const auto& [w, copy] : state_->weight_copies) bytes += copy.bytes();
   return bytes;
 }
@@ -176,12 +184,19 @@ void CudaBackend::plane_scale(const kernels::Planes& p, const void* x, const flo
                               void* y) {
   kc::plane_scale(p, activation_layout(p.type), x, scale, shift, y, stream());
 }
+bool CudaBackend::layer_norm_rows(const kernels::Planes& p) const {
+  return state_->options.candidate_kernels && kc::layer_norm_rows_fit(p, activation_layout(p.type));
+}
 void CudaBackend::layer_norm_forward(const kernels::Planes& p, float epsilon, const void* x,
                                      const model::LayerNormTensors& t, void* y) {
+  if (layer_norm_rows(p)) return kc::layer_norm_rows_forward(p, epsilon, x, t, y, stream());
   kc::layer_norm_forward(p, activation_layout(p.type), epsilon, x, t, y, stream());
 }
 void CudaBackend::layer_norm_backward(const kernels::Planes& p, const void* x, const void* dy,
                                       const model::LayerNormTensors& t, void* dx, float* dgamma, float* dbeta) {
+  if (layer_norm_rows(p))
+    return kc::layer_norm_rows_backward(p, x, dy, t, dx, dgamma, dbeta,
+                                        channel_sums_scratch(kc::layer_norm_rows_scratch_bytes(p)), stream());
   kc::layer_norm_backward(p, activation_layout(p.type), x, dy, t, dx, dgamma, dbeta, stream());
 }
 void CudaBackend::copy_tokens(const kernels::TokenCopy& c, const void* x, void* y) {
@@ -194,14 +209,26 @@ void CudaBackend::token_table_gradient(const kernels::TokenSpan& s, const void* 
   kc::token_table_gradient(s, activation_layout(s.tokens.type), dy, dtable, stream());
 }
 
+bool CudaBackend::scale_conv(const model::Conv2dShape& s) const {
+  return state_->options.candidate_kernels && s.groups == s.in_channels && s.filters == s.in_channels &&
+         s.kernel_h == 1 && s.kernel_w == 1 && s.stride == 1 && s.padding == 0 && s.in_block == 1 &&
+         s.out_block == 1;
+}
+kernels::Planes CudaBackend::scale_conv_planes(const model::Conv2dShape& s) {
+  return {s.batch, s.in_channels, int64_t{s.in_h} * s.in_w, s.data};
+}
+
 // A convolution whose channels conv_shape pads reads its input through the padding buffer (made at prepare, so no
-// step allocates), and its data gradient is cropped back out of it.
+// step allocates), and its data gradient is cropped back out of it. A scale convolution's sums take the backend's
+// own scratch, grown at its first backward.
 model::ScratchBytes CudaBackend::conv2d_prepare(const model::Conv2dShape& s) {
+  if (scale_conv(s)) return {};
   if (gemm_conv(s)) return gemm_conv_scratch_bytes(s);
   input_padding(s);
   return dnn().prepare_conv(conv_shape(s));
 }
 std::string CudaBackend::conv2d_method(const model::Conv2dShape& s) {
+  if (scale_conv(s)) return "per-channel scale (candidate kernel)";
   if (gemm_conv(s)) return gemm_conv_method(s);
   const model::Conv2dShape run = conv_shape(s);
   const std::string padded = run.in_channels != s.in_channels
@@ -211,6 +238,8 @@ std::string CudaBackend::conv2d_method(const model::Conv2dShape& s) {
 }
 void CudaBackend::conv2d_forward(const model::Conv2dShape& s, const void* x, const float* w, const float* bias,
                                  void* y, model::Scratch scratch) {
+  if (scale_conv(s))
+    return kc::channel_scale(scale_conv_planes(s), activation_layout(s.data), x, w, bias, y, stream());
   if (gemm_conv(s)) return gemm_conv_forward(s, x, w, bias, y, scratch);
   const model::Conv2dShape run = conv_shape(s);
   const void* input = run.in_channels != s.in_channels ? padded_input(s, x) : x;
@@ -218,6 +247,14 @@ void CudaBackend::conv2d_forward(const model::Conv2dShape& s, const void* x, con
 }
 void CudaBackend::conv2d_backward(const model::Conv2dShape& s, const void* x, const void* dy, const float* w,
                                   void* dx, float* dw, float* dbias, model::Scratch scratch) {
+  if (scale_conv(s)) {
+    const kernels::Planes p = scale_conv_planes(s);
+    const model::ActivationLayout layout = activation_layout(s.data);
+    kc::channel_scale_gradient(p, layout, x, dy, dw, dbias,
+                               channel_sums_scratch(kc::channel_scale_gradient_scratch_bytes(p, layout)), stream());
+    if (dx) kc::channel_scale(p, layout, dy, w, nullptr, dx, stream());
+    return;
+  }
   if (gemm_conv(s)) return gemm_conv_backward(s, x, dy, w, dx, dw, dbias, scratch);
   const model::Conv2dShape run = conv_shape(s);
   const bool padded = run.in_channels != s.in_channels;
