@@ -88,7 +88,7 @@ RT_HOST_DEVICE LayerNormGradientMeans layer_norm_gradient_means(int64_t channels
   return layer_norm_gradient_means_of(sums, channels);
 }
 
-// A channel's terms of the parameter gradients, summed over positions: dgamma's dy * xhat, and dbeta's dy.
+// A channel's term of dgamma, summed over positions: dy * xhat (dbeta's is dy itself).
 RT_HOST_DEVICE inline double layer_norm_gamma_gradient_term(float x, float dy, LayerNormStats s) {
   return static_cast<double>(dy) * layer_norm_normalised(x, s);
 }
