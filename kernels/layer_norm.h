@@ -26,19 +26,31 @@ struct LayerNormStats {
   float mean = 0, rstd = 1;
 };
 
+// The statistics as sums over a position's C values, so that a loop over them one at a time (layer_norm_stats)
+// and a kernel that splits them over threads and adds the threads' sums share every step but the order of addition:
+// the mean from the values' sum, then the statistics from the sum of squared deviations from that mean.
+RT_HOST_DEVICE inline double layer_norm_mean(double sum, int64_t channels) {
+  return sum / static_cast<double>(channels);
+}
+RT_HOST_DEVICE inline double layer_norm_squared_deviation(float x, double mean) {
+  const double d = x - mean;
+  return d * d;
+}
+RT_HOST_DEVICE inline LayerNormStats layer_norm_stats_of(double mean, double squares, int64_t channels,
+                                                         float epsilon) {
+  const double variance = squares / static_cast<double>(channels);
+  return {static_cast<float>(mean), static_cast<float>(1.0 / sqrt(variance + static_cast<double>(epsilon)))};
+}
+
 // Two passes over the position's values: the mean, then the squared deviations from it (no cancellation).
 template <class Value>
 RT_HOST_DEVICE LayerNormStats layer_norm_stats(int64_t channels, float epsilon, Value value) {
   double sum = 0;
   for (int64_t c = 0; c < channels; ++c) sum += value(c);
-  const double mean = sum / static_cast<double>(channels);
+  const double mean = layer_norm_mean(sum, channels);
   double squares = 0;
-  for (int64_t c = 0; c < channels; ++c) {
-    const double d = value(c) - mean;
-    squares += d * d;
-  }
-  const double variance = squares / static_cast<double>(channels);
-  return {static_cast<float>(mean), static_cast<float>(1.0 / sqrt(variance + static_cast<double>(epsilon)))};
+  for (int64_t c = 0; c < channels; ++c) squares += layer_norm_squared_deviation(value(c), mean);
+  return layer_norm_stats_of(mean, squares, channels, epsilon);
 }
 
 RT_HOST_DEVICE inline float layer_norm_normalised(float x, LayerNormStats s) { return (x - s.mean) * s.rstd; }
@@ -52,17 +64,33 @@ struct LayerNormGradientMeans {
   float g = 0, g_xhat = 0;
 };
 
+// One channel's terms of those sums, g = gamma * dy and g * xhat, added in double; and the means from the sums.
+struct LayerNormGradientSums {
+  double g = 0, g_xhat = 0;
+};
+RT_HOST_DEVICE inline void add_layer_norm_gradient_terms(LayerNormGradientSums& sums, float x, float dy, float gamma,
+                                                         LayerNormStats s) {
+  const double gc = static_cast<double>(gamma) * dy;
+  sums.g += gc;
+  sums.g_xhat += gc * layer_norm_normalised(x, s);
+}
+RT_HOST_DEVICE inline LayerNormGradientMeans layer_norm_gradient_means_of(LayerNormGradientSums sums,
+                                                                          int64_t channels) {
+  const double count = static_cast<double>(channels);
+  return {static_cast<float>(sums.g / count), static_cast<float>(sums.g_xhat / count)};
+}
+
 template <class Value, class Gradient, class Gamma>
 RT_HOST_DEVICE LayerNormGradientMeans layer_norm_gradient_means(int64_t channels, LayerNormStats s, Value value,
                                                                 Gradient dy, Gamma gamma) {
-  double g = 0, g_xhat = 0;
-  for (int64_t c = 0; c < channels; ++c) {
-    const double gc = static_cast<double>(gamma(c)) * dy(c);
-    g += gc;
-    g_xhat += gc * layer_norm_normalised(value(c), s);
-  }
-  const double count = static_cast<double>(channels);
-  return {static_cast<float>(g / count), static_cast<float>(g_xhat / count)};
+  LayerNormGradientSums sums;
+  for (int64_t c = 0; c < channels; ++c) add_layer_norm_gradient_terms(sums, value(c), dy(c), gamma(c), s);
+  return layer_norm_gradient_means_of(sums, channels);
+}
+
+// A channel's term of dgamma, summed over positions: dy * xhat (dbeta's is dy itself).
+RT_HOST_DEVICE inline double layer_norm_gamma_gradient_term(float x, float dy, LayerNormStats s) {
+  return static_cast<double>(dy) * layer_norm_normalised(x, s);
 }
 
 // dx = rstd * (gamma * dy - mean(g) - xhat * mean(g * xhat)): the normalisation's Jacobian applied to gamma * dy.

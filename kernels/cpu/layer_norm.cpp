@@ -42,7 +42,7 @@ void layer_norm_backward(const Planes& p, ActivationLayout layout, const float* 
       const LayerNormStats s{t.mean[n * p.hw + i], t.rstd[n * p.hw + i]};
       for (int64_t c = 0; c < p.c; ++c) {
         const float d = dys[c * at.step];
-        dgamma_sum[static_cast<size_t>(c)] += static_cast<double>(d) * layer_norm_normalised(xs[c * at.step], s);
+        dgamma_sum[static_cast<size_t>(c)] += layer_norm_gamma_gradient_term(xs[c * at.step], d, s);
         dbeta_sum[static_cast<size_t>(c)] += d;
       }
       if (!dx) continue;

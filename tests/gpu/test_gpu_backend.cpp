@@ -641,6 +641,72 @@ TEST_F(CudaBackendTest, LayerNormMatchesCpu) {
   }
 }
 
+// Layer norm's outputs on a backend: y, dx and the statistics widened to fp32, and dgamma, dbeta accumulated onto
+// values that were there.
+struct LayerNormRun {
+  std::vector<float> y, stats, dx, dgamma, dbeta;
+};
+
+// gpu.candidate_kernels: layer norm's row kernels (one warp per position, channels contiguous: NHWC, or one position
+// per sample) against the proven kernels, which LayerNormMatchesCpu holds to the CPU twin, in the same layout.
+// Channel counts of ViT-S and ConvNeXt, ones that only narrower packs divide, and one past the row kernels' limit
+// (which stays on the proven kernels). The sums are added in another order: the 16-bit outputs may differ by their
+// last rounding, the rest by fp32 rounding.
+TEST_F(CudaBackendTest, LayerNormCandidateRowKernelsMatchTheProvenKernels) {
+  // Inputs cast on the device from the same fp32 values on every backend.
+  const auto run = [](backend::CudaBackend& gpu, const model::Shape& shape, kernels::ElementType type) {
+    const kernels::Planes p = model::planes_of(shape, type);
+    const int64_t n = p.elements(), positions = p.n * p.hw, c = p.c;
+    const kernels::Elements e{n, type};
+    auto x32 = upload(random_vector(static_cast<size_t>(n), 31, -2.0f, 3.0f), &gpu);
+    auto dy32 = upload(random_vector(static_cast<size_t>(n), 32), &gpu);
+    auto gamma = upload(random_vector(static_cast<size_t>(c), 33, 0.5f, 1.5f), &gpu);
+    auto beta = upload(random_vector(static_cast<size_t>(c), 34), &gpu);
+    auto dgamma = upload(random_vector(static_cast<size_t>(c), 35), &gpu);
+    auto dbeta = upload(random_vector(static_cast<size_t>(c), 36), &gpu);
+    model::DeviceBuffer x = gpu.allocate(e.bytes()), dy = gpu.allocate(e.bytes()), y = gpu.allocate(e.bytes()),
+                        dx = gpu.allocate(e.bytes()), wide = gpu.allocate(static_cast<size_t>(n) * sizeof(float)),
+                        stats = gpu.allocate(2 * sizeof(float) * static_cast<size_t>(positions));
+    gpu.cast({n, kernels::ElementType::f32}, x32.as<void>(), type, x.as<void>());
+    gpu.cast({n, kernels::ElementType::f32}, dy32.as<void>(), type, dy.as<void>());
+    const model::LayerNormTensors t{gamma.as<float>(), beta.as<float>(), stats.as<float>(),
+                                    stats.as<float>() + positions};
+    gpu.layer_norm_forward(p, 1e-6f, x.as<void>(), t, y.as<void>());
+    gpu.layer_norm_backward(p, x.as<void>(), dy.as<void>(), t, dx.as<void>(), dgamma.as<float>(), dbeta.as<float>());
+    const auto widened = [&](const model::DeviceBuffer& b) {
+      gpu.cast(e, b.as<void>(), kernels::ElementType::f32, wide.as<void>());
+      return download(wide.as<float>(), n, &gpu);
+    };
+    return LayerNormRun{widened(y), download(stats.as<float>(), 2 * positions, &gpu), widened(dx),
+                        download(dgamma.as<float>(), c, &gpu), download(dbeta.as<float>(), c, &gpu)};
+  };
+  const model::Shape shapes[] = {{3, 96, 5, 7}, {2, 64, 13, 1}, {8, 384, 197, 1}, {2, 768, 3, 3},
+                                 {3, 36, 5, 4}, {4, 6, 3, 1},   {2, 1040, 3, 1},  {5, 12, 1, 1}};
+  for (const kernels::ElementType type : {kernels::ElementType::bf16, kernels::ElementType::f16}) {
+    backend::CudaOptions options;
+    options.activations = type, options.nhwc = true;  // fp32 stays NCHW: its one-position shapes are rows too
+    backend::CudaBackend proven(0, 1, "test-host", options);
+    options.candidate_kernels = true;
+    backend::CudaBackend candidate(0, 1, "test-host", options);
+    for (const kernels::ElementType data : {kernels::ElementType::f32, type}) {
+      const double tol = data == kernels::ElementType::f32 ? 1e-5 : data == kernels::ElementType::bf16 ? 8e-3 : 1e-3;
+      for (const model::Shape& shape : shapes) {
+        SCOPED_TRACE(shape.str() + " in " + kernels::element_type_name(data));
+        const LayerNormRun want = run(proven, shape, data), got = run(candidate, shape, data);
+        EXPECT_TRUE(all_close(got.y, want.y, tol, tol)) << "y";
+        EXPECT_TRUE(all_close(got.stats, want.stats, 1e-5, 1e-6)) << "mean and rstd";
+        EXPECT_TRUE(all_close(got.dx, want.dx, tol, tol)) << "dx";
+        EXPECT_TRUE(all_close(got.dgamma, want.dgamma, 1e-4, 1e-5)) << "accumulated dgamma";
+        EXPECT_TRUE(all_close(got.dbeta, want.dbeta, 1e-4, 1e-5)) << "accumulated dbeta";
+        const LayerNormRun again = run(candidate, shape, data);
+        EXPECT_EQ(again.dgamma, got.dgamma) << "the parameter gradients are reproducible to the bit";
+        EXPECT_EQ(again.dbeta, got.dbeta);
+        EXPECT_EQ(again.dx, got.dx);
+      }
+    }
+  }
+}
+
 TEST_F(CudaBackendTest, SgdUpdateMatchesCpu) {
   const int64_t n = 4099;
   const auto grad = random_vector(n, 20), velocity = random_vector(n, 21), param = random_vector(n, 22);

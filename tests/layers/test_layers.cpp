@@ -641,6 +641,18 @@ TEST_P(LayerTest, ConvDepthwise7x7OddChannels) {
 TEST_P(LayerTest, ConvGroupedManyChannelsStride2WithBias) {
   check(conv(32, 3, 2, 1, true, 4), {3, 32, 9, 9}, {kConv, kConv, true});
 }
+// Depthwise 1x1 (one factor per channel, as layer_scale): under gpu.candidate_kernels the CUDA backend runs it on our
+// depthwise kernels (kernels/cuda/depthwise_conv.h), in packs of up to 8 channels.
+TEST_P(LayerTest, ConvDepthwise1x1) { check(conv(8, 1, 1, 0, false, 8), {4, 8, 5, 5}, {kConv, kConv, true}); }
+TEST_P(LayerTest, ConvDepthwise1x1OddChannelsWithBias) {
+  check(conv(6, 1, 1, 0, true, 6), {3, 6, 7, 5}, {kConv, kConv, true});
+}
+TEST_P(LayerTest, ConvDepthwise1x1ManyChannelsWithBias) {
+  check(conv(36, 1, 1, 0, true, 36), {2, 36, 5, 5}, {kConv, kConv, true});
+}
+TEST_P(LayerTest, ConvDepthwise1x1ConvNeXtChannels) {
+  check(conv(96, 1, 1, 0, false, 96), {2, 96, 4, 4}, {kConv, kConv, true});
+}
 
 TEST_P(LayerTest, DenseWithBias) { check(dense(13, true), {5, 37, 1, 1}, {kGemm, kGemm, true}); }
 TEST_P(LayerTest, DenseOnImageShapedInputWithoutBias) { check(dense(10, false), {3, 4, 3, 3}, {kGemm, kGemm, true}); }
@@ -686,9 +698,22 @@ TEST_P(LayerTest, LayerNormOverManyChannelsAsConvNeXt) { check(layer_norm(1e-6),
 TEST_P(LayerTest, LayerNormOverTokens) { check(layer_norm(1e-5), {3, 16, 7, 1}, {kGemm, kGemm}); }
 TEST_P(LayerTest, LayerNormAfterGlobalPool) { check(layer_norm(1e-6), {5, 12, 1, 1}, {kGemm, kGemm}); }
 TEST_P(LayerTest, LayerNormAsFirstLayer) { check(layer_norm(1e-5), {2, 3, 4, 4}, {kGemm, kGemm, false, true}); }
+// Under gpu.candidate_kernels, with channels contiguous, one warp per position holds up to 1024 channels in
+// registers (ViT-S's 384 tokens, ConvNeXt's 768); past that the proven kernels run.
+TEST_P(LayerTest, LayerNormOverViTWidthTokens) { check(layer_norm(1e-6), {2, 384, 5, 1}, {kGemm, kGemm}); }
+TEST_P(LayerTest, LayerNormOverConvNeXtWidestChannels) { check(layer_norm(1e-6), {2, 768, 2, 2}, {kGemm, kGemm}); }
+TEST_P(LayerTest, LayerNormOverMoreChannelsThanAWarpHolds) {
+  check(layer_norm(1e-6), {2, 1032, 2, 1}, {kGemm, kGemm});
+}
 TEST_P(LayerTest, LayerScale) { check(spec("layer_scale", {{"init", 0.5}}), {4, 8, 5, 5}, {kGemm, kGemm, true}); }
 TEST_P(LayerTest, LayerScaleOnTokens) {
   check(spec("layer_scale", {{"init", 1e-6}}), {3, 16, 6, 1}, {kGemm, kGemm, true});
+}
+TEST_P(LayerTest, LayerScaleOverConvNeXtChannels) {
+  for (const int channels : {12, 96, 384}) {
+    SCOPED_TRACE(channels);
+    check(spec("layer_scale", {{"init", 0.25}}), {2, channels, 3, 3}, {kGemm, kGemm, true});
+  }
 }
 
 // A reference's backward, which every backend's layer is held to, is the derivative of its forward: central

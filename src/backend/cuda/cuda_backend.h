@@ -240,6 +240,10 @@ class CudaBackend final : public model::Backend {
   void* batchnorm_scratch(const model::BatchNormShape& s);
   // The group synchronise_batchnorm set, or null: batch norm then runs on our kernels at every element type.
   const kernels::cuda::BatchNormGroup* batchnorm_group() const;
+  // The candidate kernels' per-channel partial sums (kernels/cuda/column_sums.cuh), grown to `bytes` and kept.
+  void* channel_sums_scratch(std::size_t bytes);
+  // Layer norm on p as the candidate row kernels (gpu.candidate_kernels, channels contiguous, few enough).
+  bool layer_norm_rows(const kernels::Planes& p) const;
 
   std::string host_;
   int visible_ = 0, device_ = -1, local_size_ = 1;

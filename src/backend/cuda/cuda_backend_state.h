@@ -43,6 +43,7 @@ struct CudaBackend::State {
   DeviceMemory loss_workspace;  // the loss kernel's per-sample results
   DeviceMemory norm_scratch;    // LARS and LAMB: per-tensor partial norms; gradient clipping's partial sums
   DeviceMemory batchnorm_scratch;  // 16-bit batch norm: per-channel partial sums and coefficients
+  DeviceMemory channel_sums_scratch;  // candidate kernels: per-chunk, per-channel partial sums of a parameter gradient
   // Synchronised batch norm (empty function: off), and the host copy its sums pass through to the group; or, under
   // gpu.candidate_kernels, the group's NCCL communicator that adds them on the device instead (ended first of all,
   // by ~CudaBackend, so that no all-reduce of a stalled peer still holds the stream when the backend waits for it).

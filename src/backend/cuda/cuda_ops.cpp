@@ -122,11 +122,18 @@ void* CudaBackend::batchnorm_scratch(const model::BatchNormShape& s) {
   return st.batchnorm_scratch.get();
 }
 
+void* CudaBackend::channel_sums_scratch(std::size_t bytes) {
+  if (bytes == 0) return nullptr;
+  State& st = *state_;
+  st.channel_sums_scratch.ensure(bytes, st.stream);
+  return st.channel_sums_scratch.get();
+}
+
 std::size_t CudaBackend::working_bytes() const {
   std::size_t bytes =
-      state_->dnn->working_bytes() + state_->batchnorm_scratch.bytes() + state_->filter_staging.bytes() +
-      state_->filter_padding.bytes() + state_->channel_padding.bytes() + state_->gemm_conv_scratch.bytes() +
-      state_->attention_scratch.bytes() + state_->depthwise_scratch.bytes();
+      state_->dnn->working_bytes() + state_->batchnorm_scratch.bytes() + state_->channel_sums_scratch.bytes() +
+      state_->filter_staging.bytes() + state_->filter_padding.bytes() + state_->channel_padding.bytes() +
+      state_->gemm_conv_scratch.bytes() + state_->attention_scratch.bytes() + state_->depthwise_scratch.bytes();
   for (const auto& [w, copy] : state_->weight_copies) bytes += copy.bytes();
   return bytes;
 }
@@ -178,12 +185,19 @@ void CudaBackend::plane_scale(const kernels::Planes& p, const void* x, const flo
                               void* y) {
   kc::plane_scale(p, activation_layout(p.type), x, scale, shift, y, stream());
 }
+bool CudaBackend::layer_norm_rows(const kernels::Planes& p) const {
+  return state_->options.candidate_kernels && kc::layer_norm_rows_fit(p, activation_layout(p.type));
+}
 void CudaBackend::layer_norm_forward(const kernels::Planes& p, float epsilon, const void* x,
                                      const model::LayerNormTensors& t, void* y) {
+  if (layer_norm_rows(p)) return kc::layer_norm_rows_forward(p, epsilon, x, t, y, stream());
   kc::layer_norm_forward(p, activation_layout(p.type), epsilon, x, t, y, stream());
 }
 void CudaBackend::layer_norm_backward(const kernels::Planes& p, const void* x, const void* dy,
                                       const model::LayerNormTensors& t, void* dx, float* dgamma, float* dbeta) {
+  if (layer_norm_rows(p))
+    return kc::layer_norm_rows_backward(p, x, dy, t, dx, dgamma, dbeta,
+                                        channel_sums_scratch(kc::layer_norm_rows_scratch_bytes(p)), stream());
   kc::layer_norm_backward(p, activation_layout(p.type), x, dy, t, dx, dgamma, dbeta, stream());
 }
 void CudaBackend::copy_tokens(const kernels::TokenCopy& c, const void* x, void* y) {
