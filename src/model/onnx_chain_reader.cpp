@@ -13,6 +13,16 @@ const std::vector<const io::OnnxNode*>& OnnxChainReader::users(const std::string
   return it == users_.end() ? none : it->second;
 }
 
+const io::OnnxNode* OnnxChainReader::producer(const std::string& value) const {
+  const auto it = producers_.find(value);
+  return it == producers_.end() ? nullptr : it->second;
+}
+
+const io::OnnxTensor* OnnxChainReader::integer_constant(const std::string& value) const {
+  const auto it = constants_.find(value);
+  return it == constants_.end() || it->second->data_type != 7 ? nullptr : it->second;
+}
+
 const io::OnnxNode* OnnxChainReader::only_user(const std::string& value, std::string_view op) const {
   const std::vector<const io::OnnxNode*>& next = users(value);
   return next.size() == 1 && next[0]->op == op ? next[0] : nullptr;

@@ -15,27 +15,37 @@
 
 namespace ringtrain::model {
 
-// A layer a chain of nodes became, and the value the chain's last node outputs.
-struct ImportedChain {
-  ImportedLayer layer;
-  std::string end;
-};
-
 // Which axis a value's channels (features) are on: ONNX's NCHW (axis 1), or the last axis, as torch computes a
 // LayerNorm or Linear over channels after permuting them last, and a transformer's N x T x D tokens.
 enum class OnnxLayout { channels_first, channels_last };
 
+// A layer a chain of nodes became, and the value the chain's last node outputs; `layout` is that value's where the
+// chain changes it (an image read as tokens N x T x D, the class token's features N x D), else the start's.
+struct ImportedChain {
+  ImportedLayer layer;
+  std::string end;
+  std::optional<OnnxLayout> layout = std::nullopt;
+};
+
 using OnnxUsers = std::map<std::string, std::vector<const io::OnnxNode*>>;
+// The node computing each value: the walk's, and those computing a value from constants and the shapes of values
+// alone (torch's shape arithmetic for a dynamic batch), which the walk leaves out and which no node's users list.
+using OnnxProducers = std::map<std::string, const io::OnnxNode*>;
 
 class OnnxChainReader {
  public:
-  OnnxChainReader(std::string start, OnnxLayout layout, const OnnxUsers& users, const OnnxConstants& constants)
-      : start_(std::move(start)), layout_(layout), users_(users), constants_(constants) {}
+  OnnxChainReader(std::string start, OnnxLayout layout, const OnnxUsers& users, const OnnxProducers& producers,
+                  const OnnxConstants& constants)
+      : start_(std::move(start)), layout_(layout), users_(users), producers_(producers), constants_(constants) {}
   const std::string& start() const { return start_; }
   OnnxLayout layout() const { return layout_; }
   // The nodes taking `value`, in the graph's order (none where it is the graph's output).
   const std::vector<const io::OnnxNode*>& users(const std::string& value) const;
-  // The node taking `value` where it is the only one and of operator `op`; else null.
+  // The node computing `value`; null for the graph's input and constants.
+  const io::OnnxNode* producer(const std::string& value) const;
+  // `value` as an int64 constant (a Gather's index, a Slice's axes, a Reshape's shape), or null where it is none.
+  const io::OnnxTensor* integer_constant(const std::string& value) const;
+  // The node taking `value` it is the only one and of operator `op`; else null.
   const io::OnnxNode* only_user(const std::string& value, std::string_view op) const;
   // Of a node of two inputs, one of them `value`: the other; nothing where the node does not take `value` once.
   std::optional<std::string> other_operand(const io::OnnxNode& node, const std::string& value) const;
@@ -55,6 +65,7 @@ class OnnxChainReader {
   std::string start_;
   OnnxLayout layout_;
   const OnnxUsers& users_;
+  const OnnxProducers& producers_;
   const OnnxConstants& constants_;
 };
 

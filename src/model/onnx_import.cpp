@@ -31,7 +31,9 @@ std::string what_import_maps() {
                      "silu and hard_swish; a fork joined by Mul(x, gate) as squeeze_excitation; Identity, Dropout "
                      "and Constant are looked through; as chains of nodes: torch's LayerNorm, GELU, Linear over the "
                      "channels (MatMul, Add) and a per-channel Mul (layer scale), the channels permuted last by a "
-                     "Transpose (0, 2, 3, 1) and back (0, 3, 1, 2) around those that need it",
+                     "Transpose (0, 2, 3, 1) and back (0, 3, 1, 2) around those that need it; torchvision's "
+                     "VisionTransformer: a Conv's output reshaped and transposed to tokens, the class token's Concat, "
+                     "the position table's Add, nn.MultiheadAttention's nodes, the Gather of token 0",
                      fmt::join(imported_onnx_ops(), ", "));
 }
 
@@ -53,6 +55,7 @@ class GraphWalk {
   void define(const OnnxNode& node, std::set<std::string>& defined) const;
   void look_through(const OnnxNode& node);
   bool batch_shape_arithmetic(const OnnxNode& node);
+  bool shape_arithmetic(const OnnxNode& node) const;
   std::optional<std::string> integer_scalar_zero(const std::string& value) const;
   const std::vector<const OnnxNode*>& users(const std::string& value) const {
     static const std::vector<const OnnxNode*> none;
@@ -70,6 +73,9 @@ class GraphWalk {
     return it == layout_.end() ? OnnxLayout::channels_first : it->second;
   }
   Piece residual(const std::string& value, const std::vector<const OnnxNode*>& forks, std::string& next) const;
+  std::optional<Piece> identity_residual(const std::string& value, const std::vector<const OnnxNode*>& forks,
+                                         std::string& next) const;
+  config::LayerSpec residual_spec(const OnnxNode& join, std::string& next) const;
   std::optional<Piece> gated(const std::string& value, const std::vector<const OnnxNode*>& forks,
                              std::string& next) const;
   std::optional<Piece> scaled(const std::string& value, const std::vector<const OnnxNode*>& forks,
@@ -88,12 +94,16 @@ class GraphWalk {
   OnnxConstants constants_;
   std::map<std::string, std::string> alias_;  // an Identity's or Dropout's output: the value it passes on
   std::vector<OnnxNode> nodes_;               // the graph's nodes, inputs resolved through alias_
+  std::deque<OnnxNode> shape_nodes_;          // those computing from constants and shapes alone: not walked
   std::map<const OnnxNode*, size_t> position_;
-  OnnxUsers users_;                                            // of each computed value
-  std::map<std::string, const OnnxNode*> producer_;            // of each computed value
+  // Of each computed value. The walk hides an identity shortcut's join from its fork's users while it walks the
+  // block's body (identity_residual), hence mutable.
+  mutable OnnxUsers users_;
+  OnnxProducers producer_;  // of each computed value, shape_nodes_' too
   // torch's x.view(x.size(0), -1) with a dynamic batch: Shape(x), its entry 0 (Gather), as a vector (Unsqueeze),
   // with -1 after it (Concat). Each value of that chain, by what it is of which x.
   std::map<std::string, std::string> shape_of_, batch_of_, batch_vector_of_, flat_shape_of_;
+  std::set<std::string> shape_values_;  // shape_nodes_' outputs
   std::string input_, output_;
   // Each value's layout as the walk reached it (none: channels first); the walk's own record, hence mutable.
   mutable std::map<std::string, OnnxLayout> layout_;
@@ -117,12 +127,18 @@ GraphWalk::GraphWalk(const io::OnnxModel& model) {
       look_through(node);
       continue;
     }
-    if (batch_shape_arithmetic(node)) continue;
+    if (batch_shape_arithmetic(node) || shape_arithmetic(node)) {
+      for (const std::string& out : node.outputs) shape_values_.insert(out);
+      shape_nodes_.push_back(std::move(node));
+      continue;
+    }
     if (node.op == "Reshape" && node.inputs.size() > 1 && flat_shape_of_.contains(node.inputs[1]) &&
         flat_shape_of_.at(node.inputs[1]) != node.inputs[0])
       refuse(node, "its shape is computed from another value's than its input's");
     nodes_.push_back(std::move(node));
   }
+  for (const OnnxNode& node : shape_nodes_)
+    for (const std::string& out : node.outputs) producer_[out] = &node;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const OnnxNode& node = nodes_[i];
     position_[&node] = i;
@@ -209,6 +225,17 @@ bool GraphWalk::batch_shape_arithmetic(const OnnxNode& node) {
   return true;
 }
 
+// A node computing from constants and the shapes of values alone: a Shape, and what computes from its outputs or
+// constants only (torch's dynamic-batch arithmetic for a reshape's shape, a slice's bounds, the class token's
+// expansion). Left out of the walk, so a value's Shape is none of its users; a node the walk maps that takes such
+// a value where it takes a constant is refused (layer()), unless its kind's chain reads it as a shape.
+bool GraphWalk::shape_arithmetic(const OnnxNode& node) const {
+  if (node.op == "Shape") return true;
+  return std::all_of(node.inputs.begin(), node.inputs.end(), [&](const std::string& in) {
+    return in.empty() || is_constant(in) || shape_values_.contains(in);
+  });
+}
+
 Piece GraphWalk::layer(const OnnxNode& node, const std::string& value) const {
   if (node.op == "Add") refuse(node, "it adds values that do not fork from one value into two branches; import maps an "
                                      "Add only as a residual block's join");
@@ -252,8 +279,12 @@ std::vector<Piece> GraphWalk::chain(std::string value, const OnnxNode* join, std
     const OnnxLayout layout = layout_of(value);
     if (std::string chain_end; std::optional<Piece> chain_layer = chained(value, chain_end)) {
       pieces.push_back(std::move(*chain_layer));
-      layout_[chain_end] = layout;
+      layout_.try_emplace(chain_end, layout);
       value = chain_end;
+    } else if (std::string block_end; std::optional<Piece> block = identity_residual(value, next, block_end)) {
+      pieces.push_back(std::move(*block));
+      layout_[block_end] = layout;
+      value = block_end;
     } else if (next.size() == 1 && next[0]->op == "Transpose") {
       value = relayout(*next[0], value);
     } else if (next.size() == 1) {
@@ -279,10 +310,11 @@ std::vector<Piece> GraphWalk::chain(std::string value, const OnnxNode* join, std
 // The nodes from `value` on that some kind maps as one layer (OnnxImport::chain); nothing where none does. `next` is
 // the chain's last value.
 std::optional<Piece> GraphWalk::chained(const std::string& value, std::string& next) const {
-  const OnnxChainReader reader(value, layout_of(value), users_, constants_);
+  const OnnxChainReader reader(value, layout_of(value), users_, producer_, constants_);
   for (const LayerKind* kind : layer_kinds_chaining())
     if (std::optional<ImportedChain> c = kind->onnx_import.chain(reader)) {
       next = c->end;
+      if (c->layout) layout_[next] = *c->layout;
       return Piece{std::move(c->layer)};
     }
   return std::nullopt;
@@ -401,14 +433,47 @@ Piece GraphWalk::residual(const std::string& value, const std::vector<const Onnx
     refuse(*join, "it adds values whose channels are on different axes (a branch permutes them and does not permute "
                   "them back)");
   if (a.size() < b.size()) std::swap(a, b);  // the body: the longer branch; the shortcut the identity or the other
+  return Piece{ImportedLayer{residual_spec(*join, next)}, std::move(a), std::move(b)};
+}
+
+// A residual block's spec, named after its join; an Add whose only user is a Relu takes it as the activation.
+config::LayerSpec GraphWalk::residual_spec(const OnnxNode& join, std::string& next) const {
   config::LayerSpec spec;
   spec.type = std::string(config::kResidual);
-  spec.name = join->name;
-  spec.where = OnnxNodeReader(*join, constants_).describe();
-  const std::vector<const OnnxNode*>& after = users(join->outputs.at(0));
+  spec.name = join.name;
+  spec.where = OnnxNodeReader(join, constants_).describe();
+  const std::vector<const OnnxNode*>& after = users(join.outputs.at(0));
   spec.activation_relu = after.size() == 1 && after[0]->op == "Relu";
-  next = spec.activation_relu ? after[0]->outputs.at(0) : join->outputs.at(0);
-  return Piece{ImportedLayer{std::move(spec)}, std::move(a), std::move(b)};
+  next = spec.activation_relu ? after[0]->outputs.at(0) : join.outputs.at(0);
+  return spec;
+}
+
+// A value used by an Add joining it to what a body of layers computes from it, the body's first nodes using the value
+// too (a pre-norm transformer block: its LayerNorm's ReduceMean and Sub, and the join): a residual block with the
+// identity shortcut. The body is walked with the join hidden from the value's users. Nothing where no Add among
+// the users is reached from all the others.
+std::optional<Piece> GraphWalk::identity_residual(const std::string& value, const std::vector<const OnnxNode*>& forks,
+                                                  std::string& next) const {
+  if (forks.size() < 3) return std::nullopt;
+  const OnnxNode* join = nullptr;
+  for (const OnnxNode* candidate : forks) {
+    if (candidate->op != "Add" || candidate->inputs.size() != 2) continue;
+    if (std::all_of(forks.begin(), forks.end(),
+                    [&](const OnnxNode* f) { return f == candidate || reachable(f).contains(candidate); }))
+      join = candidate;
+  }
+  if (!join) return std::nullopt;
+  std::vector<const OnnxNode*>& list = users_.at(value);
+  const std::vector<const OnnxNode*> all = list;
+  list.erase(std::find(list.begin(), list.end(), join));
+  std::string end;
+  std::vector<Piece> body = chain(value, join, end);  // a refusal ends the import: nothing to restore then
+  users_.at(value) = all;
+  if (body.empty()) refuse(*join, "it adds a value to itself");
+  if (layout_of(end) != layout_of(value))
+    refuse(*join, "it adds values whose channels are on different axes (its body permutes them and does not permute "
+                  "them back)");
+  return Piece{ImportedLayer{residual_spec(*join, next)}, std::move(body), {}};
 }
 
 config::LayerSpec spec_of(const Piece& p) {

@@ -99,6 +99,13 @@ config::LayerSpec OnnxNodeReader::spec(std::string_view type, const std::vector<
   return s;
 }
 
+std::vector<float> transposed_matrix(const std::vector<float>& m, int64_t rows, int64_t cols) {
+  std::vector<float> t(m.size());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) t[static_cast<size_t>(c * rows + r)] = m[static_cast<size_t>(r * cols + c)];
+  return t;
+}
+
 double decimal_of(float value) { return std::stod(fmt::format("{}", value)); }
 
 }  // namespace ringtrain::model

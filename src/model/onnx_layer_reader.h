@@ -68,6 +68,9 @@ class OnnxNodeReader {
   const OnnxConstants& constants_;
 };
 
+// A rows x cols matrix (row-major) transposed to cols x rows: an ONNX MatMul's C x K weight as ringtrain's K x C.
+std::vector<float> transposed_matrix(const std::vector<float>& m, int64_t rows, int64_t cols);
+
 // A float as the shortest decimal that reads back as it (1e-05, not 9.99999974737875e-06), for a spec's number.
 double decimal_of(float value);
 

@@ -3,6 +3,7 @@
 // joins as residual blocks, and the job-file TOML of the layers reading back as the same specs.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,13 @@ struct Graph {
     int64_t n = 1;
     for (int64_t d : dims) n *= d;
     for (int64_t i = 0; i < n; ++i) t.floats.push_back(static_cast<float>(i));
+    m.initializers.push_back(t);
+    return name;
+  }
+  // An int64 initializer (a shape, an index; dims {} a scalar).
+  std::string integers(const std::string& name, std::vector<int64_t> values, std::vector<int64_t> dims) {
+    io::OnnxTensor t;
+    t.name = name, t.dims = std::move(dims), t.data_type = 7, t.integers = std::move(values);
     m.initializers.push_back(t);
     return name;
   }
@@ -302,19 +310,24 @@ void expect_refused(const io::OnnxModel& m, const std::string& words) {
   EXPECT_NE(why.find(words), std::string::npos) << why;
 }
 
-// torch 1.13's LayerNorm over the channels of an NCHW value at opset 13, the channels permuted last and back, as
-// ConvNeXt's LayerNorm2d; `axes` the ReduceMeans'.
-void channels_last_layer_norm(Graph& g, const std::string& x, const std::string& y, std::vector<int64_t> axes = {-1}) {
-  g.node("Transpose", "/ln/Transpose", {x}, "t", {ints("perm", {0, 2, 3, 1})});
-  g.node("ReduceMean", "/ln/ReduceMean", {"t"}, "mean", {ints("axes", axes)});
-  g.node("Sub", "/ln/Sub", {"t", "mean"}, "centred");
+// torch 1.13's LayerNorm at opset 13 over the last axis of `x` (C channels), from `x` to `y`.
+void layer_norm_nodes(Graph& g, const std::string& x, const std::string& y, std::vector<int64_t> axes, int64_t c) {
+  g.node("ReduceMean", "/ln/ReduceMean", {x}, "mean", {ints("axes", axes)});
+  g.node("Sub", "/ln/Sub", {x, "mean"}, "centred");
   g.node("Pow", "/ln/Pow", {"centred", g.scalar("two", 2.0f)}, "square");
   g.node("ReduceMean", "/ln/ReduceMean_1", {"square"}, "variance", {ints("axes", axes)});
   g.node("Add", "/ln/Add", {"variance", g.scalar("eps", 1e-6f)}, "plus_eps");
   g.node("Sqrt", "/ln/Sqrt", {"plus_eps"}, "deviation");
   g.node("Div", "/ln/Div", {"centred", "deviation"}, "normalised");
-  g.node("Mul", "/ln/Mul", {"normalised", g.weight("ln.weight", {4})}, "scaled");
-  g.node("Add", "/ln/Add_1", {"scaled", g.weight("ln.bias", {4})}, "shifted");
+  g.node("Mul", "/ln/Mul", {"normalised", g.weight("ln.weight", {c})}, "scaled");
+  g.node("Add", "/ln/Add_1", {"scaled", g.weight("ln.bias", {c})}, y);
+}
+
+// torch 1.13's LayerNorm over the channels of an NCHW value at opset 13, the channels permuted last and back, as
+// ConvNeXt's LayerNorm2d; `axes` the ReduceMeans'.
+void channels_last_layer_norm(Graph& g, const std::string& x, const std::string& y, std::vector<int64_t> axes = {-1}) {
+  g.node("Transpose", "/ln/Transpose", {x}, "t", {ints("perm", {0, 2, 3, 1})});
+  layer_norm_nodes(g, "t", "shifted", axes, 4);
   g.node("Transpose", "/ln/Transpose_1", {"shifted"}, y, {ints("perm", {0, 3, 1, 2})});
 }
 
@@ -394,6 +407,92 @@ TEST(OnnxImport, AMulByAConstantOtherThanOneFactorPerChannelIsRefused) {
   Graph g;
   g.node("Mul", "/scale/Mul", {"x", g.weight("gamma", {4, 8})}, "y");
   expect_refused(g.m, "ONNX node '/scale/Mul' (Mul): its constant is shaped [4, 8]");
+}
+
+// What a ViT test graph varies from torch 1.13's export, each to be refused.
+struct VitForm {
+  int64_t concat_axis = 1;
+  int64_t softmax_axis = -1;
+  bool k_after_q = true;
+};
+
+// torchvision's VisionTransformer as torch 1.13 exports it, small: 4 x 4 patches of the 4 x 8 x 8 input embedded
+// into 4 tokens of D = 6, the class token and position table, one pre-norm attention block of 2 heads (its fork
+// feeding the LayerNorm's ReduceMean and Sub and the join; q, k and v sliced at bounds computed from the
+// in-projection's Shape), token 0, the head. Reshapes to constants, as with a fixed batch of 1.
+Graph vit_graph(VitForm form = {}) {
+  Graph g;
+  g.node("Conv", "/conv_proj/Conv", {"x", g.weight("conv.w", {6, 4, 4, 4}), g.weight("conv.b", {6})}, "patches",
+         {ints("kernel_shape", {4, 4}), ints("strides", {4, 4})});
+  g.node("Reshape", "/Reshape", {"patches", g.integers("patch_shape", {1, 6, 4}, {3})}, "flat");
+  g.node("Transpose", "/Transpose", {"flat"}, "seq", {ints("perm", {0, 2, 1})});
+  g.node("Expand", "/Expand", {g.weight("class_token", {1, 1, 6}), g.integers("batch_shape", {1, 1, 1}, {3})},
+         "cls");
+  g.node("Concat", "/Concat", {"cls", "seq"}, "with_cls", {integer("axis", form.concat_axis)});
+  g.node("Add", "/encoder/Add", {"with_cls", g.weight("pos_embedding", {1, 5, 6})}, "embedded");
+  layer_norm_nodes(g, "embedded", "normed", {-1}, 6);
+  g.node("Transpose", "/attn/Transpose", {"normed"}, "seq_first", {ints("perm", {1, 0, 2})});
+  g.node("MatMul", "/attn/MatMul", {"seq_first", g.weight("in_w", {6, 18})}, "qkv0");
+  g.node("Add", "/attn/Add", {g.weight("in_b", {18}), "qkv0"}, "qkv");
+  g.node("Shape", "/attn/Shape", {"qkv"}, "qkv_shape");
+  g.node("Gather", "/attn/Gather", {"qkv_shape", g.integers("last", {-1}, {1})}, "width", {integer("axis", 0)});
+  g.node("Div", "/attn/Div", {"width", g.integers("three", {3}, {1})}, "third");
+  for (const int64_t i : {1, 2, 3})
+    g.node("Mul", "/attn/Mul_" + std::to_string(i), {"third", g.integers("n" + std::to_string(i), {i}, {1})},
+           "end" + std::to_string(i));
+  const std::string axes = g.integers("slice_axes", {-1}, {1});
+  g.node("Slice", "/attn/Slice", {"qkv", g.integers("zero", {0}, {1}), "end1", axes}, "q0");
+  g.node("Slice", "/attn/Slice_1", {"qkv", form.k_after_q ? "end1" : "end2", "end2", axes}, "k0");
+  g.node("Slice", "/attn/Slice_2", {"qkv", "end2", "end3", axes}, "v0");
+  const std::string heads = g.integers("heads_shape", {5, 2, 3}, {3});
+  g.node("Reshape", "/attn/Reshape", {"q0", heads}, "q1");
+  g.node("Transpose", "/attn/Transpose_1", {"q1"}, "q", {ints("perm", {1, 0, 2})});
+  g.node("Reshape", "/attn/Reshape_1", {"k0", heads}, "k1");
+  g.node("Reshape", "/attn/Reshape_2", {"v0", heads}, "v1");
+  g.node("Transpose", "/attn/Transpose_2", {"v1"}, "v", {ints("perm", {1, 0, 2})});
+  g.node("Div", "/attn/Div_1", {"q", g.scalar("sqrt_head", std::sqrt(3.0f))}, "q_scaled");
+  g.node("Transpose", "/attn/Transpose_3", {"k1"}, "k", {ints("perm", {1, 2, 0})});
+  g.node("MatMul", "/attn/MatMul_1", {"q_scaled", "k"}, "scores");
+  g.node("Softmax", "/attn/Softmax", {"scores"}, "probabilities", {integer("axis", form.softmax_axis)});
+  g.node("MatMul", "/attn/MatMul_2", {"probabilities", "v"}, "mixed");
+  g.node("Transpose", "/attn/Transpose_4", {"mixed"}, "mixed_t", {ints("perm", {1, 0, 2})});
+  g.node("Reshape", "/attn/Reshape_3", {"mixed_t", g.integers("merged_shape", {5, 6}, {2})}, "merged");
+  g.node("Gemm", "/attn/Gemm", {"merged", g.weight("out_w", {6, 6}), g.weight("out_b", {6})}, "projected",
+         {integer("transB", 1)});
+  g.node("Reshape", "/attn/Reshape_4", {"projected", g.integers("out_shape", {5, 1, 6}, {3})}, "projected3");
+  g.node("Transpose", "/attn/Transpose_5", {"projected3"}, "attended", {ints("perm", {1, 0, 2})});
+  g.node("Add", "/block/Add", {"attended", "embedded"}, "block");
+  g.node("Gather", "/Gather", {"block", g.integers("token0", {0}, {})}, "class_state", {integer("axis", 1)});
+  g.node("Gemm", "/head/Gemm", {"class_state", g.weight("head_w", {10, 6}), g.weight("head_b", {10})}, "y",
+         {integer("transB", 1)});
+  return g;
+}
+
+TEST(OnnxImport, TorchVisionTransformerMapsOntoTokenLayersAndAttention) {
+  const model::ImportedModel m = model::import_onnx(vit_graph().m);
+  std::vector<std::string> types;
+  for (const config::LayerSpec& l : m.layers) types.push_back(l.type);
+  EXPECT_EQ(types, (std::vector<std::string>{"conv2d", "tokens", "class_token", "position_embedding", "residual",
+                                             "class_token_output", "dense"}));
+  const config::LayerSpec& block = m.layers[4];
+  EXPECT_EQ(block.name, "/block/Add");
+  EXPECT_TRUE(block.shortcut.empty());  // the identity
+  ASSERT_EQ(block.body.size(), 2u);
+  EXPECT_EQ(block.body[0].type, "layer_norm");
+  EXPECT_EQ(block.body[1].type, "multi_head_attention");
+  EXPECT_EQ(block.body[1].integer("heads"), 2);  // D = 6 over the head width 3 whose square root divides q
+  // conv weight and bias, class token, position table, layer norm, in- and out-projections, head
+  EXPECT_EQ(m.tensor_sizes, (std::vector<int64_t>{384, 6, 6, 30, 6, 6, 108, 18, 36, 6, 60, 10}));
+  // torch's in_proj_weight is 18 x 6, the MatMul's 6 x 18 transposed: ours[o][i] = in_w[i][o] = 18 i + o
+  const size_t in_proj = 384 + 6 + 6 + 30 + 6 + 6;
+  EXPECT_EQ(m.params[in_proj + 17 * 6 + 5], 18.0f * 5 + 17);
+  EXPECT_EQ(m.params[384 + 6 + 6 + 29], 29.0f);  // the position table as torch's 1 x T x D, token-major
+}
+
+TEST(OnnxImport, VisionTransformerNodesOtherThanTorchsAreRefusedNamingTheNode) {
+  expect_refused(vit_graph({.concat_axis = 2}).m, "ONNX node '/Concat' (Concat): it is no concatenation of one token");
+  expect_refused(vit_graph({.softmax_axis = 1}).m, "ONNX node '/attn/Softmax' (Softmax): it is not over the keys");
+  expect_refused(vit_graph({.k_after_q = false}).m, "ONNX node '/attn/Slice_1' (Slice): it is not one of three slices");
 }
 
 TEST(OnnxImport, LayersReadBackFromTheirJobFileTomlAsTheSameSpecs) {

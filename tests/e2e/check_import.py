@@ -18,8 +18,13 @@ STD = np.array([0.229, 0.224, 0.225], np.float32).reshape(1, 3, 1, 1)
 
 
 def run(model, feeds):
+    """The model's outputs for the batch; one image at a time where its batch is fixed at 1 (exported without a
+    dynamic batch)."""
     session = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
-    return session.run(None, {session.get_inputs()[0].name: feeds})[0]
+    name = session.get_inputs()[0].name
+    if session.get_inputs()[0].shape[0] == 1:
+        return np.concatenate([session.run(None, {name: feeds[i:i + 1]})[0] for i in range(len(feeds))])
+    return session.run(None, {name: feeds})[0]
 
 
 def main():

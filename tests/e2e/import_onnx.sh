@@ -5,7 +5,8 @@
 # images, and refuses (exit 4) the job's own split, which holds no samples. Then a model with an operator import does
 # not map is refused with exit 3 naming the node, and a truncated ONNX file with exit 4 naming the file, each leaving
 # no job file, checkpoint or data behind.
-# Usage: import_onnx.sh RINGTRAIN SOURCE_DIR MODEL:FORM... (FORM: fused | preserve, see torch_onnx_models.py)
+# Usage: import_onnx.sh RINGTRAIN SOURCE_DIR MODEL:FORM... (FORM: fused | preserve | static, see
+# torch_onnx_models.py)
 set -euo pipefail
 bin=$1 src=$2
 shift 2

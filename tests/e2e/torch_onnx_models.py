@@ -4,9 +4,12 @@ Every model is seeded (torch.manual_seed), nothing is downloaded; every batch no
 scale and shift, and every bias initialised to zeros (squeeze-and-excitation's, a classifier's) random values, so
 that they change the logits. The model is put in eval mode and exported with opset 13 at 3 x SIZE x SIZE, the batch
 dynamic: "fused" as torch.onnx.export does by default (each batch norm folded into the convolution before it),
-"preserve" with TrainingMode.PRESERVE (BatchNormalization nodes of their own). The images: COUNT random RGB PNG
+"preserve" with TrainingMode.PRESERVE (BatchNormalization nodes of their own), "static" as "fused" with the batch
+fixed at 1 (no dynamic_axes: torch folds some of its shape arithmetic into constants). The images: COUNT random RGB PNG
 files SIZE x SIZE, their pixels as images.npy (N x 3 x SIZE x SIZE, uint8) and labels 0, 1, ... as labels.npy (for a
 split to evaluate on).
+"vit" is torchvision's VisionTransformer, small (8 x 8 patches, 2 blocks of 4 heads over 64 features), its class
+token, position table, attention in-projection bias and head weight (zeros or near them at first) random.
 A "refused" model holds an operator import does not map (Softplus), for the refusal test; "smallnet" is a small CNN
 with SiLU and Hardswish (exported as x * Sigmoid(x) and x * HardSigmoid(x)) that flattens with x.view(x.size(0), -1),
 which torch exports with a dynamic batch as Shape, Gather, Unsqueeze, Concat and Reshape. Any other MODEL is the
@@ -70,7 +73,29 @@ class SmallNet(torch.nn.Module):
         return self.fc(x.view(x.size(0), -1))
 
 
+def small_vit(size):
+    """torchvision's VisionTransformer, small: 8 x 8 patches, 2 encoder blocks of 4 heads over 64 features."""
+    return torchvision.models.VisionTransformer(image_size=size, patch_size=8, num_layers=2, num_heads=4,
+                                                hidden_dim=64, mlp_dim=128, num_classes=10)
+
+
+def randomise_vit(model):
+    """What a ViT starts at zeros, which the logits would not tell from missing: the class token, the attention's
+    in-projection bias and the head's weight (its logits would be its bias whatever the image); the position table
+    random too."""
+    if not isinstance(model, torchvision.models.VisionTransformer):
+        return
+    model.class_token.data.copy_(torch.randn_like(model.class_token) * 0.5)
+    model.encoder.pos_embedding.data.copy_(torch.randn_like(model.encoder.pos_embedding) * 0.5)
+    model.heads.head.weight.data.copy_(torch.randn_like(model.heads.head.weight) * 0.5)
+    for m in model.modules():
+        if isinstance(m, torch.nn.MultiheadAttention):
+            m.in_proj_bias.data.copy_(torch.randn_like(m.in_proj_bias) * 0.2)
+
+
 def make(name, size):
+    if name == "vit":
+        return small_vit(size)
     if name == "refused":
         return refused_model()
     if name == "smallnet":
@@ -85,11 +110,12 @@ def export(name, form, out, size):
         randomise_batch_norms(model)
         randomise_zero_biases(model)
         randomise_norms_and_scales(model)
+        randomise_vit(model)
     model.eval()
     mode = torch.onnx.TrainingMode.PRESERVE if form == "preserve" else torch.onnx.TrainingMode.EVAL
+    batch = {} if form == "static" else {"dynamic_axes": {"input": {0: "batch"}, "logits": {0: "batch"}}}
     torch.onnx.export(model, torch.randn(1, 3, size, size), os.path.join(out, f"{name}-{form}.onnx"),
-                      opset_version=13, training=mode, input_names=["input"], output_names=["logits"],
-                      dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}})
+                      opset_version=13, training=mode, input_names=["input"], output_names=["logits"], **batch)
 
 
 def main():

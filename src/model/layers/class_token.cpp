@@ -2,6 +2,11 @@
 // x 1, the token whose final state a ViT classifies from (class_token_output). Its parameter "class_token" is D
 // values, zero at the start as torchvision's, and not decayed (as timm and DeiT keep a ViT's embeddings). Both
 // directions are Backend token operations (kernels/token_span.h), right in either layout.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <optional>
+
 #include "model/layer_registry.h"
 #include "model/layers/leaf_layer.h"
 
@@ -57,12 +62,37 @@ std::string class_token_onnx(OnnxLayerWriter& w, const config::LayerSpec&, const
   return g.node("Concat", {batch_tokens, x}, {io::OnnxAttribute::integer("axis", 2)});
 }
 
+// As torch exports torchvision's ViT: Concat along axis 1 of N x T x D tokens (their channels last) of the parameter
+// (a 1 x 1 x D constant) expanded to the batch, then the tokens. The Expand's shape is a constant or computed from
+// the batch; either way it repeats the one token over the batch. Nothing where the value's only user is no Concat.
+std::optional<ImportedChain> class_token_chain(const OnnxChainReader& c) {
+  const io::OnnxNode* concat = c.only_user(c.start(), "Concat");
+  if (!concat || c.layout() != OnnxLayout::channels_last) return std::nullopt;
+  const OnnxNodeReader r = c.reader(*concat);
+  if (r.integer("axis", 0) != 1 || concat->inputs.size() != 2 || concat->inputs[1] != c.start())
+    r.refuse("it is no concatenation of one token before N x T x D tokens (axis 1, the tokens second); import maps "
+             "a Concat only as a ViT's class token");
+  const io::OnnxNode* expand = c.producer(concat->inputs[0]);
+  if (!expand || expand->op != "Expand" || expand->inputs.size() != 2)
+    r.refuse(fmt::format("its first input '{}' is no Expand of a constant token; import maps a Concat only as a "
+                         "ViT's class token, expanded to the batch",
+                         concat->inputs[0]));
+  const io::OnnxTensor& token = c.reader(*expand).constant(0, "the class token");
+  if (token.dims.size() != 3 || token.dims[0] != 1 || token.dims[1] != 1)
+    c.reader(*expand).refuse(fmt::format("its class token is shaped {}; import maps one token of 1 x 1 x D",
+                                         token.dims));
+  ImportedLayer layer{r.spec("class_token")};
+  layer.params = {token.floats};
+  return ImportedChain{std::move(layer), concat->outputs.at(0)};
+}
+
 const LayerRegistration kClassToken{{
     .keys = {.type = "class_token",
              .help = "puts a learned D-vector (\"class_token\") before each sample's tokens as token 0: "
                      "N x D x T x 1 to N x D x (T+1) x 1 (ViT)"},
     .make = make_layer_of<ClassToken>,
     .onnx = class_token_onnx,
+    .onnx_import = {.chain = class_token_chain},
 }};
 
 }  // namespace

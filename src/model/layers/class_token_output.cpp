@@ -1,6 +1,9 @@
 // Owns class_token_output: keeps each sample's token 0 only, N x D x T x 1 to N x D x 1 x 1: what a ViT's head
 // classifies from after its final layer norm. Its output has one position, the same bytes in either layout, so
 // flatten and dense follow it as they follow a global pool. Backward puts dy in token 0 of dx, zeros elsewhere.
+#include <optional>
+#include <vector>
+
 #include "model/layer_registry.h"
 #include "model/layers/leaf_layer.h"
 
@@ -40,11 +43,25 @@ std::string class_token_output_onnx(OnnxLayerWriter& w, const config::LayerSpec&
   return w.graph().node("Gather", {x, w.integers({0})}, {io::OnnxAttribute::integer("axis", 2)});
 }
 
+// As torch exports torchvision's ViT's x[:, 0]: a Gather along axis 1 of N x T x D tokens (their channels last) at
+// the scalar index 0, leaving N x D (the channels on axis 1 again). Nothing where the value's only user is no Gather.
+std::optional<ImportedChain> class_token_output_chain(const OnnxChainReader& c) {
+  const io::OnnxNode* gather = c.only_user(c.start(), "Gather");
+  if (!gather || c.layout() != OnnxLayout::channels_last) return std::nullopt;
+  const OnnxNodeReader r = c.reader(*gather);
+  const io::OnnxTensor* index = gather->inputs.size() == 2 ? c.integer_constant(gather->inputs[1]) : nullptr;
+  if (r.integer("axis", 0) != 1 || !index || index->integers != std::vector<int64_t>{0} || !index->dims.empty())
+    r.refuse("it is no Gather of token 0 (axis 1, the scalar index 0) of N x T x D tokens; import maps a Gather of "
+             "tokens only as a ViT's class token output");
+  return ImportedChain{ImportedLayer{r.spec("class_token_output")}, gather->outputs.at(0), OnnxLayout::channels_first};
+}
+
 const LayerRegistration kClassTokenOutput{{
     .keys = {.type = "class_token_output",
              .help = "keeps each sample's token 0 (the class token): N x D x T x 1 to N x D x 1 x 1 (ViT's head)"},
     .make = make_layer_of<ClassTokenOutput>,
     .onnx = class_token_output_onnx,
+    .onnx_import = {.chain = class_token_output_chain},
 }};
 
 }  // namespace

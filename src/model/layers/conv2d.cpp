@@ -131,10 +131,7 @@ std::optional<ImportedChain> pointwise_linear_import(const OnnxChainReader& c) {
   if (bias && bias->dims != std::vector<int64_t>{out})
     c.reader(*add).refuse(fmt::format("its constant is shaped {}; a Linear's bias holds {} values", bias->dims, out));
   ImportedLayer layer{r.spec("conv2d", {{"filters", static_cast<int>(out)}, {"kernel", 1}, {"bias", bias != nullptr}})};
-  std::vector<float> weight(w.floats.size());
-  for (int64_t i = 0; i < in; ++i)
-    for (int64_t o = 0; o < out; ++o) weight[static_cast<size_t>(o * in + i)] = w.floats[static_cast<size_t>(i * out + o)];
-  layer.params.push_back(std::move(weight));
+  layer.params.push_back(transposed_matrix(w.floats, in, out));
   if (bias) layer.params.push_back(bias->floats);
   return ImportedChain{std::move(layer), (bias ? add : matmul)->outputs.at(0)};
 }

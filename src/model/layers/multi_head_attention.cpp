@@ -5,10 +5,13 @@
 // Backend::attention_*. qkv, the core's output and the probabilities are kept from forward for backward, each in the
 // network's element type and layout; backward's gradients of the core's two ends live in its scratch.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/layer_registry.h"
@@ -170,6 +173,132 @@ std::string multi_head_attention_onnx(OnnxLayerWriter& w, const config::LayerSpe
   return conv1x1(tokens, ".out_proj.weight", ".out_proj.bias", width);
 }
 
+// A Transpose of `from`'s output, refused where it is not the only user or its perm is not `perm`.
+const io::OnnxNode& transposed(const OnnxChainReader& c, const io::OnnxNode& from, const std::vector<int64_t>& perm,
+                               std::string_view what) {
+  const io::OnnxNode& t = c.next(from, from.outputs.at(0), "Transpose", what);
+  c.require(c.reader(t).integers("perm", {}) == perm, t, fmt::format("its perm is not {}, as {} has it", perm, what));
+  return t;
+}
+
+// Refused where Reshape `r`'s shape is a constant (a static batch) other than of `rank` entries, entry `at` being
+// `wanted`; a shape computed from the batch is torch's own arithmetic for the same reshape.
+void require_shape(const OnnxChainReader& c, const io::OnnxNode& r, size_t rank, size_t at, int64_t wanted,
+                   std::string_view what) {
+  if (const io::OnnxTensor* shape = r.inputs.size() == 2 ? c.integer_constant(r.inputs[1]) : nullptr)
+    c.require(shape->integers.size() == rank && shape->integers[at] == wanted, r,
+              fmt::format("its shape is {}; {} has {} entries, entry {} being {}", shape->integers, what, rank, at,
+                          wanted));
+}
+
+// A Reshape of `from`'s output, its shape checked as require_shape does.
+const io::OnnxNode& reshaped(const OnnxChainReader& c, const io::OnnxNode& from, size_t rank, size_t at,
+                             int64_t wanted, std::string_view what) {
+  const io::OnnxNode& r = c.next(from, from.outputs.at(0), "Reshape", what);
+  require_shape(c, r, rank, at, wanted, what);
+  return r;
+}
+
+// q, k and v: three Slices of the in-projection's output `qkv` along its last axis, one after the other from 0 (each
+// starts where the one before ends; the bounds torch computes from the width are not evaluated, their order is).
+void require_thirds(const OnnxChainReader& c, const io::OnnxNode& add, const std::vector<const io::OnnxNode*>& s) {
+  c.require(s.size() == 3 && std::all_of(s.begin(), s.end(), [](const io::OnnxNode* n) { return n->op == "Slice"; }),
+            add, "its output is not sliced into q, k and v alone, as torch's in-projection is");
+  for (size_t i = 0; i < 3; ++i) {
+    const io::OnnxNode& slice = *s[i];
+    const io::OnnxTensor* axes = slice.inputs.size() >= 4 ? c.integer_constant(slice.inputs[3]) : nullptr;
+    const bool unit_steps = slice.inputs.size() < 5 || slice.inputs[4].empty() ||
+                            (c.integer_constant(slice.inputs[4]) &&
+                             c.integer_constant(slice.inputs[4])->integers == std::vector<int64_t>{1});
+    const bool after_previous = i == 0 ? c.integer_constant(slice.inputs.at(1)) &&
+                                             c.integer_constant(slice.inputs[1])->integers == std::vector<int64_t>{0}
+                                       : slice.inputs.at(1) == s[i - 1]->inputs.at(2);
+    c.require(slice.inputs.at(0) == add.outputs.at(0) && axes &&
+                  (axes->integers == std::vector<int64_t>{-1} || axes->integers == std::vector<int64_t>{2}) &&
+                  unit_steps && after_previous,
+              slice, "it is not one of three slices of the in-projection along its last axis, q from 0, k after q, "
+                     "v after k");
+  }
+}
+
+// A head split of q, k or v: Reshape to T x N*heads x head_dim, then a Transpose to heads first (returned).
+const io::OnnxNode& heads_of(const OnnxChainReader& c, const io::OnnxNode& slice, const std::vector<int64_t>& perm,
+                             int64_t head_dim) {
+  const io::OnnxNode& r = c.next(slice, slice.outputs.at(0), "Reshape", "an attention's head split");
+  require_shape(c, r, 3, 2, head_dim, "an attention's head split");
+  return transposed(c, r, perm, "an attention's head split");
+}
+
+// torch 1.13's export of nn.MultiheadAttention's self-attention over N x T x D tokens (their channels last), as
+// torchvision's ViT calls it: Transpose to T x N x D, MatMul by the in-projection (D x 3D) and Add of its bias,
+// three Slices (q, k, v) each reshaped into heads and transposed, q divided by sqrt(head_dim), MatMul by k, Softmax,
+// MatMul by v, Transpose and Reshape back to T*N x D, the out-projection as a Gemm, Reshape to T x N x D and
+// Transpose back. The shapes torch computes from the batch are not walked; `heads` is D over the head width whose
+// square root q is divided by. Nothing where the value's only user is no Transpose (1, 0, 2).
+std::optional<ImportedChain> attention_chain(const OnnxChainReader& c) {
+  const io::OnnxNode* to_sequence = c.only_user(c.start(), "Transpose");
+  if (!to_sequence || c.layout() != OnnxLayout::channels_last ||
+      c.reader(*to_sequence).integers("perm", {}) != std::vector<int64_t>{1, 0, 2})
+    return std::nullopt;
+  const std::string& sequence = to_sequence->outputs.at(0);
+  const io::OnnxNode& in_matmul = c.next(*to_sequence, sequence, "MatMul", "an attention's in-projection");
+  const io::OnnxTensor* in_weight = c.constant_operand(in_matmul, sequence);
+  c.require(in_weight && in_matmul.inputs[0] == sequence && in_weight->dims.size() == 2 &&
+                in_weight->dims[1] == 3 * in_weight->dims[0],
+            in_matmul, "it is no MatMul of the tokens by a D x 3D constant (an attention's in-projection)");
+  const int64_t width = in_weight->dims[0];
+  const io::OnnxNode& in_add = c.next(in_matmul, in_matmul.outputs.at(0), "Add", "an attention's in-projection");
+  const io::OnnxTensor* in_bias = c.constant_operand(in_add, in_matmul.outputs.at(0));
+  c.require(in_bias && in_bias->floats.size() == static_cast<size_t>(3 * width), in_add,
+            "its other operand is no constant of 3D values (the in-projection's bias)");
+  const std::vector<const io::OnnxNode*>& slices = c.users(in_add.outputs.at(0));
+  require_thirds(c, in_add, slices);
+
+  // q's head width is read from its scaling, which follows its split.
+  const io::OnnxNode& q_split = c.next(*slices[0], slices[0]->outputs.at(0), "Reshape", "an attention's head split");
+  const io::OnnxNode& q = transposed(c, q_split, {1, 0, 2}, "an attention's head split");
+  const io::OnnxNode& scale = c.next(q, q.outputs.at(0), "Div", "an attention's scaling of q");
+  const io::OnnxTensor* divisor = c.constant_operand(scale, q.outputs.at(0));
+  c.require(divisor && divisor->floats.size() == 1 && divisor->floats[0] > 0 && scale.inputs[0] == q.outputs[0],
+            scale, "it does not divide q by a positive scalar (the square root of the head width)");
+  const auto head_dim = static_cast<int64_t>(std::lround(divisor->floats[0] * divisor->floats[0]));
+  c.require(head_dim > 0 && width % head_dim == 0 &&
+                std::abs(std::sqrt(static_cast<float>(head_dim)) - divisor->floats[0]) <= 1e-6f * divisor->floats[0],
+            scale, fmt::format("its divisor {} is not the square root of a head width dividing D = {}",
+                               divisor->floats[0], width));
+  require_shape(c, q_split, 3, 2, head_dim, "an attention's head split");
+  const io::OnnxNode& k = heads_of(c, *slices[1], {1, 2, 0}, head_dim);
+  const io::OnnxNode& v = heads_of(c, *slices[2], {1, 0, 2}, head_dim);
+  const io::OnnxNode& scores = c.next(scale, scale.outputs.at(0), "MatMul", "an attention's scores");
+  c.require(scores.inputs == std::vector<std::string>{scale.outputs[0], k.outputs.at(0)}, scores,
+            "it does not multiply the scaled q by k transposed");
+  const io::OnnxNode& softmax = c.next(scores, scores.outputs.at(0), "Softmax", "an attention's probabilities");
+  const int64_t axis = c.reader(softmax).integer("axis", -1);
+  c.require(axis == -1 || axis == 2, softmax, "it is not over the keys (the last axis)");
+  const io::OnnxNode& mix = c.next(softmax, softmax.outputs.at(0), "MatMul", "an attention's mix of v");
+  c.require(mix.inputs == std::vector<std::string>{softmax.outputs[0], v.outputs.at(0)}, mix,
+            "it does not multiply the probabilities by v");
+  const io::OnnxNode& merged = reshaped(c, transposed(c, mix, {1, 0, 2}, "an attention's merge of the heads"), 2, 1,
+                                        width, "an attention's merge of the heads");
+  const io::OnnxNode& out = c.next(merged, merged.outputs.at(0), "Gemm", "an attention's out-projection");
+  const OnnxNodeReader g = c.reader(out);
+  g.require_integer("transA", 0, 0, "import maps the out-projection's Gemm of untransposed tokens");
+  c.require(g.real("alpha", 1.0f) == 1.0f && g.real("beta", 1.0f) == 1.0f && g.has_input(2), out,
+            "it is not the out-projection's plain x W^T + b (alpha and beta 1, a bias)");
+  const io::OnnxTensor& out_weight = g.constant(1, "the out-projection's weight", width * width);
+  const io::OnnxTensor& out_bias = g.constant(2, "the out-projection's bias", width);
+  const io::OnnxNode& end = transposed(c, reshaped(c, out, 3, 2, width, "an attention's output"), {1, 0, 2},
+                                       "an attention's output");
+
+  ImportedLayer layer{c.reader(*to_sequence).spec("multi_head_attention",
+                                                  {{"heads", static_cast<int>(width / head_dim)}})};
+  // torch's in_proj_weight is 3D x D; the MatMul holds it transposed. A Gemm of transB 1 holds out_proj.weight as is.
+  layer.params = {transposed_matrix(in_weight->floats, width, 3 * width), in_bias->floats,
+                  g.integer("transB", 0) == 1 ? out_weight.floats : transposed_matrix(out_weight.floats, width, width),
+                  out_bias.floats};
+  return ImportedChain{std::move(layer), end.outputs.at(0)};
+}
+
 const LayerRegistration kMultiHeadAttention{{
     .keys = {.type = "multi_head_attention",
              .help = "self-attention over tokens (N x D x T x 1) as torch.nn.MultiheadAttention: a 1x1 in-projection "
@@ -178,6 +307,7 @@ const LayerRegistration kMultiHeadAttention{{
                                                            "(the input channels)")}},
     .make = make_layer_of<MultiHeadAttention>,
     .onnx = multi_head_attention_onnx,
+    .onnx_import = {.chain = attention_chain},
 }};
 
 }  // namespace

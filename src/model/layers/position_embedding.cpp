@@ -56,12 +56,25 @@ std::string position_embedding_onnx(OnnxLayerWriter& w, const config::LayerSpec&
   return g.node("Add", {x, g.node("Unsqueeze", {features_by_tokens, w.integers({2})})});
 }
 
+// As torch exports torchvision's ViT: an Add of a 1 x T x D constant to N x T x D tokens (their channels last), the
+// table's bytes token-major as the layer's. Nothing where the value's only user is no Add of such a constant.
+std::optional<ImportedChain> position_embedding_chain(const OnnxChainReader& c) {
+  const io::OnnxNode* add = c.only_user(c.start(), "Add");
+  if (!add || c.layout() != OnnxLayout::channels_last) return std::nullopt;
+  const io::OnnxTensor* table = c.constant_operand(*add, c.start());
+  if (!table || table->dims.size() != 3 || table->dims[0] != 1) return std::nullopt;
+  ImportedLayer layer{c.reader(*add).spec("position_embedding")};
+  layer.params = {table->floats};
+  return ImportedChain{std::move(layer), add->outputs.at(0)};
+}
+
 const LayerRegistration kPositionEmbedding{{
     .keys = {.type = "position_embedding",
              .help = "adds a learned T x D table (\"position_embedding\", torch's (1, T, D) order) to every "
                      "sample's tokens (ViT)"},
     .make = make_layer_of<PositionEmbedding>,
     .onnx = position_embedding_onnx,
+    .onnx_import = {.chain = position_embedding_chain},
 }};
 
 }  // namespace

@@ -4,8 +4,10 @@
 // view: no data moves, and backward's dx is dy. A ViT's patch embedding is a conv2d of kernel and stride the patch
 // size, then this.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <limits>
+#include <optional>
 
 #include "model/layer_registry.h"
 #include "model/layers/leaf_layer.h"
@@ -35,12 +37,47 @@ std::string tokens_onnx(OnnxLayerWriter& w, const config::LayerSpec&, const std:
   return w.graph().node("Reshape", {x, w.integers({0, 0, -1, 1})});
 }
 
+// torch's patch embedding read as tokens (torchvision's ViT: x.reshape(n, D, H*W).permute(0, 2, 1)): the output of a
+// Conv of D filters reshaped to 3-D with D on axis 1, then a Transpose (0, 2, 1) to N x T x D, its channels last.
+// The Reshape's shape is a constant (a static batch) or computed from the batch (Concat of the batch, D and H*W), as
+// torch exports either. Nothing where the value is not a Conv's output taken by a Reshape alone.
+std::optional<ImportedChain> tokens_chain(const OnnxChainReader& c) {
+  const io::OnnxNode* conv = c.producer(c.start());
+  const io::OnnxNode* reshape = c.only_user(c.start(), "Reshape");
+  if (!conv || conv->op != "Conv" || !reshape || c.layout() != OnnxLayout::channels_first) return std::nullopt;
+  const std::vector<const io::OnnxNode*>& after = c.users(reshape->outputs.at(0));
+  if (after.size() != 1 || after[0]->op != "Transpose") return std::nullopt;
+  const io::OnnxNode& transpose = *after[0];
+  c.require(c.reader(transpose).integers("perm", {}) == std::vector<int64_t>{0, 2, 1}, transpose,
+            "its perm is not (0, 2, 1); import maps a Conv's output reshaped to N x D x T only as tokens, permuted "
+            "to N x T x D");
+  const io::OnnxTensor& weight = c.reader(*conv).constant(1, "the weight");
+  const int64_t filters = weight.dims.empty() ? 0 : weight.dims[0];
+  const std::string& shape = reshape->inputs.at(1);
+  if (const io::OnnxTensor* dims = c.integer_constant(shape)) {
+    c.require(dims->integers.size() == 3 && dims->integers[1] == filters, *reshape,
+              fmt::format("its shape is {}; import maps a Conv's {} channels reshaped to (N, {}, T) as tokens",
+                          dims->integers, filters, filters));
+  } else {
+    const io::OnnxNode* concat = c.producer(shape);
+    const io::OnnxTensor* width =
+        concat && concat->op == "Concat" && concat->inputs.size() == 3 ? c.integer_constant(concat->inputs[1]) : nullptr;
+    c.require(width && width->integers == std::vector<int64_t>{filters}, *reshape,
+              fmt::format("its shape is computed other than as (N, {}, T) from the batch; import maps a Conv's {} "
+                          "channels reshaped so as tokens",
+                          filters, filters));
+  }
+  return ImportedChain{ImportedLayer{c.reader(*reshape).spec("tokens")}, transpose.outputs.at(0),
+                       OnnxLayout::channels_last};
+}
+
 const LayerRegistration kTokens{{
     .keys = {.type = "tokens",
              .help = "an image N x D x H x W as H*W tokens of D features (N x D x H*W x 1), row-major over (H, W); "
                      "a view"},
     .make = make_layer_of<Tokens>,
     .onnx = tokens_onnx,
+    .onnx_import = {.chain = tokens_chain},
 }};
 
 }  // namespace
