@@ -64,16 +64,11 @@ model::ScratchBytes CudaBackend::attention_prepare(const model::AttentionShape& 
   return {scores_bytes(s), backward_bytes(s)};
 }
 
-std::byte* CudaBackend::attention_memory(model::Scratch scratch, std::size_t bytes) {
-  if (scratch.data && scratch.bytes >= bytes) return static_cast<std::byte*>(scratch.data);
-  state_->attention_scratch.ensure(bytes, stream());
-  return static_cast<std::byte*>(state_->attention_scratch.get());
-}
-
 void CudaBackend::attention_forward(const model::AttentionShape& s, const void* qkv, void* y, void* probabilities,
                                     model::Scratch scratch) {
   if (s.batch <= 0) return;
-  auto* scores = reinterpret_cast<float*>(attention_memory(scratch, scores_bytes(s)));
+  std::byte* memory = planned_or_own(scratch, scores_bytes(s), state_->attention_scratch, stream());
+  auto* scores = reinterpret_cast<float*>(memory);
   const model::ActivationLayout layout = activation_layout(s.data);
   const MatrixView local = head_scratch(s);
   for (int h = 0; h < s.heads; ++h) {
@@ -87,7 +82,7 @@ void CudaBackend::attention_forward(const model::AttentionShape& s, const void* 
 void CudaBackend::attention_backward(const model::AttentionShape& s, const void* qkv, const void* probabilities,
                                      const void* dy, void* dqkv, model::Scratch scratch) {
   if (s.batch <= 0) return;
-  std::byte* memory = attention_memory(scratch, backward_bytes(s));
+  std::byte* memory = planned_or_own(scratch, backward_bytes(s), state_->attention_scratch, stream());
   auto* dp = reinterpret_cast<float*>(memory);
   void* ds = memory + scores_bytes(s);
   const model::ActivationLayout layout = activation_layout(s.data);

@@ -29,23 +29,19 @@ std::string CudaBackend::depthwise_conv_method(const model::Conv2dShape& s) cons
                      kc::depthwise_conv_scratch(s, layout).chunks);
 }
 
-void* CudaBackend::depthwise_conv_memory(model::Scratch scratch, std::size_t bytes) {
-  if (scratch.data && scratch.bytes >= bytes) return scratch.data;
-  state_->depthwise_scratch.ensure(bytes, stream());
-  return state_->depthwise_scratch.get();
-}
-
 void CudaBackend::depthwise_conv_forward(const model::Conv2dShape& s, const void* x, const float* w,
                                          const float* bias, void* y, model::Scratch scratch) {
   const model::ActivationLayout layout = activation_layout(s.data);
-  void* memory = depthwise_conv_memory(scratch, kc::depthwise_conv_scratch(s, layout).forward);
+  const std::size_t bytes = kc::depthwise_conv_scratch(s, layout).forward;
+  void* memory = planned_or_own(scratch, bytes, state_->depthwise_scratch, stream());
   kc::depthwise_conv_forward(s, layout, x, w, bias, y, memory, stream());
 }
 
 void CudaBackend::depthwise_conv_backward(const model::Conv2dShape& s, const void* x, const void* dy, const float* w,
                                           void* dx, float* dw, float* dbias, model::Scratch scratch) {
   const model::ActivationLayout layout = activation_layout(s.data);
-  void* memory = depthwise_conv_memory(scratch, kc::depthwise_conv_scratch(s, layout).backward);
+  const std::size_t bytes = kc::depthwise_conv_scratch(s, layout).backward;
+  void* memory = planned_or_own(scratch, bytes, state_->depthwise_scratch, stream());
   kc::depthwise_conv_backward(s, layout, x, dy, w, dx, dw, dbias, memory, stream());
 }
 

@@ -89,12 +89,6 @@ std::string CudaBackend::gemm_conv_method(const model::Conv2dShape& s) const {
                      l.weights_per_filter, l.chunk);
 }
 
-std::byte* CudaBackend::gemm_conv_memory(model::Scratch scratch, std::size_t bytes) {
-  if (scratch.data && scratch.bytes >= bytes) return static_cast<std::byte*>(scratch.data);
-  state_->gemm_conv_scratch.ensure(bytes, stream());
-  return static_cast<std::byte*>(state_->gemm_conv_scratch.get());
-}
-
 // The 16-bit filters (K x C x R x S, as the fp32 weights) with each filter's row padded to the im2col columns.
 void* CudaBackend::gemm_conv_filters(const model::Conv2dShape& s, const float* w, bool convert, int columns,
                                      std::byte* into) {
@@ -107,7 +101,7 @@ void* CudaBackend::gemm_conv_filters(const model::Conv2dShape& s, const float* w
 void CudaBackend::gemm_conv_forward(const model::Conv2dShape& s, const void* x, const float* w, const float* bias,
                                     void* y, model::Scratch scratch) {
   const GemmConvLayout l = layout_of(s, state_->options.im2col_bytes);
-  std::byte* memory = gemm_conv_memory(scratch, l.forward_bytes);
+  std::byte* memory = planned_or_own(scratch, l.forward_bytes, state_->gemm_conv_scratch, stream());
   const void* filters = gemm_conv_filters(s, w, true, l.columns, memory + l.weights);
   void* rows = memory + l.rows;
   const int64_t in_image = int64_t{s.in_h} * s.in_w * s.in_channels, out_image = int64_t{s.out_h()} * s.out_w();
@@ -123,7 +117,7 @@ void CudaBackend::gemm_conv_forward(const model::Conv2dShape& s, const void* x, 
 void CudaBackend::gemm_conv_backward(const model::Conv2dShape& s, const void* x, const void* dy, const float* w,
                                      void* dx, float* dw, float* dbias, model::Scratch scratch) {
   const GemmConvLayout l = layout_of(s, state_->options.im2col_bytes);
-  std::byte* memory = gemm_conv_memory(scratch, l.backward_bytes);
+  std::byte* memory = planned_or_own(scratch, l.backward_bytes, state_->gemm_conv_scratch, stream());
   const void* filters = dx ? gemm_conv_filters(s, w, false, l.columns, memory + l.weights) : nullptr;
   void* rows = memory + l.rows;
   auto* gradient = reinterpret_cast<float*>(memory + l.gradient);

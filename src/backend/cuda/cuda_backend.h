@@ -229,13 +229,7 @@ class CudaBackend final : public model::Backend {
                               model::Scratch scratch);
   void depthwise_conv_backward(const model::Conv2dShape& s, const void* x, const void* dy, const float* w, void* dx,
                                float* dw, float* dbias, model::Scratch scratch);
-  // The scratch the memory plan gave, or the backend's own where it gave less than `bytes`.
-  void* depthwise_conv_memory(model::Scratch scratch, std::size_t bytes);
-  // The scratch the memory plan gave, or the backend's own where it gave none (tests, benchmarks).
-  std::byte* gemm_conv_memory(model::Scratch scratch, std::size_t bytes);
   void* gemm_conv_filters(const model::Conv2dShape& s, const float* w, bool convert, int columns, std::byte* into);
-  // The scratch the memory plan gave for attention, or the backend's own where it gave less than `bytes`.
-  std::byte* attention_memory(model::Scratch scratch, std::size_t bytes);
   // The 16-bit batch norm's scratch for shape s (kernels/cuda/batchnorm.h), grown as needed and kept.
   void* batchnorm_scratch(const model::BatchNormShape& s);
   // The group synchronise_batchnorm set, or null: batch norm then runs on our kernels at every element type.

@@ -23,6 +23,14 @@ struct JpegDecodeDeleter {
   void operator()(CudaJpegDecode* decode) const;
 };
 
+// The scratch the memory plan gave where it holds `bytes`, else `own` grown to them: tests and benchmarks call the
+// operations with no plan, and a plan made before a shape's scratch was known gives less.
+inline std::byte* planned_or_own(model::Scratch scratch, std::size_t bytes, DeviceMemory& own, cudaStream_t stream) {
+  if (scratch.data && scratch.bytes >= bytes) return static_cast<std::byte*>(scratch.data);
+  own.ensure(bytes, stream);
+  return static_cast<std::byte*>(own.get());
+}
+
 struct CudaBackend::State {
   CudaOptions options;
   cudaDeviceProp properties{};
