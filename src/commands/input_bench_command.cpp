@@ -19,6 +19,7 @@
 #include "config/job_config.h"
 #include "data/batch_loader.h"
 #include "data/device_batch.h"
+#include "data/data_plan.h"
 #include "data/loader_work.h"
 #include "data/sample_order.h"
 #include "dist/world.h"
@@ -100,17 +101,6 @@ std::string decode_place(const io::DatasetMeta& meta, bool device_decode, const 
   return device->allocates_host_memory() ? "cpu_twin" : "gpu";
 }
 
-// The training loop refuses the same (DataPlan), in the same words; here the batches would read past the partition.
-void refuse_partition_under_a_batch(const config::JobConfig& job, const dist::World& world,
-                                    const io::SplitIndex& split) {
-  const int batch = job.train.batch_per_rank;
-  if (world.min_across(io::rank_range(split.total_samples(), world.rank(), world.size()).size()) >= batch) return;
-  throw DataError(fmt::format("data.train '{}' has {} samples: too few for {} ranks x batch_per_rank {}; lower "
-                              "train.batch_per_rank (--set train.batch_per_rank=N), use fewer ranks, or prepare more "
-                              "data",
-                              job.data.train.string(), split.total_samples(), world.size(), batch));
-}
-
 }  // namespace
 
 int input_bench(int* argc, char*** argv, const InputBenchArgs& args) {
@@ -130,7 +120,8 @@ int input_bench(int* argc, char*** argv, const InputBenchArgs& args) {
       world.all_succeed([&] {
         if (device_decode) train::refuse_what_device_decoding_excludes(job);
       });
-      world.all_succeed([&] { refuse_partition_under_a_batch(job, world, split); });
+      // What training refuses (DataPlan): too few samples for a step; the batches would read past the partition.
+      train::steps_every_rank_can_take(job, world, range.size(), split.total_samples());
       backend::DeviceSetup device;
       if (device_decode) device = backend::open_device(job, world);
       int threads = 0;

@@ -28,17 +28,24 @@ DataPlan::DataPlan(const config::JobConfig& job, const dist::World& world, const
   epoch_.batch = job.train.batch_per_rank;
   epoch_.accumulate = job.train.accumulate_steps;
   epoch_.per_step = int64_t{epoch_.batch} * epoch_.accumulate;
-  epoch_.steps = world.min_across(train_.range.size() / epoch_.per_step);
+  epoch_.steps = steps_every_rank_can_take(job, world, train_.range.size(), train_.split.total_samples());
   if (job.train.max_steps_per_epoch > 0) epoch_.steps = std::min(epoch_.steps, job.train.max_steps_per_epoch);
   epoch_.global_batch = epoch_.per_step * world.size();
+}
+
+int64_t steps_every_rank_can_take(const config::JobConfig& job, const dist::World& world, int64_t mine,
+                                  int64_t split_samples) {
+  const int64_t per_step = int64_t{job.train.batch_per_rank} * job.train.accumulate_steps;
+  const int64_t steps = world.min_across(mine / per_step);
   world.all_succeed([&] {
-    if (epoch_.steps == 0)
+    if (steps == 0)
       throw DataError(fmt::format(
           "data.train '{}' has {} samples: too few for {} ranks x batch_per_rank {} x accumulate_steps {} (= {} per "
           "step); lower train.batch_per_rank, use fewer ranks, or prepare more data",
-          job.data.train.string(), train_.split.total_samples(), world.size(), epoch_.batch, epoch_.accumulate,
-          epoch_.global_batch));
+          job.data.train.string(), split_samples, world.size(), job.train.batch_per_rank, job.train.accumulate_steps,
+          per_step * world.size()));
   });
+  return steps;
 }
 
 model::Shape DataPlan::input() const {

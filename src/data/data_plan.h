@@ -28,6 +28,12 @@ struct EpochPlan {
   int64_t micro_batches() const { return steps * accumulate; }
 };
 
+// The optimizer steps an epoch of the job's training split allows every rank: the least any rank's part (`mine`
+// samples here) gives at train.batch_per_rank x train.accumulate_steps a step. Collective; a split too small for one
+// step is refused alike on every rank (DataError). DataPlan and input-bench both ask it.
+int64_t steps_every_rank_can_take(const config::JobConfig& job, const dist::World& world, int64_t mine,
+                                  int64_t split_samples);
+
 class DataPlan {
  public:
   // Collective: every failure is agreed, so all ranks stop with the same message.
