@@ -1,11 +1,14 @@
 // Owns the CPU twin's crop-and-resize loop, separable and vertical first: for each output row the two source rows
 // its tap reaches are blended along y over the columns the taps use (contiguous, vectorised), kept exact, then each
-// output value blends two of those along x and is rounded once. blend() (kernels/crop_resample.h) forms the same
-// four products in the other order; the sums are exact integers, so the bits are the same.
+// output value blends two of those along x and is rounded once (kernels/cpu/resample_columns). blend()
+// (kernels/crop_resample.h) forms the same four products in the other order; the sums are exact integers, so the
+// bits are the same.
 #include "kernels/cpu/crop_resample.h"
 
 #include <algorithm>
 #include <vector>
+
+#include "kernels/cpu/resample_columns.h"
 
 namespace ringtrain::kernels::cpu {
 
@@ -17,29 +20,13 @@ void blend_rows(const uint8_t* upper, const uint8_t* lower, int weight, int firs
   for (int i = first; i < end; ++i) out[i] = static_cast<uint16_t>(upper[i] * low + lower[i] * weight);
 }
 
-// Blends along x for one output row, every channel of an output column at once (Channels > 0: known at compile time).
-template <int Channels>
-void blend_columns(const uint16_t* blended, const std::vector<AxisTap>& columns, int channels, std::size_t plane,
-                   uint8_t* target) {
-  const int count = Channels > 0 ? Channels : channels;
-  const std::size_t width = columns.size();
-  for (std::size_t x = 0; x < width; ++x) {
-    const AxisTap tap = columns[x];
-    const uint16_t* left = blended + tap.first * count;
-    const uint16_t* right = blended + tap.second * count;
-    const int high = tap.weight, low = kTapOne - tap.weight;
-    for (int c = 0; c < count; ++c)
-      target[static_cast<std::size_t>(c) * plane + x] =
-          static_cast<uint8_t>((left[c] * low + right[c] * high + (1 << 15)) >> 16);
-  }
-}
-
 }  // namespace
 
 void crop_resample(const InterleavedImage& image, const CropWindow& window, bool flip, const SampleExtent& extent,
                    std::span<uint8_t> out) {
   thread_local std::vector<AxisTap> columns;
   thread_local std::vector<uint16_t> blended;
+  thread_local ColumnResampler column_pass;
   const int channels = extent.channels;
   columns.resize(static_cast<std::size_t>(extent.width));
   int first = image.columns, last = 0;  // the source columns any tap reads
@@ -49,7 +36,9 @@ void crop_resample(const InterleavedImage& image, const CropWindow& window, bool
     first = std::min(first, tap.first);
     last = std::max(last, tap.second);
   }
-  blended.resize(static_cast<std::size_t>(image.columns) * static_cast<std::size_t>(channels));
+  column_pass.plan(columns, channels);
+  blended.resize(static_cast<std::size_t>(image.columns) * static_cast<std::size_t>(channels) +
+                 ColumnResampler::kRowPadding);
   const auto width = static_cast<std::size_t>(extent.width);
   const auto plane = static_cast<std::size_t>(extent.height) * width;
   for (int y = 0; y < extent.height; ++y) {
@@ -57,13 +46,7 @@ void crop_resample(const InterleavedImage& image, const CropWindow& window, bool
     blend_rows(image.pixels + static_cast<int64_t>(row.first) * image.row_bytes,
                image.pixels + static_cast<int64_t>(row.second) * image.row_bytes, row.weight, first * channels,
                (last + 1) * channels, blended.data());
-    uint8_t* target = out.data() + static_cast<std::size_t>(y) * width;
-    if (channels == 3)
-      blend_columns<3>(blended.data(), columns, channels, plane, target);
-    else if (channels == 1)
-      blend_columns<1>(blended.data(), columns, channels, plane, target);
-    else
-      blend_columns<0>(blended.data(), columns, channels, plane, target);
+    column_pass.run(blended.data(), plane, out.data() + static_cast<std::size_t>(y) * width);
   }
 }
 

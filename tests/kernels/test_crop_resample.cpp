@@ -86,6 +86,21 @@ TEST(CropResample, WithinRoundingOfDoublePrecisionBilinear) {
 }
 
 // The CUDA kernel evaluates resampled_value() per output value; the CPU twin's separable loop must give its bits.
+void expect_per_value_bits(const Image& image, const CropWindow& window, bool flip, int out_h, int out_w) {
+  const int channels = image.channels;
+  std::vector<uint8_t> out(static_cast<std::size_t>(channels * out_h * out_w));
+  cpu::crop_resample(image.view(), window, flip, {channels, out_h, out_w}, out);
+  for (int c = 0; c < channels; ++c)
+    for (int y = 0; y < out_h; ++y)
+      for (int x = 0; x < out_w; ++x) {
+        const AxisTap row = axis_tap(y, out_h, window.top, window.height, image.rows);
+        const AxisTap column = axis_tap(source_column(x, out_w, flip), out_w, window.left, window.width, image.columns);
+        ASSERT_EQ(out[static_cast<std::size_t>((c * out_h + y) * out_w + x)],
+                  resampled_value(image.view(), row, column, c))
+            << "c " << c << " y " << y << " x " << x;
+      }
+}
+
 TEST(CropResample, TheCpuLoopGivesThePerValueFunctionsBits) {
   std::mt19937 random(4);
   std::uniform_real_distribution<float> unit(0.0f, 1.0f);
@@ -98,18 +113,26 @@ TEST(CropResample, TheCpuLoopGivesThePerValueFunctionsBits) {
                             unit(random) * (static_cast<float>(image.columns) - width), height, width};
     const int out_h = 3 + (trial * 7) % 61, out_w = 2 + (trial * 11) % 67;
     const bool flip = trial % 2 == 0;
-    std::vector<uint8_t> out(static_cast<std::size_t>(channels * out_h * out_w));
-    cpu::crop_resample(image.view(), window, flip, {channels, out_h, out_w}, out);
-    for (int c = 0; c < channels; ++c)
-      for (int y = 0; y < out_h; ++y)
-        for (int x = 0; x < out_w; ++x) {
-          const AxisTap row = axis_tap(y, out_h, window.top, window.height, image.rows);
-          const AxisTap column =
-              axis_tap(source_column(x, out_w, flip), out_w, window.left, window.width, image.columns);
-          ASSERT_EQ(out[static_cast<std::size_t>((c * out_h + y) * out_w + x)],
-                    resampled_value(image.view(), row, column, c))
-              << "trial " << trial << " c " << c << " y " << y << " x " << x;
-        }
+    SCOPED_TRACE(testing::Message() << "trial " << trial);
+    expect_per_value_bits(image, window, flip, out_h, out_w);
+  }
+}
+
+// At a training sample's width the columns run in blocks of 16 (kernels/cpu/resample_columns): those whose taps stay
+// within 64 or 128 source values take the vector paths where the build has AVX-512, the rest the scalar loop.
+// Windows from a quarter of the width to 3.5 times it, flipped and not, gray and RGB, cover all three and the tail.
+TEST(CropResample, SampleWidthsAcrossScalesGiveThePerValueFunctionsBits) {
+  std::mt19937 random(11);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int channels = trial % 4 == 0 ? 1 : 3;
+    const int out_h = 9, out_w = trial % 5 == 0 ? 221 : 224;
+    const float width = out_w * (0.25f + 3.25f * unit(random));
+    const Image image = random_image(40, static_cast<int>(width) + 3 + trial, channels, 300u + static_cast<unsigned>(trial));
+    const CropWindow window{unit(random) * 10, unit(random) * (static_cast<float>(image.columns) - width), 20, width};
+    const bool flip = trial % 2 == 1;
+    SCOPED_TRACE(testing::Message() << "trial " << trial << ", window width " << width);
+    expect_per_value_bits(image, window, flip, out_h, out_w);
   }
 }
 
