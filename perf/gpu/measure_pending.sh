@@ -8,8 +8,9 @@
 #             reached the GPU backend; on 2026-11-28 they were equal to 16 digits)
 #   models    ResNet-50 bf16 on synthetic tensors (the baseline), then the issue-41 models bf16 on synthetic
 #             224x224 tensors with gpu.candidate_kernels false and true, each with the layer profile
-#   evalshape ResNet-50 evaluating a 1,000-sample test split against 1,024 (a last partial batch: 36-41 s on
-#             2026-11-28, the likely cause new cuDNN plans for a batch size not seen before)
+#   evalshape ResNet-50 evaluating a 1,000-sample test split (a last partial batch: 36-41 s on 2026-11-28, the
+#             likely cause cuDNN's timed search for a batch size not seen before), then the same with
+#             gpu.full_eval_batches = true (the last batch padded to 256)
 #   jpeg      issue 37: 12,000 ImageNet-like photos (made in the background while the tests run) at a shorter side
 #             of 256; the loader alone (input-bench, decode cpu | gpu); ResNet-50 from the shards decoded on the
 #             8 cores and on the GPU
@@ -159,12 +160,13 @@ if want models && fits models 120; then
 fi
 
 if want evalshape && fits evalshape 150; then
-  for test in 1000 1024; do
-    rt "$bin/ringtrain" prepare synthetic --shape 3,224,224 --classes 1000 --samples $((256 * 21)) \
-      --test-samples $test --shards 8 --out "$x/eval$test" >"$x/prepare-eval$test.log" 2>&1
-    fits "evalshape $test" 70 && resnet "eval-$test" "$x/eval$test" --set train.max_steps_per_epoch=20
-    rm -rf "$x/eval$test"
+  rt "$bin/ringtrain" prepare synthetic --shape 3,224,224 --classes 1000 --samples $((256 * 21)) \
+    --test-samples 1000 --shards 8 --out "$x/eval1000" >"$x/prepare-eval1000.log" 2>&1
+  for padded in false true; do
+    fits "evalshape padded=$padded" 70 && resnet "eval-1000-padded-$padded" "$x/eval1000" \
+      --set train.max_steps_per_epoch=20 --set gpu.full_eval_batches=$padded
   done
+  rm -rf "$x/eval1000"
 fi
 
 # Eager for every model first, then the compiled mode as the budget allows: a record then holds each model's peer.

@@ -369,6 +369,11 @@ Section<Gpu> gpu_keys() {
                        "(perf/gpu/PENDING.md lists them: layer norm and layer scale rows per warp, depthwise "
                        "convolution; synchronised batch norm's sums on NCCL); false: the proven path for those "
                        "layers"),
+          boolean<Gpu>("full_eval_batches", &Gpu::full_eval_batches, false,
+                       "evaluation and predict run their last, partial batch at the full batch size (the rest "
+                       "zeros, their outputs ignored), so the network sees one batch shape: with conv_algorithms = "
+                       "measure each new shape costs cuDNN's timed search (the likely cause of a 36 s evaluation of "
+                       "1,000 samples at batch 256 on an H200); false until a GPU run shows the gain"),
           boolean<Gpu>("share_device", &Gpu::share_device, false,
                        "testing only: let a node's ranks share its GPUs, each rank its own host to NCCL "
                        "(NCCL_HOSTID), to run the multi-rank NCCL path on a one-GPU machine; slower than one rank per "

@@ -30,6 +30,16 @@ void DeviceBatch::load(const HostBatch& host) {
   backend_.to_device(images_.as<float>(), host.images.data(), count * largest_.per_sample() * sizeof(float));
 }
 
+model::Tensor DeviceBatch::input_padded(int count, int full) {
+  if (full > largest_.n || count > full)
+    throw std::logic_error(fmt::format("a batch of {} padded to {} in a device batch of {}", count, full, largest_.n));
+  const auto sample_bytes = static_cast<size_t>(largest_.per_sample()) * sizeof(float);
+  if (full > count)
+    backend_.zero(images_.as<float>() + static_cast<size_t>(count) * largest_.per_sample(),
+                  static_cast<size_t>(full - count) * sample_bytes);
+  return input(full);
+}
+
 // A mixed batch's targets hold max_batch rows (the loader's whole buffer); an evaluation batch has none.
 void DeviceBatch::load_targets(const HostBatch& host) {
   mixed_ = !host.targets.empty();

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Train -> evaluate -> predict -> export, as a user runs them. `evaluate` on the ranks that trained must give the
-# run's last test_loss and test_acc exactly (and with --weights ema its ema_test_loss and ema_test_acc), and on another rank count within rounding; the exported ONNX file
+# run's last test_loss and test_acc exactly (and with --weights ema its ema_test_loss and ema_test_acc), and on another rank count within rounding,
+# also with its last batch padded to the full batch (gpu.full_eval_batches); the exported ONNX file
 # must pass ONNX's checker and give `predict`'s logits in onnxruntime within 1e-4 on the whole Fashion-MNIST test
 # split (10,000 samples), for the Fashion-MNIST model and a residual model; another model's checkpoint, a damaged one and data of the wrong shape are clear errors.
 # Usage: use_trained_model.sh RINGTRAIN SOURCE_DIR DATA_DIR
@@ -21,6 +22,8 @@ mpirun -np 2 --oversubscribe "$bin" train "$src/jobs/fashion_mnist.toml" "${fm[@
 mpirun -np 2 --oversubscribe "$bin" evaluate "$src/jobs/fashion_mnist.toml" "${fm[@]}" --set run.dir="$work/fm" \
   --out "$work/eval2.json" | tee "$work/eval2.log"
 "$bin" evaluate "$src/jobs/fashion_mnist.toml" "${fm[@]}" --set run.dir="$work/fm" --out "$work/eval1.json" >/dev/null
+"$bin" evaluate "$src/jobs/fashion_mnist.toml" "${fm[@]}" --set run.dir="$work/fm" --set gpu.full_eval_batches=true \
+  --out "$work/eval1_padded.json" >/dev/null
 mpirun -np 2 --oversubscribe "$bin" evaluate "$src/jobs/fashion_mnist.toml" "${fm[@]}" --set run.dir="$work/fm" \
   --weights ema --out "$work/eval_ema.json" >/dev/null
 python3 - "$work" <<'PY'
@@ -34,6 +37,11 @@ assert ema["loss"] != two["loss"], "the weights' average evaluated as the parame
 print(f"ok   evaluate --weights ema: loss {ema['loss']!r} = the run's last ema_test_loss")
 assert two["loss"] == last["test_loss"] and two["accuracy"] == last["test_acc"], (two["loss"], two["accuracy"], last)
 assert abs(one["loss"] - last["test_loss"]) < 1e-9 and abs(one["accuracy"] - last["test_acc"]) <= 1e-3, (one, last)
+padded = json.load(open(f"{work}/eval1_padded.json"))
+assert padded["samples"] == 10000 and padded["confusion_matrix"] == one["confusion_matrix"], padded["samples"]
+assert abs(padded["loss"] - one["loss"]) <= 1e-6 * abs(one["loss"]), (padded["loss"], one["loss"])
+print(f"ok   evaluate with its last batch padded to the full batch (gpu.full_eval_batches): loss {padded['loss']!r}, "
+      f"the same confusion matrix")
 assert two["samples"] == 10000 and len(two["confusion_matrix"]) == 10 and len(two["per_class"]) == 10, two.keys()
 assert sum(map(sum, two["confusion_matrix"])) == 10000
 assert two["accuracy"] <= two["top5_accuracy"] <= 1
