@@ -17,6 +17,9 @@ class StepCapturer {
   // Ends the capture begun on `slot` and makes it the slot's graph, replacing (updating in place where it can) the
   // one it held when `replace`.
   virtual void end_capture(int slot, bool replace) = 0;
+  // Ends the capture begun on `slot` without keeping it (the step's work threw while it was being captured); the
+  // slot keeps the graph it held. Never throws: it runs while an exception unwinds.
+  virtual void abandon_capture(int slot) noexcept = 0;
   virtual void launch(int slot) = 0;  // the slot's graph, once
   virtual void drop(int slot) = 0;    // the slot's graph, freed
 };

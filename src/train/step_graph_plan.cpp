@@ -68,7 +68,12 @@ StepAction run_step(StepGraphPlan& plan, model::StepCapturer& capturer, int slot
     case StepAction::capture:
     case StepAction::recapture:
       capturer.begin_capture(slot);
-      queue();
+      try {
+        queue();
+      } catch (...) {
+        capturer.abandon_capture(slot);  // or the stream would stay capturing under whatever runs next
+        throw;
+      }
       capturer.end_capture(slot, action == StepAction::recapture);
       if (!plan.captured(slot, capturer.memory_generation())) {
         capturer.drop(slot);

@@ -1,7 +1,8 @@
 // Proves the graphed step's bookkeeping (train/step_graph_plan.h) through a fake capturer that counts what it was
 // asked to do: eager steps through the warm-up, one capture per slot, replays after, a partial last batch run eagerly
 // without losing the full batch's graphs, a recapture when memory moved (an evaluation grew a scratch buffer) or the
-// shape changed for good, and a capture that allocated refused rather than replayed.
+// shape changed for good, a capture that allocated refused rather than replayed, and a capture whose step threw
+// ended rather than left open.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -26,6 +27,10 @@ class FakeCapturer final : public model::StepCapturer {
     calls.push_back((replace ? "replace" : "end") + std::to_string(slot));
     capturing = false;
     ++captures;
+  }
+  void abandon_capture(int slot) noexcept override {
+    calls.push_back("abandon" + std::to_string(slot));
+    capturing = false;
   }
   void launch(int slot) override {
     calls.push_back("launch" + std::to_string(slot));
@@ -114,6 +119,15 @@ TEST_F(StepGraphPlanTest, ACaptureThatAllocatesIsDroppedAndRefused) {
   EXPECT_EQ(capturer_.calls.back(), "drop1");
   EXPECT_FALSE(plan_.holds_graph(1));
   EXPECT_EQ(capturer_.launches, 0);  // the captured step never ran
+}
+
+TEST_F(StepGraphPlanTest, AStepThatThrowsWhileCapturedEndsTheCaptureAndKeepsNoGraph) {
+  for (int i = 0; i < 3; ++i) step(kFull);
+  EXPECT_THROW(run_step(plan_, capturer_, 1, kFull, [] { throw Error(ExitCode::fault, "a peer stalled"); }), Error);
+  EXPECT_EQ(capturer_.calls.back(), "abandon1");
+  EXPECT_FALSE(capturer_.capturing);
+  EXPECT_FALSE(plan_.holds_graph(1));
+  EXPECT_EQ(capturer_.launches, 0);
 }
 
 TEST_F(StepGraphPlanTest, ForgetDropsEveryGraph) {
