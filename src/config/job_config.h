@@ -132,6 +132,7 @@ struct JobConfig {
     bool cudnn_graphs;        // 16-bit NHWC convolutions through cuDNN's graph API where a plan builds
     bool few_channel_gemm;    // 16-bit NHWC convolutions on few input channels as im2col + cuBLAS GEMM
     bool candidate_kernels;   // our CUDA kernels written since the last GPU run, not yet proven on a GPU
+    bool cuda_graphs;         // the steady-state step replayed as CUDA graphs (train/step_graph_plan.h)
   } gpu;
 
   std::string resolved_toml;  // every key with its final value, written to run.dir

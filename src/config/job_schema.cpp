@@ -369,6 +369,13 @@ Section<Gpu> gpu_keys() {
                        "(perf/gpu/PENDING.md lists them: layer norm and layer scale rows per warp, depthwise "
                        "convolution; synchronised batch norm's sums on NCCL); false: the proven path for those "
                        "layers"),
+          boolean<Gpu>("cuda_graphs", &Gpu::cuda_graphs, false,
+                       "replay the steady-state training step as CUDA graphs (one launch a step instead of hundreds; "
+                       "for launch-bound models), captured after the warm-up steps and again when the step's shape "
+                       "changes; bf16 and fp32 only (fp16 is refused: its loss scaling decides on the host whether a "
+                       "step updates). Not yet available on the CUDA backend (refused there with exit 3, "
+                       "docs/gpu.md). The CPU backend has no graphs: there the key changes nothing, like every gpu.* "
+                       "key, so one job file runs on a GPU node and on a CPU node"),
           boolean<Gpu>("share_device", &Gpu::share_device, false,
                        "testing only: let a node's ranks share its GPUs, each rank its own host to NCCL "
                        "(NCCL_HOSTID), to run the multi-rank NCCL path on a one-GPU machine; slower than one rank per "
