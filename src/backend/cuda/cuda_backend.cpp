@@ -162,9 +162,11 @@ void CudaBackend::to_host(void* host_dst, const void* device_src, std::size_t by
 void CudaBackend::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream())); }
 
 std::unique_ptr<model::Readback> CudaBackend::make_readback(std::size_t bytes) {
-  return make_cuda_readback(stream(), bytes);
+  return make_cuda_readback(stream(), bytes, state_->options.cuda_graphs);
 }
 
-std::unique_ptr<model::DeviceClock> CudaBackend::make_clock(int capacity) { return make_cuda_clock(stream(), capacity); }
+std::unique_ptr<model::DeviceClock> CudaBackend::make_clock(int capacity) {
+  return make_cuda_clock(stream(), capacity, state_->options.cuda_graphs);
+}
 
 }  // namespace ringtrain::backend

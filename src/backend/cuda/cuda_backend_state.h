@@ -70,8 +70,9 @@ struct CudaBackend::State {
   std::unique_ptr<CudaJpegDecode, JpegDecodeDeleter> jpeg;  // last: its stream goes before the compute stream
 };
 
-// Readbacks and clocks over events on `stream` (cuda_async.cpp).
-std::unique_ptr<model::Readback> make_cuda_readback(cudaStream_t stream, std::size_t bytes);
-std::unique_ptr<model::DeviceClock> make_cuda_clock(cudaStream_t stream, int capacity);
+// Readbacks and clocks over events on `stream` (cuda_async.cpp); `graphed` (gpu.cuda_graphs): their events are
+// recorded as external ones, which a stream capture keeps as nodes that every replay records.
+std::unique_ptr<model::Readback> make_cuda_readback(cudaStream_t stream, std::size_t bytes, bool graphed);
+std::unique_ptr<model::DeviceClock> make_cuda_clock(cudaStream_t stream, int capacity, bool graphed);
 
 }  // namespace ringtrain::backend
