@@ -37,6 +37,7 @@ struct CudaBackend::State {
   CudaStream stream;  // declared before the handles that use it, so it is destroyed after them
   std::unique_ptr<Dnn> dnn;
   std::unique_ptr<Blas> blas;
+  DeviceMemory blas_workspace;  // gpu.cuda_graphs: cuBLAS's scratch, set once before any capture
   std::size_t allocated = 0;  // bytes allocate() has handed out
 
   // Two staging buffers used in turn: filling one never waits for the copy out of the other.
