@@ -372,7 +372,7 @@ Section<Gpu> gpu_keys() {
           boolean<Gpu>("cuda_graphs", &Gpu::cuda_graphs, false,
                        "replay the steady-state training step as CUDA graphs (one launch a step instead of hundreds; "
                        "for launch-bound models), captured after the warm-up steps and again when the step's shape "
-                       "changes; bf16 and fp32 only (fp16 is refused: its loss scaling decides on the host whether a "
+                       "changes; fp32, tf32 and bf16 (fp16 is refused: its loss scaling decides on the host whether a "
                        "step updates). Not yet available on the CUDA backend (refused there with exit 3, "
                        "docs/gpu.md). The CPU backend has no graphs: there the key changes nothing, like every gpu.* "
                        "key, so one job file runs on a GPU node and on a CPU node"),
