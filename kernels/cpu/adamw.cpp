@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/decay_spans.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/update_scalars.h"
 
 namespace ringtrain::kernels::cpu {
 namespace {
@@ -31,10 +32,10 @@ inline void update_span(int64_t begin, int64_t end, const AdamScalars& s, float*
 
 void adamw_update(int64_t n, const AdamStep& step, const uint32_t* decay_mask, float* grad, float* m, float* v,
                   float* param) {
-  const AdamScalars common{1.0f, step.beta1, step.beta2, step.lr / step.bias_correction1,
-                           1.0f / std::sqrt(step.bias_correction2), step.epsilon};
+  const UpdateScalars scalars = update_scalars(step);
+  const AdamScalars common{1.0f, step.beta1, step.beta2, scalars.step_size, scalars.inv_sqrt_c2, step.epsilon};
   AdamScalars decaying = common;
-  decaying.decay_factor = 1.0f - step.lr * step.weight_decay;
+  decaying.decay_factor = scalars.decay_factor;
   for_each_decay_span_on(compute_threads(), n, decay_mask, [&](int64_t begin, int64_t end, bool decays) {
     update_span(begin, end, decays ? decaying : common, grad, m, v, param);
   });

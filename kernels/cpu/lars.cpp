@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "kernels/update_scalars.h"
+
 namespace ringtrain::kernels::cpu {
 namespace {
 
@@ -49,17 +51,18 @@ float lars_trust_ratio(const LarsStep& step, double weight_norm, double grad_nor
 
 void lars_update(int tensors, const TensorRange* ranges, const LarsStep& step, float* grad, float* velocity,
                  float* param) {
+  const float lr = update_scalars(step).lr;
   for (int t = 0; t < tensors; ++t) {
     const TensorRange& r = ranges[t];
     float* g = grad + r.begin;
     float* v = velocity + r.begin;
     float* p = param + r.begin;
     if (r.adapt == 0) {
-      update_tensor(step.nesterov, r.count, step.lr, step.momentum, 0.0f, g, v, p);
+      update_tensor(step.nesterov, r.count, lr, step.momentum, 0.0f, g, v, p);
       continue;
     }
     const Norms n = norms_of(r.count, p, g);
-    update_tensor(step.nesterov, r.count, step.lr * lars_trust_ratio(step, n.weight, n.grad), step.momentum,
+    update_tensor(step.nesterov, r.count, lr * lars_trust_ratio(step, n.weight, n.grad), step.momentum,
                   step.weight_decay, g, v, p);
   }
 }

@@ -4,6 +4,7 @@
 
 #include "kernels/cpu/decay_spans.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/update_scalars.h"
 
 namespace ringtrain::kernels::cpu {
 namespace {
@@ -26,12 +27,13 @@ inline void update_span(int64_t begin, int64_t end, float lr, float momentum, fl
 
 void sgd_momentum_update(int64_t n, const SgdStep& step, const uint32_t* decay_mask, float* grad,
                          float* velocity, float* param) {
+  const float lr = update_scalars(step).lr;
   for_each_decay_span_on(compute_threads(), n, decay_mask, [&](int64_t begin, int64_t end, bool decays) {
     const float decay = decays ? step.weight_decay : 0.0f;
     if (step.nesterov)
-      update_span<true>(begin, end, step.lr, step.momentum, decay, grad, velocity, param);
+      update_span<true>(begin, end, lr, step.momentum, decay, grad, velocity, param);
     else
-      update_span<false>(begin, end, step.lr, step.momentum, decay, grad, velocity, param);
+      update_span<false>(begin, end, lr, step.momentum, decay, grad, velocity, param);
   });
 }
 

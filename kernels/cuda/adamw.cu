@@ -1,16 +1,17 @@
 // Owns the fused AdamW kernel declared in adamw.h: one read of grad, both moments, param and the decay bit, one
 // write of the moments and param.
-#include <cmath>
-
 #include "kernels/cuda/adamw.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/update_scalars.cuh"
 
 namespace ringtrain::kernels::cuda {
 namespace {
 
-__global__ void adamw_kernel(int64_t n, float decay_factor, float beta1, float beta2, float step_size,
-                             float inv_sqrt_c2, float epsilon, const uint32_t* decay_mask, float* grad, float* m,
-                             float* v, float* param) {
+template <class Scalars>
+__global__ void adamw_kernel(int64_t n, Scalars scalars, float beta1, float beta2, float epsilon,
+                             const uint32_t* decay_mask, float* grad, float* m, float* v, float* param) {
+  const UpdateScalars s = scalars.get();
+  const float decay_factor = s.decay_factor, step_size = s.step_size, inv_sqrt_c2 = s.inv_sqrt_c2;
   for (int64_t i = detail::global_index(); i < n; i += detail::grid_stride()) {
     const float g = grad[i];
     grad[i] = 0.0f;
@@ -23,15 +24,25 @@ __global__ void adamw_kernel(int64_t n, float decay_factor, float beta1, float b
   }
 }
 
+template <class Scalars>
+void launch_adamw(int64_t n, const AdamStep& step, Scalars scalars, const uint32_t* decay_mask, float* grad, float* m,
+                  float* v, float* param, Stream stream) {
+  if (n <= 0) return;
+  adamw_kernel<<<detail::blocks_for(n), detail::kThreads, 0, stream>>>(n, scalars, step.beta1, step.beta2, step.epsilon,
+                                                                       decay_mask, grad, m, v, param);
+  RT_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 void adamw_update(int64_t n, const AdamStep& step, const uint32_t* decay_mask, float* grad, float* m, float* v,
                   float* param, Stream stream) {
-  if (n <= 0) return;
-  adamw_kernel<<<detail::blocks_for(n), detail::kThreads, 0, stream>>>(
-      n, 1.0f - step.lr * step.weight_decay, step.beta1, step.beta2, step.lr / step.bias_correction1,
-      1.0f / std::sqrt(step.bias_correction2), step.epsilon, decay_mask, grad, m, v, param);
-  RT_CHECK_LAUNCH();
+  launch_adamw(n, step, detail::ScalarsByValue{update_scalars(step)}, decay_mask, grad, m, v, param, stream);
+}
+
+void adamw_update(int64_t n, const AdamStep& step, const UpdateScalars* scalars, const uint32_t* decay_mask,
+                  float* grad, float* m, float* v, float* param, Stream stream) {
+  launch_adamw(n, step, detail::ScalarsOnDevice{scalars}, decay_mask, grad, m, v, param, stream);
 }
 
 }  // namespace ringtrain::kernels::cuda

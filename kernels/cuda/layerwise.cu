@@ -5,6 +5,7 @@
 
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/layerwise.h"
+#include "kernels/cuda/update_scalars.cuh"
 
 namespace ringtrain::kernels::cuda {
 namespace {
@@ -62,18 +63,20 @@ __global__ void lars_norms_kernel(int tensors, const TensorRange* ranges, const 
   }
 }
 
-__global__ void lars_apply_kernel(int tensors, const TensorRange* ranges, LarsStep step, float* grad,
-                                  float* velocity, float* param, const SquareSums* partials) {
+template <class Scalars>
+__global__ void lars_apply_kernel(int tensors, const TensorRange* ranges, LarsStep step, Scalars scalars,
+                                  float* grad, float* velocity, float* param, const SquareSums* partials) {
+  const float lr = scalars.get().lr;
   for (int t = static_cast<int>(blockIdx.y); t < tensors; t += static_cast<int>(gridDim.y)) {
     const TensorRange r = ranges[t];
-    float scaled_lr = step.lr, decay = 0.0f;
+    float scaled_lr = lr, decay = 0.0f;
     if (r.adapt) {
       const SquareSums s = tensor_sums(partials, t);
       const double wn = sqrt(s.a), gn = sqrt(s.b);
       const float trust = wn > 0 && gn > 0 ? static_cast<float>(step.trust_coefficient * wn /
                                                                 (gn + step.weight_decay * wn + step.epsilon))
                                            : 1.0f;
-      scaled_lr = step.lr * trust, decay = step.weight_decay;
+      scaled_lr = lr * trust, decay = step.weight_decay;
     }
     for_chunk(r.count, static_cast<int>(blockIdx.x), [&](int64_t i) {
       const int64_t k = r.begin + i;
@@ -127,6 +130,18 @@ __global__ void lamb_apply_kernel(int tensors, const TensorRange* ranges, AdamSt
 
 dim3 grid_for(int tensors) { return dim3(kChunks, static_cast<unsigned>(tensors < 65535 ? tensors : 65535)); }
 
+template <class Scalars>
+void launch_lars(int tensors, const TensorRange* ranges, const LarsStep& step, Scalars scalars, float* grad,
+                 float* velocity, float* param, void* scratch, Stream stream) {
+  if (tensors <= 0) return;
+  auto* partials = static_cast<SquareSums*>(scratch);
+  lars_norms_kernel<<<grid_for(tensors), kThreads, 0, stream>>>(tensors, ranges, grad, param, partials);
+  RT_CHECK_LAUNCH();
+  lars_apply_kernel<<<grid_for(tensors), kThreads, 0, stream>>>(tensors, ranges, step, scalars, grad, velocity, param,
+                                                                partials);
+  RT_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 std::size_t layerwise_scratch_bytes(int tensors) {
@@ -135,12 +150,13 @@ std::size_t layerwise_scratch_bytes(int tensors) {
 
 void lars_update(int tensors, const TensorRange* ranges, const LarsStep& step, float* grad, float* velocity,
                  float* param, void* scratch, Stream stream) {
-  if (tensors <= 0) return;
-  auto* partials = static_cast<SquareSums*>(scratch);
-  lars_norms_kernel<<<grid_for(tensors), kThreads, 0, stream>>>(tensors, ranges, grad, param, partials);
-  RT_CHECK_LAUNCH();
-  lars_apply_kernel<<<grid_for(tensors), kThreads, 0, stream>>>(tensors, ranges, step, grad, velocity, param, partials);
-  RT_CHECK_LAUNCH();
+  launch_lars(tensors, ranges, step, detail::ScalarsByValue{update_scalars(step)}, grad, velocity, param, scratch,
+              stream);
+}
+
+void lars_update(int tensors, const TensorRange* ranges, const LarsStep& step, const UpdateScalars* scalars,
+                 float* grad, float* velocity, float* param, void* scratch, Stream stream) {
+  launch_lars(tensors, ranges, step, detail::ScalarsOnDevice{scalars}, grad, velocity, param, scratch, stream);
 }
 
 void lamb_update(int tensors, const TensorRange* ranges, const AdamStep& step, float* grad, float* m, float* v,

@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/stream.h"
-#include "kernels/optimizer_step.h"
+#include "kernels/update_scalars.h"
 
 namespace ringtrain::kernels::cuda {
 
@@ -18,6 +18,10 @@ std::size_t layerwise_scratch_bytes(int tensors);
 // ranges: device memory, `tensors` of them covering the flat buffers; scratch: layerwise_scratch_bytes(tensors).
 void lars_update(int tensors, const TensorRange* ranges, const LarsStep& step, float* grad, float* velocity,
                  float* param, void* scratch, Stream stream);
+// LARS with the rate read from `scalars` (device memory) when the kernels run, not from step.lr: a captured graph's
+// replays refresh that memory (gpu.cuda_graphs). Bit for bit the update above for the same rate.
+void lars_update(int tensors, const TensorRange* ranges, const LarsStep& step, const UpdateScalars* scalars,
+                 float* grad, float* velocity, float* param, void* scratch, Stream stream);
 void lamb_update(int tensors, const TensorRange* ranges, const AdamStep& step, float* grad, float* m, float* v,
                  float* param, void* scratch, Stream stream);
 

@@ -2,13 +2,15 @@
 // velocity and param (and zero to grad), over the whole flat buffer in one launch.
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/sgd.h"
+#include "kernels/cuda/update_scalars.cuh"
 
 namespace ringtrain::kernels::cuda {
 namespace {
 
-template <bool kNesterov>
-__global__ void sgd_momentum_kernel(int64_t n, float lr, float momentum, float weight_decay,
+template <bool kNesterov, class Scalars>
+__global__ void sgd_momentum_kernel(int64_t n, Scalars scalars, float momentum, float weight_decay,
                                     const uint32_t* decay_mask, float* grad, float* velocity, float* param) {
+  const float lr = scalars.get().lr;
   for (int64_t i = detail::global_index(); i < n; i += detail::grid_stride()) {
     const float p = param[i];
     const float wd = (decay_mask[i >> 5] >> (i & 31)) & 1u ? weight_decay : 0.0f;
@@ -20,15 +22,26 @@ __global__ void sgd_momentum_kernel(int64_t n, float lr, float momentum, float w
   }
 }
 
+template <class Scalars>
+void launch_sgd(int64_t n, const SgdStep& step, Scalars scalars, const uint32_t* decay_mask, float* grad,
+                float* velocity, float* param, Stream stream) {
+  if (n <= 0) return;
+  const auto kernel = step.nesterov ? sgd_momentum_kernel<true, Scalars> : sgd_momentum_kernel<false, Scalars>;
+  kernel<<<detail::blocks_for(n), detail::kThreads, 0, stream>>>(n, scalars, step.momentum, step.weight_decay,
+                                                                 decay_mask, grad, velocity, param);
+  RT_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 void sgd_momentum_update(int64_t n, const SgdStep& step, const uint32_t* decay_mask, float* grad,
                          float* velocity, float* param, Stream stream) {
-  if (n <= 0) return;
-  const auto kernel = step.nesterov ? sgd_momentum_kernel<true> : sgd_momentum_kernel<false>;
-  kernel<<<detail::blocks_for(n), detail::kThreads, 0, stream>>>(n, step.lr, step.momentum, step.weight_decay,
-                                                                 decay_mask, grad, velocity, param);
-  RT_CHECK_LAUNCH();
+  launch_sgd(n, step, detail::ScalarsByValue{update_scalars(step)}, decay_mask, grad, velocity, param, stream);
+}
+
+void sgd_momentum_update(int64_t n, const SgdStep& step, const UpdateScalars* scalars, const uint32_t* decay_mask,
+                         float* grad, float* velocity, float* param, Stream stream) {
+  launch_sgd(n, step, detail::ScalarsOnDevice{scalars}, decay_mask, grad, velocity, param, stream);
 }
 
 }  // namespace ringtrain::kernels::cuda

@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/stream.h"
-#include "kernels/optimizer_step.h"
+#include "kernels/update_scalars.h"
 
 namespace ringtrain::kernels::cuda {
 
@@ -13,5 +13,9 @@ namespace ringtrain::kernels::cuda {
 // memory, kernels/optimizer_step.h), else 0.
 void sgd_momentum_update(int64_t n, const SgdStep& step, const uint32_t* decay_mask, float* grad,
                          float* velocity, float* param, Stream stream);
+// The same with the rate read from `scalars` (device memory) when the kernel runs, not from step.lr: a captured
+// graph's replays refresh that memory (gpu.cuda_graphs). Bit for bit the update above for the same rate.
+void sgd_momentum_update(int64_t n, const SgdStep& step, const UpdateScalars* scalars, const uint32_t* decay_mask,
+                         float* grad, float* velocity, float* param, Stream stream);
 
 }  // namespace ringtrain::kernels::cuda

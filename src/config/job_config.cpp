@@ -430,6 +430,15 @@ void check_freeze(Reader& r, const JobConfig& c) {
                         name));
 }
 
+// gpu.cuda_graphs replays a captured step as it is; fp16's loss scaling reads the reduced gradients' finiteness
+// back on the host and decides there whether the update runs, which a replay cannot do.
+void check_cuda_graphs(Reader& r, const JobConfig& c) {
+  if (c.gpu.cuda_graphs && c.train.precision == Precision::fp16)
+    r.problem("'gpu.cuda_graphs' = true cannot go with train.precision = \"fp16\": fp16's loss scaling decides on "
+              "the host, after each step's reduction, whether the update runs, and a replayed graph cannot; use "
+              "train.precision = \"bf16\" (no loss scaling), or set gpu.cuda_graphs = false");
+}
+
 }  // namespace
 
 JobConfig parse_job(std::string_view toml_text, const std::filesystem::path& file,
@@ -454,6 +463,7 @@ JobConfig parse_job(std::string_view toml_text, const std::filesystem::path& fil
     check_together(r, part);
   });
   check_freeze(r, c);
+  check_cuda_graphs(r, c);
 
   if (!r.problems().empty()) {
     std::string message = fmt::format("job file '{}' has {} problem{}:", file.string(), r.problems().size(),

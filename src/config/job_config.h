@@ -133,6 +133,7 @@ struct JobConfig {
     bool few_channel_gemm;    // 16-bit NHWC convolutions on few input channels as im2col + cuBLAS GEMM
     bool candidate_kernels;   // our CUDA kernels written since the last GPU run, not yet proven on a GPU
     bool full_eval_batches;   // evaluation and predict pad their last batch to the full batch: one shape
+    bool cuda_graphs;         // the steady-state step replayed as CUDA graphs (train/step_graph_plan.h)
   } gpu;
 
   std::string resolved_toml;  // every key with its final value, written to run.dir

@@ -374,6 +374,13 @@ Section<Gpu> gpu_keys() {
                        "zeros, their outputs ignored), so the network sees one batch shape: with conv_algorithms = "
                        "measure each new shape costs cuDNN's timed search (the likely cause of a 36 s evaluation of "
                        "1,000 samples at batch 256 on an H200); false until a GPU run shows the gain"),
+          boolean<Gpu>("cuda_graphs", &Gpu::cuda_graphs, false,
+                       "replay the steady-state training step as CUDA graphs (one launch a step instead of hundreds; "
+                       "for launch-bound models), captured after the warm-up steps and again when the step's shape "
+                       "changes; fp32, tf32 and bf16 (fp16 is refused: its loss scaling decides on the host whether a "
+                       "step updates). Not yet available on the CUDA backend (refused there with exit 3, "
+                       "docs/gpu.md). The CPU backend has no graphs: there the key changes nothing, "
+                       "so one job file runs on a GPU node and on a CPU node"),
           boolean<Gpu>("share_device", &Gpu::share_device, false,
                        "testing only: let a node's ranks share its GPUs, each rank its own host to NCCL "
                        "(NCCL_HOSTID), to run the multi-rank NCCL path on a one-GPU machine; slower than one rank per "

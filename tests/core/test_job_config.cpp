@@ -209,6 +209,17 @@ TEST_F(JobConfigTest, Fp16AndItsLossScalingParse) {
   EXPECT_NE(p.find("fp16"), std::string::npos) << p;  // the valid choices are listed
 }
 
+TEST_F(JobConfigTest, CudaGraphsAreOffByDefaultAndRefusedWithFp16) {
+  EXPECT_FALSE(load_job(write(kMinimal), {}).gpu.cuda_graphs);
+  for (const char* precision : {"fp32", "bf16"})
+    EXPECT_TRUE(load_job(write(kMinimal), {"gpu.cuda_graphs=true", fmt::format("train.precision=\"{}\"", precision)})
+                    .gpu.cuda_graphs)
+        << precision;
+  const std::string e = error_of(kMinimal, {"gpu.cuda_graphs=true", "train.precision=\"fp16\""});
+  EXPECT_NE(e.find("'gpu.cuda_graphs' = true cannot go with train.precision = \"fp16\""), std::string::npos) << e;
+  EXPECT_NE(e.find("loss scaling"), std::string::npos) << e;  // the reason, not only the refusal
+}
+
 TEST_F(JobConfigTest, RecipeKnobsParse) {
   const auto job = load_job(write(kMinimal), {"optimizer.schedule=steps", "optimizer.milestones=[30, 60.5, 80]",
                                               "optimizer.decay_factor=0.2", "optimizer.nesterov=true",

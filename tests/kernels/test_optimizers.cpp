@@ -12,6 +12,7 @@
 #include "kernels/cpu/lars.h"
 #include "kernels/cpu/sgd.h"
 #include "kernels/optimizer_step.h"
+#include "kernels/update_scalars.h"
 #include "tests/kernels/grad_check.h"
 
 namespace ringtrain::kernels::cpu {
@@ -85,6 +86,28 @@ TEST(AdamW, MatchesTheFormulaOverThreeSteps) {
   // The mask really has both kinds next to each other, so the decoupled decay was tested on and off.
   EXPECT_FALSE(decays(mask.data(), 37));
   EXPECT_TRUE(decays(mask.data(), 36));
+}
+
+// The per-step numbers both backends' kernels read (kernels/optimizer_step.h), against the formula in double: the
+// rate, AdamW's decay factor and Adam's bias-corrected step size and 1 / sqrt(c2), for the first and a late update.
+TEST(UpdateScalars, AreTheStepsRateAndAdamsBiasCorrections) {
+  const double lr = 0.003, b1 = 0.9, b2 = 0.999, wd = 0.05;
+  for (const int t : {1, 2, 1000}) {
+    const UpdateScalars s = update_scalars(adam_step_at({lr, b1, b2, 1e-8, wd}, t));
+    EXPECT_FLOAT_EQ(s.lr, static_cast<float>(lr)) << t;
+    EXPECT_NEAR(s.decay_factor, 1 - lr * wd, 1e-7) << t;
+    EXPECT_NEAR(s.step_size, lr / (1 - std::pow(b1, t)), 1e-6 * lr / (1 - std::pow(b1, t))) << t;
+    EXPECT_NEAR(s.inv_sqrt_c2, 1 / std::sqrt(1 - std::pow(b2, t)), 1e-6 / std::sqrt(1 - std::pow(b2, t))) << t;
+  }
+  SgdStep sgd;
+  sgd.lr = 0.25f, sgd.momentum = 0.9f, sgd.weight_decay = 1e-4f;
+  EXPECT_EQ(update_scalars(sgd).lr, 0.25f);
+  LarsStep lars;
+  lars.lr = 7.5f;
+  EXPECT_EQ(update_scalars(lars).lr, 7.5f);
+  // Only Adam decays through a factor; the others leave it, and Adam's own fields, at their neutral values.
+  EXPECT_EQ(update_scalars(sgd).decay_factor, 1.0f);
+  EXPECT_EQ(update_scalars(lars).inv_sqrt_c2, 1.0f);
 }
 
 TEST(Lars, MatchesTheFormulaOverThreeSteps) {

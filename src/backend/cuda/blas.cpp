@@ -39,6 +39,10 @@ Blas::Blas(kernels::cuda::Stream stream, MathMode math) : impl_(std::make_unique
 
 Blas::~Blas() = default;
 
+void Blas::use_workspace(void* device, std::size_t bytes) {
+  CUBLAS_CHECK(cublasSetWorkspace(impl_->handle, device, bytes));
+}
+
 void Blas::sgemm(Transpose ta, Transpose tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
                  int ldb, float beta, float* c, int ldc) {
   // A row-major M x N matrix is the column-major N x M matrix with the same memory, so row-major

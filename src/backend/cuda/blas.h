@@ -2,6 +2,7 @@
 // convention as kernels/cpu/gemm.h (cuBLAS itself is column-major): fp32, and 16-bit operands for mixed precision.
 // cublas_v2.h stays inside blas.cpp.
 #pragma once
+#include <cstddef>
 #include <memory>
 
 #include "backend/cuda/math_mode.h"
@@ -24,6 +25,9 @@ class Blas {
   ~Blas();
   Blas(const Blas&) = delete;
   Blas& operator=(const Blas&) = delete;
+  // Every later call's scratch is `bytes` at `device` instead of what cuBLAS would find for itself: under
+  // gpu.cuda_graphs a captured GEMM must not have cuBLAS allocate, which a capture cannot hold.
+  void use_workspace(void* device, std::size_t bytes);
 
   // Row-major C = alpha * op(A) * op(B) + beta * C; op(A) is M x K, op(B) is K x N; fp32 storage, arithmetic
   // as the MathMode says.

@@ -13,14 +13,25 @@
 namespace ringtrain::backend {
 namespace {
 
+// Records `event` on `stream`. A graphed step's events are external (gpu.cuda_graphs): a stream capture keeps them as
+// event-record nodes, so every replay records them again for the host to wait on and time; outside a capture they
+// are ordinary records. Without graphs, the plain record of every other run.
+void record(cudaEvent_t event, cudaStream_t stream, bool graphed) {
+  if (graphed)
+    CUDA_CHECK(cudaEventRecordWithFlags(event, stream, cudaEventRecordExternal));
+  else
+    CUDA_CHECK(cudaEventRecord(event, stream));
+}
+
 class CudaReadback final : public model::Readback {
  public:
-  CudaReadback(cudaStream_t stream, std::size_t bytes) : stream_(stream), bytes_(bytes), landed_(make_event(false)) {
+  CudaReadback(cudaStream_t stream, std::size_t bytes, bool graphed)
+      : stream_(stream), bytes_(bytes), graphed_(graphed), landed_(make_event(false)) {
     host_.ensure(bytes);
   }
   void start(const void* device_src) override {
     CUDA_CHECK(cudaMemcpyAsync(host_.get(), device_src, bytes_, cudaMemcpyDeviceToHost, stream_));
-    CUDA_CHECK(cudaEventRecord(landed_, stream_));
+    record(landed_, stream_, graphed_);
   }
   bool ready() override {
     const cudaError_t state = cudaEventQuery(landed_);
@@ -36,6 +47,7 @@ class CudaReadback final : public model::Readback {
  private:
   cudaStream_t stream_;
   std::size_t bytes_;
+  bool graphed_;
   PinnedMemory host_;
   CudaEvent landed_;
 };
@@ -45,12 +57,13 @@ class CudaReadback final : public model::Readback {
 // knows when; it is renewed every second so the float milliseconds between it and a mark stay precise.
 class CudaClock final : public model::DeviceClock {
  public:
-  CudaClock(cudaStream_t stream, int capacity) : stream_(stream), idle_(make_stream()), reference_(make_event(true)) {
+  CudaClock(cudaStream_t stream, int capacity, bool graphed)
+      : stream_(stream), graphed_(graphed), idle_(make_stream()), reference_(make_event(true)) {
     marks_.reserve(static_cast<size_t>(capacity));
     for (int i = 0; i < capacity; ++i) marks_.push_back(make_event(true));
   }
 
-  void mark(int id) override { CUDA_CHECK(cudaEventRecord(marks_.at(static_cast<size_t>(id)), stream_)); }
+  void mark(int id) override { record(marks_.at(static_cast<size_t>(id)), stream_, graphed_); }
   double elapsed(int from, int to) override {
     cudaEvent_t end = marks_.at(static_cast<size_t>(to));
     CUDA_CHECK(cudaEventSynchronize(end));
@@ -74,6 +87,7 @@ class CudaClock final : public model::DeviceClock {
     reference_host_s_ = util::now_s();
   }
   cudaStream_t stream_;
+  bool graphed_;
   CudaStream idle_;
   CudaEvent reference_;
   double reference_host_s_ = -1;
@@ -82,12 +96,12 @@ class CudaClock final : public model::DeviceClock {
 
 }  // namespace
 
-std::unique_ptr<model::Readback> make_cuda_readback(cudaStream_t stream, std::size_t bytes) {
-  return std::make_unique<CudaReadback>(stream, bytes);
+std::unique_ptr<model::Readback> make_cuda_readback(cudaStream_t stream, std::size_t bytes, bool graphed) {
+  return std::make_unique<CudaReadback>(stream, bytes, graphed);
 }
 
-std::unique_ptr<model::DeviceClock> make_cuda_clock(cudaStream_t stream, int capacity) {
-  return std::make_unique<CudaClock>(stream, capacity);
+std::unique_ptr<model::DeviceClock> make_cuda_clock(cudaStream_t stream, int capacity, bool graphed) {
+  return std::make_unique<CudaClock>(stream, capacity, graphed);
 }
 
 }  // namespace ringtrain::backend

@@ -20,6 +20,8 @@ namespace {
 // Uploads larger than this go straight from pageable memory and wait for the stream instead of growing the
 // pinned staging buffers further (the initial parameters of a large model; never the per-step batches).
 constexpr std::size_t kStagingLimit = std::size_t{512} << 20;
+// cuBLAS's scratch under gpu.cuda_graphs: what NVIDIA's cuBLAS guide recommends for Hopper GPUs (32 MiB).
+constexpr std::size_t kGraphedBlasWorkspaceBytes = std::size_t{32} << 20;
 
 void free_device(void* p, std::size_t bytes) { (void)device_free(p, bytes); }
 
@@ -70,6 +72,10 @@ CudaBackend::CudaBackend(int local_rank, int local_size, std::string host, CudaO
   state_->dnn = std::make_unique<Dnn>(state_->stream.get(), options.workspace_limit_bytes, options.conv_search,
                                       options.math, options.deterministic, options.nhwc, options.conv_graphs);
   state_->blas = std::make_unique<Blas>(state_->stream.get(), options.math);
+  if (options.cuda_graphs) {
+    state_->blas_workspace.ensure(kGraphedBlasWorkspaceBytes, state_->stream);
+    state_->blas->use_workspace(state_->blas_workspace.get(), state_->blas_workspace.bytes());
+  }
   for (auto& s : state_->staging) s.copied = make_event(false);
 }
 
@@ -162,9 +168,11 @@ void CudaBackend::to_host(void* host_dst, const void* device_src, std::size_t by
 void CudaBackend::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream())); }
 
 std::unique_ptr<model::Readback> CudaBackend::make_readback(std::size_t bytes) {
-  return make_cuda_readback(stream(), bytes);
+  return make_cuda_readback(stream(), bytes, state_->options.cuda_graphs);
 }
 
-std::unique_ptr<model::DeviceClock> CudaBackend::make_clock(int capacity) { return make_cuda_clock(stream(), capacity); }
+std::unique_ptr<model::DeviceClock> CudaBackend::make_clock(int capacity) {
+  return make_cuda_clock(stream(), capacity, state_->options.cuda_graphs);
+}
 
 }  // namespace ringtrain::backend

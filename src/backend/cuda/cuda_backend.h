@@ -49,6 +49,8 @@ struct CudaOptions {
   // Our kernels not yet proven on a GPU, used in place of the proven path for their layers (gpu.candidate_kernels);
   // and synchronised batch norm's sums on NCCL instead of through the host.
   bool candidate_kernels = false;
+  // gpu.cuda_graphs: the steady-state training step captured and replayed as CUDA graphs (step_graphs.h).
+  bool cuda_graphs = false;
   // run.collective_timeout_s: bounds the backend's own NCCL calls (synchronised batch norm's) as the reducer's.
   double collective_timeout_s = 300;
   std::size_t im2col_bytes = std::size_t{128} << 20;

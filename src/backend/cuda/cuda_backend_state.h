@@ -37,6 +37,7 @@ struct CudaBackend::State {
   CudaStream stream;  // declared before the handles that use it, so it is destroyed after them
   std::unique_ptr<Dnn> dnn;
   std::unique_ptr<Blas> blas;
+  DeviceMemory blas_workspace;  // gpu.cuda_graphs: cuBLAS's scratch, set once before any capture
   std::size_t allocated = 0;  // bytes allocate() has handed out
 
   // Two staging buffers used in turn: filling one never waits for the copy out of the other.
@@ -70,8 +71,9 @@ struct CudaBackend::State {
   std::unique_ptr<CudaJpegDecode, JpegDecodeDeleter> jpeg;  // last: its stream goes before the compute stream
 };
 
-// Readbacks and clocks over events on `stream` (cuda_async.cpp).
-std::unique_ptr<model::Readback> make_cuda_readback(cudaStream_t stream, std::size_t bytes);
-std::unique_ptr<model::DeviceClock> make_cuda_clock(cudaStream_t stream, int capacity);
+// Readbacks and clocks over events on `stream` (cuda_async.cpp); `graphed` (gpu.cuda_graphs): their events are
+// recorded as external ones, which a stream capture keeps as nodes that every replay records.
+std::unique_ptr<model::Readback> make_cuda_readback(cudaStream_t stream, std::size_t bytes, bool graphed);
+std::unique_ptr<model::DeviceClock> make_cuda_clock(cudaStream_t stream, int capacity, bool graphed);
 
 }  // namespace ringtrain::backend

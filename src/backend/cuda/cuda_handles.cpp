@@ -27,6 +27,7 @@ CudaEvent make_event(bool timing) {
 namespace {
 // Bytes held through device_malloc now and at most: the allocator-side peak, comparable with PyTorch's.
 std::atomic<std::size_t> held_bytes{0}, peak_held_bytes{0};
+std::atomic<uint64_t> allocations{0};  // device_malloc calls, for device_allocation_count
 
 void count_allocation(std::size_t bytes) {
   const std::size_t now = held_bytes.fetch_add(bytes) + bytes;
@@ -37,6 +38,8 @@ void count_allocation(std::size_t bytes) {
 }  // namespace
 
 std::size_t device_allocated_peak_bytes() { return peak_held_bytes.load(); }
+
+uint64_t device_allocation_count() { return allocations.load(); }
 
 cudaError_t device_free(void* p, std::size_t bytes) {
   if (!p) return cudaSuccess;
@@ -61,6 +64,7 @@ void* device_malloc(std::size_t bytes, const char* what) {
   }
   CUDA_CHECK(rc);
   count_allocation(bytes);
+  allocations.fetch_add(1);
   return p;
 }
 

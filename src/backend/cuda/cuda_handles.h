@@ -1,10 +1,11 @@
-// Owns the CUDA runtime resources the backend holds, as move-only RAII types: streams, events, device memory
+// Owns the CUDA runtime resources the backend holds, as move-only RAII types: streams, events, graphs, device memory
 // for workspaces and pinned host memory for staging copies. Model tensors use model::DeviceBuffer instead
 // (CudaBackend::allocate). Only the backend's own .cpp files include this header.
 #pragma once
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "backend/cuda/unique_handle.h"
 
@@ -13,10 +14,14 @@ namespace ringtrain::backend {
 namespace detail {
 inline void destroy_stream(cudaStream_t s) { (void)cudaStreamDestroy(s); }
 inline void destroy_event(cudaEvent_t e) { (void)cudaEventDestroy(e); }
+inline void destroy_graph(cudaGraph_t g) { (void)cudaGraphDestroy(g); }
+inline void destroy_graph_exec(cudaGraphExec_t e) { (void)cudaGraphExecDestroy(e); }
 }  // namespace detail
 
 using CudaStream = UniqueHandle<cudaStream_t, detail::destroy_stream>;
 using CudaEvent = UniqueHandle<cudaEvent_t, detail::destroy_event>;
+using CudaGraph = UniqueHandle<cudaGraph_t, detail::destroy_graph>;              // a captured stream's work
+using CudaGraphExec = UniqueHandle<cudaGraphExec_t, detail::destroy_graph_exec>;  // its launchable instance
 
 // A stream that does not synchronise with the legacy default stream, so library calls elsewhere in the process
 // cannot serialise against our work.
@@ -71,5 +76,8 @@ void* device_malloc(std::size_t bytes, const char* what);
 cudaError_t device_free(void* p, std::size_t bytes);
 // The most bytes device_malloc's allocations held at once in this process.
 std::size_t device_allocated_peak_bytes();
+// How many allocations device_malloc has made in this process: a captured graph holds addresses, so one that
+// moves after a capture makes the capture stale (gpu.cuda_graphs, step_graphs.h).
+uint64_t device_allocation_count();
 
 }  // namespace ringtrain::backend

@@ -1,0 +1,98 @@
+// Owns the graph calls of a graphed training step and its per-slot scalar tables (step_graphs.h).
+#include "backend/cuda/step_graphs.h"
+
+#include <fmt/format.h>
+
+#include "backend/cuda/cuda_handles.h"
+#include "common/error.h"
+#include "kernels/cuda/cuda_check.h"
+
+namespace ringtrain::backend {
+
+struct CudaStepGraphs::Slot {
+  CudaGraph graph;
+  CudaGraphExec exec;
+  PinnedMemory host;
+  DeviceMemory device;
+};
+
+CudaStepGraphs::CudaStepGraphs(kernels::cuda::Stream stream, int slots, int scalars_per_step)
+    : stream_(stream), scalars_per_step_(scalars_per_step) {
+  const std::size_t bytes = sizeof(kernels::UpdateScalars) * static_cast<std::size_t>(scalars_per_step);
+  for (int i = 0; i < slots; ++i) {
+    auto& s = *slots_.emplace_back(std::make_unique<Slot>());
+    s.host.ensure(bytes);
+    s.device.ensure(bytes, stream_);
+  }
+}
+
+CudaStepGraphs::~CudaStepGraphs() = default;
+
+uint64_t CudaStepGraphs::memory_generation() const { return device_allocation_count(); }
+
+CudaStepGraphs::Slot& CudaStepGraphs::at(int slot) const {
+  if (slot < 0 || slot >= static_cast<int>(slots_.size()))
+    throw Error(ExitCode::internal, fmt::format("step graph slot {} of {}", slot, slots_.size()));
+  return *slots_[static_cast<std::size_t>(slot)];
+}
+
+void CudaStepGraphs::begin_capture(int slot) {
+  at(slot);
+  CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+}
+
+void CudaStepGraphs::end_capture(int slot, bool replace) {
+  Slot& s = at(slot);
+  cudaGraph_t captured = nullptr;
+  CUDA_CHECK(cudaStreamEndCapture(stream_, &captured));
+  s.graph = CudaGraph(captured);
+  if (replace && s.exec) {
+    cudaGraphExecUpdateResultInfo info{};
+    // Only the kernels' arguments moved (another shape of the same launches): the instance takes them in place.
+    // Another topology is refused with cudaErrorGraphExecUpdateFailure, an answer (instantiate anew), not a fault.
+    const cudaError_t updated = cudaGraphExecUpdate(s.exec, s.graph, &info);
+    if (updated == cudaSuccess) return;
+    if (updated != cudaErrorGraphExecUpdateFailure) CUDA_CHECK(updated);
+    (void)cudaGetLastError();  // so the refusal is not reported by the next call's check
+  }
+  s.exec.reset();
+  cudaGraphExec_t exec = nullptr;
+  CUDA_CHECK(cudaGraphInstantiate(&exec, s.graph, 0));
+  s.exec = CudaGraphExec(exec);
+}
+
+void CudaStepGraphs::abandon_capture(int) noexcept {
+  cudaGraph_t partial = nullptr;
+  // The status is not checked: this runs while the step's own error unwinds, and that error is the one to report.
+  if (cudaStreamEndCapture(stream_, &partial) == cudaSuccess && partial) (void)cudaGraphDestroy(partial);
+  (void)cudaGetLastError();
+}
+
+void CudaStepGraphs::launch(int slot) {
+  Slot& s = at(slot);
+  if (!s.exec) throw Error(ExitCode::internal, fmt::format("step graph slot {} launched before its capture", slot));
+  CUDA_CHECK(cudaGraphLaunch(s.exec, stream_));
+}
+
+void CudaStepGraphs::drop(int slot) {
+  Slot& s = at(slot);
+  s.exec.reset();
+  s.graph.reset();
+}
+
+kernels::UpdateScalars* CudaStepGraphs::host_scalars(int slot) {
+  return static_cast<kernels::UpdateScalars*>(at(slot).host.get());
+}
+
+const kernels::UpdateScalars* CudaStepGraphs::device_scalars(int slot, int index) const {
+  if (index < 0 || index >= scalars_per_step_)
+    throw Error(ExitCode::internal, fmt::format("step scalars entry {} of {}", index, scalars_per_step_));
+  return static_cast<const kernels::UpdateScalars*>(at(slot).device.get()) + index;
+}
+
+void CudaStepGraphs::refresh_scalars(int slot) {
+  Slot& s = at(slot);
+  CUDA_CHECK(cudaMemcpyAsync(s.device.get(), s.host.get(), s.host.bytes(), cudaMemcpyHostToDevice, stream_));
+}
+
+}  // namespace ringtrain::backend

@@ -1,0 +1,54 @@
+// Owns the CUDA side of a graphed training step (gpu.cuda_graphs; model/step_capturer.h): per StepRunner slot, the
+// captured graph of the step's work on the compute stream and its executable instance; and, per slot, the optimizer's
+// per-step numbers (kernels/update_scalars.h) in pinned host memory, which the host writes before
+// each launch and a copy captured at the head of the update carries to device memory, where the kernels read them.
+// A slot's table is written only once the slot's previous step has finished (StepRunner collects a slot before it
+// begins the slot again), so a replay never reads numbers half-written.
+//
+// Captures are thread-local (cudaStreamCaptureModeThreadLocal): the training thread's own calls that may not be
+// captured (a synchronising copy, an allocation) fail the capture, while another thread's (the JPEG decoder's)
+// do not. A stale slot's graph is updated in place (cudaGraphExecUpdate) when only the kernels' arguments changed,
+// else instantiated anew.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kernels/cuda/stream.h"
+#include "kernels/update_scalars.h"
+#include "model/step_capturer.h"
+
+namespace ringtrain::backend {
+
+class CudaStepGraphs final : public model::StepCapturer {
+ public:
+  // stream: the compute stream; scalars_per_step: the optimizer's launches a step (one UpdateScalars each).
+  CudaStepGraphs(kernels::cuda::Stream stream, int slots, int scalars_per_step);
+  ~CudaStepGraphs() override;
+  CudaStepGraphs(const CudaStepGraphs&) = delete;
+  CudaStepGraphs& operator=(const CudaStepGraphs&) = delete;
+
+  uint64_t memory_generation() const override;  // the process's device allocations (cuda_handles.h)
+  void begin_capture(int slot) override;
+  void end_capture(int slot, bool replace) override;
+  void abandon_capture(int slot) noexcept override;
+  void launch(int slot) override;
+  void drop(int slot) override;
+
+  // The slot's host table, `scalars_per_step` entries, to fill before the slot's launch (eager, captured or replayed).
+  kernels::UpdateScalars* host_scalars(int slot);
+  // Where the kernels read entry `index` of the slot's table.
+  const kernels::UpdateScalars* device_scalars(int slot, int index) const;
+  // Queues the copy of the slot's host table to the device on the stream (inside a capture: a node of the graph).
+  void refresh_scalars(int slot);
+
+ private:
+  struct Slot;  // its graph, instance and tables (step_graphs.cpp): the runtime's handle types stay in the backend
+  Slot& at(int slot) const;
+
+  kernels::cuda::Stream stream_;
+  int scalars_per_step_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+};
+
+}  // namespace ringtrain::backend

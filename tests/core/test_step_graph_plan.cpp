@@ -1,0 +1,151 @@
+// Proves the graphed step's bookkeeping (train/step_graph_plan.h) through a fake capturer that counts what it was
+// asked to do: eager steps through the warm-up, one capture per slot, replays after, a partial last batch run eagerly
+// without losing the full batch's graphs, a recapture when memory moved (an evaluation grew a scratch buffer) or the
+// shape changed for good, a capture that allocated refused rather than replayed, and a capture whose step threw
+// ended rather than left open.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "train/step_graph_plan.h"
+
+namespace ringtrain::train {
+namespace {
+
+// Records the calls in order; `allocate_during_capture` moves the memory generation inside the next capture.
+class FakeCapturer final : public model::StepCapturer {
+ public:
+  uint64_t memory_generation() const override { return generation; }
+  void begin_capture(int slot) override {
+    calls.push_back("begin" + std::to_string(slot));
+    capturing = true;
+    if (allocate_during_capture) ++generation;
+  }
+  void end_capture(int slot, bool replace) override {
+    calls.push_back((replace ? "replace" : "end") + std::to_string(slot));
+    capturing = false;
+    ++captures;
+  }
+  void abandon_capture(int slot) noexcept override {
+    calls.push_back("abandon" + std::to_string(slot));
+    capturing = false;
+  }
+  void launch(int slot) override {
+    calls.push_back("launch" + std::to_string(slot));
+    ++launches;
+  }
+  void drop(int slot) override { calls.push_back("drop" + std::to_string(slot)); }
+
+  uint64_t generation = 7;
+  bool allocate_during_capture = false;
+  bool capturing = false;
+  int captures = 0, launches = 0;
+  std::vector<std::string> calls;
+};
+
+const StepShape kFull{{32, 32}, false};
+const StepShape kPartial{{32, 8}, false};
+
+class StepGraphPlanTest : public ::testing::Test {
+ protected:
+  // One step on the slot StepRunner would use (steps alternate between two); counts the work queued eagerly and
+  // the work queued into a capture.
+  StepAction step(const StepShape& shape) {
+    const int slot = static_cast<int>(steps_++ % 2);
+    return run_step(plan_, capturer_, slot, shape, [&] { ++(capturer_.capturing ? captured_work_ : eager_work_); });
+  }
+  StepGraphPlan plan_{2, 3};
+  FakeCapturer capturer_;
+  uint64_t steps_ = 0;
+  int eager_work_ = 0, captured_work_ = 0;
+};
+
+TEST_F(StepGraphPlanTest, WarmUpRunsEagerlyThenEachSlotCapturesOnceAndReplays) {
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(step(kFull), StepAction::eager) << i;
+  EXPECT_EQ(step(kFull), StepAction::capture);  // slot 1
+  EXPECT_EQ(step(kFull), StepAction::capture);  // slot 0
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(step(kFull), StepAction::replay) << i;
+  EXPECT_EQ(eager_work_, 3);
+  EXPECT_EQ(captured_work_, 2);
+  EXPECT_EQ(capturer_.captures, 2);
+  EXPECT_EQ(capturer_.launches, 12);  // each capture's own step, then the replays
+  EXPECT_TRUE(plan_.holds_graph(0) && plan_.holds_graph(1));
+  const std::vector<std::string> first_capture{"begin1", "end1", "launch1", "begin0", "end0", "launch0", "launch1"};
+  EXPECT_EQ(std::vector<std::string>(capturer_.calls.begin(), capturer_.calls.begin() + 7), first_capture);
+}
+
+TEST_F(StepGraphPlanTest, APartialLastBatchRunsEagerlyAndKeepsTheFullBatchGraphs) {
+  for (int i = 0; i < 6; ++i) step(kFull);  // 3 eager, 2 captures, 1 replay; the next step is on slot 0
+  EXPECT_EQ(step(kPartial), StepAction::eager);
+  EXPECT_EQ(step(kFull), StepAction::replay);  // the epoch's next full batch: same shape and memory as captured
+  EXPECT_EQ(step(kFull), StepAction::replay);
+  EXPECT_EQ(capturer_.captures, 2);
+}
+
+TEST_F(StepGraphPlanTest, MovedMemoryMakesEverySlotSettleAndRecapture) {
+  for (int i = 0; i < 6; ++i) step(kFull);
+  ++capturer_.generation;  // an evaluation grew a scratch buffer the step uses
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(step(kFull), StepAction::eager) << i;
+  EXPECT_EQ(step(kFull), StepAction::recapture);
+  EXPECT_EQ(step(kFull), StepAction::recapture);
+  EXPECT_EQ(step(kFull), StepAction::replay);
+  EXPECT_EQ(capturer_.captures, 4);
+  EXPECT_EQ(capturer_.calls[capturer_.calls.size() - 3], "replace0");  // the stale graph updated, not a second one
+}
+
+TEST_F(StepGraphPlanTest, AShapeThatChangesForGoodIsRecapturedAfterItSettles) {
+  for (int i = 0; i < 6; ++i) step(kFull);
+  const StepShape soft{{32, 32}, true};  // mixing turned on: soft targets through another loss kernel
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(step(soft), StepAction::eager) << i;
+  EXPECT_EQ(step(soft), StepAction::recapture);
+  EXPECT_EQ(step(soft), StepAction::recapture);
+  EXPECT_EQ(step(soft), StepAction::replay);
+}
+
+TEST_F(StepGraphPlanTest, AnEagerStepThatAllocatesRestartsTheWarmUp) {
+  step(kFull);
+  step(kFull);
+  ++capturer_.generation;  // the second step grew a buffer: the shape has not settled
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(step(kFull), StepAction::eager) << i;
+  EXPECT_EQ(step(kFull), StepAction::capture);
+}
+
+TEST_F(StepGraphPlanTest, ACaptureThatAllocatesIsDroppedAndRefused) {
+  for (int i = 0; i < 3; ++i) step(kFull);
+  capturer_.allocate_during_capture = true;
+  EXPECT_THROW(step(kFull), Error);
+  EXPECT_EQ(capturer_.calls.back(), "drop1");
+  EXPECT_FALSE(plan_.holds_graph(1));
+  EXPECT_EQ(capturer_.launches, 0);  // the captured step never ran
+}
+
+TEST_F(StepGraphPlanTest, AStepThatThrowsWhileCapturedEndsTheCaptureAndKeepsNoGraph) {
+  for (int i = 0; i < 3; ++i) step(kFull);
+  EXPECT_THROW(run_step(plan_, capturer_, 1, kFull, [] { throw Error(ExitCode::fault, "a peer stalled"); }), Error);
+  EXPECT_EQ(capturer_.calls.back(), "abandon1");
+  EXPECT_FALSE(capturer_.capturing);
+  EXPECT_FALSE(plan_.holds_graph(1));
+  EXPECT_EQ(capturer_.launches, 0);
+}
+
+TEST_F(StepGraphPlanTest, ForgetDropsEveryGraph) {
+  for (int i = 0; i < 6; ++i) step(kFull);
+  plan_.forget();
+  EXPECT_FALSE(plan_.holds_graph(0) || plan_.holds_graph(1));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(step(kFull), StepAction::eager) << i;
+  EXPECT_EQ(step(kFull), StepAction::capture);
+}
+
+TEST(StepGraphPlan, NoWarmUpCapturesTheFirstStep) {
+  StepGraphPlan plan(1, 0);
+  EXPECT_EQ(plan.decide(0, kFull, 1), StepAction::capture);
+  EXPECT_TRUE(plan.captured(0, 1));
+  EXPECT_EQ(plan.decide(0, kFull, 1), StepAction::replay);
+  EXPECT_STREQ(step_action_name(StepAction::recapture), "recapture");
+  EXPECT_THROW(StepGraphPlan(0, 1), Error);
+}
+
+}  // namespace
+}  // namespace ringtrain::train
