@@ -367,8 +367,8 @@ Section<Gpu> gpu_keys() {
           boolean<Gpu>("candidate_kernels", &Gpu::candidate_kernels, false,
                        "our CUDA kernels that are written and CPU-compiled but not yet proven on a GPU "
                        "(perf/gpu/PENDING.md lists them: layer norm and layer scale rows per warp, depthwise "
-                       "convolution; synchronised batch norm's sums on NCCL); false: the proven path for those "
-                       "layers"),
+                       "convolution, 16-bit NHWC attention on cuDNN's fused SDPA; synchronised batch norm's sums on "
+                       "NCCL); false: the proven path for those layers"),
           boolean<Gpu>("share_device", &Gpu::share_device, false,
                        "testing only: let a node's ranks share its GPUs, each rank its own host to NCCL "
                        "(NCCL_HOSTID), to run the multi-rank NCCL path on a one-GPU machine; slower than one rank per "
