@@ -367,8 +367,8 @@ Section<Gpu> gpu_keys() {
           boolean<Gpu>("candidate_kernels", &Gpu::candidate_kernels, false,
                        "our CUDA kernels that are written and CPU-compiled but not yet proven on a GPU "
                        "(perf/gpu/PENDING.md lists them: layer norm and layer scale rows per warp, depthwise "
-                       "convolution; synchronised batch norm's sums on NCCL); false: the proven path for those "
-                       "layers"),
+                       "convolution, 16-bit NHWC attention on cuDNN's fused SDPA; synchronised batch norm's sums on "
+                       "NCCL); false: the proven path for those layers"),
           boolean<Gpu>("full_eval_batches", &Gpu::full_eval_batches, false,
                        "evaluation and predict run their last, partial batch at the full batch size (the rest "
                        "zeros, their outputs ignored), so the network sees one batch shape: with conv_algorithms = "

@@ -288,16 +288,24 @@ class Backend {
   // output, s.probabilities() values of s.data (N x heads x T x T), written by forward for backward. They are kept
   // in the element type rather than fp32: the product with V reads them as an operand in that type on tensor cores
   // anyway, so backward sees the numbers forward used, and at ViT's 197 tokens they outweigh the block's other
-  // kept tensors (fp32 would double that). prepare() at setup says what scratch the passes want.
+  // kept tensors (fp32 would double that). A backend's fused attention (the CUDA backend's cuDNN graphs under
+  // gpu.candidate_kernels) keeps less in that buffer instead, each query row's softmax statistic, and reads y back.
+  // prepare() at setup says what scratch the passes want.
   virtual ScratchBytes attention_prepare(const AttentionShape& s) {
     (void)s;
     return {};
   }
   virtual void attention_forward(const AttentionShape& s, const void* qkv, void* y, void* probabilities,
                                  Scratch scratch) = 0;
-  // dqkv (overwritten) from dy, and the forward's qkv and probabilities.
-  virtual void attention_backward(const AttentionShape& s, const void* qkv, const void* probabilities, const void* dy,
-                                  void* dqkv, Scratch scratch) = 0;
+  // dqkv (overwritten) from dy, and the forward's qkv, output y and probabilities.
+  virtual void attention_backward(const AttentionShape& s, const void* qkv, const void* y, const void* probabilities,
+                                  const void* dy, void* dqkv, Scratch scratch) = 0;
+  // How this backend runs attention s (after attention_prepare), for the layer profile; empty where there is nothing
+  // to tell.
+  virtual std::string attention_method(const AttentionShape& s) {
+    (void)s;
+    return "";
+  }
 
   // ---- fusion and layouts (model/fusion.h), asked once by the fusion pass, after setup
   // The fusion table: which layer types take on which layers after them, each fused form with the numbers of the

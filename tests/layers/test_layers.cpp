@@ -784,6 +784,8 @@ TEST_P(LayerTest, MultiHeadAttentionFourHeadsOnAPlane) { check(attention(4), {2,
 TEST_P(LayerTest, MultiHeadAttentionAsFirstLayer) {
   check(attention(3), {2, 6, 7, 1}, {kGemm, kGemm, true, /*first_layer=*/true});
 }
+// Heads 16 wide: a width cuDNN's fused attention takes (a multiple of 8), so the cuda_*_candidate cases run it.
+TEST_P(LayerTest, MultiHeadAttentionFusableHeads) { check(attention(2), {2, 32, 9, 1}, {kGemm, kGemm, true}); }
 
 // Two samples of three tokens of width 4 in two heads: the inputs and all four parameters.
 TEST(MultiHeadAttentionReference, GradientsAreTheForwardsDerivatives) {

@@ -478,8 +478,9 @@ void CpuBackend::attention_forward(const model::AttentionShape& s, const void* q
                         probabilities, attention_workspace_);
   views_.store(2, ye, y);
 }
-void CpuBackend::attention_backward(const model::AttentionShape& s, const void* qkv, const void* probabilities,
-                                    const void* dy, void* dqkv, model::Scratch) {
+// The kept probabilities are all backward needs: y is not read.
+void CpuBackend::attention_backward(const model::AttentionShape& s, const void* qkv, const void*,
+                                    const void* probabilities, const void* dy, void* dqkv, model::Scratch) {
   if (s.batch <= 0) return;
   const kernels::Elements qkv_e = qkv_elements(s);
   kc::attention_backward(s, activation_layout(s.data), views_.read(0, qkv_e, qkv), probabilities,

@@ -122,8 +122,8 @@ class CpuBackend : public model::Backend {
   // rounding that emulates 16-bit products on fp32 tensors does not apply to them.
   void attention_forward(const model::AttentionShape& s, const void* qkv, void* y, void* probabilities,
                          model::Scratch scratch) override;
-  void attention_backward(const model::AttentionShape& s, const void* qkv, const void* probabilities, const void* dy,
-                          void* dqkv, model::Scratch scratch) override;
+  void attention_backward(const model::AttentionShape& s, const void* qkv, const void* y, const void* probabilities,
+                          const void* dy, void* dqkv, model::Scratch scratch) override;
 
   void softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,
                              const model::LossSettings& loss, float* dlogits, model::LossTotals* totals) override;

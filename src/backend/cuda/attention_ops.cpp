@@ -4,14 +4,16 @@
 // gradient are fp32 in the scratch, one head at a time, so the softmax reads them unrounded; what it writes (the
 // kept probabilities, and backward's scores gradient) is in the element type, the operand type of the products after.
 //
-// Where cuDNN's fused attention would take over: cudnn-frontend's scaled-dot-product attention graph (its sdpa
-// forward and backward nodes, on Hopper and later at bf16 and fp16) computes the same softmax(Q K^T scale) V per head
-// from the same qkv without writing the T x T probabilities, keeping a per-row softmax statistic instead. It would
-// replace attention_forward and attention_backward here behind a gpu.* job key, for 16-bit NHWC tokens (its Q, K
-// and V are strided views of qkv, as head_matrix describes them for NHWC); the layer and the memory plan would
-// change only in what the probabilities buffer holds. fp32 and the NCHW layout would stay on this path.
+// Under gpu.candidate_kernels, 16-bit NHWC tokens take cuDNN's fused attention instead where it builds a plan for
+// the shape (attention_graphs.h): the same softmax(Q K^T scale) V per head from the same qkv, never writing the
+// T x T probabilities. The probabilities' buffer then holds each query row's fp32 softmax statistic (N x heads x T
+// values, within the buffer's N x heads x T x T 16-bit ones from two tokens on), which backward reads with qkv and
+// y. fp32, NCHW and the shapes cuDNN refuses stay on the products.
+#include <algorithm>
 #include <cstddef>
+#include <string>
 
+#include "backend/cuda/attention_graphs.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_backend_state.h"
 #include "kernels/attention.h"
@@ -60,13 +62,36 @@ void run(Blas& blas, const model::AttentionShape& s, const MatrixProduct& p, Ele
 
 }  // namespace
 
+const AttentionGraph* CudaBackend::fused_attention(const model::AttentionShape& s) {
+  if (!state_->options.candidate_kernels || s.data == ElementType::f32) return nullptr;
+  return state_->dnn->attention_graphs().prepare(s, activation_layout(s.data));
+}
+
+// The products' scratch, or where the fused graphs run, the larger of it and theirs (the same for either direction).
 model::ScratchBytes CudaBackend::attention_prepare(const model::AttentionShape& s) {
-  return {scores_bytes(s), backward_bytes(s)};
+  model::ScratchBytes bytes{scores_bytes(s), backward_bytes(s)};
+  if (const AttentionGraph* fused = fused_attention(s)) {
+    const std::size_t workspace = state_->dnn->attention_graphs().workspace_bytes(*fused);
+    bytes = {std::max(bytes.forward, workspace), std::max(bytes.backward, workspace)};
+  }
+  return bytes;
+}
+
+// Told where the fused graphs may take over (gpu.candidate_kernels, 16-bit tokens): which path s takes.
+std::string CudaBackend::attention_method(const model::AttentionShape& s) {
+  if (!state_->options.candidate_kernels || s.data == ElementType::f32) return "";
+  (void)fused_attention(s);
+  return "attention: " + state_->dnn->attention_graphs().describe(s, activation_layout(s.data));
 }
 
 void CudaBackend::attention_forward(const model::AttentionShape& s, const void* qkv, void* y, void* probabilities,
                                     model::Scratch scratch) {
   if (s.batch <= 0) return;
+  if (const AttentionGraph* fused = fused_attention(s)) {
+    AttentionGraphs& graphs = state_->dnn->attention_graphs();
+    std::byte* workspace = planned_or_own(scratch, graphs.workspace_bytes(*fused), state_->attention_scratch, stream());
+    return graphs.forward(*fused, {.qkv = qkv, .y = y, .statistics = probabilities}, workspace);
+  }
   std::byte* memory = planned_or_own(scratch, scores_bytes(s), state_->attention_scratch, stream());
   auto* scores = reinterpret_cast<float*>(memory);
   const model::ActivationLayout layout = activation_layout(s.data);
@@ -79,9 +104,17 @@ void CudaBackend::attention_forward(const model::AttentionShape& s, const void* 
   }
 }
 
-void CudaBackend::attention_backward(const model::AttentionShape& s, const void* qkv, const void* probabilities,
-                                     const void* dy, void* dqkv, model::Scratch scratch) {
+void CudaBackend::attention_backward(const model::AttentionShape& s, const void* qkv, const void* y,
+                                     const void* probabilities, const void* dy, void* dqkv, model::Scratch scratch) {
   if (s.batch <= 0) return;
+  if (const AttentionGraph* fused = fused_attention(s)) {
+    AttentionGraphs& graphs = state_->dnn->attention_graphs();
+    std::byte* workspace = planned_or_own(scratch, graphs.workspace_bytes(*fused), state_->attention_scratch, stream());
+    // cuDNN reads the statistics and does not write them: the const_cast only fits the tensors' one struct.
+    return graphs.backward(*fused,
+                           {.qkv = qkv, .y = y, .statistics = const_cast<void*>(probabilities), .dy = dy, .dqkv = dqkv},
+                           workspace);
+  }
   std::byte* memory = planned_or_own(scratch, backward_bytes(s), state_->attention_scratch, stream());
   auto* dp = reinterpret_cast<float*>(memory);
   void* ds = memory + scores_bytes(s);

@@ -16,6 +16,8 @@
 #include <cuda_runtime_api.h>
 #include <cudnn_frontend.h>
 
+#include "backend/cuda/graph_build.h"
+
 #include <algorithm>
 #include <unordered_map>
 #include <vector>
@@ -26,15 +28,6 @@ namespace ringtrain::backend {
 #if RINGTRAIN_HAVE_CUDNN_FRONTEND
 
 namespace fe = cudnn_frontend;
-
-// cudnn-frontend reports an error_t (a code and cuDNN's words), not a status: thrown as CUDNN_CHECK throws.
-#define CUDNN_GRAPH_CHECK(call)                                                                  \
-  do {                                                                                           \
-    fe::error_t rt_graph_status_ = (call);                                                       \
-    if (!rt_graph_status_.is_good())                                                             \
-      throw_library_error("cuDNN (graph API)", #call, __FILE__, __LINE__,                        \
-                          rt_graph_status_.get_message());                                       \
-  } while (0)
 
 namespace {
 
@@ -141,25 +134,10 @@ struct ConvGraphs::Impl {
   ConvGraph build(const kernels::Conv2dShape& g, ConvDirection d) const {
     ConvGraph b{define(g, d), d, 0, {}};
     fe::graph::Graph& graph = *b.graph;
-    const auto ok = [&](const char* step, fe::error_t status) {
-      if (!status.is_good() && b.plan.empty()) b.plan = fmt::format("no plan ({}: {})", step, status.get_message());
-      return status.is_good();
-    };
-    bool built = ok("validate", graph.validate()) && ok("build_operation_graph", graph.build_operation_graph(handle)) &&
-                 ok("create_execution_plans", graph.create_execution_plans({fe::HeurMode_t::A,
-                                                                            fe::HeurMode_t::FALLBACK}));
-    if (built) {
-      graph.deselect_workspace_greater_than(static_cast<int64_t>(workspace_limit));
-      if (deterministic) graph.deselect_numeric_notes({fe::NumericalNote_t::NONDETERMINISTIC});
-      built = ok("check_support", graph.check_support(handle)) &&
-              ok("build_plans", graph.build_plans(measure ? fe::BuildPlanPolicy_t::ALL
-                                                          : fe::BuildPlanPolicy_t::HEURISTICS_CHOICE));
-      if (built && measure) take_fastest(graph, handle, g);
-    }
-    int64_t bytes = 0;
-    if (built) built = ok("get_workspace_size", graph.get_workspace_size(bytes));
-    if (!built) return {nullptr, d, 0, b.plan};
-    b.workspace = static_cast<std::size_t>(bytes);
+    std::string failed = build_graph_plans(graph, handle, {workspace_limit, deterministic, measure});
+    if (failed.empty() && measure) take_fastest(graph, handle, g);
+    if (failed.empty()) failed = graph_workspace(graph, b.workspace);
+    if (!failed.empty()) return {nullptr, d, 0, fmt::format("no plan ({})", failed)};
     if (!graph.get_plan_name(b.plan).is_good()) b.plan = "?";
     return b;
   }

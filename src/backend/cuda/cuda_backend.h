@@ -22,6 +22,7 @@ struct BatchNormGroup;
 namespace ringtrain::backend {
 
 class Blas;
+struct AttentionGraph;
 
 // Which visible device a rank uses. `visible` is cudaGetDeviceCount(), which honours CUDA_VISIBLE_DEVICES:
 //   visible == 1: device 0 (Slurm's GPU binding shows each task just its own GPU; or a single-GPU node);
@@ -158,12 +159,14 @@ class CudaBackend final : public model::Backend {
   void pool_backward(const model::PoolShape& s, model::PoolMode mode, const void* x, const void* y,
                      const void* dy, void* dx, const void* saved) override;
   // attention_ops.cpp: cuBLAS strided-batched products per head over the samples, our softmax between them; the
-  // scratch holds one head's fp32 scores (backward: their gradient, fp32 and in the element type).
+  // scratch holds one head's fp32 scores (backward: their gradient, fp32 and in the element type). Under
+  // gpu.candidate_kernels, 16-bit NHWC tokens on cuDNN's fused attention where it has a plan (attention_graphs.h).
   model::ScratchBytes attention_prepare(const model::AttentionShape& s) override;
+  std::string attention_method(const model::AttentionShape& s) override;
   void attention_forward(const model::AttentionShape& s, const void* qkv, void* y, void* probabilities,
                          model::Scratch scratch) override;
-  void attention_backward(const model::AttentionShape& s, const void* qkv, const void* probabilities, const void* dy,
-                          void* dqkv, model::Scratch scratch) override;
+  void attention_backward(const model::AttentionShape& s, const void* qkv, const void* y, const void* probabilities,
+                          const void* dy, void* dqkv, model::Scratch scratch) override;
   void softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,
                              const model::LossSettings& loss, float* dlogits, model::LossTotals* totals) override;
   void soft_target_cross_entropy(int batch, int classes, const float* logits, const float* targets,
@@ -240,6 +243,9 @@ class CudaBackend final : public model::Backend {
   void* channel_sums_scratch(std::size_t bytes);
   // Layer norm on p as the candidate row kernels (gpu.candidate_kernels, channels contiguous, few enough).
   bool layer_norm_rows(const kernels::Planes& p) const;
+  // Attention s's fused graphs (gpu.candidate_kernels, 16-bit, and cuDNN builds both directions; attention_ops.cpp),
+  // built at first ask; null where s stays on the batched products.
+  const AttentionGraph* fused_attention(const model::AttentionShape& s);
 
   std::string host_;
   int visible_ = 0, device_ = -1, local_size_ = 1;

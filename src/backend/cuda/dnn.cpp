@@ -1,6 +1,6 @@
 // Owns the cuDNN handle, the descriptors and chosen algorithms cached per shape, the shared convolution
 // workspace, and every cuDNN call of the legacy v8-style API (which cuDNN 9 still ships); 16-bit NHWC convolutions
-// go to cuDNN's graph API where it builds a plan (conv_graphs.h).
+// go to cuDNN's graph API where it builds a plan (conv_graphs.h), as fused attention does (attention_graphs.h).
 #include "backend/cuda/dnn.h"
 
 #include <cudnn.h>
@@ -12,6 +12,7 @@
 #include <string>
 #include <utility>
 
+#include "backend/cuda/attention_graphs.h"
 #include "backend/cuda/conv_graphs.h"
 #include "backend/cuda/cuda_handles.h"
 #include "common/error.h"
@@ -138,6 +139,7 @@ struct Dnn::Impl {
   DeviceMemory bias_partials;         // an NHWC convolution's bias gradient, per chunk of positions
   bool nhwc16 = false;
   std::unique_ptr<ConvGraphs> graphs;  // 16-bit NHWC convolutions' graphs, where asked for
+  std::unique_ptr<AttentionGraphs> attention;  // fused attention's graphs, once asked for
   // The layout of activations of `type` (and of a convolution's filters in it).
   cudnnTensorFormat_t format(kernels::ElementType type) const {
     return nhwc16 && type != kernels::ElementType::f32 ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
@@ -385,6 +387,12 @@ std::string Dnn::conv_algorithms(const Conv2dShape& g) {
                      name(p.graph_filter, ConvDirection::filter, p.backward_filter),
                      static_cast<double>(std::max({p.forward_bytes, p.data_bytes, p.filter_bytes})) / (1 << 20),
                      p.nondeterministic.empty() ? "" : ", non-deterministic: ", p.nondeterministic);
+}
+
+AttentionGraphs& Dnn::attention_graphs() {
+  if (!impl_->attention)
+    impl_->attention = std::make_unique<AttentionGraphs>(impl_->handle, impl_->workspace_limit, impl_->deterministic);
+  return *impl_->attention;
 }
 
 std::size_t Dnn::working_bytes() const {

@@ -32,6 +32,8 @@ using kernels::PoolShape;
 // (cuDNN's fastest backward-filter algorithms often accumulate with atomics); without, the fastest is taken.
 enum class ConvSearch { heuristic, measure };
 
+class AttentionGraphs;
+
 class Dnn {
  public:
   // workspace_limit_bytes bounds the scratch any one convolution algorithm may use. A call's workspace is the
@@ -61,6 +63,8 @@ class Dnn {
   // weight_channels input channels where g's are padded ones (CudaBackend::conv_shape): the padding's are dropped.
   void conv_backward_filter(const Conv2dShape& g, const void* x, const void* dy, float* dw, float* dbias,
                             model::Scratch scratch, int weight_channels);
+  // cuDNN's fused attention on this handle and stream (attention_graphs.h), made at first use.
+  AttentionGraphs& attention_graphs();
   // Bytes Dnn holds for its own work: the shared workspace and the 16-bit filter gradient.
   std::size_t working_bytes() const;
 

@@ -54,8 +54,9 @@ class MultiHeadAttention final : public LeafLayer {
     return out_;
   }
   std::string method() const override {
-    const std::string how = backend_.conv2d_method(in_projection_);
-    return how.empty() ? "" : fmt::format("{}x{}x{} in, projections: {}", in_.c, in_.h, in_.w, how);
+    const std::string how = backend_.conv2d_method(in_projection_), core = backend_.attention_method(core_);
+    if (how.empty()) return core;
+    return fmt::format("{}x{}x{} in, projections: {}{}", in_.c, in_.h, in_.w, how, core.empty() ? "" : "; " + core);
   }
   // The in-projection's weight gradient reads the input.
   MemoryUse memory_use() const override { return {.backward_reads_input = true, .scratch = scratch_}; }
@@ -92,8 +93,8 @@ class MultiHeadAttention final : public LeafLayer {
     const BackwardScratch b = backward_scratch(pass.scratch);
     backend_.conv2d_backward(at_batch(out_projection_, batch), t_.heads.as<void>(), pass.dy.data, params_[2], b.d_heads,
                              grads_[2], grads_[3], b.operations);
-    backend_.attention_backward(at_batch(core_, batch), t_.qkv.as<void>(), t_.probabilities.as<void>(), b.d_heads, b.d_qkv,
-                                b.operations);
+    backend_.attention_backward(at_batch(core_, batch), t_.qkv.as<void>(), t_.heads.as<void>(),
+                                t_.probabilities.as<void>(), b.d_heads, b.d_qkv, b.operations);
     backend_.conv2d_backward(at_batch(in_projection_, batch), pass.x.data, b.d_qkv, params_[0], pass.dx, grads_[0],
                              grads_[1], b.operations);
   }
