@@ -242,7 +242,7 @@ class FashionModel {
       case Op::relu2_bwd: relu_backward(int64_t(bn2_.size()), relu2_.get(), d_relu2_.get(), d_bn2_.get()); break;
       case Op::bn2_bwd:
         batchnorm_backward(n2, conv2_.get(), d_bn2_.get(), g2_, mean2_.get(), istd2_.get(), d_conv2_.get(), dg2_,
-                           db2_, nullptr, nullptr, &bn_workspace_);
+                           db2_, {}, nullptr, &bn_workspace_);
         break;
       case Op::conv2_bwd_filter:
         conv2d_backward_filter(c2, pool1_.get(), d_conv2_.get(), dw2_, nullptr, ws2_);
@@ -252,7 +252,7 @@ class FashionModel {
       case Op::relu1_bwd: relu_backward(int64_t(bn1_.size()), relu1_.get(), d_relu1_.get(), d_bn1_.get()); break;
       case Op::bn1_bwd:
         batchnorm_backward(n1, conv1_.get(), d_bn1_.get(), g1_, mean1_.get(), istd1_.get(), d_conv1_.get(), dg1_,
-                           db1_, nullptr, nullptr, &bn_workspace_);
+                           db1_, {}, nullptr, &bn_workspace_);
         break;
       case Op::conv1_bwd_filter: conv2d_backward_filter(c1, x_.get(), d_conv1_.get(), dw1_, nullptr, ws1_); break;
       case Op::count: break;

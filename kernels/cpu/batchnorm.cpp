@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "kernels/activation.h"
 #include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/pooling.h"
@@ -204,33 +205,39 @@ void group_centred_squares(const BatchNormShape& s, const float* x, ChannelGroup
   }
 }
 
-// y = x * scale + shift over one plane; with relu, then max(y, 0) written as relu_forward writes it (a NaN
-// passes through), so the fused pass gives relu_forward's bits.
-void affine_plane(int spatial, const float* __restrict src, float a, float b, bool relu, float* __restrict dst) {
-  if (relu) {
-    for (int i = 0; i < spatial; ++i) {
-      const float v = src[i] * a + b;
-      dst[i] = v < 0.0f ? 0.0f : v;
-    }
-  } else {
-    for (int i = 0; i < spatial; ++i) dst[i] = src[i] * a + b;
+// v through the fused activation, as its layer's forward writes it: max(v, 0) as relu_forward writes it (a NaN
+// passes through), or activation_forward's ReLU6 (kernels/activation.h), so the fused pass gives their bits.
+inline float activated(FusedActivation act, float v) {
+  if (act == FusedActivation::relu6) return activation_value(Activation::relu6, v);
+  return act == FusedActivation::relu && v < 0.0f ? 0.0f : v;
+}
+
+// y = x * scale + shift over one plane, then the fused activation; a loop for each, so each vectorises alone.
+void affine_plane(int spatial, const float* __restrict src, float a, float b, FusedActivation act,
+                  float* __restrict dst) {
+  switch (act) {
+    case FusedActivation::relu:
+      for (int i = 0; i < spatial; ++i) dst[i] = activated(FusedActivation::relu, src[i] * a + b);
+      return;
+    case FusedActivation::relu6:
+      for (int i = 0; i < spatial; ++i) dst[i] = activated(FusedActivation::relu6, src[i] * a + b);
+      return;
+    case FusedActivation::none: break;
   }
+  for (int i = 0; i < spatial; ++i) dst[i] = src[i] * a + b;
 }
 
 // The same reading a plane of a blocked x, whose elements lie `stride` apart.
-void affine_plane_strided(int spatial, const float* __restrict src, int stride, float a, float b, bool relu,
-                          float* __restrict dst) {
-  for (int i = 0; i < spatial; ++i) {
-    const float v = src[std::ptrdiff_t{i} * stride] * a + b;
-    dst[i] = relu && v < 0.0f ? 0.0f : v;
-  }
+void affine_plane_strided(int spatial, const float* __restrict src, int stride, float a, float b,
+                          FusedActivation act, float* __restrict dst) {
+  for (int i = 0; i < spatial; ++i) dst[i] = activated(act, src[std::ptrdiff_t{i} * stride] * a + b);
 }
 
 // affine_group for a blocked x with a fused pool: a block of channels of one image at a time, normalised along the
 // block into an L1-sized buffer in x's layout and pooled from there by maxpool_2x2_block.
 template <int b>
 void affine_pool_group_blocked(const BatchNormShape& s, ChannelGroup g, const float* x, const float* scale,
-                               const float* shift, float* y, bool relu, const FusedPool& pool,
+                               const float* shift, float* y, FusedActivation act, const FusedPool& pool,
                                std::vector<float>& block_buffer) {
   const int oh = pool.h / 2, ow = pool.w / 2;
   const std::ptrdiff_t block_run = std::ptrdiff_t{s.spatial} * b, out_plane = std::ptrdiff_t{oh} * ow;
@@ -242,10 +249,7 @@ void affine_pool_group_blocked(const BatchNormShape& s, ChannelGroup g, const fl
       const float* __restrict a = scale + blk * b;
       const float* __restrict c = shift + blk * b;
       for (int i = 0; i < s.spatial; ++i)
-        for (int l = 0; l < b; ++l) {
-          const float v = src[i * b + l] * a[l] + c[l];
-          buffer[i * b + l] = relu && v < 0.0f ? 0.0f : v;
-        }
+        for (int l = 0; l < b; ++l) buffer[i * b + l] = activated(act, src[i * b + l] * a[l] + c[l]);
       const int first = g.first + blk * b;
       // y blocked as x is (BatchNormShape::out_block is then in_block), or NCHW planes.
       const PooledStrides y_at = s.out_block > 1 ? PooledStrides{1, b} : PooledStrides{out_plane, 1};
@@ -259,12 +263,12 @@ void affine_pool_group_blocked(const BatchNormShape& s, ChannelGroup g, const fl
 // goes through a plane-sized buffer that stays in L1 into the pool, and only the pooled plane and its winners are
 // written.
 void affine_group(const BatchNormShape& s, ChannelGroup g, const float* x, const float* scale, const float* shift,
-                  float* y, bool relu, const FusedPool* pool, std::vector<float>& plane_buffer) {
+                  float* y, FusedActivation act, const FusedPool* pool, std::vector<float>& plane_buffer) {
   const int oh = pool ? pool->h / 2 : 0, ow = pool ? pool->w / 2 : 0;
   const int block = block_of(s);
   if (block > 1 && pool)
     return with_block(s, [&]<int b>() {
-      affine_pool_group_blocked<b>(s, g, x, scale, shift, y, relu, *pool, plane_buffer);
+      affine_pool_group_blocked<b>(s, g, x, scale, shift, y, act, *pool, plane_buffer);
     });
   const std::ptrdiff_t out_plane = std::ptrdiff_t{oh} * ow;
   if (pool) plane_buffer.resize(static_cast<std::size_t>(s.spatial));
@@ -273,9 +277,9 @@ void affine_group(const BatchNormShape& s, ChannelGroup g, const float* x, const
       const float* src = x + input_offset(s, n, g.first + j);
       float* const dst = pool ? plane_buffer.data() : plane(s, y, n, g.first + j);
       if (block > 1)
-        affine_plane_strided(s.spatial, src, block, scale[j], shift[j], relu, dst);
+        affine_plane_strided(s.spatial, src, block, scale[j], shift[j], act, dst);
       else
-        affine_plane(s.spatial, src, scale[j], shift[j], relu, dst);
+        affine_plane(s.spatial, src, scale[j], shift[j], act, dst);
       if (!pool) continue;
       const std::ptrdiff_t out = pooled_index(s, out_plane, n, g.first + j);
       maxpool_2x2_plane(pool->w, oh, ow, plane_buffer.data(), y + out, pool->argmax + out);
@@ -299,14 +303,25 @@ GroupPlanes group_planes(const BatchNormShape& s, const float* t, ChannelGroup g
 }
 
 
-// The output gradient as the layer after a fused ReLU passes it: dy where the output is positive, else 0.
-inline float masked(const float* relu_y, const float* dy, std::ptrdiff_t i) {
-  return relu_y[i] > 0.0f ? dy[i] : 0.0f;
+// The output gradient as the fused activation's backward passes it, read at its output y: relu_backward's select
+// (dy where y is positive), or activation_backward's product by ReLU6's slope (kernels/activation.h), whose slope at
+// y is its slope at the input (1 inside (0, 6), 0 elsewhere and at a NaN).
+inline float through_activation(FusedActivation act, float y, float dy) {
+  if (act == FusedActivation::relu6) return activation_slope(Activation::relu6, y) * dy;
+  return y > 0.0f ? dy : 0.0f;
 }
 
-// Rows j of pa and pb: sum over n of dy and of dy * (x - mean[j]), dy masked by relu_y where given.
+// A fused activation's fp32 output and kind, as backward's passes read it (FusedOutput's y widened where 16-bit).
+struct Fp32Mask {
+  const float* y = nullptr;
+  FusedActivation act = FusedActivation::relu;
+};
+
+// Rows j of pa and pb: sum over n of dy and of dy * (x - mean[j]), dy masked by the fused activation's output
+// relu_y (of kind act) where given.
 void group_gradient_sums(const BatchNormShape& s, const float* x, GroupPlanes dy, GroupPlanes relu_y,
-                         ChannelGroup g, const float* mean, float* __restrict pa, float* __restrict pb) {
+                         FusedActivation act, ChannelGroup g, const float* mean, float* __restrict pa,
+                         float* __restrict pb) {
   for (std::ptrdiff_t i = 0; i < std::ptrdiff_t{g.count} * s.spatial; ++i) pa[i] = 0.0f, pb[i] = 0.0f;
   for (int n = 0; n < s.batch; ++n) {
     for (int j = 0; j < g.count; ++j) {
@@ -318,7 +333,7 @@ void group_gradient_sums(const BatchNormShape& s, const float* x, GroupPlanes dy
       if (relu_y.base) {
         const float* __restrict ys = relu_y.at(n, j);
         for (int i = 0; i < s.spatial; ++i) {
-          const float gi = masked(ys, gs, i);
+          const float gi = through_activation(act, ys[i], gs[i]);
           a[i] += gi;
           b[i] += gi * (xs[i] - m);
         }
@@ -340,7 +355,7 @@ struct DxCoefficients {
 // stage_dy's blocked form with a fused pool, a block of channels at a time: the block's plane zeroed in vectors,
 // then each window's masked gradient written at its winner, rather than each channel's plane unpooled apart and
 // scattered along the block.
-void stage_unpooled_blocked(const BatchNormShape& s, ChannelGroup g, const float* dy, const float* relu_y,
+void stage_unpooled_blocked(const BatchNormShape& s, ChannelGroup g, const float* dy, Fp32Mask mask,
                             const FusedPool& pool, float* staged) {
   const int b = block_of(s);
   const int oh = pool.h / 2, ow = pool.w / 2;
@@ -355,7 +370,7 @@ void stage_unpooled_blocked(const BatchNormShape& s, ChannelGroup g, const float
         const int32_t* const winners = pool.argmax + pooled_index(s, out_plane, n, c);
         for (std::ptrdiff_t o = 0; o < out_plane; ++o) {
           const std::ptrdiff_t k = at.offset + o * at.stride;
-          const float gradient = !relu_y || relu_y[k] > 0.0f ? dy[k] : 0.0f;
+          const float gradient = mask.y ? through_activation(mask.act, mask.y[k], dy[k]) : dy[k];
           dst[std::ptrdiff_t{winners[o]} * b + l] = maxpool_2x2_winner_gradient(gradient, ow);
         }
       }
@@ -368,14 +383,14 @@ void stage_unpooled_blocked(const BatchNormShape& s, ChannelGroup g, const float
 // is not positive, and with a fused pool unpooled as maxpool_backward would (the pooled gradient at each window's
 // winner, zero elsewhere), so the full-size gradient never crosses memory. Used with a fused pool, and for a
 // blocked x, whose passes then run along the block.
-GroupPlanes stage_dy(const BatchNormShape& s, ChannelGroup g, const float* dy, const float* relu_y,
+GroupPlanes stage_dy(const BatchNormShape& s, ChannelGroup g, const float* dy, Fp32Mask mask,
                      const FusedPool* pool, std::vector<float>& masked, std::vector<float>& plane_buffer,
                      std::vector<float>& staged) {
   const int b = block_of(s);
   const std::ptrdiff_t image = std::ptrdiff_t{g.count} * s.spatial;
   staged.resize(static_cast<std::size_t>(s.batch) * static_cast<std::size_t>(image));
   if (pool && b > 1) {
-    stage_unpooled_blocked(s, g, dy, relu_y, *pool, staged.data());
+    stage_unpooled_blocked(s, g, dy, mask, *pool, staged.data());
     return {staged.data(), image, s.spatial};
   }
   const int oh = pool ? pool->h / 2 : 0, ow = pool ? pool->w / 2 : 0;
@@ -386,8 +401,9 @@ GroupPlanes stage_dy(const BatchNormShape& s, ChannelGroup g, const float* dy, c
     for (int j = 0; j < g.count; ++j) {
       const std::ptrdiff_t out = (std::ptrdiff_t{n} * s.channels + g.first + j) * out_plane;
       const float* g_in = dy + out;
-      if (relu_y) {
-        for (std::ptrdiff_t i = 0; i < out_plane; ++i) masked[i] = relu_y[out + i] > 0.0f ? g_in[i] : 0.0f;
+      if (mask.y) {
+        for (std::ptrdiff_t i = 0; i < out_plane; ++i)
+          masked[i] = through_activation(mask.act, mask.y[out + i], g_in[i]);
         g_in = masked.data();
       }
       float* const plane_at = staged.data() + n * image + (std::ptrdiff_t{j} / b * b) * s.spatial + j % b;
@@ -447,8 +463,8 @@ void group_dx_blocked(const BatchNormShape& s, const float* x, GroupPlanes dy, C
   }
 }
 
-void group_dx(const BatchNormShape& s, const float* x, GroupPlanes dy, GroupPlanes relu_y, ChannelGroup g,
-              const float* mean, const DxCoefficients* coef, float* dx) {
+void group_dx(const BatchNormShape& s, const float* x, GroupPlanes dy, GroupPlanes relu_y, FusedActivation act,
+              ChannelGroup g, const float* mean, const DxCoefficients* coef, float* dx) {
   for (int n = 0; n < s.batch; ++n) {
     for (int j = 0; j < g.count; ++j) {
       const float* __restrict xs = plane(s, x, n, g.first + j);
@@ -457,7 +473,7 @@ void group_dx(const BatchNormShape& s, const float* x, GroupPlanes dy, GroupPlan
       const float af = coef[j].a, bf = coef[j].b, kf = coef[j].k, m = mean[j];
       if (relu_y.base) {
         const float* __restrict ys = relu_y.at(n, j);
-        for (int i = 0; i < s.spatial; ++i) d[i] = af * masked(ys, gs, i) + bf * (xs[i] - m) + kf;
+        for (int i = 0; i < s.spatial; ++i) d[i] = af * through_activation(act, ys[i], gs[i]) + bf * (xs[i] - m) + kf;
       } else {
         for (int i = 0; i < s.spatial; ++i) d[i] = af * gs[i] + bf * (xs[i] - m) + kf;
       }
@@ -497,7 +513,7 @@ void train_channel(const TrainChannels& t, int c, const ChannelMoments& m, float
 
 void forward_train_fp32(const BatchNormShape& s, const float* x, const float* gamma, const float* beta,
                              float momentum, float eps, float* running_mean, float* running_var, float* y,
-                             float* saved_mean, float* saved_inv_std, bool relu, const FusedPool* pool) {
+                             float* saved_mean, float* saved_inv_std, FusedActivation act, const FusedPool* pool) {
   const double count = static_cast<double>(s.batch) * s.spatial;
   if (count <= 0) return;
   const TrainChannels train{gamma, beta, momentum, eps, running_mean, running_var, saved_mean, saved_inv_std};
@@ -524,13 +540,13 @@ void forward_train_fp32(const BatchNormShape& s, const float* x, const float* ga
       const ChannelMoments moments{mean_d[j], mean[j], channel_sum(s, partial.data(), j) / count, count};
       train_channel(train, g.first + j, moments, scale[j], shift[j]);
     }
-    affine_group(s, g, x, scale.data(), shift.data(), y, relu, pool, plane_buffer);
+    affine_group(s, g, x, scale.data(), shift.data(), y, act, pool, plane_buffer);
   });
 }
 
 void forward_infer_fp32(const BatchNormShape& s, const float* x, const float* gamma, const float* beta,
-                             const float* running_mean, const float* running_var, float eps, float* y, bool relu,
-                             const FusedPool* pool) {
+                             const float* running_mean, const float* running_var, float eps, float* y,
+                             FusedActivation act, const FusedPool* pool) {
   struct Buffers {
     std::vector<float> scale, shift, plane_buffer;
   };
@@ -545,22 +561,23 @@ void forward_infer_fp32(const BatchNormShape& s, const float* x, const float* ga
       scale[j] = static_cast<float>(sc);
       shift[j] = static_cast<float>(beta[c] - running_mean[c] * sc);
     }
-    affine_group(s, g, x, scale.data(), shift.data(), y, relu, pool, plane_buffer);
+    affine_group(s, g, x, scale.data(), shift.data(), y, act, pool, plane_buffer);
   });
 }
 // A group's dy as backward's passes read it: staged (stage_dy, the ReLU's mask in it already) with a fused pool or
 // a blocked x, else the tensor's own planes and the fused ReLU's output as the mask.
 struct GroupGradient {
   GroupPlanes dy, mask;
+  FusedActivation act;
   bool blocked;
 };
 
-GroupGradient group_gradient(const BatchNormShape& s, ChannelGroup g, const float* dy, const float* relu_y,
+GroupGradient group_gradient(const BatchNormShape& s, ChannelGroup g, const float* dy, Fp32Mask mask,
                              const FusedPool* pool, BatchNormWorkspace::Staging& staging) {
   const bool blocked = block_of(s) > 1;
-  if (!blocked && !pool) return {group_planes(s, dy, g), group_planes(s, relu_y, g), false};
+  if (!blocked && !pool) return {group_planes(s, dy, g), group_planes(s, mask.y, g), mask.act, false};
   auto& [masked, staged, plane_buffer] = staging;
-  return {stage_dy(s, g, dy, relu_y, pool, masked, plane_buffer, staged), {}, blocked};
+  return {stage_dy(s, g, dy, mask, pool, masked, plane_buffer, staged), {}, mask.act, blocked};
 }
 
 // Rows j of pa and pb: sum over n of dy and of dy * (x - mean[j]), in x's layout.
@@ -568,7 +585,7 @@ void gradient_partials(const BatchNormShape& s, const float* x, const GroupGradi
                        const float* mean, float* pa, float* pb) {
   if (grad.blocked)
     return with_block(s, [&]<int b>() { group_gradient_sums_blocked<b>(s, x, grad.dy, g, mean, pa, pb); });
-  group_gradient_sums(s, x, grad.dy, grad.mask, g, mean, pa, pb);
+  group_gradient_sums(s, x, grad.dy, grad.mask, grad.act, g, mean, pa, pb);
 }
 
 // dx = gamma * inv_std * (dy - mean(dy) - xhat * mean(dy * xhat)), expanded into dx = a dy + b (x - mean) + k so
@@ -585,12 +602,12 @@ void group_dx_of(const BatchNormShape& s, const float* x, const GroupGradient& g
                  const float* mean, const DxCoefficients* coef, float* dx) {
   if (grad.blocked)
     return with_block(s, [&]<int b>() { group_dx_blocked<b>(s, x, grad.dy, g, mean, coef, dx); });
-  group_dx(s, x, grad.dy, grad.mask, g, mean, coef, dx);
+  group_dx(s, x, grad.dy, grad.mask, grad.act, g, mean, coef, dx);
 }
 
 void backward_fp32(const BatchNormShape& s, const float* x, const float* dy, const float* gamma,
                    const float* saved_mean, const float* saved_inv_std, float* dx, float* dgamma, float* dbeta,
-                   const float* relu_y, const FusedPool* pool, BatchNormWorkspace& ws) {
+                   Fp32Mask mask, const FusedPool* pool, BatchNormWorkspace& ws) {
   const double count = static_cast<double>(s.batch) * s.spatial;
   if (count <= 0) return;
   const auto size = static_cast<std::size_t>(group_size(s));
@@ -608,7 +625,7 @@ void backward_fp32(const BatchNormShape& s, const float* x, const float* dy, con
   for_each_group_on(threads, s, [&](ChannelGroup g, int t) {
     auto& [partial_dy, partial_dy_xc, coef] = buffers[static_cast<std::size_t>(t)];
     const float* mean = saved_mean + g.first;
-    const GroupGradient grad = group_gradient(s, g, dy, relu_y, pool, ws.threads[static_cast<std::size_t>(t)]);
+    const GroupGradient grad = group_gradient(s, g, dy, mask, pool, ws.threads[static_cast<std::size_t>(t)]);
     gradient_partials(s, x, grad, g, mean, partial_dy.data(), partial_dy_xc.data());
     for (int j = 0; j < g.count; ++j) {
       const int c = g.first + j;
@@ -643,10 +660,10 @@ void all_channel_sums(const BatchNormShape& s, int threads, Partials partials, d
 
 // The affine pass over every channel group with per-channel scale and shift.
 void affine_all(const BatchNormShape& s, int threads, const float* x, const float* scale, const float* shift,
-                float* y, bool relu, const FusedPool* pool) {
+                float* y, FusedActivation act, const FusedPool* pool) {
   std::vector<std::vector<float>> plane_buffers(static_cast<std::size_t>(threads));
   for_each_group_on(threads, s, [&](ChannelGroup g, int t) {
-    affine_group(s, g, x, scale + g.first, shift + g.first, y, relu, pool,
+    affine_group(s, g, x, scale + g.first, shift + g.first, y, act, pool,
                  plane_buffers[static_cast<std::size_t>(t)]);
   });
 }
@@ -654,7 +671,7 @@ void affine_all(const BatchNormShape& s, int threads, const float* x, const floa
 // Forward over the group's batch: the sums and the count reduced, then the centred squares about the group's mean
 // (two passes, as unsynchronised, so a large mean does not cancel), then the affine.
 void forward_train_synced_fp32(const BatchNormShape& s, const float* x, const TrainChannels& train, float* y,
-                               bool relu, const FusedPool* pool, const ChannelSumReduce& reduce) {
+                               FusedActivation act, const FusedPool* pool, const ChannelSumReduce& reduce) {
   const auto channels = static_cast<std::size_t>(s.channels);
   const int threads = group_threads(s);
   std::vector<double> sums(channels + 1), squares(channels);
@@ -673,14 +690,14 @@ void forward_train_synced_fp32(const BatchNormShape& s, const float* x, const Tr
     const ChannelMoments moments{sums[c] / count, mean[c], squares[c] / count, count};
     train_channel(train, static_cast<int>(c), moments, scale[c], shift[c]);
   }
-  affine_all(s, threads, x, scale.data(), shift.data(), y, relu, pool);
+  affine_all(s, threads, x, scale.data(), shift.data(), y, act, pool);
 }
 
 // Backward over the group's batch: the sums of dy and of dy * (x - mean) over every channel (this rank's share
 // into dgamma and dbeta, as the gradient all-reduce adds the ranks' up), reduced with the count, then dx from the
 // group's sums. dy is staged again in the second pass: the workspace holds one group's.
 // sums[c] and sums[C + c]: channel c's sums of dy and of dy * (x - mean) over this rank's batch (C channels).
-void all_gradient_sums(const BatchNormShape& s, int threads, const float* x, const float* dy, const float* relu_y,
+void all_gradient_sums(const BatchNormShape& s, int threads, const float* x, const float* dy, Fp32Mask mask,
                        const FusedPool* pool, const float* saved_mean, BatchNormWorkspace& ws, double* sums) {
   std::vector<std::vector<float>> partial_dy_xc(static_cast<std::size_t>(threads));
   all_channel_sums(
@@ -689,7 +706,7 @@ void all_gradient_sums(const BatchNormShape& s, int threads, const float* x, con
         const auto t = static_cast<std::size_t>(thread);
         auto& pb = partial_dy_xc[t];
         pb.resize(static_cast<std::size_t>(group_size(s)) * static_cast<std::size_t>(s.spatial));
-        const GroupGradient grad = group_gradient(s, g, dy, relu_y, pool, ws.threads[t]);
+        const GroupGradient grad = group_gradient(s, g, dy, mask, pool, ws.threads[t]);
         gradient_partials(s, x, grad, g, saved_mean + g.first, rows, pb.data());
         for (int j = 0; j < g.count; ++j) sums[s.channels + g.first + j] = channel_sum(s, pb.data(), j);
       },
@@ -698,13 +715,13 @@ void all_gradient_sums(const BatchNormShape& s, int threads, const float* x, con
 
 void backward_synced_fp32(const BatchNormShape& s, const float* x, const float* dy, const float* gamma,
                           const float* saved_mean, const float* saved_inv_std, float* dx, float* dgamma,
-                          float* dbeta, const float* relu_y, const FusedPool* pool, BatchNormWorkspace& ws,
+                          float* dbeta, Fp32Mask mask, const FusedPool* pool, BatchNormWorkspace& ws,
                           const ChannelSumReduce& reduce) {
   const auto channels = static_cast<std::size_t>(s.channels);
   const int threads = group_threads(s);
   if (ws.threads.size() < static_cast<std::size_t>(threads)) ws.threads.resize(static_cast<std::size_t>(threads));
   std::vector<double> sums(2 * channels + 1);  // sum dy, then sum dy * (x - mean), then the count
-  all_gradient_sums(s, threads, x, dy, relu_y, pool, saved_mean, ws, sums.data());
+  all_gradient_sums(s, threads, x, dy, mask, pool, saved_mean, ws, sums.data());
   for (std::size_t c = 0; c < channels; ++c) {
     dbeta[c] += static_cast<float>(sums[c]);
     dgamma[c] += static_cast<float>(sums[channels + c] * saved_inv_std[c]);
@@ -719,7 +736,7 @@ void backward_synced_fp32(const BatchNormShape& s, const float* x, const float* 
     coef[c] = dx_coefficients(gamma[c], inv_std, sums[c], sums[channels + c] * inv_std, count);
   }
   for_each_group_on(threads, s, [&](ChannelGroup g, int t) {
-    const GroupGradient grad = group_gradient(s, g, dy, relu_y, pool, ws.threads[static_cast<std::size_t>(t)]);
+    const GroupGradient grad = group_gradient(s, g, dy, mask, pool, ws.threads[static_cast<std::size_t>(t)]);
     group_dx_of(s, x, grad, g, saved_mean + g.first, coef.data() + g.first, dx);
   });
 }
@@ -844,52 +861,52 @@ bool blocked_output_supported(const BatchNormShape& s, int block) {
 // holding the same values.
 void batchnorm_forward_train(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
                              float momentum, float eps, float* running_mean, float* running_var, void* y,
-                             float* saved_mean, float* saved_inv_std, bool relu, const FusedPool* pool) {
+                             float* saved_mean, float* saved_inv_std, FusedActivation act, const FusedPool* pool) {
   if (s.data == ElementType::f32)
     return forward_train_fp32(s, static_cast<const float*>(x), gamma, beta, momentum, eps, running_mean, running_var,
-                              static_cast<float*>(y), saved_mean, saved_inv_std, relu, pool);
+                              static_cast<float*>(y), saved_mean, saved_inv_std, act, pool);
   Staged staged;
   for_each_staged_group(s, pool, Winners::written, staged, [&](const GroupCall& g) {
     const int c = g.first;
     staged.y.resize(g.out.staged_size());
     forward_train_fp32(g.shape, stage_in(g.in, x, staged.x), gamma + c, beta + c, momentum, eps, running_mean + c,
-                       running_var + c, staged.y.data(), saved_mean + c, saved_inv_std + c, relu, g.pool);
+                       running_var + c, staged.y.data(), saved_mean + c, saved_inv_std + c, act, g.pool);
     stage_out(g.out, staged.y.data(), y);
   });
 }
 
 void batchnorm_forward_infer(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
-                             const float* running_mean, const float* running_var, float eps, void* y, bool relu,
-                             const FusedPool* pool) {
+                             const float* running_mean, const float* running_var, float eps, void* y,
+                             FusedActivation act, const FusedPool* pool) {
   if (s.data == ElementType::f32)
     return forward_infer_fp32(s, static_cast<const float*>(x), gamma, beta, running_mean, running_var, eps,
-                              static_cast<float*>(y), relu, pool);
+                              static_cast<float*>(y), act, pool);
   Staged staged;
   for_each_staged_group(s, pool, Winners::written, staged, [&](const GroupCall& g) {
     const int c = g.first;
     staged.y.resize(g.out.staged_size());
     forward_infer_fp32(g.shape, stage_in(g.in, x, staged.x), gamma + c, beta + c, running_mean + c, running_var + c,
-                       eps, staged.y.data(), relu, g.pool);
+                       eps, staged.y.data(), act, g.pool);
     stage_out(g.out, staged.y.data(), y);
   });
 }
 
 void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, const float* gamma,
                         const float* saved_mean, const float* saved_inv_std, void* dx, float* dgamma, float* dbeta,
-                        const void* relu_y, const FusedPool* pool, BatchNormWorkspace* workspace) {
+                        FusedOutput fused, const FusedPool* pool, BatchNormWorkspace* workspace) {
   BatchNormWorkspace own;
   BatchNormWorkspace& ws = workspace ? *workspace : own;
   if (s.data == ElementType::f32)
     return backward_fp32(s, static_cast<const float*>(x), static_cast<const float*>(dy), gamma, saved_mean,
-                         saved_inv_std, static_cast<float*>(dx), dgamma, dbeta, static_cast<const float*>(relu_y),
-                         pool, ws);
+                         saved_inv_std, static_cast<float*>(dx), dgamma, dbeta,
+                         {static_cast<const float*>(fused.y), fused.activation}, pool, ws);
   Staged staged;
   for_each_staged_group(s, pool, Winners::read, staged, [&](const GroupCall& g) {
     const int c = g.first;
     staged.dx.resize(g.in.staged_size());
     backward_fp32(g.shape, stage_in(g.in, x, staged.x), stage_in(g.out, dy, staged.dy), gamma + c, saved_mean + c,
-                  saved_inv_std + c, staged.dx.data(), dgamma + c, dbeta + c, stage_in(g.out, relu_y, staged.y),
-                  g.pool, ws);
+                  saved_inv_std + c, staged.dx.data(), dgamma + c, dbeta + c,
+                  {stage_in(g.out, fused.y, staged.y), fused.activation}, g.pool, ws);
     stage_out(g.in, staged.dx.data(), dx);
   });
 }
@@ -916,34 +933,34 @@ BatchNormShape as_fp32(BatchNormShape s) {
 
 void batchnorm_forward_train_synced(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
                                     float momentum, float eps, float* running_mean, float* running_var, void* y,
-                                    float* saved_mean, float* saved_inv_std, bool relu, const FusedPool* pool,
-                                    const ChannelSumReduce& reduce) {
+                                    float* saved_mean, float* saved_inv_std, FusedActivation act,
+                                    const FusedPool* pool, const ChannelSumReduce& reduce) {
   const TrainChannels train{gamma, beta, momentum, eps, running_mean, running_var, saved_mean, saved_inv_std};
   if (s.data == ElementType::f32)
-    return forward_train_synced_fp32(s, static_cast<const float*>(x), train, static_cast<float*>(y), relu, pool,
+    return forward_train_synced_fp32(s, static_cast<const float*>(x), train, static_cast<float*>(y), act, pool,
                                      reduce);
   const std::vector<float> x32 = widened(x, s.elements(), s.data);
   std::vector<float> y32(static_cast<std::size_t>(output_elements(s, pool)));
-  forward_train_synced_fp32(as_fp32(s), x32.data(), train, y32.data(), relu, pool, reduce);
+  forward_train_synced_fp32(as_fp32(s), x32.data(), train, y32.data(), act, pool, reduce);
   narrow(y32.data(), {output_elements(s, pool), s.data}, y);
 }
 
 void batchnorm_backward_synced(const BatchNormShape& s, const void* x, const void* dy, const float* gamma,
                                const float* saved_mean, const float* saved_inv_std, void* dx, float* dgamma,
-                               float* dbeta, const void* relu_y, const FusedPool* pool, BatchNormWorkspace* workspace,
+                               float* dbeta, FusedOutput fused, const FusedPool* pool, BatchNormWorkspace* workspace,
                                const ChannelSumReduce& reduce) {
   BatchNormWorkspace own;
   BatchNormWorkspace& ws = workspace ? *workspace : own;
   if (s.data == ElementType::f32)
     return backward_synced_fp32(s, static_cast<const float*>(x), static_cast<const float*>(dy), gamma, saved_mean,
                                 saved_inv_std, static_cast<float*>(dx), dgamma, dbeta,
-                                static_cast<const float*>(relu_y), pool, ws, reduce);
+                                {static_cast<const float*>(fused.y), fused.activation}, pool, ws, reduce);
   const int64_t out = output_elements(s, pool);
   const std::vector<float> x32 = widened(x, s.elements(), s.data), dy32 = widened(dy, out, s.data),
-                           y32 = widened(relu_y, out, s.data);
+                           y32 = widened(fused.y, out, s.data);
   std::vector<float> dx32(static_cast<std::size_t>(s.elements()));
   backward_synced_fp32(as_fp32(s), x32.data(), dy32.data(), gamma, saved_mean, saved_inv_std, dx32.data(), dgamma,
-                       dbeta, data_or_null(y32), pool, ws, reduce);
+                       dbeta, {data_or_null(y32), fused.activation}, pool, ws, reduce);
   narrow(dx32.data(), {s.elements(), s.data}, dx);
 }
 

@@ -23,6 +23,18 @@ struct FusedPool {
   int32_t* argmax = nullptr;
 };
 
+// The activation right after the batch norm, taken into its passes (fusion): ReLU, or ReLU6, the clip to [0, 6] of
+// kernels/activation.h. The fused output and gradient are the bits of relu_forward / activation_forward after the
+// batch norm and of relu_backward / activation_backward before its backward.
+enum class FusedActivation { none, relu, relu6 };
+
+// The fused activation's output, which backward masks dy by as the activation's backward would: dy passes where y
+// lies where the activation's slope is 1 (ReLU: y > 0; ReLU6: 0 < y < 6). y null: nothing fused.
+struct FusedOutput {
+  const void* y = nullptr;
+  FusedActivation activation = FusedActivation::relu;
+};
+
 // Whether a channel-blocked x pays off: a group is then a whole block of channels, and its passes find it in L2
 // only while one block of the batch is about 1 MiB or less (64 x 14 x 14 blocks of 16 at batch 64: 0.8 MB,
 // faster than NCHW with the convolution's reorders gone; 64 x 28 x 28: 3.2 MB, slower;
@@ -41,14 +53,15 @@ bool blocked_output_supported(const BatchNormShape& s, int block);
 
 // Training: normalises with batch statistics, saves mean and 1/sqrt(var+eps) for backward, and updates the
 // running statistics as running = (1-momentum)*running + momentum*batch (unbiased variance for running_var).
-// relu: y = relu(batch norm), in the same pass and with the same arithmetic as relu_forward after it (fusion).
+// activation: y = activation(batch norm), in the same pass and with the same arithmetic as the activation's own
+// forward after it (fusion).
 void batchnorm_forward_train(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
                              float momentum, float eps, float* running_mean, float* running_var, void* y,
-                             float* saved_mean, float* saved_inv_std, bool relu = false,
-                             const FusedPool* pool = nullptr);
+                             float* saved_mean, float* saved_inv_std,
+                             FusedActivation activation = FusedActivation::none, const FusedPool* pool = nullptr);
 void batchnorm_forward_infer(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
                              const float* running_mean, const float* running_var, float eps, void* y,
-                             bool relu = false, const FusedPool* pool = nullptr);
+                             FusedActivation activation = FusedActivation::none, const FusedPool* pool = nullptr);
 // Buffers backward stages a channel group's gradient in, kept by the caller from call to call: a megabyte or more
 // allocated fresh in every call faults its pages in every step (0.1 ms of a 1.0 ms backward on 64 x 64 x 14 x 14).
 struct BatchNormWorkspace {
@@ -59,12 +72,12 @@ struct BatchNormWorkspace {
   std::size_t bytes() const;     // held now
 };
 
-// dx overwritten; dgamma and dbeta accumulate. relu_y: the fused forward's output, whose zeros mask dy as
-// relu_backward would (null: no ReLU); the result is bit-identical to relu_backward followed by this. With pool,
-// dy and relu_y are the pooled gradient and output. workspace: null stages in buffers of this call's own.
+// dx overwritten; dgamma and dbeta accumulate. fused: the fused forward's output, which masks dy as the activation's
+// backward would (FusedOutput); the result is bit-identical to that backward followed by this. With pool, dy and
+// fused.y are the pooled gradient and output. workspace: null stages in buffers of this call's own.
 void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, const float* gamma,
                         const float* saved_mean, const float* saved_inv_std, void* dx, float* dgamma, float* dbeta,
-                        const void* relu_y = nullptr, const FusedPool* pool = nullptr,
+                        FusedOutput fused = {}, const FusedPool* pool = nullptr,
                         BatchNormWorkspace* workspace = nullptr);
 
 // Synchronised batch norm (dist.sync_batchnorm_group): adds per-channel sums up, in place, over the ranks that
@@ -79,11 +92,11 @@ using ChannelSumReduce = std::function<void(std::span<double>)>;
 // at).
 void batchnorm_forward_train_synced(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
                                     float momentum, float eps, float* running_mean, float* running_var, void* y,
-                                    float* saved_mean, float* saved_inv_std, bool relu, const FusedPool* pool,
-                                    const ChannelSumReduce& reduce);
+                                    float* saved_mean, float* saved_inv_std, FusedActivation activation,
+                                    const FusedPool* pool, const ChannelSumReduce& reduce);
 void batchnorm_backward_synced(const BatchNormShape& s, const void* x, const void* dy, const float* gamma,
                                const float* saved_mean, const float* saved_inv_std, void* dx, float* dgamma,
-                               float* dbeta, const void* relu_y, const FusedPool* pool, BatchNormWorkspace* workspace,
+                               float* dbeta, FusedOutput fused, const FusedPool* pool, BatchNormWorkspace* workspace,
                                const ChannelSumReduce& reduce);
 
 }  // namespace ringtrain::kernels::cpu

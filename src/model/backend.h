@@ -71,6 +71,8 @@ struct BatchNormSettings {
   bool relu = false;
   // And a max pool after the ReLU (the table's "relu", "maxpool"): y, and backward's y and dy, are pooled.
   std::optional<FusedMaxPool> pool;
+  // The fused ReLU is a ReLU6 (the table's "relu6"): it clips at 6 as well, and backward masks dy where y is 0 or 6.
+  bool relu6 = false;
 };
 
 // Adds per-channel sums up, in place, over the ranks whose batch norms normalise together

@@ -21,10 +21,11 @@ struct FusedMaxPool {
 };
 
 // What a layer takes on from the layers after it, in its own operation and with the numbers they give apart: the
-// ReLU right after it in its chain, and the 2x2/2 max pool after that; or, as a residual body's last layer, the
-// block's join (the sum with the shortcut, then the join's ReLU: ForwardPass::shortcut).
+// ReLU (or ReLU6) right after it in its chain, and the 2x2/2 max pool after a ReLU; or, as a residual body's last
+// layer, the block's join (the sum with the shortcut, then the join's ReLU: ForwardPass::shortcut).
 struct FusedTail {
   bool relu = false;
+  bool relu6 = false;  // with relu: the ReLU is a ReLU6, clipping at 6 as well
   std::optional<FusedMaxPool> pool;
   bool join = false;
   bool empty() const { return !relu && !pool && !join; }
@@ -32,6 +33,7 @@ struct FusedTail {
   std::string describe() const {
     if (join) return "+ add shortcut + relu, fused";
     if (pool) return "+ relu + maxpool 2 s2, fused";
+    if (relu6) return "+ relu6, fused";
     return relu ? "+ relu, fused" : "";
   }
 };

@@ -87,8 +87,8 @@ std::optional<Match> FusionPass::match(int producer, const FusionRule& rule) con
 }
 
 // Whether step `step`, reading `value`, is a layer of `type` (or the join, for kJoin) that a FusedTail can hold
-// after what it holds: a ReLU first, then the models' 2x2/2 max pool (which fits every input of at least 2 x 2), or
-// a join with a ReLU alone, reading `value` as its body. Adds it to `tail` where it is.
+// after what it holds: a ReLU or a ReLU6 first, then after a ReLU the models' 2x2/2 max pool (which fits every input
+// of at least 2 x 2), or a join with a ReLU alone, reading `value` as its body. Adds it to `tail` where it is.
 bool FusionPass::takes_on(const std::string& type, int step, int value, FusedTail& tail) const {
   const Step& s = g_.steps[static_cast<size_t>(step)];
   const Shape in = g_.values[static_cast<size_t>(value)].shape;
@@ -98,10 +98,13 @@ bool FusionPass::takes_on(const std::string& type, int step, int value, FusedTai
   }
   const config::LayerSpec& spec = *g_.specs[static_cast<size_t>(step)];
   if (s.kind != Step::Kind::layer || !spec.is(type)) return false;
-  if (type == "relu" && tail.empty()) return tail.relu = true;
+  if ((type == "relu" || type == "relu6") && tail.empty()) {
+    tail.relu6 = type == "relu6";
+    return tail.relu = true;
+  }
   const bool two_by_two = type == "maxpool" && spec.integer("size") == 2 && spec.integer("stride") == 2 &&
                           spec.integer("padding") == 0 && in.h >= 2 && in.w >= 2;
-  if (!two_by_two || !tail.relu || tail.pool) return false;
+  if (!two_by_two || !tail.relu || tail.relu6 || tail.pool) return false;
   tail.pool = FusedMaxPool{in.h, in.w};
   return true;
 }

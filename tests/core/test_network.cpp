@@ -440,9 +440,10 @@ FusionRun run_fused_or_not(const std::vector<LayerSpec>& layers, model::Shape in
 // A backend may store 4-D activations NHWC (Backend::activation_layout; the CUDA backend's 16-bit path is to): the
 // network then reorders its input into it, flatten reorders out of it, and every layer's output lives NHWC. Run so
 // on the CPU twin (whose kernels run NCHW between reorders), a network of convolutions, batch norms (fused with their
-// ReLU and pool or not), a residual block, pools, dropout on 4-D activations (its draw follows each element's NCHW
-// position, not where it is stored) and flatten gives the NCHW run's bits: logits in training and evaluation (a
-// smaller batch), every gradient, the running statistics; in fp32 and in bf16; and so does a ViT's token path.
+// ReLU and pool, or their ReLU6, or not), a residual block, pools, dropout on 4-D activations (its draw follows each
+// element's NCHW position, not where it is stored) and flatten gives the NCHW run's bits: logits in training and
+// evaluation (a smaller batch), every gradient, the running statistics; in fp32 and in bf16; and so does a ViT's
+// token path.
 TEST(Network, StoringActivationsNhwcChangesNoNumber) {
   auto dropout = layer("dropout");
   dropout.values["rate"] = 0.25;
@@ -453,6 +454,7 @@ TEST(Network, StoringActivationsNhwcChangesNoNumber) {
   // the 4 x 2x2 values themselves, reorders them.
   std::vector<LayerSpec> layers{layer("conv2d", 4, 3, 1, 1), layer("batchnorm"),
                                 layer("relu"), layer("avgpool", 2), dropout, block,
+                                layer("conv2d", 4, 1, 1, 0), layer("batchnorm"), layer("relu6"),
                                 layer("conv2d", 6, 3, 2, 1), layer("batchnorm"),
                                 layer("relu"), layer("maxpool", 2),
                                 layer("conv2d", 4, 1, 1, 0), layer("flatten"),
@@ -565,11 +567,11 @@ TEST(Network, MethodsNameHowTheBackendRunsEachConvolution) {
   EXPECT_EQ(methods.find("dense"), std::string::npos) << "a layer with nothing to tell is left out: " << methods;
 }
 
-// The fusion pass: batch norm takes on the ReLU right after it in its chain, and a 2x2/2 max pool after that (here
-// on 7 x 7 planes, whose last row and column are in no window), a residual body's last batch norm takes on the join
-// (its add and ReLU), and nothing else fuses (a ReLU after a convolution or a dense layer, a batch norm before a
-// pool). Fused or not, logits in training and in evaluation, every gradient and the running statistics are the
-// same bits.
+// The fusion pass: batch norm takes on the ReLU or the ReLU6 right after it in its chain, and a 2x2/2 max pool after
+// a ReLU (here on 7 x 7 planes, whose last row and column are in no window), a residual body's last batch norm takes
+// on the join (its add and ReLU), and nothing else fuses (a ReLU after a convolution or a dense layer, a batch norm
+// before a pool). Fused or not, logits in training and in evaluation, every gradient and the
+// running statistics are the same bits.
 TEST(Network, FusingBatchNormWithItsReluAndPoolChangesNoNumber) {
   auto block = layer("residual");
   block.body = {layer("conv2d", 4, 3, 1, 1), layer("batchnorm"), layer("relu"),
@@ -577,6 +579,8 @@ TEST(Network, FusingBatchNormWithItsReluAndPoolChangesNoNumber) {
   const std::vector<LayerSpec> layers{layer("conv2d", 4, 3, 1, 1), layer("batchnorm"),
                                       layer("relu"),  // fuses
                                       block,
+                                      layer("conv2d", 4, 1, 1, 0), layer("batchnorm"),
+                                      layer("relu6"),  // fuses
                                       layer("conv2d", 4, 3, 1, 1), layer("batchnorm"),
                                       layer("relu"), layer("maxpool", 2),  // all three fuse
                                       layer("conv2d", 4, 3, 1, 1), layer("relu"),  // does not
@@ -597,6 +601,7 @@ TEST(Network, FusingBatchNormWithItsReluAndPoolChangesNoNumber) {
   EXPECT_EQ(count(fused.summary, "batchnorm + relu, fused"), 2u) << fused.summary;  // the first, the block's first
   EXPECT_EQ(count(fused.summary, "batchnorm + relu + maxpool 2 s2, fused"), 1u) << fused.summary;
   EXPECT_EQ(count(fused.summary, "batchnorm + add shortcut + relu, fused"), 1u) << fused.summary;
+  EXPECT_EQ(count(fused.summary, "batchnorm + relu6, fused"), 1u) << fused.summary;
   EXPECT_EQ(count(apart.summary, "fused"), 0u) << apart.summary;
   EXPECT_EQ(fused.train_logits, apart.train_logits);
   EXPECT_EQ(fused.eval_logits, apart.eval_logits);

@@ -1,8 +1,8 @@
 // Tests for kernels/cpu/batchnorm: training-mode gradients against central differences (spatial and
 // after-dense shapes), the normalised output's moments, running-statistics update, inference formula,
-// accumulation of dgamma/dbeta, the fused ReLU + 2x2 max pool against the three kernels apart, and channel-blocked
-// layouts (x as oneDNN's convolutions write it, the pooled y as they read it) against NCHW, and 16-bit tensors
-// against fp32 ones holding the same values.
+// accumulation of dgamma/dbeta, the fused ReLU + 2x2 max pool and the fused ReLU6 against the kernels apart, and
+// channel-blocked layouts (x as oneDNN's convolutions write it, the pooled y as they read it) against NCHW, and
+// 16-bit tensors against fp32 ones holding the same values.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include "kernels/cpu/batchnorm.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/element_conversion.h"
+#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/pooling.h"
 #include "tests/kernels/grad_check.h"
 
@@ -25,6 +26,9 @@ using testing::random_vector;
 using testing::weighted_sum;
 
 constexpr float kEps = 1e-5f;
+
+// The fused ReLU where a case asks for one.
+FusedActivation relu_if(bool relu) { return relu ? FusedActivation::relu : FusedActivation::none; }
 
 struct Bn {
   BatchNormShape s;
@@ -190,15 +194,17 @@ TEST(BatchNorm, SeveralThreadsGiveOneThreadsBits) {
       const FusedPool pool{28, 28, r.winners.data()};
       const FusedPool* p = fused ? &pool : nullptr;
       batchnorm_forward_train(bn.s, bn.x.data(), bn.gamma.data(), bn.beta.data(), 0.1f, kEps, bn.running_mean.data(),
-                              bn.running_var.data(), r.pooled.data(), bn.mean.data(), bn.inv_std.data(), fused, p);
+                              bn.running_var.data(), r.pooled.data(), bn.mean.data(), bn.inv_std.data(), relu_if(fused),
+                              p);
       const auto dy = random_vector(out, 72);
       r.dx.assign(bn.x.size(), 0.0f), r.dgamma.assign(bn.gamma.size(), 0.0f), r.dbeta.assign(bn.gamma.size(), 0.0f);
       batchnorm_backward(bn.s, bn.x.data(), dy.data(), bn.gamma.data(), bn.mean.data(), bn.inv_std.data(),
-                         r.dx.data(), r.dgamma.data(), r.dbeta.data(), fused ? r.pooled.data() : nullptr, p);
+                         r.dx.data(), r.dgamma.data(), r.dbeta.data(), {fused ? r.pooled.data() : nullptr}, p);
       std::vector<int32_t> infer_winners(out);
       const FusedPool infer_pool{28, 28, infer_winners.data()};
       batchnorm_forward_infer(bn.s, bn.x.data(), bn.gamma.data(), bn.beta.data(), bn.running_mean.data(),
-                              bn.running_var.data(), kEps, r.inferred.data(), fused, fused ? &infer_pool : nullptr);
+                              bn.running_var.data(), kEps, r.inferred.data(), relu_if(fused),
+                              fused ? &infer_pool : nullptr);
       r.running_var = bn.running_var;
     }
     set_compute_threads(threads);
@@ -232,17 +238,18 @@ TEST(BatchNorm, FusedReluAndPoolGiveTheBitsOfTheKernelsApart) {
 
     batchnorm_forward_train(apart.s, apart.x.data(), apart.gamma.data(), apart.beta.data(), 0.1f, kEps,
                             apart.running_mean.data(), apart.running_var.data(), apart.y.data(), apart.mean.data(),
-                            apart.inv_std.data(), true);
+                            apart.inv_std.data(), FusedActivation::relu);
     maxpool_forward(pool, apart.y.data(), y_apart.data(), argmax_apart.data());
     maxpool_backward(pool, dy.data(), argmax_apart.data(), dy_full.data());
     batchnorm_backward(apart.s, apart.x.data(), dy_full.data(), apart.gamma.data(), apart.mean.data(),
-                       apart.inv_std.data(), dx_apart.data(), dg_apart.data(), db_apart.data(), apart.y.data());
+                       apart.inv_std.data(), dx_apart.data(), dg_apart.data(), db_apart.data(), {apart.y.data()});
 
     batchnorm_forward_train(fused.s, fused.x.data(), fused.gamma.data(), fused.beta.data(), 0.1f, kEps,
                             fused.running_mean.data(), fused.running_var.data(), y_fused.data(), fused.mean.data(),
-                            fused.inv_std.data(), true, &fuse);
+                            fused.inv_std.data(), FusedActivation::relu, &fuse);
     batchnorm_backward(fused.s, fused.x.data(), dy.data(), fused.gamma.data(), fused.mean.data(),
-                       fused.inv_std.data(), dx_fused.data(), dg_fused.data(), db_fused.data(), y_fused.data(), &fuse);
+                       fused.inv_std.data(), dx_fused.data(), dg_fused.data(), db_fused.data(), {y_fused.data()},
+                       &fuse);
 
     const auto same = [](const auto& a, const auto& b) {
       return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0;
@@ -261,18 +268,66 @@ TEST(BatchNorm, FusedReluAndPoolGiveTheBitsOfTheKernelsApart) {
     std::vector<float> dx_kept(apart.x.size()), dg_kept(dg_apart.size()), db_kept(dg_apart.size());
     for (int call = 0; call < 2; ++call) {
       batchnorm_backward(fused.s, fused.x.data(), dy.data(), fused.gamma.data(), fused.mean.data(),
-                         fused.inv_std.data(), dx_kept.data(), dg_kept.data(), db_kept.data(), y_fused.data(), &fuse,
+                         fused.inv_std.data(), dx_kept.data(), dg_kept.data(), db_kept.data(), {y_fused.data()}, &fuse,
                          &kept);
       EXPECT_TRUE(same(dx_apart, dx_kept)) << "call " << call;
     }
     EXPECT_GE(kept.bytes(), sizeof(float) * std::size_t(k.batch) * k.h * k.w);  // at least one channel's planes
 
     batchnorm_forward_infer(apart.s, apart.x.data(), apart.gamma.data(), apart.beta.data(),
-                            apart.running_mean.data(), apart.running_var.data(), kEps, apart.y.data(), true);
+                            apart.running_mean.data(), apart.running_var.data(), kEps, apart.y.data(),
+                            FusedActivation::relu);
     maxpool_forward(pool, apart.y.data(), y_apart.data(), argmax_apart.data());
     batchnorm_forward_infer(fused.s, fused.x.data(), fused.gamma.data(), fused.beta.data(),
-                            fused.running_mean.data(), fused.running_var.data(), kEps, y_fused.data(), true, &fuse);
+                            fused.running_mean.data(), fused.running_var.data(), kEps, y_fused.data(),
+                            FusedActivation::relu, &fuse);
     EXPECT_TRUE(same(y_apart, y_fused));
+  }
+}
+
+// Fused with a ReLU6, batch norm gives the bits of batch norm, then activation_forward's ReLU6 (and of
+// activation_backward's ReLU6, then batch norm's backward): in training and inference, with a gamma wide enough that
+// the clip cuts at both 0 and 6, on an NCHW x whose channels span several channel groups and on a small odd shape.
+TEST(BatchNorm, FusedRelu6GivesTheBitsOfTheKernelsApart) {
+  for (const BatchNormShape shape : {BatchNormShape{32, 40, 8 * 8}, BatchNormShape{5, 3, 9 * 7}}) {
+    SCOPED_TRACE(::testing::Message() << shape.batch << "x" << shape.channels << "x" << shape.spatial);
+    Bn apart(shape, 91), fused(shape, 91);
+    for (Bn* bn : {&apart, &fused}) std::fill(bn->gamma.begin(), bn->gamma.end(), 4.0f);  // y over about [-8, 8]
+    const auto n = static_cast<int64_t>(apart.x.size());
+    const auto dy = random_vector(apart.x.size(), 92);
+    std::vector<float> y_apart(apart.x.size()), y_fused(apart.x.size()), dy_apart(apart.x.size());
+    std::vector<float> dx_apart(apart.x.size()), dx_fused(apart.x.size());
+    std::vector<float> dg_apart(std::size_t(shape.channels)), db_apart(dg_apart.size()), dg_fused(dg_apart.size()),
+        db_fused(dg_apart.size());
+
+    apart.forward();
+    activation_forward(Activation::relu6, n, apart.y.data(), y_apart.data());
+    activation_backward(Activation::relu6, n, apart.y.data(), dy.data(), dy_apart.data());
+    batchnorm_backward(apart.s, apart.x.data(), dy_apart.data(), apart.gamma.data(), apart.mean.data(),
+                       apart.inv_std.data(), dx_apart.data(), dg_apart.data(), db_apart.data());
+
+    batchnorm_forward_train(fused.s, fused.x.data(), fused.gamma.data(), fused.beta.data(), 0.1f, kEps,
+                            fused.running_mean.data(), fused.running_var.data(), y_fused.data(), fused.mean.data(),
+                            fused.inv_std.data(), FusedActivation::relu6);
+    batchnorm_backward(fused.s, fused.x.data(), dy.data(), fused.gamma.data(), fused.mean.data(),
+                       fused.inv_std.data(), dx_fused.data(), dg_fused.data(), db_fused.data(),
+                       {y_fused.data(), FusedActivation::relu6});
+
+    EXPECT_EQ(y_apart, y_fused);
+    EXPECT_EQ(apart.running_var, fused.running_var);
+    EXPECT_EQ(dx_apart, dx_fused);
+    EXPECT_EQ(dg_apart, dg_fused);
+    EXPECT_EQ(db_apart, db_fused);
+    EXPECT_GT(std::count(y_fused.begin(), y_fused.end(), 0.0f), n / 20);  // the clip cut at both ends
+    EXPECT_GT(std::count(y_fused.begin(), y_fused.end(), 6.0f), n / 100);
+
+    batchnorm_forward_infer(apart.s, apart.x.data(), apart.gamma.data(), apart.beta.data(),
+                            apart.running_mean.data(), apart.running_var.data(), kEps, apart.y.data());
+    activation_forward(Activation::relu6, n, apart.y.data(), y_apart.data());
+    batchnorm_forward_infer(fused.s, fused.x.data(), fused.gamma.data(), fused.beta.data(),
+                            fused.running_mean.data(), fused.running_var.data(), kEps, y_fused.data(),
+                            FusedActivation::relu6);
+    EXPECT_EQ(y_apart, y_fused);
   }
 }
 
@@ -332,13 +387,14 @@ TEST(BatchNorm, BlockedLayoutsGiveTheBitsOfNchw) {
     const std::size_t out = std::size_t(k.batch) * k.channels * oh * ow;
     std::vector<int32_t> argmax_plain(out), argmax_blocked(out);
     const FusedPool pool_plain{k.h, k.w, argmax_plain.data()}, pool_blocked{k.h, k.w, argmax_blocked.data()};
+    const FusedActivation act = relu_if(k.relu);
     std::vector<float> y_plain(out), y_blocked(out);
     batchnorm_forward_train(plain.s, plain.x.data(), plain.gamma.data(), plain.beta.data(), 0.1f, kEps,
                             plain.running_mean.data(), plain.running_var.data(), y_plain.data(), plain.mean.data(),
-                            plain.inv_std.data(), k.relu, k.pool ? &pool_plain : nullptr);
+                            plain.inv_std.data(), act, k.pool ? &pool_plain : nullptr);
     batchnorm_forward_train(blocked.s, blocked.x.data(), blocked.gamma.data(), blocked.beta.data(), 0.1f, kEps,
                             blocked.running_mean.data(), blocked.running_var.data(), y_blocked.data(),
-                            blocked.mean.data(), blocked.inv_std.data(), k.relu, k.pool ? &pool_blocked : nullptr);
+                            blocked.mean.data(), blocked.inv_std.data(), act, k.pool ? &pool_blocked : nullptr);
     const auto same = [](const auto& a, const auto& b) {
       return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0;
     };
@@ -354,19 +410,19 @@ TEST(BatchNorm, BlockedLayoutsGiveTheBitsOfNchw) {
         db_blocked(dg_plain.size());
     batchnorm_backward(plain.s, plain.x.data(), dy.data(), plain.gamma.data(), plain.mean.data(),
                        plain.inv_std.data(), dx_plain.data(), dg_plain.data(), db_plain.data(),
-                       k.relu ? y_plain.data() : nullptr, k.pool ? &pool_plain : nullptr);
+                       FusedOutput{k.relu ? y_plain.data() : nullptr}, k.pool ? &pool_plain : nullptr);
     const auto dy_blocked = to_blocked(dy, pooled, k.out_block);
     batchnorm_backward(blocked.s, blocked.x.data(), dy_blocked.data(), blocked.gamma.data(), blocked.mean.data(),
                        blocked.inv_std.data(), dx_blocked.data(), dg_blocked.data(), db_blocked.data(),
-                       k.relu ? y_blocked.data() : nullptr, k.pool ? &pool_blocked : nullptr);
+                       FusedOutput{k.relu ? y_blocked.data() : nullptr}, k.pool ? &pool_blocked : nullptr);
     EXPECT_TRUE(same(to_blocked(dx_plain, plain.s, k.in_block), dx_blocked));
     EXPECT_TRUE(same(dg_plain, dg_blocked));
     EXPECT_TRUE(same(db_plain, db_blocked));
 
     batchnorm_forward_infer(plain.s, plain.x.data(), plain.gamma.data(), plain.beta.data(), plain.running_mean.data(),
-                            plain.running_var.data(), kEps, y_plain.data(), k.relu, k.pool ? &pool_plain : nullptr);
+                            plain.running_var.data(), kEps, y_plain.data(), act, k.pool ? &pool_plain : nullptr);
     batchnorm_forward_infer(blocked.s, blocked.x.data(), blocked.gamma.data(), blocked.beta.data(),
-                            blocked.running_mean.data(), blocked.running_var.data(), kEps, y_blocked.data(), k.relu,
+                            blocked.running_mean.data(), blocked.running_var.data(), kEps, y_blocked.data(), act,
                             k.pool ? &pool_blocked : nullptr);
     EXPECT_TRUE(same(to_blocked(y_plain, pooled, k.out_block), y_blocked));
   }
@@ -413,13 +469,14 @@ TEST(BatchNorm, SixteenBitTensorsGiveTheBitsOfFp32OnTheSameValues) {
       wide.x = round_trip(wide.x, x16);
       std::vector<int32_t> argmax_wide(out), argmax_half(out);
       const FusedPool pool_wide{k.h, k.w, argmax_wide.data()}, pool_half{k.h, k.w, argmax_half.data()};
+      const FusedActivation act = relu_if(k.relu);
       std::vector<float> y_wide(out);
       batchnorm_forward_train(wide.s, wide.x.data(), wide.gamma.data(), wide.beta.data(), 0.1f, kEps,
                               wide.running_mean.data(), wide.running_var.data(), y_wide.data(), wide.mean.data(),
-                              wide.inv_std.data(), k.relu, k.pool ? &pool_wide : nullptr);
+                              wide.inv_std.data(), act, k.pool ? &pool_wide : nullptr);
       batchnorm_forward_train(half.s, x16.data(), half.gamma.data(), half.beta.data(), 0.1f, kEps,
                               half.running_mean.data(), half.running_var.data(), y16.data(), half.mean.data(),
-                              half.inv_std.data(), k.relu, k.pool ? &pool_half : nullptr);
+                              half.inv_std.data(), act, k.pool ? &pool_half : nullptr);
       const auto y_narrowed = round_trip(y_wide, narrowed);
       EXPECT_EQ(narrowed, y16) << "y";
       EXPECT_EQ(argmax_wide, argmax_half);
@@ -431,10 +488,10 @@ TEST(BatchNorm, SixteenBitTensorsGiveTheBitsOfFp32OnTheSameValues) {
       std::vector<float> dx_wide(wide.x.size()), dg_wide(std::size_t(k.channels)), db_wide(dg_wide.size()),
           dg_half(dg_wide.size()), db_half(dg_wide.size());
       batchnorm_backward(wide.s, wide.x.data(), dy.data(), wide.gamma.data(), wide.mean.data(), wide.inv_std.data(),
-                         dx_wide.data(), dg_wide.data(), db_wide.data(), k.relu ? y_narrowed.data() : nullptr,
-                         k.pool ? &pool_wide : nullptr);
+                         dx_wide.data(), dg_wide.data(), db_wide.data(),
+                         FusedOutput{k.relu ? y_narrowed.data() : nullptr}, k.pool ? &pool_wide : nullptr);
       batchnorm_backward(half.s, x16.data(), dy16.data(), half.gamma.data(), half.mean.data(), half.inv_std.data(),
-                         dx16.data(), dg_half.data(), db_half.data(), k.relu ? y16.data() : nullptr,
+                         dx16.data(), dg_half.data(), db_half.data(), FusedOutput{k.relu ? y16.data() : nullptr},
                          k.pool ? &pool_half : nullptr);
       round_trip(dx_wide, narrowed);
       EXPECT_EQ(narrowed, dx16) << "dx";
@@ -442,9 +499,9 @@ TEST(BatchNorm, SixteenBitTensorsGiveTheBitsOfFp32OnTheSameValues) {
       EXPECT_EQ(db_wide, db_half);
 
       batchnorm_forward_infer(wide.s, wide.x.data(), wide.gamma.data(), wide.beta.data(), wide.running_mean.data(),
-                              wide.running_var.data(), kEps, y_wide.data(), k.relu, k.pool ? &pool_wide : nullptr);
+                              wide.running_var.data(), kEps, y_wide.data(), act, k.pool ? &pool_wide : nullptr);
       batchnorm_forward_infer(half.s, x16.data(), half.gamma.data(), half.beta.data(), half.running_mean.data(),
-                              half.running_var.data(), kEps, y16.data(), k.relu, k.pool ? &pool_half : nullptr);
+                              half.running_var.data(), kEps, y16.data(), act, k.pool ? &pool_half : nullptr);
       round_trip(y_wide, narrowed);
       EXPECT_EQ(narrowed, y16) << "inference y";
     }

@@ -62,13 +62,14 @@ Outputs run(const Case& c, const ChannelSumReduce& reduce) {
   const void* dyp = f32 ? static_cast<const void*>(c.dy.data()) : dy.data();
   void* yp = f32 ? static_cast<void*>(y32.data()) : y.data();
   void* dxp = f32 ? static_cast<void*>(dx32.data()) : dx.data();
+  const FusedActivation relu = c.relu ? FusedActivation::relu : FusedActivation::none;
   if (reduce)
     batchnorm_forward_train_synced(c.s, xp, c.gamma.data(), c.beta.data(), 0.1f, kEps, o.running_mean.data(),
-                                   o.running_var.data(), yp, o.mean.data(), o.inv_std.data(), c.relu, p, reduce);
+                                   o.running_var.data(), yp, o.mean.data(), o.inv_std.data(), relu, p, reduce);
   else
     batchnorm_forward_train(c.s, xp, c.gamma.data(), c.beta.data(), 0.1f, kEps, o.running_mean.data(),
-                            o.running_var.data(), yp, o.mean.data(), o.inv_std.data(), c.relu, p);
-  const void* relu_y = c.relu ? yp : nullptr;
+                            o.running_var.data(), yp, o.mean.data(), o.inv_std.data(), relu, p);
+  const FusedOutput relu_y{c.relu ? yp : nullptr};
   if (reduce)
     batchnorm_backward_synced(c.s, xp, dyp, c.gamma.data(), o.mean.data(), o.inv_std.data(), dxp, o.dgamma.data(),
                               o.dbeta.data(), relu_y, p, nullptr, reduce);

@@ -338,6 +338,11 @@ std::optional<kc::FusedPool> fused_pool(const model::BatchNormSettings& settings
   return kc::FusedPool{settings.pool->h, settings.pool->w, b.pool_argmax};
 }
 kernels::Planes input_planes(const model::BatchNormShape& s) { return {s.batch, s.channels, s.spatial, s.data}; }
+// The activation the batch norm took on (the fusion table's "relu" or "relu6"), as the kernels name it.
+kc::FusedActivation fused_activation(const model::BatchNormSettings& settings) {
+  if (!settings.relu) return kc::FusedActivation::none;
+  return settings.relu6 ? kc::FusedActivation::relu6 : kc::FusedActivation::relu;
+}
 // y and dy: pooled by a fused pool.
 kernels::Planes output_planes(const model::BatchNormShape& s, const model::BatchNormSettings& settings) {
   if (!settings.pool) return input_planes(s);
@@ -346,7 +351,10 @@ kernels::Planes output_planes(const model::BatchNormShape& s, const model::Batch
 }  // namespace
 
 std::vector<model::FusionRule> CpuBackend::fusion_rules() const {
-  return {{"batchnorm", {"relu"}}, {"batchnorm", {"relu", "maxpool"}}, {"batchnorm", {std::string(model::kJoin)}}};
+  return {{"batchnorm", {"relu"}},
+          {"batchnorm", {"relu6"}},
+          {"batchnorm", {"relu", "maxpool"}},
+          {"batchnorm", {std::string(model::kJoin)}}};
 }
 
 // Blocked batch norm only with a fused pool: the one form whose blocked kernels run along the block both ways.
@@ -382,16 +390,17 @@ void CpuBackend::batchnorm_forward_train(const model::BatchNormShape& s, const m
   if (batchnorm_sync_)
     return kc::batchnorm_forward_train_synced(s, x_nchw, b.gamma, b.beta, momentum, eps, b.running_mean,
                                               b.running_var, y_nchw.data(), b.saved_mean, b.saved_inv_std,
-                                              settings.relu, pool ? &*pool : nullptr, batchnorm_sync_);
+                                              fused_activation(settings), pool ? &*pool : nullptr, batchnorm_sync_);
   kc::batchnorm_forward_train(s, x_nchw, b.gamma, b.beta, momentum, eps, b.running_mean, b.running_var,
-                              y_nchw.data(), b.saved_mean, b.saved_inv_std, settings.relu, pool ? &*pool : nullptr);
+                              y_nchw.data(), b.saved_mean, b.saved_inv_std, fused_activation(settings),
+                              pool ? &*pool : nullptr);
 }
 void CpuBackend::batchnorm_forward_infer(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                          const void* x, const model::BatchNormBuffers& b, void* y) {
   const auto pool = fused_pool(settings, b);
   const auto y_nchw = nhwc_.write(1, output_planes(s, settings), y);
   kc::batchnorm_forward_infer(s, nhwc_.read(0, input_planes(s), x), b.gamma, b.beta, b.running_mean, b.running_var,
-                              static_cast<float>(settings.epsilon), y_nchw.data(), settings.relu,
+                              static_cast<float>(settings.epsilon), y_nchw.data(), fused_activation(settings),
                               pool ? &*pool : nullptr);
 }
 void CpuBackend::batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
@@ -400,15 +409,15 @@ void CpuBackend::batchnorm_backward(const model::BatchNormShape& s, const model:
   const auto pool = fused_pool(settings, b);
   const kernels::Planes out = output_planes(s, settings);
   const auto dx_nchw = nhwc_.write(3, input_planes(s), dx);
-  const void* relu_y = settings.relu ? nhwc_.read(1, out, y) : nullptr;
+  const kc::FusedOutput fused{settings.relu ? nhwc_.read(1, out, y) : nullptr, fused_activation(settings)};
   const void* x_nchw = nhwc_.read(0, input_planes(s), x);
   const void* dy_nchw = nhwc_.read(2, out, dy);
   if (batchnorm_sync_)
     return kc::batchnorm_backward_synced(s, x_nchw, dy_nchw, b.gamma, b.saved_mean, b.saved_inv_std, dx_nchw.data(),
-                                         dgamma, dbeta, relu_y, pool ? &*pool : nullptr, &batchnorm_workspace_,
+                                         dgamma, dbeta, fused, pool ? &*pool : nullptr, &batchnorm_workspace_,
                                          batchnorm_sync_);
   kc::batchnorm_backward(s, x_nchw, dy_nchw, b.gamma, b.saved_mean, b.saved_inv_std, dx_nchw.data(), dgamma, dbeta,
-                         relu_y, pool ? &*pool : nullptr, &batchnorm_workspace_);
+                         fused, pool ? &*pool : nullptr, &batchnorm_workspace_);
 }
 
 // Pooling runs on oneDNN's JIT kernels in our layout, except max pooling over windows that do not overlap, which

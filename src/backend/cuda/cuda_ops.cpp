@@ -288,11 +288,13 @@ void CudaBackend::dense_backward(const model::DenseShape& s, const void* x, cons
 namespace {
 
 // The fusion pass fuses a ReLU into batch norm only where fusion_rules() say so (16-bit activations, our kernels),
-// and never a pool; anything else asked is a bug.
+// and never a pool or a ReLU6 (the kernels' ReLU has no ceiling); anything else asked is a bug.
 void refuse_unfusable(const model::BatchNormShape& s, const model::BatchNormSettings& settings) {
-  if (settings.pool || (settings.relu && !sixteen_bit(s.data)))
-    throw Error(ExitCode::internal, fmt::format("batch norm with a fused {} on {} activations asked of the CUDA backend",
-                                                settings.pool ? "max pool" : "ReLU", kernels::element_type_name(s.data)));
+  if (settings.pool || settings.relu6 || (settings.relu && !sixteen_bit(s.data)))
+    throw Error(ExitCode::internal,
+                fmt::format("batch norm with a fused {} on {} activations asked of the CUDA backend",
+                            settings.pool ? "max pool" : settings.relu6 ? "ReLU6" : "ReLU",
+                            kernels::element_type_name(s.data)));
 }
 
 // The join is fused where fusion_rules() say so, on a batch norm that fused nothing itself.

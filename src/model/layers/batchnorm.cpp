@@ -86,7 +86,7 @@ class BatchNorm final : public LeafLayer {
 
  private:
   BatchNormShape shape_at(int batch) const { return {batch, in_.c, in_.h * in_.w, in_block_, out_block_, data_}; }
-  BatchNormSettings settings() const { return {momentum_, epsilon_, tail_.relu, tail_.pool}; }
+  BatchNormSettings settings() const { return {momentum_, epsilon_, tail_.relu, tail_.pool, tail_.relu6}; }
   // The backends compute dx in the same pass as the parameter gradients, so a batch norm that is the network's
   // first layer (no dx wanted) writes it into a buffer of its own, made on first use.
   void* scratch_dx() {
