@@ -23,7 +23,6 @@
 #include "kernels/cpu/layer_norm.h"
 #include "kernels/cpu/pixel_norm.h"
 #include "kernels/cpu/plane_scale.h"
-#include "kernels/cpu/pointwise_conv.h"
 #include "kernels/cpu/pooling.h"
 #include "kernels/cpu/reorder_layout.h"
 #include "kernels/cpu/sgd.h"
@@ -211,13 +210,10 @@ void CpuBackend::reorder_activation(const kernels::Planes& p, model::ActivationL
 }
 
 // An empty batch (possible for the last evaluation batch of a tiny split) goes to our kernels, which do nothing.
-// A 1x1 layer on a small map goes to one GEMM over the batch (kernels/cpu/pointwise_conv.h) before oneDNN is asked.
-bool CpuBackend::on_dnnl(const model::Conv2dShape& s) {
-  return s.batch > 0 && !kc::conv2d_runs_pointwise_gemm(s) && dnnl_.runs_conv2d(s);
-}
+bool CpuBackend::on_dnnl(const model::Conv2dShape& s) { return s.batch > 0 && dnnl_.runs_conv2d(s); }
 
 model::ScratchBytes CpuBackend::conv2d_prepare(const model::Conv2dShape& s) {
-  if (on_dnnl(s)) dnnl_.conv2d_prepare(s);
+  dnnl_.conv2d_prepare(s);
   return {};
 }
 namespace {
@@ -243,7 +239,6 @@ int CpuBackend::conv2d_input_block(const model::Conv2dShape& s) {
 }
 std::string CpuBackend::conv2d_method(const model::Conv2dShape& s) {
   if (on_dnnl(s)) return "oneDNN " + dnnl_.conv2d_implementation(s);
-  if (kc::conv2d_runs_pointwise_gemm(s)) return "one OpenBLAS SGEMM over the batch's positions (1x1, small map)";
   return kc::conv2d_runs_direct(s) ? "direct kernel; im2col + OpenBLAS SGEMM for the data gradient"
                                    : "im2col + OpenBLAS SGEMM";
 }
@@ -269,9 +264,6 @@ void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const void* x_store
   void* const y_data = y_nchw.data();
   const kernels::Elements xe = input_elements(s), ye = output_elements(s);
   w = rounded_.operand(1, s.weight_elements(), w);
-  if (kc::conv2d_runs_pointwise_gemm(s))
-    return kc::pointwise_conv_forward(s, static_cast<const float*>(rounded_activation(0, xe, x_data)), w, bias,
-                                      static_cast<float*>(y_data), conv_workspace_);
   if (!on_dnnl(s)) return kc::conv2d_forward(s, rounded_activation(0, xe, x_data), w, bias, y_data, conv_workspace_);
   if (dnnl_.takes_stored(s.data)) return dnnl_.conv2d_forward(s, rounded_activation(0, xe, x_data), w, bias, y_data);
   const float* x = fp32_operand(0, 0, xe, x_data);
@@ -286,10 +278,6 @@ void CpuBackend::conv2d_backward(const model::Conv2dShape& s, const void* x_stor
   void* const dx_data = dx_nchw.data();
   const kernels::Elements xe = input_elements(s), ye = output_elements(s);
   w = rounded_.operand(2, s.weight_elements(), w);
-  if (kc::conv2d_runs_pointwise_gemm(s))
-    return kc::pointwise_conv_backward(s, static_cast<const float*>(rounded_activation(0, xe, x_data)),
-                                       static_cast<const float*>(rounded_activation(1, ye, dy_data)), w,
-                                       static_cast<float*>(dx_data), dw, dbias, conv_workspace_);
   if (!on_dnnl(s)) {
     const void* dy = rounded_activation(1, ye, dy_data);
     kc::conv2d_backward_filter(s, rounded_activation(0, xe, x_data), dy, dw, dbias, conv_workspace_);
