@@ -7,7 +7,7 @@
 #  2. prepare's peak RSS and CPU seconds as the folder grows: 10k, 100k and 300k files (symbolic links to a small
 #     photo set: memory is what is measured, not decoding), and one ImageNet-like folder stored both ways.
 # Every rate is also given per CPU-second of the process, which holds on a shared machine.
-#   perf/jpeg_input_cpu.sh OUT_DIR [PHOTOS_DIR] [TF_PYTHON]
+#   perf/jpeg_input_cpu.sh OUT_DIR [PHOTOS_DIR] [TF_PYTHON]      (PIPELINE_ONLY=1: part 1 alone, a few minutes)
 # PHOTOS_DIR: a tree from scripts/make_jpeg_folder.py (made here, 2,000 photos, when absent); TF_PYTHON: a python with
 # TensorFlow (default .venv-compare/bin/python3, from scripts/install_deps.sh --comparison).
 set -euo pipefail
@@ -54,8 +54,8 @@ for repeat in 1 2 3; do
     --min-seconds 8 --out "$out/peers-side256.jsonl" >>"$out/peers.log" 2>&1
 done
 
-# Memory as the folder grows: links to the first 2,000 photos, at 10k, 100k and 300k files.
-"$py" - "$photos/train" "$work/links" <<'PY'
+# Memory as the folder grows: links to the first 2,000 photos, at 10k, 100k and 300k files (PIPELINE_ONLY=1: not).
+[ -n "${PIPELINE_ONLY:-}" ] || "$py" - "$photos/train" "$work/links" <<'PY'
 import glob, os, sys
 photos = sorted(glob.glob(sys.argv[1] + "/*/*.jpg"))[:2000]
 for count in (10000, 100000, 300000):
@@ -64,7 +64,8 @@ for count in (10000, 100000, 300000):
         os.makedirs(folder, exist_ok=True)
         os.symlink(photos[i % len(photos)], f"{folder}/{i:06d}.jpg")
 PY
-for count in 10000 100000 300000; do
+for count in ${PIPELINE_ONLY:+none} 10000 100000 300000; do
+  [ "$count" = none ] && break
   /usr/bin/time -v "$bin" prepare images --source "$work/links-$count" --size 28 --store jpeg --shards 8 --threads 2 \
     --out "$work/m$count" >"$out/memory-$count.log" 2>"$out/memory-$count.time"
   rm -rf "$work/m$count" "$work/links-$count"
@@ -89,7 +90,10 @@ for store in ("original", "side256"):
 print("\n| prepare | peak RSS MB | user + sys s |")
 print("|---|---|---|")
 for name in ("prepare-original", "prepare-side256", "memory-10000", "memory-100000", "memory-300000"):
-    text = open(f"{out}/{name}.time").read()
+    try:
+        text = open(f"{out}/{name}.time").read()
+    except FileNotFoundError:
+        continue
     rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", text).group(1)) / 1024
     cpu = sum(float(v) for v in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", text))
     print(f"| {name} | {rss:.0f} | {cpu:.1f} |")
