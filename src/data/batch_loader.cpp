@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <thread>
 
 #include "common/error.h"
 #include "kernels/cpu/pixel_norm.h"
