@@ -20,6 +20,7 @@
 #include "data/batch_loader.h"
 #include "data/device_batch.h"
 #include "data/data_plan.h"
+#include "data/decode_ahead.h"
 #include "data/loader_work.h"
 #include "data/sample_order.h"
 #include "dist/world.h"
@@ -59,8 +60,9 @@ double process_cpu_seconds() {
   return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
-// Where the device decodes (data.decode = gpu), each batch also goes through a DeviceBatch on `device`: decoded,
-// cropped and normalised there, the device waited for at the end.
+// Where the device decodes (data.decode = gpu), each batch also goes through a DeviceBatch on `device`: decoded
+// and cropped there one batch ahead (train::DecodeAhead, as training does), normalised, the device waited for at
+// the end.
 Timed run_pipeline(const config::JobConfig& job, const dist::World& world, const InputBenchArgs& args,
                    io::ShardReader& reader, model::Backend* device, int& threads) {
   const int batch = job.train.batch_per_rank;
@@ -71,9 +73,13 @@ Timed run_pipeline(const config::JobConfig& job, const dist::World& world, const
   train::BatchLoader loader(reader, batch, args.warmup + args.batches, epoch_batches(job, world, reader.size(), batch),
                             job.data.prefetch_batches, std::move(work));
   const io::SampleShape& s = reader.meta().shape;
+  const model::Shape input{batch, s.channels, s.height, s.width};
   std::optional<train::DeviceBatch> on_device;
-  if (device) on_device.emplace(*device, model::Shape{batch, s.channels, s.height, s.width}, train::BatchForm::pixels);
+  if (device) on_device.emplace(*device, input, train::BatchForm::pixels);
+  std::optional<train::DecodeAhead> ahead;  // as training decodes: one batch ahead, on a thread of its own
+  if (device && loader.form() == train::BatchForm::jpegs) ahead.emplace(*device, loader, input);
   const auto take = [&] {
+    if (ahead) return ahead->load(*on_device, ahead->next(nullptr));
     auto host = loader.next(nullptr);
     if (on_device) on_device->load(*host);
     loader.recycle(std::move(host));

@@ -1,4 +1,4 @@
-// Owns the producer side (loader thread) and consumer side of the batch queue.
+// Owns making a batch on the loader thread (its reads, decodes, augmentations and mixes); the queue is AheadQueue's.
 #include "data/batch_loader.h"
 
 #include <fmt/format.h>
@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <thread>
 
 #include "common/error.h"
 #include "kernels/cpu/pixel_norm.h"
@@ -24,6 +25,7 @@ BatchLoader::BatchLoader(io::ShardReader& reader, int max_batch, int64_t batches
   norm_ = input_norm(meta);
   table_ = kernels::cpu::pixel_table(meta.shape.channels, norm_.mean.data(), norm_.stddev.data());
   const auto batch_elements = static_cast<size_t>(max_batch_ * meta.shape.elements());
+  std::vector<std::unique_ptr<HostBatch>> made;
   for (size_t i = 0; i < depth_ + 1; ++i) {
     auto b = std::make_unique<HostBatch>();
     b->form = work_.form;
@@ -37,18 +39,26 @@ BatchLoader::BatchLoader(io::ShardReader& reader, int max_batch, int64_t batches
     b->norm = &norm_;
     b->labels.resize(static_cast<size_t>(max_batch_));
     if (mixes()) b->targets.resize(static_cast<size_t>(max_batch_) * static_cast<size_t>(meta.num_classes));
-    free_.push_back(std::move(b));
+    made.push_back(std::move(b));
   }
-  thread_ = std::thread([this] { run(); });
+  prepare();
+  queue_.emplace(std::move(made), batches_, [this](int64_t i, HostBatch& batch) { make(i, indices_, batch); });
 }
 
-BatchLoader::~BatchLoader() {
-  {
-    std::lock_guard lock(mutex_);
-    stop_ = true;
-  }
-  space_cv_.notify_all();
-  thread_.join();
+BatchLoader::~BatchLoader() = default;
+
+void BatchLoader::prepare() {
+  const auto batch_elements = static_cast<size_t>(max_batch_ * reader_.meta().shape.elements());
+  const bool encoded = reader_.meta().storage == io::SampleStorage::jpeg;
+  if (encoded && !work_.decode && !work_.choose_crop)
+    throw Error(ExitCode::internal, "an encoded split reached a loader made without a decoder");
+  if (work_.form == BatchForm::jpegs && !(encoded && work_.choose_crop))
+    throw Error(ExitCode::internal, "a loader of JPEG batches was made for a split it cannot make them of");
+  if (work_.form == BatchForm::jpegs && mixes())
+    throw Error(ExitCode::internal, "a loader of JPEG batches was asked to mix them; the device decodes them");
+  if (!encoded && (work_.form == BatchForm::normalized || work_.transform || mixes())) raw_.resize(batch_elements);
+  if (work_.form == BatchForm::normalized && (work_.transform || encoded || mixes())) scratch_.resize(batch_elements);
+  if (mixes() && (work_.transform || encoded)) unmixed_.resize(batch_elements);
 }
 
 void BatchLoader::convert(int64_t batch_index, const std::vector<int64_t>& indices, int first, int step, HostBatch& batch) {
@@ -169,7 +179,7 @@ void BatchLoader::make(int64_t i, std::vector<int64_t>& indices, HostBatch& batc
   if (work_.form == BatchForm::jpegs) batch.samples.assign(indices.begin(), indices.end());
   batch.index = i;
   batch.count = count;
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(times_mutex_);
   times_.read_s += spent.read;
   times_.convert_s += spent.convert;
   ++times_.batches;
@@ -177,7 +187,7 @@ void BatchLoader::make(int64_t i, std::vector<int64_t>& indices, HostBatch& batc
 }
 
 LoaderTimes BatchLoader::times() const {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(times_mutex_);
   return times_;
 }
 
@@ -214,62 +224,6 @@ void BatchLoader::mix(int64_t batch_index, const std::vector<int64_t>& indices, 
                    std::span(batch.targets.data() + own * classes, classes));
     }
   });
-}
-
-void BatchLoader::run() {
-  try {
-    const auto batch_elements = static_cast<size_t>(max_batch_ * reader_.meta().shape.elements());
-    const bool encoded = reader_.meta().storage == io::SampleStorage::jpeg;
-    if (encoded && !work_.decode && !work_.choose_crop)
-      throw Error(ExitCode::internal, "an encoded split reached a loader made without a decoder");
-    if (work_.form == BatchForm::jpegs && !(encoded && work_.choose_crop))
-      throw Error(ExitCode::internal, "a loader of JPEG batches was made for a split it cannot make them of");
-    if (work_.form == BatchForm::jpegs && mixes())
-      throw Error(ExitCode::internal, "a loader of JPEG batches was asked to mix them; the device decodes them");
-    std::vector<int64_t> indices;
-    if (!encoded && (work_.form == BatchForm::normalized || work_.transform || mixes())) raw_.resize(batch_elements);
-    if (work_.form == BatchForm::normalized && (work_.transform || encoded || mixes())) scratch_.resize(batch_elements);
-    if (mixes() && (work_.transform || encoded)) unmixed_.resize(batch_elements);
-    for (int64_t i = 0; i < batches_; ++i) {
-      std::unique_ptr<HostBatch> batch;
-      {
-        std::unique_lock lock(mutex_);
-        space_cv_.wait(lock, [&] { return stop_ || !free_.empty(); });
-        if (stop_) return;
-        batch = std::move(free_.front());
-        free_.pop_front();
-      }
-      make(i, indices, *batch);
-      {
-        std::lock_guard lock(mutex_);
-        ready_.push_back(std::move(batch));
-      }
-      ready_cv_.notify_one();
-    }
-  } catch (...) {
-    std::lock_guard lock(mutex_);
-    error_ = std::current_exception();
-    ready_cv_.notify_all();
-  }
-}
-
-std::unique_ptr<HostBatch> BatchLoader::next(double* waited_s) {
-  const auto t0 = std::chrono::steady_clock::now();
-  std::unique_lock lock(mutex_);
-  ready_cv_.wait(lock, [&] { return !ready_.empty() || error_; });
-  if (ready_.empty() && error_) std::rethrow_exception(error_);
-  auto batch = std::move(ready_.front());
-  ready_.pop_front();
-  if (waited_s) *waited_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return batch;
-}
-
-void BatchLoader::recycle(std::unique_ptr<HostBatch> batch) {
-  {
-    std::lock_guard lock(mutex_);
-    free_.push_back(std::move(batch));
-  }
-  space_cv_.notify_one();
 }
 
 }  // namespace ringtrain::train

@@ -2,22 +2,20 @@
 // augments them (optionally), mixes the batch's pairs (optionally: mixup, CutMix), on `LoaderWork::threads` threads,
 // and either normalises them to float or leaves them
 // uint8 for the device to normalise, and keeps up to `depth` batches ready in a bounded queue so the step does not
-// wait for the disk. The wait that remains is measured, and so is where the loader's own time goes (reading,
-// decoding and augmenting), so a starved step can name its remedy. A read or decode error on the loader's
-// threads is rethrown to the caller of next(), naming the shard and sample.
+// wait for the disk (an AheadQueue, data/ahead_queue.h). The wait that remains is measured, and so is where the
+// loader's own time goes (reading, decoding and augmenting), so a starved step can name its remedy. A read or
+// decode error on the loader's threads is rethrown to the caller of next(), naming the shard and sample.
 #pragma once
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
-#include <thread>
 #include <vector>
 
+#include "data/ahead_queue.h"
 #include "data/augment.h"
 #include "data/batch_mix.h"
 #include "data/normalisation.h"
@@ -94,13 +92,18 @@ class BatchLoader {
   BatchLoader& operator=(const BatchLoader&) = delete;
 
   // Blocks until the next batch is ready; adds the time blocked to *waited_s.
-  std::unique_ptr<HostBatch> next(double* waited_s);
-  void recycle(std::unique_ptr<HostBatch> batch);
+  std::unique_ptr<HostBatch> next(double* waited_s) { return queue_->next(waited_s); }
+  void recycle(std::unique_ptr<HostBatch> batch) { queue_->recycle(std::move(batch)); }
+  // Ends the loader thread after the batch it is making; a later next() throws (AheadQueue::stop).
+  void stop() { queue_->stop(); }
   LoaderTimes times() const;
   int threads() const { return work_.threads; }
+  int64_t batches() const { return batches_; }
+  BatchForm form() const { return work_.form; }
 
  private:
-  void run();
+  // The split and the work agree (wiring errors throw), and the loader's own buffers are sized.
+  void prepare();
   struct ThreadSeconds {
     double read = 0, convert = 0;
   };
@@ -137,13 +140,10 @@ class BatchLoader {
   std::vector<uint8_t> unmixed_;        // mixed batches: the samples as transformed or decoded, before mixing
   InputNorm norm_;
   std::vector<float> table_;  // per channel: 256 normalised values (kernels/cpu/pixel_norm.h)
-  mutable std::mutex mutex_;
+  std::vector<int64_t> indices_;  // the batch being made's samples
+  mutable std::mutex times_mutex_;
   LoaderTimes times_;
-  std::condition_variable ready_cv_, space_cv_;
-  std::deque<std::unique_ptr<HostBatch>> ready_, free_;
-  std::exception_ptr error_;
-  bool stop_ = false;
-  std::thread thread_;
+  std::optional<AheadQueue<HostBatch>> queue_;  // last: its thread stops before anything it uses goes
 };
 
 }  // namespace ringtrain::train

@@ -59,15 +59,29 @@ void DeviceBatch::load_pixels(const HostBatch& host) {
 void DeviceBatch::load_jpegs(const HostBatch& host) {
   const model::Shape sample{1, largest_.c, largest_.h, largest_.w};
   const uint8_t* pixels = nullptr;
-  try {
+  decode_naming_sample(host, [&] {
     pixels = backend_.decode_jpegs(std::span(host.crops.data(), static_cast<size_t>(host.count)), sample);
+  });
+  normalize(host, pixels);
+}
+
+void DeviceBatch::load_decoded(const HostBatch& host, const uint8_t* decoded) {
+  if (host.form != BatchForm::jpegs)
+    throw Error(ExitCode::internal, "a batch decoded on the device was handed over without its JPEGs' batch");
+  backend_.to_device(labels_.as<int32_t>(), host.labels.data(), static_cast<size_t>(host.count) * sizeof(int32_t));
+  load_targets(host);
+  normalize(host, decoded);
+}
+
+void decode_naming_sample(const HostBatch& host, const std::function<void()>& decode) {
+  try {
+    decode();
   } catch (const kernels::UndecodableJpeg& e) {
     const int64_t where = host.samples[static_cast<size_t>(e.index())];
     throw DataError(fmt::format("{} does not decode on the device ({}); set data.decode = cpu to decode it with "
                                 "libjpeg-turbo, or re-run `ringtrain prepare images` with --overwrite",
                                 host.reader->sample_place(where), e.what()));
   }
-  normalize(host, pixels);
 }
 
 void DeviceBatch::normalize(const HostBatch& host, const uint8_t* pixels) {

@@ -4,6 +4,7 @@
 // and cropped by the backend (Backend::decode_jpegs), then normalised so.
 #pragma once
 #include <cstdint>
+#include <functional>
 
 #include "data/batch_loader.h"
 #include "model/backend.h"
@@ -11,11 +12,18 @@
 
 namespace ringtrain::train {
 
+// `decode` (a JPEG batch's decode on the device) run, and a sample that does not decode named by its shard and
+// sample, with the remedies (DataError).
+void decode_naming_sample(const HostBatch& host, const std::function<void()>& decode);
+
 class DeviceBatch {
  public:
   // `form`: what the loaders feeding it hand over; BatchForm::pixels adds a uint8 buffer.
   DeviceBatch(model::Backend& backend, const model::Shape& largest, BatchForm form);
   void load(const HostBatch& host);  // its `count` samples
+  // A batch of JPEGs (BatchForm::jpegs) whose samples were decoded already into `decoded` (device memory, made
+  // visible to the work queued from here on: model::JpegSlots::use): its labels copied, its pixels normalised.
+  void load_decoded(const HostBatch& host, const uint8_t* decoded);
   const float* images() { return images_.as<float>(); }
   const int32_t* labels() { return labels_.as<int32_t>(); }
   // The last batch's soft targets (count x classes) when it was mixed; null when its labels are its targets.

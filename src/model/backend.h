@@ -106,6 +106,35 @@ class DeviceClock {
   virtual double host_time(int id) = 0;
 };
 
+// JPEG batches decoded where the network runs (data.decode = gpu) into `slots` buffers of the backend's, by a thread
+// other than the one that queues the network's work (data/decode_ahead.h), so that the decode's host phase (nvJPEG's
+// Huffman decode or its submission to the hardware engine) leaves the step's thread free. A slot goes round: decode()
+// on the decoding thread, then use() and release() on the queueing thread, then decode() again; each call happens
+// after the one before it (the caller's queue orders them). Each sample is the whole photo decoded, then its crop
+// resampled and mirrored onto C x H x W uint8, as kernels/crop_resample.h defines it.
+class JpegSlots {
+ public:
+  virtual ~JpegSlots() = default;
+  // Decodes into `slot` once the work that read it before its release() has run. The JPEG bytes may be reused once
+  // it returns. Throws kernels::UndecodableJpeg naming the batch position of a sample that does not decode.
+  virtual void decode(int slot, std::span<const kernels::JpegCrop> samples, const Shape& sample) = 0;
+  // Work queued after this call (on the queueing thread) sees the slot's samples; returns them (device memory).
+  virtual const uint8_t* use(int slot) = 0;
+  // Everything that reads the slot's samples is queued: it may be decoded into again.
+  virtual void release(int slot) = 0;
+};
+
+// Backend::decode_jpegs on one thread, over two slots used in turn: the batch decoded before stays valid until the
+// call after next. `next`: the slot the call decodes into (0 at first), advanced.
+inline const uint8_t* decode_in_turn(JpegSlots& slots, int& next, std::span<const kernels::JpegCrop> samples,
+                                     const Shape& sample) {
+  slots.release(1 - next);  // the work queued so far includes every reader of the last call's batch
+  slots.decode(next, samples, sample);
+  const uint8_t* const decoded = slots.use(next);
+  next = 1 - next;
+  return decoded;
+}
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -359,6 +388,9 @@ class Backend {
   // may be reused once the call returns. Throws kernels::UndecodableJpeg naming the batch position of a sample
   // that does not decode, and Error where this build or device has no decoder.
   virtual const uint8_t* decode_jpegs(std::span<const kernels::JpegCrop> samples, const Shape& sample) = 0;
+  // The same decode split across two threads (see JpegSlots); throws Error where this build or device has no
+  // decoder.
+  virtual std::unique_ptr<JpegSlots> make_jpeg_slots(int slots) = 0;
 };
 
 // Activations of `shape` in `type` as a reorder between layouts takes them.

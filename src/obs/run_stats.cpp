@@ -36,8 +36,15 @@ std::string straggler_warning(const StepTimeSpread& spread) {
 std::string starvation_warning(double data_wait_s, double step_s, int prefetch_batches, const LoaderLoad& loader,
                                double threshold) {
   if (step_s <= 0 || data_wait_s <= threshold * step_s) return "";
+  const bool gpu_decode_slowest =
+      loader.device_decode_s > 0 && loader.device_decode_s >= std::max(loader.read_s, loader.convert_s);
   const std::string remedy =
-      loader.convert_s >= loader.read_s
+      gpu_decode_slowest
+          ? fmt::format("GPU decode is the bottleneck: its thread spends {:.1f} ms a batch decoding against {:.1f} ms "
+                        "the loader spends reading shards: store smaller photos (prepare images --max-side 256), or "
+                        "decode on the loader threads (data.decode = cpu) where the rank has the cores",
+                        loader.device_decode_s * 1e3, loader.read_s * 1e3)
+      : loader.convert_s >= loader.read_s
           ? fmt::format("the loader's {} thread{} spend {:.1f} ms a batch decoding and augmenting against {:.1f} ms "
                         "reading shards: raise data.loader_threads (now {}) where the rank has idle cores, or store "
                         "smaller photos (prepare images --max-side)",

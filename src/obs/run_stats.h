@@ -21,15 +21,18 @@ StepTimeSpread step_time_spread(const std::vector<double>& per_rank_s, double st
 std::string straggler_warning(const StepTimeSpread& spread);
 
 // Where the loader's own time goes, per batch: the shard reads on its thread, and the decoding, augmenting and
-// normalising shared by its `threads`.
+// normalising shared by its `threads`; and, where the device decodes the JPEGs (data.decode = gpu), the time of
+// its decoding thread (data/decode_ahead.h) per batch, 0 where it does not.
 struct LoaderLoad {
   double read_s = 0, convert_s = 0;
   int threads = 1;
+  double device_decode_s = 0;
 };
 
 // "" or a line saying the step waited for data more than `threshold` of its time, and the remedy for what the
-// loader measured: more loader threads (or smaller stored photos) when converting is its bottleneck, faster
-// storage when reading is.
+// loader measured: the GPU decode when its thread is the slowest stage (smaller stored photos, or the loader threads
+// decoding), more loader threads (or smaller stored photos) when converting is the bottleneck, faster storage when
+// reading is.
 std::string starvation_warning(double data_wait_s, double step_s, int prefetch_batches, const LoaderLoad& loader,
                                double threshold = 0.05);
 

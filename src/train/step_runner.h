@@ -33,8 +33,8 @@ namespace ringtrain::train {
 
 // Seconds per phase, summed over steps. allreduce is the exposed wait after backward; allreduce_total the
 // reductions' own time (launch to completion), hidden behind backward or not. batch_load is the host's time handing
-// each batch to the device (a copy; with data.decode = gpu, the decoder's host phase too), which the step's own
-// clock marks do not see.
+// each batch to the device (a copy; with data.decode = gpu, the hand-over of a batch decoded ahead), which the
+// step's own clock marks do not see.
 struct StepTimes {
   double data_wait = 0, forward = 0, backward = 0, allreduce = 0, optimizer = 0, allreduce_total = 0;
   double batch_load = 0;

@@ -92,6 +92,9 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
                     watchdog_, nullptr),
       ema_(setup.ema),
       loader_(training_loader(run, setup.data, setup.start.first_micro_batch(plan_))),
+      decode_ahead_(loader_->form() == BatchForm::jpegs
+                        ? std::make_unique<DecodeAhead>(run.backend, *loader_, setup.data.input())
+                        : nullptr),
       progress_(run.job.run.progress_every_s, plan_.steps * run.job.train.epochs, run.job.train.epochs, run.root()),
       start_epoch_(setup.start.epoch),
       start_step_(setup.start.step),
@@ -210,14 +213,21 @@ bool TrainingLoop::run_step(int epoch, int64_t step, EpochTally& tally) {
   return true;
 }
 
+// With the device decoding ahead, data_wait is the wait for the decode thread, and batch_load only the hand-over.
 void TrainingLoop::feed(int micro, EpochTally& tally) {
   obs::Trace* const tracer = trace_ ? &*trace_ : nullptr;
-  auto host = obs::timed(tracer, "data_wait", [&] { return loader_->next(&tally.times.data_wait); });
-  {
+  if (decode_ahead_) {
+    auto decoded = obs::timed(tracer, "data_wait", [&] { return decode_ahead_->next(&tally.times.data_wait); });
     const obs::Phase to_device(tracer, "batch_load", &tally.times.batch_load);
-    batch_.load(*host);
+    decode_ahead_->load(batch_, std::move(decoded));
+  } else {
+    auto host = obs::timed(tracer, "data_wait", [&] { return loader_->next(&tally.times.data_wait); });
+    {
+      const obs::Phase to_device(tracer, "batch_load", &tally.times.batch_load);
+      batch_.load(*host);
+    }
+    loader_->recycle(std::move(host));
   }
-  loader_->recycle(std::move(host));
   // Distinct per (seed, micro-batch, rank): dropout masks are reproducible yet differ across ranks.
   const uint64_t seed = (run_.job.train.seed * 0x100000001b3ull +
                          static_cast<uint64_t>(global_step_ * plan_.accumulate + micro)) * 1024 +
@@ -416,7 +426,12 @@ double TrainingLoop::memory_needed_mb() const {
 obs::LoaderLoad TrainingLoop::loader_load() const {
   const LoaderTimes t = loader_->times();
   const auto batches = static_cast<double>(std::max<int64_t>(t.batches, 1));
-  return {t.read_s / batches, t.convert_s / batches, loader_->threads()};
+  obs::LoaderLoad load{t.read_s / batches, t.convert_s / batches, loader_->threads()};
+  if (decode_ahead_) {
+    const DecodeTimes d = decode_ahead_->times();
+    load.device_decode_s = d.decode_s / static_cast<double>(std::max<int64_t>(d.batches, 1));
+  }
+  return load;
 }
 
 // The backend's buffers, and this rank's share of the memory its node's ranks share (the parameters, gradients and

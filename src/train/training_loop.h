@@ -9,6 +9,7 @@
 #include <string>
 
 #include "data/batch_loader.h"
+#include "data/decode_ahead.h"
 #include "data/device_batch.h"
 #include "dist/gradient_reducer.h"
 #include "dist/gradient_sync.h"
@@ -83,6 +84,7 @@ class TrainingLoop {
   model::WeightAverage* ema_;  // train.ema_decay's average; null when off
   std::optional<obs::GpuMonitor> gpu_monitor_;
   std::unique_ptr<BatchLoader> loader_;
+  std::unique_ptr<DecodeAhead> decode_ahead_;  // data.decode = gpu on a JPEG split: after loader_, which it stops
   Progress progress_;
   std::optional<ParamCorruption> corruption_;  // test hook only: see train/fault_injection.h
   std::optional<model::LayerProfile> profile_;

@@ -3,7 +3,8 @@
 // pixels), names the batch position of a sample that does not decode, and keeps a batch until the call after next;
 // and a loader handing JPEG bytes with their crops (BatchForm::jpegs) through a DeviceBatch yields, bit for bit,
 // the input the loader's own decoding yields where the crops need the full DCT scale (photos under twice the
-// sample's side), naming the shard and sample of a JPEG the device cannot decode.
+// sample's side), naming the shard and sample of a JPEG the device cannot decode; and the same through DecodeAhead,
+// the decode on a thread of its own that training uses.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -11,6 +12,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "data/batch_loader.h"
+#include "data/decode_ahead.h"
 #include "data/device_batch.h"
 #include "data/photo_sample.h"
 #include "io/image_decode.h"
@@ -142,7 +144,15 @@ class JpegBatches : public IoTest {
     return w;
   }
 
+  enum class Decode { by_loader, on_device, ahead_on_device };
+
   std::vector<std::vector<float>> inputs(bool on_device) {
+    return inputs(on_device ? Decode::on_device : Decode::by_loader);
+  }
+
+  // Each batch's network input, decoded as `how` says; ahead_on_device through DecodeAhead's thread.
+  std::vector<std::vector<float>> inputs(Decode how) {
+    const bool on_device = how != Decode::by_loader;
     io::ShardReader reader(split_, io::rank_range(kSamples, 0, 1));
     const int64_t batches = kSamples / kBatch;
     BatchLoader loader(
@@ -156,6 +166,15 @@ class JpegBatches : public IoTest {
     const io::SampleShape& s = meta_.shape;
     DeviceBatch device(cpu, {kBatch, s.channels, s.height, s.width}, BatchForm::pixels);
     std::vector<std::vector<float>> out;
+    if (how == Decode::ahead_on_device) {
+      DecodeAhead ahead(cpu, loader, {kBatch, s.channels, s.height, s.width});
+      for (int64_t i = 0; i < batches; ++i) {
+        ahead.load(device, ahead.next(nullptr));
+        out.emplace_back(device.images(), device.images() + kBatch * s.elements());
+      }
+      EXPECT_EQ(ahead.times().batches, batches);
+      return out;
+    }
     for (int64_t i = 0; i < batches; ++i) {
       auto host = loader.next(nullptr);
       EXPECT_EQ(host->form, on_device ? BatchForm::jpegs : BatchForm::pixels);
@@ -191,6 +210,49 @@ TEST_F(JpegBatches, AJpegTheDeviceCannotDecodeIsNamedByShardAndSample) {
                              "data.decode = cpu"})
       EXPECT_NE(what.find(part), std::string::npos) << part << " not in: " << what;
   }
+}
+
+TEST_F(JpegBatches, DecodedAheadOnItsOwnThreadEqualsDecodedByTheLoader) {
+  write(photos_);
+  const auto loader = inputs(Decode::by_loader), ahead = inputs(Decode::ahead_on_device);
+  ASSERT_EQ(loader.size(), ahead.size());
+  for (std::size_t b = 0; b < loader.size(); ++b)
+    EXPECT_EQ(std::memcmp(loader[b].data(), ahead[b].data(), loader[b].size() * sizeof(float)), 0) << "batch " << b;
+}
+
+TEST_F(JpegBatches, AJpegTheDecodeAheadCannotDecodeIsNamedOnTheStepsThread) {
+  photos_[8].jpeg.assign(400, 0x33);
+  write(photos_);
+  try {
+    inputs(Decode::ahead_on_device);
+    ADD_FAILURE() << "a batch holding bytes that are no JPEG loaded";
+  } catch (const DataError& e) {
+    EXPECT_EQ(e.code(), ExitCode::data);
+    const std::string what = e.what();
+    for (const char* part : {"shard-00001-of-00004.h5", "sample 2", "does not decode on the device"})
+      EXPECT_NE(what.find(part), std::string::npos) << part << " not in: " << what;
+  }
+}
+
+// Stopping mid-run (an error elsewhere, a preemption): the decode thread and the loader end, nothing hangs.
+TEST_F(JpegBatches, DecodeAheadLeftMidRunEndsItsThreads) {
+  write(photos_);
+  io::ShardReader reader(split_, io::rank_range(kSamples, 0, 1));
+  BatchLoader loader(
+      reader, kBatch, kSamples / kBatch, [](int64_t i, std::vector<int64_t>& out) {
+        out.clear();
+        for (int k = 0; k < kBatch; ++k) out.push_back(i * kBatch + k);
+      },
+      0, work(true));
+  backend::CpuBackend cpu(1);
+  const io::SampleShape& s = meta_.shape;
+  DeviceBatch device(cpu, {kBatch, s.channels, s.height, s.width}, BatchForm::pixels);
+  DecodeAhead ahead(cpu, loader, {kBatch, s.channels, s.height, s.width});
+  ahead.load(device, ahead.next(nullptr));
+  // Kept, never handed back: the loader's one batch is in it, so the decode thread waits in the loader's next()
+  // and the loader for room; leaving the scope must end both.
+  auto held = ahead.next(nullptr);
+  EXPECT_EQ(held->host->index, 1);
 }
 
 }  // namespace

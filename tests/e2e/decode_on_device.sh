@@ -4,7 +4,8 @@
 # crop needs the full DCT scale: two 2-rank runs on a JPEG split of photos under twice the sample's side, with
 # random-resized crops, record identical losses, accuracies and parameter checksums in every epoch, and each run's
 # header says where it decoded. pad_crop_flip, which augments a decoded sample, is refused with data.decode = gpu
-# on every rank (exit 3) before any step.
+# on every rank (exit 3) before any step. A JPEG whose bytes pass their checksum but do not decode ends the run
+# (exit 4) naming its shard and sample, though training decodes it ahead on a thread of its own.
 # Usage: decode_on_device.sh RINGTRAIN SOURCE_DIR MPIEXEC
 set -euo pipefail
 bin=$1 src=$2 mpiexec=$3
@@ -59,3 +60,39 @@ set -e
 [[ $(grep -c "data.augment = resized_crop_flip, or data.decode = cpu" refused.log) -ge 2 ]] ||
   { echo "FAIL: not every rank named the fix: $(cat refused.log)"; exit 1; }
 echo "ok   pad_crop_flip with data.decode = gpu: exit 3 on every rank, naming the fix"
+
+# Bytes that are no JPEG behind a matching checksum: only the decode finds them. Training decodes ahead on a thread
+# of its own; the error still names the shard and sample and ends both ranks with exit 4.
+cp -r data undecodable
+/usr/bin/python3 - <<'PY'
+import h5py, numpy as np
+def crc32c(data):
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+with h5py.File("undecodable/train/shard-00001-of-00002.h5", "r+") as h:
+    offsets = h["encoded_offsets"][:]
+    first, end = int(offsets[10]), int(offsets[11])
+    assert crc32c(h["encoded"][first:end].tobytes()) == int(h["sample_crc32c"][10]), "not the shards' CRC-32C"
+    bad = np.full(end - first, 0x33, np.uint8)
+    h["encoded"][first:end] = bad
+    h["sample_crc32c"][10] = crc32c(bad.tobytes())
+PY
+set +e
+"$mpiexec" -np 2 --oversubscribe "$bin" train "$src/jobs/fashion_mnist.toml" --set data.train=undecodable/train \
+  --set data.test=undecodable/test --set train.batch_per_rank=6 --set train.epochs=1 --set run.dir=undecodable-run \
+  --set data.augment=resized_crop_flip --set data.decode=gpu --set data.eval_resize=26 \
+  --set 'model.layers=[{type="flatten"},{type="dense",units=3}]' >undecodable.log 2>&1
+code=$?
+set -e
+[[ $code == 4 ]] || { echo "FAIL: an undecodable JPEG decoded ahead exited $code, not 4: $(tail -5 undecodable.log)"; exit 1; }
+grep -q "shard-00001-of-00002.h5', sample 10 does not decode on the device" undecodable.log ||
+  { echo "FAIL: the undecodable sample was not named: $(tail -5 undecodable.log)"; exit 1; }
+echo "ok   a JPEG that does not decode, decoded ahead on its own thread: exit 4, naming the shard and the sample"

@@ -2,13 +2,14 @@
 // full decode (io::decode_image_bytes, brought to the sample's channels) and the CPU crop (kernels::cpu::crop_resample)
 // with the same windows and flips. Baseline, progressive, gray and CMYK JPEGs of several sizes in one batch, on the
 // hardware engine where the GPU has one and on the CUDA backend; then a corrupt JPEG named by its index, and the
-// decoder still working after it; and the CUDA backend's decode_jpegs, which training uses (data.decode = gpu),
-// against the CPU twin's. The error messages alone need no device.
+// decoder still working after it; and the CUDA backend's decode_jpegs and its JPEG slots driven from a second thread
+// (data.decode = gpu, as training decodes ahead) against the CPU twin's. The error messages alone need no device.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <iostream>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -187,6 +188,48 @@ TEST_F(CudaJpegDecoder, TheBackendsDecodeFollowsTheCpuTwin) {
   cuda().to_host(got_after.data(), after, bytes);
   EXPECT_LE(mean_difference(got_after.data(), std::vector<uint8_t>(want_first, want_first + per_sample)),
             kMaxMeanDifference);
+}
+
+// The backend's JPEG slots as training drives them (data/decode_ahead.h): decoded on a thread other than the one
+// that queues the work, used and released on this one, a slot decoded into again once released. Each slot's
+// samples follow the CPU twin's, and a slot in use stays as made while the other is decoded into.
+TEST_F(CudaJpegDecoder, SlotsDecodedOnAnotherThreadFollowTheCpuTwin) {
+  const std::vector<TestJpeg> jpegs = test_jpegs();
+  const std::vector<JpegCrop> crops = crops_of(jpegs);
+  std::vector<JpegCrop> mirrored = crops;
+  for (auto& crop : mirrored) crop.flip = !crop.flip;
+  const model::Shape sample{1, 3, 40, 48};
+  const auto per_sample = static_cast<std::size_t>(sample.per_sample()), bytes = crops.size() * per_sample;
+  backend::CpuBackend twin(1);
+  const uint8_t* twin_plain = twin.decode_jpegs(crops, sample);
+  const std::vector<uint8_t> want(twin_plain, twin_plain + bytes);
+  const uint8_t* twin_mirrored = twin.decode_jpegs(mirrored, sample);
+  const std::vector<uint8_t> want_mirrored(twin_mirrored, twin_mirrored + bytes);
+  const auto expect_follows = [&](const uint8_t* device, const std::vector<uint8_t>& expected, const char* which) {
+    std::vector<uint8_t> got(bytes);
+    cuda().to_host(got.data(), device, bytes);
+    for (std::size_t i = 0; i < crops.size(); ++i) {
+      const auto from = expected.begin() + static_cast<std::ptrdiff_t>(i * per_sample);
+      EXPECT_LE(mean_difference(got.data() + i * per_sample,
+                                std::vector<uint8_t>(from, from + static_cast<std::ptrdiff_t>(per_sample))),
+                kMaxMeanDifference)
+          << "sample " << i << " of " << which;
+    }
+  };
+  const auto on_another_thread = [](auto work) { std::thread(work).join(); };
+  std::unique_ptr<model::JpegSlots> slots = cuda().make_jpeg_slots(2);
+  on_another_thread([&] { slots->decode(0, crops, sample); });
+  const uint8_t* first = slots->use(0);
+  on_another_thread([&] { slots->decode(1, mirrored, sample); });
+  const uint8_t* second = slots->use(1);
+  EXPECT_NE(first, second);
+  expect_follows(first, want, "slot 0");
+  expect_follows(second, want_mirrored, "slot 1");
+  slots->release(0);
+  on_another_thread([&] { slots->decode(0, mirrored, sample); });
+  expect_follows(second, want_mirrored, "slot 1 while slot 0 was decoded into again");
+  slots->release(1);
+  expect_follows(slots->use(0), want_mirrored, "slot 0 decoded again");
 }
 
 // A batch with one bad sample at index 2 throws UndecodableJpeg naming it, and the decoder decodes the next batch.

@@ -51,6 +51,18 @@ TEST(Starvation, NamesTheLoadersBottleneck) {
   EXPECT_EQ(reading.find("loader_threads"), std::string::npos) << reading;
 }
 
+// data.decode = gpu: the decoding thread's time per batch against the loader's; the slowest stage is named.
+TEST(Starvation, NamesTheGpuDecodeWhenItsThreadIsTheSlowestStage) {
+  const std::string decode = obs::starvation_warning(0.050, 0.100, 4, {0.004, 0.0, 8, 0.065});
+  EXPECT_NE(decode.find("GPU decode is the bottleneck"), std::string::npos) << decode;
+  EXPECT_NE(decode.find("65.0 ms a batch decoding against 4.0 ms"), std::string::npos) << decode;
+  EXPECT_NE(decode.find("--max-side"), std::string::npos) << decode;
+  EXPECT_EQ(decode.find("faster storage"), std::string::npos) << decode;
+  const std::string reading = obs::starvation_warning(0.050, 0.100, 4, {0.200, 0.0, 8, 0.020});
+  EXPECT_NE(reading.find("faster storage"), std::string::npos) << reading;
+  EXPECT_EQ(reading.find("GPU decode"), std::string::npos) << reading;
+}
+
 TEST(Memory, ResidentSetGrowsWithTouchedMemory) {
   const double before = obs::peak_rss_mb();
   EXPECT_GT(before, 1.0);

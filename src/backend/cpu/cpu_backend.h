@@ -142,6 +142,7 @@ class CpuBackend : public model::Backend {
   void normalize_pixels(const model::PixelShape& s, const uint8_t* x, const float* mean, const float* stddev,
                         float* y) override;
   const uint8_t* decode_jpegs(std::span<const kernels::JpegCrop> samples, const model::Shape& sample) override;
+  std::unique_ptr<model::JpegSlots> make_jpeg_slots(int slots) override;
 
  private:
   bool on_dnnl(const model::Conv2dShape& s);
@@ -149,7 +150,7 @@ class CpuBackend : public model::Backend {
   const float* fp32_operand(int slot, int view_slot, kernels::Elements x, const void* data);
   int threads_;
   kernels::cpu::DnnlMath math_;
-  std::array<std::vector<uint8_t>, 2> decoded_jpegs_;  // decode_jpegs' batches, used in turn (jpeg_decode.cpp)
+  std::unique_ptr<model::JpegSlots> jpeg_slots_;  // decode_jpegs' two, used in turn (jpeg_decode.cpp)
   int next_jpeg_slot_ = 0;
   std::size_t allocated_ = 0;
   // One im2col scratch for every convolution: layers run one at a time, so they never need it at once.

@@ -183,6 +183,7 @@ class CudaBackend final : public model::Backend {
   void normalize_pixels(const model::PixelShape& s, const uint8_t* x, const float* mean, const float* stddev,
                         float* y) override;
   const uint8_t* decode_jpegs(std::span<const kernels::JpegCrop> samples, const model::Shape& sample) override;
+  std::unique_ptr<model::JpegSlots> make_jpeg_slots(int slots) override;
 
   // For the NCCL reducer and the tests.
   kernels::cuda::Stream stream() const;

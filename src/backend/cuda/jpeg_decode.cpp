@@ -1,8 +1,10 @@
-// Owns the CUDA backend's decode_jpegs: a JPEG batch decoded by nvJPEG (kernels/cuda/jpeg_batch_decoder.h) on a
-// stream of its own, so that the next batch decodes while the compute stream still runs this step. Two slots of
-// samples are used in turn; each slot's decode waits for the compute work that read the slot before (an event),
-// and the compute stream waits for the decode before anything queued after the call. CMYK/YCCK photos, which nvJPEG
-// does not convert as libjpeg does, are decoded on the host (io/image_decode.h) and cropped on the device.
+// Owns the CUDA backend's JPEG slots (model::JpegSlots) and decode_jpegs over two of them: a JPEG batch decoded by
+// nvJPEG (kernels/cuda/jpeg_batch_decoder.h) on a stream of its own, so that the next batch decodes while the
+// compute stream still runs this step. Each slot's decode waits for the compute work that read the slot before (its
+// `released` event), and the compute stream waits for the decode (its `decoded` event) before anything queued after
+// use(). The decode may run on a thread of its own (data/decode_ahead.h): it makes the backend's device current
+// there, and nvJPEG's objects and the decode stream are this object's alone. CMYK/YCCK photos, which nvJPEG does
+// not convert as libjpeg does, are decoded on the host (io/image_decode.h) and cropped on the device.
 #include <array>
 #include <vector>
 
@@ -31,7 +33,23 @@ void host_decode(std::span<const uint8_t> jpeg, int channels, kernels::cuda::Hos
 
 }  // namespace
 
-struct CudaJpegDecode {
+class CudaJpegSlots final : public model::JpegSlots {
+ public:
+  CudaJpegSlots(int slots, cudaStream_t compute, int device)
+      : compute_(compute), device_(device), slots_(static_cast<std::size_t>(slots)) {}
+  // Neither stream may still touch the slots' memory or nvJPEG's when they go.
+  ~CudaJpegSlots() override {
+    (void)cudaStreamSynchronize(stream_.get());
+    (void)cudaStreamSynchronize(compute_);
+  }
+  CudaJpegSlots(const CudaJpegSlots&) = delete;
+  CudaJpegSlots& operator=(const CudaJpegSlots&) = delete;
+
+  void decode(int slot, std::span<const kernels::JpegCrop> samples, const model::Shape& sample) override;
+  const uint8_t* use(int slot) override;
+  void release(int slot) override;
+
+ private:
   // A batch in flight: its bytes (nvJPEG reads them until its stream is done), its crops and its samples.
   struct Slot {
     std::vector<uint8_t> bytes;
@@ -41,21 +59,19 @@ struct CudaJpegDecode {
     CudaEvent released = make_event(false);  // on the compute stream: what read the samples last has run
     bool release_recorded = false;
   };
+  Slot& at(int slot) { return slots_.at(static_cast<std::size_t>(slot)); }
+  static void keep_bytes(Slot& slot, std::span<const kernels::JpegCrop> samples);
 
-  CudaStream stream = make_stream();
-  kernels::cuda::JpegBatchDecoder decoder{stream.get(), {true, host_decode}};
-  std::array<Slot, 2> slots;
-  int next = 0;
-
-  const uint8_t* decode(std::span<const kernels::JpegCrop> samples, const model::Shape& sample, cudaStream_t compute);
-
- private:
-  void keep_bytes(Slot& slot, std::span<const kernels::JpegCrop> samples);
+  cudaStream_t compute_;
+  int device_;
+  CudaStream stream_ = make_stream();
+  kernels::cuda::JpegBatchDecoder decoder_{stream_.get(), {true, host_decode}};
+  std::vector<Slot> slots_;
 };
 
 // The bytes copied into the slot: the caller may reuse its own at once. The slot's previous batch was decoded
 // before the decoder's last call returned (it waits for its stream first), so its bytes are free.
-void CudaJpegDecode::keep_bytes(Slot& slot, std::span<const kernels::JpegCrop> samples) {
+void CudaJpegSlots::keep_bytes(Slot& slot, std::span<const kernels::JpegCrop> samples) {
   std::size_t total = 0;
   for (const auto& s : samples) total += s.jpeg.size();
   slot.bytes.resize(total);
@@ -68,27 +84,44 @@ void CudaJpegDecode::keep_bytes(Slot& slot, std::span<const kernels::JpegCrop> s
   }
 }
 
-const uint8_t* CudaJpegDecode::decode(std::span<const kernels::JpegCrop> samples, const model::Shape& sample,
-                                      cudaStream_t compute) {
-  Slot& slot = slots[static_cast<std::size_t>(next)];
-  Slot& other = slots[static_cast<std::size_t>(1 - next)];
-  next = 1 - next;
-  // Everything queued on the compute stream so far includes every reader of the samples the last call handed out.
-  CUDA_CHECK(cudaEventRecord(other.released.get(), compute));
-  other.release_recorded = true;
-  if (slot.release_recorded) CUDA_CHECK(cudaStreamWaitEvent(stream.get(), slot.released.get(), 0));
+// The wait for the release comes first: growing the samples' memory waits for the decode stream, and so for the
+// compute work that read them.
+void CudaJpegSlots::decode(int index, std::span<const kernels::JpegCrop> samples, const model::Shape& sample) {
+  CUDA_CHECK(cudaSetDevice(device_));  // the current device is per thread, and this may be a new one
+  Slot& slot = at(index);
+  if (slot.release_recorded) CUDA_CHECK(cudaStreamWaitEvent(stream_.get(), slot.released.get(), 0));
   keep_bytes(slot, samples);
   const kernels::cpu::SampleExtent extent{sample.c, sample.h, sample.w};
-  slot.samples.ensure(samples.size() * static_cast<std::size_t>(sample.c) * sample.h * sample.w, stream.get());
-  decoder.decode(slot.crops, extent, static_cast<uint8_t*>(slot.samples.get()));
-  CUDA_CHECK(cudaEventRecord(slot.decoded.get(), stream.get()));
-  CUDA_CHECK(cudaStreamWaitEvent(compute, slot.decoded.get(), 0));
+  slot.samples.ensure(samples.size() * static_cast<std::size_t>(sample.c) * sample.h * sample.w, stream_.get());
+  decoder_.decode(slot.crops, extent, static_cast<uint8_t*>(slot.samples.get()));
+  CUDA_CHECK(cudaEventRecord(slot.decoded.get(), stream_.get()));
+}
+
+const uint8_t* CudaJpegSlots::use(int index) {
+  Slot& slot = at(index);
+  CUDA_CHECK(cudaStreamWaitEvent(compute_, slot.decoded.get(), 0));
   return static_cast<const uint8_t*>(slot.samples.get());
 }
 
+void CudaJpegSlots::release(int index) {
+  Slot& slot = at(index);
+  CUDA_CHECK(cudaEventRecord(slot.released.get(), compute_));
+  slot.release_recorded = true;
+}
+
+// decode_jpegs' two slots, used in turn on the step's thread.
+struct CudaJpegDecode {
+  CudaJpegSlots slots;
+  int next = 0;
+};
+
+std::unique_ptr<model::JpegSlots> CudaBackend::make_jpeg_slots(int slots) {
+  return std::make_unique<CudaJpegSlots>(slots, state_->stream.get(), device_);
+}
+
 const uint8_t* CudaBackend::decode_jpegs(std::span<const kernels::JpegCrop> samples, const model::Shape& sample) {
-  if (!state_->jpeg) state_->jpeg.reset(new CudaJpegDecode());
-  return state_->jpeg->decode(samples, sample, state_->stream.get());
+  if (!state_->jpeg) state_->jpeg.reset(new CudaJpegDecode{{2, state_->stream.get(), device_}});
+  return model::decode_in_turn(state_->jpeg->slots, state_->jpeg->next, samples, sample);
 }
 
 void JpegDecodeDeleter::operator()(CudaJpegDecode* decode) const { delete decode; }
@@ -98,10 +131,15 @@ void JpegDecodeDeleter::operator()(CudaJpegDecode* decode) const { delete decode
 struct CudaJpegDecode {};
 void JpegDecodeDeleter::operator()(CudaJpegDecode* decode) const { delete decode; }
 
-const uint8_t* CudaBackend::decode_jpegs(std::span<const kernels::JpegCrop>, const model::Shape&) {
+std::unique_ptr<model::JpegSlots> CudaBackend::make_jpeg_slots(int) {
   throw Error(ExitCode::job_file,
               "data.decode = gpu: this ringtrain was built without nvJPEG (install it with scripts/install_deps.sh "
               "and configure with -DRINGTRAIN_NVJPEG=ON), so the GPU cannot decode JPEGs; set data.decode = cpu");
+}
+
+const uint8_t* CudaBackend::decode_jpegs(std::span<const kernels::JpegCrop>, const model::Shape&) {
+  make_jpeg_slots(2);  // throws: no nvJPEG in this build
+  return nullptr;
 }
 
 #endif
