@@ -43,12 +43,18 @@ RT_HOST_DEVICE inline AxisTap axis_tap(int i, int length, float start, float spa
   return {first, second, weight};
 }
 
+// Two values already blended along one axis (exact, in 1/256ths) blended along the other with `weight` on the
+// second, rounded to nearest: the one rounding of a resampled value.
+RT_HOST_DEVICE inline uint8_t rounded_blend(int first, int second, int weight) {
+  return static_cast<uint8_t>((first * (kTapOne - weight) + second * weight + (1 << 15)) >> 16);
+}
+
 // The bilinear blend of four pixels with row and column weights in 1/256ths, rounded to nearest.
 RT_HOST_DEVICE inline uint8_t blend(int top_left, int top_right, int bottom_left, int bottom_right, int row_weight,
                                     int column_weight) {
   const int top = top_left * (kTapOne - column_weight) + top_right * column_weight;
   const int bottom = bottom_left * (kTapOne - column_weight) + bottom_right * column_weight;
-  return static_cast<uint8_t>((top * (kTapOne - row_weight) + bottom * row_weight + (1 << 15)) >> 16);
+  return rounded_blend(top, bottom, row_weight);
 }
 
 // Output column x reads mirrored column (width - 1 - x) of the window when flipped.

@@ -1,5 +1,5 @@
-// Owns ColumnResampler; see resample_columns.h. Every path computes (left * (256 - w) + right * w + 2^15) >> 16 on
-// exact integers, which is blend()'s last step.
+// Owns ColumnResampler; see resample_columns.h. Every path computes rounded_blend() (kernels/crop_resample.h) on
+// exact integers: the scalar loop calls it, the vector path spells it in lanes.
 #include "kernels/cpu/resample_columns.h"
 
 #include <algorithm>
@@ -17,10 +17,6 @@ namespace {
 
 constexpr int kBlockColumns = 16;
 constexpr int kRegisterPairValues = 64;  // two 512-bit registers of 16-bit values, one permutation's reach
-
-uint8_t rounded_blend(int left, int right, int weight) {
-  return static_cast<uint8_t>((left * (kTapOne - weight) + right * weight + (1 << 15)) >> 16);
-}
 
 }  // namespace
 

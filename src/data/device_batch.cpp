@@ -32,7 +32,8 @@ void DeviceBatch::load(const HostBatch& host) {
 
 model::Tensor DeviceBatch::input_padded(int count, int full) {
   if (full > largest_.n || count > full)
-    throw std::logic_error(fmt::format("a batch of {} padded to {} in a device batch of {}", count, full, largest_.n));
+    throw Error(ExitCode::internal,
+                fmt::format("a batch of {} padded to {} in a device batch of {}", count, full, largest_.n));
   const auto sample_bytes = static_cast<size_t>(largest_.per_sample()) * sizeof(float);
   if (full > count)
     backend_.zero(images_.as<float>() + static_cast<size_t>(count) * largest_.per_sample(),

@@ -29,8 +29,9 @@ class DeviceBatch {
   // The last batch's soft targets (count x classes) when it was mixed; null when its labels are its targets.
   const float* targets() { return mixed_ ? targets_.as<float>() : nullptr; }
   model::Tensor input(int count) { return {images_.as<float>(), largest_.with_batch(count)}; }
-  // The loaded `count` samples followed by zeros up to `full` samples: a partial batch run at a full batch's shape,
-  // for a forward pass whose samples do not interact (evaluation), the padding's outputs then ignored.
+  // The loaded `count` samples followed by zeros up to `full` samples (full == count: input(count)): a partial batch
+  // run at a full batch's shape, for a forward pass whose samples do not interact (evaluation: batch norm uses its
+  // running statistics), the padding's outputs then ignored.
   model::Tensor input_padded(int count, int full);
 
  private:

@@ -21,9 +21,8 @@ Classifier::Classifier(const train::RunContext& run, const std::filesystem::path
 
 std::span<const float> Classifier::logits(const train::HostBatch& batch) {
   device_batch_.load(batch);
-  const model::Tensor input = run_.job.gpu.full_eval_batches ? device_batch_.input_padded(batch.count, input_.n)
-                                                             : device_batch_.input(batch.count);
-  const model::Tensor out = net_->forward(input, model::Mode::eval, 0);
+  const int shape_batch = run_.job.gpu.full_eval_batches ? input_.n : batch.count;
+  const model::Tensor out = net_->forward(device_batch_.input_padded(batch.count, shape_batch), model::Mode::eval, 0);
   const size_t values = static_cast<size_t>(batch.count) * static_cast<size_t>(classes_);
   run_.backend.to_host(logits_.data(), out.data, values * sizeof(float));
   return {logits_.data(), values};

@@ -32,13 +32,6 @@ void Evaluator::average_running_statistics() {
   run_.backend.to_device(net_.states(), states.data(), states.size() * sizeof(float));
 }
 
-// The samples of an evaluation batch do not interact (batch norm uses its running statistics), so a partial batch
-// may run padded at the full batch's shape; the logits' first `count` rows are the same either way.
-model::Tensor Evaluator::evaluated_input(int count) {
-  if (run_.job.gpu.full_eval_batches) return device_batch_.input_padded(count, batch_);
-  return device_batch_.input(count);
-}
-
 Totals Evaluator::run(const BatchSink& sink) {
   model::Backend& backend = run_.backend;
   backend.zero(totals_.as<void>(), sizeof(model::LossTotals));
@@ -57,7 +50,8 @@ Totals Evaluator::run(const BatchSink& sink) {
     auto host = loader.next(nullptr);
     const int count = host->count;
     device_batch_.load(*host);
-    const model::Tensor logits = net_.forward(evaluated_input(count), model::Mode::eval, 0);
+    const int shape_batch = run_.job.gpu.full_eval_batches ? batch_ : count;
+    const model::Tensor logits = net_.forward(device_batch_.input_padded(count, shape_batch), model::Mode::eval, 0);
     backend.softmax_cross_entropy(count, classes, logits.as<float>(), device_batch_.labels(), {}, nullptr,
                                   totals_.as<model::LossTotals>());
     if (sink) {

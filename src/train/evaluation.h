@@ -24,8 +24,6 @@ class Evaluator {
   Totals run(const BatchSink& sink = {});
 
  private:
-  model::Tensor evaluated_input(int count);  // the loaded batch, padded to batch_ with gpu.full_eval_batches
-
   const RunContext& run_;
   model::Network& net_;
   SplitPart& part_;
