@@ -1,5 +1,6 @@
-// Owns the CPU twin's multi-head self-attention: kernels/attention.h's products on OpenBLAS, one sample and head at a
-// time, with the row-wise softmax between them in fp32. The token tensors (qkv, y and their gradients) are fp32 in
+// Owns the CPU twin's multi-head self-attention: kernels/attention.h's products one sample and head at a time, the
+// samples shared among the compute threads (each sample one thread's, so the same bits on any count), with the
+// row-wise softmax between them in fp32. The token tensors (qkv, y and their gradients) are fp32 in
 // either layout; the kept probabilities are in the shape's element type, rounded as a GPU keeps them, and the product
 // with V and the backward pass read the rounded values. The CUDA version: src/backend/cuda/attention_ops.cpp
 // (cuBLAS) with kernels/cuda/attention.h (the softmax).
@@ -12,7 +13,7 @@
 
 namespace ringtrain::kernels::cpu {
 
-// One head's T x T scores and their gradient, reused from call to call.
+// Each compute thread's T x T scores and their gradient, reused from call to call.
 struct AttentionWorkspace {
   std::vector<float> square, gradient;
   std::size_t bytes() const { return (square.capacity() + gradient.capacity()) * sizeof(float); }

@@ -17,6 +17,11 @@ auto dnnl_call(Call&& call, const char* text, const char* file, int line) {
   }
 }
 
+// For oneDNN's functions that answer a status instead of throwing (dnnl::sgemm): the status as the API's error.
+inline void throw_unless_success(dnnl::status status, const char* what) {
+  if (status != dnnl::status::success) throw dnnl::error(static_cast<dnnl_status_t>(status), what);
+}
+
 }  // namespace ringtrain::kernels::cpu
 
 #define DNNL_CALL(expr) ::ringtrain::kernels::cpu::dnnl_call([&] { return expr; }, #expr, __FILE__, __LINE__)

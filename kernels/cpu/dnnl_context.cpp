@@ -63,13 +63,14 @@ void DnnlContext::execute(const dnnl::primitive& p, const std::unordered_map<int
   DNNL_CALL(stream_.wait());
 }
 
-void DnnlContext::sgemm(int m, int n, int k, const float* a, const float* b, float* c) {
+void DnnlContext::sgemm(Transpose ta, Transpose tb, int m, int n, int k, const float* a, const float* b, float beta,
+                        float* c) {
+  const char a_flag = ta == Transpose::yes ? 'T' : 'N', b_flag = tb == Transpose::yes ? 'T' : 'N';
+  const int lda = ta == Transpose::yes ? m : k, ldb = tb == Transpose::yes ? k : n;
   omp_set_num_threads(threads_);  // as in execute(): the calling thread's count, set at every call
-  const auto checked = [](dnnl::status status) {
-    if (status != dnnl::status::success) throw dnnl::error(static_cast<dnnl_status_t>(status), "dnnl_sgemm failed");
-  };
   const SignalsHeld held;
-  DNNL_CALL(checked(dnnl::sgemm('N', 'N', m, n, k, 1.0f, a, k, b, n, 0.0f, c, n)));
+  DNNL_CALL(throw_unless_success(dnnl::sgemm(a_flag, b_flag, m, n, k, 1.0f, a, lda, b, ldb, beta, c, n),
+                                 "dnnl_sgemm failed"));
 }
 
 PlainPrimitive::PlainPrimitive(DnnlContext& ctx, const dnnl::primitive& primitive,

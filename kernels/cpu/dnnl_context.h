@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/cpu/dnnl_math.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/element_type.h"
 
 namespace ringtrain::kernels::cpu {
@@ -41,9 +42,10 @@ class DnnlContext {
   std::byte* staging() const { return staging_.data; }
   // Runs `p` on our thread count and returns when it is done.
   void execute(const dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args);
-  // oneDNN's own row-major SGEMM (its JIT kernels), on our thread count: c (m x n) = a (m x k) b (k x n).
-  // Faster than the matmul primitive where b is a wide plain matrix read as is (the dense data gradient).
-  void sgemm(int m, int n, int k, const float* a, const float* b, float* c);
+  // oneDNN's own row-major SGEMM (its JIT kernels), on our thread count: c (m x n) = op(a) op(b) + beta c, the
+  // matrices packed (op(a) m x k, op(b) k x n). Faster than the matmul primitive where b is a wide plain matrix
+  // read as is (the dense data gradient), and than OpenBLAS on the dense weight gradient inside a training step.
+  void sgemm(Transpose ta, Transpose tb, int m, int n, int k, const float* a, const float* b, float beta, float* c);
 
  private:
   struct Area {

@@ -20,7 +20,7 @@ using dnnl::memory;
 using tag = memory::format_tag;
 constexpr auto f32 = memory::data_type::f32;
 constexpr auto bf16 = memory::data_type::bf16;
-constexpr int kShallowProduct = 64;  // data gradients fewer outputs deep than this run on OpenBLAS
+constexpr int kShallowProduct = 64;  // fp32 gradients of products fewer outputs deep than this run on OpenBLAS
 
 // A matrix of ours: rows x cols values of `type`, row-major ("ab") or read transposed ("ba").
 struct Matrix {
@@ -144,20 +144,25 @@ void DnnlDense::backward(DnnlContext& ctx, const void* x, const float* w, const 
     void* const tensors[] = {const_cast<void*>(dy), const_cast<void*>(x), dw};
     backward_weights_->run(ctx, tensors);
   } else {
-    // fp32, each product on whichever library ran it fastest on the model's shape, one core of a Sapphire Rapids
-    // host (perf/results/2026-11-25-cpu-spr-2.md): dx = dy W on oneDNN's SGEMM (2.5 ms against the matmul
-    // primitive's 4.0 and OpenBLAS's 3.3), dW += dy^T x on OpenBLAS (2.6 ms against 2.7 and the matmul's 2.8).
-    // A data gradient only a few dozen deep (the classifier's, 10 outputs) runs on OpenBLAS: oneDNN's SGEMM took
-    // 0.2 ms a step on 64 x 10 x 1024 inside the training step, though 13 us when timed alone
-    // (perf/results/2026-11-26-cpu-conv1-direct.md).
+    // fp32: both products on oneDNN's SGEMM (dx = dy W: 2.5 ms against the matmul primitive's 4.0 and OpenBLAS's
+    // 3.3 on one core of a Sapphire Rapids host, perf/results/2026-11-25-cpu-spr-2.md; dW += dy^T x: OpenBLAS's took
+    // 9-11 ms a step inside ViT-S/16's 2-thread step on 32 x 1000 x 384, though 0.45 ms timed alone, oneDNN's 0.7),
+    // but for a product only a few dozen outputs deep (the classifier's, 10 outputs), which runs on OpenBLAS:
+    // oneDNN's SGEMM took 0.2 ms a step on 64 x 10 x 1024 inside the training step, though 13 us when timed alone
+    // (perf/results/2026-11-26-cpu-conv1-direct.md, perf/results/2026-11-29-vit-cpu.md).
     const auto* dy32 = static_cast<const float*>(dy);
-    if (dx && shape_.out < kShallowProduct)
-      sgemm(Transpose::no, Transpose::no, shape_.batch, shape_.in, shape_.out, 1.0f, dy32, shape_.out, w, shape_.in,
-            0.0f, static_cast<float*>(dx), shape_.in);
-    else if (dx)
-      ctx.sgemm(shape_.batch, shape_.in, shape_.out, dy32, w, static_cast<float*>(dx));
-    sgemm(Transpose::yes, Transpose::no, shape_.out, shape_.in, shape_.batch, 1.0f, dy32, shape_.out,
-          static_cast<const float*>(x), shape_.in, 1.0f, dw, shape_.in);
+    const auto* x32 = static_cast<const float*>(x);
+    auto* dx32 = static_cast<float*>(dx);
+    if (shape_.out < kShallowProduct) {
+      if (dx)
+        sgemm(Transpose::no, Transpose::no, shape_.batch, shape_.in, shape_.out, 1.0f, dy32, shape_.out, w,
+              shape_.in, 0.0f, dx32, shape_.in);
+      sgemm(Transpose::yes, Transpose::no, shape_.out, shape_.in, shape_.batch, 1.0f, dy32, shape_.out, x32,
+            shape_.in, 1.0f, dw, shape_.in);
+    } else {
+      if (dx) ctx.sgemm(Transpose::no, Transpose::no, shape_.batch, shape_.in, shape_.out, dy32, w, 0.0f, dx32);
+      ctx.sgemm(Transpose::yes, Transpose::no, shape_.out, shape_.in, shape_.batch, dy32, x32, 1.0f, dw);
+    }
   }
   if (dbias) dense_bias_gradient(shape_.batch, shape_.out, fp32_rows(dy), dbias);
 }
