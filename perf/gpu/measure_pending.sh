@@ -86,7 +86,7 @@ fi
 
 if want graphs && fits graphs 60; then
   rt timeout 60 mpirun -np 1 "$bin/test_gpu" --gtest_color=no \
-    --gtest_filter='CudaGraphedTrainingTest.*:CudaStepGraphsTest.*' >"$x/test_gpu_graphs.log" 2>&1
+    --gtest_filter='*CudaGraphedTrainingTest*:CudaStepGraphsTest.*:CudaGraphsKey.*' >"$x/test_gpu_graphs.log" 2>&1
   gtest_line test_gpu_graphs "$x/test_gpu_graphs.log" $?
   rt "$bin/ringtrain" prepare synthetic --shape 1,28,28 --classes 10 --samples 25600 --test-samples 1000 --shards 4 \
     --out "$x/s28" >"$x/prepare-s28.log" 2>&1
@@ -94,7 +94,7 @@ if want graphs && fits graphs 60; then
     fits "fmnist graphs=$graphs" 20 && train_job "fmnist-graphs-$graphs" jobs/fashion_mnist.toml "$x/s28" 40 \
       --set gpu.cuda_graphs=$graphs --set train.shuffle=false --set data.augment=none
   done
-  param_sum() { grep -oE '"param_checksum":[^,}]*' "$x/r-fmnist-graphs-$1/metrics.jsonl" 2>/dev/null | tail -1 | cut -d: -f2; }
+  param_sum() { grep -oE '"param_checksum":[^,}]*' "$x/r-fmnist-graphs-$1/metrics.jsonl" 2>/dev/null | tail -1 | cut -d: -f2 | tr -d '"'; }
   same=false; [ -n "$(param_sum false)" ] && [ "$(param_sum false)" = "$(param_sum true)" ] && same=true
   echo "{\"stage\":\"graphs\",\"check\":\"gpu.cuda_graphs ends on the eager param_checksum\",\"passed\":$same,\"eager\":\"$(param_sum false)\",\"graphed\":\"$(param_sum true)\"}" >>"$out/results.jsonl"
   say "$([ $same = true ] && echo PASS || echo FAIL) graphed Fashion-MNIST ends on the eager param_checksum ($(param_sum false) and $(param_sum true))"

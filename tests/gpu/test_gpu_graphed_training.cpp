@@ -39,7 +39,7 @@ std::vector<config::LayerSpec> fashion_cnn() {
 }
 
 // What a run left: its parameters, each step's loss sums, what each step did, and its replayed steps' reduction time.
-struct Run {
+struct TrainedRun {
   std::vector<float> params;
   std::vector<model::LossTotals> losses;
   std::vector<StepAction> actions;
@@ -58,7 +58,7 @@ class CudaGraphedTrainingTest : public GpuSuite, public ::testing::WithParamInte
   }
 
   // `steps` optimizer steps as the trainer takes them (each step's predecessor collected after it is applied).
-  static Run train(bool graphs, bool bf16) {
+  static TrainedRun train(bool graphs, bool bf16) {
     backend::CudaOptions options;
     options.cuda_graphs = graphs;
     options.nhwc = bf16;
@@ -82,7 +82,7 @@ class CudaGraphedTrainingTest : public GpuSuite, public ::testing::WithParamInte
 
     model::DeviceBuffer images = backend.allocate(static_cast<size_t>(input.elements()) * sizeof(float));
     model::DeviceBuffer labels = backend.allocate(static_cast<size_t>(input.n) * sizeof(int32_t));
-    Run run;
+    TrainedRun run;
     const auto collect = [&](const std::vector<train::FinishedStep>& done) {
       for (const train::FinishedStep& f : done) {
         run.losses.push_back(f.loss);
@@ -111,7 +111,7 @@ class CudaGraphedTrainingTest : public GpuSuite, public ::testing::WithParamInte
 
 TEST_P(CudaGraphedTrainingTest, AGraphedRunEndsOnTheEagerRunsParametersBitForBit) {
   const bool bf16 = GetParam();
-  const Run eager = train(false, bf16), graphed = train(true, bf16);
+  const TrainedRun eager = train(false, bf16), graphed = train(true, bf16);
 
   EXPECT_EQ(eager.actions, std::vector<StepAction>(kSteps, StepAction::eager)) << "no capturer without the key";
   // Three eager steps of one shape (step_runner.h's warm-up), a capture per slot, replays; the partial batch runs
@@ -147,7 +147,7 @@ TEST(CudaGraphsKey, OpensACapturingCudaBackendOnlyWithTheKey) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, CudaGraphedTrainingTest, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "bf16_nhwc" : "fp32"; });
+                         [](const auto& p) { return p.param ? "bf16_nhwc" : "fp32"; });
 
 }  // namespace
 }  // namespace ringtrain::gpu_test

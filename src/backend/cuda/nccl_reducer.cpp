@@ -86,10 +86,10 @@ struct NcclGradientReducer::Impl {
   double exposed_s = 0;
   std::vector<dist::BucketSpan> spans;  // the last settled round's buckets
   config::WireFormat wire = config::WireFormat::fp32;
-  model::DeviceBuffer wire_buffer;
+  model::DeviceBuffer wire_buffer;  // bf16 copies of the gradients, at their offsets in the flat buffer
   // gpu.cuda_graphs: each StepRunner slot's round, captured into its graph and replayed with it; home here while
   // not in flight (its compute_end set), so a slot's events are reused only once its last replay settled.
-  std::vector<Round> graph_rounds;  // bf16 copies of the gradients, at their offsets in the flat buffer
+  std::vector<Round> graph_rounds;
 
   // Where a bucket's bf16 copy goes. Buckets are cut from the end of the flat buffer, so the first one launched
   // reaches its end: the buffer is made then, once, as large as every later bucket needs.
@@ -259,7 +259,10 @@ void NcclGradientReducer::launch(float* grads, const dist::Bucket& bucket) {
   if (r.launched == r.launches.size()) r.launches.push_back({0, 0, make_event(true), make_event(true), {}, {}});
   Launch& l = r.launches[r.launched];
   const bool graphed = r.graph_slot >= 0;
-  if (graphed && !l.ready_timer) l.ready_timer = make_event(true), l.done_timer = make_event(true);
+  if (graphed && !l.ready_timer) {
+    l.ready_timer = make_event(true);
+    l.done_timer = make_event(true);
+  }
   l.begin = bucket.begin;
   l.count = bucket.count;
   // The bucket's gradients are final once the compute stream reaches this point; the all-reduce starts there,
