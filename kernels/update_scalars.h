@@ -16,6 +16,7 @@ struct UpdateScalars {
   float decay_factor = 1;  // AdamW: 1 - lr * weight_decay, what a parameter that decays is multiplied by
   float step_size = 0;     // Adam: lr / bias_correction1
   float inv_sqrt_c2 = 1;   // Adam: 1 / sqrt(bias_correction2)
+  float inv_c1 = 1;        // LAMB: 1 / bias_correction1
 };
 
 inline UpdateScalars update_scalars(const SgdStep& step) {
@@ -36,6 +37,7 @@ inline UpdateScalars update_scalars(const AdamStep& step) {
   s.decay_factor = 1.0f - step.lr * step.weight_decay;
   s.step_size = step.lr / step.bias_correction1;
   s.inv_sqrt_c2 = 1.0f / std::sqrt(step.bias_correction2);
+  s.inv_c1 = 1.0f / step.bias_correction1;
   return s;
 }
 

@@ -89,8 +89,11 @@ __global__ void lars_apply_kernel(int tensors, const TensorRange* ranges, LarsSt
   }
 }
 
-__global__ void lamb_moments_kernel(int tensors, const TensorRange* ranges, AdamStep step, float inv_sqrt_c2,
+template <class Scalars>
+__global__ void lamb_moments_kernel(int tensors, const TensorRange* ranges, AdamStep step, Scalars scalars,
                                     float* grad, float* m, float* v, const float* param, SquareSums* partials) {
+  const UpdateScalars u = scalars.get();
+  const float inv_c1 = u.inv_c1, inv_sqrt_c2 = u.inv_sqrt_c2;
   for (int t = static_cast<int>(blockIdx.y); t < tensors; t += static_cast<int>(gridDim.y)) {
     const TensorRange r = ranges[t];
     const float decay = r.adapt ? step.weight_decay : 0.0f;
@@ -102,7 +105,7 @@ __global__ void lamb_moments_kernel(int tensors, const TensorRange* ranges, Adam
       const float mk = step.beta1 * m[k] + (1.0f - step.beta1) * g;
       const float vk = step.beta2 * v[k] + (1.0f - step.beta2) * g * g;
       m[k] = mk, v[k] = vk;
-      const float d = lamb_direction(mk, vk, param[k], 1.0f / step.bias_correction1, inv_sqrt_c2, step.epsilon, decay);
+      const float d = lamb_direction(mk, vk, param[k], inv_c1, inv_sqrt_c2, step.epsilon, decay);
       mine.a += static_cast<double>(param[k]) * param[k], mine.b += static_cast<double>(d) * d;
     });
     const SquareSums sums = block_sum(mine);
@@ -111,19 +114,21 @@ __global__ void lamb_moments_kernel(int tensors, const TensorRange* ranges, Adam
   }
 }
 
-__global__ void lamb_apply_kernel(int tensors, const TensorRange* ranges, AdamStep step, float inv_sqrt_c2,
+template <class Scalars>
+__global__ void lamb_apply_kernel(int tensors, const TensorRange* ranges, AdamStep step, Scalars scalars,
                                   const float* m, const float* v, float* param, const SquareSums* partials) {
+  const UpdateScalars u = scalars.get();
+  const float inv_c1 = u.inv_c1, inv_sqrt_c2 = u.inv_sqrt_c2;
   for (int t = static_cast<int>(blockIdx.y); t < tensors; t += static_cast<int>(gridDim.y)) {
     const TensorRange r = ranges[t];
     const float decay = r.adapt ? step.weight_decay : 0.0f;
     const SquareSums s = tensor_sums(partials, t);
     const double wn = sqrt(s.a), dn = sqrt(s.b);
     const float trust = r.adapt && wn > 0 && dn > 0 ? static_cast<float>(wn / dn) : 1.0f;
-    const float scaled_lr = step.lr * trust;
+    const float scaled_lr = u.lr * trust;
     for_chunk(r.count, static_cast<int>(blockIdx.x), [&](int64_t i) {
       const int64_t k = r.begin + i;
-      param[k] -= scaled_lr * lamb_direction(m[k], v[k], param[k], 1.0f / step.bias_correction1, inv_sqrt_c2,
-                                             step.epsilon, decay);
+      param[k] -= scaled_lr * lamb_direction(m[k], v[k], param[k], inv_c1, inv_sqrt_c2, step.epsilon, decay);
     });
   }
 }
@@ -138,6 +143,19 @@ void launch_lars(int tensors, const TensorRange* ranges, const LarsStep& step, S
   lars_norms_kernel<<<grid_for(tensors), kThreads, 0, stream>>>(tensors, ranges, grad, param, partials);
   RT_CHECK_LAUNCH();
   lars_apply_kernel<<<grid_for(tensors), kThreads, 0, stream>>>(tensors, ranges, step, scalars, grad, velocity, param,
+                                                                partials);
+  RT_CHECK_LAUNCH();
+}
+
+template <class Scalars>
+void launch_lamb(int tensors, const TensorRange* ranges, const AdamStep& step, Scalars scalars, float* grad, float* m,
+                 float* v, float* param, void* scratch, Stream stream) {
+  if (tensors <= 0) return;
+  auto* partials = static_cast<SquareSums*>(scratch);
+  lamb_moments_kernel<<<grid_for(tensors), kThreads, 0, stream>>>(tensors, ranges, step, scalars, grad, m, v, param,
+                                                                  partials);
+  RT_CHECK_LAUNCH();
+  lamb_apply_kernel<<<grid_for(tensors), kThreads, 0, stream>>>(tensors, ranges, step, scalars, m, v, param,
                                                                 partials);
   RT_CHECK_LAUNCH();
 }
@@ -161,15 +179,13 @@ void lars_update(int tensors, const TensorRange* ranges, const LarsStep& step, c
 
 void lamb_update(int tensors, const TensorRange* ranges, const AdamStep& step, float* grad, float* m, float* v,
                  float* param, void* scratch, Stream stream) {
-  if (tensors <= 0) return;
-  auto* partials = static_cast<SquareSums*>(scratch);
-  const float inv_sqrt_c2 = 1.0f / std::sqrt(step.bias_correction2);
-  lamb_moments_kernel<<<grid_for(tensors), kThreads, 0, stream>>>(tensors, ranges, step, inv_sqrt_c2, grad, m, v,
-                                                                  param, partials);
-  RT_CHECK_LAUNCH();
-  lamb_apply_kernel<<<grid_for(tensors), kThreads, 0, stream>>>(tensors, ranges, step, inv_sqrt_c2, m, v, param,
-                                                                partials);
-  RT_CHECK_LAUNCH();
+  launch_lamb(tensors, ranges, step, detail::ScalarsByValue{update_scalars(step)}, grad, m, v, param, scratch,
+              stream);
+}
+
+void lamb_update(int tensors, const TensorRange* ranges, const AdamStep& step, const UpdateScalars* scalars,
+                 float* grad, float* m, float* v, float* param, void* scratch, Stream stream) {
+  launch_lamb(tensors, ranges, step, detail::ScalarsOnDevice{scalars}, grad, m, v, param, scratch, stream);
 }
 
 }  // namespace ringtrain::kernels::cuda

@@ -24,5 +24,9 @@ void lars_update(int tensors, const TensorRange* ranges, const LarsStep& step, c
                  float* grad, float* velocity, float* param, void* scratch, Stream stream);
 void lamb_update(int tensors, const TensorRange* ranges, const AdamStep& step, float* grad, float* m, float* v,
                  float* param, void* scratch, Stream stream);
+// LAMB with the rate and bias corrections read from `scalars` (device memory) when the kernels run: a captured
+// graph's replays refresh that memory (gpu.cuda_graphs). Bit for bit the update above for the same step.
+void lamb_update(int tensors, const TensorRange* ranges, const AdamStep& step, const UpdateScalars* scalars,
+                 float* grad, float* m, float* v, float* param, void* scratch, Stream stream);
 
 }  // namespace ringtrain::kernels::cuda

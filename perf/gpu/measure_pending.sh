@@ -4,6 +4,9 @@
 # seconds it lacked, so a second call can take it up. STAGES names the stages to run, in this order (default: all):
 #   tests     test_gpu whole, test_layers '*/cuda*' (with the gpu.candidate_kernels cases), the equivalence and the
 #             synchronised batch-norm tests on CUDA + NCCL with 2 and 4 ranks (gpu.share_device)
+#   graphs    issue 38: the CUDA-graph tests (test_gpu's CudaGraphedTrainingTest and CudaStepGraphsTest), then the
+#             Fashion-MNIST CNN bf16 on synthetic 1x28x28 tensors with gpu.cuda_graphs false and true (speed, and
+#             whether the two runs end on the same param_checksum)
 #   syncbn    a 2-rank ResNet-20 job with dist.sync_batchnorm_group = 2 and = 0: the losses must differ (the key
 #             reached the GPU backend; on 2026-11-28 they were equal to 16 digits)
 #   models    ResNet-50 bf16 on synthetic tensors (the baseline), then the issue-41 models bf16 on synthetic
@@ -28,7 +31,7 @@ cd "$(dirname "$0")/../.."
 out=${1:-${OUT:?usage: measure_pending.sh OUT_DIR (or set OUT)}}
 mkdir -p "$out"
 budget=${BUDGET_S:-560}
-stages=" ${STAGES:-tests syncbn models evalshape jpeg pytorch} "
+stages=" ${STAGES:-tests graphs syncbn models evalshape jpeg pytorch} "
 t0=$SECONDS
 x=$(mktemp -d)
 bin=${BIN:-.gpurt/bin}
@@ -79,6 +82,23 @@ if want tests; then
     fits "equivalence np$np" 40 && mpi_test "equivalence_cuda_np$np" "$np" test_equivalence
     fits "sync_batchnorm np$np" 30 && mpi_test "sync_batchnorm_cuda_np$np" "$np" test_sync_batchnorm
   done
+fi
+
+if want graphs && fits graphs 60; then
+  rt timeout 60 mpirun -np 1 "$bin/test_gpu" --gtest_color=no \
+    --gtest_filter='*CudaGraphedTrainingTest*:CudaStepGraphsTest.*:CudaGraphsKey.*' >"$x/test_gpu_graphs.log" 2>&1
+  gtest_line test_gpu_graphs "$x/test_gpu_graphs.log" $?
+  rt "$bin/ringtrain" prepare synthetic --shape 1,28,28 --classes 10 --samples 25600 --test-samples 1000 --shards 4 \
+    --out "$x/s28" >"$x/prepare-s28.log" 2>&1
+  for graphs in false true; do
+    fits "fmnist graphs=$graphs" 20 && train_job "fmnist-graphs-$graphs" jobs/fashion_mnist.toml "$x/s28" 40 \
+      --set gpu.cuda_graphs=$graphs --set train.shuffle=false --set data.augment=none
+  done
+  param_sum() { grep -oE '"param_checksum":[^,}]*' "$x/r-fmnist-graphs-$1/metrics.jsonl" 2>/dev/null | tail -1 | cut -d: -f2 | tr -d '"'; }
+  same=false; [ -n "$(param_sum false)" ] && [ "$(param_sum false)" = "$(param_sum true)" ] && same=true
+  echo "{\"stage\":\"graphs\",\"check\":\"gpu.cuda_graphs ends on the eager param_checksum\",\"passed\":$same,\"eager\":\"$(param_sum false)\",\"graphed\":\"$(param_sum true)\"}" >>"$out/results.jsonl"
+  say "$([ $same = true ] && echo PASS || echo FAIL) graphed Fashion-MNIST ends on the eager param_checksum ($(param_sum false) and $(param_sum true))"
+  grep -h "gpu.cuda_graphs" "$x/r-fmnist-graphs-true.log" | head -2 | cut -c1-240 | tee -a "$out/summary.txt"
 fi
 
 if want syncbn && fits syncbn 40; then

@@ -437,6 +437,15 @@ void check_cuda_graphs(Reader& r, const JobConfig& c) {
     r.problem("'gpu.cuda_graphs' = true cannot go with train.precision = \"fp16\": fp16's loss scaling decides on "
               "the host, after each step's reduction, whether the update runs, and a replayed graph cannot; use "
               "train.precision = \"bf16\" (no loss scaling), or set gpu.cuda_graphs = false");
+  // Both wait for the device inside the step, which a capture refuses (and a replay would skip).
+  if (c.gpu.cuda_graphs && c.dist.sync_batchnorm_group != 0)
+    r.problem("'gpu.cuda_graphs' = true cannot go with dist.sync_batchnorm_group: each synchronised batch norm adds "
+              "its sums over the group from the host inside the step, which a captured graph cannot; set "
+              "dist.sync_batchnorm_group = 0 or gpu.cuda_graphs = false");
+  if (c.gpu.cuda_graphs && c.run.profile_layers)
+    r.problem("'gpu.cuda_graphs' = true cannot go with run.profile_layers = true: the profile waits for the device "
+              "around each layer inside the step, which a captured graph cannot; profile with gpu.cuda_graphs = "
+              "false");
 }
 
 }  // namespace

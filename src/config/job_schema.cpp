@@ -378,9 +378,10 @@ Section<Gpu> gpu_keys() {
                        "replay the steady-state training step as CUDA graphs (one launch a step instead of hundreds; "
                        "for launch-bound models), captured after the warm-up steps and again when the step's shape "
                        "changes; fp32, tf32 and bf16 (fp16 is refused: its loss scaling decides on the host whether a "
-                       "step updates). Not yet available on the CUDA backend (refused there with exit 3, "
-                       "docs/gpu.md). The CPU backend has no graphs: there the key changes nothing, "
-                       "so one job file runs on a GPU node and on a CPU node"),
+                       "step updates; so are dist.sync_batchnorm_group, run.profile_layers and a dropout layer). "
+                       "Steps with several micro-batches or gradient clipping run eagerly (the run says so). Not yet "
+                       "run on a GPU (docs/gpu.md). The CPU backend has no graphs: there the key changes nothing, so "
+                       "one job file runs on a GPU node and on a CPU node"),
           boolean<Gpu>("share_device", &Gpu::share_device, false,
                        "testing only: let a node's ranks share its GPUs, each rank its own host to NCCL "
                        "(NCCL_HOSTID), to run the multi-rank NCCL path on a one-GPU machine; slower than one rank per "

@@ -49,6 +49,12 @@ class GradientReducer {
   // The reductions the last wait_all (CPU) or settle (device) saw end, in launch order, for tests. A reducer that
   // cannot time them returns none.
   virtual std::vector<BucketSpan> last_spans() const { return {}; }
+  // gpu.cuda_graphs (train::StepRunner, model/step_capturer.h), for a reducer that can be captured (NCCL's): the
+  // reductions that launch() and wait_all() queue next are being captured into the graph of StepRunner's slot
+  // `slot`; and, later, that graph ran again without those calls, so the reductions it holds count as one more
+  // wait_all() for settle(). A reducer on the host (MPI, threads) is never captured: no backend with one captures.
+  virtual void capture_step(int slot) { (void)slot; }
+  virtual void replayed_step(int slot) { (void)slot; }
 };
 
 }  // namespace ringtrain::dist

@@ -40,4 +40,9 @@ void GradientSync::finish() {
   reducer_.wait_all();
 }
 
+void GradientSync::replayed(int64_t step, int slot) {
+  step_ = step;
+  reducer_.replayed_step(slot);
+}
+
 }  // namespace ringtrain::dist

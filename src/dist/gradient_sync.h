@@ -16,6 +16,10 @@ class GradientSync final : public model::GradientObserver {
   void watch_with(Watchdog* dog) { watchdog_ = dog; }
   void gradients_ready(const model::Layer& leaf) override;
   void finish();  // after backward: the update queued next reads every bucket summed across ranks
+  // gpu.cuda_graphs: the step about to be queued is captured into StepRunner's slot `slot` (GradientReducer's
+  // capture_step); or that slot's graph replayed optimizer step `step` in place of begin() .. finish().
+  void capture_into(int slot) { reducer_.capture_step(slot); }
+  void replayed(int64_t step, int slot);
   // The parameters this rank updates after finish(), and the call after that update (GradientReducer's).
   model::ParamSlice update_slice() const { return reducer_.update_slice(network_.param_count()); }
   void updated() { reducer_.updated(); }

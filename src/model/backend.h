@@ -32,6 +32,7 @@
 #include "model/device_buffer.h"
 #include "model/fusion.h"
 #include "model/scratch.h"
+#include "model/step_capturer.h"
 #include "model/tensor.h"
 
 namespace ringtrain::model {
@@ -165,6 +166,9 @@ class Backend {
   virtual void synchronize() = 0;
   virtual std::unique_ptr<Readback> make_readback(std::size_t bytes) = 0;
   virtual std::unique_ptr<DeviceClock> make_clock(int capacity) = 0;
+  // gpu.cuda_graphs: what captures and replays the training step (model/step_capturer.h), or null where steps run
+  // as they are (the CPU twin; the CUDA backend without the key).
+  virtual StepCapturer* step_capturer() { return nullptr; }
 
   // ---- element types: whether activations may be stored in `type` here (fp32 always), and conversion between
   // types (round to nearest even; widening is exact).

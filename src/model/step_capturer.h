@@ -6,6 +6,10 @@
 
 namespace ringtrain::model {
 
+// The steps a capturer keeps a graph for at once: train::StepRunner's slots (the step being queued and the one
+// before it, still on the device), each step's work capturing its slot's addresses.
+constexpr int kStepCaptureSlots = 2;
+
 // The backend's side of a graphed step. Capturing queues nothing for the device to run, so a captured step is
 // launched right after its capture ends.
 class StepCapturer {
@@ -22,6 +26,15 @@ class StepCapturer {
   virtual void abandon_capture(int slot) noexcept = 0;
   virtual void launch(int slot) = 0;  // the slot's graph, once
   virtual void drop(int slot) = 0;    // the slot's graph, freed
+
+  // The optimizer's numbers of the step on `slot` (kernels/update_scalars.h), which a replay cannot take by value.
+  // Between begin_scalars and end_scalars the backend's update calls take theirs from the slot's table, entry by
+  // entry in call order. `fill`: they write the entries on the host and queue nothing (before every step, so that
+  // a replay, which makes no calls, finds its numbers there). `queue`: begin_scalars queues the copy of the table
+  // to the device, and the calls launch kernels that read their entries there, the ones the fill wrote.
+  enum class ScalarsPass { fill, queue };
+  virtual void begin_scalars(int slot, ScalarsPass pass) = 0;
+  virtual void end_scalars() noexcept = 0;  // runs while an update call's error unwinds, too
 };
 
 }  // namespace ringtrain::model

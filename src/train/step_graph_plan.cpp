@@ -59,17 +59,17 @@ void StepGraphPlan::forget() {
 }
 
 StepAction run_step(StepGraphPlan& plan, model::StepCapturer& capturer, int slot, const StepShape& shape,
-                    const std::function<void()>& queue) {
+                    const std::function<void(StepAction)>& queue) {
   const StepAction action = plan.decide(slot, shape, capturer.memory_generation());
   switch (action) {
     case StepAction::eager:
-      queue();
+      queue(action);
       break;
     case StepAction::capture:
     case StepAction::recapture:
       capturer.begin_capture(slot);
       try {
-        queue();
+        queue(action);
       } catch (...) {
         capturer.abandon_capture(slot);  // or the stream would stay capturing under whatever runs next
         throw;

@@ -22,6 +22,7 @@ namespace ringtrain::train {
 struct StepShape {
   std::vector<int> micro_batch_samples;  // each micro-batch's samples, in order
   bool soft_targets = false;             // a mixed batch's targets instead of labels
+  std::vector<const void*> batch_memory;  // where the step reads its batch (images, labels or targets) from
   bool operator==(const StepShape&) const = default;
 };
 
@@ -62,10 +63,10 @@ class StepGraphPlan {
   int settled_steps_ = 0;  // steps in a row (the one deciding included) with last_shape_ and last_memory_
 };
 
-// Runs one step as the plan decides: `queue` queues the step's work on the device (eagerly, or into a capture).
-// Returns what was done. Throws an internal error when a capture's memory moved: its graph is dropped, but its
-// step was captured rather than run, so it cannot be reported as done.
+// Runs one step as the plan decides: `queue` queues the step's work on the device (eagerly, or into a capture; it
+// is told which). Returns what was done. Throws an internal error when a capture's memory moved: its graph is
+// dropped, but its step was captured rather than run, so it cannot be reported as done.
 StepAction run_step(StepGraphPlan& plan, model::StepCapturer& capturer, int slot, const StepShape& shape,
-                    const std::function<void()>& queue);
+                    const std::function<void(StepAction)>& queue);
 
 }  // namespace ringtrain::train

@@ -47,6 +47,16 @@ StepRunner::StepRunner(model::Network& network, dist::GradientSync& sync, model:
     nonfinite_ = backend.allocate(sizeof(int32_t));
     nonfinite_readback_ = backend.make_readback(sizeof(int32_t));
   }
+  capturer_ = backend.step_capturer();
+  if (capturer_) graph_plan_.emplace(kSlots, kGraphWarmupSteps);
+}
+
+const char* StepRunner::eager_reason() const {
+  if (!capturer_) return nullptr;
+  if (accumulate_ > 1) return "several micro-batches per step (train.accumulate_steps) load into one batch buffer";
+  if (loss_scaler_) return "fp16's loss scaling decides on the host whether the update runs";
+  if (clip_norm_ > 0) return "gradient clipping (optimizer.clip_global_norm) reads the gradient's norm on the host";
+  return nullptr;
 }
 
 int StepRunner::in_flight() const {
@@ -70,9 +80,10 @@ void StepRunner::begin(int64_t step) {
   slot.skipped = false;
   slot.grad_norm = -1;
   model::Backend& backend = net_.backend();
+  // Ahead of a graphed step's work too: a graph holds the same work every step, and this runs only now and then.
   if (!grads_zero_) backend.fill(net_.param_count(), 0.0f, net_.grads());
   grads_zero_ = false;
-  backend.zero(slot.totals.as<void>(), sizeof(model::LossTotals));
+  if (!graphed()) backend.zero(slot.totals.as<void>(), sizeof(model::LossTotals));
 }
 
 void StepRunner::micro_batch(const float* images, const int32_t* labels, int count, uint64_t seed, bool last,
@@ -80,21 +91,32 @@ void StepRunner::micro_batch(const float* images, const int32_t* labels, int cou
   Slot& slot = slots_[static_cast<size_t>(current_)];
   if (slot.micro_batches >= accumulate_)
     throw Error(ExitCode::internal, fmt::format("more than {} micro-batches in one step", accumulate_));
-  const int mark = slot.micro_batches * kMarksPerMicroBatch;
+  const MicroBatch batch{images, labels, targets, count, seed};
+  if (graphed())
+    pending_ = batch;  // accumulate_ is 1: this is the step's last
+  else
+    queue_micro_batch(slot, slot.micro_batches, batch, last);
+  ++slot.micro_batches;
+  slot.samples += count;
+}
+
+void StepRunner::queue_micro_batch(Slot& slot, int micro, const MicroBatch& batch, bool last) {
+  const int mark = micro * kMarksPerMicroBatch;
   model::Backend& backend = net_.backend();
+  const int count = batch.count;
   {
     obs::Phase range(nullptr, "forward");  // an NVTX range around the queueing; the time comes from the clock
     clock_->mark(mark_id(current_, mark + kForwardBegin));
-    const model::Tensor logits =
-        net_.forward({const_cast<float*>(images), net_.input_shape().with_batch(count)}, model::Mode::train, seed);
+    const model::Tensor logits = net_.forward(
+        {const_cast<float*>(batch.images), net_.input_shape().with_batch(count)}, model::Mode::train, batch.seed);
     kernels::LossSettings loss = loss_;
     if (loss_scaler_) loss.grad_scale *= slot.loss_scale;  // the loss sums are not scaled, only its gradient
-    if (targets)
-      backend.soft_target_cross_entropy(count, net_.classes(), logits.as<float>(), targets, loss, dlogits_.as<float>(),
-                                        slot.totals.as<model::LossTotals>());
+    if (batch.targets)
+      backend.soft_target_cross_entropy(count, net_.classes(), logits.as<float>(), batch.targets, loss,
+                                        dlogits_.as<float>(), slot.totals.as<model::LossTotals>());
     else
-      backend.softmax_cross_entropy(count, net_.classes(), logits.as<float>(), labels, loss, dlogits_.as<float>(),
-                                    slot.totals.as<model::LossTotals>());
+      backend.softmax_cross_entropy(count, net_.classes(), logits.as<float>(), batch.labels, loss,
+                                    dlogits_.as<float>(), slot.totals.as<model::LossTotals>());
     if (last) slot.readback->start(slot.totals.as<void>());  // the step's sums are complete: bring them home
     clock_->mark(mark_id(current_, mark + kForwardEnd));
   }
@@ -104,12 +126,21 @@ void StepRunner::micro_batch(const float* images, const int32_t* labels, int cou
     net_.backward({dlogits_.as<float>(), net_.output_shape().with_batch(count)}, last ? &sync_ : nullptr);
     clock_->mark(mark_id(current_, mark + kBackwardEnd));
   }
-  ++slot.micro_batches;
-  slot.samples += count;
 }
 
 void StepRunner::apply(float lr) {
   Slot& slot = slots_[static_cast<size_t>(current_)];
+  if (graphed())
+    run_graphed(slot, lr);
+  else
+    queue_update(slot, lr);
+  grads_zero_ = true;  // the update consumed them (model/backend.h), or the skip dropped them
+  slot.queued = true;
+  ++queued_count_;
+  unreported_steps_.push_back(slot.step);
+}
+
+void StepRunner::queue_update(Slot& slot, float lr) {
   const int after_micro_batches = accumulate_ * kMarksPerMicroBatch;
   {
     obs::Phase range(nullptr, "allreduce_wait");
@@ -130,11 +161,48 @@ void StepRunner::apply(float lr) {
   }
   sync_.updated();
   if (ema_ && !slot.skipped) ema_->update();
-  grads_zero_ = true;  // the update consumed them (model/backend.h), or the skip dropped them
   clock_->mark(mark_id(current_, after_micro_batches + 1));
-  slot.queued = true;
-  ++queued_count_;
-  unreported_steps_.push_back(slot.step);
+}
+
+namespace {
+
+// The update calls between its construction and its end take their numbers through the capturer's table.
+class ScalarsPass {
+ public:
+  ScalarsPass(model::StepCapturer& capturer, int slot, model::StepCapturer::ScalarsPass pass) : capturer_(capturer) {
+    capturer_.begin_scalars(slot, pass);
+  }
+  ~ScalarsPass() { capturer_.end_scalars(); }
+  ScalarsPass(const ScalarsPass&) = delete;
+  ScalarsPass& operator=(const ScalarsPass&) = delete;
+
+ private:
+  model::StepCapturer& capturer_;
+};
+
+}  // namespace
+
+// The update's numbers go to the slot's table first, as a replay needs them and makes no update call; then the
+// step's work is queued, captured, or replayed, as the plan says.
+void StepRunner::run_graphed(Slot& slot, float lr) {
+  using Pass = model::StepCapturer::ScalarsPass;
+  const int index = current_;
+  {
+    const ScalarsPass fill(*capturer_, index, Pass::fill);
+    optimizer_.update(lr, slot.step, sync_.update_slice());
+  }
+  const MicroBatch batch = pending_;
+  const StepShape shape{{batch.count},
+                        batch.targets != nullptr,
+                        {batch.images, batch.targets ? static_cast<const void*>(batch.targets) : batch.labels}};
+  last_action_ = run_step(*graph_plan_, *capturer_, index, shape, [&](StepAction action) {
+    if (action != StepAction::eager) sync_.capture_into(index);
+    const ScalarsPass queue(*capturer_, index, Pass::queue);
+    net_.backend().zero(slot.totals.as<void>(), sizeof(model::LossTotals));
+    queue_micro_batch(slot, 0, batch, true);
+    queue_update(slot, lr);
+  });
+  if (last_action_ == StepAction::replay) sync_.replayed(slot.step, index);
 }
 
 std::vector<FinishedStep> StepRunner::finished(int in_flight) {

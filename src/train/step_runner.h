@@ -12,6 +12,13 @@
 // (train/loss_scaler.h): whether a step updates depends on its reduced gradients, so apply() waits for their
 // finiteness check before it queues the update. So does gradient clipping (optimizer.clip_global_norm): the
 // scale depends on the reduced gradient's global norm, which the host reads back before it queues the update.
+//
+// gpu.cuda_graphs (a backend with a StepCapturer): the step's device work is queued at apply(), all of it at once,
+// as train/step_graph_plan.h decides: eagerly, captured into the slot's graph, or not at all where the slot's graph
+// replays it. begin() and micro_batch() then only note what the step is; the host's share (the slot's bookkeeping,
+// the update's numbers, the reducer's rounds) happens every step, replayed or not. Steps run eagerly where the host
+// must act inside the step: several micro-batches (each loaded into the one batch buffer in turn), fp16's loss
+// scaling, gradient clipping.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -28,6 +35,7 @@
 #include "model/weight_average.h"
 #include "obs/trace.h"
 #include "train/loss_scaler.h"
+#include "train/step_graph_plan.h"
 
 namespace ringtrain::train {
 
@@ -80,6 +88,10 @@ class StepRunner {
   // train.ema_decay: `ema` (null: none) takes every update that changed the parameters, once every rank that
   // shares them has written its slice; a step fp16 skips changes nothing, so the average skips it too.
   void average_weights(model::WeightAverage* ema) { ema_ = ema; }
+  // gpu.cuda_graphs: why steps run eagerly although the backend captures them, or null when they are captured
+  // (or the backend captures nothing). The last step's action is last_action().
+  const char* eager_reason() const;
+  StepAction last_action() const { return last_action_; }
 
  private:
   // One step in flight: its loss sums on the device and their readback, and its clock marks.
@@ -94,7 +106,20 @@ class StepRunner {
     bool skipped = false;
     double grad_norm = -1;
   };
-  static constexpr int kSlots = 2;  // the step being queued and the one before it, still on the device
+  // A micro-batch noted for a graphed step, queued at apply().
+  struct MicroBatch {
+    const float* images = nullptr;
+    const int32_t* labels = nullptr;
+    const float* targets = nullptr;
+    int count = 0;
+    uint64_t seed = 0;
+  };
+  static constexpr int kSlots = model::kStepCaptureSlots;  // the step being queued and the one before it
+  static constexpr int kGraphWarmupSteps = 3;  // eager steps of one shape before a capture (step_graph_plan.h)
+  bool graphed() const { return capturer_ && eager_reason() == nullptr; }
+  void queue_micro_batch(Slot& slot, int micro, const MicroBatch& batch, bool last);
+  void queue_update(Slot& slot, float lr);
+  void run_graphed(Slot& slot, float lr);
   int mark_id(int slot, int mark) const { return slot * marks_per_step_ + mark; }
   FinishedStep collect(Slot& slot, int index);
   // Takes the loss scale out of the reduced gradients; whether they were all finite (waits for the device).
@@ -123,6 +148,10 @@ class StepRunner {
   double clip_norm_ = 0;           // 0: no clipping
   model::DeviceBuffer squares_;    // the sum of squared gradients clipping reads back
   std::unique_ptr<model::Readback> squares_readback_;
+  model::StepCapturer* capturer_ = nullptr;  // gpu.cuda_graphs' (null: none)
+  std::optional<StepGraphPlan> graph_plan_;
+  MicroBatch pending_;  // a graphed step's micro-batch
+  StepAction last_action_ = StepAction::eager;
 };
 
 }  // namespace ringtrain::train

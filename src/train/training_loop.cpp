@@ -148,6 +148,12 @@ void TrainingLoop::say_setup() {
     run_.say(fmt::format("gradient clipping: the reduced gradient scaled to a global L2 norm of at most {:g} before "
                          "each update (the device waits for the norm every step)",
                          clip));
+  if (run_.job.gpu.cuda_graphs && run_.backend.step_capturer()) {
+    const char* eager = runner_.eager_reason();
+    run_.say(eager ? fmt::format("gpu.cuda_graphs: every step runs eagerly: {}", eager)
+                   : std::string("gpu.cuda_graphs: the training step is captured as a CUDA graph per slot once its "
+                                 "shape settles, then replayed"));
+  }
   if (run_.ranks() > 1 && std::string_view(sync_.reducer().name()) == "MPI_Iallreduce")
     run_.say(fmt::format("MPI_Iallreduce: {}", dist::open_mpi_defaults_summary()));
   // One sampler per node (its first rank) watches every GPU there; rank 0's file is gpu.jsonl.

@@ -220,6 +220,15 @@ TEST_F(JobConfigTest, CudaGraphsAreOffByDefaultAndRefusedWithFp16) {
   EXPECT_NE(e.find("loss scaling"), std::string::npos) << e;  // the reason, not only the refusal
 }
 
+TEST_F(JobConfigTest, CudaGraphsAreRefusedWithWorkTheHostDoesInsideTheStep) {
+  const std::string sync = error_of(kMinimal, {"gpu.cuda_graphs=true", "dist.sync_batchnorm_group=2"});
+  EXPECT_NE(sync.find("'gpu.cuda_graphs' = true cannot go with dist.sync_batchnorm_group"), std::string::npos) << sync;
+  const std::string profile = error_of(kMinimal, {"gpu.cuda_graphs=true", "run.profile_layers=true"});
+  EXPECT_NE(profile.find("'gpu.cuda_graphs' = true cannot go with run.profile_layers"), std::string::npos) << profile;
+  EXPECT_NE(profile.find("gpu.cuda_graphs = false"), std::string::npos) << profile;  // the way out
+  EXPECT_TRUE(load_job(write(kMinimal), {"gpu.cuda_graphs=true", "dist.sync_batchnorm_group=0"}).gpu.cuda_graphs);
+}
+
 TEST_F(JobConfigTest, RecipeKnobsParse) {
   const auto job = load_job(write(kMinimal), {"optimizer.schedule=steps", "optimizer.milestones=[30, 60.5, 80]",
                                               "optimizer.decay_factor=0.2", "optimizer.nesterov=true",

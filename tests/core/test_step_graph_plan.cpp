@@ -37,6 +37,8 @@ class FakeCapturer final : public model::StepCapturer {
     ++launches;
   }
   void drop(int slot) override { calls.push_back("drop" + std::to_string(slot)); }
+  void begin_scalars(int, ScalarsPass) override {}
+  void end_scalars() noexcept override {}
 
   uint64_t generation = 7;
   bool allocate_during_capture = false;
@@ -45,8 +47,9 @@ class FakeCapturer final : public model::StepCapturer {
   std::vector<std::string> calls;
 };
 
-const StepShape kFull{{32, 32}, false};
-const StepShape kPartial{{32, 8}, false};
+const int kImages = 1, kOtherImages = 2;  // stand-ins for device memory the step reads its batch from
+const StepShape kFull{{32, 32}, false, {&kImages}};
+const StepShape kPartial{{32, 8}, false, {&kImages}};
 
 class StepGraphPlanTest : public ::testing::Test {
  protected:
@@ -54,7 +57,10 @@ class StepGraphPlanTest : public ::testing::Test {
   // the work queued into a capture.
   StepAction step(const StepShape& shape) {
     const int slot = static_cast<int>(steps_++ % 2);
-    return run_step(plan_, capturer_, slot, shape, [&] { ++(capturer_.capturing ? captured_work_ : eager_work_); });
+    return run_step(plan_, capturer_, slot, shape, [&](StepAction action) {
+      EXPECT_EQ(action != StepAction::eager, capturer_.capturing);  // the work is told whether it is captured
+      ++(capturer_.capturing ? captured_work_ : eager_work_);
+    });
   }
   StepGraphPlan plan_{2, 3};
   FakeCapturer capturer_;
@@ -97,11 +103,19 @@ TEST_F(StepGraphPlanTest, MovedMemoryMakesEverySlotSettleAndRecapture) {
 
 TEST_F(StepGraphPlanTest, AShapeThatChangesForGoodIsRecapturedAfterItSettles) {
   for (int i = 0; i < 6; ++i) step(kFull);
-  const StepShape soft{{32, 32}, true};  // mixing turned on: soft targets through another loss kernel
+  const StepShape soft{{32, 32}, true, {&kImages}};  // mixing turned on: soft targets through another loss kernel
   for (int i = 0; i < 3; ++i) EXPECT_EQ(step(soft), StepAction::eager) << i;
   EXPECT_EQ(step(soft), StepAction::recapture);
   EXPECT_EQ(step(soft), StepAction::recapture);
   EXPECT_EQ(step(soft), StepAction::replay);
+}
+
+// A graph reads its batch where it was captured: a batch in other memory is another step for the plan.
+TEST_F(StepGraphPlanTest, ABatchInOtherMemoryIsNotReplayedOverTheCapturedOne) {
+  for (int i = 0; i < 6; ++i) step(kFull);
+  const StepShape moved{{32, 32}, false, {&kOtherImages}};
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(step(moved), StepAction::eager) << i;
+  EXPECT_EQ(step(moved), StepAction::recapture);
 }
 
 TEST_F(StepGraphPlanTest, AnEagerStepThatAllocatesRestartsTheWarmUp) {
@@ -123,7 +137,8 @@ TEST_F(StepGraphPlanTest, ACaptureThatAllocatesIsDroppedAndRefused) {
 
 TEST_F(StepGraphPlanTest, AStepThatThrowsWhileCapturedEndsTheCaptureAndKeepsNoGraph) {
   for (int i = 0; i < 3; ++i) step(kFull);
-  EXPECT_THROW(run_step(plan_, capturer_, 1, kFull, [] { throw Error(ExitCode::fault, "a peer stalled"); }), Error);
+  EXPECT_THROW(
+      run_step(plan_, capturer_, 1, kFull, [](StepAction) { throw Error(ExitCode::fault, "a peer stalled"); }), Error);
   EXPECT_EQ(capturer_.calls.back(), "abandon1");
   EXPECT_FALSE(capturer_.capturing);
   EXPECT_FALSE(plan_.holds_graph(1));

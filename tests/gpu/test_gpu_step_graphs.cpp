@@ -1,9 +1,9 @@
-// Proves the CUDA pieces of gpu.cuda_graphs that exist (backend/cuda/step_graphs.h, kernels/cuda/update_scalars.cuh):
-// the optimizer kernels that read the step's numbers from device memory update bit for bit as those that take them
-// by value (SGD, Nesterov SGD, AdamW with its bias corrections, LARS), over steps whose numbers change; and a captured
-// update replayed with each step's numbers refreshed through the slot's pinned table ends where the same steps run
-// eagerly end, bit for bit, including after a recapture at another size (the instance updated in place or made
-// anew). Skips without a GPU, but for the key's refusal, which needs none.
+// Proves the CUDA pieces of gpu.cuda_graphs (backend/cuda/step_graphs.h, kernels/cuda/update_scalars.cuh): the
+// optimizer kernels that read the step's numbers from device memory update bit for bit as those that take them by
+// value (SGD, Nesterov SGD, AdamW with its bias corrections, LARS, LAMB), over steps whose numbers change; and a
+// captured update replayed with each step's numbers refreshed through the slot's pinned table ends where the same
+// steps run eagerly end, bit for bit, including after a recapture at another size (the instance updated in place or
+// made anew). Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "backend/cuda/step_graphs.h"
-#include "backend/gpu_device.h"
 #include "common/error.h"
 #include "gpu_test_support.h"
 #include "kernels/cuda/adamw.h"
@@ -81,7 +80,7 @@ kernels::AdamStep adam_step(int step) {
 }
 
 TEST_F(CudaStepGraphsTest, DeviceScalarsUpdateBitForBitAsScalarsByValue) {
-  for (const char* rule : {"sgd", "nesterov", "adamw", "lars"}) {
+  for (const char* rule : {"sgd", "nesterov", "adamw", "lars", "lamb"}) {
     State by_value = fresh_state(), on_device = fresh_state();
     for (int step = 0; step < kSteps; ++step) {
       next_gradients(by_value, step);
@@ -101,6 +100,15 @@ TEST_F(CudaStepGraphsTest, DeviceScalarsUpdateBitForBitAsScalarsByValue) {
         put_scalars(kernels::update_scalars(s));
         kc::adamw_update(kParams, s, scalars(), mask(), on_device.grad.as<float>(), on_device.a.as<float>(),
                          on_device.b.as<float>(), on_device.param.as<float>(), cuda().stream());
+      } else if (r == "lamb") {
+        kernels::AdamStep s = adam_step(step);
+        s.weight_decay = 0.01f;
+        const auto* ranges = ranges_.as<kernels::TensorRange>();
+        kc::lamb_update(2, ranges, s, by_value.grad.as<float>(), by_value.a.as<float>(), by_value.b.as<float>(),
+                        by_value.param.as<float>(), scratch_.as<void>(), cuda().stream());
+        put_scalars(kernels::update_scalars(s));
+        kc::lamb_update(2, ranges, s, scalars(), on_device.grad.as<float>(), on_device.a.as<float>(),
+                        on_device.b.as<float>(), on_device.param.as<float>(), scratch_.as<void>(), cuda().stream());
       } else {
         kernels::LarsStep s;
         s.lr = 2.0f / static_cast<float>(step + 1), s.momentum = 0.9f, s.weight_decay = 5e-4f;
@@ -152,19 +160,6 @@ TEST_F(CudaStepGraphsTest, AnAllocationMovesTheMemoryGeneration) {
   const uint64_t before = graphs.memory_generation();
   model::DeviceBuffer more = cuda().allocate(4096);
   EXPECT_GT(graphs.memory_generation(), before);
-}
-
-// Until the step goes through a capture the key is refused, before any CUDA call, so this runs without a GPU too.
-TEST(CudaGraphsKey, IsRefusedOnTheCudaBackendNamingTheKeyAndTheWayOut) {
-  config::JobConfig job;
-  job.gpu.cuda_graphs = true;
-  try {
-    (void)backend::gpu::open_backend(job, 0, 1, "test-host");
-    FAIL() << "gpu.cuda_graphs = true was accepted";
-  } catch (const JobFileError& e) {
-    EXPECT_NE(std::string(e.what()).find("gpu.cuda_graphs is not yet available"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("gpu.cuda_graphs = false"), std::string::npos) << e.what();
-  }
 }
 
 }  // namespace

@@ -98,6 +98,7 @@ TEST(UpdateScalars, AreTheStepsRateAndAdamsBiasCorrections) {
     EXPECT_NEAR(s.decay_factor, 1 - lr * wd, 1e-7) << t;
     EXPECT_NEAR(s.step_size, lr / (1 - std::pow(b1, t)), 1e-6 * lr / (1 - std::pow(b1, t))) << t;
     EXPECT_NEAR(s.inv_sqrt_c2, 1 / std::sqrt(1 - std::pow(b2, t)), 1e-6 / std::sqrt(1 - std::pow(b2, t))) << t;
+    EXPECT_NEAR(s.inv_c1, 1 / (1 - std::pow(b1, t)), 1e-6 / (1 - std::pow(b1, t))) << t;  // LAMB's
   }
   SgdStep sgd;
   sgd.lr = 0.25f, sgd.momentum = 0.9f, sgd.weight_decay = 1e-4f;
@@ -108,6 +109,7 @@ TEST(UpdateScalars, AreTheStepsRateAndAdamsBiasCorrections) {
   // Only Adam decays through a factor; the others leave it, and Adam's own fields, at their neutral values.
   EXPECT_EQ(update_scalars(sgd).decay_factor, 1.0f);
   EXPECT_EQ(update_scalars(lars).inv_sqrt_c2, 1.0f);
+  EXPECT_EQ(update_scalars(sgd).inv_c1, 1.0f);
 }
 
 TEST(Lars, MatchesTheFormulaOverThreeSteps) {

@@ -22,6 +22,8 @@ namespace {
 constexpr std::size_t kStagingLimit = std::size_t{512} << 20;
 // cuBLAS's scratch under gpu.cuda_graphs: what NVIDIA's cuBLAS guide recommends for Hopper GPUs (32 MiB).
 constexpr std::size_t kGraphedBlasWorkspaceBytes = std::size_t{32} << 20;
+// Update calls a graphed step may make (one per rate-group piece of the slice): a job has a few.
+constexpr int kStepScalarsCapacity = 64;
 
 void free_device(void* p, std::size_t bytes) { (void)device_free(p, bytes); }
 
@@ -75,6 +77,8 @@ CudaBackend::CudaBackend(int local_rank, int local_size, std::string host, CudaO
   if (options.cuda_graphs) {
     state_->blas_workspace.ensure(kGraphedBlasWorkspaceBytes, state_->stream);
     state_->blas->use_workspace(state_->blas_workspace.get(), state_->blas_workspace.bytes());
+    state_->step_graphs =
+        std::make_unique<CudaStepGraphs>(state_->stream.get(), model::kStepCaptureSlots, kStepScalarsCapacity);
   }
   for (auto& s : state_->staging) s.copied = make_event(false);
 }
@@ -174,5 +178,7 @@ std::unique_ptr<model::Readback> CudaBackend::make_readback(std::size_t bytes) {
 std::unique_ptr<model::DeviceClock> CudaBackend::make_clock(int capacity) {
   return make_cuda_clock(stream(), capacity, state_->options.cuda_graphs);
 }
+
+model::StepCapturer* CudaBackend::step_capturer() { return state_->step_graphs.get(); }
 
 }  // namespace ringtrain::backend

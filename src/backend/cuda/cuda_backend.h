@@ -22,6 +22,7 @@ struct BatchNormGroup;
 namespace ringtrain::backend {
 
 class Blas;
+class CudaStepGraphs;
 struct AttentionGraph;
 
 // Which visible device a rank uses. `visible` is cudaGetDeviceCount(), which honours CUDA_VISIBLE_DEVICES:
@@ -84,6 +85,7 @@ class CudaBackend final : public model::Backend {
   void synchronize() override;
   std::unique_ptr<model::Readback> make_readback(std::size_t bytes) override;  // pinned memory and an event
   std::unique_ptr<model::DeviceClock> make_clock(int capacity) override;      // timing events
+  model::StepCapturer* step_capturer() override;  // gpu.cuda_graphs' (step_graphs.h), else null
 
   // fp32, and options.activations under mixed precision: 16-bit convolutions and products on tensor cores with fp32
   // accumulation (16-bit copies of the fp32 weights made by each forward), batch norm and pooling through our kernels.
@@ -197,6 +199,7 @@ class CudaBackend final : public model::Backend {
 
  private:
   struct State;
+  CudaStepGraphs* scalars_pass() const;  // the step graphs while an update's numbers go through their table
   // Filters held KRSC for NHWC activations: the KCRS planes they are reordered from, and the channels each of their
   // K x R x S rows is padded to (conv_shape).
   struct KrscFilters {

@@ -13,6 +13,7 @@
 #include "backend/cuda/cuda_handles.h"
 #include "backend/cuda/dnn.h"
 #include "backend/cuda/nccl_batchnorm_sums.h"
+#include "backend/cuda/step_graphs.h"
 #include "kernels/cuda/batchnorm.h"
 
 namespace ringtrain::backend {
@@ -38,6 +39,7 @@ struct CudaBackend::State {
   std::unique_ptr<Dnn> dnn;
   std::unique_ptr<Blas> blas;
   DeviceMemory blas_workspace;  // gpu.cuda_graphs: cuBLAS's scratch, set once before any capture
+  std::unique_ptr<CudaStepGraphs> step_graphs;  // gpu.cuda_graphs: the step's graphs and scalar tables
   std::size_t allocated = 0;  // bytes allocate() has handed out
 
   // Two staging buffers used in turn: filling one never waits for the copy out of the other.

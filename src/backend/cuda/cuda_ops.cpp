@@ -172,6 +172,10 @@ void CudaBackend::activation_backward(kernels::Activation a, Elements n, const v
 }
 void CudaBackend::dropout_forward(const kernels::Planes& x_planes, float p, uint64_t seed, const void* x, void* y,
                                   uint8_t* mask) {
+  // The seed is the launch's argument, which a replay would repeat step after step: a graphed step has no dropout.
+  if (scalars_pass())
+    throw JobFileError("gpu.cuda_graphs = true cannot yet go with a dropout layer: a replayed step would draw every "
+                       "step's mask from the captured step's seed; set gpu.cuda_graphs = false");
   kc::dropout_forward({x_planes.elements(), x_planes.type}, p, seed, x, y, mask, stream(),
                       kernels::nchw_index(x_planes, activation_layout(x_planes.type)));
 }
@@ -449,12 +453,29 @@ void CudaBackend::soft_target_cross_entropy(int batch, int classes, const float*
                                 s.stream);
 }
 
+// gpu.cuda_graphs: within a graphed step's pass the updates take their numbers from the slot's table
+// (step_graphs.h): null outside one. The fill pass gives no device address: the call queues nothing.
+CudaStepGraphs* CudaBackend::scalars_pass() const {
+  CudaStepGraphs* graphs = state_->step_graphs.get();
+  return graphs && graphs->taking_scalars() ? graphs : nullptr;
+}
+
 void CudaBackend::sgd_update(int64_t n, const model::SgdStep& step, const uint32_t* decay_mask, float* grad,
                              float* velocity, float* param) {
+  if (CudaStepGraphs* graphs = scalars_pass()) {
+    if (const auto* scalars = graphs->next(kernels::update_scalars(step)))
+      kc::sgd_momentum_update(n, step, scalars, decay_mask, grad, velocity, param, stream());
+    return;
+  }
   kc::sgd_momentum_update(n, step, decay_mask, grad, velocity, param, stream());
 }
 void CudaBackend::adamw_update(int64_t n, const model::AdamStep& step, const uint32_t* decay_mask, float* grad,
                                float* m, float* v, float* param) {
+  if (CudaStepGraphs* graphs = scalars_pass()) {
+    if (const auto* scalars = graphs->next(kernels::update_scalars(step)))
+      kc::adamw_update(n, step, scalars, decay_mask, grad, m, v, param, stream());
+    return;
+  }
   kc::adamw_update(n, step, decay_mask, grad, m, v, param, stream());
 }
 void CudaBackend::ema_update(int64_t n, float decay, const float* param, float* ema) {
@@ -464,14 +485,26 @@ void CudaBackend::ema_update(int64_t n, float decay, const float* param, float* 
 void CudaBackend::lars_update(int tensors, const model::TensorRange* ranges, const model::LarsStep& step,
                               float* grad, float* velocity, float* param) {
   State& s = *state_;
+  CudaStepGraphs* graphs = scalars_pass();
+  const kernels::UpdateScalars* scalars = graphs ? graphs->next(kernels::update_scalars(step)) : nullptr;
+  if (graphs && !scalars) return;
   s.norm_scratch.ensure(kc::layerwise_scratch_bytes(tensors), s.stream);
-  kc::lars_update(tensors, ranges, step, grad, velocity, param, s.norm_scratch.get(), s.stream);
+  if (scalars)
+    kc::lars_update(tensors, ranges, step, scalars, grad, velocity, param, s.norm_scratch.get(), s.stream);
+  else
+    kc::lars_update(tensors, ranges, step, grad, velocity, param, s.norm_scratch.get(), s.stream);
 }
 void CudaBackend::lamb_update(int tensors, const model::TensorRange* ranges, const model::AdamStep& step,
                               float* grad, float* m, float* v, float* param) {
   State& s = *state_;
+  CudaStepGraphs* graphs = scalars_pass();
+  const kernels::UpdateScalars* scalars = graphs ? graphs->next(kernels::update_scalars(step)) : nullptr;
+  if (graphs && !scalars) return;
   s.norm_scratch.ensure(kc::layerwise_scratch_bytes(tensors), s.stream);
-  kc::lamb_update(tensors, ranges, step, grad, m, v, param, s.norm_scratch.get(), s.stream);
+  if (scalars)
+    kc::lamb_update(tensors, ranges, step, scalars, grad, m, v, param, s.norm_scratch.get(), s.stream);
+  else
+    kc::lamb_update(tensors, ranges, step, grad, m, v, param, s.norm_scratch.get(), s.stream);
 }
 
 void CudaBackend::normalize_pixels(const model::PixelShape& s, const uint8_t* x, const float* mean,

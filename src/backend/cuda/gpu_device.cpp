@@ -13,22 +13,8 @@ bool built() { return true; }
 bool device_visible() noexcept { return cuda_device_visible(); }
 std::vector<std::pair<std::string, std::string>> library_versions() { return cuda_versions(); }
 
-namespace {
-
-// The capture is written as far as its bookkeeping (train/step_graph_plan.h), the optimizers' device-resident
-// scalars and the graph calls (step_graphs.h); the step does not go through them yet, so the key is refused rather
-// than silently ignored on the one backend where a user would expect it to act.
-void refuse_cuda_graphs(const config::JobConfig& job) {
-  if (!job.gpu.cuda_graphs) return;
-  throw JobFileError("gpu.cuda_graphs is not yet available: the CUDA backend does not yet capture the training "
-                     "step (docs/gpu.md, 'CUDA graphs'); set gpu.cuda_graphs = false");
-}
-
-}  // namespace
-
 std::unique_ptr<model::Backend> open_backend(const config::JobConfig& job, int local_rank, int local_size,
                                              const std::string& host) {
-  refuse_cuda_graphs(job);
   CudaOptions options;
   options.conv_search = job.gpu.measure_algorithms ? ConvSearch::measure : ConvSearch::heuristic;
   options.deterministic = job.gpu.deterministic;

@@ -22,6 +22,7 @@
 #include "common/process_label.h"
 #include "kernels/cuda/cast.h"
 #include "kernels/cuda/cuda_check.h"
+#include "model/step_capturer.h"
 #include "util/clock.h"
 
 namespace ringtrain::backend {
@@ -38,6 +39,11 @@ std::string size_text(int64_t floats) {
 struct Launch {
   int64_t begin = 0, count = 0;
   CudaEvent ready, done;  // on the compute stream when the bucket is final; on the comm stream when reduced
+  // A graphed round's (gpu.cuda_graphs): external records beside ready and done, which every replay records. In a
+  // capture, ready and done are only the graph's edges between the streams, which no replay records for the host.
+  CudaEvent ready_timer, done_timer;
+  cudaEvent_t ready_mark() const { return ready_timer ? ready_timer.get() : ready.get(); }
+  cudaEvent_t done_mark() const { return done_timer ? done_timer.get() : done.get(); }
 };
 
 // One step's reductions: queued by launch(), closed by wait_all(), waited for on the host by settle(). A round's
@@ -46,7 +52,19 @@ struct Round {
   std::vector<Launch> launches;
   size_t launched = 0;
   CudaEvent compute_end, comm_end;  // compute's and communication's position when the round was closed
+  // gpu.cuda_graphs: the StepRunner slot whose graph holds this round (-1: an eager round), and the external
+  // records beside compute_end and comm_end (Launch's timers).
+  int graph_slot = -1;
+  CudaEvent compute_timer, comm_timer;
+  cudaEvent_t compute_mark() const { return compute_timer ? compute_timer.get() : compute_end.get(); }
+  cudaEvent_t comm_mark() const { return comm_timer ? comm_timer.get() : comm_end.get(); }
 };
+
+// Records `event` as a node that every replay of the graph being captured records again (outside a capture: a
+// plain record).
+void record_external(cudaEvent_t event, cudaStream_t stream) {
+  CUDA_CHECK(cudaEventRecordWithFlags(event, stream, cudaEventRecordExternal));
+}
 
 constexpr int kIdBytes = 256;  // "host|pci bus id" per rank, for the shared-GPU check
 
@@ -69,6 +87,9 @@ struct NcclGradientReducer::Impl {
   std::vector<dist::BucketSpan> spans;  // the last settled round's buckets
   config::WireFormat wire = config::WireFormat::fp32;
   model::DeviceBuffer wire_buffer;  // bf16 copies of the gradients, at their offsets in the flat buffer
+  // gpu.cuda_graphs: each StepRunner slot's round, captured into its graph and replayed with it; home here while
+  // not in flight (its compute_end set), so a slot's events are reused only once its last replay settled.
+  std::vector<Round> graph_rounds;
 
   // Where a bucket's bf16 copy goes. Buckets are cut from the end of the flat buffer, so the first one launched
   // reaches its end: the buffer is made then, once, as large as every later bucket needs.
@@ -87,9 +108,24 @@ struct NcclGradientReducer::Impl {
       r.launched = 0;
       return r;
     }
-    return Round{{}, 0, make_event(true), make_event(true)};
+    return Round{{}, 0, make_event(true), make_event(true), -1, {}, {}};
   }
   bool busy() const { return open.launched > 0 || !in_flight.empty(); }
+  // The slot's round, at home (made at its first capture); an internal error while its last step is in flight.
+  Round& graph_round(int slot) {
+    if (slot < 0 || slot >= model::kStepCaptureSlots)
+      throw Error(ExitCode::internal, fmt::format("gradient reductions for step graph slot {}", slot));
+    if (graph_rounds.empty()) graph_rounds.resize(static_cast<size_t>(model::kStepCaptureSlots));
+    Round& r = graph_rounds[static_cast<size_t>(slot)];
+    if (r.graph_slot < 0) {
+      r = Round{{}, 0, make_event(true), make_event(true), slot, make_event(true), make_event(true)};
+    } else if (!r.compute_end) {
+      throw Error(ExitCode::internal, fmt::format("step graph slot {} reused while its last step's gradient "
+                                                  "reductions were in flight",
+                                                  slot));
+    }
+    return r;
+  }
 
   explicit Impl(CudaBackend& b) : backend(b) {}
 
@@ -120,7 +156,7 @@ struct NcclGradientReducer::Impl {
 
   static std::string unfinished(const Round& r) {
     for (size_t i = 0; i < r.launched; ++i)
-      if (cudaEventQuery(r.launches[i].done) != cudaSuccess)
+      if (cudaEventQuery(r.launches[i].done_mark()) != cudaSuccess)
         return fmt::format("the all-reduce of gradient bucket {} of {} of a step (floats [{}, {}), {})", i, r.launched,
                            r.launches[i].begin, r.launches[i].begin + r.launches[i].count,
                            size_text(r.launches[i].count));
@@ -128,7 +164,7 @@ struct NcclGradientReducer::Impl {
   }
   std::string unfinished() const {
     for (const Round& r : in_flight)
-      if (cudaEventQuery(r.comm_end) != cudaSuccess) return unfinished(r);
+      if (cudaEventQuery(r.comm_mark()) != cudaSuccess) return unfinished(r);
     return unfinished(open);
   }
 
@@ -220,14 +256,20 @@ void NcclGradientReducer::launch(float* grads, const dist::Bucket& bucket) {
   if (!s.open.compute_end) s.open = s.new_round();
   Round& r = s.open;
   // Timing events: they also date each bucket's reduction for the trace (spans).
-  if (r.launched == r.launches.size()) r.launches.push_back({0, 0, make_event(true), make_event(true)});
+  if (r.launched == r.launches.size()) r.launches.push_back({0, 0, make_event(true), make_event(true), {}, {}});
   Launch& l = r.launches[r.launched];
+  const bool graphed = r.graph_slot >= 0;
+  if (graphed && !l.ready_timer) {
+    l.ready_timer = make_event(true);
+    l.done_timer = make_event(true);
+  }
   l.begin = bucket.begin;
   l.count = bucket.count;
   // The bucket's gradients are final once the compute stream reaches this point; the all-reduce starts there,
   // while backward goes on with earlier layers.
   CUDA_CHECK(cudaEventRecord(l.ready, s.compute));
   CUDA_CHECK(cudaStreamWaitEvent(s.stream, l.ready, 0));
+  if (graphed) record_external(l.ready_timer, s.compute);
   float* p = grads + bucket.begin;
   const std::string what =
       fmt::format("queueing the all-reduce of gradient bucket {} ({})", r.launched, size_text(bucket.count));
@@ -241,6 +283,7 @@ void NcclGradientReducer::launch(float* grads, const dist::Bucket& bucket) {
     RT_NCCL_SETTLE(ncclAllReduce(p, p, static_cast<size_t>(bucket.count), ncclFloat, ncclSum, s.nccl, s.stream), what);
   }
   CUDA_CHECK(cudaEventRecord(l.done, s.stream));
+  if (graphed) record_external(l.done_timer, s.stream);
   ++r.launched;
 }
 
@@ -254,6 +297,10 @@ void NcclGradientReducer::wait_all() {
   Round& r = s.open;
   CUDA_CHECK(cudaEventRecord(r.compute_end, s.compute));
   CUDA_CHECK(cudaEventRecord(r.comm_end, s.stream));
+  if (r.graph_slot >= 0) {
+    record_external(r.compute_timer, s.compute);
+    record_external(r.comm_timer, s.stream);
+  }
   // Device-side order: everything queued on the compute stream from now on (the update) reads summed gradients.
   // The host does not wait here; settle() does, with a deadline.
   CUDA_CHECK(cudaStreamWaitEvent(s.compute, r.comm_end, 0));
@@ -266,26 +313,47 @@ std::vector<dist::StepSpans> NcclGradientReducer::settle(int steps_in_flight) {
   std::vector<dist::StepSpans> settled;
   while (static_cast<int>(s.in_flight.size()) > std::max(steps_in_flight, 0)) {
     Round& r = s.in_flight.front();
-    s.wait_for(r.comm_end, r.compute_end, [&] { return Impl::unfinished(r); });
+    s.wait_for(r.comm_mark(), r.compute_mark(), [&] { return Impl::unfinished(r); });
     // Device times are measured back from comm_end: on the host clock to within the polling interval when the
     // host waited for it here, later than true by however long ago it completed otherwise.
     const double host_end = util::now_s();
     s.spans.clear();
     for (size_t i = 0; i < r.launched; ++i) {
       float ready_ms = 0, done_ms = 0;
-      CUDA_CHECK(cudaEventElapsedTime(&ready_ms, r.launches[i].ready, r.comm_end));
-      CUDA_CHECK(cudaEventElapsedTime(&done_ms, r.launches[i].done, r.comm_end));
+      CUDA_CHECK(cudaEventElapsedTime(&ready_ms, r.launches[i].ready_mark(), r.comm_mark()));
+      CUDA_CHECK(cudaEventElapsedTime(&done_ms, r.launches[i].done_mark(), r.comm_mark()));
       s.spans.push_back({static_cast<int>(i), r.launches[i].count, host_end - static_cast<double>(ready_ms) / 1e3,
                          host_end - static_cast<double>(done_ms) / 1e3});
     }
     settled.push_back(s.spans);
     float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, r.compute_end, r.comm_end));
+    CUDA_CHECK(cudaEventElapsedTime(&ms, r.compute_mark(), r.comm_mark()));
     s.exposed_s = std::max(0.0, static_cast<double>(ms) / 1e3);
-    s.spare.push_back(std::move(r));
+    if (r.graph_slot >= 0)
+      s.graph_rounds.at(static_cast<size_t>(r.graph_slot)) = std::move(r);
+    else
+      s.spare.push_back(std::move(r));
     s.in_flight.pop_front();
   }
   return settled;
+}
+
+// The slot's round becomes the open one: launch() and wait_all() record into the capture as into any step, with
+// external timers beside the events that only order the streams there.
+void NcclGradientReducer::capture_step(int slot) {
+  Impl& s = *impl_;
+  if (s.open.launched > 0)
+    throw Error(ExitCode::internal, "a step captured while the last one's gradient reductions were still open");
+  Round& home = s.graph_round(slot);
+  home.launched = 0;
+  s.open = std::move(home);
+}
+
+void NcclGradientReducer::replayed_step(int slot) {
+  Impl& s = *impl_;
+  if (s.open.launched > 0)
+    throw Error(ExitCode::internal, "a step replayed while the last one's gradient reductions were still open");
+  s.in_flight.push_back(std::move(s.graph_round(slot)));
 }
 
 void NcclGradientReducer::broadcast_params(float* params, int64_t count) {

@@ -52,6 +52,11 @@ class NcclGradientReducer final : public dist::GradientReducer {
   std::vector<dist::StepSpans> settle(int steps_in_flight) override;
   const char* name() const override { return "ncclAllReduce"; }
   std::vector<dist::BucketSpan> last_spans() const override;  // the last settled step's
+  // gpu.cuda_graphs: each StepRunner slot's step keeps a round of its own, its events recorded into the slot's
+  // graph. The fork and join events stay edges inside the graph (the streams' order); beside them, external
+  // timing events that every replay records time each bucket's span as in an eager step, and settle() waits on them.
+  void capture_step(int slot) override;
+  void replayed_step(int slot) override;
 
   // In place from rank 0 to every rank, ordered after the compute stream; waits like wait_all().
   void broadcast_params(float* params, int64_t count);

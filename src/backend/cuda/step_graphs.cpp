@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 #include "backend/cuda/cuda_handles.h"
 #include "common/error.h"
 #include "kernels/cuda/cuda_check.h"
@@ -93,6 +95,39 @@ const kernels::UpdateScalars* CudaStepGraphs::device_scalars(int slot, int index
 void CudaStepGraphs::refresh_scalars(int slot) {
   Slot& s = at(slot);
   CUDA_CHECK(cudaMemcpyAsync(s.device.get(), s.host.get(), s.host.bytes(), cudaMemcpyHostToDevice, stream_));
+}
+
+void CudaStepGraphs::begin_scalars(int slot, ScalarsPass pass) {
+  at(slot);
+  if (taking_scalars())
+    throw Error(ExitCode::internal, fmt::format("step scalars begun on slot {} while slot {}'s pass is open", slot,
+                                                pass_slot_));
+  pass_slot_ = slot;
+  pass_ = pass;
+  pass_entries_ = 0;
+  if (pass == ScalarsPass::queue) refresh_scalars(slot);
+}
+
+void CudaStepGraphs::end_scalars() noexcept { pass_slot_ = -1; }
+
+const kernels::UpdateScalars* CudaStepGraphs::next(const kernels::UpdateScalars& value) {
+  if (!taking_scalars()) throw Error(ExitCode::internal, "step scalars taken outside a pass");
+  const int index = pass_entries_++;
+  if (index >= scalars_per_step_)
+    throw Error(ExitCode::internal, fmt::format("gpu.cuda_graphs: the optimizer made more than {} update calls in one "
+                                                "step",
+                                                scalars_per_step_));
+  kernels::UpdateScalars& entry = host_scalars(pass_slot_)[index];
+  if (pass_ == ScalarsPass::fill) {
+    entry = value;
+    return nullptr;
+  }
+  // The fill pass ran the same update calls with the same numbers just before: anything else is a broken order.
+  if (std::memcmp(&entry, &value, sizeof value) != 0)
+    throw Error(ExitCode::internal, fmt::format("gpu.cuda_graphs: update call {} of the step on slot {} queued other "
+                                                "numbers than its fill pass wrote",
+                                                index, pass_slot_));
+  return device_scalars(pass_slot_, index);
 }
 
 }  // namespace ringtrain::backend

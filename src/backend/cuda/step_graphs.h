@@ -1,7 +1,7 @@
 // Owns the CUDA side of a graphed training step (gpu.cuda_graphs; model/step_capturer.h): per StepRunner slot, the
 // captured graph of the step's work on the compute stream and its executable instance; and, per slot, the optimizer's
 // per-step numbers (kernels/update_scalars.h) in pinned host memory, which the host writes before
-// each launch and a copy captured at the head of the update carries to device memory, where the kernels read them.
+// each launch and a copy captured at the head of the step carries to device memory, where the kernels read them.
 // A slot's table is written only once the slot's previous step has finished (StepRunner collects a slot before it
 // begins the slot again), so a replay never reads numbers half-written.
 //
@@ -34,6 +34,15 @@ class CudaStepGraphs final : public model::StepCapturer {
   void abandon_capture(int slot) noexcept override;
   void launch(int slot) override;
   void drop(int slot) override;
+  void begin_scalars(int slot, ScalarsPass pass) override;
+  void end_scalars() noexcept override;
+
+  // Whether an update call is between begin_scalars and end_scalars: then it takes its numbers through next().
+  bool taking_scalars() const { return pass_slot_ >= 0; }
+  // The next entry of the slot's table for an update call whose by-value numbers are `value`. The fill pass writes
+  // it and returns null (queue nothing); the queue pass checks that the fill wrote the same and returns where the
+  // kernels read it on the device.
+  const kernels::UpdateScalars* next(const kernels::UpdateScalars& value);
 
   // The slot's host table, `scalars_per_step` entries, to fill before the slot's launch (eager, captured or replayed).
   kernels::UpdateScalars* host_scalars(int slot);
@@ -49,6 +58,9 @@ class CudaStepGraphs final : public model::StepCapturer {
   kernels::cuda::Stream stream_;
   int scalars_per_step_;
   std::vector<std::unique_ptr<Slot>> slots_;
+  int pass_slot_ = -1;  // the slot whose table the update calls take, -1: none
+  ScalarsPass pass_ = ScalarsPass::fill;
+  int pass_entries_ = 0;  // entries taken so far in this pass
 };
 
 }  // namespace ringtrain::backend
