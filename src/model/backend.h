@@ -124,8 +124,12 @@ class JpegSlots {
   virtual void release(int slot) = 0;
 };
 
-// Backend::decode_jpegs on one thread, over two slots used in turn: the batch decoded before stays valid until the
-// call after next. `next`: the slot the call decodes into (0 at first), advanced.
+// The slots decode_jpegs uses in turn (decode_in_turn): the batch decoded before stays valid until the call after
+// next.
+inline constexpr int kJpegSlotsInTurn = 2;
+
+// Backend::decode_jpegs on one thread, over kJpegSlotsInTurn slots used in turn. `next`: the slot the call decodes
+// into (0 at first), advanced.
 inline const uint8_t* decode_in_turn(JpegSlots& slots, int& next, std::span<const kernels::JpegCrop> samples,
                                      const Shape& sample) {
   slots.release(1 - next);  // the work queued so far includes every reader of the last call's batch
