@@ -3,6 +3,7 @@
 // Plain data, comparable (the cuDNN front end caches a plan per shape), no device and no file knowledge.
 #pragma once
 #include <compare>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -85,6 +86,10 @@ struct AttentionShape {
   int width() const { return heads * head_dim; }  // D
   // The softmax probabilities forward keeps for backward: N x heads x T x T.
   int64_t probabilities() const { return int64_t{batch} * heads * tokens * tokens; }
+  std::size_t probabilities_bytes() const { return Elements{probabilities(), data}.bytes(); }
+  // What a fused attention keeps instead: each query row's fp32 softmax statistic, N x heads x T.
+  int64_t statistics() const { return int64_t{batch} * heads * tokens; }
+  std::size_t statistics_bytes() const { return static_cast<std::size_t>(statistics()) * sizeof(float); }
   // 2 x multiply-adds of Q K^T and of P V.
   double forward_flops() const { return 4.0 * batch * heads * static_cast<double>(tokens) * tokens * head_dim; }
   auto operator<=>(const AttentionShape&) const = default;

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "data/decode_ahead.h"
 #include "data/loader_work.h"
 
 namespace ringtrain::train {
@@ -58,5 +59,7 @@ double DataPlan::loader_queue_bytes() const {
   const double batch_bytes = epoch_.batch * (static_cast<double>(input().per_sample()) * sample_bytes + sizeof(int32_t));
   return 2.0 * (prefetch_batches_ + 1) * batch_bytes;
 }
+
+double DataPlan::device_decode_bytes() const { return device_decode_ ? train::device_decode_bytes(input()) : 0; }
 
 }  // namespace ringtrain::train

@@ -34,6 +34,12 @@ struct EpochPlan {
 int64_t steps_every_rank_can_take(const config::JobConfig& job, const dist::World& world, int64_t mine,
                                   int64_t split_samples);
 
+// The memory the input takes beside the model, which the model's budget leaves to it (train/network_setup.h).
+struct InputMemory {
+  double loader_queues = 0;  // host memory: the loaders' queues (DataPlan::loader_queue_bytes)
+  double device_decode = 0;  // the backend's memory: the samples it decodes (DataPlan::device_decode_bytes)
+};
+
 class DataPlan {
  public:
   // Collective: every failure is agreed, so all ranks stop with the same message.
@@ -55,6 +61,9 @@ class DataPlan {
   bool decodes_on_device() const { return device_decode_; }  // a JPEG split with data.decode = gpu
   // Host memory of two loaders' queues (training, and evaluation while training's stays full).
   double loader_queue_bytes() const;
+  // The backend's memory for the samples it decodes (train::device_decode_bytes); 0 where the loaders decode.
+  double device_decode_bytes() const;
+  InputMemory input_memory() const { return {loader_queue_bytes(), device_decode_bytes()}; }
 
  private:
   SplitPart train_, test_;

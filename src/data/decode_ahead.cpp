@@ -13,6 +13,10 @@ constexpr int kSlots = 2;  // one decoded or being decoded while the step's thre
 
 }  // namespace
 
+double device_decode_bytes(const model::Shape& input) {
+  return (kSlots + model::kJpegSlotsInTurn) * static_cast<double>(input.n) * static_cast<double>(input.per_sample());
+}
+
 DecodeAhead::DecodeAhead(model::Backend& backend, BatchLoader& loader, const model::Shape& input)
     : loader_(loader), sample_{1, input.c, input.h, input.w}, slots_(backend.make_jpeg_slots(kSlots)) {
   if (loader.form() != BatchForm::jpegs)

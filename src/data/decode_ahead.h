@@ -24,6 +24,11 @@ struct DecodeTimes {
   int64_t batches = 0;
 };
 
+// The memory a run's samples decoded on the device take at batches of `input` (its largest): DecodeAhead's slots for
+// training and Backend::decode_jpegs' for evaluation, each one batch of uint8 samples. The backend's memory: a GPU's,
+// or the host's on the CPU twin. nvJPEG's own buffers for the whole photos vary with them and are not counted.
+double device_decode_bytes(const model::Shape& input);
+
 class DecodeAhead {
  public:
   // A decoded batch: its slot and the host batch it was decoded from (labels, the split's norm).

@@ -13,7 +13,7 @@ Classifier::Classifier(const train::RunContext& run, const std::filesystem::path
       input_{run.job.train.batch_per_rank, shape.channels, shape.height, shape.width},
       classes_(classes),
       form_(train::batch_form(run.job, run.backend)),
-      net_(train::build_network(run, input_, classes, 0, nullptr)),
+      net_(train::build_network(run, input_, classes, {}, nullptr)),
       device_batch_(run.backend, input_, form_),
       logits_(static_cast<size_t>(input_.n) * static_cast<size_t>(classes)) {
   train::restore_checkpoint(run, *net_, nullptr, checkpoint, weights);

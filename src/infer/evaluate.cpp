@@ -59,7 +59,7 @@ int evaluate(const train::RunContext& run, const EvaluateOptions& options) {
   const io::SampleShape& s = part.meta().shape;
   const model::Shape input{run.job.train.batch_per_rank, s.channels, s.height, s.width};
   const double loader_bytes = (run.job.data.prefetch_batches + 1.0) * input.n * (input.per_sample() * 4.0 + 4.0);
-  const auto net = train::build_network(run, input, part.meta().num_classes, loader_bytes, nullptr);
+  const auto net = train::build_network(run, input, part.meta().num_classes, {loader_bytes, 0}, nullptr);
   const train::RestoredCheckpoint restored =
       train::restore_checkpoint(run, *net, nullptr, options.checkpoint, options.weights);
 

@@ -125,8 +125,12 @@ class JpegSlots {
   virtual void release(int slot) = 0;
 };
 
-// Backend::decode_jpegs on one thread, over two slots used in turn: the batch decoded before stays valid until the
-// call after next. `next`: the slot the call decodes into (0 at first), advanced.
+// The slots decode_jpegs uses in turn (decode_in_turn): the batch decoded before stays valid until the call after
+// next.
+inline constexpr int kJpegSlotsInTurn = 2;
+
+// Backend::decode_jpegs on one thread, over kJpegSlotsInTurn slots used in turn. `next`: the slot the call decodes
+// into (0 at first), advanced.
 inline const uint8_t* decode_in_turn(JpegSlots& slots, int& next, std::span<const kernels::JpegCrop> samples,
                                      const Shape& sample) {
   slots.release(1 - next);  // the work queued so far includes every reader of the last call's batch
@@ -325,11 +329,15 @@ class Backend {
   // anyway, so backward sees the numbers forward used, and at ViT's 197 tokens they outweigh the block's other
   // kept tensors (fp32 would double that). A backend's fused attention (the CUDA backend's cuDNN graphs under
   // gpu.candidate_kernels) keeps less in that buffer instead, each query row's softmax statistic, and reads y back.
-  // prepare() at setup says what scratch the passes want.
+  // prepare() at setup says what scratch the passes want, attention_kept_bytes() how large `probabilities` must be.
   virtual ScratchBytes attention_prepare(const AttentionShape& s) {
     (void)s;
     return {};
   }
+  // The bytes forward keeps in `probabilities` at s, after attention_prepare(s): s.probabilities_bytes() where
+  // the softmax's output is kept, s.statistics_bytes() where this backend takes a fused path for s. The path may
+  // differ with the batch, so a layer reserving for its full batch asks again at a smaller one.
+  virtual std::size_t attention_kept_bytes(const AttentionShape& s) = 0;
   virtual void attention_forward(const AttentionShape& s, const void* qkv, void* y, void* probabilities,
                                  Scratch scratch) = 0;
   // dqkv (overwritten) from dy, and the forward's qkv, output y and probabilities.

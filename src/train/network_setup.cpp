@@ -3,15 +3,24 @@
 
 #include <fmt/format.h>
 
+#include <string>
+
 #include "common/host_memory.h"
 #include "train/fault_injection.h"
 
 namespace ringtrain::train {
 namespace {
 
+// The budget's source names the device decode's share where it has one.
+std::string decoded_samples_text(const InputMemory& input) {
+  if (input.device_decode <= 0) return "";
+  return fmt::format(" and {} for the samples decoded on the device", byte_size_text(input.device_decode));
+}
+
 // What the network may take on this rank: the host's available memory shared by the node's ranks, less the data
-// loaders' queues; on a GPU its free memory, less the convolution workspace cuDNN may still ask for.
-model::MemoryBudget memory_budget(const RunContext& run, double loaders) {
+// loaders' queues; on a GPU its free memory, less the convolution workspace cuDNN may still ask for; either less the
+// samples the backend decodes (in its own memory).
+model::MemoryBudget memory_budget(const RunContext& run, const InputMemory& input) {
   const double available = static_cast<double>(run.backend.memory_available());
   if (available <= 0) return {};
   // The weights' moving average (train.ema_decay) is one more array of one value per parameter.
@@ -20,25 +29,26 @@ model::MemoryBudget memory_budget(const RunContext& run, double loaders) {
   const double optimizer_per_parameter = state_arrays * sizeof(float);
   if (!run.backend.allocates_host_memory()) {
     const double workspace = run.job.gpu.workspace_mb * (1 << 20);
-    return {available - workspace,
-            fmt::format("what the GPU has free ({}) less the convolution workspace ({})", byte_size_text(available),
-                        byte_size_text(workspace)),
+    return {available - workspace - input.device_decode,
+            fmt::format("what the GPU has free ({}) less the convolution workspace ({}){}", byte_size_text(available),
+                        byte_size_text(workspace), decoded_samples_text(input)),
             optimizer_per_parameter};
   }
   const int ranks = run.world.local_size();
   // The optimizer's state, and host copies of the parameters (initialisation, broadcast) and of parameters and the
   // optimizer's state (a checkpoint).
   const double copies_per_parameter = optimizer_per_parameter + (2 + state_arrays) * sizeof(float);
-  return {available / ranks - loaders,
-          fmt::format("this rank's share of the host's {} available ({} rank{} on {}), less {} for the data loaders,",
+  return {available / ranks - input.loader_queues - input.device_decode,
+          fmt::format("this rank's share of the host's {} available ({} rank{} on {}), less {} for the data "
+                      "loaders{},",
                       byte_size_text(available), ranks, ranks == 1 ? "" : "s", run.world.host(),
-                      byte_size_text(loaders)),
+                      byte_size_text(input.loader_queues), decoded_samples_text(input)),
           copies_per_parameter};
 }
 
 // The budget, unless the fault-injection hook (train/fault_injection.h) gives this rank another.
-model::MemoryBudget budget_on_this_rank(const RunContext& run, double loaders) {
-  model::MemoryBudget budget = memory_budget(run, loaders);
+model::MemoryBudget budget_on_this_rank(const RunContext& run, const InputMemory& input) {
+  model::MemoryBudget budget = memory_budget(run, input);
   const std::optional<InjectedBudget> injected = injected_budget_from_env();
   if (injected && injected->rank == run.world.rank()) {
     budget.bytes = static_cast<double>(injected->bytes);
@@ -60,13 +70,13 @@ model::ElementType activation_type(config::Precision precision) {
 }  // namespace
 
 std::unique_ptr<model::Network> build_network(const RunContext& run, const model::Shape& input, int classes,
-                                              double loader_bytes, model::ParameterMemory* memory) {
+                                              const InputMemory& input_memory, model::ParameterMemory* memory) {
   std::unique_ptr<model::Network> net;
   run.world.all_succeed([&] {
     net = std::make_unique<model::Network>(
         run.job.model.layers, run.backend, input, classes,
         model::NetworkOptions{.share_memory = true, .fuse = run.job.run.fuse_layers,
-                              .budget = budget_on_this_rank(run, loader_bytes),
+                              .budget = budget_on_this_rank(run, input_memory),
                               .activations = activation_type(run.job.train.precision),
                               .parameter_memory = memory,
                               .freeze_through = run.job.train.freeze});

@@ -66,7 +66,7 @@ int Trainer::run() {
   });
   DataPlan data(run.job, run.world, run.backend);
   const auto net =
-      build_network(run, data.input(), data.meta().num_classes, data.loader_queue_bytes(), reducer_.parameter_memory());
+      build_network(run, data.input(), data.meta().num_classes, data.input_memory(), reducer_.parameter_memory());
   const auto optimizer = build_optimizer(run, *net);
   const EpochPlan& plan = data.epoch();
   const LearningRateSchedule lr(run.job.optimizer, plan.global_batch, plan.steps, run.job.train.epochs);

@@ -419,9 +419,9 @@ EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, doub
   return r;
 }
 
-// What the run needs resident: the backend's host buffers (parameters, gradients, optimizer state, activations)
-// and its own working memory (workspaces, staging; made on first use, so this is asked when the epoch is
-// recorded), and the loaders' queues.
+// What the run needs resident: the backend's host buffers (parameters, gradients, optimizer state, activations,
+// the samples it decodes) and its own working memory (workspaces, staging; made on first use, so this is asked when
+// the epoch is recorded), and the loaders' queues.
 double TrainingLoop::memory_needed_mb() const {
   const model::Backend& backend = run_.backend;
   const double host =
@@ -440,12 +440,12 @@ obs::LoaderLoad TrainingLoop::loader_load() const {
   return load;
 }
 
-// The backend's buffers, and this rank's share of the memory its node's ranks share (the parameters, gradients and
-// optimizer state under dist.reducer = "shared").
+// The backend's buffers, the slots of the samples it decodes (data.decode = gpu), and this rank's share of the
+// memory its node's ranks share (the parameters, gradients and optimizer state under dist.reducer = "shared").
 double TrainingLoop::planned_bytes() const {
   const model::ParameterMemory* shared = net_.parameter_memory();
   const double share = shared ? static_cast<double>(shared->shared_bytes()) / shared->sharing_ranks() : 0;
-  return static_cast<double>(run_.backend.bytes_allocated()) + share;
+  return static_cast<double>(run_.backend.bytes_allocated()) + data_.device_decode_bytes() + share;
 }
 
 // The trace is diagnostics: failing to write it (a full disk) is said, not made the run's outcome.

@@ -4,7 +4,7 @@
 // and a loader handing JPEG bytes with their crops (BatchForm::jpegs) through a DeviceBatch yields, bit for bit,
 // the input the loader's own decoding yields where the crops need the full DCT scale (photos under twice the
 // sample's side), naming the shard and sample of a JPEG the device cannot decode; and the same through DecodeAhead,
-// the decode on a thread of its own that training uses.
+// the decode on a thread of its own that training uses; and the memory a run counts for the decoded samples.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -189,6 +189,13 @@ class JpegBatches : public IoTest {
   std::vector<EncodedPhoto> photos_;
   io::SplitIndex split_;
 };
+
+// What a run counts for the samples decoded on the device (memory_needed_mb, memory_planned_mb, the model's budget):
+// the decode-ahead's two slots and decode_jpegs' two, each a batch of uint8 samples.
+TEST(DeviceDecodeBytes, AreFourBatchesOfUint8Samples) {
+  EXPECT_EQ(device_decode_bytes({6, 3, 24, 32}), 4.0 * 6 * 3 * 24 * 32);
+  EXPECT_EQ(device_decode_bytes({256, 1, 28, 28}), 4.0 * 256 * 28 * 28);
+}
 
 TEST_F(JpegBatches, DecodedOnTheDeviceEqualsDecodedByTheLoader) {
   write(photos_);

@@ -1,6 +1,7 @@
 // Proves the model as assembled from a job file: parameter layout and counts, FLOP accounting, shape errors
 // that name the layer, gradients of a whole network (residual blocks, nested ones included) against finite
-// differences, that the memory plan and the fusion pass change no number, and that a ViT's token layers train.
+// differences, that the memory plan and the fusion pass change no number, that a ViT's token layers train, and that
+// attention reserves for backward what the backend says its path keeps.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -321,6 +322,65 @@ TEST(Network, VisionTransformerTokenLayersTrain) {
     last = step();
   }
   EXPECT_LT(last, 0.5 * first) << "30 steps of SGD on one batch";
+}
+
+// The CPU twin keeps attention's T x T probabilities in the element type: N x heads x T x T values.
+TEST(Network, TheCpuAttentionKeepsTheProbabilities) {
+  backend::CpuBackend cpu(1);
+  EXPECT_EQ(cpu.attention_kept_bytes({3, 2, 5, 4, kernels::ElementType::f32}), std::size_t{3 * 2 * 5 * 5 * 4});
+  EXPECT_EQ(cpu.attention_kept_bytes({3, 2, 5, 4, kernels::ElementType::bf16}), std::size_t{3 * 2 * 5 * 5 * 2});
+}
+
+// A CPU backend that answers for attention as a fused path does (the CUDA backend's cuDNN graphs): at `fused_batch`
+// it keeps each query row's fp32 statistic, at any other batch the probabilities. Its passes are still the twin's,
+// which write the probabilities, so only setup and the refusal run over it.
+class FusedAnsweringCpu final : public backend::CpuBackend {
+ public:
+  using CpuBackend::CpuBackend;
+  std::size_t attention_kept_bytes(const model::AttentionShape& s) override {
+    asked.push_back(s);
+    return s.batch == fused_batch ? s.statistics_bytes() : CpuBackend::attention_kept_bytes(s);
+  }
+  int fused_batch = 0;
+  std::vector<model::AttentionShape> asked;
+};
+
+// tokens (3 x 2 patches: 6 tokens of 8 features), attention with 2 heads of 4, a head.
+std::vector<LayerSpec> attention_net() {
+  return {layer("tokens"), config::layer_spec("multi_head_attention", {{"heads", 2}}, "test"), layer("flatten"),
+          layer("dense", 3)};
+}
+
+// The attention layer reserves what the backend says its path keeps, and the run's planned memory (the backend's
+// allocations: memory_planned_mb) follows: the statistics' 4 x 2 x 6 fp32 values in place of the 4 x 2 x 6 x 6.
+TEST(Network, AttentionReservesWhatTheBackendsPathKeeps) {
+  const model::Shape input{4, 8, 3, 2};
+  backend::CpuBackend plain(1);
+  FusedAnsweringCpu fused(1);
+  fused.fused_batch = 4;
+  const model::Network a(attention_net(), plain, input, 3), b(attention_net(), fused, input, 3);
+  ASSERT_FALSE(fused.asked.empty());
+  EXPECT_EQ(fused.asked.front(), (model::AttentionShape{4, 2, 6, 4, kernels::ElementType::f32}));
+  const std::size_t probabilities = 4 * 2 * 6 * 6 * sizeof(float), statistics = 4 * 2 * 6 * sizeof(float);
+  EXPECT_EQ(plain.bytes_allocated() - fused.bytes_allocated(), probabilities - statistics);
+}
+
+// A smaller batch whose path keeps more than the full batch's reserved (the fused attention refusing evaluation's
+// last batch) is refused naming the layer and the keys that avoid it, before the attention writes anything.
+TEST(Network, AttentionRefusesABatchWhosePathOutgrowsItsReservation) {
+  const model::Shape input{4, 8, 3, 2};
+  FusedAnsweringCpu fused(1);
+  fused.fused_batch = 4;
+  model::Network net(attention_net(), fused, input, 3);
+  std::vector<float> x(static_cast<size_t>(2 * input.per_sample()), 0.5f);
+  try {
+    (void)net.forward({x.data(), input.with_batch(2)}, model::Mode::eval, 0);
+    FAIL() << "expected the batch of 2 to be refused";
+  } catch (const JobFileError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("multi_head_attention"), std::string::npos) << what;
+    EXPECT_NE(what.find("gpu.full_eval_batches = true"), std::string::npos) << what;
+  }
 }
 
 // The memory plan (model/memory_plan.h) only moves where activations and gradients are written: the logits and

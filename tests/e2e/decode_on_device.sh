@@ -3,7 +3,8 @@
 # bytes and choose crops) trains exactly as data.decode = cpu (the loader threads decode only each crop) where every
 # crop needs the full DCT scale: two 2-rank runs on a JPEG split of photos under twice the sample's side, with
 # random-resized crops, record identical losses, accuracies and parameter checksums in every epoch, and each run's
-# header says where it decoded. pad_crop_flip, which augments a decoded sample, is refused with data.decode = gpu
+# header says where it decoded; the device run's memory_needed_mb is the loader run's plus the decoded samples' four
+# slots (two ahead for training, two for evaluation) of a batch of uint8 samples each. pad_crop_flip, which augments a decoded sample, is refused with data.decode = gpu
 # on every rank (exit 3) before any step. A JPEG whose bytes pass their checksum but do not decode ends the run
 # (exit 4) naming its shard and sample, though training decodes it ahead on a thread of its own.
 # Usage: decode_on_device.sh RINGTRAIN SOURCE_DIR MPIEXEC
@@ -50,6 +51,18 @@ if grep -q "data.decode = gpu" loader.log; then echo "FAIL: the loader run says 
 [[ $(wc -l <<<"$a") == 2 && $a == "$b" ]] || { echo "FAIL: the records differ:"; echo "$a"; echo "$b"; exit 1; }
 echo "ok   decoding on the device records the same losses, accuracies and checksums as decoding in the loader:"
 echo "$a"
+/usr/bin/python3 - loader device <<'PY' || exit 1
+import json, sys
+def needed(run):
+    records = [json.loads(line) for line in open(run + "/metrics.jsonl")]
+    return [r["memory_needed_mb"] for r in records if r.get("kind") == "epoch"]
+loader, device = needed(sys.argv[1]), needed(sys.argv[2])
+slots = 4 * 6 * 3 * 24 * 24 / 2**20  # batch_per_rank 6 of 3 x 24 x 24 uint8 samples
+for a, b in zip(loader, device):
+    if abs(b - a - slots) > 1e-9:
+        sys.exit(f"FAIL: memory_needed_mb {b} with the device decoding, {a} without: not {slots} MiB more")
+print(f"ok   memory_needed_mb counts the device decode's slots: {device[0]:.6f} = {loader[0]:.6f} + {slots:.6f} MiB")
+PY
 set +e
 "$mpiexec" -np 2 --oversubscribe "$bin" train "$src/jobs/fashion_mnist.toml" --set data.train=data/train \
   --set data.test=data/test --set train.epochs=1 --set run.dir=refused --set data.decode=gpu \

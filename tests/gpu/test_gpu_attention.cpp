@@ -1,9 +1,9 @@
 // Tests the CUDA backend's multi-head attention (cuBLAS strided-batched products, our softmax) against the CPU twin
 // at ViT-S/16's size (6 heads of 64 over 197 tokens): the output, the kept probabilities and the gradient of qkv, in
 // fp32 NCHW and in bf16 NHWC, with the memory plan's scratch and without it (the backend's own); and, under
-// gpu.candidate_kernels, cuDNN's fused attention against those products. The layer's LayerTest cases check both
-// backends at small sizes against a double reference; this one checks the GPU at the size it runs. Skips where no
-// GPU is visible.
+// gpu.candidate_kernels, cuDNN's fused attention against those products, and what the layer then reserves. The
+// layer's LayerTest cases check both backends at small sizes against a double reference; this one checks the GPU at
+// the size it runs. Skips where no GPU is visible.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,9 +12,12 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "config/layer_types.h"
 #include "gpu_test_support.h"
+#include "model/layers/layers.h"
 #include "kernels/cpu/element_conversion.h"
 
 namespace ringtrain::gpu_test {
@@ -204,6 +207,28 @@ TEST_F(FusedAttention, Bf16AtVitSmallShape) { check({4, 6, 65, 64, ElementType::
 TEST_F(FusedAttention, Fp16AtVitSmallShape) { check({4, 6, 65, 64, ElementType::f16}); }
 // An odd token count, another head width (a multiple of 8, as cuDNN asks), an odd batch.
 TEST_F(FusedAttention, Bf16AtAnOddShape) { check({3, 3, 37, 40, ElementType::bf16}); }
+
+// What the layer reserves for backward follows the path: the fused graphs keep one fp32 statistic a query row
+// (N x heads x T), the products the T x T probabilities in the element type, at the same shape.
+TEST_F(FusedAttention, TheLayerReservesTheStatisticsWhereTheFusedPathRuns) {
+  const model::AttentionShape s{4, 6, 65, 64, ElementType::bf16};
+  backend::CudaBackend fused(0, 1, "test-host", nhwc_tokens(s.data, true));
+  backend::CudaBackend products(0, 1, "test-host", nhwc_tokens(s.data, false));
+  (void)fused.attention_prepare(s);
+  ASSERT_NE(fused.attention_method(s).find("cuDNN fused attention"), std::string::npos) << fused.attention_method(s);
+  const std::size_t statistics = std::size_t{4} * 6 * 65 * sizeof(float);
+  const std::size_t probabilities = std::size_t{4} * 6 * 65 * 65 * 2;
+  EXPECT_EQ(fused.attention_kept_bytes(s), statistics);
+  EXPECT_EQ(products.attention_kept_bytes(s), probabilities);
+  // The layer over tokens of 384 channels: qkv and the core's output (4 x 384 x 65 values in bf16), and the above.
+  const auto spec = config::layer_spec("multi_head_attention", {{"heads", 6}}, "test");
+  const std::size_t tokens = std::size_t{4} * 384 * 65 * 2;
+  for (auto [backend, kept] : {std::pair{&fused, statistics}, std::pair{&products, probabilities}}) {
+    const std::unique_ptr<model::Layer> layer = model::make_layer(spec, *backend, ElementType::bf16);
+    layer->setup({4, 384, 65, 1});
+    EXPECT_EQ(layer->kept_bytes(), 4 * tokens + kept);
+  }
+}
 
 // A head width cuDNN's fused attention refuses (not a multiple of 8): the shape stays on the batched products under
 // gpu.candidate_kernels, probabilities and all, as the CPU twin computes them.

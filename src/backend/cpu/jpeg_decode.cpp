@@ -59,7 +59,7 @@ std::unique_ptr<model::JpegSlots> CpuBackend::make_jpeg_slots(int slots) {
 }
 
 const uint8_t* CpuBackend::decode_jpegs(std::span<const kernels::JpegCrop> samples, const model::Shape& sample) {
-  if (!jpeg_slots_) jpeg_slots_ = make_jpeg_slots(2);
+  if (!jpeg_slots_) jpeg_slots_ = make_jpeg_slots(model::kJpegSlotsInTurn);
   return model::decode_in_turn(*jpeg_slots_, next_jpeg_slot_, samples, sample);
 }
 

@@ -7,8 +7,8 @@
 // Under gpu.candidate_kernels, 16-bit NHWC tokens take cuDNN's fused attention instead where it builds a plan for
 // the shape (attention_graphs.h): the same softmax(Q K^T scale) V per head from the same qkv, never writing the
 // T x T probabilities. The probabilities' buffer then holds each query row's fp32 softmax statistic (N x heads x T
-// values, within the buffer's N x heads x T x T 16-bit ones from two tokens on), which backward reads with qkv and
-// y. fp32, NCHW and the shapes cuDNN refuses stay on the products.
+// values, what attention_kept_bytes() tells the layer to reserve for such a shape), which backward reads with qkv
+// and y. fp32, NCHW and the shapes cuDNN refuses stay on the products.
 #include <algorithm>
 #include <cstddef>
 #include <string>
@@ -82,6 +82,11 @@ std::string CudaBackend::attention_method(const model::AttentionShape& s) {
   if (!state_->options.candidate_kernels || s.data == ElementType::f32) return "";
   (void)fused_attention(s);
   return "attention: " + state_->dnn->attention_graphs().describe(s, activation_layout(s.data));
+}
+
+// The fused graphs keep the statistics, the products the probabilities.
+std::size_t CudaBackend::attention_kept_bytes(const model::AttentionShape& s) {
+  return fused_attention(s) ? s.statistics_bytes() : s.probabilities_bytes();
 }
 
 void CudaBackend::attention_forward(const model::AttentionShape& s, const void* qkv, void* y, void* probabilities,

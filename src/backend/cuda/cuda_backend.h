@@ -165,6 +165,7 @@ class CudaBackend final : public model::Backend {
   // gpu.candidate_kernels, 16-bit NHWC tokens on cuDNN's fused attention where it has a plan (attention_graphs.h).
   model::ScratchBytes attention_prepare(const model::AttentionShape& s) override;
   std::string attention_method(const model::AttentionShape& s) override;
+  std::size_t attention_kept_bytes(const model::AttentionShape& s) override;
   void attention_forward(const model::AttentionShape& s, const void* qkv, void* y, void* probabilities,
                          model::Scratch scratch) override;
   void attention_backward(const model::AttentionShape& s, const void* qkv, const void* y, const void* probabilities,

@@ -109,7 +109,7 @@ void CudaJpegSlots::release(int index) {
   slot.release_recorded = true;
 }
 
-// decode_jpegs' two slots, used in turn on the step's thread.
+// decode_jpegs' slots (model::kJpegSlotsInTurn), used in turn on the step's thread.
 struct CudaJpegDecode {
   CudaJpegSlots slots;
   int next = 0;
@@ -120,7 +120,8 @@ std::unique_ptr<model::JpegSlots> CudaBackend::make_jpeg_slots(int slots) {
 }
 
 const uint8_t* CudaBackend::decode_jpegs(std::span<const kernels::JpegCrop> samples, const model::Shape& sample) {
-  if (!state_->jpeg) state_->jpeg.reset(new CudaJpegDecode{{2, state_->stream.get(), device_}});
+  if (!state_->jpeg)
+    state_->jpeg.reset(new CudaJpegDecode{{model::kJpegSlotsInTurn, state_->stream.get(), device_}});
   return model::decode_in_turn(state_->jpeg->slots, state_->jpeg->next, samples, sample);
 }
 

@@ -2,8 +2,10 @@
 // parameters): qkv = the in-projection of each token, per head softmax(Q K^T / sqrt(D/heads)) V, the heads side by
 // side, and the out-projection. Tokens are activations N x D x T x 1 (any H x W is T = H x W tokens in either
 // layout). The projections are 1x1 convolutions over the tokens (Backend::conv2d_*), the core between them is
-// Backend::attention_*. qkv, the core's output and the probabilities are kept from forward for backward, each in the
-// network's element type and layout; backward's gradients of the core's two ends live in its scratch.
+// Backend::attention_*. qkv, the core's output and the probabilities are kept from forward for backward, qkv and
+// the output in the network's element type and layout, the probabilities as large as the backend says its path
+// keeps (Backend::attention_kept_bytes: the T x T probabilities, or a fused attention's per-row statistics);
+// backward's gradients of the core's two ends live in its scratch.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -14,13 +16,15 @@
 #include <string_view>
 #include <vector>
 
+#include "common/error.h"
 #include "model/layer_registry.h"
 #include "model/layers/leaf_layer.h"
 
 namespace ringtrain::model {
 namespace {
 
-// What forward keeps for backward: the in-projection's output, the core's output, the softmax's output.
+// What forward keeps for backward: the in-projection's output, the core's output, the softmax's output (or what the
+// backend keeps in its place).
 struct KeptTensors {
   DeviceBuffer qkv, heads, probabilities;
 };
@@ -51,6 +55,7 @@ class MultiHeadAttention final : public LeafLayer {
     scratch_ = widest({backend_.conv2d_prepare(in_projection_), backend_.conv2d_prepare(out_projection_),
                        backend_.attention_prepare(core_)});
     scratch_.backward += gradient_bytes();
+    probabilities_bytes_ = backend_.attention_kept_bytes(core_);
     return out_;
   }
   std::string method() const override {
@@ -71,19 +76,20 @@ class MultiHeadAttention final : public LeafLayer {
             {"out_proj.bias", d, ParamInit::zeros, 1, false}};
   }
   std::size_t kept_bytes() const override {
-    return Elements{3 * token_values() + token_values() + core_.probabilities(), data_}.bytes();
+    return Elements{3 * token_values() + token_values(), data_}.bytes() + probabilities_bytes_;
   }
   void bind(std::span<float* const> p, std::span<float* const> g, std::span<float* const>) override {
     params_.assign(p.begin(), p.end());
     grads_.assign(g.begin(), g.end());
     auto buffer = [&](int64_t values) { return keep(Elements{values, data_}.bytes()); };
-    t_ = {buffer(3 * token_values()), buffer(token_values()), buffer(core_.probabilities())};
+    t_ = {buffer(3 * token_values()), buffer(token_values()), keep(probabilities_bytes_)};
   }
   void forward(const ForwardPass& pass) override {
     const int batch = pass.x.shape.n;
+    const AttentionShape core = core_fitting_its_buffer(batch);
     backend_.conv2d_forward(at_batch(in_projection_, batch), pass.x.data, params_[0], params_[1],
                             t_.qkv.as<void>(), pass.scratch);
-    backend_.attention_forward(at_batch(core_, batch), t_.qkv.as<void>(), t_.heads.as<void>(),
+    backend_.attention_forward(core, t_.qkv.as<void>(), t_.heads.as<void>(),
                                t_.probabilities.as<void>(), pass.scratch);
     backend_.conv2d_forward(at_batch(out_projection_, batch), t_.heads.as<void>(), params_[2], params_[3], pass.y,
                             pass.scratch);
@@ -107,6 +113,21 @@ class MultiHeadAttention final : public LeafLayer {
   int64_t token_values() const { return int64_t{in_.n} * in_.c * in_.h * in_.w; }  // of one N x D x T tensor
   std::size_t gradient_bytes() const {
     return aligned(Elements{token_values(), data_}.bytes()) + aligned(Elements{3 * token_values(), data_}.bytes());
+  }
+  // The core at `batch`. The kept buffer was sized for the full batch's path; a smaller batch (evaluation's last)
+  // whose shape the backend's fused attention refuses would keep the T x T probabilities instead, which need not
+  // fit: refused rather than written past the buffer.
+  AttentionShape core_fitting_its_buffer(int batch) const {
+    const AttentionShape core = at_batch(core_, batch);
+    if (batch == core_.batch) return core;
+    const std::size_t wanted = backend_.attention_kept_bytes(core);
+    if (wanted > t_.probabilities.bytes())
+      throw JobFileError(fmt::format(
+          "{} ({}): at a batch of {} the backend's attention keeps {} bytes for backward, more than the {} reserved "
+          "at its batch of {} (the fused attention takes the full batch but not this one); set "
+          "gpu.full_eval_batches = true to run every batch full, or gpu.candidate_kernels = false",
+          spec_.where, describe(), batch, wanted, t_.probabilities.bytes(), core_.batch));
+    return core;
   }
   // The plan's scratch carved up; where it gave less than asked (a caller without a plan), the layer's own.
   BackwardScratch backward_scratch(Scratch given) {
@@ -135,6 +156,7 @@ class MultiHeadAttention final : public LeafLayer {
   int heads_;
   Conv2dShape in_projection_, out_projection_;
   AttentionShape core_;
+  std::size_t probabilities_bytes_ = 0;  // the backend's kept bytes at the full batch
   ScratchBytes scratch_;
   std::vector<float*> params_, grads_;  // in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias
   KeptTensors t_;
