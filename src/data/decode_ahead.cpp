@@ -13,8 +13,13 @@ constexpr int kSlots = 2;  // one decoded or being decoded while the step's thre
 
 }  // namespace
 
+double evaluation_decode_bytes(const model::Shape& input) {
+  return model::kJpegSlotsInTurn * static_cast<double>(input.n) * static_cast<double>(input.per_sample());
+}
+
 double device_decode_bytes(const model::Shape& input) {
-  return (kSlots + model::kJpegSlotsInTurn) * static_cast<double>(input.n) * static_cast<double>(input.per_sample());
+  return kSlots * static_cast<double>(input.n) * static_cast<double>(input.per_sample()) +
+         evaluation_decode_bytes(input);
 }
 
 DecodeAhead::DecodeAhead(model::Backend& backend, BatchLoader& loader, const model::Shape& input)

@@ -28,6 +28,8 @@ struct DecodeTimes {
 // training and Backend::decode_jpegs' for evaluation, each one batch of uint8 samples. The backend's memory: a GPU's,
 // or the host's on the CPU twin. nvJPEG's own buffers for the whole photos vary with them and are not counted.
 double device_decode_bytes(const model::Shape& input);
+// Backend::decode_jpegs' share of it alone: what a run that only evaluates (`ringtrain evaluate`) decodes into.
+double evaluation_decode_bytes(const model::Shape& input);
 
 class DecodeAhead {
  public:

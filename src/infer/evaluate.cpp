@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "data/decode_ahead.h"
 #include "data/device_batch.h"
 #include "data/loader_work.h"
 #include "data/split_part.h"
@@ -59,7 +60,10 @@ int evaluate(const train::RunContext& run, const EvaluateOptions& options) {
   const io::SampleShape& s = part.meta().shape;
   const model::Shape input{run.job.train.batch_per_rank, s.channels, s.height, s.width};
   const double loader_bytes = (run.job.data.prefetch_batches + 1.0) * input.n * (input.per_sample() * 4.0 + 4.0);
-  const auto net = train::build_network(run, input, part.meta().num_classes, {loader_bytes, 0}, nullptr);
+  const bool decodes_on_device =
+      part.meta().storage == io::SampleStorage::jpeg && train::decodes_on_device(run.job);
+  const double decode_bytes = decodes_on_device ? train::evaluation_decode_bytes(input) : 0.0;
+  const auto net = train::build_network(run, input, part.meta().num_classes, {loader_bytes, decode_bytes}, nullptr);
   const train::RestoredCheckpoint restored =
       train::restore_checkpoint(run, *net, nullptr, options.checkpoint, options.weights);
 

@@ -195,6 +195,8 @@ class JpegBatches : public IoTest {
 TEST(DeviceDecodeBytes, AreFourBatchesOfUint8Samples) {
   EXPECT_EQ(device_decode_bytes({6, 3, 24, 32}), 4.0 * 6 * 3 * 24 * 32);
   EXPECT_EQ(device_decode_bytes({256, 1, 28, 28}), 4.0 * 256 * 28 * 28);
+  // Evaluation alone decodes into decode_jpegs' two slots.
+  EXPECT_EQ(evaluation_decode_bytes({6, 3, 24, 32}), 2.0 * 6 * 3 * 24 * 32);
 }
 
 TEST_F(JpegBatches, DecodedOnTheDeviceEqualsDecodedByTheLoader) {
