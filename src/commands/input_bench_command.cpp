@@ -122,7 +122,7 @@ int input_bench(int* argc, char*** argv, const InputBenchArgs& args) {
       });
       const io::SampleRange range = io::rank_range(split.total_samples(), world.rank(), world.size());
       io::ShardReader reader(split, range);
-      const bool device_decode = split.meta.storage == io::SampleStorage::jpeg && train::decodes_on_device(job);
+      const bool device_decode = train::decodes_on_device(job, split.meta);
       world.all_succeed([&] {
         if (device_decode) train::refuse_what_device_decoding_excludes(job);
       });

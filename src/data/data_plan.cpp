@@ -22,7 +22,7 @@ DataPlan::DataPlan(const config::JobConfig& job, const dist::World& world, const
   });
   prefetch_batches_ = job.data.prefetch_batches;
   batch_form_ = train::batch_form(job, backend);
-  device_decode_ = meta().storage == io::SampleStorage::jpeg && train::decodes_on_device(job);
+  device_decode_ = train::decodes_on_device(job, meta());
   world.all_succeed([&] {
     if (device_decode_) train::refuse_what_device_decoding_excludes(job);
   });

@@ -63,7 +63,7 @@ LoaderWork encoded_loader_work(const config::JobConfig& job, const dist::World& 
   LoaderWork work = plain_work(job, world, form);
   const PhotoKeys photos{{training, job.data.augment, evaluation_resize(job.data.eval_resize, meta.shape), meta.shape},
                          {job.train.seed, world.rank(), first_micro, micro_per_epoch}};
-  if (decodes_on_device(job)) {
+  if (decodes_on_device(job, meta)) {
     work.form = BatchForm::jpegs;
     work.choose_crop = photo_crops(photos);
   } else {
@@ -86,7 +86,9 @@ LoaderWork raw_training_work(const config::JobConfig& job, const dist::World& wo
 
 }  // namespace
 
-bool decodes_on_device(const config::JobConfig& job) { return job.data.decode == config::DecodeOn::gpu; }
+bool decodes_on_device(const config::JobConfig& job, const io::DatasetMeta& meta) {
+  return meta.storage == io::SampleStorage::jpeg && job.data.decode == config::DecodeOn::gpu;
+}
 
 void refuse_what_device_decoding_excludes(const config::JobConfig& job) {
   if (job.data.augment.kind == config::AugmentKind::pad_crop_flip)

@@ -26,9 +26,10 @@ LoaderWork plain_loader_work(const config::JobConfig& job, const dist::World& wo
 // threads on the CPU twin.
 BatchForm batch_form(const config::JobConfig& job, const model::Backend& backend);
 
-// data.decode: whether a JPEG split's samples are decoded by the backend (Backend::decode_jpegs) rather than on the
-// loader threads. auto means the loader threads until the GPU decoder has been measured on a GPU.
-bool decodes_on_device(const config::JobConfig& job);
+// data.decode: whether the split's samples are decoded by the backend (Backend::decode_jpegs) rather than on the
+// loader threads: a JPEG split with data.decode = gpu. auto means the loader threads until the GPU decoder has been
+// measured on a GPU.
+bool decodes_on_device(const config::JobConfig& job, const io::DatasetMeta& meta);
 // Where the device decodes, what the loader threads then cannot do (augment a decoded sample, mix decoded pixels):
 // JobFileError naming both keys and the fix. Training and input-bench alike call it.
 void refuse_what_device_decoding_excludes(const config::JobConfig& job);

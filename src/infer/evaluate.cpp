@@ -60,9 +60,8 @@ int evaluate(const train::RunContext& run, const EvaluateOptions& options) {
   const io::SampleShape& s = part.meta().shape;
   const model::Shape input{run.job.train.batch_per_rank, s.channels, s.height, s.width};
   const double loader_bytes = (run.job.data.prefetch_batches + 1.0) * input.n * (input.per_sample() * 4.0 + 4.0);
-  const bool decodes_on_device =
-      part.meta().storage == io::SampleStorage::jpeg && train::decodes_on_device(run.job);
-  const double decode_bytes = decodes_on_device ? train::evaluation_decode_bytes(input) : 0.0;
+  const double decode_bytes =
+      train::decodes_on_device(run.job, part.meta()) ? train::evaluation_decode_bytes(input) : 0.0;
   const auto net = train::build_network(run, input, part.meta().num_classes, {loader_bytes, decode_bytes}, nullptr);
   const train::RestoredCheckpoint restored =
       train::restore_checkpoint(run, *net, nullptr, options.checkpoint, options.weights);
