@@ -8,7 +8,8 @@ Each run times only the steps after its warm-up:
   ringtrain  steady_samples_per_s of metrics.jsonl (steps after run.timing_warmup_steps)
   PyTorch    wall time of the timed steps
   Keras      wall time from the end of the last warm-up batch to the end of the last timed one
-All train fp32 with SGD (momentum 0.9): ringtrain's job runs with optimizer.name = "sgd" so that no optimizer's
+All train with SGD (momentum 0.9), at each precision of --precisions (fp32; bf16: ringtrain's train.precision =
+"bf16", PyTorch's CPU autocast, Keras's mixed_bfloat16; a peer's best is its best over variants and precisions): ringtrain's job runs with optimizer.name = "sgd" so that no optimizer's
 cost differs. Peers train on in-memory batches; ringtrain reads its prepared shards through its loader.
 
 Needs: build/bin/ringtrain, python3-torch and python3-torchvision, TensorFlow + Keras in .venv-compare
@@ -38,14 +39,14 @@ def prepare(args, data):
                     str(args.batch), "--out", data], check=True, capture_output=True)
 
 
-def ringtrain(args, data, variant):
+def ringtrain(args, data, variant, precision):
     with tempfile.TemporaryDirectory() as run_dir:
         command = [os.path.join(args.build, "bin", "ringtrain"), "train", os.path.join(ROOT, "jobs", f"{args.model}.toml"),
                    "--set", f"data.train={data}/train", "--set", f"data.test={data}/test", "--set", "train.epochs=1",
                    "--set", f"train.max_steps_per_epoch={args.warmup + args.steps}",
                    "--set", f"train.batch_per_rank={args.batch}", "--set", f"run.threads={args.threads}",
                    "--set", f"run.timing_warmup_steps={args.warmup}", "--set", f"run.dir={run_dir}",
-                   "--set", 'train.precision="fp32"', "--set", 'run.device="cpu"', "--set", 'optimizer.name="sgd"',
+                   "--set", f'train.precision="{precision}"', "--set", 'run.device="cpu"', "--set", 'optimizer.name="sgd"',
                    "--set", "optimizer.momentum=0.9", "--set", "run.progress_every_s=1000"]
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
         if done.returncode != 0:
@@ -54,14 +55,15 @@ def ringtrain(args, data, variant):
             epoch = [json.loads(line) for line in f if line.strip()][-1]
     return {"framework": "ringtrain", "model": args.model, "size": args.size, "batch": args.batch,
             "threads": args.threads, "timed_steps": args.steps, "warmup_steps": args.warmup, "variant": variant,
-            "precision": "fp32", "samples_per_s": epoch["steady_samples_per_s"], "train_loss": epoch.get("train_loss")}
+            "precision": precision, "samples_per_s": epoch["steady_samples_per_s"], "train_loss": epoch.get("train_loss")}
 
 
 def peer(script, python):
-    def run(args, _data, variant):
+    def run(args, _data, variant, precision):
         return run_json_line([python, script, "--model", args.model, "--size", str(args.size), "--batch",
                               str(args.batch), "--threads", str(args.threads), "--steps", str(args.steps),
-                              "--warmup", str(args.warmup), "--variant", variant], FRAMEWORKS_DIR)
+                              "--warmup", str(args.warmup), "--variant", variant, "--precision", precision],
+                             FRAMEWORKS_DIR)
     return run
 
 
@@ -84,15 +86,21 @@ def main():
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--precisions", default="fp32",
+                   help="comma-separated, of fp32 and bf16: every framework and variant runs at each; ringtrain's "
+                        "row compared is its last precision's")
     p.add_argument("--no-keras", action="store_true", help="leave Keras out (no .venv-compare)")
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--out", help="JSON lines, one per run")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as data:
         prepare(args, data)
-        entries = [lambda run=run, variant=variant: run(args, data, variant) for _, variant, run in runs(args)]
+        precisions = args.precisions.split(",")
+        entries = [lambda run=run, variant=variant, precision=precision: run(args, data, variant, precision)
+                   for precision in precisions for _, variant, run in runs(args)]
         records = run_interleaved(entries, args.repeats, args.out)
-    print(table(records, lambda r: f'{r["framework"]} {r["variant"]}', "ringtrain default"))
+    print(table(records, lambda r: f'{r["framework"]} {r["variant"]} {r["precision"]}',
+                f"ringtrain default {precisions[-1]}"))
 
 if __name__ == "__main__":
     main()

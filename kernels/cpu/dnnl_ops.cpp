@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string_view>
+#include <tuple>
 
 #include "kernels/cpu/dnnl_context.h"
 #include "kernels/cpu/dnnl_conv2d.h"
@@ -34,7 +35,7 @@ struct DnnlOps::State {
   std::map<Conv2dShape, std::optional<DnnlConv2d>> convs;
   std::map<DenseShape, DnnlDense> denses;
   std::map<std::pair<PoolShape, PoolMode>, DnnlPool> pools;
-  std::map<std::pair<Activation, int64_t>, DnnlEltwise> eltwises;
+  std::map<std::tuple<Activation, int64_t, ElementType>, DnnlEltwise> eltwises;
 
   std::optional<DnnlConv2d>& conv(const Conv2dShape& s) {
     auto it = convs.find(s);
@@ -51,10 +52,12 @@ struct DnnlOps::State {
     auto it = pools.find(key);
     return it != pools.end() ? it->second : pools.try_emplace(key, ctx, s, mode).first->second;
   }
-  DnnlEltwise& eltwise(Activation a, int64_t n) {
-    const auto key = std::make_pair(a, n);
+  DnnlEltwise& eltwise(Activation a, Elements n) {
+    const auto key = std::make_tuple(a, n.n, n.type);
     auto it = eltwises.find(key);
-    return it != eltwises.end() ? it->second : eltwises.try_emplace(key, ctx, a, n).first->second;
+    if (it != eltwises.end()) return it->second;
+    const auto values = n.type == ElementType::bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
+    return eltwises.try_emplace(key, ctx, a, n.n, values).first->second;
   }
   DnnlDense& dense(const DenseShape& s) {
     auto it = denses.find(s);
@@ -130,11 +133,14 @@ void DnnlOps::pool_backward(const PoolShape& s, PoolMode mode, const float* dy, 
   state_->pool(s, mode).backward(state_->ctx, dy, dx, workspace);
 }
 
-bool DnnlOps::runs_activation(Activation a) { return DnnlEltwise::runs(a); }
-void DnnlOps::activation_forward(Activation a, int64_t n, const float* x, float* y) {
+bool DnnlOps::runs_activation(Activation a, Elements n) {
+  if (n.n <= 0 || n.type == ElementType::f16 || !DnnlEltwise::runs(a)) return false;
+  return state_->eltwise(a, n).jit();
+}
+void DnnlOps::activation_forward(Activation a, Elements n, const void* x, void* y) {
   state_->eltwise(a, n).forward(state_->ctx, x, y);
 }
-void DnnlOps::activation_backward(Activation a, int64_t n, const float* x, const float* dy, float* dx) {
+void DnnlOps::activation_backward(Activation a, Elements n, const void* x, const void* dy, void* dx) {
   state_->eltwise(a, n).backward(state_->ctx, x, dy, dx);
 }
 

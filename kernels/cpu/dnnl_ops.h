@@ -66,11 +66,11 @@ class DnnlOps {
   void pool_forward(const PoolShape& s, PoolMode mode, const float* x, float* y, void* workspace);
   void pool_backward(const PoolShape& s, PoolMode mode, const float* dy, float* dx, const void* workspace);
 
-  // The smooth activations on oneDNN's eltwise kernels (dnnl_eltwise.h), fp32: whether a runs here, and y = a(x),
-  // dx = a'(x) dy over n values.
-  static bool runs_activation(Activation a);
-  void activation_forward(Activation a, int64_t n, const float* x, float* y);
-  void activation_backward(Activation a, int64_t n, const float* x, const float* dy, float* dx);
+  // The smooth activations on oneDNN's eltwise kernels (dnnl_eltwise.h), fp32 or bf16: whether a over values of n's
+  // type runs here, on a JIT kernel, and y = a(x), dx = a'(x) dy over them.
+  bool runs_activation(Activation a, Elements n);
+  void activation_forward(Activation a, Elements n, const void* x, void* y);
+  void activation_backward(Activation a, Elements n, const void* x, const void* dy, void* dx);
 
   // x, y, dx and dy as for the convolutions.
   void dense_forward(const DenseShape& s, const void* x, const float* w, const float* bias, void* y);

@@ -2,7 +2,8 @@
 (alpha 1.0, no pretrained weights) or a ViT-S/16 built here from Keras layers (patch convolution, class token,
 learned position embedding, 12 pre-norm blocks of 6-head MultiHeadAttention and a GELU MLP, final LayerNorm on the
 class token), trained with SGD (momentum 0.9) on synthetic batches with --threads intra-op threads. Variants:
-"default" (fit's compiled graph) and "xla" (jit_compile=True). Prints one JSON line (models_common.report):
+"default" (fit's compiled graph) and "xla" (jit_compile=True). --precision bf16 sets the mixed_bfloat16 policy (bf16
+compute, fp32 variables; the ViT's logits fp32, as Keras's mixed-precision guide does). Prints one JSON line (models_common.report):
 samples/s over the steps after the warm-up, timed by a callback from the end of the last warm-up batch.
 
 Run with .venv-compare's python3 (scripts/install_deps.sh --comparison).
@@ -20,6 +21,8 @@ from keras import layers  # noqa: E402
 
 tf.config.threading.set_intra_op_parallelism_threads(args.threads)
 tf.config.threading.set_inter_op_parallelism_threads(1)
+if args.precision == "bf16":
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
 
 
 class ClassTokenAndPositions(layers.Layer):
@@ -48,7 +51,7 @@ def vit_s16(size):
         y = layers.Dense(mlp, activation="gelu")(y)
         x = x + layers.Dense(width)(y)
     x = layers.LayerNormalization(epsilon=1e-6)(x[:, 0])
-    return keras.Model(inputs, layers.Dense(common.CLASSES)(x))
+    return keras.Model(inputs, layers.Dense(common.CLASSES, dtype="float32")(x))
 
 
 def network():

@@ -1,5 +1,6 @@
 """Owns what the PyTorch and Keras runs of the model comparison (perf/compare_models_cpu.py) share: the command
-line, the synthetic batches (uniform pixels, normalised; labels uniform over the classes, as `ringtrain prepare
+line (--precision bf16: each framework's own mixed precision, bf16 products with fp32 weights), the synthetic
+batches (uniform pixels, normalised; labels uniform over the classes, as `ringtrain prepare
 synthetic` makes them), the optimiser the job files train with, and the one JSON line each run prints.
 
 Imports neither framework, so each runner imports only its own.
@@ -25,6 +26,8 @@ def arguments(description):
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--variant", default="default", help="the framework's own setting to time (its script lists them)")
+    p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                   help="bf16: PyTorch's CPU autocast to bfloat16, Keras's mixed_bfloat16 policy")
     return p.parse_args()
 
 
@@ -39,6 +42,6 @@ def batches(args, channels_last):
 def report(framework, args, seconds, extra):
     record = {"framework": framework, "model": args.model, "size": args.size, "batch": args.batch,
               "threads": args.threads, "timed_steps": args.steps, "warmup_steps": args.warmup, "variant": args.variant,
-              "precision": "fp32", "samples_per_s": args.steps * args.batch / seconds, **extra}
+              "precision": args.precision, "samples_per_s": args.steps * args.batch / seconds, **extra}
     print(json.dumps(record))
     sys.stdout.flush()

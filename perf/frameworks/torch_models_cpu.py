@@ -1,11 +1,14 @@
 """Owns the PyTorch side of the model comparison (perf/compare_models_cpu.py): torchvision 0.14's mobilenet_v2()
 or its VisionTransformer at ViT-S/16's width, trained with SGD (momentum 0.9) on synthetic batches in one process
 of --threads threads. Variants: "default" (NCHW tensors) and "channels_last" (model and input in channels-last
-memory, oneDNN's preferred layout for convolutions). torch 1.13 has no torch.compile. Prints one JSON line
+memory, oneDNN's preferred layout for convolutions). --precision bf16 runs the forward pass and the loss under
+torch.autocast("cpu", dtype=torch.bfloat16) (oneDNN's bf16 products; weights and optimizer fp32). torch 1.13 has no
+torch.compile. Prints one JSON line
 (models_common.report): samples/s over the steps after the warm-up.
 
 Run with Debian's python3 (python3-torch, python3-torchvision).
 """
+import contextlib
 import time
 
 import torch
@@ -35,11 +38,13 @@ def main():
             for x, y in common.batches(args, channels_last=False)]
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=4e-5)
     loss_fn = nn.CrossEntropyLoss()
+    autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if args.precision == "bf16" else contextlib.nullcontext
 
     def step(i):
         x, y = data[i % len(data)]
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
+        with autocast():
+            loss = loss_fn(model(x), y)
         loss.backward()
         optimizer.step()
         return loss

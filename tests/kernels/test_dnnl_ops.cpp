@@ -18,7 +18,9 @@
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/dense.h"
 #include "kernels/cpu/dnnl_ops.h"
+#include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/stored_elementwise.h"
 #include "kernels/cpu/pooling.h"
 #include "tests/kernels/grad_check.h"
 
@@ -44,26 +46,64 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
 TEST(DnnlOps, SmoothActivationsFollowTheLoops) {
   DnnlOps ops(2);
   const int64_t n = 4099;
+  const Elements values{n, ElementType::f32};
   const auto x = random_vector(static_cast<std::size_t>(n), 71, -6.0f, 6.0f);
   const auto dy = random_vector(static_cast<std::size_t>(n), 72);
   for (Activation a : {Activation::gelu, Activation::silu, Activation::sigmoid}) {
     SCOPED_TRACE(static_cast<int>(a));
-    ASSERT_TRUE(DnnlOps::runs_activation(a));
+    ASSERT_TRUE(ops.runs_activation(a, values));
     std::vector<float> y(x.size()), want_y(x.size()), dx(x.size()), want_dx(x.size());
-    ops.activation_forward(a, n, x.data(), y.data());
+    ops.activation_forward(a, values, x.data(), y.data());
     activation_forward(a, n, x.data(), want_y.data());
     expect_close(y, want_y, 1e-6);
-    ops.activation_backward(a, n, x.data(), dy.data(), dx.data());
+    ops.activation_backward(a, values, x.data(), dy.data(), dx.data());
     activation_backward(a, n, x.data(), dy.data(), want_dx.data());
     expect_close(dx, want_dx, 1e-6);
     std::vector<float> in_place = x;
-    ops.activation_forward(a, n, in_place.data(), in_place.data());
+    ops.activation_forward(a, values, in_place.data(), in_place.data());
     EXPECT_EQ(in_place, y);
     std::vector<float> nan(3, std::numeric_limits<float>::quiet_NaN()), out(3);
-    ops.activation_forward(a, 3, nan.data(), out.data());
+    ops.activation_forward(a, {3, ElementType::f32}, nan.data(), out.data());
     EXPECT_TRUE(std::isnan(out[0]) && std::isnan(out[2]));
   }
-  EXPECT_FALSE(DnnlOps::runs_activation(Activation::relu6));
+  EXPECT_FALSE(ops.runs_activation(Activation::relu6, values));
+  EXPECT_FALSE(ops.runs_activation(Activation::gelu, {n, ElementType::f16}));
+}
+
+std::vector<uint16_t> to_bf16(const std::vector<float>& x) {
+  std::vector<uint16_t> y(x.size());
+  narrow(x.data(), {static_cast<int64_t>(x.size()), ElementType::bf16}, y.data());
+  return y;
+}
+std::vector<float> from_bf16(const std::vector<uint16_t>& x) {
+  std::vector<float> y(x.size());
+  widen({static_cast<int64_t>(x.size()), ElementType::bf16}, x.data(), y.data());
+  return y;
+}
+
+// The same activations on values stored in bf16, against the loops' bf16 form (widen, the formula, round to nearest
+// even): oneDNN's exp and erf differ from libm's in fp32's last bits, so a value may land one bf16 step away.
+TEST(DnnlOps, SmoothActivationsInBf16FollowTheLoopsWithinOneBf16Step) {
+  DnnlOps ops(2);
+  const int64_t n = 4099;
+  const Elements values{n, ElementType::bf16};
+  if (!ops.runs_activation(Activation::gelu, values))
+    GTEST_SKIP() << "oneDNN has no JIT eltwise kernel for bf16 on this CPU (it needs AVX-512); the loops run bf16";
+  const auto x = to_bf16(random_vector(static_cast<std::size_t>(n), 73, -6.0f, 6.0f));
+  const auto dy = to_bf16(random_vector(static_cast<std::size_t>(n), 74));
+  for (Activation a : {Activation::gelu, Activation::silu, Activation::sigmoid}) {
+    SCOPED_TRACE(static_cast<int>(a));
+    std::vector<uint16_t> y(x.size()), want_y(x.size()), dx(x.size()), want_dx(x.size());
+    ops.activation_forward(a, values, x.data(), y.data());
+    activation_forward(a, values, x.data(), want_y.data());
+    expect_close(from_bf16(y), from_bf16(want_y), 1.0 / 256);
+    ops.activation_backward(a, values, x.data(), dy.data(), dx.data());
+    activation_backward(a, values, x.data(), dy.data(), want_dx.data());
+    expect_close(from_bf16(dx), from_bf16(want_dx), 1.0 / 256);
+    std::size_t same = 0;
+    for (std::size_t i = 0; i < y.size(); ++i) same += y[i] == want_y[i];
+    EXPECT_GT(same, y.size() * 9 / 10) << "most values round to the loops' bf16 exactly";
+  }
 }
 
 TEST(DnnlOps, TakesConvolutionsWithManyInputChannelsOnly) {

@@ -138,22 +138,15 @@ void CpuBackend::relu_forward(kernels::Elements n, const void* x, void* y) { kc:
 void CpuBackend::relu_backward(kernels::Elements n, const void* y, const void* dy, void* dx) {
   kc::relu_backward(n, y, dy, dx);
 }
-// fp32 GELU, SiLU and sigmoid on oneDNN's vector kernels (kernels/cpu/dnnl_eltwise.h); the rest on the loops.
-namespace {
-bool on_dnnl_eltwise(kernels::Activation a, kernels::Elements n) {
-  return n.n > 0 && n.type == kernels::ElementType::f32 && kc::DnnlOps::runs_activation(a);
-}
-}  // namespace
+// fp32 and bf16 GELU, SiLU and sigmoid on oneDNN's vector kernels (kernels/cpu/dnnl_eltwise.h); the rest, and
+// those where oneDNN has no JIT kernel for the type, on the loops.
 void CpuBackend::activation_forward(kernels::Activation a, kernels::Elements n, const void* x, void* y) {
-  if (on_dnnl_eltwise(a, n))
-    return dnnl_.activation_forward(a, n.n, static_cast<const float*>(x), static_cast<float*>(y));
+  if (dnnl_.runs_activation(a, n)) return dnnl_.activation_forward(a, n, x, y);
   kc::activation_forward(a, n, x, y);
 }
 void CpuBackend::activation_backward(kernels::Activation a, kernels::Elements n, const void* x, const void* dy,
                                      void* dx) {
-  if (on_dnnl_eltwise(a, n))
-    return dnnl_.activation_backward(a, n.n, static_cast<const float*>(x), static_cast<const float*>(dy),
-                                     static_cast<float*>(dx));
+  if (dnnl_.runs_activation(a, n)) return dnnl_.activation_backward(a, n, x, dy, dx);
   kc::activation_backward(a, n, x, dy, dx);
 }
 // Dropout's mask is drawn over the whole tensor, so it widens and narrows whole tensors.
