@@ -78,6 +78,12 @@ int64_t EncodedSlice::bytes(int64_t row) const {
   return offsets_[static_cast<std::size_t>(row + 1)] - offsets_[static_cast<std::size_t>(row)];
 }
 
+int64_t EncodedSlice::largest_bytes() const {
+  int64_t largest = 0;
+  for (std::size_t i = 0; i + 1 < offsets_.size(); ++i) largest = std::max(largest, offsets_[i + 1] - offsets_[i]);
+  return largest;
+}
+
 std::string EncodedSlice::where(int64_t row) const {
   return fmt::format("shard '{}', sample {}", path_.string(), first_row_ + row);
 }

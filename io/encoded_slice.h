@@ -27,6 +27,7 @@ class EncodedSlice {
   int height(int64_t row) const { return sizes_[static_cast<std::size_t>(2 * row)]; }
   int width(int64_t row) const { return sizes_[static_cast<std::size_t>(2 * row + 1)]; }
   int64_t bytes(int64_t row) const;
+  int64_t largest_bytes() const;  // of any sample in the slice
   // "shard 'PATH', sample N" for messages about a sample.
   std::string where(int64_t row) const;
 

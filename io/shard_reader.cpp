@@ -370,6 +370,13 @@ void check_index(int64_t index, const SampleRange& range, const char* caller) {
 
 }  // namespace
 
+int64_t ShardReader::largest_stored_sample_bytes() const {
+  if (impl_->meta.storage != SampleStorage::jpeg) return impl_->sample_bytes;
+  int64_t largest = 0;
+  for (const OpenShard& shard : impl_->shards) largest = std::max(largest, shard.encoded->largest_bytes());
+  return largest;
+}
+
 std::string ShardReader::sample_place(int64_t index) const {
   const OpenShard& shard = shard_of(impl_->shards, index);
   const int64_t row = index - shard.partition_begin;

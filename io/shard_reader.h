@@ -63,6 +63,10 @@ class ShardReader {
   // The labels of the partition's samples at `indices` (they are read when the reader opens).
   void read_labels(std::span<const int64_t> indices, std::span<int32_t> labels) const;
 
+  // The bytes of the partition's largest sample as stored: C x H x W for a raw split, the longest JPEG's for an
+  // encoded one (what a queued batch of its bytes holds per sample at most).
+  int64_t largest_stored_sample_bytes() const;
+
   // "shard 'PATH', sample N": where the partition's sample `index` lives, for messages about it.
   std::string sample_place(int64_t index) const;
 

@@ -54,10 +54,21 @@ model::Shape DataPlan::input() const {
   return {epoch_.batch, s.channels, s.height, s.width};
 }
 
+// A queued batch holds its samples as the loaders hand them over: fp32 or uint8 pixels at the model's input shape,
+// or, where the device decodes, each sample's JPEG bytes (at most its split's longest) and the crop chosen for it.
 double DataPlan::loader_queue_bytes() const {
+  const double queued = prefetch_batches_ + 1.0;
+  const double per_sample_extra = sizeof(int32_t);  // the label
+  if (batch_form_ == BatchForm::jpegs) {
+    const double jpeg_extra = per_sample_extra + sizeof(kernels::JpegCrop) + sizeof(int64_t);
+    const auto batch_bytes = [&](const SplitPart& part) {
+      return epoch_.batch * (static_cast<double>(part.reader->largest_stored_sample_bytes()) + jpeg_extra);
+    };
+    return queued * (batch_bytes(train_) + batch_bytes(test_));
+  }
   const double sample_bytes = batch_form_ == BatchForm::pixels ? 1.0 : sizeof(float);
-  const double batch_bytes = epoch_.batch * (static_cast<double>(input().per_sample()) * sample_bytes + sizeof(int32_t));
-  return 2.0 * (prefetch_batches_ + 1) * batch_bytes;
+  const double batch_bytes = epoch_.batch * (static_cast<double>(input().per_sample()) * sample_bytes + per_sample_extra);
+  return 2.0 * queued * batch_bytes;
 }
 
 double DataPlan::device_decode_bytes() const { return device_decode_ ? train::device_decode_bytes(input()) : 0; }

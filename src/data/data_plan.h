@@ -59,7 +59,8 @@ class DataPlan {
   model::Shape input() const;
   BatchForm batch_form() const { return batch_form_; }  // what the loaders hand over (data.normalize)
   bool decodes_on_device() const { return device_decode_; }  // a JPEG split with data.decode = gpu
-  // Host memory of two loaders' queues (training, and evaluation while training's stays full).
+  // Host memory of two loaders' queues (training, and evaluation while training's stays full): pixels at the
+  // model's input, or each split's longest JPEG per sample where the device decodes.
   double loader_queue_bytes() const;
   // The backend's memory for the samples it decodes (train::device_decode_bytes); 0 where the loaders decode.
   double device_decode_bytes() const;

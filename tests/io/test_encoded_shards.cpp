@@ -72,6 +72,22 @@ TEST_F(EncodedShards, TheReaderGivesBackEveryPhotosBytesSizeAndLabel) {
   EXPECT_TRUE(report.valid()) << format_report(report);
 }
 
+// What a loader's queue is sized by: the longest JPEG among the partition's samples (over every shard it spans, and
+// only those); a raw split's is C x H x W (RawSamplesAppendedReadBackAsWritten).
+TEST_F(EncodedShards, TheLargestStoredSampleIsThePartitionsLongestJpeg) {
+  const auto photos = some_photos(11);
+  write_encoded_split(dir() / "train", photos, 4);
+  const SplitIndex split = open_split(dir() / "train");
+  const auto longest = [&](int64_t begin, int64_t end) {
+    std::size_t bytes = 0;
+    for (int64_t i = begin; i < end; ++i) bytes = std::max(bytes, photos[static_cast<std::size_t>(i)].jpeg.size());
+    return static_cast<int64_t>(bytes);
+  };
+  EXPECT_EQ(ShardReader(split, {0, 11}).largest_stored_sample_bytes(), longest(0, 11));
+  EXPECT_EQ(ShardReader(split, {3, 9}).largest_stored_sample_bytes(), longest(3, 9));
+  EXPECT_NE(longest(3, 9), longest(0, 11)) << "the test's photos should make the two partitions differ";
+}
+
 TEST_F(EncodedShards, AFlippedByteIsCaughtByItsSamplesChecksumAndNamed) {
   const auto photos = some_photos(6);
   write_encoded_split(dir() / "train", photos, 6);
@@ -132,6 +148,7 @@ TEST_F(EncodedShards, RawSamplesAppendedReadBackAsWritten) {
     EXPECT_EQ(testing::signature_of(std::span(images).subspan(i * 70, 70)), order[i]);
     EXPECT_EQ(labels[i], order[i] % 4);
   }
+  EXPECT_EQ(reader.largest_stored_sample_bytes(), 70);
 }
 
 // A photo folder: two classes of JPEGs, a PNG, and a file that is no image.
