@@ -133,10 +133,22 @@ PlainPrimitive& DnnlConv2d::forward_primitive(DnnlContext& ctx, bool bias) {
   return *slot;
 }
 
+// A depthwise data gradient takes oneDNN's depthwise kernel wherever oneDNN has one for it. For strided shapes on
+// bf16, oneDNN lists its strided brgemm convolution first, which took 22-34 ms a call on MobileNetV2's 96-channel
+// 32x32 layer (batch 32) where its depthwise kernel takes well under one (perf/results/2026-11-29-vit-bf16-cpu.md).
 dnnl::convolution_backward_data::primitive_desc DnnlConv2d::backward_data_desc(DnnlContext& ctx) const {
-  return DNNL_CALL(dnnl::convolution_backward_data::primitive_desc(
-      ctx.engine(), kAlgorithm, activation(src_), operand(ctx, weights_), activation(ctx, dst_), strides_, padding_,
-      padding_, hint_, DnnlContext::attributes()));
+  const auto make = [&] {
+    return DNNL_CALL(dnnl::convolution_backward_data::primitive_desc(
+        ctx.engine(), kAlgorithm, activation(src_), operand(ctx, weights_), activation(ctx, dst_), strides_, padding_,
+        padding_, hint_, DnnlContext::attributes()));
+  };
+  auto pd = make();
+  const bool depthwise = shape_.groups > 1 && shape_.groups == shape_.in_channels && shape_.groups == shape_.filters;
+  if (!depthwise) return pd;
+  do {
+    if (std::string_view(DNNL_CALL(pd.impl_info_str())).starts_with("jit_dw")) return pd;
+  } while (pd.next_impl());
+  return make();
 }
 
 dnnl::convolution_backward_weights::primitive_desc DnnlConv2d::backward_filter_desc(DnnlContext& ctx,
@@ -207,11 +219,20 @@ std::string DnnlConv2d::description(DnnlContext& ctx) {
                                      : implementation_;
 }
 
+Conv2dShape DnnlConv2d::held_shape() const {
+  Conv2dShape held = shape_;
+  held.data = activations_ == f32                   ? ElementType::f32
+              : activations_ == memory::data_type::bf16 ? ElementType::bf16
+                                                        : ElementType::f16;
+  return held;
+}
+
 // A depthwise shape whose filter gradient oneDNN would run on its GEMM-based or reference kernel rather than a JIT
-// depthwise one: there the direct loop is two orders of magnitude faster on small maps.
+// depthwise one: there the direct loop is two orders of magnitude faster on small maps. Only where the products'
+// operands are the activations as held (fp32, or bf16 under bf16 math), so the loop multiplies what oneDNN would.
 bool DnnlConv2d::direct_filter_gradient(DnnlContext& ctx) {
   if (!direct_filter_) {
-    const bool ours = depthwise_filter_gradient_takes(shape_) && activations_ == f32 && ctx.operand_type() == f32;
+    const bool ours = depthwise_filter_gradient_takes(held_shape()) && activations_ == ctx.operand_type();
     const std::string_view chosen = ours ? DNNL_CALL(backward_filter_desc(ctx, false).impl_info_str()) : "";
     direct_filter_ = ours && (chosen.find("gemm") != std::string_view::npos || chosen.starts_with("ref"));
   }
@@ -230,8 +251,7 @@ void DnnlConv2d::backward(DnnlContext& ctx, const void* x, const void* dy, const
   PlainPrimitive* const data = dx ? &backward_data_primitive(ctx) : nullptr;
   const bool direct = direct_filter_gradient(ctx);
   if (direct)
-    depthwise_filter_gradient(shape_, static_cast<const float*>(x), static_cast<const float*>(dy), dw, dbias,
-                              ctx.threads());
+    depthwise_filter_gradient(held_shape(), x, dy, dw, dbias, ctx.threads());
   if (direct && !data) return;
   void* const staged_dy = const_cast<void*>(stage_dy(ctx, dy, reserve_dy_staging(ctx, filter, data)));
   if (!direct) {

@@ -51,6 +51,8 @@ class DnnlConv2d {
   // dy in backward_dy_layout() at staging_offset; dy itself where no reorder is needed.
   const void* stage_dy(DnnlContext& ctx, const void* dy, std::size_t staging_offset);
   int block_of(const dnnl::memory::desc& chosen) const;
+  // shape_ with its data type the one x and dy are held in here (activations_).
+  Conv2dShape held_shape() const;
   // Whether the filter gradient runs on depthwise_filter_gradient.h instead of oneDNN's (decided once).
   bool direct_filter_gradient(DnnlContext& ctx);
   static bool runs_nhwc(DnnlContext& ctx, const Conv2dShape& s, dnnl::memory::data_type activations);

@@ -1,11 +1,12 @@
 // Tests for kernels/cpu/depthwise_filter_gradient: against a loop over the definition in double, in NCHW, oneDNN's
 // 16-channel blocks and NHWC, strided and padded, 3x3 and 5x5, with and without the bias; gradients accumulate; the
-// same bits on one thread and two.
+// same bits on one thread and two; bf16 activations as their fp32 values.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/bf16.h"
 #include "kernels/cpu/depthwise_filter_gradient.h"
 #include "tests/kernels/grad_check.h"
 
@@ -95,7 +96,34 @@ TEST(DepthwiseFilterGradient, FollowsTheDefinitionInEveryLayout) {
     }
 }
 
-TEST(DepthwiseFilterGradient, TakesOnlyFp32DepthwiseShapes) {
+// bf16 activations give the bits the fp32 kernel gives on the same values widened: widening is exact and the sums
+// run in double in the same order. NCHW, 16-channel blocks and NHWC; strided and padded.
+TEST(DepthwiseFilterGradient, Bf16ActivationsGiveTheFp32KernelsBitsOnTheirValues) {
+  for (const Case& k : {Case{{3, 32, 2, 2, 32, 3, 3, 1, 1}, 16}, Case{{2, 24, 7, 5, 24, 3, 3, 2, 1}, 1},
+                        Case{{2, 20, 6, 6, 20, 3, 3, 1, 0}, 20}}) {
+    Conv2dShape s = k.s;
+    s.groups = s.in_channels;
+    s.in_block = s.out_block = k.block;
+    const auto x = random_vector(size_t(s.batch) * s.in_channels * s.in_h * s.in_w, 21);
+    const auto dy = random_vector(size_t(s.batch) * s.filters * s.out_h() * s.out_w(), 22);
+    std::vector<uint16_t> x16(x.size()), dy16(dy.size());
+    float_to_bf16(x.data(), static_cast<int64_t>(x.size()), x16.data());
+    float_to_bf16(dy.data(), static_cast<int64_t>(dy.size()), dy16.data());
+    std::vector<float> x_wide(x.size()), dy_wide(dy.size());
+    bf16_to_float(x16.data(), static_cast<int64_t>(x.size()), x_wide.data());
+    bf16_to_float(dy16.data(), static_cast<int64_t>(dy.size()), dy_wide.data());
+    std::vector<float> dw_fp32(static_cast<size_t>(s.weight_elements()), 0.5f), db_fp32(size_t(s.filters), 0.5f);
+    std::vector<float> dw_bf16 = dw_fp32, db_bf16 = db_fp32;
+    depthwise_filter_gradient(s, x_wide.data(), dy_wide.data(), dw_fp32.data(), db_fp32.data(), 2);
+    s.data = ElementType::bf16;
+    ASSERT_TRUE(depthwise_filter_gradient_takes(s));
+    depthwise_filter_gradient(s, x16.data(), dy16.data(), dw_bf16.data(), db_bf16.data(), 2);
+    EXPECT_EQ(dw_bf16, dw_fp32) << "block " << k.block;
+    EXPECT_EQ(db_bf16, db_fp32) << "block " << k.block;
+  }
+}
+
+TEST(DepthwiseFilterGradient, TakesOnlyFp32AndBf16DepthwiseShapes) {
   Conv2dShape s{2, 16, 4, 4, 16, 3, 3, 1, 1};
   EXPECT_FALSE(depthwise_filter_gradient_takes(s)) << "ungrouped";
   s.groups = 4;
@@ -103,7 +131,9 @@ TEST(DepthwiseFilterGradient, TakesOnlyFp32DepthwiseShapes) {
   s.groups = 16;
   EXPECT_TRUE(depthwise_filter_gradient_takes(s));
   s.data = ElementType::bf16;
-  EXPECT_FALSE(depthwise_filter_gradient_takes(s)) << "bf16 activations";
+  EXPECT_TRUE(depthwise_filter_gradient_takes(s)) << "bf16 activations";
+  s.data = ElementType::f16;
+  EXPECT_FALSE(depthwise_filter_gradient_takes(s)) << "fp16 activations";
   s.data = ElementType::f32;
   s.filters = 32;
   EXPECT_FALSE(depthwise_filter_gradient_takes(s)) << "a channel multiplier of 2";

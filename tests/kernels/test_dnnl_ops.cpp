@@ -359,6 +359,33 @@ TEST(DnnlOps, Bf16OperandsStayNearFp32AndRepeatBitForBit) {
   expect_close(db, want_db, 1e-6);
 }
 
+// Depthwise convolutions on activations stored in bf16: strided (whose data gradient oneDNN would hand to its brgemm
+// convolution, not its depthwise kernel) and on 2x2 maps (whose filter gradient runs on the direct kernel), against
+// im2col in fp32 on the same bf16 values; dw and db accumulate.
+TEST(DnnlOps, Bf16DepthwiseConvolutionsStayNearFp32) {
+  if (!DnnlOps::bf16_available()) GTEST_SKIP() << "this CPU has no AVX512_BF16";
+  for (Conv2dShape s : {grouped({4, 96, 16, 16, 96, 3, 3, 2, 1}, 96), grouped({4, 960, 2, 2, 960, 3, 3, 1, 1}, 960)}) {
+    SCOPED_TRACE(::testing::Message() << s.in_channels << " channels on " << s.in_h << "x" << s.in_w);
+    Conv c(s);
+    c.x = from_bf16(to_bf16(c.x));
+    c.dy = from_bf16(to_bf16(c.dy));
+    c.w = from_bf16(to_bf16(c.w));  // oneDNN rounds the fp32 weights to bf16; im2col then multiplies the same values
+    const ConvResults want = run_im2col(c);
+    s.data = ElementType::bf16;
+    DnnlOps ops(1, DnnlMath::bf16);
+    ASSERT_TRUE(ops.runs_conv2d(s));
+    const auto x = to_bf16(c.x), dy = to_bf16(c.dy);
+    std::vector<uint16_t> y(y_size(s)), dx(x_size(s));
+    std::vector<float> dw(w_size(s), 1.0f), db(c.b.size(), 1.0f);
+    ops.conv2d_forward(s, x.data(), c.w.data(), c.b.data(), y.data());
+    ops.conv2d_backward(s, x.data(), dy.data(), c.w.data(), dx.data(), dw.data(), db.data());
+    expect_close(from_bf16(y), want.y, kBf16Tolerance);
+    expect_close(from_bf16(dx), want.dx, kBf16Tolerance);
+    expect_close(dw, want.dw, 1e-5);  // products of bf16 values are exact in fp32
+    expect_close(db, want.db, 1e-5);
+  }
+}
+
 }  // namespace
 }  // namespace ringtrain::kernels::cpu
 
