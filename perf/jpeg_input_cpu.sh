@@ -45,13 +45,16 @@ bench() {  # name split
   "$bin" input-bench jobs/resnet50_synthetic.toml --set data.train="$2" --set train.batch_per_rank=64 \
     --set data.augment=resized_crop_flip --threads 1 --batches 40 --warmup 3 | sed "s/^{/{\"store\":\"$1\",/" >>"$out/ringtrain.jsonl"
 }
+peers() {  # name folder: one repeat of the peers, its rows appended (compare_input_pipeline.py's --out rewrites)
+  "$py" perf/compare_input_pipeline.py "$2" --tf-python "$tf_python" --threads 1 --no-decode-only \
+    --min-seconds 8 --out "$work/peers.jsonl" >>"$out/peers.log" 2>&1
+  cat "$work/peers.jsonl" >>"$out/peers-$1.jsonl"
+}
 for repeat in 1 2 3; do
   bench original "$work/original/train"
-  "$py" perf/compare_input_pipeline.py "$photos" --tf-python "$tf_python" --threads 1 --no-decode-only \
-    --min-seconds 8 --out "$out/peers-original.jsonl" >>"$out/peers.log" 2>&1
+  peers original "$photos"
   bench side256 "$work/side256/train"
-  "$py" perf/compare_input_pipeline.py "$work/side256-files" --tf-python "$tf_python" --threads 1 --no-decode-only \
-    --min-seconds 8 --out "$out/peers-side256.jsonl" >>"$out/peers.log" 2>&1
+  peers side256 "$work/side256-files"
 done
 
 # Memory as the folder grows: links to the first 2,000 photos, at 10k, 100k and 300k files (PIPELINE_ONLY=1: not).
