@@ -44,7 +44,8 @@ def run_interleaved(entries, repeats, out_path=None):
 
 def table(records, name_of, ours):
     """Markdown: one row per name_of(record), ringtrain's (the row named `ours`) ratio to each. A peer's best
-    variant is the row with its highest median among rows whose record has the same "framework"."""
+    variant is the row with its highest median among rows whose record has the same "framework" (ringtrain's own
+    other rows are not marked)."""
     by, framework_of = {}, {}
     for r in records:
         name = name_of(r)
@@ -53,7 +54,8 @@ def table(records, name_of, ours):
     medians = {name: statistics.median(rates.values()) for name, rates in by.items()}
     best = {}
     for name, median in medians.items():
-        if name != ours and median > medians.get(best.get(framework_of[name]), 0):
+        # ringtrain's other rows (another precision) are no peer: only other frameworks get a best.
+        if framework_of[name] != framework_of[ours] and median > medians.get(best.get(framework_of[name]), 0):
             best[framework_of[name]] = name
     ours_by_repeat = by[ours]
     lines = ["| run | samples/s, median | range | runs | ringtrain / this | paired, per repeat: median (range) |",
