@@ -810,21 +810,25 @@ struct GroupCall {
 };
 enum class Winners { read, written };
 
-// Calls body(GroupCall) for each channel group, the pool's winners staged in before a pass that reads them and out
-// after one that writes them.
+// Calls body(GroupCall, t) for each channel group, the pool's winners staged in before a pass that reads them and
+// out after one that writes them; on group_threads(s) threads (t: the thread's index, for its own Staged buffers,
+// staged[t]), each group one thread's, so the bits do not depend on the thread count.
 template <class Body>
-void for_each_staged_group(const BatchNormShape& s, const FusedPool* pool, Winners winners, Staged& staged, Body body) {
-  for_each_group(s, [&](ChannelGroup g) {
+void for_each_staged_group(const BatchNormShape& s, const FusedPool* pool, Winners winners,
+                           std::vector<Staged>& staged, Body body) {
+  staged.resize(static_cast<std::size_t>(group_threads(s)));
+  for_each_group_on(static_cast<int>(staged.size()), s, [&](ChannelGroup g, int t) {
+    Staged& mine = staged[static_cast<std::size_t>(t)];
     const GroupRuns in{s, g, s.spatial}, out{s, g, output_plane(s, pool)};
     std::optional<FusedPool> group_pool;
     if (pool && winners == Winners::read)
-      group_pool = FusedPool{pool->h, pool->w, stage_winners_in(out, pool->argmax, staged.winners)};
+      group_pool = FusedPool{pool->h, pool->w, stage_winners_in(out, pool->argmax, mine.winners)};
     if (pool && winners == Winners::written) {
-      staged.winners.resize(out.staged_size());
-      group_pool = FusedPool{pool->h, pool->w, staged.winners.data()};
+      mine.winners.resize(out.staged_size());
+      group_pool = FusedPool{pool->h, pool->w, mine.winners.data()};
     }
-    body(GroupCall{group_shape(s, g), in, out, group_pool ? &*group_pool : nullptr, g.first});
-    if (pool && winners == Winners::written) stage_winners_out(out, staged.winners.data(), pool->argmax);
+    body(GroupCall{group_shape(s, g), in, out, group_pool ? &*group_pool : nullptr, g.first}, mine, t);
+    if (pool && winners == Winners::written) stage_winners_out(out, mine.winners.data(), pool->argmax);
   });
 }
 
@@ -858,20 +862,20 @@ bool blocked_output_supported(const BatchNormShape& s, int block) {
 // 16-bit tensors go through the fp32 passes a channel group at a time: the group's share of each tensor is widened
 // into an fp32 buffer of about the group's size, which the passes then find in L2, and their outputs are narrowed
 // back, so the 16-bit tensors cross memory once each way at half fp32's bytes, with the arithmetic of fp32 tensors
-// holding the same values.
+// holding the same values. The groups are shared among the compute threads as the fp32 passes share them.
 void batchnorm_forward_train(const BatchNormShape& s, const void* x, const float* gamma, const float* beta,
                              float momentum, float eps, float* running_mean, float* running_var, void* y,
                              float* saved_mean, float* saved_inv_std, FusedActivation act, const FusedPool* pool) {
   if (s.data == ElementType::f32)
     return forward_train_fp32(s, static_cast<const float*>(x), gamma, beta, momentum, eps, running_mean, running_var,
                               static_cast<float*>(y), saved_mean, saved_inv_std, act, pool);
-  Staged staged;
-  for_each_staged_group(s, pool, Winners::written, staged, [&](const GroupCall& g) {
+  std::vector<Staged> staged;
+  for_each_staged_group(s, pool, Winners::written, staged, [&](const GroupCall& g, Staged& mine, int) {
     const int c = g.first;
-    staged.y.resize(g.out.staged_size());
-    forward_train_fp32(g.shape, stage_in(g.in, x, staged.x), gamma + c, beta + c, momentum, eps, running_mean + c,
-                       running_var + c, staged.y.data(), saved_mean + c, saved_inv_std + c, act, g.pool);
-    stage_out(g.out, staged.y.data(), y);
+    mine.y.resize(g.out.staged_size());
+    forward_train_fp32(g.shape, stage_in(g.in, x, mine.x), gamma + c, beta + c, momentum, eps, running_mean + c,
+                       running_var + c, mine.y.data(), saved_mean + c, saved_inv_std + c, act, g.pool);
+    stage_out(g.out, mine.y.data(), y);
   });
 }
 
@@ -881,13 +885,13 @@ void batchnorm_forward_infer(const BatchNormShape& s, const void* x, const float
   if (s.data == ElementType::f32)
     return forward_infer_fp32(s, static_cast<const float*>(x), gamma, beta, running_mean, running_var, eps,
                               static_cast<float*>(y), act, pool);
-  Staged staged;
-  for_each_staged_group(s, pool, Winners::written, staged, [&](const GroupCall& g) {
+  std::vector<Staged> staged;
+  for_each_staged_group(s, pool, Winners::written, staged, [&](const GroupCall& g, Staged& mine, int) {
     const int c = g.first;
-    staged.y.resize(g.out.staged_size());
-    forward_infer_fp32(g.shape, stage_in(g.in, x, staged.x), gamma + c, beta + c, running_mean + c, running_var + c,
-                       eps, staged.y.data(), act, g.pool);
-    stage_out(g.out, staged.y.data(), y);
+    mine.y.resize(g.out.staged_size());
+    forward_infer_fp32(g.shape, stage_in(g.in, x, mine.x), gamma + c, beta + c, running_mean + c, running_var + c,
+                       eps, mine.y.data(), act, g.pool);
+    stage_out(g.out, mine.y.data(), y);
   });
 }
 
@@ -900,14 +904,17 @@ void batchnorm_backward(const BatchNormShape& s, const void* x, const void* dy, 
     return backward_fp32(s, static_cast<const float*>(x), static_cast<const float*>(dy), gamma, saved_mean,
                          saved_inv_std, static_cast<float*>(dx), dgamma, dbeta,
                          {static_cast<const float*>(fused.y), fused.activation}, pool, ws);
-  Staged staged;
-  for_each_staged_group(s, pool, Winners::read, staged, [&](const GroupCall& g) {
+  std::vector<Staged> staged;
+  // Each thread's group passes stage in a workspace of their own: the caller's for the first.
+  std::vector<BatchNormWorkspace> others(static_cast<std::size_t>(std::max(0, group_threads(s) - 1)));
+  for_each_staged_group(s, pool, Winners::read, staged, [&](const GroupCall& g, Staged& mine, int t) {
     const int c = g.first;
-    staged.dx.resize(g.in.staged_size());
-    backward_fp32(g.shape, stage_in(g.in, x, staged.x), stage_in(g.out, dy, staged.dy), gamma + c, saved_mean + c,
-                  saved_inv_std + c, staged.dx.data(), dgamma + c, dbeta + c,
-                  {stage_in(g.out, fused.y, staged.y), fused.activation}, g.pool, ws);
-    stage_out(g.in, staged.dx.data(), dx);
+    mine.dx.resize(g.in.staged_size());
+    backward_fp32(g.shape, stage_in(g.in, x, mine.x), stage_in(g.out, dy, mine.dy), gamma + c, saved_mean + c,
+                  saved_inv_std + c, mine.dx.data(), dgamma + c, dbeta + c,
+                  {stage_in(g.out, fused.y, mine.y), fused.activation}, g.pool,
+                  t == 0 ? ws : others[static_cast<std::size_t>(t - 1)]);
+    stage_out(g.in, mine.dx.data(), dx);
   });
 }
 

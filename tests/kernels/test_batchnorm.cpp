@@ -441,18 +441,22 @@ TEST(BatchNorm, ABlockedOutputIsWrittenOnlyFromAnXBlockedAlike) {
 // 16-bit x, y, dx and dy (mixed precision): the kernels stage a channel group at a time in fp32, which must give
 // the bits of the fp32 kernels run on the same values widened, with their outputs narrowed: y, the winners, the
 // statistics, dx, dgamma and dbeta; NCHW and blocked, with and without the fused ReLU and pool, bf16 and fp16,
-// several groups.
+// several groups; on one compute thread and on two (NCHW's groups then split between them).
 TEST(BatchNorm, SixteenBitTensorsGiveTheBitsOfFp32OnTheSameValues) {
   struct Case {
     int batch, channels, h, w, in_block, out_block;
     bool relu, pool;
   };
+  const int threads = compute_threads();
+  for (const int t : {1, 2})
   for (const ElementType type : {ElementType::bf16, ElementType::f16})
     for (const Case k : {Case{64, 32, 28, 28, 1, 1, true, true}, Case{6, 48, 9, 7, 16, 16, true, true},
                          Case{6, 64, 9, 7, 64, 64, true, true}, Case{64, 64, 14, 14, 64, 1, true, true},  // NHWC
                          Case{8, 32, 5, 5, 8, 1, true, false}, Case{8, 16, 6, 6, 1, 1, false, false}}) {
       SCOPED_TRACE(::testing::Message() << element_type_name(type) << " " << k.batch << "x" << k.channels << "x"
-                                        << k.h << "x" << k.w << " blocks " << k.in_block << " -> " << k.out_block);
+                                        << k.h << "x" << k.w << " blocks " << k.in_block << " -> " << k.out_block
+                                        << ", " << t << " threads");
+      set_compute_threads(t);
       const BatchNormShape shape{k.batch, k.channels, k.h * k.w, k.in_block, k.out_block};
       Bn wide(shape, 81), half(shape, 81);
       half.s.data = type;
@@ -505,6 +509,7 @@ TEST(BatchNorm, SixteenBitTensorsGiveTheBitsOfFp32OnTheSameValues) {
       round_trip(y_wide, narrowed);
       EXPECT_EQ(narrowed, y16) << "inference y";
     }
+  set_compute_threads(threads);
 }
 
 }  // namespace
