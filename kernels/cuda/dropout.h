@@ -8,6 +8,7 @@
 #include "kernels/activation_layout.h"
 #include "kernels/element_type.h"
 #include "kernels/host_device.h"
+#include "kernels/layer_seed.h"
 #include "kernels/cuda/stream.h"
 
 namespace ringtrain::kernels::cuda {
@@ -31,6 +32,10 @@ RT_HOST_DEVICE inline bool dropout_keeps(uint64_t seed, uint64_t index, float p)
 // NCHW index, so an NHWC tensor keeps the elements an NCHW one would.
 void dropout_forward(Elements n, float p, uint64_t seed, const void* x, void* y, uint8_t* mask, Stream stream,
                      NchwIndex order = {});
+// The same with the seed a graphed step reads when it runs: layer_seed_for(place, *pass_seed) (kernels/layer_seed.h),
+// pass_seed in device memory; place.pass is not read.
+void dropout_forward(Elements n, float p, const uint64_t* pass_seed, const LayerSeed& place, const void* x, void* y,
+                     uint8_t* mask, Stream stream, NchwIndex order = {});
 // dx = mask ? dy / (1-p) : 0 (overwritten).
 void dropout_backward(Elements n, float p, const uint8_t* mask, const void* dy, void* dx, Stream stream);
 

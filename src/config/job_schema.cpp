@@ -378,7 +378,7 @@ Section<Gpu> gpu_keys() {
                        "replay the steady-state training step as CUDA graphs (one launch a step instead of hundreds; "
                        "for launch-bound models), captured after the warm-up steps and again when the step's shape "
                        "changes; fp32, tf32 and bf16 (fp16 is refused: its loss scaling decides on the host whether a "
-                       "step updates; so are dist.sync_batchnorm_group, run.profile_layers and a dropout layer). "
+                       "step updates; so are dist.sync_batchnorm_group and run.profile_layers). "
                        "Steps with several micro-batches or gradient clipping run eagerly (the run says so). Not yet "
                        "run on a GPU (docs/gpu.md). The CPU backend has no graphs: there the key changes nothing, so "
                        "one job file runs on a GPU node and on a CPU node"),

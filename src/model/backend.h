@@ -23,6 +23,7 @@
 #include "kernels/activation_layout.h"
 #include "kernels/jpeg_crop.h"
 #include "kernels/layer_norm.h"
+#include "kernels/layer_seed.h"
 #include "kernels/loss_settings.h"
 #include "kernels/loss_totals.h"
 #include "kernels/op_shapes.h"
@@ -218,9 +219,9 @@ class Backend {
   // Inverted dropout: keeps each element with probability 1-p, scaled by 1/(1-p); mask: one byte per element in x's
   // order, kept for backward. Each element's draw follows its NCHW position in x's planes (kernels::NchwIndex), so
   // it is the same whichever layout the backend stores x in. The mask is reproducible from the seed on each backend
-  // (not across backends).
-  virtual void dropout_forward(const kernels::Planes& x_planes, float p, uint64_t seed, const void* x, void* y,
-                               uint8_t* mask) = 0;
+  // (not across backends): the layer's seed (kernels/layer_seed.h), which a graphed step derives on the device.
+  virtual void dropout_forward(const kernels::Planes& x_planes, float p, const kernels::LayerSeed& seed,
+                               const void* x, void* y, uint8_t* mask) = 0;
   virtual void dropout_backward(Elements n, float p, const uint8_t* mask, const void* dy, void* dx) = 0;
   // Per (sample, channel) plane of x's planes, in the layout the backend stores p.type in: sums[n*C + c] = factor *
   // the sum over the plane of a (times b where b is not null), in fp32 (a squeeze-and-excitation's mean, and its

@@ -30,8 +30,9 @@ void check_size(const config::LayerSpec& spec, const Layer& layer, const Shape& 
 
 }  // namespace
 
-uint64_t SeedPath::apply(uint64_t seed) const {
-  for (const Level& level : levels) seed = (seed ^ level.xor_with) * 1000003u + level.index;
+kernels::LayerSeed SeedPath::at(uint64_t pass_seed) const {
+  kernels::LayerSeed seed{pass_seed, static_cast<int>(levels.size())};
+  for (std::size_t i = 0; i < levels.size(); ++i) seed.levels[i] = {levels[i].xor_with, levels[i].index};
   return seed;
 }
 
@@ -89,6 +90,9 @@ int Graph::emit_chain(const std::vector<config::LayerSpec>& specs, int input, co
   int current = input;
   for (size_t i = 0; i < specs.size(); ++i) {
     SeedPath seed = chain_seed;
+    if (seed.levels.size() >= static_cast<std::size_t>(kernels::kMaxSeedLevels))
+      throw JobFileError(fmt::format("{}: residual blocks are nested more than {} deep here; nest them less deeply",
+                                     specs[i].where, kernels::kMaxSeedLevels - 1));
     seed.levels.push_back({chain_xor, i});
     if (specs[i].is(config::kResidual)) {
       current = emit_residual(specs[i], current, seed, backend);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "config/layer_spec.h"
+#include "kernels/layer_seed.h"
 #include "model/backend.h"
 #include "model/layer.h"
 
@@ -27,7 +28,8 @@ struct SeedPath {
     uint64_t index = 0;
   };
   std::vector<Level> levels;
-  uint64_t apply(uint64_t seed) const;
+  // The layer's place for a forward pass's seed (kernels/layer_seed.h, where the formula lives).
+  kernels::LayerSeed at(uint64_t pass_seed) const;
 };
 
 struct Value {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "kernels/layer_seed.h"
 #include "model/fusion.h"
 #include "model/scratch.h"
 #include "model/tensor.h"
@@ -60,7 +61,7 @@ struct ForwardPass {
   Tensor x;
   void* y = nullptr;  // in x's element type
   Mode mode = Mode::train;
-  uint64_t seed = 0;
+  kernels::LayerSeed seed = {};
   Scratch scratch = {};  // what memory_use().scratch.forward asked for; empty when it asked for nothing
   const void* shortcut = nullptr;  // a fused residual join (FusedTail::join): y = relu(output + shortcut)
 };

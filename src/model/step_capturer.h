@@ -35,6 +35,10 @@ class StepCapturer {
   enum class ScalarsPass { fill, queue };
   virtual void begin_scalars(int slot, ScalarsPass pass) = 0;
   virtual void end_scalars() noexcept = 0;  // runs while an update call's error unwinds, too
+  // The seed of the step's forward pass (kernels/layer_seed.h), which a replay cannot take by value either: written
+  // on the host before every step on `slot`, with the fill pass, and copied with the numbers, where dropout's
+  // kernels read it in the queue pass and derive their layer's seed from it.
+  virtual void fill_pass_seed(int slot, uint64_t seed) = 0;
 };
 
 }  // namespace ringtrain::model

@@ -182,16 +182,17 @@ class ScalarsPass {
 
 }  // namespace
 
-// The update's numbers go to the slot's table first, as a replay needs them and makes no update call; then the
-// step's work is queued, captured, or replayed, as the plan says.
+// The update's numbers and the forward pass's seed go to the slot's table first, as a replay needs them and makes
+// no call that would pass them; then the step's work is queued, captured, or replayed, as the plan says.
 void StepRunner::run_graphed(Slot& slot, float lr) {
   using Pass = model::StepCapturer::ScalarsPass;
   const int index = current_;
+  const MicroBatch batch = pending_;
   {
     const ScalarsPass fill(*capturer_, index, Pass::fill);
     optimizer_.update(lr, slot.step, sync_.update_slice());
+    capturer_->fill_pass_seed(index, batch.seed);
   }
-  const MicroBatch batch = pending_;
   const StepShape shape{{batch.count},
                         batch.targets != nullptr,
                         {batch.images, batch.targets ? static_cast<const void*>(batch.targets) : batch.labels}};

@@ -41,10 +41,12 @@ class LoggingCapturer final : public model::StepCapturer {
     log.push_back((p == ScalarsPass::fill ? "fill" : "queue") + std::to_string(slot));
   }
   void end_scalars() noexcept override { open = false; }
+  void fill_pass_seed(int slot, uint64_t seed) override { filled_seeds.emplace_back(slot, seed); }
 
   bool open = false;
   ScalarsPass pass = ScalarsPass::fill;
   std::vector<std::string> log;
+  std::vector<std::pair<int, uint64_t>> filled_seeds;  // (slot, the step's forward-pass seed)
 };
 
 // The CPU twin with the fake capturer: its SGD update logs the rate of each call and, as the CUDA backend does in
@@ -62,8 +64,15 @@ class CapturingCpu final : public backend::CpuBackend {
     queued_rates.push_back(step.lr);
     CpuBackend::sgd_update(n, step, decay_mask, grad, velocity, param);
   }
+  // The forward pass's seed each dropout call is queued with, and whether the step's queue pass was open then.
+  void dropout_forward(const kernels::Planes& x_planes, float p, const kernels::LayerSeed& seed, const void* x,
+                       void* y, uint8_t* mask) override {
+    dropout_seeds.emplace_back(seed.pass, capturer.open && capturer.pass == Pass::queue);
+    CpuBackend::dropout_forward(x_planes, p, seed, x, y, mask);
+  }
   LoggingCapturer capturer;
   std::vector<float> filled_rates, queued_rates;
+  std::vector<std::pair<uint64_t, bool>> dropout_seeds;
 };
 
 // One rank's sums; it logs the slots steps are captured into and replayed from, and a replay counts as a step's
@@ -93,7 +102,7 @@ class SlotReducer final : public dist::GradientReducer {
 
 std::vector<config::LayerSpec> small_model() {
   return {config::layer_spec("flatten"), config::layer_spec("dense", {{"units", 8}}), config::layer_spec("relu"),
-          config::layer_spec("dense", {{"units", 3}})};
+          config::layer_spec("dropout", {{"rate", 0.25}}), config::layer_spec("dense", {{"units", 3}})};
 }
 
 struct GraphedFixture {
@@ -109,12 +118,13 @@ struct GraphedFixture {
   StepAction step(int64_t id, int count = kBatch) {
     runner.begin(id);
     for (int m = 0; m < accumulate; ++m)
-      runner.micro_batch(images.data(), labels.data(), count, 0, m + 1 == accumulate);
+      runner.micro_batch(images.data(), labels.data(), count, seed(id), m + 1 == accumulate);
     runner.apply(rate(id));
     for (const train::FinishedStep& f : runner.finished(1)) collected.push_back(f.step);
     return runner.last_action();
   }
   static float rate(int64_t id) { return 0.1f / static_cast<float>(id + 1); }
+  static uint64_t seed(int64_t id) { return 1000 + static_cast<uint64_t>(id); }
 
   int accumulate;
   CapturingCpu cpu;
@@ -150,6 +160,14 @@ TEST(GraphedStepRunner, WarmsUpCapturesEachSlotOnceThenReplaysAndFillsEverySteps
   EXPECT_EQ(f.cpu.capturer.log, want_capturer);
   EXPECT_EQ(f.reducer.log, (std::vector<std::string>{"capture1", "capture0", "replay1", "replay0", "replay1"}));
   EXPECT_EQ(f.collected, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7})) << "each step settled and collected once";
+  // Every step's forward-pass seed went to its slot's table too, replayed or not (dropout reads it there on a GPU);
+  // the queued steps' dropout calls came in the queue pass with the seed filled for them.
+  std::vector<std::pair<int, uint64_t>> seeds;
+  std::vector<std::pair<uint64_t, bool>> queued;
+  for (int64_t id = 0; id < 8; ++id) seeds.emplace_back(static_cast<int>(id % 2), GraphedFixture::seed(id));
+  for (int64_t id = 0; id < 5; ++id) queued.emplace_back(GraphedFixture::seed(id), true);
+  EXPECT_EQ(f.cpu.capturer.filled_seeds, seeds);
+  EXPECT_EQ(f.cpu.dropout_seeds, queued);
 }
 
 // gpu.cuda_graphs changes nothing on the CPU twin: it has no capturer, so every step is queued as it is.

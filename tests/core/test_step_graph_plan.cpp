@@ -39,6 +39,7 @@ class FakeCapturer final : public model::StepCapturer {
   void drop(int slot) override { calls.push_back("drop" + std::to_string(slot)); }
   void begin_scalars(int, ScalarsPass) override {}
   void end_scalars() noexcept override {}
+  void fill_pass_seed(int, uint64_t) override {}
 
   uint64_t generation = 7;
   bool allocate_during_capture = false;

@@ -1,6 +1,7 @@
 // Proves gpu.cuda_graphs end to end on the code that trains (train::StepRunner over the NCCL reducer, as the
-// trainer drives it): a small Fashion-MNIST-shaped CNN trained for a few steps whose rate changes every step ends on
-// the same parameters, bit for bit, and with the same loss sums step by step, graphed as eager; the graphed run
+// trainer drives it): a small Fashion-MNIST-shaped CNN with dropout, trained for a few steps whose rate and
+// forward-pass seed change every step, ends on the same parameters, bit for bit, and with the same loss sums step
+// by step, graphed as eager (a replay reads the step's seed from device memory, so it draws the eager step's masks); the graphed run
 // captured each slot once after the warm-up, replayed, ran a partial batch eagerly and went back to replaying; and
 // its replayed steps' reductions were still timed (the reducer's external timing events). fp32 NCHW and bf16 NHWC.
 // Skips without a GPU.
@@ -35,7 +36,8 @@ std::vector<config::LayerSpec> fashion_cnn() {
     return layer("conv2d", {{"filters", filters}, {"kernel", 3}, {"stride", 1}, {"padding", 1}, {"bias", false}});
   };
   const auto bn = layer("batchnorm"), relu = layer("relu"), pool = layer("maxpool", {{"size", 2}});
-  return {conv(8), bn, relu, pool, conv(16), bn, relu, pool, layer("flatten"), layer("dense", {{"units", 10}})};
+  return {conv(8), bn, relu, pool, conv(16), bn, relu, pool, layer("flatten"), layer("dropout", {{"rate", 0.25}}),
+          layer("dense", {{"units", 10}})};
 }
 
 // What a run left: its parameters, each step's loss sums, what each step did, and its replayed steps' reduction time.

@@ -12,6 +12,7 @@
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/sum_squares.h"
+#include "kernels/layer_seed.h"
 #include "tests/kernels/grad_check.h"
 
 namespace ringtrain::kernels::cpu {
@@ -181,6 +182,19 @@ TEST(Dropout, MaskIsReproducibleFromSeedAndDiffersAcrossSeeds) {
   std::vector<uint8_t> mp(100);
   dropout_forward(100, 0.5f, 77, x.data(), yp.data(), mp.data());
   EXPECT_TRUE(std::equal(mp.begin(), mp.end(), m1.begin()));
+}
+
+// A layer's seed from its pass's, level by level as kernels/layer_seed.h writes it: the one function the host and a
+// graphed step's dropout kernel both call, so this pins the masks of every model with dropout.
+TEST(Dropout, ALayersSeedFollowsItsPlaceLevelByLevel) {
+  const uint64_t golden = 0x9e3779b97f4a7c15ull;
+  LayerSeed place{77, 2};
+  place.levels[0] = {0, 4};       // the fifth layer of the model's chain: a residual block
+  place.levels[1] = {golden, 1};  // the second layer of its shortcut
+  const uint64_t first = (77ull ^ 0) * 1000003u + 4;
+  EXPECT_EQ(layer_seed(place), (first ^ golden) * 1000003u + 1);
+  EXPECT_EQ(layer_seed_for(place, 78), (((78ull * 1000003u) + 4) ^ golden) * 1000003u + 1) << "another pass";
+  EXPECT_EQ(layer_seed(LayerSeed{77}), 77u) << "no levels: the pass's own";
 }
 
 TEST(Dropout, BackwardUsesTheMaskAndScale) {

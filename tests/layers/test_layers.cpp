@@ -515,7 +515,7 @@ void LayerTest::check(const LayerSpec& s, Shape in, CheckOptions o) {
     const model::Tensor x_in{dx_in.as<void>(), bin, storage()};
 
     // Training forward: output and running statistics.
-    layer->forward({x_in, dy_out.as<void>(), Mode::train, 77, fs});
+    layer->forward({x_in, dy_out.as<void>(), Mode::train, kernels::LayerSeed{77}, fs});
     const Values want_y = ref.forward(Mode::train, to_double(x), ref_params, ref_states);
     EXPECT_TRUE(close(download_activations(dy_out.as<void>(), bout), want_y, o.forward))
         << "training forward";
@@ -541,7 +541,7 @@ void LayerTest::check(const LayerSpec& s, Shape in, CheckOptions o) {
 
     // Evaluation forward (running statistics for batch norm).
     upload_activations_into(dx_in.as<void>(), x, bin);
-    layer->forward({x_in, dy_out.as<void>(), Mode::eval, 78, fs});
+    layer->forward({x_in, dy_out.as<void>(), Mode::eval, kernels::LayerSeed{78}, fs});
     EXPECT_TRUE(close(download_activations(dy_out.as<void>(), bout),
                       ref.forward(Mode::eval, to_double(x), ref_params, ref_states), o.forward))
         << "evaluation forward";
@@ -549,7 +549,7 @@ void LayerTest::check(const LayerSpec& s, Shape in, CheckOptions o) {
     // In place, where the plan may run it so: output over input, then backward from that output.
     if (use.output == model::OutputMemory::may_overwrite_input) {
       upload_activations_into(dx_in.as<void>(), x, bin);
-      layer->forward({x_in, dx_in.as<void>(), Mode::train, 79, fs});
+      layer->forward({x_in, dx_in.as<void>(), Mode::train, kernels::LayerSeed{79}, fs});
       EXPECT_TRUE(close(download_activations(dx_in.as<void>(), bout), want_y, o.forward))
           << "forward in place";
       layer->backward({x_in, dx_in.as<void>(), dy_in, d_dx.as<void>(), bs});
@@ -830,7 +830,7 @@ TEST_P(LayerTest, DropoutTrainsInvertedAndReproduciblyAndCopiesInEvaluation) {
   model::DeviceBuffer dx_in = upload_activations(x, in), dy_out = allocate_activations(in.elements());
   const model::Tensor x_in{dx_in.as<void>(), in, storage()};
 
-  layer->forward({x_in, dy_out.as<void>(), Mode::train, 99});
+  layer->forward({x_in, dy_out.as<void>(), Mode::train, kernels::LayerSeed{99}});
   const auto first = download_activations(dy_out.as<void>(), in);
   int64_t kept = 0;
   for (size_t i = 0; i < x.size(); ++i) {
@@ -852,11 +852,11 @@ TEST_P(LayerTest, DropoutTrainsInvertedAndReproduciblyAndCopiesInEvaluation) {
   for (size_t i = 0; i < x.size(); ++i) ASSERT_FLOAT_EQ(grad[i], first[i] == 0.0f ? 0.0f : dy_kept[i]) << i;
 
   upload_activations_into(dx_in.as<void>(), x, in);
-  layer->forward({x_in, dy_out.as<void>(), Mode::train, 99});
+  layer->forward({x_in, dy_out.as<void>(), Mode::train, kernels::LayerSeed{99}});
   EXPECT_EQ(download_activations(dy_out.as<void>(), in), first) << "same seed, same mask";
-  layer->forward({x_in, dy_out.as<void>(), Mode::train, 100});
+  layer->forward({x_in, dy_out.as<void>(), Mode::train, kernels::LayerSeed{100}});
   EXPECT_NE(download_activations(dy_out.as<void>(), in), first) << "another seed, another mask";
-  layer->forward({x_in, dy_out.as<void>(), Mode::eval, 99});
+  layer->forward({x_in, dy_out.as<void>(), Mode::eval, kernels::LayerSeed{99}});
   EXPECT_EQ(download_activations(dy_out.as<void>(), in), x) << "evaluation is the identity";
 }
 
@@ -879,7 +879,7 @@ TEST_P(LayerTest, DropPathKeepsOrDropsWholeSamplesAndCopiesInEvaluation) {
   const auto x_kept = scaled(x);
   model::DeviceBuffer dx_in = upload_activations(x, in), dy_out = allocate_activations(in.elements());
   const model::Tensor x_in{dx_in.as<void>(), in, storage()};
-  layer->forward({x_in, dy_out.as<void>(), Mode::train, 99});
+  layer->forward({x_in, dy_out.as<void>(), Mode::train, kernels::LayerSeed{99}});
   const auto first = download_activations(dy_out.as<void>(), in);
   const size_t per_sample = static_cast<size_t>(in.per_sample());
   std::vector<bool> kept(static_cast<size_t>(in.n));
@@ -899,9 +899,9 @@ TEST_P(LayerTest, DropPathKeepsOrDropsWholeSamplesAndCopiesInEvaluation) {
   for (size_t i = 0; i < grad.size(); ++i) ASSERT_FLOAT_EQ(grad[i], kept[i / per_sample] ? dy_kept[i] : 0.0f) << i;
 
   upload_activations_into(dx_in.as<void>(), x, in);
-  layer->forward({x_in, dy_out.as<void>(), Mode::train, 99});
+  layer->forward({x_in, dy_out.as<void>(), Mode::train, kernels::LayerSeed{99}});
   EXPECT_EQ(download_activations(dy_out.as<void>(), in), first) << "same seed, same samples dropped";
-  layer->forward({x_in, dy_out.as<void>(), Mode::eval, 99});
+  layer->forward({x_in, dy_out.as<void>(), Mode::eval, kernels::LayerSeed{99}});
   EXPECT_EQ(download_activations(dy_out.as<void>(), in), x) << "evaluation is the identity";
 }
 
@@ -919,7 +919,8 @@ TEST_P(LayerTest, DropPathDrawsEachSampleIndependently) {
   std::vector<int> kept_at(static_cast<size_t>(in.n));
   int kept = 0, pairs_kept = 0;
   for (int seed = 0; seed < seeds; ++seed) {
-    layer->forward({{d_x.as<void>(), in, storage()}, d_y.as<void>(), Mode::train, static_cast<uint64_t>(seed)});
+    layer->forward(
+        {{d_x.as<void>(), in, storage()}, d_y.as<void>(), Mode::train, kernels::LayerSeed{static_cast<uint64_t>(seed)}});
     const auto y = download_activations(d_y.as<void>(), in);
     for (size_t n = 0; n < kept_at.size(); ++n) {
       const bool k = y[2 * n] != 0.0f;

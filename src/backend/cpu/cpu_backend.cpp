@@ -150,10 +150,10 @@ void CpuBackend::activation_backward(kernels::Activation a, kernels::Elements n,
   kc::activation_backward(a, n, x, dy, dx);
 }
 // Dropout's mask is drawn over the whole tensor, so it widens and narrows whole tensors.
-void CpuBackend::dropout_forward(const kernels::Planes& x_planes, float p, uint64_t seed, const void* x, void* y,
-                                 uint8_t* mask) {
+void CpuBackend::dropout_forward(const kernels::Planes& x_planes, float p, const kernels::LayerSeed& seed,
+                                 const void* x, void* y, uint8_t* mask) {
   const kernels::Elements n{x_planes.elements(), x_planes.type};
-  kc::dropout_forward(n.n, p, seed, views_.read(0, n, x), views_.write(2, n, y), mask,
+  kc::dropout_forward(n.n, p, kernels::layer_seed(seed), views_.read(0, n, x), views_.write(2, n, y), mask,
                       kernels::nchw_index(x_planes, activation_layout(x_planes.type)));
   views_.store(2, n, y);
 }

@@ -67,8 +67,8 @@ class CpuBackend : public model::Backend {
   void activation_forward(kernels::Activation a, kernels::Elements n, const void* x, void* y) override;
   void activation_backward(kernels::Activation a, kernels::Elements n, const void* x, const void* dy,
                            void* dx) override;
-  void dropout_forward(const kernels::Planes& x_planes, float p, uint64_t seed, const void* x, void* y,
-                       uint8_t* mask) override;
+  void dropout_forward(const kernels::Planes& x_planes, float p, const kernels::LayerSeed& seed, const void* x,
+                       void* y, uint8_t* mask) override;
   void dropout_backward(kernels::Elements n, float p, const uint8_t* mask, const void* dy, void* dx) override;
   void plane_sums(const kernels::Planes& p, float factor, const void* a, const void* b, float* sums) override;
   void plane_scale(const kernels::Planes& p, const void* x, const float* scale, const float* shift,

@@ -170,14 +170,15 @@ void CudaBackend::activation_forward(kernels::Activation a, Elements n, const vo
 void CudaBackend::activation_backward(kernels::Activation a, Elements n, const void* x, const void* dy, void* dx) {
   kc::activation_backward(a, n, x, dy, dx, stream());
 }
-void CudaBackend::dropout_forward(const kernels::Planes& x_planes, float p, uint64_t seed, const void* x, void* y,
-                                  uint8_t* mask) {
-  // The seed is the launch's argument, which a replay would repeat step after step: a graphed step has no dropout.
-  if (scalars_pass())
-    throw JobFileError("gpu.cuda_graphs = true cannot yet go with a dropout layer: a replayed step would draw every "
-                       "step's mask from the captured step's seed; set gpu.cuda_graphs = false");
-  kc::dropout_forward({x_planes.elements(), x_planes.type}, p, seed, x, y, mask, stream(),
-                      kernels::nchw_index(x_planes, activation_layout(x_planes.type)));
+// A graphed step's launch reads its pass's seed from the slot's device copy (step_graphs.h), which each step
+// rewrites, and derives the layer's on the device: a replay draws the step's own mask, as an eager step does.
+void CudaBackend::dropout_forward(const kernels::Planes& x_planes, float p, const kernels::LayerSeed& seed,
+                                  const void* x, void* y, uint8_t* mask) {
+  const Elements n{x_planes.elements(), x_planes.type};
+  const kernels::NchwIndex order = kernels::nchw_index(x_planes, activation_layout(x_planes.type));
+  if (CudaStepGraphs* graphs = scalars_pass())
+    return kc::dropout_forward(n, p, graphs->pass_seed(seed.pass), seed, x, y, mask, stream(), order);
+  kc::dropout_forward(n, p, kernels::layer_seed(seed), x, y, mask, stream(), order);
 }
 void CudaBackend::dropout_backward(Elements n, float p, const uint8_t* mask, const void* dy, void* dx) {
   kc::dropout_backward(n, p, mask, dy, dx, stream());

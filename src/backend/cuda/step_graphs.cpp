@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cstddef>
 #include <cstring>
 
 #include "backend/cuda/cuda_handles.h"
@@ -18,9 +19,19 @@ struct CudaStepGraphs::Slot {
   DeviceMemory device;
 };
 
+namespace {
+
+// The table: scalars_per_step UpdateScalars, then the pass seed at the next multiple of its alignment.
+std::size_t seed_offset(int scalars_per_step) {
+  const std::size_t scalars = sizeof(kernels::UpdateScalars) * static_cast<std::size_t>(scalars_per_step);
+  return (scalars + alignof(uint64_t) - 1) / alignof(uint64_t) * alignof(uint64_t);
+}
+
+}  // namespace
+
 CudaStepGraphs::CudaStepGraphs(kernels::cuda::Stream stream, int slots, int scalars_per_step)
     : stream_(stream), scalars_per_step_(scalars_per_step) {
-  const std::size_t bytes = sizeof(kernels::UpdateScalars) * static_cast<std::size_t>(scalars_per_step);
+  const std::size_t bytes = seed_offset(scalars_per_step) + sizeof(uint64_t);
   for (int i = 0; i < slots; ++i) {
     auto& s = *slots_.emplace_back(std::make_unique<Slot>());
     s.host.ensure(bytes);
@@ -109,6 +120,23 @@ void CudaStepGraphs::begin_scalars(int slot, ScalarsPass pass) {
 }
 
 void CudaStepGraphs::end_scalars() noexcept { pass_slot_ = -1; }
+
+uint64_t* CudaStepGraphs::host_pass_seed(int slot) const {
+  return reinterpret_cast<uint64_t*>(static_cast<std::byte*>(at(slot).host.get()) + seed_offset(scalars_per_step_));
+}
+
+void CudaStepGraphs::fill_pass_seed(int slot, uint64_t seed) { *host_pass_seed(slot) = seed; }
+
+const uint64_t* CudaStepGraphs::pass_seed(uint64_t value) const {
+  if (!taking_scalars() || pass_ != ScalarsPass::queue)
+    throw Error(ExitCode::internal, "gpu.cuda_graphs: a pass seed taken outside the step's queue pass");
+  if (*host_pass_seed(pass_slot_) != value)
+    throw Error(ExitCode::internal, fmt::format("gpu.cuda_graphs: the step on slot {} queued its forward pass with "
+                                                "another seed than the one filled for it",
+                                                pass_slot_));
+  return reinterpret_cast<const uint64_t*>(static_cast<const std::byte*>(at(pass_slot_).device.get()) +
+                                           seed_offset(scalars_per_step_));
+}
 
 const kernels::UpdateScalars* CudaStepGraphs::next(const kernels::UpdateScalars& value) {
   if (!taking_scalars()) throw Error(ExitCode::internal, "step scalars taken outside a pass");

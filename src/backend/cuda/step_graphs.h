@@ -1,7 +1,8 @@
 // Owns the CUDA side of a graphed training step (gpu.cuda_graphs; model/step_capturer.h): per StepRunner slot, the
 // captured graph of the step's work on the compute stream and its executable instance; and, per slot, the optimizer's
-// per-step numbers (kernels/update_scalars.h) in pinned host memory, which the host writes before
-// each launch and a copy captured at the head of the step carries to device memory, where the kernels read them.
+// per-step numbers (kernels/update_scalars.h) and the forward pass's seed in pinned host memory, which the host
+// writes before each launch and a copy captured at the head of the step carries to device memory, where the kernels
+// read them.
 // A slot's table is written only once the slot's previous step has finished (StepRunner collects a slot before it
 // begins the slot again), so a replay never reads numbers half-written.
 //
@@ -36,6 +37,7 @@ class CudaStepGraphs final : public model::StepCapturer {
   void drop(int slot) override;
   void begin_scalars(int slot, ScalarsPass pass) override;
   void end_scalars() noexcept override;
+  void fill_pass_seed(int slot, uint64_t seed) override;
 
   // Whether an update call is between begin_scalars and end_scalars: then it takes its numbers through next().
   bool taking_scalars() const { return pass_slot_ >= 0; }
@@ -43,6 +45,9 @@ class CudaStepGraphs final : public model::StepCapturer {
   // it and returns null (queue nothing); the queue pass checks that the fill wrote the same and returns where the
   // kernels read it on the device.
   const kernels::UpdateScalars* next(const kernels::UpdateScalars& value);
+  // In the queue pass: where the kernels read the pass seed of the slot's step, which must be `value` (the fill
+  // wrote it).
+  const uint64_t* pass_seed(uint64_t value) const;
 
   // The slot's host table, `scalars_per_step` entries, to fill before the slot's launch (eager, captured or replayed).
   kernels::UpdateScalars* host_scalars(int slot);
@@ -54,6 +59,7 @@ class CudaStepGraphs final : public model::StepCapturer {
  private:
   struct Slot;  // its graph, instance and tables (step_graphs.cpp): the runtime's handle types stay in the backend
   Slot& at(int slot) const;
+  uint64_t* host_pass_seed(int slot) const;  // past the slot's numbers in its host table
 
   kernels::cuda::Stream stream_;
   int scalars_per_step_;
