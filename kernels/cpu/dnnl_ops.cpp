@@ -23,6 +23,13 @@ bool jit_kernel(std::string_view implementation) {
   return implementation.starts_with("jit") || implementation.starts_with("brg");
 }
 
+// A patch embedding (ViT's stem): windows that tile the image without overlap or padding, each a product over
+// C x R x S >= 48 inputs, where oneDNN's direct kernel does the work of im2col's many small per-image products.
+bool patchify(const Conv2dShape& s) {
+  return s.groups == 1 && s.kernel_h == s.stride && s.kernel_w == s.stride && s.padding == 0 &&
+         s.in_channels * s.kernel_h * s.kernel_w >= 48;
+}
+
 // A layout's block where the channels fill whole blocks of it, else 1 (NCHW).
 int whole_blocks(int block, int channels) { return block > 1 && channels % block == 0 ? block : 1; }
 
@@ -41,7 +48,7 @@ struct DnnlOps::State {
     auto it = convs.find(s);
     if (it != convs.end()) return it->second;
     std::optional<DnnlConv2d>& slot = convs[s];
-    if (s.in_channels >= kMinInputChannels) {
+    if (s.in_channels >= kMinInputChannels || patchify(s)) {
       slot.emplace(ctx, s);
       if (!jit_kernel(slot->implementation())) slot.reset();
     }

@@ -162,6 +162,18 @@ TEST(DnnlOps, ConvolutionsAgreeWithIm2colAndAccumulate) {
     expect_dnnl_as_im2col(s);
 }
 
+// A patch embedding (windows that tile the image, ViT's and ConvNeXt's stems) goes to oneDNN despite its few input
+// channels, where oneDNN has a JIT kernel for it, and gives im2col's numbers; small windows stay on im2col.
+TEST(DnnlOps, TakesAPatchEmbeddingAndAgreesWithIm2col) {
+  const Conv2dShape patches{2, 3, 32, 32, 24, 8, 8, 8, 0};  // 3 x 8 x 8 = 192 inputs a window
+  DnnlOps ops(1);
+  EXPECT_FALSE(ops.runs_conv2d({4, 1, 28, 28, 8, 2, 2, 2, 0})) << "4 inputs a window: im2col";
+  EXPECT_FALSE(ops.runs_conv2d({4, 3, 32, 32, 16, 8, 8, 4, 0})) << "overlapping windows: im2col";
+  if (!ops.runs_conv2d(patches)) GTEST_SKIP() << "this CPU's oneDNN has no JIT kernel for an 8x8/8 patch embedding";
+  std::printf("oneDNN runs the 8x8/8 patch embedding as %s\n", ops.conv2d_implementation(patches).c_str());
+  expect_dnnl_as_im2col(patches);
+}
+
 Conv2dShape grouped(Conv2dShape s, int groups) {
   s.groups = groups;
   return s;
