@@ -35,4 +35,10 @@ RT_HOST_DEVICE inline uint64_t layer_seed_for(const LayerSeed& place, uint64_t p
 
 RT_HOST_DEVICE inline uint64_t layer_seed(const LayerSeed& s) { return layer_seed_for(s, s.pass); }
 
+// A layer's place with the seed of the pass it runs in.
+inline LayerSeed for_pass(LayerSeed place, uint64_t pass) {
+  place.pass = pass;
+  return place;
+}
+
 }  // namespace ringtrain::kernels

@@ -221,9 +221,7 @@ std::string DnnlConv2d::description(DnnlContext& ctx) {
 
 Conv2dShape DnnlConv2d::held_shape() const {
   Conv2dShape held = shape_;
-  held.data = activations_ == f32                   ? ElementType::f32
-              : activations_ == memory::data_type::bf16 ? ElementType::bf16
-                                                        : ElementType::f16;
+  held.data = activations_ == memory::data_type::bf16 ? ElementType::bf16 : ElementType::f32;  // activation_type()
   return held;
 }
 

@@ -30,12 +30,6 @@ void check_size(const config::LayerSpec& spec, const Layer& layer, const Shape& 
 
 }  // namespace
 
-kernels::LayerSeed SeedPath::at(uint64_t pass_seed) const {
-  kernels::LayerSeed seed{pass_seed, static_cast<int>(levels.size())};
-  for (std::size_t i = 0; i < levels.size(); ++i) seed.levels[i] = {levels[i].xor_with, levels[i].index};
-  return seed;
-}
-
 MemoryUse Step::memory_use() const {
   if (layer) return layer->memory_use();
   // The sum may be written over the body's output; with a ReLU, backward reads the result for its mask.
@@ -47,7 +41,7 @@ Graph::Graph(const std::vector<config::LayerSpec>& specs, Backend& backend, Shap
     : activation_type_(activations) {
   add_value(input, -1);
   std::vector<int> unfused_ends;
-  output_ = emit_chain(specs, kInput, SeedPath{}, 0, backend, &unfused_ends);
+  output_ = emit_chain(specs, kInput, kernels::LayerSeed{}, 0, backend, &unfused_ends);
   const std::map<const Layer*, int> top_level = top_level_of_layers(unfused_ends);
   if (fuse) {
     const std::vector<const Layer*> taken =
@@ -85,15 +79,15 @@ int Graph::add_value(Shape shape, int producer) {
   return static_cast<int>(values_.size()) - 1;
 }
 
-int Graph::emit_chain(const std::vector<config::LayerSpec>& specs, int input, const SeedPath& chain_seed,
+int Graph::emit_chain(const std::vector<config::LayerSpec>& specs, int input, const kernels::LayerSeed& chain_seed,
                       uint64_t chain_xor, Backend& backend, std::vector<int>* ends) {
   int current = input;
   for (size_t i = 0; i < specs.size(); ++i) {
-    SeedPath seed = chain_seed;
-    if (seed.levels.size() >= static_cast<std::size_t>(kernels::kMaxSeedLevels))
+    kernels::LayerSeed seed = chain_seed;
+    if (seed.depth >= kernels::kMaxSeedLevels)
       throw JobFileError(fmt::format("{}: residual blocks are nested more than {} deep here; nest them less deeply",
                                      specs[i].where, kernels::kMaxSeedLevels - 1));
-    seed.levels.push_back({chain_xor, i});
+    seed.levels[seed.depth++] = {chain_xor, i};
     if (specs[i].is(config::kResidual)) {
       current = emit_residual(specs[i], current, seed, backend);
       if (ends) ends->push_back(static_cast<int>(steps_.size()));
@@ -116,7 +110,7 @@ int Graph::emit_chain(const std::vector<config::LayerSpec>& specs, int input, co
   return current;
 }
 
-int Graph::emit_residual(const config::LayerSpec& spec, int input, const SeedPath& seed, Backend& backend) {
+int Graph::emit_residual(const config::LayerSpec& spec, int input, const kernels::LayerSeed& seed, Backend& backend) {
   const int body = emit_chain(spec.body, input, seed, 0, backend);
   const Shape body_shape = values_[static_cast<size_t>(body)].shape;
   const int shortcut = spec.shortcut.empty() ? input : emit_chain(spec.shortcut, input, seed, kShortcutXor, backend);

@@ -19,19 +19,6 @@
 
 namespace ringtrain::model {
 
-// How a step's seed for stochastic layers derives from the forward pass's seed: for each level of nesting,
-// seed = (seed ^ xor_with) * 1000003 + index (the position in its chain). A residual block's shortcut chain
-// xors with the golden ratio so its layers draw apart from the body's.
-struct SeedPath {
-  struct Level {
-    uint64_t xor_with = 0;
-    uint64_t index = 0;
-  };
-  std::vector<Level> levels;
-  // The layer's place for a forward pass's seed (kernels/layer_seed.h, where the formula lives).
-  kernels::LayerSeed at(uint64_t pass_seed) const;
-};
-
 struct Value {
   Shape shape;                 // at the setup batch
   int producer = -1;           // the step that writes it; -1: the network's input
@@ -47,7 +34,10 @@ struct Step {
   std::vector<int> inputs;  // one for a layer; body (or the fused layer's input) then shortcut for a join
   int output = -1;
   bool relu = false;        // Kind::join: ReLU after the sum
-  SeedPath seed;
+  // Where its stochastic layers draw: a level per nesting, (chain xor, position in the chain); a residual block's
+  // shortcut chain xors with the golden ratio so its layers draw apart from the body's (kernels/layer_seed.h; the
+  // pass's seed is set by each forward pass).
+  kernels::LayerSeed seed;
   // A layer's own (a fused join's too); an unfused join reads its output when it has a ReLU, may add in place.
   MemoryUse memory_use() const;
   // Whether backward reads input `value` (a fused join's shortcut it never reads).
@@ -77,12 +67,12 @@ class Graph {
  private:
   int add_value(Shape shape, int producer);
   // ends: where given, the step count after each spec (before fusion).
-  int emit_chain(const std::vector<config::LayerSpec>& specs, int input, const SeedPath& chain_seed,
+  int emit_chain(const std::vector<config::LayerSpec>& specs, int input, const kernels::LayerSeed& chain_seed,
                  uint64_t chain_xor, Backend& backend, std::vector<int>* ends = nullptr);
   // The top-level spec each layer comes from, from the unfused graph's step count after each.
   std::map<const Layer*, int> top_level_of_layers(const std::vector<int>& unfused_ends) const;
   void count_top_level_ends(const std::map<const Layer*, int>& top_level, size_t specs);
-  int emit_residual(const config::LayerSpec& spec, int input, const SeedPath& seed, Backend& backend);
+  int emit_residual(const config::LayerSpec& spec, int input, const kernels::LayerSeed& seed, Backend& backend);
 
   std::vector<std::unique_ptr<Layer>> owned_;
   std::vector<const Layer*> layer_order_;

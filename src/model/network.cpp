@@ -236,7 +236,7 @@ Tensor Network::forward(const Tensor& x_f32, Mode mode, uint64_t seed) {
     if (step.layer) {
       const void* shortcut = step.kind == Step::Kind::join ? activation(step.inputs[1], x) : nullptr;
       const Mode step_mode = k < frozen_steps_ ? Mode::eval : mode;
-      const ForwardPass pass{{in, in_shape, x.type}, out, step_mode, step.seed.at(seed),
+      const ForwardPass pass{{in, in_shape, x.type}, out, step_mode, kernels::for_pass(step.seed, seed),
                              scratch(plan_.scratch(k).forward), shortcut};
       profiled(*step.layer, in_shape, false, [&] { step.layer->forward(pass); });
       continue;
