@@ -55,7 +55,7 @@ memory::desc weights_of(const Conv2dShape& s, tag layout) {
 DnnlConv2d::DnnlConv2d(DnnlContext& ctx, const Conv2dShape& s)
     : shape_(s),
       activations_(ctx.activation_type(s.data)),
-      nhwc_(runs_nhwc(ctx, s, activations_)),
+      nhwc_(asks_nhwc(s) || runs_nhwc(ctx, s, activations_)),
       src_({s.batch, s.in_channels, s.in_h, s.in_w}, activations_, activation_tag(s.in_block, s.in_channels, nhwc_)),
       weights_(weights_of(s, tag::oihw)),
       dst_({s.batch, s.filters, s.out_h(), s.out_w()}, activations_, activation_tag(s.out_block, s.filters, nhwc_)),
@@ -84,6 +84,10 @@ bool DnnlConv2d::runs_nhwc(DnnlContext& ctx, const Conv2dShape& s, memory::data_
                                                                       kAlgorithm, x, w, y, strides, padding, padding,
                                                                       DnnlContext::attributes(), true));
   return pd && std::string_view(DNNL_CALL(pd.impl_info_str())).starts_with("brg");
+}
+
+bool DnnlConv2d::asks_nhwc(const Conv2dShape& s) {
+  return s.in_channels > 1 && s.filters > 1 && s.in_block == s.in_channels && s.out_block == s.filters;
 }
 
 // An activation as a primitive is made to take it: NHWC where this shape runs so, else oneDNN's choice; an operand
@@ -230,7 +234,7 @@ Conv2dShape DnnlConv2d::held_shape() const {
 // operands are the activations as held (fp32, or bf16 under bf16 math), so the loop multiplies what oneDNN would.
 bool DnnlConv2d::direct_filter_gradient(DnnlContext& ctx) {
   if (!direct_filter_) {
-    const bool ours = depthwise_filter_gradient_takes(held_shape()) && activations_ == ctx.operand_type();
+    const bool ours = !nhwc_ && depthwise_filter_gradient_takes(held_shape()) && activations_ == ctx.operand_type();
     const std::string_view chosen = ours ? DNNL_CALL(backward_filter_desc(ctx, false).impl_info_str()) : "";
     direct_filter_ = ours && (chosen.find("gemm") != std::string_view::npos || chosen.starts_with("ref"));
   }

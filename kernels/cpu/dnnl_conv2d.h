@@ -55,6 +55,7 @@ class DnnlConv2d {
   Conv2dShape held_shape() const;
   // Whether the filter gradient runs on depthwise_filter_gradient.h instead of oneDNN's (decided once).
   bool direct_filter_gradient(DnnlContext& ctx);
+  static bool asks_nhwc(const Conv2dShape& s);
   static bool runs_nhwc(DnnlContext& ctx, const Conv2dShape& s, dnnl::memory::data_type activations);
   dnnl::memory::desc activation(const DnnlContext& ctx, const dnnl::memory::desc& d) const;
   dnnl::memory::desc activation(const dnnl::memory::desc& d) const;

@@ -16,13 +16,17 @@ namespace ringtrain::kernels::cpu {
 namespace {
 
 constexpr int64_t kRunPositions = 128;  // a run's per-position sums stay in L1 (2 KB of doubles each)
+// Where a position's channels lie side by side (NHWC), a run of this many positions still gives each of its sums a
+// chain of its own to advance, so that the chains' additions overlap instead of waiting on one another.
+constexpr int64_t kInterleavedPositions = 16;
 
 // Runs of positions [first, first + count) of sample n, each one thread's.
 struct PositionRun {
   int64_t n, first, count;
 };
 
-// How a tensor is cut into runs: side by side positions share a run (NCHW); else each position is one (NHWC).
+// How a tensor is cut into runs of one sample's neighbouring positions: long ones where a channel's positions lie side
+// by side (NCHW), short ones where a position's channels do (NHWC).
 struct RunGrid {
   Planes p;
   PlaneStrides st;
@@ -31,7 +35,7 @@ struct RunGrid {
   RunGrid(const Planes& planes, ActivationLayout layout)
       : p(planes),
         st(plane_strides(planes, layout)),
-        run_positions(st.position == 1 ? kRunPositions : 1),
+        run_positions(st.position == 1 ? kRunPositions : kInterleavedPositions),
         runs_per_sample((planes.hw + run_positions - 1) / run_positions) {}
 
   int64_t runs() const { return p.n * runs_per_sample; }

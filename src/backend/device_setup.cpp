@@ -128,16 +128,32 @@ DeviceSetup open_gpu(const config::JobConfig& job, dist::World& world) {
   return device;
 }
 
+// A layer the CPU twin runs in NHWC between two reorders, or a residual block holding one.
+bool runs_between_reorders(const config::LayerSpec& layer) {
+  if (layer.is(config::kResidual))
+    return std::any_of(layer.body.begin(), layer.body.end(), runs_between_reorders) ||
+           std::any_of(layer.shortcut.begin(), layer.shortcut.end(), runs_between_reorders);
+  return layer.is("batchnorm") || (layer.is("conv2d") && layer.integer("groups") > 1);
+}
+
 DeviceSetup open_cpu(const config::JobConfig& job, dist::World& world) {
   const CpuMath math = cpu_math(job);
   DeviceSetup device;
-  device.backend = std::make_unique<CpuBackend>(job.run.threads > 0 ? job.run.threads : default_threads(world),
-                                                math.dnnl, math.rounding);
+  auto cpu = std::make_unique<CpuBackend>(job.run.threads > 0 ? job.run.threads : default_threads(world), math.dnnl,
+                                          math.rounding);
+  cpu->store_nhwc(cpu_stores_nhwc(job, math.dnnl == kernels::cpu::DnnlMath::bf16),
+                  CpuBackend::NhwcConvolutions::native);
+  device.backend = std::move(cpu);
   device.reducer = open_cpu_reducer(job, world);
   return device;
 }
 
 }  // namespace
+
+bool cpu_stores_nhwc(const config::JobConfig& job, bool bf16_products) {
+  if (job.run.cpu_layout != config::CpuLayout::auto_detect) return job.run.cpu_layout == config::CpuLayout::nhwc;
+  return bf16_products && std::none_of(job.model.layers.begin(), job.model.layers.end(), runs_between_reorders);
+}
 
 DeviceSetup open_device(const config::JobConfig& job, dist::World& world) {
   const bool gpu = wants_gpu(job, world);

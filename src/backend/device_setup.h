@@ -21,6 +21,11 @@ struct DeviceSetup {
 // dist.reducer the job names. Every rank throws the same JobFileError when the job asks for what it cannot have.
 DeviceSetup open_device(const config::JobConfig& job, dist::World& world);
 
+// Whether the CPU twin stores 4-D activations NHWC (run.cpu_layout): as asked, or under auto where no layer of the
+// model would run between reorders in it (batch norm, grouped and depthwise convolutions) and bf16_products (the
+// products run in bf16 on oneDNN), the one case measured faster.
+bool cpu_stores_nhwc(const config::JobConfig& job, bool bf16_products);
+
 // Every library this binary runs on, as `ringtrain --version` and versions.json list them: the host's
 // (util/versions.h), then the GPU backend's (or the line saying none was built). Safe before MPI_Init.
 util::VersionList library_versions();

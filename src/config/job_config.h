@@ -26,6 +26,7 @@ enum class WireFormat { fp32, bf16 };           // what a gradient all-reduce se
 enum class OnShrink { keep_per_rank_batch, keep_global_batch };
 enum class NormalizeOn { auto_detect, loader, device };  // where uint8 pixels become floats (data.normalize)
 enum class DecodeOn { auto_detect, cpu, gpu };  // where an encoded split's JPEGs are decoded (data.decode)
+enum class CpuLayout { auto_detect, nchw, nhwc };  // how the CPU twin stores 4-D activations (run.cpu_layout)
 
 // Each section's members are bound to their keys in the schema (config/job_schema.cpp), which holds every key's
 // default, bounds or choices and meaning once; a section's constructor stores those defaults, so a JobConfig built
@@ -96,6 +97,7 @@ struct JobConfig {
     std::filesystem::path dir;
     DeviceChoice device;
     int threads;  // 0: cores / local ranks
+    CpuLayout cpu_layout;
     double progress_every_s;
     int timing_warmup_steps;
     bool overwrite;

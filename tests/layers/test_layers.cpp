@@ -81,18 +81,24 @@ std::unique_ptr<model::Backend> gpu_backend(config::Precision precision, bool me
 }
 
 // The CPU twin storing 4-D activations NHWC (CpuBackend::store_nhwc): the layout a GPU backend's 16-bit path takes,
-// with the harness reordering what it uploads and downloads.
-std::unique_ptr<model::Backend> cpu_storing_nhwc(ElementType type) {
+// with the harness reordering what it uploads and downloads; its convolutions staged through the NCHW kernels, or
+// native (oneDNN on NHWC as stored, pointwise ones as matrix products: run.cpu_layout = "nhwc").
+std::unique_ptr<model::Backend> cpu_storing_nhwc(
+    ElementType type, backend::CpuBackend::NhwcConvolutions convolutions = backend::CpuBackend::NhwcConvolutions::staged) {
   const bool native_bf16 = type == ElementType::bf16 && kernels::cpu::DnnlOps::bf16_available();
   auto cpu = std::make_unique<backend::CpuBackend>(1, native_bf16 ? kernels::cpu::DnnlMath::bf16
                                                                   : kernels::cpu::DnnlMath::fp32);
-  cpu->store_nhwc(true);
+  cpu->store_nhwc(true, convolutions);
   return cpu;
 }
+constexpr auto kNative = backend::CpuBackend::NhwcConvolutions::native;
 
 std::vector<BackendCase> backend_cases() {
   return {{"cpu", false, "", [] { return std::make_unique<backend::CpuBackend>(1); }},
           {"cpu_nhwc", false, "", [] { return cpu_storing_nhwc(ElementType::f32); }},
+          {"cpu_nhwc_native", false, "", [] { return cpu_storing_nhwc(ElementType::f32, kNative); }},
+          {"cpu_bf16_nhwc_native", false, "bf16", [] { return cpu_storing_nhwc(ElementType::bf16, kNative); },
+           ElementType::bf16},
           {"cpu_bf16", false, "bf16",
            [] { return std::make_unique<backend::CpuBackend>(1, kernels::cpu::DnnlMath::bf16); }},
           {"cpu_bf16_emulated", false, "bf16",
@@ -369,7 +375,8 @@ class LayerTest : public ::testing::TestWithParam<BackendCase> {
     if (GetParam().gpu && !backend::gpu::device_visible())
       GTEST_SKIP() << "no GPU visible to this process (" << (backend::gpu::built() ? "CUDA build" : "built without CUDA")
                    << "): the " << GetParam().name << " case runs on a GPU machine";
-    if ((GetParam().name == "cpu_bf16" || GetParam().name == "cpu_bf16_stored") &&
+    if ((GetParam().name == "cpu_bf16" || GetParam().name == "cpu_bf16_stored" ||
+         GetParam().name == "cpu_bf16_nhwc_native") &&
         !kernels::cpu::DnnlOps::bf16_available())
       GTEST_SKIP() << "this CPU has no AVX512_BF16: the " << GetParam().name << " case runs on one that has";
   }

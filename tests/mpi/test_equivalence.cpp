@@ -52,6 +52,25 @@ std::vector<LayerSpec> model_without_batchnorm() {
           make("flatten"), make("dense", {{"units", 16}}), make("relu"), make("dense", {{"units", kClasses}})};
 }
 
+// A ViT-like model for the CPU twin's NHWC route (run.cpu_layout): 16 channels into a pointwise convolution (a
+// matrix product over all the batch's positions there), GELU, the token layers, layer norm and attention.
+std::vector<LayerSpec> token_model() {
+  auto make = [](std::string_view type, const std::vector<config::LayerArg>& args = {}) {
+    return config::layer_spec(type, args, "equivalence");
+  };
+  return {make("conv2d", {{"filters", 16}, {"kernel", 3}, {"padding", 1}}), make("conv2d", {{"filters", 16}, {"kernel", 1}}),
+          make("gelu"), make("tokens"), make("class_token"), make("position_embedding"), make("layer_norm"),
+          make("multi_head_attention", {{"heads", 2}}), make("class_token_output"), make("flatten"),
+          make("dense", {{"units", kClasses}})};
+}
+
+// The parameters every run starts from: they come from the seed alone, on any backend.
+std::vector<float> untrained(const std::vector<LayerSpec>& layers) {
+  backend::CpuBackend cpu(1);
+  model::Network net(layers, cpu, {1, 1, kSide, kSide}, kClasses);
+  return net.initial_params(7);
+}
+
 struct GlobalBatch {
   std::vector<float> images;  // global_batch x 1 x 8 x 8
   std::vector<int32_t> labels;
@@ -127,6 +146,7 @@ struct ReducedPrecision {
   double loss_scale = 65536;
   std::vector<int64_t>* skipped = nullptr;
   kernels::ElementType activations = kernels::ElementType::f32;  // as train.precision stores them
+  bool nhwc_tokens = false;  // CPU: token_model() on NHWC activations with native convolutions
 };
 std::vector<float> train(MPI_Comm comm, int local_batch, int accumulate, int first, int global, double bucket_mb,
                          config::WireFormat wire = config::WireFormat::fp32,
@@ -134,11 +154,14 @@ std::vector<float> train(MPI_Comm comm, int local_batch, int accumulate, int fir
                          const config::JobConfig::Optimizer& optimizer = sgd(), const ReducedPrecision& reduced = {},
                          const Reduction& reduction = {}, std::vector<float>* ema = nullptr) {
   const auto device = make_backend(math, reduced.rounding, reduced.activations);
+  if (reduced.nhwc_tokens)
+    dynamic_cast<backend::CpuBackend&>(*device).store_nhwc(true, backend::CpuBackend::NhwcConvolutions::native);
   const auto reducer = make_reducer(*device, comm, wire, reduction);
   model::NetworkOptions options;
   options.activations = reduced.activations;
   options.parameter_memory = reducer->parameter_memory();
-  model::Network net(model_without_batchnorm(), *device, {local_batch, 1, kSide, kSide}, kClasses, options);
+  model::Network net(reduced.nhwc_tokens ? token_model() : model_without_batchnorm(), *device,
+                     {local_batch, 1, kSide, kSide}, kClasses, options);
   const auto init = net.initial_params(7);
   device->to_device(net.params(), init.data(), init.size() * sizeof(float));
   if (options.parameter_memory) options.parameter_memory->publish();  // every rank has written the one copy
@@ -234,12 +257,8 @@ TEST_F(DataParallelEquivalence, RanksTimesBatchEqualsOneRankTimesNBatch) {
   // The comparison is not vacuous: training moved the parameters 100 times the bound or more (on 2 ranks of an H200,
   // 2026-11-28: 0.147 of the largest parameter 1.47, a thousand times the GPU's bound; the CPU's is ten times
   // smaller).
-  const auto untrained = [&] {
-    backend::CpuBackend cpu(1);  // initial parameters come from the seed alone, on any backend
-    model::Network net(model_without_batchnorm(), cpu, {1, 1, kSide, kSide}, kClasses);
-    return net.initial_params(7);
-  }();
-  EXPECT_GT(compare(untrained, reference).max_abs, 100 * relative_tolerance() * d.max_param);
+  EXPECT_GT(compare(untrained(model_without_batchnorm()), reference).max_abs,
+            100 * relative_tolerance() * d.max_param);
 }
 
 TEST_F(DataParallelEquivalence, GradientAccumulationEqualsTheLargerBatch) {
@@ -309,6 +328,33 @@ TEST_F(DataParallelEquivalence, Bf16PrecisionRanksTimesBatchEqualsOneRankTimesNB
     std::printf("bf16 precision (%s): largest difference %.3g of the largest parameter %.3g (fp32 vs bf16: %.3g)\n",
                 on_gpu() ? "the GPU's tensor cores" : native ? "oneDNN's kernels" : "emulated", d.max_abs, d.max_param,
                 compare(fp32, reference).max_abs);
+}
+
+// The CPU twin's NHWC route for token models (run.cpu_layout = "nhwc", auto for bf16 ViTs): its pointwise
+// convolutions are one matrix product over all of a batch's positions, so a rank's product has b x T rows and the
+// one-rank run's N x b x T; each row's sum over the channels must not depend on that. bf16 products and activations
+// where the CPU has AVX512_BF16 (what auto picks), fp32 elsewhere; the bound is the fp32 one, as above.
+TEST_F(DataParallelEquivalence, NhwcTokenModelRanksTimesBatchEqualsOneRankTimesNBatch) {
+  if (on_gpu()) GTEST_SKIP() << "the NHWC route under test is the CPU twin's; the GPU stores 16-bit NHWC by gpu.nhwc";
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const int b = 4;
+  const bool native = kernels::cpu::DnnlOps::bf16_available();
+  const auto math = native ? kernels::cpu::DnnlMath::bf16 : kernels::cpu::DnnlMath::fp32;
+  const ReducedPrecision nhwc{kernels::cpu::OperandRounding::none, 65536, nullptr,
+                              native ? kernels::ElementType::bf16 : kernels::ElementType::f32, true};
+  const auto distributed =
+      train(MPI_COMM_WORLD, b, 1, rank * b, size * b, 0.001, config::WireFormat::fp32, math, sgd(), nhwc);
+  const auto reference = train(MPI_COMM_SELF, size * b, 1, 0, size * b, 0.001, config::WireFormat::fp32, math, sgd(), nhwc);
+  const Difference d = compare(distributed, reference);
+  EXPECT_LE(d.max_abs, relative_tolerance() * d.max_param) << size << " ranks x " << b << " vs 1 rank x " << size * b;
+  expect_identical_on_every_rank(distributed);
+  // Not vacuous: training moved the parameters 100 times the bound or more.
+  EXPECT_GT(compare(untrained(token_model()), reference).max_abs, 100 * relative_tolerance() * d.max_param);
+  if (rank == 0)
+    std::printf("NHWC token model (%s): largest difference %.3g of the largest parameter %.3g\n",
+                native ? "oneDNN's bf16 kernels" : "fp32", d.max_abs, d.max_param);
 }
 
 // train.precision = "fp16" on the CPU twin (and on the GPU with RINGTRAIN_TEST_DEVICE=cuda): N ranks x b against

@@ -205,8 +205,25 @@ void CpuBackend::reorder_activation(const kernels::Planes& p, model::ActivationL
 // An empty batch (possible for the last evaluation batch of a tiny split) goes to our kernels, which do nothing.
 bool CpuBackend::on_dnnl(const model::Conv2dShape& s) { return s.batch > 0 && dnnl_.runs_conv2d(s); }
 
+std::optional<model::Conv2dShape> CpuBackend::on_dnnl_nhwc(const model::Conv2dShape& s) {
+  if (!native_nhwc_ || !dnnl_.takes_stored(s.data)) return std::nullopt;
+  model::Conv2dShape native = s;
+  native.in_block = s.in_channels;
+  native.out_block = s.filters;
+  if (!on_dnnl(native)) return std::nullopt;
+  return native;
+}
+bool CpuBackend::pointwise_nhwc(const model::Conv2dShape& s) {
+  const bool pointwise = s.kernel_h == 1 && s.kernel_w == 1 && s.stride == 1 && s.padding == 0 && s.groups == 1;
+  return pointwise && on_dnnl_nhwc(s).has_value();
+}
+model::DenseShape CpuBackend::pointwise_dense(const model::Conv2dShape& s) {
+  return {s.batch * s.in_h * s.in_w, s.in_channels, s.filters, s.data};
+}
 model::ScratchBytes CpuBackend::conv2d_prepare(const model::Conv2dShape& s) {
-  dnnl_.conv2d_prepare(s);
+  if (pointwise_nhwc(s)) return {};
+  const auto native = on_dnnl_nhwc(s);
+  dnnl_.conv2d_prepare(native ? *native : s);
   return {};
 }
 namespace {
@@ -231,6 +248,8 @@ int CpuBackend::conv2d_input_block(const model::Conv2dShape& s) {
   return on_dnnl(s) && !nhwc_.enabled() ? dnnl_.conv2d_input_block(s) : 1;
 }
 std::string CpuBackend::conv2d_method(const model::Conv2dShape& s) {
+  if (pointwise_nhwc(s)) return "oneDNN matmul over the NHWC positions";
+  if (const auto native = on_dnnl_nhwc(s)) return "oneDNN on NHWC " + dnnl_.conv2d_implementation(*native);
   if (on_dnnl(s)) return "oneDNN " + dnnl_.conv2d_implementation(s);
   return kc::conv2d_runs_direct(s) ? "direct kernel; im2col + OpenBLAS SGEMM for the data gradient"
                                    : "im2col + OpenBLAS SGEMM";
@@ -252,6 +271,11 @@ const float* CpuBackend::fp32_operand(int slot, int view_slot, kernels::Elements
 // products read that type (bf16 on bf16 operands); otherwise oneDNN gets fp32 views.
 void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const void* x_stored, const float* w, const float* bias,
                                 void* y_stored, model::Scratch) {
+  if (pointwise_nhwc(s))
+    return dense_forward(pointwise_dense(s), x_stored, w, bias, y_stored);
+  if (const auto native = on_dnnl_nhwc(s))
+    return dnnl_.conv2d_forward(*native, rounded_activation(0, input_elements(s), x_stored),
+                                rounded_.operand(1, s.weight_elements(), w), bias, y_stored);
   const void* x_data = nhwc_.read(0, input_planes(s), x_stored);
   const auto y_nchw = nhwc_.write(1, output_planes(s), y_stored);
   void* const y_data = y_nchw.data();
@@ -265,6 +289,12 @@ void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const void* x_store
 }
 void CpuBackend::conv2d_backward(const model::Conv2dShape& s, const void* x_stored, const void* dy_stored,
                                  const float* w, void* dx_stored, float* dw, float* dbias, model::Scratch) {
+  if (pointwise_nhwc(s))
+    return dense_backward(pointwise_dense(s), x_stored, w, dy_stored, dx_stored, dw, dbias);
+  if (const auto native = on_dnnl_nhwc(s))
+    return dnnl_.conv2d_backward(*native, rounded_activation(0, input_elements(s), x_stored),
+                                 rounded_activation(1, output_elements(s), dy_stored),
+                                 rounded_.operand(2, s.weight_elements(), w), dx_stored, dw, dbias);
   const void* x_data = nhwc_.read(0, input_planes(s), x_stored);
   const void* dy_data = nhwc_.read(1, output_planes(s), dy_stored);
   const auto dx_nchw = nhwc_.write(2, input_planes(s), dx_stored);

@@ -5,6 +5,7 @@
 // oneDNN's bf16 kernels, or fp32 products of operands rounded to fp16 or bf16 (backend/cpu/rounded_operands.h).
 #pragma once
 #include <array>
+#include <optional>
 #include <vector>
 
 #include "kernels/cpu/attention.h"
@@ -27,8 +28,16 @@ class CpuBackend : public model::Backend {
   explicit CpuBackend(int threads, kernels::cpu::DnnlMath math = kernels::cpu::DnnlMath::fp32,
                       kernels::cpu::OperandRounding rounding = kernels::cpu::OperandRounding::none);
   std::string name() const override { return "cpu"; }
-  // Testing only: store 4-D activations NHWC, as a GPU backend stores 16-bit ones (backend/cpu/nhwc_staging.h).
-  void store_nhwc(bool on) { nhwc_.enable(on); }
+  // How convolutions on oneDNN meet NHWC activations: staged, the NCHW kernels between reorders (the NCHW run's
+  // bits, which the tests compare layouts by), or native: oneDNN reads and writes them as stored, and a pointwise
+  // one runs as a matrix product over the positions (run.cpu_layout; no reorders).
+  enum class NhwcConvolutions { staged, native };
+  // Store 4-D activations NHWC, as a GPU backend stores 16-bit ones; every other operation that reads them by
+  // channel runs staged (backend/cpu/nhwc_staging.h) or reads either layout itself.
+  void store_nhwc(bool on, NhwcConvolutions convolutions = NhwcConvolutions::staged) {
+    nhwc_.enable(on);
+    native_nhwc_ = on && convolutions == NhwcConvolutions::native;
+  }
   model::ActivationLayout activation_layout(model::ElementType) const override {
     return nhwc_.enabled() ? model::ActivationLayout::nhwc : model::ActivationLayout::nchw;
   }
@@ -91,6 +100,8 @@ class CpuBackend : public model::Backend {
   // is not on oneDNN or the layout is not blocked.
   int conv2d_output_block(const model::Conv2dShape& s);
   int conv2d_input_block(const model::Conv2dShape& s);
+  // s as oneDNN takes it on NHWC tensors, where the backend stores them so and oneDNN runs s on the stored type.
+
   std::string conv2d_method(const model::Conv2dShape& s) override;
   void dense_forward(const model::DenseShape& s, const void* x, const float* w, const float* bias,
                      void* y) override;
@@ -148,6 +159,13 @@ class CpuBackend : public model::Backend {
 
  private:
   bool on_dnnl(const model::Conv2dShape& s);
+  // s as oneDNN takes it on NHWC tensors as stored (NHWC is the block of every channel: Conv2dShape::in_block,
+  // out_block), where the convolutions run native and oneDNN runs s on the stored type.
+  std::optional<model::Conv2dShape> on_dnnl_nhwc(const model::Conv2dShape& s);
+  // Whether s runs as a dense product over its N x H x W positions (a 1x1, stride-1, unpadded, ungrouped convolution
+  // on NHWC tensors: the same numbers as oneDNN's matmul), and that product's shape.
+  bool pointwise_nhwc(const model::Conv2dShape& s);
+  static model::DenseShape pointwise_dense(const model::Conv2dShape& s);
   const void* rounded_activation(int slot, kernels::Elements x, const void* data);
   const float* fp32_operand(int slot, int view_slot, kernels::Elements x, const void* data);
   int threads_;
@@ -165,6 +183,7 @@ class CpuBackend : public model::Backend {
   RoundedOperands rounded_;
   Fp32Views views_;
   NhwcStaging nhwc_;
+  bool native_nhwc_ = false;  // see NhwcConvolutions
 };
 
 }  // namespace ringtrain::backend
