@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 
-from interleaved_runs import run_interleaved, run_json_line, table
+from interleaved_runs import RunFailed, run_interleaved, run_json_line, table
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FRAMEWORKS_DIR = os.path.join(ROOT, "perf", "frameworks")
@@ -82,7 +82,11 @@ def main():
                    help="ringtrain's train.precision and Keras's policy (mixed_bfloat16); PyTorch runs fp32")
     p.add_argument("--out", help="JSON lines, one per run")
     args = p.parse_args()
-    records = run_interleaved([lambda run=run: run(args) for run in (ringtrain, keras, pytorch)], args.repeats, args.out)
+    try:
+        records = run_interleaved([lambda run=run: run(args) for run in (ringtrain, keras, pytorch)], args.repeats,
+                                  args.out)
+    except RunFailed as failure:
+        sys.exit(str(failure))
     print(table(records, lambda r: f'{r["framework"]} ({r["precision"]})', f"ringtrain ({args.precision})"))
 
 

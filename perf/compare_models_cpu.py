@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 
-from interleaved_runs import run_interleaved, run_json_line, table
+from interleaved_runs import RunFailed, run_interleaved, run_json_line, table
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FRAMEWORKS_DIR = os.path.join(ROOT, "perf", "frameworks")
@@ -58,22 +58,28 @@ def ringtrain(args, data, variant, precision):
             "precision": precision, "samples_per_s": epoch["steady_samples_per_s"], "train_loss": epoch.get("train_loss")}
 
 
-def peer(script, python):
+def peer(framework, script, python):
+    """A peer's run; one that fails (PyTorch 1.13 cannot train MobileNetV2 under bf16 autocast) is recorded as failed,
+    with its error's last line, and the comparison goes on without it."""
     def run(args, _data, variant, precision):
-        return run_json_line([python, script, "--model", args.model, "--size", str(args.size), "--batch",
-                              str(args.batch), "--threads", str(args.threads), "--steps", str(args.steps),
-                              "--warmup", str(args.warmup), "--variant", variant, "--precision", precision],
-                             FRAMEWORKS_DIR)
+        try:
+            return run_json_line([python, script, "--model", args.model, "--size", str(args.size), "--batch",
+                                  str(args.batch), "--threads", str(args.threads), "--steps", str(args.steps),
+                                  "--warmup", str(args.warmup), "--variant", variant, "--precision", precision],
+                                 FRAMEWORKS_DIR)
+        except RunFailed as failure:
+            return {"framework": framework, "model": args.model, "variant": variant, "precision": precision,
+                    "failed": failure.reason}
     return run
 
 
 def runs(args):
     """(framework, variant, runner) of each run of a repeat."""
     listed = [("ringtrain", "default", ringtrain)]
-    listed += [("pytorch", v, peer("torch_models_cpu.py", "/usr/bin/python3")) for v in PEER_VARIANTS["pytorch"]]
+    listed += [("pytorch", v, peer("pytorch", "torch_models_cpu.py", "/usr/bin/python3")) for v in PEER_VARIANTS["pytorch"]]
     if not args.no_keras:
         python = os.path.join(ROOT, ".venv-compare", "bin", "python3")
-        listed += [("keras", v, peer("keras_models_cpu.py", python)) for v in PEER_VARIANTS["keras"]]
+        listed += [("keras", v, peer("keras", "keras_models_cpu.py", python)) for v in PEER_VARIANTS["keras"]]
     return listed
 
 

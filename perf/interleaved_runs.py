@@ -11,17 +11,27 @@ import subprocess
 import sys
 
 
+class RunFailed(Exception):
+    """A run that exited non-zero or printed no result. str(): the command and the end of its output; .reason: the
+    output's last line (a Python error's message)."""
+
+    def __init__(self, message, output):
+        super().__init__(message)
+        lines = [line for line in output.splitlines() if line.strip()]
+        self.reason = lines[-1].strip() if lines else message
+
+
 def run_json_line(command, cwd, env=None):
-    """Runs a command and returns the last line of its stdout that parses as JSON; exits with its stderr if it
-    fails."""
+    """Runs a command and returns the last line of its stdout that parses as JSON; raises RunFailed with its stderr
+    if it fails."""
     done = subprocess.run(command, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True,
                           check=False)
     if done.returncode != 0:
-        sys.exit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        raise RunFailed(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}", done.stderr)
     for line in reversed(done.stdout.splitlines()):
         if line.startswith("{"):
             return json.loads(line)
-    sys.exit(f"{' '.join(command)} printed no result:\n{done.stdout[-2000:]}")
+    raise RunFailed(f"{' '.join(command)} printed no result:\n{done.stdout[-2000:]}", done.stdout)
 
 
 def run_interleaved(entries, repeats, out_path=None):
@@ -45,7 +55,9 @@ def run_interleaved(entries, repeats, out_path=None):
 def table(records, name_of, ours):
     """Markdown: one row per name_of(record), ringtrain's (the row named `ours`) ratio to each. A peer's best
     variant is the row with its highest median among rows whose record has the same "framework" (ringtrain's own
-    other rows are not marked)."""
+    other rows are not marked). A run recorded as failed (a "failed" field: the reason) gets a row saying so."""
+    failed = {name_of(r): r["failed"] for r in records if "failed" in r}
+    records = [r for r in records if "failed" not in r]
     by, framework_of = {}, {}
     for r in records:
         name = name_of(r)
@@ -67,4 +79,5 @@ def table(records, name_of, ours):
         lines.append(f"| {name}{mark} | {medians[name]:,.1f} | {min(rates):,.1f} – {max(rates):,.1f} | {len(rates)} | "
                      f"{medians[ours] / medians[name]:.2f}x | {statistics.median(paired):.2f}x "
                      f"({min(paired):.2f} – {max(paired):.2f}) |")
+    lines += [f"| {name} | failed: {reason} | | | | |" for name, reason in failed.items() if name not in by]
     return "\n".join(lines)
