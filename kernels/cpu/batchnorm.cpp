@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <optional>
@@ -141,6 +142,23 @@ void group_sums(const BatchNormShape& s, const float* x, ChannelGroup g, float* 
   }
 }
 
+// Planes of fewer values than this are walked as one run of the group's channels per image, each per-channel
+// coefficient spread over its channel's positions (as the blocked kernels spread theirs along a block), with the same
+// per-element arithmetic as the loops per plane: a loop over a plane of a few values costs more to set up than its
+// arithmetic (MobileNetV2's 960 channels of 2x2 took 2.5 ms a call, fp32 and bf16 alike).
+constexpr int kSmallPlane = 16;
+bool small_planes(const BatchNormShape& s) { return s.spatial < kSmallPlane && block_of(s) == 1; }
+
+// value(j) over channel j's s.spatial positions, for the group's channels, in this thread's buffer `slot`.
+template <class Value>
+const float* spread(const BatchNormShape& s, ChannelGroup g, int slot, Value value) {
+  thread_local std::array<std::vector<float>, 4> buffers;
+  std::vector<float>& run = buffers[static_cast<std::size_t>(slot)];
+  run.resize(static_cast<std::size_t>(g.count) * static_cast<std::size_t>(s.spatial));
+  for (int j = 0; j < g.count; ++j) std::fill_n(run.data() + std::ptrdiff_t{j} * s.spatial, s.spatial, value(j));
+  return run.data();
+}
+
 // Calls body.template operator()<B>() with the block as a constant, so the loops along a block are whole vectors
 // (has_block_kernels offers no other block). NHWC's wide blocks are instantiated out of line: inlined beside the
 // others they made the callers' blocks-of-16 loops measurably slower (perf/results/2026-11-26-cpu-nhwc.md).
@@ -191,7 +209,19 @@ void group_centred_squares(const BatchNormShape& s, const float* x, ChannelGroup
                            float* __restrict partial) {
   if (block_of(s) > 1)
     return with_block(s, [&]<int b>() { group_centred_squares_blocked<b>(s, x, g, mean, partial); });
-  for (std::ptrdiff_t i = 0; i < std::ptrdiff_t{g.count} * s.spatial; ++i) partial[i] = 0.0f;
+  const std::ptrdiff_t run = std::ptrdiff_t{g.count} * s.spatial;
+  for (std::ptrdiff_t i = 0; i < run; ++i) partial[i] = 0.0f;
+  if (small_planes(s)) {
+    const float* __restrict m = spread(s, g, 0, [&](int j) { return mean[j]; });
+    for (int n = 0; n < s.batch; ++n) {
+      const float* __restrict p = x + input_offset(s, n, g.first);
+      for (std::ptrdiff_t k = 0; k < run; ++k) {
+        const float d = p[k] - m[k];
+        partial[k] += d * d;
+      }
+    }
+    return;
+  }
   for (int n = 0; n < s.batch; ++n) {
     for (int j = 0; j < g.count; ++j) {
       const float* __restrict p = plane(s, x, n, g.first + j);
@@ -225,6 +255,21 @@ void affine_plane(int spatial, const float* __restrict src, float a, float b, Fu
     case FusedActivation::none: break;
   }
   for (int i = 0; i < spatial; ++i) dst[i] = src[i] * a + b;
+}
+
+// The same over a run of planes, the coefficients spread over their positions (small_planes).
+void affine_run(std::ptrdiff_t run, const float* __restrict src, const float* __restrict a,
+                const float* __restrict b, FusedActivation act, float* __restrict dst) {
+  switch (act) {
+    case FusedActivation::relu:
+      for (std::ptrdiff_t k = 0; k < run; ++k) dst[k] = activated(FusedActivation::relu, src[k] * a[k] + b[k]);
+      return;
+    case FusedActivation::relu6:
+      for (std::ptrdiff_t k = 0; k < run; ++k) dst[k] = activated(FusedActivation::relu6, src[k] * a[k] + b[k]);
+      return;
+    case FusedActivation::none: break;
+  }
+  for (std::ptrdiff_t k = 0; k < run; ++k) dst[k] = src[k] * a[k] + b[k];
 }
 
 // The same reading a plane of a blocked x, whose elements lie `stride` apart.
@@ -270,6 +315,14 @@ void affine_group(const BatchNormShape& s, ChannelGroup g, const float* x, const
     return with_block(s, [&]<int b>() {
       affine_pool_group_blocked<b>(s, g, x, scale, shift, y, act, *pool, plane_buffer);
     });
+  if (!pool && small_planes(s)) {
+    const float* a = spread(s, g, 0, [&](int j) { return scale[j]; });
+    const float* b = spread(s, g, 1, [&](int j) { return shift[j]; });
+    for (int n = 0; n < s.batch; ++n)
+      affine_run(std::ptrdiff_t{g.count} * s.spatial, x + input_offset(s, n, g.first), a, b, act,
+                 plane(s, y, n, g.first));
+    return;
+  }
   const std::ptrdiff_t out_plane = std::ptrdiff_t{oh} * ow;
   if (pool) plane_buffer.resize(static_cast<std::size_t>(s.spatial));
   for (int n = 0; n < s.batch; ++n) {
@@ -317,12 +370,39 @@ struct Fp32Mask {
   FusedActivation act = FusedActivation::relu;
 };
 
+// group_gradient_sums over small planes (small_planes): each image's run of the group's planes at once. The group's
+// planes of dy and relu_y lie at j * spatial from their image's first, one run too.
+void group_gradient_sums_small(const BatchNormShape& s, const float* x, GroupPlanes dy, GroupPlanes relu_y,
+                               FusedActivation act, ChannelGroup g, const float* mean, float* __restrict pa,
+                               float* __restrict pb) {
+  const std::ptrdiff_t run = std::ptrdiff_t{g.count} * s.spatial;
+  const float* __restrict m = spread(s, g, 0, [&](int j) { return mean[j]; });
+  for (int n = 0; n < s.batch; ++n) {
+    const float* __restrict xs = x + input_offset(s, n, g.first);
+    const float* __restrict gs = dy.at(n, 0);
+    if (relu_y.base) {
+      const float* __restrict ys = relu_y.at(n, 0);
+      for (std::ptrdiff_t k = 0; k < run; ++k) {
+        const float gi = through_activation(act, ys[k], gs[k]);
+        pa[k] += gi;
+        pb[k] += gi * (xs[k] - m[k]);
+      }
+    } else {
+      for (std::ptrdiff_t k = 0; k < run; ++k) {
+        pa[k] += gs[k];
+        pb[k] += gs[k] * (xs[k] - m[k]);
+      }
+    }
+  }
+}
+
 // Rows j of pa and pb: sum over n of dy and of dy * (x - mean[j]), dy masked by the fused activation's output
 // relu_y (of kind act) where given.
 void group_gradient_sums(const BatchNormShape& s, const float* x, GroupPlanes dy, GroupPlanes relu_y,
                          FusedActivation act, ChannelGroup g, const float* mean, float* __restrict pa,
                          float* __restrict pb) {
   for (std::ptrdiff_t i = 0; i < std::ptrdiff_t{g.count} * s.spatial; ++i) pa[i] = 0.0f, pb[i] = 0.0f;
+  if (small_planes(s)) return group_gradient_sums_small(s, x, dy, relu_y, act, g, mean, pa, pb);
   for (int n = 0; n < s.batch; ++n) {
     for (int j = 0; j < g.count; ++j) {
       const float* __restrict xs = plane(s, x, n, g.first + j);
@@ -463,8 +543,31 @@ void group_dx_blocked(const BatchNormShape& s, const float* x, GroupPlanes dy, C
   }
 }
 
+// group_dx over small planes (small_planes), as group_gradient_sums_small walks them.
+void group_dx_small(const BatchNormShape& s, const float* x, GroupPlanes dy, GroupPlanes relu_y, FusedActivation act,
+                    ChannelGroup g, const float* mean, const DxCoefficients* coef, float* dx) {
+  const std::ptrdiff_t run = std::ptrdiff_t{g.count} * s.spatial;
+  const float* __restrict af = spread(s, g, 0, [&](int j) { return coef[j].a; });
+  const float* __restrict bf = spread(s, g, 1, [&](int j) { return coef[j].b; });
+  const float* __restrict kf = spread(s, g, 2, [&](int j) { return coef[j].k; });
+  const float* __restrict m = spread(s, g, 3, [&](int j) { return mean[j]; });
+  for (int n = 0; n < s.batch; ++n) {
+    const float* __restrict xs = x + input_offset(s, n, g.first);
+    const float* __restrict gs = dy.at(n, 0);
+    float* __restrict d = dx + input_offset(s, n, g.first);
+    if (relu_y.base) {
+      const float* __restrict ys = relu_y.at(n, 0);
+      for (std::ptrdiff_t k = 0; k < run; ++k)
+        d[k] = af[k] * through_activation(act, ys[k], gs[k]) + bf[k] * (xs[k] - m[k]) + kf[k];
+    } else {
+      for (std::ptrdiff_t k = 0; k < run; ++k) d[k] = af[k] * gs[k] + bf[k] * (xs[k] - m[k]) + kf[k];
+    }
+  }
+}
+
 void group_dx(const BatchNormShape& s, const float* x, GroupPlanes dy, GroupPlanes relu_y, FusedActivation act,
               ChannelGroup g, const float* mean, const DxCoefficients* coef, float* dx) {
+  if (small_planes(s)) return group_dx_small(s, x, dy, relu_y, act, g, mean, coef, dx);
   for (int n = 0; n < s.batch; ++n) {
     for (int j = 0; j < g.count; ++j) {
       const float* __restrict xs = plane(s, x, n, g.first + j);

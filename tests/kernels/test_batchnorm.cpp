@@ -289,7 +289,9 @@ TEST(BatchNorm, FusedReluAndPoolGiveTheBitsOfTheKernelsApart) {
 // activation_backward's ReLU6, then batch norm's backward): in training and inference, with a gamma wide enough that
 // the clip cuts at both 0 and 6, on an NCHW x whose channels span several channel groups and on a small odd shape.
 TEST(BatchNorm, FusedRelu6GivesTheBitsOfTheKernelsApart) {
-  for (const BatchNormShape shape : {BatchNormShape{32, 40, 8 * 8}, BatchNormShape{5, 3, 9 * 7}}) {
+  // MobileNetV2's 2x2 planes too, which run a group's channels at a time
+  for (const BatchNormShape shape :
+       {BatchNormShape{32, 40, 8 * 8}, BatchNormShape{5, 3, 9 * 7}, BatchNormShape{32, 96, 2 * 2}}) {
     SCOPED_TRACE(::testing::Message() << shape.batch << "x" << shape.channels << "x" << shape.spatial);
     Bn apart(shape, 91), fused(shape, 91);
     for (Bn* bn : {&apart, &fused}) std::fill(bn->gamma.begin(), bn->gamma.end(), 4.0f);  // y over about [-8, 8]
@@ -373,7 +375,10 @@ TEST(BatchNorm, BlockedLayoutsGiveTheBitsOfNchw) {
                        // NHWC in, NCHW or NHWC out
                        Case{64, 64, 14, 14, 64, 1, true, true}, Case{64, 64, 14, 14, 64, 64, true, true},
                        Case{6, 32, 9, 7, 32, 32, true, true}, Case{8, 32, 5, 5, 32, 1, true, false},
-                       Case{8, 64, 6, 6, 64, 1, false, false}}) {
+                       Case{8, 64, 6, 6, 64, 1, false, false},
+                       // planes of a few values, which NCHW walks a run of the group's channels at a time
+                       Case{32, 96, 2, 2, 16, 1, true, false}, Case{32, 96, 2, 2, 16, 1, false, false},
+                       Case{8, 48, 3, 3, 16, 1, true, false}, Case{4, 32, 1, 1, 8, 1, false, false}}) {
     SCOPED_TRACE(::testing::Message() << k.batch << "x" << k.channels << "x" << k.h << "x" << k.w << " blocks "
                                       << k.in_block << " -> " << k.out_block << (k.relu ? " relu" : "")
                                       << (k.pool ? " pool" : ""));
