@@ -284,9 +284,9 @@ Section<Run> run_keys() {
           integer<Run>("consistency_every", &Run::consistency_every, 0, {0, INT64_MAX},
                        "steps between cross-rank parameter checksum comparisons (0: after each epoch only)"),
           boolean<Run>("profile_layers", &Run::profile_layers, false,
-                       "time every layer in the first epoch (device synchronised around each: slower) and print the "
-                       "table, with how the backend runs each convolution (cuDNN's algorithms, oneDNN's "
-                       "implementation)"),
+                       "time every layer over the first epoch's steps after run.timing_warmup_steps (device "
+                       "synchronised around each: slower) and print the table, with how the backend runs each "
+                       "convolution (cuDNN's algorithms, oneDNN's implementation)"),
           boolean<Run>("fuse_layers", &Run::fuse_layers, true,
                        "fuse batch norm with the ReLU after it, and a 2x2 stride-2 max pool after that, and a residual "
                        "block's last batch norm with the join after it (add shortcut + ReLU), into one operation "

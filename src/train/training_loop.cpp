@@ -182,11 +182,10 @@ int TrainingLoop::run() {
 }
 
 bool TrainingLoop::train_epoch(int epoch, EpochTally& tally) {
-  if (run_.job.run.profile_layers && epoch == start_epoch_) {
-    profile_.emplace([this] { run_.backend.synchronize(); });
-    model::active_layer_profile() = &*profile_;
-  }
-  for (int64_t step = epoch == start_epoch_ ? start_step_ : 0; step < plan_.steps; ++step) {
+  const int64_t first = epoch == start_epoch_ ? start_step_ : 0;
+  if (run_.job.run.profile_layers && epoch == start_epoch_) open_profile(first);
+  for (int64_t step = first; step < plan_.steps; ++step) {
+    if (profile_ && step == profile_window_.from_step) start_profile(tally);
     if (!run_step(epoch, step, tally)) return false;
     ++global_step_, ++tally.steps_run;
   }
@@ -313,14 +312,36 @@ void TrainingLoop::stop(int epoch, int64_t step, const EpochTally& tally) {
   watchdog_.finish();
 }
 
+void TrainingLoop::open_profile(int64_t first_step) {
+  profile_.emplace([this] { run_.backend.synchronize(); });
+  const int64_t warmup = run_.job.run.timing_warmup_steps;
+  const bool steps_after_warmup = plan_.steps - first_step > warmup;
+  profile_window_ = {steps_after_warmup ? first_step + warmup : first_step, steps_after_warmup ? warmup : 0};
+}
+
+void TrainingLoop::start_profile(const EpochTally& tally) {
+  model::active_layer_profile() = &*profile_;
+  profile_window_.steps_before = tally.steps_run;
+  profile_window_.start_s = util::now_s();
+}
+
+void TrainingLoop::say_profile(int epoch, const EpochTally& tally) {
+  model::active_layer_profile() = nullptr;
+  if (profile_window_.start_s < 0) return;  // the epoch ran no step (a resume at its end)
+  const int64_t warmup = profile_window_.warmup_left_out;
+  const std::string which = warmup > 0 ? fmt::format(" after {} warm-up step{}", warmup, warmup == 1 ? "" : "s")
+                                       : ", warm-up included: the epoch has no steps after run.timing_warmup_steps";
+  run_.say(fmt::format("layer profile, rank 0, epoch {} ({} steps{}; {:.2f} s in layers of {:.2f} s training):\n{}",
+                       epoch + 1, tally.steps_run - profile_window_.steps_before, which, profile_->total_s(),
+                       util::now_s() - profile_window_.start_s, profile_->table(25)));
+  if (const std::string methods = net_.methods(); !methods.empty())
+    run_.say("how the backend runs them:\n" + methods);
+}
+
 void TrainingLoop::finish_epoch(int epoch, EpochTally& tally) {
   const double epoch_train_s = util::now_s() - tally.start_s;
   if (profile_) {
-    model::active_layer_profile() = nullptr;
-    run_.say(fmt::format("layer profile, rank 0, epoch {} ({} steps; {:.2f} s in layers of {:.2f} s training):\n{}",
-                         epoch + 1, tally.steps_run, profile_->total_s(), epoch_train_s, profile_->table(25)));
-    if (const std::string methods = net_.methods(); !methods.empty())
-      run_.say("how the backend runs them:\n" + methods);
+    say_profile(epoch, tally);
     profile_.reset();
   }
   EpochReport report = measure_epoch(epoch, tally, epoch_train_s);

@@ -59,6 +59,9 @@ class TrainingLoop {
   void show_progress(int epoch, int64_t step, float rate, EpochTally& tally);
   void stop(int epoch, int64_t step, const EpochTally& tally);
   void finish_epoch(int epoch, EpochTally& tally);
+  void open_profile(int64_t first_step);    // run.profile_layers, in the first epoch
+  void start_profile(const EpochTally& tally);
+  void say_profile(int epoch, const EpochTally& tally);
   EpochReport measure_epoch(int epoch, const EpochTally& tally, double epoch_train_s);
   Totals evaluate_weight_average();  // the test split with the average's weights, summed over ranks
   Resumable within_epoch(int epoch, int64_t step, const EpochTally& tally) const;  // after `step` is done
@@ -88,6 +91,14 @@ class TrainingLoop {
   Progress progress_;
   std::optional<ParamCorruption> corruption_;  // test hook only: see train/fault_injection.h
   std::optional<model::LayerProfile> profile_;
+  // The steps profile_ times: from the first after the warm-up (run.timing_warmup_steps) where the epoch has steps
+  // after it, so what a first call costs (oneDNN generating a kernel, cuDNN finding a plan) is not read as a cost of
+  // every step; else every step, and the table says so.
+  struct ProfileWindow {
+    int64_t from_step = 0, warmup_left_out = 0;
+    int64_t steps_before = 0;  // tally.steps_run when it started
+    double start_s = -1;       // < 0: not started
+  } profile_window_;
   const int start_epoch_;
   const int64_t start_step_;
   int64_t global_step_;
