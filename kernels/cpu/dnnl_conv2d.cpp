@@ -86,6 +86,7 @@ bool DnnlConv2d::runs_nhwc(DnnlContext& ctx, const Conv2dShape& s, memory::data_
   return pd && std::string_view(DNNL_CALL(pd.impl_info_str())).starts_with("brg");
 }
 
+// x and y each blocked by all of its channels: NHWC as the CPU backend stores it under run.cpu_layout = "nhwc".
 bool DnnlConv2d::asks_nhwc(const Conv2dShape& s) {
   return s.in_channels > 1 && s.filters > 1 && s.in_block == s.in_channels && s.out_block == s.filters;
 }

@@ -1,6 +1,6 @@
 // Owns one convolution shape on oneDNN: forward, data gradient and filter gradient primitives in the layouts
 // oneDNN picks for this machine (format_tag::any), or on NHWC activations where the shape runs faster so
-// (runs_nhwc), bound to our NCHW activations and KCRS weights through reorders; y and dy in the channel-blocked
+// (runs_nhwc) or its tensors are stored so (asks_nhwc), bound to our NCHW activations and KCRS weights through reorders; y and dy in the channel-blocked
 // layout instead where the shape says so (Conv2dShape::out_block: NHWC is the block of every channel), which is the
 // one oneDNN writes (output_block()), so those two need no reorder; x and dx likewise (Conv2dShape::in_block,
 // input_block()). Same contracts as conv2d.h: y and dx overwritten, dw and dbias accumulated. The two gradients

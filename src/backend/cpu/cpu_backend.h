@@ -100,8 +100,6 @@ class CpuBackend : public model::Backend {
   // is not on oneDNN or the layout is not blocked.
   int conv2d_output_block(const model::Conv2dShape& s);
   int conv2d_input_block(const model::Conv2dShape& s);
-  // s as oneDNN takes it on NHWC tensors, where the backend stores them so and oneDNN runs s on the stored type.
-
   std::string conv2d_method(const model::Conv2dShape& s) override;
   void dense_forward(const model::DenseShape& s, const void* x, const float* w, const float* bias,
                      void* y) override;
