@@ -85,6 +85,14 @@ TEST(CpuLayout, NativeNhwcConvolutionsRunOnOneDnnAsStored) {
   EXPECT_EQ(native.conv2d_output_block(spatial), 1) << "NHWC is the layout between layers, never a channel block";
 }
 
+// The run header names the layout the twin chose (Backend::description).
+TEST(CpuLayout, TheBackendDescriptionNamesTheLayout) {
+  backend::CpuBackend nchw(1), native(1);
+  native.store_nhwc(true, backend::CpuBackend::NhwcConvolutions::native);
+  EXPECT_EQ(nchw.description().find("NHWC"), std::string::npos) << nchw.description();
+  EXPECT_NE(native.description().find("activations NHWC (run.cpu_layout)"), std::string::npos) << native.description();
+}
+
 // A small ViT (16-pixel patches of 3 channels on oneDNN, two encoder blocks whose 1x1 convolutions read 32 channels)
 // trained one step with the token path NHWC and native convolutions gives the NCHW run's logits and gradients to
 // within fp32 rounding of their reordered sums: the input boundary, the token views and the readout agree.

@@ -75,8 +75,11 @@ std::string CpuBackend::description() const {
       : rounded_.active()
           ? fmt::format(", products of operands rounded to {} (emulated)", kc::operand_rounding_name(rounded_.rounding()))
           : std::string();
-  return fmt::format("cpu, {} compute thread{}, {}{}, {}", threads_, threads_ == 1 ? "" : "s",
-                     kc::DnnlOps::version(), products, kc::blas_description());
+  const std::string layout = !nhwc_.enabled() ? std::string()
+                             : native_nhwc_    ? ", activations NHWC (run.cpu_layout)"
+                                               : ", activations NHWC, convolutions staged through NCHW";
+  return fmt::format("cpu, {} compute thread{}, {}{}, {}{}", threads_, threads_ == 1 ? "" : "s",
+                     kc::DnnlOps::version(), products, kc::blas_description(), layout);
 }
 
 model::DeviceBuffer CpuBackend::allocate(std::size_t bytes) {
