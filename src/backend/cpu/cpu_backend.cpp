@@ -216,16 +216,15 @@ std::optional<model::Conv2dShape> CpuBackend::on_dnnl_nhwc(const model::Conv2dSh
   if (!on_dnnl(native)) return std::nullopt;
   return native;
 }
-bool CpuBackend::pointwise_nhwc(const model::Conv2dShape& s) {
-  const bool pointwise = s.kernel_h == 1 && s.kernel_w == 1 && s.stride == 1 && s.padding == 0 && s.groups == 1;
-  return pointwise && on_dnnl_nhwc(s).has_value();
+bool CpuBackend::pointwise(const model::Conv2dShape& s) {
+  return s.kernel_h == 1 && s.kernel_w == 1 && s.stride == 1 && s.padding == 0 && s.groups == 1;
 }
 model::DenseShape CpuBackend::pointwise_dense(const model::Conv2dShape& s) {
   return {s.batch * s.in_h * s.in_w, s.in_channels, s.filters, s.data};
 }
 model::ScratchBytes CpuBackend::conv2d_prepare(const model::Conv2dShape& s) {
-  if (pointwise_nhwc(s)) return {};
   const auto native = on_dnnl_nhwc(s);
+  if (native && pointwise(s)) return {};
   dnnl_.conv2d_prepare(native ? *native : s);
   return {};
 }
@@ -251,8 +250,9 @@ int CpuBackend::conv2d_input_block(const model::Conv2dShape& s) {
   return on_dnnl(s) && !nhwc_.enabled() ? dnnl_.conv2d_input_block(s) : 1;
 }
 std::string CpuBackend::conv2d_method(const model::Conv2dShape& s) {
-  if (pointwise_nhwc(s)) return "oneDNN matmul over the NHWC positions";
-  if (const auto native = on_dnnl_nhwc(s)) return "oneDNN on NHWC " + dnnl_.conv2d_implementation(*native);
+  if (const auto native = on_dnnl_nhwc(s))
+    return pointwise(s) ? "oneDNN matmul over the NHWC positions"
+                        : "oneDNN on NHWC " + dnnl_.conv2d_implementation(*native);
   if (on_dnnl(s)) return "oneDNN " + dnnl_.conv2d_implementation(s);
   return kc::conv2d_runs_direct(s) ? "direct kernel; im2col + OpenBLAS SGEMM for the data gradient"
                                    : "im2col + OpenBLAS SGEMM";
@@ -274,11 +274,11 @@ const float* CpuBackend::fp32_operand(int slot, int view_slot, kernels::Elements
 // products read that type (bf16 on bf16 operands); otherwise oneDNN gets fp32 views.
 void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const void* x_stored, const float* w, const float* bias,
                                 void* y_stored, model::Scratch) {
-  if (pointwise_nhwc(s))
-    return dense_forward(pointwise_dense(s), x_stored, w, bias, y_stored);
-  if (const auto native = on_dnnl_nhwc(s))
+  if (const auto native = on_dnnl_nhwc(s)) {
+    if (pointwise(s)) return dense_forward(pointwise_dense(s), x_stored, w, bias, y_stored);
     return dnnl_.conv2d_forward(*native, rounded_activation(0, input_elements(s), x_stored),
                                 rounded_.operand(1, s.weight_elements(), w), bias, y_stored);
+  }
   const void* x_data = nhwc_.read(0, input_planes(s), x_stored);
   const auto y_nchw = nhwc_.write(1, output_planes(s), y_stored);
   void* const y_data = y_nchw.data();
@@ -292,12 +292,12 @@ void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const void* x_store
 }
 void CpuBackend::conv2d_backward(const model::Conv2dShape& s, const void* x_stored, const void* dy_stored,
                                  const float* w, void* dx_stored, float* dw, float* dbias, model::Scratch) {
-  if (pointwise_nhwc(s))
-    return dense_backward(pointwise_dense(s), x_stored, w, dy_stored, dx_stored, dw, dbias);
-  if (const auto native = on_dnnl_nhwc(s))
+  if (const auto native = on_dnnl_nhwc(s)) {
+    if (pointwise(s)) return dense_backward(pointwise_dense(s), x_stored, w, dy_stored, dx_stored, dw, dbias);
     return dnnl_.conv2d_backward(*native, rounded_activation(0, input_elements(s), x_stored),
                                  rounded_activation(1, output_elements(s), dy_stored),
                                  rounded_.operand(2, s.weight_elements(), w), dx_stored, dw, dbias);
+  }
   const void* x_data = nhwc_.read(0, input_planes(s), x_stored);
   const void* dy_data = nhwc_.read(1, output_planes(s), dy_stored);
   const auto dx_nchw = nhwc_.write(2, input_planes(s), dx_stored);

@@ -160,9 +160,9 @@ class CpuBackend : public model::Backend {
   // s as oneDNN takes it on NHWC tensors as stored (NHWC is the block of every channel: Conv2dShape::in_block,
   // out_block), where the convolutions run native and oneDNN runs s on the stored type.
   std::optional<model::Conv2dShape> on_dnnl_nhwc(const model::Conv2dShape& s);
-  // Whether s runs as a dense product over its N x H x W positions (a 1x1, stride-1, unpadded, ungrouped convolution
-  // on NHWC tensors: the same numbers as oneDNN's matmul), and that product's shape.
-  bool pointwise_nhwc(const model::Conv2dShape& s);
+  // Whether s, where it runs on NHWC tensors (on_dnnl_nhwc), runs as a dense product over its N x H x W positions (a
+  // 1x1, stride-1, unpadded, ungrouped convolution: the same numbers as oneDNN's matmul), and that product's shape.
+  static bool pointwise(const model::Conv2dShape& s);
   static model::DenseShape pointwise_dense(const model::Conv2dShape& s);
   const void* rounded_activation(int slot, kernels::Elements x, const void* data);
   const float* fp32_operand(int slot, int view_slot, kernels::Elements x, const void* data);
