@@ -180,6 +180,13 @@ backend::CudaOptions nhwc_tokens(ElementType type, bool candidate_kernels) {
 
 class FusedAttention : public GpuSuite {
  protected:
+  void SetUp() override {
+    GpuSuite::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    for (const auto& [name, version] : backend::cuda_versions())
+      if (name == "cudnn-frontend" && version.rfind("not built", 0) == 0)
+        GTEST_SKIP() << "this build has no cudnn-frontend, so no fused attention: " << version;
+  }
   // The fused path against the products: output and gradient within `type`'s bound (both round the probabilities
   // to it before their product with V, each in its own order), the statistics within fp32 accumulation's.
   static void check(const model::AttentionShape& s) {

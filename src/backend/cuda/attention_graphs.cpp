@@ -45,8 +45,8 @@ std::string refusal(const AttentionShape& s, ActivationLayout layout) {
   if (s.data == kernels::ElementType::f32) return "cuDNN's fused attention takes 16-bit tokens alone";
   if (layout != ActivationLayout::nhwc)
     return "its tokens are NCHW (a head's features tokens apart); the fused graphs take them NHWC (gpu.nhwc = true)";
-  // The statistics (fp32, one a query row) go where the batched products keep their T x T 16-bit probabilities.
-  if (s.tokens < 2) return "one token: its statistic does not fit the probabilities' buffer";
+  // Asked anyway, cudnn-frontend would build the forward plan and then refuse the backward.
+  if (s.tokens < 2) return "one token: cuDNN's attention backward refuses one query and one key";
   return "";
 }
 
@@ -105,14 +105,16 @@ std::shared_ptr<fe::graph::Graph> empty_graph(const AttentionShape& s) {
   return graph;
 }
 
-// No mask, no dropout, no bias: the layer has none (multi_head_attention.cpp).
-std::shared_ptr<fe::graph::Graph> define_forward(const AttentionShape& s) {
+// No mask, no dropout, no bias: the layer has none (multi_head_attention.cpp). `how` AUTO lets cudnn-frontend pick
+// its implementation by the support surface alone, before any engine is asked for a plan.
+std::shared_ptr<fe::graph::Graph> define_forward(const AttentionShape& s, fe::AttentionImplementation_t how) {
   auto graph = empty_graph(s);
   auto [o, stats] = graph->sdpa(graph->tensor(qkv_part("q", kQ, s)), graph->tensor(qkv_part("k", kK, s)),
                                 graph->tensor(qkv_part("v", kV, s)),
                                 fe::graph::SDPA_attributes()
                                     .set_name("attention")
                                     .set_generate_stats(true)
+                                    .set_implementation(how)
                                     .set_attn_scale(kernels::attention_scale(s)));
   bind_output(o, output("o", kO, s));
   bind_output(stats, statistics(s));
@@ -164,16 +166,33 @@ struct AttentionGraphs::Impl {
     std::string failed = build_graph_plans(graph, handle, options);
     return failed.empty() ? graph_workspace(graph, workspace) : failed;
   }
+  // Defines one direction's graph into `graph` and builds its plan: "" where it built, else why not. cudnn-frontend
+  // throws where no implementation of sdpa takes the attributes, so the definition is inside the try.
+  template <class Define>
+  std::string define_and_build(Define define, std::shared_ptr<fe::graph::Graph>& graph, std::size_t& workspace) const {
+    try {
+      graph = define();
+      return build(*graph, workspace);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+  }
+  // Both plans of s: "" where they built, else which failed and why. AUTO picks the unified engine wherever its
+  // support surface allows, whether or not that engine has a plan for s, so the composite graph is a second try.
+  std::string build_pair(const AttentionShape& s, AttentionGraph& g) const {
+    const auto forward_as = [&](fe::AttentionImplementation_t how) {
+      return define_and_build([&] { return define_forward(s, how); }, g.forward, g.forward_workspace);
+    };
+    if (const std::string automatic = forward_as(fe::AttentionImplementation_t::AUTO); !automatic.empty())
+      if (const std::string composite = forward_as(fe::AttentionImplementation_t::COMPOSITE); !composite.empty())
+        return "forward " + automatic + "; as the composite graph: " + composite;
+    const std::string backward =
+        define_and_build([&] { return define_backward(s, deterministic); }, g.backward, g.backward_workspace);
+    return backward.empty() ? "" : "backward " + backward;
+  }
   AttentionGraph build(const AttentionShape& s, ActivationLayout layout) const {
     AttentionGraph g{s, nullptr, nullptr, 0, 0, refusal(s, layout)};
-    if (g.plans.empty()) {
-      g.forward = define_forward(s);
-      g.backward = define_backward(s, deterministic);
-      const std::string forward = build(*g.forward, g.forward_workspace);
-      const std::string backward = forward.empty() ? build(*g.backward, g.backward_workspace) : "";
-      if (!forward.empty() || !backward.empty())
-        g.plans = forward.empty() ? "backward " + backward : "forward " + forward;
-    }
+    if (g.plans.empty()) g.plans = build_pair(s, g);
     if (!g.plans.empty()) {
       note_unfused(s, g.plans);
       return {s, nullptr, nullptr, 0, 0, "cuBLAS batched products (" + g.plans + ")"};
@@ -248,7 +267,7 @@ void AttentionGraphs::backward(const AttentionGraph&, const FusedAttentionTensor
   throw Error(ExitCode::internal, "a fused attention graph was run in a build without cudnn-frontend");
 }
 std::string AttentionGraphs::describe(const AttentionShape&, ActivationLayout) const {
-  return "batched products (built without cudnn-frontend)";
+  return "cuBLAS batched products (built without cudnn-frontend)";
 }
 
 #endif
