@@ -267,9 +267,11 @@ void NcclGradientReducer::launch(float* grads, const dist::Bucket& bucket) {
   l.count = bucket.count;
   // The bucket's gradients are final once the compute stream reaches this point; the all-reduce starts there,
   // while backward goes on with earlier layers.
+  // A graphed round's timer goes first: in a capture, the record of `ready` is the fork, and only nodes before it
+  // order the all-reduce, so a timer recorded after it would be unordered with the span it starts.
+  if (graphed) record_external(l.ready_timer, s.compute);
   CUDA_CHECK(cudaEventRecord(l.ready, s.compute));
   CUDA_CHECK(cudaStreamWaitEvent(s.stream, l.ready, 0));
-  if (graphed) record_external(l.ready_timer, s.compute);
   float* p = grads + bucket.begin;
   const std::string what =
       fmt::format("queueing the all-reduce of gradient bucket {} ({})", r.launched, size_text(bucket.count));
@@ -295,12 +297,14 @@ void NcclGradientReducer::wait_all() {
   Impl& s = *impl_;
   if (!s.open.compute_end) s.open = s.new_round();  // a step that reduced nothing still has its round
   Round& r = s.open;
-  CUDA_CHECK(cudaEventRecord(r.compute_end, s.compute));
-  CUDA_CHECK(cudaEventRecord(r.comm_end, s.stream));
+  // The timers before the plain records: in a capture, comm_end is the join of the communication stream, and a
+  // node recorded on that stream after it would be left out of the join (cudaErrorStreamCaptureUnjoined).
   if (r.graph_slot >= 0) {
     record_external(r.compute_timer, s.compute);
     record_external(r.comm_timer, s.stream);
   }
+  CUDA_CHECK(cudaEventRecord(r.compute_end, s.compute));
+  CUDA_CHECK(cudaEventRecord(r.comm_end, s.stream));
   // Device-side order: everything queued on the compute stream from now on (the update) reads summed gradients.
   // The host does not wait here; settle() does, with a deadline.
   CUDA_CHECK(cudaStreamWaitEvent(s.compute, r.comm_end, 0));
