@@ -180,5 +180,8 @@ std::unique_ptr<model::DeviceClock> CudaBackend::make_clock(int capacity) {
 }
 
 model::StepCapturer* CudaBackend::step_capturer() { return state_->step_graphs.get(); }
+void CudaBackend::drop_step_graphs() noexcept {
+  if (state_->step_graphs) state_->step_graphs->drop_all();
+}
 
 }  // namespace ringtrain::backend

@@ -86,6 +86,9 @@ class CudaBackend final : public model::Backend {
   std::unique_ptr<model::Readback> make_readback(std::size_t bytes) override;  // pinned memory and an event
   std::unique_ptr<model::DeviceClock> make_clock(int capacity) override;      // timing events
   model::StepCapturer* step_capturer() override;  // gpu.cuda_graphs' (step_graphs.h), else null
+  // Frees every captured step graph (a later replay of one is an internal error): before a communicator whose
+  // collectives the graphs hold ends, which NCCL does only once no graph holds them.
+  void drop_step_graphs() noexcept;
 
   // fp32, and options.activations under mixed precision: 16-bit convolutions and products on tensor cores with fp32
   // accumulation (16-bit copies of the fp32 weights made by each forward), batch norm and pooling through our kernels.

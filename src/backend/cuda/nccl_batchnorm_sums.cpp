@@ -37,12 +37,18 @@ NcclBatchNormSums::NcclBatchNormSums(MPI_Comm group, const CudaBackend& backend,
                     fmt::format("NCCL initialisation of the synchronised batch norm group of {} ranks", ranks_),
                     std::max(timeout_s_, kNcclInitTimeoutS));
   comm_ = comm;
+  abort_hook_ = std::make_unique<CommunicatorAbort>([this] { abort(); });
+}
+
+void NcclBatchNormSums::abort() noexcept {
+  if (comm_) (void)ncclCommAbort(comm_);
+  comm_ = nullptr;
 }
 
 NcclBatchNormSums::~NcclBatchNormSums() {
   if (!comm_) return;
   if (std::uncaught_exceptions() > 0)
-    (void)ncclCommAbort(comm_);
+    abort();
   else
     close_communicator(comm_);
 }
@@ -53,8 +59,7 @@ void NcclBatchNormSums::add(double* values, std::size_t count, kernels::cuda::St
   NCCL_CHECK(ncclCommGetAsyncError(comm_, &state));
   if (state != ncclSuccess && state != ncclInProgress) {
     const std::string words = nccl_words(state);
-    (void)ncclCommAbort(comm_);
-    comm_ = nullptr;
+    abort_every_communicator();  // this one's among them
     throw FaultError(fmt::format("NCCL failed in the synchronised batch norm group of {} ranks on {}: {}; the "
                                  "communicator was aborted",
                                  ranks_, process_label(), words));

@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <memory>
 
 #include "kernels/cuda/stream.h"
 
@@ -17,6 +18,7 @@ struct ncclComm;  // nccl.h's ncclComm_t is a pointer to it
 namespace ringtrain::backend {
 
 class CudaBackend;
+class CommunicatorAbort;
 
 class NcclBatchNormSums {
  public:
@@ -32,15 +34,19 @@ class NcclBatchNormSums {
   NcclBatchNormSums& operator=(const NcclBatchNormSums&) = delete;
 
   // Adds `count` doubles of device memory over the group in place, queued on `stream`; returns once queued. An
-  // asynchronous NCCL error seen here, or a call NCCL did not accept within the timeout, aborts the communicator and
-  // throws FaultError. A peer that stalls once the call is queued holds the stream: the gradient reducer's bounded
-  // wait for the step (which comes after it on the stream) then ends the job.
+  // asynchronous NCCL error seen here, or a call NCCL did not accept within the timeout, aborts every communicator of
+  // the process (this one's among them) and throws FaultError. A peer that stalls once the call is queued
+  // holds the stream: the gradient reducer's bounded wait for the step (which comes after it on the stream) then
+  // aborts them all, this one with them, and ends the job.
   void add(double* values, std::size_t count, kernels::cuda::Stream stream);
 
  private:
+  void abort() noexcept;
+
   ncclComm* comm_ = nullptr;
   double timeout_s_ = 300;
   int ranks_ = 1;
+  std::unique_ptr<CommunicatorAbort> abort_hook_;  // a fault elsewhere aborts comm_ too
 };
 
 }  // namespace ringtrain::backend

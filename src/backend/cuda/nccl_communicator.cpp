@@ -4,7 +4,10 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <map>
+#include <mutex>
 #include <thread>
+#include <utility>
 
 #include "common/error.h"
 #include "common/process_label.h"
@@ -46,8 +49,52 @@ ncclUniqueId shared_unique_id(MPI_Comm comm) {
   return boot.id;
 }
 
+namespace {
+
+struct Aborts {
+  std::mutex mutex;
+  std::map<int, std::function<void()>> by_id;
+  int next_id = 0;
+};
+Aborts& aborts() {
+  static Aborts a;
+  return a;
+}
+
+}  // namespace
+
+CommunicatorAbort::CommunicatorAbort(std::function<void()> abort) {
+  Aborts& a = aborts();
+  const std::lock_guard lock(a.mutex);
+  id_ = a.next_id++;
+  a.by_id.emplace(id_, std::move(abort));
+}
+
+CommunicatorAbort::~CommunicatorAbort() {
+  Aborts& a = aborts();
+  const std::lock_guard lock(a.mutex);
+  a.by_id.erase(id_);
+}
+
+void abort_every_communicator() noexcept {
+  Aborts& a = aborts();
+  const std::lock_guard lock(a.mutex);
+  for (auto& [id, abort] : a.by_id) {
+    try {
+      abort();
+    } catch (...) {  // an abort that throws has nothing left to abort; the fault being raised says what happened
+    }
+  }
+}
+
+std::chrono::steady_clock::time_point wait_deadline(double timeout_s) {
+  if (timeout_s <= 0) return std::chrono::steady_clock::time_point::max();
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s));
+}
+
 ncclResult_t wait_while_in_progress(ncclComm_t comm, ncclResult_t result, double timeout_s) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  const auto deadline = wait_deadline(timeout_s);
   for (int polls = 0; result == ncclInProgress; ++polls) {
     ncclResult_t state = ncclSuccess;
     const ncclResult_t asked = ncclCommGetAsyncError(comm, &state);
@@ -65,6 +112,7 @@ void settle_call(ncclComm_t& comm, ncclResult_t result, const char* call, const 
   const std::string words = nccl_words(result);  // before the abort, which may overwrite NCCL's last error
   if (comm) (void)ncclCommAbort(comm);
   comm = nullptr;
+  abort_every_communicator();
   if (result == ncclInProgress)
     throw FaultError(fmt::format("{} did not complete within the {} s collective timeout on {}; a peer rank is "
                                  "probably dead or stalled, so the NCCL communicator was aborted",

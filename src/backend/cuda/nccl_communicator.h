@@ -5,6 +5,8 @@
 #include <mpi.h>
 #include <nccl.h>
 
+#include <chrono>
+#include <functional>
 #include <string>
 
 namespace ringtrain::backend {
@@ -31,15 +33,34 @@ void pause_polling(int polls);
 // there throws on every rank alike, so it strands nobody in a collective).
 ncclUniqueId shared_unique_id(MPI_Comm comm);
 
+// When a bounded wait that starts now gives up: never where timeout_s <= 0 (run.collective_timeout_s = 0: off).
+std::chrono::steady_clock::time_point wait_deadline(double timeout_s);
+
+// While alive, `abort` (which aborts its owner's communicator, and is a no-op once it has) is one of the process's
+// communicator aborts. A fault on any communicator runs them all: a kernel of another one (batch norm's sums queued
+// on the compute stream, a step's all-reduce on the communication stream) waiting for the same dead peer would
+// otherwise keep the device streams busy, and the unwinding that follows waits on those streams.
+class CommunicatorAbort {
+ public:
+  explicit CommunicatorAbort(std::function<void()> abort);
+  ~CommunicatorAbort();
+  CommunicatorAbort(const CommunicatorAbort&) = delete;
+  CommunicatorAbort& operator=(const CommunicatorAbort&) = delete;
+
+ private:
+  int id_;
+};
+void abort_every_communicator() noexcept;
+
 // A non-blocking communicator's call may answer ncclInProgress: the call is then complete (its work queued) only once
 // ncclCommGetAsyncError stops saying so. Returns the call's final result, or ncclInProgress where it was still in
 // progress after `timeout_s`.
 ncclResult_t wait_while_in_progress(ncclComm_t comm, ncclResult_t result, double timeout_s);
 
 // A call on non-blocking `comm` (its result `result`), waited for while NCCL says it is in progress, for at most
-// `timeout_s`. Past that `comm` is aborted (and set to null) and FaultError says `what` did not complete, a peer being
-// probably dead or stalled; on an error it is aborted too, and the library error names `call`, file:line and NCCL's
-// words.
+// `timeout_s`. Past that `comm` is aborted (and set to null), with every other communicator of the process, and
+// FaultError says `what` did not complete, a peer being probably dead or stalled; on an error they are aborted too,
+// and the library error names `call`, file:line and NCCL's words.
 void settle_call(ncclComm_t& comm, ncclResult_t result, const char* call, const char* file, int line,
                  const std::string& what, double timeout_s);
 

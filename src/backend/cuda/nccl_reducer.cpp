@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,7 @@ struct NcclGradientReducer::Impl {
   // gpu.cuda_graphs: each StepRunner slot's round, captured into its graph and replayed with it; home here while
   // not in flight (its compute_end set), so a slot's events are reused only once its last replay settled.
   std::vector<Round> graph_rounds;
+  std::optional<CommunicatorAbort> abort_hook;  // set once the communicator exists
 
   // Where a bucket's bf16 copy goes. Buckets are cut from the end of the flat buffer, so the first one launched
   // reaches its end: the buffer is made then, once, as large as every later bucket needs.
@@ -129,12 +131,15 @@ struct NcclGradientReducer::Impl {
 
   explicit Impl(CudaBackend& b) : backend(b) {}
 
+  // The step graphs go first: NCCL's end of a communicator waits until no graph holds work of it.
   void abort() noexcept {
-    if (nccl) (void)ncclCommAbort(nccl);
+    if (!nccl) return;
+    backend.drop_step_graphs();
+    (void)ncclCommAbort(nccl);
     nccl = nullptr;
   }
   [[noreturn]] void fault(const std::string& message) {
-    abort();
+    abort_every_communicator();  // this one's among them
     throw FaultError(message);
   }
   // A call on the non-blocking communicator, waited for while in progress (nccl_communicator.h).
@@ -171,14 +176,14 @@ struct NcclGradientReducer::Impl {
   // The host waits for `event` (and `also`, if given), checking NCCL's error state and the deadline as it goes.
   template <class Describe>
   void wait_for(cudaEvent_t event, cudaEvent_t also, Describe describe) {
-    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+    const auto deadline = wait_deadline(timeout_s);
     for (int polls = 0;; ++polls) {
       const cudaError_t first = cudaEventQuery(event);
       const cudaError_t second = also ? cudaEventQuery(also) : cudaSuccess;
       if (first == cudaSuccess && second == cudaSuccess) return;
       for (const cudaError_t q : {first, second})
         if (q != cudaSuccess && q != cudaErrorNotReady) {
-          abort();
+          abort_every_communicator();
           CUDA_CHECK(q);  // a fault on the device (illegal address, ...): a library error, not a stall
         }
       check_async(describe);
@@ -234,6 +239,7 @@ NcclGradientReducer::NcclGradientReducer(MPI_Comm comm, CudaBackend& backend, do
   // Initialisation gets at least kNcclInitTimeoutS even under a short collective timeout.
   const double collective_timeout = s.timeout_s;
   s.timeout_s = std::max(s.timeout_s, kNcclInitTimeoutS);
+  s.abort_hook.emplace([&s] { s.abort(); });
   RT_NCCL_SETTLE(started, fmt::format("NCCL initialisation of {} ranks", s.size));
   s.timeout_s = collective_timeout;
 }
@@ -246,6 +252,7 @@ NcclGradientReducer::~NcclGradientReducer() {
     s.abort();
     return;
   }
+  impl_->backend.drop_step_graphs();  // NCCL's end of a communicator waits until no graph holds work of it
   close_communicator(s.nccl);
   s.nccl = nullptr;
 }

@@ -93,6 +93,13 @@ void CudaStepGraphs::drop(int slot) {
   s.graph.reset();
 }
 
+void CudaStepGraphs::drop_all() noexcept {
+  for (const std::unique_ptr<Slot>& s : slots_) {
+    s->exec.reset();
+    s->graph.reset();
+  }
+}
+
 kernels::UpdateScalars* CudaStepGraphs::host_scalars(int slot) {
   return static_cast<kernels::UpdateScalars*>(at(slot).host.get());
 }

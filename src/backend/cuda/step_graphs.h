@@ -35,6 +35,7 @@ class CudaStepGraphs final : public model::StepCapturer {
   void abandon_capture(int slot) noexcept override;
   void launch(int slot) override;
   void drop(int slot) override;
+  void drop_all() noexcept;  // every slot's; an instance still running is freed once it ends
   void begin_scalars(int slot, ScalarsPass pass) override;
   void end_scalars() noexcept override;
   void fill_pass_seed(int slot, uint64_t seed) override;
