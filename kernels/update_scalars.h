@@ -3,7 +3,8 @@
 // both backends (kernels/cpu and kernels/cuda). The CUDA kernels take them by value, or under gpu.cuda_graphs from
 // device memory (kernels/cuda/update_scalars.cuh), since a captured graph replays its launches' arguments as they
 // were captured and a rate passed by value would stay the captured step's. Inline, so each kernel file computes
-// them with its own compiler and flags as it did when it worked them out itself.
+// them with its own compiler and flags as it did when it worked them out itself; a graphed step's table takes them
+// from kernels/cuda/step_scalars.h, compiled as the CUDA kernels' files are.
 #pragma once
 #include <cmath>
 

@@ -25,6 +25,7 @@
 #include "kernels/cuda/layerwise.h"
 #include "kernels/cuda/pixel_norm.h"
 #include "kernels/cuda/sgd.h"
+#include "kernels/cuda/step_scalars.h"
 #include "kernels/cuda/softmax_cross_entropy.h"
 #include "kernels/cuda/sum_squares.h"
 #include "kernels/cuda/token_table.h"
@@ -464,7 +465,7 @@ CudaStepGraphs* CudaBackend::scalars_pass() const {
 void CudaBackend::sgd_update(int64_t n, const model::SgdStep& step, const uint32_t* decay_mask, float* grad,
                              float* velocity, float* param) {
   if (CudaStepGraphs* graphs = scalars_pass()) {
-    if (const auto* scalars = graphs->next(kernels::update_scalars(step)))
+    if (const auto* scalars = graphs->next(kc::step_scalars(step)))
       kc::sgd_momentum_update(n, step, scalars, decay_mask, grad, velocity, param, stream());
     return;
   }
@@ -473,7 +474,7 @@ void CudaBackend::sgd_update(int64_t n, const model::SgdStep& step, const uint32
 void CudaBackend::adamw_update(int64_t n, const model::AdamStep& step, const uint32_t* decay_mask, float* grad,
                                float* m, float* v, float* param) {
   if (CudaStepGraphs* graphs = scalars_pass()) {
-    if (const auto* scalars = graphs->next(kernels::update_scalars(step)))
+    if (const auto* scalars = graphs->next(kc::step_scalars(step)))
       kc::adamw_update(n, step, scalars, decay_mask, grad, m, v, param, stream());
     return;
   }
@@ -487,7 +488,7 @@ void CudaBackend::lars_update(int tensors, const model::TensorRange* ranges, con
                               float* grad, float* velocity, float* param) {
   State& s = *state_;
   CudaStepGraphs* graphs = scalars_pass();
-  const kernels::UpdateScalars* scalars = graphs ? graphs->next(kernels::update_scalars(step)) : nullptr;
+  const kernels::UpdateScalars* scalars = graphs ? graphs->next(kc::step_scalars(step)) : nullptr;
   if (graphs && !scalars) return;
   s.norm_scratch.ensure(kc::layerwise_scratch_bytes(tensors), s.stream);
   if (scalars)
@@ -499,7 +500,7 @@ void CudaBackend::lamb_update(int tensors, const model::TensorRange* ranges, con
                               float* grad, float* m, float* v, float* param) {
   State& s = *state_;
   CudaStepGraphs* graphs = scalars_pass();
-  const kernels::UpdateScalars* scalars = graphs ? graphs->next(kernels::update_scalars(step)) : nullptr;
+  const kernels::UpdateScalars* scalars = graphs ? graphs->next(kc::step_scalars(step)) : nullptr;
   if (graphs && !scalars) return;
   s.norm_scratch.ensure(kc::layerwise_scratch_bytes(tensors), s.stream);
   if (scalars)
