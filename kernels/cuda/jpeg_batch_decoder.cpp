@@ -118,6 +118,7 @@ struct JpegBatchDecoder::Impl {
   void decode_one_by_one(std::span<const JpegCrop> samples);
   void decode_one(int index, const JpegCrop& sample);
   void upload(int index, const HostPixels& pixels);
+  void decode_and_upload_on_host(int index, const JpegCrop& sample);  // what nvJPEG refuses as not supported
   void crop(std::span<const JpegCrop> samples, const cpu::SampleExtent& extent, uint8_t* out);
 
   cudaStream_t stream;
@@ -354,21 +355,26 @@ void JpegBatchDecoder::Impl::decode_one(int index, const JpegCrop& sample) {
   nvjpegJpegStream_t stream_parsed = parsed[next].get();
   const nvjpegStatus_t status = nvjpegJpegStreamParse(handle.get(), sample.jpeg.data(), sample.jpeg.size(), 0, 0,
                                                       stream_parsed);
-  if (status == NVJPEG_STATUS_JPEG_NOT_SUPPORTED && options.host_decode) {
-    decode_on_host(index, sample, scratch);
-    return upload(index, scratch);
-  }
+  if (status == NVJPEG_STATUS_JPEG_NOT_SUPPORTED && options.host_decode) return decode_and_upload_on_host(index, sample);
   refuse_sample(index, status, "nvjpegJpegStreamParse", __FILE__, __LINE__);
   NVJPEG_CHECK(nvjpegDecodeParamsSetOutputFormat(params.get(), output_format(channels)));
   NVJPEG_CHECK(nvjpegStateAttachPinnedBuffer(decoupled_state.get(), pinned[next].get()));
-  RT_NVJPEG_SAMPLE(index, nvjpegDecodeJpegHost(handle.get(), decoupled.get(), decoupled_state.get(), params.get(),
-                                               stream_parsed));
+  // The parse may pass what the host phase then finds it cannot decode: the CPU twin takes that image too.
+  const nvjpegStatus_t host = nvjpegDecodeJpegHost(handle.get(), decoupled.get(), decoupled_state.get(), params.get(),
+                                                   stream_parsed);
+  if (host == NVJPEG_STATUS_JPEG_NOT_SUPPORTED && options.host_decode) return decode_and_upload_on_host(index, sample);
+  refuse_sample(index, host, "nvjpegDecodeJpegHost", __FILE__, __LINE__);
   CUDA_CHECK(cudaStreamSynchronize(stream));
   RT_NVJPEG_SAMPLE(index, nvjpegDecodeJpegTransferToDevice(handle.get(), decoupled.get(), decoupled_state.get(),
                                                            stream_parsed, stream));
   nvjpegImage_t out = destination(index);
   RT_NVJPEG_SAMPLE(index, nvjpegDecodeJpegDevice(handle.get(), decoupled.get(), decoupled_state.get(), &out, stream));
   next = 1 - next;
+}
+
+void JpegBatchDecoder::Impl::decode_and_upload_on_host(int index, const JpegCrop& sample) {
+  decode_on_host(index, sample, scratch);
+  upload(index, scratch);
 }
 
 // From pageable memory: the copy has left `pixels` when the call returns, so the buffer may be reused at once.
