@@ -175,9 +175,9 @@ TEST_F(CudaBackendTest, FewChannelNhwcConvolutionsRunAsGemmInChunks) {
 }
 
 // Under gpu.candidate_kernels depthwise convolutions run on our kernels (kernels/cuda/depthwise_conv.h): they agree
-// with cuDNN's grouped convolution (the proven path), in fp32 NCHW and bf16 NHWC, on shapes large enough that the
-// filter gradient is cut into many position chunks (the layer tests' planes fit in one), and a second run gives the
-// same bits: the chunks' partial sums are added in a fixed order, with no atomics.
+// with cuDNN's grouped convolution (the proven path), in fp32 NCHW and bf16 and fp16 NHWC, on shapes large enough
+// that the filter gradient is cut into many position chunks (the layer tests' planes fit in one), and a second run
+// gives the same bits: the chunks' partial sums are added in a fixed order, with no atomics.
 TEST_F(CudaBackendTest, CandidateDepthwiseConvolutionsMatchCudnnAndRepeatBitForBit) {
   const model::Conv2dShape shapes[] = {{.batch = 16, .in_channels = 96, .in_h = 28, .in_w = 28, .filters = 96,
                                         .kernel_h = 7, .kernel_w = 7, .stride = 1, .padding = 3, .groups = 96},
@@ -188,7 +188,7 @@ TEST_F(CudaBackendTest, CandidateDepthwiseConvolutionsMatchCudnnAndRepeatBitForB
   struct Result {
     std::vector<float> y, dx, dw, dbias;
   };
-  for (const auto type : {kernels::ElementType::f32, kernels::ElementType::bf16}) {
+  for (const auto type : {kernels::ElementType::f32, kernels::ElementType::bf16, kernels::ElementType::f16}) {
     backend::CudaOptions options;
     options.activations = type, options.nhwc = type != kernels::ElementType::f32;
     backend::CudaBackend cudnn(0, 1, "test-host", options);
@@ -231,7 +231,7 @@ TEST_F(CudaBackendTest, CandidateDepthwiseConvolutionsMatchCudnnAndRepeatBitForB
                    std::to_string(s.kernel_w) + " stride " + std::to_string(s.stride) + " on " +
                    std::to_string(s.in_channels) + " channels");
       const Result proven = run(cudnn), ours = run(candidate), again = run(candidate);
-      // 16 bits: both round y and dx to bf16, and cuDNN rounds its filter gradient to bf16 before adding it.
+      // 16 bits: both round y and dx to the type, and cuDNN rounds its filter gradient to it before adding it.
       const double rtol = type == kernels::ElementType::f32 ? 1e-4 : 2e-2;
       const double atol = type == kernels::ElementType::f32 ? 1e-4 : 1e-2;
       EXPECT_TRUE(all_close(ours.y, proven.y, rtol, atol)) << "forward";
@@ -680,8 +680,11 @@ TEST_F(CudaBackendTest, LayerNormCandidateRowKernelsMatchTheProvenKernels) {
     return LayerNormRun{widened(y), download(stats.as<float>(), 2 * positions, &gpu), widened(dx),
                         download(dgamma.as<float>(), c, &gpu), download(dbeta.as<float>(), c, &gpu)};
   };
+  // Also: 1024 channels, the row kernels' limit; 97, which only single values divide, over several rounds of a warp;
+  // ConvNeXt's first stage at 147,456 positions, past the column sums' smallest chunks and their cap.
   const model::Shape shapes[] = {{3, 96, 5, 7}, {2, 64, 13, 1}, {8, 384, 197, 1}, {2, 768, 3, 3},
-                                 {3, 36, 5, 4}, {4, 6, 3, 1},   {2, 1040, 3, 1},  {5, 12, 1, 1}};
+                                 {3, 36, 5, 4}, {4, 6, 3, 1},   {2, 1040, 3, 1},  {5, 12, 1, 1},
+                                 {2, 1024, 3, 1}, {3, 97, 5, 1}, {64, 96, 48, 48}};
   for (const kernels::ElementType type : {kernels::ElementType::bf16, kernels::ElementType::f16}) {
     backend::CudaOptions options;
     options.activations = type, options.nhwc = true;  // fp32 stays NCHW: its one-position shapes are rows too
