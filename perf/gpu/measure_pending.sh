@@ -73,6 +73,34 @@ mpi_test() {  # mpi_test NAME RANKS BINARY: an MPI test on CUDA with RANKS ranks
     "$bin/$3" --gtest_color=no </dev/null >"$x/$1.log" 2>&1
   gtest_line "$1" "$x/$1.log" $?
 }
+resnet() {  # resnet NAME DATA [--set k=v ...]: ResNet-50 bf16 batch 256, 40 steps (10 warm-up), the rank on 8 cores
+  local name=$1 data=$2; shift 2
+  train_job "resnet50-$name" jobs/resnet50_synthetic.toml "$data" 90 $pin --set data.loader_threads=8 \
+    --set train.max_steps_per_epoch=40 "$@"
+}
+train_job() {  # train_job NAME JOB DATA TIMEOUT [taskset ...] [--set k=v ...]: one rank on the GPU, one results row
+  local name=$1 job=$2 data=$3 limit=$4; shift 4
+  local pre=()
+  [ "${1:-}" = taskset ] && { pre=(taskset "$2" "$3"); shift 3; }
+  local start=$SECONDS
+  rt timeout "$limit" "${pre[@]}" mpirun -np 1 --bind-to none "$bin/ringtrain" train "$job" --set run.device=$device \
+    --set train.precision=bf16 --set data.train="$data/train" --set data.test="$data/test" --set run.dir="$x/r-$name" \
+    --set run.timing_warmup_steps=10 --set run.checkpoint_every=0 --set train.epochs=1 "$@" >"$x/r-$name.log" 2>&1
+  local rc=$? epoch
+  epoch=$(grep '"kind":"epoch"' "$x/r-$name/metrics.jsonl" 2>/dev/null | tail -1)
+  echo "{\"stage\":\"run\",\"run\":\"$name\",\"exit\":$rc,\"wall_s\":$((SECONDS - start)),\"epoch\":${epoch:-null}}" >>"$out/results.jsonl"
+  say "$name exit $rc in $((SECONDS - start)) s: $(grep -oE '"(steady_samples_per_s|data_wait_fraction|batch_load_s|eval_s|device_memory_peak_mb)":[0-9.e-]*' <<<"$epoch" | paste -sd' ')"
+  [ "$rc" = 0 ] || tail -4 "$x/r-$name.log" | cut -c1-240 | tee -a "$out/summary.txt"
+}
+
+synthetic224() {  # the 3x224x224 synthetic split, once
+  [ -d "$x/s224" ] || rt "$bin/ringtrain" prepare synthetic --shape 3,224,224 --classes 1000 --samples $((256 * 41)) \
+    --test-samples 256 --shards 8 --out "$x/s224" >"$x/prepare-s224.log" 2>&1 || say "prepare synthetic failed"
+}
+
+model_sets() {  # the job keys that make a model's ringtrain run the step PyTorch's peer runs
+  case $1 in vit_s16|convnext_tiny) echo "--set optimizer.name=sgd" ;; esac
+}
 if want tests; then
   rt timeout 150 mpirun -np 1 "$bin/test_gpu" --gtest_color=no >"$x/test_gpu.log" 2>&1
   gtest_line test_gpu "$x/test_gpu.log" $?
@@ -119,53 +147,6 @@ if want syncbn && fits syncbn 40; then
   say "$([ $differ = true ] && echo PASS || echo FAIL) sync batch norm reaches the GPU job (losses $(loss 0) and $(loss 2))"
 fi
 
-resnet() {  # resnet NAME DATA [--set k=v ...]: ResNet-50 bf16 batch 256, 40 steps (10 warm-up), the rank on 8 cores
-  local name=$1 data=$2; shift 2
-  train_job "resnet50-$name" jobs/resnet50_synthetic.toml "$data" 90 $pin --set data.loader_threads=8 \
-    --set train.max_steps_per_epoch=40 "$@"
-}
-train_job() {  # train_job NAME JOB DATA TIMEOUT [taskset ...] [--set k=v ...]: one rank on the GPU, one results row
-  local name=$1 job=$2 data=$3 limit=$4; shift 4
-  local pre=()
-  [ "${1:-}" = taskset ] && { pre=(taskset "$2" "$3"); shift 3; }
-  local start=$SECONDS
-  rt timeout "$limit" "${pre[@]}" mpirun -np 1 --bind-to none "$bin/ringtrain" train "$job" --set run.device=$device \
-    --set train.precision=bf16 --set data.train="$data/train" --set data.test="$data/test" --set run.dir="$x/r-$name" \
-    --set run.timing_warmup_steps=10 --set run.checkpoint_every=0 --set train.epochs=1 "$@" >"$x/r-$name.log" 2>&1
-  local rc=$? epoch
-  epoch=$(grep '"kind":"epoch"' "$x/r-$name/metrics.jsonl" 2>/dev/null | tail -1)
-  echo "{\"stage\":\"run\",\"run\":\"$name\",\"exit\":$rc,\"wall_s\":$((SECONDS - start)),\"epoch\":${epoch:-null}}" >>"$out/results.jsonl"
-  say "$name exit $rc in $((SECONDS - start)) s: $(grep -oE '"(steady_samples_per_s|data_wait_fraction|batch_load_s|eval_s|device_memory_peak_mb)":[0-9.e-]*' <<<"$epoch" | paste -sd' ')"
-  [ "$rc" = 0 ] || tail -4 "$x/r-$name.log" | cut -c1-240 | tee -a "$out/summary.txt"
-}
-
-synthetic224() {  # the 3x224x224 synthetic split, once
-  [ -d "$x/s224" ] || rt "$bin/ringtrain" prepare synthetic --shape 3,224,224 --classes 1000 --samples $((256 * 41)) \
-    --test-samples 256 --shards 8 --out "$x/s224" >"$x/prepare-s224.log" 2>&1 || say "prepare synthetic failed"
-}
-
-if want jpeg && fits jpeg 200; then
-  wait "$photos_pid"; say "photos: $(tail -1 "$x/make_jpeg_folder.log" | cut -c1-220)"
-  rt "$bin/ringtrain" prepare images --source "$x/photos/train" --test-source "$x/photos/val" --size 224 \
-    --store jpeg --max-side 256 --shards 16 --out "$x/jpeg-side256" >"$x/prepare-side256.log" 2>&1
-  say "prepare side256 exit $?: $(du -sh "$x/jpeg-side256" | cut -f1)"
-  for decode in cpu gpu; do
-    rt timeout 40 $pin "$bin/ringtrain" input-bench jobs/resnet50_synthetic.toml --set data.train="$x/jpeg-side256/train" \
-      --set data.test="$x/jpeg-side256/test" --set data.augment=resized_crop_flip --set data.decode=$decode \
-      --set run.device=$device --threads 8 --batches 16 --warmup 2 2>>"$x/input-bench.err" |
-      sed "s/^{/{\"stage\":\"input_bench\",\"store\":\"side256\",\"decode\":\"$decode\",\"cores\":8,/" >>"$out/results.jsonl"
-    say "input-bench side256 decode=$decode, 8 threads on 8 cores: $(tail -1 "$out/results.jsonl" | grep -oE '"images_per_s":[0-9.]*')"
-  done
-  synthetic224
-  for decode in cpu gpu; do
-    fits "resnet-side256-$decode" 70 && resnet "jpeg-side256-$decode" "$x/jpeg-side256" \
-      --set data.augment=resized_crop_flip --set data.decode=$decode
-  done
-fi
-
-model_sets() {  # the job keys that make a model's ringtrain run the step PyTorch's peer runs
-  case $1 in vit_s16|convnext_tiny) echo "--set optimizer.name=sgd" ;; esac
-}
 if want models && fits models 120; then
   synthetic224
   fits resnet-synthetic 60 && resnet synthetic "$x/s224"
@@ -187,6 +168,25 @@ if want evalshape && fits evalshape 150; then
       --set train.max_steps_per_epoch=20 --set gpu.full_eval_batches=$padded
   done
   rm -rf "$x/eval1000"
+fi
+
+if want jpeg && fits jpeg 200; then
+  wait "$photos_pid"; say "photos: $(tail -1 "$x/make_jpeg_folder.log" | cut -c1-220)"
+  rt "$bin/ringtrain" prepare images --source "$x/photos/train" --test-source "$x/photos/val" --size 224 \
+    --store jpeg --max-side 256 --shards 16 --out "$x/jpeg-side256" >"$x/prepare-side256.log" 2>&1
+  say "prepare side256 exit $?: $(du -sh "$x/jpeg-side256" | cut -f1)"
+  for decode in cpu gpu; do
+    rt timeout 40 $pin "$bin/ringtrain" input-bench jobs/resnet50_synthetic.toml --set data.train="$x/jpeg-side256/train" \
+      --set data.test="$x/jpeg-side256/test" --set data.augment=resized_crop_flip --set data.decode=$decode \
+      --set run.device=$device --threads 8 --batches 16 --warmup 2 2>>"$x/input-bench.err" |
+      sed "s/^{/{\"stage\":\"input_bench\",\"store\":\"side256\",\"decode\":\"$decode\",\"cores\":8,/" >>"$out/results.jsonl"
+    say "input-bench side256 decode=$decode, 8 threads on 8 cores: $(tail -1 "$out/results.jsonl" | grep -oE '"images_per_s":[0-9.]*')"
+  done
+  synthetic224
+  for decode in cpu gpu; do
+    fits "resnet-side256-$decode" 70 && resnet "jpeg-side256-$decode" "$x/jpeg-side256" \
+      --set data.augment=resized_crop_flip --set data.decode=$decode
+  done
 fi
 
 # Eager for every model first, then the compiled mode as the budget allows: a record then holds each model's peer.
