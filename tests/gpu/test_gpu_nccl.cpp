@@ -2,7 +2,8 @@
 // ranks): the communication stream runs after the compute work it depends on and the compute stream after
 // it, a stalled collective ends in FaultError naming the bucket instead of hanging, broadcast works, and a
 // whole optimizer step of a small residual CNN (many buckets, reduced while backward runs) matches the CPU
-// backend's step.
+// backend's step. And, on the host alone: a fault's abort reaches every live communicator, and a collective timeout
+// of 0 sets no deadline.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -11,9 +12,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
+#include "backend/cuda/nccl_communicator.h"
 #include "backend/cuda/nccl_reducer.h"
 #include "common/error.h"
 #include "config/job_config.h"
@@ -383,6 +386,31 @@ TEST_F(NcclReducer, FusingBatchNormWithItsReluOrJoinOn16BitsChangesNoNumber) {
     EXPECT_EQ(a.moves, b.moves) << "gradients";
     EXPECT_EQ(a.states, b.states) << "running statistics";
   }
+}
+
+// Host code only (no device): what a fault on one communicator runs, and the bounded waits' deadline.
+TEST(CommunicatorAbort, AFaultAbortsEveryLiveCommunicatorEvenWhereOneAbortThrows) {
+  int first = 0, second = 0;
+  {
+    backend::CommunicatorAbort a([&] { ++first; });
+    {
+      backend::CommunicatorAbort throwing([] { throw std::runtime_error("already gone"); });
+      backend::CommunicatorAbort b([&] { ++second; });
+      backend::abort_every_communicator();
+    }
+    backend::abort_every_communicator();  // b is gone: a alone
+  }
+  backend::abort_every_communicator();  // none left
+  EXPECT_EQ(first, 2);
+  EXPECT_EQ(second, 1);
+}
+
+TEST(CommunicatorAbort, ACollectiveTimeoutOfZeroSetsNoDeadline) {
+  using Clock = std::chrono::steady_clock;
+  EXPECT_EQ(backend::wait_deadline(0), Clock::time_point::max());
+  const Clock::time_point soon = backend::wait_deadline(2.5);
+  EXPECT_GT(soon, Clock::now() + std::chrono::seconds(2));
+  EXPECT_LT(soon, Clock::now() + std::chrono::seconds(3));
 }
 
 }  // namespace
