@@ -20,7 +20,7 @@ unpack_carried() {
 rt() {
   (
     [ -f .gpurt/env.sh ] && source .gpurt/env.sh
-    [ -d .gpurt/lib ] && export LD_LIBRARY_PATH=$PWD/.gpurt/lib:$LD_LIBRARY_PATH
+    [ -d .gpurt/lib ] && export LD_LIBRARY_PATH=$PWD/.gpurt/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     [ -f .gpurt/cuda-libs.sh ] && source .gpurt/cuda-libs.sh "${bin:-.gpurt/bin}/ringtrain" 2>>"${CUDA_LIBS_LOG:-/dev/null}"
     "$@"
   )

@@ -29,20 +29,28 @@ Usage: compare_pytorch.py [--models fmnist,resnet50] [--precisions fp32,bf16] [-
                           [--warmup 10] [--min-timed-s 0] [--channels-last] [--sgd fused|foreach|default] [--budget-s S]
                           [--device cuda|cpu] [--tiny] [--skip-matmul] [--out results.jsonl]
 """
+import time
+
+T_PROCESS = time.perf_counter()  # before torch's import, which takes seconds of the caller's budget too
+
 import argparse
 import gc
 import json
 import logging
 import math
 import platform
+import signal
 import sys
-import time
 import traceback
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch._dynamo.utils import counters
+
+try:
+    from torch._dynamo.utils import counters
+except ImportError:  # a torch without Dynamo (Debian's 1.13): the compiled modes fail as rows, the rest run
+    counters = None
 
 MODES = ["eager", "eager_benchmark", "compile", "compile_reduce_overhead", "compile_max_autotune"]
 DEFAULT_MODES = "eager"  # what the callers written before issue 38 expect (run_gpu_bench.sh)
@@ -61,18 +69,22 @@ PRIOR_COST_S = {
                         "compile_max_autotune": 120},
     ("cpu", "resnet50"): {"eager": 10, "eager_benchmark": 10, "compile": 300, "compile_reduce_overhead": 200,
                           "compile_max_autotune": 900},
-    ("cuda", "efficientnet_b0"): {"eager": 20, "eager_benchmark": 25, "compile": 200, "compile_reduce_overhead": 120,
+    ("cuda", "efficientnet_b0"): {"eager": 20, "eager_benchmark": 50, "compile": 200, "compile_reduce_overhead": 120,
                                   "compile_max_autotune": 1200},
     ("cuda", "vit_s16"): {"eager": 15, "eager_benchmark": 15, "compile": 120, "compile_reduce_overhead": 80,
                           "compile_max_autotune": 900},
     ("cuda", "convnext_tiny"): {"eager": 20, "eager_benchmark": 20, "compile": 150, "compile_reduce_overhead": 100,
                                 "compile_max_autotune": 900},
-    ("cuda", "mobilenet_v2"): {"eager": 15, "eager_benchmark": 15, "compile": 120, "compile_reduce_overhead": 80,
+    ("cuda", "mobilenet_v2"): {"eager": 15, "eager_benchmark": 40, "compile": 120, "compile_reduce_overhead": 80,
                                "compile_max_autotune": 900},
     ("cpu", "efficientnet_b0"): {"eager": 10, "eager_benchmark": 10, "compile": 300, "compile_reduce_overhead": 200,
                                  "compile_max_autotune": 900},
     ("cpu", "vit_s16"): {"eager": 10, "eager_benchmark": 10, "compile": 200, "compile_reduce_overhead": 150,
                          "compile_max_autotune": 900},
+    ("cpu", "convnext_tiny"): {"eager": 10, "eager_benchmark": 10, "compile": 300, "compile_reduce_overhead": 200,
+                               "compile_max_autotune": 900},
+    ("cpu", "mobilenet_v2"): {"eager": 10, "eager_benchmark": 10, "compile": 200, "compile_reduce_overhead": 150,
+                              "compile_max_autotune": 900},
 }
 
 
@@ -191,8 +203,21 @@ def forward_flops_per_sample(model, shape, device):
         nonlocal total
         total += 2 * m.in_features * out.numel()
 
+    # nn.MultiheadAttention runs its projections through F.multi_head_attention_forward, not as modules: the
+    # q/k/v and output projections (4 D x D per token) and the two products (2 T x T x D) are counted here.
+    # Read from its output (the query's shape), since torchvision passes the inputs by keyword, which hooks miss.
+    def attention_hook(m, _inp, out):
+        nonlocal total
+        attended = out[0]
+        tokens = attended.shape[1] if m.batch_first else attended.shape[0]
+        samples = attended.shape[0] if m.batch_first else attended.shape[1]
+        d = m.embed_dim
+        total += 2 * samples * (4 * tokens * d * d + 2 * tokens * tokens * d)
+
     hooks = [m.register_forward_hook(conv_hook) for m in model.modules() if isinstance(m, nn.Conv2d)]
-    hooks += [m.register_forward_hook(linear_hook) for m in model.modules() if isinstance(m, nn.Linear)]
+    hooks += [m.register_forward_hook(linear_hook) for m in model.modules()
+              if isinstance(m, nn.Linear) and not isinstance(m, nn.modules.linear.NonDynamicallyQuantizableLinear)]
+    hooks += [m.register_forward_hook(attention_hook) for m in model.modules() if isinstance(m, nn.MultiheadAttention)]
     model.eval()
     with torch.no_grad():
         model(torch.zeros((1,) + shape, device=device))
@@ -237,6 +262,7 @@ def matmul_rate(dtype, device, n, reps):
 
 def make_sgd(params, sgd, wanted):
     """(optimizer, implementation used, why it differs from the one wanted or None)."""
+    params = list(params)  # a refused constructor may have drawn a generator dry
     if wanted == "default":
         return torch.optim.SGD(params, **sgd), "default", None
     if wanted == "fused":
@@ -306,7 +332,10 @@ def train(name, precision, mode, args, device):
     if device.type == "cuda":
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
-    skips, skips_before = CudagraphSkips(), counters["inductor"]["cudagraph_skips"]
+    def skipped_graphs():
+        return counters["inductor"]["cudagraph_skips"] if counters is not None else 0
+
+    skips, skips_before = CudagraphSkips(), skipped_graphs()
     skip_log = logging.getLogger("torch._inductor.cudagraph_utils.__cudagraphs")
     skip_log.addHandler(skips)
     try:
@@ -321,7 +350,7 @@ def train(name, precision, mode, args, device):
     finally:
         skip_log.removeHandler(skips)
     # Graphs Inductor ran without CUDA graphs (on the CPU: all of them, with no reason logged).
-    cudagraph_skips = counters["inductor"]["cudagraph_skips"] - skips_before
+    cudagraph_skips = skipped_graphs() - skips_before
     whole_peak = memory_mib(torch.cuda.max_memory_allocated, device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
@@ -373,7 +402,8 @@ def train(name, precision, mode, args, device):
 
 def release(device):
     """Drops the compiled graphs (and their CUDA graph pools) of the mode that ran, so the next starts clean."""
-    torch._dynamo.reset()
+    if counters is not None:
+        torch._dynamo.reset()
     gc.collect()
     if device.type == "cuda":
         torch.cuda.synchronize()
@@ -392,6 +422,10 @@ def estimate_s(device, name, mode, spent):
     return PRIOR_COST_S[(device.type, name)][mode], "guessed"
 
 
+class KilledByTimeout(Exception):
+    pass
+
+
 def table(records):
     lines = [f"{'model':9} {'prec':4} {'layout':6} {'mode':24} {'status':7} {'samples/s':>10} {'step ms':>8} "
              f"{'peak MiB':>9} {'compile s':>9}  note"]
@@ -407,7 +441,7 @@ def table(records):
 
 
 def main():
-    t_start = time.perf_counter()
+    t_start = T_PROCESS
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default="fmnist,resnet50")
     ap.add_argument("--precisions", default="fp32,bf16")
@@ -467,6 +501,15 @@ def main():
             emit({"kind": "matmul", "precision": label, "n": n, "status": "ok",
                   "flops_per_s": matmul_rate(dtype, device, n, reps)})
 
+    # The caller's `timeout` ends this process with SIGTERM: the mode then running is written as failed, and every
+    # later one as skipped, before the table, so a cut-off call still says what ran.
+    killed = []
+
+    def on_sigterm(_signum, _frame):
+        killed.append(time.perf_counter() - t_start)
+        raise KilledByTimeout(f"SIGTERM after {killed[0]:.0f} s (the caller's timeout)")
+
+    signal.signal(signal.SIGTERM, on_sigterm)
     spent = {}
     for name in args.models.split(","):
         for precision in args.precisions.split(","):
@@ -474,7 +517,9 @@ def main():
                 head = {"kind": "train", "framework": "pytorch", "model": name, "precision": precision, "mode": mode,
                         "compile_mode": COMPILE_MODE.get(mode), "channels_last": args.channels_last,
                         "cudnn_benchmark": mode != "eager" if device.type == "cuda" else None}
-                if mode not in modes:
+                if killed:
+                    record = {**head, "status": "skipped", "reason": f"the run was ended {killed[0]:.0f} s in"}
+                elif mode not in modes:
                     why = ("minutes of compile: only when --modes names it" if mode == "compile_max_autotune"
                            else "not in --modes")
                     record = {**head, "status": "skipped", "reason": why}
@@ -498,7 +543,10 @@ def main():
                     except Exception as e:  # a mode that fails is recorded as failed, and the others still run
                         traceback.print_exc()
                         record = {**head, "status": "failed", "reason": f"{type(e).__name__}: {str(e)[:400]}"}
-                    release(device)
+                    try:
+                        release(device)
+                    except Exception as e:  # a sticky CUDA error: this row and the later ones still get written
+                        record["release_error"] = f"{type(e).__name__}: {str(e)[:200]}"
                     spent[(name, mode)] = time.perf_counter() - t0
                     record["mode_wall_s"] = spent[(name, mode)]
                 emit(record)
