@@ -211,7 +211,7 @@ if want pytorch && fits pytorch 60; then
   for mode in eager_benchmark compile_reduce_overhead; do
     fits "pytorch $mode" 40 || continue
     # Its budget counts from its own start, torch's import included; a mode cut off by the timeout is written failed.
-    PYTHONUNBUFFERED=1 timeout $(($(left) - 5)) python3 perf/gpu/compare_pytorch.py \
+    PYTHONUNBUFFERED=1 timeout -k 5 $(($(left) - 10)) python3 perf/gpu/compare_pytorch.py \
       --models vit_s16,efficientnet_b0,convnext_tiny,mobilenet_v2 --precisions bf16 --channels-last --modes $mode \
       --steps 30 --warmup 10 --skip-matmul --budget-s $(($(left) - 20)) --out "$out/pytorch.jsonl" >"$x/pytorch-$mode.log" 2>&1
     say "pytorch $mode exit $?"; grep -E " $mode +(ok|skipped|failed)" "$x/pytorch-$mode.log" | tee -a "$out/summary.txt"
