@@ -158,6 +158,9 @@ void add_use_commands(CLI::App& app, UseCommands& u) {
   u.predict->add_option("--top", p.top, "classes per sample")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   u.predict->add_flag("--logits", p.logits, "also print each sample's logits");
   u.predict->add_option("--device", p.device, "auto | cpu | cuda")->capture_default_str();
+  u.predict->add_option("--precision", p.precision,
+                        "fp32 | tf32 | bf16 | fp16: the arithmetic of the forward pass (default: the checkpoint's "
+                        "train.precision)");
   add_weights_option(u.predict, p.weights);
   u.export_onnx = app.add_subcommand("export", "write a checkpoint's model in inference form as an ONNX file");
   auto& x = u.export_args;

@@ -36,6 +36,7 @@ struct PredictArgs {
   bool logits = false;
   std::string device = "auto";
   std::string weights = "params";
+  std::string precision;  // train.precision for the forward pass; empty: the checkpoint's job's
 };
 int predict(int* argc, char*** argv, const PredictArgs& args);  // initialises MPI (one rank)
 

@@ -132,7 +132,9 @@ int predict_all(dist::World& world, const PredictArgs& args) {
   io::CheckpointData checkpoint = io::read_checkpoint(args.checkpoint);
   // Refused here, before any device is opened or line printed, where the checkpoint lacks the weights asked for.
   train::choose_weights(checkpoint, args.checkpoint, train::weights_named(args.weights));
-  config::JobConfig job = config::parse_job(checkpoint.job_toml, args.checkpoint, {"run.device=" + args.device});
+  std::vector<std::string> overrides{"run.device=" + args.device};
+  if (!args.precision.empty()) overrides.push_back("train.precision=" + args.precision);
+  config::JobConfig job = config::parse_job(checkpoint.job_toml, args.checkpoint, overrides);
   backend::DeviceSetup device = backend::open_device(job, world);
   const train::RunContext run{job, world, *device.backend, false};
   // Set up before the first line, so a model that cannot take images fails with nothing printed.

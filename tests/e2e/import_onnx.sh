@@ -4,7 +4,8 @@
 # ONNX file `ringtrain export` writes of the imported checkpoint; evaluate takes the first model on a split of the
 # images, and refuses (exit 4) the job's own split, which holds no samples. Then a model with an operator import does
 # not map is refused with exit 3 naming the node, and a truncated ONNX file with exit 4 naming the file, each leaving
-# no job file, checkpoint or data behind.
+# no job file, checkpoint or data behind. The first model also predicts with --precision bf16 within 5e-2 of the
+# largest logit, and --precision bf17 is refused with exit 3.
 # Usage: import_onnx.sh RINGTRAIN SOURCE_DIR MODEL:FORM... (FORM: fused | preserve | static, see
 # torch_onnx_models.py)
 set -euo pipefail
@@ -31,6 +32,16 @@ for model in "$@"; do
 done
 
 first=${1/:/-}
+# The forward pass in bf16 (predict --precision, on the CPU twin's bf16 products here): onnxruntime's logits within
+# bf16's bound; a precision that does not exist is refused naming the key.
+"$bin" predict --checkpoint "$work/$first.h5" --precision bf16 --logits --top 1 "$work"/image*.png >"$work/$first-bf16.jsonl"
+"$onnx_python" "$src/tests/e2e/check_import.py" "$work/$first.onnx" "$work/images.npy" "$work/$first-bf16.jsonl" \
+  "$work/$first-exported.onnx" --tolerance 5e-2
+set +e
+"$bin" predict --checkpoint "$work/$first.h5" --precision bf17 "$work/image0.png" >"$work/bf17.log" 2>&1
+rc=$?
+set -e
+[ "$rc" = 3 ] && grep -q "train.precision" "$work/bf17.log" || { cat "$work/bf17.log"; fail "predict --precision bf17: exit $rc"; }
 set +e
 "$bin" evaluate "$work/$first.toml" --checkpoint "$work/$first.h5" >"$work/evaluate.log" 2>&1
 rc=$?
