@@ -9,6 +9,9 @@
 #             whether the two runs end on the same param_checksum)
 #   syncbn    a 2-rank ResNet-20 job with dist.sync_batchnorm_group = 2 and = 0: the losses must differ (the key
 #             reached the GPU backend; on 2026-11-28 they were equal to 16 digits)
+#   import    issue 41: checkpoints `ringtrain import` made of torchvision models (perf/gpu/pack_import_models.sh,
+#             carried as .gpurt/import.tar.xz) predict on the GPU, fp32 and bf16, what onnxruntime computed of the
+#             ONNX files: within 1e-4 and 5e-2 of the largest logit (perf/gpu/compare_logits.py)
 #   models    ResNet-50 bf16 on synthetic tensors (the baseline), then the issue-41 models bf16 on synthetic
 #             224x224 tensors with gpu.candidate_kernels false and true, then each with the candidates under the
 #             layer profile as the budget allows (the speed runs are unprofiled: the profile synchronises each layer)
@@ -32,7 +35,7 @@ cd "$(dirname "$0")/../.."
 out=${1:-${OUT:?usage: measure_pending.sh OUT_DIR (or set OUT)}}
 mkdir -p "$out"
 budget=${BUDGET_S:-560}
-stages=" ${STAGES:-tests graphs syncbn models evalshape jpeg pytorch} "
+stages=" ${STAGES:-tests graphs syncbn import models evalshape jpeg pytorch} "
 t0=$SECONDS
 x=$(mktemp -d)
 bin=${BIN:-.gpurt/bin}
@@ -153,6 +156,28 @@ if want syncbn && fits syncbn 40; then
   differ=false; [ -n "$(loss 0)" ] && [ -n "$(loss 2)" ] && [ "$(loss 0)" != "$(loss 2)" ] && differ=true
   echo "{\"stage\":\"syncbn\",\"check\":\"dist.sync_batchnorm_group changes a GPU job's loss\",\"passed\":$differ,\"loss_group0\":\"$(loss 0)\",\"loss_group2\":\"$(loss 2)\"}" >>"$out/results.jsonl"
   say "$([ $differ = true ] && echo PASS || echo FAIL) sync batch norm reaches the GPU job (losses $(loss 0) and $(loss 2))"
+fi
+
+if want import && fits import 60; then
+  if [ -f .gpurt/import.tar.xz ]; then
+    tar xJf .gpurt/import.tar.xz -C "$x"
+    for h5 in "$x"/import/*.h5; do
+      name=$(basename "$h5" .h5)
+      for precision in fp32 bf16; do
+        tolerance=1e-4; [ "$precision" = bf16 ] && tolerance=5e-2
+        rt timeout 60 mpirun -np 1 "$bin/ringtrain" predict --checkpoint "$h5" --data "$x/import/$name-data" --device "$device" \
+          --precision "$precision" --logits --top 1 "$x"/import/image*.png >"$x/import-$name-$precision.jsonl" \
+          2>"$x/import-$name-$precision.err"
+        rc=$?
+        row=$(python3 perf/gpu/compare_logits.py "$x/import/$name-onnxruntime.npy" "$x/import-$name-$precision.jsonl" \
+          --tolerance "$tolerance" --label "$name $precision on $device" 2>&1)
+        grep '^{' <<<"$row" >>"$out/results.jsonl"
+        say "import $name $precision: predict exit $rc: $row"
+      done
+    done
+  else
+    say "SKIPPED import: .gpurt/import.tar.xz was not carried (perf/gpu/pack_import_models.sh makes it)"
+  fi
 fi
 
 if want models && fits models 120; then
