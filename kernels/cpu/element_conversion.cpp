@@ -1,9 +1,13 @@
 // Owns the CPU's fp32 <-> bf16 / fp16 conversion loops.
 #include "kernels/cpu/element_conversion.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "kernels/cpu/bf16.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/thread_runs.h"
 
 namespace ringtrain::kernels::cpu {
 namespace {
@@ -21,6 +25,18 @@ void float_to_fp16(const float* __restrict x, int64_t n, uint16_t* __restrict y)
     const auto h = static_cast<_Float16>(x[i]);
     std::memcpy(y + i, &h, sizeof h);
   }
+}
+
+// Below this many values a second thread costs more than it converts (a few microseconds to wake).
+constexpr int64_t kValuesPerThread = 1 << 16;
+
+// Calls convert(first, count) for the runs of [0, n) the compute threads take.
+template <class Convert>
+void on_threads(int64_t n, Convert&& convert) {
+  const int64_t runs = std::clamp<int64_t>(n / kValuesPerThread, 1, compute_threads());
+  for_each_thread_run(static_cast<int>(runs), runs, [&](int64_t begin, int64_t end, int) {
+    for (int64_t r = begin; r < end; ++r) convert(n * r / runs, n * (r + 1) / runs - n * r / runs);
+  });
 }
 
 }  // namespace
@@ -41,6 +57,20 @@ void narrow(const float* x, Elements y, void* y_data) {
     case ElementType::bf16: float_to_bf16(x, y.n, static_cast<uint16_t*>(y_data)); break;
     case ElementType::f16: float_to_fp16(x, y.n, static_cast<uint16_t*>(y_data)); break;
   }
+}
+
+void widen_on_threads(Elements x, const void* x_data, float* y) {
+  on_threads(x.n, [&](int64_t first, int64_t count) {
+    widen({count, x.type}, static_cast<const std::byte*>(x_data) + first * static_cast<int64_t>(element_bytes(x.type)),
+          y + first);
+  });
+}
+
+void narrow_on_threads(const float* x, Elements y, void* y_data) {
+  on_threads(y.n, [&](int64_t first, int64_t count) {
+    narrow(x + first, {count, y.type},
+           static_cast<std::byte*>(y_data) + first * static_cast<int64_t>(element_bytes(y.type)));
+  });
 }
 
 }  // namespace ringtrain::kernels::cpu

@@ -13,4 +13,9 @@ void widen(Elements x, const void* x_data, float* y);
 // y (y.type) = the n fp32 values of x, rounded.
 void narrow(const float* x, Elements y, void* y_data);
 
+// The same over the compute threads, for a whole tensor converted outside any parallel region (the backend's fp32
+// views and casts): each thread converts one contiguous run, so the bytes are widen's and narrow's.
+void widen_on_threads(Elements x, const void* x_data, float* y);
+void narrow_on_threads(const float* x, Elements y, void* y_data);
+
 }  // namespace ringtrain::kernels::cpu

@@ -1,7 +1,7 @@
 // Proves the CPU twin's operations on activations stored in bf16 or fp16 (backend/cpu): each gives the bits of the
 // fp32 operation run on the same values widened, with its outputs narrowed, whichever way it meets the 16-bit
 // tensors: element-wise operations a chunk at a time (several chunks and a partial one), the im2col convolution an
-// image at a time, and conversions between the types; which 16-bit types a backend with operand rounding stores;
+// image at a time, and conversions between the types, on one thread or several; which 16-bit types a backend with operand rounding stores;
 // and that its working memory is counted.
 #include <gtest/gtest.h>
 
@@ -11,6 +11,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "kernels/cpu/element_conversion.h"
+#include "kernels/cpu/gemm.h"
 
 using namespace ringtrain;
 using kernels::ElementType;
@@ -113,6 +114,28 @@ TEST_P(CpuStorage, CastsRoundToNearestEvenAndWidenExactly) {
   std::vector<uint16_t> converted(values.size());
   cpu.cast({static_cast<int64_t>(values.size()), type}, bits.data(), other, converted.data());
   EXPECT_EQ(converted, narrowed(stored.wide, other));
+}
+
+// Whole tensors converted on the compute threads (the backend's fp32 views and casts) give the bytes of one
+// conversion, at sizes below, at and past one thread's share, on 1 to 3 threads.
+TEST_P(CpuStorage, ConversionsOnTheComputeThreadsGiveTheBitsOfOneConversion) {
+  const ElementType type = GetParam();
+  const int before = kernels::cpu::compute_threads();
+  for (const int64_t n : {int64_t{1}, int64_t{65535}, int64_t{65537}, int64_t{300001}}) {
+    const std::vector<float> values = normal_floats(static_cast<std::size_t>(n), 11);
+    const Stored stored(values, type);
+    for (const int threads : {1, 2, 3}) {
+      SCOPED_TRACE(::testing::Message() << n << " values on " << threads << " threads");
+      kernels::cpu::set_compute_threads(threads);
+      std::vector<uint16_t> bits(values.size());
+      std::vector<float> wide(values.size());
+      kernels::cpu::narrow_on_threads(values.data(), {n, type}, bits.data());
+      kernels::cpu::widen_on_threads({n, type}, stored.bits.data(), wide.data());
+      EXPECT_EQ(bits, stored.bits);
+      EXPECT_EQ(wide, stored.wide);
+    }
+  }
+  kernels::cpu::set_compute_threads(before);
 }
 
 // A stored activation is already a product's operand only where the operand rounding keeps its values (none, or

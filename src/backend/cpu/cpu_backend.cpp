@@ -124,8 +124,8 @@ void CpuBackend::fill(int64_t n, float value, float* y) { kc::fill(n, value, y);
 void CpuBackend::cast(kernels::Elements from, const void* x, kernels::ElementType to, void* y) {
   if (from.type == to) return copy(from, x, y);
   const kernels::Elements out{from.n, to};
-  if (to == kernels::ElementType::f32) return kc::widen(from, x, static_cast<float*>(y));
-  if (from.type == kernels::ElementType::f32) return kc::narrow(static_cast<const float*>(x), out, y);
+  if (to == kernels::ElementType::f32) return kc::widen_on_threads(from, x, static_cast<float*>(y));
+  if (from.type == kernels::ElementType::f32) return kc::narrow_on_threads(static_cast<const float*>(x), out, y);
   kc::widen(from, x, views_.write(0, out, y));  // between the 16-bit types, through an fp32 copy
   views_.store(0, out, y);
 }

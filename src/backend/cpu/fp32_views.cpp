@@ -9,7 +9,7 @@ const float* Fp32Views::read(int slot, kernels::Elements x, const void* x_data) 
   if (x.type == kernels::ElementType::f32 || !x_data) return static_cast<const float*>(x_data);
   std::vector<float>& copy = copies_[static_cast<std::size_t>(slot)];
   copy.resize(static_cast<std::size_t>(x.n));
-  kernels::cpu::widen(x, x_data, copy.data());
+  kernels::cpu::widen_on_threads(x, x_data, copy.data());
   return copy.data();
 }
 
@@ -22,7 +22,7 @@ float* Fp32Views::write(int slot, kernels::Elements y, void* y_data) {
 
 void Fp32Views::store(int slot, kernels::Elements y, void* y_data) const {
   if (y.type == kernels::ElementType::f32 || !y_data) return;
-  kernels::cpu::narrow(copies_[static_cast<std::size_t>(slot)].data(), y, y_data);
+  kernels::cpu::narrow_on_threads(copies_[static_cast<std::size_t>(slot)].data(), y, y_data);
 }
 
 std::size_t Fp32Views::bytes() const {
