@@ -19,15 +19,17 @@ namespace ringtrain::kernels::cuda {
 // Kernels up to this many rows and columns.
 inline constexpr int kDepthwiseMaxKernel = 7;
 
-// Whether these kernels run s: depthwise with channel multiplier 1, kernel 1..7 x 1..7, stride 1 or 2, and x and y
-// of fewer than 2^31 values each (the kernels index within a tensor in int).
+// Whether these kernels run s: depthwise with channel multiplier 1, kernel 1..7 x 1..7 no larger than the padded
+// input, stride 1 or 2, plain NCHW or NHWC (no channel blocks), and x and y of fewer than 2^31 values each (the
+// kernels index within a tensor in int).
 inline bool depthwise_conv_takes(const Conv2dShape& s) {
   const int64_t planes = int64_t{s.batch} * s.in_channels;
   const int64_t values = std::max(planes * s.in_h * s.in_w, planes * s.out_h() * s.out_w());
   return s.groups == s.in_channels && s.filters == s.in_channels && s.kernel_h >= 1 &&
          s.kernel_h <= kDepthwiseMaxKernel && s.kernel_w >= 1 && s.kernel_w <= kDepthwiseMaxKernel &&
-         (s.stride == 1 || s.stride == 2) && s.padding >= 0 && s.out_h() > 0 && s.out_w() > 0 &&
-         values < (int64_t{1} << 31);
+         (s.stride == 1 || s.stride == 2) && s.padding >= 0 && s.in_h + 2 * s.padding >= s.kernel_h &&
+         s.in_w + 2 * s.padding >= s.kernel_w && s.out_h() > 0 && s.out_w() > 0 && s.in_block == 1 &&
+         s.out_block == 1 && values < (int64_t{1} << 31);
 }
 
 // The scratch each direction wants, placed at the start of its buffer: the weights reordered tap-major (R x S x C
