@@ -6,6 +6,7 @@
 #include "config/job_config.h"
 #include "dist/world.h"
 #include "infer/evaluate.h"
+#include "infer/inference_keys.h"
 #include "train/start_point.h"
 
 namespace ringtrain::commands {
@@ -15,7 +16,7 @@ int evaluate(int* argc, char*** argv, const EvaluateArgs& args) {
   return on_every_rank(world, [&] {
     return with_results_on_stdout([&] {
       config::JobConfig job;
-      world.all_succeed([&] { job = config::load_job(args.job, args.overrides); });
+      world.all_succeed([&] { job = config::load_job(args.job, infer::with_inference_keys(args.overrides)); });
       backend::DeviceSetup device = backend::open_device(job, world);
       const train::RunContext run{job, world, *device.backend, false};
       return infer::evaluate(run, {args.checkpoint, args.data, args.out, train::weights_named(args.weights)});

@@ -9,11 +9,13 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "backend/device_setup.h"
 #include "commands/commands.h"
 #include "commands/on_every_rank.h"
-#include "commands/results_on_stdout.h"
 #include "commands/results_on_stdout.h"
 #include "common/error.h"
 #include "config/job_config.h"
@@ -24,6 +26,7 @@
 #include "data/split_part.h"
 #include "dist/world.h"
 #include "infer/classifier.h"
+#include "infer/inference_keys.h"
 #include "infer/predict_inputs.h"
 #include "infer/top_classes.h"
 #include "infer/training_split.h"
@@ -134,7 +137,8 @@ int predict_all(dist::World& world, const PredictArgs& args) {
   train::choose_weights(checkpoint, args.checkpoint, train::weights_named(args.weights));
   std::vector<std::string> overrides{"run.device=" + args.device};
   if (!args.precision.empty()) overrides.push_back("train.precision=" + args.precision);
-  config::JobConfig job = config::parse_job(checkpoint.job_toml, args.checkpoint, overrides);
+  const config::JobConfig job =
+      config::parse_job(checkpoint.job_toml, args.checkpoint, infer::with_inference_keys(std::move(overrides)));
   backend::DeviceSetup device = backend::open_device(job, world);
   const train::RunContext run{job, world, *device.backend, false};
   // Set up before the first line, so a model that cannot take images fails with nothing printed.

@@ -3,7 +3,8 @@
 # run's last test_loss and test_acc exactly (and with --weights ema its ema_test_loss and ema_test_acc), and on another rank count within rounding,
 # also with its last batch padded to the full batch (gpu.full_eval_batches); the exported ONNX file
 # must pass ONNX's checker and give `predict`'s logits in onnxruntime within 1e-4 on the whole Fashion-MNIST test
-# split (10,000 samples), for the Fashion-MNIST model and a residual model; another model's checkpoint, a damaged one and data of the wrong shape are clear errors.
+# split (10,000 samples), for the Fashion-MNIST model and a residual model; another model's checkpoint, a damaged one and data of the wrong shape are clear errors;
+# a model trained with synchronised batch norm in groups of 2 evaluates and predicts on one rank.
 # Usage: use_trained_model.sh RINGTRAIN SOURCE_DIR DATA_DIR
 set -euo pipefail
 bin=$1 src=$2 data=$3
@@ -78,4 +79,17 @@ expect 5 "cannot be used" "$bin" export --checkpoint "$work/damaged.h5" --onnx "
 "$bin" prepare synthetic --shape 3,8,8 --classes 10 --samples 64 --shards 1 --out "$work/rgb" >/dev/null
 expect 5 "belongs to another model" "$bin" predict --checkpoint "$fm_ckpt" "$work/rgb/test"
 [ ! -e "$work/x.onnx" ] || fail "a failed export left $work/x.onnx"
+
+# ---- a model trained with synchronised batch norm in groups of 2 evaluates (with its job's keys) and predicts on
+# one rank: the training-only keys do not hold a rank count or precision against the commands that run a model
+sync=(--set dist.sync_batchnorm_group=2 --set run.dir="$work/sync")
+mpirun -np 2 --oversubscribe "$bin" train "$src/jobs/fashion_mnist.toml" "${fm[@]}" "${sync[@]}" --set train.epochs=1 \
+  --set train.max_steps_per_epoch=3 --set run.progress_every_s=60 >"$work/sync.log"
+"$bin" evaluate "$src/jobs/fashion_mnist.toml" "${fm[@]}" "${sync[@]}" >"$work/sync-eval.log" 2>&1 ||
+  { cat "$work/sync-eval.log"; fail "evaluate on one rank of a model trained with dist.sync_batchnorm_group = 2"; }
+sync_ckpt=$(ls "$work"/sync/checkpoints/ckpt-s*.h5 | tail -1)
+"$bin" predict --checkpoint "$sync_ckpt" --top 1 --precision bf16 "$data/fmnist/test" >"$work/sync.jsonl" 2>"$work/sync-predict.log" ||
+  { cat "$work/sync-predict.log"; fail "predict of a model trained with dist.sync_batchnorm_group = 2"; }
+[ "$(wc -l <"$work/sync.jsonl")" = 10000 ] || fail "predict of the synchronised model gave $(wc -l <"$work/sync.jsonl") lines"
+echo "ok   a model trained with synchronised batch norm in groups of 2 evaluates and predicts on one rank"
 echo "PASS"
