@@ -110,9 +110,12 @@ void settle_call(ncclComm_t& comm, ncclResult_t result, const char* call, const 
   result = wait_while_in_progress(comm, result, timeout_s);
   if (result == ncclSuccess) return;
   const std::string words = nccl_words(result);  // before the abort, which may overwrite NCCL's last error
+  // Every communicator's owner first: the gradient reducer frees its step graphs before its abort, which NCCL would
+  // otherwise hold up until no graph holds the communicator's work. Then `comm`, if no owner aborted it (one being
+  // made is nobody's yet).
+  abort_every_communicator();
   if (comm) (void)ncclCommAbort(comm);
   comm = nullptr;
-  abort_every_communicator();
   if (result == ncclInProgress)
     throw FaultError(fmt::format("{} did not complete within the {} s collective timeout on {}; a peer rank is "
                                  "probably dead or stalled, so the NCCL communicator was aborted",

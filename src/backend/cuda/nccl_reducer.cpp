@@ -133,9 +133,8 @@ struct NcclGradientReducer::Impl {
 
   // The step graphs go first: NCCL's end of a communicator waits until no graph holds work of it.
   void abort() noexcept {
-    if (!nccl) return;
     backend.drop_step_graphs();
-    (void)ncclCommAbort(nccl);
+    if (nccl) (void)ncclCommAbort(nccl);
     nccl = nullptr;
   }
   [[noreturn]] void fault(const std::string& message) {
