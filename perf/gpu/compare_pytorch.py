@@ -422,8 +422,8 @@ def estimate_s(device, name, mode, spent):
     return PRIOR_COST_S[(device.type, name)][mode], "guessed"
 
 
-class KilledByTimeout(Exception):
-    pass
+class KilledByTimeout(BaseException):
+    """The caller's SIGTERM: a BaseException, so that no `except Exception` inside torch takes it for its own."""
 
 
 def table(records):
@@ -506,6 +506,8 @@ def main():
     killed = []
 
     def on_sigterm(_signum, _frame):
+        if killed:  # a second delivery (timeout signals the process and its group): the first is being handled
+            return
         killed.append(time.perf_counter() - t_start)
         raise KilledByTimeout(f"SIGTERM after {killed[0]:.0f} s (the caller's timeout)")
 
@@ -540,12 +542,14 @@ def main():
                         elif record.get("cudagraph_skips"):
                             record["note"] = (f"Inductor ran {record['cudagraph_skips']} graph(s) without CUDA graphs: "
                                               + "; ".join(record["cudagraph_skip_reasons"]))
-                    except Exception as e:  # a mode that fails is recorded as failed, and the others still run
+                    # A mode that fails is recorded as failed, and the others still run (or, once killed, are
+                    # written as skipped).
+                    except (Exception, KilledByTimeout) as e:
                         traceback.print_exc()
                         record = {**head, "status": "failed", "reason": f"{type(e).__name__}: {str(e)[:400]}"}
                     try:
                         release(device)
-                    except Exception as e:  # a sticky CUDA error: this row and the later ones still get written
+                    except (Exception, KilledByTimeout) as e:  # a sticky CUDA error, or the kill: rows still written
                         record["release_error"] = f"{type(e).__name__}: {str(e)[:200]}"
                     spent[(name, mode)] = time.perf_counter() - t0
                     record["mode_wall_s"] = spent[(name, mode)]
