@@ -30,7 +30,9 @@ def main():
         scale = max(1.0, float(np.max(np.abs(reference))))
         worst = float(np.max(np.abs(predicted - reference))) / scale
         same_top = float(np.mean(np.argmax(predicted, 1) == np.argmax(reference, 1)))
-        row.update(passed=worst <= a.tolerance, largest_logit=scale, worst_relative=worst, same_top1=same_top)
+        finite = bool(np.isfinite(predicted).all())
+        row.update(passed=finite and worst <= a.tolerance, largest_logit=scale, same_top1=same_top,
+                   worst_relative=worst if finite else None, finite=finite)  # JSON has no NaN
     print(json.dumps(row))
     sys.exit(0 if row["passed"] else 1)
 

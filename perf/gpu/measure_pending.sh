@@ -164,6 +164,7 @@ if want import && fits import 60; then
     for h5 in "$x"/import/*.h5; do
       name=$(basename "$h5" .h5)
       for precision in fp32 bf16; do
+        fits "import $name $precision" 15 || continue
         tolerance=1e-4; [ "$precision" = bf16 ] && tolerance=5e-2
         rt timeout 60 mpirun -np 1 "$bin/ringtrain" predict --checkpoint "$h5" --data "$x/import/$name-data" --device "$device" \
           --precision "$precision" --logits --top 1 "$x"/import/image*.png >"$x/import-$name-$precision.jsonl" \
