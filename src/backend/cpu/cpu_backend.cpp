@@ -126,7 +126,7 @@ void CpuBackend::cast(kernels::Elements from, const void* x, kernels::ElementTyp
   const kernels::Elements out{from.n, to};
   if (to == kernels::ElementType::f32) return kc::widen_on_threads(from, x, static_cast<float*>(y));
   if (from.type == kernels::ElementType::f32) return kc::narrow_on_threads(static_cast<const float*>(x), out, y);
-  kc::widen(from, x, views_.write(0, out, y));  // between the 16-bit types, through an fp32 copy
+  kc::widen_on_threads(from, x, views_.write(0, out, y));  // between the 16-bit types, through an fp32 copy
   views_.store(0, out, y);
 }
 void CpuBackend::copy(kernels::Elements n, const void* x, void* y) {
