@@ -43,14 +43,18 @@ StepAction StepGraphPlan::decide(int slot, const StepShape& shape, uint64_t memo
 bool StepGraphPlan::captured(int slot, uint64_t memory_generation_after) {
   Graph& graph = graphs_.at(static_cast<std::size_t>(slot));
   if (memory_generation_after != last_memory_) {
-    graph = Graph{};
-    settled_steps_ = 0;
+    drop(slot);
     return false;
   }
   graph.held = true;
   graph.shape = last_shape_;
   graph.memory = last_memory_;
   return true;
+}
+
+void StepGraphPlan::drop(int slot) {
+  graphs_.at(static_cast<std::size_t>(slot)) = Graph{};
+  settled_steps_ = 0;
 }
 
 void StepGraphPlan::forget() {
@@ -74,7 +78,14 @@ StepAction run_step(StepGraphPlan& plan, model::StepCapturer& capturer, int slot
         capturer.abandon_capture(slot);  // or the stream would stay capturing under whatever runs next
         throw;
       }
-      capturer.end_capture(slot, action == StepAction::recapture);
+      try {
+        capturer.end_capture(slot, action == StepAction::recapture);
+      } catch (...) {
+        // A recapture that could not be instantiated has already replaced the slot's graph: none is left to replay.
+        plan.drop(slot);
+        capturer.drop(slot);
+        throw;
+      }
       if (!plan.captured(slot, capturer.memory_generation())) {
         capturer.drop(slot);
         throw Error(ExitCode::internal,

@@ -44,6 +44,8 @@ class StepGraphPlan {
   // After a capture decided for `slot`: the memory generation once it ended. A capture during which memory moved
   // holds addresses that may be gone, so its graph is dropped (false) and the shape must settle again.
   bool captured(int slot, uint64_t memory_generation_after);
+  // The slot's graph is gone (a capture that could not end or was refused): its next step settles and captures anew.
+  void drop(int slot);
   // Every graph dropped: the next captures start over (after the warm-up).
   void forget();
 

@@ -1,8 +1,8 @@
 // Proves the graphed step's bookkeeping (train/step_graph_plan.h) through a fake capturer that counts what it was
 // asked to do: eager steps through the warm-up, one capture per slot, replays after, a partial last batch run eagerly
 // without losing the full batch's graphs, a recapture when memory moved (an evaluation grew a scratch buffer) or the
-// shape changed for good, a capture that allocated refused rather than replayed, and a capture whose step threw
-// ended rather than left open.
+// shape changed for good, a capture that allocated refused rather than replayed, a capture whose step threw
+// ended rather than left open, and a recapture that could not end leaving no graph behind.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -26,6 +26,7 @@ class FakeCapturer final : public model::StepCapturer {
   void end_capture(int slot, bool replace) override {
     calls.push_back((replace ? "replace" : "end") + std::to_string(slot));
     capturing = false;
+    if (fail_end) throw Error(ExitCode::library, "cudaGraphInstantiate failed");
     ++captures;
   }
   void abandon_capture(int slot) noexcept override {
@@ -43,6 +44,7 @@ class FakeCapturer final : public model::StepCapturer {
 
   uint64_t generation = 7;
   bool allocate_during_capture = false;
+  bool fail_end = false;  // end_capture throws, as an instantiation the runtime refuses does
   bool capturing = false;
   int captures = 0, launches = 0;
   std::vector<std::string> calls;
@@ -144,6 +146,20 @@ TEST_F(StepGraphPlanTest, AStepThatThrowsWhileCapturedEndsTheCaptureAndKeepsNoGr
   EXPECT_FALSE(capturer_.capturing);
   EXPECT_FALSE(plan_.holds_graph(1));
   EXPECT_EQ(capturer_.launches, 0);
+}
+
+TEST_F(StepGraphPlanTest, ARecaptureThatCannotEndKeepsNoGraphForTheSlot) {
+  for (int i = 0; i < 6; ++i) step(kFull);
+  const StepShape soft{{32, 32}, true, {&kImages}};
+  for (int i = 0; i < 3; ++i) step(soft);  // slots 0, 1, 0; the next, slot 1, recaptures
+  capturer_.fail_end = true;
+  EXPECT_THROW(step(soft), Error);
+  EXPECT_EQ(capturer_.calls.back(), "drop1");
+  EXPECT_FALSE(plan_.holds_graph(1));
+  EXPECT_TRUE(plan_.holds_graph(0));
+  capturer_.fail_end = false;
+  EXPECT_EQ(step(kFull), StepAction::replay);  // slot 0's graph is still the one it captured
+  EXPECT_EQ(step(kFull), StepAction::eager);   // slot 1's is gone: it settles again before it captures
 }
 
 TEST_F(StepGraphPlanTest, ForgetDropsEveryGraph) {

@@ -28,6 +28,7 @@ namespace {
 // Bytes held through device_malloc now and at most: the allocator-side peak, comparable with PyTorch's.
 std::atomic<std::size_t> held_bytes{0}, peak_held_bytes{0};
 std::atomic<uint64_t> allocations{0};  // device_malloc calls, for device_allocation_count
+thread_local bool allocations_uncounted = false;  // an UncountedDeviceAllocations lives on this thread
 
 void count_allocation(std::size_t bytes) {
   const std::size_t now = held_bytes.fetch_add(bytes) + bytes;
@@ -40,6 +41,9 @@ void count_allocation(std::size_t bytes) {
 std::size_t device_allocated_peak_bytes() { return peak_held_bytes.load(); }
 
 uint64_t device_allocation_count() { return allocations.load(); }
+
+UncountedDeviceAllocations::UncountedDeviceAllocations() : was_uncounted_(std::exchange(allocations_uncounted, true)) {}
+UncountedDeviceAllocations::~UncountedDeviceAllocations() { allocations_uncounted = was_uncounted_; }
 
 cudaError_t device_free(void* p, std::size_t bytes) {
   if (!p) return cudaSuccess;
@@ -64,7 +68,7 @@ void* device_malloc(std::size_t bytes, const char* what) {
   }
   CUDA_CHECK(rc);
   count_allocation(bytes);
-  allocations.fetch_add(1);
+  if (!allocations_uncounted) allocations.fetch_add(1);
   return p;
 }
 

@@ -76,8 +76,22 @@ void* device_malloc(std::size_t bytes, const char* what);
 cudaError_t device_free(void* p, std::size_t bytes);
 // The most bytes device_malloc's allocations held at once in this process.
 std::size_t device_allocated_peak_bytes();
-// How many allocations device_malloc has made in this process: a captured graph holds addresses, so one that
-// moves after a capture makes the capture stale (gpu.cuda_graphs, step_graphs.h).
+// How many allocations device_malloc has made in this process, outside UncountedDeviceAllocations: a captured graph
+// holds addresses, so one that moves after a capture makes the capture stale (gpu.cuda_graphs, step_graphs.h).
 uint64_t device_allocation_count();
+
+// While one lives, device_malloc on its thread leaves device_allocation_count as it is. For memory no captured step
+// reads: the decoded JPEG batches, normalised into the batch's own buffer before the step is queued
+// (data/device_batch.h), whose decode thread may grow them while the training thread captures a step.
+class UncountedDeviceAllocations {
+ public:
+  UncountedDeviceAllocations();
+  ~UncountedDeviceAllocations();
+  UncountedDeviceAllocations(const UncountedDeviceAllocations&) = delete;
+  UncountedDeviceAllocations& operator=(const UncountedDeviceAllocations&) = delete;
+
+ private:
+  bool was_uncounted_;
+};
 
 }  // namespace ringtrain::backend

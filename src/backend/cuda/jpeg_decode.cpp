@@ -88,6 +88,7 @@ void CudaJpegSlots::keep_bytes(Slot& slot, std::span<const kernels::JpegCrop> sa
 // compute work that read them.
 void CudaJpegSlots::decode(int index, std::span<const kernels::JpegCrop> samples, const model::Shape& sample) {
   CUDA_CHECK(cudaSetDevice(device_));  // the current device is per thread, and this may be a new one
+  const UncountedDeviceAllocations uncounted;  // no captured step reads the samples (cuda_handles.h)
   Slot& slot = at(index);
   if (slot.release_recorded) CUDA_CHECK(cudaStreamWaitEvent(stream_.get(), slot.released.get(), 0));
   keep_bytes(slot, samples);
