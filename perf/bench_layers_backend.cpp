@@ -23,6 +23,7 @@
 #include "kernels/cpu/element_conversion.h"
 #include "model/backend.h"
 #include "model/layers/layers.h"
+#include "perf/bench_registration.h"
 #include "util/clock.h"
 
 namespace ringtrain {
@@ -178,7 +179,11 @@ void BM_BackendLayer(benchmark::State& state, const BackendCase& on, const Layer
   state.SetLabel(layer->describe() + " in " + in.str());
 }
 
-const bool registered = [] {
+}  // namespace
+
+// Called from main(): the cases are layer specs, and the layer kinds register themselves during static
+// initialisation, in an order across files that a static initialiser here could not rely on.
+void register_backend_layer_benchmarks() {
   std::vector<BackendCase> backends = {{"cpu", 4, cpu_backend}};
   if (backend::gpu::built()) {
     // Batch 256 per GPU, as the ResNet-50 job and the PyTorch comparison use.
@@ -198,8 +203,6 @@ const bool registered = [] {
                                    [&b, &l](benchmark::State& s) { BM_BackendLayer(s, b, l); })
           ->UseManualTime()
           ->Unit(benchmark::kMillisecond);
-  return true;
-}();
+}
 
-}  // namespace
 }  // namespace ringtrain

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dist/open_mpi_defaults.h"
+#include "perf/bench_registration.h"
 
 namespace {
 
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
     std::erase_if(args, [](const char* a) { return std::strncmp(a, "--benchmark_out", 15) == 0; });
   int count = static_cast<int>(args.size());
   benchmark::Initialize(&count, args.data());
+  ringtrain::register_backend_layer_benchmarks();
   if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 1;
   if (rank == 0) {
     benchmark::RunSpecifiedBenchmarks();
