@@ -1,12 +1,16 @@
-// Owns the CPU layer normalisation declared in layer_norm.h. Positions are taken in runs of one sample's
-// neighbouring positions: where a layout keeps a channel's positions side by side (NCHW), a run's sums advance
-// channel by channel over contiguous memory, each position still adding its channels in ascending order, so every
-// statistic and output has the bits of kernels/layer_norm.h's one-position loops. Runs, and for the parameter
-// gradients channels, are split among the compute threads, each thing one thread's: the same bits on any count.
+// Owns the CPU layer normalisation declared in layer_norm.h. Positions are taken in runs of neighbouring positions,
+// whose sums advance channel by channel over contiguous memory: in place where a layout keeps a channel's positions
+// side by side (NCHW), over a channel-major copy of the run where it keeps a position's channels side by side (NHWC,
+// transposed by OpenBLAS's omatcopy). Each position still adds its channels in ascending order, so every statistic
+// and output has the bits of kernels/layer_norm.h's one-position loops. Runs, and for the parameter gradients
+// channels, are split among the compute threads, each thing one thread's: the same bits on any count.
 #include "kernels/cpu/layer_norm.h"
+
+#include <cblas.h>
 
 #include <algorithm>
 #include <array>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
@@ -16,8 +20,8 @@ namespace ringtrain::kernels::cpu {
 namespace {
 
 constexpr int64_t kRunPositions = 128;  // a run's per-position sums stay in L1 (2 KB of doubles each)
-// Where a position's channels lie side by side (NHWC), a run of this many positions still gives each of its sums a
-// chain of its own to advance, so that the chains' additions overlap instead of waiting on one another.
+// Where a position's channels lie side by side (NHWC), a run of this many positions: two AVX-512 registers of double
+// sums, whose copy (C x 16 floats) stays in L1 at transformer widths.
 constexpr int64_t kInterleavedPositions = 16;
 
 // Runs of positions [first, first + count) of sample n, each one thread's.
@@ -25,7 +29,14 @@ struct PositionRun {
   int64_t n, first, count;
 };
 
-// How a tensor is cut into runs of one sample's neighbouring positions: long ones where a channel's positions lie side
+// Where a position's channels lie side by side (NHWC), every sample's positions follow the previous sample's: the
+// tensor is one sample of N x HW positions, so that runs cross samples and none is cut short at a sample's end.
+Planes positions_in_order(Planes p, ActivationLayout layout) {
+  if (layout == ActivationLayout::nhwc) p.hw *= std::exchange(p.n, 1);
+  return p;
+}
+
+// How a tensor is cut into runs of one sample's neighbouring positions (any sample's, in NHWC): long ones where a channel's positions lie side
 // by side (NCHW), short ones where a position's channels do (NHWC).
 struct RunGrid {
   Planes p;
@@ -33,10 +44,10 @@ struct RunGrid {
   int64_t run_positions, runs_per_sample;
 
   RunGrid(const Planes& planes, ActivationLayout layout)
-      : p(planes),
-        st(plane_strides(planes, layout)),
+      : p(positions_in_order(planes, layout)),
+        st(plane_strides(p, layout)),
         run_positions(st.position == 1 ? kRunPositions : kInterleavedPositions),
-        runs_per_sample((planes.hw + run_positions - 1) / run_positions) {}
+        runs_per_sample((p.hw + run_positions - 1) / run_positions) {}
 
   int64_t runs() const { return p.n * runs_per_sample; }
   PositionRun run(int64_t r) const {
@@ -50,50 +61,98 @@ struct RunGrid {
   int64_t stat(const PositionRun& r, int64_t i) const { return r.n * p.hw + r.first + i; }
 };
 
+// A run's values of one tensor as rows of channels: position i's value in channel c at data[c * stride + i].
+struct ChannelRows {
+  const float* data;
+  int64_t stride;
+  float operator()(int64_t c, int64_t i) const { return data[c * stride + i]; }
+};
+
+// Where a channel's positions lie side by side (NCHW), the run's own memory; else (NHWC) the run's values copied into
+// `scratch` in that order, kInterleavedPositions to a channel (zeros past the run's end), so that the sums over each position's channels advance over contiguous memory in both
+// layouts, each position still adding its channels in ascending order.
+ChannelRows channel_rows(const RunGrid& g, const PositionRun& r, const float* v, std::vector<float>& scratch) {
+  if (g.st.position == 1) return {v + g.at(r, 0, 0), g.st.channel};
+  scratch.resize(static_cast<size_t>(g.p.c * kInterleavedPositions));
+  if (r.count < kInterleavedPositions) std::fill(scratch.begin(), scratch.end(), 0.0f);  // the lanes past the run
+  cblas_somatcopy(CblasRowMajor, CblasTrans, static_cast<blasint>(r.count), static_cast<blasint>(g.p.c), 1.0f,
+                  v + g.at(r, 0, 0), static_cast<blasint>(g.st.position), scratch.data(), kInterleavedPositions);
+  return {scratch.data(), kInterleavedPositions};
+}
+
+// Calls f(c, i, e) for each element e of the run, in memory order, so that element-wise loops run over contiguous
+// memory in both layouts.
+template <class F>
+void for_each_element(const RunGrid& g, const PositionRun& r, F&& f) {
+  if (g.st.position == 1) {
+    for (int64_t c = 0; c < g.p.c; ++c) {
+      const int64_t row = g.at(r, c, 0);
+      for (int64_t i = 0; i < r.count; ++i) f(c, i, row + i);
+    }
+  } else {
+    for (int64_t i = 0; i < r.count; ++i) {
+      const int64_t row = g.at(r, 0, i);
+      for (int64_t c = 0; c < g.p.c; ++c) f(c, i, row + c);
+    }
+  }
+}
+
+// The copies channel_rows makes, one pair per compute thread.
+struct RunScratch {
+  std::vector<float> first, second;
+};
+
 template <class Body>
 void for_each_run(const RunGrid& grid, Body&& body) {
   for_each_thread_run(compute_threads(), grid.runs(), [&](int64_t begin, int64_t end, int) {
-    for (int64_t r = begin; r < end; ++r) body(grid.run(r));
+    thread_local RunScratch scratch;
+    for (int64_t r = begin; r < end; ++r) body(grid.run(r), scratch);
   });
 }
 
+// Lanes: the positions the sums advance together, kInterleavedPositions over channel_rows' copy (NHWC), where a
+// number the compiler knows keeps the sums in registers; 0: the run's own count (NCHW).
+template <int64_t Lanes>
 void forward_run(const RunGrid& g, const PositionRun& r, float epsilon, const float* x, const LayerNormTensors& t,
-                 float* y) {
+                 float* y, RunScratch& scratch) {
+  const ChannelRows xs = channel_rows(g, r, x, scratch.first);
+  const int64_t lanes = Lanes > 0 ? Lanes : r.count;
   std::array<double, kRunPositions> sum{}, squares{};
   for (int64_t c = 0; c < g.p.c; ++c)
-    for (int64_t i = 0; i < r.count; ++i) sum[i] += x[g.at(r, c, i)];
-  for (int64_t i = 0; i < r.count; ++i) sum[i] = layer_norm_mean(sum[i], g.p.c);  // now each position's mean
+    for (int64_t i = 0; i < lanes; ++i) sum[i] += xs(c, i);
+  for (int64_t i = 0; i < lanes; ++i) sum[i] = layer_norm_mean(sum[i], g.p.c);  // now each position's mean
   for (int64_t c = 0; c < g.p.c; ++c)
-    for (int64_t i = 0; i < r.count; ++i) squares[i] += layer_norm_squared_deviation(x[g.at(r, c, i)], sum[i]);
+    for (int64_t i = 0; i < lanes; ++i) squares[i] += layer_norm_squared_deviation(xs(c, i), sum[i]);
   std::array<LayerNormStats, kRunPositions> stats;
   for (int64_t i = 0; i < r.count; ++i) {
     stats[i] = layer_norm_stats_of(sum[i], squares[i], g.p.c, epsilon);
     t.mean[g.stat(r, i)] = stats[i].mean, t.rstd[g.stat(r, i)] = stats[i].rstd;
   }
-  for (int64_t c = 0; c < g.p.c; ++c)
-    for (int64_t i = 0; i < r.count; ++i) {
-      const int64_t e = g.at(r, c, i);
-      y[e] = layer_norm_output(x[e], stats[i], t.gamma[c], t.beta[c]);
-    }
+  for_each_element(g, r, [&](int64_t c, int64_t i, int64_t e) {
+    y[e] = layer_norm_output(x[e], stats[i], t.gamma[c], t.beta[c]);
+  });
 }
 
+template <int64_t Lanes>  // as forward_run's
 void input_gradient_run(const RunGrid& g, const PositionRun& r, const float* x, const float* dy,
-                        const LayerNormTensors& t, float* dx) {
-  std::array<LayerNormStats, kRunPositions> stats;
-  std::array<LayerNormGradientSums, kRunPositions> sums{};
+                        const LayerNormTensors& t, float* dx, RunScratch& scratch) {
+  const ChannelRows xs = channel_rows(g, r, x, scratch.first), dys = channel_rows(g, r, dy, scratch.second);
+  const int64_t lanes = Lanes > 0 ? Lanes : r.count;
+  std::array<LayerNormStats, kRunPositions> stats;  // mean 0, rstd 1 in the lanes past the run
   for (int64_t i = 0; i < r.count; ++i) stats[i] = {t.mean[g.stat(r, i)], t.rstd[g.stat(r, i)]};
+  // The two sums of each position in arrays of their own, so that the additions vectorise over positions.
+  std::array<double, kRunPositions> g_sums{}, g_xhat_sums{};
   for (int64_t c = 0; c < g.p.c; ++c)
-    for (int64_t i = 0; i < r.count; ++i) {
-      const int64_t e = g.at(r, c, i);
-      add_layer_norm_gradient_terms(sums[i], x[e], dy[e], t.gamma[c], stats[i]);
+    for (int64_t i = 0; i < lanes; ++i) {
+      LayerNormGradientSums sums{g_sums[i], g_xhat_sums[i]};
+      add_layer_norm_gradient_terms(sums, xs(c, i), dys(c, i), t.gamma[c], stats[i]);
+      g_sums[i] = sums.g, g_xhat_sums[i] = sums.g_xhat;
     }
   std::array<LayerNormGradientMeans, kRunPositions> means;
-  for (int64_t i = 0; i < r.count; ++i) means[i] = layer_norm_gradient_means_of(sums[i], g.p.c);
-  for (int64_t c = 0; c < g.p.c; ++c)
-    for (int64_t i = 0; i < r.count; ++i) {
-      const int64_t e = g.at(r, c, i);
-      dx[e] = layer_norm_input_gradient(x[e], dy[e], t.gamma[c], stats[i], means[i]);
-    }
+  for (int64_t i = 0; i < r.count; ++i) means[i] = layer_norm_gradient_means_of({g_sums[i], g_xhat_sums[i]}, g.p.c);
+  for_each_element(g, r, [&](int64_t c, int64_t i, int64_t e) {
+    dx[e] = layer_norm_input_gradient(x[e], dy[e], t.gamma[c], stats[i], means[i]);
+  });
 }
 
 // dgamma and dbeta for channels [first, end): each channel's terms added over samples, then positions, in order;
@@ -101,20 +160,24 @@ void input_gradient_run(const RunGrid& g, const PositionRun& r, const float* x, 
 void parameter_gradients(const Planes& p, PlaneStrides st, int64_t first, int64_t end, const float* x,
                          const float* dy, const LayerNormTensors& t, float* dgamma, float* dbeta) {
   std::vector<double> gamma_sum(static_cast<size_t>(end - first)), beta_sum(gamma_sum.size());
-  const auto add = [&](int64_t n, int64_t i, int64_t c) {
+  // Element e (channel c) of position i of sample n.
+  const auto add = [&](int64_t n, int64_t i, int64_t c, int64_t e) {
     const LayerNormStats s{t.mean[n * p.hw + i], t.rstd[n * p.hw + i]};
-    const int64_t e = n * p.c * p.hw + c * st.channel + i * st.position;
     gamma_sum[static_cast<size_t>(c - first)] += layer_norm_gamma_gradient_term(x[e], dy[e], s);
     beta_sum[static_cast<size_t>(c - first)] += dy[e];
   };
   if (st.position == 1) {
     for (int64_t c = first; c < end; ++c)
-      for (int64_t n = 0; n < p.n; ++n)
-        for (int64_t i = 0; i < p.hw; ++i) add(n, i, c);
+      for (int64_t n = 0; n < p.n; ++n) {
+        const int64_t row = n * p.c * p.hw + c * st.channel;
+        for (int64_t i = 0; i < p.hw; ++i) add(n, i, c, row + i);
+      }
   } else {
     for (int64_t n = 0; n < p.n; ++n)
-      for (int64_t i = 0; i < p.hw; ++i)
-        for (int64_t c = first; c < end; ++c) add(n, i, c);
+      for (int64_t i = 0; i < p.hw; ++i) {
+        const int64_t row = n * p.c * p.hw + i * st.position;
+        for (int64_t c = first; c < end; ++c) add(n, i, c, row + c);
+      }
   }
   for (int64_t c = first; c < end; ++c) {
     dgamma[c] += static_cast<float>(gamma_sum[static_cast<size_t>(c - first)]);
@@ -127,15 +190,26 @@ void parameter_gradients(const Planes& p, PlaneStrides st, int64_t first, int64_
 void layer_norm_forward(const Planes& p, ActivationLayout layout, float epsilon, const float* x,
                         const LayerNormTensors& t, float* y) {
   const RunGrid grid(p, layout);
-  for_each_run(grid, [&](const PositionRun& r) { forward_run(grid, r, epsilon, x, t, y); });
+  for_each_run(grid, [&](const PositionRun& r, RunScratch& s) {
+    if (grid.st.position == 1)
+      forward_run<0>(grid, r, epsilon, x, t, y, s);
+    else
+      forward_run<kInterleavedPositions>(grid, r, epsilon, x, t, y, s);
+  });
 }
 
 void layer_norm_backward(const Planes& p, ActivationLayout layout, const float* x, const float* dy,
                          const LayerNormTensors& t, float* dx, float* dgamma, float* dbeta) {
   const RunGrid grid(p, layout);
-  if (dx) for_each_run(grid, [&](const PositionRun& r) { input_gradient_run(grid, r, x, dy, t, dx); });
+  if (dx)
+    for_each_run(grid, [&](const PositionRun& r, RunScratch& s) {
+      if (grid.st.position == 1)
+        input_gradient_run<0>(grid, r, x, dy, t, dx, s);
+      else
+        input_gradient_run<kInterleavedPositions>(grid, r, x, dy, t, dx, s);
+    });
   for_each_thread_run(compute_threads(), p.c, [&](int64_t first, int64_t end, int) {
-    parameter_gradients(p, grid.st, first, end, x, dy, t, dgamma, dbeta);
+    parameter_gradients(grid.p, grid.st, first, end, x, dy, t, dgamma, dbeta);
   });
 }
 
