@@ -141,7 +141,12 @@ std::vector<BackendCase> backend_cases() {
           // gpu.candidate_kernels: our kernels not yet proven on a GPU, in each layout they serve.
           {"cuda_fp32_candidate", true, "", [] { return gpu_backend(config::Precision::fp32, false, false, true, true); }},
           {"cuda_bf16_nhwc_candidate", true, "bf16",
-           [] { return gpu_backend(config::Precision::bf16, false, true, true, true); }, ElementType::bf16}};
+           [] { return gpu_backend(config::Precision::bf16, false, true, true, true); }, ElementType::bf16},
+          // The candidate kernels' other instantiations: 16-bit values NCHW, and fp16.
+          {"cuda_bf16_stored_candidate", true, "bf16",
+           [] { return gpu_backend(config::Precision::bf16, false, false, true, true); }, ElementType::bf16},
+          {"cuda_fp16_nhwc_candidate", true, "fp16",
+           [] { return gpu_backend(config::Precision::fp16, false, true, true, true); }, ElementType::f16}};
 }
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
