@@ -2,7 +2,8 @@
 # Owns the A/B comparison of ringtrain-bench builds on a noisy host: alternating the binaries round by round puts
 # them under the same drift of load, which a before-run and an after-run apart would not share.
 #   perf/alternate_bench.sh ROUNDS FILTER BINARY...
-# Each binary in turn per round (taskset -c 1, three repetitions), its median ms per round, then each binary's min
+# Each binary in turn per round (taskset -c 1, three repetitions), its median per round in the benchmark's own time
+# unit (give FILTER one benchmark: each median found joins the list), then each binary's min
 # and median over the rounds, on stdout (records keep that output as a .txt beside their .md).
 rounds=$1; filter=$2; shift 2
 declare -A all

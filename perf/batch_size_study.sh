@@ -18,7 +18,8 @@
 #     --target-acc A                   report the epoch each run first reached test accuracy A
 #     --out DIR                        one run directory per run, their logs, report.md/.png
 #                                      (default runs/batch-study-<date>); runs already finished there are kept
-# RT_BIN: the ringtrain binary (default build/bin/ringtrain); RT_PYTHON: Python with matplotlib for the report.
+# RT_BIN: the ringtrain binary (default build/bin/ringtrain); RT_PYTHON: Python with matplotlib for the report
+# (default Debian's /usr/bin/python3, which python3-matplotlib serves).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
@@ -101,5 +102,5 @@ done
 good=()
 for run in "${runs[@]}"; do [ -f "$run/study-done" ] && good+=("$run"); done
 [ ${#good[@]} -gt 0 ] || { echo "batch_size_study.sh: no run finished" >&2; exit 1; }
-"${RT_PYTHON:-python3}" "$src/perf/scaling_report.py" --x global_batch ${target:+--target-acc "$target"} \
+"${RT_PYTHON:-/usr/bin/python3}" "$src/perf/scaling_report.py" --x global_batch ${target:+--target-acc "$target"} \
   --out "$out/report" "${good[@]}"

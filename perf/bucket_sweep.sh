@@ -4,7 +4,8 @@
 # reductions' total, data wait and throughput from each run's epoch record. REPEATS runs per cell (the median
 # is kept: the machine may be shared).
 # Usage: perf/bucket_sweep.sh [BUILD_DIR] [STEPS] [REPEATS] [BUCKETS...]   (data: data/fmnist, made if missing)
-# REDUCERS="nonblocking thread nonblocking_tree" picks the arms; nonblocking_tree is the nonblocking reducer
+# REDUCERS="nonblocking thread nonblocking_tree" picks the arms (any dist.reducer value, e.g. shared, the one
+# dist.reducer = "auto" takes on one node); nonblocking_tree is the nonblocking reducer
 # with Open MPI's own choice of MPI_Iallreduce algorithm for in-place buffers (its binomial tree) in place of
 # the ring ringtrain sets (dist/open_mpi_defaults.cpp).
 set -euo pipefail

@@ -9,13 +9,14 @@
 # Every rate is also given per CPU-second of the process, which holds on a shared machine.
 #   perf/jpeg_input_cpu.sh OUT_DIR [PHOTOS_DIR] [TF_PYTHON]      (PIPELINE_ONLY=1: part 1 alone, a few minutes)
 # PHOTOS_DIR: a tree from scripts/make_jpeg_folder.py (made here, 2,000 photos, when absent); TF_PYTHON: a python with
-# TensorFlow (default .venv-compare/bin/python3, from scripts/install_deps.sh --comparison).
+# TensorFlow (default .venv-compare/bin/python3, from scripts/install_deps.sh --comparison); BUILD_DIR the build
+# folder whose bin/ringtrain runs (default build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 photos=${2:-$out/photos}
 tf_python=${3:-.venv-compare/bin/python3}
-bin=build/bin/ringtrain
+bin=${BUILD_DIR:-build}/bin/ringtrain
 py=/usr/bin/python3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

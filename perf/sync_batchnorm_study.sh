@@ -4,12 +4,12 @@
 # dist.sync_batchnorm_group = 8, and 1 rank x 32 — with the same seed, learning rate (linear scaling from the job's
 # 0.05 at 128) and steps; per epoch the test accuracy and loss of each, as epochs.jsonl (one line per run and epoch),
 # a Markdown table and a plot. Epochs are cut to STEPS steps (default 300) so the study fits a few minutes on a
-# small host; EPOCHS (default 4).
+# small host; EPOCHS (default 4); BUILD_DIR the build folder whose bin/ringtrain runs (default build).
 #   perf/sync_batchnorm_study.sh OUT_DIR
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mkdir -p "$1" && cd "$1" && pwd)
-bin=$PWD/build/bin/ringtrain
+bin=$(realpath "${BUILD_DIR:-build}")/bin/ringtrain
 steps=${STEPS:-300} epochs=${EPOCHS:-4}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
