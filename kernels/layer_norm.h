@@ -32,9 +32,12 @@ struct LayerNormStats {
 RT_HOST_DEVICE inline double layer_norm_mean(double sum, int64_t channels) {
   return sum / static_cast<double>(channels);
 }
-RT_HOST_DEVICE inline double layer_norm_squared_deviation(float x, double mean) {
+// squares + (x - mean)^2 in one rounding (a fused multiply-add), written out: compilers fuse the multiply and the
+// add on their own where the target has the instruction (the CPU twin's -march=native, nvcc) and not elsewhere (a
+// test's build), which would give the definition two sets of bits.
+RT_HOST_DEVICE inline double layer_norm_add_squared_deviation(double squares, float x, double mean) {
   const double d = x - mean;
-  return d * d;
+  return fma(d, d, squares);
 }
 RT_HOST_DEVICE inline LayerNormStats layer_norm_stats_of(double mean, double squares, int64_t channels,
                                                          float epsilon) {
@@ -49,7 +52,7 @@ RT_HOST_DEVICE LayerNormStats layer_norm_stats(int64_t channels, float epsilon, 
   for (int64_t c = 0; c < channels; ++c) sum += value(c);
   const double mean = layer_norm_mean(sum, channels);
   double squares = 0;
-  for (int64_t c = 0; c < channels; ++c) squares += layer_norm_squared_deviation(value(c), mean);
+  for (int64_t c = 0; c < channels; ++c) squares = layer_norm_add_squared_deviation(squares, value(c), mean);
   return layer_norm_stats_of(mean, squares, channels, epsilon);
 }
 

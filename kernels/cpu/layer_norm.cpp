@@ -36,8 +36,8 @@ Planes positions_in_order(Planes p, ActivationLayout layout) {
   return p;
 }
 
-// How a tensor is cut into runs of one sample's neighbouring positions (any sample's, in NHWC): long ones where a channel's positions lie side
-// by side (NCHW), short ones where a position's channels do (NHWC).
+// How a tensor is cut into runs of neighbouring positions: long runs within a sample where a channel's positions lie
+// side by side (NCHW); short runs, across samples' boundaries, where a position's channels do (NHWC).
 struct RunGrid {
   Planes p;
   PlaneStrides st;
@@ -69,8 +69,10 @@ struct ChannelRows {
 };
 
 // Where a channel's positions lie side by side (NCHW), the run's own memory; else (NHWC) the run's values copied into
-// `scratch` in that order, kInterleavedPositions to a channel (zeros past the run's end), so that the sums over each position's channels advance over contiguous memory in both
-// layouts, each position still adding its channels in ascending order.
+// `scratch` in that order, kInterleavedPositions to a channel (zeros past the run's end). So the sums over each
+// position's channels advance over contiguous memory in both layouts, each position still adding its channels in
+// ascending order. omatcopy multiplies by alpha = 1 as it copies, which keeps every value the sums read: they widen
+// each to double first, and that quiets a signalling NaN (and flushes a denormal under FTZ/DAZ) as the copy does.
 ChannelRows channel_rows(const RunGrid& g, const PositionRun& r, const float* v, std::vector<float>& scratch) {
   if (g.st.position == 1) return {v + g.at(r, 0, 0), g.st.channel};
   scratch.resize(static_cast<size_t>(g.p.c * kInterleavedPositions));
@@ -97,7 +99,7 @@ void for_each_element(const RunGrid& g, const PositionRun& r, F&& f) {
   }
 }
 
-// The copies channel_rows makes, one pair per compute thread.
+// The copies channel_rows makes: each thread's own, kept from one call to the next.
 struct RunScratch {
   std::vector<float> first, second;
 };
@@ -122,7 +124,7 @@ void forward_run(const RunGrid& g, const PositionRun& r, float epsilon, const fl
     for (int64_t i = 0; i < lanes; ++i) sum[i] += xs(c, i);
   for (int64_t i = 0; i < lanes; ++i) sum[i] = layer_norm_mean(sum[i], g.p.c);  // now each position's mean
   for (int64_t c = 0; c < g.p.c; ++c)
-    for (int64_t i = 0; i < lanes; ++i) squares[i] += layer_norm_squared_deviation(xs(c, i), sum[i]);
+    for (int64_t i = 0; i < lanes; ++i) squares[i] = layer_norm_add_squared_deviation(squares[i], xs(c, i), sum[i]);
   std::array<LayerNormStats, kRunPositions> stats;
   for (int64_t i = 0; i < r.count; ++i) {
     stats[i] = layer_norm_stats_of(sum[i], squares[i], g.p.c, epsilon);

@@ -135,7 +135,7 @@ __global__ void layer_norm_rows_forward_kernel(int64_t rows, int channels, float
     for (int k = 0; k < kRowPacks<V>; ++k)
       if (at.lane + 32 * k < packs)
 #pragma unroll
-        for (int r = 0; r < V; ++r) squares += layer_norm_squared_deviation(v[k][r], mean);
+        for (int r = 0; r < V; ++r) squares = layer_norm_add_squared_deviation(squares, v[k][r], mean);
     const LayerNormStats s = layer_norm_stats_of(mean, warp_sum(squares), channels, epsilon);
     if (at.lane == 0) t.mean[row] = s.mean, t.rstd[row] = s.rstd;
     store_row<V>(y, row, channels, at.lane,

@@ -112,13 +112,15 @@ TEST_P(LayerNormCpu, FollowsTheDefinitionWithTheSameBitsOnOneThreadAndThree) {
   EXPECT_EQ(three.dbeta, one.dbeta);
 }
 
-// 17 tokens (ViT-S at 64x64), a run and a ragged second (300 positions), one position (the class token's norm).
+// 17 tokens (ViT-S at 64x64), a run and a ragged second (300 positions), one position (the class token's norm);
+// in NHWC also fewer positions in all than one run takes.
 INSTANTIATE_TEST_SUITE_P(Shapes, LayerNormCpu,
                          ::testing::Values(Case{5, 48, 17, ActivationLayout::nchw},
                                            Case{2, 24, 300, ActivationLayout::nchw},
                                            Case{3, 40, 1, ActivationLayout::nchw},
                                            Case{5, 48, 17, ActivationLayout::nhwc},
-                                           Case{2, 24, 300, ActivationLayout::nhwc}));
+                                           Case{2, 24, 300, ActivationLayout::nhwc},
+                                           Case{3, 40, 1, ActivationLayout::nhwc}));
 
 }  // namespace
 }  // namespace ringtrain::kernels::cpu
