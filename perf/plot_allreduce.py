@@ -10,7 +10,10 @@ import statistics
 import sys
 from collections import defaultdict
 
-import matplotlib
+if __name__ == "__main__" and len(sys.argv) != 3:
+    sys.exit(__doc__)
+
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -50,6 +53,4 @@ def main(path, out):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
     main(sys.argv[1], sys.argv[2])
