@@ -123,8 +123,8 @@ Section<Data> data_keys() {
                        "where a JPEG split's images are decoded: auto (cpu: on an H200 with 8 cores, ResNet-50 bf16 from "
                        "side-256 shards kept 100 % of its synthetic rate decoding on the CPU, 80 % on the GPU) "
                        "| cpu (the loader threads, libjpeg-turbo, only the crop) | gpu (the backend: nvJPEG on a GPU, "
-                       "the whole photo, then the crop; the loader threads only read; on the CPU twin, libjpeg-turbo "
-                       "on the step's thread)"),
+                       "the whole photo, then the crop; the loader threads only read; on the CPU twin, libjpeg-turbo: "
+                       "in training on a decode thread one batch ahead, in evaluation on the step's thread)"),
           choice<Data>("normalize", &Data::normalize,
                        {{"auto", NormalizeOn::auto_detect}, {"loader", NormalizeOn::loader},
                         {"device", NormalizeOn::device}},
