@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -183,6 +184,13 @@ void read_optimizer_state(hid_t file, CheckpointData& d, bool crc) {
 }  // namespace
 
 std::string checkpoint_name(int64_t global_step) { return fmt::format("ckpt-s{:09}.h5", global_step); }
+
+int64_t checkpoint_number(const fs::path& path) {
+  const std::string name = path.filename().string();
+  int64_t number = -1;
+  const auto [end, error] = std::from_chars(name.data() + 6, name.data() + name.size() - 3, number);
+  return error == std::errc{} && end == name.data() + name.size() - 3 ? number : -1;
+}
 
 bool is_checkpoint_name(const std::string& name) {
   // "ckpt-s" + 9 or more digits + ".h5", nothing else.

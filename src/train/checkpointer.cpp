@@ -26,7 +26,14 @@ Checkpointer::Checkpointer(const RunContext& run, model::Network& net, model::Op
       versions_json_(std::move(versions_json)),
       last_(last.empty() ? "none" : last),
       watchdog_(watchdog),
-      trace_(trace) {}
+      trace_(trace) {
+  run_.world.all_succeed([&] {
+    if (!run_.root()) return;
+    const auto found = io::list_checkpoints(run_.job.run.dir / "checkpoints");
+    if (!found.empty()) highest_name_ = io::checkpoint_number(found.back());
+  });
+  MPI_CHECK(MPI_Bcast(&highest_name_, 1, MPI_INT64_T, 0, run_.world.comm()));
+}
 
 uint64_t Checkpointer::agreed_checksum(const std::string& when, int64_t global_step) {
   return agreed(net_.params(), "parameters", when, global_step);
@@ -77,8 +84,9 @@ void Checkpointer::save(const Resumable& next, int64_t global_step) {
   std::vector<float> all_states(run_.root() ? static_cast<size_t>(count) * static_cast<size_t>(ranks) : 0);
   MPI_CHECK(MPI_Gather(state.states.data(), count, MPI_FLOAT, all_states.data(), count, MPI_FLOAT, 0, run_.world.comm()));
   const int64_t done = next.next_epoch * plan_.steps + next.next_step;
+  highest_name_ = std::max(done, highest_name_ + 1);
   const std::filesystem::path dir = run_.job.run.dir / "checkpoints";
-  const std::filesystem::path path = dir / io::checkpoint_name(done);
+  const std::filesystem::path path = dir / io::checkpoint_name(highest_name_);
   run_.world.all_succeed([&] {
     if (!run_.root()) return;
     io::CheckpointData d;

@@ -38,7 +38,8 @@ class Checkpointer {
   // The same for the weights' moving average (train.ema_decay), which every rank computes from the same
   // parameters; "" where the run keeps none.
   std::string agreed_ema_checksum(const std::string& when, int64_t global_step);
-  // Writes <run.dir>/checkpoints/ckpt-s<steps done>.h5; every rank gets the same error if it fails.
+  // Writes <run.dir>/checkpoints/ckpt-s<steps done>.h5 (or, where run.dir holds a higher number, the number after it);
+  // every rank gets the same error if it fails.
   void save(const Resumable& next, int64_t global_step);
   const std::string& last() const { return last_; }
   void set_loss_scaler(const LossScaler* scaler) { loss_scaler_ = scaler; }  // fp16: its state is saved too
@@ -53,6 +54,10 @@ class Checkpointer {
   model::Optimizer& optimizer_;
   EpochPlan plan_;
   std::string run_id_, versions_json_, last_;
+  // The highest number a checkpoint name in run.dir carries (-1: none), the same on every rank. A checkpoint is
+  // named by its global step, but after a resume on a world with fewer steps per epoch the count restarts below the
+  // names already there; the newest must still sort last, as --resume and the keep-N cleanup take it by name.
+  int64_t highest_name_ = -1;
   dist::Watchdog& watchdog_;
   obs::Trace* trace_;
   const LossScaler* loss_scaler_ = nullptr;

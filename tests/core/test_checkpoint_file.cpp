@@ -212,6 +212,13 @@ TEST(CheckpointFile, AnArrayThatLostItsCrcIsRefusedWhereTheFileSaysItHadOne) {
   EXPECT_FALSE(io::read_checkpoint(path).crc_verified);
 }
 
+// The number a checkpoint's name carries: what the checkpointer continues from after a resume.
+TEST(CheckpointFile, ANameGivesBackItsNumber) {
+  EXPECT_EQ(io::checkpoint_number(io::checkpoint_name(41)), 41);
+  EXPECT_EQ(io::checkpoint_number(fs::path("run/checkpoints") / io::checkpoint_name(1234567890123)), 1234567890123);
+  EXPECT_EQ(io::checkpoint_number("ckpt-s1234567890123456789012345.h5"), -1);  // past int64_t
+}
+
 TEST(CheckpointFile, ListsNewestLastAndIgnoresTemporaries) {
   const ScratchDir scratch("rt-ckpt-list");
   const fs::path& dir = scratch.path();

@@ -16,6 +16,8 @@
 #   mixup     data.mixup_alpha and data.cutmix_alpha (with pad_crop_flip and label smoothing): the mixes are keyed
 #             by epoch and sample, so the resumed run mixes as the uninterrupted one did, bit for bit
 #   reshard   resume a 2-rank checkpoint on 1 rank: re-partitioned, learning rate re-scaled, says so
+#   grow      resume a 1-rank run on 2 ranks (fewer steps an epoch) keeping one checkpoint: the one kept is the
+#             one just written, so the step count's restart below the old names loses nothing
 #   model     resume with another model: exit 5 naming the first mismatch, checkpoint untouched
 #   nockpt    --resume with no checkpoint: exit 5 on every rank, naming run.dir
 #   nonfinite a diverging learning rate: exit 6 on every rank naming the step and the last good checkpoint
@@ -29,7 +31,7 @@
 set -uo pipefail
 bin=$1 src=$2 scratch=$3
 shift 3
-cases=${*:-preempt reshard model nockpt nonfinite kill stall optimizers shared window recipes precisions ema mixup}
+cases=${*:-preempt reshard grow model nockpt nonfinite kill stall optimizers shared window recipes precisions ema mixup}
 mkdir -p "$scratch"
 work=$(mktemp -d "$scratch/recovery.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -224,6 +226,20 @@ if [[ " $cases " == *" reshard "* ]] && [ -d "$work/cut-copy" ]; then
     ok "reshard: 2-rank checkpoint resumed on 1 rank: $(grep -o 'learning rate re-scaled to [0-9.e-]*' "$work/reshard.log")"
   else
     fail "reshard: exit $rc: $(grep -E 'resume|error' "$work/reshard.log" | head -3)"
+  fi
+fi
+
+if [[ " $cases " == *" grow "* ]]; then
+  NP=1 train "$job" "${common[@]}" --set train.max_steps_per_epoch=0 --set run.dir="$work/grow" >"$work/grow-1.log" 2>&1
+  train "$job" "${common[@]}" --set train.max_steps_per_epoch=0 --set train.epochs=3 --set run.keep_checkpoints=1 \
+    --set run.dir="$work/grow" --resume >"$work/grow-2.log" 2>&1
+  rc=$?
+  kept=$(ls "$work/grow/checkpoints/"*.h5 2>/dev/null)
+  written=$(grep -o '[^ ]*ckpt-s[0-9]*\.h5' "$work/grow-2.log" | tail -1)
+  if [ "$rc" = 0 ] && [ "$kept" = "$written" ] && "$bin" inspect "$kept" | grep -q "next: epoch 4 step 1"; then
+    ok "grow: 1-rank run resumed on 2 ranks keeps the checkpoint it wrote last ($(basename "$kept"))"
+  else
+    fail "grow: exit $rc, kept '$kept', written '$written': $(grep -E 'checkpoint|error' "$work/grow-2.log" | head -3)"
   fi
 fi
 
