@@ -64,7 +64,8 @@ void Watchdog::guard() {
     const double now = util::now_s(), stuck = now - last_tick_s_.load();
     if (auto* terminating = terminating_.load(); terminating && terminating_since < 0 && terminating())
       terminating_since = now;
-    const bool past_sigterm = terminating_since >= 0 && now - terminating_since > kTermGraceS + kStuckS;
+    const bool past_sigterm = (!waiting_ || sigterm_ends_wait_) && terminating_since >= 0 &&
+                              now - terminating_since > kTermGraceS + kStuckS;
     const bool past_timeout = waiting_ && now - entered_at_.load() > timeout_s_ + kStuckS;
     if (stuck < kStuckS || !(past_sigterm || past_timeout)) continue;
     std::fprintf(stderr,
@@ -77,9 +78,10 @@ void Watchdog::guard() {
   }
 }
 
-void Watchdog::enter(const char* what, int64_t step) {
+void Watchdog::enter(const char* what, int64_t step, bool sigterm_ends_wait) {
   what_ = what;
   step_ = step;
+  sigterm_ends_wait_ = sigterm_ends_wait;
   entered_at_ = util::now_s();
   waiting_ = true;
 }
@@ -121,7 +123,8 @@ void Watchdog::loop() {
     check_call(now);
     if (!waiting_) continue;
     const double waited = now - entered_at_.load();
-    if (terminating_since_ >= 0 && now - std::max(terminating_since_, entered_at_.load()) > kTermGraceS) {
+    if (sigterm_ends_wait_ && terminating_since_ >= 0 &&
+        now - std::max(terminating_since_, entered_at_.load()) > kTermGraceS) {
       say_last_words();
       fire_terminated(waited);
     }

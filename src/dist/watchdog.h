@@ -28,7 +28,9 @@ class Watchdog {
   Watchdog& operator=(const Watchdog&) = delete;
 
   // Main thread, around each blocking collective. `what` must outlive the call (a string literal).
-  void enter(const char* what, int64_t step);
+  // `sigterm_ends_wait` false: a wait on another rank's long local work (rank 0 writing a checkpoint), which the
+  // grace after SIGTERM must not end; run.collective_timeout_s still does.
+  void enter(const char* what, int64_t step, bool sigterm_ends_wait = true);
   void leave();
   // Normal end of the job on every rank: stops heartbeats and drains those in flight (collective).
   void finish();
@@ -53,10 +55,12 @@ class Watchdog {
   enum class Watch { collective, call };
   class Scope {
    public:
-    Scope(Watchdog* dog, const char* what, int64_t step, Watch watch = Watch::collective) : dog_(dog), watch_(watch) {
+    Scope(Watchdog* dog, const char* what, int64_t step, Watch watch = Watch::collective,
+          bool sigterm_ends_wait = true)
+        : dog_(dog), watch_(watch) {
       if (!dog_) return;
       if (watch_ == Watch::collective)
-        dog_->enter(what, step);
+        dog_->enter(what, step, sigterm_ends_wait);
       else
         dog_->enter_call(what, step);
     }
@@ -72,6 +76,25 @@ class Watchdog {
    private:
     Watchdog* dog_;
     Watch watch_;
+  };
+
+  // Inside a collective Scope, around this rank's own work (an evaluation's forward passes, rank 0 writing a
+  // checkpoint): not a wait on the other ranks, so neither run.collective_timeout_s nor the grace after SIGTERM runs
+  // through it, and the Scope's wait starts again after it. A preempted job whose evaluation takes longer than the
+  // grace then reaches its checkpoint instead of being ended as stuck.
+  class LocalWork {
+   public:
+    explicit LocalWork(Watchdog* dog) : dog_(dog && dog->waiting_ ? dog : nullptr) {
+      if (dog_) dog_->waiting_ = false;
+    }
+    ~LocalWork() {
+      if (dog_) dog_->enter(dog_->what_, dog_->step_, dog_->sigterm_ends_wait_);
+    }
+    LocalWork(const LocalWork&) = delete;
+    LocalWork& operator=(const LocalWork&) = delete;
+
+   private:
+    Watchdog* dog_;
   };
 
  private:
@@ -98,6 +121,7 @@ class Watchdog {
   std::atomic<int64_t> step_{-1};
   std::atomic<double> entered_at_{0};
   std::atomic<bool> waiting_{false}, stop_{false};
+  std::atomic<bool> sigterm_ends_wait_{true};  // the grace after SIGTERM ends the current wait (enter)
   std::atomic<double> last_tick_s_{0};  // the watchdog thread's last tick, read by the guard
   std::atomic<const char*> what_{""};
   std::atomic<const char*> call_what_{""};

@@ -65,7 +65,10 @@ void Checkpointer::save(const Resumable& next, int64_t global_step) {
   // Rank 0's parameters go into the file, so they are compared first: a checkpoint is then always "good". At an
   // epoch boundary (next_step 0) the after-epoch comparison has just done it.
   if (next.next_step > 0) (void)agreed_checksum(fmt::format("before the checkpoint after optimizer step {}", global_step + 1), global_step);
-  dist::Watchdog::Scope guard(&watchdog_, "checkpoint", global_step);
+  // The other ranks wait while rank 0 writes the file, however long that takes: the grace after SIGTERM (a dead peer
+  // under srun) does not end their wait, run.collective_timeout_s still does.
+  dist::Watchdog::Scope guard(&watchdog_, "checkpoint", global_step, dist::Watchdog::Watch::collective,
+                              /*sigterm_ends_wait=*/run_.root());
   obs::Phase phase(trace_, "checkpoint");
   const double t0 = util::now_s();
   const int ranks = run_.ranks();
@@ -107,6 +110,7 @@ void Checkpointer::save(const Resumable& next, int64_t global_step) {
     }
     d.job_toml = run_.job.resolved_toml;
     d.versions_json = versions_json_;
+    const dist::Watchdog::LocalWork write(&watchdog_);
     io::write_checkpoint(path, d);
     const auto kept = io::list_checkpoints(dir);
     std::error_code ignored;

@@ -376,7 +376,11 @@ Totals TrainingLoop::evaluate_weight_average() {
     if (shared) shared->publish();
   };
   exchange();
-  Totals t = evaluator_.run();
+  Totals t;
+  {
+    const dist::Watchdog::LocalWork own_batches(&watchdog_);
+    t = evaluator_.run();
+  }
   exchange();
   t.sum_across(run_.world);
   return t;
@@ -399,7 +403,11 @@ EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, doub
   ClassHits hits(test_meta.num_classes);
   const int every = run_.job.train.eval_every_epochs;
   r.evaluated = (epoch + 1) % every == 0 || epoch + 1 == run_.job.train.epochs;
-  const Totals test = r.evaluated ? evaluator_.run([&](const EvaluatedBatch& b) { hits.add(b); }) : Totals{};
+  Totals test;
+  if (r.evaluated) {
+    const dist::Watchdog::LocalWork own_batches(&watchdog_);
+    test = evaluator_.run([&](const EvaluatedBatch& b) { hits.add(b); });
+  }
   r.sums = {tally.train, test, tally.times, std::move(hits)};
   r.sums.sum_across(run_.world);
   if (r.evaluated && ema_) r.ema_test = evaluate_weight_average();

@@ -16,6 +16,8 @@
 #   mixup     data.mixup_alpha and data.cutmix_alpha (with pad_crop_flip and label smoothing): the mixes are keyed
 #             by epoch and sample, so the resumed run mixes as the uninterrupted one did, bit for bit
 #   reshard   resume a 2-rank checkpoint on 1 rank: re-partitioned, learning rate re-scaled, says so
+#   evalterm  SIGTERM to every rank while they evaluate a long test split: the job checkpoints and exits 75 (the
+#             evaluation is the ranks' own work, not a stuck collective for the grace after SIGTERM to end)
 #   grow      resume a 1-rank run on 2 ranks (fewer steps an epoch) keeping one checkpoint: the one kept is the
 #             one just written, so the step count's restart below the old names loses nothing
 #   model     resume with another model: exit 5 naming the first mismatch, checkpoint untouched
@@ -31,7 +33,7 @@
 set -uo pipefail
 bin=$1 src=$2 scratch=$3
 shift 3
-cases=${*:-preempt reshard grow model nockpt nonfinite kill stall optimizers shared window recipes precisions ema mixup}
+cases=${*:-preempt reshard grow evalterm model nockpt nonfinite kill stall optimizers shared window recipes precisions ema mixup}
 mkdir -p "$scratch"
 work=$(mktemp -d "$scratch/recovery.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -240,6 +242,25 @@ if [[ " $cases " == *" grow "* ]]; then
     ok "grow: 1-rank run resumed on 2 ranks keeps the checkpoint it wrote last ($(basename "$kept"))"
   else
     fail "grow: exit $rc, kept '$kept', written '$written': $(grep -E 'checkpoint|error' "$work/grow-2.log" | head -3)"
+  fi
+fi
+
+if [[ " $cases " == *" evalterm "* ]]; then
+  "$bin" prepare synthetic --shape 1,28,28 --classes 10 --samples 2000 --test-samples 100000 --shards 4 \
+    --out "$work/bigtest" >/dev/null
+  train "$job" --set data.train="$work/bigtest/train" --set data.test="$work/bigtest/test" --set train.epochs=2 \
+    --set train.max_steps_per_epoch=3 --set run.progress_every_s=1000 --set run.dir="$work/evalterm" \
+    >"$work/evalterm.log" 2>&1 &
+  launcher=$!
+  for _ in $(seq 300); do grep -q "^gradients:" "$work/evalterm.log" 2>/dev/null && break; sleep 0.1; done
+  sleep 3  # three steps, then the evaluation of 100,000 samples (about 15 s here): the signal lands inside it
+  pkill -TERM -f "^$bin train .*$work/evalterm"  # the ranks, as srun or scancel signal them (not mpirun)
+  wait "$launcher"
+  rc=$?
+  if [ "$rc" = 75 ] && ls "$work/evalterm/checkpoints/"*.h5 >/dev/null 2>&1; then
+    ok "evalterm: SIGTERM during a long evaluation: checkpoint written, exit 75"
+  else
+    fail "evalterm: exit $rc: $(grep -E 'terminated|stopped|checkpoint' "$work/evalterm.log" | head -3)"
   fi
 fi
 
