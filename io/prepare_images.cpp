@@ -177,6 +177,11 @@ void write_shard(const SplitPlan& split, const PlannedShard& shard, std::vector<
         }
         pass.progress.tick(where);
       });
+  if (shard_file.samples() == 0 && !shard.files.empty())
+    throw DataError(fmt::format("{} would hold no sample: none of its {} image(s) decodes ({}); remove the "
+                                "broken images, or prepare again with fewer --shards so that they share a shard with "
+                                "images that decode",
+                                where, shard.files.size(), pass.output.skipped.back()));
   shard_file.commit();
 }
 
