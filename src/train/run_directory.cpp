@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -119,6 +120,15 @@ void RunDirectory::lock() {
     throw JobFileError(fmt::format("run.dir '{}' is in use by another run ({}); wait for it to end, or give this "
                                    "run its own folder with --set run.dir=...",
                                    dir_.string(), holder.empty() ? "its holder did not say who it is" : holder));
+  }
+  // The run before this one unlinks the file while still holding it (~RunDirectory): a lock won on a file no
+  // longer at the path guards nothing, since a third run can create and lock a new one. Then lock the new one.
+  struct stat held {}, named {};
+  if (::fstat(fd, &held) != 0 || ::stat(file.c_str(), &named) != 0 || held.st_ino != named.st_ino ||
+      held.st_dev != named.st_dev) {
+    ::close(fd);
+    if (++lock_attempts_ > 100) unusable(dir_, fmt::format("keeps losing its lock file {}", kLockFile));
+    return lock();
   }
   lock_fd_ = fd;
   const std::string holder = fmt::format("host {}, pid {}, since {}\n", host_name(), ::getpid(), utc_now());

@@ -47,6 +47,7 @@ class RunDirectory {
 
   std::filesystem::path dir_;
   int lock_fd_ = -1;
+  int lock_attempts_ = 0;  // lock(): files lost to a run ending between our open and our lock
   std::string run_id_;
   std::filesystem::path moved_aside_;
   std::string unlocked_because_;
