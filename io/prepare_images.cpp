@@ -329,7 +329,8 @@ ImagesSummary prepare_images(const ImagesOptions& options, const PrepareTeam& te
     });
   } catch (...) {
     // Every rank removes its own shards; once all have (the agreement is a barrier), rank 0 removes the folders
-    // this prepare made, so a failed prepare leaves what was there before it.
+    // this prepare made, so a failed prepare leaves the folders that were there before it (with --overwrite, their
+    // old shards were removed when it began: nothing that looks complete is left, old or new).
     remove_written(output);
     try {
       team.all_succeed([] {});
