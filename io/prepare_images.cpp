@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "common/crc32c.h"
 #include "common/error.h"
 #include "common/host_memory.h"
 #include "io/hdf5_lock.h"
@@ -295,6 +296,40 @@ DatasetMeta dataset_meta(const ImagesOptions& options, const ImagesPlan& plan, S
   return meta;
 }
 
+// Every rank lists the folders itself. A listing that differs between ranks (a file copied in during the launch, a
+// network file system's stale cache) would write shards of different plans into one dataset, with samples twice,
+// missing or under another label: the ranks compare a CRC of their plans (class names, and each shard's files and
+// labels in order) and refuse to start on any difference.
+uint32_t plan_fingerprint(const ImagesPlan& plan) {
+  uint32_t crc = 0;
+  const auto add = [&](const std::string& text) { crc = crc32c_extend(crc, text.c_str(), text.size() + 1); };
+  for (const std::string& name : plan.class_names) add(name);
+  for (const SplitPlan* split : {&plan.train, &plan.test}) {
+    add(split->name);
+    if (!split->folder) continue;
+    for (const PlannedShard& shard : split->shards) {
+      add(std::to_string(shard.index));
+      for (const uint32_t file : shard.files)
+        add(fmt::format("{} {}", split->folder->path(file).string(), split->folder->label(file)));
+    }
+  }
+  return crc;
+}
+
+void refuse_different_plans(const ImagesPlan& plan, const ImagesOptions& options, const PrepareTeam& team) {
+  const int64_t mine = plan_fingerprint(plan);
+  int64_t sum = mine;  // the same on every rank exactly when every rank's fingerprint is the same
+  team.sum(std::span(&sum, 1));
+  team.all_succeed([&] {
+    if (sum != mine * team.ranks)
+      throw DataError(fmt::format("the ranks found different images in '{}'{}: files were added or removed while "
+                                  "prepare started, or a node sees a stale listing of the folder; run prepare again "
+                                  "once the folder is settled and the same on every node",
+                                  options.source.string(),
+                                  options.test_source.empty() ? "" : fmt::format(" or '{}'", options.test_source.string())));
+  });
+}
+
 }  // namespace
 
 ImagesSummary prepare_images(const ImagesOptions& options, const PrepareTeam& team) {
@@ -309,6 +344,7 @@ ImagesSummary prepare_images(const ImagesOptions& options, const PrepareTeam& te
                         options.arrays.seed, options.arrays.shards});
     storage = resolve_storage(options, plan);
   });
+  if (team.ranks > 1) refuse_different_plans(plan, options, team);
   const std::vector<fs::path> created = folders_to_create(plan, options.arrays.out);
   DatasetMeta meta = dataset_meta(options, plan, storage);
   const StoreOptions store{storage, meta.shape, options.max_side, options.quality};

@@ -221,5 +221,23 @@ TEST_F(PrepareImagesStreaming, ASampleSizeThatCannotFitIsRefusedBeforeAnyWork) {
   EXPECT_FALSE(fs::exists(dir() / "out" / "train"));
 }
 
+// Two ranks whose listings of the folder differ (the other rank's plan fingerprint is another number): refused
+// before any shard is written, as every rank would refuse it.
+TEST_F(PrepareImagesStreaming, RanksThatListedDifferentImagesAreRefusedBeforeAnyWork) {
+  write_photo_folder(dir() / "photos");
+  PrepareTeam team;
+  team.rank = 0, team.ranks = 2;
+  team.sum = [](std::span<int64_t> values) {
+    for (int64_t& v : values) v += 12345;  // the other rank's fingerprint: not this one's
+  };
+  try {
+    prepare_images(photo_options(dir()), team);
+    FAIL() << "two ranks with different listings were accepted";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("the ranks found different images"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir() / "out" / "train" / "shard-00000-of-00002.h5"));
+}
+
 }  // namespace
 }  // namespace ringtrain::io
