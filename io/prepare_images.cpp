@@ -261,14 +261,24 @@ int64_t sum_across_ranks(RankOutput& output, const PrepareTeam& team) {
   return skipped;
 }
 
+// The split's shards in rounds of one shard a rank (round-robin, shards_of_rank), the ranks agreeing after each:
+// a rank that fails (--strict, a full disk) stops the others within a shard, not after their whole share.
+void write_split(const SplitPlan& split, std::vector<int64_t>& per_class, PassContext& pass, const PrepareTeam& team) {
+  const std::vector<const PlannedShard*> mine = shards_of_rank(split, team.rank, team.ranks);
+  const std::size_t rounds = (split.shards.size() + static_cast<std::size_t>(team.ranks) - 1) /
+                             static_cast<std::size_t>(team.ranks);
+  for (std::size_t round = 0; round < rounds; ++round)
+    team.all_succeed([&] {
+      if (round < mine.size()) write_shard(split, *mine[round], per_class, pass);
+    });
+}
+
 void write_splits(const ImagesPlan& plan, PassContext& pass, const PrepareTeam& team) {
   const auto classes = plan.class_names.size();
   pass.output.train_per_class.assign(classes, 0);
   pass.output.test_per_class.assign(classes, 0);
-  for (const PlannedShard* shard : shards_of_rank(plan.train, team.rank, team.ranks))
-    write_shard(plan.train, *shard, pass.output.train_per_class, pass);
-  for (const PlannedShard* shard : shards_of_rank(plan.test, team.rank, team.ranks))
-    write_shard(plan.test, *shard, pass.output.test_per_class, pass);
+  write_split(plan.train, pass.output.train_per_class, pass, team);
+  write_split(plan.test, pass.output.test_per_class, pass, team);
 }
 
 void settle_and_rename(const RankOutput& output, const DatasetMeta& meta) {
