@@ -187,6 +187,7 @@ std::string checkpoint_name(int64_t global_step) { return fmt::format("ckpt-s{:0
 
 int64_t checkpoint_number(const fs::path& path) {
   const std::string name = path.filename().string();
+  if (!is_checkpoint_name(name)) return -1;
   int64_t number = -1;
   const auto [end, error] = std::from_chars(name.data() + 6, name.data() + name.size() - 3, number);
   return error == std::errc{} && end == name.data() + name.size() - 3 ? number : -1;

@@ -75,7 +75,7 @@ std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path&
 
 // "ckpt-s000001234.h5": names sort by global step.
 std::string checkpoint_name(int64_t global_step);
-// The number a checkpoint_name() carries; -1 for a name past int64_t.
+// The number a checkpoint_name() carries; -1 for a name past int64_t or not a checkpoint's.
 int64_t checkpoint_number(const std::filesystem::path& path);
 bool is_checkpoint_name(const std::string& file_name);
 

@@ -124,9 +124,13 @@ void RunDirectory::lock() {
   // The run before this one unlinks the file while still holding it (~RunDirectory): a lock won on a file no
   // longer at the path guards nothing, since a third run can create and lock a new one. Then lock the new one.
   struct stat held {}, named {};
+  errno = 0;  // what follows sets it only where a call fails
   if (::fstat(fd, &held) != 0 || ::stat(file.c_str(), &named) != 0 || held.st_ino != named.st_ino ||
       held.st_dev != named.st_dev) {
+    const int error = errno;
     ::close(fd);
+    if (error != 0 && error != ENOENT)
+      unusable(dir_, fmt::format("is not usable ({}: {})", kLockFile, std::strerror(error)));
     if (++lock_attempts_ > 100) unusable(dir_, fmt::format("keeps losing its lock file {}", kLockFile));
     return lock();
   }

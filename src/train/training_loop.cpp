@@ -395,7 +395,10 @@ EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, doub
   progress_.finish_line();
   const double eval_start = util::now_s();
   obs::Phase phase(trace_ ? &*trace_ : nullptr, "eval");
-  dist::Watchdog::Scope guard(&watchdog_, "evaluation", global_step_);
+  // A rank that finishes its evaluation batches first waits here for the others' own work, which the grace after
+  // SIGTERM must not end; run.collective_timeout_s still does.
+  dist::Watchdog::Scope guard(&watchdog_, "evaluation", global_step_, dist::Watchdog::Watch::collective,
+                              /*sigterm_ends_wait=*/false);
   EpochReport r;
   // Every epoch, evaluated or not: the checkpoint after it holds the same statistics on every rank.
   evaluator_.average_running_statistics();

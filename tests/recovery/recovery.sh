@@ -254,10 +254,13 @@ if [[ " $cases " == *" evalterm "* ]]; then
   launcher=$!
   for _ in $(seq 300); do grep -q "^gradients:" "$work/evalterm.log" 2>/dev/null && break; sleep 0.1; done
   sleep 3  # three steps, then the evaluation of 100,000 samples (about 15 s here): the signal lands inside it
-  pkill -TERM -f "^$bin train .*$work/evalterm"  # the ranks, as srun or scancel signal them (not mpirun)
+  # The ranks, as srun or scancel signal them (not mpirun); the binary's path taken literally in the pattern.
+  pkill -TERM -f "^$(printf '%s' "$bin" | sed 's/[][\.*^$+?(){}|]/\\&/g') train .*$work/evalterm"
   wait "$launcher"
   rc=$?
-  if [ "$rc" = 75 ] && ls "$work/evalterm/checkpoints/"*.h5 >/dev/null 2>&1; then
+  # Stopped at the first step after epoch 1's evaluation: the signal landed inside it, not in the steps before.
+  if [ "$rc" = 75 ] && ls "$work/evalterm/checkpoints/"*.h5 >/dev/null 2>&1 &&
+    grep -q "checkpointing after epoch 2 step 1" "$work/evalterm.log"; then
     ok "evalterm: SIGTERM during a long evaluation: checkpoint written, exit 75"
   else
     fail "evalterm: exit $rc: $(grep -E 'terminated|stopped|checkpoint' "$work/evalterm.log" | head -3)"
