@@ -32,7 +32,7 @@ Checkpointer::Checkpointer(const RunContext& run, model::Network& net, model::Op
     const auto found = io::list_checkpoints(run_.job.run.dir / "checkpoints");
     if (!found.empty()) highest_name_ = io::checkpoint_number(found.back());
   });
-  MPI_CHECK(MPI_Bcast(&highest_name_, 1, MPI_INT64_T, 0, run_.world.comm()));
+  run_.world.broadcast(&highest_name_, sizeof highest_name_, 0);
 }
 
 uint64_t Checkpointer::agreed_checksum(const std::string& when, int64_t global_step) {
