@@ -3,6 +3,7 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace ringtrain {
 
@@ -35,7 +36,17 @@ struct CheckpointError : Error { explicit CheckpointError(const std::string& m) 
 struct FaultError : Error { explicit FaultError(const std::string& m) : Error(ExitCode::fault, m) {} };
 
 // An error every rank holds (dist::World::all_succeed): each rank can exit on its own, no abort needed.
-struct AgreedError : Error { using Error::Error; };
+// `origin` says which ranks met it when not every rank did ("rank 1/4 on node07; 2 of 4 ranks failed: 1, 3"),
+// since each rank prints its own label beside a message that may be another rank's.
+class AgreedError : public Error {
+ public:
+  AgreedError(ExitCode code, const std::string& message, std::string origin = {})
+      : Error(code, message), origin_(std::move(origin)) {}
+  const std::string& origin() const noexcept { return origin_; }
+
+ private:
+  std::string origin_;
+};
 
 // Thrown by the per-library check macros (MPI_CHECK, H5_CHECK, CUDA_CHECK, ...): names the call, where it
 // was made, which process made it, and what the library said.

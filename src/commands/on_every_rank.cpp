@@ -11,9 +11,10 @@
 namespace ringtrain::commands {
 namespace {
 
-void report(const Error& e) {
+void report(const Error& e, const std::string& origin = {}) {
   fmt::print(stderr, "ringtrain: {} (exit {}) [{}]:\n  {}\n", exit_code_name(e.code()), static_cast<int>(e.code()),
              process_label(), e.what());
+  if (!origin.empty()) fmt::print(stderr, "  (found by {})\n", origin);
   std::fflush(stderr);
 }
 
@@ -23,7 +24,7 @@ int on_every_rank(dist::World& world, const std::function<int()>& body) {
   try {
     return body();
   } catch (const AgreedError& e) {
-    report(e);
+    report(e, e.origin());
     return static_cast<int>(e.code());
   } catch (const Error& e) {
     report(e);

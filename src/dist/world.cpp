@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <utility>
 #include <vector>
 
 #include "common/process_label.h"
@@ -52,6 +53,36 @@ World::~World() {
   if (owns_mpi_ && MPI_Finalize() != MPI_SUCCESS) std::fprintf(stderr, "warning: MPI_Finalize failed\n");
 }
 
+namespace {
+
+std::string broadcast_text(MPI_Comm comm, std::string text, int root) {
+  long long length = static_cast<long long>(text.size());
+  MPI_CHECK(MPI_Bcast(&length, 1, MPI_LONG_LONG, root, comm));
+  text.resize(static_cast<size_t>(length));
+  if (length > 0) MPI_CHECK(MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, root, comm));
+  return text;
+}
+
+// Who met the error, when not every rank did: the speaking rank's label and the failing ranks (world ranks).
+std::string failure_origin(MPI_Comm comm, int speaker, bool failed) {
+  int size = 0, rank = 0;
+  MPI_CHECK(MPI_Comm_size(comm, &size));
+  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  const int mine = !failed ? -1 : process_rank() >= 0 ? process_rank() : rank;
+  std::vector<int> world_ranks(static_cast<size_t>(size));
+  MPI_CHECK(MPI_Allgather(&mine, 1, MPI_INT, world_ranks.data(), 1, MPI_INT, comm));
+  const std::string speaker_label = broadcast_text(comm, process_label(), speaker);
+  std::erase(world_ranks, -1);
+  if (static_cast<int>(world_ranks.size()) == size) return {};
+  constexpr size_t listed = 16;
+  std::string ranks;
+  for (size_t i = 0; i < std::min(listed, world_ranks.size()); ++i) ranks += fmt::format("{}{}", i ? ", " : "", world_ranks[i]);
+  if (world_ranks.size() > listed) ranks += ", ...";
+  return fmt::format("{}; {} of {} ranks failed: {}", speaker_label, world_ranks.size(), size, ranks);
+}
+
+}  // namespace
+
 void agree_on_errors(MPI_Comm comm, const std::function<void()>& step) {
   int code = 0;
   std::string message;
@@ -69,16 +100,15 @@ void agree_on_errors(MPI_Comm comm, const std::function<void()>& step) {
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(comm, &rank));
   // Lowest failing rank speaks for all: its message and code are what every rank reports.
-  const int my_candidate = code != 0 ? rank : INT_MAX;
+  const bool failed_here = code != 0;
+  const int my_candidate = failed_here ? rank : INT_MAX;
   int speaker = INT_MAX;
   MPI_CHECK(MPI_Allreduce(&my_candidate, &speaker, 1, MPI_INT, MPI_MIN, comm));
   if (speaker == INT_MAX) return;
   MPI_CHECK(MPI_Bcast(&code, 1, MPI_INT, speaker, comm));
-  long long length = static_cast<long long>(message.size());
-  MPI_CHECK(MPI_Bcast(&length, 1, MPI_LONG_LONG, speaker, comm));
-  message.resize(static_cast<size_t>(length));
-  if (length > 0) MPI_CHECK(MPI_Bcast(message.data(), static_cast<int>(length), MPI_CHAR, speaker, comm));
-  throw AgreedError(static_cast<ExitCode>(code), message);
+  message = broadcast_text(comm, std::move(message), speaker);
+  std::string origin = failure_origin(comm, speaker, failed_here);
+  throw AgreedError(static_cast<ExitCode>(code), message, std::move(origin));
 }
 
 void World::abort(ExitCode code) const { end_job(static_cast<int>(code), /*use_mpi=*/true); }
@@ -123,11 +153,7 @@ void World::sum_across(double* values, int count) const {
 }
 
 std::string World::broadcast_string(const std::string& value, int root) const {
-  long long length = static_cast<long long>(value.size());
-  MPI_CHECK(MPI_Bcast(&length, 1, MPI_LONG_LONG, root, MPI_COMM_WORLD));
-  std::string result = rank_ == root ? value : std::string(static_cast<size_t>(length), '\0');
-  if (length > 0) MPI_CHECK(MPI_Bcast(result.data(), static_cast<int>(length), MPI_CHAR, root, MPI_COMM_WORLD));
-  return result;
+  return broadcast_text(MPI_COMM_WORLD, value, root);
 }
 
 }  // namespace ringtrain::dist

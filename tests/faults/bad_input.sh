@@ -319,6 +319,17 @@ for reducer in shared nonblocking; do
   RINGTRAIN_TEST_MEMORY_BUDGET=1:4096 expect budget_on_one_rank_$reducer 3 "$d" \
     "but the budget RINGTRAIN_TEST_MEMORY_BUDGET gives rank 1 is 4 KiB" "or make the model smaller" \
     "$job" $(data "$work/tiny/train") $(fresh "$d") "${small_model[@]}" --set "dist.reducer=\"$reducer\""
+  # Each rank prints its own label beside rank 1's message, so both name the rank that met it.
+  if wanted budget_on_one_rank_$reducer; then
+    n=$(grep -cF "(found by rank 1/2 on " "$work/budget_on_one_rank_$reducer.log")
+    n_failed=$(grep -cF "; 1 of 2 ranks failed: 1)" "$work/budget_on_one_rank_$reducer.log")
+    if [ "$n" -eq 2 ] && [ "$n_failed" -eq 2 ]; then
+      echo "ok   budget_on_one_rank_$reducer names rank 1 on both ranks"; passed=$((passed + 1))
+    else
+      echo "FAIL budget_on_one_rank_$reducer: 'found by rank 1/2' seen $n times, '1 of 2 ranks failed' $n_failed, want 2"
+      failures=$((failures + 1))
+    fi
+  fi
 done
 
 echo "$passed passed, $failures failed, $skipped skipped"

@@ -1,5 +1,6 @@
 // Proves the rank bookkeeping and the setup-error agreement: one rank failing makes every rank throw the same
 // error, with the failing rank's message and exit code.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -36,12 +37,16 @@ TEST(World, OneFailingRankFailsEveryRankAlike) {
   } catch (const AgreedError& e) {
     EXPECT_EQ(e.code(), ExitCode::data);
     EXPECT_STREQ(e.what(), "shard 7 is truncated");
+    // Each rank prints its own label beside the message, so the error says which rank met it.
+    EXPECT_NE(e.origin().find(fmt::format("; 1 of {} ranks failed: {}", size, culprit)), std::string::npos)
+        << e.origin();
   }
 }
 
 TEST(World, LowestFailingRankSpeaks) {
-  int rank = 0;
+  int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
   try {
     dist::agree_on_errors(MPI_COMM_WORLD, [&] {
       if (rank >= 1) throw JobFileError("rank " + std::to_string(rank));
@@ -50,6 +55,20 @@ TEST(World, LowestFailingRankSpeaks) {
   } catch (const AgreedError& e) {
     EXPECT_EQ(e.code(), ExitCode::job_file);
     EXPECT_STREQ(e.what(), "rank 1");
+    std::string failing = "1";
+    for (int r = 2; r < size; ++r) failing += fmt::format(", {}", r);
+    EXPECT_NE(e.origin().find(fmt::format("; {} of {} ranks failed: {}", size - 1, size, failing)), std::string::npos)
+        << e.origin();
+  }
+}
+
+TEST(World, AnErrorEveryRankMetNamesNoOrigin) {
+  try {
+    dist::agree_on_errors(MPI_COMM_WORLD, [] { throw JobFileError("unknown key 'trian.epochs'"); });
+    FAIL() << "every rank must throw";
+  } catch (const AgreedError& e) {
+    EXPECT_STREQ(e.what(), "unknown key 'trian.epochs'");
+    EXPECT_EQ(e.origin(), "");
   }
 }
 
