@@ -243,11 +243,17 @@ void write_checkpoint(const fs::path& path, const CheckpointData& d) {
   }
 }
 
-CheckpointData read_checkpoint(const fs::path& path) {
+CheckpointData read_checkpoint(const fs::path& path, CheckpointUse use) {
   // The way out of any unusable checkpoint: the one before it, which --resume takes once this one is moved.
-  const std::string fallback = fmt::format("move it out of '{}' and --resume takes the newest one left "
-                                           "(run.keep_checkpoints keeps several), or start again without --resume",
-                                           path.parent_path().string());
+  const std::string folder = path.parent_path().empty() ? std::string(".") : path.parent_path().string();
+  const std::string fallback =
+      use == CheckpointUse::newest_in_folder
+          ? fmt::format("move it out of '{}' and --resume (or evaluate) takes the newest one left (run.keep_checkpoints "
+                        "keeps several), or start again without --resume",
+                        folder)
+          : fmt::format("name another checkpoint: a run keeps its last run.keep_checkpoints in its checkpoints folder "
+                        "(here '{}')",
+                        folder);
   // A file the user may not read is not damaged: moving it out would drop what may be the newest good checkpoint.
   const PathProbe probe = probe_path(path);
   const std::string unreadable = probe.kind == PathProbe::Kind::unreachable ? probe.reason

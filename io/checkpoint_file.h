@@ -57,9 +57,11 @@ void write_checkpoint(const std::filesystem::path& path, const CheckpointData& d
 
 // Throws CheckpointError naming the file when it is missing, not HDF5, lacks a field, or an array has a chunk
 // missing or fails its checksum (naming the array); every such error says how to fall back to the checkpoint
-// before it. A file the user may not read is not called damaged: that error names the system's reason and
-// the permissions to fix, without the fallback.
-CheckpointData read_checkpoint(const std::filesystem::path& path);
+// before it, as `use` reaches it: --resume (and evaluate) take the newest in the folder, the other commands the file
+// named. A file the user may not read is not called damaged: that error names the system's reason and the
+// permissions to fix, without the fallback.
+enum class CheckpointUse { newest_in_folder, named };
+CheckpointData read_checkpoint(const std::filesystem::path& path, CheckpointUse use = CheckpointUse::newest_in_folder);
 
 // The world a checkpoint was written on, from its position array alone (checked by its CRC-32C where the file
 // carries them): what a resume on another world size must know before it plans its batches, long before the

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "common/error.h"
+#include "common/host_memory.h"
 
 namespace ringtrain::io {
 namespace fs = std::filesystem;
@@ -51,6 +52,22 @@ class IdxFile {
       if (got == 0) fail(fmt::format("is truncated: it ends inside its {}", what));
       out += got;
       bytes -= static_cast<std::size_t>(got);
+    }
+  }
+
+  // `bytes` into `out`, which grows only as they arrive: a header claiming more than the file holds costs only what
+  // the file holds (a gzip file's size says nothing of what it unpacks to). Refused up front where even the claim
+  // cannot fit in the memory this host has available.
+  void read_growing(std::vector<uint8_t>& out, std::size_t bytes, const char* what) {
+    if (const uint64_t memory = host_memory_available(); memory > 0 && static_cast<double>(bytes) > 0.8 * static_cast<double>(memory))
+      fail(fmt::format("declares {} of {}, more than this host's {} of available memory", byte_size_text(static_cast<double>(bytes)), what,
+                       byte_size_text(static_cast<double>(memory))));
+    constexpr std::size_t kBlock = std::size_t{64} << 20;
+    out.clear();
+    while (out.size() < bytes) {
+      const std::size_t at = out.size(), block = std::min(kBlock, bytes - at);
+      out.resize(at + block);
+      read_exactly(out.data() + at, block, what);
     }
   }
 
@@ -95,8 +112,7 @@ IdxImages read_idx_images(const fs::path& path) {
   images.count = count;
   images.rows = static_cast<int>(rows);
   images.cols = static_cast<int>(cols);
-  images.pixels.resize(std::size_t{count} * rows * cols);
-  file.read_exactly(images.pixels.data(), images.pixels.size(), "pixels");
+  file.read_growing(images.pixels, std::size_t{count} * rows * cols, "pixels");
   file.expect_end();
   return images;
 }
@@ -106,8 +122,8 @@ std::vector<uint8_t> read_idx_labels(const fs::path& path) {
   file.expect_magic(labels_magic, "labels");
   const uint32_t count = file.read_big_endian("header");
   if (count > (uint32_t{1} << 31)) file.fail(fmt::format("declares an implausible {} labels", count));
-  std::vector<uint8_t> labels(count);
-  file.read_exactly(labels.data(), labels.size(), "labels");
+  std::vector<uint8_t> labels;
+  file.read_growing(labels, count, "labels");
   file.expect_end();
   return labels;
 }

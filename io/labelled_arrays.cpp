@@ -31,14 +31,14 @@ struct RawImages {
 };
 
 SampleShape sample_shape_of(const RawImages& raw, ArrayLayout layout) {
-  if (raw.dims.size() == 3) return {1, static_cast<int>(raw.dims[1]), static_cast<int>(raw.dims[2])};
-  if (raw.dims.size() != 4)
+  if (raw.dims.size() != 3 && raw.dims.size() != 4)
     throw DataError(fmt::format("{} has {} dimensions; images need N x C x H x W, N x H x W x C (--layout) or "
                                 "N x H x W",
                                 raw.name, raw.dims.size()));
   for (const int64_t d : raw.dims)
     if (d < 1 || d > std::numeric_limits<int>::max())
       throw DataError(fmt::format("{} has an empty or oversized dimension ({})", raw.name, d));
+  if (raw.dims.size() == 3) return {1, static_cast<int>(raw.dims[1]), static_cast<int>(raw.dims[2])};
   if (layout == ArrayLayout::nhwc)
     return {static_cast<int>(raw.dims[3]), static_cast<int>(raw.dims[1]), static_cast<int>(raw.dims[2])};
   return {static_cast<int>(raw.dims[1]), static_cast<int>(raw.dims[2]), static_cast<int>(raw.dims[3])};

@@ -223,6 +223,10 @@ const OnnxTensor* OnnxModel::initializer(const std::string& name) const {
 }
 
 OnnxModel read_onnx(const std::filesystem::path& file) {
+  std::error_code error;
+  if (const auto status = std::filesystem::status(file, error); !error && !std::filesystem::is_regular_file(status))
+    throw DataError(fmt::format("ONNX file '{}' cannot be read: it is {}; name the .onnx file itself", file.string(),
+                                std::filesystem::is_directory(status) ? "a folder" : "not a regular file"));
   std::ifstream in(file, std::ios::binary | std::ios::ate);
   if (!in) throw DataError(fmt::format("ONNX file '{}' cannot be opened: {}", file.string(), std::strerror(errno)));
   std::string bytes(static_cast<size_t>(std::max<std::streamoff>(in.tellg(), 0)), '\0');

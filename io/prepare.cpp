@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 #include "common/error.h"
 #include "io/idx_reader.h"
@@ -25,7 +26,14 @@ constexpr int fashion_mnist_classes = 10;
 fs::path find_idx_file(const fs::path& source, const std::string& stem) {
   for (const std::string& name : {stem + ".gz", stem}) {
     std::error_code error;
-    if (fs::exists(source / name, error)) return source / name;
+    const fs::file_status status = fs::status(source / name, error);
+    if (!fs::exists(status)) continue;
+    // Reading a FIFO or a device would wait for ever, or never end.
+    if (!fs::is_regular_file(status))
+      throw DataError(fmt::format("Fashion-MNIST file '{}' is not a regular file (a folder, FIFO, device or socket); "
+                                  "pass --source with the folder holding the downloaded files",
+                                  (source / name).string()));
+    return source / name;
   }
   throw DataError(fmt::format("Fashion-MNIST file '{}' not found; pass --source with the folder holding "
                               "train-/t10k-*-ubyte.gz (Debian: apt install dataset-fashion-mnist)",
@@ -56,17 +64,18 @@ IdxSplit load_idx_split(const fs::path& source, const std::string& prefix) {
   return split;
 }
 
-void write_idx_split(const fs::path& dir, const IdxSplit& split, DatasetMeta meta, int shards, bool overwrite) {
+// `split` must outlive the writing.
+SplitToWrite idx_split(const fs::path& dir, const IdxSplit& split, DatasetMeta meta, int shards) {
   meta.provenance = fmt::format("Fashion-MNIST: {} samples from {} and {}", split.images.count,
                                 split.image_file.string(), split.label_file.string());
   const auto sample_bytes = static_cast<std::size_t>(meta.shape.elements());
-  const SampleSource source = [&](int64_t first, int64_t count, std::span<uint8_t> images,
-                                  std::span<int32_t> labels) {
+  SampleSource source = [&split, sample_bytes](int64_t first, int64_t count, std::span<uint8_t> images,
+                                               std::span<int32_t> labels) {
     std::memcpy(images.data(), split.images.pixels.data() + static_cast<std::size_t>(first) * sample_bytes,
                 static_cast<std::size_t>(count) * sample_bytes);
     for (int64_t i = 0; i < count; ++i) labels[static_cast<std::size_t>(i)] = split.labels[static_cast<std::size_t>(first + i)];
   };
-  write_split(dir, meta, {.shards = shards, .samples = split.images.count}, source, overwrite);
+  return {dir, std::move(meta), {.shards = shards, .samples = split.images.count}, std::move(source)};
 }
 
 // ---- synthetic
@@ -174,18 +183,19 @@ ChannelStatistics measure_statistics(const SyntheticOptions& options) {
   return statistics;
 }
 
-void write_synthetic_split(const fs::path& dir, const SyntheticOptions& options, const DatasetMeta& meta,
-                           uint64_t tag, int64_t samples, int shards, bool overwrite) {
-  SyntheticImages generator(options, tag);
+SplitToWrite synthetic_split(const fs::path& dir, const SyntheticOptions& options, const DatasetMeta& meta,
+                             uint64_t tag, int64_t samples, int shards) {
+  auto generator = std::make_shared<SyntheticImages>(options, tag);
   const auto sample_bytes = static_cast<std::size_t>(options.shape.elements());
-  const SampleSource source = [&](int64_t first, int64_t count, std::span<uint8_t> images, std::span<int32_t> labels) {
+  SampleSource source = [generator, sample_bytes](int64_t first, int64_t count, std::span<uint8_t> images,
+                                                  std::span<int32_t> labels) {
     for (int64_t i = 0; i < count; ++i) {
       const auto slot = static_cast<std::size_t>(i);
-      labels[slot] = generator.label(first + i);
-      generator.pixels(first + i, labels[slot], images.subspan(slot * sample_bytes, sample_bytes));
+      labels[slot] = generator->label(first + i);
+      generator->pixels(first + i, labels[slot], images.subspan(slot * sample_bytes, sample_bytes));
     }
   };
-  write_split(dir, meta, {.shards = shards, .samples = samples}, source, overwrite);
+  return {dir, meta, {.shards = shards, .samples = samples}, std::move(source)};
 }
 
 }  // namespace
@@ -213,8 +223,8 @@ void prepare_fashion_mnist(const fs::path& source, const fs::path& out, int shar
   meta.num_classes = fashion_mnist_classes;
   meta.mean = {static_cast<float>(mean)};
   meta.stddev = {static_cast<float>(std::sqrt(std::max(0.0, variance)))};
-  write_idx_split(out / "train", train, meta, shards, overwrite);
-  write_idx_split(out / "test", test, meta, shards, overwrite);  // train statistics, as the model will see them
+  // The test split with the train statistics, as the model will see them.
+  write_splits({idx_split(out / "train", train, meta, shards), idx_split(out / "test", test, meta, shards)}, overwrite);
 }
 
 void prepare_synthetic(const fs::path& out, const SyntheticOptions& options, bool overwrite) {
@@ -241,10 +251,11 @@ void prepare_synthetic(const fs::path& out, const SyntheticOptions& options, boo
                                 "train samples",
                                 options.seed, options.num_classes, options.samples, test_samples,
                                 detail::describe(options.shape), statistics.samples_used);
-  write_synthetic_split(out / "train", options, meta, train_tag, options.samples, options.shards, overwrite);
   // A small test split may not fill every shard; fewer test shards is harmless.
   const int test_shards = static_cast<int>(std::min<int64_t>(options.shards, test_samples));
-  write_synthetic_split(out / "test", options, meta, test_tag, test_samples, test_shards, overwrite);
+  write_splits({synthetic_split(out / "train", options, meta, train_tag, options.samples, options.shards),
+                synthetic_split(out / "test", options, meta, test_tag, test_samples, test_shards)},
+               overwrite);
 }
 
 }  // namespace ringtrain::io

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <random>
 
@@ -20,9 +21,20 @@ namespace fs = std::filesystem;
 namespace {
 
 int class_count(const LabelledArrays& train, const LabelledArrays& test, const ArraysOptions& options) {
+  if (options.num_classes < 0 || options.num_classes > detail::kMaxClasses)
+    throw UsageError(fmt::format("--classes {} must lie in [1, {}] (0 or absent: the largest label + 1)",
+                                 options.num_classes, detail::kMaxClasses));
   int32_t largest = 0;
+  const LabelledArrays* holder = &train;
+  std::size_t at = 0;
   for (const LabelledArrays* arrays : {&train, &test})
-    for (const int32_t label : arrays->labels) largest = std::max(largest, label);
+    for (std::size_t i = 0; i < arrays->labels.size(); ++i)
+      if (arrays->labels[i] > largest) largest = arrays->labels[i], holder = arrays, at = i;
+  // Every class costs a table entry: a stray huge label must not size them.
+  if (largest >= detail::kMaxClasses)
+    throw DataError(fmt::format("label {} at position {} of {} is beyond the {} classes a split may have; labels are "
+                                "class indices 0..classes-1",
+                                largest, at, holder->origin, detail::kMaxClasses));
   if (options.num_classes == 0) {
     const int inferred = largest + 1;
     if (!options.class_names.empty() && options.class_names.size() > static_cast<std::size_t>(inferred))
@@ -30,20 +42,22 @@ int class_count(const LabelledArrays& train, const LabelledArrays& test, const A
     return inferred;
   }
   if (largest >= options.num_classes)
-    throw DataError(fmt::format("label {} in {} is outside --classes {}; labels run 0..{}", largest,
-                                train.origin, options.num_classes, options.num_classes - 1));
+    throw DataError(fmt::format("label {} at position {} of {} is outside --classes {}; labels run 0..{}", largest,
+                                at, holder->origin, options.num_classes, options.num_classes - 1));
   return options.num_classes;
 }
 
 // Per class, a seeded shuffle of its samples; the first round(fraction * count) go to test. Each class keeps
 // at least one training sample, and the order within each split stays the original order.
-void hold_out(LabelledArrays& train, LabelledArrays& test, const ArraysOptions& options, int classes) {
+void hold_out(LabelledArrays& train, LabelledArrays& test, const ArraysOptions& options) {
   check_test_fraction(options);
-  std::vector<std::vector<int64_t>> by_class(static_cast<std::size_t>(classes));
-  for (int64_t i = 0; i < train.count(); ++i) by_class[static_cast<std::size_t>(train.labels[static_cast<std::size_t>(i)])].push_back(i);
+  // Only the classes present, in label order: an empty class draws nothing from the generator either.
+  std::map<int32_t, std::vector<int64_t>> by_class;
+  for (int64_t i = 0; i < train.count(); ++i) by_class[train.labels[static_cast<std::size_t>(i)]].push_back(i);
   std::vector<bool> to_test(static_cast<std::size_t>(train.count()), false);
   std::mt19937_64 random(options.seed);
-  for (std::vector<int64_t>& members : by_class) {
+  for (auto& entry : by_class) {
+    std::vector<int64_t>& members = entry.second;
     std::shuffle(members.begin(), members.end(), random);
     const auto wanted = static_cast<std::size_t>(std::llround(options.test_fraction * static_cast<double>(members.size())));
     const std::size_t held = std::min(wanted, members.empty() ? 0 : members.size() - 1);
@@ -84,16 +98,19 @@ void set_statistics(const LabelledArrays& train, DatasetMeta& meta) {
   }
 }
 
-void write_arrays_split(const fs::path& dir, const LabelledArrays& arrays, DatasetMeta meta, int shards, bool overwrite) {
+// `arrays` must outlive the writing.
+SplitToWrite arrays_split(const fs::path& dir, const LabelledArrays& arrays, DatasetMeta meta, int shards) {
   meta.provenance = fmt::format("arrays: {} samples from {}", arrays.count(), arrays.origin);
   const auto sample = static_cast<std::size_t>(meta.shape.elements());
-  const SampleSource source = [&](int64_t first, int64_t count, std::span<uint8_t> images, std::span<int32_t> labels) {
+  SampleSource source = [&arrays, sample](int64_t first, int64_t count, std::span<uint8_t> images,
+                                          std::span<int32_t> labels) {
     std::memcpy(images.data(), arrays.pixels.data() + static_cast<std::size_t>(first) * sample,
                 static_cast<std::size_t>(count) * sample);
     std::copy_n(arrays.labels.begin() + first, count, labels.begin());
   };
-  write_split(dir, meta, {.shards = static_cast<int>(std::min<int64_t>(shards, arrays.count())), .samples = arrays.count()},
-              source, overwrite);
+  const SplitWriteOptions options{.shards = static_cast<int>(std::min<int64_t>(shards, arrays.count())),
+                                  .samples = arrays.count()};
+  return {dir, std::move(meta), options, std::move(source)};
 }
 
 }  // namespace
@@ -116,11 +133,12 @@ void prepare_arrays(LabelledArrays train, LabelledArrays test, const ArraysOptio
     throw DataError(fmt::format("--class-names lists {} names but the labels need {} classes (0..{})",
                                 options.class_names.size(), meta.num_classes, meta.num_classes - 1));
   meta.class_names = options.class_names;
-  if (test.count() == 0) hold_out(train, test, options, meta.num_classes);
+  if (test.count() == 0) hold_out(train, test, options);
   refuse_existing_splits({options.out / "train", options.out / "test"}, options.overwrite);
   set_statistics(train, meta);
-  write_arrays_split(options.out / "train", train, meta, options.shards, options.overwrite);
-  write_arrays_split(options.out / "test", test, meta, options.shards, options.overwrite);
+  write_splits({arrays_split(options.out / "train", train, meta, options.shards),
+                arrays_split(options.out / "test", test, meta, options.shards)},
+               options.overwrite);
 }
 
 }  // namespace ringtrain::io

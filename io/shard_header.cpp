@@ -63,7 +63,6 @@ std::vector<std::string> split_lines(const std::string& text) {
 }
 
 // Limits far beyond any real dataset that keep every size computed from a header within range.
-constexpr int kMaxClasses = 1 << 24;
 constexpr int kMaxShards = 1 << 24;
 
 std::string describe_type(hid_t type) {

@@ -14,6 +14,8 @@ namespace ringtrain::io::detail {
 
 // The most values one sample may hold (2^31): what the reader accepts, and so what prepare may write.
 inline constexpr uint64_t kMaxSampleValues = uint64_t{1} << 31;
+// The most classes a shard may declare: far beyond any real dataset, and what keeps per-class tables in range.
+inline constexpr int kMaxClasses = 1 << 24;
 
 // What one shard says about itself. Every field a problem prevented reading stays empty/-1.
 struct ShardHeader {

@@ -1,5 +1,6 @@
-// Owns write_split: streaming a SampleSource into K shard files, each written under a temporary name and
-// renamed into place only once complete and closed, its images and labels each with their CRC-32C.
+// Owns write_splits: streaming each split's SampleSource into K shard files, each written under a temporary name
+// and renamed into place only once every shard of every split is complete and closed, its images and labels each
+// with their CRC-32C.
 #include "io/shard_writer.h"
 
 #include <fmt/format.h>
@@ -79,6 +80,12 @@ void validate(const fs::path& dir, const DatasetMeta& meta, const SplitWriteOpti
   if (meta.num_classes < 1) fail(fmt::format("{} classes, need at least 1", meta.num_classes));
   if (!meta.class_names.empty() && meta.class_names.size() != static_cast<std::size_t>(meta.num_classes))
     fail(fmt::format("{} class names for {} classes", meta.class_names.size(), meta.num_classes));
+  // A shard keeps its class names one a line.
+  for (std::size_t c = 0; c < meta.class_names.size(); ++c)
+    if (meta.class_names[c].find_first_of("\r\n") != std::string::npos)
+      fail(fmt::format("class name {} ('{}') holds a line break, which a shard's list of names (one a line) cannot "
+                       "keep; rename it",
+                       c, meta.class_names[c]));
   const auto channels = static_cast<std::size_t>(meta.shape.channels);
   if (meta.mean.size() != channels || meta.stddev.size() != channels)
     fail(fmt::format("mean/std have {}/{} values for {} channels", meta.mean.size(), meta.stddev.size(), channels));
@@ -88,14 +95,15 @@ void validate(const fs::path& dir, const DatasetMeta& meta, const SplitWriteOpti
 // Existing shards of an earlier prepare (possibly with another shard count) would mix with the new ones and
 // fail open_split's shard_count check, so they are all removed, not just overwritten by name. Temporaries
 // (shard-*.h5.tmp) of a prepare that was killed are never a shard: they go without asking.
-void clear_old_shards(const fs::path& dir, bool overwrite) {
+void clear_old_shards(const fs::path& dir, bool overwrite, const std::vector<fs::path>& keep = {}) {
   std::vector<fs::path> old, temporaries;
   std::error_code error;
   for (fs::directory_iterator it(dir, error); !error && it != fs::directory_iterator(); it.increment(error)) {
     const std::string name = it->path().filename().string();
     if (!name.starts_with(shard_names::file_prefix)) continue;
     if (name.ends_with(".h5")) old.push_back(it->path());
-    if (name.ends_with(".h5.tmp")) temporaries.push_back(it->path());
+    if (name.ends_with(".h5.tmp") && std::find(keep.begin(), keep.end(), it->path()) == keep.end())
+      temporaries.push_back(it->path());
   }
   if (error) throw DataError(fmt::format("split folder '{}' cannot be read: {}", dir.string(), error.message()));
   if (!old.empty() && !overwrite)
@@ -194,68 +202,120 @@ void write_shard(const fs::path& file_path, const DatasetMeta& meta, const Split
   file.commit();
 }
 
-void write_shards(const fs::path& dir, const DatasetMeta& meta, const SplitWriteOptions& options,
-                  const SampleSource& source, bool overwrite);
-
-}  // namespace
-
-void write_split(const fs::path& dir, const DatasetMeta& meta, const SplitWriteOptions& options,
-                 const SampleSource& source, bool overwrite) {
-  validate(dir, meta, options);
-  write_shards(dir, meta, options, source, overwrite);
+// The splits of one prepare on one file system must fit there together (validate weighs each alone).
+void check_room_for_all(const std::vector<SplitToWrite>& splits) {
+  std::vector<std::pair<fs::path, double>> needs;  // per existing ancestor
+  for (const SplitToWrite& s : splits) {
+    const double bytes = static_cast<double>(s.options.samples) * (static_cast<double>(s.meta.shape.elements()) + 4.0);
+    const fs::path ancestor = existing_ancestor(s.dir);
+    const auto same = std::find_if(needs.begin(), needs.end(), [&](const auto& n) { return n.first == ancestor; });
+    if (same == needs.end())
+      needs.emplace_back(ancestor, bytes);
+    else
+      same->second += bytes;
+  }
+  for (const auto& [ancestor, bytes] : needs) {
+    std::error_code error;
+    const fs::space_info space = fs::space(ancestor, error);
+    if (!error && bytes > static_cast<double>(space.available))
+      throw DataError(fmt::format("the train and test splits take {} together and the file system holding '{}' has "
+                                  "{} free; use fewer samples or another --out folder",
+                                  byte_size_text(bytes), ancestor.string(),
+                                  byte_size_text(static_cast<double>(space.available))));
+  }
 }
 
-void write_description_split(const fs::path& dir, const DatasetMeta& meta, bool overwrite) {
-  const SplitWriteOptions one_empty_shard{.shards = 1, .samples = 0};
-  validate(dir, meta, one_empty_shard, true);
-  write_shards(dir, meta, one_empty_shard, [](int64_t, int64_t, std::span<uint8_t>, std::span<int32_t>) {}, overwrite);
-}
+// A shard written under its temporary name, and the name it takes once every shard of the prepare is complete.
+struct WrittenShard {
+  fs::path temporary, final;
+};
 
-namespace {
-
-// A shard that failed leaves no half split behind: the shards this call already renamed into place go too, so the
-// folder holds either the whole split or none of it (and open_split says "no shards", not "inconsistent").
-void write_shards(const fs::path& dir, const DatasetMeta& meta, const SplitWriteOptions& options,
-                  const SampleSource& source, bool overwrite) {
-  make_split_folder(dir, overwrite);
+// Every shard of `split` under a temporary name (a prepare killed now leaves no file that is a shard).
+void write_temporaries(const SplitToWrite& split, std::vector<WrittenShard>& written) {
   std::error_code error;
-
+  fs::create_directories(split.dir, error);
+  if (error) throw DataError(fmt::format("cannot create split folder '{}': {}", split.dir.string(), error.message()));
   // Held across the source callbacks too: the open handles of the shard being written are HDF5 state.
   const Hdf5Lock lock;
+  const SplitWriteOptions& options = split.options;
   const int64_t base = options.samples / options.shards;
   const int64_t extra = options.samples % options.shards;
   int64_t first_sample = 0;
-  std::vector<fs::path> written;
-  const auto remove_written = [&] {
-    for (const fs::path& file : written) fs::remove(file, error);  // best effort: the failure is what matters
-  };
   for (int index = 0; index < options.shards; ++index) {
     const int64_t shard_samples = base + (index < extra ? 1 : 0);
-    const fs::path final_path = dir / shard_file_name(index, options.shards);
+    const fs::path final_path = split.dir / shard_file_name(index, options.shards);
     fs::path temporary_path = final_path;
     temporary_path += ".tmp";
+    written.push_back({temporary_path, final_path});
     try {
-      write_shard(temporary_path, meta, options, index, first_sample, shard_samples, source);
+      write_shard(temporary_path, split.meta, options, index, first_sample, shard_samples, split.source);
       detail::verify_written_datasets(
-          temporary_path, {{shard_names::images, static_cast<double>(shard_samples) * static_cast<double>(meta.shape.elements())},
-                           {shard_names::labels, static_cast<double>(shard_samples) * sizeof(int32_t)}});
-      fs::rename(temporary_path, final_path);
-      written.push_back(final_path);
-    } catch (const std::exception& e) {
-      fs::remove(temporary_path, error);
-      remove_written();
-      throw DataError(fmt::format("cannot write split '{}': {}; none of its shards is left in place", dir.string(),
-                                  why_shard_failed(temporary_path, dir, e)));
-    } catch (...) {
-      fs::remove(temporary_path, error);
-      remove_written();
+          temporary_path,
+          {{shard_names::images, static_cast<double>(shard_samples) * static_cast<double>(split.meta.shape.elements())},
+           {shard_names::labels, static_cast<double>(shard_samples) * sizeof(int32_t)}});
+    } catch (const DataError&) {
       throw;
+    } catch (const std::exception& e) {
+      throw DataError(fmt::format("cannot write split '{}': {}", split.dir.string(),
+                                  why_shard_failed(temporary_path, split.dir, e)));
     }
     first_sample += shard_samples;
   }
 }
 
+// Only now are the folders' earlier shards replaced: until here a failure leaves them as they were.
+void put_in_place(const std::vector<SplitToWrite>& splits, const std::vector<WrittenShard>& written, bool overwrite) {
+  std::vector<fs::path> ours;
+  for (const WrittenShard& shard : written) ours.push_back(shard.temporary);
+  for (const SplitToWrite& split : splits) clear_old_shards(split.dir, overwrite, ours);
+  for (const WrittenShard& shard : written) {
+    std::error_code error;
+    fs::rename(shard.temporary, shard.final, error);
+    if (error)
+      throw DataError(fmt::format("cannot put shard '{}' in place: {}", shard.final.string(), error.message()));
+  }
+}
+
 }  // namespace
+
+void write_splits(const std::vector<SplitToWrite>& splits, bool overwrite) {
+  std::vector<fs::path> dirs;
+  for (const SplitToWrite& split : splits) {
+    validate(split.dir, split.meta, split.options, split.described_only);
+    dirs.push_back(split.dir);
+  }
+  check_room_for_all(splits);
+  refuse_existing_splits(dirs, overwrite);
+  std::vector<WrittenShard> written;
+  try {
+    for (const SplitToWrite& split : splits) write_temporaries(split, written);
+    put_in_place(splits, written, overwrite);
+  } catch (const DataError& e) {
+    std::error_code error;
+    for (const WrittenShard& shard : written) {
+      fs::remove(shard.temporary, error);
+      fs::remove(shard.final, error);  // a shard renamed before a later rename failed
+    }
+    throw DataError(fmt::format("{}; nothing of this prepare is left in place, and shards already in {} are as they "
+                                "were",
+                                e.what(), dirs.size() == 1 ? "that folder" : "those folders"));
+  } catch (...) {
+    std::error_code error;
+    for (const WrittenShard& shard : written) fs::remove(shard.temporary, error);
+    throw;
+  }
+}
+
+void write_split(const fs::path& dir, const DatasetMeta& meta, const SplitWriteOptions& options,
+                 const SampleSource& source, bool overwrite) {
+  write_splits({{dir, meta, options, source}}, overwrite);
+}
+
+void write_description_split(const fs::path& dir, const DatasetMeta& meta, bool overwrite) {
+  const SplitWriteOptions one_empty_shard{.shards = 1, .samples = 0};
+  write_splits({{dir, meta, one_empty_shard, [](int64_t, int64_t, std::span<uint8_t>, std::span<int32_t>) {}, true}},
+               overwrite);
+}
 
 std::string shard_file_name(int index, int count) {
   return fmt::format("{}{:05d}-of-{:05d}.h5", shard_names::file_prefix, index, count);

@@ -22,9 +22,24 @@ struct SplitWriteOptions {
 using SampleSource =
     std::function<void(int64_t first, int64_t count, std::span<uint8_t> images, std::span<int32_t> labels)>;
 
-// Writes shard-XXXXX-of-YYYYY.h5 files into `dir` (created if missing). Each file is written under a
-// temporary name and renamed when complete, so an interrupted prepare never leaves a valid-looking shard.
-// Refuses (DataError) to overwrite a folder that already holds shards unless `overwrite` is set.
+// One split of the splits a prepare writes together (train and test).
+struct SplitToWrite {
+  std::filesystem::path dir;
+  DatasetMeta meta;
+  SplitWriteOptions options;
+  SampleSource source;
+  bool described_only = false;  // a split of no samples (write_description_split)
+};
+
+// Writes every split's shard-XXXXX-of-YYYYY.h5 files into its folder (created if missing). Everything is checked
+// first (each split, and the disk space of all of them together); every shard of every split is written under a
+// temporary name, and only once all are complete do they replace the folders' earlier shards. So a failed or
+// interrupted prepare leaves no new shard in place and the earlier dataset as it was: never a new train split
+// beside an old test split. Refuses (DataError) a folder that already holds shards unless `overwrite` is set;
+// with it, the earlier shards stay until the new ones are complete, so both must fit on the disk.
+void write_splits(const std::vector<SplitToWrite>& splits, bool overwrite);
+
+// write_splits of one split.
 void write_split(const std::filesystem::path& dir, const DatasetMeta& meta, const SplitWriteOptions& options,
                  const SampleSource& source, bool overwrite);
 

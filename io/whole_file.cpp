@@ -2,6 +2,7 @@
 #include "io/whole_file.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -38,7 +39,7 @@ std::string write_whole_file(const fs::path& path, std::string_view bytes) noexc
     const PathProbe probe = probe_path(path);
     if (probe.kind == PathProbe::Kind::directory) return "it is a folder";
     if (probe.kind == PathProbe::Kind::other) return "it " + probe.describe();
-    const fs::path tmp = path.string() + ".tmp";
+    const fs::path tmp = fmt::format("{}.{}.tmp", path.string(), ::getpid());
     std::string why = write_all(tmp, bytes);
     std::error_code ec;
     if (why.empty()) fs::rename(tmp, path, ec);
@@ -48,6 +49,11 @@ std::string write_whole_file(const fs::path& path, std::string_view bytes) noexc
   } catch (const std::exception& e) {  // only an allocation can throw here
     return e.what();
   }
+}
+
+bool same_file(const fs::path& a, const fs::path& b) noexcept {
+  std::error_code error;
+  return fs::exists(a, error) && fs::exists(b, error) && fs::equivalent(a, b, error) && !error;
 }
 
 }  // namespace ringtrain::io

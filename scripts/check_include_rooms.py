@@ -29,7 +29,7 @@ main
 # What the rooms above a room may include of it, where a room keeps internals (a room not named here: all of it).
 PUBLIC = {
     "train": {"trainer.h", "run_context.h", "start_point.h", "network_setup.h", "evaluation.h", "stop_request.h",
-              "launcher_watch.h"},
+              "launcher_watch.h", "fault_injection.h"},
 }
 SCANNED = ["common", "io", "kernels", "src"]
 SOURCE = re.compile(r".*\.(h|hpp|cpp|cc|cu|cuh)$")

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "commands/commands.h"
+#include "commands/one_process.h"
 #include "commands/results_on_stdout.h"
 #include "common/error.h"
 
@@ -53,7 +54,7 @@ void add_prepare_commands(CLI::App& app, PrepareCommands& p) {
   p.synth = prepare->add_subcommand("synthetic", "learnable random images of any shape, for benchmarks");
   p.synth->add_option("--shape", p.shape_text, "C,H,W")->capture_default_str();
   p.synth->add_option("--classes", p.synthetic.num_classes, "classes")->capture_default_str()->check(CLI::Range(2, 1 << 20));
-  p.synth->add_option("--samples", p.synthetic.samples, "training samples")->capture_default_str()->check(CLI::PositiveNumber);
+  p.synth->add_option("--samples", p.synthetic.samples, "training samples")->capture_default_str()->check(CLI::Range(int64_t{1}, INT64_MAX));
   p.synth->add_option("--test-samples", p.synthetic.test_samples, "test samples (default: samples/10)");
   p.synth->add_option("--shards", p.synthetic.shards, "shards per split")->capture_default_str()->check(CLI::Range(1, 100000));
   p.synth->add_option("--seed", p.synthetic.seed, "seed")->capture_default_str();
@@ -73,7 +74,8 @@ void add_prepare_commands(CLI::App& app, PrepareCommands& p) {
   p.arrays_command->add_option("--layout", p.arrays.layout, "nchw or nhwc (rank-4 images)")->capture_default_str();
   p.arrays_command->add_option("--test-fraction", p.arrays.options.test_fraction, "held out per class, seeded")->capture_default_str();
   p.arrays_command->add_option("--seed", p.arrays.options.seed, "seed of the hold-out")->capture_default_str();
-  p.arrays_command->add_option("--classes", p.arrays.options.num_classes, "classes (default: largest label + 1)");
+  p.arrays_command->add_option("--classes", p.arrays.options.num_classes, "classes (default: largest label + 1)")
+      ->check(CLI::Range(1, 1 << 24));
   p.arrays_command->add_option("--class-names", p.arrays.class_names, "class names by index, comma-separated");
   p.arrays_command->add_option("--shards", p.arrays.options.shards, "shards per split")->capture_default_str()->check(CLI::Range(1, 100000));
   p.arrays_command->add_option("--out", p.arrays.options.out, "output folder")->required();
@@ -108,6 +110,9 @@ void add_prepare_commands(CLI::App& app, PrepareCommands& p) {
 // The prepare command chosen, run; -1 when none was.
 int run_prepare(PrepareCommands& p) {
   namespace commands = ringtrain::commands;
+  if (*p.fmnist) commands::refuse_several_processes("prepare fashion-mnist");
+  if (*p.synth) commands::refuse_several_processes("prepare synthetic");
+  if (*p.arrays_command) commands::refuse_several_processes("prepare arrays");
   if (*p.fmnist) return commands::prepare_fashion_mnist(p.source, p.out, p.shards, p.overwrite);
   if (*p.synth) {
     const auto dims = parse_shape(p.shape_text);
@@ -157,10 +162,13 @@ void add_use_commands(CLI::App& app, UseCommands& u) {
                                           "sample shape and normalisation");
   u.predict->add_option("--top", p.top, "classes per sample")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   u.predict->add_flag("--logits", p.logits, "also print each sample's logits");
-  u.predict->add_option("--device", p.device, "auto | cpu | cuda")->capture_default_str();
+  u.predict->add_option("--device", p.device, "auto | cpu | cuda")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   u.predict->add_option("--precision", p.precision,
                         "fp32 | tf32 | bf16 | fp16: the arithmetic of the forward pass (default: the checkpoint's "
-                        "train.precision)");
+                        "train.precision; tf32 runs as fp32 on the CPU)")
+      ->check(CLI::IsMember({"fp32", "tf32", "bf16", "fp16"}));
   add_weights_option(u.predict, p.weights);
   u.export_onnx = app.add_subcommand("export", "write a checkpoint's model in inference form as an ONNX file");
   auto& x = u.export_args;
@@ -254,8 +262,12 @@ int main(int argc, char** argv) {
     if (*prep.fmnist || *prep.synth || *prep.arrays_command)
       return checked([&] { return run_prepare(prep); });
     if (*inspect) return checked([&] { return commands::inspect(inspect_dir); });
-    if (*use.export_onnx) return checked([&] { return commands::export_onnx(use.export_args); });
+    if (*use.export_onnx) return checked([&] {
+      commands::refuse_several_processes("export");
+      return commands::export_onnx(use.export_args);
+    });
     if (*use.import_onnx) return checked([&] {
+      commands::refuse_several_processes("import");
       if (!use.shape_text.empty()) use.import_args.shape = parse_shape(use.shape_text);
       return commands::import_onnx(use.import_args);
     });

@@ -28,8 +28,8 @@ bool wants_gpu(const config::JobConfig& job, const dist::World& world) {
 
 // The one place that says which train.precision runs where: tf32 is a tensor-core mode of the CUDA backend; fp32,
 // bf16 and fp16 run on both backends.
-void check_precision(const config::JobConfig& job, bool gpu) {
-  if (!gpu && job.train.precision == config::Precision::tf32)
+void check_precision(const config::JobConfig& job, bool gpu, DeviceUse use) {
+  if (!gpu && job.train.precision == config::Precision::tf32 && use == DeviceUse::training)
     throw JobFileError("train.precision = \"tf32\" needs the CUDA backend; this run uses the CPU backend (run.device, "
                        "no GPU visible, or a build without CUDA), which computes in fp32, bf16 or fp16");
 }
@@ -155,10 +155,10 @@ bool cpu_stores_nhwc(const config::JobConfig& job, bool bf16_products) {
   return bf16_products && std::none_of(job.model.layers.begin(), job.model.layers.end(), runs_between_reorders);
 }
 
-DeviceSetup open_device(const config::JobConfig& job, dist::World& world) {
+DeviceSetup open_device(const config::JobConfig& job, dist::World& world, DeviceUse use) {
   const bool gpu = wants_gpu(job, world);
   world.all_succeed([&] {
-    check_precision(job, gpu);
+    check_precision(job, gpu, use);
     check_sync_batchnorm(job, world);
   });
   DeviceSetup device = gpu ? open_gpu(job, world) : open_cpu(job, world);

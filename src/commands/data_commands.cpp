@@ -89,7 +89,7 @@ namespace {
 // holds, saying which checks its format allowed: CRC-32C per array, Fletcher-32 only (files from before the
 // CRC), or none (files without a run id come from ringtrains that wrote no checksums at all).
 int inspect_checkpoint(const std::filesystem::path& file) {
-  const io::CheckpointData d = io::read_checkpoint(file);
+  const io::CheckpointData d = io::read_checkpoint(file, io::CheckpointUse::named);
   std::string state;
   for (const io::NamedArray& a : d.optimizer_state) state += (state.empty() ? "" : ", ") + a.name;
   fmt::print("checkpoint {}: valid ({})\n  run {}\n  next: epoch {} step {} (after {} "

@@ -2,7 +2,9 @@
 #include "backend/device_setup.h"
 #include "commands/commands.h"
 #include "commands/on_every_rank.h"
+#include "io/output_paths.h"
 #include "commands/results_on_stdout.h"
+#include "commands/with_watchdog.h"
 #include "config/job_config.h"
 #include "dist/world.h"
 #include "infer/evaluate.h"
@@ -16,10 +18,15 @@ int evaluate(int* argc, char*** argv, const EvaluateArgs& args) {
   return on_every_rank(world, [&] {
     return with_results_on_stdout([&] {
       config::JobConfig job;
-      world.all_succeed([&] { job = config::load_job(args.job, infer::with_inference_keys(args.overrides)); });
-      backend::DeviceSetup device = backend::open_device(job, world);
-      const train::RunContext run{job, world, *device.backend, false};
-      return infer::evaluate(run, {args.checkpoint, args.data, args.out, train::weights_named(args.weights)});
+      world.all_succeed([&] {
+        io::refuse_output_over_input("--out", args.out, {{"the job file", args.job}, {"the checkpoint", args.checkpoint}});
+        job = config::load_job(args.job, infer::with_inference_keys(args.overrides));
+      });
+      return with_watchdog(world, job, [&](dist::Watchdog&) {
+        backend::DeviceSetup device = backend::open_device(job, world, backend::DeviceUse::inference);
+        const train::RunContext run{job, world, *device.backend, false};
+        return infer::evaluate(run, {args.checkpoint, args.data, args.out, train::weights_named(args.weights)});
+      });
     });
   });
 }

@@ -4,6 +4,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "commands/commands.h"
+#include "io/output_paths.h"
 #include "config/job_config.h"
 #include "infer/onnx_export.h"
 #include "io/onnx_graph.h"
@@ -30,7 +31,8 @@ void refuse_other_data(const io::CheckpointData& checkpoint, const std::filesyst
 }  // namespace
 
 int export_onnx(const ExportArgs& args) {
-  io::CheckpointData checkpoint = io::read_checkpoint(args.checkpoint);
+  io::refuse_output_over_input("--onnx", args.onnx, {{"the checkpoint", args.checkpoint}});
+  io::CheckpointData checkpoint = io::read_checkpoint(args.checkpoint, io::CheckpointUse::named);
   train::choose_weights(checkpoint, args.checkpoint, train::weights_named(args.weights));
   const config::JobConfig job = config::parse_job(checkpoint.job_toml, args.checkpoint, {});
   const io::SplitIndex split = infer::open_training_split(job, args.data);

@@ -2,13 +2,21 @@
 // samples that describes its input (sample shape, classes, the normalisation), so predict, evaluate and export
 // take it as a model ringtrain trained. The graph is mapped by the import pass (model/onnx_import.h); the
 // network is built from the layers on the CPU (one sample) to check that they take the input and give one logit a
-// class, and that every weight tensor has the size its layer takes, before anything is written. The checkpoint is
-// written atomically, the job file under a temporary name renamed last, so a refusal leaves neither behind.
+// class, and that every weight tensor has the size its layer takes, before anything is written. Every output is
+// checked first (not an input, not a folder), the job file and the checkpoint are written under temporary names and
+// renamed last, and a failure removes only what this run made, so a refusal leaves nothing and loses nothing.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "commands/commands.h"
@@ -18,7 +26,9 @@
 #include "io/checkpoint_file.h"
 #include "io/dataset_meta.h"
 #include "io/onnx_model.h"
+#include "io/output_paths.h"
 #include "io/shard_writer.h"
+#include "io/whole_file.h"
 #include "model/network.h"
 #include "model/onnx_import.h"
 #include "util/versions.h"
@@ -81,12 +91,18 @@ std::string job_text(const ImportArgs& a, const io::OnnxModel& onnx, const model
 }
 
 // Per channel, in 0..255 units as shards keep them, from the 0..1 units torchvision's are given in.
-std::vector<float> in_pixel_units(const std::vector<float>& values, int channels, const char* option) {
+std::vector<float> in_pixel_units(const std::vector<float>& values, int channels, const char* option, bool divisor) {
   if (static_cast<int>(values.size()) != channels)
     throw UsageError(fmt::format("{} has {} values for the model's {} input channels; give one a channel", option,
                                  values.size(), channels));
   std::vector<float> scaled;
-  for (const float v : values) scaled.push_back(v * 255.0f);
+  for (const float v : values) {
+    if (!std::isfinite(v) || (divisor && v <= 0))
+      throw UsageError(fmt::format("{} {}: each value must be a finite number{} (0..1 units, as torchvision's, e.g. "
+                                   "0.229,0.224,0.225)",
+                                   option, v, divisor ? " above 0" : ""));
+    scaled.push_back(v * 255.0f);
+  }
   return scaled;
 }
 
@@ -107,18 +123,51 @@ std::vector<std::string> class_names(const fs::path& file, int classes) {
   return names;
 }
 
-// The folder is import's own: one that holds samples (a real split) is never overwritten.
+bool holds_shards(const fs::path& folder) {
+  std::error_code error;
+  for (fs::directory_iterator it(folder, error); !error && it != fs::directory_iterator(); it.increment(error))
+    if (const std::string name = it->path().filename().string(); name.starts_with("shard-") && name.ends_with(".h5"))
+      return true;
+  return false;
+}
+
+// The folder is import's own: shards that are not an earlier import's description (a real split, whole or damaged)
+// are never replaced.
 void refuse_real_split(const fs::path& data) {
   std::error_code error;
-  if (!fs::is_directory(data, error)) return;
+  if (!fs::is_directory(data, error) || !holds_shards(data)) return;
+  std::string why;
   try {
-    if (io::open_split(data).total_samples() == 0) return;
-  } catch (const DataError&) {
-    return;  // no split there, or a broken one: write_description_split replaces its shards
+    const io::SplitIndex split = io::open_split(data);
+    if (split.total_samples() == 0 && split.meta.provenance.starts_with("ringtrain import of ")) return;
+    why = fmt::format("holds a split with {} samples", split.total_samples());
+  } catch (const DataError& e) {
+    why = fmt::format("holds shards that do not open as an earlier import's description ({})", e.what());
   }
-  throw UsageError(fmt::format("--data '{}' holds a split with samples; import writes a split of none there, so "
+  throw UsageError(fmt::format("--data '{}' {}; import writes a split of no samples there and would replace them, so "
                                "point --data at another folder",
-                               data.string()));
+                               data.string(), why));
+}
+
+// What import writes, and what it reads.
+struct ImportPaths {
+  fs::path job, checkpoint, data;
+  std::vector<io::CommandInput> inputs;  // the ONNX model, the class names
+};
+
+// Every output checked before anything is written: none may be an input or the other output, or a folder.
+void refuse_unusable_outputs(const ImportPaths& p) {
+  std::error_code error;
+  const std::pair<const char*, const fs::path*> outputs[] = {{"--out", &p.job}, {"--checkpoint", &p.checkpoint}};
+  for (const auto& [option, path] : outputs) {
+    if (fs::is_directory(*path, error))
+      throw UsageError(fmt::format("{} '{}' is a folder; name the file to write, e.g. '{}'", option, path->string(),
+                                   (*path / (option == std::string("--out") ? "model.toml" : "model.h5")).string()));
+    io::refuse_output_over_input(option, *path, p.inputs);
+  }
+  if (fs::absolute(p.job).lexically_normal() == fs::absolute(p.checkpoint).lexically_normal() ||
+      io::same_file(p.job, p.checkpoint))
+    throw UsageError(fmt::format("--out and --checkpoint name the same file '{}'; give each its own", p.job.string()));
 }
 
 io::CheckpointData checkpoint_of(const model::ImportedModel& m, const model::Network& net, const config::JobConfig& job) {
@@ -135,15 +184,61 @@ io::CheckpointData checkpoint_of(const model::ImportedModel& m, const model::Net
   return d;
 }
 
-void write_job(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw JobFileError(fmt::format("cannot write the job file '{}'", tmp.string()));
+// A name beside `path` that no other run of import uses.
+fs::path temporary_beside(const fs::path& path) { return fmt::format("{}.import-{}.tmp", path.string(), ::getpid()); }
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  out.flush();
+  if (!out)
+    throw JobFileError(fmt::format("cannot write the job file '{}': {}; pick a writable folder for --out (free "
+                                   "space there if its file system is full)",
+                                   path.string(), std::strerror(errno)));
+}
+
+void rename_into_place(const fs::path& from, const fs::path& to, const char* option) {
+  std::error_code error;
+  fs::rename(from, to, error);
+  if (error)
+    throw JobFileError(fmt::format("{} '{}' cannot be written: {}", option, to.string(), error.message()));
+}
+
+// The folders an output goes in, made where missing; returns those this run made, deepest last.
+std::vector<fs::path> make_parent_folders(const std::vector<fs::path>& outputs) {
+  std::vector<fs::path> made;
+  for (const fs::path& output : outputs) {
+    std::error_code error;
+    fs::path folder;
+    for (const fs::path& part : fs::absolute(output).parent_path()) {
+      folder /= part;
+      if (!fs::exists(folder, error) && fs::create_directory(folder, error)) made.push_back(folder);
+    }
   }
-  fs::rename(tmp, path);
+  return made;
+}
+
+// Writes the three outputs; on a failure removes the temporaries, the data folder where this run made it, and the
+// folders it made for them.
+void write_outputs(const ImportPaths& p, const std::string& job_text, const io::CheckpointData& checkpoint,
+                   const io::DatasetMeta& meta) {
+  std::error_code error;
+  const bool data_existed = fs::exists(p.data, error);
+  const fs::path job_tmp = temporary_beside(p.job), checkpoint_tmp = temporary_beside(p.checkpoint);
+  const std::vector<fs::path> made = make_parent_folders({p.job, p.checkpoint});
+  try {
+    write_text(job_tmp, job_text);
+    io::write_checkpoint(checkpoint_tmp, checkpoint);
+    io::write_description_split(p.data, meta, true);
+    rename_into_place(checkpoint_tmp, p.checkpoint, "--checkpoint");
+    rename_into_place(job_tmp, p.job, "--out");
+  } catch (...) {
+    fs::remove(job_tmp, error);
+    fs::remove(checkpoint_tmp, error);
+    if (!data_existed) fs::remove_all(p.data, error);
+    for (auto folder = made.rbegin(); folder != made.rend(); ++folder) fs::remove(*folder, error);  // if empty
+    throw;
+  }
 }
 
 }  // namespace
@@ -154,8 +249,8 @@ int import_onnx(const ImportArgs& args) {
   io::DatasetMeta meta;
   meta.shape = sample_shape(imported, args.shape);
   meta.num_classes = class_count(imported);
-  meta.mean = in_pixel_units(args.mean, meta.shape.channels, "--mean");
-  meta.stddev = in_pixel_units(args.stddev, meta.shape.channels, "--std");
+  meta.mean = in_pixel_units(args.mean, meta.shape.channels, "--mean", false);
+  meta.stddev = in_pixel_units(args.stddev, meta.shape.channels, "--std", true);
   meta.class_names = class_names(args.class_names, meta.num_classes);
   meta.provenance = fmt::format("ringtrain import of {}: no samples, only the description of the model's input",
                                 args.onnx.string());
@@ -165,21 +260,15 @@ int import_onnx(const ImportArgs& args) {
   refuse_misfit_weights(imported, net, meta.shape);
 
   const fs::path data = args.data.empty() ? fs::path(fs::path(args.job).replace_extension("").string() + "-data") : args.data;
+  ImportPaths paths{args.job, args.checkpoint, data, {{"the ONNX model", args.onnx}}};
+  if (!args.class_names.empty()) paths.inputs.push_back({"the class names", args.class_names});
+  refuse_unusable_outputs(paths);
   const std::string text = job_text(args, onnx, imported, meta, data);
   const config::JobConfig job = config::parse_job(text, args.job, {});
   if (config::layers_toml(job.model.layers) != config::layers_toml(imported.layers))
     throw Error(ExitCode::internal, "import: the job file's layers read back differently from the imported ones");
   refuse_real_split(data);
-
-  io::write_description_split(data, meta, true);
-  io::write_checkpoint(args.checkpoint, checkpoint_of(imported, net, job));
-  try {
-    write_job(args.job, text);
-  } catch (...) {
-    std::error_code ignored;
-    fs::remove(args.checkpoint, ignored);
-    throw;
-  }
+  write_outputs(paths, text, checkpoint_of(imported, net, job), meta);
   fmt::print("imported {} ({} layers, {} parameters, {} classes, input {}x{}x{}): job {}, checkpoint {}, input "
              "description {}\n",
              args.onnx.string(), imported.layers.size(), imported.params.size(), meta.num_classes, meta.shape.channels,

@@ -26,6 +26,7 @@
 #include "dist/world.h"
 #include "io/partition.h"
 #include "io/shard_reader.h"
+#include "util/json_text.h"
 
 namespace ringtrain::commands {
 
@@ -154,7 +155,7 @@ int input_bench(int* argc, char*** argv, const InputBenchArgs& args) {
           {"images_per_cpu_s", images / timed.cpu_seconds},
           {"loader_read_s", timed.loader.read_s},
           {"loader_convert_s", timed.loader.convert_s}};
-      fmt::print("{}\n", line.dump());
+      fmt::print("{}\n", util::json_text(line));
       return 0;
     });
   });

@@ -35,6 +35,7 @@
 #include "io/image_sample.h"
 #include "train/run_context.h"
 #include "train/start_point.h"
+#include "util/json_text.h"
 
 namespace ringtrain::commands {
 namespace {
@@ -44,11 +45,15 @@ namespace fs = std::filesystem;
 void print_line(nlohmann::ordered_json line, std::span<const float> logits, const std::vector<std::string>& names,
                 const PredictArgs& args) {
   line.update(infer::top_classes(logits, names, {args.top, args.logits}));
-  fmt::print("{}\n", line.dump());
+  fmt::print("{}\n", util::json_text(line));
 }
 
 void predict_split(const train::RunContext& run, const PredictArgs& args, const fs::path& dir) {
   train::SplitPart part = train::open_split_part(run.world, dir, "the input");
+  if (part.split.total_samples() == 0)
+    throw DataError(fmt::format("the input '{}' holds no samples (it describes a model's input only, as `ringtrain "
+                                "import` writes it); predict on a split with samples, or on image files",
+                                dir.string()));
   const int classes = part.meta().num_classes;
   infer::Classifier classifier(run, args.checkpoint, part.meta().shape, classes, train::weights_named(args.weights));
   const int64_t n = part.range.size(), per_batch = classifier.batch(), batches = (n + per_batch - 1) / per_batch;
@@ -132,14 +137,14 @@ int predict_all(dist::World& world, const PredictArgs& args) {
   if (world.size() != 1)
     throw UsageError("predict runs as one process (it writes one stream of predictions): run it without mpirun/srun");
   const std::vector<infer::PredictInput> inputs = infer::resolve_predict_inputs(args.inputs);
-  io::CheckpointData checkpoint = io::read_checkpoint(args.checkpoint);
+  io::CheckpointData checkpoint = io::read_checkpoint(args.checkpoint, io::CheckpointUse::named);
   // Refused here, before any device is opened or line printed, where the checkpoint lacks the weights asked for.
   train::choose_weights(checkpoint, args.checkpoint, train::weights_named(args.weights));
   std::vector<std::string> overrides{"run.device=" + args.device};
   if (!args.precision.empty()) overrides.push_back("train.precision=" + args.precision);
   const config::JobConfig job =
       config::parse_job(checkpoint.job_toml, args.checkpoint, infer::with_inference_keys(std::move(overrides)));
-  backend::DeviceSetup device = backend::open_device(job, world);
+  backend::DeviceSetup device = backend::open_device(job, world, backend::DeviceUse::inference);
   const train::RunContext run{job, world, *device.backend, false};
   // Set up before the first line, so a model that cannot take images fails with nothing printed.
   std::unique_ptr<ImageModel> images;

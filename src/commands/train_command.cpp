@@ -6,6 +6,7 @@
 #include "commands/commands.h"
 #include "commands/on_every_rank.h"
 #include "commands/results_on_stdout.h"
+#include "commands/with_watchdog.h"
 #include "config/job_config.h"
 #include "dist/world.h"
 #include "train/launcher_watch.h"
@@ -25,10 +26,12 @@ int train(int* argc, char*** argv, const TrainArgs& args) {
     return with_results_on_stdout([&] {
       config::JobConfig job;
       world.all_succeed([&] { job = config::load_job(args.job, args.overrides); });
-      backend::DeviceSetup device = backend::open_device(job, world);
-      return train::Trainer(job, world, *device.backend, *device.reducer, args.resume,
-                            {args.failed_node, args.seconds_lost})
-          .run();
+      return with_watchdog(world, job, [&](dist::Watchdog& watchdog) {
+        backend::DeviceSetup device = backend::open_device(job, world);
+        return train::Trainer(job, world, *device.backend, *device.reducer, watchdog, args.resume,
+                              {args.failed_node, args.seconds_lost})
+            .run();
+      });
     });
   });
 }

@@ -296,6 +296,13 @@ std::optional<LayerSpec> Reader::layer(const toml::table& t, const std::string& 
   LayerSpec spec;
   spec.where = at;
   spec.name = t["name"].value_or(std::string());
+  // A name that is not a string would be dropped, and train.freeze would not find the layer.
+  if (const toml::node* name = t.get("name"); name && !name->is_string())
+    problem(fmt::format("'{}.name' must be a string, got {}", at, node_type_name(*name)));
+  if (const toml::node* given = t.get("type"); given && !given->is_string()) {
+    problem(fmt::format("'{}.type' must be a string, one of {}; got {}", at, layer_type_names(), node_type_name(*given)));
+    return std::nullopt;
+  }
   if (type && *type == kResidual) return residual(t, std::move(spec), depth);
   const LayerType* declared = type ? find_layer_type(*type) : nullptr;
   if (!declared) {
@@ -304,6 +311,11 @@ std::optional<LayerSpec> Reader::layer(const toml::table& t, const std::string& 
     return std::nullopt;
   }
   spec.type = declared->type;
+  // Outside a block there is no shortcut to leave a dropped sample: it would be zeroed whole.
+  if (spec.type == "drop_path" && depth == 0)
+    problem(fmt::format("'{}' (drop_path) belongs in a residual block's body, where a dropped sample keeps the "
+                        "shortcut; at the top level it would zero whole samples (use dropout there)",
+                        at));
   std::map<std::string, LayerValue, std::less<>> given;
   for (const auto& [key, node] : t) {
     const std::string k(key.str());
@@ -338,7 +350,11 @@ std::optional<LayerSpec> Reader::residual(const toml::table& t, LayerSpec spec, 
   spec.body = layers(t.get("body"), spec.where + ".body", depth + 1);
   if (t.contains("shortcut")) spec.shortcut = layers(t.get("shortcut"), spec.where + ".shortcut", depth + 1);
   const std::string act = t["activation"].value_or(std::string("relu"));
-  if (act != "relu" && act != "none") problem(fmt::format("'{}.activation' must be relu or none", spec.where));
+  // Only an absent activation means relu: `activation = false` must not quietly become one.
+  if (const toml::node* given = t.get("activation"); given && !given->is_string())
+    problem(fmt::format("'{}.activation' must be \"relu\" or \"none\", got {}", spec.where, node_type_name(*given)));
+  else if (act != "relu" && act != "none")
+    problem(fmt::format("'{}.activation' must be \"relu\" or \"none\", got \"{}\"", spec.where, act));
   spec.activation_relu = act == "relu";
   return spec;
 }
@@ -385,6 +401,17 @@ void check_together(Reader& r, JobConfig::Optimizer& o) {
   if (o.schedule == LrSchedule::steps && o.milestones.empty())
     r.problem("optimizer.schedule = \"steps\" needs 'optimizer.milestones', the epochs at which the rate drops, "
               "e.g. [30, 60, 80]");
+  // Goyal et al.'s milestones without schedule = "steps" would quietly train on the default cosine.
+  if (o.schedule != LrSchedule::steps && !o.milestones.empty())
+    r.problem("'optimizer.milestones' applies only to optimizer.schedule = \"steps\"; set schedule = \"steps\" to "
+              "drop the rate at them, or remove milestones");
+  const bool momentum_rule = o.kind == OptimizerKind::sgd || o.kind == OptimizerKind::lars;
+  if (o.nesterov && !momentum_rule)
+    r.problem("'optimizer.nesterov' applies to optimizer.name = \"sgd\" or \"lars\"; the other optimizers keep no "
+              "momentum of that form, so remove it");
+  else if (o.nesterov && o.momentum == 0)
+    r.problem("'optimizer.nesterov' = true needs 'optimizer.momentum' above 0 (Nesterov's look-ahead is along the "
+              "momentum), as PyTorch's SGD requires");
 }
 
 // The new head of a fine-tuned model: the last layer keeps its place and keys, with one unit per new class.
@@ -416,6 +443,13 @@ void check_freeze(Reader& r, const JobConfig& c) {
   const std::string& name = c.train.freeze;
   if (name.empty()) return;
   const auto& layers = c.model.layers;
+  if (const auto named = std::count_if(layers.begin(), layers.end(), [&](const auto& l) { return l.name == name; });
+      named > 1) {
+    r.problem(fmt::format("'train.freeze' = \"{}\" names {} top-level layers; give the layers unique names, so that "
+                          "which one the frozen part ends at is clear",
+                          name, named));
+    return;
+  }
   for (size_t i = 0; i < layers.size(); ++i)
     if (layers[i].name == name) {
       if (i + 1 == layers.size())

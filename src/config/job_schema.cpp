@@ -117,7 +117,7 @@ Section<Data> data_keys() {
                         "ranks)"),
           integer<Data>("eval_resize", &Data::eval_resize, 0, {0, 65536},
                         "JPEG splits: evaluation resizes the shorter side to this, then takes the centre crop of the "
-                        "sample's size (0 = the size / 0.875: 256 for 224)"),
+                        "sample's size, so at least the sample's side (0 = the size / 0.875: 256 for 224)"),
           choice<Data>("decode", &Data::decode,
                        {{"auto", DecodeOn::auto_detect}, {"cpu", DecodeOn::cpu}, {"gpu", DecodeOn::gpu}},
                        "where a JPEG split's images are decoded: auto (cpu: on an H200 with 8 cores, ResNet-50 bf16 from "
@@ -199,8 +199,8 @@ Section<Optimizer> optimizer_keys() {
                     "| none"),
           number<O>("momentum", &O::momentum, 0.9, {0.0, 0.9999}, "sgd and lars: momentum"),
           boolean<O>("nesterov", &O::nesterov, false,
-                     "sgd and lars: Nesterov momentum as PyTorch's SGD defines it (the step takes g + momentum x v "
-                     "instead of v)"),
+                     "sgd and lars, with momentum above 0: Nesterov momentum as PyTorch's SGD defines it (the step "
+                     "takes g + momentum x v instead of v)"),
           number<O>("beta1", &O::beta1, 0.9, {0.0, 0.9999}, "adamw and lamb: decay of the gradient's running mean"),
           number<O>("beta2", &O::beta2, 0.999, {0.0, 0.999999},
                     "adamw and lamb: decay of the squared gradient's running mean"),
@@ -219,10 +219,10 @@ Section<Optimizer> optimizer_keys() {
                     "after warm-up: cosine (to min_lr) | constant | steps (x decay_factor at each of the milestones, "
                     "PyTorch's MultiStepLR) | poly (min_lr + (peak - min_lr) x (1 - progress)^poly_power, MLPerf's "
                     "LARS reference)"),
-          number<O>("min_lr", &O::min_lr, 0.0, {0.0, 1e3}, "cosine and poly: the learning rate the decay ends at"),
+          number<O>("min_lr", &O::min_lr, 0.0, {0.0, 1e3}, "cosine and poly: the learning rate the decay ends at, at most the peak rate"),
           numbers<O>("milestones", &O::milestones, {0.0, 1e5},
-                     "steps: the epochs (from the job's start, warm-up included; fractions allowed) at which the rate "
-                     "is multiplied by decay_factor, increasing, e.g. [30, 60, 80]"),
+                     "schedule = steps only: the epochs (from the job's start, warm-up included; fractions allowed) at "
+                     "which the rate is multiplied by decay_factor, increasing, e.g. [30, 60, 80]"),
           number<O>("decay_factor", &O::decay_factor, 0.1, above(0.0, 1.0),
                     "steps: in (0, 1], the factor at each milestone"),
           number<O>("poly_power", &O::poly_power, 2.0, above(0.0, 1e3),
@@ -324,8 +324,8 @@ Section<Dist> dist_keys() {
                        "all-reduces it with the other nodes and updates it; sgd and adamw, fp32 and bf16); the GPU "
                        "path always uses NCCL on its own stream"),
           integer<Dist>("node_ranks", &Dist::node_ranks, 0, {0, 1 << 20},
-                        "dist.reducer = \"shared\": ranks of a node per shared copy (0: all of them); fewer emulate "
-                        "several nodes on one, for tests"),
+                        "dist.reducer = \"shared\": ranks of a node per shared copy (0: all of them), dividing the "
+                        "ranks of every host; fewer emulate several nodes on one, for tests"),
           choice<Dist>("allreduce_dtype", &Dist::allreduce_dtype,
                        {{"fp32", WireFormat::fp32}, {"bf16", WireFormat::bf16}},
                        "fp32 | bf16: what the gradient all-reduce sends; bf16 halves the bytes, each partial sum "

@@ -25,6 +25,7 @@ DataPlan::DataPlan(const config::JobConfig& job, const dist::World& world, const
   device_decode_ = train::decodes_on_device(job, meta());
   world.all_succeed([&] {
     if (device_decode_) train::refuse_what_device_decoding_excludes(job);
+    train::refuse_eval_resize_below_the_sample(job, meta().shape);
   });
   epoch_.batch = job.train.batch_per_rank;
   epoch_.accumulate = job.train.accumulate_steps;

@@ -2,6 +2,8 @@
 // data.decode, and a split's storage, into a loader's LoaderWork.
 #include "data/loader_work.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <thread>
 
@@ -88,6 +90,16 @@ LoaderWork raw_training_work(const config::JobConfig& job, const dist::World& wo
 
 bool decodes_on_device(const config::JobConfig& job, const io::DatasetMeta& meta) {
   return meta.storage == io::SampleStorage::jpeg && job.data.decode == config::DecodeOn::gpu;
+}
+
+void refuse_eval_resize_below_the_sample(const config::JobConfig& job, const io::SampleShape& shape) {
+  const int side = std::max(shape.height, shape.width);
+  if (job.data.eval_resize > 0 && job.data.eval_resize < side)
+    throw JobFileError(fmt::format("'data.eval_resize' = {} is smaller than the samples' side {}: evaluation resizes "
+                                   "the shorter side to it and then takes a centre crop of {}x{}, which must fit; set "
+                                   "it to at least {} (0: the side / 0.875, {})",
+                                   job.data.eval_resize, side, shape.height, shape.width, side,
+                                   evaluation_resize(0, shape)));
 }
 
 void refuse_what_device_decoding_excludes(const config::JobConfig& job) {

@@ -34,6 +34,9 @@ bool decodes_on_device(const config::JobConfig& job, const io::DatasetMeta& meta
 // JobFileError naming both keys and the fix. Training and input-bench alike call it.
 void refuse_what_device_decoding_excludes(const config::JobConfig& job);
 
+// data.eval_resize (when set) must leave room for the centre crop of the sample's size.
+void refuse_eval_resize_below_the_sample(const config::JobConfig& job, const io::SampleShape& shape);
+
 // data.loader_threads, with 0 resolved to the node's hardware threads divided among its ranks (at least 1).
 int loader_threads(const config::JobConfig& job, const dist::World& world);
 

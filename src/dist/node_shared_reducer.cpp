@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/host_memory.h"
+#include "dist/collective_watch.h"
 #include "dist/mpi_check.h"
 #include "dist/shared_window_checks.h"
 #include "dist/world.h"
@@ -34,6 +35,16 @@ void require_equal_groups(MPI_Comm world, int group_size) {
                                    smallest, largest));
 }
 
+// dist.node_ranks splits each host's ranks into groups of that many, so it must divide them; every rank throws alike.
+void require_dividing_node_ranks(MPI_Comm world, int node_ranks, int host_ranks) {
+  int misfit = node_ranks > 0 && (host_ranks % node_ranks != 0) ? host_ranks : 0, worst = 0;
+  MPI_CHECK(MPI_Allreduce(&misfit, &worst, 1, MPI_INT, MPI_MAX, world));
+  if (worst > 0)
+    throw JobFileError(fmt::format("'dist.node_ranks' = {} must divide the ranks of every host, but one has {}; set "
+                                   "it to a divisor of the ranks per host (0: all of a host's ranks share one copy)",
+                                   node_ranks, worst));
+}
+
 // Rank `r`'s slice of `count` parameters among `ranks`: on decay-mask words, as even as that allows; the last
 // rank's ends at the last parameter.
 model::ParamSlice slice_of(int64_t count, int r, int ranks) {
@@ -54,12 +65,20 @@ void require_parameters(int64_t held, int64_t asked, const char* what) {
 }  // namespace
 
 NodeSharedReducer::NodeSharedReducer(MPI_Comm world, int node_ranks, WireFormat wire) : world_(world) {
+  const CollectiveWait wait("splitting the ranks into nodes for the shared parameter copy");
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(world, &rank));
   MPI_Comm host = MPI_COMM_NULL;
   MPI_CHECK(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host));
-  int host_rank = 0;
+  int host_rank = 0, host_ranks = 0;
   MPI_CHECK(MPI_Comm_rank(host, &host_rank));
+  MPI_CHECK(MPI_Comm_size(host, &host_ranks));
+  try {
+    require_dividing_node_ranks(world, node_ranks, host_ranks);
+  } catch (...) {
+    MPI_Comm_free(&host);
+    throw;
+  }
   MPI_CHECK(MPI_Comm_split(host, node_ranks > 0 ? host_rank / node_ranks : 0, rank, &node_));
   MPI_CHECK(MPI_Comm_free(&host));
   MPI_CHECK(MPI_Comm_rank(node_, &node_rank_));
@@ -74,6 +93,7 @@ NodeSharedReducer::~NodeSharedReducer() {
   // The frees are collective: while an exception unwinds, the other ranks may never come (this rank failed alone
   // and is about to end the job), so the windows are left to the end of the process.
   if (std::uncaught_exceptions() > 0) return;
+  const CollectiveWait wait("freeing the node's shared parameter memory");
   for (MPI_Win& w : windows_) {
     MPI_Win_unlock_all(w);
     MPI_Win_free(&w);
@@ -182,6 +202,7 @@ std::vector<float*> NodeSharedReducer::optimizer_state(int arrays, int64_t count
 }
 
 void NodeSharedReducer::node_barrier() {
+  const CollectiveWait wait("barrier of the node's ranks on the shared parameter copy");
   for (MPI_Win w : windows_) MPI_CHECK(MPI_Win_sync(w));
   MPI_CHECK(MPI_Barrier(node_));
   for (MPI_Win w : windows_) MPI_CHECK(MPI_Win_sync(w));
@@ -225,6 +246,7 @@ void NodeSharedReducer::updated() { node_barrier(); }
 // holds the same sums after the all-reduce between nodes.
 double NodeSharedReducer::sum_over_slices(double mine) {
   std::vector<double> each(static_cast<std::size_t>(node_size_));
+  const CollectiveWait wait("sum of the node's gradient slices");
   MPI_CHECK(MPI_Allgather(&mine, 1, MPI_DOUBLE, each.data(), 1, MPI_DOUBLE, node_));
   double sum = 0;
   for (const double v : each) sum += v;

@@ -69,11 +69,11 @@ void Watchdog::guard() {
     const bool past_timeout = waiting_ && now - entered_at_.load() > timeout_s_ + kStuckS;
     if (stuck < kStuckS || !(past_sigterm || past_timeout)) continue;
     std::fprintf(stderr,
-                 "ringtrain: %s (exit %d) [%s]:\n  %s while '%s' at step %lld was waiting, and MPI itself is stuck "
+                 "ringtrain: %s (exit %d) [%s]:\n  %s while '%s' %s was waiting, and MPI itself is stuck "
                  "(the watchdog's own MPI calls have not returned for %.1f s): ending this rank without MPI\n",
                  past_sigterm ? "terminated" : "stall", exit_code_, process_label().c_str(),
                  past_sigterm ? "SIGTERM arrived" : "the collective timed out", what_.load(),
-                 static_cast<long long>(step_.load() + 1), stuck);
+                 at_step(step_.load()).c_str(), stuck);
     end_job(exit_code_, /*use_mpi=*/false);
   }
 }
@@ -99,9 +99,17 @@ void Watchdog::finish() {
   if (thread_.joinable()) thread_.join();
   if (!heartbeats_) return;
   // Every rank's last heartbeat must be received before MPI_Finalize: complete our send, meet, then rank 0
-  // takes whatever is still queued for it.
+  // takes whatever is still queued for it. The meeting is polled, as the thread that timed waits has stopped.
   if (send_ != MPI_REQUEST_NULL) MPI_CHECK(MPI_Wait(&send_, MPI_STATUS_IGNORE));
-  MPI_CHECK(MPI_Barrier(comm_));
+  MPI_Request met = MPI_REQUEST_NULL;
+  MPI_CHECK(MPI_Ibarrier(comm_, &met));
+  const double since = util::now_s();
+  for (int done = 0;;) {
+    MPI_CHECK(MPI_Test(&met, &done, MPI_STATUS_IGNORE));
+    if (done) break;
+    if (const double waited = util::now_s() - since; waited > timeout_s_) fire_at_finish(waited);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   if (rank_ == 0) drain(util::now_s());
   MPI_CHECK(MPI_Comm_free(&comm_));
   heartbeats_ = false;
@@ -197,12 +205,18 @@ std::string Watchdog::missing_ranks(double now) const {
 // On a helper thread, waited for at most kLastWordsS: the hang being reported may be the file system the last
 // words write to (a stalled parallel file system under run.dir), and the watchdog itself must never hang.
 void Watchdog::say_last_words() noexcept {
-  if (said_last_words_ || !last_words_) return;
+  if (said_last_words_) return;
+  std::function<void()> last_words;
+  {
+    const std::lock_guard<std::mutex> hold(last_words_mutex_);
+    last_words = last_words_;
+  }
+  if (!last_words) return;
   said_last_words_ = true;
   try {
     auto done = std::make_shared<std::promise<void>>();
     std::future<void> finished = done->get_future();
-    std::thread([words = last_words_, done] {
+    std::thread([words = std::move(last_words), done] {
       try {
         words();
       } catch (const std::exception& e) {
@@ -226,23 +240,22 @@ void Watchdog::fire(double now, double waited) {
   else
     who = "rank 0, which names the missing ranks, did not end the job, so this rank does";
   std::fprintf(stderr,
-               "ringtrain: stall (exit %d) [%s]:\n  '%s' at step %lld has not completed after %.1f s "
+               "ringtrain: stall (exit %d) [%s]:\n  '%s' %s has not completed after %.1f s "
                "(run.collective_timeout_s = %g); %s\n  ending the job; raise run.collective_timeout_s if steps "
                "legitimately take this long\n",
-               exit_code_, process_label().c_str(), what_.load(), static_cast<long long>(step_.load() + 1), waited,
-               timeout_s_, who.c_str());
+               exit_code_, process_label().c_str(), what_.load(), at_step(step_.load()).c_str(), waited, timeout_s_,
+               who.c_str());
   // Without MPI_THREAD_MULTIPLE: a rank that exits makes mpirun/srun end the job.
   end_job(exit_code_, heartbeats_);
 }
 
 void Watchdog::fire_terminated(double waited) {
   std::fprintf(stderr,
-               "ringtrain: terminated (exit %d) [%s]:\n  SIGTERM arrived while '%s' at step %lld was waiting, and it "
+               "ringtrain: terminated (exit %d) [%s]:\n  SIGTERM arrived while '%s' %s was waiting, and it "
                "has not completed %.1f s later (%.1f s in all): another rank has most likely died, so it never "
                "will\n  ending the job now instead of waiting for the scheduler's SIGKILL; the last checkpoint in "
                "run.dir is intact, continue with --resume\n",
-               exit_code_, process_label().c_str(), what_.load(), static_cast<long long>(step_.load() + 1),
-               kTermGraceS, waited);
+               exit_code_, process_label().c_str(), what_.load(), at_step(step_.load()).c_str(), kTermGraceS, waited);
   end_job(exit_code_, heartbeats_);
 }
 
@@ -251,14 +264,28 @@ void Watchdog::fire_terminated(double waited) {
 // --kill-on-bad-exit) ends the others.
 void Watchdog::fire_stuck_call(double waited, bool after_sigterm) {
   std::fprintf(stderr,
-               "ringtrain: %s (exit %d) [%s]:\n  '%s' at step %lld, a call that returns at once while communication is "
+               "ringtrain: %s (exit %d) [%s]:\n  '%s' %s, a call that returns at once while communication is "
                "healthy, has not returned after %.1f s%s: the communication library is stuck inside it (another rank "
                "has most likely died)\n"
                "  ending this rank without MPI; the last checkpoint in run.dir is intact, continue with --resume\n",
                after_sigterm ? "terminated" : "stall", exit_code_, process_label().c_str(), call_what_.load(),
-               static_cast<long long>(call_step_.load() + 1), waited,
+               at_step(call_step_.load()).c_str(), waited,
                after_sigterm ? ", SIGTERM having arrived meanwhile" : "");
   end_job(exit_code_, /*use_mpi=*/false);
+}
+
+// The thread that would name the missing ranks has stopped, so this says only that the end of the run was not met.
+void Watchdog::fire_at_finish(double waited) {
+  std::fprintf(stderr,
+               "ringtrain: stall (exit %d) [%s]:\n  the end of the run has not been met by every rank after %.1f s "
+               "(run.collective_timeout_s = %g): another rank is stalled or has died after its last step\n  ending "
+               "the job; the checkpoints in run.dir are intact\n",
+               exit_code_, process_label().c_str(), waited, timeout_s_);
+  end_job(exit_code_, /*use_mpi=*/true);
+}
+
+std::string Watchdog::at_step(int64_t step) const {
+  return step < 0 ? std::string("before any training step") : fmt::format("at step {}", step + 1);
 }
 
 }  // namespace ringtrain::dist

@@ -32,7 +32,10 @@ class Watchdog {
   // grace after SIGTERM must not end; run.collective_timeout_s still does.
   void enter(const char* what, int64_t step, bool sigterm_ends_wait = true);
   void leave();
-  // Normal end of the job on every rank: stops heartbeats and drains those in flight (collective).
+  bool waiting() const { return waiting_; }  // inside a collective's wait (enter), not in LocalWork
+  int64_t step() const { return step_; }     // the step of the last wait entered; -1 before the first
+  // Normal end of the job on every rank: stops heartbeats and drains those in flight (collective; a rank that never
+  // arrives ends the job after run.collective_timeout_s, as in any other wait).
   void finish();
   // `terminating` says whether the process has been told to terminate (SIGTERM). A scheduler sends that to
   // the surviving ranks when one rank died (srun --kill-on-bad-exit) and only SIGKILLs them after its KillWait
@@ -43,7 +46,11 @@ class Watchdog {
   // the grace after SIGTERM), before any rank ends the job: what a user needs to see the hang (the trace of
   // the last steps). Set before the training loop; must be safe to call while the main thread is blocked in
   // MPI. Best effort: a rank killed by another's MPI_Abort first may not get to it.
-  void on_timeout(std::function<void()> last_words) { last_words_ = std::move(last_words); }
+  // Cleared (an empty function) by whoever set it, before what it captures goes.
+  void on_timeout(std::function<void()> last_words) {
+    const std::lock_guard<std::mutex> hold(last_words_mutex_);
+    last_words_ = std::move(last_words);
+  }
 
   // Main thread, around a call that must return at once (a reducer's non-blocking launch or poll). One that has not
   // returned kTermGraceS after SIGTERM, or run.collective_timeout_s in any case, means the communication library is
@@ -111,6 +118,8 @@ class Watchdog {
   [[noreturn]] void fire(double now, double waited);
   [[noreturn]] void fire_terminated(double waited);
   [[noreturn]] void fire_stuck_call(double waited, bool after_sigterm);
+  [[noreturn]] void fire_at_finish(double waited);
+  std::string at_step(int64_t step) const;
   void say_last_words() noexcept;
   std::string missing_ranks(double now) const;
 
@@ -128,7 +137,8 @@ class Watchdog {
   std::atomic<int64_t> call_step_{-1};
   std::atomic<double> call_since_{0};  // 0: the main thread is not inside a watched call
   std::atomic<bool (*)() noexcept> terminating_{nullptr};
-  std::function<void()> last_words_;  // set before the thread can fire; run at most once by it
+  std::mutex last_words_mutex_;
+  std::function<void()> last_words_;  // run at most once, by the watchdog's thread
   bool said_last_words_ = false;      // watchdog thread only
   double terminating_since_ = -1;  // watchdog thread only
   std::vector<Peer> peers_;  // rank 0 only; touched only by the watchdog thread

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/process_label.h"
+#include "dist/collective_watch.h"
 #include "dist/end_job.h"
 #include "dist/mpi_check.h"
 #include "dist/open_mpi_defaults.h"
@@ -97,6 +98,7 @@ void agree_on_errors(MPI_Comm comm, const std::function<void()>& step) {
     code = static_cast<int>(ExitCode::internal);
     message = e.what();
   }
+  const CollectiveWait wait("agreement that a set-up step succeeded on every rank");
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(comm, &rank));
   // Lowest failing rank speaks for all: its message and code are what every rank reports.
@@ -113,13 +115,18 @@ void agree_on_errors(MPI_Comm comm, const std::function<void()>& step) {
 
 void World::abort(ExitCode code) const { end_job(static_cast<int>(code), /*use_mpi=*/true); }
 
-void World::barrier() const { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+void World::barrier() const {
+  const CollectiveWait wait("barrier");
+  MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+}
 
 void World::broadcast(void* data, int bytes, int root) const {
+  const CollectiveWait wait("broadcast");
   MPI_CHECK(MPI_Bcast(data, bytes, MPI_BYTE, root, MPI_COMM_WORLD));
 }
 
 void World::broadcast_floats(float* data, long long count, int root) const {
+  const CollectiveWait wait("broadcast of arrays");
   for (long long offset = 0; offset < count; offset += INT_MAX / 2) {
     const int chunk = static_cast<int>(std::min<long long>(count - offset, INT_MAX / 2));
     MPI_CHECK(MPI_Bcast(data + offset, chunk, MPI_FLOAT, root, MPI_COMM_WORLD));
@@ -127,32 +134,38 @@ void World::broadcast_floats(float* data, long long count, int root) const {
 }
 
 long long World::min_across(long long value) const {
+  const CollectiveWait wait("minimum over the ranks");
   long long result = 0;
   MPI_CHECK(MPI_Allreduce(&value, &result, 1, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD));
   return result;
 }
 
 long long World::max_across(long long value) const {
+  const CollectiveWait wait("maximum over the ranks");
   long long result = 0;
   MPI_CHECK(MPI_Allreduce(&value, &result, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD));
   return result;
 }
 
 double World::sum_across(double value) const {
+  const CollectiveWait wait("sum over the ranks");
   double result = 0;
   MPI_CHECK(MPI_Allreduce(&value, &result, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
   return result;
 }
 
 void World::sum_across(int64_t* values, int count) const {
+  const CollectiveWait wait("sum over the ranks");
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
 }
 
 void World::sum_across(double* values, int count) const {
+  const CollectiveWait wait("sum over the ranks");
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
 }
 
 std::string World::broadcast_string(const std::string& value, int root) const {
+  const CollectiveWait wait("broadcast");
   return broadcast_text(MPI_COMM_WORLD, value, root);
 }
 

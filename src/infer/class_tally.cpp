@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <numeric>
 
-#include "dist/mpi_check.h"
 
 namespace ringtrain::infer {
 
@@ -24,8 +23,7 @@ void ClassTally::add(const train::EvaluatedBatch& b) {
 }
 
 void ClassTally::sum_across(const dist::World& world) {
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, matrix_.data(), static_cast<int>(matrix_.size()), MPI_INT64_T, MPI_SUM,
-                          world.comm()));
+  world.sum_across(matrix_.data(), static_cast<int>(matrix_.size()));
 }
 
 int64_t ClassTally::samples() const { return std::accumulate(matrix_.begin(), matrix_.end() - 1, int64_t{0}); }

@@ -12,10 +12,13 @@
 #include "data/loader_work.h"
 #include "data/split_part.h"
 #include "infer/class_tally.h"
+#include "io/output_paths.h"
 #include "io/whole_file.h"
 #include "train/evaluation.h"
+#include "train/fault_injection.h"
 #include "train/network_setup.h"
 #include "train/start_point.h"
+#include "util/json_text.h"
 
 namespace ringtrain::infer {
 namespace {
@@ -38,7 +41,7 @@ nlohmann::ordered_json result_json(const train::RunContext& run, const train::Re
 }
 
 void write_json(const std::filesystem::path& file, const nlohmann::ordered_json& j) {
-  if (const std::string why = io::write_whole_file(file, j.dump(1) + "\n"); !why.empty())
+  if (const std::string why = io::write_whole_file(file, util::json_text(j, 1) + "\n"); !why.empty())
     throw JobFileError(fmt::format("--out '{}' cannot be written: {}; pick a writable file with --out (free space "
                                    "there if its file system is full)",
                                    file.string(), why));
@@ -58,6 +61,7 @@ int evaluate(const train::RunContext& run, const EvaluateOptions& options) {
                                                   "with --data",
                                                   own_data ? "--data" : "data.test", part.split.dir.string()));
   const io::SampleShape& s = part.meta().shape;
+  run.world.all_succeed([&] { train::refuse_eval_resize_below_the_sample(run.job, s); });
   const model::Shape input{run.job.train.batch_per_rank, s.channels, s.height, s.width};
   const double loader_bytes = (run.job.data.prefetch_batches + 1.0) * input.n * (input.per_sample() * 4.0 + 4.0);
   const double decode_bytes =
@@ -66,10 +70,13 @@ int evaluate(const train::RunContext& run, const EvaluateOptions& options) {
   const train::RestoredCheckpoint restored =
       train::restore_checkpoint(run, *net, nullptr, options.checkpoint, options.weights);
 
+  // The newest checkpoint is known only now (no --checkpoint given).
+  run.world.all_succeed([&] { io::refuse_output_over_input("--out", options.out, {{"the checkpoint", restored.path}}); });
   train::DeviceBatch device_batch(run.backend, input, train::batch_form(run.job, run.backend));
   train::Evaluator evaluator(run, *net, part, input.n, device_batch);
   ClassTally tally(part.meta().num_classes);
   train::Totals totals = evaluator.run([&](const train::EvaluatedBatch& b) { tally.add(b); });
+  train::stall_if_asked("evaluate", run.world.rank());
   totals.sum_across(run.world);
   tally.sum_across(run.world);
 

@@ -12,6 +12,7 @@ inline std::vector<std::string> with_inference_keys(std::vector<std::string> ove
   overrides.push_back("dist.sync_batchnorm_group=0");  // batch norm in evaluation uses its running statistics
   overrides.push_back("dist.reducer=nonblocking");     // no gradients to reduce; "shared" refuses fp16
   overrides.push_back("gpu.cuda_graphs=false");        // no training step to capture; it refuses fp16
+  overrides.push_back("train.freeze=\"\"");              // nothing is trained, so nothing is frozen
   return overrides;
 }
 

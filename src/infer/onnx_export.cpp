@@ -8,6 +8,7 @@
 #include "io/onnx_graph.h"
 #include "model/layer_registry.h"
 #include "util/versions.h"
+#include "util/json_text.h"
 
 namespace ringtrain::infer {
 namespace {
@@ -48,12 +49,12 @@ std::string normalised_input(OnnxGraph& g, const io::DatasetMeta& data) {
 
 std::vector<std::pair<std::string, std::string>> metadata(const ExportSource& s) {
   const auto& d = s.data;
-  return {{"class_names", nlohmann::json(s.class_names).dump()},
+  return {{"class_names", util::json_text(nlohmann::json(s.class_names))},
           {"input", fmt::format("pixels: float32 N x {} x {} x {}, raw pixel values 0..255 (uint8 as float); the "
                                 "graph normalises them per channel as (x - mean) / std",
                                 d.shape.channels, d.shape.height, d.shape.width)},
-          {"normalisation_mean", nlohmann::json(d.mean).dump()},
-          {"normalisation_std", nlohmann::json(d.stddev).dump()},
+          {"normalisation_mean", util::json_text(nlohmann::json(d.mean))},
+          {"normalisation_std", util::json_text(nlohmann::json(d.stddev))},
           {"outputs", "logits: N x classes; probabilities: softmax of the logits"},
           {"checkpoint", s.checkpoint_path},
           {"run_id", s.checkpoint.run_id},

@@ -72,8 +72,11 @@ Network::Network(const std::vector<config::LayerSpec>& layers, Backend& backend,
   output_ = graph_.values()[static_cast<size_t>(graph_.output())].shape;
   if (output_.per_sample() != classes)
     throw JobFileError(fmt::format("the model ends in {} values per sample (shape {}), but the dataset has {} "
-                                   "classes: make the last layer `dense` with units = {}",
-                                   output_.per_sample(), output_.with_batch(1).str(), classes, classes));
+                                   "classes: to train on it, make the last layer `dense` with units = {} (or set "
+                                   "model.replace_head = {} to fine-tune); to evaluate, predict or export a trained "
+                                   "model, give it data of the model's {} classes",
+                                   output_.per_sample(), output_.with_batch(1).str(), classes, classes, classes,
+                                   output_.per_sample()));
   need_ = count_memory(budget.caller_bytes_per_parameter);
   if (budget.bytes > 0 && need_.total() > budget.bytes)
     throw JobFileError(fmt::format(
@@ -108,6 +111,11 @@ void Network::freeze_through(const std::vector<config::LayerSpec>& layers, const
     const auto [offset, count] = params_of(k);
     frozen_params_ = std::max(frozen_params_, offset + count);
   }
+  if (frozen_params_ >= param_count_)
+    throw JobFileError(fmt::format("train.freeze = \"{}\" keeps every parameter fixed (only layers without parameters "
+                                   "follow it), so the run would train nothing; name a layer before the last one "
+                                   "with parameters",
+                                   name));
   // Parameters lie in step order, so the frozen ones are a prefix; the optimizer's rate groups rely on it.
   for (int k = frozen_steps_; k < static_cast<int>(graph_.steps().size()); ++k)
     if (const auto [offset, count] = params_of(k); count > 0 && offset < frozen_params_)

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cmath>
 #include <variant>
 
 #include "common/error.h"
@@ -63,6 +65,14 @@ const io::OnnxTensor& OnnxNodeReader::constant(size_t index, const char* what, i
   if (t.data_type != 1) refuse(fmt::format("its {} ('{}') is not float32", what, t.name));
   if (count > 0 && static_cast<int64_t>(t.floats.size()) != count)
     refuse(fmt::format("its {} ('{}') holds {} values, {} expected", what, t.name, t.floats.size(), count));
+  // A weight that is not a number would be refused only later, by every command that reads the checkpoint.
+  if (const auto bad = std::find_if(t.floats.begin(), t.floats.end(), [](float v) { return !std::isfinite(v); });
+      bad != t.floats.end())
+    refuse(fmt::format("its {} ('{}') holds {} non-finite values (the first, {}, at index {}); the model's weights are "
+                       "damaged",
+                       what, t.name,
+                       std::count_if(t.floats.begin(), t.floats.end(), [](float v) { return !std::isfinite(v); }),
+                       *bad, bad - t.floats.begin()));
   return t;
 }
 

@@ -1,5 +1,6 @@
 // Owns the NVML binding (the few entry points we call, resolved by name) and the sampling thread.
 #include "obs/gpu_monitor.h"
+#include "util/json_text.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -150,7 +151,7 @@ void GpuMonitor::sample_once() {
       line["sm_clock_mhz"] = value(n.clock_mhz(device, 1, &sm), sm);
       line["mem_clock_mhz"] = value(n.clock_mhz(device, 2, &mem), mem);
     }
-    out_ << line.dump() << "\n";
+    out_ << util::json_text(line) << "\n";
   }
   out_.flush();
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "dist/collective_watch.h"
 #include "dist/mpi_check.h"
 
 namespace ringtrain::train {
@@ -77,6 +78,7 @@ std::vector<RankSample> gather_samples(const dist::World& world, const RankSampl
   constexpr int kFields = sizeof(RankSample) / sizeof(double);
   static_assert(sizeof(RankSample) == kFields * sizeof(double), "RankSample is sent as doubles");
   std::vector<RankSample> all(static_cast<size_t>(world.size()));
+  const dist::CollectiveWait wait("gathering the ranks' epoch timings");
   MPI_CHECK(MPI_Allgather(&mine, kFields, MPI_DOUBLE, all.data(), kFields, MPI_DOUBLE, world.comm()));
   return all;
 }

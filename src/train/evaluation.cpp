@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "data/batch_loader.h"
 #include "data/loader_work.h"
+#include "dist/collective_watch.h"
 #include "dist/mpi_check.h"
 
 namespace ringtrain::train {
@@ -26,6 +27,7 @@ void Evaluator::average_running_statistics() {
   if (net_.state_count() == 0 || run_.ranks() == 1) return;
   std::vector<float> states(static_cast<size_t>(net_.state_count()));
   run_.backend.to_host(states.data(), net_.states(), states.size() * sizeof(float));
+  const dist::CollectiveWait wait("average of the batch-norm running statistics");
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, states.data(), static_cast<int>(states.size()), MPI_FLOAT, MPI_SUM,
                           run_.world.comm()));
   for (float& s : states) s /= static_cast<float>(run_.ranks());

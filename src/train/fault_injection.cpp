@@ -3,10 +3,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 #include "common/error.h"
 
@@ -51,6 +54,20 @@ std::optional<InjectedBudget> injected_budget_from_env() {
   const auto value = rank_and_number_from_env(kMemoryBudgetEnv, {"BYTES", "a byte count", "1:4096"});
   if (!value) return std::nullopt;
   return InjectedBudget{value->rank, value->number};
+}
+
+void stall_if_asked(const char* phase, int rank) {
+  const char* text = std::getenv(kStallEnv);
+  if (text == nullptr) return;
+  int stalled = -1, used = 0;
+  char named[16] = {};
+  const std::string_view phases[] = {"startup", "end", "evaluate"};
+  if (std::sscanf(text, "%d:%15[a-z]%n", &stalled, named, &used) != 2 || text[used] != '\0' || stalled < 0 ||
+      std::find(std::begin(phases), std::end(phases), std::string_view(named)) == std::end(phases))
+    throw UsageError(fmt::format("{}='{}': expected RANK:PHASE with PHASE startup, end or evaluate, e.g. 1:startup; it "
+                                 "is a test hook, unset it for real runs",
+                                 kStallEnv, text));
+  if (stalled == rank && std::string_view(named) == phase) std::raise(SIGSTOP);
 }
 
 void flip_lowest_bit(model::Backend& backend, float* device_params) {

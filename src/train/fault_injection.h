@@ -3,7 +3,10 @@
 // run.consistency_every exists to catch (tests/faults/consistency.sh). RINGTRAIN_TEST_MEMORY_BUDGET=RANK:BYTES
 // gives rank RANK a memory budget of BYTES for the model, as a host with that little memory available would: the
 // set-up check failing on one rank only (tests/faults/bad_input.sh). Unset, as in every real run, they do nothing;
-// each is read once, and a malformed value is refused, never ignored.
+// RINGTRAIN_TEST_STALL=RANK:PHASE stops rank RANK (SIGSTOP, as `kill -STOP` or a hung node would) at PHASE: `startup`
+// (train, before the model is built), `end` (train, after the last epoch) or `evaluate` (the evaluate command, before
+// the ranks sum their totals): the waits outside the training loop's steps that the watchdog times
+// (tests/faults/stalls.sh). Each is read when used, and a malformed value is refused, never ignored.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -31,6 +34,12 @@ inline constexpr const char* kMemoryBudgetEnv = "RINGTRAIN_TEST_MEMORY_BUDGET";
 
 // The requested budget, or nothing when the variable is unset. Throws UsageError when it is malformed.
 std::optional<InjectedBudget> injected_budget_from_env();
+
+inline constexpr const char* kStallEnv = "RINGTRAIN_TEST_STALL";
+
+// Stops this process when RINGTRAIN_TEST_STALL names `rank` and `phase` ("startup", "end", "evaluate"); returns when
+// it is continued, or at once when it is not named. Throws UsageError when the variable is malformed.
+void stall_if_asked(const char* phase, int rank);
 
 // Flips the lowest mantissa bit of the parameter at `device_params` (a device pointer): a change too small to
 // upset the loss, as a real bit error usually is, but one the parameter checksum sees.

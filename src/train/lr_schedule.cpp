@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "common/error.h"
+
 namespace ringtrain::train {
 
 LearningRateSchedule::LearningRateSchedule(const config::JobConfig::Optimizer& opt, int64_t global_batch,
@@ -22,6 +24,13 @@ LearningRateSchedule::LearningRateSchedule(const config::JobConfig::Optimizer& o
   // Warm-up starts at the rate the base batch was tuned for and climbs to the scaled one; when the global
   // batch is smaller than the base batch there is nothing to climb to.
   start_ = std::min(opt.base_lr, peak_);
+  // A decay that ends above where it starts would raise the rate for the whole run.
+  const bool decays_to_min = kind_ == config::LrSchedule::cosine || kind_ == config::LrSchedule::poly;
+  if (decays_to_min && min_ > peak_)
+    throw JobFileError(fmt::format("'optimizer.min_lr' = {:g} is above the peak rate {:g} (optimizer.base_lr scaled to "
+                                   "the global batch {}), so the decay would raise the rate; set min_lr below it (0 "
+                                   "decays to nothing)",
+                                   min_, peak_, global_batch));
   warmup_steps_ = std::min(warmup_steps_, total_steps_);
   for (const double epoch : opt.milestones)
     milestone_steps_.push_back(static_cast<int64_t>(std::llround(epoch * static_cast<double>(steps_per_epoch))));

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "util/json_text.h"
 
 namespace ringtrain::train {
 namespace {
@@ -99,7 +100,7 @@ MetricsLog MetricsLog::resume(const fs::path& file, int64_t epochs_done) {
 }
 
 void MetricsLog::append(const nlohmann::ordered_json& record) {
-  held_.push_back(record.dump() + "\n");
+  held_.push_back(util::json_text(record) + "\n");
   const bool was_failing = !last_failure_.empty();
   const size_t before = held_.size();
   if (write_held()) {

@@ -19,6 +19,7 @@
 
 #include "common/error.h"
 #include "common/path_probe.h"
+#include "util/json_text.h"
 
 namespace ringtrain::train {
 namespace {
@@ -171,7 +172,7 @@ void RunDirectory::write_identity(const config::JobConfig& job) {
   const fs::path file = dir_ / kIdentityFile, tmp = dir_ / (std::string(kIdentityFile) + ".tmp");
   {
     std::ofstream out(tmp);
-    out << identity.dump(2) << "\n";
+    out << util::json_text(identity, 2) << "\n";
     if (!out.flush()) unusable(dir_, fmt::format("is not writable ({}: {})", tmp.string(), std::strerror(errno)));
   }
   std::error_code ec;

@@ -33,8 +33,9 @@ fs::path newest_checkpoint(const RunContext& run) {
 // when it lies in run.dir, against the run there.
 io::CheckpointData read_checked(const RunContext& run, const model::Network& net, const model::Optimizer* optimizer,
                                 const fs::path& path) {
-  io::CheckpointData c = io::read_checkpoint(path);
   const fs::path dir = run.job.run.dir / "checkpoints";
+  io::CheckpointData c = io::read_checkpoint(
+      path, path.parent_path() == dir ? io::CheckpointUse::newest_in_folder : io::CheckpointUse::named);
   const std::string recorded = RunDirectory::recorded_run_id(run.job.run.dir);
   if (path.parent_path() == dir && !recorded.empty() && !c.run_id.empty() && recorded != c.run_id)
     throw CheckpointError(fmt::format("checkpoint '{}' was written by run {}, but run.dir '{}' holds run {} (run.json); "
@@ -183,7 +184,12 @@ size_t tensors_but_head(const model::Network& net) {
 // Rank 0: train.init_from's checkpoint, checked against the `taken` first tensors of the model.
 io::CheckpointData read_pretrained(const RunContext& run, const model::Network& net, size_t taken) {
   const fs::path& path = run.job.train.init_from;
-  io::CheckpointData c = io::read_checkpoint(path);
+  io::CheckpointData c;
+  try {
+    c = io::read_checkpoint(path, io::CheckpointUse::named);
+  } catch (const CheckpointError& e) {
+    throw CheckpointError(fmt::format("train.init_from: {}", e.what()));
+  }
   const std::string why = layout_mismatch(c, net, taken);
   if (why.empty()) return c;
   const bool only_the_head = taken == net.param_tensors().size() && layout_mismatch(c, net, tensors_but_head(net)).empty();

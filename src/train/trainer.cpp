@@ -4,12 +4,14 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "backend/device_setup.h"
 #include "data/data_plan.h"
 #include "model/network.h"
 #include "obs/run_stats.h"
+#include "train/fault_injection.h"
 #include "train/lr_schedule.h"
 #include "train/membership_record.h"
 #include "train/network_setup.h"
@@ -52,8 +54,8 @@ WorldChange world_change(const RunContext& run, const RunSetup& setup) {
 }  // namespace
 
 Trainer::Trainer(const config::JobConfig& job, dist::World& world, model::Backend& backend,
-                 dist::GradientReducer& reducer, bool resume, MembershipChange membership)
-    : job_(job), world_(world), backend_(backend), reducer_(reducer), resume_(resume),
+                 dist::GradientReducer& reducer, dist::Watchdog& watchdog, bool resume, MembershipChange membership)
+    : job_(job), world_(world), backend_(backend), reducer_(reducer), watchdog_(watchdog), resume_(resume),
       membership_(std::move(membership)) {}
 
 int Trainer::run() {
@@ -62,6 +64,7 @@ int Trainer::run() {
   const FittedJob fitted = fit_to_world(job_, world_, resume_);
   const RunContext run{fitted.job, world_, backend_, resume_, membership_};
   world_.all_succeed([&] {
+    stall_if_asked("startup", run.world.rank());
     if (run.root()) RunDirectory::check_usable(run.job, resume_);
   });
   DataPlan data(run.job, run.world, run.backend);
@@ -69,7 +72,10 @@ int Trainer::run() {
       build_network(run, data.input(), data.meta().num_classes, data.input_memory(), reducer_.parameter_memory());
   const auto optimizer = build_optimizer(run, *net);
   const EpochPlan& plan = data.epoch();
-  const LearningRateSchedule lr(run.job.optimizer, plan.global_batch, plan.steps, run.job.train.epochs);
+  std::optional<LearningRateSchedule> schedule;
+  world_.all_succeed(
+      [&] { schedule.emplace(run.job.optimizer, plan.global_batch, plan.steps, run.job.train.epochs); });
+  const LearningRateSchedule& lr = *schedule;
   const StartPoint start = start_run(run, *net, *optimizer, plan, lr);
   // Where a node's ranks share one copy of the parameters, each has written the same values into it: none reads
   // them for training before all have.
@@ -90,8 +96,10 @@ int Trainer::run() {
     outputs.record(*membership);
   }
 
-  TrainingLoop loop(run, setup, outputs, reducer_, baseline, util::versions_json(versions));
-  return loop.run();
+  TrainingLoop loop(run, setup, outputs, reducer_, watchdog_, baseline, util::versions_json(versions));
+  const int code = loop.run();
+  stall_if_asked("end", run.world.rank());
+  return code;
 }
 
 }  // namespace ringtrain::train

@@ -4,6 +4,7 @@
 #pragma once
 #include "config/job_config.h"
 #include "dist/gradient_reducer.h"
+#include "dist/watchdog.h"
 #include "dist/world.h"
 #include "model/backend.h"
 #include "train/run_context.h"
@@ -12,8 +13,9 @@ namespace ringtrain::train {
 
 class Trainer {
  public:
+  // `watchdog` times the run's collectives (dist/collective_watch.h attaches it to the World's from start-up on).
   Trainer(const config::JobConfig& job, dist::World& world, model::Backend& backend, dist::GradientReducer& reducer,
-          bool resume = false, MembershipChange membership = {});
+          dist::Watchdog& watchdog, bool resume = false, MembershipChange membership = {});
   // Setup errors are agreed across ranks (every rank throws the same Error); errors inside the step loop
   // are thrown on the rank that saw them, and main() ends the whole job. Returns the exit code: 0, or
   // ExitCode::preempted after a stop signal (a checkpoint was written).
@@ -24,6 +26,7 @@ class Trainer {
   dist::World& world_;
   model::Backend& backend_;
   dist::GradientReducer& reducer_;
+  dist::Watchdog& watchdog_;
   bool resume_;
   MembershipChange membership_;
 };

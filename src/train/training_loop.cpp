@@ -73,7 +73,7 @@ std::optional<LossScaler> loss_scaler_for(const config::JobConfig& job, const St
 }  // namespace
 
 TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutputs& outputs,
-                           dist::GradientReducer& reducer, const MemoryBaseline& baseline,
+                           dist::GradientReducer& reducer, dist::Watchdog& watchdog, const MemoryBaseline& baseline,
                            const std::string& versions_json)
     : run_(run),
       net_(setup.net),
@@ -87,7 +87,7 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
       runner_(setup.net, sync_, setup.optimizer, plan_.global_batch, plan_.accumulate, run.job.train.label_smoothing,
               loss_scaler_for(run.job, setup.start)),
       evaluator_(run, setup.net, setup.data.test(), plan_.batch, batch_),
-      watchdog_(run.world.comm(), run.job.run.collective_timeout_s, static_cast<int>(ExitCode::fault)),
+      watchdog_(watchdog),
       checkpointer_(run, setup.net, setup.optimizer, plan_, outputs.run_id(), versions_json, setup.start.resumed_from,
                     watchdog_, nullptr),
       ema_(setup.ema),
@@ -119,6 +119,7 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
 
 TrainingLoop::~TrainingLoop() {
   if (profile_) model::active_layer_profile() = nullptr;
+  watchdog_.on_timeout({});  // its trace goes with the loop
 }
 
 void TrainingLoop::say_setup() {
@@ -173,7 +174,6 @@ int TrainingLoop::run() {
     if (!train_epoch(epoch, tally)) return static_cast<int>(ExitCode::preempted);
     finish_epoch(epoch, tally);
   }
-  watchdog_.finish();
   write_trace();
   outputs_.finish();
   run_.say(fmt::format("done: {} epochs, {:.0f} training samples/s over the job, results in {}", epochs,
@@ -309,7 +309,6 @@ void TrainingLoop::stop(int epoch, int64_t step, const EpochTally& tally) {
   outputs_.finish();
   run_.say(fmt::format("stopped for preemption; continue with --resume (exit {})",
                        static_cast<int>(ExitCode::preempted)));
-  watchdog_.finish();
 }
 
 void TrainingLoop::open_profile(int64_t first_step) {

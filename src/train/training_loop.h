@@ -38,7 +38,7 @@ struct MemoryBaseline {
 class TrainingLoop {
  public:
   TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutputs& outputs, dist::GradientReducer& reducer,
-               const MemoryBaseline& baseline, const std::string& versions_json);
+               dist::Watchdog& watchdog, const MemoryBaseline& baseline, const std::string& versions_json);
   ~TrainingLoop();
   TrainingLoop(const TrainingLoop&) = delete;
   TrainingLoop& operator=(const TrainingLoop&) = delete;
@@ -82,7 +82,7 @@ class TrainingLoop {
   StepRunner runner_;
   Evaluator evaluator_;
   std::optional<obs::Trace> trace_;
-  dist::Watchdog watchdog_;
+  dist::Watchdog& watchdog_;  // the command's, which outlives the loop and sees the run's end
   Checkpointer checkpointer_;
   model::WeightAverage* ema_;  // train.ema_decay's average; null when off
   std::optional<obs::GpuMonitor> gpu_monitor_;

@@ -10,6 +10,7 @@
 #include "io/hdf5_version.h"
 #include "kernels/cpu/dnnl_ops.h"
 #include "kernels/cpu/gemm.h"
+#include "util/json_text.h"
 
 #define RT_STR2(x) #x
 #define RT_STR(x) RT_STR2(x)
@@ -45,7 +46,7 @@ std::string format_versions(const VersionList& versions) {
 std::string versions_json(const VersionList& versions) {
   nlohmann::ordered_json j;
   for (const auto& [name, version] : versions) j[name] = version;
-  return j.dump(2);
+  return util::json_text(j, 2);
 }
 
 }  // namespace ringtrain::util

@@ -292,6 +292,27 @@ TEST_F(JobConfigTest, BadRecipeKnobsAreNamed) {
   refused({"optimizer.clip_global_norm=-1"}, "'optimizer.clip_global_norm' must be in [0, 1000000000], got -1");
   refused({"train.eval_every_epochs=0"}, "'train.eval_every_epochs' must be in [1, 100000], got 0");
   refused({"optimizer.schedule=linear"}, "cosine | constant | steps | poly");
+  // Keys that would be quietly ignored by what the rest of the section chose.
+  refused({"optimizer.milestones=[30, 60]"}, "'optimizer.milestones' applies only to optimizer.schedule = \"steps\"");
+  refused({"optimizer.name=adamw", "optimizer.nesterov=true"}, "'optimizer.nesterov' applies to optimizer.name = ");
+  refused({"optimizer.momentum=0", "optimizer.nesterov=true"}, "'optimizer.nesterov' = true needs 'optimizer.momentum'");
+}
+
+// Values read beside the layer declarations (a layer's name and type, a residual block's activation) are checked for
+// their type, not replaced by a default.
+TEST_F(JobConfigTest, LayerNamesTypesAndJoinActivationsMustBeStrings) {
+  const auto refused = [&](const std::string& layers, const std::string& want) {
+    const std::string e = error_of(kMinimal, {"model.layers=" + layers});
+    EXPECT_NE(e.find(want), std::string::npos) << "want \"" << want << "\" in: " << e;
+  };
+  refused("[{type=\"batchnorm\", name=2}, {type=\"flatten\"}, {type=\"dense\", units=10}]",
+          "'model.layers[0].name' must be a string, got an integer");
+  refused("[{type=5}, {type=\"flatten\"}, {type=\"dense\", units=10}]", "'model.layers[0].type' must be a string");
+  refused("[{type=\"residual\", activation=false, body=[{type=\"batchnorm\"}]}, {type=\"flatten\"}, "
+          "{type=\"dense\", units=10}]",
+          "'model.layers[0].activation' must be \"relu\" or \"none\", got a boolean");
+  refused("[{type=\"drop_path\", rate=0.5}, {type=\"flatten\"}, {type=\"dense\", units=10}]",
+          "'model.layers[0]' (drop_path) belongs in a residual block's body");
 }
 
 TEST_F(JobConfigTest, BatchNormInitScaleParses) {

@@ -4,8 +4,10 @@
 
 #include <cmath>
 #include <numbers>
+#include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "train/lr_schedule.h"
 
 using ringtrain::config::JobConfig;
@@ -119,4 +121,19 @@ TEST(LearningRate, PolyDecaysWithItsPowerToMinAfterWarmup) {
   o.poly_power = 1;  // a straight line
   const LearningRateSchedule linear(o, 1024, 50, 10);
   EXPECT_NEAR(linear.at(300), (8.0 - 1e-4) * 0.5 + 1e-4, 1e-12);
+}
+
+// A decay must end below where it starts: min_lr above the scaled peak (0.05 x 8/128 here) is refused naming the key.
+TEST(LearningRate, MinAboveThePeakIsRefused) {
+  for (const LrSchedule kind : {LrSchedule::cosine, LrSchedule::poly}) {
+    try {
+      const LearningRateSchedule s(opt(0.05, 128, 0, kind, 0.01), 8, 10, 2);
+      FAIL() << "min_lr 0.01 above the peak 0.003125 was taken";
+    } catch (const ringtrain::JobFileError& e) {
+      EXPECT_NE(std::string(e.what()).find("'optimizer.min_lr' = 0.01 is above the peak rate 0.003125"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_NO_THROW(LearningRateSchedule(opt(0.05, 128, 0, LrSchedule::constant, 0.01), 8, 10, 2));
 }

@@ -7,12 +7,18 @@
 #            "filesystem error"; a class folder that loops is exit 4 naming it
 #   arrays   --images a FIFO, /dev/zero, a folder; .npy headers with a negative dimension, no closing '}', a shape
 #            of (2^32)^3; --test-fraction nan; --from-hdf5 a 10^12-value never-written dataset, a group, a folder,
-#            a FIFO: exit 4 naming the file and what is wrong, each within 20 s
+#            a FIFO: exit 4 naming the file and what is wrong, each within 20 s; a label of 10^9 and --classes
+#            2*10^9 refused before any per-class table is sized (they took 23.5 GB, or exit 1)
+#   idx      Fashion-MNIST IDX files: a 1 KB gzip whose header claims 20 M images (it took 15.5 GB) and a FIFO
+#            named like one (it hung): exit 4 naming the file, under the same limits
+#   pairs    train and test are written together: a test folder that cannot be made, or a test split that does not
+#            fit, leaves no new train split (and with --overwrite the earlier pair byte for byte); nothing passes
+#            `inspect` that was not there before; started as 2 processes (mpirun), prepare is refused (exit 2)
 # Usage: hostile_inputs.sh RINGTRAIN [CASE...]
 set -uo pipefail
 bin=$1
 shift
-cases=${*:-images arrays}
+cases=${*:-images arrays idx pairs}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failures=0
@@ -135,6 +141,80 @@ EOF
   check hdf5_missing_parent 4 "has no dataset 'no/such'" -- $(arrays parent --from-hdf5 "$work/arrays.h5" --images-dataset no/such)
   check hdf5_folder 4 "--from-hdf5 '$work/folder.h5' is a folder" -- $(arrays hfolder --from-hdf5 "$work/folder.h5")
   check hdf5_fifo 4 "--from-hdf5 '$work/fifo.h5' is not a regular file" -- $(arrays hfifo --from-hdf5 "$work/fifo.h5")
+  $py -c "import numpy as np, sys; y = np.arange(200) % 4; y[7] = 10**9; np.save(sys.argv[1], y); \
+np.save(sys.argv[2], np.zeros((200, 1, 2, 2), np.uint8))" "$work/huge_label.npy" "$work/images200.npy"
+  check label_huge 4 "label 1000000000 at position 7 of" -- \
+    $(arrays hlabel --images "$work/images200.npy" --labels "$work/huge_label.npy")
+  check classes_huge 2 "--classes: Value 2000000000 not in range" -- \
+    $(arrays hclasses --images "$work/images.npy" --labels "$work/labels.npy" --classes 2000000000)
+  check class_name_line_break 4 "class name 0 ('a" -- \
+    "$bin" prepare arrays --out "$work/o_names" --images "$work/images.npy" --labels "$work/labels.npy" \
+    --class-names "$(printf 'a\nb,c')" --test-fraction 0.5
+  [ ! -e "$work/o_names/train" ] || { echo "FAIL class_name_line_break: a train folder was made"; failures=$((failures + 1)); }
+fi
+
+if [[ " $cases " == *" idx "* ]]; then
+  mkdir -p "$work/idx" "$work/idxfifo"
+  $py - "$work/idx" <<'EOF'
+import gzip, struct, sys
+w = sys.argv[1]
+def idx(name, magic, dims, payload):
+    with gzip.open(f"{w}/{name}", "wb") as f:
+        f.write(struct.pack(">I", magic) + b"".join(struct.pack(">I", d) for d in dims) + payload)
+idx("train-labels-idx1-ubyte.gz", 0x801, (1,), bytes(1))
+idx("t10k-images-idx3-ubyte.gz", 0x803, (1, 28, 28), bytes(784))
+idx("t10k-labels-idx1-ubyte.gz", 0x801, (1,), bytes(1))
+# A whole set in idxfifo (its test labels become a FIFO below); in idx, the images file claims 20,000,000 images of
+# 28x28 and holds one.
+idx("train-images-idx3-ubyte.gz", 0x803, (1, 28, 28), bytes(784))
+import shutil
+for name in ("train-images-idx3", "train-labels-idx1", "t10k-images-idx3", "t10k-labels-idx1"):
+    shutil.copy(f"{w}/{name}-ubyte.gz", f"{w}/../idxfifo/")
+idx("train-images-idx3-ubyte.gz", 0x803, (20000000, 28, 28), bytes(784))
+EOF
+  rm "$work/idxfifo/t10k-labels-idx1-ubyte.gz"
+  mkfifo "$work/idxfifo/t10k-labels-idx1-ubyte.gz"
+  check idx_claims_huge 4 "train-images-idx3-ubyte.gz' is truncated: it ends inside its pixels" -- \
+    "$bin" prepare fashion-mnist --source "$work/idx" --out "$work/o_idx"
+  check idx_fifo 4 "t10k-labels-idx1-ubyte.gz' is not a regular file (a folder, FIFO, device or socket)" -- \
+    "$bin" prepare fashion-mnist --source "$work/idxfifo" --out "$work/o_idxfifo"
+fi
+
+# none_inspected NAME FOLDER: neither FOLDER/train nor FOLDER/test holds a split that passes inspect.
+none_inspected() {
+  local name=$1 dir
+  for dir in "$2"/train "$2"/test; do
+    if "$bin" inspect "$dir" >/dev/null 2>&1; then echo "FAIL $name: '$dir' passes inspect"; failures=$((failures + 1)); fi
+  done
+}
+if [[ " $cases " == *" pairs "* ]]; then
+  mkdir -p "$work/blocked"
+  echo "a file where the test folder goes" >"$work/blocked/test"
+  check pair_test_blocked 4 "cannot create split folder '$work/blocked/test'" -- \
+    "$bin" prepare synthetic --shape 1,4,4 --classes 2 --samples 40 --out "$work/blocked"
+  none_inspected pair_test_blocked "$work/blocked"
+  "$bin" prepare synthetic --shape 1,4,4 --classes 2 --samples 40 --shards 2 --out "$work/pair" >/dev/null
+  (cd "$work/pair" && find . -type f | sort | xargs sha256sum) >"$work/pair.before"
+  check pair_overwrite_refused 4 "needs" -- \
+    "$bin" prepare synthetic --shape 3,16,16 --classes 5 --samples 40 --test-samples 1000000000000 --overwrite \
+    --out "$work/pair"
+  (cd "$work/pair" && find . -type f | sort | xargs sha256sum) >"$work/pair.after"
+  if cmp -s "$work/pair.before" "$work/pair.after"; then
+    echo "ok   pair_overwrite_refused: the earlier train and test splits are byte for byte as they were"
+  else
+    echo "FAIL pair_overwrite_refused: the earlier pair changed: $(diff "$work/pair.before" "$work/pair.after" | head -4)"
+    failures=$((failures + 1))
+  fi
+  $py -c "import numpy as np, sys; np.save(sys.argv[1], np.zeros((20, 1, 2, 2), np.uint8)); \
+np.save(sys.argv[2], np.arange(20) % 2)" "$work/x20.npy" "$work/y20.npy"
+  mkdir -p "$work/ablocked" && echo "in the way" >"$work/ablocked/test"
+  check pair_arrays_test_blocked 4 "cannot create split folder '$work/ablocked/test'" -- \
+    "$bin" prepare arrays --images "$work/x20.npy" --labels "$work/y20.npy" --out "$work/ablocked"
+  none_inspected pair_arrays_test_blocked "$work/ablocked"
+  # Started as two processes (mpirun), the one-process commands would both write the pair: refused, nothing written.
+  check pair_two_processes 2 "prepare synthetic runs as one process, but it was started as 2" -- \
+    env OMPI_COMM_WORLD_SIZE=2 "$bin" prepare synthetic --shape 1,4,4 --classes 2 --samples 40 --out "$work/two"
+  [ ! -e "$work/two" ] || { echo "FAIL pair_two_processes: '$work/two' was made"; failures=$((failures + 1)); }
 fi
 
 echo "$failures failed"

@@ -16,28 +16,7 @@ trap 'rm -rf "$work"' EXIT
 failures=0 passed=0
 job=$src/jobs/fashion_mnist.toml
 
-# check NAME EXIT_CODE TEXT... -- COMMAND...: the command must exit EXIT_CODE with every TEXT in its output.
-check() {
-  local name=$1 code=$2 texts=()
-  shift 2
-  while [ "$1" != "--" ]; do texts+=("$1"); shift; done
-  shift
-  "$@" >"$work/$name.log" 2>&1
-  local rc=$? why=()
-  [ "$rc" = "$code" ] || why+=("exit $rc, want $code")
-  for text in "${texts[@]}"; do grep -qF -- "$text" "$work/$name.log" || why+=("no '$text'"); done
-  if [ ${#why[@]} -eq 0 ]; then
-    echo "ok   $name: exit $rc: $(grep -F -- "${texts[0]}" "$work/$name.log" | head -1 | sed 's/^ *//' | cut -c1-160)"
-    passed=$((passed + 1))
-  else
-    echo "FAIL $name: ${why[*]}"
-    sed 's/^/  | /' "$work/$name.log" | head -20
-    failures=$((failures + 1))
-  fi
-}
-absent() {  # NAME FILE: a refused command must leave no output file
-  [ ! -e "$2" ] || { echo "FAIL $1: '$2' was left behind"; failures=$((failures + 1)); }
-}
+. "$(dirname "$0")/command_checks.sh"
 
 "$bin" prepare synthetic --shape 1,8,8 --classes 3 --samples 64 --test-samples 16 --shards 2 --out "$work/tiny" >/dev/null &&
   "$bin" prepare synthetic --shape 1,8,8 --classes 10 --samples 64 --test-samples 16 --shards 1 --out "$work/ten" >/dev/null &&

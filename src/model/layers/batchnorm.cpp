@@ -3,6 +3,9 @@
 // residual join after it (a block's last layer), fused where the backend can.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "model/layer_registry.h"
 #include "model/layers/leaf_layer.h"
 
@@ -121,6 +124,12 @@ ImportedLayer batchnorm_import(const OnnxNodeReader& r) {
                                            {"momentum", std::stod(fmt::format("{:.6g}", momentum))}})};
   layer.params = {r.constant(1, "scale", channels).floats, r.constant(2, "bias", channels).floats};
   layer.states = {r.constant(3, "running mean", channels).floats, r.constant(4, "running variance", channels).floats};
+  const std::vector<float>& variance = layer.states[1];
+  if (const auto negative = std::find_if(variance.begin(), variance.end(), [](float v) { return v < 0; });
+      negative != variance.end())
+    r.refuse(fmt::format("its running variance holds {} at channel {}: a variance is never below 0, so the model's "
+                         "statistics are damaged",
+                         *negative, negative - variance.begin()));
   return layer;
 }
 

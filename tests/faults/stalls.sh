@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# A rank that stalls outside the training loop's steps (SIGSTOP through the RINGTRAIN_TEST_STALL test hook,
+# src/train/fault_injection.h): during start-up, after the last epoch, and in the evaluate command. In each the
+# watchdog (run.collective_timeout_s = 3) ends the job with exit 6 and says what was waiting, where it can, naming
+# rank 1, instead of holding rank 0 until the allocation ends. A malformed hook value is refused with exit 2.
+# Usage: stalls.sh RINGTRAIN SOURCE_DIR
+set -uo pipefail
+bin=$1 src=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+passed=0
+ceiling_s=60  # the behaviour is that the job ends by itself (about 4 s here), not how fast
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+
+"$bin" prepare synthetic --shape 1,8,8 --classes 3 --samples 96 --test-samples 24 --shards 2 --out "$work/data" \
+  >/dev/null || { echo "prepare failed"; exit 1; }
+args=("$src/jobs/fashion_mnist.toml" --set data.train="$work/data/train" --set data.test="$work/data/test"
+      --set 'model.layers=[{type="flatten"},{type="dense",units=16},{type="relu"},{type="dense",units=3}]'
+      --set train.batch_per_rank=4 --set train.epochs=1 --set run.progress_every_s=1000
+      --set run.collective_timeout_s=3)
+
+# stalled NAME COMMAND PHASE WANT...: runs COMMAND (train or evaluate, with its arguments) on 2 ranks with rank 1
+# stopped at PHASE; the job must end with exit 6 within the ceiling and its output hold every WANT.
+stalled() {
+  local name=$1 command=$2 phase=$3
+  shift 3
+  local wants=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do wants+=("$1"); shift; done
+  shift
+  local log=$work/$name.log start rc took
+  start=$(date +%s.%N)
+  RINGTRAIN_TEST_STALL=1:$phase timeout $((ceiling_s + 30)) mpirun -np 2 --oversubscribe -x RINGTRAIN_TEST_STALL \
+    "$bin" "$command" "$@" >"$log" 2>&1
+  rc=$?
+  took=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")
+  local why=() want
+  [ "$rc" = 6 ] || why+=("exit $rc, want 6")
+  python3 -c "import sys; sys.exit(0 if $took < $ceiling_s else 1)" || why+=("took $took s, ceiling $ceiling_s s")
+  for want in "${wants[@]}"; do grep -qF -- "$want" "$log" || why+=("'$want' not printed"); done
+  if [ ${#why[@]} -eq 0 ]; then
+    echo "ok   $name: rank 1 stopped at $phase, the job ended with exit 6 after $took s: $(grep -m1 -A1 '^ringtrain: stall' "$log" | tail -1 | sed 's/^ *//' | cut -c1-110)"
+    passed=$((passed + 1))
+  else
+    fail "$name: ${why[*]}"
+    sed 's/^/  | /' "$log" | grep -v '^  | *[|#]' | tail -20
+  fi
+}
+
+stalled startup train startup \
+  "'agreement that a set-up step succeeded on every rank' before any training step has not completed" \
+  "rank 1 has not arrived" -- "${args[@]}" --set run.dir="$work/startup"
+[ -e "$work/startup/metrics.jsonl" ] && fail "startup: run.dir was claimed although start-up never finished"
+
+# After the last epoch, ranks sharing a node's parameter copy meet last when they free it; ranks with their own
+# copies, in the watchdog's closing meeting.
+stalled end_shared train end "'freeing the node's shared parameter memory' at step 13 has not completed" \
+  "rank 1 has not arrived" -- "${args[@]}" --set run.dir="$work/end_shared" --set 'dist.reducer="shared"'
+stalled end_nonblocking train end "the end of the run has not been met by every rank" -- "${args[@]}" \
+  --set run.dir="$work/end_nonblocking" --set 'dist.reducer="nonblocking"'
+for d in end_shared end_nonblocking; do
+  if ls "$work/$d/checkpoints"/ckpt-s*.h5 >/dev/null 2>&1 && grep -q '"epoch"' "$work/$d/metrics.jsonl"; then
+    echo "ok   $d: the finished run's checkpoint and epoch record stay"; passed=$((passed + 1))
+  else
+    fail "$d: the finished run's checkpoint or epoch record is missing: $(ls -R "$work/$d" | head -20 | tr '\n' ' ')"
+  fi
+done
+
+timeout 120 "$bin" train "${args[@]}" --set run.dir="$work/trained" >"$work/trained.log" 2>&1 ||
+  { fail "the run to evaluate failed: $(tail -3 "$work/trained.log")"; }
+stalled evaluate evaluate evaluate "'sum over the ranks' before any training step has not completed" \
+  "rank 1 has not arrived" -- "${args[@]}" --set run.dir="$work/trained"
+
+RINGTRAIN_TEST_STALL=1:lunch timeout 60 "$bin" train "${args[@]}" --set run.dir="$work/malformed" >"$work/malformed.log" 2>&1
+rc=$?
+if [ "$rc" = 2 ] && grep -qF "RINGTRAIN_TEST_STALL='1:lunch': expected RANK:PHASE" "$work/malformed.log"; then
+  echo "ok   malformed: RINGTRAIN_TEST_STALL=1:lunch refused with exit 2"; passed=$((passed + 1))
+else
+  fail "malformed: exit $rc (want 2): $(grep -A1 '^ringtrain:' "$work/malformed.log" | head -3)"
+fi
+
+echo "$passed passed, $failures failed"
+[ "$failures" -eq 0 ] && [ "$passed" -gt 0 ]
