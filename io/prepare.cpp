@@ -221,6 +221,9 @@ void prepare_fashion_mnist(const fs::path& source, const fs::path& out, int shar
   DatasetMeta meta;
   meta.shape = {1, train.images.rows, train.images.cols};
   meta.num_classes = fashion_mnist_classes;
+  // The dataset's own names (Xiao, Rasul and Vollgraf 2017), so runs and evaluations name the classes.
+  meta.class_names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                      "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
   meta.mean = {static_cast<float>(mean)};
   meta.stddev = {static_cast<float>(std::sqrt(std::max(0.0, variance)))};
   // The test split with the train statistics, as the model will see them.

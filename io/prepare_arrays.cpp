@@ -74,7 +74,7 @@ void hold_out(LabelledArrays& train, LabelledArrays& test, const ArraysOptions& 
                        train.pixels.begin() + static_cast<std::ptrdiff_t>((i + 1) * sample));
   }
   if (test.count() == 0)
-    throw DataError(fmt::format("--test-fraction {} of {} samples holds out none; raise it or give --test-images",
+    throw DataError(fmt::format("--test-fraction {} of {} samples holds out none; raise it or give test samples (--test-images, or --test-source for prepare images)",
                                 options.test_fraction, train.count()));
   train = std::move(kept);
 }
@@ -118,7 +118,8 @@ SplitToWrite arrays_split(const fs::path& dir, const LabelledArrays& arrays, Dat
 // Written so that NaN fails it too ("<= 0 || >= 1" lets NaN through).
 void check_test_fraction(const ArraysOptions& options) {
   if (!(options.test_fraction > 0 && options.test_fraction < 1))
-    throw DataError(fmt::format("--test-fraction {} must lie strictly between 0 and 1 (or give --test-images)",
+    throw DataError(fmt::format("--test-fraction {} must lie strictly between 0 and 1 (or give test samples: --test-images, or --test-source for "
+                                "prepare images)",
                                 options.test_fraction));
 }
 

@@ -24,6 +24,10 @@ def main(run_dir):
             if e.get("ph") == "X":
                 spans[e["args"]["step"]][e["name"]].append((e["ts"], e["ts"] + e["dur"], e["tid"]))
         steps = [s for s in spans if s >= 0 and spans[s]["backward"] and spans[s]["allreduce"]]
+        if not steps:
+            print(f"{f.name}: no step holds both a backward and a reduction span (a 1-rank run reduces nothing); "
+                  "nothing to measure")
+            continue
         inside = total = started = finished = count = 0.0
         per_bucket = defaultdict(list)
         for s in steps:

@@ -9,7 +9,10 @@ import json
 import pathlib
 import sys
 
-import matplotlib
+try:
+    import matplotlib
+except ImportError:
+    sys.exit("plot_confusion.py needs matplotlib: install python3-matplotlib and run it with Debian's /usr/bin/python3")
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

@@ -19,8 +19,8 @@ struct DeviceSetup {
 // Collective. run.device = "cuda" takes the GPU backend; "auto" takes it when this build has one and every rank
 // sees a GPU (so a mixed allocation never splits a job across backends); otherwise the CPU twin with the
 // dist.reducer the job names. Every rank throws the same JobFileError when the job asks for what it cannot have.
-// For inference (evaluate, predict) a model trained in tf32 runs on the CPU too, in fp32: tf32 keeps fp32 values and
-// only rounds the GPU's matrix products' operands, so the CPU computes the same model more exactly.
+// For inference (evaluate, predict) and input-bench a tf32 job runs on the CPU too, in fp32: tf32 keeps fp32 values
+// and only rounds the GPU's matrix products' operands, so the CPU computes the same model more exactly.
 enum class DeviceUse { training, inference };
 DeviceSetup open_device(const config::JobConfig& job, dist::World& world, DeviceUse use = DeviceUse::training);
 

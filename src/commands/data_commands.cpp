@@ -74,12 +74,12 @@ int prepare_arrays(ArraysArgs args) {
   args.options.class_names = split_commas(args.class_names);
   io::LabelledArrays train = load_arrays(args, false);
   io::LabelledArrays test = load_arrays(args, true);
-  const int64_t train_count = train.count();
   io::prepare_arrays(std::move(train), std::move(test), args.options);
   const io::SplitIndex written = io::open_split(args.options.out / "train");
-  fmt::print("wrote {}/train ({} samples) and {}/test from {} samples of {}, {} classes\n", args.options.out.string(),
-             written.total_samples(), args.options.out.string(), train_count, io::detail::describe(written.meta.shape),
-             written.meta.num_classes);
+  const io::SplitIndex written_test = io::open_split(args.options.out / "test");
+  fmt::print("wrote {}/train ({} samples) and {}/test ({} samples) of {}, {} classes\n", args.options.out.string(),
+             written.total_samples(), args.options.out.string(), written_test.total_samples(),
+             io::detail::describe(written.meta.shape), written.meta.num_classes);
   return 0;
 }
 

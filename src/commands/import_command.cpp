@@ -99,8 +99,9 @@ std::vector<float> in_pixel_units(const std::vector<float>& values, int channels
   for (const float v : values) {
     if (!std::isfinite(v) || (divisor && v <= 0))
       throw UsageError(fmt::format("{} {}: each value must be a finite number{} (0..1 units, as torchvision's, e.g. "
-                                   "0.229,0.224,0.225)",
-                                   option, v, divisor ? " above 0" : ""));
+                                   "{})",
+                                   option, v, divisor ? " above 0" : "",
+                                   divisor ? "0.229,0.224,0.225" : "0.485,0.456,0.406"));
     scaled.push_back(v * 255.0f);
   }
   return scaled;

@@ -130,7 +130,7 @@ int input_bench(int* argc, char*** argv, const InputBenchArgs& args) {
       // What training refuses (DataPlan): too few samples for a step; the batches would read past the partition.
       train::steps_every_rank_can_take(job, world, range.size(), split.total_samples());
       backend::DeviceSetup device;
-      if (device_decode) device = backend::open_device(job, world);
+      if (device_decode) device = backend::open_device(job, world, backend::DeviceUse::inference);
       int threads = 0;
       const Timed timed = run_pipeline(job, world, args, reader, device.backend.get(), threads);
       const double images = static_cast<double>(args.batches) * job.train.batch_per_rank;

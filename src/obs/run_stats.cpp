@@ -20,7 +20,10 @@ StepTimeSpread step_time_spread(const std::vector<double>& per_rank_s, double st
   s.max_s = sorted.back();
   s.median_s = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
   s.slowest_rank = static_cast<int>(std::max_element(per_rank_s.begin(), per_rank_s.end()) - per_rank_s.begin());
-  if (s.median_s > 0 && s.max_s > (1 + straggler_margin) * s.median_s) s.straggler_rank = s.slowest_rank;
+  // A relative margin alone would name a straggler among steps of microseconds, where no rank waits noticeably.
+  constexpr double kNoticeableS = 1e-3;
+  if (s.median_s > 0 && s.max_s > (1 + straggler_margin) * s.median_s && s.max_s - s.median_s >= kNoticeableS)
+    s.straggler_rank = s.slowest_rank;
   return s;
 }
 

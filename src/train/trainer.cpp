@@ -64,6 +64,8 @@ int Trainer::run() {
   const FittedJob fitted = fit_to_world(job_, world_, resume_);
   const RunContext run{fitted.job, world_, backend_, resume_, membership_};
   world_.all_succeed([&] {
+    // The test hooks are read now, so a malformed one is refused before run.dir is claimed.
+    (void)param_corruption_from_env();
     stall_if_asked("startup", run.world.rank());
     if (run.root()) RunDirectory::check_usable(run.job, resume_);
   });

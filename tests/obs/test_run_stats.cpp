@@ -24,6 +24,13 @@ TEST(StepTimeSpread, NamesTheSlowestRankOnlyWhenMoreThanTenPercentOverTheMedian)
   EXPECT_NE(warning.find("50 %"), std::string::npos) << warning;
 }
 
+// Among steps of microseconds a rank 50 % over the median holds nobody up noticeably: a millisecond of difference is
+// the least that is named.
+TEST(StepTimeSpread, NamesNoStragglerUnderAMillisecondOfDifference) {
+  EXPECT_EQ(obs::step_time_spread({0.0001, 0.00015, 0.0001}).straggler_rank, -1);
+  EXPECT_EQ(obs::step_time_spread({0.0030, 0.0041, 0.0030}).straggler_rank, 1);
+}
+
 TEST(StepTimeSpread, BoundaryAndDegenerateInputs) {
   EXPECT_EQ(obs::step_time_spread({1.0, 1.1, 1.0}).straggler_rank, -1) << "exactly 10 % is not more than 10 %";
   EXPECT_EQ(obs::step_time_spread({1.0, 1.1001, 1.0}).straggler_rank, 1);
