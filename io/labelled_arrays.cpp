@@ -44,8 +44,9 @@ SampleShape sample_shape_of(const RawImages& raw, ArrayLayout layout) {
   return {static_cast<int>(raw.dims[1]), static_cast<int>(raw.dims[2]), static_cast<int>(raw.dims[3])};
 }
 
-std::vector<uint8_t> to_nchw(const RawImages& raw, const SampleShape& shape, ArrayLayout layout) {
-  if (layout == ArrayLayout::nchw || shape.channels == 1 || raw.dims.size() == 3) return raw.bytes;
+// The bytes as they are (moved, not copied) where no reordering is needed: the arrays may fill most of the memory.
+std::vector<uint8_t> to_nchw(RawImages&& raw, const SampleShape& shape, ArrayLayout layout) {
+  if (layout == ArrayLayout::nchw || shape.channels == 1 || raw.dims.size() == 3) return std::move(raw.bytes);
   std::vector<uint8_t> out(raw.bytes.size());
   const auto plane = static_cast<std::size_t>(shape.height) * static_cast<std::size_t>(shape.width);
   const auto channels = static_cast<std::size_t>(shape.channels);
@@ -56,7 +57,7 @@ std::vector<uint8_t> to_nchw(const RawImages& raw, const SampleShape& shape, Arr
   return out;
 }
 
-LabelledArrays assemble(const RawImages& raw, std::vector<int64_t> labels, const std::string& labels_name,
+LabelledArrays assemble(RawImages raw, std::vector<int64_t> labels, const std::string& labels_name,
                         ArrayLayout layout) {
   LabelledArrays arrays;
   arrays.shape = sample_shape_of(raw, layout);
@@ -74,8 +75,8 @@ LabelledArrays assemble(const RawImages& raw, std::vector<int64_t> labels, const
                                   labels_name, labels[i], i));
     arrays.labels.push_back(static_cast<int32_t>(labels[i]));
   }
-  arrays.pixels = to_nchw(raw, arrays.shape, layout);
   arrays.origin = fmt::format("{} and {}", raw.name, labels_name);
+  arrays.pixels = to_nchw(std::move(raw), arrays.shape, layout);
   return arrays;
 }
 
@@ -124,8 +125,9 @@ LabelledArrays load_npy_arrays(const fs::path& images, const fs::path& labels, A
     throw DataError(fmt::format("images '{}' have dtype '{}'; they need uint8 pixels 0..255 (e.g. "
                                 "numpy.clip(x * 255, 0, 255).astype(numpy.uint8))",
                                 images.string(), image_array.descr));
-  const RawImages raw{image_array.shape, std::move(image_array.bytes), fmt::format("images '{}'", images.string())};
-  return assemble(raw, npy_labels(read_npy(labels), labels), fmt::format("labels '{}'", labels.string()), layout);
+  RawImages raw{image_array.shape, std::move(image_array.bytes), fmt::format("images '{}'", images.string())};
+  return assemble(std::move(raw), npy_labels(read_npy(labels), labels), fmt::format("labels '{}'", labels.string()),
+                  layout);
 }
 
 namespace {
@@ -210,7 +212,7 @@ LabelledArrays load_hdf5_arrays(const Hdf5ArraySource& source, ArrayLayout layou
     H5_CHECK(H5Dread(images.id(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.bytes.data()));
   if (!label_values.empty())
     H5_CHECK(H5Dread(labels.id(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, label_values.data()));
-  return assemble(raw, std::move(label_values), labels_name, layout);
+  return assemble(std::move(raw), std::move(label_values), labels_name, layout);
 }
 
 }  // namespace ringtrain::io

@@ -63,20 +63,27 @@ void hold_out(LabelledArrays& train, LabelledArrays& test, const ArraysOptions& 
     const std::size_t held = std::min(wanted, members.empty() ? 0 : members.size() - 1);
     for (std::size_t k = 0; k < held; ++k) to_test[static_cast<std::size_t>(members[k])] = true;
   }
-  LabelledArrays kept{train.shape, {}, {}, train.origin};
   test = LabelledArrays{train.shape, {}, {}, train.origin + fmt::format(" (held out: {} per class, seed {})",
                                                                          options.test_fraction, options.seed)};
+  // The kept samples close up in place, so the input is held once more only by the fraction held out.
   const auto sample = static_cast<std::size_t>(train.shape.elements());
+  std::size_t kept = 0;
   for (std::size_t i = 0; i < to_test.size(); ++i) {
-    LabelledArrays& into = to_test[i] ? test : kept;
-    into.labels.push_back(train.labels[i]);
-    into.pixels.insert(into.pixels.end(), train.pixels.begin() + static_cast<std::ptrdiff_t>(i * sample),
-                       train.pixels.begin() + static_cast<std::ptrdiff_t>((i + 1) * sample));
+    const auto from = train.pixels.begin() + static_cast<std::ptrdiff_t>(i * sample);
+    if (to_test[i]) {
+      test.labels.push_back(train.labels[i]);
+      test.pixels.insert(test.pixels.end(), from, from + static_cast<std::ptrdiff_t>(sample));
+      continue;
+    }
+    if (kept != i) std::copy(from, from + static_cast<std::ptrdiff_t>(sample),
+                             train.pixels.begin() + static_cast<std::ptrdiff_t>(kept * sample));
+    train.labels[kept++] = train.labels[i];
   }
   if (test.count() == 0)
     throw DataError(fmt::format("--test-fraction {} of {} samples holds out none; raise it or give test samples (--test-images, or --test-source for prepare images)",
                                 options.test_fraction, train.count()));
-  train = std::move(kept);
+  train.labels.resize(kept);
+  train.pixels.resize(kept * sample);  // its capacity stays: giving it back would copy it once more
 }
 
 void set_statistics(const LabelledArrays& train, DatasetMeta& meta) {
