@@ -18,6 +18,9 @@ inline constexpr const char* mean = "mean";              // float[C]: per-channe
 inline constexpr const char* stddev = "std";             // float[C]: per-channel std of the train split, in 0..255 units
 inline constexpr const char* provenance = "provenance";  // string: where the samples came from
 inline constexpr const char* class_names = "class_names";  // optional string: class names by index, one a line
+// Optional string, the same in every shard of one split and different in its sibling's ("train-1f0e...",
+// "test-1f0e..."): a shard copied in from another split (the test split's) is found. Absent in older shards.
+inline constexpr const char* split_id = "split_id";
 inline constexpr const char* shard_index = "shard_index";  // int: this file's position in the split
 inline constexpr const char* shard_count = "shard_count";  // int: files in the split
 inline constexpr const char* file_prefix = "shard-";     // shard-00000-of-00008.h5
@@ -48,6 +51,7 @@ struct DatasetMeta {
   std::string provenance;
   std::vector<std::string> class_names;  // by class index; empty when the source named no classes
   SampleStorage storage = SampleStorage::raw;
+  std::string split_id;  // empty: none written (older shards)
 };
 
 // Every class's name: the shards' own where they carry them, else "class <index>".

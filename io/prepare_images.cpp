@@ -144,6 +144,7 @@ struct PassContext {
   int threads = 1;
   RankOutput& output;
   Progress& progress;
+  uint32_t plan_fingerprint;
 };
 
 void write_shard(const SplitPlan& split, const PlannedShard& shard, std::vector<int64_t>& per_class, PassContext& pass) {
@@ -152,6 +153,8 @@ void write_shard(const SplitPlan& split, const PlannedShard& shard, std::vector<
   pass.output.shards.emplace_back(temporary, final_path);
   DatasetMeta meta = pass.meta;
   meta.provenance = fmt::format("{} of {}", split.name, meta.provenance);
+  // Every rank's shards of the split carry one id: the plan's fingerprint, which the ranks agreed on.
+  meta.split_id = fmt::format("{}-{:08x}", split.name, pass.plan_fingerprint);
   const Hdf5Lock lock;
   ShardAppender shard_file({temporary, shard.index, static_cast<int>(split.shards.size()),
                             expected_shard_bytes(shard, meta, pass.store)},
@@ -365,7 +368,7 @@ ImagesSummary prepare_images(const ImagesOptions& options, const PrepareTeam& te
     for (const PlannedShard* shard : shards_of_rank(*split, team.rank, team.ranks))
       mine += static_cast<int64_t>(shard->files.size());
   Progress progress(team.rank == 0, mine);
-  PassContext pass{options, store, meta, threads, output, progress};
+  PassContext pass{options, store, meta, threads, output, progress, plan_fingerprint(plan)};
   ImagesSummary summary;
   try {
     team.all_succeed([&] {

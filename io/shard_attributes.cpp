@@ -25,6 +25,7 @@ void write_shard_attributes(hid_t file, const DatasetMeta& meta, int index, int 
   h5::write_string_attribute(file, shard_names::provenance, meta.provenance);
   if (!meta.class_names.empty())
     h5::write_string_attribute(file, shard_names::class_names, fmt::format("{}", fmt::join(meta.class_names, "\n")));
+  if (!meta.split_id.empty()) h5::write_string_attribute(file, shard_names::split_id, meta.split_id);
   if (meta.storage == SampleStorage::jpeg)
     h5::write_string_attribute(file, shard_names::storage, shard_names::jpeg_storage);
   h5::write_int_attribute(file, shard_names::shard_index, shard_index);

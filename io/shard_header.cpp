@@ -329,6 +329,8 @@ void examine_attributes(hid_t file, ShardHeader& header) {
       header.provenance = h5::read_string_attribute(file, shard_names::provenance);
     if (h5::has_attribute(file, shard_names::class_names))
       header.class_names = split_lines(h5::read_string_attribute(file, shard_names::class_names));
+    if (h5::has_attribute(file, shard_names::split_id))
+      header.split_id = h5::read_string_attribute(file, shard_names::split_id);
   } catch (const std::exception& e) {
     header.problems.push_back(fmt::format("has an unreadable root attribute '{}' ({})", shard_names::provenance,
                                           hdf5_detail(e)));
@@ -456,6 +458,17 @@ std::vector<std::string> check_split_consistency(std::vector<ShardHeader>& heade
     if (!missing.empty()) problems.push_back(fmt::format("missing shard files: {}", fmt::join(missing, ", ")));
   }
 
+  // One split's shards carry one id; a shard without any among shards with one is as foreign (older shards carry none).
+  // Only shards read whole are compared: one that could not be read has its own problem already.
+  const auto with_id = std::find_if(headers.begin(), headers.end(), [](const ShardHeader& h) { return !h.split_id.empty(); });
+  if (with_id != headers.end())
+    for (const ShardHeader& h : headers)
+      if (h.problems.empty() && h.split_id != with_id->split_id)
+        problems.push_back(fmt::format("'{}' belongs to split '{}' but '{}' to split '{}': shards of different prepare "
+                                       "runs or splits (a shard copied in from the test split?)",
+                                       h.path.string(), h.split_id.empty() ? "none named" : h.split_id,
+                                       with_id->path.string(), with_id->split_id));
+
   // Compare every shard with the first one that has the value, so the message names both files.
   const ShardHeader* shape_reference = nullptr;
   const ShardHeader* classes_reference = nullptr;
@@ -502,6 +515,7 @@ DatasetMeta meta_of(const ShardHeader& header) {
   meta.provenance = header.provenance;
   meta.class_names = header.class_names;
   meta.storage = header.storage;
+  meta.split_id = header.split_id;
   return meta;
 }
 

@@ -30,6 +30,7 @@ struct ShardHeader {
   std::vector<float> mean, stddev;
   std::string provenance;
   std::vector<std::string> class_names;
+  std::string split_id;  // empty in shards written before it existed
   std::vector<std::string> problems;  // phrases completing "shard 'PATH' ...", e.g. "has no dataset 'labels'"
   // The file cannot be opened for reading (permissions): its one problem says so and how to fix it, and no
   // rewrite of the split is called for.

@@ -8,6 +8,8 @@
 #include <hdf5.h>
 
 #include <algorithm>
+#include <chrono>
+#include <random>
 #include <cmath>
 #include <limits>
 #include <system_error>
@@ -278,7 +280,17 @@ void put_in_place(const std::vector<SplitToWrite>& splits, const std::vector<Wri
 
 }  // namespace
 
-void write_splits(const std::vector<SplitToWrite>& splits, bool overwrite) {
+// "train-3fa2c1d0": one tag for the splits of one prepare, so a shard of the sibling split is told apart.
+std::string split_id(const fs::path& dir, uint64_t tag) {
+  return fmt::format("{}-{:016x}", dir.filename().string(), tag);
+}
+
+void write_splits(const std::vector<SplitToWrite>& given, bool overwrite) {
+  std::vector<SplitToWrite> splits = given;
+  const uint64_t tag = (uint64_t{std::random_device{}()} << 32) ^
+                       static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  for (SplitToWrite& split : splits)
+    if (split.meta.split_id.empty()) split.meta.split_id = split_id(split.dir, tag);
   std::vector<fs::path> dirs;
   for (const SplitToWrite& split : splits) {
     validate(split.dir, split.meta, split.options, split.described_only);

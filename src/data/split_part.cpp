@@ -18,10 +18,11 @@ namespace {
 std::string split_summary(const io::SplitIndex& s) {
   const io::DatasetMeta& m = s.meta;
   const std::vector<int64_t> sizes = s.shard_sizes();
-  return fmt::format("{} samples in {} shards (sizes CRC-32C {:08x}), {}x{}x{} samples, {} classes, mean [{}], std [{}]",
+  return fmt::format("{} samples in {} shards (sizes CRC-32C {:08x}), {}x{}x{} samples, {} classes, mean [{}], std "
+                     "[{}], split id '{}'",
                      s.total_samples(), s.shards.size(), crc32c(sizes.data(), sizes.size() * sizeof(int64_t)),
                      m.shape.channels, m.shape.height, m.shape.width, m.num_classes, fmt::join(m.mean, ", "),
-                     fmt::join(m.stddev, ", "));
+                     fmt::join(m.stddev, ", "), m.split_id);
 }
 
 void require_same_split(const dist::World& world, const SplitPart& part) {

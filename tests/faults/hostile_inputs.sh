@@ -211,6 +211,10 @@ np.save(sys.argv[2], np.arange(20) % 2)" "$work/x20.npy" "$work/y20.npy"
   check pair_arrays_test_blocked 4 "cannot create split folder '$work/ablocked/test'" -- \
     "$bin" prepare arrays --images "$work/x20.npy" --labels "$work/y20.npy" --out "$work/ablocked"
   none_inspected pair_arrays_test_blocked "$work/ablocked"
+  # A test shard copied over a train shard (same name, same prepare): each split carries its own id.
+  cp -a "$work/pair" "$work/leak"
+  cp "$work/leak/test/shard-00001-of-00002.h5" "$work/leak/train/"
+  check pair_test_shard_in_train 4 "belongs to split 'test-" -- "$bin" inspect "$work/leak/train"
   # Started as two processes (mpirun), the one-process commands would both write the pair: refused, nothing written.
   check pair_two_processes 2 "prepare synthetic runs as one process, but it was started as 2" -- \
     env OMPI_COMM_WORLD_SIZE=2 "$bin" prepare synthetic --shape 1,4,4 --classes 2 --samples 40 --out "$work/two"
