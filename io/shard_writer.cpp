@@ -41,10 +41,10 @@ fs::path existing_ancestor(fs::path dir) {
   return dir;
 }
 
-// Before anything is allocated or written: a sample the reader can take, memory for one shard's buffers, and
-// disk for the whole split (sizes in double, so an absurd shape cannot overflow the arithmetic).
+// Before anything is allocated or written: a sample the reader can take, and memory for one shard's buffers (sizes
+// in double, so an absurd shape cannot overflow the arithmetic). The disk is weighed for a prepare's splits together.
 template <class Fail>
-void check_sizes(const fs::path& dir, const DatasetMeta& meta, const SplitWriteOptions& options, Fail fail) {
+void check_sizes(const DatasetMeta& meta, const SplitWriteOptions& options, Fail fail) {
   const double sample_bytes = static_cast<double>(meta.shape.channels) * meta.shape.height * meta.shape.width;
   if (sample_bytes > static_cast<double>(detail::kMaxSampleValues))
     fail(fmt::format("a {} sample holds {:.3g} values; ringtrain reads samples of at most {} values", detail::describe(meta.shape),
@@ -56,15 +56,6 @@ void check_sizes(const fs::path& dir, const DatasetMeta& meta, const SplitWriteO
     fail(fmt::format("writing a shard of {:.0f} samples needs {} of memory and this host has {} available; use more "
                      "--shards",
                      shard_samples, byte_size_text(buffers), byte_size_text(static_cast<double>(memory))));
-  const double total = static_cast<double>(options.samples) * (sample_bytes + sizeof(int32_t));
-  std::error_code error;
-  const fs::path ancestor = existing_ancestor(dir);
-  const fs::space_info space = fs::space(ancestor, error);
-  if (!error && total > static_cast<double>(space.available))
-    fail(fmt::format("{} samples of {} take {} and the file system holding '{}' has {} free; use fewer samples or "
-                     "another --out folder",
-                     options.samples, detail::describe(meta.shape), byte_size_text(total), ancestor.string(),
-                     byte_size_text(static_cast<double>(space.available))));
 }
 
 // `described_only`: a split of no samples (write_description_split).
@@ -91,7 +82,7 @@ void validate(const fs::path& dir, const DatasetMeta& meta, const SplitWriteOpti
   const auto channels = static_cast<std::size_t>(meta.shape.channels);
   if (meta.mean.size() != channels || meta.stddev.size() != channels)
     fail(fmt::format("mean/std have {}/{} values for {} channels", meta.mean.size(), meta.stddev.size(), channels));
-  check_sizes(dir, meta, options, fail);
+  check_sizes(meta, options, fail);
 }
 
 // Existing shards of an earlier prepare (possibly with another shard count) would mix with the new ones and
@@ -204,25 +195,35 @@ void write_shard(const fs::path& file_path, const DatasetMeta& meta, const Split
   file.commit();
 }
 
-// The splits of one prepare on one file system must fit there together (validate weighs each alone).
+// The splits of one prepare must fit on their file systems together, before anything is written.
 void check_room_for_all(const std::vector<SplitToWrite>& splits) {
-  std::vector<std::pair<fs::path, double>> needs;  // per existing ancestor
+  struct Need {
+    fs::path ancestor;
+    double bytes = 0;
+    std::vector<std::string> what;  // "40 samples of 1x8x8"
+    std::vector<std::string> dirs;
+  };
+  std::vector<Need> needs;  // per existing ancestor
   for (const SplitToWrite& s : splits) {
     const double bytes = static_cast<double>(s.options.samples) * (static_cast<double>(s.meta.shape.elements()) + 4.0);
     const fs::path ancestor = existing_ancestor(s.dir);
-    const auto same = std::find_if(needs.begin(), needs.end(), [&](const auto& n) { return n.first == ancestor; });
-    if (same == needs.end())
-      needs.emplace_back(ancestor, bytes);
-    else
-      same->second += bytes;
+    auto need = std::find_if(needs.begin(), needs.end(), [&](const Need& n) { return n.ancestor == ancestor; });
+    if (need == needs.end()) need = needs.insert(needs.end(), Need{ancestor, 0.0, {}, {}});
+    need->bytes += bytes;
+    need->what.push_back(fmt::format("{} samples of {}", s.options.samples, detail::describe(s.meta.shape)));
+    need->dirs.push_back(s.dir.string());
   }
-  for (const auto& [ancestor, bytes] : needs) {
+  for (const Need& need : needs) {
     std::error_code error;
-    const fs::space_info space = fs::space(ancestor, error);
-    if (!error && bytes > static_cast<double>(space.available))
-      throw DataError(fmt::format("the train and test splits take {} together and the file system holding '{}' has "
-                                  "{} free; use fewer samples or another --out folder",
-                                  byte_size_text(bytes), ancestor.string(),
+    const fs::space_info space = fs::space(need.ancestor, error);
+    if (!error && need.bytes > static_cast<double>(space.available))
+      throw DataError(fmt::format("cannot write split '{}'{}: {} take {} and the file system holding '{}' has {} free; "
+                                  "use fewer samples or another --out folder",
+                                  need.dirs.front(),
+                                  need.dirs.size() > 1 ? fmt::format(" (with '{}')", fmt::join(need.dirs.begin() + 1,
+                                                                                            need.dirs.end(), "', '"))
+                                                       : std::string(),
+                                  fmt::join(need.what, " and "), byte_size_text(need.bytes), need.ancestor.string(),
                                   byte_size_text(static_cast<double>(space.available))));
   }
 }

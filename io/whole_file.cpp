@@ -39,7 +39,7 @@ std::string write_whole_file(const fs::path& path, std::string_view bytes) noexc
     const PathProbe probe = probe_path(path);
     if (probe.kind == PathProbe::Kind::directory) return "it is a folder";
     if (probe.kind == PathProbe::Kind::other) return "it " + probe.describe();
-    const fs::path tmp = fmt::format("{}.{}.tmp", path.string(), ::getpid());
+    const fs::path tmp = temporary_beside(path);
     std::string why = write_all(tmp, bytes);
     std::error_code ec;
     if (why.empty()) fs::rename(tmp, path, ec);
@@ -50,6 +50,8 @@ std::string write_whole_file(const fs::path& path, std::string_view bytes) noexc
     return e.what();
   }
 }
+
+fs::path temporary_beside(const fs::path& path) { return fmt::format("{}.{}.tmp", path.string(), ::getpid()); }
 
 bool same_file(const fs::path& a, const fs::path& b) noexcept {
   std::error_code error;

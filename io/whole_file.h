@@ -13,6 +13,9 @@ namespace ringtrain::io {
 // caller to name its flag or key and the fix.
 std::string write_whole_file(const std::filesystem::path& path, std::string_view bytes) noexcept;
 
+// A name beside `path` that no user file and no other process has: `<path>.<pid>.tmp`.
+std::filesystem::path temporary_beside(const std::filesystem::path& path);
+
 // Whether `a` and `b` name one file (links and relative names included); false where either does not exist.
 bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) noexcept;
 

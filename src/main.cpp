@@ -6,7 +6,6 @@
 #include <sstream>
 
 #include "commands/commands.h"
-#include "commands/one_process.h"
 #include "commands/results_on_stdout.h"
 #include "common/error.h"
 
@@ -110,9 +109,6 @@ void add_prepare_commands(CLI::App& app, PrepareCommands& p) {
 // The prepare command chosen, run; -1 when none was.
 int run_prepare(PrepareCommands& p) {
   namespace commands = ringtrain::commands;
-  if (*p.fmnist) commands::refuse_several_processes("prepare fashion-mnist");
-  if (*p.synth) commands::refuse_several_processes("prepare synthetic");
-  if (*p.arrays_command) commands::refuse_several_processes("prepare arrays");
   if (*p.fmnist) return commands::prepare_fashion_mnist(p.source, p.out, p.shards, p.overwrite);
   if (*p.synth) {
     const auto dims = parse_shape(p.shape_text);
@@ -195,6 +191,33 @@ void add_use_commands(CLI::App& app, UseCommands& u) {
       ->capture_default_str();
 }
 
+CLI::App* add_train_command(CLI::App& app, ringtrain::commands::TrainArgs& a) {
+  auto* train = app.add_subcommand("train", "train the model of a job file (run under mpirun/srun for several ranks)");
+  train->add_option("job", a.job, "job file (TOML), e.g. jobs/fashion_mnist.toml")->required();
+  train->add_option("--set", a.overrides, "override a job-file key, e.g. --set train.epochs=3 (repeatable)");
+  train->add_flag("--resume", a.resume, "continue from the latest checkpoint in <run.dir>/checkpoints (any number of ranks)");
+  train->add_option("--failed-node", a.failed_node,
+                    "with --resume, from an elastic launcher: the node whose failure shrank the world; written to "
+                    "metrics.jsonl's membership record (docs/faults.md)");
+  train->add_option("--seconds-lost", a.seconds_lost,
+                    "with --resume, from an elastic launcher: wall seconds from the checkpoint to this relaunch")
+      ->check(CLI::NonNegativeNumber);
+  return train;
+}
+
+CLI::App* add_input_bench_command(CLI::App& app, ringtrain::commands::InputBenchArgs& a) {
+  auto* bench = app.add_subcommand("input-bench", "time a job's training input pipeline alone (read, decode, "
+                                                  "augment, to uint8 batches) and print one JSON line");
+  bench->add_option("job", a.job, "job file (TOML)")->required();
+  bench->add_option("--set", a.overrides, "override a job-file key (repeatable)");
+  bench->add_option("--threads", a.threads, "loader threads per rank (default: data.loader_threads)");
+  bench->add_option("--batches", a.batches, "batches timed")->capture_default_str()->check(CLI::Range(1, 1 << 24));
+  bench->add_option("--warmup", a.warmup, "batches made before the clock starts")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+  return bench;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -205,31 +228,11 @@ int main(int argc, char** argv) {
   app.add_flag("--version", version, "print the versions of ringtrain and every library it uses");
 
   commands::TrainArgs train_args;
-  auto* train = app.add_subcommand("train", "train the model of a job file (run under mpirun/srun for several ranks)");
-  train->add_option("job", train_args.job, "job file (TOML), e.g. jobs/fashion_mnist.toml")->required();
-  train->add_option("--set", train_args.overrides, "override a job-file key, e.g. --set train.epochs=3 (repeatable)");
-  train->add_flag("--resume", train_args.resume,
-                  "continue from the latest checkpoint in <run.dir>/checkpoints (any number of ranks)");
-  train->add_option("--failed-node", train_args.failed_node,
-                    "with --resume, from an elastic launcher: the node whose failure shrank the world; written to "
-                    "metrics.jsonl's membership record (docs/faults.md)");
-  train->add_option("--seconds-lost", train_args.seconds_lost,
-                    "with --resume, from an elastic launcher: wall seconds from the checkpoint to this relaunch")
-      ->check(CLI::NonNegativeNumber);
-
+  CLI::App* train = add_train_command(app, train_args);
   PrepareCommands prep;
   add_prepare_commands(app, prep);
-
   commands::InputBenchArgs bench_args;
-  auto* input_bench = app.add_subcommand("input-bench", "time a job's training input pipeline alone (read, decode, "
-                                                        "augment, to uint8 batches) and print one JSON line");
-  input_bench->add_option("job", bench_args.job, "job file (TOML)")->required();
-  input_bench->add_option("--set", bench_args.overrides, "override a job-file key (repeatable)");
-  input_bench->add_option("--threads", bench_args.threads, "loader threads per rank (default: data.loader_threads)");
-  input_bench->add_option("--batches", bench_args.batches, "batches timed")->capture_default_str()->check(CLI::Range(1, 1 << 24));
-  input_bench->add_option("--warmup", bench_args.warmup, "batches made before the clock starts")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1 << 20));
+  CLI::App* input_bench = add_input_bench_command(app, bench_args);
 
   std::string inspect_dir;
   auto* inspect = app.add_subcommand("inspect", "print and validate every shard of a split, or a checkpoint file");
@@ -262,12 +265,8 @@ int main(int argc, char** argv) {
     if (*prep.fmnist || *prep.synth || *prep.arrays_command)
       return checked([&] { return run_prepare(prep); });
     if (*inspect) return checked([&] { return commands::inspect(inspect_dir); });
-    if (*use.export_onnx) return checked([&] {
-      commands::refuse_several_processes("export");
-      return commands::export_onnx(use.export_args);
-    });
+    if (*use.export_onnx) return checked([&] { return commands::export_onnx(use.export_args); });
     if (*use.import_onnx) return checked([&] {
-      commands::refuse_several_processes("import");
       if (!use.shape_text.empty()) use.import_args.shape = parse_shape(use.shape_text);
       return commands::import_onnx(use.import_args);
     });

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "commands/commands.h"
+#include "commands/one_process.h"
 #include "common/error.h"
 #include "common/path_probe.h"
 #include "io/checkpoint_file.h"
@@ -16,12 +17,14 @@
 namespace ringtrain::commands {
 
 int prepare_fashion_mnist(const std::filesystem::path& source, const std::filesystem::path& out, int shards, bool overwrite) {
+  refuse_several_processes("prepare fashion-mnist");
   io::prepare_fashion_mnist(source, out, shards, overwrite);
   fmt::print("wrote {}/train and {}/test ({} shards each)\n", out.string(), out.string(), shards);
   return 0;
 }
 
 int prepare_synthetic(const std::filesystem::path& out, const io::SyntheticOptions& options, bool overwrite) {
+  refuse_several_processes("prepare synthetic");
   io::prepare_synthetic(out, options, overwrite);
   fmt::print("wrote {}/train and {}/test: {}x{}x{} images, {} classes, {} training samples, {} shards\n", out.string(),
              out.string(), options.shape.channels, options.shape.height, options.shape.width, options.num_classes,
@@ -69,6 +72,7 @@ void check_sources(const commands::ArraysArgs& args) {
 }  // namespace
 
 int prepare_arrays(ArraysArgs args) {
+  refuse_several_processes("prepare arrays");
   check_sources(args);
   if (args.test_images.empty() && args.test_images_dataset.empty()) io::check_test_fraction(args.options);
   args.options.class_names = split_commas(args.class_names);

@@ -19,7 +19,8 @@ int evaluate(int* argc, char*** argv, const EvaluateArgs& args) {
     return with_results_on_stdout([&] {
       config::JobConfig job;
       world.all_succeed([&] {
-        io::refuse_output_over_input("--out", args.out, {{"the job file", args.job}, {"the checkpoint", args.checkpoint}});
+        // The checkpoint is checked once it is chosen (infer::evaluate), the job file here, before it is read.
+        io::refuse_output_over_input("--out", args.out, {{"the job file", args.job}});
         job = config::load_job(args.job, infer::with_inference_keys(args.overrides));
       });
       return with_watchdog(world, job, [&](dist::Watchdog&) {

@@ -4,6 +4,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "commands/commands.h"
+#include "commands/one_process.h"
 #include "io/output_paths.h"
 #include "config/job_config.h"
 #include "infer/onnx_export.h"
@@ -31,6 +32,7 @@ void refuse_other_data(const io::CheckpointData& checkpoint, const std::filesyst
 }  // namespace
 
 int export_onnx(const ExportArgs& args) {
+  refuse_several_processes("export");
   io::refuse_output_over_input("--onnx", args.onnx, {{"the checkpoint", args.checkpoint}});
   io::CheckpointData checkpoint = io::read_checkpoint(args.checkpoint, io::CheckpointUse::named);
   train::choose_weights(checkpoint, args.checkpoint, train::weights_named(args.weights));

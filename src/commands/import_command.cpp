@@ -8,8 +8,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <unistd.h>
-
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -20,6 +18,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "commands/commands.h"
+#include "commands/one_process.h"
 #include "common/error.h"
 #include "config/job_config.h"
 #include "config/layers_toml.h"
@@ -185,9 +184,6 @@ io::CheckpointData checkpoint_of(const model::ImportedModel& m, const model::Net
   return d;
 }
 
-// A name beside `path` that no other run of import uses.
-fs::path temporary_beside(const fs::path& path) { return fmt::format("{}.import-{}.tmp", path.string(), ::getpid()); }
-
 void write_text(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
   out << text;
@@ -225,7 +221,7 @@ void write_outputs(const ImportPaths& p, const std::string& job_text, const io::
                    const io::DatasetMeta& meta) {
   std::error_code error;
   const bool data_existed = fs::exists(p.data, error);
-  const fs::path job_tmp = temporary_beside(p.job), checkpoint_tmp = temporary_beside(p.checkpoint);
+  const fs::path job_tmp = io::temporary_beside(p.job), checkpoint_tmp = io::temporary_beside(p.checkpoint);
   const std::vector<fs::path> made = make_parent_folders({p.job, p.checkpoint});
   try {
     write_text(job_tmp, job_text);
@@ -245,6 +241,7 @@ void write_outputs(const ImportPaths& p, const std::string& job_text, const io::
 }  // namespace
 
 int import_onnx(const ImportArgs& args) {
+  refuse_several_processes("import");
   const io::OnnxModel onnx = io::read_onnx(args.onnx);
   const model::ImportedModel imported = model::import_onnx(onnx);
   io::DatasetMeta meta;

@@ -104,7 +104,7 @@ check import_out_folder 2 "--out '$work/outdir' is a folder" -- \
 unchanged import_out_folder "$work/precious.h5" "$work/ckpt.copy"
 absent import_out_folder "$work/d1"
 echo "a file, not a folder" >"$work/afile"
-check import_job_unwritable 3 "cannot write the job file '$work/afile/a.toml.import-" "pick a writable folder for --out" -- \
+check import_job_unwritable 3 "cannot write the job file '$work/afile/a.toml." "pick a writable folder for --out" -- \
   "$bin" import --onnx "$work/model.onnx" --out "$work/afile/a.toml" --checkpoint "$work/precious.h5" --data "$work/d2" --mean 0.5 --std 0.25
 unchanged import_job_unwritable "$work/precious.h5" "$work/ckpt.copy"
 absent import_job_unwritable "$work/d2"
