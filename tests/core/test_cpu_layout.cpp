@@ -16,6 +16,7 @@
 #include "config/job_config.h"
 #include "model/network.h"
 #include "tests/core/layer_specs.h"
+#include "tests/support/largest_difference.h"
 
 using namespace ringtrain;
 using test_specs::layer;
@@ -127,10 +128,7 @@ StepResult one_step(backend::CpuBackend& cpu) {
 }
 
 double largest_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, peak = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    diff = std::max(diff, std::abs(double{a[i]} - b[i])), peak = std::max(peak, std::abs(double{b[i]}));
-  return diff / peak;
+  return ringtrain::testing::largest_difference(a, b).relative();
 }
 
 TEST(CpuLayout, AVisionTransformerStepOnNativeNhwcMatchesNchw) {

@@ -17,6 +17,7 @@
 #include "kernels/cpu/conv2d_direct.h"
 #include "model/network.h"
 #include "tests/core/layer_specs.h"
+#include "tests/support/largest_difference.h"
 
 namespace fs = std::filesystem;
 using namespace ringtrain;
@@ -572,10 +573,7 @@ TEST(Network, SixteenBitActivationsMeetFp32AtTheBoundary) {
     return r;
   };
   const auto largest_difference = [](const std::vector<float>& a, const std::vector<float>& b) {
-    double diff = 0, peak = 0;
-    for (size_t i = 0; i < a.size(); ++i)
-      diff = std::max(diff, static_cast<double>(std::abs(a[i] - b[i]))), peak = std::max(peak, std::abs(double{b[i]}));
-    return diff / peak;
+    return ringtrain::testing::largest_difference(a, b).relative();
   };
   const Run fp32 = run(kernels::ElementType::f32);
   for (const auto& [type, bound] :

@@ -45,7 +45,14 @@ def main():
     worst_export = float(np.max(np.abs(exported - reference))) / scale
     print(f"check_import: {a.original}: {len(pixels)} images, largest |logit| {scale:.3g}; largest difference / "
           f"that: predict {worst_predict:.3g}, export(import) {worst_export:.3g} (tolerance {a.tolerance})")
-    if worst_predict > a.tolerance or worst_export > a.tolerance:
+    # predict writes a non-finite logit as JSON null, read here as NaN; a NaN difference compares false with
+    # anything, so only "within the tolerance" passes, and every logit must be finite besides.
+    logits = {"onnxruntime on the original": reference, "predict": predicted, "onnxruntime on the export": exported}
+    nonfinite = {name: int(np.count_nonzero(~np.isfinite(v))) for name, v in logits.items()}
+    nonfinite = {name: n for name, n in nonfinite.items() if n}
+    if nonfinite:
+        print(f"check_import: non-finite logits (NaN, inf, or null in predict's JSON): {nonfinite}")
+    if nonfinite or not (worst_predict <= a.tolerance) or not (worst_export <= a.tolerance):
         sys.exit(1)
 
 

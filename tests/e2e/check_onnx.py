@@ -72,7 +72,14 @@ def main():
     print(f"check_onnx: {a.model}: {len(predicted)} samples, {len(model.graph.node)} nodes, opset "
           f"{model.opset_import[0].version}; largest |logit difference| {worst:.3g} (tolerance {a.tolerance}); "
           f"same top class {same_top:.4f}; probabilities sum to 1 within {sums:.2g}")
-    if worst > a.tolerance or sums > 1e-5:
+    # predict writes a non-finite logit as JSON null, read here as NaN; a NaN difference compares false with
+    # anything, so only "within the bound" passes, and every number must be finite besides.
+    values = {"onnxruntime logits": logits, "onnxruntime probabilities": probabilities, "predict logits": ours}
+    nonfinite = {name: int(np.count_nonzero(~np.isfinite(v))) for name, v in values.items()}
+    nonfinite = {name: n for name, n in nonfinite.items() if n}
+    if nonfinite:
+        print(f"check_onnx: non-finite values (NaN, inf, or null in predict's JSON): {nonfinite}")
+    if nonfinite or not (worst <= a.tolerance) or not (sums <= 1e-5):
         sys.exit(1)
 
 

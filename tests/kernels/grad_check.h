@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -68,7 +69,8 @@ inline void expect_gradient_near(const std::vector<float>& analytic, const std::
   double worst = 0;
   std::size_t worst_at = 0;
   for (std::size_t i = 0; i < numeric.size(); ++i) {
-    const double excess = std::abs(analytic[i] - numeric[i]) - (atol + rtol * std::abs(numeric[i]));
+    double excess = std::abs(analytic[i] - numeric[i]) - (atol + rtol * std::abs(numeric[i]));
+    if (std::isnan(excess)) excess = std::numeric_limits<double>::infinity();  // a NaN gradient is the worst
     if (i == 0 || excess > worst) worst = excess, worst_at = i;
   }
   EXPECT_LE(worst, 0.0) << what << ": element " << worst_at << " analytic " << analytic[worst_at] << " numeric "

@@ -14,6 +14,7 @@
 #include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/gemm.h"
 #include "tests/kernels/grad_check.h"
+#include "tests/support/largest_difference.h"
 
 namespace ringtrain::kernels::cpu {
 namespace {
@@ -137,12 +138,7 @@ class TwoRanks {
 };
 
 double relative_difference(std::span<const float> got, std::span<const float> want) {
-  double diff = 0, scale = 1e-30;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    diff = std::max(diff, static_cast<double>(std::abs(got[i] - want[i])));
-    scale = std::max(scale, static_cast<double>(std::abs(want[i])));
-  }
-  return diff / scale;
+  return ringtrain::testing::largest_difference(got, want).relative();
 }
 
 // Each half of a batch of 6 on its own "rank" gives the whole batch's output and dx for its images, the whole

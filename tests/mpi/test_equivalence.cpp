@@ -26,6 +26,7 @@
 #include "model/optimizer.h"
 #include "model/weight_average.h"
 #include "tests/support/test_device.h"
+#include "tests/support/largest_difference.h"
 #include "train/lr_schedule.h"
 #include "train/loss_scaler.h"
 #include "train/step_runner.h"
@@ -212,12 +213,8 @@ struct Difference {
 };
 
 Difference compare(const std::vector<float>& a, const std::vector<float>& b) {
-  Difference d;
-  for (size_t i = 0; i < a.size(); ++i) {
-    d.max_abs = std::max(d.max_abs, static_cast<double>(std::abs(a[i] - b[i])));
-    d.max_param = std::max(d.max_param, static_cast<double>(std::abs(b[i])));
-  }
-  return d;
+  const auto d = ringtrain::testing::largest_difference(a, b);
+  return {d.abs, d.magnitude};
 }
 
 void expect_identical_on_every_rank(const std::vector<float>& params) {

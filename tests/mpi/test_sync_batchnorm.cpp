@@ -28,6 +28,7 @@
 #include "model/network.h"
 #include "model/optimizer.h"
 #include "tests/support/gradient_probe.h"
+#include "tests/support/largest_difference.h"
 #include "tests/support/test_device.h"
 #include "train/step_runner.h"
 
@@ -196,12 +197,7 @@ void train_steps(const Side& side, Trained& out) {
 // Largest difference relative to the reference's largest magnitude.
 double relative_difference(const std::vector<float>& got, const std::vector<float>& want) {
   EXPECT_EQ(got.size(), want.size());
-  double diff = 0, scale = 1e-30;
-  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
-    diff = std::max(diff, static_cast<double>(std::abs(got[i] - want[i])));
-    scale = std::max(scale, static_cast<double>(std::abs(want[i])));
-  }
-  return diff / scale;
+  return ringtrain::testing::largest_difference(got, want).relative();
 }
 
 std::vector<float> slice(const std::vector<float>& v, int first, int count, int per) {
