@@ -12,8 +12,16 @@ cpu=$(python3 -c 'import os; print(max(os.sched_getaffinity(0)))')
 declare -A all
 for r in $(seq "$rounds"); do
   for b in "$@"; do
-    v=$(taskset -c "$cpu" "$b" --benchmark_filter="$filter" --benchmark_repetitions=3 2>&1 | grep "_median" |
-      awk '{print $2}') || true
+    # The output first, then its medians: a binary that aborts after printing them (teardown, MPI_Finalize) must
+    # not pass for one that ran.
+    rc=0
+    log=$(taskset -c "$cpu" "$b" --benchmark_filter="$filter" --benchmark_repetitions=3 2>&1) || rc=$?
+    if [ "$rc" != 0 ]; then
+      echo "alternate_bench: $b exited $rc in round $r:" >&2
+      tail -5 <<<"$log" >&2
+      exit 1
+    fi
+    v=$(awk '/_median/ {print $2}' <<<"$log")
     [ -n "$v" ] || { echo "alternate_bench: $b printed no median for '$filter' in round $r" >&2; exit 1; }
     all[$b]="${all[$b]:-} $v"
   done

@@ -17,8 +17,10 @@
 #   WARMUP=10         steps before them, left out of the rates on both sides
 #   RUN_TESTS=1       run test_gpu first (0 to skip)
 #   PRECISIONS=...    PyTorch precisions (default fp32,tf32,bf16)
-#   PYTORCH_MODES=eager  PyTorch's modes (compare_pytorch.py --modes: eager_benchmark, compile,
-#                     compile_reduce_overhead cost minutes of compile; perf/gpu/PENDING.md has the one-line peer run)
+#   PYTORCH_MODES=eager,eager_benchmark  PyTorch's modes (compare_pytorch.py --modes). eager_benchmark (cudnn.benchmark
+#                     on, fused SGD) is the peer tuned as ringtrain's measured algorithms are, so PyTorch's best is
+#                     a tuned peer; eager is the reference of the memory checks. compile and compile_reduce_overhead
+#                     cost minutes of compile (perf/gpu/PENDING.md has the one-line peer run)
 #   BIN=.gpurt/bin    where ringtrain and test_gpu are
 #   SKIP_PYTORCH=1    leave out the PyTorch reference (a debugging run)
 #   LAYERS=0          leave out the single-layer benchmarks (a GPU run on 2026-11-25 spent 330 s on 15 cases drawing
@@ -30,8 +32,11 @@ out=${1:-${OUT:-gpu-bench-out}}
 steps=${STEPS:-60}
 warmup=${WARMUP:-10}
 precisions=${PRECISIONS:-fp32,tf32,bf16}
-pytorch_modes=${PYTORCH_MODES:-eager}
+pytorch_modes=${PYTORCH_MODES:-eager,eager_benchmark}
 mkdir -p "$out"
+# compare_pytorch.py appends (this script calls it twice into one file): rows of an earlier run in the same OUT
+# would join "PyTorch's best" against this run's ringtrain, so the file starts empty.
+: >"$out/pytorch.jsonl"
 status=0
 note() { echo "[run_gpu_bench] $*" | tee -a "$out/summary.txt"; }
 

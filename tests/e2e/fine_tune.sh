@@ -105,14 +105,18 @@ PY
 
 # Refusals: another model's checkpoint (exit 5 on every rank, naming the file and tensor), a freeze naming nothing.
 sed 's/filters = 16,/filters = 8,/' job.toml >other.toml
+ranks=2
 set +e
-mpirun -np 2 --oversubscribe "$bin" train other.toml --set run.dir=other train.init_from="$checkpoint" >other.log 2>&1
+mpirun -np $ranks --oversubscribe "$bin" train other.toml --set run.dir=other train.init_from="$checkpoint" \
+  >other.log 2>&1
 code=$?
 set -e
-if [[ $code -ne 5 ]] || [[ $(grep -c "train.init_from: checkpoint '$checkpoint' belongs to another model: parameter tensor 0" other.log) -lt 1 ]]; then
-  echo "FAIL: another model's checkpoint gave exit $code:"; tail -5 other.log; exit 1
+seen=$(grep -c "train.init_from: checkpoint '$checkpoint' belongs to another model: parameter tensor 0" other.log || true)
+if [[ $code -ne 5 ]] || [[ $seen -ne $ranks ]]; then
+  echo "FAIL: another model's checkpoint gave exit $code, the message seen $seen times on $ranks ranks:"
+  tail -5 other.log; exit 1
 fi
-echo "ok   another model's checkpoint is refused with exit 5, naming the file and the first tensor that differs"
+echo "ok   another model's checkpoint is refused on all $ranks ranks (exit 5), naming the file and the first tensor"
 set +e
 "$bin" train job.toml --set run.dir=nothing --set train.freeze=trunk >nothing.log 2>&1
 code=$?

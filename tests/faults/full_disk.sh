@@ -5,7 +5,9 @@
 # (HDF5 1.10 leaves a file it failed to flush registered over freed memory: io/h5_write_file.h), and nothing
 # half-written left behind.
 #   checkpoint  --resume whose next checkpoint meets a full disk at each of several free-space levels, the last
-#               flush included: exit 5 "needs about N and its file system has M free", never a segfault; no .tmp
+#               flush included: exit 5 "needs about N and its file system has M free", never a segfault; no .tmp;
+#               or exit 0 with the last epoch's checkpoint written and valid (the copied epoch-1 one still being
+#               there proves nothing); at least one level must meet the full disk
 #   prepare     prepare synthetic on a full disk at several levels: exit 4 naming the split and the space, and
 #               that split holds no shard; or exit 0 and both splits inspect valid; never exit 0 with damage
 #   outputs     export and evaluate --out on a full disk: exit 3, neither the file nor its .tmp left
@@ -58,27 +60,40 @@ if [ -n "$on_tmpfs" ]; then
 fi
 
 if [[ " $cases " == *" checkpoint "* ]]; then
-  bad=0 levels=""
+  bad=0 levels="" full_levels=0
+  epochs=3
   for kib in 40 250 480 540 560 580 600; do
     rm -rf "$full"/*
     cp -r "$work/run" "$full/r"
     fill_to "$kib"
     timeout 120 mpirun -np 2 --oversubscribe "$bin" train "$job" "${tiny[@]}" --set run.dir="$full/r" \
-      --set train.epochs=3 --resume </dev/null >"$work/ckpt-$kib.log" 2>&1
+      --set train.epochs="$epochs" --resume </dev/null >"$work/ckpt-$kib.log" 2>&1
     rc=$?
     left=$(ls "$full/r/checkpoints" | grep -c '\.tmp$')
+    # A run that lost its checkpoints and still exited 0 leaves the copied epoch-1 one, which inspects valid but
+    # names epoch 2 as the next: only a valid checkpoint naming the epoch after the last is the run's own.
+    last_epoch="" nexts=""
+    for c in "$full/r/checkpoints"/ckpt-s*.h5; do
+      [ -e "$c" ] || continue
+      info=$("$bin" inspect "$c" 2>&1) || { nexts+="$(basename "$c") invalid; "; continue; }
+      nexts+="$(basename "$c") $(grep -m1 -o 'next: epoch [0-9]* step [0-9]*' <<<"$info"); "
+      grep -q "next: epoch $((epochs + 1)) step 1" <<<"$info" && last_epoch=$c
+    done
     if [ "$rc" = 5 ] && grep -q "needs about .* and its file system has .* free" "$work/ckpt-$kib.log" &&
        ! crashed "$work/ckpt-$kib.log" && [ "$left" = 0 ]; then
       levels+="$kib "
-    elif [ "$rc" = 0 ] && ! crashed "$work/ckpt-$kib.log" && "$bin" inspect "$(ls -d "$full/r/checkpoints"/ckpt-s*.h5 | tail -1)" >/dev/null; then
+      full_levels=$((full_levels + 1))
+    elif [ "$rc" = 0 ] && ! crashed "$work/ckpt-$kib.log" && [ -n "$last_epoch" ]; then
       levels+="$kib(fits) "
     else
       bad=$((bad + 1))
-      echo "    $kib KiB free: exit $rc, $left .tmp left: $(grep -hE 'exit|Segm|H5F' "$work/ckpt-$kib.log" | head -3 | cut -c1-200)"
+      echo "    $kib KiB free: exit $rc, $left .tmp left, checkpoints [${nexts%; }]:" \
+        "$(grep -hE 'exit|Segm|H5F' "$work/ckpt-$kib.log" | head -3 | cut -c1-200)"
     fi
   done
-  if [ "$bad" = 0 ]; then ok "checkpoint: a full disk at every stage of the write is exit 5 with the space it needs, no crash, no .tmp (KiB free: $levels)"
-  else fail "checkpoint: $bad free-space level(s) misbehaved"; fi
+  if [ "$bad" != 0 ]; then fail "checkpoint: $bad free-space level(s) misbehaved"
+  elif [ "$full_levels" = 0 ]; then fail "checkpoint: every free-space level fit (KiB free: $levels): none met the full disk"
+  else ok "checkpoint: a full disk at every stage of the write is exit 5 with the space it needs, no crash, no .tmp; a run that fit wrote epoch $epochs's checkpoint (KiB free: $levels)"; fi
 fi
 
 if [[ " $cases " == *" prepare "* ]]; then

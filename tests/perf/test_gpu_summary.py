@@ -14,6 +14,15 @@ import gpu_summary as gs  # noqa: E402
 ALLOCATIONS = "resnet50 fp32 batch 256: ringtrain's peak memory <= PyTorch's (allocations: theirs max_memory_allocated)"
 TF32 = "resnet50 tf32 batch 256: ringtrain's peak memory <= PyTorch's (allocations: theirs max_memory_allocated)"
 DEVICE = "resnet50 fp32 batch 256: ringtrain's device memory, all but the context <= PyTorch's max_memory_reserved"
+FMNIST_RATE = "fashion_mnist fp32: ringtrain's steady samples/s >= 1.5 x PyTorch's best"
+TF32_RATE = "resnet50 tf32: ringtrain's steady samples/s >= PyTorch's best"
+
+
+def check_starting(rows, prefix):
+    """The one check whose label starts with prefix (a check against PyTorch's best names its mode after it)."""
+    found = [r for r in rows if r.get("check", "").startswith(prefix)]
+    assert len(found) == 1, (prefix, [r.get("check") for r in rows])
+    return found[0]
 
 
 def write_run(out, name, batch, steady, peak, start, warmup=10, steps=60, allocated=None):
@@ -102,27 +111,45 @@ class GpuSummary(unittest.TestCase):
     def test_a_test_log_passes_only_when_a_test_passed(self):
         logs = {"ran": "[==========] 3 tests ran.\n[  PASSED  ] 2 tests.\n[  SKIPPED ] 1 test, listed below:\n",
                 "skipped": "[==========] 3 tests ran.\n[  PASSED  ] 0 tests.\n[  SKIPPED ] 3 tests, listed below:\n",
-                "failed": "[  PASSED  ] 2 tests.\n[  FAILED  ] 1 test, listed below:\n"}
+                "failed": "[  PASSED  ] 2 tests.\n[  FAILED  ] 1 test, listed below:\n",
+                # A segfault or `timeout` ends the binary before GoogleTest's result lines.
+                "crashed": "[==========] Running 20 tests from 3 test suites.\n[ RUN      ] Gpu.A\n[       OK ] Gpu.A (5 ms)\n"
+                           "[ RUN      ] Gpu.B\n",
+                "empty": ""}
         with tempfile.TemporaryDirectory() as root:
             out = pathlib.Path(root)
             for name, text in logs.items():
                 (out / f"{name}.log").write_text(text)
             verdict = {name: gs.test_log_check(out, f"{name}.log", name) for name in logs}
+            missing = gs.test_log_check(out, "not-run.log", "not run")
         self.assertIs(verdict["ran"]["passed"], True)
         self.assertIsNone(verdict["skipped"]["passed"])  # every test skipped: nothing proved, not a pass
         self.assertEqual((verdict["skipped"]["tests_passed"], verdict["skipped"]["tests_skipped"]), (0, 3))
         self.assertIs(verdict["failed"]["passed"], False)
+        for name in ("crashed", "empty"):
+            self.assertIs(verdict[name]["passed"], False, name)
+            self.assertEqual(verdict[name]["reason"], "no result line: crashed or timed out")
+        self.assertIsNone(missing["passed"])  # no log at all: the tests were not run
         self.assertEqual(gs.summary_lines([], [], [], [verdict["skipped"]]), ["SKIPPED skipped (0 passed, 3 skipped)"])
+        self.assertEqual(gs.summary_lines([], [], [], [verdict["crashed"]]),
+                         ["FAIL    crashed (0 passed, 0 skipped; no result line: crashed or timed out)"])
+        self.assertEqual(gs.summary_lines([], [], [], [missing]), ["MISSING not run"])
 
     def test_checks_pass_and_fail_on_the_numbers(self):
-        checks = {r["check"]: r["passed"] for r in self.run_summary(fm_rate=16000, rn_peak=20000) if "check" in r}
-        self.assertEqual(sum(v is True for v in checks.values()), 5)
+        rows = self.run_summary(fm_rate=16000, rn_peak=20000)
+        checks = {r["check"]: r["passed"] for r in rows if "check" in r}
+        self.assertEqual(sum(v is True for v in checks.values()), 4)
         self.assertFalse(checks["NVML samples in gpu.jsonl (fashion_mnist, every 1 s)"])  # the run kept none
         self.assertIsNone(checks["trace: allreduce bucket spans and device-timed forward/backward/optimizer phases"])
         self.assertIsNone(checks["test_layers (CUDA cases) passes"])  # no log: missing, not passed
+        self.assertTrue(checks[FMNIST_RATE + " (eager, nchw)"])
+        # ringtrain's 1600 against PyTorch's tf32 of the same run (1800), whatever an older record measured.
+        tf32 = check_starting(rows, TF32_RATE)
+        self.assertEqual((tf32["passed"], tf32["ringtrain"], tf32["reference"]), (False, 1600, 1800))
+        self.assertEqual(tf32["check"], TF32_RATE + " (eager, nchw)")
         checks = {r["check"]: r["passed"] for r in self.run_summary(fm_rate=14000, rn_peak=30000) if "check" in r}
         self.assertFalse(checks[ALLOCATIONS])
-        self.assertFalse(checks["fashion_mnist fp32: ringtrain's steady samples/s >= 1.5 x PyTorch eager"])
+        self.assertFalse(checks[FMNIST_RATE + " (eager, nchw)"])
 
 
 def mode_record(model, mode, rate=None, status="ok", reason=None, precision="bf16", peak=1000):
@@ -189,7 +216,43 @@ class PytorchModes(unittest.TestCase):
         row = next(r for r in rows if r.get("impl") == "pytorch" and "model" in r)
         self.assertEqual((row["mode"], row["status"], row["sgd"]), ("eager", "ok", "default"))
         checks = {r["check"]: r["passed"] for r in rows if "check" in r}
-        self.assertTrue(checks["fashion_mnist fp32: ringtrain's steady samples/s >= 1.5 x PyTorch eager"])
+        self.assertTrue(checks[FMNIST_RATE + " (eager, nchw)"])
+
+    def test_fashion_mnist_against_one_and_a_half_times_the_best_mode_measured(self):
+        records = [dict(mode_record("fmnist", mode, rate, status, reason, precision="fp32"), channels_last=False)
+                   for mode, rate, status, reason in [("eager", 10000, "ok", None), ("eager_benchmark", 12000, "ok", None),
+                                                      ("compile", None, "skipped", "not in --modes")]]
+        check = check_starting(self.summary(records, fm_rate=16000), FMNIST_RATE)
+        # 16000 is 1.5 x eager's 10000, not 1.5 x eager_benchmark's 12000.
+        self.assertEqual((check["passed"], check["reference"]), (False, 18000))
+        self.assertEqual((check["reference_mode"], check["reference_layout"]), ("eager_benchmark", "nchw"))
+        self.assertEqual(check["check"], FMNIST_RATE + " (eager_benchmark, nchw)")
+        self.assertTrue(check_starting(self.summary(records, fm_rate=18000), FMNIST_RATE)["passed"])
+
+    def test_resnet50_tf32_against_pytorch_of_the_same_run(self):
+        records = [mode_record("resnet50", "eager", 1800, precision="tf32"),
+                   mode_record("resnet50", "eager_benchmark", 2000, precision="tf32"),
+                   dict(mode_record("resnet50", "eager", 2500, precision="tf32"), channels_last=True)]
+        records[0]["channels_last"] = records[1]["channels_last"] = False
+        check = check_starting(self.summary(records, rn_rate=2200), TF32_RATE)
+        self.assertEqual((check["passed"], check["reference"]), (False, 2500))  # the fastest mode and layout
+        self.assertEqual(check["check"], TF32_RATE + " (eager, nhwc)")
+        self.assertTrue(check_starting(self.summary(records, rn_rate=2600), TF32_RATE)["passed"])
+        # No PyTorch tf32 row in the run: nothing to compare with, so no verdict (not a pass against a fixed number).
+        check = check_starting(self.summary([mode_record("resnet50", "eager", 4000)], rn_rate=2200), TF32_RATE)
+        self.assertIsNone(check["passed"])
+        self.assertEqual(check["check"], TF32_RATE + " (none measured)")
+
+    def test_the_versus_line_names_the_modes_measured(self):
+        records = [mode_record("resnet50", "eager", 1800, precision="tf32"),
+                   mode_record("resnet50", "eager_benchmark", 2000, precision="tf32")]
+        with tempfile.TemporaryDirectory() as root:
+            out = pathlib.Path(root)
+            write_run(out, "resnet50-tf32", 256, 2200, 12000, 500, allocated=11000)
+            (out / "pytorch.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+            rows = gs.ringtrain_rows(out, "2026-11-27", "gpu") + gs.pytorch_rows(out, "2026-11-27", "gpu")[0]
+        lines = gs.summary_lines([], [], gs.comparisons(rows), [])
+        self.assertIn("2000 (eager_benchmark, nhwc; of the modes measured: eager, eager_benchmark) = 1.10x", lines[0])
 
     def test_fashion_mnist_against_three_times_reduce_overhead(self):
         check = "fashion_mnist bf16: ringtrain (CUDA graphs) >= 3 x PyTorch compile_reduce_overhead"
