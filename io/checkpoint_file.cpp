@@ -143,14 +143,23 @@ void sync_folder(const fs::path& folder) {
   ::close(fd);
 }
 
-// What the file will take on disk: its arrays and texts, and HDF5's object headers and chunk index (a few KiB).
+// What one array takes on disk: an array larger than a chunk is stored in whole chunks, its last one padded.
+double stored_array_bytes(std::size_t bytes) {
+  const auto chunk = static_cast<std::size_t>(kChunkBytes);
+  return static_cast<double>(bytes <= chunk ? bytes : (bytes + chunk - 1) / chunk * chunk);
+}
+
+// What the file will take on disk: its arrays (in whole chunks) and texts, and HDF5's object headers and chunk
+// index (a few KiB an array).
 double checkpoint_bytes(const CheckpointData& d) {
-  std::size_t floats = d.params.size() + d.ema_params.size() + d.states.size();
-  for (const NamedArray& a : d.optimizer_state) floats += a.values.size();
+  double bytes = stored_array_bytes(d.params.size() * sizeof(float)) +
+                 stored_array_bytes(d.ema_params.size() * sizeof(float)) +
+                 stored_array_bytes(d.states.size() * sizeof(float));
+  for (const NamedArray& a : d.optimizer_state) bytes += stored_array_bytes(a.values.size() * sizeof(float));
   std::size_t text = d.job_toml.size() + d.versions_json.size() + d.run_id.size();
   for (const std::string& name : d.tensor_names) text += name.size() + 1;
-  const std::size_t arrays = floats * sizeof(float) + (d.tensor_sizes.size() + 8 + 2 + 2) * sizeof(int64_t);
-  return static_cast<double>(arrays + text) + 16.0 * 1024 * (4 + d.optimizer_state.size());
+  bytes += static_cast<double>(text + (d.tensor_sizes.size() + 8 + 2 + 2 + 3) * sizeof(int64_t));
+  return bytes + 16.0 * 1024 * (5 + static_cast<double>(d.optimizer_state.size()));
 }
 
 // A full file system is the usual cause and has a plain remedy; HDF5's own account of a failure is a long stack.
@@ -187,18 +196,17 @@ std::string checkpoint_name(int64_t global_step) { return fmt::format("ckpt-s{:0
 
 int64_t checkpoint_number(const fs::path& path) {
   const std::string name = path.filename().string();
-  if (!is_checkpoint_name(name)) return -1;
+  if (!name.starts_with("ckpt-s") || !name.ends_with(".h5")) return -1;
   int64_t number = -1;
-  const auto [end, error] = std::from_chars(name.data() + 6, name.data() + name.size() - 3, number);
-  return error == std::errc{} && end == name.data() + name.size() - 3 ? number : -1;
+  const char* const digits_end = name.data() + name.size() - 3;
+  const auto [end, error] = std::from_chars(name.data() + 6, digits_end, number);
+  if (error != std::errc{} || end != digits_end || number < 0) return -1;
+  // Only the name ringtrain writes for that step: a copy with an extra leading zero would otherwise sort as the
+  // newest, be resumed from and make the cleanup delete the real newest ones.
+  return name == checkpoint_name(number) ? number : -1;
 }
 
-bool is_checkpoint_name(const std::string& name) {
-  // "ckpt-s" + 9 or more digits + ".h5", nothing else.
-  if (!name.starts_with("ckpt-s") || !name.ends_with(".h5") || name.size() < 6 + 9 + 3) return false;
-  const std::string digits = name.substr(6, name.size() - 9);
-  return std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
+bool is_checkpoint_name(const std::string& name) { return checkpoint_number(name) >= 0; }
 
 void write_checkpoint(const fs::path& path, const CheckpointData& d) {
   const fs::path tmp = path.string() + ".tmp";
@@ -220,6 +228,9 @@ void write_checkpoint(const fs::path& path, const CheckpointData& d) {
       write_array(file.id(), "position", std::vector<int64_t>{d.epoch, d.step_in_epoch, d.global_step, d.steps_per_epoch,
                                                               d.ranks, d.global_batch, seed_bits, d.state_count});
       write_array(file.id(), "timing", std::vector<double>{d.train_time_s, d.train_samples});
+      if (d.epoch_train.known)
+        write_array(file.id(), "epoch_train",
+                    std::vector<double>{d.epoch_train.loss_sum, d.epoch_train.correct, d.epoch_train.samples});
       if (d.loss_scale > 0)
         write_array(file.id(), "loss_scale",
                     std::vector<double>{d.loss_scale, static_cast<double>(d.loss_scale_finite_in_a_row)});
@@ -288,6 +299,12 @@ CheckpointData read_checkpoint(const fs::path& path, CheckpointUse use) {
     d.ranks = pos[4], d.global_batch = pos[5], d.state_count = pos[7];
     std::memcpy(&d.seed, &pos[6], sizeof d.seed);
     d.train_time_s = timing[0], d.train_samples = timing[1];
+    if (H5_CHECK(H5Lexists(file.id(), "epoch_train", H5P_DEFAULT)) > 0) {
+      const auto so_far = read_array<double>(file.id(), "epoch_train", crc);
+      if (so_far.size() != 3 || !std::all_of(so_far.begin(), so_far.end(), [](double v) { return std::isfinite(v) && v >= 0; }))
+        throw CheckpointError("its epoch_train array is not three finite totals of at least 0");
+      d.epoch_train = {so_far[0], so_far[1], so_far[2], true};
+    }
     if (H5_CHECK(H5Lexists(file.id(), "loss_scale", H5P_DEFAULT)) > 0) {
       const auto scaling = read_array<double>(file.id(), "loss_scale", crc);
       if (scaling.size() != 2 || !(scaling[0] > 0) || !std::isfinite(scaling[0]) || !(scaling[1] >= 0))
@@ -339,11 +356,8 @@ std::vector<fs::path> list_checkpoints(const fs::path& dir) {
   for (; !ec && entries != fs::directory_iterator(); entries.increment(ec))
     if (is_checkpoint_name(entries->path().filename().string())) found.push_back(entries->path());
   if (ec) throw CheckpointError(fmt::format("checkpoint folder '{}' cannot be read: {}", dir.string(), ec.message()));
-  // Zero-padded step numbers sort as text while they have 9 digits; past that, the longer name is the later.
-  std::sort(found.begin(), found.end(), [](const fs::path& a, const fs::path& b) {
-    const std::string x = a.filename().string(), y = b.filename().string();
-    return x.size() != y.size() ? x.size() < y.size() : x < y;
-  });
+  std::sort(found.begin(), found.end(),
+            [](const fs::path& a, const fs::path& b) { return checkpoint_number(a) < checkpoint_number(b); });
   return found;
 }
 

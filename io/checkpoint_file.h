@@ -21,6 +21,13 @@ struct NamedArray {
   std::vector<float> values;
 };
 
+// The training totals of an epoch a checkpoint interrupts, over every rank: a resumed epoch's record then covers the
+// whole epoch, not only the steps after the resume.
+struct EpochTrainSoFar {
+  double loss_sum = 0, correct = 0, samples = 0;
+  bool known = false;  // false in checkpoints of older ringtrains, which did not store them
+};
+
 struct CheckpointData {
   // Position: the next step to run is `step_in_epoch` of epoch `epoch` (0-based); global_step counts
   // optimizer steps done.
@@ -28,6 +35,7 @@ struct CheckpointData {
   int64_t ranks = 0, global_batch = 0;
   uint64_t seed = 0;
   double train_time_s = 0, train_samples = 0;  // for samples/s over the whole job across a resume
+  EpochTrainSoFar epoch_train;                 // stored as the array "epoch_train" where known
   std::vector<std::string> tensor_names;       // parameter layout, in the flat buffer's order
   std::vector<int64_t> tensor_sizes;
   std::vector<float> params;
@@ -77,7 +85,8 @@ std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path&
 
 // "ckpt-s000001234.h5": names sort by global step.
 std::string checkpoint_name(int64_t global_step);
-// The number a checkpoint_name() carries; -1 for a name past int64_t or not a checkpoint's.
+// The number a checkpoint_name() carries; -1 for any other name (past int64_t, or not exactly the name
+// checkpoint_name() gives that number, such as one with an extra leading zero).
 int64_t checkpoint_number(const std::filesystem::path& path);
 bool is_checkpoint_name(const std::string& file_name);
 

@@ -39,6 +39,7 @@ class NodeSharedReducer final : public GradientReducer, public model::ParameterM
   void publish() override { node_barrier(); }
   std::size_t shared_bytes() const override { return shared_bytes_; }
   int sharing_ranks() const override { return node_size_; }
+  bool first_sharer() const override { return node_rank_ == 0; }
 
   model::ParameterMemory* parameter_memory() override { return this; }
   void launch(float*, const Bucket&) override {}  // nothing can start before every rank of the node is done

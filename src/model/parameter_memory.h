@@ -23,6 +23,8 @@ class ParameterMemory {
   // report: each rank's share of what it holds).
   virtual std::size_t shared_bytes() const = 0;
   virtual int sharing_ranks() const = 0;
+  // Whether this rank is the first of those sharing this memory: the one that changes it for all of them.
+  virtual bool first_sharer() const = 0;
 };
 
 }  // namespace ringtrain::model

@@ -86,6 +86,8 @@ void Checkpointer::save(const Resumable& next, int64_t global_step) {
   }
   std::vector<float> all_states(run_.root() ? static_cast<size_t>(count) * static_cast<size_t>(ranks) : 0);
   MPI_CHECK(MPI_Gather(state.states.data(), count, MPI_FLOAT, all_states.data(), count, MPI_FLOAT, 0, run_.world.comm()));
+  Totals epoch_train = next.epoch_train;
+  epoch_train.sum_across(run_.world);
   const int64_t done = next.next_epoch * plan_.steps + next.next_step;
   highest_name_ = std::max(done, highest_name_ + 1);
   const std::filesystem::path dir = run_.job.run.dir / "checkpoints";
@@ -96,6 +98,7 @@ void Checkpointer::save(const Resumable& next, int64_t global_step) {
     d.epoch = next.next_epoch, d.step_in_epoch = next.next_step, d.global_step = done, d.steps_per_epoch = plan_.steps;
     d.ranks = ranks, d.global_batch = plan_.global_batch, d.seed = run_.job.train.seed;
     d.train_time_s = next.train_time_s, d.train_samples = next.train_samples;
+    d.epoch_train = {epoch_train.loss_sum, epoch_train.correct, epoch_train.samples, true};
     for (const auto& t : net_.param_tensors()) d.tensor_names.push_back(t.name), d.tensor_sizes.push_back(t.count);
     d.params = std::move(state.params);
     d.optimizer = optimizer.optimizer;

@@ -13,6 +13,7 @@
 #include "model/optimizer.h"
 #include "model/weight_average.h"
 #include "obs/trace.h"
+#include "train/epoch_summary.h"
 #include "train/loss_scaler.h"
 #include "train/run_context.h"
 
@@ -22,6 +23,7 @@ namespace ringtrain::train {
 struct Resumable {
   int64_t next_epoch = 0, next_step = 0;  // the step to run next
   double train_time_s = 0, train_samples = 0;
+  Totals epoch_train;  // this rank's training totals of the epoch so far (none at an epoch's end)
 };
 
 class Checkpointer {

@@ -34,11 +34,13 @@ void Evaluator::average_running_statistics() {
   run_.backend.to_device(net_.states(), states.data(), states.size() * sizeof(float));
 }
 
+int64_t Evaluator::batches() const { return (part_.range.size() + batch_ - 1) / batch_; }
+
 Totals Evaluator::run(const BatchSink& sink) {
   model::Backend& backend = run_.backend;
   backend.zero(totals_.as<void>(), sizeof(model::LossTotals));
   const int batch = batch_, classes = part_.meta().num_classes;
-  const int64_t n = part_.range.size(), batches = (n + batch - 1) / batch;
+  const int64_t n = part_.range.size(), batches = this->batches();
   std::vector<float> logits_on_host(sink ? static_cast<size_t>(batch) * static_cast<size_t>(classes) : 0);
   BatchLoader loader(
       *part_.reader, batch, batches,

@@ -22,6 +22,7 @@ class Evaluator {
   // This rank's sums; a label outside the class range is a DataError naming the split. With a sink, each batch's
   // logits also come to the host (a device synchronisation per batch).
   Totals run(const BatchSink& sink = {});
+  int64_t batches() const;  // this rank's evaluation batches, the last one partial
 
  private:
   const RunContext& run_;

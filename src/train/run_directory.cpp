@@ -29,6 +29,10 @@ namespace fs = std::filesystem;
 constexpr const char* kLockFile = ".ringtrain.lock";
 constexpr const char* kIdentityFile = "run.json";
 const char* const kPickAnother = "pick a writable folder with --set run.dir=...";
+// A resume needs this folder, whose checkpoints it continues from: another folder would hold none.
+const char* const kMakeUsable =
+    "make it usable by the user that runs ringtrain (chmod, chown, or run as the user that wrote it), then --resume "
+    "again: its checkpoints are what the run continues from";
 
 std::string host_name() {
   char name[256] = {};
@@ -43,8 +47,15 @@ std::string new_run_id() {
   return fmt::format("{}-{:08x}", utc_now(), entropy());
 }
 
-[[noreturn]] void unusable(const fs::path& dir, const std::string& why) {
-  throw JobFileError(fmt::format("run.dir '{}' {}; {}", dir.string(), why, kPickAnother));
+[[noreturn]] void unusable(const fs::path& dir, const std::string& why, bool resume) {
+  throw JobFileError(fmt::format("run.dir '{}' {}; {}", dir.string(), why, resume ? kMakeUsable : kPickAnother));
+}
+
+[[noreturn]] void refuse_to_replace(const fs::path& dir) {
+  throw JobFileError(fmt::format("run.dir '{}' already holds a run (metrics.jsonl); choose another with "
+                                 "--set run.dir=..., or --set run.overwrite=true to replace it (its files are "
+                                 "moved into run.dir/replaced-<id>/)",
+                                 dir.string()));
 }
 
 }  // namespace
@@ -62,14 +73,10 @@ void RunDirectory::check_usable(const config::JobConfig& job, bool resume) {
   const PathProbe probe = probe_path(dir);
   if (probe.kind == PathProbe::Kind::missing) return;
   if (probe.kind != PathProbe::Kind::directory)
-    unusable(dir, probe.kind == PathProbe::Kind::regular ? "is a file, not a folder" : probe.describe());
+    unusable(dir, probe.kind == PathProbe::Kind::regular ? "is a file, not a folder" : probe.describe(), resume);
   const PathProbe metrics = probe_path(dir / "metrics.jsonl");
-  if (metrics.kind == PathProbe::Kind::unreachable) unusable(dir, "cannot be read: " + metrics.reason);
-  if (!resume && metrics.exists() && !job.run.overwrite)
-    throw JobFileError(fmt::format("run.dir '{}' already holds a run (metrics.jsonl); choose another with "
-                                   "--set run.dir=..., or --set run.overwrite=true to replace it (its files are "
-                                   "moved into run.dir/replaced-<id>/)",
-                                   dir.string()));
+  if (metrics.kind == PathProbe::Kind::unreachable) unusable(dir, "cannot be read: " + metrics.reason, resume);
+  if (!resume && metrics.exists() && !job.run.overwrite) refuse_to_replace(dir);
 }
 
 std::string RunDirectory::recorded_run_id(const fs::path& dir) {
@@ -82,16 +89,18 @@ std::string RunDirectory::recorded_run_id(const fs::path& dir) {
              : std::string();
 }
 
-RunDirectory::RunDirectory(const config::JobConfig& job, bool resume) : dir_(job.run.dir) {
+RunDirectory::RunDirectory(const config::JobConfig& job, bool resume) : dir_(job.run.dir), resume_(resume) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
-  if (ec) unusable(dir_, "cannot be created: " + ec.message());
+  if (ec) unusable_here("cannot be created: " + ec.message());
   lock();
+  // Asked again under the lock: a run that ended since check_usable looked is a run all the same.
+  if (!resume && !job.run.overwrite && probe_path(dir_ / "metrics.jsonl").exists()) refuse_to_replace(dir_);
   if (!resume) move_earlier_run_aside();
   run_id_ = resume ? recorded_run_id(dir_) : std::string();
   if (run_id_.empty()) write_identity(job);  // a fresh start, or resuming a run that predates run.json
   fs::create_directories(dir_ / "checkpoints", ec);
-  if (ec) unusable(dir_, fmt::format("cannot hold '{}': {}", (dir_ / "checkpoints").string(), ec.message()));
+  if (ec) unusable_here(fmt::format("cannot hold '{}': {}", (dir_ / "checkpoints").string(), ec.message()));
 }
 
 RunDirectory::~RunDirectory() {
@@ -102,10 +111,12 @@ RunDirectory::~RunDirectory() {
   ::close(lock_fd_);
 }
 
+void RunDirectory::unusable_here(const std::string& why) const { unusable(dir_, why, resume_); }
+
 void RunDirectory::lock() {
   const fs::path file = dir_ / kLockFile;
   const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) unusable(dir_, fmt::format("is not writable ({}: {})", kLockFile, std::strerror(errno)));
+  if (fd < 0) unusable_here(fmt::format("is not writable ({}: {})", kLockFile, std::strerror(errno)));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int error = errno;
     if (error != EWOULDBLOCK) {  // ENOLCK, EOPNOTSUPP, ...: this file system keeps no locks
@@ -131,14 +142,14 @@ void RunDirectory::lock() {
     const int error = errno;
     ::close(fd);
     if (error != 0 && error != ENOENT)
-      unusable(dir_, fmt::format("is not usable ({}: {})", kLockFile, std::strerror(error)));
-    if (++lock_attempts_ > 100) unusable(dir_, fmt::format("keeps losing its lock file {}", kLockFile));
+      unusable_here(fmt::format("is not usable ({}: {})", kLockFile, std::strerror(error)));
+    if (++lock_attempts_ > 100) unusable_here(fmt::format("keeps losing its lock file {}", kLockFile));
     return lock();
   }
   lock_fd_ = fd;
   const std::string holder = fmt::format("host {}, pid {}, since {}\n", host_name(), ::getpid(), utc_now());
   if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, holder.data(), holder.size(), 0) != static_cast<ssize_t>(holder.size()))
-    unusable(dir_, fmt::format("is not writable ({}: {})", kLockFile, std::strerror(errno)));
+    unusable_here(fmt::format("is not writable ({}: {})", kLockFile, std::strerror(errno)));
 }
 
 void RunDirectory::move_earlier_run_aside() {
@@ -149,17 +160,17 @@ void RunDirectory::move_earlier_run_aside() {
     const bool checkpoints = name == "checkpoints" && !fs::is_empty(it->path(), ec);
     if (is_run_file(name) || checkpoints) earlier.push_back(it->path());
   }
-  if (ec) unusable(dir_, "cannot be read: " + ec.message());
+  if (ec) unusable_here("cannot be read: " + ec.message());
   if (earlier.empty()) return;
   const std::string id = recorded_run_id(dir_);
   fs::path target = dir_ / ("replaced-" + (id.empty() ? utc_now() : id));
   for (int n = 2; fs::exists(target, ec); ++n) target = dir_ / fmt::format("replaced-{}-{}", id.empty() ? utc_now() : id, n);
   fs::create_directory(target, ec);
-  if (ec) unusable(dir_, fmt::format("cannot hold '{}' for the earlier run's files: {}", target.string(), ec.message()));
+  if (ec) unusable_here(fmt::format("cannot hold '{}' for the earlier run's files: {}", target.string(), ec.message()));
   for (const fs::path& file : earlier) {
     fs::rename(file, target / file.filename(), ec);
     if (ec)
-      unusable(dir_, fmt::format("cannot move the earlier run's '{}' into '{}': {}", file.filename().string(),
+      unusable_here(fmt::format("cannot move the earlier run's '{}' into '{}': {}", file.filename().string(),
                                  target.string(), ec.message()));
   }
   moved_aside_ = target;
@@ -173,11 +184,11 @@ void RunDirectory::write_identity(const config::JobConfig& job) {
   {
     std::ofstream out(tmp);
     out << util::json_text(identity, 2) << "\n";
-    if (!out.flush()) unusable(dir_, fmt::format("is not writable ({}: {})", tmp.string(), std::strerror(errno)));
+    if (!out.flush()) unusable_here(fmt::format("is not writable ({}: {})", tmp.string(), std::strerror(errno)));
   }
   std::error_code ec;
   fs::rename(tmp, file, ec);
-  if (ec) unusable(dir_, fmt::format("is not writable ({}: {})", file.string(), ec.message()));
+  if (ec) unusable_here(fmt::format("is not writable ({}: {})", file.string(), ec.message()));
 }
 
 }  // namespace ringtrain::train

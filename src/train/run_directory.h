@@ -41,11 +41,13 @@ class RunDirectory {
   const std::string& unlocked_because() const { return unlocked_because_; }
 
  private:
+  [[noreturn]] void unusable_here(const std::string& why) const;  // JobFileError naming run.dir, with the way out
   void lock();
   void move_earlier_run_aside();
   void write_identity(const config::JobConfig& job);
 
   std::filesystem::path dir_;
+  bool resume_ = false;
   int lock_fd_ = -1;
   int lock_attempts_ = 0;  // lock(): files lost to a run ending between our open and our lock
   std::string run_id_;

@@ -49,7 +49,8 @@ std::vector<std::string> RunOutputs::claim_lines() const {
       "run.dir: run {}{}", dir_->run_id(),
       dir_->moved_aside().empty()
           ? std::string()
-          : fmt::format("; the earlier run's files were moved to {} (run.overwrite)", dir_->moved_aside().string()))};
+          : fmt::format("; the earlier run's files were moved to {}{}", dir_->moved_aside().string(),
+                        run_.job.run.overwrite ? " (run.overwrite)" : ""))};
   if (!dir_->unlocked_because().empty())
     lines.push_back(fmt::format("warning: run.dir cannot be locked on this file system ({}): nothing stops a second "
                                 "run from using it at the same time",

@@ -73,9 +73,12 @@ std::vector<float> mean_statistics(const std::vector<float>& rows, int64_t row_c
   return mean;
 }
 
-// Batch-norm statistics: each rank its own row on the same world size; otherwise the rows' mean.
-std::vector<float> running_statistics(const std::vector<float>& rows, const CheckpointPosition& p, int rank, int ranks) {
-  if (p.ranks != ranks) return mean_statistics(rows, p.ranks, p.state_count);
+// Batch-norm statistics. A run resumed on the world size that wrote them continues each rank's own row (ranks
+// average them at each epoch's end, so a mid-epoch checkpoint holds differing rows). Anything else takes the rows'
+// mean, so that evaluating a checkpoint gives the same numbers on any number of ranks.
+std::vector<float> running_statistics(const std::vector<float>& rows, const CheckpointPosition& p, int rank, int ranks,
+                                      bool resuming) {
+  if (!resuming || p.ranks != ranks) return mean_statistics(rows, p.ranks, p.state_count);
   const auto row = rows.begin() + static_cast<std::ptrdiff_t>(rank * p.state_count);
   return {row, row + static_cast<std::ptrdiff_t>(p.state_count)};
 }
@@ -141,7 +144,7 @@ RestoredCheckpoint restore_checkpoint(const RunContext& run, model::Network& net
   CheckpointPosition p{c.epoch,         c.step_in_epoch, c.global_step,  c.steps_per_epoch,
                        c.ranks,         c.global_batch,  c.state_count,  c.train_time_s,
                        c.train_samples, {c.loss_scale, c.loss_scale_finite_in_a_row},
-                       static_cast<int64_t>(c.ema_params.size())};
+                       static_cast<int64_t>(c.ema_params.size()), c.epoch_train, c.seed};
   run.world.broadcast(&p, sizeof p);
   chosen = run.world.broadcast_string(chosen);
   model::NetworkState state;
@@ -150,7 +153,7 @@ RestoredCheckpoint restore_checkpoint(const RunContext& run, model::Network& net
   c.states.resize(static_cast<size_t>(p.ranks * p.state_count));
   run.world.broadcast_floats(state.params.data(), net.param_count());
   run.world.broadcast_floats(c.states.data(), static_cast<long long>(c.states.size()));
-  state.states = running_statistics(c.states, p, run.world.rank(), run.ranks());
+  state.states = running_statistics(c.states, p, run.world.rank(), run.ranks(), optimizer != nullptr);
   net.load_state(state);
   c.ema_params.resize(static_cast<size_t>(p.ema_count));
   run.world.broadcast_floats(c.ema_params.data(), p.ema_count);
@@ -222,6 +225,28 @@ std::string start_from_pretrained(const RunContext& run, model::Network& net) {
                      taken < tensors.size() ? "; the head replaced, from the seed" : "");
 }
 
+// What a resume on another plan than the checkpoint's changes, and why: another world size, another batch per rank,
+// or another number of steps an epoch (another training split, or train.max_steps_per_epoch changed).
+std::string another_plan_note(const RunContext& run, const CheckpointPosition& p, const EpochPlan& plan,
+                              const LearningRateSchedule& lr, bool same_steps) {
+  const std::string epoch = p.step_in_epoch == 0 ? ""
+                            : same_steps         ? "; the interrupted epoch continues at its step on the new partition"
+                                                 : "; the interrupted epoch starts over";
+  const double before = LearningRateSchedule::peak_for(run.job.optimizer, p.global_batch);
+  const std::string rate = lr.peak() == before ? fmt::format("learning rate {:.5g} as before", before)
+                                               : fmt::format("learning rate re-scaled to {:.5g} (was {:.5g}; "
+                                                             "optimizer.lr_scaling over the global batch)",
+                                                             lr.peak(), before);
+  if (p.ranks != run.ranks() || p.global_batch != plan.global_batch)
+    return fmt::format("resume on {} rank{} (checkpoint written by {}): data re-partitioned, global batch {} (was {}), "
+                       "{}{}",
+                       run.ranks(), run.ranks() == 1 ? "" : "s", p.ranks, plan.global_batch, p.global_batch, rate,
+                       epoch);
+  return fmt::format("the epoch has {} steps where the checkpoint's run had {} (another training split, or "
+                     "train.max_steps_per_epoch changed){}",
+                     plan.steps, p.steps_per_epoch, epoch);
+}
+
 StartPoint resume(const RunContext& run, model::Network& net, model::Optimizer& optimizer, const EpochPlan& plan,
                   const LearningRateSchedule& lr) {
   RestoredCheckpoint restored = restore_checkpoint(run, net, &optimizer, {});
@@ -241,20 +266,28 @@ StartPoint resume(const RunContext& run, model::Network& net, model::Optimizer& 
   start.from = p;
   start.loss_scale = p.loss_scale;
   start.ema_params = std::move(restored.ema_params);
-  start.notes.push_back(fmt::format("resumed from {}: epoch {} step {} (after {} optimizer steps)", path,
-                                    start.epoch + 1, start.step + 1, p.global_step));
+  const std::string where = start.step == plan.steps
+                                ? fmt::format("epoch {} after its last step (its evaluation and record follow)",
+                                              start.epoch + 1)
+                                : fmt::format("epoch {} step {}", start.epoch + 1, start.step + 1);
+  start.notes.push_back(fmt::format("resumed from {}: {} (after {} optimizer steps)", path, where, p.global_step));
+  if (start.step > 0) {
+    start.epoch_train = p.epoch_train;
+    if (!p.epoch_train.known)
+      start.notes.push_back(fmt::format("the checkpoint holds no training totals of epoch {} before it (an older "
+                                        "ringtrain wrote it): that epoch's train loss and accuracy cover the steps "
+                                        "after the resume only",
+                                        start.epoch + 1));
+  }
   if (run.job.train.ema_decay > 0 && start.ema_params.empty())
     start.notes.push_back("the checkpoint holds no moving average of the weights: train.ema_decay's average starts "
                           "at the resumed parameters");
-  if (!same_world)
-    start.notes.push_back(fmt::format(
-        "resume on {} rank{} (checkpoint written by {}): data re-partitioned, global batch {} (was {}), learning rate "
-        "re-scaled to {:.5g} (was {:.5g}; optimizer.lr_scaling over the global batch){}",
-        run.ranks(), run.ranks() == 1 ? "" : "s", p.ranks, plan.global_batch, p.global_batch, lr.peak(),
-        LearningRateSchedule::peak_for(run.job.optimizer, p.global_batch),
-        p.step_in_epoch == 0 ? ""
-        : same_steps         ? "; the interrupted epoch continues at its step on the new partition"
-                             : "; the interrupted epoch starts over"));
+  if (!same_world) start.notes.push_back(another_plan_note(run, p, plan, lr, same_steps));
+  if (p.seed != run.job.train.seed)
+    start.notes.push_back(fmt::format("warning: train.seed is {} and the checkpoint's run had {}: from here on the "
+                                      "shuffles, augmentations and dropout follow the new seed, so this run no longer "
+                                      "continues the one that wrote it step for step",
+                                      run.job.train.seed, p.seed));
   return start;
 }
 

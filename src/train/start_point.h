@@ -27,6 +27,8 @@ struct CheckpointPosition {
   double train_time_s = 0, train_samples = 0;
   LossScaleState loss_scale;  // fp16's, where the checkpoint has one
   int64_t ema_count = 0;      // values of the parameters' moving average it holds (0: none)
+  io::EpochTrainSoFar epoch_train;  // the interrupted epoch's training totals over every rank
+  uint64_t seed = 0;                // train.seed of the run that wrote it
 };
 
 struct RestoredCheckpoint {
@@ -51,9 +53,9 @@ void choose_weights(io::CheckpointData& checkpoint, const std::filesystem::path&
 void refuse_another_model(const io::CheckpointData& checkpoint, const std::filesystem::path& path,
                           const model::Network& net, bool resuming);
 
-// Collective. Loads the checkpoint at `path` into `net` (parameters, running statistics: this rank's row on the
-// world size it was written with, else the rows' mean) and, unless it is null, into `optimizer` (its state, which
-// must be the same optimizer's). An empty `path` takes the newest checkpoint in <run.dir>/checkpoints, which must
+// Collective. Loads the checkpoint at `path` into `net` (parameters, running statistics: the rows' mean, or this
+// rank's row where a run resumes on the world size it was written with) and, unless it is null (evaluation), into
+// `optimizer` (its state, which must be the same optimizer's; a non-null optimizer is what marks a resume). An empty `path` takes the newest checkpoint in <run.dir>/checkpoints, which must
 // belong to the run run.dir holds. Throws CheckpointError (agreed) for no checkpoint, another model's, run's or
 // optimizer's, or a damaged one.
 // `weights`: which of the checkpoint's weights become the network's parameters (choose_weights).
@@ -70,6 +72,7 @@ struct StartPoint {
   std::vector<float> ema_params;               // the checkpoint's moving average of the parameters; empty: none
   std::vector<std::string> notes;              // what the run header says about the resume
   CheckpointPosition from;                     // where the checkpoint stopped (ranks 0: a fresh start)
+  io::EpochTrainSoFar epoch_train;             // the totals the epoch `epoch` had before `step`, over every rank
   int64_t first_micro_batch(const EpochPlan& plan) const { return (int64_t{epoch} * plan.steps + step) * plan.accumulate; }
 };
 

@@ -98,6 +98,7 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
       progress_(run.job.run.progress_every_s, plan_.steps * run.job.train.epochs, run.job.train.epochs, run.root()),
       start_epoch_(setup.start.epoch),
       start_step_(setup.start.step),
+      start_epoch_train_(setup.start.epoch_train),
       global_step_(setup.start.global_step),
       train_time_s_(setup.start.train_time_s),
       samples_done_(setup.start.train_samples) {
@@ -171,6 +172,9 @@ int TrainingLoop::run() {
   for (int epoch = start_epoch_; epoch < epochs; ++epoch) {
     EpochTally tally(global_step_, run_.job.run.timing_warmup_steps, util::now_s(), data_.meta().num_classes,
                      run_.world.rank());
+    // The steps the checkpoint holds count in the record once, on rank 0: the epoch's totals are summed over ranks.
+    if (epoch == start_epoch_ && run_.root())
+      tally.train = {start_epoch_train_.loss_sum, start_epoch_train_.correct, start_epoch_train_.samples};
     if (!train_epoch(epoch, tally)) return static_cast<int>(ExitCode::preempted);
     finish_epoch(epoch, tally);
   }
@@ -269,7 +273,7 @@ AgreedError TrainingLoop::nonfinite_error(const EpochTally& tally) const {
 
 Resumable TrainingLoop::within_epoch(int epoch, int64_t step, const EpochTally& tally) const {
   const double samples = static_cast<double>((tally.steps_run + 1) * plan_.per_step * run_.ranks());
-  return {epoch, step + 1, train_time_s_ + (util::now_s() - tally.start_s), samples_done_ + samples};
+  return {epoch, step + 1, train_time_s_ + (util::now_s() - tally.start_s), samples_done_ + samples, tally.train};
 }
 
 void TrainingLoop::after_step(int epoch, int64_t step, bool checkpoint_due, const EpochTally& tally) {
@@ -284,6 +288,22 @@ void TrainingLoop::after_step(int epoch, int64_t step, bool checkpoint_due, cons
   if (checkpoint_due) checkpointer_.save(within_epoch(epoch, step, tally), global_step_);
 }
 
+// Evaluations still to run from `epoch` on, this epoch's included (it follows the epoch's last step).
+int TrainingLoop::evaluations_from(int epoch) const {
+  const int epochs = run_.job.train.epochs, every = run_.job.train.eval_every_epochs;
+  int count = 0;
+  for (int e = epoch; e < epochs; ++e) count += ((e + 1) % every == 0 || e + 1 == epochs) ? 1 : 0;
+  return count;
+}
+
+// The last evaluation's time; before the first, its batches at a third of a training step each (a forward pass
+// without the backward pass and the update).
+double TrainingLoop::evaluation_guess_s(double per_step_s) const {
+  if (last_eval_s_ > 0) return last_eval_s_;
+  const double per_batch_s = per_step_s * plan_.batch / static_cast<double>(plan_.per_step);
+  return per_batch_s / 3.0 * static_cast<double>(evaluator_.batches());
+}
+
 void TrainingLoop::show_progress(int epoch, int64_t step, float rate, EpochTally& tally) {
   // Steps are collected one behind, so an epoch's first step has none to show yet: a line now would say loss 0.
   if (tally.interval_empty()) return;
@@ -292,7 +312,7 @@ void TrainingLoop::show_progress(int epoch, int64_t step, float rate, EpochTally
   const double samples_per_s = now.train_samples / now.train_time_s;
   const double per_step_s = now.train_time_s / static_cast<double>(global_step_ + 1);
   const double eta = per_step_s * static_cast<double>(plan_.steps * epochs - global_step_ - 1) +
-                     last_eval_s_ * (epochs - epoch - (step + 1 == plan_.steps ? 1 : 0));
+                     evaluation_guess_s(per_step_s) * static_cast<double>(evaluations_from(epoch));
   if (!progress_.step(epoch, step, plan_.steps, global_step_, tally.interval_loss(), rate, samples_per_s, eta)) return;
   outputs_.curves(global_step_ + 1, {{"train/loss", tally.interval_loss()},
                                      {"train/lr", rate},
@@ -361,17 +381,17 @@ void TrainingLoop::finish_epoch(int epoch, EpochTally& tally) {
                                    {"epoch/ema_test_acc", report.ema_test->accuracy()}});
   const int every = run_.job.run.checkpoint_every;
   if ((every > 0 && (epoch + 1) % every == 0) || epoch + 1 == run_.job.train.epochs)
-    checkpointer_.save({epoch + 1, 0, train_time_s_, samples_done_}, global_step_);
+    checkpointer_.save({epoch + 1, 0, train_time_s_, samples_done_, Totals{}}, global_step_);
 }
 
-// Where a node's ranks share one copy of the parameters (model/parameter_memory.h), the node's first rank exchanges
-// it, between barriers of the node, so no rank reads the copy mid-exchange; every rank holds the same average
+// Where a node's ranks share one copy of the parameters (model/parameter_memory.h), the first rank sharing each
+// copy exchanges it, between barriers of the node, so no rank reads the copy mid-exchange; every rank holds the same average
 // (ema_checksum), so the one it puts in place stands for all of them.
 Totals TrainingLoop::evaluate_weight_average() {
   model::ParameterMemory* shared = net_.parameter_memory();
   const auto exchange = [&] {
     if (shared) shared->publish();
-    if (!shared || run_.world.local_rank() == 0) ema_->exchange_with_parameters();
+    if (!shared || shared->first_sharer()) ema_->exchange_with_parameters();
     if (shared) shared->publish();
   };
   exchange();

@@ -57,6 +57,8 @@ class TrainingLoop {
   AgreedError nonfinite_error(const EpochTally& tally) const;
   void after_step(int epoch, int64_t step, bool checkpoint_due, const EpochTally& tally);
   void show_progress(int epoch, int64_t step, float rate, EpochTally& tally);
+  int evaluations_from(int epoch) const;
+  double evaluation_guess_s(double per_step_s) const;
   void stop(int epoch, int64_t step, const EpochTally& tally);
   void finish_epoch(int epoch, EpochTally& tally);
   void open_profile(int64_t first_step);    // run.profile_layers, in the first epoch
@@ -101,9 +103,10 @@ class TrainingLoop {
   } profile_window_;
   const int start_epoch_;
   const int64_t start_step_;
+  const io::EpochTrainSoFar start_epoch_train_;  // the resumed epoch's totals before start_step_, over every rank
   int64_t global_step_;
   double train_time_s_, samples_done_;  // over the job, resumed runs included
-  double last_eval_s_ = 0;
+  double last_eval_s_ = 0;  // the last evaluation's time, for the ETA
 };
 
 }  // namespace ringtrain::train

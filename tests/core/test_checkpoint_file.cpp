@@ -166,6 +166,23 @@ TEST(CheckpointFile, TheLossScaleRoundTripsAndIsAbsentWithoutOne) {
   EXPECT_EQ(u.loss_scale_finite_in_a_row, 0);
 }
 
+// An interrupted epoch's training totals come back as written; a file without them (an older ringtrain) says so.
+TEST(CheckpointFile, TheInterruptedEpochsTotalsRoundTripAndAreKnownOnlyWhereStored) {
+  const ScratchDir scratch("rt-ckpt-epoch-train");
+  io::CheckpointData d = sample();
+  d.epoch_train = {1234.5625, 871, 1088, true};
+  const fs::path with = scratch.path() / io::checkpoint_name(3);
+  io::write_checkpoint(with, d);
+  const io::EpochTrainSoFar r = io::read_checkpoint(with).epoch_train;
+  EXPECT_TRUE(r.known);
+  EXPECT_EQ(r.loss_sum, 1234.5625);
+  EXPECT_EQ(r.correct, 871);
+  EXPECT_EQ(r.samples, 1088);
+  const fs::path without = scratch.path() / io::checkpoint_name(4);
+  io::write_checkpoint(without, sample());
+  EXPECT_FALSE(io::read_checkpoint(without).epoch_train.known);
+}
+
 // Checkpoints written before the optimizer was recorded have no "optimizer" attributes and SGD's momentum in
 // "velocity": they read back as SGD, so runs that old still resume.
 TEST(CheckpointFile, AFileWithoutOptimizerAttributesIsSgdWithItsVelocity) {
@@ -227,12 +244,15 @@ TEST(CheckpointFile, ListsNewestLastAndIgnoresTemporaries) {
   std::ofstream(dir / (io::checkpoint_name(5000) + ".tmp")) << "half";
   // Names that only start like a checkpoint are not one.
   for (const char* stray : {"ckpt-s000009999-old.h5", "ckpt-s000009999.h5.bak", "ckpt-s00000999x.h5", "ckpt-s.h5",
-                            "ckpt-s00009999.h5"})
+                            "ckpt-s00009999.h5", "ckpt-s0000000016.h5", "ckpt-s99999999999999999999.h5", "ckpt-s-00000001.h5"})
     std::ofstream(dir / stray) << "stray";
   const auto found = io::list_checkpoints(dir);
   ASSERT_EQ(found.size(), 3u);
   EXPECT_EQ(found.front().filename(), io::checkpoint_name(20));
   EXPECT_EQ(found.back().filename(), io::checkpoint_name(1000));
+  // Past 9 digits the names grow, and still sort by step.
+  io::write_checkpoint(dir / io::checkpoint_name(1'000'000'000), d);
+  EXPECT_EQ(io::list_checkpoints(dir).back().filename(), "ckpt-s1000000000.h5");
 }
 
 // Every byte of the parameter and momentum data is covered: a flip anywhere in them is an error naming the array.

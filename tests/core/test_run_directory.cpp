@@ -130,3 +130,31 @@ TEST_F(RunDirectoryTest, AnAppendThatCannotBeWrittenIsHeldAndTheEndSaysSoWithThe
 }
 
 }  // namespace
+
+// A run that ends between check_usable and the claim (another job's start-up, say) is a run all the same: without
+// run.overwrite the claim refuses it rather than moving it aside.
+TEST_F(RunDirectoryTest, TheClaimRefusesARunThatAppearedAfterTheCheck) {
+  fs::create_directories(job_.run.dir);
+  EXPECT_NO_THROW(train::RunDirectory::check_usable(job_, false));
+  write(job_.run.dir / "metrics.jsonl", "{\"kind\":\"job\"}\n");
+  EXPECT_THROW(train::RunDirectory(job_, false), JobFileError);
+  EXPECT_EQ(read(job_.run.dir / "metrics.jsonl"), "{\"kind\":\"job\"}\n");
+  EXPECT_FALSE(fs::exists(job_.run.dir / "run.json")) << "nothing of the refused run is written";
+}
+
+// A fresh run can go elsewhere; a resume cannot (its checkpoints are here), so each is told its own way out.
+TEST_F(RunDirectoryTest, AnUnusableRunDirAdvisesAResumeToMakeItUsable) {
+  fs::create_directories(dir_);
+  write(job_.run.dir, "a file where the run's folder should be");
+  for (const bool resume : {false, true}) {
+    try {
+      train::RunDirectory::check_usable(job_, resume);
+      FAIL() << "expected JobFileError";
+    } catch (const JobFileError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find(resume ? "then --resume again" : "pick a writable folder with --set run.dir="),
+                std::string::npos)
+          << message;
+    }
+  }
+}

@@ -4,7 +4,8 @@
 # also with its last batch padded to the full batch (gpu.full_eval_batches); the exported ONNX file
 # must pass ONNX's checker and give `predict`'s logits in onnxruntime within 1e-4 on the whole Fashion-MNIST test
 # split (10,000 samples), for the Fashion-MNIST model and a residual model; another model's checkpoint, a damaged one and data of the wrong shape are clear errors;
-# a model trained with synchronised batch norm in groups of 2 evaluates and predicts on one rank.
+# a model trained with synchronised batch norm in groups of 2 evaluates and predicts on one rank; a checkpoint from
+# inside an epoch (each rank's own batch-norm statistics) evaluates alike on 2 ranks and 1.
 # Usage: use_trained_model.sh RINGTRAIN SOURCE_DIR DATA_DIR
 set -euo pipefail
 bin=$1 src=$2 data=$3
@@ -19,7 +20,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 # ---- train the Fashion-MNIST model briefly on 2 ranks, then evaluate its last checkpoint
 mpirun -np 2 --oversubscribe "$bin" train "$src/jobs/fashion_mnist.toml" "${fm[@]}" --set run.dir="$work/fm" \
   --set train.epochs=2 --set train.max_steps_per_epoch=20 --set run.progress_every_s=60 \
-  --set train.ema_decay=0.9 >"$work/train.log"
+  --set train.ema_decay=0.9 --set run.checkpoint_every_steps=7 --set run.keep_checkpoints=3 >"$work/train.log"
 mpirun -np 2 --oversubscribe "$bin" evaluate "$src/jobs/fashion_mnist.toml" "${fm[@]}" --set run.dir="$work/fm" \
   --out "$work/eval2.json" | tee "$work/eval2.log"
 "$bin" evaluate "$src/jobs/fashion_mnist.toml" "${fm[@]}" --set run.dir="$work/fm" --out "$work/eval1.json" >/dev/null
@@ -50,6 +51,22 @@ print(f"ok   evaluate: loss {two['loss']!r} accuracy {two['accuracy']} on 2 rank
       f"1 rank: loss {one['loss']!r}")
 PY
 grep -q "^confusion matrix" "$work/eval2.log" || fail "evaluate printed no confusion matrix"
+
+# ---- a checkpoint from inside an epoch holds each training rank's own batch-norm statistics: evaluate takes their
+# mean on any number of ranks, the ranks that trained included
+mid=$work/fm/checkpoints/ckpt-s000000035.h5
+[ -f "$mid" ] || fail "no mid-epoch checkpoint $mid: $(ls "$work/fm/checkpoints")"
+mpirun -np 2 --oversubscribe "$bin" evaluate "$src/jobs/fashion_mnist.toml" "${fm[@]}" --set run.dir="$work/fm" \
+  --checkpoint "$mid" --out "$work/mid2.json" >/dev/null
+"$bin" evaluate "$src/jobs/fashion_mnist.toml" "${fm[@]}" --set run.dir="$work/fm" --checkpoint "$mid" \
+  --out "$work/mid1.json" >/dev/null
+python3 - "$work" <<'PY'
+import json, sys
+two, one = (json.load(open(f"{sys.argv[1]}/mid{n}.json")) for n in (2, 1))
+assert abs(two["loss"] - one["loss"]) <= 1e-6 * abs(one["loss"]), (two["loss"], one["loss"])
+assert two["confusion_matrix"] == one["confusion_matrix"], "the ranks evaluated another model than one rank did"
+print(f"ok   a mid-epoch checkpoint evaluates alike on 2 ranks and 1: loss {two['loss']!r} and {one['loss']!r}")
+PY
 /usr/bin/python3 "$src/scripts/plot_confusion.py" "$work/eval2.json" "$work/confusion.png"
 [ -s "$work/confusion.png" ] || fail "plot_confusion.py drew no PNG"
 

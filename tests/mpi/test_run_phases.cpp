@@ -119,7 +119,8 @@ TEST(Checkpointer, ASavedStateComesBackWhereTheRunStopped) {
   train::Checkpointer checkpointer(saving, saved, *saved_optimizer, plan, "test-run", "{}", "", watchdog, nullptr);
   EXPECT_EQ(checkpointer.last(), "none");
   const uint64_t checksum = checkpointer.agreed_checksum("in the test", 6);
-  checkpointer.save({1, 2, 12.5, 800}, 6);
+  // Each rank's training totals of the epoch so far: the checkpoint holds their sum over the ranks.
+  checkpointer.save({1, 2, 12.5, 800, train::Totals{1.5, 3, 4}}, 6);
   EXPECT_NE(checkpointer.last().find("ckpt-s000000007.h5"), std::string::npos) << checkpointer.last();
 
   model::Network resumed(model_with_statistics(), cpu, input, 3);
@@ -132,6 +133,11 @@ TEST(Checkpointer, ASavedStateComesBackWhereTheRunStopped) {
   EXPECT_EQ(start.global_step, 7);
   EXPECT_DOUBLE_EQ(start.train_time_s, 12.5);
   EXPECT_DOUBLE_EQ(start.train_samples, 800);
+  const auto ranks = static_cast<double>(world().size());
+  EXPECT_TRUE(start.epoch_train.known);
+  EXPECT_DOUBLE_EQ(start.epoch_train.loss_sum, 1.5 * ranks);
+  EXPECT_DOUBLE_EQ(start.epoch_train.correct, 3 * ranks);
+  EXPECT_DOUBLE_EQ(start.epoch_train.samples, 4 * ranks);
   EXPECT_EQ(start.resumed_from, checkpointer.last());
   ASSERT_EQ(start.notes.size(), 1u);  // the same world: no re-partitioning note
   const model::NetworkState back = resumed.read_state();
