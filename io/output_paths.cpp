@@ -1,9 +1,15 @@
-// Owns refusing an output that is one of the command's inputs; see output_paths.h.
+// Owns the checks on an output the user names before a command runs; see output_paths.h.
 #include "io/output_paths.h"
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "common/error.h"
+#include "common/path_probe.h"
 #include "io/whole_file.h"
 
 namespace ringtrain::io {
@@ -15,6 +21,26 @@ void refuse_output_over_input(const char* option, const std::filesystem::path& o
       throw UsageError(fmt::format("{} '{}' is {} this command reads ('{}'): writing it would destroy it; name "
                                    "another file",
                                    option, output.string(), input.what, input.path.string()));
+}
+
+void refuse_unwritable_output(const char* option, const std::filesystem::path& output) {
+  if (output.empty()) return;
+  const auto refuse = [&](const std::string& why) {
+    throw JobFileError(fmt::format("{} '{}' cannot be written: {}; pick a writable path with {}", option,
+                                   output.string(), why, option));
+  };
+  const PathProbe probe = probe_path(output);
+  if (probe.kind == PathProbe::Kind::directory) refuse("it is a folder");
+  if (probe.kind == PathProbe::Kind::other) refuse("it " + probe.describe());
+  if (access(output.c_str(), F_OK) == 0) {
+    if (access(output.c_str(), W_OK) != 0) refuse(std::strerror(errno));
+    return;
+  }
+  // ENOENT: the path leads to a folder that lacks the file, which must take a new one; anything else (a file where
+  // a folder should be, a missing folder) the system names.
+  if (errno != ENOENT) refuse(std::strerror(errno));
+  const std::filesystem::path folder = output.has_parent_path() ? output.parent_path() : ".";
+  if (access(folder.c_str(), W_OK | X_OK) != 0) refuse(std::strerror(errno));
 }
 
 }  // namespace ringtrain::io

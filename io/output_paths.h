@@ -1,5 +1,6 @@
-// Owns the check every command that writes a file the user names makes first: the output is none of the files the
-// command reads (by any name), since writing it would destroy that input (export --onnx over its checkpoint).
+// Owns the checks every command that writes a file the user names makes first: the output is none of the files the
+// command reads (by any name), since writing it would destroy that input (export --onnx over its checkpoint); and
+// its folder takes it, so that a long evaluation does not end in a refusal it could have met at the start.
 #pragma once
 #include <filesystem>
 #include <vector>
@@ -14,5 +15,10 @@ struct CommandInput {
 // Throws UsageError naming `option`, the output and the input it would overwrite.
 void refuse_output_over_input(const char* option, const std::filesystem::path& output,
                               const std::vector<CommandInput>& inputs);
+
+// Throws JobFileError (exit 3, as a failed write of it would) naming `option` and the system's reason where
+// `output` is a folder, its folder is missing or takes no new file, or it is a file that may not be written.
+// Nothing is created.
+void refuse_unwritable_output(const char* option, const std::filesystem::path& output);
 
 }  // namespace ringtrain::io

@@ -401,6 +401,8 @@ ImagesSummary prepare_images(const ImagesOptions& options, const PrepareTeam& te
   summary.skipped = output.skipped;
   summary.storage = storage;
   summary.stored_bytes = static_cast<double>(output.stored_bytes);
+  summary.train_shards = static_cast<int>(plan.train.shards.size());
+  summary.test_shards = static_cast<int>(plan.test.shards.size());
   summary.threads = threads;
   summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return summary;

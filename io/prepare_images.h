@@ -50,6 +50,7 @@ struct ImagesSummary {
   int64_t skipped_everywhere = 0;
   SampleStorage storage = SampleStorage::raw;
   double stored_bytes = 0;  // every rank's
+  int train_shards = 0, test_shards = 0;  // at most --shards: a split has no more shards than images
   double seconds = 0;
   int threads = 0;
 };

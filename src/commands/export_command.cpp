@@ -34,6 +34,7 @@ void refuse_other_data(const io::CheckpointData& checkpoint, const std::filesyst
 int export_onnx(const ExportArgs& args) {
   refuse_several_processes("export");
   io::refuse_output_over_input("--onnx", args.onnx, {{"the checkpoint", args.checkpoint}});
+  io::refuse_unwritable_output("--onnx", args.onnx);
   io::CheckpointData checkpoint = io::read_checkpoint(args.checkpoint, io::CheckpointUse::named);
   train::choose_weights(checkpoint, args.checkpoint, train::weights_named(args.weights));
   const config::JobConfig job = config::parse_job(checkpoint.job_toml, args.checkpoint, {});

@@ -41,6 +41,15 @@ io::ImageStore parse_store(const std::string& text) {
   throw UsageError(fmt::format("--store '{}' is not auto, raw or jpeg", text));
 }
 
+// A split with fewer images than --shards gets one shard an image: said, so that the count asked for and the count
+// written never differ silently.
+void print_shard_counts(int asked, const io::ImagesSummary& summary) {
+  fmt::print("shards: {} train, {} test", summary.train_shards, summary.test_shards);
+  if (summary.train_shards < asked || summary.test_shards < asked)
+    fmt::print(" (fewer than --shards {}: a split has at most one shard an image)", asked);
+  fmt::print("\n");
+}
+
 void print_summary(const io::ImagesOptions& options, const io::ImagesSummary& summary, int ranks) {
   int64_t stored = 0;
   for (const int64_t n : summary.train_per_class) stored += n;
@@ -56,6 +65,7 @@ void print_summary(const io::ImagesOptions& options, const io::ImagesSummary& su
   for (std::size_t c = 0; c < summary.class_names.size(); ++c)
     fmt::print("  {:>4} {:<24} {:>8} images{}\n", c, summary.class_names[c], summary.train_per_class[c],
                fmt::format(" + {} test", summary.test_per_class[c]));
+  print_shard_counts(options.arrays.shards, summary);
   if (summary.skipped_everywhere > 0)
     fmt::print("skipped {} unreadable images (--strict refuses them){}:\n", summary.skipped_everywhere,
                ranks > 1 ? "; each rank lists its own" : "");

@@ -22,6 +22,7 @@
 #include "common/error.h"
 #include "common/path_probe.h"
 #include "config/job_schema.h"
+#include "config/keys_without_effect.h"
 #include "config/layer_types.h"
 
 namespace ringtrain::config {
@@ -482,6 +483,19 @@ void check_cuda_graphs(Reader& r, const JobConfig& c) {
               "false");
 }
 
+// The first words of a resolved job file (job.resolved.toml, a checkpoint's job).
+constexpr std::string_view kResolvedMark = "# resolved by ringtrain from ";
+
+// "table.key" of every key the job names. A resolved job file names every key by design, so it names none here.
+std::set<std::string> given_keys(const toml::table& root, std::string_view toml_text) {
+  std::set<std::string> given;
+  if (toml_text.starts_with(kResolvedMark)) return given;
+  for (const auto& [table_key, node] : root)
+    if (const auto* table = node.as_table())
+      for (const auto& [key, value] : *table) given.insert(fmt::format("{}.{}", table_key.str(), key.str()));
+  return given;
+}
+
 }  // namespace
 
 JobConfig parse_job(std::string_view toml_text, const std::filesystem::path& file,
@@ -495,6 +509,7 @@ JobConfig parse_job(std::string_view toml_text, const std::filesystem::path& fil
                                    where.line, where.column, e.description()));
   }
   for (const auto& o : overrides) apply_override(root, o);
+  const std::set<std::string> given = given_keys(root, toml_text);
 
   Reader r(root);
   r.check_unknown();
@@ -514,8 +529,9 @@ JobConfig parse_job(std::string_view toml_text, const std::filesystem::path& fil
     for (const auto& p : r.problems()) message += "\n  - " + p;
     throw JobFileError(message);
   }
+  c.keys_without_effect = keys_without_effect(c, given);
   std::ostringstream resolved;
-  resolved << "# resolved by ringtrain from " << file.string() << " (defaults filled, --set applied)\n" << root << "\n";
+  resolved << kResolvedMark << file.string() << " (defaults filled, --set applied)\n" << root << "\n";
   c.resolved_toml = resolved.str();
   return c;
 }

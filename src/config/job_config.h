@@ -139,6 +139,7 @@ struct JobConfig {
   } gpu;
 
   std::string resolved_toml;  // every key with its final value, written to run.dir
+  std::vector<std::string> keys_without_effect;  // keys the job sets that its other keys leave unused, in words
 };
 
 // Reads `file`, applies `overrides` ("a.b=value", value in TOML syntax, bare words taken as strings), fills

@@ -61,7 +61,10 @@ int evaluate(const train::RunContext& run, const EvaluateOptions& options) {
                                                   "with --data",
                                                   own_data ? "--data" : "data.test", part.split.dir.string()));
   const io::SampleShape& s = part.meta().shape;
-  run.world.all_succeed([&] { train::refuse_eval_resize_below_the_sample(run.job, s); });
+  run.world.all_succeed([&] {
+    train::refuse_eval_resize_below_the_sample(run.job, s);
+    if (run.root()) io::refuse_unwritable_output("--out", options.out);
+  });
   const model::Shape input{run.job.train.batch_per_rank, s.channels, s.height, s.width};
   const double loader_bytes = (run.job.data.prefetch_batches + 1.0) * input.n * (input.per_sample() * 4.0 + 4.0);
   const double decode_bytes =

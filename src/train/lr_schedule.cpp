@@ -16,7 +16,8 @@ LearningRateSchedule::LearningRateSchedule(const config::JobConfig::Optimizer& o
                                            int64_t steps_per_epoch, int epochs)
     : peak_(peak_for(opt, global_batch)),
       min_(opt.min_lr),
-      warmup_steps_(static_cast<int64_t>(std::llround(opt.warmup_epochs * static_cast<double>(steps_per_epoch)))),
+      asked_warmup_steps_(static_cast<int64_t>(std::llround(opt.warmup_epochs * static_cast<double>(steps_per_epoch)))),
+      warmup_steps_(asked_warmup_steps_),
       total_steps_(steps_per_epoch * epochs),
       kind_(opt.schedule),
       decay_factor_(opt.decay_factor),
@@ -34,6 +35,23 @@ LearningRateSchedule::LearningRateSchedule(const config::JobConfig::Optimizer& o
   warmup_steps_ = std::min(warmup_steps_, total_steps_);
   for (const double epoch : opt.milestones)
     milestone_steps_.push_back(static_cast<int64_t>(std::llround(epoch * static_cast<double>(steps_per_epoch))));
+}
+
+std::vector<std::string> LearningRateSchedule::cut_short() const {
+  std::vector<std::string> notes;
+  if (asked_warmup_steps_ > total_steps_ && start_ < peak_)
+    notes.push_back(fmt::format("optimizer.warmup_epochs asks a warm-up of {} steps and the run has {}: the rate "
+                                "climbs for the whole run and ends below its peak",
+                                asked_warmup_steps_, total_steps_));
+  std::vector<int64_t> after_end;
+  if (kind_ == config::LrSchedule::steps)
+    for (const int64_t step : milestone_steps_)
+      if (step >= total_steps_) after_end.push_back(step);
+  if (!after_end.empty())
+    notes.push_back(fmt::format("optimizer.milestones at steps {} come after the run's last step ({}): the rate "
+                                "never drops there",
+                                fmt::join(after_end, ", "), total_steps_ - 1));
+  return notes;
 }
 
 double LearningRateSchedule::scale(config::LrScaling rule, int64_t global_batch, int base_batch) {

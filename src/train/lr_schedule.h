@@ -23,16 +23,20 @@ class LearningRateSchedule {
   std::string arithmetic(const config::JobConfig::Optimizer& opt, int64_t global_batch) const;
   double at(int64_t step) const;         // step counts optimizer steps from 0 over the whole job
   int64_t warmup_steps() const { return warmup_steps_; }
+  bool warmup_climbs() const { return start_ < peak_; }  // false where the global batch is at most base_batch
   // What follows the warm-up, for the run header: "cosine decay to 0", "x 0.1 at steps 300, 600, 800", ...
   std::string decay_text() const;
   const std::vector<int64_t>& milestone_steps() const { return milestone_steps_; }  // steps: where the rate drops
+  // What the job asked that this run's length cuts short (a warm-up longer than the run, milestones after its last
+  // step), each a sentence for the run header; empty when the schedule runs as written.
+  std::vector<std::string> cut_short() const;
 
  private:
   double decayed(double progress) const;  // cosine and poly, progress in [0, 1] after warm-up
   double stepped(int64_t step) const;     // steps
 
   double start_, peak_, min_;
-  int64_t warmup_steps_, total_steps_;
+  int64_t asked_warmup_steps_, warmup_steps_, total_steps_;
   config::LrSchedule kind_;
   std::vector<int64_t> milestone_steps_;
   double decay_factor_, poly_power_;

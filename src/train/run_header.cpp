@@ -28,7 +28,7 @@ std::string batch_text(const DataPlan& data) {
 
 std::string data_line(const DataPlan& data) {
   const size_t files = data.train_reader().opened_files().size();
-  return fmt::format("data: {} train samples in {} shards, {} test samples; {} per rank (rank 0 reads {} file{}); {}",
+  return fmt::format("data: {} train samples in {} shards, {} test samples; rank 0 trains on {} (reads {} file{}); {}",
                      data.train_split().total_samples(), data.train_split().shards.size(),
                      data.test_split().total_samples(), data.train_range().size(), files, plural(static_cast<int64_t>(files)),
                      batch_text(data));
@@ -56,19 +56,27 @@ std::string sync_batchnorm_text(int group, int batch_per_rank) {
 
 std::string batch_line(const RunContext& run, const EpochPlan& plan, const LearningRateSchedule& lr) {
   const auto& opt = run.job.optimizer;
-  return fmt::format("batch: {} ranks x {} per rank x {} accumulation = global batch {}; lr = {} (warm-up {} steps, "
-                     "then {})",
+  // Below base_batch the warm-up has nothing to climb to (it starts at the peak): saying "warm-up N steps" would
+  // promise a ramp the run never takes.
+  const std::string warmup = lr.warmup_steps() == 0 ? "no warm-up"
+                             : lr.warmup_climbs()   ? fmt::format("warm-up {} steps", lr.warmup_steps())
+                                                    : fmt::format("warm-up {} steps at the peak (the global batch "
+                                                                  "is at most base_batch: nothing to climb to)",
+                                                                  lr.warmup_steps());
+  return fmt::format("batch: {} ranks x {} per rank x {} accumulation = global batch {}; lr = {} ({}, then {})",
                      run.ranks(), plan.batch, plan.accumulate, plan.global_batch,
-                     lr.arithmetic(opt, plan.global_batch), lr.warmup_steps(), lr.decay_text()) +
+                     lr.arithmetic(opt, plan.global_batch), warmup, lr.decay_text()) +
          sync_batchnorm_text(run.job.dist.sync_batchnorm_group, plan.batch);
 }
 
-std::string epoch_line(const DataPlan& data) {
+std::string epoch_line(const DataPlan& data, int64_t max_steps) {
   const EpochPlan& plan = data.epoch();
   const int64_t used = plan.steps * plan.per_step, mine = data.train_range().size();
-  return fmt::format("epoch: {} steps x {} samples per rank = {} of rank 0's {} samples ({} dropped: the last partial "
-                     "batch and any surplus of uneven partitions)",
-                     plan.steps, plan.per_step, used, mine, mine - used);
+  const std::string why = max_steps > 0 && plan.steps == max_steps
+                              ? fmt::format("train.max_steps_per_epoch = {} caps the epoch", max_steps)
+                              : "the last partial batch and any surplus of uneven partitions";
+  return fmt::format("epoch: {} steps x {} samples per rank = {} of rank 0's {} samples ({} unused each epoch: {})",
+                     plan.steps, plan.per_step, used, mine, mine - used, why);
 }
 
 }  // namespace
@@ -85,16 +93,18 @@ void print_header(const RunContext& run, const RunSetup& setup, const util::Vers
   run.say(data_line(setup.data));
   if (run.job.data.mix.on()) run.say(mix_line(run.job.data.mix));
   run.say(batch_line(run, setup.data.epoch(), setup.lr));
+  for (const std::string& note : setup.lr.cut_short()) run.say("warning: " + note);
   run.say(fmt::format("optimizer: {}{}", setup.optimizer.describe(),
                       run.job.train.label_smoothing > 0
                           ? fmt::format("; label smoothing {} (the training loss is against the smoothed target)",
                                         run.job.train.label_smoothing)
                           : ""));
+  for (const std::string& key : run.job.keys_without_effect) run.say("warning: " + key);
   if (setup.ema)
     run.say(fmt::format("weights' moving average: decay {} after every optimizer step (train.ema_decay; saved in "
                         "checkpoints, --weights ema)",
                         setup.ema->decay()));
-  run.say(epoch_line(setup.data));
+  run.say(epoch_line(setup.data, run.job.train.max_steps_per_epoch));
 }
 
 nlohmann::ordered_json job_record(const RunContext& run, const RunSetup& setup, const std::string& run_id) {

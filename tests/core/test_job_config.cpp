@@ -414,3 +414,22 @@ TEST_F(JobConfigTest, FineTuningKeysNameALayerAndANewHead) {
   EXPECT_EQ(load_job(write(ends_in_head), {"model.replace_head=4"}).model.layers.back().integer("units"), 4);
   EXPECT_NE(error_of(ends_in_relu, {"model.replace_head=4"}).find("is a relu layer"), std::string::npos);
 }
+
+// A key whose rule the job does not use is named, whether set in the file or by --set; a key in use, a default
+// left alone and a resolved job file (which names every key) say nothing.
+TEST_F(JobConfigTest, KeysThatChangeNothingAreNamed) {
+  EXPECT_TRUE(load_job(write(kMinimal), {}).keys_without_effect.empty());
+  EXPECT_TRUE(load_job(write(kMinimal), {"optimizer.momentum=0.95"}).keys_without_effect.empty());
+  const auto adam = load_job(write(kMinimal), {"optimizer.name=adamw", "optimizer.momentum=0.95",
+                                               "optimizer.poly_power=3", "optimizer.beta2=0.99"});
+  ASSERT_EQ(adam.keys_without_effect.size(), 2u);
+  EXPECT_NE(adam.keys_without_effect[0].find("'optimizer.momentum' is set but changes nothing in this job: it "
+                                             "applies only with optimizer.name = \"sgd\" or \"lars\""),
+            std::string::npos)
+      << adam.keys_without_effect[0];
+  EXPECT_NE(adam.keys_without_effect[1].find("'optimizer.poly_power'"), std::string::npos);
+  const auto in_file = load_job(write(std::string(kMinimal) + "trace_steps = 9\n"), {});
+  ASSERT_EQ(in_file.keys_without_effect.size(), 1u);
+  EXPECT_NE(in_file.keys_without_effect[0].find("run.trace = true"), std::string::npos);
+  EXPECT_TRUE(load_job(write(adam.resolved_toml), {}).keys_without_effect.empty());
+}

@@ -137,3 +137,21 @@ TEST(LearningRate, MinAboveThePeakIsRefused) {
   }
   EXPECT_NO_THROW(LearningRateSchedule(opt(0.05, 128, 0, LrSchedule::constant, 0.01), 8, 10, 2));
 }
+
+TEST(LearningRate, SaysWhatTheRunsLengthCutsShort) {
+  // A schedule that fits says nothing.
+  EXPECT_TRUE(LearningRateSchedule(opt(0.1, 256, 2, LrSchedule::cosine), 256, 50, 10).cut_short().empty());
+  // Warm-up of 5 epochs x 50 steps in a 3-epoch run: climbs the whole run.
+  const auto warm = LearningRateSchedule(opt(0.1, 256, 5, LrSchedule::cosine), 512, 50, 3).cut_short();
+  ASSERT_EQ(warm.size(), 1u);
+  EXPECT_NE(warm[0].find("warm-up of 250 steps and the run has 150"), std::string::npos) << warm[0];
+  // At the base batch the warm-up starts at the peak: nothing climbs, nothing is cut short.
+  EXPECT_TRUE(LearningRateSchedule(opt(0.1, 256, 5, LrSchedule::cosine), 256, 50, 3).cut_short().empty());
+  // Milestones 1 and 30 in a 3-epoch run: only the one at 30 is past the end (step 149).
+  auto o = opt(0.1, 256, 0, LrSchedule::steps);
+  o.milestones = {1, 30};
+  const auto steps = LearningRateSchedule(o, 256, 50, 3).cut_short();
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_NE(steps[0].find("milestones at steps 1500 come after the run's last step (149)"), std::string::npos)
+      << steps[0];
+}

@@ -38,7 +38,7 @@ check export_other_shape 5 "checkpoint '$ckpt' belongs to another model" "the da
 absent export_other_shape "$work/nine.onnx"
 
 echo "a file, not a folder" >"$work/afile"
-check out_under_file 3 "--out '$work/afile/x.json' cannot be written: Not a directory" "pick a writable file" -- \
+check out_under_file 3 "--out '$work/afile/x.json' cannot be written: Not a directory" "pick a writable path" -- \
   "$bin" evaluate "$job" "${tiny[@]}" --set run.dir="$work/run" --out "$work/afile/x.json"
 check onnx_under_file 3 "--onnx '$work/afile/m.onnx' cannot be written: Not a directory" "pick a writable path" -- \
   "$bin" export --checkpoint "$ckpt" --onnx "$work/afile/m.onnx"
