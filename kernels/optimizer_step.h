@@ -20,10 +20,13 @@ struct SgdStep {
 };
 
 // Adam's moments with decoupled weight decay (AdamW, Loshchilov & Hutter 2019), as PyTorch's AdamW computes it.
-// The bias corrections 1 - beta^t are worked out in double on the host for the update number t (1-based).
+// The bias corrections 1 - beta^t are worked out in double on the host for the update number t (1-based), and so
+// are the new gradient's weights 1 - beta: in fp32 from the rounded 0.999f, 1 - beta2 is 1.29e-5 (relative) below
+// PyTorch's, which rounds 1 - 0.999 worked out in double.
 struct AdamStep {
   float lr = 0, beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f, weight_decay = 0;
   float bias_correction1 = 1, bias_correction2 = 1;
+  float gradient_weight1 = 0.1f, gradient_weight2 = 0.001f;  // 1 - beta1, 1 - beta2
 };
 
 // LARS (You et al. 2017) with momentum, as MLPerf's ResNet-50 submissions run it: for a tensor that adapts,

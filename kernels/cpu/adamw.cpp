@@ -12,15 +12,15 @@ namespace ringtrain::kernels::cpu {
 namespace {
 
 struct AdamScalars {
-  float decay_factor, beta1, beta2, step_size, inv_sqrt_c2, epsilon;
+  float decay_factor, beta1, beta2, weight1, weight2, step_size, inv_sqrt_c2, epsilon;
 };
 
 inline void update_span(int64_t begin, int64_t end, const AdamScalars& s, float* __restrict g,
                         float* __restrict m, float* __restrict v, float* __restrict p) {
   for (int64_t i = begin; i < end; ++i) {
     const float gi = g[i];
-    const float mi = s.beta1 * m[i] + (1.0f - s.beta1) * gi;
-    const float vi = s.beta2 * v[i] + (1.0f - s.beta2) * gi * gi;
+    const float mi = s.beta1 * m[i] + s.weight1 * gi;
+    const float vi = s.beta2 * v[i] + s.weight2 * gi * gi;
     m[i] = mi;
     v[i] = vi;
     g[i] = 0.0f;
@@ -33,7 +33,14 @@ inline void update_span(int64_t begin, int64_t end, const AdamScalars& s, float*
 void adamw_update(int64_t n, const AdamStep& step, const uint32_t* decay_mask, float* grad, float* m, float* v,
                   float* param) {
   const UpdateScalars scalars = update_scalars(step);
-  const AdamScalars common{1.0f, step.beta1, step.beta2, scalars.step_size, scalars.inv_sqrt_c2, step.epsilon};
+  const AdamScalars common{1.0f,
+                           step.beta1,
+                           step.beta2,
+                           step.gradient_weight1,
+                           step.gradient_weight2,
+                           scalars.step_size,
+                           scalars.inv_sqrt_c2,
+                           step.epsilon};
   AdamScalars decaying = common;
   decaying.decay_factor = scalars.decay_factor;
   for_each_decay_span_on(compute_threads(), n, decay_mask, [&](int64_t begin, int64_t end, bool decays) {

@@ -27,8 +27,8 @@ void lamb_update(int tensors, const TensorRange* ranges, const AdamStep& step, f
     float* __restrict p = param + r.begin;
     double ww = 0, dd = 0;
     for (int64_t i = 0; i < r.count; ++i) {
-      mt[i] = step.beta1 * mt[i] + (1.0f - step.beta1) * g[i];
-      vt[i] = step.beta2 * vt[i] + (1.0f - step.beta2) * g[i] * g[i];
+      mt[i] = step.beta1 * mt[i] + step.gradient_weight1 * g[i];
+      vt[i] = step.beta2 * vt[i] + step.gradient_weight2 * g[i] * g[i];
       g[i] = 0.0f;
       const float d = dir.at(mt[i], vt[i], p[i]);
       ww += static_cast<double>(p[i]) * p[i];

@@ -102,8 +102,8 @@ __global__ void lamb_moments_kernel(int tensors, const TensorRange* ranges, Adam
       const int64_t k = r.begin + i;
       const float g = grad[k];
       grad[k] = 0.0f;
-      const float mk = step.beta1 * m[k] + (1.0f - step.beta1) * g;
-      const float vk = step.beta2 * v[k] + (1.0f - step.beta2) * g * g;
+      const float mk = step.beta1 * m[k] + step.gradient_weight1 * g;
+      const float vk = step.beta2 * v[k] + step.gradient_weight2 * g * g;
       m[k] = mk, v[k] = vk;
       const float d = lamb_direction(mk, vk, param[k], inv_c1, inv_sqrt_c2, step.epsilon, decay);
       mine.a += static_cast<double>(param[k]) * param[k], mine.b += static_cast<double>(d) * d;

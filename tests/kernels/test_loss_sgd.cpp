@@ -233,8 +233,8 @@ TEST(Sgd, SeveralThreadsGiveOneThreadsBits) {
     auto& ma = m_adam[t - 1] = std::vector<float>(static_cast<size_t>(n), 0.1f);
     auto& va = v_adam[t - 1] = std::vector<float>(static_cast<size_t>(n), 0.2f);
     consumed = g;
-    adamw_update(n, AdamStep{0.01f, 0.9f, 0.999f, 1e-8f, 0.1f, 0.1f, 0.001f}, mask.data(), consumed.data(), ma.data(),
-                 va.data(), pa.data());
+    adamw_update(n, AdamStep{0.01f, 0.9f, 0.999f, 1e-8f, 0.1f, 0.1f, 0.001f, 0.1f, 0.001f}, mask.data(),
+                 consumed.data(), ma.data(), va.data(), pa.data());
   }
   set_compute_threads(threads);
   EXPECT_EQ(p_sgd[0], p_sgd[1]);

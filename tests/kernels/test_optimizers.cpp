@@ -49,6 +49,7 @@ AdamStep adam_step_at(const AdamSettings& a, int t) {
   AdamStep s;
   s.lr = static_cast<float>(a.lr), s.beta1 = static_cast<float>(a.beta1), s.beta2 = static_cast<float>(a.beta2);
   s.epsilon = static_cast<float>(a.epsilon), s.weight_decay = static_cast<float>(a.weight_decay);
+  s.gradient_weight1 = static_cast<float>(1 - a.beta1), s.gradient_weight2 = static_cast<float>(1 - a.beta2);
   s.bias_correction1 = static_cast<float>(1 - std::pow(a.beta1, t));
   s.bias_correction2 = static_cast<float>(1 - std::pow(a.beta2, t));
   return s;

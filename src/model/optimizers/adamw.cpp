@@ -14,6 +14,7 @@ kernels::AdamStep adam_step(const config::JobConfig::Optimizer& spec, float lr, 
   s.lr = lr;
   s.beta1 = static_cast<float>(spec.beta1), s.beta2 = static_cast<float>(spec.beta2);
   s.epsilon = static_cast<float>(spec.epsilon), s.weight_decay = static_cast<float>(spec.weight_decay);
+  s.gradient_weight1 = static_cast<float>(1.0 - spec.beta1), s.gradient_weight2 = static_cast<float>(1.0 - spec.beta2);
   s.bias_correction1 = static_cast<float>(1.0 - std::pow(spec.beta1, t));
   s.bias_correction2 = static_cast<float>(1.0 - std::pow(spec.beta2, t));
   return s;
