@@ -76,11 +76,13 @@ void H5WriteFile::reserve(double bytes) {
   const double available = free_bytes(path_);
   const bool too_large = error == EFBIG;  // over RLIMIT_FSIZE (ulimit -f) or the file system's largest file
   if (!too_large && error != ENOSPC && error != EDQUOT && !(available >= 0 && available < bytes)) return;
+  // Free space above the need when the allocation failed: other writers (a parallel prepare's ranks) took it.
+  const std::string others = available >= bytes ? " now, as other files there grow" : "";
   throw DiskSpaceError(
       fmt::format("'{}' needs about {} and {}", path_.string(), byte_size_text(bytes),
                   too_large ? "that is more than one file may hold there (the file system's limit, or ulimit -f)"
-                            : fmt::format("its file system has {} free{}", byte_size_text(std::max(available, 0.0)),
-                                          error == EDQUOT ? " within this user's quota" : "")),
+                            : fmt::format("its file system has {} free{}{}", byte_size_text(std::max(available, 0.0)),
+                                          error == EDQUOT ? " within this user's quota" : "", others)),
       bytes, available);
 }
 

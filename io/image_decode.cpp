@@ -1,10 +1,9 @@
 // Owns decoding whole image files: JPEG through libjpeg-turbo (its error handling in io/jpeg_library.h), PNG
-// through libpng's simplified API.
+// through io/png_decode.h.
 // Headers are read before pixels: an image over kMaxImagePixels is refused before its memory is asked for.
 #include "io/image_decode.h"
 
 #include <fmt/format.h>
-#include <png.h>
 
 #include <cstring>
 #include <fstream>
@@ -13,6 +12,7 @@
 #include "common/host_memory.h"
 #include "common/path_probe.h"
 #include "io/jpeg_library.h"
+#include "io/png_decode.h"
 
 namespace ringtrain::io {
 namespace fs = std::filesystem;
@@ -66,41 +66,21 @@ JpegResult decode_jpeg_into(std::span<const uint8_t> data, DecodedImage& out, Jp
   return JpegResult::decoded;
 }
 
+}  // namespace
+
+std::string named_image(const char* kind, const fs::path& file) {
+  return file.empty() ? std::string(kind) : fmt::format("{} '{}'", kind, file.string());
+}
+
 // Refused before anything of the image's size is allocated: a header may claim 65500x65500 (12 GiB of RGB).
-void refuse_huge(const fs::path& file, const char* kind, uint64_t width, uint64_t height, int channels) {
+void refuse_oversized_image(const fs::path& file, const char* kind, uint64_t width, uint64_t height, int channels) {
   if (width * height <= kMaxImagePixels) return;
-  throw DataError(fmt::format("{} '{}' is {}x{} pixels ({} decoded), over the {} pixels (2^28, e.g. 16384x16384) "
+  throw DataError(fmt::format("{} is {}x{} pixels ({} decoded), over the {} pixels (2^28, e.g. 16384x16384) "
                               "ringtrain decodes; shrink it first (e.g. `convert IN -resize 4096x4096 OUT`)",
-                              kind, file.string(), width, height,
+                              named_image(kind, file), width, height,
                               byte_size_text(static_cast<double>(width) * static_cast<double>(height) * channels),
                               kMaxImagePixels));
 }
-
-DecodedImage decode_png(const fs::path& file, std::span<const uint8_t> data) {
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  if (!png_image_begin_read_from_memory(&image, data.data(), data.size()))
-    throw DataError(fmt::format("cannot decode PNG '{}': {}", file.string(), image.message));
-  const bool alpha = (image.format & PNG_FORMAT_FLAG_ALPHA) != 0;
-  const bool color = (image.format & PNG_FORMAT_FLAG_COLOR) != 0;
-  image.format = color ? (alpha ? PNG_FORMAT_RGBA : PNG_FORMAT_RGB) : (alpha ? PNG_FORMAT_GA : PNG_FORMAT_GRAY);
-  const auto channels = static_cast<int>(PNG_IMAGE_SAMPLE_CHANNELS(image.format));
-  try {
-    refuse_huge(file, "PNG", image.width, image.height, channels);
-  } catch (...) {
-    png_image_free(&image);
-    throw;
-  }
-  DecodedImage out{static_cast<int>(image.width), static_cast<int>(image.height), channels, {}};
-  // In 64 bits: libpng's PNG_IMAGE_SIZE computes in 32 and wraps past 4 GiB.
-  out.pixels.resize(static_cast<std::size_t>(image.width) * image.height * static_cast<std::size_t>(channels));
-  if (!png_image_finish_read(&image, nullptr, out.pixels.data(), 0, nullptr))
-    throw DataError(fmt::format("cannot decode PNG '{}': {}", file.string(), image.message));
-  if (out.channels == 2) out = convert_channels(std::move(out), 1);  // gray+alpha: alpha dropped
-  return out;
-}
-
-}  // namespace
 
 // Read whole, so only a regular file of a bounded size: a FIFO would block, /dev/zero never end.
 std::vector<uint8_t> read_image_file(const fs::path& file) {
@@ -123,18 +103,22 @@ std::vector<uint8_t> read_image_file(const fs::path& file) {
 DecodedImage decode_image(const fs::path& file) { return decode_image_bytes(file, read_image_file(file)); }
 
 DecodedImage decode_image_bytes(const fs::path& file, std::span<const uint8_t> data) {
-  if (data.size() >= 8 && std::memcmp(data.data(), "\x89PNG\r\n\x1a\n", 8) == 0) return decode_png(file, data);
+  if (data.size() >= 8 && std::memcmp(data.data(), "\x89PNG\r\n\x1a\n", 8) == 0) {
+    DecodedImage out = detail::decode_png_bytes(file, data);
+    return out.channels == 2 ? convert_channels(std::move(out), 1) : out;  // gray + alpha: alpha dropped
+  }
   if (is_jpeg(data)) {
     DecodedImage out;
     JpegFailure failure{};
     const JpegResult result = decode_jpeg_into(data, out, failure);
     if (result == JpegResult::too_large)
-      refuse_huge(file, "JPEG", static_cast<uint64_t>(out.width), static_cast<uint64_t>(out.height), 3);
+      refuse_oversized_image(file, "JPEG", static_cast<uint64_t>(out.width), static_cast<uint64_t>(out.height), 3);
     if (result != JpegResult::decoded)
-      throw DataError(fmt::format("cannot decode JPEG '{}': {}", file.string(), failure.message));
+      throw DataError(fmt::format("cannot decode {}: {}", named_image("JPEG", file), failure.message));
     return out;
   }
-  throw DataError(fmt::format("'{}' is neither a JPEG nor a PNG file (by its first bytes)", file.string()));
+  throw DataError(fmt::format("{} is neither a JPEG nor a PNG file (by its first bytes)",
+                              file.empty() ? std::string("the image") : fmt::format("'{}'", file.string())));
 }
 
 DecodedImage convert_channels(DecodedImage image, int channels) {

@@ -17,6 +17,12 @@ struct DecodedImage {
 // The largest image decoded: 2^28 pixels (16384x16384, 1 GiB as RGBA), so that one decoding thread per core stays
 // within a host's memory; a larger one is refused by its header, before its pixels are asked memory for.
 inline constexpr uint64_t kMaxImagePixels = uint64_t{1} << 28;
+// "JPEG 'FILE'", or "JPEG" for an image without a file of its own (`file` empty: bytes in a shard, whose caller
+// names the shard and sample).
+std::string named_image(const char* kind, const std::filesystem::path& file);
+// Throws DataError naming `file` (a `kind` image, "JPEG" or "PNG") when width x height is over kMaxImagePixels.
+void refuse_oversized_image(const std::filesystem::path& file, const char* kind, uint64_t width, uint64_t height,
+                            int channels);
 // The largest image file read (each is read whole before decoding).
 inline constexpr uint64_t kMaxImageFileBytes = uint64_t{1} << 30;
 

@@ -26,18 +26,12 @@ bool is_image_name(const fs::path& file) {
 
 namespace {
 
-// The class folders of `dir` (folders, or links to them), or the entries of a class folder named like images,
-// whatever they are: one that is not a regular file (a folder, a FIFO, a link that loops) is refused by the decoder
-// naming it, so `prepare images` skips and lists it (--strict stops there) rather than dropping it unseen. The
-// error_code forms throughout: a link that loops is the user's to hear about, not a filesystem_error.
-std::vector<fs::path> sorted_entries(const fs::path& dir, bool folders) {
+// The class folders of `dir`: folders, or links to them. The error_code forms throughout: a link that loops is the
+// user's to hear about, not a filesystem_error.
+std::vector<fs::path> class_folders(const fs::path& dir) {
   std::vector<fs::path> entries;
   std::error_code error;
   for (fs::directory_iterator it(dir, error); !error && it != fs::directory_iterator(); it.increment(error)) {
-    if (!folders) {
-      if (is_image_name(it->path())) entries.push_back(it->path());
-      continue;
-    }
     std::error_code kind;
     const bool folder = it->is_directory(kind);
     if (kind && kind != std::errc::no_such_file_or_directory)  // a dangling link is no class folder: ignored
@@ -46,8 +40,8 @@ std::vector<fs::path> sorted_entries(const fs::path& dir, bool folders) {
     if (folder) entries.push_back(it->path());
   }
   if (error)
-    throw DataError(fmt::format("{} '{}' cannot be read: {}; check the path and its permissions",
-                                folders ? "image folder" : "class folder", dir.string(), error.message()));
+    throw DataError(fmt::format("image folder '{}' cannot be read: {}; check the path and its permissions",
+                                dir.string(), error.message()));
   std::sort(entries.begin(), entries.end());
   return entries;
 }
@@ -86,21 +80,28 @@ ImageFolder scan_image_folder(const fs::path& root, const std::vector<std::strin
                                 probe.describe()));
   ImageFolder folder;
   folder.root = root;
-  const std::vector<fs::path> class_dirs = sorted_entries(root, true);
+  const std::vector<fs::path> class_dirs = class_folders(root);
   if (class_dirs.empty())
     throw DataError(fmt::format("'{}' has no class subfolders; lay images out as {}/CLASS_NAME/IMAGE.jpg",
                                 root.string(), root.string()));
   for (const fs::path& dir : class_dirs) {
     const std::string name = dir.filename().string();
+    // The shards store class names one a line: a line break inside one would shift every later class's name.
+    if (name.find_first_of("\n\r") != std::string::npos)
+      throw DataError(fmt::format("class folder '{}' has a line break in its name, which the shards' class names (one "
+                                  "a line) cannot hold; rename the folder",
+                                  dir.string()));
     const int32_t label = classes.empty() ? static_cast<int32_t>(folder.class_names.size()) : label_of(name, classes, root);
     if (classes.empty()) folder.class_names.push_back(name);
-    const std::vector<fs::path> images = sorted_entries(dir, false);
+    // Its subfolders too, as torchvision's ImageFolder takes them (ImageNet's class folders hold none, but a
+    // user's tree may, and images left out unseen would be data lost).
+    const std::vector<fs::path> images = images_under(dir);
     if (images.empty())
       throw DataError(fmt::format("class folder '{}' holds no .jpg/.jpeg/.png images; add images or remove the "
                                   "folder",
                                   dir.string()));
     for (const fs::path& image : images) {
-      folder.names += (fs::path(name) / image.filename()).string();
+      folder.names += (fs::path(name) / image.lexically_relative(dir)).string();
       folder.name_ends.push_back(folder.names.size());
       folder.labels.push_back(label);
     }

@@ -31,8 +31,9 @@ bool is_image_name(const std::filesystem::path& file);
 // naming the folder when it cannot be read.
 std::vector<std::filesystem::path> images_under(const std::filesystem::path& root);
 
-// Files ending .jpg/.jpeg/.png (any case) count as images. Throws DataError for a missing root, a root with
-// no class folders, or a class folder with no images. With `classes` given (a test source), every folder
+// Files ending .jpg/.jpeg/.png (any case) count as images, in a class folder and its subfolders (as torchvision's
+// ImageFolder takes them; linked subfolders are not followed). Throws DataError for a missing root, a root with
+// no class folders, a class folder with no images, or one with a line break in its name. With `classes` given (a test source), every folder
 // must be one of them, labels follow their order and class_names is `classes`.
 ImageFolder scan_image_folder(const std::filesystem::path& root, const std::vector<std::string>& classes = {});
 

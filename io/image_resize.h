@@ -12,7 +12,8 @@ struct ImageSize {
   int height = 0, width = 0;
 };
 
-// Bilinear sampling at pixel centres: at scale 1 the pixels come through unchanged. `out` holds
+// Enlarging samples bilinearly at pixel centres (at scale 1 the pixels come through unchanged); shrinking averages
+// the source area each output pixel covers. `out` holds
 // image.channels x size.height x size.width values.
 void resize_crop_planar(const DecodedImage& image, ImageSize size, std::span<uint8_t> out);
 

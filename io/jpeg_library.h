@@ -8,6 +8,7 @@
 
 // jpeglib.h needs FILE and size_t declared first.
 #include <jpeglib.h>
+#include <jerror.h>
 
 namespace ringtrain::io::detail {
 
@@ -25,9 +26,11 @@ struct JpegFailure {
 
 // A warning (level < 0: corrupt or truncated data that libjpeg would paper over with gray) ends the decoding
 // there, as an error: such an image is refused anyway, and a truncated file that claims many pixels must not be
-// decoded in full first. Trace messages (level >= 0) are not printed.
+// decoded in full first. One warning is not about the image: stray bytes between its entropy-coded data and the
+// next marker (some cameras and editors leave them), which libjpeg skips with every pixel intact, as PIL does.
+// Trace messages (level >= 0) are not printed.
 inline void jpeg_stop_at_warning(j_common_ptr info, int level) {
-  if (level < 0) jpeg_fail(info);
+  if (level < 0 && info->err->msg_code != JWRN_EXTRANEOUS_DATA) jpeg_fail(info);
 }
 
 // Points `info`'s errors at `failure`; the caller's setjmp(failure.jump) catches them.

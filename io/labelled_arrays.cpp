@@ -39,6 +39,15 @@ SampleShape sample_shape_of(const RawImages& raw, ArrayLayout layout) {
     if (d < 1 || d > std::numeric_limits<int>::max())
       throw DataError(fmt::format("{} has an empty or oversized dimension ({})", raw.name, d));
   if (raw.dims.size() == 3) return {1, static_cast<int>(raw.dims[1]), static_cast<int>(raw.dims[2])};
+  // numpy, Keras and TensorFlow keep images channels-last: N x 32 x 32 x 3 read as N x C x H x W would train on
+  // 32 channels of 32 x 3 pixels, without an error anywhere.
+  const auto channel_count = [](int64_t d) { return d == 1 || d == 3 || d == 4; };
+  if (layout == ArrayLayout::unstated && channel_count(raw.dims[3]) && !channel_count(raw.dims[1]))
+    throw DataError(fmt::format("{} is N x {} x {} x {}: its last axis looks like the colour channels (numpy, Keras "
+                                "and TensorFlow store images channels-last), but without --layout it would be read as "
+                                "N x C x H x W, {} channels of {} x {} pixels; pass --layout nhwc for channels-last, or "
+                                "--layout nchw to read it as N x C x H x W",
+                                raw.name, raw.dims[1], raw.dims[2], raw.dims[3], raw.dims[1], raw.dims[2], raw.dims[3]));
   if (layout == ArrayLayout::nhwc)
     return {static_cast<int>(raw.dims[3]), static_cast<int>(raw.dims[1]), static_cast<int>(raw.dims[2])};
   return {static_cast<int>(raw.dims[1]), static_cast<int>(raw.dims[2]), static_cast<int>(raw.dims[3])};
@@ -46,7 +55,7 @@ SampleShape sample_shape_of(const RawImages& raw, ArrayLayout layout) {
 
 // The bytes as they are (moved, not copied) where no reordering is needed: the arrays may fill most of the memory.
 std::vector<uint8_t> to_nchw(RawImages&& raw, const SampleShape& shape, ArrayLayout layout) {
-  if (layout == ArrayLayout::nchw || shape.channels == 1 || raw.dims.size() == 3) return std::move(raw.bytes);
+  if (layout != ArrayLayout::nhwc || shape.channels == 1 || raw.dims.size() == 3) return std::move(raw.bytes);
   std::vector<uint8_t> out(raw.bytes.size());
   const auto plane = static_cast<std::size_t>(shape.height) * static_cast<std::size_t>(shape.width);
   const auto channels = static_cast<std::size_t>(shape.channels);
@@ -114,6 +123,7 @@ std::vector<int64_t> npy_labels(const NpyArray& array, const fs::path& file) {
 }  // namespace
 
 ArrayLayout parse_array_layout(const std::string& text) {
+  if (text.empty()) return ArrayLayout::unstated;
   if (text == "nchw") return ArrayLayout::nchw;
   if (text == "nhwc") return ArrayLayout::nhwc;
   throw DataError(fmt::format("--layout '{}' is not 'nchw' or 'nhwc'", text));

@@ -10,9 +10,10 @@
 
 namespace ringtrain::io {
 
-enum class ArrayLayout { nchw, nhwc };
+// unstated: no --layout given; read as nchw, except an array that looks channels-last, which is refused.
+enum class ArrayLayout { nchw, nhwc, unstated };
 
-// "nchw" or "nhwc"; anything else is a DataError listing both.
+// "nchw" or "nhwc" ("" for unstated); anything else is a DataError listing both.
 ArrayLayout parse_array_layout(const std::string& text);
 
 struct LabelledArrays {

@@ -79,6 +79,13 @@ void check_options(const ImagesOptions& options) {
     throw DataError(fmt::format("--size {}x{} needs positive sides", options.size.height, options.size.width));
   if (!convertible_channels(options.channels))
     throw DataError(fmt::format("--channels {} is not 1 (gray), 3 (RGB) or 4 (RGBA)", options.channels));
+  // Photos stored smaller than the samples would make every training and evaluation crop an enlargement.
+  if (options.max_side > 0 && options.max_side < std::max(options.size.height, options.size.width))
+    throw DataError(fmt::format("--max-side {} is below --size {}x{}: every stored photo would be smaller than the "
+                                "samples cut from it; give --max-side at least {} (FFCV and the ImageNet recipes keep "
+                                "256-512 for 224)",
+                                options.max_side, options.size.height, options.size.width,
+                                std::max(options.size.height, options.size.width)));
   if (options.max_side < 0 || options.quality < 1 || options.quality > 100)
     throw DataError(fmt::format("--max-side {} must be >= 0 and --quality {} within 1..100", options.max_side,
                                 options.quality));
@@ -90,8 +97,9 @@ void check_options(const ImagesOptions& options) {
   // The worker window (4 samples a thread) and a shard's chunk of raw samples are what a sample size costs.
   const double needed = values * (4.0 * std::max(options.threads, 1) + 64);
   if (const uint64_t memory = host_memory_available(); memory > 0 && needed > 0.5 * static_cast<double>(memory))
-    throw DataError(fmt::format("--size {}x{} with {} threads needs {} of memory for the samples in flight and this "
-                                "host has {} available; use a smaller --size or fewer --threads",
+    throw DataError(fmt::format("--size {}x{} with {} threads needs {} of memory for the samples in flight, more than "
+                                "half of the {} this host has available (the rest is the decoders' and the system's); "
+                                "use a smaller --size or fewer --threads",
                                 options.size.height, options.size.width, options.threads, byte_size_text(needed),
                                 byte_size_text(static_cast<double>(memory))));
 }
@@ -147,10 +155,26 @@ struct PassContext {
   uint32_t plan_fingerprint;
 };
 
+void fill_shard(const SplitPlan& split, const PlannedShard& shard, const fs::path& temporary,
+                std::vector<int64_t>& per_class, PassContext& pass);
+
+// A full disk or HDF5's failure becomes the split's DataError with its remedy (exit 4, as every other refusal of
+// a prepare), not a library error or an internal one.
 void write_shard(const SplitPlan& split, const PlannedShard& shard, std::vector<int64_t>& per_class, PassContext& pass) {
   const fs::path final_path = split.dir / shard_file_name(shard.index, static_cast<int>(split.shards.size()));
   const fs::path temporary = fs::path(final_path).concat(".tmp");
   pass.output.shards.emplace_back(temporary, final_path);
+  try {
+    fill_shard(split, shard, temporary, per_class, pass);
+  } catch (const DataError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw DataError(fmt::format("cannot write split '{}': {}", split.dir.string(), why_shard_failed(temporary, split.dir, e)));
+  }
+}
+
+void fill_shard(const SplitPlan& split, const PlannedShard& shard, const fs::path& temporary,
+                std::vector<int64_t>& per_class, PassContext& pass) {
   DatasetMeta meta = pass.meta;
   meta.provenance = fmt::format("{} of {}", split.name, meta.provenance);
   // Every rank's shards of the split carry one id: the plan's fingerprint, which the ranks agreed on.
@@ -218,13 +242,15 @@ void remove_created(const std::vector<fs::path>& folders) {
   for (const fs::path& dir : folders) fs::remove(dir, ignored);  // only empty ones go: anything else is not ours
 }
 
-// Every class the folders list must have kept a training image.
-void check_classes(const ImagesPlan& plan, const std::vector<int64_t>& train) {
+// Every class the folders list must have kept a training image; the refusal names the class folder and, where this
+// rank skipped some, the first reason.
+void check_classes(const ImagesPlan& plan, const std::vector<int64_t>& train, const std::vector<std::string>& skipped) {
   for (std::size_t c = 0; c < plan.class_names.size(); ++c)
     if (train[c] == 0)
-      throw DataError(fmt::format("no image of class '{}' could be decoded ({}); rerun with --strict to see the "
-                                  "first problem",
-                                  plan.class_names[c], plan.train.dir.string()));
+      throw DataError(fmt::format("no training image of class folder '{}' decodes{}; replace its broken images or "
+                                  "remove the folder",
+                                  (plan.train.folder->root / plan.class_names[c]).string(),
+                                  skipped.empty() ? std::string() : fmt::format(" (the first skipped: {})", skipped.front())));
 }
 
 void set_statistics(const ChannelSums& sums, DatasetMeta& meta) {
@@ -379,7 +405,7 @@ ImagesSummary prepare_images(const ImagesOptions& options, const PrepareTeam& te
     team.all_succeed([&] { write_splits(plan, pass, team); });
     summary.skipped_everywhere = sum_across_ranks(output, team);
     team.all_succeed([&] {
-      check_classes(plan, output.train_per_class);
+      check_classes(plan, output.train_per_class, output.skipped);
       set_statistics(output.sums, meta);
       settle_and_rename(output, meta);
     });

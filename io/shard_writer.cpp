@@ -116,20 +116,6 @@ hsize_t chunk_rows(const SplitWriteOptions& options, int64_t shard_samples, int6
   return static_cast<hsize_t>(std::min({options.chunk_samples, shard_samples, max_by_size}));
 }
 
-// The source's own errors (a bad image, a label out of range) are the message; a full disk gets its remedy;
-// HDF5's account of anything else is kept short.
-std::string why_shard_failed(const fs::path& shard, const fs::path& dir, const std::exception& e) {
-  if (dynamic_cast<const DiskSpaceError*>(&e) != nullptr)
-    return fmt::format("{}; free space there or pick another --out folder, then re-run prepare with --overwrite",
-                       e.what());
-  const auto* known = dynamic_cast<const Error*>(&e);
-  if (known != nullptr && known->code() != ExitCode::library) return e.what();
-  if (known != nullptr)
-    return fmt::format("shard '{}' cannot be written ({}); check the free space and permissions of '{}'", shard.string(),
-                       detail::hdf5_detail(e), dir.string());
-  return fmt::format("shard '{}' cannot be written: {}", shard.string(), e.what());
-}
-
 void write_shard(const fs::path& file_path, const DatasetMeta& meta, const SplitWriteOptions& options, int index,
                  int64_t first_sample, int64_t shard_samples, const SampleSource& source) {
   const int64_t sample_bytes = meta.shape.elements();
@@ -350,6 +336,18 @@ void refuse_existing_splits(const std::vector<std::filesystem::path>& split_dirs
                                   "--out folder",
                                   dir.string()));
   }
+}
+
+std::string why_shard_failed(const fs::path& shard, const fs::path& dir, const std::exception& e) {
+  if (dynamic_cast<const DiskSpaceError*>(&e) != nullptr)
+    return fmt::format("{}; free space there or pick another --out folder, then re-run prepare with --overwrite",
+                       e.what());
+  const auto* known = dynamic_cast<const Error*>(&e);
+  if (known != nullptr && known->code() != ExitCode::library) return e.what();
+  if (known != nullptr)
+    return fmt::format("shard '{}' cannot be written ({}); check the free space and permissions of '{}'", shard.string(),
+                       detail::hdf5_detail(e), dir.string());
+  return fmt::format("shard '{}' cannot be written: {}", shard.string(), e.what());
 }
 
 }  // namespace ringtrain::io

@@ -59,4 +59,9 @@ std::string shard_file_name(int index, int count);
 // DataError when a folder already holds shards and `overwrite` is not set.
 void refuse_existing_splits(const std::vector<std::filesystem::path>& split_dirs, bool overwrite);
 
+// Why writing shard `shard` of the split in `dir` failed, for a DataError: the source's own errors as they are, a
+// full disk with its remedy, HDF5's account of anything else kept short.
+std::string why_shard_failed(const std::filesystem::path& shard, const std::filesystem::path& dir,
+                             const std::exception& e);
+
 }  // namespace ringtrain::io

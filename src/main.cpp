@@ -70,7 +70,9 @@ void add_prepare_commands(CLI::App& app, PrepareCommands& p) {
   p.arrays_command->add_option("--labels-dataset", p.arrays.labels_dataset, "labels dataset in --from-hdf5")->capture_default_str();
   p.arrays_command->add_option("--test-images-dataset", p.arrays.test_images_dataset, "test images dataset in --from-hdf5");
   p.arrays_command->add_option("--test-labels-dataset", p.arrays.test_labels_dataset, "test labels dataset in --from-hdf5");
-  p.arrays_command->add_option("--layout", p.arrays.layout, "nchw or nhwc (rank-4 images)")->capture_default_str();
+  p.arrays_command->add_option("--layout", p.arrays.layout,
+                               "nchw or nhwc (rank-4 images; without it nchw, except that an array whose last axis "
+                               "looks like colour channels (1, 3 or 4) and whose second does not is refused)");
   p.arrays_command->add_option("--test-fraction", p.arrays.options.test_fraction, "held out per class, seeded")->capture_default_str();
   p.arrays_command->add_option("--seed", p.arrays.options.seed, "seed of the hold-out")->capture_default_str();
   p.arrays_command->add_option("--classes", p.arrays.options.num_classes, "classes (default: largest label + 1)")

@@ -65,7 +65,7 @@ struct ArraysArgs {
   std::string images, labels, test_images, test_labels;
   std::string from_hdf5, images_dataset = "images", labels_dataset = "labels";
   std::string test_images_dataset, test_labels_dataset;
-  std::string layout = "nchw", class_names;  // class_names: comma-separated
+  std::string layout, class_names;  // class_names: comma-separated
   io::ArraysOptions options;
 };
 int prepare_arrays(ArraysArgs args);

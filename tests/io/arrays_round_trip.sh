@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `prepare arrays` from the user's side: .npy (NHWC) and HDF5 (NCHW, uint8 labels, given test datasets) inputs
 # written by numpy/h5py round-trip into shards that h5py reads back sample for sample, with class names; bad
-# inputs (float images, a missing dataset, a non-HDF5 file, both input kinds) exit with a clear error and
-# leave no output folder. Uses Debian's python3-numpy/python3-h5py. Usage: arrays_round_trip.sh RINGTRAIN
+# inputs (float images, a missing dataset, a non-HDF5 file, both input kinds, a channels-last array without
+# --layout) exit with a clear error and leave no output folder. Uses Debian's python3-numpy/python3-h5py. Usage: arrays_round_trip.sh RINGTRAIN
 set -euo pipefail
 bin=$1
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -58,3 +58,4 @@ refuse arrays "has no dataset 'nope'" --from-hdf5 d.h5 --images-dataset nope --l
 refuse arrays "is not an HDF5 file" --from-hdf5 x.npy
 refuse arrays "not both" --images x.npy --labels y.npy --from-hdf5 d.h5
 refuse arrays "--layout 'hwc'" --images x.npy --labels y.npy --layout hwc
+refuse arrays "pass --layout nhwc for channels-last" --images x.npy --labels y.npy
