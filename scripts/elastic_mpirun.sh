@@ -10,9 +10,11 @@
 #
 # When a launch ends with an exit other than 0, 75 (preemption: passed on, resume by hand or by your scheduler)
 # and the input errors 2, 3, 4, 5 (they would recur), nor a run that diverged (exit 6 with ringtrain's "non-finite
-# training loss": it would diverge again), the failed host is the one mpirun names ("process rank R
-# ... exited on signal" / "exited with"; rank R's host) or else one that no longer answers the probe; the hosts
-# left that answer get the run again with --resume (plus --failed-node and --seconds-lost, which ringtrain writes
+# training loss": it would diverge again), the failed host is rank R's: the rank mpirun names ("process rank R
+# ... exited on signal", or its "Process name: [[J,1],R]" with an exit code other than ringtrain's agreed 6), or the
+# rank ringtrain's exit-6 message blames (a stalled rank, the odd one out of a parameter comparison); or else a host
+# that no longer answers the probe. A failure that names no host ends the run with its code. The hosts left that
+# answer get the run again with --resume (plus --failed-node and --seconds-lost, which ringtrain writes
 # into metrics.jsonl's "membership" record), up to ELASTIC_MAX_RESTARTS times and down to ELASTIC_MIN_NODES hosts.
 # Each restart is a line "elastic_mpirun: elastic restart N/MAX: ..."; when they are spent the script exits with
 # the failed launch's code after printing the history.
@@ -38,7 +40,12 @@ shift 2
 [[ "$per_host" =~ ^[1-9][0-9]*$ ]] || { echo "elastic_mpirun: RANKS_PER_HOST '$per_host' must be a positive integer" >&2; exit 2; }
 command=("$@")
 run_dir=""
-for arg in "${command[@]}"; do [[ "$arg" == run.dir=* ]] && run_dir=${arg#run.dir=}; done
+for arg in "${command[@]}"; do
+  case "$arg" in
+    run.dir=*) run_dir=${arg#run.dir=} ;;
+    --set=run.dir=*) run_dir=${arg#--set=run.dir=} ;;
+  esac
+done
 [ -n "$run_dir" ] || { echo "elastic_mpirun: give the run's folder with --set run.dir=DIR (its checkpoints are resumed from)" >&2; exit 2; }
 run_dir=${run_dir%\"}
 run_dir=${run_dir#\"}
@@ -46,6 +53,13 @@ run_dir=${run_dir#\"}
 read -r -a mpirun <<<"${ELASTIC_MPIRUN:-mpirun}"
 read -r -a probe <<<"${ELASTIC_PROBE:-ssh -o BatchMode=yes -o ConnectTimeout=5}"
 max_restarts=${ELASTIC_MAX_RESTARTS:-3} min_nodes=${ELASTIC_MIN_NODES:-1}
+# A bound that is not a number would make its test always false and the loop it bounds endless.
+for knob in ELASTIC_MAX_RESTARTS ELASTIC_MIN_NODES ELASTIC_PROBE_S; do
+  if [ -n "${!knob:-}" ] && ! [[ "${!knob}" =~ ^[0-9]+$ ]]; then
+    echo "elastic_mpirun: $knob='${!knob}' is not a whole number; set it to one (0 turns restarts off)" >&2
+    exit 2
+  fi
+done
 mapfile -t hosts < <(sed -e 's/#.*//' "$hostfile" | awk 'NF { print $1 }')
 [ ${#hosts[@]} -gt 0 ] || { echo "elastic_mpirun: host file '$hostfile' names no host" >&2; exit 2; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/elastic_mpirun.XXXXXX")
@@ -63,11 +77,31 @@ launch() {
   set -e
 }
 answers() { timeout "${ELASTIC_PROBE_S:-10}" "${probe[@]}" "$1" true >/dev/null 2>&1; }
-# The host that failed: the first rank mpirun names as ended by a signal or a code, else the first that does not
-# answer; "" when neither.
+# The rank mpirun names as the first to end by a signal ("process rank R ... exited on signal"), by MPI_Abort
+# ("MPI_ABORT was invoked on rank R") or with a code other than ringtrain's agreed 6 (its "Process name: [[J,1],R]"
+# and "Exit code: N" lines); else the rank
+# ringtrain's exit-6 message blames (a stalled rank, the odd one out of a parameter comparison: listed last).
+failed_rank() {
+  local rank code
+  rank=$(grep -oE 'process rank [0-9]+ .*exited (on signal|with)' "$work/err" | head -1 | grep -oE '[0-9]+' | head -1 || true)
+  # A rank that ended the job alone (ringtrain's lone-rank errors call MPI_Abort; exit 2-5 never reach here).
+  [ -z "$rank" ] && rank=$(grep -oE 'MPI_ABORT was invoked on rank [0-9]+' "$work/err" | head -1 | grep -oE '[0-9]+$' || true)
+  if [ -z "$rank" ]; then
+    code=$(grep -oE '^ *Exit code: *[0-9]+' "$work/err" | head -1 | grep -oE '[0-9]+' || true)
+    [ -n "$code" ] && [ "$code" != 6 ] &&
+      rank=$(grep -oE 'Process name: \[\[[0-9]+,[0-9]+\],[0-9]+\]' "$work/err" | head -1 | grep -oE '[0-9]+\]$' | tr -d ']' || true)
+  fi
+  if [ -z "$rank" ]; then
+    rank=$(grep -oE 'ranks? [0-9, ]+ ha(s|ve) not arrived' "$work/err" | head -1 | grep -oE '[0-9]+' | head -1 || true)
+    [ -z "$rank" ] &&
+      rank=$(grep -oE '; ranks? [0-9, ]+ holds? [0-9a-f]+' "$work/err" | tail -1 | grep -oE '[0-9]+' | head -1 || true)
+  fi
+  echo "$rank"
+}
+# The host that failed: failed_rank's host, else the first that does not answer; "" when neither.
 failed_host() {
   local rank h
-  rank=$(grep -oE 'process rank [0-9]+ .*exited (on signal|with)' "$work/err" | head -1 | grep -oE '[0-9]+' | head -1 || true)
+  rank=$(failed_rank)
   if [ -n "$rank" ] && [ $((rank / per_host)) -lt ${#hosts[@]} ]; then echo "${hosts[$((rank / per_host))]}"; return; fi
   for h in "${hosts[@]}"; do answers "$h" || { echo "$h"; return; }; done
   echo ""
@@ -86,6 +120,11 @@ while :; do
   fi
   ended=$(date +%s)
   lost=$(failed_host)
+  if [ -z "$lost" ]; then
+    echo "elastic_mpirun: not restarting (exit $rc): mpirun names no failed rank and every host answers, so no host" \
+         "was lost; mpirun's own error is above" >&2
+    exit "$rc"
+  fi
   left=()
   for h in "${hosts[@]}"; do [ "$h" != "$lost" ] && answers "$h" && left+=("$h"); done
   history+=("launch on [${hosts[*]}] ended with exit $rc at $(date -u -d "@$ended" +%H:%M:%S); failed host ${lost:-unknown}; answering: [${left[*]}]")
@@ -97,9 +136,14 @@ while :; do
     exit "$rc"
   fi
   restarts=$((restarts + 1))
-  newest=$(compgen -G "$run_dir/checkpoints/ckpt-*.h5" | sort | tail -1 || true)
+  # The folder quoted, so brackets or stars in its name are taken as they are; step numbers sort as numbers.
+  shopt -s nullglob
+  checkpoints=("$run_dir"/checkpoints/ckpt-s*.h5)
+  shopt -u nullglob
+  newest=$( ((${#checkpoints[@]})) && printf '%s\n' "${checkpoints[@]}" | sort -V | tail -1 || true)
   if [ -n "$newest" ]; then
-    again=(--resume --failed-node "${lost:-unknown}" --seconds-lost "$(($(date +%s) - $(stat -c %Y "$newest")))")
+    lost_s=$(($(date +%s) - $(stat -c %Y "$newest")))
+    again=(--resume --failed-node "${lost:-unknown}" --seconds-lost "$((lost_s > 0 ? lost_s : 0))")
     from="from $(basename "$newest")"
   else
     again=(--set run.overwrite=true)

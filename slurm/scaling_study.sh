@@ -64,34 +64,53 @@ for n in $nodes; do
   fi
   run=$out/n$n-r$ranks
   # shellcheck disable=SC2086  # $extra is a list of sbatch options
-  id=$(RT_RUN_DIR=$run sbatch --parsable --job-name="scale-$mode-n$n" --nodes="$n" --ntasks-per-node="$tasks" \
+  # ELASTIC_MAX_RESTARTS=0: a point measures its own world size; a restart on fewer nodes would mix two in one run.
+  id=$(ELASTIC_MAX_RESTARTS=0 RT_RUN_DIR=$run sbatch --parsable --job-name="scale-$mode-n$n" --nodes="$n" --ntasks-per-node="$tasks" \
          ${gpus:+--gpus-per-task=$gpus} --output="$out/%x-%j.out" $extra \
          "$src/slurm/train.sbatch" "$job_file" "$@" "${batch_args[@]}")
-  job_of[$run]=$id
+  job_of[$run]=${id%%;*}   # --parsable on a federation or with -M prints "id;cluster"
   runs+=("$run")
   echo "submitted $n node(s) x $tasks = $ranks ranks: job $id -> $run"
 done
 [ ${#runs[@]} -gt 0 ] || { echo "scaling_study.sh: nothing submitted" >&2; exit 1; }
 [ "$wait" = 1 ] || exit 0
 
-# Poll (no accounting needed): a requeued job passes through PENDING again; a job scontrol has forgotten
-# (MinJobAge) is judged by its run directory.
+# finished RUN: its last epoch record is the job's last epoch (the job record's "epochs"), at the job record's ranks.
+finished() {
+  "${RT_PYTHON:-python3}" - "$1/metrics.jsonl" <<'PY' 2>/dev/null
+import json, sys
+records = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+jobs = [r for r in records if r.get("kind") == "job"]
+epochs = [r for r in records if r.get("kind") == "epoch"]
+sys.exit(0 if jobs and epochs and epochs[-1]["epoch"] == jobs[-1]["epochs"] and
+         all(e["ranks"] == jobs[0]["ranks"] for e in epochs) else 1)
+PY
+}
+# Poll (no accounting needed): a requeued job passes through PENDING again. scontrol may not answer (a busy
+# controller) or may have forgotten the job (MinJobAge): the run directory then says whether it finished, and only a
+# run whose last epoch record is its job's last epoch counts.
 failed=0
 for run in "${runs[@]}"; do
   id=${job_of[$run]}
   while :; do
     state=$(scontrol show job -o "$id" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2 || true)
-    case "$state" in PENDING|CONFIGURING|RUNNING|COMPLETING|REQUEUED|SUSPENDED) sleep 2 ;; *) break ;; esac
+    case "$state" in
+      PENDING|CONFIGURING|RUNNING|COMPLETING|REQUEUED|REQUEUE_HOLD|REQUEUE_FED|SUSPENDED|SIGNALING|STAGE_OUT|RESIZING)
+        sleep 2 ;;
+      "") finished "$run" && break; sleep 5; state=$(scontrol show job -o "$id" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2 || true)
+          [ -z "$state" ] && break ;;
+      *) break ;;
+    esac
   done
-  if [ -s "$run/metrics.jsonl" ] && grep -q '"kind":"epoch"' "$run/metrics.jsonl" && [ "${state:-COMPLETED}" = COMPLETED ]; then
+  if [ -s "$run/metrics.jsonl" ] && finished "$run" && [ "${state:-COMPLETED}" = COMPLETED ]; then
     echo "job $id: ${state:-finished} ($run)"
   else
-    echo "job $id: ${state:-gone} without an epoch record in $run; see $out/*-$id.out" >&2
+    echo "job $id: ${state:-gone} without its last epoch's record in $run; see $out/*-$id.out" >&2
     failed=$((failed + 1))
   fi
 done
 good=()
-for run in "${runs[@]}"; do [ -s "$run/metrics.jsonl" ] && grep -q '"kind":"epoch"' "$run/metrics.jsonl" && good+=("$run"); done
+for run in "${runs[@]}"; do [ -s "$run/metrics.jsonl" ] && finished "$run" && good+=("$run"); done
 [ ${#good[@]} -gt 0 ] && "${RT_PYTHON:-python3}" "$src/perf/scaling_report.py" ${target:+--target-acc "$target"} \
   --out "$out/report" "${good[@]}"
 [ "$failed" = 0 ]

@@ -1,0 +1,495 @@
+#!/usr/bin/env bash
+# The decisions of the launch scripts, slurm/train.sbatch and scripts/elastic_mpirun.sh, without Slurm, MPI or a
+# ringtrain build: stub srun, scontrol, sbatch, mpirun, ssh, probe and ringtrain executables (first in PATH, in a
+# scratch folder) replay scripted launcher output and exit codes and log the argv they were given. Proves, from
+# that argv and the scripts' exit codes and messages:
+#   train.sbatch
+#     1  a run.dir given as --set=run.dir=DIR, or a job name, holding brackets: its checkpoint is found, so a
+#        requeue resumes and an elastic restart after a lost node uses --resume, never run.overwrite
+#     2  a requeue before the first checkpoint starts over (run.overwrite) instead of being refused by ringtrain
+#     3  a first launch into a named run dir holding a run gets no --resume (ringtrain refuses it); the user's own
+#        --resume is passed once
+#     4  every rank exits 6: the node dropped is that of the rank ringtrain blames (the odd one out of a parameter
+#        comparison, the rank that has not arrived), not the first node srun names
+#     5  every node's tasks exiting 7 alike is the job's failure: no restart, exit 7
+#     6  srun failing to start the ranks (no task line, every probe answers): no restart, exit 1, "no node was lost"
+#     7  ELASTIC_MAX_RESTARTS / RT_MAX_REQUEUES that are not numbers: exit 2 naming the knob, nothing launched
+#     8  a checkpoint stamped in the future (clock skew): --seconds-lost 0, not negative
+#     9  a lost node (srun names it): one restart on the node left, --resume --failed-node n2
+#     probe      srun names no task and a node's probe hangs: that node is dropped after ELASTIC_PROBE_S
+#     requeue    exit 75 requeues through scontrol; past RT_MAX_REQUEUES it ends with 75
+#     staging    RT_STAGE_DATA: the ranks read their node's copy, which is removed at the end
+#   elastic_mpirun.sh
+#     10 Open MPI's "Process name: [[J,1],R]" / "Exit code: 7": rank R's host dropped, restart with --resume
+#        (--seconds-lost 0 from a checkpoint stamped in the future, as in 8)
+#     11 mpirun names nothing and every host answers: no restart, the launch's code
+#     12 --set=run.dir=DIR (brackets in DIR) is recognised and its checkpoint resumed from
+# Each case prints "ok   ..." or "FAIL ..."; the exit is 1 if any failed, 77 where bash < 4.4 (the scripts need it).
+# Usage: launch_decisions.sh SOURCE_DIR
+set -uo pipefail
+if [ $# -ne 1 ] || [ ! -f "$1/slurm/train.sbatch" ]; then
+  echo "usage: launch_decisions.sh SOURCE_DIR" >&2
+  exit 2
+fi
+# The scripts run under the bash in PATH, so that is the one whose version matters: before 4.4 an empty array
+# under set -u aborts them, which says nothing about their decisions.
+if [ "$(bash -c 'echo $((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1]))')" -lt 404 ]; then
+  echo "skip: bash >= 4.4 is missing (found $(bash -c 'echo $BASH_VERSION'))"
+  exit 77
+fi
+src=$(cd "$1" && pwd)
+sbatch_script=$src/slurm/train.sbatch
+mpirun_script=$src/scripts/elastic_mpirun.sh
+# A CI job that itself runs inside Slurm, or a developer's shell, must not steer the scripts under test.
+unset "${!SLURM_@}" "${!SRUN_@}" "${!RT_@}" "${!ELASTIC_@}"
+
+# Checked: with no folder the stubs below would be written to /bin.
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/launch-decisions.XXXXXX" 2>/dev/null || mktemp -d /tmp/launch-decisions.XXXXXX) ||
+  { echo "FAIL cannot create a scratch folder"; exit 1; }
+trap 'rm -rf "$scratch"' EXIT
+stubs=$scratch/bin
+mkdir -p "$stubs"
+t0=$SECONDS
+
+# ---------------------------------------------------------------------------------------------------- stubs
+# A case's folder ($STUB_DIR) scripts launch N in launch.N: first line "RC [norun]", then the launcher's stderr;
+# ckpt.N names a checkpoint file the launch writes (progress); dead lists probe targets that fail ("NODE") or
+# hang ("NODE hang"). Every stub appends what it was asked to $STUB_DIR/log, each argument in [] so that spaces and
+# brackets stay visible.
+cat >"$stubs/srun" <<'EOF'
+#!/usr/bin/env bash
+d=${STUB_DIR:?}
+nodelist="" mpi="" overlap=0 opts=()
+# train.sbatch gives every srun option as one --name=value word; the command starts at the first other word.
+while [ $# -gt 0 ] && [[ "$1" == -* ]]; do
+  case "$1" in
+    --nodelist=*) nodelist=${1#--nodelist=} ;;
+    --mpi=*) mpi=${1#--mpi=} ;;
+    --overlap) overlap=1 ;;
+  esac
+  opts+=("$1")
+  shift
+done
+if [ "$overlap" = 1 ]; then
+  echo "probe $nodelist" >>"$d/log"
+  if [ -f "$d/dead" ]; then
+    grep -qxF "$nodelist hang" "$d/dead" && exec sleep 30   # exec: the probe's timeout ends the sleep itself
+    grep -qxF "$nodelist" "$d/dead" && exit 1
+  fi
+  exit 0
+fi
+if [ -z "$mpi" ]; then   # staging or cleanup: once on each node
+  echo "srun-other$(printf ' [%s]' "$@")" >>"$d/log"
+  if [ -n "$nodelist" ]; then nodes=${nodelist//,/ }; else nodes=$(scontrol show hostnames "$SLURM_JOB_NODELIST"); fi
+  for node in $nodes; do SLURMD_NODENAME=$node "$@" || exit 1; done
+  exit 0
+fi
+n=$(($(cat "$d/count" 2>/dev/null || echo 0) + 1))
+echo "$n" >"$d/count"
+echo "srun $n$(printf ' [%s]' "${opts[@]}")" >>"$d/log"
+# A script that relaunches without end would otherwise only stop at the case's timeout; 2 ends both loops.
+if [ "$n" -gt 6 ]; then echo "RUNAWAY: launch $n" >>"$d/log"; exit 2; fi
+rc=0 flag=""
+[ -f "$d/launch.$n" ] && read -r rc flag <"$d/launch.$n"
+# One task stands for all: the stub ringtrain logs the argv every rank would get.
+[ "$flag" = norun ] || SLURMD_NODENAME=${nodelist%%,*} "$@"
+if [ -f "$d/ckpt.$n" ]; then p=$(cat "$d/ckpt.$n"); mkdir -p "$(dirname "$p")" && : >"$p"; fi
+[ -f "$d/launch.$n" ] && tail -n +2 "$d/launch.$n" >&2
+exit "$rc"
+EOF
+
+cat >"$stubs/mpirun" <<'EOF'
+#!/usr/bin/env bash
+d=${STUB_DIR:?}
+np="" hostfile=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -np) np=$2; shift 2 ;;
+    --hostfile) hostfile=$2; shift 2 ;;
+    --map-by) shift 2 ;;
+    *) break ;;
+  esac
+done
+n=$(($(cat "$d/count" 2>/dev/null || echo 0) + 1))
+echo "$n" >"$d/count"
+echo "mpirun $n np=$np hosts=$(awk '{ print $1 }' "$hostfile" | paste -sd,)" >>"$d/log"
+if [ "$n" -gt 6 ]; then echo "RUNAWAY: launch $n" >>"$d/log"; exit 2; fi
+rc=0 flag=""
+[ -f "$d/launch.$n" ] && read -r rc flag <"$d/launch.$n"
+[ "$flag" = norun ] || "$@"
+if [ -f "$d/ckpt.$n" ]; then p=$(cat "$d/ckpt.$n"); mkdir -p "$(dirname "$p")" && : >"$p"; fi
+[ -f "$d/launch.$n" ] && tail -n +2 "$d/launch.$n" >&2
+exit "$rc"
+EOF
+
+cat >"$stubs/probe" <<'EOF'
+#!/usr/bin/env bash
+d=${STUB_DIR:?}
+echo "probe $*" >>"$d/log"
+if [ -f "$d/dead" ]; then
+  grep -qxF "$1 hang" "$d/dead" && exec sleep 30
+  grep -qxF "$1" "$d/dead" && exit 1
+fi
+exit 0
+EOF
+
+cat >"$stubs/scontrol" <<'EOF'
+#!/usr/bin/env bash
+d=${STUB_DIR:?}
+case "$1 ${2:-}" in
+  "show hostnames")
+    # Slurm's compressed form n[1-2] as well as a plain comma list.
+    if [[ "$3" =~ ^([^[]*)\[([0-9]+)-([0-9]+)\]$ ]]; then
+      for ((i = BASH_REMATCH[2]; i <= BASH_REMATCH[3]; i++)); do echo "${BASH_REMATCH[1]}$i"; done
+    else
+      tr ',' '\n' <<<"$3"
+    fi ;;
+  "requeue "*) echo "scontrol requeue $2" >>"$d/log" ;;
+  *) echo "UNEXPECTED scontrol $*" >>"$d/log"; exit 1 ;;
+esac
+EOF
+
+# Neither script may reach these; a call is logged so that the case fails instead of touching a real cluster.
+for tool in sbatch ssh; do
+  printf '#!/usr/bin/env bash\necho "UNEXPECTED %s $*" >>"${STUB_DIR:?}/log"\nexit 255\n' "$tool" >"$stubs/$tool"
+done
+
+cat >"$stubs/ringtrain" <<'EOF'
+#!/usr/bin/env bash
+echo "ringtrain$(printf ' [%s]' "$@")" >>"${STUB_DIR:?}/log"
+for a in "$@"; do
+  case "$a" in data.train=*) [ -d "${a#data.train=}" ] && echo "staged copy present: ${a#data.train=}" >>"$STUB_DIR/log" ;; esac
+done
+exit 0
+EOF
+chmod +x "$stubs"/*
+
+# ---------------------------------------------------------------------------------------------------- harness
+failures=0
+ok() { echo "ok   $*"; }
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+
+new_case() {  # new_case NAME: a fresh folder $d for the case's scripts, log and run dirs
+  d=$scratch/$1
+  mkdir -p "$d"
+  : >"$d/log"
+  why=()
+}
+script() {  # script N RC [norun] <STDERR: what launch N prints and exits with
+  local n=$1
+  shift
+  { echo "$*"; cat; } >"$d/launch.$n"
+}
+checkpoint() {  # checkpoint DIR [TOUCH_DATE]: a checkpoint (and the run's metrics) in run dir DIR
+  mkdir -p "$1/checkpoints"
+  : >"$1/metrics.jsonl"
+  : >"$1/checkpoints/ckpt-s000000008.h5"
+  [ $# -lt 2 ] || touch -d "$2" "$1/checkpoints/ckpt-s000000008.h5"
+}
+
+# run_sbatch [VAR=VALUE ...] -- ARGS...: train.sbatch JOB ARGS as a 2-node x 2-task job 4242; sets rc, output in $d/out
+run_sbatch() {
+  local vars=()
+  while [ "$1" != -- ]; do vars+=("$1"); shift; done
+  shift
+  (cd "$d" && env PATH="$stubs:$PATH" STUB_DIR="$d" TMPDIR="$d" SLURM_JOB_ID=4242 SLURM_JOB_NAME=rt \
+    SLURM_JOB_NUM_NODES=2 SLURM_JOB_NODELIST='n[1-2]' SLURM_NTASKS=4 SLURM_SUBMIT_DIR="$d" SLURM_RESTART_COUNT=0 \
+    RT_BIN="$stubs/ringtrain" ELASTIC_PROBE_S=1 "${vars[@]}" timeout 20 bash "$sbatch_script" job.toml "$@") \
+    >"$d/out" 2>&1
+  rc=$?
+}
+# run_mpirun [VAR=VALUE ...] -- ARGS...: elastic_mpirun.sh HOSTFILE 2 RINGTRAIN train JOB ARGS, hosts A and B
+run_mpirun() {
+  local vars=()
+  while [ "$1" != -- ]; do vars+=("$1"); shift; done
+  shift
+  printf 'A slots=2\n# B is the second host\nB\n' >"$d/hosts"
+  (cd "$d" && env PATH="$stubs:$PATH" STUB_DIR="$d" TMPDIR="$d" ELASTIC_MPIRUN="$stubs/mpirun" \
+    ELASTIC_PROBE="$stubs/probe" ELASTIC_PROBE_S=1 "${vars[@]}" \
+    timeout 20 bash "$mpirun_script" "$d/hosts" 2 "$stubs/ringtrain" train job.toml "$@") >"$d/out" 2>&1
+  rc=$?
+}
+
+call() { grep '^ringtrain ' "$d/log" | sed -n "${1}p"; }          # the argv of ringtrain's launch N
+step() { grep -E '^(srun|mpirun) [0-9]' "$d/log" | sed -n "${1}p"; }  # launch N as the launcher was asked
+steps() { grep -cE '^(srun|mpirun) [0-9]' "$d/log"; }
+times_in() { call "$1" | grep -oF -- "$2" | wc -l; }
+expect_rc() { [ "$rc" = "$1" ] || why+=("exit $rc, expected $1"); }
+expect_steps() { [ "$(steps)" = "$1" ] || why+=("$(steps) launch(es), expected $1"); }
+expect_in() { call "$1" | grep -qF -- "$2" || why+=("launch $1 lacks $2"); }
+expect_not_in() { ! call "$1" | grep -qF -- "$2" || why+=("launch $1 has $2"); }
+expect_out() { grep -qF -- "$1" "$d/out" || why+=("no message \"$1\""); }
+verdict() {  # verdict TEXT: ok, or FAIL with the reasons and what the scripts printed and were asked
+  grep -q '^UNEXPECTED\|^RUNAWAY' "$d/log" && why+=("$(grep '^UNEXPECTED\|^RUNAWAY' "$d/log" | head -1)")
+  if [ ${#why[@]} = 0 ]; then
+    ok "$*"
+  else
+    fail "$*: $(printf '%s; ' "${why[@]}")"
+    sed 's/^/       out: /' "$d/out" | tail -15
+    sed 's/^/       log: /' "$d/log" | tail -15
+  fi
+}
+
+# Real srun and Open MPI wording; the ringtrain messages are those of src/train/checkpointer.cpp and
+# src/dist/watchdog.cpp.
+killed_n2='srun: error: n2: tasks 2-3: Killed'
+
+# ---------------------------------------------------------------------------------------------------- train.sbatch
+# 1. The reviewers' defect: a glob over a folder named with brackets, or a run.dir given in CLI11's = form,
+#    missed the checkpoint, and a restart then wiped the run with run.overwrite.
+new_case c1
+rd="$d/runs/lr[x]"
+checkpoint "$rd"
+printf '%s\n' "$killed_n2" | script 1 137
+echo n2 >"$d/dead"
+run_sbatch SLURM_RESTART_COUNT=1 -- --set="run.dir=$rd"
+expect_rc 0
+expect_steps 2
+expect_in 1 '[--resume]'
+expect_in 2 '[--resume] [--failed-node] [n2]'
+grep -qF 'run.overwrite' "$d/log" && why+=("run.overwrite given: the checkpoint in $rd was not seen")
+expect_in 2 "[--set=run.dir=$rd]"
+verdict "1 --set=run.dir=DIR with brackets: requeue resumes, the restart after n2 is lost resumes (no run.overwrite)"
+
+new_case c1b
+checkpoint "$d/runs/lr[0.1]-4242"
+run_sbatch SLURM_RESTART_COUNT=1 SLURM_JOB_NAME='lr[0.1]' --
+expect_rc 0
+expect_in 1 '[--resume]'
+expect_in 1 "[run.dir=$d/runs/lr[0.1]-4242]"
+verdict "1 job name with brackets (own run dir): the requeue resumes"
+
+# 2. ringtrain writes metrics.jsonl long before its first checkpoint; a requeue in between must start over rather
+#    than meet ringtrain's "already holds a run" (exit 3).
+new_case c2
+mkdir -p "$d/runs/rt-4242"
+: >"$d/runs/rt-4242/metrics.jsonl"
+run_sbatch SLURM_RESTART_COUNT=1 --
+expect_rc 0
+expect_in 1 '[--set] [run.overwrite=true]'
+expect_not_in 1 '[--resume]'
+verdict "2 requeued before the first checkpoint: --set run.overwrite=true, no --resume"
+
+# 3. A folder the user named may hold another job's run: continuing it must be the user's choice.
+new_case c3
+checkpoint "$d/named"
+script 1 3 <<EOF
+ringtrain: job file error (exit 3) [rank 0/4 on n1]:
+  run.dir '$d/named' already holds a run (metrics.jsonl); give --resume to continue it
+srun: error: n1: tasks 0-1: Exited with exit code 3
+srun: error: n2: tasks 2-3: Exited with exit code 3
+EOF
+run_sbatch RT_RUN_DIR="$d/named" --
+expect_rc 3
+expect_steps 1
+expect_not_in 1 '[--resume]'
+expect_not_in 1 'run.overwrite'
+verdict "3 first launch into RT_RUN_DIR holding a run: no --resume added, ringtrain's refusal (3) passed on"
+
+new_case c3b
+checkpoint "$d/named"
+run_sbatch RT_RUN_DIR="$d/named" -- --resume
+expect_rc 0
+[ "$(times_in 1 '[--resume]')" = 1 ] || why+=("--resume given $(times_in 1 '[--resume]') times")
+verdict "3 first launch into RT_RUN_DIR with the user's --resume: passed once"
+
+# 4. Every rank exits 6 alike, so srun's lines name both nodes, the healthy one first; only ringtrain's message
+#    says which rank is at fault.
+new_case c4
+checkpoint "$d/runs/rt-4242"
+script 1 6 <<'EOF'
+ringtrain: fault (exit 6) [rank 0/4 on n1]:
+  parameters differ between ranks after epoch 2: ranks 0, 1, 2 hold aaaaaaaaaaaaaaaa; rank 3 holds bbbbbbbbbbbbbbbb; a non-deterministic reduction or memory corruption on the odd rank out (check that node); --resume continues from the last good checkpoint: ckpt-s000000008.h5
+srun: error: n1: tasks 0-1: Exited with exit code 6
+srun: error: n2: tasks 2-3: Exited with exit code 6
+EOF
+run_sbatch --
+expect_rc 0
+expect_steps 2
+expect_in 2 '[--failed-node] [n2]'
+step 2 | grep -qF '[--nodelist=n1]' || why+=("restart not on n1: $(step 2)")
+verdict "4 parameters differ, rank 3 the odd one out (2 nodes x 2 ranks): n2 dropped, restart on n1"
+
+new_case c4b
+checkpoint "$d/runs/rt-4242"
+script 1 6 <<'EOF'
+ringtrain: fault (exit 6) [rank 0/4 on n1]:
+  the training step's all-reduce at step 12 has not completed after 3.0 s (run.collective_timeout_s = 3); rank 1 has not arrived
+    rank 1: last heard 3.2 s ago, at step 12 (computing or reading)
+srun: error: n2: tasks 2-3: Exited with exit code 6
+srun: error: n1: tasks 0-1: Exited with exit code 6
+EOF
+run_sbatch --
+expect_rc 0
+expect_steps 2
+expect_in 2 '[--failed-node] [n1]'
+step 2 | grep -qF '[--nodelist=n2]' || why+=("restart not on n2: $(step 2)")
+verdict "4 \"rank 1 has not arrived\" (srun names n2 first): n1 dropped, restart on n2"
+
+# 5. The same code from every node (a wrong NCCL interface, a bug) would recur on fewer nodes.
+new_case c5
+checkpoint "$d/runs/rt-4242"
+script 1 7 <<'EOF'
+srun: error: n1: tasks 0-1: Exited with exit code 7
+srun: error: n2: tasks 2-3: Exited with exit code 7
+EOF
+run_sbatch --
+expect_rc 7
+expect_steps 1
+expect_out 'a failure of the job'
+verdict "5 every node's tasks exit 7: no restart, exit 7, \"a failure of the job\""
+
+# 6. srun that cannot start the ranks names no task; relaunching on the same nodes would only repeat it.
+new_case c6
+checkpoint "$d/runs/rt-4242"
+script 1 1 norun <<'EOF'
+srun: error: Couldn't find the specified plugin name for mpi/pmix looking at all files
+srun: error: cannot find mpi plugin for mpi/pmix
+srun: error: MPI: Cannot create context for mpi/pmix
+srun: error: MPI: Unable to load any plugin
+EOF
+run_sbatch --
+expect_rc 1
+expect_steps 1
+expect_out 'no node was'
+grep -qx 'probe n1' "$d/log" && grep -qx 'probe n2' "$d/log" || why+=("not every node was probed")
+verdict "6 srun cannot load mpi/pmix, every probe answers: no restart, exit 1, \"no node was lost\""
+
+# 7. A bound that is not a number would leave the relaunch loop unbounded.
+new_case c7
+run_sbatch ELASTIC_MAX_RESTARTS=off --
+expect_rc 2
+expect_steps 0
+expect_out "ELASTIC_MAX_RESTARTS='off'"
+verdict "7 ELASTIC_MAX_RESTARTS=off: exit 2 naming the knob, nothing launched"
+
+new_case c7b
+run_sbatch RT_MAX_REQUEUES=x --
+expect_rc 2
+expect_steps 0
+expect_out "RT_MAX_REQUEUES='x'"
+verdict "7 RT_MAX_REQUEUES=x: exit 2 naming the knob, nothing launched"
+
+# 8. ringtrain refuses a negative --seconds-lost with exit 2, which would end the job after a node loss.
+new_case c8
+checkpoint "$d/runs/rt-4242" "@$(($(date +%s) + 3600))"
+printf '%s\n' "$killed_n2" | script 1 137
+echo n2 >"$d/dead"
+run_sbatch --
+expect_rc 0
+expect_in 2 '[--seconds-lost] [0]'
+verdict "8 checkpoint stamped an hour ahead: --seconds-lost 0"
+
+# 9. The checkpoint appears during the failed launch: the restart must look for it then, not at the start.
+new_case c9
+echo "$d/runs/rt-4242/checkpoints/ckpt-s000000004.h5" >"$d/ckpt.1"
+printf '%s\n' "$killed_n2" 'srun: error: n1: tasks 0-1: Terminated' | script 1 137
+echo n2 >"$d/dead"
+run_sbatch --
+expect_rc 0
+expect_steps 2
+expect_not_in 1 '[--resume]'
+expect_in 2 '[--resume] [--failed-node] [n2] [--seconds-lost]'
+call 2 | grep -qE '\[--seconds-lost\] \[[0-9]+\]' || why+=("--seconds-lost is not a count of seconds")
+expect_not_in 2 'run.overwrite'
+step 2 | grep -qF '[--nodelist=n1] [--ntasks=2] [--ntasks-per-node=2]' || why+=("restart not 2 ranks on n1: $(step 2)")
+[ "$(grep -c 'elastic restart' "$d/out")" = 1 ] || why+=("not exactly one \"elastic restart\" line")
+expect_out 'elastic restart 1/3: node n2 failed (exit 137)'
+verdict "9 n2's tasks killed, n2 gone: one restart on n1 with --resume --failed-node n2"
+
+# A node that vanishes whole leaves no task line; only the probe, bounded by ELASTIC_PROBE_S, can find it.
+new_case probe
+checkpoint "$d/runs/rt-4242"
+script 1 137 <<<'srun: error: Node failure on n2'
+echo 'n2 hang' >"$d/dead"
+t=$SECONDS
+run_sbatch --
+expect_rc 0
+expect_in 2 '[--failed-node] [n2]'
+[ $((SECONDS - t)) -lt 8 ] || why+=("took $((SECONDS - t)) s: the hung probe was not cut at ELASTIC_PROBE_S=1")
+verdict "probe: no task line, n2's probe hangs: n2 dropped after ELASTIC_PROBE_S"
+
+new_case requeue
+script 1 75 </dev/null
+run_sbatch --
+expect_rc 0
+grep -qx 'scontrol requeue 4242' "$d/log" || why+=("no scontrol requeue 4242")
+verdict "requeue: exit 75 requeues job 4242, the batch script ends 0"
+
+new_case requeue_spent
+script 1 75 </dev/null
+run_sbatch SLURM_RESTART_COUNT=1 RT_MAX_REQUEUES=1 --
+expect_rc 75
+grep -q 'scontrol requeue' "$d/log" && why+=("requeued past RT_MAX_REQUEUES")
+verdict "requeue: past RT_MAX_REQUEUES=1 the job ends with 75, no requeue"
+
+new_case staging
+mkdir -p "$d/data/train" "$d/data/test"
+run_sbatch RT_STAGE_DATA="$d/data" RT_STAGE_ROOT="$d/stage" -- --set data.train=/elsewhere
+expect_rc 0
+stage=$d/stage/ringtrain-stage-4242
+call 1 | grep -qE "\[data.train=$stage/n1/train\] \[--set\] \[data.test=$stage/n1/test\]$" ||
+  why+=("the node's copy is not the last data path given")
+grep -q '^staged copy present' "$d/log" || why+=("the rank's copy was not there when it started")
+[ ! -e "$stage" ] || why+=("$stage left behind")
+verdict "staging: each rank reads its node's copy (last, over the job's data.train), removed at the end"
+
+# ---------------------------------------------------------------------------------------------------- elastic_mpirun.sh
+# 10. Open MPI reports the first process to exit non-zero by its name [[job,1],rank], not by host.
+new_case c10
+checkpoint "$d/run" "@$(($(date +%s) + 3600))"   # and clock skew, as in case 8
+script 1 7 <<'EOF'
+ringtrain: library call failed (exit 7) [rank 3/4 on B]: cudaMemcpyAsync: an illegal memory access was encountered
+--------------------------------------------------------------------------
+Primary job  terminated normally, but 1 process returned
+a non-zero exit code. Per user-direction, the job has been aborted.
+--------------------------------------------------------------------------
+--------------------------------------------------------------------------
+mpirun detected that one or more processes exited with non-zero status, thus causing
+the job to be terminated. The first process to do so was:
+
+  Process name: [[4242,1],3]
+  Exit code:    7
+--------------------------------------------------------------------------
+EOF
+run_mpirun -- --set "run.dir=$d/run"
+expect_rc 0
+expect_steps 2
+[ "$(step 2)" = "mpirun 2 np=2 hosts=A" ] || why+=("restart was \"$(step 2)\", expected 2 ranks on A")
+expect_in 2 '[--resume] [--failed-node] [B] [--seconds-lost] [0]'
+verdict "10 Open MPI names [[4242,1],3] with exit code 7: host B dropped, restart on A with --resume (seconds lost 0 under skew)"
+
+# 11. A launch that never started (daemons unreachable, no rank named) is not a lost host.
+new_case c11
+checkpoint "$d/run"
+script 1 1 norun <<'EOF'
+--------------------------------------------------------------------------
+ORTE was unable to reliably start one or more daemons.
+This usually is caused by:
+* not finding the required libraries and/or binaries on
+  one or more nodes.
+--------------------------------------------------------------------------
+EOF
+run_mpirun -- --set "run.dir=$d/run"
+expect_rc 1
+expect_steps 1
+grep -qx 'probe A true' "$d/log" && grep -qx 'probe B true' "$d/log" || why+=("not every host was probed")
+expect_out 'no host'
+verdict "11 mpirun names nothing and every host answers: no restart, exit 1"
+
+# 12. CLI11's = form; brackets in the folder make a glob that is not quoted miss the checkpoint.
+new_case c12
+rd="$d/run [x]"
+checkpoint "$rd"
+script 1 137 <<<'mpirun noticed that process rank 2 with PID 0 on node B exited on signal 9 (Killed).'
+run_mpirun -- --set="run.dir=$rd"
+expect_rc 0
+expect_steps 2
+expect_in 1 "[--set=run.dir=$rd]"
+expect_in 2 '[--resume] [--failed-node] [B]'
+expect_not_in 2 'run.overwrite'
+verdict "12 --set=run.dir=DIR (brackets) recognised: no usage error, the restart after B's rank 2 resumes"
+
+echo "$((SECONDS - t0)) s"
+[ "$failures" = 0 ] || { echo "$failures case(s) failed"; exit 1; }
+exit 0
