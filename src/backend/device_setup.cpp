@@ -111,10 +111,7 @@ void synchronise_batchnorm(const config::JobConfig& job, dist::World& world, mod
       std::make_shared<dist::MpiBatchStatisticsGroup>(world.comm(), job.dist.sync_batchnorm_group));
 }
 
-int default_threads(const dist::World& world) {
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / world.local_size());
-}
+int default_threads(const dist::World& world) { return world.cores(); }
 
 DeviceSetup open_gpu(const config::JobConfig& job, dist::World& world) {
   DeviceSetup device;

@@ -81,7 +81,7 @@ int prepare_images(int* argc, char*** argv, io::ImagesOptions options, const std
   return on_every_rank(world, [&] {
     return with_results_on_stdout([&] {
       if (options.threads <= 0)
-        options.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / world.local_size());
+        options.threads = world.cores();
       io::PrepareTeam team;
       team.rank = world.rank();
       team.ranks = world.size();

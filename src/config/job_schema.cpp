@@ -113,8 +113,8 @@ Section<Data> data_keys() {
                        "CutMix: a box of area (1 - lam) of the partner pasted in, lam ~ Beta(alpha, alpha) corrected "
                        "to the box's area (0 = off; with mixup_alpha too, each pair takes one of them at random)"),
           integer<Data>("loader_threads", &Data::loader_threads, 0, {0, 256},
-                        "threads decoding, augmenting and normalising each rank's batches (0 = the node's cores / its "
-                        "ranks)"),
+                        "threads decoding, augmenting and normalising each rank's batches (0 = as run.threads: the "
+                        "cores the rank is bound to, split among the node's ranks bound alike)"),
           integer<Data>("eval_resize", &Data::eval_resize, 0, {0, 65536},
                         "JPEG splits: evaluation resizes the shorter side to this, then takes the centre crop of the "
                         "sample's size, so at least the sample's side (0 = the size / 0.875: 256 for 224)"),
@@ -256,7 +256,8 @@ Section<Run> run_keys() {
                       {{"auto", DeviceChoice::auto_detect}, {"cpu", DeviceChoice::cpu}, {"cuda", DeviceChoice::cuda}},
                       "auto | cpu | cuda (auto: cuda when a GPU is visible)"),
           integer<Run>("threads", &Run::threads, 0, {0, 4096},
-                       "compute threads per rank (0 = cores / ranks on the node)"),
+                       "compute threads per rank (0 = the cores the rank is bound to, split among the node's ranks "
+                       "bound alike: the node's cores / its ranks where the launcher binds none)"),
           choice<Run>("cpu_layout", &Run::cpu_layout,
                       {{"auto", CpuLayout::auto_detect}, {"nchw", CpuLayout::nchw}, {"nhwc", CpuLayout::nhwc}},
                       "how the CPU twin stores 4-D activations: auto (nhwc for a model without batch norm or grouped "

@@ -115,8 +115,7 @@ void refuse_what_device_decoding_excludes(const config::JobConfig& job) {
 
 int loader_threads(const config::JobConfig& job, const dist::World& world) {
   if (job.data.loader_threads > 0) return job.data.loader_threads;
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / std::max(1, world.local_size()));
+  return world.cores();
 }
 
 // On the CPU twin "the device" is this process: normalising there would put the work on the step's critical

@@ -14,6 +14,7 @@
 #include "dist/end_job.h"
 #include "dist/mpi_check.h"
 #include "dist/open_mpi_defaults.h"
+#include "dist/rank_cores.h"
 
 namespace ringtrain::dist {
 
@@ -38,6 +39,7 @@ World::World(int* argc, char*** argv) {
   MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local_comm_));
   MPI_CHECK(MPI_Comm_rank(local_comm_, &local_rank_));
   MPI_CHECK(MPI_Comm_size(local_comm_, &local_size_));
+  cores_ = cores_of_this_rank(local_comm_);
   char name[MPI_MAX_PROCESSOR_NAME] = {};
   int length = 0;
   MPI_CHECK(MPI_Get_processor_name(name, &length));

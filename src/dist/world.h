@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "dist/rank_cores.h"
 
 namespace ringtrain::dist {
 
@@ -31,6 +32,9 @@ class World {
   int size() const { return size_; }
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
+  // The cores this rank's threads default to (dist/rank_cores.h: its binding, shared with the ranks bound alike).
+  int cores() const { return cores_.cores; }
+  const RankCores& rank_cores() const { return cores_; }
   const std::string& host() const { return host_; }
   bool is_root() const { return rank_ == 0; }
   MPI_Comm comm() const { return MPI_COMM_WORLD; }
@@ -53,6 +57,7 @@ class World {
 
  private:
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  RankCores cores_;
   std::string host_;
   MPI_Comm local_comm_ = MPI_COMM_NULL;
   bool owns_mpi_ = true;

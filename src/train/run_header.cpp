@@ -86,6 +86,9 @@ void print_header(const RunContext& run, const RunSetup& setup, const util::Vers
   run.say(fmt::format("ringtrain: job {} on {} rank{}, backend {}", run.job.source.string(), run.ranks(),
                       plural(run.ranks()), run.backend.description()));
   run.say(fmt::format("versions:\n{}", util::format_versions(versions)));
+  if (run.job.run.threads == 0)
+    if (const std::string idle = dist::idle_cores_warning(run.world.rank_cores(), run.world.local_size()); !idle.empty())
+      run.say("warning: " + idle);
   const model::Network& net = setup.net;
   run.say(fmt::format("model '{}': {} parameters, {:.2f} MFLOP/sample forward, {:.2f} MFLOP/sample training\n{}",
                       run.job.model.name, net.param_count(), net.forward_flops_per_sample() / 1e6,

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <sched.h>
 
 #include "common/error.h"
+#include "dist/rank_cores.h"
 #include "dist/world.h"
 
 using namespace ringtrain;
@@ -22,6 +24,29 @@ TEST(World, LocalRankComesFromTheNode) {
   MPI_Comm_size(local, &local_size);
   MPI_Comm_free(&local);
   EXPECT_EQ(local_size, size);  // all test ranks share this machine
+}
+
+// A rank takes the CPUs its affinity mask allows, split among the node's ranks holding the same mask.
+TEST(World, ARanksCoresAreItsBindingSharedWithTheRanksBoundAlike) {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
+  const dist::RankCores alone = dist::cores_of_this_rank(MPI_COMM_SELF);
+  EXPECT_EQ(alone.bound_to, CPU_COUNT(&mine));
+  EXPECT_EQ(alone.cores, CPU_COUNT(&mine));
+  // Every test rank runs on this machine; those bound alike split their cores, those bound apart keep theirs.
+  const dist::RankCores shared = dist::cores_of_this_rank(MPI_COMM_WORLD);
+  EXPECT_GE(shared.cores, 1);
+  EXPECT_LE(shared.cores, alone.cores);
+}
+
+TEST(World, ABindingThatLeavesMostCoresIdleIsWarnedOf) {
+  // Open MPI's default for 2 ranks on a 64-core node: each bound to one core.
+  const std::string idle = dist::idle_cores_warning({1, 1, 64}, 2);
+  EXPECT_NE(idle.find("bound this rank to 1 of the node's 64 cores"), std::string::npos) << idle;
+  EXPECT_NE(idle.find("--bind-to none"), std::string::npos) << idle;
+  EXPECT_EQ(dist::idle_cores_warning({32, 32, 64}, 2), "");  // bound to half the node each: all in use
+  EXPECT_EQ(dist::idle_cores_warning({16, 64, 64}, 4), "");  // unbound, split four ways
 }
 
 TEST(World, OneFailingRankFailsEveryRankAlike) {
