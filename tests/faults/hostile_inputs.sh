@@ -92,13 +92,14 @@ print(*f['images'][labels.index(0), :, 4, 4], *f['images'][labels.index(1), :, 4
   mkfifo "$work/src/a/pipe.png"
   mkdir "$work/src/b/folder.jpg"
   ln -s loop.jpg "$work/src/b/loop.jpg"
-  check odd_entries_listed 0 "skipped 3 unreadable images" -- "$bin" prepare images --source "$work/src" --size 8 \
+  # folder.jpg is a subfolder of its class (as torchvision's ImageFolder walks it), empty here: nothing to list.
+  check odd_entries_listed 0 "skipped 2 unreadable images" -- "$bin" prepare images --source "$work/src" --size 8 \
     --out "$work/o_odd" --test-fraction 0.34
-  for what in "pipe.png' is not a regular file" "folder.jpg' is a folder" "loop.jpg' cannot be reached: Too many levels of symbolic links"; do
+  for what in "pipe.png' is not a regular file" "loop.jpg' cannot be reached: Too many levels of symbolic links"; do
     grep -qF -- "$what" "$work/odd_entries_listed.log" || { echo "FAIL odd_entries_listed: no '$what'"; failures=$((failures + 1)); }
   done
   check odd_entries_strict 4 "--strict: stopped, nothing written" -- "$bin" prepare images --source "$work/src" \
-    --size 8 --out "$work/o_strict" --strict
+    --size 8 --out "$work/o_strict" --test-fraction 0.34 --strict
   rm -f "$work/src/a/pipe.png"
   ln -s c "$work/src/c"
   check class_folder_loop 4 "class folder '$work/src/c' cannot be reached: Too many levels of symbolic links" -- \
