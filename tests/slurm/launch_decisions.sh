@@ -13,7 +13,8 @@
 #        comparison, the rank that has not arrived), not the first node srun names
 #     5  every node's tasks exiting 7 alike is the job's failure: no restart, exit 7
 #     6  srun failing to start the ranks (no task line, every probe answers): no restart, exit 1, "no node was lost"
-#     7  ELASTIC_MAX_RESTARTS / RT_MAX_REQUEUES that are not numbers: exit 2 naming the knob, nothing launched
+#     7  ELASTIC_MAX_RESTARTS / RT_MAX_REQUEUES that are not numbers, and tasks that do not divide over the nodes:
+#        exit 2 naming the cause, nothing launched
 #     8  a checkpoint stamped in the future (clock skew): --seconds-lost 0, not negative
 #     9  a lost node (srun names it): one restart on the node left, --resume --failed-node n2
 #     probe      srun names no task and a node's probe hangs: that node is dropped after ELASTIC_PROBE_S
@@ -369,6 +370,13 @@ expect_rc 2
 expect_steps 0
 expect_out "RT_MAX_REQUEUES='x'"
 verdict "7 RT_MAX_REQUEUES=x: exit 2 naming the knob, nothing launched"
+
+new_case c7c
+run_sbatch SLURM_NTASKS=3 --
+expect_rc 2
+expect_steps 0
+expect_out "3 tasks do not divide over 2 nodes"
+verdict "7 3 tasks on 2 nodes: exit 2, nothing launched (every launch places as many ranks on each node)"
 
 # 8. ringtrain refuses a negative --seconds-lost with exit 2, which would end the job after a node loss.
 new_case c8
