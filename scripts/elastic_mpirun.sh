@@ -6,21 +6,22 @@
 #
 # HOSTFILE: one host a line (a "slots=" or anything after the name is ignored; # comments allowed). Ranks are
 # placed RANKS_PER_HOST a host, in the file's order (rank r on host r / RANKS_PER_HOST). run.dir must be given
-# with --set: the script looks for the run's checkpoints there.
+# with --set run.dir=DIR (or --set=run.dir=DIR): the script looks for the run's checkpoints there.
 #
 # When a launch ends with an exit other than 0, 75 (preemption: passed on, resume by hand or by your scheduler)
 # and the input errors 2, 3, 4, 5 (they would recur), nor a run that diverged (exit 6 with ringtrain's "non-finite
 # training loss": it would diverge again), the failed host is rank R's: the rank mpirun names ("process rank R
 # ... exited on signal", or its "Process name: [[J,1],R]" with an exit code other than ringtrain's agreed 6), or the
 # rank ringtrain's exit-6 message blames (a stalled rank, the odd one out of a parameter comparison); or else a host
-# that no longer answers the probe. A failure that names no host ends the run with its code. The hosts left that
-# answer get the run again with --resume (plus --failed-node and --seconds-lost, which ringtrain writes
+# that no longer answers the probe. A rank that called MPI_Abort ("MPI_ABORT was invoked on rank R") counts as
+# failed too. A failure that names no host ends the run with its code. The hosts left that answer get the run again
+# with --resume (plus --failed-node and --seconds-lost, which ringtrain writes
 # into metrics.jsonl's "membership" record), up to ELASTIC_MAX_RESTARTS times and down to ELASTIC_MIN_NODES hosts.
 # Each restart is a line "elastic_mpirun: elastic restart N/MAX: ..."; when they are spent the script exits with
 # the failed launch's code after printing the history.
 #
 # Environment:
-#   ELASTIC_MAX_RESTARTS  restarts on fewer hosts (default 3; 0: off)
+#   ELASTIC_MAX_RESTARTS  restarts on fewer hosts (default 3; 0: off; these bounds must be whole numbers: exit 2)
 #   ELASTIC_MIN_NODES     fewest hosts worth continuing on (default 1)
 #   ELASTIC_MPIRUN        the mpirun command and its options, word-split (default "mpirun"); the script adds -np,
 #                         --hostfile and --map-by
@@ -93,8 +94,10 @@ failed_rank() {
   fi
   if [ -z "$rank" ]; then
     rank=$(grep -oE 'ranks? [0-9, ]+ ha(s|ve) not arrived' "$work/err" | head -1 | grep -oE '[0-9]+' | head -1 || true)
+    # A lone rank listed last after a larger group: groups of equal size blame no one.
     [ -z "$rank" ] &&
-      rank=$(grep -oE '; ranks? [0-9, ]+ holds? [0-9a-f]+' "$work/err" | tail -1 | grep -oE '[0-9]+' | head -1 || true)
+      rank=$(grep -oE ': ranks [0-9, ]+ hold [0-9a-f]+(; ranks? [0-9, ]+ holds? [0-9a-f]+)*; rank [0-9]+ holds' "$work/err" |
+        head -1 | grep -oE 'rank [0-9]+ holds$' | grep -oE '[0-9]+' || true)
   fi
   echo "$rank"
 }
@@ -136,9 +139,15 @@ while :; do
     exit "$rc"
   fi
   restarts=$((restarts + 1))
-  # The folder quoted, so brackets or stars in its name are taken as they are; step numbers sort as numbers.
+  # The folder quoted, so brackets or stars in its name are taken as they are; step numbers sort as numbers; only
+  # the names ringtrain writes count (9 digits, or more without a leading zero), as ringtrain counts them.
   shopt -s nullglob
-  checkpoints=("$run_dir"/checkpoints/ckpt-s*.h5)
+  checkpoints=()
+  for f in "$run_dir"/checkpoints/ckpt-s*.h5; do
+    [[ "${f##*/}" =~ ^ckpt-s([0-9]+)\.h5$ ]] || continue
+    digits=${BASH_REMATCH[1]}
+    { [ ${#digits} = 9 ] || { [ ${#digits} -gt 9 ] && [[ $digits != 0* ]]; }; } && checkpoints+=("$f")
+  done
   shopt -u nullglob
   newest=$( ((${#checkpoints[@]})) && printf '%s\n' "${checkpoints[@]}" | sort -V | tail -1 || true)
   if [ -n "$newest" ]; then

@@ -12,5 +12,5 @@ TARGETS=ringtrain scripts/build.sh
 build/bin/ringtrain inspect data/fmnist/train | tail -n 3
 run_dir=runs/fashion_mnist-$(date +%Y%m%d-%H%M%S)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mpirun -np "${RANKS:-2}" --oversubscribe build/bin/ringtrain train jobs/fashion_mnist.toml --set run.dir="$run_dir" "$@"
+mpirun -np "${RANKS:-2}" --oversubscribe --bind-to none build/bin/ringtrain train jobs/fashion_mnist.toml --set run.dir="$run_dir" "$@"
 echo "results: $run_dir/metrics.jsonl"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scaling_study.sh — the same training job at 1, 2, 4, ... nodes, each a separate Slurm job through
 # slurm/train.sbatch; waits for them, then writes a scaling report (perf/scaling_report.py) over their
-# metrics.jsonl.
+# metrics.jsonl. Each point runs without elastic restarts (ELASTIC_MAX_RESTARTS=0: a point measures its own world
+# size) and counts only when its last epoch record is its job's last epoch at the job's ranks.
 #
 #   slurm/scaling_study.sh [options] JOB_FILE [--set key=value ...]
 #     --mode weak|strong   weak: the job's per-rank batch at every size (global batch grows with the ranks);

@@ -89,7 +89,7 @@ void add_prepare_commands(CLI::App& app, PrepareCommands& p) {
                                 "and the evaluation crop become)")->required();
   p.images_command->add_option("--channels", p.images.channels, "1 gray, 3 RGB, 4 RGBA")->capture_default_str();
   p.images_command->add_flag("--strict", p.images.strict, "stop at the first unreadable image instead of skipping it");
-  p.images_command->add_option("--threads", p.images.threads, "decoding threads per rank (default: the rank's share of the node's cores)");
+  p.images_command->add_option("--threads", p.images.threads, "decoding threads per rank (default: the cores the rank is bound to, split among the node's ranks bound alike)");
   p.images_command->add_option("--test-fraction", p.images.arrays.test_fraction, "held out per class, seeded")->capture_default_str();
   p.images_command->add_option("--seed", p.images.arrays.seed, "seed of the training order and the hold-out")->capture_default_str();
   p.images_command->add_option("--shards", p.images.arrays.shards, "shards per split")->capture_default_str()->check(CLI::Range(1, 100000));

@@ -40,7 +40,7 @@ struct JobConfig {
     int prefetch_batches;
     AugmentSpec augment;  // training batches only; evaluation sees the samples as prepared
     MixSpec mix;          // training batches only; evaluation is never mixed
-    int loader_threads;          // 0: the node's cores divided among its ranks
+    int loader_threads;          // 0: the rank's cores (dist/rank_cores.h)
     NormalizeOn normalize;
     int eval_resize;             // encoded splits: shorter side before the evaluation centre crop (0: size / 0.875)
     DecodeOn decode;
@@ -96,7 +96,7 @@ struct JobConfig {
     Run();
     std::filesystem::path dir;
     DeviceChoice device;
-    int threads;  // 0: cores / local ranks
+    int threads;  // 0: the rank's cores (dist/rank_cores.h)
     CpuLayout cpu_layout;
     double progress_every_s;
     int timing_warmup_steps;

@@ -6,7 +6,8 @@
 #   train.sbatch
 #     1  a run.dir given as --set=run.dir=DIR, or a job name, holding brackets: its checkpoint is found, so a
 #        requeue resumes and an elastic restart after a lost node uses --resume, never run.overwrite
-#     2  a requeue before the first checkpoint starts over (run.overwrite) instead of being refused by ringtrain
+#     2  a requeue before the first checkpoint starts over (run.overwrite) instead of being refused by ringtrain; a
+#        file only named like a checkpoint (an extra leading zero) is none
 #     3  a first launch into a named run dir holding a run gets no --resume (ringtrain refuses it); the user's own
 #        --resume is passed once
 #     4  every rank exits 6: the node dropped is that of the rank ringtrain blames (the odd one out of a parameter
@@ -270,6 +271,17 @@ expect_rc 0
 expect_in 1 '[--set] [run.overwrite=true]'
 expect_not_in 1 '[--resume]'
 verdict "2 requeued before the first checkpoint: --set run.overwrite=true, no --resume"
+
+# 2b. A file only named like a checkpoint (an extra leading zero) is not one, as ringtrain does not count it.
+new_case c2b
+mkdir -p "$d/runs/rt-4242/checkpoints"
+: >"$d/runs/rt-4242/metrics.jsonl"
+: >"$d/runs/rt-4242/checkpoints/ckpt-s0000000016.h5"
+run_sbatch SLURM_RESTART_COUNT=1 --
+expect_rc 0
+expect_in 1 '[--set] [run.overwrite=true]'
+expect_not_in 1 '[--resume]'
+verdict "2 a stray ckpt-s0000000016.h5 is no checkpoint: the requeue starts over, no --resume"
 
 # 3. A folder the user named may hold another job's run: continuing it must be the user's choice.
 new_case c3
