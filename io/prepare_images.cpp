@@ -155,24 +155,7 @@ struct PassContext {
   uint32_t plan_fingerprint;
 };
 
-void fill_shard(const SplitPlan& split, const PlannedShard& shard, const fs::path& temporary,
-                std::vector<int64_t>& per_class, PassContext& pass);
-
-// A full disk or HDF5's failure becomes the split's DataError with its remedy (exit 4, as every other refusal of
-// a prepare), not a library error or an internal one.
-void write_shard(const SplitPlan& split, const PlannedShard& shard, std::vector<int64_t>& per_class, PassContext& pass) {
-  const fs::path final_path = split.dir / shard_file_name(shard.index, static_cast<int>(split.shards.size()));
-  const fs::path temporary = fs::path(final_path).concat(".tmp");
-  pass.output.shards.emplace_back(temporary, final_path);
-  try {
-    fill_shard(split, shard, temporary, per_class, pass);
-  } catch (const DataError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw DataError(fmt::format("cannot write split '{}': {}", split.dir.string(), why_shard_failed(temporary, split.dir, e)));
-  }
-}
-
+// The shard's images decoded on the worker threads, appended in order under `temporary`, then committed.
 void fill_shard(const SplitPlan& split, const PlannedShard& shard, const fs::path& temporary,
                 std::vector<int64_t>& per_class, PassContext& pass) {
   DatasetMeta meta = pass.meta;
@@ -218,6 +201,21 @@ void fill_shard(const SplitPlan& split, const PlannedShard& shard, const fs::pat
                                 "images that decode",
                                 where, shard.files.size(), pass.output.skipped.back()));
   shard_file.commit();
+}
+
+// A full disk or HDF5's failure becomes the split's DataError with its remedy (exit 4, as every other refusal of
+// a prepare), not a library error or an internal one.
+void write_shard(const SplitPlan& split, const PlannedShard& shard, std::vector<int64_t>& per_class, PassContext& pass) {
+  const fs::path final_path = split.dir / shard_file_name(shard.index, static_cast<int>(split.shards.size()));
+  const fs::path temporary = fs::path(final_path).concat(".tmp");
+  pass.output.shards.emplace_back(temporary, final_path);
+  try {
+    fill_shard(split, shard, temporary, per_class, pass);
+  } catch (const DataError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw DataError(fmt::format("cannot write split '{}': {}", split.dir.string(), why_shard_failed(temporary, split.dir, e)));
+  }
 }
 
 void remove_written(const RankOutput& output) {

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "backend/cpu/cpu_backend.h"
@@ -111,8 +110,6 @@ void synchronise_batchnorm(const config::JobConfig& job, dist::World& world, mod
       std::make_shared<dist::MpiBatchStatisticsGroup>(world.comm(), job.dist.sync_batchnorm_group));
 }
 
-int default_threads(const dist::World& world) { return world.cores(); }
-
 DeviceSetup open_gpu(const config::JobConfig& job, dist::World& world) {
   DeviceSetup device;
   world.all_succeed([&] {
@@ -136,7 +133,7 @@ bool runs_between_reorders(const config::LayerSpec& layer) {
 DeviceSetup open_cpu(const config::JobConfig& job, dist::World& world) {
   const CpuMath math = cpu_math(job);
   DeviceSetup device;
-  auto cpu = std::make_unique<CpuBackend>(job.run.threads > 0 ? job.run.threads : default_threads(world), math.dnnl,
+  auto cpu = std::make_unique<CpuBackend>(job.run.threads > 0 ? job.run.threads : world.cores(), math.dnnl,
                                           math.rounding);
   cpu->store_nhwc(cpu_stores_nhwc(job, math.dnnl == kernels::cpu::DnnlMath::bf16),
                   CpuBackend::NhwcConvolutions::native);

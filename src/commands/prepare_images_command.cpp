@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <thread>
 
 #include "commands/commands.h"
 #include "commands/on_every_rank.h"

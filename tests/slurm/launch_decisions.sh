@@ -58,9 +58,40 @@ t0=$SECONDS
 # ckpt.N names a checkpoint file the launch writes (progress); dead lists probe targets that fail ("NODE") or
 # hang ("NODE hang"). Every stub appends what it was asked to $STUB_DIR/log, each argument in [] so that spaces and
 # brackets stay visible.
+# What the launcher stubs share, sourced by each: a probe's answer, and a scripted training launch.
+cat >"$stubs/stub_lib.sh" <<'EOF'
+d=${STUB_DIR:?}
+# answer_probe TARGET [COMMAND...]: exits as the case's dead list says for TARGET (fail, hang, or answer).
+answer_probe() {
+  echo "probe $*" >>"$d/log"
+  if [ -f "$d/dead" ]; then
+    grep -qxF "$1 hang" "$d/dead" && exec sleep 30   # exec: the probe's timeout ends the sleep itself
+    grep -qxF "$1" "$d/dead" && exit 1
+  fi
+  exit 0
+}
+# scripted_launch WHAT NODE CMD...: launch N as launch.N scripts it (exit code, stderr, a checkpoint written,
+# norun: the command never starts); WHAT is the log line after the launcher's name and N.
+scripted_launch() {
+  local what=$1 node=$2 n rc=0 flag="" p
+  shift 2
+  n=$(($(cat "$d/count" 2>/dev/null || echo 0) + 1))
+  echo "$n" >"$d/count"
+  echo "${0##*/} $n$what" >>"$d/log"
+  # A script that relaunches without end would otherwise only stop at the case's timeout; 2 ends both loops.
+  if [ "$n" -gt 6 ]; then echo "RUNAWAY: launch $n" >>"$d/log"; exit 2; fi
+  [ -f "$d/launch.$n" ] && read -r rc flag <"$d/launch.$n"
+  # One task stands for all: the stub ringtrain logs the argv every rank would get.
+  [ "$flag" = norun ] || SLURMD_NODENAME=$node "$@"
+  if [ -f "$d/ckpt.$n" ]; then p=$(cat "$d/ckpt.$n"); mkdir -p "$(dirname "$p")" && : >"$p"; fi
+  [ -f "$d/launch.$n" ] && tail -n +2 "$d/launch.$n" >&2
+  exit "$rc"
+}
+EOF
+
 cat >"$stubs/srun" <<'EOF'
 #!/usr/bin/env bash
-d=${STUB_DIR:?}
+source "$(dirname "$0")/stub_lib.sh"
 nodelist="" mpi="" overlap=0 opts=()
 # train.sbatch gives every srun option as one --name=value word; the command starts at the first other word.
 while [ $# -gt 0 ] && [[ "$1" == -* ]]; do
@@ -72,37 +103,19 @@ while [ $# -gt 0 ] && [[ "$1" == -* ]]; do
   opts+=("$1")
   shift
 done
-if [ "$overlap" = 1 ]; then
-  echo "probe $nodelist" >>"$d/log"
-  if [ -f "$d/dead" ]; then
-    grep -qxF "$nodelist hang" "$d/dead" && exec sleep 30   # exec: the probe's timeout ends the sleep itself
-    grep -qxF "$nodelist" "$d/dead" && exit 1
-  fi
-  exit 0
-fi
+[ "$overlap" = 1 ] && answer_probe "$nodelist"
 if [ -z "$mpi" ]; then   # staging or cleanup: once on each node
   echo "srun-other$(printf ' [%s]' "$@")" >>"$d/log"
   if [ -n "$nodelist" ]; then nodes=${nodelist//,/ }; else nodes=$(scontrol show hostnames "$SLURM_JOB_NODELIST"); fi
   for node in $nodes; do SLURMD_NODENAME=$node "$@" || exit 1; done
   exit 0
 fi
-n=$(($(cat "$d/count" 2>/dev/null || echo 0) + 1))
-echo "$n" >"$d/count"
-echo "srun $n$(printf ' [%s]' "${opts[@]}")" >>"$d/log"
-# A script that relaunches without end would otherwise only stop at the case's timeout; 2 ends both loops.
-if [ "$n" -gt 6 ]; then echo "RUNAWAY: launch $n" >>"$d/log"; exit 2; fi
-rc=0 flag=""
-[ -f "$d/launch.$n" ] && read -r rc flag <"$d/launch.$n"
-# One task stands for all: the stub ringtrain logs the argv every rank would get.
-[ "$flag" = norun ] || SLURMD_NODENAME=${nodelist%%,*} "$@"
-if [ -f "$d/ckpt.$n" ]; then p=$(cat "$d/ckpt.$n"); mkdir -p "$(dirname "$p")" && : >"$p"; fi
-[ -f "$d/launch.$n" ] && tail -n +2 "$d/launch.$n" >&2
-exit "$rc"
+scripted_launch "$(printf ' [%s]' "${opts[@]}")" "${nodelist%%,*}" "$@"
 EOF
 
 cat >"$stubs/mpirun" <<'EOF'
 #!/usr/bin/env bash
-d=${STUB_DIR:?}
+source "$(dirname "$0")/stub_lib.sh"
 np="" hostfile=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -112,27 +125,13 @@ while [ $# -gt 0 ]; do
     *) break ;;
   esac
 done
-n=$(($(cat "$d/count" 2>/dev/null || echo 0) + 1))
-echo "$n" >"$d/count"
-echo "mpirun $n np=$np hosts=$(awk '{ print $1 }' "$hostfile" | paste -sd,)" >>"$d/log"
-if [ "$n" -gt 6 ]; then echo "RUNAWAY: launch $n" >>"$d/log"; exit 2; fi
-rc=0 flag=""
-[ -f "$d/launch.$n" ] && read -r rc flag <"$d/launch.$n"
-[ "$flag" = norun ] || "$@"
-if [ -f "$d/ckpt.$n" ]; then p=$(cat "$d/ckpt.$n"); mkdir -p "$(dirname "$p")" && : >"$p"; fi
-[ -f "$d/launch.$n" ] && tail -n +2 "$d/launch.$n" >&2
-exit "$rc"
+scripted_launch " np=$np hosts=$(awk '{ print $1 }' "$hostfile" | paste -sd,)" "" "$@"
 EOF
 
 cat >"$stubs/probe" <<'EOF'
 #!/usr/bin/env bash
-d=${STUB_DIR:?}
-echo "probe $*" >>"$d/log"
-if [ -f "$d/dead" ]; then
-  grep -qxF "$1 hang" "$d/dead" && exec sleep 30
-  grep -qxF "$1" "$d/dead" && exit 1
-fi
-exit 0
+source "$(dirname "$0")/stub_lib.sh"
+answer_probe "$@"
 EOF
 
 cat >"$stubs/scontrol" <<'EOF'
