@@ -16,6 +16,9 @@ DeviceBatch::DeviceBatch(model::Backend& backend, const model::Shape& largest, B
       labels_(backend.allocate(static_cast<size_t>(largest.n) * sizeof(int32_t))),
       norm_(backend.allocate(2 * static_cast<size_t>(largest.c) * sizeof(float))) {
   if (form == BatchForm::pixels) pixels_ = backend.allocate(static_cast<size_t>(largest.elements()));
+  // A rank whose loader fails before its first batch still runs that step (train/training_loop.h): on zeros.
+  backend.zero(images_.as<void>(), static_cast<size_t>(largest.elements()) * sizeof(float));
+  backend.zero(labels_.as<void>(), static_cast<size_t>(largest.n) * sizeof(int32_t));
 }
 
 void DeviceBatch::load(const HostBatch& host) {

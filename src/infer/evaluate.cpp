@@ -78,7 +78,8 @@ int evaluate(const train::RunContext& run, const EvaluateOptions& options) {
   train::DeviceBatch device_batch(run.backend, input, train::batch_form(run.job, run.backend));
   train::Evaluator evaluator(run, *net, part, input.n, device_batch);
   ClassTally tally(part.meta().num_classes);
-  train::Totals totals = evaluator.run([&](const train::EvaluatedBatch& b) { tally.add(b); });
+  train::Totals totals;  // a sample one rank cannot read or decode stops every rank with its message
+  run.world.all_succeed([&] { totals = evaluator.run([&](const train::EvaluatedBatch& b) { tally.add(b); }); });
   train::stall_if_asked("evaluate", run.world.rank());
   totals.sum_across(run.world);
   tally.sum_across(run.world);

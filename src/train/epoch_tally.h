@@ -1,9 +1,11 @@
 // Owns what this rank's finished steps of one epoch add up to: the training sums, the phase times, the loss
-// since the last progress line, the first step whose loss was not finite, and the steady-state window (the
+// since the last progress line, the first step whose loss was not finite, the first data error this rank met
+// alone (its loader's, or labels outside the class range), and the steady-state window (the
 // steps after the first run.timing_warmup_steps of the epoch, timed by the device from the end of the last
 // warm-up step to the end of the last step, as a benchmark excludes its warm-up).
 #pragma once
 #include <cstdint>
+#include <exception>
 #include <vector>
 
 #include "train/epoch_summary.h"
@@ -21,8 +23,8 @@ class EpochTally {
   // `first_step`: the epoch's first optimizer step in this run; `classes` and `rank` word the bad-label error.
   EpochTally(int64_t first_step, int64_t warmup_steps, double epoch_start_s, int classes, int rank);
 
-  // Adds finished steps; a label outside the class range is this rank's DataError, a non-finite loss is
-  // remembered for the next agreement.
+  // Adds finished steps; a label outside the class range (a DataError) and a non-finite loss are remembered for
+  // the next agreement.
   void take(const std::vector<FinishedStep>& finished);
   double interval_loss() const;  // mean loss per sample since restart_interval()
   bool interval_empty() const { return interval_samples_ == 0; }  // no step finished since restart_interval()
@@ -33,6 +35,9 @@ class EpochTally {
   SteadyWindow steady;
   int64_t steps_run = 0;        // optimizer steps this run took in the epoch (set by the loop)
   int64_t nonfinite_step = -1;  // the first step with a non-finite loss, or -1
+  // The first error this rank's data met (a sample that fails its CRC or does not decode, a label outside the
+  // classes), held until the step's agreement so that every rank stops with its message; null when none.
+  std::exception_ptr data_failure;
   int64_t skipped_steps = 0;    // fp16: steps whose gradients overflowed (the same on every rank)
   float loss_scale = 0;         // fp16: the loss scale of the last finished step; 0 without loss scaling
   GradNormStats grad_norm;      // clipping: the gradient norms before clipping

@@ -223,19 +223,34 @@ bool TrainingLoop::run_step(int epoch, int64_t step, EpochTally& tally) {
 }
 
 // With the device decoding ahead, data_wait is the wait for the decode thread, and batch_load only the hand-over.
-void TrainingLoop::feed(int micro, EpochTally& tally) {
+void TrainingLoop::load_batch(EpochTally& tally) {
   obs::Trace* const tracer = trace_ ? &*trace_ : nullptr;
   if (decode_ahead_) {
     auto decoded = obs::timed(tracer, "data_wait", [&] { return decode_ahead_->next(&tally.times.data_wait); });
     const obs::Phase to_device(tracer, "batch_load", &tally.times.batch_load);
     decode_ahead_->load(batch_, std::move(decoded));
-  } else {
-    auto host = obs::timed(tracer, "data_wait", [&] { return loader_->next(&tally.times.data_wait); });
-    {
-      const obs::Phase to_device(tracer, "batch_load", &tally.times.batch_load);
-      batch_.load(*host);
+    return;
+  }
+  auto host = obs::timed(tracer, "data_wait", [&] { return loader_->next(&tally.times.data_wait); });
+  {
+    const obs::Phase to_device(tracer, "batch_load", &tally.times.batch_load);
+    batch_.load(*host);
+  }
+  loader_->recycle(std::move(host));
+}
+
+// A data error this rank meets alone (a sample that fails its CRC or does not decode) is held for the step's
+// agreement: the rank still runs the step, on the batch it holds (the last one, or zeros), so that no other rank
+// waits for it in the step's collectives, and no later batch is asked of its loader.
+void TrainingLoop::feed(int micro, EpochTally& tally) {
+  if (!tally.data_failure) {
+    try {
+      load_batch(tally);
+    } catch (const AgreedError&) {
+      throw;
+    } catch (const Error&) {
+      tally.data_failure = std::current_exception();
     }
-    loader_->recycle(std::move(host));
   }
   // Distinct per (seed, micro-batch, rank): dropout masks are reproducible yet differ across ranks.
   const uint64_t seed = (run_.job.train.seed * 0x100000001b3ull +
@@ -246,10 +261,13 @@ void TrainingLoop::feed(int micro, EpochTally& tally) {
 }
 
 // One tiny reduction per step lets every rank act on the same step: bit 1 a stop signal, bit 2 a non-finite
-// loss (seen one step late, as steps are collected a step behind).
+// loss (seen one step late, as steps are collected a step behind), bit 4 a data error on some rank. The data error
+// comes first: the rank that met it ran its step on a batch it had already trained on.
 long long TrainingLoop::agree_on_step(EpochTally& tally) {
   dist::Watchdog::Scope guard(&watchdog_, "step agreement", global_step_);
-  const long long agreed = run_.world.max_across((stop_requested() ? 1 : 0) | (tally.nonfinite_step >= 0 ? 2 : 0));
+  const long long agreed = run_.world.max_across((stop_requested() ? 1 : 0) | (tally.nonfinite_step >= 0 ? 2 : 0) |
+                                                 (tally.data_failure ? 4 : 0));
+  if (agreed & 4) throw_data_failure(tally);
   if (agreed & 2) throw nonfinite_error(tally);
   return agreed;
 }
@@ -257,7 +275,17 @@ long long TrainingLoop::agree_on_step(EpochTally& tally) {
 void TrainingLoop::drain(EpochTally& tally) {
   dist::Watchdog::Scope guard(&watchdog_, "step agreement", global_step_);
   tally.take(runner_.finished(0));
-  if (run_.world.max_across(tally.nonfinite_step >= 0 ? 1 : 0)) throw nonfinite_error(tally);
+  const long long agreed = run_.world.max_across((tally.nonfinite_step >= 0 ? 1 : 0) | (tally.data_failure ? 2 : 0));
+  if (agreed & 2) throw_data_failure(tally);
+  if (agreed & 1) throw nonfinite_error(tally);
+}
+
+// Collective, once some rank holds a data error: every rank throws the lowest failing rank's, naming that rank.
+void TrainingLoop::throw_data_failure(const EpochTally& tally) const {
+  run_.world.all_succeed([&] {
+    if (tally.data_failure) std::rethrow_exception(tally.data_failure);
+  });
+  throw Error(ExitCode::internal, "a data error was agreed on, but no rank held one");
 }
 
 // Collective, once a rank has reported one: every rank names the first step any rank saw.
@@ -384,6 +412,17 @@ void TrainingLoop::finish_epoch(int epoch, EpochTally& tally) {
     checkpointer_.save({epoch + 1, 0, train_time_s_, samples_done_, Totals{}}, global_step_);
 }
 
+// The ranks' own batches are their own work, which the watchdog does not time; the agreement after them is a wait
+// on the others. A data error one rank meets (a sample that fails its CRC or does not decode) stops every rank there.
+Totals TrainingLoop::evaluate_own_part(const BatchSink& sink) {
+  Totals t;
+  run_.world.all_succeed([&] {
+    const dist::Watchdog::LocalWork own_batches(&watchdog_);
+    t = evaluator_.run(sink);
+  });
+  return t;
+}
+
 // Where a node's ranks share one copy of the parameters (model/parameter_memory.h), the first rank sharing each
 // copy exchanges it, between barriers of the node, so no rank reads the copy mid-exchange; every rank holds the same average
 // (ema_checksum), so the one it puts in place stands for all of them.
@@ -395,11 +434,7 @@ Totals TrainingLoop::evaluate_weight_average() {
     if (shared) shared->publish();
   };
   exchange();
-  Totals t;
-  {
-    const dist::Watchdog::LocalWork own_batches(&watchdog_);
-    t = evaluator_.run();
-  }
+  Totals t = evaluate_own_part();
   exchange();
   t.sum_across(run_.world);
   return t;
@@ -426,10 +461,7 @@ EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, doub
   const int every = run_.job.train.eval_every_epochs;
   r.evaluated = (epoch + 1) % every == 0 || epoch + 1 == run_.job.train.epochs;
   Totals test;
-  if (r.evaluated) {
-    const dist::Watchdog::LocalWork own_batches(&watchdog_);
-    test = evaluator_.run([&](const EvaluatedBatch& b) { hits.add(b); });
-  }
+  if (r.evaluated) test = evaluate_own_part([&](const EvaluatedBatch& b) { hits.add(b); });
   r.sums = {tally.train, test, tally.times, std::move(hits)};
   r.sums.sum_across(run_.world);
   if (r.evaluated && ema_) r.ema_test = evaluate_weight_average();

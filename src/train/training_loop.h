@@ -1,7 +1,7 @@
 // Owns the epochs of a run on one rank, from the first step to the last record: the step loop (data wait,
 // forward, backward, all-reduce, optimizer; the device runs a step behind the host), the per-step agreement
-// across ranks (a stop signal that reached only some ranks, a non-finite loss on one of them), checkpoints,
-// evaluation and the epoch's record, progress with ETA, and the stop for preemption.
+// across ranks (a stop signal that reached only some ranks, a non-finite loss or a data error on one of them),
+// checkpoints, evaluation and the epoch's record, progress with ETA, and the stop for preemption.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -52,8 +52,10 @@ class TrainingLoop {
   bool train_epoch(int epoch, EpochTally& tally);                 // false: stopped for preemption
   bool run_step(int epoch, int64_t step, EpochTally& tally);     // false: stopped for preemption
   void feed(int micro, EpochTally& tally);
+  void load_batch(EpochTally& tally);
   long long agree_on_step(EpochTally& tally);
   void drain(EpochTally& tally);
+  [[noreturn]] void throw_data_failure(const EpochTally& tally) const;
   AgreedError nonfinite_error(const EpochTally& tally) const;
   void after_step(int epoch, int64_t step, bool checkpoint_due, const EpochTally& tally);
   void show_progress(int epoch, int64_t step, float rate, EpochTally& tally);
@@ -65,6 +67,7 @@ class TrainingLoop {
   void start_profile(const EpochTally& tally);
   void say_profile(int epoch, const EpochTally& tally);
   EpochReport measure_epoch(int epoch, const EpochTally& tally, double epoch_train_s);
+  Totals evaluate_own_part(const BatchSink& sink = {});  // collective: this rank's sums, or every rank's agreed error
   Totals evaluate_weight_average();  // the test split with the average's weights, summed over ranks
   Resumable within_epoch(int epoch, int64_t step, const EpochTally& tally) const;  // after `step` is done
   double planned_bytes() const;

@@ -6,25 +6,15 @@
 # header says where it decoded; the device run's memory_needed_mb is the loader run's plus the decoded samples' four
 # slots (two ahead for training, two for evaluation) of a batch of uint8 samples each. pad_crop_flip, which augments a decoded sample, is refused with data.decode = gpu
 # on every rank (exit 3) before any step. A JPEG whose bytes pass their checksum but do not decode ends the run
-# (exit 4) naming its shard and sample, though training decodes it ahead on a thread of its own.
+# (exit 4) on both ranks, each naming its shard and sample, though training decodes it ahead on a thread of its own.
 # Usage: decode_on_device.sh RINGTRAIN SOURCE_DIR MPIEXEC
 set -euo pipefail
 bin=$1 src=$2 mpiexec=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
-/usr/bin/python3 - <<'PY'
-import math, os
-from PIL import Image
-for c in range(3):
-    os.makedirs(f"photos/class{c}", exist_ok=True)
-    for i in range(40):
-        h, w = 30 + (i * 7) % 17, 32 + (i * 11) % 16  # under 48 = twice the sample side: full DCT scale
-        img = Image.new("RGB", (w, h))
-        img.putdata([(int(128 + 100 * math.sin((x + 9 * c) / (5.0 + c))), int(128 + 90 * math.cos(y / 6.0 + c)),
-                      int(60 * c + (x * y) % 50)) for y in range(h) for x in range(w)])
-        img.save(f"photos/class{c}/{i:03d}.jpg", quality=90)
-PY
+tools=$src/tests/support/small_jpeg_split.py
+/usr/bin/python3 "$tools" photos photos
 "$bin" prepare images --source photos --size 24 --store jpeg --shards 2 --test-fraction 0.25 --out data >prepare.log 2>&1 ||
   { echo "FAIL: prepare: $(tail -3 prepare.log)"; exit 1; }
 records() {  # records RUN DECODE [SET...]
@@ -77,27 +67,7 @@ echo "ok   pad_crop_flip with data.decode = gpu: exit 3 on every rank, naming th
 # Bytes that are no JPEG behind a matching checksum: only the decode finds them. Training decodes ahead on a thread
 # of its own; the error still names the shard and sample and ends both ranks with exit 4.
 cp -r data undecodable
-/usr/bin/python3 - <<'PY'
-import h5py, numpy as np
-def crc32c(data):
-    table = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        table.append(c)
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-with h5py.File("undecodable/train/shard-00001-of-00002.h5", "r+") as h:
-    offsets = h["encoded_offsets"][:]
-    first, end = int(offsets[10]), int(offsets[11])
-    assert crc32c(h["encoded"][first:end].tobytes()) == int(h["sample_crc32c"][10]), "not the shards' CRC-32C"
-    bad = np.full(end - first, 0x33, np.uint8)
-    h["encoded"][first:end] = bad
-    h["sample_crc32c"][10] = crc32c(bad.tobytes())
-PY
+/usr/bin/python3 "$tools" damage undecodable/train/shard-00001-of-00002.h5 10 undecodable
 set +e
 "$mpiexec" -np 2 --oversubscribe "$bin" train "$src/jobs/fashion_mnist.toml" --set data.train=undecodable/train \
   --set data.test=undecodable/test --set train.batch_per_rank=6 --set train.epochs=1 --set run.dir=undecodable-run \
@@ -106,6 +76,7 @@ set +e
 code=$?
 set -e
 [[ $code == 4 ]] || { echo "FAIL: an undecodable JPEG decoded ahead exited $code, not 4: $(tail -5 undecodable.log)"; exit 1; }
-grep -q "shard-00001-of-00002.h5', sample 10 does not decode on the device" undecodable.log ||
-  { echo "FAIL: the undecodable sample was not named: $(tail -5 undecodable.log)"; exit 1; }
-echo "ok   a JPEG that does not decode, decoded ahead on its own thread: exit 4, naming the shard and the sample"
+[[ $(grep -c "shard-00001-of-00002.h5', sample 10 does not decode on the device" undecodable.log) == 2 &&
+   $(grep -c "(found by rank 1/2" undecodable.log) == 2 ]] ||
+  { echo "FAIL: the undecodable sample was not named by both ranks: $(tail -12 undecodable.log)"; exit 1; }
+echo "ok   a JPEG that does not decode, decoded ahead on its own thread: exit 4, both ranks naming the shard and the sample"
