@@ -65,10 +65,12 @@ for n in $nodes; do
   fi
   run=$out/n$n-r$ranks
   # shellcheck disable=SC2086  # $extra is a list of sbatch options
-  # ELASTIC_MAX_RESTARTS=0: a point measures its own world size; a restart on fewer nodes would mix two in one run.
-  id=$(ELASTIC_MAX_RESTARTS=0 RT_RUN_DIR=$run sbatch --parsable --job-name="scale-$mode-n$n" --nodes="$n" --ntasks-per-node="$tasks" \
+  # ELASTIC_MAX_RESTARTS=0: a point measures its own world size; a restart on fewer nodes would mix two in one run
+  # (and one that happened anyway, under an sbatch --export that drops it, does not count as finished below). The
+  # run directory goes as an argument, which no --export drops.
+  id=$(ELASTIC_MAX_RESTARTS=0 sbatch --parsable --job-name="scale-$mode-n$n" --nodes="$n" --ntasks-per-node="$tasks" \
          ${gpus:+--gpus-per-task=$gpus} --output="$out/%x-%j.out" $extra \
-         "$src/slurm/train.sbatch" "$job_file" "$@" "${batch_args[@]}")
+         "$src/slurm/train.sbatch" "$job_file" "$@" "${batch_args[@]}" --set run.dir="$run")
   job_of[$run]=${id%%;*}   # --parsable on a federation or with -M prints "id;cluster"
   runs+=("$run")
   echo "submitted $n node(s) x $tasks = $ranks ranks: job $id -> $run"
