@@ -79,7 +79,7 @@ const char* augment_name(ringtrain::train::AugmentKind kind) {
 // The training loader's work for a benchmark: the augmentation keyed as training keys it (epoch 0, rank 0).
 ringtrain::train::LoaderWork loader_work(ringtrain::train::AugmentKind kind, int threads, const SampleShape& shape,
                                          ringtrain::train::BatchForm form) {
-  ringtrain::train::LoaderWork work{threads, {}, {}, form, {}, {}};
+  ringtrain::train::LoaderWork work{threads, {}, {}, form, {}, {}, {}};
   if (kind == ringtrain::train::AugmentKind::none) return work;
   work.transform = [kind, shape](int64_t, int64_t sample, std::span<const uint8_t> in, std::span<uint8_t> out) {
     ringtrain::train::augment_sample({kind}, {1, 0, 0, sample}, shape, in, out);

@@ -92,7 +92,7 @@ std::unique_ptr<ImageModel> image_model(const train::RunContext& run, const Pred
                                 "folder (`ringtrain prepare arrays`)",
                                 meta.shape.channels, trained_on.dir.string()));
   const train::PhotoSampling sampling{false, {}, train::evaluation_resize(run.job.data.eval_resize, meta.shape), meta.shape};
-  return std::unique_ptr<ImageModel>(new ImageModel{meta, train::Normalisation(meta),
+  return std::unique_ptr<ImageModel>(new ImageModel{meta, train::Normalisation(meta, train::input_norm(meta, run.job.data)),
                                                     infer::Classifier(run, args.checkpoint, meta.shape, meta.num_classes,
                                                                       train::weights_named(args.weights)),
                                                     sampling});

@@ -391,6 +391,18 @@ namespace {
 template <class S>
 void check_together(Reader&, S&) {}
 
+// A normalisation of the job's own replaces the split's whole: a mean without its std (or the other way) would mix
+// two models' inputs.
+void check_together(Reader& r, JobConfig::Data& d) {
+  if (d.mean.empty() != d.stddev.empty())
+    r.problem(fmt::format("'data.{}' is set without 'data.{}'; give both (one value a channel, 0..255 units), or "
+                          "neither to normalise with the training split's own",
+                          d.mean.empty() ? "std" : "mean", d.mean.empty() ? "mean" : "std"));
+  else if (d.mean.size() != d.stddev.size())
+    r.problem(fmt::format("'data.mean' has {} values but 'data.std' {}; give one of each a channel", d.mean.size(),
+                          d.stddev.size()));
+}
+
 // The decay after warm-up: milestones must climb, or the rate would jump back up; steps needs some.
 void check_together(Reader& r, JobConfig::Optimizer& o) {
   for (size_t i = 1; i < o.milestones.size(); ++i)

@@ -44,6 +44,7 @@ struct JobConfig {
     NormalizeOn normalize;
     int eval_resize;             // encoded splits: shorter side before the evaluation centre crop (0: size / 0.875)
     DecodeOn decode;
+    std::vector<double> mean, stddev;  // data.mean, data.std: per channel, 0..255 units; empty: the split's own
   } data;
 
   struct Train {

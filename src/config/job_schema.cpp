@@ -125,6 +125,14 @@ Section<Data> data_keys() {
                        "| cpu (the loader threads, libjpeg-turbo, only the crop) | gpu (the backend: nvJPEG on a GPU, "
                        "the whole photo, then the crop; the loader threads only read; on the CPU twin, libjpeg-turbo: "
                        "in training on a decode thread one batch ahead, in evaluation on the step's thread)"),
+          numbers<Data>("mean", &Data::mean, {0.0, 255.0},
+                        "per channel, in 0..255 units: subtracted from each pixel before the division by data.std "
+                        "(with data.std; [] = the mean the training split carries, as prepare measured it); the model's "
+                        "own when its weights came from elsewhere: `ringtrain import` writes the imported model's, e.g. "
+                        "torchvision's ImageNet [123.675, 116.28, 103.53]"),
+          numbers<Data>("std", &Data::stddev, above(0.0, 1e4),
+                        "per channel, in 0..255 units, each > 0: what a pixel minus data.mean is divided by (with "
+                        "data.mean; [] = the training split's), e.g. ImageNet's [58.395, 57.12, 57.375]"),
           choice<Data>("normalize", &Data::normalize,
                        {{"auto", NormalizeOn::auto_detect}, {"loader", NormalizeOn::loader},
                         {"device", NormalizeOn::device}},

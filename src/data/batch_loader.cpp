@@ -22,7 +22,7 @@ BatchLoader::BatchLoader(io::ShardReader& reader, int max_batch, int64_t batches
       work_(std::move(work)) {
   work_.threads = std::max(1, work_.threads);
   const auto& meta = reader.meta();
-  norm_ = input_norm(meta);
+  norm_ = work_.norm ? *work_.norm : input_norm(meta);
   table_ = kernels::cpu::pixel_table(meta.shape.channels, norm_.mean.data(), norm_.stddev.data());
   const auto batch_elements = static_cast<size_t>(max_batch_ * meta.shape.elements());
   std::vector<std::unique_ptr<HostBatch>> made;

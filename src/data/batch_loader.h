@@ -75,6 +75,7 @@ struct LoaderWork {
   BatchForm form = BatchForm::normalized;
   CropChoice choose_crop;     // encoded splits decoded on the device: BatchForm::jpegs
   MixChoice choose_mix;       // mixed training batches (not BatchForm::jpegs): pixels blended, targets soft
+  std::optional<InputNorm> norm;  // the job's (input_norm(meta, keys)); none: the split's own
 };
 
 // Where the loader thread's time went, summed over the batches made so far.

@@ -131,8 +131,10 @@ BatchForm batch_form(const config::JobConfig& job, const model::Backend& backend
 
 LoaderWork plain_loader_work(const config::JobConfig& job, const dist::World& world, BatchForm form,
                              const io::DatasetMeta& meta) {
-  if (meta.storage == io::SampleStorage::jpeg) return encoded_loader_work(job, world, form, meta, false, 0, 0);
-  return plain_work(job, world, form);
+  LoaderWork work = meta.storage == io::SampleStorage::jpeg ? encoded_loader_work(job, world, form, meta, false, 0, 0)
+                                                            : plain_work(job, world, form);
+  work.norm = input_norm(meta, job.data);
+  return work;
 }
 
 LoaderWork training_loader_work(const config::JobConfig& job, const dist::World& world, BatchForm form,
@@ -145,6 +147,7 @@ LoaderWork training_loader_work(const config::JobConfig& job, const dist::World&
     work.choose_mix = [spec = job.data.mix, keys, shape = meta.shape](int64_t batch_index, int64_t sample) {
       return choose_pair_mix(spec, keys(batch_index, sample), shape);
     };
+  work.norm = input_norm(meta, job.data);
   return work;
 }
 

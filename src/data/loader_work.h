@@ -1,7 +1,7 @@
 // Owns what the loaders do per sample beyond reading: which decoding (an encoded split's JPEGs) or augmentation,
 // keyed by which epoch, rank and sample, on how many threads, and whether they normalise or leave that to the
 // device (data.augment, data.mixup_alpha, data.cutmix_alpha, data.eval_resize, data.loader_threads, data.normalize,
-// data.decode).
+// data.decode), and with which numbers (data.mean, data.std).
 #pragma once
 #include <cstdint>
 

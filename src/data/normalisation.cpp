@@ -1,7 +1,12 @@
 // Owns a split's per-channel normalisation numbers and the one-sample normalisation; see normalisation.h.
 #include "data/normalisation.h"
 
+#include <fmt/format.h>
+
 #include <cstddef>
+#include <utility>
+
+#include "common/error.h"
 
 #include "kernels/cpu/pixel_norm.h"
 
@@ -18,9 +23,20 @@ InputNorm input_norm(const io::DatasetMeta& meta) {
   return norm;
 }
 
-Normalisation::Normalisation(const io::DatasetMeta& meta)
+InputNorm input_norm(const io::DatasetMeta& meta, const config::JobConfig::Data& keys) {
+  if (keys.mean.empty()) return input_norm(meta);
+  const auto channels = static_cast<std::size_t>(meta.shape.channels);
+  if (keys.mean.size() != channels || keys.stddev.size() != channels)
+    throw JobFileError(fmt::format("data.mean and data.std have {} values each, but the data's samples have {} "
+                                   "channel{}; give one value a channel",
+                                   keys.mean.size(), channels, channels == 1 ? "" : "s"));
+  return {std::vector<float>(keys.mean.begin(), keys.mean.end()),
+          std::vector<float>(keys.stddev.begin(), keys.stddev.end())};
+}
+
+Normalisation::Normalisation(const io::DatasetMeta& meta, InputNorm norm)
     : shape_(meta.shape),
-      norm_(input_norm(meta)),
+      norm_(std::move(norm)),
       table_(kernels::cpu::pixel_table(meta.shape.channels, norm_.mean.data(), norm_.stddev.data())) {}
 
 void Normalisation::apply(const uint8_t* in, float* out) const {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "data/normalisation.h"
 #include "io/onnx_graph.h"
 #include "model/layer_registry.h"
 #include "util/versions.h"
@@ -35,26 +36,22 @@ struct Emitter {
   }
 };
 
-// (x - mean) / std per channel, as the data loader normalises (0..255 units; no statistics: x / 255).
-std::string normalised_input(OnnxGraph& g, const io::DatasetMeta& data) {
+// (x - mean) / std per channel, as the data loader normalises (0..255 units).
+std::string normalised_input(OnnxGraph& g, const io::DatasetMeta& data, const train::InputNorm& norm) {
   const int c = data.shape.channels;
-  std::vector<float> mean(static_cast<size_t>(c), 0.0f), sd(static_cast<size_t>(c), 255.0f);
-  if (data.mean.size() == mean.size()) mean = data.mean;
-  if (data.stddev.size() == sd.size())
-    for (size_t i = 0; i < sd.size(); ++i) sd[i] = data.stddev[i] > 0 ? data.stddev[i] : 255.0f;
   g.input("pixels", {c, data.shape.height, data.shape.width});
-  const std::string centred = g.node("Sub", {"pixels", g.initializer("input_mean", {1, c, 1, 1}, mean.data())});
-  return g.node("Div", {centred, g.initializer("input_std", {1, c, 1, 1}, sd.data())});
+  const std::string centred = g.node("Sub", {"pixels", g.initializer("input_mean", {1, c, 1, 1}, norm.mean.data())});
+  return g.node("Div", {centred, g.initializer("input_std", {1, c, 1, 1}, norm.stddev.data())});
 }
 
-std::vector<std::pair<std::string, std::string>> metadata(const ExportSource& s) {
+std::vector<std::pair<std::string, std::string>> metadata(const ExportSource& s, const train::InputNorm& norm) {
   const auto& d = s.data;
   return {{"class_names", util::json_text(nlohmann::json(s.class_names))},
           {"input", fmt::format("pixels: float32 N x {} x {} x {}, raw pixel values 0..255 (uint8 as float); the "
                                 "graph normalises them per channel as (x - mean) / std",
                                 d.shape.channels, d.shape.height, d.shape.width)},
-          {"normalisation_mean", util::json_text(nlohmann::json(d.mean))},
-          {"normalisation_std", util::json_text(nlohmann::json(d.stddev))},
+          {"normalisation_mean", util::json_text(nlohmann::json(norm.mean))},
+          {"normalisation_std", util::json_text(nlohmann::json(norm.stddev))},
           {"outputs", "logits: N x classes; probabilities: softmax of the logits"},
           {"checkpoint", s.checkpoint_path},
           {"run_id", s.checkpoint.run_id},
@@ -67,13 +64,14 @@ void export_onnx(const ExportSource& source, const std::filesystem::path& file) 
   OnnxGraph g;
   model::OnnxLayerWriter writer(g, source.checkpoint, source.checkpoint_path);
   Emitter emit{writer};
-  const std::string features = emit.layers(source.job.model.layers, normalised_input(g, source.data));
+  const train::InputNorm norm = train::input_norm(source.data, source.job.data);
+  const std::string features = emit.layers(source.job.model.layers, normalised_input(g, source.data, norm));
   const int64_t classes = source.data.num_classes;
   g.node("Flatten", {features}, {OnnxAttribute::integer("axis", 1)}, "logits");
   g.node("Softmax", {"logits"}, {OnnxAttribute::integer("axis", 1)}, "probabilities");
   g.output("logits", {classes});
   g.output("probabilities", {classes});
-  g.write(file, metadata(source), util::ringtrain_version());
+  g.write(file, metadata(source, norm), util::ringtrain_version());
 }
 
 }  // namespace ringtrain::infer

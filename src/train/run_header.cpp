@@ -2,7 +2,9 @@
 #include "train/run_header.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "data/normalisation.h"
 #include "dist/open_mpi_defaults.h"
 #include "dist/wire_format.h"
 
@@ -26,12 +28,21 @@ std::string batch_text(const DataPlan& data) {
                                                 : "normalised on the loader threads";
 }
 
-std::string data_line(const DataPlan& data) {
+// The job's own normalisation is said with the split's it replaces, so a fine-tune's user sees both.
+std::string normalisation_text(const DataPlan& data, const config::JobConfig::Data& keys) {
+  if (keys.mean.empty()) return "";
+  const InputNorm own = input_norm(data.meta(), keys), split = input_norm(data.meta());
+  return fmt::format(", with data.mean [{}] and data.std [{}] (the split's own: [{}], [{}])",
+                     fmt::join(own.mean, ", "), fmt::join(own.stddev, ", "), fmt::join(split.mean, ", "),
+                     fmt::join(split.stddev, ", "));
+}
+
+std::string data_line(const DataPlan& data, const config::JobConfig::Data& keys) {
   const size_t files = data.train_reader().opened_files().size();
-  return fmt::format("data: {} train samples in {} shards, {} test samples; rank 0 trains on {} (reads {} file{}); {}",
+  return fmt::format("data: {} train samples in {} shards, {} test samples; rank 0 trains on {} (reads {} file{}); {}{}",
                      data.train_split().total_samples(), data.train_split().shards.size(),
                      data.test_split().total_samples(), data.train_range().size(), files, plural(static_cast<int64_t>(files)),
-                     batch_text(data));
+                     batch_text(data), normalisation_text(data, keys));
 }
 
 // Training accuracy under mixing is a choice, said where the numbers are read.
@@ -93,7 +104,7 @@ void print_header(const RunContext& run, const RunSetup& setup, const util::Vers
   run.say(fmt::format("model '{}': {} parameters, {:.2f} MFLOP/sample forward, {:.2f} MFLOP/sample training\n{}",
                       run.job.model.name, net.param_count(), net.forward_flops_per_sample() / 1e6,
                       net.train_flops_per_sample() / 1e6, net.summary()));
-  run.say(data_line(setup.data));
+  run.say(data_line(setup.data, run.job.data));
   if (run.job.data.mix.on()) run.say(mix_line(run.job.data.mix));
   run.say(batch_line(run, setup.data.epoch(), setup.lr));
   for (const std::string& note : setup.lr.cut_short()) run.say("warning: " + note);

@@ -191,7 +191,7 @@ class MixedBatches : public io::testing::IoTest {
       out.clear();
       for (int k = 0; k < kBatch; ++k) out.push_back((i * kBatch + k) * 5 % kSamples);
     };
-    LoaderWork work{threads, {}, {}, form, {}, mixed ? MixChoice(mix_of) : MixChoice()};
+    LoaderWork work{threads, {}, {}, form, {}, mixed ? MixChoice(mix_of) : MixChoice(), {}};
     BatchLoader loader(reader, kBatch, count, plan, 2, work);
     std::vector<Batch> out;
     for (int64_t i = 0; i < count; ++i) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "common/error.h"
 #include "data/batch_loader.h"
 #include "data/device_batch.h"
 #include "data/normalisation.h"
@@ -47,6 +48,28 @@ TEST(InputNorm, ASplitWithoutStatisticsUsesZeroAnd255) {
   EXPECT_EQ(input_norm(meta), (InputNorm{{10, 20}, {255, 30}}));
 }
 
+// A job's data.mean and data.std replace the split's statistics whole; a count other than the channels is refused.
+TEST(InputNorm, TheJobsOwnNumbersReplaceTheSplits) {
+  io::DatasetMeta meta;
+  meta.shape = {2, 4, 4};
+  meta.mean = {10, 20};
+  meta.stddev = {5, 30};
+  config::JobConfig::Data keys;
+  EXPECT_EQ(input_norm(meta, keys), input_norm(meta));  // none of the job's own: the split's
+  keys.mean = {123.675, 116.28};
+  keys.stddev = {58.395, 57.12};
+  EXPECT_EQ(input_norm(meta, keys), (InputNorm{{123.675f, 116.28f}, {58.395f, 57.12f}}));
+  keys.mean.push_back(103.53);
+  keys.stddev.push_back(57.375);
+  try {
+    (void)input_norm(meta, keys);
+    FAIL() << "three values for two channels must be refused";
+  } catch (const JobFileError& e) {
+    EXPECT_STREQ(e.what(), "data.mean and data.std have 3 values each, but the data's samples have 2 channels; give "
+                           "one value a channel");
+  }
+}
+
 class PixelBatches : public IoTest {
  protected:
   static constexpr int kBatch = 6;
@@ -72,7 +95,7 @@ class PixelBatches : public IoTest {
           out.clear();
           for (int k = 0; k < kBatch; ++k) out.push_back((i * kBatch + k) * 7 % kSamples);
         },
-        2, LoaderWork{2, transform, {}, form, {}, {}});
+        2, LoaderWork{2, transform, {}, form, {}, {}, {}});
     backend::CpuBackend cpu(1);
     const io::SampleShape& s = split_.meta.shape;
     DeviceBatch device(cpu, {kBatch, s.channels, s.height, s.width}, form);

@@ -273,6 +273,25 @@ TEST_F(JobConfigTest, MixingAlphasAreOffByDefaultAndRefusedOutsideTheirRange) {
   }
 }
 
+// data.mean and data.std: empty (the split's own) by default; a job's own normalisation comes whole, each std > 0.
+TEST_F(JobConfigTest, TheJobsOwnNormalisationComesAsMeanAndStdTogether) {
+  const auto plain = load_job(write(kMinimal), {});
+  EXPECT_TRUE(plain.data.mean.empty());
+  EXPECT_TRUE(plain.data.stddev.empty());
+  const auto own = load_job(write(kMinimal), {"data.mean=[123.675, 116.28, 103.53]", "data.std=[58.395, 57.12, 57.375]"});
+  EXPECT_EQ(own.data.mean, (std::vector<double>{123.675, 116.28, 103.53}));
+  EXPECT_EQ(own.data.stddev, (std::vector<double>{58.395, 57.12, 57.375}));
+  const auto refused = [&](const std::vector<std::string>& sets, const std::string& want) {
+    const std::string e = error_of(kMinimal, sets);
+    EXPECT_NE(e.find(want), std::string::npos) << "want \"" << want << "\" in: " << e;
+  };
+  refused({"data.mean=[120]"}, "'data.mean' is set without 'data.std'; give both");
+  refused({"data.std=[60]"}, "'data.std' is set without 'data.mean'; give both");
+  refused({"data.mean=[120, 110]", "data.std=[60]"}, "'data.mean' has 2 values but 'data.std' 1");
+  refused({"data.mean=[120]", "data.std=[0]"}, "'data.std' must hold numbers in (0, 10000], got 0");
+  refused({"data.mean=[300]", "data.std=[1]"}, "'data.mean' must hold numbers in [0, 255], got 300");
+}
+
 // Each bad value is refused naming its key (the binary's exit 3: tests/faults/bad_input.sh).
 TEST_F(JobConfigTest, BadRecipeKnobsAreNamed) {
   const auto refused = [&](const std::vector<std::string>& sets, const std::string& want) {

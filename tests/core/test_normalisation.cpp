@@ -17,7 +17,7 @@ TEST(Normalisation, EachChannelByItsOwnMeanAndStd) {
   meta.stddev = {2.0f, 50.0f};
   const std::vector<uint8_t> in{10, 12, 0, 100, 150, 255};
   std::vector<float> out(in.size());
-  Normalisation(meta).apply(in.data(), out.data());
+  Normalisation(meta, ringtrain::train::input_norm(meta)).apply(in.data(), out.data());
   const std::vector<float> want{0.0f, 1.0f, -5.0f, 0.0f, 1.0f, 3.1f};
   for (size_t i = 0; i < want.size(); ++i) EXPECT_FLOAT_EQ(out[i], want[i]) << "value " << i;
 }
@@ -27,7 +27,7 @@ TEST(Normalisation, WithoutStatisticsScalesTo0To1) {
   meta.shape = {1, 1, 2};
   const std::vector<uint8_t> in{0, 255};
   std::vector<float> out(2);
-  Normalisation(meta).apply(in.data(), out.data());
+  Normalisation(meta, ringtrain::train::input_norm(meta)).apply(in.data(), out.data());
   EXPECT_FLOAT_EQ(out[0], 0.0f);
   EXPECT_FLOAT_EQ(out[1], 1.0f);
 }

@@ -26,12 +26,14 @@ ringtrain) is ill-conditioned and the test says so instead of blaming either sid
 Nothing about ringtrain's formats is assumed where it can be read: the start is what import read from the ONNX file
 (eval-mode export with TrainingMode.PRESERVE: batch norms stay nodes of their own; the default export folds them into
 the convolutions, leaving no batch norm to train), checked bit for bit against torch's state_dict; the normalisation
-is the mean and std the train shard carries; the tensors are matched by the checkpoint's tensor_names and
+is the model's, which import wrote into the job file as data.mean and data.std (torchvision's ImageNet values), not
+the statistics the train shard carries (a fine-tune feeds a model the inputs it was made for); the tensors are matched by the checkpoint's tensor_names and
 tensor_sizes in the model's order.
 """
 import math
 import os
 import sys
+import tomllib
 
 import h5py
 import numpy as np
@@ -243,13 +245,17 @@ def check(out, run_dir, split, optimizer, lr, wd, epochs, batch):
     shards = sorted(f for f in os.listdir(split) if f.endswith(".h5"))
     assert len(shards) == 1, f"{split}: {shards}"
     with h5py.File(f"{split}/{shards[0]}", "r") as f:
-        mean = np.asarray(f.attrs["mean"], np.float32).reshape(1, C, 1, 1)
-        std = np.asarray(f.attrs["std"], np.float32).reshape(1, C, 1, 1)
+        split_mean = np.asarray(f.attrs["mean"], np.float32)
         shard_images = f["images"][:]
+    with open(f"{out}/job.toml", "rb") as f:
+        data = tomllib.load(f)["data"]
+    mean = np.asarray(data["mean"], np.float32).reshape(1, C, 1, 1)
+    std = np.asarray(data["std"], np.float32).reshape(1, C, 1, 1)
+    assert np.abs(mean.ravel() - split_mean).max() > 1, "the split's mean is the model's: the test could not tell them apart"
     x = np.load(f"{out}/train_x.npy")
     y = torch.from_numpy(np.load(f"{out}/train_y.npy"))
     assert np.array_equal(shard_images, x), "the train shard does not hold train_x.npy in its order"
-    # kernels/pixel_norm.h: (v - mean) / std in fp32 on 0..255 values, the shard's mean and std in 0..255 units.
+    # kernels/pixel_norm.h: (v - mean) / std in fp32 on 0..255 values, the job's mean and std in 0..255 units.
     inputs = torch.from_numpy((x.astype(np.float32) - mean) / std)
     steps = len(x) // batch  # shuffle off, one rank: the split's order every epoch, the last partial batch dropped
     total = epochs * steps
