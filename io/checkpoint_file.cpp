@@ -233,7 +233,8 @@ void write_checkpoint(const fs::path& path, const CheckpointData& d) {
                     std::vector<double>{d.epoch_train.loss_sum, d.epoch_train.correct, d.epoch_train.samples});
       if (d.loss_scale > 0)
         write_array(file.id(), "loss_scale",
-                    std::vector<double>{d.loss_scale, static_cast<double>(d.loss_scale_finite_in_a_row)});
+                    std::vector<double>{d.loss_scale, static_cast<double>(d.loss_scale_finite_in_a_row),
+                                        static_cast<double>(d.loss_scale_skipped_steps)});
       h5::write_string_attribute(file.id(), "format", kFormat);
       h5::write_string_attribute(file.id(), "run_id", d.run_id);
       h5::write_string_attribute(file.id(), "optimizer", d.optimizer);
@@ -307,9 +308,12 @@ CheckpointData read_checkpoint(const fs::path& path, CheckpointUse use) {
     }
     if (H5_CHECK(H5Lexists(file.id(), "loss_scale", H5P_DEFAULT)) > 0) {
       const auto scaling = read_array<double>(file.id(), "loss_scale", crc);
-      if (scaling.size() != 2 || !(scaling[0] > 0) || !std::isfinite(scaling[0]) || !(scaling[1] >= 0))
-        throw CheckpointError("its loss_scale array is not a positive scale and a step count");
+      // Two values from an older ringtrain: no skipped steps were counted.
+      if ((scaling.size() != 2 && scaling.size() != 3) || !(scaling[0] > 0) || !std::isfinite(scaling[0]) ||
+          !(scaling[1] >= 0) || (scaling.size() == 3 && !(scaling[2] >= 0 && scaling[2] <= 1e18)))
+        throw CheckpointError("its loss_scale array is not a positive scale and step counts of at least 0");
       d.loss_scale = scaling[0], d.loss_scale_finite_in_a_row = static_cast<int64_t>(scaling[1]);
+      if (scaling.size() == 3) d.loss_scale_skipped_steps = static_cast<int64_t>(scaling[2]);
     }
     d.tensor_names = split_lines(h5::read_string_attribute(file.id(), "tensor_names"));
     if (h5::has_attribute(file.id(), "run_id")) d.run_id = h5::read_string_attribute(file.id(), "run_id");

@@ -53,6 +53,7 @@ struct CheckpointData {
   // had no loss scaling (stored only then, as the array "loss_scale").
   double loss_scale = 0;
   int64_t loss_scale_finite_in_a_row = 0;
+  int64_t loss_scale_skipped_steps = 0;  // steps skipped over the job (0 where an older ringtrain wrote the file)
   // read_checkpoint: every array's CRC-32C was present and verified (false: a file of an older ringtrain, whose
   // arrays carry none; Fletcher-32 and the chunk checks still ran)
   bool crc_verified = false;

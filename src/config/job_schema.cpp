@@ -175,8 +175,9 @@ Section<Train> train_keys() {
                          "without evaluation records test_loss, test_acc and test_top5 as null"),
           number<Train>("ema_decay", &Train::ema_decay, 0.0, {0.0, 1.0, false, true},
                         "0 = off, else d in (0, 1), e.g. 0.9999: after every optimizer step ema = d x ema + (1 - d) x "
-                        "param over all parameters (timm's ModelEmaV2); saved in checkpoints, used by evaluate, "
-                        "predict and export with --weights ema"),
+                        "param over all parameters (timm's ModelEmaV2 rule; the batch-norm running statistics are the "
+                        "model's own, not averaged); saved in checkpoints, used by evaluate, predict and export with "
+                        "--weights ema"),
           text<Train>("init_from", &Train::init_from, "",
                       "fine-tuning: a checkpoint (from train, or from ringtrain import) whose parameters and batch-norm "
                       "statistics a fresh run starts from instead of the seeded initialisation; the optimizer's state "
@@ -242,7 +243,8 @@ Section<Optimizer> optimizer_keys() {
                     "readback per step)"),
           number<O>("head_lr_multiplier", &O::head_lr_multiplier, 1.0, {0.0, 1e3},
                     "fine-tuning: the last layer with parameters (the classifier) trains at this x the scheduled rate; "
-                    "weight decay scales with it"),
+                    "weight decay scales with it (0: the head stays as loaded while its optimizer state moves, as "
+                    "PyTorch's does for a group at lr 0)"),
       });
 }
 

@@ -15,7 +15,7 @@ constexpr double kLargestScale = 0x1p64, kSmallestScale = 0x1p-24;
 }  // namespace
 
 LossScaler::LossScaler(double initial_scale, int64_t growth_interval)
-    : growth_interval_(growth_interval), state_{initial_scale, 0} {}
+    : growth_interval_(growth_interval), state_{initial_scale, 0, 0} {}
 
 void LossScaler::after_step(bool finite, int64_t step) {
   if (finite) {
@@ -27,6 +27,7 @@ void LossScaler::after_step(bool finite, int64_t step) {
     return;
   }
   ++skipped_total_;
+  ++state_.skipped_steps;
   state_.finite_in_a_row = 0;
   if (state_.scale / 2 >= kSmallestScale) state_.scale /= 2;
   if (++skips_in_a_row_ >= kMaxSkipsInARow)

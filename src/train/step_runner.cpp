@@ -157,7 +157,9 @@ void StepRunner::queue_update(Slot& slot, float lr) {
     net_.backend().fill(net_.param_count(), 0.0f, net_.grads());  // dropped: the next step starts from zero
   } else {
     if (clip_norm_ > 0) slot.grad_norm = clip_gradients();
-    optimizer_.update(lr, slot.step, sync_.update_slice());
+    // A skipped step is no update: Adam's count t runs over the updates taken, as PyTorch's GradScaler leaves it.
+    const int64_t updates_done = slot.step - (loss_scaler_ ? loss_scaler_->state().skipped_steps : 0);
+    optimizer_.update(lr, updates_done, sync_.update_slice());
   }
   sync_.updated();
   if (ema_ && !slot.skipped) ema_->update();
@@ -190,7 +192,7 @@ void StepRunner::run_graphed(Slot& slot, float lr) {
   const MicroBatch batch = pending_;
   {
     const ScalarsPass fill(*capturer_, index, Pass::fill);
-    optimizer_.update(lr, slot.step, sync_.update_slice());
+    optimizer_.update(lr, slot.step, sync_.update_slice());  // no loss scaling here (gpu.cuda_graphs refuses fp16)
     capturer_->fill_pass_seed(index, batch.seed);
   }
   const StepShape shape{{batch.count},

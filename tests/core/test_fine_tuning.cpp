@@ -1,7 +1,7 @@
 // Proves fine-tuning's mechanics on the CPU twin: layers frozen by NetworkOptions::freeze_through keep their
 // parameters and running statistics bit for bit through training steps, get no gradient, and run as in evaluation;
 // the head trains at optimizer.head_lr_multiplier x the rate, by PyTorch's SGD formula written out here, also where
-// its parameters start inside a word of the decay mask.
+// its parameters start inside a word of the decay mask, and stays with its gradients cleared at a multiplier of 0.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -32,6 +32,7 @@ std::vector<config::LayerSpec> model_with_trunk() {
 
 struct Trained {
   std::vector<float> params_before, params_after, states_before, states_after;
+  std::vector<float> grads_after;  // what the next step's backward adds to
 };
 
 // One forward in training mode, backward of seeded output gradients, and one optimizer update at rate 0.1.
@@ -53,7 +54,9 @@ Trained train_once(const std::string& freeze, const config::JobConfig::Optimizer
   const model::NetworkState before_update = net.read_state();
   optimizer->update(0.1f, 0, {0, net.param_count()});
   const model::NetworkState after = net.read_state();
-  return {start.params, after.params, before_update.states, after.states};
+  std::vector<float> grads(static_cast<size_t>(net.param_count()));
+  cpu.to_host(grads.data(), net.grads(), grads.size() * sizeof(float));
+  return {start.params, after.params, before_update.states, after.states, grads};
 }
 
 config::JobConfig::Optimizer sgd(double head_lr_multiplier) {
@@ -96,6 +99,16 @@ TEST(FineTuning, TheHeadTrainsAtItsMultipleOfTheRate) {
     const float want = p - 4 * lr * step;
     EXPECT_NEAR(fast.params_after[i], want, 1e-6f * (1 + std::abs(want))) << "parameter " << i << (weight ? " (weight)" : " (bias)");
   }
+}
+
+// A head at rate 0 stays where it is, and its gradients are consumed like every other's: left in place they would
+// add up over the steps, into the clipped global norm and the recorded gradient norms.
+TEST(FineTuning, AHeadAtRateZeroKeepsItsParametersAndClearsItsGradients) {
+  const Trained still = train_once("", sgd(0.0));
+  const Trained plain = train_once("", sgd(1.0));
+  for (int64_t i = 0; i < kHeadBegin; ++i) ASSERT_EQ(still.params_after[i], plain.params_after[i]) << "parameter " << i;
+  for (int64_t i = kHeadBegin; i < kParams; ++i) EXPECT_EQ(still.params_after[i], still.params_before[i]) << "parameter " << i;
+  for (int64_t i = 0; i < kParams; ++i) ASSERT_EQ(still.grads_after[static_cast<size_t>(i)], 0.0f) << "gradient " << i;
 }
 
 }  // namespace

@@ -28,6 +28,7 @@ TEST(LossScaler, HalvesOnOverflowAndDoublesAfterTheGrowthInterval) {
   EXPECT_EQ(s.scale(), 32768.0f);
   EXPECT_EQ(s.state().finite_in_a_row, 0);
   EXPECT_EQ(s.skipped_total(), 2);
+  EXPECT_EQ(s.state().skipped_steps, 2);
 }
 
 TEST(LossScaler, AZeroGrowthIntervalNeverGrows) {
@@ -57,11 +58,13 @@ TEST(LossScaler, ACheckpointsStateCarriesOverAndAMissingOneIsIgnored) {
   s.restore({});
   EXPECT_FALSE(s.restored());
   EXPECT_EQ(s.scale(), 65536.0f);
-  s.restore(LossScaleState{512, 9});
+  s.restore(LossScaleState{512, 9, 4});
   EXPECT_TRUE(s.restored());
   EXPECT_EQ(s.scale(), 512.0f);
   s.after_step(true, 0);  // the tenth finite step in a row: it grows at once
   EXPECT_EQ(s.scale(), 1024.0f);
+  s.after_step(false, 1);
+  EXPECT_EQ(s.state().skipped_steps, 5) << "the job's skipped steps continue from the checkpoint's";
 }
 
 }  // namespace

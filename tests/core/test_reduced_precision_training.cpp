@@ -5,6 +5,8 @@
 // its activations stored in its 16-bit type, as train.precision runs them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <optional>
 #include <random>
 #include <vector>
@@ -157,6 +159,53 @@ TEST(ReducedPrecisionTraining, Fp16OverflowSkipsTheStepHalvesTheScaleAndRecovers
   for (size_t i = first_update; i < records.size(); ++i) EXPECT_FALSE(records[i].skipped) << "step " << i;
   EXPECT_LT(records.back().loss, 0.5 * records[first_update].loss) << "training recovered and learns";
   EXPECT_EQ(losses(run_steps(fp16(0x1p40), 40)), losses(records)) << "same bits";
+}
+
+// Adam's count t runs over the updates taken, not the steps (PyTorch's GradScaler skips optimizer.step()): the first
+// update after skipped steps is Adam's first, lr x m_hat / (sqrt(v_hat) + eps) = lr x sign(g) where |g| >> eps.
+// Counting the skipped steps would make it lr x 0.64 after two skips (t = 3).
+TEST(ReducedPrecisionTraining, Fp16SkippedStepsAreNoAdamUpdates) {
+  backend::CpuBackend cpu(1, DnnlMath::fp32, OperandRounding::fp16);
+  model::Network net(small_cnn(), cpu, {kBatch, 1, 8, 8}, kClasses);
+  const auto init = net.initial_params(5);
+  std::copy(init.begin(), init.end(), net.params());
+  const auto states = net.initial_states();
+  std::copy(states.begin(), states.end(), net.states());
+  test_support::OneRank reducer;
+  dist::GradientSync sync(net, reducer, 1.0);
+  config::JobConfig::Optimizer spec;
+  spec.kind = config::OptimizerKind::adamw;
+  spec.weight_decay = 0;
+  const auto optimizer = model::make_optimizer(spec, net);
+  const std::optional<train::LossScaler> scaler(std::in_place, 0x1p40, 2000);
+  train::StepRunner runner(net, sync, *optimizer, kBatch, 1, 0, scaler);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  std::vector<float> images(kBatch * 64);
+  for (auto& v : images) v = normal(rng);
+  std::vector<int32_t> labels(kBatch);
+  for (int i = 0; i < kBatch; ++i) labels[i] = i % kClasses;
+  constexpr float kLr = 1e-3f;
+  int skipped = 0;
+  for (int step = 0; step < 60; ++step) {
+    runner.begin(step);
+    runner.micro_batch(images.data(), labels.data(), kBatch, 0, true);
+    runner.apply(kLr);
+    const auto done = runner.finished(0);
+    ASSERT_EQ(done.size(), 1u);
+    if (!done[0].skipped) break;
+    ++skipped;
+  }
+  ASSERT_GE(skipped, 2) << "2^40 must overflow at least twice";
+  ASSERT_LT(skipped, 60) << "the scale never came down far enough";
+  // The parameters moved only by the one update: each by lr where its gradient is far above epsilon. The median
+  // steps over the elements that moved at all (a ReLU-dead filter's weights have no gradient).
+  std::vector<float> moved;
+  for (int64_t i = 0; i < net.param_count(); ++i)
+    if (const float d = std::abs(net.params()[i] - init[static_cast<size_t>(i)]); d > 0) moved.push_back(d / kLr);
+  ASSERT_GT(moved.size(), static_cast<size_t>(net.param_count() / 2));
+  std::nth_element(moved.begin(), moved.begin() + static_cast<std::ptrdiff_t>(moved.size() / 2), moved.end());
+  EXPECT_NEAR(moved[moved.size() / 2], 1.0, 1e-3) << "after " << skipped << " skipped steps";
 }
 
 // Activations and their gradients stored in bf16 (as train.precision = "bf16" runs): every layer's output is

@@ -60,10 +60,12 @@ void Optimizer::require_whole(ParamSlice slice) const {
 const std::vector<RatePiece>& Optimizer::pieces(ParamSlice slice) {
   if (slice.begin == pieces_slice_.begin && slice.count == pieces_slice_.count) return pieces_;
   pieces_.clear();
+  // A group at rate 0 (optimizer.head_lr_multiplier = 0) still takes its update, at lr 0: its parameters stay, its
+  // state moves as PyTorch's does for a group at lr 0, and the update clears its gradients, as every step must.
   for (const RateGroup& g : groups_) {
     const int64_t begin = std::max(g.begin, slice.begin);
     const int64_t end = std::min(g.begin + g.count, slice.begin + slice.count);
-    if (end > begin && g.lr_scale > 0) pieces_.push_back({begin, end - begin, g.lr_scale, decay_mask_from(begin, end - begin)});
+    if (end > begin) pieces_.push_back({begin, end - begin, g.lr_scale, decay_mask_from(begin, end - begin)});
   }
   pieces_slice_ = slice;
   return pieces_;
@@ -103,7 +105,6 @@ std::vector<DeviceTensorRanges> upload_tensor_ranges(Network& net, const std::ve
   const std::vector<kernels::TensorRange> all = tensor_ranges(net);
   std::vector<DeviceTensorRanges> uploaded;
   for (const RateGroup& g : groups) {
-    if (g.lr_scale <= 0) continue;
     std::vector<kernels::TensorRange> ranges;
     for (const kernels::TensorRange& r : all)
       if (r.begin >= g.begin && r.begin < g.begin + g.count) ranges.push_back(r);
