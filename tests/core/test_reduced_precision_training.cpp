@@ -51,15 +51,21 @@ struct StepRecord {
   uint64_t params = 0;
 };
 
+// The start every run takes: the seeded initial parameters (returned) and statistics.
+std::vector<float> load_seeded_start(model::Network& net) {
+  const auto init = net.initial_params(5);
+  std::copy(init.begin(), init.end(), net.params());
+  const auto states = net.initial_states();
+  std::copy(states.begin(), states.end(), net.states());
+  return init;
+}
+
 // `steps` SGD steps on one fixed batch whose label is a function of the image.
 std::vector<StepRecord> run_steps(const Precision& precision, int steps = kSteps) {
   backend::CpuBackend cpu(1, precision.math, precision.rounding);
   model::Network net(small_cnn(), cpu, {kBatch, 1, 8, 8}, kClasses,
                      {.share_memory = true, .fuse = true, .budget = {}, .activations = precision.activations});
-  const auto init = net.initial_params(5);
-  std::copy(init.begin(), init.end(), net.params());
-  const auto states = net.initial_states();
-  std::copy(states.begin(), states.end(), net.states());
+  (void)load_seeded_start(net);
   test_support::OneRank reducer;
   dist::GradientSync sync(net, reducer, 1.0);
   const auto optimizer = model::make_optimizer({}, net);
@@ -167,10 +173,7 @@ TEST(ReducedPrecisionTraining, Fp16OverflowSkipsTheStepHalvesTheScaleAndRecovers
 TEST(ReducedPrecisionTraining, Fp16SkippedStepsAreNoAdamUpdates) {
   backend::CpuBackend cpu(1, DnnlMath::fp32, OperandRounding::fp16);
   model::Network net(small_cnn(), cpu, {kBatch, 1, 8, 8}, kClasses);
-  const auto init = net.initial_params(5);
-  std::copy(init.begin(), init.end(), net.params());
-  const auto states = net.initial_states();
-  std::copy(states.begin(), states.end(), net.states());
+  const auto init = load_seeded_start(net);
   test_support::OneRank reducer;
   dist::GradientSync sync(net, reducer, 1.0);
   config::JobConfig::Optimizer spec;
