@@ -6,6 +6,10 @@ scaling study: final test accuracy against the global batch, one line per optimi
   perf/scaling_report.py [--out perf/results/NAME] [--label DIR=TEXT ...] [--x ranks|global_batch]
                          [--target-acc A] RUN_DIR...
 
+Each run's samples/s is its last timed epoch's rate after run.timing_warmup_steps (steady_samples_per_s), so every
+point excludes the same warm-up; where that epoch had no step past it, the epoch's own rate, and for records of an
+older ringtrain the job's average (the `rate` column says which). Times per step divide the epoch's seconds by the
+steps it ran in its launch (a resumed or requeued epoch's record times only those).
 Speedup and efficiency are against --baseline (default: the first run with the fewest ranks):
 speedup = samples/s / baseline samples/s, efficiency = speedup / (ranks / baseline ranks). --x global_batch puts
 the global batch on the throughput and efficiency panels' axis (a study that grows the batch by accumulation on a
@@ -28,22 +32,29 @@ def load_point(run_dir, label=None):
     if not epochs:
         raise SystemExit(f"scaling_report: {path} has no epoch record (did the run finish an epoch?)")
     e = epochs[-1]
-    steps = e["steps"]
+    # The last epoch that ran steps in its own launch: a run resumed at an epoch's end records that one untimed.
+    timed = next((r for r in reversed(epochs) if r.get("steps_run", r["steps"]) > 0 and r.get("epoch_samples_per_s")),
+                 e)
+    steps = max(timed.get("steps_run", timed["steps"]), 1)
+    rate, rate_kind = next(((timed[k], name) for k, name in (("steady_samples_per_s", "steady"),
+                                                           ("epoch_samples_per_s", "epoch"))
+                            if timed.get(k) is not None), (e["samples_per_s"], "job average"))
     job = next((r for r in records if r.get("kind") == "job"), {})
     return {
         "label": label or os.path.basename(os.path.normpath(run_dir)),
         "optimizer": job.get("optimizer", "sgd"),
         "test_acc": e.get("test_acc"),
-        "best_test_acc": max((r.get("test_acc", 0.0) for r in epochs), default=None),
+        "best_test_acc": max((r["test_acc"] for r in epochs if r.get("test_acc") is not None), default=None),
         "epochs_run": e.get("epoch"),
         "acc_by_epoch": [(r.get("epoch"), r.get("test_acc")) for r in epochs],
         "ranks": e["ranks"],
         "global_batch": e["global_batch"],
-        "samples_per_s": e["samples_per_s"],
-        "step_ms": e["epoch_train_s"] / steps * 1e3 if "epoch_train_s" in e else None,
-        "compute_ms": (e["forward_s"] + e["backward_s"] + e["optimizer_s"]) / steps * 1e3,
-        "allreduce_ms": e["allreduce_s"] / steps * 1e3,
-        "data_wait_ms": e["data_wait_s"] / steps * 1e3,
+        "samples_per_s": rate,
+        "rate": rate_kind,
+        "step_ms": timed["epoch_train_s"] / steps * 1e3 if "epoch_train_s" in timed else None,
+        "compute_ms": (timed["forward_s"] + timed["backward_s"] + timed["optimizer_s"]) / steps * 1e3,
+        "allreduce_ms": timed["allreduce_s"] / steps * 1e3,
+        "data_wait_ms": timed["data_wait_s"] / steps * 1e3,
     }
 
 
@@ -85,14 +96,14 @@ def fmt_acc(value):
 
 def markdown(points, base, target=None):
     rows = [f"Baseline: {base['label']} ({base['ranks']} rank{'s' if base['ranks'] > 1 else ''}). "
-            "Times are per step and per rank (mean over ranks).", "",
-            "| run | ranks | global batch | optimizer | samples/s | speedup | efficiency | step ms | compute ms | "
+            "Times are per step and per rank (mean over ranks), from each run's last timed epoch.", "",
+            "| run | ranks | global batch | optimizer | samples/s | rate | speedup | efficiency | step ms | compute ms | "
             "exposed all-reduce ms | data wait ms | test acc | epochs |",
-            "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "|---|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for p in points:
         step = f"{p['step_ms']:.1f}" if p["step_ms"] is not None else "-"
         rows.append(f"| {p['label']} | {p['ranks']} | {p['global_batch']} | {p['optimizer']} | "
-                    f"{p['samples_per_s']:.0f} | {p['speedup']:.2f} | {p['efficiency'] * 100:.0f} % | {step} | "
+                    f"{p['samples_per_s']:.0f} | {p['rate']} | {p['speedup']:.2f} | {p['efficiency'] * 100:.0f} % | {step} | "
                     f"{p['compute_ms']:.1f} | {p['allreduce_ms']:.1f} | {p['data_wait_ms']:.1f} | "
                     f"{fmt_acc(p['test_acc'])} | {p['epochs_run']} |")
     groups = accuracy_groups(points, target)

@@ -49,4 +49,7 @@ def main(run_dir):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0)
     main(sys.argv[1] if len(sys.argv) > 1 else ".")

@@ -35,7 +35,7 @@ while [ $# -gt 0 ]; do
     --sbatch) extra=$2; shift 2 ;;
     --no-wait) wait=0; shift ;;
     --target-acc) target=$2; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/{/^set -euo/!p}' "$0"; exit 0 ;;
     -*) echo "scaling_study.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) break ;;
   esac

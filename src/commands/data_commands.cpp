@@ -111,13 +111,64 @@ int inspect_checkpoint(const std::filesystem::path& file) {
   return 0;
 }
 
+bool holds_shards(const std::filesystem::path& dir) {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with("shard-") && name.ends_with(".h5")) return true;
+  }
+  return false;
+}
+
+// The folders a prepare's --out holds (train, test) or any other subfolders that hold shards, in name order.
+std::vector<std::filesystem::path> split_subfolders(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> splits;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error))
+    if (entry.is_directory(error) && holds_shards(entry.path())) splits.push_back(entry.path());
+  std::sort(splits.begin(), splits.end());
+  return splits;
+}
+
+// A run directory or its checkpoints folder is no split: its newest checkpoint is what inspect can read there.
+std::filesystem::path checkpoints_in(const std::filesystem::path& dir) {
+  for (const auto& folder : {dir, dir / "checkpoints"}) {
+    const std::vector<std::filesystem::path> found = io::list_checkpoints(folder);
+    if (!found.empty()) return found.back();
+  }
+  return {};
+}
+
+int inspect_splits(const std::vector<std::filesystem::path>& splits) {
+  int worst = 0;
+  for (const auto& split : splits) {
+    const io::SplitReport report = io::inspect_split(split);
+    fmt::print("{}", io::format_report(report));
+    if (!report.valid()) worst = static_cast<int>(ExitCode::data);
+  }
+  return worst;
+}
+
 }  // namespace
 
+// A file is a checkpoint; a folder a split, or a prepare's --out of splits (each inspected); a run directory or a
+// checkpoints folder is refused naming its newest checkpoint, not reported as a broken split to prepare again.
 int inspect(const std::filesystem::path& path) {
-  if (probe_path(path).kind == PathProbe::Kind::regular) return inspect_checkpoint(path);
-  const io::SplitReport report = io::inspect_split(path);
-  fmt::print("{}", io::format_report(report));
-  return report.valid() ? 0 : static_cast<int>(ExitCode::data);
+  const PathProbe probe = probe_path(path);
+  if (probe.kind == PathProbe::Kind::regular) {
+    if (path.extension() != ".h5")
+      throw UsageError(fmt::format("inspect takes a split folder or a checkpoint file (.h5); '{}' is neither",
+                                   path.string()));
+    return inspect_checkpoint(path);
+  }
+  if (probe.kind == PathProbe::Kind::directory && !holds_shards(path)) {
+    if (const auto splits = split_subfolders(path); !splits.empty()) return inspect_splits(splits);
+    if (const auto newest = checkpoints_in(path); !newest.empty())
+      throw UsageError(fmt::format("'{}' holds checkpoints, not a split; inspect a checkpoint file, e.g. the newest: "
+                                   "ringtrain inspect '{}'",
+                                   path.string(), newest.string()));
+  }
+  return inspect_splits({path});
 }
 
 }  // namespace ringtrain::commands

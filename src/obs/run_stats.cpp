@@ -48,11 +48,11 @@ std::string starvation_warning(double data_wait_s, double step_s, int prefetch_b
                         "decode on the loader threads (data.decode = cpu) where the rank has the cores",
                         loader.device_decode_s * 1e3, loader.read_s * 1e3)
       : loader.convert_s >= loader.read_s
-          ? fmt::format("the loader's {} thread{} spend {:.1f} ms a batch decoding and augmenting against {:.1f} ms "
-                        "reading shards: raise data.loader_threads (now {}) where the rank has idle cores, or store "
-                        "smaller photos (prepare images --max-side)",
-                        loader.threads, loader.threads == 1 ? "" : "s", loader.convert_s * 1e3, loader.read_s * 1e3,
-                        loader.threads)
+          ? fmt::format("the loader's {} {} {:.1f} ms a batch decoding and augmenting against {:.1f} ms "
+                        "reading shards: raise data.loader_threads (now {}) where the rank has idle cores{}",
+                        loader.threads, loader.threads == 1 ? "thread spends" : "threads spend", loader.convert_s * 1e3,
+                        loader.read_s * 1e3, loader.threads,
+                        loader.photos ? ", or store smaller photos (prepare images --max-side)" : "")
           : fmt::format("the loader spends {:.1f} ms a batch reading shards against {:.1f} ms decoding and "
                         "augmenting: put the shards on faster storage (ringtrain-bench BM_ShardReader* shows the "
                         "read rate)",

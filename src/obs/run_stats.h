@@ -27,6 +27,7 @@ struct LoaderLoad {
   double read_s = 0, convert_s = 0;
   int threads = 1;
   double device_decode_s = 0;
+  bool photos = false;  // the split stores JPEGs (prepare images --store jpeg): smaller stored photos would help
 };
 
 // "" or a line saying the step waited for data more than `threshold` of its time, and the remedy for what the

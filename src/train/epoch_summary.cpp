@@ -94,18 +94,34 @@ std::string test_text(const EpochReport& r) {
          (r.has_top5() ? fmt::format(" top-5 {:.4f}", r.test_top5()) : std::string());
 }
 
+// "2071 samples/s (steady 2173; job average 957)": the epoch's own rate first, the whole job's labelled as such.
+std::string rate_text(const EpochReport& r) {
+  const std::string job = fmt::format("job average {:.0f}", r.samples_per_s);
+  if (!r.timed()) return fmt::format("no step of this epoch ran in this launch ({})", job);
+  return fmt::format("{:.0f} samples/s ({}{})", r.epoch_samples_per_s(),
+                     r.steady_samples_per_s > 0 ? fmt::format("steady {:.0f}; ", r.steady_samples_per_s) : "", job);
+}
+
 }  // namespace
+
+double EpochReport::epoch_samples_per_s() const {
+  return timed() ? static_cast<double>(steps_run * per_step * ranks) / epoch_train_s : 0.0;
+}
+
+double EpochReport::flops_per_s_per_rank() const {
+  return timed() ? train_flops_per_sample * static_cast<double>(steps_run * per_step) / epoch_train_s : 0.0;
+}
 
 std::string EpochReport::line() const {
   const double mean = 1.0 / ranks;
   const StepTimes& t = sums.times;
-  return fmt::format("epoch {}/{}: train loss {:.4f} acc {:.4f} | {} | {:.0f} samples/s | "
-                     "per rank: data wait {:.2f}s to device {:.2f}s forward {:.2f}s backward {:.2f}s all-reduce {:.2f}s "
-                     "exposed of {:.2f}s optimizer {:.2f}s | eval {:.1f}s | {:.1f} GFLOP/s per rank",
+  return fmt::format("epoch {}/{}: train loss {:.4f} acc {:.4f} | {} | {} | "
+                     "mean over ranks: data wait {:.2f}s to device {:.2f}s forward {:.2f}s backward {:.2f}s all-reduce "
+                     "{:.2f}s exposed of {:.2f}s optimizer {:.2f}s | eval {:.1f}s | {:.1f} GFLOP/s per rank",
                      epoch, epochs, sums.train.mean_loss(), sums.train.accuracy(), test_text(*this),
-                     samples_per_s, t.data_wait * mean, t.batch_load * mean, t.forward * mean, t.backward * mean,
+                     rate_text(*this), t.data_wait * mean, t.batch_load * mean, t.forward * mean, t.backward * mean,
                      t.allreduce * mean, t.allreduce_total * mean, t.optimizer * mean, eval_s,
-                     train_flops_per_sample * static_cast<double>(steps_run * per_step) / epoch_train_s / 1e9) +
+                     flops_per_s_per_rank() / 1e9) +
          (loss_scale > 0 ? fmt::format(" | fp16 loss scale {:g}, {} step{} skipped", loss_scale, skipped_steps,
                                        skipped_steps == 1 ? "" : "s")
                          : std::string()) +
@@ -127,11 +143,13 @@ nlohmann::ordered_json EpochReport::record() const {
     device_allocated_mb = std::max(device_allocated_mb, r.device_allocated_peak_mb);
   }
   const auto device_only = [&](double v) { return device_is_host ? json() : json(v); };
+  const auto if_timed = [&](double v) { return timed() ? json(v) : json(); };
   return json{{"kind", "epoch"},
               {"epoch", epoch},
               {"ranks", ranks},
               {"global_batch", global_batch},
               {"steps", steps},
+              {"steps_run", steps_run},
               {"lr", lr},
               {"train_loss", sums.train.mean_loss()},
               {"train_acc", sums.train.accuracy()},
@@ -141,7 +159,7 @@ nlohmann::ordered_json EpochReport::record() const {
               {"ema_test_loss", ema_test ? json(ema_test->mean_loss()) : json()},
               {"ema_test_acc", ema_test ? json(ema_test->accuracy()) : json()},
               {"samples_per_s", samples_per_s},
-              {"epoch_samples_per_s", static_cast<double>(steps_run * per_step * ranks) / epoch_train_s},
+              {"epoch_samples_per_s", if_timed(epoch_samples_per_s())},
               {"steady_samples_per_s", steady_samples_per_s > 0 ? json(steady_samples_per_s) : json()},
               {"timing_warmup_steps", timing_warmup_steps},
               {"epoch_train_s", epoch_train_s},
@@ -153,12 +171,12 @@ nlohmann::ordered_json EpochReport::record() const {
               {"allreduce_s", t.allreduce * mean},
               {"optimizer_s", t.optimizer * mean},
               {"allreduce_total_s", t.allreduce_total * mean},
-              {"data_wait_fraction", t.data_wait * mean / epoch_train_s},
-              {"allreduce_exposed_fraction", t.allreduce * mean / epoch_train_s},
-              {"step_time_min_s", spread.min_s},
-              {"step_time_median_s", spread.median_s},
-              {"step_time_max_s", spread.max_s},
-              {"step_time_max_rank", spread.slowest_rank},
+              {"data_wait_fraction", if_timed(t.data_wait * mean / epoch_train_s)},
+              {"allreduce_exposed_fraction", if_timed(t.allreduce * mean / epoch_train_s)},
+              {"step_time_min_s", if_timed(spread.min_s)},
+              {"step_time_median_s", if_timed(spread.median_s)},
+              {"step_time_max_s", if_timed(spread.max_s)},
+              {"step_time_max_rank", timed() ? json(spread.slowest_rank) : json()},
               {"straggler_rank", spread.straggler_rank < 0 ? json() : json(spread.straggler_rank)},
               {"peak_rss_mb", peak_rss},
               {"peak_rss_mb_per_rank", rss_mb},
@@ -171,7 +189,7 @@ nlohmann::ordered_json EpochReport::record() const {
               {"device_memory_allocated_peak_mb", device_only(device_allocated_mb)},
               {"rss_growth_over_needed", memory_needed_mb > 0 ? (peak_rss - baseline_rss_mb) / memory_needed_mb : 0.0},
               {"warnings", warnings},
-              {"flops_per_s_per_rank", train_flops_per_sample * static_cast<double>(steps_run * per_step) / epoch_train_s},
+              {"flops_per_s_per_rank", if_timed(flops_per_s_per_rank())},
               {"param_checksum", param_checksum},
               {"ema_checksum", ema_checksum.empty() ? json() : json(ema_checksum)},
               {"loss_scale", loss_scale > 0 ? json(loss_scale) : json()},

@@ -73,6 +73,11 @@ struct EpochReport {
   GradNormStats grad_norm;        // clipping: the norms before clipping
   std::vector<WorstClass> worst_classes;  // of the test split, from sums.test_classes
 
+  // The epoch's own training rate and its model FLOP/s per rank, over the steps this launch ran of it (none: a run
+  // resumed from the epoch's last step; 0 then, null in the record).
+  double epoch_samples_per_s() const;
+  double flops_per_s_per_rank() const;
+  bool timed() const { return steps_run > 0 && epoch_train_s > 0; }
   double test_top5() const;                  // of the evaluated test split; needs 5 classes or more
   bool has_top5() const { return evaluated && sums.test_classes.samples.size() >= 5; }
   std::string line() const;                 // "epoch 2/12: train loss ... | ... GFLOP/s per rank | worst: ..."

@@ -101,7 +101,8 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
       start_epoch_train_(setup.start.epoch_train),
       global_step_(setup.start.global_step),
       train_time_s_(setup.start.train_time_s),
-      samples_done_(setup.start.train_samples) {
+      samples_done_(setup.start.train_samples),
+      last_line_{setup.start.train_samples, setup.start.train_time_s} {
   if (run.job.run.trace) {
     trace_.emplace(run.world.rank(), run.job.run.trace_steps);
     runner_.set_trace(&*trace_);
@@ -337,7 +338,10 @@ void TrainingLoop::show_progress(int epoch, int64_t step, float rate, EpochTally
   if (tally.interval_empty()) return;
   const int epochs = run_.job.train.epochs;
   const Resumable now = within_epoch(epoch, step, tally);
-  const double samples_per_s = now.train_samples / now.train_time_s;
+  // The rate since the previous line (training time only), so a slowdown shows; the ETA takes the job's average.
+  const double window_s = now.train_time_s - last_line_.seconds;
+  const double samples_per_s = window_s > 0 ? (now.train_samples - last_line_.samples) / window_s
+                                            : now.train_samples / now.train_time_s;
   const double per_step_s = now.train_time_s / static_cast<double>(global_step_ + 1);
   const double eta = per_step_s * static_cast<double>(plan_.steps * epochs - global_step_ - 1) +
                      evaluation_guess_s(per_step_s) * static_cast<double>(evaluations_from(epoch));
@@ -346,6 +350,7 @@ void TrainingLoop::show_progress(int epoch, int64_t step, float rate, EpochTally
                                      {"train/lr", rate},
                                      {"train/samples_per_s", samples_per_s}});
   tally.restart_interval();  // the printed loss is the mean since the previous line
+  last_line_ = {now.train_samples, now.train_time_s};
 }
 
 void TrainingLoop::stop(int epoch, int64_t step, const EpochTally& tally) {
@@ -399,7 +404,7 @@ void TrainingLoop::finish_epoch(int epoch, EpochTally& tally) {
   outputs_.record(report.record());
   outputs_.curves(global_step_, {{"epoch/train_loss", report.sums.train.mean_loss()},
                                  {"epoch/train_acc", report.sums.train.accuracy()},
-                                 {"epoch/samples_per_s", report.samples_per_s},
+                                 {"epoch/samples_per_s", report.epoch_samples_per_s()},
                                  {"epoch/lr", report.lr}});
   if (report.evaluated)
     outputs_.curves(global_step_, {{"epoch/test_loss", report.sums.test.mean_loss()},
@@ -516,6 +521,7 @@ obs::LoaderLoad TrainingLoop::loader_load() const {
   const LoaderTimes t = loader_->times();
   const auto batches = static_cast<double>(std::max<int64_t>(t.batches, 1));
   obs::LoaderLoad load{t.read_s / batches, t.convert_s / batches, loader_->threads()};
+  load.photos = data_.meta().storage == io::SampleStorage::jpeg;
   if (decode_ahead_) {
     const DecodeTimes d = decode_ahead_->times();
     load.device_decode_s = d.decode_s / static_cast<double>(std::max<int64_t>(d.batches, 1));

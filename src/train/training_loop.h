@@ -110,6 +110,9 @@ class TrainingLoop {
   int64_t global_step_;
   double train_time_s_, samples_done_;  // over the job, resumed runs included
   double last_eval_s_ = 0;  // the last evaluation's time, for the ETA
+  struct TrainedSoFar {
+    double samples = 0, seconds = 0;
+  } last_line_;  // where the last progress line stood, for its rate: the samples/s since that line
 };
 
 }  // namespace ringtrain::train

@@ -114,7 +114,7 @@ train::EpochReport two_rank_report() {
   r.sums.times.data_wait = 0.2, r.sums.times.forward = 4, r.sums.times.backward = 8;
   r.sums.times.allreduce = 0.4, r.sums.times.optimizer = 0.6, r.sums.times.allreduce_total = 3;
   r.sums.times.batch_load = 0.08;
-  r.samples_per_s = 2000, r.epoch_train_s = 6.4, r.eval_s = 0.5;
+  r.samples_per_s = 1500, r.epoch_train_s = 6.4, r.eval_s = 0.5;  // the job's average: an earlier, slower epoch
   r.train_flops_per_sample = 1e7;
   r.per_rank = {{0.06, 300, 0}, {0.07, 320, 0}};
   r.param_checksum = "00000000000000ff";
@@ -123,9 +123,30 @@ train::EpochReport two_rank_report() {
 
 TEST(EpochReport, TheLineReadsItsNumbersByName) {
   EXPECT_EQ(two_rank_report().line(),
-            "epoch 2/12: train loss 0.0156 acc 0.7031 | test loss 0.0400 acc 0.8500 | 2000 samples/s | per rank: data "
-            "wait 0.10s to device 0.04s forward 2.00s backward 4.00s all-reduce 0.20s exposed of 1.50s optimizer 0.30s "
-            "| eval 0.5s | 10.0 GFLOP/s per rank");
+            "epoch 2/12: train loss 0.0156 acc 0.7031 | test loss 0.0400 acc 0.8500 | 2000 samples/s (job average "
+            "1500) | mean over ranks: data wait 0.10s to device 0.04s forward 2.00s backward 4.00s all-reduce 0.20s "
+            "exposed of 1.50s optimizer 0.30s | eval 0.5s | 10.0 GFLOP/s per rank");
+  auto steady = two_rank_report();
+  steady.steady_samples_per_s = 2100;
+  EXPECT_NE(steady.line().find("| 2000 samples/s (steady 2100; job average 1500) |"), std::string::npos) << steady.line();
+}
+
+// A run resumed from a checkpoint at an epoch's last step records that epoch without a step of its own: its rates
+// and times per step are unknown (null), not zero, so a plot of them shows no false dip.
+TEST(EpochReport, AnEpochWithoutAStepInThisLaunchRecordsNoRates) {
+  auto r = two_rank_report();
+  r.steps_run = 0, r.epoch_train_s = 3e-7;
+  r.sums.times = {};
+  const auto rec = r.record();
+  EXPECT_EQ(rec["steps_run"], 0);
+  for (const char* key : {"epoch_samples_per_s", "flops_per_s_per_rank", "data_wait_fraction",
+                          "allreduce_exposed_fraction", "step_time_min_s", "step_time_median_s", "step_time_max_s",
+                          "step_time_max_rank"})
+    EXPECT_TRUE(rec[key].is_null()) << key;
+  EXPECT_DOUBLE_EQ(rec["samples_per_s"].get<double>(), 1500);
+  EXPECT_NE(r.line().find("| no step of this epoch ran in this launch (job average 1500) |"), std::string::npos)
+      << r.line();
+  EXPECT_NE(r.line().find("| 0.0 GFLOP/s per rank"), std::string::npos) << r.line();
 }
 
 TEST(EpochReport, TheRecordReadsItsNumbersByName) {
@@ -133,6 +154,9 @@ TEST(EpochReport, TheRecordReadsItsNumbersByName) {
   EXPECT_EQ(rec["kind"], "epoch");
   EXPECT_DOUBLE_EQ(rec["test_acc"].get<double>(), 0.85);
   EXPECT_DOUBLE_EQ(rec["data_wait_s"].get<double>(), 0.1);
+  EXPECT_EQ(rec["steps_run"], 100);
+  EXPECT_DOUBLE_EQ(rec["samples_per_s"].get<double>(), 1500);
+  EXPECT_DOUBLE_EQ(rec["epoch_samples_per_s"].get<double>(), 2000);
   EXPECT_DOUBLE_EQ(rec["batch_load_s"].get<double>(), 0.04);
   EXPECT_DOUBLE_EQ(rec["allreduce_s"].get<double>(), 0.2);
   EXPECT_DOUBLE_EQ(rec["allreduce_total_s"].get<double>(), 1.5);

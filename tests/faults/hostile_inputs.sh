@@ -216,6 +216,17 @@ np.save(sys.argv[2], np.arange(20) % 2)" "$work/x20.npy" "$work/y20.npy"
   cp -a "$work/pair" "$work/leak"
   cp "$work/leak/test/shard-00001-of-00002.h5" "$work/leak/train/"
   check pair_test_shard_in_train 4 "belongs to split 'test-" -- "$bin" inspect "$work/leak/train"
+  # A prepare's --out: each of its splits inspected (not "no shards: prepare again", which would rewrite good data).
+  check inspect_prepare_out 0 "split $work/pair/test" -- "$bin" inspect "$work/pair"
+  grep -qF "split $work/pair/train" "$work/inspect_prepare_out.log" ||
+    { echo "FAIL inspect_prepare_out: the train split was not inspected"; failures=$((failures + 1)); }
+  check inspect_prepare_out_damaged 4 "belongs to split 'test-" -- "$bin" inspect "$work/leak"
+  # A run directory (or its checkpoints folder), or a file that is no checkpoint: named as such, exit 2.
+  mkdir -p "$work/run/checkpoints" && touch "$work/run/checkpoints/ckpt-s000000003.h5" && echo '{}' >"$work/run/metrics.jsonl"
+  check inspect_run_dir 2 "holds checkpoints, not a split; inspect a checkpoint file, e.g. the newest: ringtrain inspect \
+'$work/run/checkpoints/ckpt-s000000003.h5'" -- "$bin" inspect "$work/run"
+  check inspect_metrics_file 2 "inspect takes a split folder or a checkpoint file (.h5); '$work/run/metrics.jsonl' is neither" \
+    -- "$bin" inspect "$work/run/metrics.jsonl"
   # Started as two processes (mpirun), the one-process commands would both write the pair: refused, nothing written.
   check pair_two_processes 2 "prepare synthetic runs as one process, but it was started as 2" -- \
     env OMPI_COMM_WORLD_SIZE=2 "$bin" prepare synthetic --shape 1,4,4 --classes 2 --samples 40 --out "$work/two"

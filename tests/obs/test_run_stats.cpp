@@ -51,8 +51,13 @@ TEST(Starvation, WarnsAboveFivePercentAndNamesTheKnob) {
 // The remedy follows what the loader measured: its threads decoding, or its thread reading.
 TEST(Starvation, NamesTheLoadersBottleneck) {
   const std::string decoding = obs::starvation_warning(0.050, 0.100, 4, {0.002, 0.300, 8});
+  EXPECT_NE(decoding.find("the loader's 8 threads spend 300.0 ms"), std::string::npos) << decoding;
   EXPECT_NE(decoding.find("raise data.loader_threads (now 8)"), std::string::npos) << decoding;
   EXPECT_EQ(decoding.find("faster storage"), std::string::npos) << decoding;
+  EXPECT_EQ(decoding.find("--max-side"), std::string::npos) << "a split of raw pixels has no photos to shrink";
+  const std::string photos = obs::starvation_warning(0.050, 0.100, 4, {0.002, 0.300, 1, 0.0, true});
+  EXPECT_NE(photos.find("the loader's 1 thread spends 300.0 ms"), std::string::npos) << photos;
+  EXPECT_NE(photos.find("or store smaller photos (prepare images --max-side)"), std::string::npos) << photos;
   const std::string reading = obs::starvation_warning(0.050, 0.100, 4, {0.200, 0.010, 8});
   EXPECT_NE(reading.find("faster storage"), std::string::npos) << reading;
   EXPECT_EQ(reading.find("loader_threads"), std::string::npos) << reading;

@@ -41,7 +41,31 @@ class Report(unittest.TestCase):
             self.assertAlmostEqual(points[0]["data_wait_ms"], 10.0)
             self.assertAlmostEqual(points[0]["step_ms"], 200.0)
             table = sr.markdown(points, base)
-            self.assertIn("| r4 | 4 | 256 | sgd | 240 | 2.40 | 60 % |", table)  # no optimizer recorded: sgd
+            # No optimizer recorded: sgd; no epoch or steady rate (an older ringtrain's records): the job's average.
+            self.assertIn("| r4 | 4 | 256 | sgd | 240 | job average | 2.40 | 60 % |", table)
+
+    def test_the_steady_rate_of_the_last_timed_epoch_and_its_own_steps(self):
+        """Each point excludes the same warm-up (steady_samples_per_s); a run resumed at an epoch's end records that
+        epoch untimed (steps_run 0, rates null), so the epoch before it speaks; a resumed epoch's times cover only
+        the steps it ran; an unevaluated epoch's null test_acc is no accuracy."""
+        with tempfile.TemporaryDirectory() as root:
+            run = os.path.join(root, "resumed")
+            os.makedirs(run)
+            common = {"kind": "epoch", "ranks": 2, "global_batch": 128, "steps": 40, "samples_per_s": 500.0,
+                      "data_wait_s": 0.1, "forward_s": 0.5, "backward_s": 1.0, "allreduce_s": 0.3, "optimizer_s": 0.1,
+                      "allreduce_total_s": 0.9}
+            with open(os.path.join(run, "metrics.jsonl"), "w") as f:
+                f.write(json.dumps({"kind": "job"}) + "\n")
+                f.write(json.dumps({**common, "epoch": 1, "steps_run": 8, "epoch_train_s": 2.0,
+                                    "epoch_samples_per_s": 512.0, "steady_samples_per_s": 600.0, "test_acc": None}) + "\n")
+                f.write(json.dumps({**common, "epoch": 2, "steps_run": 0, "epoch_train_s": 3e-7,
+                                    "epoch_samples_per_s": None, "steady_samples_per_s": None, "test_acc": 0.7}) + "\n")
+            p = sr.load_point(run)
+            self.assertEqual((p["samples_per_s"], p["rate"]), (600.0, "steady"))
+            self.assertAlmostEqual(p["step_ms"], 250.0)      # 2.0 s over the 8 steps run, not the 40 planned
+            self.assertAlmostEqual(p["compute_ms"], 200.0)
+            self.assertEqual(p["best_test_acc"], 0.7)
+            self.assertEqual(p["test_acc"], 0.7)
 
     def test_accuracy_per_optimizer_and_batch_over_seeds(self):
         with tempfile.TemporaryDirectory() as root:
