@@ -30,7 +30,8 @@ std::string what_import_maps() {
   return fmt::format("import maps {}; Add as a residual block's join; x * Sigmoid(x) and x * HardSigmoid(x) as "
                      "silu and hard_swish; a fork joined by Mul(x, gate) as squeeze_excitation; Identity, Dropout "
                      "and Constant are looked through; as chains of nodes: torch's LayerNorm, GELU, Linear over the "
-                     "channels (MatMul, Add) and a per-channel Mul (layer scale), the channels permuted last by a "
+                     "channels (MatMul, Add) and a per-channel Mul (layer scale), a Pad of zeros on H and W before an "
+                     "AveragePool (torch's AvgPool2d), the channels permuted last by a "
                      "Transpose (0, 2, 3, 1) and back (0, 3, 1, 2) around those that need it; torchvision's "
                      "VisionTransformer: a Conv's output reshaped and transposed to tokens, the class token's Concat, "
                      "the position table's Add, nn.MultiheadAttention's nodes, the Gather of token 0",

@@ -106,6 +106,56 @@ TEST(OnnxImport, AsymmetricPaddingIsRefusedNamingTheNode) {
   EXPECT_NE(why.find("asymmetric"), std::string::npos) << why;
 }
 
+io::OnnxNodeAttribute text(std::string name, std::string value) {
+  io::OnnxNodeAttribute a;
+  a.name = std::move(name);
+  a.text = std::move(value);
+  return a;
+}
+
+// torch's AvgPool2d(3, 1, 1) (count_include_pad, its default): a Pad of zeros, then an AveragePool without pads. The
+// pads come as an input (opset 11 on) or an attribute (before); either is avgpool with that padding.
+TEST(OnnxImport, APadOfZerosBeforeAnAveragePoolIsAPaddedAvgpool) {
+  for (const bool as_input : {true, false}) {
+    Graph g;
+    if (as_input)
+      g.node("Pad", "/pool/Pad", {"x", g.integers("pads", {0, 0, 1, 1, 0, 0, 1, 1}, {8})}, "padded",
+             {text("mode", "constant")});
+    else
+      g.node("Pad", "/pool/Pad", {"x"}, "padded", {text("mode", "constant"), ints("pads", {0, 0, 1, 1, 0, 0, 1, 1})});
+    g.node("AveragePool", "/pool/AveragePool", {"padded"}, "y",
+           {ints("kernel_shape", {3, 3}), ints("strides", {1, 1}), ints("pads", {0, 0, 0, 0})});
+    const model::ImportedModel m = model::import_onnx(g.m);
+    ASSERT_EQ(m.layers.size(), 1u) << (as_input ? "pads as an input" : "pads as an attribute");
+    const config::LayerSpec& s = m.layers[0];
+    EXPECT_EQ(s.type, "avgpool");
+    EXPECT_EQ(s.integer("size"), 3);
+    EXPECT_EQ(s.integer("stride"), 1);
+    EXPECT_EQ(s.integer("padding"), 1);
+  }
+}
+
+// What ringtrain's padding cannot be: another mode, another value, uneven sides, padding of channels; each refused
+// naming the Pad.
+TEST(OnnxImport, APadAvgpoolCannotTakeIsRefusedNamingIt) {
+  const auto padded = [](std::vector<int64_t> pads, std::vector<io::OnnxNodeAttribute> attributes, float value) {
+    Graph g;
+    g.node("Pad", "/pool/Pad", {"x", g.integers("pads", std::move(pads), {8}), g.scalar("value", value)}, "padded",
+           std::move(attributes));
+    g.node("AveragePool", "/pool/AveragePool", {"padded"}, "y", {ints("kernel_shape", {3, 3})});
+    return refusal(g.m);
+  };
+  const std::string reflect = padded({0, 0, 1, 1, 0, 0, 1, 1}, {text("mode", "reflect")}, 0.0f);
+  EXPECT_NE(reflect.find("ONNX node '/pool/Pad' (Pad): it pads by reflection or by the edge"), std::string::npos)
+      << reflect;
+  const std::string ones = padded({0, 0, 1, 1, 0, 0, 1, 1}, {}, 1.0f);
+  EXPECT_NE(ones.find("ONNX node '/pool/Pad' (Pad): it pads with 1"), std::string::npos) << ones;
+  const std::string uneven = padded({0, 0, 0, 0, 0, 0, 1, 1}, {}, 0.0f);
+  EXPECT_NE(uneven.find("it pads other than H and W alike on every side"), std::string::npos) << uneven;
+  const std::string channels = padded({0, 1, 1, 1, 0, 1, 1, 1}, {}, 0.0f);
+  EXPECT_NE(channels.find("it pads other than H and W alike on every side"), std::string::npos) << channels;
+}
+
 TEST(OnnxImport, AnOperatorNoKindMapsIsRefusedNamingTheNode) {
   Graph g;
   g.node("Softplus", "/act/Softplus", {"x"}, "y");

@@ -11,7 +11,8 @@ split to evaluate on).
 "vit" is torchvision's VisionTransformer, small (8 x 8 patches, 2 blocks of 4 heads over 64 features), its class
 token, position table, attention in-projection bias and head weight (zeros or near them at first) random.
 A "refused" model holds an operator import does not map (Softplus), for the refusal test; "smallnet" is a small CNN
-with SiLU and Hardswish (exported as x * Sigmoid(x) and x * HardSigmoid(x)) that flattens with x.view(x.size(0), -1),
+with SiLU and Hardswish (exported as x * Sigmoid(x) and x * HardSigmoid(x)), a padded AvgPool2d counting its padding
+(torch's default, exported as a Pad of zeros and an AveragePool), that flattens with x.view(x.size(0), -1),
 which torch exports with a dynamic batch as Shape, Gather, Unsqueeze, Concat and Reshape. Any other MODEL is the
 torchvision.models function of that name with 10 classes (efficientnet_b0, convnext_tiny: their stochastic depth is
 the identity in eval mode, and exports as nothing); every LayerNorm gets random scale and shift and every layer scale
@@ -65,7 +66,7 @@ class SmallNet(torch.nn.Module):
         super().__init__()
         self.features = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, stride=2, padding=1), torch.nn.BatchNorm2d(8),
                                             torch.nn.SiLU(), torch.nn.Conv2d(8, 8, 3, padding=1),
-                                            torch.nn.Hardswish(), torch.nn.MaxPool2d(2))
+                                            torch.nn.Hardswish(), torch.nn.AvgPool2d(3, 1, 1), torch.nn.MaxPool2d(2))
         self.fc = torch.nn.Linear(8 * (size // 4) ** 2, 10)
 
     def forward(self, x):

@@ -4,6 +4,7 @@
 
 #include "model/layer_registry.h"
 #include "model/layers/leaf_layer.h"
+#include "model/onnx_chain_reader.h"
 
 namespace ringtrain::model {
 namespace {
@@ -106,6 +107,41 @@ ImportedLayer pool_import(const OnnxNodeReader& r) {
                                                             {"padding", static_cast<int>(w.padding)}})};
 }
 
+// A Pad's amount on every side of H and W, where it pads N x C x H x W with zeros alike on each of those sides and
+// nothing on N and C: its pads [N, C, H, W begins, N, C, H, W ends] as an input (opset 11 on) or an attribute.
+int64_t zero_padding_of(const OnnxChainReader& c, const io::OnnxNode& pad) {
+  const OnnxNodeReader r = c.reader(pad);
+  const io::OnnxNodeAttribute* mode = pad.attribute("mode");
+  c.require(!mode || mode->text == "constant", pad, "it pads by reflection or by the edge; import maps a Pad of zeros "
+                                                    "before an AveragePool");
+  c.require(!r.has_input(3), pad, "it names the axes it pads; import maps a Pad of H and W before an AveragePool");
+  const float value = r.has_input(2) ? r.constant(2, "the padding value", 1).floats[0] : r.real("value", 0.0f);
+  c.require(value == 0.0f, pad, fmt::format("it pads with {}; import maps a Pad of zeros before an AveragePool", value));
+  const std::vector<int64_t> pads = r.has_input(1) ? r.integer_constant(1, "the pads") : r.integers("pads", {});
+  c.require(pads.size() == 8 && pads[0] == 0 && pads[1] == 0 && pads[4] == 0 && pads[5] == 0 && pads[2] == pads[3] &&
+                pads[2] == pads[6] && pads[2] == pads[7] && pads[2] >= 0,
+            pad, "it pads other than H and W alike on every side; import maps that Pad before an AveragePool");
+  return pads[2];
+}
+
+// torch's AvgPool2d with count_include_pad (its default), as it exports it below opset 19: a Pad of zeros, then an
+// AveragePool without pads (whose zeros it counts: ringtrain's avgpool with that padding). Nothing where the value's
+// only user is not a Pad whose only user is an AveragePool.
+std::optional<ImportedChain> padded_average_chain(const OnnxChainReader& c) {
+  const io::OnnxNode* pad = c.only_user(c.start(), "Pad");
+  const io::OnnxNode* pool = pad ? c.only_user(pad->outputs.at(0), "AveragePool") : nullptr;
+  if (!pool) return std::nullopt;
+  const int64_t padding = zero_padding_of(c, *pad);
+  const OnnxNodeReader r = c.reader(*pool);
+  r.require_integer("ceil_mode", 0, 0, "ringtrain rounds a window's output size down");
+  const OnnxWindow w = r.window({});
+  c.require(w.padding == 0, *pool, "it pads what a Pad before it padded already; import maps one of the two");
+  return ImportedChain{ImportedLayer{r.spec("avgpool", {{"size", static_cast<int>(w.kernel)},
+                                                        {"stride", static_cast<int>(w.stride)},
+                                                        {"padding", static_cast<int>(padding)}})},
+                       pool->outputs.at(0)};
+}
+
 const LayerRegistration kMaxPool{{
     .keys = windowed("maxpool", "the largest value of each window, per channel"),
     .make = make_layer_of<Pool>,
@@ -116,7 +152,7 @@ const LayerRegistration kAvgPool{{
     .keys = windowed("avgpool", "the mean of each window, per channel, padding counted as zeros"),
     .make = make_layer_of<Pool>,
     .onnx = pool_onnx("AveragePool"),
-    .onnx_import = {{"AveragePool"}, pool_import},
+    .onnx_import = {.ops = {"AveragePool"}, .map = pool_import, .chain = padded_average_chain},
 }};
 const LayerRegistration kGlobalAvgPool{{
     .keys = {.type = "global_avgpool", .help = "the mean of each channel over a square input"},
