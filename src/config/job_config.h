@@ -16,6 +16,7 @@ enum class DeviceChoice { auto_detect, cpu, cuda };
 enum class Precision { fp32, tf32, bf16, fp16 };
 enum class LrSchedule { cosine, constant, steps, poly };
 enum class LrScaling { linear, sqrt, none };       // how the peak rate follows the global batch
+enum class WarmupStart { base_lr, zero };          // where the linear warm-up climbs from
 enum class OptimizerKind { sgd, adamw, lars, lamb };
 // shared where the job runs on one node and can, else nonblocking | MPI_Iallreduce polled from backward | a
 // communication thread | one parameter copy per node in shared memory
@@ -77,6 +78,7 @@ struct JobConfig {
     double trust_coefficient;       // lars
     double weight_decay;
     double warmup_epochs;
+    WarmupStart warmup_start;
     LrSchedule schedule;
     double min_lr;                  // cosine, poly
     std::vector<double> milestones; // steps: epochs, increasing

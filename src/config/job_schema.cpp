@@ -221,7 +221,12 @@ Section<Optimizer> optimizer_keys() {
                     "on weights (not biases or batch norm): sgd and lars an L2 term in the gradient, adamw decoupled "
                     "(p -= lr x wd x p), lamb in the direction"),
           number<O>("warmup_epochs", &O::warmup_epochs, 0.0, {0.0, 1e5},
-                    "linear warm-up from base_lr to the scaled rate"),
+                    "linear warm-up from warmup_start to the scaled rate"),
+          choice<O>("warmup_start", &O::warmup_start,
+                    {{"base_lr", WarmupStart::base_lr}, {"zero", WarmupStart::zero}},
+                    "where the warm-up climbs from: base_lr (Goyal et al. 2017: the rate base_batch was tuned for; "
+                    "nothing to climb where the global batch is at most base_batch) | zero (rate 0 at the first step, "
+                    "as MLPerf's LARS reference and timm's warm-ups)"),
           choice<O>("schedule", &O::schedule,
                     {{"cosine", LrSchedule::cosine}, {"constant", LrSchedule::constant}, {"steps", LrSchedule::steps},
                      {"poly", LrSchedule::poly}},

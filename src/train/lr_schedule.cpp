@@ -22,9 +22,9 @@ LearningRateSchedule::LearningRateSchedule(const config::JobConfig::Optimizer& o
       kind_(opt.schedule),
       decay_factor_(opt.decay_factor),
       poly_power_(opt.poly_power) {
-  // Warm-up starts at the rate the base batch was tuned for and climbs to the scaled one; when the global
-  // batch is smaller than the base batch there is nothing to climb to.
-  start_ = std::min(opt.base_lr, peak_);
+  // Goyal's warm-up starts at the rate the base batch was tuned for and climbs to the scaled one; when the global
+  // batch is smaller than the base batch there is nothing to climb to. MLPerf's LARS reference climbs from 0.
+  start_ = opt.warmup_start == config::WarmupStart::zero ? 0.0 : std::min(opt.base_lr, peak_);
   // A decay that ends above where it starts would raise the rate for the whole run.
   const bool decays_to_min = kind_ == config::LrSchedule::cosine || kind_ == config::LrSchedule::poly;
   if (decays_to_min && min_ > peak_)

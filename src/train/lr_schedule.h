@@ -1,5 +1,5 @@
 // Owns the learning rate as a function of the optimizer step: scaling to the global batch (linear, Goyal et al.
-// 2017; square root; or none), linear warm-up from base_lr, then cosine decay to min_lr, constant, steps down at
+// 2017; square root; or none), linear warm-up from base_lr or from 0, then cosine decay to min_lr, constant, steps down at
 // milestone epochs (PyTorch's MultiStepLR), or polynomial decay to min_lr (MLPerf's LARS reference).
 #pragma once
 #include <cstdint>

@@ -70,7 +70,7 @@ std::string batch_line(const RunContext& run, const EpochPlan& plan, const Learn
   // Below base_batch the warm-up has nothing to climb to (it starts at the peak): saying "warm-up N steps" would
   // promise a ramp the run never takes.
   const std::string warmup = lr.warmup_steps() == 0 ? "no warm-up"
-                             : lr.warmup_climbs()   ? fmt::format("warm-up {} steps", lr.warmup_steps())
+                             : lr.warmup_climbs()   ? fmt::format("warm-up {} steps from {:g}", lr.warmup_steps(), lr.at(0))
                                                     : fmt::format("warm-up {} steps at the peak (the global batch "
                                                                   "is at most base_batch: nothing to climb to)",
                                                                   lr.warmup_steps());

@@ -57,6 +57,21 @@ TEST(LearningRate, WarmupClimbsLinearlyFromBaseLr) {
   EXPECT_DOUBLE_EQ(s.at(100), 0.4);
 }
 
+// optimizer.warmup_start = "zero": MLPerf's LARS reference, rescaled_lr x step / warmup_steps, so the first step's
+// rate is 0; it climbs also where the global batch is the base batch (Goyal's would have nothing to climb).
+TEST(LearningRate, WarmupFromZeroClimbsAsMlperfsLarsReference) {
+  auto o = opt(0.1, 256, 2, LrSchedule::constant);
+  o.warmup_start = ringtrain::config::WarmupStart::zero;
+  const LearningRateSchedule s(o, 1024, 50, 10);
+  EXPECT_DOUBLE_EQ(s.at(0), 0.0);
+  EXPECT_NEAR(s.at(50), 0.4 * 50 / 100, 1e-12);
+  EXPECT_NEAR(s.at(99), 0.4 * 99 / 100, 1e-12);
+  EXPECT_DOUBLE_EQ(s.at(100), 0.4);
+  const LearningRateSchedule same_batch(o, 256, 50, 10);
+  EXPECT_TRUE(same_batch.warmup_climbs());
+  EXPECT_NEAR(same_batch.at(25), 0.1 / 4, 1e-12);
+}
+
 TEST(LearningRate, CosineDecaysToMinAfterWarmup) {
   const LearningRateSchedule s(opt(0.2, 128, 1, LrSchedule::cosine, 0.001), 128, 100, 5);
   EXPECT_DOUBLE_EQ(s.at(100), 0.2);  // end of warm-up: peak

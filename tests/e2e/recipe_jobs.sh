@@ -27,7 +27,8 @@ run() {  # run NAME JOB SET...: 2 ranks, 2 steps per epoch of 2 x 4 samples
 # milestones at epochs 1 and 2 (steps 2 and 4) x 0.1 each. Epoch e ends at step 2e - 1.
 run goyal resnet50_imagenet_goyal.toml train.epochs=3 optimizer.warmup_epochs=1 'optimizer.milestones=[1, 2]' \
   optimizer.clip_global_norm=1.0 train.eval_every_epochs=2
-# LARS: peak 0.625 x 8/256, 1 warm-up epoch, then 2 steps of poly decay (power 2) to 1e-4: step 3 is halfway.
+# LARS: peak 0.625 x 8/256, 1 warm-up epoch (2 steps) from 0 (the recipe's warmup_start): step 1 at half the peak;
+# then 2 steps of poly decay (power 2) to 1e-4: step 3 is halfway.
 run lars resnet50_imagenet_lars.toml train.epochs=2 optimizer.warmup_epochs=1
 
 /usr/bin/python3 - "$work" <<'PY'
@@ -51,7 +52,7 @@ check(all(goyal[i]["test_loss"] is not None and 0 <= goyal[i]["test_top5"] <= 1 
 
 lars = epochs("lars")
 peak, end = 0.625 * 8 / 256, 1e-4
-want = [peak, end + (peak - end) * (1 - 0.5) ** 2]  # poly, power 2: step 3 is 1 of the 2 decay steps in
+want = [peak / 2, end + (peak - end) * (1 - 0.5) ** 2]  # warm-up from 0; poly, power 2: step 3 is 1 of 2 decay steps in
 check(all(math.isclose(e["lr"], w, rel_tol=1e-9) for e, w in zip(lars, want)), f"lars: lr per epoch {[e['lr'] for e in lars]} = {want}")
 check(lars[0]["test_loss"] is None and lars[1]["test_loss"] is not None, "lars: only the last epoch evaluated (eval_every_epochs = 4)")
 check(lars[0]["grad_norm_mean"] is None, "lars: no clipping, no norm")
