@@ -15,7 +15,7 @@
 namespace ringtrain::io {
 namespace {
 
-constexpr int kFloat = 1, kInt64 = 7;
+constexpr int kFloat = 1, kInt64 = 7, kBool = 9;
 
 std::string text_of(const ProtoField& f) {
   if (f.wire_type != 2) throw ProtoError(fmt::format("field {} should be a string", f.number));
@@ -71,6 +71,7 @@ OnnxTensor tensor(std::string_view message) {
       case 1: add_integers(f, t.dims); break;
       case 2: t.data_type = static_cast<int>(f.value); break;
       case 4: add_reals(f, t.floats); break;
+      case 5: add_integers(f, t.integers); break;  // int32_data: where a bool's values are kept (as 0 and 1)
       case 7: add_integers(f, t.integers); break;
       case 8: t.name = text_of(f); break;
       case 9: raw = f.bytes, has_raw = true; break;
@@ -85,9 +86,11 @@ OnnxTensor tensor(std::string_view message) {
   }
   if (has_raw && t.data_type == kFloat) t.floats = packed_floats(raw);
   if (has_raw && t.data_type == kInt64) t.integers = packed_int64_words(raw);
+  if (has_raw && t.data_type == kBool)
+    for (const char byte : raw) t.integers.push_back(byte != 0 ? 1 : 0);
   const int64_t count = element_count(t.dims);
   const auto held = static_cast<int64_t>(t.data_type == kFloat ? t.floats.size() : t.integers.size());
-  if ((t.data_type == kFloat || t.data_type == kInt64) && held != count)
+  if ((t.data_type == kFloat || t.data_type == kInt64 || t.data_type == kBool) && held != count)
     throw ProtoError(fmt::format("tensor '{}' holds {} values for dimensions of {}", t.name, held, count));
   return t;
 }

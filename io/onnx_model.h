@@ -14,9 +14,9 @@ namespace ringtrain::io {
 struct OnnxTensor {
   std::string name;
   std::vector<int64_t> dims;
-  int data_type = 0;              // TensorProto.DataType: 1 float, 7 int64
+  int data_type = 0;              // TensorProto.DataType: 1 float, 7 int64, 9 bool
   std::vector<float> floats;      // data_type 1
-  std::vector<int64_t> integers;  // data_type 7
+  std::vector<int64_t> integers;  // data_type 7, and 9 as 0 and 1
 };
 
 struct OnnxNodeAttribute {

@@ -180,8 +180,12 @@ void GraphWalk::look_through(const OnnxNode& node) {
   }
   if (node.inputs.empty()) refuse(node, "it has no input");
   if (node.op == "Dropout" && node.outputs.size() > 1) refuse(node, "its mask output is the training form");
-  if (node.op == "Dropout" && node.inputs.size() > 2 && !node.inputs[2].empty())
-    refuse(node, "its training_mode input is given; import maps inference Dropout only");
+  // training_mode given as the constant false is inference, as ONNX's default is.
+  if (node.op == "Dropout" && node.inputs.size() > 2 && !node.inputs[2].empty()) {
+    const auto mode = constants_.find(node.inputs[2]);
+    if (mode == constants_.end() || mode->second->data_type != 9 || mode->second->integers != std::vector<int64_t>{0})
+      refuse(node, "its training_mode input is other than the constant false; import maps inference Dropout only");
+  }
   alias_[node.outputs[0]] = node.inputs[0];
   if (const auto c = constants_.find(node.inputs[0]); c != constants_.end()) constants_[node.outputs[0]] = c->second;
 }

@@ -181,6 +181,27 @@ TEST(OnnxImport, ClipMapsOntoRelu6OnlyBetweenZeroAndSix) {
   EXPECT_NE(refusal(g.m).find("clips to [0, 4]"), std::string::npos) << refusal(g.m);
 }
 
+// Dropout's training_mode input as the constant false is inference (ONNX's default): looked through; true, or a
+// value the graph computes, is the training form, refused naming the node.
+TEST(OnnxImport, ADropoutWhoseTrainingModeIsConstantFalseIsLookedThrough) {
+  for (const int64_t training : {0, 1}) {
+    Graph g;
+    io::OnnxTensor mode;
+    mode.name = "training_mode", mode.data_type = 9, mode.integers = {training};
+    g.m.initializers.push_back(mode);
+    g.node("Dropout", "/drop/Dropout", {"x", g.scalar("ratio", 0.5f), "training_mode"}, "d");
+    g.node("Relu", "relu", {"d"}, "y");
+    if (training == 0) {
+      EXPECT_EQ(model::import_onnx(g.m).layers.at(0).type, "relu");
+    } else {
+      const std::string why = refusal(g.m);
+      EXPECT_NE(why.find("ONNX node '/drop/Dropout' (Dropout): its training_mode input is other than the constant false"),
+                std::string::npos)
+          << why;
+    }
+  }
+}
+
 TEST(OnnxImport, GemmWeightIsTransposedAndScaledIntoDenseLayout) {
   Graph g;
   g.node("Flatten", "flat", {"x"}, "f");
