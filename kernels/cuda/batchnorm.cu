@@ -100,10 +100,15 @@ Layout layout_of(const BatchNormShape& s, std::initializer_list<const void*> buf
   Layout z{s.batch, s.channels, s.spatial, 1, detail::pack_width(s.data, buffers), FastDivide()};
   while (s.spatial % z.vec) z.vec /= 2;
   z.by_row = FastDivide(static_cast<uint32_t>(z.row_packs()));
-  if (z.count() >= FastDivide::kNumeratorLimit || static_cast<int64_t>(s.channels) * s.spatial > kMaxPerSample)
+  // element_grid's y extent (a CUDA grid's limit, 65535) bounds a sample's packs: about 2^26 values where H x W
+  // is odd (one value a pack).
+  const bool packs_fit = z.sample_packs() <= int64_t{65535} * detail::kThreads * kUnroll;
+  if (z.count() >= FastDivide::kNumeratorLimit || static_cast<int64_t>(s.channels) * s.spatial > kMaxPerSample ||
+      !packs_fit)
     throw JobFileError("batch norm over " + std::to_string(s.batch) + " x " + std::to_string(s.channels) + " x " +
                        std::to_string(s.spatial) + " values on the GPU: a channel may hold under 2^31 values " +
-                       "(batch x H x W) and a sample at most 2^27 (C x H x W); lower train.batch_size");
+                       "(batch x H x W) and a sample at most 2^27 (C x H x W; 2^26 where H x W is odd); lower " +
+                       "train.batch_per_rank, or the sample's channels or size");
   const int64_t by_blocks = (kTargetBlocks + s.channels - 1) / s.channels, by_size = z.count() / kMinSlice;
   z.slices = static_cast<int>(std::max<int64_t>(1, std::min(by_blocks, by_size)));
   if (is_nhwc(s)) z.slices = rows_slices(s);
@@ -181,16 +186,29 @@ __device__ PairSum channel_total(const Layout& z, const PairSum* partial, int c)
   return t;
 }
 
-// Sums of x (a) and x^2 (b) of slice blockIdx.y of channel blockIdx.x.
+// Sums of x (a) and x^2 (b) of slice blockIdx.y of channel blockIdx.x. A pack of 16-bit values sums in fp32 (their
+// squares are exact there); fp32 values each go to double, as rows_moments_kernel adds them: statistics_kernel takes
+// E[x^2] - mean^2, which fp32 squares would spoil where the mean is large against the deviation (a pixel-valued
+// input: 4e-2 of the variance off at mean 1000, std 0.1), and the CPU twin's two passes do not.
 template <int V, class T>
 __global__ void moments_kernel(Layout z, const T* x, Scratch w) {
   sum_slice(z, w.partial, [&](int64_t i, PairSum& m) {
-    float v[V], sum = 0.0f, squares = 0.0f;
+    float v[V];
     load_pack(x + i, v);
+    if constexpr (sizeof(T) == sizeof(float)) {
 #pragma unroll
-    for (int r = 0; r < V; ++r) sum += v[r], squares = fmaf(v[r], v[r], squares);
-    m.a += sum;
-    m.b += squares;
+      for (int r = 0; r < V; ++r) {
+        const double d = v[r];
+        m.a += d;
+        m.b = fma(d, d, m.b);
+      }
+    } else {
+      float sum = 0.0f, squares = 0.0f;
+#pragma unroll
+      for (int r = 0; r < V; ++r) sum += v[r], squares = fmaf(v[r], v[r], squares);
+      m.a += sum;
+      m.b += squares;
+    }
   });
 }
 
@@ -218,7 +236,8 @@ __global__ void statistics_kernel(Layout z, Statistics st, Scratch w) {
   for (int c = static_cast<int>(global_index()); c < z.channels; c += static_cast<int>(grid_stride())) {
     const PairSum moments = channel_total(z, w.partial, c);
     const double count = values_per_channel(z, w), mean = moments.a / count;
-    // E[x^2] - mean^2 in double: 16-bit values lose nothing that matters unless |mean| exceeds the deviation ~1e6x.
+    // E[x^2] - mean^2 in double, over sums kept in double (moments_kernel): nothing that matters is lost unless |mean|
+    // exceeds the deviation ~1e6x.
     const double var = max(0.0, moments.b / count - mean * mean);
     const double inv_std = 1.0 / sqrt(var + st.epsilon);  // biased variance: what the batch is normalised with
     const double unbiased = count > 1 ? var * count / (count - 1) : var;

@@ -47,16 +47,23 @@ void NcclBatchNormSums::abort() noexcept {
 
 NcclBatchNormSums::~NcclBatchNormSums() {
   if (!comm_) return;
-  if (std::uncaught_exceptions() > 0)
+  if (std::uncaught_exceptions() > 0) {
     abort();
-  else
-    close_communicator(comm_);
+    return;
+  }
+  ncclComm_t closing = comm_;
+  comm_ = nullptr;  // the abort hook, registered until the members go, must not reach a communicator being freed
+  close_communicator(closing);
 }
 
 void NcclBatchNormSums::add(double* values, std::size_t count, kernels::cuda::Stream stream) {
   if (!comm_) throw Error(ExitCode::internal, "synchronised batch norm after its NCCL communicator was aborted");
   ncclResult_t state = ncclSuccess;
-  NCCL_CHECK(ncclCommGetAsyncError(comm_, &state));
+  if (const ncclResult_t queried = ncclCommGetAsyncError(comm_, &state); queried != ncclSuccess) {
+    abort_every_communicator();  // a communicator whose state cannot be read is trusted no more than a failed one
+    throw_library_error("NCCL", "ncclCommGetAsyncError (synchronised batch norm)", __FILE__, __LINE__,
+                        ncclGetErrorString(queried));
+  }
   if (state != ncclSuccess && state != ncclInProgress) {
     const std::string words = nccl_words(state);
     abort_every_communicator();  // this one's among them
