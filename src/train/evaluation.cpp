@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
+#include <memory>
 #include <vector>
 
 #include "common/error.h"
@@ -50,12 +52,23 @@ Totals Evaluator::run(const BatchSink& sink) {
       },
       run_.job.data.prefetch_batches, plain_loader_work(run_.job, run_.world, batch_form(run_.job, run_.backend), part_.meta()));
   Totals totals;
+  std::exception_ptr failure;  // the first batch this rank could not read or decode
   for (int64_t i = 0; i < batches; ++i) {
-    auto host = loader.next(nullptr);
-    const int count = host->count;
-    device_batch_.load(*host);
+    const int count = static_cast<int>(std::min<int64_t>(batch, n - i * batch));
+    std::unique_ptr<HostBatch> host;
+    if (!failure) {
+      try {
+        host = loader.next(nullptr);
+        device_batch_.load(*host);
+      } catch (const std::exception&) {
+        failure = std::current_exception();
+      }
+    }
     const int shape_batch = run_.job.gpu.full_eval_batches ? batch_ : count;
     const model::Tensor logits = net_.forward(device_batch_.input_padded(count, shape_batch), model::Mode::eval, 0);
+    // After a failure the forward passes keep this rank's pace on the batch it holds, counting nothing, so it meets
+    // the caller's agreement when the others do, not a whole evaluation early (which the watchdog would call a stall).
+    if (failure) continue;
     backend.softmax_cross_entropy(count, classes, logits.as<float>(), device_batch_.labels(), {}, nullptr,
                                   totals_.as<model::LossTotals>());
     if (sink) {
@@ -65,6 +78,7 @@ Totals Evaluator::run(const BatchSink& sink) {
     loader.recycle(std::move(host));
     totals.samples += count;
   }
+  if (failure) std::rethrow_exception(failure);
   model::LossTotals sums;  // one copy for the whole evaluation
   backend.to_host(&sums, totals_.as<void>(), sizeof sums);
   if (sums.bad_labels > 0)

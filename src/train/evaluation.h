@@ -19,7 +19,9 @@ class Evaluator {
  public:
   Evaluator(const RunContext& run, model::Network& net, SplitPart& part, int batch, DeviceBatch& device_batch);
   void average_running_statistics();  // collective
-  // This rank's sums; a label outside the class range is a DataError naming the split. With a sink, each batch's
+  // This rank's sums; a label outside the class range is a DataError naming the split. A batch this rank cannot read
+  // or decode is thrown after the forward passes of the batches left (on the batch it holds, counting nothing), so
+  // the rank reaches the callers' agreement (dist::agree_on_errors) when the others do. With a sink, each batch's
   // logits also come to the host (a device synchronisation per batch).
   Totals run(const BatchSink& sink = {});
   int64_t batches() const;  // this rank's evaluation batches, the last one partial

@@ -249,7 +249,7 @@ void TrainingLoop::feed(int micro, EpochTally& tally) {
       load_batch(tally);
     } catch (const AgreedError&) {
       throw;
-    } catch (const Error&) {
+    } catch (const std::exception&) {  // a loader's own failures too (threads it could not start, memory)
       tally.data_failure = std::current_exception();
     }
   }
