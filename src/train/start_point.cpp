@@ -108,7 +108,9 @@ std::string layout_mismatch(const io::CheckpointData& c, const model::Network& n
 void refuse_another_model(const io::CheckpointData& c, const fs::path& path, const model::Network& net, bool resuming) {
   if (const std::string why = layout_mismatch(c, net, net.param_tensors().size()); !why.empty())
     throw CheckpointError(fmt::format("checkpoint '{}' belongs to another model: {}; {}", path.string(), why,
-                                      resuming ? "resume with the job file it was written by, or use another run.dir"
+                                      resuming ? "resume with the job file it was written by, or use another run.dir "
+                                                 "(to start a new model from its weights, as a fine-tune does: "
+                                                 "train.init_from = that checkpoint, without --resume)"
                                                : "use the job file and the data (sample shape, classes) it was "
                                                  "trained with"));
 }
