@@ -56,6 +56,9 @@ void predict_split(const train::RunContext& run, const PredictArgs& args, const 
                                 dir.string()));
   const int classes = part.meta().num_classes;
   infer::Classifier classifier(run, args.checkpoint, part.meta().shape, classes, train::weights_named(args.weights));
+  std::string norm_note;
+  const train::InputNorm model_norm = infer::model_input_norm(run.job, args.data, part.meta(), norm_note);
+  if (!norm_note.empty()) fmt::print(stderr, "{}\n", norm_note);
   const int64_t n = part.range.size(), per_batch = classifier.batch(), batches = (n + per_batch - 1) / per_batch;
   train::BatchLoader loader(
       *part.reader, classifier.batch(), batches,
@@ -63,7 +66,8 @@ void predict_split(const train::RunContext& run, const PredictArgs& args, const 
         out.clear();
         for (int64_t k = i * per_batch; k < std::min(n, (i + 1) * per_batch); ++k) out.push_back(k);
       },
-      run.job.data.prefetch_batches, train::plain_loader_work(run.job, run.world, train::batch_form(run.job, run.backend), part.meta()));
+      run.job.data.prefetch_batches,
+      train::plain_loader_work(run.job, run.world, train::batch_form(run.job, run.backend), part.meta(), model_norm));
   const std::vector<std::string> names = io::named_classes(part.meta());
   for (int64_t b = 0; b < batches; ++b) {
     auto host = loader.next(nullptr);

@@ -130,10 +130,10 @@ BatchForm batch_form(const config::JobConfig& job, const model::Backend& backend
 }
 
 LoaderWork plain_loader_work(const config::JobConfig& job, const dist::World& world, BatchForm form,
-                             const io::DatasetMeta& meta) {
+                             const io::DatasetMeta& meta, const InputNorm& model_norm) {
   LoaderWork work = meta.storage == io::SampleStorage::jpeg ? encoded_loader_work(job, world, form, meta, false, 0, 0)
                                                             : plain_work(job, world, form);
-  work.norm = input_norm(meta, job.data);
+  work.norm = model_norm;
   return work;
 }
 

@@ -18,9 +18,11 @@ namespace ringtrain::train {
 LoaderWork training_loader_work(const config::JobConfig& job, const dist::World& world, BatchForm form,
                                 const io::DatasetMeta& meta, int64_t first_micro, int64_t micro_per_epoch);
 
-// Evaluation and prediction batches: never augmented; an encoded split's photos take the evaluation centre crop.
+// Evaluation and prediction batches: never augmented; an encoded split's photos take the evaluation centre crop;
+// normalised with the model's numbers (its job's data.mean and data.std, or its training split's statistics), not
+// necessarily the split's own.
 LoaderWork plain_loader_work(const config::JobConfig& job, const dist::World& world, BatchForm form,
-                             const io::DatasetMeta& meta);
+                             const io::DatasetMeta& meta, const InputNorm& model_norm);
 
 // data.normalize, with auto resolved by the backend: uint8 to a GPU, normalised floats from the loader
 // threads on the CPU twin.

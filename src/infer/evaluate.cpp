@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -12,6 +13,7 @@
 #include "data/loader_work.h"
 #include "data/split_part.h"
 #include "infer/class_tally.h"
+#include "infer/training_split.h"
 #include "io/output_paths.h"
 #include "io/whole_file.h"
 #include "train/evaluation.h"
@@ -76,7 +78,10 @@ int evaluate(const train::RunContext& run, const EvaluateOptions& options) {
   // The newest checkpoint is known only now (no --checkpoint given).
   run.world.all_succeed([&] { io::refuse_output_over_input("--out", options.out, {{"the checkpoint", restored.path}}); });
   train::DeviceBatch device_batch(run.backend, input, train::batch_form(run.job, run.backend));
-  train::Evaluator evaluator(run, *net, part, input.n, device_batch);
+  std::string norm_note;
+  train::InputNorm model_norm = infer::model_input_norm(run.job, {}, part.meta(), norm_note);
+  if (!norm_note.empty()) run.say(norm_note);
+  train::Evaluator evaluator(run, *net, part, input.n, device_batch, std::move(model_norm));
   ClassTally tally(part.meta().num_classes);
   train::Totals totals;  // a sample one rank cannot read or decode stops every rank with its message
   run.world.all_succeed([&] { totals = evaluator.run([&](const train::EvaluatedBatch& b) { tally.add(b); }); });

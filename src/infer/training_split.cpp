@@ -17,4 +17,18 @@ io::SplitIndex open_training_split(const config::JobConfig& job, const std::file
   }
 }
 
+train::InputNorm model_input_norm(const config::JobConfig& job, const std::filesystem::path& moved_to,
+                                  const io::DatasetMeta& split, std::string& note) {
+  note.clear();
+  if (!job.data.mean.empty()) return train::input_norm(split, job.data);
+  try {
+    return train::input_norm(open_training_split(job, moved_to).meta, job.data);
+  } catch (const DataError& e) {
+    note = fmt::format("note: inputs normalised with the statistics of the split itself, not of the model's training "
+                       "data, which cannot be opened ({}); set data.mean and data.std to the training data's",
+                       e.what());
+    return train::input_norm(split, job.data);
+  }
+}
+
 }  // namespace ringtrain::infer

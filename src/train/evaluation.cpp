@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <exception>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -17,10 +18,11 @@
 namespace ringtrain::train {
 
 Evaluator::Evaluator(const RunContext& run, model::Network& net, SplitPart& part, int batch,
-                     DeviceBatch& device_batch)
+                     DeviceBatch& device_batch, InputNorm model_norm)
     : run_(run),
       net_(net),
       part_(part),
+      model_norm_(std::move(model_norm)),
       batch_(batch),
       device_batch_(device_batch),
       totals_(run.backend.allocate(sizeof(model::LossTotals))) {}
@@ -50,7 +52,8 @@ Totals Evaluator::run(const BatchSink& sink) {
         out.clear();
         for (int64_t s = i * batch; s < std::min(n, (i + 1) * batch); ++s) out.push_back(s);
       },
-      run_.job.data.prefetch_batches, plain_loader_work(run_.job, run_.world, batch_form(run_.job, run_.backend), part_.meta()));
+      run_.job.data.prefetch_batches, plain_loader_work(run_.job, run_.world, batch_form(run_.job, run_.backend), part_.meta(),
+                                                         model_norm_));
   Totals totals;
   std::exception_ptr failure;  // the first batch this rank could not read or decode
   for (int64_t i = 0; i < batches; ++i) {

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "data/device_batch.h"
+#include "data/normalisation.h"
 #include "data/split_part.h"
 #include "model/network.h"
 #include "train/epoch_summary.h"
@@ -17,7 +18,9 @@ using BatchSink = std::function<void(const EvaluatedBatch&)>;
 
 class Evaluator {
  public:
-  Evaluator(const RunContext& run, model::Network& net, SplitPart& part, int batch, DeviceBatch& device_batch);
+  // `model_norm`: the numbers the model's inputs are normalised with (its training split's, or its job's own).
+  Evaluator(const RunContext& run, model::Network& net, SplitPart& part, int batch, DeviceBatch& device_batch,
+            InputNorm model_norm);
   void average_running_statistics();  // collective
   // This rank's sums; a label outside the class range is a DataError naming the split. A batch this rank cannot read
   // or decode is thrown after the forward passes of the batches left (on the batch it holds, counting nothing), so
@@ -30,6 +33,7 @@ class Evaluator {
   const RunContext& run_;
   model::Network& net_;
   SplitPart& part_;
+  InputNorm model_norm_;
   int batch_;
   DeviceBatch& device_batch_;
   model::DeviceBuffer totals_;  // model::LossTotals on the device
