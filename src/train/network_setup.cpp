@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <new>
 #include <string>
 
 #include "common/host_memory.h"
@@ -38,6 +39,14 @@ model::MemoryBudget memory_budget(const RunContext& run, const InputMemory& inpu
   // The optimizer's state, and host copies of the parameters (initialisation, broadcast) and of parameters and the
   // optimizer's state (a checkpoint).
   const double copies_per_parameter = optimizer_per_parameter + (2 + state_arrays) * sizeof(float);
+  // Queues that take the rank's whole share leave the network no budget at all: refused here, or the run would pass
+  // set-up and be killed for memory once the loaders fill them.
+  if (available / ranks - input.loader_queues - input.device_decode <= 0)
+    throw JobFileError(fmt::format("the data loaders' queues need {} per rank (data.prefetch_batches + 1 batches ahead "
+                                   "for training and evaluation) but this rank's share of the host's {} available "
+                                   "({} rank{} on {}) is {}; lower data.prefetch_batches or train.batch_per_rank",
+                                   byte_size_text(input.loader_queues + input.device_decode), byte_size_text(available),
+                                   ranks, ranks == 1 ? "" : "s", run.world.host(), byte_size_text(available / ranks)));
   return {available / ranks - input.loader_queues - input.device_decode,
           fmt::format("this rank's share of the host's {} available ({} rank{} on {}), less {} for the data "
                       "loaders{},",
@@ -73,13 +82,23 @@ std::unique_ptr<model::Network> build_network(const RunContext& run, const model
                                               const InputMemory& input_memory, model::ParameterMemory* memory) {
   std::unique_ptr<model::Network> net;
   run.world.all_succeed([&] {
-    net = std::make_unique<model::Network>(
-        run.job.model.layers, run.backend, input, classes,
-        model::NetworkOptions{.share_memory = true, .fuse = run.job.run.fuse_layers,
-                              .budget = budget_on_this_rank(run, input_memory),
-                              .activations = activation_type(run.job.train.precision),
-                              .parameter_memory = memory,
-                              .freeze_through = run.job.train.freeze});
+    const model::MemoryBudget budget = budget_on_this_rank(run, input_memory);
+    try {
+      net = std::make_unique<model::Network>(
+          run.job.model.layers, run.backend, input, classes,
+          model::NetworkOptions{.share_memory = true, .fuse = run.job.run.fuse_layers,
+                                .budget = budget,
+                                .activations = activation_type(run.job.train.precision),
+                                .parameter_memory = memory,
+                                .freeze_through = run.job.train.freeze});
+    } catch (const std::bad_alloc&) {
+      // A library's buffers sized by the batch (oneDNN's scratchpad) come before the network's own budget check.
+      const std::string share =
+          budget.bytes > 0 ? fmt::format(" ({} is {})", budget.source, byte_size_text(budget.bytes)) : "";
+      throw JobFileError(fmt::format("the model at batch {} could not be allocated on this rank: memory ran out while "
+                                     "building it{}; lower train.batch_per_rank or make the model smaller",
+                                     input.n, share));
+    }
   });
   return net;
 }

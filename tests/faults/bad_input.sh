@@ -310,6 +310,16 @@ d=$(run layer_too_large)
 expect layer_too_large 3 "$d" "model.layers[0] (conv2d 3x3x8 s1 p1000000) turns input 1x1x8x8 per sample into" \
   "more than any memory holds; check its size, padding, filters or units" "$job" $(data "$work/tiny/train") $(fresh "$d") \
   --set 'model.layers=[{type="conv2d",filters=8,kernel=3,padding=1000000},{type="flatten"},{type="dense",units=3}]'
+# Loader queues no host holds (1025 batches of 32 samples of 3x512x512 ahead, for training and for evaluation): refused
+# before the network is built, where they left it a negative budget, unchecked, and the run was killed for memory
+# once the loaders filled them.
+if wanted loader_queues_too_large; then
+  "$bin" prepare synthetic --shape 3,512,512 --classes 3 --samples 64 --test-samples 8 --out "$work/large_samples" >/dev/null
+  d=$(run loader_queues_too_large)
+  expect loader_queues_too_large 3 "$d" "the data loaders' queues need" "lower data.prefetch_batches or train.batch_per_rank" \
+    "$job" $(data "$work/large_samples/train" "$work/large_samples/test") $(fresh "$d") --set train.batch_per_rank=32 \
+    --set data.prefetch_batches=1024 --set 'model.layers=[{type="flatten"},{type="dense",units=3}]'
+fi
 
 # A budget check that fails on one rank only (each rank weighs the model against its own reading of the host's
 # memory; here the fault-injection hook's budget): every rank ends with that rank's message within the bound,
