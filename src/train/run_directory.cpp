@@ -58,6 +58,35 @@ std::string new_run_id() {
                                  dir.string()));
 }
 
+[[noreturn]] void in_use(const fs::path& dir, const std::string& holder) {
+  throw JobFileError(fmt::format("run.dir '{}' is in use by another run ({}); wait for it to end, or give this "
+                                 "run its own folder with --set run.dir=...",
+                                 dir.string(), holder.empty() ? "its holder did not say who it is" : holder));
+}
+
+// What the lock file says of the run holding it, from a file descriptor on it.
+std::string holder_text(int fd) {
+  std::string holder(512, '\0');
+  const ssize_t got = ::pread(fd, holder.data(), holder.size(), 0);
+  holder.resize(got > 0 ? static_cast<size_t>(got) : 0);
+  while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\0')) holder.pop_back();
+  return holder;
+}
+
+// Whether a running job holds the folder's lock: a shared lock tried for an instant and let go. A lock file left by
+// a run that was killed is held by no one.
+bool held_by_a_running_job(const fs::path& dir, std::string& holder) {
+  const int fd = ::open((dir / kLockFile).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  if (held)
+    holder = holder_text(fd);
+  else
+    (void)::flock(fd, LOCK_UN);
+  ::close(fd);
+  return held;
+}
+
 }  // namespace
 
 bool is_run_file(const std::string& name) {
@@ -74,6 +103,9 @@ void RunDirectory::check_usable(const config::JobConfig& job, bool resume) {
   if (probe.kind == PathProbe::Kind::missing) return;
   if (probe.kind != PathProbe::Kind::directory)
     unusable(dir, probe.kind == PathProbe::Kind::regular ? "is a file, not a folder" : probe.describe(), resume);
+  // A folder a job is training in is refused as such first: the advice for a finished run (run.overwrite) or for a
+  // run without checkpoints (start without --resume) would point at files in use.
+  if (std::string holder; held_by_a_running_job(dir, holder)) in_use(dir, holder);
   const PathProbe metrics = probe_path(dir / "metrics.jsonl");
   if (metrics.kind == PathProbe::Kind::unreachable) unusable(dir, "cannot be read: " + metrics.reason, resume);
   if (!resume && metrics.exists() && !job.run.overwrite) refuse_to_replace(dir);
@@ -124,14 +156,9 @@ void RunDirectory::lock() {
       ::close(fd);
       return;
     }
-    std::string holder(512, '\0');
-    const ssize_t got = ::pread(fd, holder.data(), holder.size(), 0);
-    holder.resize(got > 0 ? static_cast<size_t>(got) : 0);
-    while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\0')) holder.pop_back();
+    const std::string holder = holder_text(fd);
     ::close(fd);
-    throw JobFileError(fmt::format("run.dir '{}' is in use by another run ({}); wait for it to end, or give this "
-                                   "run its own folder with --set run.dir=...",
-                                   dir_.string(), holder.empty() ? "its holder did not say who it is" : holder));
+    in_use(dir_, holder);
   }
   // The run before this one unlinks the file while still holding it (~RunDirectory): a lock won on a file no
   // longer at the path guards nothing, since a third run can create and lock a new one. Then lock the new one.

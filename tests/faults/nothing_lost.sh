@@ -102,6 +102,11 @@ if [[ " $cases " == *" concurrent "* ]]; then
   d=$work/busy
   train "$job" "${slow[@]}" --set run.dir="$d" --set train.epochs=4 >"$work/busy-a.log" 2>&1 &
   first=$!
+  # As soon as it has written its first record: a plain fresh start is refused as "in use", not "already holds a run
+  # ... use run.overwrite" (advice that points at a running job's files).
+  for _ in $(seq 600); do [ -s "$d/metrics.jsonl" ] && break; sleep 0.1; done
+  train "$job" "${slow[@]}" --set run.dir="$d" --set train.epochs=1 >"$work/busy-b0.log" 2>&1
+  rc_b0=$?
   for _ in $(seq 600); do [ -n "$(ls "$d/checkpoints" 2>/dev/null | grep -v tmp)" ] && break; sleep 0.1; done
   train "$job" "${slow[@]}" --set run.dir="$d" --set train.epochs=1 --set run.overwrite=true >"$work/busy-b.log" 2>&1
   rc_b=$?
@@ -110,12 +115,13 @@ if [[ " $cases " == *" concurrent "* ]]; then
   wait "$first"
   rc_a=$?
   pid=$(grep -o 'pid [0-9]*' "$work/busy-b.log" | head -1)
-  if [ "$rc_b" = 3 ] && [ "$rc_c" = 3 ] && both_ranks "$work/busy-b.log" "is in use by another run (host " &&
+  if [ "$rc_b0" = 3 ] && both_ranks "$work/busy-b0.log" "is in use by another run (host " &&
+     [ "$rc_b" = 3 ] && [ "$rc_c" = 3 ] && both_ranks "$work/busy-b.log" "is in use by another run (host " &&
      both_ranks "$work/busy-c.log" "is in use by another run (host " && [ "$rc_a" = 0 ] &&
      [ "$(epochs "$d")" = "1 2 3 4" ] && [ ! -e "$d/replaced-"* ]; then
-    ok "concurrent: a fresh start and a --resume refused (exit 3, '$pid'), the first run ended 0 with epochs $(epochs "$d")"
+    ok "concurrent: fresh starts (plain and run.overwrite) and a --resume refused (exit 3, '$pid'), the first run ended 0 with epochs $(epochs "$d")"
   else
-    fail "concurrent: exits B $rc_b C $rc_c A $rc_a, epochs [$(epochs "$d")]: $(grep -h -A1 'exit' "$work/busy-b.log" | head -2)"
+    fail "concurrent: exits B0 $rc_b0 B $rc_b C $rc_c A $rc_a, epochs [$(epochs "$d")]: $(grep -h -A1 'exit' "$work/busy-b0.log" "$work/busy-b.log" | head -4)"
   fi
 fi
 
