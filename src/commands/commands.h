@@ -54,7 +54,7 @@ struct ImportArgs {
   std::vector<int> shape;      // C, H, W; empty: the model's declared input
   std::filesystem::path class_names;  // a text file of the class names, one a line by index; empty: "class <i>"
   // The normalisation per channel on 0..1 pixels: torchvision's ImageNet mean and std unless given.
-  std::vector<float> mean = {0.485f, 0.456f, 0.406f}, stddev = {0.229f, 0.224f, 0.225f};
+  std::vector<double> mean = {0.485, 0.456, 0.406}, stddev = {0.229, 0.224, 0.225};
 };
 int import_onnx(const ImportArgs& args);
 int prepare_fashion_mnist(const std::filesystem::path& source, const std::filesystem::path& out, int shards, bool overwrite);

@@ -91,19 +91,20 @@ std::string job_text(const ImportArgs& a, const io::OnnxModel& onnx, const model
       config::layers_toml(m.layers));
 }
 
-// Per channel, in 0..255 units as shards keep them, from the 0..1 units torchvision's are given in.
-std::vector<float> in_pixel_units(const std::vector<float>& values, int channels, const char* option, bool divisor) {
+// Per channel, in 0..255 units as shards keep them, from the 0..1 units torchvision's are given in (worked out in
+// double, so 0.224 gives the float nearest 57.12, which the job file then reads as 57.12).
+std::vector<float> in_pixel_units(const std::vector<double>& values, int channels, const char* option, bool divisor) {
   if (static_cast<int>(values.size()) != channels)
     throw UsageError(fmt::format("{} has {} values for the model's {} input channels; give one a channel", option,
                                  values.size(), channels));
   std::vector<float> scaled;
-  for (const float v : values) {
+  for (const double v : values) {
     if (!std::isfinite(v) || (divisor && v <= 0))
       throw UsageError(fmt::format("{} {}: each value must be a finite number{} (0..1 units, as torchvision's, e.g. "
                                    "{})",
                                    option, v, divisor ? " above 0" : "",
                                    divisor ? "0.229,0.224,0.225" : "0.485,0.456,0.406"));
-    scaled.push_back(v * 255.0f);
+    scaled.push_back(static_cast<float>(v * 255.0));
   }
   return scaled;
 }

@@ -2,10 +2,12 @@
 #include "train/start_point.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
 #include "common/error.h"
+#include "config/job_config.h"
 #include "io/checkpoint_file.h"
 #include "train/run_directory.h"
 
@@ -205,6 +207,27 @@ io::CheckpointData read_pretrained(const RunContext& run, const model::Network& 
                                     only_the_head ? " (for a new head with other classes: model.replace_head)" : ""));
 }
 
+// Where the checkpoint's own job normalised its inputs with numbers of its own (data.mean and data.std: an imported
+// model's, or a model fine-tuned from one) and this job does not take the same: a note for the run header, since
+// the weights then see inputs other than those they were made for.
+std::string normalisation_note(const RunContext& run, const io::CheckpointData& c) {
+  config::JobConfig written;
+  try {
+    written = config::parse_job(c.job_toml, run.job.train.init_from, {});
+  } catch (const std::exception&) {
+    return "";  // a job file of an older ringtrain: nothing to compare
+  }
+  const auto& theirs = written.data;
+  const auto& ours = run.job.data;
+  if (theirs.mean.empty() || (theirs.mean == ours.mean && theirs.stddev == ours.stddev)) return "";
+  return fmt::format("; note: its model took inputs normalised with data.mean [{}] and data.std [{}], and this job "
+                     "normalises {}: set data.mean and data.std to those to feed the weights what they were made for",
+                     fmt::join(theirs.mean, ", "), fmt::join(theirs.stddev, ", "),
+                     ours.mean.empty() ? "with the training split's own statistics"
+                                       : fmt::format("with [{}] and [{}]", fmt::join(ours.mean, ", "),
+                                                     fmt::join(ours.stddev, ", ")));
+}
+
 // Collective. The fine-tuning start: the parameters and batch-norm statistics of train.init_from's checkpoint over
 // the seeded ones already loaded (a replaced head keeps those); returns the run header's line about it.
 std::string start_from_pretrained(const RunContext& run, model::Network& net) {
@@ -222,9 +245,10 @@ std::string start_from_pretrained(const RunContext& run, model::Network& net) {
                             : std::vector<float>(static_cast<size_t>(net.state_count()));
   run.world.broadcast_floats(state.states.data(), net.state_count());
   net.load_state(state);
-  return fmt::format("parameters and batch-norm statistics from {} ({} of {} parameter tensors{})",
+  return fmt::format("parameters and batch-norm statistics from {} ({} of {} parameter tensors{}){}",
                      run.job.train.init_from.string(), taken, tensors.size(),
-                     taken < tensors.size() ? "; the head replaced, from the seed" : "");
+                     taken < tensors.size() ? "; the head replaced, from the seed" : "",
+                     run.root() ? normalisation_note(run, c) : "");
 }
 
 // What a resume on another plan than the checkpoint's changes, and why: another world size, another batch per rank,
