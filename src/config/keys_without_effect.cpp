@@ -19,6 +19,12 @@ bool adam_rule(const JobConfig& j) {
   return j.optimizer.kind == OptimizerKind::adamw || j.optimizer.kind == OptimizerKind::lamb;
 }
 
+bool holds_batchnorm(const std::vector<LayerSpec>& layers) {
+  for (const LayerSpec& s : layers)
+    if (s.is("batchnorm") || holds_batchnorm(s.body) || holds_batchnorm(s.shortcut)) return true;
+  return false;
+}
+
 const KeyUse kUses[] = {
     {"optimizer.momentum", momentum_rule, "optimizer.name = \"sgd\" or \"lars\""},
     {"optimizer.beta1", adam_rule, "optimizer.name = \"adamw\" or \"lamb\""},
@@ -51,6 +57,10 @@ const KeyUse kUses[] = {
      },
      "dist.reducer = \"shared\" (or \"auto\" where it picks shared)"},
     {"run.trace_steps", [](const JobConfig& j) { return j.run.trace; }, "run.trace = true"},
+    {"optimizer.warmup_start", [](const JobConfig& j) { return j.optimizer.warmup_epochs > 0; },
+     "optimizer.warmup_epochs above 0"},
+    {"dist.sync_batchnorm_group", [](const JobConfig& j) { return holds_batchnorm(j.model.layers); },
+     "a batchnorm layer in model.layers"},
 };
 
 }  // namespace

@@ -99,6 +99,9 @@ bool is_run_file(const std::string& name) {
 
 void RunDirectory::check_usable(const config::JobConfig& job, bool resume) {
   const fs::path dir = job.run.dir;
+  // A run writes and moves files in its folder: not among a file system root's own.
+  if (const fs::path whole = fs::absolute(dir).lexically_normal(); whole == whole.root_path())
+    unusable(dir, "is the file system's root; a run needs a folder of its own", resume);
   const PathProbe probe = probe_path(dir);
   if (probe.kind == PathProbe::Kind::missing) return;
   if (probe.kind != PathProbe::Kind::directory)

@@ -451,4 +451,11 @@ TEST_F(JobConfigTest, KeysThatChangeNothingAreNamed) {
   ASSERT_EQ(in_file.keys_without_effect.size(), 1u);
   EXPECT_NE(in_file.keys_without_effect[0].find("run.trace = true"), std::string::npos);
   EXPECT_TRUE(load_job(write(adam.resolved_toml), {}).keys_without_effect.empty());
+  // A warm-up's start without a warm-up; synchronised batch norm in a model of no batch norm (kMinimal: one dense).
+  const auto none = load_job(write(kMinimal), {"optimizer.warmup_start=\"zero\"", "dist.sync_batchnorm_group=2"});
+  ASSERT_EQ(none.keys_without_effect.size(), 2u);
+  EXPECT_NE(none.keys_without_effect[0].find("optimizer.warmup_epochs above 0"), std::string::npos);
+  EXPECT_NE(none.keys_without_effect[1].find("a batchnorm layer in model.layers"), std::string::npos);
+  EXPECT_TRUE(load_job(write(kMinimal), {"optimizer.warmup_start=\"zero\"", "optimizer.warmup_epochs=1"})
+                  .keys_without_effect.empty());
 }
