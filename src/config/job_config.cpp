@@ -161,14 +161,32 @@ std::string refusal(const KeyInfo& key, const Value& v) {
   return {};
 }
 
-// Parses the right-hand side of --set: TOML syntax first ("3", "0.1", "true", "\"x\""), else a bare string.
+// Whether a --set value is written as TOML would write it: an array, a table, a quoted string, or a number alone
+// (digits, sign, point, exponent). A bare word or path is not, and is taken as a string.
+bool written_as_toml(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return false;
+  if (std::string_view("[{\"'").find(text[first]) != std::string_view::npos) return true;
+  return text.find_first_not_of("0123456789+-._eE \t") == std::string_view::npos &&
+         text.find_first_of("0123456789") != std::string_view::npos;
+}
+
+// Parses the right-hand side of --set: TOML syntax first ("3", "0.1", "true", "\"x\""), else a bare string. A value
+// written as TOML that does not parse is refused with the parser's words, not taken as a string; a value that parses
+// into more than the one key (a line break in it) is refused, not cut short.
 toml::table parse_override_value(const std::string& key, const std::string& text) {
   try {
-    return toml::parse("v = " + text);
-  } catch (const toml::parse_error&) {
+    toml::table t = toml::parse("v = " + text);
+    if (t.size() != 1)
+      throw JobFileError(fmt::format("--set {}: its value holds more than one key ('{}': a line break?); give each key "
+                                     "its own --set",
+                                     key, text));
+    return t;
+  } catch (const toml::parse_error& e) {
+    if (written_as_toml(text))
+      throw JobFileError(fmt::format("--set {}: '{}' is not a TOML value: {}", key, text, e.description()));
     toml::table t;
     t.insert_or_assign("v", text);
-    (void)key;
     return t;
   }
 }

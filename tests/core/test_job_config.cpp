@@ -351,6 +351,20 @@ TEST_F(JobConfigTest, SetWithUnknownKeyFails) {
   EXPECT_NE(error_of(kMinimal, {"no_equals_sign"}).find("expected key=value"), std::string::npos);
 }
 
+// A --set value written as TOML writes one (an array, a table, a quoted string, a number) that does not parse is
+// refused with the parser's words instead of being taken as a string; one that parses into more keys than its own
+// (a line break in it) is refused instead of cut short; a bare word or path is a string.
+TEST_F(JobConfigTest, SetValuesThatAreBrokenTomlAreRefusedNotTakenAsStrings) {
+  for (const char* bad : {"model.layers=[{", "data.train=\"unterminated", "train.epochs=99999999999999999999"}) {
+    const std::string e = error_of(kMinimal, {bad});
+    EXPECT_NE(e.find("is not a TOML value"), std::string::npos) << bad << ": " << e;
+  }
+  const std::string two = error_of(kMinimal, {"train.epochs=1\ntrain.seed=3"});
+  EXPECT_NE(two.find("--set train.epochs: its value holds more than one key"), std::string::npos) << two;
+  EXPECT_EQ(load_job(write(kMinimal), {"data.train=runs/1e5/train"}).data.train, "runs/1e5/train");
+  EXPECT_EQ(load_job(write(kMinimal), {"train.epochs=3"}).train.epochs, 3);
+}
+
 TEST_F(JobConfigTest, LayerTypoAndMissingLayerKeys) {
   std::string text = kMinimal;
   text += "\n[[model.layers]]\ntype = \"conv\"\n[[model.layers]]\ntype = \"conv2d\"\nfilter = 3\n";
