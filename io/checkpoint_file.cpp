@@ -190,6 +190,50 @@ void read_optimizer_state(hid_t file, CheckpointData& d, bool crc) {
   for (const std::string& name : names) d.optimizer_state.push_back({name, read_array<float>(file, name.c_str(), crc)});
 }
 
+// Where the run stood: epoch, step, world, seed and the statistics' count ("position"), its time and samples.
+void read_position(hid_t file, CheckpointData& d, bool crc) {
+  const auto pos = read_array<int64_t>(file, "position", crc);
+  const auto timing = read_array<double>(file, "timing", crc);
+  if (pos.size() != 8 || timing.size() != 2) throw CheckpointError("position or timing has the wrong length");
+  d.epoch = pos[0], d.step_in_epoch = pos[1], d.global_step = pos[2], d.steps_per_epoch = pos[3];
+  d.ranks = pos[4], d.global_batch = pos[5], d.state_count = pos[7];
+  std::memcpy(&d.seed, &pos[6], sizeof d.seed);
+  d.train_time_s = timing[0], d.train_samples = timing[1];
+}
+
+// The optional arrays of a run inside an epoch and of fp16: the interrupted epoch's training totals, the loss scale
+// with its counts (two values from an older ringtrain, which counted no skipped steps).
+void read_run_totals(hid_t file, CheckpointData& d, bool crc) {
+  if (H5_CHECK(H5Lexists(file, "epoch_train", H5P_DEFAULT)) > 0) {
+    const auto so_far = read_array<double>(file, "epoch_train", crc);
+    if (so_far.size() != 3 || !std::all_of(so_far.begin(), so_far.end(), [](double v) { return std::isfinite(v) && v >= 0; }))
+      throw CheckpointError("its epoch_train array is not three finite totals of at least 0");
+    d.epoch_train = {so_far[0], so_far[1], so_far[2], true};
+  }
+  if (H5_CHECK(H5Lexists(file, "loss_scale", H5P_DEFAULT)) > 0) {
+    const auto scaling = read_array<double>(file, "loss_scale", crc);
+    if ((scaling.size() != 2 && scaling.size() != 3) || !(scaling[0] > 0) || !std::isfinite(scaling[0]) ||
+        !(scaling[1] >= 0) || (scaling.size() == 3 && !(scaling[2] >= 0 && scaling[2] <= 1e18)))
+      throw CheckpointError("its loss_scale array is not a positive scale and step counts of at least 0");
+    d.loss_scale = scaling[0], d.loss_scale_finite_in_a_row = static_cast<int64_t>(scaling[1]);
+    if (scaling.size() == 3) d.loss_scale_skipped_steps = static_cast<int64_t>(scaling[2]);
+  }
+}
+
+// Arrays that disagree in length, or hold NaN/Inf, are a damaged file.
+void refuse_inconsistent(const CheckpointData& d) {
+  const bool state_fits = std::all_of(d.optimizer_state.begin(), d.optimizer_state.end(),
+                                      [&](const NamedArray& a) { return a.values.size() == d.params.size(); });
+  const bool ema_fits = d.ema_params.empty() || d.ema_params.size() == d.params.size();
+  if (!state_fits || !ema_fits || d.tensor_names.size() != d.tensor_sizes.size() || d.ranks < 1 ||
+      d.states.size() != static_cast<size_t>(d.ranks * d.state_count))
+    throw CheckpointError("its arrays disagree in length");
+  refuse_non_finite("params", d.params);
+  for (const NamedArray& a : d.optimizer_state) refuse_non_finite(a.name, a.values);
+  refuse_non_finite("ema_params", d.ema_params);
+  refuse_non_finite("states", d.states);
+}
+
 }  // namespace
 
 std::string checkpoint_name(int64_t global_step) { return fmt::format("ckpt-s{:09}.h5", global_step); }
@@ -293,42 +337,13 @@ CheckpointData read_checkpoint(const fs::path& path, CheckpointUse use) {
       d.ema_params = read_array<float>(file.id(), "ema_params", crc);
     d.states = read_array<float>(file.id(), "states", crc);
     d.tensor_sizes = read_array<int64_t>(file.id(), "tensor_sizes", crc);
-    const auto pos = read_array<int64_t>(file.id(), "position", crc);
-    const auto timing = read_array<double>(file.id(), "timing", crc);
-    if (pos.size() != 8 || timing.size() != 2) throw CheckpointError("position or timing has the wrong length");
-    d.epoch = pos[0], d.step_in_epoch = pos[1], d.global_step = pos[2], d.steps_per_epoch = pos[3];
-    d.ranks = pos[4], d.global_batch = pos[5], d.state_count = pos[7];
-    std::memcpy(&d.seed, &pos[6], sizeof d.seed);
-    d.train_time_s = timing[0], d.train_samples = timing[1];
-    if (H5_CHECK(H5Lexists(file.id(), "epoch_train", H5P_DEFAULT)) > 0) {
-      const auto so_far = read_array<double>(file.id(), "epoch_train", crc);
-      if (so_far.size() != 3 || !std::all_of(so_far.begin(), so_far.end(), [](double v) { return std::isfinite(v) && v >= 0; }))
-        throw CheckpointError("its epoch_train array is not three finite totals of at least 0");
-      d.epoch_train = {so_far[0], so_far[1], so_far[2], true};
-    }
-    if (H5_CHECK(H5Lexists(file.id(), "loss_scale", H5P_DEFAULT)) > 0) {
-      const auto scaling = read_array<double>(file.id(), "loss_scale", crc);
-      // Two values from an older ringtrain: no skipped steps were counted.
-      if ((scaling.size() != 2 && scaling.size() != 3) || !(scaling[0] > 0) || !std::isfinite(scaling[0]) ||
-          !(scaling[1] >= 0) || (scaling.size() == 3 && !(scaling[2] >= 0 && scaling[2] <= 1e18)))
-        throw CheckpointError("its loss_scale array is not a positive scale and step counts of at least 0");
-      d.loss_scale = scaling[0], d.loss_scale_finite_in_a_row = static_cast<int64_t>(scaling[1]);
-      if (scaling.size() == 3) d.loss_scale_skipped_steps = static_cast<int64_t>(scaling[2]);
-    }
+    read_position(file.id(), d, crc);
+    read_run_totals(file.id(), d, crc);
     d.tensor_names = split_lines(h5::read_string_attribute(file.id(), "tensor_names"));
     if (h5::has_attribute(file.id(), "run_id")) d.run_id = h5::read_string_attribute(file.id(), "run_id");
     d.job_toml = h5::read_string_attribute(file.id(), "job_toml");
     d.versions_json = h5::read_string_attribute(file.id(), "versions_json");
-    const bool state_fits = std::all_of(d.optimizer_state.begin(), d.optimizer_state.end(),
-                                        [&](const NamedArray& a) { return a.values.size() == d.params.size(); });
-    const bool ema_fits = d.ema_params.empty() || d.ema_params.size() == d.params.size();
-    if (!state_fits || !ema_fits || d.tensor_names.size() != d.tensor_sizes.size() || d.ranks < 1 ||
-        d.states.size() != static_cast<size_t>(d.ranks * d.state_count))
-      throw CheckpointError("its arrays disagree in length");
-    refuse_non_finite("params", d.params);
-    for (const NamedArray& a : d.optimizer_state) refuse_non_finite(a.name, a.values);
-    refuse_non_finite("ema_params", d.ema_params);
-    refuse_non_finite("states", d.states);
+    refuse_inconsistent(d);
     return d;
   } catch (const CheckpointError& e) {
     throw CheckpointError(fmt::format("checkpoint '{}' cannot be used: {}\n  {}", path.string(), e.what(), fallback));

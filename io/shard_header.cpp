@@ -51,6 +51,14 @@ std::vector<fs::path> list_shard_files(const fs::path& dir) {
   return files;
 }
 
+bool holds_shard_files(const fs::path& dir) noexcept {
+  try {
+    return !list_shard_files(dir).empty();
+  } catch (...) {
+    return false;
+  }
+}
+
 namespace {
 
 std::vector<std::string> split_lines(const std::string& text) {

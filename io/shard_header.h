@@ -39,6 +39,8 @@ struct ShardHeader {
 
 // The folder's shard-*.h5 regular files, sorted by name. The folder must exist.
 std::vector<std::filesystem::path> list_shard_files(const std::filesystem::path& dir);
+// Whether the folder holds one such file; false for a folder that cannot be read or does not exist.
+bool holds_shard_files(const std::filesystem::path& dir) noexcept;
 
 // Never throws for bad content: a file that cannot be read, is not HDF5, is truncated, or is missing pieces
 // (datasets, attributes, chunks of its data) yields problems. Reads no sample data: cheap enough for every rank.

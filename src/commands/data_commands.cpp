@@ -111,21 +111,12 @@ int inspect_checkpoint(const std::filesystem::path& file) {
   return 0;
 }
 
-bool holds_shards(const std::filesystem::path& dir) {
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
-    const std::string name = entry.path().filename().string();
-    if (name.starts_with("shard-") && name.ends_with(".h5")) return true;
-  }
-  return false;
-}
-
 // The folders a prepare's --out holds (train, test) or any other subfolders that hold shards, in name order.
 std::vector<std::filesystem::path> split_subfolders(const std::filesystem::path& dir) {
   std::vector<std::filesystem::path> splits;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(dir, error))
-    if (entry.is_directory(error) && holds_shards(entry.path())) splits.push_back(entry.path());
+    if (entry.is_directory(error) && io::detail::holds_shard_files(entry.path())) splits.push_back(entry.path());
   std::sort(splits.begin(), splits.end());
   return splits;
 }
@@ -161,7 +152,7 @@ int inspect(const std::filesystem::path& path) {
                                    path.string()));
     return inspect_checkpoint(path);
   }
-  if (probe.kind == PathProbe::Kind::directory && !holds_shards(path)) {
+  if (probe.kind == PathProbe::Kind::directory && !io::detail::holds_shard_files(path)) {
     if (const auto splits = split_subfolders(path); !splits.empty()) return inspect_splits(splits);
     if (const auto newest = checkpoints_in(path); !newest.empty())
       throw UsageError(fmt::format("'{}' holds checkpoints, not a split; inspect a checkpoint file, e.g. the newest: "

@@ -26,6 +26,7 @@
 #include "io/dataset_meta.h"
 #include "io/onnx_model.h"
 #include "io/output_paths.h"
+#include "io/shard_header.h"
 #include "io/shard_writer.h"
 #include "io/whole_file.h"
 #include "model/network.h"
@@ -126,19 +127,11 @@ std::vector<std::string> class_names(const fs::path& file, int classes) {
   return names;
 }
 
-bool holds_shards(const fs::path& folder) {
-  std::error_code error;
-  for (fs::directory_iterator it(folder, error); !error && it != fs::directory_iterator(); it.increment(error))
-    if (const std::string name = it->path().filename().string(); name.starts_with("shard-") && name.ends_with(".h5"))
-      return true;
-  return false;
-}
-
 // The folder is import's own: shards that are not an earlier import's description (a real split, whole or damaged)
 // are never replaced.
 void refuse_real_split(const fs::path& data) {
   std::error_code error;
-  if (!fs::is_directory(data, error) || !holds_shards(data)) return;
+  if (!fs::is_directory(data, error) || !io::detail::holds_shard_files(data)) return;
   std::string why;
   try {
     const io::SplitIndex split = io::open_split(data);

@@ -26,7 +26,7 @@ DataPlan::DataPlan(const config::JobConfig& job, const dist::World& world, const
   world.all_succeed([&] {
     if (device_decode_) train::refuse_what_device_decoding_excludes(job);
     train::refuse_eval_resize_below_the_sample(job, meta().shape);
-    (void)input_norm(meta(), job.data);  // data.mean and data.std fit the samples' channels
+    model_norm_ = input_norm(meta(), job.data);  // refused where data.mean and data.std miss the samples' channels
   });
   epoch_.batch = job.train.batch_per_rank;
   epoch_.accumulate = job.train.accumulate_steps;

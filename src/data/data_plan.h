@@ -59,6 +59,9 @@ class DataPlan {
   model::Shape input() const;
   BatchForm batch_form() const { return batch_form_; }  // what the loaders hand over (data.normalize)
   bool decodes_on_device() const { return device_decode_; }  // a JPEG split with data.decode = gpu
+  // What the model's inputs are normalised with, in training and evaluation: data.mean and data.std, or the training
+  // split's statistics (input_norm(meta, keys)).
+  const InputNorm& model_norm() const { return model_norm_; }
   // Host memory of two loaders' queues (training, and evaluation while training's stays full): pixels at the
   // model's input, or each split's longest JPEG per sample where the device decodes.
   double loader_queue_bytes() const;
@@ -72,6 +75,7 @@ class DataPlan {
   int prefetch_batches_ = 0;
   BatchForm batch_form_ = BatchForm::normalized;  // what the loaders' queues hold
   bool device_decode_ = false;
+  InputNorm model_norm_;
 };
 
 }  // namespace ringtrain::train

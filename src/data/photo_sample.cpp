@@ -70,7 +70,6 @@ AveragedImage averaged_for_crop(io::DecodedImage image, kernels::CropWindow wind
   return {std::move(small), {window.top / scale, window.left / scale, window.height / scale, window.width / scale}};
 }
 
-
 void photo_file_sample(const PhotoSampling& sampling, const std::filesystem::path& file, std::span<uint8_t> out) {
   const std::vector<uint8_t> data = io::read_image_file(file);
   if (io::is_jpeg(data)) {

@@ -20,9 +20,10 @@ void EpochTally::take(const std::vector<FinishedStep>& finished) {
     if (f.step - first_step_ == warmup_ - 1) steady.begin_s = f.end_s;
     if (f.step - first_step_ >= warmup_) steady.samples += static_cast<double>(f.samples), steady.end_s = f.end_s;
     if (f.loss.bad_labels > 0 && !data_failure)
-      data_failure = std::make_exception_ptr(DataError(fmt::format("{} labels of optimizer step {} lie outside [0, {}) on rank {}; the dataset's "
-                                  "labels do not match its class count (re-run `ringtrain prepare`)",
-                                  f.loss.bad_labels, f.step + 1, classes_, rank_)));
+      data_failure = std::make_exception_ptr(
+          DataError(fmt::format("{} labels of optimizer step {} lie outside [0, {}) on rank {}; the dataset's labels do "
+                                "not match its class count (re-run `ringtrain prepare`)",
+                                f.loss.bad_labels, f.step + 1, classes_, rank_)));
     if (!std::isfinite(f.loss.loss_sum) && nonfinite_step < 0) nonfinite_step = f.step;
     train.loss_sum += f.loss.loss_sum;
     train.correct += static_cast<double>(f.loss.correct);

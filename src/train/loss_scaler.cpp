@@ -26,7 +26,6 @@ void LossScaler::after_step(bool finite, int64_t step) {
     }
     return;
   }
-  ++skipped_total_;
   ++state_.skipped_steps;
   state_.finite_in_a_row = 0;
   if (state_.scale / 2 >= kSmallestScale) state_.scale /= 2;

@@ -34,14 +34,12 @@ class LossScaler {
   LossScaleState state() const { return state_; }
   void restore(const LossScaleState& state);  // a state with scale 0 is ignored
   bool restored() const { return restored_; }  // the scale came from a checkpoint
-  int64_t skipped_total() const { return skipped_total_; }
 
  private:
   int64_t growth_interval_;
   LossScaleState state_;
   bool restored_ = false;
   int skips_in_a_row_ = 0;
-  int64_t skipped_total_ = 0;  // in this process's run
 };
 
 }  // namespace ringtrain::train

@@ -39,15 +39,16 @@ model::MemoryBudget memory_budget(const RunContext& run, const InputMemory& inpu
   // The optimizer's state, and host copies of the parameters (initialisation, broadcast) and of parameters and the
   // optimizer's state (a checkpoint).
   const double copies_per_parameter = optimizer_per_parameter + (2 + state_arrays) * sizeof(float);
+  const double share = available / ranks, left = share - input.loader_queues - input.device_decode;
   // Queues that take the rank's whole share leave the network no budget at all: refused here, or the run would pass
   // set-up and be killed for memory once the loaders fill them.
-  if (available / ranks - input.loader_queues - input.device_decode <= 0)
+  if (left <= 0)
     throw JobFileError(fmt::format("the data loaders' queues need {} per rank (data.prefetch_batches + 1 batches ahead "
                                    "for training and evaluation) but this rank's share of the host's {} available "
                                    "({} rank{} on {}) is {}; lower data.prefetch_batches or train.batch_per_rank",
                                    byte_size_text(input.loader_queues + input.device_decode), byte_size_text(available),
-                                   ranks, ranks == 1 ? "" : "s", run.world.host(), byte_size_text(available / ranks)));
-  return {available / ranks - input.loader_queues - input.device_decode,
+                                   ranks, ranks == 1 ? "" : "s", run.world.host(), byte_size_text(share)));
+  return {left,
           fmt::format("this rank's share of the host's {} available ({} rank{} on {}), less {} for the data "
                       "loaders{},",
                       byte_size_text(available), ranks, ranks == 1 ? "" : "s", run.world.host(),

@@ -13,8 +13,10 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include "common/error.h"
@@ -73,18 +75,18 @@ std::string holder_text(int fd) {
   return holder;
 }
 
-// Whether a running job holds the folder's lock: a shared lock tried for an instant and let go. A lock file left by
-// a run that was killed is held by no one.
-bool held_by_a_running_job(const fs::path& dir, std::string& holder) {
+// What the lock file says of the running job holding the folder's lock, if one does: a shared lock tried for an
+// instant and let go. A lock file left by a run that was killed is held by no one.
+std::optional<std::string> running_job_holding(const fs::path& dir) {
   const int fd = ::open((dir / kLockFile).c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-  if (held)
+  if (fd < 0) return std::nullopt;
+  std::optional<std::string> holder;
+  if (::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK)
     holder = holder_text(fd);
   else
     (void)::flock(fd, LOCK_UN);
   ::close(fd);
-  return held;
+  return holder;
 }
 
 }  // namespace
@@ -108,7 +110,7 @@ void RunDirectory::check_usable(const config::JobConfig& job, bool resume) {
     unusable(dir, probe.kind == PathProbe::Kind::regular ? "is a file, not a folder" : probe.describe(), resume);
   // A folder a job is training in is refused as such first: the advice for a finished run (run.overwrite) or for a
   // run without checkpoints (start without --resume) would point at files in use.
-  if (std::string holder; held_by_a_running_job(dir, holder)) in_use(dir, holder);
+  if (const auto holder = running_job_holding(dir)) in_use(dir, *holder);
   const PathProbe metrics = probe_path(dir / "metrics.jsonl");
   if (metrics.kind == PathProbe::Kind::unreachable) unusable(dir, "cannot be read: " + metrics.reason, resume);
   if (!resume && metrics.exists() && !job.run.overwrite) refuse_to_replace(dir);

@@ -31,7 +31,8 @@ std::string batch_text(const DataPlan& data) {
 // The job's own normalisation is said with the split's it replaces, so a fine-tune's user sees both.
 std::string normalisation_text(const DataPlan& data, const config::JobConfig::Data& keys) {
   if (keys.mean.empty()) return "";
-  const InputNorm own = input_norm(data.meta(), keys), split = input_norm(data.meta());
+  const InputNorm& own = data.model_norm();
+  const InputNorm split = input_norm(data.meta());
   return fmt::format(", with data.mean [{}] and data.std [{}] (the split's own: [{}], [{}])",
                      fmt::join(own.mean, ", "), fmt::join(own.stddev, ", "), fmt::join(split.mean, ", "),
                      fmt::join(split.stddev, ", "));

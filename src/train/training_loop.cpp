@@ -86,7 +86,7 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
       sync_(setup.net, reducer, run.job.dist.bucket_mb),
       runner_(setup.net, sync_, setup.optimizer, plan_.global_batch, plan_.accumulate, run.job.train.label_smoothing,
               loss_scaler_for(run.job, setup.start)),
-      evaluator_(run, setup.net, setup.data.test(), plan_.batch, batch_, input_norm(setup.data.meta(), run.job.data)),
+      evaluator_(run, setup.net, setup.data.test(), plan_.batch, batch_, setup.data.model_norm()),
       watchdog_(watchdog),
       checkpointer_(run, setup.net, setup.optimizer, plan_, outputs.run_id(), versions_json, setup.start.resumed_from,
                     watchdog_, nullptr),

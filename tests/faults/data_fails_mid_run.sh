@@ -12,9 +12,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 tools=$src/tests/support/small_jpeg_split.py
-/usr/bin/python3 "$tools" photos photos
-"$bin" prepare images --source photos --size 24 --store jpeg --shards 2 --test-fraction 0.25 --out data >prepare.log 2>&1 ||
-  { echo "FAIL: prepare: $(tail -3 prepare.log)"; exit 1; }
+/usr/bin/python3 "$tools" split "$bin"  # ./photos, and ./data: their JPEG split
 
 # damage COPY SPLIT SAMPLES HOW [SHARD]: shard SHARD (default 1: rank 1's part on 2 ranks) of COPY/SPLIT, its SAMPLES
 # ("all" or a number) made bytes that fail their CRC (HOW = crc) or bytes that pass it and are no JPEG (undecodable).

@@ -802,20 +802,29 @@ void expect_batchnorm_runs_close(const BatchNormRun& got, const BatchNormRun& wa
   EXPECT_TRUE(all_close(got.running_var, want.running_var, 1e-5, 1e-6)) << "running variance";
 }
 
+// One batch's training pass on the CUDA backend and on the CPU twin, each synchronised over a group whose other rank
+// holds the same batch (TwinRankGroup).
+struct TwinRankRuns {
+  BatchNormRun cuda, cpu;
+};
+TwinRankRuns twin_rank_runs(const model::BatchNormShape& s, const std::vector<float>& x, const std::vector<float>& dy) {
+  backend::CudaBackend synced_cuda(0, 1, "test-host");
+  backend::CpuBackend synced_cpu(1);
+  synced_cuda.synchronise_batchnorm(std::make_shared<TwinRankGroup>());
+  synced_cpu.synchronise_batchnorm(std::make_shared<TwinRankGroup>());
+  return {train_batchnorm(synced_cuda, s, x, dy), train_batchnorm(synced_cpu, s, x, dy)};
+}
+
 // dist.sync_batchnorm_group on the CUDA backend (our kernels at fp32 too, the group's sums through the host) against
 // the CPU twin's, over a group whose other rank holds the same batch: both normalise with this batch's statistics,
 // put the group's count (2 x N x H x W) into the running variance's unbiased estimate, take dx from the group's sums
 // and keep this rank's share of dgamma and dbeta. The unsynchronised CPU run shows the group was used: its running
 // variance's count is this rank's alone.
 TEST_F(CudaBackendTest, SynchronisedBatchNormOverTwinRanksMatchesTheCpuTwin) {
-  backend::CudaBackend synced_cuda(0, 1, "test-host");
-  backend::CpuBackend synced_cpu(1);
-  synced_cuda.synchronise_batchnorm(std::make_shared<TwinRankGroup>());
-  synced_cpu.synchronise_batchnorm(std::make_shared<TwinRankGroup>());
   const model::BatchNormShape s{.batch = 6, .channels = 5, .spatial = 49};
   const auto x = random_vector(static_cast<size_t>(s.elements()), 63, -2.0f, 3.0f);
   const auto dy = random_vector(static_cast<size_t>(s.elements()), 64);
-  const BatchNormRun got = train_batchnorm(synced_cuda, s, x, dy), want = train_batchnorm(synced_cpu, s, x, dy);
+  const auto [got, want] = twin_rank_runs(s, x, dy);
   expect_batchnorm_runs_close(got, want);
   const BatchNormRun alone = train_batchnorm(cpu(), s, x, dy);
   EXPECT_TRUE(all_close(got.y, alone.y, 1e-5, 1e-6)) << "the twin rank's batch is this one: the same statistics";
@@ -826,14 +835,10 @@ TEST_F(CudaBackendTest, SynchronisedBatchNormOverTwinRanksMatchesTheCpuTwin) {
 // double keep E[x^2] - mean^2 at the CPU twin's two-pass variance (fp32 squares lost 4e-2 of it there). The running
 // statistics are compared: y and dx also carry the mean's rounding to float, which the two sides may round apart.
 TEST_F(CudaBackendTest, SynchronisedBatchNormOfValuesFarFromZeroKeepsTheCpuTwinsVariance) {
-  backend::CudaBackend synced_cuda(0, 1, "test-host");
-  backend::CpuBackend synced_cpu(1);
-  synced_cuda.synchronise_batchnorm(std::make_shared<TwinRankGroup>());
-  synced_cpu.synchronise_batchnorm(std::make_shared<TwinRankGroup>());
   const model::BatchNormShape s{.batch = 8, .channels = 3, .spatial = 64};
   const auto x = random_vector(static_cast<size_t>(s.elements()), 65, 999.9f, 1000.1f);
   const auto dy = random_vector(static_cast<size_t>(s.elements()), 66);
-  const BatchNormRun got = train_batchnorm(synced_cuda, s, x, dy), want = train_batchnorm(synced_cpu, s, x, dy);
+  const auto [got, want] = twin_rank_runs(s, x, dy);
   EXPECT_TRUE(all_close(got.running_mean, want.running_mean, 1e-6, 0.0)) << "running mean";
   EXPECT_TRUE(all_close(got.running_var, want.running_var, 1e-5, 0.0)) << "running variance";
 }

@@ -3,12 +3,16 @@
 
   small_jpeg_split.py photos DIR            3 classes x 40 photos, 30-46 x 32-47 px (under twice a 24 px sample's
                                             side: every crop needs the full DCT scale), in DIR/class<c>/
+  small_jpeg_split.py split RINGTRAIN       those photos in ./photos, prepared by RINGTRAIN as a JPEG split of
+                                            24 x 24 samples, 2 shards, a quarter held out, in ./data (log:
+                                            ./prepare.log)
   small_jpeg_split.py damage SHARD ROWS HOW  ROWS ("all" or a sample number) of an encoded SHARD made bytes that
                                             fail their CRC-32C (HOW = crc) or that pass it and are no JPEG
                                             (HOW = undecodable)
 """
 import math
 import os
+import subprocess
 import sys
 
 
@@ -33,6 +37,15 @@ def photos(folder):
             img.save(f"{folder}/class{c}/{i:03d}.jpg", quality=90)
 
 
+def split(ringtrain):
+    photos("photos")
+    with open("prepare.log", "w") as log:
+        done = subprocess.run([ringtrain, "prepare", "images", "--source", "photos", "--size", "24", "--store", "jpeg",
+                               "--shards", "2", "--test-fraction", "0.25", "--out", "data"], stdout=log, stderr=log)
+    if done.returncode != 0:
+        sys.exit("FAIL: prepare: " + "".join(open("prepare.log").readlines()[-3:]))
+
+
 def damage(shard, which, how):
     import h5py
     import numpy as np
@@ -55,6 +68,8 @@ def damage(shard, which, how):
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "photos":
         photos(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "split":
+        split(sys.argv[2])
     elif len(sys.argv) == 5 and sys.argv[1] == "damage":
         damage(*sys.argv[2:])
     else:
