@@ -1,12 +1,35 @@
-// Owns asking the host how much memory a new allocation can still get (Linux's MemAvailable: free memory plus
-// what the kernel can reclaim), so sizes are checked against it before allocating rather than failing inside.
+// Owns asking how much memory a new allocation of this process can still get: the host's MemAvailable (free memory
+// plus what the kernel can reclaim), or less where the batch system's memory cgroup (Slurm's --mem, v1 or v2) or an
+// address-space limit (ulimit -v) bounds the process. Sizes are checked against it before allocating, so a job over
+// its limit gets a message instead of the kernel's OOM killer.
 #pragma once
 #include <cstdint>
 #include <string>
 
 namespace ringtrain {
 
-// Bytes available for new allocations on this host; 0 when the system does not say.
+struct AvailableMemory {
+  uint64_t bytes = 0;  // 0 when the system does not say
+  std::string limit;   // what bounds `bytes` when not the host: the cgroup or ulimit, with its size and use
+  std::string remedy;  // how to raise that limit ("ask the batch system for more memory ..."); empty for the host
+  // "12.3 GiB available", or "3.0 GiB available under the memory limit of cgroup /slurm/job_7 (memory.max 4.0 GiB,
+  // 1.0 GiB in use)".
+  std::string text() const;
+  // "" for the host, else "; or " + remedy: the end of a refusal whose own remedies come first.
+  std::string or_remedy() const;
+};
+
+// Where the limits are read, so tests can give a made-up system.
+struct MemorySources {
+  std::string proc_self = "/proc/self";  // its `cgroup` and `status`
+  std::string meminfo = "/proc/meminfo";
+  std::string cgroup_mount = "/sys/fs/cgroup";
+  bool address_space_limit = true;  // consult getrlimit(RLIMIT_AS)
+};
+
+AvailableMemory available_memory(const MemorySources& sources = {}) noexcept;
+
+// available_memory().bytes.
 uint64_t host_memory_available() noexcept;
 
 // "12.3 GiB", "512.0 MiB", "560 KiB": a byte count for messages.

@@ -59,9 +59,10 @@ class IdxFile {
   // the file holds (a gzip file's size says nothing of what it unpacks to). Refused up front where even the claim
   // cannot fit in the memory this host has available.
   void read_growing(std::vector<uint8_t>& out, std::size_t bytes, const char* what) {
-    if (const uint64_t memory = host_memory_available(); memory > 0 && static_cast<double>(bytes) > 0.8 * static_cast<double>(memory))
-      fail(fmt::format("declares {} of {}, more than this host's {} of available memory", byte_size_text(static_cast<double>(bytes)), what,
-                       byte_size_text(static_cast<double>(memory))));
+    if (const AvailableMemory memory = available_memory();
+        memory.bytes > 0 && static_cast<double>(bytes) > 0.8 * static_cast<double>(memory.bytes))
+      fail(fmt::format("declares {} of {}, more than the {}", byte_size_text(static_cast<double>(bytes)),
+                       what, memory.text()));
     constexpr std::size_t kBlock = std::size_t{64} << 20;
     out.clear();
     while (out.size() < bytes) {

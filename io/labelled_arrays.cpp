@@ -173,11 +173,11 @@ H5Dataset open_dataset(hid_t file, const Hdf5ArraySource& source, const std::str
 std::size_t checked_bytes(const std::vector<int64_t>& dims, std::size_t element, const std::string& name) {
   double bytes = static_cast<double>(element);
   for (const int64_t d : dims) bytes *= static_cast<double>(d);
-  const uint64_t memory = host_memory_available();
-  if (bytes > 0.8 * static_cast<double>(memory > 0 ? memory : std::numeric_limits<uint64_t>::max()) || bytes > 0x1p62)
-    throw DataError(fmt::format("{} holds {} in memory and this host has {} available; import it in parts or on a "
-                                "larger host",
-                                name, byte_size_text(bytes), byte_size_text(static_cast<double>(memory))));
+  const AvailableMemory memory = available_memory();
+  if (bytes > 0.8 * static_cast<double>(memory.bytes > 0 ? memory.bytes : std::numeric_limits<uint64_t>::max()) ||
+      bytes > 0x1p62)
+    throw DataError(fmt::format("{} holds {} in memory, with {}; import it in parts or on a larger host{}",
+                                name, byte_size_text(bytes), memory.text(), memory.or_remedy()));
   return static_cast<std::size_t>(bytes);
 }
 

@@ -168,11 +168,12 @@ NpyArray read_npy(const fs::path& file) {
   if (held != expected)
     fail(file, fmt::format("its header promises {} bytes of data but it holds {} (truncated or appended to)", expected,
                            held));
-  if (const uint64_t memory = host_memory_available(); memory > 0 && static_cast<double>(expected) > 0.8 * static_cast<double>(memory))
-    throw DataError(fmt::format("'{}' holds {} of data and this host has {} of memory available; prepare it in parts "
-                                "(split the arrays) or on a larger host",
-                                file.string(), byte_size_text(static_cast<double>(expected)),
-                                byte_size_text(static_cast<double>(memory))));
+  if (const AvailableMemory memory = available_memory();
+      memory.bytes > 0 && static_cast<double>(expected) > 0.8 * static_cast<double>(memory.bytes))
+    throw DataError(fmt::format("'{}' holds {} of data, with {}; prepare it in parts (split the "
+                                "arrays) or on a larger host{}",
+                                file.string(), byte_size_text(static_cast<double>(expected)), memory.text(),
+                                memory.or_remedy()));
   array.bytes.resize(static_cast<std::size_t>(expected));
   in.seekg(static_cast<std::streamoff>(header.payload_start));
   in.read(reinterpret_cast<char*>(array.bytes.data()), static_cast<std::streamsize>(expected));

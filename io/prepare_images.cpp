@@ -96,12 +96,13 @@ void check_options(const ImagesOptions& options) {
                                 options.size.height, options.size.width, values, detail::kMaxSampleValues));
   // The worker window (4 samples a thread) and a shard's chunk of raw samples are what a sample size costs.
   const double needed = values * (4.0 * std::max(options.threads, 1) + 64);
-  if (const uint64_t memory = host_memory_available(); memory > 0 && needed > 0.5 * static_cast<double>(memory))
+  if (const AvailableMemory memory = available_memory();
+      memory.bytes > 0 && needed > 0.5 * static_cast<double>(memory.bytes))
     throw DataError(fmt::format("--size {}x{} with {} threads needs {} of memory for the samples in flight, more than "
-                                "half of the {} this host has available (the rest is the decoders' and the system's); "
-                                "use a smaller --size or fewer --threads",
+                                "half of the {} (the rest is the decoders' and the system's); use a smaller "
+                                "--size or fewer --threads{}",
                                 options.size.height, options.size.width, options.threads, byte_size_text(needed),
-                                byte_size_text(static_cast<double>(memory))));
+                                memory.text(), memory.or_remedy()));
 }
 
 // Automatic: JPEG bytes when the photos are larger than the training size (the random crop is then taken from the

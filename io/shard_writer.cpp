@@ -52,10 +52,10 @@ void check_sizes(const DatasetMeta& meta, const SplitWriteOptions& options, Fail
   const double shard_samples = std::ceil(static_cast<double>(options.samples) / options.shards);
   const double buffers = shard_samples * sizeof(int32_t) +
                          static_cast<double>(std::min<int64_t>(options.chunk_samples, static_cast<int64_t>(shard_samples))) * sample_bytes;
-  if (const uint64_t memory = host_memory_available(); memory > 0 && buffers > 0.8 * static_cast<double>(memory))
-    fail(fmt::format("writing a shard of {:.0f} samples needs {} of memory and this host has {} available; use more "
-                     "--shards",
-                     shard_samples, byte_size_text(buffers), byte_size_text(static_cast<double>(memory))));
+  if (const AvailableMemory memory = available_memory();
+      memory.bytes > 0 && buffers > 0.8 * static_cast<double>(memory.bytes))
+    fail(fmt::format("writing a shard of {:.0f} samples needs {} of memory, with {}; use more --shards{}",
+                     shard_samples, byte_size_text(buffers), memory.text(), memory.or_remedy()));
 }
 
 // `described_only`: a split of no samples (write_description_split).

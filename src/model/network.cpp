@@ -82,9 +82,9 @@ Network::Network(const std::vector<config::LayerSpec>& layers, Backend& backend,
     throw JobFileError(fmt::format(
         "the model needs {} per rank at batch {} (activations and gradients {}, parameters with their gradients, "
         "optimizer state and copies {}, tensors kept for backward {}) but {} is {}; lower train.batch_per_rank "
-        "(activations grow with it) or make the model smaller",
+        "(activations grow with it) or make the model smaller{}",
         byte_size_text(need_.total()), input.n, byte_size_text(need_.activations), byte_size_text(need_.parameters),
-        byte_size_text(need_.kept), budget.source, byte_size_text(budget.bytes)));
+        byte_size_text(need_.kept), budget.source, byte_size_text(budget.bytes), budget.or_remedy));
   arena_ = backend.allocate(static_cast<size_t>(std::max<int64_t>(plan_.arena_bytes(), 1)));
   if (options.activations != ElementType::f32) {
     boundary_.input = backend.allocate(elements(input).bytes());

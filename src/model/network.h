@@ -42,10 +42,11 @@ struct NetworkState {
 // The memory a network may take on this rank, and where that figure comes from (for the message).
 struct MemoryBudget {
   double bytes = 0;  // 0: unchecked
-  std::string source;  // "this rank's share of the host's 22.1 GiB available (2 ranks on n1), ..."
+  std::string source;  // "this rank's share (2 ranks on n1) of the 22.1 GiB available, ..."
   // Bytes per parameter the caller will hold in the same memory besides the network's own: the optimizer's
   // state, and host copies for initialisation and checkpoints where the device is the host.
   double caller_bytes_per_parameter = 0;
+  std::string or_remedy;  // "; or ask the batch system for more memory ..." where a limit other than the host's binds
 };
 
 // How a network is built: options that change memory or kernels, and the element type its activations are

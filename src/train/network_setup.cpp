@@ -33,8 +33,10 @@ model::MemoryBudget memory_budget(const RunContext& run, const InputMemory& inpu
     return {available - workspace - input.device_decode,
             fmt::format("what the GPU has free ({}) less the convolution workspace ({}){}", byte_size_text(available),
                         byte_size_text(workspace), decoded_samples_text(input)),
-            optimizer_per_parameter};
+            optimizer_per_parameter, ""};
   }
+  // The backend's figure is available_memory()'s; read here too for the limit that bounds it (cgroup, ulimit -v).
+  const AvailableMemory host = available_memory();
   const int ranks = run.world.local_size();
   // The optimizer's state, and host copies of the parameters (initialisation, broadcast) and of parameters and the
   // optimizer's state (a checkpoint).
@@ -44,16 +46,16 @@ model::MemoryBudget memory_budget(const RunContext& run, const InputMemory& inpu
   // set-up and be killed for memory once the loaders fill them.
   if (left <= 0)
     throw JobFileError(fmt::format("the data loaders' queues need {} per rank (data.prefetch_batches + 1 batches ahead "
-                                   "for training and evaluation) but this rank's share of the host's {} available "
-                                   "({} rank{} on {}) is {}; lower data.prefetch_batches or train.batch_per_rank",
-                                   byte_size_text(input.loader_queues + input.device_decode), byte_size_text(available),
-                                   ranks, ranks == 1 ? "" : "s", run.world.host(), byte_size_text(share)));
+                                   "for training and evaluation) but this rank's share ({} rank{} on {}) of the {} is "
+                                   "{}; lower data.prefetch_batches or train.batch_per_rank{}",
+                                   byte_size_text(input.loader_queues + input.device_decode), ranks,
+                                   ranks == 1 ? "" : "s", run.world.host(), host.text(), byte_size_text(share),
+                                   host.or_remedy()));
   return {left,
-          fmt::format("this rank's share of the host's {} available ({} rank{} on {}), less {} for the data "
-                      "loaders{},",
-                      byte_size_text(available), ranks, ranks == 1 ? "" : "s", run.world.host(),
+          fmt::format("this rank's share ({} rank{} on {}) of the {}, less {} for the data loaders{},", ranks,
+                      ranks == 1 ? "" : "s", run.world.host(), host.text(),
                       byte_size_text(input.loader_queues), decoded_samples_text(input)),
-          copies_per_parameter};
+          copies_per_parameter, host.or_remedy()};
 }
 
 // The budget, unless the fault-injection hook (train/fault_injection.h) gives this rank another.
@@ -63,6 +65,7 @@ model::MemoryBudget budget_on_this_rank(const RunContext& run, const InputMemory
   if (injected && injected->rank == run.world.rank()) {
     budget.bytes = static_cast<double>(injected->bytes);
     budget.source = fmt::format("the budget {} gives rank {}", kMemoryBudgetEnv, injected->rank);
+    budget.or_remedy.clear();
   }
   return budget;
 }

@@ -4,8 +4,9 @@
 # BOUND_S seconds, and run.dir (an earlier run's files: metrics.jsonl, job.resolved.toml, a checkpoint) left
 # with every name, size, byte and timestamp as it was, although run.overwrite = true.
 # The *_permission cases run as user nobody (root reads everything); where setpriv cannot switch to it they are
-# skipped, saying why, and the script exits 77 (CTest's skip) unless a case failed. A CASE may be a case's name,
-# `permissions` (those six) or `others` (every other case).
+# skipped, saying why, and the script exits 77 (CTest's skip) unless a case failed. The cgroup case runs under a
+# memory cgroup of its own (as Slurm's --mem makes one), skipped likewise where none can be made. A CASE may be a
+# case's name, `permissions` (those six), `cgroup` or `others` (every other case).
 # Usage: bad_input.sh RINGTRAIN MAKE_BAD_SPLIT SOURCE_DIR [CASE...]
 set -uo pipefail
 bin=$1 make_bad=$2 src=$3
@@ -14,16 +15,20 @@ only=" ${*:-} "
 bound=${BOUND_S:-30}
 work=$(mktemp -d)
 chmod 755 "$work"  # the cases run as another user read the shared data through it
-trap 'rm -rf "$work"' EXIT
-as_user=()  # a command prefix that runs a case as another user
+cgroup=""  # the memory cgroup the cgroup case makes, removed at the end
+trap 'rm -rf "$work"; [ -z "$cgroup" ] || rmdir "$cgroup" 2>/dev/null' EXIT
+as_user=()  # a command prefix a case runs under: another user, or a memory cgroup
 failures=0
 passed=0
 skipped=0
 permission_cases="data_permission run_dir_permission shard_permission shard_folder_permission checkpoint_permission inspect_permission"
+cgroup_cases="model_over_cgroup_limit"
 # wanted NAME: the case was asked for, by name or by its group (or nothing was named).
 wanted() {
   [ "$only" = "  " ] || [[ "$only" == *" $1 "* ]] && return 0
-  if [[ " $permission_cases " == *" $1 "* ]]; then [[ "$only" == *" permissions "* ]]; else [[ "$only" == *" others "* ]]; fi
+  if [[ " $permission_cases " == *" $1 "* ]]; then [[ "$only" == *" permissions "* ]]
+  elif [[ " $cgroup_cases " == *" $1 "* ]]; then [[ "$only" == *" cgroup "* ]]
+  else [[ "$only" == *" others "* ]]; fi
 }
 advice='re-run `ringtrain prepare`'
 
@@ -319,6 +324,39 @@ if wanted loader_queues_too_large; then
   expect loader_queues_too_large 3 "$d" "the data loaders' queues need" "lower data.prefetch_batches or train.batch_per_rank" \
     "$job" $(data "$work/large_samples/train" "$work/large_samples/test") $(fresh "$d") --set train.batch_per_rank=32 \
     --set data.prefetch_batches=1024 --set 'model.layers=[{type="flatten"},{type="dense",units=3}]'
+fi
+
+# A model that fits the host's memory but not the batch system's limit: a memory cgroup of 1 GiB made for the
+# case (v1's memory controller or v2's memory.max, under this process's own group), as Slurm's --mem makes one.
+# Without the cgroup's limit in the budget the ranks passed set-up and the kernel's OOM killer ended them, no message.
+# memory_cgroup: makes the group and prints its folder; fails where this system does not let it.
+memory_cgroup() {
+  local v1 v2 dir
+  v1=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3; exit}' /proc/self/cgroup)
+  v2=$(awk -F: '$1 == "0" && $2 == "" {print $3; exit}' /proc/self/cgroup)
+  if [ -n "$v1" ] && [ -d /sys/fs/cgroup/memory ]; then dir=/sys/fs/cgroup/memory${v1%/}/ringtrain-test-$$
+  elif [ -n "$v2" ] && [ -f /sys/fs/cgroup/cgroup.controllers ]; then dir=/sys/fs/cgroup${v2%/}/ringtrain-test-$$
+  else return 1; fi
+  mkdir "$dir" 2>/dev/null || return 1
+  if [ -f "$dir/memory.limit_in_bytes" ]; then echo $((1 << 30)) >"$dir/memory.limit_in_bytes"
+  else echo $((1 << 30)) >"$dir/memory.max"; fi 2>/dev/null || { rmdir "$dir"; return 1; }
+  # A process must be able to join it (v2 refuses one whose parent holds processes itself).
+  sh -c 'echo $$ >"$1/cgroup.procs"' sh "$dir" 2>/dev/null || { rmdir "$dir"; return 1; }
+  echo "$dir"
+}
+if wanted model_over_cgroup_limit; then
+  if cgroup=$(memory_cgroup); then
+    d=$(run model_over_cgroup_limit)
+    as_user=(sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cgroup")
+    expect model_over_cgroup_limit 3 "$d" "available under the memory limit of cgroup /" \
+      "or make the model smaller; or ask the batch system for more memory (e.g. sbatch --mem or --mem-per-gpu)" \
+      "$job" $(data "$work/tiny/train") $(fresh "$d") \
+      --set 'model.layers=[{type="flatten"},{type="dense",units=65536},{type="dense",units=1024},{type="dense",units=3}]'
+    as_user=()
+  else
+    cgroup=""
+    skipped=$((skipped + 1)); echo "skip model_over_cgroup_limit: no memory cgroup can be made and joined here"
+  fi
 fi
 
 # A budget check that fails on one rank only (each rank weighs the model against its own reading of the host's

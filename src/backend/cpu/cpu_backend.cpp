@@ -86,11 +86,12 @@ model::DeviceBuffer CpuBackend::allocate(std::size_t bytes) {
   // 64-byte alignment: whole cache lines and AVX-512-safe loads for the BLAS and the vectorised loops.
   const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, rounded);
-  if (!p)
-    throw JobFileError(fmt::format("cannot allocate {} of host memory ({} available); lower train.batch_per_rank or "
-                                   "the model's size, or run fewer ranks per node",
-                                   byte_size_text(static_cast<double>(rounded)),
-                                   byte_size_text(static_cast<double>(host_memory_available()))));
+  if (!p) {
+    const AvailableMemory memory = available_memory();
+    throw JobFileError(fmt::format("cannot allocate {} of host memory ({}); lower train.batch_per_rank or "
+                                   "the model's size, or run fewer ranks per node{}",
+                                   byte_size_text(static_cast<double>(rounded)), memory.text(), memory.or_remedy()));
+  }
   std::memset(p, 0, rounded);
   allocated_ += rounded;
   return model::DeviceBuffer(p, bytes, [](void* q, std::size_t) { std::free(q); });
