@@ -202,7 +202,7 @@ void read_position(hid_t file, CheckpointData& d, bool crc) {
 }
 
 // The optional arrays of a run inside an epoch and of fp16: the interrupted epoch's training totals, the loss scale
-// with its counts (two values from an older ringtrain, which counted no skipped steps).
+// with its counts (two values from an older ringtrain, which counted no skipped steps); the optimizer's updates.
 void read_run_totals(hid_t file, CheckpointData& d, bool crc) {
   if (H5_CHECK(H5Lexists(file, "epoch_train", H5P_DEFAULT)) > 0) {
     const auto so_far = read_array<double>(file, "epoch_train", crc);
@@ -217,6 +217,13 @@ void read_run_totals(hid_t file, CheckpointData& d, bool crc) {
       throw CheckpointError("its loss_scale array is not a positive scale and step counts of at least 0");
     d.loss_scale = scaling[0], d.loss_scale_finite_in_a_row = static_cast<int64_t>(scaling[1]);
     if (scaling.size() == 3) d.loss_scale_skipped_steps = static_cast<int64_t>(scaling[2]);
+  }
+  if (H5_CHECK(H5Lexists(file, "optimizer_updates", H5P_DEFAULT)) > 0) {
+    const auto updates = read_array<int64_t>(file, "optimizer_updates", crc);
+    if (updates.size() != 1 || updates[0] < 0) throw CheckpointError("its optimizer_updates array is not one count of at least 0");
+    d.optimizer_updates = updates[0];
+  } else {
+    d.optimizer_updates = std::max<int64_t>(d.global_step - d.loss_scale_skipped_steps, 0);
   }
 }
 
@@ -272,6 +279,7 @@ void write_checkpoint(const fs::path& path, const CheckpointData& d) {
       write_array(file.id(), "position", std::vector<int64_t>{d.epoch, d.step_in_epoch, d.global_step, d.steps_per_epoch,
                                                               d.ranks, d.global_batch, seed_bits, d.state_count});
       write_array(file.id(), "timing", std::vector<double>{d.train_time_s, d.train_samples});
+      write_array(file.id(), "optimizer_updates", std::vector<int64_t>{d.optimizer_updates});
       if (d.epoch_train.known)
         write_array(file.id(), "epoch_train",
                     std::vector<double>{d.epoch_train.loss_sum, d.epoch_train.correct, d.epoch_train.samples});
@@ -299,6 +307,31 @@ void write_checkpoint(const fs::path& path, const CheckpointData& d) {
   }
 }
 
+namespace {
+
+// A file the user may not read is not damaged: moving it out would drop what may be the newest good checkpoint, so
+// it is refused here with its own remedy. The probe says what else the path is.
+PathProbe probe_checkpoint(const fs::path& path) {
+  PathProbe probe = probe_path(path);
+  const std::string unreadable = probe.kind == PathProbe::Kind::unreachable ? probe.reason
+                                 : probe.kind == PathProbe::Kind::regular   ? unreadable_reason(path)
+                                                                            : "";
+  if (!unreadable.empty())
+    throw CheckpointError(fmt::format("checkpoint '{}' cannot be read: {}; the file may well be intact: give the user "
+                                      "that runs ringtrain read permission on it and its folders (chmod, chown, or run "
+                                      "as the user that wrote it), then try again",
+                                      path.string(), unreadable));
+  return probe;
+}
+
+// Only a regular file is opened: a FIFO named like a checkpoint would block the open for ever.
+void refuse_other_than_a_file(const PathProbe& probe) {
+  if (probe.kind != PathProbe::Kind::regular)
+    throw CheckpointError(probe.kind == PathProbe::Kind::missing ? "no such file" : "it " + probe.describe());
+}
+
+}  // namespace
+
 CheckpointData read_checkpoint(const fs::path& path, CheckpointUse use) {
   // The way out of any unusable checkpoint: the one before it, which --resume takes once this one is moved.
   const std::string folder = path.parent_path().empty() ? std::string(".") : path.parent_path().string();
@@ -310,19 +343,9 @@ CheckpointData read_checkpoint(const fs::path& path, CheckpointUse use) {
           : fmt::format("name another checkpoint: a run keeps its last run.keep_checkpoints in its checkpoints folder "
                         "(here '{}')",
                         folder);
-  // A file the user may not read is not damaged: moving it out would drop what may be the newest good checkpoint.
-  const PathProbe probe = probe_path(path);
-  const std::string unreadable = probe.kind == PathProbe::Kind::unreachable ? probe.reason
-                                 : probe.kind == PathProbe::Kind::regular   ? unreadable_reason(path)
-                                                                            : "";
-  if (!unreadable.empty())
-    throw CheckpointError(fmt::format("checkpoint '{}' cannot be read: {}; the file may well be intact: give the user "
-                                      "that runs ringtrain read permission on it and its folders (chmod, chown, or run "
-                                      "as the user that wrote it), then try again",
-                                      path.string(), unreadable));
+  const PathProbe probe = probe_checkpoint(path);
   try {
-    if (probe.kind != PathProbe::Kind::regular)
-      throw CheckpointError(probe.kind == PathProbe::Kind::missing ? "no such file" : "it " + probe.describe());
+    refuse_other_than_a_file(probe);
     Hdf5Lock lock;
     if (H5_CHECK(H5Fis_hdf5(path.c_str())) <= 0) throw CheckpointError("not an HDF5 file (truncated or corrupt?)");
     H5File file(H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)));
@@ -354,7 +377,9 @@ CheckpointData read_checkpoint(const fs::path& path, CheckpointUse use) {
 }
 
 CheckpointWorld read_checkpoint_world(const fs::path& path) {
+  const PathProbe probe = probe_checkpoint(path);
   try {
+    refuse_other_than_a_file(probe);
     Hdf5Lock lock;
     H5File file(H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)));
     const auto pos = read_array<int64_t>(file.id(), "position", detail::file_says_checksummed(file.id()));

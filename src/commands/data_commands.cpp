@@ -98,7 +98,7 @@ int inspect_checkpoint(const std::filesystem::path& file) {
   for (const io::NamedArray& a : d.optimizer_state) state += (state.empty() ? "" : ", ") + a.name;
   fmt::print("checkpoint {}: valid ({})\n  run {}\n  next: epoch {} step {} (after {} "
              "optimizer steps of {} per epoch)\n  written by {} rank{} at global batch {}\n  {} parameters in {} "
-             "tensors, {} batch-norm statistics per rank\n  optimizer {} (state: {})\n",
+             "tensors, {} batch-norm statistics per rank\n  optimizer {} (state: {}; {} updates applied)\n",
              file.string(),
              d.crc_verified      ? "every array's chunks present and its CRC-32C verified"
              : d.run_id.empty()  ? "every array's chunks present, read whole and finite; written by an older "
@@ -107,7 +107,7 @@ int inspect_checkpoint(const std::filesystem::path& file) {
                                    "an older ringtrain, without CRC-32C",
              d.run_id.empty() ? "(not recorded)" : d.run_id, d.epoch + 1, d.step_in_epoch + 1,
              d.global_step, d.steps_per_epoch, d.ranks, d.ranks == 1 ? "" : "s", d.global_batch, d.params.size(),
-             d.tensor_names.size(), d.state_count, d.optimizer, state.empty() ? "none" : state);
+             d.tensor_names.size(), d.state_count, d.optimizer, state.empty() ? "none" : state, d.optimizer_updates);
   return 0;
 }
 

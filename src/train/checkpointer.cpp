@@ -98,6 +98,7 @@ void Checkpointer::save(const Resumable& next, int64_t global_step) {
     d.epoch = next.next_epoch, d.step_in_epoch = next.next_step, d.global_step = done, d.steps_per_epoch = plan_.steps;
     d.ranks = ranks, d.global_batch = plan_.global_batch, d.seed = run_.job.train.seed;
     d.train_time_s = next.train_time_s, d.train_samples = next.train_samples;
+    d.optimizer_updates = next.optimizer_updates;
     d.epoch_train = {epoch_train.loss_sum, epoch_train.correct, epoch_train.samples, true};
     for (const auto& t : net_.param_tensors()) d.tensor_names.push_back(t.name), d.tensor_sizes.push_back(t.count);
     d.params = std::move(state.params);

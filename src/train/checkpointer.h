@@ -24,6 +24,7 @@ struct Resumable {
   int64_t next_epoch = 0, next_step = 0;  // the step to run next
   double train_time_s = 0, train_samples = 0;
   Totals epoch_train;  // this rank's training totals of the epoch so far (none at an epoch's end)
+  int64_t optimizer_updates = 0;  // the updates the optimizer applied so far (Adam's count t)
 };
 
 class Checkpointer {

@@ -14,7 +14,7 @@ namespace ringtrain::train {
 struct LossScaleState {
   double scale = 0;            // 0: none recorded (another precision wrote the checkpoint)
   int64_t finite_in_a_row = 0;  // finite steps since the scale last changed
-  int64_t skipped_steps = 0;    // steps skipped over the whole job: the optimizer's updates are the steps less these
+  int64_t skipped_steps = 0;    // steps skipped over the whole job
 };
 
 class LossScaler {

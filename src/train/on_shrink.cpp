@@ -30,7 +30,10 @@ FittedJob fit_to_world(const config::JobConfig& job, const dist::World& world, b
     if (!found.empty()) was = io::read_checkpoint_world(found.back());  // none: start_run says so
   });
   world.broadcast(&was, sizeof was);
-  if (was.ranks == 0 || was.ranks == world.size()) return fitted;
+  // Compared by the global batch, not the rank count: a run that shrank once and is resumed again on its smaller
+  // world still needs the accumulation that keeps the checkpoint's global batch, which the job file does not hold.
+  const int64_t job_global_batch = int64_t{world.size()} * job.train.batch_per_rank * job.train.accumulate_steps;
+  if (was.ranks == 0 || was.global_batch == job_global_batch) return fitted;
   world.all_succeed([&] {
     fitted.job.train.accumulate_steps =
         accumulation_for_global_batch(was.global_batch, job.train.batch_per_rank, world.size());

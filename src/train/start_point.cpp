@@ -148,7 +148,7 @@ RestoredCheckpoint restore_checkpoint(const RunContext& run, model::Network& net
   CheckpointPosition p{c.epoch,         c.step_in_epoch, c.global_step,  c.steps_per_epoch,
                        c.ranks,         c.global_batch,  c.state_count,  c.train_time_s,
                        c.train_samples, {c.loss_scale, c.loss_scale_finite_in_a_row, c.loss_scale_skipped_steps},
-                       static_cast<int64_t>(c.ema_params.size()), c.epoch_train, c.seed};
+                       static_cast<int64_t>(c.ema_params.size()), c.epoch_train, c.seed, c.optimizer_updates};
   run.world.broadcast(&p, sizeof p);
   chosen = run.world.broadcast_string(chosen);
   model::NetworkState state;
@@ -287,6 +287,7 @@ StartPoint resume(const RunContext& run, model::Network& net, model::Optimizer& 
   start.epoch = static_cast<int>(p.epoch);
   start.step = same_steps ? p.step_in_epoch : 0;
   start.global_step = int64_t{start.epoch} * plan.steps + start.step;
+  start.optimizer_updates = p.optimizer_updates;
   start.train_time_s = p.train_time_s, start.train_samples = p.train_samples;
   start.resumed_from = path;
   start.from = p;

@@ -29,6 +29,7 @@ struct CheckpointPosition {
   int64_t ema_count = 0;      // values of the parameters' moving average it holds (0: none)
   io::EpochTrainSoFar epoch_train;  // the interrupted epoch's training totals over every rank
   uint64_t seed = 0;                // train.seed of the run that wrote it
+  int64_t optimizer_updates = 0;    // the updates its optimizer had applied (Adam's count t)
 };
 
 struct RestoredCheckpoint {
@@ -66,6 +67,7 @@ struct StartPoint {
   int epoch = 0;           // the next epoch to run (0-based); also how many the checkpoint holds
   int64_t step = 0;        // the next step within it
   int64_t global_step = 0; // optimizer steps done before this run's first
+  int64_t optimizer_updates = 0;  // updates the optimizer applied before this run's first step (Adam's count t)
   double train_time_s = 0, train_samples = 0;  // carried over, for samples/s over the whole job
   std::string resumed_from;                    // the checkpoint, or "" for a fresh start
   LossScaleState loss_scale;                   // fp16's loss scale from the checkpoint (scale 0: none)

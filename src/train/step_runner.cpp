@@ -134,6 +134,7 @@ void StepRunner::apply(float lr) {
     run_graphed(slot, lr);
   else
     queue_update(slot, lr);
+  if (!slot.skipped) ++updates_done_;
   grads_zero_ = true;  // the update consumed them (model/backend.h), or the skip dropped them
   slot.queued = true;
   ++queued_count_;
@@ -157,9 +158,7 @@ void StepRunner::queue_update(Slot& slot, float lr) {
     net_.backend().fill(net_.param_count(), 0.0f, net_.grads());  // dropped: the next step starts from zero
   } else {
     if (clip_norm_ > 0) slot.grad_norm = clip_gradients();
-    // A skipped step is no update: Adam's count t runs over the updates taken, as PyTorch's GradScaler leaves it.
-    const int64_t updates_done = slot.step - (loss_scaler_ ? loss_scaler_->state().skipped_steps : 0);
-    optimizer_.update(lr, updates_done, sync_.update_slice());
+    optimizer_.update(lr, updates_done_, sync_.update_slice());
   }
   sync_.updated();
   if (ema_ && !slot.skipped) ema_->update();
@@ -192,7 +191,7 @@ void StepRunner::run_graphed(Slot& slot, float lr) {
   const MicroBatch batch = pending_;
   {
     const ScalarsPass fill(*capturer_, index, Pass::fill);
-    optimizer_.update(lr, slot.step, sync_.update_slice());  // no loss scaling here (gpu.cuda_graphs refuses fp16)
+    optimizer_.update(lr, updates_done_, sync_.update_slice());  // no loss scaling (gpu.cuda_graphs refuses fp16)
     capturer_->fill_pass_seed(index, batch.seed);
   }
   const StepShape shape{{batch.count},

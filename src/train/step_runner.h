@@ -72,9 +72,14 @@ class StepRunner {
   // `targets` (count x classes, a mixed batch's) the loss is against them, else against `labels`.
   void micro_batch(const float* images, const int32_t* labels, int count, uint64_t seed, bool last,
                    const float* targets = nullptr);
-  // Orders the update after the reduction, then updates the parameters; the optimizer hears the step number
-  // given to begin() as the count of updates before this one.
+  // Orders the update after the reduction, then updates the parameters; the optimizer hears the updates applied
+  // before this one (Adam's count t).
   void apply(float lr);
+  // The updates the optimizer applied before this run, from the checkpoint. It is not the step number: a step fp16
+  // skips is no update (as PyTorch's GradScaler leaves Adam's count), and a resume on another world re-plans the
+  // epoch's steps while the optimizer's moments go on.
+  void continue_after_updates(int64_t updates) { updates_done_ = updates; }
+  int64_t updates_done() const { return updates_done_; }
   // The queued steps the device has finished, oldest first, leaving at most `in_flight` of them unfinished;
   // waits (bounded by the reducer's timeout) for the older ones.
   std::vector<FinishedStep> finished(int in_flight);
@@ -137,6 +142,7 @@ class StepRunner {
   int current_ = 0;
   uint64_t queued_count_ = 0;  // steps queued so far; slots are used in turn
   bool grads_zero_ = false;    // the last update left the gradients zero, so begin() need not zero them
+  int64_t updates_done_ = 0;   // updates the optimizer applied over the job (Adam's t); skipped steps are none
   std::deque<int64_t> unreported_steps_;   // applied, their reductions not yet settled
   std::map<int64_t, double> reduction_s_;  // settled reductions' seconds of steps not yet collected
   std::unique_ptr<model::DeviceClock> clock_;

@@ -110,6 +110,7 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
     watchdog_.on_timeout([this] { write_trace(); });  // a hung step is the one whose trace is wanted most
   }
   checkpointer_.set_loss_scaler(runner_.loss_scaler());
+  runner_.continue_after_updates(setup.start.optimizer_updates);
   checkpointer_.set_weight_average(setup.ema);
   runner_.average_weights(setup.ema);
   runner_.clip_gradients_to(run.job.optimizer.clip_global_norm);
@@ -302,7 +303,8 @@ AgreedError TrainingLoop::nonfinite_error(const EpochTally& tally) const {
 
 Resumable TrainingLoop::within_epoch(int epoch, int64_t step, const EpochTally& tally) const {
   const double samples = static_cast<double>((tally.steps_run + 1) * plan_.per_step * run_.ranks());
-  return {epoch, step + 1, train_time_s_ + (util::now_s() - tally.start_s), samples_done_ + samples, tally.train};
+  return {epoch, step + 1, train_time_s_ + (util::now_s() - tally.start_s), samples_done_ + samples, tally.train,
+          runner_.updates_done()};
 }
 
 void TrainingLoop::after_step(int epoch, int64_t step, bool checkpoint_due, const EpochTally& tally) {
@@ -414,7 +416,7 @@ void TrainingLoop::finish_epoch(int epoch, EpochTally& tally) {
                                    {"epoch/ema_test_acc", report.ema_test->accuracy()}});
   const int every = run_.job.run.checkpoint_every;
   if ((every > 0 && (epoch + 1) % every == 0) || epoch + 1 == run_.job.train.epochs)
-    checkpointer_.save({epoch + 1, 0, train_time_s_, samples_done_, Totals{}}, global_step_);
+    checkpointer_.save({epoch + 1, 0, train_time_s_, samples_done_, Totals{}, runner_.updates_done()}, global_step_);
 }
 
 // The ranks' own batches are their own work, which the watchdog does not time; the agreement after them is a wait

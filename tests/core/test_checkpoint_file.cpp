@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <hdf5.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/error.h"
@@ -29,6 +30,7 @@ io::CheckpointData sample() {
   d.epoch = 3, d.step_in_epoch = 17, d.global_step = 3 * 40 + 17, d.steps_per_epoch = 40;
   d.ranks = 2, d.global_batch = 128, d.seed = 0xfedcba9876543210ull;
   d.train_time_s = 12.5, d.train_samples = 19456;
+  d.optimizer_updates = 101;  // not the global step: a run re-planned on another world, or fp16's skipped steps
   d.tensor_names = {"conv.weight", "bn.gamma", "bn.beta"};
   d.tensor_sizes = {6, 2, 2};
   std::mt19937 rng(3);
@@ -91,6 +93,7 @@ TEST(CheckpointFile, EveryFieldRoundTripsExactly) {
   EXPECT_EQ(r.seed, d.seed);
   EXPECT_EQ(r.train_time_s, d.train_time_s);
   EXPECT_EQ(r.train_samples, d.train_samples);
+  EXPECT_EQ(r.optimizer_updates, d.optimizer_updates);
   EXPECT_EQ(r.tensor_names, d.tensor_names);
   EXPECT_EQ(r.tensor_sizes, d.tensor_sizes);
   EXPECT_EQ(r.params, d.params);  // bit-exact: resume must be bit-identical
@@ -165,6 +168,23 @@ TEST(CheckpointFile, TheLossScaleRoundTripsAndIsAbsentWithoutOne) {
   const io::CheckpointData u = io::read_checkpoint(unscaled);
   EXPECT_EQ(u.loss_scale, 0.0);
   EXPECT_EQ(u.loss_scale_finite_in_a_row, 0);
+}
+
+// A file without the optimizer's update count (an older ringtrain, which never changed it apart from the steps)
+// reads back the count that ringtrain used: the global step less fp16's skipped steps.
+TEST(CheckpointFile, AFileWithoutTheUpdateCountReadsTheStepsLessTheSkippedOnes) {
+  const ScratchDir scratch("rt-ckpt-updates");
+  io::CheckpointData d = sample();
+  d.loss_scale = 0x1p13, d.loss_scale_skipped_steps = 17;
+  const fs::path path = scratch.path() / io::checkpoint_name(4);
+  io::write_checkpoint(path, d);
+  {
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    EXPECT_GE(H5Ldelete(file, "optimizer_updates", H5P_DEFAULT), 0);
+    H5Fclose(file);
+  }
+  EXPECT_EQ(io::read_checkpoint(path).optimizer_updates, d.global_step - 17);
 }
 
 // An interrupted epoch's training totals come back as written; a file without them (an older ringtrain) says so.
@@ -296,7 +316,8 @@ TEST(CheckpointFile, TruncatedOrForeignFilesAreNamedCheckpointErrors) {
 }
 
 // The elastic restart's early look (train/on_shrink.cpp): the world a checkpoint was written on, read alone; an
-// unreadable file is a CheckpointError naming it, as the whole read would be.
+// unreadable file is a CheckpointError naming it, as the whole read would be, and a FIFO named like a checkpoint is
+// refused without being opened (an open would wait for a writer for ever).
 TEST(CheckpointFile, ItsWorldIsReadAloneAndAnUnreadableFileIsNamed) {
   const ScratchDir scratch("rt-ckpt-world");
   const auto d = sample();
@@ -308,7 +329,9 @@ TEST(CheckpointFile, ItsWorldIsReadAloneAndAnUnreadableFileIsNamed) {
   EXPECT_EQ(world.global_step, d.global_step);
   const fs::path text = scratch.path() / "text.h5";
   std::ofstream(text) << "not a checkpoint";
-  for (const fs::path& bad : {text, scratch.path() / "missing.h5"}) {
+  const fs::path fifo = scratch.path() / io::checkpoint_name(d.global_step + 1);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const fs::path& bad : {text, scratch.path() / "missing.h5", fifo}) {
     try {
       (void)io::read_checkpoint_world(bad);
       ADD_FAILURE() << "read the world of " << bad;
@@ -397,7 +420,7 @@ TEST(CheckpointFile, AChunkMissingFromItsIndexIsRefusedNamingTheArray) {
   io::write_checkpoint(path, sample());
   const std::string original = file_bytes(path);
   const std::vector<size_t> nodes = chunk_index_nodes(original);
-  ASSERT_EQ(nodes.size(), 6u) << "one chunk-index node per non-empty array";
+  ASSERT_EQ(nodes.size(), 7u) << "one chunk-index node per non-empty array";
   std::set<std::string> named;
   for (const size_t node : nodes) {
     for (const auto& [offset, bit] : {std::pair<size_t, int>{6, 0x10}, {39, 0x10}, {33, 0x01}}) {
@@ -416,7 +439,7 @@ TEST(CheckpointFile, AChunkMissingFromItsIndexIsRefusedNamingTheArray) {
       }
     }
   }
-  EXPECT_EQ(named, (std::set<std::string>{"params", "velocity", "states", "tensor_sizes", "position", "timing"}));
+  EXPECT_EQ(named, (std::set<std::string>{"params", "velocity", "states", "tensor_sizes", "position", "timing", "optimizer_updates"}));
 }
 
 // Our CRC-32C, kept in each array's (checksummed) object header, is compared with the bytes read back.

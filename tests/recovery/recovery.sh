@@ -16,7 +16,13 @@
 #             without one is refused with exit 3
 #   mixup     data.mixup_alpha and data.cutmix_alpha (with pad_crop_flip and label smoothing): the mixes are keyed
 #             by epoch and sample, so the resumed run mixes as the uninterrupted one did, bit for bit
-#   reshard   resume a 2-rank checkpoint on 1 rank: re-partitioned, learning rate re-scaled, says so
+#   reshard   resume a 2-rank checkpoint on 1 rank: re-partitioned, learning rate re-scaled to half, says so
+#   shrinkagain dist.on_shrink = keep_global_batch: a 2-rank run resumed on 1 rank (2 accumulation steps), stopped
+#             again and resumed again on 1 rank, ends on the uninterrupted 1-rank continuation's checksum (the
+#             second resume kept the global batch too, where it fell back to the job file's accumulation)
+#   adamreshard fp16 AdamW with skipped steps, a mid-epoch 2-rank checkpoint resumed on 1 rank (the epoch re-planned):
+#             Adam's update count goes on from the checkpoint's (inspect's "updates applied"), where it restarted
+#             below it and the bias corrections ended the run in NaN (exit 6)
 #   evalterm  SIGTERM to every rank while they evaluate a long test split: the job checkpoints and exits 75 (the
 #             evaluation is the ranks' own work, not a stuck collective for the grace after SIGTERM to end)
 #   grow      resume a 1-rank run on 2 ranks (fewer steps an epoch) keeping one checkpoint: the one kept is the
@@ -36,7 +42,7 @@
 set -uo pipefail
 bin=$1 src=$2 scratch=$3
 shift 3
-cases=${*:-preempt reshard grow evalterm model nockpt nonfinite kill stall optimizers shared window recipes precisions ema mixup}
+cases=${*:-preempt reshard shrinkagain adamreshard grow evalterm model nockpt nonfinite kill stall optimizers shared window recipes precisions ema mixup}
 mkdir -p "$scratch"
 work=$(mktemp -d "$scratch/recovery.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -257,10 +263,70 @@ fi
 if [[ " $cases " == *" reshard "* ]] && [ -d "$work/cut-copy" ]; then
   NP=1 train "$job" "${common[@]}" --set run.dir="$work/cut-copy" --resume >"$work/reshard.log" 2>&1
   rc=$?
-  if [ "$rc" = 0 ] && grep -q "data re-partitioned, global batch 64 (was 128)" "$work/reshard.log"; then
-    ok "reshard: 2-rank checkpoint resumed on 1 rank: $(grep -o 'learning rate re-scaled to [0-9.e-]*' "$work/reshard.log")"
+  # optimizer.lr_scaling = linear over the global batch: half the batch, half the rate.
+  rates=$(grep -o 'learning rate re-scaled to [0-9.e-]* (was [0-9.e-]*;' "$work/reshard.log" | head -1 |
+          sed -E 's/.* to ([0-9.e-]+) \(was ([0-9.e-]+);/\1 \2/')
+  if [ "$rc" = 0 ] && grep -q "data re-partitioned, global batch 64 (was 128)" "$work/reshard.log" &&
+     python3 -c "import sys; now, was = map(float, sys.argv[1:3]); sys.exit(0 if abs(now - was / 2) <= 1e-6 * was else 1)" \
+       $rates 2>/dev/null; then
+    ok "reshard: 2-rank checkpoint resumed on 1 rank: learning rate re-scaled to half (now, was: $rates)"
   else
-    fail "reshard: exit $rc: $(grep -E 'resume|error' "$work/reshard.log" | head -3)"
+    fail "reshard: exit $rc, rates (now, was) '$rates': $(grep -E 'resume|error' "$work/reshard.log" | head -3)"
+  fi
+fi
+
+# cut_back RUN COPY STEP: COPY is RUN as a kill right after checkpoint STEP leaves it (the later checkpoints gone).
+cut_back() {
+  local f
+  rm -rf "$2" && cp -a "$1" "$2"
+  for f in "$2"/checkpoints/ckpt-s*.h5; do
+    [ "$((10#$(basename "$f" .h5 | sed 's/ckpt-s//')))" -gt "$3" ] && rm -f "$f"
+  done
+}
+
+if [[ " $cases " == *" shrinkagain "* ]]; then
+  keep=(--set 'dist.on_shrink="keep_global_batch"' --set run.checkpoint_every_steps=5 --set run.keep_checkpoints=100)
+  train "$job" "${common[@]}" "${keep[@]}" --set run.dir="$work/kg2" >"$work/kg2.log" 2>&1
+  cut_back "$work/kg2" "$work/kg1" 15
+  NP=1 train "$job" "${common[@]}" "${keep[@]}" --set run.dir="$work/kg1" --resume >"$work/kg1.log" 2>&1
+  rc1=$?
+  cut_back "$work/kg1" "$work/kg1again" 35
+  NP=1 train "$job" "${common[@]}" "${keep[@]}" --set run.dir="$work/kg1again" --resume >"$work/kg1again.log" 2>&1
+  rc2=$?
+  want=$(checksum "$work/kg1" 2>/dev/null) got=$(checksum "$work/kg1again" 2>/dev/null)
+  kept=$(grep -c "keep its global batch 128 with train.accumulate_steps = 2" "$work/kg1.log" "$work/kg1again.log" |
+         grep -c ':1$')
+  if [ "$rc1" = 0 ] && [ "$rc2" = 0 ] && is_checksum "$want" && [ "$got" = "$want" ] && [ "$kept" = 2 ]; then
+    ok "shrinkagain: keep_global_batch kept on both resumes on 1 rank; checksum $got = the uninterrupted continuation"
+  else
+    fail "shrinkagain: exits $rc1, $rc2; the note on $kept of 2 resumes; checksum $got, uninterrupted continuation $want: $(grep -E '^batch:|error' "$work/kg1again.log" | head -2)"
+  fi
+fi
+
+# updates CHECKPOINT: the optimizer's updates the checkpoint says it applied.
+updates() { "$bin" inspect "$1" | sed -nE 's/.*; ([0-9]+) updates applied\).*/\1/p'; }
+
+if [[ " $cases " == *" adamreshard "* ]]; then
+  # A loss scale fp16 cannot hold at first: the first steps overflow and are skipped, so updates < steps.
+  adam=(--set 'train.precision="fp16"' --set train.loss_scale_init=16777216 --set 'optimizer.name="adamw"'
+        --set optimizer.base_lr=0.001 --set run.checkpoint_every_steps=5 --set run.keep_checkpoints=100)
+  train "$job" "${common[@]}" "${adam[@]}" --set train.epochs=1 --set run.dir="$work/adam2" >"$work/adam2.log" 2>&1
+  # What a kill right after the step-15 checkpoint leaves: the newer checkpoints gone.
+  cp -a "$work/adam2" "$work/adam1"
+  find "$work/adam1/checkpoints" -name 'ckpt-s*.h5' ! -name 'ckpt-s0000000[01][05].h5' -delete
+  before=$(updates "$work/adam1/checkpoints/ckpt-s000000015.h5")
+  NP=1 train "$job" "${common[@]}" "${adam[@]}" --set train.epochs=1 --set run.dir="$work/adam1" --resume \
+    >"$work/adam1.log" 2>&1
+  rc=$?
+  last=$(ls "$work/adam1/checkpoints"/ckpt-s*.h5 | tail -1)
+  after=$(updates "$last")
+  # The resumed launch's own steps and skips, from its epoch record (the interrupted epoch restarts on 1 rank).
+  read -r steps skips < <(grep '"kind":"epoch"' "$work/adam1/metrics.jsonl" | tail -1 |
+    python3 -c 'import json,sys; r=json.loads(sys.stdin.read()); print(r["steps_run"], r["skipped_steps"])')
+  if [ "$rc" = 0 ] && [ -n "$before" ] && [ "$before" -lt 15 ] && [ "$after" = "$((before + steps - skips))" ]; then
+    ok "adamreshard: fp16 AdamW resumed on 1 rank from $before updates in 15 steps: $after after $steps steps ($skips skipped)"
+  else
+    fail "adamreshard: exit $rc, updates $before at the checkpoint, $after at '$last' after $steps steps ($skips skipped): $(grep -E 'non-finite|error' "$work/adam1.log" | head -2)"
   fi
 fi
 
@@ -337,16 +403,17 @@ fi
 ceiling_s=60
 fault_run() {
   local sig=$1 name=$2
-  local start pid rc
+  local start pid rc signalled=0
   train "$job" "${common[@]}" --set train.max_steps_per_epoch=100000 --set train.epochs=50 \
     --set run.dir="$work/$name" --set run.collective_timeout_s=3 --set run.checkpoint_every=0 --set run.trace=true \
     >"$work/$name.log" 2>&1 &
   local launcher=$!
   for _ in $(seq 300); do grep -q "^gradients:" "$work/$name.log" 2>/dev/null && break; sleep 0.1; done
   sleep 1
-  pid=$(pgrep -f "ringtrain train .*$work/$name" | tail -1)
+  # A rank, not mpirun (whose command line holds the same words): the ranks' own command lines start with the binary.
+  pid=$(pgrep -f "^$bin train .*$work/$name" | tail -1)
   start=$(date +%s.%N)
-  kill "-$sig" "$pid"
+  if grep -q "^gradients:" "$work/$name.log" && [ -n "$pid" ] && kill "-$sig" "$pid"; then signalled=1; fi
   local tenths=0 capped=0
   while kill -0 "$launcher" 2>/dev/null && [ "$tenths" -lt $((ceiling_s * 10)) ]; do sleep 0.1; tenths=$((tenths + 1)); done
   if kill -0 "$launcher" 2>/dev/null; then
@@ -357,21 +424,23 @@ fault_run() {
   rc=$?
   local took; took=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")
   pkill -9 -f "ringtrain train .*$work/$name" 2>/dev/null
-  echo "$rc $took $capped"
+  echo "$rc $took $capped $signalled"
 }
 
 if [[ " $cases " == *" kill "* ]]; then
-  read -r rc took capped < <(fault_run KILL kill)
-  if [ "$rc" != 0 ] && [ "$capped" = 0 ]; then
+  read -r rc took capped signalled < <(fault_run KILL kill)
+  # The job must have trained, a rank must have been killed, and the launcher must say so: any other non-zero exit
+  # (a start-up failure) is not this case's behaviour.
+  if [ "$signalled" = 1 ] && [ "$rc" != 0 ] && [ "$capped" = 0 ] && grep -q "exited on signal 9" "$work/kill.log"; then
     ok "kill: SIGKILL of one rank ended the job (exit $rc) after $took s"
   else
-    fail "kill: exit $rc after $took s (want non-zero, by itself within $ceiling_s s)"
+    fail "kill: signalled $signalled, exit $rc after $took s (want a rank killed, exit non-zero by itself within $ceiling_s s): $(grep -E 'signal|error' "$work/kill.log" | head -2)"
   fi
 fi
 
 if [[ " $cases " == *" stall "* ]]; then
-  read -r rc took capped < <(fault_run STOP stall)
-  if [ "$rc" != 0 ] && [ "$capped" = 0 ] &&
+  read -r rc took capped signalled < <(fault_run STOP stall)
+  if [ "$signalled" = 1 ] && [ "$rc" != 0 ] && [ "$capped" = 0 ] &&
      grep -q "has not completed after .* s (run.collective_timeout_s = 3); rank 1 has not arrived" "$work/stall.log" &&
      grep -q '"name":"backward"' "$work/stall/trace-rank0.json"; then
     ok "stall: SIGSTOP of rank 1 ended the job (exit $rc) after $took s, rank 0's trace written: $(grep -o "'[a-z -]*' at step [0-9]*" "$work/stall.log" | head -1)"
