@@ -40,6 +40,7 @@ struct Item {
 // This rank's part of the pass.
 struct RankOutput {
   std::vector<std::pair<fs::path, fs::path>> shards;  // temporary name, final name
+  std::vector<fs::path> renamed;                      // the final names this rank has put in place
   ChannelSums sums;
   std::vector<int64_t> train_per_class, test_per_class;
   std::vector<std::string> skipped;
@@ -221,10 +222,8 @@ void write_shard(const SplitPlan& split, const PlannedShard& shard, std::vector<
 
 void remove_written(const RankOutput& output) {
   std::error_code ignored;  // best effort: the failure that brought us here is what the user needs
-  for (const auto& [temporary, final_path] : output.shards) {
-    fs::remove(temporary, ignored);
-    fs::remove(final_path, ignored);
-  }
+  for (const auto& [temporary, final_path] : output.shards) fs::remove(temporary, ignored);
+  for (const fs::path& final_path : output.renamed) fs::remove(final_path, ignored);  // an earlier shard of that name went
 }
 
 // The folders of `out` this prepare would create, deepest first, so a failed one can take back what it made.
@@ -309,15 +308,33 @@ void write_splits(const ImagesPlan& plan, PassContext& pass, const PrepareTeam& 
   write_split(plan.test, pass.output.test_per_class, pass, team);
 }
 
-void settle_and_rename(const RankOutput& output, const DatasetMeta& meta) {
+void rename_shards_in(const fs::path& dir, RankOutput& output) {
   for (const auto& [temporary, final_path] : output.shards) {
-    settle_shard_statistics(temporary, meta.mean, meta.stddev);
+    if (final_path.parent_path() != dir) continue;
     std::error_code error;
     fs::rename(temporary, final_path, error);
     if (error)
       throw DataError(fmt::format("cannot rename '{}' to '{}': {}", temporary.string(), final_path.string(),
                                   error.message()));
+    output.renamed.push_back(final_path);
   }
+}
+
+// The last step, once every shard is written and the classes checked: the statistics go into every shard, the
+// earlier prepare's shards go (only now: a failure or a kill before leaves them as they were), then every rank puts
+// its test shards in place and, only once all have, its train shards. A kill among the renames leaves the train
+// split short of shards, so nothing reads as a whole pair that is not one.
+void put_pair_in_place(const ImagesPlan& plan, const DatasetMeta& meta, RankOutput& output, const PrepareTeam& team) {
+  team.all_succeed([&] {
+    for (const auto& shard : output.shards) settle_shard_statistics(shard.first, meta.mean, meta.stddev);
+  });
+  team.all_succeed([&] {
+    if (team.rank != 0) return;
+    remove_earlier_shards(plan.train.dir);
+    remove_earlier_shards(plan.test.dir);
+  });
+  team.all_succeed([&] { rename_shards_in(plan.test.dir, output); });
+  team.all_succeed([&] { rename_shards_in(plan.train.dir, output); });
 }
 
 DatasetMeta dataset_meta(const ImagesOptions& options, const ImagesPlan& plan, SampleStorage storage) {
@@ -387,7 +404,7 @@ ImagesSummary prepare_images(const ImagesOptions& options, const PrepareTeam& te
   DatasetMeta meta = dataset_meta(options, plan, storage);
   const StoreOptions store{storage, meta.shape, options.max_side, options.quality};
   const int threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  RankOutput output{{}, ChannelSums(options.channels), {}, {}, {}, 0};
+  RankOutput output{{}, {}, ChannelSums(options.channels), {}, {}, {}, 0};
   int64_t mine = 0;
   for (const SplitPlan* split : {&plan.train, &plan.test})
     for (const PlannedShard* shard : shards_of_rank(*split, team.rank, team.ranks))
@@ -398,20 +415,20 @@ ImagesSummary prepare_images(const ImagesOptions& options, const PrepareTeam& te
   try {
     team.all_succeed([&] {
       if (team.rank != 0) return;
-      make_split_folder(plan.train.dir, options.arrays.overwrite);
-      make_split_folder(plan.test.dir, options.arrays.overwrite);
+      make_split_folder(plan.train.dir);
+      make_split_folder(plan.test.dir);
     });
     team.all_succeed([&] { write_splits(plan, pass, team); });
     summary.skipped_everywhere = sum_across_ranks(output, team);
     team.all_succeed([&] {
       check_classes(plan, output.train_per_class, output.skipped);
       set_statistics(output.sums, meta);
-      settle_and_rename(output, meta);
     });
+    put_pair_in_place(plan, meta, output, team);
   } catch (...) {
     // Every rank removes its own shards; once all have (the agreement is a barrier), rank 0 removes the folders
-    // this prepare made, so a failed prepare leaves the folders that were there before it (with --overwrite, their
-    // old shards were removed when it began: nothing that looks complete is left, old or new).
+    // this prepare made, so a failed prepare leaves the folders that were there before it, with --overwrite their
+    // earlier shards as they were unless it failed while putting its own in place.
     remove_written(output);
     try {
       team.all_succeed([] {});

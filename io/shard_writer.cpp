@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <ranges>
 #include <cmath>
 #include <limits>
 #include <system_error>
@@ -85,28 +86,43 @@ void validate(const fs::path& dir, const DatasetMeta& meta, const SplitWriteOpti
   check_sizes(meta, options, fail);
 }
 
-// Existing shards of an earlier prepare (possibly with another shard count) would mix with the new ones and
-// fail open_split's shard_count check, so they are all removed, not just overwritten by name. Temporaries
-// (shard-*.h5.tmp) of a prepare that was killed are never a shard: they go without asking.
-void clear_old_shards(const fs::path& dir, bool overwrite, const std::vector<fs::path>& keep = {}) {
-  std::vector<fs::path> old, temporaries;
+// A split folder's shard files (shard-*.h5) and temporaries (shard-*.h5.tmp).
+struct ShardFiles {
+  std::vector<fs::path> shards, temporaries;
+};
+
+ShardFiles shard_files_in(const fs::path& dir) {
+  ShardFiles found;
   std::error_code error;
   for (fs::directory_iterator it(dir, error); !error && it != fs::directory_iterator(); it.increment(error)) {
     const std::string name = it->path().filename().string();
     if (!name.starts_with(shard_names::file_prefix)) continue;
-    if (name.ends_with(".h5")) old.push_back(it->path());
-    if (name.ends_with(".h5.tmp") && std::find(keep.begin(), keep.end(), it->path()) == keep.end())
-      temporaries.push_back(it->path());
+    if (name.ends_with(".h5")) found.shards.push_back(it->path());
+    if (name.ends_with(".h5.tmp")) found.temporaries.push_back(it->path());
   }
   if (error) throw DataError(fmt::format("split folder '{}' cannot be read: {}", dir.string(), error.message()));
-  if (!old.empty() && !overwrite)
-    throw DataError(fmt::format("'{}' already holds {} shard files (e.g. '{}'); pass --overwrite to replace them or "
-                                "choose another --out folder",
-                                dir.string(), old.size(), old.front().filename().string()));
-  old.insert(old.end(), temporaries.begin(), temporaries.end());
-  for (const fs::path& file : old)
+  return found;
+}
+
+void remove_files(const std::vector<fs::path>& files) {
+  std::error_code error;
+  for (const fs::path& file : files)
     if (!fs::remove(file, error) && error)
       throw DataError(fmt::format("cannot remove old shard '{}': {}", file.string(), error.message()));
+}
+
+// Existing shards of an earlier prepare (possibly with another shard count) would mix with the new ones and
+// fail open_split's shard_count check, so they are all removed, not just overwritten by name. Temporaries
+// (shard-*.h5.tmp) of a prepare that was killed are never a shard: they go without asking, except `keep`.
+void clear_old_shards(const fs::path& dir, bool overwrite, const std::vector<fs::path>& keep = {}) {
+  ShardFiles found = shard_files_in(dir);
+  if (!found.shards.empty() && !overwrite)
+    throw DataError(fmt::format("'{}' already holds {} shard files (e.g. '{}'); pass --overwrite to replace them or "
+                                "choose another --out folder",
+                                dir.string(), found.shards.size(), found.shards.front().filename().string()));
+  for (const fs::path& temporary : found.temporaries)
+    if (std::find(keep.begin(), keep.end(), temporary) == keep.end()) found.shards.push_back(temporary);
+  remove_files(found.shards);
 }
 
 // Largest number of samples per chunk that HDF5 accepts (a chunk must stay below 4 GiB) and that fits the
@@ -252,12 +268,13 @@ void write_temporaries(const SplitToWrite& split, std::vector<WrittenShard>& wri
   }
 }
 
-// Only now are the folders' earlier shards replaced: until here a failure leaves them as they were.
+// Only now are the folders' earlier shards replaced: until here a failure leaves them as they were. The first split
+// (train) is renamed last, so a kill among the renames leaves it short of shards: nothing reads as a whole pair.
 void put_in_place(const std::vector<SplitToWrite>& splits, const std::vector<WrittenShard>& written, bool overwrite) {
   std::vector<fs::path> ours;
   for (const WrittenShard& shard : written) ours.push_back(shard.temporary);
   for (const SplitToWrite& split : splits) clear_old_shards(split.dir, overwrite, ours);
-  for (const WrittenShard& shard : written) {
+  for (const WrittenShard& shard : std::views::reverse(written)) {
     std::error_code error;
     fs::rename(shard.temporary, shard.final, error);
     if (error)
@@ -320,12 +337,14 @@ std::string shard_file_name(int index, int count) {
   return fmt::format("{}{:05d}-of-{:05d}.h5", shard_names::file_prefix, index, count);
 }
 
-void make_split_folder(const fs::path& dir, bool overwrite) {
+void make_split_folder(const fs::path& dir) {
   std::error_code error;
   fs::create_directories(dir, error);
   if (error) throw DataError(fmt::format("cannot create split folder '{}': {}", dir.string(), error.message()));
-  clear_old_shards(dir, overwrite);
+  remove_files(shard_files_in(dir).temporaries);
 }
+
+void remove_earlier_shards(const fs::path& dir) { remove_files(shard_files_in(dir).shards); }
 
 void refuse_existing_splits(const std::vector<std::filesystem::path>& split_dirs, bool overwrite) {
   if (overwrite) return;

@@ -48,9 +48,12 @@ void write_split(const std::filesystem::path& dir, const DatasetMeta& meta, cons
 // imported model's input from, as they read a trained model's from its training data.
 void write_description_split(const std::filesystem::path& dir, const DatasetMeta& meta, bool overwrite);
 
-// Creates `dir` if missing and removes the shards an earlier prepare left there (and any temporaries of one that was
-// killed); DataError when it holds shards and `overwrite` is not set.
-void make_split_folder(const std::filesystem::path& dir, bool overwrite);
+// Creates `dir` if missing and removes the temporaries (shard-*.h5.tmp) of a prepare that was killed; an earlier
+// prepare's shards stay until remove_earlier_shards, once the new ones are all written.
+void make_split_folder(const std::filesystem::path& dir);
+
+// Removes the shard files (shard-*.h5) in `dir`, not the temporaries: a prepare's last step before its renames.
+void remove_earlier_shards(const std::filesystem::path& dir);
 
 // The name of shard `index` of `count`: shard-00000-of-00008.h5.
 std::string shard_file_name(int index, int count);

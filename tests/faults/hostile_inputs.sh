@@ -12,8 +12,10 @@
 #   idx      Fashion-MNIST IDX files: a 1 KB gzip whose header claims 20 M images (it took 15.5 GB) and a FIFO
 #            named like one (it hung): exit 4 naming the file, under the same limits
 #   pairs    train and test are written together: a test folder that cannot be made, or a test split that does not
-#            fit, leaves no new train split (and with --overwrite the earlier pair byte for byte); nothing passes
-#            `inspect` that was not there before; started as 2 processes (mpirun), prepare is refused (exit 2)
+#            fit, leaves no new train split (and with --overwrite the earlier pair byte for byte); so does a prepare
+#            images --overwrite stopped by --strict at a broken JPEG, or by a class none of whose images decode (found
+#            after every shard is written); nothing passes `inspect` that was not there before; started as 2
+#            processes (mpirun), prepare is refused (exit 2)
 # Usage: hostile_inputs.sh RINGTRAIN [CASE...]
 set -uo pipefail
 bin=$1
@@ -205,6 +207,35 @@ if [[ " $cases " == *" pairs "* ]]; then
     echo "ok   pair_overwrite_refused: the earlier train and test splits are byte for byte as they were"
   else
     echo "FAIL pair_overwrite_refused: the earlier pair changed: $(diff "$work/pair.before" "$work/pair.after" | head -4)"
+    failures=$((failures + 1))
+  fi
+  # prepare images --overwrite: the earlier pair stays until the new one is whole, whatever stops it before.
+  $py - "$work/photos" <<'EOF'
+import os, sys
+import numpy as np
+from PIL import Image
+w = sys.argv[1]
+noise = np.random.default_rng(2)
+for c in ("a", "b", "c"):
+    os.makedirs(f"{w}/{c}", exist_ok=True)
+    for i in range(4):
+        Image.fromarray(noise.integers(0, 256, (12, 12, 3), dtype=np.uint8)).save(f"{w}/{c}/p{i}.jpg", quality=90)
+EOF
+  "$bin" prepare images --source "$work/photos" --size 8 --shards 2 --test-fraction 0.25 --out "$work/ipair" >/dev/null
+  (cd "$work/ipair" && find . -type f | sort | xargs sha256sum) >"$work/ipair.before"
+  head -c 300 "$work/photos/b/p1.jpg" >"$work/photos/b/p9.jpg"  # cut short: decodes to an error
+  check images_overwrite_strict 4 "--strict: stopped" -- "$bin" prepare images --source "$work/photos" --size 8 \
+    --shards 3 --test-fraction 0.25 --out "$work/ipair" --overwrite --strict
+  rm "$work/photos/b/p9.jpg"
+  mkdir -p "$work/photos/d"
+  printf 'not an image' >"$work/photos/d/bad.jpg"
+  check images_overwrite_class_lost 4 "no training image of class folder '$work/photos/d' decodes" -- \
+    "$bin" prepare images --source "$work/photos" --size 8 --shards 3 --test-fraction 0.25 --out "$work/ipair" --overwrite
+  (cd "$work/ipair" && find . -type f | sort | xargs sha256sum) >"$work/ipair.after"
+  if cmp -s "$work/ipair.before" "$work/ipair.after" && "$bin" inspect "$work/ipair/train" >/dev/null; then
+    echo "ok   images_overwrite: the earlier train and test splits are byte for byte as they were, and pass inspect"
+  else
+    echo "FAIL images_overwrite: the earlier pair changed: $(diff "$work/ipair.before" "$work/ipair.after" | head -4)"
     failures=$((failures + 1))
   fi
   $py -c "import numpy as np, sys; np.save(sys.argv[1], np.zeros((20, 1, 2, 2), np.uint8)); \

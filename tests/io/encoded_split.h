@@ -20,7 +20,7 @@ struct EncodedPhoto {
 
 inline void write_encoded_split(const std::filesystem::path& dir, const DatasetMeta& meta,
                                 const std::vector<EncodedPhoto>& photos, std::size_t per_shard) {
-  make_split_folder(dir, false);
+  make_split_folder(dir);
   const int count = static_cast<int>((photos.size() + per_shard - 1) / per_shard);
   const Hdf5Lock lock;
   for (int k = 0; k < count; ++k) {

@@ -125,7 +125,7 @@ TEST_F(EncodedShards, AFlippedByteIsCaughtByItsSamplesChecksumAndNamed) {
 
 TEST_F(EncodedShards, RawSamplesAppendedReadBackAsWritten) {
   DatasetMeta meta = testing::test_meta({2, 5, 7}, 4);
-  make_split_folder(dir() / "raw", false);
+  make_split_folder(dir() / "raw");
   const fs::path final_path = dir() / "raw" / shard_file_name(0, 1), temporary = fs::path(final_path).concat(".tmp");
   {
     const Hdf5Lock lock;
