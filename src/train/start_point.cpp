@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "config/job_config.h"
+#include "config/job_difference.h"
 #include "io/checkpoint_file.h"
 #include "train/run_directory.h"
 
@@ -31,6 +32,28 @@ fs::path newest_checkpoint(const RunContext& run) {
   return found.back();
 }
 
+std::string another_model_remedy(bool resuming) {
+  return resuming ? "resume with the job file it was written by, or use another run.dir (to start a new model from its "
+                    "weights, as a fine-tune does: train.init_from = that checkpoint, without --resume)"
+                  : "use the job file and the data (sample shape, classes) it was trained with";
+}
+
+// The keys this job changed from the checkpoint's other than the model (refused), the run's own (run.*: folders,
+// output) and the seed (warned of on its own), or "" when none: the resumed run follows this job's values.
+std::string job_changes_note(const std::string& checkpoint_job, const std::string& this_job) {
+  std::vector<std::string> changed;
+  for (const config::JobDifference& d : config::job_differences(checkpoint_job, this_job))
+    if (!d.key.starts_with("run.") && d.key != "train.seed")
+      changed.push_back(fmt::format("{} ({}, now {})", d.key, d.was, d.now));
+  if (changed.empty()) return "";
+  constexpr size_t kShown = 8;
+  const size_t more = changed.size() > kShown ? changed.size() - kShown : 0;
+  changed.resize(std::min(changed.size(), kShown));
+  return fmt::format("the job changes {} key{} from the checkpoint's: {}{}; from here on the run follows this job's "
+                     "values", changed.size() + more, changed.size() + more == 1 ? "" : "s", fmt::join(changed, ", "),
+                     more > 0 ? fmt::format(" and {} more", more) : "");
+}
+
 // Rank 0: the checkpoint, checked against this model (and the optimizer, when its state is to be restored) and,
 // when it lies in run.dir, against the run there.
 io::CheckpointData read_checked(const RunContext& run, const model::Network& net, const model::Optimizer* optimizer,
@@ -44,6 +67,11 @@ io::CheckpointData read_checked(const RunContext& run, const model::Network& net
                                       "resume that run from its own run.dir, or move the checkpoint out of '{}'",
                                       path.string(), c.run_id, run.job.run.dir.string(), recorded, dir.string()));
   refuse_another_model(c, path, net, run.resume);
+  for (const config::JobDifference& d : config::job_differences(c.job_toml, run.job.resolved_toml))
+    if (config::changes_the_model(d))
+      throw CheckpointError(fmt::format("checkpoint '{}' belongs to another model: its job file has {} = {}, this one "
+                                        "{}; {}",
+                                        path.string(), d.key, d.was, d.now, another_model_remedy(run.resume)));
   if (optimizer && c.optimizer != optimizer->name())
     throw CheckpointError(fmt::format("checkpoint '{}' holds the state of optimizer '{}' but the job asks for '{}'; "
                                       "resume with optimizer.name = \"{}\", or start again without --resume",
@@ -110,11 +138,7 @@ std::string layout_mismatch(const io::CheckpointData& c, const model::Network& n
 void refuse_another_model(const io::CheckpointData& c, const fs::path& path, const model::Network& net, bool resuming) {
   if (const std::string why = layout_mismatch(c, net, net.param_tensors().size()); !why.empty())
     throw CheckpointError(fmt::format("checkpoint '{}' belongs to another model: {}; {}", path.string(), why,
-                                      resuming ? "resume with the job file it was written by, or use another run.dir "
-                                                 "(to start a new model from its weights, as a fine-tune does: "
-                                                 "train.init_from = that checkpoint, without --resume)"
-                                               : "use the job file and the data (sample shape, classes) it was "
-                                                 "trained with"));
+                                      another_model_remedy(resuming)));
 }
 
 Weights weights_named(const std::string& name) {
@@ -138,12 +162,13 @@ void choose_weights(io::CheckpointData& checkpoint, const fs::path& path, Weight
 RestoredCheckpoint restore_checkpoint(const RunContext& run, model::Network& net, model::Optimizer* optimizer,
                                       const fs::path& path, Weights weights) {
   io::CheckpointData c;
-  std::string chosen;
+  std::string chosen, job_changes;
   run.world.all_succeed([&] {
     if (!run.root()) return;
     chosen = (path.empty() ? newest_checkpoint(run) : path).string();
     c = read_checked(run, net, optimizer, chosen);
     choose_weights(c, chosen, weights);
+    job_changes = job_changes_note(c.job_toml, run.job.resolved_toml);
   });
   CheckpointPosition p{c.epoch,         c.step_in_epoch, c.global_step,  c.steps_per_epoch,
                        c.ranks,         c.global_batch,  c.state_count,  c.train_time_s,
@@ -165,7 +190,7 @@ RestoredCheckpoint restore_checkpoint(const RunContext& run, model::Network& net
     const model::OptimizerState restored = broadcast_optimizer_state(run, c, net.param_count());
     run.world.all_succeed([&] { optimizer->load_state(restored); });
   }
-  return {chosen, p, std::move(c.ema_params)};
+  return {chosen, p, std::move(c.ema_params), std::move(job_changes)};
 }
 
 namespace {
@@ -310,6 +335,7 @@ StartPoint resume(const RunContext& run, model::Network& net, model::Optimizer& 
     start.notes.push_back("the checkpoint holds no moving average of the weights: train.ema_decay's average starts "
                           "at the resumed parameters");
   if (!same_world) start.notes.push_back(another_plan_note(run, p, plan, lr, same_steps));
+  if (!restored.job_changes.empty()) start.notes.push_back(restored.job_changes);
   if (p.seed != run.job.train.seed)
     start.notes.push_back(fmt::format("warning: train.seed is {} and the checkpoint's run had {}: from here on the "
                                       "shuffles, augmentations and dropout follow the new seed, so this run no longer "

@@ -36,6 +36,7 @@ struct RestoredCheckpoint {
   std::string path;
   CheckpointPosition position;
   std::vector<float> ema_params;  // its parameters' moving average, on every rank; empty: none
+  std::string job_changes;        // rank 0: the keys this job changed from the checkpoint's job ("" on other ranks)
 };
 
 // Which weights a checkpoint's model runs with (evaluate, predict, export --weights): its parameters, or their

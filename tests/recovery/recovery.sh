@@ -377,6 +377,16 @@ if [[ " $cases " == *" model "* ]]; then
   else
     fail "model: exit $rc, message seen $n times: $(grep -A1 'error' "$work/model.log" | head -3)"
   fi
+  # The same parameter shapes, another activation: told apart by the job file the checkpoint carries.
+  awk '/type = "relu"/ && !done {sub(/relu/, "sigmoid"); done = 1} {print}' "$job" >"$work/sigmoid_model.toml"
+  train "$work/sigmoid_model.toml" "${common[@]}" --set run.dir="$work/whole" --resume >"$work/model-act.log" 2>&1
+  rc=$?
+  n=$(seen "$work/model-act.log" "belongs to another model: its job file has model.layers[2].type = 'relu', this one 'sigmoid'")
+  if [ "$rc" = 5 ] && [ "$n" = 2 ] && [ "$(ls -l "$work/whole/checkpoints" | md5sum)" = "$before" ]; then
+    ok "model: another activation, the same shapes: exit 5 on both ranks naming model.layers[2].type"
+  else
+    fail "model: another activation: exit $rc, message seen $n times: $(grep -A1 'error' "$work/model-act.log" | head -3)"
+  fi
 fi
 
 if [[ " $cases " == *" nockpt "* ]]; then
