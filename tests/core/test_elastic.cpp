@@ -44,8 +44,9 @@ TEST(OnShrink, KeepGlobalBatchIsRefusedWithExit3WhereTheRanksDoNotDivideIt) {
   }
 }
 
-// keep_per_rank_batch: 4 ranks x 32 -> 2 ranks x 32 halves the global batch; the peak rate follows by the rule.
-TEST(OnShrink, KeepPerRankBatchRescalesTheRateByTheJobsRule) {
+// The rule keep_per_rank_batch's resume takes its rate from: 4 ranks x 32 -> 2 ranks x 32 halves the global batch
+// and, under linear scaling, the peak rate (the resume itself: faults_recovery's reshard case).
+TEST(OnShrink, ThePeakRateFollowsTheGlobalBatchByLrScaling) {
   ringtrain::config::JobConfig::Optimizer opt;
   opt.base_lr = 0.1, opt.base_batch = 128;
   opt.lr_scaling = LrScaling::linear;

@@ -48,7 +48,13 @@ TEST(Ema, SameBitsOnAnyThreadCount) {
   EXPECT_EQ(one, four);
 }
 
-TEST(Ema, EmptyBufferIsANoOp) { ema_update(0, 0.9f, nullptr, nullptr); }
+// n = 0 touches nothing: the buffers past it stay as they were.
+TEST(Ema, AnEmptyRangeChangesNothing) {
+  std::vector<float> average{1.0f, 2.0f}, params{5.0f, 6.0f};
+  ema_update(0, 0.9f, average.data(), params.data());
+  EXPECT_EQ(average, (std::vector<float>{1.0f, 2.0f}));
+  EXPECT_EQ(params, (std::vector<float>{5.0f, 6.0f}));
+}
 
 }  // namespace
 }  // namespace ringtrain::kernels::cpu
