@@ -68,7 +68,9 @@ MetricsLog MetricsLog::start(const fs::path& file) { return MetricsLog(file, ope
 
 MetricsLog MetricsLog::resume(const fs::path& file, int64_t epochs_done) {
   std::error_code ec;
-  std::string text(static_cast<size_t>(fs::exists(file, ec) ? fs::file_size(file, ec) : 0), '\0');
+  // A folder or FIFO in its place is refused before (RunDirectory::check_usable); whatever it is, no size is no text.
+  const uintmax_t size = fs::is_regular_file(file, ec) ? fs::file_size(file, ec) : 0;
+  std::string text(ec ? 0 : static_cast<size_t>(size), '\0');
   std::ifstream in(file, std::ios::binary);
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));

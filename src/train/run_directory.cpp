@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -113,6 +114,10 @@ void RunDirectory::check_usable(const config::JobConfig& job, bool resume) {
   if (const auto holder = running_job_holding(dir)) in_use(dir, *holder);
   const PathProbe metrics = probe_path(dir / "metrics.jsonl");
   if (metrics.kind == PathProbe::Kind::unreachable) unusable(dir, "cannot be read: " + metrics.reason, resume);
+  if (metrics.exists() && metrics.kind != PathProbe::Kind::regular)
+    throw JobFileError(fmt::format("run.dir '{}' holds a metrics.jsonl that {}, where a run keeps its records in a file; "
+                                   "move it out of the way, then run again",
+                                   dir.string(), metrics.describe()));
   if (!resume && metrics.exists() && !job.run.overwrite) refuse_to_replace(dir);
 }
 
@@ -138,6 +143,22 @@ RunDirectory::RunDirectory(const config::JobConfig& job, bool resume) : dir_(job
   if (run_id_.empty()) write_identity(job);  // a fresh start, or resuming a run that predates run.json
   fs::create_directories(dir_ / "checkpoints", ec);
   if (ec) unusable_here(fmt::format("cannot hold '{}': {}", (dir_ / "checkpoints").string(), ec.message()));
+  // Found now rather than at the first checkpoint, after the training before it.
+  if (::access((dir_ / "checkpoints").c_str(), W_OK | X_OK) != 0)
+    unusable_here(fmt::format("cannot take checkpoints: '{}' is not writable ({})", (dir_ / "checkpoints").string(),
+                              std::strerror(errno)));
+  remove_checkpoint_temporaries();
+}
+
+// A checkpoint's write killed before its rename leaves ckpt-s*.h5.tmp, a whole checkpoint's size, that no later write
+// may share a name with; under the run's lock no other job is writing one.
+void RunDirectory::remove_checkpoint_temporaries() const {
+  std::error_code ec;
+  for (fs::directory_iterator it(dir_ / "checkpoints", ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::error_code ignored;
+    if (name.starts_with("ckpt-s") && name.ends_with(".h5.tmp")) fs::remove(it->path(), ignored);
+  }
 }
 
 RunDirectory::~RunDirectory() {
@@ -194,10 +215,19 @@ void RunDirectory::move_earlier_run_aside() {
   }
   if (ec) unusable_here("cannot be read: " + ec.message());
   if (earlier.empty()) return;
+  // The checkpoints first and run.json last: a move cut short by a kill leaves no checkpoint a --resume would take
+  // for the replaced run, and the run's id in place, so the next start moves the rest into the same folder.
+  std::stable_partition(earlier.begin(), earlier.end(), [](const fs::path& f) { return f.filename() == "checkpoints"; });
+  std::stable_partition(earlier.begin(), earlier.end(), [](const fs::path& f) { return f.filename() != kIdentityFile; });
   const std::string id = recorded_run_id(dir_);
+  const auto holds_none_of_these = [&](const fs::path& folder) {
+    return std::none_of(earlier.begin(), earlier.end(),
+                        [&](const fs::path& f) { return fs::exists(folder / f.filename(), ec); });
+  };
   fs::path target = dir_ / ("replaced-" + (id.empty() ? utc_now() : id));
-  for (int n = 2; fs::exists(target, ec); ++n) target = dir_ / fmt::format("replaced-{}-{}", id.empty() ? utc_now() : id, n);
-  fs::create_directory(target, ec);
+  for (int n = 2; fs::exists(target, ec) && (id.empty() || !holds_none_of_these(target)); ++n)
+    target = dir_ / fmt::format("replaced-{}-{}", id.empty() ? utc_now() : id, n);
+  fs::create_directories(target, ec);
   if (ec) unusable_here(fmt::format("cannot hold '{}' for the earlier run's files: {}", target.string(), ec.message()));
   for (const fs::path& file : earlier) {
     fs::rename(file, target / file.filename(), ec);

@@ -44,6 +44,7 @@ class RunDirectory {
   [[noreturn]] void unusable_here(const std::string& why) const;  // JobFileError naming run.dir, with the way out
   void lock();
   void move_earlier_run_aside();
+  void remove_checkpoint_temporaries() const;
   void write_identity(const config::JobConfig& job);
 
   std::filesystem::path dir_;

@@ -209,6 +209,13 @@ expect unusable_run_dir 3 "$work/blocked" "run.dir '$work/blocked/file/run' cann
   "pick a writable folder with --set run.dir=" \
   "$job" $(data "$work/tiny/train") --set run.dir="$work/blocked/file/run" --set train.batch_per_rank=4 "${small_model[@]}"
 
+# -- a run folder whose metrics.jsonl is a folder: refused before anything in it is claimed or rewritten (it was an
+# internal error after job.resolved.toml had been replaced)
+d=$(run metrics_folder)
+rm "$d/metrics.jsonl" && mkdir "$d/metrics.jsonl"
+expect metrics_folder 3 "$d" "run.dir '$d' holds a metrics.jsonl that is a folder" "move it out of the way" \
+  "$job" $(data "$work/tiny/train") --set run.dir="$d" --set train.batch_per_rank=4 "${small_model[@]}" --resume
+
 # -- job files that are not regular files of sane size (exit 3): refused before they are read, no hang
 mkfifo "$work/job.fifo"
 d=$(run fifo_job)
