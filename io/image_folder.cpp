@@ -26,9 +26,15 @@ bool is_image_name(const fs::path& file) {
 
 namespace {
 
+void note_ignored(ImageFolder* folder, const fs::directory_entry& entry) {
+  std::error_code kind;
+  if (!folder || !entry.is_regular_file(kind)) return;
+  if (folder->ignored_files++ == 0) folder->ignored_example = entry.path();
+}
+
 // The class folders of `dir`: folders, or links to them. The error_code forms throughout: a link that loops is the
-// user's to hear about, not a filesystem_error.
-std::vector<fs::path> class_folders(const fs::path& dir) {
+// user's to hear about, not a filesystem_error. Files beside them are noted in `ignored`.
+std::vector<fs::path> class_folders(const fs::path& dir, ImageFolder* ignored) {
   std::vector<fs::path> entries;
   std::error_code error;
   for (fs::directory_iterator it(dir, error); !error && it != fs::directory_iterator(); it.increment(error)) {
@@ -37,7 +43,10 @@ std::vector<fs::path> class_folders(const fs::path& dir) {
     if (kind && kind != std::errc::no_such_file_or_directory)  // a dangling link is no class folder: ignored
       throw DataError(fmt::format("class folder '{}' cannot be reached: {}; fix or remove it", it->path().string(),
                                   kind.message()));
-    if (folder) entries.push_back(it->path());
+    if (folder)
+      entries.push_back(it->path());
+    else
+      note_ignored(ignored, *it);
   }
   if (error)
     throw DataError(fmt::format("image folder '{}' cannot be read: {}; check the path and its permissions",
@@ -55,23 +64,34 @@ int32_t label_of(const std::string& name, const std::vector<std::string>& classe
   return static_cast<int32_t>(found - classes.begin());
 }
 
-}  // namespace
-
-std::vector<fs::path> images_under(const fs::path& root) {
+std::vector<fs::path> walk_images(const fs::path& root, ImageFolder* ignored) {
   std::vector<fs::path> images;
   std::error_code error, kind;
   // Symlinked folders are not followed, so a link loop cannot make the walk endless.
   fs::recursive_directory_iterator entries(root, error);
   // Anything named like an image but a folder (which the walk enters) is kept, so that a FIFO or a link that loops
   // is refused by the decoder naming it, not dropped unseen.
-  for (; !error && entries != fs::recursive_directory_iterator(); entries.increment(error))
-    if (is_image_name(entries->path()) && !entries->is_directory(kind)) images.push_back(entries->path());
+  fs::path at = root;  // the last entry met: a subfolder that cannot be entered fails the next step
+  for (; !error && entries != fs::recursive_directory_iterator(); entries.increment(error)) {
+    at = entries->path();
+    if (is_image_name(entries->path()) && !entries->is_directory(kind))
+      images.push_back(entries->path());
+    else if (!is_image_name(entries->path()))
+      note_ignored(ignored, *entries);
+  }
+  std::error_code ignored_kind;
   if (error)
     throw DataError(fmt::format("image folder '{}' cannot be read: {}; check the path and its permissions",
-                                root.string(), error.message()));
+                                (fs::is_directory(at, ignored_kind) ? at : root).string(), error.message()));
   std::sort(images.begin(), images.end());
   return images;
 }
+
+}  // namespace
+
+std::vector<fs::path> images_under(const fs::path& root) { return walk_images(root, nullptr); }
+
+std::vector<fs::path> images_under(const fs::path& root, ImageFolder& folder) { return walk_images(root, &folder); }
 
 ImageFolder scan_image_folder(const fs::path& root, const std::vector<std::string>& classes) {
   const PathProbe probe = probe_path(root);
@@ -80,7 +100,7 @@ ImageFolder scan_image_folder(const fs::path& root, const std::vector<std::strin
                                 probe.describe()));
   ImageFolder folder;
   folder.root = root;
-  const std::vector<fs::path> class_dirs = class_folders(root);
+  const std::vector<fs::path> class_dirs = class_folders(root, &folder);
   if (class_dirs.empty())
     throw DataError(fmt::format("'{}' has no class subfolders; lay images out as {}/CLASS_NAME/IMAGE.jpg",
                                 root.string(), root.string()));
@@ -95,7 +115,7 @@ ImageFolder scan_image_folder(const fs::path& root, const std::vector<std::strin
     if (classes.empty()) folder.class_names.push_back(name);
     // Its subfolders too, as torchvision's ImageFolder takes them (ImageNet's class folders hold none, but a
     // user's tree may, and images left out unseen would be data lost).
-    const std::vector<fs::path> images = images_under(dir);
+    const std::vector<fs::path> images = images_under(dir, folder);
     if (images.empty())
       throw DataError(fmt::format("class folder '{}' holds no .jpg/.jpeg/.png images; add images or remove the "
                                   "folder",

@@ -18,6 +18,9 @@ struct ImageFolder {
   std::string names;                      // every file's relative path, one after another (by class, then name)
   std::vector<uint64_t> name_ends;        // file i is names[name_ends[i - 1] (0 for i = 0), name_ends[i])
   std::vector<int32_t> labels;            // file i's class
+  // Regular files the walk passed over: not named like an image, or lying in the root beside the class folders.
+  int64_t ignored_files = 0;
+  std::filesystem::path ignored_example;  // the first of them
 
   std::size_t size() const { return labels.size(); }
   std::filesystem::path path(std::size_t i) const;
@@ -30,6 +33,9 @@ bool is_image_name(const std::filesystem::path& file);
 // Every image file under `root` and its subfolders, sorted by path (empty when there is none). Throws DataError
 // naming the folder when it cannot be read.
 std::vector<std::filesystem::path> images_under(const std::filesystem::path& root);
+
+// The same, counting into `folder` the regular files it passes over (ImageFolder::ignored_files).
+std::vector<std::filesystem::path> images_under(const std::filesystem::path& root, ImageFolder& folder);
 
 // Files ending .jpg/.jpeg/.png (any case) count as images, in a class folder and its subfolders (as torchvision's
 // ImageFolder takes them; linked subfolders are not followed). Throws DataError for a missing root, a root with

@@ -107,7 +107,8 @@ void check_options(const ImagesOptions& options) {
 }
 
 // Automatic: JPEG bytes when the photos are larger than the training size (the random crop is then taken from the
-// photo), decoded samples otherwise. Judged from the headers of up to 16 training images, the same on every rank.
+// photo), decoded samples otherwise. Judged from the headers of up to 16 JPEGs spread over the training images in
+// the folder's order, so that neither --shards nor the shuffle moves the choice; the ranks then agree on it.
 SampleStorage resolve_storage(const ImagesOptions& options, const ImagesPlan& plan) {
   if (options.store == ImageStore::raw) return SampleStorage::raw;
   if (options.channels == 4) {
@@ -116,9 +117,13 @@ SampleStorage resolve_storage(const ImagesOptions& options, const ImagesPlan& pl
     return SampleStorage::raw;
   }
   if (options.store == ImageStore::jpeg) return SampleStorage::jpeg;
+  std::vector<uint32_t> files;
+  for (const PlannedShard& shard : plan.train.shards) files.insert(files.end(), shard.files.begin(), shard.files.end());
+  std::sort(files.begin(), files.end());
+  const std::size_t stride = std::max<std::size_t>(1, files.size() / 64);
   std::vector<int> shorter;
-  for (const uint32_t file : plan.train.shards.front().files) {
-    if (shorter.size() == 16) break;
+  for (std::size_t i = 0; i < files.size() && shorter.size() < 16; i += stride) {
+    const uint32_t file = files[i];
     try {
       const std::vector<uint8_t> data = read_image_file(plan.train.folder->path(file));
       if (!is_jpeg(data)) continue;
@@ -243,12 +248,17 @@ void remove_created(const std::vector<fs::path>& folders) {
 // Every class the folders list must have kept a training image; the refusal names the class folder and, where this
 // rank skipped some, the first reason.
 void check_classes(const ImagesPlan& plan, const std::vector<int64_t>& train, const std::vector<std::string>& skipped) {
-  for (std::size_t c = 0; c < plan.class_names.size(); ++c)
-    if (train[c] == 0)
-      throw DataError(fmt::format("no training image of class folder '{}' decodes{}; replace its broken images or "
-                                  "remove the folder",
-                                  (plan.train.folder->root / plan.class_names[c]).string(),
-                                  skipped.empty() ? std::string() : fmt::format(" (the first skipped: {})", skipped.front())));
+  for (std::size_t c = 0; c < plan.class_names.size(); ++c) {
+    if (train[c] != 0) continue;
+    const fs::path folder = plan.train.folder->root / plan.class_names[c];
+    // A skip names its file in quotes: the first of this class's, if this rank met one.
+    const std::string inside = fmt::format("'{}/", folder.string());
+    const auto first = std::find_if(skipped.begin(), skipped.end(),
+                                    [&](const std::string& why) { return why.find(inside) != std::string::npos; });
+    throw DataError(fmt::format("no training image of class folder '{}' decodes{}; replace its broken images or "
+                                "remove the folder",
+                                folder.string(), first == skipped.end() ? "" : fmt::format(" (the first skipped: {})", *first)));
+  }
 }
 
 void set_statistics(const ChannelSums& sums, DatasetMeta& meta) {
@@ -371,12 +381,23 @@ uint32_t plan_fingerprint(const ImagesPlan& plan) {
   return crc;
 }
 
-void refuse_different_plans(const ImagesPlan& plan, const ImagesOptions& options, const PrepareTeam& team) {
-  const int64_t mine = plan_fingerprint(plan);
-  int64_t sum = mine;  // the same on every rank exactly when every rank's fingerprint is the same
+// Collective: every rank holds `mine` alike (a sum of the ranks' values is ranks x each one's).
+bool same_on_every_rank(int64_t mine, const PrepareTeam& team) {
+  int64_t sum = mine;
   team.sum(std::span(&sum, 1));
+  return sum == mine * team.ranks;
+}
+
+void refuse_different_plans(const ImagesPlan& plan, SampleStorage storage, const ImagesOptions& options,
+                            const PrepareTeam& team) {
+  const bool same_images = same_on_every_rank(plan_fingerprint(plan), team);
+  const bool same_storage = same_on_every_rank(static_cast<int64_t>(storage), team);
   team.all_succeed([&] {
-    if (sum != mine * team.ranks)
+    if (same_images && !same_storage)
+      throw DataError(fmt::format("the ranks judged the storage of '{}' differently (some could not read the photos "
+                                  "the choice looks at); pass --store jpeg or --store raw",
+                                  options.source.string()));
+    if (!same_images)
       throw DataError(fmt::format("the ranks found different images in '{}'{}: files were added or removed while "
                                   "prepare started, or a node sees a stale listing of the folder; run prepare again "
                                   "once the folder is settled and the same on every node",
@@ -399,7 +420,7 @@ ImagesSummary prepare_images(const ImagesOptions& options, const PrepareTeam& te
                         options.arrays.seed, options.arrays.shards});
     storage = resolve_storage(options, plan);
   });
-  if (team.ranks > 1) refuse_different_plans(plan, options, team);
+  if (team.ranks > 1) refuse_different_plans(plan, storage, options, team);
   const std::vector<fs::path> created = folders_to_create(plan, options.arrays.out);
   DatasetMeta meta = dataset_meta(options, plan, storage);
   const StoreOptions store{storage, meta.shape, options.max_side, options.quality};
@@ -441,6 +462,11 @@ ImagesSummary prepare_images(const ImagesOptions& options, const PrepareTeam& te
   summary.train_per_class = output.train_per_class;
   summary.test_per_class = output.test_per_class;
   summary.skipped = output.skipped;
+  for (const SplitPlan* split : {&plan.train, &plan.test})
+    if (split->folder && (split == &plan.train || split->folder->root != plan.train.folder->root)) {
+      if (summary.ignored_files == 0) summary.ignored_example = split->folder->ignored_example;
+      summary.ignored_files += split->folder->ignored_files;
+    }
   summary.storage = storage;
   summary.stored_bytes = static_cast<double>(output.stored_bytes);
   summary.train_shards = static_cast<int>(plan.train.shards.size());

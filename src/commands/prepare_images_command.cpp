@@ -65,6 +65,10 @@ void print_summary(const io::ImagesOptions& options, const io::ImagesSummary& su
     fmt::print("  {:>4} {:<24} {:>8} images{}\n", c, summary.class_names[c], summary.train_per_class[c],
                fmt::format(" + {} test", summary.test_per_class[c]));
   print_shard_counts(options.arrays.shards, summary);
+  if (summary.ignored_files > 0)
+    fmt::print("ignored {} file{} not named .jpg, .jpeg or .png, or lying beside the class folders (e.g. '{}'); "
+               "convert or move them to include them\n",
+               summary.ignored_files, summary.ignored_files == 1 ? "" : "s", summary.ignored_example.string());
   if (summary.skipped_everywhere > 0)
     fmt::print("skipped {} unreadable images (--strict refuses them){}:\n", summary.skipped_everywhere,
                ranks > 1 ? "; each rank lists its own" : "");

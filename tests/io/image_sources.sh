@@ -4,7 +4,8 @@
 # values (no colour management: libpng's simplified API had turned both into brighter sRGB); a JPEG with stray
 # bytes before its end marker is kept with PIL's pixels (libjpeg warns and skips them); images in a subfolder of a
 # class folder count, as torchvision's ImageFolder counts them; a class folder with a line break in its name and a
-# --max-side below --size are refused (exit 4) with nothing left behind.
+# --max-side below --size are refused (exit 4) with nothing left behind; files that are no images by name are counted
+# in the summary; --store auto's choice does not move with --shards.
 # Uses Debian's python3-pil, python3-numpy and python3-h5py. Usage: image_sources.sh RINGTRAIN
 set -euo pipefail
 bin=$1
@@ -79,3 +80,28 @@ mkdir -p "lines/a"$'\n'"b" && cp src/gamma/a.png "lines/a"$'\n'"b/"
 refused class_name_with_a_line_break "has a line break in its name" -- --source lines --test-source lines --size 4,6
 refused max_side_below_size "--max-side 100 is below --size 224x224" -- --source src --test-source src --size 224 \
   --store jpeg --max-side 100
+
+# Files no image by name (.webp, a README) and a file beside the class folders are not taken, and the summary says
+# how many and names one, where they were dropped without a word.
+cp -r src named && printf 'webp bytes' >named/gamma/b.webp && printf 'notes' >named/README.txt
+"$bin" prepare images --source named --test-source named --size 4,6 --store raw --out out-named >named.log 2>&1 ||
+  { cat named.log; fail "prepare images beside files that are no images"; }
+grep -qF "ignored 2 files not named .jpg, .jpeg or .png, or lying beside the class folders" named.log ||
+  { cat named.log; fail "the ignored files are not counted in the summary"; }
+echo "ok   2 files that are no images by name are counted and named in the summary"
+
+# --store auto looks at photos spread over the whole training list: the shard count does not move its choice.
+"$py" -c "
+import os; from PIL import Image
+for c in 'ab':
+    os.makedirs(f'photos/{c}', exist_ok=True)
+    for i in range(8): Image.new('RGB', (96, 80), (i * 20, 40, 90)).save(f'photos/{c}/{i}.jpg', quality=90)
+Image.new('RGB', (96, 80)).save('photos/a/0.png')"
+stores=""
+for shards in 1 14; do
+  "$bin" prepare images --source photos --size 32 --test-fraction 0.2 --shards $shards --out "auto-$shards" \
+    >"auto-$shards.log" 2>&1 || { cat "auto-$shards.log"; fail "prepare with --shards $shards"; }
+  stores+="$(grep -o 'stored as JPEG\|stored decoded' "auto-$shards.log") / "
+done
+[ "$stores" = "stored as JPEG / stored as JPEG / " ] || fail "--store auto with --shards 1 and 14: $stores"
+echo "ok   --store auto chooses JPEG with --shards 1 and 14 alike"
