@@ -233,13 +233,21 @@ void check_room_for_all(const std::vector<SplitToWrite>& splits) {
 // A shard written under its temporary name, and the name it takes once every shard of the prepare is complete.
 struct WrittenShard {
   fs::path temporary, final;
+  bool placed = false;  // renamed to its final name: only then is a file of that name this prepare's
 };
+
+void create_split_folder(const fs::path& dir) {
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error)
+    throw DataError(fmt::format("cannot create split folder '{}': {}; give --out a folder this user may write (or one "
+                                "that does not exist yet)",
+                                dir.string(), error.message()));
+}
 
 // Every shard of `split` under a temporary name (a prepare killed now leaves no file that is a shard).
 void write_temporaries(const SplitToWrite& split, std::vector<WrittenShard>& written) {
-  std::error_code error;
-  fs::create_directories(split.dir, error);
-  if (error) throw DataError(fmt::format("cannot create split folder '{}': {}", split.dir.string(), error.message()));
+  create_split_folder(split.dir);
   // Held across the source callbacks too: the open handles of the shard being written are HDF5 state.
   const Hdf5Lock lock;
   const SplitWriteOptions& options = split.options;
@@ -270,15 +278,16 @@ void write_temporaries(const SplitToWrite& split, std::vector<WrittenShard>& wri
 
 // Only now are the folders' earlier shards replaced: until here a failure leaves them as they were. The first split
 // (train) is renamed last, so a kill among the renames leaves it short of shards: nothing reads as a whole pair.
-void put_in_place(const std::vector<SplitToWrite>& splits, const std::vector<WrittenShard>& written, bool overwrite) {
+void put_in_place(const std::vector<SplitToWrite>& splits, std::vector<WrittenShard>& written, bool overwrite) {
   std::vector<fs::path> ours;
   for (const WrittenShard& shard : written) ours.push_back(shard.temporary);
   for (const SplitToWrite& split : splits) clear_old_shards(split.dir, overwrite, ours);
-  for (const WrittenShard& shard : std::views::reverse(written)) {
+  for (WrittenShard& shard : std::views::reverse(written)) {
     std::error_code error;
     fs::rename(shard.temporary, shard.final, error);
     if (error)
       throw DataError(fmt::format("cannot put shard '{}' in place: {}", shard.final.string(), error.message()));
+    shard.placed = true;
   }
 }
 
@@ -310,7 +319,7 @@ void write_splits(const std::vector<SplitToWrite>& given, bool overwrite) {
     std::error_code error;
     for (const WrittenShard& shard : written) {
       fs::remove(shard.temporary, error);
-      fs::remove(shard.final, error);  // a shard renamed before a later rename failed
+      if (shard.placed) fs::remove(shard.final, error);  // renamed before a later rename failed; else an earlier one's
     }
     throw DataError(fmt::format("{}; nothing of this prepare is left in place, and shards already in {} are as they "
                                 "were",
@@ -338,9 +347,7 @@ std::string shard_file_name(int index, int count) {
 }
 
 void make_split_folder(const fs::path& dir) {
-  std::error_code error;
-  fs::create_directories(dir, error);
-  if (error) throw DataError(fmt::format("cannot create split folder '{}': {}", dir.string(), error.message()));
+  create_split_folder(dir);
   remove_files(shard_files_in(dir).temporaries);
 }
 

@@ -12,7 +12,8 @@
 #   idx      Fashion-MNIST IDX files: a 1 KB gzip whose header claims 20 M images (it took 15.5 GB) and a FIFO
 #            named like one (it hung): exit 4 naming the file, under the same limits
 #   pairs    train and test are written together: a test folder that cannot be made, or a test split that does not
-#            fit, leaves no new train split (and with --overwrite the earlier pair byte for byte); so does a prepare
+#            fit, or a test shard that cannot be written, leaves no new train split (and with --overwrite the
+#            earlier pair byte for byte); so does a prepare
 #            images --overwrite stopped by --strict at a broken JPEG, or by a class none of whose images decode (found
 #            after every shard is written); nothing passes `inspect` that was not there before; started as 2
 #            processes (mpirun), prepare is refused (exit 2)
@@ -197,18 +198,22 @@ if [[ " $cases " == *" pairs "* ]]; then
   check pair_test_blocked 4 "cannot create split folder '$work/blocked/test'" -- \
     "$bin" prepare synthetic --shape 1,4,4 --classes 2 --samples 40 --out "$work/blocked"
   none_inspected pair_test_blocked "$work/blocked"
+  # snapshot DIR: every file's name and bytes. kept NAME DIR: DIR is as its snapshot, byte for byte.
+  snapshot() { (cd "$1" && find . -type f | sort | xargs sha256sum); }
+  kept() {
+    if [ "$(snapshot "$2")" = "$(cat "$2.before")" ] && "$bin" inspect "$2/train" >/dev/null; then
+      echo "ok   $1: the earlier train and test splits are byte for byte as they were, and pass inspect"
+    else
+      echo "FAIL $1: the earlier pair changed: $(diff "$2.before" <(snapshot "$2") | head -4)"
+      failures=$((failures + 1))
+    fi
+  }
   "$bin" prepare synthetic --shape 1,4,4 --classes 2 --samples 40 --shards 2 --out "$work/pair" >/dev/null
-  (cd "$work/pair" && find . -type f | sort | xargs sha256sum) >"$work/pair.before"
+  snapshot "$work/pair" >"$work/pair.before"
   check pair_overwrite_refused 4 "needs" -- \
     "$bin" prepare synthetic --shape 3,16,16 --classes 5 --samples 40 --test-samples 1000000000000 --overwrite \
     --out "$work/pair"
-  (cd "$work/pair" && find . -type f | sort | xargs sha256sum) >"$work/pair.after"
-  if cmp -s "$work/pair.before" "$work/pair.after"; then
-    echo "ok   pair_overwrite_refused: the earlier train and test splits are byte for byte as they were"
-  else
-    echo "FAIL pair_overwrite_refused: the earlier pair changed: $(diff "$work/pair.before" "$work/pair.after" | head -4)"
-    failures=$((failures + 1))
-  fi
+  kept pair_overwrite_refused "$work/pair"
   # prepare images --overwrite: the earlier pair stays until the new one is whole, whatever stops it before.
   $py - "$work/photos" <<'EOF'
 import os, sys
@@ -222,7 +227,7 @@ for c in ("a", "b", "c"):
         Image.fromarray(noise.integers(0, 256, (12, 12, 3), dtype=np.uint8)).save(f"{w}/{c}/p{i}.jpg", quality=90)
 EOF
   "$bin" prepare images --source "$work/photos" --size 8 --shards 2 --test-fraction 0.25 --out "$work/ipair" >/dev/null
-  (cd "$work/ipair" && find . -type f | sort | xargs sha256sum) >"$work/ipair.before"
+  snapshot "$work/ipair" >"$work/ipair.before"
   head -c 300 "$work/photos/b/p1.jpg" >"$work/photos/b/p9.jpg"  # cut short: decodes to an error
   check images_overwrite_strict 4 "--strict: stopped" -- "$bin" prepare images --source "$work/photos" --size 8 \
     --shards 3 --test-fraction 0.25 --out "$work/ipair" --overwrite --strict
@@ -231,13 +236,14 @@ EOF
   printf 'not an image' >"$work/photos/d/bad.jpg"
   check images_overwrite_class_lost 4 "no training image of class folder '$work/photos/d' decodes" -- \
     "$bin" prepare images --source "$work/photos" --size 8 --shards 3 --test-fraction 0.25 --out "$work/ipair" --overwrite
-  (cd "$work/ipair" && find . -type f | sort | xargs sha256sum) >"$work/ipair.after"
-  if cmp -s "$work/ipair.before" "$work/ipair.after" && "$bin" inspect "$work/ipair/train" >/dev/null; then
-    echo "ok   images_overwrite: the earlier train and test splits are byte for byte as they were, and pass inspect"
-  else
-    echo "FAIL images_overwrite: the earlier pair changed: $(diff "$work/ipair.before" "$work/ipair.after" | head -4)"
-    failures=$((failures + 1))
-  fi
+  kept images_overwrite "$work/ipair"
+  # The test split's write fails once the train split is written (a folder where its temporary goes): the earlier
+  # train shards of the same names are not this prepare's to remove.
+  mkdir "$work/pair/test/shard-00000-of-00002.h5.tmp"
+  check pair_overwrite_write_fails 4 "shard-00000-of-00002.h5.tmp" -- \
+    "$bin" prepare synthetic --shape 1,4,4 --classes 2 --samples 40 --shards 2 --overwrite --out "$work/pair"
+  rmdir "$work/pair/test/shard-00000-of-00002.h5.tmp" 2>/dev/null
+  kept pair_overwrite_write_fails "$work/pair"
   $py -c "import numpy as np, sys; np.save(sys.argv[1], np.zeros((20, 1, 2, 2), np.uint8)); \
 np.save(sys.argv[2], np.arange(20) % 2)" "$work/x20.npy" "$work/y20.npy"
   mkdir -p "$work/ablocked" && echo "in the way" >"$work/ablocked/test"
