@@ -123,7 +123,8 @@ void Checkpointer::save(const Resumable& next, int64_t global_step) {
       std::filesystem::remove(kept[i], ignored);
   });
   last_ = path.string();
-  run_.say(fmt::format("checkpoint: {} ({:.2f} s)", path.string(), util::now_s() - t0));
+  last_write_s_ = util::now_s() - t0;
+  run_.say(fmt::format("checkpoint: {} ({:.2f} s)", path.string(), last_write_s_));
 }
 
 }  // namespace ringtrain::train

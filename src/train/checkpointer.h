@@ -45,9 +45,10 @@ class Checkpointer {
   // every rank gets the same error if it fails.
   void save(const Resumable& next, int64_t global_step);
   const std::string& last() const { return last_; }
+  double last_write_s() const { return last_write_s_; }  // the last save's seconds on rank 0's clock (0: none yet)
   void set_loss_scaler(const LossScaler* scaler) { loss_scaler_ = scaler; }  // fp16: its state is saved too
   void set_weight_average(model::WeightAverage* ema) { ema_ = ema; }        // train.ema_decay: saved too
-  void set_trace(obs::Trace* trace) { trace_ = trace; }  // the checkpoint's phase goes there (null: none)  // "none" before the first
+  void set_trace(obs::Trace* trace) { trace_ = trace; }  // the checkpoint's phase goes there (null: none)
 
  private:
   // The checksum of param_count() floats of device memory, agreed by every rank, or an AgreedError naming `what`.
@@ -57,6 +58,7 @@ class Checkpointer {
   model::Optimizer& optimizer_;
   EpochPlan plan_;
   std::string run_id_, versions_json_, last_;
+  double last_write_s_ = 0;
   // The highest number a checkpoint name in run.dir carries (-1: none), the same on every rank. A checkpoint is
   // named by its global step, but after a resume on a world with fewer steps per epoch the count restarts below the
   // names already there; the newest must still sort last, as --resume and the keep-N cleanup take it by name.

@@ -327,6 +327,19 @@ int TrainingLoop::evaluations_from(int epoch) const {
   return count;
 }
 
+// The checkpoints still to write from `global_step` on (after the steps of epoch `epoch` and the ones after it): every
+// run.checkpoint_every_steps steps but an epoch's last, and at the epochs' ends run.checkpoint_every names.
+int TrainingLoop::checkpoints_from(int epoch, int64_t global_step) const {
+  const int epochs = run_.job.train.epochs, every = run_.job.run.checkpoint_every;
+  int count = 0;
+  for (int e = epoch; e < epochs; ++e) count += ((every > 0 && (e + 1) % every == 0) || e + 1 == epochs) ? 1 : 0;
+  if (const int64_t steps = run_.job.run.checkpoint_every_steps; steps > 0) {
+    const int64_t last = plan_.steps * epochs;  // steps run to the end; an epoch's last step writes no step checkpoint
+    for (int64_t s = (global_step / steps + 1) * steps; s < last; s += steps) count += s % plan_.steps != 0 ? 1 : 0;
+  }
+  return count;
+}
+
 // The last evaluation's time; before the first, its batches at a third of a training step each (a forward pass
 // without the backward pass and the update).
 double TrainingLoop::evaluation_guess_s(double per_step_s) const {
@@ -345,8 +358,10 @@ void TrainingLoop::show_progress(int epoch, int64_t step, float rate, EpochTally
   const double samples_per_s = window_s > 0 ? (now.train_samples - last_line_.samples) / window_s
                                             : now.train_samples / now.train_time_s;
   const double per_step_s = now.train_time_s / static_cast<double>(global_step_ + 1);
+  // Evaluations and checkpoints to come at the last one's time (checkpoints: none counted before the first).
   const double eta = per_step_s * static_cast<double>(plan_.steps * epochs - global_step_ - 1) +
-                     evaluation_guess_s(per_step_s) * static_cast<double>(evaluations_from(epoch));
+                     evaluation_guess_s(per_step_s) * static_cast<double>(evaluations_from(epoch)) +
+                     checkpointer_.last_write_s() * static_cast<double>(checkpoints_from(epoch, global_step_ + 1));
   if (!progress_.step(epoch, step, plan_.steps, global_step_, tally.interval_loss(), rate, samples_per_s, eta)) return;
   outputs_.curves(global_step_ + 1, {{"train/loss", tally.interval_loss()},
                                      {"train/lr", rate},
