@@ -9,9 +9,10 @@ between repeats moves less than the ratio of medians. Each run times only the st
   ringtrain  steady_samples_per_s of metrics.jsonl (steps after run.timing_warmup_steps, device clock)
   Keras      wall time from the end of the last warm-up batch to the end of the last timed one
   PyTorch    wall time between barriers after the warm-up and after the last timed step
---precision bf16 trains ringtrain with train.precision = "bf16" and Keras under its mixed_bfloat16 policy;
-PyTorch stays fp32 (its record says so). bf16 and fp32 rates are not like for like. Prints a Markdown table (median and range per framework, ringtrain's ratio to each) and writes every run's
-record to --out as JSON lines.
+--precision bf16 trains ringtrain with train.precision = "bf16", Keras under its mixed_bfloat16 policy and PyTorch
+under CPU autocast to bfloat16: every framework at the precision asked, so the ratios are like for like. Prints a
+Markdown table (median and range per framework, ringtrain's ratio to each) and writes every run's record to --out as
+JSON lines.
 
 Needs: build/bin/ringtrain, prepared shards (ringtrain prepare fashion-mnist --out data/fmnist --shards 8), and
 scripts/install_deps.sh --comparison (python3-torch; TensorFlow + Keras in .venv-compare).
@@ -66,7 +67,8 @@ def keras(args):
 
 
 def pytorch(args):
-    return run_json_line(["/usr/bin/python3", "torch_ddp_fmnist.py", *framework_args(args)], FRAMEWORKS_DIR)
+    return run_json_line(["/usr/bin/python3", "torch_ddp_fmnist.py", *framework_args(args), "--precision",
+                          args.precision], FRAMEWORKS_DIR)
 
 
 def main():

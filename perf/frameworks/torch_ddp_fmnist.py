@@ -1,10 +1,12 @@
 """Owns the PyTorch side of the framework comparison: the Fashion-MNIST CNN of jobs/fashion_mnist.toml trained
 with DistributedDataParallel (gloo) on --ranks processes of --threads-per-rank threads each, as ringtrain runs
 its ranks. Prints one JSON line (fmnist_common.report) from rank 0: samples/s over the steps after the warm-up,
-timed with a barrier at both ends so the slowest rank counts.
+timed with a barrier at both ends so the slowest rank counts. --precision bf16 runs the forward pass and the loss
+under torch.autocast("cpu", torch.bfloat16), weights and optimizer in fp32, as the other frameworks' bf16 does.
 
 Run by perf/compare_frameworks_cpu.py with Debian's python3 (python3-torch).
 """
+import contextlib
 import os
 import tempfile
 import time
@@ -37,11 +39,16 @@ def worker(rank, args, init_file):
     b = args.batch_per_rank
     batches = len(labels) // b
 
+    def autocast():
+        return (torch.autocast("cpu", dtype=torch.bfloat16) if args.precision == "bf16"
+                else contextlib.nullcontext())
+
     def step(i):
         j = i % batches
         x, y = images[j * b:(j + 1) * b], labels[j * b:(j + 1) * b]
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
+        with autocast():
+            loss = loss_fn(model(x), y)
         loss.backward()
         optimizer.step()
         return loss
@@ -61,7 +68,7 @@ def worker(rank, args, init_file):
 
 
 def main():
-    args = common.arguments(__doc__)
+    args = common.arguments(__doc__, precisions=("fp32", "bf16"))
     with tempfile.TemporaryDirectory() as scratch:
         mp.spawn(worker, args=(args, os.path.join(scratch, "rendezvous")), nprocs=args.ranks, join=True)
 

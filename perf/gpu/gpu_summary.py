@@ -126,7 +126,7 @@ def add_matmul_share(rows, matmul):
 
 
 def find(rows, impl, model, precision, layout="nchw", algorithms=None, mode="eager"):
-    """The first measured row; PyTorch's in the given mode (eager, cudnn.benchmark off: the memory checks' reference)."""
+    """The first measured row of the given implementation, model, precision, layout and (PyTorch's) mode."""
     return next((r for r in rows if r["impl"] == impl and r["model"] == model and r["precision"] == precision
                  and r["layout"] == layout and algorithms in (None, r.get("algorithms"))
                  and r.get("mode", mode) == mode and r["samples_per_s"] is not None), None)
@@ -137,6 +137,20 @@ def pytorch_best(rows, model, precision):
     ran = [r for r in rows if r["impl"] == "pytorch" and r["model"] == model and r["precision"] == precision
            and r["samples_per_s"] is not None]
     return max(ran, key=lambda r: r["samples_per_s"], default=None)
+
+
+COMPILED_MODES = {"compile", "compile_reduce_overhead", "compile_max_autotune"}
+
+
+def peer_incomplete(rows, model, precision):
+    """Why the PyTorch that ran for this model and precision is not PyTorch at its best, or None. Eager PyTorch is
+    not its best (2026-11-28: ResNet-50 bf16 eager 4,714 samples/s, compiled with CUDA graphs 6,721), so a verdict
+    against it would flatter ringtrain: without a torch.compile mode there is none."""
+    ran = {r["mode"] for r in rows if r["impl"] == "pytorch" and r["model"] == model and r["precision"] == precision
+           and r["samples_per_s"] is not None}
+    if not ran:
+        return "none measured"
+    return None if ran & COMPILED_MODES else "no torch.compile mode ran"
 
 
 def comparisons(rows):
@@ -153,6 +167,7 @@ def comparisons(rows):
             (f" ({r['algorithms']} algorithms)" if r.get("algorithms") else "")
         result.append({"comparison": f"{label}: ringtrain / PyTorch's best", "model": r["model"],
                        "precision": r["precision"], "ringtrain": r["samples_per_s"],
+                       "pytorch_incomplete": peer_incomplete(rows, r["model"], r["precision"]),
                        "pytorch_best": best and best["samples_per_s"], "pytorch_best_mode": best and best["mode"],
                        "pytorch_best_layout": best and best["layout"], "pytorch_modes_measured": modes,
                        "ratio": r["samples_per_s"] / best["samples_per_s"] if best and r["samples_per_s"] else None})
@@ -203,21 +218,29 @@ def observability_checks(out):
 
 def against_best(check, ours, rows, model, precision, factor=1.0):
     """ringtrain's steady samples/s against factor x PyTorch's best for the model and precision in this run (the
-    fastest mode and layout measured); the label says which mode and layout that was."""
+    fastest mode and layout measured); the label says which mode and layout that was. No verdict (passed None)
+    where no torch.compile mode ran: the peer measured is then not PyTorch at its best."""
     best = pytorch_best(rows, model, precision)
+    incomplete = peer_incomplete(rows, model, precision)
     which = f"{best['mode']}, {best['layout']}" if best else "none measured"
+    if best and incomplete:
+        which += f"; incomplete peer: {incomplete}"
     times = f"{factor:g} x " if factor != 1 else ""
     result = compare(f"{check}: ringtrain's steady samples/s >= {times}PyTorch's best ({which})", ours,
                      best and {"samples_per_s": factor * best["samples_per_s"]}, "samples_per_s", lambda a, b: a >= b)
-    return {**result, "reference_mode": best and best["mode"], "reference_layout": best and best["layout"]}
+    if incomplete:
+        result["passed"] = None
+    return {**result, "reference_mode": best and best["mode"], "reference_layout": best and best["layout"],
+            "pytorch_incomplete": incomplete}
 
 
 def checks(out, rows):
     fm_ours = find(rows, "ringtrain", "fashion_mnist", "fp32")
     # Memory: the fp32 run a user after speed makes (measured algorithms); the strict run where that is missing.
     rn_ours = find(rows, "ringtrain", "resnet50", "fp32", algorithms="measured") or find(rows, "ringtrain", "resnet50", "fp32")
-    rn_torch = find(rows, "pytorch", "resnet50", "fp32")
-    tf32, tf32_torch = find(rows, "ringtrain", "resnet50", "tf32"), find(rows, "pytorch", "resnet50", "tf32")
+    # Memory against PyTorch's best configuration's (the fastest that ran; issue 38), not its eager one's.
+    rn_torch = pytorch_best(rows, "resnet50", "fp32")
+    tf32, tf32_torch = find(rows, "ringtrain", "resnet50", "tf32"), pytorch_best(rows, "resnet50", "tf32")
     return observability_checks(out) + [
         test_log_check(out, "test_gpu.log", "test_gpu passes"),
         test_log_check(out, "test_layers_cuda.log", "test_layers (CUDA cases) passes"),
@@ -281,9 +304,13 @@ def summary_lines(rows, matmul, versus, results):
                 f"measured: {', '.join(c['pytorch_modes_measured'])})" if c["pytorch_best"] else "none measured")
         ours = f"{c['ringtrain']:.0f}" if c["ringtrain"] else "not run"
         ratio = f" = {c['ratio']:.2f}x" if c["ratio"] else ""
-        lines.append(f"versus  {c['comparison']}: {ours} / {best}{ratio}")
+        incomplete = (f" (incomplete peer: {c['pytorch_incomplete']}; not PyTorch's best)"
+                      if c.get("pytorch_incomplete") and c["pytorch_best"] else "")
+        lines.append(f"versus  {c['comparison']}: {ours} / {best}{ratio}{incomplete}")
     for c in results:
-        verdict = {True: "PASS", False: "FAIL", None: "SKIPPED" if c.get("tests_skipped") else "MISSING"}[c["passed"]]
+        unset = ("SKIPPED" if c.get("tests_skipped") else
+                 "NO VERDICT" if c.get("pytorch_incomplete") and c.get("reference") is not None else "MISSING")
+        verdict = {True: "PASS", False: "FAIL", None: unset}[c["passed"]]
         detail = f" (ringtrain {c['ringtrain']}, reference {c['reference']})" if "ringtrain" in c else ""
         if "tests_passed" in c:
             reason = f"; {c['reason']}" if c.get("reason") else ""

@@ -32,6 +32,7 @@ check() {  # check NAME PASSED(true|false) [json fields...]
 
 export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} NCCL_IB_DISABLE=${NCCL_IB_DISABLE:-1}
 source perf/gpu/carried.sh  # rt: the portable runtime around a command
+unpack_carried  # .gpurt/root, lib and bin from the carried archives (the GPU host has no MPI or HDF5)
 export CUDA_LIBS_LOG=$out/cuda-libs.log
 if [ "$device" = cuda ]; then
   on_device=(--set run.device=cuda --set gpu.share_device=true)
