@@ -17,10 +17,10 @@
 #   WARMUP=10         steps before them, left out of the rates on both sides
 #   RUN_TESTS=1       run test_gpu first (0 to skip)
 #   PRECISIONS=...    PyTorch precisions (default fp32,tf32,bf16)
-#   PYTORCH_MODES=eager,eager_benchmark  PyTorch's modes (compare_pytorch.py --modes). eager_benchmark (cudnn.benchmark
-#                     on, fused SGD) is the peer tuned as ringtrain's measured algorithms are, so PyTorch's best is
-#                     a tuned peer; eager is the reference of the memory checks. compile and compile_reduce_overhead
-#                     cost minutes of compile (perf/gpu/PENDING.md has the one-line peer run)
+#   PYTORCH_MODES=eager_benchmark,compile_reduce_overhead  PyTorch's modes (compare_pytorch.py --modes):
+#                     cudnn.benchmark on and fused SGD, eager and compiled with CUDA graphs; the fastest that ran is
+#                     PyTorch's best, and without a compiled mode gpu_summary.py gives no verdict
+#   PYTORCH_BUDGET_S=200  each PyTorch call's bound (compare_pytorch.py --budget-s): compiles cost a minute each
 #   BIN=.gpurt/bin    where ringtrain and test_gpu are
 #   SKIP_PYTORCH=1    leave out the PyTorch reference (a debugging run)
 #   LAYERS=0          leave out the single-layer benchmarks (a GPU run on 2026-11-25 spent 330 s on 15 cases drawing
@@ -34,7 +34,10 @@ warmup=${WARMUP:-10}
 precisions=${PRECISIONS:-fp32,tf32,bf16}
 # PyTorch at its best: eager is not (2026-11-28, ResNet-50 bf16: eager 4,714 samples/s, reduce-overhead 6,721), and
 # gpu_summary.py gives no verdict against a peer without a torch.compile mode.
-pytorch_modes=${PYTORCH_MODES:-eager_benchmark,compile,compile_reduce_overhead}
+# torch.compile's default mode was slower than reduce-overhead in that call, so it runs only when PYTORCH_MODES names
+# it. Each PyTorch call is bounded by PYTORCH_BUDGET_S: a mode that no longer fits is recorded skipped, never cut off.
+pytorch_modes=${PYTORCH_MODES:-eager_benchmark,compile_reduce_overhead}
+pytorch_budget_s=${PYTORCH_BUDGET_S:-200}
 mkdir -p "$out"
 # compare_pytorch.py appends (this script calls it twice into one file): rows of an earlier run in the same OUT
 # would join "PyTorch's best" against this run's ringtrain, so the file starts empty.
@@ -123,10 +126,10 @@ run_job resnet50-fp32-measured jobs/resnet50_synthetic.toml "$data/s224" --set t
   --set gpu.conv_algorithms=measure --set gpu.deterministic=false --set gpu.workspace_mb=512
 
 [ "${SKIP_PYTORCH:-0}" = 1 ] || python3 perf/gpu/compare_pytorch.py --precisions "$precisions" --steps "$steps" --warmup "$warmup" \
-  --modes "$pytorch_modes" --out "$out/pytorch.jsonl" >"$out/pytorch.log" 2>&1 || { note "compare_pytorch.py failed (see pytorch.log)"; status=1; }
+  --modes "$pytorch_modes" --budget-s "$pytorch_budget_s" --out "$out/pytorch.jsonl" >"$out/pytorch.log" 2>&1 || { note "compare_pytorch.py failed (see pytorch.log)"; status=1; }
 # Both layouts for every model and precision: channels_last (NHWC) is PyTorch's faster one for 16-bit convolutions.
 [ "${SKIP_PYTORCH:-0}" = 1 ] || python3 perf/gpu/compare_pytorch.py --precisions "$precisions" \
-  --channels-last --modes "$pytorch_modes" --skip-matmul --steps "$steps" --warmup "$warmup" --out "$out/pytorch.jsonl" >>"$out/pytorch.log" 2>&1 ||
+  --channels-last --modes "$pytorch_modes" --budget-s "$pytorch_budget_s" --skip-matmul --steps "$steps" --warmup "$warmup" --out "$out/pytorch.jsonl" >>"$out/pytorch.log" 2>&1 ||
   { note "compare_pytorch.py --channels-last failed (see pytorch.log)"; status=1; }
 
 python3 perf/gpu/gpu_summary.py "$out" | tee -a "$out/summary.txt"
