@@ -77,7 +77,17 @@ launch() {
     rc=${PIPESTATUS[0]}; } 3>&1
   set -e
 }
-answers() { timeout "${ELASTIC_PROBE_S:-10}" "${probe[@]}" "$1" true >/dev/null 2>&1; }
+answers() { timeout -k 5 "${ELASTIC_PROBE_S:-10}" "${probe[@]}" "$1" true >/dev/null 2>&1; }
+# failed_alike: every rank printed ringtrain's own exit line with one and the same code (a wrong NCCL interface, a
+# bug, a library refusing the job everywhere): a failure of the job, which fewer hosts would meet again. Exit 6 alike
+# is ringtrain's agreed fault (a stalled rank, parameters that differ), whose message names the rank to drop.
+failed_alike() {
+  local lines ranks codes
+  lines=$(grep -oE '^ringtrain: .*\(exit [0-9]+\) \[rank [0-9]+/[0-9]+' "$work/err" || true)
+  ranks=$(grep -oE '\[rank [0-9]+' <<<"$lines" | sort -u | grep -c . || true)
+  codes=$(grep -oE '\(exit [0-9]+\)' <<<"$lines" | sort -u || true)
+  [ "$ranks" = $((${#hosts[@]} * per_host)) ] && [ "$(grep -c . <<<"$codes")" = 1 ] && [ "$codes" != "(exit 6)" ]
+}
 # The rank mpirun names as the first to end by a signal ("process rank R ... exited on signal"), by MPI_Abort
 # ("MPI_ABORT was invoked on rank R") or with a code other than ringtrain's agreed 6 (its "Process name: [[J,1],R]"
 # and "Exit code: N" lines); else the rank
@@ -119,6 +129,11 @@ while :; do
   if grep -q "non-finite training loss at epoch" "$work/err"; then
     echo "elastic_mpirun: not restarting: the training diverged (exit $rc), which fewer hosts would repeat; lower" \
          "optimizer.base_lr or lengthen optimizer.warmup_epochs, then run again with --resume" >&2
+    exit "$rc"
+  fi
+  if failed_alike; then
+    echo "elastic_mpirun: not restarting: every rank ended alike (exit $rc), a failure of the job rather than of a" \
+         "host; see the ranks' messages above" >&2
     exit "$rc"
   fi
   ended=$(date +%s)

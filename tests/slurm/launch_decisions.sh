@@ -20,12 +20,14 @@
 #     9  a lost node (srun names it): one restart on the node left, --resume --failed-node n2
 #     probe      srun names no task and a node's probe hangs: that node is dropped after ELASTIC_PROBE_S
 #     requeue    exit 75 requeues through scontrol; past RT_MAX_REQUEUES it ends with 75
-#     staging    RT_STAGE_DATA: the ranks read their node's copy, which is removed at the end
+#     staging    RT_STAGE_DATA: the ranks read their node's copy (a linked split copied as its files), which is
+#                removed at the end; split folders without shards are refused with exit 4
 #   elastic_mpirun.sh
 #     10 Open MPI's "Process name: [[J,1],R]" / "Exit code: 7": rank R's host dropped, restart with --resume
 #        (--seconds-lost 0 from a checkpoint stamped in the future, as in 8)
 #     11 mpirun names nothing and every host answers: no restart, the launch's code
 #     12 --set=run.dir=DIR (brackets in DIR) is recognised and its checkpoint resumed from
+#     13 every rank printing ringtrain's same exit 7 (Open MPI naming one of them): no restart, no host dropped
 # Each case prints "ok   ..." or "FAIL ..."; the exit is 1 if any failed, 77 where bash < 4.4 (the scripts need it).
 # Usage: launch_decisions.sh SOURCE_DIR
 set -uo pipefail
@@ -159,7 +161,12 @@ cat >"$stubs/ringtrain" <<'EOF'
 #!/usr/bin/env bash
 echo "ringtrain$(printf ' [%s]' "$@")" >>"${STUB_DIR:?}/log"
 for a in "$@"; do
-  case "$a" in data.train=*) [ -d "${a#data.train=}" ] && echo "staged copy present: ${a#data.train=}" >>"$STUB_DIR/log" ;; esac
+  case "$a" in
+    data.train=*) [ -d "${a#data.train=}" ] && echo "staged copy present: ${a#data.train=}" >>"$STUB_DIR/log" ;;
+    data.test=*) t=${a#data.test=}
+      [ -d "$t" ] && [ ! -L "$t" ] && [ -f "$t/shard-00000-of-00001.h5" ] &&
+        echo "staged test is a folder of shards: $t" >>"$STUB_DIR/log" ;;
+  esac
 done
 exit 0
 EOF
@@ -443,15 +450,28 @@ grep -q 'scontrol requeue' "$d/log" && why+=("requeued past RT_MAX_REQUEUES")
 verdict "requeue: past RT_MAX_REQUEUES=1 the job ends with 75, no requeue"
 
 new_case staging
-mkdir -p "$d/data/train" "$d/data/test"
+# test/ a link to a folder elsewhere: the node's copy holds its shards, not the link (which would read the shared
+# file system while the log says "staged", or dangle).
+mkdir -p "$d/data/train" "$d/elsewhere/test"
+touch "$d/data/train/shard-00000-of-00001.h5" "$d/elsewhere/test/shard-00000-of-00001.h5"
+ln -s "$d/elsewhere/test" "$d/data/test"
 run_sbatch RT_STAGE_DATA="$d/data" RT_STAGE_ROOT="$d/stage" -- --set data.train=/elsewhere
 expect_rc 0
 stage=$d/stage/ringtrain-stage-4242
 call 1 | grep -qE "\[data.train=$stage/n1/train\] \[--set\] \[data.test=$stage/n1/test\]$" ||
   why+=("the node's copy is not the last data path given")
 grep -q '^staged copy present' "$d/log" || why+=("the rank's copy was not there when it started")
+grep -q '^staged test is a folder of shards' "$d/log" || why+=("the linked test/ was staged as a link")
 [ ! -e "$stage" ] || why+=("$stage left behind")
-verdict "staging: each rank reads its node's copy (last, over the job's data.train), removed at the end"
+verdict "staging: each rank reads its node's copy (last, over the job's data.train), a linked split copied as files, removed at the end"
+
+new_case staging_empty
+mkdir -p "$d/data/train" "$d/data/test"
+run_sbatch RT_STAGE_DATA="$d/data" RT_STAGE_ROOT="$d/stage" --
+expect_rc 4
+expect_out 'hold no shard-*.h5 files'
+[ -z "$(call 1)" ] || why+=("ringtrain was launched on an empty copy")
+verdict "staging: split folders without shards are refused (exit 4) before any rank starts"
 
 # ---------------------------------------------------------------------------------------------------- elastic_mpirun.sh
 # 10. Open MPI reports the first process to exit non-zero by its name [[job,1],rank], not by host.
@@ -508,6 +528,29 @@ expect_in 1 "[--set=run.dir=$rd]"
 expect_in 2 '[--resume] [--failed-node] [B]'
 expect_not_in 2 'run.overwrite'
 verdict "12 --set=run.dir=DIR (brackets) recognised: no usage error, the restart after B's rank 2 resumes"
+
+# 13. Every rank printing the same ringtrain error (a wrong NCCL interface on every host): the job's failure, not a
+# host's, even though Open MPI's block names one rank; no restart, no healthy host dropped.
+new_case c13
+checkpoint "$d/run"
+script 1 7 <<'EOF'
+ringtrain: library call failed (exit 7) [rank 0/4 on A]: ncclCommInitRank: unhandled system error
+ringtrain: library call failed (exit 7) [rank 1/4 on A]: ncclCommInitRank: unhandled system error
+ringtrain: library call failed (exit 7) [rank 2/4 on B]: ncclCommInitRank: unhandled system error
+ringtrain: library call failed (exit 7) [rank 3/4 on B]: ncclCommInitRank: unhandled system error
+--------------------------------------------------------------------------
+mpirun detected that one or more processes exited with non-zero status, thus causing
+the job to be terminated. The first process to do so was:
+
+  Process name: [[4242,1],2]
+  Exit code:    7
+--------------------------------------------------------------------------
+EOF
+run_mpirun -- --set "run.dir=$d/run"
+expect_rc 7
+expect_steps 1
+expect_out 'every rank ended alike'
+verdict "13 every rank exits 7 alike under mpirun: no restart, exit 7, no host dropped"
 
 echo "$((SECONDS - t0)) s"
 [ "$failures" = 0 ] || { echo "$failures case(s) failed"; exit 1; }
