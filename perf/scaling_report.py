@@ -25,9 +25,17 @@ import sys
 def load_point(run_dir, label=None):
     path = os.path.join(run_dir, "metrics.jsonl")
     try:
-        records = [json.loads(line) for line in open(path) if line.strip()]
+        lines = open(path).read().splitlines()
     except OSError as e:
         raise SystemExit(f"scaling_report: cannot read {path}: {e.strerror}")
+    records = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:  # a line a killed job left half written; --resume trims it, a report skips it
+            print(f"scaling_report: {path}:{number} is not a whole JSON record; skipped", file=sys.stderr)
     epochs = [r for r in records if r.get("kind") == "epoch"]
     if not epochs:
         raise SystemExit(f"scaling_report: {path} has no epoch record (did the run finish an epoch?)")
@@ -90,12 +98,27 @@ def add_speedup(points, base=None):
     return base
 
 
+def mixed_rates_note(points, base):
+    """A warning where a point's rate is another kind than the baseline's: a weak-scaling study's largest points run
+    the fewest steps an epoch, and one whose epoch ends inside run.timing_warmup_steps has only the epoch's own rate,
+    warm-up included, so its speedup and efficiency compare unlike figures. "" when every rate is alike."""
+    unlike = [p["label"] for p in points if p["rate"] != base["rate"]]
+    if not unlike:
+        return ""
+    return (f"**Warning: unlike rates.** The baseline's samples/s is `{base['rate']}`, but {', '.join(unlike)} "
+            f"{'has' if len(unlike) == 1 else 'have'} another kind (the `rate` column): their speedup and efficiency "
+            "mix a rate with the warm-up and one without. Give every point epochs of more steps than "
+            "run.timing_warmup_steps (more samples, or train.max_steps_per_epoch with several epochs).")
+
+
 def fmt_acc(value):
     return f"{value:.4f}" if value is not None else "-"
 
 
 def markdown(points, base, target=None):
-    rows = [f"Baseline: {base['label']} ({base['ranks']} rank{'s' if base['ranks'] > 1 else ''}). "
+    note = mixed_rates_note(points, base)
+    rows = ([note, ""] if note else []) + [
+            f"Baseline: {base['label']} ({base['ranks']} rank{'s' if base['ranks'] > 1 else ''}). "
             "Times are per step and per rank (mean over ranks), from each run's last timed epoch.", "",
             "| run | ranks | global batch | optimizer | samples/s | rate | speedup | efficiency | step ms | compute ms | "
             "exposed all-reduce ms | data wait ms | test acc | epochs |",

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scaling_study.sh — the same training job at 1, 2, 4, ... nodes, each a separate Slurm job through
 # slurm/train.sbatch; waits for them, then writes a scaling report (perf/scaling_report.py) over their
-# metrics.jsonl. Each point runs without elastic restarts (ELASTIC_MAX_RESTARTS=0: a point measures its own world
+# metrics.jsonl (refusing an --out that already holds a study; a size sbatch refuses is skipped and said, a held job
+# said and left out). Each point runs without elastic restarts (ELASTIC_MAX_RESTARTS=0: a point measures its own world
 # size) and counts only when its last epoch record is its job's last epoch at the job's ranks.
 #
 #   slurm/scaling_study.sh [options] JOB_FILE [--set key=value ...]
@@ -49,10 +50,17 @@ case "$mode" in
   *) echo "scaling_study.sh: --mode is weak or strong, not '$mode'" >&2; exit 2 ;;
 esac
 out=$(realpath -m "${out:-runs/scaling-$mode-$(date +%Y%m%d-%H%M%S)}")
+# A study folder that holds another study's runs would put them in this report (and their sizes' jobs would be
+# refused by train.sbatch, their run directories taken).
+if [ -d "$out" ] && [ -n "$(ls -A "$out")" ]; then
+  echo "scaling_study.sh: --out '$out' already holds a study; give a new folder" >&2
+  exit 2
+fi
 mkdir -p "$out"
 
 declare -A job_of
 runs=()
+refused=0
 for n in $nodes; do
   ranks=$((n * tasks))
   batch_args=()
@@ -68,9 +76,15 @@ for n in $nodes; do
   # ELASTIC_MAX_RESTARTS=0: a point measures its own world size; a restart on fewer nodes would mix two in one run
   # (and one that happened anyway, under an sbatch --export that drops it, does not count as finished below). The
   # run directory goes as an argument, which no --export drops.
-  id=$(ELASTIC_MAX_RESTARTS=0 sbatch --parsable --job-name="scale-$mode-n$n" --nodes="$n" --ntasks-per-node="$tasks" \
+  # A size sbatch refuses (a partition limit) is skipped and said, as one that does not divide: the sizes already
+  # submitted are still waited for and reported.
+  if ! id=$(ELASTIC_MAX_RESTARTS=0 sbatch --parsable --job-name="scale-$mode-n$n" --nodes="$n" --ntasks-per-node="$tasks" \
          ${gpus:+--gpus-per-task=$gpus} --output="$out/%x-%j.out" $extra \
-         "$src/slurm/train.sbatch" "$job_file" "$@" "${batch_args[@]}" --set run.dir="$run")
+         "$src/slurm/train.sbatch" "$job_file" "$@" "${batch_args[@]}" --set run.dir="$run"); then
+    echo "scaling_study.sh: sbatch refused $n node(s) (its error is above); skipping that size" >&2
+    refused=$((refused + 1))
+    continue
+  fi
   job_of[$run]=${id%%;*}   # --parsable on a federation or with -M prints "id;cluster"
   runs+=("$run")
   echo "submitted $n node(s) x $tasks = $ranks ranks: job $id -> $run"
@@ -82,7 +96,12 @@ done
 finished() {
   "${RT_PYTHON:-python3}" - "$1/metrics.jsonl" <<'PY' 2>/dev/null
 import json, sys
-records = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+def parsed(line):  # a line a killed job left half written is no record
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+records = [r for r in map(parsed, open(sys.argv[1])) if isinstance(r, dict)]
 jobs = [r for r in records if r.get("kind") == "job"]
 epochs = [r for r in records if r.get("kind") == "epoch"]
 sys.exit(0 if jobs and epochs and epochs[-1]["epoch"] == jobs[-1]["epochs"] and
@@ -92,14 +111,26 @@ PY
 # Poll (no accounting needed): a requeued job passes through PENDING again. scontrol may not answer (a busy
 # controller) or may have forgotten the job (MinJobAge): the run directory then says whether it finished, and only a
 # run whose last epoch record is its job's last epoch counts.
-failed=0
+# While a job waits, its state and Slurm's reason are said every STUDY_REPORT_S seconds (default 300), so a held or
+# never-scheduled job shows instead of a silent wait; a held one (REQUEUE_HOLD, or PENDING held by a user or an
+# admin) needs a human: the study says so and goes on to the next size.
+failed=$refused
 for run in "${runs[@]}"; do
   id=${job_of[$run]}
+  waited=0
   while :; do
-    state=$(scontrol show job -o "$id" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2 || true)
+    line=$(scontrol show job -o "$id" 2>/dev/null || true)
+    state=$(grep -o 'JobState=[A-Z_]*' <<<"$line" | cut -d= -f2 || true)
+    reason=$(grep -o 'Reason=[^ ]*' <<<"$line" | cut -d= -f2 || true)
+    if [ "$state" = REQUEUE_HOLD ] || { [ "$state" = PENDING ] && [[ "$reason" == *Held* ]]; }; then
+      echo "scaling_study.sh: job $id is held ($state, $reason): release it (scontrol release $id) and run the" \
+           "report by hand, or cancel it; going on without it" >&2
+      break
+    fi
     case "$state" in
-      PENDING|CONFIGURING|RUNNING|COMPLETING|REQUEUED|REQUEUE_HOLD|REQUEUE_FED|SUSPENDED|SIGNALING|STAGE_OUT|RESIZING)
-        sleep 2 ;;
+      PENDING|CONFIGURING|RUNNING|COMPLETING|REQUEUED|REQUEUE_FED|SUSPENDED|SIGNALING|STAGE_OUT|RESIZING)
+        sleep 2; waited=$((waited + 2))
+        if [ $((waited % ${STUDY_REPORT_S:-300})) = 0 ]; then echo "job $id: $state ($reason) after ${waited} s"; fi ;;
       "") finished "$run" && break; sleep 5; state=$(scontrol show job -o "$id" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2 || true)
           [ -z "$state" ] && break ;;
       *) break ;;

@@ -67,6 +67,31 @@ class Report(unittest.TestCase):
             self.assertEqual(p["best_test_acc"], 0.7)
             self.assertEqual(p["test_acc"], 0.7)
 
+    def test_unlike_rates_are_warned_of_and_a_torn_line_is_skipped(self):
+        """A weak-scaling point whose epoch ends inside the warm-up has only its epoch rate: the report says the
+        rates are unlike; a half-written last line (a killed job) is skipped, naming the file and line."""
+        with tempfile.TemporaryDirectory() as root:
+            steady = write_run(root, "n1", 1, 100.0)
+            with open(os.path.join(steady, "metrics.jsonl"), "a") as f:
+                f.write(json.dumps({"kind": "epoch", "epoch": 2, "ranks": 1, "global_batch": 64, "steps": 10,
+                                    "samples_per_s": 90.0, "epoch_samples_per_s": 95.0, "steady_samples_per_s": 100.0,
+                                    "epoch_train_s": 2.0, "data_wait_s": 0.1, "forward_s": 0.5, "backward_s": 1.0,
+                                    "allreduce_s": 0.3, "optimizer_s": 0.1, "test_acc": 0.5}) + "\n")
+                f.write('{"kind": "epoch", "epo')
+            short = write_run(root, "n4", 4, 100.0)
+            with open(os.path.join(short, "metrics.jsonl"), "a") as f:
+                f.write(json.dumps({"kind": "epoch", "epoch": 2, "ranks": 4, "global_batch": 256, "steps": 3,
+                                    "samples_per_s": 60.0, "epoch_samples_per_s": 50.0, "steady_samples_per_s": None,
+                                    "epoch_train_s": 2.0, "data_wait_s": 0.1, "forward_s": 0.5, "backward_s": 1.0,
+                                    "allreduce_s": 0.3, "optimizer_s": 0.1, "test_acc": 0.5}) + "\n")
+            points = [sr.load_point(r) for r in (steady, short)]
+            self.assertEqual([p["rate"] for p in points], ["steady", "epoch"])
+            text = sr.markdown(points, sr.add_speedup(points))
+            self.assertIn("**Warning: unlike rates.**", text)
+            self.assertIn("n4 has another kind", text)
+            alike = [sr.load_point(steady)]
+            self.assertNotIn("Warning", sr.markdown(alike, sr.add_speedup(alike)))
+
     def test_accuracy_per_optimizer_and_batch_over_seeds(self):
         with tempfile.TemporaryDirectory() as root:
             runs = [write_run(root, "lars-s1", 2, 100.0, optimizer="lars", accs=(0.6, 0.8, 0.85), global_batch=4096),
