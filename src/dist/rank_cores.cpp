@@ -5,6 +5,10 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -12,8 +16,59 @@
 
 namespace ringtrain::dist {
 
+int cpu_list_count(const std::string& list) {
+  int count = 0;
+  std::istringstream ranges(list);
+  for (std::string range; std::getline(ranges, range, ',');) {
+    int first = 0, last = 0;
+    char dash = 0;
+    std::istringstream one(range);
+    if (!(one >> first)) return 0;
+    last = first;
+    if (one >> dash && (dash != '-' || !(one >> last) || last < first)) return 0;
+    count += last - first + 1;
+  }
+  return count;
+}
+
+namespace {
+
+// The CPUs the process's cpuset cgroup allows (v2's cpuset.cpus.effective, v1's cpuset.effective_cpus), 0 when the
+// system does not say.
+int cpuset_cgroup_cpus() {
+  std::ifstream groups("/proc/self/cgroup");
+  for (std::string line; std::getline(groups, line);) {
+    const auto first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1), path = line.substr(second + 1);
+    const bool v2 = line.compare(0, first, "0") == 0 && controllers.empty();
+    const bool v1 = ("," + controllers + ",").find(",cpuset,") != std::string::npos;
+    if (!v1 && !v2) continue;
+    for (const std::string& file : {v1 ? "/sys/fs/cgroup/cpuset" + path + "/cpuset.effective_cpus"
+                                      : "/sys/fs/cgroup" + path + "/cpuset.cpus.effective",
+                                   v1 ? std::string("/sys/fs/cgroup/cpuset/cpuset.effective_cpus")
+                                      : std::string("/sys/fs/cgroup/cpuset.cpus.effective")}) {
+      std::ifstream in(file);
+      std::string list;
+      if (std::getline(in, list))
+        if (const int cpus = cpu_list_count(list); cpus > 0) return cpus;
+    }
+  }
+  return 0;
+}
+
+int node_cores_for_the_job() {
+  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (const char* slurm = std::getenv("SLURM_CPUS_ON_NODE"); slurm && std::atoi(slurm) > 0)
+    cores = std::min(cores, std::atoi(slurm));
+  if (const int cpus = cpuset_cgroup_cpus(); cpus > 0) cores = std::min(cores, cpus);
+  return cores;
+}
+
+}  // namespace
+
 RankCores cores_of_this_rank(MPI_Comm node) {
-  const int node_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int node_cores = node_cores_for_the_job();
   cpu_set_t mine;
   CPU_ZERO(&mine);
   if (sched_getaffinity(0, sizeof mine, &mine) != 0)  // no mask to read: every core the node has
@@ -30,8 +85,8 @@ RankCores cores_of_this_rank(MPI_Comm node) {
 
 std::string idle_cores_warning(const RankCores& cores, int node_ranks) {
   if (cores.cores * node_ranks * 2 > cores.node_cores) return "";
-  return fmt::format("the launcher bound this rank to {} of the node's {} cores, and the node's {} rank{} use {} in "
-                     "all: the rest stay idle (Open MPI binds each of 2 or fewer ranks to one core); give ranks more "
+  return fmt::format("the launcher bound this rank to {} of the {} cores the job may use on this node, and the "
+                     "node's {} rank{} use {} in all: the rest stay idle (Open MPI binds each of 2 or fewer ranks to one core); give ranks more "
                      "with `mpirun --bind-to none` or `--map-by slot:PE=N`, or srun --cpus-per-task",
                      cores.bound_to, cores.node_cores, node_ranks, node_ranks == 1 ? "" : "s", cores.cores * node_ranks);
 }

@@ -12,8 +12,13 @@ namespace ringtrain::dist {
 struct RankCores {
   int cores = 1;       // what this rank's threads default to, at least 1
   int bound_to = 1;    // the CPUs its affinity mask allows
-  int node_cores = 1;  // the node's, as std::thread::hardware_concurrency counts them
+  // The node's cores the job may use: std::thread::hardware_concurrency's count, less where Slurm allocated fewer
+  // (SLURM_CPUS_ON_NODE) or the job's cpuset cgroup allows fewer (a shared node).
+  int node_cores = 1;
 };
+
+// The count of CPUs in a Linux CPU list ("0-3,8,10-11"), 0 for text that is none.
+int cpu_list_count(const std::string& list);
 
 // Collective over `node` (the node's ranks, MPI_COMM_TYPE_SHARED).
 RankCores cores_of_this_rank(MPI_Comm node);

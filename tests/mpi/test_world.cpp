@@ -43,10 +43,20 @@ TEST(World, ARanksCoresAreItsBindingSharedWithTheRanksBoundAlike) {
 TEST(World, ABindingThatLeavesMostCoresIdleIsWarnedOf) {
   // Open MPI's default for 2 ranks on a 64-core node: each bound to one core.
   const std::string idle = dist::idle_cores_warning({1, 1, 64}, 2);
-  EXPECT_NE(idle.find("bound this rank to 1 of the node's 64 cores"), std::string::npos) << idle;
+  EXPECT_NE(idle.find("bound this rank to 1 of the 64 cores the job may use on this node"), std::string::npos) << idle;
   EXPECT_NE(idle.find("--bind-to none"), std::string::npos) << idle;
   EXPECT_EQ(dist::idle_cores_warning({32, 32, 64}, 2), "");  // bound to half the node each: all in use
   EXPECT_EQ(dist::idle_cores_warning({16, 64, 64}, 4), "");  // unbound, split four ways
+}
+
+// The cpuset cgroup's and Slurm's CPU lists, as the kernel writes them.
+TEST(World, ACpuListCountsItsCpus) {
+  EXPECT_EQ(dist::cpu_list_count("0-3,8,10-11"), 7);
+  EXPECT_EQ(dist::cpu_list_count("5"), 1);
+  EXPECT_EQ(dist::cpu_list_count("0-63\n"), 64);
+  EXPECT_EQ(dist::cpu_list_count(""), 0);
+  EXPECT_EQ(dist::cpu_list_count("3-1"), 0);
+  EXPECT_EQ(dist::cpu_list_count("x"), 0);
 }
 
 TEST(World, OneFailingRankFailsEveryRankAlike) {
