@@ -39,10 +39,12 @@ int choose_device(int visible, int local_rank, int local_size, const std::string
     throw Error(ExitCode::internal, fmt::format("local rank {} outside the {} ranks on {}", local_rank, local_size, host));
   if (local_size > visible && share) return local_rank % visible;
   if (local_size > visible)
-    throw JobFileError(fmt::format("{} ranks run on {} but only {} GPUs are visible there; NCCL needs one GPU per rank: "
-                                   "start at most {} ranks per node (e.g. mpirun --map-by ppr:{}:node, or srun "
-                                   "--ntasks-per-node={}), or set run.device = \"cpu\"",
-                                   local_size, host, visible, visible, visible, visible));
+    throw JobFileError(fmt::format("{} ranks run on {} but only {} GPUs are visible to each there; NCCL needs one GPU "
+                                   "per rank: start at most {} ranks per node (e.g. mpirun --map-by ppr:{}:node, or srun "
+                                   "--ntasks-per-node={}), or, where Slurm shows each task {} GPUs (--gpus-per-task={}), "
+                                   "give each task one (--gpus-per-task=1) or none bound (--gpus-per-node); or set "
+                                   "run.device = \"cpu\"",
+                                   local_size, host, visible, visible, visible, visible, visible, visible));
   return local_rank;
 }
 
