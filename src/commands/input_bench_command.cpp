@@ -71,8 +71,12 @@ Timed run_pipeline(const config::JobConfig& job, const dist::World& world, const
   train::LoaderWork work =
       train::training_loader_work(job, world, train::BatchForm::pixels, reader.meta(), 0, per_epoch);
   threads = work.threads;
-  train::BatchLoader loader(reader, batch, args.warmup + args.batches, epoch_batches(job, world, reader.size(), batch),
-                            job.data.prefetch_batches, std::move(work));
+  // Planned past the timed batches by what the pipeline holds in flight (the queue, the batch being made, the device's
+  // one ahead): the window then ends with work in flight as it began with some, as the peers' loops run on past theirs,
+  // rather than crediting the window with a head start and stopping the producers early.
+  const int in_flight = job.data.prefetch_batches + 2;
+  train::BatchLoader loader(reader, batch, args.warmup + args.batches + in_flight,
+                            epoch_batches(job, world, reader.size(), batch), job.data.prefetch_batches, std::move(work));
   const io::SampleShape& s = reader.meta().shape;
   const model::Shape input{batch, s.channels, s.height, s.width};
   std::optional<train::DeviceBatch> on_device;
