@@ -3,7 +3,8 @@
 #  1. decode + random-resized crop + flip to 224x224 per core: ringtrain's loader alone (`input-bench`, 1 thread)
 #     against tf.data's decode_and_crop_jpeg pipeline and torchvision's (perf/compare_input_pipeline.py, one pinned
 #     core), on the same photos: as made (ImageNet-like, ~85 KB) and as `prepare images --max-side 256` stores them
-#     (their bytes exported to a folder, so the peers decode exactly what ringtrain decodes); repeats interleaved;
+#     (each store's training bytes exported to a folder, so the peers decode exactly what ringtrain decodes, after
+#     the same 192 warm-up images); repeats interleaved, their order turned each repeat;
 #  2. prepare's peak RSS and CPU seconds as the folder grows: 10k, 100k and 300k files (symbolic links to a small
 #     photo set: memory is what is measured, not decoding), and one ImageNet-like folder stored both ways.
 # Every rate is also given per CPU-second of the process, which holds on a shared machine.
@@ -29,8 +30,10 @@ for store in original:0 side256:256; do
   /usr/bin/time -v "$bin" prepare images --source "$photos/train" --size 224 --store jpeg --max-side "$side" --shards 4 \
     --threads 1 --out "$work/$name" >"$out/prepare-$name.log" 2>"$out/prepare-$name.time"
 done
-# The side256 shards' JPEG bytes as files, for the peers.
-"$py" - "$work/side256/train" "$work/side256-files" <<'PY'
+# Each store's training JPEG bytes as files, for the peers: both sides decode the same images (the train split,
+# not the whole folder), the same bytes.
+for name in original side256; do
+"$py" - "$work/$name/train" "$work/$name-files" <<'PY'
 import glob, os, sys
 import h5py
 n = 0
@@ -42,20 +45,27 @@ for shard in sorted(glob.glob(sys.argv[1] + "/shard-*.h5")):
         open(f"{sys.argv[2]}/train/{label:04d}/{n:06d}.jpg", "wb").write(data[ends[i]:ends[i + 1]].tobytes())
         n += 1
 PY
+done
 bench() {  # name split
   "$bin" input-bench jobs/resnet50_synthetic.toml --set data.train="$2" --set train.batch_per_rank=64 \
     --set data.augment=resized_crop_flip --threads 1 --batches 40 --warmup 3 | sed "s/^{/{\"store\":\"$1\",/" >>"$out/ringtrain.jsonl"
 }
 peers() {  # name folder: one repeat of the peers, its rows appended (compare_input_pipeline.py's --out rewrites)
-  "$py" perf/compare_input_pipeline.py "$2" --tf-python "$tf_python" --threads 1 --no-decode-only \
+  # --warmup 192: the images ringtrain's 3 warm-up batches of 64 take, so both sides leave out the same start.
+  "$py" perf/compare_input_pipeline.py "$2" --tf-python "$tf_python" --threads 1 --no-decode-only --warmup 192 \
     --min-seconds 8 --out "$work/peers.jsonl" >>"$out/peers.log" 2>&1
   cat "$work/peers.jsonl" >>"$out/peers-$1.jsonl"
 }
+# The order turns from repeat to repeat (ringtrain first, then the peers first), so a drift within a repeat does not
+# always land on the same side.
 for repeat in 1 2 3; do
-  bench original "$work/original/train"
-  peers original "$photos"
-  bench side256 "$work/side256/train"
-  peers side256 "$work/side256-files"
+  for name in original side256; do
+    if [ $((repeat % 2)) = 1 ]; then
+      bench "$name" "$work/$name/train"; peers "$name" "$work/$name-files"
+    else
+      peers "$name" "$work/$name-files"; bench "$name" "$work/$name/train"
+    fi
+  done
 done
 
 # Memory as the folder grows: links to the first 2,000 photos, at 10k, 100k and 300k files (PIPELINE_ONLY=1: not).
