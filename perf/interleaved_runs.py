@@ -38,6 +38,8 @@ def run_interleaved(entries, repeats, out_path=None):
     """entries: callables returning a record (a dict with "samples_per_s"). Returns every record, each with its
     repeat and the load average before it."""
     records = []
+    if out_path:  # each record is appended as it lands: a run that fails later loses none of the earlier ones
+        open(out_path, "w").close()
     for repeat in range(repeats):
         shift = repeat % len(entries)
         for run in entries[shift:] + entries[:shift]:
@@ -46,23 +48,26 @@ def run_interleaved(entries, repeats, out_path=None):
             record.update({"repeat": repeat + 1, "load_average_before": load})
             print(json.dumps(record), file=sys.stderr, flush=True)
             records.append(record)
-    if out_path:
-        with open(out_path, "w") as f:
-            f.writelines(json.dumps(r) + "\n" for r in records)
+            if out_path:
+                with open(out_path, "a") as f:
+                    f.write(json.dumps(record) + "\n")
     return records
 
 
 def table(records, name_of, ours):
     """Markdown: one row per name_of(record), ringtrain's (the row named `ours`) ratio to each. A peer's best
     variant is the row with its highest median among rows whose record has the same "framework" (ringtrain's own
-    other rows are not marked). A run recorded as failed (a "failed" field: the reason) gets a row saying so."""
+    other rows are not marked); where that best row ran at another precision than ringtrain's row, the mark says so,
+    since the ratio is then not like for like. A run recorded as failed (a "failed" field: the reason) gets a row
+    saying so; a row with fewer runs than the others shows it in its "runs" column."""
     failed = {name_of(r): r["failed"] for r in records if "failed" in r}
     records = [r for r in records if "failed" not in r]
-    by, framework_of = {}, {}
+    by, framework_of, precision_of = {}, {}, {}
     for r in records:
         name = name_of(r)
         by.setdefault(name, {})[r["repeat"]] = r["samples_per_s"]
         framework_of[name] = r["framework"]
+        precision_of[name] = r.get("precision")
     medians = {name: statistics.median(rates.values()) for name, rates in by.items()}
     best = {}
     for name, median in medians.items():
@@ -76,6 +81,8 @@ def table(records, name_of, ours):
         rates = list(by_repeat.values())
         paired = [ours_by_repeat[k] / v for k, v in by_repeat.items() if k in ours_by_repeat]
         mark = " **(best)**" if best.get(framework_of[name]) == name and name != ours else ""
+        if mark and None not in (precision_of[name], precision_of[ours]) and precision_of[name] != precision_of[ours]:
+            mark = f" **(best; {precision_of[name]} against ringtrain's {precision_of[ours]}: not like for like)**"
         lines.append(f"| {name}{mark} | {medians[name]:,.1f} | {min(rates):,.1f} – {max(rates):,.1f} | {len(rates)} | "
                      f"{medians[ours] / medians[name]:.2f}x | {statistics.median(paired):.2f}x "
                      f"({min(paired):.2f} – {max(paired):.2f}) |")
