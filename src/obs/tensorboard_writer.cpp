@@ -44,7 +44,7 @@ double wall_time_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// Event fields: 1 wall_time (double), 2 step (int64), 3 file_version (string), 5 summary (Summary).
+// Event fields: 1 wall_time (double), 2 step (int64), 3 file_version (string), 5 summary (Summary), 7 session_log.
 std::string event_head(int64_t step) {
   std::string e;
   varint(e, 1 << 3 | 1);
@@ -56,7 +56,7 @@ std::string event_head(int64_t step) {
 
 }  // namespace
 
-TensorBoardWriter::TensorBoardWriter(const std::filesystem::path& dir) {
+TensorBoardWriter::TensorBoardWriter(const std::filesystem::path& dir, int64_t purge_from) {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   file_ = dir / fmt::format("events.out.tfevents.{}.{}.{}", static_cast<int64_t>(wall_time_s()), host, ::getpid());
@@ -68,6 +68,14 @@ TensorBoardWriter::TensorBoardWriter(const std::filesystem::path& dir) {
   std::string e = event_head(0);
   bytes_field(e, 3, "brain.Event:2");
   record(e, 0);
+  if (purge_from >= 0) {
+    std::string session_log;  // SessionLog: 1 status (enum; START = 1)
+    varint(session_log, 1 << 3 | 0);
+    varint(session_log, 1);
+    std::string start = event_head(purge_from);
+    bytes_field(start, 7, session_log);  // Event field 7: session_log
+    record(start, purge_from);
+  }
 }
 
 void TensorBoardWriter::scalars(int64_t step, const std::vector<std::pair<std::string, double>>& values) {

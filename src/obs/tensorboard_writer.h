@@ -16,8 +16,11 @@ namespace ringtrain::obs {
 
 class TensorBoardWriter {
  public:
-  // Creates <dir>/events.out.tfevents.<unix seconds>.<host>.<pid> and writes the file-version record.
-  explicit TensorBoardWriter(const std::filesystem::path& dir);
+  // Creates <dir>/events.out.tfevents.<unix seconds>.<host>.<pid> and writes the file-version record. A resumed
+  // run passes `purge_from`, the first step it will write: a SessionLog START event at that step makes TensorBoard
+  // drop what the earlier files hold from that step on (what the run wrote after its checkpoint, trained again now),
+  // as PyTorch's SummaryWriter(purge_step=...) does. -1: none.
+  explicit TensorBoardWriter(const std::filesystem::path& dir, int64_t purge_from = -1);
   void scalars(int64_t step, const std::vector<std::pair<std::string, double>>& values);
   const std::filesystem::path& file() const { return file_; }
   bool stopped() const { return stopped_; }

@@ -29,7 +29,7 @@ RunOutputs::RunOutputs(const RunContext& run) : run_(run) {
   });
 }
 
-void RunOutputs::open(const util::VersionList& versions, int64_t epochs_done) {
+void RunOutputs::open(const util::VersionList& versions, int64_t epochs_done, int64_t steps_done) {
   run_.world.all_succeed([&] {
     if (!run_.root()) return;
     const fs::path& dir = run_.job.run.dir;
@@ -37,7 +37,7 @@ void RunOutputs::open(const util::VersionList& versions, int64_t epochs_done) {
     write_file(dir / "versions.json", util::versions_json(versions) + "\n");
     const fs::path file = dir / "metrics.jsonl";
     metrics_.emplace(run_.resume ? MetricsLog::resume(file, epochs_done) : MetricsLog::start(file));
-    if (run_.job.run.tensorboard) tensorboard_.emplace(dir);
+    if (run_.job.run.tensorboard) tensorboard_.emplace(dir, run_.resume ? steps_done + 1 : -1);
   });
 }
 

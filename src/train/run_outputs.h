@@ -28,8 +28,9 @@ class RunOutputs {
   RunOutputs& operator=(const RunOutputs&) = delete;
 
   // Collective: writes the job and versions files and opens metrics.jsonl, trimmed to the records of the
-  // `epochs_done` epochs a resumed checkpoint holds.
-  void open(const util::VersionList& versions, int64_t epochs_done);
+  // `epochs_done` epochs a resumed checkpoint holds; a resumed run's TensorBoard curves replace the earlier files'
+  // after its `steps_done`.
+  void open(const util::VersionList& versions, int64_t epochs_done, int64_t steps_done);
   std::string run_id() const;                       // rank 0's; "" on the others
   std::vector<std::string> claim_lines() const;     // what the header says of run.dir
   std::vector<std::string> open_lines() const;      // what the header says of metrics.jsonl

@@ -90,7 +90,7 @@ int Trainer::run() {
   print_header(run, setup, versions);
   if (!fitted.note.empty()) run.say(fitted.note);
   for (const std::string& line : outputs.claim_lines()) run.say(line);
-  outputs.open(versions, start.epoch);
+  outputs.open(versions, start.epoch, start.global_step);
   for (const std::string& line : outputs.open_lines()) run.say(line);
   outputs.record(job_record(run, setup, outputs.run_id()));
   if (const auto membership = membership_record(world_change(run, setup), run.membership)) {

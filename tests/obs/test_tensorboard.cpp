@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/crc32c.h"
 #include "obs/tensorboard_writer.h"
@@ -39,6 +41,19 @@ TEST(Crc32c, EightBytesAStepMatchesTheDefinitionAndExtends) {
               crc32c(bytes.data(), bytes.size()));
 }
 
+// TensorBoard's own reader's view of `dir` ({tag: [[step, value], ...]} as JSON) into `output`.
+void read_with_tensorboard(const std::filesystem::path& dir, std::string& output) {
+  const std::string python = RINGTRAIN_TOOLS_PYTHON;
+  ASSERT_TRUE(std::filesystem::exists(python))
+      << python << " is missing: run scripts/install_deps.sh (it makes the venv with tensorboard)";
+  const std::string command = python + " " + RINGTRAIN_SOURCE_DIR + "/tests/obs/read_tfevents.py " + dir.string();
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char buffer[4096];
+  while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  ASSERT_EQ(::pclose(pipe), 0) << command << " printed: " << output;
+}
+
 TEST(TensorBoard, TensorBoardReadsBackEveryScalar) {
   const auto dir = std::filesystem::temp_directory_path() / ("ringtrain-tb-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
@@ -50,16 +65,8 @@ TEST(TensorBoard, TensorBoardReadsBackEveryScalar) {
       writer.scalars(step * 10, {{"train/loss", 2.0 / step}, {"train/lr", 0.05}, {"train/samples_per_s", 100.0 * step}});
     writer.scalars(50, {{"epoch/test_acc", 0.875}});
   }
-  const std::string python = RINGTRAIN_TOOLS_PYTHON;
-  ASSERT_TRUE(std::filesystem::exists(python))
-      << python << " is missing: run scripts/install_deps.sh (it makes the venv with tensorboard)";
-  const std::string command = python + " " + RINGTRAIN_SOURCE_DIR + "/tests/obs/read_tfevents.py " + dir.string();
-  FILE* pipe = ::popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
   std::string output;
-  char buffer[4096];
-  while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  ASSERT_EQ(::pclose(pipe), 0) << command << " printed: " << output;
+  ASSERT_NO_FATAL_FAILURE(read_with_tensorboard(dir, output));
   const auto scalars = nlohmann::json::parse(output);
   ASSERT_EQ(scalars.size(), 4u) << output;
   ASSERT_EQ(scalars.at("train/loss").size(), 5u);
@@ -71,5 +78,30 @@ TEST(TensorBoard, TensorBoardReadsBackEveryScalar) {
   }
   EXPECT_EQ(scalars["epoch/test_acc"][0][0].get<int>(), 50);
   EXPECT_FLOAT_EQ(scalars["epoch/test_acc"][0][1].get<float>(), 0.875f);
+  std::filesystem::remove_all(dir);
+}
+
+// A resumed run's writer drops, in TensorBoard's eyes, what the earlier file holds from its first step on: the steps
+// trained again show once, with the resumed run's values.
+TEST(TensorBoard, AResumedRunsCurvesReplaceTheEarlierOnesFromItsFirstStep) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ringtrain-tb-purge-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  {
+    obs::TensorBoardWriter first(dir);
+    for (int step = 1; step <= 5; ++step) first.scalars(step * 10, {{"train/loss", 1.0 * step}});
+    // An older name: the earlier run's file sorts first, as its start time would make it.
+    std::filesystem::rename(first.file(), dir / "events.out.tfevents.1000000000.host.1");
+  }
+  {
+    obs::TensorBoardWriter resumed(dir, 31);  // the checkpoint held 30 steps
+    for (int step = 4; step <= 5; ++step) resumed.scalars(step * 10, {{"train/loss", 100.0 * step}});
+  }
+  std::string output;
+  ASSERT_NO_FATAL_FAILURE(read_with_tensorboard(dir, output));
+  const auto loss = nlohmann::json::parse(output).at("train/loss");
+  std::vector<std::pair<int, float>> points;
+  for (const auto& p : loss) points.emplace_back(p[0].get<int>(), p[1].get<float>());
+  EXPECT_EQ(points, (std::vector<std::pair<int, float>>{{10, 1}, {20, 2}, {30, 3}, {40, 400}, {50, 500}})) << output;
   std::filesystem::remove_all(dir);
 }
