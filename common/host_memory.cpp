@@ -100,7 +100,8 @@ std::optional<AvailableMemory> cgroup_available(const fs::path& mount, const std
       const uint64_t cache = stat_value(dir / "memory.stat", files.active_file) +
                              stat_value(dir / "memory.stat", files.inactive_file);
       const uint64_t used = usage > cache ? usage - cache : 0;
-      const uint64_t available = *limit > used ? *limit - used : 0;
+      // A limit already reached leaves 1 byte, not 0: 0 means the system does not say, and turns the checks off.
+      const uint64_t available = *limit > used ? *limit - used : 1;
       if (!tightest || available < tightest->bytes)
         tightest = AvailableMemory{
             available,
@@ -138,7 +139,7 @@ std::optional<AvailableMemory> address_space_limit(const MemorySources& sources)
   for (std::string line; std::getline(status, line);)
     if (unsigned long long kib = 0; std::sscanf(line.c_str(), "VmSize: %llu kB", &kib) == 1) mapped = kib * 1024;
   const uint64_t cap = limit.rlim_cur;
-  return AvailableMemory{cap > mapped ? cap - mapped : 0,
+  return AvailableMemory{cap > mapped ? cap - mapped : 1,
                          fmt::format("the address-space limit (ulimit -v) of {}, {} mapped",
                                      byte_size_text(static_cast<double>(cap)), byte_size_text(static_cast<double>(mapped))),
                          "raise the address-space limit (ulimit -v)"};
@@ -162,6 +163,17 @@ AvailableMemory available_memory(const MemorySources& sources) noexcept {
   } catch (const std::exception&) {  // strings and paths only: a failed read says no more than MemAvailable
     return AvailableMemory{meminfo_available(sources.meminfo), {}, {}};
   }
+}
+
+MemoryOfProcess memory_of_process() noexcept {
+  MemorySources shared_only;
+  shared_only.address_space_limit = false;
+  MemoryOfProcess memory{available_memory(shared_only), {}};
+  try {
+    if (auto own = address_space_limit(MemorySources{})) memory.own = *own;
+  } catch (const std::exception&) {
+  }
+  return memory;
 }
 
 uint64_t host_memory_available() noexcept { return available_memory().bytes; }

@@ -9,7 +9,7 @@
 namespace ringtrain {
 
 struct AvailableMemory {
-  uint64_t bytes = 0;  // 0 when the system does not say
+  uint64_t bytes = 0;  // 0 when the system does not say; a limit already reached gives 1
   std::string limit;   // what bounds `bytes` when not the host: the cgroup or ulimit, with its size and use
   std::string remedy;  // how to raise that limit ("ask the batch system for more memory ..."); empty for the host
   // "12.3 GiB available", or "3.0 GiB available under the memory limit of cgroup /slurm/job_7 (memory.max 4.0 GiB,
@@ -27,7 +27,16 @@ struct MemorySources {
   bool address_space_limit = true;  // consult getrlimit(RLIMIT_AS)
 };
 
+// The tightest of the host's, the memory cgroup's and (where `sources` asks) this process's address-space limit.
 AvailableMemory available_memory(const MemorySources& sources = {}) noexcept;
+
+// What the node's processes share (the host's memory, the job's cgroup) and what this one alone may still map
+// (ulimit -v, a limit each process has whole): a node's ranks split the first, not the second.
+struct MemoryOfProcess {
+  AvailableMemory shared;      // bytes 0: the system does not say
+  AvailableMemory own;         // bytes 0: no address-space limit
+};
+MemoryOfProcess memory_of_process() noexcept;
 
 // available_memory().bytes.
 uint64_t host_memory_available() noexcept;

@@ -384,7 +384,8 @@ CheckpointWorld read_checkpoint_world(const fs::path& path) {
     H5File file(H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)));
     const auto pos = read_array<int64_t>(file.id(), "position", detail::file_says_checksummed(file.id()));
     if (pos.size() != 8 || pos[4] < 1) throw CheckpointError("its position array is not one");
-    return {pos[4], pos[5], pos[2]};
+    return {pos[4], pos[5], pos[2],
+            h5::has_attribute(file.id(), "job_toml") ? h5::read_string_attribute(file.id(), "job_toml") : ""};
   } catch (const std::exception& e) {
     throw CheckpointError(fmt::format("checkpoint '{}' cannot be used: {}; --resume reads the newest checkpoint, "
                                       "so move it out of '{}' to fall back to the one before",

@@ -81,6 +81,7 @@ CheckpointData read_checkpoint(const std::filesystem::path& path, CheckpointUse 
 // whole file is read. Throws CheckpointError naming the file when it cannot be read.
 struct CheckpointWorld {
   int64_t ranks = 0, global_batch = 0, global_step = 0;
+  std::string job_toml;  // the resolved job that wrote it ("" where it has none)
 };
 CheckpointWorld read_checkpoint_world(const std::filesystem::path& path);
 

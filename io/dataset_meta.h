@@ -64,6 +64,19 @@ inline std::vector<std::string> named_classes(const DatasetMeta& meta) {
   return names;
 }
 
+// Channels whose training pixels are all alike (std under a thousandth of a level: the sums' rounding leaves a
+// constant channel a tiny std, not 0) get std 1, which normalisation can divide by (it maps the channel to 0), where
+// std 0 made a split no reader accepts (the alpha of photos without one, under --channels 4). Returns them.
+inline std::vector<int> give_constant_channels_unit_std(DatasetMeta& meta) {
+  std::vector<int> constant;
+  for (size_t c = 0; c < meta.stddev.size(); ++c)
+    if (!(meta.stddev[c] >= 1e-3f)) {
+      meta.stddev[c] = 1.0f;
+      constant.push_back(static_cast<int>(c));
+    }
+  return constant;
+}
+
 struct ShardInfo {
   std::filesystem::path path;
   int64_t samples = 0;

@@ -130,7 +130,7 @@ void check_test_fraction(const ArraysOptions& options) {
                                 options.test_fraction));
 }
 
-void prepare_arrays(LabelledArrays train, LabelledArrays test, const ArraysOptions& options) {
+std::vector<int> prepare_arrays(LabelledArrays train, LabelledArrays test, const ArraysOptions& options) {
   if (test.count() > 0 && !(test.shape == train.shape))
     throw DataError(fmt::format("train samples are {} ({}) but test samples are {} ({}); both must have one shape",
                                 detail::describe(train.shape), train.origin, detail::describe(test.shape), test.origin));
@@ -144,9 +144,11 @@ void prepare_arrays(LabelledArrays train, LabelledArrays test, const ArraysOptio
   if (test.count() == 0) hold_out(train, test, options);
   refuse_existing_splits({options.out / "train", options.out / "test"}, options.overwrite);
   set_statistics(train, meta);
+  std::vector<int> constant = give_constant_channels_unit_std(meta);
   write_splits({arrays_split(options.out / "train", train, meta, options.shards),
                 arrays_split(options.out / "test", test, meta, options.shards)},
                options.overwrite);
+  return constant;
 }
 
 }  // namespace ringtrain::io

@@ -25,6 +25,8 @@ void check_test_fraction(const ArraysOptions& options);
 
 // Everything is checked (classes, names, split sizes) before the first shard is written. `test` may be
 // empty (count 0): then test_fraction of `train` is held out.
-void prepare_arrays(LabelledArrays train, LabelledArrays test, const ArraysOptions& options);
+// Returns the channels stored with std 1 because every training pixel held one value in them
+// (give_constant_channels_unit_std), for the command to say.
+std::vector<int> prepare_arrays(LabelledArrays train, LabelledArrays test, const ArraysOptions& options);
 
 }  // namespace ringtrain::io

@@ -107,7 +107,7 @@ void check_options(const ImagesOptions& options) {
 }
 
 // Automatic: JPEG bytes when the photos are larger than the training size (the random crop is then taken from the
-// photo), decoded samples otherwise. Judged from the headers of up to 16 JPEGs spread over the training images in
+// photo), decoded samples otherwise. Judged from the headers of the JPEGs among 16 training images spread evenly over
 // the folder's order, so that neither --shards nor the shuffle moves the choice; the ranks then agree on it.
 SampleStorage resolve_storage(const ImagesOptions& options, const ImagesPlan& plan) {
   if (options.store == ImageStore::raw) return SampleStorage::raw;
@@ -120,7 +120,8 @@ SampleStorage resolve_storage(const ImagesOptions& options, const ImagesPlan& pl
   std::vector<uint32_t> files;
   for (const PlannedShard& shard : plan.train.shards) files.insert(files.end(), shard.files.begin(), shard.files.end());
   std::sort(files.begin(), files.end());
-  const std::size_t stride = std::max<std::size_t>(1, files.size() / 64);
+  // 16 positions spread evenly over the whole list (a PNG among them is left out of the median).
+  const std::size_t stride = std::max<std::size_t>(1, files.size() / 16);
   std::vector<int> shorter;
   for (std::size_t i = 0; i < files.size() && shorter.size() < 16; i += stride) {
     const uint32_t file = files[i];
@@ -221,7 +222,20 @@ void write_shard(const SplitPlan& split, const PlannedShard& shard, std::vector<
   } catch (const DataError&) {
     throw;
   } catch (const std::exception& e) {
-    throw DataError(fmt::format("cannot write split '{}': {}", split.dir.string(), why_shard_failed(temporary, split.dir, e)));
+    // With --overwrite the earlier shards stay until the new ones are whole: a disk that held one dataset may not
+    // hold both, which the user should hear rather than guess.
+    const bool earlier = pass.options.arrays.overwrite && [&] {
+      try {
+        return !detail::list_shard_files(split.dir).empty();
+      } catch (const std::exception&) {
+        return false;
+      }
+    }();
+    throw DataError(fmt::format("cannot write split '{}': {}{}", split.dir.string(), why_shard_failed(temporary, split.dir, e),
+                                earlier ? "; with --overwrite the earlier dataset in --out is kept until this one is "
+                                          "whole, so both need room: remove its train/ and test/ first to prepare in "
+                                          "their place"
+                                        : ""));
   }
 }
 
@@ -444,6 +458,7 @@ ImagesSummary prepare_images(const ImagesOptions& options, const PrepareTeam& te
     team.all_succeed([&] {
       check_classes(plan, output.train_per_class, output.skipped);
       set_statistics(output.sums, meta);
+      summary.constant_channels = give_constant_channels_unit_std(meta);
     });
     put_pair_in_place(plan, meta, output, team);
   } catch (...) {

@@ -48,6 +48,7 @@ struct ImagesSummary {
   std::vector<int64_t> train_per_class, test_per_class;  // images stored per class, every rank's
   std::vector<std::string> skipped;                      // "FILE: why", this rank's
   int64_t skipped_everywhere = 0;
+  std::vector<int> constant_channels;      // stored with std 1: one value in every training pixel (dataset_meta.h)
   int64_t ignored_files = 0;               // files in the sources that are no image by name (image_folder.h)
   std::filesystem::path ignored_example;  // the first of them
   SampleStorage storage = SampleStorage::raw;

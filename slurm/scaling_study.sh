@@ -130,7 +130,8 @@ for run in "${runs[@]}"; do
     case "$state" in
       PENDING|CONFIGURING|RUNNING|COMPLETING|REQUEUED|REQUEUE_FED|SUSPENDED|SIGNALING|STAGE_OUT|RESIZING)
         sleep 2; waited=$((waited + 2))
-        if [ $((waited % ${STUDY_REPORT_S:-300})) = 0 ]; then echo "job $id: $state ($reason) after ${waited} s"; fi ;;
+        every=${STUDY_REPORT_S:-300}; [ "$every" -gt 0 ] 2>/dev/null || every=300
+        if [ $((waited % every)) = 0 ]; then echo "job $id: $state ($reason) after ${waited} s"; fi ;;
       "") finished "$run" && break; sleep 5; state=$(scontrol show job -o "$id" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2 || true)
           [ -z "$state" ] && break ;;
       *) break ;;

@@ -309,7 +309,8 @@ def summary_lines(rows, matmul, versus, results):
         lines.append(f"versus  {c['comparison']}: {ours} / {best}{ratio}{incomplete}")
     for c in results:
         unset = ("SKIPPED" if c.get("tests_skipped") else
-                 "NO VERDICT" if c.get("pytorch_incomplete") and c.get("reference") is not None else "MISSING")
+                 "NO VERDICT" if c.get("pytorch_incomplete") and c.get("reference") is not None
+                 and c.get("ringtrain") is not None else "MISSING")
         verdict = {True: "PASS", False: "FAIL", None: unset}[c["passed"]]
         detail = f" (ringtrain {c['ringtrain']}, reference {c['reference']})" if "ringtrain" in c else ""
         if "tests_passed" in c:

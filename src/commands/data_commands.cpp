@@ -1,6 +1,7 @@
 // Owns `ringtrain prepare` and `ringtrain inspect` (a split, or a checkpoint): thin wrappers over io/ that print
 // results.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <stdexcept>
@@ -78,12 +79,16 @@ int prepare_arrays(ArraysArgs args) {
   args.options.class_names = split_commas(args.class_names);
   io::LabelledArrays train = load_arrays(args, false);
   io::LabelledArrays test = load_arrays(args, true);
-  io::prepare_arrays(std::move(train), std::move(test), args.options);
+  const std::vector<int> constant = io::prepare_arrays(std::move(train), std::move(test), args.options);
   const io::SplitIndex written = io::open_split(args.options.out / "train");
   const io::SplitIndex written_test = io::open_split(args.options.out / "test");
   fmt::print("wrote {}/train ({} samples) and {}/test ({} samples) of {}, {} classes\n", args.options.out.string(),
              written.total_samples(), args.options.out.string(), written_test.total_samples(),
              io::detail::describe(written.meta.shape), written.meta.num_classes);
+  if (!constant.empty())
+    fmt::print("note: channel{} {} held one value in every training pixel: stored with std 1 (normalisation maps it to "
+               "0); check the arrays (all zero? the wrong --layout?) if that is not meant\n",
+               constant.size() == 1 ? "" : "s", fmt::join(constant, ", "));
   return 0;
 }
 

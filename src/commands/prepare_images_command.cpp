@@ -1,6 +1,7 @@
 // Owns `ringtrain prepare images` as a command of every rank: MPI start-up, the team io/ writes the shards with
 // (each rank its own shards; sums and agreement through MPI), and the summary rank 0 prints.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -65,6 +66,13 @@ void print_summary(const io::ImagesOptions& options, const io::ImagesSummary& su
     fmt::print("  {:>4} {:<24} {:>8} images{}\n", c, summary.class_names[c], summary.train_per_class[c],
                fmt::format(" + {} test", summary.test_per_class[c]));
   print_shard_counts(options.arrays.shards, summary);
+  if (!summary.constant_channels.empty())
+    fmt::print("note: channel{} {} held one value in every training pixel: stored with std 1 (normalisation maps it to "
+               "0){}\n",
+               summary.constant_channels.size() == 1 ? "" : "s", fmt::join(summary.constant_channels, ", "),
+               options.channels == 4 && summary.constant_channels.back() == 3
+                   ? "; the images have no alpha (it was set opaque): --channels 3 leaves it out"
+                   : "");
   if (summary.ignored_files > 0)
     fmt::print("ignored {} file{} not named .jpg, .jpeg or .png, or lying beside the class folders (e.g. '{}'); "
                "convert or move them to include them\n",

@@ -7,6 +7,10 @@
 #include <toml++/toml.h>
 
 #include <sstream>
+#include <type_traits>
+#include <variant>
+
+#include "config/job_config.h"
 
 namespace ringtrain::config {
 namespace {
@@ -55,8 +59,58 @@ std::vector<JobDifference> job_differences(const std::string& checkpoint_job, co
   return out;
 }
 
-bool changes_the_model(const JobDifference& difference) {
-  return difference.key.starts_with("model.") && difference.key != "model.name";
+namespace {
+
+bool training_only(const std::string& key) {
+  return key == "rate" || key == "init" || key == "init_scale" || key == "momentum";
+}
+
+std::string value_text(const LayerValue& value) {
+  return std::visit(
+      [](const auto& v) -> std::string {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::string>) return fmt::format("'{}'", v);
+        else if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
+        else return fmt::format("{}", v);
+      },
+      value);
+}
+
+std::string layers_difference(const std::vector<LayerSpec>& was, const std::vector<LayerSpec>& now,
+                              const std::string& where) {
+  if (was.size() != now.size())
+    return fmt::format("its job file's {} has {} layers, this one's {}", where, was.size(), now.size());
+  for (size_t i = 0; i < was.size(); ++i) {
+    const LayerSpec &a = was[i], &b = now[i];
+    const std::string at = fmt::format("{}[{}]", where, i);
+    if (a.type != b.type) return fmt::format("its job file has {}.type = '{}', this one '{}'", at, a.type, b.type);
+    for (const auto& [key, value] : a.values) {
+      const auto other = b.values.find(key);
+      if (training_only(key) || other == b.values.end() || other->second == value) continue;
+      return fmt::format("its job file has {}.{} = {}, this one {}", at, key, value_text(value),
+                         value_text(other->second));
+    }
+    if (a.activation_relu != b.activation_relu)
+      return fmt::format("its job file has {}.activation = '{}', this one '{}'", at, a.activation_relu ? "relu" : "none",
+                         b.activation_relu ? "relu" : "none");
+    if (std::string why = layers_difference(a.body, b.body, at + ".body"); !why.empty()) return why;
+    if (std::string why = layers_difference(a.shortcut, b.shortcut, at + ".shortcut"); !why.empty()) return why;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string model_difference(const std::string& checkpoint_job, const std::string& this_job) {
+  if (checkpoint_job.empty() || this_job.empty()) return "";
+  std::vector<LayerSpec> was, now;
+  try {
+    was = parse_job(checkpoint_job, "the checkpoint's job", {}).model.layers;
+    now = parse_job(this_job, "this job", {}).model.layers;
+  } catch (const std::exception&) {  // a job an older ringtrain wrote that this one reads otherwise: no verdict
+    return "";
+  }
+  return layers_difference(was, now, "model.layers");
 }
 
 }  // namespace ringtrain::config

@@ -35,26 +35,33 @@ model::MemoryBudget memory_budget(const RunContext& run, const InputMemory& inpu
                         byte_size_text(workspace), decoded_samples_text(input)),
             optimizer_per_parameter, ""};
   }
-  // The backend's figure is available_memory()'s; read here too for the limit that bounds it (cgroup, ulimit -v).
-  const AvailableMemory host = available_memory();
+  // The node's memory (the host's, the job's cgroup) is shared by its ranks; an address-space limit (ulimit -v) is
+  // each process's own, whole.
+  const MemoryOfProcess memory = memory_of_process();
   const int ranks = run.world.local_size();
   // The optimizer's state, and host copies of the parameters (initialisation, broadcast) and of parameters and the
   // optimizer's state (a checkpoint).
   const double copies_per_parameter = optimizer_per_parameter + (2 + state_arrays) * sizeof(float);
-  const double share = available / ranks, left = share - input.loader_queues - input.device_decode;
+  const double node_share = memory.shared.bytes > 0 ? static_cast<double>(memory.shared.bytes) / ranks : available / ranks;
+  const bool own_binds = memory.own.bytes > 0 && static_cast<double>(memory.own.bytes) < node_share;
+  const AvailableMemory& host = own_binds ? memory.own : memory.shared;
+  const double share = own_binds ? static_cast<double>(memory.own.bytes) : node_share;
+  const double left = share - input.loader_queues - input.device_decode;
+  const std::string whose =
+      own_binds ? fmt::format("this rank's {}", host.text())
+                : fmt::format("this rank's share ({} rank{} on {}) of the {}", ranks, ranks == 1 ? "" : "s",
+                              run.world.host(), memory.shared.bytes > 0 ? host.text() : byte_size_text(available));
   // Queues that take the rank's whole share leave the network no budget at all: refused here, or the run would pass
   // set-up and be killed for memory once the loaders fill them.
   if (left <= 0)
     throw JobFileError(fmt::format("the data loaders' queues need {} per rank (data.prefetch_batches + 1 batches ahead "
-                                   "for training and evaluation) but this rank's share ({} rank{} on {}) of the {} is "
-                                   "{}; lower data.prefetch_batches or train.batch_per_rank{}",
-                                   byte_size_text(input.loader_queues + input.device_decode), ranks,
-                                   ranks == 1 ? "" : "s", run.world.host(), host.text(), byte_size_text(share),
-                                   host.or_remedy()));
+                                   "for training and evaluation) but {} is {}; lower data.prefetch_batches or "
+                                   "train.batch_per_rank{}",
+                                   byte_size_text(input.loader_queues + input.device_decode), whose,
+                                   byte_size_text(share), host.or_remedy()));
   return {left,
-          fmt::format("this rank's share ({} rank{} on {}) of the {}, less {} for the data loaders{},", ranks,
-                      ranks == 1 ? "" : "s", run.world.host(), host.text(),
-                      byte_size_text(input.loader_queues), decoded_samples_text(input)),
+          fmt::format("{}, less {} for the data loaders{},", whose, byte_size_text(input.loader_queues),
+                      decoded_samples_text(input)),
           copies_per_parameter, host.or_remedy()};
 }
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "config/job_difference.h"
 #include "io/checkpoint_file.h"
 
 namespace ringtrain::train {
@@ -20,6 +21,22 @@ int accumulation_for_global_batch(int64_t global_batch, int batch_per_rank, int 
   return static_cast<int>(global_batch / per_micro_batch);
 }
 
+namespace {
+
+// The three numbers the world's broadcast carries (the job text goes as a string of its own).
+struct CheckpointPosition {
+  int64_t ranks = 0, global_batch = 0, global_step = 0;
+};
+
+// This job sets train.batch_per_rank or train.accumulate_steps otherwise than the checkpoint's job did.
+bool batch_keys_changed(const std::string& checkpoint_job, const config::JobConfig& job) {
+  for (const config::JobDifference& d : config::job_differences(checkpoint_job, job.resolved_toml))
+    if (d.key == "train.batch_per_rank" || d.key == "train.accumulate_steps") return true;
+  return false;
+}
+
+}  // namespace
+
 FittedJob fit_to_world(const config::JobConfig& job, const dist::World& world, bool resume) {
   FittedJob fitted{job, ""};
   if (!resume || job.dist.on_shrink != config::OnShrink::keep_global_batch) return fitted;
@@ -29,11 +46,17 @@ FittedJob fit_to_world(const config::JobConfig& job, const dist::World& world, b
     const auto found = io::list_checkpoints(job.run.dir / "checkpoints");
     if (!found.empty()) was = io::read_checkpoint_world(found.back());  // none: start_run says so
   });
-  world.broadcast(&was, sizeof was);
-  // Compared by the global batch, not the rank count: a run that shrank once and is resumed again on its smaller
-  // world still needs the accumulation that keeps the checkpoint's global batch, which the job file does not hold.
+  CheckpointPosition position{was.ranks, was.global_batch, was.global_step};
+  world.broadcast(&position, sizeof position);
+  was.job_toml = world.broadcast_string(was.job_toml);
+  was.ranks = position.ranks, was.global_batch = position.global_batch;
+  if (was.ranks == 0) return fitted;
+  // On the checkpoint's own world the job's batch fits as it is, unless the run shrank once and is resumed again on
+  // its smaller world: then the global batch differs while the job's batch keys are the checkpoint job's own (the
+  // accumulation that kept the global batch lives in no job file). Batch keys the user changed are the user's.
   const int64_t job_global_batch = int64_t{world.size()} * job.train.batch_per_rank * job.train.accumulate_steps;
-  if (was.ranks == 0 || was.global_batch == job_global_batch) return fitted;
+  if (was.ranks == world.size() && (was.global_batch == job_global_batch || batch_keys_changed(was.job_toml, job)))
+    return fitted;
   world.all_succeed([&] {
     fitted.job.train.accumulate_steps =
         accumulation_for_global_batch(was.global_batch, job.train.batch_per_rank, world.size());

@@ -38,12 +38,13 @@ std::string another_model_remedy(bool resuming) {
                   : "use the job file and the data (sample shape, classes) it was trained with";
 }
 
-// The keys this job changed from the checkpoint's other than the model (refused), the run's own (run.*: folders,
-// output) and the seed (warned of on its own), or "" when none: the resumed run follows this job's values.
+// The keys this job changed from the checkpoint's other than the model's (another model is refused; its labels and
+// training-only keys are no change worth a line), the run's own (run.*: folders, output) and the seed (warned of on
+// its own), or "" when none: the resumed run follows this job's values.
 std::string job_changes_note(const std::string& checkpoint_job, const std::string& this_job) {
   std::vector<std::string> changed;
   for (const config::JobDifference& d : config::job_differences(checkpoint_job, this_job))
-    if (!d.key.starts_with("run.") && d.key != "train.seed")
+    if (!d.key.starts_with("run.") && !d.key.starts_with("model.") && d.key != "train.seed")
       changed.push_back(fmt::format("{} ({}, now {})", d.key, d.was, d.now));
   if (changed.empty()) return "";
   constexpr size_t kShown = 8;
@@ -67,11 +68,9 @@ io::CheckpointData read_checked(const RunContext& run, const model::Network& net
                                       "resume that run from its own run.dir, or move the checkpoint out of '{}'",
                                       path.string(), c.run_id, run.job.run.dir.string(), recorded, dir.string()));
   refuse_another_model(c, path, net, run.resume);
-  for (const config::JobDifference& d : config::job_differences(c.job_toml, run.job.resolved_toml))
-    if (config::changes_the_model(d))
-      throw CheckpointError(fmt::format("checkpoint '{}' belongs to another model: its job file has {} = {}, this one "
-                                        "{}; {}",
-                                        path.string(), d.key, d.was, d.now, another_model_remedy(run.resume)));
+  if (const std::string why = config::model_difference(c.job_toml, run.job.resolved_toml); !why.empty())
+    throw CheckpointError(fmt::format("checkpoint '{}' belongs to another model: {}; {}", path.string(), why,
+                                      another_model_remedy(run.resume)));
   if (optimizer && c.optimizer != optimizer->name())
     throw CheckpointError(fmt::format("checkpoint '{}' holds the state of optimizer '{}' but the job asks for '{}'; "
                                       "resume with optimizer.name = \"{}\", or start again without --resume",

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Inputs to `prepare` and `predict` that a hostile but fair user hands over, each refused by name with exit 4 and
 # bounded memory and time, or taken (a CMYK JPEG):
-#   images   image headers claiming 65500x65500 (JPEG) and 100000x100000 (PNG): refused by their header under a
+#   images   --channels 4 of images without alpha: the constant alpha stored with std 1 and said; headers claiming 65500x65500 (JPEG) and
+#            100000x100000 (PNG): refused by their header under a
 #            2 GiB address-space limit (they took 12.8 and 4.3 GB); a CMYK JPEG decodes to the right RGB; a FIFO, a
 #            folder and a looping link named like images are skipped and listed (--strict: exit 4), never a hang or
 #            "filesystem error"; a class folder that loops is exit 4 naming it
-#   arrays   --images a FIFO, /dev/zero, a folder; .npy headers with a negative dimension, no closing '}', a shape
+#   arrays   all-zero images (a channel of std 0): stored with std 1 and said, no split that fails inspect; --images a FIFO, /dev/zero, a folder; .npy headers with a negative dimension, no closing '}', a shape
 #            of (2^32)^3; --test-fraction nan; --from-hdf5 a 10^12-value never-written dataset, a group, a folder,
 #            a FIFO: exit 4 naming the file and what is wrong, each within 20 s; a label of 10^9 and --classes
 #            2*10^9 refused before any per-class table is sized (they took 23.5 GB, or exit 1)
@@ -76,6 +77,13 @@ Image.new("CMYK", (8, 8), (0, 255, 0, 0)).save(f"{w}/cmyk/b/magenta.jpg", qualit
 EOF
   check huge_jpeg 4 "is 65500x65500 pixels (12.0 GiB decoded), over the 268435456 pixels" -- "$bin" prepare images \
     --source "$work/huge" --test-source "$work/huge" --size 8 --out "$work/o_huge" --strict
+  # RGBA asked of photos without alpha: the alpha set opaque is one value everywhere, std 0, which no run can
+  # normalise by: stored with std 1 and said, so the split passes inspect (it was written with std 0, then refused by
+  # inspect and train).
+  check rgba_without_alpha 0 "note: channel 3 held one value in every training pixel: stored with std 1" -- \
+    "$bin" prepare images --source "$work/src" --size 8 --channels 4 --out "$work/o_rgba" --test-fraction 0.34
+  "$bin" inspect "$work/o_rgba/train" >/dev/null 2>&1 ||
+    { echo "FAIL rgba_without_alpha: the split does not pass inspect"; failures=$((failures + 1)); }
   check huge_png_skipped 0 "is 100000x100000 pixels" -- bash -c "cp '$work/huge/big.png' '$work/src/a/' &&
     '$bin' prepare images --source '$work/src' --size 8 --out '$work/o_png' --test-fraction 0.34"
   rm -f "$work/src/a/big.png"
@@ -115,6 +123,8 @@ import sys, numpy as np, h5py
 w = sys.argv[1]
 np.save(f"{w}/labels.npy", np.arange(4) % 2)
 np.save(f"{w}/images.npy", np.zeros((4, 1, 2, 2), np.uint8))
+np.save(f"{w}/zeros20.npy", np.zeros((20, 1, 2, 2), np.uint8))
+np.save(f"{w}/labels20.npy", np.arange(20) % 2)
 def npy(name, header, payload=b""):
     header = header + " " * (118 - len(header)) + "\n"
     open(f"{w}/{name}", "wb").write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + payload)
@@ -130,6 +140,10 @@ EOF
   mkdir "$work/folder.npy" "$work/folder.h5"
   mkfifo "$work/fifo.h5"
   arrays() { echo "$bin" prepare arrays --out "$work/o_$1" "${@:2}"; }
+  check arrays_constant_channel 0 "note: channel 0 held one value in every training pixel: stored with std 1" -- \
+    $(arrays zeros --images "$work/zeros20.npy" --labels "$work/labels20.npy")
+  "$bin" inspect "$work/o_zeros/train" >/dev/null 2>&1 ||
+    { echo "FAIL arrays_constant_channel: the split does not pass inspect"; failures=$((failures + 1)); }
   check npy_fifo 4 "'$work/fifo.npy' is not a regular file or folder (a FIFO, device or socket)" -- \
     $(arrays fifo --images "$work/fifo.npy" --labels "$work/labels.npy")
   check npy_dev_zero 4 "'/dev/zero' is not a regular file or folder" -- $(arrays zero --images /dev/zero --labels "$work/labels.npy")
