@@ -15,8 +15,10 @@ namespace {
 
 [[noreturn]] void unwritable(const std::string& reason) {
   std::clearerr(stdout);  // the error is reported once, here, not again by the C library at exit
-  throw JobFileError(fmt::format("the results cannot be written to stdout: {}; they are lost: free space where stdout "
-                                 "goes (or redirect it to another file) and run the command again",
+  throw JobFileError(fmt::format("the results cannot be written to stdout: {}; what it printed is lost, what it wrote "
+                                 "to files is in place (a prepare's splits: ringtrain inspect reads them back): free "
+                                 "space where stdout goes (or redirect it to another file) and run the command again "
+                                 "(a prepare with --overwrite)",
                                  reason));
 }
 
