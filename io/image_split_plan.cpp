@@ -38,9 +38,13 @@ void hold_out(const ImageFolder& folder, FileNumbers& train, FileNumbers& test, 
   FileNumbers kept;
   for (const uint32_t f : train) (to_test[f] ? test : kept).push_back(f);
   train = std::move(kept);
-  if (test.empty())
-    throw DataError(fmt::format("--test-fraction {} of {} images holds out none; raise it or give --test-source",
-                                options.test_fraction, train.size()));
+  if (test.empty()) {
+    // Every class keeps one training image: where none has two, no fraction holds any out.
+    const bool singles = std::all_of(by_class.begin(), by_class.end(), [](const FileNumbers& m) { return m.size() < 2; });
+    throw DataError(fmt::format("--test-fraction {} of {} images holds out none; {}", options.test_fraction, train.size(),
+                                singles ? "every class has one image, which it keeps for training: give --test-source"
+                                        : "raise it or give --test-source"));
+  }
 }
 
 // The mean size of up to 64 of the shard's files, spread over it, times its count: what its shard will about hold
