@@ -13,6 +13,7 @@
 #include <ranges>
 #include <cmath>
 #include <limits>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -370,6 +371,11 @@ std::string why_shard_failed(const fs::path& shard, const fs::path& dir, const s
                        e.what());
   const auto* known = dynamic_cast<const Error*>(&e);
   if (known != nullptr && known->code() != ExitCode::library) return e.what();
+  // A disk that filled up after the room was checked: HDF5's stack buries the system's words; they lead here.
+  if (known != nullptr && std::string_view(e.what()).find("No space left on device") != std::string_view::npos)
+    return fmt::format("shard '{}' cannot be written: No space left on device; free space in '{}' or pick another "
+                       "--out folder, then re-run prepare with --overwrite",
+                       shard.string(), dir.string());
   if (known != nullptr)
     return fmt::format("shard '{}' cannot be written ({}); check the free space and permissions of '{}'", shard.string(),
                        detail::hdf5_detail(e), dir.string());
