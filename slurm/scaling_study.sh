@@ -11,6 +11,8 @@
 #     --nodes "1 2 4 8"    node counts (default "1 2 4")
 #     --tasks-per-node G   ranks per node, one per GPU (default 1)
 #     --gpus-per-task N    add --gpus-per-task=N to every job (GPU clusters; default: none, CPU)
+#     --cpus-per-task C    add --cpus-per-task=C to every job: a GPU rank's loader and compute threads need cores of
+#                          their own (without it Slurm gives each task one, and the study measures a starved loader)
 #     --global-batch B     strong scaling's global batch
 #     --out DIR            study folder: one run directory per size, the jobs' logs, report.md/.png
 #                          (default runs/scaling-<mode>-<date>)
@@ -24,13 +26,14 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
-mode=weak nodes="1 2 4" tasks=1 gpus="" global_batch="" out="" extra="" wait=1 target=""
+mode=weak nodes="1 2 4" tasks=1 gpus="" cpus="" global_batch="" out="" extra="" wait=1 target=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --mode) mode=$2; shift 2 ;;
     --nodes) nodes=$2; shift 2 ;;
     --tasks-per-node) tasks=$2; shift 2 ;;
     --gpus-per-task) gpus=$2; shift 2 ;;
+    --cpus-per-task) cpus=$2; shift 2 ;;
     --global-batch) global_batch=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --sbatch) extra=$2; shift 2 ;;
@@ -79,7 +82,7 @@ for n in $nodes; do
   # A size sbatch refuses (a partition limit) is skipped and said, as one that does not divide: the sizes already
   # submitted are still waited for and reported.
   if ! id=$(ELASTIC_MAX_RESTARTS=0 sbatch --parsable --job-name="scale-$mode-n$n" --nodes="$n" --ntasks-per-node="$tasks" \
-         ${gpus:+--gpus-per-task=$gpus} --output="$out/%x-%j.out" $extra \
+         ${gpus:+--gpus-per-task=$gpus} ${cpus:+--cpus-per-task=$cpus} --output="$out/%x-%j.out" $extra \
          "$src/slurm/train.sbatch" "$job_file" "$@" "${batch_args[@]}" --set run.dir="$run"); then
     echo "scaling_study.sh: sbatch refused $n node(s) (its error is above); skipping that size" >&2
     refused=$((refused + 1))
