@@ -91,8 +91,9 @@ Outcome run_decode(std::span<const uint8_t> bytes, const JpegWindowRequest& requ
   info.scale_num = static_cast<unsigned>(out.scale_eighths);
   info.scale_denom = 8;
   jpeg_start_decompress(&info);
-  const float sy = static_cast<float>(info.output_height) / static_cast<float>(info.image_height);
-  const float sx = static_cast<float>(info.output_width) / static_cast<float>(info.image_width);
+  // The DCT scale itself, m/8: libjpeg rounds the scaled image's size up (ceil), so output/image is a little more
+  // than m/8 and would move the window by up to a quarter of an output pixel.
+  const float sy = static_cast<float>(out.scale_eighths) / 8.0f, sx = sy;
   Span rows{0, static_cast<int>(info.output_height)}, columns{0, static_cast<int>(info.output_width)};
   if (!request.whole_image) {
     rows = needed_span(w.top * sy, w.height * sy, rows.end);

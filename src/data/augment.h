@@ -23,7 +23,9 @@ void augment_sample(const AugmentSpec& spec, const SampleKey& key, const io::Sam
 
 // Where a training sample of an encoded split comes from in its photo (height x width pixels), and whether it is
 // mirrored: torchvision's RandomResizedCrop (area in [min_area, 1], aspect ratio log-uniform in [3/4, 4/3], ten
-// tries, then the centre crop of the whole image clamped to that ratio range) and RandomHorizontalFlip.
+// tries, then the centre crop of the whole image clamped to that ratio range) and RandomHorizontalFlip. (A raw
+// split's samples fall back to the whole sample instead, as docs/data.md says; they differ only for samples whose
+// aspect ratio lies outside [3/4, 4/3].)
 struct PhotoCrop {
   kernels::CropWindow window;
   bool flip = false;
