@@ -1,6 +1,8 @@
 // Owns reading the host's, the memory cgroup's and the address space's limits; see host_memory.h.
 #include "common/host_memory.h"
 
+#include "common/cgroup.h"
+
 #include <fmt/format.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -10,7 +12,6 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <sstream>
 #include <string_view>
 #include <vector>
 
@@ -67,22 +68,6 @@ constexpr CgroupFiles kCgroupV2{"memory.max", "memory.current", "active_file", "
 constexpr CgroupFiles kCgroupV1{"memory.limit_in_bytes", "memory.usage_in_bytes", "total_active_file",
                                 "total_inactive_file"};
 
-// The process's group in a hierarchy, from /proc/self/cgroup: "0::/path" (v2) or "N:...memory...:/path" (v1).
-std::optional<std::string> cgroup_path(const std::string& proc_self, bool v2) {
-  std::ifstream in(proc_self + "/cgroup");
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto first = line.find(':'), second = line.find(':', first + 1);
-    if (first == std::string::npos || second == std::string::npos) continue;
-    const std::string controllers = line.substr(first + 1, second - first - 1);
-    std::istringstream list(controllers);
-    bool memory = false;
-    for (std::string c; std::getline(list, c, ',');) memory = memory || c == "memory";
-    if (v2 ? (line.compare(0, first, "0") == 0 && controllers.empty()) : memory) return line.substr(second + 1);
-  }
-  return std::nullopt;
-}
-
 // The tightest limit over the process's group and its ancestors in one hierarchy mounted at `mount`: limit less
 // use, with the page cache counted as reclaimable, as MemAvailable counts it. In a container the group's path may
 // name the host's hierarchy while the mount shows the container's own group: then the mount's root is the group.
@@ -119,12 +104,12 @@ std::optional<AvailableMemory> cgroup_available(const fs::path& mount, const std
 std::optional<AvailableMemory> cgroup_limit(const MemorySources& sources) {
   const fs::path mount(sources.cgroup_mount);
   std::error_code ec;
-  if (const auto group = cgroup_path(sources.proc_self, true)) {
+  if (const auto group = cgroup_of_process("memory", true, sources.proc_self)) {
     for (const fs::path& root : {mount, mount / "unified"})
       if (fs::exists(root / "cgroup.controllers", ec))
         if (auto limit = cgroup_available(root, *group, kCgroupV2)) return limit;
   }
-  if (const auto group = cgroup_path(sources.proc_self, false))
+  if (const auto group = cgroup_of_process("memory", false, sources.proc_self))
     if (fs::is_directory(mount / "memory", ec)) return cgroup_available(mount / "memory", *group, kCgroupV1);
   return std::nullopt;
 }

@@ -161,6 +161,8 @@ struct PassContext {
   RankOutput& output;
   Progress& progress;
   uint32_t plan_fingerprint;
+  // --overwrite onto an earlier dataset, which stays until this one is whole: a disk that held one may not hold both.
+  bool keeps_earlier = false;
 };
 
 // The shard's images decoded on the worker threads, appended in order under `temporary`, then committed.
@@ -222,20 +224,11 @@ void write_shard(const SplitPlan& split, const PlannedShard& shard, std::vector<
   } catch (const DataError&) {
     throw;
   } catch (const std::exception& e) {
-    // With --overwrite the earlier shards stay until the new ones are whole: a disk that held one dataset may not
-    // hold both, which the user should hear rather than guess.
-    const bool earlier = pass.options.arrays.overwrite && [&] {
-      try {
-        return !detail::list_shard_files(split.dir).empty();
-      } catch (const std::exception&) {
-        return false;
-      }
-    }();
     throw DataError(fmt::format("cannot write split '{}': {}{}", split.dir.string(), why_shard_failed(temporary, split.dir, e),
-                                earlier ? "; with --overwrite the earlier dataset in --out is kept until this one is "
-                                          "whole, so both need room: remove its train/ and test/ first to prepare in "
-                                          "their place"
-                                        : ""));
+                                pass.keeps_earlier ? "; with --overwrite the earlier dataset in --out is kept until this "
+                                                     "one is whole, so both need room: remove its train/ and test/ "
+                                                     "first to prepare in their place"
+                                                   : ""));
   }
 }
 
@@ -445,7 +438,9 @@ ImagesSummary prepare_images(const ImagesOptions& options, const PrepareTeam& te
     for (const PlannedShard* shard : shards_of_rank(*split, team.rank, team.ranks))
       mine += static_cast<int64_t>(shard->files.size());
   Progress progress(team.rank == 0, mine);
-  PassContext pass{options, store, meta, threads, output, progress, plan_fingerprint(plan)};
+  PassContext pass{options, store, meta, threads, output, progress, plan_fingerprint(plan),
+                   options.arrays.overwrite &&
+                       (detail::holds_shard_files(plan.train.dir) || detail::holds_shard_files(plan.test.dir))};
   ImagesSummary summary;
   try {
     team.all_succeed([&] {

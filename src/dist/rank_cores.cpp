@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/cgroup.h"
 #include "dist/mpi_check.h"
 
 namespace ringtrain::dist {
@@ -36,18 +38,14 @@ namespace {
 // The CPUs the process's cpuset cgroup allows (v2's cpuset.cpus.effective, v1's cpuset.effective_cpus), 0 when the
 // system does not say.
 int cpuset_cgroup_cpus() {
-  std::ifstream groups("/proc/self/cgroup");
-  for (std::string line; std::getline(groups, line);) {
-    const auto first = line.find(':'), second = line.find(':', first + 1);
-    if (first == std::string::npos || second == std::string::npos) continue;
-    const std::string controllers = line.substr(first + 1, second - first - 1), path = line.substr(second + 1);
-    const bool v2 = line.compare(0, first, "0") == 0 && controllers.empty();
-    const bool v1 = ("," + controllers + ",").find(",cpuset,") != std::string::npos;
-    if (!v1 && !v2) continue;
-    for (const std::string& file : {v1 ? "/sys/fs/cgroup/cpuset" + path + "/cpuset.effective_cpus"
-                                      : "/sys/fs/cgroup" + path + "/cpuset.cpus.effective",
-                                   v1 ? std::string("/sys/fs/cgroup/cpuset/cpuset.effective_cpus")
-                                      : std::string("/sys/fs/cgroup/cpuset.cpus.effective")}) {
+  for (const bool v2 : {true, false}) {
+    const std::optional<std::string> path = cgroup_of_process("cpuset", v2);
+    if (!path) continue;
+    // The group's own file, else the mount's root (a container's own group where the path names the host's).
+    for (const std::string& file : {v2 ? "/sys/fs/cgroup" + *path + "/cpuset.cpus.effective"
+                                       : "/sys/fs/cgroup/cpuset" + *path + "/cpuset.effective_cpus",
+                                    v2 ? std::string("/sys/fs/cgroup/cpuset.cpus.effective")
+                                       : std::string("/sys/fs/cgroup/cpuset/cpuset.effective_cpus")}) {
       std::ifstream in(file);
       std::string list;
       if (std::getline(in, list))

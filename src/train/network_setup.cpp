@@ -42,15 +42,16 @@ model::MemoryBudget memory_budget(const RunContext& run, const InputMemory& inpu
   // The optimizer's state, and host copies of the parameters (initialisation, broadcast) and of parameters and the
   // optimizer's state (a checkpoint).
   const double copies_per_parameter = optimizer_per_parameter + (2 + state_arrays) * sizeof(float);
-  const double node_share = memory.shared.bytes > 0 ? static_cast<double>(memory.shared.bytes) / ranks : available / ranks;
-  const bool own_binds = memory.own.bytes > 0 && static_cast<double>(memory.own.bytes) < node_share;
+  // `available` > 0 above: one of the two is known.
+  const double node_share = static_cast<double>(memory.shared.bytes) / ranks;
+  const bool own_binds =
+      memory.own.bytes > 0 && (memory.shared.bytes == 0 || static_cast<double>(memory.own.bytes) < node_share);
   const AvailableMemory& host = own_binds ? memory.own : memory.shared;
   const double share = own_binds ? static_cast<double>(memory.own.bytes) : node_share;
   const double left = share - input.loader_queues - input.device_decode;
-  const std::string whose =
-      own_binds ? fmt::format("this rank's {}", host.text())
-                : fmt::format("this rank's share ({} rank{} on {}) of the {}", ranks, ranks == 1 ? "" : "s",
-                              run.world.host(), memory.shared.bytes > 0 ? host.text() : byte_size_text(available));
+  const std::string whose = own_binds ? fmt::format("this rank's {}", host.text())
+                                      : fmt::format("this rank's share ({} rank{} on {}) of the {}", ranks,
+                                                    ranks == 1 ? "" : "s", run.world.host(), host.text());
   // Queues that take the rank's whole share leave the network no budget at all: refused here, or the run would pass
   // set-up and be killed for memory once the loaders fill them.
   if (left <= 0)

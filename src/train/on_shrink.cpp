@@ -23,9 +23,9 @@ int accumulation_for_global_batch(int64_t global_batch, int batch_per_rank, int 
 
 namespace {
 
-// The three numbers the world's broadcast carries (the job text goes as a string of its own).
-struct CheckpointPosition {
-  int64_t ranks = 0, global_batch = 0, global_step = 0;
+// What of the checkpoint's world the fitting needs, broadcast as bytes (its job text goes as a string of its own).
+struct CheckpointBatch {
+  int64_t ranks = 0, global_batch = 0;
 };
 
 // This job sets train.batch_per_rank or train.accumulate_steps otherwise than the checkpoint's job did.
@@ -46,10 +46,10 @@ FittedJob fit_to_world(const config::JobConfig& job, const dist::World& world, b
     const auto found = io::list_checkpoints(job.run.dir / "checkpoints");
     if (!found.empty()) was = io::read_checkpoint_world(found.back());  // none: start_run says so
   });
-  CheckpointPosition position{was.ranks, was.global_batch, was.global_step};
-  world.broadcast(&position, sizeof position);
+  CheckpointBatch batch{was.ranks, was.global_batch};
+  world.broadcast(&batch, sizeof batch);
   was.job_toml = world.broadcast_string(was.job_toml);
-  was.ranks = position.ranks, was.global_batch = position.global_batch;
+  was.ranks = batch.ranks, was.global_batch = batch.global_batch;
   if (was.ranks == 0) return fitted;
   // On the checkpoint's own world the job's batch fits as it is, unless the run shrank once and is resumed again on
   // its smaller world: then the global batch differs while the job's batch keys are the checkpoint job's own (the

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 #include <exception>
 #include <functional>
 #include <limits>
@@ -327,15 +328,22 @@ int TrainingLoop::evaluations_from(int epoch) const {
   return count;
 }
 
-// The checkpoints still to write from `global_step` on (after the steps of epoch `epoch` and the ones after it): every
-// run.checkpoint_every_steps steps but an epoch's last, and at the epochs' ends run.checkpoint_every names.
+// Epoch `epoch` (0-based) ends with a checkpoint: every run.checkpoint_every epochs, and the last.
+bool TrainingLoop::checkpoints_after(int epoch) const {
+  const int every = run_.job.run.checkpoint_every;
+  return (every > 0 && (epoch + 1) % every == 0) || epoch + 1 == run_.job.train.epochs;
+}
+
+// The checkpoints still to write from `global_step` on (after the steps of epoch `epoch` and the ones after it): at
+// the epochs' ends checkpoints_after names, and every run.checkpoint_every_steps steps but at an epoch's last step.
 int TrainingLoop::checkpoints_from(int epoch, int64_t global_step) const {
-  const int epochs = run_.job.train.epochs, every = run_.job.run.checkpoint_every;
   int count = 0;
-  for (int e = epoch; e < epochs; ++e) count += ((every > 0 && (e + 1) % every == 0) || e + 1 == epochs) ? 1 : 0;
-  if (const int64_t steps = run_.job.run.checkpoint_every_steps; steps > 0) {
-    const int64_t last = plan_.steps * epochs;  // steps run to the end; an epoch's last step writes no step checkpoint
-    for (int64_t s = (global_step / steps + 1) * steps; s < last; s += steps) count += s % plan_.steps != 0 ? 1 : 0;
+  for (int e = epoch; e < run_.job.train.epochs; ++e) count += checkpoints_after(e) ? 1 : 0;
+  if (const int64_t every = run_.job.run.checkpoint_every_steps; every > 0) {
+    // The multiples of `every` in (global_step, last), less those that are also an epoch's last step.
+    const int64_t last = plan_.steps * run_.job.train.epochs, both = std::lcm(every, plan_.steps);
+    const auto multiples = [&](int64_t of) { return (last - 1) / of - global_step / of; };
+    count += static_cast<int>(multiples(every) - multiples(both));
   }
   return count;
 }
@@ -429,8 +437,7 @@ void TrainingLoop::finish_epoch(int epoch, EpochTally& tally) {
   if (report.ema_test)
     outputs_.curves(global_step_, {{"epoch/ema_test_loss", report.ema_test->mean_loss()},
                                    {"epoch/ema_test_acc", report.ema_test->accuracy()}});
-  const int every = run_.job.run.checkpoint_every;
-  if ((every > 0 && (epoch + 1) % every == 0) || epoch + 1 == run_.job.train.epochs)
+  if (checkpoints_after(epoch))
     checkpointer_.save({epoch + 1, 0, train_time_s_, samples_done_, Totals{}, runner_.updates_done()}, global_step_);
 }
 

@@ -60,6 +60,7 @@ class TrainingLoop {
   void after_step(int epoch, int64_t step, bool checkpoint_due, const EpochTally& tally);
   void show_progress(int epoch, int64_t step, float rate, EpochTally& tally);
   int evaluations_from(int epoch) const;
+  bool checkpoints_after(int epoch) const;
   int checkpoints_from(int epoch, int64_t global_step) const;
   double evaluation_guess_s(double per_step_s) const;
   void stop(int epoch, int64_t step, const EpochTally& tally);
