@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/host_memory.h"
+#include "common/shrink_factor.h"
 #include "io/image_decode.h"
 #include "io/jpeg_library.h"
 
@@ -129,11 +130,7 @@ Outcome run_decode(std::span<const uint8_t> bytes, const JpegWindowRequest& requ
 // scales between (and the larger ones it then uses to bring subsampled chroma up to size) cost more than decoding at
 // the next larger SIMD scale.
 int jpeg_scale_eighths(float window_height, float window_width, int out_height, int out_width) {
-  for (int m = 1; m < 8; m *= 2)
-    if (window_height * static_cast<float>(m) >= 8.0f * static_cast<float>(out_height) &&
-        window_width * static_cast<float>(m) >= 8.0f * static_cast<float>(out_width))
-      return m;
-  return 8;
+  return 8 / power_of_two_shrink(window_height, window_width, out_height, out_width);
 }
 
 JpegHeader read_jpeg_header(std::span<const uint8_t> bytes) {

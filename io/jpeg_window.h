@@ -39,7 +39,8 @@ struct DecodedWindow {
 };
 
 // The DCT scale, in eighths (1, 2, 4 or 8), for a window of window_height x window_width pixels becoming
-// out_height x out_width: the smallest that does not make the window smaller than the output on either side.
+// out_height x out_width: the smallest that does not make the window smaller than the output on either side
+// (8 / common/shrink_factor.h's power_of_two_shrink, which the device path's block means take too).
 int jpeg_scale_eighths(float window_height, float window_width, int out_height, int out_width);
 
 // Throws DataError for data libjpeg cannot decode (including corrupt or truncated data within the rows read),

@@ -1,12 +1,14 @@
 // Owns the definition of a crop-and-resize of a decoded image: a window of an interleaved uint8 image
 // (rows x columns x channels, as JPEG decoders hand it over) sampled bilinearly at pixel centres onto a planar
-// uint8 sample (C x H x W, as the network reads it), mirrored when asked. The CPU twin and the CUDA kernel
+// uint8 sample (C x H x W, as the network reads it), mirrored when asked, from a box average of the image where the
+// window is at least twice the sample's size. The CPU twin and the CUDA kernel
 // evaluate these functions alone, in integer arithmetic after one correctly rounded fused multiply-add per
 // axis, so a device-made sample has the bits of the host-made one from the same decoded pixels.
 #pragma once
 #include <cmath>
 #include <cstdint>
 
+#include "common/shrink_factor.h"
 #include "kernels/host_device.h"
 
 namespace ringtrain::kernels {
@@ -57,6 +59,38 @@ RT_HOST_DEVICE inline uint8_t blend(int top_left, int top_right, int bottom_left
   return rounded_blend(top, bottom, row_weight);
 }
 
+// The box average a crop shrinking by 2 or more is resampled from: k x k blocks of the image averaged, k the
+// power-of-two shrink the CPU path's scaled IDCT takes for the same window (common/shrink_factor.h: 2, 4 or 8); 1
+// (the image itself) where the window is under twice the sample's size. Two bilinear taps per axis skip source
+// pixels once a window is more than twice its sample, and fine detail aliases; the scaled IDCT, and torchvision's
+// antialiased resize, average it instead.
+inline int box_factor(const CropWindow& window, int rows, int columns, int height, int width) {
+  const int k = power_of_two_shrink(window.height, window.width, height, width);
+  return rows < k || columns < k ? 1 : k;
+}
+
+// The box-averaged image has whole blocks only: rows / k x columns / k pixels.
+RT_HOST_DEVICE inline int boxes(int extent, int k) { return extent / k; }
+
+// The window in the box-averaged image's pixels.
+RT_HOST_DEVICE inline CropWindow box_window(const CropWindow& window, int k) {
+  const auto scale = static_cast<float>(k);
+  return {window.top / scale, window.left / scale, window.height / scale, window.width / scale};
+}
+
+// One channel of pixel (row, column) of the box-averaged image: the mean of the k x k block at (row k, column k),
+// rounded to nearest.
+RT_HOST_DEVICE inline uint8_t box_value(const InterleavedImage& image, int k, int row, int column, int channel) {
+  int sum = 0;
+  for (int dy = 0; dy < k; ++dy) {
+    const uint8_t* line = image.pixels + static_cast<int64_t>(row * k + dy) * image.row_bytes +
+                          static_cast<int64_t>(column) * k * image.channels + channel;
+    for (int dx = 0; dx < k; ++dx) sum += line[dx * image.channels];
+  }
+  const int area = k * k;
+  return static_cast<uint8_t>((sum + area / 2) / area);
+}
+
 // Output column x reads mirrored column (width - 1 - x) of the window when flipped.
 RT_HOST_DEVICE inline int source_column(int x, int width, bool flip) { return flip ? width - 1 - x : x; }
 
@@ -67,6 +101,15 @@ RT_HOST_DEVICE inline uint8_t resampled_value(const InterleavedImage& image, con
   const uint8_t* lower = image.pixels + static_cast<int64_t>(row.second) * image.row_bytes;
   const int a = column.first * image.channels + channel, b = column.second * image.channels + channel;
   return blend(upper[a], upper[b], lower[a], lower[b], row.weight, column.weight);
+}
+
+// One channel of one output pixel from the taps into the k x k box average of `image` (box_factor), each tap's
+// value the block's mean: what resampled_value gives on the averaged image made whole, without making it.
+RT_HOST_DEVICE inline uint8_t box_resampled_value(const InterleavedImage& image, int k, const AxisTap& row,
+                                                  const AxisTap& column, int channel) {
+  return blend(box_value(image, k, row.first, column.first, channel), box_value(image, k, row.first, column.second, channel),
+               box_value(image, k, row.second, column.first, channel),
+               box_value(image, k, row.second, column.second, channel), row.weight, column.weight);
 }
 
 }  // namespace ringtrain::kernels

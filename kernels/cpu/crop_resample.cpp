@@ -2,7 +2,8 @@
 // its tap reaches are blended along y over the columns the taps use (contiguous, vectorised), kept exact, then each
 // output value blends two of those along x and is rounded once (kernels/cpu/resample_columns). blend()
 // (kernels/crop_resample.h) forms the same four products in the other order; the sums are exact integers, so the
-// bits are the same.
+// bits are the same. The box average is made whole first, each of its pixels box_value(), so that the same loop
+// resamples it.
 #include "kernels/cpu/crop_resample.h"
 
 #include <algorithm>
@@ -48,6 +49,21 @@ void crop_resample(const InterleavedImage& image, const CropWindow& window, bool
                (last + 1) * channels, blended.data());
     column_pass.run(blended.data(), plane, out.data() + static_cast<std::size_t>(y) * width);
   }
+}
+
+void averaged_crop_resample(const InterleavedImage& image, const CropWindow& window, bool flip,
+                            const SampleExtent& extent, std::span<uint8_t> out) {
+  const int k = box_factor(window, image.rows, image.columns, extent.height, extent.width);
+  if (k == 1) return crop_resample(image, window, flip, extent, out);
+  thread_local std::vector<uint8_t> averaged;
+  const int rows = boxes(image.rows, k), columns = boxes(image.columns, k), channels = image.channels;
+  averaged.resize(static_cast<std::size_t>(rows) * static_cast<std::size_t>(columns) * static_cast<std::size_t>(channels));
+  uint8_t* pixel = averaged.data();
+  for (int y = 0; y < rows; ++y)
+    for (int x = 0; x < columns; ++x)
+      for (int c = 0; c < channels; ++c) *pixel++ = box_value(image, k, y, x, c);
+  crop_resample({averaged.data(), rows, columns, channels, int64_t{columns} * channels}, box_window(window, k), flip,
+                extent, out);
 }
 
 }  // namespace ringtrain::kernels::cpu

@@ -1,6 +1,7 @@
 // Owns the batch crop-and-resize declared in crop_resample.h: grid.y is the sample, threads stride over its output
 // pixels, and each thread evaluates kernels/crop_resample.h's axis_tap and resampled_value for every channel of its
-// pixel, the definition the CPU twin's separable loop reproduces bit for bit. Consecutive threads write consecutive
+// pixel (box_resampled_value where the sample's window is at least twice its size), the definition the CPU twin's
+// loops reproduce bit for bit. Consecutive threads write consecutive
 // values of each channel plane, so the writes coalesce; the reads are a window's worth of pixels, cached.
 #include "kernels/cuda/crop_resample.h"
 
@@ -22,10 +23,16 @@ __global__ void crop_resample_kernel(const CropSource* sources, int channels, in
   for (int64_t p = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < plane;
        p += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int y = static_cast<int>(p / width), x = static_cast<int>(p % width);
-    const CropWindow& w = source.window;
-    const AxisTap row = axis_tap(y, height, w.top, w.height, source.image.rows);
-    const AxisTap column = axis_tap(source_column(x, width, source.flip), width, w.left, w.width, source.image.columns);
-    for (int c = 0; c < channels; ++c) sample[c * plane + p] = resampled_value(source.image, row, column, c);
+    const int k = source.box;
+    const CropWindow w = box_window(source.window, k);
+    const AxisTap row = axis_tap(y, height, w.top, w.height, boxes(source.image.rows, k));
+    const AxisTap column =
+        axis_tap(source_column(x, width, source.flip), width, w.left, w.width, boxes(source.image.columns, k));
+    if (k == 1) {
+      for (int c = 0; c < channels; ++c) sample[c * plane + p] = resampled_value(source.image, row, column, c);
+    } else {
+      for (int c = 0; c < channels; ++c) sample[c * plane + p] = box_resampled_value(source.image, k, row, column, c);
+    }
   }
 }
 

@@ -390,7 +390,8 @@ void JpegBatchDecoder::Impl::crop(std::span<const JpegCrop> samples, const cpu::
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const Planned& p = plan[i];
     const InterleavedImage image{decoded + p.offset, p.rows, p.columns, channels, static_cast<int64_t>(p.pitch)};
-    crop_sources[i] = {image, samples[i].window, samples[i].flip};
+    const int box = box_factor(samples[i].window, p.rows, p.columns, extent.height, extent.width);
+    crop_sources[i] = {image, samples[i].window, samples[i].flip, box};
   }
   const std::size_t bytes = crop_sources.size() * sizeof(CropSource);
   auto* device = static_cast<CropSource*>(sources.reserve(bytes, stream));

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -47,29 +46,6 @@ void decode_photo_sample(const PhotoSampling& sampling, const SampleKey& key, st
   augment_sample(sampling.augment, key, sampling.shape, centre, out);
 }
 
-AveragedImage averaged_for_crop(io::DecodedImage image, kernels::CropWindow window, const io::SampleShape& shape) {
-  const int k = static_cast<int>(std::clamp(std::floor(std::min(window.height / static_cast<float>(shape.height),
-                                                                window.width / static_cast<float>(shape.width))),
-                                            1.0f, 8.0f));
-  if (k == 1 || image.height < k || image.width < k) return {std::move(image), window};
-  io::DecodedImage small;
-  small.height = image.height / k, small.width = image.width / k, small.channels = image.channels;
-  small.pixels.resize(static_cast<size_t>(small.height) * small.width * small.channels);
-  const int c = image.channels, area = k * k;
-  for (int y = 0; y < small.height; ++y)
-    for (int x = 0; x < small.width; ++x)
-      for (int ch = 0; ch < c; ++ch) {
-        int sum = 0;
-        for (int dy = 0; dy < k; ++dy) {
-          const uint8_t* row = image.pixels.data() + (static_cast<size_t>(y * k + dy) * image.width + x * k) * c + ch;
-          for (int dx = 0; dx < k; ++dx) sum += row[dx * c];
-        }
-        small.pixels[(static_cast<size_t>(y) * small.width + x) * c + ch] = static_cast<uint8_t>((sum + area / 2) / area);
-      }
-  const auto scale = static_cast<float>(k);
-  return {std::move(small), {window.top / scale, window.left / scale, window.height / scale, window.width / scale}};
-}
-
 void photo_file_sample(const PhotoSampling& sampling, const std::filesystem::path& file, std::span<uint8_t> out) {
   const std::vector<uint8_t> data = io::read_image_file(file);
   if (io::is_jpeg(data)) {
@@ -80,14 +56,13 @@ void photo_file_sample(const PhotoSampling& sampling, const std::filesystem::pat
       throw DataError(fmt::format("image '{}': {}", file.string(), e.what()));
     }
   }
-  // A PNG: decoded whole, averaged down as a JPEG's IDCT would scale it, then the same crop of it.
-  io::DecodedImage image = io::convert_channels(io::decode_image_bytes(file, data), sampling.shape.channels);
+  // A PNG: decoded whole, averaged down in blocks as a JPEG's IDCT would scale it, then the same crop of it.
+  const io::DecodedImage image = io::convert_channels(io::decode_image_bytes(file, data), sampling.shape.channels);
   const PhotoCrop crop = photo_crop(sampling, {}, image.height, image.width);
-  const AveragedImage a = averaged_for_crop(std::move(image), crop.window, sampling.shape);
-  kernels::cpu::crop_resample({a.image.pixels.data(), a.image.height, a.image.width, a.image.channels,
-                               int64_t{a.image.width} * a.image.channels},
-                              a.window, crop.flip,
-                              {sampling.shape.channels, sampling.shape.height, sampling.shape.width}, out);
+  kernels::cpu::averaged_crop_resample({image.pixels.data(), image.height, image.width, image.channels,
+                                        int64_t{image.width} * image.channels},
+                                       crop.window, crop.flip,
+                                       {sampling.shape.channels, sampling.shape.height, sampling.shape.width}, out);
 }
 
 }  // namespace ringtrain::train

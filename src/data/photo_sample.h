@@ -31,16 +31,6 @@ PhotoCrop photo_crop(const PhotoSampling& sampling, const SampleKey& key, int he
 void decode_photo_sample(const PhotoSampling& sampling, const SampleKey& key, std::span<const uint8_t> jpeg, int height,
                          int width, std::span<uint8_t> out);
 
-// A PNG's pixels averaged over k x k blocks, k the largest whole factor (at most 8) that keeps the crop at least the
-// sample's size, and the crop's window in the averaged image: what a JPEG's scaled IDCT does for its crop
-// (io::decode_jpeg_window). Without it a shrink by more than 2 is two bilinear taps that skip source pixels: 1-pixel
-// stripes came out as 3..252 where the same image as a JPEG, or torchvision's antialiased resize, gives 128.
-struct AveragedImage {
-  io::DecodedImage image;
-  kernels::CropWindow window;
-};
-AveragedImage averaged_for_crop(io::DecodedImage image, kernels::CropWindow window, const io::SampleShape& shape);
-
 // An image file (JPEG or PNG) made into the sample its photo in an encoded split would give: `predict` on a model
 // trained on JPEG shards. Throws DataError naming the file.
 void photo_file_sample(const PhotoSampling& sampling, const std::filesystem::path& file, std::span<uint8_t> out);

@@ -1,12 +1,13 @@
 // Proves the path of data.decode = gpu on the CPU twin, which is its reference: Backend::decode_jpegs makes each
-// sample as the whole photo's decode cropped by kernels/crop_resample (what the CUDA decoder makes of nvJPEG's
-// pixels), names the batch position of a sample that does not decode, and keeps a batch until the call after next;
+// sample as the whole photo's decode cropped by kernels/crop_resample, from block means where the crop shrinks by 2
+// or more (what the CUDA decoder makes of nvJPEG's pixels), close to the loader's DCT-scaled decode on large photos, names the batch position of a sample that does not decode, and keeps a batch until the call after next;
 // and a loader handing JPEG bytes with their crops (BatchForm::jpegs) through a DeviceBatch yields, bit for bit,
 // the input the loader's own decoding yields where the crops need the full DCT scale (photos under twice the
 // sample's side), naming the shard and sample of a JPEG the device cannot decode; and the same through DecodeAhead,
 // the decode on a thread of its own that training uses; and the memory a run counts for the decoded samples.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -37,9 +38,9 @@ EncodedPhoto photo(int height, int width, int channels, int seed) {
 std::vector<uint8_t> reference(const EncodedPhoto& p, const PhotoCrop& crop, const model::Shape& sample) {
   const io::DecodedImage image = io::convert_channels(io::decode_image_bytes("photo.jpg", p.jpeg), sample.c);
   std::vector<uint8_t> out(static_cast<std::size_t>(sample.per_sample()));
-  kernels::cpu::crop_resample({image.pixels.data(), image.height, image.width, image.channels,
-                               int64_t{image.width} * image.channels},
-                              crop.window, crop.flip, {sample.c, sample.h, sample.w}, out);
+  kernels::cpu::averaged_crop_resample({image.pixels.data(), image.height, image.width, image.channels,
+                                        int64_t{image.width} * image.channels},
+                                       crop.window, crop.flip, {sample.c, sample.h, sample.w}, out);
   return out;
 }
 
@@ -67,6 +68,40 @@ TEST(CpuDecodeJpegs, EachSampleIsTheWholeDecodesCropBitForBit) {
                 reference(photos[i], crops[i], sample))
           << "sample " << i << ", " << channels << " channel(s)";
   }
+}
+
+double mean_difference(const uint8_t* a, const std::vector<uint8_t>& b) {
+  double sum = 0;
+  for (std::size_t i = 0; i < b.size(); ++i) sum += std::abs(static_cast<int>(a[i]) - static_cast<int>(b[i]));
+  return sum / static_cast<double>(b.size());
+}
+
+// A photo several times the sample's size: the device path averages blocks of the whole decode where the loader's
+// decoder scales its IDCT down (io/jpeg_window.h), and the two stay within a few levels of each other on average;
+// two bilinear taps of the whole photo, without the average, skip its fine texture and alias far from both.
+TEST(CpuDecodeJpegs, OnALargePhotoItStaysCloseToTheLoadersScaledDecode) {
+  const EncodedPhoto big = photo(1200, 1600, 3, 7);
+  const PhotoSampling sampling{true, {AugmentKind::resized_crop_flip}, 256, {3, 224, 224}};
+  const model::Shape sample{1, 3, 224, 224};
+  const io::DecodedImage whole = io::decode_image_bytes("photo.jpg", big.jpeg);
+  const kernels::InterleavedImage pixels{whole.pixels.data(), whole.height, whole.width, 3, int64_t{whole.width} * 3};
+  backend::CpuBackend cpu(1);
+  int shrunk = 0;
+  for (int64_t s = 0; s < 6; ++s) {
+    const PhotoCrop crop = photo_crop(sampling, {3, 0, 0, s}, 1200, 1600);
+    std::vector<uint8_t> loader(static_cast<std::size_t>(sample.per_sample())), taps(loader.size());
+    decode_photo_sample(sampling, {3, 0, 0, s}, big.jpeg, 1200, 1600, loader);
+    const uint8_t* device = cpu.decode_jpegs(crops_of({big}, {crop}), sample);
+    kernels::cpu::crop_resample(pixels, crop.window, crop.flip, {3, 224, 224}, taps);
+    const double averaged = mean_difference(device, loader), aliased = mean_difference(taps.data(), loader);
+    SCOPED_TRACE(testing::Message() << "sample " << s << ", window " << crop.window.height << " x "
+                                    << crop.window.width << ": averaged " << averaged << ", aliased " << aliased);
+    EXPECT_LT(averaged, 2.0);  // 0.5-1.4 here
+    if (kernels::box_factor(crop.window, 1200, 1600, 224, 224) < 4) continue;
+    ++shrunk;
+    EXPECT_GT(aliased, 4 * averaged);  // 6.3-6.4 against 0.5 here
+  }
+  EXPECT_GT(shrunk, 0) << "the crops drawn include one shrinking by 4 or more";
 }
 
 TEST(CpuDecodeJpegs, NamesTheBatchPositionOfASampleThatDoesNotDecode) {

@@ -107,28 +107,5 @@ TEST(PhotoSample, AtAReducedDctScaleItStaysCloseToTheFullDecode) {
   }
 }
 
-// A PNG's crop at a fraction of its size is averaged in whole blocks first, as a JPEG's scaled IDCT is: 1-pixel
-// stripes become their mean, not the moire two bilinear taps make of them, and the window keeps its place.
-TEST(PhotoSample, APngIsAveragedInBlocksBeforeItsCropIsResampled) {
-  io::DecodedImage stripes{640, 480, 1, {}};
-  for (int y = 0; y < 480; ++y)
-    for (int x = 0; x < 640; ++x) stripes.pixels.push_back(x % 2 ? 255 : 0);
-  const kernels::CropWindow window{20.0f, 80.0f, 420.0f, 420.0f};
-  const AveragedImage a = averaged_for_crop(stripes, window, {1, 32, 32});  // 420 / 32: blocks of 8 (at most)
-  EXPECT_EQ(a.image.width, 80);
-  EXPECT_EQ(a.image.height, 60);
-  for (const uint8_t v : a.image.pixels) ASSERT_EQ(v, 128);
-  EXPECT_FLOAT_EQ(a.window.top, 2.5f);
-  EXPECT_FLOAT_EQ(a.window.left, 10.0f);
-  EXPECT_FLOAT_EQ(a.window.height, 52.5f);
-  std::vector<uint8_t> out(32 * 32);
-  kernels::cpu::crop_resample({a.image.pixels.data(), a.image.height, a.image.width, 1, a.image.width}, a.window, false,
-                              {1, 32, 32}, out);
-  for (const uint8_t v : out) ASSERT_EQ(v, 128);
-  // A crop about the sample's size keeps every pixel.
-  const AveragedImage whole = averaged_for_crop(stripes, {0.0f, 0.0f, 48.0f, 48.0f}, {1, 32, 32});
-  EXPECT_EQ(whole.image.width, 640);
-}
-
 }  // namespace
 }  // namespace ringtrain::train

@@ -1,11 +1,12 @@
 // Tests of the GPU crop-and-resize (kernels/cuda/crop_resample.h) against its CPU twin on the same pixels, bit for
 // bit: a batch of host-made interleaved images of several sizes in one device buffer, some with padded rows (as the
 // decoder lays them out), random fractional windows (some reaching past the image, where the taps clamp), mirrored
-// and not, 1 and 3 channels.
+// and not, 1 and 3 channels, windows from a fraction of the sample to several times it (so block means of 2 and more too).
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "gpu_test_support.h"
@@ -64,6 +65,7 @@ TEST_F(CudaCropResample, MatchesTheCpuTwinBitForBit) {
       cuda().to_device(device_images.as<uint8_t>() + offsets[i], images[i].pixels.data(), images[i].pixels.size());
 
     std::vector<kernels::cuda::CropSource> sources;
+    std::set<int> boxes_seen;
     std::vector<uint8_t> want(static_cast<std::size_t>(count) * static_cast<std::size_t>(channels * 45 * 61));
     const std::size_t sample_bytes = want.size() / count;
     for (int i = 0; i < count; ++i) {
@@ -71,11 +73,13 @@ TEST_F(CudaCropResample, MatchesTheCpuTwinBitForBit) {
       const kernels::CropWindow window = random_window(image, gen);
       const bool flip = i % 2 == 1;
       const kernels::InterleavedImage host{image.pixels.data(), image.rows, image.columns, channels, image.row_bytes};
-      kernels::cpu::crop_resample(host, window, flip, extent,
-                                  std::span(want).subspan(static_cast<std::size_t>(i) * sample_bytes, sample_bytes));
+      kernels::cpu::averaged_crop_resample(
+          host, window, flip, extent, std::span(want).subspan(static_cast<std::size_t>(i) * sample_bytes, sample_bytes));
       kernels::InterleavedImage device = host;
       device.pixels = device_images.as<uint8_t>() + offsets[static_cast<std::size_t>(i)];
-      sources.push_back({device, window, flip});
+      const int box = kernels::box_factor(window, image.rows, image.columns, extent.height, extent.width);
+      boxes_seen.insert(box);
+      sources.push_back({device, window, flip, box});
     }
     const std::size_t source_bytes = sources.size() * sizeof(kernels::cuda::CropSource);
     model::DeviceBuffer device_sources = cuda().allocate(source_bytes);
@@ -88,6 +92,7 @@ TEST_F(CudaCropResample, MatchesTheCpuTwinBitForBit) {
     for (std::size_t v = 0; v < got.size(); ++v)
       ASSERT_EQ(got[v], want[v]) << channels << " channels: sample " << v / sample_bytes << ", value "
                                  << v % sample_bytes << " (window and flip as drawn; flip = odd sample)";
+    EXPECT_GT(boxes_seen.size(), 2u) << "the windows drawn cover the image's own pixels and block means of 2 and more";
   }
 }
 

@@ -1,5 +1,6 @@
 // The crop-and-resize that the CPU twin and the GPU decoder share: at scale 1 it copies, flipped it mirrors, and
-// anywhere else it is within rounding of bilinear sampling computed in double precision.
+// anywhere else it is within rounding of bilinear sampling computed in double precision; a window at least twice its
+// sample is resampled from block means, the CPU twin's bits those of the per-value functions the CUDA kernel uses.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -145,6 +146,72 @@ TEST(CropResample, TapsStayInsideTheImageAtItsEdges) {
       EXPECT_GE(tap.weight, 0);
       EXPECT_LE(tap.weight, kTapOne);
     }
+}
+
+// A crop at a fraction of its window is resampled from k x k block means, as a JPEG's scaled IDCT averages: 1-pixel
+// stripes become their mean, not the moire two bilinear taps make of them, and the window keeps its place.
+TEST(AveragedCropResample, StripesShrunkByMoreThanTwoBecomeTheirMean) {
+  Image stripes{480, 640, 1, {}};
+  for (int y = 0; y < 480; ++y)
+    for (int x = 0; x < 640; ++x) stripes.pixels.push_back(x % 2 ? 255 : 0);
+  const CropWindow window{20.0f, 80.0f, 420.0f, 420.0f};
+  EXPECT_EQ(box_factor(window, 480, 640, 32, 32), 8);  // 420 / 32 = 13.1: blocks of 8 at most
+  EXPECT_EQ(boxes(480, 8), 60);
+  const CropWindow averaged = box_window(window, 8);
+  EXPECT_FLOAT_EQ(averaged.top, 2.5f);
+  EXPECT_FLOAT_EQ(averaged.left, 10.0f);
+  EXPECT_FLOAT_EQ(averaged.height, 52.5f);
+  std::vector<uint8_t> out(32 * 32), bilinear(32 * 32);
+  cpu::averaged_crop_resample(stripes.view(), window, false, {1, 32, 32}, out);
+  for (const uint8_t v : out) ASSERT_EQ(v, 128);
+  cpu::crop_resample(stripes.view(), window, false, {1, 32, 32}, bilinear);
+  EXPECT_GT(*std::max_element(bilinear.begin(), bilinear.end()) - *std::min_element(bilinear.begin(), bilinear.end()),
+            100)
+      << "without the average the stripes alias";
+}
+
+TEST(AveragedCropResample, UnderTwiceTheSampleItIsTheImagesOwnResampling) {
+  const Image image = random_image(60, 80, 3, 21);
+  const CropWindow window{3.0f, 5.0f, 50.0f, 61.0f};  // 50 / 32 < 2
+  EXPECT_EQ(box_factor(window, 60, 80, 32, 32), 1);
+  EXPECT_EQ(box_factor({0.0f, 0.0f, 2000.0f, 2000.0f}, 4, 4, 1, 1), 1) << "no block larger than the image";
+  std::vector<uint8_t> averaged(3 * 32 * 32), plain(3 * 32 * 32);
+  cpu::averaged_crop_resample(image.view(), window, true, {3, 32, 32}, averaged);
+  cpu::crop_resample(image.view(), window, true, {3, 32, 32}, plain);
+  EXPECT_EQ(averaged, plain);
+}
+
+// The CUDA kernel evaluates box_resampled_value() per output value on the whole photo; the CPU twin averages the
+// image first and resamples that: the same bits, at every factor, flipped or not, gray and RGB, with partial blocks
+// at the image's right and bottom edges left out.
+TEST(AveragedCropResample, TheCpuTwinGivesThePerValueFunctionsBits) {
+  std::mt19937 random(5);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  for (int trial = 0; trial < 32; ++trial) {
+    const int channels = trial % 3 == 0 ? 1 : 3;
+    const int out_h = 5 + trial % 11, out_w = 6 + trial % 13;
+    const Image image = random_image(9 * out_h + trial, 9 * out_w + 2 * trial, channels, 500u + static_cast<unsigned>(trial));
+    const float shrink = 1.0f + 8.5f * unit(random);  // box factors 1, 2, 4 and 8, and past 8
+    const float height = std::min(shrink * static_cast<float>(out_h), static_cast<float>(image.rows));
+    const float width = std::min(shrink * static_cast<float>(out_w), static_cast<float>(image.columns));
+    const CropWindow window{unit(random) * (static_cast<float>(image.rows) - height),
+                            unit(random) * (static_cast<float>(image.columns) - width), height, width};
+    const bool flip = trial % 2 == 1;
+    const int k = box_factor(window, image.rows, image.columns, out_h, out_w);
+    std::vector<uint8_t> out(static_cast<std::size_t>(channels * out_h * out_w));
+    cpu::averaged_crop_resample(image.view(), window, flip, {channels, out_h, out_w}, out);
+    const CropWindow w = box_window(window, k);
+    const int rows = boxes(image.rows, k), columns = boxes(image.columns, k);
+    for (int c = 0; c < channels; ++c)
+      for (int y = 0; y < out_h; ++y)
+        for (int x = 0; x < out_w; ++x) {
+          const AxisTap row = axis_tap(y, out_h, w.top, w.height, rows);
+          const AxisTap column = axis_tap(source_column(x, out_w, flip), out_w, w.left, w.width, columns);
+          ASSERT_EQ(out[static_cast<std::size_t>((c * out_h + y) * out_w + x)],
+                    box_resampled_value(image.view(), k, row, column, c))
+              << "trial " << trial << " k " << k << " c " << c << " y " << y << " x " << x;
+        }
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Owns the CPU twin's JPEG slots and decode_jpegs: what the GPU decoder does, on this host, with the same crop
-// function — each photo decoded whole by libjpeg-turbo (io/image_decode.h), then its crop resampled by
-// kernels/cpu/crop_resample, which evaluates kernels/crop_resample.h as the CUDA kernel does. A decode runs at its
+// function — each photo decoded whole by libjpeg-turbo (io/image_decode.h), then its crop resampled (from block
+// means where it shrinks by 2 or more) by kernels/cpu/crop_resample, which evaluates kernels/crop_resample.h as the
+// CUDA kernel does. A decode runs at its
 // call, on the calling thread; the twin queues nothing, so handing a slot over and back costs nothing.
 #include <fmt/format.h>
 
@@ -41,8 +42,8 @@ class CpuJpegSlots final : public model::JpegSlots {
       const io::DecodedImage image = decode_photo(samples[i], static_cast<int>(i), sample.c);
       const kernels::InterleavedImage pixels{image.pixels.data(), image.height, image.width, image.channels,
                                              int64_t{image.width} * image.channels};
-      kernels::cpu::crop_resample(pixels, samples[i].window, samples[i].flip, extent,
-                                  std::span(out.data() + i * per_sample, per_sample));
+      kernels::cpu::averaged_crop_resample(pixels, samples[i].window, samples[i].flip, extent,
+                                           std::span(out.data() + i * per_sample, per_sample));
     }
   }
   const uint8_t* use(int slot) override { return slots_.at(static_cast<std::size_t>(slot)).data(); }
