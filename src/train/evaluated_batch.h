@@ -2,6 +2,7 @@
 // hits, a confusion matrix, top-k), and what a row of its logits predicts.
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 namespace ringtrain::train {
@@ -17,9 +18,16 @@ inline int predicted_class(const float* row, int classes) {
   return static_cast<int>(std::max_element(row, row + classes) - row);
 }
 
-// Whether the label is among the `k` highest logits: fewer than k classes score higher (ties count for the label).
+// Whether the label is among the `k` highest logits, ties going to the lower class as predicted_class() breaks them
+// (so in_top(.., 1) is predicted_class() == truth, and constant logits are not a hit for every label), a NaN ranked
+// above every number as torch.topk ranks it, and a NaN at the label a miss.
 inline bool in_top(const float* row, int classes, int truth, int k) {
-  return std::count_if(row, row + classes, [&](float v) { return v > row[truth]; }) < k;
+  const float t = row[truth];
+  if (std::isnan(t)) return false;
+  int above = 0;
+  for (int j = 0; j < classes; ++j)
+    if (std::isnan(row[j]) || row[j] > t || (row[j] == t && j < truth)) ++above;
+  return above < k;
 }
 
 }  // namespace ringtrain::train
