@@ -40,10 +40,15 @@ struct LarsStep {
 };
 
 // The weights' exponential moving average after an optimizer step, as timm's ModelEmaV2 and PyTorch's
-// torch.optim.swa_utils.get_ema_avg_fn compute it: ema = decay * ema + (1 - decay) * param. One definition for
+// torch.optim.swa_utils.get_ema_avg_fn compute it: ema = decay * ema + (1 - decay) * param, 1 - decay worked out in
+// double and then rounded, as Python does (from the rounded 0.999999f it would be 1.3 % off). One definition for
 // both twins (kernels/cpu/ema.h, kernels/cuda/ema.h), so they differ at most by the compilers' fused multiply-adds.
-RT_HOST_DEVICE inline float ema_blend(float decay, float ema, float param) {
-  return decay * ema + (1.0f - decay) * param;
+struct EmaStep {
+  float decay = 0, param_weight = 1;  // decay and 1 - decay
+};
+inline EmaStep ema_step(double decay) { return {static_cast<float>(decay), static_cast<float>(1.0 - decay)}; }
+RT_HOST_DEVICE inline float ema_blend(const EmaStep& step, float ema, float param) {
+  return step.decay * ema + step.param_weight * param;
 }
 
 // One parameter tensor of the flat buffer; `adapt` is 1 where the layer-wise rate and weight decay apply.

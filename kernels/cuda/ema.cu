@@ -6,16 +6,16 @@
 namespace ringtrain::kernels::cuda {
 namespace {
 
-__global__ void ema_kernel(int64_t n, float decay, const float* param, float* ema) {
+__global__ void ema_kernel(int64_t n, EmaStep step, const float* param, float* ema) {
   for (int64_t i = detail::global_index(); i < n; i += detail::grid_stride())
-    ema[i] = ema_blend(decay, ema[i], param[i]);
+    ema[i] = ema_blend(step, ema[i], param[i]);
 }
 
 }  // namespace
 
-void ema_update(int64_t n, float decay, const float* param, float* ema, Stream stream) {
+void ema_update(int64_t n, const EmaStep& step, const float* param, float* ema, Stream stream) {
   if (n <= 0) return;
-  ema_kernel<<<detail::blocks_for(n), detail::kThreads, 0, stream>>>(n, decay, param, ema);
+  ema_kernel<<<detail::blocks_for(n), detail::kThreads, 0, stream>>>(n, step, param, ema);
   RT_CHECK_LAUNCH();
 }
 

@@ -4,10 +4,11 @@
 #include <cstdint>
 
 #include "kernels/cuda/stream.h"
+#include "kernels/optimizer_step.h"
 
 namespace ringtrain::kernels::cuda {
 
 // ema[i] = decay * ema[i] + (1 - decay) * param[i] for i in [0, n) (kernels::ema_blend); device memory, queued.
-void ema_update(int64_t n, float decay, const float* param, float* ema, Stream stream);
+void ema_update(int64_t n, const EmaStep& step, const float* param, float* ema, Stream stream);
 
 }  // namespace ringtrain::kernels::cuda

@@ -51,6 +51,7 @@ using kernels::PoolMode;
 using kernels::PoolShape;
 using kernels::AdamStep;
 using kernels::LarsStep;
+using kernels::EmaStep;
 using kernels::SgdStep;
 using kernels::TensorRange;
 
@@ -387,7 +388,7 @@ class Backend {
                            float* v, float* param) = 0;
   // The weights' moving average after an update: ema = decay * ema + (1 - decay) * param over n values
   // (kernels::ema_blend; model/weight_average.h), queued like the update it follows.
-  virtual void ema_update(int64_t n, float decay, const float* param, float* ema) = 0;
+  virtual void ema_update(int64_t n, const EmaStep& step, const float* param, float* ema) = 0;
 
   // ---- input: the loader's uint8 N x C x H x W pixels (device memory) to the network's fp32 input,
   // (x - mean[c]) / stddev[c] as kernels/pixel_norm.h defines it, bit-identical on every backend. mean and

@@ -7,12 +7,12 @@
 
 namespace ringtrain::model {
 
-WeightAverage::WeightAverage(Network& net, float decay)
-    : net_(net), decay_(decay), ema_(net.backend().allocate(sizeof(float) * static_cast<size_t>(net.param_count()))) {
+WeightAverage::WeightAverage(Network& net, double decay)
+    : net_(net), step_(kernels::ema_step(decay)), ema_(net.backend().allocate(sizeof(float) * static_cast<size_t>(net.param_count()))) {
   restart();
 }
 
-void WeightAverage::update() { net_.backend().ema_update(net_.param_count(), decay_, net_.params(), ema_.as<float>()); }
+void WeightAverage::update() { net_.backend().ema_update(net_.param_count(), step_, net_.params(), ema_.as<float>()); }
 
 void WeightAverage::restart() { net_.backend().copy(Elements(net_.param_count()), net_.params(), ema_.as<void>()); }
 

@@ -7,6 +7,7 @@
 #pragma once
 #include <vector>
 
+#include "kernels/optimizer_step.h"
 #include "model/network.h"
 
 namespace ringtrain::model {
@@ -14,8 +15,8 @@ namespace ringtrain::model {
 class WeightAverage {
  public:
   // Starts at the network's current parameters, as timm copies the model when it creates the average.
-  WeightAverage(Network& net, float decay);
-  float decay() const { return decay_; }
+  WeightAverage(Network& net, double decay);
+  float decay() const { return step_.decay; }
   // ema = decay * ema + (1 - decay) * params over every parameter, queued after the update it follows.
   void update();
   // The average restarts at the network's current parameters (a fresh start, or a resume from a checkpoint
@@ -32,7 +33,7 @@ class WeightAverage {
 
  private:
   Network& net_;
-  float decay_;
+  EmaStep step_;
   DeviceBuffer ema_, spare_;
 };
 

@@ -32,7 +32,7 @@ namespace {
 std::unique_ptr<model::WeightAverage> weight_average(const RunContext& run, model::Network& net,
                                                      const StartPoint& start) {
   if (run.job.train.ema_decay <= 0) return nullptr;
-  auto ema = std::make_unique<model::WeightAverage>(net, static_cast<float>(run.job.train.ema_decay));
+  auto ema = std::make_unique<model::WeightAverage>(net, run.job.train.ema_decay);
   if (!start.ema_params.empty()) ema->load(start.ema_params);
   return ema;
 }
@@ -88,7 +88,7 @@ int Trainer::run() {
   const RunSetup setup{*net, *optimizer, data, lr, start, ema.get()};
   const util::VersionList versions = backend::library_versions();
   print_header(run, setup, versions);
-  if (!fitted.note.empty()) run.say(fitted.note);
+  for (const std::string& note : fitted.notes) run.say(note);
   for (const std::string& line : outputs.claim_lines()) run.say(line);
   outputs.open(versions, start.epoch, start.global_step);
   for (const std::string& line : outputs.open_lines()) run.say(line);

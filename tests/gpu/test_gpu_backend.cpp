@@ -744,8 +744,8 @@ TEST_F(CudaBackendTest, EmaUpdateMatchesCpu) {
   for (uint32_t step = 0; step < 3; ++step) {
     const auto param = random_vector(n, 31 + step);
     auto dparam = upload(param);
-    cuda().ema_update(n, 0.999f, dparam.as<float>(), dema.as<float>());
-    cpu().ema_update(n, 0.999f, param.data(), want.data());
+    cuda().ema_update(n, kernels::ema_step(0.999), dparam.as<float>(), dema.as<float>());
+    cpu().ema_update(n, kernels::ema_step(0.999), param.data(), want.data());
   }
   // One formula (kernels::ema_blend); only the compilers' fused multiply-adds may differ in the last bit.
   EXPECT_TRUE(all_close(download(dema.as<float>(), n), want, 1e-6, 1e-7));

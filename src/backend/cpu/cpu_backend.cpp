@@ -530,8 +530,8 @@ void CpuBackend::adamw_update(int64_t n, const model::AdamStep& step, const uint
                               float* m, float* v, float* param) {
   kc::adamw_update(n, step, decay_mask, grad, m, v, param);
 }
-void CpuBackend::ema_update(int64_t n, float decay, const float* param, float* ema) {
-  kc::ema_update(n, decay, param, ema);
+void CpuBackend::ema_update(int64_t n, const model::EmaStep& step, const float* param, float* ema) {
+  kc::ema_update(n, step, param, ema);
 }
 void CpuBackend::lars_update(int tensors, const model::TensorRange* ranges, const model::LarsStep& step,
                              float* grad, float* velocity, float* param) {

@@ -185,7 +185,7 @@ class CudaBackend final : public model::Backend {
                    float* velocity, float* param) override;
   void lamb_update(int tensors, const model::TensorRange* ranges, const model::AdamStep& step, float* grad,
                    float* m, float* v, float* param) override;
-  void ema_update(int64_t n, float decay, const float* param, float* ema) override;
+  void ema_update(int64_t n, const model::EmaStep& step, const float* param, float* ema) override;
   void normalize_pixels(const model::PixelShape& s, const uint8_t* x, const float* mean, const float* stddev,
                         float* y) override;
   const uint8_t* decode_jpegs(std::span<const kernels::JpegCrop> samples, const model::Shape& sample) override;

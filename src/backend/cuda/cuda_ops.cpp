@@ -480,8 +480,8 @@ void CudaBackend::adamw_update(int64_t n, const model::AdamStep& step, const uin
   }
   kc::adamw_update(n, step, decay_mask, grad, m, v, param, stream());
 }
-void CudaBackend::ema_update(int64_t n, float decay, const float* param, float* ema) {
-  kc::ema_update(n, decay, param, ema, stream());
+void CudaBackend::ema_update(int64_t n, const model::EmaStep& step, const float* param, float* ema) {
+  kc::ema_update(n, step, param, ema, stream());
 }
 // The norms' scratch is sized at the first update (a few KiB) and kept.
 void CudaBackend::lars_update(int tensors, const model::TensorRange* ranges, const model::LarsStep& step,
