@@ -8,6 +8,7 @@
 #include "commands/results_on_stdout.h"
 #include "commands/with_watchdog.h"
 #include "config/job_config.h"
+#include "config/sync_batchnorm_fit.h"
 #include "dist/world.h"
 #include "train/launcher_watch.h"
 #include "train/stop_request.h"
@@ -27,7 +28,12 @@ int train(int* argc, char*** argv, const TrainArgs& args) {
       config::JobConfig job;
       world.all_succeed([&] { job = config::load_job(args.job, args.overrides); });
       return with_watchdog(world, job, [&](dist::Watchdog& watchdog) {
-        backend::DeviceSetup device = backend::open_device(job, world);
+        // The device synchronises batch norm over the group a resume on a smaller world fits; the trainer fits the
+        // same from `job` and says so in the run header.
+        config::JobConfig device_job = job;
+        device_job.dist.sync_batchnorm_group =
+            config::fit_sync_batchnorm_group(job.dist.sync_batchnorm_group, world.size(), args.resume).group;
+        backend::DeviceSetup device = backend::open_device(device_job, world);
         return train::Trainer(job, world, *device.backend, *device.reducer, watchdog, args.resume,
                               {args.failed_node, args.seconds_lost})
             .run();

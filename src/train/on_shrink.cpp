@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "config/job_difference.h"
+#include "config/sync_batchnorm_fit.h"
 #include "io/checkpoint_file.h"
 
 namespace ringtrain::train {
@@ -38,7 +39,11 @@ bool batch_keys_changed(const std::string& checkpoint_job, const config::JobConf
 }  // namespace
 
 FittedJob fit_to_world(const config::JobConfig& job, const dist::World& world, bool resume) {
-  FittedJob fitted{job, ""};
+  FittedJob fitted{job, {}};
+  const config::SyncBatchnormFit group = config::fit_sync_batchnorm_group(job.dist.sync_batchnorm_group, world.size(),
+                                                                          resume);
+  fitted.job.dist.sync_batchnorm_group = group.group;
+  if (!group.note.empty()) fitted.notes.push_back(group.note);
   if (!resume || job.dist.on_shrink != config::OnShrink::keep_global_batch) return fitted;
   io::CheckpointWorld was;
   world.all_succeed([&] {
@@ -61,10 +66,10 @@ FittedJob fit_to_world(const config::JobConfig& job, const dist::World& world, b
     fitted.job.train.accumulate_steps =
         accumulation_for_global_batch(was.global_batch, job.train.batch_per_rank, world.size());
   });
-  fitted.note = fmt::format("dist.on_shrink = keep_global_batch: {} rank{} (checkpoint written by {}) keep its global "
-                            "batch {} with train.accumulate_steps = {} (job file: {})",
-                            world.size(), world.size() == 1 ? "" : "s", was.ranks, was.global_batch, fitted.job.train.accumulate_steps,
-                            job.train.accumulate_steps);
+  fitted.notes.push_back(fmt::format("dist.on_shrink = keep_global_batch: {} rank{} (checkpoint written by {}) keep "
+                                     "its global batch {} with train.accumulate_steps = {} (job file: {})",
+                                     world.size(), world.size() == 1 ? "" : "s", was.ranks, was.global_batch,
+                                     fitted.job.train.accumulate_steps, job.train.accumulate_steps));
   return fitted;
 }
 

@@ -1,4 +1,5 @@
-// Owns dist.on_shrink: what a --resume on another world size than its checkpoint's does to the batch. The elastic
+// Owns dist.on_shrink: what a --resume on another world size than its checkpoint's does to the batch (and to a
+// batch-norm group the new world size does not divide). The elastic
 // launchers (slurm/train.sbatch, scripts/elastic_mpirun.sh) relaunch a run on the nodes left after a failure; the
 // accumulation steps must be chosen before the data is planned, so this runs first and reads only the checkpoint's
 // world. keep_per_rank_batch needs nothing here: the learning rate follows the new global batch by
@@ -6,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "config/job_config.h"
 #include "dist/world.h"
@@ -18,11 +20,11 @@ int accumulation_for_global_batch(int64_t global_batch, int batch_per_rank, int 
 
 struct FittedJob {
   config::JobConfig job;  // the job this run trains
-  std::string note;       // what was changed and why, for the log; empty: nothing
+  std::vector<std::string> notes;  // what was changed and why, for the log
 };
 
-// Collective. `job` itself, or on --resume with keep_global_batch onto another world size than the newest
-// checkpoint's, `job` with train.accumulate_steps re-chosen to keep the checkpoint's global batch. Errors are
+// Collective. `job` with config::fit_sync_batchnorm_group's group (as the device was opened with), and on --resume with keep_global_batch onto another world size
+// than the newest checkpoint's, train.accumulate_steps re-chosen to keep the checkpoint's global batch. Errors are
 // agreed: every rank throws the same one.
 FittedJob fit_to_world(const config::JobConfig& job, const dist::World& world, bool resume);
 

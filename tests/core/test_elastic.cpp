@@ -1,7 +1,7 @@
 // Proves the arithmetic of an elastic restart (dist.on_shrink, train/on_shrink.h) and its membership record
 // (train/membership_record.h): the accumulation steps that keep the global batch, the refusal where the ranks do
-// not divide it (exit 3), the learning rate a kept per-rank batch gets by each lr_scaling rule, and the record's
-// fields, with what the launcher did not say left null.
+// not divide it (exit 3), the batch-norm group a resume on a world it does not divide gets, the learning rate a kept
+// per-rank batch gets by each lr_scaling rule, and the record's fields, with what the launcher did not say left null.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "common/error.h"
+#include "config/sync_batchnorm_fit.h"
 #include "train/lr_schedule.h"
 #include "train/membership_record.h"
 #include "train/on_shrink.h"
@@ -18,6 +19,7 @@ using ringtrain::ExitCode;
 using ringtrain::config::LrScaling;
 using ringtrain::config::OnShrink;
 using ringtrain::train::accumulation_for_global_batch;
+using ringtrain::config::fit_sync_batchnorm_group;
 using ringtrain::train::LearningRateSchedule;
 using ringtrain::train::membership_record;
 using ringtrain::train::MembershipChange;
@@ -28,6 +30,20 @@ TEST(OnShrink, KeepGlobalBatchAccumulatesWhatTheLostRanksCarried) {
   EXPECT_EQ(accumulation_for_global_batch(128, 32, 1), 4);
   EXPECT_EQ(accumulation_for_global_batch(256, 32, 4), 2);   // 8 ranks x 32 -> 4, and back up to 8:
   EXPECT_EQ(accumulation_for_global_batch(256, 32, 8), 1);
+}
+
+// 8 ranks in groups of 4 that lose a node and resume on 6 go on in groups of 3, said in the header; a group that
+// divides the new world, a fresh run (refused where the device opens) and no group at all stay as the job says.
+TEST(OnShrink, AResumeFitsTheBatchNormGroupToTheLargestDivisorOfTheWorld) {
+  for (const auto& [group, ranks, fitted] : {std::tuple{4, 6, 3}, {8, 6, 6}, {2, 1, 1}, {4, 7, 1}, {4, 12, 4}, {0, 5, 0}}) {
+    const auto resumed = fit_sync_batchnorm_group(group, ranks, true);
+    EXPECT_EQ(resumed.group, fitted) << group << " on " << ranks;
+    EXPECT_EQ(resumed.note.empty(), group == fitted);
+    EXPECT_EQ(fit_sync_batchnorm_group(group, ranks, false).group, group);
+  }
+  EXPECT_EQ(fit_sync_batchnorm_group(4, 6, true).note,
+            "dist.sync_batchnorm_group = 4 does not divide the 6 ranks resumed on: batch norm statistics over groups "
+            "of 3 (the largest divisor of 6 up to 4)");
 }
 
 TEST(OnShrink, KeepGlobalBatchIsRefusedWithExit3WhereTheRanksDoNotDivideIt) {

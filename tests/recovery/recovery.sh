@@ -20,6 +20,8 @@
 #   shrinkagain dist.on_shrink = keep_global_batch: a 2-rank run resumed on 1 rank (2 accumulation steps), stopped
 #             again and resumed again on 1 rank, ends on the uninterrupted 1-rank continuation's checksum (the
 #             second resume kept the global batch too, where it fell back to the job file's accumulation)
+#   syncshrink dist.sync_batchnorm_group = 2: a 2-rank checkpoint resumed on 1 rank (which 2 does not divide) goes
+#             on with groups of 1 and says so, where a fresh 1-rank run with the same group is refused with exit 3
 #   adamreshard fp16 AdamW with skipped steps, a mid-epoch 2-rank checkpoint resumed on 1 rank (the epoch re-planned):
 #             Adam's update count goes on from the checkpoint's (inspect's "updates applied"), where it restarted
 #             below it and the bias corrections ended the run in NaN (exit 6)
@@ -42,7 +44,7 @@
 set -uo pipefail
 bin=$1 src=$2 scratch=$3
 shift 3
-cases=${*:-preempt reshard shrinkagain adamreshard grow evalterm model nockpt nonfinite kill stall optimizers shared window recipes precisions ema mixup}
+cases=${*:-preempt reshard shrinkagain syncshrink adamreshard grow evalterm model nockpt nonfinite kill stall optimizers shared window recipes precisions ema mixup}
 mkdir -p "$scratch"
 work=$(mktemp -d "$scratch/recovery.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -283,6 +285,23 @@ cut_back() {
     [ "$((10#$(basename "$f" .h5 | sed 's/ckpt-s//')))" -gt "$3" ] && rm -f "$f"
   done
 }
+
+if [[ " $cases " == *" syncshrink "* ]]; then
+  group=(--set dist.sync_batchnorm_group=2 --set run.checkpoint_every_steps=5)
+  train "$job" "${common[@]}" "${group[@]}" --set train.epochs=1 --set run.dir="$work/sbn2" >"$work/sbn2.log" 2>&1
+  rc0=$?
+  NP=1 train "$job" "${common[@]}" "${group[@]}" --set run.dir="$work/sbn2" --resume >"$work/sbn1.log" 2>&1
+  rc1=$?
+  NP=1 train "$job" "${common[@]}" "${group[@]}" --set run.dir="$work/sbn-fresh" >"$work/sbn-fresh.log" 2>&1
+  rc2=$?
+  note="dist.sync_batchnorm_group = 2 does not divide the 1 rank resumed on: batch norm statistics over groups of 1"
+  if [ "$rc0" = 0 ] && [ "$rc1" = 0 ] && [ "$(seen "$work/sbn1.log" "$note")" = 1 ] && [ "$rc2" = 3 ] &&
+     grep -q "must divide the world size" "$work/sbn-fresh.log"; then
+    ok "syncshrink: a 2-rank group resumed on 1 rank goes on in groups of 1, saying so; a fresh 1-rank run is refused (exit 3)"
+  else
+    fail "syncshrink: exits $rc0, $rc1 (resume), $rc2 (fresh, want 3); note seen $(seen "$work/sbn1.log" "$note") times: $(grep -E 'error|sync' "$work/sbn1.log" | head -2)"
+  fi
+fi
 
 if [[ " $cases " == *" shrinkagain "* ]]; then
   keep=(--set 'dist.on_shrink="keep_global_batch"' --set run.checkpoint_every_steps=5 --set run.keep_checkpoints=100)
