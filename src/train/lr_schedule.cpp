@@ -23,7 +23,8 @@ LearningRateSchedule::LearningRateSchedule(const config::JobConfig::Optimizer& o
       decay_factor_(opt.decay_factor),
       poly_power_(opt.poly_power) {
   // Goyal's warm-up starts at the rate the base batch was tuned for and climbs to the scaled one; when the global
-  // batch is smaller than the base batch there is nothing to climb to. MLPerf's LARS reference climbs from 0.
+  // batch is no larger than the base batch, or the rate is not scaled, there is nothing to climb to. MLPerf's LARS
+  // reference climbs from 0.
   start_ = opt.warmup_start == config::WarmupStart::zero ? 0.0 : std::min(opt.base_lr, peak_);
   // A decay that ends above where it starts would raise the rate for the whole run.
   const bool decays_to_min = kind_ == config::LrSchedule::cosine || kind_ == config::LrSchedule::poly;

@@ -23,7 +23,8 @@ class LearningRateSchedule {
   std::string arithmetic(const config::JobConfig::Optimizer& opt, int64_t global_batch) const;
   double at(int64_t step) const;         // step counts optimizer steps from 0 over the whole job
   int64_t warmup_steps() const { return warmup_steps_; }
-  bool warmup_climbs() const { return start_ < peak_; }  // false where the global batch is at most base_batch
+  // false for a warm-up from base_lr where the peak is base_lr (global batch at most base_batch, or no lr_scaling)
+  bool warmup_climbs() const { return start_ < peak_; }
   // What follows the warm-up, for the run header: "cosine decay to 0", "x 0.1 at steps 300, 600, 800", ...
   std::string decay_text() const;
   const std::vector<int64_t>& milestone_steps() const { return milestone_steps_; }  // steps: where the rate drops

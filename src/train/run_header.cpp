@@ -68,13 +68,17 @@ std::string sync_batchnorm_text(int group, int batch_per_rank) {
 
 std::string batch_line(const RunContext& run, const EpochPlan& plan, const LearningRateSchedule& lr) {
   const auto& opt = run.job.optimizer;
-  // Below base_batch the warm-up has nothing to climb to (it starts at the peak): saying "warm-up N steps" would
-  // promise a ramp the run never takes.
-  const std::string warmup = lr.warmup_steps() == 0 ? "no warm-up"
-                             : lr.warmup_climbs()   ? fmt::format("warm-up {} steps from {:g}", lr.warmup_steps(), lr.at(0))
-                                                    : fmt::format("warm-up {} steps at the peak (the global batch "
-                                                                  "is at most base_batch: nothing to climb to)",
-                                                                  lr.warmup_steps());
+  // A warm-up from base_lr has nothing to climb to where the peak is base_lr (it starts at the peak): saying
+  // "warm-up N steps" would promise a ramp the run never takes.
+  const std::string why_flat = opt.lr_scaling == config::LrScaling::none
+                                   ? "optimizer.lr_scaling = \"none\" keeps the peak at base_lr"
+                                   : "the global batch is at most base_batch";
+  const std::string warmup =
+      lr.warmup_steps() == 0 ? "no warm-up"
+      : lr.warmup_climbs()   ? fmt::format("warm-up {} steps from {:g}", lr.warmup_steps(), lr.at(0))
+                             : fmt::format("warm-up {} steps at the peak ({}: nothing to climb to from "
+                                           "optimizer.warmup_start = \"base_lr\"; \"zero\" climbs from 0)",
+                                           lr.warmup_steps(), why_flat);
   return fmt::format("batch: {} ranks x {} per rank x {} accumulation = global batch {}; lr = {} ({}, then {})",
                      run.ranks(), plan.batch, plan.accumulate, plan.global_batch,
                      lr.arithmetic(opt, plan.global_batch), warmup, lr.decay_text()) +
