@@ -343,16 +343,21 @@ std::string GraphWalk::relayout(const OnnxNode& transpose, const std::string& va
 }
 
 // The branch that starts at node `first` (taking `value`), up to the join; none where `first` is the join itself
-// (the identity shortcut).
+// (the identity shortcut). It is walked as a chain from `value` with the value's users narrowed to `first`, so that
+// what several nodes map to at a branch's start is mapped as anywhere else: a LayerNormalization or a layer norm's
+// chain at a pre-norm block's fork (torch's ViT at opset 17 and later), a Pad of zeros before an AveragePool, the
+// permute of the channels last.
 std::vector<Piece> GraphWalk::branch(const OnnxNode* first, const std::string& value, const OnnxNode* join,
                                      std::string& end) const {
   if (first == join) {
     end = value;
     return {};
   }
-  std::vector<Piece> pieces{layer(*first, value)};
-  std::vector<Piece> rest = chain(first->outputs.at(0), join, end);
-  std::move(rest.begin(), rest.end(), std::back_inserter(pieces));
+  std::vector<const OnnxNode*>& list = users_.at(value);
+  const std::vector<const OnnxNode*> all = list;
+  list = {first};
+  std::vector<Piece> pieces = chain(value, join, end);  // a refusal ends the import: nothing to restore then
+  users_.at(value) = all;
   return pieces;
 }
 

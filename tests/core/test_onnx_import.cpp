@@ -256,6 +256,44 @@ TEST(OnnxImport, AForkJoinedByAddIsAResidualBlock) {
   }
 }
 
+// A branch whose first nodes map only together is walked as a chain from the fork, as anywhere else: a pre-norm
+// block's LayerNormalization between permutes (torch's ViT at opset 17 and later, where the fork feeds only it and
+// the join) and a ResNet-D shortcut's Pad of zeros before its AveragePool.
+TEST(OnnxImport, ABranchThatStartsWithAChainOfNodesIsWalkedAsAChain) {
+  Graph pre_norm;
+  pre_norm.node("Transpose", "/t", {"x"}, "t", {ints("perm", {0, 2, 3, 1})});
+  pre_norm.node("LayerNormalization", "/ln", {"t", pre_norm.weight("scale", {4}), pre_norm.weight("bias", {4})}, "n",
+                {integer("axis", -1), real("epsilon", 1e-6f)});
+  pre_norm.node("Transpose", "/t_1", {"n"}, "b", {ints("perm", {0, 3, 1, 2})});
+  pre_norm.node("Conv", "/c", {"b", pre_norm.weight("w", {4, 4, 1, 1})}, "c");
+  pre_norm.node("Add", "/add", {"x", "c"}, "y");
+  const model::ImportedModel a = model::import_onnx(pre_norm.m);
+  ASSERT_EQ(a.layers.size(), 1u);
+  EXPECT_EQ(a.layers[0].type, "residual");
+  ASSERT_EQ(a.layers[0].body.size(), 2u);
+  EXPECT_EQ(a.layers[0].body[0].type, "layer_norm");
+  EXPECT_EQ(a.layers[0].body[1].type, "conv2d");
+  EXPECT_TRUE(a.layers[0].shortcut.empty());
+
+  Graph resnet_d;
+  resnet_d.node("Conv", "/body/Conv", {"x", resnet_d.weight("w", {4, 4, 3, 3})}, "a", {ints("pads", {1, 1, 1, 1})});
+  resnet_d.node("Relu", "/body/Relu", {"a"}, "r");
+  resnet_d.node("Conv", "/body/Conv_1", {"r", resnet_d.weight("w1", {4, 4, 3, 3})}, "c", {ints("pads", {1, 1, 1, 1})});
+  resnet_d.node("Pad", "/short/Pad", {"x"}, "padded",
+                {text("mode", "constant"), ints("pads", {0, 0, 1, 1, 0, 0, 1, 1})});
+  resnet_d.node("AveragePool", "/short/AveragePool", {"padded"}, "p",
+                {ints("kernel_shape", {3, 3}), ints("strides", {1, 1}), ints("pads", {0, 0, 0, 0})});
+  resnet_d.node("Conv", "/short/Conv", {"p", resnet_d.weight("ws", {4, 4, 1, 1})}, "s");
+  resnet_d.node("Add", "/add", {"c", "s"}, "y");
+  const model::ImportedModel b = model::import_onnx(resnet_d.m);
+  ASSERT_EQ(b.layers.size(), 1u);
+  EXPECT_EQ(b.layers[0].body.size(), 3u);
+  ASSERT_EQ(b.layers[0].shortcut.size(), 2u);
+  EXPECT_EQ(b.layers[0].shortcut[0].type, "avgpool");
+  EXPECT_EQ(b.layers[0].shortcut[0].integer("padding"), 1);
+  EXPECT_EQ(b.layers[0].shortcut[1].type, "conv2d");
+}
+
 // torch's x.view(x.size(0), -1) with a dynamic batch: the shape computed from the value itself.
 TEST(OnnxImport, ViewOfTheBatchByMinusOneIsAFlatten) {
   Graph g;
@@ -410,6 +448,24 @@ TEST(OnnxImport, TorchLayerNormChainBetweenTransposesIsOneLayerNorm) {
   EXPECT_EQ(m.layers[0].type, "layer_norm");
   EXPECT_EQ(m.layers[0].number("eps"), 1e-6);
   EXPECT_EQ(m.tensor_sizes, (std::vector<int64_t>{4, 4}));  // weight, then bias
+}
+
+// From opset 18 on a ReduceMean takes its axes as an int64 input, not an attribute.
+TEST(OnnxImport, ALayerNormChainWithItsAxesAsInputsIsOneLayerNorm) {
+  for (const std::vector<int64_t>& axes : {std::vector<int64_t>{-1}, {1}}) {
+    Graph g;
+    channels_last_layer_norm(g, "x", "y", axes);
+    const std::string as_input = g.integers("axes", axes, {1});
+    for (io::OnnxNode& n : g.m.nodes)
+      if (n.op == "ReduceMean") n.inputs.push_back(as_input), n.attributes.clear();
+    if (axes[0] == 1) {
+      expect_refused(g.m, "ONNX node '/ln/ReduceMean' (ReduceMean): it does not average over the channels");
+      continue;
+    }
+    const model::ImportedModel m = model::import_onnx(g.m);
+    ASSERT_EQ(m.layers.size(), 1u);
+    EXPECT_EQ(m.layers[0].type, "layer_norm");
+  }
 }
 
 TEST(OnnxImport, ALayerNormChainOverAnotherAxisIsRefusedNamingTheNode) {

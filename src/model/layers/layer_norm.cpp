@@ -71,12 +71,21 @@ std::string layer_norm_onnx(OnnxLayerWriter& w, const config::LayerSpec& s, cons
 }
 
 // Whether a ReduceMean averages over the channels alone, keeping the axis: the last where they are permuted last
-// (torch's LayerNorm), axis 1 in NCHW (layer_norm_onnx's form).
+// (torch's LayerNorm), axis 1 in NCHW (layer_norm_onnx's form). Its axes are an attribute up to opset 17 and an
+// int64 constant input from opset 18 on.
 bool averages_channels(const OnnxChainReader& c, const io::OnnxNode& reduce) {
+  if (reduce.op != "ReduceMean") return false;
   const OnnxNodeReader r = c.reader(reduce);
   const std::vector<int64_t> axis{c.layout() == OnnxLayout::channels_last ? -1 : 1};
-  return reduce.op == "ReduceMean" && reduce.inputs.size() == 1 && r.integers("axes", {}) == axis &&
-         r.integer("keepdims", 1) == 1;
+  std::vector<int64_t> axes = r.integers("axes", {});
+  if (reduce.inputs.size() == 2) {
+    const io::OnnxTensor* given = c.integer_constant(reduce.inputs[1]);
+    if (given == nullptr || !axes.empty()) return false;
+    axes = given->integers;
+  } else if (reduce.inputs.size() != 1) {
+    return false;
+  }
+  return axes == axis && r.integer("keepdims", 1) == 1 && r.integer("noop_with_empty_axes", 0) == 0;
 }
 
 // The per-channel weight, then bias, of the chain's Mul and Add after the normalisation (`div`): C values shaped to
