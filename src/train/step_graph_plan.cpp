@@ -62,9 +62,30 @@ void StepGraphPlan::forget() {
   settled_steps_ = 0;
 }
 
+namespace {
+
+// splitmix64's finaliser: spreads one word over all 64 bits.
+uint64_t mixed(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+uint64_t step_fingerprint(const StepShape& shape, uint64_t memory_generation) {
+  uint64_t h = mixed(memory_generation);
+  const auto add = [&h](uint64_t v) { h = mixed(h ^ mixed(v + 0x9e3779b97f4a7c15ULL)); };
+  for (const int samples : shape.micro_batch_samples) add(static_cast<uint64_t>(samples));
+  add(shape.soft_targets ? 1 : 0);
+  for (const void* memory : shape.batch_memory) add(reinterpret_cast<uintptr_t>(memory));
+  return h;
+}
+
 StepAction run_step(StepGraphPlan& plan, model::StepCapturer& capturer, int slot, const StepShape& shape,
-                    const std::function<void(StepAction)>& queue) {
-  const StepAction action = plan.decide(slot, shape, capturer.memory_generation());
+                    const SumOverRanks& sum_over_ranks, const std::function<void(StepAction)>& queue) {
+  const auto agreed_memory = [&] { return sum_over_ranks(step_fingerprint(shape, capturer.memory_generation())); };
+  const StepAction action = plan.decide(slot, shape, agreed_memory());
   switch (action) {
     case StepAction::eager:
       queue(action);
@@ -86,11 +107,11 @@ StepAction run_step(StepGraphPlan& plan, model::StepCapturer& capturer, int slot
         capturer.drop(slot);
         throw;
       }
-      if (!plan.captured(slot, capturer.memory_generation())) {
+      if (!plan.captured(slot, agreed_memory())) {
         capturer.drop(slot);
         throw Error(ExitCode::internal,
                     fmt::format("gpu.cuda_graphs: device memory was allocated while the step on slot {} was being "
-                                "captured, after the warm-up steps; the captured step cannot run. Set "
+                                "captured (on this rank or another), after the warm-up steps; the captured step cannot run. Set "
                                 "gpu.cuda_graphs = false and report the model",
                                 slot));
       }

@@ -8,7 +8,10 @@
 // while the step's shape (StepShape: the micro-batches' sizes, labels or soft targets) and the device memory it was
 // captured over stay what they were. Memory is watched through a generation the backend moves whenever it
 // allocates or grows a buffer; a step is captured only after `warmup_steps` steps in a row ran eagerly with the
-// same shape and memory (algorithm choice done, scratch grown to its size), since a capture cannot allocate.
+// same shape and memory (algorithm choice done, scratch grown to its size), since a capture cannot allocate. Over
+// NCCL every rank must capture, replay or run eagerly alike (a collective's capture is a property of the collective),
+// so the memory generation the plan compares is agreed: the sum over the ranks of each rank's fingerprint of its
+// shape and memory, which moves on every rank when either moves on one.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -65,10 +68,18 @@ class StepGraphPlan {
   int settled_steps_ = 0;  // steps in a row (the one deciding included) with last_shape_ and last_memory_
 };
 
-// Runs one step as the plan decides: `queue` queues the step's work on the device (eagerly, or into a capture; it
-// is told which). Returns what was done. Throws an internal error when a capture's memory moved: its graph is
-// dropped, but its step was captured rather than run, so it cannot be reported as done.
+// This rank's shape and memory generation in one number: any change of either changes it.
+uint64_t step_fingerprint(const StepShape& shape, uint64_t memory_generation);
+
+// The sum of a value over every rank of the job (a collective every rank calls at the same point; on one rank the
+// value itself).
+using SumOverRanks = std::function<uint64_t(uint64_t mine)>;
+
+// Runs one step as the plan decides, on every rank alike: the plan is given `sum_over_ranks` of step_fingerprint
+// before the step and again after a capture. `queue` queues the step's work on the device (eagerly, or into a
+// capture; it is told which). Returns what was done. Throws an internal error when a capture's memory moved on any
+// rank: its graph is dropped, but its step was captured rather than run, so it cannot be reported as done.
 StepAction run_step(StepGraphPlan& plan, model::StepCapturer& capturer, int slot, const StepShape& shape,
-                    const std::function<void(StepAction)>& queue);
+                    const SumOverRanks& sum_over_ranks, const std::function<void(StepAction)>& queue);
 
 }  // namespace ringtrain::train

@@ -197,7 +197,7 @@ void StepRunner::run_graphed(Slot& slot, float lr) {
   const StepShape shape{{batch.count},
                         batch.targets != nullptr,
                         {batch.images, batch.targets ? static_cast<const void*>(batch.targets) : batch.labels}};
-  last_action_ = run_step(*graph_plan_, *capturer_, index, shape, [&](StepAction action) {
+  last_action_ = run_step(*graph_plan_, *capturer_, index, shape, sum_over_ranks_, [&](StepAction action) {
     if (action != StepAction::eager) sync_.capture_into(index);
     const ScalarsPass queue(*capturer_, index, Pass::queue);
     net_.backend().zero(slot.totals.as<void>(), sizeof(model::LossTotals));

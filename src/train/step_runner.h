@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "config/job_config.h"
@@ -85,6 +86,10 @@ class StepRunner {
   std::vector<FinishedStep> finished(int in_flight);
   int in_flight() const;
   void set_trace(obs::Trace* trace) { trace_ = trace; }  // phases and bucket reductions go there (null: none)
+  // gpu.cuda_graphs on several ranks: the collective that sums a value over them, so that every rank captures,
+  // replays or runs each step eagerly alike (train/step_graph_plan.h). Unset: this rank's own decisions, as one
+  // rank's are.
+  void agree_graphs_with(SumOverRanks sum_over_ranks) { sum_over_ranks_ = std::move(sum_over_ranks); }
   // optimizer.clip_global_norm (0: off): before each update the reduced gradient g (of the unscaled loss under fp16)
   // becomes g x min(1, max_norm / (|g| + 1e-6)), |g| its L2 norm over every parameter, as
   // torch.nn.utils.clip_grad_norm_ does; every rank finds the same |g| (GradientReducer::sum_over_slices).
@@ -156,6 +161,7 @@ class StepRunner {
   std::unique_ptr<model::Readback> squares_readback_;
   model::StepCapturer* capturer_ = nullptr;  // gpu.cuda_graphs' (null: none)
   std::optional<StepGraphPlan> graph_plan_;
+  SumOverRanks sum_over_ranks_ = [](uint64_t mine) { return mine; };
   MicroBatch pending_;  // a graphed step's micro-batch
   StepAction last_action_ = StepAction::eager;
 };

@@ -104,6 +104,13 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
       train_time_s_(setup.start.train_time_s),
       samples_done_(setup.start.train_samples),
       last_line_{setup.start.train_samples, setup.start.train_time_s} {
+  if (run.world.size() > 1)
+    runner_.agree_graphs_with([&world = run.world](uint64_t mine) {
+      // 32 bits of each rank's fingerprint: their sum is exact in 64, and any one's change moves it.
+      int64_t sum = static_cast<int64_t>(mine & 0xffffffffULL);
+      world.sum_across(&sum, 1);
+      return static_cast<uint64_t>(sum);
+    });
   if (run.job.run.trace) {
     trace_.emplace(run.world.rank(), run.job.run.trace_steps);
     runner_.set_trace(&*trace_);

@@ -2,7 +2,8 @@
 // asked to do: eager steps through the warm-up, one capture per slot, replays after, a partial last batch run eagerly
 // without losing the full batch's graphs, a recapture when memory moved (an evaluation grew a scratch buffer) or the
 // shape changed for good, a capture that allocated refused rather than replayed, a capture whose step threw
-// ended rather than left open, and a recapture that could not end leaving no graph behind.
+// ended rather than left open, a recapture that could not end leaving no graph behind, and memory that moved on
+// another rank recaptured on this one (the ranks agree through a sum of fingerprints).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -60,13 +61,20 @@ class StepGraphPlanTest : public ::testing::Test {
   // the work queued into a capture.
   StepAction step(const StepShape& shape) {
     const int slot = static_cast<int>(steps_++ % 2);
-    return run_step(plan_, capturer_, slot, shape, [&](StepAction action) {
+    return run_step(plan_, capturer_, slot, shape, sum_over_ranks_, [&](StepAction action) {
       EXPECT_EQ(action != StepAction::eager, capturer_.capturing);  // the work is told whether it is captured
       ++(capturer_.capturing ? captured_work_ : eager_work_);
     });
   }
   StepGraphPlan plan_{2, 3};
   FakeCapturer capturer_;
+  // The job's other ranks, as the agreement sees them: their fingerprints' sum, added to this rank's. One rank: 0.
+  uint64_t peers_ = 0;
+  int agreements_ = 0;
+  SumOverRanks sum_over_ranks_ = [this](uint64_t mine) {
+    ++agreements_;
+    return (mine & 0xffffffffULL) + peers_;
+  };
   uint64_t steps_ = 0;
   int eager_work_ = 0, captured_work_ = 0;
 };
@@ -121,6 +129,32 @@ TEST_F(StepGraphPlanTest, ABatchInOtherMemoryIsNotReplayedOverTheCapturedOne) {
   EXPECT_EQ(step(moved), StepAction::recapture);
 }
 
+// NCCL needs every rank to capture, replay or run a step eagerly alike: memory that moved on another rank only (an
+// allocation there, a batch buffer at another address) reaches this rank's plan through the agreed sum, so this
+// rank settles and recaptures with it, where its own generation and shape stayed as they were.
+TEST_F(StepGraphPlanTest, MemoryThatMovedOnAnotherRankRecapturesOnThisOneToo) {
+  for (int i = 0; i < 6; ++i) step(kFull);
+  EXPECT_EQ(step(kFull), StepAction::replay);
+  peers_ += 12345;  // another rank grew a buffer
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(step(kFull), StepAction::eager) << i;
+  EXPECT_EQ(step(kFull), StepAction::recapture);
+  EXPECT_EQ(step(kFull), StepAction::recapture);
+  EXPECT_EQ(step(kFull), StepAction::replay);
+  // One agreement a step, and one more after each capture (every rank captures at the same steps).
+  EXPECT_EQ(agreements_, 13 + 4);
+}
+
+TEST(StepFingerprint, MovesWithTheMemoryGenerationAndEachPartOfTheShape) {
+  const uint64_t base = step_fingerprint(kFull, 7);
+  EXPECT_EQ(step_fingerprint(kFull, 7), base);
+  EXPECT_NE(step_fingerprint(kFull, 8), base);
+  EXPECT_NE(step_fingerprint(kPartial, 7), base);
+  EXPECT_NE(step_fingerprint({{32, 32}, true, {&kImages}}, 7), base);
+  EXPECT_NE(step_fingerprint({{32, 32}, false, {&kOtherImages}}, 7), base);
+  EXPECT_NE(step_fingerprint(kFull, 7) & 0xffffffffULL, step_fingerprint(kFull, 8) & 0xffffffffULL)
+      << "the 32 bits the ranks sum move too";
+}
+
 TEST_F(StepGraphPlanTest, AnEagerStepThatAllocatesRestartsTheWarmUp) {
   step(kFull);
   step(kFull);
@@ -141,7 +175,9 @@ TEST_F(StepGraphPlanTest, ACaptureThatAllocatesIsDroppedAndRefused) {
 TEST_F(StepGraphPlanTest, AStepThatThrowsWhileCapturedEndsTheCaptureAndKeepsNoGraph) {
   for (int i = 0; i < 3; ++i) step(kFull);
   EXPECT_THROW(
-      run_step(plan_, capturer_, 1, kFull, [](StepAction) { throw Error(ExitCode::fault, "a peer stalled"); }), Error);
+      run_step(plan_, capturer_, 1, kFull, sum_over_ranks_,
+               [](StepAction) { throw Error(ExitCode::fault, "a peer stalled"); }),
+      Error);
   EXPECT_EQ(capturer_.calls.back(), "abandon1");
   EXPECT_FALSE(capturer_.capturing);
   EXPECT_FALSE(plan_.holds_graph(1));

@@ -13,12 +13,12 @@
 namespace ringtrain::backend {
 namespace {
 
-// Records `event` on `stream`. A graphed step's events are external (gpu.cuda_graphs): a stream capture keeps them as
-// event-record nodes, so every replay records them again for the host to wait on and time; outside a capture they
-// are ordinary records. Without graphs, the plain record of every other run.
+// Records `event` on `stream`. A graphed step's events are replayed ones (gpu.cuda_graphs, record_replayed): a
+// stream capture keeps them as event-record nodes, so every replay records them again for the host to wait on and
+// time. Without graphs, the plain record of every other run.
 void record(cudaEvent_t event, cudaStream_t stream, bool graphed) {
   if (graphed)
-    CUDA_CHECK(cudaEventRecordWithFlags(event, stream, cudaEventRecordExternal));
+    record_replayed(event, stream);
   else
     CUDA_CHECK(cudaEventRecord(event, stream));
 }

@@ -24,6 +24,15 @@ CudaEvent make_event(bool timing) {
   return CudaEvent(e);
 }
 
+void record_replayed(cudaEvent_t event, cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+  if (status == cudaStreamCaptureStatusActive)
+    CUDA_CHECK(cudaEventRecordWithFlags(event, stream, cudaEventRecordExternal));
+  else
+    CUDA_CHECK(cudaEventRecord(event, stream));
+}
+
 namespace {
 // Bytes held through device_malloc now and at most: the allocator-side peak, comparable with PyTorch's.
 std::atomic<std::size_t> held_bytes{0}, peak_held_bytes{0};

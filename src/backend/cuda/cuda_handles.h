@@ -29,6 +29,12 @@ CudaStream make_stream();
 // timing=false is cheaper to record and is all that ordering needs; timing=true allows cudaEventElapsedTime.
 CudaEvent make_event(bool timing);
 
+// Records `event` on `stream` so that a graph being captured from the stream keeps it as an event-record node, which
+// every replay records again for the host to wait on or time (cudaEventRecordExternal); outside a capture, where
+// that flag is invalid, a plain record. For gpu.cuda_graphs, whose eager steps (warm-up, evaluation) record the
+// same events.
+void record_replayed(cudaEvent_t event, cudaStream_t stream);
+
 // cudaMalloc'd bytes with no initial contents. ensure() grows it (contents lost) after synchronising `stream`,
 // so a kernel still reading the old block never sees it freed.
 class DeviceMemory {

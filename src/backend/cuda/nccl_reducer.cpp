@@ -61,12 +61,6 @@ struct Round {
   cudaEvent_t comm_mark() const { return comm_timer ? comm_timer.get() : comm_end.get(); }
 };
 
-// Records `event` as a node that every replay of the graph being captured records again (outside a capture: a
-// plain record).
-void record_external(cudaEvent_t event, cudaStream_t stream) {
-  CUDA_CHECK(cudaEventRecordWithFlags(event, stream, cudaEventRecordExternal));
-}
-
 constexpr int kIdBytes = 256;  // "host|pci bus id" per rank, for the shared-GPU check
 
 }  // namespace
@@ -275,7 +269,7 @@ void NcclGradientReducer::launch(float* grads, const dist::Bucket& bucket) {
   // while backward goes on with earlier layers.
   // A graphed round's timer goes first: in a capture, the record of `ready` is the fork, and only nodes before it
   // order the all-reduce, so a timer recorded after it would be unordered with the span it starts.
-  if (graphed) record_external(l.ready_timer, s.compute);
+  if (graphed) record_replayed(l.ready_timer, s.compute);
   CUDA_CHECK(cudaEventRecord(l.ready, s.compute));
   CUDA_CHECK(cudaStreamWaitEvent(s.stream, l.ready, 0));
   float* p = grads + bucket.begin;
@@ -291,7 +285,7 @@ void NcclGradientReducer::launch(float* grads, const dist::Bucket& bucket) {
     RT_NCCL_SETTLE(ncclAllReduce(p, p, static_cast<size_t>(bucket.count), ncclFloat, ncclSum, s.nccl, s.stream), what);
   }
   CUDA_CHECK(cudaEventRecord(l.done, s.stream));
-  if (graphed) record_external(l.done_timer, s.stream);
+  if (graphed) record_replayed(l.done_timer, s.stream);
   ++r.launched;
 }
 
@@ -306,8 +300,8 @@ void NcclGradientReducer::wait_all() {
   // The timers before the plain records: in a capture, comm_end is the join of the communication stream, and a
   // node recorded on that stream after it would be left out of the join (cudaErrorStreamCaptureUnjoined).
   if (r.graph_slot >= 0) {
-    record_external(r.compute_timer, s.compute);
-    record_external(r.comm_timer, s.stream);
+    record_replayed(r.compute_timer, s.compute);
+    record_replayed(r.comm_timer, s.stream);
   }
   CUDA_CHECK(cudaEventRecord(r.compute_end, s.compute));
   CUDA_CHECK(cudaEventRecord(r.comm_end, s.stream));
