@@ -15,6 +15,7 @@
 #include "commands/commands.h"
 #include "commands/on_every_rank.h"
 #include "commands/results_on_stdout.h"
+#include "commands/with_watchdog.h"
 #include "common/error.h"
 #include "config/job_config.h"
 #include "data/batch_loader.h"
@@ -119,48 +120,51 @@ int input_bench(int* argc, char*** argv, const InputBenchArgs& args) {
   return on_every_rank(world, [&] {
     return with_results_on_stdout([&] {
       config::JobConfig job;
-      io::SplitIndex split;
       world.all_succeed([&] {
         job = config::load_job(args.job, args.overrides);
         if (args.threads > 0) job.data.loader_threads = args.threads;
-        split = io::open_split(job.data.train);
       });
-      const io::SampleRange range = io::rank_range(split.total_samples(), world.rank(), world.size());
-      io::ShardReader reader(split, range);
-      const bool device_decode = train::decodes_on_device(job, split.meta);
-      world.all_succeed([&] {
-        if (device_decode) train::refuse_what_device_decoding_excludes(job);
+      // Its waits on the other ranks (the split agreed, the rates summed) are timed by run.collective_timeout_s.
+      return with_watchdog(world, job, [&](dist::Watchdog&) {
+        io::SplitIndex split;
+        world.all_succeed([&] { split = io::open_split(job.data.train); });
+        const io::SampleRange range = io::rank_range(split.total_samples(), world.rank(), world.size());
+        io::ShardReader reader(split, range);
+        const bool device_decode = train::decodes_on_device(job, split.meta);
+        world.all_succeed([&] {
+          if (device_decode) train::refuse_what_device_decoding_excludes(job);
+        });
+        // What training refuses (DataPlan): too few samples for a step; the batches would read past the partition.
+        train::steps_every_rank_can_take(job, world, range.size(), split.total_samples());
+        backend::DeviceSetup device;
+        if (device_decode) device = backend::open_device(job, world, backend::DeviceUse::inference);
+        int threads = 0;
+        const Timed timed = run_pipeline(job, world, args, reader, device.backend.get(), threads);
+        const double images = static_cast<double>(args.batches) * job.train.batch_per_rank;
+        const double all_images_per_s = world.sum_across(images / timed.seconds);
+        if (!world.is_root()) return 0;
+        nlohmann::ordered_json line{
+            {"images_per_s", all_images_per_s},
+            {"images_per_s_per_rank", images / timed.seconds},
+            {"ranks", world.size()},
+            {"threads", threads},
+            {"decode", decode_place(split.meta, device_decode, device.backend.get())},
+            {"storage", split.meta.storage == io::SampleStorage::jpeg ? "jpeg" : "raw"},
+            {"augment", job.data.augment.kind == config::AugmentKind::resized_crop_flip ? "resized_crop_flip"
+                        : job.data.augment.kind == config::AugmentKind::pad_crop_flip   ? "pad_crop_flip"
+                                                                                        : "none"},
+            {"sample_shape", {split.meta.shape.channels, split.meta.shape.height, split.meta.shape.width}},
+            {"batch", job.train.batch_per_rank},
+            {"batches", args.batches},
+            {"warmup_batches", args.warmup},
+            {"seconds", timed.seconds},
+            {"cpu_seconds", timed.cpu_seconds},
+            {"images_per_cpu_s", images / timed.cpu_seconds},
+            {"loader_read_s", timed.loader.read_s},
+            {"loader_convert_s", timed.loader.convert_s}};
+        fmt::print("{}\n", util::json_text(line));
+        return 0;
       });
-      // What training refuses (DataPlan): too few samples for a step; the batches would read past the partition.
-      train::steps_every_rank_can_take(job, world, range.size(), split.total_samples());
-      backend::DeviceSetup device;
-      if (device_decode) device = backend::open_device(job, world, backend::DeviceUse::inference);
-      int threads = 0;
-      const Timed timed = run_pipeline(job, world, args, reader, device.backend.get(), threads);
-      const double images = static_cast<double>(args.batches) * job.train.batch_per_rank;
-      const double all_images_per_s = world.sum_across(images / timed.seconds);
-      if (!world.is_root()) return 0;
-      nlohmann::ordered_json line{
-          {"images_per_s", all_images_per_s},
-          {"images_per_s_per_rank", images / timed.seconds},
-          {"ranks", world.size()},
-          {"threads", threads},
-          {"decode", decode_place(split.meta, device_decode, device.backend.get())},
-          {"storage", split.meta.storage == io::SampleStorage::jpeg ? "jpeg" : "raw"},
-          {"augment", job.data.augment.kind == config::AugmentKind::resized_crop_flip ? "resized_crop_flip"
-                      : job.data.augment.kind == config::AugmentKind::pad_crop_flip   ? "pad_crop_flip"
-                                                                                      : "none"},
-          {"sample_shape", {split.meta.shape.channels, split.meta.shape.height, split.meta.shape.width}},
-          {"batch", job.train.batch_per_rank},
-          {"batches", args.batches},
-          {"warmup_batches", args.warmup},
-          {"seconds", timed.seconds},
-          {"cpu_seconds", timed.cpu_seconds},
-          {"images_per_cpu_s", images / timed.cpu_seconds},
-          {"loader_read_s", timed.loader.read_s},
-          {"loader_convert_s", timed.loader.convert_s}};
-      fmt::print("{}\n", util::json_text(line));
-      return 0;
     });
   });
 }

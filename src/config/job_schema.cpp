@@ -288,7 +288,7 @@ Section<Run> run_keys() {
           boolean<Run>("overwrite", &Run::overwrite, false, "allow a fresh run in a run.dir that already holds one"),
           number<Run>("collective_timeout_s", &Run::collective_timeout_s, 300.0, {0.0, 1e6},
                       "a collective (all-reduce, agreement) that takes longer than this ends the job, naming missing "
-                      "ranks (0: off)"),
+                      "ranks (0: no limit; SIGTERM's 5 s grace for a wait on a dead rank stays)"),
           integer<Run>("checkpoint_every", &Run::checkpoint_every, 1, {0, 1000000},
                        "epochs between checkpoints in <run.dir>/checkpoints (0: none between epochs; the run still "
                        "writes one when it ends, to evaluate, export or extend it, and one when stopped by "

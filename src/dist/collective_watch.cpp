@@ -12,10 +12,10 @@ WatchedCollectives::WatchedCollectives(Watchdog& dog) : previous_(attached) { at
 
 WatchedCollectives::~WatchedCollectives() { attached = previous_; }
 
-CollectiveWait::CollectiveWait(const char* what) {
+CollectiveWait::CollectiveWait(const char* what, bool sigterm_ends_wait) {
   if (attached == nullptr || attached->waiting()) return;
   dog_ = attached;
-  dog_->enter(what, dog_->step(), /*sigterm_ends_wait=*/false);
+  dog_->enter(what, dog_->step(), sigterm_ends_wait);
 }
 
 CollectiveWait::~CollectiveWait() {

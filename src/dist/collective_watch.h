@@ -20,11 +20,13 @@ class WatchedCollectives {
 };
 
 // Around one blocking collective: a wait on the other ranks, timed by the attached watchdog unless it already times
-// an enclosing wait (a training-loop Scope). The grace after SIGTERM does not end it: a wait there may be on another
-// rank's own work (rank 0 reading a checkpoint), and a stop signal during start-up is taken at the first step.
+// an enclosing wait (a training-loop Scope). The grace after SIGTERM does not end it unless `sigterm_ends_wait`: a
+// wait at start-up may be on another rank's own work (rank 0 reading a checkpoint), and a stop signal then is taken
+// at the first step; a collective inside a step (synchronised batch norm's) is as the step's gradient all-reduce.
 class CollectiveWait {
  public:
-  explicit CollectiveWait(const char* what);  // `what` must outlive the call (a string literal)
+  // `what` must outlive the call (a string literal).
+  explicit CollectiveWait(const char* what, bool sigterm_ends_wait = false);
   ~CollectiveWait();
   CollectiveWait(const CollectiveWait&) = delete;
   CollectiveWait& operator=(const CollectiveWait&) = delete;

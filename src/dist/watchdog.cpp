@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <exception>
 #include <future>
+#include <limits>
 #include <memory>
 
 #include "common/process_label.h"
@@ -34,15 +35,18 @@ constexpr double kStuckS = 5.0;
 
 }  // namespace
 
-Watchdog::Watchdog(MPI_Comm world, double timeout_s, int exit_code) : exit_code_(exit_code), timeout_s_(timeout_s) {
-  if (timeout_s_ <= 0) return;
+// A timeout of 0 is none: no wait ends by its length, and no heartbeats are sent (nothing would name missing ranks),
+// but the thread keeps SIGTERM's grace and the check of calls that must return at once, so that under srun the
+// survivors of a dead rank still end in seconds instead of at the scheduler's SIGKILL.
+Watchdog::Watchdog(MPI_Comm world, double timeout_s, int exit_code)
+    : exit_code_(exit_code), timeout_s_(timeout_s > 0 ? timeout_s : std::numeric_limits<double>::infinity()) {
   int provided = 0;
   MPI_CHECK(MPI_Query_thread(&provided));
   MPI_CHECK(MPI_Comm_rank(world, &rank_));
   MPI_CHECK(MPI_Comm_size(world, &size_));
   // Heartbeats call MPI from this thread, which only MPI_THREAD_MULTIPLE allows; without it the watchdog
   // still ends a stalled job, it just cannot say which rank held it up.
-  heartbeats_ = provided == MPI_THREAD_MULTIPLE && size_ > 1;
+  heartbeats_ = timeout_s > 0 && provided == MPI_THREAD_MULTIPLE && size_ > 1;
   if (heartbeats_) MPI_CHECK(MPI_Comm_dup(world, &comm_));
   if (rank_ == 0) peers_.resize(static_cast<size_t>(size_));
   last_tick_s_ = util::now_s();

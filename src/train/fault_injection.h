@@ -37,7 +37,8 @@ std::optional<InjectedBudget> injected_budget_from_env();
 
 inline constexpr const char* kStallEnv = "RINGTRAIN_TEST_STALL";
 
-// Stops this process when RINGTRAIN_TEST_STALL names `rank` and `phase` ("startup", "end", "evaluate"); returns when
+// Stops this process when RINGTRAIN_TEST_STALL names `rank` and `phase` ("startup", "step": before the first training
+// step this launch takes, "end", "evaluate"); returns when
 // it is continued, or at once when it is not named. Throws UsageError when the variable is malformed.
 void stall_if_asked(const char* phase, int rank);
 

@@ -17,6 +17,7 @@
 #include "model/parameter_memory.h"
 #include "obs/phase.h"
 #include "obs/run_stats.h"
+#include "train/fault_injection.h"
 #include "train/stop_request.h"
 #include "util/checksum.h"
 #include "util/clock.h"
@@ -101,6 +102,7 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
       start_step_(setup.start.step),
       start_epoch_train_(setup.start.epoch_train),
       global_step_(setup.start.global_step),
+      start_global_step_(setup.start.global_step),
       train_time_s_(setup.start.train_time_s),
       samples_done_(setup.start.train_samples),
       last_line_{setup.start.train_samples, setup.start.train_time_s} {
@@ -207,6 +209,7 @@ bool TrainingLoop::train_epoch(int epoch, EpochTally& tally) {
 }
 
 bool TrainingLoop::run_step(int epoch, int64_t step, EpochTally& tally) {
+  if (global_step_ == start_global_step_) stall_if_asked("step", run_.world.rank());
   if (trace_) trace_->begin_step(global_step_);
   runner_.begin(global_step_);
   for (int micro = 0; micro < plan_.accumulate; ++micro) feed(micro, tally);

@@ -110,6 +110,7 @@ class TrainingLoop {
   const int64_t start_step_;
   const io::EpochTrainSoFar start_epoch_train_;  // the resumed epoch's totals before start_step_, over every rank
   int64_t global_step_;
+  const int64_t start_global_step_;  // this launch's first step (RINGTRAIN_TEST_STALL's "step")
   double train_time_s_, samples_done_;  // over the job, resumed runs included
   double last_eval_s_ = 0;  // the last evaluation's time, for the ETA
   struct TrainedSoFar {

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# A rank that stalls outside the training loop's steps (SIGSTOP through the RINGTRAIN_TEST_STALL test hook,
-# src/train/fault_injection.h): during start-up, after the last epoch, and in the evaluate command. In each the
+# A rank that stalls outside the training loop's own watched waits (SIGSTOP through the RINGTRAIN_TEST_STALL test
+# hook, src/train/fault_injection.h): during start-up, before its first step while its peer waits in synchronised
+# batch norm's all-reduce inside the forward pass, after the last epoch, and in the evaluate command. In each the
 # watchdog (run.collective_timeout_s = 3) ends the job with exit 6 and says what was waiting, where it can, naming
-# rank 1, instead of holding rank 0 until the allocation ends. A malformed hook value is refused with exit 2.
+# rank 1, instead of holding rank 0 until the allocation ends. Without a timeout (0), SIGTERM still ends a wait on a
+# stopped peer after its grace. A malformed hook value is refused with exit 2.
 # Usage: stalls.sh RINGTRAIN SOURCE_DIR
 set -uo pipefail
 bin=$1 src=$2
@@ -52,6 +54,11 @@ stalled startup train startup \
   "rank 1 has not arrived" -- "${args[@]}" --set run.dir="$work/startup"
 [ -e "$work/startup/metrics.jsonl" ] && fail "startup: run.dir was claimed although start-up never finished"
 
+# Rank 0's first step waits in the forward pass for rank 1's batch-norm statistics (dist.sync_batchnorm_group).
+stalled syncbn train step "'synchronised batch-norm statistics'" "rank 1 has not arrived" -- "${args[@]}" \
+  --set run.dir="$work/syncbn" --set dist.sync_batchnorm_group=2 \
+  --set 'model.layers=[{type="conv2d",filters=4,kernel=3,padding=1},{type="batchnorm"},{type="relu"},{type="flatten"},{type="dense",units=3}]'
+
 # After the last epoch, ranks sharing a node's parameter copy meet last when they free it; ranks with their own
 # copies, in the watchdog's closing meeting.
 stalled end_shared train end "'freeing the node's shared parameter memory' at step 13 has not completed" \
@@ -70,6 +77,34 @@ timeout 120 "$bin" train "${args[@]}" --set run.dir="$work/trained" >"$work/trai
   { fail "the run to evaluate failed: $(tail -3 "$work/trained.log")"; }
 stalled evaluate evaluate evaluate "'sum over the ranks' before any training step has not completed" \
   "rank 1 has not arrived" -- "${args[@]}" --set run.dir="$work/trained"
+
+# run.collective_timeout_s = 0 sets no limit on a wait, but SIGTERM (what srun sends the survivors of a dead rank)
+# still ends a wait on a stopped peer after its 5 s grace: rank 1 stops before its first step, rank 0 waits in the
+# gradient all-reduce, and rank 0 alone is sent SIGTERM.
+RINGTRAIN_TEST_STALL=1:step timeout $((ceiling_s + 30)) mpirun -np 2 --oversubscribe -x RINGTRAIN_TEST_STALL \
+  "$bin" train "${args[@]}" --set run.collective_timeout_s=0 --set run.dir="$work/untimed" >"$work/untimed.log" 2>&1 &
+launcher=$!
+survivor=
+for _ in $(seq 300); do  # the live rank of this run, once the other has stopped itself
+  read -r survivor stopped < <(ps -o pid=,stat=,args= -C ringtrain | grep -F -- "$work/untimed" |
+    awk '$2 ~ /T/ {t = $1} $2 !~ /T/ {r = $1} END {print r, t}')
+  [ -n "$stopped" ] && [ -n "$survivor" ] && break
+  sleep 0.1
+done
+sleep 1
+start=$(date +%s.%N)
+[ -n "$survivor" ] && kill -TERM "$survivor"
+wait "$launcher"
+rc=$?
+took=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")
+if [ -n "$survivor" ] && [ "$rc" = 6 ] && python3 -c "import sys; sys.exit(0 if $took < $ceiling_s else 1)" &&
+   grep -qF "SIGTERM arrived while 'gradient all-reduce'" "$work/untimed.log"; then
+  echo "ok   untimed: run.collective_timeout_s = 0, SIGTERM to the survivor of a stopped rank ended the job after $took s"
+  passed=$((passed + 1))
+else
+  fail "untimed: survivor '$survivor', exit $rc (want 6) after $took s: $(grep -A1 '^ringtrain:' "$work/untimed.log" | head -3)"
+fi
+pkill -9 -f "ringtrain train .*$work/untimed" 2>/dev/null
 
 RINGTRAIN_TEST_STALL=1:lunch timeout 60 "$bin" train "${args[@]}" --set run.dir="$work/malformed" >"$work/malformed.log" 2>&1
 rc=$?
