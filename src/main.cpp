@@ -191,6 +191,11 @@ void add_use_commands(CLI::App& app, UseCommands& u) {
   u.import_onnx->add_option("--std", i.stddev, "per channel standard deviation of 0..1 pixels, comma-separated")
       ->delimiter(',')
       ->capture_default_str();
+  u.import_onnx->add_option("--eval-resize", i.eval_resize, "predict on image files: resize the shorter side to this, "
+                                                            "then crop the centre (256: torchvision's evaluation "
+                                                            "transform for 224); 0: scale it to the sample's side")
+      ->check(CLI::Range(0, 65536))
+      ->capture_default_str();
 }
 
 CLI::App* add_train_command(CLI::App& app, ringtrain::commands::TrainArgs& a) {

@@ -82,12 +82,14 @@ std::string job_text(const ImportArgs& a, const io::OnnxModel& onnx, const model
       "# data.train and data.test name a split of no samples that holds what predict and export read: the sample\n"
       "# shape, the classes and the normalisation (per channel mean and std, 0..255 units). Point them (or --data) at\n"
       "# real splits of this shape to evaluate or train. mean and std are the model's: every split it evaluates, predicts\n"
-      "# or fine-tunes on is normalised with them, not with the split's own statistics.\n"
-      "[data]\ntrain = {}\ntest = {}\nmean = [{}]\nstd = [{}]\n\n[train]\nepochs = 1\nbatch_per_rank = 16\n\n"
+      "# or fine-tunes on is normalised with them, not with the split's own statistics. eval_resize (import\n"
+      "# --eval-resize): above 0, predict on image files resizes their shorter side to it, then crops the centre.\n"
+      "[data]\ntrain = {}\ntest = {}\nmean = [{}]\nstd = [{}]\neval_resize = {}\n\n[train]\nepochs = 1\n"
+      "batch_per_rank = 16\n\n"
       "[optimizer]\nbase_lr = 0.01\nbase_batch = 16\n\n[run]\ndir = {}\n\n[model]\nname = {}\n{}",
       a.onnx.string(), onnx.producer.empty() ? "no producer named" : onnx.producer, onnx.opset, meta.num_classes,
       meta.shape.channels, meta.shape.height, meta.shape.width, split, split, fmt::join(meta.mean, ", "),
-      fmt::join(meta.stddev, ", "),
+      fmt::join(meta.stddev, ", "), a.eval_resize,
       config::toml_string("runs/" + a.job.stem().string()), config::toml_string(a.onnx.stem().string()),
       config::layers_toml(m.layers));
 }

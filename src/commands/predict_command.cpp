@@ -84,7 +84,11 @@ struct ImageModel {
   io::DatasetMeta meta;
   train::Normalisation normalisation;
   infer::Classifier classifier;
-  train::PhotoSampling sampling;  // a model trained on JPEG shards: the evaluation crop of each photo
+  // The evaluation crop of each photo (data.eval_resize, then the centre), for a model trained on JPEG shards or
+  // whose job sets data.eval_resize (an imported one's: torchvision's Resize(256) + CenterCrop(224)); else the
+  // shorter side scaled to the sample's and the centre, as a raw split stores an image.
+  train::PhotoSampling sampling;
+  bool crops_photos = false;
 };
 
 std::unique_ptr<ImageModel> image_model(const train::RunContext& run, const PredictArgs& args) {
@@ -99,7 +103,8 @@ std::unique_ptr<ImageModel> image_model(const train::RunContext& run, const Pred
   return std::unique_ptr<ImageModel>(new ImageModel{meta, train::Normalisation(meta, train::input_norm(meta, run.job.data)),
                                                     infer::Classifier(run, args.checkpoint, meta.shape, meta.num_classes,
                                                                       train::weights_named(args.weights)),
-                                                    sampling});
+                                                    sampling,
+                                                    meta.storage == io::SampleStorage::jpeg || run.job.data.eval_resize > 0});
 }
 
 void predict_images(ImageModel& model, const std::vector<fs::path>& files, const PredictArgs& args) {
@@ -121,7 +126,7 @@ void predict_images(ImageModel& model, const std::vector<fs::path>& files, const
   for (size_t first = 0; first < files.size(); first += per_batch) {
     batch.count = static_cast<int>(std::min(per_batch, files.size() - first));
     for (size_t i = 0; i < static_cast<size_t>(batch.count); ++i) {
-      if (model.meta.storage == io::SampleStorage::jpeg)
+      if (model.crops_photos)
         train::photo_file_sample(model.sampling, files[first + i], pixels);
       else
         io::image_to_sample(files[first + i], model.meta.shape, pixels);

@@ -117,7 +117,9 @@ Section<Data> data_keys() {
                         "cores the rank is bound to, split among the node's ranks bound alike)"),
           integer<Data>("eval_resize", &Data::eval_resize, 0, {0, 65536},
                         "JPEG splits: evaluation resizes the shorter side to this, then takes the centre crop of the "
-                        "sample's size, so at least the sample's side (0 = the size / 0.875: 256 for 224)"),
+                        "sample's size, so at least the sample's side (0 = the size / 0.875: 256 for 224); set above "
+                        "0, predict on image files takes that crop whatever the model was trained on (`ringtrain "
+                        "import` sets it: torchvision's evaluation transform)"),
           choice<Data>("decode", &Data::decode,
                        {{"auto", DecodeOn::auto_detect}, {"cpu", DecodeOn::cpu}, {"gpu", DecodeOn::gpu}},
                        "where a JPEG split's images are decoded: auto (cpu: on an H200 with 8 cores, ResNet-50 bf16 from "

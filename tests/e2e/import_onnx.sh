@@ -5,7 +5,8 @@
 # images, and refuses (exit 4) the job's own split, which holds no samples. Then a model with an operator import does
 # not map is refused with exit 3 naming the node, and a truncated ONNX file with exit 4 naming the file, each leaving
 # no job file, checkpoint or data behind. The first model also predicts with --precision bf16 within 5e-2 of the
-# largest logit, and --precision bf17 is refused with exit 2.
+# largest logit, and --precision bf17 is refused with exit 2; with import --eval-resize predict crops images as
+# torchvision's evaluation transform does.
 # Usage: import_onnx.sh RINGTRAIN SOURCE_DIR MODEL:FORM... (FORM: fused | preserve | static, see
 # torch_onnx_models.py)
 set -euo pipefail
@@ -42,6 +43,22 @@ set +e
 rc=$?
 set -e
 [ "$rc" = 2 ] && grep -q -- "--precision: bf17 not in" "$work/bf17.log" || { cat "$work/bf17.log"; fail "predict --precision bf17: exit $rc"; }
+# import --eval-resize: predict then crops each image's centre after resizing its shorter side (torchvision's
+# evaluation transform). At the sample's own side that is each image as it is, the logits those without it; at twice
+# the side it is the centre of an enlarged image, other logits.
+side=$("$onnx_python" -c 'import numpy, sys; print(numpy.load(sys.argv[1]).shape[-1])' "$work/images.npy")
+logits() { python3 -c 'import json, sys; print([json.loads(l)["logits"] for l in open(sys.argv[1])])' "$1"; }
+for resize in "$side" $((2 * side)); do
+  "$bin" import --onnx "$work/$first.onnx" --out "$work/resize$resize.toml" --checkpoint "$work/resize$resize.h5" \
+    --eval-resize "$resize" >/dev/null
+  grep -q "^eval_resize = $resize$" "$work/resize$resize.toml" || fail "import --eval-resize $resize: not in the job"
+  "$bin" predict --checkpoint "$work/resize$resize.h5" --logits "$work"/image*.png >"$work/resize$resize.jsonl"
+done
+[ "$(logits "$work/resize$side.jsonl")" = "$(logits "$work/$first.jsonl")" ] ||
+  fail "import --eval-resize $side: predict's logits are not those of the images as they are"
+[ "$(logits "$work/resize$((2 * side)).jsonl")" != "$(logits "$work/$first.jsonl")" ] ||
+  fail "import --eval-resize $((2 * side)): predict's logits are those of the uncropped images"
+
 set +e
 "$bin" evaluate "$work/$first.toml" --checkpoint "$work/$first.h5" >"$work/evaluate.log" 2>&1
 rc=$?
