@@ -2,13 +2,14 @@
 #include "backend/device_setup.h"
 #include "commands/commands.h"
 #include "commands/on_every_rank.h"
-#include "io/output_paths.h"
 #include "commands/results_on_stdout.h"
+#include "commands/same_job.h"
 #include "commands/with_watchdog.h"
 #include "config/job_config.h"
 #include "dist/world.h"
 #include "infer/evaluate.h"
 #include "infer/inference_keys.h"
+#include "io/output_paths.h"
 #include "train/start_point.h"
 
 namespace ringtrain::commands {
@@ -23,6 +24,7 @@ int evaluate(int* argc, char*** argv, const EvaluateArgs& args) {
         io::refuse_output_over_input("--out", args.out, {{"the job file", args.job}});
         job = config::load_job(args.job, infer::with_inference_keys(args.overrides));
       });
+      require_same_job(world, job);
       return with_watchdog(world, job, [&](dist::Watchdog&) {
         backend::DeviceSetup device = backend::open_device(job, world, backend::DeviceUse::inference);
         const train::RunContext run{job, world, *device.backend, false};

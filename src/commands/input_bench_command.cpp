@@ -15,6 +15,7 @@
 #include "commands/commands.h"
 #include "commands/on_every_rank.h"
 #include "commands/results_on_stdout.h"
+#include "commands/same_job.h"
 #include "commands/with_watchdog.h"
 #include "common/error.h"
 #include "config/job_config.h"
@@ -124,6 +125,7 @@ int input_bench(int* argc, char*** argv, const InputBenchArgs& args) {
         job = config::load_job(args.job, args.overrides);
         if (args.threads > 0) job.data.loader_threads = args.threads;
       });
+      require_same_job(world, job);
       // Its waits on the other ranks (the split agreed, the rates summed) are timed by run.collective_timeout_s.
       return with_watchdog(world, job, [&](dist::Watchdog&) {
         io::SplitIndex split;

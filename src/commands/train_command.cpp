@@ -6,6 +6,7 @@
 #include "commands/commands.h"
 #include "commands/on_every_rank.h"
 #include "commands/results_on_stdout.h"
+#include "commands/same_job.h"
 #include "commands/with_watchdog.h"
 #include "config/job_config.h"
 #include "config/sync_batchnorm_fit.h"
@@ -27,6 +28,7 @@ int train(int* argc, char*** argv, const TrainArgs& args) {
     return with_results_on_stdout([&] {
       config::JobConfig job;
       world.all_succeed([&] { job = config::load_job(args.job, args.overrides); });
+      require_same_job(world, job);
       return with_watchdog(world, job, [&](dist::Watchdog& watchdog) {
         // The device synchronises batch norm over the group a resume on a smaller world fits; the trainer fits the
         // same from `job` and says so in the run header.

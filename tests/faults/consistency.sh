@@ -5,6 +5,7 @@
 # are also compared before every mid-epoch checkpoint); without the flip the same run passes every comparison.
 # The failed run still leaves every rank's trace (run.trace) of its last steps. Each rank keeps its own copy of
 # the parameters (dist.reducer = "nonblocking"): ranks sharing one copy on a node cannot diverge from each other.
+# And the ranks read one job: a rank whose job differs is refused at start-up.
 # Usage: consistency.sh RINGTRAIN SOURCE_DIR
 set -uo pipefail
 bin=$1 src=$2
@@ -62,6 +63,30 @@ corrupt odd_rank_out 3 0:7 "at optimizer step 10" "ranks 1, 2 hold " "; rank 0 h
 # Comparisons off between epochs: the checkpoint after step 5 still refuses to save rank 0's diverged state.
 args+=(--set run.consistency_every=0)
 corrupt before_checkpoint 3 0:3 "before the checkpoint after optimizer step 5" "ranks 1, 2 hold " "; rank 0 holds " none
+
+# Every rank reads the job itself: a rank whose job differs (a stale node-local copy; here a --set given to one rank
+# through mpirun's MPMD form) is refused at start-up with exit 3 on every rank, naming the file, before run.dir is
+# claimed; the same job at another path on another node is the same job.
+timeout 120 mpirun -np 1 "$bin" train "${args[@]}" --set run.dir="$work/two_jobs" : \
+  -np 1 "$bin" train "${args[@]}" --set run.dir="$work/two_jobs" --set train.epochs=2 >"$work/two_jobs.log" 2>&1
+rc=$?
+said=$(grep -cF "the job differs between ranks: rank 1 read '$src/jobs/fashion_mnist.toml'" "$work/two_jobs.log")
+if [ "$rc" = 3 ] && [ "$said" = 2 ] && [ ! -e "$work/two_jobs" ]; then
+  echo "ok   two_jobs: a rank with another job is refused on both ranks (exit 3) before run.dir is claimed"
+else
+  fail "two_jobs: exit $rc (want 3), said by $said of 2 ranks: $(grep -A1 '^ringtrain:' "$work/two_jobs.log" | head -2)"
+fi
+cp "$src/jobs/fashion_mnist.toml" "$work/copy.toml"
+staged=("${args[@]}")
+staged[0]=$work/copy.toml
+timeout 120 mpirun -np 1 "$bin" train "${args[@]}" --set run.dir="$work/staged" : \
+  -np 1 "$bin" train "${staged[@]}" --set run.dir="$work/staged" >"$work/staged.log" 2>&1
+rc=$?
+if [ "$rc" = 0 ]; then
+  echo "ok   staged: the same job read from another path on rank 1 trains"
+else
+  fail "staged: exit $rc: $(grep -A1 '^ringtrain:' "$work/staged.log" | head -2)"
+fi
 
 echo "$failures failure(s)"
 [ "$failures" = 0 ]
