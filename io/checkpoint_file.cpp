@@ -218,6 +218,13 @@ void read_run_totals(hid_t file, CheckpointData& d, bool crc) {
     d.loss_scale = scaling[0], d.loss_scale_finite_in_a_row = static_cast<int64_t>(scaling[1]);
     if (scaling.size() == 3) d.loss_scale_skipped_steps = static_cast<int64_t>(scaling[2]);
   }
+  if (H5_CHECK(H5Lexists(file, "sample_shape", H5P_DEFAULT)) > 0) {
+    d.sample_shape = read_array<int64_t>(file, "sample_shape", crc);
+    if (d.sample_shape.size() != 3 || std::any_of(d.sample_shape.begin(), d.sample_shape.end(), [](int64_t v) {
+          return v < 1 || v > (int64_t{1} << 20);
+        }))
+      throw CheckpointError("its sample_shape array is not three sizes (C, H, W) of at least 1");
+  }
   if (H5_CHECK(H5Lexists(file, "optimizer_updates", H5P_DEFAULT)) > 0) {
     const auto updates = read_array<int64_t>(file, "optimizer_updates", crc);
     if (updates.size() != 1 || updates[0] < 0) throw CheckpointError("its optimizer_updates array is not one count of at least 0");
@@ -280,6 +287,7 @@ void write_checkpoint(const fs::path& path, const CheckpointData& d) {
                                                               d.ranks, d.global_batch, seed_bits, d.state_count});
       write_array(file.id(), "timing", std::vector<double>{d.train_time_s, d.train_samples});
       write_array(file.id(), "optimizer_updates", std::vector<int64_t>{d.optimizer_updates});
+      if (!d.sample_shape.empty()) write_array(file.id(), "sample_shape", d.sample_shape);
       if (d.epoch_train.known)
         write_array(file.id(), "epoch_train",
                     std::vector<double>{d.epoch_train.loss_sum, d.epoch_train.correct, d.epoch_train.samples});

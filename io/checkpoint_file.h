@@ -58,6 +58,10 @@ struct CheckpointData {
   // global_step: fp16's skipped steps are no updates, and a resume on another world re-plans the steps. Files
   // without it read back as global_step less the skipped steps, which held until the run changed its world.
   int64_t optimizer_updates = 0;
+  // C, H, W of the samples the model was trained (or imported) for, stored as the array "sample_shape"; empty in
+  // files of older ringtrains. Not a refusal: a model ending in global pooling runs at any size, and evaluating at
+  // another resolution, or resuming at one (progressive resizing), is a choice the commands say aloud.
+  std::vector<int64_t> sample_shape;
   // read_checkpoint: every array's CRC-32C was present and verified (false: a file of an older ringtrain, whose
   // arrays carry none; Fletcher-32 and the chunk checks still ran)
   bool crc_verified = false;

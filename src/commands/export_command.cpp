@@ -19,14 +19,17 @@ namespace ringtrain::commands {
 namespace {
 
 // The model built on this data as evaluate and predict build it (one sample, on the CPU): data of another class
-// count or sample shape than the checkpoint's is refused with their messages, not exported into a graph whose
-// weights do not fit its input.
+// count, or of a sample shape the checkpoint's weights do not fit, is refused with their messages, not exported into
+// a graph whose weights do not fit its input; a shape they fit (global pooling) is exported at that size, said in a
+// note.
 void refuse_other_data(const io::CheckpointData& checkpoint, const std::filesystem::path& path,
                        const config::JobConfig& job, const io::DatasetMeta& data) {
   backend::CpuBackend cpu(1);
   const model::Shape input{1, data.shape.channels, data.shape.height, data.shape.width};
   const model::Network net(job.model.layers, cpu, input, data.num_classes);  // JobFileError on another class count
   train::refuse_another_model(checkpoint, path, net, false);
+  if (const std::string note = train::other_sample_shape_note(checkpoint, path.string(), input); !note.empty())
+    fmt::print(stderr, "{}\n", note);
 }
 
 }  // namespace

@@ -176,6 +176,8 @@ io::CheckpointData checkpoint_of(const model::ImportedModel& m, const model::Net
   d.params = m.params;
   d.states = m.states;
   d.state_count = static_cast<int64_t>(m.states.size());
+  const model::Shape input = net.input_shape();
+  d.sample_shape = {input.c, input.h, input.w};
   d.run_id = "import";
   d.job_toml = job.resolved_toml;
   d.versions_json = util::versions_json(util::host_library_versions());

@@ -1,6 +1,10 @@
 // Owns the classifier; see classifier.h.
 #include "infer/classifier.h"
 
+#include <fmt/format.h>
+
+#include <cstdio>
+
 #include "data/loader_work.h"
 #include "train/network_setup.h"
 #include "train/start_point.h"
@@ -16,7 +20,8 @@ Classifier::Classifier(const train::RunContext& run, const std::filesystem::path
       net_(train::build_network(run, input_, classes, {}, nullptr)),
       device_batch_(run.backend, input_, form_),
       logits_(static_cast<size_t>(input_.n) * static_cast<size_t>(classes)) {
-  train::restore_checkpoint(run, *net_, nullptr, checkpoint, weights);
+  const train::RestoredCheckpoint restored = train::restore_checkpoint(run, *net_, nullptr, checkpoint, weights);
+  if (!restored.other_sample_shape.empty()) fmt::print(stderr, "{}\n", restored.other_sample_shape);
 }
 
 std::span<const float> Classifier::logits(const train::HostBatch& batch) {

@@ -74,6 +74,7 @@ int evaluate(const train::RunContext& run, const EvaluateOptions& options) {
   const auto net = train::build_network(run, input, part.meta().num_classes, {loader_bytes, decode_bytes}, nullptr);
   const train::RestoredCheckpoint restored =
       train::restore_checkpoint(run, *net, nullptr, options.checkpoint, options.weights);
+  if (!restored.other_sample_shape.empty()) fmt::print(stderr, "{}\n", restored.other_sample_shape);
 
   // The newest checkpoint is known only now (no --checkpoint given).
   run.world.all_succeed([&] { io::refuse_output_over_input("--out", options.out, {{"the checkpoint", restored.path}}); });

@@ -99,6 +99,8 @@ void Checkpointer::save(const Resumable& next, int64_t global_step) {
     d.ranks = ranks, d.global_batch = plan_.global_batch, d.seed = run_.job.train.seed;
     d.train_time_s = next.train_time_s, d.train_samples = next.train_samples;
     d.optimizer_updates = next.optimizer_updates;
+    const model::Shape input = net_.input_shape();
+    d.sample_shape = {input.c, input.h, input.w};
     d.epoch_train = {epoch_train.loss_sum, epoch_train.correct, epoch_train.samples, true};
     for (const auto& t : net_.param_tensors()) d.tensor_names.push_back(t.name), d.tensor_sizes.push_back(t.count);
     d.params = std::move(state.params);

@@ -158,16 +158,24 @@ void choose_weights(io::CheckpointData& checkpoint, const fs::path& path, Weight
   checkpoint.ema_params.clear();
 }
 
+std::string other_sample_shape_note(const io::CheckpointData& c, const std::string& path, const model::Shape& input) {
+  if (c.sample_shape.empty() || c.sample_shape == std::vector<int64_t>{input.c, input.h, input.w}) return "";
+  return fmt::format("note: checkpoint '{}' holds a model made for {}x{}x{} samples; this data's are {}x{}x{}, and the "
+                     "model runs at that size (prepare the data at the model's --size for its own numbers)",
+                     path, c.sample_shape[0], c.sample_shape[1], c.sample_shape[2], input.c, input.h, input.w);
+}
+
 RestoredCheckpoint restore_checkpoint(const RunContext& run, model::Network& net, model::Optimizer* optimizer,
                                       const fs::path& path, Weights weights) {
   io::CheckpointData c;
-  std::string chosen, job_changes;
+  std::string chosen, job_changes, other_shape;
   run.world.all_succeed([&] {
     if (!run.root()) return;
     chosen = (path.empty() ? newest_checkpoint(run) : path).string();
     c = read_checked(run, net, optimizer, chosen);
     choose_weights(c, chosen, weights);
     job_changes = job_changes_note(c.job_toml, run.job.resolved_toml);
+    other_shape = other_sample_shape_note(c, chosen, net.input_shape());
   });
   CheckpointPosition p{c.epoch,         c.step_in_epoch, c.global_step,  c.steps_per_epoch,
                        c.ranks,         c.global_batch,  c.state_count,  c.train_time_s,
@@ -189,7 +197,7 @@ RestoredCheckpoint restore_checkpoint(const RunContext& run, model::Network& net
     const model::OptimizerState restored = broadcast_optimizer_state(run, c, net.param_count());
     run.world.all_succeed([&] { optimizer->load_state(restored); });
   }
-  return {chosen, p, std::move(c.ema_params), std::move(job_changes)};
+  return {chosen, p, std::move(c.ema_params), std::move(job_changes), std::move(other_shape)};
 }
 
 namespace {
@@ -335,6 +343,7 @@ StartPoint resume(const RunContext& run, model::Network& net, model::Optimizer& 
                           "at the resumed parameters");
   if (!same_world) start.notes.push_back(another_plan_note(run, p, plan, lr, same_steps));
   if (!restored.job_changes.empty()) start.notes.push_back(restored.job_changes);
+  if (!restored.other_sample_shape.empty()) start.notes.push_back(restored.other_sample_shape);
   if (p.seed != run.job.train.seed)
     start.notes.push_back(fmt::format("warning: train.seed is {} and the checkpoint's run had {}: from here on the "
                                       "shuffles, augmentations and dropout follow the new seed, so this run no longer "

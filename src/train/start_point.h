@@ -37,7 +37,18 @@ struct RestoredCheckpoint {
   CheckpointPosition position;
   std::vector<float> ema_params;  // its parameters' moving average, on every rank; empty: none
   std::string job_changes;        // rank 0: the keys this job changed from the checkpoint's job ("" on other ranks)
+  // rank 0: that the checkpoint's model was trained for samples of another shape than this network takes ("": the
+  // same, unknown (an older file), or another rank)
+  std::string other_sample_shape;
 };
+
+// A note that the checkpoint's model was made for samples of another shape than `input` ("": the same, or unknown in
+// an older file). A model that ends in global pooling runs at any sample size, so another shape is no refusal:
+// evaluating at a higher resolution than training (FFCV's recipe) or resuming at another (progressive resizing) are
+// choices. Said aloud, since by mistake (a split prepared at --size 256 for a 224 model) it changes the numbers
+// without an error.
+std::string other_sample_shape_note(const io::CheckpointData& checkpoint, const std::string& path,
+                                    const model::Shape& input);
 
 // Which weights a checkpoint's model runs with (evaluate, predict, export --weights): its parameters, or their
 // moving average (train.ema_decay).

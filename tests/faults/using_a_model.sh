@@ -4,6 +4,8 @@
 # fix, and nothing half-written left behind:
 #   export_other_classes  export --data of another class count: exit 3, as evaluate says it; no ONNX file
 #   export_other_shape    export --data of another sample shape: exit 5 "belongs to another model"; no ONNX file
+#   *_other_shape_pooled  evaluate and export of a model ending in global pooling on another sample shape: taken,
+#                         with a note naming both shapes
 #   out_under_file        evaluate --out and export --onnx under a regular file: exit 3 with "Not a directory"
 #   evaluate_no_ckpt      evaluate on a run.dir without checkpoints: worded for evaluate, not for --resume
 #   layer_range           units/filters/pool size beyond 2^20: the allowed range, not ">= 1"
@@ -36,6 +38,16 @@ absent export_other_classes "$work/ten.onnx"
 check export_other_shape 5 "checkpoint '$ckpt' belongs to another model" "the data (sample shape, classes) it was trained with" -- \
   "$bin" export --checkpoint "$ckpt" --onnx "$work/nine.onnx" --data "$work/nine/train"
 absent export_other_shape "$work/nine.onnx"
+# A model ending in global pooling runs at any sample size: another shape is taken, and said.
+pooled=(--set data.train="$work/tiny/train" --set data.test="$work/tiny/test" --set train.batch_per_rank=4
+        --set 'model.layers=[{type="conv2d",filters=4,kernel=3,padding=1},{type="relu"},{type="global_avgpool"},{type="flatten"},{type="dense",units=3}]'
+        --set run.progress_every_s=1000 --set train.epochs=1 --set run.dir="$work/pooled")
+"$bin" train "$job" "${pooled[@]}" >"$work/pooled.log" 2>&1 || { echo "FAIL pooled training: $(tail -3 "$work/pooled.log")"; failures=$((failures + 1)); }
+pooled_ckpts=("$work/pooled/checkpoints"/ckpt-s*.h5)
+said="holds a model made for 1x8x8 samples; this data's are 1x9x9, and the model runs at that size"
+check evaluate_other_shape_pooled 0 "$said" -- "$bin" evaluate "$job" "${pooled[@]}" --data "$work/nine/test"
+check export_other_shape_pooled 0 "$said" -- \
+  "$bin" export --checkpoint "${pooled_ckpts[-1]}" --onnx "$work/pooled9.onnx" --data "$work/nine/train"
 
 echo "a file, not a folder" >"$work/afile"
 check out_under_file 3 "--out '$work/afile/x.json' cannot be written: Not a directory" "pick a writable path" -- \
