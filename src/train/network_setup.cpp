@@ -88,6 +88,14 @@ model::ElementType activation_type(config::Precision precision) {
   }
 }
 
+// Where the model's layers were read from, for a refusal of them: the job file, or the job a checkpoint carries
+// (predict and export read the model from the checkpoint alone).
+std::string model_source(const config::JobConfig& job) {
+  const std::string path = job.source.string();
+  return job.source.extension() == ".h5" ? fmt::format("the job in checkpoint '{}'", path)
+                                         : fmt::format("job file '{}'", path);
+}
+
 }  // namespace
 
 std::unique_ptr<model::Network> build_network(const RunContext& run, const model::Shape& input, int classes,
@@ -103,6 +111,9 @@ std::unique_ptr<model::Network> build_network(const RunContext& run, const model
                                 .activations = activation_type(run.job.train.precision),
                                 .parameter_memory = memory,
                                 .freeze_through = run.job.train.freeze});
+    } catch (const JobFileError& e) {
+      // The layers' and the data's refusals name model.layers[i] or the class count; the file they are in goes first.
+      throw JobFileError(fmt::format("{}: {}", model_source(run.job), e.what()));
     } catch (const std::bad_alloc&) {
       // A library's buffers sized by the batch (oneDNN's scratchpad) come before the network's own budget check.
       const std::string share =

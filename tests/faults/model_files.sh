@@ -168,10 +168,16 @@ check freeze_everything 3 "train.freeze = \"head\" keeps every parameter fixed" 
   "$bin" train "$job" "${tiny[@]}" --set run.dir="$work/frozen" --set 'train.freeze="head"' \
   --set 'model.layers=[{type="flatten"},{type="dense",units=3,name="head"},{type="relu"}]'
 
+# One job on both ranks, its data.test a relative path that each rank's working directory (mpirun's -wdir) makes
+# another split: a stale node-local copy, as two nodes would see it.
+mkdir -p "$work/node0" "$work/node1"
+ln -s "$work/tiny/test" "$work/node0/test"
+ln -s "$work/other/test" "$work/node1/test"
 check evaluate_split_differs 4 "differs between ranks: rank 1 sees 24 samples" "rank 0 sees 16 samples" \
   "(found by rank 1/2 on " -- \
-  mpirun -np 1 --oversubscribe "$bin" evaluate "$job" "${tiny[@]}" --set run.dir="$work/run" : \
-  -np 1 "$bin" evaluate "$job" "${tiny[@]}" --set run.dir="$work/run" --set data.test="\"$work/other/test\""
+  mpirun -np 1 --oversubscribe -wdir "$work/node0" "$bin" evaluate "$job" "${tiny[@]}" --set run.dir="$work/run" \
+  --set data.test=test : -np 1 -wdir "$work/node1" "$bin" evaluate "$job" "${tiny[@]}" --set run.dir="$work/run" \
+  --set data.test=test
 
 echo "$passed passed, $failures failed"
 [ "$failures" -eq 0 ] && [ "$passed" -gt 0 ]
