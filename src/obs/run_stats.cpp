@@ -10,6 +10,15 @@
 
 namespace ringtrain::obs {
 
+namespace {
+
+// The median of the first n values of an ascending list.
+double median_of_sorted(const std::vector<double>& sorted, size_t n) {
+  return n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+}
+
+}  // namespace
+
 StepTimeSpread step_time_spread(const std::vector<double>& per_rank_s, double straggler_margin) {
   StepTimeSpread s;
   if (per_rank_s.empty()) return s;
@@ -18,22 +27,26 @@ StepTimeSpread step_time_spread(const std::vector<double>& per_rank_s, double st
   const size_t n = sorted.size();
   s.min_s = sorted.front();
   s.max_s = sorted.back();
-  s.median_s = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  s.median_s = median_of_sorted(sorted, n);
   s.slowest_rank = static_cast<int>(std::max_element(per_rank_s.begin(), per_rank_s.end()) - per_rank_s.begin());
+  if (n < 2) return s;
+  // Measured against the others alone: with 2 ranks the median of all would be halfway to the straggler itself.
+  s.others_median_s = median_of_sorted(sorted, n - 1);
   // A relative margin alone would name a straggler among steps of microseconds, where no rank waits noticeably.
   constexpr double kNoticeableS = 1e-3;
-  if (s.median_s > 0 && s.max_s > (1 + straggler_margin) * s.median_s && s.max_s - s.median_s >= kNoticeableS)
+  const double others = s.others_median_s;
+  if (others > 0 && s.max_s > (1 + straggler_margin) * others && s.max_s - others >= kNoticeableS)
     s.straggler_rank = s.slowest_rank;
   return s;
 }
 
 std::string straggler_warning(const StepTimeSpread& spread) {
   if (spread.straggler_rank < 0) return "";
-  return fmt::format("straggler: rank {} takes {:.1f} ms per step of its own work, {:.0f} % more than the median "
-                     "rank ({:.1f} ms); every other rank waits for it in the all-reduce. Look for a slower node, "
-                     "another job sharing its cores or GPU, or a slower path to its data",
-                     spread.straggler_rank, spread.max_s * 1e3, (spread.max_s / spread.median_s - 1) * 100,
-                     spread.median_s * 1e3);
+  return fmt::format("straggler: rank {} takes {:.1f} ms per step of its own work, {:.0f} % more than the other "
+                     "ranks' median ({:.1f} ms); every other rank waits for it in the all-reduce. Look for a slower "
+                     "node, another job sharing its cores or GPU, or a slower path to its data",
+                     spread.straggler_rank, spread.max_s * 1e3, (spread.max_s / spread.others_median_s - 1) * 100,
+                     spread.others_median_s * 1e3);
 }
 
 std::string starvation_warning(double data_wait_s, double step_s, int prefetch_batches, const LoaderLoad& loader,

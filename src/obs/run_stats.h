@@ -9,8 +9,9 @@ namespace ringtrain::obs {
 
 struct StepTimeSpread {
   double min_s = 0, median_s = 0, max_s = 0;
+  double others_median_s = 0;  // the median of every rank but the slowest: what a straggler is measured against
   int slowest_rank = 0;
-  int straggler_rank = -1;  // the slowest rank when it is more than `straggler_margin` slower than the median
+  int straggler_rank = -1;  // the slowest rank when it is more than `straggler_margin` slower than the others' median
 };
 
 // per_rank_s[r]: rank r's own work per step (everything but the all-reduce wait, which makes every rank's

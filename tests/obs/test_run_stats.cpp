@@ -1,4 +1,5 @@
-// The epoch record's rules: median and straggler over per-rank step times, starvation threshold, memory.
+// The epoch record's rules: median and straggler over per-rank step times (the straggler against the other ranks'
+// median), starvation threshold, memory.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -29,6 +30,17 @@ TEST(StepTimeSpread, NamesTheSlowestRankOnlyWhenMoreThanTenPercentOverTheMedian)
 TEST(StepTimeSpread, NamesNoStragglerUnderAMillisecondOfDifference) {
   EXPECT_EQ(obs::step_time_spread({0.0001, 0.00015, 0.0001}).straggler_rank, -1);
   EXPECT_EQ(obs::step_time_spread({0.0030, 0.0041, 0.0030}).straggler_rank, 1);
+}
+
+// With 2 ranks the median of all is halfway to the straggler: a rank 20 % slower than the other was 9 % over it and
+// missed, and one 10 times slower was called 82 % slower. The others' median is the other rank.
+TEST(StepTimeSpread, WithTwoRanksTheStragglerIsMeasuredAgainstTheOther) {
+  const auto pair = obs::step_time_spread({0.100, 0.120});
+  EXPECT_DOUBLE_EQ(pair.median_s, 0.110);
+  EXPECT_DOUBLE_EQ(pair.others_median_s, 0.100);
+  EXPECT_EQ(pair.straggler_rank, 1);
+  const std::string warning = obs::straggler_warning(obs::step_time_spread({0.010, 0.100}));
+  EXPECT_NE(warning.find("900 % more than the other ranks' median (10.0 ms)"), std::string::npos) << warning;
 }
 
 TEST(StepTimeSpread, BoundaryAndDegenerateInputs) {
