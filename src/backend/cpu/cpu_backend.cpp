@@ -12,6 +12,7 @@
 #include "common/host_memory.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/batchnorm.h"
+#include "kernels/cpu/denormals.h"
 #include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/stored_elementwise.h"
@@ -67,6 +68,7 @@ CpuBackend::CpuBackend(int threads, kc::DnnlMath math, kc::OperandRounding round
   if (math == kc::DnnlMath::bf16 && rounded_.active())
     throw Error(ExitCode::internal, "the CPU backend was asked for oneDNN's bf16 products and rounded operands at once");
   kc::set_compute_threads(threads);
+  kc::flush_denormals(threads);
 }
 
 std::string CpuBackend::description() const {
