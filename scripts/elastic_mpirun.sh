@@ -170,7 +170,7 @@ while :; do
     again=(--resume --failed-node "${lost:-unknown}" --seconds-lost "$((lost_s > 0 ? lost_s : 0))")
     from="from $(basename "$newest")"
   else
-    again=(--set run.overwrite=true)
+    again=(--set run.overwrite=true --failed-node "${lost:-unknown}")
     from="from the start (no checkpoint yet)"
   fi
   echo "elastic_mpirun: elastic restart $restarts/$max_restarts: host ${lost:-unknown} failed (exit $rc);" \

@@ -204,8 +204,8 @@ CLI::App* add_train_command(CLI::App& app, ringtrain::commands::TrainArgs& a) {
   train->add_option("--set", a.overrides, "override a job-file key, e.g. --set train.epochs=3 (repeatable)");
   train->add_flag("--resume", a.resume, "continue from the latest checkpoint in <run.dir>/checkpoints (any number of ranks)");
   train->add_option("--failed-node", a.failed_node,
-                    "with --resume, from an elastic launcher: the node whose failure shrank the world; written to "
-                    "metrics.jsonl's membership record (docs/faults.md)");
+                    "from an elastic launcher (with --resume, or on a restart from the start): the node whose failure "
+                    "shrank the world; written to metrics.jsonl's membership record (docs/faults.md)");
   train->add_option("--seconds-lost", a.seconds_lost,
                     "with --resume, from an elastic launcher: wall seconds from the checkpoint to this relaunch")
       ->check(CLI::NonNegativeNumber);

@@ -26,7 +26,13 @@ void refuse_other_data(const io::CheckpointData& checkpoint, const std::filesyst
                        const config::JobConfig& job, const io::DatasetMeta& data) {
   backend::CpuBackend cpu(1);
   const model::Shape input{1, data.shape.channels, data.shape.height, data.shape.width};
-  const model::Network net(job.model.layers, cpu, input, data.num_classes);  // JobFileError on another class count
+  const model::Network net = [&] {
+    try {
+      return model::Network(job.model.layers, cpu, input, data.num_classes);
+    } catch (const JobFileError& e) {  // another class count, or a shape the layers cannot take
+      throw JobFileError(fmt::format("the job in checkpoint '{}': {}", path.string(), e.what()));
+    }
+  }();
   train::refuse_another_model(checkpoint, path, net, false);
   if (const std::string note = train::other_sample_shape_note(checkpoint, path.string(), input); !note.empty())
     fmt::print(stderr, "{}\n", note);

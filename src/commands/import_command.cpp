@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -246,6 +247,11 @@ int import_onnx(const ImportArgs& args) {
   const model::ImportedModel imported = model::import_onnx(onnx);
   io::DatasetMeta meta;
   meta.shape = sample_shape(imported, args.shape);
+  if (const int side = std::max(meta.shape.height, meta.shape.width); args.eval_resize > 0 && args.eval_resize < side)
+    throw UsageError(fmt::format("--eval-resize {} is smaller than the samples' side {}: predict resizes an image's "
+                                 "shorter side to it and then crops the centre {}x{}, which must fit; give at least {} "
+                                 "(256 for 224, torchvision's), or 0",
+                                 args.eval_resize, side, meta.shape.height, meta.shape.width, side));
   meta.num_classes = class_count(imported);
   meta.mean = in_pixel_units(args.mean, meta.shape.channels, "--mean", false);
   meta.stddev = in_pixel_units(args.stddev, meta.shape.channels, "--std", true);

@@ -99,6 +99,7 @@ std::unique_ptr<ImageModel> image_model(const train::RunContext& run, const Pred
                                 "to 1 (gray), 3 (RGB) or 4 (RGBA) channels; give predict such samples as a split "
                                 "folder (`ringtrain prepare arrays`)",
                                 meta.shape.channels, trained_on.dir.string()));
+  train::refuse_eval_resize_below_the_sample(run.job, meta.shape);
   const train::PhotoSampling sampling{false, {}, train::evaluation_resize(run.job.data.eval_resize, meta.shape), meta.shape};
   return std::unique_ptr<ImageModel>(new ImageModel{meta, train::Normalisation(meta, train::input_norm(meta, run.job.data)),
                                                     infer::Classifier(run, args.checkpoint, meta.shape, meta.num_classes,

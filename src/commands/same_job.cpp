@@ -2,37 +2,29 @@
 #include "commands/same_job.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
-#include <cstdint>
-#include <string_view>
+#include <string>
+#include <vector>
 
-#include "common/crc32c.h"
 #include "common/error.h"
+#include "config/job_difference.h"
 
 namespace ringtrain::commands {
-namespace {
-
-// The resolved keys without their first line, which names the file read: a job staged to another path on each node
-// is the same job.
-uint32_t keys_crc(const config::JobConfig& job) {
-  std::string_view keys = job.resolved_toml;
-  if (const auto first_line = keys.find('\n'); first_line != std::string_view::npos) keys.remove_prefix(first_line + 1);
-  return crc32c(keys.data(), keys.size());
-}
-
-}  // namespace
 
 void require_same_job(const dist::World& world, const config::JobConfig& job) {
   if (world.size() == 1) return;
-  const uint32_t mine = keys_crc(job);
-  uint32_t first = mine;
-  world.broadcast(&first, sizeof first);
+  const std::string first = world.broadcast_string(job.resolved_toml);
   world.all_succeed([&] {
-    if (mine != first)
-      throw JobFileError(fmt::format("the job differs between ranks: rank {} read '{}' as keys of CRC-32C {:08x}, "
-                                     "rank 0 as {:08x}. Every rank must read the same job file with the same --set "
-                                     "options (is a node-local copy of it stale?)",
-                                     world.rank(), job.source.string(), mine, first));
+    std::vector<std::string> keys;
+    for (const config::JobDifference& d : config::job_differences(first, job.resolved_toml))
+      if (d.key != "data.train" && d.key != "data.test")
+        keys.push_back(fmt::format("{} = {} (rank 0: {})", d.key, d.now, d.was));
+    if (!keys.empty())
+      throw JobFileError(fmt::format("the job differs between ranks: rank {} read '{}' with {}. Every rank must read "
+                                     "the same job file with the same --set options (is a node-local copy of it "
+                                     "stale?)",
+                                     world.rank(), job.source.string(), fmt::join(keys, ", ")));
   });
 }
 

@@ -7,8 +7,10 @@
 
 namespace ringtrain::commands {
 
-// Collective. Throws the same JobFileError (exit 3) on every rank when a rank's keys, every key with its final
-// value, are not rank 0's; where the job file lies may differ.
+// Collective. Throws the same JobFileError (exit 3) on every rank when a rank's job, every key with its final value,
+// differs from rank 0's, naming the keys. Where the job file lies may differ, and so may data.train and data.test:
+// staging gives each node its own copy of the data (slurm/train.sbatch), and the splits' contents are compared
+// where they are opened (data/split_part.h).
 void require_same_job(const dist::World& world, const config::JobConfig& job);
 
 }  // namespace ringtrain::commands

@@ -34,7 +34,9 @@ int train(int* argc, char*** argv, const TrainArgs& args) {
         // same from `job` and says so in the run header.
         config::JobConfig device_job = job;
         device_job.dist.sync_batchnorm_group =
-            config::fit_sync_batchnorm_group(job.dist.sync_batchnorm_group, world.size(), args.resume).group;
+            config::fit_sync_batchnorm_group(job.dist.sync_batchnorm_group, world.size(),
+                                             args.resume || !args.failed_node.empty())
+                .group;
         backend::DeviceSetup device = backend::open_device(device_job, world);
         return train::Trainer(job, world, *device.backend, *device.reducer, watchdog, args.resume,
                               {args.failed_node, args.seconds_lost})

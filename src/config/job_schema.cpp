@@ -351,8 +351,8 @@ Section<Dist> dist_keys() {
           integer<Dist>("sync_batchnorm_group", &Dist::sync_batchnorm_group, 0, {0, 1 << 20},
                         "synchronised batch norm: groups of this many consecutive ranks normalise with the group's "
                         "batch statistics in training (forward and backward sums all-reduced each step; the "
-                        "running statistics follow them); must divide the world size (a --resume on a world it does "
-                        "not divide, an elastic restart on fewer nodes, takes the largest divisor up to it and says "
+                        "running statistics follow them); must divide the world size (an elastic relaunch on a world "
+                        "it does not divide, --resume or --failed-node, takes the largest divisor up to it and says "
                         "so); 0: off, each rank its own; on the CUDA backend the sums pass through the host, or with gpu.candidate_kernels stay on the "
                         "device (NCCL; not yet run on a GPU)"),
           choice<Dist>("on_shrink", &Dist::on_shrink,

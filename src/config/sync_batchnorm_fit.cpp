@@ -5,11 +5,11 @@
 
 namespace ringtrain::config {
 
-SyncBatchnormFit fit_sync_batchnorm_group(int group, int ranks, bool resume) {
-  if (!resume || group == 0 || ranks % group == 0) return {group, ""};
+SyncBatchnormFit fit_sync_batchnorm_group(int group, int ranks, bool relaunch) {
+  if (!relaunch || group == 0 || ranks % group == 0) return {group, ""};
   int fitted = group;
   while (ranks % fitted != 0) --fitted;
-  return {fitted, fmt::format("dist.sync_batchnorm_group = {} does not divide the {} rank{} resumed on: batch norm "
+  return {fitted, fmt::format("dist.sync_batchnorm_group = {} does not divide the {} rank{} relaunched on: batch norm "
                               "statistics over groups of {} (the largest divisor of {} up to {})",
                               group, ranks, ranks == 1 ? "" : "s", fitted, ranks, group)};
 }

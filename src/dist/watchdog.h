@@ -21,7 +21,8 @@ namespace ringtrain::dist {
 
 class Watchdog {
  public:
-  // `exit_code` is what the job ends with on a stall. A timeout <= 0 disables the check.
+  // `exit_code` is what the job ends with on a stall. A timeout <= 0 sets no limit on a wait (no heartbeats either);
+  // SIGTERM's grace and the check of calls that must return at once still run.
   Watchdog(MPI_Comm world, double timeout_s, int exit_code);
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;

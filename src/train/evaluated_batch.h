@@ -19,14 +19,14 @@ inline int predicted_class(const float* row, int classes) {
 }
 
 // Whether the label is among the `k` highest logits, ties going to the lower class as predicted_class() breaks them
-// (so in_top(.., 1) is predicted_class() == truth, and constant logits are not a hit for every label), a NaN ranked
-// above every number as torch.topk ranks it, and a NaN at the label a miss.
+// (so constant logits are not a hit for every label), a NaN elsewhere passed over as predicted_class() passes over
+// one, and a NaN at the label a miss.
 inline bool in_top(const float* row, int classes, int truth, int k) {
   const float t = row[truth];
   if (std::isnan(t)) return false;
   int above = 0;
   for (int j = 0; j < classes; ++j)
-    if (std::isnan(row[j]) || row[j] > t || (row[j] == t && j < truth)) ++above;
+    if (row[j] > t || (row[j] == t && j < truth)) ++above;
   return above < k;
 }
 

@@ -38,10 +38,10 @@ bool batch_keys_changed(const std::string& checkpoint_job, const config::JobConf
 
 }  // namespace
 
-FittedJob fit_to_world(const config::JobConfig& job, const dist::World& world, bool resume) {
+FittedJob fit_to_world(const config::JobConfig& job, const dist::World& world, bool resume, bool relaunched) {
   FittedJob fitted{job, {}};
   const config::SyncBatchnormFit group = config::fit_sync_batchnorm_group(job.dist.sync_batchnorm_group, world.size(),
-                                                                          resume);
+                                                                          resume || relaunched);
   fitted.job.dist.sync_batchnorm_group = group.group;
   if (!group.note.empty()) fitted.notes.push_back(group.note);
   if (!resume || job.dist.on_shrink != config::OnShrink::keep_global_batch) return fitted;

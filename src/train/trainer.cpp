@@ -61,7 +61,7 @@ Trainer::Trainer(const config::JobConfig& job, dist::World& world, model::Backen
 int Trainer::run() {
   const MemoryBaseline baseline{obs::current_rss_mb(),
                                 static_cast<double>(backend_.device_bytes_in_use()) / (1 << 20)};
-  const FittedJob fitted = fit_to_world(job_, world_, resume_);
+  const FittedJob fitted = fit_to_world(job_, world_, resume_, !membership_.failed_node.empty());
   const RunContext run{fitted.job, world_, backend_, resume_, membership_};
   world_.all_succeed([&] {
     // The test hooks are read now, so a malformed one is refused before run.dir is claimed.

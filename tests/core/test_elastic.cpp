@@ -42,7 +42,7 @@ TEST(OnShrink, AResumeFitsTheBatchNormGroupToTheLargestDivisorOfTheWorld) {
     EXPECT_EQ(fit_sync_batchnorm_group(group, ranks, false).group, group);
   }
   EXPECT_EQ(fit_sync_batchnorm_group(4, 6, true).note,
-            "dist.sync_batchnorm_group = 4 does not divide the 6 ranks resumed on: batch norm statistics over groups "
+            "dist.sync_batchnorm_group = 4 does not divide the 6 ranks relaunched on: batch norm statistics over groups "
             "of 3 (the largest divisor of 6 up to 4)");
 }
 

@@ -245,7 +245,7 @@ TEST(ClassHits, CountTheFirstMaximumAsTheLossKernelsDo) {
 
 // Top-5 as `ringtrain evaluate` counts it: the label is a hit when fewer than 5 classes rank above it, a tie ranking
 // the lower class first as top-1 does (constant logits, a collapsed model's, are a hit only for the first five
-// classes, as torch.topk's five), a NaN above every number, a NaN at the label a miss.
+// classes, as torch.topk's five), a NaN elsewhere passed over as top-1 passes over it, a NaN at the label a miss.
 TEST(ClassHits, CountTheLabelsAmongTheFiveHighestLogits) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float logits[] = {6, 5, 4, 3, 2, 1, 0,      // label 4: 4 classes higher, a hit
@@ -253,10 +253,10 @@ TEST(ClassHits, CountTheLabelsAmongTheFiveHighestLogits) {
                           1, 1, 1, 1, 1, 1, 1,      // label 6: all tied, 6 lower classes rank first, a miss
                           1, 1, 1, 1, 1, 1, 1,      // label 4: all tied, 4 lower classes rank first, a hit
                           0, 9, 9, 9, 9, 9, 0,      // label 6 (0): 5 higher, a miss
-                          nan, 5, 4, 3, 2, 1, 0,    // label 4: the NaN and 3 classes above, a hit
-                          nan, 5, 4, 3, 2, 1, 0,    // label 5: the NaN and 4 classes above, a miss
+                          nan, 5, 4, 3, 2, 1, 0,    // label 4: 3 classes above, a hit
+                          nan, 5, 4, 3, 2, 1, 0,    // label 6: 5 classes above (not the NaN), a miss
                           6, 5, 4, 3, nan, 1, 0};   // label 4: NaN at the label, a miss
-  const int32_t labels[] = {4, 5, 6, 4, 6, 4, 5, 4};
+  const int32_t labels[] = {4, 5, 6, 4, 6, 4, 6, 4};
   train::ClassHits h(7);
   h.add({logits, labels, 8, 7});
   EXPECT_EQ(h.top5, 3);

@@ -67,23 +67,27 @@ corrupt before_checkpoint 3 0:3 "before the checkpoint after optimizer step 5" "
 # Every rank reads the job itself: a rank whose job differs (a stale node-local copy; here a --set given to one rank
 # through mpirun's MPMD form) is refused at start-up with exit 3 on every rank, naming the file, before run.dir is
 # claimed; the same job at another path on another node is the same job.
-timeout 120 mpirun -np 1 "$bin" train "${args[@]}" --set run.dir="$work/two_jobs" : \
+timeout 120 mpirun -np 1 --oversubscribe "$bin" train "${args[@]}" --set run.dir="$work/two_jobs" : \
   -np 1 "$bin" train "${args[@]}" --set run.dir="$work/two_jobs" --set train.epochs=2 >"$work/two_jobs.log" 2>&1
 rc=$?
-said=$(grep -cF "the job differs between ranks: rank 1 read '$src/jobs/fashion_mnist.toml'" "$work/two_jobs.log")
+said=$(grep -cF "the job differs between ranks: rank 1 read '$src/jobs/fashion_mnist.toml' with train.epochs = 2 (rank 0: 1)" \
+       "$work/two_jobs.log")
 if [ "$rc" = 3 ] && [ "$said" = 2 ] && [ ! -e "$work/two_jobs" ]; then
   echo "ok   two_jobs: a rank with another job is refused on both ranks (exit 3) before run.dir is claimed"
 else
   fail "two_jobs: exit $rc (want 3), said by $said of 2 ranks: $(grep -A1 '^ringtrain:' "$work/two_jobs.log" | head -2)"
 fi
+# As slurm/train.sbatch stages them: the job file at another path, and each node's own copy of the data.
 cp "$src/jobs/fashion_mnist.toml" "$work/copy.toml"
+mkdir -p "$work/node1" && cp -r "$work/data/train" "$work/data/test" "$work/node1/"
 staged=("${args[@]}")
 staged[0]=$work/copy.toml
-timeout 120 mpirun -np 1 "$bin" train "${args[@]}" --set run.dir="$work/staged" : \
-  -np 1 "$bin" train "${staged[@]}" --set run.dir="$work/staged" >"$work/staged.log" 2>&1
+timeout 120 mpirun -np 1 --oversubscribe "$bin" train "${args[@]}" --set run.dir="$work/staged" : \
+  -np 1 "$bin" train "${staged[@]}" --set run.dir="$work/staged" --set data.train="$work/node1/train" \
+  --set data.test="$work/node1/test" >"$work/staged.log" 2>&1
 rc=$?
 if [ "$rc" = 0 ]; then
-  echo "ok   staged: the same job read from another path on rank 1 trains"
+  echo "ok   staged: the same job from another path, with a node-local copy of the data, trains on rank 1"
 else
   fail "staged: exit $rc: $(grep -A1 '^ringtrain:' "$work/staged.log" | head -2)"
 fi

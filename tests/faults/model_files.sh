@@ -9,6 +9,7 @@
 #   import_into_new_folders  --out and --checkpoint in folders that do not exist yet: made, exit 0
 #   import_onnx_folder  import --onnx a folder: exit 4 "it is a folder"
 #   import_std_zero  import --std 0: exit 2
+#   import_eval_resize_small  import --eval-resize under the samples' side: exit 2, nothing written
 #   import_nan       an ONNX weight holding NaN: exit 3 naming the tensor; nothing written
 #   import_negative_variance  a batch norm's running variance below 0: exit 3 naming the node; nothing written
 #   predict_description  predict on import's split of no samples: exit 4
@@ -120,6 +121,9 @@ check import_onnx_folder 4 "ONNX file '$work/outdir' cannot be read: it is a fol
 check import_std_zero 2 "--std 0: each value must be a finite number above 0" -- \
   "$bin" import --onnx "$work/model.onnx" --out "$work/s.toml" --checkpoint "$work/s.h5" --mean 0.5 --std 0
 absent import_std_zero "$work/s.toml" "$work/s.h5" "$work/s-data"
+check import_eval_resize_small 2 "--eval-resize 4 is smaller than the samples' side" -- \
+  "$bin" import --onnx "$work/model.onnx" --out "$work/e.toml" --checkpoint "$work/e.h5" --eval-resize 4
+absent import_eval_resize_small "$work/e.toml" "$work/e.h5" "$work/e-data"
 
 check import_nan 3 "holds 1 non-finite values (the first, nan, at index 0); the model's weights are damaged" -- \
   "$bin" import --onnx "$work/nan.onnx" --out "$work/n.toml" --checkpoint "$work/n.h5" --mean 0.5 --std 0.25

@@ -1,12 +1,13 @@
 // Tests of the GPU crop-and-resize (kernels/cuda/crop_resample.h) against its CPU twin on the same pixels, bit for
 // bit: a batch of host-made interleaved images of several sizes in one device buffer, some with padded rows (as the
 // decoder lays them out), random fractional windows (some reaching past the image, where the taps clamp), mirrored
-// and not, 1 and 3 channels, windows from a fraction of the sample to several times it (so block means of 2 and more too).
+// and not, 1 and 3 channels, windows from a fraction of the sample to many times it (block means of 2, 4 and 8 too).
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "gpu_test_support.h"
@@ -47,10 +48,13 @@ kernels::CropWindow random_window(const HostImage& image, std::mt19937& gen) {
   return {top, left, height, width};
 }
 
+// Samples of 45x61 and of 9x11; every fourth window the whole image, which at 9x11 takes block means of 2, 4 and 8
+// (images of 20-242 x 17-229 pixels).
 TEST_F(CudaCropResample, MatchesTheCpuTwinBitForBit) {
   std::mt19937 gen(37);
-  for (const int channels : {1, 3}) {
-    const kernels::cpu::SampleExtent extent{channels, 45, 61};
+  std::set<int> boxes_seen;
+  for (const auto& [channels, height, width] : {std::tuple{1, 45, 61}, {3, 45, 61}, {1, 9, 11}, {3, 9, 11}}) {
+    const kernels::cpu::SampleExtent extent{channels, height, width};
     const int count = 24;
     std::vector<HostImage> images;
     std::vector<std::size_t> offsets;
@@ -65,12 +69,13 @@ TEST_F(CudaCropResample, MatchesTheCpuTwinBitForBit) {
       cuda().to_device(device_images.as<uint8_t>() + offsets[i], images[i].pixels.data(), images[i].pixels.size());
 
     std::vector<kernels::cuda::CropSource> sources;
-    std::set<int> boxes_seen;
-    std::vector<uint8_t> want(static_cast<std::size_t>(count) * static_cast<std::size_t>(channels * 45 * 61));
+    std::vector<uint8_t> want(static_cast<std::size_t>(count) * static_cast<std::size_t>(channels * height * width));
     const std::size_t sample_bytes = want.size() / count;
     for (int i = 0; i < count; ++i) {
       const HostImage& image = images[static_cast<std::size_t>(i)];
-      const kernels::CropWindow window = random_window(image, gen);
+      const kernels::CropWindow window =
+          i % 4 == 3 ? kernels::CropWindow{0, 0, static_cast<float>(image.rows), static_cast<float>(image.columns)}
+                     : random_window(image, gen);
       const bool flip = i % 2 == 1;
       const kernels::InterleavedImage host{image.pixels.data(), image.rows, image.columns, channels, image.row_bytes};
       kernels::cpu::averaged_crop_resample(
@@ -90,10 +95,11 @@ TEST_F(CudaCropResample, MatchesTheCpuTwinBitForBit) {
     std::vector<uint8_t> got(want.size());
     cuda().to_host(got.data(), out.as<void>(), got.size());
     for (std::size_t v = 0; v < got.size(); ++v)
-      ASSERT_EQ(got[v], want[v]) << channels << " channels: sample " << v / sample_bytes << ", value "
-                                 << v % sample_bytes << " (window and flip as drawn; flip = odd sample)";
-    EXPECT_GT(boxes_seen.size(), 2u) << "the windows drawn cover the image's own pixels and block means of 2 and more";
+      ASSERT_EQ(got[v], want[v]) << channels << " channels, " << height << "x" << width << ": sample "
+                                 << v / sample_bytes << ", value " << v % sample_bytes
+                                 << " (window and flip as drawn; flip = odd sample)";
   }
+  EXPECT_EQ(boxes_seen, (std::set<int>{1, 2, 4, 8})) << "the image's own pixels and block means of 2, 4 and 8";
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Tests of the GPU JPEG decoder (kernels/cuda/jpeg_batch_decoder.h) against the CPU path on the same JPEGs: libjpeg's
-// full decode (io::decode_image_bytes, brought to the sample's channels) and the CPU crop (kernels::cpu::crop_resample)
-// with the same windows and flips. Baseline, progressive, gray and CMYK JPEGs of several sizes in one batch, on the
+// full decode (io::decode_image_bytes, brought to the sample's channels) and the CPU crop
+// (kernels::cpu::averaged_crop_resample: block means where a crop shrinks by 2 or more, as the device's) with the same
+// windows and flips. Baseline, progressive, gray and CMYK JPEGs of several sizes in one batch, on the
 // hardware engine where the GPU has one and on the CUDA backend; then a corrupt JPEG named by its index, and the
 // decoder still working after it; and the CUDA backend's decode_jpegs and its JPEG slots driven from a second thread
 // (data.decode = gpu, as training decodes ahead) against the CPU twin's. The error messages alone need no device.
@@ -78,7 +79,7 @@ std::vector<uint8_t> cpu_sample(const TestJpeg& jpeg, const JpegCrop& crop, cons
   std::vector<uint8_t> out(static_cast<std::size_t>(extent.channels * extent.height * extent.width));
   const kernels::InterleavedImage pixels{image.pixels.data(), image.height, image.width, image.channels,
                                          int64_t{image.width} * image.channels};
-  kernels::cpu::crop_resample(pixels, crop.window, crop.flip, extent, out);
+  kernels::cpu::averaged_crop_resample(pixels, crop.window, crop.flip, extent, out);
   return out;
 }
 

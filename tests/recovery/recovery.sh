@@ -294,7 +294,7 @@ if [[ " $cases " == *" syncshrink "* ]]; then
   rc1=$?
   NP=1 train "$job" "${common[@]}" "${group[@]}" --set run.dir="$work/sbn-fresh" >"$work/sbn-fresh.log" 2>&1
   rc2=$?
-  note="dist.sync_batchnorm_group = 2 does not divide the 1 rank resumed on: batch norm statistics over groups of 1"
+  note="dist.sync_batchnorm_group = 2 does not divide the 1 rank relaunched on: batch norm statistics over groups of 1"
   if [ "$rc0" = 0 ] && [ "$rc1" = 0 ] && [ "$(seen "$work/sbn1.log" "$note")" = 1 ] && [ "$rc2" = 3 ] &&
      grep -q "must divide the world size" "$work/sbn-fresh.log"; then
     ok "syncshrink: a 2-rank group resumed on 1 rank goes on in groups of 1, saying so; a fresh 1-rank run is refused (exit 3)"
