@@ -13,6 +13,7 @@
 #include "io/checkpoint_file.h"
 #include "io/dataset_meta.h"
 #include "model/network.h"
+#include "train/network_setup.h"
 #include "train/start_point.h"
 
 namespace ringtrain::commands {
@@ -30,7 +31,7 @@ void refuse_other_data(const io::CheckpointData& checkpoint, const std::filesyst
     try {
       return model::Network(job.model.layers, cpu, input, data.num_classes);
     } catch (const JobFileError& e) {  // another class count, or a shape the layers cannot take
-      throw JobFileError(fmt::format("the job in checkpoint '{}': {}", path.string(), e.what()));
+      throw JobFileError(fmt::format("{}: {}", train::model_source(job), e.what()));
     }
   }();
   train::refuse_another_model(checkpoint, path, net, false);

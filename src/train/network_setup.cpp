@@ -88,15 +88,13 @@ model::ElementType activation_type(config::Precision precision) {
   }
 }
 
-// Where the model's layers were read from, for a refusal of them: the job file, or the job a checkpoint carries
-// (predict and export read the model from the checkpoint alone).
+}  // namespace
+
 std::string model_source(const config::JobConfig& job) {
   const std::string path = job.source.string();
   return job.source.extension() == ".h5" ? fmt::format("the job in checkpoint '{}'", path)
                                          : fmt::format("job file '{}'", path);
 }
-
-}  // namespace
 
 std::unique_ptr<model::Network> build_network(const RunContext& run, const model::Shape& input, int classes,
                                               const InputMemory& input_memory, model::ParameterMemory* memory) {

@@ -3,6 +3,7 @@
 // (less the convolution workspace cuDNN may still ask for), either less the samples the backend decodes.
 #pragma once
 #include <memory>
+#include <string>
 
 #include "data/data_plan.h"
 #include "model/network.h"
@@ -10,6 +11,10 @@
 #include "train/run_context.h"
 
 namespace ringtrain::train {
+
+// Where a job's model layers were read from, to go before a refusal of them: "job file 'F'", or "the job in
+// checkpoint 'C'" for a job read from a checkpoint (predict and export read the model from it alone).
+std::string model_source(const config::JobConfig& job);
 
 // Collective: the model for inputs of `input` (its largest batch) and `classes` outputs, or an agreed error (too
 // big for the memory, a shape it cannot take). `input_memory`: what the data loaders' queues and the device
