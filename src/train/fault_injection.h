@@ -6,7 +6,10 @@
 // RINGTRAIN_TEST_STALL=RANK:PHASE stops rank RANK (SIGSTOP, as `kill -STOP` or a hung node would) at PHASE: `startup`
 // (train, before the model is built), `end` (train, after the last epoch) or `evaluate` (the evaluate command, before
 // the ranks sum their totals): the waits outside the training loop's steps that the watchdog times
-// (tests/faults/stalls.sh). Each is read when used, and a malformed value is refused, never ignored.
+// (tests/faults/stalls.sh). RINGTRAIN_TEST_AWAIT_STOP=EPOCH:STEP holds every rank of a fresh run before that step
+// (1-based, as the stop message numbers them) until a stop signal arrives, as a slow step would: a test's signal
+// then lands by that step however fast the machine runs the ones before (tests/recovery/recovery.sh,
+// tests/slurm/train_on_slurm.sh). Each is read when used, and a malformed value is refused, never ignored.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -41,6 +44,14 @@ inline constexpr const char* kStallEnv = "RINGTRAIN_TEST_STALL";
 // step this launch takes, "end", "evaluate"); returns when
 // it is continued, or at once when it is not named. Throws UsageError when the variable is malformed.
 void stall_if_asked(const char* phase, int rank);
+
+inline constexpr const char* kAwaitStopEnv = "RINGTRAIN_TEST_AWAIT_STOP";
+
+// Waits, polling, up to two minutes for a stop signal when RINGTRAIN_TEST_AWAIT_STOP names `epoch` and `step`
+// (0-based here) and this launch started the run (a resumed launch, as Slurm's requeue of the stopped job, never
+// waits); returns at once otherwise, and says on stderr when the two minutes pass without one. Throws UsageError when
+// the variable is malformed.
+void await_stop_if_asked(int epoch, int64_t step, bool resumed);
 
 // Flips the lowest mantissa bit of the parameter at `device_params` (a device pointer): a change too small to
 // upset the loss, as a real bit error usually is, but one the parameter checksum sees.

@@ -210,6 +210,7 @@ bool TrainingLoop::train_epoch(int epoch, EpochTally& tally) {
 
 bool TrainingLoop::run_step(int epoch, int64_t step, EpochTally& tally) {
   if (global_step_ == start_global_step_) stall_if_asked("step", run_.world.rank());
+  await_stop_if_asked(epoch, step, start_global_step_ > 0);
   if (trace_) trace_->begin_step(global_step_);
   runner_.begin(global_step_);
   for (int micro = 0; micro < plan_.accumulate; ++micro) feed(micro, tally);

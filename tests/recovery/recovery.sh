@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checkpoints, resume and runtime faults, as a user meets them under mpirun (2 ranks):
-#   preempt   SIGUSR1 mid-epoch -> checkpoint, exit 75; --resume ends bit-identical to an uninterrupted run
+#   preempt   SIGUSR1 in epoch 2's first steps -> checkpoint, exit 75; --resume ends bit-identical to an uninterrupted run
 #   optimizers the same with adamw, lars and lamb (label smoothing with lamb): each one's state resumes bit-exactly
 #   shared    the same with dist.reducer = "shared" and gradient accumulation, and in bf16; a run stopped under
 #             shared resumed under nonblocking and the other way round, bit-identical to the uninterrupted run
@@ -97,11 +97,12 @@ preempt_and_resume() {
     fail "$name: the uninterrupted run left no param_checksum ('$want'): $(tail -3 "$work/$name-whole.log")"
     return
   fi
-  # Signal once the first epoch's checkpoint exists, so the stop lands mid-way through epoch 2.
-  train "$job" "${common[@]}" "$@" "${run_sets[@]}" --set run.dir="$work/$name" >"$work/$name.log" 2>&1 &
+  # Signal once the first epoch's checkpoint exists; the ranks wait for it before epoch 2's third step at the latest
+  # (fault_injection.h), so the stop lands inside epoch 2 however fast the machine runs its steps.
+  RINGTRAIN_TEST_AWAIT_STOP=2:3 train "$job" "${common[@]}" "$@" "${run_sets[@]}" --set run.dir="$work/$name" \
+    >"$work/$name.log" 2>&1 &
   local launcher=$!
   for _ in $(seq 600); do [ -n "$(ls "$work/$name/checkpoints" 2>/dev/null)" ] && break; sleep 0.1; done
-  sleep 0.5
   pkill -USR1 -P "$launcher" -x mpirun 2>/dev/null || kill -USR1 "$launcher"
   wait "$launcher"
   rc=$?

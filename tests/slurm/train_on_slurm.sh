@@ -64,7 +64,9 @@ wait_job() {
 
 # ---- 1. train on 2 nodes, preempt with SIGUSR1, requeue, resume
 cd "$scratch"
-job=$(sbatch --parsable --job-name=fmnist --nodes=2 --ntasks-per-node=1 --output="$scratch/%x-%j.out" \
+# The ranks wait for the signal before epoch 2's third step at the latest (fault_injection.h; sbatch and srun pass
+# the environment on), so it lands inside epoch 2 however fast the machine runs its steps.
+job=$(RINGTRAIN_TEST_AWAIT_STOP=2:3 sbatch --parsable --job-name=fmnist --nodes=2 --ntasks-per-node=1 --output="$scratch/%x-%j.out" \
       "$src/slurm/train.sbatch" "$src/jobs/fashion_mnist.toml" "${common[@]}" \
       --set train.epochs=2 --set train.max_steps_per_epoch=30) || { echo "FAIL: sbatch refused the job"; exit 1; }
 run=$scratch/runs/fmnist-$job
