@@ -100,7 +100,9 @@ fi
 
 if [[ " $cases " == *" concurrent "* ]]; then
   d=$work/busy
-  train "$job" "${slow[@]}" --set run.dir="$d" --set train.epochs=4 >"$work/busy-a.log" 2>&1 &
+  # A's rank 0, which holds the run folder's lock, stops itself after the last epoch (fault_injection.h) until it is
+  # continued below: the later launches meet a running A however fast the machine trains.
+  RINGTRAIN_TEST_STALL=0:end train "$job" "${slow[@]}" --set run.dir="$d" --set train.epochs=4 >"$work/busy-a.log" 2>&1 &
   first=$!
   # As soon as it has written its first record: a plain fresh start is refused as "in use", not "already holds a run
   # ... use run.overwrite" (advice that points at a running job's files).
@@ -112,6 +114,8 @@ if [[ " $cases " == *" concurrent "* ]]; then
   rc_b=$?
   train "$job" "${slow[@]}" --set run.dir="$d" --set train.epochs=4 --resume >"$work/busy-c.log" 2>&1
   rc_c=$?
+  for _ in $(seq 1200); do ps -o stat= -p "$(ranks "$d" | tr '\n' ',' | sed 's/,$//')" 2>/dev/null | grep -q '^T' && break; sleep 0.1; done
+  kill -CONT $(ranks "$d") 2>/dev/null
   wait "$first"
   rc_a=$?
   pid=$(grep -o 'pid [0-9]*' "$work/busy-b.log" | head -1)
@@ -310,24 +314,26 @@ if [[ " $cases " == *" diskfull "* ]]; then
       kill -CONT $pids 2>/dev/null
     }
     # Space returns: the disk is filled once the first epoch record is written, and freed once a rank has said
-    # it holds a record.
+    # it holds a record. Twelve epochs: the disk must be freed before the last one, and a fast machine runs an epoch
+    # in less than a tenth of a second, so the script's polling needs epochs to spare.
     d=$full/back
-    train "$job" "${slow[@]}" "${quiet[@]}" --set run.dir="$d" --set train.epochs=4 >"$work/full-a.log" 2>&1 &
+    train "$job" "${slow[@]}" "${quiet[@]}" --set run.dir="$d" --set train.epochs=12 >"$work/full-a.log" 2>&1 &
     launcher=$!
     fill_after_first_epoch "$d"
     for _ in $(seq 1200); do grep -q "cannot append to" "$work/full-a.log" && break; sleep 0.05; done
     rm -f "$full/filler"
     wait "$launcher"
     rc=$?
-    if [ "$rc" = 0 ] && [ "$(epochs "$d")" = "1 2 3 4" ] && grep -q "is writable again" "$work/full-a.log"; then
+    if [ "$rc" = 0 ] && [ "$(epochs "$d")" = "$(seq -s ' ' 12)" ] && grep -q "is writable again" "$work/full-a.log"; then
       ok "diskfull: a record held while the disk was full, written once space returned; epochs $(epochs "$d"), exit 0"
     else
       fail "diskfull: exit $rc, epochs [$(epochs "$d")]: $(grep -h 'append\|writable\|exit' "$work/full-a.log" | head -3)"
     fi
-    # The disk stays full: the run ends non-zero and the records it could not write are on stderr.
+    # The disk stays full: the run ends non-zero and the records it could not write are on stderr. Eight epochs, so
+    # that the disk fills before the last one on a fast machine too.
     d=$full/stays
     rm -rf "$full/back"
-    train "$job" "${slow[@]}" "${quiet[@]}" --set run.dir="$d" --set train.epochs=3 >"$work/full-b.log" 2>&1 &
+    train "$job" "${slow[@]}" "${quiet[@]}" --set run.dir="$d" --set train.epochs=8 >"$work/full-b.log" 2>&1 &
     launcher=$!
     fill_after_first_epoch "$d"
     wait "$launcher"
@@ -335,7 +341,7 @@ if [[ " $cases " == *" diskfull "* ]]; then
     # Every epoch's record is somewhere: in metrics.jsonl, or printed for the user to append.
     on_stderr=$(grep -o '^{"kind":"epoch","epoch":[0-9]*' "$work/full-b.log" | grep -o '[0-9]*$' | tr '\n' ' ')
     all=$(echo $(epochs "$d") $on_stderr | tr ' ' '\n' | sort -n | tr '\n' ' ')
-    if [ "$rc" != 0 ] && [ -n "$on_stderr" ] && [ "$all" = "1 2 3 " ] && grep -q "append these lines to it" "$work/full-b.log"; then
+    if [ "$rc" != 0 ] && [ -n "$on_stderr" ] && [ "$all" = "$(seq -s ' ' 8) " ] && grep -q "append these lines to it" "$work/full-b.log"; then
       ok "diskfull: a disk that stays full ends the run (exit $rc); epochs [$(epochs "$d")] in metrics.jsonl, [${on_stderr% }] printed to append"
     else
       fail "diskfull (stays full): exit $rc, epochs [$(epochs "$d")] on disk, [$on_stderr] on stderr"

@@ -95,11 +95,11 @@ cluster_up() {
   for n in "${nodes[@]}"; do
     cluster_start "slurmd $n" "$scratch/log/slurmd.$n.out" slurmd -D -N "$n" -f "$SLURM_CONF"
   done
-  for _ in $(seq 300); do
+  for _ in $(seq 1200); do  # a busy machine can take a while to start three daemons; this returns when they are up
     [ "$(sinfo -h -t idle -o %D 2>/dev/null)" = "${#nodes[@]}" ] && return 0
     sleep 0.1
   done
-  echo "cluster: the ${#nodes[@]} nodes did not become idle in 30 s:"
+  echo "cluster: the ${#nodes[@]} nodes did not become idle in 120 s:"
   sinfo 2>&1
   tail -n 5 "$scratch"/log/*.log 2>/dev/null
   return 1

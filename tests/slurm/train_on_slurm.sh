@@ -5,7 +5,7 @@
 # requeues the job, the requeued job resumes from the checkpoint and completes. Checked: the job ends
 # COMPLETED with exit 0 after exactly one restart, the log shows the stop and the resume, metrics.jsonl has
 # both epochs on 2 ranks. A second job stages the shards to node-local disk (RT_STAGE_DATA); then
-# a job with a bad key must fail with ringtrain's exit code; a rank killed with SIGKILL ends the job within 15 s;
+# a job with a bad key must fail with ringtrain's exit code; a rank killed with SIGKILL ends the job by itself;
 # slurm/scaling_study.sh runs a 1- and 2-node
 # strong-scaling study and writes its report.
 # Usage: train_on_slurm.sh RINGTRAIN SOURCE_DIR DATA_DIR
@@ -134,8 +134,9 @@ else
   fail "bad-key job $job: $state exit $exit_code restarts $restarts (want FAILED 3:0 0)"
 fi
 
-# ---- 4. a rank killed with SIGKILL under srun: the job must end non-zero within 15 s, not hang (elastic restarts
-# off: they have their own test, elastic_on_slurm.sh)
+# ---- 4. a rank killed with SIGKILL under srun: the job must end non-zero by itself, not hang; 60 s is the ceiling of
+# "by itself" (about 5 s here), as in the other fault tests, not a speed target (perf/fault_end_times.sh measures
+# that). Elastic restarts off: they have their own test, elastic_on_slurm.sh
 job=$(sbatch --parsable --job-name=killed --nodes=2 --ntasks-per-node=1 --output="$scratch/%x-%j.out" \
       --export=ALL,ELASTIC_MAX_RESTARTS=0 \
       "$src/slurm/train.sbatch" "$src/jobs/fashion_mnist.toml" "${common[@]}" --set train.epochs=5) \
@@ -152,12 +153,12 @@ if [ -z "$victim" ]; then
   fail "killed job $job: no training rank found to kill (state $(job_state "$job"))"
 else
   sleep 1; kill -KILL "$victim"; killed_at=$SECONDS
-  wait_job "$job" 60
+  wait_job "$job" 90
   took=$((SECONDS - killed_at)) state=$(job_state "$job") exit_code=$(job_field "$job" ExitCode)
-  if [ "$state" != COMPLETED ] && [ "${exit_code%%:*}" != 0 ] && [ "$took" -le 15 ]; then
+  if [ "$state" != COMPLETED ] && [ "${exit_code%%:*}" != 0 ] && [ "$took" -le 60 ]; then
     ok "rank PID $victim killed with SIGKILL: job $state (exit $exit_code) $took s later"
   else
-    fail "killed job $job: $state exit $exit_code $took s after SIGKILL (want non-zero within 15 s)"
+    fail "killed job $job: $state exit $exit_code $took s after SIGKILL (want non-zero within 60 s)"
   fi
 fi
 
