@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
+#include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/thread_runs.h"
 
 namespace ringtrain::kernels::cpu {
 
@@ -21,15 +24,33 @@ void dense_backward(int batch, int in, int out, const float* x, const float* w, 
   if (batch <= 0) return;
   if (dx) sgemm(Transpose::no, Transpose::no, batch, in, out, 1.0f, dy, out, w, in, 0.0f, dx, in);
   sgemm(Transpose::yes, Transpose::no, out, in, batch, 1.0f, dy, out, x, in, 1.0f, dw, in);
-  if (dbias) dense_bias_gradient(batch, out, dy, dbias);
+  if (dbias) dense_bias_gradient(batch, out, ElementType::f32, dy, dbias);
 }
 
-void dense_bias_gradient(int batch, int out, const float* dy, float* dbias) {
-  for (int b = 0; b < batch; ++b) {
-    const float* __restrict row = dy + std::ptrdiff_t{b} * out;
-    float* __restrict acc = dbias;
-    for (int o = 0; o < out; ++o) acc[o] += row[o];
-  }
+void dense_bias_gradient(int batch, int out, ElementType type, const void* dy, float* dbias) {
+  if (batch <= 0 || out <= 0) return;
+  constexpr int64_t kColumns = 128;  // a run's widened row, on the stack
+  const int64_t runs = (out + kColumns - 1) / kColumns;
+  const auto* rows = static_cast<const std::byte*>(dy);
+  const auto value_bytes = static_cast<int64_t>(element_bytes(type));
+  // Summing a few rows costs less than waking the threads (the classifier's 10 columns over a batch of 64).
+  const int threads = int64_t{batch} * out < (int64_t{1} << 16) ? 1 : compute_threads();
+  for_each_thread_run(threads, runs, [&](int64_t first, int64_t end, int) {
+    float widened[kColumns];
+    for (int64_t run = first; run < end; ++run) {
+      const int64_t column = run * kColumns, n = std::min(kColumns, out - column);
+      float* __restrict acc = dbias + column;
+      for (int b = 0; b < batch; ++b) {
+        const std::byte* row = rows + (int64_t{b} * out + column) * value_bytes;
+        const float* __restrict values = reinterpret_cast<const float*>(row);
+        if (type != ElementType::f32) {
+          widen({n, type}, row, widened);
+          values = widened;
+        }
+        for (int64_t i = 0; i < n; ++i) acc[i] += values[i];
+      }
+    }
+  });
 }
 
 }  // namespace ringtrain::kernels::cpu

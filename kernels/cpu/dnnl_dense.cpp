@@ -86,7 +86,7 @@ void* DnnlDense::Bf16Weights::converted() const { return bf16_.get_data_handle()
 std::size_t DnnlDense::working_bytes() const {
   const std::size_t weights =
       weights_ ? 2 * static_cast<std::size_t>(shape_.out) * static_cast<std::size_t>(shape_.in) : 0;  // bf16
-  return weights + sizeof(float) * (y_transposed_.capacity() + dy_widened_.capacity());
+  return weights + sizeof(float) * y_transposed_.capacity();
 }
 
 DnnlDense::DnnlDense(DnnlContext& ctx, const DenseShape& s)
@@ -164,14 +164,9 @@ void DnnlDense::backward(DnnlContext& ctx, const void* x, const float* w, const 
       ctx.sgemm(Transpose::yes, Transpose::no, shape_.out, shape_.in, shape_.batch, dy32, x32, 1.0f, dw);
     }
   }
-  if (dbias) dense_bias_gradient(shape_.batch, shape_.out, fp32_rows(dy), dbias);
-}
-
-const float* DnnlDense::fp32_rows(const void* dy) {
-  if (activations_ == f32) return static_cast<const float*>(dy);
-  dy_widened_.resize(static_cast<std::size_t>(shape_.batch) * static_cast<std::size_t>(shape_.out));
-  widen({int64_t{shape_.batch} * shape_.out, ElementType::bf16}, dy, dy_widened_.data());
-  return dy_widened_.data();
+  // dy is bf16 where the products run on bf16 operands, fp32 otherwise (an fp16 network's tensors reach oneDNN widened).
+  if (dbias)
+    dense_bias_gradient(shape_.batch, shape_.out, activations_ == f32 ? ElementType::f32 : ElementType::bf16, dy, dbias);
 }
 
 }  // namespace ringtrain::kernels::cpu

@@ -37,7 +37,6 @@ class DnnlDense {
   };
 
   PlainPrimitive& forward_primitive(DnnlContext& ctx, bool bias);
-  const float* fp32_rows(const void* dy);  // dy as fp32, for the bias gradient (widened from bf16)
   DenseShape shape_;
   std::optional<Bf16Weights> weights_;
   dnnl::memory::data_type activations_;
@@ -45,7 +44,6 @@ class DnnlDense {
   std::optional<PlainPrimitive> forward_transposed_;  // y^T = W x^T, fp32 with out > batch (see forward())
   std::vector<float> y_transposed_;
   std::optional<PlainPrimitive> backward_data_, backward_weights_;  // bf16 only (see backward())
-  std::vector<float> dy_widened_;  // fp32_rows' copy
 };
 
 }  // namespace ringtrain::kernels::cpu

@@ -1,11 +1,15 @@
 // Tests for kernels/cpu/dense: forward against a direct product, gradients against central differences,
-// a null dx for the first layer, and accumulation of dw and dbias.
+// a null dx for the first layer, accumulation of dw and dbias, and the bias gradient of 16-bit rows on threads.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/dense.h"
+#include "kernels/cpu/element_conversion.h"
+#include "kernels/cpu/gemm.h"
 #include "tests/kernels/grad_check.h"
 
 namespace ringtrain::kernels::cpu {
@@ -59,6 +63,31 @@ TEST(Dense, BackwardTwiceDoublesParameterGradientsAndNullDxIsAllowed) {
   for (std::size_t i = 0; i < dw1.size(); ++i) EXPECT_NEAR(dw2[i], 2.0f * dw1[i], 1e-6f + 1e-6f * std::abs(dw1[i]));
   for (int o = 0; o < kOut; ++o) EXPECT_NEAR(db2[o], 2.0f * db1[o], 1e-6f + 1e-6f * std::abs(db1[o]));
   EXPECT_GT(weighted_sum(dw1, dw1), 1e-3);
+}
+
+// The bias gradient of rows stored in bf16 (as oneDNN's bf16 products leave dy) is, column by column, the fp32 sum
+// from dbias's value over the widened rows in order: the same bits on 1 and 2 threads, over enough columns for the
+// threads to share them (a partial last run of 128 included).
+TEST(Dense, BiasGradientOfBf16RowsIsTheirInOrderSumOnAnyThreadCount) {
+  constexpr int kRows = 544, kColumns = 1000;  // ViT-S/16's 32 x 17 tokens
+  const auto values = random_vector(kRows * kColumns, 31), start = random_vector(kColumns, 32);
+  std::vector<uint16_t> rows(values.size());
+  narrow(values.data(), {static_cast<int64_t>(values.size()), ElementType::bf16}, rows.data());
+  std::vector<float> widened(values.size());
+  widen({static_cast<int64_t>(values.size()), ElementType::bf16}, rows.data(), widened.data());
+  std::vector<float> want = start;
+  for (int r = 0; r < kRows; ++r)
+    for (int c = 0; c < kColumns; ++c) want[c] += widened[static_cast<std::size_t>(r) * kColumns + c];
+  const int before = compute_threads();
+  for (const int threads : {1, 2}) {
+    set_compute_threads(threads);
+    std::vector<float> bf16_sum = start, fp32_sum = start;
+    dense_bias_gradient(kRows, kColumns, ElementType::bf16, rows.data(), bf16_sum.data());
+    dense_bias_gradient(kRows, kColumns, ElementType::f32, widened.data(), fp32_sum.data());
+    EXPECT_EQ(std::memcmp(bf16_sum.data(), want.data(), want.size() * sizeof(float)), 0) << threads << " threads";
+    EXPECT_EQ(std::memcmp(fp32_sum.data(), want.data(), want.size() * sizeof(float)), 0) << threads << " threads";
+  }
+  set_compute_threads(before);
 }
 
 }  // namespace
