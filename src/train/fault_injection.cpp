@@ -4,17 +4,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include "common/error.h"
-#include "train/stop_request.h"
 
 namespace ringtrain::train {
 namespace {
@@ -73,26 +70,16 @@ void stall_if_asked(const char* phase, int rank) {
   if (stalled == rank && std::string_view(named) == phase) std::raise(SIGSTOP);
 }
 
-void await_stop_if_asked(int epoch, int64_t step, bool resumed) {
+std::optional<AwaitedStop> awaited_stop_from_env() {
   const char* text = std::getenv(kAwaitStopEnv);
-  if (text == nullptr) return;
-  int named_epoch = 0, used = 0;
-  long long named_step = 0;
-  if (std::sscanf(text, "%d:%lld%n", &named_epoch, &named_step, &used) != 2 || text[used] != '\0' ||
-      named_epoch < 1 || named_step < 1)
+  if (text == nullptr) return std::nullopt;
+  int epoch = 0, used = 0;
+  long long step = 0;
+  if (std::sscanf(text, "%d:%lld%n", &epoch, &step, &used) != 2 || text[used] != '\0' || epoch < 1 || step < 1)
     throw UsageError(fmt::format("{}='{}': expected EPOCH:STEP (both >= 1, as the stop message numbers them), e.g. "
                                  "2:3; it is a test hook, unset it for real runs",
                                  kAwaitStopEnv, text));
-  if (resumed || named_epoch != epoch + 1 || named_step != step + 1) return;
-  using Clock = std::chrono::steady_clock;
-  const auto give_up = Clock::now() + std::chrono::minutes(2);
-  while (!stop_requested()) {
-    if (Clock::now() > give_up) {
-      fmt::print(stderr, "{}={}: no stop signal within two minutes; going on\n", kAwaitStopEnv, text);
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  return AwaitedStop{epoch - 1, step - 1};
 }
 
 void flip_lowest_bit(model::Backend& backend, float* device_params) {

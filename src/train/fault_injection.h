@@ -9,7 +9,8 @@
 // (tests/faults/stalls.sh). RINGTRAIN_TEST_AWAIT_STOP=EPOCH:STEP holds every rank of a fresh run before that step
 // (1-based, as the stop message numbers them) until a stop signal arrives, as a slow step would: a test's signal
 // then lands by that step however fast the machine runs the ones before (tests/recovery/recovery.sh,
-// tests/slurm/train_on_slurm.sh). Each is read when used, and a malformed value is refused, never ignored.
+// tests/slurm/train_on_slurm.sh). Each is read before it is used (the step hooks when the training loop is set up),
+// and a malformed value is refused, never ignored.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -47,11 +48,15 @@ void stall_if_asked(const char* phase, int rank);
 
 inline constexpr const char* kAwaitStopEnv = "RINGTRAIN_TEST_AWAIT_STOP";
 
-// Waits, polling, up to two minutes for a stop signal when RINGTRAIN_TEST_AWAIT_STOP names `epoch` and `step`
-// (0-based here) and this launch started the run (a resumed launch, as Slurm's requeue of the stopped job, never
-// waits); returns at once otherwise, and says on stderr when the two minutes pass without one. Throws UsageError when
-// the variable is malformed.
-void await_stop_if_asked(int epoch, int64_t step, bool resumed);
+struct AwaitedStop {
+  int epoch = 0;      // 0-based
+  int64_t step = 0;   // 0-based, within the epoch
+};
+
+// The step RINGTRAIN_TEST_AWAIT_STOP names, or nothing when it is unset. Throws UsageError when it is malformed. The
+// training loop waits there (all ranks polling together, so a signal on any one rank lets them all go) for up to two
+// minutes, in a fresh run only: a resumed one (Slurm's requeue of the stopped job) never waits.
+std::optional<AwaitedStop> awaited_stop_from_env();
 
 // Flips the lowest mantissa bit of the parameter at `device_params` (a device pointer): a change too small to
 // upset the loss, as a real bit error usually is, but one the parameter checksum sees.

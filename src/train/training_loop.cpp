@@ -4,10 +4,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
 #include <exception>
 #include <functional>
 #include <limits>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -127,7 +129,11 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
   watchdog_.end_stuck_collective_on_termination(&termination_requested);
   sync_.watch_with(&watchdog_);
   say_setup();
-  run.world.all_succeed([&] { corruption_ = param_corruption_from_env(); });
+  run.world.all_succeed([&] {
+    corruption_ = param_corruption_from_env();
+    const auto awaited = awaited_stop_from_env();
+    if (setup.start.resumed_from.empty()) awaited_stop_ = awaited;
+  });
 }
 
 TrainingLoop::~TrainingLoop() {
@@ -210,7 +216,7 @@ bool TrainingLoop::train_epoch(int epoch, EpochTally& tally) {
 
 bool TrainingLoop::run_step(int epoch, int64_t step, EpochTally& tally) {
   if (global_step_ == start_global_step_) stall_if_asked("step", run_.world.rank());
-  await_stop_if_asked(epoch, step, start_global_step_ > 0);
+  if (awaited_stop_ && awaited_stop_->epoch == epoch && awaited_stop_->step == step) await_stop();
   if (trace_) trace_->begin_step(global_step_);
   runner_.begin(global_step_);
   for (int micro = 0; micro < plan_.accumulate; ++micro) feed(micro, tally);
@@ -387,6 +393,17 @@ void TrainingLoop::show_progress(int epoch, int64_t step, float rate, EpochTally
                                      {"train/samples_per_s", samples_per_s}});
   tally.restart_interval();  // the printed loss is the mean since the previous line
   last_line_ = {now.train_samples, now.train_time_s};
+}
+
+// RINGTRAIN_TEST_AWAIT_STOP (fault_injection.h): the ranks poll together, so they go on together as soon as any one
+// of them holds a stop signal, which the step's agreement then acts on.
+void TrainingLoop::await_stop() {
+  constexpr int kPolls = 12000;  // two minutes of 10 ms
+  for (int poll = 0; poll < kPolls; ++poll) {
+    if (run_.world.max_across(stop_requested() ? 1 : 0) != 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  run_.say(fmt::format("{}: no stop signal within two minutes; going on", kAwaitStopEnv));
 }
 
 void TrainingLoop::stop(int epoch, int64_t step, const EpochTally& tally) {

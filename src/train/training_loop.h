@@ -63,6 +63,7 @@ class TrainingLoop {
   bool checkpoints_after(int epoch) const;
   int checkpoints_from(int epoch, int64_t global_step) const;
   double evaluation_guess_s(double per_step_s) const;
+  void await_stop();  // RINGTRAIN_TEST_AWAIT_STOP's wait (test hook)
   void stop(int epoch, int64_t step, const EpochTally& tally);
   void finish_epoch(int epoch, EpochTally& tally);
   void open_profile(int64_t first_step);    // run.profile_layers, in the first epoch
@@ -97,6 +98,7 @@ class TrainingLoop {
   std::unique_ptr<DecodeAhead> decode_ahead_;  // data.decode = gpu on a JPEG split: after loader_, which it stops
   Progress progress_;
   std::optional<ParamCorruption> corruption_;  // test hook only: see train/fault_injection.h
+  std::optional<AwaitedStop> awaited_stop_;     // test hook only, in a fresh run only: see train/fault_injection.h
   std::optional<model::LayerProfile> profile_;
   // The steps profile_ times: from the first after the warm-up (run.timing_warmup_steps) where the epoch has steps
   // after it, so what a first call costs (oneDNN generating a kernel, cuDNN finding a plan) is not read as a cost of
