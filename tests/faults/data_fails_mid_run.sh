@@ -72,7 +72,8 @@ expect "a test sample that does not decode, in the evaluation after epoch 1" und
   "shard 'undecodable_test/test/shard-00001-of-00002.h5', sample 3 does not decode" "$code"
 
 # An evaluation that outlasts run.collective_timeout_s (54 test samples of 32x32 a rank through four 512-filter
-# convolutions, about 8 s here, against 2 s: room on either side for a faster machine and a busier one), rank 0's
+# convolutions on one thread a rank, about 8 s here, against 2 s: room on either side for a faster machine and a
+# busier one), rank 0's
 # first test sample damaged: the rank keeps pace with forward passes on the
 # batch it holds and meets the others at the agreement; waiting there the whole evaluation, it was ended by the
 # watchdog as a stall (exit 6) with no rank printing the damaged sample (rank 0 names the missing ranks at the
@@ -81,7 +82,7 @@ expect "a test sample that does not decode, in the evaluation after epoch 1" und
   { echo "FAIL: prepare slow: $(tail -3 slow.prepare.log)"; exit 1; }
 damage slow test 0 crc 0
 heavy='model.layers=[{type="conv2d",filters=512,kernel=3,padding=1},{type="relu"},{type="conv2d",filters=512,kernel=3,padding=1},{type="relu"},{type="conv2d",filters=512,kernel=3,padding=1},{type="relu"},{type="conv2d",filters=512,kernel=3,padding=1},{type="relu"},{type="flatten"},{type="dense",units=3}]'
-code=$(train slow.log slow-run slow train.epochs=1 train.batch_per_rank=2 data.eval_resize=36 run.collective_timeout_s=2 "$heavy")
+code=$(train slow.log slow-run slow train.epochs=1 train.batch_per_rank=2 data.eval_resize=36 run.threads=1 run.collective_timeout_s=2 "$heavy")
 expect "a test sample failing its CRC in the first batch of an evaluation longer than run.collective_timeout_s" \
   slow.log 4 "shard 'slow/test/shard-00000-of-00002.h5', sample 0 is damaged" "$code" 0
 

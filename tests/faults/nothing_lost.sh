@@ -114,7 +114,11 @@ if [[ " $cases " == *" concurrent "* ]]; then
   rc_b=$?
   train "$job" "${slow[@]}" --set run.dir="$d" --set train.epochs=4 --resume >"$work/busy-c.log" 2>&1
   rc_c=$?
-  for _ in $(seq 1200); do ps -o stat= -p "$(ranks "$d" | tr '\n' ',' | sed 's/,$//')" 2>/dev/null | grep -q '^T' && break; sleep 0.1; done
+  for _ in $(seq 1200); do
+    kill -0 "$first" 2>/dev/null || break  # A ended early: the checks below say how
+    ps -o stat= -p "$(ranks "$d" | tr '\n' ',' | sed 's/,$//')" 2>/dev/null | grep -q '^T' && break
+    sleep 0.1
+  done
   kill -CONT $(ranks "$d") 2>/dev/null
   wait "$first"
   rc_a=$?

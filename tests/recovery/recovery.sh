@@ -372,11 +372,12 @@ if [[ " $cases " == *" evalterm "* ]]; then
   "$bin" prepare synthetic --shape 1,28,28 --classes 10 --samples 2000 --test-samples 100000 --shards 4 \
     --out "$work/bigtest" >/dev/null
   train "$job" --set data.train="$work/bigtest/train" --set data.test="$work/bigtest/test" --set train.epochs=2 \
-    --set train.max_steps_per_epoch=3 --set run.progress_every_s=0 --set run.dir="$work/evalterm" \
+    --set train.max_steps_per_epoch=3 --set run.progress_every_s=0 --set run.threads=1 --set run.dir="$work/evalterm" \
     >"$work/evalterm.log" 2>&1 &
   launcher=$!
-  # Epoch 1's last step line: the evaluation of 100,000 samples (about 15 s here) starts, and the signal lands in it.
-  for _ in $(seq 600); do grep -q "^epoch 1/2 step 3/3" "$work/evalterm.log" 2>/dev/null && break; sleep 0.05; done
+  # Epoch 1's last step line: the evaluation of 100,000 samples (about 15 s here, one thread a rank on any host)
+  # starts, and the signal lands in it.
+  for _ in $(seq 2400); do grep -q "^epoch 1/2 step 3/3" "$work/evalterm.log" 2>/dev/null && break; sleep 0.05; done
   # The ranks, as srun or scancel signal them (not mpirun); the binary's path taken literally in the pattern.
   pkill -TERM -f "^$(printf '%s' "$bin" | sed 's/[][\.*^$+?(){}|]/\\&/g') train .*$work/evalterm"
   signalled_at=$(date +%s.%N)

@@ -267,6 +267,17 @@ expect_in 1 '[--resume]'
 expect_in 1 "[run.dir=$d/runs/lr[0.1]-4242]"
 verdict "1 job name with brackets (own run dir): the requeue resumes"
 
+# 1c. A rank killed: its peer, writing to the dead rank's connection, can die of SIGPIPE and srun name it first. The
+#     survivor's broken pipe is not the failure: the node whose task was killed is left out.
+new_case c1c
+checkpoint "$d/runs/rt-4242"
+printf '%s\n' 'srun: error: n1: tasks 0-1: Broken pipe' "$killed_n2" | script 1 141
+run_sbatch SLURM_RESTART_COUNT=0 --
+expect_rc 0
+expect_steps 2
+expect_in 2 '[--resume] [--failed-node] [n2]'
+verdict "1 a survivor's broken pipe named before the killed task: n2, the killed task's node, is left out"
+
 # 2. ringtrain writes metrics.jsonl long before its first checkpoint; a requeue in between must start over rather
 #    than meet ringtrain's "already holds a run" (exit 3).
 new_case c2
