@@ -29,16 +29,18 @@ void dense_backward(int batch, int in, int out, const float* x, const float* w, 
 
 void dense_bias_gradient(int batch, int out, ElementType type, const void* dy, float* dbias) {
   if (batch <= 0 || out <= 0) return;
-  constexpr int64_t kColumns = 128;  // a run's widened row, on the stack
-  const int64_t runs = (out + kColumns - 1) / kColumns;
+  constexpr int64_t kGroup = 16;    // columns a thread's share is counted in: one vector of sums
+  constexpr int64_t kColumns = 128;  // columns summed at a time: their widened row sits on the stack
   const auto* rows = static_cast<const std::byte*>(dy);
   const auto value_bytes = static_cast<int64_t>(element_bytes(type));
   // Summing a few rows costs less than waking the threads (the classifier's 10 columns over a batch of 64).
   const int threads = int64_t{batch} * out < (int64_t{1} << 16) ? 1 : compute_threads();
-  for_each_thread_run(threads, runs, [&](int64_t first, int64_t end, int) {
+  const int64_t groups = (out + kGroup - 1) / kGroup;
+  for_each_thread_run(threads, groups, [&](int64_t first, int64_t end, int) {
     float widened[kColumns];
-    for (int64_t run = first; run < end; ++run) {
-      const int64_t column = run * kColumns, n = std::min(kColumns, out - column);
+    const int64_t last = std::min<int64_t>(end * kGroup, out);
+    for (int64_t column = first * kGroup; column < last; column += kColumns) {
+      const int64_t n = std::min(kColumns, last - column);
       float* __restrict acc = dbias + column;
       for (int b = 0; b < batch; ++b) {
         const std::byte* row = rows + (int64_t{b} * out + column) * value_bytes;

@@ -67,7 +67,7 @@ TEST(Dense, BackwardTwiceDoublesParameterGradientsAndNullDxIsAllowed) {
 
 // The bias gradient of rows stored in bf16 (as oneDNN's bf16 products leave dy) is, column by column, the fp32 sum
 // from dbias's value over the widened rows in order: the same bits on 1 and 2 threads, over enough columns for the
-// threads to share them (a partial last run of 128 included).
+// threads to share them (shares that are no multiple of 128 columns included).
 TEST(Dense, BiasGradientOfBf16RowsIsTheirInOrderSumOnAnyThreadCount) {
   constexpr int kRows = 544, kColumns = 1000;  // ViT-S/16's 32 x 17 tokens
   const auto values = random_vector(kRows * kColumns, 31), start = random_vector(kColumns, 32);
