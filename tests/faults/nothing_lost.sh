@@ -307,7 +307,7 @@ if [[ " $cases " == *" diskfull "* ]]; then
     # model can take a tenth of a second: polling alone would miss it), the disk filled, the ranks let go.
     fill_after_first_epoch() {
       for _ in $(seq 6000); do
-        [ "$(grep -c '"kind":"epoch"' "$1/metrics.jsonl" 2>/dev/null)" = 1 ] && break
+        grep -q '"kind":"epoch"' "$1/metrics.jsonl" 2>/dev/null && break  # the first record, or any later one
         sleep 0.01
       done
       local pids
