@@ -55,7 +55,8 @@ struct AwaitedStop {
 
 // The step RINGTRAIN_TEST_AWAIT_STOP names, or nothing when it is unset. Throws UsageError when it is malformed. The
 // training loop waits there (all ranks polling together, so a signal on any one rank lets them all go) for up to two
-// minutes, in a fresh run only: a resumed one (Slurm's requeue of the stopped job) never waits.
+// minutes, in a fresh run only: a resumed one (Slurm's requeue of the stopped job) never waits. Every rank must be
+// given the same value; the loop refuses a mismatch.
 std::optional<AwaitedStop> awaited_stop_from_env();
 
 // Flips the lowest mantissa bit of the parameter at `device_params` (a device pointer): a change too small to

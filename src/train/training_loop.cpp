@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/error.h"
 #include "data/loader_work.h"
 #include "data/sample_order.h"
 #include "dist/open_mpi_defaults.h"
@@ -134,6 +135,16 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
     const auto awaited = awaited_stop_from_env();
     if (setup.start.resumed_from.empty()) awaited_stop_ = awaited;
   });
+  agree_on_awaited_stop();
+}
+
+// The wait is collective: every rank must hold the same RINGTRAIN_TEST_AWAIT_STOP (a multi-host mpirun passes a
+// variable on only with -x), or the ranks would poll at different steps.
+void TrainingLoop::agree_on_awaited_stop() const {
+  const long long mine = awaited_stop_ ? awaited_stop_->epoch * (1LL << 40) + awaited_stop_->step : -1;
+  if (run_.world.max_across(mine) != run_.world.min_across(mine))
+    throw UsageError(fmt::format("{} is not the same on every rank; pass it to every rank (mpirun -x {}) or to none",
+                                 kAwaitStopEnv, kAwaitStopEnv));
 }
 
 TrainingLoop::~TrainingLoop() {
@@ -400,9 +411,13 @@ void TrainingLoop::show_progress(int epoch, int64_t step, float rate, EpochTally
 void TrainingLoop::await_stop() {
   constexpr int kPolls = 12000;  // two minutes of 10 ms
   for (int poll = 0; poll < kPolls; ++poll) {
-    if (run_.world.max_across(stop_requested() ? 1 : 0) != 0) return;
+    {
+      dist::Watchdog::Scope guard(&watchdog_, "step agreement", global_step_);
+      if (run_.world.max_across(stop_requested() ? 1 : 0) != 0) return;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  progress_.finish_line();
   run_.say(fmt::format("{}: no stop signal within two minutes; going on", kAwaitStopEnv));
 }
 
