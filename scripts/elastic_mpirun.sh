@@ -11,9 +11,9 @@
 # When a launch ends with an exit other than 0, 75 (preemption: passed on, resume by hand or by your scheduler)
 # and the input errors 2, 3, 4, 5 (they would recur), nor a run that diverged (exit 6 with ringtrain's "non-finite
 # training loss": it would diverge again), the failed host is rank R's: the rank mpirun names ("process rank R
-# ... exited on signal", or its "Process name: [[J,1],R]" with an exit code other than ringtrain's agreed 6), or the
-# rank ringtrain's exit-6 message blames (a stalled rank, the odd one out of a parameter comparison); or else a host
-# that no longer answers the probe. A rank that called MPI_Abort ("MPI_ABORT was invoked on rank R") counts as
+# ... exited on signal", a broken pipe aside, or its "Process name: [[J,1],R]" with an exit code other than
+# ringtrain's agreed 6), or the rank ringtrain's exit-6 message blames (a stalled rank, the odd one out of a
+# parameter comparison); or else a host that no longer answers the probe. A rank that called MPI_Abort ("MPI_ABORT was invoked on rank R") counts as
 # failed too. A failure that names no host ends the run with its code. The hosts left that answer get the run again
 # with --resume (plus --failed-node and --seconds-lost, which ringtrain writes
 # into metrics.jsonl's "membership" record), up to ELASTIC_MAX_RESTARTS times and down to ELASTIC_MIN_NODES hosts.
@@ -88,13 +88,15 @@ failed_alike() {
   codes=$(grep -oE '\(exit [0-9]+\)' <<<"$lines" | sort -u || true)
   [ "$ranks" = $((${#hosts[@]} * per_host)) ] && [ "$(grep -c . <<<"$codes")" = 1 ] && [ "$codes" != "(exit 6)" ]
 }
-# The rank mpirun names as the first to end by a signal ("process rank R ... exited on signal"), by MPI_Abort
+# The rank mpirun names as the first to end by a signal other than SIGPIPE ("process rank R ... exited on signal"), by MPI_Abort
 # ("MPI_ABORT was invoked on rank R") or with a code other than ringtrain's agreed 6 (its "Process name: [[J,1],R]"
 # and "Exit code: N" lines); else the rank
 # ringtrain's exit-6 message blames (a stalled rank, the odd one out of a parameter comparison: listed last).
 failed_rank() {
   local rank code
-  rank=$(grep -oE 'process rank [0-9]+ .*exited (on signal|with)' "$work/err" | head -1 | grep -oE '[0-9]+' | head -1 || true)
+  # Not a broken pipe (signal 13): a rank writing to a killed peer's connection dies of SIGPIPE, and mpirun may name it.
+  rank=$(grep -E 'process rank [0-9]+ .*exited (on signal|with)' "$work/err" | grep -vE 'on signal 13[^0-9]' | head -1 |
+    grep -oE 'process rank [0-9]+' | grep -oE '[0-9]+' || true)
   # A rank that ended the job alone (ringtrain's lone-rank errors call MPI_Abort; exit 2-5 never reach here).
   [ -z "$rank" ] && rank=$(grep -oE 'MPI_ABORT was invoked on rank [0-9]+' "$work/err" | head -1 | grep -oE '[0-9]+$' || true)
   if [ -z "$rank" ]; then

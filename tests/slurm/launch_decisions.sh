@@ -540,6 +540,17 @@ expect_in 2 '[--resume] [--failed-node] [B]'
 expect_not_in 2 'run.overwrite'
 verdict "12 --set=run.dir=DIR (brackets) recognised: no usage error, the restart after B's rank 2 resumes"
 
+# 14. mpirun names only a rank that died of SIGPIPE (writing to a killed peer's connection): not the failure, so no
+# healthy host is dropped for it; every host answers, so no host is named and the job ends.
+new_case c14
+checkpoint "$d/run"
+script 1 141 <<<'mpirun noticed that process rank 0 with PID 0 on node A exited on signal 13 (Broken pipe).'
+run_mpirun -- --set "run.dir=$d/run"
+expect_rc 141
+expect_steps 1
+expect_out 'no host'
+verdict "14 mpirun names only rank 0's broken pipe: host A kept, no restart, exit 141"
+
 # 13. Every rank printing the same ringtrain error (a wrong NCCL interface on every host): the job's failure, not a
 # host's, even though Open MPI's block names one rank; no restart, no healthy host dropped.
 new_case c13
