@@ -90,8 +90,9 @@ if [ "$state" = COMPLETED ] && [ "$exit_code" = 0:0 ] && [ "$restarts" = 1 ]; th
 else
   fail "job $job: state $state exit $exit_code restarts $restarts (want COMPLETED 0:0 1)"
 fi
-grep -q "stopped for preemption" "$out" && grep -q "requeueing job $job" "$out" && ok "ranks stopped with exit 75, job requeued" \
-  || fail "no preemption stop/requeue in $out"
+grep -q "stopped for preemption" "$out" && grep -q "requeueing job $job" "$out" &&
+  grep -q "checkpointing after epoch 2 step" "$out" && ok "ranks stopped with exit 75 inside epoch 2, job requeued" \
+  || fail "no preemption stop inside epoch 2 and requeue in $out"
 grep -q "resumed from" "$out" && grep -q "continuing with --resume" "$out" && ok "requeued job resumed from the checkpoint" \
   || fail "no resume in $out"
 python3 - "$run/metrics.jsonl" <<'PY' && ok "metrics: 2 epochs on 2 ranks" || fail "metrics.jsonl"
