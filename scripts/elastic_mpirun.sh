@@ -8,17 +8,16 @@
 # placed RANKS_PER_HOST a host, in the file's order (rank r on host r / RANKS_PER_HOST). run.dir must be given
 # with --set run.dir=DIR (or --set=run.dir=DIR): the script looks for the run's checkpoints there.
 #
-# When a launch ends with an exit other than 0, 75 (preemption: passed on, resume by hand or by your scheduler)
-# and the input errors 2, 3, 4, 5 (they would recur), nor a run that diverged (exit 6 with ringtrain's "non-finite
-# training loss": it would diverge again), the failed host is rank R's: the rank mpirun names ("process rank R
-# ... exited on signal", a broken pipe aside, or its "Process name: [[J,1],R]" with an exit code other than
-# ringtrain's agreed 6), or the rank ringtrain's exit-6 message blames (a stalled rank, the odd one out of a
-# parameter comparison); or else a host that no longer answers the probe. A rank that called MPI_Abort ("MPI_ABORT was invoked on rank R") counts as
-# failed too. A failure that names no host ends the run with its code. The hosts left that answer get the run again
-# with --resume (plus --failed-node and --seconds-lost, which ringtrain writes
-# into metrics.jsonl's "membership" record), up to ELASTIC_MAX_RESTARTS times and down to ELASTIC_MIN_NODES hosts.
-# Each restart is a line "elastic_mpirun: elastic restart N/MAX: ..."; when they are spent the script exits with
-# the failed launch's code after printing the history.
+# When a launch ends with an exit other than 0, 75 (preemption: passed on, resume by hand or by your scheduler) and the
+# input errors 2, 3, 4, 5 (they would recur), nor a run that diverged (exit 6 with ringtrain's "non-finite training
+# loss": it would diverge again), the failed host is rank R's: the rank mpirun names ("process rank R ... exited on
+# signal", a broken pipe aside, or its "Process name: [[J,1],R]" with an exit code other than ringtrain's agreed 6), or
+# the rank ringtrain's exit-6 message blames (a stalled rank, the odd one out of a parameter comparison); or else a host
+# that no longer answers the probe. A rank that called MPI_Abort ("MPI_ABORT was invoked on rank R") counts as failed
+# too. A failure that names no host ends the run with its code. The hosts left that answer get the run again with
+# --resume (plus --failed-node and --seconds-lost, which ringtrain writes into metrics.jsonl's "membership" record), up
+# to ELASTIC_MAX_RESTARTS times and down to ELASTIC_MIN_NODES hosts. Each restart is a line "elastic_mpirun: elastic
+# restart N/MAX: ..."; when they are spent the script exits with the failed launch's code after printing the history.
 #
 # Environment:
 #   ELASTIC_MAX_RESTARTS  restarts on fewer hosts (default 3; 0: off; these bounds must be whole numbers: exit 2)
@@ -88,10 +87,10 @@ failed_alike() {
   codes=$(grep -oE '\(exit [0-9]+\)' <<<"$lines" | sort -u || true)
   [ "$ranks" = $((${#hosts[@]} * per_host)) ] && [ "$(grep -c . <<<"$codes")" = 1 ] && [ "$codes" != "(exit 6)" ]
 }
-# The rank mpirun names as the first to end by a signal other than SIGPIPE ("process rank R ... exited on signal"), by MPI_Abort
-# ("MPI_ABORT was invoked on rank R") or with a code other than ringtrain's agreed 6 (its "Process name: [[J,1],R]"
-# and "Exit code: N" lines); else the rank
-# ringtrain's exit-6 message blames (a stalled rank, the odd one out of a parameter comparison: listed last).
+# The rank mpirun names as the first to end by a signal other than SIGPIPE ("process rank R ... exited on signal"), by
+# MPI_Abort ("MPI_ABORT was invoked on rank R") or with a code other than ringtrain's agreed 6 (its "Process name:
+# [[J,1],R]" and "Exit code: N" lines); else the rank ringtrain's exit-6 message blames (a stalled rank, the odd one out
+# of a parameter comparison: listed last).
 failed_rank() {
   local rank code
   # Not a broken pipe (signal 13): a rank writing to a killed peer's connection dies of SIGPIPE, and mpirun may name it.

@@ -82,6 +82,15 @@ std::optional<AwaitedStop> awaited_stop_from_env() {
   return AwaitedStop{epoch - 1, step - 1};
 }
 
+void require_same_awaited_stop(const dist::World& world) {
+  std::optional<AwaitedStop> awaited;
+  world.all_succeed([&] { awaited = awaited_stop_from_env(); });
+  const long long mine = awaited ? awaited->epoch * (1LL << 40) + awaited->step : -1;
+  if (world.max_across(mine) != world.min_across(mine))
+    throw UsageError(fmt::format("{} is not the same on every rank; pass it to every rank (mpirun -x {}) or to none",
+                                 kAwaitStopEnv, kAwaitStopEnv));
+}
+
 void flip_lowest_bit(model::Backend& backend, float* device_params) {
   float value = 0;
   backend.to_host(&value, device_params, sizeof value);

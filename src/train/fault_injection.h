@@ -9,12 +9,13 @@
 // (tests/faults/stalls.sh). RINGTRAIN_TEST_AWAIT_STOP=EPOCH:STEP holds every rank of a fresh run before that step
 // (1-based, as the stop message numbers them) until a stop signal arrives, as a slow step would: a test's signal
 // then lands by that step however fast the machine runs the ones before (tests/recovery/recovery.sh,
-// tests/slurm/train_on_slurm.sh). Each is read before it is used (the step hooks when the training loop is set up),
-// and a malformed value is refused, never ignored.
+// tests/slurm/train_on_slurm.sh). Each is read when used and checked before run.dir is claimed (train::Trainer), and
+// a malformed value is refused, never ignored.
 #pragma once
 #include <cstdint>
 #include <optional>
 
+#include "dist/world.h"
 #include "model/backend.h"
 
 namespace ringtrain::train {
@@ -55,9 +56,12 @@ struct AwaitedStop {
 
 // The step RINGTRAIN_TEST_AWAIT_STOP names, or nothing when it is unset. Throws UsageError when it is malformed. The
 // training loop waits there (all ranks polling together, so a signal on any one rank lets them all go) for up to two
-// minutes, in a fresh run only: a resumed one (Slurm's requeue of the stopped job) never waits. Every rank must be
-// given the same value; the loop refuses a mismatch.
+// minutes, in a fresh run only: a resumed one (Slurm's requeue of the stopped job) never waits.
 std::optional<AwaitedStop> awaited_stop_from_env();
+
+// Collective: throws the same UsageError on every rank unless every rank holds the same RINGTRAIN_TEST_AWAIT_STOP
+// (the wait is collective; a multi-host mpirun passes a variable on only with -x), or a malformed one.
+void require_same_awaited_stop(const dist::World& world);
 
 // Flips the lowest mantissa bit of the parameter at `device_params` (a device pointer): a change too small to
 // upset the loss, as a real bit error usually is, but one the parameter checksum sees.

@@ -69,6 +69,7 @@ int Trainer::run() {
     stall_if_asked("startup", run.world.rank());
     if (run.root()) RunDirectory::check_usable(run.job, resume_);
   });
+  require_same_awaited_stop(world_);
   DataPlan data(run.job, run.world, run.backend);
   const auto net =
       build_network(run, data.input(), data.meta().num_classes, data.input_memory(), reducer_.parameter_memory());

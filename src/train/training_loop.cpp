@@ -13,7 +13,6 @@
 #include <utility>
 #include <vector>
 
-#include "common/error.h"
 #include "data/loader_work.h"
 #include "data/sample_order.h"
 #include "dist/open_mpi_defaults.h"
@@ -132,19 +131,8 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
   say_setup();
   run.world.all_succeed([&] {
     corruption_ = param_corruption_from_env();
-    const auto awaited = awaited_stop_from_env();
-    if (setup.start.resumed_from.empty()) awaited_stop_ = awaited;
+    if (setup.start.resumed_from.empty()) awaited_stop_ = awaited_stop_from_env();
   });
-  agree_on_awaited_stop();
-}
-
-// The wait is collective: every rank must hold the same RINGTRAIN_TEST_AWAIT_STOP (a multi-host mpirun passes a
-// variable on only with -x), or the ranks would poll at different steps.
-void TrainingLoop::agree_on_awaited_stop() const {
-  const long long mine = awaited_stop_ ? awaited_stop_->epoch * (1LL << 40) + awaited_stop_->step : -1;
-  if (run_.world.max_across(mine) != run_.world.min_across(mine))
-    throw UsageError(fmt::format("{} is not the same on every rank; pass it to every rank (mpirun -x {}) or to none",
-                                 kAwaitStopEnv, kAwaitStopEnv));
 }
 
 TrainingLoop::~TrainingLoop() {

@@ -63,8 +63,7 @@ class TrainingLoop {
   bool checkpoints_after(int epoch) const;
   int checkpoints_from(int epoch, int64_t global_step) const;
   double evaluation_guess_s(double per_step_s) const;
-  void agree_on_awaited_stop() const;  // RINGTRAIN_TEST_AWAIT_STOP alike on every rank, or UsageError (test hook)
-  void await_stop();                    // RINGTRAIN_TEST_AWAIT_STOP's wait (test hook)
+  void await_stop();  // RINGTRAIN_TEST_AWAIT_STOP's wait (test hook)
   void stop(int epoch, int64_t step, const EpochTally& tally);
   void finish_epoch(int epoch, EpochTally& tally);
   void open_profile(int64_t first_step);    // run.profile_layers, in the first epoch
