@@ -1,9 +1,10 @@
-// Owns the libjpeg compression calls; see jpeg_encode.h. libjpeg's memory destination allocates the output with
-// malloc, freed here once copied, also when libjpeg fails.
+// Owns the libjpeg compression calls and the layout they write; see jpeg_encode.h. libjpeg's memory destination
+// allocates the output with malloc, freed here once copied, also when libjpeg fails.
 #include "io/jpeg_encode.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "common/error.h"
@@ -18,7 +19,18 @@ struct Compressed {
   unsigned long size = 0;
 };
 
-bool run_encode(const DecodedImage& image, int quality, Compressed& out, detail::JpegFailure& failure) {
+// Optimised Huffman tables (smaller files, no pixel changed) and the restart interval, set before compression starts.
+void set_region_layout(jpeg_compress_struct& info) {
+  int mcu_width = 8;
+  if (info.num_components > 1)
+    for (int c = 0; c < info.num_components; ++c) mcu_width = std::max(mcu_width, 8 * info.comp_info[c].h_samp_factor);
+  const int width = static_cast<int>(info.image_width);
+  info.restart_interval = static_cast<unsigned>(restart_interval_for((width + mcu_width - 1) / mcu_width));
+  info.optimize_coding = TRUE;
+}
+
+bool run_encode(const DecodedImage& image, int quality, bool region_layout, Compressed& out,
+                detail::JpegFailure& failure) {
   jpeg_compress_struct info{};
   detail::route_jpeg_errors(info.err, failure);
   if (setjmp(failure.jump)) {
@@ -33,6 +45,7 @@ bool run_encode(const DecodedImage& image, int quality, Compressed& out, detail:
   info.in_color_space = image.channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
   jpeg_set_defaults(&info);
   jpeg_set_quality(&info, quality, TRUE);
+  if (region_layout) set_region_layout(info);
   jpeg_start_compress(&info, TRUE);
   const auto stride = static_cast<std::size_t>(image.width) * static_cast<std::size_t>(image.channels);
   while (info.next_scanline < info.image_height) {
@@ -44,14 +57,70 @@ bool run_encode(const DecodedImage& image, int quality, Compressed& out, detail:
   return true;
 }
 
+// Only YCbCr and gray are rewritten: libjpeg marks the CMYK and RGB JPEGs it writes with Adobe's marker whether
+// the source had one or not, and Adobe's marker means inverted inks to io/jpeg_window.
+bool rewrites(const jpeg_decompress_struct& info) {
+  const bool space = (info.jpeg_color_space == JCS_YCbCr && info.num_components == 3) ||
+                     (info.jpeg_color_space == JCS_GRAYSCALE && info.num_components == 1);
+  return space && static_cast<uint64_t>(info.image_width) * info.image_height <= kMaxImagePixels;
+}
+
+// false: libjpeg failed (failure says why). `rewritten` false: the JPEG is one left as it is.
+bool run_rewrite(std::span<const uint8_t> jpeg, Compressed& out, bool& rewritten, detail::JpegFailure& failure) {
+  jpeg_decompress_struct source{};
+  jpeg_compress_struct target{};
+  detail::route_jpeg_errors(source.err, failure);
+  detail::route_jpeg_errors(target.err, failure);
+  if (setjmp(failure.jump)) {
+    jpeg_destroy_compress(&target);
+    jpeg_destroy_decompress(&source);
+    return false;
+  }
+  jpeg_create_decompress(&source);
+  jpeg_create_compress(&target);
+  jpeg_mem_src(&source, jpeg.data(), static_cast<unsigned long>(jpeg.size()));
+  jpeg_read_header(&source, TRUE);
+  rewritten = rewrites(source);
+  if (rewritten) {
+    jvirt_barray_ptr* coefficients = jpeg_read_coefficients(&source);
+    jpeg_mem_dest(&target, &out.data, &out.size);
+    jpeg_copy_critical_parameters(&source, &target);
+    set_region_layout(target);
+    jpeg_write_coefficients(&target, coefficients);
+    jpeg_finish_compress(&target);
+    jpeg_finish_decompress(&source);
+  }
+  jpeg_destroy_compress(&target);
+  jpeg_destroy_decompress(&source);
+  return true;
+}
+
 }  // namespace
 
-std::vector<uint8_t> encode_jpeg(const DecodedImage& image, int quality) {
+int restart_interval_for(int mcus_per_row) {
+  for (int interval = 4; interval > 1; --interval)
+    if (mcus_per_row % interval == 0) return interval;
+  return 1;
+}
+
+std::optional<std::vector<uint8_t>> in_region_layout(std::span<const uint8_t> jpeg) {
+  detail::JpegFailure failure{};
+  Compressed compressed;
+  bool rewritten = false;
+  const bool ran = run_rewrite(jpeg, compressed, rewritten, failure);
+  std::optional<std::vector<uint8_t>> bytes;
+  if (ran && rewritten) bytes.emplace(compressed.data, compressed.data + compressed.size);
+  std::free(compressed.data);
+  if (!ran) throw DataError(fmt::format("JPEG does not decode: {}", failure.message));
+  return bytes;
+}
+
+std::vector<uint8_t> encode_jpeg(const DecodedImage& image, int quality, bool region_layout) {
   if (image.channels != 1 && image.channels != 3)
     throw DataError(fmt::format("a JPEG holds 1 or 3 channels, not {}", image.channels));
   detail::JpegFailure failure{};
   Compressed compressed;
-  const bool encoded = run_encode(image, quality, compressed, failure);
+  const bool encoded = run_encode(image, quality, region_layout, compressed, failure);
   std::vector<uint8_t> bytes(compressed.data, compressed.data + (encoded ? compressed.size : 0));
   std::free(compressed.data);
   if (!encoded) throw DataError(fmt::format("JPEG encoding failed: {}", failure.message));

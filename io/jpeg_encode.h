@@ -1,7 +1,13 @@
-// Owns encoding interleaved 8-bit pixels as a baseline JPEG with libjpeg-turbo: what `prepare images --store jpeg`
-// stores for a PNG source, or for a photo larger than --max-side once it is shrunk.
+// Owns writing JPEGs with libjpeg-turbo, as `prepare images --store jpeg` stores them: encoding interleaved 8-bit
+// pixels as a baseline JPEG (a PNG source, or a photo larger than --max-side once it is shrunk), and the region
+// layout, which io/restart_region.h reads a crop's blocks from without the rest of the image: optimised Huffman
+// tables and a restart marker every few MCUs, the interval dividing each row of MCUs. A kept JPEG is rewritten into
+// that layout losslessly: its DCT coefficients are copied, so it decodes to the same pixels; its metadata (EXIF,
+// ICC profile, comments) is not kept, and a progressive one becomes baseline.
 #pragma once
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "io/image_decode.h"
@@ -9,6 +15,14 @@
 namespace ringtrain::io {
 
 // image.channels is 1 (gray) or 3 (RGB); quality 1..100 (libjpeg's scale). Throws DataError if libjpeg fails.
-std::vector<uint8_t> encode_jpeg(const DecodedImage& image, int quality);
+std::vector<uint8_t> encode_jpeg(const DecodedImage& image, int quality, bool region_layout);
+
+// The restart interval, in MCUs, of a row of `mcus_per_row` MCUs: the largest of 4, 3, 2 and 1 that divides it, so
+// a row is whole segments of at most 64 pixels (4:2:0) and a crop's columns cost at most a segment either side.
+int restart_interval_for(int mcus_per_row);
+
+// `jpeg` rewritten losslessly into the region layout; nullopt for one left as it is: not YCbCr or gray (CMYK, YCCK,
+// RGB), or over kMaxImagePixels (decoding refuses it). Throws DataError when libjpeg cannot read it.
+std::optional<std::vector<uint8_t>> in_region_layout(std::span<const uint8_t> jpeg);
 
 }  // namespace ringtrain::io

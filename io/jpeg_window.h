@@ -1,7 +1,10 @@
 // Owns decoding only the part of a JPEG that a crop needs: the header first (an image over kMaxImagePixels is
 // refused before its pixels are asked memory for), then, with libjpeg-turbo, the smallest DCT scale (1/8, 1/4, 1/2
 // or 1) that keeps the window at least as large as the sample it becomes, only the window's columns (rounded out to
-// whole blocks) and only its rows. Gray, colour and CMYK/YCCK JPEGs, baseline or progressive, come out with the channels asked.
+// whole blocks) and only its rows. A JPEG in the region layout (io/jpeg_encode.h) is decoded from the restart
+// segments the window covers alone (io/restart_region.h); any other must be entropy-decoded from its first row to the
+// window's last, across its whole width. Gray, colour and CMYK/YCCK JPEGs, baseline or progressive, come out with
+// the channels asked, the same pixels either way.
 #pragma once
 #include <cstdint>
 #include <span>

@@ -430,7 +430,7 @@ ImagesSummary prepare_images(const ImagesOptions& options, const PrepareTeam& te
   if (team.ranks > 1) refuse_different_plans(plan, storage, options, team);
   const std::vector<fs::path> created = folders_to_create(plan, options.arrays.out);
   DatasetMeta meta = dataset_meta(options, plan, storage);
-  const StoreOptions store{storage, meta.shape, options.max_side, options.quality};
+  const StoreOptions store{storage, meta.shape, options.max_side, options.quality, !options.keep_jpeg_bytes};
   const int threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   RankOutput output{{}, {}, ChannelSums(options.channels), {}, {}, {}, 0};
   int64_t mine = 0;

@@ -30,6 +30,7 @@ struct ImagesOptions {
   ImageStore store = ImageStore::automatic;  // automatic: jpeg when the photos are larger than `size`
   int max_side = 0;      // jpeg: re-encode photos whose shorter side is over this, shrunk to it (0: keep every JPEG)
   int quality = 90;      // jpeg: quality of re-encoded images (PNG sources, shrunk photos)
+  bool keep_jpeg_bytes = false;  // jpeg: store kept JPEGs byte for byte, and none in the region layout
   ArraysOptions arrays;  // out, shards, test_fraction, seed, overwrite (classes and names come from folders)
 };
 

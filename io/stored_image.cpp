@@ -45,7 +45,7 @@ void reencode(const std::filesystem::path& file, const std::vector<uint8_t>& dat
               StoredImage& out) {
   DecodedImage image = decode_image_bytes(file, data);
   image = shrunk(convert_channels(std::move(image), image.channels <= 2 ? 1 : 3), options.max_side);
-  out.bytes = encode_jpeg(image, options.quality);
+  out.bytes = encode_jpeg(image, options.quality, options.region_layout);
   out.height = image.height;
   out.width = image.width;
 }
@@ -99,10 +99,12 @@ void store_jpeg(const std::filesystem::path& file, const StoreOptions& options, 
     out.width = header.width;
     return options.max_side <= 0 || std::min(header.height, header.width) <= options.max_side;
   }();
-  if (keep)
-    out.bytes = std::move(data);
-  else
+  if (!keep)
     reencode(file, data, options, out);
+  else if (auto rewritten = options.region_layout ? in_file(file, [&] { return in_region_layout(data); }) : std::nullopt)
+    out.bytes = std::move(*rewritten);
+  else
+    out.bytes = std::move(data);
   thread_local DecodedWindow decoded;
   const PixelWindow whole{0, 0, static_cast<float>(out.height), static_cast<float>(out.width)};
   in_file(file, [&] {

@@ -1,7 +1,8 @@
 // Owns turning one source image file into what a shard stores for it: the decoded sample (raw store), or JPEG bytes
-// (jpeg store: the file's own bytes, or re-encoded when it is a PNG or its shorter side is over --max-side), each
-// proven to decode in full before it is kept; and the pixel sums of the split's statistics. Thread-safe: `prepare
-// images` runs one call per worker thread.
+// (jpeg store: the file's own JPEG, rewritten losslessly into io/jpeg_encode.h's region layout unless its bytes are
+// to be kept, or re-encoded when it is a PNG or its shorter side is over --max-side), each proven to decode in full
+// before it is kept; and the pixel sums of the split's statistics. Thread-safe: `prepare images` runs one call per
+// worker thread.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -16,6 +17,7 @@ struct StoreOptions {
   SampleShape shape;  // raw: the stored sample; jpeg: what each sample decodes to (channels 1 or 3)
   int max_side = 0;   // jpeg: a shorter side over this is shrunk to it and re-encoded (0: never)
   int quality = 90;   // jpeg: libjpeg quality of re-encoded images
+  bool region_layout = true;  // jpeg: written in io/jpeg_encode.h's region layout (kept JPEGs rewritten losslessly)
 };
 
 // Per-channel sums of 8-bit pixels, exact in 64-bit integers.

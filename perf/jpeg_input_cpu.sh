@@ -2,9 +2,12 @@
 # The CPU side of issue 37's targets, on this host, into OUT_DIR (JSON lines + logs):
 #  1. decode + random-resized crop + flip to 224x224 per core: ringtrain's loader alone (`input-bench`, 1 thread)
 #     against tf.data's decode_and_crop_jpeg pipeline and torchvision's (perf/compare_input_pipeline.py, one pinned
-#     core), on the same photos: as made (ImageNet-like, ~85 KB) and as `prepare images --max-side 256` stores them
-#     (each store's training bytes exported to a folder, so the peers decode exactly what ringtrain decodes, after
-#     the same 192 warm-up images); repeats interleaved, their order turned each repeat;
+#     core), on the same photos: as made (ImageNet-like, ~85 KB) and as `prepare images --max-side 256` stores them.
+#     ringtrain reads each store twice: in the region layout prepare writes by default (restart markers: it decodes
+#     only a crop's blocks) and as plain JPEGs (--keep-jpeg-bytes). The peers decode the plain JPEGs, their best
+#     (restart markers slow libjpeg's Huffman decoding for them, and they cannot use them): each plain store's
+#     training bytes exported to a folder, the same images, after the same 192 warm-up images; repeats interleaved,
+#     their order turned each repeat;
 #  2. prepare's peak RSS and CPU seconds as the folder grows: 10k, 100k and 300k files (symbolic links to a small
 #     photo set: memory is what is measured, not decoding), and one ImageNet-like folder stored both ways.
 # Every rate is also given per CPU-second of the process, which holds on a shared machine.
@@ -27,13 +30,18 @@ lscpu | grep -E "Model name|^CPU\(s\)" >>"$out/versions.txt"
 
 for store in original:0 side256:256; do
   name=${store%%:*} side=${store#*:}
-  /usr/bin/time -v "$bin" prepare images --source "$photos/train" --size 224 --store jpeg --max-side "$side" --shards 4 \
-    --threads 1 --out "$work/$name" >"$out/prepare-$name.log" 2>"$out/prepare-$name.time"
+  for layout in region plain; do
+    keep=()
+    [ "$layout" = plain ] && keep=(--keep-jpeg-bytes)
+    /usr/bin/time -v "$bin" prepare images --source "$photos/train" --size 224 --store jpeg --max-side "$side" --shards 4 \
+      --threads 1 "${keep[@]}" --out "$work/$name-$layout" \
+      >"$out/prepare-$name-$layout.log" 2>"$out/prepare-$name-$layout.time"
+  done
 done
-# Each store's training JPEG bytes as files, for the peers: both sides decode the same images (the train split,
-# not the whole folder), the same bytes.
+# Each plain store's training JPEG bytes as files, for the peers: both sides decode the same images (the train
+# split, not the whole folder).
 for name in original side256; do
-"$py" - "$work/$name/train" "$work/$name-files" <<'PY'
+"$py" - "$work/$name-plain/train" "$work/$name-files" <<'PY'
 import glob, os, sys
 import h5py
 n = 0
@@ -46,9 +54,12 @@ for shard in sorted(glob.glob(sys.argv[1] + "/shard-*.h5")):
         n += 1
 PY
 done
-bench() {  # name split
-  "$bin" input-bench jobs/resnet50_synthetic.toml --set data.train="$2" --set train.batch_per_rank=64 \
-    --set data.augment=resized_crop_flip --threads 1 --batches 40 --warmup 3 | sed "s/^{/{\"store\":\"$1\",/" >>"$out/ringtrain.jsonl"
+bench() {  # name: each layout of the store
+  for layout in region plain; do
+    "$bin" input-bench jobs/resnet50_synthetic.toml --set data.train="$work/$1-$layout/train" --set train.batch_per_rank=64 \
+      --set data.augment=resized_crop_flip --threads 1 --batches 40 --warmup 3 |
+      sed "s/^{/{\"store\":\"$1\",\"layout\":\"$layout\",/" >>"$out/ringtrain.jsonl"
+  done
 }
 peers() {  # name folder: one repeat of the peers, its rows appended (compare_input_pipeline.py's --out rewrites)
   # --warmup 192: the images ringtrain's 3 warm-up batches of 64 take, so both sides leave out the same start.
@@ -61,9 +72,9 @@ peers() {  # name folder: one repeat of the peers, its rows appended (compare_in
 for repeat in 1 2 3; do
   for name in original side256; do
     if [ $((repeat % 2)) = 1 ]; then
-      bench "$name" "$work/$name/train"; peers "$name" "$work/$name-files"
+      bench "$name"; peers "$name" "$work/$name-files"
     else
-      peers "$name" "$work/$name-files"; bench "$name" "$work/$name/train"
+      peers "$name" "$work/$name-files"; bench "$name"
     fi
   done
 done
@@ -94,16 +105,20 @@ def rows(name):
         return []
 def median(values):
     return statistics.median(values) if values else float("nan")
-print("| store | ringtrain | tf.data | torchvision (PIL) | torchvision (io) | ringtrain / tf.data |")
-print("|---|---|---|---|---|---|")
+print("| store | ringtrain, region layout | ringtrain, plain JPEGs | tf.data | torchvision (PIL) | torchvision (io) "
+      "| ringtrain / tf.data | plain / tf.data |")
+print("|---|---|---|---|---|---|---|---|")
 for store in ("original", "side256"):
-    ours = median([r["images_per_cpu_s"] for r in rows("ringtrain.jsonl") if r["store"] == store])
+    ours = lambda layout: median([r["images_per_cpu_s"] for r in rows("ringtrain.jsonl")
+                                  if r["store"] == store and r.get("layout", "plain") == layout])
     peers = rows(f"peers-{store}.jsonl")
     of = lambda impl: median([r["images_per_cpu_s"] for r in peers if r.get("impl") == impl and r.get("images_per_cpu_s")])
-    print(f"| {store} | {ours:.0f} | {of('tf_data'):.0f} | {of('torchvision_pil'):.0f} | {of('torchvision_io'):.0f} | {ours / of('tf_data'):.2f} |")
+    print(f"| {store} | {ours('region'):.0f} | {ours('plain'):.0f} | {of('tf_data'):.0f} | {of('torchvision_pil'):.0f} "
+          f"| {of('torchvision_io'):.0f} | {ours('region') / of('tf_data'):.2f} | {ours('plain') / of('tf_data'):.2f} |")
 print("\n| prepare | peak RSS MB | user + sys s |")
 print("|---|---|---|")
-for name in ("prepare-original", "prepare-side256", "memory-10000", "memory-100000", "memory-300000"):
+for name in ("prepare-original-region", "prepare-original-plain", "prepare-side256-region", "prepare-side256-plain",
+             "memory-10000", "memory-100000", "memory-300000"):
     try:
         text = open(f"{out}/{name}.time").read()
     except FileNotFoundError:

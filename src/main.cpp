@@ -106,6 +106,10 @@ void add_prepare_commands(CLI::App& app, PrepareCommands& p) {
   p.images_command->add_option("--quality", p.images.quality, "jpeg: quality of re-encoded images (PNG sources, shrunk "
                                                               "photos)")
       ->capture_default_str();
+  p.images_command->add_flag("--keep-jpeg-bytes", p.images.keep_jpeg_bytes,
+                             "jpeg: store each kept JPEG byte for byte; by default it is rewritten losslessly (the same "
+                             "pixels; metadata dropped) with restart markers, so training decodes only the blocks its "
+                             "crop covers");
 }
 
 // The prepare command chosen, run; -1 when none was.

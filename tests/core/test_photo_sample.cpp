@@ -84,7 +84,7 @@ std::vector<uint8_t> reference_sample(const std::vector<uint8_t>& jpeg, const Ph
 }
 
 TEST(PhotoSample, AtFullDctScaleItIsTheFullDecodesResampling) {
-  const auto jpeg = io::encode_jpeg(smooth_photo(100, 120), 90);
+  const auto jpeg = io::encode_jpeg(smooth_photo(100, 120), 90, false);
   const PhotoSampling sampling{false, {}, 100, {3, 64, 64}};  // a 64x64 crop of a 100-pixel side: scale 8/8
   std::vector<uint8_t> out(3 * 64 * 64);
   decode_photo_sample(sampling, {}, jpeg, 100, 120, out);
@@ -95,7 +95,7 @@ TEST(PhotoSample, AtFullDctScaleItIsTheFullDecodesResampling) {
 // blocks instead of full pixels: close to the full-scale resampling on a smooth photo (a wrong window or flip would
 // be tens of levels away on average).
 TEST(PhotoSample, AtAReducedDctScaleItStaysCloseToTheFullDecode) {
-  const auto jpeg = io::encode_jpeg(smooth_photo(900, 1200), 90);
+  const auto jpeg = io::encode_jpeg(smooth_photo(900, 1200), 90, false);
   const PhotoSampling sampling{true, {AugmentKind::resized_crop_flip}, 256, {3, 112, 112}};
   for (int64_t sample = 0; sample < 8; ++sample) {
     std::vector<uint8_t> out(3 * 112 * 112);

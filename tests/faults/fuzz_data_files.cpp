@@ -1,10 +1,11 @@
 // Owns the bounded fuzzing of the readers a user's own data enters through: NumPy .npy files (io::read_npy, for
 // `prepare arrays`) and JPEG/PNG images (io::decode_image, then convert_channels and resize_crop_planar on what
 // decodes, for `prepare images`). Seeds are valid files made here (npy versions 1-3 of several dtypes and shapes;
-// gray, gray+alpha, RGB and RGBA PNGs; gray and RGB, baseline and progressive JPEGs); each input is one of them
-// with bytes flipped, cut or repeated, or with its header rewritten (npy shapes past int64, odd dtypes and
-// header lengths; PNG and JPEG dimensions from 0 to the formats' limits, the PNG chunk checksum recomputed so
-// libpng reads them), or random bytes behind a real magic number. Every input must decode or be refused with a
+// gray, gray+alpha, RGB and RGBA PNGs; gray and RGB, baseline and progressive JPEGs, and both in the region layout
+// `prepare images` stores, read by restart segment); each input is one of them with bytes flipped, cut or repeated,
+// or with its header rewritten (npy shapes past int64, odd dtypes and header lengths; PNG and JPEG dimensions from 0
+// to the formats' limits, the PNG chunk checksum recomputed so libpng reads them), or random bytes behind a real
+// magic number. Every input must decode or be refused with a
 // DataError naming the file: no crash, no other exception, and what decodes must be self-consistent.
 // Usage: fuzz_data_files SCRATCH_DIR [--seed N] [--iterations N] [--seconds S]
 #include <fmt/format.h>
@@ -23,6 +24,7 @@
 #include "common/error.h"
 #include "io/image_decode.h"
 #include "io/image_resize.h"
+#include "io/jpeg_encode.h"
 #include "io/jpeg_window.h"
 #include "io/npy_file.h"
 #include "tests/faults/fuzz_support.h"
@@ -132,6 +134,15 @@ std::vector<Seed> make_seeds(Rng& rng) {
     for (const bool progressive : {false, true})
       seeds.push_back({fmt::format("jpeg {} channels{} 13x11", channels, progressive ? " progressive" : ""),
                        Format::image, jpeg_bytes(13, 11, channels, progressive, rng)});
+  // In the region layout `prepare images` stores (restart segments, read by region), large enough for several.
+  for (const int channels : {1, 3}) {
+    const std::string plain = jpeg_bytes(71, 53, channels, false, rng);
+    const auto rewritten = ringtrain::io::in_region_layout(
+        std::span(reinterpret_cast<const uint8_t*>(plain.data()), plain.size()));
+    if (!rewritten) throw std::runtime_error("the region layout's seed was not rewritten");
+    seeds.push_back({fmt::format("jpeg {} channels 71x53 region layout", channels), Format::image,
+                     std::string(rewritten->begin(), rewritten->end())});
+  }
   return seeds;
 }
 

@@ -35,8 +35,15 @@ inline TestPixels photo_like(int height, int width, int channels, int seed) {
 
 enum class JpegKind { baseline, progressive };
 
+// The luma's sampling factors of a colour JPEG, the chroma's being 1 x 1: 2 x 2 is 4:2:0 (libjpeg's default), 2 x 1
+// 4:2:2, 1 x 1 4:4:4.
+struct LumaSampling {
+  int across = 2, down = 2;
+};
+
 // libjpeg's compressor; `pixels.channels` 1 (gray), 3 (RGB) or 4 (written as CMYK, Adobe-inverted as Photoshop does).
-inline std::vector<uint8_t> encode_test_jpeg(const TestPixels& pixels, int quality, JpegKind kind = JpegKind::baseline) {
+inline std::vector<uint8_t> encode_test_jpeg(const TestPixels& pixels, int quality, JpegKind kind = JpegKind::baseline,
+                                             LumaSampling sampling = {}) {
   jpeg_compress_struct info{};
   jpeg_error_mgr errors{};
   info.err = jpeg_std_error(&errors);
@@ -51,6 +58,10 @@ inline std::vector<uint8_t> encode_test_jpeg(const TestPixels& pixels, int quali
   jpeg_set_defaults(&info);
   if (pixels.channels == 4) info.write_Adobe_marker = TRUE;
   jpeg_set_quality(&info, quality, TRUE);
+  if (pixels.channels == 3) {
+    info.comp_info[0].h_samp_factor = sampling.across;
+    info.comp_info[0].v_samp_factor = sampling.down;
+  }
   if (kind == JpegKind::progressive) jpeg_simple_progression(&info);
   jpeg_start_compress(&info, TRUE);
   const auto stride = static_cast<std::size_t>(pixels.width * pixels.channels);

@@ -1,0 +1,43 @@
+// Owns reading a JPEG by region: a baseline, single-scan JPEG whose restart interval divides its rows of MCUs (the
+// layout io/restart_layout.h writes) is indexed by restart segment, and the segments a window covers are copied
+// into a smaller JPEG of that region alone: the same headers, the frame's size changed, the segments renumbered.
+// libjpeg decodes it without reading the rest of the image, where a whole-stream decode must Huffman-decode every
+// row above the window and every column beside it. The region's pixels are the image's own: its coefficients are
+// the same, and its edges lie at least `guard` pixels outside the window (or on the image's edge), so chroma
+// upsampling sees the same neighbours there.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "io/jpeg_window.h"
+
+namespace ringtrain::io {
+
+struct RestartLayout {
+  int height = 0, width = 0;          // the image's, from its frame header
+  int mcu_height = 0, mcu_width = 0;  // the pixels one MCU covers
+  int mcu_rows = 0, segments_per_row = 0, segment_mcus = 0;
+  std::size_t frame_at = 0;    // where the frame header's height field starts
+  std::size_t entropy_at = 0;  // the first byte after the scan header
+};
+
+// nullopt for anything but a baseline or extended sequential Huffman JPEG of one scan holding every component, with
+// a restart interval that divides each row of MCUs; also for headers that do not parse (whole-stream decoding then
+// says what is wrong).
+std::optional<RestartLayout> find_restart_layout(std::span<const uint8_t> jpeg);
+
+// The image's pixels [top, top + height) x [left, left + width).
+struct PixelRegion {
+  int top = 0, left = 0, height = 0, width = 0;
+};
+
+// Writes into `out` a JPEG of the smallest region on segment boundaries that holds `window` widened by `guard`
+// pixels each way (clipped to the image), and returns that region. nullopt (and `out` left unspecified) when the
+// entropy-coded data ends before the segments the region needs.
+std::optional<PixelRegion> write_region_jpeg(std::span<const uint8_t> jpeg, const RestartLayout& layout,
+                                             const PixelWindow& window, float guard, std::vector<uint8_t>& out);
+
+}  // namespace ringtrain::io

@@ -1,0 +1,200 @@
+// The region layout (io/jpeg_encode.h) and reading a window from its restart segments alone (io/restart_region.h):
+// the rewrite keeps every pixel, the layout is found where it is and only there, and a window decoded from its
+// region holds the same pixels as the whole-stream decode of the plain JPEG, at every scale, sampling and edge.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "common/error.h"
+#include "io/image_decode.h"
+#include "io/jpeg_encode.h"
+#include "io/jpeg_window.h"
+#include "io/restart_region.h"
+#include "jpeg_test_images.h"
+
+namespace ringtrain::io {
+namespace {
+
+using testing::encode_test_jpeg;
+using testing::JpegKind;
+using testing::LumaSampling;
+using testing::photo_like;
+
+struct TestImage {
+  const char* name;
+  std::vector<uint8_t> plain;
+};
+
+// Sizes that end in partial MCUs, and rows of MCUs that 4, 3, 2 or only 1 divides.
+std::vector<TestImage> test_images() {
+  return {
+      {"4:2:0 203x317", encode_test_jpeg(photo_like(203, 317, 3, 11), 90)},  // 20 MCUs a row: interval 4
+      {"4:2:0 375x500", encode_test_jpeg(photo_like(375, 500, 3, 12), 85)},  // 32: 4
+      {"4:2:2 150x333", encode_test_jpeg(photo_like(150, 333, 3, 13), 90, JpegKind::baseline, {2, 1})},  // 21: 3
+      {"4:4:4 90x181", encode_test_jpeg(photo_like(90, 181, 3, 14), 90, JpegKind::baseline, {1, 1})},    // 23: 1
+      {"gray 99x131", encode_test_jpeg(photo_like(99, 131, 1, 15), 90)},                                  // 17: 1
+      {"progressive 4:2:0 160x176", encode_test_jpeg(photo_like(160, 176, 3, 16), 90, JpegKind::progressive)},  // 11
+      {"4:2:0 16x16", encode_test_jpeg(photo_like(16, 16, 3, 17), 90)},  // one MCU
+  };
+}
+
+std::vector<uint8_t> rewritten(const std::vector<uint8_t>& plain) {
+  const auto bytes = in_region_layout(plain);
+  if (!bytes) throw std::runtime_error("not rewritten");
+  return *bytes;
+}
+
+DecodedImage full_decode(const std::vector<uint8_t>& jpeg) { return decode_image_bytes("test.jpg", jpeg); }
+
+TEST(RestartLayout, TheIntervalIsTheLargestOfFourToOneDividingTheRow) {
+  EXPECT_EQ(restart_interval_for(32), 4);
+  EXPECT_EQ(restart_interval_for(21), 3);
+  EXPECT_EQ(restart_interval_for(10), 2);
+  EXPECT_EQ(restart_interval_for(23), 1);
+  EXPECT_EQ(restart_interval_for(1), 1);
+}
+
+TEST(RestartLayout, TheRewriteKeepsEveryPixelAndIsFoundWhereItIsAlone) {
+  for (const TestImage& image : test_images()) {
+    SCOPED_TRACE(image.name);
+    EXPECT_FALSE(find_restart_layout(image.plain)) << "libjpeg writes no restart markers by default";
+    const std::vector<uint8_t> bytes = rewritten(image.plain);
+    const DecodedImage before = full_decode(image.plain), after = full_decode(bytes);
+    EXPECT_EQ(after.height, before.height);
+    EXPECT_EQ(after.width, before.width);
+    EXPECT_EQ(after.pixels, before.pixels);
+    EXPECT_FALSE(read_jpeg_header(bytes).progressive);
+    const auto layout = find_restart_layout(bytes);
+    ASSERT_TRUE(layout);
+    EXPECT_EQ(layout->height, before.height);
+    EXPECT_EQ(layout->width, before.width);
+    const int mcus_per_row = (layout->width + layout->mcu_width - 1) / layout->mcu_width;
+    EXPECT_EQ(layout->segments_per_row * layout->segment_mcus, mcus_per_row);
+    EXPECT_EQ(layout->segment_mcus, restart_interval_for(mcus_per_row));
+  }
+}
+
+TEST(RestartLayout, CmykIsKeptAsItIs) {
+  testing::TestPixels cmyk{32, 48, 4, std::vector<uint8_t>(32 * 48 * 4, 200)};
+  EXPECT_FALSE(in_region_layout(encode_test_jpeg(cmyk, 90)));
+}
+
+TEST(RestartLayout, BytesLibjpegCannotReadAreADataError) {
+  const std::vector<uint8_t> text{0xFF, 0xD8, 'n', 'o', 't', ' ', 'a', ' ', 'j', 'p', 'e', 'g'};
+  EXPECT_THROW(in_region_layout(text), DataError);
+}
+
+// Where a window's pixels lie in a decoded buffer: its origin in the scaled image, which must be whole pixels.
+int origin(float window_start, const DecodedWindow& out, float decoded_start) {
+  const float scaled = window_start * static_cast<float>(out.scale_eighths) / 8.0f - decoded_start;
+  EXPECT_EQ(scaled, std::round(scaled));
+  return static_cast<int>(std::lround(scaled));
+}
+
+// Every pixel the window's bilinear taps can read (its scaled span and one more either side, within the image) is
+// the same in both decodes.
+void expect_same_tap_pixels(const DecodedWindow& plain, const DecodedWindow& region, const PixelWindow& w, int height,
+                            int width) {
+  ASSERT_EQ(plain.scale_eighths, region.scale_eighths);
+  const float scale = static_cast<float>(plain.scale_eighths) / 8.0f;
+  const int scaled_height = static_cast<int>(std::ceil(static_cast<float>(height) * scale));
+  const int scaled_width = static_cast<int>(std::ceil(static_cast<float>(width) * scale));
+  const int top = std::max(static_cast<int>(std::floor(w.top * scale)) - 1, 0);
+  const int bottom = std::min(static_cast<int>(std::ceil((w.top + w.height) * scale)) + 1, scaled_height);
+  const int left = std::max(static_cast<int>(std::floor(w.left * scale)) - 1, 0);
+  const int right = std::min(static_cast<int>(std::ceil((w.left + w.width) * scale)) + 1, scaled_width);
+  const int plain_row = origin(w.top, plain, plain.window.top), plain_column = origin(w.left, plain, plain.window.left);
+  const int region_row = origin(w.top, region, region.window.top);
+  const int region_column = origin(w.left, region, region.window.left);
+  const auto channels = static_cast<std::size_t>(plain.channels);
+  int mismatches = 0;
+  for (int r = top; r < bottom; ++r)
+    for (int c = left; c < right; ++c) {
+      ASSERT_TRUE(r - plain_row >= 0 && r - plain_row < plain.rows && c - plain_column >= 0 &&
+                  c - plain_column < plain.columns);
+      ASSERT_TRUE(r - region_row >= 0 && r - region_row < region.rows && c - region_column >= 0 &&
+                  c - region_column < region.columns)
+          << "row " << r << " column " << c << " outside the region's decode";
+      const auto at = [&](const DecodedWindow& d, int row, int column) {
+        return (static_cast<std::size_t>(row) * static_cast<std::size_t>(d.columns) + static_cast<std::size_t>(column)) *
+               channels;
+      };
+      for (std::size_t k = 0; k < channels; ++k) {
+        const uint8_t a = plain.pixels[at(plain, r - plain_row, c - plain_column) + k];
+        const uint8_t b = region.pixels[at(region, r - region_row, c - region_column) + k];
+        if (a != b && mismatches++ < 8)
+          ADD_FAILURE() << "scaled row " << r << " column " << c << " channel " << k << ": " << int{a} << " vs "
+                        << int{b};
+      }
+    }
+  EXPECT_EQ(mismatches, 0);
+}
+
+TEST(RestartRegion, AWindowFromItsRegionHoldsTheWholeStreamDecodesPixels) {
+  std::mt19937 rng(5);
+  for (const TestImage& image : test_images()) {
+    SCOPED_TRACE(image.name);
+    const std::vector<uint8_t> bytes = rewritten(image.plain);
+    const JpegHeader header = read_jpeg_header(image.plain);
+    const auto h = static_cast<float>(header.height), w = static_cast<float>(header.width);
+    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+    for (int trial = 0; trial < 60; ++trial) {
+      const float height = std::max(1.0f, h * (0.05f + 0.95f * unit(rng)));
+      const float width = std::max(1.0f, w * (0.05f + 0.95f * unit(rng)));
+      const PixelWindow window{(h - height) * unit(rng), (w - width) * unit(rng), height, width};
+      // Outputs from a twelfth of the window to its size: every DCT scale from 1/8 to 8/8.
+      const int out = std::max(1, static_cast<int>(std::min(height, width) / (1.0f + 11.0f * unit(rng))));
+      const int channels = header.components == 1 && trial % 2 == 0 ? 1 : 3;
+      SCOPED_TRACE(::testing::Message() << "window " << window.top << "," << window.left << " " << window.height << "x"
+                                        << window.width << " to " << out << " channels " << channels);
+      DecodedWindow plain, region;
+      decode_jpeg_window(image.plain, {window, out, out, channels, false}, plain, header);
+      decode_jpeg_window(bytes, {window, out, out, channels, false}, region, header);
+      expect_same_tap_pixels(plain, region, window, header.height, header.width);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+}
+
+TEST(RestartRegion, TheRegionJpegHoldsOnlyTheSegmentsTheWindowCovers) {
+  const std::vector<uint8_t> bytes = rewritten(encode_test_jpeg(photo_like(375, 500, 3, 21), 90));
+  const auto layout = find_restart_layout(bytes);
+  ASSERT_TRUE(layout);
+  std::vector<uint8_t> region_bytes;
+  const auto region = write_region_jpeg(bytes, *layout, {200.5f, 300.25f, 100, 120}, 2.0f, region_bytes);
+  ASSERT_TRUE(region);
+  // Rows on MCUs (16), columns on segments (4 MCUs, 64 pixels), two pixels of guard each way.
+  EXPECT_EQ(region->top, 192);
+  EXPECT_EQ(region->height, 304 - 192);
+  EXPECT_EQ(region->left, 256);
+  EXPECT_EQ(region->width, 448 - 256);
+  const JpegHeader header = read_jpeg_header(region_bytes);
+  EXPECT_EQ(header.height, region->height);
+  EXPECT_EQ(header.width, region->width);
+  EXPECT_LT(region_bytes.size(), bytes.size() / 4);
+  const DecodedImage whole = full_decode(bytes), part = full_decode(region_bytes);
+  ASSERT_EQ(part.height, region->height);
+  // Away from the region's edges (where chroma upsampling sees the edge) the pixels are the image's.
+  for (int r = 1; r + 1 < part.height; ++r)
+    for (int c = 3; c + 3 < part.width * 3; ++c)
+      ASSERT_EQ(part.pixels[static_cast<std::size_t>(r * part.width * 3 + c)],
+                whole.pixels[static_cast<std::size_t>((region->top + r) * whole.width * 3 + region->left * 3 + c)])
+          << "row " << r << " byte " << c;
+}
+
+TEST(RestartRegion, AWindowPastWhereTheDataEndsIsADataError) {
+  const std::vector<uint8_t> bytes = rewritten(encode_test_jpeg(photo_like(240, 320, 3, 22), 90));
+  const std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(bytes.size() * 6 / 10));
+  const auto layout = find_restart_layout(cut);
+  ASSERT_TRUE(layout) << "the headers are whole";
+  std::vector<uint8_t> region_bytes;
+  EXPECT_FALSE(write_region_jpeg(cut, *layout, {200, 10, 30, 300}, 2.0f, region_bytes));
+  DecodedWindow out;
+  EXPECT_THROW(decode_jpeg_window(cut, {{200, 10, 30, 300}, 32, 32, 3, false}, out), DataError);
+  decode_jpeg_window(cut, {{10, 10, 30, 300}, 32, 32, 3, false}, out);  // the rows that are there still decode
+  EXPECT_GT(out.rows, 0);
+}
+
+}  // namespace
+}  // namespace ringtrain::io
