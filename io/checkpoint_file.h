@@ -54,6 +54,7 @@ struct CheckpointData {
   double loss_scale = 0;
   int64_t loss_scale_finite_in_a_row = 0;
   int64_t loss_scale_skipped_steps = 0;  // steps skipped over the job (0 where an older ringtrain wrote the file)
+  int64_t loss_scale_skips_in_a_row = 0;  // skipped since the last finite step (0 where an older ringtrain wrote it)
   // The updates the optimizer applied over the job (Adam's count t), stored as the array "optimizer_updates". Not
   // global_step: fp16's skipped steps are no updates, and a resume on another world re-plans the steps. Files
   // without it read back as global_step less the skipped steps, which held until the run changed its world.

@@ -114,6 +114,7 @@ void Checkpointer::save(const Resumable& next, int64_t global_step) {
       const LossScaleState scaling = loss_scaler_->state();
       d.loss_scale = scaling.scale, d.loss_scale_finite_in_a_row = scaling.finite_in_a_row;
       d.loss_scale_skipped_steps = scaling.skipped_steps;
+      d.loss_scale_skips_in_a_row = scaling.skips_in_a_row;
     }
     d.job_toml = run_.job.resolved_toml;
     d.versions_json = versions_json_;

@@ -15,11 +15,11 @@ constexpr double kLargestScale = 0x1p64, kSmallestScale = 0x1p-24;
 }  // namespace
 
 LossScaler::LossScaler(double initial_scale, int64_t growth_interval)
-    : growth_interval_(growth_interval), state_{initial_scale, 0, 0} {}
+    : growth_interval_(growth_interval), state_{initial_scale, 0, 0, 0} {}
 
 void LossScaler::after_step(bool finite, int64_t step) {
   if (finite) {
-    skips_in_a_row_ = 0;
+    state_.skips_in_a_row = 0;
     if (growth_interval_ > 0 && ++state_.finite_in_a_row >= growth_interval_) {
       if (state_.scale * 2 <= kLargestScale) state_.scale *= 2;
       state_.finite_in_a_row = 0;
@@ -29,13 +29,13 @@ void LossScaler::after_step(bool finite, int64_t step) {
   ++state_.skipped_steps;
   state_.finite_in_a_row = 0;
   if (state_.scale / 2 >= kSmallestScale) state_.scale /= 2;
-  if (++skips_in_a_row_ >= kMaxSkipsInARow)
+  if (++state_.skips_in_a_row >= kMaxSkipsInARow)
     throw AgreedError(ExitCode::fault,
                       fmt::format("fp16: the gradients overflowed at {} optimizer steps in a row, up to optimizer step "
                                   "{}, and the loss scale is down to {:g}: the forward pass itself leaves fp16's "
                                   "range, or training diverged; use train.precision = \"bf16\" or \"fp32\", or lower "
                                   "optimizer.base_lr",
-                                  skips_in_a_row_, step + 1, state_.scale));
+                                  state_.skips_in_a_row, step + 1, state_.scale));
 }
 
 void LossScaler::restore(const LossScaleState& state) {

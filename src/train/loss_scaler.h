@@ -15,6 +15,7 @@ struct LossScaleState {
   double scale = 0;            // 0: none recorded (another precision wrote the checkpoint)
   int64_t finite_in_a_row = 0;  // finite steps since the scale last changed
   int64_t skipped_steps = 0;    // steps skipped over the whole job
+  int64_t skips_in_a_row = 0;   // steps skipped since the last finite one (kMaxSkipsInARow ends the run)
 };
 
 class LossScaler {
@@ -39,7 +40,6 @@ class LossScaler {
   int64_t growth_interval_;
   LossScaleState state_;
   bool restored_ = false;
-  int skips_in_a_row_ = 0;
 };
 
 }  // namespace ringtrain::train

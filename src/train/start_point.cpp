@@ -179,7 +179,9 @@ RestoredCheckpoint restore_checkpoint(const RunContext& run, model::Network& net
   });
   CheckpointPosition p{c.epoch,         c.step_in_epoch, c.global_step,  c.steps_per_epoch,
                        c.ranks,         c.global_batch,  c.state_count,  c.train_time_s,
-                       c.train_samples, {c.loss_scale, c.loss_scale_finite_in_a_row, c.loss_scale_skipped_steps},
+                       c.train_samples,
+                       {c.loss_scale, c.loss_scale_finite_in_a_row, c.loss_scale_skipped_steps,
+                        c.loss_scale_skips_in_a_row},
                        static_cast<int64_t>(c.ema_params.size()), c.epoch_train, c.seed, c.optimizer_updates};
   run.world.broadcast(&p, sizeof p);
   chosen = run.world.broadcast_string(chosen);

@@ -156,13 +156,15 @@ TEST(CheckpointFile, AnOptimizersArraysRoundTripByName) {
 TEST(CheckpointFile, TheLossScaleRoundTripsAndIsAbsentWithoutOne) {
   const ScratchDir scratch("rt-ckpt-loss-scale");
   io::CheckpointData d = sample();
-  d.loss_scale = 0x1p13, d.loss_scale_finite_in_a_row = 1234, d.loss_scale_skipped_steps = 17;
+  d.loss_scale = 0x1p13, d.loss_scale_finite_in_a_row = 0, d.loss_scale_skipped_steps = 17;
+  d.loss_scale_skips_in_a_row = 3;
   const fs::path scaled = scratch.path() / io::checkpoint_name(3);
   io::write_checkpoint(scaled, d);
   const io::CheckpointData r = io::read_checkpoint(scaled);
   EXPECT_EQ(r.loss_scale, 0x1p13);
-  EXPECT_EQ(r.loss_scale_finite_in_a_row, 1234);
+  EXPECT_EQ(r.loss_scale_finite_in_a_row, 0);
   EXPECT_EQ(r.loss_scale_skipped_steps, 17);
+  EXPECT_EQ(r.loss_scale_skips_in_a_row, 3);
   const fs::path unscaled = scratch.path() / io::checkpoint_name(4);
   io::write_checkpoint(unscaled, sample());
   const io::CheckpointData u = io::read_checkpoint(unscaled);

@@ -66,4 +66,15 @@ TEST(LossScaler, ACheckpointsStateCarriesOverAndAMissingOneIsIgnored) {
   EXPECT_EQ(s.state().skipped_steps, 5) << "the job's skipped steps continue from the checkpoint's";
 }
 
+// A run resumed among skipped steps ends where the uninterrupted one would: its skips in a row continue.
+TEST(LossScaler, SkipsInARowContinueFromTheCheckpoint) {
+  LossScaler whole(65536, 2000);
+  for (int step = 0; step < 30; ++step) whole.after_step(false, step);
+  LossScaler resumed(65536, 2000);
+  resumed.restore(whole.state());
+  EXPECT_EQ(resumed.state().skips_in_a_row, 30);
+  for (int step = 30; step + 1 < LossScaler::kMaxSkipsInARow; ++step) resumed.after_step(false, step);
+  EXPECT_THROW(resumed.after_step(false, LossScaler::kMaxSkipsInARow - 1), AgreedError);
+}
+
 }  // namespace
