@@ -4,7 +4,8 @@
 # batch norm's all-reduce inside the forward pass, after the last epoch, and in the evaluate command. In each the
 # watchdog (run.collective_timeout_s = 3) ends the job with exit 6 and says what was waiting, where it can, naming
 # rank 1, instead of holding rank 0 until the allocation ends. Without a timeout (0), SIGTERM still ends a wait on a
-# stopped peer after its grace. A malformed hook value is refused with exit 2.
+# stopped peer after its grace. A malformed hook value is refused with exit 2, as is a malformed or mismatched
+# RINGTRAIN_TEST_AWAIT_STOP, before the run folder is made.
 # Usage: stalls.sh RINGTRAIN SOURCE_DIR
 set -uo pipefail
 bin=$1 src=$2
@@ -113,6 +114,25 @@ if [ "$rc" = 2 ] && grep -qF "RINGTRAIN_TEST_STALL='1:lunch': expected RANK:PHAS
 else
   fail "malformed: exit $rc (want 2): $(grep -A1 '^ringtrain:' "$work/malformed.log" | head -3)"
 fi
+
+# The other test hook that shapes a run, RINGTRAIN_TEST_AWAIT_STOP, is refused before run.dir is claimed when it is
+# malformed, or when the ranks were given different values (an MPMD launch, one value an app context).
+await_refused() {  # NAME WANT COMMAND...
+  local name=$1 want=$2
+  shift 2
+  timeout 60 "$@" >"$work/$name.log" 2>&1
+  local rc=$?
+  if [ "$rc" = 2 ] && grep -qF "$want" "$work/$name.log" && [ ! -e "$work/$name" ]; then
+    echo "ok   $name: refused with exit 2, no run folder"; passed=$((passed + 1))
+  else
+    fail "$name: exit $rc (want 2), run folder $([ -e "$work/$name" ] && echo left || echo absent): $(grep -A1 '^ringtrain:' "$work/$name.log" | head -3)"
+  fi
+}
+await_refused await-malformed "RINGTRAIN_TEST_AWAIT_STOP='0:3': expected EPOCH:STEP" \
+  env RINGTRAIN_TEST_AWAIT_STOP=0:3 "$bin" train "${args[@]}" --set run.dir="$work/await-malformed"
+await_refused await-mismatch "RINGTRAIN_TEST_AWAIT_STOP is not the same on every rank" \
+  mpirun --oversubscribe -np 1 -x RINGTRAIN_TEST_AWAIT_STOP=1:2 "$bin" train "${args[@]}" --set run.dir="$work/await-mismatch" \
+  : -np 1 -x RINGTRAIN_TEST_AWAIT_STOP=1:3 "$bin" train "${args[@]}" --set run.dir="$work/await-mismatch"
 
 echo "$passed passed, $failures failed"
 [ "$failures" -eq 0 ] && [ "$passed" -gt 0 ]
