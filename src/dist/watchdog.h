@@ -34,7 +34,10 @@ class Watchdog {
   void enter(const char* what, int64_t step, bool sigterm_ends_wait = true);
   void leave();
   bool waiting() const { return waiting_; }  // inside a collective's wait (enter), not in LocalWork
-  int64_t step() const { return step_; }     // the step of the last wait entered; -1 before the first
+  int64_t step() const { return step_; }     // the step begun or the last wait entered; -1 before either
+  // Main thread, as a training step begins: the step that the waits inside its passes (synchronised batch norm's,
+  // through CollectiveWait) are named with and that heartbeats report, before the step's own watched waits enter.
+  void begin_step(int64_t step) { step_ = step; }
   // Normal end of the job on every rank: stops heartbeats and drains those in flight (collective; a rank that never
   // arrives ends the job after run.collective_timeout_s, as in any other wait).
   void finish();

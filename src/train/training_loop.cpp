@@ -214,6 +214,7 @@ bool TrainingLoop::train_epoch(int epoch, EpochTally& tally) {
 }
 
 bool TrainingLoop::run_step(int epoch, int64_t step, EpochTally& tally) {
+  watchdog_.begin_step(global_step_);
   if (global_step_ == start_global_step_) stall_if_asked("step", run_.world.rank());
   if (awaited_stop_ && awaited_stop_->epoch == epoch && awaited_stop_->step == step) await_stop();
   if (trace_) trace_->begin_step(global_step_);

@@ -56,7 +56,7 @@ stalled startup train startup \
 [ -e "$work/startup/metrics.jsonl" ] && fail "startup: run.dir was claimed although start-up never finished"
 
 # Rank 0's first step waits in the forward pass for rank 1's batch-norm statistics (dist.sync_batchnorm_group).
-stalled syncbn train step "'synchronised batch-norm statistics'" "rank 1 has not arrived" -- "${args[@]}" \
+stalled syncbn train step "'synchronised batch-norm statistics' at step 1" "rank 1 has not arrived" -- "${args[@]}" \
   --set run.dir="$work/syncbn" --set dist.sync_batchnorm_group=2 \
   --set 'model.layers=[{type="conv2d",filters=4,kernel=3,padding=1},{type="batchnorm"},{type="relu"},{type="flatten"},{type="dense",units=3}]'
 
