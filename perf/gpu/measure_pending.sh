@@ -212,19 +212,28 @@ if want evalshape && fits evalshape 150; then
   rm -rf "$x/eval1000"
 fi
 
-if want jpeg && fits jpeg 200; then
+if want jpeg && fits jpeg 230; then
   wait "$photos_pid"; say "photos: $(tail -1 "$x/make_jpeg_folder.log" | cut -c1-220)"
-  rt "$bin/ringtrain" prepare images --source "$x/photos/train" --test-source "$x/photos/val" --size 224 \
-    --store jpeg --max-side 256 --shards 16 --out "$x/jpeg-side256" >"$x/prepare-side256.log" 2>&1
-  say "prepare side256 exit $?: $(du -sh "$x/jpeg-side256" | cut -f1)"
-  for decode in cpu gpu; do
-    rt timeout 40 $pin "$bin/ringtrain" input-bench jobs/resnet50_synthetic.toml --set data.train="$x/jpeg-side256/train" \
-      --set data.test="$x/jpeg-side256/test" --set data.augment=resized_crop_flip --set data.decode=$decode \
-      --set run.device=$device --threads 8 --batches 16 --warmup 2 2>>"$x/input-bench.err" >"$x/input-bench-$decode.json"
+  # The region layout (restart markers, prepare's default since 2026-11-30) and plain JPEGs (--keep-jpeg-bytes): the
+  # CPU decodes only a crop's segments from the first; nvJPEG decodes both whole, never yet fed the first on a GPU.
+  for layout in region plain; do
+    keep=()
+    [ "$layout" = plain ] && keep=(--keep-jpeg-bytes)
+    rt "$bin/ringtrain" prepare images --source "$x/photos/train" --test-source "$x/photos/val" --size 224 \
+      --store jpeg --max-side 256 --shards 16 "${keep[@]}" --out "$x/jpeg-side256-$layout" >"$x/prepare-side256-$layout.log" 2>&1
+    say "prepare side256 $layout exit $?: $(du -sh "$x/jpeg-side256-$layout" | cut -f1)"
+  done
+  mv "$x/jpeg-side256-region" "$x/jpeg-side256"
+  for run in region:cpu region:gpu plain:cpu plain:gpu; do
+    layout=${run%%:*} decode=${run#*:} split=$x/jpeg-side256
+    [ "$layout" = plain ] && split=$x/jpeg-side256-plain
+    rt timeout 40 $pin "$bin/ringtrain" input-bench jobs/resnet50_synthetic.toml --set data.train="$split/train" \
+      --set data.test="$split/test" --set data.augment=resized_crop_flip --set data.decode=$decode \
+      --set run.device=$device --threads 8 --batches 16 --warmup 2 2>>"$x/input-bench.err" >"$x/input-bench-$layout-$decode.json"
     rc=$?
-    sed "s/^{/{\"stage\":\"input_bench\",\"store\":\"side256\",\"decode\":\"$decode\",\"cores\":8,/" \
-      "$x/input-bench-$decode.json" >>"$out/results.jsonl"
-    say "input-bench side256 decode=$decode, 8 threads on 8 cores, exit $rc: $(grep -oE '"images_per_s":[0-9.]*' "$x/input-bench-$decode.json")"
+    sed "s/^{/{\"stage\":\"input_bench\",\"store\":\"side256\",\"layout\":\"$layout\",\"decode\":\"$decode\",\"cores\":8,/" \
+      "$x/input-bench-$layout-$decode.json" >>"$out/results.jsonl"
+    say "input-bench side256 $layout decode=$decode, 8 threads on 8 cores, exit $rc: $(grep -oE '"images_per_s":[0-9.]*' "$x/input-bench-$layout-$decode.json")"
   done
   # The photos' classes are ResNet-50's 1000 on a GPU; a dry run's fewer need a head of their size.
   photo_head=()
