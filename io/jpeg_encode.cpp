@@ -57,12 +57,22 @@ bool run_encode(const DecodedImage& image, int quality, bool region_layout, Comp
   return true;
 }
 
-// Only YCbCr and gray are rewritten: libjpeg marks the CMYK and RGB JPEGs it writes with Adobe's marker whether
-// the source had one or not, and Adobe's marker means inverted inks to io/jpeg_window.
-bool rewrites(const jpeg_decompress_struct& info) {
+// Only YCbCr and gray are rewritten: libjpeg marks the CMYK JPEGs it writes with Adobe's marker whether the source
+// had one or not, which means inverted inks to io/jpeg_window; RGB JPEGs are rare enough to keep as they are.
+bool is_rewritable(const jpeg_decompress_struct& info) {
   const bool space = (info.jpeg_color_space == JCS_YCbCr && info.num_components == 3) ||
                      (info.jpeg_color_space == JCS_GRAYSCALE && info.num_components == 1);
   return space && static_cast<uint64_t>(info.image_width) * info.image_height <= kMaxImagePixels;
+}
+
+// A progressive JPEG whose scans leave some coefficients unrefined (coef_bits not 0) is decoded with libjpeg's block
+// smoothing, which a baseline copy of those coefficients would not get: its pixels would change.
+bool is_fully_refined(const jpeg_decompress_struct& info) {
+  if (!info.progressive_mode) return true;
+  for (int c = 0; c < info.num_components; ++c)
+    for (int k = 0; k < DCTSIZE2; ++k)
+      if (info.coef_bits[c][k] != 0) return false;
+  return true;
 }
 
 // false: libjpeg failed (failure says why). `rewritten` false: the JPEG is one left as it is.
@@ -80,9 +90,10 @@ bool run_rewrite(std::span<const uint8_t> jpeg, Compressed& out, bool& rewritten
   jpeg_create_compress(&target);
   jpeg_mem_src(&source, jpeg.data(), static_cast<unsigned long>(jpeg.size()));
   jpeg_read_header(&source, TRUE);
-  rewritten = rewrites(source);
+  rewritten = is_rewritable(source);
+  jvirt_barray_ptr* coefficients = rewritten ? jpeg_read_coefficients(&source) : nullptr;
+  rewritten = rewritten && is_fully_refined(source);
   if (rewritten) {
-    jvirt_barray_ptr* coefficients = jpeg_read_coefficients(&source);
     jpeg_mem_dest(&target, &out.data, &out.size);
     jpeg_copy_critical_parameters(&source, &target);
     set_region_layout(target);
@@ -111,7 +122,6 @@ std::optional<std::vector<uint8_t>> in_region_layout(std::span<const uint8_t> jp
   std::optional<std::vector<uint8_t>> bytes;
   if (ran && rewritten) bytes.emplace(compressed.data, compressed.data + compressed.size);
   std::free(compressed.data);
-  if (!ran) throw DataError(fmt::format("JPEG does not decode: {}", failure.message));
   return bytes;
 }
 

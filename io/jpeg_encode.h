@@ -22,7 +22,8 @@ std::vector<uint8_t> encode_jpeg(const DecodedImage& image, int quality, bool re
 int restart_interval_for(int mcus_per_row);
 
 // `jpeg` rewritten losslessly into the region layout; nullopt for one left as it is: not YCbCr or gray (CMYK, YCCK,
-// RGB), or over kMaxImagePixels (decoding refuses it). Throws DataError when libjpeg cannot read it.
+// RGB), over kMaxImagePixels, progressive with coefficients its scans leave unrefined (decoded smoothed), or not
+// rewritable by libjpeg (the whole decode that proves a stored JPEG then judges it).
 std::optional<std::vector<uint8_t>> in_region_layout(std::span<const uint8_t> jpeg);
 
 }  // namespace ringtrain::io

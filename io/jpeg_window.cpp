@@ -159,12 +159,14 @@ namespace {
 // checks whole-stream decoding makes first; nullopt otherwise, and that decoding then runs (and refuses what fails).
 std::optional<PixelRegion> region_jpeg(std::span<const uint8_t> bytes, const JpegWindowRequest& request,
                                        const JpegHeader& expected, std::vector<uint8_t>& out) {
-  if (request.whole_image) return std::nullopt;
+  const PixelWindow& w = request.window;
+  if (request.whole_image || !std::isfinite(w.top) || !std::isfinite(w.left) || !std::isfinite(w.height) ||
+      !std::isfinite(w.width))
+    return std::nullopt;
   const std::optional<RestartLayout> layout = find_restart_layout(bytes);
   if (!layout || static_cast<uint64_t>(layout->width) * static_cast<uint64_t>(layout->height) > kMaxImagePixels ||
       (expected.height > 0 && (expected.height != layout->height || expected.width != layout->width)))
     return std::nullopt;
-  const PixelWindow& w = request.window;
   // Two pixels at the decoded scale beyond the window: the one its bilinear taps read, and one whose chroma
   // upsampling would see the region's edge instead of the image's next row or column.
   const float guard = 2.0f * 8.0f / static_cast<float>(jpeg_scale_eighths(w.height, w.width, request.out_height,
@@ -186,8 +188,10 @@ void decode_jpeg_window(std::span<const uint8_t> bytes, const JpegWindowRequest&
     within.window.top -= static_cast<float>(region->top);
     within.window.left -= static_cast<float>(region->left);
     outcome = run_decode(region_bytes, within, out, failure, seen, {region->height, region->width, 0, false});
+    out.from_region = true;
   } else {
     outcome = run_decode(bytes, request, out, failure, seen, expected);
+    out.from_region = false;
   }
   switch (outcome) {
     case Outcome::decoded: return;

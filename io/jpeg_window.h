@@ -39,6 +39,7 @@ struct DecodedWindow {
   int rows = 0, columns = 0, channels = 0;
   PixelWindow window;  // the request's window in these pixels' coordinates
   int scale_eighths = 8;
+  bool from_region = false;  // decoded from the restart segments the window covers alone (io/restart_region.h)
 };
 
 // The DCT scale, in eighths (1, 2, 4 or 8), for a window of window_height x window_width pixels becoming

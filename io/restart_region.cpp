@@ -54,6 +54,9 @@ bool is_whole_sequential_scan(std::span<const uint8_t> body, int frame_component
 
 std::optional<RestartLayout> layout_of(const Frame& frame, int interval, std::size_t frame_at, std::size_t entropy_at) {
   if (frame.height == 0 || frame.width == 0 || interval == 0) return std::nullopt;
+  // Samplings of more than four luma blocks an MCU (4x2, 2x4 and up) are left out: there libjpeg-turbo's cropped
+  // and skipped decoding is not exact itself, and a region decode would differ from it.
+  if (frame.components > 1 && frame.most_across * frame.most_down > 4) return std::nullopt;
   // A single-component scan is not interleaved: its MCU is one block, whatever the sampling factors say.
   const bool interleaved = frame.components > 1;
   RestartLayout layout;
@@ -71,10 +74,12 @@ std::optional<RestartLayout> layout_of(const Frame& frame, int interval, std::si
   return layout;
 }
 
-// [first, end) of `count` units of `unit` pixels that hold [from, to), at least one unit.
+// [first, end) of `count` units of `unit` pixels that hold [from, to), at least one unit; clamped before the
+// conversion, so that no window converts out of int's range.
 std::pair<int, int> covering_units(float from, float to, int unit, int count) {
-  const int first = std::clamp(static_cast<int>(std::floor(from / static_cast<float>(unit))), 0, count - 1);
-  const int end = std::clamp(static_cast<int>(std::ceil(to / static_cast<float>(unit))), first + 1, count);
+  const auto units = static_cast<float>(count), size = static_cast<float>(unit);
+  const int first = static_cast<int>(std::clamp(std::floor(from / size), 0.0f, units - 1));
+  const int end = static_cast<int>(std::clamp(std::ceil(to / size), static_cast<float>(first + 1), units));
   return {first, end};
 }
 
@@ -146,11 +151,14 @@ std::optional<PixelRegion> write_region_jpeg(std::span<const uint8_t> jpeg, cons
                  jpeg.begin() + static_cast<std::ptrdiff_t>(marker_at));
       ++written;
     }
-    ++index;
     if (next < kFirstRestart || next > kLastRestart) {
-      if (index <= last) return std::nullopt;  // the scan ended early
+      if (index < last) return std::nullopt;  // the scan ended early
       break;
     }
+    // A marker out of sequence: a segment lost or repeated, after which every block would be misplaced. The
+    // whole-stream decode refuses it, naming the marker.
+    if (next - kFirstRestart != index % 8) return std::nullopt;
+    ++index;
     begin = at = marker_at + 2;
   }
   out.insert(out.end(), {kMarker, kEndOfImage});

@@ -1,5 +1,5 @@
-// Owns reading a JPEG by region: a baseline, single-scan JPEG whose restart interval divides its rows of MCUs (the
-// layout io/restart_layout.h writes) is indexed by restart segment, and the segments a window covers are copied
+// Owns reading a JPEG by region: a sequential, single-scan JPEG whose restart interval divides its rows of MCUs (the
+// region layout io/jpeg_encode.h writes) is indexed by restart segment, and the segments a window covers are copied
 // into a smaller JPEG of that region alone: the same headers, the frame's size changed, the segments renumbered.
 // libjpeg decodes it without reading the rest of the image, where a whole-stream decode must Huffman-decode every
 // row above the window and every column beside it. The region's pixels are the image's own: its coefficients are
@@ -25,8 +25,8 @@ struct RestartLayout {
 };
 
 // nullopt for anything but a baseline or extended sequential Huffman JPEG of one scan holding every component, with
-// a restart interval that divides each row of MCUs; also for headers that do not parse (whole-stream decoding then
-// says what is wrong).
+// a restart interval that divides each row of MCUs and at most four luma blocks an MCU; also for headers that do not
+// parse (whole-stream decoding then says what is wrong).
 std::optional<RestartLayout> find_restart_layout(std::span<const uint8_t> jpeg);
 
 // The image's pixels [top, top + height) x [left, left + width).
@@ -36,7 +36,7 @@ struct PixelRegion {
 
 // Writes into `out` a JPEG of the smallest region on segment boundaries that holds `window` widened by `guard`
 // pixels each way (clipped to the image), and returns that region. nullopt (and `out` left unspecified) when the
-// entropy-coded data ends before the segments the region needs.
+// entropy-coded data ends before the segments the region needs, or a restart marker before them is out of sequence.
 std::optional<PixelRegion> write_region_jpeg(std::span<const uint8_t> jpeg, const RestartLayout& layout,
                                              const PixelWindow& window, float guard, std::vector<uint8_t>& out);
 

@@ -101,7 +101,7 @@ void store_jpeg(const std::filesystem::path& file, const StoreOptions& options, 
   }();
   if (!keep)
     reencode(file, data, options, out);
-  else if (auto rewritten = options.region_layout ? in_file(file, [&] { return in_region_layout(data); }) : std::nullopt)
+  else if (auto rewritten = options.region_layout ? in_region_layout(data) : std::nullopt)
     out.bytes = std::move(*rewritten);
   else
     out.bytes = std::move(data);

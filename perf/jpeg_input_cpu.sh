@@ -9,7 +9,9 @@
 #     training bytes exported to a folder, the same images, after the same 192 warm-up images; repeats interleaved,
 #     their order turned each repeat;
 #  2. prepare's peak RSS and CPU seconds as the folder grows: 10k, 100k and 300k files (symbolic links to a small
-#     photo set: memory is what is measured, not decoding), and one ImageNet-like folder stored both ways.
+#     photo set: memory is what is measured, not decoding; in the region layout since 2026-11-30, so their CPU
+#     seconds include its rewrite, about 2.8 ms an image, and compare with earlier records' only for memory), and
+#     one ImageNet-like folder stored both ways.
 # Every rate is also given per CPU-second of the process, which holds on a shared machine.
 #   perf/jpeg_input_cpu.sh OUT_DIR [PHOTOS_DIR] [TF_PYTHON]      (PIPELINE_ONLY=1: part 1 alone, a few minutes)
 # PHOTOS_DIR: a tree from scripts/make_jpeg_folder.py (made here, 2,000 photos, when absent); TF_PYTHON: a python with

@@ -91,6 +91,23 @@ TEST(PhotoSample, AtFullDctScaleItIsTheFullDecodesResampling) {
   EXPECT_EQ(out, reference_sample(jpeg, photo_crop(sampling, {}, 100, 120), sampling.shape));
 }
 
+// A photo in the region layout prepare stores (io/jpeg_encode.h) gives the loader the same samples, byte for byte,
+// as the same photo kept as a plain JPEG: training crops at every scale and the evaluation's centre crop.
+TEST(PhotoSample, TheRegionLayoutGivesThePlainJpegsSamples) {
+  const auto plain = io::encode_jpeg(smooth_photo(375, 500), 90, false);
+  const auto region = io::in_region_layout(plain);
+  ASSERT_TRUE(region);
+  const PhotoSampling training{true, {AugmentKind::resized_crop_flip}, 0, {3, 96, 96}};
+  const PhotoSampling evaluation{false, {}, 110, {3, 96, 96}};
+  for (const PhotoSampling& sampling : {training, evaluation})
+    for (int64_t sample = 0; sample < 12; ++sample) {
+      std::vector<uint8_t> from_plain(3 * 96 * 96), from_region(3 * 96 * 96);
+      decode_photo_sample(sampling, {7, 1, 0, sample}, plain, 375, 500, from_plain);
+      decode_photo_sample(sampling, {7, 1, 0, sample}, *region, 375, 500, from_region);
+      ASSERT_EQ(from_plain, from_region) << (sampling.training ? "training" : "evaluation") << " sample " << sample;
+    }
+}
+
 // Where the decoder scales down (1/2 or 1/4 for most crops of a 1200x900 photo) the sample is made from averaged
 // blocks instead of full pixels: close to the full-scale resampling on a smooth photo (a wrong window or flip would
 // be tens of levels away on average).

@@ -229,7 +229,8 @@ std::string read_window(const fs::path& file) {
     const ringtrain::io::JpegHeader header = ringtrain::io::read_jpeg_header(data);
     const auto h = static_cast<float>(header.height), w = static_cast<float>(header.width);
     for (const ringtrain::io::PixelWindow window : {ringtrain::io::PixelWindow{0, 0, h, w},
-                                                    ringtrain::io::PixelWindow{h / 3, w / 4, h / 2, w / 2}}) {
+                                                    ringtrain::io::PixelWindow{h / 3, w / 4, h / 2, w / 2},
+                                                    ringtrain::io::PixelWindow{h * 0.6f, w * 0.7f, h / 3, w / 4}}) {
       ringtrain::io::DecodedWindow out;
       ringtrain::io::decode_jpeg_window(data, {window, 5, 7, 3, window.top == 0}, out, header);
       if (out.channels != 3 || out.rows < 1 || out.columns < 1 ||

@@ -33,7 +33,9 @@ inline TestPixels photo_like(int height, int width, int channels, int seed) {
   return p;
 }
 
-enum class JpegKind { baseline, progressive };
+// progressive_unrefined: RGB only; its AC scans stop at half precision (Al = 1, never refined), so libjpeg decodes
+// it with block smoothing.
+enum class JpegKind { baseline, progressive, progressive_unrefined };
 
 // The luma's sampling factors of a colour JPEG, the chroma's being 1 x 1: 2 x 2 is 4:2:0 (libjpeg's default), 2 x 1
 // 4:2:2, 1 x 1 4:4:4.
@@ -63,6 +65,12 @@ inline std::vector<uint8_t> encode_test_jpeg(const TestPixels& pixels, int quali
     info.comp_info[0].v_samp_factor = sampling.down;
   }
   if (kind == JpegKind::progressive) jpeg_simple_progression(&info);
+  static const jpeg_scan_info unrefined[] = {
+      {3, {0, 1, 2}, 0, 0, 0, 0}, {1, {0}, 1, 63, 0, 1}, {1, {1}, 1, 63, 0, 1}, {1, {2}, 1, 63, 0, 1}};
+  if (kind == JpegKind::progressive_unrefined) {
+    info.scan_info = unrefined;
+    info.num_scans = 4;
+  }
   jpeg_start_compress(&info, TRUE);
   const auto stride = static_cast<std::size_t>(pixels.width * pixels.channels);
   while (info.next_scanline < info.image_height) {

@@ -80,9 +80,30 @@ TEST(RestartLayout, CmykIsKeptAsItIs) {
   EXPECT_FALSE(in_region_layout(encode_test_jpeg(cmyk, 90)));
 }
 
-TEST(RestartLayout, BytesLibjpegCannotReadAreADataError) {
+// Left as they are, for the whole decode that proves a stored JPEG to judge.
+TEST(RestartLayout, BytesLibjpegCannotReadAreKeptAsTheyAre) {
   const std::vector<uint8_t> text{0xFF, 0xD8, 'n', 'o', 't', ' ', 'a', ' ', 'j', 'p', 'e', 'g'};
-  EXPECT_THROW(in_region_layout(text), DataError);
+  EXPECT_FALSE(in_region_layout(text));
+}
+
+// A progressive JPEG whose AC scans stop at half precision: libjpeg smooths its blocks when decoding it, which a
+// baseline copy would not get, so it is kept as it is.
+TEST(RestartLayout, AProgressiveJpegItsScansLeaveUnrefinedIsKeptAsItIs) {
+  const auto jpeg = encode_test_jpeg(photo_like(64, 64, 3, 23), 90, JpegKind::progressive_unrefined);
+  EXPECT_TRUE(read_jpeg_header(jpeg).progressive);
+  EXPECT_FALSE(in_region_layout(jpeg));
+}
+
+// 4x2 and 2x4 luma sampling: libjpeg-turbo's cropped decoding is not exact there itself, so such a JPEG is read
+// whole-stream even when rewritten.
+TEST(RestartLayout, SamplingsOfMoreThanFourLumaBlocksAreNotReadByRegion) {
+  for (const LumaSampling sampling : {LumaSampling{4, 2}, LumaSampling{2, 4}}) {
+    const auto bytes = rewritten(encode_test_jpeg(photo_like(120, 300, 3, 24), 90, JpegKind::baseline, sampling));
+    EXPECT_FALSE(find_restart_layout(bytes)) << sampling.across << "x" << sampling.down;
+    DecodedWindow out;
+    decode_jpeg_window(bytes, {{30, 40, 60, 200}, 32, 32, 3, false}, out);
+    EXPECT_FALSE(out.from_region);
+  }
 }
 
 // Where a window's pixels lie in a decoded buffer: its origin in the scaled image, which must be whole pixels.
@@ -151,6 +172,8 @@ TEST(RestartRegion, AWindowFromItsRegionHoldsTheWholeStreamDecodesPixels) {
       DecodedWindow plain, region;
       decode_jpeg_window(image.plain, {window, out, out, channels, false}, plain, header);
       decode_jpeg_window(bytes, {window, out, out, channels, false}, region, header);
+      ASSERT_FALSE(plain.from_region);
+      ASSERT_TRUE(region.from_region) << "the region-layout JPEG was decoded whole-stream";
       expect_same_tap_pixels(plain, region, window, header.height, header.width);
       if (::testing::Test::HasFailure()) return;
     }
@@ -181,6 +204,27 @@ TEST(RestartRegion, TheRegionJpegHoldsOnlyTheSegmentsTheWindowCovers) {
       ASSERT_EQ(part.pixels[static_cast<std::size_t>(r * part.width * 3 + c)],
                 whole.pixels[static_cast<std::size_t>((region->top + r) * whole.width * 3 + region->left * 3 + c)])
           << "row " << r << " byte " << c;
+}
+
+// A restart marker out of sequence (a segment lost, or renumbered) is refused as the whole-stream decode refuses it,
+// not decoded from misplaced blocks.
+TEST(RestartRegion, ARestartMarkerOutOfSequenceIsADataError) {
+  const std::vector<uint8_t> bytes = rewritten(encode_test_jpeg(photo_like(96, 256, 3, 25), 90));
+  const auto layout = find_restart_layout(bytes);
+  ASSERT_TRUE(layout);
+  std::vector<uint8_t> renumbered = bytes;
+  std::size_t at = layout->entropy_at;
+  int seen = 0;
+  for (; at + 1 < renumbered.size(); ++at)
+    if (renumbered[at] == 0xFF && renumbered[at + 1] >= 0xD0 && renumbered[at + 1] <= 0xD7 && seen++ == 2) break;
+  ASSERT_EQ(renumbered[at + 1], 0xD2);
+  renumbered[at + 1] = 0xD6;
+  std::vector<uint8_t> region_bytes;
+  EXPECT_FALSE(write_region_jpeg(renumbered, *layout, {40, 100, 30, 60}, 2.0f, region_bytes));
+  DecodedWindow out;
+  EXPECT_THROW(decode_jpeg_window(renumbered, {{40, 100, 30, 60}, 30, 60, 3, false}, out), DataError);
+  decode_jpeg_window(bytes, {{40, 100, 30, 60}, 30, 60, 3, false}, out);
+  EXPECT_TRUE(out.from_region);
 }
 
 TEST(RestartRegion, AWindowPastWhereTheDataEndsIsADataError) {
