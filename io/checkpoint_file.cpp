@@ -202,8 +202,8 @@ void read_position(hid_t file, CheckpointData& d, bool crc) {
 }
 
 // The optional arrays of a run inside an epoch and of fp16: the interrupted epoch's training totals, the loss scale
-// with its counts (two or three values from an older ringtrain, which counted no skipped steps, or none in a row);
-// the optimizer's updates.
+// with its counts (two or three values from an older ringtrain, which counted no skipped steps, or none in a row;
+// more from a newer one); the optimizer's updates.
 void read_run_totals(hid_t file, CheckpointData& d, bool crc) {
   if (H5_CHECK(H5Lexists(file, "epoch_train", H5P_DEFAULT)) > 0) {
     const auto so_far = read_array<double>(file, "epoch_train", crc);
@@ -213,13 +213,16 @@ void read_run_totals(hid_t file, CheckpointData& d, bool crc) {
   }
   if (H5_CHECK(H5Lexists(file, "loss_scale", H5P_DEFAULT)) > 0) {
     const auto scaling = read_array<double>(file, "loss_scale", crc);
+    // Values past the four read here (a newer ringtrain's) are left unread, so that adding one breaks no reader.
     const bool counts = std::all_of(scaling.begin() + std::min<std::ptrdiff_t>(1, std::ssize(scaling)), scaling.end(),
                                     [](double v) { return v >= 0 && v <= 1e18; });
-    if (scaling.size() < 2 || scaling.size() > 4 || !(scaling[0] > 0) || !std::isfinite(scaling[0]) || !counts)
-      throw CheckpointError("its loss_scale array is not a positive scale and step counts of at least 0");
+    if (scaling.size() < 2 || !(scaling[0] > 0) || !std::isfinite(scaling[0]) || !counts ||
+        (scaling.size() >= 4 && scaling[3] > scaling[2]))
+      throw CheckpointError("its loss_scale array is not a positive scale and step counts of at least 0 (of which "
+                            "the skips in a row are no more than the skipped steps)");
     d.loss_scale = scaling[0], d.loss_scale_finite_in_a_row = static_cast<int64_t>(scaling[1]);
     if (scaling.size() >= 3) d.loss_scale_skipped_steps = static_cast<int64_t>(scaling[2]);
-    if (scaling.size() == 4) d.loss_scale_skips_in_a_row = static_cast<int64_t>(scaling[3]);
+    if (scaling.size() >= 4) d.loss_scale_skips_in_a_row = static_cast<int64_t>(scaling[3]);
   }
   if (H5_CHECK(H5Lexists(file, "sample_shape", H5P_DEFAULT)) > 0) {
     d.sample_shape = read_array<int64_t>(file, "sample_shape", crc);

@@ -198,7 +198,7 @@ std::string Watchdog::missing_ranks(double now) const {
     if (p.heard_at == 0)
       detail += fmt::format("\n    rank {}: never heard from", r);
     else
-      detail += fmt::format("\n    rank {}: last heard {:.1f} s ago, at step {}{}", r, now - p.heard_at, p.step + 1,
+      detail += fmt::format("\n    rank {}: last heard {:.1f} s ago, {}{}", r, now - p.heard_at, at_step(p.step),
                             p.waiting ? " (waiting in a collective)" : " (computing or reading)");
   }
   if (missing.empty()) return "every rank reports waiting in it: MPI or the network is stalled";

@@ -172,6 +172,42 @@ TEST(CheckpointFile, TheLossScaleRoundTripsAndIsAbsentWithoutOne) {
   EXPECT_EQ(u.loss_scale_finite_in_a_row, 0);
 }
 
+// The loss_scale array of an older ringtrain (two or three values) reads with the counts it lacks at 0, and a newer
+// one's values past the four read here are left unread; skips in a row past the skipped steps are refused.
+TEST(CheckpointFile, LossScaleArraysOfOtherLengthsReadWhatTheyHold) {
+  const ScratchDir scratch("rt-ckpt-loss-scale-lengths");
+  io::CheckpointData d = sample();
+  d.loss_scale = 0x1p13;
+  const fs::path path = scratch.path() / io::checkpoint_name(5);
+  const auto with_loss_scale = [&](std::vector<double> values) {
+    io::write_checkpoint(path, d);
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    EXPECT_GE(file, 0);
+    EXPECT_GE(H5Ldelete(file, "loss_scale", H5P_DEFAULT), 0);
+    const hsize_t count = values.size();
+    const hid_t space = H5Screate_simple(1, &count, nullptr);
+    const hid_t set = H5Dcreate2(file, "loss_scale", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    EXPECT_GE(H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
+    H5Dclose(set);
+    H5Sclose(space);
+    EXPECT_GE(H5Adelete(file, "array_checksums"), 0);  // as an older ringtrain wrote it: no CRCs to check
+    H5Fclose(file);
+    return io::read_checkpoint(path, io::CheckpointUse::named);
+  };
+  const io::CheckpointData two = with_loss_scale({0x1p10, 7});
+  EXPECT_EQ(two.loss_scale, 0x1p10);
+  EXPECT_EQ(two.loss_scale_finite_in_a_row, 7);
+  EXPECT_EQ(two.loss_scale_skipped_steps, 0);
+  EXPECT_EQ(two.loss_scale_skips_in_a_row, 0);
+  const io::CheckpointData three = with_loss_scale({0x1p10, 0, 5});
+  EXPECT_EQ(three.loss_scale_skipped_steps, 5);
+  EXPECT_EQ(three.loss_scale_skips_in_a_row, 0);
+  const io::CheckpointData five = with_loss_scale({0x1p10, 0, 5, 2, 99});
+  EXPECT_EQ(five.loss_scale_skips_in_a_row, 2);
+  EXPECT_THROW(with_loss_scale({0x1p10, 0, 5, 6}), CheckpointError);
+  EXPECT_THROW(with_loss_scale({0x1p10}), CheckpointError);
+}
+
 // A file without the optimizer's update count (an older ringtrain, which never changed it apart from the steps)
 // reads back the count that ringtrain used: the global step less fp16's skipped steps.
 TEST(CheckpointFile, AFileWithoutTheUpdateCountReadsTheStepsLessTheSkippedOnes) {

@@ -116,7 +116,8 @@ else
 fi
 
 # The other test hook that shapes a run, RINGTRAIN_TEST_AWAIT_STOP, is refused before run.dir is claimed when it is
-# malformed, or when the ranks were given different values (an MPMD launch, one value an app context).
+# malformed, or when the ranks were given different values or one rank none (an MPMD launch, one environment an app
+# context: Open MPI 4's -x applies per context).
 await_refused() {  # NAME WANT COMMAND...
   local name=$1 want=$2
   shift 2
@@ -133,6 +134,9 @@ await_refused await-malformed "RINGTRAIN_TEST_AWAIT_STOP='0:3': expected EPOCH:S
 await_refused await-mismatch "RINGTRAIN_TEST_AWAIT_STOP is not the same on every rank" \
   mpirun --oversubscribe -np 1 -x RINGTRAIN_TEST_AWAIT_STOP=1:2 "$bin" train "${args[@]}" --set run.dir="$work/await-mismatch" \
   : -np 1 -x RINGTRAIN_TEST_AWAIT_STOP=1:3 "$bin" train "${args[@]}" --set run.dir="$work/await-mismatch"
+await_refused await-one-rank "RINGTRAIN_TEST_AWAIT_STOP is not the same on every rank" \
+  env -u RINGTRAIN_TEST_AWAIT_STOP mpirun --oversubscribe -np 1 -x RINGTRAIN_TEST_AWAIT_STOP=1:2 "$bin" train "${args[@]}" \
+  --set run.dir="$work/await-one-rank" : -np 1 "$bin" train "${args[@]}" --set run.dir="$work/await-one-rank"
 
 echo "$passed passed, $failures failed"
 [ "$failures" -eq 0 ] && [ "$passed" -gt 0 ]
