@@ -59,10 +59,13 @@ bool run_encode(const DecodedImage& image, int quality, bool region_layout, Comp
 
 // Only YCbCr and gray are rewritten: libjpeg marks the CMYK JPEGs it writes with Adobe's marker whether the source
 // had one or not, which means inverted inks to io/jpeg_window; RGB JPEGs are rare enough to keep as they are.
+// Nor are samplings of more than four luma blocks an MCU, which io/restart_region reads whole-stream: they would pay
+// for the markers without using them.
 bool is_rewritable(const jpeg_decompress_struct& info) {
   const bool space = (info.jpeg_color_space == JCS_YCbCr && info.num_components == 3) ||
                      (info.jpeg_color_space == JCS_GRAYSCALE && info.num_components == 1);
-  return space && static_cast<uint64_t>(info.image_width) * info.image_height <= kMaxImagePixels;
+  return space && info.max_h_samp_factor * info.max_v_samp_factor <= 4 &&
+         static_cast<uint64_t>(info.image_width) * info.image_height <= kMaxImagePixels;
 }
 
 // A progressive JPEG whose scans leave some coefficients unrefined (coef_bits not 0) is decoded with libjpeg's block

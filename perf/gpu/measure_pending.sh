@@ -19,8 +19,9 @@
 #             likely cause cuDNN's timed search for a batch size not seen before), then the same with
 #             gpu.full_eval_batches = true (the last batch padded to 256)
 #   jpeg      issue 37: 12,000 ImageNet-like photos (made in the background while the tests run) at a shorter side
-#             of 256; the loader alone (input-bench, decode cpu | gpu); ResNet-50 from the shards decoded on the
-#             8 cores and on the GPU
+#             of 256, in the region layout and as plain JPEGs (--keep-jpeg-bytes); the loader alone (input-bench,
+#             decode cpu | gpu, both layouts) and the GPU decoder alone with its routes (ringtrain-jpeg-decode-bench,
+#             both layouts); ResNet-50 from the region-layout shards decoded on the 8 cores and on the GPU
 #   pytorch   PyTorch's torchvision models, eager with cudnn.benchmark, then compile reduce-overhead, as the
 #             budget allows (perf/gpu/compare_pytorch.py)
 # Needs .gpurt/ as `perf/gpu/pack_carried.sh build-gpu ringtrain test_gpu test_layers test_equivalence
@@ -212,7 +213,7 @@ if want evalshape && fits evalshape 150; then
   rm -rf "$x/eval1000"
 fi
 
-if want jpeg && fits jpeg 230; then
+if want jpeg && fits jpeg 250; then
   wait "$photos_pid"; say "photos: $(tail -1 "$x/make_jpeg_folder.log" | cut -c1-220)"
   # The region layout (restart markers, prepare's default since 2026-11-30) and plain JPEGs (--keep-jpeg-bytes): the
   # CPU decodes only a crop's segments from the first; nvJPEG decodes both whole, never yet fed the first on a GPU.
@@ -234,6 +235,18 @@ if want jpeg && fits jpeg 230; then
     sed "s/^{/{\"stage\":\"input_bench\",\"store\":\"side256\",\"layout\":\"$layout\",\"decode\":\"$decode\",\"cores\":8,/" \
       "$x/input-bench-$layout-$decode.json" >>"$out/results.jsonl"
     say "input-bench side256 $layout decode=$decode, 8 threads on 8 cores, exit $rc: $(grep -oE '"images_per_s":[0-9.]*' "$x/input-bench-$layout-$decode.json")"
+  done
+  # Whether nvJPEG's hardware engine takes the restart markers: `routes` says how each batch's samples went.
+  for layout in region plain; do
+    split=$x/jpeg-side256
+    [ "$layout" = plain ] && split=$x/jpeg-side256-plain
+    [ "$device" = cuda ] && [ -x "$bin/ringtrain-jpeg-decode-bench" ] || break
+    rt timeout 40 "$bin/ringtrain-jpeg-decode-bench" "$split/train" --batches 10 2>>"$x/decode-bench.err" \
+      >"$x/decode-bench-$layout.json"
+    rc=$?
+    sed "s/^{/{\"stage\":\"jpeg_decode_bench\",\"store\":\"side256\",\"layout\":\"$layout\",/" \
+      "$x/decode-bench-$layout.json" >>"$out/results.jsonl"
+    say "jpeg-decode-bench side256 $layout exit $rc: $(grep -oE '"images_per_s":[0-9.]*|"routes":[^}]*}' "$x/decode-bench-$layout.json" | tr '\n' ' ')"
   done
   # The photos' classes are ResNet-50's 1000 on a GPU; a dry run's fewer need a head of their size.
   photo_head=()

@@ -3,12 +3,14 @@
 // DCT scale is 8/8, and close to it where the decoder scales down.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
 #include "data/photo_sample.h"
 #include "io/image_decode.h"
 #include "io/jpeg_encode.h"
+#include "io/restart_region.h"
 #include "kernels/cpu/crop_resample.h"
 
 namespace ringtrain::train {
@@ -92,20 +94,28 @@ TEST(PhotoSample, AtFullDctScaleItIsTheFullDecodesResampling) {
 }
 
 // A photo in the region layout prepare stores (io/jpeg_encode.h) gives the loader the same samples, byte for byte,
-// as the same photo kept as a plain JPEG: training crops at every scale and the evaluation's centre crop.
+// as the same photo kept as a plain JPEG: training crops (at DCT scales 8/8 and 4/8 here) and the evaluation's
+// centre crop, through the window's shift into the region. The margin that keeps a region's edge out of the taps'
+// reach is proven pixel by pixel in tests/io/test_restart_region.cpp, where one pixel too few fails.
 TEST(PhotoSample, TheRegionLayoutGivesThePlainJpegsSamples) {
-  const auto plain = io::encode_jpeg(smooth_photo(375, 500), 90, false);
+  io::DecodedImage photo = smooth_photo(900, 1200);
+  for (std::size_t i = 0; i < photo.pixels.size(); ++i) {
+    const int noise = static_cast<int>(static_cast<uint32_t>(i) * 2654435761u >> 27) - 16;  // a hash: -16..15
+    photo.pixels[i] = static_cast<uint8_t>(std::clamp(photo.pixels[i] + noise, 0, 255));
+  }
+  const auto plain = io::encode_jpeg(photo, 90, false);
   const auto region = io::in_region_layout(plain);
   ASSERT_TRUE(region);
-  const PhotoSampling training{true, {AugmentKind::resized_crop_flip}, 0, {3, 96, 96}};
-  const PhotoSampling evaluation{false, {}, 110, {3, 96, 96}};
-  for (const PhotoSampling& sampling : {training, evaluation})
-    for (int64_t sample = 0; sample < 12; ++sample) {
-      std::vector<uint8_t> from_plain(3 * 96 * 96), from_region(3 * 96 * 96);
-      decode_photo_sample(sampling, {7, 1, 0, sample}, plain, 375, 500, from_plain);
-      decode_photo_sample(sampling, {7, 1, 0, sample}, *region, 375, 500, from_region);
-      ASSERT_EQ(from_plain, from_region) << (sampling.training ? "training" : "evaluation") << " sample " << sample;
-    }
+  ASSERT_TRUE(io::find_restart_layout(*region)) << "the loader would decode it whole-stream";
+  const PhotoSampling training{true, {AugmentKind::resized_crop_flip}, 0, {3, 224, 224}};
+  const PhotoSampling evaluation{false, {}, 256, {3, 224, 224}};
+  for (int64_t sample = 0; sample < 24; ++sample) {
+    const PhotoSampling& sampling = sample == 0 ? evaluation : training;
+    std::vector<uint8_t> from_plain(3 * 224 * 224), from_region(3 * 224 * 224);
+    decode_photo_sample(sampling, {7, 1, 0, sample}, plain, 900, 1200, from_plain);
+    decode_photo_sample(sampling, {7, 1, 0, sample}, *region, 900, 1200, from_region);
+    ASSERT_EQ(from_plain, from_region) << (sampling.training ? "training" : "evaluation") << " sample " << sample;
+  }
 }
 
 // Where the decoder scales down (1/2 or 1/4 for most crops of a 1200x900 photo) the sample is made from averaged

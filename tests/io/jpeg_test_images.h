@@ -44,8 +44,9 @@ struct LumaSampling {
 };
 
 // libjpeg's compressor; `pixels.channels` 1 (gray), 3 (RGB) or 4 (written as CMYK, Adobe-inverted as Photoshop does).
+// `restart_interval`: a restart marker every that many MCUs (0: none).
 inline std::vector<uint8_t> encode_test_jpeg(const TestPixels& pixels, int quality, JpegKind kind = JpegKind::baseline,
-                                             LumaSampling sampling = {}) {
+                                             LumaSampling sampling = {}, unsigned restart_interval = 0) {
   jpeg_compress_struct info{};
   jpeg_error_mgr errors{};
   info.err = jpeg_std_error(&errors);
@@ -67,6 +68,7 @@ inline std::vector<uint8_t> encode_test_jpeg(const TestPixels& pixels, int quali
   if (kind == JpegKind::progressive) jpeg_simple_progression(&info);
   static const jpeg_scan_info unrefined[] = {
       {3, {0, 1, 2}, 0, 0, 0, 0}, {1, {0}, 1, 63, 0, 1}, {1, {1}, 1, 63, 0, 1}, {1, {2}, 1, 63, 0, 1}};
+  info.restart_interval = restart_interval;
   if (kind == JpegKind::progressive_unrefined) {
     info.scan_info = unrefined;
     info.num_scans = 4;

@@ -33,6 +33,9 @@ std::vector<TestImage> test_images() {
       {"4:2:0 375x500", encode_test_jpeg(photo_like(375, 500, 3, 12), 85)},  // 32: 4
       {"4:2:2 150x333", encode_test_jpeg(photo_like(150, 333, 3, 13), 90, JpegKind::baseline, {2, 1})},  // 21: 3
       {"4:4:4 90x181", encode_test_jpeg(photo_like(90, 181, 3, 14), 90, JpegKind::baseline, {1, 1})},    // 23: 1
+      {"4:1:1 77x250", encode_test_jpeg(photo_like(77, 250, 3, 18), 90, JpegKind::baseline, {4, 1})},    // 8: 4
+      {"4:4:0 121x96", encode_test_jpeg(photo_like(121, 96, 3, 19), 90, JpegKind::baseline, {1, 2})},    // 12: 4
+      {"1x4 140x72", encode_test_jpeg(photo_like(140, 72, 3, 20), 90, JpegKind::baseline, {1, 4})},      // 9: 3
       {"gray 99x131", encode_test_jpeg(photo_like(99, 131, 1, 15), 90)},                                  // 17: 1
       {"progressive 4:2:0 160x176", encode_test_jpeg(photo_like(160, 176, 3, 16), 90, JpegKind::progressive)},  // 11
       {"4:2:0 16x16", encode_test_jpeg(photo_like(16, 16, 3, 17), 90)},  // one MCU
@@ -94,11 +97,13 @@ TEST(RestartLayout, AProgressiveJpegItsScansLeaveUnrefinedIsKeptAsItIs) {
   EXPECT_FALSE(in_region_layout(jpeg));
 }
 
-// 4x2 and 2x4 luma sampling: libjpeg-turbo's cropped decoding is not exact there itself, so such a JPEG is read
-// whole-stream even when rewritten.
+// 4x2 and 2x4 luma sampling: libjpeg-turbo's cropped decoding is not exact there itself, so such a JPEG is not
+// rewritten, and is read whole-stream even where it has restart markers dividing its rows (here 10 MCUs, interval 2).
 TEST(RestartLayout, SamplingsOfMoreThanFourLumaBlocksAreNotReadByRegion) {
   for (const LumaSampling sampling : {LumaSampling{4, 2}, LumaSampling{2, 4}}) {
-    const auto bytes = rewritten(encode_test_jpeg(photo_like(120, 300, 3, 24), 90, JpegKind::baseline, sampling));
+    const auto pixels = photo_like(120, 300, 3, 24);
+    EXPECT_FALSE(in_region_layout(encode_test_jpeg(pixels, 90, JpegKind::baseline, sampling)));
+    const auto bytes = encode_test_jpeg(pixels, 90, JpegKind::baseline, sampling, 2);
     EXPECT_FALSE(find_restart_layout(bytes)) << sampling.across << "x" << sampling.down;
     DecodedWindow out;
     decode_jpeg_window(bytes, {{30, 40, 60, 200}, 32, 32, 3, false}, out);
