@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "io/jpeg_library.h"
+#include "io/restart_region.h"
 
 namespace ringtrain::io {
 
@@ -21,9 +22,12 @@ struct Compressed {
 
 // Optimised Huffman tables (smaller files, no pixel changed) and the restart interval, set before compression starts.
 void set_region_layout(jpeg_compress_struct& info) {
-  int mcu_width = 8;
-  if (info.num_components > 1)
-    for (int c = 0; c < info.num_components; ++c) mcu_width = std::max(mcu_width, 8 * info.comp_info[c].h_samp_factor);
+  int most_across = 1, most_down = 1;  // the compressor sets max_h_samp_factor only once compression starts
+  for (int c = 0; c < info.num_components; ++c) {
+    most_across = std::max(most_across, info.comp_info[c].h_samp_factor);
+    most_down = std::max(most_down, info.comp_info[c].v_samp_factor);
+  }
+  const int mcu_width = mcu_size(info.num_components, most_across, most_down).width;
   const int width = static_cast<int>(info.image_width);
   info.restart_interval = static_cast<unsigned>(restart_interval_for((width + mcu_width - 1) / mcu_width));
   info.optimize_coding = TRUE;
@@ -59,12 +63,11 @@ bool run_encode(const DecodedImage& image, int quality, bool region_layout, Comp
 
 // Only YCbCr and gray are rewritten: libjpeg marks the CMYK JPEGs it writes with Adobe's marker whether the source
 // had one or not, which means inverted inks to io/jpeg_window; RGB JPEGs are rare enough to keep as they are.
-// Nor are samplings of more than four luma blocks an MCU, which io/restart_region reads whole-stream: they would pay
-// for the markers without using them.
+// Nor are samplings io/restart_region reads whole-stream: they would pay for the markers without using them.
 bool is_rewritable(const jpeg_decompress_struct& info) {
   const bool space = (info.jpeg_color_space == JCS_YCbCr && info.num_components == 3) ||
                      (info.jpeg_color_space == JCS_GRAYSCALE && info.num_components == 1);
-  return space && info.max_h_samp_factor * info.max_v_samp_factor <= 4 &&
+  return space && is_read_by_region(info.num_components, info.max_h_samp_factor, info.max_v_samp_factor) &&
          static_cast<uint64_t>(info.image_width) * info.image_height <= kMaxImagePixels;
 }
 

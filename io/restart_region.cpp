@@ -53,17 +53,15 @@ bool is_whole_sequential_scan(std::span<const uint8_t> body, int frame_component
 }
 
 std::optional<RestartLayout> layout_of(const Frame& frame, int interval, std::size_t frame_at, std::size_t entropy_at) {
-  if (frame.height == 0 || frame.width == 0 || interval == 0) return std::nullopt;
-  // Samplings of more than four luma blocks an MCU (4x2, 2x4 and up) are left out: there libjpeg-turbo's cropped
-  // and skipped decoding is not exact itself, and a region decode would differ from it.
-  if (frame.components > 1 && frame.most_across * frame.most_down > 4) return std::nullopt;
-  // A single-component scan is not interleaved: its MCU is one block, whatever the sampling factors say.
-  const bool interleaved = frame.components > 1;
+  if (frame.height == 0 || frame.width == 0 || interval == 0 ||
+      !is_read_by_region(frame.components, frame.most_across, frame.most_down))
+    return std::nullopt;
   RestartLayout layout;
   layout.height = frame.height;
   layout.width = frame.width;
-  layout.mcu_height = 8 * (interleaved ? frame.most_down : 1);
-  layout.mcu_width = 8 * (interleaved ? frame.most_across : 1);
+  const McuSize mcu = mcu_size(frame.components, frame.most_across, frame.most_down);
+  layout.mcu_height = mcu.height;
+  layout.mcu_width = mcu.width;
   layout.mcu_rows = (frame.height + layout.mcu_height - 1) / layout.mcu_height;
   const int mcus_per_row = (frame.width + layout.mcu_width - 1) / layout.mcu_width;
   if (mcus_per_row % interval != 0) return std::nullopt;
@@ -84,6 +82,16 @@ std::pair<int, int> covering_units(float from, float to, int unit, int count) {
 }
 
 }  // namespace
+
+McuSize mcu_size(int components, int most_across, int most_down) {
+  if (components == 1) return {};
+  return {8 * most_down, 8 * most_across};
+}
+
+bool is_read_by_region(int components, int most_across, int most_down) {
+  const McuSize mcu = mcu_size(components, most_across, most_down);
+  return mcu.height * mcu.width <= 4 * 64;
+}
 
 std::optional<RestartLayout> find_restart_layout(std::span<const uint8_t> jpeg) {
   if (jpeg.size() < 4 || jpeg[0] != kMarker || jpeg[1] != kStartOfImage) return std::nullopt;

@@ -24,6 +24,17 @@ struct RestartLayout {
   std::size_t entropy_at = 0;  // the first byte after the scan header
 };
 
+// The pixels one MCU of a sequential scan covers, from the components' largest sampling factors: a single component
+// is not interleaved, and its MCU is one block whatever its factors say.
+struct McuSize {
+  int height = 8, width = 8;
+};
+McuSize mcu_size(int components, int most_across, int most_down);
+
+// Whether a JPEG of this sampling is read by region: at most four luma blocks an MCU. Beyond (4x2, 2x4 and up)
+// libjpeg-turbo's cropped and skipped decoding is not exact itself, and a region decode would differ from it.
+bool is_read_by_region(int components, int most_across, int most_down);
+
 // nullopt for anything but a baseline or extended sequential Huffman JPEG of one scan holding every component, with
 // a restart interval that divides each row of MCUs and at most four luma blocks an MCU; also for headers that do not
 // parse (whole-stream decoding then says what is wrong).
