@@ -188,22 +188,7 @@ void Watchdog::drain(double now) {
 }
 
 std::string Watchdog::missing_ranks(double now) const {
-  const int64_t step = step_;
-  std::string missing, detail;
-  for (int r = 1; r < size_; ++r) {
-    const Peer& p = peers_[static_cast<size_t>(r)];
-    const bool arrived = p.step == step && p.waiting && now - p.heard_at < timeout_s_;
-    if (arrived) continue;
-    missing += fmt::format("{}{}", missing.empty() ? "" : ", ", r);
-    if (p.heard_at == 0)
-      detail += fmt::format("\n    rank {}: never heard from", r);
-    else
-      detail += fmt::format("\n    rank {}: last heard {:.1f} s ago, {}{}", r, now - p.heard_at, at_step(p.step),
-                            p.waiting ? " (waiting in a collective)" : " (computing or reading)");
-  }
-  if (missing.empty()) return "every rank reports waiting in it: MPI or the network is stalled";
-  return fmt::format("rank{} {} ha{} not arrived{}", missing.find(',') == std::string::npos ? "" : "s", missing,
-                     missing.find(',') == std::string::npos ? "s" : "ve", detail);
+  return describe_missing_ranks(peers_, step_, now, silent_after_s(kHeartbeatEveryS, timeout_s_));
 }
 
 // On a helper thread, waited for at most kLastWordsS: the hang being reported may be the file system the last
@@ -286,10 +271,6 @@ void Watchdog::fire_at_finish(double waited) {
                "the job; the checkpoints in run.dir are intact\n",
                exit_code_, process_label().c_str(), waited, timeout_s_);
   end_job(exit_code_, /*use_mpi=*/true);
-}
-
-std::string Watchdog::at_step(int64_t step) const {
-  return step < 0 ? std::string("before any training step") : fmt::format("at step {}", step + 1);
 }
 
 }  // namespace ringtrain::dist

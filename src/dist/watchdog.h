@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "dist/peer_report.h"
+
 namespace ringtrain::dist {
 
 class Watchdog {
@@ -109,11 +111,6 @@ class Watchdog {
   };
 
  private:
-  struct Peer {
-    int64_t step = -1;
-    bool waiting = false;
-    double heard_at = 0;
-  };
   void loop();
   void guard();
   void check_call(double now);
@@ -123,7 +120,6 @@ class Watchdog {
   [[noreturn]] void fire_terminated(double waited);
   [[noreturn]] void fire_stuck_call(double waited, bool after_sigterm);
   [[noreturn]] void fire_at_finish(double waited);
-  std::string at_step(int64_t step) const;
   void say_last_words() noexcept;
   std::string missing_ranks(double now) const;
 
@@ -145,7 +141,7 @@ class Watchdog {
   std::function<void()> last_words_;  // run at most once, by the watchdog's thread
   bool said_last_words_ = false;      // watchdog thread only
   double terminating_since_ = -1;  // watchdog thread only
-  std::vector<Peer> peers_;  // rank 0 only; touched only by the watchdog thread
+  std::vector<PeerBeat> peers_;  // rank 0 only; touched only by the watchdog thread
   int64_t sent_step_ = -2;
   bool sent_waiting_ = false;
   double sent_at_ = 0;

@@ -345,7 +345,7 @@ checkpoint "$d/runs/rt-4242"
 script 1 6 <<'EOF'
 ringtrain: fault (exit 6) [rank 0/4 on n1]:
   the training step's all-reduce at step 12 has not completed after 3.0 s (run.collective_timeout_s = 3); rank 1 has not arrived
-    rank 1: last heard 3.2 s ago, at step 12 (computing or reading)
+    rank 1: silent for 3.2 s (stopped, hung or unreachable), last at step 12 (computing or reading)
 srun: error: n2: tasks 2-3: Exited with exit code 6
 srun: error: n1: tasks 0-1: Exited with exit code 6
 EOF
