@@ -64,11 +64,20 @@ bool run_encode(const DecodedImage& image, int quality, bool region_layout, Comp
 // Only YCbCr and gray are rewritten: libjpeg marks the CMYK JPEGs it writes with Adobe's marker whether the source
 // had one or not, which means inverted inks to io/jpeg_window; RGB JPEGs are rare enough to keep as they are.
 // Nor are samplings io/restart_region reads whole-stream: they would pay for the markers without using them.
-bool is_rewritable(const jpeg_decompress_struct& info) {
+// The coefficient arrays jpeg_read_coefficients allocates (each component's blocks; the header read sets their counts).
+uint64_t coefficient_bytes(const jpeg_decompress_struct& info) {
+  uint64_t blocks = 0;
+  for (int c = 0; c < info.num_components; ++c)
+    blocks += uint64_t{info.comp_info[c].width_in_blocks} * uint64_t{info.comp_info[c].height_in_blocks};
+  return blocks * DCTSIZE2 * sizeof(JCOEF);
+}
+
+bool is_rewritable(const jpeg_decompress_struct& info, uint64_t max_coefficient_bytes) {
   const bool space = (info.jpeg_color_space == JCS_YCbCr && info.num_components == 3) ||
                      (info.jpeg_color_space == JCS_GRAYSCALE && info.num_components == 1);
   return space && is_read_by_region(info.num_components, info.max_h_samp_factor, info.max_v_samp_factor) &&
-         static_cast<uint64_t>(info.image_width) * info.image_height <= kMaxImagePixels;
+         static_cast<uint64_t>(info.image_width) * info.image_height <= kMaxImagePixels &&
+         coefficient_bytes(info) <= max_coefficient_bytes;
 }
 
 // A progressive JPEG whose scans leave some coefficients unrefined (coef_bits not 0) is decoded with libjpeg's block
@@ -82,7 +91,8 @@ bool is_fully_refined(const jpeg_decompress_struct& info) {
 }
 
 // false: libjpeg failed (failure says why). `rewritten` false: the JPEG is one left as it is.
-bool run_rewrite(std::span<const uint8_t> jpeg, Compressed& out, bool& rewritten, detail::JpegFailure& failure) {
+bool run_rewrite(std::span<const uint8_t> jpeg, uint64_t max_coefficient_bytes, Compressed& out, bool& rewritten,
+                 detail::JpegFailure& failure) {
   jpeg_decompress_struct source{};
   jpeg_compress_struct target{};
   detail::route_jpeg_errors(source.err, failure);
@@ -96,7 +106,7 @@ bool run_rewrite(std::span<const uint8_t> jpeg, Compressed& out, bool& rewritten
   jpeg_create_compress(&target);
   jpeg_mem_src(&source, jpeg.data(), static_cast<unsigned long>(jpeg.size()));
   jpeg_read_header(&source, TRUE);
-  rewritten = is_rewritable(source);
+  rewritten = is_rewritable(source, max_coefficient_bytes);
   jvirt_barray_ptr* coefficients = rewritten ? jpeg_read_coefficients(&source) : nullptr;
   rewritten = rewritten && is_fully_refined(source);
   if (rewritten) {
@@ -120,11 +130,11 @@ int restart_interval_for(int mcus_per_row) {
   return 1;
 }
 
-std::optional<std::vector<uint8_t>> in_region_layout(std::span<const uint8_t> jpeg) {
+std::optional<std::vector<uint8_t>> in_region_layout(std::span<const uint8_t> jpeg, uint64_t max_coefficient_bytes) {
   detail::JpegFailure failure{};
   Compressed compressed;
   bool rewritten = false;
-  const bool ran = run_rewrite(jpeg, compressed, rewritten, failure);
+  const bool ran = run_rewrite(jpeg, max_coefficient_bytes, compressed, rewritten, failure);
   std::optional<std::vector<uint8_t>> bytes;
   if (ran && rewritten) bytes.emplace(compressed.data, compressed.data + compressed.size);
   std::free(compressed.data);

@@ -21,9 +21,15 @@ std::vector<uint8_t> encode_jpeg(const DecodedImage& image, int quality, bool re
 // a row is whole segments of at most 64 pixels (4:2:0) and a crop's columns cost at most a segment either side.
 int restart_interval_for(int mcus_per_row);
 
+// The rewrite holds every DCT coefficient of a photo at once, 2 bytes each (about 3 bytes a pixel at 4:2:0, 6 at
+// 4:4:4); a photo needing more is kept as it is, so that a prepare thread's memory stays bounded whatever the folder
+// holds. An ImageNet photo needs about 1 MB; a 22-megapixel 4:2:0 one 64 MB.
+inline constexpr uint64_t kMaxRewriteCoefficientBytes = uint64_t{64} << 20;
+
 // `jpeg` rewritten losslessly into the region layout; nullopt for one left as it is: not YCbCr or gray (CMYK, YCCK,
-// RGB), over kMaxImagePixels, progressive with coefficients its scans leave unrefined (decoded smoothed), or not
-// rewritable by libjpeg (the whole decode that proves a stored JPEG then judges it).
-std::optional<std::vector<uint8_t>> in_region_layout(std::span<const uint8_t> jpeg);
+// RGB), its coefficients over `max_coefficient_bytes`, progressive with coefficients its scans leave unrefined
+// (decoded smoothed), or not rewritable by libjpeg (the whole decode that proves a stored JPEG then judges it).
+std::optional<std::vector<uint8_t>> in_region_layout(std::span<const uint8_t> jpeg,
+                                                     uint64_t max_coefficient_bytes = kMaxRewriteCoefficientBytes);
 
 }  // namespace ringtrain::io

@@ -83,6 +83,16 @@ TEST(RestartLayout, CmykIsKeptAsItIs) {
   EXPECT_FALSE(in_region_layout(encode_test_jpeg(cmyk, 90)));
 }
 
+// 375x500 at 4:2:0: 63x47 luma blocks and 32x24 of each chroma, 128 bytes each. The bound keeps a prepare thread's
+// memory within reach whatever the photo's size; one over it is kept as it is and read whole-stream.
+TEST(RestartLayout, APhotoWhoseCoefficientsExceedTheBoundIsKeptAsItIs) {
+  const auto jpeg = encode_test_jpeg(photo_like(375, 500, 3, 12), 85);
+  constexpr uint64_t kCoefficientBytes = (63 * 47 + 2 * 32 * 24) * 128;
+  EXPECT_TRUE(in_region_layout(jpeg, kCoefficientBytes));
+  EXPECT_FALSE(in_region_layout(jpeg, kCoefficientBytes - 1));
+  EXPECT_GT(kMaxRewriteCoefficientBytes, 100 * kCoefficientBytes) << "an ImageNet-sized photo is rewritten";
+}
+
 // Left as they are, for the whole decode that proves a stored JPEG to judge.
 TEST(RestartLayout, BytesLibjpegCannotReadAreKeptAsTheyAre) {
   const std::vector<uint8_t> text{0xFF, 0xD8, 'n', 'o', 't', ' ', 'a', ' ', 'j', 'p', 'e', 'g'};
