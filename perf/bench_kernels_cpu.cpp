@@ -1,6 +1,7 @@
 // Owns the CPU kernel benchmarks: single-core SGEMM (1024^3 and every GEMM shape the Fashion-MNIST model
 // issues), each layer of that model forward and backward at batch 64, the whole training step with a
-// per-layer time split, and our im2col + OpenBLAS convolution against oneDNN's convolution primitive.
+// per-layer time split, our im2col + OpenBLAS convolution against oneDNN's convolution primitive, and the input
+// pipeline's crop-and-resize of decoded photos into a batch.
 // Everything runs on one compute thread: the product's measure is per-core training FLOP/s against the
 // machine's single-core SGEMM rate (perf/cpu_training_efficiency.sh reads BM_Sgemm/1024/1024/1024, so that
 // name must not change). Rates use CPU time, the library default: all work runs on the calling thread (one
@@ -24,6 +25,7 @@
 
 #include "kernels/cpu/batchnorm.h"
 #include "kernels/cpu/conv2d.h"
+#include "kernels/cpu/crop_resample.h"
 #include "kernels/cpu/dense.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
@@ -415,6 +417,36 @@ void BM_TrainStepWithSgd(benchmark::State& state) {
   set_flops(state, model.step_flops());
 }
 BENCHMARK(BM_TrainStepWithSgd)->Unit(benchmark::kMillisecond);
+
+// The loader's crop-and-resize (kernels/cpu/crop_resample.h) of a 500x375 RGB photo, ImageNet's typical size, to
+// 224x224 samples written into a batch of 64 as training receives it (9.6 MB: written to memory, not kept in cache),
+// the windows random-resized crops' (area 8-100 %, aspect 3/4-4/3), seeded. Items are samples.
+void BM_CropResampleIntoBatch(benchmark::State& state) {
+  constexpr int kRows = 375, kColumns = 500, kChannels = 3, kSide = 224, kBatch = 64;
+  std::vector<uint8_t> photo(static_cast<std::size_t>(kRows) * kColumns * kChannels);
+  std::mt19937 random(7);
+  for (auto& v : photo) v = static_cast<uint8_t>(random());
+  std::vector<CropWindow> windows;
+  std::uniform_real_distribution<float> area(0.08f, 1.0f), log_ratio(std::log(0.75f), std::log(4.0f / 3.0f));
+  while (windows.size() < kBatch) {
+    const float a = area(random) * kRows * kColumns, r = std::exp(log_ratio(random));
+    const float w = std::sqrt(a * r), h = std::sqrt(a / r);
+    if (w > kColumns || h > kRows) continue;
+    windows.push_back({std::uniform_real_distribution<float>(0, kRows - h)(random),
+                       std::uniform_real_distribution<float>(0, kColumns - w)(random), h, w});
+  }
+  const SampleExtent extent{kChannels, kSide, kSide};
+  const std::size_t sample = static_cast<std::size_t>(kChannels) * kSide * kSide;
+  std::vector<uint8_t> batch(sample * kBatch, 0);
+  const InterleavedImage image{photo.data(), kRows, kColumns, kChannels, int64_t{kColumns} * kChannels};
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < kBatch; ++i)
+      crop_resample(image, windows[i], i % 2 == 1, extent, std::span<uint8_t>(batch.data() + i * sample, sample));
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch);
+}
+BENCHMARK(BM_CropResampleIntoBatch)->Unit(benchmark::kMillisecond);
 
 // ----------------------------------------------------------------------- ours vs oneDNN, per conv
 
