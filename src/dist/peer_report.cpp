@@ -7,8 +7,9 @@
 
 namespace ringtrain::dist {
 
-std::string at_step(int64_t step) {
-  return step < 0 ? std::string("before any training step") : fmt::format("at step {}", step + 1);
+std::string at_step(int64_t step, int64_t begun) {
+  if (step < 0) return "before any training step";
+  return step > begun ? fmt::format("after step {}", step) : fmt::format("at step {}", step + 1);
 }
 
 // Four missed beats: a watchdog thread ticks every tenth of a second, so even a loaded node sends one in that time.
@@ -25,9 +26,9 @@ std::string what_it_last_said(const PeerBeat& p, int64_t step, double now, doubl
   if (ago > silent_after && p.step == step && p.waiting)
     return fmt::format("silent for {:.1f} s (stopped, hung or unreachable); it had reached this wait", ago);
   if (ago > silent_after)
-    return fmt::format("silent for {:.1f} s (stopped, hung or unreachable), last {} ({})", ago, at_step(p.step),
+    return fmt::format("silent for {:.1f} s (stopped, hung or unreachable), last {} ({})", ago, at_step(p.step, p.begun),
                        doing);
-  return fmt::format("last heard {:.1f} s ago, {} ({})", ago, at_step(p.step), doing);
+  return fmt::format("last heard {:.1f} s ago, {} ({})", ago, at_step(p.step, p.begun), doing);
 }
 
 }  // namespace

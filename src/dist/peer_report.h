@@ -7,15 +7,20 @@
 
 namespace ringtrain::dist {
 
-// One rank's last heartbeat as rank 0 received it; heard_at 0 is never heard from.
+// One rank's last heartbeat as rank 0 received it (its step and the last step it began: see at_step); heard_at 0 is
+// never heard from.
 struct PeerBeat {
   int64_t step = -1;
+  int64_t begun = -1;
   bool waiting = false;
   double heard_at = 0;
 };
 
-// "at step N" (1-based, as the progress lines count) or "before any training step" for -1.
-std::string at_step(int64_t step);
+// Where a wait is, as the progress lines count steps (from 1): `step` is the training step it belongs to, the one in
+// progress or, between steps (an epoch's checksum, checkpoint and evaluation, the run's end), the number of steps
+// done; `begun` is the last step begun (-1 before the first). "at step N" within a step, "after step N" between
+// steps, "before any training step".
+std::string at_step(int64_t step, int64_t begun);
 
 // How long a healthy rank can go unheard: heartbeats come every `heartbeat_every_s` whatever the rank does, so a
 // rank unheard for a few of them is stopped, hung or unreachable, even if its last beat said it waits here too.

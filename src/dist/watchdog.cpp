@@ -77,7 +77,7 @@ void Watchdog::guard() {
                  "(the watchdog's own MPI calls have not returned for %.1f s): ending this rank without MPI\n",
                  past_sigterm ? "terminated" : "stall", exit_code_, process_label().c_str(),
                  past_sigterm ? "SIGTERM arrived" : "the collective timed out", what_.load(),
-                 at_step(step_.load()).c_str(), stuck);
+                 at_step(step_.load(), begun_.load()).c_str(), stuck);
     end_job(exit_code_, /*use_mpi=*/false);
   }
 }
@@ -160,9 +160,10 @@ void Watchdog::check_call(double now) {
 }
 
 void Watchdog::heartbeat(double now) {
-  const int64_t step = step_;
+  const int64_t step = step_, begun = begun_;
   const bool waiting = waiting_;
-  if (step == sent_step_ && waiting == sent_waiting_ && now - sent_at_ < kHeartbeatEveryS) return;
+  if (step == sent_step_ && begun == sent_begun_ && waiting == sent_waiting_ && now - sent_at_ < kHeartbeatEveryS)
+    return;
   if (send_ != MPI_REQUEST_NULL) {
     int done = 0;
     MPI_CHECK(MPI_Test(&send_, &done, MPI_STATUS_IGNORE));
@@ -170,8 +171,9 @@ void Watchdog::heartbeat(double now) {
   }
   send_buffer_[0] = step;
   send_buffer_[1] = waiting ? 1 : 0;
-  MPI_CHECK(MPI_Isend(send_buffer_, 2, MPI_INT64_T, 0, kHeartbeatTag, comm_, &send_));
-  sent_step_ = step, sent_waiting_ = waiting, sent_at_ = now;
+  send_buffer_[2] = begun;
+  MPI_CHECK(MPI_Isend(send_buffer_, 3, MPI_INT64_T, 0, kHeartbeatTag, comm_, &send_));
+  sent_step_ = step, sent_begun_ = begun, sent_waiting_ = waiting, sent_at_ = now;
 }
 
 void Watchdog::drain(double now) {
@@ -180,10 +182,10 @@ void Watchdog::drain(double now) {
     MPI_Status status;
     MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, kHeartbeatTag, comm_, &flag, &status));
     if (!flag) return;
-    int64_t beat[2];
-    MPI_CHECK(MPI_Recv(beat, 2, MPI_INT64_T, status.MPI_SOURCE, kHeartbeatTag, comm_, MPI_STATUS_IGNORE));
+    int64_t beat[3];
+    MPI_CHECK(MPI_Recv(beat, 3, MPI_INT64_T, status.MPI_SOURCE, kHeartbeatTag, comm_, MPI_STATUS_IGNORE));
     auto& peer = peers_[static_cast<size_t>(status.MPI_SOURCE)];
-    peer.step = beat[0], peer.waiting = beat[1] != 0, peer.heard_at = now;
+    peer.step = beat[0], peer.waiting = beat[1] != 0, peer.begun = beat[2], peer.heard_at = now;
   }
 }
 
@@ -232,7 +234,7 @@ void Watchdog::fire(double now, double waited) {
                "ringtrain: stall (exit %d) [%s]:\n  '%s' %s has not completed after %.1f s "
                "(run.collective_timeout_s = %g); %s\n  ending the job; raise run.collective_timeout_s if steps "
                "legitimately take this long\n",
-               exit_code_, process_label().c_str(), what_.load(), at_step(step_.load()).c_str(), waited, timeout_s_,
+               exit_code_, process_label().c_str(), what_.load(), at_step(step_.load(), begun_.load()).c_str(), waited, timeout_s_,
                who.c_str());
   // Without MPI_THREAD_MULTIPLE: a rank that exits makes mpirun/srun end the job.
   end_job(exit_code_, heartbeats_);
@@ -244,7 +246,7 @@ void Watchdog::fire_terminated(double waited) {
                "has not completed %.1f s later (%.1f s in all): another rank has most likely died, so it never "
                "will\n  ending the job now instead of waiting for the scheduler's SIGKILL; the last checkpoint in "
                "run.dir is intact, continue with --resume\n",
-               exit_code_, process_label().c_str(), what_.load(), at_step(step_.load()).c_str(), kTermGraceS, waited);
+               exit_code_, process_label().c_str(), what_.load(), at_step(step_.load(), begun_.load()).c_str(), kTermGraceS, waited);
   end_job(exit_code_, heartbeats_);
 }
 
@@ -258,7 +260,7 @@ void Watchdog::fire_stuck_call(double waited, bool after_sigterm) {
                "has most likely died)\n"
                "  ending this rank without MPI; the last checkpoint in run.dir is intact, continue with --resume\n",
                after_sigterm ? "terminated" : "stall", exit_code_, process_label().c_str(), call_what_.load(),
-               at_step(call_step_.load()).c_str(), waited,
+               at_step(call_step_.load(), begun_.load()).c_str(), waited,
                after_sigterm ? ", SIGTERM having arrived meanwhile" : "");
   end_job(exit_code_, /*use_mpi=*/false);
 }

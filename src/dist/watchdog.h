@@ -1,7 +1,7 @@
 // Owns the stall check: a thread per rank that ends the whole job when a collective of the training loop has
 // not completed within run.collective_timeout_s, instead of letting it hang until the reservation runs out.
-// With MPI_THREAD_MULTIPLE every rank also sends rank 0 a heartbeat (its step, and whether it waits in a
-// collective) on a communicator of its own, so rank 0 can name the ranks that have not arrived: a stopped
+// With MPI_THREAD_MULTIPLE every rank also sends rank 0 a heartbeat (its step, the last step it began, and whether it
+// waits in a collective) on a communicator of its own, so rank 0 can name the ranks that have not arrived: a stopped
 // (SIGSTOP) or hung rank sends nothing, a rank stuck in I/O says it is alive but not yet at the step.
 // It also watches the gradient reducer's calls on the main thread (a bucket's launch, a progress poll), which return
 // at once while communication is healthy: Open MPI 4.1's TCP transport can deadlock inside one when a peer dies
@@ -39,7 +39,11 @@ class Watchdog {
   int64_t step() const { return step_; }     // the step begun or the last wait entered; -1 before either
   // Main thread, as a training step begins: the step that the waits inside its passes (synchronised batch norm's,
   // through CollectiveWait) are named with and that heartbeats report, before the step's own watched waits enter.
-  void begin_step(int64_t step) { step_ = step; }
+  // A wait entered with a step not begun yet is between steps (dist/peer_report.h's at_step).
+  void begin_step(int64_t step) {
+    begun_ = step;
+    step_ = step;
+  }
   // Normal end of the job on every rank: stops heartbeats and drains those in flight (collective; a rank that never
   // arrives ends the job after run.collective_timeout_s, as in any other wait).
   void finish();
@@ -128,6 +132,7 @@ class Watchdog {
   double timeout_s_;
   bool heartbeats_ = false;
   std::atomic<int64_t> step_{-1};
+  std::atomic<int64_t> begun_{-1};  // the last training step begun
   std::atomic<double> entered_at_{0};
   std::atomic<bool> waiting_{false}, stop_{false};
   std::atomic<bool> sigterm_ends_wait_{true};  // the grace after SIGTERM ends the current wait (enter)
@@ -142,10 +147,10 @@ class Watchdog {
   bool said_last_words_ = false;      // watchdog thread only
   double terminating_since_ = -1;  // watchdog thread only
   std::vector<PeerBeat> peers_;  // rank 0 only; touched only by the watchdog thread
-  int64_t sent_step_ = -2;
+  int64_t sent_step_ = -2, sent_begun_ = -2;
   bool sent_waiting_ = false;
   double sent_at_ = 0;
-  int64_t send_buffer_[2] = {0, 0};
+  int64_t send_buffer_[3] = {0, 0, 0};
   MPI_Request send_ = MPI_REQUEST_NULL;
   std::thread thread_, guard_;
 };

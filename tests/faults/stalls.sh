@@ -62,7 +62,7 @@ stalled syncbn train step "'synchronised batch-norm statistics' at step 1" "rank
 
 # After the last epoch, ranks sharing a node's parameter copy meet last when they free it; ranks with their own
 # copies, in the watchdog's closing meeting.
-stalled end_shared train end "'freeing the node's shared parameter memory' at step 13 has not completed" \
+stalled end_shared train end "'freeing the node's shared parameter memory' after step 12 has not completed" \
   "rank 1 has not arrived" -- "${args[@]}" --set run.dir="$work/end_shared" --set 'dist.reducer="shared"'
 stalled end_nonblocking train end "the end of the run has not been met by every rank" -- "${args[@]}" \
   --set run.dir="$work/end_nonblocking" --set 'dist.reducer="nonblocking"'

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   const bool sigterm = argc > 1 && std::strcmp(argv[1], "sigterm") == 0;
   ringtrain::dist::Watchdog watchdog(MPI_COMM_WORLD, sigterm ? 60.0 : 1.0, 6);
   if (sigterm) watchdog.end_stuck_collective_on_termination(&terminating);
+  watchdog.begin_step(41);  // as the training loop begins each step before its reducer's calls
   ringtrain::dist::Watchdog::Scope stuck(&watchdog, "a progress poll that never returns", 41,
                                         ringtrain::dist::Watchdog::Watch::call);
   std::this_thread::sleep_for(std::chrono::seconds(60));
