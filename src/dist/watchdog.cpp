@@ -77,7 +77,7 @@ void Watchdog::guard() {
                  "(the watchdog's own MPI calls have not returned for %.1f s): ending this rank without MPI\n",
                  past_sigterm ? "terminated" : "stall", exit_code_, process_label().c_str(),
                  past_sigterm ? "SIGTERM arrived" : "the collective timed out", what_.load(),
-                 at_step(step_.load(), begun_.load()).c_str(), stuck);
+                 at_step(place()).c_str(), stuck);
     end_job(exit_code_, /*use_mpi=*/false);
   }
 }
@@ -123,13 +123,7 @@ void Watchdog::loop() {
   while (!stop_) {
     std::this_thread::sleep_for(kTick);
     const double now = util::now_s();
-    last_tick_s_ = now;
-    if (heartbeats_) {
-      if (rank_ == 0)
-        drain(now);
-      else
-        heartbeat(now);
-    }
+    tick(now);
     if (auto* terminating = terminating_.load(); terminating && terminating_since_ < 0 && terminating())
       terminating_since_ = now;
     check_call(now);
@@ -146,8 +140,22 @@ void Watchdog::loop() {
     // Rank 0 knows who is missing, so it speaks first; the others end the job themselves only if rank 0
     // could not (it may be the stalled one).
     const double limit = rank_ == 0 ? timeout_s_ : timeout_s_ + std::max(5.0, 0.1 * timeout_s_);
-    if (waited > limit) fire(now, waited);
+    if (waited <= limit) continue;
+    // Heartbeats went on arriving while the last words were written: the report is of the moment it is made.
+    const double at = util::now_s();
+    fire(at, at - entered_at_.load());
   }
+}
+
+// What every tick of the watchdog's thread does, also while it waits for the last words: a rank whose heartbeats
+// stopped while its trace is written would be named silent, as a stopped one is.
+void Watchdog::tick(double now) {
+  last_tick_s_ = now;
+  if (!heartbeats_) return;
+  if (rank_ == 0)
+    drain(now);
+  else
+    heartbeat(now);
 }
 
 void Watchdog::check_call(double now) {
@@ -160,9 +168,10 @@ void Watchdog::check_call(double now) {
 }
 
 void Watchdog::heartbeat(double now) {
-  const int64_t step = step_, begun = begun_;
+  const int64_t step = step_;
+  const StepPlace where = place();
   const bool waiting = waiting_;
-  if (step == sent_step_ && begun == sent_begun_ && waiting == sent_waiting_ && now - sent_at_ < kHeartbeatEveryS)
+  if (step == sent_step_ && where == sent_place_ && waiting == sent_waiting_ && now - sent_at_ < kHeartbeatEveryS)
     return;
   if (send_ != MPI_REQUEST_NULL) {
     int done = 0;
@@ -171,9 +180,10 @@ void Watchdog::heartbeat(double now) {
   }
   send_buffer_[0] = step;
   send_buffer_[1] = waiting ? 1 : 0;
-  send_buffer_[2] = begun;
-  MPI_CHECK(MPI_Isend(send_buffer_, 3, MPI_INT64_T, 0, kHeartbeatTag, comm_, &send_));
-  sent_step_ = step, sent_begun_ = begun, sent_waiting_ = waiting, sent_at_ = now;
+  send_buffer_[2] = where.begun;
+  send_buffer_[3] = where.in_step ? 1 : 0;
+  MPI_CHECK(MPI_Isend(send_buffer_, 4, MPI_INT64_T, 0, kHeartbeatTag, comm_, &send_));
+  sent_step_ = step, sent_place_ = where, sent_waiting_ = waiting, sent_at_ = now;
 }
 
 void Watchdog::drain(double now) {
@@ -182,15 +192,15 @@ void Watchdog::drain(double now) {
     MPI_Status status;
     MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, kHeartbeatTag, comm_, &flag, &status));
     if (!flag) return;
-    int64_t beat[3];
-    MPI_CHECK(MPI_Recv(beat, 3, MPI_INT64_T, status.MPI_SOURCE, kHeartbeatTag, comm_, MPI_STATUS_IGNORE));
+    int64_t beat[4];
+    MPI_CHECK(MPI_Recv(beat, 4, MPI_INT64_T, status.MPI_SOURCE, kHeartbeatTag, comm_, MPI_STATUS_IGNORE));
     auto& peer = peers_[static_cast<size_t>(status.MPI_SOURCE)];
-    peer.step = beat[0], peer.waiting = beat[1] != 0, peer.begun = beat[2], peer.heard_at = now;
+    peer.step = beat[0], peer.waiting = beat[1] != 0, peer.place = {beat[2], beat[3] != 0}, peer.heard_at = now;
   }
 }
 
 std::string Watchdog::missing_ranks(double now) const {
-  return describe_missing_ranks(peers_, step_, now, silent_after_s(kHeartbeatEveryS, timeout_s_));
+  return describe_missing_ranks(peers_, step_, place(), now, silent_after_s(kHeartbeatEveryS, timeout_s_));
 }
 
 // On a helper thread, waited for at most kLastWordsS: the hang being reported may be the file system the last
@@ -217,9 +227,16 @@ void Watchdog::say_last_words() noexcept {
       }
       done->set_value();
     }).detach();
-    if (finished.wait_for(std::chrono::duration<double>(kLastWordsS)) != std::future_status::ready)
-      std::fprintf(stderr, "ringtrain: [%s] the trace was not written within %.0f s (is run.dir's file system "
-                   "stalled too?); ending the job without it\n", process_label().c_str(), kLastWordsS);
+    const double until = util::now_s() + kLastWordsS;
+    while (finished.wait_for(kTick) != std::future_status::ready) {
+      const double now = util::now_s();
+      if (now > until) {
+        std::fprintf(stderr, "ringtrain: [%s] the trace was not written within %.0f s (is run.dir's file system "
+                     "stalled too?); ending the job without it\n", process_label().c_str(), kLastWordsS);
+        break;
+      }
+      tick(now);
+    }
   } catch (...) {  // no thread to be had: end the job without the last words
   }
 }
@@ -234,7 +251,7 @@ void Watchdog::fire(double now, double waited) {
                "ringtrain: stall (exit %d) [%s]:\n  '%s' %s has not completed after %.1f s "
                "(run.collective_timeout_s = %g); %s\n  ending the job; raise run.collective_timeout_s if steps "
                "legitimately take this long\n",
-               exit_code_, process_label().c_str(), what_.load(), at_step(step_.load(), begun_.load()).c_str(), waited, timeout_s_,
+               exit_code_, process_label().c_str(), what_.load(), at_step(place()).c_str(), waited, timeout_s_,
                who.c_str());
   // Without MPI_THREAD_MULTIPLE: a rank that exits makes mpirun/srun end the job.
   end_job(exit_code_, heartbeats_);
@@ -246,7 +263,7 @@ void Watchdog::fire_terminated(double waited) {
                "has not completed %.1f s later (%.1f s in all): another rank has most likely died, so it never "
                "will\n  ending the job now instead of waiting for the scheduler's SIGKILL; the last checkpoint in "
                "run.dir is intact, continue with --resume\n",
-               exit_code_, process_label().c_str(), what_.load(), at_step(step_.load(), begun_.load()).c_str(), kTermGraceS, waited);
+               exit_code_, process_label().c_str(), what_.load(), at_step(place()).c_str(), kTermGraceS, waited);
   end_job(exit_code_, heartbeats_);
 }
 
@@ -260,7 +277,7 @@ void Watchdog::fire_stuck_call(double waited, bool after_sigterm) {
                "has most likely died)\n"
                "  ending this rank without MPI; the last checkpoint in run.dir is intact, continue with --resume\n",
                after_sigterm ? "terminated" : "stall", exit_code_, process_label().c_str(), call_what_.load(),
-               at_step(call_step_.load(), begun_.load()).c_str(), waited,
+               at_step(place()).c_str(), waited,
                after_sigterm ? ", SIGTERM having arrived meanwhile" : "");
   end_job(exit_code_, /*use_mpi=*/false);
 }

@@ -1,7 +1,7 @@
 // Owns the stall check: a thread per rank that ends the whole job when a collective of the training loop has
 // not completed within run.collective_timeout_s, instead of letting it hang until the reservation runs out.
-// With MPI_THREAD_MULTIPLE every rank also sends rank 0 a heartbeat (its step, the last step it began, and whether it
-// waits in a collective) on a communicator of its own, so rank 0 can name the ranks that have not arrived: a stopped
+// With MPI_THREAD_MULTIPLE every rank also sends rank 0 a heartbeat (its step, its place among the steps, and whether
+// it waits in a collective) on a communicator of its own, so rank 0 can name the ranks that have not arrived: a stopped
 // (SIGSTOP) or hung rank sends nothing, a rank stuck in I/O says it is alive but not yet at the step.
 // It also watches the gradient reducer's calls on the main thread (a bucket's launch, a progress poll), which return
 // at once while communication is healthy: Open MPI 4.1's TCP transport can deadlock inside one when a peer dies
@@ -38,11 +38,19 @@ class Watchdog {
   bool waiting() const { return waiting_; }  // inside a collective's wait (enter), not in LocalWork
   int64_t step() const { return step_; }     // the step begun or the last wait entered; -1 before either
   // Main thread, as a training step begins: the step that the waits inside its passes (synchronised batch norm's,
-  // through CollectiveWait) are named with and that heartbeats report, before the step's own watched waits enter.
-  // A wait entered with a step not begun yet is between steps (dist/peer_report.h's at_step).
+  // through CollectiveWait) are entered with and that heartbeats report, before the step's own watched waits enter.
+  // Waits are named by the place among the steps (dist/peer_report.h's at_step): inside this step until end_step,
+  // after it from then on (the checksum, checkpoint and evaluation between steps).
   void begin_step(int64_t step) {
+    in_step_ = true;
     begun_ = step;
     step_ = step;
+  }
+  void end_step() { in_step_ = false; }
+  // Main thread, before a resumed run's first step: the waits until then are after the steps the checkpoint holds.
+  void resume_after(int64_t steps_done) {
+    in_step_ = false;
+    begun_ = steps_done - 1;
   }
   // Normal end of the job on every rank: stops heartbeats and drains those in flight (collective; a rank that never
   // arrives ends the job after run.collective_timeout_s, as in any other wait).
@@ -125,6 +133,8 @@ class Watchdog {
   [[noreturn]] void fire_stuck_call(double waited, bool after_sigterm);
   [[noreturn]] void fire_at_finish(double waited);
   void say_last_words() noexcept;
+  void tick(double now);
+  StepPlace place() const { return {begun_.load(), in_step_.load()}; }
   std::string missing_ranks(double now) const;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -133,6 +143,7 @@ class Watchdog {
   bool heartbeats_ = false;
   std::atomic<int64_t> step_{-1};
   std::atomic<int64_t> begun_{-1};  // the last training step begun
+  std::atomic<bool> in_step_{false};  // begun_ has not ended (end_step)
   std::atomic<double> entered_at_{0};
   std::atomic<bool> waiting_{false}, stop_{false};
   std::atomic<bool> sigterm_ends_wait_{true};  // the grace after SIGTERM ends the current wait (enter)
@@ -147,10 +158,11 @@ class Watchdog {
   bool said_last_words_ = false;      // watchdog thread only
   double terminating_since_ = -1;  // watchdog thread only
   std::vector<PeerBeat> peers_;  // rank 0 only; touched only by the watchdog thread
-  int64_t sent_step_ = -2, sent_begun_ = -2;
+  int64_t sent_step_ = -2;
+  StepPlace sent_place_{-2, false};
   bool sent_waiting_ = false;
   double sent_at_ = 0;
-  int64_t send_buffer_[3] = {0, 0, 0};
+  int64_t send_buffer_[4] = {0, 0, 0, 0};  // step, waiting, place.begun, place.in_step
   MPI_Request send_ = MPI_REQUEST_NULL;
   std::thread thread_, guard_;
 };

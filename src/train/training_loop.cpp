@@ -127,6 +127,7 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
   runner_.average_weights(setup.ema);
   runner_.clip_gradients_to(run.job.optimizer.clip_global_norm);
   watchdog_.end_stuck_collective_on_termination(&termination_requested);
+  if (start_global_step_ > 0) watchdog_.resume_after(start_global_step_);
   sync_.watch_with(&watchdog_);
   say_setup();
   run.world.all_succeed([&] {
@@ -233,6 +234,7 @@ bool TrainingLoop::run_step(int epoch, int64_t step, EpochTally& tally) {
   // Before a checkpoint, an evaluation or a stop, every queued step is collected and its loss agreed on, so
   // none of them ever saves or evaluates parameters a non-finite loss has reached.
   if (stop_agreed || checkpoint_due || step + 1 == plan_.steps) drain(tally);
+  watchdog_.end_step();  // what follows (the checksum, a checkpoint, the stop's) is between steps
   if (stop_agreed) {
     stop(epoch, step, tally);
     return false;
