@@ -64,7 +64,8 @@ bool run_encode(const DecodedImage& image, int quality, bool region_layout, Comp
 // Only YCbCr and gray are rewritten: libjpeg marks the CMYK JPEGs it writes with Adobe's marker whether the source
 // had one or not, which means inverted inks to io/jpeg_window; RGB JPEGs are rare enough to keep as they are.
 // Nor are samplings io/restart_region reads whole-stream: they would pay for the markers without using them.
-// The coefficient arrays jpeg_read_coefficients allocates (each component's blocks; the header read sets their counts).
+// About the coefficient arrays jpeg_read_coefficients allocates (each component's blocks, which the header read
+// counts; libjpeg rounds each array up to whole MCUs, a few percent more).
 uint64_t coefficient_bytes(const jpeg_decompress_struct& info) {
   uint64_t blocks = 0;
   for (int c = 0; c < info.num_components; ++c)

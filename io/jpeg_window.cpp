@@ -155,23 +155,16 @@ JpegHeader read_jpeg_header(std::span<const uint8_t> bytes) {
 
 namespace {
 
-// The JPEG of the region a window needs, when the bytes are in the region layout (io/jpeg_encode.h) and pass the
-// checks whole-stream decoding makes first; nullopt otherwise, and that decoding then runs (and refuses what fails).
-std::optional<PixelRegion> region_jpeg(std::span<const uint8_t> bytes, const JpegWindowRequest& request,
-                                       const JpegHeader& expected, std::vector<uint8_t>& out) {
+// The JPEG of the region a window needs, when the bytes are in the region layout (io/restart_region.h's region_jpeg).
+// Two pixels at the decoded scale beyond the window: the one its bilinear taps read, and one whose chroma upsampling
+// would see the region's edge instead of the image's next row or column.
+std::optional<PixelRegion> scaled_region_jpeg(std::span<const uint8_t> bytes, const JpegWindowRequest& request,
+                                              const JpegHeader& expected, std::vector<uint8_t>& out) {
+  if (request.whole_image) return std::nullopt;
   const PixelWindow& w = request.window;
-  if (request.whole_image || !std::isfinite(w.top) || !std::isfinite(w.left) || !std::isfinite(w.height) ||
-      !std::isfinite(w.width))
-    return std::nullopt;
-  const std::optional<RestartLayout> layout = find_restart_layout(bytes);
-  if (!layout || static_cast<uint64_t>(layout->width) * static_cast<uint64_t>(layout->height) > kMaxImagePixels ||
-      (expected.height > 0 && (expected.height != layout->height || expected.width != layout->width)))
-    return std::nullopt;
-  // Two pixels at the decoded scale beyond the window: the one its bilinear taps read, and one whose chroma
-  // upsampling would see the region's edge instead of the image's next row or column.
   const float guard = 2.0f * 8.0f / static_cast<float>(jpeg_scale_eighths(w.height, w.width, request.out_height,
                                                                              request.out_width));
-  return write_region_jpeg(bytes, *layout, w, guard, out);
+  return region_jpeg(bytes, w, guard, expected, out);
 }
 
 }  // namespace
@@ -182,7 +175,7 @@ void decode_jpeg_window(std::span<const uint8_t> bytes, const JpegWindowRequest&
   JpegHeader seen;
   thread_local std::vector<uint8_t> region_bytes;
   Outcome outcome;
-  if (const std::optional<PixelRegion> region = region_jpeg(bytes, request, expected, region_bytes)) {
+  if (const std::optional<PixelRegion> region = scaled_region_jpeg(bytes, request, expected, region_bytes)) {
     // Exact in float: the region starts on whole pixels, at or before the window.
     JpegWindowRequest within = request;
     within.window.top -= static_cast<float>(region->top);

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/shrink_factor.h"
+#include "io/image_decode.h"
+
 namespace ringtrain::io {
 
 namespace {
@@ -171,6 +174,23 @@ std::optional<PixelRegion> write_region_jpeg(std::span<const uint8_t> jpeg, cons
   }
   out.insert(out.end(), {kMarker, kEndOfImage});
   return region;
+}
+
+std::optional<PixelRegion> region_jpeg(std::span<const uint8_t> jpeg, const PixelWindow& window, float guard,
+                                       const JpegHeader& expected, std::vector<uint8_t>& out) {
+  if (!std::isfinite(window.top) || !std::isfinite(window.left) || !std::isfinite(window.height) ||
+      !std::isfinite(window.width))
+    return std::nullopt;
+  const std::optional<RestartLayout> layout = find_restart_layout(jpeg);
+  if (!layout || static_cast<uint64_t>(layout->width) * static_cast<uint64_t>(layout->height) > kMaxImagePixels ||
+      (expected.height > 0 && (expected.height != layout->height || expected.width != layout->width)))
+    return std::nullopt;
+  return write_region_jpeg(jpeg, *layout, window, guard, out);
+}
+
+float full_scale_guard(const PixelWindow& window, int out_height, int out_width) {
+  const int k = power_of_two_shrink(window.height, window.width, out_height, out_width);
+  return 2.0f * static_cast<float>(k) + 2.0f;
 }
 
 }  // namespace ringtrain::io

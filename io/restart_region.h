@@ -51,4 +51,16 @@ struct PixelRegion {
 std::optional<PixelRegion> write_region_jpeg(std::span<const uint8_t> jpeg, const RestartLayout& layout,
                                              const PixelWindow& window, float guard, std::vector<uint8_t>& out);
 
+// write_region_jpeg for bytes that pass the checks whole-stream decoding makes first: in the region layout, within
+// kMaxImagePixels, of the `expected` size (0 x 0: not checked), the window finite; nullopt otherwise, and whole-stream
+// decoding then reads them (and refuses what fails).
+std::optional<PixelRegion> region_jpeg(std::span<const uint8_t> jpeg, const PixelWindow& window, float guard,
+                                       const JpegHeader& expected, std::vector<uint8_t>& out);
+
+// The guard a decoder needs that decodes at full scale and resamples the window to out_height x out_width from k x k
+// block means (the device's, kernels/crop_resample.h; k is common/shrink_factor.h's power_of_two_shrink): its
+// bilinear taps reach a block and a half beyond the window, and chroma upsampling two pixels beyond those. The
+// region's edges lie on whole MCUs, multiples of 8 pixels, so its blocks are the image's own.
+float full_scale_guard(const PixelWindow& window, int out_height, int out_width);
+
 }  // namespace ringtrain::io

@@ -216,7 +216,8 @@ fi
 if want jpeg && fits jpeg 250; then
   wait "$photos_pid"; say "photos: $(tail -1 "$x/make_jpeg_folder.log" | cut -c1-220)"
   # The region layout (restart markers, prepare's default since 2026-11-30) and plain JPEGs (--keep-jpeg-bytes): the
-  # CPU decodes only a crop's segments from the first; nvJPEG decodes both whole, never yet fed the first on a GPU.
+  # CPU decodes only a crop's segments from the first; nvJPEG decodes both whole, or, with data.decode_regions
+  # (gpu_regions, off by default until measured here), a JPEG of each crop's segments; never yet run on a GPU.
   for layout in region plain; do
     keep=()
     [ "$layout" = plain ] && keep=(--keep-jpeg-bytes)
@@ -225,16 +226,18 @@ if want jpeg && fits jpeg 250; then
     say "prepare side256 $layout exit $?: $(du -sh "$x/jpeg-side256-$layout" | cut -f1)"
   done
   mv "$x/jpeg-side256-region" "$x/jpeg-side256"
-  for run in region:cpu region:gpu plain:cpu plain:gpu; do
-    layout=${run%%:*} decode=${run#*:} split=$x/jpeg-side256
+  for run in region:cpu region:gpu region:gpu_regions plain:cpu plain:gpu; do
+    layout=${run%%:*} decode=${run#*:} split=$x/jpeg-side256 regions=false label=${run#*:}
     [ "$layout" = plain ] && split=$x/jpeg-side256-plain
+    [ "$decode" = gpu_regions ] && decode=gpu regions=true
     rt timeout 40 $pin "$bin/ringtrain" input-bench jobs/resnet50_synthetic.toml --set data.train="$split/train" \
       --set data.test="$split/test" --set data.augment=resized_crop_flip --set data.decode=$decode \
-      --set run.device=$device --threads 8 --batches 16 --warmup 2 2>>"$x/input-bench.err" >"$x/input-bench-$layout-$decode.json"
+      --set data.decode_regions=$regions --set run.device=$device --threads 8 --batches 16 --warmup 2 \
+      2>>"$x/input-bench.err" >"$x/input-bench-$layout-$label.json"
     rc=$?
-    sed "s/^{/{\"stage\":\"input_bench\",\"store\":\"side256\",\"layout\":\"$layout\",\"decode\":\"$decode\",\"cores\":8,/" \
-      "$x/input-bench-$layout-$decode.json" >>"$out/results.jsonl"
-    say "input-bench side256 $layout decode=$decode, 8 threads on 8 cores, exit $rc: $(grep -oE '"images_per_s":[0-9.]*' "$x/input-bench-$layout-$decode.json")"
+    sed "s/^{/{\"stage\":\"input_bench\",\"store\":\"side256\",\"layout\":\"$layout\",\"decode_regions\":$regions,\"cores\":8,/" \
+      "$x/input-bench-$layout-$label.json" >>"$out/results.jsonl"
+    say "input-bench side256 $layout decode=$label, 8 threads on 8 cores, exit $rc: $(grep -oE '"images_per_s":[0-9.]*' "$x/input-bench-$layout-$label.json")"
   done
   # Whether nvJPEG's hardware engine takes the restart markers: `routes` says how each batch's samples went.
   for layout in region plain; do
@@ -251,9 +254,12 @@ if want jpeg && fits jpeg 250; then
   # The photos' classes are ResNet-50's 1000 on a GPU; a dry run's fewer need a head of their size.
   photo_head=()
   [ "$classes" = 1000 ] || photo_head=(--set model.replace_head="$classes")
-  for decode in cpu gpu; do
+  for decode in cpu gpu gpu_regions; do
+    regions=false
+    [ "$decode" = gpu_regions ] && regions=true
     fits "resnet-side256-$decode" 120 && RESNET_LIMIT=150 resnet "jpeg-side256-$decode" "$x/jpeg-side256" \
-      --set data.augment=resized_crop_flip --set data.decode=$decode "${photo_head[@]}"
+      --set data.augment=resized_crop_flip --set data.decode=${decode%_regions} --set data.decode_regions=$regions \
+      "${photo_head[@]}"
   done
 fi
 

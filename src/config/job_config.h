@@ -45,6 +45,7 @@ struct JobConfig {
     NormalizeOn normalize;
     int eval_resize;             // encoded splits: shorter side before the evaluation centre crop (0: size / 0.875)
     DecodeOn decode;
+    bool decode_regions;  // data.decode = gpu: the decoder given each crop's restart segments, not the whole photo
     std::vector<double> mean, stddev;  // data.mean, data.std: per channel, 0..255 units; empty: the split's own
   } data;
 

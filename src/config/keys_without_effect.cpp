@@ -57,6 +57,8 @@ const KeyUse kUses[] = {
      },
      "dist.reducer = \"shared\" (or \"auto\" where it picks shared)"},
     {"run.trace_steps", [](const JobConfig& j) { return j.run.trace; }, "run.trace = true"},
+    {"data.decode_regions", [](const JobConfig& j) { return j.data.decode == DecodeOn::gpu; },
+     "data.decode = \"gpu\""},
     {"optimizer.warmup_start", [](const JobConfig& j) { return j.optimizer.warmup_epochs > 0; },
      "optimizer.warmup_epochs above 0"},
     {"dist.sync_batchnorm_group", [](const JobConfig& j) { return holds_batchnorm(j.model.layers); },

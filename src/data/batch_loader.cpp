@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "data/device_crop.h"
 #include "kernels/cpu/pixel_norm.h"
 
 namespace ringtrain::train {
@@ -107,17 +108,18 @@ void BatchLoader::decode_claimed(int64_t batch_index, const std::vector<int64_t>
   }
 }
 
-// The device decodes (BatchForm::jpegs): claims samples as decode_claimed does, keeps each one's bytes (checked
-// against its CRC) in the batch and chooses its crop.
+// The device decodes (BatchForm::jpegs): claims samples as decode_claimed does, chooses each one's crop and keeps its
+// bytes (checked against its CRC), or its crop's region JPEG (data/device_crop.h), in the batch.
 void BatchLoader::keep_claimed(int64_t batch_index, const std::vector<int64_t>& indices, std::atomic<size_t>& next,
                                HostBatch& batch, ThreadSeconds& spent) {
   const auto start = std::chrono::steady_clock::now();
+  thread_local std::vector<uint8_t> read;
   for (size_t s; (s = next.fetch_add(1)) < indices.size();) {
-    std::vector<uint8_t>& kept = batch.jpegs[s];
-    kept.clear();
-    const io::ShardReader::EncodedSample sample = reader_.read_encoded_sample(indices[s], kept);
+    read.clear();
+    const io::ShardReader::EncodedSample sample = reader_.read_encoded_sample(indices[s], read);
     const PhotoCrop crop = work_.choose_crop(batch_index, indices[s], sample.height, sample.width);
-    batch.crops[s] = {kept, crop.window, crop.flip, sample.height, sample.width};
+    batch.crops[s] = device_crop(read, crop, sample.height, sample.width, reader_.meta().shape, work_.device_regions,
+                                 batch.jpegs[s]);
   }
   spent.read += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

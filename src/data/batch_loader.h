@@ -76,6 +76,7 @@ struct LoaderWork {
   CropChoice choose_crop;     // encoded splits decoded on the device: BatchForm::jpegs
   MixChoice choose_mix;       // mixed training batches (not BatchForm::jpegs): pixels blended, targets soft
   std::optional<InputNorm> norm;  // the job's (input_norm(meta, keys)); none: the split's own
+  bool device_regions = false;    // BatchForm::jpegs: each crop's region JPEG handed over (data/device_crop.h)
 };
 
 // Where the loader thread's time went, summed over the batches made so far.

@@ -1,5 +1,5 @@
-// Owns turning the job's data.augment, data.mixup_alpha, data.cutmix_alpha, data.loader_threads, data.eval_resize and
-// data.decode, and a split's storage, into a loader's LoaderWork.
+// Owns turning the job's data.augment, data.mixup_alpha, data.cutmix_alpha, data.loader_threads, data.eval_resize,
+// data.decode and data.decode_regions, and a split's storage, into a loader's LoaderWork.
 #include "data/loader_work.h"
 
 #include <fmt/format.h>
@@ -67,6 +67,7 @@ LoaderWork encoded_loader_work(const config::JobConfig& job, const dist::World& 
   if (decodes_on_device(job, meta)) {
     work.form = BatchForm::jpegs;
     work.choose_crop = photo_crops(photos);
+    work.device_regions = job.data.decode_regions;
   } else {
     work.decode = photo_decoder(photos);
   }

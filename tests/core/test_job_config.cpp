@@ -472,4 +472,10 @@ TEST_F(JobConfigTest, KeysThatChangeNothingAreNamed) {
   EXPECT_NE(none.keys_without_effect[1].find("a batchnorm layer in model.layers"), std::string::npos);
   EXPECT_TRUE(load_job(write(kMinimal), {"optimizer.warmup_start=\"zero\"", "optimizer.warmup_epochs=1"})
                   .keys_without_effect.empty());
+  // Regions for the device's decoder where the loader threads decode (auto picks cpu).
+  const auto regions = load_job(write(kMinimal), {"data.decode_regions=true"});
+  ASSERT_EQ(regions.keys_without_effect.size(), 1u);
+  EXPECT_NE(regions.keys_without_effect[0].find("data.decode = \"gpu\""), std::string::npos);
+  EXPECT_TRUE(load_job(write(kMinimal), {"data.decode_regions=true", "data.decode=\"gpu\""})
+                  .keys_without_effect.empty());
 }
