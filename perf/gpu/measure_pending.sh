@@ -20,8 +20,9 @@
 #             gpu.full_eval_batches = true (the last batch padded to 256)
 #   jpeg      issue 37: 12,000 ImageNet-like photos (made in the background while the tests run) at a shorter side
 #             of 256, in the region layout and as plain JPEGs (--keep-jpeg-bytes); the loader alone (input-bench,
-#             decode cpu | gpu, both layouts) and the GPU decoder alone with its routes (ringtrain-jpeg-decode-bench,
-#             both layouts); ResNet-50 from the region-layout shards decoded on the 8 cores and on the GPU
+#             decode cpu | gpu, both layouts, and gpu_regions: data.decode_regions on the region layout) and the GPU
+#             decoder alone with its routes (ringtrain-jpeg-decode-bench, both layouts); ResNet-50 from the
+#             region-layout shards decoded on the 8 cores, on the GPU, and on the GPU from regions
 #   pytorch   PyTorch's torchvision models, eager with cudnn.benchmark, then compile reduce-overhead, as the
 #             budget allows (perf/gpu/compare_pytorch.py)
 # Needs .gpurt/ as `perf/gpu/pack_carried.sh build-gpu ringtrain test_gpu test_layers test_equivalence
