@@ -190,7 +190,7 @@ std::optional<PixelRegion> region_jpeg(std::span<const uint8_t> jpeg, const Pixe
 
 float full_scale_guard(const PixelWindow& window, int out_height, int out_width) {
   const int k = power_of_two_shrink(window.height, window.width, out_height, out_width);
-  return 2.0f * static_cast<float>(k) + 2.0f;
+  return static_cast<float>(k) + 2.0f;
 }
 
 }  // namespace ringtrain::io

@@ -58,9 +58,9 @@ std::optional<PixelRegion> region_jpeg(std::span<const uint8_t> jpeg, const Pixe
                                        const JpegHeader& expected, std::vector<uint8_t>& out);
 
 // The guard a decoder needs that decodes at full scale and resamples the window to out_height x out_width from k x k
-// block means (the device's, kernels/crop_resample.h; k is common/shrink_factor.h's power_of_two_shrink): its
-// bilinear taps reach a block and a half beyond the window, and chroma upsampling two pixels beyond those. The
-// region's edges lie on whole MCUs, multiples of 8 pixels, so its blocks are the image's own.
+// block means (the device's, kernels/crop_resample.h; k is common/shrink_factor.h's power_of_two_shrink): k pixels,
+// the most its bilinear taps' blocks reach beyond the window (1 pixel where k is 1), and two more for chroma
+// upsampling. The region's edges lie on whole MCUs, multiples of 8 pixels, so its blocks are the image's own.
 float full_scale_guard(const PixelWindow& window, int out_height, int out_width);
 
 }  // namespace ringtrain::io

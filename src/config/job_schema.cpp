@@ -130,9 +130,9 @@ Section<Data> data_keys() {
           boolean<Data>("decode_regions", &Data::decode_regions, false,
                         "with decode = gpu, on shards in the region layout (`prepare images --store jpeg`): the decoder "
                         "is given a JPEG of the restart segments each crop covers instead of the whole photo, so it "
-                        "decodes and copies about the crop's share of the pixels; the samples are within 1 of the whole "
-                        "photo's (the taps' positions, taken from the region's corner, round apart in rare values); off "
-                        "until measured on a GPU"),
+                        "decodes and copies about the crop's share of the pixels; the samples are the whole photo's "
+                        "but where a tap's position, taken from the region's corner, rounds apart (rare: a level or two "
+                        "in a value); off until measured on a GPU"),
           numbers<Data>("mean", &Data::mean, {0.0, 255.0},
                         "per channel, in 0..255 units: subtracted from each pixel before the division by data.std "
                         "(with data.std; [] = the mean the training split carries, as prepare measured it); the model's "

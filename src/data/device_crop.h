@@ -2,8 +2,8 @@
 // crop, or, where asked (data.decode_regions) and the bytes are in the region layout, a JPEG of the restart segments
 // the crop covers (io/restart_region.h) with the crop moved to that region's corner, so the decoder decodes and
 // copies about the crop's share of the photo. The region holds what the full-scale decode and the block means the
-// device resamples from (kernels/crop_resample.h) read, so the sample is the whole photo's but for the rounding of
-// the taps' positions, which are taken from the region's corner.
+// device resamples from (kernels/crop_resample.h) read, so the sample is the whole photo's but where a tap's
+// position, taken from the region's corner, rounds apart (rare: a level or two in a value).
 #pragma once
 #include <cstdint>
 #include <vector>

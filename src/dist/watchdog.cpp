@@ -92,9 +92,8 @@ void Watchdog::enter(const char* what, int64_t step, bool sigterm_ends_wait) {
 
 void Watchdog::leave() { waiting_ = false; }
 
-void Watchdog::enter_call(const char* what, int64_t step) {
+void Watchdog::enter_call(const char* what) {
   call_what_ = what;
-  call_step_ = step;
   call_since_ = util::now_s();
 }
 
@@ -136,14 +135,17 @@ void Watchdog::loop() {
     }
     // Every rank says its last words at the timeout itself; the other ranks only fire later (below), so
     // theirs are written while rank 0 is still deciding to end the job.
+    const double entered = entered_at_.load();
     if (waited > timeout_s_) say_last_words();
+    // The wait may have ended while the last words were written (they take up to kLastWordsS).
+    if (!waiting_ || entered_at_.load() != entered) continue;
     // Rank 0 knows who is missing, so it speaks first; the others end the job themselves only if rank 0
     // could not (it may be the stalled one).
     const double limit = rank_ == 0 ? timeout_s_ : timeout_s_ + std::max(5.0, 0.1 * timeout_s_);
     if (waited <= limit) continue;
     // Heartbeats went on arriving while the last words were written: the report is of the moment it is made.
     const double at = util::now_s();
-    fire(at, at - entered_at_.load());
+    fire(at, at - entered);
   }
 }
 

@@ -73,7 +73,7 @@ class Watchdog {
   // Main thread, around a call that must return at once (a reducer's non-blocking launch or poll). One that has not
   // returned kTermGraceS after SIGTERM, or run.collective_timeout_s in any case, means the communication library is
   // stuck inside it: the rank then ends without MPI. Not a wait in a collective: heartbeats still say this rank is computing.
-  void enter_call(const char* what, int64_t step);
+  void enter_call(const char* what);
   void leave_call() { call_since_ = 0; }
 
   // What a Scope watches: a blocking collective (enter/leave) or a call that must return at once (enter_call).
@@ -87,7 +87,7 @@ class Watchdog {
       if (watch_ == Watch::collective)
         dog_->enter(what, step, sigterm_ends_wait);
       else
-        dog_->enter_call(what, step);
+        dog_->enter_call(what);
     }
     ~Scope() {
       if (!dog_) return;
@@ -150,7 +150,6 @@ class Watchdog {
   std::atomic<double> last_tick_s_{0};  // the watchdog thread's last tick, read by the guard
   std::atomic<const char*> what_{""};
   std::atomic<const char*> call_what_{""};
-  std::atomic<int64_t> call_step_{-1};
   std::atomic<double> call_since_{0};  // 0: the main thread is not inside a watched call
   std::atomic<bool (*)() noexcept> terminating_{nullptr};
   std::mutex last_words_mutex_;

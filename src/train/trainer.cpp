@@ -80,6 +80,7 @@ int Trainer::run() {
       [&] { schedule.emplace(run.job.optimizer, plan.global_batch, plan.steps, run.job.train.epochs); });
   const LearningRateSchedule& lr = *schedule;
   const StartPoint start = start_run(run, *net, *optimizer, plan, lr);
+  if (start.global_step > 0) watchdog_.resume_after(start.global_step);  // the waits from here on follow its steps
   // Where a node's ranks share one copy of the parameters, each has written the same values into it: none reads
   // them for training before all have.
   if (model::ParameterMemory* shared = reducer_.parameter_memory()) shared->publish();

@@ -127,7 +127,6 @@ TrainingLoop::TrainingLoop(const RunContext& run, const RunSetup& setup, RunOutp
   runner_.average_weights(setup.ema);
   runner_.clip_gradients_to(run.job.optimizer.clip_global_norm);
   watchdog_.end_stuck_collective_on_termination(&termination_requested);
-  if (start_global_step_ > 0) watchdog_.resume_after(start_global_step_);
   sync_.watch_with(&watchdog_);
   say_setup();
   run.world.all_succeed([&] {

@@ -111,8 +111,8 @@ TEST(CpuDecodeJpegs, OnALargePhotoItStaysCloseToTheLoadersScaledDecode) {
 
 // data.decode_regions: the decoder is handed a JPEG of the restart segments each crop covers, with the crop moved to
 // its corner. Over crops shrinking by 1, 2, 4 and 8 (block means), flipped and not, and the evaluation crop, the
-// samples are the whole photo's but where the taps' positions, taken from the region's corner instead of the photo's,
-// round apart: never by more than 1, in few values (none of these 40 crops' 491,520 on 2026-11-30).
+// samples are the whole photo's but where a tap's position, taken from the region's corner instead of the photo's,
+// rounds one ulp apart: a level or two in a value, rarely (none of these 40 crops' 491,520 values on 2026-11-30).
 TEST(CpuDecodeJpegs, ACropsRegionJpegGivesTheWholePhotosSampleButForRareRoundings) {
   const auto plain = io::testing::encode_test_jpeg(io::testing::photo_like(600, 800, 3, 17), 90);
   const auto region_layout = io::in_region_layout(plain);
@@ -144,7 +144,7 @@ TEST(CpuDecodeJpegs, ACropsRegionJpegGivesTheWholePhotosSampleButForRareRounding
     const uint8_t* from_whole = cpu.decode_jpegs({&whole, 1}, sample);
     for (std::size_t i = 0; i < from_region.size(); ++i) {
       const int difference = std::abs(static_cast<int>(from_region[i]) - static_cast<int>(from_whole[i]));
-      ASSERT_LE(difference, 1) << "value " << i;
+      ASSERT_LE(difference, 2) << "value " << i;
       rounded_apart += difference;
     }
     values += static_cast<int64_t>(from_region.size());

@@ -3,6 +3,7 @@
 // region holds the same pixels as the whole-stream decode of the plain JPEG, at every scale, sampling and edge.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -219,6 +220,37 @@ TEST(RestartRegion, TheRegionJpegHoldsOnlyTheSegmentsTheWindowCovers) {
       ASSERT_EQ(part.pixels[static_cast<std::size_t>(r * part.width * 3 + c)],
                 whole.pixels[static_cast<std::size_t>((region->top + r) * whole.width * 3 + region->left * 3 + c)])
           << "row " << r << " byte " << c;
+}
+
+// The device's decode at full scale resamples from k x k block means: its taps' blocks reach k pixels beyond the
+// window (1 where k is 1), and chroma upsampling two more. The region holds the window widened so (clipped to the
+// image), from a corner on whole MCUs, so its blocks are the image's.
+TEST(RestartRegion, AFullScaleRegionHoldsTheWindowWidenedByItsBlockAndTheChromasPixels) {
+  EXPECT_EQ(full_scale_guard({0, 0, 100, 100}, 64, 64), 3.0f);  // k = 1
+  EXPECT_EQ(full_scale_guard({0, 0, 130, 200}, 64, 64), 4.0f);  // 2
+  EXPECT_EQ(full_scale_guard({0, 0, 300, 260}, 64, 64), 6.0f);  // 4
+  EXPECT_EQ(full_scale_guard({0, 0, 520, 600}, 64, 64), 10.0f);  // 8
+  const std::vector<uint8_t> bytes = rewritten(encode_test_jpeg(photo_like(375, 500, 3, 22), 90));
+  std::mt19937 random(31);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  for (int trial = 0; trial < 200; ++trial) {
+    const float height = 8 + unit(random) * 360, width = 8 + unit(random) * 490;
+    const PixelWindow window{unit(random) * (375 - height), unit(random) * (500 - width), height, width};
+    const float guard = full_scale_guard(window, 32, 32);
+    std::vector<uint8_t> out;
+    const auto region = region_jpeg(bytes, window, guard, {375, 500, 0, false}, out);
+    ASSERT_TRUE(region) << "trial " << trial;
+    SCOPED_TRACE(::testing::Message() << "trial " << trial << ", guard " << guard);
+    EXPECT_EQ(region->top % 16, 0);
+    EXPECT_EQ(region->left % 16, 0);
+    EXPECT_LE(static_cast<float>(region->top), std::max(0.0f, window.top - guard));
+    EXPECT_LE(static_cast<float>(region->left), std::max(0.0f, window.left - guard));
+    EXPECT_GE(static_cast<float>(region->top + region->height), std::min(375.0f, window.top + height + guard));
+    EXPECT_GE(static_cast<float>(region->left + region->width), std::min(500.0f, window.left + width + guard));
+  }
+  std::vector<uint8_t> out;
+  EXPECT_FALSE(region_jpeg(bytes, {0, 0, 10, 10}, 3, {376, 500, 0, false}, out)) << "another size than expected";
+  EXPECT_FALSE(region_jpeg(bytes, {NAN, 0, 10, 10}, 3, {}, out));
 }
 
 // A restart marker out of sequence (a segment lost, or renumbered) is refused as the whole-stream decode refuses it,
