@@ -61,9 +61,6 @@ bool run_encode(const DecodedImage& image, int quality, bool region_layout, Comp
   return true;
 }
 
-// Only YCbCr and gray are rewritten: libjpeg marks the CMYK JPEGs it writes with Adobe's marker whether the source
-// had one or not, which means inverted inks to io/jpeg_window; RGB JPEGs are rare enough to keep as they are.
-// Nor are samplings io/restart_region reads whole-stream: they would pay for the markers without using them.
 // About the coefficient arrays jpeg_read_coefficients allocates (each component's blocks, which the header read
 // counts; libjpeg rounds each array up to whole MCUs, a few percent more).
 uint64_t coefficient_bytes(const jpeg_decompress_struct& info) {
@@ -73,6 +70,10 @@ uint64_t coefficient_bytes(const jpeg_decompress_struct& info) {
   return blocks * DCTSIZE2 * sizeof(JCOEF);
 }
 
+// Only YCbCr and gray are rewritten: libjpeg marks the CMYK JPEGs it writes with Adobe's marker whether the source
+// had one or not, which means inverted inks to io/jpeg_window; RGB JPEGs are rare enough to keep as they are.
+// Nor are samplings io/restart_region reads whole-stream: they would pay for the markers without using them, nor
+// photos whose coefficients exceed the bound the rewrite holds them within.
 bool is_rewritable(const jpeg_decompress_struct& info, uint64_t max_coefficient_bytes) {
   const bool space = (info.jpeg_color_space == JCS_YCbCr && info.num_components == 3) ||
                      (info.jpeg_color_space == JCS_GRAYSCALE && info.num_components == 1);
