@@ -176,11 +176,10 @@ void decode_jpeg_window(std::span<const uint8_t> bytes, const JpegWindowRequest&
   thread_local std::vector<uint8_t> region_bytes;
   Outcome outcome;
   if (const std::optional<PixelRegion> region = scaled_region_jpeg(bytes, request, expected, region_bytes)) {
-    // Exact in float: the region starts on whole pixels, at or before the window.
     JpegWindowRequest within = request;
-    within.window.top -= static_cast<float>(region->top);
-    within.window.left -= static_cast<float>(region->left);
-    outcome = run_decode(region_bytes, within, out, failure, seen, {region->height, region->width, 0, false});
+    within.window = window_in_region(request.window, *region);
+    expected = {region->height, region->width, 0, false};
+    outcome = run_decode(region_bytes, within, out, failure, seen, expected);
     out.from_region = true;
   } else {
     outcome = run_decode(bytes, request, out, failure, seen, expected);
@@ -195,7 +194,8 @@ void decode_jpeg_window(std::span<const uint8_t> bytes, const JpegWindowRequest&
                                   seen.width, seen.height,
                                   byte_size_text(static_cast<double>(seen.width) * seen.height * 3), kMaxImagePixels));
     case Outcome::wrong_size:
-      throw DataError(fmt::format("JPEG is {}x{} pixels where its shard records {}x{}", seen.width, seen.height,
+      throw DataError(fmt::format("JPEG is {}x{} pixels where {} {}x{}", seen.width, seen.height,
+                                  out.from_region ? "the region cut from it for the crop is" : "its shard records",
                                   expected.width, expected.height));
   }
 }

@@ -193,4 +193,9 @@ float full_scale_guard(const PixelWindow& window, int out_height, int out_width)
   return static_cast<float>(k) + 2.0f;
 }
 
+PixelWindow window_in_region(const PixelWindow& window, const PixelRegion& region) {
+  return {window.top - static_cast<float>(region.top), window.left - static_cast<float>(region.left), window.height,
+          window.width};
+}
+
 }  // namespace ringtrain::io

@@ -63,4 +63,8 @@ std::optional<PixelRegion> region_jpeg(std::span<const uint8_t> jpeg, const Pixe
 // upsampling. The region's edges lie on whole MCUs, multiples of 8 pixels, so its blocks are the image's own.
 float full_scale_guard(const PixelWindow& window, int out_height, int out_width);
 
+// `window` in the coordinates of `region`'s pixels. Exact in float: the region starts on whole pixels, at or before
+// the window.
+PixelWindow window_in_region(const PixelWindow& window, const PixelRegion& region);
+
 }  // namespace ringtrain::io

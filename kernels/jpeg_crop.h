@@ -17,7 +17,8 @@ struct JpegCrop {
   std::span<const uint8_t> jpeg;
   CropWindow window;          // in the photo's own pixels
   bool flip = false;
-  int height = 0, width = 0;  // the photo's size as the caller knows it (the shard's); 0 x 0: not checked
+  int height = 0, width = 0;  // the JPEG's size as the caller knows it (the shard's); 0 x 0: not checked
+  bool from_region = false;   // the JPEG is a region cut from the photo for the crop (data.decode_regions)
 };
 
 // A sample of the batch that cannot be decoded; index() is its position in the batch.

@@ -11,11 +11,9 @@ kernels::JpegCrop device_crop(std::vector<uint8_t>& read, const PhotoCrop& crop,
     const io::PixelWindow window{crop.window.top, crop.window.left, crop.window.height, crop.window.width};
     const float guard = io::full_scale_guard(window, sample.height, sample.width);
     if (const auto region = io::region_jpeg(read, window, guard, {height, width, 0, false}, kept)) {
-      // Exact in float: the region starts on whole pixels, at or before the window.
-      kernels::CropWindow moved = crop.window;
-      moved.top -= static_cast<float>(region->top);
-      moved.left -= static_cast<float>(region->left);
-      return {kept, moved, crop.flip, region->height, region->width};
+      const io::PixelWindow moved = io::window_in_region(window, *region);
+      return {kept, {moved.top, moved.left, moved.height, moved.width}, crop.flip, region->height, region->width,
+              /*from_region=*/true};
     }
   }
   kept.swap(read);

@@ -23,8 +23,11 @@ io::DecodedImage decode_photo(const kernels::JpegCrop& sample, int index, int ch
   }
   const bool checked = sample.height > 0 && sample.width > 0;
   if (checked && (image.height != sample.height || image.width != sample.width))
-    throw kernels::UndecodableJpeg(index, fmt::format("the JPEG is {}x{} pixels where its shard says {}x{}",
-                                                      image.width, image.height, sample.width, sample.height));
+    throw kernels::UndecodableJpeg(index, fmt::format("the JPEG is {}x{} pixels where {} {}x{}", image.width,
+                                                      image.height,
+                                                      sample.from_region ? "the region cut from it for the crop is"
+                                                                         : "its shard says",
+                                                      sample.width, sample.height));
   return image;
 }
 
