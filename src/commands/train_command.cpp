@@ -9,7 +9,6 @@
 #include "commands/same_job.h"
 #include "commands/with_watchdog.h"
 #include "config/job_config.h"
-#include "config/sync_batchnorm_fit.h"
 #include "dist/world.h"
 #include "train/launcher_watch.h"
 #include "train/stop_request.h"
@@ -32,15 +31,12 @@ int train(int* argc, char*** argv, const TrainArgs& args) {
       return with_watchdog(world, job, [&](dist::Watchdog& watchdog) {
         // The device synchronises batch norm over the group a resume on a smaller world fits; the trainer fits the
         // same from `job` and says so in the run header.
+        const train::MembershipChange membership{args.failed_node, args.seconds_lost};
         config::JobConfig device_job = job;
         device_job.dist.sync_batchnorm_group =
-            config::fit_sync_batchnorm_group(job.dist.sync_batchnorm_group, world.size(),
-                                             args.resume || !args.failed_node.empty())
-                .group;
+            train::device_sync_batchnorm_group(job, world.size(), args.resume, membership);
         backend::DeviceSetup device = backend::open_device(device_job, world);
-        return train::Trainer(job, world, *device.backend, *device.reducer, watchdog, args.resume,
-                              {args.failed_node, args.seconds_lost})
-            .run();
+        return train::Trainer(job, world, *device.backend, *device.reducer, watchdog, args.resume, membership).run();
       });
     });
   });

@@ -38,10 +38,21 @@ bool batch_keys_changed(const std::string& checkpoint_job, const config::JobConf
 
 }  // namespace
 
+namespace {
+
+config::SyncBatchnormFit fit_group(const config::JobConfig& job, int ranks, bool resume, bool relaunched) {
+  return config::fit_sync_batchnorm_group(job.dist.sync_batchnorm_group, ranks, resume || relaunched);
+}
+
+}  // namespace
+
+int fitted_sync_batchnorm_group(const config::JobConfig& job, int ranks, bool resume, bool relaunched) {
+  return fit_group(job, ranks, resume, relaunched).group;
+}
+
 FittedJob fit_to_world(const config::JobConfig& job, const dist::World& world, bool resume, bool relaunched) {
   FittedJob fitted{job, {}};
-  const config::SyncBatchnormFit group = config::fit_sync_batchnorm_group(job.dist.sync_batchnorm_group, world.size(),
-                                                                          resume || relaunched);
+  const config::SyncBatchnormFit group = fit_group(job, world.size(), resume, relaunched);
   fitted.job.dist.sync_batchnorm_group = group.group;
   if (!group.note.empty()) fitted.notes.push_back(group.note);
   if (!resume || job.dist.on_shrink != config::OnShrink::keep_global_batch) return fitted;

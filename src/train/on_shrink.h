@@ -23,10 +23,13 @@ struct FittedJob {
   std::vector<std::string> notes;  // what was changed and why, for the log
 };
 
-// Collective. `job` with config::fit_sync_batchnorm_group's group (as the device was opened with), and on --resume with keep_global_batch onto another world size
-// than the newest checkpoint's, train.accumulate_steps re-chosen to keep the checkpoint's global batch. Errors are
-// agreed: every rank throws the same one.
+// Collective. `job` with config::fit_sync_batchnorm_group's group (as the device was opened with), and on --resume
+// with keep_global_batch onto another world size than the newest checkpoint's, train.accumulate_steps re-chosen to
+// keep the checkpoint's global batch. Errors are agreed: every rank throws the same one.
 // `relaunched`: an elastic launcher's relaunch (--failed-node), which fits the batch-norm group without --resume too.
 FittedJob fit_to_world(const config::JobConfig& job, const dist::World& world, bool resume, bool relaunched = false);
+
+// The batch-norm group fit_to_world's job holds (config::fit_sync_batchnorm_group's).
+int fitted_sync_batchnorm_group(const config::JobConfig& job, int ranks, bool resume, bool relaunched);
 
 }  // namespace ringtrain::train

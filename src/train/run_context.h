@@ -14,6 +14,8 @@ namespace ringtrain::train {
 struct MembershipChange {
   std::string failed_node;    // "": not given
   double seconds_lost = -1;   // < 0: not given
+
+  bool relaunched() const { return !failed_node.empty(); }
 };
 
 struct RunContext {

@@ -262,6 +262,19 @@ std::string normalisation_note(const RunContext& run, const io::CheckpointData& 
                                                      fmt::join(ours.stddev, ", ")));
 }
 
+// Where model.replace_head made the head anew: which tensors, and how much of the checkpoint was left unused (its
+// own head, for its own classes).
+std::string replaced_head_note(const model::Network& net, size_t taken, const io::CheckpointData& c, int64_t given) {
+  const auto& tensors = net.param_tensors();
+  if (taken == tensors.size()) return "";
+  std::vector<std::string> names;
+  for (size_t i = taken; i < tensors.size(); ++i) names.push_back("'" + tensors[i].name + "'");
+  const auto unused = static_cast<int64_t>(c.params.size()) - given;
+  return fmt::format("; the head's {} made anew from the seed, the checkpoint's last {} parameter value{} (its own "
+                     "head) unused",
+                     fmt::join(names, ", "), unused, unused == 1 ? "" : "s");
+}
+
 // Collective. The fine-tuning start: the parameters and batch-norm statistics of train.init_from's checkpoint over
 // the seeded ones already loaded (a replaced head keeps those); returns the run header's line about it.
 std::string start_from_pretrained(const RunContext& run, model::Network& net) {
@@ -281,7 +294,7 @@ std::string start_from_pretrained(const RunContext& run, model::Network& net) {
   net.load_state(state);
   return fmt::format("parameters and batch-norm statistics from {} ({} of {} parameter tensors{}){}",
                      run.job.train.init_from.string(), taken, tensors.size(),
-                     taken < tensors.size() ? "; the head replaced, from the seed" : "",
+                     run.root() ? replaced_head_note(net, taken, c, given) : "",
                      run.root() ? normalisation_note(run, c) : "");
 }
 

@@ -58,10 +58,15 @@ Trainer::Trainer(const config::JobConfig& job, dist::World& world, model::Backen
     : job_(job), world_(world), backend_(backend), reducer_(reducer), watchdog_(watchdog), resume_(resume),
       membership_(std::move(membership)) {}
 
+int device_sync_batchnorm_group(const config::JobConfig& job, int ranks, bool resume,
+                                const MembershipChange& membership) {
+  return fitted_sync_batchnorm_group(job, ranks, resume, membership.relaunched());
+}
+
 int Trainer::run() {
   const MemoryBaseline baseline{obs::current_rss_mb(),
                                 static_cast<double>(backend_.device_bytes_in_use()) / (1 << 20)};
-  const FittedJob fitted = fit_to_world(job_, world_, resume_, !membership_.failed_node.empty());
+  const FittedJob fitted = fit_to_world(job_, world_, resume_, membership_.relaunched());
   const RunContext run{fitted.job, world_, backend_, resume_, membership_};
   world_.all_succeed([&] {
     // The test hooks are read now, so a malformed one is refused before run.dir is claimed.

@@ -31,4 +31,9 @@ class Trainer {
   MembershipChange membership_;
 };
 
+// The batch-norm group the device is opened with: the one the trainer fits the job to on this world
+// (dist.sync_batchnorm_group, fitted on a resume or an elastic relaunch onto a world it does not divide).
+int device_sync_batchnorm_group(const config::JobConfig& job, int ranks, bool resume,
+                                const MembershipChange& membership);
+
 }  // namespace ringtrain::train

@@ -78,7 +78,7 @@ new_task=(data.train=four/train data.test=four/test train.max_steps_per_epoch=10
 # On 3 ranks, whose average of 3 equal statistics a float sum would not give back bit for bit.
 NP=3 train tuned "${new_task[@]}" train.init_from="$checkpoint" train.freeze=features optimizer.head_lr_multiplier=10
 NP=3 train scratch "${new_task[@]}"
-grep -q "parameters and batch-norm statistics from $checkpoint (6 of 8 parameter tensors; the head replaced" tuned.log ||
+grep -q "parameters and batch-norm statistics from $checkpoint (6 of 8 parameter tensors; the head.s .*weight., .*bias. made anew from the seed, the checkpoint.s last [0-9]* parameter values (its own head) unused" tuned.log ||
   { echo "FAIL: the header does not say where the weights came from:"; grep -m5 -i "checkpoint\|from" tuned.log; exit 1; }
 echo "ok   the run header names the checkpoint the weights came from, and the replaced head"
 
