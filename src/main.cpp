@@ -8,6 +8,7 @@
 #include "commands/commands.h"
 #include "commands/results_on_stdout.h"
 #include "common/error.h"
+#include "common/stderr_print.h"
 
 namespace {
 
@@ -285,10 +286,10 @@ int main(int argc, char** argv) {
     fmt::print("{}", app.help());
     return static_cast<int>(ExitCode::usage);
   } catch (const Error& e) {
-    fmt::print(stderr, "ringtrain: {} (exit {}):\n  {}\n", exit_code_name(e.code()), static_cast<int>(e.code()), e.what());
+    stderr_print("ringtrain: {} (exit {}):\n  {}\n", exit_code_name(e.code()), static_cast<int>(e.code()), e.what());
     return static_cast<int>(e.code());
   } catch (const std::exception& e) {
-    fmt::print(stderr, "ringtrain: internal error (exit 1): {}\n", e.what());
+    stderr_print("ringtrain: internal error (exit 1): {}\n", e.what());
     return static_cast<int>(ExitCode::internal);
   }
 }

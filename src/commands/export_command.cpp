@@ -5,6 +5,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "commands/commands.h"
 #include "commands/one_process.h"
+#include "common/stderr_print.h"
 #include "io/output_paths.h"
 #include "config/job_config.h"
 #include "infer/onnx_export.h"
@@ -36,7 +37,7 @@ void refuse_other_data(const io::CheckpointData& checkpoint, const std::filesyst
   }();
   train::refuse_another_model(checkpoint, path, net, false);
   if (const std::string note = train::other_sample_shape_note(checkpoint, path.string(), input); !note.empty())
-    fmt::print(stderr, "{}\n", note);
+    stderr_print("{}\n", note);
 }
 
 }  // namespace

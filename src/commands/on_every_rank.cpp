@@ -7,14 +7,15 @@
 
 #include "common/error.h"
 #include "common/process_label.h"
+#include "common/stderr_print.h"
 
 namespace ringtrain::commands {
 namespace {
 
 void report(const Error& e, const std::string& origin = {}) {
-  fmt::print(stderr, "ringtrain: {} (exit {}) [{}]:\n  {}\n", exit_code_name(e.code()), static_cast<int>(e.code()),
+  stderr_print("ringtrain: {} (exit {}) [{}]:\n  {}\n", exit_code_name(e.code()), static_cast<int>(e.code()),
              process_label(), e.what());
-  if (!origin.empty()) fmt::print(stderr, "  (found by {})\n", origin);
+  if (!origin.empty()) stderr_print("  (found by {})\n", origin);
   std::fflush(stderr);
 }
 

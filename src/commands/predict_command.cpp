@@ -18,6 +18,7 @@
 #include "commands/on_every_rank.h"
 #include "commands/results_on_stdout.h"
 #include "common/error.h"
+#include "common/stderr_print.h"
 #include "config/job_config.h"
 #include "data/batch_loader.h"
 #include "data/loader_work.h"
@@ -58,7 +59,7 @@ void predict_split(const train::RunContext& run, const PredictArgs& args, const 
   infer::Classifier classifier(run, args.checkpoint, part.meta().shape, classes, train::weights_named(args.weights));
   std::string norm_note;
   const train::InputNorm model_norm = infer::model_input_norm(run.job, args.data, part.meta(), norm_note);
-  if (!norm_note.empty()) fmt::print(stderr, "{}\n", norm_note);
+  if (!norm_note.empty()) stderr_print("{}\n", norm_note);
   const int64_t n = part.range.size(), per_batch = classifier.batch(), batches = (n + per_batch - 1) / per_batch;
   train::BatchLoader loader(
       *part.reader, classifier.batch(), batches,

@@ -54,18 +54,36 @@ Watchdog::Watchdog(MPI_Comm world, double timeout_s, int exit_code)
   guard_ = std::thread([this] { guard(); });
 }
 
+// The guard outlives the watchdog's thread: a rank unwinding an error while that thread is stuck inside MPI would
+// otherwise wait on its join for ever, and never reach the abort that ends the other ranks.
 Watchdog::~Watchdog() {
-  stop_ = true;
+  stop_thread();
+  guard_stop_ = true;
   if (guard_.joinable()) guard_.join();
-  if (thread_.joinable()) thread_.join();
+}
+
+void Watchdog::stop_thread() {
+  stop_ = true;
+  if (!thread_.joinable()) return;
+  joining_since_ = util::now_s();
+  thread_.join();
+  joining_since_ = 0;
 }
 
 // MPI-free: ends the rank when the watchdog's thread is stuck inside MPI and cannot do it itself.
 void Watchdog::guard() {
   double terminating_since = -1;
-  while (!stop_) {
+  while (!guard_stop_) {
     std::this_thread::sleep_for(kTick);
     const double now = util::now_s(), stuck = now - last_tick_s_.load();
+    if (const double joining = joining_since_.load(); joining > 0 && now - joining > kStuckS && stuck > kStuckS) {
+      std::fprintf(stderr,
+                   "ringtrain: stall (exit %d) [%s]:\n  this rank is ending, but the watchdog's own MPI calls have "
+                   "not returned for %.1f s: MPI is stuck; ending this rank without MPI\n",
+                   exit_code_, process_label().c_str(), stuck);
+      end_job(exit_code_, /*use_mpi=*/false);
+    }
+    if (stop_) continue;  // the waits are over: only the join is watched
     if (auto* terminating = terminating_.load(); terminating && terminating_since < 0 && terminating())
       terminating_since = now;
     const bool past_sigterm = (!waiting_ || sigterm_ends_wait_) && terminating_since >= 0 &&
@@ -98,8 +116,7 @@ void Watchdog::enter_call(const char* what) {
 }
 
 void Watchdog::finish() {
-  stop_ = true;
-  if (thread_.joinable()) thread_.join();
+  stop_thread();
   if (!heartbeats_) return;
   // Every rank's last heartbeat must be received before MPI_Finalize: complete our send, meet, then rank 0
   // takes whatever is still queued for it. The meeting is polled, as the thread that timed waits has stopped.

@@ -125,6 +125,7 @@ class Watchdog {
  private:
   void loop();
   void guard();
+  void stop_thread();  // the watchdog's thread, joined while the guard still watches it
   void check_call(double now);
   void heartbeat(double now);
   void drain(double now);
@@ -146,6 +147,8 @@ class Watchdog {
   std::atomic<bool> in_step_{false};  // begun_ has not ended (end_step)
   std::atomic<double> entered_at_{0};
   std::atomic<bool> waiting_{false}, stop_{false};
+  std::atomic<bool> guard_stop_{false};  // set once the watchdog's thread has been joined
+  std::atomic<double> joining_since_{0};  // > 0: the watchdog's thread is being joined (stop_thread) since then
   std::atomic<bool> sigterm_ends_wait_{true};  // the grace after SIGTERM ends the current wait (enter)
   std::atomic<double> last_tick_s_{0};  // the watchdog thread's last tick, read by the guard
   std::atomic<const char*> what_{""};

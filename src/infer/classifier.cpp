@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "common/stderr_print.h"
 #include "data/loader_work.h"
 #include "train/network_setup.h"
 #include "train/start_point.h"
@@ -21,7 +22,7 @@ Classifier::Classifier(const train::RunContext& run, const std::filesystem::path
       device_batch_(run.backend, input_, form_),
       logits_(static_cast<size_t>(input_.n) * static_cast<size_t>(classes)) {
   const train::RestoredCheckpoint restored = train::restore_checkpoint(run, *net_, nullptr, checkpoint, weights);
-  if (!restored.other_sample_shape.empty()) fmt::print(stderr, "{}\n", restored.other_sample_shape);
+  if (!restored.other_sample_shape.empty()) stderr_print("{}\n", restored.other_sample_shape);
 }
 
 std::span<const float> Classifier::logits(const train::HostBatch& batch) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/stderr_print.h"
 #include "data/decode_ahead.h"
 #include "data/device_batch.h"
 #include "data/loader_work.h"
@@ -74,7 +75,7 @@ int evaluate(const train::RunContext& run, const EvaluateOptions& options) {
   const auto net = train::build_network(run, input, part.meta().num_classes, {loader_bytes, decode_bytes}, nullptr);
   const train::RestoredCheckpoint restored =
       train::restore_checkpoint(run, *net, nullptr, options.checkpoint, options.weights);
-  if (!restored.other_sample_shape.empty()) fmt::print(stderr, "{}\n", restored.other_sample_shape);
+  if (!restored.other_sample_shape.empty()) stderr_print("{}\n", restored.other_sample_shape);
 
   // The newest checkpoint is known only now (no --checkpoint given).
   run.world.all_succeed([&] { io::refuse_output_over_input("--out", options.out, {{"the checkpoint", restored.path}}); });

@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/crc32c.h"
+#include "common/stderr_print.h"
 
 namespace ringtrain::obs {
 namespace {
@@ -110,7 +111,7 @@ void TensorBoardWriter::record(const std::string& event, int64_t step) {
   out_.close();
   std::error_code ec;
   std::filesystem::resize_file(file_, static_cast<uintmax_t>(written_), ec);  // no torn record for TensorBoard
-  fmt::print(stderr, "ringtrain: cannot write the TensorBoard file {} ({}); its curves stop at step {}, and "
+  stderr_print("ringtrain: cannot write the TensorBoard file {} ({}); its curves stop at step {}, and "
                      "metrics.jsonl keeps every record\n",
              file_.string(), std::strerror(error), step);
   std::fflush(stderr);

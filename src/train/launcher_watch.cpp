@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/stderr_print.h"
 
 namespace ringtrain::train {
 namespace {
@@ -28,7 +29,7 @@ void watch_launcher(int rank) {
     for (;;) {
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
       if (::getppid() == launcher) continue;
-      fmt::print(stderr, "ringtrain: rank {}: its launcher (pid {}) is gone, so is the job; this rank ends now (exit "
+      stderr_print("ringtrain: rank {}: its launcher (pid {}) is gone, so is the job; this rank ends now (exit "
                          "{}). The last checkpoint is intact: --resume continues from it\n",
                  rank, launcher, static_cast<int>(ExitCode::fault));
       std::fflush(stderr);

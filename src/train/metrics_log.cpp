@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/stderr_print.h"
 #include "util/json_text.h"
 
 namespace ringtrain::train {
@@ -56,9 +57,9 @@ MetricsLog::MetricsLog(MetricsLog&& other) noexcept
 MetricsLog::~MetricsLog() {
   // A run that ends by an error with records still held (its disk full): one last try, else they go to stderr.
   if (!held_.empty() && !write_held()) {
-    fmt::print(stderr, "ringtrain: {} record(s) could not be written to '{}' ({}); append these lines to it:\n",
+    stderr_print("ringtrain: {} record(s) could not be written to '{}' ({}); append these lines to it:\n",
                held_.size(), file_.string(), last_failure_);
-    for (const std::string& line : held_) fmt::print(stderr, "{}", line);
+    for (const std::string& line : held_) stderr_print("{}", line);
     std::fflush(stderr);
   }
   if (fd_ >= 0) ::close(fd_);
@@ -107,11 +108,11 @@ void MetricsLog::append(const nlohmann::ordered_json& record) {
   const size_t before = held_.size();
   if (write_held()) {
     if (was_failing)
-      fmt::print(stderr, "ringtrain: '{}' is writable again: {} held record(s) written\n", file_.string(), before);
+      stderr_print("ringtrain: '{}' is writable again: {} held record(s) written\n", file_.string(), before);
     return;
   }
   if (!was_failing)
-    fmt::print(stderr, "ringtrain: cannot append to '{}' ({}); the record is held in memory and written with the next "
+    stderr_print("ringtrain: cannot append to '{}' ({}); the record is held in memory and written with the next "
                        "one, or at the end of the run\n",
                file_.string(), last_failure_);
   std::fflush(stderr);

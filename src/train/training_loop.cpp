@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/stderr_print.h"
 #include "data/loader_work.h"
 #include "data/sample_order.h"
 #include "dist/open_mpi_defaults.h"
@@ -329,7 +330,7 @@ Resumable TrainingLoop::within_epoch(int epoch, int64_t step, const EpochTally& 
 void TrainingLoop::after_step(int epoch, int64_t step, bool checkpoint_due, const EpochTally& tally) {
   const int64_t done = global_step_ + 1;
   if (corruption_ && corruption_->rank == run_.world.rank() && corruption_->after_step == done) {
-    fmt::print(stderr, "{}: flipping one bit of parameter 0 on rank {} after step {} (test hook)\n", kCorruptParamEnv,
+    stderr_print("{}: flipping one bit of parameter 0 on rank {} after step {} (test hook)\n", kCorruptParamEnv,
                run_.world.rank(), done);
     flip_lowest_bit(run_.backend, net_.params());
   }
@@ -600,7 +601,7 @@ void TrainingLoop::write_trace() {
   try {
     trace_->write(run_.job.run.dir / fmt::format("trace-rank{}.json", run_.world.rank()));
   } catch (const Error& e) {
-    fmt::print(stderr, "ringtrain: warning: {}\n", e.what());
+    stderr_print("ringtrain: warning: {}\n", e.what());
   }
 }
 

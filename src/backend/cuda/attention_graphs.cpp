@@ -16,6 +16,7 @@
 
 #include "common/error.h"
 #include "common/process_label.h"
+#include "common/stderr_print.h"
 #include "kernels/attention.h"
 
 #if RINGTRAIN_HAVE_CUDNN_FRONTEND
@@ -35,7 +36,7 @@ using kernels::AttentionShape;
 // Said once per shape, by the first rank (every rank has the same shapes).
 void note_unfused(const AttentionShape& s, const std::string& why) {
   if (process_rank() > 0) return;
-  fmt::print(stderr, "ringtrain: note: attention of {} heads of {} over {} tokens (batch {}) stays on the batched "
+  stderr_print("ringtrain: note: attention of {} heads of {} over {} tokens (batch {}) stays on the batched "
                      "products, not cuDNN's fused attention: {}\n",
              s.heads, s.head_dim, s.tokens, s.batch, why);
 }
