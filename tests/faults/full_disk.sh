@@ -13,7 +13,7 @@
 #   outputs     export and evaluate --out on a full disk: exit 3, neither the file nor its .tmp left
 #   unwritable  keys, --version, inspect, predict, evaluate and prepare with stdout on /dev/full: exit 3
 #               "the results cannot be written to stdout", not exit 0 and not an internal error; --onnx naming a
-#               folder: exit 3 naming the flag
+#               folder: exit 3 naming the flag; errors with stderr on /dev/full too: their own exit codes
 # checkpoint, prepare and outputs mount a tmpfs (root with CAP_SYS_ADMIN); where that fails they are skipped, saying
 # why, and the script exits 77 (CTest's skip) unless a case failed. unwritable needs no mount.
 # Usage: full_disk.sh RINGTRAIN SOURCE_DIR SCRATCH_DIR [CASE...]
@@ -168,6 +168,22 @@ if [[ " $cases " == *" unwritable "* ]]; then
   stdout_case prepare "$bin" prepare synthetic --shape 1,8,8 --classes 3 --samples 16 --shards 1 --out "$work/p"
   if [ -z "$bad" ]; then ok "unwritable: keys, --version, inspect, predict, evaluate, prepare on /dev/full: exit 3 naming stdout"
   else fail "unwritable: stdout on /dev/full: $bad"; fi
+
+  # stderr on /dev/full too (a job's one output file on a full disk): the report of the error cannot be written
+  # either, and the exit code must still be the error's, not a crash over the report.
+  bad=""
+  both_full() {  # NAME EXIT_CODE COMMAND...
+    local name=$1 want=$2
+    shift 2
+    "$@" >/dev/full 2>&1 </dev/null
+    local rc=$?
+    [ "$rc" = "$want" ] || bad+="$name(exit $rc, want $want) "
+  }
+  both_full predict 3 "$bin" predict --checkpoint "$ckpt" "$work/tiny/test"
+  both_full train_missing_job 3 "$bin" train "$work/no-such-job.toml"
+  both_full export_missing_checkpoint 5 "$bin" export --checkpoint "$work/no-such.h5" --onnx "$work/none.onnx"
+  if [ -z "$bad" ]; then ok "unwritable: stdout and stderr on /dev/full: predict 3, a missing job 3, a missing checkpoint 5"
+  else fail "unwritable: stdout and stderr on /dev/full: $bad"; fi
 fi
 
 echo "$failures failed${skipped:+, skipped: ${skipped% }}"
