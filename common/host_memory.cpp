@@ -161,6 +161,18 @@ MemoryOfProcess memory_of_process() noexcept {
   return memory;
 }
 
+RankMemoryShare rank_memory_share(const MemoryOfProcess& memory, int ranks_on_node, const std::string& host) {
+  const int ranks = std::max(ranks_on_node, 1);
+  const double node_share = static_cast<double>(memory.shared.bytes) / ranks;
+  const bool own_binds =
+      memory.own.bytes > 0 && (memory.shared.bytes == 0 || static_cast<double>(memory.own.bytes) < node_share);
+  if (own_binds)
+    return {static_cast<double>(memory.own.bytes), memory.own, fmt::format("this rank's {}", memory.own.text())};
+  return {node_share, memory.shared,
+          fmt::format("this rank's share ({} rank{} on {}) of the {}", ranks, ranks == 1 ? "" : "s", host,
+                      memory.shared.text())};
+}
+
 uint64_t host_memory_available() noexcept { return available_memory().bytes; }
 
 std::string byte_size_text(double bytes) {

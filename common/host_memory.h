@@ -38,6 +38,15 @@ struct MemoryOfProcess {
 };
 MemoryOfProcess memory_of_process() noexcept;
 
+// What one of a node's `ranks_on_node` processes may count on: its share of what they share, or its own
+// address-space limit where that is smaller.
+struct RankMemoryShare {
+  double bytes = 0;        // 0: the system says neither
+  AvailableMemory limit;   // the limit that gives it (its remedy)
+  std::string text;        // "this rank's share (4 ranks on node07) of the 12.3 GiB available", or "this rank's ..."
+};
+RankMemoryShare rank_memory_share(const MemoryOfProcess& memory, int ranks_on_node, const std::string& host);
+
 // available_memory().bytes.
 uint64_t host_memory_available() noexcept;
 

@@ -1,17 +1,28 @@
 // Owns running a step over items 0..count-1 on several threads while one consumer takes the results in item order,
 // never more than `window` items ahead of it: memory stays `window` results whatever the count, and the output's
-// order does not depend on thread timing. An exception from a step or from the consumer stops every thread and
-// reaches the caller.
+// order does not depend on thread timing. An exception from a step, from the consumer or from starting a thread stops
+// every thread and reaches the caller.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <stdexcept>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 namespace ringtrain::io {
+
+// A worker thread could not be started (the user's or the node's limit on threads); the threads started stop.
+class WorkerStartError : public std::runtime_error {
+ public:
+  WorkerStartError(int thread, int threads, const std::string& why)
+      : std::runtime_error("cannot start worker thread " + std::to_string(thread + 1) + " of " +
+                           std::to_string(threads) + ": " + why) {}
+};
 
 template <class Result>
 void ordered_map(int64_t count, int threads, int window, const std::function<void(int64_t, Result&)>& produce,
@@ -50,8 +61,14 @@ void ordered_map(int64_t count, int threads, int window, const std::function<voi
     }
   };
   std::vector<std::jthread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(work);
   try {
+    for (int t = 0; t < threads; ++t) {
+      try {
+        pool.emplace_back(work);
+      } catch (const std::system_error& e) {
+        throw WorkerStartError(t, threads, e.what());
+      }
+    }
     for (int64_t i = 0; i < count; ++i) {
       {
         std::unique_lock lock(mutex);

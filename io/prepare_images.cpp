@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <new>
+#include <stdexcept>
 #include <thread>
 
 #include "common/crc32c.h"
@@ -75,7 +77,7 @@ class Progress {
   Clock::time_point start_ = Clock::now(), printed_{};
 };
 
-void check_options(const ImagesOptions& options) {
+void check_options(const ImagesOptions& options, const PrepareTeam& team) {
   if (options.size.height < 1 || options.size.width < 1)
     throw DataError(fmt::format("--size {}x{} needs positive sides", options.size.height, options.size.width));
   if (!convertible_channels(options.channels))
@@ -97,13 +99,14 @@ void check_options(const ImagesOptions& options) {
                                 options.size.height, options.size.width, values, detail::kMaxSampleValues));
   // The worker window (4 samples a thread) and a shard's chunk of raw samples are what a sample size costs.
   const double needed = values * (4.0 * std::max(options.threads, 1) + 64);
-  if (const AvailableMemory memory = available_memory();
-      memory.bytes > 0 && needed > 0.5 * static_cast<double>(memory.bytes))
+  if (const RankMemoryShare share = rank_memory_share(memory_of_process(), team.ranks_on_node, team.host);
+      share.bytes > 0 && needed > 0.5 * share.bytes)
     throw DataError(fmt::format("--size {}x{} with {} threads needs {} of memory for the samples in flight, more than "
-                                "half of the {} (the rest is the decoders' and the system's); use a smaller "
-                                "--size or fewer --threads{}",
+                                "half of the {} that is {} (the rest is the decoders' and the system's); use a "
+                                "smaller --size, fewer --threads{}{}",
                                 options.size.height, options.size.width, options.threads, byte_size_text(needed),
-                                memory.text(), memory.or_remedy()));
+                                byte_size_text(share.bytes), share.text,
+                                team.ranks_on_node > 1 ? " or fewer ranks a node" : "", share.limit.or_remedy()));
 }
 
 // Automatic: JPEG bytes when the photos are larger than the training size (the random crop is then taken from the
@@ -183,10 +186,15 @@ void fill_shard(const SplitPlan& split, const PlannedShard& shard, const fs::pat
       [&](int64_t i, Item& item) {
         item.error.clear();
         item.sums = ChannelSums(channels);
+        const fs::path path = split.folder->path(shard.files[static_cast<std::size_t>(i)]);
         try {
-          store_image(split.folder->path(shard.files[static_cast<std::size_t>(i)]), pass.store, item.image, item.sums);
+          store_image(path, pass.store, item.image, item.sums);
         } catch (const DataError& e) {
           item.error = e.what();
+        } catch (const std::bad_alloc&) {  // not the image's fault alone: the others' decodes share the memory
+          throw DataError(fmt::format("'{}': no memory was left to decode it with {} thread(s) decoding at once; "
+                                      "prepare with fewer --threads (or fewer ranks a node)",
+                                      path.string(), pass.threads));
         }
       },
       [&](int64_t i, Item& item) {
@@ -223,6 +231,12 @@ void write_shard(const SplitPlan& split, const PlannedShard& shard, std::vector<
     fill_shard(split, shard, temporary, per_class, pass);
   } catch (const DataError&) {
     throw;
+  } catch (const std::logic_error&) {
+    throw;  // a bug of ringtrain's, not the shard's: exit 1
+  } catch (const WorkerStartError& e) {
+    throw DataError(fmt::format("{}: the user's or the node's limit on threads is reached; prepare with fewer "
+                                "--threads (or fewer ranks a node)",
+                                e.what()));
   } catch (const std::exception& e) {
     throw DataError(fmt::format("cannot write split '{}': {}{}", split.dir.string(), why_shard_failed(temporary, split.dir, e),
                                 pass.keeps_earlier ? "; with --overwrite the earlier dataset in --out is kept until this "
@@ -420,7 +434,7 @@ ImagesSummary prepare_images(const ImagesOptions& options, const PrepareTeam& te
   ImagesPlan plan;
   SampleStorage storage = SampleStorage::raw;
   team.all_succeed([&] {
-    check_options(options);
+    check_options(options, team);
     if (options.test_source.empty()) check_test_fraction(options.arrays);
     refuse_existing_splits({options.arrays.out / "train", options.arrays.out / "test"}, options.arrays.overwrite);
     plan = plan_images({options.source, options.test_source, options.arrays.out, options.arrays.test_fraction,

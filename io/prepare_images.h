@@ -38,6 +38,8 @@ struct ImagesOptions {
 // one rank.
 struct PrepareTeam {
   int rank = 0, ranks = 1;
+  int ranks_on_node = 1;  // the node's memory is theirs to share
+  std::string host;       // this rank's node, for messages
   std::function<void(std::span<int64_t>)> sum = [](std::span<int64_t>) {};  // element-wise across ranks, in place
   // Runs the step on every rank; if it throws on any, every rank throws the same error.
   std::function<void(const std::function<void()>&)> all_succeed = [](const std::function<void()>& step) { step(); };

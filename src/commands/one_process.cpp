@@ -27,7 +27,7 @@ void refuse_several_processes(const char* command) {
   for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"})
     if (const long count = launched(variable); count > 1)
       throw UsageError(fmt::format("{} runs as one process, but it was started as {} ({}={}): every copy would write "
-                                   "the same files at once; run it without mpirun/srun, or with srun -n 1",
+                                   "the same outputs at once; run it without mpirun/srun, or with srun -n 1",
                                    command, count, variable, count));
 }
 

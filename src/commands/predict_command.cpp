@@ -16,6 +16,7 @@
 #include "backend/device_setup.h"
 #include "commands/commands.h"
 #include "commands/on_every_rank.h"
+#include "commands/one_process.h"
 #include "commands/results_on_stdout.h"
 #include "common/error.h"
 #include "common/stderr_print.h"
@@ -145,8 +146,9 @@ void predict_images(ImageModel& model, const std::vector<fs::path>& files, const
 
 // Every input's lines, in the order given.
 int predict_all(dist::World& world, const PredictArgs& args) {
-  if (world.size() != 1)
-    throw UsageError("predict runs as one process (it writes one stream of predictions): run it without mpirun/srun");
+  if (world.size() != 1)  // every rank sees the same size: no rank needs to abort the others
+    throw AgreedError(ExitCode::usage,
+                      "predict runs as one process (it writes one stream of predictions): run it without mpirun/srun");
   const std::vector<infer::PredictInput> inputs = infer::resolve_predict_inputs(args.inputs);
   io::CheckpointData checkpoint = io::read_checkpoint(args.checkpoint, io::CheckpointUse::named);
   // Refused here, before any device is opened or line printed, where the checkpoint lacks the weights asked for.
@@ -173,6 +175,8 @@ int predict_all(dist::World& world, const PredictArgs& args) {
 }  // namespace
 
 int predict(int* argc, char*** argv, const PredictArgs& args) {
+  // Before MPI: copies a launcher started as separate one-process jobs would each print every prediction.
+  refuse_several_processes("predict");
   dist::World world(argc, argv);
   return on_every_rank(world, [&] { return with_results_on_stdout([&] { return predict_all(world, args); }); });
 }

@@ -96,6 +96,8 @@ int prepare_images(int* argc, char*** argv, io::ImagesOptions options, const std
       io::PrepareTeam team;
       team.rank = world.rank();
       team.ranks = world.size();
+      team.ranks_on_node = world.local_size();
+      team.host = world.host();
       team.sum = [&](std::span<int64_t> values) { world.sum_across(values.data(), static_cast<int>(values.size())); };
       team.all_succeed = [&](const std::function<void()>& step) { world.all_succeed(step); };
       const io::ImagesSummary summary = io::prepare_images(options, team);

@@ -36,22 +36,15 @@ model::MemoryBudget memory_budget(const RunContext& run, const InputMemory& inpu
             optimizer_per_parameter, ""};
   }
   // The node's memory (the host's, the job's cgroup) is shared by its ranks; an address-space limit (ulimit -v) is
-  // each process's own, whole.
-  const MemoryOfProcess memory = memory_of_process();
-  const int ranks = run.world.local_size();
+  // each process's own, whole. `available` > 0 above: one of the two is known.
+  const RankMemoryShare rank = rank_memory_share(memory_of_process(), run.world.local_size(), run.world.host());
   // The optimizer's state, and host copies of the parameters (initialisation, broadcast) and of parameters and the
   // optimizer's state (a checkpoint).
   const double copies_per_parameter = optimizer_per_parameter + (2 + state_arrays) * sizeof(float);
-  // `available` > 0 above: one of the two is known.
-  const double node_share = static_cast<double>(memory.shared.bytes) / ranks;
-  const bool own_binds =
-      memory.own.bytes > 0 && (memory.shared.bytes == 0 || static_cast<double>(memory.own.bytes) < node_share);
-  const AvailableMemory& host = own_binds ? memory.own : memory.shared;
-  const double share = own_binds ? static_cast<double>(memory.own.bytes) : node_share;
+  const AvailableMemory& host = rank.limit;
+  const double share = rank.bytes;
   const double left = share - input.loader_queues - input.device_decode;
-  const std::string whose = own_binds ? fmt::format("this rank's {}", host.text())
-                                      : fmt::format("this rank's share ({} rank{} on {}) of the {}", ranks,
-                                                    ranks == 1 ? "" : "s", run.world.host(), host.text());
+  const std::string& whose = rank.text;
   // Queues that take the rank's whole share leave the network no budget at all: refused here, or the run would pass
   // set-up and be killed for memory once the loaders fill them.
   if (left <= 0)

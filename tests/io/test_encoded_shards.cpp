@@ -7,6 +7,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "common/host_memory.h"
 #include "io/hdf5_lock.h"
 #include "io/inspect.h"
 #include "io/partition.h"
@@ -217,6 +218,30 @@ TEST_F(PrepareImagesStreaming, ASampleSizeThatCannotFitIsRefusedBeforeAnyWork) {
     FAIL() << "--size 200000 was accepted";
   } catch (const DataError& e) {
     EXPECT_NE(std::string(e.what()).find("--size 200000x200000"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir() / "out" / "train"));
+}
+
+// A size one rank could hold, refused where the node's memory is shared by so many ranks that this one's share
+// cannot: each rank checks against its share, as training's memory budget does.
+TEST_F(PrepareImagesStreaming, ASampleSizeThatTheNodesRanksCannotHoldTogetherIsRefused) {
+  if (rank_memory_share(memory_of_process(), 1, "here").bytes <= 0) GTEST_SKIP() << "the system says no memory size";
+  write_photo_folder(dir() / "photos");
+  ImagesOptions options = photo_options(dir());
+  options.size = {64, 64};
+  PrepareTeam team;
+  team.ranks_on_node = 1 << 30;  // a share of a few bytes
+  team.host = "node07";
+  try {
+    prepare_images(options, team);
+    FAIL() << "a share of a few bytes held the samples";
+  } catch (const DataError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("--size 64x64"), std::string::npos) << what;
+    if (memory_of_process().own.bytes == 0) {  // no address-space limit of the process's own binds instead
+      EXPECT_NE(what.find("ranks on node07"), std::string::npos) << what;
+    }
+    EXPECT_NE(what.find("fewer ranks a node"), std::string::npos) << what;
   }
   EXPECT_FALSE(fs::exists(dir() / "out" / "train"));
 }
