@@ -23,6 +23,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+constexpr int kMaxJpegSide = 65535;  // a JPEG's frame header holds each side in 16 bits
+
 // Rows [first, first + count) of a dataset of rank 1 or 2 (`columns` values a row) into `out`.
 template <typename T>
 std::vector<T> read_rows(hid_t file, const char* name, hid_t memory_type, int64_t first, int64_t count, hsize_t columns) {
@@ -55,6 +57,13 @@ EncodedSlice::EncodedSlice(hid_t file, fs::path path, int64_t first_row, int64_t
       throw DataError(fmt::format("shard '{}' is damaged: sample {} claims bytes [{}, {}) of {} encoded bytes; {}",
                                   path_.string(), first_row + static_cast<int64_t>(i), offsets_[i], offsets_[i + 1],
                                   total, rewrite_advice));
+  // The sizes are checked against every decode; one outside what a JPEG can record (a flipped byte) would turn that
+  // check off, or make a crop of nothing.
+  for (int64_t row = 0; row < rows; ++row)
+    if (const int h = height(row), w = width(row); h < 1 || w < 1 || h > kMaxJpegSide || w > kMaxJpegSide)
+      throw DataError(fmt::format("{} is damaged: its photo's size is recorded as {}x{} (image_sizes), which no JPEG "
+                                  "has; {}",
+                                  where(row), w, h, rewrite_advice));
   map_chunks();
 }
 
@@ -158,10 +167,14 @@ void EncodedSlice::read(int64_t row, std::vector<uint8_t>& out) const {
   const std::size_t at = out.size();
   out.resize(at + static_cast<std::size_t>(end - begin));
   if (end > begin) {
-    if (fd_ >= 0)
-      read_direct(begin, end, out.data() + at);
-    else
-      read_through_hdf5(begin, end, out.data() + at);
+    try {
+      if (fd_ >= 0)
+        read_direct(begin, end, out.data() + at);
+      else
+        read_through_hdf5(begin, end, out.data() + at);
+    } catch (const DataError& e) {
+      throw DataError(fmt::format("{}: {}", where(row), e.what()));
+    }
   }
   const uint32_t crc = crc32c(out.data() + at, static_cast<std::size_t>(end - begin));
   if (crc != crcs_[static_cast<std::size_t>(row)])

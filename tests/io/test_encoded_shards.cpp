@@ -124,6 +124,31 @@ TEST_F(EncodedShards, AFlippedByteIsCaughtByItsSamplesChecksumAndNamed) {
   EXPECT_NE(format_report(report).find("sample 4 fails its checksum"), std::string::npos) << format_report(report);
 }
 
+// A photo's recorded size is what every decode is checked against: one no JPEG has (a flipped byte made a height
+// of 256 into 0, which turned the check off) is refused when the shard opens, naming the sample.
+TEST_F(EncodedShards, ARecordedSizeNoJpegHasIsRefusedNamingTheSample) {
+  const auto photos = some_photos(6);
+  write_encoded_split(dir() / "train", photos, 6);
+  const fs::path shard = dir() / "train" / "shard-00000-of-00001.h5";
+  {
+    const hid_t f = testing::ok(H5Fopen(shard.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), "H5Fopen");
+    const hid_t set = testing::ok(H5Dopen2(f, shard_names::image_sizes, H5P_DEFAULT), "H5Dopen2");
+    std::vector<int32_t> sizes(12);
+    testing::ok(H5Dread(set, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, sizes.data()), "H5Dread");
+    sizes[2 * 2] = 0;  // sample 2's height
+    testing::ok(H5Dwrite(set, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, sizes.data()), "H5Dwrite");
+    H5Dclose(set), H5Fclose(f);
+  }
+  try {
+    ShardReader reader(open_split(dir() / "train"), {0, 6});
+    FAIL() << "a photo of height 0 was accepted";
+  } catch (const DataError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("sample 2"), std::string::npos) << what;
+    EXPECT_NE(what.find("x0 (image_sizes)"), std::string::npos) << what;
+  }
+}
+
 TEST_F(EncodedShards, RawSamplesAppendedReadBackAsWritten) {
   DatasetMeta meta = testing::test_meta({2, 5, 7}, 4);
   make_split_folder(dir() / "raw");
