@@ -26,6 +26,24 @@
 namespace ringtrain::infer {
 namespace {
 
+// Rank 0's reading of the model's input normalisation, for every rank (and its note, said once): each rank opening
+// its own copy of data.train would let a node whose copy is missing or stale normalise its share of the samples with
+// other numbers, and the loss and accuracy would not be the training run's.
+train::InputNorm agreed_input_norm(const train::RunContext& run, const io::DatasetMeta& split) {
+  train::InputNorm norm;
+  std::string note;
+  run.world.all_succeed([&] {
+    if (run.root()) norm = infer::model_input_norm(run.job, {}, split, note);
+  });
+  const auto channels = static_cast<std::size_t>(split.shape.channels);
+  norm.mean.resize(channels);
+  norm.stddev.resize(channels);
+  run.world.broadcast_floats(norm.mean.data(), static_cast<long long>(channels));
+  run.world.broadcast_floats(norm.stddev.data(), static_cast<long long>(channels));
+  if (!note.empty()) run.say(note);
+  return norm;
+}
+
 nlohmann::ordered_json result_json(const train::RunContext& run, const train::RestoredCheckpoint& restored,
                                    const train::SplitPart& part, const train::Totals& totals, const ClassTally& tally) {
   nlohmann::ordered_json j{{"kind", "evaluation"},
@@ -80,9 +98,7 @@ int evaluate(const train::RunContext& run, const EvaluateOptions& options) {
   // The newest checkpoint is known only now (no --checkpoint given).
   run.world.all_succeed([&] { io::refuse_output_over_input("--out", options.out, {{"the checkpoint", restored.path}}); });
   train::DeviceBatch device_batch(run.backend, input, train::batch_form(run.job, run.backend));
-  std::string norm_note;
-  train::InputNorm model_norm = infer::model_input_norm(run.job, {}, part.meta(), norm_note);
-  if (!norm_note.empty()) run.say(norm_note);
+  train::InputNorm model_norm = agreed_input_norm(run, part.meta());
   train::Evaluator evaluator(run, *net, part, input.n, device_batch, std::move(model_norm));
   ClassTally tally(part.meta().num_classes);
   train::Totals totals;  // a sample one rank cannot read or decode stops every rank with its message
