@@ -33,6 +33,7 @@
 #include "infer/top_classes.h"
 #include "infer/training_split.h"
 #include "io/checkpoint_file.h"
+#include "io/dataset_meta.h"
 #include "io/image_decode.h"
 #include "io/image_sample.h"
 #include "train/run_context.h"
@@ -50,12 +51,27 @@ void print_line(nlohmann::ordered_json line, std::span<const float> logits, cons
   fmt::print("{}\n", util::json_text(line));
 }
 
+// Every split input opened before the first line is printed: one that cannot be read, or that holds no samples (it
+// describes a model's input only, as `ringtrain import` writes it), would otherwise be refused after the lines of the
+// inputs before it, leaving results that look complete.
+void refuse_empty_splits(const std::vector<infer::PredictInput>& inputs) {
+  for (const infer::PredictInput& input : inputs) {
+    if (!input.is_split()) continue;
+    io::SplitIndex split;
+    try {
+      split = io::open_split(input.path);
+    } catch (const DataError& e) {
+      throw DataError(fmt::format("{} (from the input)", e.what()));
+    }
+    if (split.total_samples() == 0)
+      throw DataError(fmt::format("the input '{}' holds no samples (it describes a model's input only, as `ringtrain "
+                                  "import` writes it); predict on a split with samples, or on image files",
+                                  input.path.string()));
+  }
+}
+
 void predict_split(const train::RunContext& run, const PredictArgs& args, const fs::path& dir) {
   train::SplitPart part = train::open_split_part(run.world, dir, "the input");
-  if (part.split.total_samples() == 0)
-    throw DataError(fmt::format("the input '{}' holds no samples (it describes a model's input only, as `ringtrain "
-                                "import` writes it); predict on a split with samples, or on image files",
-                                dir.string()));
   const int classes = part.meta().num_classes;
   infer::Classifier classifier(run, args.checkpoint, part.meta().shape, classes, train::weights_named(args.weights));
   std::string norm_note;
@@ -150,6 +166,7 @@ int predict_all(dist::World& world, const PredictArgs& args) {
     throw AgreedError(ExitCode::usage,
                       "predict runs as one process (it writes one stream of predictions): run it without mpirun/srun");
   const std::vector<infer::PredictInput> inputs = infer::resolve_predict_inputs(args.inputs);
+  refuse_empty_splits(inputs);
   io::CheckpointData checkpoint = io::read_checkpoint(args.checkpoint, io::CheckpointUse::named);
   // Refused here, before any device is opened or line printed, where the checkpoint lacks the weights asked for.
   train::choose_weights(checkpoint, args.checkpoint, train::weights_named(args.weights));

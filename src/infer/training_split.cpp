@@ -24,6 +24,7 @@ train::InputNorm model_input_norm(const config::JobConfig& job, const std::files
   try {
     return train::input_norm(open_training_split(job, moved_to).meta, job.data);
   } catch (const DataError& e) {
+    if (!moved_to.empty()) throw;  // asked for by name: not to be replaced by other numbers
     note = fmt::format("note: inputs normalised with the statistics of the split itself, not of the model's training "
                        "data, which cannot be opened ({}); set data.mean and data.std to the training data's",
                        e.what());

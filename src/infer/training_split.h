@@ -17,7 +17,8 @@ io::SplitIndex open_training_split(const config::JobConfig& job, const std::file
 
 // The numbers a model's inputs take on a split it is run on: the job's data.mean and data.std, else the statistics of
 // its training data (the job's data.train, or `moved_to`), as training normalised them; where that data cannot be
-// opened, the split's own, and `note` says so (else it is left empty).
+// opened, the split's own, and `note` says so (else it is left empty). A `moved_to` that cannot be opened is a
+// DataError (open_training_split's).
 train::InputNorm model_input_norm(const config::JobConfig& job, const std::filesystem::path& moved_to,
                                   const io::DatasetMeta& split, std::string& note);
 

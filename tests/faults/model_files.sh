@@ -137,6 +137,16 @@ printf 'caf\xe9\nb\nc\n' >"$work/names.txt"
   --class-names "$work/names.txt" >"$work/import.log" 2>&1 || { echo "FAIL: import: $(tail -2 "$work/import.log")"; failures=$((failures + 1)); }
 check predict_description 4 "holds no samples (it describes a model's input only" -- \
   "$bin" predict --checkpoint "$work/m.h5" "$work/m-data"
+# A later input that holds no samples is refused before the first input's lines are printed.
+"$bin" predict --checkpoint "$work/m.h5" "$work/tiny/test" "$work/m-data" >"$work/later.out" 2>"$work/later.err"
+rc=$?
+if [ "$rc" = 4 ] && [ ! -s "$work/later.out" ] && grep -q "holds no samples" "$work/later.err"; then
+  echo "ok   predict_later_description: exit 4 before any line: $(grep -m1 "holds no samples" "$work/later.err" | cut -c1-100)"
+  passed=$((passed + 1))
+else
+  echo "FAIL predict_later_description: exit $rc, $(wc -l <"$work/later.out") line(s) printed first"
+  failures=$((failures + 1))
+fi
 check predict_precision 2 "--precision: bf17 not in" -- \
   "$bin" predict --checkpoint "$work/m.h5" --precision bf17 "$work/tiny/test"
 # An 8x8 grey PNG (the import's names are the model's; a split's own names would be the split's).
