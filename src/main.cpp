@@ -41,6 +41,7 @@ struct PrepareCommands {
   ringtrain::commands::ArraysArgs arrays;
   ringtrain::io::ImagesOptions images;
   std::string size_text, store_text = "auto";
+  double images_timeout_s = ringtrain::commands::kPrepareCollectiveTimeoutS;
 };
 
 void add_prepare_commands(CLI::App& app, PrepareCommands& p) {
@@ -107,6 +108,11 @@ void add_prepare_commands(CLI::App& app, PrepareCommands& p) {
   p.images_command->add_option("--quality", p.images.quality, "jpeg: quality of re-encoded images (PNG sources, shrunk "
                                                               "photos)")
       ->capture_default_str();
+  p.images_command->add_option("--collective-timeout", p.images_timeout_s,
+                               "seconds a rank waits for the others at a shard round's end before it ends the job "
+                               "naming the ranks missing (a stalled or dead rank); 0: no limit")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   p.images_command->add_flag("--keep-jpeg-bytes", p.images.keep_jpeg_bytes,
                              "jpeg: store each kept JPEG byte for byte; by default it is rewritten losslessly (the same "
                              "pixels; metadata dropped) with restart markers, so training decodes only the blocks its "
@@ -273,7 +279,8 @@ int main(int argc, char** argv) {
     const auto checked = commands::with_results_on_stdout;
     if (version) return checked([] { return commands::print_versions(); });
     if (*prep.images_command)
-      return commands::prepare_images(&argc, &argv, prep.images, prep.size_text, prep.store_text);
+      return commands::prepare_images(&argc, &argv, prep.images, {prep.size_text, prep.store_text,
+                                                                  prep.images_timeout_s});
     if (*prep.fmnist || *prep.synth || *prep.arrays_command)
       return checked([&] { return run_prepare(prep); });
     if (*inspect) return checked([&] { return commands::inspect(inspect_dir); });

@@ -73,10 +73,16 @@ struct ArraysArgs {
 };
 int prepare_arrays(ArraysArgs args);
 
-// `prepare images` on every rank of the job (each writes its shards): size_text is "H" (square) or "H,W",
-// store_text auto, raw or jpeg; prints the summary. Initialises MPI.
-int prepare_images(int* argc, char*** argv, io::ImagesOptions options, const std::string& size_text,
-                   const std::string& store_text);
+// `prepare images` on every rank of the job (each writes its shards); prints the summary. Initialises MPI.
+// A round of shards takes a rank seconds to minutes, so the waits at its end are given far longer than training's
+// steps before a rank that does not arrive ends the job.
+inline constexpr double kPrepareCollectiveTimeoutS = 1800;
+struct ImagesCommandText {
+  std::string size;                                  // "H" (square) or "H,W"
+  std::string store = "auto";                        // auto, raw or jpeg
+  double collective_timeout_s = kPrepareCollectiveTimeoutS;  // <= 0: no limit
+};
+int prepare_images(int* argc, char*** argv, io::ImagesOptions options, const ImagesCommandText& text);
 int inspect(const std::filesystem::path& path);  // a split folder, or a checkpoint file
 // `input-bench`: the training input pipeline alone, timed. Initialises MPI.
 struct InputBenchArgs {

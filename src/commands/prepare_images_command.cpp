@@ -9,7 +9,10 @@
 #include "commands/on_every_rank.h"
 #include "commands/results_on_stdout.h"
 #include "common/error.h"
+#include "dist/collective_watch.h"
+#include "dist/watchdog.h"
 #include "dist/world.h"
+#include "train/fault_injection.h"
 
 namespace ringtrain::commands {
 
@@ -84,13 +87,20 @@ void print_summary(const io::ImagesOptions& options, const io::ImagesSummary& su
 
 }  // namespace
 
-int prepare_images(int* argc, char*** argv, io::ImagesOptions options, const std::string& size_text,
-                   const std::string& store_text) {
-  options.size = parse_size(size_text);
-  options.store = parse_store(store_text);
+int prepare_images(int* argc, char*** argv, io::ImagesOptions options, const ImagesCommandText& text) {
+  options.size = parse_size(text.size);
+  options.store = parse_store(text.store);
   dist::World world(argc, argv);
   return on_every_rank(world, [&] {
     return with_results_on_stdout([&] {
+      // A rank stalled (SIGSTOP, hung I/O) or dead under a launcher that does not end the job would otherwise hold
+      // the others in a round's wait until the allocation ends.
+      dist::Watchdog watchdog(world.comm(), text.collective_timeout_s, static_cast<int>(ExitCode::fault),
+                              {"--collective-timeout",
+                               "what this prepare wrote is left as *.tmp files, which no reader takes for a split and "
+                               "the next prepare into --out removes; an earlier dataset there is as it was unless the "
+                               "final renames had begun",
+                               "shard rounds", /*has_steps=*/false});
       if (options.threads <= 0)
         options.threads = world.cores();
       io::PrepareTeam team;
@@ -100,7 +110,13 @@ int prepare_images(int* argc, char*** argv, io::ImagesOptions options, const std
       team.host = world.host();
       team.sum = [&](std::span<int64_t> values) { world.sum_across(values.data(), static_cast<int>(values.size())); };
       team.all_succeed = [&](const std::function<void()>& step) { world.all_succeed(step); };
-      const io::ImagesSummary summary = io::prepare_images(options, team);
+      io::ImagesSummary summary;
+      {
+        const dist::WatchedCollectives watched(watchdog);
+        train::stall_if_asked("prepare", world.rank());
+        summary = io::prepare_images(options, team);
+      }
+      watchdog.finish();
       if (world.is_root()) print_summary(options, summary, world.size());
       for (const std::string& why : summary.skipped) fmt::print("  {}\n", why);
       return 0;

@@ -35,8 +35,9 @@ struct PeerBeat {
 double silent_after_s(double heartbeat_every_s, double timeout_s);
 
 // The ranks (peers[r] for r >= 1; peers[0] is rank 0 itself) that are not waiting in rank 0's collective (entered
-// with `step` at `place`), silent ones first, each with what it last said; or that every rank reports waiting in it.
+// with `step` at `place`), silent ones first, each with what it last said (with its place among the training steps
+// where the command `has_steps`); or that every rank reports waiting in it.
 std::string describe_missing_ranks(const std::vector<PeerBeat>& peers, int64_t step, const StepPlace& place,
-                                   double now, double silent_after_s);
+                                   double now, double silent_after_s, bool has_steps = true);
 
 }  // namespace ringtrain::dist

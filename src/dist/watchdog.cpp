@@ -38,8 +38,8 @@ constexpr double kStuckS = 5.0;
 // A timeout of 0 is none: no wait ends by its length, and no heartbeats are sent (nothing would name missing ranks),
 // but the thread keeps SIGTERM's grace and the check of calls that must return at once, so that under srun the
 // survivors of a dead rank still end in seconds instead of at the scheduler's SIGKILL.
-Watchdog::Watchdog(MPI_Comm world, double timeout_s, int exit_code)
-    : exit_code_(exit_code), timeout_s_(timeout_s > 0 ? timeout_s : std::numeric_limits<double>::infinity()) {
+Watchdog::Watchdog(MPI_Comm world, double timeout_s, int exit_code, WatchedCommand command)
+    : exit_code_(exit_code), command_(command), timeout_s_(timeout_s > 0 ? timeout_s : std::numeric_limits<double>::infinity()) {
   int provided = 0;
   MPI_CHECK(MPI_Query_thread(&provided));
   MPI_CHECK(MPI_Comm_rank(world, &rank_));
@@ -91,11 +91,11 @@ void Watchdog::guard() {
     const bool past_timeout = waiting_ && now - entered_at_.load() > timeout_s_ + kStuckS;
     if (stuck < kStuckS || !(past_sigterm || past_timeout)) continue;
     std::fprintf(stderr,
-                 "ringtrain: %s (exit %d) [%s]:\n  %s while '%s' %s was waiting, and MPI itself is stuck "
+                 "ringtrain: %s (exit %d) [%s]:\n  %s while '%s'%s was waiting, and MPI itself is stuck "
                  "(the watchdog's own MPI calls have not returned for %.1f s): ending this rank without MPI\n",
                  past_sigterm ? "terminated" : "stall", exit_code_, process_label().c_str(),
                  past_sigterm ? "SIGTERM arrived" : "the collective timed out", what_.load(),
-                 at_step(place()).c_str(), stuck);
+                 where().c_str(), stuck);
     end_job(exit_code_, /*use_mpi=*/false);
   }
 }
@@ -218,8 +218,11 @@ void Watchdog::drain(double now) {
   }
 }
 
+std::string Watchdog::where() const { return command_.has_steps ? fmt::format(" {}", at_step(place())) : ""; }
+
 std::string Watchdog::missing_ranks(double now) const {
-  return describe_missing_ranks(peers_, step_, place(), now, silent_after_s(kHeartbeatEveryS, timeout_s_));
+  return describe_missing_ranks(peers_, step_, place(), now, silent_after_s(kHeartbeatEveryS, timeout_s_),
+                                command_.has_steps);
 }
 
 // On a helper thread, waited for at most kLastWordsS: the hang being reported may be the file system the last
@@ -267,22 +270,21 @@ void Watchdog::fire(double now, double waited) {
   else
     who = "rank 0, which names the missing ranks, did not end the job, so this rank does";
   std::fprintf(stderr,
-               "ringtrain: stall (exit %d) [%s]:\n  '%s' %s has not completed after %.1f s "
-               "(run.collective_timeout_s = %g); %s\n  ending the job; raise run.collective_timeout_s if steps "
-               "legitimately take this long\n",
-               exit_code_, process_label().c_str(), what_.load(), at_step(place()).c_str(), waited, timeout_s_,
-               who.c_str());
+               "ringtrain: stall (exit %d) [%s]:\n  '%s'%s has not completed after %.1f s "
+               "(%s = %g); %s\n  ending the job; raise %s if %s legitimately take this long\n",
+               exit_code_, process_label().c_str(), what_.load(), where().c_str(), waited,
+               command_.timeout_setting, timeout_s_, who.c_str(), command_.timeout_setting, command_.long_work);
   // Without MPI_THREAD_MULTIPLE: a rank that exits makes mpirun/srun end the job.
   end_job(exit_code_, heartbeats_);
 }
 
 void Watchdog::fire_terminated(double waited) {
   std::fprintf(stderr,
-               "ringtrain: terminated (exit %d) [%s]:\n  SIGTERM arrived while '%s' %s was waiting, and it "
+               "ringtrain: terminated (exit %d) [%s]:\n  SIGTERM arrived while '%s'%s was waiting, and it "
                "has not completed %.1f s later (%.1f s in all): another rank has most likely died, so it never "
-               "will\n  ending the job now instead of waiting for the scheduler's SIGKILL; the last checkpoint in "
-               "run.dir is intact, continue with --resume\n",
-               exit_code_, process_label().c_str(), what_.load(), at_step(place()).c_str(), kTermGraceS, waited);
+               "will\n  ending the job now instead of waiting for the scheduler's SIGKILL; %s\n",
+               exit_code_, process_label().c_str(), what_.load(), where().c_str(), kTermGraceS, waited,
+               command_.what_survives);
   end_job(exit_code_, heartbeats_);
 }
 
@@ -291,13 +293,13 @@ void Watchdog::fire_terminated(double waited) {
 // --kill-on-bad-exit) ends the others.
 void Watchdog::fire_stuck_call(double waited, bool after_sigterm) {
   std::fprintf(stderr,
-               "ringtrain: %s (exit %d) [%s]:\n  '%s' %s, a call that returns at once while communication is "
+               "ringtrain: %s (exit %d) [%s]:\n  '%s'%s, a call that returns at once while communication is "
                "healthy, has not returned after %.1f s%s: the communication library is stuck inside it (another rank "
                "has most likely died)\n"
-               "  ending this rank without MPI; the last checkpoint in run.dir is intact, continue with --resume\n",
+               "  ending this rank without MPI; %s\n",
                after_sigterm ? "terminated" : "stall", exit_code_, process_label().c_str(), call_what_.load(),
-               at_step(place()).c_str(), waited,
-               after_sigterm ? ", SIGTERM having arrived meanwhile" : "");
+               where().c_str(), waited,
+               after_sigterm ? ", SIGTERM having arrived meanwhile" : "", command_.what_survives);
   end_job(exit_code_, /*use_mpi=*/false);
 }
 
@@ -305,9 +307,9 @@ void Watchdog::fire_stuck_call(double waited, bool after_sigterm) {
 void Watchdog::fire_at_finish(double waited) {
   std::fprintf(stderr,
                "ringtrain: stall (exit %d) [%s]:\n  the end of the run has not been met by every rank after %.1f s "
-               "(run.collective_timeout_s = %g): another rank is stalled or has died after its last step\n  ending "
-               "the job; the checkpoints in run.dir are intact\n",
-               exit_code_, process_label().c_str(), waited, timeout_s_);
+               "(%s = %g): another rank is stalled or has died after its own work\n  ending the job; %s\n",
+               exit_code_, process_label().c_str(), waited, command_.timeout_setting, timeout_s_,
+               command_.what_survives);
   end_job(exit_code_, /*use_mpi=*/true);
 }
 

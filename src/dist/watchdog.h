@@ -21,11 +21,20 @@
 
 namespace ringtrain::dist {
 
+// What the watchdog's messages name: the setting that holds its timeout, and what of the command's work survives
+// the end of the job. Training's by default.
+struct WatchedCommand {
+  const char* timeout_setting = "run.collective_timeout_s";
+  const char* what_survives = "the last checkpoint in run.dir is intact, continue with --resume";
+  const char* long_work = "steps";  // "raise <timeout_setting> if <long_work> legitimately take this long"
+  bool has_steps = true;            // waits are named by their place among the training steps
+};
+
 class Watchdog {
  public:
   // `exit_code` is what the job ends with on a stall. A timeout <= 0 sets no limit on a wait (no heartbeats either);
   // SIGTERM's grace and the check of calls that must return at once still run.
-  Watchdog(MPI_Comm world, double timeout_s, int exit_code);
+  Watchdog(MPI_Comm world, double timeout_s, int exit_code, WatchedCommand command = {});
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
@@ -136,10 +145,13 @@ class Watchdog {
   void say_last_words() noexcept;
   void tick(double now);
   StepPlace place() const { return {begun_.load(), in_step_.load()}; }
+  std::string where() const;  // " at step 3", or "" where the command has no steps
+
   std::string missing_ranks(double now) const;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1, exit_code_;
+  WatchedCommand command_;
   double timeout_s_;
   bool heartbeats_ = false;
   std::atomic<int64_t> step_{-1};

@@ -61,11 +61,11 @@ void stall_if_asked(const char* phase, int rank) {
   if (text == nullptr) return;
   int stalled = -1, used = 0;
   char named[16] = {};
-  const std::string_view phases[] = {"startup", "step", "end", "evaluate"};
+  const std::string_view phases[] = {"startup", "step", "end", "evaluate", "prepare"};
   if (std::sscanf(text, "%d:%15[a-z]%n", &stalled, named, &used) != 2 || text[used] != '\0' || stalled < 0 ||
       std::find(std::begin(phases), std::end(phases), std::string_view(named)) == std::end(phases))
-    throw UsageError(fmt::format("{}='{}': expected RANK:PHASE with PHASE startup, step, end or evaluate, e.g. 1:startup; it "
-                                 "is a test hook, unset it for real runs",
+    throw UsageError(fmt::format("{}='{}': expected RANK:PHASE with PHASE startup, step, end, evaluate or prepare, e.g. "
+                                 "1:startup; it is a test hook, unset it for real runs",
                                  kStallEnv, text));
   if (stalled == rank && std::string_view(named) == phase) std::raise(SIGSTOP);
 }

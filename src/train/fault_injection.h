@@ -4,8 +4,9 @@
 // gives rank RANK a memory budget of BYTES for the model, as a host with that little memory available would: the
 // set-up check failing on one rank only (tests/faults/bad_input.sh). Unset, as in every real run, they do nothing;
 // RINGTRAIN_TEST_STALL=RANK:PHASE stops rank RANK (SIGSTOP, as `kill -STOP` or a hung node would) at PHASE: `startup`
-// (train, before the model is built), `end` (train, after the last epoch) or `evaluate` (the evaluate command, before
-// the ranks sum their totals): the waits outside the training loop's steps that the watchdog times
+// (train, before the model is built), `end` (train, after the last epoch), `evaluate` (the evaluate command, before
+// the ranks sum their totals) or `prepare` (prepare images, before its first agreement): the waits outside the training
+// loop's steps that the watchdog times
 // (tests/faults/stalls.sh). RINGTRAIN_TEST_AWAIT_STOP=EPOCH:STEP holds every rank of a fresh run before that step
 // (1-based, as the stop message numbers them) until a stop signal arrives, as a slow step would: a test's signal
 // then lands by that step however fast the machine runs the ones before (tests/recovery/recovery.sh,
@@ -43,7 +44,7 @@ std::optional<InjectedBudget> injected_budget_from_env();
 inline constexpr const char* kStallEnv = "RINGTRAIN_TEST_STALL";
 
 // Stops this process when RINGTRAIN_TEST_STALL names `rank` and `phase` ("startup", "step": before the first training
-// step this launch takes, "end", "evaluate"); returns when
+// step this launch takes, "end", "evaluate", "prepare"); returns when
 // it is continued, or at once when it is not named. Throws UsageError when the variable is malformed.
 void stall_if_asked(const char* phase, int rank);
 

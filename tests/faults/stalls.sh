@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A rank that stalls outside the training loop's own watched waits (SIGSTOP through the RINGTRAIN_TEST_STALL test
 # hook, src/train/fault_injection.h): during start-up, before its first step while its peer waits in synchronised
-# batch norm's all-reduce inside the forward pass, after the last epoch, and in the evaluate command. In each the
-# watchdog (run.collective_timeout_s = 3) ends the job with exit 6 and says what was waiting, where it can, naming
+# batch norm's all-reduce inside the forward pass, after the last epoch, in the evaluate command, and in prepare images
+# (--collective-timeout 3). In each the watchdog (run.collective_timeout_s = 3) ends the job with exit 6 and says what was waiting, where it can, naming
 # rank 1, instead of holding rank 0 until the allocation ends. Without a timeout (0), SIGTERM still ends a wait on a
 # stopped peer after its grace. A malformed hook value is refused with exit 2, as is a malformed or mismatched
 # RINGTRAIN_TEST_AWAIT_STOP, before the run folder is made.
@@ -23,7 +23,7 @@ args=("$src/jobs/fashion_mnist.toml" --set data.train="$work/data/train" --set d
       --set train.batch_per_rank=4 --set train.epochs=1 --set run.progress_every_s=1000
       --set run.collective_timeout_s=3)
 
-# stalled NAME COMMAND PHASE WANT...: runs COMMAND (train or evaluate, with its arguments) on 2 ranks with rank 1
+# stalled NAME COMMAND PHASE WANT...: runs COMMAND (train, evaluate or prepare, with its arguments) on 2 ranks with rank 1
 # stopped at PHASE; the job must end with exit 6 within the ceiling and its output hold every WANT.
 stalled() {
   local name=$1 command=$2 phase=$3
@@ -78,6 +78,26 @@ timeout 120 "$bin" train "${args[@]}" --set run.dir="$work/trained" >"$work/trai
   { fail "the run to evaluate failed: $(tail -3 "$work/trained.log")"; }
 stalled evaluate evaluate evaluate "'sum over the ranks' before any training step has not completed" \
   "rank 1 has not arrived" -- "${args[@]}" --set run.dir="$work/trained"
+
+# prepare images on 2 ranks, rank 1 stopped before its first agreement: --collective-timeout ends the job naming it,
+# and nothing of the prepare is left that looks like a split.
+mkdir -p "$work/photos/a" "$work/photos/b"
+python3 - "$work/photos" <<'PY'
+import struct, sys, zlib
+def chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff)
+for c in "ab":
+    for i in range(3):
+        rows = b"".join(b"\0" + bytes((16 * y + x + 40 * i) % 256 for x in range(8)) for y in range(8))
+        png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 8, 8, 8, 0, 0, 0, 0)) + \
+            chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+        open(f"{sys.argv[1]}/{c}/{i}.png", "wb").write(png)
+PY
+stalled prepare prepare prepare \
+  "'agreement that a set-up step succeeded on every rank' has not completed after" "(--collective-timeout = 3)" \
+  "rank 1 has not arrived" "raise --collective-timeout if shard rounds legitimately take this long" -- \
+  images --source "$work/photos" --size 8 --test-fraction 0.34 --out "$work/prepared" --collective-timeout 3
+if ls "$work/prepared"/*/shard-*.h5 >/dev/null 2>&1; then fail "prepare: the stopped prepare left shards"; fi
 
 # run.collective_timeout_s = 0 sets no limit on a wait, but SIGTERM (what srun sends the survivors of a dead rank)
 # still ends a wait on a stopped peer after its 5 s grace: rank 1 stops before its first step, rank 0 waits in the
