@@ -43,4 +43,10 @@ void refuse_unwritable_output(const char* option, const std::filesystem::path& o
   if (access(folder.c_str(), W_OK | X_OK) != 0) refuse(std::strerror(errno));
 }
 
+std::vector<CommandInput> shard_inputs(const SplitIndex& split, const char* what) {
+  std::vector<CommandInput> inputs;
+  for (const ShardInfo& shard : split.shards) inputs.push_back({what, shard.path});
+  return inputs;
+}
+
 }  // namespace ringtrain::io

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "io/dataset_meta.h"
+
 namespace ringtrain::io {
 
 struct CommandInput {
@@ -15,6 +17,9 @@ struct CommandInput {
 // Throws UsageError naming `option`, the output and the input it would overwrite.
 void refuse_output_over_input(const char* option, const std::filesystem::path& output,
                               const std::vector<CommandInput>& inputs);
+
+// Every shard of `split`, each as an input `what` names ("a shard of the split evaluated").
+std::vector<CommandInput> shard_inputs(const SplitIndex& split, const char* what);
 
 // Throws JobFileError (exit 3, as a failed write of it would) naming `option` and the system's reason where
 // `output` is a folder, its folder is missing or takes no new file, or it is a file that may not be written.

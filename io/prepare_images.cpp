@@ -8,8 +8,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <new>
+#include <random>
 #include <stdexcept>
 #include <thread>
 
@@ -409,6 +413,43 @@ bool same_on_every_rank(int64_t mine, const PrepareTeam& team) {
   return sum == mine * team.ranks;
 }
 
+// Collective, after rank 0 made the split folders: every rank writes its own shards into them, and a --out on
+// node-local storage (a folder of that name on every node) would end in a split of only some ranks' shards on each
+// node, each looking whole. Rank 0 leaves a marker of a random name that every rank must see; a rank on another
+// node may see a new folder only once its file-system client's cache of the parent times out (NFS: up to a minute).
+void refuse_unshared_out(const ImagesPlan& plan, const fs::path& out, const PrepareTeam& team) {
+  if (team.ranks == 1) return;
+  int64_t nonce = 0;
+  if (team.rank == 0) nonce = static_cast<int64_t>((uint64_t{std::random_device{}()} << 32) | std::random_device{}());
+  team.sum(std::span(&nonce, 1));  // only rank 0's is non-zero
+  const fs::path marker = plan.train.dir / fmt::format(".prepare-marker-{:016x}", static_cast<uint64_t>(nonce));
+  try {
+    team.all_succeed([&] {
+      if (team.rank == 0 && !std::ofstream(marker))
+        throw DataError(fmt::format("cannot write in '{}' ({}); check --out's permissions", plan.train.dir.string(),
+                                    std::strerror(errno)));
+    });
+    team.all_succeed([&] {
+      std::error_code ignored;
+      const auto until = Clock::now() + std::chrono::seconds(90);
+      while (!fs::exists(marker, ignored)) {
+        if (Clock::now() > until)
+          throw DataError(fmt::format("--out '{}' is not one folder every rank sees: rank {} on {} does not see the "
+                                      "file rank 0 wrote in it ({}); give --out a folder on a file system every "
+                                      "node shares (a parallel or network file system, not node-local storage)",
+                                      out.string(), team.rank, team.host, marker.filename().string()));
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+    });
+  } catch (...) {
+    std::error_code ignored;
+    if (team.rank == 0) fs::remove(marker, ignored);
+    throw;
+  }
+  std::error_code ignored;
+  if (team.rank == 0) fs::remove(marker, ignored);
+}
+
 void refuse_different_plans(const ImagesPlan& plan, SampleStorage storage, const ImagesOptions& options,
                             const PrepareTeam& team) {
   const bool same_images = same_on_every_rank(plan_fingerprint(plan), team);
@@ -462,6 +503,7 @@ ImagesSummary prepare_images(const ImagesOptions& options, const PrepareTeam& te
       make_split_folder(plan.train.dir);
       make_split_folder(plan.test.dir);
     });
+    refuse_unshared_out(plan, options.arrays.out, team);
     team.all_succeed([&] { write_splits(plan, pass, team); });
     summary.skipped_everywhere = sum_across_ranks(output, team);
     team.all_succeed([&] {

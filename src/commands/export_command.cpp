@@ -50,6 +50,7 @@ int export_onnx(const ExportArgs& args) {
   train::choose_weights(checkpoint, args.checkpoint, train::weights_named(args.weights));
   const config::JobConfig job = config::parse_job(checkpoint.job_toml, args.checkpoint, {});
   const io::SplitIndex split = infer::open_training_split(job, args.data);
+  io::refuse_output_over_input("--onnx", args.onnx, io::shard_inputs(split, "a shard of the training data"));
   refuse_other_data(checkpoint, args.checkpoint, job, split.meta);
   infer::export_onnx({checkpoint, args.checkpoint.string(), job, split.meta, io::named_classes(split.meta)}, args.onnx);
   fmt::print("exported {} ({} classes, input {}x{}x{}, opset {}) to {}\n", args.checkpoint.string(),

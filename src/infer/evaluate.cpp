@@ -96,7 +96,11 @@ int evaluate(const train::RunContext& run, const EvaluateOptions& options) {
   if (!restored.other_sample_shape.empty()) stderr_print("{}\n", restored.other_sample_shape);
 
   // The newest checkpoint is known only now (no --checkpoint given).
-  run.world.all_succeed([&] { io::refuse_output_over_input("--out", options.out, {{"the checkpoint", restored.path}}); });
+  run.world.all_succeed([&] {
+    std::vector<io::CommandInput> inputs = io::shard_inputs(part.split, "a shard of the split evaluated");
+    inputs.push_back({"the checkpoint", restored.path});
+    io::refuse_output_over_input("--out", options.out, inputs);
+  });
   train::DeviceBatch device_batch(run.backend, input, train::batch_form(run.job, run.backend));
   train::InputNorm model_norm = agreed_input_norm(run, part.meta());
   train::Evaluator evaluator(run, *net, part, input.n, device_batch, std::move(model_norm));

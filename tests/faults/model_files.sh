@@ -80,6 +80,16 @@ unchanged export_over_input "$ckpt" "$work/ckpt.copy"
 check evaluate_out_over_checkpoint 2 "--out '$ckpt' is the checkpoint this command reads" -- \
   "$bin" evaluate "$job" "${tiny[@]}" --set run.dir="$work/run" --out "$ckpt"
 unchanged evaluate_out_over_checkpoint "$ckpt" "$work/ckpt.copy"
+shard=$(ls "$work"/tiny/test/shard-*.h5 | head -1)
+cp "$shard" "$work/shard.copy"
+check evaluate_out_over_shard 2 "--out '$shard' is a shard of the split evaluated this command reads" -- \
+  "$bin" evaluate "$job" "${tiny[@]}" --set run.dir="$work/run" --out "$shard"
+unchanged evaluate_out_over_shard "$shard" "$work/shard.copy"
+train_shard=$(ls "$work"/tiny/train/shard-*.h5 | head -1)
+cp "$train_shard" "$work/train_shard.copy"
+check export_over_training_shard 2 "--onnx '$train_shard' is a shard of the training data this command reads" -- \
+  "$bin" export --checkpoint "$ckpt" --onnx "$train_shard"
+unchanged export_over_training_shard "$train_shard" "$work/train_shard.copy"
 cp "$job" "$work/job.toml"
 check evaluate_out_over_job 2 "--out '$work/job.toml' is the job file this command reads" -- \
   "$bin" evaluate "$work/job.toml" "${tiny[@]}" --set run.dir="$work/run" --out "$work/job.toml"
