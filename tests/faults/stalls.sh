@@ -81,18 +81,7 @@ stalled evaluate evaluate evaluate "'sum over the ranks' before any training ste
 
 # prepare images on 2 ranks, rank 1 stopped before its first agreement: --collective-timeout ends the job naming it,
 # and nothing of the prepare is left that looks like a split.
-mkdir -p "$work/photos/a" "$work/photos/b"
-python3 - "$work/photos" <<'PY'
-import struct, sys, zlib
-def chunk(kind, data):
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff)
-for c in "ab":
-    for i in range(3):
-        rows = b"".join(b"\0" + bytes((16 * y + x + 40 * i) % 256 for x in range(8)) for y in range(8))
-        png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 8, 8, 8, 0, 0, 0, 0)) + \
-            chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
-        open(f"{sys.argv[1]}/{c}/{i}.png", "wb").write(png)
-PY
+python3 "$src/tests/support/write_png_classes.py" "$work/photos"
 stalled prepare prepare prepare \
   "'agreement that a set-up step succeeded on every rank' has not completed after" "(--collective-timeout = 3)" \
   "rank 1 has not arrived" "raise --collective-timeout if shard rounds legitimately take this long" -- \

@@ -10,22 +10,12 @@ set -uo pipefail
 bin=$1
 work=$(mktemp -d)
 trap 'umount "$work/probe" 2>/dev/null; rm -rf "$work"' EXIT
-mkdir -p "$work/probe" "$work/local" "$work/photos/a" "$work/photos/b"
+mkdir -p "$work/probe" "$work/local"
 if ! unshare -m --propagation private sh -c "mount -t tmpfs none '$work/probe'" 2>"$work/unshare.log"; then
   echo "SKIP: no mount namespace with a tmpfs here ($(head -1 "$work/unshare.log"))"
   exit 77
 fi
-python3 - "$work/photos" <<'PY'
-import struct, sys, zlib
-def chunk(kind, data):
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff)
-for c in "ab":
-    for i in range(3):
-        rows = b"".join(b"\0" + bytes((16 * y + x + 40 * i) % 256 for x in range(8)) for y in range(8))
-        png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 8, 8, 8, 0, 0, 0, 0)) + \
-            chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
-        open(f"{sys.argv[1]}/{c}/{i}.png", "wb").write(png)
-PY
+python3 "$(dirname "$0")/../support/write_png_classes.py" "$work/photos"
 args=(prepare images --source "$work/photos" --size 8 --test-fraction 0.34 --out "$work/local/data")
 timeout 300 mpirun -np 1 --oversubscribe "$bin" "${args[@]}" : -np 1 --oversubscribe \
   unshare -m --propagation private sh -c "mount -t tmpfs none '$work/local' && exec \"\$0\" \"\$@\"" "$bin" "${args[@]}" \
