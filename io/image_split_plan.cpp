@@ -47,34 +47,30 @@ void hold_out(const ImageFolder& folder, FileNumbers& train, FileNumbers& test, 
   }
 }
 
-// The mean size of up to 64 of the shard's files, spread over it, times its count: what its shard will about hold
-// (stat()ing every file of an ImageNet tree on a parallel file system would cost minutes).
-double estimated_bytes(const ImageFolder& folder, const FileNumbers& files) {
-  const std::size_t step = std::max<std::size_t>(1, files.size() / 64);
-  double sum = 0;
-  int seen = 0;
-  for (std::size_t i = 0; i < files.size(); i += step, ++seen) {
-    std::error_code error;
-    const auto bytes = fs::file_size(folder.path(files[i]), error);
-    sum += error ? 0.0 : static_cast<double>(bytes);
-  }
-  return seen > 0 ? sum / seen * static_cast<double>(files.size()) : 0.0;
-}
-
 SplitPlan deal(std::string name, const fs::path& dir, std::shared_ptr<const ImageFolder> folder, const FileNumbers& files,
                int shards) {
   SplitPlan plan{std::move(name), dir, std::move(folder), {}};
   const auto count = static_cast<int64_t>(files.size());
   const int used = static_cast<int>(std::min<int64_t>(shards, count));
   for (int k = 0; k < used; ++k) {
-    PlannedShard shard{k, FileNumbers(files.begin() + count * k / used, files.begin() + count * (k + 1) / used), 0};
-    shard.source_bytes = estimated_bytes(*plan.folder, shard.files);
-    plan.shards.push_back(std::move(shard));
+    plan.shards.push_back({k, FileNumbers(files.begin() + count * k / used, files.begin() + count * (k + 1) / used)});
   }
   return plan;
 }
 
 }  // namespace
+
+double SplitPlan::source_bytes(const PlannedShard& shard) const {
+  const std::size_t step = std::max<std::size_t>(1, shard.files.size() / 64);
+  double sum = 0;
+  int seen = 0;
+  for (std::size_t i = 0; i < shard.files.size(); i += step, ++seen) {
+    std::error_code error;
+    const auto bytes = fs::file_size(folder->path(shard.files[i]), error);
+    sum += error ? 0.0 : static_cast<double>(bytes);
+  }
+  return seen > 0 ? sum / seen * static_cast<double>(shard.files.size()) : 0.0;
+}
 
 int64_t SplitPlan::files() const {
   int64_t n = 0;

@@ -17,7 +17,6 @@ namespace ringtrain::io {
 struct PlannedShard {
   int index = 0;
   std::vector<uint32_t> files;  // into the split's folder
-  double source_bytes = 0;      // an estimate of the files' size on disk, for the space the shard reserves
 };
 
 struct SplitPlan {
@@ -26,6 +25,10 @@ struct SplitPlan {
   std::shared_ptr<const ImageFolder> folder;
   std::vector<PlannedShard> shards;
   int64_t files() const;
+  // An estimate of the size on disk of `shard`'s files, for the space its shard reserves: the mean of up to 64 of
+  // them, spread over it, times its count. Asked by the rank that writes the shard alone (stat()ing every file of an
+  // ImageNet tree, or a sample of every shard's on every rank, would cost a parallel file system minutes).
+  double source_bytes(const PlannedShard& shard) const;
 };
 
 struct ImagesPlan {

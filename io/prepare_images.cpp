@@ -150,12 +150,13 @@ SampleStorage resolve_storage(const ImagesOptions& options, const ImagesPlan& pl
 // which also leaves nothing behind). JPEG samples: the sources' bytes, or where --max-side re-encodes them, at most
 // a 4:3 photo of that shorter side at 0.75 bytes a pixel each (libjpeg's quality 90 takes 0.3-0.5 on photos), so
 // that a folder shrunk tenfold does not ask for its original size.
-double expected_shard_bytes(const PlannedShard& shard, const DatasetMeta& meta, const StoreOptions& store) {
+double expected_shard_bytes(const SplitPlan& split, const PlannedShard& shard, const DatasetMeta& meta,
+                            const StoreOptions& store) {
   const auto files = static_cast<double>(shard.files.size());
   double data = files * static_cast<double>(meta.shape.elements());
   if (meta.storage == SampleStorage::jpeg) {
-    const double side = store.max_side;
-    data = store.max_side > 0 ? std::min(shard.source_bytes, files * side * side * 4.0 / 3.0 * 0.75) : shard.source_bytes;
+    const double side = store.max_side, source = split.source_bytes(shard);
+    data = store.max_side > 0 ? std::min(source, files * side * side * 4.0 / 3.0 * 0.75) : source;
   }
   return data + files * 24 + 64.0 * 1024;
 }
@@ -181,7 +182,7 @@ void fill_shard(const SplitPlan& split, const PlannedShard& shard, const fs::pat
   meta.split_id = fmt::format("{}-{:08x}", split.name, pass.plan_fingerprint);
   const Hdf5Lock lock;
   ShardAppender shard_file({temporary, shard.index, static_cast<int>(split.shards.size()),
-                            expected_shard_bytes(shard, meta, pass.store)},
+                            expected_shard_bytes(split, shard, meta, pass.store)},
                            meta);
   const std::string where = fmt::format("{} shard {} of {}", split.name, shard.index + 1, split.shards.size());
   const int channels = meta.shape.channels;
