@@ -9,11 +9,10 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -130,16 +129,31 @@ std::vector<std::string> class_names(const fs::path& file, int classes) {
   return names;
 }
 
-// The folder is import's own: shards that are not an earlier import's description (a real split, whole or damaged)
-// are never replaced.
-void refuse_real_split(const fs::path& data) {
+constexpr std::string_view kImportOf = "ringtrain import of ", kDescriptionOnly = ": no samples, only the description "
+                                                                                 "of the model's input";
+
+std::string description_provenance(const fs::path& onnx) {
+  return fmt::format("{}{}{}", kImportOf, onnx.string(), kDescriptionOnly);
+}
+
+// The folder is import's own: shards that are not an earlier import's description of the same model (a real split,
+// whole or damaged, or the description another import's job file reads) are never replaced.
+void refuse_real_split(const fs::path& data, const fs::path& onnx) {
   std::error_code error;
   if (!fs::is_directory(data, error) || !io::detail::holds_shard_files(data)) return;
   std::string why;
   try {
     const io::SplitIndex split = io::open_split(data);
-    if (split.total_samples() == 0 && split.meta.provenance.starts_with("ringtrain import of ")) return;
-    why = fmt::format("holds a split with {} samples", split.total_samples());
+    const std::string& provenance = split.meta.provenance;
+    if (split.total_samples() == 0 && provenance.starts_with(kImportOf) && provenance.ends_with(kDescriptionOnly)) {
+      const fs::path theirs =
+          provenance.substr(kImportOf.size(), provenance.size() - kImportOf.size() - kDescriptionOnly.size());
+      if (theirs == onnx || io::same_file(theirs, onnx)) return;
+      why = fmt::format("holds the description of another import's model ('{}'), which that import's job file reads",
+                        theirs.string());
+    } else {
+      why = fmt::format("holds a split with {} samples", split.total_samples());
+    }
   } catch (const DataError& e) {
     why = fmt::format("holds shards that do not open as an earlier import's description ({})", e.what());
   }
@@ -186,20 +200,10 @@ io::CheckpointData checkpoint_of(const model::ImportedModel& m, const model::Net
 }
 
 void write_text(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  out.flush();
-  if (!out)
+  if (const std::string why = io::write_whole_file(path, text); !why.empty())
     throw JobFileError(fmt::format("cannot write the job file '{}': {}; pick a writable folder for --out (free "
                                    "space there if its file system is full)",
-                                   path.string(), std::strerror(errno)));
-}
-
-void rename_into_place(const fs::path& from, const fs::path& to, const char* option) {
-  std::error_code error;
-  fs::rename(from, to, error);
-  if (error)
-    throw JobFileError(fmt::format("{} '{}' cannot be written: {}", option, to.string(), error.message()));
+                                   path.string(), why));
 }
 
 // The folders an output goes in, made where missing; returns those this run made, deepest last.
@@ -216,27 +220,96 @@ std::vector<fs::path> make_parent_folders(const std::vector<fs::path>& outputs) 
   return made;
 }
 
-// Writes the three outputs; on a failure removes the temporaries, the data folder where this run made it, and the
-// folders it made for them.
+// Puts each output in place, keeping what was at its path until every output is: `restore` then puts the earlier
+// ones back (an import that fails on its last output loses nothing of an earlier import), `commit` lets them go.
+class OutputSwap {
+ public:
+  // A file: the earlier one stays at its path (hard-linked aside) while the new one replaces it in one rename.
+  void file(const fs::path& from, const fs::path& to, const char* option) {
+    std::error_code error;
+    const fs::path kept = kept_beside(to);
+    const bool had = fs::is_regular_file(to, error);
+    if (had) {
+      fs::create_hard_link(to, kept, error);
+      if (error) fs::copy_file(to, kept, fs::copy_options::overwrite_existing, error);
+      if (error) refuse(option, to, error);
+    }
+    fs::rename(from, to, error);
+    if (error) {
+      std::error_code ignored;
+      if (had) fs::remove(kept, ignored);
+      refuse(option, to, error);
+    }
+    done_.push_back({to, had ? kept : fs::path()});
+  }
+  // A folder (the description split): the earlier one is moved aside, the new one renamed into its place.
+  void folder(const fs::path& from, const fs::path& to, const char* option) {
+    std::error_code error;
+    const fs::path kept = kept_beside(to);
+    const bool had = fs::exists(to, error);
+    if (had) {
+      fs::rename(to, kept, error);
+      if (error) refuse(option, to, error);
+    }
+    fs::rename(from, to, error);
+    if (error) {
+      std::error_code ignored;
+      if (had) fs::rename(kept, to, ignored);
+      refuse(option, to, error);
+    }
+    done_.push_back({to, had ? kept : fs::path()});
+  }
+  void restore() noexcept {
+    std::error_code ignored;
+    for (auto step = done_.rbegin(); step != done_.rend(); ++step) {
+      fs::remove_all(step->path, ignored);
+      if (!step->kept.empty()) fs::rename(step->kept, step->path, ignored);
+    }
+    done_.clear();
+  }
+  void commit() noexcept {
+    std::error_code ignored;
+    for (const Done& step : done_)
+      if (!step.kept.empty()) fs::remove_all(step.kept, ignored);
+    done_.clear();
+  }
+
+ private:
+  struct Done {
+    fs::path path, kept;  // kept: where the earlier output waits; empty where there was none
+  };
+  static fs::path kept_beside(const fs::path& path) { return io::temporary_beside(path).concat(".kept"); }
+  [[noreturn]] static void refuse(const char* option, const fs::path& path, const std::error_code& error) {
+    throw JobFileError(fmt::format("{} '{}' cannot be written: {}", option, path.string(), error.message()));
+  }
+  std::vector<Done> done_;
+};
+
+// Writes the three outputs under temporary names, then puts them in place together; a failure anywhere puts back
+// what was there before and removes the temporaries and the folders this run made for them.
 void write_outputs(const ImportPaths& p, const std::string& job_text, const io::CheckpointData& checkpoint,
                    const io::DatasetMeta& meta) {
   std::error_code error;
-  const bool data_existed = fs::exists(p.data, error);
-  const fs::path job_tmp = io::temporary_beside(p.job), checkpoint_tmp = io::temporary_beside(p.checkpoint);
-  const std::vector<fs::path> made = make_parent_folders({p.job, p.checkpoint});
+  const fs::path job_tmp = io::temporary_beside(p.job), checkpoint_tmp = io::temporary_beside(p.checkpoint),
+                 data_tmp = io::temporary_beside(p.data);
+  const std::vector<fs::path> made = make_parent_folders({p.job, p.checkpoint, p.data});
+  OutputSwap swap;
   try {
     write_text(job_tmp, job_text);
     io::write_checkpoint(checkpoint_tmp, checkpoint);
-    io::write_description_split(p.data, meta, true);
-    rename_into_place(checkpoint_tmp, p.checkpoint, "--checkpoint");
-    rename_into_place(job_tmp, p.job, "--out");
+    io::write_description_split(data_tmp, meta, false);
+    swap.folder(data_tmp, p.data, "--data");
+    swap.file(checkpoint_tmp, p.checkpoint, "--checkpoint");
+    swap.file(job_tmp, p.job, "--out");
   } catch (...) {
+    swap.restore();
     fs::remove(job_tmp, error);
     fs::remove(checkpoint_tmp, error);
-    if (!data_existed) fs::remove_all(p.data, error);
+    fs::remove_all(data_tmp, error);
     for (auto folder = made.rbegin(); folder != made.rend(); ++folder) fs::remove(*folder, error);  // if empty
     throw;
   }
+  swap.commit();
 }
 
 }  // namespace
@@ -256,8 +329,7 @@ int import_onnx(const ImportArgs& args) {
   meta.mean = in_pixel_units(args.mean, meta.shape.channels, "--mean", false);
   meta.stddev = in_pixel_units(args.stddev, meta.shape.channels, "--std", true);
   meta.class_names = class_names(args.class_names, meta.num_classes);
-  meta.provenance = fmt::format("ringtrain import of {}: no samples, only the description of the model's input",
-                                args.onnx.string());
+  meta.provenance = description_provenance(args.onnx);
   backend::CpuBackend cpu(1);
   const model::Network net(imported.layers, cpu, {1, meta.shape.channels, meta.shape.height, meta.shape.width},
                            meta.num_classes);
@@ -271,7 +343,7 @@ int import_onnx(const ImportArgs& args) {
   const config::JobConfig job = config::parse_job(text, args.job, {});
   if (config::layers_toml(job.model.layers) != config::layers_toml(imported.layers))
     throw Error(ExitCode::internal, "import: the job file's layers read back differently from the imported ones");
-  refuse_real_split(data);
+  refuse_real_split(data, args.onnx);
   write_outputs(paths, text, checkpoint_of(imported, net, job), meta);
   fmt::print("imported {} ({} layers, {} parameters, {} classes, input {}x{}x{}): job {}, checkpoint {}, input "
              "description {}\n",

@@ -157,6 +157,28 @@ else
   echo "FAIL predict_later_description: exit $rc, $(wc -l <"$work/later.out") line(s) printed first"
   failures=$((failures + 1))
 fi
+# The description another import's job file reads is not replaced by an import of another model (a copy of the file).
+check import_over_other_description 2 "holds the description of another import's model ('$work/model.onnx')" -- \
+  "$bin" import --onnx "$work/model.copy" --out "$work/m2.toml" --checkpoint "$work/m2.h5" --data "$work/m-data" \
+  --mean 0.5 --std 0.25
+absent import_over_other_description "$work/m2.toml" "$work/m2.h5"
+# A re-import whose last output cannot be put in place (--out a bind mount: its rename fails, EBUSY) puts the
+# earlier checkpoint and description back: a failed import loses nothing of the earlier one.
+cp "$work/m.h5" "$work/m.h5.copy"
+cp "$work/m-data/shard-00000-of-00001.h5" "$work/m-data.copy"
+touch "$work/mounted.toml"
+if mount --bind "$work/m.toml" "$work/mounted.toml" 2>/dev/null; then
+  check import_last_output_fails 3 "--out '$work/mounted.toml' cannot be written" -- \
+    "$bin" import --onnx "$work/model.onnx" --out "$work/mounted.toml" --checkpoint "$work/m.h5" --data "$work/m-data" \
+    --mean 0.25 --std 0.5
+  umount "$work/mounted.toml"
+  unchanged import_last_output_fails "$work/m.h5" "$work/m.h5.copy"
+  unchanged import_last_output_fails "$work/m-data/shard-00000-of-00001.h5" "$work/m-data.copy"
+  leftovers=$(ls -a "$work" "$work/m-data" | grep -c -E '\.tmp|\.kept')
+  [ "$leftovers" = 0 ] || { echo "FAIL import_last_output_fails: $leftovers temporaries left"; failures=$((failures + 1)); }
+else
+  echo "SKIP import_last_output_fails: no bind mount here (needs root), so no rename can be made to fail"
+fi
 check predict_precision 2 "--precision: bf17 not in" -- \
   "$bin" predict --checkpoint "$work/m.h5" --precision bf17 "$work/tiny/test"
 # An 8x8 grey PNG (the import's names are the model's; a split's own names would be the split's).
