@@ -224,37 +224,26 @@ std::vector<fs::path> make_parent_folders(const std::vector<fs::path>& outputs) 
 // ones back (an import that fails on its last output loses nothing of an earlier import), `commit` lets them go.
 class OutputSwap {
  public:
-  // A file: the earlier one stays at its path (hard-linked aside) while the new one replaces it in one rename.
-  void file(const fs::path& from, const fs::path& to, const char* option) {
+  // An earlier file stays at its path (hard-linked aside) while the new one replaces it in one rename; an earlier
+  // folder (the description split) is moved aside first.
+  void put(const fs::path& from, const fs::path& to, const char* option) {
     std::error_code error;
-    const fs::path kept = kept_beside(to);
-    const bool had = fs::is_regular_file(to, error);
+    const bool folder = fs::is_directory(from, error), had = fs::exists(to, error);
+    const fs::path kept = io::temporary_beside(to).concat(".kept");
     if (had) {
-      fs::create_hard_link(to, kept, error);
-      if (error) fs::copy_file(to, kept, fs::copy_options::overwrite_existing, error);
+      if (folder) {
+        fs::rename(to, kept, error);
+      } else {
+        fs::create_hard_link(to, kept, error);
+        if (error) fs::copy_file(to, kept, fs::copy_options::overwrite_existing, error);
+      }
       if (error) refuse(option, to, error);
     }
     fs::rename(from, to, error);
     if (error) {
       std::error_code ignored;
-      if (had) fs::remove(kept, ignored);
-      refuse(option, to, error);
-    }
-    done_.push_back({to, had ? kept : fs::path()});
-  }
-  // A folder (the description split): the earlier one is moved aside, the new one renamed into its place.
-  void folder(const fs::path& from, const fs::path& to, const char* option) {
-    std::error_code error;
-    const fs::path kept = kept_beside(to);
-    const bool had = fs::exists(to, error);
-    if (had) {
-      fs::rename(to, kept, error);
-      if (error) refuse(option, to, error);
-    }
-    fs::rename(from, to, error);
-    if (error) {
-      std::error_code ignored;
-      if (had) fs::rename(kept, to, ignored);
+      if (had && folder) fs::rename(kept, to, ignored);
+      if (had && !folder) fs::remove(kept, ignored);
       refuse(option, to, error);
     }
     done_.push_back({to, had ? kept : fs::path()});
@@ -278,7 +267,6 @@ class OutputSwap {
   struct Done {
     fs::path path, kept;  // kept: where the earlier output waits; empty where there was none
   };
-  static fs::path kept_beside(const fs::path& path) { return io::temporary_beside(path).concat(".kept"); }
   [[noreturn]] static void refuse(const char* option, const fs::path& path, const std::error_code& error) {
     throw JobFileError(fmt::format("{} '{}' cannot be written: {}", option, path.string(), error.message()));
   }
@@ -298,9 +286,9 @@ void write_outputs(const ImportPaths& p, const std::string& job_text, const io::
     write_text(job_tmp, job_text);
     io::write_checkpoint(checkpoint_tmp, checkpoint);
     io::write_description_split(data_tmp, meta, false);
-    swap.folder(data_tmp, p.data, "--data");
-    swap.file(checkpoint_tmp, p.checkpoint, "--checkpoint");
-    swap.file(job_tmp, p.job, "--out");
+    swap.put(data_tmp, p.data, "--data");
+    swap.put(checkpoint_tmp, p.checkpoint, "--checkpoint");
+    swap.put(job_tmp, p.job, "--out");
   } catch (...) {
     swap.restore();
     fs::remove(job_tmp, error);
