@@ -25,6 +25,9 @@ def main():
     out = pathlib.Path(sys.argv[2]) if len(sys.argv) == 3 else source.with_suffix(".png")
     e = json.loads(source.read_text())
     counts = e["confusion_matrix"]
+    if counts is None:
+        sys.exit(f"{source} holds no confusion matrix (evaluate keeps one up to 1000 classes); per_class has each "
+                 "class's accuracy")
     names = [c["name"] for c in e["per_class"]]
     shares = [[v / max(sum(row), 1) for v in row] for row in counts]
     size = max(4.0, 0.55 * len(names) + 2)

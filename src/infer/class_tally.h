@@ -1,5 +1,7 @@
 // Owns what an evaluation counts per class: the confusion matrix (true class x predicted class, the prediction
-// the first maximum of the logits, as the loss kernels count hits) and the top-5 hits; summed across ranks.
+// the first maximum of the logits, as the loss kernels count hits) and the top-5 hits; summed across ranks. Past
+// kMatrixClasses classes only each class's samples and hits are counted: the matrix grows as classes squared
+// (ImageNet-21k's would take 3.8 GB a rank).
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -12,6 +14,8 @@
 
 namespace ringtrain::infer {
 
+inline constexpr int kMatrixClasses = 1000;  // ImageNet-1k's matrix: 8 MB
+
 class ClassTally {
  public:
   explicit ClassTally(int classes);
@@ -20,16 +24,19 @@ class ClassTally {
 
   int classes() const { return classes_; }
   int64_t samples() const;
-  int64_t count(int truth, int predicted) const { return matrix_[static_cast<size_t>(truth * classes_ + predicted)]; }
+  bool has_matrix() const { return classes_ <= kMatrixClasses; }
+  int64_t count(int truth, int predicted) const;  // has_matrix() only
   int64_t of_class(int truth) const;           // samples whose label is `truth`
   double class_accuracy(int truth) const;      // 0 for a class with no samples
   double top5_accuracy() const;                // needs >= 5 classes
   std::string table(const std::vector<std::string>& names) const;  // per class: samples, accuracy; the matrix
-  nlohmann::ordered_json json(const std::vector<std::string>& names) const;
+  nlohmann::ordered_json json(const std::vector<std::string>& names) const;  // confusion_matrix null without one
 
  private:
+  int64_t hits(int truth) const;
   int classes_;
-  std::vector<int64_t> matrix_;  // classes x classes, then the top-5 hits in the last element
+  // classes x classes (has_matrix), else each class's samples then each class's hits; the top-5 hits last
+  std::vector<int64_t> counts_;
 };
 
 }  // namespace ringtrain::infer
