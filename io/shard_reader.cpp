@@ -13,7 +13,9 @@
 #include <optional>
 #include <utility>
 
+#include "common/crc32c.h"
 #include "common/error.h"
+#include "io/data_checksum.h"
 #include "io/encoded_slice.h"
 #include "io/h5_check.h"
 #include "io/h5_handle.h"
@@ -136,14 +138,22 @@ void ShardReader::Impl::open(const SplitIndex& split, const ShardSlice& slice, i
     else
       open_images(split, slice, shard, access.id(), fail);
 
+    // The shard's labels whole (4 bytes a sample), so their CRC-32C is checked: a flipped byte in a label would
+    // otherwise train on another class, unseen.
     const H5Dataset label_set(H5_CHECK(H5Dopen2(shard.file.id(), shard_names::labels, H5P_DEFAULT)));
-    const H5Dataspace label_space(H5_CHECK(H5Dget_space(label_set.id())));
-    const hsize_t start[1] = {static_cast<hsize_t>(slice.begin)};
-    const hsize_t count[1] = {static_cast<hsize_t>(slice.size())};
-    H5_CHECK(H5Sselect_hyperslab(label_space.id(), H5S_SELECT_SET, start, nullptr, count, nullptr));
-    const H5Dataspace memory(H5_CHECK(H5Screate_simple(1, count, nullptr)));
-    H5_CHECK(H5Dread(label_set.id(), H5T_NATIVE_INT32, memory.id(), label_space.id(), H5P_DEFAULT,
-                     labels.data() + partition_begin));
+    hsize_t total = 0;
+    {
+      const H5Dataspace label_space(H5_CHECK(H5Dget_space(label_set.id())));
+      H5_CHECK(H5Sget_simple_extent_dims(label_space.id(), &total, nullptr));
+    }
+    if (total < static_cast<hsize_t>(slice.end)) fail(fmt::format("holds {} labels, fewer than its samples", total));
+    std::vector<int32_t> all(static_cast<std::size_t>(total));
+    H5_CHECK(H5Dread(label_set.id(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, all.data()));
+    if (const std::optional<uint32_t> stored = detail::read_data_checksum(label_set.id());
+        stored && *stored != crc32c(all.data(), all.size() * sizeof(int32_t)))
+      fail(fmt::format("is damaged: its labels fail their checksum (CRC-32C {:08x} stored, {:08x} read)", *stored,
+                       crc32c(all.data(), all.size() * sizeof(int32_t))));
+    std::copy_n(all.begin() + slice.begin, slice.size(), labels.begin() + partition_begin);
   } catch (const DataError&) {
     throw;
   } catch (const Error& e) {

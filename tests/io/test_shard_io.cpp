@@ -214,8 +214,8 @@ void overwrite_row(const fs::path& file, const char* dataset, hsize_t row, uint8
 }
 
 // Shard data has no HDF5 filter checksum (a reader's sample must be one plain byte range): the CRC-32C the writer
-// stores is what proves every image and label byte. Training proves only the chunks' presence (open_split), not
-// every byte, so a flipped byte is `inspect`'s to find.
+// stores is what proves every image and label byte. Training proves the chunks' presence (open_split) and the
+// labels (the reader, AFlippedLabelIsCaughtByTheReaderNamingTheShard), not every image byte: that is `inspect`'s.
 TEST_F(ShardRoundTrip, InspectVerifiesEveryByteAgainstTheCrc) {
   const DatasetMeta meta = testing::test_meta({1, 4, 4}, 3);
   write_split(dir(), meta, {.shards = 2, .samples = 40, .chunk_samples = 8}, testing::signature_source(meta), false);
@@ -234,6 +234,20 @@ TEST_F(ShardRoundTrip, InspectVerifiesEveryByteAgainstTheCrc) {
             std::string::npos) << text;
   EXPECT_NE(text.find("its dataset 'labels' fails its checksum (CRC-32C"), std::string::npos) << text;
   EXPECT_NO_THROW(open_split(dir()));
+}
+
+// A label flipped to another valid class is caught when a reader opens the shard (its labels are read whole and
+// checked against their CRC-32C), naming the shard; a partition that avoids the shard still reads.
+TEST_F(ShardRoundTrip, AFlippedLabelIsCaughtByTheReaderNamingTheShard) {
+  const DatasetMeta meta = testing::test_meta({1, 4, 4}, 3);
+  write_split(dir(), meta, {.shards = 2, .samples = 40, .chunk_samples = 8}, testing::signature_source(meta), false);
+  const fs::path victim = dir() / testing::shard_name(1, 2);
+  overwrite_row(victim, shard_names::labels, 3, 0);  // global sample 23: label 23 % 3 = 2, still a valid class
+  const SplitIndex split = open_split(dir());
+  testing::expect_data_error([&] { ShardReader reader(split, {0, 40}); },
+                             {victim.string(), "labels fail their checksum"});
+  ShardReader first_shard(split, {0, 20});
+  EXPECT_EQ(first_shard.opened_files().size(), 1u);
 }
 
 // A shard of an older ringtrain has no CRC-32C: still valid, and the report says its bytes were not all proven.
