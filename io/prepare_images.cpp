@@ -4,6 +4,7 @@
 #include "io/prepare_images.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,7 +14,6 @@
 #include <cstring>
 #include <fstream>
 #include <new>
-#include <random>
 #include <stdexcept>
 #include <thread>
 
@@ -416,38 +416,42 @@ bool same_on_every_rank(int64_t mine, const PrepareTeam& team) {
 
 // Collective, after rank 0 made the split folders: every rank writes its own shards into them, and a --out on
 // node-local storage (a folder of that name on every node) would end in a split of only some ranks' shards on each
-// node, each looking whole. Rank 0 leaves a marker of a random name that every rank must see; a rank on another
-// node may see a new folder only once its file-system client's cache of the parent times out (NFS: up to a minute).
+// node, each looking whole. Rank 0 leaves a marker of a name no earlier run used that every rank must see. A rank on
+// another node may see a new folder only once its file-system client's cache of the parent times out (NFS: up to a
+// minute with the default actimeo), so the ranks look again every second, agreeing each time, for up to 90 s: no
+// single wait comes near --collective-timeout.
 void refuse_unshared_out(const ImagesPlan& plan, const fs::path& out, const PrepareTeam& team) {
   if (team.ranks == 1) return;
   int64_t nonce = 0;
-  if (team.rank == 0) nonce = static_cast<int64_t>((uint64_t{std::random_device{}()} << 32) | std::random_device{}());
+  if (team.rank == 0)
+    nonce = (static_cast<int64_t>(::getpid()) << 40) ^ std::chrono::system_clock::now().time_since_epoch().count();
   team.sum(std::span(&nonce, 1));  // only rank 0's is non-zero
   const fs::path marker = plan.train.dir / fmt::format(".prepare-marker-{:016x}", static_cast<uint64_t>(nonce));
+  std::error_code ignored;
   try {
     team.all_succeed([&] {
       if (team.rank == 0 && !std::ofstream(marker))
         throw DataError(fmt::format("cannot write in '{}' ({}); check --out's permissions", plan.train.dir.string(),
                                     std::strerror(errno)));
     });
-    team.all_succeed([&] {
-      std::error_code ignored;
-      const auto until = Clock::now() + std::chrono::seconds(90);
-      while (!fs::exists(marker, ignored)) {
-        if (Clock::now() > until)
-          throw DataError(fmt::format("--out '{}' is not one folder every rank sees: rank {} on {} does not see the "
-                                      "file rank 0 wrote in it ({}); give --out a folder on a file system every "
-                                      "node shares (a parallel or network file system, not node-local storage)",
-                                      out.string(), team.rank, team.host, marker.filename().string()));
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      }
-    });
+    for (int look = 0;; ++look) {
+      int64_t blind = fs::exists(marker, ignored) ? 0 : 1;
+      team.sum(std::span(&blind, 1));
+      if (blind == 0) break;
+      if (look >= 90)
+        team.all_succeed([&] {
+          if (!fs::exists(marker, ignored))
+            throw DataError(fmt::format("--out '{}' is not one folder every rank sees: rank {} on {} does not see the "
+                                        "file rank 0 wrote in it 90 s ago ({}); give --out a folder on a file system "
+                                        "every node shares (a parallel or network file system, not node-local storage)",
+                                        out.string(), team.rank, team.host, marker.filename().string()));
+        });
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
   } catch (...) {
-    std::error_code ignored;
     if (team.rank == 0) fs::remove(marker, ignored);
     throw;
   }
-  std::error_code ignored;
   if (team.rank == 0) fs::remove(marker, ignored);
 }
 

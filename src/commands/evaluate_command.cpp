@@ -29,7 +29,8 @@ int evaluate(int* argc, char*** argv, const EvaluateArgs& args) {
         backend::DeviceSetup device = backend::open_device(job, world, backend::DeviceUse::inference);
         const train::RunContext run{job, world, *device.backend, false};
         return infer::evaluate(run, {args.checkpoint, args.data, args.out, train::weights_named(args.weights)});
-      });
+      }, {"run.collective_timeout_s", "nothing was written (--out only once the evaluation is whole): run it again",
+          "evaluations", /*has_steps=*/false});
     });
   });
 }

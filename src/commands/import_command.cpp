@@ -136,30 +136,47 @@ std::string description_provenance(const fs::path& onnx) {
   return fmt::format("{}{}{}", kImportOf, onnx.string(), kDescriptionOnly);
 }
 
-// The folder is import's own: shards that are not an earlier import's description of the same model (a real split,
-// whole or damaged, or the description another import's job file reads) are never replaced.
-void refuse_real_split(const fs::path& data, const fs::path& onnx) {
+// Whether the job file at `job` (an earlier import's, about to be replaced) reads `data`: its description is then
+// this import's to replace, whichever model it described.
+bool job_reads(const fs::path& job, const fs::path& data) {
+  std::ifstream in(job);
+  std::string text;
+  std::getline(in, text, '\0');  // the whole file: a job file holds no NUL
+  return !text.empty() && text.find(config::toml_string(fs::absolute(data).string())) != std::string::npos;
+}
+
+// --data is import's own folder of one description shard: a file, a folder holding anything else, or shards that are
+// not an earlier import's description of the same model (a real split, whole or damaged, or the description another
+// import's job file reads) are never replaced.
+void refuse_foreign_data(const fs::path& data, const fs::path& onnx, const fs::path& job) {
+  const auto refuse = [&](const std::string& why) {
+    throw UsageError(fmt::format("--data '{}' {}; import writes a split of no samples there and would replace it, so "
+                                 "point --data at a new or empty folder",
+                                 data.string(), why));
+  };
   std::error_code error;
-  if (!fs::is_directory(data, error) || !io::detail::holds_shard_files(data)) return;
-  std::string why;
+  if (!fs::exists(data, error)) return;
+  if (!fs::is_directory(data, error)) refuse("is not a folder");
+  for (const fs::directory_entry& entry : fs::directory_iterator(data, error)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(io::shard_names::file_prefix) || !(name.ends_with(".h5") || name.ends_with(".h5.tmp")))
+      refuse(fmt::format("holds other things than an earlier import's description (e.g. '{}')", name));
+  }
+  if (!io::detail::holds_shard_files(data)) return;
   try {
     const io::SplitIndex split = io::open_split(data);
     const std::string& provenance = split.meta.provenance;
-    if (split.total_samples() == 0 && provenance.starts_with(kImportOf) && provenance.ends_with(kDescriptionOnly)) {
-      const fs::path theirs =
-          provenance.substr(kImportOf.size(), provenance.size() - kImportOf.size() - kDescriptionOnly.size());
-      if (theirs == onnx || io::same_file(theirs, onnx)) return;
-      why = fmt::format("holds the description of another import's model ('{}'), which that import's job file reads",
-                        theirs.string());
-    } else {
-      why = fmt::format("holds a split with {} samples", split.total_samples());
-    }
+    if (split.total_samples() != 0 || split.shards.size() != 1 || !provenance.starts_with(kImportOf) ||
+        !provenance.ends_with(kDescriptionOnly))
+      refuse(fmt::format("holds a split with {} samples", split.total_samples()));
+    const fs::path theirs =
+        provenance.substr(kImportOf.size(), provenance.size() - kImportOf.size() - kDescriptionOnly.size());
+    if (theirs == fs::absolute(onnx) || io::same_file(theirs, onnx) || job_reads(job, data)) return;
+    refuse(fmt::format("holds the description of another import's model ('{}'), which that import's job file reads",
+                       theirs.string()));
   } catch (const DataError& e) {
-    why = fmt::format("holds shards that do not open as an earlier import's description ({})", e.what());
+    refuse(fmt::format("holds shards that do not open as an earlier import's description ({})", e.what()));
   }
-  throw UsageError(fmt::format("--data '{}' {}; import writes a split of no samples there and would replace them, so "
-                               "point --data at another folder",
-                               data.string(), why));
 }
 
 // What import writes, and what it reads.
@@ -224,26 +241,20 @@ std::vector<fs::path> make_parent_folders(const std::vector<fs::path>& outputs) 
 // ones back (an import that fails on its last output loses nothing of an earlier import), `commit` lets them go.
 class OutputSwap {
  public:
-  // An earlier file stays at its path (hard-linked aside) while the new one replaces it in one rename; an earlier
-  // folder (the description split) is moved aside first.
+  // The earlier file stays at its path (hard-linked aside) while the new one replaces it in one rename.
   void put(const fs::path& from, const fs::path& to, const char* option) {
     std::error_code error;
-    const bool folder = fs::is_directory(from, error), had = fs::exists(to, error);
+    const bool had = fs::is_regular_file(to, error);
     const fs::path kept = io::temporary_beside(to).concat(".kept");
     if (had) {
-      if (folder) {
-        fs::rename(to, kept, error);
-      } else {
-        fs::create_hard_link(to, kept, error);
-        if (error) fs::copy_file(to, kept, fs::copy_options::overwrite_existing, error);
-      }
+      fs::create_hard_link(to, kept, error);
+      if (error) fs::copy_file(to, kept, fs::copy_options::overwrite_existing, error);
       if (error) refuse(option, to, error);
     }
     fs::rename(from, to, error);
     if (error) {
       std::error_code ignored;
-      if (had && folder) fs::rename(kept, to, ignored);
-      if (had && !folder) fs::remove(kept, ignored);
+      if (had) fs::remove(kept, ignored);
       refuse(option, to, error);
     }
     done_.push_back({to, had ? kept : fs::path()});
@@ -251,15 +262,17 @@ class OutputSwap {
   void restore() noexcept {
     std::error_code ignored;
     for (auto step = done_.rbegin(); step != done_.rend(); ++step) {
-      fs::remove_all(step->path, ignored);
-      if (!step->kept.empty()) fs::rename(step->kept, step->path, ignored);
+      if (step->kept.empty())
+        fs::remove(step->path, ignored);
+      else
+        fs::rename(step->kept, step->path, ignored);
     }
     done_.clear();
   }
   void commit() noexcept {
     std::error_code ignored;
     for (const Done& step : done_)
-      if (!step.kept.empty()) fs::remove_all(step.kept, ignored);
+      if (!step.kept.empty()) fs::remove(step.kept, ignored);
     done_.clear();
   }
 
@@ -273,20 +286,22 @@ class OutputSwap {
   std::vector<Done> done_;
 };
 
-// Writes the three outputs under temporary names, then puts them in place together; a failure anywhere puts back
-// what was there before and removes the temporaries and the folders this run made for them.
+// Writes the three outputs under temporary names, then puts them in place together (the description's one shard
+// into --data, never the folder itself); a failure anywhere puts back what was there before and removes the
+// temporaries and the folders this run made for them.
 void write_outputs(const ImportPaths& p, const std::string& job_text, const io::CheckpointData& checkpoint,
                    const io::DatasetMeta& meta) {
   std::error_code error;
+  const fs::path shard = io::shard_file_name(0, 1);
   const fs::path job_tmp = io::temporary_beside(p.job), checkpoint_tmp = io::temporary_beside(p.checkpoint),
                  data_tmp = io::temporary_beside(p.data);
-  const std::vector<fs::path> made = make_parent_folders({p.job, p.checkpoint, p.data});
+  const std::vector<fs::path> made = make_parent_folders({p.job, p.checkpoint, p.data / shard});
   OutputSwap swap;
   try {
     write_text(job_tmp, job_text);
     io::write_checkpoint(checkpoint_tmp, checkpoint);
     io::write_description_split(data_tmp, meta, false);
-    swap.put(data_tmp, p.data, "--data");
+    swap.put(data_tmp / shard, p.data / shard, "--data");
     swap.put(checkpoint_tmp, p.checkpoint, "--checkpoint");
     swap.put(job_tmp, p.job, "--out");
   } catch (...) {
@@ -298,6 +313,7 @@ void write_outputs(const ImportPaths& p, const std::string& job_text, const io::
     throw;
   }
   swap.commit();
+  fs::remove_all(data_tmp, error);
 }
 
 }  // namespace
@@ -317,7 +333,7 @@ int import_onnx(const ImportArgs& args) {
   meta.mean = in_pixel_units(args.mean, meta.shape.channels, "--mean", false);
   meta.stddev = in_pixel_units(args.stddev, meta.shape.channels, "--std", true);
   meta.class_names = class_names(args.class_names, meta.num_classes);
-  meta.provenance = description_provenance(args.onnx);
+  meta.provenance = description_provenance(fs::absolute(args.onnx));
   backend::CpuBackend cpu(1);
   const model::Network net(imported.layers, cpu, {1, meta.shape.channels, meta.shape.height, meta.shape.width},
                            meta.num_classes);
@@ -331,7 +347,7 @@ int import_onnx(const ImportArgs& args) {
   const config::JobConfig job = config::parse_job(text, args.job, {});
   if (config::layers_toml(job.model.layers) != config::layers_toml(imported.layers))
     throw Error(ExitCode::internal, "import: the job file's layers read back differently from the imported ones");
-  refuse_real_split(data, args.onnx);
+  refuse_foreign_data(data, args.onnx, args.job);
   write_outputs(paths, text, checkpoint_of(imported, net, job), meta);
   fmt::print("imported {} ({} layers, {} parameters, {} classes, input {}x{}x{}): job {}, checkpoint {}, input "
              "description {}\n",

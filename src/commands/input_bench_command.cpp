@@ -166,7 +166,7 @@ int input_bench(int* argc, char*** argv, const InputBenchArgs& args) {
             {"loader_convert_s", timed.loader.convert_s}};
         fmt::print("{}\n", util::json_text(line));
         return 0;
-      });
+      }, {"run.collective_timeout_s", "input-bench writes nothing: run it again", "batches", /*has_steps=*/false});
     });
   });
 }

@@ -16,7 +16,6 @@
 #include "backend/device_setup.h"
 #include "commands/commands.h"
 #include "commands/on_every_rank.h"
-#include "commands/one_process.h"
 #include "commands/results_on_stdout.h"
 #include "common/error.h"
 #include "common/stderr_print.h"
@@ -192,8 +191,6 @@ int predict_all(dist::World& world, const PredictArgs& args) {
 }  // namespace
 
 int predict(int* argc, char*** argv, const PredictArgs& args) {
-  // Before MPI: copies a launcher started as separate one-process jobs would each print every prediction.
-  refuse_several_processes("predict");
   dist::World world(argc, argv);
   return on_every_rank(world, [&] { return with_results_on_stdout([&] { return predict_all(world, args); }); });
 }

@@ -7,8 +7,8 @@
 namespace ringtrain::commands {
 
 int with_watchdog(const dist::World& world, const config::JobConfig& job,
-                  const std::function<int(dist::Watchdog&)>& body) {
-  dist::Watchdog watchdog(world.comm(), job.run.collective_timeout_s, static_cast<int>(ExitCode::fault));
+                  const std::function<int(dist::Watchdog&)>& body, const dist::WatchedCommand& command) {
+  dist::Watchdog watchdog(world.comm(), job.run.collective_timeout_s, static_cast<int>(ExitCode::fault), command);
   int code = 0;
   {
     const dist::WatchedCollectives watched(watchdog);

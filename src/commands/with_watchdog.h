@@ -11,7 +11,8 @@ namespace ringtrain::commands {
 
 // body's exit code. On an error the watchdog ends with it, without the closing meeting (the ranks agreed the error,
 // or one rank ends the job).
+// `command`: what the watchdog's messages name (training's by default).
 int with_watchdog(const dist::World& world, const config::JobConfig& job,
-                  const std::function<int(dist::Watchdog&)>& body);
+                  const std::function<int(dist::Watchdog&)>& body, const dist::WatchedCommand& command = {});
 
 }  // namespace ringtrain::commands

@@ -271,9 +271,10 @@ void Watchdog::fire(double now, double waited) {
     who = "rank 0, which names the missing ranks, did not end the job, so this rank does";
   std::fprintf(stderr,
                "ringtrain: stall (exit %d) [%s]:\n  '%s'%s has not completed after %.1f s "
-               "(%s = %g); %s\n  ending the job; raise %s if %s legitimately take this long\n",
+               "(%s = %g); %s\n  ending the job; raise %s if %s legitimately take this long; %s\n",
                exit_code_, process_label().c_str(), what_.load(), where().c_str(), waited,
-               command_.timeout_setting, timeout_s_, who.c_str(), command_.timeout_setting, command_.long_work);
+               command_.timeout_setting, timeout_s_, who.c_str(), command_.timeout_setting, command_.long_work,
+               command_.what_survives);
   // Without MPI_THREAD_MULTIPLE: a rank that exits makes mpirun/srun end the job.
   end_job(exit_code_, heartbeats_);
 }

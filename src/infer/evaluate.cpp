@@ -97,6 +97,7 @@ int evaluate(const train::RunContext& run, const EvaluateOptions& options) {
 
   // The newest checkpoint is known only now (no --checkpoint given).
   run.world.all_succeed([&] {
+    if (!run.root()) return;  // rank 0 writes --out: every rank looking at every shard would only load the file system
     std::vector<io::CommandInput> inputs = io::shard_inputs(part.split, "a shard of the split evaluated");
     inputs.push_back({"the checkpoint", restored.path});
     io::refuse_output_over_input("--out", options.out, inputs);

@@ -76,17 +76,15 @@ done
 
 timeout 120 "$bin" train "${args[@]}" --set run.dir="$work/trained" >"$work/trained.log" 2>&1 ||
   { fail "the run to evaluate failed: $(tail -3 "$work/trained.log")"; }
-stalled evaluate evaluate evaluate "'sum over the ranks' before any training step has not completed" \
+stalled evaluate evaluate evaluate "'sum over the ranks' has not completed" "nothing was written" \
   "rank 1 has not arrived" -- "${args[@]}" --set run.dir="$work/trained"
 
-# prepare images on 2 ranks, rank 1 stopped before its first agreement: --collective-timeout ends the job naming it,
-# and nothing of the prepare is left that looks like a split.
+# prepare images on 2 ranks, rank 1 stopped before its first agreement: --collective-timeout ends the job naming it.
 python3 "$src/tests/support/write_png_classes.py" "$work/photos"
 stalled prepare prepare prepare \
   "'agreement that a set-up step succeeded on every rank' has not completed after" "(--collective-timeout = 3)" \
   "rank 1 has not arrived" "raise --collective-timeout if shard rounds legitimately take this long" -- \
   images --source "$work/photos" --size 8 --test-fraction 0.34 --out "$work/prepared" --collective-timeout 3
-if ls "$work/prepared"/*/shard-*.h5 >/dev/null 2>&1; then fail "prepare: the stopped prepare left shards"; fi
 
 # run.collective_timeout_s = 0 sets no limit on a wait, but SIGTERM (what srun sends the survivors of a dead rank)
 # still ends a wait on a stopped peer after its 5 s grace: rank 1 stops before its first step, rank 0 waits in the
