@@ -10,17 +10,15 @@
 
 namespace ringtrain {
 
-// Writes and flushes; a write that fails is dropped (there is nowhere left to say so).
-inline void stderr_write(const std::string& text) noexcept {
-  std::fwrite(text.data(), 1, text.size(), stderr);
-  std::fflush(stderr);
-}
-
+// Formats, writes and flushes; a write that fails is dropped (there is nowhere left to say so), and so is a message
+// there is no memory to format.
 template <typename... Args>
 void stderr_print(fmt::format_string<Args...> format, Args&&... args) noexcept {
   try {
-    stderr_write(fmt::format(format, std::forward<Args>(args)...));
-  } catch (...) {  // no memory to format the message in: nothing more can be said
+    const std::string text = fmt::format(format, std::forward<Args>(args)...);
+    std::fwrite(text.data(), 1, text.size(), stderr);
+    std::fflush(stderr);
+  } catch (...) {
   }
 }
 

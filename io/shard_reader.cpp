@@ -149,10 +149,12 @@ void ShardReader::Impl::open(const SplitIndex& split, const ShardSlice& slice, i
     if (total < static_cast<hsize_t>(slice.end)) fail(fmt::format("holds {} labels, fewer than its samples", total));
     std::vector<int32_t> all(static_cast<std::size_t>(total));
     H5_CHECK(H5Dread(label_set.id(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, all.data()));
-    if (const std::optional<uint32_t> stored = detail::read_data_checksum(label_set.id());
-        stored && *stored != crc32c(all.data(), all.size() * sizeof(int32_t)))
-      fail(fmt::format("is damaged: its labels fail their checksum (CRC-32C {:08x} stored, {:08x} read)", *stored,
-                       crc32c(all.data(), all.size() * sizeof(int32_t))));
+    if (const std::optional<uint32_t> stored = detail::read_data_checksum(label_set.id())) {
+      const uint32_t read = crc32c(all.data(), all.size() * sizeof(int32_t));
+      if (*stored != read)
+        fail(fmt::format("is damaged: its labels fail their checksum (CRC-32C {:08x} stored, {:08x} read)", *stored,
+                         read));
+    }
     std::copy_n(all.begin() + slice.begin, slice.size(), labels.begin() + partition_begin);
   } catch (const DataError&) {
     throw;
