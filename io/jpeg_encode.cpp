@@ -29,7 +29,7 @@ void set_region_layout(jpeg_compress_struct& info) {
   }
   const int mcu_width = mcu_size(info.num_components, most_across, most_down).width;
   const int width = static_cast<int>(info.image_width);
-  info.restart_interval = static_cast<unsigned>(restart_interval_for((width + mcu_width - 1) / mcu_width));
+  info.restart_interval = static_cast<unsigned>(restart_interval_for((width + mcu_width - 1) / mcu_width, mcu_width));
   info.optimize_coding = TRUE;
 }
 
@@ -126,7 +126,8 @@ bool run_rewrite(std::span<const uint8_t> jpeg, uint64_t max_coefficient_bytes, 
 
 }  // namespace
 
-int restart_interval_for(int mcus_per_row) {
+int restart_interval_for(int mcus_per_row, int mcu_width) {
+  if (mcu_width >= 16) return 1;
   for (int interval = 4; interval > 1; --interval)
     if (mcus_per_row % interval == 0) return interval;
   return 1;

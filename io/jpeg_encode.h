@@ -17,9 +17,12 @@ namespace ringtrain::io {
 // image.channels is 1 (gray) or 3 (RGB); quality 1..100 (libjpeg's scale). Throws DataError if libjpeg fails.
 std::vector<uint8_t> encode_jpeg(const DecodedImage& image, int quality, bool region_layout);
 
-// The restart interval, in MCUs, of a row of `mcus_per_row` MCUs: the largest of 4, 3, 2 and 1 that divides it, so
-// a row is whole segments of at most 64 pixels (4:2:0) and a crop's columns cost at most a segment either side.
-int restart_interval_for(int mcus_per_row);
+// The restart interval, in MCUs, of a row of `mcus_per_row` MCUs `mcu_width` pixels wide, so that a row is whole
+// segments and a crop's columns cost at most a segment either side: one MCU where an MCU is 16 pixels wide or more
+// (subsampled chroma, as most photos have); for 8-pixel MCUs (4:4:4, gray) the largest of 4, 3, 2 and 1 dividing the
+// row. Measured on 500x375 photos (perf/results/2026-11-30-jpeg-interval-cpu-spr.md): at 4:2:0 one MCU decodes random
+// crops 3-4 % faster than four for 2 % more bytes; at 4:4:4 finer segments gave nothing and cost up to 6 %.
+int restart_interval_for(int mcus_per_row, int mcu_width);
 
 // The rewrite holds every DCT coefficient of a photo at once, 2 bytes each (about 3 bytes a pixel at 4:2:0, 6 at
 // 4:4:4); a photo needing more is kept as it is, so that a prepare thread's memory stays bounded whatever the folder

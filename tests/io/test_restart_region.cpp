@@ -30,14 +30,14 @@ struct TestImage {
 // Sizes that end in partial MCUs, and rows of MCUs that 4, 3, 2 or only 1 divides.
 std::vector<TestImage> test_images() {
   return {
-      {"4:2:0 203x317", encode_test_jpeg(photo_like(203, 317, 3, 11), 90)},  // 20 MCUs a row: interval 4
-      {"4:2:0 375x500", encode_test_jpeg(photo_like(375, 500, 3, 12), 85)},  // 32: 4
-      {"4:2:2 150x333", encode_test_jpeg(photo_like(150, 333, 3, 13), 90, JpegKind::baseline, {2, 1})},  // 21: 3
-      {"4:4:4 90x181", encode_test_jpeg(photo_like(90, 181, 3, 14), 90, JpegKind::baseline, {1, 1})},    // 23: 1
-      {"4:1:1 77x250", encode_test_jpeg(photo_like(77, 250, 3, 18), 90, JpegKind::baseline, {4, 1})},    // 8: 4
-      {"4:4:0 121x96", encode_test_jpeg(photo_like(121, 96, 3, 19), 90, JpegKind::baseline, {1, 2})},    // 12: 4
-      {"1x4 140x72", encode_test_jpeg(photo_like(140, 72, 3, 20), 90, JpegKind::baseline, {1, 4})},      // 9: 3
-      {"gray 99x131", encode_test_jpeg(photo_like(99, 131, 1, 15), 90)},                                  // 17: 1
+      {"4:2:0 203x317", encode_test_jpeg(photo_like(203, 317, 3, 11), 90)},  // 20 MCUs a row of 16 pixels: interval 1
+      {"4:2:0 375x500", encode_test_jpeg(photo_like(375, 500, 3, 12), 85)},  // 32: 1
+      {"4:2:2 150x333", encode_test_jpeg(photo_like(150, 333, 3, 13), 90, JpegKind::baseline, {2, 1})},  // 21: 1
+      {"4:4:4 90x181", encode_test_jpeg(photo_like(90, 181, 3, 14), 90, JpegKind::baseline, {1, 1})},    // 23 of 8 pixels: 1
+      {"4:1:1 77x250", encode_test_jpeg(photo_like(77, 250, 3, 18), 90, JpegKind::baseline, {4, 1})},    // 8 of 32: 1
+      {"4:4:0 121x96", encode_test_jpeg(photo_like(121, 96, 3, 19), 90, JpegKind::baseline, {1, 2})},    // 12 of 8: 4
+      {"1x4 140x72", encode_test_jpeg(photo_like(140, 72, 3, 20), 90, JpegKind::baseline, {1, 4})},      // 9 of 8: 3
+      {"gray 99x131", encode_test_jpeg(photo_like(99, 131, 1, 15), 90)},                                  // 17 of 8: 1
       {"progressive 4:2:0 160x176", encode_test_jpeg(photo_like(160, 176, 3, 16), 90, JpegKind::progressive)},  // 11
       {"4:2:0 16x16", encode_test_jpeg(photo_like(16, 16, 3, 17), 90)},  // one MCU
   };
@@ -51,12 +51,14 @@ std::vector<uint8_t> rewritten(const std::vector<uint8_t>& plain) {
 
 DecodedImage full_decode(const std::vector<uint8_t>& jpeg) { return decode_image_bytes("test.jpg", jpeg); }
 
-TEST(RestartLayout, TheIntervalIsTheLargestOfFourToOneDividingTheRow) {
-  EXPECT_EQ(restart_interval_for(32), 4);
-  EXPECT_EQ(restart_interval_for(21), 3);
-  EXPECT_EQ(restart_interval_for(10), 2);
-  EXPECT_EQ(restart_interval_for(23), 1);
-  EXPECT_EQ(restart_interval_for(1), 1);
+TEST(RestartLayout, TheIntervalIsOneWideMcuOrTheLargestOfFourToOneNarrowOnesDividingTheRow) {
+  EXPECT_EQ(restart_interval_for(32, 16), 1);
+  EXPECT_EQ(restart_interval_for(8, 32), 1);
+  EXPECT_EQ(restart_interval_for(32, 8), 4);
+  EXPECT_EQ(restart_interval_for(21, 8), 3);
+  EXPECT_EQ(restart_interval_for(10, 8), 2);
+  EXPECT_EQ(restart_interval_for(23, 8), 1);
+  EXPECT_EQ(restart_interval_for(1, 8), 1);
 }
 
 TEST(RestartLayout, TheRewriteKeepsEveryPixelAndIsFoundWhereItIsAlone) {
@@ -75,7 +77,7 @@ TEST(RestartLayout, TheRewriteKeepsEveryPixelAndIsFoundWhereItIsAlone) {
     EXPECT_EQ(layout->width, before.width);
     const int mcus_per_row = (layout->width + layout->mcu_width - 1) / layout->mcu_width;
     EXPECT_EQ(layout->segments_per_row * layout->segment_mcus, mcus_per_row);
-    EXPECT_EQ(layout->segment_mcus, restart_interval_for(mcus_per_row));
+    EXPECT_EQ(layout->segment_mcus, restart_interval_for(mcus_per_row, layout->mcu_width));
   }
 }
 
@@ -203,11 +205,11 @@ TEST(RestartRegion, TheRegionJpegHoldsOnlyTheSegmentsTheWindowCovers) {
   std::vector<uint8_t> region_bytes;
   const auto region = write_region_jpeg(bytes, *layout, {200.5f, 300.25f, 100, 120}, 2.0f, region_bytes);
   ASSERT_TRUE(region);
-  // Rows on MCUs (16), columns on segments (4 MCUs, 64 pixels), two pixels of guard each way.
+  // Rows on MCUs (16), columns on segments (one MCU, 16 pixels), two pixels of guard each way.
   EXPECT_EQ(region->top, 192);
   EXPECT_EQ(region->height, 304 - 192);
-  EXPECT_EQ(region->left, 256);
-  EXPECT_EQ(region->width, 448 - 256);
+  EXPECT_EQ(region->left, 288);
+  EXPECT_EQ(region->width, 432 - 288);
   const JpegHeader header = read_jpeg_header(region_bytes);
   EXPECT_EQ(header.height, region->height);
   EXPECT_EQ(header.width, region->width);
