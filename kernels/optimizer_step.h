@@ -39,16 +39,19 @@ struct LarsStep {
   bool nesterov = false;
 };
 
-// The weights' exponential moving average after an optimizer step, as timm's ModelEmaV2 and PyTorch's
-// torch.optim.swa_utils.get_ema_avg_fn compute it: ema = decay * ema + (1 - decay) * param, 1 - decay worked out in
-// double and then rounded, as Python does (from the rounded 0.999999f it would be 1.3 % off). One definition for
-// both twins (kernels/cpu/ema.h, kernels/cuda/ema.h), so they differ at most by the compilers' fused multiply-adds.
+// The weights' exponential moving average after an optimizer step, in the lerp form of PyTorch's
+// torch.optim.swa_utils.get_ema_multi_avg_fn and timm's ModelEmaV3: ema += (1 - decay) * (param - ema), the same
+// average as decay * ema + (1 - decay) * param in exact arithmetic. In float the lerp form holds a parameter that
+// does not move (a frozen layer) exactly, where decay and 1 - decay, each rounded, sum to a little less or more than
+// 1 and walk the average away from it (0.2 % in 20,000 steps at 0.999999). 1 - decay is worked out in double, then
+// rounded: from the rounded 0.999999f it would be 1.3 % off. One definition for both twins (kernels/cpu/ema.h,
+// kernels/cuda/ema.h), so they differ at most by the compilers' fused multiply-adds.
 struct EmaStep {
-  float decay = 0, param_weight = 1;  // decay and 1 - decay
+  float param_weight = 1;  // 1 - decay
 };
-inline EmaStep ema_step(double decay) { return {static_cast<float>(decay), static_cast<float>(1.0 - decay)}; }
+inline EmaStep ema_step(double decay) { return {static_cast<float>(1.0 - decay)}; }
 RT_HOST_DEVICE inline float ema_blend(const EmaStep& step, float ema, float param) {
-  return step.decay * ema + step.param_weight * param;
+  return ema + step.param_weight * (param - ema);
 }
 
 // One parameter tensor of the flat buffer; `adapt` is 1 where the layer-wise rate and weight decay apply.

@@ -7,7 +7,7 @@
 
 namespace ringtrain::kernels::cpu {
 
-// ema[i] = decay * ema[i] + (1 - decay) * param[i] for i in [0, n) (kernels::ema_blend, kernels/optimizer_step.h).
+// ema[i] += (1 - decay) * (param[i] - ema[i]) for i in [0, n) (kernels::ema_blend, kernels/optimizer_step.h).
 void ema_update(int64_t n, const EmaStep& step, const float* param, float* ema);
 
 }  // namespace ringtrain::kernels::cpu

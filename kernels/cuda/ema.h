@@ -8,7 +8,7 @@
 
 namespace ringtrain::kernels::cuda {
 
-// ema[i] = decay * ema[i] + (1 - decay) * param[i] for i in [0, n) (kernels::ema_blend); device memory, queued.
+// ema[i] += (1 - decay) * (param[i] - ema[i]) for i in [0, n) (kernels::ema_blend); device memory, queued.
 void ema_update(int64_t n, const EmaStep& step, const float* param, float* ema, Stream stream);
 
 }  // namespace ringtrain::kernels::cuda

@@ -104,8 +104,9 @@ void check_sync_batchnorm(const config::JobConfig& job, const dist::World& world
                                    group, world.size()));
 }
 
+// A group of one rank (asked, or fitted on an elastic relaunch) has the rank's own statistics: nothing to add.
 void synchronise_batchnorm(const config::JobConfig& job, dist::World& world, model::Backend& backend) {
-  if (job.dist.sync_batchnorm_group == 0) return;
+  if (job.dist.sync_batchnorm_group <= 1) return;
   backend.synchronise_batchnorm(
       std::make_shared<dist::MpiBatchStatisticsGroup>(world.comm(), job.dist.sync_batchnorm_group));
 }

@@ -495,6 +495,19 @@ void check_freeze(Reader& r, const JobConfig& c) {
                         name));
 }
 
+// Mixup and CutMix pair the samples of each micro-batch (timm's pair mode, which refuses an odd batch too): an odd
+// batch_per_rank would leave a sample of every micro-batch unmixed, and 1 every sample.
+void check_mix(Reader& r, const JobConfig& c) {
+  const int batch = c.train.batch_per_rank;
+  if (!c.data.mix.on() || batch % 2 == 0) return;
+  const std::string keys = c.data.mix.mixup_alpha > 0 && c.data.mix.cutmix_alpha > 0 ? "data.mixup_alpha and data.cutmix_alpha"
+                           : c.data.mix.mixup_alpha > 0                               ? "data.mixup_alpha"
+                                                                                      : "data.cutmix_alpha";
+  r.problem(fmt::format("{} mix each micro-batch's samples in pairs, and 'train.batch_per_rank' = {} is odd: {} would "
+                        "train unmixed; use an even batch_per_rank, or set {} to 0",
+                        keys, batch, batch == 1 ? "every sample" : "one sample of each micro-batch", keys));
+}
+
 // gpu.cuda_graphs replays a captured step as it is; fp16's loss scaling reads the reduced gradients' finiteness
 // back on the host and decides there whether the update runs, which a replay cannot do.
 void check_cuda_graphs(Reader& r, const JobConfig& c) {
@@ -503,7 +516,7 @@ void check_cuda_graphs(Reader& r, const JobConfig& c) {
               "the host, after each step's reduction, whether the update runs, and a replayed graph cannot; use "
               "train.precision = \"bf16\" (no loss scaling), or set gpu.cuda_graphs = false");
   // Both wait for the device inside the step, which a capture refuses (and a replay would skip).
-  if (c.gpu.cuda_graphs && c.dist.sync_batchnorm_group != 0)
+  if (c.gpu.cuda_graphs && c.dist.sync_batchnorm_group > 1)
     r.problem("'gpu.cuda_graphs' = true cannot go with dist.sync_batchnorm_group: each synchronised batch norm adds "
               "its sums over the group from the host inside the step, which a captured graph cannot; set "
               "dist.sync_batchnorm_group = 0 or gpu.cuda_graphs = false");
@@ -551,6 +564,7 @@ JobConfig parse_job(std::string_view toml_text, const std::filesystem::path& fil
     check_together(r, part);
   });
   check_freeze(r, c);
+  check_mix(r, c);
   check_cuda_graphs(r, c);
 
   if (!r.problems().empty()) {

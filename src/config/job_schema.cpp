@@ -182,8 +182,8 @@ Section<Train> train_keys() {
                          "evaluate the test split after every this many epochs (the last epoch always); an epoch "
                          "without evaluation records test_loss, test_acc and test_top5 as null"),
           number<Train>("ema_decay", &Train::ema_decay, 0.0, {0.0, 1.0, false, true},
-                        "0 = off, else d in (0, 1), e.g. 0.9999: after every optimizer step ema = d x ema + (1 - d) x "
-                        "param over all parameters (timm's ModelEmaV2 rule; the batch-norm running statistics are the "
+                        "0 = off, else d in (0, 1), e.g. 0.9999: after every optimizer step ema += (1 - d) x (param - "
+                        "ema) over all parameters (timm's ModelEmaV3 rule; the batch-norm running statistics are the "
                         "model's own, not averaged); saved in checkpoints, used by evaluate, predict and export with "
                         "--weights ema"),
           text<Train>("init_from", &Train::init_from, "",
@@ -229,7 +229,8 @@ Section<Optimizer> optimizer_keys() {
                     "on weights (not biases or batch norm): sgd and lars an L2 term in the gradient, adamw decoupled "
                     "(p -= lr x wd x p), lamb in the direction"),
           number<O>("warmup_epochs", &O::warmup_epochs, 0.0, {0.0, 1e5},
-                    "linear warm-up from warmup_start to the scaled rate"),
+                    "linear warm-up from warmup_start to the scaled rate; one longer than the run keeps its slope and "
+                    "ends short of the peak (PyTorch's LinearLR), the run header says where"),
           choice<O>("warmup_start", &O::warmup_start,
                     {{"base_lr", WarmupStart::base_lr}, {"zero", WarmupStart::zero}},
                     "where the warm-up climbs from: base_lr (Goyal et al. 2017: the rate base_batch was tuned for; "
@@ -244,7 +245,9 @@ Section<Optimizer> optimizer_keys() {
           number<O>("min_lr", &O::min_lr, 0.0, {0.0, 1e3}, "cosine and poly: the learning rate the decay ends at, at most the peak rate"),
           numbers<O>("milestones", &O::milestones, {0.0, 1e5},
                      "schedule = steps only: the epochs (from the job's start, warm-up included; fractions allowed) at "
-                     "which the rate is multiplied by decay_factor, increasing, e.g. [30, 60, 80]"),
+                     "which the rate is multiplied by decay_factor, increasing, e.g. [30, 60, 80]; one inside the warm-up "
+                     "multiplies the warm-up's rate from there on (PyTorch's ChainedScheduler of LinearLR and "
+                     "MultiStepLR)"),
           number<O>("decay_factor", &O::decay_factor, 0.1, above(0.0, 1.0),
                     "steps: in (0, 1], the factor at each milestone"),
           number<O>("poly_power", &O::poly_power, 2.0, above(0.0, 1e3),
@@ -359,7 +362,7 @@ Section<Dist> dist_keys() {
                         "batch statistics in training (forward and backward sums all-reduced each step; the "
                         "running statistics follow them); must divide the world size (an elastic relaunch on a world "
                         "it does not divide, --resume or --failed-node, takes the largest divisor up to it and says "
-                        "so); 0: off, each rank its own; on the CUDA backend the sums pass through the host, or with gpu.candidate_kernels stay on the "
+                        "so); 0: off, each rank its own (1, groups of one, is the same and runs as 0); on the CUDA backend the sums pass through the host, or with gpu.candidate_kernels stay on the "
                         "device (NCCL; not yet run on a GPU)"),
           choice<Dist>("on_shrink", &Dist::on_shrink,
                        {{"keep_per_rank_batch", OnShrink::keep_per_rank_batch},

@@ -386,7 +386,7 @@ class Backend {
                            float* velocity, float* param) = 0;
   virtual void lamb_update(int tensors, const TensorRange* ranges, const AdamStep& step, float* grad, float* m,
                            float* v, float* param) = 0;
-  // The weights' moving average after an update: ema = decay * ema + (1 - decay) * param over n values
+  // The weights' moving average after an update: ema += (1 - decay) * (param - ema) over n values
   // (kernels::ema_blend; model/weight_average.h), queued like the update it follows.
   virtual void ema_update(int64_t n, const EmaStep& step, const float* param, float* ema) = 0;
 

@@ -8,7 +8,7 @@
 namespace ringtrain::model {
 
 WeightAverage::WeightAverage(Network& net, double decay)
-    : net_(net), step_(kernels::ema_step(decay)), ema_(net.backend().allocate(sizeof(float) * static_cast<size_t>(net.param_count()))) {
+    : net_(net), decay_(decay), step_(kernels::ema_step(decay)), ema_(net.backend().allocate(sizeof(float) * static_cast<size_t>(net.param_count()))) {
   restart();
 }
 

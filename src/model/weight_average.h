@@ -1,5 +1,5 @@
 // Owns the exponential moving average of a network's parameters (train.ema_decay): one more flat buffer the size
-// of the parameters, in the backend's memory, updated after every optimizer step as timm's ModelEmaV2 does. It
+// of the parameters, in the backend's memory, updated after every optimizer step as timm's ModelEmaV3 does. It
 // averages the parameters only. Batch-norm running statistics are copied as they are, not averaged (timm's
 // ModelEmaV3 with exclude_buffers): here they are per-rank state, each rank's own until the checkpoint averages
 // them, so averaging them would give ranks different averages; and they are already a moving average of their
@@ -16,8 +16,8 @@ class WeightAverage {
  public:
   // Starts at the network's current parameters, as timm copies the model when it creates the average.
   WeightAverage(Network& net, double decay);
-  float decay() const { return step_.decay; }
-  // ema = decay * ema + (1 - decay) * params over every parameter, queued after the update it follows.
+  double decay() const { return decay_; }
+  // ema += (1 - decay) * (params - ema) over every parameter, queued after the update it follows.
   void update();
   // The average restarts at the network's current parameters (a fresh start, or a resume from a checkpoint
   // without one).
@@ -33,6 +33,7 @@ class WeightAverage {
 
  private:
   Network& net_;
+  double decay_;
   EmaStep step_;
   DeviceBuffer ema_, spare_;
 };

@@ -42,8 +42,9 @@ std::vector<std::string> LearningRateSchedule::cut_short() const {
   std::vector<std::string> notes;
   if (asked_warmup_steps_ > total_steps_ && start_ < peak_)
     notes.push_back(fmt::format("optimizer.warmup_epochs asks a warm-up of {} steps and the run has {}: the rate "
-                                "climbs for the whole run and ends below its peak",
-                                asked_warmup_steps_, total_steps_));
+                                "climbs at the slope asked for the whole run and ends at {:.5g}, short of its peak "
+                                "{:.5g}",
+                                asked_warmup_steps_, total_steps_, at(total_steps_ - 1), peak_));
   std::vector<int64_t> after_end;
   if (kind_ == config::LrSchedule::steps)
     for (const int64_t step : milestone_steps_)
@@ -92,11 +93,16 @@ std::string LearningRateSchedule::decay_text() const {
   return "?";
 }
 
+// The warm-up keeps the slope asked where the run ends first (PyTorch's LinearLR with total_iters past the end), so
+// that a resume with more epochs goes on climbing where the run stopped.
 double LearningRateSchedule::at(int64_t step) const {
-  if (step < warmup_steps_) return start_ + (peak_ - start_) * static_cast<double>(step) / static_cast<double>(warmup_steps_);
+  if (step < warmup_steps_) {
+    const double climbed = static_cast<double>(step) / static_cast<double>(asked_warmup_steps_);
+    return (start_ + (peak_ - start_) * climbed) * dropped(step);
+  }
   switch (kind_) {
     case config::LrSchedule::constant: return peak_;
-    case config::LrSchedule::steps: return stepped(step);
+    case config::LrSchedule::steps: return peak_ * dropped(step);
     case config::LrSchedule::cosine:
     case config::LrSchedule::poly: break;
   }
@@ -109,12 +115,13 @@ double LearningRateSchedule::decayed(double progress) const {
   return min_ + (peak_ - min_) * 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
 }
 
-// Milestones count from the job's first step, as MultiStepLR's epochs do; one inside the warm-up scales the rate
-// the warm-up ends at.
-double LearningRateSchedule::stepped(int64_t step) const {
+// Milestones count from the job's first step, as MultiStepLR's epochs do, and one inside the warm-up multiplies the
+// warm-up's rate from there on, as PyTorch's ChainedScheduler(LinearLR, MultiStepLR) does.
+double LearningRateSchedule::dropped(int64_t step) const {
+  if (kind_ != config::LrSchedule::steps) return 1.0;
   const auto passed = std::count_if(milestone_steps_.begin(), milestone_steps_.end(),
                                     [&](int64_t milestone) { return milestone <= step; });
-  return peak_ * std::pow(decay_factor_, static_cast<double>(passed));
+  return std::pow(decay_factor_, static_cast<double>(passed));
 }
 
 }  // namespace ringtrain::train

@@ -34,7 +34,7 @@ class LearningRateSchedule {
 
  private:
   double decayed(double progress) const;  // cosine and poly, progress in [0, 1] after warm-up
-  double stepped(int64_t step) const;     // steps
+  double dropped(int64_t step) const;     // steps: decay_factor to the milestones passed; 1 for the others
 
   double start_, peak_, min_;
   int64_t asked_warmup_steps_, warmup_steps_, total_steps_;

@@ -62,6 +62,7 @@ std::string mix_line(const config::MixSpec& mix) {
 
 std::string sync_batchnorm_text(int group, int batch_per_rank) {
   if (group == 0) return "";
+  if (group == 1) return "; batch norm statistics per rank (dist.sync_batchnorm_group = 1: groups of one rank)";
   return fmt::format("; batch norm statistics over groups of {} ranks ({} samples each, dist.sync_batchnorm_group)",
                      group, group * batch_per_rank);
 }

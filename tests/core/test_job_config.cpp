@@ -254,7 +254,8 @@ TEST_F(JobConfigTest, RecipeKnobsParse) {
 }
 
 // data.mixup_alpha and data.cutmix_alpha: 0 (off) by default, any alpha in [0, 100] taken; a negative alpha, one
-// past 100 or a string refused naming the key.
+// past 100 or a string refused naming the key; so is mixing with an odd train.batch_per_rank, which would leave a
+// sample of each micro-batch (or, at 1, every sample) unpaired and unmixed.
 TEST_F(JobConfigTest, MixingAlphasAreOffByDefaultAndRefusedOutsideTheirRange) {
   const auto plain = load_job(write(kMinimal), {});
   EXPECT_FALSE(plain.data.mix.on());
@@ -271,6 +272,16 @@ TEST_F(JobConfigTest, MixingAlphasAreOffByDefaultAndRefusedOutsideTheirRange) {
     const std::string e = error_of(kMinimal, {fmt::format("data.{}=\"a\"", key)});
     EXPECT_NE(e.find(fmt::format("'data.{}' must be a number", key)), std::string::npos) << e;
   }
+  for (const auto& [batch, unmixed] : {std::pair{"1", "every sample"}, {"7", "one sample of each micro-batch"}}) {
+    const std::string e = error_of(kMinimal, {"data.cutmix_alpha=1", fmt::format("train.batch_per_rank={}", batch)});
+    EXPECT_NE(e.find(fmt::format("data.cutmix_alpha mix each micro-batch's samples in pairs, and "
+                                 "'train.batch_per_rank' = {} is odd: {} would train unmixed; use an even "
+                                 "batch_per_rank, or set data.cutmix_alpha to 0",
+                                 batch, unmixed)),
+              std::string::npos)
+        << e;
+  }
+  EXPECT_NO_THROW(load_job(write(kMinimal), {"data.mixup_alpha=0.2", "train.batch_per_rank=2"}));
 }
 
 // data.mean and data.std: empty (the split's own) by default; a job's own normalisation comes whole, each std > 0.

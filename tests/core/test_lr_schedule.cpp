@@ -57,6 +57,18 @@ TEST(LearningRate, WarmupClimbsLinearlyFromBaseLr) {
   EXPECT_DOUBLE_EQ(s.at(100), 0.4);
 }
 
+// A warm-up of 5 epochs in a 3-epoch run keeps the slope asked (PyTorch's LinearLR with total_iters past the end):
+// it ends at 3/5 of the climb, and a resume with more epochs goes on from there.
+TEST(LearningRate, AWarmupLongerThanTheRunKeepsItsSlope) {
+  const LearningRateSchedule short_run(opt(0.1, 256, 5, LrSchedule::cosine), 512, 50, 3);
+  const LearningRateSchedule resumed(opt(0.1, 256, 5, LrSchedule::cosine), 512, 50, 90);
+  for (const int64_t step : {0, 75, 149}) {
+    EXPECT_NEAR(short_run.at(step), 0.1 + 0.1 * static_cast<double>(step) / 250, 1e-15) << step;
+    EXPECT_EQ(short_run.at(step), resumed.at(step)) << step;
+  }
+  EXPECT_DOUBLE_EQ(resumed.at(250), 0.2);
+}
+
 // optimizer.warmup_start = "zero": MLPerf's LARS reference, rescaled_lr x step / warmup_steps, so the first step's
 // rate is 0; it climbs also where the global batch is the base batch (Goyal's would have nothing to climb).
 TEST(LearningRate, WarmupFromZeroClimbsAsMlperfsLarsReference) {
@@ -106,6 +118,20 @@ TEST(LearningRate, StepsMultiplyByTheDecayFactorAtEachMilestone) {
   EXPECT_DOUBLE_EQ(s.at(299), 0.4);
   EXPECT_NEAR(s.at(300), 0.04, 1e-15);
   EXPECT_EQ(s.decay_text(), "x 0.1 at steps 300, 600, 800");
+}
+
+// A milestone inside the warm-up multiplies the warm-up's rate from there on, as PyTorch's ChainedScheduler(LinearLR,
+// MultiStepLR) does: the climb goes on at a tenth.
+TEST(LearningRate, AMilestoneInsideTheWarmupMultipliesItsRate) {
+  auto o = opt(0.1, 256, 5, LrSchedule::steps);
+  o.milestones = {3, 30};
+  o.decay_factor = 0.1;
+  const LearningRateSchedule s(o, 1024, 10, 40);  // warm-up 50 steps from 0.1 to 0.4; milestones at 30 and 300
+  EXPECT_NEAR(s.at(29), 0.1 + 0.3 * 29 / 50, 1e-15);
+  EXPECT_NEAR(s.at(30), (0.1 + 0.3 * 30 / 50) * 0.1, 1e-15);
+  EXPECT_NEAR(s.at(49), (0.1 + 0.3 * 49 / 50) * 0.1, 1e-15);
+  EXPECT_NEAR(s.at(50), 0.04, 1e-15);
+  EXPECT_NEAR(s.at(300), 0.004, 1e-15);
 }
 
 TEST(LearningRate, StepsTakeFractionalMilestones) {
@@ -159,7 +185,10 @@ TEST(LearningRate, SaysWhatTheRunsLengthCutsShort) {
   // Warm-up of 5 epochs x 50 steps in a 3-epoch run: climbs the whole run.
   const auto warm = LearningRateSchedule(opt(0.1, 256, 5, LrSchedule::cosine), 512, 50, 3).cut_short();
   ASSERT_EQ(warm.size(), 1u);
-  EXPECT_NE(warm[0].find("warm-up of 250 steps and the run has 150"), std::string::npos) << warm[0];
+  EXPECT_NE(warm[0].find("warm-up of 250 steps and the run has 150: the rate climbs at the slope asked for the whole "
+                         "run and ends at 0.1596, short of its peak 0.2"),
+            std::string::npos)
+      << warm[0];
   // At the base batch the warm-up starts at the peak: nothing climbs, nothing is cut short.
   EXPECT_TRUE(LearningRateSchedule(opt(0.1, 256, 5, LrSchedule::cosine), 256, 50, 3).cut_short().empty());
   // Milestones 1 and 30 in a 3-epoch run: only the one at 30 is past the end (step 149).

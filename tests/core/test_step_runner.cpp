@@ -162,7 +162,7 @@ TEST(StepRunner, ClippingScalesTheGradientToTheGlobalNormAsPyTorchDoes) {
 }
 
 // train.ema_decay: the average starts at the parameters (timm's copy of the model) and after every step is
-// decay * ema + (1 - decay) * the parameters that step left, as timm's ModelEmaV2.update computes it.
+// decay * ema + (1 - decay) * the parameters that step left, as timm defines it (here in double).
 TEST(StepRunner, TheWeightsAverageFollowsEveryUpdateAsTimmDefinesIt) {
   Fixture f;
   const double decay = 0.75;

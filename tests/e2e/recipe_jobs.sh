@@ -43,7 +43,7 @@ def check(ok, what):
 goyal = epochs("goyal")
 peak = 0.1 * 8 / 256
 want = [peak, peak * 0.1, peak * 0.01]  # MultiStepLR: x 0.1 at each milestone passed
-check([round(e["lr"] / w, 9) for e, w in zip(goyal, want)] == [1.0] * 3, f"goyal: lr per epoch {[e['lr'] for e in goyal]} = {want}")
+check(len(goyal) == 3 and [round(e["lr"] / w, 9) for e, w in zip(goyal, want)] == [1.0] * 3, f"goyal: lr per epoch {[e['lr'] for e in goyal]} = {want}")
 check(all(e["grad_norm_mean"] is not None and e["grad_norm_max"] >= e["grad_norm_mean"] > 0 for e in goyal),
       "goyal: every epoch records the clipped gradients' norm (mean <= max)")
 check(goyal[0]["test_loss"] is None and goyal[0]["test_top5"] is None, "goyal: epoch 1 not evaluated (eval_every_epochs = 2)")
@@ -53,7 +53,7 @@ check(all(goyal[i]["test_loss"] is not None and 0 <= goyal[i]["test_top5"] <= 1 
 lars = epochs("lars")
 peak, end = 0.625 * 8 / 256, 1e-4
 want = [peak / 2, end + (peak - end) * (1 - 0.5) ** 2]  # warm-up from 0; poly, power 2: step 3 is 1 of 2 decay steps in
-check(all(math.isclose(e["lr"], w, rel_tol=1e-9) for e, w in zip(lars, want)), f"lars: lr per epoch {[e['lr'] for e in lars]} = {want}")
+check(len(lars) == 2 and all(math.isclose(e["lr"], w, rel_tol=1e-9) for e, w in zip(lars, want)), f"lars: lr per epoch {[e['lr'] for e in lars]} = {want}")
 check(lars[0]["test_loss"] is None and lars[1]["test_loss"] is not None, "lars: only the last epoch evaluated (eval_every_epochs = 4)")
 check(lars[0]["grad_norm_mean"] is None, "lars: no clipping, no norm")
 sys.exit(1 if failures else 0)

@@ -139,6 +139,10 @@ expect clip_negative 3 "$d" "'optimizer.clip_global_norm' must be in [0, 1000000
 d=$(run mixup_negative)
 expect mixup_negative 3 "$d" "'data.mixup_alpha' must be in [0, 100], got -0.2" "job file '$job' has 1 problem" \
   "$job" $(data "$work/tiny/train") $(fresh "$d") --set data.mixup_alpha=-0.2
+d=$(run mixup_odd_batch)
+expect mixup_odd_batch 3 "$d" "data.mixup_alpha mix each micro-batch's samples in pairs, and 'train.batch_per_rank' = 5 is odd" \
+  "job file '$job' has 1 problem" "$job" $(data "$work/tiny/train") $(fresh "$d") --set data.mixup_alpha=0.2 \
+  --set train.batch_per_rank=5
 d=$(run cutmix_too_large)
 expect cutmix_too_large 3 "$d" "'data.cutmix_alpha' must be in [0, 100], got 1000" "job file '$job' has 1 problem" \
   "$job" $(data "$work/tiny/train") $(fresh "$d") --set data.cutmix_alpha=1000

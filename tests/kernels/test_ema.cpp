@@ -1,6 +1,7 @@
-// Tests kernels/cpu/ema against the weights' moving average as timm's ModelEmaV2 defines it, written out here:
-// ema = decay * ema + (1 - decay) * param (ModelEmaV2._update with update_fn = lambda e, m: decay * e + (1 -
-// decay) * m, 1 - decay in Python's double), over several steps whose parameters change, on one thread and on several.
+// Tests kernels/cpu/ema against the weights' moving average as PyTorch and timm define it, written out here in
+// double: ema = decay * ema + (1 - decay) * param (1 - decay in Python's double), over several steps whose parameters
+// change, on one thread and on several; and that a parameter which does not move keeps its average exactly, as the
+// lerp form (get_ema_multi_avg_fn, ModelEmaV3) does in float.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -37,15 +38,24 @@ TEST(Ema, MatchesTimmFormulaOverFiveSteps) {
   }
 }
 
-// The parameters' weight is 1 - decay worked out in double, then rounded, as timm's Python computes it: from the
-// rounded decay in float it would be 1.3 % off at 0.999999 (DeiT-style decays are 0.99996).
+// The parameters' weight is 1 - decay worked out in double, then rounded, as Python computes it: from the rounded
+// decay in float it would be 1.3 % off at 0.999999 (DeiT-style decays are 0.99996).
 TEST(Ema, TheParametersWeightIsOneMinusTheDecayInDouble) {
-  for (const double decay : {0.999, 0.99996, 0.999999}) {
-    const EmaStep step = ema_step(decay);
-    EXPECT_EQ(step.decay, static_cast<float>(decay));
-    EXPECT_EQ(step.param_weight, static_cast<float>(1.0 - decay)) << decay;
-  }
+  for (const double decay : {0.999, 0.99996, 0.999999})
+    EXPECT_EQ(ema_step(decay).param_weight, static_cast<float>(1.0 - decay)) << decay;
   EXPECT_GT(std::abs((1.0f - 0.999999f) / static_cast<float>(1.0 - 0.999999) - 1), 0.01) << "what float would give";
+}
+
+// A parameter that does not move (a frozen layer's) keeps an average equal to it, bit for bit: decay * ema +
+// (1 - decay) * param, each weight rounded, walked about 150 of these 1,000 away from it within 20,000 steps.
+TEST(Ema, AParameterThatDoesNotMoveKeepsItsAverageExactly) {
+  const std::vector<float> param = random_vector(1000, 7, -2.0f, 2.0f);
+  for (const double decay : {0.999, 0.9999, 0.99996, 0.999999}) {
+    std::vector<float> ema = param;
+    for (int step = 0; step < 20000; ++step)
+      ema_update(static_cast<int64_t>(param.size()), ema_step(decay), param.data(), ema.data());
+    EXPECT_EQ(ema, param) << "decay " << decay;
+  }
 }
 
 TEST(Ema, SameBitsOnAnyThreadCount) {

@@ -521,6 +521,15 @@ TEST_F(DataParallelEquivalence, ClippedGradientsEqualOneRankTimesNBatchWithEvery
                                                               << size * b;
       expect_identical_on_every_rank(clipped);
     }
+    {
+      // Two micro-batches of b / 2 a rank: the norm is the accumulated, reduced gradient's, clipped once a step.
+      SCOPED_TRACE(fmt::format("{}, default reducer, 2 micro-batches a step", model::optimizer_name(kind)));
+      const auto accumulated = train(MPI_COMM_WORLD, b / 2, 2, rank * b, size * b, 0.001, fp32, math, spec);
+      const Difference d = compare(accumulated, reference);
+      EXPECT_LE(d.max_abs, relative_tolerance() * d.max_param) << size << " ranks x 2 x " << b / 2 << " vs 1 rank x "
+                                                              << size * b;
+      expect_identical_on_every_rank(accumulated);
+    }
     config::JobConfig::Optimizer unclipped = spec;
     unclipped.clip_global_norm = 0;
     const auto free = train(MPI_COMM_SELF, size * b, 1, 0, size * b, 0.001, fp32, math, unclipped);
