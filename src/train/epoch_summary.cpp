@@ -196,6 +196,10 @@ nlohmann::ordered_json EpochReport::record() const {
               {"skipped_steps", loss_scale > 0 ? json(skipped_steps) : json()},
               {"grad_norm_mean", grad_norm.steps > 0 ? json(grad_norm.mean()) : json()},
               {"grad_norm_max", grad_norm.steps > 0 ? json(grad_norm.max) : json()},
+              {"graph_steps", graph_steps ? json{{"eager", graph_steps->eager},
+                                                 {"captured", graph_steps->captured},
+                                                 {"replayed", graph_steps->replayed}}
+                                          : json()},
               {"worst_classes", worst_json(worst_classes)}};
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,7 @@ struct EpochReport {
   float loss_scale = 0;           // fp16: the loss scale at the epoch's end, 0 without loss scaling
   int64_t skipped_steps = 0;      // fp16: steps skipped because their gradients overflowed
   GradNormStats grad_norm;        // clipping: the norms before clipping
+  std::optional<StepActionCounts> graph_steps;  // gpu.cuda_graphs: how this rank's steps of the epoch ran
   std::vector<WorstClass> worst_classes;  // of the test split, from sums.test_classes
 
   // The epoch's own training rate and its model FLOP/s per rank, over the steps this launch ran of it (none: a run

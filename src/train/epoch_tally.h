@@ -41,6 +41,7 @@ class EpochTally {
   int64_t skipped_steps = 0;    // fp16: steps whose gradients overflowed (the same on every rank)
   float loss_scale = 0;         // fp16: the loss scale of the last finished step; 0 without loss scaling
   GradNormStats grad_norm;      // clipping: the gradient norms before clipping
+  StepActionCounts graph_steps_before;  // gpu.cuda_graphs: the runner's counts as the epoch began
   double start_s = 0;           // when the epoch began, on the host clock
 
  private:

@@ -17,6 +17,19 @@ const char* step_action_name(StepAction action) {
   return "?";
 }
 
+void StepActionCounts::add(StepAction action) {
+  switch (action) {
+    case StepAction::eager: ++eager; return;
+    case StepAction::capture:
+    case StepAction::recapture: ++captured; return;
+    case StepAction::replay: ++replayed; return;
+  }
+}
+
+StepActionCounts StepActionCounts::since(const StepActionCounts& earlier) const {
+  return {eager - earlier.eager, captured - earlier.captured, replayed - earlier.replayed};
+}
+
 StepGraphPlan::StepGraphPlan(int slots, int warmup_steps)
     : graphs_(static_cast<std::size_t>(slots)), warmup_steps_(warmup_steps) {
   if (slots < 1 || warmup_steps < 0)

@@ -37,6 +37,14 @@ enum class StepAction {
 };
 const char* step_action_name(StepAction action);
 
+// How many steps ran each way under gpu.cuda_graphs, for the epoch record: a graphed run whose steps all ran eagerly
+// ends on the eager run's checksum too, and only these say which it was.
+struct StepActionCounts {
+  int64_t eager = 0, captured = 0, replayed = 0;  // captured: first captures and recaptures
+  void add(StepAction action);
+  StepActionCounts since(const StepActionCounts& earlier) const;
+};
+
 class StepGraphPlan {
  public:
   // slots: StepRunner's; warmup_steps: eager steps of one shape and memory before a capture (0: capture at once).

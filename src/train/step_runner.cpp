@@ -134,6 +134,7 @@ void StepRunner::apply(float lr) {
     run_graphed(slot, lr);
   else
     queue_update(slot, lr);
+  action_counts_.add(graphed() ? last_action_ : StepAction::eager);
   if (!slot.skipped) ++updates_done_;
   grads_zero_ = true;  // the update consumed them (model/backend.h), or the skip dropped them
   slot.queued = true;

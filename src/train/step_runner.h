@@ -102,6 +102,7 @@ class StepRunner {
   // (or the backend captures nothing). The last step's action is last_action().
   const char* eager_reason() const;
   StepAction last_action() const { return last_action_; }
+  const StepActionCounts& action_counts() const { return action_counts_; }  // every step applied so far
 
  private:
   // One step in flight: its loss sums on the device and their readback, and its clock marks.
@@ -164,6 +165,7 @@ class StepRunner {
   SumOverRanks sum_over_ranks_ = [](uint64_t mine) { return mine; };
   MicroBatch pending_;  // a graphed step's micro-batch
   StepAction last_action_ = StepAction::eager;
+  StepActionCounts action_counts_;
 };
 
 }  // namespace ringtrain::train

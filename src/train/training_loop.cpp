@@ -190,6 +190,7 @@ int TrainingLoop::run() {
   for (int epoch = start_epoch_; epoch < epochs; ++epoch) {
     EpochTally tally(global_step_, run_.job.run.timing_warmup_steps, util::now_s(), data_.meta().num_classes,
                      run_.world.rank());
+    tally.graph_steps_before = runner_.action_counts();
     // The steps the checkpoint holds count in the record once, on rank 0: the epoch's totals are summed over ranks.
     if (epoch == start_epoch_ && run_.root())
       tally.train = {start_epoch_train_.loss_sum, start_epoch_train_.correct, start_epoch_train_.samples};
@@ -562,6 +563,7 @@ EpochReport TrainingLoop::measure_epoch(int epoch, const EpochTally& tally, doub
   r.device_is_host = run_.backend.allocates_host_memory();
   r.loss_scale = tally.loss_scale, r.skipped_steps = tally.skipped_steps;
   r.grad_norm = tally.grad_norm;
+  if (run_.job.gpu.cuda_graphs) r.graph_steps = runner_.action_counts().since(tally.graph_steps_before);
   return r;
 }
 

@@ -186,6 +186,14 @@ TEST(EpochTally, GradientNormsOfClippedStepsGiveTheirMeanAndMax) {
   EXPECT_NE(r.line().find("| gradient norm mean 3.5 max 5"), std::string::npos) << r.line();
 }
 
+// gpu.cuda_graphs: how the epoch's steps ran, null without the key.
+TEST(EpochReport, RecordsHowTheGraphedStepsRan) {
+  auto r = two_rank_report();
+  EXPECT_TRUE(r.record()["graph_steps"].is_null());
+  r.graph_steps = train::StepActionCounts{3, 2, 45};
+  EXPECT_EQ(r.record()["graph_steps"], (nlohmann::ordered_json{{"eager", 3}, {"captured", 2}, {"replayed", 45}}));
+}
+
 TEST(EpochReport, AnEpochLeftUnevaluatedSaysSoAndRecordsNoTestNumbers) {
   auto r = two_rank_report();
   r.evaluated = false;

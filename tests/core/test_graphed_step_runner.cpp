@@ -148,6 +148,15 @@ TEST(GraphedStepRunner, WarmsUpCapturesEachSlotOnceThenReplaysAndFillsEverySteps
   using A = StepAction;
   EXPECT_EQ(actions, (std::vector<A>{A::eager, A::eager, A::eager, A::capture, A::capture, A::replay, A::replay,
                                      A::replay}));
+  // What the epoch record's graph_steps counts.
+  const train::StepActionCounts counts = f.runner.action_counts();
+  EXPECT_EQ(counts.eager, 3);
+  EXPECT_EQ(counts.captured, 2);
+  EXPECT_EQ(counts.replayed, 3);
+  const train::StepActionCounts since_step_4 = counts.since({3, 1, 0});
+  EXPECT_EQ(since_step_4.eager, 0);
+  EXPECT_EQ(since_step_4.captured, 1);
+  EXPECT_EQ(since_step_4.replayed, 3);
   // Every step's rate went to the table, replayed or not; the queued steps (all but the replays) took it again.
   std::vector<float> rates;
   for (int64_t id = 0; id < 8; ++id) rates.push_back(GraphedFixture::rate(id));
@@ -194,6 +203,8 @@ TEST(GraphedStepRunner, RunsEveryStepEagerlyWhereTheHostActsInsideTheStep) {
   EXPECT_NE(std::string(clipped.runner.eager_reason()).find("clip_global_norm"), std::string::npos);
   for (GraphedFixture* f : {&several, &clipped}) {
     for (int64_t id = 0; id < 6; ++id) EXPECT_EQ(f->step(id), StepAction::eager) << id;
+    EXPECT_EQ(f->runner.action_counts().eager, 6);
+    EXPECT_EQ(f->runner.action_counts().replayed, 0);
     EXPECT_TRUE(f->cpu.capturer.log.empty()) << "no pass, no capture";
     EXPECT_TRUE(f->cpu.filled_rates.empty());
     EXPECT_EQ(f->cpu.queued_rates.size(), 6u);
