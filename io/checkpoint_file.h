@@ -22,9 +22,12 @@ struct NamedArray {
 };
 
 // The training totals of an epoch a checkpoint interrupts, over every rank: a resumed epoch's record then covers the
-// whole epoch, not only the steps after the resume.
+// whole epoch, not only the steps after the resume. The clipped steps' gradient norms and fp16's skipped steps are
+// every rank's alike; 0 where an older ringtrain wrote the file (three totals).
 struct EpochTrainSoFar {
   double loss_sum = 0, correct = 0, samples = 0;
+  double grad_norm_sum = 0, grad_norm_max = 0;
+  int64_t grad_norm_steps = 0, skipped_steps = 0;
   bool known = false;  // false in checkpoints of older ringtrains, which did not store them
 };
 

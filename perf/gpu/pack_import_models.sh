@@ -4,7 +4,8 @@
 # torch 1.13 for the export and onnxruntime (.venv-onnx) for the reference, it exports torchvision classifiers with
 # random weights (tests/e2e/torch_onnx_models.py), imports each with RINGTRAIN, checks the import on the CPU twin
 # (check_import.py, as the import_onnx e2e test does), and packs the checkpoints, the PNG images and onnxruntime's
-# logits into .gpurt/import.tar.xz (about 24 MB: carry it with the runtime's 33 MB): the GPU machine then needs no
+# logits into .gpurt/import.tar.xz (about 24 MB; perf/gpu/carry_size.sh then says whether it fits the carry beside the
+# runtime and the tree): the GPU machine then needs no
 # torch, ONNX or onnxruntime, only numpy.
 #   perf/gpu/pack_import_models.sh RINGTRAIN [MODEL:FORM ...]   (default: mobilenet_v2:fused efficientnet_b0:preserve vit:fused)
 # The models are small enough at 10 classes to fit the call's 64 MiB carry beside the runtime (the size is printed).
@@ -42,3 +43,4 @@ done
 tar cf - -C "$work" import | xz -T2 -9 >.gpurt/import.tar.xz
 echo "$(git rev-parse --short HEAD) ${models[*]}" >.gpurt/import-BUILT.txt
 du -h .gpurt/import.tar.xz
+bash perf/gpu/carry_size.sh

@@ -101,7 +101,9 @@ void Checkpointer::save(const Resumable& next, int64_t global_step) {
     d.optimizer_updates = next.optimizer_updates;
     const model::Shape input = net_.input_shape();
     d.sample_shape = {input.c, input.h, input.w};
-    d.epoch_train = {epoch_train.loss_sum, epoch_train.correct, epoch_train.samples, true};
+    d.epoch_train = {epoch_train.loss_sum,         epoch_train.correct,         epoch_train.samples,
+                     next.epoch_grad_norm.sum,     next.epoch_grad_norm.max,    next.epoch_grad_norm.steps,
+                     next.epoch_skipped_steps,     true};
     for (const auto& t : net_.param_tensors()) d.tensor_names.push_back(t.name), d.tensor_sizes.push_back(t.count);
     d.params = std::move(state.params);
     d.optimizer = optimizer.optimizer;

@@ -24,6 +24,8 @@ struct Resumable {
   int64_t next_epoch = 0, next_step = 0;  // the step to run next
   double train_time_s = 0, train_samples = 0;
   Totals epoch_train;  // this rank's training totals of the epoch so far (none at an epoch's end)
+  GradNormStats epoch_grad_norm{};  // the epoch's clipped steps so far, every rank's alike
+  int64_t epoch_skipped_steps = 0;  // fp16: the epoch's skipped steps so far, every rank's alike
   int64_t optimizer_updates = 0;  // the updates the optimizer applied so far (Adam's count t)
 };
 

@@ -194,6 +194,12 @@ int TrainingLoop::run() {
     // The steps the checkpoint holds count in the record once, on rank 0: the epoch's totals are summed over ranks.
     if (epoch == start_epoch_ && run_.root())
       tally.train = {start_epoch_train_.loss_sum, start_epoch_train_.correct, start_epoch_train_.samples};
+    // The norms and skips before the checkpoint are every rank's alike: each rank goes on from them.
+    if (epoch == start_epoch_) {
+      tally.grad_norm = {start_epoch_train_.grad_norm_sum, start_epoch_train_.grad_norm_max,
+                         start_epoch_train_.grad_norm_steps};
+      tally.skipped_steps = start_epoch_train_.skipped_steps;
+    }
     if (!train_epoch(epoch, tally)) return static_cast<int>(ExitCode::preempted);
     finish_epoch(epoch, tally);
   }
@@ -324,8 +330,8 @@ AgreedError TrainingLoop::nonfinite_error(const EpochTally& tally) const {
 
 Resumable TrainingLoop::within_epoch(int epoch, int64_t step, const EpochTally& tally) const {
   const double samples = static_cast<double>((tally.steps_run + 1) * plan_.per_step * run_.ranks());
-  return {epoch, step + 1, train_time_s_ + (util::now_s() - tally.start_s), samples_done_ + samples, tally.train,
-          runner_.updates_done()};
+  return {epoch,       step + 1,        train_time_s_ + (util::now_s() - tally.start_s), samples_done_ + samples,
+          tally.train, tally.grad_norm, tally.skipped_steps,                            runner_.updates_done()};
 }
 
 void TrainingLoop::after_step(int epoch, int64_t step, bool checkpoint_due, const EpochTally& tally) {
@@ -473,7 +479,8 @@ void TrainingLoop::finish_epoch(int epoch, EpochTally& tally) {
     outputs_.curves(global_step_, {{"epoch/ema_test_loss", report.ema_test->mean_loss()},
                                    {"epoch/ema_test_acc", report.ema_test->accuracy()}});
   if (checkpoints_after(epoch))
-    checkpointer_.save({epoch + 1, 0, train_time_s_, samples_done_, Totals{}, runner_.updates_done()}, global_step_);
+    checkpointer_.save({epoch + 1, 0, train_time_s_, samples_done_, Totals{}, GradNormStats{}, 0, runner_.updates_done()},
+                       global_step_);
 }
 
 // The ranks' own batches are their own work, which the watchdog does not time; the agreement after them is a wait

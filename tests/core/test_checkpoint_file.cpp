@@ -74,6 +74,22 @@ void expect_checkpoint_error(const fs::path& path, const std::vector<std::string
   }
 }
 
+// Replaces the array `name` of the checkpoint at `path` with `values`, without the CRCs, as an older ringtrain wrote
+// arrays of other lengths.
+void as_an_older_ringtrain_wrote(const fs::path& path, const char* name, const std::vector<double>& values) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  EXPECT_GE(H5Ldelete(file, name, H5P_DEFAULT), 0);
+  const hsize_t count = values.size();
+  const hid_t space = H5Screate_simple(1, &count, nullptr);
+  const hid_t set = H5Dcreate2(file, name, H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  EXPECT_GE(H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
+  H5Dclose(set);
+  H5Sclose(space);
+  EXPECT_GE(H5Adelete(file, "array_checksums"), 0);  // no CRCs to check
+  H5Fclose(file);
+}
+
 }  // namespace
 
 TEST(CheckpointFile, EveryFieldRoundTripsExactly) {
@@ -181,17 +197,7 @@ TEST(CheckpointFile, LossScaleArraysOfOtherLengthsReadWhatTheyHold) {
   const fs::path path = scratch.path() / io::checkpoint_name(5);
   const auto with_loss_scale = [&](std::vector<double> values) {
     io::write_checkpoint(path, d);
-    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-    EXPECT_GE(file, 0);
-    EXPECT_GE(H5Ldelete(file, "loss_scale", H5P_DEFAULT), 0);
-    const hsize_t count = values.size();
-    const hid_t space = H5Screate_simple(1, &count, nullptr);
-    const hid_t set = H5Dcreate2(file, "loss_scale", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    EXPECT_GE(H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
-    H5Dclose(set);
-    H5Sclose(space);
-    EXPECT_GE(H5Adelete(file, "array_checksums"), 0);  // as an older ringtrain wrote it: no CRCs to check
-    H5Fclose(file);
+    as_an_older_ringtrain_wrote(path, "loss_scale", values);
     return io::read_checkpoint(path, io::CheckpointUse::named);
   };
   const io::CheckpointData two = with_loss_scale({0x1p10, 7});
@@ -225,11 +231,14 @@ TEST(CheckpointFile, AFileWithoutTheUpdateCountReadsTheStepsLessTheSkippedOnes) 
   EXPECT_EQ(io::read_checkpoint(path).optimizer_updates, d.global_step - 17);
 }
 
-// An interrupted epoch's training totals come back as written; a file without them (an older ringtrain) says so.
+// An interrupted epoch's training totals, gradient norms and skipped steps come back as written; a file without
+// them (an older ringtrain) says so, and one with the three totals alone (an older one's) reads the rest as 0.
 TEST(CheckpointFile, TheInterruptedEpochsTotalsRoundTripAndAreKnownOnlyWhereStored) {
   const ScratchDir scratch("rt-ckpt-epoch-train");
   io::CheckpointData d = sample();
-  d.epoch_train = {1234.5625, 871, 1088, true};
+  d.epoch_train.loss_sum = 1234.5625, d.epoch_train.correct = 871, d.epoch_train.samples = 1088;
+  d.epoch_train.grad_norm_sum = 17.25, d.epoch_train.grad_norm_max = 3.5, d.epoch_train.grad_norm_steps = 9;
+  d.epoch_train.skipped_steps = 2, d.epoch_train.known = true;
   const fs::path with = scratch.path() / io::checkpoint_name(3);
   io::write_checkpoint(with, d);
   const io::EpochTrainSoFar r = io::read_checkpoint(with).epoch_train;
@@ -237,9 +246,22 @@ TEST(CheckpointFile, TheInterruptedEpochsTotalsRoundTripAndAreKnownOnlyWhereStor
   EXPECT_EQ(r.loss_sum, 1234.5625);
   EXPECT_EQ(r.correct, 871);
   EXPECT_EQ(r.samples, 1088);
+  EXPECT_EQ(r.grad_norm_sum, 17.25);
+  EXPECT_EQ(r.grad_norm_max, 3.5);
+  EXPECT_EQ(r.grad_norm_steps, 9);
+  EXPECT_EQ(r.skipped_steps, 2);
   const fs::path without = scratch.path() / io::checkpoint_name(4);
   io::write_checkpoint(without, sample());
   EXPECT_FALSE(io::read_checkpoint(without).epoch_train.known);
+
+  const fs::path older = scratch.path() / io::checkpoint_name(5);
+  io::write_checkpoint(older, d);
+  as_an_older_ringtrain_wrote(older, "epoch_train", {1234.5625, 871, 1088});
+  const io::EpochTrainSoFar o = io::read_checkpoint(older, io::CheckpointUse::named).epoch_train;
+  EXPECT_TRUE(o.known);
+  EXPECT_EQ(o.samples, 1088);
+  EXPECT_EQ(o.grad_norm_steps, 0);
+  EXPECT_EQ(o.skipped_steps, 0);
 }
 
 // Checkpoints written before the optimizer was recorded have no "optimizer" attributes and SGD's momentum in

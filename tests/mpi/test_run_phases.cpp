@@ -119,8 +119,9 @@ TEST(Checkpointer, ASavedStateComesBackWhereTheRunStopped) {
   train::Checkpointer checkpointer(saving, saved, *saved_optimizer, plan, "test-run", "{}", "", watchdog, nullptr);
   EXPECT_EQ(checkpointer.last(), "none");
   const uint64_t checksum = checkpointer.agreed_checksum("in the test", 6);
-  // Each rank's training totals of the epoch so far: the checkpoint holds their sum over the ranks.
-  checkpointer.save({1, 2, 12.5, 800, train::Totals{1.5, 3, 4}}, 6);
+  // Each rank's training totals of the epoch so far: the checkpoint holds their sum over the ranks. The gradient
+  // norms and skipped steps are every rank's alike: it holds rank 0's.
+  checkpointer.save({1, 2, 12.5, 800, train::Totals{1.5, 3, 4}, train::GradNormStats{7.5, 4, 3}, 1}, 6);
   EXPECT_NE(checkpointer.last().find("ckpt-s000000007.h5"), std::string::npos) << checkpointer.last();
 
   model::Network resumed(model_with_statistics(), cpu, input, 3);
@@ -138,6 +139,10 @@ TEST(Checkpointer, ASavedStateComesBackWhereTheRunStopped) {
   EXPECT_DOUBLE_EQ(start.epoch_train.loss_sum, 1.5 * ranks);
   EXPECT_DOUBLE_EQ(start.epoch_train.correct, 3 * ranks);
   EXPECT_DOUBLE_EQ(start.epoch_train.samples, 4 * ranks);
+  EXPECT_DOUBLE_EQ(start.epoch_train.grad_norm_sum, 7.5);
+  EXPECT_DOUBLE_EQ(start.epoch_train.grad_norm_max, 4);
+  EXPECT_EQ(start.epoch_train.grad_norm_steps, 3);
+  EXPECT_EQ(start.epoch_train.skipped_steps, 1);
   EXPECT_EQ(start.resumed_from, checkpointer.last());
   ASSERT_EQ(start.notes.size(), 1u);  // the same world: no re-partitioning note
   const model::NetworkState back = resumed.read_state();

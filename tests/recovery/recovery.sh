@@ -120,16 +120,19 @@ preempt_and_resume() {
   got=$(checksum "$work/$name" 2>/dev/null)
   local named
   named="$(named_reducer "$work/$name-whole.log") $(named_reducer "$work/$name.log") $(named_reducer "$work/$name-resume.log")"
-  # The interrupted epoch's record covers the whole epoch: the checkpoint carries its training totals so far.
+  # The interrupted epoch's record covers the whole epoch: the checkpoint carries its training totals, its clipped
+  # gradients' norms and fp16's skipped steps so far.
   local losses
   losses=$(python3 - "$work/$name-whole" "$work/$name" <<'PY'
 import json, sys
 last = [[json.loads(l) for l in open(f"{d}/metrics.jsonl") if '"kind":"epoch"' in l][-1] for d in sys.argv[1:]]
-whole, resumed = (r["train_loss"] for r in last)
-print(f"{whole!r} {resumed!r}")
-sys.exit(0 if abs(whole - resumed) <= 1e-9 * abs(whole) and last[0]["train_acc"] == last[1]["train_acc"] else 1)
+keys = ("train_loss", "train_acc", "grad_norm_mean", "grad_norm_max", "skipped_steps")
+def same(a, b):
+    return a == b or (a is not None and b is not None and abs(a - b) <= 1e-9 * abs(a))
+print(" ".join(f"{k} {last[0].get(k)!r} {last[1].get(k)!r}" for k in keys))
+sys.exit(0 if all(same(last[0].get(k), last[1].get(k)) for k in keys) else 1)
 PY
-) || fail "$name: the resumed epoch's train_loss and train_acc are not the uninterrupted run's (whole, resumed: $losses)"
+) || fail "$name: the resumed epoch's record is not the uninterrupted run's (key, whole, resumed: $losses)"
   if [ "$named" != "$first $first $then" ]; then
     fail "$name: the run headers name the reducers '$named', want '$first $first $then'"
   elif [ "$rc" = 0 ] && is_checksum "$got" && [ "$got" = "$want" ] && grep -q "resumed from" "$work/$name-resume.log"; then

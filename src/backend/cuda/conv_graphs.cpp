@@ -82,8 +82,10 @@ class ScratchTensors {
     void* p = nullptr;
     CUDA_CHECK(cudaMalloc(&p, std::max<std::size_t>(bytes, 1)));
     owned_.push_back(p);
-    // A small non-zero value: zeros draw less power and can flatter a timing.
+    // A small non-zero value: zeros draw less power and can flatter a timing. The fill runs on the legacy stream,
+    // which nothing orders with the handle's non-blocking stream the timing runs on: it ends before the timing starts.
     CUDA_CHECK(cudaMemset(p, fill, bytes));
+    CUDA_CHECK(cudaStreamSynchronize(nullptr));
     return p;
   }
   ScratchTensors() = default;
