@@ -44,7 +44,7 @@ void ColumnResampler::plan(std::span<const AxisTap> taps, int channels) {
   }
   lane_indices_.assign(blocks_.size() * static_cast<std::size_t>(channels) * 2 * kBlockColumns, 0);
   upper_lanes_.assign(blocks_.size() * static_cast<std::size_t>(channels), 0);
-  lane_weights_.assign(blocks_.size() * 2 * kBlockColumns, 0);
+  lane_weights_.assign(blocks_.size() * kBlockColumns, 0);
   for (std::size_t b = 0; b < blocks_.size(); ++b) {
     const Block& block = blocks_[b];
     if (block.source_values == 0) continue;
@@ -53,14 +53,13 @@ void ColumnResampler::plan(std::span<const AxisTap> taps, int channels) {
       for (int c = 0; c < channels; ++c) {
         const std::size_t slot = b * static_cast<std::size_t>(channels) + static_cast<std::size_t>(c);
         uint16_t* lanes = lane_indices_.data() + slot * 2 * kBlockColumns;
-        lanes[i] = static_cast<uint16_t>((tap.first - block.source_base) * channels + c);
-        lanes[kBlockColumns + i] = static_cast<uint16_t>((tap.second - block.source_base) * channels + c);
-        for (const int lane : {i, kBlockColumns + i})
+        lanes[2 * i] = static_cast<uint16_t>((tap.first - block.source_base) * channels + c);
+        lanes[2 * i + 1] = static_cast<uint16_t>((tap.second - block.source_base) * channels + c);
+        for (const int lane : {2 * i, 2 * i + 1})
           if (lanes[lane] >= kRegisterPairValues) upper_lanes_[slot] |= 1u << lane;
       }
-      uint32_t* weights = lane_weights_.data() + b * 2 * kBlockColumns;
-      weights[i] = static_cast<uint32_t>(kTapOne - tap.weight);
-      weights[kBlockColumns + i] = static_cast<uint32_t>(tap.weight);
+      lane_weights_[b * kBlockColumns + static_cast<std::size_t>(i)] =
+          static_cast<uint32_t>(kTapOne - tap.weight) | static_cast<uint32_t>(tap.weight) << 16;
     }
   }
 }
@@ -88,28 +87,28 @@ void ColumnResampler::run_scalar(const Block& block, const uint16_t* blended, st
 }
 
 #if defined(RT_RESAMPLE_AVX512)
+// The multiply-add takes signed 16-bit values, and a value blended along y reaches 255 x 256: each is offset by
+// -32768 (its top bit flipped), which takes 32768 x kTapOne off every column's sum exactly, and the rounding's
+// constant puts it back. The weights, at most kTapOne, fit too, and no sum overflows.
 void ColumnResampler::run_vector(std::size_t b, const uint16_t* blended, std::size_t plane, uint8_t* target) const {
   const Block& block = blocks_[b];
   const uint16_t* source = blended + static_cast<std::ptrdiff_t>(block.source_base) * channels_;
-  const __m512i values0 = _mm512_loadu_si512(source);
-  const __m512i values1 = _mm512_loadu_si512(source + 32);
+  const __m512i offset = _mm512_set1_epi16(static_cast<int16_t>(0x8000));
+  const __m512i values0 = _mm512_xor_si512(_mm512_loadu_si512(source), offset);
+  const __m512i values1 = _mm512_xor_si512(_mm512_loadu_si512(source + 32), offset);
   const bool wide = block.source_values > kRegisterPairValues;
-  const __m512i values2 = wide ? _mm512_loadu_si512(source + 64) : values0;
-  const __m512i values3 = wide ? _mm512_loadu_si512(source + 96) : values1;
-  const uint32_t* weights = lane_weights_.data() + b * 2 * kBlockColumns;
-  const __m512i left_weights = _mm512_loadu_si512(weights);
-  const __m512i right_weights = _mm512_loadu_si512(weights + kBlockColumns);
-  const __m512i half = _mm512_set1_epi32(1 << 15);
+  const __m512i values2 = wide ? _mm512_xor_si512(_mm512_loadu_si512(source + 64), offset) : values0;
+  const __m512i values3 = wide ? _mm512_xor_si512(_mm512_loadu_si512(source + 96), offset) : values1;
+  const __m512i weights = _mm512_loadu_si512(lane_weights_.data() + b * kBlockColumns);
+  const __m512i rounding = _mm512_set1_epi32((32768 * kTapOne) + (1 << 15));
   const auto mask = static_cast<__mmask16>((1u << block.columns) - 1u);
   for (int c = 0; c < channels_; ++c) {
     const std::size_t slot = b * static_cast<std::size_t>(channels_) + static_cast<std::size_t>(c);
     const __m512i lanes = _mm512_loadu_si512(lane_indices_.data() + slot * 2 * kBlockColumns);
-    __m512i pair = _mm512_permutex2var_epi16(values0, lanes, values1);  // reads each index modulo 64
-    if (wide) pair = _mm512_mask_mov_epi16(pair, upper_lanes_[slot], _mm512_permutex2var_epi16(values2, lanes, values3));
-    const __m512i left = _mm512_maskz_cvtepu16_epi32(0xffff, _mm512_maskz_extracti64x4_epi64(0xff, pair, 0));
-    const __m512i right = _mm512_maskz_cvtepu16_epi32(0xffff, _mm512_maskz_extracti64x4_epi64(0xff, pair, 1));
-    const __m512i sum = _mm512_add_epi32(
-        _mm512_add_epi32(_mm512_mullo_epi32(left, left_weights), _mm512_mullo_epi32(right, right_weights)), half);
+    __m512i pairs = _mm512_permutex2var_epi16(values0, lanes, values1);  // reads each index modulo 64
+    if (wide)
+      pairs = _mm512_mask_mov_epi16(pairs, upper_lanes_[slot], _mm512_permutex2var_epi16(values2, lanes, values3));
+    const __m512i sum = _mm512_add_epi32(_mm512_maskz_madd_epi16(0xffff, pairs, weights), rounding);
     _mm512_mask_cvtepi32_storeu_epi8(
         target + static_cast<std::size_t>(c) * plane + static_cast<std::size_t>(block.first_column), mask,
         _mm512_maskz_srli_epi32(0xffff, sum, 16));

@@ -1,9 +1,10 @@
 // Owns the horizontal pass of the CPU crop-and-resize: one output row's values blended along x from a row already
 // blended along y, each value rounded once as blend() (kernels/crop_resample.h) rounds it. The taps are the same for
 // every row of a sample, so they are planned once per sample. With AVX-512 (BW and VL), sixteen output columns whose
-// taps reach at most 128 interleaved source values are gathered by lane permutations (one per channel and 64 values);
-// columns whose taps spread wider (a window over about 2.6x the sample's width for RGB, which the JPEG decode's DCT
-// scaling seldom leaves) take the scalar loop. Both give the same bits.
+// taps reach at most 128 interleaved source values are gathered by lane permutations (one per channel and 64 values),
+// each column's two taps side by side, and blended by one pairwise multiply-add; columns whose taps spread wider (a
+// window over about 2.6x the sample's width for RGB, which the JPEG decode's DCT scaling seldom leaves) take the
+// scalar loop. Both give the same bits.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -37,9 +38,9 @@ class ColumnResampler {
 
   std::vector<AxisTap> taps_;
   std::vector<Block> blocks_;
-  // Per vector block: per channel 32 lane indices (the left taps in lanes 0-15, the right in 16-31) into the block's
-  // span and, per channel, which of them reach its second 64 values; then 16 left and 16 right weights as 32-bit
-  // lanes. Kept as plain integers so this header needs no intrinsics.
+  // Per vector block: per channel 32 lane indices into the block's span, output column i's left tap in lane 2i and
+  // its right in 2i + 1, and, per channel, which of them reach its second 64 values; then per column its two weights
+  // as one 32-bit lane, the left's in the low half. Kept as plain integers so this header needs no intrinsics.
   std::vector<uint16_t> lane_indices_;
   std::vector<uint32_t> upper_lanes_;
   std::vector<uint32_t> lane_weights_;
