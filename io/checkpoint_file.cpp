@@ -201,24 +201,31 @@ void read_position(hid_t file, CheckpointData& d, bool crc) {
   d.train_time_s = timing[0], d.train_samples = timing[1];
 }
 
-// The optional arrays of a run inside an epoch and of fp16: the interrupted epoch's training totals, the loss scale
+// The optional arrays of a run inside an epoch and of fp16: the interrupted epoch's training totals and its steps'
+// gradient norms and skips, the loss scale
 // with its counts (two or three values from an older ringtrain, which counted no skipped steps, or none in a row;
 // more from a newer one); the optimizer's updates.
 void read_run_totals(hid_t file, CheckpointData& d, bool crc) {
   if (H5_CHECK(H5Lexists(file, "epoch_train", H5P_DEFAULT)) > 0) {
-    // Three totals from an older ringtrain, seven since the gradient norms and skipped steps; values past seven (a
-    // newer ringtrain's) are left unread.
     const auto so_far = read_array<double>(file, "epoch_train", crc);
-    if ((so_far.size() != 3 && so_far.size() < 7) ||
-        !std::all_of(so_far.begin(), so_far.end(), [](double v) { return std::isfinite(v) && v >= 0; }))
-      throw CheckpointError("its epoch_train array is not three or seven finite totals of at least 0");
-    d.epoch_train = {so_far[0], so_far[1], so_far[2]};
-    if (so_far.size() >= 7) {
-      d.epoch_train.grad_norm_sum = so_far[3], d.epoch_train.grad_norm_max = so_far[4];
-      d.epoch_train.grad_norm_steps = static_cast<int64_t>(so_far[5]);
-      d.epoch_train.skipped_steps = static_cast<int64_t>(so_far[6]);
-    }
+    if (so_far.size() != 3 || !std::all_of(so_far.begin(), so_far.end(), [](double v) { return std::isfinite(v) && v >= 0; }))
+      throw CheckpointError("its epoch_train array is not three finite totals of at least 0");
+    d.epoch_train.loss_sum = so_far[0], d.epoch_train.correct = so_far[1], d.epoch_train.samples = so_far[2];
     d.epoch_train.known = true;
+  }
+  // The epoch's clipped-step norms and skipped steps, absent where an older ringtrain wrote the file; values past the
+  // four read here (a newer ringtrain's) are left unread.
+  if (H5_CHECK(H5Lexists(file, "epoch_train_steps", H5P_DEFAULT)) > 0) {
+    const auto steps = read_array<double>(file, "epoch_train_steps", crc);
+    const bool counts = steps.size() >= 4 && std::all_of(steps.begin(), steps.begin() + 4, [](double v) {
+                          return std::isfinite(v) && v >= 0 && v <= 1e18;
+                        });
+    if (!counts || steps[1] > steps[0])
+      throw CheckpointError("its epoch_train_steps array is not a gradient-norm sum, its largest term (no more than "
+                            "the sum), and step counts, each finite and at least 0");
+    d.epoch_train.grad_norm_sum = steps[0], d.epoch_train.grad_norm_max = steps[1];
+    d.epoch_train.grad_norm_steps = static_cast<int64_t>(steps[2]);
+    d.epoch_train.skipped_steps = static_cast<int64_t>(steps[3]);
   }
   if (H5_CHECK(H5Lexists(file, "loss_scale", H5P_DEFAULT)) > 0) {
     const auto scaling = read_array<double>(file, "loss_scale", crc);
@@ -303,10 +310,13 @@ void write_checkpoint(const fs::path& path, const CheckpointData& d) {
       write_array(file.id(), "timing", std::vector<double>{d.train_time_s, d.train_samples});
       write_array(file.id(), "optimizer_updates", std::vector<int64_t>{d.optimizer_updates});
       if (!d.sample_shape.empty()) write_array(file.id(), "sample_shape", d.sample_shape);
-      if (const EpochTrainSoFar& e = d.epoch_train; e.known)
-        write_array(file.id(), "epoch_train",
-                    std::vector<double>{e.loss_sum, e.correct, e.samples, e.grad_norm_sum, e.grad_norm_max,
-                                        static_cast<double>(e.grad_norm_steps), static_cast<double>(e.skipped_steps)});
+      // Two arrays: a reader from before the second refuses an epoch_train of any length but three.
+      if (const EpochTrainSoFar& e = d.epoch_train; e.known) {
+        write_array(file.id(), "epoch_train", std::vector<double>{e.loss_sum, e.correct, e.samples});
+        write_array(file.id(), "epoch_train_steps",
+                    std::vector<double>{e.grad_norm_sum, e.grad_norm_max, static_cast<double>(e.grad_norm_steps),
+                                        static_cast<double>(e.skipped_steps)});
+      }
       if (d.loss_scale > 0)
         write_array(file.id(), "loss_scale",
                     std::vector<double>{d.loss_scale, static_cast<double>(d.loss_scale_finite_in_a_row),

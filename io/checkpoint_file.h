@@ -23,7 +23,7 @@ struct NamedArray {
 
 // The training totals of an epoch a checkpoint interrupts, over every rank: a resumed epoch's record then covers the
 // whole epoch, not only the steps after the resume. The clipped steps' gradient norms and fp16's skipped steps are
-// every rank's alike; 0 where an older ringtrain wrote the file (three totals).
+// every rank's alike (stored as the array "epoch_train_steps"; 0 where an older ringtrain wrote the file).
 struct EpochTrainSoFar {
   double loss_sum = 0, correct = 0, samples = 0;
   double grad_norm_sum = 0, grad_norm_max = 0;

@@ -1,8 +1,8 @@
 // Owns writing JPEGs with libjpeg-turbo, as `prepare images --store jpeg` stores them: encoding interleaved 8-bit
 // pixels as a baseline JPEG (a PNG source, or a photo larger than --max-side once it is shrunk), and the region
 // layout, which io/restart_region.h reads a crop's blocks from without the rest of the image: optimised Huffman
-// tables and a restart marker every few MCUs, the interval dividing each row of MCUs. A kept JPEG is rewritten into
-// that layout losslessly: its DCT coefficients are copied, so it decodes to the same pixels; its metadata (EXIF,
+// tables and a restart marker after every MCU or every few, the interval dividing each row of MCUs. A kept JPEG is
+// rewritten into that layout losslessly: its DCT coefficients are copied, so it decodes to the same pixels; its metadata (EXIF,
 // ICC profile, comments) is not kept, and a progressive one becomes baseline.
 #pragma once
 #include <cstdint>

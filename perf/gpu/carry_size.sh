@@ -6,7 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 limit=$((64 * 1024 * 1024))
-tree=$(git ls-files -z | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s + 0}')
+# What the device tool copies of the tree: tracked files and untracked ones git does not ignore (a file deleted
+# from the work tree counts nothing).
+tree=$(git ls-files -z --cached --others --exclude-standard | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s + 0}' || true)
 carried=0
 for f in .gpurt/root.tar.xz .gpurt/lib.tar.xz .gpurt/bin.tar.xz .gpurt/env.sh .gpurt/cuda-libs.sh .gpurt/import.tar.xz; do
   [ -f "$f" ] && carried=$((carried + $(stat -c %s "$f")))

@@ -8,6 +8,7 @@
 #include "common/stderr_print.h"
 #include "io/output_paths.h"
 #include "config/job_config.h"
+#include "infer/inference_keys.h"
 #include "infer/onnx_export.h"
 #include "io/onnx_graph.h"
 #include "infer/training_split.h"
@@ -48,7 +49,7 @@ int export_onnx(const ExportArgs& args) {
   io::refuse_unwritable_output("--onnx", args.onnx);
   io::CheckpointData checkpoint = io::read_checkpoint(args.checkpoint, io::CheckpointUse::named);
   train::choose_weights(checkpoint, args.checkpoint, train::weights_named(args.weights));
-  const config::JobConfig job = config::parse_job(checkpoint.job_toml, args.checkpoint, {});
+  const config::JobConfig job = config::parse_job(checkpoint.job_toml, args.checkpoint, infer::with_inference_keys({}));
   const io::SplitIndex split = infer::open_training_split(job, args.data);
   io::refuse_output_over_input("--onnx", args.onnx, io::shard_inputs(split, "a shard of the training data"));
   refuse_other_data(checkpoint, args.checkpoint, job, split.meta);

@@ -108,7 +108,8 @@ Section<Data> data_keys() {
                        "scale[0])"),
           number<Data>("mixup_alpha", [](Data& d) -> auto& { return d.mix.mixup_alpha; }, 0.0, {0.0, 100.0},
                        "mixup: each training sample and its batch partner blended as lam x own + (1 - lam) x "
-                       "partner, targets likewise, lam ~ Beta(alpha, alpha) (timm's Mixup, pair mode; 0 = off)"),
+                       "partner, targets likewise, lam ~ Beta(alpha, alpha) (timm's Mixup, pair mode: train.batch_per_rank "
+                       "must be even; 0 = off)"),
           number<Data>("cutmix_alpha", [](Data& d) -> auto& { return d.mix.cutmix_alpha; }, 0.0, {0.0, 100.0},
                        "CutMix: a box of area (1 - lam) of the partner pasted in, lam ~ Beta(alpha, alpha) corrected "
                        "to the box's area (0 = off; with mixup_alpha too, each pair takes one of them at random)"),

@@ -191,6 +191,8 @@ int TrainingLoop::run() {
     EpochTally tally(global_step_, run_.job.run.timing_warmup_steps, util::now_s(), data_.meta().num_classes,
                      run_.world.rank());
     tally.graph_steps_before = runner_.action_counts();
+    // fp16: the scale the epoch starts from, which its record keeps where no step follows (a resume after its last).
+    if (const LossScaler* scaler = runner_.loss_scaler()) tally.loss_scale = scaler->scale();
     // The steps the checkpoint holds count in the record once, on rank 0: the epoch's totals are summed over ranks.
     if (epoch == start_epoch_ && run_.root())
       tally.train = {start_epoch_train_.loss_sum, start_epoch_train_.correct, start_epoch_train_.samples};

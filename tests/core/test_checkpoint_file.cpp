@@ -232,7 +232,8 @@ TEST(CheckpointFile, AFileWithoutTheUpdateCountReadsTheStepsLessTheSkippedOnes) 
 }
 
 // An interrupted epoch's training totals, gradient norms and skipped steps come back as written; a file without
-// them (an older ringtrain) says so, and one with the three totals alone (an older one's) reads the rest as 0.
+// them (an older ringtrain) says so, and one with the totals alone (an older one's) reads the rest as 0. The totals
+// stay three values, which is all a reader from before the norms takes; counts past 1e18 are refused.
 TEST(CheckpointFile, TheInterruptedEpochsTotalsRoundTripAndAreKnownOnlyWhereStored) {
   const ScratchDir scratch("rt-ckpt-epoch-train");
   io::CheckpointData d = sample();
@@ -254,14 +255,39 @@ TEST(CheckpointFile, TheInterruptedEpochsTotalsRoundTripAndAreKnownOnlyWhereStor
   io::write_checkpoint(without, sample());
   EXPECT_FALSE(io::read_checkpoint(without).epoch_train.known);
 
+  {
+    const hid_t file = H5Fopen(with.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    const hid_t set = H5Dopen2(file, "epoch_train", H5P_DEFAULT);
+    const hid_t space = H5Dget_space(set);
+    EXPECT_EQ(H5Sget_simple_extent_npoints(space), 3);
+    H5Sclose(space);
+    H5Dclose(set);
+    H5Fclose(file);
+  }
+
   const fs::path older = scratch.path() / io::checkpoint_name(5);
   io::write_checkpoint(older, d);
-  as_an_older_ringtrain_wrote(older, "epoch_train", {1234.5625, 871, 1088});
+  {
+    const hid_t file = H5Fopen(older.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    EXPECT_GE(H5Ldelete(file, "epoch_train_steps", H5P_DEFAULT), 0);
+    EXPECT_GE(H5Adelete(file, "array_checksums"), 0);  // as an older ringtrain wrote it: no CRCs to check
+    H5Fclose(file);
+  }
   const io::EpochTrainSoFar o = io::read_checkpoint(older, io::CheckpointUse::named).epoch_train;
   EXPECT_TRUE(o.known);
   EXPECT_EQ(o.samples, 1088);
   EXPECT_EQ(o.grad_norm_steps, 0);
   EXPECT_EQ(o.skipped_steps, 0);
+
+  const fs::path hostile = scratch.path() / io::checkpoint_name(6);
+  io::write_checkpoint(hostile, d);
+  as_an_older_ringtrain_wrote(hostile, "epoch_train_steps", {17.25, 3.5, 1e30, 2});
+  EXPECT_THROW(io::read_checkpoint(hostile, io::CheckpointUse::named), CheckpointError);
+  io::write_checkpoint(hostile, d);
+  as_an_older_ringtrain_wrote(hostile, "epoch_train_steps", {17.25, 30, 9, 2});  // a largest term over the sum
+  EXPECT_THROW(io::read_checkpoint(hostile, io::CheckpointUse::named), CheckpointError);
 }
 
 // Checkpoints written before the optimizer was recorded have no "optimizer" attributes and SGD's momentum in

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "config/job_config.h"
+#include "infer/inference_keys.h"
 
 namespace fs = std::filesystem;
 using ringtrain::JobFileError;
@@ -282,6 +283,10 @@ TEST_F(JobConfigTest, MixingAlphasAreOffByDefaultAndRefusedOutsideTheirRange) {
         << e;
   }
   EXPECT_NO_THROW(load_job(write(kMinimal), {"data.mixup_alpha=0.2", "train.batch_per_rank=2"}));
+  // evaluate, predict and export mix nothing: an odd batch is theirs to choose.
+  const auto evaluated = load_job(write(kMinimal), ringtrain::infer::with_inference_keys(
+                                                       {"data.cutmix_alpha=1", "train.batch_per_rank=7"}));
+  EXPECT_FALSE(evaluated.data.mix.on());
 }
 
 // data.mean and data.std: empty (the split's own) by default; a job's own normalisation comes whole, each std > 0.

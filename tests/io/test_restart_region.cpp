@@ -170,31 +170,63 @@ void expect_same_tap_pixels(const DecodedWindow& plain, const DecodedWindow& reg
   EXPECT_EQ(mismatches, 0);
 }
 
+// Random windows of `bytes` (in the region layout) decoded from their regions hold the pixels of `plain` (the same
+// image without restart markers) decoded whole-stream.
+void expect_regions_hold_the_whole_decodes_pixels(const std::vector<uint8_t>& plain_bytes,
+                                                  const std::vector<uint8_t>& bytes, std::mt19937& rng, int trials) {
+  const JpegHeader header = read_jpeg_header(plain_bytes);
+  const auto h = static_cast<float>(header.height), w = static_cast<float>(header.width);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  for (int trial = 0; trial < trials; ++trial) {
+    const float height = std::max(1.0f, h * (0.05f + 0.95f * unit(rng)));
+    const float width = std::max(1.0f, w * (0.05f + 0.95f * unit(rng)));
+    const PixelWindow window{(h - height) * unit(rng), (w - width) * unit(rng), height, width};
+    // Outputs from a twelfth of the window to its size: every DCT scale from 1/8 to 8/8.
+    const int out = std::max(1, static_cast<int>(std::min(height, width) / (1.0f + 11.0f * unit(rng))));
+    const int channels = header.components == 1 && trial % 2 == 0 ? 1 : 3;
+    SCOPED_TRACE(::testing::Message() << "window " << window.top << "," << window.left << " " << window.height << "x"
+                                      << window.width << " to " << out << " channels " << channels);
+    DecodedWindow plain, region;
+    decode_jpeg_window(plain_bytes, {window, out, out, channels, false}, plain, header);
+    decode_jpeg_window(bytes, {window, out, out, channels, false}, region, header);
+    ASSERT_FALSE(plain.from_region);
+    ASSERT_TRUE(region.from_region) << "the region-layout JPEG was decoded whole-stream";
+    expect_same_tap_pixels(plain, region, window, header.height, header.width);
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
 TEST(RestartRegion, AWindowFromItsRegionHoldsTheWholeStreamDecodesPixels) {
   std::mt19937 rng(5);
   for (const TestImage& image : test_images()) {
     SCOPED_TRACE(image.name);
-    const std::vector<uint8_t> bytes = rewritten(image.plain);
-    const JpegHeader header = read_jpeg_header(image.plain);
-    const auto h = static_cast<float>(header.height), w = static_cast<float>(header.width);
-    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
-    for (int trial = 0; trial < 60; ++trial) {
-      const float height = std::max(1.0f, h * (0.05f + 0.95f * unit(rng)));
-      const float width = std::max(1.0f, w * (0.05f + 0.95f * unit(rng)));
-      const PixelWindow window{(h - height) * unit(rng), (w - width) * unit(rng), height, width};
-      // Outputs from a twelfth of the window to its size: every DCT scale from 1/8 to 8/8.
-      const int out = std::max(1, static_cast<int>(std::min(height, width) / (1.0f + 11.0f * unit(rng))));
-      const int channels = header.components == 1 && trial % 2 == 0 ? 1 : 3;
-      SCOPED_TRACE(::testing::Message() << "window " << window.top << "," << window.left << " " << window.height << "x"
-                                        << window.width << " to " << out << " channels " << channels);
-      DecodedWindow plain, region;
-      decode_jpeg_window(image.plain, {window, out, out, channels, false}, plain, header);
-      decode_jpeg_window(bytes, {window, out, out, channels, false}, region, header);
-      ASSERT_FALSE(plain.from_region);
-      ASSERT_TRUE(region.from_region) << "the region-layout JPEG was decoded whole-stream";
-      expect_same_tap_pixels(plain, region, window, header.height, header.width);
-      if (::testing::Test::HasFailure()) return;
-    }
+    expect_regions_hold_the_whole_decodes_pixels(image.plain, rewritten(image.plain), rng, 60);
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
+// Shards prepared before 2026-11-30 hold 4:2:0 and 4:2:2 photos with segments of several 16-pixel MCUs (the largest
+// of 4, 3, 2 dividing the row): their regions still read so.
+TEST(RestartRegion, SegmentsOfSeveralWideMcusStillReadByRegion) {
+  std::mt19937 rng(6);
+  struct Earlier {
+    const char* name;
+    std::vector<uint8_t> pixels_jpeg, restart_jpeg;
+    int interval;
+  };
+  const auto pixels420 = photo_like(375, 500, 3, 12), pixels422 = photo_like(150, 333, 3, 13);
+  const std::vector<Earlier> earlier = {
+      {"4:2:0 375x500, 4 MCUs", encode_test_jpeg(pixels420, 85),
+       encode_test_jpeg(pixels420, 85, JpegKind::baseline, {2, 2}, 4), 4},
+      {"4:2:2 150x333, 3 MCUs", encode_test_jpeg(pixels422, 90, JpegKind::baseline, {2, 1}),
+       encode_test_jpeg(pixels422, 90, JpegKind::baseline, {2, 1}, 3), 3}};
+  for (const Earlier& image : earlier) {
+    SCOPED_TRACE(image.name);
+    const auto layout = find_restart_layout(image.restart_jpeg);
+    ASSERT_TRUE(layout);
+    EXPECT_EQ(layout->segment_mcus, image.interval);
+    EXPECT_EQ(full_decode(image.restart_jpeg).pixels, full_decode(image.pixels_jpeg).pixels);
+    expect_regions_hold_the_whole_decodes_pixels(image.pixels_jpeg, image.restart_jpeg, rng, 60);
   }
 }
 
