@@ -1,11 +1,14 @@
 """The PyTorch side of train_like_torch.sh (see its header for what the test proves).
 
 usage: train_like_torch.py make OUT [SEED]
-       train_like_torch.py check OUT RUN_DIR SPLIT sgd|adamw LR WEIGHT_DECAY EPOCHS BATCH
+       train_like_torch.py check OUT RUN_DIR SPLIT sgd|adamw LR WEIGHT_DECAY EPOCHS BATCH [nesterov=1]
+                           [clip=MAX_NORM] [milestones=E1,E2,... decay=FACTOR]
 
 `make` writes a small seeded CNN as ONNX (the start both sides train from), its state_dict, and random uint8 images
 with labels. `check` trains the same network with torch.optim on the same batches and compares it with the
-checkpoint ringtrain wrote after every step of RUN_DIR, two ways:
+checkpoint ringtrain wrote after every step of RUN_DIR; the recipe knobs as PyTorch spells them: SGD(nesterov=True),
+torch.nn.utils.clip_grad_norm_ before each step, and MultiStepLR's drops at the milestones (epochs, as steps
+round(epoch x steps per epoch)), each where asked. Two ways:
   - free-running: torch's N steps from the start against ringtrain's last checkpoint, every parameter, running
     statistic and optimizer state tensor (what "trains as torch trains" means to a user);
   - step by step: torch started from ringtrain's own state after step k (parameters, running statistics, optimizer
@@ -126,10 +129,26 @@ class State:
         return State(tensors, names, step)
 
 
+class Knobs:
+    """The recipe knobs of a case: Nesterov, clipping by global norm (0: off), and the rate's drops."""
+
+    def __init__(self, lr, args, steps_per_epoch):
+        given = dict(a.split("=", 1) for a in args)
+        self.nesterov = given.get("nesterov") == "1"
+        self.clip = float(given.get("clip", 0))
+        milestones = [float(e) for e in given["milestones"].split(",")] if "milestones" in given else []
+        self.drops = [round(e * steps_per_epoch) for e in milestones]
+        self.decay, self.base = float(given.get("decay", 1)), lr
+
+    def lr(self, step):
+        """MultiStepLR's rate for optimizer step `step` (0-based): the base times decay per milestone passed."""
+        return self.base * self.decay ** sum(1 for d in self.drops if d <= step)
+
+
 class Torch:
     """The network and torch.optim's optimizer, configured as the job configures ringtrain's."""
 
-    def __init__(self, out, optimizer, lr, wd, dtype=torch.float32):
+    def __init__(self, out, optimizer, lr, wd, dtype=torch.float32, knobs=None):
         self.net = Net()
         self.net.load_state_dict(torch.load(f"{out}/start.pt"))
         self.net.to(dtype).train()
@@ -138,8 +157,9 @@ class Torch:
         weights = [p for p, d in zip(self.params, DECAYS) if d]
         others = [p for p, d in zip(self.params, DECAYS) if not d]
         groups = [{"params": weights, "weight_decay": wd}, {"params": others, "weight_decay": 0.0}]
+        self.knobs = knobs
         if optimizer == "sgd":
-            self.opt = torch.optim.SGD(groups, lr=lr, momentum=MOMENTUM, nesterov=False)
+            self.opt = torch.optim.SGD(groups, lr=lr, momentum=MOMENTUM, nesterov=bool(knobs and knobs.nesterov))
         else:
             self.opt = torch.optim.AdamW(groups, lr=lr, betas=BETAS, eps=EPS)
         self.bns = [m for m in self.net.modules() if isinstance(m, torch.nn.BatchNorm2d)]
@@ -159,11 +179,16 @@ class Torch:
         gap = (top[..., 0] - top[..., 1])[top[..., 0] > 0]
         return gap.min() if gap.numel() else torch.tensor(math.inf)
 
-    def step(self, x, y):
-        """One optimizer step; returns how near its forward pass came to a kink."""
+    def step(self, x, y, k=0):
+        """Optimizer step k (0-based); returns how near its forward pass came to a kink."""
         self.kinks = []
         self.opt.zero_grad()
         torch.nn.functional.cross_entropy(self.net(x.to(self.dtype)), y).backward()
+        if self.knobs:
+            if self.knobs.clip > 0:
+                torch.nn.utils.clip_grad_norm_(self.params, self.knobs.clip)
+            for group in self.opt.param_groups:
+                group["lr"] = self.knobs.lr(k)
         self.opt.step()
         return min(float(k) for k in self.kinks)
 
@@ -197,13 +222,18 @@ class Torch:
         return State(tensors, labels, step)
 
 
-def update_rule(optimizer, before, after, i, lr, wd):
+def update_rule(optimizer, before, after, i, lr, wd, nesterov=False):
     """torch.optim's update of parameter i (torch 1.13's _single_tensor_sgd and _single_tensor_adamw, in float64)
-    from ringtrain's parameters `before` and its optimizer state `after` the step. SGD: p -= lr * buf, where buf
-    already holds g + wd * p; AdamW: p = p (1 - lr wd) - lr / c1 * m / (sqrt(v) / sqrt(c2) + eps)."""
+    from ringtrain's parameters and optimizer state `before` the step and its optimizer state `after` it. SGD: p -= lr
+    * buf, where buf already holds d = g + wd * p; with Nesterov p -= lr * (d + momentum * buf), d being buf less
+    momentum times the buf before; AdamW: p = p (1 - lr wd) - lr / c1 * m / (sqrt(v) / sqrt(c2) + eps)."""
     p = before.tensors[f"param {i}"].astype(np.float64)
     if optimizer == "sgd":
-        return p - lr * after.tensors[f"velocity {i}"]
+        buf = after.tensors[f"velocity {i}"].astype(np.float64)
+        if not nesterov:
+            return p - lr * buf
+        buf_before = before.tensors.get(f"velocity {i}", np.zeros_like(buf)).astype(np.float64)
+        return p - lr * (buf - MOMENTUM * buf_before + MOMENTUM * buf)
     wd_i = wd if DECAYS[i] else 0.0
     t = after.step
     c1, c2 = 1 - BETAS[0] ** t, 1 - BETAS[1] ** t
@@ -240,7 +270,7 @@ def compare(ours, theirs, keys=None):
     return worst, failures
 
 
-def check(out, run_dir, split, optimizer, lr, wd, epochs, batch):
+def check(out, run_dir, split, optimizer, lr, wd, epochs, batch, *knob_args):
     lr, wd, epochs, batch = float(lr), float(wd), int(epochs), int(batch)
     shards = sorted(f for f in os.listdir(split) if f.endswith(".h5"))
     assert len(shards) == 1, f"{split}: {shards}"
@@ -259,6 +289,7 @@ def check(out, run_dir, split, optimizer, lr, wd, epochs, batch):
     inputs = torch.from_numpy((x.astype(np.float32) - mean) / std)
     steps = len(x) // batch  # shuffle off, one rank: the split's order every epoch, the last partial batch dropped
     total = epochs * steps
+    knobs = Knobs(lr, knob_args, steps)
     batches = [(inputs[s * batch:(s + 1) * batch], y[s * batch:(s + 1) * batch]) for s in range(steps)] * epochs
 
     def ringtrain(step):
@@ -267,7 +298,7 @@ def check(out, run_dir, split, optimizer, lr, wd, epochs, batch):
 
     init = ringtrain(0)
     labels = init.labels
-    start = Torch(out, optimizer, lr, wd).state(labels, 0)
+    start = Torch(out, optimizer, lr, wd, knobs=knobs).state(labels, 0)
     (rel, line), _ = compare(init, start)
     if rel != 0:
         sys.exit(f"FAIL {optimizer}: import's checkpoint is not torch's start bit for bit: {line}")
@@ -276,16 +307,16 @@ def check(out, run_dir, split, optimizer, lr, wd, epochs, batch):
     step_worst, step_failures = {}, []
     for k, (bx, by) in enumerate(batches):
         before, after = ringtrain(k), ringtrain(k + 1)
-        t = Torch(out, optimizer, lr, wd)
+        t = Torch(out, optimizer, lr, wd, knobs=knobs)
         t.load(before)
-        t.step(bx, by)
+        t.step(bx, by, k)
         theirs = t.state(labels, k + 1)
         # The gradient's work (optimizer state) and the running statistics: against torch.optim's step.
         not_params = [key for key in after.tensors if not key.startswith("param ")]
         worst, failures = compare(after, theirs, not_params)
         # The update rule: ringtrain's parameters against torch's rule on ringtrain's own inputs.
-        rule = State({f"param {i}": update_rule(optimizer, before, after, i, lr, wd) for i in range(len(labels))},
-                     labels, k + 1)
+        rule = State({f"param {i}": update_rule(optimizer, before, after, i, knobs.lr(k), wd, knobs.nesterov)
+                      for i in range(len(labels))}, labels, k + 1)
         rule_worst, rule_failures = compare(after, rule, [f"param {i}" for i in range(len(labels))])
         for what, (w, f) in (("state", (worst, failures)), ("rule", (rule_worst, rule_failures))):
             step_failures += [f"step {k + 1}: {line}" for line in f]
@@ -295,11 +326,11 @@ def check(out, run_dir, split, optimizer, lr, wd, epochs, batch):
         print(f"FAIL {optimizer} step by step: {line}")
 
     # Free-running, with torch's own conditioning first: its fp32 run against its fp64 run.
-    free, exact = Torch(out, optimizer, lr, wd), Torch(out, optimizer, lr, wd, torch.float64)
+    free, exact = Torch(out, optimizer, lr, wd, knobs=knobs), Torch(out, optimizer, lr, wd, torch.float64, knobs)
     margins, parted = [], None
     for k, (bx, by) in enumerate(batches, 1):
-        margins.append(free.step(bx, by))
-        exact.step(bx, by)
+        margins.append(free.step(bx, by, k - 1))
+        exact.step(bx, by, k - 1)
         if parted is None and compare(ringtrain(k), free.state(labels, k))[1]:
             parted = k
     conditioning, _ = compare(free.state(labels, total), exact.state(labels, total))

@@ -11,7 +11,8 @@
 #     no shuffle, no augmentation, two epochs of 4 steps of 16 out of 72 samples (the partial batch of 8 dropped,
 #     the second epoch starting again from sample 0).
 #   - Two optimizers: SGD (momentum 0.9, L2 weight decay) and AdamW (decoupled weight decay), each with weight decay
-#     on the conv and linear weights only, as ringtrain applies it; a constant rate, no warm-up, no scaling.
+#     on the conv and linear weights only, as ringtrain applies it; a constant rate, no warm-up, no scaling. And SGD
+#     with the recipes' knobs as PyTorch spells them: Nesterov, clip_grad_norm_, MultiStepLR.
 #   - Two comparisons (train_like_torch.py says why both): free-running, torch's N steps against ringtrain's last
 #     checkpoint; and step by step, torch started from ringtrain's checkpoint after step k taking step k + 1.
 #     A free-running failure whose step-by-step comparison passes names the step where the runs parted and how near
@@ -36,10 +37,11 @@ py=$src/tests/e2e/train_like_torch.py
 
 epochs=2 batch=16
 steps=$((epochs * (72 / batch)))  # 72 training samples (train_like_torch.py): 8 left over each epoch
-# case: NAME LR WEIGHT_DECAY [--set key=value...]
+# case: NAME OPTIMIZER LR WEIGHT_DECAY KNOBS [key=value...]: KNOBS, what train_like_torch.py's check does too
+# (nesterov=1 clip=C milestones=E1,E2 decay=F; "" for none)
 case_() {
-  local name=$1 lr=$2 wd=$3
-  shift 3
+  local name=$1 optimizer=$2 lr=$3 wd=$4 knobs=$5
+  shift 5
   local sets=(data.train=data/train data.test=data/test train.init_from=init.h5 train.shuffle=false
     data.augment=none train.batch_per_rank="$batch" train.epochs="$epochs" train.accumulate_steps=1
     train.label_smoothing=0 train.precision=fp32 optimizer.schedule=constant optimizer.warmup_epochs=0
@@ -52,8 +54,15 @@ case_() {
     { cat "train-$name.log"; echo "FAIL: $name: train"; exit 1; }
   grep -q "parameters and batch-norm statistics from init.h5 (8 of 8 parameter tensors)" "train-$name.log" ||
     { grep -i "optimizer\|from" "train-$name.log"; echo "FAIL: $name: the run did not start from init.h5"; exit 1; }
-  /usr/bin/python3 "$py" check . "$work/run-$name" data/train "$name" "$lr" "$wd" "$epochs" "$batch"
+  echo "== $name"
+  # shellcheck disable=SC2086 # the knobs are words
+  /usr/bin/python3 "$py" check . "$work/run-$name" data/train "$optimizer" "$lr" "$wd" "$epochs" "$batch" $knobs
 }
-case_ sgd 0.05 0.01 optimizer.name=sgd optimizer.momentum=0.9 optimizer.nesterov=false
-case_ adamw 0.003 0.1 optimizer.name=adamw optimizer.beta1=0.9 optimizer.beta2=0.999 optimizer.epsilon=1e-8
+case_ sgd sgd 0.05 0.01 "" optimizer.name=sgd optimizer.momentum=0.9 optimizer.nesterov=false
+case_ adamw adamw 0.003 0.1 "" optimizer.name=adamw optimizer.beta1=0.9 optimizer.beta2=0.999 optimizer.epsilon=1e-8
+# Goyal's and the MLPerf recipes' knobs against PyTorch's own: SGD(nesterov=True), clip_grad_norm_ (0.5 clips most of
+# these steps) and MultiStepLR's drops at epochs 0.5 and 1.25 (steps 2 and 5).
+case_ sgd_recipe sgd 0.05 0.01 "nesterov=1 clip=0.5 milestones=0.5,1.25 decay=0.5" optimizer.name=sgd \
+  optimizer.momentum=0.9 optimizer.nesterov=true optimizer.clip_global_norm=0.5 optimizer.schedule=steps \
+  'optimizer.milestones=[0.5, 1.25]' optimizer.decay_factor=0.5
 echo "PASS"
