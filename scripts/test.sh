@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs dependencies, builds everything with warnings as errors, runs every CTest test
-# (unit, mpi, e2e; gpu tests skip with a message where no GPU is visible). Extra arguments go to ctest,
-# e.g. scripts/test.sh -L unit
+# (unit, mpi, e2e; gpu tests are built with the CUDA backend only, and skip with a message where no GPU is
+# visible). Extra arguments go to ctest, e.g. scripts/test.sh -L unit
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
