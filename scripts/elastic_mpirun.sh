@@ -10,11 +10,11 @@
 #
 # When a launch ends with an exit other than 0, 75 (preemption: passed on, resume by hand or by your scheduler) and the
 # input errors 2, 3, 4, 5 (they would recur), nor a run that diverged (exit 6 with ringtrain's "non-finite training
-# loss": it would diverge again), the failed host is rank R's: the rank mpirun names ("process rank R ... exited on
-# signal", a broken pipe aside, or its "Process name: [[J,1],R]" with an exit code other than ringtrain's agreed 6), or
-# the rank ringtrain's exit-6 message blames (a stalled rank, the odd one out of a parameter comparison); or else a host
-# that no longer answers the probe. A rank that called MPI_Abort ("MPI_ABORT was invoked on rank R") counts as failed
-# too. A failure that names no host ends the run with its code. The hosts left that answer get the run again with
+# loss" or "parameters": it would diverge again), the failed host is rank R's: the rank mpirun names ("process rank R
+# ... exited on signal", a broken pipe aside), or the rank ringtrain's watchdog names for a stall (before mpirun's
+# MPI_Abort line, which names the healthy rank whose watchdog ended the job), or a rank that called MPI_Abort ("MPI_ABORT
+# was invoked on rank R") or ended with an exit code other than ringtrain's agreed 6 ("Process name: [[J,1],R]"), or
+# the odd one out of a parameter comparison; or else a host that no longer answers the probe. A failure that names no host ends the run with its code. The hosts left that answer get the run again with
 # --resume (plus --failed-node and --seconds-lost, which ringtrain writes into metrics.jsonl's "membership" record), up
 # to ELASTIC_MAX_RESTARTS times and down to ELASTIC_MIN_NODES hosts. Each restart is a line "elastic_mpirun: elastic
 # restart N/MAX: ..."; when they are spent the script exits with the failed launch's code after printing the history.
@@ -87,15 +87,18 @@ failed_alike() {
   codes=$(grep -oE '\(exit [0-9]+\)' <<<"$lines" | sort -u || true)
   [ "$ranks" = $((${#hosts[@]} * per_host)) ] && [ "$(grep -c . <<<"$codes")" = 1 ] && [ "$codes" != "(exit 6)" ]
 }
-# The rank mpirun names as the first to end by a signal other than SIGPIPE ("process rank R ... exited on signal"), by
-# MPI_Abort ("MPI_ABORT was invoked on rank R") or with a code other than ringtrain's agreed 6 (its "Process name:
-# [[J,1],R]" and "Exit code: N" lines); else the rank ringtrain's exit-6 message blames (a stalled rank, the odd one out
-# of a parameter comparison: listed last).
+# The rank mpirun names as the first to end by a signal other than SIGPIPE ("process rank R ... exited on signal"); else
+# the rank ringtrain's watchdog blames for a stall ("rank R has not arrived"; rank 0 where another rank had to end the
+# job for it), which its own MPI_Abort would otherwise hide; else the rank mpirun names as ending the job by MPI_Abort
+# ("MPI_ABORT was invoked on rank R") or with a code other than ringtrain's agreed 6 (its "Process name: [[J,1],R]" and
+# "Exit code: N" lines); else the odd one out of a parameter comparison (listed last).
 failed_rank() {
   local rank code
   # Not a broken pipe (signal 13): a rank writing to a killed peer's connection dies of SIGPIPE, and mpirun may name it.
   rank=$(grep -E 'process rank [0-9]+ .*exited (on signal|with)' "$work/err" | grep -vE 'on signal 13[^0-9]' | head -1 |
     grep -oE 'process rank [0-9]+' | grep -oE '[0-9]+' || true)
+  # A stall: the watchdog that ends the job calls MPI_Abort itself, on a healthy rank.
+  [ -z "$rank" ] && rank=$(stalled_rank "$work/err")
   # A rank that ended the job alone (ringtrain's lone-rank errors call MPI_Abort; exit 2-5 never reach here).
   [ -z "$rank" ] && rank=$(grep -oE 'MPI_ABORT was invoked on rank [0-9]+' "$work/err" | head -1 | grep -oE '[0-9]+$' || true)
   if [ -z "$rank" ]; then
@@ -103,13 +106,18 @@ failed_rank() {
     [ -n "$code" ] && [ "$code" != 6 ] &&
       rank=$(grep -oE 'Process name: \[\[[0-9]+,[0-9]+\],[0-9]+\]' "$work/err" | head -1 | grep -oE '[0-9]+\]$' | tr -d ']' || true)
   fi
-  if [ -z "$rank" ]; then
-    rank=$(grep -oE 'ranks? [0-9, ]+ ha(s|ve) not arrived' "$work/err" | head -1 | grep -oE '[0-9]+' | head -1 || true)
-    # A lone rank listed last after a larger group: groups of equal size blame no one.
-    [ -z "$rank" ] &&
-      rank=$(grep -oE ': ranks [0-9, ]+ hold [0-9a-f]+(; ranks? [0-9, ]+ holds? [0-9a-f]+)*; rank [0-9]+ holds' "$work/err" |
-        head -1 | grep -oE 'rank [0-9]+ holds$' | grep -oE '[0-9]+' || true)
-  fi
+  # A lone rank listed last after a larger group: groups of equal size blame no one.
+  [ -z "$rank" ] &&
+    rank=$(grep -oE ': ranks [0-9, ]+ hold [0-9a-f]+(; ranks? [0-9, ]+ holds? [0-9a-f]+)*; rank [0-9]+ holds' "$work/err" |
+      head -1 | grep -oE 'rank [0-9]+ holds$' | grep -oE '[0-9]+' || true)
+  echo "$rank"
+}
+# stalled_rank FILE: the first rank ringtrain's watchdog names as not arrived, or 0 where a rank other than 0 had to
+# end the job because rank 0 (which names the missing ranks) did not; "" for neither.
+stalled_rank() {
+  local rank
+  rank=$(grep -oE 'ranks? [0-9, ]+ ha(s|ve) not arrived' "$1" | head -1 | grep -oE '[0-9]+' | head -1 || true)
+  [ -z "$rank" ] && grep -q 'rank 0, which names the missing ranks, did not end the job' "$1" && rank=0
   echo "$rank"
 }
 # The host that failed: failed_rank's host, else the first that does not answer; "" when neither.
@@ -126,8 +134,9 @@ restarts=0
 launch
 while :; do
   case "$rc" in 0|2|3|4|5|75) break ;; esac
-  # A run every rank agreed diverged (exit 6, "non-finite training loss") would diverge again on fewer hosts.
-  if grep -q "non-finite training loss at epoch" "$work/err"; then
+  # A run every rank agreed diverged (exit 6, "non-finite training loss" or "parameters") would diverge again on fewer
+  # hosts.
+  if grep -qE "non-finite training (loss at epoch|parameters)" "$work/err"; then
     echo "elastic_mpirun: not restarting: the training diverged (exit $rc), which fewer hosts would repeat; lower" \
          "optimizer.base_lr or lengthen optimizer.warmup_epochs, then run again with --resume" >&2
     exit "$rc"

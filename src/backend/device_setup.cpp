@@ -11,6 +11,7 @@
 #include "backend/gpu_device.h"
 #include "common/error.h"
 #include "dist/batch_statistics_group.h"
+#include "dist/mpi_check.h"
 #include "dist/mpi_gradient_reducer.h"
 #include "dist/node_shared_reducer.h"
 #include "dist/thread_gradient_reducer.h"
@@ -76,7 +77,17 @@ std::unique_ptr<dist::GradientReducer> open_cpu_reducer(const config::JobConfig&
   std::unique_ptr<dist::GradientReducer> reducer;
   switch (resolve_reducer(job, world)) {
     case config::CpuReducer::thread:
-      return std::make_unique<dist::ThreadGradientReducer>(world.comm(), job.dist.allreduce_dtype);
+      // Its thread calls MPI while the main thread does (a synchronised batch norm's sums, the step's agreements).
+      world.all_succeed([&] {
+        int level = MPI_THREAD_SINGLE;
+        MPI_CHECK(MPI_Query_thread(&level));
+        if (level < MPI_THREAD_MULTIPLE)
+          throw JobFileError("dist.reducer = \"thread\" calls MPI from a communication thread while the main thread "
+                             "calls it too, which needs MPI_THREAD_MULTIPLE, and this MPI library gives less (built "
+                             "without thread support?); use dist.reducer = \"nonblocking\"");
+        reducer = std::make_unique<dist::ThreadGradientReducer>(world.comm(), job.dist.allreduce_dtype);
+      });
+      return reducer;
     case config::CpuReducer::shared:
       world.all_succeed([&] {
         if (const std::string why = why_not_shared(job); !why.empty())

@@ -119,17 +119,21 @@ void Watchdog::finish() {
   stop_thread();
   if (!heartbeats_) return;
   // Every rank's last heartbeat must be received before MPI_Finalize: complete our send, meet, then rank 0
-  // takes whatever is still queued for it. The meeting is polled, as the thread that timed waits has stopped.
-  if (send_ != MPI_REQUEST_NULL) MPI_CHECK(MPI_Wait(&send_, MPI_STATUS_IGNORE));
+  // takes whatever is still queued for it. Both are polled against the timeout, as the thread that timed waits has
+  // stopped (a send can wait on a receiver that stopped answering).
+  const double since = util::now_s();
+  const auto complete = [&](MPI_Request& request) {
+    for (int done = 0;;) {
+      MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+      if (done) return;
+      if (const double waited = util::now_s() - since; waited > timeout_s_) fire_at_finish(waited);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  };
+  if (send_ != MPI_REQUEST_NULL) complete(send_);
   MPI_Request met = MPI_REQUEST_NULL;
   MPI_CHECK(MPI_Ibarrier(comm_, &met));
-  const double since = util::now_s();
-  for (int done = 0;;) {
-    MPI_CHECK(MPI_Test(&met, &done, MPI_STATUS_IGNORE));
-    if (done) break;
-    if (const double waited = util::now_s() - since; waited > timeout_s_) fire_at_finish(waited);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  complete(met);
   if (rank_ == 0) drain(util::now_s());
   MPI_CHECK(MPI_Comm_free(&comm_));
   heartbeats_ = false;

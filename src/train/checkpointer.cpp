@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -41,7 +42,7 @@ uint64_t Checkpointer::agreed_checksum(const std::string& when, int64_t global_s
 
 std::string Checkpointer::agreed_ema_checksum(const std::string& when, int64_t global_step) {
   if (!ema_) return "";
-  return util::hex64(agreed(ema_->data(), "the weights' moving averages (train.ema_decay)", when, global_step));
+  return util::hex64(agreed(ema_->data(), "weights' moving averages (train.ema_decay)", when, global_step));
 }
 
 uint64_t Checkpointer::agreed(const float* values, const char* what, const std::string& when, int64_t global_step) {
@@ -58,6 +59,15 @@ uint64_t Checkpointer::agreed(const float* values, const char* what, const std::
                                   "corruption on the odd rank out (check that node); --resume continues from the "
                                   "last good checkpoint: {}",
                                   what, when, util::describe_checksum_groups(all), last_));
+  // The same values on every rank, so every rank counts alike. A step whose loss was finite can still have written
+  // non-finite parameters (its gradients overflowed): nothing is saved from them.
+  if (const auto bad = std::count_if(params.begin(), params.end(), [](float v) { return !std::isfinite(v); }); bad > 0)
+    throw AgreedError(ExitCode::fault,
+                      fmt::format("non-finite training parameters {}: the {} hold {} non-finite value{} (a step's "
+                                  "gradients overflowed though its loss was finite); last good checkpoint: {}; lower "
+                                  "optimizer.base_lr, set optimizer.clip_global_norm, or train in fp32, then --resume "
+                                  "or start again",
+                                  when, what, bad, bad == 1 ? "" : "s", last_));
   return checksum;
 }
 

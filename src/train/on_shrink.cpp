@@ -55,7 +55,13 @@ FittedJob fit_to_world(const config::JobConfig& job, const dist::World& world, b
   const config::SyncBatchnormFit group = fit_group(job, world.size(), resume, relaunched);
   fitted.job.dist.sync_batchnorm_group = group.group;
   if (!group.note.empty()) fitted.notes.push_back(group.note);
-  if (!resume || job.dist.on_shrink != config::OnShrink::keep_global_batch) return fitted;
+  if (job.dist.on_shrink != config::OnShrink::keep_global_batch) return fitted;
+  // A relaunch before the first checkpoint (--failed-node without --resume) has no global batch to keep.
+  if (!resume && relaunched)
+    fitted.notes.push_back("dist.on_shrink = keep_global_batch is not applied: this relaunch starts before any "
+                           "checkpoint, which the global batch to keep is read from, so the global batch is this "
+                           "world's");
+  if (!resume) return fitted;
   io::CheckpointWorld was;
   world.all_succeed([&] {
     if (!world.is_root()) return;

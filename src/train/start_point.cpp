@@ -302,9 +302,10 @@ std::string start_from_pretrained(const RunContext& run, model::Network& net) {
 // or another number of steps an epoch (another training split, or train.max_steps_per_epoch changed).
 std::string another_plan_note(const RunContext& run, const CheckpointPosition& p, const EpochPlan& plan,
                               const LearningRateSchedule& lr, bool same_steps) {
-  const std::string epoch = p.step_in_epoch == 0 ? ""
-                            : same_steps         ? "; the interrupted epoch continues at its step on the new partition"
-                                                 : "; the interrupted epoch starts over";
+  const std::string epoch = p.step_in_epoch == 0                ? ""
+                            : p.step_in_epoch == p.steps_per_epoch ? "; the interrupted epoch was trained to its end"
+                            : same_steps ? "; the interrupted epoch continues at its step on the new partition"
+                                         : "; the interrupted epoch starts over";
   const double before = LearningRateSchedule::peak_for(run.job.optimizer, p.global_batch);
   const std::string rate = lr.peak() == before ? fmt::format("learning rate {:.5g} as before", before)
                                                : fmt::format("learning rate re-scaled to {:.5g} (was {:.5g}; "
@@ -330,9 +331,11 @@ StartPoint resume(const RunContext& run, model::Network& net, model::Optimizer& 
   // it; on another world the rest of the epoch is drawn from the new partition.
   const bool same_steps = p.steps_per_epoch == plan.steps && p.global_batch == plan.global_batch;
   const bool same_world = p.ranks == run.ranks() && same_steps;
+  // A checkpoint after an epoch's last step leaves only its evaluation and record, on any plan.
+  const bool epoch_trained = p.step_in_epoch == p.steps_per_epoch;
   StartPoint start;
   start.epoch = static_cast<int>(p.epoch);
-  start.step = same_steps ? p.step_in_epoch : 0;
+  start.step = same_steps ? p.step_in_epoch : epoch_trained ? plan.steps : 0;
   start.global_step = int64_t{start.epoch} * plan.steps + start.step;
   start.optimizer_updates = p.optimizer_updates;
   start.train_time_s = p.train_time_s, start.train_samples = p.train_samples;

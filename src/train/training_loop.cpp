@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <numeric>
 #include <exception>
 #include <functional>
 #include <limits>
@@ -239,7 +238,9 @@ bool TrainingLoop::run_step(int epoch, int64_t step, EpochTally& tally) {
   const long long agreed = agree_on_step(tally);
   const bool stop_agreed = (agreed & 1) != 0;
   const int64_t every = run_.job.run.checkpoint_every_steps;
-  const bool checkpoint_due = every > 0 && (global_step_ + 1) % every == 0 && step + 1 < plan_.steps;
+  // An epoch's last step takes its step checkpoint only where no checkpoint follows the epoch.
+  const bool checkpoint_due =
+      every > 0 && (global_step_ + 1) % every == 0 && (step + 1 < plan_.steps || !checkpoints_after(epoch));
   // Before a checkpoint, an evaluation or a stop, every queued step is collected and its loss agreed on, so
   // none of them ever saves or evaluates parameters a non-finite loss has reached.
   if (stop_agreed || checkpoint_due || step + 1 == plan_.steps) drain(tally);
@@ -283,9 +284,11 @@ void TrainingLoop::feed(int micro, EpochTally& tally) {
       tally.data_failure = std::current_exception();
     }
   }
-  // Distinct per (seed, micro-batch, rank): dropout masks are reproducible yet differ across ranks.
+  // Distinct per (seed, micro-batch, rank): dropout masks are reproducible yet differ across ranks, and no rank's
+  // micro-batch takes another's seed on any world size (the ranks counted by the world's size, not a fixed bound).
   const uint64_t seed = (run_.job.train.seed * 0x100000001b3ull +
-                         static_cast<uint64_t>(global_step_ * plan_.accumulate + micro)) * 1024 +
+                         static_cast<uint64_t>(global_step_ * plan_.accumulate + micro)) *
+                            static_cast<uint64_t>(run_.world.size()) +
                         static_cast<uint64_t>(run_.world.rank());
   runner_.micro_batch(batch_.images(), batch_.labels(), plan_.batch, seed, micro + 1 == plan_.accumulate,
                       batch_.targets());
@@ -363,15 +366,20 @@ bool TrainingLoop::checkpoints_after(int epoch) const {
 }
 
 // The checkpoints still to write from `global_step` on (after the steps of epoch `epoch` and the ones after it): at
-// the epochs' ends checkpoints_after names, and every run.checkpoint_every_steps steps but at an epoch's last step.
+// the epochs' ends checkpoints_after names, and every run.checkpoint_every_steps steps but at the last step of an
+// epoch that one follows.
 int TrainingLoop::checkpoints_from(int epoch, int64_t global_step) const {
+  const int epochs = run_.job.train.epochs;
   int count = 0;
-  for (int e = epoch; e < run_.job.train.epochs; ++e) count += checkpoints_after(e) ? 1 : 0;
+  for (int e = epoch; e < epochs; ++e) count += checkpoints_after(e) ? 1 : 0;
   if (const int64_t every = run_.job.run.checkpoint_every_steps; every > 0) {
-    // The multiples of `every` in (global_step, last), less those that are also an epoch's last step.
-    const int64_t last = plan_.steps * run_.job.train.epochs, both = std::lcm(every, plan_.steps);
-    const auto multiples = [&](int64_t of) { return (last - 1) / of - global_step / of; };
-    count += static_cast<int>(multiples(every) - multiples(both));
+    // The multiples of `every` in (global_step, last), less the epochs' ends that have their own checkpoint.
+    const int64_t last = plan_.steps * epochs;
+    int64_t steps = (last - 1) / every - global_step / every;
+    for (int e = epoch; e < epochs; ++e)
+      if (const int64_t end = (e + 1) * plan_.steps; end > global_step && end < last && end % every == 0 && checkpoints_after(e))
+        --steps;
+    count += static_cast<int>(steps);
   }
   return count;
 }

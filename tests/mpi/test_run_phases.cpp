@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -158,6 +159,36 @@ TEST(Checkpointer, ASavedStateComesBackWhereTheRunStopped) {
   train::Checkpointer after(resuming, resumed, *resumed_optimizer, plan, "test-run", "{}", start.resumed_from, watchdog,
                             nullptr);
   EXPECT_EQ(after.agreed_checksum("after resuming", 7), checksum);
+
+  // A checkpoint after an epoch's last step, resumed on a plan of other steps: only the epoch's evaluation and record
+  // are left, so the run starts after the new plan's last step of that epoch, not over at its first.
+  checkpointer.save({1, plan.steps, 20.0, 1000, train::Totals{2.5, 5, 8}, train::GradNormStats{}, 0, 10}, 9);
+  train::EpochPlan other_plan = plan;
+  other_plan.steps = 3;
+  const train::StartPoint trained = train::start_run(resuming, resumed, *resumed_optimizer, other_plan, lr);
+  EXPECT_EQ(trained.epoch, 1);
+  EXPECT_EQ(trained.step, 3);
+  EXPECT_EQ(trained.global_step, 6);
+  EXPECT_TRUE(trained.epoch_train.known);
+  EXPECT_DOUBLE_EQ(trained.epoch_train.samples, 8 * ranks);
+
+  // Parameters a step left non-finite (its loss finite, its gradients not) are neither saved nor recorded.
+  model::Network broken(model_with_statistics(), cpu, input, 3);
+  model::NetworkState nan_state = state;
+  nan_state.params[1] = std::numeric_limits<float>::quiet_NaN();
+  broken.load_state(nan_state);
+  const auto broken_optimizer = model::make_optimizer(job.optimizer, broken);
+  train::Checkpointer refusing(resuming, broken, *broken_optimizer, plan, "test-run", "{}", "", watchdog, nullptr);
+  try {
+    (void)refusing.agreed_checksum("before the checkpoint after optimizer step 12", 11);
+    ADD_FAILURE() << "non-finite parameters were agreed on";
+  } catch (const AgreedError& e) {
+    EXPECT_EQ(e.code(), ExitCode::fault);
+    EXPECT_NE(std::string(e.what()).find("non-finite training parameters before the checkpoint after optimizer step "
+                                         "12: the parameters hold 1 non-finite value"),
+              std::string::npos)
+        << e.what();
+  }
 
   // The same checkpoint under another optimizer: refused on every rank, naming both.
   config::JobConfig lars_job = job;

@@ -227,6 +227,13 @@ expect_steps() { [ "$(steps)" = "$1" ] || why+=("$(steps) launch(es), expected $
 expect_in() { call "$1" | grep -qF -- "$2" || why+=("launch $1 lacks $2"); }
 expect_not_in() { ! call "$1" | grep -qF -- "$2" || why+=("launch $1 has $2"); }
 expect_out() { grep -qF -- "$1" "$d/out" || why+=("no message \"$1\""); }
+# expect_dropped LOST KEPT: the launch failed once, and the second, the last, ran on KEPT with --failed-node LOST.
+expect_dropped() {
+  expect_rc 0
+  expect_steps 2
+  expect_in 2 "[--failed-node] [$1]"
+  step 2 | grep -qF "[--nodelist=$2]" || why+=("restart not on $2: $(step 2)")
+}
 verdict() {  # verdict TEXT: ok, or FAIL with the reasons and what the scripts printed and were asked
   grep -q '^UNEXPECTED\|^RUNAWAY' "$d/log" && why+=("$(grep '^UNEXPECTED\|^RUNAWAY' "$d/log" | head -1)")
   if [ ${#why[@]} = 0 ]; then
@@ -334,10 +341,7 @@ srun: error: n1: tasks 0-1: Exited with exit code 6
 srun: error: n2: tasks 2-3: Exited with exit code 6
 EOF
 run_sbatch --
-expect_rc 0
-expect_steps 2
-expect_in 2 '[--failed-node] [n2]'
-step 2 | grep -qF '[--nodelist=n1]' || why+=("restart not on n1: $(step 2)")
+expect_dropped n2 n1
 verdict "4 parameters differ, rank 3 the odd one out (2 nodes x 2 ranks): n2 dropped, restart on n1"
 
 new_case c4b
@@ -350,11 +354,36 @@ srun: error: n2: tasks 2-3: Exited with exit code 6
 srun: error: n1: tasks 0-1: Exited with exit code 6
 EOF
 run_sbatch --
-expect_rc 0
-expect_steps 2
-expect_in 2 '[--failed-node] [n1]'
-step 2 | grep -qF '[--nodelist=n2]' || why+=("restart not on n2: $(step 2)")
+expect_dropped n1 n2
 verdict "4 \"rank 1 has not arrived\" (srun names n2 first): n1 dropped, restart on n2"
+
+# The watchdog's stall as it really ends a job: rank 0 names the missing rank and calls MPI_Abort, and srun reports
+# every task killed, the healthy node's first.
+new_case c4c
+checkpoint "$d/runs/rt-4242"
+script 1 137 <<'EOF'
+ringtrain: stall (exit 6) [rank 0/4 on n1]:
+  'the training step's all-reduce' at step 12 has not completed after 3.0 s (run.collective_timeout_s = 3); rank 3 has not arrived
+  ending the job; raise run.collective_timeout_s if all-reduces legitimately take this long; checkpoints written so far survive
+srun: error: n1: tasks 0-1: Killed
+srun: error: n2: tasks 2-3: Killed
+EOF
+run_sbatch --
+expect_dropped n2 n1
+verdict "4c a stall blamed on rank 3, srun naming n1's tasks killed first: n2 dropped, restart on n1"
+
+# Rank 0 itself stalled: another rank's watchdog ends the job, saying rank 0 did not.
+new_case c4d
+checkpoint "$d/runs/rt-4242"
+script 1 137 <<'EOF'
+ringtrain: stall (exit 6) [rank 2/4 on n2]:
+  'the training step's all-reduce' at step 12 has not completed after 3.3 s (run.collective_timeout_s = 3); rank 0, which names the missing ranks, did not end the job, so this rank does
+srun: error: n2: tasks 2-3: Killed
+srun: error: n1: tasks 0-1: Killed
+EOF
+run_sbatch --
+expect_dropped n1 n2
+verdict "4d rank 0 stalled (rank 2 ended the job): n1 dropped, restart on n2"
 
 # 5. The same code from every node (a wrong NCCL interface, a bug) would recur on fewer nodes.
 new_case c5
@@ -508,6 +537,24 @@ expect_steps 2
 [ "$(step 2)" = "mpirun 2 np=2 hosts=A" ] || why+=("restart was \"$(step 2)\", expected 2 ranks on A")
 expect_in 2 '[--resume] [--failed-node] [B] [--seconds-lost] [0]'
 verdict "10 Open MPI names [[4242,1],3] with exit code 7: host B dropped, restart on A with --resume (seconds lost 0 under skew)"
+
+# 10b. A stall under mpirun: rank 0's watchdog names the missing rank, then its MPI_Abort names rank 0.
+new_case c10b
+checkpoint "$d/run"
+script 1 6 <<'EOF'
+ringtrain: stall (exit 6) [rank 0/4 on A]:
+  'the training step's all-reduce' at step 12 has not completed after 3.0 s (run.collective_timeout_s = 3); rank 3 has not arrived
+--------------------------------------------------------------------------
+MPI_ABORT was invoked on rank 0 in communicator MPI_COMM_WORLD
+with errorcode 6.
+--------------------------------------------------------------------------
+EOF
+run_mpirun -- --set "run.dir=$d/run"
+expect_rc 0
+expect_steps 2
+[ "$(step 2)" = "mpirun 2 np=2 hosts=A" ] || why+=("restart was \"$(step 2)\", expected 2 ranks on A")
+expect_in 2 '[--resume] [--failed-node] [B]'
+verdict "10b a stall blamed on rank 3, MPI_Abort on rank 0: host B dropped, restart on A"
 
 # 11. A launch that never started (daemons unreachable, no rank named) is not a lost host.
 new_case c11
