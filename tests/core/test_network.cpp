@@ -107,6 +107,19 @@ TEST(Network, GroupsThatDoNotDivideTheChannelsOrFiltersAreRefusedNamingTheLayer)
   }
 }
 
+// Heads that do not divide the embedding width are refused naming the layer, before any backend sees the shape.
+TEST(Network, HeadsThatDoNotDivideTheEmbeddingAreRefusedNamingTheLayer) {
+  backend::CpuBackend cpu(1);
+  const LayerSpec attention = config::layer_spec("multi_head_attention", {{"heads", 3}}, "model.layers[0]");
+  try {
+    model::Network net({attention, layer("flatten"), layer("dense", 3)}, cpu, {2, 10, 5, 1}, 3);
+    FAIL() << "expected JobFileError for 3 heads of 10 channels";
+  } catch (const JobFileError& e) {
+    EXPECT_EQ(std::string(e.what()), "model.layers[0] (multi_head_attention 3 heads) cannot take input 1x10x5x1 per "
+                                     "sample: heads = 3 must divide the embedding width, its 10 input channels");
+  }
+}
+
 TEST(Network, ResidualShortcutMismatchIsExplained) {
   backend::CpuBackend cpu(1);
   LayerSpec block;

@@ -332,6 +332,22 @@ TEST(OnnxImport, AGatedForkIsSiluOrHardSwish) {
   EXPECT_NE(refusal(g.m).find("import maps a fork only as a residual block"), std::string::npos) << refusal(g.m);
 }
 
+// ONNX's own HardSwish (opset 14 on) and Gelu (opset 20 on, its exact form; the tanh approximation is refused).
+TEST(OnnxImport, HardSwishAndExactGeluOperatorsMapOntoTheirKinds) {
+  Graph g;
+  g.node("HardSwish", "hs", {"x"}, "a");
+  g.node("Gelu", "gelu", {"a"}, "y");
+  const model::ImportedModel m = model::import_onnx(g.m);
+  ASSERT_EQ(m.layers.size(), 2u);
+  EXPECT_EQ(m.layers[0].type, "hard_swish");
+  EXPECT_EQ(m.layers[1].type, "gelu");
+  io::OnnxNodeAttribute tanh;
+  tanh.name = "approximate", tanh.text = "tanh";
+  g.m.nodes[1].attributes.push_back(tanh);
+  EXPECT_NE(refusal(g.m).find("ONNX node 'gelu' (Gelu): its approximate = \"tanh\""), std::string::npos)
+      << refusal(g.m);
+}
+
 // x -> GlobalAveragePool -> Conv 1x1 -> x * Sigmoid(x) -> Conv 1x1 -> Sigmoid -> Mul(gate, x) -> y, squeeze 3 of
 // 4 channels: torchvision's SqueezeExcitation in EfficientNet as torch exports it.
 Graph squeeze_excitation_block() {

@@ -46,12 +46,12 @@ std::string silu_onnx(OnnxLayerWriter& w, const config::LayerSpec&, const std::s
   return w.graph().node("Mul", {x, w.graph().node("Sigmoid", {x})});
 }
 
-// 0.5 x (1 + erf(x / sqrt 2)): ONNX's Gelu operator needs opset 20.
+// x (1 + erf(x / sqrt 2)) 0.5 in torch's order, which gelu_chain reads back: ONNX's Gelu operator needs opset 20.
 std::string gelu_onnx(OnnxLayerWriter& w, const config::LayerSpec&, const std::string& x) {
   io::OnnxGraph& g = w.graph();
   const std::string erf = g.node("Erf", {g.node("Div", {x, scalar(w, 1.41421356237309515f)})});
-  const std::string half_x = g.node("Mul", {x, scalar(w, 0.5f)});
-  return g.node("Mul", {half_x, g.node("Add", {erf, scalar(w, 1.0f)})});
+  const std::string product = g.node("Mul", {x, g.node("Add", {erf, scalar(w, 1.0f)})});
+  return g.node("Mul", {product, scalar(w, 0.5f)});
 }
 
 // x * HardSigmoid(x) with alpha 1/6, beta 1/2 = x * relu6(x + 3) / 6: ONNX's HardSwish operator needs opset 14.
@@ -96,6 +96,14 @@ std::optional<ImportedChain> gelu_chain(const OnnxChainReader& c) {
   return ImportedChain{ImportedLayer{c.reader(div).spec("gelu")}, half.outputs.at(0)};
 }
 
+// ONNX's Gelu (opset 20 on): the exact form only; its tanh approximation is another function.
+ImportedLayer gelu_import(const OnnxNodeReader& r) {
+  if (const io::OnnxNodeAttribute* approximate = r.node().attribute("approximate");
+      approximate != nullptr && approximate->text != "none")
+    r.refuse(fmt::format("its approximate = \"{}\"; import maps only the exact (erf) GELU", approximate->text));
+  return ImportedLayer{r.spec("gelu")};
+}
+
 const LayerRegistration kSilu{{
     .keys = {.type = "silu", .help = "x * sigmoid(x) (swish), element-wise"},
     .make = maker(Activation::silu),
@@ -105,7 +113,7 @@ const LayerRegistration kGelu{{
     .keys = {.type = "gelu", .help = "x * Phi(x), the exact (erf) form, element-wise"},
     .make = maker(Activation::gelu),
     .onnx = gelu_onnx,
-    .onnx_import = {.chain = gelu_chain},
+    .onnx_import = {.ops = {"Gelu"}, .map = gelu_import, .chain = gelu_chain},
 }};
 const LayerRegistration kSigmoid{{
     .keys = {.type = "sigmoid", .help = "1 / (1 + exp(-x)), element-wise"},
@@ -117,6 +125,7 @@ const LayerRegistration kHardSwish{{
     .keys = {.type = "hard_swish", .help = "x * relu6(x + 3) / 6 (MobileNetV3), element-wise"},
     .make = maker(Activation::hard_swish),
     .onnx = hard_swish_onnx,
+    .onnx_import = {{"HardSwish"}, [](const OnnxNodeReader& r) { return ImportedLayer{r.spec("hard_swish")}; }},
 }};
 const LayerRegistration kRelu6{{
     .keys = {.type = "relu6", .help = "min(max(x, 0), 6) (MobileNetV2), element-wise"},
