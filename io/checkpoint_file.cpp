@@ -173,11 +173,10 @@ std::string why_write_failed(const std::exception& e) {
   return text;
 }
 
-// Resuming from NaN/Inf would only fail a step later as a "non-finite loss" that blames the optimizer.
-void refuse_non_finite(const std::string& name, const std::vector<float>& values) {
+// "'name' holds N non-finite (NaN/Inf) values of M", or "" when every value is finite.
+std::string non_finite_values(const std::string& name, const std::vector<float>& values) {
   const auto bad = std::count_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
-  if (bad > 0)
-    throw CheckpointError(fmt::format("'{}' holds {} non-finite (NaN/Inf) values of {}", name, bad, values.size()));
+  return bad > 0 ? fmt::format("'{}' holds {} non-finite (NaN/Inf) values of {}", name, bad, values.size()) : "";
 }
 
 // The optimizer's name and arrays; a file written before they were recorded holds SGD's "velocity".
@@ -264,13 +263,20 @@ void refuse_inconsistent(const CheckpointData& d) {
   if (!state_fits || !ema_fits || d.tensor_names.size() != d.tensor_sizes.size() || d.ranks < 1 ||
       d.states.size() != static_cast<size_t>(d.ranks * d.state_count))
     throw CheckpointError("its arrays disagree in length");
-  refuse_non_finite("params", d.params);
-  for (const NamedArray& a : d.optimizer_state) refuse_non_finite(a.name, a.values);
-  refuse_non_finite("ema_params", d.ema_params);
-  refuse_non_finite("states", d.states);
+  // Resuming from NaN/Inf would only fail a step later as a "non-finite loss" that blames the optimizer.
+  if (const std::string bad = non_finite_array(d); !bad.empty()) throw CheckpointError(bad);
 }
 
 }  // namespace
+
+std::string non_finite_array(const CheckpointData& d) {
+  std::string bad = non_finite_values("params", d.params);
+  for (const NamedArray& a : d.optimizer_state)
+    if (bad.empty()) bad = non_finite_values(a.name, a.values);
+  if (bad.empty()) bad = non_finite_values("ema_params", d.ema_params);
+  if (bad.empty()) bad = non_finite_values("states", d.states);
+  return bad;
+}
 
 std::string checkpoint_name(int64_t global_step) { return fmt::format("ckpt-s{:09}.h5", global_step); }
 

@@ -76,6 +76,10 @@ struct CheckpointData {
 // full disk the space it had and needed.
 void write_checkpoint(const std::filesystem::path& path, const CheckpointData& data);
 
+// The first array of `data` holding NaN or Inf, described ("'adam_v' holds 3 non-finite (NaN/Inf) values of 1000"),
+// or "" when every value is finite: what read_checkpoint refuses, for a writer to check before it writes.
+std::string non_finite_array(const CheckpointData& data);
+
 // Throws CheckpointError naming the file when it is missing, not HDF5, lacks a field, or an array has a chunk
 // missing or fails its checksum (naming the array); every such error says how to fall back to the checkpoint
 // before it, as `use` reaches it: --resume (and evaluate) take the newest in the folder, the other commands the file

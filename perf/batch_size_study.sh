@@ -87,7 +87,7 @@ for seed in $seeds; do
       if [ "$rc" = 0 ]; then
         touch "$run/study-done"
         echo "done   $run: ${b}x${k}x$ranks, test accuracy $acc, $(( $(date +%s) - start )) s"
-      elif [ "$rc" = 6 ] && grep -q 'non-finite training loss' "$run.log" && [ -n "$acc" ]; then
+      elif [ "$rc" = 6 ] && grep -qE 'non-finite training (loss|parameters|state)' "$run.log" && [ -n "$acc" ]; then
         # Diverged: an outcome of the study, not a failure of it. The report shows its last epoch record (and
         # fewer epochs than the budget).
         touch "$run/study-done" "$run/study-diverged"

@@ -10,7 +10,7 @@
 #
 # When a launch ends with an exit other than 0, 75 (preemption: passed on, resume by hand or by your scheduler) and the
 # input errors 2, 3, 4, 5 (they would recur), nor a run that diverged (exit 6 with ringtrain's "non-finite training
-# loss" or "parameters": it would diverge again), the failed host is rank R's: the rank mpirun names ("process rank R
+# loss", "parameters" or "state": it would diverge again), the failed host is rank R's: the rank mpirun names ("process rank R
 # ... exited on signal", a broken pipe aside), or the rank ringtrain's watchdog names for a stall (before mpirun's
 # MPI_Abort line, which names the healthy rank whose watchdog ended the job), or a rank that called MPI_Abort ("MPI_ABORT
 # was invoked on rank R") or ended with an exit code other than ringtrain's agreed 6 ("Process name: [[J,1],R]"), or
@@ -134,9 +134,9 @@ restarts=0
 launch
 while :; do
   case "$rc" in 0|2|3|4|5|75) break ;; esac
-  # A run every rank agreed diverged (exit 6, "non-finite training loss" or "parameters") would diverge again on fewer
-  # hosts.
-  if grep -qE "non-finite training (loss at epoch|parameters)" "$work/err"; then
+  # A run every rank agreed diverged (exit 6, "non-finite training loss", "parameters" or "state") would diverge again
+  # on fewer hosts.
+  if grep -qE "non-finite training (loss at epoch|parameters|state)" "$work/err"; then
     echo "elastic_mpirun: not restarting: the training diverged (exit $rc), which fewer hosts would repeat; lower" \
          "optimizer.base_lr or lengthen optimizer.warmup_epochs, then run again with --resume" >&2
     exit "$rc"

@@ -130,6 +130,15 @@ void Checkpointer::save(const Resumable& next, int64_t global_step) {
     }
     d.job_toml = run_.job.resolved_toml;
     d.versions_json = versions_json_;
+    // A state no resume could read (a step's loss finite but its optimizer state or statistics overflowed) is not
+    // written, so that no older checkpoint is rotated away for it.
+    if (const std::string bad = io::non_finite_array(d); !bad.empty())
+      throw Error(ExitCode::fault,
+                  fmt::format("non-finite training state at optimizer step {}: {} (a step's gradients overflowed "
+                              "though its loss was finite); nothing was written; last good checkpoint: {}; lower "
+                              "optimizer.base_lr, set optimizer.clip_global_norm, or train in fp32, then --resume or "
+                              "start again",
+                              global_step + 1, bad, last_));
     const dist::Watchdog::LocalWork write(&watchdog_);
     io::write_checkpoint(path, d);
     const auto kept = io::list_checkpoints(dir);

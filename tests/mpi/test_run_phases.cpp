@@ -16,6 +16,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "config/layer_types.h"
 #include "dist/world.h"
+#include "io/checkpoint_file.h"
 #include "model/network.h"
 #include "model/optimizer.h"
 #include "train/checkpointer.h"
@@ -189,6 +190,27 @@ TEST(Checkpointer, ASavedStateComesBackWhereTheRunStopped) {
               std::string::npos)
         << e.what();
   }
+
+  // An optimizer state a step left non-finite (Adam's v overflowing while the update and the loss stay finite) is
+  // not written: no resume could read it, and the rotation would delete an older, good checkpoint for it.
+  model::OptimizerState overflowed = moments;
+  overflowed.arrays[1].values[2] = std::numeric_limits<float>::infinity();
+  saved_optimizer->load_state(overflowed);
+  const size_t before = world().is_root() ? io::list_checkpoints(dir / "checkpoints").size() : 0;
+  try {
+    checkpointer.save({1, 3, 30.0, 1200, train::Totals{}, train::GradNormStats{}, 0, 12}, 10);
+    ADD_FAILURE() << "a non-finite optimizer state was written";
+  } catch (const AgreedError& e) {
+    EXPECT_EQ(e.code(), ExitCode::fault);
+    EXPECT_NE(std::string(e.what()).find("non-finite training state at optimizer step 11: 'adam_v' holds 1 "
+                                         "non-finite (NaN/Inf) values of"),
+              std::string::npos)
+        << e.what();
+  }
+  if (world().is_root()) {
+    EXPECT_EQ(io::list_checkpoints(dir / "checkpoints").size(), before);
+  }
+  saved_optimizer->load_state(moments);
 
   // The same checkpoint under another optimizer: refused on every rank, naming both.
   config::JobConfig lars_job = job;

@@ -31,7 +31,9 @@
 #             one just written, so the step count's restart below the old names loses nothing
 #   model     resume with another model: exit 5 naming the first mismatch, checkpoint untouched
 #   nockpt    --resume with no checkpoint: exit 5 on every rank, naming run.dir
-#   nonfinite a diverging learning rate: exit 6 on every rank naming the step and the last good checkpoint
+#   nonfinite a diverging learning rate: exit 6 on every rank naming the step and the last good checkpoint, whichever
+#             went non-finite first (the loss, the parameters, or the state a checkpoint would hold: then none is
+#             written), and the last good checkpoint named is one a resume can read
 #   kill      SIGKILL of one rank: the job ends non-zero by itself
 #   stall     SIGSTOP of one rank: the watchdog ends the job, naming the rank, and rank 0 has written its trace
 #             (run.trace) of the steps before the hang
@@ -431,9 +433,10 @@ if [[ " $cases " == *" nonfinite "* ]]; then
   train "$job" "${common[@]}" --set run.dir="$work/nan" --set optimizer.base_lr=1000 --set optimizer.warmup_epochs=0 \
     --set run.checkpoint_every_steps=1 >"$work/nan.log" 2>&1
   rc=$?
-  n=$(seen "$work/nan.log" "non-finite training loss at epoch")
-  if [ "$rc" = 6 ] && [ "$n" = 2 ] && grep -q "last good checkpoint: $work/nan/checkpoints/ckpt-s" "$work/nan.log"; then
-    ok "nonfinite: exit 6 on both ranks: $(grep -o 'non-finite training loss at epoch [0-9]* step [0-9]*' "$work/nan.log" | head -1)"
+  n=$(grep -cE "non-finite training (loss at epoch|parameters|state)" "$work/nan.log")
+  good=$(grep -oE "last good checkpoint: $work/nan/checkpoints/ckpt-s[0-9]+\.h5" "$work/nan.log" | head -1 | cut -d' ' -f4)
+  if [ "$rc" = 6 ] && [ "$n" = 2 ] && [ -n "$good" ] && "$bin" inspect "$good" >/dev/null 2>&1; then
+    ok "nonfinite: exit 6 on both ranks: $(grep -oE 'non-finite training (loss at epoch [0-9]* step [0-9]*|parameters [^:]*|state [^:]*)' "$work/nan.log" | head -1); $good reads"
   else
     fail "nonfinite: exit $rc, seen $n: $(grep -A1 'error' "$work/nan.log" | head -4)"
   fi
