@@ -201,9 +201,8 @@ void read_position(hid_t file, CheckpointData& d, bool crc) {
 }
 
 // The optional arrays of a run inside an epoch and of fp16: the interrupted epoch's training totals and its steps'
-// gradient norms and skips, the loss scale
-// with its counts (two or three values from an older ringtrain, which counted no skipped steps, or none in a row;
-// more from a newer one); the optimizer's updates.
+// gradient norms and skips, the loss scale with its counts (two or three values from an older ringtrain, which
+// counted no skipped steps, or none in a row; more from a newer one); the optimizer's updates.
 void read_run_totals(hid_t file, CheckpointData& d, bool crc) {
   if (H5_CHECK(H5Lexists(file, "epoch_train", H5P_DEFAULT)) > 0) {
     const auto so_far = read_array<double>(file, "epoch_train", crc);
@@ -270,12 +269,11 @@ void refuse_inconsistent(const CheckpointData& d) {
 }  // namespace
 
 std::string non_finite_array(const CheckpointData& d) {
-  std::string bad = non_finite_values("params", d.params);
+  if (std::string bad = non_finite_values("params", d.params); !bad.empty()) return bad;
   for (const NamedArray& a : d.optimizer_state)
-    if (bad.empty()) bad = non_finite_values(a.name, a.values);
-  if (bad.empty()) bad = non_finite_values("ema_params", d.ema_params);
-  if (bad.empty()) bad = non_finite_values("states", d.states);
-  return bad;
+    if (std::string bad = non_finite_values(a.name, a.values); !bad.empty()) return bad;
+  if (std::string bad = non_finite_values("ema_params", d.ema_params); !bad.empty()) return bad;
+  return non_finite_values("states", d.states);
 }
 
 std::string checkpoint_name(int64_t global_step) { return fmt::format("ckpt-s{:09}.h5", global_step); }
