@@ -13,6 +13,7 @@
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/batchnorm.h"
 #include "kernels/cpu/denormals.h"
+#include "kernels/cpu/dense.h"
 #include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/stored_elementwise.h"
@@ -325,6 +326,9 @@ void CpuBackend::conv2d_backward(const model::Conv2dShape& s, const void* x_stor
 void CpuBackend::dense_forward(const model::DenseShape& s, const void* x_data, const float* w, const float* bias,
                                void* y_data) {
   if (s.batch <= 0) return;
+  if (fp32_beside_16_bit(s.data))
+    return kc::dense_forward(s.batch, s.in, s.out, static_cast<const float*>(x_data), w, bias,
+                             static_cast<float*>(y_data));
   const kernels::Elements xe{int64_t{s.batch} * s.in, s.data}, ye{int64_t{s.batch} * s.out, s.data};
   if (dnnl_.takes_stored(s.data))
     return dnnl_.dense_forward(s, rounded_activation(0, xe, x_data), rounded_.operand(1, s.weight_elements(), w),
@@ -337,6 +341,9 @@ void CpuBackend::dense_forward(const model::DenseShape& s, const void* x_data, c
 void CpuBackend::dense_backward(const model::DenseShape& s, const void* x_data, const float* w, const void* dy_data,
                                 void* dx_data, float* dw, float* dbias) {
   if (s.batch <= 0) return;
+  if (fp32_beside_16_bit(s.data))
+    return kc::dense_backward(s.batch, s.in, s.out, static_cast<const float*>(x_data), w,
+                              static_cast<const float*>(dy_data), static_cast<float*>(dx_data), dw, dbias);
   const kernels::Elements xe{int64_t{s.batch} * s.in, s.data}, ye{int64_t{s.batch} * s.out, s.data};
   w = rounded_.operand(1, s.weight_elements(), w);
   if (dnnl_.takes_stored(s.data))
