@@ -1,7 +1,8 @@
 // Proves how the CPU twin's activation layout is chosen and used (run.cpu_layout): under auto, NHWC only for a model
 // of which no layer would run between reorders (batch norm, grouped convolutions) and whose products run in bf16 on
 // oneDNN; the key's nchw and nhwc as asked. With NHWC stored and native convolutions, oneDNN convolutions read the
-// tensors as stored and pointwise ones run as matrix products over the positions; staged, neither (test_layers'
+// tensors as stored and pointwise ones run as matrix products over the positions; staged, neither; patch
+// embeddings run as matrix products over their patches wherever NHWC is stored (test_layers'
 // cpu_nhwc_native and cpu_bf16_nhwc_native cases check the numbers of both routes against the double reference).
 #include <gtest/gtest.h>
 
@@ -73,6 +74,8 @@ TEST(CpuLayout, NativeNhwcConvolutionsRunOnOneDnnAsStored) {
   spatial.kernel_h = spatial.kernel_w = 3, spatial.padding = 1;
   model::Conv2dShape few_channels = spatial;
   few_channels.in_channels = 3;
+  model::Conv2dShape patches = few_channels;
+  patches.in_h = patches.in_w = 8, patches.kernel_h = patches.kernel_w = patches.stride = 4, patches.padding = 0;
 
   backend::CpuBackend native(1), staged(1);
   native.store_nhwc(true, backend::CpuBackend::NhwcConvolutions::native);
@@ -83,6 +86,10 @@ TEST(CpuLayout, NativeNhwcConvolutionsRunOnOneDnnAsStored) {
       << "few input channels stay on im2col, between reorders";
   for (const auto& s : {pointwise, spatial})
     EXPECT_EQ(staged.conv2d_method(s).find("NHWC"), std::string::npos) << staged.conv2d_method(s);
+  for (auto* cpu : {&native, &staged})
+    EXPECT_EQ(cpu->conv2d_method(patches), "oneDNN matmul over the NHWC patches") << "stored NHWC, either way";
+  backend::CpuBackend nchw(1);
+  EXPECT_EQ(nchw.conv2d_method(patches).find("patches"), std::string::npos) << nchw.conv2d_method(patches);
   EXPECT_EQ(native.conv2d_output_block(spatial), 1) << "NHWC is the layout between layers, never a channel block";
 }
 

@@ -618,6 +618,16 @@ TEST_P(LayerTest, ConvManyChannels) { check(conv(32, 5, 1, 2, false), {8, 16, 14
 // channel counts that oneDNN's 16-wide blocked layouts must pad.
 TEST_P(LayerTest, ConvManyChannelsWithBias) { check(conv(24, 3, 1, 1, true), {4, 16, 9, 9}, {kConv, kConv, true}); }
 TEST_P(LayerTest, ConvManyChannelsStride2Odd) { check(conv(16, 3, 2, 1, false), {3, 32, 9, 9}, {kConv, kConv, true}); }
+// Patch embeddings (stride = kernel, no padding: ViT's, ConvNeXt's stem and downsamplers), which the CPU twin runs on
+// NHWC as a dense product over the patches (kernels/cpu/patches.h): few and many channels, and a plane the patches
+// do not tile, whose last row and column get no gradient.
+TEST_P(LayerTest, ConvPatchEmbeddingWithBias) { check(conv(8, 4, 4, 0, true), {3, 3, 8, 12}, {kConv, kConv, true}); }
+TEST_P(LayerTest, ConvPatchEmbeddingManyChannels) {
+  check(conv(24, 2, 2, 0, false), {2, 32, 6, 6}, {kConv, kConv, true});
+}
+TEST_P(LayerTest, ConvPatchEmbeddingUntiledPlane) {
+  check(conv(6, 2, 2, 0, true), {2, 5, 7, 9}, {kConv, kConv, true});
+}
 TEST_P(LayerTest, Conv1x1ManyChannels) { check(conv(64, 1, 1, 0, false), {2, 32, 7, 7}, {kConv, kConv, true}); }
 TEST_P(LayerTest, ConvPaddedChannelBlocks) { check(conv(20, 3, 1, 1, true), {2, 20, 6, 6}, {kConv, kConv, true}); }
 // Grouped convolutions (groups = G, PyTorch's): each filter reads the C/G channels of its group; depthwise is G = C.

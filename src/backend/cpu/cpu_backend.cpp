@@ -23,6 +23,7 @@
 #include "kernels/cpu/lamb.h"
 #include "kernels/cpu/lars.h"
 #include "kernels/cpu/layer_norm.h"
+#include "kernels/cpu/patches.h"
 #include "kernels/cpu/pixel_norm.h"
 #include "kernels/cpu/plane_scale.h"
 #include "kernels/cpu/pooling.h"
@@ -118,7 +119,7 @@ std::unique_ptr<model::DeviceClock> CpuBackend::make_clock(int capacity) { retur
 
 std::size_t CpuBackend::working_bytes() const {
   return conv_workspace_.bytes() + batchnorm_workspace_.bytes() + attention_workspace_.bytes() + dnnl_.working_bytes() + rounded_.bytes() +
-         views_.bytes() + nhwc_.bytes();
+         views_.bytes() + nhwc_.bytes() + patches_.capacity() + patch_gradients_.capacity();
 }
 
 void CpuBackend::zero(void* y, std::size_t bytes) {
@@ -226,7 +227,21 @@ bool CpuBackend::pointwise(const model::Conv2dShape& s) {
 model::DenseShape CpuBackend::pointwise_dense(const model::Conv2dShape& s) {
   return {s.batch * s.in_h * s.in_w, s.in_channels, s.filters, s.data};
 }
+// NHWC images' patches are the rows of a dense product (kernels/cpu/patches.h): oneDNN's convolutions of three
+// input channels with a 16x16 kernel of stride 16 took 7 ms for ViT-S/16's filter gradient at 64x64, batch 32,
+// where its matmul takes the same product over the patches in a fraction of that (perf/results/2026-12-01-vit-patches-cpu.md).
+bool CpuBackend::on_patches(const model::Conv2dShape& s) const {
+  return nhwc_.enabled() && s.batch > 0 && kc::conv2d_is_patchwise(s);
+}
+void* CpuBackend::patch_buffer(std::vector<std::byte>& buffer, const model::Conv2dShape& s) {
+  const kernels::DenseShape product = kc::conv2d_patch_product(s);
+  const std::size_t bytes = static_cast<std::size_t>(product.batch) * static_cast<std::size_t>(product.in) *
+                            kernels::element_bytes(s.data);
+  if (buffer.size() < bytes) buffer.resize(bytes);
+  return buffer.data();
+}
 model::ScratchBytes CpuBackend::conv2d_prepare(const model::Conv2dShape& s) {
+  if (on_patches(s)) return {};
   const auto native = on_dnnl_nhwc(s);
   if (native && pointwise(s)) return {};
   dnnl_.conv2d_prepare(native ? *native : s);
@@ -254,6 +269,7 @@ int CpuBackend::conv2d_input_block(const model::Conv2dShape& s) {
   return on_dnnl(s) && !nhwc_.enabled() ? dnnl_.conv2d_input_block(s) : 1;
 }
 std::string CpuBackend::conv2d_method(const model::Conv2dShape& s) {
+  if (on_patches(s)) return "oneDNN matmul over the NHWC patches";
   if (const auto native = on_dnnl_nhwc(s))
     return pointwise(s) ? "oneDNN matmul over the NHWC positions"
                         : "oneDNN on NHWC " + dnnl_.conv2d_implementation(*native);
@@ -278,6 +294,10 @@ const float* CpuBackend::fp32_operand(int slot, int view_slot, kernels::Elements
 // products read that type (bf16 on bf16 operands); otherwise oneDNN gets fp32 views.
 void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const void* x_stored, const float* w, const float* bias,
                                 void* y_stored, model::Scratch) {
+  if (on_patches(s)) {
+    kc::gather_patches(s, x_stored, patch_buffer(patches_, s));
+    return dense_forward(kc::conv2d_patch_product(s), patches_.data(), w, bias, y_stored);
+  }
   if (const auto native = on_dnnl_nhwc(s)) {
     if (pointwise(s)) return dense_forward(pointwise_dense(s), x_stored, w, bias, y_stored);
     return dnnl_.conv2d_forward(*native, rounded_activation(0, input_elements(s), x_stored),
@@ -296,6 +316,13 @@ void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const void* x_store
 }
 void CpuBackend::conv2d_backward(const model::Conv2dShape& s, const void* x_stored, const void* dy_stored,
                                  const float* w, void* dx_stored, float* dw, float* dbias, model::Scratch) {
+  if (on_patches(s)) {
+    kc::gather_patches(s, x_stored, patch_buffer(patches_, s));
+    void* const dpatches = dx_stored ? patch_buffer(patch_gradients_, s) : nullptr;
+    dense_backward(kc::conv2d_patch_product(s), patches_.data(), w, dy_stored, dpatches, dw, dbias);
+    if (dx_stored) kc::scatter_patches(s, dpatches, dx_stored);
+    return;
+  }
   if (const auto native = on_dnnl_nhwc(s)) {
     if (pointwise(s)) return dense_backward(pointwise_dense(s), x_stored, w, dy_stored, dx_stored, dw, dbias);
     return dnnl_.conv2d_backward(*native, rounded_activation(0, input_elements(s), x_stored),

@@ -5,6 +5,7 @@
 // oneDNN's bf16 kernels, or fp32 products of operands rounded to fp16 or bf16 (backend/cpu/rounded_operands.h).
 #pragma once
 #include <array>
+#include <cstddef>
 #include <optional>
 #include <vector>
 
@@ -164,6 +165,10 @@ class CpuBackend : public model::Backend {
   // 1x1, stride-1, unpadded, ungrouped convolution: the same numbers as oneDNN's matmul), and that product's shape.
   static bool pointwise(const model::Conv2dShape& s);
   static model::DenseShape pointwise_dense(const model::Conv2dShape& s);
+  // Whether s runs as the dense product over its patches (stored NHWC, stride = kernel, no padding).
+  bool on_patches(const model::Conv2dShape& s) const;
+  // `buffer`, grown to hold s's patch rows.
+  static void* patch_buffer(std::vector<std::byte>& buffer, const model::Conv2dShape& s);
   const void* rounded_activation(int slot, kernels::Elements x, const void* data);
   const float* fp32_operand(int slot, int view_slot, kernels::Elements x, const void* data);
   // A product a layer asks in fp32 while the network computes in bf16 or fp16 (squeeze-and-excitation's, whose
@@ -187,6 +192,7 @@ class CpuBackend : public model::Backend {
   Fp32Views views_;
   NhwcStaging nhwc_;
   bool native_nhwc_ = false;  // see NhwcConvolutions
+  std::vector<std::byte> patches_, patch_gradients_;  // on_patches' patch rows of x and of dx, in the stored type
 };
 
 }  // namespace ringtrain::backend
