@@ -231,7 +231,7 @@ model::DenseShape CpuBackend::pointwise_dense(const model::Conv2dShape& s) {
 // input channels with a 16x16 kernel of stride 16 took 7 ms for ViT-S/16's filter gradient at 64x64, batch 32,
 // where its matmul takes the same product over the patches in a fraction of that (perf/results/2026-12-01-vit-patches-cpu.md).
 bool CpuBackend::on_patches(const model::Conv2dShape& s) const {
-  return nhwc_.enabled() && s.batch > 0 && kc::conv2d_is_patchwise(s);
+  return native_nhwc_ && dnnl_.takes_stored(s.data) && s.batch > 0 && kc::conv2d_is_patchwise(s);
 }
 void* CpuBackend::patch_buffer(std::vector<std::byte>& buffer, const model::Conv2dShape& s) {
   const kernels::DenseShape product = kc::conv2d_patch_product(s);

@@ -165,7 +165,8 @@ class CpuBackend : public model::Backend {
   // 1x1, stride-1, unpadded, ungrouped convolution: the same numbers as oneDNN's matmul), and that product's shape.
   static bool pointwise(const model::Conv2dShape& s);
   static model::DenseShape pointwise_dense(const model::Conv2dShape& s);
-  // Whether s runs as the dense product over its patches (stored NHWC, stride = kernel, no padding).
+  // Whether s runs as the dense product over its patches (native NHWC, as on_dnnl_nhwc; stride = kernel, no
+  // padding).
   bool on_patches(const model::Conv2dShape& s) const;
   // `buffer`, grown to hold s's patch rows.
   static void* patch_buffer(std::vector<std::byte>& buffer, const model::Conv2dShape& s);
