@@ -24,8 +24,9 @@ using detail::JpegFailure;
 enum class JpegResult { decoded, failed, too_large };
 
 // Decodes into `out`, sized once the header is read and found within kMaxImagePixels (before libjpeg allocates
-// anything of the image's size); `failure.message` says why when it fails.
-JpegResult decode_jpeg_into(std::span<const uint8_t> data, DecodedImage& out, JpegFailure& failure) {
+// anything of the image's size); `failure.message` says why when it fails. `gray`: one channel, the JPEG's own luma
+// (libjpeg's JCS_GRAYSCALE, as the loader's windows and nvJPEG's Y plane), where it has one (not CMYK/YCCK).
+JpegResult decode_jpeg_into(std::span<const uint8_t> data, bool gray, DecodedImage& out, JpegFailure& failure) {
   jpeg_decompress_struct info{};
   detail::route_jpeg_errors(info.err, failure);
   if (setjmp(failure.jump)) {
@@ -43,7 +44,7 @@ JpegResult decode_jpeg_into(std::span<const uint8_t> data, DecodedImage& out, Jp
     return JpegResult::too_large;
   }
   // libjpeg converts YCbCr and gray to RGB itself, but not CMYK/YCCK ("Unsupported color conversion request").
-  if (info.num_components != 1) info.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
+  if (info.num_components != 1) info.out_color_space = cmyk ? JCS_CMYK : gray ? JCS_GRAYSCALE : JCS_RGB;
   jpeg_start_decompress(&info);
   out.channels = cmyk ? 3 : info.output_components;
   out.pixels.resize(static_cast<std::size_t>(info.output_width) * info.output_height *
@@ -102,7 +103,7 @@ std::vector<uint8_t> read_image_file(const fs::path& file) {
 
 DecodedImage decode_image(const fs::path& file) { return decode_image_bytes(file, read_image_file(file)); }
 
-DecodedImage decode_image_bytes(const fs::path& file, std::span<const uint8_t> data) {
+DecodedImage decode_image_bytes(const fs::path& file, std::span<const uint8_t> data, int channels) {
   if (data.size() >= 8 && std::memcmp(data.data(), "\x89PNG\r\n\x1a\n", 8) == 0) {
     DecodedImage out = detail::decode_png_bytes(file, data);
     return out.channels == 2 ? convert_channels(std::move(out), 1) : out;  // gray + alpha: alpha dropped
@@ -110,7 +111,7 @@ DecodedImage decode_image_bytes(const fs::path& file, std::span<const uint8_t> d
   if (is_jpeg(data)) {
     DecodedImage out;
     JpegFailure failure{};
-    const JpegResult result = decode_jpeg_into(data, out, failure);
+    const JpegResult result = decode_jpeg_into(data, channels == 1, out, failure);
     if (result == JpegResult::too_large)
       refuse_oversized_image(file, "JPEG", static_cast<uint64_t>(out.width), static_cast<uint64_t>(out.height), 3);
     if (result != JpegResult::decoded)

@@ -31,9 +31,11 @@ inline constexpr uint64_t kMaxImageFileBytes = uint64_t{1} << 30;
 DecodedImage decode_image(const std::filesystem::path& file);
 
 // The same in two steps, for callers that keep the bytes: a regular file of at most kMaxImageFileBytes read whole,
-// then decoded (`file` only names it in messages).
+// then decoded (`file` only names it in messages). `channels` = 1 asks a colour JPEG for its own luma channel (Y,
+// as the loader's windows and nvJPEG decode it) where it has one; else, and for PNG, the image's own channels, which
+// convert_channels then brings to the count wanted.
 std::vector<uint8_t> read_image_file(const std::filesystem::path& file);
-DecodedImage decode_image_bytes(const std::filesystem::path& file, std::span<const uint8_t> data);
+DecodedImage decode_image_bytes(const std::filesystem::path& file, std::span<const uint8_t> data, int channels = 0);
 
 // JPEG by its first bytes (FF D8 FF).
 inline bool is_jpeg(std::span<const uint8_t> data) {

@@ -315,6 +315,29 @@ TEST_F(JpegBatches, DecodedOnTheDeviceEqualsDecodedByTheLoader) {
     EXPECT_EQ(std::memcmp(loader[b].data(), device[b].data(), loader[b].size() * sizeof(float)), 0) << "batch " << b;
 }
 
+// A one-channel dataset of colour photos: the loader decodes each JPEG's own luma (Y), as nvJPEG's Y plane is; the
+// device's decode (the CPU twin here) gives the same bits, not luma computed again from the rounded RGB.
+TEST_F(JpegBatches, DecodedOnTheDeviceInGrayEqualsDecodedByTheLoader) {
+  meta_ = io::testing::test_meta({1, 32, 32}, 3);
+  meta_.storage = io::SampleStorage::jpeg;
+  meta_.mean = {117.5f};
+  meta_.stddev = {59.0f};
+  // Saturated colours, whose RGB clips when decoded, so luma computed from it is not the JPEG's Y.
+  for (std::size_t i = 0; i < photos_.size(); ++i) {
+    io::testing::TestPixels pixels = io::testing::photo_like(photos_[i].height, photos_[i].width, 3, static_cast<int>(i));
+    for (std::size_t v = 0; v < pixels.values.size(); v += 3) {
+      pixels.values[v] = static_cast<uint8_t>(v / 3 % 2 ? 255 : pixels.values[v]);
+      pixels.values[v + 2] = static_cast<uint8_t>(v / 3 % 5 ? 0 : 255);
+    }
+    photos_[i].jpeg = io::testing::encode_test_jpeg(pixels, 85);
+  }
+  write(photos_);
+  const auto loader = inputs(false), device = inputs(true);
+  ASSERT_EQ(loader.size(), device.size());
+  for (std::size_t b = 0; b < loader.size(); ++b)
+    EXPECT_EQ(std::memcmp(loader[b].data(), device[b].data(), loader[b].size() * sizeof(float)), 0) << "batch " << b;
+}
+
 // data.decode_regions through the loader: photos in the region layout are handed over as their crops' regions (fewer
 // pixels than the photos'), and the network input is the loader's own decoding's within one level of a pixel.
 TEST_F(JpegBatches, WithDecodeRegionsTheDeviceIsHandedRegionsAndMakesTheLoadersInput) {
@@ -344,7 +367,7 @@ TEST_F(JpegBatches, AJpegTheDeviceCannotDecodeIsNamedByShardAndSample) {
   } catch (const DataError& e) {
     const std::string what = e.what();
     for (const char* part : {"shard-00001-of-00004.h5", "sample 2", "does not decode on the device",
-                             "data.decode = cpu"})
+                             "prepare images` with --overwrite"})
       EXPECT_NE(what.find(part), std::string::npos) << part << " not in: " << what;
   }
 }

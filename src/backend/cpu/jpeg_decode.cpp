@@ -17,7 +17,7 @@ namespace {
 io::DecodedImage decode_photo(const kernels::JpegCrop& sample, int index, int channels) {
   io::DecodedImage image;
   try {
-    image = io::convert_channels(io::decode_image_bytes({}, sample.jpeg), channels);
+    image = io::convert_channels(io::decode_image_bytes({}, sample.jpeg, channels), channels);
   } catch (const DataError& e) {
     throw kernels::UndecodableJpeg(index, e.what());
   }

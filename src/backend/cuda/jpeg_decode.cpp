@@ -24,7 +24,7 @@ namespace ringtrain::backend {
 namespace {
 
 void host_decode(std::span<const uint8_t> jpeg, int channels, kernels::cuda::HostPixels& out) {
-  io::DecodedImage image = io::convert_channels(io::decode_image_bytes({}, jpeg), channels);
+  io::DecodedImage image = io::convert_channels(io::decode_image_bytes({}, jpeg, channels), channels);
   out.pixels = std::move(image.pixels);
   out.rows = image.height;
   out.columns = image.width;
