@@ -251,7 +251,8 @@ void JpegBatchDecoder::Impl::plan_sample(int index, const JpegCrop& sample) {
   if (sample.jpeg.empty()) throw UndecodableJpeg(index, "no bytes");
   nvjpegJpegStream_t read = header.get();
   const nvjpegStatus_t status = nvjpegJpegStreamParseHeader(handle.get(), sample.jpeg.data(), sample.jpeg.size(), read);
-  if (status == NVJPEG_STATUS_JPEG_NOT_SUPPORTED) return plan_host(index, sample, "nvJPEG does not support it");
+  if (data_error(status) && options.host_decode)
+    return plan_host(index, sample, "nvJPEG refused its header: " + nvjpeg_status_text(status));
   refuse_sample(index, status, "nvjpegJpegStreamParseHeader", __FILE__, __LINE__);
   unsigned width = 0, height = 0, components = 0;
   NVJPEG_CHECK(nvjpegJpegStreamGetFrameDimensions(read, &width, &height));
@@ -329,12 +330,19 @@ void JpegBatchDecoder::Impl::decode_batched(std::span<const JpegCrop> samples) {
   }
   routes.batched = static_cast<int>(batch_index.size());
   if (batch_index.empty()) return;
+  const char* call = "nvjpegDecodeBatchedInitialize";
   nvjpegStatus_t status = nvjpegDecodeBatchedInitialize(handle.get(), batched_state.get(), routes.batched, 1,
                                                         output_format(channels));
-  if (status == NVJPEG_STATUS_SUCCESS)
+  if (status == NVJPEG_STATUS_SUCCESS) {
+    call = "nvjpegDecodeBatched";
     status = nvjpegDecodeBatched(handle.get(), batched_state.get(), batch_data.data(), batch_lengths.data(),
                                  batch_out.data(), stream);
+  }
   if (status == NVJPEG_STATUS_SUCCESS) return;
+  // A fault of the library or of our use of it (allocation, execution, a parameter) is no sample's: it stops here,
+  // named, rather than sending every later batch one by one, slower and without a trace.
+  if (!data_error(status) && status != NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED)
+    nvjpeg_failed(status, call, __FILE__, __LINE__);
   // The batched call says only that the batch failed: its samples go one by one, which makes those that decode and
   // names the first that does not.
   routes.retried = routes.batched;
@@ -355,14 +363,14 @@ void JpegBatchDecoder::Impl::decode_one(int index, const JpegCrop& sample) {
   nvjpegJpegStream_t stream_parsed = parsed[next].get();
   const nvjpegStatus_t status = nvjpegJpegStreamParse(handle.get(), sample.jpeg.data(), sample.jpeg.size(), 0, 0,
                                                       stream_parsed);
-  if (status == NVJPEG_STATUS_JPEG_NOT_SUPPORTED && options.host_decode) return decode_and_upload_on_host(index, sample);
+  if (data_error(status) && options.host_decode) return decode_and_upload_on_host(index, sample);
   refuse_sample(index, status, "nvjpegJpegStreamParse", __FILE__, __LINE__);
   NVJPEG_CHECK(nvjpegDecodeParamsSetOutputFormat(params.get(), output_format(channels)));
   NVJPEG_CHECK(nvjpegStateAttachPinnedBuffer(decoupled_state.get(), pinned[next].get()));
   // The parse may pass what the host phase then finds it cannot decode: the CPU twin takes that image too.
   const nvjpegStatus_t host = nvjpegDecodeJpegHost(handle.get(), decoupled.get(), decoupled_state.get(), params.get(),
                                                    stream_parsed);
-  if (host == NVJPEG_STATUS_JPEG_NOT_SUPPORTED && options.host_decode) return decode_and_upload_on_host(index, sample);
+  if (data_error(host) && options.host_decode) return decode_and_upload_on_host(index, sample);
   refuse_sample(index, host, "nvjpegDecodeJpegHost", __FILE__, __LINE__);
   CUDA_CHECK(cudaStreamSynchronize(stream));
   RT_NVJPEG_SAMPLE(index, nvjpegDecodeJpegTransferToDevice(handle.get(), decoupled.get(), decoupled_state.get(),

@@ -37,7 +37,9 @@ using HostJpegDecode = std::function<void(std::span<const uint8_t> jpeg, int cha
 
 struct JpegDecoderOptions {
   bool allow_hardware = true;  // false: the CUDA backend even on a GPU with a JPEG engine (tests, comparisons)
-  HostJpegDecode host_decode;  // CMYK/YCCK JPEGs and those nvJPEG does not support; empty: those are refused
+  // CMYK/YCCK JPEGs and those nvJPEG refuses (unsupported, or judged corrupt where libjpeg may still decode them);
+  // empty: those are refused
+  HostJpegDecode host_decode;
 };
 
 // How the last batch's samples were decoded.

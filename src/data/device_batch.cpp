@@ -82,8 +82,11 @@ void decode_naming_sample(const HostBatch& host, const std::function<void()>& de
     decode();
   } catch (const kernels::UndecodableJpeg& e) {
     const int64_t where = host.samples[static_cast<size_t>(e.index())];
-    throw DataError(fmt::format("{} does not decode on the device ({}); set data.decode = cpu to decode it with "
-                                "libjpeg-turbo, or re-run `ringtrain prepare images` with --overwrite",
+    // The device's decoder hands what nvJPEG refuses to libjpeg-turbo, as data.decode = cpu decodes: a sample
+    // refused here would be refused there too, so the fix is the data.
+    throw DataError(fmt::format("{} does not decode on the device ({}): its bytes are no JPEG libjpeg-turbo reads "
+                                "either, or not of the size its shard records; re-run `ringtrain prepare images` "
+                                "with --overwrite",
                                 host.reader->sample_place(where), e.what()));
   }
 }

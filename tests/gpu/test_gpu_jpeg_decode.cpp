@@ -1,14 +1,15 @@
 // Tests of the GPU JPEG decoder (kernels/cuda/jpeg_batch_decoder.h) against the CPU path on the same JPEGs: libjpeg's
 // full decode (io::decode_image_bytes, brought to the sample's channels) and the CPU crop
 // (kernels::cpu::averaged_crop_resample: block means where a crop shrinks by 2 or more, as the device's) with the same
-// windows and flips. Baseline, progressive, gray and CMYK JPEGs of several sizes in one batch, on the
-// hardware engine where the GPU has one and on the CUDA backend; then a corrupt JPEG named by its index, and the
+// windows and flips. Baseline, progressive, gray and CMYK JPEGs of several sizes in one batch, as encoded and in the
+// region layout prepare stores, on the hardware engine where the GPU has one and on the CUDA backend; then a corrupt JPEG named by its index, and the
 // decoder still working after it; and the CUDA backend's decode_jpegs and its JPEG slots driven from a second thread
 // (data.decode = gpu, as training decodes ahead) against the CPU twin's. The error messages alone need no device.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "data/augment.h"
 #include "gpu_test_support.h"
 #include "io/image_decode.h"
+#include "io/jpeg_encode.h"
 #include "kernels/cpu/crop_resample.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/jpeg_batch_decoder.h"
@@ -60,9 +62,10 @@ std::vector<TestJpeg> test_jpegs() {
   return jpegs;
 }
 
-// The CPU's pixels: libjpeg's whole image (CMYK converted to RGB) brought to `channels`.
+// The CPU's pixels: libjpeg's whole image (CMYK converted to RGB; one channel: a colour JPEG's own luma, as nvJPEG's
+// Y plane) brought to `channels`.
 io::DecodedImage cpu_pixels(std::span<const uint8_t> jpeg, int channels) {
-  return io::convert_channels(io::decode_image_bytes("test.jpg", jpeg), channels);
+  return io::convert_channels(io::decode_image_bytes("test.jpg", jpeg, channels), channels);
 }
 
 // The host decoder the GPU decoder is given for what nvJPEG leaves (CMYK): the CPU's own.
@@ -115,8 +118,18 @@ class CudaJpegDecoder : public GpuSuite {
     return host;
   }
 
-  void expect_close_to_cpu(bool allow_hardware, int channels) {
-    const std::vector<TestJpeg> jpegs = test_jpegs();
+  // `region_layout`: each JPEG prepare rewrites as it stores photos (restart markers every 1-4 MCUs,
+  // io::in_region_layout) in that form, as training hands them over. A clean batch never goes one by one.
+  void expect_close_to_cpu(bool allow_hardware, int channels, bool region_layout = false) {
+    std::vector<TestJpeg> jpegs = test_jpegs();
+    int rewritten = 0;
+    for (TestJpeg& jpeg : jpegs)
+      if (region_layout)
+        if (std::optional<std::vector<uint8_t>> bytes = io::in_region_layout(jpeg.bytes)) {
+          jpeg.bytes = std::move(*bytes);
+          ++rewritten;
+        }
+    EXPECT_TRUE(!region_layout || rewritten >= 4) << rewritten << " JPEGs rewritten into the region layout";
     const std::vector<JpegCrop> crops = crops_of(jpegs);
     const kernels::cpu::SampleExtent extent{channels, 56, 72};
     JpegBatchDecoder decoder(cuda().stream(), {allow_hardware, host_decode});
@@ -127,6 +140,7 @@ class CudaJpegDecoder : public GpuSuite {
               << routes.host << " on the host\n";
     EXPECT_TRUE(allow_hardware || !decoder.hardware()) << decoder.backend();
     EXPECT_EQ(routes.host, 2) << "the CMYK JPEG, twice, through the host decoder";
+    EXPECT_EQ(routes.retried, 0) << "a batch of JPEGs nvJPEG decodes went one by one";
     const std::size_t sample = got.size() / crops.size();
     for (std::size_t i = 0; i < crops.size(); ++i) {
       const TestJpeg& jpeg = jpegs[i % jpegs.size()];
@@ -146,6 +160,10 @@ TEST_F(CudaJpegDecoder, LumaSamplesAreCloseToTheCpuPath) { expect_close_to_cpu(t
 TEST_F(CudaJpegDecoder, CudaBackendSamplesAreCloseToTheCpuPath) {
   expect_close_to_cpu(false, 3);
   expect_close_to_cpu(false, 1);
+}
+TEST_F(CudaJpegDecoder, RegionLayoutSamplesAreCloseToTheCpuPath) {
+  expect_close_to_cpu(true, 3, true);
+  expect_close_to_cpu(false, 3, true);
 }
 
 // The CUDA backend's decode_jpegs (the decoder on its own stream, two slots in turn) against the CPU twin's on the
