@@ -42,8 +42,8 @@ __global__ void softmax_rows_kernel(SquareRows scores, const float* s, SquareRow
   float sum = 0;
   for (int j = threadIdx.x; j < scores.tokens; j += kRowThreads) sum += softmax_term(in[j], row_max);
   sum = block_reduce(sum, [](float a, float b) { return a + b; });
-  const float inverse = 1.0f / sum;
-  for (int j = threadIdx.x; j < scores.tokens; j += kRowThreads) store(out + j, softmax_term(in[j], row_max) * inverse);
+  // Divided, not multiplied by 1 / sum: the CPU twin's arithmetic (kernels/cpu/attention.cpp), to the ulp.
+  for (int j = threadIdx.x; j < scores.tokens; j += kRowThreads) store(out + j, softmax_term(in[j], row_max) / sum);
 }
 
 template <class T>

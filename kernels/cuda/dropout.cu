@@ -39,8 +39,9 @@ __global__ void dropout_backward_kernel(int64_t n, float keep_scale, const uint8
   for (int64_t i = global_index(); i < n; i += grid_stride()) store(dx + i, mask[i] ? load(dy + i) * keep_scale : 0.0f);
 }
 
-// 1/(1-p); p >= 1 keeps nothing, and a scale of 0 keeps the arithmetic finite.
-float keep_scale_for(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
+// 1/(1-p); p >= 1 keeps nothing, and a scale of 0 keeps the arithmetic finite; p <= 0 keeps everything as it is,
+// as the CPU twin clamps it (kernels/cpu/elementwise.cpp).
+float keep_scale_for(float p) { return p <= 0.0f ? 1.0f : p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "backend/cuda/cuda_backend_state.h"
+#include "backend/cuda/nccl_communicator.h"
 #include "common/error.h"
 #include "dist/batch_statistics_group.h"
 #include "kernels/cuda/cuda_check.h"
@@ -345,12 +346,17 @@ void CudaBackend::synchronise_batchnorm(std::shared_ptr<model::BatchStatisticsGr
     };
     return;
   }
-  state_->batchnorm_group.add_over_ranks = [this, group = std::move(group)](double* values, std::size_t count,
-                                                                           kc::Stream on) {
+  // The wait for the sums is bounded: the compute stream waits for the last step's gradient all-reduce, which a
+  // dead peer's NCCL stalls, and this wait runs outside the reducer's and the watchdog's.
+  auto landed = std::make_shared<CudaEvent>(make_event(false));
+  state_->batchnorm_group.add_over_ranks = [this, group = std::move(group), landed](double* values, std::size_t count,
+                                                                                   kc::Stream on) {
     std::vector<double>& host = state_->batchnorm_group_sums;
     host.resize(count);
     CUDA_CHECK(cudaMemcpyAsync(host.data(), values, count * sizeof(double), cudaMemcpyDeviceToHost, on));
-    CUDA_CHECK(cudaStreamSynchronize(on));
+    CUDA_CHECK(cudaEventRecord(landed->get(), on));
+    wait_for_event_within(landed->get(), state_->options.collective_timeout_s,
+                          fmt::format("the device work before the synchronised batch norm's sums ({} doubles)", count));
     group->all_reduce(host);
     CUDA_CHECK(cudaMemcpyAsync(values, host.data(), count * sizeof(double), cudaMemcpyHostToDevice, on));
   };

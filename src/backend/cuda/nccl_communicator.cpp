@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "common/process_label.h"
+#include "kernels/cuda/cuda_check.h"
 
 namespace ringtrain::backend {
 
@@ -84,6 +85,25 @@ void abort_every_communicator() noexcept {
       abort();
     } catch (...) {  // an abort that throws has nothing left to abort; the fault being raised says what happened
     }
+  }
+}
+
+void wait_for_event_within(cudaEvent_t event, double timeout_s, const std::string& what) {
+  const auto deadline = wait_deadline(timeout_s);
+  for (int polls = 0;; ++polls) {
+    const cudaError_t state = cudaEventQuery(event);
+    if (state == cudaSuccess) return;
+    if (state != cudaErrorNotReady) {
+      abort_every_communicator();
+      CUDA_CHECK(state);  // a fault on the device (illegal address, ...): a library error, not a stall
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      abort_every_communicator();
+      throw FaultError(fmt::format("{} did not complete within the {} s collective timeout on {}; a peer rank is "
+                                   "probably dead or stalled, so the NCCL communicators were aborted",
+                                   what, timeout_s, process_label()));
+    }
+    pause_polling(polls);
   }
 }
 

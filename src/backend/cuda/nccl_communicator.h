@@ -2,6 +2,7 @@
 // batch norm's, nccl_batchnorm_sums.h): the bootstrap over an MPI communicator, the bounded wait on a non-blocking
 // communicator's calls, and the orderly end. Private to backend/cuda.
 #pragma once
+#include <cuda_runtime_api.h>
 #include <mpi.h>
 #include <nccl.h>
 
@@ -51,6 +52,11 @@ class CommunicatorAbort {
   int id_;
 };
 void abort_every_communicator() noexcept;
+
+// Waits for `event`, as cudaEventSynchronize would, but for at most timeout_s (never where it is <= 0): a stream
+// that waits for a collective stalled on a dead peer never reaches its event. Past the deadline every communicator
+// is aborted and FaultError names `what`; a fault on the device is CUDA's error, after the same aborts.
+void wait_for_event_within(cudaEvent_t event, double timeout_s, const std::string& what);
 
 // A non-blocking communicator's call may answer ncclInProgress: the call is then complete (its work queued) only once
 // ncclCommGetAsyncError stops saying so. Returns the call's final result, or ncclInProgress where it was still in
