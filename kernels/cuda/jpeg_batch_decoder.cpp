@@ -425,8 +425,15 @@ void JpegBatchDecoder::decode(std::span<const JpegCrop> samples, const cpu::Samp
   // batch until it is done.
   CUDA_CHECK(cudaStreamSynchronize(m.stream));
   m.decoded = static_cast<uint8_t*>(m.images.reserve(m.lay_out(), m.stream));
-  m.decode_batched(samples);
-  m.decode_one_by_one(samples);
+  try {
+    m.decode_batched(samples);
+    m.decode_one_by_one(samples);
+  } catch (const UndecodableJpeg&) {
+    // The batched decode queued before a later sample failed may still read the caller's JPEG bytes, which the
+    // caller's next batch may overwrite as soon as this returns: that work ends first.
+    (void)cudaStreamSynchronize(m.stream);
+    throw;
+  }
   for (std::size_t i = 0; i < samples.size(); ++i)
     if (m.plan[i].route == Route::host)
       m.upload(static_cast<int>(i), m.host_pixels[static_cast<std::size_t>(m.plan[i].host_slot)]);
