@@ -91,6 +91,24 @@ TEST(CpuLayout, NativeNhwcConvolutionsRunOnOneDnnAsStored) {
   EXPECT_EQ(native.conv2d_output_block(spatial), 1) << "NHWC is the layout between layers, never a channel block";
 }
 
+// NCHW in bf16 on oneDNN, a pointwise convolution over planes of at most 4 positions runs as a product over them
+// between reorders (no channel blocks around it); a larger plane stays on oneDNN's convolution.
+TEST(CpuLayout, Bf16PointwiseConvolutionsOverTinyPlanesRunAsProducts) {
+  if (!kernels::cpu::DnnlOps::bf16_available()) GTEST_SKIP() << "this CPU has no AVX512_BF16: no oneDNN bf16 products";
+  backend::CpuBackend bf16(1, kernels::cpu::DnnlMath::bf16, kernels::cpu::OperandRounding::none), fp32(1);
+  model::Conv2dShape tiny{.batch = 32, .in_channels = 320, .in_h = 2, .in_w = 2, .filters = 1280, .kernel_h = 1,
+                          .kernel_w = 1};
+  tiny.data = kernels::ElementType::bf16;
+  model::Conv2dShape larger = tiny;
+  larger.in_h = larger.in_w = 4;
+  EXPECT_EQ(bf16.conv2d_method(tiny), "oneDNN matmul over the positions, between NHWC reorders");
+  EXPECT_EQ(bf16.conv2d_output_block(tiny), 1);
+  EXPECT_EQ(bf16.conv2d_input_block(tiny), 1);
+  EXPECT_EQ(bf16.conv2d_method(larger).find("positions"), std::string::npos) << bf16.conv2d_method(larger);
+  tiny.data = kernels::ElementType::f32;
+  EXPECT_EQ(fp32.conv2d_method(tiny).find("positions"), std::string::npos) << "fp32: oneDNN's convolution";
+}
+
 // The run header names the layout the twin chose (Backend::description).
 TEST(CpuLayout, TheBackendDescriptionNamesTheLayout) {
   backend::CpuBackend nchw(1), native(1);

@@ -628,6 +628,12 @@ TEST_P(LayerTest, ConvPatchEmbeddingManyChannels) {
 TEST_P(LayerTest, ConvPatchEmbeddingUntiledPlane) {
   check(conv(6, 2, 2, 0, true), {2, 5, 7, 9}, {kConv, kConv, true});
 }
+// Pointwise over planes of a few positions, which the CPU twin's bf16 NCHW path runs as a product over the positions
+// between reorders (CpuBackend::on_positions).
+TEST_P(LayerTest, Conv1x1ManyChannelsOnTinyPlanes) {
+  check(conv(40, 1, 1, 0, true), {4, 32, 2, 2}, {kConv, kConv, true});
+  check(conv(24, 1, 1, 0, false), {3, 48, 1, 3}, {kConv, kConv, true});
+}
 TEST_P(LayerTest, Conv1x1ManyChannels) { check(conv(64, 1, 1, 0, false), {2, 32, 7, 7}, {kConv, kConv, true}); }
 TEST_P(LayerTest, ConvPaddedChannelBlocks) { check(conv(20, 3, 1, 1, true), {2, 20, 6, 6}, {kConv, kConv, true}); }
 // Grouped convolutions (groups = G, PyTorch's): each filter reads the C/G channels of its group; depthwise is G = C.

@@ -119,7 +119,8 @@ std::unique_ptr<model::DeviceClock> CpuBackend::make_clock(int capacity) { retur
 
 std::size_t CpuBackend::working_bytes() const {
   return conv_workspace_.bytes() + batchnorm_workspace_.bytes() + attention_workspace_.bytes() + dnnl_.working_bytes() + rounded_.bytes() +
-         views_.bytes() + nhwc_.bytes() + patches_.capacity() + patch_gradients_.capacity();
+         views_.bytes() + nhwc_.bytes() + patches_.capacity() + patch_gradients_.capacity() + positions_x_.capacity() +
+         positions_y_.capacity() + positions_dx_.capacity();
 }
 
 void CpuBackend::zero(void* y, std::size_t bytes) {
@@ -240,8 +241,23 @@ void* CpuBackend::patch_buffer(std::vector<std::byte>& buffer, const model::Conv
   if (buffer.size() < bytes) buffer.resize(bytes);
   return buffer.data();
 }
+// bf16 pointwise convolutions over NCHW planes of at most 4 positions (MobileNetV2's and EfficientNet's last stage
+// at 64x64: 2x2) as oneDNN's matrix product over the positions, between reorders: oneDNN's bf16 convolution took the
+// weight gradient of 1x1, 320 -> 1280 over 2x2 planes, batch 32, in 3 ms, twice its fp32 one. MobileNetV2 bf16 at
+// 64x64: 423-442 -> 453-465 samples/s, alternated (perf/results/2026-12-01-mobilenet-positions-cpu.md). Over 4x4
+// planes the reorders cost more than the product gains, and in fp32 the convolution is the faster (both measured).
+bool CpuBackend::on_positions(const model::Conv2dShape& s) const {
+  constexpr int64_t kSmallPlane = 4;
+  return !nhwc_.enabled() && math_ == kc::DnnlMath::bf16 && s.data == kernels::ElementType::bf16 && s.batch > 0 &&
+         pointwise(s) && s.in_block == 1 && s.out_block == 1 && int64_t{s.in_h} * s.in_w <= kSmallPlane;
+}
+void* CpuBackend::position_buffer(std::vector<std::byte>& buffer, const kernels::Planes& p) {
+  const std::size_t bytes = static_cast<std::size_t>(p.elements()) * kernels::element_bytes(p.type);
+  if (buffer.size() < bytes) buffer.resize(bytes);
+  return buffer.data();
+}
 model::ScratchBytes CpuBackend::conv2d_prepare(const model::Conv2dShape& s) {
-  if (on_patches(s)) return {};
+  if (on_positions(s) || on_patches(s)) return {};
   const auto native = on_dnnl_nhwc(s);
   if (native && pointwise(s)) return {};
   dnnl_.conv2d_prepare(native ? *native : s);
@@ -263,12 +279,13 @@ kernels::Elements output_elements(const model::Conv2dShape& s) {
 }  // namespace
 
 int CpuBackend::conv2d_output_block(const model::Conv2dShape& s) {
-  return on_dnnl(s) && !nhwc_.enabled() ? dnnl_.conv2d_output_block(s) : 1;
+  return on_dnnl(s) && !nhwc_.enabled() && !on_positions(s) ? dnnl_.conv2d_output_block(s) : 1;
 }
 int CpuBackend::conv2d_input_block(const model::Conv2dShape& s) {
-  return on_dnnl(s) && !nhwc_.enabled() ? dnnl_.conv2d_input_block(s) : 1;
+  return on_dnnl(s) && !nhwc_.enabled() && !on_positions(s) ? dnnl_.conv2d_input_block(s) : 1;
 }
 std::string CpuBackend::conv2d_method(const model::Conv2dShape& s) {
+  if (on_positions(s)) return "oneDNN matmul over the positions, between NHWC reorders";
   if (on_patches(s)) return "oneDNN matmul over the NHWC patches";
   if (const auto native = on_dnnl_nhwc(s))
     return pointwise(s) ? "oneDNN matmul over the NHWC positions"
@@ -294,6 +311,12 @@ const float* CpuBackend::fp32_operand(int slot, int view_slot, kernels::Elements
 // products read that type (bf16 on bf16 operands); otherwise oneDNN gets fp32 views.
 void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const void* x_stored, const float* w, const float* bias,
                                 void* y_stored, model::Scratch) {
+  if (on_positions(s)) {
+    const kernels::Planes in = input_planes(s), out = output_planes(s);
+    kc::reorder_layout(in, model::ActivationLayout::nhwc, x_stored, position_buffer(positions_x_, in));
+    dense_forward(pointwise_dense(s), positions_x_.data(), w, bias, position_buffer(positions_y_, out));
+    return kc::reorder_layout(out, model::ActivationLayout::nchw, positions_y_.data(), y_stored);
+  }
   if (on_patches(s)) {
     kc::gather_patches(s, x_stored, patch_buffer(patches_, s));
     return dense_forward(kc::conv2d_patch_product(s), patches_.data(), w, bias, y_stored);
@@ -316,6 +339,15 @@ void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const void* x_store
 }
 void CpuBackend::conv2d_backward(const model::Conv2dShape& s, const void* x_stored, const void* dy_stored,
                                  const float* w, void* dx_stored, float* dw, float* dbias, model::Scratch) {
+  if (on_positions(s)) {
+    const kernels::Planes in = input_planes(s), out = output_planes(s);
+    kc::reorder_layout(in, model::ActivationLayout::nhwc, x_stored, position_buffer(positions_x_, in));
+    kc::reorder_layout(out, model::ActivationLayout::nhwc, dy_stored, position_buffer(positions_y_, out));
+    void* const dx = dx_stored ? position_buffer(positions_dx_, in) : nullptr;
+    dense_backward(pointwise_dense(s), positions_x_.data(), w, positions_y_.data(), dx, dw, dbias);
+    if (dx) kc::reorder_layout(in, model::ActivationLayout::nchw, dx, dx_stored);
+    return;
+  }
   if (on_patches(s)) {
     kc::gather_patches(s, x_stored, patch_buffer(patches_, s));
     void* const dpatches = dx_stored ? patch_buffer(patch_gradients_, s) : nullptr;

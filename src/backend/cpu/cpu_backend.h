@@ -165,6 +165,10 @@ class CpuBackend : public model::Backend {
   // 1x1, stride-1, unpadded, ungrouped convolution: the same numbers as oneDNN's matmul), and that product's shape.
   static bool pointwise(const model::Conv2dShape& s);
   static model::DenseShape pointwise_dense(const model::Conv2dShape& s);
+  // Whether s, a pointwise convolution over NCHW planes of a few positions, runs as the dense product over its
+  // positions between reorders to NHWC and back.
+  bool on_positions(const model::Conv2dShape& s) const;
+  static void* position_buffer(std::vector<std::byte>& buffer, const kernels::Planes& p);
   // Whether s runs as the dense product over its patches (native NHWC, as on_dnnl_nhwc; stride = kernel, no
   // padding).
   bool on_patches(const model::Conv2dShape& s) const;
@@ -194,6 +198,7 @@ class CpuBackend : public model::Backend {
   NhwcStaging nhwc_;
   bool native_nhwc_ = false;  // see NhwcConvolutions
   std::vector<std::byte> patches_, patch_gradients_;  // on_patches' patch rows of x and of dx, in the stored type
+  std::vector<std::byte> positions_x_, positions_y_, positions_dx_;  // on_positions' NHWC copies, in the stored type
 };
 
 }  // namespace ringtrain::backend
