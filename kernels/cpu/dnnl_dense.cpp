@@ -78,15 +78,25 @@ DnnlDense::Bf16Weights::Bf16Weights(DnnlContext& ctx, const DenseShape& s)
 void* DnnlDense::Bf16Weights::convert(DnnlContext& ctx, const float* w) {
   DNNL_CALL(fp32_.set_data_handle(const_cast<float*>(w)));
   ctx.execute(cast_, {{DNNL_ARG_FROM, fp32_}, {DNNL_ARG_TO, bf16_}});
-  return converted();
+  from_ = w;
+  return bf16_.get_data_handle();
 }
 
-void* DnnlDense::Bf16Weights::converted() const { return bf16_.get_data_handle(); }
+void* DnnlDense::Bf16Weights::converted(DnnlContext& ctx, const float* w) {
+  return w == from_ ? bf16_.get_data_handle() : convert(ctx, w);
+}
+
+std::size_t DnnlDense::Bf16Weights::bytes() const { return bf16_.get_desc().get_size(); }
+
+DnnlDense::Bf16Weights& DnnlDense::copy_of(DnnlContext& ctx, const float* w) {
+  auto it = weight_copies_.find(w);
+  return it != weight_copies_.end() ? it->second : weight_copies_.try_emplace(w, ctx, shape_).first->second;
+}
 
 std::size_t DnnlDense::working_bytes() const {
-  const std::size_t weights =
-      weights_ ? 2 * static_cast<std::size_t>(shape_.out) * static_cast<std::size_t>(shape_.in) : 0;  // bf16
-  return weights + sizeof(float) * y_transposed_.capacity();
+  std::size_t copies = 0;
+  for (const auto& [weights, copy] : weight_copies_) copies += copy.bytes();
+  return copies + sizeof(float) * y_transposed_.capacity();
 }
 
 DnnlDense::DnnlDense(DnnlContext& ctx, const DenseShape& s)
@@ -100,8 +110,8 @@ DnnlDense::DnnlDense(DnnlContext& ctx, const DenseShape& s)
     y_transposed_.resize(static_cast<std::size_t>(s.out) * static_cast<std::size_t>(s.batch));
   }
   if (ctx.operand_type() != bf16) return;  // fp32 gradients: see backward()
-  // The forward and the data gradient read W in bf16, one copy converted by each forward (see forward()).
-  weights_.emplace(ctx, s);
+  // The forward and the data gradient read W in bf16, each layer's copy converted by its forward (see forward()).
+  bf16_weights_ = true;
   const memory::data_type a = activations_;
   // dx (batch x in) = dy (batch x out) W (out x in)
   backward_data_.emplace(make_matmul(ctx, {s.batch, s.out, tag::ab, a}, {s.out, s.in, tag::ab, bf16}, false,
@@ -115,7 +125,7 @@ PlainPrimitive& DnnlDense::forward_primitive(DnnlContext& ctx, bool bias) {
   auto& slot = forward_[bias ? 1 : 0];
   if (!slot) {
     // y (batch x out) = x (batch x in) W^T (in x out, W read transposed) + b (1 x out)
-    const memory::data_type w = weights_ ? bf16 : f32;
+    const memory::data_type w = bf16_weights_ ? bf16 : f32;
     slot.emplace(make_matmul(ctx, {shape_.batch, shape_.in, tag::ab, activations_}, {shape_.in, shape_.out, tag::ba, w},
                              bias, {shape_.batch, shape_.out, tag::ab, activations_}));
   }
@@ -129,7 +139,7 @@ void DnnlDense::forward(DnnlContext& ctx, const void* x, const float* w, const f
     transpose_add_bias(shape_.batch, shape_.out, y_transposed_.data(), bias, static_cast<float*>(y));
     return;
   }
-  void* const weights = weights_ ? weights_->convert(ctx, w) : const_cast<float*>(w);
+  void* const weights = bf16_weights_ ? copy_of(ctx, w).convert(ctx, w) : const_cast<float*>(w);
   void* const tensors[] = {const_cast<void*>(x), weights, y, const_cast<float*>(bias)};
   forward_primitive(ctx, bias != nullptr).run(ctx, std::span(tensors, bias ? 4 : 3));
 }
@@ -138,7 +148,7 @@ void DnnlDense::backward(DnnlContext& ctx, const void* x, const float* w, const 
                          float* dbias) {
   if (backward_data_) {  // bf16: the matmuls read their inputs rounded
     if (dx) {
-      void* const tensors[] = {const_cast<void*>(dy), weights_->converted(), dx};
+      void* const tensors[] = {const_cast<void*>(dy), copy_of(ctx, w).converted(ctx, w), dx};
       backward_data_->run(ctx, tensors);
     }
     void* const tensors[] = {const_cast<void*>(dy), const_cast<void*>(x), dw};

@@ -4,6 +4,7 @@
 // matmuls (adding in place), reading and writing x, y, dx and dy in bf16 where the network stores them so. Same
 // contract as dense.h: y and dx overwritten, dw and dbias accumulated.
 #pragma once
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -25,20 +26,28 @@ class DnnlDense {
  private:
   // bf16: W converted once by each forward for it and for the data gradient after it, which reads it unchanged
   // (the optimizer updates W only after backward): one conversion of the 3136 x 1024 weights a step instead of two.
+  // Layers of one shape share this object (DnnlOps keeps one per shape: ViT's twelve blocks, MobileNetV2's repeated
+  // 1x1 convolutions), so each layer's weights, by their address, have a copy of their own: one copy per shape gave
+  // every earlier layer's data gradient the last forward's weights.
   class Bf16Weights {
    public:
     Bf16Weights(DnnlContext& ctx, const DenseShape& s);
-    void* convert(DnnlContext& ctx, const float* w);  // returns converted()
-    void* converted() const;
+    void* convert(DnnlContext& ctx, const float* w);  // returns the copy
+    // The copy of w: the last conversion's where it was of w, else a new one.
+    void* converted(DnnlContext& ctx, const float* w);
+    std::size_t bytes() const;
 
    private:
     dnnl::memory fp32_, bf16_;
     dnnl::reorder cast_;
+    const float* from_ = nullptr;  // the weights the copy was converted from
   };
 
   PlainPrimitive& forward_primitive(DnnlContext& ctx, bool bias);
+  Bf16Weights& copy_of(DnnlContext& ctx, const float* w);
   DenseShape shape_;
-  std::optional<Bf16Weights> weights_;
+  bool bf16_weights_ = false;
+  std::map<const float*, Bf16Weights> weight_copies_;  // bf16: by the fp32 weights' address
   dnnl::memory::data_type activations_;
   std::optional<PlainPrimitive> forward_[2];  // [0] without bias, [1] with
   std::optional<PlainPrimitive> forward_transposed_;  // y^T = W x^T, fp32 with out > batch (see forward())

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -251,3 +252,72 @@ TEST(ReducedPrecisionTraining, Fp16StoredActivationsWithLossScalingFollowFp32And
 }
 
 }  // namespace
+
+namespace {
+
+// One step's parameter gradients of `layers` on `input`, activations stored as `type`.
+std::vector<float> gradients_of(backend::CpuBackend& cpu, const std::vector<config::LayerSpec>& layers,
+                                model::Shape input, kernels::ElementType type) {
+  model::Network net(layers, cpu, input, 3, {.share_memory = true, .fuse = true, .budget = {}, .activations = type});
+  const std::vector<float> params = net.initial_params(5);
+  std::copy(params.begin(), params.end(), net.params());
+  std::fill(net.grads(), net.grads() + net.param_count(), 0.0f);
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(static_cast<std::size_t>(input.elements()));
+  for (float& v : x) v = normal(rng);
+  const auto logits = net.forward({x.data(), input}, model::Mode::train, 1);
+  std::vector<float> dlogits(static_cast<std::size_t>(logits.shape.elements()));
+  for (std::size_t i = 0; i < dlogits.size(); ++i) dlogits[i] = i % 3 == 0 ? 0.5f : -0.25f;
+  net.backward({dlogits.data(), logits.shape}, nullptr);
+  return {net.grads(), net.grads() + net.param_count()};
+}
+
+// The largest over the layers of |got - want| / |want| of each layer's gradients (root mean squares), `per_layer`
+// values each.
+double worst_layer_error(const std::vector<float>& got, const std::vector<float>& want, std::size_t per_layer,
+                         int layers) {
+  double worst = 0;
+  for (int l = 0; l < layers; ++l) {
+    double difference = 0, size = 0;
+    for (std::size_t i = l * per_layer; i < (l + 1) * per_layer; ++i) {
+      difference += std::pow(double{got[i]} - want[i], 2);
+      size += std::pow(double{want[i]}, 2);
+    }
+    worst = std::max(worst, std::sqrt(difference / size));
+  }
+  return worst;
+}
+
+}  // namespace
+
+// Layers of one shape share oneDNN's product for it, and its bf16 copy of the weights: each layer's data gradient
+// must read its own weights, not the copy the last same-shaped forward left (which gave the first of three identical
+// 1x1 convolutions a weight gradient 149 % off). Three identical pointwise convolutions over 2x2 planes (NCHW: a
+// product over the positions) and over 4x4 NHWC tokens (native: the same product), and three identical dense layers,
+// each layer's gradients within bf16's rounding of fp32's.
+TEST(ReducedPrecisionTraining, Bf16LayersOfOneShapeEachBackPropagateThroughTheirOwnWeights) {
+  if (!kernels::cpu::DnnlOps::bf16_available()) GTEST_SKIP() << "this CPU has no AVX512_BF16: no oneDNN bf16 products";
+  const auto convs = std::vector<config::LayerSpec>{layer("conv2d", 32, 1), layer("conv2d", 32, 1),
+                                                    layer("conv2d", 32, 1), layer("flatten"), layer("dense", 3)};
+  const auto denses = std::vector<config::LayerSpec>{layer("flatten"), layer("dense", 32), layer("dense", 32),
+                                                     layer("dense", 32), layer("dense", 3)};
+  struct Case {
+    const char* what;
+    std::vector<config::LayerSpec> layers;
+    model::Shape input;
+    bool nhwc;
+    std::size_t per_layer;  // each repeated layer's parameters: 32 x 32 weights and 32 biases
+  };
+  const Case cases[] = {{"1x1 convolutions over 2x2 NCHW planes", convs, {8, 32, 2, 2}, false, 32 * 32 + 32},
+                        {"1x1 convolutions over NHWC 4x4 planes", convs, {8, 32, 4, 4}, true, 32 * 32 + 32},
+                        {"dense layers", denses, {8, 32, 1, 1}, false, 32 * 32 + 32}};
+  for (const Case& c : cases) {
+    backend::CpuBackend fp32(1), bf16(1, DnnlMath::bf16, OperandRounding::none);
+    if (c.nhwc) bf16.store_nhwc(true, backend::CpuBackend::NhwcConvolutions::native);
+    const std::vector<float> want = gradients_of(fp32, c.layers, c.input, kernels::ElementType::f32),
+                             got = gradients_of(bf16, c.layers, c.input, kernels::ElementType::bf16);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_LT(worst_layer_error(got, want, c.per_layer, 3), 0.03) << c.what << " (the repeated layers come first)";
+  }
+}
