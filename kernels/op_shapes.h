@@ -72,6 +72,10 @@ struct BatchNormShape {
 struct DenseShape {
   int batch = 0, in = 0, out = 0;
   ElementType data = ElementType::f32;  // x, y, dx and dy; W, b and their gradients are fp32
+  // fp32 products whatever the training's precision, as a GPU's sgemm computes them (squeeze-and-excitation's gate,
+  // which 16-bit operands would round); else data = f32 products take the precision's operands, as the CPU twin
+  // emulates bf16 or fp16 math over fp32 tensors.
+  bool full_precision = false;
   int64_t weight_elements() const { return int64_t{out} * in; }
   double forward_flops() const { return 2.0 * batch * static_cast<double>(in) * out; }
   auto operator<=>(const DenseShape&) const = default;

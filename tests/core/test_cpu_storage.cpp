@@ -158,7 +158,7 @@ TEST(CpuStorageTypes, A16BitTypeIsStoredWhereTheOperandRoundingKeepsItsValues) {
   EXPECT_TRUE(fp16.stores_activations_in(ElementType::f32));
 }
 
-// A dense product a layer asks in fp32 (squeeze-and-excitation's) reads its operands unrounded under every
+// A dense product a layer asks in full precision (squeeze-and-excitation's) reads its operands unrounded under every
 // precision, as the CUDA backend's sgemm does: within fp32's rounding of a double-precision sum, where operands
 // rounded to 16 bits miss by a few parts in a thousand.
 TEST(CpuStorageTypes, AProductAskedInFp32ReadsItsOperandsUnroundedUnder16BitMath) {
@@ -199,7 +199,7 @@ TEST(CpuStorageTypes, AProductAskedInFp32ReadsItsOperandsUnroundedUnder16BitMath
   if (kernels::cpu::DnnlOps::bf16_available())
     backends.emplace_back("oneDNN bf16", std::make_unique<backend::CpuBackend>(1, DnnlMath::bf16, OperandRounding::none));
   for (auto& [name, cpu] : backends) {
-    const model::DenseShape s{batch, in, out, ElementType::f32};
+    const model::DenseShape s{batch, in, out, ElementType::f32, /*full_precision=*/true};
     std::vector<float> y_got(y.value.size()), dx_got(dx.value.size()), dw_got(dw.value.size(), 0.0f), db_got(out, 0.0f);
     cpu->dense_forward(s, x.data(), w.data(), bias.data(), y_got.data());
     cpu->dense_backward(s, x.data(), w.data(), dy.data(), dx_got.data(), dw_got.data(), db_got.data());

@@ -385,7 +385,7 @@ void CpuBackend::conv2d_backward(const model::Conv2dShape& s, const void* x_stor
 void CpuBackend::dense_forward(const model::DenseShape& s, const void* x_data, const float* w, const float* bias,
                                void* y_data) {
   if (s.batch <= 0) return;
-  if (fp32_beside_16_bit(s.data))
+  if (fp32_beside_16_bit(s))
     return kc::dense_forward(s.batch, s.in, s.out, static_cast<const float*>(x_data), w, bias,
                              static_cast<float*>(y_data));
   const kernels::Elements xe{int64_t{s.batch} * s.in, s.data}, ye{int64_t{s.batch} * s.out, s.data};
@@ -400,7 +400,7 @@ void CpuBackend::dense_forward(const model::DenseShape& s, const void* x_data, c
 void CpuBackend::dense_backward(const model::DenseShape& s, const void* x_data, const float* w, const void* dy_data,
                                 void* dx_data, float* dw, float* dbias) {
   if (s.batch <= 0) return;
-  if (fp32_beside_16_bit(s.data))
+  if (fp32_beside_16_bit(s))
     return kc::dense_backward(s.batch, s.in, s.out, static_cast<const float*>(x_data), w,
                               static_cast<const float*>(dy_data), static_cast<float*>(dx_data), dw, dbias);
   const kernels::Elements xe{int64_t{s.batch} * s.in, s.data}, ye{int64_t{s.batch} * s.out, s.data};

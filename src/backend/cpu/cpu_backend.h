@@ -176,10 +176,11 @@ class CpuBackend : public model::Backend {
   static void* patch_buffer(std::vector<std::byte>& buffer, const model::Conv2dShape& s);
   const void* rounded_activation(int slot, kernels::Elements x, const void* data);
   const float* fp32_operand(int slot, int view_slot, kernels::Elements x, const void* data);
-  // A product a layer asks in fp32 while the network computes in bf16 or fp16 (squeeze-and-excitation's, whose
-  // gate would round): fp32 operands, as the CUDA backend's sgemm reads them, not the 16-bit math's rounded ones.
-  bool fp32_beside_16_bit(kernels::ElementType type) const {
-    return type == kernels::ElementType::f32 && (math_ != kernels::cpu::DnnlMath::fp32 || rounded_.active());
+  // A product a layer asks in full precision while the network computes in bf16 or fp16 (squeeze-and-excitation's,
+  // whose gate would round): fp32 operands, as the CUDA backend's sgemm reads them, not the 16-bit math's rounded
+  // ones.
+  bool fp32_beside_16_bit(const model::DenseShape& s) const {
+    return s.full_precision && (math_ != kernels::cpu::DnnlMath::fp32 || rounded_.active());
   }
   int threads_;
   kernels::cpu::DnnlMath math_;

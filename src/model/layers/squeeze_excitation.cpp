@@ -99,8 +99,8 @@ class SqueezeExcitation final : public LeafLayer {
   }
 
  private:
-  DenseShape squeeze_shape(int batch) const { return {batch, in_.c, squeeze_, ElementType::f32}; }
-  DenseShape excite_shape(int batch) const { return {batch, squeeze_, in_.c, ElementType::f32}; }
+  DenseShape squeeze_shape(int batch) const { return {batch, in_.c, squeeze_, ElementType::f32, true}; }
+  DenseShape excite_shape(int batch) const { return {batch, squeeze_, in_.c, ElementType::f32, true}; }
   Elements channel_values(int batch) const { return {int64_t{batch} * in_.c, ElementType::f32}; }
   Elements squeezed_values(int batch) const { return {int64_t{batch} * squeeze_, ElementType::f32}; }
   void activate(int batch, const float* x, float* y) {
