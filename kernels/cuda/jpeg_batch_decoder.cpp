@@ -90,9 +90,6 @@ void refuse_sample(int index, nvjpegStatus_t status, const char* call, const cha
   nvjpeg_failed(status, call, file, line);
 }
 
-// A call about one sample: a data error names the sample (UndecodableJpeg), anything else is NVJPEG_CHECK's error.
-#define RT_NVJPEG_SAMPLE(index, call) refuse_sample(index, call, #call, __FILE__, __LINE__)
-
 std::size_t round_up(std::size_t bytes, std::size_t to) { return (bytes + to - 1) / to * to; }
 
 nvjpegOutputFormat_t output_format(int channels) { return channels == 3 ? NVJPEG_OUTPUT_RGBI : NVJPEG_OUTPUT_Y; }
@@ -330,21 +327,16 @@ void JpegBatchDecoder::Impl::decode_batched(std::span<const JpegCrop> samples) {
   }
   routes.batched = static_cast<int>(batch_index.size());
   if (batch_index.empty()) return;
-  const char* call = "nvjpegDecodeBatchedInitialize";
   nvjpegStatus_t status = nvjpegDecodeBatchedInitialize(handle.get(), batched_state.get(), routes.batched, 1,
                                                         output_format(channels));
-  if (status == NVJPEG_STATUS_SUCCESS) {
-    call = "nvjpegDecodeBatched";
+  if (status == NVJPEG_STATUS_SUCCESS)
     status = nvjpegDecodeBatched(handle.get(), batched_state.get(), batch_data.data(), batch_lengths.data(),
                                  batch_out.data(), stream);
-  }
   if (status == NVJPEG_STATUS_SUCCESS) return;
-  // A fault of the library or of our use of it (allocation, execution, a parameter) is no sample's: it stops here,
-  // named, rather than sending every later batch one by one, slower and without a trace.
-  if (!data_error(status) && status != NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED)
-    nvjpeg_failed(status, call, __FILE__, __LINE__);
-  // The batched call says only that the batch failed: its samples go one by one, which makes those that decode and
-  // names the first that does not.
+  // The batched call says only that the batch failed, and not always as a data error: A100's hardware decoder has
+  // answered INVALID_PARAMETER, EXECUTION_FAILED or INTERNAL_ERROR for particular images that the hybrid decoder
+  // then decodes (NVIDIA DALI issues 3113, 3159, 3160). So its samples go one by one, which makes those that decode
+  // and names the first that does not; the retry is counted (JpegRoutes::retried), and the backend says so once.
   routes.retried = routes.batched;
   for (const int i : batch_index) decode_one(i, samples[static_cast<std::size_t>(i)]);
 }
@@ -373,10 +365,15 @@ void JpegBatchDecoder::Impl::decode_one(int index, const JpegCrop& sample) {
   if (data_error(host) && options.host_decode) return decode_and_upload_on_host(index, sample);
   refuse_sample(index, host, "nvjpegDecodeJpegHost", __FILE__, __LINE__);
   CUDA_CHECK(cudaStreamSynchronize(stream));
-  RT_NVJPEG_SAMPLE(index, nvjpegDecodeJpegTransferToDevice(handle.get(), decoupled.get(), decoupled_state.get(),
-                                                           stream_parsed, stream));
+  const nvjpegStatus_t transfer = nvjpegDecodeJpegTransferToDevice(handle.get(), decoupled.get(),
+                                                                   decoupled_state.get(), stream_parsed, stream);
+  if (data_error(transfer) && options.host_decode) return decode_and_upload_on_host(index, sample);
+  refuse_sample(index, transfer, "nvjpegDecodeJpegTransferToDevice", __FILE__, __LINE__);
   nvjpegImage_t out = destination(index);
-  RT_NVJPEG_SAMPLE(index, nvjpegDecodeJpegDevice(handle.get(), decoupled.get(), decoupled_state.get(), &out, stream));
+  const nvjpegStatus_t device = nvjpegDecodeJpegDevice(handle.get(), decoupled.get(), decoupled_state.get(), &out,
+                                                       stream);
+  if (data_error(device) && options.host_decode) return decode_and_upload_on_host(index, sample);
+  refuse_sample(index, device, "nvjpegDecodeJpegDevice", __FILE__, __LINE__);
   next = 1 - next;
 }
 

@@ -12,6 +12,8 @@
 #include "common/error.h"
 
 #ifdef RINGTRAIN_HAVE_NVJPEG
+#include "common/process_label.h"
+#include "common/stderr_print.h"
 #include "io/image_decode.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/jpeg_batch_decoder.h"
@@ -67,7 +69,18 @@ class CudaJpegSlots final : public model::JpegSlots {
   CudaStream stream_ = make_stream();
   kernels::cuda::JpegBatchDecoder decoder_{stream_.get(), {true, host_decode}};
   std::vector<Slot> slots_;
+  bool retry_noted_ = false;
 };
+
+// A batch nvJPEG refused batched went one image at a time: slower, and otherwise without a trace. Said once a run.
+void note_retried(const kernels::cuda::JpegBatchDecoder& decoder, bool& noted) {
+  const kernels::cuda::JpegRoutes& routes = decoder.last_routes();
+  if (routes.retried == 0 || noted) return;
+  noted = true;
+  stderr_print("ringtrain: note: nvJPEG ({}) refused a batch of {} JPEGs decoded together on {}; they went one by "
+               "one, which is slower; later batches are tried together again\n",
+               decoder.backend(), routes.retried, process_label());
+}
 
 // The bytes copied into the slot: the caller may reuse its own at once. The slot's previous batch was decoded
 // before the decoder's last call returned (it waits for its stream first), so its bytes are free.
@@ -95,6 +108,7 @@ void CudaJpegSlots::decode(int index, std::span<const kernels::JpegCrop> samples
   const kernels::cpu::SampleExtent extent{sample.c, sample.h, sample.w};
   slot.samples.ensure(samples.size() * static_cast<std::size_t>(sample.c) * sample.h * sample.w, stream_.get());
   decoder_.decode(slot.crops, extent, static_cast<uint8_t*>(slot.samples.get()));
+  note_retried(decoder_, retry_noted_);
   CUDA_CHECK(cudaEventRecord(slot.decoded.get(), stream_.get()));
 }
 
