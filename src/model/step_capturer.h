@@ -18,8 +18,7 @@ class StepCapturer {
   // Moves whenever the backend allocates or grows device memory a step may use.
   virtual uint64_t memory_generation() const = 0;
   virtual void begin_capture(int slot) = 0;
-  // Ends the capture begun on `slot` and makes it the slot's graph, replacing (updating in place where it can) the
-  // one it held when `replace`.
+  // Ends the capture begun on `slot` and makes it the slot's graph, replacing the one it held when `replace`.
   virtual void end_capture(int slot, bool replace) = 0;
   // Ends the capture begun on `slot` without keeping it (the step's work threw while it was being captured); the
   // slot keeps the graph it held. Never throws: it runs while an exception unwinds.

@@ -20,8 +20,10 @@ namespace {
 // Uploads larger than this go straight from pageable memory and wait for the stream instead of growing the
 // pinned staging buffers further (the initial parameters of a large model; never the per-step batches).
 constexpr std::size_t kStagingLimit = std::size_t{512} << 20;
-// cuBLAS's scratch under gpu.cuda_graphs: what NVIDIA's cuBLAS guide recommends for Hopper GPUs (32 MiB).
-constexpr std::size_t kGraphedBlasWorkspaceBytes = std::size_t{32} << 20;
+// cuBLAS's scratch, given explicitly (a graph capture cannot let cuBLAS allocate its own) and alike with and without
+// gpu.cuda_graphs, since cuBLAS may choose another algorithm for another workspace, and a graphed run must end on
+// the eager run's bits: what NVIDIA's cuBLAS guide recommends for Hopper GPUs (32 MiB).
+constexpr std::size_t kBlasWorkspaceBytes = std::size_t{32} << 20;
 // Update calls a graphed step may make (one per rate-group piece of the slice): a job has a few.
 constexpr int kStepScalarsCapacity = 64;
 
@@ -76,9 +78,9 @@ CudaBackend::CudaBackend(int local_rank, int local_size, std::string host, CudaO
   state_->dnn = std::make_unique<Dnn>(state_->stream.get(), options.workspace_limit_bytes, options.conv_search,
                                       options.math, options.deterministic, options.nhwc, options.conv_graphs);
   state_->blas = std::make_unique<Blas>(state_->stream.get(), options.math);
+  state_->blas_workspace.ensure(kBlasWorkspaceBytes, state_->stream);
+  state_->blas->use_workspace(state_->blas_workspace.get(), state_->blas_workspace.bytes());
   if (options.cuda_graphs) {
-    state_->blas_workspace.ensure(kGraphedBlasWorkspaceBytes, state_->stream);
-    state_->blas->use_workspace(state_->blas_workspace.get(), state_->blas_workspace.bytes());
     state_->step_graphs =
         std::make_unique<CudaStepGraphs>(state_->stream.get(), model::kStepCaptureSlots, kStepScalarsCapacity);
   }

@@ -38,7 +38,7 @@ struct CudaBackend::State {
   CudaStream stream;  // declared before the handles that use it, so it is destroyed after them
   std::unique_ptr<Dnn> dnn;
   std::unique_ptr<Blas> blas;
-  DeviceMemory blas_workspace;  // gpu.cuda_graphs: cuBLAS's scratch, set once before any capture
+  DeviceMemory blas_workspace;  // cuBLAS's scratch, set once before any work (and any capture)
   std::unique_ptr<CudaStepGraphs> step_graphs;  // gpu.cuda_graphs: the step's graphs and scalar tables
   std::size_t allocated = 0;  // bytes allocate() has handed out
 

@@ -54,21 +54,16 @@ void CudaStepGraphs::begin_capture(int slot) {
   CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
 }
 
-void CudaStepGraphs::end_capture(int slot, bool replace) {
+// A recapture (`replace`) is instantiated anew, never updated in place with cudaGraphExecUpdate: a step's graph holds
+// NCCL's captured collectives, whose persistent plans belong to the graph that captured them, and NCCL documents no
+// update of an instance to another capture's. Recaptures are rare (a shape or the memory moved), and an
+// instantiation costs milliseconds.
+void CudaStepGraphs::end_capture(int slot, bool /*replace*/) {
   Slot& s = at(slot);
   cudaGraph_t captured = nullptr;
   CUDA_CHECK(cudaStreamEndCapture(stream_, &captured));
+  s.exec.reset();  // before its graph goes, which it was instantiated from
   s.graph = CudaGraph(captured);
-  if (replace && s.exec) {
-    cudaGraphExecUpdateResultInfo info{};
-    // Only the kernels' arguments moved (another shape of the same launches): the instance takes them in place.
-    // Another topology is refused with cudaErrorGraphExecUpdateFailure, an answer (instantiate anew), not a fault.
-    const cudaError_t updated = cudaGraphExecUpdate(s.exec, s.graph, &info);
-    if (updated == cudaSuccess) return;
-    if (updated != cudaErrorGraphExecUpdateFailure) CUDA_CHECK(updated);
-    (void)cudaGetLastError();  // so the refusal is not reported by the next call's check
-  }
-  s.exec.reset();
   cudaGraphExec_t exec = nullptr;
   CUDA_CHECK(cudaGraphInstantiate(&exec, s.graph, 0));
   s.exec = CudaGraphExec(exec);

@@ -8,8 +8,8 @@
 //
 // Captures are thread-local (cudaStreamCaptureModeThreadLocal): the training thread's own calls that may not be
 // captured (a synchronising copy, an allocation) fail the capture, while another thread's (the JPEG decoder's)
-// do not. A stale slot's graph is updated in place (cudaGraphExecUpdate) when only the kernels' arguments changed,
-// else instantiated anew.
+// do not. A stale slot's graph is captured and instantiated anew (step_graphs.cpp says why it is not updated in
+// place).
 #pragma once
 #include <cstdint>
 #include <memory>
