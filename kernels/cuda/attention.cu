@@ -42,7 +42,8 @@ __global__ void softmax_rows_kernel(SquareRows scores, const float* s, SquareRow
   float sum = 0;
   for (int j = threadIdx.x; j < scores.tokens; j += kRowThreads) sum += softmax_term(in[j], row_max);
   sum = block_reduce(sum, [](float a, float b) { return a + b; });
-  // Divided, not multiplied by 1 / sum: the CPU twin's arithmetic (kernels/cpu/attention.cpp), to the ulp.
+  // Divided, not multiplied by 1 / sum, as the CPU twin (kernels/cpu/attention.cpp) does: one rounding fewer apart
+  // (the sums still add in another order).
   for (int j = threadIdx.x; j < scores.tokens; j += kRowThreads) store(out + j, softmax_term(in[j], row_max) / sum);
 }
 

@@ -425,7 +425,7 @@ void JpegBatchDecoder::decode(std::span<const JpegCrop> samples, const cpu::Samp
   try {
     m.decode_batched(samples);
     m.decode_one_by_one(samples);
-  } catch (const UndecodableJpeg&) {
+  } catch (...) {
     // The batched decode queued before a later sample failed may still read the caller's JPEG bytes, which the
     // caller's next batch may overwrite as soon as this returns: that work ends first.
     (void)cudaStreamSynchronize(m.stream);
