@@ -278,6 +278,15 @@ void affine_plane_strided(int spatial, const float* __restrict src, int stride, 
   for (int i = 0; i < spatial; ++i) dst[i] = activated(act, src[std::ptrdiff_t{i} * stride] * a + b);
 }
 
+// values, in place, = themselves rounded to `stored` (nothing for fp32): what a fused pool's windows compare.
+void round_to_stored(ElementType stored, std::ptrdiff_t n, float* values) {
+  if (stored == ElementType::f32) return;
+  thread_local std::vector<uint16_t> narrowed;
+  narrowed.resize(static_cast<std::size_t>(n));
+  narrow(values, {n, stored}, narrowed.data());
+  widen({n, stored}, narrowed.data(), values);
+}
+
 // affine_group for a blocked x with a fused pool: a block of channels of one image at a time, normalised along the
 // block into an L1-sized buffer in x's layout and pooled from there by maxpool_2x2_block.
 template <int b>
@@ -295,6 +304,7 @@ void affine_pool_group_blocked(const BatchNormShape& s, ChannelGroup g, const fl
       const float* __restrict c = shift + blk * b;
       for (int i = 0; i < s.spatial; ++i)
         for (int l = 0; l < b; ++l) buffer[i * b + l] = activated(act, src[i * b + l] * a[l] + c[l]);
+      round_to_stored(pool.stored, block_run, buffer);
       const int first = g.first + blk * b;
       // y blocked as x is (BatchNormShape::out_block is then in_block), or NCHW planes.
       const PooledStrides y_at = s.out_block > 1 ? PooledStrides{1, b} : PooledStrides{out_plane, 1};
@@ -334,6 +344,7 @@ void affine_group(const BatchNormShape& s, ChannelGroup g, const float* x, const
       else
         affine_plane(s.spatial, src, scale[j], shift[j], act, dst);
       if (!pool) continue;
+      round_to_stored(pool->stored, s.spatial, plane_buffer.data());
       const std::ptrdiff_t out = pooled_index(s, out_plane, n, g.first + j);
       maxpool_2x2_plane(pool->w, oh, ow, plane_buffer.data(), y + out, pool->argmax + out);
     }
@@ -925,10 +936,10 @@ void for_each_staged_group(const BatchNormShape& s, const FusedPool* pool, Winne
     const GroupRuns in{s, g, s.spatial}, out{s, g, output_plane(s, pool)};
     std::optional<FusedPool> group_pool;
     if (pool && winners == Winners::read)
-      group_pool = FusedPool{pool->h, pool->w, stage_winners_in(out, pool->argmax, mine.winners)};
+      group_pool = FusedPool{pool->h, pool->w, stage_winners_in(out, pool->argmax, mine.winners), pool->stored};
     if (pool && winners == Winners::written) {
       mine.winners.resize(out.staged_size());
-      group_pool = FusedPool{pool->h, pool->w, mine.winners.data()};
+      group_pool = FusedPool{pool->h, pool->w, mine.winners.data(), pool->stored};
     }
     body(GroupCall{group_shape(s, g), in, out, group_pool ? &*group_pool : nullptr, g.first}, mine, t);
     if (pool && winners == Winners::written) stage_winners_out(out, mine.winners.data(), pool->argmax);

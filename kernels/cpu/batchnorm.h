@@ -17,10 +17,12 @@ namespace ringtrain::kernels::cpu {
 // (h/2) x (w/2) come out, so the full-size output and its gradient never travel through memory. argmax holds each
 // window's winner as maxpool_forward gives it (forward writes it, backward reads it). The numbers are those of
 // batch norm, relu_forward and maxpool_forward apart, and of maxpool_backward, relu_backward and
-// batchnorm_backward apart.
+// batchnorm_backward apart. In bf16 or fp16 (`stored`) the windows compare the activated values rounded to that type,
+// as the pool apart compares the stored output: values that round alike tie, and the first wins.
 struct FusedPool {
   int h = 0, w = 0;
   int32_t* argmax = nullptr;
+  ElementType stored = ElementType::f32;
 };
 
 // The activation right after the batch norm, taken into its passes (fusion): ReLU, or ReLU6, the clip to [0, 6] of

@@ -682,6 +682,29 @@ TEST(Network, FusingBatchNormWithItsReluAndPoolChangesNoNumber) {
   EXPECT_GT(std::count_if(fused.grads.begin(), fused.grads.end(), [](float g) { return g != 0.0f; }), 100);
 }
 
+// In bf16 and fp16 too, a fused pool gives the pool's winners apart: its windows compare the activated values as
+// stored, so values that round to one 16-bit value tie and the first wins, as in the pool apart (and on a GPU, which
+// does not fuse the pool). Picked among the fp32 values, 143 of this case's bf16 gradients and 58 of its fp16 ones
+// differed. NCHW: 8 channels, below oneDNN's convolutions (whose blocked 16-bit kernels are not the plain ones' bits).
+TEST(Network, A16BitFusedPoolPicksTheWinnersOfThePoolApart) {
+  for (const auto type : {kernels::ElementType::bf16, kernels::ElementType::f16}) {
+    SCOPED_TRACE(kernels::element_type_name(type));
+    const std::vector<LayerSpec> layers{layer("conv2d", 8, 3, 1, 1), layer("batchnorm"), layer("relu"),
+                                        layer("maxpool", 2), layer("flatten"), layer("dense", 3)};
+    const model::Shape input{16, 3, 32, 32};
+    const std::vector<float> x = normal_values(input.elements(), 7, 0.5f);
+    std::vector<int32_t> labels(static_cast<std::size_t>(input.n));
+    for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>(i % 3);
+    const FusionRun apart = run_fused_or_not(layers, input, x, labels, false, input.n, false, type),
+                    fused = run_fused_or_not(layers, input, x, labels, true, input.n, false, type);
+    ASSERT_NE(fused.summary.find("batchnorm + relu + maxpool 2 s2, fused"), std::string::npos) << fused.summary;
+    EXPECT_EQ(fused.train_logits, apart.train_logits);
+    EXPECT_EQ(fused.states, apart.states);
+    ASSERT_EQ(fused.grads.size(), apart.grads.size());
+    for (std::size_t i = 0; i < fused.grads.size(); ++i) ASSERT_EQ(fused.grads[i], apart.grads[i]) << "gradient " << i;
+  }
+}
+
 // A convolution on oneDNN hands the batch norm after it its output in oneDNN's blocked layout (and takes the
 // gradient back so) where the batch norm took on a ReLU and a pool, and that batch norm hands the convolution after
 // it its pooled output so; a batch norm alone or with its ReLU only, and a convolution whose output goes to a

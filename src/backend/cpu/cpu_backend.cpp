@@ -416,9 +416,10 @@ void CpuBackend::dense_backward(const model::DenseShape& s, const void* x_data, 
 
 namespace {
 // The kernels' view of a fused max pool: the planes it pools and where its winners go.
-std::optional<kc::FusedPool> fused_pool(const model::BatchNormSettings& settings, const model::BatchNormBuffers& b) {
+std::optional<kc::FusedPool> fused_pool(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
+                                        const model::BatchNormBuffers& b) {
   if (!settings.pool) return std::nullopt;
-  return kc::FusedPool{settings.pool->h, settings.pool->w, b.pool_argmax};
+  return kc::FusedPool{settings.pool->h, settings.pool->w, b.pool_argmax, s.data};
 }
 kernels::Planes input_planes(const model::BatchNormShape& s) { return {s.batch, s.channels, s.spatial, s.data}; }
 // The activation the batch norm took on (the fusion table's "relu" or "relu6"), as the kernels name it.
@@ -466,7 +467,7 @@ void CpuBackend::synchronise_batchnorm(std::shared_ptr<model::BatchStatisticsGro
 
 void CpuBackend::batchnorm_forward_train(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                          const void* x, const model::BatchNormBuffers& b, void* y) {
-  const auto pool = fused_pool(settings, b);
+  const auto pool = fused_pool(s, settings, b);
   const auto y_nchw = nhwc_.write(1, output_planes(s, settings), y);
   const void* x_nchw = nhwc_.read(0, input_planes(s), x);
   const auto momentum = static_cast<float>(settings.momentum), eps = static_cast<float>(settings.epsilon);
@@ -480,7 +481,7 @@ void CpuBackend::batchnorm_forward_train(const model::BatchNormShape& s, const m
 }
 void CpuBackend::batchnorm_forward_infer(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                          const void* x, const model::BatchNormBuffers& b, void* y) {
-  const auto pool = fused_pool(settings, b);
+  const auto pool = fused_pool(s, settings, b);
   const auto y_nchw = nhwc_.write(1, output_planes(s, settings), y);
   kc::batchnorm_forward_infer(s, nhwc_.read(0, input_planes(s), x), b.gamma, b.beta, b.running_mean, b.running_var,
                               static_cast<float>(settings.epsilon), y_nchw.data(), fused_activation(settings),
@@ -489,7 +490,7 @@ void CpuBackend::batchnorm_forward_infer(const model::BatchNormShape& s, const m
 void CpuBackend::batchnorm_backward(const model::BatchNormShape& s, const model::BatchNormSettings& settings,
                                     const void* x, const void* y, const void* dy, const model::BatchNormBuffers& b,
                                     void* dx, float* dgamma, float* dbeta) {
-  const auto pool = fused_pool(settings, b);
+  const auto pool = fused_pool(s, settings, b);
   const kernels::Planes out = output_planes(s, settings);
   const auto dx_nchw = nhwc_.write(3, input_planes(s), dx);
   const kc::FusedOutput fused{settings.relu ? nhwc_.read(1, out, y) : nullptr, fused_activation(settings)};
