@@ -47,7 +47,10 @@ class DnnlDense {
   Bf16Weights& copy_of(DnnlContext& ctx, const float* w);
   DenseShape shape_;
   bool bf16_weights_ = false;
-  std::map<const float*, Bf16Weights> weight_copies_;  // bf16: by the fp32 weights' address
+  // bf16: by the fp32 weights' address, which is a layer's own: the CPU backend passes its rounded-operand slots (one
+  // address for every layer) only where oneDNN's math is fp32, which keeps no copies. Kept while the shape is; a
+  // batch size of its own (evaluation's last batch) is a shape of its own, with copies of its own.
+  std::map<const float*, Bf16Weights> weight_copies_;
   dnnl::memory::data_type activations_;
   std::optional<PlainPrimitive> forward_[2];  // [0] without bias, [1] with
   std::optional<PlainPrimitive> forward_transposed_;  // y^T = W x^T, fp32 with out > batch (see forward())
