@@ -206,6 +206,14 @@ TEST(CpuStorageTypes, AProductAskedInFp32ReadsItsOperandsUnroundedUnder16BitMath
     expect_near(y_got, y, name + ": forward");
     expect_near(dx_got, dx, name + ": data gradient");
     expect_near(dw_got, dw, name + ": weight gradient");
+    // Not asked so, a product of fp32 tensors takes the 16-bit math's operands: outside fp32's bound somewhere.
+    model::DenseShape rounded = s;
+    rounded.full_precision = false;
+    cpu->dense_forward(rounded, x.data(), w.data(), bias.data(), y_got.data());
+    std::size_t outside = 0;
+    for (std::size_t i = 0; i < y_got.size(); ++i)
+      outside += std::abs(y_got[i] - y.value[i]) > 1e-6 * y.magnitude[i] + 1e-6 ? 1 : 0;
+    EXPECT_GT(outside, 0u) << name << ": a product not asked in full precision read unrounded operands";
   }
 }
 

@@ -444,27 +444,32 @@ TEST(BatchNorm, ABlockedOutputIsWrittenOnlyFromAnXBlockedAlike) {
 }
 
 // 16-bit x, y, dx and dy (mixed precision): the kernels stage a channel group at a time in fp32, which must give
-// the bits of the fp32 kernels run on the same values widened, with their outputs narrowed: y, the winners, the
-// statistics, dx, dgamma and dbeta; NCHW and blocked, with and without the fused ReLU and pool, bf16 and fp16,
+// the bits of the fp32 kernels run on the same values widened, with their outputs narrowed: y, the winners (a fused
+// pool comparing values as stored, so some windows' ties decide), the statistics, dx, dgamma and dbeta; NCHW and blocked, with and without the fused ReLU and pool, bf16 and fp16,
 // several groups; on one compute thread and on two (NCHW's groups then split between them).
 TEST(BatchNorm, SixteenBitTensorsGiveTheBitsOfFp32OnTheSameValues) {
   struct Case {
     int batch, channels, h, w, in_block, out_block;
     bool relu, pool;
+    float gamma_scale = 1.0f;  // small: outputs finer than the 16-bit grid, so a pool's windows meet ties
   };
   const int threads = compute_threads();
+  int64_t ties_decided = 0;
   for (const int t : {1, 2})
   for (const ElementType type : {ElementType::bf16, ElementType::f16})
     for (const Case k : {Case{64, 32, 28, 28, 1, 1, true, true}, Case{6, 48, 9, 7, 16, 16, true, true},
                          Case{6, 64, 9, 7, 64, 64, true, true}, Case{64, 64, 14, 14, 64, 1, true, true},  // NHWC
-                         Case{8, 32, 5, 5, 8, 1, true, false}, Case{8, 16, 6, 6, 1, 1, false, false}}) {
+                         Case{8, 32, 5, 5, 8, 1, true, false}, Case{8, 16, 6, 6, 1, 1, false, false},
+                         Case{16, 32, 8, 8, 16, 16, true, true, 0.01f}, Case{16, 8, 8, 8, 1, 1, true, true, 0.01f}}) {
       SCOPED_TRACE(::testing::Message() << element_type_name(type) << " " << k.batch << "x" << k.channels << "x"
                                         << k.h << "x" << k.w << " blocks " << k.in_block << " -> " << k.out_block
-                                        << ", " << t << " threads");
+                                        << ", gamma x " << k.gamma_scale << ", " << t << " threads");
       set_compute_threads(t);
       const BatchNormShape shape{k.batch, k.channels, k.h * k.w, k.in_block, k.out_block};
       Bn wide(shape, 81), half(shape, 81);
       half.s.data = type;
+      for (Bn* bn : {&wide, &half})
+        for (float& g : bn->gamma) g *= k.gamma_scale;
       const int oh = k.pool ? k.h / 2 : k.h, ow = k.pool ? k.w / 2 : k.w;
       const std::size_t out = std::size_t(k.batch) * k.channels * oh * ow;
       const auto round_trip = [&](const std::vector<float>& v, std::vector<uint16_t>& bits) {
@@ -477,7 +482,9 @@ TEST(BatchNorm, SixteenBitTensorsGiveTheBitsOfFp32OnTheSameValues) {
       std::vector<uint16_t> x16, y16(out), dy16, dx16(wide.x.size()), narrowed;
       wide.x = round_trip(wide.x, x16);
       std::vector<int32_t> argmax_wide(out), argmax_half(out);
-      const FusedPool pool_wide{k.h, k.w, argmax_wide.data()}, pool_half{k.h, k.w, argmax_half.data()};
+      // Both pools compare values as stored in `type` (FusedPool::stored), the fp32 one rounding its own: so the
+      // 16-bit kernels must round theirs alike, in the blocked and the NCHW passes, for the winners to agree.
+      const FusedPool pool_wide{k.h, k.w, argmax_wide.data(), type}, pool_half{k.h, k.w, argmax_half.data(), type};
       const FusedActivation act = relu_if(k.relu);
       std::vector<float> y_wide(out);
       batchnorm_forward_train(wide.s, wide.x.data(), wide.gamma.data(), wide.beta.data(), 0.1f, kEps,
@@ -489,6 +496,18 @@ TEST(BatchNorm, SixteenBitTensorsGiveTheBitsOfFp32OnTheSameValues) {
       const auto y_narrowed = round_trip(y_wide, narrowed);
       EXPECT_EQ(narrowed, y16) << "y";
       EXPECT_EQ(argmax_wide, argmax_half);
+      if (k.pool) {  // the winners among the unrounded values: where they differ, the rounding decided a tie
+        Bn unrounded(shape, 81);
+        unrounded.x = wide.x;
+        unrounded.gamma = wide.gamma;
+        std::vector<int32_t> argmax_unrounded(out);
+        std::vector<float> y_unrounded(out);
+        const FusedPool pool_unrounded{k.h, k.w, argmax_unrounded.data()};
+        batchnorm_forward_train(unrounded.s, unrounded.x.data(), unrounded.gamma.data(), unrounded.beta.data(), 0.1f,
+                                kEps, unrounded.running_mean.data(), unrounded.running_var.data(), y_unrounded.data(),
+                                unrounded.mean.data(), unrounded.inv_std.data(), act, &pool_unrounded);
+        for (std::size_t i = 0; i < out; ++i) ties_decided += argmax_unrounded[i] != argmax_wide[i] ? 1 : 0;
+      }
       EXPECT_EQ(wide.mean, half.mean);
       EXPECT_EQ(wide.inv_std, half.inv_std);
       EXPECT_EQ(wide.running_var, half.running_var);
@@ -515,6 +534,7 @@ TEST(BatchNorm, SixteenBitTensorsGiveTheBitsOfFp32OnTheSameValues) {
       EXPECT_EQ(narrowed, y16) << "inference y";
     }
   set_compute_threads(threads);
+  EXPECT_GT(ties_decided, 0) << "no window's values rounded to a tie: the pools' rounding went untested";
 }
 
 }  // namespace

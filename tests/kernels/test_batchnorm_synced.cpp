@@ -52,7 +52,7 @@ Outputs run(const Case& c, const ChannelSumReduce& reduce) {
   Outputs o{{}, {}, std::vector<float>(channels, 0.1f), std::vector<float>(channels, 1.2f),
             std::vector<float>(channels), std::vector<float>(channels), std::vector<float>(channels, 0.0f),
             std::vector<float>(channels, 0.0f), std::vector<int32_t>(c.output_size())};
-  const FusedPool pool{c.side, c.side, o.winners.data()};
+  const FusedPool pool{c.side, c.side, o.winners.data(), c.s.data};
   const FusedPool* p = c.pool ? &pool : nullptr;
   const auto n = static_cast<int64_t>(c.x.size()), out = static_cast<int64_t>(c.output_size());
   std::vector<uint16_t> x(c.x.size()), dy(c.output_size()), y(c.output_size()), dx(c.x.size());
