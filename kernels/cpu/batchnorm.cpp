@@ -29,6 +29,7 @@
 #include "kernels/activation.h"
 #include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/operand_rounding.h"
 #include "kernels/cpu/pooling.h"
 #include "kernels/cpu/thread_runs.h"
 
@@ -281,10 +282,7 @@ void affine_plane_strided(int spatial, const float* __restrict src, int stride, 
 // values, in place, = themselves rounded to `stored` (nothing for fp32): what a fused pool's windows compare.
 void round_to_stored(ElementType stored, std::ptrdiff_t n, float* values) {
   if (stored == ElementType::f32) return;
-  thread_local std::vector<uint16_t> narrowed;
-  narrowed.resize(static_cast<std::size_t>(n));
-  narrow(values, {n, stored}, narrowed.data());
-  widen({n, stored}, narrowed.data(), values);
+  round_operands(stored == ElementType::bf16 ? OperandRounding::bf16 : OperandRounding::fp16, n, values, values);
 }
 
 // affine_group for a blocked x with a fused pool: a block of channels of one image at a time, normalised along the

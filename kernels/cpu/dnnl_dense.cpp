@@ -78,12 +78,12 @@ DnnlDense::Bf16Weights::Bf16Weights(DnnlContext& ctx, const DenseShape& s)
 void* DnnlDense::Bf16Weights::convert(DnnlContext& ctx, const float* w) {
   DNNL_CALL(fp32_.set_data_handle(const_cast<float*>(w)));
   ctx.execute(cast_, {{DNNL_ARG_FROM, fp32_}, {DNNL_ARG_TO, bf16_}});
-  from_ = w;
+  filled_ = true;
   return bf16_.get_data_handle();
 }
 
 void* DnnlDense::Bf16Weights::converted(DnnlContext& ctx, const float* w) {
-  return w == from_ ? bf16_.get_data_handle() : convert(ctx, w);
+  return filled_ ? bf16_.get_data_handle() : convert(ctx, w);
 }
 
 std::size_t DnnlDense::Bf16Weights::bytes() const { return bf16_.get_desc().get_size(); }

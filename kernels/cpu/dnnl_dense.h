@@ -33,14 +33,14 @@ class DnnlDense {
    public:
     Bf16Weights(DnnlContext& ctx, const DenseShape& s);
     void* convert(DnnlContext& ctx, const float* w);  // returns the copy
-    // The copy of w: the last conversion's where it was of w, else a new one.
+    // The copy of w, converted now if no forward converted it (each copy is one layer's weights').
     void* converted(DnnlContext& ctx, const float* w);
     std::size_t bytes() const;
 
    private:
     dnnl::memory fp32_, bf16_;
     dnnl::reorder cast_;
-    const float* from_ = nullptr;  // the weights the copy was converted from
+    bool filled_ = false;  // converted at least once
   };
 
   PlainPrimitive& forward_primitive(DnnlContext& ctx, bool bias);

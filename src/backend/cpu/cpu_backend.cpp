@@ -119,8 +119,8 @@ std::unique_ptr<model::DeviceClock> CpuBackend::make_clock(int capacity) { retur
 
 std::size_t CpuBackend::working_bytes() const {
   return conv_workspace_.bytes() + batchnorm_workspace_.bytes() + attention_workspace_.bytes() + dnnl_.working_bytes() + rounded_.bytes() +
-         views_.bytes() + nhwc_.bytes() + patches_.capacity() + patch_gradients_.capacity() + positions_x_.capacity() +
-         positions_y_.capacity() + positions_dx_.capacity();
+         views_.bytes() + nhwc_.bytes() + as_product_.x.capacity() + as_product_.y.capacity() +
+         as_product_.dx.capacity();
 }
 
 void CpuBackend::zero(void* y, std::size_t bytes) {
@@ -234,13 +234,6 @@ model::DenseShape CpuBackend::pointwise_dense(const model::Conv2dShape& s) {
 bool CpuBackend::on_patches(const model::Conv2dShape& s) const {
   return native_nhwc_ && dnnl_.takes_stored(s.data) && s.batch > 0 && kc::conv2d_is_patchwise(s);
 }
-void* CpuBackend::patch_buffer(std::vector<std::byte>& buffer, const model::Conv2dShape& s) {
-  const kernels::DenseShape product = kc::conv2d_patch_product(s);
-  const std::size_t bytes = static_cast<std::size_t>(product.batch) * static_cast<std::size_t>(product.in) *
-                            kernels::element_bytes(s.data);
-  if (buffer.size() < bytes) buffer.resize(bytes);
-  return buffer.data();
-}
 // bf16 pointwise convolutions over NCHW planes of at most 4 positions (MobileNetV2's and EfficientNet's last stage
 // at 64x64: 2x2) as oneDNN's matrix product over the positions, between reorders: oneDNN's bf16 convolution took the
 // weight gradient of 1x1, 320 -> 1280 over 2x2 planes, batch 32, in 3 ms, twice its fp32 one. MobileNetV2 bf16 at
@@ -251,7 +244,8 @@ bool CpuBackend::on_positions(const model::Conv2dShape& s) const {
   return !nhwc_.enabled() && math_ == kc::DnnlMath::bf16 && s.data == kernels::ElementType::bf16 && s.batch > 0 &&
          pointwise(s) && s.in_block == 1 && s.out_block == 1 && int64_t{s.in_h} * s.in_w <= kSmallPlane;
 }
-void* CpuBackend::position_buffer(std::vector<std::byte>& buffer, const kernels::Planes& p) {
+// A patch embedding's rows hold at most its input's values (all of them where the patches tile the planes).
+void* CpuBackend::grown(std::vector<std::byte>& buffer, const kernels::Planes& p) {
   const std::size_t bytes = static_cast<std::size_t>(p.elements()) * kernels::element_bytes(p.type);
   if (buffer.size() < bytes) buffer.resize(bytes);
   return buffer.data();
@@ -313,13 +307,15 @@ void CpuBackend::conv2d_forward(const model::Conv2dShape& s, const void* x_store
                                 void* y_stored, model::Scratch) {
   if (on_positions(s)) {
     const kernels::Planes in = input_planes(s), out = output_planes(s);
-    kc::reorder_layout(in, model::ActivationLayout::nhwc, x_stored, position_buffer(positions_x_, in));
-    dense_forward(pointwise_dense(s), positions_x_.data(), w, bias, position_buffer(positions_y_, out));
-    return kc::reorder_layout(out, model::ActivationLayout::nchw, positions_y_.data(), y_stored);
+    void* const x = grown(as_product_.x, in), *const y = grown(as_product_.y, out);
+    kc::reorder_layout(in, model::ActivationLayout::nhwc, x_stored, x);
+    dense_forward(pointwise_dense(s), x, w, bias, y);
+    return kc::reorder_layout(out, model::ActivationLayout::nchw, y, y_stored);
   }
   if (on_patches(s)) {
-    kc::gather_patches(s, x_stored, patch_buffer(patches_, s));
-    return dense_forward(kc::conv2d_patch_product(s), patches_.data(), w, bias, y_stored);
+    void* const patches = grown(as_product_.x, input_planes(s));
+    kc::gather_patches(s, x_stored, patches);
+    return dense_forward(kc::conv2d_patch_product(s), patches, w, bias, y_stored);
   }
   if (const auto native = on_dnnl_nhwc(s)) {
     if (pointwise(s)) return dense_forward(pointwise_dense(s), x_stored, w, bias, y_stored);
@@ -341,17 +337,19 @@ void CpuBackend::conv2d_backward(const model::Conv2dShape& s, const void* x_stor
                                  const float* w, void* dx_stored, float* dw, float* dbias, model::Scratch) {
   if (on_positions(s)) {
     const kernels::Planes in = input_planes(s), out = output_planes(s);
-    kc::reorder_layout(in, model::ActivationLayout::nhwc, x_stored, position_buffer(positions_x_, in));
-    kc::reorder_layout(out, model::ActivationLayout::nhwc, dy_stored, position_buffer(positions_y_, out));
-    void* const dx = dx_stored ? position_buffer(positions_dx_, in) : nullptr;
-    dense_backward(pointwise_dense(s), positions_x_.data(), w, positions_y_.data(), dx, dw, dbias);
+    void* const x = grown(as_product_.x, in), *const dy = grown(as_product_.y, out);
+    kc::reorder_layout(in, model::ActivationLayout::nhwc, x_stored, x);
+    kc::reorder_layout(out, model::ActivationLayout::nhwc, dy_stored, dy);
+    void* const dx = dx_stored ? grown(as_product_.dx, in) : nullptr;
+    dense_backward(pointwise_dense(s), x, w, dy, dx, dw, dbias);
     if (dx) kc::reorder_layout(in, model::ActivationLayout::nchw, dx, dx_stored);
     return;
   }
   if (on_patches(s)) {
-    kc::gather_patches(s, x_stored, patch_buffer(patches_, s));
-    void* const dpatches = dx_stored ? patch_buffer(patch_gradients_, s) : nullptr;
-    dense_backward(kc::conv2d_patch_product(s), patches_.data(), w, dy_stored, dpatches, dw, dbias);
+    void* const patches = grown(as_product_.x, input_planes(s));
+    kc::gather_patches(s, x_stored, patches);
+    void* const dpatches = dx_stored ? grown(as_product_.dx, input_planes(s)) : nullptr;
+    dense_backward(kc::conv2d_patch_product(s), patches, w, dy_stored, dpatches, dw, dbias);
     if (dx_stored) kc::scatter_patches(s, dpatches, dx_stored);
     return;
   }

@@ -168,12 +168,11 @@ class CpuBackend : public model::Backend {
   // Whether s, a pointwise convolution over NCHW planes of a few positions, runs as the dense product over its
   // positions between reorders to NHWC and back.
   bool on_positions(const model::Conv2dShape& s) const;
-  static void* position_buffer(std::vector<std::byte>& buffer, const kernels::Planes& p);
+  // `buffer`, grown to hold p's values.
+  static void* grown(std::vector<std::byte>& buffer, const kernels::Planes& p);
   // Whether s runs as the dense product over its patches (native NHWC, as on_dnnl_nhwc; stride = kernel, no
   // padding).
   bool on_patches(const model::Conv2dShape& s) const;
-  // `buffer`, grown to hold s's patch rows.
-  static void* patch_buffer(std::vector<std::byte>& buffer, const model::Conv2dShape& s);
   const void* rounded_activation(int slot, kernels::Elements x, const void* data);
   const float* fp32_operand(int slot, int view_slot, kernels::Elements x, const void* data);
   // A product a layer asks in full precision while the network computes in bf16 or fp16 (squeeze-and-excitation's,
@@ -198,8 +197,11 @@ class CpuBackend : public model::Backend {
   Fp32Views views_;
   NhwcStaging nhwc_;
   bool native_nhwc_ = false;  // see NhwcConvolutions
-  std::vector<std::byte> patches_, patch_gradients_;  // on_patches' patch rows of x and of dx, in the stored type
-  std::vector<std::byte> positions_x_, positions_y_, positions_dx_;  // on_positions' NHWC copies, in the stored type
+  // A convolution run as a dense product (on_positions, on_patches): its x, its y or dy, and its dx as the product
+  // reads and writes them (NHWC positions, patch rows), in the stored type. Layers run one at a time, so one set.
+  struct AsProduct {
+    std::vector<std::byte> x, y, dx;
+  } as_product_;
 };
 
 }  // namespace ringtrain::backend

@@ -355,8 +355,9 @@ void CudaBackend::synchronise_batchnorm(std::shared_ptr<model::BatchStatisticsGr
     host.resize(count);
     CUDA_CHECK(cudaMemcpyAsync(host.data(), values, count * sizeof(double), cudaMemcpyDeviceToHost, on));
     CUDA_CHECK(cudaEventRecord(landed->get(), on));
-    wait_for_event_within(landed->get(), state_->options.collective_timeout_s,
-                          fmt::format("the device work before the synchronised batch norm's sums ({} doubles)", count));
+    wait_for_events_within({landed->get()}, state_->options.collective_timeout_s, [count] {
+      return fmt::format("the device work before the synchronised batch norm's sums ({} doubles)", count);
+    });
     group->all_reduce(host);
     CUDA_CHECK(cudaMemcpyAsync(values, host.data(), count * sizeof(double), cudaMemcpyHostToDevice, on));
   };

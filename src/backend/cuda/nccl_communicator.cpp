@@ -88,20 +88,27 @@ void abort_every_communicator() noexcept {
   }
 }
 
-void wait_for_event_within(cudaEvent_t event, double timeout_s, const std::string& what) {
+void wait_for_events_within(std::initializer_list<cudaEvent_t> events, double timeout_s,
+                            const std::function<std::string()>& what, const std::function<void()>& between_polls) {
   const auto deadline = wait_deadline(timeout_s);
   for (int polls = 0;; ++polls) {
-    const cudaError_t state = cudaEventQuery(event);
-    if (state == cudaSuccess) return;
-    if (state != cudaErrorNotReady) {
-      abort_every_communicator();
-      CUDA_CHECK(state);  // a fault on the device (illegal address, ...): a library error, not a stall
+    bool done = true;
+    for (const cudaEvent_t event : events) {
+      const cudaError_t state = event ? cudaEventQuery(event) : cudaSuccess;
+      if (state == cudaSuccess) continue;
+      done = false;
+      if (state != cudaErrorNotReady) {
+        abort_every_communicator();
+        CUDA_CHECK(state);  // a fault on the device (illegal address, ...): a library error, not a stall
+      }
     }
+    if (done) return;
+    if (between_polls) between_polls();
     if (std::chrono::steady_clock::now() > deadline) {
       abort_every_communicator();
       throw FaultError(fmt::format("{} did not complete within the {} s collective timeout on {}; a peer rank is "
                                    "probably dead or stalled, so the NCCL communicators were aborted",
-                                   what, timeout_s, process_label()));
+                                   what(), timeout_s, process_label()));
     }
     pause_polling(polls);
   }

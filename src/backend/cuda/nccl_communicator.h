@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <functional>
+#include <initializer_list>
 #include <string>
 
 namespace ringtrain::backend {
@@ -53,10 +54,14 @@ class CommunicatorAbort {
 };
 void abort_every_communicator() noexcept;
 
-// Waits for `event`, as cudaEventSynchronize would, but for at most timeout_s (never where it is <= 0): a stream
-// that waits for a collective stalled on a dead peer never reaches its event. Past the deadline every communicator
-// is aborted and FaultError names `what`; a fault on the device is CUDA's error, after the same aborts.
-void wait_for_event_within(cudaEvent_t event, double timeout_s, const std::string& what);
+// Waits for `events` (a null one is done), as cudaEventSynchronize would, but for at most timeout_s (never where it
+// is <= 0): a stream that waits for a collective stalled on a dead peer never reaches its event. `between_polls`,
+// if given, runs after each poll that found work left (a communicator's asynchronous error check), and may throw.
+// Past the deadline every communicator is aborted and FaultError names what(); a fault on the device is CUDA's
+// error, after the same aborts.
+void wait_for_events_within(std::initializer_list<cudaEvent_t> events, double timeout_s,
+                            const std::function<std::string()>& what,
+                            const std::function<void()>& between_polls = {});
 
 // A non-blocking communicator's call may answer ncclInProgress: the call is then complete (its work queued) only once
 // ncclCommGetAsyncError stops saying so. Returns the call's final result, or ncclInProgress where it was still in

@@ -7,7 +7,6 @@
 #include <nccl.h>
 
 #include <algorithm>
-#include <chrono>
 #include <deque>
 #include <cstdlib>
 #include <cstring>
@@ -28,8 +27,6 @@
 
 namespace ringtrain::backend {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // "4.00 KiB", "25.00 MiB": the size of `floats` fp32 values, for messages.
 std::string size_text(int64_t floats) {
@@ -169,23 +166,7 @@ struct NcclGradientReducer::Impl {
   // The host waits for `event` (and `also`, if given), checking NCCL's error state and the deadline as it goes.
   template <class Describe>
   void wait_for(cudaEvent_t event, cudaEvent_t also, Describe describe) {
-    const auto deadline = wait_deadline(timeout_s);
-    for (int polls = 0;; ++polls) {
-      const cudaError_t first = cudaEventQuery(event);
-      const cudaError_t second = also ? cudaEventQuery(also) : cudaSuccess;
-      if (first == cudaSuccess && second == cudaSuccess) return;
-      for (const cudaError_t q : {first, second})
-        if (q != cudaSuccess && q != cudaErrorNotReady) {
-          abort_every_communicator();
-          CUDA_CHECK(q);  // a fault on the device (illegal address, ...): a library error, not a stall
-        }
-      check_async(describe);
-      if (Clock::now() > deadline)
-        fault(fmt::format("{} did not complete within the {} s collective timeout on {}; a peer rank is probably "
-                          "dead or stalled, so the NCCL communicator was aborted",
-                          describe(), timeout_s, process_label()));
-      pause_polling(polls);
-    }
+    wait_for_events_within({event, also}, timeout_s, describe, [&] { check_async(describe); });
   }
 };
 
