@@ -70,36 +70,11 @@ void transpose_add_bias(int rows, int cols, const float* t, const float* bias, f
 
 }  // namespace
 
-DnnlDense::Bf16Weights::Bf16Weights(DnnlContext& ctx, const DenseShape& s)
-    : fp32_(DNNL_CALL(memory(memory::desc({s.out, s.in}, f32, tag::ab), ctx.engine(), DNNL_MEMORY_NONE))),
-      bf16_(DNNL_CALL(memory(memory::desc({s.out, s.in}, bf16, tag::ab), ctx.engine()))),
-      cast_(DNNL_CALL(dnnl::reorder(fp32_, bf16_))) {}
-
-void* DnnlDense::Bf16Weights::convert(DnnlContext& ctx, const float* w) {
-  DNNL_CALL(fp32_.set_data_handle(const_cast<float*>(w)));
-  ctx.execute(cast_, {{DNNL_ARG_FROM, fp32_}, {DNNL_ARG_TO, bf16_}});
-  filled_ = true;
-  return bf16_.get_data_handle();
-}
-
-void* DnnlDense::Bf16Weights::converted(DnnlContext& ctx, const float* w) {
-  return filled_ ? bf16_.get_data_handle() : convert(ctx, w);
-}
-
-std::size_t DnnlDense::Bf16Weights::bytes() const { return bf16_.get_desc().get_size(); }
-
-DnnlDense::Bf16Weights& DnnlDense::copy_of(DnnlContext& ctx, const float* w) {
-  auto it = weight_copies_.find(w);
-  return it != weight_copies_.end() ? it->second : weight_copies_.try_emplace(w, ctx, shape_).first->second;
-}
-
 std::size_t DnnlDense::working_bytes() const {
-  std::size_t copies = 0;
-  for (const auto& [weights, copy] : weight_copies_) copies += copy.bytes();
-  return copies + sizeof(float) * y_transposed_.capacity();
+  return sizeof(float) * y_transposed_.capacity();
 }
 
-DnnlDense::DnnlDense(DnnlContext& ctx, const DenseShape& s)
+DnnlDense::DnnlDense(DnnlContext& ctx, const DenseShape& s, Bf16WeightCopies& weight_copies)
     : shape_(s), activations_(ctx.activation_type(s.data)) {
   // fp32 forward of a layer with more outputs than samples: oneDNN's matmul ran y^T = W x^T (W as the wide left
   // operand) in 2.50-2.52 ms against 3.16-3.36 for y = x W^T on the Fashion-MNIST model's 64 x 3136 -> 1024
@@ -111,7 +86,7 @@ DnnlDense::DnnlDense(DnnlContext& ctx, const DenseShape& s)
   }
   if (ctx.operand_type() != bf16) return;  // fp32 gradients: see backward()
   // The forward and the data gradient read W in bf16, each layer's copy converted by its forward (see forward()).
-  bf16_weights_ = true;
+  weight_copies_ = &weight_copies;
   const memory::data_type a = activations_;
   // dx (batch x in) = dy (batch x out) W (out x in)
   backward_data_.emplace(make_matmul(ctx, {s.batch, s.out, tag::ab, a}, {s.out, s.in, tag::ab, bf16}, false,
@@ -125,7 +100,7 @@ PlainPrimitive& DnnlDense::forward_primitive(DnnlContext& ctx, bool bias) {
   auto& slot = forward_[bias ? 1 : 0];
   if (!slot) {
     // y (batch x out) = x (batch x in) W^T (in x out, W read transposed) + b (1 x out)
-    const memory::data_type w = bf16_weights_ ? bf16 : f32;
+    const memory::data_type w = weight_copies_ ? bf16 : f32;
     slot.emplace(make_matmul(ctx, {shape_.batch, shape_.in, tag::ab, activations_}, {shape_.in, shape_.out, tag::ba, w},
                              bias, {shape_.batch, shape_.out, tag::ab, activations_}));
   }
@@ -139,7 +114,8 @@ void DnnlDense::forward(DnnlContext& ctx, const void* x, const float* w, const f
     transpose_add_bias(shape_.batch, shape_.out, y_transposed_.data(), bias, static_cast<float*>(y));
     return;
   }
-  void* const weights = bf16_weights_ ? copy_of(ctx, w).convert(ctx, w) : const_cast<float*>(w);
+  void* const weights =
+      weight_copies_ ? weight_copies_->convert(ctx, w, shape_.out, shape_.in) : const_cast<float*>(w);
   void* const tensors[] = {const_cast<void*>(x), weights, y, const_cast<float*>(bias)};
   forward_primitive(ctx, bias != nullptr).run(ctx, std::span(tensors, bias ? 4 : 3));
 }
@@ -148,7 +124,7 @@ void DnnlDense::backward(DnnlContext& ctx, const void* x, const float* w, const 
                          float* dbias) {
   if (backward_data_) {  // bf16: the matmuls read their inputs rounded
     if (dx) {
-      void* const tensors[] = {const_cast<void*>(dy), copy_of(ctx, w).converted(ctx, w), dx};
+      void* const tensors[] = {const_cast<void*>(dy), weight_copies_->converted(ctx, w, shape_.out, shape_.in), dx};
       backward_data_->run(ctx, tensors);
     }
     void* const tensors[] = {const_cast<void*>(dy), const_cast<void*>(x), dw};

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "kernels/cpu/bf16_weight_copies.h"
 #include "kernels/cpu/dnnl_context.h"
 #include "kernels/cpu/dnnl_conv2d.h"
 #include "kernels/cpu/dnnl_dense.h"
@@ -40,6 +41,7 @@ struct DnnlOps::State {
   DnnlContext ctx;
   // nullopt: a convolution shape that stays on im2col + BLAS.
   std::map<Conv2dShape, std::optional<DnnlConv2d>> convs;
+  Bf16WeightCopies weight_copies;  // read by the dense products of every batch size
   std::map<DenseShape, DnnlDense> denses;
   std::map<std::pair<PoolShape, PoolMode>, DnnlPool> pools;
   std::map<std::tuple<Activation, int64_t, ElementType>, DnnlEltwise> eltwises;
@@ -68,7 +70,7 @@ struct DnnlOps::State {
   }
   DnnlDense& dense(const DenseShape& s) {
     auto it = denses.find(s);
-    return it != denses.end() ? it->second : denses.try_emplace(s, ctx, s).first->second;
+    return it != denses.end() ? it->second : denses.try_emplace(s, ctx, s, weight_copies).first->second;
   }
 };
 
@@ -83,7 +85,7 @@ std::string DnnlOps::version() {
 }
 
 std::size_t DnnlOps::working_bytes() const {
-  std::size_t total = state_->ctx.working_bytes();
+  std::size_t total = state_->ctx.working_bytes() + state_->weight_copies.bytes();
   for (const auto& [shape, dense] : state_->denses) total += dense.working_bytes();
   return total;
 }

@@ -371,6 +371,34 @@ TEST(DnnlOps, Bf16OperandsStayNearFp32AndRepeatBitForBit) {
   expect_close(db, want_db, 1e-6);
 }
 
+// A layer's bf16 weight copy is its own whatever batch size reads it: evaluation's last batch (a product shape of its
+// own) converts into the same copy, so memory does not grow by the weights with each batch size; and the data
+// gradient after a forward at one batch size reads the weights that forward converted.
+TEST(DnnlOps, ALayerKeepsOneBf16WeightCopyAcrossBatchSizes) {
+  if (!DnnlOps::bf16_available()) GTEST_SKIP() << "this CPU has no AVX512_BF16";
+  DnnlOps bf16(1, DnnlMath::bf16);
+  const DenseShape train{16, 300, 70}, last_batch{5, 300, 70};
+  const auto w = random_vector(std::size_t(train.out) * train.in, 2), other = random_vector(w.size(), 7);
+  const auto x = random_vector(std::size_t(train.batch) * train.in, 1);
+  const auto dy = random_vector(std::size_t(train.batch) * train.out, 4);
+  std::vector<float> y(dy.size()), dx(x.size()), dw(w.size(), 0.0f);
+  bf16.dense_forward(train, x.data(), w.data(), nullptr, y.data());
+  bf16.dense_backward(train, x.data(), w.data(), dy.data(), dx.data(), dw.data(), nullptr);
+  const std::size_t one_batch_size = bf16.working_bytes();
+  bf16.dense_forward(last_batch, x.data(), w.data(), nullptr, y.data());
+  bf16.dense_backward(last_batch, x.data(), w.data(), dy.data(), dx.data(), dw.data(), nullptr);
+  EXPECT_LT(bf16.working_bytes(), one_batch_size + w.size() * 2) << "a second batch size copied the weights again";
+  // Another layer of the shape has a copy of its own, and its backward reads it, not the first layer's.
+  bf16.dense_forward(train, x.data(), other.data(), nullptr, y.data());
+  bf16.dense_forward(train, x.data(), w.data(), nullptr, y.data());
+  std::vector<float> dx_other(dx.size()), dx_fresh(dx.size());
+  bf16.dense_backward(train, x.data(), other.data(), dy.data(), dx_other.data(), dw.data(), nullptr);
+  DnnlOps fresh(1, DnnlMath::bf16);
+  fresh.dense_forward(train, x.data(), other.data(), nullptr, y.data());
+  fresh.dense_backward(train, x.data(), other.data(), dy.data(), dx_fresh.data(), dw.data(), nullptr);
+  EXPECT_EQ(dx_other, dx_fresh);
+}
+
 // Depthwise convolutions on activations stored in bf16: strided (whose data gradient oneDNN would hand to its brgemm
 // convolution, not its depthwise kernel) and on 2x2 maps (whose filter gradient runs on the direct kernel), against
 // im2col in fp32 on the same bf16 values; dw and db accumulate.
