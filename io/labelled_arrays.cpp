@@ -126,7 +126,7 @@ ArrayLayout parse_array_layout(const std::string& text) {
   if (text.empty()) return ArrayLayout::unstated;
   if (text == "nchw") return ArrayLayout::nchw;
   if (text == "nhwc") return ArrayLayout::nhwc;
-  throw DataError(fmt::format("--layout '{}' is not 'nchw' or 'nhwc'", text));
+  throw UsageError(fmt::format("--layout '{}' is not 'nchw' or 'nhwc'", text));
 }
 
 LabelledArrays load_npy_arrays(const fs::path& images, const fs::path& labels, ArrayLayout layout) {

@@ -125,9 +125,9 @@ SplitToWrite arrays_split(const fs::path& dir, const LabelledArrays& arrays, Dat
 // Written so that NaN fails it too ("<= 0 || >= 1" lets NaN through).
 void check_test_fraction(const ArraysOptions& options) {
   if (!(options.test_fraction > 0 && options.test_fraction < 1))
-    throw DataError(fmt::format("--test-fraction {} must lie strictly between 0 and 1 (or give test samples: --test-images, or --test-source for "
-                                "prepare images)",
-                                options.test_fraction));
+    throw UsageError(fmt::format("--test-fraction {} must lie strictly between 0 and 1 (or give test samples: --test-images, or --test-source for "
+                                 "prepare images)",
+                                 options.test_fraction));
 }
 
 std::vector<int> prepare_arrays(LabelledArrays train, LabelledArrays test, const ArraysOptions& options) {

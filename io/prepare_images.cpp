@@ -83,34 +83,37 @@ class Progress {
 
 void check_options(const ImagesOptions& options, const PrepareTeam& team) {
   if (options.size.height < 1 || options.size.width < 1)
-    throw DataError(fmt::format("--size {}x{} needs positive sides", options.size.height, options.size.width));
+    throw UsageError(fmt::format("--size {}x{} needs positive sides", options.size.height, options.size.width));
   if (!convertible_channels(options.channels))
-    throw DataError(fmt::format("--channels {} is not 1 (gray), 3 (RGB) or 4 (RGBA)", options.channels));
+    throw UsageError(fmt::format("--channels {} is not 1 (gray), 3 (RGB) or 4 (RGBA)", options.channels));
   // Photos stored smaller than the samples would make every training and evaluation crop an enlargement.
   if (options.max_side > 0 && options.max_side < std::max(options.size.height, options.size.width))
-    throw DataError(fmt::format("--max-side {} is below --size {}x{}: every stored photo would be smaller than the "
-                                "samples cut from it; give --max-side at least {} (FFCV and the ImageNet recipes keep "
-                                "256-512 for 224)",
-                                options.max_side, options.size.height, options.size.width,
-                                std::max(options.size.height, options.size.width)));
-  if (options.max_side < 0 || options.quality < 1 || options.quality > 100)
-    throw DataError(fmt::format("--max-side {} must be >= 0 and --quality {} within 1..100", options.max_side,
-                                options.quality));
+    throw UsageError(fmt::format("--max-side {} is below --size {}x{}: every stored photo would be smaller than the "
+                                 "samples cut from it; give --max-side at least {} (FFCV and the ImageNet recipes keep "
+                                 "256-512 for 224)",
+                                 options.max_side, options.size.height, options.size.width,
+                                 std::max(options.size.height, options.size.width)));
+  if (options.max_side < 0)
+    throw UsageError(fmt::format("--max-side {} is negative; give 0 (keep every JPEG as it is) or the longest shorter "
+                                 "side to keep (e.g. 512)",
+                                 options.max_side));
+  if (options.quality < 1 || options.quality > 100)
+    throw UsageError(fmt::format("--quality {} is not within 1..100 (90 is the default)", options.quality));
   const double values = static_cast<double>(options.channels) * options.size.height * options.size.width;
   if (values > static_cast<double>(detail::kMaxSampleValues))
-    throw DataError(fmt::format("--size {}x{} makes samples of {:.3g} values; ringtrain reads samples of at most {} "
-                                "values (e.g. --size 224)",
-                                options.size.height, options.size.width, values, detail::kMaxSampleValues));
+    throw UsageError(fmt::format("--size {}x{} makes samples of {:.3g} values; ringtrain reads samples of at most {} "
+                                 "values (e.g. --size 224)",
+                                 options.size.height, options.size.width, values, detail::kMaxSampleValues));
   // The worker window (4 samples a thread) and a shard's chunk of raw samples are what a sample size costs.
   const double needed = values * (4.0 * std::max(options.threads, 1) + 64);
   if (const RankMemoryShare share = rank_memory_share(memory_of_process(), team.ranks_on_node, team.host);
       share.bytes > 0 && needed > 0.5 * share.bytes)
-    throw DataError(fmt::format("--size {}x{} with {} threads needs {} of memory for the samples in flight, more than "
-                                "half of the {} that is {} (the rest is the decoders' and the system's); use a "
-                                "smaller --size, fewer --threads{}{}",
-                                options.size.height, options.size.width, options.threads, byte_size_text(needed),
-                                byte_size_text(share.bytes), share.text,
-                                team.ranks_on_node > 1 ? " or fewer ranks a node" : "", share.limit.or_remedy()));
+    throw UsageError(fmt::format("--size {}x{} with {} threads needs {} of memory for the samples in flight, more than "
+                                 "half of the {} that is {} (the rest is the decoders' and the system's); use a "
+                                 "smaller --size, fewer --threads{}{}",
+                                 options.size.height, options.size.width, options.threads, byte_size_text(needed),
+                                 byte_size_text(share.bytes), share.text,
+                                 team.ranks_on_node > 1 ? " or fewer ranks a node" : "", share.limit.or_remedy()));
 }
 
 // Automatic: JPEG bytes when the photos are larger than the training size (the random crop is then taken from the
@@ -120,7 +123,7 @@ SampleStorage resolve_storage(const ImagesOptions& options, const ImagesPlan& pl
   if (options.store == ImageStore::raw) return SampleStorage::raw;
   if (options.channels == 4) {
     if (options.store == ImageStore::jpeg)
-      throw DataError("--store jpeg holds 1 or 3 channels; --channels 4 (RGBA) needs --store raw");
+      throw UsageError("--store jpeg holds 1 or 3 channels; --channels 4 (RGBA) needs --store raw");
     return SampleStorage::raw;
   }
   if (options.store == ImageStore::jpeg) return SampleStorage::jpeg;

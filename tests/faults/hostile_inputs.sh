@@ -151,7 +151,7 @@ EOF
   check npy_negative 4 "is not a tuple of non-negative integers" -- $(arrays neg --images "$work/negative.npy" --labels "$work/labels.npy")
   check npy_unclosed 4 "its header is not a {...} dictionary" -- $(arrays unclosed --images "$work/unclosed.npy" --labels "$work/labels.npy")
   check npy_overflow 4 "holds more bytes than any file can" -- $(arrays overflow --images "$work/overflow.npy" --labels "$work/labels.npy")
-  check test_fraction_nan 4 "--test-fraction nan must lie strictly between 0 and 1" -- \
+  check test_fraction_nan 2 "--test-fraction nan must lie strictly between 0 and 1" -- \
     $(arrays nan --images "$work/images.npy" --labels "$work/labels.npy" --test-fraction nan)
   check hdf5_unwritten_huge 4 "holds 931.3 GiB in memory, with" -- $(arrays huge --from-hdf5 "$work/arrays.h5")
   check hdf5_group 4 "'group' in '$work/arrays.h5' is a group, not a dataset" -- \

@@ -4,7 +4,7 @@
 # values (no colour management: libpng's simplified API had turned both into brighter sRGB); a JPEG with stray
 # bytes before its end marker is kept with PIL's pixels (libjpeg warns and skips them); images in a subfolder of a
 # class folder count, as torchvision's ImageFolder counts them; a class folder with a line break in its name and a
-# --max-side below --size are refused (exit 4) with nothing left behind; files that are no images by name are counted
+# --max-side below --size are refused (exit 4 and 2) with nothing left behind; files that are no images by name are counted
 # in the summary; --store auto's choice does not move with --shards.
 # Uses Debian's python3-pil, python3-numpy and python3-h5py. Usage: image_sources.sh RINGTRAIN
 set -euo pipefail
@@ -68,17 +68,19 @@ assert np.array_equal(samples["nested"], np.asarray(Image.open("src/nested/deepe
 print("ok   an image in a subfolder of its class folder counts for the class")
 PY
 
-refused() {  # refused NAME EXPECTED -- ARGS...: exit 4 saying EXPECTED, no output folder left
-  local name=$1 want=$2; shift 3
+refused() {  # refused NAME EXPECTED [EXIT] -- ARGS...: exit EXIT (4, data) saying EXPECTED, no output folder left
+  local name=$1 want=$2 code=4
+  [ "$3" != -- ] && { code=$3; shift; }
+  shift 3
   local rc=0
   "$bin" prepare images "$@" --out "out-$name" >"$name.log" 2>&1 || rc=$?
-  [ "$rc" = 4 ] && grep -qF -- "$want" "$name.log" && [ ! -e "out-$name" ] ||
-    { cat "$name.log"; fail "$name: exit $rc, want 4 with '$want' and no out-$name"; }
-  echo "ok   $name: exit 4, '$want'"
+  [ "$rc" = "$code" ] && grep -qF -- "$want" "$name.log" && [ ! -e "out-$name" ] ||
+    { cat "$name.log"; fail "$name: exit $rc, want $code with '$want' and no out-$name"; }
+  echo "ok   $name: exit $code, '$want'"
 }
 mkdir -p "lines/a"$'\n'"b" && cp src/gamma/a.png "lines/a"$'\n'"b/"
 refused class_name_with_a_line_break "has a line break in its name" -- --source lines --test-source lines --size 4,6
-refused max_side_below_size "--max-side 100 is below --size 224x224" -- --source src --test-source src --size 224 \
+refused max_side_below_size "--max-side 100 is below --size 224x224" 2 -- --source src --test-source src --size 224 \
   --store jpeg --max-side 100
 
 # Files no image by name (.webp, a README) and a file beside the class folders are not taken, and the summary says

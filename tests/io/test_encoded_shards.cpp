@@ -241,7 +241,7 @@ TEST_F(PrepareImagesStreaming, ASampleSizeThatCannotFitIsRefusedBeforeAnyWork) {
   try {
     prepare_images(options);
     FAIL() << "--size 200000 was accepted";
-  } catch (const DataError& e) {
+  } catch (const UsageError& e) {  // exit 2: an option's value
     EXPECT_NE(std::string(e.what()).find("--size 200000x200000"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(fs::exists(dir() / "out" / "train"));
@@ -260,7 +260,7 @@ TEST_F(PrepareImagesStreaming, ASampleSizeThatTheNodesRanksCannotHoldTogetherIsR
   try {
     prepare_images(options, team);
     FAIL() << "a share of a few bytes held the samples";
-  } catch (const DataError& e) {
+  } catch (const UsageError& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("--size 64x64"), std::string::npos) << what;
     if (memory_of_process().own.bytes == 0) {  // no address-space limit of the process's own binds instead
