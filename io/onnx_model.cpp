@@ -196,6 +196,14 @@ OnnxModel model(std::string_view message) {
     const ProtoField f = r.next();
     if (f.number == 2) m.producer = text_of(f);
     if (f.number == 7) graph(f.bytes, m), has_graph = true;
+    if (f.number == 14) {
+      std::pair<std::string, std::string>& entry = m.metadata.emplace_back();
+      for (ProtoReader e(f.bytes); !e.done();) {
+        const ProtoField g = e.next();
+        if (g.number == 1) entry.first = text_of(g);
+        if (g.number == 2) entry.second = text_of(g);
+      }
+    }
     if (f.number == 8) {
       std::string domain;
       int64_t version = 0;

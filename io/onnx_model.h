@@ -1,5 +1,5 @@
-// Owns reading an ONNX model file into plain structs: its opset, graph inputs and outputs, nodes (operator,
-// inputs, outputs, attributes) and float and int64 initializers, as `ringtrain import` maps them onto layers.
+// Owns reading an ONNX model file into plain structs: its opset, producer and metadata, graph inputs and outputs, nodes
+// (operator, inputs, outputs, attributes) and float and int64 initializers, as `ringtrain import` maps them onto layers.
 // External data, sparse tensors and subgraphs are refused by name; anything malformed is a DataError naming
 // the file and what was found.
 #pragma once
@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ringtrain::io {
@@ -39,6 +40,7 @@ struct OnnxNode {
 struct OnnxModel {
   int64_t opset = 0;  // of the default ("" or "ai.onnx") domain
   std::string producer;
+  std::vector<std::pair<std::string, std::string>> metadata;  // metadata_props, in the file's order
   std::vector<std::string> inputs, outputs;  // graph inputs that are not initializers, and graph outputs
   // Each of `inputs`' tensor dimensions, -1 for a named (symbolic) or unknown one; empty where the file gives none.
   std::vector<std::vector<int64_t>> input_dims;

@@ -55,6 +55,7 @@ struct ImportArgs {
   std::filesystem::path class_names;  // a text file of the class names, one a line by index; empty: "class <i>"
   // The normalisation per channel on 0..1 pixels: torchvision's ImageNet mean and std unless given.
   std::vector<double> mean = {0.485, 0.456, 0.406}, stddev = {0.229, 0.224, 0.225};
+  bool normalisation_given = false;  // --mean or --std on the command line
   // data.eval_resize of the job: above 0, predict on image files resizes their shorter side to it and crops the
   // centre (torchvision's evaluation transform at 256); 0: the shorter side scaled to the sample's size.
   int eval_resize = 0;

@@ -1,17 +1,20 @@
 // Owns `ringtrain import`: an ONNX image classifier as a job file, a checkpoint of its weights and a split of no
 // samples that describes its input (sample shape, classes, the normalisation), so predict, evaluate and export
-// take it as a model ringtrain trained. The graph is mapped by the import pass (model/onnx_import.h); the
+// take it as a model ringtrain trained. The graph's ends are read first (model/onnx_graph_ends.h: a ringtrain
+// export's own normalisation and probabilities), then its layers are mapped by the import pass (model/onnx_import.h); the
 // network is built from the layers on the CPU (one sample) to check that they take the input and give one logit a
 // class, and that every weight tensor has the size its layer takes, before anything is written. Every output is
 // checked first (not an input, not a folder), the job file and the checkpoint are written under temporary names and
 // renamed last, and a failure removes only what this run made, so a refusal leaves nothing and loses nothing.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -30,6 +33,7 @@
 #include "io/shard_writer.h"
 #include "io/whole_file.h"
 #include "model/network.h"
+#include "model/onnx_graph_ends.h"
 #include "model/onnx_import.h"
 #include "util/versions.h"
 
@@ -127,6 +131,40 @@ std::vector<std::string> class_names(const fs::path& file, int classes) {
     throw UsageError(fmt::format("--class-names '{}' names {} classes, the model has {}; give one name a line",
                                  file.string(), names.size(), classes));
   return names;
+}
+
+// The normalisation: the graph's own where it applies one (ringtrain's export, on 0..255 pixels as shards keep
+// them), else --mean and --std (torchvision's ImageNet ones unless given).
+void set_normalisation(const ImportArgs& args, const std::optional<model::InputNormalisation>& in_graph,
+                       io::DatasetMeta& meta) {
+  if (!in_graph) {
+    meta.mean = in_pixel_units(args.mean, meta.shape.channels, "--mean", false);
+    meta.stddev = in_pixel_units(args.stddev, meta.shape.channels, "--std", true);
+    return;
+  }
+  if (args.normalisation_given)
+    throw UsageError(fmt::format("'{}' normalises its input itself (a ringtrain export: mean [{}], std [{}] on 0..255 "
+                                 "pixels), which import takes as the model's normalisation; leave out --mean and --std",
+                                 args.onnx.string(), fmt::join(in_graph->mean, ", "), fmt::join(in_graph->stddev, ", ")));
+  if (static_cast<int>(in_graph->mean.size()) != meta.shape.channels)
+    throw JobFileError(fmt::format("'{}' normalises {} channels, but its images have {}", args.onnx.string(),
+                                   in_graph->mean.size(), meta.shape.channels));
+  meta.mean = in_graph->mean;
+  meta.stddev = in_graph->stddev;
+}
+
+// The class names a ringtrain export keeps in its metadata ("class_names", a JSON list), where they are one a class;
+// else none ("class 0", "class 1", ... then).
+std::vector<std::string> names_in_metadata(const io::OnnxModel& onnx, int classes) {
+  for (const auto& [key, value] : onnx.metadata) {
+    if (key != "class_names") continue;
+    const nlohmann::json names = nlohmann::json::parse(value, nullptr, false);
+    if (!names.is_array() || static_cast<int>(names.size()) != classes ||
+        !std::all_of(names.begin(), names.end(), [](const nlohmann::json& n) { return n.is_string(); }))
+      break;
+    return names.get<std::vector<std::string>>();
+  }
+  return {};
 }
 
 constexpr std::string_view kImportOf = "ringtrain import of ", kDescriptionOnly = ": no samples, only the description "
@@ -320,7 +358,9 @@ void write_outputs(const ImportPaths& p, const std::string& job_text, const io::
 
 int import_onnx(const ImportArgs& args) {
   refuse_several_processes("import");
-  const io::OnnxModel onnx = io::read_onnx(args.onnx);
+  io::OnnxModel onnx = io::read_onnx(args.onnx);
+  model::drop_probability_outputs(onnx);
+  const std::optional<model::InputNormalisation> in_graph = model::take_input_normalisation(onnx);
   const model::ImportedModel imported = model::import_onnx(onnx);
   io::DatasetMeta meta;
   meta.shape = sample_shape(imported, args.shape);
@@ -330,9 +370,9 @@ int import_onnx(const ImportArgs& args) {
                                  "(256 for 224, torchvision's), or 0",
                                  args.eval_resize, side, meta.shape.height, meta.shape.width, side));
   meta.num_classes = class_count(imported);
-  meta.mean = in_pixel_units(args.mean, meta.shape.channels, "--mean", false);
-  meta.stddev = in_pixel_units(args.stddev, meta.shape.channels, "--std", true);
-  meta.class_names = class_names(args.class_names, meta.num_classes);
+  set_normalisation(args, in_graph, meta);
+  meta.class_names = args.class_names.empty() ? names_in_metadata(onnx, meta.num_classes)
+                                              : class_names(args.class_names, meta.num_classes);
   meta.provenance = description_provenance(fs::absolute(args.onnx));
   backend::CpuBackend cpu(1);
   const model::Network net(imported.layers, cpu, {1, meta.shape.channels, meta.shape.height, meta.shape.width},

@@ -55,6 +55,7 @@ class GraphWalk {
   bool is_constant(const std::string& value) const { return constants_.contains(value); }
   void define(const OnnxNode& node, std::set<std::string>& defined) const;
   void look_through(const OnnxNode& node);
+  io::OnnxTensor constant_value(const OnnxNode& node) const;
   bool batch_shape_arithmetic(const OnnxNode& node);
   bool shape_arithmetic(const OnnxNode& node) const;
   std::optional<std::string> integer_scalar_zero(const std::string& value) const;
@@ -167,13 +168,31 @@ void GraphWalk::define(const OnnxNode& node, std::set<std::string>& defined) con
       refuse(node, fmt::format("its output '{}' is produced by another node too", out));
 }
 
+// A Constant's value from whichever attribute holds it: a tensor, or an integer or float scalar or list (ONNX's
+// value_int, value_ints, value_float, value_floats, as ringtrain's export writes shapes and indices).
+io::OnnxTensor GraphWalk::constant_value(const OnnxNode& node) const {
+  if (const io::OnnxNodeAttribute* value = node.attribute("value"); value && value->tensor) return *value->tensor;
+  io::OnnxTensor t;
+  if (const io::OnnxNodeAttribute* a = node.attribute("value_int"); a && a->integer) {
+    t.data_type = 7, t.integers = {*a->integer};
+  } else if (const io::OnnxNodeAttribute* b = node.attribute("value_ints")) {
+    t.data_type = 7, t.integers = b->integers, t.dims = {static_cast<int64_t>(b->integers.size())};
+  } else if (const io::OnnxNodeAttribute* c = node.attribute("value_float"); c && c->real) {
+    t.data_type = 1, t.floats = {*c->real};
+  } else if (const io::OnnxNodeAttribute* d = node.attribute("value_floats")) {
+    t.data_type = 1, t.floats = d->reals, t.dims = {static_cast<int64_t>(d->reals.size())};
+  } else {
+    refuse(node, "import reads a Constant's value as a tensor ('value') or as integers or floats ('value_int', "
+                 "'value_ints', 'value_float', 'value_floats') only");
+  }
+  return t;
+}
+
 // Identity and inference Dropout pass their input on; a Constant's value becomes a constant like an initializer.
 void GraphWalk::look_through(const OnnxNode& node) {
   if (node.outputs.empty()) return;
   if (node.op == "Constant") {
-    const io::OnnxNodeAttribute* value = node.attribute("value");
-    if (!value || !value->tensor) refuse(node, "import reads a Constant's 'value' tensor only");
-    io::OnnxTensor& t = constant_nodes_.emplace_back(*value->tensor);
+    io::OnnxTensor& t = constant_nodes_.emplace_back(constant_value(node));
     t.name = node.outputs[0];
     constants_[t.name] = &t;
     return;

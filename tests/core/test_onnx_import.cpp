@@ -316,6 +316,21 @@ TEST(OnnxImport, ViewOfTheBatchByMinusOneIsAFlatten) {
   EXPECT_NE(refusal(g.m).find("ONNX node 'reshape' (Reshape)"), std::string::npos) << refusal(g.m);
 }
 
+// A Constant node's value in each form ONNX gives it: ringtrain's export writes a Reshape's shape as value_ints.
+TEST(OnnxImport, ConstantNodesGiveTheirValueInEveryForm) {
+  Graph g;
+  io::OnnxNodeAttribute shape = ints("value_ints", {0, -1});
+  g.m.nodes.push_back({"Constant", "shape", "", {}, {"target"}, {shape}});
+  g.node("Reshape", "reshape", {"x", "target"}, "f");
+  g.node("Gemm", "fc", {"f", g.weight("W", {3, 256}), g.weight("b", {3})}, "y", {integer("transB", 1)});
+  const model::ImportedModel m = model::import_onnx(g.m);
+  ASSERT_EQ(m.layers.size(), 2u);
+  EXPECT_EQ(m.layers[0].type, "flatten");
+  g.m.nodes[0].attributes = {text("value_string", "0,-1")};
+  EXPECT_NE(refusal(g.m).find("ONNX node 'shape' (Constant)"), std::string::npos) << refusal(g.m);
+  EXPECT_NE(refusal(g.m).find("'value_ints'"), std::string::npos) << refusal(g.m);
+}
+
 // x * Sigmoid(x) and x * HardSigmoid(x) (alpha 1/6, beta 1/2): torch's SiLU and Hardswish at opset 13.
 TEST(OnnxImport, AGatedForkIsSiluOrHardSwish) {
   Graph g;
