@@ -196,7 +196,8 @@ void add_use_commands(CLI::App& app, UseCommands& u) {
                                               "beside the job file, <job stem>-data)");
   u.import_onnx->add_option("--shape", u.shape_text, "C,H,W of the images (default: the model's declared input)");
   u.import_onnx->add_option("--class-names", i.class_names, "text file of the class names, one a line in class order");
-  u.import_onnx->add_option("--mean", i.mean, "per channel mean of 0..1 pixels, comma-separated")
+  u.import_onnx->add_option("--mean", i.mean, "per channel mean of 0..1 pixels, comma-separated (not for a graph "
+                                              "that normalises its input itself, as ringtrain's export does)")
       ->delimiter(',')
       ->capture_default_str();
   u.import_onnx->add_option("--std", i.stddev, "per channel standard deviation of 0..1 pixels, comma-separated")
