@@ -86,6 +86,8 @@ void check_options(const ImagesOptions& options, const PrepareTeam& team) {
     throw UsageError(fmt::format("--size {}x{} needs positive sides", options.size.height, options.size.width));
   if (!convertible_channels(options.channels))
     throw UsageError(fmt::format("--channels {} is not 1 (gray), 3 (RGB) or 4 (RGBA)", options.channels));
+  if (options.channels == 4 && options.store == ImageStore::jpeg)
+    throw UsageError("--store jpeg holds 1 or 3 channels; --channels 4 (RGBA) needs --store raw");
   // Photos stored smaller than the samples would make every training and evaluation crop an enlargement.
   if (options.max_side > 0 && options.max_side < std::max(options.size.height, options.size.width))
     throw UsageError(fmt::format("--max-side {} is below --size {}x{}: every stored photo would be smaller than the "
@@ -121,11 +123,7 @@ void check_options(const ImagesOptions& options, const PrepareTeam& team) {
 // the folder's order, so that neither --shards nor the shuffle moves the choice; the ranks then agree on it.
 SampleStorage resolve_storage(const ImagesOptions& options, const ImagesPlan& plan) {
   if (options.store == ImageStore::raw) return SampleStorage::raw;
-  if (options.channels == 4) {
-    if (options.store == ImageStore::jpeg)
-      throw UsageError("--store jpeg holds 1 or 3 channels; --channels 4 (RGBA) needs --store raw");
-    return SampleStorage::raw;
-  }
+  if (options.channels == 4) return SampleStorage::raw;  // --store jpeg was refused with it (check_options)
   if (options.store == ImageStore::jpeg) return SampleStorage::jpeg;
   std::vector<uint32_t> files;
   for (const PlannedShard& shard : plan.train.shards) files.insert(files.end(), shard.files.begin(), shard.files.end());

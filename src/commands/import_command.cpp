@@ -23,6 +23,7 @@
 #include "commands/commands.h"
 #include "commands/one_process.h"
 #include "common/error.h"
+#include "common/stderr_print.h"
 #include "config/job_config.h"
 #include "config/layers_toml.h"
 #include "io/checkpoint_file.h"
@@ -146,22 +147,42 @@ void set_normalisation(const ImportArgs& args, const std::optional<model::InputN
     throw UsageError(fmt::format("'{}' normalises its input itself (a ringtrain export: mean [{}], std [{}] on 0..255 "
                                  "pixels), which import takes as the model's normalisation; leave out --mean and --std",
                                  args.onnx.string(), fmt::join(in_graph->mean, ", "), fmt::join(in_graph->stddev, ", ")));
-  if (static_cast<int>(in_graph->mean.size()) != meta.shape.channels)
-    throw JobFileError(fmt::format("'{}' normalises {} channels, but its images have {}", args.onnx.string(),
-                                   in_graph->mean.size(), meta.shape.channels));
+  if (static_cast<int>(in_graph->mean.size()) != meta.shape.channels) {
+    const std::string why = fmt::format("'{}' normalises images of {} channels, but {} gives {}", args.onnx.string(),
+                                        in_graph->mean.size(), args.shape.empty() ? "its declared input" : "--shape",
+                                        meta.shape.channels);
+    if (args.shape.empty()) throw JobFileError(why);
+    throw UsageError(why + fmt::format("; give --shape {},H,W", in_graph->mean.size()));
+  }
   meta.mean = in_graph->mean;
   meta.stddev = in_graph->stddev;
 }
 
-// The class names a ringtrain export keeps in its metadata ("class_names", a JSON list), where they are one a class;
-// else none ("class 0", "class 1", ... then).
-std::vector<std::string> names_in_metadata(const io::OnnxModel& onnx, int classes) {
+// Why a metadata list of class names cannot name these classes ("" where it can): a shard keeps one name a line.
+std::string unusable_names(const nlohmann::json& names, int classes) {
+  if (!names.is_array()) return "it is no JSON list";
+  if (static_cast<int>(names.size()) != classes)
+    return fmt::format("it names {} classes, the model has {}", names.size(), classes);
+  for (const nlohmann::json& n : names) {
+    if (!n.is_string()) return fmt::format("{} is no text", n.dump());
+    if (n.get<std::string>().find_first_of("\r\n") != std::string::npos)
+      return fmt::format("{} holds a line break", n.dump());
+  }
+  return "";
+}
+
+// The class names an export keeps in its metadata ("class_names", a JSON list, as ringtrain's export writes it),
+// where they name the classes; else none ("class 0", "class 1", ... then), with a note saying why.
+std::vector<std::string> names_in_metadata(const io::OnnxModel& onnx, const fs::path& file, int classes) {
   for (const auto& [key, value] : onnx.metadata) {
     if (key != "class_names") continue;
     const nlohmann::json names = nlohmann::json::parse(value, nullptr, false);
-    if (!names.is_array() || static_cast<int>(names.size()) != classes ||
-        !std::all_of(names.begin(), names.end(), [](const nlohmann::json& n) { return n.is_string(); }))
-      break;
+    if (const std::string why = unusable_names(names, classes); !why.empty()) {
+      stderr_print("ringtrain import: the class names in the metadata of '{}' are not used ({}); the classes are "
+                   "named \"class 0\", \"class 1\", ... unless --class-names gives a file of them\n",
+                   file.string(), why);
+      return {};
+    }
     return names.get<std::vector<std::string>>();
   }
   return {};
@@ -371,7 +392,7 @@ int import_onnx(const ImportArgs& args) {
                                  args.eval_resize, side, meta.shape.height, meta.shape.width, side));
   meta.num_classes = class_count(imported);
   set_normalisation(args, in_graph, meta);
-  meta.class_names = args.class_names.empty() ? names_in_metadata(onnx, meta.num_classes)
+  meta.class_names = args.class_names.empty() ? names_in_metadata(onnx, args.onnx, meta.num_classes)
                                               : class_names(args.class_names, meta.num_classes);
   meta.provenance = description_provenance(fs::absolute(args.onnx));
   backend::CpuBackend cpu(1);

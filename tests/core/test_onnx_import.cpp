@@ -329,6 +329,34 @@ TEST(OnnxImport, ConstantNodesGiveTheirValueInEveryForm) {
   g.m.nodes[0].attributes = {text("value_string", "0,-1")};
   EXPECT_NE(refusal(g.m).find("ONNX node 'shape' (Constant)"), std::string::npos) << refusal(g.m);
   EXPECT_NE(refusal(g.m).find("'value_ints'"), std::string::npos) << refusal(g.m);
+
+  // torch's x.view(x.size(0), -1) with its index 0 as value_int: the shape's arithmetic reads the scalar.
+  Graph view;
+  view.m.nodes.push_back({"Constant", "zero", "", {}, {"zero"}, {integer("value_int", 0)}});
+  view.m.nodes.push_back({"Constant", "minus_one", "", {}, {"minus_one"}, {ints("value_ints", {-1})}});
+  view.node("Shape", "shape", {"x"}, "s");
+  view.node("Gather", "gather", {"s", "zero"}, "n", {integer("axis", 0)});
+  view.node("Unsqueeze", "unsqueeze", {"n", "zero"}, "n1");
+  view.node("Concat", "concat", {"n1", "minus_one"}, "target", {integer("axis", 0)});
+  view.node("Reshape", "reshape", {"x", "target"}, "f");
+  view.node("Gemm", "fc", {"f", view.weight("W", {3, 256}), view.weight("b", {3})}, "y", {integer("transB", 1)});
+  EXPECT_EQ(model::import_onnx(view.m).layers.at(0).type, "flatten");
+  view.m.nodes[0].attributes = {integer("value_int", 1)};  // the last dimension, not the batch: no flatten
+  EXPECT_NE(refusal(view.m).find("ONNX node 'reshape' (Reshape)"), std::string::npos) << refusal(view.m);
+
+  // Clip's bounds as value_float and value_floats: the values its import reads.
+  Graph clip;
+  io::OnnxNodeAttribute high;
+  high.name = "value_floats", high.reals = {6.0f};
+  clip.m.nodes.push_back({"Constant", "lo", "", {}, {"lo"}, {real("value_float", 0.0f)}});
+  clip.m.nodes.push_back({"Constant", "hi", "", {}, {"hi"}, {high}});
+  clip.node("Clip", "clip", {"x", "lo", "hi"}, "y");
+  EXPECT_EQ(model::import_onnx(clip.m).layers.at(0).type, "relu6");
+  clip.m.nodes[1].attributes[0].reals = {4.0f};
+  EXPECT_NE(refusal(clip.m).find("clips to [0, 4]"), std::string::npos) << refusal(clip.m);
+  clip.m.nodes[1].attributes[0].reals = {6.0f};
+  clip.m.nodes[0].attributes = {real("value_float", 1.0f)};
+  EXPECT_NE(refusal(clip.m).find("clips to [1, 6]"), std::string::npos) << refusal(clip.m);
 }
 
 // x * Sigmoid(x) and x * HardSigmoid(x) (alpha 1/6, beta 1/2): torch's SiLU and Hardswish at opset 13.

@@ -106,6 +106,19 @@ cmp -s "$work/fm.jsonl" "$work/reimport.jsonl" || fail "the re-imported export p
 echo "ok   export, then import: the same predictions on the $(wc -l <"$work/reimport.jsonl") test samples"
 expect 2 "normalises its input itself" "$bin" import --onnx "$work/fm.onnx" --out "$work/reimport2/fm.toml" \
   --checkpoint "$work/reimport2/fm.h5" --mean 0.5
+"$onnx_python" - "$work/fm.onnx" "$work/fm-names.onnx" <<'PY'
+import onnx, sys
+m = onnx.load(sys.argv[1])
+for entry in m.metadata_props:
+    if entry.key == "class_names":
+        entry.value = '["a\\nb", "c"]'
+onnx.save(m, sys.argv[2])
+PY
+"$bin" import --onnx "$work/fm-names.onnx" --out "$work/reimport3/fm.toml" --checkpoint "$work/reimport3/fm.h5" \
+  >/dev/null 2>"$work/names.log"
+grep -qF "are not used (it names 2 classes, the model has 10)" "$work/names.log" ||
+  { cat "$work/names.log"; fail "metadata class names of another count were not set aside with a note"; }
+echo "ok   metadata class names that cannot name the classes: $(cut -c1-120 "$work/names.log")"
 
 # ---- a model trained with synchronised batch norm in groups of 2 evaluates (with its job's keys) and predicts on
 # one rank: the training-only keys do not hold a rank count or precision against the commands that run a model
