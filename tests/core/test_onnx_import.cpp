@@ -294,6 +294,16 @@ TEST(OnnxImport, ABranchThatStartsWithAChainOfNodesIsWalkedAsAChain) {
   EXPECT_EQ(b.layers[0].shortcut[1].type, "conv2d");
 }
 
+// torch's x.view(x.size(0), -1) and a Gemm, the shape computed from x's with the constants "zero" and "minus_one".
+void add_batch_view_and_gemm(Graph& g) {
+  g.node("Shape", "shape", {"x"}, "s");
+  g.node("Gather", "gather", {"s", "zero"}, "n", {integer("axis", 0)});
+  g.node("Unsqueeze", "unsqueeze", {"n", "zero"}, "n1");
+  g.node("Concat", "concat", {"n1", "minus_one"}, "target", {integer("axis", 0)});
+  g.node("Reshape", "reshape", {"x", "target"}, "f");
+  g.node("Gemm", "fc", {"f", g.weight("W", {3, 256}), g.weight("b", {3})}, "y", {integer("transB", 1)});
+}
+
 // torch's x.view(x.size(0), -1) with a dynamic batch: the shape computed from the value itself.
 TEST(OnnxImport, ViewOfTheBatchByMinusOneIsAFlatten) {
   Graph g;
@@ -302,12 +312,7 @@ TEST(OnnxImport, ViewOfTheBatchByMinusOneIsAFlatten) {
   zero.integers = {0}, minus_one.integers = {-1};
   zero.name = "zero", minus_one.name = "minus_one";
   g.m.initializers = {zero, minus_one};
-  g.node("Shape", "shape", {"x"}, "s");
-  g.node("Gather", "gather", {"s", "zero"}, "n", {integer("axis", 0)});
-  g.node("Unsqueeze", "unsqueeze", {"n", "zero"}, "n1");
-  g.node("Concat", "concat", {"n1", "minus_one"}, "target", {integer("axis", 0)});
-  g.node("Reshape", "reshape", {"x", "target"}, "f");
-  g.node("Gemm", "fc", {"f", g.weight("W", {3, 256}), g.weight("b", {3})}, "y", {integer("transB", 1)});
+  add_batch_view_and_gemm(g);
   const model::ImportedModel m = model::import_onnx(g.m);
   ASSERT_EQ(m.layers.size(), 2u);
   EXPECT_EQ(m.layers[0].type, "flatten");
@@ -334,12 +339,7 @@ TEST(OnnxImport, ConstantNodesGiveTheirValueInEveryForm) {
   Graph view;
   view.m.nodes.push_back({"Constant", "zero", "", {}, {"zero"}, {integer("value_int", 0)}});
   view.m.nodes.push_back({"Constant", "minus_one", "", {}, {"minus_one"}, {ints("value_ints", {-1})}});
-  view.node("Shape", "shape", {"x"}, "s");
-  view.node("Gather", "gather", {"s", "zero"}, "n", {integer("axis", 0)});
-  view.node("Unsqueeze", "unsqueeze", {"n", "zero"}, "n1");
-  view.node("Concat", "concat", {"n1", "minus_one"}, "target", {integer("axis", 0)});
-  view.node("Reshape", "reshape", {"x", "target"}, "f");
-  view.node("Gemm", "fc", {"f", view.weight("W", {3, 256}), view.weight("b", {3})}, "y", {integer("transB", 1)});
+  add_batch_view_and_gemm(view);
   EXPECT_EQ(model::import_onnx(view.m).layers.at(0).type, "flatten");
   view.m.nodes[0].attributes = {integer("value_int", 1)};  // the last dimension, not the batch: no flatten
   EXPECT_NE(refusal(view.m).find("ONNX node 'reshape' (Reshape)"), std::string::npos) << refusal(view.m);
