@@ -34,7 +34,8 @@ std::string what_import_maps() {
                      "AveragePool (torch's AvgPool2d), the channels permuted last by a "
                      "Transpose (0, 2, 3, 1) and back (0, 3, 1, 2) around those that need it; torchvision's "
                      "VisionTransformer: a Conv's output reshaped and transposed to tokens, the class token's Concat, "
-                     "the position table's Add, nn.MultiheadAttention's nodes, the Gather of token 0",
+                     "the position table's Add, nn.MultiheadAttention's nodes, the Gather of token 0; and ringtrain's "
+                     "export's forms of those token layers over N x D x T x 1",
                      fmt::join(imported_onnx_ops(), ", "));
 }
 

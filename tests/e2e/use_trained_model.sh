@@ -3,8 +3,8 @@
 # run's last test_loss and test_acc exactly (and with --weights ema its ema_test_loss and ema_test_acc), and on another rank count within rounding,
 # also with its last batch padded to the full batch (gpu.full_eval_batches); the exported ONNX file
 # must pass ONNX's checker and give `predict`'s logits in onnxruntime within 1e-4 on the whole Fashion-MNIST test
-# split (10,000 samples), for the Fashion-MNIST model and a residual model, and the Fashion-MNIST model's, imported back,
-# predict as its checkpoint does; another model's checkpoint, a damaged one and data of the wrong shape are clear errors;
+# split (10,000 samples), for the Fashion-MNIST model and a residual model of every layer kind, and both exports,
+# imported back, predict as their checkpoints do; another model's checkpoint, a damaged one and data of the wrong shape are clear errors;
 # a model trained with synchronised batch norm in groups of 2 evaluates and predicts on one rank; a checkpoint from
 # inside an epoch (each rank's own batch-norm statistics) evaluates alike on 2 ranks and 1.
 # Usage: use_trained_model.sh RINGTRAIN SOURCE_DIR DATA_DIR
@@ -104,6 +104,11 @@ expect 5 "belongs to another model" "$bin" predict --checkpoint "$fm_ckpt" "$wor
 "$bin" predict --checkpoint "$work/reimport/fm.h5" --logits --top 3 "$data/fmnist/test" >"$work/reimport.jsonl"
 cmp -s "$work/fm.jsonl" "$work/reimport.jsonl" || fail "the re-imported export predicts otherwise than its checkpoint"
 echo "ok   export, then import: the same predictions on the $(wc -l <"$work/reimport.jsonl") test samples"
+"$bin" import --onnx "$work/residual.onnx" --out "$work/reimport/res.toml" --checkpoint "$work/reimport/res.h5" >/dev/null
+"$bin" predict --checkpoint "$work/reimport/res.h5" --logits --top 3 "$data/fmnist/test" >"$work/reimport-res.jsonl"
+cmp -s "$work/residual.jsonl" "$work/reimport-res.jsonl" ||
+  fail "the residual model's export, imported, predicts otherwise than its checkpoint"
+echo "ok   export, then import, of the residual model (every layer kind export writes): the same predictions"
 expect 2 "normalises its input itself" "$bin" import --onnx "$work/fm.onnx" --out "$work/reimport2/fm.toml" \
   --checkpoint "$work/reimport2/fm.h5" --mean 0.5
 "$onnx_python" - "$work/fm.onnx" "$work/fm-names.onnx" <<'PY'

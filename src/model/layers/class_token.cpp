@@ -62,10 +62,40 @@ std::string class_token_onnx(OnnxLayerWriter& w, const config::LayerSpec&, const
   return g.node("Concat", {batch_tokens, x}, {io::OnnxAttribute::integer("axis", 2)});
 }
 
+// ringtrain's own export of it (class_token_onnx), over N x D x T x 1 tokens: the parameter (1 x D x 1 x 1) Expanded
+// to the Shape of token 0 (a Gather at [0] along axis 2, which nothing but that Shape takes), then a Concat along
+// axis 2 of it and the tokens. Nothing where the value's two users are not such a Gather and Concat.
+std::optional<ImportedChain> exported_class_token(const OnnxChainReader& c) {
+  const std::vector<const io::OnnxNode*>& users = c.users(c.start());
+  if (c.layout() != OnnxLayout::channels_first || users.size() != 2) return std::nullopt;
+  const bool gather_first = users[0]->op == "Gather";
+  const io::OnnxNode &gather = *users[gather_first ? 0 : 1], &concat = *users[gather_first ? 1 : 0];
+  if (gather.op != "Gather" || concat.op != "Concat" || !c.users(gather.outputs.at(0)).empty() ||
+      concat.inputs.size() != 2 || concat.inputs[1] != c.start() || c.reader(concat).integer("axis", 0) != 2)
+    return std::nullopt;
+  const io::OnnxNode* expand = c.producer(concat.inputs[0]);
+  const io::OnnxNode* shape = expand && expand->op == "Expand" && expand->inputs.size() == 2
+                                  ? c.producer(expand->inputs[1])
+                                  : nullptr;
+  const io::OnnxTensor* index = gather.inputs.size() == 2 ? c.integer_constant(gather.inputs[1]) : nullptr;
+  if (!shape || shape->op != "Shape" || shape->inputs.empty() || shape->inputs[0] != gather.outputs.at(0) || !index ||
+      index->integers != std::vector<int64_t>{0} || c.reader(gather).integer("axis", 0) != 2)
+    return std::nullopt;
+  const io::OnnxTensor& token = c.reader(*expand).constant(0, "the class token");
+  if (token.dims.size() != 4 || token.dims[0] != 1 || token.dims[2] != 1 || token.dims[3] != 1)
+    c.reader(*expand).refuse(fmt::format("its class token is shaped {}; import maps one token of 1 x D x 1 x 1 "
+                                         "before N x D x T x 1 tokens",
+                                         token.dims));
+  ImportedLayer layer{c.reader(concat).spec("class_token")};
+  layer.params = {token.floats};
+  return ImportedChain{std::move(layer), concat.outputs.at(0)};
+}
+
 // As torch exports torchvision's ViT: Concat along axis 1 of N x T x D tokens (their channels last) of the parameter
 // (a 1 x 1 x D constant) expanded to the batch, then the tokens. The Expand's shape is a constant or computed from
 // the batch; either way it repeats the one token over the batch. Nothing where the value's only user is no Concat.
 std::optional<ImportedChain> class_token_chain(const OnnxChainReader& c) {
+  if (std::optional<ImportedChain> own = exported_class_token(c)) return own;
   const io::OnnxNode* concat = c.only_user(c.start(), "Concat");
   if (!concat || c.layout() != OnnxLayout::channels_last) return std::nullopt;
   const OnnxNodeReader r = c.reader(*concat);

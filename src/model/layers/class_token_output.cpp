@@ -43,10 +43,21 @@ std::string class_token_output_onnx(OnnxLayerWriter& w, const config::LayerSpec&
   return w.graph().node("Gather", {x, w.integers({0})}, {io::OnnxAttribute::integer("axis", 2)});
 }
 
+// ringtrain's own export of it (class_token_output_onnx), over N x D x T x 1 tokens: a Gather along axis 2 at the
+// index [0] (one entry, so the axis stays), leaving N x D x 1 x 1. Nothing where the Gather is other.
+std::optional<ImportedChain> exported_class_token_output(const OnnxChainReader& c, const io::OnnxNode& gather) {
+  const io::OnnxTensor* index = gather.inputs.size() == 2 ? c.integer_constant(gather.inputs[1]) : nullptr;
+  if (c.reader(gather).integer("axis", 0) != 2 || !index || index->integers != std::vector<int64_t>{0} ||
+      index->dims != std::vector<int64_t>{1})
+    return std::nullopt;
+  return ImportedChain{ImportedLayer{c.reader(gather).spec("class_token_output")}, gather.outputs.at(0)};
+}
+
 // As torch exports torchvision's ViT's x[:, 0]: a Gather along axis 1 of N x T x D tokens (their channels last) at
 // the scalar index 0, leaving N x D (the channels on axis 1 again). Nothing where the value's only user is no Gather.
 std::optional<ImportedChain> class_token_output_chain(const OnnxChainReader& c) {
   const io::OnnxNode* gather = c.only_user(c.start(), "Gather");
+  if (gather && c.layout() == OnnxLayout::channels_first) return exported_class_token_output(c, *gather);
   if (!gather || c.layout() != OnnxLayout::channels_last) return std::nullopt;
   const OnnxNodeReader r = c.reader(*gather);
   const io::OnnxTensor* index = gather->inputs.size() == 2 ? c.integer_constant(gather->inputs[1]) : nullptr;

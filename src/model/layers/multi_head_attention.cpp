@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -252,6 +253,80 @@ const io::OnnxNode& heads_of(const OnnxChainReader& c, const io::OnnxNode& slice
   return transposed(c, r, perm, "an attention's head split");
 }
 
+// A 1x1 Conv of `width` x `inputs` weights and a bias, as ringtrain's export writes a projection over the channels:
+// its weight and bias, refused naming the node where it is other.
+std::pair<const io::OnnxTensor*, const io::OnnxTensor*> projection(const OnnxChainReader& c, const io::OnnxNode& conv,
+                                                                  int64_t width, int64_t inputs, const char* what) {
+  const OnnxNodeReader r = c.reader(conv);
+  c.require(r.integers("kernel_shape", {1, 1}) == std::vector<int64_t>{1, 1} && r.integer("group", 1) == 1 &&
+                r.integers("strides", {1, 1}) == std::vector<int64_t>{1, 1} &&
+                r.integers("pads", {0, 0, 0, 0}) == std::vector<int64_t>{0, 0, 0, 0} && r.has_input(2),
+            conv, fmt::format("it is no plain 1x1 Conv with a bias, as {} is", what));
+  const io::OnnxTensor& weight = r.constant(1, "the weight", width * inputs);
+  c.require(weight.dims == std::vector<int64_t>{width, inputs, 1, 1}, conv,
+            fmt::format("its weight is shaped {}; {} has {} x {} x 1 x 1", weight.dims, what, width, inputs));
+  return {&weight, &r.constant(2, "the bias", width)};
+}
+
+// q, k and v: the three Gathers of `parts` along axis 0 at the scalar indices 0, 1 and 2, in that order.
+std::vector<const io::OnnxNode*> gathered_thirds(const OnnxChainReader& c, const io::OnnxNode& parts) {
+  const std::vector<const io::OnnxNode*>& users = c.users(parts.outputs.at(0));
+  std::vector<const io::OnnxNode*> thirds(3, nullptr);
+  for (const io::OnnxNode* g : users) {
+    const io::OnnxTensor* index = g->op == "Gather" && g->inputs.size() == 2 ? c.integer_constant(g->inputs[1]) : nullptr;
+    if (index && index->dims.empty() && index->integers.size() == 1 && index->integers[0] >= 0 &&
+        index->integers[0] < 3 && c.reader(*g).integer("axis", 0) == 0)
+      thirds[static_cast<size_t>(index->integers[0])] = g;
+  }
+  c.require(users.size() == 3 && std::none_of(thirds.begin(), thirds.end(), [](auto* g) { return g == nullptr; }),
+            parts, "its output is not gathered into q, k and v alone (axis 0 at 0, 1 and 2)");
+  return thirds;
+}
+
+// ringtrain's own export of the layer (multi_head_attention_onnx), over N x D x T x 1 tokens: the in-projection as a
+// 1x1 Conv to 3D channels, a Reshape to the constant (0, 3, heads, head_dim, -1) and a Transpose (1, 0, 2, 4, 3), q,
+// k and v gathered from it, MatMul of q by k Transposed (0, 1, 3, 2), Mul by 1/sqrt(head_dim), Softmax over the keys,
+// MatMul by v, Transpose (0, 1, 3, 2) and Reshape to the tokens' Shape, the out-projection as a 1x1 Conv. The
+// weights are the layer's as they are. Nothing where the value's only user is no Conv whose output is split so.
+std::optional<ImportedChain> exported_attention(const OnnxChainReader& c) {
+  const io::OnnxNode* in_conv = c.only_user(c.start(), "Conv");
+  if (!in_conv || c.layout() != OnnxLayout::channels_first) return std::nullopt;
+  const io::OnnxNode* split = c.only_user(in_conv->outputs.at(0), "Reshape");
+  const io::OnnxTensor* dims = split && split->inputs.size() == 2 ? c.integer_constant(split->inputs[1]) : nullptr;
+  if (!dims || dims->integers.size() != 5 || dims->integers[0] != 0 || dims->integers[1] != 3 ||
+      dims->integers[2] < 1 || dims->integers[3] < 1 || dims->integers[4] != -1)
+    return std::nullopt;
+  const int64_t heads = dims->integers[2], head_dim = dims->integers[3], width = heads * head_dim;
+  const auto [in_weight, in_bias] = projection(c, *in_conv, 3 * width, width, "an attention's in-projection");
+  const io::OnnxNode& parts = transposed(c, *split, {1, 0, 2, 4, 3}, "an attention's split into q, k and v");
+  const std::vector<const io::OnnxNode*> qkv = gathered_thirds(c, parts);
+  const io::OnnxNode& k = transposed(c, *qkv[1], {0, 1, 3, 2}, "an attention's k transposed");
+  const io::OnnxNode& scores = c.next(k, k.outputs.at(0), "MatMul", "an attention's scores");
+  c.require(scores.inputs == std::vector<std::string>{qkv[0]->outputs.at(0), k.outputs[0]} &&
+                c.users(qkv[0]->outputs[0]).size() == 1,
+            scores, "it does not multiply q by k transposed");
+  const io::OnnxNode& scaled = c.next(scores, scores.outputs.at(0), "Mul", "an attention's scaling");
+  c.require(c.scalar_operand(scaled, scores.outputs[0], 1.0f / std::sqrt(static_cast<float>(head_dim))), scaled,
+            fmt::format("it does not multiply the scores by 1/sqrt({}), the head width's", head_dim));
+  const io::OnnxNode& softmax = c.next(scaled, scaled.outputs.at(0), "Softmax", "an attention's probabilities");
+  const int64_t axis = c.reader(softmax).integer("axis", -1);
+  c.require(axis == -1 || axis == 3, softmax, "it is not over the keys (the last axis)");
+  const io::OnnxNode& mix = c.next(softmax, softmax.outputs.at(0), "MatMul", "an attention's mix of v");
+  c.require(mix.inputs == std::vector<std::string>{softmax.outputs[0], qkv[2]->outputs.at(0)} &&
+                c.users(qkv[2]->outputs[0]).size() == 1,
+            mix, "it does not multiply the probabilities by v");
+  const io::OnnxNode& merged = transposed(c, mix, {0, 1, 3, 2}, "an attention's merge of the heads");
+  const io::OnnxNode& back = c.next(merged, merged.outputs.at(0), "Reshape", "an attention's merge of the heads");
+  const io::OnnxNode* shape = back.inputs.size() == 2 ? c.producer(back.inputs[1]) : nullptr;
+  c.require(shape && shape->op == "Shape" && shape->inputs == std::vector<std::string>{c.start()}, back,
+            "it does not reshape the heads back to the tokens' shape");
+  const io::OnnxNode& out_conv = c.next(back, back.outputs.at(0), "Conv", "an attention's out-projection");
+  const auto [out_weight, out_bias] = projection(c, out_conv, width, width, "an attention's out-projection");
+  ImportedLayer layer{c.reader(*in_conv).spec("multi_head_attention", {{"heads", static_cast<int>(heads)}})};
+  layer.params = {in_weight->floats, in_bias->floats, out_weight->floats, out_bias->floats};
+  return ImportedChain{std::move(layer), out_conv.outputs.at(0)};
+}
+
 // torch 1.13's export of nn.MultiheadAttention's self-attention over N x T x D tokens (their channels last), as
 // torchvision's ViT calls it: Transpose to T x N x D, MatMul by the in-projection (D x 3D) and Add of its bias,
 // three Slices (q, k, v) each reshaped into heads and transposed, q divided by sqrt(head_dim), MatMul by k, Softmax,
@@ -259,6 +334,7 @@ const io::OnnxNode& heads_of(const OnnxChainReader& c, const io::OnnxNode& slice
 // Transpose back. The shapes torch computes from the batch are not walked; `heads` is D over the head width whose
 // square root q is divided by. Nothing where the value's only user is no Transpose (1, 0, 2).
 std::optional<ImportedChain> attention_chain(const OnnxChainReader& c) {
+  if (std::optional<ImportedChain> own = exported_attention(c)) return own;
   const io::OnnxNode* to_sequence = c.only_user(c.start(), "Transpose");
   if (!to_sequence || c.layout() != OnnxLayout::channels_last ||
       c.reader(*to_sequence).integers("perm", {}) != std::vector<int64_t>{1, 0, 2})

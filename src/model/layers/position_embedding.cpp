@@ -3,6 +3,10 @@
 // bytes of torch's pos_embedding of shape (1, T, D), whatever layout the backend stores activations in; it starts
 // normal with standard deviation 0.02 as torchvision's, and is not decayed (as timm and DeiT keep a ViT's
 // embeddings). Its gradient is the sum of dy over the batch; dx is dy.
+#include <optional>
+#include <string>
+#include <string_view>
+
 #include "model/layer_registry.h"
 #include "model/layers/leaf_layer.h"
 
@@ -56,10 +60,35 @@ std::string position_embedding_onnx(OnnxLayerWriter& w, const config::LayerSpec&
   return g.node("Add", {x, g.node("Unsqueeze", {features_by_tokens, w.integers({2})})});
 }
 
+// The node computing `value` where it is of operator `op`, else null.
+const io::OnnxNode* produced_by(const OnnxChainReader& c, const std::string& value, std::string_view op) {
+  const io::OnnxNode* node = c.producer(value);
+  return node && node->op == op && !node->inputs.empty() ? node : nullptr;
+}
+
+// ringtrain's own export of it (position_embedding_onnx), over N x D x T x 1 tokens: an Add of the table (T*D values,
+// token-major) Reshaped to T x D by the tokens' Shape, Transposed (1, 0) and Unsqueezed at axis 2. Nothing where the
+// value's only user is no Add of a value computed so.
+std::optional<ImportedChain> exported_position_embedding(const OnnxChainReader& c, const io::OnnxNode& add) {
+  const std::optional<std::string> table_value = c.other_operand(add, c.start());
+  const io::OnnxNode* unsqueeze = table_value ? produced_by(c, *table_value, "Unsqueeze") : nullptr;
+  const io::OnnxTensor* axes =
+      unsqueeze && unsqueeze->inputs.size() == 2 ? c.integer_constant(unsqueeze->inputs[1]) : nullptr;
+  const io::OnnxNode* transpose = unsqueeze ? produced_by(c, unsqueeze->inputs[0], "Transpose") : nullptr;
+  const io::OnnxNode* reshape = transpose ? produced_by(c, transpose->inputs[0], "Reshape") : nullptr;
+  if (!axes || axes->integers != std::vector<int64_t>{2} || !reshape ||
+      c.reader(*transpose).integers("perm", {}) != std::vector<int64_t>{1, 0})
+    return std::nullopt;
+  ImportedLayer layer{c.reader(add).spec("position_embedding")};
+  layer.params = {c.reader(*reshape).constant(0, "the position table").floats};
+  return ImportedChain{std::move(layer), add.outputs.at(0)};
+}
+
 // As torch exports torchvision's ViT: an Add of a 1 x T x D constant to N x T x D tokens (their channels last), the
 // table's bytes token-major as the layer's. Nothing where the value's only user is no Add of such a constant.
 std::optional<ImportedChain> position_embedding_chain(const OnnxChainReader& c) {
   const io::OnnxNode* add = c.only_user(c.start(), "Add");
+  if (add && c.layout() == OnnxLayout::channels_first) return exported_position_embedding(c, *add);
   if (!add || c.layout() != OnnxLayout::channels_last) return std::nullopt;
   const io::OnnxTensor* table = c.constant_operand(*add, c.start());
   if (!table || table->dims.size() != 3 || table->dims[0] != 1) return std::nullopt;

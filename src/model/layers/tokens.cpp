@@ -37,11 +37,22 @@ std::string tokens_onnx(OnnxLayerWriter& w, const config::LayerSpec&, const std:
   return w.graph().node("Reshape", {x, w.integers({0, 0, -1, 1})});
 }
 
+// ringtrain's own export of it (tokens_onnx): a Reshape of N x D x H x W to the constant (0, 0, -1, 1), the channels
+// where they were. Nothing where the value's only user is no such Reshape.
+std::optional<ImportedChain> exported_tokens(const OnnxChainReader& c) {
+  const io::OnnxNode* reshape = c.only_user(c.start(), "Reshape");
+  if (!reshape || c.layout() != OnnxLayout::channels_first || reshape->inputs.size() != 2) return std::nullopt;
+  const io::OnnxTensor* dims = c.integer_constant(reshape->inputs[1]);
+  if (!dims || dims->integers != std::vector<int64_t>{0, 0, -1, 1}) return std::nullopt;
+  return ImportedChain{ImportedLayer{c.reader(*reshape).spec("tokens")}, reshape->outputs.at(0)};
+}
+
 // torch's patch embedding read as tokens (torchvision's ViT: x.reshape(n, D, H*W).permute(0, 2, 1)): the output of a
 // Conv of D filters reshaped to 3-D with D on axis 1, then a Transpose (0, 2, 1) to N x T x D, its channels last.
 // The Reshape's shape is a constant (a static batch) or computed from the batch (Concat of the batch, D and H*W), as
 // torch exports either. Nothing where the value is not a Conv's output taken by a Reshape alone.
 std::optional<ImportedChain> tokens_chain(const OnnxChainReader& c) {
+  if (std::optional<ImportedChain> own = exported_tokens(c)) return own;
   const io::OnnxNode* conv = c.producer(c.start());
   const io::OnnxNode* reshape = c.only_user(c.start(), "Reshape");
   if (!conv || conv->op != "Conv" || !reshape || c.layout() != OnnxLayout::channels_first) return std::nullopt;
