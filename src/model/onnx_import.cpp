@@ -126,6 +126,14 @@ GraphWalk::GraphWalk(const io::OnnxModel& model) {
     define(node, defined);
     if (!node.domain.empty() && node.domain != "ai.onnx")
       refuse(node, fmt::format("its operator is of domain '{}'; import maps the standard ONNX operators", node.domain));
+    if (node.outputs.empty() || node.outputs[0].empty()) refuse(node, "it has no output");
+    // Below opset 13 a Softmax without an axis is over everything after axis 1 (every head's scores together), not
+    // over the last axis: the axis is written out, so the layers' imports read what the node computes.
+    if (node.op == "Softmax" && model.opset < 13 && !node.attribute("axis")) {
+      io::OnnxNodeAttribute axis;
+      axis.name = "axis", axis.integer = 1;
+      node.attributes.push_back(axis);
+    }
     if (node.op == "Identity" || node.op == "Dropout" || node.op == "Constant") {
       look_through(node);
       continue;

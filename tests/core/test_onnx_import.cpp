@@ -679,6 +679,21 @@ TEST(OnnxImport, VisionTransformerNodesOtherThanTorchsAreRefusedNamingTheNode) {
   expect_refused(vit_graph({.concat_axis = 2}).m, "ONNX node '/Concat' (Concat): it is no concatenation of one token");
   expect_refused(vit_graph({.softmax_axis = 1}).m, "ONNX node '/attn/Softmax' (Softmax): it is not over the keys");
   expect_refused(vit_graph({.k_after_q = false}).m, "ONNX node '/attn/Slice_1' (Slice): it is not one of three slices");
+  // A Softmax without an axis is over axis 1 and on below opset 13 (every head's scores together), over the last
+  // axis from 13.
+  Graph no_axis = vit_graph();
+  for (io::OnnxNode& n : no_axis.m.nodes)
+    if (n.op == "Softmax") n.attributes.clear();
+  no_axis.m.opset = 12;
+  expect_refused(no_axis.m, "ONNX node '/attn/Softmax' (Softmax): it is not over the keys");
+  no_axis.m.opset = 13;
+  EXPECT_EQ(model::import_onnx(no_axis.m).layers.size(), 7u);
+}
+
+TEST(OnnxImport, ANodeWithoutAnOutputIsRefusedNamingIt) {
+  Graph g;
+  g.m.nodes.push_back({"Relu", "relu", "", {"x"}, {}, {}});
+  expect_refused(g.m, "ONNX node 'relu' (Relu): it has no output");
 }
 
 TEST(OnnxImport, LayersReadBackFromTheirJobFileTomlAsTheSameSpecs) {

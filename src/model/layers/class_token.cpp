@@ -63,7 +63,7 @@ std::string class_token_onnx(OnnxLayerWriter& w, const config::LayerSpec&, const
 }
 
 // ringtrain's own export of it (class_token_onnx), over N x D x T x 1 tokens: the parameter (1 x D x 1 x 1) Expanded
-// to the Shape of token 0 (a Gather at [0] along axis 2, which nothing but that Shape takes), then a Concat along
+// to the Shape of token 0 (a Gather at the index [0], one entry, along axis 2, which nothing but that Shape takes), then a Concat along
 // axis 2 of it and the tokens. Nothing where the value's two users are not such a Gather and Concat.
 std::optional<ImportedChain> exported_class_token(const OnnxChainReader& c) {
   const std::vector<const io::OnnxNode*>& users = c.users(c.start());
@@ -79,7 +79,8 @@ std::optional<ImportedChain> exported_class_token(const OnnxChainReader& c) {
                                   : nullptr;
   const io::OnnxTensor* index = gather.inputs.size() == 2 ? c.integer_constant(gather.inputs[1]) : nullptr;
   if (!shape || shape->op != "Shape" || shape->inputs.empty() || shape->inputs[0] != gather.outputs.at(0) || !index ||
-      index->integers != std::vector<int64_t>{0} || c.reader(gather).integer("axis", 0) != 2)
+      index->integers != std::vector<int64_t>{0} || index->dims != std::vector<int64_t>{1} ||
+      c.reader(gather).integer("axis", 0) != 2)
     return std::nullopt;
   const io::OnnxTensor& token = c.reader(*expand).constant(0, "the class token");
   if (token.dims.size() != 4 || token.dims[0] != 1 || token.dims[2] != 1 || token.dims[3] != 1)
