@@ -63,8 +63,9 @@ std::string class_token_onnx(OnnxLayerWriter& w, const config::LayerSpec&, const
 }
 
 // ringtrain's own export of it (class_token_onnx), over N x D x T x 1 tokens: the parameter (1 x D x 1 x 1) Expanded
-// to the Shape of token 0 (a Gather at the index [0], one entry, along axis 2, which nothing but that Shape takes), then a Concat along
-// axis 2 of it and the tokens. Nothing where the value's two users are not such a Gather and Concat.
+// to the Shape of token 0 (a Gather at the index [0], one entry, along axis 2, which nothing but that Shape takes),
+// then a Concat along axis 2 of it and the tokens. Nothing where the value's two users are not such a Gather and
+// Concat.
 std::optional<ImportedChain> exported_class_token(const OnnxChainReader& c) {
   const std::vector<const io::OnnxNode*>& users = c.users(c.start());
   if (c.layout() != OnnxLayout::channels_first || users.size() != 2) return std::nullopt;

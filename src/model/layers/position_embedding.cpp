@@ -68,8 +68,7 @@ const io::OnnxNode* produced_by(const OnnxChainReader& c, const std::string& val
 
 // ringtrain's own export of it (position_embedding_onnx), over N x D x T x 1 tokens: an Add of the table (T*D values,
 // token-major) Reshaped to T x D (a Gather of entries 2 and 1 of the tokens' Shape), Transposed (1, 0) and Unsqueezed
-// at axis 2. Nothing where the
-// value's only user is no Add of a value computed so.
+// at axis 2. Nothing where the value's only user is no Add of a value computed so.
 std::optional<ImportedChain> exported_position_embedding(const OnnxChainReader& c, const io::OnnxNode& add) {
   const std::optional<std::string> table_value = c.other_operand(add, c.start());
   const io::OnnxNode* unsqueeze = table_value ? produced_by(c, *table_value, "Unsqueeze") : nullptr;
