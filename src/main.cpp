@@ -289,6 +289,7 @@ int main(int argc, char** argv) {
     if (*use.import_onnx) return checked([&] {
       if (!use.shape_text.empty()) use.import_args.shape = parse_shape(use.shape_text);
       use.import_args.normalisation_given = use.import_onnx->count("--mean") + use.import_onnx->count("--std") > 0;
+      use.import_args.eval_resize_given = use.import_onnx->count("--eval-resize") > 0;
       return commands::import_onnx(use.import_args);
     });
     if (app.got_subcommand("keys")) return checked([&] { return commands::print_keys(layer_keys); });

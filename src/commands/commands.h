@@ -59,6 +59,7 @@ struct ImportArgs {
   // data.eval_resize of the job: above 0, predict on image files resizes their shorter side to it and crops the
   // centre (torchvision's evaluation transform at 256); 0: the shorter side scaled to the sample's size.
   int eval_resize = 0;
+  bool eval_resize_given = false;  // --eval-resize on the command line (else a ringtrain export's own is taken)
 };
 int import_onnx(const ImportArgs& args);
 int prepare_fashion_mnist(const std::filesystem::path& source, const std::filesystem::path& out, int shards, bool overwrite);

@@ -134,6 +134,21 @@ std::vector<std::string> class_names(const fs::path& file, int classes) {
   return names;
 }
 
+// The evaluation resize a ringtrain export keeps in its metadata ("eval_resize": the shorter side its model's
+// evaluation resizes photos to before the centre crop, 0 where it scales them to the sample), unless --eval-resize is
+// given: so predict on image files crops them as the exported model's did.
+ImportArgs with_exported_eval_resize(const ImportArgs& given, const io::OnnxModel& onnx) {
+  ImportArgs args = given;
+  if (given.eval_resize_given || onnx.producer != "ringtrain") return args;
+  for (const auto& [key, value] : onnx.metadata) {
+    if (key != "eval_resize") continue;
+    const nlohmann::json side = nlohmann::json::parse(value, nullptr, false);
+    if (side.is_number_integer() && side.get<int64_t>() >= 0 && side.get<int64_t>() <= 65536)
+      args.eval_resize = side.get<int>();
+  }
+  return args;
+}
+
 // The normalisation: the graph's own where it applies one (ringtrain's export, on 0..255 pixels as shards keep
 // them), else --mean and --std (torchvision's ImageNet ones unless given).
 void set_normalisation(const ImportArgs& args, const std::optional<model::InputNormalisation>& in_graph,
@@ -377,9 +392,10 @@ void write_outputs(const ImportPaths& p, const std::string& job_text, const io::
 
 }  // namespace
 
-int import_onnx(const ImportArgs& args) {
+int import_onnx(const ImportArgs& given) {
   refuse_several_processes("import");
-  io::OnnxModel onnx = io::read_onnx(args.onnx);
+  io::OnnxModel onnx = io::read_onnx(given.onnx);
+  const ImportArgs args = with_exported_eval_resize(given, onnx);
   model::drop_probability_outputs(onnx);
   const std::optional<model::InputNormalisation> in_graph = model::take_input_normalisation(onnx);
   const model::ImportedModel imported = model::import_onnx(onnx);

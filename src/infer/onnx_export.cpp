@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "data/normalisation.h"
+#include "data/photo_sample.h"
 #include "io/onnx_graph.h"
 #include "model/layer_registry.h"
 #include "util/versions.h"
@@ -44,6 +45,13 @@ std::string normalised_input(OnnxGraph& g, const io::DatasetMeta& data, const tr
   return g.node("Div", {centred, g.initializer("input_std", {1, c, 1, 1}, norm.stddev.data())});
 }
 
+// The shorter side predict resizes a photo to before its centre crop, where the model evaluates photos so (trained
+// on JPEG shards, or its job sets data.eval_resize); 0 where it scales the shorter side to the sample's instead.
+int photo_resize(const ExportSource& s) {
+  const bool crops = s.data.storage == io::SampleStorage::jpeg || s.job.data.eval_resize > 0;
+  return crops ? train::evaluation_resize(s.job.data.eval_resize, s.data.shape) : 0;
+}
+
 std::vector<std::pair<std::string, std::string>> metadata(const ExportSource& s, const train::InputNorm& norm) {
   const auto& d = s.data;
   return {{"class_names", util::json_text(nlohmann::json(s.class_names))},
@@ -53,6 +61,7 @@ std::vector<std::pair<std::string, std::string>> metadata(const ExportSource& s,
           {"normalisation_mean", util::json_text(nlohmann::json(norm.mean))},
           {"normalisation_std", util::json_text(nlohmann::json(norm.stddev))},
           {"outputs", "logits: N x classes; probabilities: softmax of the logits"},
+          {"eval_resize", std::to_string(photo_resize(s))},
           {"checkpoint", s.checkpoint_path},
           {"run_id", s.checkpoint.run_id},
           {"model", s.job.model.name}};

@@ -2,7 +2,8 @@
 # `predict` on image files against `predict` on shards: a small Fashion-MNIST model is trained briefly, test samples
 # are written out as PNGs (a folder with a subfolder, single files, an RGB copy and a 2x upscaled copy, which the
 # decode's channel conversion and the resize must bring back to the very same sample) and every image must get
-# its shard sample's top-1 class and probabilities within 1e-5. Then the faults: an undecodable image, a file that
+# its shard sample's top-1 class and probabilities within 1e-5. A model whose job sets data.eval_resize, exported and
+# imported back, crops image files as it did (the resize from the ONNX file's metadata). Then the faults: an undecodable image, a file that
 # is no image, a folder with neither shards nor images, a missing path, a model whose 2-channel samples no image
 # converts to, and training data that has moved (with --data as the way out).
 # Uses Debian's python3-pil, python3-numpy and python3-h5py. Usage: predict_images.sh RINGTRAIN SOURCE_DIR DATA_DIR
@@ -66,6 +67,27 @@ assert worst <= 1e-5, f"largest probability difference {worst:.3g} > 1e-5"
 print(f"ok   {same_top} PNGs (a folder with a subfolder, single files, RGB, 2x upscaled) = their shard samples: same "
       f"top-1 class, largest probability difference {worst:.3g}; the JPEG predicted")
 PY
+
+# ---- a model whose job sets data.eval_resize crops image files (shorter side to 32, then the centre 28x28); its
+# export, imported back, takes that resize from the file's metadata and crops them alike
+"$bin" train "$src/jobs/fashion_mnist.toml" --set data.train="$data/fmnist/train" --set data.test="$data/fmnist/test" \
+  --set run.dir="$work/crop" --set train.epochs=1 --set train.max_steps_per_epoch=10 --set run.progress_every_s=60 \
+  --set data.eval_resize=32 \
+  --set 'model.layers=[{type="conv2d",filters=8,kernel=5,padding=2},{type="relu"},{type="maxpool",size=2},{type="flatten"},{type="dense",units=10}]' \
+  >"$work/crop-train.log"
+crop_ckpt=$(ls "$work"/crop/checkpoints/ckpt-s*.h5 | tail -1)
+"$bin" predict --checkpoint "$crop_ckpt" --logits "$work/png" >"$work/crop-trained.jsonl"
+"$bin" export --checkpoint "$crop_ckpt" --onnx "$work/crop.onnx" >/dev/null
+"$bin" import --onnx "$work/crop.onnx" --out "$work/crop-import/m.toml" --checkpoint "$work/crop-import/m.h5" >/dev/null
+grep -qx "eval_resize = 32" "$work/crop-import/m.toml" || fail "import did not take the export's eval_resize 32"
+"$bin" predict --checkpoint "$work/crop-import/m.h5" --logits "$work/png" >"$work/crop-imported.jsonl"
+cmp -s "$work/crop-trained.jsonl" "$work/crop-imported.jsonl" ||
+  fail "the imported export crops image files otherwise than the model exported"
+"$bin" import --onnx "$work/crop.onnx" --out "$work/crop-import0/m.toml" --checkpoint "$work/crop-import0/m.h5" \
+  --eval-resize 0 >/dev/null
+"$bin" predict --checkpoint "$work/crop-import0/m.h5" --logits "$work/png" >"$work/crop-imported0.jsonl"
+! cmp -s "$work/crop-trained.jsonl" "$work/crop-imported0.jsonl" || fail "--eval-resize 0 cropped as eval_resize 32 does"
+echo "ok   data.eval_resize 32: the imported export predicts the 30 PNGs as the model exported (--eval-resize 0: otherwise)"
 
 # ---- faults: each a clear error naming what is wrong, exit 4, nothing on stdout
 expect() {  # EXIT_CODE TEXT COMMAND...
