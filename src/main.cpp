@@ -205,9 +205,9 @@ void add_use_commands(CLI::App& app, UseCommands& u) {
       ->capture_default_str();
   u.import_onnx->add_option("--eval-resize", i.eval_resize, "predict on image files: resize the shorter side to this, "
                                                             "then crop the centre (256: torchvision's evaluation "
-                                                            "transform for 224); 0: scale it to the sample's side")
-      ->check(CLI::Range(0, 65536))
-      ->capture_default_str();
+                                                            "transform for 224); 0: scale it to the sample's side "
+                                                            "(default: a ringtrain export's own, else 0)")
+      ->check(CLI::Range(0, 65536));
 }
 
 CLI::App* add_train_command(CLI::App& app, ringtrain::commands::TrainArgs& a) {

@@ -8,6 +8,7 @@
 #include "common/stderr_print.h"
 #include "io/output_paths.h"
 #include "config/job_config.h"
+#include "data/loader_work.h"
 #include "infer/inference_keys.h"
 #include "infer/onnx_export.h"
 #include "io/onnx_graph.h"
@@ -53,6 +54,7 @@ int export_onnx(const ExportArgs& args) {
   const io::SplitIndex split = infer::open_training_split(job, args.data);
   io::refuse_output_over_input("--onnx", args.onnx, io::shard_inputs(split, "a shard of the training data"));
   refuse_other_data(checkpoint, args.checkpoint, job, split.meta);
+  train::refuse_eval_resize_below_the_sample(job, split.meta.shape);  // as predict and evaluate refuse it
   infer::export_onnx({checkpoint, args.checkpoint.string(), job, split.meta, io::named_classes(split.meta)}, args.onnx);
   fmt::print("exported {} ({} classes, input {}x{}x{}, opset {}) to {}\n", args.checkpoint.string(),
              split.meta.num_classes, split.meta.shape.channels, split.meta.shape.height, split.meta.shape.width,

@@ -88,7 +88,8 @@ std::string job_text(const ImportArgs& a, const io::OnnxModel& onnx, const model
       "# shape, the classes and the normalisation (per channel mean and std, 0..255 units). Point them (or --data) at\n"
       "# real splits of this shape to evaluate or train. mean and std are the model's: every split it evaluates, predicts\n"
       "# or fine-tunes on is normalised with them, not with the split's own statistics. eval_resize (import\n"
-      "# --eval-resize): above 0, predict on image files resizes their shorter side to it, then crops the centre.\n"
+      "# --eval-resize, or a ringtrain export's own): above 0, predict on image files resizes their shorter side to\n"
+      "# it, then crops the centre.\n"
       "[data]\ntrain = {}\ntest = {}\nmean = [{}]\nstd = [{}]\neval_resize = {}\n\n[train]\nepochs = 1\n"
       "batch_per_rank = 16\n\n"
       "[optimizer]\nbase_lr = 0.01\nbase_batch = 16\n\n[run]\ndir = {}\n\n[model]\nname = {}\n{}",
@@ -134,19 +135,33 @@ std::vector<std::string> class_names(const fs::path& file, int classes) {
   return names;
 }
 
-// The evaluation resize a ringtrain export keeps in its metadata ("eval_resize": the shorter side its model's
-// evaluation resizes photos to before the centre crop, 0 where it scales them to the sample), unless --eval-resize is
-// given: so predict on image files crops them as the exported model's did.
-ImportArgs with_exported_eval_resize(const ImportArgs& given, const io::OnnxModel& onnx) {
-  ImportArgs args = given;
-  if (given.eval_resize_given || onnx.producer != "ringtrain") return args;
+// data.eval_resize of the job: --eval-resize where given; else the evaluation resize of photos a ringtrain export
+// keeps in its metadata ("eval_resize": the shorter side its model's evaluation resizes photos to before the centre
+// crop, 0 where it scales them to the sample), so predict on image files crops them as the exported model did; a
+// value that cannot be one (not a whole number, or below the samples' side) is set aside with a note saying why.
+int eval_resize(const ImportArgs& args, const io::OnnxModel& onnx, const io::SampleShape& shape) {
+  const int side = std::max(shape.height, shape.width);
+  if (args.eval_resize_given) {
+    if (args.eval_resize > 0 && args.eval_resize < side)
+      throw UsageError(fmt::format("--eval-resize {} is smaller than the samples' side {}: predict resizes an image's "
+                                   "shorter side to it and then crops the centre {}x{}, which must fit; give at least "
+                                   "{} (256 for 224, torchvision's), or 0",
+                                   args.eval_resize, side, shape.height, shape.width, side));
+    return args.eval_resize;
+  }
+  if (onnx.producer != "ringtrain") return 0;
   for (const auto& [key, value] : onnx.metadata) {
     if (key != "eval_resize") continue;
-    const nlohmann::json side = nlohmann::json::parse(value, nullptr, false);
-    if (side.is_number_integer() && side.get<int64_t>() >= 0 && side.get<int64_t>() <= 65536)
-      args.eval_resize = side.get<int>();
+    const nlohmann::json resize = nlohmann::json::parse(value, nullptr, false);
+    if (resize.is_number_integer() && (resize.get<int64_t>() == 0 || (resize.get<int64_t>() >= side &&
+                                                                       resize.get<int64_t>() <= 65536)))
+      return resize.get<int>();
+    stderr_print("ringtrain import: the eval_resize '{}' in the metadata of '{}' is not used (it is no 0 or whole "
+                 "number of at least the samples' side {}); image files are scaled to the sample unless "
+                 "--eval-resize gives the shorter side to resize them to\n",
+                 value, args.onnx.string(), side);
   }
-  return args;
+  return 0;
 }
 
 // The normalisation: the graph's own where it applies one (ringtrain's export, on 0..255 pixels as shards keep
@@ -395,17 +410,13 @@ void write_outputs(const ImportPaths& p, const std::string& job_text, const io::
 int import_onnx(const ImportArgs& given) {
   refuse_several_processes("import");
   io::OnnxModel onnx = io::read_onnx(given.onnx);
-  const ImportArgs args = with_exported_eval_resize(given, onnx);
   model::drop_probability_outputs(onnx);
   const std::optional<model::InputNormalisation> in_graph = model::take_input_normalisation(onnx);
   const model::ImportedModel imported = model::import_onnx(onnx);
   io::DatasetMeta meta;
-  meta.shape = sample_shape(imported, args.shape);
-  if (const int side = std::max(meta.shape.height, meta.shape.width); args.eval_resize > 0 && args.eval_resize < side)
-    throw UsageError(fmt::format("--eval-resize {} is smaller than the samples' side {}: predict resizes an image's "
-                                 "shorter side to it and then crops the centre {}x{}, which must fit; give at least {} "
-                                 "(256 for 224, torchvision's), or 0",
-                                 args.eval_resize, side, meta.shape.height, meta.shape.width, side));
+  meta.shape = sample_shape(imported, given.shape);
+  ImportArgs args = given;
+  args.eval_resize = eval_resize(given, onnx, meta.shape);
   meta.num_classes = class_count(imported);
   set_normalisation(args, in_graph, meta);
   meta.class_names = args.class_names.empty() ? names_in_metadata(onnx, args.onnx, meta.num_classes)

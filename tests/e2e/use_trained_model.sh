@@ -111,19 +111,27 @@ cmp -s "$work/residual.jsonl" "$work/reimport-res.jsonl" ||
 echo "ok   export, then import, of the residual model (every layer kind export writes): the same predictions"
 expect 2 "normalises its input itself" "$bin" import --onnx "$work/fm.onnx" --out "$work/reimport2/fm.toml" \
   --checkpoint "$work/reimport2/fm.h5" --mean 0.5
-"$onnx_python" - "$work/fm.onnx" "$work/fm-names.onnx" <<'PY'
+"$onnx_python" - "$work/fm.onnx" "$work/fm-names.onnx" "$work/fm-line-break.onnx" <<'PY'
 import onnx, sys
 m = onnx.load(sys.argv[1])
 for entry in m.metadata_props:
     if entry.key == "class_names":
         entry.value = '["a\\nb", "c"]'
 onnx.save(m, sys.argv[2])
+for entry in m.metadata_props:
+    if entry.key == "class_names":
+        entry.value = '["a\\nb"' + ''.join(f', "c{i}"' for i in range(1, 10)) + ']'
+onnx.save(m, sys.argv[3])
 PY
 "$bin" import --onnx "$work/fm-names.onnx" --out "$work/reimport3/fm.toml" --checkpoint "$work/reimport3/fm.h5" \
   >/dev/null 2>"$work/names.log"
 grep -qF "are not used (it names 2 classes, the model has 10)" "$work/names.log" ||
   { cat "$work/names.log"; fail "metadata class names of another count were not set aside with a note"; }
-echo "ok   metadata class names that cannot name the classes: $(cut -c1-120 "$work/names.log")"
+"$bin" import --onnx "$work/fm-line-break.onnx" --out "$work/reimport4/fm.toml" \
+  --checkpoint "$work/reimport4/fm.h5" >/dev/null 2>"$work/names2.log"
+grep -qF 'are not used ("a\nb" holds a line break)' "$work/names2.log" ||
+  { cat "$work/names2.log"; fail "metadata class names with a line break were not set aside with a note"; }
+echo "ok   metadata class names that cannot name the classes (another count, a line break): set aside with a note"
 
 # ---- a model trained with synchronised batch norm in groups of 2 evaluates (with its job's keys) and predicts on
 # one rank: the training-only keys do not hold a rank count or precision against the commands that run a model
