@@ -5,6 +5,7 @@
 
 
 #include "common/error.h"
+#include "io/onnx_model.h"
 #include "io/whole_file.h"
 
 namespace ringtrain::io {
@@ -65,9 +66,9 @@ void OnnxGraph::output(const std::string& name, const std::vector<int64_t>& dims
 void OnnxGraph::write(const std::filesystem::path& file, const std::vector<std::pair<std::string, std::string>>& metadata,
                       const std::string& producer_version) const {
   ProtoMessage graph = graph_;
-  graph.bytes(2, "ringtrain");
+  graph.bytes(2, std::string(kRingtrainProducer));
   ProtoMessage model;
-  model.varint(1, 8).bytes(2, "ringtrain").bytes(3, producer_version);  // IR version 8 (ONNX 1.10+)
+  model.varint(1, 8).bytes(2, std::string(kRingtrainProducer)).bytes(3, producer_version);  // IR version 8 (ONNX 1.10+)
   model.message(7, graph).message(8, ProtoMessage().bytes(1, "").varint(2, kOpset));
   for (const auto& [key, value] : metadata) model.message(14, ProtoMessage().bytes(1, key).bytes(2, value));
   if (const std::string why = io::write_whole_file(file, model.encoded()); !why.empty())

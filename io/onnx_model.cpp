@@ -227,6 +227,12 @@ const OnnxNodeAttribute* OnnxNode::attribute(const std::string& attribute_name) 
   return nullptr;
 }
 
+const std::string* OnnxModel::metadata_value(std::string_view key) const {
+  for (const auto& [k, value] : metadata)
+    if (k == key) return &value;
+  return nullptr;
+}
+
 const OnnxTensor* OnnxModel::initializer(const std::string& name) const {
   for (const auto& t : initializers)
     if (t.name == name) return &t;

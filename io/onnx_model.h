@@ -7,10 +7,14 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace ringtrain::io {
+
+// The producer_name ringtrain's export (io/onnx_graph.h) writes: the files whose input units and metadata import knows.
+inline constexpr std::string_view kRingtrainProducer = "ringtrain";
 
 struct OnnxTensor {
   std::string name;
@@ -47,6 +51,8 @@ struct OnnxModel {
   std::vector<OnnxNode> nodes;               // in the file's (topological) order
   std::vector<OnnxTensor> initializers;
   const OnnxTensor* initializer(const std::string& name) const;
+  const std::string* metadata_value(std::string_view key) const;  // the first entry of `key`, or null
+  bool written_by_ringtrain() const { return producer == kRingtrainProducer; }
 };
 
 OnnxModel read_onnx(const std::filesystem::path& file);

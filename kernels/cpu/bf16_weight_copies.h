@@ -20,17 +20,11 @@ class Bf16WeightCopies {
   std::size_t bytes() const;
 
  private:
-  class Copy {
-   public:
+  struct Copy {
     Copy(DnnlContext& ctx, int rows, int cols);
-    void* convert(DnnlContext& ctx, const float* w);
-    void* converted(DnnlContext& ctx, const float* w);
-    std::size_t bytes() const;
-
-   private:
-    dnnl::memory fp32_, bf16_;
-    dnnl::reorder cast_;
-    bool filled_ = false;  // converted at least once
+    dnnl::memory fp32, bf16;  // fp32 wraps the weights at each conversion
+    dnnl::reorder cast;
+    bool filled = false;  // converted at least once
   };
   Copy& copy_of(DnnlContext& ctx, const float* w, int rows, int cols);
 

@@ -80,7 +80,7 @@ void refuse_misfit_weights(const model::ImportedModel& m, const model::Network& 
 }
 
 std::string job_text(const ImportArgs& a, const io::OnnxModel& onnx, const model::ImportedModel& m,
-                     const io::DatasetMeta& meta, const fs::path& data) {
+                     const io::DatasetMeta& meta, int eval_resize, const fs::path& data) {
   const std::string split = config::toml_string(fs::absolute(data).string());
   return fmt::format(
       "# Made by `ringtrain import` from {} ({}, opset {}): {} classes of {}x{}x{} images.\n"
@@ -95,7 +95,7 @@ std::string job_text(const ImportArgs& a, const io::OnnxModel& onnx, const model
       "[optimizer]\nbase_lr = 0.01\nbase_batch = 16\n\n[run]\ndir = {}\n\n[model]\nname = {}\n{}",
       a.onnx.string(), onnx.producer.empty() ? "no producer named" : onnx.producer, onnx.opset, meta.num_classes,
       meta.shape.channels, meta.shape.height, meta.shape.width, split, split, fmt::join(meta.mean, ", "),
-      fmt::join(meta.stddev, ", "), a.eval_resize,
+      fmt::join(meta.stddev, ", "), eval_resize,
       config::toml_string("runs/" + a.job.stem().string()), config::toml_string(a.onnx.stem().string()),
       config::layers_toml(m.layers));
 }
@@ -139,7 +139,7 @@ std::vector<std::string> class_names(const fs::path& file, int classes) {
 // keeps in its metadata ("eval_resize": the shorter side its model's evaluation resizes photos to before the centre
 // crop, 0 where it scales them to the sample), so predict on image files crops them as the exported model did; a
 // value that cannot be one (not a whole number, or below the samples' side) is set aside with a note saying why.
-int eval_resize(const ImportArgs& args, const io::OnnxModel& onnx, const io::SampleShape& shape) {
+int job_eval_resize(const ImportArgs& args, const io::OnnxModel& onnx, const io::SampleShape& shape) {
   const int side = std::max(shape.height, shape.width);
   if (args.eval_resize_given) {
     if (args.eval_resize > 0 && args.eval_resize < side)
@@ -149,18 +149,16 @@ int eval_resize(const ImportArgs& args, const io::OnnxModel& onnx, const io::Sam
                                    args.eval_resize, side, shape.height, shape.width, side));
     return args.eval_resize;
   }
-  if (onnx.producer != "ringtrain") return 0;
-  for (const auto& [key, value] : onnx.metadata) {
-    if (key != "eval_resize") continue;
-    const nlohmann::json resize = nlohmann::json::parse(value, nullptr, false);
-    if (resize.is_number_integer() && (resize.get<int64_t>() == 0 || (resize.get<int64_t>() >= side &&
-                                                                       resize.get<int64_t>() <= 65536)))
-      return resize.get<int>();
-    stderr_print("ringtrain import: the eval_resize '{}' in the metadata of '{}' is not used (it is no 0 or whole "
-                 "number of at least the samples' side {}); image files are scaled to the sample unless "
-                 "--eval-resize gives the shorter side to resize them to\n",
-                 value, args.onnx.string(), side);
-  }
+  const std::string* value = onnx.written_by_ringtrain() ? onnx.metadata_value("eval_resize") : nullptr;
+  if (!value) return 0;
+  const nlohmann::json resize = nlohmann::json::parse(*value, nullptr, false);
+  if (resize.is_number_integer() &&
+      (resize.get<int64_t>() == 0 || (resize.get<int64_t>() >= side && resize.get<int64_t>() <= 65536)))
+    return resize.get<int>();
+  stderr_print("ringtrain import: the eval_resize '{}' in the metadata of '{}' is not used (it is no 0 or whole "
+               "number of at least the samples' side {}); image files are scaled to the sample unless "
+               "--eval-resize gives the shorter side to resize them to\n",
+               *value, args.onnx.string(), side);
   return 0;
 }
 
@@ -204,18 +202,16 @@ std::string unusable_names(const nlohmann::json& names, int classes) {
 // The class names an export keeps in its metadata ("class_names", a JSON list, as ringtrain's export writes it),
 // where they name the classes; else none ("class 0", "class 1", ... then), with a note saying why.
 std::vector<std::string> names_in_metadata(const io::OnnxModel& onnx, const fs::path& file, int classes) {
-  for (const auto& [key, value] : onnx.metadata) {
-    if (key != "class_names") continue;
-    const nlohmann::json names = nlohmann::json::parse(value, nullptr, false);
-    if (const std::string why = unusable_names(names, classes); !why.empty()) {
-      stderr_print("ringtrain import: the class names in the metadata of '{}' are not used ({}); the classes are "
-                   "named \"class 0\", \"class 1\", ... unless --class-names gives a file of them\n",
-                   file.string(), why);
-      return {};
-    }
-    return names.get<std::vector<std::string>>();
+  const std::string* value = onnx.metadata_value("class_names");
+  if (!value) return {};
+  const nlohmann::json names = nlohmann::json::parse(*value, nullptr, false);
+  if (const std::string why = unusable_names(names, classes); !why.empty()) {
+    stderr_print("ringtrain import: the class names in the metadata of '{}' are not used ({}); the classes are named "
+                 "\"class 0\", \"class 1\", ... unless --class-names gives a file of them\n",
+                 file.string(), why);
+    return {};
   }
-  return {};
+  return names.get<std::vector<std::string>>();
 }
 
 constexpr std::string_view kImportOf = "ringtrain import of ", kDescriptionOnly = ": no samples, only the description "
@@ -407,16 +403,15 @@ void write_outputs(const ImportPaths& p, const std::string& job_text, const io::
 
 }  // namespace
 
-int import_onnx(const ImportArgs& given) {
+int import_onnx(const ImportArgs& args) {
   refuse_several_processes("import");
-  io::OnnxModel onnx = io::read_onnx(given.onnx);
+  io::OnnxModel onnx = io::read_onnx(args.onnx);
   model::drop_probability_outputs(onnx);
   const std::optional<model::InputNormalisation> in_graph = model::take_input_normalisation(onnx);
   const model::ImportedModel imported = model::import_onnx(onnx);
   io::DatasetMeta meta;
-  meta.shape = sample_shape(imported, given.shape);
-  ImportArgs args = given;
-  args.eval_resize = eval_resize(given, onnx, meta.shape);
+  meta.shape = sample_shape(imported, args.shape);
+  const int eval_resize = job_eval_resize(args, onnx, meta.shape);
   meta.num_classes = class_count(imported);
   set_normalisation(args, in_graph, meta);
   meta.class_names = args.class_names.empty() ? names_in_metadata(onnx, args.onnx, meta.num_classes)
@@ -431,7 +426,7 @@ int import_onnx(const ImportArgs& given) {
   ImportPaths paths{args.job, args.checkpoint, data, {{"the ONNX model", args.onnx}}};
   if (!args.class_names.empty()) paths.inputs.push_back({"the class names", args.class_names});
   refuse_unusable_outputs(paths);
-  const std::string text = job_text(args, onnx, imported, meta, data);
+  const std::string text = job_text(args, onnx, imported, meta, eval_resize, data);
   const config::JobConfig job = config::parse_job(text, args.job, {});
   if (config::layers_toml(job.model.layers) != config::layers_toml(imported.layers))
     throw Error(ExitCode::internal, "import: the job file's layers read back differently from the imported ones");

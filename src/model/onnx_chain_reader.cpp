@@ -18,6 +18,11 @@ const io::OnnxNode* OnnxChainReader::producer(const std::string& value) const {
   return it == producers_.end() ? nullptr : it->second;
 }
 
+const io::OnnxNode* OnnxChainReader::producer(const std::string& value, std::string_view op) const {
+  const io::OnnxNode* node = producer(value);
+  return node && node->op == op && !node->inputs.empty() ? node : nullptr;
+}
+
 const io::OnnxTensor* OnnxChainReader::integer_constant(const std::string& value) const {
   const auto it = constants_.find(value);
   return it == constants_.end() || it->second->data_type != 7 ? nullptr : it->second;

@@ -43,6 +43,8 @@ class OnnxChainReader {
   const std::vector<const io::OnnxNode*>& users(const std::string& value) const;
   // The node computing `value`; null for the graph's input and constants.
   const io::OnnxNode* producer(const std::string& value) const;
+  // That node where it is of operator `op` and takes an input; else null.
+  const io::OnnxNode* producer(const std::string& value, std::string_view op) const;
   // `value` as an int64 constant (a Gather's index, a Slice's axes, a Reshape's shape), or null where it is none.
   const io::OnnxTensor* integer_constant(const std::string& value) const;
   // The node taking `value` it is the only one and of operator `op`; else null.

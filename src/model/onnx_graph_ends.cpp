@@ -79,7 +79,7 @@ void drop_probability_outputs(OnnxModel& model) {
 }
 
 std::optional<InputNormalisation> take_input_normalisation(OnnxModel& model) {
-  if (model.producer != "ringtrain" || model.inputs.size() != 1) return std::nullopt;
+  if (!model.written_by_ringtrain() || model.inputs.size() != 1) return std::nullopt;
   const std::vector<const OnnxNode*> first = users_of(model, model.inputs[0]);
   if (first.size() != 1 || first[0]->op != "Sub" || first[0]->inputs[0] != model.inputs[0] ||
       first[0]->outputs.size() != 1)

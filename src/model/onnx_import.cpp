@@ -198,8 +198,7 @@ io::OnnxTensor GraphWalk::constant_value(const OnnxNode& node) const {
 }
 
 // Identity and inference Dropout pass their input on; a Constant's value becomes a constant like an initializer.
-void GraphWalk::look_through(const OnnxNode& node) {
-  if (node.outputs.empty()) return;
+void GraphWalk::look_through(const OnnxNode& node) {  // the constructor refused a node without output
   if (node.op == "Constant") {
     io::OnnxTensor& t = constant_nodes_.emplace_back(constant_value(node));
     t.name = node.outputs[0];

@@ -74,12 +74,10 @@ std::optional<ImportedChain> exported_class_token(const OnnxChainReader& c) {
   if (gather.op != "Gather" || concat.op != "Concat" || !c.users(gather.outputs.at(0)).empty() ||
       concat.inputs.size() != 2 || concat.inputs[1] != c.start() || c.reader(concat).integer("axis", 0) != 2)
     return std::nullopt;
-  const io::OnnxNode* expand = c.producer(concat.inputs[0]);
-  const io::OnnxNode* shape = expand && expand->op == "Expand" && expand->inputs.size() == 2
-                                  ? c.producer(expand->inputs[1])
-                                  : nullptr;
+  const io::OnnxNode* expand = c.producer(concat.inputs[0], "Expand");
+  const io::OnnxNode* shape = expand && expand->inputs.size() == 2 ? c.producer(expand->inputs[1], "Shape") : nullptr;
   const io::OnnxTensor* index = gather.inputs.size() == 2 ? c.integer_constant(gather.inputs[1]) : nullptr;
-  if (!shape || shape->op != "Shape" || shape->inputs.empty() || shape->inputs[0] != gather.outputs.at(0) || !index ||
+  if (!shape || shape->inputs[0] != gather.outputs.at(0) || !index ||
       index->integers != std::vector<int64_t>{0} || index->dims != std::vector<int64_t>{1} ||
       c.reader(gather).integer("axis", 0) != 2)
     return std::nullopt;

@@ -317,8 +317,8 @@ std::optional<ImportedChain> exported_attention(const OnnxChainReader& c) {
             mix, "it does not multiply the probabilities by v");
   const io::OnnxNode& merged = transposed(c, mix, {0, 1, 3, 2}, "an attention's merge of the heads");
   const io::OnnxNode& back = c.next(merged, merged.outputs.at(0), "Reshape", "an attention's merge of the heads");
-  const io::OnnxNode* shape = back.inputs.size() == 2 ? c.producer(back.inputs[1]) : nullptr;
-  c.require(shape && shape->op == "Shape" && shape->inputs == std::vector<std::string>{c.start()}, back,
+  const io::OnnxNode* shape = back.inputs.size() == 2 ? c.producer(back.inputs[1], "Shape") : nullptr;
+  c.require(shape && shape->inputs == std::vector<std::string>{c.start()}, back,
             "it does not reshape the heads back to the tokens' shape");
   const io::OnnxNode& out_conv = c.next(back, back.outputs.at(0), "Conv", "an attention's out-projection");
   const auto [out_weight, out_bias] = projection(c, out_conv, width, width, "an attention's out-projection");

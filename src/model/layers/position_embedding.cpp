@@ -5,7 +5,6 @@
 // embeddings). Its gradient is the sum of dy over the batch; dx is dy.
 #include <optional>
 #include <string>
-#include <string_view>
 
 #include "model/layer_registry.h"
 #include "model/layers/leaf_layer.h"
@@ -60,28 +59,22 @@ std::string position_embedding_onnx(OnnxLayerWriter& w, const config::LayerSpec&
   return g.node("Add", {x, g.node("Unsqueeze", {features_by_tokens, w.integers({2})})});
 }
 
-// The node computing `value` where it is of operator `op`, else null.
-const io::OnnxNode* produced_by(const OnnxChainReader& c, const std::string& value, std::string_view op) {
-  const io::OnnxNode* node = c.producer(value);
-  return node && node->op == op && !node->inputs.empty() ? node : nullptr;
-}
-
 // ringtrain's own export of it (position_embedding_onnx), over N x D x T x 1 tokens: an Add of the table (T*D values,
 // token-major) Reshaped to T x D (a Gather of entries 2 and 1 of the tokens' Shape), Transposed (1, 0) and Unsqueezed
 // at axis 2. Nothing where the value's only user is no Add of a value computed so.
 std::optional<ImportedChain> exported_position_embedding(const OnnxChainReader& c, const io::OnnxNode& add) {
   const std::optional<std::string> table_value = c.other_operand(add, c.start());
-  const io::OnnxNode* unsqueeze = table_value ? produced_by(c, *table_value, "Unsqueeze") : nullptr;
+  const io::OnnxNode* unsqueeze = table_value ? c.producer(*table_value, "Unsqueeze") : nullptr;
   const io::OnnxTensor* axes =
       unsqueeze && unsqueeze->inputs.size() == 2 ? c.integer_constant(unsqueeze->inputs[1]) : nullptr;
-  const io::OnnxNode* transpose = unsqueeze ? produced_by(c, unsqueeze->inputs[0], "Transpose") : nullptr;
-  const io::OnnxNode* reshape = transpose ? produced_by(c, transpose->inputs[0], "Reshape") : nullptr;
+  const io::OnnxNode* transpose = unsqueeze ? c.producer(unsqueeze->inputs[0], "Transpose") : nullptr;
+  const io::OnnxNode* reshape = transpose ? c.producer(transpose->inputs[0], "Reshape") : nullptr;
   if (!axes || axes->integers != std::vector<int64_t>{2} || !reshape || reshape->inputs.size() != 2 ||
       c.reader(*transpose).integers("perm", {}) != std::vector<int64_t>{1, 0})
     return std::nullopt;
   // T x D, whatever T and D are: where they are equal, a D x T table would add as well, transposed.
-  const io::OnnxNode* sizes = produced_by(c, reshape->inputs[1], "Gather");
-  const io::OnnxNode* shape = sizes && sizes->inputs.size() == 2 ? produced_by(c, sizes->inputs[0], "Shape") : nullptr;
+  const io::OnnxNode* sizes = c.producer(reshape->inputs[1], "Gather");
+  const io::OnnxNode* shape = sizes && sizes->inputs.size() == 2 ? c.producer(sizes->inputs[0], "Shape") : nullptr;
   const io::OnnxTensor* picked = shape ? c.integer_constant(sizes->inputs[1]) : nullptr;
   if (!picked || picked->integers != std::vector<int64_t>{2, 1} || shape->inputs[0] != c.start() ||
       c.reader(*sizes).integer("axis", 0) != 0)
