@@ -14,8 +14,10 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <random>
@@ -23,7 +25,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kernels/cpu/attention.h"
 #include "kernels/cpu/batchnorm.h"
+#include "kernels/cpu/bf16.h"
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/crop_resample.h"
 #include "kernels/cpu/dense.h"
@@ -687,6 +691,39 @@ void BM_LayerNorm(benchmark::State& state) {
   state.SetLabel(layout == ActivationLayout::nhwc ? "nhwc" : "nchw");
 }
 BENCHMARK(BM_LayerNorm)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+// ViT-S/16's attention core at 64x64 (17 tokens, 6 heads of 64) over a batch of 32, forward and backward: per
+// (sample, head) pair, products of T x T x 64 between two softmax passes. Arguments: the layout (0 NCHW, 1 NHWC)
+// and the tensors' element type (0 fp32, 1 bf16, as the network stores them).
+void BM_AttentionCore(benchmark::State& state) {
+  use_one_thread();
+  const bool bf16 = state.range(1) == 1;
+  const AttentionShape s{32, 6, 17, 64, bf16 ? ElementType::bf16 : ElementType::f32};
+  const auto layout = state.range(0) == 1 ? ActivationLayout::nhwc : ActivationLayout::nchw;
+  const auto tokens = static_cast<std::size_t>(s.batch) * s.width() * s.tokens;
+  // n values of the element type, uniform in [lo, hi), as bytes.
+  auto values = [&](std::size_t n, float lo, float hi, uint32_t seed) {
+    Buffer fp32(n);
+    fill_uniform(fp32.get(), n, lo, hi, seed);
+    std::vector<std::byte> out(Elements{static_cast<int64_t>(n), s.data}.bytes());
+    if (bf16)
+      float_to_bf16(fp32.get(), static_cast<int64_t>(n), reinterpret_cast<uint16_t*>(out.data()));
+    else
+      std::memcpy(out.data(), fp32.get(), out.size());
+    return out;
+  };
+  const std::vector<std::byte> qkv = values(3 * tokens, -2, 2, 1), dy = values(tokens, -1, 1, 2);
+  std::vector<std::byte> y(dy.size()), dqkv(qkv.size()), kept(s.probabilities_bytes());
+  AttentionWorkspace ws;
+  for (auto _ : state) {
+    attention_forward(s, layout, qkv.data(), y.data(), kept.data(), ws);
+    attention_backward(s, layout, qkv.data(), kept.data(), dy.data(), dqkv.data(), ws);
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, 3 * s.forward_flops());
+  state.SetLabel(std::string(layout == ActivationLayout::nhwc ? "nhwc " : "nchw ") + (bf16 ? "bf16" : "fp32"));
+}
+BENCHMARK(BM_AttentionCore)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace ringtrain::kernels::cpu

@@ -1,9 +1,11 @@
 // Owns the CPU twin's multi-head self-attention: kernels/attention.h's products one sample and head at a time, the
-// samples shared among the compute threads (each sample one thread's, so the same bits on any count), with the
-// row-wise softmax between them in fp32. The token tensors (qkv, y and their gradients) are fp32 in
-// either layout; the kept probabilities are in the shape's element type, rounded as a GPU keeps them, and the product
-// with V and the backward pass read the rounded values. The CUDA version: src/backend/cuda/attention_ops.cpp
-// (cuBLAS) with kernels/cuda/attention.h (the softmax).
+// (sample, head) pairs shared among the compute threads (each pair one thread's, so the same bits on any count), with
+// the row-wise softmax between them in fp32. The tensors (qkv, y, their gradients) are read and written as stored, in
+// the shape's element type and either layout: each pair's matrices are widened into fp32 tiles of the thread's own
+// and its outputs narrowed from them (round to nearest even), as a GPU kernel over 16-bit tensors computes in fp32.
+// The kept probabilities are in the element type too, rounded as a GPU keeps them; the product with V and the backward
+// pass read the rounded values. The CUDA version: src/backend/cuda/attention_ops.cpp (cuBLAS) with
+// kernels/cuda/attention.h (the softmax).
 #pragma once
 #include <cstddef>
 #include <vector>
@@ -13,17 +15,17 @@
 
 namespace ringtrain::kernels::cpu {
 
-// Each compute thread's T x T scores and their gradient, reused from call to call.
+// Each compute thread's fp32 tiles of one (sample, head) pair, reused from call to call.
 struct AttentionWorkspace {
-  std::vector<float> square, gradient;
-  std::size_t bytes() const { return (square.capacity() + gradient.capacity()) * sizeof(float); }
+  std::vector<float> tiles;
+  std::size_t bytes() const { return tiles.capacity() * sizeof(float); }
 };
 
-// y = per head softmax(Q K^T / sqrt(head_dim)) V; probabilities (s.data) = the softmax's output.
-void attention_forward(const AttentionShape& s, ActivationLayout layout, const float* qkv, float* y,
+// y = per head softmax(Q K^T / sqrt(head_dim)) V; probabilities = the softmax's output. Every tensor in s.data.
+void attention_forward(const AttentionShape& s, ActivationLayout layout, const void* qkv, void* y,
                        void* probabilities, AttentionWorkspace& ws);
 // dqkv (overwritten) = the gradient of qkv given dy.
-void attention_backward(const AttentionShape& s, ActivationLayout layout, const float* qkv, const void* probabilities,
-                        const float* dy, float* dqkv, AttentionWorkspace& ws);
+void attention_backward(const AttentionShape& s, ActivationLayout layout, const void* qkv, const void* probabilities,
+                        const void* dy, void* dqkv, AttentionWorkspace& ws);
 
 }  // namespace ringtrain::kernels::cpu

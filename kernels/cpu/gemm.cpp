@@ -1,16 +1,14 @@
-// Owns the bridge to OpenBLAS (the row-major sgemm CPU kernels call, the BLAS thread count, the library description
-// printed in `ringtrain --version`) and to oneDNN's SGEMM for products inside thread runs.
+// Owns the bridge to OpenBLAS: the row-major sgemm CPU kernels call, the BLAS thread count, the library description
+// printed in `ringtrain --version`.
 #include "kernels/cpu/gemm.h"
 
 #include <cblas.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <sstream>
 #include <string>
 
-#include "kernels/cpu/dnnl_check.h"
 
 namespace ringtrain::kernels::cpu {
 namespace {
@@ -53,18 +51,6 @@ void sgemm(Transpose ta, Transpose tb, int m, int n, int k, float alpha, const f
     return;
   }
   cblas_sgemm(CblasRowMajor, to_cblas(ta), to_cblas(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-
-void sgemm_on_calling_thread(Transpose ta, Transpose tb, int m, int n, int k, float alpha, const float* a, int lda,
-                             const float* b, int ldb, float beta, float* c, int ldc) {
-  if (m <= 0 || n <= 0 || k <= 0) return sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  const auto flag = [](Transpose t) { return t == Transpose::yes ? 'T' : 'N'; };
-  // Outside a parallel region oneDNN would share the product among the thread's OpenMP threads: one, here.
-  const int team = omp_in_parallel() ? 0 : omp_get_max_threads();
-  if (team > 1) omp_set_num_threads(1);
-  const dnnl::status status = dnnl::sgemm(flag(ta), flag(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  if (team > 1) omp_set_num_threads(team);
-  DNNL_CALL(throw_unless_success(status, "dnnl_sgemm failed"));
 }
 
 void set_compute_threads(int threads) { openblas_set_num_threads(std::max(1, threads)); }

@@ -1,8 +1,11 @@
-// Tests for kernels/cpu/attention: the samples shared among the compute threads give the same bits on one thread
-// and three, forward (output and kept probabilities) and backward, in both layouts; and the kept probabilities are
-// each row's softmax (rows sum to one). Its values against a reference are the layer tests' (tests/layers).
+// Tests for kernels/cpu/attention: the (sample, head) pairs shared among the compute threads give the same bits on one
+// thread and three, forward (output and kept probabilities) and backward, in both layouts; the kept probabilities
+// are each row's softmax (rows sum to one); and every output against a double reference written out here, at a shape
+// whose tokens and head width are no whole number of the kernel's 16-value chunks. The layer tests (tests/layers)
+// hold the layer, the projections included, to theirs in every element type.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -32,6 +35,87 @@ Passes run_on(int threads, const AttentionShape& s, ActivationLayout layout, con
   return out;
 }
 
+// The passes of attention.h in double, from the tensors' values as the kernel reads them, in either layout.
+struct Reference {
+  const AttentionShape& s;
+  ActivationLayout layout;
+  // Where channel c of token t of sample n lies in a tensor of `channels` channels.
+  size_t at(int n, int channels, int c, int t) const {
+    return static_cast<size_t>(layout == ActivationLayout::nhwc ? (int64_t{n} * s.tokens + t) * channels + c
+                                                                : (int64_t{n} * channels + c) * s.tokens + t);
+  }
+  // Value k of token t of head h's part (0 q, 1 k, 2 v) of qkv.
+  double part(const std::vector<float>& qkv, int n, int which, int h, int t, int k) const {
+    return qkv[at(n, 3 * s.width(), which * s.width() + h * s.head_dim + k, t)];
+  }
+  double token(const std::vector<float>& x, int n, int h, int t, int k) const {
+    return x[at(n, s.width(), h * s.head_dim + k, t)];
+  }
+
+  Passes run(const std::vector<float>& qkv, const std::vector<float>& dy) const {
+    const int T = s.tokens, d = s.head_dim;
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+    Passes out{std::vector<float>(dy.size()), std::vector<float>(static_cast<size_t>(s.probabilities())),
+               std::vector<float>(qkv.size())};
+    for (int n = 0; n < s.batch; ++n)
+      for (int h = 0; h < s.heads; ++h) {
+        std::vector<double> p(static_cast<size_t>(T * T)), dp(p.size());
+        for (int i = 0; i < T; ++i) {
+          double row_max = -INFINITY, sum = 0;
+          for (int j = 0; j < T; ++j) {
+            double score = 0;
+            for (int k = 0; k < d; ++k) score += part(qkv, n, 0, h, i, k) * part(qkv, n, 1, h, j, k);
+            p[static_cast<size_t>(i * T + j)] = score * scale;
+            row_max = std::max(row_max, score * scale);
+          }
+          for (int j = 0; j < T; ++j) sum += p[static_cast<size_t>(i * T + j)] = std::exp(p[static_cast<size_t>(i * T + j)] - row_max);
+          for (int j = 0; j < T; ++j) p[static_cast<size_t>(i * T + j)] /= sum;
+        }
+        for (int i = 0; i < T; ++i)
+          for (int j = 0; j < T; ++j)
+            out.probabilities[static_cast<size_t>(((int64_t{n} * s.heads + h) * T + i) * T + j)] =
+                static_cast<float>(p[static_cast<size_t>(i * T + j)]);
+        for (int i = 0; i < T; ++i)
+          for (int k = 0; k < d; ++k) {
+            double y = 0;
+            for (int j = 0; j < T; ++j) y += p[static_cast<size_t>(i * T + j)] * part(qkv, n, 2, h, j, k);
+            out.y[at(n, s.width(), h * d + k, i)] = static_cast<float>(y);
+          }
+        for (int i = 0; i < T; ++i) {
+          double dot = 0;
+          for (int j = 0; j < T; ++j) {
+            double g = 0;
+            for (int k = 0; k < d; ++k) g += token(dy, n, h, i, k) * part(qkv, n, 2, h, j, k);
+            dp[static_cast<size_t>(i * T + j)] = g;
+            dot += g * p[static_cast<size_t>(i * T + j)];
+          }
+          for (int j = 0; j < T; ++j)
+            dp[static_cast<size_t>(i * T + j)] = p[static_cast<size_t>(i * T + j)] * (dp[static_cast<size_t>(i * T + j)] - dot);
+        }
+        for (int t = 0; t < T; ++t)
+          for (int k = 0; k < d; ++k) {
+            double dq = 0, dk = 0, dv = 0;
+            for (int u = 0; u < T; ++u) {
+              dq += dp[static_cast<size_t>(t * T + u)] * part(qkv, n, 1, h, u, k);
+              dk += dp[static_cast<size_t>(u * T + t)] * part(qkv, n, 0, h, u, k);
+              dv += p[static_cast<size_t>(u * T + t)] * token(dy, n, h, u, k);
+            }
+            const int c = h * d + k;
+            out.dqkv[at(n, 3 * s.width(), c, t)] = static_cast<float>(dq * scale);
+            out.dqkv[at(n, 3 * s.width(), s.width() + c, t)] = static_cast<float>(dk * scale);
+            out.dqkv[at(n, 3 * s.width(), 2 * s.width() + c, t)] = static_cast<float>(dv);
+          }
+      }
+    return out;
+  }
+};
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], 2e-5 + 2e-5 * std::abs(want[i])) << what << " value " << i;
+}
+
 class AttentionCpu : public ::testing::TestWithParam<ActivationLayout> {};
 
 TEST_P(AttentionCpu, SamplesSharedAmongThreadsGiveTheSameBitsOnAnyCount) {
@@ -47,6 +131,17 @@ TEST_P(AttentionCpu, SamplesSharedAmongThreadsGiveTheSameBitsOnAnyCount) {
     for (int j = 0; j < s.tokens; ++j) sum += one.probabilities[static_cast<size_t>(row * s.tokens + j)];
     ASSERT_NEAR(sum, 1.0, 1e-5) << "row " << row;
   }
+}
+
+// 33 tokens (two whole chunks and one value) and a head width of 20 (one chunk and a part): every padded edge.
+TEST_P(AttentionCpu, MatchesADoubleReferenceWhereTilesArePadded) {
+  const AttentionShape s{.batch = 2, .heads = 3, .tokens = 33, .head_dim = 20};
+  const auto tokens = static_cast<size_t>(s.batch) * s.tokens * s.width();
+  const auto qkv = random_vector(3 * tokens, 21, -2, 2), dy = random_vector(tokens, 22);
+  const Passes got = run_on(2, s, GetParam(), qkv, dy), want = Reference{s, GetParam()}.run(qkv, dy);
+  expect_close(got.probabilities, want.probabilities, "probabilities");
+  expect_close(got.y, want.y, "y");
+  expect_close(got.dqkv, want.dqkv, "dqkv");
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, AttentionCpu, ::testing::Values(ActivationLayout::nchw, ActivationLayout::nhwc));

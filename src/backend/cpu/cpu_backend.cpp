@@ -551,32 +551,15 @@ void CpuBackend::pool_backward(const model::PoolShape& s, model::PoolMode mode, 
   views_.store(2, xe, dx_data.data());
 }
 
-namespace {
-kernels::Elements qkv_elements(const model::AttentionShape& s) {
-  return {int64_t{s.batch} * 3 * s.width() * s.tokens, s.data};
-}
-kernels::Elements token_elements(const model::AttentionShape& s) {
-  return {int64_t{s.batch} * s.width() * s.tokens, s.data};
-}
-}  // namespace
-
-// The kernels read either layout themselves, so the tensors need no NHWC staging, only widening.
+// The kernels read and write the tensors as stored, in either layout and element type: no staging, no widening.
 void CpuBackend::attention_forward(const model::AttentionShape& s, const void* qkv, void* y, void* probabilities,
                                    model::Scratch) {
-  if (s.batch <= 0) return;
-  const kernels::Elements ye = token_elements(s);
-  kc::attention_forward(s, activation_layout(s.data), views_.read(0, qkv_elements(s), qkv), views_.write(2, ye, y),
-                        probabilities, attention_workspace_);
-  views_.store(2, ye, y);
+  kc::attention_forward(s, activation_layout(s.data), qkv, y, probabilities, attention_workspace_);
 }
 // The kept probabilities are all backward needs: y is not read.
 void CpuBackend::attention_backward(const model::AttentionShape& s, const void* qkv, const void*,
                                     const void* probabilities, const void* dy, void* dqkv, model::Scratch) {
-  if (s.batch <= 0) return;
-  const kernels::Elements qkv_e = qkv_elements(s);
-  kc::attention_backward(s, activation_layout(s.data), views_.read(0, qkv_e, qkv), probabilities,
-                         views_.read(1, token_elements(s), dy), views_.write(2, qkv_e, dqkv), attention_workspace_);
-  views_.store(2, qkv_e, dqkv);
+  kc::attention_backward(s, activation_layout(s.data), qkv, probabilities, dy, dqkv, attention_workspace_);
 }
 
 void CpuBackend::softmax_cross_entropy(int batch, int classes, const float* logits, const int32_t* labels,
