@@ -14,47 +14,12 @@
 #include <utility>
 
 #include "kernels/attention.h"
-#include "kernels/cpu/bf16.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/stored_values.h"
 #include "kernels/cpu/thread_runs.h"
 
 namespace ringtrain::kernels::cpu {
 namespace {
-
-// How each element type is read into fp32 (exactly) and written from it (round to nearest even).
-struct Fp32Values {
-  using Stored = float;
-  static float load(float v) { return v; }
-  static float store(float v) { return v; }
-};
-struct Bf16Values {
-  using Stored = uint16_t;
-  static float load(uint16_t v) { return bf16_to_float(v); }
-  static uint16_t store(float v) { return float_to_bf16(v); }
-};
-struct Fp16Values {
-  using Stored = uint16_t;
-  static float load(uint16_t v) {
-    _Float16 h;
-    std::memcpy(&h, &v, sizeof h);
-    return static_cast<float>(h);
-  }
-  static uint16_t store(float v) {
-    const auto h = static_cast<_Float16>(v);
-    uint16_t bits;
-    std::memcpy(&bits, &h, sizeof bits);
-    return bits;
-  }
-};
-
-template <class Body>
-void with_values(ElementType type, Body&& body) {
-  switch (type) {
-    case ElementType::f32: return body(Fp32Values{});
-    case ElementType::bf16: return body(Bf16Values{});
-    case ElementType::f16: return body(Fp16Values{});
-  }
-}
 
 constexpr int kChunk = 16;  // one AVX-512 register of fp32, two AVX2 ones
 int padded(int n) { return (n + kChunk - 1) / kChunk * kChunk; }
@@ -321,7 +286,7 @@ void backward(const AttentionShape& s, ActivationLayout layout, const void* qkv,
 void attention_forward(const AttentionShape& s, ActivationLayout layout, const void* qkv, void* y,
                        void* probabilities, AttentionWorkspace& ws) {
   if (s.batch <= 0) return;
-  with_values(s.data, [&](auto values) {
+  with_stored_values(s.data, [&](auto values) {
     forward<decltype(values)>(s, layout, qkv, y, probabilities, ws);
   });
 }
@@ -329,7 +294,7 @@ void attention_forward(const AttentionShape& s, ActivationLayout layout, const v
 void attention_backward(const AttentionShape& s, ActivationLayout layout, const void* qkv, const void* probabilities,
                         const void* dy, void* dqkv, AttentionWorkspace& ws) {
   if (s.batch <= 0) return;
-  with_values(s.data, [&](auto values) {
+  with_stored_values(s.data, [&](auto values) {
     backward<decltype(values)>(s, layout, qkv, probabilities, dy, dqkv, ws);
   });
 }

@@ -10,10 +10,12 @@
 
 #include <algorithm>
 #include <array>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/stored_values.h"
 #include "kernels/cpu/thread_runs.h"
 
 namespace ringtrain::kernels::cpu {
@@ -68,18 +70,44 @@ struct ChannelRows {
   float operator()(int64_t c, int64_t i) const { return data[c * stride + i]; }
 };
 
-// Where a channel's positions lie side by side (NCHW), the run's own memory; else (NHWC) the run's values copied into
-// `scratch` in that order, kInterleavedPositions to a channel (zeros past the run's end). So the sums over each
-// position's channels advance over contiguous memory in both layouts, each position still adding its channels in
-// ascending order. omatcopy multiplies by alpha = 1 as it copies, which keeps every value the sums read: they widen
-// each to double first, and that quiets a signalling NaN (and flushes a denormal under FTZ/DAZ) as the copy does.
-ChannelRows channel_rows(const RunGrid& g, const PositionRun& r, const float* v, std::vector<float>& scratch) {
-  if (g.st.position == 1) return {v + g.at(r, 0, 0), g.st.channel};
-  scratch.resize(static_cast<size_t>(g.p.c * kInterleavedPositions));
-  if (r.count < kInterleavedPositions) std::fill(scratch.begin(), scratch.end(), 0.0f);  // the lanes past the run
+// The copies channel_rows makes: each thread's own, kept from one call to the next. `widened`: a 16-bit run widened on
+// its way to a copy.
+struct RunScratch {
+  std::vector<float> first, second, widened;
+};
+
+// Where a channel's positions lie side by side (NCHW), the run's own memory (fp32), or its rows widened into `copy`
+// (16-bit); else (NHWC) the run's values copied into `copy` in that order, kInterleavedPositions to a channel (zeros
+// past the run's end), a 16-bit run widened first, whole (it is contiguous). So the sums over each position's channels
+// advance over contiguous memory in both layouts, each position still adding its channels in ascending order.
+// omatcopy multiplies by alpha = 1 as it copies, which keeps every value the sums read: they widen each to double
+// first, and that quiets a signalling NaN (and flushes a denormal under FTZ/DAZ) as the copy does.
+template <class Values>
+ChannelRows channel_rows(const RunGrid& g, const PositionRun& r, const typename Values::Stored* v,
+                         std::vector<float>& copy, std::vector<float>& widened) {
+  const auto* run = v + g.at(r, 0, 0);
+  constexpr bool kFp32 = std::is_same_v<Values, Fp32Values>;
+  if (g.st.position == 1) {
+    if constexpr (kFp32) return {run, g.st.channel};
+    copy.resize(static_cast<size_t>(g.p.c * kRunPositions));
+    for (int64_t c = 0; c < g.p.c; ++c)
+      for (int64_t i = 0; i < r.count; ++i)
+        copy[static_cast<size_t>(c * kRunPositions + i)] = Values::load(run[c * g.st.channel + i]);
+    return {copy.data(), kRunPositions};
+  }
+  const float* values = nullptr;
+  if constexpr (kFp32) {
+    values = run;
+  } else {
+    widened.resize(static_cast<size_t>(r.count * g.p.c));
+    for (size_t e = 0; e < widened.size(); ++e) widened[e] = Values::load(run[e]);
+    values = widened.data();
+  }
+  copy.resize(static_cast<size_t>(g.p.c * kInterleavedPositions));
+  if (r.count < kInterleavedPositions) std::fill(copy.begin(), copy.end(), 0.0f);  // the lanes past the run
   cblas_somatcopy(CblasRowMajor, CblasTrans, static_cast<blasint>(r.count), static_cast<blasint>(g.p.c), 1.0f,
-                  v + g.at(r, 0, 0), static_cast<blasint>(g.st.position), scratch.data(), kInterleavedPositions);
-  return {scratch.data(), kInterleavedPositions};
+                  values, static_cast<blasint>(g.st.position), copy.data(), kInterleavedPositions);
+  return {copy.data(), kInterleavedPositions};
 }
 
 // Calls f(c, i, e) for each element e of the run, in memory order, so that element-wise loops run over contiguous
@@ -99,11 +127,6 @@ void for_each_element(const RunGrid& g, const PositionRun& r, F&& f) {
   }
 }
 
-// The copies channel_rows makes: each thread's own, kept from one call to the next.
-struct RunScratch {
-  std::vector<float> first, second;
-};
-
 template <class Body>
 void for_each_run(const RunGrid& grid, Body&& body) {
   for_each_thread_run(compute_threads(), grid.runs(), [&](int64_t begin, int64_t end, int) {
@@ -114,10 +137,10 @@ void for_each_run(const RunGrid& grid, Body&& body) {
 
 // Lanes: the positions the sums advance together, kInterleavedPositions over channel_rows' copy (NHWC), where a
 // number the compiler knows keeps the sums in registers; 0: the run's own count (NCHW).
-template <int64_t Lanes>
-void forward_run(const RunGrid& g, const PositionRun& r, float epsilon, const float* x, const LayerNormTensors& t,
-                 float* y, RunScratch& scratch) {
-  const ChannelRows xs = channel_rows(g, r, x, scratch.first);
+template <int64_t Lanes, class Values>
+void forward_run(const RunGrid& g, const PositionRun& r, float epsilon, const typename Values::Stored* x,
+                 const LayerNormTensors& t, typename Values::Stored* y, RunScratch& scratch) {
+  const ChannelRows xs = channel_rows<Values>(g, r, x, scratch.first, scratch.widened);
   const int64_t lanes = Lanes > 0 ? Lanes : r.count;
   std::array<double, kRunPositions> sum{}, squares{};
   for (int64_t c = 0; c < g.p.c; ++c)
@@ -131,14 +154,16 @@ void forward_run(const RunGrid& g, const PositionRun& r, float epsilon, const fl
     t.mean[g.stat(r, i)] = stats[i].mean, t.rstd[g.stat(r, i)] = stats[i].rstd;
   }
   for_each_element(g, r, [&](int64_t c, int64_t i, int64_t e) {
-    y[e] = layer_norm_output(x[e], stats[i], t.gamma[c], t.beta[c]);
+    y[e] = Values::store(layer_norm_output(Values::load(x[e]), stats[i], t.gamma[c], t.beta[c]));
   });
 }
 
-template <int64_t Lanes>  // as forward_run's
-void input_gradient_run(const RunGrid& g, const PositionRun& r, const float* x, const float* dy,
-                        const LayerNormTensors& t, float* dx, RunScratch& scratch) {
-  const ChannelRows xs = channel_rows(g, r, x, scratch.first), dys = channel_rows(g, r, dy, scratch.second);
+template <int64_t Lanes, class Values>  // as forward_run's
+void input_gradient_run(const RunGrid& g, const PositionRun& r, const typename Values::Stored* x,
+                        const typename Values::Stored* dy, const LayerNormTensors& t, typename Values::Stored* dx,
+                        RunScratch& scratch) {
+  const ChannelRows xs = channel_rows<Values>(g, r, x, scratch.first, scratch.widened),
+                    dys = channel_rows<Values>(g, r, dy, scratch.second, scratch.widened);
   const int64_t lanes = Lanes > 0 ? Lanes : r.count;
   std::array<LayerNormStats, kRunPositions> stats;  // mean 0, rstd 1 in the lanes past the run
   for (int64_t i = 0; i < r.count; ++i) stats[i] = {t.mean[g.stat(r, i)], t.rstd[g.stat(r, i)]};
@@ -153,20 +178,24 @@ void input_gradient_run(const RunGrid& g, const PositionRun& r, const float* x, 
   std::array<LayerNormGradientMeans, kRunPositions> means;
   for (int64_t i = 0; i < r.count; ++i) means[i] = layer_norm_gradient_means_of({g_sums[i], g_xhat_sums[i]}, g.p.c);
   for_each_element(g, r, [&](int64_t c, int64_t i, int64_t e) {
-    dx[e] = layer_norm_input_gradient(x[e], dy[e], t.gamma[c], stats[i], means[i]);
+    dx[e] = Values::store(
+        layer_norm_input_gradient(Values::load(x[e]), Values::load(dy[e]), t.gamma[c], stats[i], means[i]));
   });
 }
 
 // dgamma and dbeta for channels [first, end): each channel's terms added over samples, then positions, in order;
 // channel by channel where its positions lie side by side (NCHW), else position by position over the channels.
-void parameter_gradients(const Planes& p, PlaneStrides st, int64_t first, int64_t end, const float* x,
-                         const float* dy, const LayerNormTensors& t, float* dgamma, float* dbeta) {
+template <class Values>
+void parameter_gradients(const Planes& p, PlaneStrides st, int64_t first, int64_t end,
+                         const typename Values::Stored* x, const typename Values::Stored* dy,
+                         const LayerNormTensors& t, float* dgamma, float* dbeta) {
   std::vector<double> gamma_sum(static_cast<size_t>(end - first)), beta_sum(gamma_sum.size());
   // Element e (channel c) of position i of sample n.
   const auto add = [&](int64_t n, int64_t i, int64_t c, int64_t e) {
     const LayerNormStats s{t.mean[n * p.hw + i], t.rstd[n * p.hw + i]};
-    gamma_sum[static_cast<size_t>(c - first)] += layer_norm_gamma_gradient_term(x[e], dy[e], s);
-    beta_sum[static_cast<size_t>(c - first)] += dy[e];
+    const float dy_e = Values::load(dy[e]);
+    gamma_sum[static_cast<size_t>(c - first)] += layer_norm_gamma_gradient_term(Values::load(x[e]), dy_e, s);
+    beta_sum[static_cast<size_t>(c - first)] += dy_e;
   };
   if (st.position == 1) {
     for (int64_t c = first; c < end; ++c)
@@ -189,29 +218,41 @@ void parameter_gradients(const Planes& p, PlaneStrides st, int64_t first, int64_
 
 }  // namespace
 
-void layer_norm_forward(const Planes& p, ActivationLayout layout, float epsilon, const float* x,
-                        const LayerNormTensors& t, float* y) {
+void layer_norm_forward(const Planes& p, ActivationLayout layout, float epsilon, const void* x,
+                        const LayerNormTensors& t, void* y) {
   const RunGrid grid(p, layout);
-  for_each_run(grid, [&](const PositionRun& r, RunScratch& s) {
-    if (grid.st.position == 1)
-      forward_run<0>(grid, r, epsilon, x, t, y, s);
-    else
-      forward_run<kInterleavedPositions>(grid, r, epsilon, x, t, y, s);
+  with_stored_values(p.type, [&](auto values) {
+    using Values = decltype(values);
+    using Stored = typename Values::Stored;
+    const auto* in = static_cast<const Stored*>(x);
+    auto* out = static_cast<Stored*>(y);
+    for_each_run(grid, [&](const PositionRun& r, RunScratch& s) {
+      if (grid.st.position == 1)
+        forward_run<0, Values>(grid, r, epsilon, in, t, out, s);
+      else
+        forward_run<kInterleavedPositions, Values>(grid, r, epsilon, in, t, out, s);
+    });
   });
 }
 
-void layer_norm_backward(const Planes& p, ActivationLayout layout, const float* x, const float* dy,
-                         const LayerNormTensors& t, float* dx, float* dgamma, float* dbeta) {
+void layer_norm_backward(const Planes& p, ActivationLayout layout, const void* x, const void* dy,
+                         const LayerNormTensors& t, void* dx, float* dgamma, float* dbeta) {
   const RunGrid grid(p, layout);
-  if (dx)
-    for_each_run(grid, [&](const PositionRun& r, RunScratch& s) {
-      if (grid.st.position == 1)
-        input_gradient_run<0>(grid, r, x, dy, t, dx, s);
-      else
-        input_gradient_run<kInterleavedPositions>(grid, r, x, dy, t, dx, s);
+  with_stored_values(p.type, [&](auto values) {
+    using Values = decltype(values);
+    using Stored = typename Values::Stored;
+    const auto *in = static_cast<const Stored*>(x), *gradient = static_cast<const Stored*>(dy);
+    if (dx)
+      for_each_run(grid, [&](const PositionRun& r, RunScratch& s) {
+        auto* out = static_cast<Stored*>(dx);
+        if (grid.st.position == 1)
+          input_gradient_run<0, Values>(grid, r, in, gradient, t, out, s);
+        else
+          input_gradient_run<kInterleavedPositions, Values>(grid, r, in, gradient, t, out, s);
+      });
+    for_each_thread_run(compute_threads(), p.c, [&](int64_t first, int64_t end, int) {
+      parameter_gradients<Values>(grid.p, grid.st, first, end, in, gradient, t, dgamma, dbeta);
     });
-  for_each_thread_run(compute_threads(), p.c, [&](int64_t first, int64_t end, int) {
-    parameter_gradients(grid.p, grid.st, first, end, x, dy, t, dgamma, dbeta);
   });
 }
 

@@ -55,30 +55,31 @@ struct Reference {
   Passes run(const std::vector<float>& qkv, const std::vector<float>& dy) const {
     const int T = s.tokens, d = s.head_dim;
     const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+    const auto sq = [T](int i, int j) { return static_cast<size_t>(i * T + j); };  // of a T x T matrix
     Passes out{std::vector<float>(dy.size()), std::vector<float>(static_cast<size_t>(s.probabilities())),
                std::vector<float>(qkv.size())};
     for (int n = 0; n < s.batch; ++n)
       for (int h = 0; h < s.heads; ++h) {
-        std::vector<double> p(static_cast<size_t>(T * T)), dp(p.size());
+        std::vector<double> p(sq(T, 0)), dp(p.size());
         for (int i = 0; i < T; ++i) {
           double row_max = -INFINITY, sum = 0;
           for (int j = 0; j < T; ++j) {
             double score = 0;
             for (int k = 0; k < d; ++k) score += part(qkv, n, 0, h, i, k) * part(qkv, n, 1, h, j, k);
-            p[static_cast<size_t>(i * T + j)] = score * scale;
+            p[sq(i, j)] = score * scale;
             row_max = std::max(row_max, score * scale);
           }
-          for (int j = 0; j < T; ++j) sum += p[static_cast<size_t>(i * T + j)] = std::exp(p[static_cast<size_t>(i * T + j)] - row_max);
-          for (int j = 0; j < T; ++j) p[static_cast<size_t>(i * T + j)] /= sum;
+          for (int j = 0; j < T; ++j) sum += p[sq(i, j)] = std::exp(p[sq(i, j)] - row_max);
+          for (int j = 0; j < T; ++j) p[sq(i, j)] /= sum;
         }
         for (int i = 0; i < T; ++i)
           for (int j = 0; j < T; ++j)
             out.probabilities[static_cast<size_t>(((int64_t{n} * s.heads + h) * T + i) * T + j)] =
-                static_cast<float>(p[static_cast<size_t>(i * T + j)]);
+                static_cast<float>(p[sq(i, j)]);
         for (int i = 0; i < T; ++i)
           for (int k = 0; k < d; ++k) {
             double y = 0;
-            for (int j = 0; j < T; ++j) y += p[static_cast<size_t>(i * T + j)] * part(qkv, n, 2, h, j, k);
+            for (int j = 0; j < T; ++j) y += p[sq(i, j)] * part(qkv, n, 2, h, j, k);
             out.y[at(n, s.width(), h * d + k, i)] = static_cast<float>(y);
           }
         for (int i = 0; i < T; ++i) {
@@ -86,19 +87,19 @@ struct Reference {
           for (int j = 0; j < T; ++j) {
             double g = 0;
             for (int k = 0; k < d; ++k) g += token(dy, n, h, i, k) * part(qkv, n, 2, h, j, k);
-            dp[static_cast<size_t>(i * T + j)] = g;
-            dot += g * p[static_cast<size_t>(i * T + j)];
+            dp[sq(i, j)] = g;
+            dot += g * p[sq(i, j)];
           }
           for (int j = 0; j < T; ++j)
-            dp[static_cast<size_t>(i * T + j)] = p[static_cast<size_t>(i * T + j)] * (dp[static_cast<size_t>(i * T + j)] - dot);
+            dp[sq(i, j)] = p[sq(i, j)] * (dp[sq(i, j)] - dot);
         }
         for (int t = 0; t < T; ++t)
           for (int k = 0; k < d; ++k) {
             double dq = 0, dk = 0, dv = 0;
             for (int u = 0; u < T; ++u) {
-              dq += dp[static_cast<size_t>(t * T + u)] * part(qkv, n, 1, h, u, k);
-              dk += dp[static_cast<size_t>(u * T + t)] * part(qkv, n, 0, h, u, k);
-              dv += p[static_cast<size_t>(u * T + t)] * token(dy, n, h, u, k);
+              dq += dp[sq(t, u)] * part(qkv, n, 1, h, u, k);
+              dk += dp[sq(u, t)] * part(qkv, n, 0, h, u, k);
+              dv += p[sq(u, t)] * token(dy, n, h, u, k);
             }
             const int c = h * d + k;
             out.dqkv[at(n, 3 * s.width(), c, t)] = static_cast<float>(dq * scale);

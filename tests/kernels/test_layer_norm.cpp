@@ -2,13 +2,17 @@
 // functions (the definition the CUDA kernels also evaluate), in both layouts, for position counts below, at and past
 // a run's length: the statistics and parameter gradients with the definition's very bits (the same sums in the same
 // order); outputs and input gradients within a few ulps of it (the kernels are built for this CPU, so the compiler
-// may fuse a multiply and an add that the test's build does not); and the same bits on one thread and three.
+// may fuse a multiply and an add that the test's build does not); and the same bits on one thread and three. Over
+// bf16 and fp16 tensors, which the kernels read and write as stored: the fp32 kernels' bits on the widened values,
+// the outputs rounded as the whole-tensor conversions round them.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/layer_norm.h"
 #include "tests/kernels/grad_check.h"
@@ -63,20 +67,44 @@ Outputs reference(const Case& k, const std::vector<float>& x, const std::vector<
   return o;
 }
 
-Outputs kernel(const Case& k, const std::vector<float>& x, const std::vector<float>& dy,
+// The values of `x` in `type`, as bytes; and such bytes widened.
+std::vector<std::byte> stored(const std::vector<float>& x, ElementType type) {
+  std::vector<std::byte> out(Elements{static_cast<int64_t>(x.size()), type}.bytes());
+  narrow(x.data(), {static_cast<int64_t>(x.size()), type}, out.data());
+  return out;
+}
+std::vector<float> widened(const std::vector<std::byte>& x, ElementType type) {
+  std::vector<float> out(x.size() / element_bytes(type));
+  widen({static_cast<int64_t>(out.size()), type}, x.data(), out.data());
+  return out;
+}
+
+// The kernels over x and dy stored in `type`; y and dx widened back.
+Outputs kernel(const Case& k, ElementType type, const std::vector<float>& x, const std::vector<float>& dy,
                const std::vector<float>& gamma, const std::vector<float>& beta, int threads) {
   const int before = compute_threads();
   set_compute_threads(threads);
   const auto positions = static_cast<size_t>(k.n * k.hw);
-  Outputs o{std::vector<float>(x.size()), std::vector<float>(positions), std::vector<float>(positions),
-            std::vector<float>(x.size()), std::vector<float>(static_cast<size_t>(k.c), 0.5f),
-            std::vector<float>(static_cast<size_t>(k.c), -0.25f)};
-  const Planes p{k.n, k.c, k.hw};
+  Outputs o{{}, std::vector<float>(positions), std::vector<float>(positions), {},
+            std::vector<float>(static_cast<size_t>(k.c), 0.5f), std::vector<float>(static_cast<size_t>(k.c), -0.25f)};
+  const std::vector<std::byte> x_stored = stored(x, type), dy_stored = stored(dy, type);
+  std::vector<std::byte> y(x_stored.size()), dx(x_stored.size());
+  const Planes p{k.n, k.c, k.hw, type};
   const LayerNormTensors t{gamma.data(), beta.data(), o.mean.data(), o.rstd.data()};
-  layer_norm_forward(p, k.layout, 1e-5f, x.data(), t, o.y.data());
-  layer_norm_backward(p, k.layout, x.data(), dy.data(), t, o.dx.data(), o.dgamma.data(), o.dbeta.data());
+  layer_norm_forward(p, k.layout, 1e-5f, x_stored.data(), t, y.data());
+  layer_norm_backward(p, k.layout, x_stored.data(), dy_stored.data(), t, dx.data(), o.dgamma.data(), o.dbeta.data());
   set_compute_threads(before);
+  o.y = widened(y, type), o.dx = widened(dx, type);
   return o;
+}
+
+void expect_same_bits(const Outputs& got, const Outputs& want) {
+  EXPECT_EQ(got.y, want.y);
+  EXPECT_EQ(got.mean, want.mean);
+  EXPECT_EQ(got.rstd, want.rstd);
+  EXPECT_EQ(got.dx, want.dx);
+  EXPECT_EQ(got.dgamma, want.dgamma);
+  EXPECT_EQ(got.dbeta, want.dbeta);
 }
 
 class LayerNormCpu : public ::testing::TestWithParam<Case> {};
@@ -87,29 +115,44 @@ void expect_within_ulps(const std::vector<float>& got, const std::vector<float>&
     ASSERT_NEAR(got[i], want[i], 4e-7 * (1.0 + std::fabs(want[i]))) << what << " " << i;
 }
 
+struct Inputs {
+  std::vector<float> x, dy, gamma, beta;
+};
+
+// Random inputs from seeds seed.. seed + 3, x around `mean` (an offset mean per position's values, as a residual
+// stream has: the two-pass variance must not cancel).
+Inputs inputs(const Case& k, uint32_t seed, float mean) {
+  const auto size = static_cast<size_t>(k.n * k.c * k.hw), channels = static_cast<size_t>(k.c);
+  Inputs in{random_vector(size, seed, -1.0f, 1.0f), random_vector(size, seed + 1),
+            random_vector(channels, seed + 2, 0.5f, 1.5f), random_vector(channels, seed + 3)};
+  for (auto& v : in.x) v += mean;
+  return in;
+}
+
 TEST_P(LayerNormCpu, FollowsTheDefinitionWithTheSameBitsOnOneThreadAndThree) {
   const Case k = GetParam();
-  const auto size = static_cast<size_t>(k.n * k.c * k.hw);
-  // An offset mean per position's values, as a residual stream has: the two-pass variance must not cancel.
-  auto x = random_vector(size, 3, -1.0f, 1.0f);
-  for (auto& v : x) v += 20.0f;
-  const auto dy = random_vector(size, 4), gamma = random_vector(static_cast<size_t>(k.c), 5, 0.5f, 1.5f),
-             beta = random_vector(static_cast<size_t>(k.c), 6);
+  const auto [x, dy, gamma, beta] = inputs(k, 3, 20.0f);
   const Outputs want = reference(k, x, dy, gamma, beta);
-  const Outputs one = kernel(k, x, dy, gamma, beta, 1);
+  const Outputs one = kernel(k, ElementType::f32, x, dy, gamma, beta, 1);
   EXPECT_EQ(one.mean, want.mean);
   EXPECT_EQ(one.rstd, want.rstd);
   EXPECT_EQ(one.dgamma, want.dgamma);
   EXPECT_EQ(one.dbeta, want.dbeta);
   expect_within_ulps(one.y, want.y, "y");
   expect_within_ulps(one.dx, want.dx, "dx");
-  const Outputs three = kernel(k, x, dy, gamma, beta, 3);
-  EXPECT_EQ(three.y, one.y);
-  EXPECT_EQ(three.mean, one.mean);
-  EXPECT_EQ(three.rstd, one.rstd);
-  EXPECT_EQ(three.dx, one.dx);
-  EXPECT_EQ(three.dgamma, one.dgamma);
-  EXPECT_EQ(three.dbeta, one.dbeta);
+  expect_same_bits(kernel(k, ElementType::f32, x, dy, gamma, beta, 3), one);
+}
+
+TEST_P(LayerNormCpu, SixteenBitTensorsGiveTheFp32KernelsBitsOnTheirValues) {
+  const Case k = GetParam();
+  const auto [x, dy, gamma, beta] = inputs(k, 13, 3.0f);
+  for (const ElementType type : {ElementType::bf16, ElementType::f16}) {
+    SCOPED_TRACE(type == ElementType::bf16 ? "bf16" : "fp16");
+    const std::vector<float> x_values = widened(stored(x, type), type), dy_values = widened(stored(dy, type), type);
+    Outputs want = kernel(k, ElementType::f32, x_values, dy_values, gamma, beta, 2);
+    want.y = widened(stored(want.y, type), type), want.dx = widened(stored(want.dx, type), type);
+    expect_same_bits(kernel(k, type, x, dy, gamma, beta, 2), want);
+  }
 }
 
 // 17 tokens (ViT-S at 64x64), a run and a ragged second (300 positions), one position (the class token's norm);

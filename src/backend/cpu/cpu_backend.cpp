@@ -184,16 +184,11 @@ void CpuBackend::plane_scale(const kernels::Planes& p, const void* x, const floa
 
 void CpuBackend::layer_norm_forward(const kernels::Planes& p, float epsilon, const void* x,
                                     const model::LayerNormTensors& t, void* y) {
-  const kernels::Elements n{p.elements(), p.type};
-  kc::layer_norm_forward(p, activation_layout(p.type), epsilon, views_.read(0, n, x), t, views_.write(2, n, y));
-  views_.store(2, n, y);
+  kc::layer_norm_forward(p, activation_layout(p.type), epsilon, x, t, y);
 }
 void CpuBackend::layer_norm_backward(const kernels::Planes& p, const void* x, const void* dy,
                                      const model::LayerNormTensors& t, void* dx, float* dgamma, float* dbeta) {
-  const kernels::Elements n{p.elements(), p.type};
-  kc::layer_norm_backward(p, activation_layout(p.type), views_.read(0, n, x), views_.read(1, n, dy), t,
-                          views_.write(2, n, dx), dgamma, dbeta);
-  views_.store(2, n, dx);
+  kc::layer_norm_backward(p, activation_layout(p.type), x, dy, t, dx, dgamma, dbeta);
 }
 // The token kernels read and write stored values themselves: a range of tokens is a small share of its tensor, not
 // worth widening whole.

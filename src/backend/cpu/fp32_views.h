@@ -1,9 +1,9 @@
 // Owns the fp32 copies the CPU twin's kernels work on when a network stores its activations in bf16 or fp16 and a
-// kernel has no 16-bit form of its own (batch norm, the im2col convolution and the element-wise operations have;
-// oneDNN's products have where they run on bf16 operands): an input is widened into a copy
-// (exactly), an output is written into a copy and narrowed into its tensor once the kernel is done (round to
-// nearest even), as a GPU kernel reading and writing 16-bit tensors with fp32 arithmetic inside does. fp32 tensors
-// pass through untouched. The copies are reused from call to call.
+// kernel has no 16-bit form of its own (batch norm, layer norm, attention, the token layers, the im2col convolution
+// and the element-wise operations have; oneDNN's products have where they run on bf16 operands): an input is widened
+// into a copy (exactly), an output is written into a copy and narrowed into its tensor once the kernel is done (round
+// to nearest even), as a GPU kernel reading and writing 16-bit tensors with fp32 arithmetic inside does. fp32
+// tensors pass through untouched. The copies are reused from call to call.
 #pragma once
 #include <array>
 #include <vector>
