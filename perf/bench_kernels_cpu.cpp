@@ -692,13 +692,15 @@ void BM_LayerNorm(benchmark::State& state) {
 }
 BENCHMARK(BM_LayerNorm)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
-// ViT-S/16's attention core at 64x64 (17 tokens, 6 heads of 64) over a batch of 32, forward and backward: per
-// (sample, head) pair, products of T x T x 64 between two softmax passes. Arguments: the layout (0 NCHW, 1 NHWC)
-// and the tensors' element type (0 fp32, 1 bf16, as the network stores them).
+// ViT-S/16's attention core (6 heads of 64), forward and backward: per (sample, head) pair, products of T x T x 64
+// between two softmax passes. Arguments: the layout (0 NCHW, 1 NHWC), the tensors' element type (0 fp32, 1 bf16, as
+// the network stores them), and the tokens: 17 (64x64 images, a batch of 32) or 197 (224x224, a batch of 4).
 void BM_AttentionCore(benchmark::State& state) {
   use_one_thread();
   const bool bf16 = state.range(1) == 1;
-  const AttentionShape s{32, 6, 17, 64, bf16 ? ElementType::bf16 : ElementType::f32};
+  const int tokens_per_sample = static_cast<int>(state.range(2));
+  const AttentionShape s{tokens_per_sample > 17 ? 4 : 32, 6, tokens_per_sample, 64,
+                         bf16 ? ElementType::bf16 : ElementType::f32};
   const auto layout = state.range(0) == 1 ? ActivationLayout::nhwc : ActivationLayout::nchw;
   const auto tokens = static_cast<std::size_t>(s.batch) * s.width() * s.tokens;
   // n values of the element type, uniform in [lo, hi), as bytes.
@@ -721,9 +723,10 @@ void BM_AttentionCore(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   set_flops(state, 3 * s.forward_flops());
-  state.SetLabel(std::string(layout == ActivationLayout::nhwc ? "nhwc " : "nchw ") + (bf16 ? "bf16" : "fp32"));
+  state.SetLabel(std::string(layout == ActivationLayout::nhwc ? "nhwc " : "nchw ") + (bf16 ? "bf16 " : "fp32 ") +
+                 std::to_string(s.batch) + "x" + std::to_string(s.tokens) + " tokens");
 }
-BENCHMARK(BM_AttentionCore)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionCore)->ArgsProduct({{0, 1}, {0, 1}, {17, 197}})->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace ringtrain::kernels::cpu

@@ -69,43 +69,54 @@ struct Operand {
 // One chunk of fp32 values as a GCC/Clang vector: a register where the target has 512-bit ones, two where 256.
 using Lanes = float __attribute__((vector_size(kChunk * sizeof(float))));
 
-// Rows [0, Rows) of C from row 0 of A, one chunk of columns from b: c[r][lane] = alpha * the sum over i in
-// [0, count) of A(r, i) * b[i * ldb + lane], in ascending i. The rows' sums are independent chains, which keeps the
-// multiply-add units busy where one row's chain would wait on each addition.
-template <int Rows>
+// Rows [0, Rows) of C from row 0 of A, Chunks chunks of columns from b: c[r][lane] = alpha * the sum over i in
+// [0, count) of A(r, i) * b[i * ldb + lane], in ascending i. The Rows x Chunks sums are independent chains: eight of
+// them keep two multiply-add units busy through an addition's latency, where fewer would wait on it.
+template <int Rows, int Chunks>
 [[gnu::always_inline]] inline void block(int count, Operand a, const float* b, int64_t ldb, float alpha, float* c,
                                          int64_t ldc) {
-  Lanes sum[Rows] = {};
+  Lanes sum[Rows][Chunks] = {};
   for (int i = 0; i < count; ++i) {
-    Lanes b_row;
-    std::memcpy(&b_row, b + i * ldb, sizeof b_row);
-    for (int r = 0; r < Rows; ++r) sum[r] += a.data[r * a.row + i * a.step] * b_row;
+    Lanes b_row[Chunks];
+    for (int k = 0; k < Chunks; ++k) std::memcpy(&b_row[k], b + i * ldb + k * kChunk, sizeof(Lanes));
+    for (int r = 0; r < Rows; ++r) {
+      const float ai = a.data[r * a.row + i * a.step];
+      for (int k = 0; k < Chunks; ++k) sum[r][k] += ai * b_row[k];
+    }
   }
-  for (int r = 0; r < Rows; ++r) {
-    const Lanes out = alpha * sum[r];
-    std::memcpy(c + r * ldc, &out, sizeof out);
+  for (int r = 0; r < Rows; ++r)
+    for (int k = 0; k < Chunks; ++k) {
+      const Lanes out = alpha * sum[r][k];
+      std::memcpy(c + r * ldc + k * kChunk, &out, sizeof out);
+    }
+}
+
+template <int Chunks>
+[[gnu::always_inline]] inline void rows_block(int rows, int count, Operand a, const float* b, int64_t ldb, float alpha,
+                                              float* c, int64_t ldc) {
+  switch (rows) {
+    case 4: return block<4, Chunks>(count, a, b, ldb, alpha, c, ldc);
+    case 3: return block<3, Chunks>(count, a, b, ldb, alpha, c, ldc);
+    case 2: return block<2, Chunks>(count, a, b, ldb, alpha, c, ldc);
+    default: return block<1, Chunks>(count, a, b, ldb, alpha, c, ldc);
   }
 }
 
-constexpr int kBlockRows = 4;  // independent chains enough to cover a multiply-add's latency on two units
+constexpr int kBlockRows = 4;
 
 // C (rows x padded columns, rows ldc apart) = alpha * A B over `inner` values, B's i-th row at b + i * ldb. The rows
-// go in blocks of nearly equal size (17 as 3, 3, 4, 3 and 4), none left alone on one chain.
+// go in blocks of nearly equal size (17 as 3, 3, 4, 3 and 4), none left alone on one chain; the columns two chunks at
+// a time, one where one is left.
 void product(int rows, int columns, int inner, Operand a, const float* b, int64_t ldb, float alpha, float* c,
              int64_t ldc) {
   const int blocks = (rows + kBlockRows - 1) / kBlockRows;
   for (int block_index = 0; block_index < blocks; ++block_index) {
     const int r = rows * block_index / blocks, count = rows * (block_index + 1) / blocks - r;
     const Operand from_r{a.data + r * a.row, a.row, a.step};
-    for (int j = 0; j < columns; j += kChunk) {
-      float* const c_block = c + r * ldc + j;
-      switch (count) {
-        case 4: block<4>(inner, from_r, b + j, ldb, alpha, c_block, ldc); break;
-        case 3: block<3>(inner, from_r, b + j, ldb, alpha, c_block, ldc); break;
-        case 2: block<2>(inner, from_r, b + j, ldb, alpha, c_block, ldc); break;
-        default: block<1>(inner, from_r, b + j, ldb, alpha, c_block, ldc); break;
-      }
-    }
+    int j = 0;
+    for (; j + 2 * kChunk <= columns; j += 2 * kChunk)
+      rows_block<2>(count, inner, from_r, b + j, ldb, alpha, c + r * ldc + j, ldc);
+    if (j < columns) rows_block<1>(count, inner, from_r, b + j, ldb, alpha, c + r * ldc + j, ldc);
   }
 }
 

@@ -21,7 +21,8 @@ struct AttentionWorkspace {
   std::size_t bytes() const { return tiles.capacity() * sizeof(float); }
 };
 
-// y = per head softmax(Q K^T / sqrt(head_dim)) V; probabilities = the softmax's output. Every tensor in s.data.
+// y = per head softmax(Q K^T / sqrt(head_dim)) V; probabilities = the softmax's output. Every tensor in s.data; no
+// output may overlap an input (here and in backward).
 void attention_forward(const AttentionShape& s, ActivationLayout layout, const void* qkv, void* y,
                        void* probabilities, AttentionWorkspace& ws);
 // dqkv (overwritten) = the gradient of qkv given dy.
