@@ -1,16 +1,19 @@
 // Tests for kernels/cpu/attention: the (sample, head) pairs shared among the compute threads give the same bits on one
 // thread and three, forward (output and kept probabilities) and backward, in both layouts; the kept probabilities
 // are each row's softmax (rows sum to one); and every output against a double reference written out here, at a shape
-// whose tokens and head width are no whole number of the kernel's 16-value chunks. The layer tests (tests/layers)
-// hold the layer, the projections included, to theirs in every element type.
+// whose tokens and head width are no whole number of the kernel's 16-value chunks, from tiles left full of NaN; and
+// NCHW and NHWC tensors giving the same bits, in fp32 and bf16. The layer tests (tests/layers) hold the layer, the
+// projections included, to theirs in every element type.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <vector>
 
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/gemm.h"
 #include "tests/kernels/grad_check.h"
 
@@ -146,6 +149,57 @@ TEST_P(AttentionCpu, MatchesADoubleReferenceWhereTilesArePadded) {
   expect_close(got.probabilities, want.probabilities, "probabilities");
   expect_close(got.y, want.y, "y");
   expect_close(got.dqkv, want.dqkv, "dqkv");
+}
+
+// Token tensors of `channels` channels between NCHW (N x C x T) and NHWC (N x T x C).
+std::vector<float> relaid(const std::vector<float>& x, int n, int channels, int tokens, bool to_nhwc) {
+  std::vector<float> y(x.size());
+  for (int b = 0; b < n; ++b)
+    for (int c = 0; c < channels; ++c)
+      for (int t = 0; t < tokens; ++t) {
+        const auto nchw = static_cast<size_t>((int64_t{b} * channels + c) * tokens + t),
+                   nhwc = static_cast<size_t>((int64_t{b} * tokens + t) * channels + c);
+        y[to_nhwc ? nhwc : nchw] = x[to_nhwc ? nchw : nhwc];
+      }
+  return y;
+}
+
+// The passes over tensors stored in s.data, given and returned as their fp32 values.
+Passes run_stored(const AttentionShape& s, ActivationLayout layout, const std::vector<float>& qkv,
+                  const std::vector<float>& dy) {
+  auto stored = [&](const std::vector<float>& x) {
+    std::vector<std::byte> out(Elements{static_cast<int64_t>(x.size()), s.data}.bytes());
+    narrow(x.data(), {static_cast<int64_t>(x.size()), s.data}, out.data());
+    return out;
+  };
+  auto values = [&](const std::vector<std::byte>& x) {
+    std::vector<float> out(x.size() / element_bytes(s.data));
+    widen({static_cast<int64_t>(out.size()), s.data}, x.data(), out.data());
+    return out;
+  };
+  const std::vector<std::byte> q = stored(qkv), d = stored(dy);
+  std::vector<std::byte> y(d.size()), kept(s.probabilities_bytes()), dq(q.size());
+  AttentionWorkspace ws;
+  attention_forward(s, layout, q.data(), y.data(), kept.data(), ws);
+  attention_backward(s, layout, q.data(), kept.data(), d.data(), dq.data(), ws);
+  return {values(y), values(kept), values(dq)};
+}
+
+// Each output value is the same sum in the same order in either layout: the same bits, in fp32 and in bf16.
+TEST(AttentionCpuLayouts, NchwAndNhwcGiveTheSameBits) {
+  for (const ElementType type : {ElementType::f32, ElementType::bf16}) {
+    SCOPED_TRACE(type == ElementType::f32 ? "fp32" : "bf16");
+    const AttentionShape s{.batch = 2, .heads = 3, .tokens = 33, .head_dim = 20, .data = type};
+    const int d = s.width();
+    const auto tokens = static_cast<size_t>(s.batch) * s.tokens * d;
+    const auto qkv = random_vector(3 * tokens, 31, -2, 2), dy = random_vector(tokens, 32);
+    const Passes nchw = run_stored(s, ActivationLayout::nchw, qkv, dy);
+    const Passes nhwc = run_stored(s, ActivationLayout::nhwc, relaid(qkv, s.batch, 3 * d, s.tokens, true),
+                                   relaid(dy, s.batch, d, s.tokens, true));
+    EXPECT_EQ(nhwc.probabilities, nchw.probabilities);
+    EXPECT_EQ(relaid(nhwc.y, s.batch, d, s.tokens, false), nchw.y);
+    EXPECT_EQ(relaid(nhwc.dqkv, s.batch, 3 * d, s.tokens, false), nchw.dqkv);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, AttentionCpu, ::testing::Values(ActivationLayout::nchw, ActivationLayout::nhwc));
