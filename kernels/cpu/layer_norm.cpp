@@ -89,11 +89,11 @@ ChannelRows channel_rows(const RunGrid& g, const PositionRun& r, const typename 
   constexpr bool kFp32 = std::is_same_v<Values, Fp32Values>;
   if (g.st.position == 1) {
     if constexpr (kFp32) return {run, g.st.channel};
-    copy.resize(static_cast<size_t>(g.p.c * kRunPositions));
+    copy.resize(static_cast<size_t>(g.p.c * r.count));
     for (int64_t c = 0; c < g.p.c; ++c)
       for (int64_t i = 0; i < r.count; ++i)
-        copy[static_cast<size_t>(c * kRunPositions + i)] = Values::load(run[c * g.st.channel + i]);
-    return {copy.data(), kRunPositions};
+        copy[static_cast<size_t>(c * r.count + i)] = Values::load(run[c * g.st.channel + i]);
+    return {copy.data(), r.count};
   }
   const float* values = nullptr;
   if constexpr (kFp32) {

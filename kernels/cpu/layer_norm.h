@@ -10,7 +10,8 @@ namespace ringtrain::kernels::cpu {
 
 void layer_norm_forward(const Planes& p, ActivationLayout layout, float epsilon, const void* x,
                         const LayerNormTensors& t, void* y);
-// dx (skipped where null) written; dgamma += sum of dy * xhat, dbeta += sum of dy, over samples and positions.
+// dx (skipped where null) written; dgamma += sum of dy * xhat, dbeta += sum of dy, over samples and positions. dx
+// may not overlap x or dy: the parameter gradients read them after dx is written.
 void layer_norm_backward(const Planes& p, ActivationLayout layout, const void* x, const void* dy,
                          const LayerNormTensors& t, void* dx, float* dgamma, float* dbeta);
 
