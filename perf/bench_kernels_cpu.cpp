@@ -17,7 +17,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <new>
 #include <random>
@@ -27,7 +26,7 @@
 
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/batchnorm.h"
-#include "kernels/cpu/bf16.h"
+#include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/crop_resample.h"
 #include "kernels/cpu/dense.h"
@@ -708,10 +707,7 @@ void BM_AttentionCore(benchmark::State& state) {
     Buffer fp32(n);
     fill_uniform(fp32.get(), n, lo, hi, seed);
     std::vector<std::byte> out(Elements{static_cast<int64_t>(n), s.data}.bytes());
-    if (bf16)
-      float_to_bf16(fp32.get(), static_cast<int64_t>(n), reinterpret_cast<uint16_t*>(out.data()));
-    else
-      std::memcpy(out.data(), fp32.get(), out.size());
+    narrow(fp32.get(), {static_cast<int64_t>(n), s.data}, out.data());
     return out;
   };
   const std::vector<std::byte> qkv = values(3 * tokens, -2, 2, 1), dy = values(tokens, -1, 1, 2);

@@ -7,24 +7,18 @@
 
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/stored_values.h"
 #include "kernels/cpu/thread_runs.h"
 
 namespace ringtrain::kernels::cpu {
 namespace {
 
 void fp16_to_float(const uint16_t* __restrict x, int64_t n, float* __restrict y) {
-  for (int64_t i = 0; i < n; ++i) {
-    _Float16 h;
-    std::memcpy(&h, x + i, sizeof h);
-    y[i] = static_cast<float>(h);
-  }
+  for (int64_t i = 0; i < n; ++i) y[i] = Fp16Values::load(x[i]);
 }
 
 void float_to_fp16(const float* __restrict x, int64_t n, uint16_t* __restrict y) {
-  for (int64_t i = 0; i < n; ++i) {
-    const auto h = static_cast<_Float16>(x[i]);
-    std::memcpy(y + i, &h, sizeof h);
-  }
+  for (int64_t i = 0; i < n; ++i) y[i] = Fp16Values::store(x[i]);
 }
 
 // Below this many values a second thread costs more than it converts (a few microseconds to wake).

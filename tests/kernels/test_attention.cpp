@@ -13,14 +13,16 @@
 #include <vector>
 
 #include "kernels/cpu/attention.h"
-#include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/gemm.h"
 #include "tests/kernels/grad_check.h"
+#include "tests/kernels/stored_tensors.h"
 
 namespace ringtrain::kernels::cpu {
 namespace {
 
 using testing::random_vector;
+using testing::stored;
+using testing::widened;
 
 struct Passes {
   std::vector<float> y, probabilities, dqkv;
@@ -167,22 +169,12 @@ std::vector<float> relaid(const std::vector<float>& x, int n, int channels, int 
 // The passes over tensors stored in s.data, given and returned as their fp32 values.
 Passes run_stored(const AttentionShape& s, ActivationLayout layout, const std::vector<float>& qkv,
                   const std::vector<float>& dy) {
-  auto stored = [&](const std::vector<float>& x) {
-    std::vector<std::byte> out(Elements{static_cast<int64_t>(x.size()), s.data}.bytes());
-    narrow(x.data(), {static_cast<int64_t>(x.size()), s.data}, out.data());
-    return out;
-  };
-  auto values = [&](const std::vector<std::byte>& x) {
-    std::vector<float> out(x.size() / element_bytes(s.data));
-    widen({static_cast<int64_t>(out.size()), s.data}, x.data(), out.data());
-    return out;
-  };
-  const std::vector<std::byte> q = stored(qkv), d = stored(dy);
+  const std::vector<std::byte> q = stored(qkv, s.data), d = stored(dy, s.data);
   std::vector<std::byte> y(d.size()), kept(s.probabilities_bytes()), dq(q.size());
   AttentionWorkspace ws;
   attention_forward(s, layout, q.data(), y.data(), kept.data(), ws);
   attention_backward(s, layout, q.data(), kept.data(), d.data(), dq.data(), ws);
-  return {values(y), values(kept), values(dq)};
+  return {widened(y, s.data), widened(kept, s.data), widened(dq, s.data)};
 }
 
 // Each output value is the same sum in the same order in either layout: the same bits, in fp32 and in bf16.

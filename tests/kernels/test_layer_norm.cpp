@@ -12,15 +12,17 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/layer_norm.h"
 #include "tests/kernels/grad_check.h"
+#include "tests/kernels/stored_tensors.h"
 
 namespace ringtrain::kernels::cpu {
 namespace {
 
 using testing::random_vector;
+using testing::stored;
+using testing::widened;
 
 struct Case {
   int64_t n, c, hw;
@@ -65,18 +67,6 @@ Outputs reference(const Case& k, const std::vector<float>& x, const std::vector<
     o.dbeta[c] += static_cast<float>(beta_sum[c]);
   }
   return o;
-}
-
-// The values of `x` in `type`, as bytes; and such bytes widened.
-std::vector<std::byte> stored(const std::vector<float>& x, ElementType type) {
-  std::vector<std::byte> out(Elements{static_cast<int64_t>(x.size()), type}.bytes());
-  narrow(x.data(), {static_cast<int64_t>(x.size()), type}, out.data());
-  return out;
-}
-std::vector<float> widened(const std::vector<std::byte>& x, ElementType type) {
-  std::vector<float> out(x.size() / element_bytes(type));
-  widen({static_cast<int64_t>(out.size()), type}, x.data(), out.data());
-  return out;
 }
 
 // The kernels over x and dy stored in `type`; y and dx widened back.
