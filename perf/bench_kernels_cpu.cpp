@@ -1,7 +1,8 @@
 // Owns the CPU kernel benchmarks: single-core SGEMM (1024^3 and every GEMM shape the Fashion-MNIST model
 // issues), each layer of that model forward and backward at batch 64, the whole training step with a
-// per-layer time split, our im2col + OpenBLAS convolution against oneDNN's convolution primitive, and the input
-// pipeline's crop-and-resize of decoded photos into a batch.
+// per-layer time split, our im2col + OpenBLAS convolution against oneDNN's convolution primitive, the input
+// pipeline's crop-and-resize of decoded photos into a batch, and oneDNN's bf16 matmul rate (what bounds a bf16
+// model's products).
 // Everything runs on one compute thread: the product's measure is per-core training FLOP/s against the
 // machine's single-core SGEMM rate (perf/cpu_training_efficiency.sh reads BM_Sgemm/1024/1024/1024, so that
 // name must not change). Rates use CPU time, the library default: all work runs on the calling thread (one
@@ -723,6 +724,41 @@ void BM_AttentionCore(benchmark::State& state) {
                  std::to_string(s.batch) + "x" + std::to_string(s.tokens) + " tokens");
 }
 BENCHMARK(BM_AttentionCore)->ArgsProduct({{0, 1}, {0, 1}, {17, 197}})->Unit(benchmark::kMicrosecond);
+
+// ---------------------------------------------------------------------------------------------- bf16 product peak
+
+// oneDNN's bf16 matmul (bf16 operands, fp32 result), the primitive behind the CPU twin's bf16 products: the
+// practical per-core rate a bf16 model's products can reach on this CPU, which bounds its training rate. Shapes
+// (m, n, k): ViT-S/16's MLP forward at 64x64 and batch 32 (544 tokens, 384 -> 1536) and a large square product.
+void BM_MatmulBf16Dnnl(benchmark::State& state) {
+  use_one_thread();
+  using dnnl::memory;
+  const memory::dim m = state.range(0), n = state.range(1), k = state.range(2);
+  const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  const memory::desc a_md({m, k}, memory::data_type::bf16, memory::format_tag::ab),
+      b_md({k, n}, memory::data_type::bf16, memory::format_tag::ab),
+      c_md({m, n}, memory::data_type::f32, memory::format_tag::ab);
+  const dnnl::matmul::primitive_desc pd(engine, a_md, b_md, c_md);
+  auto filled = [&](const memory::desc& md, std::size_t count, uint32_t seed) {
+    Buffer fp32(count);
+    fill_uniform(fp32.get(), count, -1, 1, seed);
+    memory mem(md, engine);
+    narrow(fp32.get(), {static_cast<int64_t>(count), ElementType::bf16}, mem.get_data_handle());
+    return mem;
+  };
+  memory a = filled(a_md, static_cast<std::size_t>(m * k), 1), b = filled(b_md, static_cast<std::size_t>(k * n), 2);
+  memory c(c_md, engine);
+  const dnnl::matmul matmul(pd);
+  for (auto _ : state) {
+    matmul.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+    stream.wait();
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
+  state.SetLabel(std::string("oneDNN ") + pd.impl_info_str());
+}
+BENCHMARK(BM_MatmulBf16Dnnl)->Args({544, 1536, 384})->Args({2048, 2048, 2048})->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace ringtrain::kernels::cpu
