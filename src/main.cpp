@@ -9,6 +9,7 @@
 #include "commands/results_on_stdout.h"
 #include "common/error.h"
 #include "common/stderr_print.h"
+#include "util/blas_restart.h"
 
 namespace {
 
@@ -241,6 +242,7 @@ CLI::App* add_input_bench_command(CLI::App& app, ringtrain::commands::InputBench
 
 int main(int argc, char** argv) {
   using namespace ringtrain;
+  util::restart_with_cpu_blas_kernels(argv);
   CLI::App app{"ringtrain: data-parallel training of neural networks over MPI ranks (one rank per GPU, or CPU)"};
   app.require_subcommand(0, 1);
   bool version = false;

@@ -1,11 +1,12 @@
 // Owns the bridge to OpenBLAS: the row-major sgemm CPU kernels call, the BLAS thread count, the library description
-// printed in `ringtrain --version`.
+// printed in `ringtrain --version` (naming the kernel set, and whether OPENBLAS_CORETYPE chose it).
 #include "kernels/cpu/gemm.h"
 
 #include <cblas.h>
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 
@@ -26,9 +27,10 @@ std::string describe_openblas() {
     case 2: threading = "OpenMP"; break;
     default: break;
   }
+  // A kernel set named by OPENBLAS_CORETYPE (the user's, or ringtrain's for a CPU OpenBLAS does not know) says so.
   std::ostringstream out;
-  out << (name.empty() ? "OpenBLAS" : name) << ' ' << version << " (" << openblas_get_corename() << ", "
-      << threading << ')';
+  out << (name.empty() ? "OpenBLAS" : name) << ' ' << version << " (" << openblas_get_corename()
+      << (std::getenv("OPENBLAS_CORETYPE") ? " by OPENBLAS_CORETYPE" : "") << ", " << threading << ')';
   return out.str();
 }
 
