@@ -1,6 +1,7 @@
-// Owns ringtrain-bench's main(): MPI is initialised (threads: multiple, as in ringtrain) so the all-reduce
-// benchmarks can run under `mpirun -np N`; every other benchmark runs alone as before. Only rank 0 reports
-// and writes --benchmark_out; the other ranks run the same benchmarks silently (they must, to take part).
+// Owns ringtrain-bench's main(): OpenBLAS's kernels are chosen as ringtrain chooses them (util/blas_restart.h), so
+// BM_Sgemm's rate is the one ringtrain's products get; MPI is initialised (threads: multiple, as in ringtrain) so
+// the all-reduce benchmarks can run under `mpirun -np N`; every other benchmark runs alone as before. Only rank 0
+// reports and writes --benchmark_out; the other ranks run the same benchmarks silently (they must, to take part).
 #include <benchmark/benchmark.h>
 #include <mpi.h>
 
@@ -9,6 +10,7 @@
 
 #include "dist/open_mpi_defaults.h"
 #include "perf/bench_registration.h"
+#include "util/blas_restart.h"
 
 namespace {
 
@@ -21,7 +23,8 @@ class SilentReporter final : public benchmark::BenchmarkReporter {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ringtrain::dist::apply_open_mpi_defaults();  // measure the reducer as ringtrain runs it
+  ringtrain::util::restart_with_cpu_blas_kernels(argv);  // the BLAS kernels ringtrain runs, also for BM_Sgemm's rate
+  ringtrain::dist::apply_open_mpi_defaults();  // measure the reducer as ringtrain runs it  // measure the reducer as ringtrain runs it
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0;

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # ringtrain's BLAS runs the kernels of this CPU: where OpenBLAS does not know the CPU (it then picks its generic SSE3
 # kernels, "Prescott") ringtrain starts again with OPENBLAS_CORETYPE naming the widest set the CPU runs, also as an
-# MPI rank; a user's OPENBLAS_CORETYPE is kept; a CPU OpenBLAS knows keeps OpenBLAS's own choice. The oracle is
-# OpenBLAS's own choice in a process of its own (Python's ctypes) and the CPU's flags in /proc/cpuinfo, so on every
-# machine the case it has is checked, and the output says which.
+# MPI rank; started through the dynamic loader it says what to set instead; a user's OPENBLAS_CORETYPE is kept; a
+# CPU OpenBLAS knows keeps OpenBLAS's own choice. The oracle is OpenBLAS's own choice in a process of its own
+# (Python's ctypes) and the CPU's flags in /proc/cpuinfo, so on every machine the case it has is checked, and the
+# output says which.
 # Usage: blas_kernel_set.sh RINGTRAIN SOURCE_DIR
 set -euo pipefail
 bin=$1 src=$2
@@ -36,6 +37,20 @@ line=$(OPENBLAS_CORETYPE=Haswell "$bin" --version | grep '^  BLAS: ')
 [[ $line == *"(Haswell by OPENBLAS_CORETYPE,"* ]] ||
   { echo "FAIL: with the user's OPENBLAS_CORETYPE=Haswell the BLAS line is '$line'"; exit 1; }
 echo "ok   the user's OPENBLAS_CORETYPE is kept: $line"
+
+# Started through the dynamic loader, /proc/self/exe is the loader: no restart, a warning naming the setting instead.
+loader=$(readlink -f /lib64/ld-linux-x86-64.so.2)
+line=$("$loader" "$bin" --version 2>loader.err | grep '^  BLAS: ') ||
+  { echo "FAIL: ringtrain --version through $loader: $(cat loader.err)"; exit 1; }
+if [[ $own == Prescott && -n $widest ]]; then
+  [[ $line == *"(Prescott,"* ]] && grep -q "Set OPENBLAS_CORETYPE=$widest" loader.err ||
+    { echo "FAIL: through the loader: '$line', stderr '$(cat loader.err)'"; exit 1; }
+  echo "ok   through the dynamic loader: no restart, and stderr says to set OPENBLAS_CORETYPE=$widest"
+else
+  [[ $line == *"($own,"* && ! -s loader.err ]] ||
+    { echo "FAIL: through the loader: '$line', stderr '$(cat loader.err)'"; exit 1; }
+  echo "ok   through the dynamic loader: OpenBLAS's own $own, nothing said"
+fi
 
 "$bin" prepare synthetic --shape 1,8,8 --classes 4 --samples 64 --test-samples 8 --out data >/dev/null
 mpirun -np 2 --oversubscribe "$bin" train "$src/jobs/fashion_mnist.toml" --set data.train=data/train \
