@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # ringtrain's BLAS runs the kernels of this CPU: where OpenBLAS does not know the CPU (it then picks its generic SSE3
 # kernels, "Prescott") ringtrain starts again with OPENBLAS_CORETYPE naming the widest set the CPU runs, also as an
-# MPI rank; started through the dynamic loader it says what to set instead; a user's OPENBLAS_CORETYPE is kept; a
-# CPU OpenBLAS knows keeps OpenBLAS's own choice. The oracle is OpenBLAS's own choice in a process of its own
-# (Python's ctypes) and the CPU's flags in /proc/cpuinfo, so on every machine the case it has is checked, and the
-# output says which.
+# MPI rank, and keeps its process name; started through the dynamic loader it says what to set instead; a user's
+# OPENBLAS_CORETYPE is kept; a CPU OpenBLAS knows keeps OpenBLAS's own choice. The oracle is OpenBLAS's own choice in
+# a process of its own (Python's ctypes) and the CPU's flags in /proc/cpuinfo, so on every machine the case it has is
+# checked, and the output says which.
 # Usage: blas_kernel_set.sh RINGTRAIN SOURCE_DIR
 set -euo pipefail
 bin=$1 src=$2
@@ -64,3 +64,15 @@ blas = json.load(open("run/versions.json"))["BLAS"]
 assert sys.argv[1] in blas, f"the 2-rank run's BLAS is {blas!r}, expected {sys.argv[1]!r}"
 print(f"ok   a 2-rank run under mpirun: {blas}")
 PY
+
+# Started again or not, the process keeps its name: `ps -C ringtrain` and `pkill ringtrain` find it.
+"$bin" train "$src/jobs/fashion_mnist.toml" --set data.train=data/train --set data.test=data/test \
+  --set train.batch_per_rank=8 --set train.epochs=1000 --set run.device=cpu --set run.dir=named \
+  --set run.progress_every_s=1000 --set 'model.layers=[{type="flatten"},{type="dense",units=4}]' >named.log 2>&1 &
+named=$!
+for _ in $(seq 300); do [ -e named/metrics.jsonl ] && break; sleep 0.1; done  # long after main's first line
+found=$(ps -o pid= -C "$(basename "$bin")" | tr -d ' ' | grep -x "$named" || true)
+name=$(ps -o comm= -p "$named" || true)
+kill "$named" 2>/dev/null; wait "$named" 2>/dev/null || true  # SIGTERM: it checkpoints and ends with 75
+[ -n "$found" ] || { echo "FAIL: pid $named is named '$name', not $(basename "$bin")"; exit 1; }
+echo "ok   the running process is named $(basename "$bin") (ps -C finds pid $named)"
