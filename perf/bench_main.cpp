@@ -24,7 +24,7 @@ class SilentReporter final : public benchmark::BenchmarkReporter {
 
 int main(int argc, char** argv) {
   ringtrain::util::restart_with_cpu_blas_kernels(argv);  // the BLAS kernels ringtrain runs, also for BM_Sgemm's rate
-  ringtrain::dist::apply_open_mpi_defaults();  // measure the reducer as ringtrain runs it  // measure the reducer as ringtrain runs it
+  ringtrain::dist::apply_open_mpi_defaults();  // measure the reducer as ringtrain runs it
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0;
