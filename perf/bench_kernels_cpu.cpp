@@ -1,8 +1,8 @@
 // Owns the CPU kernel benchmarks: single-core SGEMM (1024^3 and every GEMM shape the Fashion-MNIST model
 // issues), each layer of that model forward and backward at batch 64, the whole training step with a
 // per-layer time split, our im2col + OpenBLAS convolution against oneDNN's convolution primitive, the input
-// pipeline's crop-and-resize of decoded photos into a batch, and oneDNN's bf16 matmul rate (what bounds a bf16
-// model's products).
+// pipeline's crop-and-resize of decoded photos into a batch, oneDNN's bf16 matmul rate (what bounds a bf16
+// model's products) and the fp32 dense forward at the token products' shapes.
 // Everything runs on one compute thread: the product's measure is per-core training FLOP/s against the
 // machine's single-core SGEMM rate (perf/cpu_training_efficiency.sh reads BM_Sgemm/1024/1024/1024, so that
 // name must not change). Rates use CPU time, the library default: all work runs on the calling thread (one
@@ -31,6 +31,7 @@
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/crop_resample.h"
 #include "kernels/cpu/dense.h"
+#include "kernels/cpu/dnnl_dense.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/layer_norm.h"
@@ -759,6 +760,36 @@ void BM_MatmulBf16Dnnl(benchmark::State& state) {
   state.SetLabel(std::string("oneDNN ") + pd.impl_info_str());
 }
 BENCHMARK(BM_MatmulBf16Dnnl)->Args({544, 1536, 384})->Args({2048, 2048, 2048})->Unit(benchmark::kMillisecond);
+
+// ---------------------------------------------------------------------------------------------- fp32 dense forward
+
+// The fp32 dense forward as DnnlDense runs it, in the form it picks for the shape (y = x W^T + b; for a few rows
+// y^T = W x^T, the transpose back adding the bias): the Fashion-MNIST model's 64 x 3136 -> 1024, and ViT-S/16's
+// token products at 64x64, batch 32 (544 tokens: the MLP's 384 -> 1536, attention's projections 384 -> 1152).
+void BM_DnnlDenseForward(benchmark::State& state) {
+  use_one_thread();
+  const DenseShape s{static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
+                     static_cast<int>(state.range(2))};
+  DnnlContext ctx(1, DnnlMath::fp32);
+  Bf16WeightCopies weight_copies;
+  DnnlDense dense(ctx, s, weight_copies);
+  const auto rows = static_cast<std::size_t>(s.batch), in = static_cast<std::size_t>(s.in),
+             out = static_cast<std::size_t>(s.out);
+  Buffer x(rows * in), w(out * in), bias(out), y(rows * out);
+  fill_uniform(x.get(), x.size(), -1, 1, 1);
+  fill_uniform(w.get(), w.size(), -0.1f, 0.1f, 2);
+  fill_uniform(bias.get(), bias.size(), -0.1f, 0.1f, 3);
+  for (auto _ : state) {
+    dense.forward(ctx, x.get(), w.get(), bias.get(), y.get());
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, s.forward_flops());
+}
+BENCHMARK(BM_DnnlDenseForward)
+    ->Args({64, 3136, 1024})
+    ->Args({544, 384, 1536})
+    ->Args({544, 384, 1152})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace ringtrain::kernels::cpu

@@ -1,5 +1,5 @@
 // Owns the oneDNN products of one dense shape: the forward on the matmul primitive; in bf16 the two gradients on
-// matmuls too, in fp32 the data gradient on oneDNN's SGEMM and the weight gradient on the BLAS.
+// matmuls too, in fp32 both on oneDNN's SGEMM (on the BLAS where the product is shallow).
 // Every operand is in our layout, so in fp32 nothing is reordered: the transpose is a stride (format "ba"),
 // which oneDNN's matmul reads directly. In bf16 the two inputs are converted into staging memory in the same
 // layout; the output stays fp32.
@@ -21,6 +21,7 @@ using tag = memory::format_tag;
 constexpr auto f32 = memory::data_type::f32;
 constexpr auto bf16 = memory::data_type::bf16;
 constexpr int kShallowProduct = 64;  // fp32 gradients of products fewer outputs deep than this run on OpenBLAS
+constexpr int kTransposedForwardRows = 64;  // fp32 forwards of at most this many rows may run transposed
 
 // A matrix of ours: rows x cols values of `type`, row-major ("ab") or read transposed ("ba").
 struct Matrix {
@@ -76,11 +77,13 @@ std::size_t DnnlDense::working_bytes() const {
 
 DnnlDense::DnnlDense(DnnlContext& ctx, const DenseShape& s, Bf16WeightCopies& weight_copies)
     : shape_(s), activations_(ctx.activation_type(s.data)) {
-  // fp32 forward of a layer with more outputs than samples: oneDNN's matmul ran y^T = W x^T (W as the wide left
-  // operand) in 2.50-2.52 ms against 3.16-3.36 for y = x W^T on the Fashion-MNIST model's 64 x 3136 -> 1024
-  // (one core, perf/results/2026-11-25-cpu-spr-3.md); the bias column that form would need sends oneDNN 2.6 to its
-  // reference kernel, so the transpose back adds it.
-  if (ctx.operand_type() == memory::data_type::f32 && s.out > s.batch) {
+  // fp32 forward of a layer with more outputs than samples, and few samples: oneDNN's matmul ran y^T = W x^T (W as
+  // the wide left operand) in 2.50-2.52 ms against 3.16-3.36 for y = x W^T on the Fashion-MNIST model's 64 x 3136 ->
+  // 1024 (one core, perf/results/2026-11-25-cpu-spr-3.md); the bias column that form would need sends oneDNN 2.6 to
+  // its reference kernel, so the transpose back adds it. With more rows the direct form wins: 3.09 ms against 4.11
+  // on ViT-S/16's 544 tokens 384 -> 1536, even at 128 x 3136 -> 1024 (two threads,
+  // perf/results/2026-12-02-vit-fp32-cpu-emr.md).
+  if (ctx.operand_type() == memory::data_type::f32 && s.out > s.batch && s.batch <= kTransposedForwardRows) {
     forward_transposed_.emplace(make_matmul(ctx, {s.out, s.in}, {s.in, s.batch, tag::ba}, false, {s.out, s.batch}));
     y_transposed_.resize(static_cast<std::size_t>(s.out) * static_cast<std::size_t>(s.batch));
   }

@@ -1,8 +1,8 @@
 // Owns one fully connected shape on oneDNN, all in our row-major layouts (W stored out x in): y = x W^T + b on the
-// matmul primitive (in fp32 with more outputs than samples as y^T = W x^T, the transpose back adding the bias); in
-// fp32 dx = dy W on oneDNN's SGEMM and dW += dy^T x on the BLAS (each the faster for its shape), in bf16 both on
-// matmuls (adding in place), reading and writing x, y, dx and dy in bf16 where the network stores them so. Same
-// contract as dense.h: y and dx overwritten, dw and dbias accumulated.
+// matmul primitive (in fp32 with more outputs than its few dozen samples as y^T = W x^T, the transpose back adding
+// the bias); in fp32 dx = dy W and dW += dy^T x on oneDNN's SGEMM (on OpenBLAS for a product a few dozen outputs
+// deep), in bf16 both on matmuls (adding in place), reading and writing x, y, dx and dy in bf16 where the network
+// stores them so. Same contract as dense.h: y and dx overwritten, dw and dbias accumulated.
 #pragma once
 #include <optional>
 #include <vector>
@@ -31,7 +31,7 @@ class DnnlDense {
   Bf16WeightCopies* weight_copies_ = nullptr;
   dnnl::memory::data_type activations_;
   std::optional<PlainPrimitive> forward_[2];  // [0] without bias, [1] with
-  std::optional<PlainPrimitive> forward_transposed_;  // y^T = W x^T, fp32 with out > batch (see forward())
+  std::optional<PlainPrimitive> forward_transposed_;  // y^T = W x^T (see the constructor)
   std::vector<float> y_transposed_;
   std::optional<PlainPrimitive> backward_data_, backward_weights_;  // bf16 only (see backward())
 };
