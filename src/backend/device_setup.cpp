@@ -142,6 +142,21 @@ bool runs_between_reorders(const config::LayerSpec& layer) {
   return layer.is("batchnorm") || (layer.is("conv2d") && layer.integer("groups") > 1);
 }
 
+// A layer whose NHWC route is a matrix product over positions or patches, or that reads NHWC itself: every layer but
+// pooling (squeeze-excitation's too) and a convolution that is neither pointwise nor a patch embedding; a residual
+// block of such layers.
+bool runs_on_tokens(const config::LayerSpec& layer) {
+  if (layer.is(config::kResidual))
+    return std::all_of(layer.body.begin(), layer.body.end(), runs_on_tokens) &&
+           std::all_of(layer.shortcut.begin(), layer.shortcut.end(), runs_on_tokens);
+  if (layer.is("maxpool") || layer.is("avgpool") || layer.is("global_avgpool") || layer.is("squeeze_excitation"))
+    return false;
+  if (!layer.is("conv2d")) return true;
+  if (layer.integer("padding") != 0 || layer.integer("groups") != 1) return false;
+  const int64_t kernel = layer.integer("kernel"), stride = layer.integer("stride");
+  return (kernel == 1 && stride == 1) || (kernel > 1 && stride == kernel);
+}
+
 DeviceSetup open_cpu(const config::JobConfig& job, dist::World& world) {
   const CpuMath math = cpu_math(job);
   DeviceSetup device;
@@ -158,7 +173,11 @@ DeviceSetup open_cpu(const config::JobConfig& job, dist::World& world) {
 
 bool cpu_stores_nhwc(const config::JobConfig& job, bool bf16_products) {
   if (job.run.cpu_layout != config::CpuLayout::auto_detect) return job.run.cpu_layout == config::CpuLayout::nhwc;
-  return bf16_products && std::none_of(job.model.layers.begin(), job.model.layers.end(), runs_between_reorders);
+  const auto& layers = job.model.layers;
+  if (std::any_of(layers.begin(), layers.end(), runs_between_reorders)) return false;
+  const auto precision = job.train.precision;
+  const bool fp32_tensors = precision == config::Precision::fp32 || precision == config::Precision::tf32;
+  return bf16_products || (fp32_tensors && std::all_of(layers.begin(), layers.end(), runs_on_tokens));
 }
 
 DeviceSetup open_device(const config::JobConfig& job, dist::World& world, DeviceUse use) {

@@ -25,8 +25,9 @@ enum class DeviceUse { training, inference };
 DeviceSetup open_device(const config::JobConfig& job, dist::World& world, DeviceUse use = DeviceUse::training);
 
 // Whether the CPU twin stores 4-D activations NHWC (run.cpu_layout): as asked, or under auto where no layer of the
-// model would run between reorders in it (batch norm, grouped and depthwise convolutions) and bf16_products (the
-// products run in bf16 on oneDNN), the one case measured faster.
+// model would run between reorders in it (batch norm, grouped and depthwise convolutions) and either bf16_products
+// (the products run in bf16 on oneDNN) or, with fp32 tensors, every product is one over positions or patches (a
+// token model: pointwise convolutions and patch embeddings, no pooling), the cases measured faster.
 bool cpu_stores_nhwc(const config::JobConfig& job, bool bf16_products);
 
 // Every library this binary runs on, as `ringtrain --version` and versions.json list them: the host's

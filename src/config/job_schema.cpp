@@ -288,10 +288,11 @@ Section<Run> run_keys() {
           choice<Run>("cpu_layout", &Run::cpu_layout,
                       {{"auto", CpuLayout::auto_detect}, {"nchw", CpuLayout::nchw}, {"nhwc", CpuLayout::nhwc}},
                       "how the CPU twin stores 4-D activations: auto (nhwc for a model without batch norm or grouped "
-                      "(depthwise) convolutions whose products run in bf16 on oneDNN, as ViT-S/16's: its 1x1 "
-                      "convolutions become matrix products over the tokens with no reorders; nchw otherwise) | nchw | "
-                      "nhwc (convolutions on oneDNN read it as stored; batch norm, pooling and the convolutions "
-                      "oneDNN does not run go between reorders)"),
+                      "(depthwise) convolutions whose products run in bf16 on oneDNN, or in fp32 and tf32 for one "
+                      "whose convolutions are all pointwise or patch embeddings and that does not pool, as "
+                      "ViT-S/16: its 1x1 convolutions become matrix products over the tokens with no reorders; nchw "
+                      "otherwise) | nchw | nhwc (convolutions on oneDNN read it as stored; batch norm, pooling and "
+                      "the convolutions oneDNN does not run go between reorders)"),
           number<Run>("progress_every_s", &Run::progress_every_s, 5.0, {0.0, 1e6},
                       "seconds between progress lines on rank 0"),
           integer<Run>("timing_warmup_steps", &Run::timing_warmup_steps, 5, {0, 1000000},

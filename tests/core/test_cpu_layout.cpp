@@ -1,9 +1,10 @@
 // Proves how the CPU twin's activation layout is chosen and used (run.cpu_layout): under auto, NHWC only for a model
 // of which no layer would run between reorders (batch norm, grouped convolutions) and whose products run in bf16 on
-// oneDNN; the key's nchw and nhwc as asked. With NHWC stored and native convolutions, oneDNN convolutions read the
-// tensors as stored and pointwise ones run as matrix products over the positions; staged, neither; patch
-// embeddings run as matrix products over their patches where pointwise ones do (test_layers'
-// cpu_nhwc_native and cpu_bf16_nhwc_native cases check the numbers of both routes against the double reference).
+// oneDNN or, with fp32 tensors, are all over positions or patches; the key's nchw and nhwc as asked. With NHWC stored
+// and native convolutions, oneDNN convolutions read the tensors as stored and pointwise ones run as matrix products
+// over the positions; staged, neither; patch embeddings run as matrix products over their patches where pointwise
+// ones do (test_layers' cpu_nhwc_native and cpu_bf16_nhwc_native cases check the numbers of both routes against the
+// double reference).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -43,7 +44,6 @@ TEST(CpuLayout, AutoStoresNhwcForBf16ModelsWithoutBatchNormOrGroupedConvolutions
       layer("conv2d", 32, 4, 4, 0), residual({layer("conv2d", 64, 1), layer("gelu"), layer("conv2d", 32, 1)}),
       layer("flatten"), layer("dense", 10)};
   EXPECT_TRUE(backend::cpu_stores_nhwc(job_of(tokens), true));
-  EXPECT_FALSE(backend::cpu_stores_nhwc(job_of(tokens), false)) << "fp32 products: NCHW measured as fast";
 
   auto with_norm = tokens;
   with_norm.at(1).body.push_back(layer("batchnorm"));
@@ -57,6 +57,30 @@ TEST(CpuLayout, AutoStoresNhwcForBf16ModelsWithoutBatchNormOrGroupedConvolutions
   auto with_ungrouped = tokens;
   with_ungrouped.insert(with_ungrouped.begin() + 1, grouped_conv(32, 1));
   EXPECT_TRUE(backend::cpu_stores_nhwc(job_of(with_ungrouped), true)) << "groups = 1 is an ordinary convolution";
+}
+
+TEST(CpuLayout, AutoStoresNhwcForFp32TokenModelsOnly) {
+  const std::vector<config::LayerSpec> tokens{
+      layer("conv2d", 32, 4, 4, 0), residual({layer("conv2d", 64, 1), layer("gelu"), layer("conv2d", 32, 1)}),
+      layer("flatten"), layer("dense", 10)};
+  EXPECT_TRUE(backend::cpu_stores_nhwc(job_of(tokens), false)) << "a patch embedding and pointwise convolutions";
+  auto tf32 = job_of(tokens);
+  tf32.train.precision = config::Precision::tf32;
+  EXPECT_TRUE(backend::cpu_stores_nhwc(tf32, false)) << "tf32 keeps fp32 tensors on the CPU";
+  auto rounded = job_of(tokens);
+  rounded.train.precision = config::Precision::fp16;
+  EXPECT_FALSE(backend::cpu_stores_nhwc(rounded, false)) << "fp16 tensors, products on rounded fp32 operands";
+
+  auto padded = tokens;
+  padded.insert(padded.begin() + 1, layer("conv2d", 32, 3, 1, 1));
+  EXPECT_FALSE(backend::cpu_stores_nhwc(job_of(padded), false)) << "a 3x3 convolution";
+  auto overlapping = tokens;
+  overlapping.at(0) = layer("conv2d", 32, 4, 2, 0);
+  EXPECT_FALSE(backend::cpu_stores_nhwc(job_of(overlapping), false)) << "a strided convolution whose windows overlap";
+  auto pooled = tokens;
+  pooled.at(1).body.push_back(layer("maxpool", 2));
+  EXPECT_FALSE(backend::cpu_stores_nhwc(job_of(pooled), false)) << "pooling inside a residual body";
+  EXPECT_TRUE(backend::cpu_stores_nhwc(job_of(padded), true)) << "bf16 products: any convolution oneDNN runs";
 }
 
 TEST(CpuLayout, TheKeyOverridesTheRule) {
