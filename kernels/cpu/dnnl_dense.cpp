@@ -80,8 +80,8 @@ DnnlDense::DnnlDense(DnnlContext& ctx, const DenseShape& s, Bf16WeightCopies& we
   // fp32 forward of a layer with more outputs than samples, and few samples: oneDNN's matmul ran y^T = W x^T (W as
   // the wide left operand) in 2.50-2.52 ms against 3.16-3.36 for y = x W^T on the Fashion-MNIST model's 64 x 3136 ->
   // 1024 (one core, perf/results/2026-11-25-cpu-spr-3.md); the bias column that form would need sends oneDNN 2.6 to
-  // its reference kernel, so the transpose back adds it. With more rows the direct form wins: 3.09 ms against 4.11
-  // on ViT-S/16's 544 tokens 384 -> 1536, even at 128 x 3136 -> 1024 (two threads,
+  // its reference kernel, so the transpose back adds it. From 128 rows the two forms are even or the direct one wins:
+  // 2.95 ms against 4.21 on ViT-S/16's 544 tokens 384 -> 1536, 3.49 against 3.40 on 128 x 3136 -> 1024 (two threads,
   // perf/results/2026-12-02-vit-fp32-cpu-emr.md).
   if (ctx.operand_type() == memory::data_type::f32 && s.out > s.batch && s.batch <= kTransposedForwardRows) {
     forward_transposed_.emplace(make_matmul(ctx, {s.out, s.in}, {s.in, s.batch, tag::ba}, false, {s.out, s.batch}));

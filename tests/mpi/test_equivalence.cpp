@@ -327,20 +327,18 @@ TEST_F(DataParallelEquivalence, Bf16PrecisionRanksTimesBatchEqualsOneRankTimesNB
                 compare(fp32, reference).max_abs);
 }
 
-// The CPU twin's NHWC route for token models (run.cpu_layout = "nhwc", auto for bf16 ViTs): its pointwise
-// convolutions are one matrix product over all of a batch's positions, so a rank's product has b x T rows and the
-// one-rank run's N x b x T; each row's sum over the channels must not depend on that. bf16 products and activations
-// where the CPU has AVX512_BF16 (what auto picks), fp32 elsewhere; the bound is the fp32 one, as above.
-TEST_F(DataParallelEquivalence, NhwcTokenModelRanksTimesBatchEqualsOneRankTimesNBatch) {
-  if (on_gpu()) GTEST_SKIP() << "the NHWC route under test is the CPU twin's; the GPU stores 16-bit NHWC by gpu.nhwc";
+// The CPU twin's NHWC route for token models (run.cpu_layout = "nhwc"; auto for ViTs in bf16, and in fp32 where every
+// convolution is pointwise or a patch embedding): its pointwise convolutions are one matrix product over all of a
+// batch's positions, so a rank's product has b x T rows and the one-rank run's N x b x T; each row's sum over the
+// channels must not depend on that. The bound is the fp32 one, as above, for bf16 products too.
+void expect_nhwc_token_model_ranks_times_batch_equal_one_rank(bool bf16) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int b = 4;
-  const bool native = kernels::cpu::DnnlOps::bf16_available();
-  const auto math = native ? kernels::cpu::DnnlMath::bf16 : kernels::cpu::DnnlMath::fp32;
+  const auto math = bf16 ? kernels::cpu::DnnlMath::bf16 : kernels::cpu::DnnlMath::fp32;
   const ReducedPrecision nhwc{kernels::cpu::OperandRounding::none, 65536, nullptr,
-                              native ? kernels::ElementType::bf16 : kernels::ElementType::f32, true};
+                              bf16 ? kernels::ElementType::bf16 : kernels::ElementType::f32, true};
   const auto distributed =
       train(MPI_COMM_WORLD, b, 1, rank * b, size * b, 0.001, config::WireFormat::fp32, math, sgd(), nhwc);
   const auto reference = train(MPI_COMM_SELF, size * b, 1, 0, size * b, 0.001, config::WireFormat::fp32, math, sgd(), nhwc);
@@ -351,7 +349,19 @@ TEST_F(DataParallelEquivalence, NhwcTokenModelRanksTimesBatchEqualsOneRankTimesN
   EXPECT_GT(compare(untrained(token_model()), reference).max_abs, 100 * relative_tolerance() * d.max_param);
   if (rank == 0)
     std::printf("NHWC token model (%s): largest difference %.3g of the largest parameter %.3g\n",
-                native ? "oneDNN's bf16 kernels" : "fp32", d.max_abs, d.max_param);
+                bf16 ? "oneDNN's bf16 kernels" : "fp32", d.max_abs, d.max_param);
+}
+
+TEST_F(DataParallelEquivalence, NhwcTokenModelRanksTimesBatchEqualsOneRankTimesNBatch) {
+  if (on_gpu()) GTEST_SKIP() << "the NHWC route under test is the CPU twin's; the GPU stores 16-bit NHWC by gpu.nhwc";
+  if (!kernels::cpu::DnnlOps::bf16_available())
+    GTEST_SKIP() << "this CPU has no AVX512_BF16 for oneDNN's bf16 kernels; the fp32 route is the next test's";
+  expect_nhwc_token_model_ranks_times_batch_equal_one_rank(true);
+}
+
+TEST_F(DataParallelEquivalence, NhwcTokenModelInFp32RanksTimesBatchEqualsOneRankTimesNBatch) {
+  if (on_gpu()) GTEST_SKIP() << "the NHWC route under test is the CPU twin's; the GPU stores 16-bit NHWC by gpu.nhwc";
+  expect_nhwc_token_model_ranks_times_batch_equal_one_rank(false);
 }
 
 // train.precision = "fp16" on the CPU twin (and on the GPU with RINGTRAIN_TEST_DEVICE=cuda): N ranks x b against
