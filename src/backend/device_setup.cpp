@@ -142,8 +142,8 @@ bool runs_between_reorders(const config::LayerSpec& layer) {
   return layer.is("batchnorm") || (layer.is("conv2d") && layer.integer("groups") > 1);
 }
 
-// A layer whose NHWC route is a matrix product over positions or patches, or that reads NHWC itself: every layer but
-// pooling (squeeze-excitation's too) and a convolution that is neither pointwise nor a patch embedding; a residual
+// A layer whose NHWC route is a matrix product over positions or patches (CpuBackend::runs_as_product), or that
+// reads NHWC itself: every layer but pooling (squeeze-excitation's too) and the other convolutions; a residual
 // block of such layers.
 bool runs_on_tokens(const config::LayerSpec& layer) {
   if (layer.is(config::kResidual))
@@ -152,9 +152,12 @@ bool runs_on_tokens(const config::LayerSpec& layer) {
   if (layer.is("maxpool") || layer.is("avgpool") || layer.is("global_avgpool") || layer.is("squeeze_excitation"))
     return false;
   if (!layer.is("conv2d")) return true;
-  if (layer.integer("padding") != 0 || layer.integer("groups") != 1) return false;
-  const int64_t kernel = layer.integer("kernel"), stride = layer.integer("stride");
-  return (kernel == 1 && stride == 1) || (kernel > 1 && stride == kernel);
+  model::Conv2dShape window;
+  window.kernel_h = window.kernel_w = static_cast<int>(layer.integer("kernel"));
+  window.stride = static_cast<int>(layer.integer("stride"));
+  window.padding = static_cast<int>(layer.integer("padding"));
+  window.groups = static_cast<int>(layer.integer("groups"));
+  return CpuBackend::runs_as_product(window);
 }
 
 DeviceSetup open_cpu(const config::JobConfig& job, dist::World& world) {

@@ -220,6 +220,7 @@ std::optional<model::Conv2dShape> CpuBackend::on_dnnl_nhwc(const model::Conv2dSh
 bool CpuBackend::pointwise(const model::Conv2dShape& s) {
   return s.kernel_h == 1 && s.kernel_w == 1 && s.stride == 1 && s.padding == 0 && s.groups == 1;
 }
+bool CpuBackend::runs_as_product(const model::Conv2dShape& s) { return pointwise(s) || kc::conv2d_is_patchwise(s); }
 model::DenseShape CpuBackend::pointwise_dense(const model::Conv2dShape& s) {
   return {s.batch * s.in_h * s.in_w, s.in_channels, s.filters, s.data};
 }

@@ -156,6 +156,10 @@ class CpuBackend : public model::Backend {
   const uint8_t* decode_jpegs(std::span<const kernels::JpegCrop> samples, const model::Shape& sample) override;
   std::unique_ptr<model::JpegSlots> make_jpeg_slots(int slots) override;
 
+  // Whether s, with activations stored NHWC and convolutions native, runs as a matrix product: over its positions
+  // (pointwise) or over its patches (a patch embedding: stride = kernel, unpadded), with no reorder around it.
+  static bool runs_as_product(const model::Conv2dShape& s);
+
  private:
   bool on_dnnl(const model::Conv2dShape& s);
   // s as oneDNN takes it on NHWC tensors as stored (NHWC is the block of every channel: Conv2dShape::in_block,
