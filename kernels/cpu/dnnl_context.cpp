@@ -43,7 +43,10 @@ dnnl::memory::data_type DnnlContext::activation_type(ElementType stored) const {
   return stored == ElementType::bf16 ? operand_type() : dnnl::memory::data_type::f32;
 }
 
-dnnl::primitive_attr DnnlContext::attributes() {
+void DnnlContext::use_our_threads() const { omp_set_num_threads(threads_); }
+
+dnnl::primitive_attr DnnlContext::attributes() const {
+  use_our_threads();
   dnnl::primitive_attr attr;
   DNNL_CALL(attr.set_scratchpad_mode(dnnl::scratchpad_mode::user));
   return attr;
@@ -100,6 +103,7 @@ PlainPrimitive::Bound PlainPrimitive::bind(DnnlContext& ctx, const PlainArg& arg
   b.inner = DNNL_CALL(dnnl::memory(arg.wanted, ctx.engine(), DNNL_MEMORY_NONE));
   b.staging_offset = staging_bytes_;
   staging_bytes_ += aligned(arg.wanted.get_size());
+  ctx.use_our_threads();
   dnnl::primitive_attr attr;  // reorders of plain float tensors need no scratchpad
   if (arg.flow == Flow::accumulate) {
     dnnl::post_ops sum;

@@ -33,8 +33,11 @@ class DnnlContext {
   // The type the primitives take activations stored as `stored` in: that type itself where the products read it
   // (fp32 always; bf16 when the operands are bf16), else fp32, which the caller widens to and narrows from.
   dnnl::memory::data_type activation_type(ElementType stored) const;
-  // What every primitive is made with: the scratchpad is ours (user mode), so no call allocates.
-  static dnnl::primitive_attr attributes();
+  // What every primitive is made with: the scratchpad is ours (user mode), so no call allocates. Also puts our thread
+  // count in force on the calling thread: oneDNN fixes a primitive's threads when it is made, from that count.
+  dnnl::primitive_attr attributes() const;
+  // Puts our thread count in force on the calling thread, as attributes() does, for a primitive made without them.
+  void use_our_threads() const;
   // Makes sure the scratch areas hold this much; call when a primitive is made.
   void reserve(std::size_t scratchpad_bytes, std::size_t staging_bytes);
   std::size_t working_bytes() const { return scratchpad_.bytes + staging_.bytes; }

@@ -64,7 +64,7 @@ DnnlConv2d::DnnlConv2d(DnnlContext& ctx, const Conv2dShape& s)
       padding_{s.padding, s.padding} {
   hint_ = DNNL_CALL(dnnl::convolution_forward::primitive_desc(
       ctx.engine(), dnnl::prop_kind::forward_training, kAlgorithm, activation(ctx, src_), operand(ctx, weights_),
-      activation(dst_), strides_, padding_, padding_, DnnlContext::attributes()));
+      activation(dst_), strides_, padding_, padding_, ctx.attributes()));
   implementation_ = DNNL_CALL(hint_.impl_info_str());
 }
 
@@ -82,7 +82,7 @@ bool DnnlConv2d::runs_nhwc(DnnlContext& ctx, const Conv2dShape& s, memory::data_
   const memory::dims strides{s.stride, s.stride}, padding{s.padding, s.padding};
   const auto pd = DNNL_CALL(dnnl::convolution_forward::primitive_desc(ctx.engine(), dnnl::prop_kind::forward_training,
                                                                       kAlgorithm, x, w, y, strides, padding, padding,
-                                                                      DnnlContext::attributes(), true));
+                                                                      ctx.attributes(), true));
   return pd && std::string_view(DNNL_CALL(pd.impl_info_str())).starts_with("brg");
 }
 
@@ -127,9 +127,9 @@ PlainPrimitive& DnnlConv2d::forward_primitive(DnnlContext& ctx, bool bias) {
   constexpr auto training = dnnl::prop_kind::forward_training;
   const memory::desc x = activation(ctx, src_), w = operand(ctx, weights_), y = activation(dst_);
   const auto pd = DNNL_CALL(bias ? pd_t(ctx.engine(), training, kAlgorithm, x, w, bias_, y, strides_, padding_,
-                                        padding_, DnnlContext::attributes())
+                                        padding_, ctx.attributes())
                                  : pd_t(ctx.engine(), training, kAlgorithm, x, w, y, strides_, padding_, padding_,
-                                        DnnlContext::attributes()));
+                                        ctx.attributes()));
   std::vector<PlainArg> args = {{DNNL_ARG_SRC, src_, pd.src_desc(), Flow::in},
                                 {DNNL_ARG_WEIGHTS, weights_, pd.weights_desc(), Flow::in},
                                 {DNNL_ARG_DST, dst_, pd.dst_desc(), Flow::out}};
@@ -145,7 +145,7 @@ dnnl::convolution_backward_data::primitive_desc DnnlConv2d::backward_data_desc(D
   const auto make = [&] {
     return DNNL_CALL(dnnl::convolution_backward_data::primitive_desc(
         ctx.engine(), kAlgorithm, activation(src_), operand(ctx, weights_), activation(ctx, dst_), strides_, padding_,
-        padding_, hint_, DnnlContext::attributes()));
+        padding_, hint_, ctx.attributes()));
   };
   auto pd = make();
   const bool depthwise = shape_.groups > 1 && shape_.groups == shape_.in_channels && shape_.groups == shape_.filters;
@@ -161,9 +161,9 @@ dnnl::convolution_backward_weights::primitive_desc DnnlConv2d::backward_filter_d
   using pd_t = dnnl::convolution_backward_weights::primitive_desc;
   const memory::desc x = activation(ctx, src_), dw = any_layout(weights_), dy = activation(ctx, dst_);
   return DNNL_CALL(bias ? pd_t(ctx.engine(), kAlgorithm, x, dw, bias_, dy, strides_, padding_, padding_, hint_,
-                               DnnlContext::attributes())
+                               ctx.attributes())
                         : pd_t(ctx.engine(), kAlgorithm, x, dw, dy, strides_, padding_, padding_, hint_,
-                               DnnlContext::attributes()));
+                               ctx.attributes()));
 }
 
 const memory::desc& DnnlConv2d::backward_dy_layout(DnnlContext& ctx) {

@@ -40,7 +40,7 @@ PlainPrimitive make_matmul(DnnlContext& ctx, const Matrix& a, const Matrix& b, b
                            Write write = Write::overwrite) {
   const memory::desc a_in = a.as(ctx.operand_type()), b_in = b.as(ctx.operand_type()), c_out = c.plain();
   const memory::desc bias_row = memory::desc({1, c.cols}, f32, tag::ab);
-  dnnl::primitive_attr attr = DnnlContext::attributes();
+  dnnl::primitive_attr attr = ctx.attributes();
   if (write == Write::add) {
     dnnl::post_ops sum;
     DNNL_CALL(sum.append_sum(1.0f));

@@ -26,13 +26,13 @@ struct EltwiseDescs {
 dnnl::eltwise_forward::primitive_desc forward_pd(DnnlContext& ctx, const EltwiseDescs& d) {
   return DNNL_CALL(dnnl::eltwise_forward::primitive_desc(ctx.engine(), dnnl::prop_kind::forward_training, d.algorithm,
                                                          d.values, d.values, d.alpha, 0.0f,
-                                                         DnnlContext::attributes()));
+                                                         ctx.attributes()));
 }
 
 dnnl::eltwise_backward::primitive_desc backward_pd(DnnlContext& ctx, const EltwiseDescs& d) {
   return DNNL_CALL(dnnl::eltwise_backward::primitive_desc(ctx.engine(), d.algorithm, d.values, d.values, d.values,
                                                           d.alpha, 0.0f, forward_pd(ctx, d),
-                                                          DnnlContext::attributes()));
+                                                          ctx.attributes()));
 }
 
 bool jit_kernels(DnnlContext& ctx, const EltwiseDescs& d) {

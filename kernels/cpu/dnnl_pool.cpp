@@ -25,7 +25,7 @@ struct PoolDescs {
 dnnl::pooling_forward::primitive_desc forward_pd(DnnlContext& ctx, const PoolDescs& d) {
   return DNNL_CALL(dnnl::pooling_forward::primitive_desc(ctx.engine(), dnnl::prop_kind::forward_training,
                                                          d.algorithm, d.src, d.dst, d.strides, d.kernel, d.dilation,
-                                                         d.padding, d.padding, DnnlContext::attributes()));
+                                                         d.padding, d.padding, ctx.attributes()));
 }
 
 PlainPrimitive make_forward(DnnlContext& ctx, const PoolDescs& d) {
@@ -41,7 +41,7 @@ PlainPrimitive make_backward(DnnlContext& ctx, const PoolDescs& d) {
   const auto hint = forward_pd(ctx, d);
   const auto pd = DNNL_CALL(dnnl::pooling_backward::primitive_desc(ctx.engine(), d.algorithm, d.src, d.dst, d.strides,
                                                                    d.kernel, d.dilation, d.padding, d.padding, hint,
-                                                                   DnnlContext::attributes()));
+                                                                   ctx.attributes()));
   std::vector<PlainArg> args = {{DNNL_ARG_DIFF_DST, d.dst, pd.diff_dst_desc(), Flow::in},
                                 {DNNL_ARG_DIFF_SRC, d.src, pd.diff_src_desc(), Flow::out}};
   if (hint.workspace_desc().get_size() > 0)
