@@ -14,6 +14,8 @@
 #include <utility>
 
 #include "kernels/attention.h"
+#include "kernels/cpu/attention_rows.h"
+#include "kernels/cpu/float_lanes.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/stored_values.h"
 #include "kernels/cpu/thread_runs.h"
@@ -21,7 +23,7 @@
 namespace ringtrain::kernels::cpu {
 namespace {
 
-constexpr int kChunk = 16;  // one AVX-512 register of fp32, two AVX2 ones
+constexpr int kChunk = kFloatLanes;  // one AVX-512 register of fp32, two AVX2 ones
 int padded(int n) { return (n + kChunk - 1) / kChunk * kChunk; }
 
 // A pair's tile sizes: tokens T and head width d, each padded to whole chunks.
@@ -66,8 +68,7 @@ struct Operand {
   int64_t row, step;
 };
 
-// One chunk of fp32 values as a GCC/Clang vector: a register where the target has 512-bit ones, two where 256.
-using Lanes = float __attribute__((vector_size(kChunk * sizeof(float))));
+using Lanes = FloatLanes;
 
 // Rows [0, Rows) of C from row 0 of A, Chunks chunks of columns from b: c[r][lane] = alpha * the sum over i in
 // [0, count) of A(r, i) * b[i * ldb + lane], in ascending i. The Rows x Chunks sums are independent chains: eight of
@@ -196,24 +197,12 @@ void token_product(const TileShape& g, Square a, TokenTile b, float alpha, Token
 
 // The softmax of each row of scores (in place), over its first T values.
 void softmax_rows(const TileShape& g, float* scores) {
-  for (int i = 0; i < g.t; ++i) {
-    float* row = scores + int64_t{i} * g.tp;
-    const float row_max = *std::max_element(row, row + g.t);
-    float sum = 0;
-    for (int j = 0; j < g.t; ++j) sum += row[j] = softmax_term(row[j], row_max);
-    for (int j = 0; j < g.t; ++j) row[j] /= sum;
-  }
+  for (int i = 0; i < g.t; ++i) softmax_row(scores + int64_t{i} * g.tp, g.t);
 }
 
 // dp (in place) = the softmax's backward of dp given its output p.
 void softmax_backward_rows(const TileShape& g, const float* p, float* dp) {
-  for (int i = 0; i < g.t; ++i) {
-    const float* p_row = p + int64_t{i} * g.tp;
-    float* dp_row = dp + int64_t{i} * g.tp;
-    float dot = 0;
-    for (int j = 0; j < g.t; ++j) dot += p_row[j] * dp_row[j];
-    for (int j = 0; j < g.t; ++j) dp_row[j] = softmax_gradient(p_row[j], dp_row[j], dot);
-  }
+  for (int i = 0; i < g.t; ++i) softmax_backward_row(p + int64_t{i} * g.tp, dp + int64_t{i} * g.tp, g.t);
 }
 
 // Head h's kept probabilities of sample n.
