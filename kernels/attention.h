@@ -2,7 +2,9 @@
 // one head's Q, K, V (slices of the qkv tensor's channels) and its output (a slice of y's) as row-major matrices over
 // the token tensors as the backend stores them, in either layout, and the products of the forward and backward
 // passes as row-major GEMMs over those views. The CUDA backend runs these GEMMs (cuBLAS); the CPU twin reads the
-// same views into tiles and computes the same products, sum by sum, with loops of its own (kernels/cpu/attention.h).
+// same views into tiles and computes the same products, sum by sum, with loops of its own (kernels/cpu/attention.h),
+// or, for the bf16 shapes kernels/cpu/dnnl_ops.h names, runs them as oneDNN's batched matmuls
+// (kernels/cpu/dnnl_attention.h).
 // The row-wise softmax between them is each backend's kernel; its formulas are the ones below.
 #pragma once
 #include <cmath>

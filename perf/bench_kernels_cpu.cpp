@@ -32,6 +32,7 @@
 #include "kernels/cpu/crop_resample.h"
 #include "kernels/cpu/dense.h"
 #include "kernels/cpu/dnnl_dense.h"
+#include "kernels/cpu/dnnl_ops.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/layer_norm.h"
@@ -694,14 +695,17 @@ void BM_LayerNorm(benchmark::State& state) {
 BENCHMARK(BM_LayerNorm)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 // ViT-S/16's attention core (6 heads of 64), forward and backward: per (sample, head) pair, products of T x T x 64
-// between two softmax passes. Arguments: the layout (0 NCHW, 1 NHWC), the tensors' element type (0 fp32, 1 bf16, as
-// the network stores them), and the tokens: 17 (64x64 images, a batch of 32) or 197 (224x224, a batch of 4).
+// between two softmax passes. Arguments: the layout (0 NCHW, 1 NHWC); the tensors' element type and route (0 fp32
+// and 1 bf16 on attention.h's tiles, 2 bf16 on oneDNN's batched products, dnnl_attention.h); the tokens: 17 (64x64
+// images, a batch of 32), 65 (128x128, a batch of 8) or 197 (224x224, a batch of 4).
 void BM_AttentionCore(benchmark::State& state) {
   use_one_thread();
-  const bool bf16 = state.range(1) == 1;
+  const int route = static_cast<int>(state.range(1));
+  const bool bf16 = route > 0, on_dnnl = route == 2;
+  if (on_dnnl && !DnnlOps::bf16_available()) return state.SkipWithError("no AVX512_BF16: no oneDNN bf16 products");
   const int tokens_per_sample = static_cast<int>(state.range(2));
-  const AttentionShape s{tokens_per_sample > 17 ? 4 : 32, 6, tokens_per_sample, 64,
-                         bf16 ? ElementType::bf16 : ElementType::f32};
+  const int batch = tokens_per_sample <= 17 ? 32 : tokens_per_sample <= 65 ? 8 : 4;
+  const AttentionShape s{batch, 6, tokens_per_sample, 64, bf16 ? ElementType::bf16 : ElementType::f32};
   const auto layout = state.range(0) == 1 ? ActivationLayout::nhwc : ActivationLayout::nchw;
   const auto tokens = static_cast<std::size_t>(s.batch) * s.width() * s.tokens;
   // n values of the element type, uniform in [lo, hi), as bytes.
@@ -715,16 +719,23 @@ void BM_AttentionCore(benchmark::State& state) {
   const std::vector<std::byte> qkv = values(3 * tokens, -2, 2, 1), dy = values(tokens, -1, 1, 2);
   std::vector<std::byte> y(dy.size()), dqkv(qkv.size()), kept(s.probabilities_bytes());
   AttentionWorkspace ws;
+  DnnlOps ops(1, on_dnnl ? DnnlMath::bf16 : DnnlMath::fp32);
   for (auto _ : state) {
-    attention_forward(s, layout, qkv.data(), y.data(), kept.data(), ws);
-    attention_backward(s, layout, qkv.data(), kept.data(), dy.data(), dqkv.data(), ws);
+    if (on_dnnl) {
+      ops.attention_forward(s, layout, qkv.data(), y.data(), kept.data());
+      ops.attention_backward(s, layout, qkv.data(), kept.data(), dy.data(), dqkv.data());
+    } else {
+      attention_forward(s, layout, qkv.data(), y.data(), kept.data(), ws);
+      attention_backward(s, layout, qkv.data(), kept.data(), dy.data(), dqkv.data(), ws);
+    }
     benchmark::ClobberMemory();
   }
   set_flops(state, 3 * s.forward_flops());
   state.SetLabel(std::string(layout == ActivationLayout::nhwc ? "nhwc " : "nchw ") + (bf16 ? "bf16 " : "fp32 ") +
-                 std::to_string(s.batch) + "x" + std::to_string(s.tokens) + " tokens");
+                 (on_dnnl ? "oneDNN " : "tiles ") + std::to_string(s.batch) + "x" + std::to_string(s.tokens) +
+                 " tokens");
 }
-BENCHMARK(BM_AttentionCore)->ArgsProduct({{0, 1}, {0, 1}, {17, 197}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionCore)->ArgsProduct({{0, 1}, {0, 1, 2}, {17, 65, 197}})->Unit(benchmark::kMicrosecond);
 
 // ---------------------------------------------------------------------------------------------- bf16 product peak
 

@@ -5,7 +5,7 @@
 // and its outputs narrowed from them (round to nearest even), as a GPU kernel over 16-bit tensors computes in fp32.
 // The kept probabilities are in the element type too, rounded as a GPU keeps them; the product with V and the backward
 // pass read the rounded values. The CUDA version: src/backend/cuda/attention_ops.cpp (cuBLAS) with
-// kernels/cuda/attention.h (the softmax).
+// kernels/cuda/attention.h (the softmax). Long bf16 sequences on a CPU with AMX take dnnl_attention.h instead.
 #pragma once
 #include <cstddef>
 #include <vector>

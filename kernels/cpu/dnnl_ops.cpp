@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "kernels/cpu/bf16_weight_copies.h"
+#include "kernels/cpu/dnnl_attention.h"
 #include "kernels/cpu/dnnl_context.h"
 #include "kernels/cpu/dnnl_conv2d.h"
 #include "kernels/cpu/dnnl_dense.h"
@@ -19,6 +20,11 @@ namespace ringtrain::kernels::cpu {
 namespace {
 
 constexpr int kMinInputChannels = 16;
+// From about here oneDNN's batched bf16 products outrun the tiles: forward + backward on two threads of an AMX VM,
+// batch 32, in two alternated rounds, 8.7 and 9.4 ms against 9.3 and 9.9 at 101 tokens (ViT-S/16 at 160 x 160),
+// 12.5 and 13.8 against 14.7 and 15.5 at 130, 24.1 against 38.5 and 38.9 at 197; even or behind at 82 and fewer
+// (perf/results/2026-12-02-vit-attention-amx-cpu.md).
+constexpr int kMinAttentionTokens = 100;
 
 bool jit_kernel(std::string_view implementation) {
   return implementation.starts_with("jit") || implementation.starts_with("brg");
@@ -45,6 +51,7 @@ struct DnnlOps::State {
   std::map<DenseShape, DnnlDense> denses;
   std::map<std::pair<PoolShape, PoolMode>, DnnlPool> pools;
   std::map<std::tuple<Activation, int64_t, ElementType>, DnnlEltwise> eltwises;
+  std::map<std::pair<AttentionShape, ActivationLayout>, DnnlAttention> attentions;
 
   std::optional<DnnlConv2d>& conv(const Conv2dShape& s) {
     auto it = convs.find(s);
@@ -68,6 +75,11 @@ struct DnnlOps::State {
     const auto values = n.type == ElementType::bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
     return eltwises.try_emplace(key, ctx, a, n.n, values).first->second;
   }
+  DnnlAttention& attention(const AttentionShape& s, ActivationLayout layout) {
+    const auto key = std::make_pair(s, layout);
+    auto it = attentions.find(key);
+    return it != attentions.end() ? it->second : attentions.try_emplace(key, ctx, s, layout).first->second;
+  }
   DnnlDense& dense(const DenseShape& s) {
     auto it = denses.find(s);
     return it != denses.end() ? it->second : denses.try_emplace(s, ctx, s, weight_copies).first->second;
@@ -87,6 +99,7 @@ std::string DnnlOps::version() {
 std::size_t DnnlOps::working_bytes() const {
   std::size_t total = state_->ctx.working_bytes() + state_->weight_copies.bytes();
   for (const auto& [shape, dense] : state_->denses) total += dense.working_bytes();
+  for (const auto& [key, attention] : state_->attentions) total += attention.working_bytes();
   return total;
 }
 
@@ -151,6 +164,23 @@ void DnnlOps::activation_forward(Activation a, Elements n, const void* x, void* 
 }
 void DnnlOps::activation_backward(Activation a, Elements n, const void* x, const void* dy, void* dx) {
   state_->eltwise(a, n).backward(state_->ctx, x, dy, dx);
+}
+
+bool DnnlOps::runs_attention(const AttentionShape& s) const {
+  return s.data == ElementType::bf16 && s.tokens >= kMinAttentionTokens &&
+         state_->ctx.operand_type() == dnnl::memory::data_type::bf16 &&
+         dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core_amx;
+}
+void DnnlOps::attention_forward(const AttentionShape& s, ActivationLayout layout, const void* qkv, void* y,
+                                void* probabilities) {
+  state_->attention(s, layout).forward(state_->ctx, qkv, y, probabilities);
+}
+void DnnlOps::attention_backward(const AttentionShape& s, ActivationLayout layout, const void* qkv,
+                                 const void* probabilities, const void* dy, void* dqkv) {
+  state_->attention(s, layout).backward(state_->ctx, qkv, probabilities, dy, dqkv);
+}
+std::string DnnlOps::attention_implementation(const AttentionShape& s, ActivationLayout layout) {
+  return state_->attention(s, layout).implementation();
 }
 
 void DnnlOps::dense_forward(const DenseShape& s, const void* x, const float* w, const float* bias, void* y) {

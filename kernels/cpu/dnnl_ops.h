@@ -1,5 +1,5 @@
-// Owns the CPU backend's door to oneDNN: convolutions, pooling and dense products on oneDNN primitives, made once per
-// shape and kept, over tensors in our plain layouts (a convolution's output and its gradient may stay in the
+// Owns the CPU backend's door to oneDNN: convolutions, pooling, dense products and attention's batched products on
+// oneDNN primitives, made once per shape and kept, over tensors in our plain layouts (a convolution's output and its gradient may stay in the
 // blocked layout oneDNN writes, for the batch norm after it: Conv2dShape::out_block; its input and that gradient
 // in the one it reads, from the batch norm before it: Conv2dShape::in_block). oneDNN's headers stay behind this
 // one (pimpl), so the backend and its tests compile without them.
@@ -14,13 +14,15 @@
 // oneDNN has bf16 JIT kernels: bf16_available().
 //
 // Determinism: oneDNN's CPU primitives give bit-identical results run to run for the same shapes, thread count,
-// ISA and buffer alignment (our buffers are 64-byte aligned); convolution_direct only, never Winograd.
+// ISA and buffer alignment (our buffers are 64-byte aligned), the thread count being the context's, in force when
+// each primitive is made (DnnlContext::attributes); convolution_direct only, never Winograd.
 #pragma once
 #include <cstddef>
 #include <memory>
 #include <string>
 
 #include "kernels/activation.h"
+#include "kernels/activation_layout.h"
 #include "kernels/cpu/dnnl_math.h"
 #include "kernels/op_shapes.h"
 
@@ -71,6 +73,18 @@ class DnnlOps {
   bool runs_activation(Activation a, Elements n);
   void activation_forward(Activation a, Elements n, const void* x, void* y);
   void activation_backward(Activation a, Elements n, const void* x, const void* dy, void* dx);
+
+  // Whether attention's core over s runs here (dnnl_attention.h): bf16 tokens, products on bf16 operands, a CPU with
+  // AMX, and at least kMinAttentionTokens tokens (100), where oneDNN's batched products outrun attention.h's own fp32
+  // tiles (perf/results/2026-12-02-vit-attention-amx-cpu.md). Other shapes stay on the tiles; a test may run any
+  // bf16 shape here.
+  bool runs_attention(const AttentionShape& s) const;
+  void attention_forward(const AttentionShape& s, ActivationLayout layout, const void* qkv, void* y,
+                         void* probabilities);
+  void attention_backward(const AttentionShape& s, ActivationLayout layout, const void* qkv,
+                          const void* probabilities, const void* dy, void* dqkv);
+  // oneDNN's name for the products' implementation ("gemm:jit:bf16").
+  std::string attention_implementation(const AttentionShape& s, ActivationLayout layout);
 
   // x, y, dx and dy as for the convolutions.
   void dense_forward(const DenseShape& s, const void* x, const float* w, const float* bias, void* y);

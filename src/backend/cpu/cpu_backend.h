@@ -128,10 +128,11 @@ class CpuBackend : public model::Backend {
   void pool_backward(const model::PoolShape& s, model::PoolMode mode, const void* x, const void* y,
                      const void* dy, void* dx, const void* saved) override;
 
-  // On kernels/cpu/attention.h in fp32, 16-bit tokens widened. Its products read the tokens as stored: the operand
-  // rounding that emulates 16-bit products on fp32 tensors does not apply to them. Backward reads the kept T x T
-  // probabilities.
+  // On kernels/cpu/attention.h in fp32, 16-bit tokens widened, or, for the shapes DnnlOps::runs_attention names, on
+  // oneDNN's batched bf16 products. Both read the tokens as stored: the operand rounding that emulates 16-bit products
+  // on fp32 tensors does not apply to them. Backward reads the kept T x T probabilities.
   std::size_t attention_kept_bytes(const model::AttentionShape& s) override { return s.probabilities_bytes(); }
+  std::string attention_method(const model::AttentionShape& s) override;
   void attention_forward(const model::AttentionShape& s, const void* qkv, void* y, void* probabilities,
                          model::Scratch scratch) override;
   void attention_backward(const model::AttentionShape& s, const void* qkv, const void* y, const void* probabilities,
