@@ -45,6 +45,11 @@ inline MatrixView head_probabilities(const AttentionShape& s, int head) {
   return {head * square, s.heads * square, s.tokens, false};
 }
 
+// One head's T x T matrices of every sample side by side, a backend's scratch for the scores and their gradient.
+inline MatrixView head_scratch(const AttentionShape& s) {
+  return {0, int64_t{s.tokens} * s.tokens, s.tokens, false};
+}
+
 // The scores' factor, 1 / sqrt(head_dim): folded into the GEMM of Q K^T forward and of dQ and dK backward.
 inline float attention_scale(const AttentionShape& s) { return 1.0f / std::sqrt(static_cast<float>(s.head_dim)); }
 

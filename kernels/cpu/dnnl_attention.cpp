@@ -16,9 +16,6 @@ using dnnl::memory;
 constexpr auto f32 = memory::data_type::f32;
 constexpr auto bf16 = memory::data_type::bf16;
 
-// One head's T x T matrices of every sample, side by side in the scratch.
-MatrixView head_scratch(const AttentionShape& s) { return {0, int64_t{s.tokens} * s.tokens, s.tokens, false}; }
-
 // View v as oneDNN's batch of rows x cols matrices, one a sample, the samples v.sample_stride values apart.
 memory::desc batch_of(int batch, int rows, int cols, const MatrixView& v, memory::data_type type) {
   const memory::dim ld = v.ld;
@@ -62,12 +59,18 @@ void run(DnnlContext& ctx, PlainPrimitive& primitive, const MatrixProduct& produ
   primitive.run(ctx, tensors);
 }
 
-// Calls row(n, i) for token i of every sample n, the rows shared among the context's threads.
+// Calls row(r, thread) for row r = n T + i (token i of sample n) of one head's T x T matrices, the rows shared among
+// the context's threads.
 template <class Row>
 void for_each_row(DnnlContext& ctx, const AttentionShape& s, Row&& row) {
-  for_each_thread_run(ctx.threads(), int64_t{s.batch} * s.tokens, [&](int64_t first, int64_t end, int) {
-    for (int64_t r = first; r < end; ++r) row(static_cast<int>(r / s.tokens), static_cast<int>(r % s.tokens));
+  for_each_thread_run(ctx.threads(), int64_t{s.batch} * s.tokens, [&](int64_t first, int64_t end, int thread) {
+    for (int64_t r = first; r < end; ++r) row(r, thread);
   });
+}
+
+// Where row r of a head's matrix lies in the view v of the kept probabilities.
+int64_t kept_row(const AttentionShape& s, const MatrixView& v, int64_t r) {
+  return v.offset + r / s.tokens * v.sample_stride + r % s.tokens * v.ld;
 }
 
 }  // namespace
@@ -102,12 +105,10 @@ void DnnlAttention::forward(DnnlContext& ctx, const void* qkv, void* y, void* pr
   for (int h = 0; h < s.heads; ++h) {
     const MatrixView kept = head_probabilities(s, h);
     run(ctx, *scores_product_, scores_product(s, layout_, h, local), qkv, qkv, scores_.data(), sizeof(float));
-    auto* kept_values = static_cast<uint16_t*>(probabilities) + kept.offset;
-    for_each_row(ctx, s, [&](int n, int i) {
-      float* row = scores_.data() + (int64_t{n} * s.tokens + i) * s.tokens;
+    for_each_row(ctx, s, [&](int64_t r, int) {
+      float* row = scores_.data() + r * s.tokens;
       softmax_row(row, s.tokens);
-      uint16_t* out = kept_values + n * kept.sample_stride + int64_t{i} * kept.ld;
-      for (int j = 0; j < s.tokens; ++j) out[j] = float_to_bf16(row[j]);
+      float_to_bf16(row, s.tokens, static_cast<uint16_t*>(probabilities) + kept_row(s, kept, r));
     });
     run(ctx, *output_product_, output_product(s, layout_, h, kept), probabilities, qkv, y, 2);
   }
@@ -122,18 +123,12 @@ void DnnlAttention::backward(DnnlContext& ctx, const void* qkv, const void* prob
     run(ctx, *value_gradient_product_, value_gradient_product(s, layout_, h, kept), probabilities, dy, dqkv, 2);
     run(ctx, *probability_gradient_product_, probability_gradient_product(s, layout_, h, local), dy, qkv,
         scores_.data(), sizeof(float));
-    const auto* kept_values = static_cast<const uint16_t*>(probabilities) + kept.offset;
-    for_each_thread_run(ctx.threads(), int64_t{s.batch} * s.tokens, [&](int64_t first, int64_t end, int thread) {
+    for_each_row(ctx, s, [&](int64_t r, int thread) {
       float* p = probability_rows_.data() + int64_t{thread} * s.tokens;
-      for (int64_t r = first; r < end; ++r) {
-        const int64_t n = r / s.tokens, i = r % s.tokens;
-        const uint16_t* p_kept = kept_values + n * kept.sample_stride + i * kept.ld;
-        for (int j = 0; j < s.tokens; ++j) p[j] = bf16_to_float(p_kept[j]);
-        float* dp = scores_.data() + r * s.tokens;
-        softmax_backward_row(p, dp, s.tokens);
-        uint16_t* ds = scores_gradient_.data() + r * s.tokens;
-        for (int j = 0; j < s.tokens; ++j) ds[j] = float_to_bf16(dp[j]);
-      }
+      bf16_to_float(static_cast<const uint16_t*>(probabilities) + kept_row(s, kept, r), s.tokens, p);
+      float* dp = scores_.data() + r * s.tokens;
+      softmax_backward_row(p, dp, s.tokens);
+      float_to_bf16(dp, s.tokens, scores_gradient_.data() + r * s.tokens);
     });
     run(ctx, *query_gradient_product_, query_gradient_product(s, layout_, h, local), scores_gradient_.data(), qkv,
         dqkv, 2);

@@ -167,7 +167,7 @@ void DnnlOps::activation_backward(Activation a, Elements n, const void* x, const
 }
 
 bool DnnlOps::runs_attention(const AttentionShape& s) const {
-  return s.data == ElementType::bf16 && s.tokens >= kMinAttentionTokens &&
+  return s.batch > 0 && s.data == ElementType::bf16 && s.tokens >= kMinAttentionTokens &&
          state_->ctx.operand_type() == dnnl::memory::data_type::bf16 &&
          dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core_amx;
 }

@@ -1,8 +1,8 @@
 // Owns the CPU backend's door to oneDNN: convolutions, pooling, dense products and attention's batched products on
-// oneDNN primitives, made once per shape and kept, over tensors in our plain layouts (a convolution's output and its gradient may stay in the
-// blocked layout oneDNN writes, for the batch norm after it: Conv2dShape::out_block; its input and that gradient
-// in the one it reads, from the batch norm before it: Conv2dShape::in_block). oneDNN's headers stay behind this
-// one (pimpl), so the backend and its tests compile without them.
+// oneDNN primitives, made once per shape and kept, over tensors in our plain layouts (a convolution's output and its
+// gradient may stay in the blocked layout oneDNN writes, for the batch norm after it: Conv2dShape::out_block; its
+// input and that gradient in the one it reads, from the batch norm before it: Conv2dShape::in_block). oneDNN's
+// headers stay behind this one (pimpl), so the backend and its tests compile without them.
 //
 // Which convolutions run here is a rule the kernel benchmarks justify (perf/results/2026-11-24-onednn-cpu.md):
 // those with at least 16 input channels that oneDNN runs with a JIT kernel. With one or a few input channels
@@ -74,10 +74,10 @@ class DnnlOps {
   void activation_forward(Activation a, Elements n, const void* x, void* y);
   void activation_backward(Activation a, Elements n, const void* x, const void* dy, void* dx);
 
-  // Whether attention's core over s runs here (dnnl_attention.h): bf16 tokens, products on bf16 operands, a CPU with
-  // AMX, and at least kMinAttentionTokens tokens (100), where oneDNN's batched products outrun attention.h's own fp32
-  // tiles (perf/results/2026-12-02-vit-attention-amx-cpu.md). Other shapes stay on the tiles; a test may run any
-  // bf16 shape here.
+  // Whether attention's core over s runs here (dnnl_attention.h): a batch, bf16 tokens, products on bf16 operands, a
+  // CPU with AMX, and at least kMinAttentionTokens tokens (100), where oneDNN's batched products outrun attention.h's
+  // own fp32 tiles (perf/results/2026-12-02-vit-attention-amx-cpu.md). Other shapes stay on the tiles; a test may run
+  // any bf16 shape here.
   bool runs_attention(const AttentionShape& s) const;
   void attention_forward(const AttentionShape& s, ActivationLayout layout, const void* qkv, void* y,
                          void* probabilities);

@@ -27,7 +27,9 @@ using IntLanes = int32_t __attribute__((vector_size(kFloatLanes * sizeof(int32_t
   for (int i = 0; i < kFloatLanes; ++i) v[i] = i < count ? from[i] : fill;
   return v;
 }
-[[gnu::always_inline]] inline void store_part(FloatLanes v, int count, float* to) { std::memcpy(to, &v, sizeof(float) * count); }
+[[gnu::always_inline]] inline void store_part(FloatLanes v, int count, float* to) {
+  std::memcpy(to, &v, sizeof(float) * count);
+}
 
 [[gnu::always_inline]] inline float sum_lanes(FloatLanes v) {
   float sum = 0;

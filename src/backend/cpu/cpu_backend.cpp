@@ -550,19 +550,19 @@ void CpuBackend::pool_backward(const model::PoolShape& s, model::PoolMode mode, 
 // The kernels read and write the tensors as stored, in either layout and element type: no staging, no widening.
 void CpuBackend::attention_forward(const model::AttentionShape& s, const void* qkv, void* y, void* probabilities,
                                    model::Scratch) {
-  if (s.batch > 0 && dnnl_.runs_attention(s))
+  if (dnnl_.runs_attention(s))
     return dnnl_.attention_forward(s, activation_layout(s.data), qkv, y, probabilities);
   kc::attention_forward(s, activation_layout(s.data), qkv, y, probabilities, attention_workspace_);
 }
 // The kept probabilities are all backward needs: y is not read.
 void CpuBackend::attention_backward(const model::AttentionShape& s, const void* qkv, const void*,
                                     const void* probabilities, const void* dy, void* dqkv, model::Scratch) {
-  if (s.batch > 0 && dnnl_.runs_attention(s))
+  if (dnnl_.runs_attention(s))
     return dnnl_.attention_backward(s, activation_layout(s.data), qkv, probabilities, dy, dqkv);
   kc::attention_backward(s, activation_layout(s.data), qkv, probabilities, dy, dqkv, attention_workspace_);
 }
 std::string CpuBackend::attention_method(const model::AttentionShape& s) {
-  if (s.batch <= 0 || !dnnl_.runs_attention(s)) return "";
+  if (!dnnl_.runs_attention(s)) return "";
   return "core: oneDNN batched matmul " + dnnl_.attention_implementation(s, activation_layout(s.data));
 }
 

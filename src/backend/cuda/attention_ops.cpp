@@ -36,10 +36,6 @@ std::size_t scores_bytes(const model::AttentionShape& s) { return aligned(square
 std::size_t backward_bytes(const model::AttentionShape& s) {
   return scores_bytes(s) + square_values(s) * kernels::element_bytes(s.data);
 }
-// One head's T x T matrices of every sample, side by side in the scratch.
-MatrixView head_scratch(const model::AttentionShape& s) {
-  return {0, int64_t{s.tokens} * s.tokens, s.tokens, false};
-}
 kc::SquareRows rows(const model::AttentionShape& s, const MatrixView& square) { return {s.batch, s.tokens, square}; }
 
 Transpose op(const MatrixView& v) { return v.transposed ? Transpose::yes : Transpose::no; }
@@ -100,7 +96,7 @@ void CudaBackend::attention_forward(const model::AttentionShape& s, const void* 
   std::byte* memory = planned_or_own(scratch, scores_bytes(s), state_->attention_scratch, stream());
   auto* scores = reinterpret_cast<float*>(memory);
   const model::ActivationLayout layout = activation_layout(s.data);
-  const MatrixView local = head_scratch(s);
+  const MatrixView local = kernels::head_scratch(s);
   for (int h = 0; h < s.heads; ++h) {
     const MatrixView kept = kernels::head_probabilities(s, h);
     run(blas(), s, kernels::scores_product(s, layout, h, local), s.data, qkv, qkv, ElementType::f32, scores);
@@ -124,7 +120,7 @@ void CudaBackend::attention_backward(const model::AttentionShape& s, const void*
   auto* dp = reinterpret_cast<float*>(memory);
   void* ds = memory + scores_bytes(s);
   const model::ActivationLayout layout = activation_layout(s.data);
-  const MatrixView local = head_scratch(s);
+  const MatrixView local = kernels::head_scratch(s);
   for (int h = 0; h < s.heads; ++h) {
     const MatrixView kept = kernels::head_probabilities(s, h);
     run(blas(), s, kernels::value_gradient_product(s, layout, h, kept), s.data, probabilities, dy, s.data, dqkv);
