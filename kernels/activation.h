@@ -1,8 +1,9 @@
 // Owns the definition of the smooth and clipped activations (SiLU, GELU, sigmoid, hard-swish, ReLU6, and the
 // hard sigmoid relu6(x + 3) / 6 of MobileNetV3's squeeze-and-excitation gate) and their
 // derivatives: the CPU twin's loop and the CUDA kernel evaluate these functions alone, in fp32, so both backends
-// compute one formula (except fp32 GELU, SiLU and sigmoid on the CPU backend, which run on oneDNN's vector kernels
-// of the same definitions: kernels/cpu/dnnl_eltwise.h). Backward takes the derivative at the input x (PyTorch's
+// compute one formula (except GELU, SiLU and sigmoid on the CPU backend, which run on vector kernels of the same
+// definitions: oneDNN's, kernels/cpu/dnnl_eltwise.h, and GELU's derivative ours, kernels/cpu/gelu.h, their erf an
+// approximation within 1.5e-7). Backward takes the derivative at the input x (PyTorch's
 // definitions, GELU the exact erf form, the clipped ones' gradient zero at and beyond their corners).
 #pragma once
 #include <cmath>

@@ -34,6 +34,8 @@
 #include "kernels/cpu/dnnl_dense.h"
 #include "kernels/cpu/dnnl_ops.h"
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/dnnl_eltwise.h"
+#include "kernels/cpu/gelu.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/layer_norm.h"
 #include "kernels/cpu/pooling.h"
@@ -667,6 +669,41 @@ RT_DNNL_BENCH(conv2_bwd_filter_best_noreorder, 2, backward_filter, best_noreorde
 RT_DNNL_BENCH(conv2_fwd_nhwc_noreorder, 2, forward, nhwc_noreorder);
 RT_DNNL_BENCH(conv2_bwd_data_nhwc_noreorder, 2, backward_data, nhwc_noreorder);
 RT_DNNL_BENCH(conv2_bwd_filter_nhwc_noreorder, 2, backward_filter, nhwc_noreorder);
+
+// ---------------------------------------------------------------------------------------------- GELU
+
+// ViT-S/16's GELU at 64x64 and batch 32 (1536 channels over 544 tokens), one direction, on one thread. Arguments:
+// the route (0 oneDNN's eltwise primitive, 1 our lanes: gelu.h), the element type (0 fp32, 1 bf16), the direction
+// (0 forward, 1 backward: the derivative at x times dy).
+void BM_Gelu(benchmark::State& state) {
+  use_one_thread();
+  const bool ours = state.range(0) == 1, backward = state.range(2) == 1;
+  const Elements n{32 * 17 * 1536, state.range(1) == 1 ? ElementType::bf16 : ElementType::f32};
+  if (!ours && !DnnlOps(1).runs_activation(Activation::silu, n))
+    return state.SkipWithError("oneDNN has no JIT eltwise kernel for this type here");
+  const auto count = static_cast<std::size_t>(n.n);
+  Buffer x32(count), dy32(count);
+  fill_uniform(x32.get(), count, -4, 4, 1);
+  fill_uniform(dy32.get(), count, -1, 1, 2);
+  std::vector<std::byte> x(n.bytes()), dy(n.bytes()), out(n.bytes());
+  narrow(x32.get(), n, x.data());
+  narrow(dy32.get(), n, dy.data());
+  DnnlContext ctx(1, DnnlMath::fp32);
+  DnnlEltwise eltwise(ctx, Activation::gelu, n.n, n.type == ElementType::bf16 ? dnnl::memory::data_type::bf16
+                                                                              : dnnl::memory::data_type::f32);
+  for (auto _ : state) {
+    if (ours && backward) gelu_backward(1, n, x.data(), dy.data(), out.data());
+    if (ours && !backward) gelu_forward(1, n, x.data(), out.data());
+    if (!ours && backward) eltwise.backward(ctx, x.data(), dy.data(), out.data());
+    if (!ours && !backward) eltwise.forward(ctx, x.data(), out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["values/s"] = benchmark::Counter(static_cast<double>(n.n) * static_cast<double>(state.iterations()),
+                                                  benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(ours ? "lanes " : "oneDNN ") + (n.type == ElementType::bf16 ? "bf16 " : "fp32 ") +
+                 (backward ? "backward" : "forward"));
+}
+BENCHMARK(BM_Gelu)->ArgsProduct({{0, 1}, {0, 1}, {0, 1}})->Unit(benchmark::kMicrosecond);
 
 // ---------------------------------------------------------------------------------------------- layer norm
 
