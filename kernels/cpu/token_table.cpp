@@ -1,28 +1,36 @@
 // Owns the CPU token operations declared in token_table.h: single loops on the calling thread, as the other
-// element-wise kernels run; copies move contiguous runs of stored values.
+// element-wise kernels run; copies and the table's sum move contiguous runs of stored values.
 #include "kernels/cpu/token_table.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu/element_conversion.h"
 
 namespace ringtrain::kernels::cpu {
 namespace {
 
-// One stored value of `type` at element i of base, widened or rounded.
-float load(const void* base, ElementType type, int64_t i) {
-  if (type == ElementType::f32) return static_cast<const float*>(base)[i];
-  float v;
-  widen({1, type}, static_cast<const std::byte*>(base) + static_cast<std::ptrdiff_t>(element_bytes(type)) * i, &v);
-  return v;
+// The values in one of for_each_token_run's runs.
+int64_t run_length(const TokenSpan& s, ActivationLayout layout) {
+  return layout == ActivationLayout::nhwc ? s.tokens.c : s.count;
 }
-void store(void* base, ElementType type, int64_t i, float v) {
-  if (type == ElementType::f32) {
-    static_cast<float*>(base)[i] = v;
-    return;
-  }
-  narrow(&v, {1, type}, static_cast<std::byte*>(base) + static_cast<std::ptrdiff_t>(element_bytes(type)) * i);
+// The span's runs that lie contiguous in the tensor: stored NHWC, a token's features (the table's row, contiguous
+// too); NCHW, a feature's `count` tokens (the table's column, a row apart). Calls run(byte offset in the tensor,
+// first table index, table stride) for each, sample by sample.
+template <class Run>
+void for_each_token_run(const TokenSpan& s, ActivationLayout layout, Run&& run) {
+  const PlaneStrides st = plane_strides(s.tokens, layout);
+  const int64_t features = s.tokens.c;
+  const bool nhwc = layout == ActivationLayout::nhwc;
+  const auto bytes = static_cast<std::ptrdiff_t>(element_bytes(s.tokens.type));
+  for (int64_t n = 0; n < s.tokens.n; ++n)
+    for (int64_t r = 0; r < (nhwc ? s.count : features); ++r) {
+      const TokenElement e = nhwc ? TokenElement{n, r, 0} : TokenElement{n, 0, r};
+      run(token_offset(e, s.first + e.token, features, s.tokens.hw, st) * bytes, e.token * features + e.feature,
+          nhwc ? int64_t{1} : features);
+    }
 }
 
 }  // namespace
@@ -45,27 +53,31 @@ void copy_tokens(const TokenCopy& c, ActivationLayout layout, const void* x, voi
     }
 }
 
+// Each run widened, added to and rounded back once.
 void add_token_table(const TokenSpan& s, ActivationLayout layout, const void* x, const float* table, void* y) {
-  const PlaneStrides st = plane_strides(s.tokens, layout);
-  const int64_t features = s.tokens.c;
-  for (int64_t i = 0; i < s.elements(); ++i) {
-    const TokenElement e = token_element(i, s.count, features);
-    const int64_t at = token_offset(e, s.first + e.token, features, s.tokens.hw, st);
-    const float base = x ? load(x, s.tokens.type, at) : 0.0f;
-    store(y, s.tokens.type, at, base + table[e.token * features + e.feature]);
-  }
+  const Elements values{run_length(s, layout), s.tokens.type};
+  std::vector<float> sums(static_cast<std::size_t>(values.n));
+  for_each_token_run(s, layout, [&](std::ptrdiff_t at, int64_t first, int64_t stride) {
+    if (x)
+      widen(values, static_cast<const std::byte*>(x) + at, sums.data());
+    else
+      std::fill(sums.begin(), sums.end(), 0.0f);
+    for (int64_t j = 0; j < values.n; ++j) sums[static_cast<std::size_t>(j)] += table[first + j * stride];
+    narrow(sums.data(), values, static_cast<std::byte*>(y) + at);
+  });
 }
 
+// Each run widened once and added into the table's double sums, which take the samples in order.
 void token_table_gradient(const TokenSpan& s, ActivationLayout layout, const void* dy, float* dtable) {
-  const PlaneStrides st = plane_strides(s.tokens, layout);
-  const int64_t features = s.tokens.c;
-  for (int64_t t = 0; t < s.count; ++t)
-    for (int64_t d = 0; d < features; ++d) {
-      double sum = 0;
-      for (int64_t n = 0; n < s.tokens.n; ++n)
-        sum += load(dy, s.tokens.type, token_offset({n, t, d}, s.first + t, features, s.tokens.hw, st));
-      dtable[t * features + d] += static_cast<float>(sum);
-    }
+  const Elements values{run_length(s, layout), s.tokens.type};
+  std::vector<float> wide(static_cast<std::size_t>(values.n));
+  std::vector<double> sums(static_cast<std::size_t>(s.count * s.tokens.c));
+  for_each_token_run(s, layout, [&](std::ptrdiff_t at, int64_t first, int64_t stride) {
+    widen(values, static_cast<const std::byte*>(dy) + at, wide.data());
+    for (int64_t j = 0; j < values.n; ++j)
+      sums[static_cast<std::size_t>(first + j * stride)] += wide[static_cast<std::size_t>(j)];
+  });
+  for (std::size_t i = 0; i < sums.size(); ++i) dtable[i] += static_cast<float>(sums[i]);
 }
 
 }  // namespace ringtrain::kernels::cpu
