@@ -47,17 +47,15 @@
 namespace ringtrain::kernels::cpu {
 namespace {
 
-// One compute thread for OpenBLAS and, when oneDNN is linked, for its OpenMP runtime. omp_set_num_threads is
-// looked up at run time because this binary does not link libgomp itself (oneDNN brings it in).
-void use_one_thread() {
-  static const bool done = [] {
-    set_compute_threads(1);
-    using SetThreads = void (*)(int);
-    if (auto* omp = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"))) omp(1);
-    return true;
-  }();
-  (void)done;
+// The compute threads for our kernels, OpenBLAS and, when oneDNN is linked, its OpenMP runtime: one, set again at
+// every benchmark's start, since BM_AttentionCore's crossover cases run on two. omp_set_num_threads is looked up at
+// run time because this binary does not link libgomp itself (oneDNN brings it in).
+void use_threads(int threads) {
+  set_compute_threads(threads);
+  using SetThreads = void (*)(int);
+  if (auto* omp = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"))) omp(threads);
 }
+void use_one_thread() { use_threads(1); }
 
 // 64-byte aligned float buffer, as the trainer's CPU backend allocates.
 class Buffer {
@@ -734,14 +732,16 @@ BENCHMARK(BM_LayerNorm)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 // ViT-S/16's attention core (6 heads of 64), forward and backward: per (sample, head) pair, products of T x T x 64
 // between two softmax passes. Arguments: the layout (0 NCHW, 1 NHWC); the tensors' element type and route (0 fp32
 // and 1 bf16 on attention.h's tiles, 2 bf16 on oneDNN's batched products, dnnl_attention.h); the tokens: 17 (64x64
-// images, a batch of 32), 65 (128x128, a batch of 8) or 197 (224x224, a batch of 4).
+// images, a batch of 32), 65 (128x128, a batch of 8) or 197 (224x224, a batch of 4); the compute threads (1, or 2
+// with a batch of 32 at any tokens: where DnnlOps::runs_attention's crossover is measured, as the training runs it).
 void BM_AttentionCore(benchmark::State& state) {
-  use_one_thread();
+  const int threads = static_cast<int>(state.range(3));
+  use_threads(threads);
   const int route = static_cast<int>(state.range(1));
   const bool bf16 = route > 0, on_dnnl = route == 2;
   if (on_dnnl && !DnnlOps::bf16_available()) return state.SkipWithError("no AVX512_BF16: no oneDNN bf16 products");
   const int tokens_per_sample = static_cast<int>(state.range(2));
-  const int batch = tokens_per_sample <= 17 ? 32 : tokens_per_sample <= 65 ? 8 : 4;
+  const int batch = threads > 1 || tokens_per_sample <= 17 ? 32 : tokens_per_sample <= 65 ? 8 : 4;
   const AttentionShape s{batch, 6, tokens_per_sample, 64, bf16 ? ElementType::bf16 : ElementType::f32};
   const auto layout = state.range(0) == 1 ? ActivationLayout::nhwc : ActivationLayout::nchw;
   const auto tokens = static_cast<std::size_t>(s.batch) * s.width() * s.tokens;
@@ -756,7 +756,7 @@ void BM_AttentionCore(benchmark::State& state) {
   const std::vector<std::byte> qkv = values(3 * tokens, -2, 2, 1), dy = values(tokens, -1, 1, 2);
   std::vector<std::byte> y(dy.size()), dqkv(qkv.size()), kept(s.probabilities_bytes());
   AttentionWorkspace ws;
-  DnnlOps ops(1, on_dnnl ? DnnlMath::bf16 : DnnlMath::fp32);
+  DnnlOps ops(threads, on_dnnl ? DnnlMath::bf16 : DnnlMath::fp32);
   for (auto _ : state) {
     if (on_dnnl) {
       ops.attention_forward(s, layout, qkv.data(), y.data(), kept.data());
@@ -772,15 +772,17 @@ void BM_AttentionCore(benchmark::State& state) {
                  (on_dnnl ? "oneDNN " : "tiles ") + std::to_string(s.batch) + "x" + std::to_string(s.tokens) +
                  " tokens");
 }
-BENCHMARK(BM_AttentionCore)->ArgsProduct({{0, 1}, {0, 1, 2}, {17, 65, 197}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionCore)->ArgsProduct({{0, 1}, {0, 1, 2}, {17, 65, 197}, {1}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionCore)->ArgsProduct({{1}, {1, 2}, {17, 26, 37, 50, 65}, {2}})->Unit(benchmark::kMicrosecond);
 
 // ---------------------------------------------------------------------------------------------- bf16 product peak
 
 // oneDNN's bf16 matmul (bf16 operands, fp32 result), the primitive behind the CPU twin's bf16 products: the
-// practical per-core rate a bf16 model's products can reach on this CPU, which bounds its training rate. Shapes
-// (m, n, k): ViT-S/16's MLP forward at 64x64 and batch 32 (544 tokens, 384 -> 1536) and a large square product.
+// practical per-core rate a bf16 model's products can reach on this CPU, which bounds its training rate. Arguments
+// (m, n, k, threads): ViT-S/16's MLP forward at 64x64 and batch 32 (544 tokens, 384 -> 1536) on one thread and on
+// two (the training runs' count), and a large square product.
 void BM_MatmulBf16Dnnl(benchmark::State& state) {
-  use_one_thread();
+  use_threads(static_cast<int>(state.range(3)));
   using dnnl::memory;
   const memory::dim m = state.range(0), n = state.range(1), k = state.range(2);
   const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
@@ -807,7 +809,11 @@ void BM_MatmulBf16Dnnl(benchmark::State& state) {
   set_flops(state, 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
   state.SetLabel(std::string("oneDNN ") + pd.impl_info_str());
 }
-BENCHMARK(BM_MatmulBf16Dnnl)->Args({544, 1536, 384})->Args({2048, 2048, 2048})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MatmulBf16Dnnl)
+    ->Args({544, 1536, 384, 1})
+    ->Args({544, 1536, 384, 2})
+    ->Args({2048, 2048, 2048, 1})
+    ->Unit(benchmark::kMillisecond);
 
 // ---------------------------------------------------------------------------------------------- fp32 dense forward
 

@@ -20,11 +20,14 @@ namespace ringtrain::kernels::cpu {
 namespace {
 
 constexpr int kMinInputChannels = 16;
-// From about here oneDNN's batched bf16 products outrun the tiles: forward + backward on two threads of an AMX VM,
-// batch 32, in two alternated rounds, 8.7 and 9.4 ms against 9.3 and 9.9 at 101 tokens (ViT-S/16 at 160 x 160),
-// 12.5 and 13.8 against 14.7 and 15.5 at 130, 24.1 against 38.5 and 38.9 at 197; even or behind at 82 and fewer
-// (perf/results/2026-12-02-vit-attention-amx-cpu.md).
-constexpr int kMinAttentionTokens = 100;
+// The fewest tokens from which oneDNN's batched bf16 products outrun the tiles, whose products are fp32 FMAs. With
+// AMX, forward + backward on two threads, batch 32, in two alternated rounds: 8.7 and 9.4 ms against 9.3 and 9.9 at
+// 101 tokens (ViT-S/16 at 160 x 160), 24.1 against 38.5 and 38.9 at 197, even or behind at 82 and fewer
+// (perf/results/2026-12-02-vit-attention-amx-cpu.md). With AVX512_BF16 alone, on a Zen 4 VM, whose bf16 dot products
+// run at twice its fp32 FMA rate, two threads, batch 32, two rounds: ahead from 50 tokens (5.1 and 4.6 ms against 5.7
+// and 6.0; at 65, 8.2 and 7.0 against 9.2 and 9.8), even or ahead at 37, behind at 26 and 17
+// (perf/results/2026-12-02-vit-epyc-cpu.md).
+int min_attention_tokens() { return dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core_amx ? 100 : 50; }
 
 bool jit_kernel(std::string_view implementation) {
   return implementation.starts_with("jit") || implementation.starts_with("brg");
@@ -167,9 +170,9 @@ void DnnlOps::activation_backward(Activation a, Elements n, const void* x, const
 }
 
 bool DnnlOps::runs_attention(const AttentionShape& s) const {
-  return s.batch > 0 && s.data == ElementType::bf16 && s.tokens >= kMinAttentionTokens &&
+  return s.batch > 0 && s.data == ElementType::bf16 && s.tokens >= min_attention_tokens() &&
          state_->ctx.operand_type() == dnnl::memory::data_type::bf16 &&
-         dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core_amx;
+         dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core_bf16;
 }
 void DnnlOps::attention_forward(const AttentionShape& s, ActivationLayout layout, const void* qkv, void* y,
                                 void* probabilities) {

@@ -74,10 +74,10 @@ class DnnlOps {
   void activation_forward(Activation a, Elements n, const void* x, void* y);
   void activation_backward(Activation a, Elements n, const void* x, const void* dy, void* dx);
 
-  // Whether attention's core over s runs here (dnnl_attention.h): a batch, bf16 tokens, products on bf16 operands, a
-  // CPU with AMX, and at least kMinAttentionTokens tokens (100), where oneDNN's batched products outrun attention.h's
-  // own fp32 tiles (perf/results/2026-12-02-vit-attention-amx-cpu.md). Other shapes stay on the tiles; a test may run
-  // any bf16 shape here.
+  // Whether attention's core over s runs here (dnnl_attention.h): a batch, bf16 tokens, products on bf16 operands
+  // (AVX512_BF16), and at least the tokens from which oneDNN's batched products outrun attention.h's own fp32 tiles
+  // on this CPU: 100 with AMX, 50 without (dnnl_ops.cpp's min_attention_tokens). Other shapes stay on the tiles; a
+  // test may run any bf16 shape here.
   bool runs_attention(const AttentionShape& s) const;
   void attention_forward(const AttentionShape& s, ActivationLayout layout, const void* qkv, void* y,
                          void* probabilities);

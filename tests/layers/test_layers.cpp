@@ -814,8 +814,8 @@ TEST_P(LayerTest, MultiHeadAttentionAsFirstLayer) {
 }
 // Heads 16 wide: a width cuDNN's fused attention takes (a multiple of 8), so the cuda_*_candidate cases run it.
 TEST_P(LayerTest, MultiHeadAttentionFusableHeads) { check(attention(2), {2, 32, 9, 1}, {kGemm, kGemm, true}); }
-// 101 tokens: where the CPU has AMX, the CPU twin's bf16 cases run the core on oneDNN's batched products
-// (DnnlOps::runs_attention), the others on attention.h's tiles.
+// 101 tokens: where the CPU has AVX512_BF16 (with AMX from 100 tokens, without from 50), the CPU twin's bf16 cases run
+// the core on oneDNN's batched products (DnnlOps::runs_attention), the others on attention.h's tiles.
 TEST_P(LayerTest, MultiHeadAttentionManyTokens) { check(attention(2), {2, 8, 101, 1}, {kGemm, kGemm, true}); }
 
 // Two samples of three tokens of width 4 in two heads: the inputs and all four parameters.
