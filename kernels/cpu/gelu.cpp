@@ -1,19 +1,11 @@
 // Owns the CPU twin's GELU kernels; see gelu.h.
 #include "kernels/cpu/gelu.h"
 
-#include <algorithm>
-#include <array>
-#include <cstddef>
-#include <tuple>
-
-#include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/float_lanes.h"
-#include "kernels/cpu/thread_runs.h"
+#include "kernels/cpu/stored_chunks.h"
 
 namespace ringtrain::kernels::cpu {
 namespace {
-
-constexpr int64_t kChunk = 1024;  // values widened at a time: three operands' fp32 chunks stay in L1
 
 // Phi(x) and phi(x) / x's factor e^(-x^2 / 2) in each lane. For x < 0, Phi(x) = erfc(|x| / sqrt 2) / 2 is taken as
 // that product itself rather than as 1 minus a value near 1, which would lose the left tail's digits.
@@ -40,7 +32,7 @@ struct NormalLanes {
   return n.cdf + x * n.density;
 }
 
-// out[i] = f(in...) over count fp32 values, whole vectors and then the rest.
+// out[i] = f(in[i]...) over count fp32 values, whole vectors and then the rest.
 template <class F>
 void fp32_run(int64_t count, F f, float* out, const auto*... in) {
   const int64_t whole = count / kFloatLanes * kFloatLanes;
@@ -49,45 +41,18 @@ void fp32_run(int64_t count, F f, float* out, const auto*... in) {
   if (rest > 0) store_part(f(load_part(in + whole, rest, 0.0f)...), rest, out + whole);
 }
 
-const std::byte* at(const void* base, ElementType type, int64_t i) {
-  return static_cast<const std::byte*>(base) + static_cast<std::ptrdiff_t>(element_bytes(type)) * i;
-}
-std::byte* at(void* base, ElementType type, int64_t i) {
-  return static_cast<std::byte*>(base) + static_cast<std::ptrdiff_t>(element_bytes(type)) * i;
-}
-
-// y = f(inputs...) over n values, chunks of kChunk shared among the threads; fp32 read and written in place,
-// 16-bit types widened into each thread's own chunk buffers and rounded back.
-template <std::size_t Inputs, class F>
-void on_chunks(int threads, Elements n, const std::array<const void*, Inputs>& inputs, void* y, F f) {
-  const int64_t chunks = (n.n + kChunk - 1) / kChunk;
-  for_each_thread_run(threads, chunks, [&](int64_t first_chunk, int64_t end_chunk, int) {
-    std::array<std::array<float, kChunk>, Inputs> wide;
-    std::array<float, kChunk> out;
-    for (int64_t c = first_chunk; c < end_chunk; ++c) {
-      const int64_t first = c * kChunk, count = std::min(kChunk, n.n - first);
-      if (n.type == ElementType::f32) {
-        std::apply([&](auto... in) { fp32_run(count, f, reinterpret_cast<float*>(at(y, n.type, first)),
-                                              reinterpret_cast<const float*>(at(in, n.type, first))...); },
-                   inputs);
-        continue;
-      }
-      for (std::size_t i = 0; i < Inputs; ++i) widen({count, n.type}, at(inputs[i], n.type, first), wide[i].data());
-      std::apply([&](auto&... in) { fp32_run(count, f, out.data(), static_cast<const float*>(in.data())...); },
-                 wide);
-      narrow(out.data(), {count, n.type}, at(y, n.type, first));
-    }
-  });
-}
-
 }  // namespace
 
 void gelu_forward(int threads, Elements n, const void* x, void* y) {
-  on_chunks<1>(threads, n, {x}, y, [](FloatLanes v) { return gelu_lanes(v); });
+  for_each_stored_chunk<1>(threads, n, {x}, y, [](int64_t count, const float* cx, float* out) {
+    fp32_run(count, [](FloatLanes v) { return gelu_lanes(v); }, out, cx);
+  });
 }
 
 void gelu_backward(int threads, Elements n, const void* x, const void* dy, void* dx) {
-  on_chunks<2>(threads, n, {x, dy}, dx, [](FloatLanes v, FloatLanes g) { return gelu_slope_lanes(v) * g; });
+  for_each_stored_chunk<2>(threads, n, {x, dy}, dx, [](int64_t count, const float* cx, const float* cdy, float* out) {
+    fp32_run(count, [](FloatLanes v, FloatLanes g) { return gelu_slope_lanes(v) * g; }, out, cx, cdy);
+  });
 }
 
 }  // namespace ringtrain::kernels::cpu
