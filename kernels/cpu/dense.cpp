@@ -2,11 +2,13 @@
 #include "kernels/cpu/dense.h"
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
 #include "kernels/cpu/element_conversion.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/stored_lanes.h"
 #include "kernels/cpu/thread_runs.h"
 
 namespace ringtrain::kernels::cpu {
@@ -27,30 +29,59 @@ void dense_backward(int batch, int in, int out, const float* x, const float* w, 
   if (dbias) dense_bias_gradient(batch, out, ElementType::f32, dy, dbias);
 }
 
+namespace {
+
+constexpr int64_t kBiasGroup = 16;     // columns a thread's share is counted in: one vector of sums
+constexpr int64_t kBiasColumns = 128;  // columns summed at a time: their sums stay in registers (fp32, bf16) or their
+                                       // widened row on the stack (fp16)
+
+// sums[i] += rows[b][i] for b = 0, 1, ... over n columns (a whole number of lanes) of a batch of rows `stride`
+// values apart, in registers.
+template <class Io>
+void add_column_lanes(int batch, int64_t stride, int64_t n, const typename Io::Stored* rows, float* sums) {
+  std::array<FloatLanes, kBiasColumns / kFloatLanes> acc;
+  const int64_t vectors = n / kFloatLanes;
+  for (int64_t v = 0; v < vectors; ++v) acc[v] = load_lanes(sums + v * kFloatLanes);
+  for (int b = 0; b < batch; ++b)
+    for (int64_t v = 0; v < vectors; ++v) acc[v] += Io::load(rows + b * stride + v * kFloatLanes);
+  for (int64_t v = 0; v < vectors; ++v) store_lanes(acc[v], sums + v * kFloatLanes);
+}
+
+// The same for any n and type, each 16-bit row widened first.
+void add_columns(int batch, int64_t stride, int64_t n, ElementType type, const std::byte* rows, float* sums) {
+  float widened[kBiasColumns];
+  const auto value_bytes = static_cast<int64_t>(element_bytes(type));
+  for (int b = 0; b < batch; ++b) {
+    const std::byte* row = rows + b * stride * value_bytes;
+    const float* values = reinterpret_cast<const float*>(row);
+    if (type != ElementType::f32) {
+      widen({n, type}, row, widened);
+      values = widened;
+    }
+    for (int64_t i = 0; i < n; ++i) sums[i] += values[i];
+  }
+}
+
+}  // namespace
+
 void dense_bias_gradient(int batch, int out, ElementType type, const void* dy, float* dbias) {
   if (batch <= 0 || out <= 0) return;
-  constexpr int64_t kGroup = 16;    // columns a thread's share is counted in: one vector of sums
-  constexpr int64_t kColumns = 128;  // columns summed at a time: their widened row sits on the stack
   const auto* rows = static_cast<const std::byte*>(dy);
   const auto value_bytes = static_cast<int64_t>(element_bytes(type));
   // Summing a few rows costs less than waking the threads (the classifier's 10 columns over a batch of 64).
   const int threads = int64_t{batch} * out < (int64_t{1} << 16) ? 1 : compute_threads();
-  const int64_t groups = (out + kGroup - 1) / kGroup;
+  const int64_t groups = (out + kBiasGroup - 1) / kBiasGroup;
   for_each_thread_run(threads, groups, [&](int64_t first, int64_t end, int) {
-    float widened[kColumns];
-    const int64_t last = std::min<int64_t>(end * kGroup, out);
-    for (int64_t column = first * kGroup; column < last; column += kColumns) {
-      const int64_t n = std::min(kColumns, last - column);
-      float* __restrict acc = dbias + column;
-      for (int b = 0; b < batch; ++b) {
-        const std::byte* row = rows + (int64_t{b} * out + column) * value_bytes;
-        const float* __restrict values = reinterpret_cast<const float*>(row);
-        if (type != ElementType::f32) {
-          widen({n, type}, row, widened);
-          values = widened;
-        }
-        for (int64_t i = 0; i < n; ++i) acc[i] += values[i];
-      }
+    const int64_t last = std::min<int64_t>(end * kBiasGroup, out);
+    for (int64_t column = first * kBiasGroup; column < last; column += kBiasColumns) {
+      const int64_t n = std::min(kBiasColumns, last - column), in_lanes = n / kFloatLanes * kFloatLanes;
+      const std::byte* block = rows + column * value_bytes;
+      if (type == ElementType::f32)
+        add_column_lanes<Fp32LanesIo>(batch, out, in_lanes, reinterpret_cast<const float*>(block), dbias + column);
+      if (type == ElementType::bf16)
+        add_column_lanes<Bf16LanesIo>(batch, out, in_lanes, reinterpret_cast<const uint16_t*>(block), dbias + column);
+      const int64_t done = type == ElementType::f16 ? 0 : in_lanes;
+      if (n > done) add_columns(batch, out, n - done, type, block + done * value_bytes, dbias + column + done);
     }
   });
 }

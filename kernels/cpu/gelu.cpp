@@ -2,7 +2,7 @@
 #include "kernels/cpu/gelu.h"
 
 #include "kernels/cpu/float_lanes.h"
-#include "kernels/cpu/stored_chunks.h"
+#include "kernels/cpu/stored_lanes.h"
 
 namespace ringtrain::kernels::cpu {
 namespace {
@@ -32,27 +32,15 @@ struct NormalLanes {
   return n.cdf + x * n.density;
 }
 
-// out[i] = f(in[i]...) over count fp32 values, whole vectors and then the rest.
-template <class F>
-void fp32_run(int64_t count, F f, float* out, const auto*... in) {
-  const int64_t whole = count / kFloatLanes * kFloatLanes;
-  for (int64_t i = 0; i < whole; i += kFloatLanes) store_lanes(f(load_lanes(in + i)...), out + i);
-  const int rest = static_cast<int>(count - whole);
-  if (rest > 0) store_part(f(load_part(in + whole, rest, 0.0f)...), rest, out + whole);
-}
-
 }  // namespace
 
 void gelu_forward(int threads, Elements n, const void* x, void* y) {
-  for_each_stored_chunk<1>(threads, n, {x}, y, [](int64_t count, const float* cx, float* out) {
-    fp32_run(count, [](FloatLanes v) { return gelu_lanes(v); }, out, cx);
-  });
+  for_each_stored_lanes<1>(threads, n, {x}, y, [](FloatLanes v) { return gelu_lanes(v); });
 }
 
 void gelu_backward(int threads, Elements n, const void* x, const void* dy, void* dx) {
-  for_each_stored_chunk<2>(threads, n, {x, dy}, dx, [](int64_t count, const float* cx, const float* cdy, float* out) {
-    fp32_run(count, [](FloatLanes v, FloatLanes g) { return gelu_slope_lanes(v) * g; }, out, cx, cdy);
-  });
+  for_each_stored_lanes<2>(threads, n, {x, dy}, dx,
+                           [](FloatLanes v, FloatLanes g) { return gelu_slope_lanes(v) * g; });
 }
 
 }  // namespace ringtrain::kernels::cpu

@@ -1,9 +1,11 @@
-// Owns the element-wise operations on stored tensors: fp32 on elementwise.h directly, 16-bit types through
-// stored_chunks.h on the calling thread; see stored_elementwise.h.
+// Owns the element-wise operations on stored tensors: fp32 on elementwise.h directly, 16-bit types on the calling
+// thread, the sums in lanes (stored_lanes.h), the activations through widened chunks (stored_chunks.h); see
+// stored_elementwise.h.
 #include "kernels/cpu/stored_elementwise.h"
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/stored_chunks.h"
+#include "kernels/cpu/stored_lanes.h"
 
 namespace ringtrain::kernels::cpu {
 namespace {
@@ -15,16 +17,12 @@ float* f32(void* p) { return static_cast<float*>(p); }
 
 void add(Elements n, const void* a, const void* b, void* y) {
   if (n.type == ElementType::f32) return add(n.n, f32(a), f32(b), f32(y));
-  for_each_stored_chunk<2>(1, n, {a, b}, y, [](int64_t count, const float* ca, const float* cb, float* out) {
-    add(count, ca, cb, out);
-  });
+  for_each_stored_lanes<2>(1, n, {a, b}, y, [](FloatLanes va, FloatLanes vb) { return va + vb; });
 }
 
 void accumulate(Elements n, const void* x, void* y) {
   if (n.type == ElementType::f32) return accumulate(n.n, f32(x), f32(y));
-  for_each_stored_chunk<2>(1, n, {x, y}, y, [](int64_t count, const float* cx, const float* cy, float* out) {
-    add(count, cy, cx, out);  // y + x, accumulate's sum
-  });
+  for_each_stored_lanes<2>(1, n, {x, y}, y, [](FloatLanes vx, FloatLanes vy) { return vy + vx; });
 }
 
 void relu_forward(Elements n, const void* x, void* y) {

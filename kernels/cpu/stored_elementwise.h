@@ -1,6 +1,7 @@
 // Owns the element-wise operations on activations in any stored element type (kernels/element_type.h): fp32 goes
-// straight to kernels/cpu/elementwise.h; bf16 and fp16 run those fp32 kernels a chunk at a time (stored_chunks.h),
-// each tensor crossing memory once at its own width, with the arithmetic of fp32 tensors holding the same values.
+// straight to kernels/cpu/elementwise.h; bf16 and fp16 take the sums in lanes (stored_lanes.h) and run the fp32
+// activation kernels a chunk at a time (stored_chunks.h), each tensor crossing memory once at its own width, with the
+// arithmetic of fp32 tensors holding the same values.
 #pragma once
 #include "kernels/activation.h"
 #include "kernels/element_type.h"
