@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <string>
 
 #include "backend/cpu/cpu_backend.h"
 #include "config/layer_types.h"
@@ -327,6 +328,16 @@ TEST_F(DataParallelEquivalence, Bf16PrecisionRanksTimesBatchEqualsOneRankTimesNB
                 compare(fp32, reference).max_abs);
 }
 
+// Which of the CPU twin's two routes token_model()'s attention (65 tokens) took: oneDNN's batched bf16 products from
+// the CPU's crossover (DnnlOps::runs_attention), the fp32 tiles otherwise; so that a log says which one the
+// equivalence was proven on.
+std::string attention_route(bool bf16, int batch) {
+  if (!bf16) return "on fp32 tiles";
+  const kernels::cpu::DnnlOps ops(1, kernels::cpu::DnnlMath::bf16);
+  const kernels::AttentionShape shape{batch, 2, kSide * kSide + 1, 8, kernels::ElementType::bf16};
+  return ops.runs_attention(shape) ? "on oneDNN's batched products" : "on fp32 tiles over bf16 tokens";
+}
+
 // The CPU twin's NHWC route for token models (run.cpu_layout = "nhwc"; auto for ViTs in bf16, and in fp32 where every
 // convolution is pointwise or a patch embedding): its pointwise convolutions are one matrix product over all of a
 // batch's positions, so a rank's product has b x T rows and the one-rank run's N x b x T; each row's sum over the
@@ -348,8 +359,8 @@ void expect_nhwc_token_model_ranks_times_batch_equal_one_rank(bool bf16) {
   // Not vacuous: training moved the parameters 100 times the bound or more.
   EXPECT_GT(compare(untrained(token_model()), reference).max_abs, 100 * relative_tolerance() * d.max_param);
   if (rank == 0)
-    std::printf("NHWC token model (%s): largest difference %.3g of the largest parameter %.3g\n",
-                bf16 ? "oneDNN's bf16 kernels" : "fp32", d.max_abs, d.max_param);
+    std::printf("NHWC token model (%s, attention's core %s): largest difference %.3g of the largest parameter %.3g\n",
+                bf16 ? "oneDNN's bf16 kernels" : "fp32", attention_route(bf16, b).c_str(), d.max_abs, d.max_param);
 }
 
 TEST_F(DataParallelEquivalence, NhwcTokenModelRanksTimesBatchEqualsOneRankTimesNBatch) {
