@@ -22,8 +22,7 @@ class Bf16WeightCopies {
  private:
   struct Copy {
     Copy(DnnlContext& ctx, int rows, int cols);
-    dnnl::memory fp32, bf16;  // fp32 wraps the weights at each conversion
-    dnnl::reorder cast;
+    dnnl::memory bf16;
     bool filled = false;  // converted at least once
   };
   Copy& copy_of(DnnlContext& ctx, const float* w, int rows, int cols);
