@@ -857,8 +857,8 @@ void BM_WeightCopies(benchmark::State& state) {
     }
     benchmark::ClobberMemory();
   }
-  state.counters["weights/s"] =
-      benchmark::Counter(static_cast<double>(total) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  const double weights = static_cast<double>(total) * static_cast<double>(state.iterations());
+  state.counters["weights/s"] = benchmark::Counter(weights, benchmark::Counter::kIsRate);
   state.SetLabel(reorder ? "oneDNN reorder" : "Bf16WeightCopies");
 }
 BENCHMARK(BM_WeightCopies)->ArgsProduct({{0, 1}, {1, 2}})->Unit(benchmark::kMillisecond);
