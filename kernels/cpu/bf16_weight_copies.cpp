@@ -1,6 +1,6 @@
 // The bf16 copies of layers' weights, each in memory of its own, rounded from the fp32 weights on the compute threads
-// (narrow_on_threads: ViT-S/16's weights in 3.9-4.2 ms against oneDNN's reorder's 4.5-4.8 on two threads of a Zen 4
-// VM, BM_WeightCopies).
+// (narrow_on_threads: over ViT-S/16's weights 10-15 % faster than a oneDNN reorder per layer on one thread of a Zen 4
+// VM, and on two faster in three runs of four, BM_WeightCopies; perf/results/2026-12-02-vit-bf16-lanes-cpu.md).
 #include "kernels/cpu/bf16_weight_copies.h"
 
 #include "kernels/cpu/dnnl_check.h"
