@@ -32,8 +32,7 @@ void dense_backward(int batch, int in, int out, const float* x, const float* w, 
 namespace {
 
 constexpr int64_t kBiasGroup = 16;     // columns a thread's share is counted in: one vector of sums
-constexpr int64_t kBiasColumns = 128;  // columns summed at a time: their sums stay in registers (fp32, bf16) or their
-                                       // widened row on the stack (fp16)
+constexpr int64_t kBiasColumns = 128;  // columns summed at a time: their sums stay in registers
 
 // sums[i] += rows[b][i] for b = 0, 1, ... over n columns (a whole number of lanes) of a batch of rows `stride`
 // values apart, in registers.
@@ -47,9 +46,9 @@ void add_column_lanes(int batch, int64_t stride, int64_t n, const typename Io::S
   for (int64_t v = 0; v < vectors; ++v) store_lanes(acc[v], sums + v * kFloatLanes);
 }
 
-// The same for any n and type, each 16-bit row widened first.
+// The same for the last few columns (fewer than the lanes), each 16-bit row widened first.
 void add_columns(int batch, int64_t stride, int64_t n, ElementType type, const std::byte* rows, float* sums) {
-  float widened[kBiasColumns];
+  float widened[kFloatLanes];
   const auto value_bytes = static_cast<int64_t>(element_bytes(type));
   for (int b = 0; b < batch; ++b) {
     const std::byte* row = rows + b * stride * value_bytes;
@@ -76,12 +75,11 @@ void dense_bias_gradient(int batch, int out, ElementType type, const void* dy, f
     for (int64_t column = first * kBiasGroup; column < last; column += kBiasColumns) {
       const int64_t n = std::min(kBiasColumns, last - column), in_lanes = n / kFloatLanes * kFloatLanes;
       const std::byte* block = rows + column * value_bytes;
-      if (type == ElementType::f32)
-        add_column_lanes<Fp32LanesIo>(batch, out, in_lanes, reinterpret_cast<const float*>(block), dbias + column);
-      if (type == ElementType::bf16)
-        add_column_lanes<Bf16LanesIo>(batch, out, in_lanes, reinterpret_cast<const uint16_t*>(block), dbias + column);
-      const int64_t done = type == ElementType::f16 ? 0 : in_lanes;
-      if (n > done) add_columns(batch, out, n - done, type, block + done * value_bytes, dbias + column + done);
+      with_lanes_io(type, [&]<class Io>(Io) {
+        add_column_lanes<Io>(batch, out, in_lanes, reinterpret_cast<const typename Io::Stored*>(block), dbias + column);
+      });
+      if (n > in_lanes)
+        add_columns(batch, out, n - in_lanes, type, block + in_lanes * value_bytes, dbias + column + in_lanes);
     }
   });
 }

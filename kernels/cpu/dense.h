@@ -9,7 +9,7 @@ void dense_forward(int batch, int in, int out, const float* x, const float* w, c
 void dense_backward(int batch, int in, int out, const float* x, const float* w, const float* dy, float* dx,
                     float* dw, float* dbias);
 // dbias += the column sums of dy (batch x out, stored as `type`), each column summed row by row from its value in
-// dbias, each 16-bit value widened as it is read (fp32 and bf16 in registers, stored_lanes.h); the compute threads take
+// dbias, each 16-bit value widened as it is read (the sums in registers, stored_lanes.h); the compute threads take
 // runs of columns, so the bits are one thread's.
 void dense_bias_gradient(int batch, int out, ElementType type, const void* dy, float* dbias);
 

@@ -1,7 +1,8 @@
 // Owns how an element-wise CPU kernel written over FloatLanes (float_lanes.h) runs on tensors stored in any element
-// type: fp32 and bf16 values are taken into the lanes and put back in registers (bf16 widened exactly and rounded to
-// nearest even as kernels/cpu/bf16.h rounds it, so the bits are those of the scalar conversions), fp16 through
-// stored_chunks.h's widened chunks. Each tensor crosses memory once at its own width, with no buffer in between.
+// type: 16 values at a time taken into the lanes and put back in registers (bf16 widened exactly and rounded to
+// nearest even as kernels/cpu/bf16.h rounds it; fp16 converted a lane at a time by stored_values.h's conversions), so
+// the bits are those of the scalar conversions and each tensor crosses memory once at its own width, with no buffer
+// in between.
 #pragma once
 #include <algorithm>
 #include <array>
@@ -12,6 +13,7 @@
 
 #include "kernels/cpu/float_lanes.h"
 #include "kernels/cpu/stored_chunks.h"
+#include "kernels/cpu/stored_values.h"
 #include "kernels/cpu/thread_runs.h"
 #include "kernels/element_type.h"
 
@@ -50,6 +52,29 @@ struct Bf16LanesIo {
   [[gnu::always_inline]] static FloatLanes load(const uint16_t* from) { return load_bf16_lanes(from); }
   [[gnu::always_inline]] static void store(FloatLanes v, uint16_t* to) { store_bf16_lanes(v, to); }
 };
+struct Fp16LanesIo {  // no vector conversion here for fp16 on every target: a lane at a time
+  using Stored = uint16_t;
+  [[gnu::always_inline]] static FloatLanes load(const uint16_t* from) {
+    FloatLanes v;
+    for (int i = 0; i < kFloatLanes; ++i) v[i] = Fp16Values::load(from[i]);
+    return v;
+  }
+  [[gnu::always_inline]] static void store(FloatLanes v, uint16_t* to) {
+    for (int i = 0; i < kFloatLanes; ++i) to[i] = Fp16Values::store(v[i]);
+  }
+};
+
+// The lanes' loads and stores of the type stored_values.h's Values names.
+template <class Values> struct LanesIoOf;
+template <> struct LanesIoOf<Fp32Values> { using Io = Fp32LanesIo; };
+template <> struct LanesIoOf<Bf16Values> { using Io = Bf16LanesIo; };
+template <> struct LanesIoOf<Fp16Values> { using Io = Fp16LanesIo; };
+
+// body(Io{}) for the lanes' loads and stores of `type`.
+template <class Body>
+void with_lanes_io(ElementType type, Body&& body) {
+  with_stored_values(type, [&](auto values) { body(typename LanesIoOf<decltype(values)>::Io{}); });
+}
 
 // out[i] = f(in[0][i], in[1][i], ...) over count values stored as Io::Stored: whole vectors, then the rest in
 // zero-filled lanes.
@@ -80,16 +105,7 @@ void lanes_run(int64_t count, F&& f, const std::array<const typename Io::Stored*
 // the thread count. y may alias an input.
 template <std::size_t Inputs, class F>
 void for_each_stored_lanes(int threads, Elements n, const std::array<const void*, Inputs>& inputs, void* y, F f) {
-  if (n.type == ElementType::f16) {  // widened a chunk at a time: the kernel sees fp32 chunks, the output's last
-    for_each_stored_chunk<Inputs>(threads, n, inputs, y, [&](int64_t count, auto*... chunk) {
-      const std::array<const float*, Inputs + 1> all{chunk...};
-      std::array<const float*, Inputs> in;
-      std::copy_n(all.begin(), Inputs, in.begin());
-      lanes_run<Fp32LanesIo>(count, f, in, const_cast<float*>(all[Inputs]));
-    });
-    return;
-  }
-  const auto run = [&]<class Io>(Io) {
+  with_lanes_io(n.type, [&]<class Io>(Io) {
     using Stored = typename Io::Stored;
     const int64_t chunks = (n.n + kStoredChunk - 1) / kStoredChunk;
     for_each_thread_run(threads, chunks, [&](int64_t first_chunk, int64_t end_chunk, int) {
@@ -98,9 +114,7 @@ void for_each_stored_lanes(int threads, Elements n, const std::array<const void*
       for (std::size_t k = 0; k < Inputs; ++k) in[k] = static_cast<const Stored*>(inputs[k]) + first;
       lanes_run<Io>(count, f, in, static_cast<Stored*>(y) + first);
     });
-  };
-  if (n.type == ElementType::bf16) return run(Bf16LanesIo{});
-  run(Fp32LanesIo{});
+  });
 }
 
 }  // namespace ringtrain::kernels::cpu
